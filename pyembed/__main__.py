@@ -1,0 +1,3 @@
+from pyembed.cli import main
+
+main()

@@ -1,0 +1,47 @@
+"""Build the pyembed Cython extensions from csrc/.
+
+Every pyembed/_ext/_<family>.pyx becomes the extension pyembed._ext._<family>
+and is linked with every C file in csrc/src/ (the C sources are small; each
+extension carries its own copy, which keeps the build a single step that an
+isolated `pip install .` can run).
+
+Set PYEMBED_ONLY=_fixed,_reverse to build only some extensions (handy while
+developing one family); CFLAGS are the usual environment variable.
+"""
+import glob
+import os
+
+import numpy
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+C_SOURCES = sorted(os.path.relpath(p, HERE) for p in glob.glob(os.path.join(HERE, "csrc", "src", "*.c")))
+C_HEADERS = sorted(os.path.relpath(p, HERE) for p in glob.glob(os.path.join(HERE, "csrc", "include", "pyembed", "*.h")))
+PYX = sorted(os.path.relpath(p, HERE) for p in glob.glob(os.path.join(HERE, "pyembed", "_ext", "_*.pyx")))
+
+only = {x.strip() for x in os.environ.get("PYEMBED_ONLY", "").split(",") if x.strip()}
+
+extensions = []
+for pyx in PYX:
+    stem = os.path.splitext(os.path.basename(pyx))[0]
+    if only and stem not in only:
+        continue
+    extensions.append(
+        Extension(
+            f"pyembed._ext.{stem}",
+            sources=[pyx] + C_SOURCES,
+            include_dirs=[os.path.join("csrc", "include"), numpy.get_include()],
+            depends=C_HEADERS + [os.path.join("pyembed", "_ext", "pe_types.pxd")],
+            define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+            extra_compile_args=["-O2"],
+        )
+    )
+
+setup(
+    ext_modules=cythonize(
+        extensions,
+        compiler_directives={"language_level": "3", "boundscheck": False, "wraparound": False},
+        include_path=[HERE],
+    ),
+)
