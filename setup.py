@@ -1,9 +1,14 @@
 """Build the pyembed Cython extensions from csrc/.
 
-Every pyembed/_ext/_<family>.pyx becomes the extension pyembed._ext._<family>
-and is linked with every C file in csrc/src/ (the C sources are small; each
-extension carries its own copy, which keeps the build a single step that an
-isolated `pip install .` can run).
+Every pyembed/_ext/_<family>.pyx becomes the extension pyembed._ext._<family>.
+It is linked with the C files its first lines name, as
+
+    # pyembed-csrc: pe_pool_rev.c pe_conv_rev.c
+
+(file names in csrc/src/), plus the core every kernel uses (CORE below); a .pyx
+without that line gets every file in csrc/src/. Each extension carries its own
+copy of the C it needs, which keeps the build a single step that an isolated
+`pip install .` can run.
 
 Set PYEMBED_ONLY=_fixed,_reverse to build only some extensions (handy while
 developing one family); CFLAGS are the usual environment variable.
@@ -20,6 +25,19 @@ C_SOURCES = sorted(os.path.relpath(p, HERE) for p in glob.glob(os.path.join(HERE
 C_HEADERS = sorted(os.path.relpath(p, HERE) for p in glob.glob(os.path.join(HERE, "csrc", "include", "pyembed", "*.h")))
 PYX = sorted(os.path.relpath(p, HERE) for p in glob.glob(os.path.join(HERE, "pyembed", "_ext", "_*.pyx")))
 
+CORE = ["pe_fixed.c", "pe_exp2_table.c"]
+
+
+def c_sources_for(pyx):
+    with open(os.path.join(HERE, pyx)) as f:
+        head = [next(f, "") for _ in range(10)]
+    for line in head:
+        if line.startswith("# pyembed-csrc:"):
+            names = CORE + [n for n in line.split(":", 1)[1].split() if n not in CORE]
+            return [os.path.join("csrc", "src", n) for n in names]
+    return C_SOURCES
+
+
 only = {x.strip() for x in os.environ.get("PYEMBED_ONLY", "").split(",") if x.strip()}
 
 extensions = []
@@ -30,7 +48,7 @@ for pyx in PYX:
     extensions.append(
         Extension(
             f"pyembed._ext.{stem}",
-            sources=[pyx] + C_SOURCES,
+            sources=[pyx] + c_sources_for(pyx),
             include_dirs=[os.path.join("csrc", "include"), numpy.get_include()],
             depends=C_HEADERS + [os.path.join("pyembed", "_ext", "pe_types.pxd")],
             define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],

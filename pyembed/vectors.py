@@ -27,10 +27,10 @@ def _softmax(arrays, params):
 RUNNERS = {
     "softmax_s8": _softmax,
     "softmax_s8_s16": _softmax,
-    "conv_s8": "pyembed.reverse:vector_conv_s8",
-    "depthwise_conv_s8": "pyembed.reverse:vector_depthwise_conv_s8",
-    "avgpool_s8": "pyembed.reverse:vector_avgpool_s8",
-    "maxpool_s8": "pyembed.reverse:vector_maxpool_s8",
+    "conv_s8": "pyembed.conv:vector_conv_s8",
+    "depthwise_conv_s8": "pyembed.conv:vector_depthwise_conv_s8",
+    "avgpool_s8": "pyembed.pooling:vector_avgpool_s8",
+    "maxpool_s8": "pyembed.pooling:vector_maxpool_s8",
 }
 
 

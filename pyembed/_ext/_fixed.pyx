@@ -1,3 +1,4 @@
+# pyembed-csrc: pe_softmax.c
 # cython: language_level=3, boundscheck=False, wraparound=False
 """Bindings for the fixed-point primitives (pe_fixed.h) and softmax (pe_softmax.h).
 
