@@ -1,0 +1,323 @@
+/* Plain C tests of the streaming attention and its baseline: argument and
+ * scratch checks, exact cases (flat rows give the exact mean of V, a
+ * dominant key gives its V row), agreement of the fold modes with the
+ * materialising baseline, multi-head = per-head calls, and scratch that does
+ * not grow with the number of keys. Scratch is malloc'ed at exactly the
+ * queried size so that AddressSanitizer catches any overrun.
+ * Bit-exactness against an integer model lives in tests/test_attention.py. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pyembed/pe_attention.h"
+#include "pyembed/pe_fixed.h"
+#include "pe_test.h"
+
+static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
+static int8_t rnd8(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (int8_t)(int32_t)((rng_state >> 24) & 0xFFu) ;
+}
+
+static void fill(int8_t *x, size_t count)
+{
+    size_t i;
+    for (i = 0; i < count; i++) {
+        x[i] = rnd8();
+    }
+}
+
+static pe_attn_params default_params(void)
+{
+    pe_attn_params p;
+    memset(&p, 0, sizeof p);
+    /* 0.03 * 2^22 * log2(e) / sqrt(16)-ish: a moderate temperature */
+    p.score_quant.multiplier = 1518500250; /* ~0.7071 in Q31 */
+    p.score_quant.shift = 13;
+    p.block = 8;
+    p.fold = PE_ATTN_FOLD_LATE;
+    return p;
+}
+
+/* Runs the streaming kernel with exactly the queried scratch. */
+static pe_status run_nf(const pe_attn_params *p, const pe_attn_dims *dm, const int8_t *q,
+                        const int8_t *k, const int8_t *v, int32_t *out, pe_stats *stats)
+{
+    pe_context ctx;
+    int32_t need = 0;
+    pe_status st = pe_attention_nf_get_buffer_size(p, dm, &need);
+    if (st != PE_OK) {
+        return st;
+    }
+    ctx.buf = malloc((size_t)need);
+    ctx.size = need;
+    ctx.stats = stats;
+    st = pe_attention_nf_s8(&ctx, p, dm, q, k, v, out);
+    free(ctx.buf);
+    return st;
+}
+
+static pe_status run_conv(const pe_attn_params *p, pe_attn_baseline kind, const pe_attn_dims *dm,
+                          const int8_t *q, const int8_t *k, const int8_t *v, int32_t *out,
+                          pe_stats *stats)
+{
+    pe_context ctx;
+    int32_t need = 0;
+    pe_status st = pe_attention_conv_get_buffer_size(p, kind, dm, &need);
+    if (st != PE_OK) {
+        return st;
+    }
+    ctx.buf = malloc((size_t)need);
+    ctx.size = need;
+    ctx.stats = stats;
+    st = pe_attention_conv_s8(&ctx, p, kind, dm, q, k, v, out);
+    free(ctx.buf);
+    return st;
+}
+
+static void bad_arguments(void)
+{
+    int8_t q[32], k[32], v[32];
+    int32_t out[32];
+    int32_t lo[2] = {0, 1}, hi[2] = {2, 1};
+    int32_t need = 0;
+    uint8_t small[16];
+    pe_context ctx;
+    pe_attn_dims dm = {2, 2, 4, 2, 1};
+    pe_attn_params p = default_params();
+    memset(q, 1, sizeof q);
+    memset(k, 1, sizeof k);
+    memset(v, 1, sizeof v);
+
+    PE_CHECK_EQ(run_nf(&p, &dm, q, k, v, out, NULL), PE_OK);
+    dm.d = 0;
+    PE_CHECK_EQ(run_nf(&p, &dm, q, k, v, out, NULL), PE_ERR_ARG);
+    dm.d = 4;
+    dm.m = 0;
+    PE_CHECK_EQ(run_nf(&p, &dm, q, k, v, out, NULL), PE_ERR_ARG);
+    PE_CHECK_EQ(run_conv(&p, PE_ATTN_BASE_ROW, &dm, q, k, v, out, NULL), PE_ERR_ARG);
+    dm.m = 2;
+    dm.n = 0;
+    PE_CHECK_EQ(run_nf(&p, &dm, q, k, v, out, NULL), PE_ERR_ARG);
+    dm.n = 2;
+    p.block = 0;
+    PE_CHECK_EQ(run_nf(&p, &dm, q, k, v, out, NULL), PE_ERR_ARG);
+    p.block = 8;
+    p.score_quant.multiplier = -1;
+    PE_CHECK_EQ(run_nf(&p, &dm, q, k, v, out, NULL), PE_ERR_ARG);
+    p.score_quant.multiplier = 1 << 30;
+    p.score_quant.shift = 31;
+    PE_CHECK_EQ(run_nf(&p, &dm, q, k, v, out, NULL), PE_ERR_ARG);
+    p.score_quant.shift = 0;
+    p.q_offset = 129;
+    PE_CHECK_EQ(run_nf(&p, &dm, q, k, v, out, NULL), PE_ERR_ARG);
+    p.q_offset = 0;
+    p.fold = (pe_attn_fold)7;
+    PE_CHECK_EQ(run_nf(&p, &dm, q, k, v, out, NULL), PE_ERR_ARG);
+    p.fold = PE_ATTN_FOLD_LATE;
+    /* a row whose key range is empty */
+    p.key_begin = lo;
+    p.key_end = hi;
+    PE_CHECK_EQ(run_nf(&p, &dm, q, k, v, out, NULL), PE_ERR_ARG);
+    PE_CHECK_EQ(run_conv(&p, PE_ATTN_BASE_ROW, &dm, q, k, v, out, NULL), PE_ERR_ARG);
+    hi[1] = 3; /* beyond m */
+    PE_CHECK_EQ(run_nf(&p, &dm, q, k, v, out, NULL), PE_ERR_ARG);
+    hi[1] = 2;
+    PE_CHECK_EQ(run_nf(&p, &dm, q, k, v, out, NULL), PE_OK);
+    p.key_end = NULL; /* only one of the pair */
+    PE_CHECK_EQ(run_nf(&p, &dm, q, k, v, out, NULL), PE_ERR_ARG);
+    p.key_begin = NULL;
+    /* NULL data, scratch missing or too small */
+    PE_CHECK_EQ(pe_attention_nf_get_buffer_size(&p, &dm, &need), PE_OK);
+    ctx.buf = small;
+    ctx.size = need - 1;
+    ctx.stats = NULL;
+    PE_CHECK_EQ(pe_attention_nf_s8(&ctx, &p, &dm, q, k, v, out), PE_ERR_SCRATCH);
+    ctx.buf = NULL;
+    ctx.size = 1 << 20;
+    PE_CHECK_EQ(pe_attention_nf_s8(&ctx, &p, &dm, q, k, v, out), PE_ERR_SCRATCH);
+    PE_CHECK_EQ(pe_attention_conv_s8(&ctx, &p, PE_ATTN_BASE_ROW, &dm, q, k, v, out),
+                PE_ERR_SCRATCH);
+    PE_CHECK_EQ(pe_attention_nf_s8(&ctx, &p, &dm, NULL, k, v, out), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_attention_nf_s8(NULL, &p, &dm, q, k, v, out), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_attention_conv_get_buffer_size(&p, (pe_attn_baseline)5, &dm, &need),
+                PE_ERR_ARG);
+    /* a score matrix beyond int32 bytes */
+    dm.n = 1 << 20;
+    dm.m = 1 << 20;
+    PE_CHECK_EQ(pe_attention_conv_get_buffer_size(&p, PE_ATTN_BASE_MATRIX, &dm, &need),
+                PE_ERR_OVERFLOW);
+}
+
+/* All keys equal: every weight is the same, the output is the exact mean of
+ * V rounded to 16 fraction bits, for every fold and the baseline. */
+static void flat_rows(void)
+{
+    enum { N = 3, M = 37, D = 8, DV = 3 };
+    int8_t q[N * D], k[M * D], v[M * DV];
+    int32_t out[N * DV];
+    pe_attn_dims dm = {N, M, D, DV, 1};
+    pe_attn_params p = default_params();
+    int32_t i, c, j, f;
+    fill(q, sizeof q);
+    fill(v, sizeof v);
+    for (j = 0; j < M; j++) {
+        memset(k + j * D, 5, D);
+    }
+    p.v_offset = 3;
+    for (f = 0; f < 4; f++) {
+        pe_status st;
+        if (f < 3) {
+            p.fold = (pe_attn_fold)f;
+            st = run_nf(&p, &dm, q, k, v, out, NULL);
+        } else {
+            st = run_conv(&p, PE_ATTN_BASE_ROW, &dm, q, k, v, out, NULL);
+        }
+        PE_CHECK_EQ(st, PE_OK);
+        for (c = 0; c < DV; c++) {
+            int64_t sum = 0;
+            int64_t want;
+            for (j = 0; j < M; j++) {
+                sum += (int64_t)v[j * DV + c] + p.v_offset;
+            }
+            /* round(sum * 2^16 / M), halves away from zero */
+            want = (sum * 65536 + (sum >= 0 ? M / 2 : -(M / 2))) / M;
+            for (i = 0; i < N; i++) {
+                PE_CHECK(out[i * DV + c] - want <= 1 && want - out[i * DV + c] <= 1);
+            }
+        }
+    }
+}
+
+/* One key far above the rest: the output is that key's V row. */
+static void dominant_key(void)
+{
+    enum { N = 2, M = 200, D = 4, DV = 2 };
+    int8_t q[N * D], k[M * D], v[M * DV];
+    int32_t out[N * DV];
+    pe_attn_dims dm = {N, M, D, DV, 1};
+    pe_attn_params p = default_params();
+    const int32_t hot = 190; /* in the last block: the maximum arrives late */
+    int32_t i, c;
+    memset(q, 100, sizeof q);
+    memset(k, 0, sizeof k);
+    memset(k + hot * D, 120, D);
+    fill(v, sizeof v);
+    for (i = 0; i < 2; i++) {
+        pe_stats st;
+        memset(&st, 0, sizeof st);
+        p.fold = (pe_attn_fold)i;
+        PE_CHECK_EQ(run_nf(&p, &dm, q, k, v, out, &st), PE_OK);
+        for (c = 0; c < N * DV; c++) {
+            PE_CHECK_EQ(out[c], (int32_t)v[hot * DV + c % DV] * 65536);
+        }
+        PE_CHECK(st.rescales >= (uint64_t)N);
+        PE_CHECK_EQ(st.exps, (uint64_t)(N * M * (i + 1)));
+    }
+}
+
+static int32_t max_abs_diff(const int32_t *a, const int32_t *b, int32_t count)
+{
+    int32_t i, worst = 0;
+    for (i = 0; i < count; i++) {
+        const int32_t dlt = a[i] > b[i] ? a[i] - b[i] : b[i] - a[i];
+        worst = dlt > worst ? dlt : worst;
+    }
+    return worst;
+}
+
+/* Random inputs with key ranges and two heads: folds and baselines agree
+ * within a few output LSBs; a two-head call equals two one-head calls; the
+ * matrix baseline equals the row baseline bit for bit. */
+static void folds_heads_and_baselines(void)
+{
+    enum { N = 9, M = 150, D = 12, DV = 3, H = 2 };
+    static int8_t q[N * D * H], k[M * D * H], v[M * DV * H];
+    static int8_t q1[N * D], k1[M * D], v1[M * DV];
+    static int32_t late[N * DV * H], early[N * DV * H], row[N * DV * H], mat[N * DV * H];
+    static int32_t single[N * DV];
+    int32_t lo[N], hi[N];
+    pe_attn_dims dm = {N, M, D, DV, H};
+    pe_attn_dims d1 = {N, M, D, DV, 1};
+    pe_attn_params p = default_params();
+    int32_t i, j, h, c;
+    fill(q, sizeof q);
+    fill(k, sizeof k);
+    fill(v, sizeof v);
+    for (i = 0; i < N; i++) {
+        lo[i] = i * 11;
+        hi[i] = lo[i] + 1 + i * 15 > M ? M : lo[i] + 1 + i * 15;
+    }
+    p.key_begin = lo;
+    p.key_end = hi;
+    p.q_offset = -3;
+    p.k_offset = 7;
+    p.v_offset = 128;
+    p.block = 16;
+    p.fold = PE_ATTN_FOLD_LATE;
+    PE_CHECK_EQ(run_nf(&p, &dm, q, k, v, late, NULL), PE_OK);
+    p.fold = PE_ATTN_FOLD_EARLY;
+    PE_CHECK_EQ(run_nf(&p, &dm, q, k, v, early, NULL), PE_OK);
+    PE_CHECK_EQ(run_conv(&p, PE_ATTN_BASE_ROW, &dm, q, k, v, row, NULL), PE_OK);
+    PE_CHECK_EQ(run_conv(&p, PE_ATTN_BASE_MATRIX, &dm, q, k, v, mat, NULL), PE_OK);
+    PE_CHECK_EQ(max_abs_diff(row, mat, N * DV * H), 0);
+    /* 256 * 2^16 full scale: a few LSB of agreement is ~1e-7 relative */
+    PE_CHECK(max_abs_diff(late, row, N * DV * H) <= 8);
+    PE_CHECK(max_abs_diff(early, row, N * DV * H) <= 8);
+    for (h = 0; h < H; h++) {
+        for (i = 0; i < N; i++) {
+            memcpy(q1 + i * D, q + (i * H + h) * D, D);
+        }
+        for (j = 0; j < M; j++) {
+            memcpy(k1 + j * D, k + (j * H + h) * D, D);
+            memcpy(v1 + j * DV, v + (j * H + h) * DV, DV);
+        }
+        p.fold = PE_ATTN_FOLD_LATE;
+        PE_CHECK_EQ(run_nf(&p, &d1, q1, k1, v1, single, NULL), PE_OK);
+        for (i = 0; i < N; i++) {
+            for (c = 0; c < DV; c++) {
+                PE_CHECK_EQ(single[i * DV + c], late[(i * H + h) * DV + c]);
+            }
+        }
+    }
+}
+
+/* Peak scratch of the streaming kernel is the same for 50 and 5000 keys;
+ * the row baseline's grows with them. */
+static void scratch_independent_of_keys(void)
+{
+    enum { D = 16, DV = 2, MBIG = 5000 };
+    static int8_t q[D], k[MBIG * D], v[MBIG * DV];
+    int32_t out[DV];
+    pe_attn_params p = default_params();
+    pe_attn_dims small = {1, 50, D, DV, 1};
+    pe_attn_dims big = {1, MBIG, D, DV, 1};
+    pe_stats s1, s2, s3;
+    memset(&s1, 0, sizeof s1);
+    memset(&s2, 0, sizeof s2);
+    memset(&s3, 0, sizeof s3);
+    fill(q, sizeof q);
+    fill(k, sizeof k);
+    fill(v, sizeof v);
+    p.block = 64;
+    PE_CHECK_EQ(run_nf(&p, &small, q, k, v, out, &s1), PE_OK);
+    PE_CHECK_EQ(run_nf(&p, &big, q, k, v, out, &s2), PE_OK);
+    PE_CHECK_EQ(run_conv(&p, PE_ATTN_BASE_ROW, &big, q, k, v, out, &s3), PE_OK);
+    PE_CHECK_EQ(s1.peak_bytes, s2.peak_bytes);
+    PE_CHECK(s2.peak_bytes <= 8 * DV + 4 * 64 + 2 * D + 7);
+    PE_CHECK(s3.peak_bytes >= 4 * MBIG);
+    PE_CHECK_EQ(s2.macs, (uint64_t)MBIG * (D + DV));
+    PE_CHECK_EQ(s2.exps, (uint64_t)MBIG);
+}
+
+int main(void)
+{
+    bad_arguments();
+    flat_rows();
+    dominant_key();
+    folds_heads_and_baselines();
+    scratch_independent_of_keys();
+    return PE_TEST_END("test_attention");
+}
