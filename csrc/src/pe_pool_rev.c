@@ -1,0 +1,783 @@
+/*
+ * pe_pool_rev.c - reverse (output-centric) pooling; see pe_pool.h.
+ *
+ * One code path serves the whole-tensor kernels, row streaming and the
+ * fusion scatter API: a stream state at the (8-byte aligned) start of the
+ * caller's scratch, followed by a ring of int32 accumulator rows. Opening an
+ * input row allocates (fills with the absorbing element) the output rows it
+ * is the first to reach; scattering its pixels combines each one into the
+ * product of its output row range (fixed for the row) and column range
+ * (tracked incrementally, no division per pixel); closing the row finalises
+ * and emits the output rows no later input row can reach.
+ */
+#include "pyembed/pe_pool.h"
+#include "pyembed/pe_fixed.h"
+
+#define POOL_MAGIC 0x706F6F6Cu /* "pool" */
+#define POOL_ALIGN 8
+#define POOL_MAX_AREA ((int32_t)1 << 23)
+#define POOL_MAX_IDENTITY (-128)
+
+typedef struct {
+    uint32_t magic;
+    int32_t size;        /* scratch bytes this stream needs */
+    pe_pool_params p;
+    pe_dims in;
+    pe_dims out;
+    int32_t ring_rows;   /* accumulator rows in the ring */
+    int32_t row_elems;   /* w_o * c */
+    int32_t batch;       /* current batch */
+    int32_t y_in;        /* the open input row, or the next one to open */
+    int32_t row_open;
+    int32_t ys, ye;      /* output rows the open row reaches (ys > ye: none) */
+    int32_t slot_ys;     /* ring slot of output row ys */
+    int32_t next_init;   /* first output row not yet allocated */
+    int32_t next_out;    /* first output row not yet emitted */
+    int32_t live;        /* rows allocated and not yet emitted */
+    int32_t done;        /* every input row of every batch was pushed */
+} pool_state;
+
+/* ---- small helpers ---------------------------------------------------------- */
+
+static int32_t floor_div(int32_t a, int32_t b) /* b > 0 */
+{
+    int32_t q = a / b;
+    if ((a % b) != 0 && a < 0) {
+        q -= 1;
+    }
+    return q;
+}
+
+static int32_t ceil_div(int32_t a, int32_t b) /* b > 0, a > INT32_MIN */
+{
+    return -floor_div(-a, b);
+}
+
+static int32_t min32(int32_t a, int32_t b)
+{
+    return a < b ? a : b;
+}
+
+static int32_t max32(int32_t a, int32_t b)
+{
+    return a > b ? a : b;
+}
+
+static int32_t state_bytes(void)
+{
+    return (int32_t)((sizeof(pool_state) + POOL_ALIGN - 1) / POOL_ALIGN * POOL_ALIGN);
+}
+
+static pool_state *state_of(const pe_context *ctx)
+{
+    const uintptr_t a = ((uintptr_t)ctx->buf + (POOL_ALIGN - 1)) & ~(uintptr_t)(POOL_ALIGN - 1);
+    return (pool_state *)a;
+}
+
+static int32_t *ring_of(pool_state *st)
+{
+    return (int32_t *)(void *)((unsigned char *)st + state_bytes());
+}
+
+/* Number of input rows (or columns) a window starting at y0 covers. */
+static int32_t taps_in(int32_t y0, int32_t k, int32_t d)
+{
+    const int32_t n = min32(d, y0 + k) - max32(0, y0);
+    return n > 0 ? n : 0;
+}
+
+static int32_t ring_rows_for(const pe_pool_params *p, const pe_dims *out)
+{
+    const int32_t r = ceil_div(p->window.h, p->stride.h);
+    return min32(r, out->h);
+}
+
+/* ---- output size -------------------------------------------------------------- */
+
+pe_status pe_out_size(int32_t d_in, int32_t k_eff, int32_t stride, int32_t pad_lo,
+                      int32_t pad_hi, pe_shape_rule rule, int32_t *out)
+{
+    int64_t span;
+    int64_t q;
+    if (out == NULL || d_in < 1 || k_eff < 1 || stride < 1) {
+        return PE_ERR_ARG;
+    }
+    switch (rule) {
+    case PE_SHAPE_EXPLICIT:
+        return *out >= 1 ? PE_OK : PE_ERR_ARG;
+    case PE_SHAPE_NOPAD:
+        span = (int64_t)d_in - k_eff;
+        break;
+    case PE_SHAPE_FLOOR:
+    case PE_SHAPE_CEIL:
+        if (pad_lo < 0 || pad_hi < 0) {
+            return PE_ERR_ARG;
+        }
+        span = (int64_t)d_in + pad_lo + pad_hi;
+        if (span > (int64_t)PE_INT32_MAX) {
+            return PE_ERR_OVERFLOW;
+        }
+        span -= k_eff;
+        break;
+    default:
+        return PE_ERR_ARG;
+    }
+    if (span < 0 && rule != PE_SHAPE_CEIL) {
+        return PE_ERR_ARG; /* floor(negative / s) + 1 <= 0 */
+    }
+    /* true floor / ceiling for either sign */
+    q = span >= 0 ? span / stride : -((-span + stride - 1) / stride);
+    if (rule == PE_SHAPE_CEIL && q * stride != span) {
+        q += 1;
+    }
+    q += 1;
+    if (q < 1) {
+        return PE_ERR_ARG;
+    }
+    *out = (int32_t)q;
+    return PE_OK;
+}
+
+pe_status pe_pool_output_dims(const pe_pool_params *params, pe_shape_rule rule,
+                              const pe_dims *in_dims, pe_dims *out_dims)
+{
+    int32_t h, w;
+    pe_status st;
+    if (params == NULL || in_dims == NULL || out_dims == NULL || in_dims->n < 1 ||
+        in_dims->c < 1) {
+        return PE_ERR_ARG;
+    }
+    if (rule == PE_SHAPE_NOPAD &&
+        (params->padding.top != 0 || params->padding.bottom != 0 ||
+         params->padding.left != 0 || params->padding.right != 0)) {
+        return PE_ERR_ARG;
+    }
+    h = out_dims->h;
+    w = out_dims->w;
+    st = pe_out_size(in_dims->h, params->window.h, params->stride.h, params->padding.top,
+                     params->padding.bottom, rule, &h);
+    if (st != PE_OK) {
+        return st;
+    }
+    st = pe_out_size(in_dims->w, params->window.w, params->stride.w, params->padding.left,
+                     params->padding.right, rule, &w);
+    if (st != PE_OK) {
+        return st;
+    }
+    out_dims->n = in_dims->n;
+    out_dims->h = h;
+    out_dims->w = w;
+    out_dims->c = in_dims->c;
+    return PE_OK;
+}
+
+/* ---- validation and sizing ---------------------------------------------------- */
+
+/* Everything about params and dims the kernels rely on. */
+static pe_status check_geometry(const pe_pool_params *p, const pe_dims *in, const pe_dims *out)
+{
+    int64_t reach_h, reach_w, row_elems;
+    if (p == NULL || in == NULL || out == NULL) {
+        return PE_ERR_ARG;
+    }
+    if (p->kind != PE_POOL_MAX && p->kind != PE_POOL_AVG && p->kind != PE_POOL_SUM) {
+        return PE_ERR_ARG;
+    }
+    if (p->window.h < 1 || p->window.w < 1 || p->stride.h < 1 || p->stride.w < 1 ||
+        p->padding.top < 0 || p->padding.left < 0) {
+        return PE_ERR_ARG;
+    }
+    if (p->activation.min < -128 || p->activation.max > 127 ||
+        p->activation.min > p->activation.max) {
+        return PE_ERR_ARG;
+    }
+    if (p->kind == PE_POOL_SUM &&
+        (p->sum_quant.multiplier < 0 || p->sum_quant.shift < -31 || p->sum_quant.shift > 30 ||
+         p->output_offset < -128 || p->output_offset > 127)) {
+        return PE_ERR_ARG;
+    }
+    if (in->n < 1 || in->h < 1 || in->w < 1 || in->c < 1 || out->n != in->n ||
+        out->c != in->c || out->h < 1 || out->w < 1) {
+        return PE_ERR_ARG;
+    }
+    if ((int64_t)p->window.h * p->window.w > POOL_MAX_AREA) {
+        return PE_ERR_UNSUPPORTED;
+    }
+    /* every coordinate the kernel forms stays well inside int32 */
+    reach_h = (int64_t)(out->h - 1) * p->stride.h + p->window.h + p->padding.top + in->h;
+    reach_w = (int64_t)(out->w - 1) * p->stride.w + p->window.w + p->padding.left + in->w;
+    row_elems = (int64_t)out->w * out->c;
+    if (reach_h > (int64_t)PE_INT32_MAX / 2 || reach_w > (int64_t)PE_INT32_MAX / 2 ||
+        (int64_t)in->w * in->c > (int64_t)PE_INT32_MAX || row_elems > (int64_t)PE_INT32_MAX ||
+        (int64_t)in->n * out->h > (int64_t)PE_INT32_MAX) {
+        return PE_ERR_OVERFLOW;
+    }
+    return PE_OK;
+}
+
+static pe_status buffer_size(const pe_pool_params *p, const pe_dims *in, const pe_dims *out,
+                             int32_t *size)
+{
+    int64_t bytes;
+    const pe_status st = check_geometry(p, in, out);
+    if (st != PE_OK) {
+        return st;
+    }
+    bytes = (int64_t)ring_rows_for(p, out) * out->w * out->c * (int64_t)sizeof(int32_t);
+    bytes += (int64_t)state_bytes() + POOL_ALIGN;
+    if (bytes > (int64_t)PE_INT32_MAX) {
+        return PE_ERR_OVERFLOW;
+    }
+    *size = (int32_t)bytes;
+    return PE_OK;
+}
+
+pe_status pe_pool_rev_get_buffer_size(const pe_pool_params *params, const pe_dims *in_dims,
+                                      const pe_dims *out_dims, int32_t *size)
+{
+    if (size == NULL) {
+        return PE_ERR_ARG;
+    }
+    return buffer_size(params, in_dims, out_dims, size);
+}
+
+/* ---- stream state ------------------------------------------------------------- */
+
+static void stats_peak(const pe_context *ctx, const pool_state *st)
+{
+    if (ctx->stats != NULL) {
+        const int64_t elems = (int64_t)st->live * st->row_elems;
+        if (elems > ctx->stats->peak_elems) {
+            ctx->stats->peak_elems = elems;
+        }
+        if (elems * (int64_t)sizeof(int32_t) > ctx->stats->peak_bytes) {
+            ctx->stats->peak_bytes = elems * (int64_t)sizeof(int32_t);
+        }
+    }
+}
+
+static void stats_add(const pe_context *ctx, uint64_t combines, uint64_t reads)
+{
+    if (ctx->stats != NULL) {
+        ctx->stats->combines += combines;
+        ctx->stats->input_reads += reads;
+    }
+}
+
+static pe_status stream_init(const pe_context *ctx, const pe_pool_params *params,
+                             const pe_dims *in, const pe_dims *out)
+{
+    int32_t need;
+    pool_state *st;
+    pe_status s;
+    if (ctx == NULL) {
+        return PE_ERR_ARG;
+    }
+    s = buffer_size(params, in, out, &need);
+    if (s != PE_OK) {
+        return s;
+    }
+    if (ctx->buf == NULL || ctx->size < need) {
+        return PE_ERR_SCRATCH;
+    }
+    st = state_of(ctx);
+    st->magic = POOL_MAGIC;
+    st->size = need;
+    st->p = *params;
+    st->in = *in;
+    st->out = *out;
+    st->ring_rows = ring_rows_for(params, out);
+    st->row_elems = out->w * out->c;
+    st->batch = 0;
+    st->y_in = 0;
+    st->row_open = 0;
+    st->ys = 1;
+    st->ye = 0;
+    st->slot_ys = 0;
+    st->next_init = 0;
+    st->next_out = 0;
+    st->live = 0;
+    st->done = 0;
+    return PE_OK;
+}
+
+pe_status pe_pool_rev_stream_init(const pe_context *ctx, const pe_pool_params *params,
+                                  const pe_dims *in_dims, const pe_dims *out_dims)
+{
+    return stream_init(ctx, params, in_dims, out_dims);
+}
+
+static pe_status stream_of(const pe_context *ctx, pool_state **out)
+{
+    pool_state *st;
+    if (ctx == NULL) {
+        return PE_ERR_ARG;
+    }
+    if (ctx->buf == NULL || ctx->size < state_bytes() + POOL_ALIGN) {
+        return PE_ERR_SCRATCH;
+    }
+    st = state_of(ctx);
+    if (st->magic != POOL_MAGIC) {
+        return PE_ERR_STATE; /* never initialised, or overwritten */
+    }
+    if (ctx->size < st->size) {
+        return PE_ERR_SCRATCH;
+    }
+    *out = st;
+    return PE_OK;
+}
+
+static void fill_identity(int32_t *a, int32_t n, pe_pool_kind kind)
+{
+    const int32_t v = kind == PE_POOL_MAX ? POOL_MAX_IDENTITY : 0;
+    int32_t i;
+    for (i = 0; i < n; i++) {
+        a[i] = v;
+    }
+}
+
+static void open_row(const pe_context *ctx, pool_state *st)
+{
+    const int32_t sh = st->p.stride.h;
+    const int32_t t = st->y_in + st->p.padding.top;
+    int32_t y;
+    st->ys = max32(0, ceil_div(t - st->p.window.h + 1, sh));
+    st->ye = min32(st->out.h - 1, floor_div(t, sh));
+    st->slot_ys = st->ys <= st->ye ? st->ys % st->ring_rows : 0;
+    for (y = max32(st->next_init, st->ys); y <= st->ye; y++) {
+        fill_identity(ring_of(st) + (size_t)(y % st->ring_rows) * (size_t)st->row_elems,
+                      st->row_elems, st->p.kind);
+        st->live += 1;
+    }
+    if (st->ye + 1 > st->next_init) {
+        st->next_init = st->ye + 1;
+    }
+    st->row_open = 1;
+    stats_peak(ctx, st);
+}
+
+/* How many output rows closing the open (or next) input row would emit. */
+static int32_t rows_to_emit(const pool_state *st)
+{
+    const int32_t last = st->y_in == st->in.h - 1;
+    int32_t y = st->next_out;
+    if (last) {
+        return st->out.h - y;
+    }
+    while (y < st->out.h &&
+           y * st->p.stride.h - st->p.padding.top + st->p.window.h - 1 <= st->y_in) {
+        y++;
+    }
+    return y - st->next_out;
+}
+
+/* Finalise output row y into dst (w_o * c int8). */
+static void emit_row(pool_state *st, int32_t y, int8_t *dst)
+{
+    const pe_pool_params *p = &st->p;
+    const int32_t c = st->out.c;
+    const int32_t wo = st->out.w;
+    const int32_t amin = p->activation.min;
+    const int32_t amax = p->activation.max;
+    const int32_t rows = taps_in(y * p->stride.h - p->padding.top, p->window.h, st->in.h);
+    const int32_t *a = NULL;
+    int32_t xo, ch;
+    if (rows > 0) {
+        a = ring_of(st) + (size_t)(y % st->ring_rows) * (size_t)st->row_elems;
+        st->live -= 1;
+    }
+    if (p->kind == PE_POOL_MAX) {
+        for (xo = 0; xo < wo; xo++) {
+            for (ch = 0; ch < c; ch++) {
+                const int32_t v = a != NULL ? a[ch] : POOL_MAX_IDENTITY;
+                dst[ch] = (int8_t)pe_fx_clamp(v, amin, amax);
+            }
+            dst += c;
+            if (a != NULL) {
+                a += c;
+            }
+        }
+    } else if (p->kind == PE_POOL_AVG) {
+        for (xo = 0; xo < wo; xo++) {
+            const int32_t cnt = rows * taps_in(xo * p->stride.w - p->padding.left, p->window.w,
+                                               st->in.w);
+            if (cnt == 0) {
+                for (ch = 0; ch < c; ch++) {
+                    dst[ch] = (int8_t)pe_fx_clamp(0, amin, amax);
+                }
+            } else {
+                const int32_t half = cnt / 2;
+                for (ch = 0; ch < c; ch++) {
+                    const int32_t s = a[ch];
+                    const int32_t q = s > 0 ? (s + half) / cnt : (s - half) / cnt;
+                    dst[ch] = (int8_t)pe_fx_clamp(q, amin, amax);
+                }
+            }
+            dst += c;
+            if (a != NULL) {
+                a += c;
+            }
+        }
+    } else {
+        const int32_t m = p->sum_quant.multiplier;
+        for (xo = 0; xo < wo; xo++) {
+            for (ch = 0; ch < c; ch++) {
+                const int32_t s = a != NULL ? a[ch] : 0;
+                const int32_t v = m != 0 ? pe_fx_requant(s, m, p->sum_quant.shift) : s;
+                const int32_t o = pe_fx_sat_s32_from_s64((int64_t)v + p->output_offset);
+                dst[ch] = (int8_t)pe_fx_clamp(o, amin, amax);
+            }
+            dst += c;
+            if (a != NULL) {
+                a += c;
+            }
+        }
+    }
+}
+
+/* Close the open row: emit n rows (caller checked the capacity). */
+static void close_row(pool_state *st, int32_t n, int8_t *out_rows, int32_t *first_row)
+{
+    int32_t i;
+    *first_row = st->batch * st->out.h + st->next_out;
+    for (i = 0; i < n; i++) {
+        emit_row(st, st->next_out, out_rows + (size_t)i * (size_t)st->row_elems);
+        st->next_out += 1;
+    }
+    st->row_open = 0;
+    st->y_in += 1;
+    if (st->y_in == st->in.h) {
+        /* next batch */
+        st->y_in = 0;
+        st->next_init = 0;
+        st->next_out = 0;
+        st->batch += 1;
+        if (st->batch == st->in.n) {
+            st->done = 1;
+        }
+    }
+}
+
+/* ---- the combine loops -------------------------------------------------------- */
+
+/* Scatter n pixels starting at column x of the open row. The output rows
+ * [ys, ye] occupy consecutive ring slots from slot_ys (wrapping); the column
+ * range [qs, qe] of each pixel advances with the pixel by counting remainders
+ * instead of dividing. Returns the number of combines done. */
+#define POOL_SCATTER_BODY(COMBINE)                                                \
+    const int32_t c = st->in.c;                                                            \
+    const int32_t sw = st->p.stride.w;                                                     \
+    const int32_t wo_last = st->out.w - 1;                                                 \
+    const int32_t nr = st->ye - st->ys + 1;                                                \
+    const int32_t ring = st->ring_rows;                                                    \
+    const size_t row_elems = (size_t)st->row_elems;                                        \
+    int32_t *const acc = ring_of(st);                                                      \
+    const int32_t t = x + st->p.padding.left;                                              \
+    int32_t qe = t / sw, re = t - (t / sw) * sw;                                           \
+    int32_t qs = floor_div(t - st->p.window.w + sw, sw);                                   \
+    int32_t rs = t - st->p.window.w + sw - qs * sw;                                        \
+    uint64_t combines = 0;                                                                 \
+    int32_t i;                                                                             \
+    if (nr <= 0) {                                                                         \
+        return 0;                                                                          \
+    }                                                                                      \
+    for (i = 0; i < n; i++, v += c) {                                                      \
+        const int32_t lo = qs > 0 ? qs : 0;                                                \
+        const int32_t hi = qe < wo_last ? qe : wo_last;                                    \
+        if (lo <= hi) {                                                                    \
+            int32_t slot = st->slot_ys;                                                    \
+            int32_t r;                                                                     \
+            for (r = 0; r < nr; r++) {                                                     \
+                int32_t *a = acc + (size_t)slot * row_elems + (size_t)lo * (size_t)c;      \
+                int32_t xo;                                                                \
+                for (xo = lo; xo <= hi; xo++, a += c) {                                    \
+                    int32_t ch = 0;                                                        \
+                    for (; ch + 4 <= c; ch += 4) {                                         \
+                        COMBINE(a[ch], v[ch]);                                             \
+                        COMBINE(a[ch + 1], v[ch + 1]);                                     \
+                        COMBINE(a[ch + 2], v[ch + 2]);                                     \
+                        COMBINE(a[ch + 3], v[ch + 3]);                                     \
+                    }                                                                      \
+                    for (; ch < c; ch++) {                                                 \
+                        COMBINE(a[ch], v[ch]);                                             \
+                    }                                                                      \
+                }                                                                          \
+                if (++slot == ring) {                                                      \
+                    slot = 0;                                                              \
+                }                                                                          \
+            }                                                                              \
+            combines += (uint64_t)nr * (uint64_t)(hi - lo + 1) * (uint64_t)c;              \
+        }                                                                                  \
+        if (++re == sw) {                                                                  \
+            re = 0;                                                                        \
+            qe++;                                                                          \
+        }                                                                                  \
+        if (++rs == sw) {                                                                  \
+            rs = 0;                                                                        \
+            qs++;                                                                          \
+        }                                                                                  \
+    }                                                                                      \
+    return combines
+
+#define POOL_ADD(A, V) ((A) += (V))
+#define POOL_MAX(A, V)        \
+    do {                      \
+        if ((V) > (A)) {      \
+            (A) = (V);        \
+        }                     \
+    } while (0)
+#define POOL_ADD_SAT(A, V) ((A) = pe_fx_sat_s32_from_s64((int64_t)(A) + (V)))
+
+static uint64_t scatter_add_s8(pool_state *st, int32_t x, int32_t n, const int8_t *v)
+{
+    POOL_SCATTER_BODY(POOL_ADD);
+}
+
+static uint64_t scatter_max_s8(pool_state *st, int32_t x, int32_t n, const int8_t *v)
+{
+    POOL_SCATTER_BODY(POOL_MAX);
+}
+
+static uint64_t scatter_add_s32(pool_state *st, int32_t x, int32_t n, const int32_t *v)
+{
+    POOL_SCATTER_BODY(POOL_ADD_SAT);
+}
+
+static uint64_t scatter_max_s32(pool_state *st, int32_t x, int32_t n, const int32_t *v)
+{
+    POOL_SCATTER_BODY(POOL_MAX);
+}
+
+static void scatter_s8(const pe_context *ctx, pool_state *st, int32_t x, int32_t n,
+                       const int8_t *v)
+{
+    const uint64_t k = st->p.kind == PE_POOL_MAX ? scatter_max_s8(st, x, n, v)
+                                                 : scatter_add_s8(st, x, n, v);
+    stats_add(ctx, k, (uint64_t)n * (uint64_t)st->in.c);
+}
+
+/* ---- public streaming API ----------------------------------------------------- */
+
+pe_status pe_pool_rev_stream_max_rows_out(const pe_pool_params *params, const pe_dims *in_dims,
+                                          const pe_dims *out_dims, int32_t *rows)
+{
+    int32_t y, next_out = 0, best = 0;
+    pe_status s;
+    if (rows == NULL) {
+        return PE_ERR_ARG;
+    }
+    s = check_geometry(params, in_dims, out_dims);
+    if (s != PE_OK) {
+        return s;
+    }
+    for (y = 0; y < in_dims->h; y++) {
+        int32_t n = next_out;
+        if (y == in_dims->h - 1) {
+            n = out_dims->h;
+        } else {
+            while (n < out_dims->h &&
+                   n * params->stride.h - params->padding.top + params->window.h - 1 <= y) {
+                n++;
+            }
+        }
+        best = max32(best, n - next_out);
+        next_out = n;
+    }
+    *rows = best;
+    return PE_OK;
+}
+
+pe_status pe_pool_rev_begin_row(const pe_context *ctx)
+{
+    pool_state *st;
+    const pe_status s = stream_of(ctx, &st);
+    if (s != PE_OK) {
+        return s;
+    }
+    if (st->row_open || st->done) {
+        return PE_ERR_STATE;
+    }
+    open_row(ctx, st);
+    return PE_OK;
+}
+
+static pe_status check_scatter(const pe_context *ctx, int32_t x, int32_t n_pixels,
+                               const void *values, pool_state **out)
+{
+    pool_state *st;
+    const pe_status s = stream_of(ctx, &st);
+    if (s != PE_OK) {
+        return s;
+    }
+    if (!st->row_open) {
+        return PE_ERR_STATE;
+    }
+    if (values == NULL || x < 0 || n_pixels < 0 || x > st->in.w - n_pixels) {
+        return PE_ERR_ARG;
+    }
+    *out = st;
+    return PE_OK;
+}
+
+pe_status pe_pool_rev_scatter_s8(const pe_context *ctx, int32_t x, int32_t n_pixels,
+                                 const int8_t *values)
+{
+    pool_state *st;
+    const pe_status s = check_scatter(ctx, x, n_pixels, values, &st);
+    if (s != PE_OK) {
+        return s;
+    }
+    scatter_s8(ctx, st, x, n_pixels, values);
+    return PE_OK;
+}
+
+pe_status pe_pool_rev_scatter_s32(const pe_context *ctx, int32_t x, int32_t n_pixels,
+                                  const int32_t *values)
+{
+    pool_state *st;
+    uint64_t k;
+    const pe_status s = check_scatter(ctx, x, n_pixels, values, &st);
+    if (s != PE_OK) {
+        return s;
+    }
+    k = st->p.kind == PE_POOL_MAX ? scatter_max_s32(st, x, n_pixels, values)
+                                  : scatter_add_s32(st, x, n_pixels, values);
+    stats_add(ctx, k, (uint64_t)n_pixels * (uint64_t)st->in.c);
+    return PE_OK;
+}
+
+static pe_status end_row_checked(pool_state *st, int8_t *out_rows, int32_t out_capacity,
+                                 int32_t *first_row, int32_t *n_rows)
+{
+    const int32_t n = rows_to_emit(st);
+    if (first_row == NULL || n_rows == NULL || out_capacity < 0) {
+        return PE_ERR_ARG;
+    }
+    if (n > 0 && (out_rows == NULL || out_capacity < n)) {
+        return PE_ERR_ARG;
+    }
+    close_row(st, n, out_rows, first_row);
+    *n_rows = n;
+    return PE_OK;
+}
+
+pe_status pe_pool_rev_end_row(const pe_context *ctx, int8_t *out_rows, int32_t out_capacity,
+                              int32_t *first_row, int32_t *n_rows)
+{
+    pool_state *st;
+    const pe_status s = stream_of(ctx, &st);
+    if (s != PE_OK) {
+        return s;
+    }
+    if (!st->row_open) {
+        return PE_ERR_STATE;
+    }
+    return end_row_checked(st, out_rows, out_capacity, first_row, n_rows);
+}
+
+pe_status pe_pool_rev_push_row_s8(const pe_context *ctx, const int8_t *row, int8_t *out_rows,
+                                  int32_t out_capacity, int32_t *first_row, int32_t *n_rows)
+{
+    pool_state *st;
+    int32_t n;
+    const pe_status s = stream_of(ctx, &st);
+    if (s != PE_OK) {
+        return s;
+    }
+    if (st->row_open || st->done) {
+        return PE_ERR_STATE;
+    }
+    n = rows_to_emit(st);
+    if (row == NULL || first_row == NULL || n_rows == NULL || out_capacity < 0 ||
+        (n > 0 && (out_rows == NULL || out_capacity < n))) {
+        return PE_ERR_ARG;
+    }
+    open_row(ctx, st);
+    scatter_s8(ctx, st, 0, st->in.w, row);
+    return end_row_checked(st, out_rows, out_capacity, first_row, n_rows);
+}
+
+pe_status pe_pool_rev_stream_progress(const pe_context *ctx, int32_t *rows_in,
+                                      int32_t *rows_out)
+{
+    pool_state *st;
+    const pe_status s = stream_of(ctx, &st);
+    if (s != PE_OK) {
+        return s;
+    }
+    if (rows_in != NULL) {
+        *rows_in = st->done ? st->in.n * st->in.h : st->batch * st->in.h + st->y_in;
+    }
+    if (rows_out != NULL) {
+        *rows_out = st->done ? st->in.n * st->out.h : st->batch * st->out.h + st->next_out;
+    }
+    return PE_OK;
+}
+
+/* ---- whole tensor ------------------------------------------------------------- */
+
+pe_status pe_pool_rev_s8(const pe_context *ctx, const pe_pool_params *params,
+                         const pe_dims *in_dims, const int8_t *input,
+                         const pe_dims *out_dims, int8_t *output)
+{
+    pool_state *st;
+    int32_t b, y;
+    size_t in_row;
+    pe_status s;
+    if (input == NULL || output == NULL) {
+        return PE_ERR_ARG;
+    }
+    s = stream_init(ctx, params, in_dims, out_dims);
+    if (s != PE_OK) {
+        return s;
+    }
+    st = state_of(ctx);
+    in_row = (size_t)in_dims->w * (size_t)in_dims->c;
+    for (b = 0; b < in_dims->n; b++) {
+        for (y = 0; y < in_dims->h; y++) {
+            const int32_t n = rows_to_emit(st);
+            int32_t first;
+            open_row(ctx, st);
+            scatter_s8(ctx, st, 0, in_dims->w,
+                       input + ((size_t)b * (size_t)in_dims->h + (size_t)y) * in_row);
+            close_row(st, n, output + (size_t)(b * out_dims->h + st->next_out) *
+                                          (size_t)st->row_elems, &first);
+        }
+    }
+    st->magic = 0; /* the scratch holds no live stream after a whole-tensor call */
+    return PE_OK;
+}
+
+static pe_status pool_kind(pe_pool_kind kind, const pe_context *ctx, const pe_pool_params *params,
+                           const pe_dims *in_dims, const int8_t *input, const pe_dims *out_dims,
+                           int8_t *output)
+{
+    pe_pool_params p;
+    if (params == NULL) {
+        return PE_ERR_ARG;
+    }
+    p = *params;
+    p.kind = kind;
+    return pe_pool_rev_s8(ctx, &p, in_dims, input, out_dims, output);
+}
+
+pe_status pe_maxpool_rev_s8(const pe_context *ctx, const pe_pool_params *params,
+                            const pe_dims *in_dims, const int8_t *input,
+                            const pe_dims *out_dims, int8_t *output)
+{
+    return pool_kind(PE_POOL_MAX, ctx, params, in_dims, input, out_dims, output);
+}
+
+pe_status pe_avgpool_rev_s8(const pe_context *ctx, const pe_pool_params *params,
+                            const pe_dims *in_dims, const int8_t *input,
+                            const pe_dims *out_dims, int8_t *output)
+{
+    return pool_kind(PE_POOL_AVG, ctx, params, in_dims, input, out_dims, output);
+}
+
+pe_status pe_sumpool_rev_s8(const pe_context *ctx, const pe_pool_params *params,
+                            const pe_dims *in_dims, const int8_t *input,
+                            const pe_dims *out_dims, int8_t *output)
+{
+    return pool_kind(PE_POOL_SUM, ctx, params, in_dims, input, out_dims, output);
+}
