@@ -1,0 +1,385 @@
+/* Plain C tests of reverse convolution (pe_conv.h): a naive gather
+ * reference over pseudo-random geometries (stride > kernel, padding >=
+ * kernel, dilation, groups, channel multipliers, positive shifts), the row
+ * stream against the whole tensor, counters, and every status check.
+ * Built with -fsanitize=address,undefined by tools/check_c.sh. */
+#include <stdint.h>
+#include <string.h>
+#include "pyembed/pyembed.h"
+#include "pyembed/pe_conv.h"
+#include "pe_test.h"
+
+#define MAX_IN 2048
+#define MAX_W 2048
+#define MAX_OUT 4096
+#define MAX_C 32
+#define MAX_SCRATCH 65536
+
+static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
+static uint32_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state >> 16);
+}
+static int32_t rnd_in(int32_t lo, int32_t hi) /* inclusive */
+{
+    return lo + (int32_t)(rnd() % (uint32_t)(hi - lo + 1));
+}
+
+static int8_t input[MAX_IN], weights[MAX_W], out_ref[MAX_OUT], out_got[MAX_OUT];
+static int8_t out_stream[MAX_OUT];
+static int32_t bias[MAX_C], mult[MAX_C], shift[MAX_C];
+static int32_t scratch[MAX_SCRATCH / 4];
+
+/* Naive gather convolution; returns the number of in-bounds (pixel, tap) pairs. */
+static long ref_conv(const pe_conv_params *p, const pe_dims *in, const pe_dims *f,
+                     const pe_dims *out, int depthwise, const int32_t *b, int8_t *dst)
+{
+    long pairs = 0;
+    int32_t n, oy, ox, oc, ky, kx, ic;
+    for (n = 0; n < in->n; n++) {
+        for (oy = 0; oy < out->h; oy++) {
+            for (ox = 0; ox < out->w; ox++) {
+                for (oc = 0; oc < out->c; oc++) {
+                    long long acc = b != NULL ? b[oc] : 0;
+                    for (ky = 0; ky < f->h; ky++) {
+                        const int32_t iy = oy * p->stride.h - p->padding.top + ky * p->dilation.h;
+                        if (iy < 0 || iy >= in->h) {
+                            continue;
+                        }
+                        for (kx = 0; kx < f->w; kx++) {
+                            const int32_t ix =
+                                ox * p->stride.w - p->padding.left + kx * p->dilation.w;
+                            const int8_t *px;
+                            if (ix < 0 || ix >= in->w) {
+                                continue;
+                            }
+                            if (oc == 0) {
+                                pairs++;
+                            }
+                            px = input + ((n * in->h + iy) * in->w + ix) * in->c;
+                            if (depthwise) {
+                                acc += (long long)weights[(ky * f->w + kx) * f->c + oc] *
+                                       (px[oc / p->ch_mult] + p->input_offset);
+                            } else {
+                                const int32_t g = oc / (out->c / p->groups);
+                                for (ic = 0; ic < f->c; ic++) {
+                                    acc += (long long)weights[((oc * f->h + ky) * f->w + kx) *
+                                                                  f->c + ic] *
+                                           (px[g * f->c + ic] + p->input_offset);
+                                }
+                            }
+                        }
+                    }
+                    {
+                        const int32_t q = p->rounding == PE_ROUND_SINGLE
+                                              ? pe_fx_requant_single((int32_t)acc, mult[oc], shift[oc])
+                                              : pe_fx_requant((int32_t)acc, mult[oc], shift[oc]);
+                        long long v = (long long)q + p->output_offset;
+                        v = v < p->activation.min ? p->activation.min : v;
+                        v = v > p->activation.max ? p->activation.max : v;
+                        dst[((n * out->h + oy) * out->w + ox) * out->c + oc] = (int8_t)v;
+                    }
+                }
+            }
+        }
+    }
+    return pairs;
+}
+
+/* Draws a random valid case; returns 0 when the sizes exceed the buffers. */
+static int draw_case(pe_conv_params *p, pe_dims *in, pe_dims *f, pe_dims *out, int depthwise)
+{
+    int32_t i, ocg, k_eff_h, k_eff_w;
+    memset(p, 0, sizeof(*p));
+    in->n = rnd_in(1, 2);
+    in->h = rnd_in(1, 8);
+    in->w = rnd_in(1, 8);
+    f->h = rnd_in(1, 4);
+    f->w = rnd_in(1, 4);
+    p->stride.h = rnd_in(1, 5);
+    p->stride.w = rnd_in(1, 5);
+    p->dilation.h = rnd_in(1, 3);
+    p->dilation.w = rnd_in(1, 3);
+    p->padding.top = rnd_in(0, 5);
+    p->padding.left = rnd_in(0, 5);
+    p->input_offset = rnd_in(-127, 128);
+    p->output_offset = rnd_in(-128, 127);
+    p->activation.min = rnd_in(-128, 127);
+    p->activation.max = rnd_in(p->activation.min, 127);
+    p->rounding = (rnd() & 1u) ? PE_ROUND_SINGLE : PE_ROUND_DOUBLE;
+    if (depthwise) {
+        in->c = rnd_in(1, 6);
+        p->ch_mult = rnd_in(1, 4);
+        out->c = in->c * p->ch_mult;
+        f->n = 1;
+        f->c = out->c;
+    } else {
+        p->groups = rnd_in(1, 3);
+        f->c = rnd_in(1, 5);
+        ocg = rnd_in(1, 4);
+        in->c = f->c * p->groups;
+        out->c = ocg * p->groups;
+        f->n = out->c;
+    }
+    k_eff_h = (f->h - 1) * p->dilation.h + 1;
+    k_eff_w = (f->w - 1) * p->dilation.w + 1;
+    out->n = in->n;
+    /* floor rule with a random bottom / right padding, at least one output */
+    out->h = (in->h + p->padding.top + rnd_in(0, 5) - k_eff_h);
+    out->w = (in->w + p->padding.left + rnd_in(0, 5) - k_eff_w);
+    out->h = out->h < 0 ? 1 : out->h / p->stride.h + 1;
+    out->w = out->w < 0 ? 1 : out->w / p->stride.w + 1;
+    if (in->n * in->h * in->w * in->c > MAX_IN || f->n * f->h * f->w * f->c > MAX_W ||
+        out->n * out->h * out->w * out->c > MAX_OUT || out->c > MAX_C) {
+        return 0;
+    }
+    for (i = 0; i < in->n * in->h * in->w * in->c; i++) {
+        input[i] = (int8_t)rnd_in(-128, 127);
+    }
+    for (i = 0; i < f->n * f->h * f->w * f->c; i++) {
+        weights[i] = (int8_t)rnd_in(-128, 127);
+    }
+    for (i = 0; i < out->c; i++) {
+        bias[i] = rnd_in(-100000, 100000);
+        mult[i] = rnd_in(1 << 30, PE_INT32_MAX);
+        shift[i] = rnd_in(-12, 6); /* positive shifts too */
+    }
+    return 1;
+}
+
+static void random_cases(int depthwise)
+{
+    int iter, done = 0;
+    for (iter = 0; iter < 400; iter++) {
+        pe_conv_params p;
+        pe_dims in, f, out;
+        pe_stats stats;
+        pe_context ctx;
+        int32_t size = 0, i, bad = 0;
+        long pairs;
+        const int32_t *b;
+        pe_status s;
+        if (!draw_case(&p, &in, &f, &out, depthwise)) {
+            continue;
+        }
+        b = (rnd() & 1u) ? bias : NULL;
+        s = depthwise ? pe_depthwise_conv2d_rev_s8_get_buffer_size(&p, &in, &f, &out, &size)
+                      : pe_conv2d_rev_s8_get_buffer_size(&p, &in, &f, &out, &size);
+        PE_CHECK_EQ(s, PE_OK);
+        if (size > MAX_SCRATCH) {
+            continue;
+        }
+        pairs = ref_conv(&p, &in, &f, &out, depthwise, b, out_ref);
+        memset(&stats, 0, sizeof(stats));
+        ctx.buf = scratch;
+        ctx.size = size;
+        ctx.stats = &stats;
+        {
+            const pe_per_channel_quant q = {mult, shift};
+            s = depthwise ? pe_depthwise_conv2d_rev_s8(&ctx, &p, &q, &in, input, &f, weights, b,
+                                                       &out, out_got)
+                          : pe_conv2d_rev_s8(&ctx, &p, &q, &in, input, &f, weights, b, &out,
+                                             out_got);
+            PE_CHECK_EQ(s, PE_OK);
+            for (i = 0; i < out.n * out.h * out.w * out.c; i++) {
+                bad += out_got[i] != out_ref[i];
+            }
+            PE_CHECK_EQ(bad, 0);
+            /* pairs already counts every image */
+            PE_CHECK_EQ(stats.macs, (uint64_t)pairs * (uint64_t)(depthwise ? out.c : out.c * f.c));
+            PE_CHECK_EQ(stats.input_reads, (uint64_t)(in.n * in.h * in.w * in.c));
+
+            /* the stream of the first image, popping after every push */
+            if (in.n >= 1) {
+                pe_conv_rev_stream st;
+                int32_t y, idx, expect = 0, row = out.w * out.c;
+                pe_dims in1 = in, out1 = out;
+                in1.n = 1;
+                out1.n = 1;
+                s = depthwise ? pe_depthwise_conv2d_rev_stream_init_s8(&st, &ctx, &p, &q, &in1,
+                                                                       &f, weights, b, &out1)
+                              : pe_conv2d_rev_stream_init_s8(&st, &ctx, &p, &q, &in1, &f,
+                                                             weights, b, &out1);
+                PE_CHECK_EQ(s, PE_OK);
+                for (y = 0; y <= in.h; y++) {
+                    for (;;) {
+                        s = pe_conv2d_rev_stream_pop_s8(&st, out_stream + expect * row, &idx);
+                        PE_CHECK_EQ(s, PE_OK);
+                        if (idx < 0) {
+                            break;
+                        }
+                        PE_CHECK_EQ(idx, expect);
+                        expect++;
+                    }
+                    if (y < in.h) {
+                        s = pe_conv2d_rev_stream_push_s8(&st, input + y * in.w * in.c);
+                        PE_CHECK_EQ(s, PE_OK);
+                    }
+                }
+                PE_CHECK_EQ(expect, out.h);
+                PE_CHECK_EQ(pe_conv2d_rev_stream_push_s8(&st, input), PE_ERR_STATE);
+                PE_CHECK_EQ(memcmp(out_stream, out_ref, (size_t)(out.h * row)), 0);
+            }
+        }
+        done++;
+    }
+    PE_CHECK(done > 100);
+}
+
+static void status_checks(void)
+{
+    pe_conv_params p;
+    pe_dims in = {1, 4, 4, 2}, f = {3, 3, 3, 2}, out = {1, 4, 4, 3};
+    pe_context ctx;
+    const pe_per_channel_quant q = {mult, shift};
+    int32_t size = 0, i;
+    memset(&p, 0, sizeof(p));
+    p.stride.h = p.stride.w = 1;
+    p.dilation.h = p.dilation.w = 1;
+    p.padding.top = p.padding.left = 1;
+    p.groups = 1;
+    p.activation.min = -128;
+    p.activation.max = 127;
+    for (i = 0; i < 3; i++) {
+        mult[i] = 1 << 30;
+        shift[i] = -4;
+        bias[i] = 0;
+    }
+    PE_CHECK_EQ(pe_conv2d_rev_s8_get_buffer_size(&p, &in, &f, &out, &size), PE_OK);
+    /* 2 ring rows (ceil(3/1) = 3 capped ... rows in flight) of 4x3, xo, pair lists */
+    PE_CHECK(size > 0 && size <= MAX_SCRATCH);
+    ctx.buf = scratch;
+    ctx.size = size;
+    ctx.stats = NULL;
+    PE_CHECK_EQ(pe_conv2d_rev_s8(&ctx, &p, &q, &in, input, &f, weights, bias, &out, out_got),
+                PE_OK);
+    ctx.size = size - 1;
+    PE_CHECK_EQ(pe_conv2d_rev_s8(&ctx, &p, &q, &in, input, &f, weights, bias, &out, out_got),
+                PE_ERR_SCRATCH);
+    ctx.size = size;
+    ctx.buf = NULL;
+    PE_CHECK_EQ(pe_conv2d_rev_s8(&ctx, &p, &q, &in, input, &f, weights, bias, &out, out_got),
+                PE_ERR_SCRATCH);
+    ctx.buf = (char *)scratch + 1; /* misaligned */
+    PE_CHECK_EQ(pe_conv2d_rev_s8(&ctx, &p, &q, &in, input, &f, weights, bias, &out, out_got),
+                PE_ERR_SCRATCH);
+    ctx.buf = scratch;
+    PE_CHECK_EQ(pe_conv2d_rev_s8(NULL, &p, &q, &in, input, &f, weights, bias, &out, out_got),
+                PE_ERR_ARG);
+    PE_CHECK_EQ(pe_conv2d_rev_s8(&ctx, &p, &q, &in, NULL, &f, weights, bias, &out, out_got),
+                PE_ERR_ARG);
+    PE_CHECK_EQ(pe_conv2d_rev_s8(&ctx, &p, &q, &in, input, &f, NULL, bias, &out, out_got),
+                PE_ERR_ARG);
+    PE_CHECK_EQ(pe_conv2d_rev_s8(&ctx, &p, &q, &in, input, &f, weights, bias, &out, NULL),
+                PE_ERR_ARG);
+#define EXPECT_ARG(field, value)                                                              \
+    do {                                                                                      \
+        pe_conv_params bad = p;                                                               \
+        bad.field = value;                                                                    \
+        PE_CHECK_EQ(pe_conv2d_rev_s8_get_buffer_size(&bad, &in, &f, &out, &size), PE_ERR_ARG); \
+        PE_CHECK_EQ(pe_conv2d_rev_s8(&ctx, &bad, &q, &in, input, &f, weights, bias, &out,      \
+                                     out_got),                                                \
+                    PE_ERR_ARG);                                                              \
+    } while (0)
+    EXPECT_ARG(stride.h, 0);
+    EXPECT_ARG(stride.w, -1);
+    EXPECT_ARG(dilation.w, 0);
+    EXPECT_ARG(padding.top, -1);
+    EXPECT_ARG(groups, 0);
+    EXPECT_ARG(groups, 2); /* in_c 2 / 2 = 1 != filter.c 2 */
+    EXPECT_ARG(input_offset, 129);
+    EXPECT_ARG(output_offset, -129);
+    EXPECT_ARG(activation.min, -129);
+    EXPECT_ARG(activation.max, 128);
+    {
+        pe_conv_params bad = p;
+        bad.activation.min = 10;
+        bad.activation.max = 9;
+        PE_CHECK_EQ(pe_conv2d_rev_s8_get_buffer_size(&bad, &in, &f, &out, &size), PE_ERR_ARG);
+    }
+    EXPECT_ARG(rounding, (pe_rounding)7);
+    size = 0;
+    {
+        pe_dims bad = out;
+        bad.h = 0;
+        PE_CHECK_EQ(pe_conv2d_rev_s8_get_buffer_size(&p, &in, &f, &bad, &size), PE_ERR_ARG);
+        bad = out;
+        bad.c = 4; /* filter.n 3 != out_c */
+        PE_CHECK_EQ(pe_conv2d_rev_s8_get_buffer_size(&p, &in, &f, &bad, &size), PE_ERR_ARG);
+        bad = f;
+        bad.h = 0;
+        PE_CHECK_EQ(pe_conv2d_rev_s8_get_buffer_size(&p, &in, &bad, &out, &size), PE_ERR_ARG);
+        bad = out;
+        bad.n = 2;
+        PE_CHECK_EQ(pe_conv2d_rev_s8_get_buffer_size(&p, &in, &f, &bad, &size), PE_ERR_ARG);
+        PE_CHECK_EQ(pe_conv2d_rev_s8_get_buffer_size(&p, &in, &f, &out, NULL), PE_ERR_ARG);
+        /* depthwise: out_c must be in_c * ch_mult */
+        p.ch_mult = 2;
+        bad.n = 1;
+        bad.h = 3;
+        bad.w = 3;
+        bad.c = 4;
+        PE_CHECK_EQ(pe_depthwise_conv2d_rev_s8_get_buffer_size(&p, &in, &bad, &out, &size),
+                    PE_ERR_ARG);
+        bad.c = 3; /* filter.c must equal out_c */
+        PE_CHECK_EQ(pe_depthwise_conv2d_rev_s8_get_buffer_size(&p, &in, &bad, &out, &size),
+                    PE_ERR_ARG);
+        bad.c = 4;
+        {
+            pe_dims o4 = {1, 4, 4, 4};
+            PE_CHECK_EQ(pe_depthwise_conv2d_rev_s8_get_buffer_size(&p, &in, &bad, &o4, &size),
+                        PE_OK);
+            p.ch_mult = 0;
+            PE_CHECK_EQ(pe_depthwise_conv2d_rev_s8_get_buffer_size(&p, &in, &bad, &o4, &size),
+                        PE_ERR_ARG);
+            p.ch_mult = 1;
+        }
+    }
+    /* multiplier / shift out of range, accumulator overflow */
+    PE_CHECK_EQ(pe_conv2d_rev_s8_get_buffer_size(&p, &in, &f, &out, &size), PE_OK);
+    ctx.size = size;
+    shift[1] = 31;
+    PE_CHECK_EQ(pe_conv2d_rev_s8(&ctx, &p, &q, &in, input, &f, weights, bias, &out, out_got),
+                PE_ERR_ARG);
+    shift[1] = -4;
+    mult[2] = -1;
+    PE_CHECK_EQ(pe_conv2d_rev_s8(&ctx, &p, &q, &in, input, &f, weights, bias, &out, out_got),
+                PE_ERR_ARG);
+    mult[2] = 1 << 30;
+    bias[0] = PE_INT32_MAX - 1000;
+    PE_CHECK_EQ(pe_conv2d_rev_s8(&ctx, &p, &q, &in, input, &f, weights, bias, &out, out_got),
+                PE_ERR_UNSUPPORTED);
+    bias[0] = 0;
+    /* streams take one image; pushing past the end or before popping is a state error */
+    {
+        pe_conv_rev_stream st;
+        pe_dims in2 = in;
+        int32_t idx;
+        in2.n = 2;
+        PE_CHECK_EQ(pe_conv2d_rev_stream_init_s8(&st, &ctx, &p, &q, &in2, &f, weights, bias, &out),
+                    PE_ERR_ARG);
+        PE_CHECK_EQ(pe_conv2d_rev_stream_init_s8(&st, &ctx, &p, &q, &in, &f, weights, bias, &out),
+                    PE_OK);
+        PE_CHECK_EQ(pe_conv2d_rev_stream_push_s8(&st, input), PE_OK);
+        PE_CHECK_EQ(pe_conv2d_rev_stream_push_s8(&st, input), PE_OK);
+        /* output row 0 (rows -1..1) is final now and not popped */
+        PE_CHECK_EQ(pe_conv2d_rev_stream_push_s8(&st, input), PE_ERR_STATE);
+        PE_CHECK_EQ(pe_conv2d_rev_stream_pop_s8(&st, out_got, &idx), PE_OK);
+        PE_CHECK_EQ(idx, 0);
+        PE_CHECK_EQ(pe_conv2d_rev_stream_pop_s8(&st, out_got, &idx), PE_OK);
+        PE_CHECK_EQ(idx, -1);
+        PE_CHECK_EQ(pe_conv2d_rev_stream_push_s8(&st, input), PE_OK);
+        PE_CHECK_EQ(pe_conv2d_rev_stream_pop_s8(&st, out_got, NULL), PE_ERR_ARG);
+    }
+}
+
+int main(void)
+{
+    random_cases(0);
+    random_cases(1);
+    status_checks();
+    return PE_TEST_END("test_conv");
+}

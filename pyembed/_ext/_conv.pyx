@@ -1,0 +1,200 @@
+# pyembed-csrc: pe_conv_rev.c
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""Bindings for reverse convolution (pe_conv.h).
+
+Arrays arrive validated, C-contiguous and of the exact dtype from
+pyembed.conv, which is the public API. Convolution parameters travel as a
+dict (see _params below).
+"""
+import numpy as np
+cimport numpy as cnp
+from libc.stdint cimport int8_t, int32_t, int64_t, uint64_t
+from libc.string cimport memset
+from pyembed._ext.pe_types cimport *
+
+cnp.import_array()
+
+cdef extern from "pyembed/pe_conv.h":
+    ctypedef struct pe_conv_rev_stream:
+        pass
+    pe_status pe_conv2d_rev_s8_get_buffer_size(const pe_conv_params *p, const pe_dims *i,
+                                               const pe_dims *f, const pe_dims *o,
+                                               int32_t *size) nogil
+    pe_status pe_depthwise_conv2d_rev_s8_get_buffer_size(const pe_conv_params *p,
+                                                         const pe_dims *i, const pe_dims *f,
+                                                         const pe_dims *o, int32_t *size) nogil
+    pe_status pe_conv2d_rev_s8(const pe_context *ctx, const pe_conv_params *p,
+                               const pe_per_channel_quant *q, const pe_dims *i,
+                               const int8_t *inp, const pe_dims *f, const int8_t *w,
+                               const int32_t *bias, const pe_dims *o, int8_t *out) nogil
+    pe_status pe_depthwise_conv2d_rev_s8(const pe_context *ctx, const pe_conv_params *p,
+                                         const pe_per_channel_quant *q, const pe_dims *i,
+                                         const int8_t *inp, const pe_dims *f, const int8_t *w,
+                                         const int32_t *bias, const pe_dims *o,
+                                         int8_t *out) nogil
+    pe_status pe_conv2d_rev_stream_init_s8(pe_conv_rev_stream *st, const pe_context *ctx,
+                                           const pe_conv_params *p,
+                                           const pe_per_channel_quant *q, const pe_dims *i,
+                                           const pe_dims *f, const int8_t *w,
+                                           const int32_t *bias, const pe_dims *o) nogil
+    pe_status pe_depthwise_conv2d_rev_stream_init_s8(pe_conv_rev_stream *st,
+                                                     const pe_context *ctx,
+                                                     const pe_conv_params *p,
+                                                     const pe_per_channel_quant *q,
+                                                     const pe_dims *i, const pe_dims *f,
+                                                     const int8_t *w, const int32_t *bias,
+                                                     const pe_dims *o) nogil
+    pe_status pe_conv2d_rev_stream_push_s8(pe_conv_rev_stream *st, const int8_t *row) nogil
+    pe_status pe_conv2d_rev_stream_pop_s8(pe_conv_rev_stream *st, int8_t *row,
+                                          int32_t *index) nogil
+
+
+cdef pe_conv_params _params(dict d):
+    """dict -> pe_conv_params. Keys: input_offset, output_offset, stride (h, w),
+    padding (top, bottom, left, right), dilation (h, w), groups, ch_mult,
+    activation (min, max), single_rounding (bool)."""
+    cdef pe_conv_params p
+    p.input_offset = d["input_offset"]
+    p.output_offset = d["output_offset"]
+    p.stride.h, p.stride.w = d["stride"]
+    p.padding.top, p.padding.bottom, p.padding.left, p.padding.right = d["padding"]
+    p.dilation.h, p.dilation.w = d["dilation"]
+    p.groups = d["groups"]
+    p.ch_mult = d["ch_mult"]
+    p.activation.min, p.activation.max = d["activation"]
+    p.rounding = PE_ROUND_SINGLE if d["single_rounding"] else PE_ROUND_DOUBLE
+    return p
+
+
+cdef pe_dims _dims(shape):
+    cdef pe_dims d
+    d.n, d.h, d.w, d.c = shape
+    return d
+
+
+_DETAIL = ("shapes, channels, groups/ch_mult, kernel, stride, dilation, padding, offsets, "
+           "activation or multiplier/shift out of range")
+
+
+def buffer_size(bint depthwise, dict params, in_shape, f_shape, out_shape):
+    """Scratch bytes the kernel needs (its get_buffer_size query)."""
+    cdef pe_conv_params p = _params(params)
+    cdef pe_dims di = _dims(in_shape), df = _dims(f_shape), do = _dims(out_shape)
+    cdef int32_t size = 0
+    cdef int st
+    if depthwise:
+        st = pe_depthwise_conv2d_rev_s8_get_buffer_size(&p, &di, &df, &do, &size)
+        check(st, "pe_depthwise_conv2d_rev_s8_get_buffer_size", _DETAIL)
+    else:
+        st = pe_conv2d_rev_s8_get_buffer_size(&p, &di, &df, &do, &size)
+        check(st, "pe_conv2d_rev_s8_get_buffer_size", _DETAIL)
+    return size
+
+
+cdef const int32_t *_bias_ptr(object bias):
+    cdef const int32_t[::1] b
+    if bias is None:
+        return NULL
+    b = bias
+    return &b[0]
+
+
+def conv_rev(bint depthwise, dict params, const int8_t[:, :, :, ::1] inp,
+             const int8_t[:, :, :, ::1] weights, bias, const int32_t[::1] mult,
+             const int32_t[::1] shift, int8_t[:, :, :, ::1] out, scratch, bint want_stats):
+    """Run the whole-tensor kernel into out. scratch: None (allocated here) or a
+    writable 1-D uint8 array (the C kernel checks its size and alignment).
+    Returns the stats dict or None."""
+    cdef pe_conv_params p = _params(params)
+    cdef pe_dims di = _dims((inp.shape[0], inp.shape[1], inp.shape[2], inp.shape[3]))
+    cdef pe_dims df = _dims((weights.shape[0], weights.shape[1], weights.shape[2], weights.shape[3]))
+    cdef pe_dims do = _dims((out.shape[0], out.shape[1], out.shape[2], out.shape[3]))
+    cdef pe_per_channel_quant q
+    cdef pe_context ctx
+    cdef pe_stats stats
+    cdef unsigned char[::1] buf
+    cdef const int32_t *bp = _bias_ptr(bias)
+    cdef int st
+    if scratch is None:
+        size = buffer_size(depthwise, params, (di.n, di.h, di.w, di.c), (df.n, df.h, df.w, df.c),
+                           (do.n, do.h, do.w, do.c))
+        scratch = np.empty(max(1, size // 4), dtype=np.int32).view(np.uint8)
+    buf = scratch
+    memset(&stats, 0, sizeof(stats))
+    q.multiplier = &mult[0]
+    q.shift = &shift[0]
+    ctx.buf = &buf[0] if buf.shape[0] > 0 else NULL
+    ctx.size = <int32_t>min(buf.shape[0], 2**31 - 1)
+    ctx.stats = &stats if want_stats else NULL
+    with nogil:
+        if depthwise:
+            st = pe_depthwise_conv2d_rev_s8(&ctx, &p, &q, &di, &inp[0, 0, 0, 0], &df,
+                                            &weights[0, 0, 0, 0], bp, &do, &out[0, 0, 0, 0])
+        else:
+            st = pe_conv2d_rev_s8(&ctx, &p, &q, &di, &inp[0, 0, 0, 0], &df,
+                                  &weights[0, 0, 0, 0], bp, &do, &out[0, 0, 0, 0])
+    check(st, "pe_depthwise_conv2d_rev_s8" if depthwise else "pe_conv2d_rev_s8", _DETAIL)
+    return stats_to_dict(&stats) if want_stats else None
+
+
+cdef class ConvRevStream:
+    """The C row stream; pyembed.conv.Conv2dStream is the public face."""
+    cdef pe_conv_rev_stream st
+    cdef pe_context ctx
+    cdef pe_stats stats
+    cdef object keep      # arrays the C state points into
+    cdef readonly int out_h, out_w, out_c, in_h, in_w, in_c
+
+    def __init__(self, bint depthwise, dict params, in_shape, const int8_t[:, :, :, ::1] weights,
+                 bias, const int32_t[::1] mult, const int32_t[::1] shift, out_shape):
+        cdef pe_conv_params p = _params(params)
+        cdef pe_dims di = _dims(in_shape), do = _dims(out_shape)
+        cdef pe_dims df = _dims((weights.shape[0], weights.shape[1], weights.shape[2], weights.shape[3]))
+        cdef pe_per_channel_quant q
+        cdef int32_t[::1] buf
+        cdef int st
+        size = buffer_size(depthwise, params, in_shape, (df.n, df.h, df.w, df.c), out_shape)
+        scratch = np.empty(max(1, size // 4), dtype=np.int32)
+        buf = scratch
+        self.keep = (weights, bias, mult, shift, scratch)
+        memset(&self.stats, 0, sizeof(self.stats))
+        q.multiplier = &mult[0]
+        q.shift = &shift[0]
+        self.ctx.buf = &buf[0]
+        self.ctx.size = size
+        self.ctx.stats = &self.stats
+        if depthwise:
+            st = pe_depthwise_conv2d_rev_stream_init_s8(&self.st, &self.ctx, &p, &q, &di, &df,
+                                                        &weights[0, 0, 0, 0], _bias_ptr(bias), &do)
+            check(st, "pe_depthwise_conv2d_rev_stream_init_s8", _DETAIL)
+        else:
+            st = pe_conv2d_rev_stream_init_s8(&self.st, &self.ctx, &p, &q, &di, &df,
+                                              &weights[0, 0, 0, 0], _bias_ptr(bias), &do)
+            check(st, "pe_conv2d_rev_stream_init_s8", _DETAIL)
+        self.in_h, self.in_w, self.in_c = di.h, di.w, di.c
+        self.out_h, self.out_w, self.out_c = do.h, do.w, do.c
+
+    def push(self, const int8_t[:, ::1] row):
+        cdef int st
+        with nogil:
+            st = pe_conv2d_rev_stream_push_s8(&self.st, &row[0, 0])
+        check(st, "pe_conv2d_rev_stream_push_s8", "pop every ready row first; at most in_h rows")
+
+    def pop(self):
+        """(index, row) of the next final output row, or None."""
+        cdef int32_t idx = -1
+        cdef int st
+        row = np.empty((self.out_w, self.out_c), dtype=np.int8)
+        cdef int8_t[:, ::1] r = row
+        with nogil:
+            st = pe_conv2d_rev_stream_pop_s8(&self.st, &r[0, 0], &idx)
+        check(st, "pe_conv2d_rev_stream_pop_s8")
+        return None if idx < 0 else (idx, row)
+
+    @property
+    def stats(self):
+        return stats_to_dict(&self.stats)
+
+    @property
+    def scratch_bytes(self):
+        return self.ctx.size
