@@ -1,0 +1,103 @@
+"""The cycle cost model: what a kernel call costs on a profile's core.
+
+    cycles = call_cycles + cycles_per_mac * macs + cycles_per_element * output elements
+             + sum over operands of words * the wait cycles of the operand's region
+
+The three coefficients come per kernel class (conv, depthwise, fc, pool,
+eltwise, softmax, copy, alias, other) from the profile's cost table
+(firmware_sim/profiles/cores.json). ``macs`` is the operator's own count from
+the graph (elements for element-wise operators). Wait cycles make a kernel
+whose weights sit in slow flash (or are executed in place from QSPI) cost more
+than the same kernel on weights copied to RAM.
+
+The model is independent of the simulator loop, so the periodic scheduler can
+estimate layer durations with the same numbers the simulator charges.
+"""
+import dataclasses
+import math
+
+import numpy as np
+
+# TFLite builtin name -> kernel class of the cost table
+KERNEL_CLASS = {
+    "CONV_2D": "conv", "TRANSPOSE_CONV": "conv", "CONV_3D": "conv",
+    "DEPTHWISE_CONV_2D": "depthwise",
+    "FULLY_CONNECTED": "fc", "BATCH_MATMUL": "fc", "UNIDIRECTIONAL_SEQUENCE_LSTM": "fc",
+    "AVERAGE_POOL_2D": "pool", "MAX_POOL_2D": "pool", "MEAN": "pool", "SUM": "pool",
+    "ADD": "eltwise", "SUB": "eltwise", "MUL": "eltwise", "DIV": "eltwise", "MAXIMUM": "eltwise",
+    "MINIMUM": "eltwise", "QUANTIZE": "eltwise", "DEQUANTIZE": "eltwise", "RELU": "eltwise",
+    "RELU6": "eltwise", "LOGISTIC": "eltwise", "TANH": "eltwise", "HARD_SWISH": "eltwise",
+    "LEAKY_RELU": "eltwise", "CAST": "eltwise", "SQUARED_DIFFERENCE": "eltwise",
+    "SOFTMAX": "softmax", "LOG_SOFTMAX": "softmax",
+    "RESHAPE": "copy", "SQUEEZE": "copy", "EXPAND_DIMS": "copy", "CONCATENATION": "copy",
+    "STRIDED_SLICE": "copy", "SLICE": "copy", "PAD": "copy", "TRANSPOSE": "copy", "PACK": "copy",
+    "UNPACK": "copy", "SPLIT": "copy",
+}
+
+
+def kernel_class(op_type, aliased=False):
+    """Cost-table class of an operator type; an aliased RESHAPE costs only its call."""
+    if aliased:
+        return "alias"
+    return KERNEL_CLASS.get(op_type, "other")
+
+
+@dataclasses.dataclass(frozen=True)
+class OpCost:
+    cycles: int
+    kernel_class: str
+    macs: int
+    elements: int
+    compute_cycles: float
+    memory_cycles: float
+
+
+class CostModel:
+    def __init__(self, profile, scale=1.0):
+        self.profile = profile
+        self.scale = float(scale)   # a global factor, e.g. for "what if 20 % slower" studies
+
+    def cycles(self, kclass, macs=0, elements=0, operands=()):
+        """Cost of one kernel call. operands: (region name, nbytes, "r" or "w") triples."""
+        k = self.profile.kernel_cost(kclass)
+        compute = k.call_cycles + k.cycles_per_mac * macs + k.cycles_per_element * elements
+        mem = 0.0
+        for region, nbytes, mode in operands:
+            if region is None or nbytes <= 0:
+                continue
+            r = self.profile.region(region)
+            wait = r.read_wait if mode == "r" else r.write_wait
+            mem += wait * math.ceil(nbytes / 4)
+        total = int(math.ceil((compute + mem) * self.scale))
+        return OpCost(total, kclass, int(macs), int(elements), compute, mem)
+
+    def op_cost(self, graph, op, locate=None):
+        """Cost of graph operator ``op``. locate(tensor index) -> region name where the
+        tensor lives (None: weights in the profile's weights region, activations in its
+        activations region)."""
+        aliased = any(graph.aliases.get(o) is not None for o in op.outputs) if hasattr(graph, "aliases") else False
+        kclass = kernel_class(op.type, aliased)
+        elements = sum(int(np.prod(graph.tensors[o].shape)) for o in op.outputs if o >= 0)
+        operands = []
+        for t in op.inputs:
+            if t < 0:
+                continue
+            tensor = graph.tensors[t]
+            operands.append((self._where(tensor, locate), tensor.nbytes, "r"))
+        if kclass != "alias":
+            for t in op.outputs:
+                if t >= 0:
+                    operands.append((self._where(graph.tensors[t], locate), graph.tensors[t].nbytes, "w"))
+        return self.cycles(kclass, int(getattr(op, "macs", 0) or 0), elements, operands)
+
+    def _where(self, tensor, locate):
+        if locate is not None:
+            r = locate(tensor.index)
+            if r is not None:
+                return r
+        role = "weights" if tensor.data is not None else "activations"
+        return self.profile.defaults.get(role)
+
+    def graph_cycles(self, graph, locate=None):
+        """Per-operator costs of a whole graph, in execution order."""
+        return [self.op_cost(graph, op, locate) for op in graph.operators]

@@ -1,0 +1,607 @@
+"""Segmented execution from flash (SPEC section 6, seed 002).
+
+When a graph's weights do not fit the RAM set aside for them (the *block*), the
+layers (operators, in execution order) are divided into consecutive
+*segments* so that every two neighbouring segments fit the block together.
+Segment 1 is loaded from (external) flash; then segment k runs while the DMA
+loads segment k+1 into the space segment k-1 used — a sliding window, with
+more than two segments in flight whenever the block has room for them.
+
+Division (``divide``) is a dynamic programme over cut positions whose state is
+the last segment (first layer, last layer). Its objective combines, with
+weights, any of these criteria:
+
+* ``latency`` — the analytic pipeline time T = L1 + sum_k max(C_k, L_k+1) + C_n
+  (L: load cycles, C: compute cycles), which decomposes over neighbouring pairs
+  of segments, so the DP minimises it exactly;
+* ``carry`` — activation bytes carried across each cut (what a cut forces the
+  runtime to keep between segments);
+* ``balance`` — total deviation of segment sizes from the mean (solved for each
+  segment count, keeping the best);
+* ``models`` — a hard rule: cut at every transition between chained models and
+  never let a segment span two models.
+
+Placement (``place``) puts each segment at an offset of the block and records
+the segment whose compute must finish before its load may start (``wait_for``):
+neighbours go to opposite ends of the block (so any pair that fits together
+can overlap), and when there is room a segment goes into a gap that lets it be
+loaded earlier still. One block is allocated up front; nothing is allocated
+while running.
+
+``SegmentRunner`` executes a plan on the event core with three strategies:
+``all`` (load every segment, then run), ``serial`` (load a segment, run it,
+load the next) and ``overlap`` (the pipeline above). The plan serialises to
+JSON so it can be computed ahead of time and stored with the memory plan.
+"""
+import dataclasses
+import json
+import math
+
+from pyembed.errors import PlanError
+
+ALIGN = 16
+CRITERIA = ("latency", "carry", "balance", "models")
+STRATEGIES = ("all", "serial", "overlap")
+
+
+def _align(n, a=ALIGN):
+    return (n + a - 1) // a * a
+
+
+@dataclasses.dataclass
+class Layer:
+    """One unit of division: usually one operator with its constant tensors."""
+    name: str
+    weight_bytes: int              # bytes this layer needs resident (aligned tensors)
+    compute_cycles: int            # cycles to run it with its weights in RAM
+    model: str = ""                # which model of a chained use case it belongs to
+    carry_bytes: int = 0           # activation bytes live across the boundary after it
+    ops: tuple = ()                # graph operator indices
+    tensors: tuple = ()            # (tensor index, nbytes) of the constants it reads
+
+
+@dataclasses.dataclass
+class Segment:
+    index: int
+    first: int                     # first layer (inclusive)
+    last: int                      # last layer (inclusive)
+    nbytes: int                    # bytes loaded (aligned tensors, shared ones once per segment)
+    compute_cycles: int
+    load_cycles: int               # declared DMA time from the source region
+    carry_bytes: int               # activations live across the cut after this segment
+    models: tuple = ()
+    offset: int = 0                # in the block (overlap strategy)
+    wait_for: int = -1             # segment whose compute must end before this one loads
+    source_offset: int = 0         # in the source (flash) image
+    tensors: tuple = ()            # (tensor index, offset inside the segment, nbytes)
+
+
+@dataclasses.dataclass
+class SegmentPlan:
+    block_bytes: int               # the block the runtime allocates up front (overlap strategy)
+    budget_bytes: int              # what the caller allowed
+    segments: list
+    layers: list
+    criteria: dict                 # criterion -> weight
+    source_region: str = ""
+    block_region: str = ""
+    clock_hz: int = 0
+
+    # --- figures ----------------------------------------------------------------
+    @property
+    def loads(self):
+        return [s.load_cycles for s in self.segments]
+
+    @property
+    def computes(self):
+        return [s.compute_cycles for s in self.segments]
+
+    def bound(self):
+        """Analytic pipeline time T = L1 + sum max(C_k, L_k+1) + C_n (cycles)."""
+        return pipeline_bound(self.loads, self.computes)
+
+    def serial_cycles(self):
+        return sum(self.loads) + sum(self.computes)
+
+    @property
+    def total_bytes(self):
+        return sum(s.nbytes for s in self.segments)
+
+    def two_largest(self):
+        sizes = sorted((s.nbytes for s in self.segments), reverse=True)
+        return sum(sizes[:2])
+
+    def max_pair(self):
+        sizes = [s.nbytes for s in self.segments]
+        return max((a + b for a, b in zip(sizes, sizes[1:])), default=sum(sizes))
+
+    def block_for(self, strategy):
+        if strategy == "all":
+            return self.total_bytes
+        if strategy == "serial":
+            return max(s.nbytes for s in self.segments)
+        return self.block_bytes
+
+    def summary(self):
+        rows = [f"{len(self.segments)} segments in a {self.block_bytes} B block (budget {self.budget_bytes} B); "
+                f"criteria {self.criteria}"]
+        for s in self.segments:
+            rows.append(f"  seg {s.index}: layers {s.first}..{s.last} {s.nbytes:>7} B at +{s.offset:<7} "
+                        f"L={s.load_cycles} C={s.compute_cycles} carry={s.carry_bytes} wait_for={s.wait_for}")
+        return "\n".join(rows)
+
+    # --- storage ------------------------------------------------------------------
+    def to_dict(self):
+        return {"version": 1, "block_bytes": self.block_bytes, "budget_bytes": self.budget_bytes,
+                "criteria": self.criteria, "source_region": self.source_region,
+                "block_region": self.block_region, "clock_hz": self.clock_hz,
+                "layers": [dataclasses.asdict(la) for la in self.layers],
+                "segments": [dataclasses.asdict(s) for s in self.segments]}
+
+    def to_json(self, path=None):
+        text = json.dumps(self.to_dict(), indent=1)
+        if path is not None:
+            with open(path, "w") as f:
+                f.write(text)
+        return text
+
+    @classmethod
+    def from_dict(cls, d):
+        if d.get("version") != 1:
+            raise PlanError(f"segment plan: unsupported version {d.get('version')!r}")
+        try:
+            layers = [Layer(**{**la, "ops": tuple(la.get("ops", ())),
+                               "tensors": tuple(tuple(t) for t in la.get("tensors", ()))}) for la in d["layers"]]
+            segs = [Segment(**{**s, "models": tuple(s.get("models", ())),
+                               "tensors": tuple(tuple(t) for t in s.get("tensors", ()))}) for s in d["segments"]]
+            plan = cls(block_bytes=d["block_bytes"], budget_bytes=d["budget_bytes"], segments=segs, layers=layers,
+                       criteria=d["criteria"], source_region=d.get("source_region", ""),
+                       block_region=d.get("block_region", ""), clock_hz=d.get("clock_hz", 0))
+        except (KeyError, TypeError) as e:
+            raise PlanError(f"segment plan: malformed ({e})") from None
+        plan.validate()
+        return plan
+
+    @classmethod
+    def from_json(cls, text_or_path):
+        text = text_or_path
+        if not text_or_path.lstrip().startswith("{"):
+            with open(text_or_path) as f:
+                text = f.read()
+        return cls.from_dict(json.loads(text))
+
+    def validate(self):
+        """Every layer in exactly one segment, in order; every segment inside the block;
+        no segment loads over bytes a segment that may still run is using."""
+        nxt = 0
+        for k, s in enumerate(self.segments):
+            if s.index != k or s.first != nxt or s.last < s.first:
+                raise PlanError(f"segment plan: segment {k} covers layers {s.first}..{s.last}, expected to start at {nxt}")
+            nxt = s.last + 1
+            if s.nbytes > self.block_bytes or s.offset < 0 or s.offset + s.nbytes > self.block_bytes:
+                raise PlanError(f"segment plan: segment {k} ({s.nbytes} B at +{s.offset}) does not fit the "
+                                f"{self.block_bytes} B block")
+            if not -1 <= s.wait_for < k:
+                raise PlanError(f"segment plan: segment {k} waits for segment {s.wait_for}")
+            for j in range(max(s.wait_for + 1, 0), k):
+                o = self.segments[j]
+                if o.offset < s.offset + s.nbytes and s.offset < o.offset + o.nbytes and o.nbytes and s.nbytes:
+                    raise PlanError(f"segment plan: segment {k} [{s.offset}, {s.offset + s.nbytes}) would load over "
+                                    f"segment {j} [{o.offset}, {o.offset + o.nbytes}) before it has run "
+                                    f"(wait_for={s.wait_for})")
+        if nxt != len(self.layers):
+            raise PlanError(f"segment plan: segments cover {nxt} of {len(self.layers)} layers")
+        return self
+
+
+def pipeline_bound(loads, computes):
+    """T = L1 + sum_{k<n} max(C_k, L_{k+1}) + C_n."""
+    if not loads:
+        return 0
+    t = loads[0]
+    for k in range(len(loads) - 1):
+        t += max(computes[k], loads[k + 1])
+    return t + computes[-1]
+
+
+# --- division -------------------------------------------------------------------
+
+def _criteria_weights(criteria):
+    if isinstance(criteria, str):
+        criteria = [c.strip() for c in criteria.split(",") if c.strip()]
+    if isinstance(criteria, dict):
+        weights = {k: float(v) for k, v in criteria.items()}
+    else:
+        weights = {c: 1.0 for c in criteria}
+    for c, w in weights.items():
+        if c not in CRITERIA:
+            raise PlanError(f"unknown segmentation criterion {c!r}; choose from {', '.join(CRITERIA)}")
+        if not (w >= 0 and math.isfinite(w)):
+            raise PlanError(f"criterion {c}: weight must be a finite number >= 0, got {w!r}")
+    if not any(w > 0 for c, w in weights.items() if c != "models"):
+        weights["latency"] = weights.get("latency", 0.0) or 1.0
+    return weights
+
+
+class _Sizes:
+    """Bytes of the union of constant tensors of layers a..b (a tensor read by several
+    layers of one segment is loaded once)."""
+
+    def __init__(self, layers):
+        self.layers = layers
+        self._cache = {}
+
+    def __call__(self, a, b):
+        key = (a, b)
+        v = self._cache.get(key)
+        if v is None:
+            if not any(la.tensors for la in self.layers[a:b + 1]):
+                v = sum(la.weight_bytes for la in self.layers[a:b + 1])
+            else:
+                seen = {}
+                extra = 0
+                for la in self.layers[a:b + 1]:
+                    if not la.tensors:
+                        extra += la.weight_bytes
+                    for t, n in la.tensors:
+                        seen[t] = _align(n)
+                v = sum(seen.values()) + extra
+            self._cache[key] = v
+        return v
+
+
+def divide(layers, budget_bytes, load_cycles, criteria=("latency",), min_segments=1, max_segments=None):
+    """Cut ``layers`` into segments whose neighbouring pairs fit ``budget_bytes``.
+
+    load_cycles(nbytes) -> declared DMA cycles for one segment of that size.
+    Returns a placed SegmentPlan (see ``place``). Raises PlanError when no division
+    exists (a single layer, or two neighbours that cannot be split, exceed the block).
+    """
+    weights = _criteria_weights(criteria)
+    n = len(layers)
+    if n == 0:
+        raise PlanError("divide: no layers")
+    budget = int(budget_bytes)
+    size = _Sizes(layers)
+    for i, la in enumerate(layers):
+        if size(i, i) > budget:
+            raise PlanError(f"segment larger than the block: layer {i} ({la.name}) alone needs "
+                            f"{size(i, i)} B of weights, the block is {budget} B")
+    models = [la.model for la in layers]
+    align_models = weights.get("models", 0) > 0
+    compute = [0]
+    for la in layers:
+        compute.append(compute[-1] + int(la.compute_cycles))
+
+    def C(a, b):
+        return compute[b + 1] - compute[a]
+
+    total_cycles = sum(load_cycles(size(i, i)) for i in range(n)) + compute[-1]
+    carry_ref = max((la.carry_bytes for la in layers[:-1]), default=0) or 1
+    total_bytes = size(0, n - 1)
+
+    # candidate segments: [a, b] within the budget and (with models) inside one model
+    spans = {}
+    for a in range(n):
+        for b in range(a, n):
+            if size(a, b) > budget:
+                break
+            if align_models and models[b] != models[a]:
+                break
+            spans.setdefault(b, []).append(a)
+
+    def solve(target):
+        """DP over (a, b) = last segment; value = (cost, count, parent)."""
+        best = {}
+        for b in range(n):
+            for a in spans.get(b, []):
+                s = size(a, b)
+                # a tiny tie-breaker: among equally good divisions prefer smaller segments (less RAM)
+                seg_cost = 1e-6 * (s / budget) ** 2
+                if target:
+                    seg_cost += weights.get("balance", 0) * abs(s - target) / total_bytes
+                if b + 1 < n:
+                    seg_cost += weights.get("carry", 0) * layers[b].carry_bytes / carry_ref
+                if a == 0:
+                    lat = weights.get("latency", 0) * load_cycles(s) / total_cycles
+                    best[(a, b)] = (lat + seg_cost, 1, None)
+                    continue
+                cand = None
+                for p in spans.get(a - 1, []):
+                    prev = best.get((p, a - 1))
+                    if prev is None or size(p, a - 1) + s > budget:
+                        continue
+                    lat = weights.get("latency", 0) * max(C(p, a - 1), load_cycles(s)) / total_cycles
+                    c = prev[0] + lat + seg_cost
+                    if cand is None or c < cand[0] - 1e-12:
+                        cand = (c, prev[1] + 1, (p, a - 1))
+                if cand is not None:
+                    best[(a, b)] = cand
+        finals = []
+        for a in spans.get(n - 1, []):
+            v = best.get((a, n - 1))
+            if v is None:
+                continue
+            if not (min_segments <= v[1] <= (max_segments or n)):
+                continue
+            lat = weights.get("latency", 0) * C(a, n - 1) / total_cycles
+            finals.append((v[0] + lat, v[1], a))
+        if not finals:
+            return None
+        cost, count, a = min(finals)
+        cuts = []
+        key = (a, n - 1)
+        while key is not None:
+            cuts.append(key)
+            key = best[key][2]
+        cuts.reverse()
+        return cost, cuts
+
+    # with a balance criterion the mean depends on the count: solve per count
+    results = []
+    if weights.get("balance", 0) > 0:
+        lo = max(min_segments, math.ceil(total_bytes / budget))
+        hi = min(n, max_segments or n, lo + 12)
+        for count in range(lo, hi + 1):
+            r = solve(total_bytes / count)
+            if r is not None:
+                results.append(r)
+    else:
+        r = solve(0)
+        if r is not None:
+            results.append(r)
+    if not results:
+        raise PlanError(f"cannot divide {n} layers ({total_bytes} B of weights) so that neighbouring "
+                        f"segments fit a {budget} B block"
+                        + (" with cuts aligned to model boundaries" if align_models else ""))
+    _cost, cuts = min(results, key=lambda r: r[0])
+    # spans never cross a model boundary, so with "models" every transition is a cut
+
+    segments = []
+    src = 0
+    for k, (a, b) in enumerate(cuts):
+        tens, off = [], 0
+        seen = set()
+        for la in layers[a:b + 1]:
+            for t, nb in la.tensors:
+                if t in seen:
+                    continue
+                seen.add(t)
+                tens.append((t, off, nb))
+                off += _align(nb)
+        nbytes = size(a, b)
+        segments.append(Segment(index=k, first=a, last=b, nbytes=nbytes, compute_cycles=C(a, b),
+                                load_cycles=load_cycles(nbytes), carry_bytes=layers[b].carry_bytes if b + 1 < n else 0,
+                                models=tuple(dict.fromkeys(models[a:b + 1])), source_offset=src, tensors=tuple(tens)))
+        src += _align(nbytes)
+    plan = SegmentPlan(block_bytes=budget, budget_bytes=budget, segments=segments, layers=list(layers),
+                       criteria=weights)
+    place(plan)
+    return plan
+
+
+def place(plan, block_bytes=None, mode="compact"):
+    """Give every segment an offset in the block and the segment it must wait for.
+
+    mode "compact": the block is shrunk to the largest neighbouring pair and
+    neighbours alternate between its two ends (RAM = at most the two largest
+    segments). mode "greedy": the whole budget is used and each segment goes to
+    the candidate offset that lets it load earliest (more than two in flight).
+    """
+    segs = plan.segments
+    if mode == "compact":
+        block = plan.max_pair() if len(segs) > 1 else segs[0].nbytes
+        block = _align(block)
+    elif mode == "greedy":
+        block = int(block_bytes if block_bytes is not None else plan.budget_bytes)
+    else:
+        raise PlanError(f"place: mode must be 'compact' or 'greedy', got {mode!r}")
+    placed = []   # (offset, nbytes, index)
+    for k, s in enumerate(segs):
+        if s.nbytes > block:
+            raise PlanError(f"segment larger than the block: segment {k} needs {s.nbytes} B, the block is {block} B")
+        if mode == "compact":
+            s.offset = 0 if k % 2 == 0 else block - s.nbytes
+        else:
+            cands = {0, block - s.nbytes}
+            for off, nb, _j in placed[-8:]:
+                for c in (off + nb, off - s.nbytes):
+                    if 0 <= c <= block - s.nbytes:
+                        cands.add(_align(c) if _align(c) <= block - s.nbytes else c)
+            prev = placed[-1] if placed else None
+
+            def key(c):
+                j = max((jj for off, nb, jj in placed if off < c + s.nbytes and c < off + nb and nb and s.nbytes),
+                        default=-1)
+                dist = 0 if prev is None else abs((c + s.nbytes / 2) - (prev[0] + prev[1] / 2))
+                return (j, -dist, c)
+            s.offset = min(sorted(cands), key=key)
+        s.wait_for = max((jj for off, nb, jj in placed
+                          if off < s.offset + s.nbytes and s.offset < off + nb and nb and s.nbytes), default=-1)
+        placed.append((s.offset, s.nbytes, k))
+    plan.block_bytes = block
+    plan.validate()
+    return plan
+
+
+# --- layers from a graph -----------------------------------------------------------
+
+def graph_layers(graph, cost_of, model=None):
+    """One Layer per operator of a graph (pyembed.graph API): its constant tensors,
+    its compute cycles (cost_of(op) -> cycles) and the activation bytes live across
+    the boundary after it."""
+    n = len(graph.operators)
+    first_use, last_use = {}, {}
+    for t in graph.inputs:
+        first_use[t] = -1
+    for i, op in enumerate(graph.operators):
+        for t in op.outputs:
+            if t >= 0:
+                first_use.setdefault(t, i)
+        for t in op.inputs:
+            if t >= 0 and graph.tensors[t].data is None:
+                last_use[t] = max(last_use.get(t, -1), i)
+    for t in graph.outputs:
+        last_use[t] = n
+    aliases = getattr(graph, "aliases", {}) or {}
+    layers = []
+    for i, op in enumerate(graph.operators):
+        consts = []
+        for t in op.inputs:
+            if t >= 0 and graph.tensors[t].data is not None and t not in [c[0] for c in consts]:
+                consts.append((t, int(graph.tensors[t].nbytes)))
+        carry = 0
+        for t, f in first_use.items():
+            if t in aliases:
+                continue
+            if f <= i < last_use.get(t, f):
+                carry += _align(int(graph.tensors[t].nbytes))
+        layers.append(Layer(name=f"{i}:{op.type}", weight_bytes=sum(_align(nb) for _t, nb in consts),
+                            compute_cycles=int(cost_of(op)), model=model or graph.name, carry_bytes=carry,
+                            ops=(i,), tensors=tuple(consts)))
+    return layers
+
+
+def chain(*layer_lists):
+    """Concatenate the layers of several models into one use-case graph (tensor ids
+    are made unique per model so shared ids do not merge)."""
+    out = []
+    for m, layers in enumerate(layer_lists):
+        for la in layers:
+            out.append(dataclasses.replace(la, tensors=tuple((m * 1_000_000 + t, nb) for t, nb in la.tensors)))
+    return out
+
+
+# --- the runtime ---------------------------------------------------------------------
+
+class SegmentRunner:
+    """Runs a SegmentPlan on the event core.
+
+    dma: a firmware_sim.dma.DmaEngine; source: (region, offset) of the packed segment
+    image in flash; block: (region, offset) of the block in RAM; compute(segment,
+    strategy) -> generator that runs the segment's layers (yielding core events).
+    The run is the returned process; ``events`` records load/compute times.
+    """
+
+    def __init__(self, env, dma, plan, source, block, compute, strategy="overlap", trace=None, counter=None):
+        if strategy not in STRATEGIES:
+            raise PlanError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
+        self.env, self.dma, self.plan = env, dma, plan
+        self.source, self.block = source, block
+        self.compute = compute
+        self.strategy = strategy
+        self.trace = trace
+        self.counter = counter          # callable(time, block bytes in use) for RAM traces
+        n = len(plan.segments)
+        self.offsets, self.wait_for = self._layout()
+        self.loaded = [env.event(f"loaded:{k}") for k in range(n)]
+        self.done = [env.event(f"computed:{k}") for k in range(n)]
+        self.load_times = [None] * n
+        self.compute_times = [None] * n
+        self.in_use = 0
+        self.peak_in_use = 0
+
+    def _layout(self):
+        segs = self.plan.segments
+        if self.strategy == "all":
+            offs, o = [], 0
+            for s in segs:
+                offs.append(o)
+                o += _align(s.nbytes)
+            return offs, [-1] * len(segs)
+        if self.strategy == "serial":
+            return [0] * len(segs), [k - 1 for k in range(len(segs))]
+        return [s.offset for s in segs], [s.wait_for for s in segs]
+
+    def block_bytes(self):
+        segs = self.plan.segments
+        return max(o + s.nbytes for o, s in zip(self.offsets, segs))
+
+    def run(self):
+        loader = self.env.process(self._loader(), "segment-loader")
+        runner = self.env.process(self._runner(), "segment-runner")
+        return self.env.all_of([loader, runner], "segments")
+
+    def _use(self, delta):
+        self.in_use += delta
+        self.peak_in_use = max(self.peak_in_use, self.in_use)
+        if self.counter is not None:
+            self.counter(self.env.now, self.in_use)
+
+    def _loader(self):
+        src_region, src_base = self.source
+        blk_region, blk_base = self.block
+        for k, s in enumerate(self.plan.segments):
+            w = self.wait_for[k]
+            if w >= 0 and not self.done[w].processed:
+                yield self.done[w]
+            if self.strategy == "serial" and k > 0 and not self.done[k - 1].processed:
+                yield self.done[k - 1]
+            self._use(s.nbytes)
+            t0 = self.env.now
+            yield self.dma.transfer(f"load seg {k}", src_region, src_base + s.source_offset,
+                                    blk_region, blk_base + self.offsets[k], s.nbytes)
+            self.load_times[k] = (t0, self.env.now)
+            self.loaded[k].succeed()
+
+    def _runner(self):
+        segs = self.plan.segments
+        if self.strategy == "all":
+            for ev in self.loaded:
+                if not ev.processed:
+                    yield ev
+        for k, s in enumerate(segs):
+            if not self.loaded[k].processed:
+                t_wait = self.env.now
+                yield self.loaded[k]
+                if self.trace is not None and self.env.now > t_wait:
+                    self.trace.span(f"wait seg {k}", "cpu", t_wait, self.env.now, cat="stall")
+            t0 = self.env.now
+            yield from self.compute(s, self)
+            self.compute_times[k] = (t0, self.env.now)
+            if self.trace is not None:
+                self.trace.span(f"segment {k}", "segments", t0, self.env.now, cat="segment",
+                                layers=f"{s.first}..{s.last}", bytes=s.nbytes)
+            if self.strategy != "all":
+                self._use(-s.nbytes)
+            self.done[k].succeed()
+        if self.strategy == "all":
+            self._use(-self.in_use)
+
+    def tensor_location(self, segment, tensor):
+        """(region, absolute offset) of a constant tensor of ``segment`` in the block."""
+        for t, off, _nb in segment.tensors:
+            if t == tensor:
+                return self.block[0], self.block[1] + self.offsets[segment.index] + off
+        raise PlanError(f"tensor {tensor} is not part of segment {segment.index}")
+
+
+def abstract_compute(env, trace=None):
+    """compute callback that charges each layer's compute_cycles (no real kernels)."""
+    def compute(segment, runner):
+        for i in range(segment.first, segment.last + 1):
+            la = runner.plan.layers[i]
+            t0 = env.now
+            yield env.timeout(int(la.compute_cycles))
+            if trace is not None:
+                trace.span(la.name, "cpu", t0, env.now, cat="kernel", segment=segment.index)
+    return compute
+
+
+def run_abstract(plan, profile, strategy="overlap", bandwidth_scale=1.0, late="fault", trace=None):
+    """Simulate a plan with layer costs only (no bytes moved): returns
+    (cycles, runner). The source is the plan's source region (default: the
+    profile's segment source), the block its block region (default: activations)."""
+    from firmware_sim.core import Environment
+    from firmware_sim.dma import DmaEngine
+    env = Environment()
+    src = plan.source_region or profile.defaults.get("segment_source") or profile.flash_region
+    blk = plan.block_region or profile.defaults["activations"]
+    dma = DmaEngine(env, profile, memory=None, trace=trace, bandwidth_scale=bandwidth_scale, late=late)
+    counter = None
+    if trace is not None:
+        def counter(t, used):
+            trace.counter("ram", t, segment_block=used)
+    runner = SegmentRunner(env, dma, plan, (src, 0), (blk, 0), abstract_compute(env, trace), strategy, trace, counter)
+    env.run(runner.run())
+    return env.now, runner

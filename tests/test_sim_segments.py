@@ -1,0 +1,192 @@
+"""Segmented execution from flash on abstract layers: division, placement, runtime."""
+import itertools
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from firmware_sim.profiles import load_profile
+from firmware_sim.segments import (Layer, SegmentPlan, chain, divide, pipeline_bound, place,
+                                   run_abstract)
+from firmware_sim.trace import Trace
+from pyembed.errors import PlanError, SimulationFault
+
+PROFILE = load_profile("stm32f446")
+
+
+def load_cycles(nbytes):
+    return PROFILE.transfer_cycles(nbytes, "qspi", "sram")
+
+
+def make_layers(spec, model=""):
+    return [Layer(f"l{i}", w, c, model=model, carry_bytes=carry) for i, (w, c, carry) in enumerate(spec)]
+
+
+def reference_times(plan, strategy):
+    """Independent recurrence for the three strategies (no event queue):
+    load k may start when the loader is free and its wait_for segment has run;
+    compute k starts when it is loaded and the CPU is free."""
+    segs = plan.segments
+    n = len(segs)
+    L, C = plan.loads, plan.computes
+    load_end, comp_end = [0] * n, [0] * n
+    loader_free = 0
+    for k in range(n):
+        if strategy == "all":
+            dep = 0
+        elif strategy == "serial":
+            dep = comp_end[k - 1] if k else 0
+        else:
+            dep = comp_end[segs[k].wait_for] if segs[k].wait_for >= 0 else 0
+        start = max(loader_free, dep)
+        load_end[k] = start + L[k]
+        loader_free = load_end[k]
+        if strategy == "all":
+            continue
+        comp_end[k] = max(load_end[k], comp_end[k - 1] if k else 0) + C[k]
+        # in "serial" and "overlap" the loader needs comp_end of earlier segments only
+    if strategy == "all":
+        return load_end[-1] + sum(C)
+    return comp_end[-1]
+
+
+def brute_force_best_bound(layers, budget):
+    n = len(layers)
+    best = None
+    for mask in range(1 << (n - 1)):
+        cuts, start = [], 0
+        for i in range(n - 1):
+            if mask >> i & 1:
+                cuts.append((start, i))
+                start = i + 1
+        cuts.append((start, n - 1))
+        sizes = [sum(la.weight_bytes for la in layers[a:b + 1]) for a, b in cuts]
+        if any(s > budget for s in sizes) or any(x + y > budget for x, y in zip(sizes, sizes[1:])):
+            continue
+        comps = [sum(la.compute_cycles for la in layers[a:b + 1]) for a, b in cuts]
+        t = pipeline_bound([load_cycles(s) for s in sizes], comps)
+        best = t if best is None else min(best, t)
+    return best
+
+
+layer_spec = st.lists(st.tuples(st.integers(1000, 30000), st.integers(10000, 400000), st.integers(0, 5000)),
+                      min_size=2, max_size=9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(layer_spec, st.floats(0.3, 1.0))
+def test_division_reaches_the_best_bound_and_runtime_matches_reference(spec, frac):
+    layers = make_layers(spec)
+    total = sum(w for w, _, _ in spec)
+    budget = max(int(total * frac), 2 * max(w for w, _, _ in spec) + 32)
+    plan = divide(layers, budget, load_cycles, ["latency"])
+    plan.validate()
+    sizes = [s.nbytes for s in plan.segments]
+    assert all(a + b <= plan.block_bytes <= budget for a, b in zip(sizes, sizes[1:]))
+    assert plan.bound() == brute_force_best_bound(layers, budget)
+    for strategy in ("all", "serial", "overlap"):
+        cycles, runner = run_abstract(plan, PROFILE, strategy)
+        assert cycles == reference_times(plan, strategy), strategy
+    cycles, runner = run_abstract(plan, PROFILE, "overlap")
+    assert cycles == plan.bound()       # with the compact layout the pipeline is exactly the bound
+    assert runner.peak_in_use <= plan.block_bytes
+
+
+def test_overlap_is_close_to_the_bound_and_beats_load_then_run_when_balanced():
+    # 12 layers, load ~ compute: overlap must approach (L + C) / max(L, C) ~ 2x over load-all-then-run
+    spec = [(20000, 0, 0)] * 12
+    c = load_cycles(20000)
+    layers = make_layers([(w, c, 0) for w, _, _ in spec])
+    plan = divide(layers, 60000, load_cycles, ["latency"])
+    t_over, _ = run_abstract(plan, PROFILE, "overlap")
+    t_all, _ = run_abstract(plan, PROFILE, "all")
+    assert t_over <= plan.bound() * 1.05
+    assert t_all / t_over >= 1.6
+
+
+def test_greedy_placement_keeps_more_than_two_segments_in_flight():
+    # compute-heavy first segments, then load-heavy ones: prefetching ahead pays off
+    spec = [(8000, 600000, 0)] * 4 + [(8000, 10000, 0)] * 4
+    layers = make_layers(spec)
+    plan = divide(layers, 16032, load_cycles, ["latency"])
+    compact, _ = run_abstract(plan, PROFILE, "overlap")
+    place(plan, 64000, mode="greedy")
+    greedy, runner = run_abstract(plan, PROFILE, "overlap")
+    assert greedy < compact
+    assert runner.peak_in_use > 2 * 8000          # more than two segments resident at once
+    assert greedy == reference_times(plan, "overlap")
+
+
+def test_models_criterion_cuts_at_every_model_boundary():
+    a = make_layers([(5000, 50000, 100)] * 3, model="kws")
+    b = make_layers([(7000, 80000, 200)] * 4, model="vww")
+    layers = chain(a, b)
+    plan = divide(layers, 40000, load_cycles, ["latency", "models"])
+    assert all(len(s.models) == 1 for s in plan.segments)
+    assert any(s.last == 2 for s in plan.segments)
+    free = divide(layers, 40000, load_cycles, ["latency"])
+    assert free.bound() <= plan.bound()
+
+
+def test_carry_criterion_prefers_cuts_where_little_is_live():
+    # equal layers except the activations live after each: only one cheap cut point (after layer 2)
+    spec = [(10000, 100000, 9000), (10000, 100000, 9000), (10000, 100000, 100), (10000, 100000, 9000),
+            (10000, 100000, 9000), (10000, 100000, 0)]
+    layers = make_layers(spec)
+    plan = divide(layers, 60000, load_cycles, {"carry": 1.0}, min_segments=2)
+    assert [s.last for s in plan.segments] == [2, 5]
+    assert plan.segments[0].carry_bytes == 100
+
+
+def test_balance_criterion_evens_out_sizes():
+    spec = [(4000, 10000, 0), (4000, 10000, 0), (4000, 10000, 0), (4000, 10000, 0), (12000, 10000, 0),
+            (4000, 10000, 0), (4000, 10000, 0), (4000, 10000, 0)]
+    layers = make_layers(spec)
+    plan = divide(layers, 24000, load_cycles, {"balance": 1.0})
+    sizes = [s.nbytes for s in plan.segments]
+    mean = sum(sizes) / len(sizes)
+    # an independent check: no other division into the same count has a smaller deviation
+    best = None
+    n = len(layers)
+    for cut in itertools.combinations(range(1, n), len(sizes) - 1):
+        bounds = (0,) + cut + (n,)
+        ss = [sum(w for w, _, _ in spec[a:b]) for a, b in zip(bounds, bounds[1:])]
+        if any(x + y > 24000 for x, y in zip(ss, ss[1:])):
+            continue
+        dev = sum(abs(s - sum(ss) / len(ss)) for s in ss)
+        best = dev if best is None else min(best, dev)
+    assert sum(abs(s - mean) for s in sizes) == best
+
+
+def test_segment_larger_than_the_block_is_a_clear_error():
+    layers = make_layers([(5000, 1000, 0), (50000, 1000, 0)])
+    with pytest.raises(PlanError, match="segment larger than the block: layer 1.*50000"):
+        divide(layers, 40000, load_cycles)
+    layers = make_layers([(30000, 1000, 0), (30000, 1000, 0)])
+    with pytest.raises(PlanError, match="cannot divide"):
+        divide(layers, 40000, load_cycles)
+
+
+def test_plan_round_trips_through_json_and_rejects_tampering(tmp_path):
+    layers = make_layers([(9000, 100000, 10)] * 6)
+    plan = divide(layers, 30000, load_cycles, ["latency", "carry"])
+    path = tmp_path / "segments.json"
+    plan.to_json(path)
+    again = SegmentPlan.from_json(str(path))
+    assert again.to_dict() == plan.to_dict()
+    assert run_abstract(again, PROFILE)[0] == run_abstract(plan, PROFILE)[0]
+    bad = plan.to_dict()
+    bad["segments"][1]["offset"] = bad["segments"][0]["offset"]
+    with pytest.raises(PlanError, match="load over segment 0"):
+        SegmentPlan.from_dict(bad)
+
+
+def test_slow_flash_is_reported_with_the_timeline_so_far():
+    layers = make_layers([(9000, 100000, 0)] * 6)
+    plan = divide(layers, 30000, load_cycles)
+    trace = Trace(PROFILE.clock_hz)
+    with pytest.raises(SimulationFault, match="load seg 0.*deadline"):
+        run_abstract(plan, PROFILE, "overlap", bandwidth_scale=0.7, trace=trace)
+    assert trace.instants and trace.instants[0].name == "DMA late"
+    # tolerated as a stall, it only costs time
+    slow, _ = run_abstract(plan, PROFILE, "overlap", bandwidth_scale=0.7, late="stall")
+    assert slow > plan.bound()
