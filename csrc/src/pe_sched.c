@@ -1,0 +1,519 @@
+/*
+ * pe_sched.c - the cooperative dispatcher of pe_sched.h. Each poll looks at
+ * the head of the unit's priority queue, then at the head of its low queue,
+ * and either runs one item to completion or returns the time to wake up.
+ */
+#include "pyembed/pe_sched.h"
+
+#define ALIGN8(x) (((x) + 7) & ~(size_t)7)
+
+pe_status pe_sched_check_table(const pe_sched_table *t)
+{
+    int32_t i, k;
+    if (t == NULL || t->items == NULL || t->window_cycles == 0u || t->tick_cycles == 0u ||
+        t->hyper_windows > (1 << 28)) {
+        return PE_ERR_ARG;
+    }
+    if (t->window_cycles % t->tick_cycles != 0u || t->hyper_windows < 1 || t->n_units < 1 ||
+        t->n_items < 1 || t->n_after < 0 || t->n_instances < 0) {
+        return PE_ERR_ARG;
+    }
+    if (t->n_after > 0 && t->after == NULL) {
+        return PE_ERR_ARG;
+    }
+    for (i = 0; i < t->n_items; i++) {
+        const pe_sched_item *it = &t->items[i];
+        if (it->kind != PE_SCHED_PRIORITY && it->kind != PE_SCHED_LOW) {
+            return PE_ERR_ARG;
+        }
+        if (it->unit < 0 || it->unit >= t->n_units || it->work < 0 || it->phase < 0 ||
+            it->phase >= 2 * t->hyper_windows || it->instance < -1 || it->instance >= t->n_instances) {
+            return PE_ERR_ARG;
+        }
+        if (i > 0 && it->phase < t->items[i - 1].phase) {
+            return PE_ERR_ARG; /* not sorted by phase */
+        }
+        for (k = 0; k < i; k++) {
+            const pe_sched_item *o = &t->items[k];
+            if (o->unit == it->unit && o->kind == it->kind &&
+                it->phase - o->phase >= t->hyper_windows) {
+                return PE_ERR_ARG; /* table order would not be time order */
+            }
+        }
+        if ((it->flags & ~(PE_SCHED_FIRST | PE_SCHED_LAST)) != 0u) {
+            return PE_ERR_ARG;
+        }
+        if ((it->flags & PE_SCHED_FIRST) != 0u && it->instance < 0) {
+            return PE_ERR_ARG;
+        }
+        if (it->n_after < 0 || it->first_after < 0 || it->first_after > t->n_after ||
+            it->n_after > t->n_after - it->first_after) {
+            return PE_ERR_ARG;
+        }
+        for (k = it->first_after; k < it->first_after + it->n_after; k++) {
+            const pe_sched_after *a = &t->after[k];
+            if (a->item < 0 || a->item >= t->n_items || a->item == i || a->offset < 0 ||
+                a->offset > 1) {
+                return PE_ERR_ARG;
+            }
+        }
+    }
+    return PE_OK;
+}
+
+static size_t state_bytes(const pe_sched_table *t)
+{
+    return ALIGN8(sizeof(pe_sched_item_state) * (size_t)t->n_items) +
+           ALIGN8(sizeof(pe_sched_unit_state) * (size_t)t->n_units) +
+           ALIGN8(sizeof(int64_t) * (size_t)t->n_instances);
+}
+
+pe_status pe_sched_get_buffer_size(const pe_sched_table *table, int32_t *size)
+{
+    size_t bytes;
+    const pe_status st = pe_sched_check_table(table);
+    if (st != PE_OK) {
+        return st;
+    }
+    if (size == NULL) {
+        return PE_ERR_ARG;
+    }
+    bytes = state_bytes(table);
+    if (bytes > (size_t)0x7FFFFFFF) {
+        return PE_ERR_OVERFLOW;
+    }
+    *size = (int32_t)bytes;
+    return PE_OK;
+}
+
+/* Next item of (unit, kind) after position pos in table order, wrapping;
+ * *wrapped is set when the search passed the end of the table. -1 if the
+ * unit has no item of that kind. pos == -1 starts from the beginning. */
+static int32_t next_item(const pe_sched_table *t, int32_t unit, int32_t kind, int32_t pos,
+                         int32_t *wrapped)
+{
+    int32_t n;
+    int32_t i = pos;
+    *wrapped = 0;
+    for (n = 0; n < t->n_items; n++) {
+        i++;
+        if (i >= t->n_items) {
+            i = 0;
+            if (pos >= 0) {
+                *wrapped = 1;
+            }
+        }
+        if (t->items[i].unit == unit && t->items[i].kind == kind) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+pe_status pe_sched_init(const pe_context *ctx, const pe_sched_table *table,
+                        const pe_sched_work_fn *fns, int32_t n_fns, void *user,
+                        pe_sched_state *s)
+{
+    int32_t size = 0;
+    int32_t i, u, wrapped;
+    unsigned char *p;
+    pe_status st = pe_sched_get_buffer_size(table, &size);
+    if (st != PE_OK) {
+        return st;
+    }
+    if (s == NULL || fns == NULL || n_fns < 1 || ctx == NULL) {
+        return PE_ERR_ARG;
+    }
+    for (i = 0; i < table->n_items; i++) {
+        if (table->items[i].work >= n_fns || fns[table->items[i].work] == NULL) {
+            return PE_ERR_ARG;
+        }
+    }
+    if (ctx->buf == NULL || ctx->size < size) {
+        return PE_ERR_SCRATCH;
+    }
+    if (((uintptr_t)ctx->buf & 7u) != 0u) {
+        return PE_ERR_ARG; /* state holds 64-bit fields */
+    }
+    p = (unsigned char *)ctx->buf;
+    s->table = table;
+    s->fns = fns;
+    s->n_fns = n_fns;
+    s->user = user;
+    s->items = (pe_sched_item_state *)(void *)p;
+    p += ALIGN8(sizeof(pe_sched_item_state) * (size_t)table->n_items);
+    s->units = (pe_sched_unit_state *)(void *)p;
+    p += ALIGN8(sizeof(pe_sched_unit_state) * (size_t)table->n_units);
+    s->instance_frame = table->n_instances > 0 ? (int64_t *)(void *)p : NULL;
+    for (i = 0; i < table->n_items; i++) {
+        s->items[i].est = table->items[i].est_cycles;
+        s->items[i].runs = 0u;
+        s->items[i].last_start = 0u;
+        s->items[i].last_end = 0u;
+    }
+    for (i = 0; i < table->n_instances; i++) {
+        s->instance_frame[i] = -1;
+    }
+    for (u = 0; u < table->n_units; u++) {
+        pe_sched_unit_state *us = &s->units[u];
+        int32_t w;
+        us->prio_pos = next_item(table, u, PE_SCHED_PRIORITY, -1, &wrapped);
+        us->low_pos = next_item(table, u, PE_SCHED_LOW, -1, &wrapped);
+        us->prio_period = 0u;
+        us->low_period = 0u;
+        us->clock = 0u;
+        us->deferred_window = -1;
+        us->prio_reserve = 0u;
+        us->wake = 0u;
+        us->pad_ = 0;
+        /* largest planned priority work in one window of this unit */
+        for (w = 0; w < table->hyper_windows; w++) {
+            uint64_t sum = 0u;
+            for (i = 0; i < table->n_items; i++) {
+                const pe_sched_item *it = &table->items[i];
+                if (it->unit == u && it->kind == PE_SCHED_PRIORITY && it->phase == w) {
+                    sum += it->est_cycles;
+                }
+            }
+            if (sum > us->prio_reserve) {
+                us->prio_reserve = sum > 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)sum;
+            }
+        }
+    }
+    s->counters.priority_runs = 0u;
+    s->counters.low_runs = 0u;
+    s->counters.deadline_misses = 0u;
+    s->counters.late_starts = 0u;
+    s->counters.overruns = 0u;
+    s->counters.deferrals = 0u;
+    s->counters.no_fit = 0u;
+    s->counters.lagging_runs = 0u;
+    s->counters.priority_cycles = 0u;
+    s->counters.low_cycles = 0u;
+    s->counters.max_late_cycles = 0u;
+    s->counters.max_overrun_cycles = 0u;
+    return PE_OK;
+}
+
+/* Planned window of the item at the head of a queue. */
+static int64_t planned_window(const pe_sched_table *t, int32_t item, uint32_t period)
+{
+    return (int64_t)period * (int64_t)t->hyper_windows + (int64_t)t->items[item].phase;
+}
+
+/* Are the constraints of the next run of `item` met at `now`? If a needed
+ * run has ended but its hand-over is still going on, *ready_at says when it
+ * will be met; if a needed run has not started, *ready_at is 0 (unknown). */
+static int constraints_met(const pe_sched_state *s, int32_t item, uint64_t now, uint64_t *ready_at)
+{
+    const pe_sched_table *t = s->table;
+    const pe_sched_item *it = &t->items[item];
+    const uint32_t k = s->items[item].runs;
+    uint64_t latest = 0u;
+    int32_t j;
+    for (j = it->first_after; j < it->first_after + it->n_after; j++) {
+        const pe_sched_after *a = &t->after[j];
+        const pe_sched_item_state *dep = &s->items[a->item];
+        const uint64_t need = (uint64_t)k + (uint64_t)a->offset;
+        if (need == 0u) {
+            continue;
+        }
+        if ((uint64_t)dep->runs < need) {
+            *ready_at = 0u;
+            return 0;
+        }
+        if ((uint64_t)dep->runs == need) {
+            /* the needed run is the latest one: it may still be going on */
+            const uint64_t at = dep->last_end + a->handover_cycles;
+            if (at > latest) {
+                latest = at;
+            }
+        }
+    }
+    if (latest > now) {
+        *ready_at = latest;
+        return 0;
+    }
+    return 1;
+}
+
+static uint64_t round_up_tick(uint64_t t, uint32_t tick)
+{
+    const uint64_t r = t % tick;
+    return r == 0u ? t : t + (tick - r);
+}
+
+static void clear_event(pe_sched_event *ev, int32_t unit, uint64_t now)
+{
+    ev->item = -1;
+    ev->unit = unit;
+    ev->flags = 0u;
+    ev->est_cycles = 0u;
+    ev->frame = -1;
+    ev->planned_window = -1;
+    ev->release = 0u;
+    ev->start = now;
+    ev->end = now;
+    ev->wake = now;
+}
+
+static pe_status run_item(pe_sched_state *s, int32_t unit, int32_t item, int64_t planned,
+                          uint64_t now, pe_sched_event *ev)
+{
+    const pe_sched_table *t = s->table;
+    const pe_sched_item *it = &t->items[item];
+    pe_sched_item_state *is = &s->items[item];
+    pe_sched_unit_state *us = &s->units[unit];
+    const uint64_t release = (uint64_t)planned * t->window_cycles;
+    const int64_t cur_window = (int64_t)(now / t->window_cycles);
+    uint32_t cycles = 0u;
+    int64_t frame;
+    int32_t wrapped = 0;
+    pe_status st;
+
+    if (it->kind == PE_SCHED_PRIORITY) {
+        frame = planned;
+    } else {
+        if ((it->flags & PE_SCHED_FIRST) != 0u) {
+            s->instance_frame[it->instance] = cur_window;
+        }
+        frame = it->instance >= 0 ? s->instance_frame[it->instance] : cur_window;
+    }
+    ev->item = item;
+    ev->est_cycles = is->est;
+    ev->frame = frame;
+    ev->planned_window = planned;
+    ev->release = release;
+    ev->start = now;
+    st = s->fns[it->work](s->user, item, it, frame, now, &cycles);
+    if (st != PE_OK) {
+        ev->flags = PE_SCHED_EV_FAULT;
+        ev->end = now;
+        ev->wake = now;
+        return st;
+    }
+    ev->flags = PE_SCHED_EV_RAN;
+    ev->end = now + cycles;
+    ev->wake = ev->end;
+    is->runs++;
+    is->last_start = now;
+    is->last_end = ev->end;
+
+    if (cycles > it->est_cycles) {
+        const uint64_t over = (uint64_t)(cycles - it->est_cycles);
+        ev->flags |= PE_SCHED_EV_OVERRUN;
+        s->counters.overruns++;
+        if (over > s->counters.max_overrun_cycles) {
+            s->counters.max_overrun_cycles = over;
+        }
+    }
+    if (cycles > is->est) {
+        is->est = cycles; /* believe a slower measurement at once */
+    } else {
+        is->est -= (is->est - cycles) >> 3; /* drift down slowly */
+    }
+
+    if (it->kind == PE_SCHED_PRIORITY) {
+        s->counters.priority_runs++;
+        s->counters.priority_cycles += cycles;
+        if (now > release) {
+            const uint64_t late = now - release;
+            ev->flags |= PE_SCHED_EV_LATE;
+            s->counters.late_starts++;
+            if (late > s->counters.max_late_cycles) {
+                s->counters.max_late_cycles = late;
+            }
+        }
+        if (ev->end > release + it->deadline_cycles) {
+            ev->flags |= PE_SCHED_EV_MISS;
+            s->counters.deadline_misses++;
+        }
+        us->prio_pos = next_item(t, unit, PE_SCHED_PRIORITY, item, &wrapped);
+        us->prio_period += (uint32_t)wrapped;
+    } else {
+        s->counters.low_runs++;
+        s->counters.low_cycles += cycles;
+        if (cur_window > planned) {
+            ev->flags |= PE_SCHED_EV_LAG;
+            s->counters.lagging_runs++;
+        }
+        us->low_pos = next_item(t, unit, PE_SCHED_LOW, item, &wrapped);
+        us->low_period += (uint32_t)wrapped;
+    }
+    return PE_OK;
+}
+
+pe_status pe_sched_poll(pe_sched_state *s, int32_t unit, uint64_t now, pe_sched_event *ev)
+{
+    const pe_sched_table *t;
+    pe_sched_unit_state *us;
+    uint64_t wake;
+    uint64_t next_prio = 0u;
+    int has_prio = 0;
+    uint64_t ready_at = 0u;
+
+    if (s == NULL || s->table == NULL || ev == NULL || unit < 0 || unit >= s->table->n_units) {
+        return PE_ERR_ARG;
+    }
+    t = s->table;
+    us = &s->units[unit];
+    clear_event(ev, unit, now);
+    wake = ((now / t->window_cycles) + 1u) * t->window_cycles; /* next window at the latest */
+
+    if (us->prio_pos >= 0) {
+        const int64_t pw = planned_window(t, us->prio_pos, us->prio_period);
+        const uint64_t release = (uint64_t)pw * t->window_cycles;
+        has_prio = 1;
+        next_prio = release;
+        if (release <= now) {
+            if (constraints_met(s, us->prio_pos, now, &ready_at)) {
+                return run_item(s, unit, us->prio_pos, pw, now, ev);
+            }
+            /* a released priority item waits for its inputs; no low work meanwhile */
+            if (ready_at > now && ready_at < wake) {
+                wake = ready_at;
+            }
+            ev->wake = round_up_tick(wake, t->tick_cycles);
+            return PE_OK;
+        }
+        if (release < wake) {
+            wake = release;
+        }
+    }
+
+    if (us->low_pos >= 0) {
+        const int32_t item = us->low_pos;
+        const int64_t pw = planned_window(t, item, us->low_period);
+        const uint64_t release = (uint64_t)pw * t->window_cycles;
+        if (release > now) {
+            if (release < wake) {
+                wake = release;
+            }
+        } else if (!constraints_met(s, item, now, &ready_at)) {
+            if (ready_at > now && ready_at < wake) {
+                wake = ready_at;
+            }
+        } else {
+            const uint32_t est = s->items[item].est;
+            if (!has_prio || now + est + t->guard_cycles <= next_prio) {
+                return run_item(s, unit, item, pw, now, ev);
+            }
+            /* would push the next priority period late: hold it back */
+            {
+                const int64_t window = (int64_t)(now / t->window_cycles);
+                if (us->deferred_window != window) {
+                    us->deferred_window = window;
+                    s->counters.deferrals++;
+                    ev->item = item;
+                    ev->flags = PE_SCHED_EV_DEFER;
+                    ev->est_cycles = est;
+                    ev->planned_window = pw;
+                    ev->release = release;
+                    if ((uint64_t)est + t->guard_cycles + us->prio_reserve > t->window_cycles) {
+                        /* cannot fit any window: report, and let the estimate age
+                         * halfway back to the plan so a one-off overrun heals */
+                        const uint32_t planned_est = t->items[item].est_cycles;
+                        ev->flags |= PE_SCHED_EV_NO_FIT;
+                        s->counters.no_fit++;
+                        if (est > planned_est) {
+                            s->items[item].est = planned_est + ((est - planned_est) >> 1);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if (wake <= now) {
+        wake = now + 1u;
+    }
+    ev->wake = round_up_tick(wake, t->tick_cycles);
+    return PE_OK;
+}
+
+pe_status pe_sched_run(pe_sched_state *s, uint64_t until, pe_sched_event *events,
+                       int32_t max_events, int32_t *n_events)
+{
+    const pe_sched_table *t;
+    int32_t n = 0;
+    int32_t u;
+    if (s == NULL || s->table == NULL || events == NULL || max_events < 1 || n_events == NULL) {
+        return PE_ERR_ARG;
+    }
+    t = s->table;
+    *n_events = 0;
+    for (;;) {
+        uint64_t tmin = 0u;
+        int found = 0;
+        int ran = 0;
+        for (u = 0; u < t->n_units; u++) {
+            if (s->units[u].clock < until && (!found || s->units[u].clock < tmin)) {
+                tmin = s->units[u].clock;
+                found = 1;
+            }
+        }
+        if (!found) {
+            break;
+        }
+        /* Poll every unit standing at tmin; a run there may unblock another
+         * unit at the same instant, so repeat until nobody runs. Units that
+         * stay idle then sleep until their wake time or the next moment
+         * another unit finishes, whichever is first. */
+        do {
+            ran = 0;
+            for (u = 0; u < t->n_units; u++) {
+                pe_sched_event ev;
+                pe_status st;
+                if (s->units[u].clock != tmin) {
+                    continue;
+                }
+                if (n >= max_events) {
+                    *n_events = n;
+                    return PE_OK;
+                }
+                st = pe_sched_poll(s, u, tmin, &ev);
+                if (ev.flags != 0u) {
+                    events[n++] = ev;
+                }
+                if (st != PE_OK) {
+                    *n_events = n;
+                    return st;
+                }
+                s->units[u].wake = ev.wake;
+                if ((ev.flags & PE_SCHED_EV_RAN) != 0u && ev.end > tmin) {
+                    s->units[u].clock = ev.end;
+                    ran = 1;
+                } else if ((ev.flags & PE_SCHED_EV_RAN) != 0u) {
+                    ran = 1; /* zero-cycle item: poll this unit again */
+                }
+            }
+        } while (ran);
+        for (u = 0; u < t->n_units; u++) {
+            uint64_t next;
+            int32_t v;
+            if (s->units[u].clock != tmin) {
+                continue;
+            }
+            next = s->units[u].wake;
+            for (v = 0; v < t->n_units; v++) {
+                if (v != u && s->units[v].clock > tmin) {
+                    const uint64_t other = round_up_tick(s->units[v].clock, t->tick_cycles);
+                    if (other < next) {
+                        next = other;
+                    }
+                }
+            }
+            s->units[u].clock = next > tmin ? next : tmin + 1u;
+        }
+    }
+    *n_events = n;
+    return PE_OK;
+}
+
+pe_status pe_sched_get_estimate(const pe_sched_state *s, int32_t item, uint32_t *est)
+{
+    if (s == NULL || s->table == NULL || est == NULL || item < 0 || item >= s->table->n_items) {
+        return PE_ERR_ARG;
+    }
+    *est = s->items[item].est;
+    return PE_OK;
+}

@@ -1,0 +1,535 @@
+/* Plain C tests of the cooperative dispatcher (pe_sched.h): release and
+ * guard rules, overruns and online estimates, deadline misses that are
+ * reported but never dropped, cross-unit constraints with hand-over, and a
+ * persistent buffer whose contents are checked across windows.
+ * Built with -fsanitize=address,undefined by tools/check_c.sh. */
+#include <stdint.h>
+#include <string.h>
+#include "pyembed/pe_sched.h"
+#include "pe_test.h"
+
+#define W 1000u
+
+/* ---- a host for the tests: work functions record what ran ---------------- */
+
+typedef struct {
+    uint32_t cycles[16];    /* cycles each item takes (by item index) */
+    int32_t overrun_item;   /* item whose run number overrun_run takes extra */
+    uint32_t overrun_run;
+    uint32_t overrun_extra;
+    uint32_t runs[16];
+    int64_t frames[16][64]; /* frame of each run */
+    uint64_t starts[16][64];
+    /* persistent buffers between producers and consumers: item -> buffer */
+    int32_t buffer[2][4];
+    int32_t writes_to[16];  /* buffer written by the item, -1 none */
+    int32_t reads_from[16]; /* buffer read by the item, -1 none */
+    int32_t bad_reads;
+    int32_t fail_item;
+} host;
+
+static pe_status work(void *user, int32_t idx, const pe_sched_item *item, int64_t frame,
+                      uint64_t start, uint32_t *cycles)
+{
+    host *h = (host *)user;
+    uint32_t r = h->runs[idx];
+    (void)item;
+    if (idx == h->fail_item) {
+        return PE_ERR_STATE;
+    }
+    if (r < 64u) {
+        h->frames[idx][r] = frame;
+        h->starts[idx][r] = start;
+    }
+    *cycles = h->cycles[idx];
+    if (idx == h->overrun_item && r == h->overrun_run) {
+        *cycles += h->overrun_extra;
+    }
+    if (h->reads_from[idx] >= 0) {
+        int k;
+        for (k = 0; k < 4; k++) {
+            if (h->buffer[h->reads_from[idx]][k] != (int32_t)frame * 10 + k) {
+                h->bad_reads++;
+            }
+        }
+    }
+    if (h->writes_to[idx] >= 0) {
+        int k;
+        for (k = 0; k < 4; k++) {
+            h->buffer[h->writes_to[idx]][k] = (int32_t)frame * 10 + k;
+        }
+    }
+    h->runs[idx] = r + 1u;
+    return PE_OK;
+}
+
+static void host_init(host *h)
+{
+    int i;
+    memset(h, 0, sizeof(*h));
+    h->overrun_item = -1;
+    h->fail_item = -1;
+    for (i = 0; i < 16; i++) {
+        h->writes_to[i] = -1;
+        h->reads_from[i] = -1;
+    }
+}
+
+static pe_sched_item item(int32_t model, int32_t sub, int32_t kind, int32_t unit, int32_t phase,
+                          int32_t instance, uint32_t flags, uint32_t est)
+{
+    pe_sched_item it;
+    it.model = model;
+    it.sub = sub;
+    it.kind = kind;
+    it.unit = unit;
+    it.work = 0;
+    it.phase = phase;
+    it.instance = instance;
+    it.flags = flags;
+    it.first_op = 0;
+    it.last_op = 0;
+    it.first_after = 0;
+    it.n_after = 0;
+    it.est_cycles = est;
+    it.deadline_cycles = kind == PE_SCHED_PRIORITY ? W : 0u;
+    return it;
+}
+
+static pe_sched_table table(pe_sched_item *items, int32_t n, pe_sched_after *after, int32_t na,
+                            int32_t hyper, int32_t units, int32_t instances)
+{
+    pe_sched_table t;
+    t.window_cycles = W;
+    t.tick_cycles = 10u;
+    t.guard_cycles = 0u;
+    t.hyper_windows = hyper;
+    t.n_units = units;
+    t.n_instances = instances;
+    t.n_items = n;
+    t.n_after = na;
+    t.items = items;
+    t.after = after;
+    return t;
+}
+
+static uint64_t arena[512];
+static pe_sched_event events[1024];
+static const pe_sched_work_fn fns[1] = {work};
+
+static pe_status start(const pe_sched_table *t, host *h, pe_sched_state *s)
+{
+    pe_context ctx;
+    ctx.buf = arena;
+    ctx.size = (int32_t)sizeof(arena);
+    ctx.stats = NULL;
+    return pe_sched_init(&ctx, t, fns, 1, h, s);
+}
+
+/* ---- tests ---------------------------------------------------------------- */
+
+/* Priority every window (300), a low model split into two sub-models of 600
+ * planned in windows 0 and 1 (table of 2 windows). */
+static void split_schedule(void)
+{
+    pe_sched_item items[4];
+    pe_sched_after after[1];
+    pe_sched_table t;
+    pe_sched_state s;
+    host h;
+    int32_t n = 0, i, k;
+    items[0] = item(0, 0, PE_SCHED_PRIORITY, 0, 0, -1, 0u, 300u);
+    items[1] = item(1, 0, PE_SCHED_LOW, 0, 0, 0, PE_SCHED_FIRST, 600u);
+    items[2] = item(0, 0, PE_SCHED_PRIORITY, 0, 1, -1, 0u, 300u);
+    items[3] = item(1, 1, PE_SCHED_LOW, 0, 1, 0, PE_SCHED_LAST, 600u);
+    /* sub-model 1 reads what sub-model 0 wrote; sub-model 0 may not write
+     * again before sub-model 1 has read (buffer protection) */
+    items[3].first_after = 0;
+    items[3].n_after = 1;
+    after[0].item = 1;
+    after[0].offset = 1;
+    after[0].handover_cycles = 0u;
+    t = table(items, 4, after, 1, 2, 1, 1);
+    host_init(&h);
+    for (i = 0; i < 4; i++) {
+        h.cycles[i] = items[i].est_cycles;
+    }
+    h.writes_to[1] = 0;
+    h.reads_from[3] = 0;
+    PE_CHECK_EQ(start(&t, &h, &s), PE_OK);
+    PE_CHECK_EQ(pe_sched_run(&s, 20u * W, events, 1024, &n), PE_OK);
+    PE_CHECK_EQ(s.counters.priority_runs, 20);
+    PE_CHECK_EQ(s.counters.low_runs, 20);
+    PE_CHECK_EQ(s.counters.deadline_misses, 0);
+    PE_CHECK_EQ(s.counters.late_starts, 0);
+    PE_CHECK_EQ(s.counters.deferrals, 0);
+    PE_CHECK_EQ(h.bad_reads, 0);
+    /* every priority run starts exactly at its window and processes that frame */
+    for (k = 0; k < 10; k++) {
+        PE_CHECK_EQ(h.starts[0][k], (uint64_t)(2 * k) * W);
+        PE_CHECK_EQ(h.frames[0][k], 2 * k);
+        PE_CHECK_EQ(h.starts[2][k], (uint64_t)(2 * k + 1) * W);
+        /* low sub-models follow the priority work; sub-model 1 carries the
+         * frame its instance started with (multi-pass) */
+        PE_CHECK_EQ(h.starts[1][k], (uint64_t)(2 * k) * W + 300u);
+        PE_CHECK_EQ(h.starts[3][k], (uint64_t)(2 * k + 1) * W + 300u);
+        PE_CHECK_EQ(h.frames[3][k], 2 * k);
+    }
+    PE_CHECK_EQ(n, 40);
+    for (i = 0; i < n; i++) {
+        PE_CHECK((events[i].flags & PE_SCHED_EV_RAN) != 0u);
+        PE_CHECK(events[i].end - events[i].start == items[events[i].item].est_cycles);
+    }
+}
+
+/* A low sub-model overruns by 100 % once: the next priority run starts late
+ * by exactly the excess (reported, not dropped), the estimate goes up, the
+ * following run is deferred while it does not fit, and the estimate ages back. */
+static void overrun(void)
+{
+    pe_sched_item items[4];
+    pe_sched_table t;
+    pe_sched_state s;
+    host h;
+    int32_t n = 0, i, late_events = 0, defer_events = 0, overrun_events = 0;
+    uint32_t est = 0u;
+    items[0] = item(0, 0, PE_SCHED_PRIORITY, 0, 0, -1, 0u, 300u);
+    items[1] = item(1, 0, PE_SCHED_LOW, 0, 0, 0, PE_SCHED_FIRST, 600u);
+    items[2] = item(0, 0, PE_SCHED_PRIORITY, 0, 1, -1, 0u, 300u);
+    items[3] = item(1, 1, PE_SCHED_LOW, 0, 1, 0, PE_SCHED_LAST, 600u);
+    t = table(items, 4, NULL, 0, 2, 1, 1);
+    host_init(&h);
+    for (i = 0; i < 4; i++) {
+        h.cycles[i] = items[i].est_cycles;
+    }
+    h.overrun_item = 1; /* run 2 (window 4) takes 1200 instead of 600 */
+    h.overrun_run = 2u;
+    h.overrun_extra = 600u;
+    PE_CHECK_EQ(start(&t, &h, &s), PE_OK);
+    PE_CHECK_EQ(pe_sched_run(&s, 30u * W, events, 1024, &n), PE_OK);
+    for (i = 0; i < n; i++) {
+        const pe_sched_event *e = &events[i];
+        if (e->flags & PE_SCHED_EV_LATE) {
+            late_events++;
+            PE_CHECK_EQ(e->item, 2);
+            PE_CHECK_EQ(e->frame, 5);
+            PE_CHECK_EQ(e->start - e->release, 300u + 600u + 600u - W);
+            PE_CHECK((e->flags & PE_SCHED_EV_MISS) == 0u); /* ends at 5800 < 6000 */
+        }
+        if (e->flags & PE_SCHED_EV_OVERRUN) {
+            overrun_events++;
+            PE_CHECK_EQ(e->item, 1);
+            PE_CHECK_EQ(e->end - e->start, 1200u);
+            PE_CHECK_EQ(e->frame, 4);
+        }
+        if (e->flags & PE_SCHED_EV_DEFER) {
+            defer_events++;
+        }
+    }
+    PE_CHECK_EQ(overrun_events, 1);
+    PE_CHECK_EQ(late_events, 1);
+    PE_CHECK_EQ(s.counters.max_late_cycles, 500u);
+    PE_CHECK_EQ(s.counters.max_overrun_cycles, 600u);
+    /* every priority frame ran exactly once */
+    PE_CHECK_EQ(h.runs[0] + h.runs[2], 30u);
+    /* item 1's estimate rose to 1200 and no longer fits 1000 - 300: it was
+     * deferred with NO_FIT until the estimate aged back under 700 */
+    PE_CHECK(defer_events >= 1);
+    PE_CHECK(s.counters.no_fit >= 1);
+    PE_CHECK_EQ(pe_sched_get_estimate(&s, 1, &est), PE_OK);
+    PE_CHECK(est <= 700u);
+    /* the low model recovered: it ran again after the deferrals */
+    PE_CHECK(h.runs[1] >= 10u);
+}
+
+/* A priority model whose own work exceeds the window: every frame still
+ * runs, in order, each miss reported with its frame. */
+static void priority_exceeds_window(void)
+{
+    pe_sched_item items[1];
+    pe_sched_table t;
+    pe_sched_state s;
+    host h;
+    int32_t n = 0, i;
+    items[0] = item(0, 0, PE_SCHED_PRIORITY, 0, 0, -1, 0u, 1200u);
+    t = table(items, 1, NULL, 0, 1, 1, 0);
+    host_init(&h);
+    h.cycles[0] = 1200u;
+    PE_CHECK_EQ(start(&t, &h, &s), PE_OK);
+    PE_CHECK_EQ(pe_sched_run(&s, 12u * W, events, 1024, &n), PE_OK);
+    PE_CHECK_EQ(n, 10); /* 10 runs of 1200 end by 12000 */
+    for (i = 0; i < n; i++) {
+        PE_CHECK_EQ(events[i].frame, i);
+        PE_CHECK((events[i].flags & PE_SCHED_EV_MISS) != 0u);
+        PE_CHECK_EQ(events[i].end - events[i].release, 1200u + (uint64_t)i * 200u);
+    }
+    PE_CHECK_EQ(s.counters.deadline_misses, 10);
+}
+
+/* Two units: unit 0 runs priority + stage 0 of a low model, unit 1 runs
+ * stage 1 after a hand-over of 50 cycles, in the next window, in parallel
+ * with unit 0's priority work. The hand-over is double-buffered (two instance
+ * slots, a table of two windows): stage 0 of instance A may not overwrite
+ * buffer A before stage 1 of the previous instance A has read it (offset-0
+ * constraint). Stage 1 of instance B is planned in window 2, i.e. in the
+ * next table period (phase = hyper_windows + 0). */
+static void two_units(void)
+{
+    pe_sched_item items[6];
+    pe_sched_after after[4];
+    pe_sched_table t;
+    pe_sched_state s;
+    host h;
+    int32_t n = 0, k, half;
+    /* table order: p0, s0a (phase 0); p1, s0b, s1a (phase 1); s1b (phase 2) */
+    items[0] = item(0, 0, PE_SCHED_PRIORITY, 0, 0, -1, 0u, 300u);
+    items[1] = item(1, 0, PE_SCHED_LOW, 0, 0, 0, PE_SCHED_FIRST, 650u);
+    items[2] = item(0, 0, PE_SCHED_PRIORITY, 0, 1, -1, 0u, 300u);
+    items[3] = item(1, 0, PE_SCHED_LOW, 0, 1, 1, PE_SCHED_FIRST, 650u);
+    items[4] = item(1, 1, PE_SCHED_LOW, 1, 1, 0, PE_SCHED_LAST, 900u);
+    items[5] = item(1, 1, PE_SCHED_LOW, 1, 2, 1, PE_SCHED_LAST, 900u);
+    for (half = 0; half < 2; half++) {
+        const int32_t producer = half == 0 ? 1 : 3;
+        const int32_t consumer = half == 0 ? 4 : 5;
+        items[consumer].first_after = 2 * half;
+        items[consumer].n_after = 1;
+        after[2 * half].item = producer;
+        after[2 * half].offset = 1;
+        after[2 * half].handover_cycles = 50u;
+        items[producer].first_after = 2 * half + 1;
+        items[producer].n_after = 1;
+        after[2 * half + 1].item = consumer;
+        after[2 * half + 1].offset = 0;
+        after[2 * half + 1].handover_cycles = 0u;
+    }
+    t = table(items, 6, after, 4, 2, 2, 2);
+    host_init(&h);
+    for (k = 0; k < 6; k++) {
+        h.cycles[k] = items[k].est_cycles;
+    }
+    h.writes_to[1] = 0;
+    h.reads_from[4] = 0;
+    h.writes_to[3] = 1;
+    h.reads_from[5] = 1;
+    PE_CHECK_EQ(start(&t, &h, &s), PE_OK);
+    PE_CHECK_EQ(pe_sched_run(&s, 20u * W, events, 1024, &n), PE_OK);
+    PE_CHECK_EQ(h.bad_reads, 0);
+    PE_CHECK_EQ(s.counters.deadline_misses, 0);
+    PE_CHECK_EQ(s.counters.late_starts, 0);
+    PE_CHECK_EQ(s.counters.lagging_runs, 0);
+    PE_CHECK_EQ(s.counters.deferrals, 0);
+    for (k = 0; k < 9; k++) {
+        for (half = 0; half < 2; half++) {
+            const int32_t producer = half == 0 ? 1 : 3;
+            const int32_t consumer = half == 0 ? 4 : 5;
+            /* stage 0 right after the priority work of its own window */
+            PE_CHECK_EQ(h.starts[producer][k], (uint64_t)(2 * k + half) * W + 300u);
+            /* stage 1 at the start of the next window, on unit 1, while unit 0
+             * does that window's priority work */
+            PE_CHECK_EQ(h.starts[consumer][k], (uint64_t)(2 * k + half + 1) * W);
+            PE_CHECK_EQ(h.frames[consumer][k], h.frames[producer][k]);
+            PE_CHECK_EQ(h.frames[producer][k], 2 * k + half);
+        }
+    }
+    /* the hand-over is not respected when it is longer: 150 cycles push
+     * stage 1 to 300 + 650 + 150 = 1100 after its window start, lagging */
+    after[0].handover_cycles = 150u;
+    after[2].handover_cycles = 150u;
+    host_init(&h);
+    for (k = 0; k < 6; k++) {
+        h.cycles[k] = items[k].est_cycles;
+    }
+    PE_CHECK_EQ(start(&t, &h, &s), PE_OK);
+    PE_CHECK_EQ(pe_sched_run(&s, 20u * W, events, 1024, &n), PE_OK);
+    PE_CHECK_EQ(h.starts[4][0], 1100u);
+    PE_CHECK_EQ(h.starts[5][0], 2100u);
+}
+
+/* The buffer-protection constraint matters: when the consumer on unit 1 is
+ * slow (1900 cycles), the producer waits instead of overwriting. */
+static void producer_waits_for_consumer(void)
+{
+    pe_sched_item items[3];
+    pe_sched_after after[2];
+    pe_sched_table t;
+    pe_sched_state s;
+    host h;
+    int32_t n = 0;
+    items[0] = item(0, 0, PE_SCHED_PRIORITY, 0, 0, -1, 0u, 300u);
+    items[1] = item(1, 0, PE_SCHED_LOW, 0, 0, 0, PE_SCHED_FIRST, 600u);
+    items[2] = item(1, 1, PE_SCHED_LOW, 1, 0, 0, PE_SCHED_LAST, 1900u);
+    items[1].first_after = 1;
+    items[1].n_after = 1;
+    items[2].first_after = 0;
+    items[2].n_after = 1;
+    after[0].item = 1;
+    after[0].offset = 1;
+    after[0].handover_cycles = 0u;
+    after[1].item = 2;
+    after[1].offset = 0;
+    after[1].handover_cycles = 0u;
+    t = table(items, 3, after, 2, 1, 2, 1);
+    host_init(&h);
+    h.cycles[0] = 300u;
+    h.cycles[1] = 600u;
+    h.cycles[2] = 1900u;
+    h.writes_to[1] = 0;
+    h.reads_from[2] = 0;
+    PE_CHECK_EQ(start(&t, &h, &s), PE_OK);
+    PE_CHECK_EQ(pe_sched_run(&s, 20u * W, events, 1024, &n), PE_OK);
+    PE_CHECK_EQ(h.bad_reads, 0);
+    printf("slow consumer: %u producer runs, %u consumer runs\n", h.runs[1], h.runs[2]);
+    PE_CHECK(h.runs[2] >= 5u);
+    PE_CHECK(h.runs[1] <= h.runs[2] + 1u);
+    PE_CHECK(s.counters.lagging_runs > 0u);
+    PE_CHECK_EQ(s.counters.deadline_misses, 0);
+    PE_CHECK_EQ(h.runs[0], 20u);
+}
+
+/* Guard: with a guard of 150, a 600-cycle item after 300 of priority work
+ * does not fit (300 + 600 + 150 > 1000) and is deferred every window. */
+static void guard_defers(void)
+{
+    pe_sched_item items[2];
+    pe_sched_table t;
+    pe_sched_state s;
+    host h;
+    int32_t n = 0;
+    items[0] = item(0, 0, PE_SCHED_PRIORITY, 0, 0, -1, 0u, 300u);
+    items[1] = item(1, 0, PE_SCHED_LOW, 0, 0, 0, PE_SCHED_FIRST | PE_SCHED_LAST, 600u);
+    t = table(items, 2, NULL, 0, 1, 1, 1);
+    t.guard_cycles = 150u;
+    host_init(&h);
+    h.cycles[0] = 300u;
+    h.cycles[1] = 600u;
+    PE_CHECK_EQ(start(&t, &h, &s), PE_OK);
+    PE_CHECK_EQ(pe_sched_run(&s, 5u * W, events, 1024, &n), PE_OK);
+    PE_CHECK_EQ(h.runs[1], 0u);
+    PE_CHECK_EQ(s.counters.deferrals, 5);
+    PE_CHECK_EQ(s.counters.no_fit, 5);
+    PE_CHECK_EQ(n, 10); /* 5 priority runs and 5 deferral events */
+    t.guard_cycles = 100u; /* exactly fits */
+    host_init(&h);
+    h.cycles[0] = 300u;
+    h.cycles[1] = 600u;
+    PE_CHECK_EQ(start(&t, &h, &s), PE_OK);
+    PE_CHECK_EQ(pe_sched_run(&s, 5u * W, events, 1024, &n), PE_OK);
+    PE_CHECK_EQ(h.runs[1], 5u);
+    PE_CHECK_EQ(s.counters.deferrals, 0);
+}
+
+static void bad_arguments(void)
+{
+    pe_sched_item items[2];
+    pe_sched_after after[1];
+    pe_sched_table t;
+    pe_sched_state s;
+    pe_context ctx;
+    host h;
+    int32_t size = 0, n = 0;
+    pe_sched_event ev;
+    items[0] = item(0, 0, PE_SCHED_PRIORITY, 0, 1, -1, 0u, 300u);
+    items[1] = item(1, 0, PE_SCHED_LOW, 0, 0, 0, PE_SCHED_FIRST, 600u);
+    t = table(items, 2, after, 0, 2, 1, 1);
+    PE_CHECK_EQ(pe_sched_check_table(&t), PE_ERR_ARG); /* not sorted by phase */
+    items[0].phase = 0;
+    PE_CHECK_EQ(pe_sched_check_table(&t), PE_OK);
+    PE_CHECK_EQ(pe_sched_check_table(NULL), PE_ERR_ARG);
+    t.tick_cycles = 300u; /* window not a multiple of the tick */
+    PE_CHECK_EQ(pe_sched_check_table(&t), PE_ERR_ARG);
+    t.tick_cycles = 10u;
+    items[1].unit = 1;
+    PE_CHECK_EQ(pe_sched_check_table(&t), PE_ERR_ARG);
+    items[1].unit = 0;
+    items[1].instance = -1; /* FIRST without an instance slot */
+    PE_CHECK_EQ(pe_sched_check_table(&t), PE_ERR_ARG);
+    items[1].instance = 0;
+    items[1].n_after = 1; /* constraint outside the after table */
+    PE_CHECK_EQ(pe_sched_check_table(&t), PE_ERR_ARG);
+    t.n_after = 1;
+    after[0].item = 1; /* constraint on itself */
+    after[0].offset = 1;
+    after[0].handover_cycles = 0u;
+    PE_CHECK_EQ(pe_sched_check_table(&t), PE_ERR_ARG);
+    after[0].item = 0;
+    after[0].offset = 2;
+    PE_CHECK_EQ(pe_sched_check_table(&t), PE_ERR_ARG);
+    after[0].offset = 1;
+    PE_CHECK_EQ(pe_sched_check_table(&t), PE_OK);
+    PE_CHECK_EQ(pe_sched_get_buffer_size(&t, &size), PE_OK);
+    PE_CHECK(size > 0);
+    ctx.buf = arena;
+    ctx.size = size - 1;
+    ctx.stats = NULL;
+    host_init(&h);
+    PE_CHECK_EQ(pe_sched_init(&ctx, &t, fns, 1, &h, &s), PE_ERR_SCRATCH);
+    ctx.buf = NULL;
+    ctx.size = size;
+    PE_CHECK_EQ(pe_sched_init(&ctx, &t, fns, 1, &h, &s), PE_ERR_SCRATCH);
+    ctx.buf = arena;
+    items[1].work = 1; /* no such function */
+    PE_CHECK_EQ(pe_sched_init(&ctx, &t, fns, 1, &h, &s), PE_ERR_ARG);
+    items[1].work = 0;
+    PE_CHECK_EQ(pe_sched_init(&ctx, &t, fns, 1, &h, &s), PE_OK);
+    PE_CHECK_EQ(pe_sched_poll(&s, 1, 0u, &ev), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_sched_run(&s, W, events, 0, &n), PE_ERR_ARG);
+    /* a failing work function stops the dispatcher with its status */
+    h.fail_item = 0;
+    PE_CHECK_EQ(pe_sched_run(&s, W, events, 16, &n), PE_ERR_STATE);
+    PE_CHECK_EQ(n, 1);
+    PE_CHECK((events[0].flags & PE_SCHED_EV_FAULT) != 0u);
+}
+
+/* pe_sched_run stops when the event buffer is full and continues where it
+ * stopped: the concatenated events equal one uninterrupted run. */
+static void resumable_run(void)
+{
+    pe_sched_item items[4];
+    pe_sched_table t;
+    pe_sched_state s;
+    host h;
+    static pe_sched_event all[256];
+    int32_t n = 0, total = 0, i, k;
+    items[0] = item(0, 0, PE_SCHED_PRIORITY, 0, 0, -1, 0u, 300u);
+    items[1] = item(1, 0, PE_SCHED_LOW, 0, 0, 0, PE_SCHED_FIRST, 600u);
+    items[2] = item(0, 0, PE_SCHED_PRIORITY, 0, 1, -1, 0u, 300u);
+    items[3] = item(1, 1, PE_SCHED_LOW, 0, 1, 0, PE_SCHED_LAST, 600u);
+    t = table(items, 4, NULL, 0, 2, 1, 1);
+    host_init(&h);
+    for (i = 0; i < 4; i++) {
+        h.cycles[i] = items[i].est_cycles;
+    }
+    PE_CHECK_EQ(start(&t, &h, &s), PE_OK);
+    PE_CHECK_EQ(pe_sched_run(&s, 20u * W, all, 256, &total), PE_OK);
+    host_init(&h);
+    for (i = 0; i < 4; i++) {
+        h.cycles[i] = items[i].est_cycles;
+    }
+    PE_CHECK_EQ(start(&t, &h, &s), PE_OK);
+    k = 0;
+    for (i = 0; i < 20; i++) {
+        PE_CHECK_EQ(pe_sched_run(&s, 20u * W, events + k, 3, &n), PE_OK);
+        k += n;
+        if (n < 3) {
+            break;
+        }
+    }
+    PE_CHECK_EQ(k, total);
+    for (i = 0; i < total && i < k; i++) {
+        PE_CHECK_EQ(events[i].item, all[i].item);
+        PE_CHECK_EQ(events[i].start, all[i].start);
+    }
+}
+
+int main(void)
+{
+    split_schedule();
+    overrun();
+    priority_exceeds_window();
+    two_units();
+    producer_waits_for_consumer();
+    guard_defers();
+    bad_arguments();
+    resumable_run();
+    return PE_TEST_END("test_sched");
+}
