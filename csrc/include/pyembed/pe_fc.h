@@ -1,0 +1,78 @@
+/*
+ * pe_fc.h - int8 fully connected layer (matrix times vector per batch),
+ * bit-exact with TFLite's reference FULLY_CONNECTED and CMSIS-NN's
+ * arm_fully_connected_s8.
+ *
+ * For every batch b and output feature o:
+ *
+ *   acc = bias[o] + sum_k (input[b][k] + input_offset) * (filter[o][k] + filter_offset)
+ *   out[b][o] = clamp(requant(acc, M[o], S[o]) + output_offset, act.min, act.max)
+ *
+ * requant is pe_fx_requant (or pe_fx_requant_single with PE_ROUND_SINGLE).
+ * M/S come from pe_per_channel_quant: with per_channel = 0 entry 0 applies to
+ * every output feature (TFLite per-tensor), with per_channel = 1 entry o
+ * applies to feature o (TFLite per-channel FC, ONNX per-column weights).
+ *
+ * Layout:
+ *   input_dims   n = batches, h = w = 1, c = accumulation depth K
+ *                (a TFLite input of any rank is viewed as [batches, K])
+ *   filter_dims  n = output features O, h = w = 1, c = K;
+ *                filter is row-major [O][K] (TFLite's layout)
+ *   bias         O int32 values with scale input_scale * filter_scale[o],
+ *                or NULL for no bias
+ *   output_dims  n = batches, h = w = 1, c = O
+ *
+ * Ranges: input_offset and filter_offset in [-255, 255] (minus an int8 or
+ * uint8 zero point), output_offset in [-128, 127], -128 <= act.min <=
+ * act.max <= 127, multipliers in [0, 2^31), shifts in [-31, 30].
+ * The dot product is int32, which bounds K to PE_FC_MAX_DEPTH (larger K is
+ * PE_ERR_UNSUPPORTED); adding the bias saturates instead of wrapping.
+ *
+ * Scratch: none (pe_fully_connected_s8_get_buffer_size reports 0); ctx may
+ * be NULL or carry a NULL buffer. When ctx and ctx->stats are non-NULL the
+ * kernel adds the multiply-accumulates it executed to stats->macs and the
+ * input elements it read to stats->input_reads.
+ */
+#ifndef PYEMBED_PE_FC_H
+#define PYEMBED_PE_FC_H
+
+#include "pe_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Largest K for which K * 255 * 255 fits int32. */
+#define PE_FC_MAX_DEPTH 33025
+
+typedef struct {
+    int32_t input_offset;  /* minus the input zero point */
+    int32_t filter_offset; /* minus the filter zero point (0 for TFLite int8) */
+    int32_t output_offset; /* the output zero point */
+    int32_t per_channel;   /* 0: quant entry 0 for every feature; 1: one per feature */
+    pe_activation activation;
+    pe_rounding rounding;
+} pe_fc_params;
+
+/* Scratch bytes pe_fully_connected_s8 needs for these shapes: always 0.
+ * PE_ERR_ARG for NULL pointers or non-positive dimensions. */
+pe_status pe_fully_connected_s8_get_buffer_size(const pe_dims *input_dims,
+                                                const pe_dims *filter_dims,
+                                                int32_t *size);
+
+/* PE_ERR_ARG for NULL data pointers, inconsistent dims (input_dims.h * w * c
+ * must equal filter_dims.c, output_dims.n must equal input_dims.n and
+ * output_dims.c must equal filter_dims.n), offsets, activation or quant
+ * entries out of range. */
+pe_status pe_fully_connected_s8(const pe_context *ctx, const pe_fc_params *params,
+                                const pe_per_channel_quant *quant,
+                                const pe_dims *input_dims, const int8_t *input,
+                                const pe_dims *filter_dims, const int8_t *filter,
+                                const int32_t *bias,
+                                const pe_dims *output_dims, int8_t *output);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PYEMBED_PE_FC_H */

@@ -1,0 +1,139 @@
+/*
+ * pe_graph.h - a small static graph runtime: a constant table of tensors and
+ * operators, executed in table order on one caller-provided arena.
+ *
+ * Everything is decided ahead of time (by pyembed's importer and planner, or
+ * by an emitted C header): where each tensor lives, each operator's kernel
+ * parameters and where its scratch buffer lives. The runtime only looks up
+ * pointers and calls the kernels; it never allocates.
+ *
+ *  - A constant tensor (weights, biases, requantization tables) has data !=
+ *    NULL and offset == -1: it is read in place (flash on a target).
+ *  - An activation tensor has data == NULL and a byte offset into the arena.
+ *    Two tensors may share bytes (RESHAPE output and input; buffers whose
+ *    lifetimes do not overlap under the plan).
+ *  - Each operator may own a scratch region [scratch_offset, +scratch_size)
+ *    in the same arena (its kernel's ..._get_buffer_size() answer); -1 / 0
+ *    when it needs none.
+ *
+ * pe_graph_check() validates the whole table once against an arena size
+ * (every region inside the arena, tensor byte sizes consistent with their
+ * dims and type, operator inputs and outputs of the right kind); the invoke
+ * functions repeat the cheap per-operator checks so a corrupted table is an
+ * error status, never an out-of-bounds access.
+ *
+ * The arena is a pe_context: buf and size are the arena, stats (optional)
+ * receives the kernels' counters. pe_graph_invoke_op() runs one operator so a
+ * simulator can charge time per operator; pe_graph_invoke() runs them all.
+ */
+#ifndef PYEMBED_PE_GRAPH_H
+#define PYEMBED_PE_GRAPH_H
+
+#include "pe_types.h"
+#include "pe_softmax.h"
+#include "pe_fc.h"
+#include "pe_eltwise.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Element types a tensor may have. */
+typedef enum {
+    PE_DT_INT8 = 0,
+    PE_DT_INT16 = 1,
+    PE_DT_INT32 = 2,
+    PE_DT_FLOAT32 = 3
+} pe_dtype;
+
+/* Operator kinds the runtime executes. */
+typedef enum {
+    PE_GOP_CONV_2D = 0,
+    PE_GOP_DEPTHWISE_CONV_2D = 1,
+    PE_GOP_AVERAGE_POOL_2D = 2,
+    PE_GOP_MAX_POOL_2D = 3,
+    PE_GOP_FULLY_CONNECTED = 4,
+    PE_GOP_SOFTMAX = 5,
+    PE_GOP_RESHAPE = 6,
+    PE_GOP_ADD = 7,
+    PE_GOP_MUL = 8,
+    PE_GOP_REQUANTIZE = 9, /* int8 -> int8 QUANTIZE */
+    PE_GOP_QUANTIZE = 10,  /* float32 -> int8 */
+    PE_GOP_DEQUANTIZE = 11 /* int8 -> float32 */
+} pe_graph_op_type;
+
+#define PE_GRAPH_MAX_INPUTS 3
+
+typedef struct {
+    const void *data; /* constant: its bytes; NULL for an activation */
+    int32_t offset;   /* activation: byte offset in the arena; -1 for a constant */
+    int32_t bytes;    /* n * h * w * c * element size */
+    pe_dims dims;     /* NHWC view; lower ranks padded with leading 1s */
+    pe_dtype dtype;
+} pe_graph_tensor;
+
+/* Per-channel (conv, depthwise, per-channel FC) or per-tensor requantization:
+ * count entries (1 = per tensor). */
+typedef struct {
+    pe_per_channel_quant quant;
+    int32_t count;
+} pe_graph_quant;
+
+/* Kernel parameters of CONV_2D / DEPTHWISE_CONV_2D. */
+typedef struct {
+    pe_conv_params params;
+    pe_graph_quant quant;
+} pe_graph_conv_op;
+
+/* Kernel parameters of FULLY_CONNECTED. */
+typedef struct {
+    pe_fc_params params;
+    pe_graph_quant quant;
+} pe_graph_fc_op;
+
+typedef union {
+    pe_graph_conv_op conv;         /* CONV_2D, DEPTHWISE_CONV_2D */
+    pe_pool_params pool;           /* AVERAGE_POOL_2D, MAX_POOL_2D */
+    pe_graph_fc_op fc;             /* FULLY_CONNECTED */
+    pe_softmax_params softmax;     /* SOFTMAX */
+    pe_add_params add;             /* ADD */
+    pe_mul_params mul;             /* MUL */
+    pe_requant_params requant;     /* REQUANTIZE */
+    pe_float_quant_params fquant;  /* QUANTIZE, DEQUANTIZE */
+} pe_graph_op_params;
+
+typedef struct {
+    pe_graph_op_type type;
+    int32_t inputs[PE_GRAPH_MAX_INPUTS]; /* tensor indices, -1 = absent */
+    int32_t output;                      /* tensor index */
+    int32_t scratch_offset;              /* -1 = none */
+    int32_t scratch_size;                /* bytes */
+    pe_graph_op_params p;
+} pe_graph_op;
+
+typedef struct {
+    const pe_graph_tensor *tensors;
+    int32_t num_tensors;
+    const pe_graph_op *ops;
+    int32_t num_ops;
+    int32_t arena_size; /* bytes the arena must hold */
+} pe_graph;
+
+/* Validate the tables against arena_size. PE_ERR_ARG names nothing, so the
+ * optional bad_op / bad_tensor (may be NULL) receive the first offending
+ * operator / tensor index (-1 if none). */
+pe_status pe_graph_check(const pe_graph *graph, int32_t *bad_op, int32_t *bad_tensor);
+
+/* Run operator i. arena->buf must be non-NULL and arena->size >= arena_size
+ * (PE_ERR_SCRATCH otherwise). Kernel statuses pass through unchanged. */
+pe_status pe_graph_invoke_op(const pe_graph *graph, int32_t i, const pe_context *arena);
+
+/* Run every operator in order; stops at the first error and returns it
+ * (step with pe_graph_invoke_op to learn which operator failed). */
+pe_status pe_graph_invoke(const pe_graph *graph, const pe_context *arena);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PYEMBED_PE_GRAPH_H */

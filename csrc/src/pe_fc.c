@@ -1,0 +1,110 @@
+/*
+ * pe_fc.c - int8 fully connected: one int32 dot product per (batch, feature),
+ * then the per-feature requantization, output offset and activation clamp.
+ */
+#include "pyembed/pe_fc.h"
+#include "pyembed/pe_fixed.h"
+
+static int dims_positive(const pe_dims *d)
+{
+    return d->n > 0 && d->h > 0 && d->w > 0 && d->c > 0;
+}
+
+pe_status pe_fully_connected_s8_get_buffer_size(const pe_dims *input_dims,
+                                                const pe_dims *filter_dims,
+                                                int32_t *size)
+{
+    if (input_dims == NULL || filter_dims == NULL || size == NULL) {
+        return PE_ERR_ARG;
+    }
+    if (!dims_positive(input_dims) || !dims_positive(filter_dims)) {
+        return PE_ERR_ARG;
+    }
+    *size = 0;
+    return PE_OK;
+}
+
+static pe_status check_quant(const pe_per_channel_quant *q, int32_t count)
+{
+    int32_t i;
+    if (q == NULL || q->multiplier == NULL || q->shift == NULL) {
+        return PE_ERR_ARG;
+    }
+    for (i = 0; i < count; i++) {
+        if (q->multiplier[i] < 0 || q->shift[i] < -31 || q->shift[i] > 30) {
+            return PE_ERR_ARG;
+        }
+    }
+    return PE_OK;
+}
+
+pe_status pe_fully_connected_s8(const pe_context *ctx, const pe_fc_params *params,
+                                const pe_per_channel_quant *quant,
+                                const pe_dims *input_dims, const int8_t *input,
+                                const pe_dims *filter_dims, const int8_t *filter,
+                                const int32_t *bias,
+                                const pe_dims *output_dims, int8_t *output)
+{
+    int32_t batches, depth, features, b, o, k;
+    int64_t in_per_batch;
+    uint64_t macs = 0;
+    pe_status st;
+
+    if (params == NULL || input_dims == NULL || input == NULL || filter_dims == NULL ||
+        filter == NULL || output_dims == NULL || output == NULL) {
+        return PE_ERR_ARG;
+    }
+    if (!dims_positive(input_dims) || !dims_positive(filter_dims) || !dims_positive(output_dims)) {
+        return PE_ERR_ARG;
+    }
+    batches = input_dims->n;
+    depth = filter_dims->c;
+    features = filter_dims->n;
+    in_per_batch = (int64_t)input_dims->h * input_dims->w * input_dims->c;
+    if (filter_dims->h != 1 || filter_dims->w != 1 || in_per_batch != depth ||
+        output_dims->n != batches || output_dims->h != 1 || output_dims->w != 1 ||
+        output_dims->c != features) {
+        return PE_ERR_ARG;
+    }
+    if (params->input_offset < -255 || params->input_offset > 255 ||
+        params->filter_offset < -255 || params->filter_offset > 255 ||
+        params->output_offset < -128 || params->output_offset > 127 ||
+        params->activation.min < -128 || params->activation.max > 127 ||
+        params->activation.min > params->activation.max ||
+        (params->per_channel != 0 && params->per_channel != 1) ||
+        (params->rounding != PE_ROUND_DOUBLE && params->rounding != PE_ROUND_SINGLE)) {
+        return PE_ERR_ARG;
+    }
+    if (depth > PE_FC_MAX_DEPTH) {
+        return PE_ERR_UNSUPPORTED;
+    }
+    st = check_quant(quant, params->per_channel ? features : 1);
+    if (st != PE_OK) {
+        return st;
+    }
+
+    for (b = 0; b < batches; b++) {
+        const int8_t *in_row = input + (size_t)b * (size_t)depth;
+        int8_t *out_row = output + (size_t)b * (size_t)features;
+        for (o = 0; o < features; o++) {
+            const int8_t *w_row = filter + (size_t)o * (size_t)depth;
+            const int32_t qi = params->per_channel ? o : 0;
+            int32_t dot = 0; /* |dot| <= depth * 255 * 255 < 2^31 */
+            int32_t acc, v;
+            for (k = 0; k < depth; k++) {
+                dot += ((int32_t)in_row[k] + params->input_offset) *
+                       ((int32_t)w_row[k] + params->filter_offset);
+            }
+            macs += (uint64_t)k;
+            acc = pe_fx_sat_s32_from_s64((int64_t)dot + (bias != NULL ? bias[o] : 0));
+            v = pe_fx_requant_mode(acc, quant->multiplier[qi], quant->shift[qi], params->rounding);
+            v = pe_fx_clamp(v, PE_INT32_MIN + 128, PE_INT32_MAX - 128) + params->output_offset;
+            out_row[o] = (int8_t)pe_fx_clamp(v, params->activation.min, params->activation.max);
+        }
+    }
+    if (ctx != NULL && ctx->stats != NULL) {
+        ctx->stats->macs += macs;
+        ctx->stats->input_reads += macs; /* one input element read per MAC */
+    }
+    return PE_OK;
+}

@@ -1,0 +1,415 @@
+/*
+ * pe_graph.c - the static graph runtime: resolve each operator's tensors to
+ * pointers (constant data or arena offset), check them, call the kernel.
+ */
+#include "pyembed/pe_graph.h"
+#include "pyembed/pe_fixed.h"
+
+static int32_t dtype_size(pe_dtype t)
+{
+    switch (t) {
+    case PE_DT_INT8:
+        return 1;
+    case PE_DT_INT16:
+        return 2;
+    case PE_DT_INT32:
+    case PE_DT_FLOAT32:
+        return 4;
+    default:
+        return 0;
+    }
+}
+
+static int64_t dims_count(const pe_dims *d)
+{
+    if (d->n <= 0 || d->h <= 0 || d->w <= 0 || d->c <= 0) {
+        return -1;
+    }
+    return (int64_t)d->n * d->h * d->w * d->c;
+}
+
+/* Is tensor t well formed and inside an arena of arena_size bytes? */
+static int tensor_ok(const pe_graph *g, int32_t t, int32_t arena_size)
+{
+    const pe_graph_tensor *x;
+    int64_t count;
+    int32_t es;
+    if (t < 0 || t >= g->num_tensors) {
+        return 0;
+    }
+    x = &g->tensors[t];
+    es = dtype_size(x->dtype);
+    count = dims_count(&x->dims);
+    if (es == 0 || count < 0 || count * es != (int64_t)x->bytes) {
+        return 0;
+    }
+    if (x->data != NULL) {
+        return x->offset == -1;
+    }
+    return x->offset >= 0 && (int64_t)x->offset + x->bytes <= (int64_t)arena_size &&
+           x->offset % es == 0;
+}
+
+/* Multi-byte elements must sit at addresses that are multiples of their size. */
+static int aligned(const void *p, pe_dtype t)
+{
+    const int32_t es = dtype_size(t);
+    return es > 0 && ((uintptr_t)p % (uintptr_t)es) == 0u;
+}
+
+/* Pointer to tensor t's bytes for reading, or NULL if t is invalid or not
+ * of type want. */
+static const void *tensor_in(const pe_graph *g, int32_t t, const pe_context *arena, pe_dtype want)
+{
+    const pe_graph_tensor *x;
+    if (!tensor_ok(g, t, arena->size)) {
+        return NULL;
+    }
+    x = &g->tensors[t];
+    if (x->dtype != want) {
+        return NULL;
+    }
+    if (x->data != NULL) {
+        return x->data;
+    }
+    if (!aligned((const int8_t *)arena->buf + x->offset, x->dtype)) {
+        return NULL;
+    }
+    return (const int8_t *)arena->buf + x->offset;
+}
+
+/* Pointer for writing: activations only. */
+static void *tensor_out(const pe_graph *g, int32_t t, const pe_context *arena, pe_dtype want)
+{
+    const pe_graph_tensor *x;
+    if (!tensor_ok(g, t, arena->size)) {
+        return NULL;
+    }
+    x = &g->tensors[t];
+    if (x->dtype != want || x->data != NULL || !aligned((int8_t *)arena->buf + x->offset, x->dtype)) {
+        return NULL;
+    }
+    return (int8_t *)arena->buf + x->offset;
+}
+
+static const pe_dims *dims_of(const pe_graph *g, int32_t t)
+{
+    return &g->tensors[t].dims;
+}
+
+static int32_t count_of(const pe_graph *g, int32_t t)
+{
+    return (int32_t)dims_count(&g->tensors[t].dims);
+}
+
+/* dtypes an operator's inputs (0..2) and output must have; -1 = unused */
+static void op_signature(pe_graph_op_type type, int32_t in[PE_GRAPH_MAX_INPUTS], int32_t *out)
+{
+    in[0] = PE_DT_INT8;
+    in[1] = -1;
+    in[2] = -1;
+    *out = PE_DT_INT8;
+    switch (type) {
+    case PE_GOP_CONV_2D:
+    case PE_GOP_DEPTHWISE_CONV_2D:
+    case PE_GOP_FULLY_CONNECTED:
+        in[1] = PE_DT_INT8;
+        in[2] = PE_DT_INT32;
+        break;
+    case PE_GOP_ADD:
+    case PE_GOP_MUL:
+        in[1] = PE_DT_INT8;
+        break;
+    case PE_GOP_QUANTIZE:
+        in[0] = PE_DT_FLOAT32;
+        break;
+    case PE_GOP_DEQUANTIZE:
+        *out = PE_DT_FLOAT32;
+        break;
+    default:
+        break;
+    }
+}
+
+static int op_type_known(pe_graph_op_type t)
+{
+    switch (t) {
+    case PE_GOP_CONV_2D:
+    case PE_GOP_DEPTHWISE_CONV_2D:
+    case PE_GOP_AVERAGE_POOL_2D:
+    case PE_GOP_MAX_POOL_2D:
+    case PE_GOP_FULLY_CONNECTED:
+    case PE_GOP_SOFTMAX:
+    case PE_GOP_RESHAPE:
+    case PE_GOP_ADD:
+    case PE_GOP_MUL:
+    case PE_GOP_REQUANTIZE:
+    case PE_GOP_QUANTIZE:
+    case PE_GOP_DEQUANTIZE:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+pe_status pe_graph_check(const pe_graph *g, int32_t *bad_op, int32_t *bad_tensor)
+{
+    int32_t i, k;
+    if (bad_op != NULL) {
+        *bad_op = -1;
+    }
+    if (bad_tensor != NULL) {
+        *bad_tensor = -1;
+    }
+    if (g == NULL || g->num_tensors < 0 || g->num_ops < 0 || g->arena_size < 0 ||
+        (g->num_tensors > 0 && g->tensors == NULL) || (g->num_ops > 0 && g->ops == NULL)) {
+        return PE_ERR_ARG;
+    }
+    for (i = 0; i < g->num_tensors; i++) {
+        if (!tensor_ok(g, i, g->arena_size)) {
+            if (bad_tensor != NULL) {
+                *bad_tensor = i;
+            }
+            return PE_ERR_ARG;
+        }
+    }
+    for (i = 0; i < g->num_ops; i++) {
+        const pe_graph_op *op = &g->ops[i];
+        int32_t in_t[PE_GRAPH_MAX_INPUTS];
+        int32_t out_t;
+        int ok = op_type_known(op->type);
+        if (ok) {
+            op_signature(op->type, in_t, &out_t);
+            for (k = 0; k < PE_GRAPH_MAX_INPUTS && ok; k++) {
+                const int32_t t = op->inputs[k];
+                if (t == -1) {
+                    /* only the bias is optional */
+                    ok = in_t[k] == -1 || k == 2;
+                } else {
+                    ok = in_t[k] != -1 && t >= 0 && t < g->num_tensors &&
+                         (int32_t)g->tensors[t].dtype == in_t[k];
+                }
+            }
+            ok = ok && op->output >= 0 && op->output < g->num_tensors &&
+                 (int32_t)g->tensors[op->output].dtype == out_t &&
+                 g->tensors[op->output].data == NULL;
+            if (op->type == PE_GOP_RESHAPE) {
+                ok = ok && g->tensors[op->inputs[0]].bytes == g->tensors[op->output].bytes;
+            }
+            if (op->scratch_size < 0 ||
+                (op->scratch_size > 0 &&
+                 (op->scratch_offset < 0 ||
+                  (int64_t)op->scratch_offset + op->scratch_size > (int64_t)g->arena_size))) {
+                ok = 0;
+            }
+        }
+        if (!ok) {
+            if (bad_op != NULL) {
+                *bad_op = i;
+            }
+            return PE_ERR_ARG;
+        }
+    }
+    return PE_OK;
+}
+
+static pe_status run_fc(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
+                        const pe_context *arena)
+{
+    const int8_t *in = (const int8_t *)tensor_in(g, op->inputs[0], arena, PE_DT_INT8);
+    const int8_t *w = (const int8_t *)tensor_in(g, op->inputs[1], arena, PE_DT_INT8);
+    const int32_t *bias = NULL;
+    int8_t *out = (int8_t *)tensor_out(g, op->output, arena, PE_DT_INT8);
+    pe_dims in_d, w_d, out_d;
+    int32_t depth, features, count;
+    if (in == NULL || w == NULL || out == NULL) {
+        return PE_ERR_ARG;
+    }
+    /* filter [O][K] whatever its declared rank: K = its last dim, O = the rest */
+    depth = dims_of(g, op->inputs[1])->c;
+    features = count_of(g, op->inputs[1]) / depth;
+    count = count_of(g, op->inputs[0]);
+    if (op->inputs[2] != -1) {
+        bias = (const int32_t *)tensor_in(g, op->inputs[2], arena, PE_DT_INT32);
+        if (bias == NULL || count_of(g, op->inputs[2]) != features) {
+            return PE_ERR_ARG;
+        }
+    }
+    if (count % depth != 0 ||
+        (op->p.fc.quant.count != 1 && op->p.fc.quant.count != features) ||
+        op->p.fc.params.per_channel != (op->p.fc.quant.count != 1 ? 1 : 0)) {
+        return PE_ERR_ARG;
+    }
+    in_d.n = count / depth;
+    in_d.h = 1;
+    in_d.w = 1;
+    in_d.c = depth;
+    w_d.n = features;
+    w_d.h = 1;
+    w_d.w = 1;
+    w_d.c = depth;
+    out_d.n = in_d.n;
+    out_d.h = 1;
+    out_d.w = 1;
+    out_d.c = features;
+    if ((int64_t)out_d.n * features != (int64_t)count_of(g, op->output)) {
+        return PE_ERR_ARG;
+    }
+    return pe_fully_connected_s8(ctx, &op->p.fc.params, &op->p.fc.quant.quant, &in_d, in, &w_d, w,
+                                 bias, &out_d, out);
+}
+
+static pe_status run_softmax(const pe_graph *g, const pe_graph_op *op, const pe_context *arena)
+{
+    const int8_t *in = (const int8_t *)tensor_in(g, op->inputs[0], arena, PE_DT_INT8);
+    int8_t *out = (int8_t *)tensor_out(g, op->output, arena, PE_DT_INT8);
+    const pe_dims *d;
+    if (in == NULL || out == NULL || count_of(g, op->inputs[0]) != count_of(g, op->output)) {
+        return PE_ERR_ARG;
+    }
+    d = dims_of(g, op->inputs[0]);
+    return pe_softmax_s8(&op->p.softmax, d->n * d->h * d->w, d->c, in, out);
+}
+
+static pe_status run_reshape(const pe_graph *g, const pe_graph_op *op, const pe_context *arena)
+{
+    const pe_graph_tensor *src_t;
+    const uint8_t *src;
+    uint8_t *dst;
+    int32_t i, n;
+    if (!tensor_ok(g, op->inputs[0], arena->size) || !tensor_ok(g, op->output, arena->size)) {
+        return PE_ERR_ARG;
+    }
+    src_t = &g->tensors[op->inputs[0]];
+    src = (const uint8_t *)tensor_in(g, op->inputs[0], arena, src_t->dtype);
+    dst = (uint8_t *)tensor_out(g, op->output, arena, src_t->dtype);
+    n = src_t->bytes;
+    if (src == NULL || dst == NULL || g->tensors[op->output].bytes != n) {
+        return PE_ERR_ARG;
+    }
+    if (src == dst) {
+        return PE_OK; /* aliased: nothing to do */
+    }
+    /* a plan that did not alias: move the bytes, overlap-safe */
+    if (dst < src) {
+        for (i = 0; i < n; i++) {
+            dst[i] = src[i];
+        }
+    } else {
+        for (i = n; i > 0; i--) {
+            dst[i - 1] = src[i - 1];
+        }
+    }
+    return PE_OK;
+}
+
+static pe_status run_binary(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
+                            const pe_context *arena)
+{
+    const int8_t *a = (const int8_t *)tensor_in(g, op->inputs[0], arena, PE_DT_INT8);
+    const int8_t *b = (const int8_t *)tensor_in(g, op->inputs[1], arena, PE_DT_INT8);
+    int8_t *out = (int8_t *)tensor_out(g, op->output, arena, PE_DT_INT8);
+    if (a == NULL || b == NULL || out == NULL) {
+        return PE_ERR_ARG;
+    }
+    if (op->type == PE_GOP_ADD) {
+        return pe_add_s8(ctx, &op->p.add, dims_of(g, op->inputs[0]), a, dims_of(g, op->inputs[1]), b,
+                         dims_of(g, op->output), out);
+    }
+    return pe_mul_s8(ctx, &op->p.mul, dims_of(g, op->inputs[0]), a, dims_of(g, op->inputs[1]), b,
+                     dims_of(g, op->output), out);
+}
+
+static pe_status run_unary(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
+                           const pe_context *arena)
+{
+    const int32_t n = count_of(g, op->inputs[0]);
+    if (!tensor_ok(g, op->inputs[0], arena->size) || !tensor_ok(g, op->output, arena->size) ||
+        n != count_of(g, op->output)) {
+        return PE_ERR_ARG;
+    }
+    if (op->type == PE_GOP_REQUANTIZE) {
+        const int8_t *in = (const int8_t *)tensor_in(g, op->inputs[0], arena, PE_DT_INT8);
+        int8_t *out = (int8_t *)tensor_out(g, op->output, arena, PE_DT_INT8);
+        if (in == NULL || out == NULL) {
+            return PE_ERR_ARG;
+        }
+        return pe_requantize_s8(ctx, &op->p.requant, n, in, out);
+    }
+    if (op->type == PE_GOP_QUANTIZE) {
+        const float *in = (const float *)tensor_in(g, op->inputs[0], arena, PE_DT_FLOAT32);
+        int8_t *out = (int8_t *)tensor_out(g, op->output, arena, PE_DT_INT8);
+        if (in == NULL || out == NULL) {
+            return PE_ERR_ARG;
+        }
+        return pe_quantize_f32_s8(ctx, &op->p.fquant, n, in, out);
+    } else {
+        const int8_t *in = (const int8_t *)tensor_in(g, op->inputs[0], arena, PE_DT_INT8);
+        float *out = (float *)tensor_out(g, op->output, arena, PE_DT_FLOAT32);
+        if (in == NULL || out == NULL) {
+            return PE_ERR_ARG;
+        }
+        return pe_dequantize_s8_f32(ctx, &op->p.fquant, n, in, out);
+    }
+}
+
+pe_status pe_graph_invoke_op(const pe_graph *g, int32_t i, const pe_context *arena)
+{
+    const pe_graph_op *op;
+    pe_context ctx;
+    if (g == NULL || arena == NULL || i < 0 || i >= g->num_ops || g->ops == NULL ||
+        g->tensors == NULL) {
+        return PE_ERR_ARG;
+    }
+    if (arena->buf == NULL || arena->size < g->arena_size || arena->size < 0) {
+        return PE_ERR_SCRATCH;
+    }
+    op = &g->ops[i];
+    ctx.buf = NULL;
+    ctx.size = 0;
+    ctx.stats = arena->stats;
+    if (op->scratch_size > 0) {
+        if (op->scratch_offset < 0 || (int64_t)op->scratch_offset + op->scratch_size > arena->size) {
+            return PE_ERR_ARG;
+        }
+        ctx.buf = (int8_t *)arena->buf + op->scratch_offset;
+        ctx.size = op->scratch_size;
+    }
+    switch (op->type) {
+    case PE_GOP_FULLY_CONNECTED:
+        return run_fc(g, op, &ctx, arena);
+    case PE_GOP_SOFTMAX:
+        return run_softmax(g, op, arena);
+    case PE_GOP_RESHAPE:
+        return run_reshape(g, op, arena);
+    case PE_GOP_ADD:
+    case PE_GOP_MUL:
+        return run_binary(g, op, &ctx, arena);
+    case PE_GOP_REQUANTIZE:
+    case PE_GOP_QUANTIZE:
+    case PE_GOP_DEQUANTIZE:
+        return run_unary(g, op, &ctx, arena);
+    case PE_GOP_CONV_2D:
+    case PE_GOP_DEPTHWISE_CONV_2D:
+    case PE_GOP_AVERAGE_POOL_2D:
+    case PE_GOP_MAX_POOL_2D:
+        return PE_ERR_UNSUPPORTED;
+    default:
+        return PE_ERR_ARG;
+    }
+}
+
+pe_status pe_graph_invoke(const pe_graph *g, const pe_context *arena)
+{
+    int32_t i;
+    if (g == NULL) {
+        return PE_ERR_ARG;
+    }
+    for (i = 0; i < g->num_ops; i++) {
+        const pe_status st = pe_graph_invoke_op(g, i, arena);
+        if (st != PE_OK) {
+            return st;
+        }
+    }
+    return PE_OK;
+}

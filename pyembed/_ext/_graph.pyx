@@ -1,0 +1,481 @@
+# pyembed-csrc: pe_graph.c pe_fc.c pe_eltwise.c pe_softmax.c
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""Bindings for the C graph runtime (pe_graph.h) and the kernels it owns
+(pe_fc.h, pe_eltwise.h).
+
+CompiledGraph holds the C tensor and operator tables built from plain Python
+descriptions (pyembed.ops builds them from a Graph and a Layout) and keeps
+every array the tables point into alive. The arena is a caller-provided
+uint8 array, so a simulator can pass a view into its simulated RAM.
+"""
+import numpy as np
+cimport numpy as cnp
+from cpython.mem cimport PyMem_Malloc, PyMem_Free
+from libc.string cimport memset
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uintptr_t
+from pyembed._ext.pe_types cimport *
+
+cnp.import_array()
+
+cdef extern from "pyembed/pe_softmax.h":
+    ctypedef struct pe_softmax_params:
+        int32_t mult
+        int32_t shift
+        int32_t diff_min
+
+cdef extern from "pyembed/pe_fc.h":
+    ctypedef struct pe_fc_params:
+        int32_t input_offset
+        int32_t filter_offset
+        int32_t output_offset
+        int32_t per_channel
+        pe_activation activation
+        pe_rounding rounding
+    pe_status pe_fully_connected_s8_get_buffer_size(const pe_dims *input_dims, const pe_dims *filter_dims,
+                                                    int32_t *size) nogil
+    pe_status pe_fully_connected_s8(const pe_context *ctx, const pe_fc_params *params,
+                                    const pe_per_channel_quant *quant,
+                                    const pe_dims *input_dims, const int8_t *input,
+                                    const pe_dims *filter_dims, const int8_t *filter,
+                                    const int32_t *bias, const pe_dims *output_dims, int8_t *output) nogil
+
+cdef extern from "pyembed/pe_eltwise.h":
+    ctypedef struct pe_add_params:
+        int32_t input1_offset
+        int32_t input2_offset
+        int32_t output_offset
+        int32_t left_shift
+        pe_per_tensor_quant input1_quant
+        pe_per_tensor_quant input2_quant
+        pe_per_tensor_quant output_quant
+        pe_activation activation
+        pe_rounding rounding
+    ctypedef struct pe_mul_params:
+        int32_t input1_offset
+        int32_t input2_offset
+        int32_t output_offset
+        pe_per_tensor_quant output_quant
+        pe_activation activation
+        pe_rounding rounding
+    ctypedef struct pe_requant_params:
+        int32_t input_offset
+        int32_t output_offset
+        pe_per_tensor_quant quant
+        pe_activation activation
+        pe_rounding rounding
+    ctypedef enum pe_float_rounding:
+        PE_FROUND_AWAY
+        PE_FROUND_EVEN
+    ctypedef struct pe_float_quant_params:
+        float scale
+        int32_t zero_point
+        pe_float_rounding rounding
+    pe_status pe_eltwise_s8_get_buffer_size(const pe_dims *output_dims, int32_t *size) nogil
+    pe_status pe_add_s8(const pe_context *ctx, const pe_add_params *params,
+                        const pe_dims *d1, const int8_t *in1, const pe_dims *d2, const int8_t *in2,
+                        const pe_dims *dout, int8_t *out) nogil
+    pe_status pe_mul_s8(const pe_context *ctx, const pe_mul_params *params,
+                        const pe_dims *d1, const int8_t *in1, const pe_dims *d2, const int8_t *in2,
+                        const pe_dims *dout, int8_t *out) nogil
+    pe_status pe_requantize_s8(const pe_context *ctx, const pe_requant_params *params, int32_t size,
+                               const int8_t *inp, int8_t *out) nogil
+    pe_status pe_quantize_f32_s8(const pe_context *ctx, const pe_float_quant_params *params, int32_t size,
+                                 const float *inp, int8_t *out) nogil
+    pe_status pe_dequantize_s8_f32(const pe_context *ctx, const pe_float_quant_params *params, int32_t size,
+                                   const int8_t *inp, float *out) nogil
+
+cdef extern from "pyembed/pe_graph.h":
+    ctypedef enum pe_dtype:
+        PE_DT_INT8
+        PE_DT_INT16
+        PE_DT_INT32
+        PE_DT_FLOAT32
+    ctypedef enum pe_graph_op_type:
+        PE_GOP_CONV_2D
+        PE_GOP_DEPTHWISE_CONV_2D
+        PE_GOP_AVERAGE_POOL_2D
+        PE_GOP_MAX_POOL_2D
+        PE_GOP_FULLY_CONNECTED
+        PE_GOP_SOFTMAX
+        PE_GOP_RESHAPE
+        PE_GOP_ADD
+        PE_GOP_MUL
+        PE_GOP_REQUANTIZE
+        PE_GOP_QUANTIZE
+        PE_GOP_DEQUANTIZE
+    int PE_GRAPH_MAX_INPUTS
+    ctypedef struct pe_graph_tensor:
+        const void *data
+        int32_t offset
+        int32_t bytes
+        pe_dims dims
+        pe_dtype dtype
+    ctypedef struct pe_graph_quant:
+        pe_per_channel_quant quant
+        int32_t count
+    ctypedef struct pe_graph_conv_op:
+        pe_conv_params params
+        pe_graph_quant quant
+    ctypedef struct pe_graph_fc_op:
+        pe_fc_params params
+        pe_graph_quant quant
+    ctypedef union pe_graph_op_params:
+        pe_graph_conv_op conv
+        pe_pool_params pool
+        pe_graph_fc_op fc
+        pe_softmax_params softmax
+        pe_add_params add
+        pe_mul_params mul
+        pe_requant_params requant
+        pe_float_quant_params fquant
+    ctypedef struct pe_graph_op:
+        pe_graph_op_type type
+        int32_t inputs[3]
+        int32_t output
+        int32_t scratch_offset
+        int32_t scratch_size
+        pe_graph_op_params p
+    ctypedef struct pe_graph:
+        const pe_graph_tensor *tensors
+        int32_t num_tensors
+        const pe_graph_op *ops
+        int32_t num_ops
+        int32_t arena_size
+    pe_status pe_graph_check(const pe_graph *graph, int32_t *bad_op, int32_t *bad_tensor) nogil
+    pe_status pe_graph_invoke_op(const pe_graph *graph, int32_t i, const pe_context *arena) nogil
+    pe_status pe_graph_invoke(const pe_graph *graph, const pe_context *arena) nogil
+
+
+OP_CODES = {
+    "CONV_2D": PE_GOP_CONV_2D,
+    "DEPTHWISE_CONV_2D": PE_GOP_DEPTHWISE_CONV_2D,
+    "AVERAGE_POOL_2D": PE_GOP_AVERAGE_POOL_2D,
+    "MAX_POOL_2D": PE_GOP_MAX_POOL_2D,
+    "FULLY_CONNECTED": PE_GOP_FULLY_CONNECTED,
+    "SOFTMAX": PE_GOP_SOFTMAX,
+    "RESHAPE": PE_GOP_RESHAPE,
+    "ADD": PE_GOP_ADD,
+    "MUL": PE_GOP_MUL,
+    "REQUANTIZE": PE_GOP_REQUANTIZE,
+    "QUANTIZE": PE_GOP_QUANTIZE,
+    "DEQUANTIZE": PE_GOP_DEQUANTIZE,
+}
+
+DTYPE_CODES = {
+    np.dtype(np.int8): PE_DT_INT8,
+    np.dtype(np.int16): PE_DT_INT16,
+    np.dtype(np.int32): PE_DT_INT32,
+    np.dtype(np.float32): PE_DT_FLOAT32,
+}
+
+
+cdef pe_dims _dims(object d):
+    cdef pe_dims r
+    r.n = <int32_t>d[0]
+    r.h = <int32_t>d[1]
+    r.w = <int32_t>d[2]
+    r.c = <int32_t>d[3]
+    return r
+
+
+cdef pe_activation _act(dict p):
+    cdef pe_activation a
+    a.min = <int32_t>p["act_min"]
+    a.max = <int32_t>p["act_max"]
+    return a
+
+
+cdef pe_padding _pad(object pad):
+    cdef pe_padding r
+    r.top = <int32_t>pad[0]
+    r.bottom = <int32_t>pad[1]
+    r.left = <int32_t>pad[2]
+    r.right = <int32_t>pad[3]
+    return r
+
+
+cdef pe_per_tensor_quant _ptq(object m, object s):
+    cdef pe_per_tensor_quant q
+    q.multiplier = <int32_t>m
+    q.shift = <int32_t>s
+    return q
+
+
+cdef class CompiledGraph:
+    """The C tables of one graph on one arena layout.
+
+    tensors: list of (data or None, offset, bytes, (n, h, w, c), numpy dtype)
+    ops: list of dicts {type, inputs, output, scratch_offset, scratch_size, params}
+    """
+    cdef pe_graph g
+    cdef pe_graph_tensor *tensors
+    cdef pe_graph_op *ops
+    cdef list keep
+    cdef readonly int32_t arena_size
+    cdef readonly int32_t num_ops
+
+    def __cinit__(self):
+        self.tensors = NULL
+        self.ops = NULL
+
+    def __init__(self, list tensors, list ops, int32_t arena_size):
+        cdef Py_ssize_t i, k
+        cdef cnp.ndarray arr
+        self.keep = []
+        self.arena_size = arena_size
+        self.tensors = <pe_graph_tensor *>PyMem_Malloc(max(1, len(tensors)) * sizeof(pe_graph_tensor))
+        self.ops = <pe_graph_op *>PyMem_Malloc(max(1, len(ops)) * sizeof(pe_graph_op))
+        if self.tensors == NULL or self.ops == NULL:
+            raise MemoryError()
+        memset(self.ops, 0, max(1, len(ops)) * sizeof(pe_graph_op))
+        for i, (data, offset, nbytes, dims, dtype) in enumerate(tensors):
+            self.tensors[i].dims = _dims(dims)
+            self.tensors[i].dtype = DTYPE_CODES[np.dtype(dtype)]
+            self.tensors[i].bytes = <int32_t>nbytes
+            if data is not None:
+                arr = np.ascontiguousarray(data, dtype=dtype)
+                self.keep.append(arr)
+                self.tensors[i].data = <const void *>cnp.PyArray_DATA(arr)
+                self.tensors[i].offset = -1
+            else:
+                self.tensors[i].data = NULL
+                self.tensors[i].offset = <int32_t>offset
+        for i, spec in enumerate(ops):
+            self._fill_op(&self.ops[i], spec)
+        self.g.tensors = self.tensors
+        self.g.num_tensors = <int32_t>len(tensors)
+        self.g.ops = self.ops
+        self.g.num_ops = <int32_t>len(ops)
+        self.g.arena_size = arena_size
+        self.num_ops = self.g.num_ops
+
+    def __dealloc__(self):
+        PyMem_Free(self.tensors)
+        PyMem_Free(self.ops)
+
+    cdef const int32_t *_ints(self, object values) except NULL:
+        cdef cnp.ndarray arr = np.ascontiguousarray(np.asarray(values, dtype=np.int32).ravel())
+        if arr.size == 0:
+            arr = np.zeros(1, dtype=np.int32)
+        self.keep.append(arr)
+        return <const int32_t *>cnp.PyArray_DATA(arr)
+
+    cdef int _fill_op(self, pe_graph_op *op, dict spec) except -1:
+        cdef dict p = spec["params"]
+        cdef int code = OP_CODES[spec["kind"]]
+        cdef Py_ssize_t k
+        cdef pe_rounding rnd = PE_ROUND_SINGLE if spec.get("rounding") == "single" else PE_ROUND_DOUBLE
+        ins = list(spec["inputs"]) + [-1] * 3
+        op.type = <pe_graph_op_type>code
+        for k in range(3):
+            op.inputs[k] = <int32_t>ins[k]
+        op.output = <int32_t>spec["output"]
+        op.scratch_offset = <int32_t>spec["scratch_offset"]
+        op.scratch_size = <int32_t>spec["scratch_size"]
+        if code == PE_GOP_CONV_2D or code == PE_GOP_DEPTHWISE_CONV_2D:
+            op.p.conv.params.input_offset = <int32_t>p["input_offset"]
+            op.p.conv.params.output_offset = <int32_t>p["output_offset"]
+            op.p.conv.params.stride.h = <int32_t>p["stride"][0]
+            op.p.conv.params.stride.w = <int32_t>p["stride"][1]
+            op.p.conv.params.padding = _pad(p["pad"])
+            op.p.conv.params.dilation.h = <int32_t>p["dilation"][0]
+            op.p.conv.params.dilation.w = <int32_t>p["dilation"][1]
+            op.p.conv.params.groups = <int32_t>p.get("groups", 1)
+            op.p.conv.params.ch_mult = <int32_t>p.get("depth_multiplier", 1)
+            op.p.conv.params.activation = _act(p)
+            op.p.conv.params.rounding = rnd
+            op.p.conv.quant.quant.multiplier = self._ints(p["multiplier"])
+            op.p.conv.quant.quant.shift = self._ints(p["shift"])
+            op.p.conv.quant.count = <int32_t>len(p["multiplier"])
+        elif code == PE_GOP_AVERAGE_POOL_2D or code == PE_GOP_MAX_POOL_2D:
+            op.p.pool.kind = PE_POOL_AVG if code == PE_GOP_AVERAGE_POOL_2D else PE_POOL_MAX
+            op.p.pool.window.h = <int32_t>p["filter"][0]
+            op.p.pool.window.w = <int32_t>p["filter"][1]
+            op.p.pool.stride.h = <int32_t>p["stride"][0]
+            op.p.pool.stride.w = <int32_t>p["stride"][1]
+            op.p.pool.padding = _pad(p["pad"])
+            op.p.pool.activation = _act(p)
+            op.p.pool.sum_quant.multiplier = 0
+            op.p.pool.sum_quant.shift = 0
+            op.p.pool.output_offset = 0
+        elif code == PE_GOP_FULLY_CONNECTED:
+            op.p.fc.params.input_offset = <int32_t>p["input_offset"]
+            op.p.fc.params.filter_offset = <int32_t>p["filter_offset"]
+            op.p.fc.params.output_offset = <int32_t>p["output_offset"]
+            op.p.fc.params.per_channel = 1 if len(p["multiplier"]) > 1 else 0
+            op.p.fc.params.activation = _act(p)
+            op.p.fc.params.rounding = rnd
+            op.p.fc.quant.quant.multiplier = self._ints(p["multiplier"])
+            op.p.fc.quant.quant.shift = self._ints(p["shift"])
+            op.p.fc.quant.count = <int32_t>len(p["multiplier"])
+        elif code == PE_GOP_SOFTMAX:
+            op.p.softmax.mult = <int32_t>p["input_multiplier"]
+            op.p.softmax.shift = <int32_t>p["input_left_shift"]
+            op.p.softmax.diff_min = <int32_t>p["diff_min"]
+        elif code == PE_GOP_ADD:
+            op.p.add.input1_offset = <int32_t>p["input1_offset"]
+            op.p.add.input2_offset = <int32_t>p["input2_offset"]
+            op.p.add.output_offset = <int32_t>p["output_offset"]
+            op.p.add.left_shift = <int32_t>p["left_shift"]
+            op.p.add.input1_quant = _ptq(p["input1_multiplier"], p["input1_shift"])
+            op.p.add.input2_quant = _ptq(p["input2_multiplier"], p["input2_shift"])
+            op.p.add.output_quant = _ptq(p["output_multiplier"], p["output_shift"])
+            op.p.add.activation = _act(p)
+            op.p.add.rounding = rnd
+        elif code == PE_GOP_MUL:
+            op.p.mul.input1_offset = <int32_t>p["input1_offset"]
+            op.p.mul.input2_offset = <int32_t>p["input2_offset"]
+            op.p.mul.output_offset = <int32_t>p["output_offset"]
+            op.p.mul.output_quant = _ptq(p["output_multiplier"], p["output_shift"])
+            op.p.mul.activation = _act(p)
+            op.p.mul.rounding = rnd
+        elif code == PE_GOP_REQUANTIZE:
+            op.p.requant.input_offset = <int32_t>p["input_offset"]
+            op.p.requant.output_offset = <int32_t>p["output_offset"]
+            op.p.requant.quant = _ptq(p["multiplier"], p["shift"])
+            op.p.requant.activation = _act(p)
+            op.p.requant.rounding = rnd
+        elif code == PE_GOP_QUANTIZE or code == PE_GOP_DEQUANTIZE:
+            op.p.fquant.scale = <float>p["scale"]
+            op.p.fquant.zero_point = <int32_t>p["zero_point"]
+            op.p.fquant.rounding = PE_FROUND_EVEN if p.get("round_half_even") else PE_FROUND_AWAY
+        return 0
+
+    def check(self):
+        """pe_graph_check: raises ArgumentError naming the first bad operator / tensor."""
+        cdef int32_t bad_op = -1, bad_tensor = -1
+        cdef int st
+        with nogil:
+            st = pe_graph_check(&self.g, &bad_op, &bad_tensor)
+        check(st, "pe_graph_check", f"first bad operator {bad_op}, first bad tensor {bad_tensor}")
+
+    def invoke_op(self, int32_t i, cnp.ndarray arena, bint stats=False):
+        """Run table entry i on arena (uint8, C-contiguous). Returns the
+        kernel counters as a dict when stats is true, else None."""
+        cdef pe_context ctx
+        cdef pe_stats s
+        cdef int st
+        _check_arena(arena, self.arena_size)
+        memset(&s, 0, sizeof(s))
+        ctx.buf = cnp.PyArray_DATA(arena)
+        ctx.size = <int32_t>min(arena.shape[0], 2**31 - 1)
+        ctx.stats = &s if stats else NULL
+        with nogil:
+            st = pe_graph_invoke_op(&self.g, i, &ctx)
+        check(st, "pe_graph_invoke_op", f"operator table entry {i}")
+        return stats_to_dict(&s) if stats else None
+
+    def invoke(self, cnp.ndarray arena, bint stats=False):
+        cdef pe_context ctx
+        cdef pe_stats s
+        cdef int st
+        _check_arena(arena, self.arena_size)
+        memset(&s, 0, sizeof(s))
+        ctx.buf = cnp.PyArray_DATA(arena)
+        ctx.size = <int32_t>min(arena.shape[0], 2**31 - 1)
+        ctx.stats = &s if stats else NULL
+        with nogil:
+            st = pe_graph_invoke(&self.g, &ctx)
+        check(st, "pe_graph_invoke", "")
+        return stats_to_dict(&s) if stats else None
+
+
+def _check_arena(object arena, int32_t size):
+    from pyembed.errors import ArgumentError
+    if arena.dtype != np.uint8 or arena.ndim != 1 or not arena.flags.c_contiguous:
+        raise ArgumentError(f"arena: expected a 1-D C-contiguous uint8 array, got {arena.dtype} {arena.shape}")
+    if not arena.flags.writeable:
+        raise ArgumentError("arena: expected a writeable array")
+    if arena.shape[0] < size:
+        raise ArgumentError(f"arena: expected at least {size} bytes, got {arena.shape[0]}")
+    if (<uintptr_t>cnp.PyArray_DATA(<cnp.ndarray>arena)) % 4 != 0:
+        raise ArgumentError("arena: expected a buffer aligned to 4 bytes")
+
+
+def fc_buffer_size(input_dims, filter_dims):
+    cdef pe_dims a = _dims(input_dims), b = _dims(filter_dims)
+    cdef int32_t size = 0
+    check(pe_fully_connected_s8_get_buffer_size(&a, &b, &size), "pe_fully_connected_s8_get_buffer_size",
+          f"input {tuple(input_dims)}, filter {tuple(filter_dims)}")
+    return size
+
+
+def eltwise_buffer_size(output_dims):
+    cdef pe_dims a = _dims(output_dims)
+    cdef int32_t size = 0
+    check(pe_eltwise_s8_get_buffer_size(&a, &size), "pe_eltwise_s8_get_buffer_size", f"{tuple(output_dims)}")
+    return size
+
+
+def fully_connected_s8(const int8_t[:, ::1] x, const int8_t[:, ::1] w, bias, multiplier, shift,
+                       int32_t input_offset, int32_t filter_offset, int32_t output_offset,
+                       int32_t act_min, int32_t act_max, bint single=False, bint stats=False):
+    """x [batches, K], w [O, K], bias int32 [O] or None, multiplier/shift int32
+    arrays of length 1 or O. Returns (out [batches, O], counters or None)."""
+    cdef pe_fc_params p
+    cdef pe_per_channel_quant q
+    cdef pe_dims di, dw, do
+    cdef pe_context ctx
+    cdef pe_stats s
+    cdef int st
+    cdef const int32_t[::1] m = np.ascontiguousarray(multiplier, dtype=np.int32)
+    cdef const int32_t[::1] sh = np.ascontiguousarray(shift, dtype=np.int32)
+    cdef const int32_t[::1] b
+    cdef const int32_t *bp = NULL
+    if bias is not None:
+        b = np.ascontiguousarray(bias, dtype=np.int32)
+        bp = &b[0]
+    out = np.empty((x.shape[0], w.shape[0]), dtype=np.int8)
+    cdef int8_t[:, ::1] o = out
+    p.input_offset = input_offset
+    p.filter_offset = filter_offset
+    p.output_offset = output_offset
+    p.per_channel = 1 if m.shape[0] > 1 else 0
+    p.activation.min = act_min
+    p.activation.max = act_max
+    p.rounding = PE_ROUND_SINGLE if single else PE_ROUND_DOUBLE
+    q.multiplier = &m[0]
+    q.shift = &sh[0]
+    di.n = <int32_t>x.shape[0]; di.h = 1; di.w = 1; di.c = <int32_t>x.shape[1]
+    dw.n = <int32_t>w.shape[0]; dw.h = 1; dw.w = 1; dw.c = <int32_t>w.shape[1]
+    do.n = di.n; do.h = 1; do.w = 1; do.c = dw.n
+    memset(&s, 0, sizeof(s))
+    ctx.buf = NULL
+    ctx.size = 0
+    ctx.stats = &s
+    with nogil:
+        st = pe_fully_connected_s8(&ctx, &p, &q, &di, &x[0, 0], &dw, &w[0, 0], bp, &do, &o[0, 0])
+    check(st, "pe_fully_connected_s8", "")
+    return out, (stats_to_dict(&s) if stats else None)
+
+
+def add_s8(const int8_t[::1] a, a_dims, const int8_t[::1] b, b_dims, out_dims, dict p, bint mul=False,
+           bint single=False):
+    """Element-wise ADD (or MUL) with broadcasting over 4-D NHWC dims."""
+    cdef pe_add_params ap
+    cdef pe_mul_params mp
+    cdef pe_dims da = _dims(a_dims), db = _dims(b_dims), do = _dims(out_dims)
+    cdef int st
+    out = np.empty(int(np.prod(out_dims)), dtype=np.int8)
+    cdef int8_t[::1] o = out
+    if mul:
+        mp.input1_offset = p["input1_offset"]; mp.input2_offset = p["input2_offset"]
+        mp.output_offset = p["output_offset"]
+        mp.output_quant = _ptq(p["output_multiplier"], p["output_shift"])
+        mp.activation = _act(p)
+        mp.rounding = PE_ROUND_SINGLE if single else PE_ROUND_DOUBLE
+        with nogil:
+            st = pe_mul_s8(NULL, &mp, &da, &a[0], &db, &b[0], &do, &o[0])
+        check(st, "pe_mul_s8", "")
+    else:
+        ap.input1_offset = p["input1_offset"]; ap.input2_offset = p["input2_offset"]
+        ap.output_offset = p["output_offset"]; ap.left_shift = p["left_shift"]
+        ap.input1_quant = _ptq(p["input1_multiplier"], p["input1_shift"])
+        ap.input2_quant = _ptq(p["input2_multiplier"], p["input2_shift"])
+        ap.output_quant = _ptq(p["output_multiplier"], p["output_shift"])
+        ap.activation = _act(p)
+        ap.rounding = PE_ROUND_SINGLE if single else PE_ROUND_DOUBLE
+        with nogil:
+            st = pe_add_s8(NULL, &ap, &da, &a[0], &db, &b[0], &do, &o[0])
+        check(st, "pe_add_s8", "")
+    return out

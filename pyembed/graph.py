@@ -1,0 +1,385 @@
+"""The model graph: tensors (buffers) and operators (layers) in execution
+order, as SPEC section 5 describes, plus running it on the C graph runtime.
+
+    from pyembed.graph import load_model
+    g = load_model("model.tflite")            # or .onnx
+    g.tensors, g.operators, g.inputs, g.outputs, g.aliases, g.unsupported
+    y = g.run(x)                              # list of outputs, bit-exact with TFLite
+    values = g.run(x, keep_intermediates=True)  # {tensor index: value}
+    rt = g.compile(plan)                      # the C tables on a planned arena
+    arena = rt.new_arena(); rt.set_input(arena, 0, x)
+    for step in range(len(rt.order)): rt.invoke_op(step, arena)
+    rt.get_output(arena, 0)
+
+Each tensor is a constant (``data`` set: weights, biases, shapes; flash on a
+target) or an activation (RAM). A RESHAPE output aliases its input
+(``aliases``): same bytes, no copy. Each operator carries the kernel
+parameters computed by :mod:`pyembed.ops` at load time (``params``), the
+scratch its kernel asks for (``scratch_bytes``) and its multiply-accumulate
+count (``macs``). Operators the runtime cannot execute are listed in
+``unsupported`` -- all of them, at load; ``run`` then refuses with one
+UnsupportedError naming every one.
+
+``run`` lays the activations out without reuse (each tensor its own 16-byte
+aligned region, scratch after them) unless a plan from
+:mod:`pyembed.planner` is given, whose offsets (and execution order) are then
+used as they are.
+"""
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pyembed.errors import ArgumentError, ModelError, PlanError, UnsupportedError
+
+ALIGNMENT = 16
+
+
+@dataclass(eq=False)
+class Tensor:
+    """A tensor node: shape, element type, quantization and (for constants) data.
+
+    scale / zero_point are 1-D arrays (one entry per tensor, or one per
+    channel along quant_axis) or None for unquantized tensors."""
+    index: int
+    name: str
+    shape: tuple
+    dtype: np.dtype
+    scale: np.ndarray | None = None
+    zero_point: np.ndarray | None = None
+    quant_axis: int = 0
+    data: np.ndarray | None = None
+    is_variable: bool = False
+    type_name: str = ""   # the source format's type name (e.g. "INT8", "STRING")
+
+    @property
+    def is_constant(self):
+        return self.data is not None
+
+    @property
+    def size(self):
+        """Number of elements."""
+        return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+
+    @property
+    def nbytes(self):
+        itemsize = self.dtype.itemsize if self.dtype is not None else 0
+        return self.size * itemsize
+
+    @property
+    def is_quantized(self):
+        return self.scale is not None and len(self.scale) > 0
+
+    def qparams(self):
+        """(scale, zero_point) of a per-tensor quantized tensor as (float32, int)."""
+        if not self.is_quantized:
+            raise ModelError(f"tensor {self.index} ({self.name!r}) has no quantization parameters")
+        zp = int(self.zero_point[0]) if self.zero_point is not None and len(self.zero_point) else 0
+        return np.float32(self.scale[0]), zp
+
+    def __repr__(self):
+        kind = "const" if self.is_constant else ("var" if self.is_variable else "act")
+        q = ""
+        if self.is_quantized:
+            q = f" q[{len(self.scale)}]"
+        dt = self.dtype.name if self.dtype is not None else self.type_name
+        return f"Tensor({self.index} {self.name!r} {dt}{list(self.shape)} {kind}{q})"
+
+
+@dataclass(eq=False)
+class Operator:
+    """A layer node. inputs / outputs are tensor indices (-1 = optional input
+    absent); type is the TFLite builtin name ("CUSTOM:<name>" for custom ops)."""
+    index: int
+    type: str
+    inputs: list
+    outputs: list
+    params: dict = field(default_factory=dict)
+    scratch_bytes: int = 0
+    macs: int = 0
+    supported: bool = True
+    reason: str = ""          # why it is unsupported
+    options: dict = field(default_factory=dict)  # the source format's options, as read
+    version: int = 1
+
+    def __repr__(self):
+        flag = "" if self.supported else " UNSUPPORTED"
+        return f"Operator({self.index} {self.type} in={self.inputs} out={self.outputs}{flag})"
+
+
+@dataclass
+class Layout:
+    """Where each RAM tensor and scratch buffer lives in one arena, and the
+    order the operators run in."""
+    arena_size: int
+    tensor_offsets: dict      # tensor index -> byte offset (activations only)
+    scratch_offsets: dict     # operator index -> byte offset
+    order: list               # operator indices in execution order
+    source: str = "linear"
+
+
+class Graph:
+    """Operators in execution order over a list of tensors."""
+
+    def __init__(self, name, tensors, operators, inputs, outputs, source_path=None, aliases=None,
+                 unsupported=None, metadata=None, source_format=""):
+        self.name = name
+        self.source_path = source_path
+        self.tensors = list(tensors)
+        self.operators = list(operators)
+        self.inputs = list(inputs)
+        self.outputs = list(outputs)
+        self.aliases = dict(aliases or {})
+        self.unsupported = list(unsupported or [])
+        self.metadata = dict(metadata or {})
+        self.source_format = source_format
+        self._runtime_cache = {}
+
+    # -- facts -------------------------------------------------------------
+    @property
+    def weights_bytes(self):
+        """Total bytes of constant tensors (what goes to flash)."""
+        return int(sum(t.nbytes for t in self.tensors if t.is_constant))
+
+    @property
+    def macs(self):
+        return int(sum(op.macs for op in self.operators))
+
+    def alias_root(self, t):
+        seen = set()
+        while t in self.aliases:
+            if t in seen:
+                raise ModelError(f"{self.name}: alias cycle through tensor {t}")
+            seen.add(t)
+            t = self.aliases[t]
+        return t
+
+    def activation_tensors(self):
+        """Indices of the tensors that need RAM (not constant), aliases included."""
+        return [t.index for t in self.tensors if not t.is_constant and t.dtype is not None]
+
+    def producers(self):
+        """{tensor index: index of the operator that writes it}."""
+        prod = {}
+        for op in self.operators:
+            for t in op.outputs:
+                if t >= 0:
+                    prod[t] = op.index
+        return prod
+
+    def consumers(self):
+        """{tensor index: [operator indices that read it]}."""
+        cons = {}
+        for op in self.operators:
+            for t in op.inputs:
+                if t >= 0:
+                    cons.setdefault(t, []).append(op.index)
+        return cons
+
+    def summary(self):
+        """A printable table of the operators."""
+        lines = [f"graph {self.name}: {len(self.operators)} operators, {len(self.tensors)} tensors, "
+                 f"weights {self.weights_bytes} B, {self.macs} MACs"]
+        for op in self.operators:
+            outs = ", ".join(f"{list(self.tensors[t].shape)}" for t in op.outputs if t >= 0)
+            flag = "" if op.supported else f"  UNSUPPORTED: {op.reason}"
+            lines.append(f"  {op.index:3d} {op.type:<22} -> {outs:<20} macs {op.macs:>10} "
+                         f"scratch {op.scratch_bytes:>6}{flag}")
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return (f"Graph({self.name!r}, {len(self.operators)} operators, {len(self.tensors)} tensors, "
+                f"{len(self.unsupported)} unsupported)")
+
+    # -- layout ------------------------------------------------------------
+    def linear_layout(self, alignment=ALIGNMENT):
+        """No reuse: every RAM tensor (alias roots only) and every scratch
+        buffer gets its own aligned region, in index order."""
+        offsets, scratch = {}, {}
+        off = 0
+        for t in self.activation_tensors():
+            if t in self.aliases:
+                continue
+            offsets[t] = off
+            off += _align(self.tensors[t].nbytes, alignment)
+        for t in self.activation_tensors():
+            if t in self.aliases:
+                offsets[t] = offsets[self.alias_root(t)]
+        for op in self.operators:
+            if op.scratch_bytes > 0:
+                scratch[op.index] = off
+                off += _align(op.scratch_bytes, alignment)
+        return Layout(max(off, 1), offsets, scratch, list(range(len(self.operators))), "linear")
+
+    def layout_from_plan(self, plan):
+        """Arena offsets from a pyembed.planner Plan. Regions are laid end to
+        end in one arena (each starting 16-byte aligned) for running on the
+        host; a single-region plan keeps its offsets unchanged."""
+        try:
+            regions = list(plan.regions)
+            used = plan.region_used()
+        except AttributeError:
+            raise ArgumentError("plan: expected a pyembed.planner Plan (regions, placement, tensor_buffer)") \
+                from None
+        base, b = {}, 0
+        for r in regions:
+            base[r.name] = b
+            b += _align(used.get(r.name, 0), ALIGNMENT)
+        offsets, scratch = {}, {}
+        for t in self.activation_tensors():
+            loc = plan.tensor_location(t)
+            if loc is None:
+                raise PlanError(f"plan {getattr(plan, 'graph_name', '')!r} does not place tensor {t} "
+                                f"({self.tensors[t].name!r}) of graph {self.name!r}")
+            offsets[t] = base[loc[0]] + int(loc[1])
+        for i, buf in enumerate(plan.buffers):
+            if getattr(buf, "kind", "") == "scratch" and getattr(buf, "op", None) is not None:
+                r, off = plan.placement[i]
+                scratch[int(buf.op)] = base[regions[r].name] + int(off)
+        for op in self.operators:
+            if op.scratch_bytes > 0 and op.index not in scratch:
+                raise PlanError(f"plan has no scratch buffer for operator {op.index} ({op.type}), which needs "
+                                f"{op.scratch_bytes} bytes")
+        order = list(plan.order) if getattr(plan, "order", None) else list(range(len(self.operators)))
+        if sorted(order) != list(range(len(self.operators))):
+            raise PlanError(f"plan order {order} does not list each of the {len(self.operators)} operators once")
+        return Layout(max(b, 1), offsets, scratch, order, "plan")
+
+    # -- running -----------------------------------------------------------
+    def check_supported(self):
+        if self.unsupported:
+            listed = "; ".join(f"#{i} {t}" + (f" ({self.operators[i].reason})" if self.operators[i].reason else "")
+                               for i, t in self.unsupported)
+            raise UnsupportedError(f"{self.name}: {len(self.unsupported)} operator(s) cannot be executed by "
+                                   f"pyembed: {listed}")
+
+    def compile(self, plan=None, layout=None, rounding="double"):
+        """The C graph runtime's tables for this graph on a layout (default:
+        linear, no reuse; or the plan's). Returns a pyembed.ops.GraphRuntime.
+
+        rounding: "double" (default; TFLite's reference build, TFLM and
+        CMSIS-NN) or "single" (TFLITE_SINGLE_ROUNDING builds such as the
+        LiteRT wheels) for every fixed-point requantization."""
+        self.check_supported()
+        if layout is None:
+            layout = self.layout_from_plan(plan) if plan is not None else self.linear_layout()
+        from pyembed.ops import build_runtime
+        return build_runtime(self, layout, rounding)
+
+    def _runtime(self, plan, rounding):
+        key = (id(plan) if plan is not None else None, rounding)
+        rt = self._runtime_cache.get(key)
+        if rt is None or rt.plan is not plan:
+            rt = self.compile(plan, rounding=rounding)
+            rt.plan = plan
+            if len(self._runtime_cache) > 4:
+                self._runtime_cache.clear()
+            self._runtime_cache[key] = rt
+        return rt
+
+    def run(self, x, keep_intermediates=False, plan=None, rounding="double"):
+        """Run the graph on the C runtime.
+
+        x: one array for a single-input graph, or a list with one array per
+        graph input (dtype and shape as the input tensors declare).
+        Returns the list of outputs, or with keep_intermediates=True a dict
+        {tensor index: value} of every tensor computed (inputs, every
+        operator output, constants excluded), each copied right after the
+        operator that wrote it (so planned arenas that reuse bytes are fine)."""
+        self.check_supported()
+        xs = self._inputs_list(x)
+        rt = self._runtime(plan, rounding)
+        arena = rt.new_arena()
+        for k, v in enumerate(xs):
+            rt.set_input(arena, k, v)
+        values = {}
+        if keep_intermediates:
+            for t in self.inputs:
+                values[t] = rt.tensor_value(arena, t)
+        for step in range(len(rt.order)):
+            rt.invoke_op(step, arena)
+            if keep_intermediates:
+                for t in self.operators[rt.order[step]].outputs:
+                    if t >= 0:
+                        values[t] = rt.tensor_value(arena, t)
+        if keep_intermediates:
+            return values
+        return [rt.tensor_value(arena, t) for t in self.outputs]
+
+    def _inputs_list(self, x):
+        if isinstance(x, (list, tuple)):
+            xs = list(x)
+        else:
+            xs = [x]
+        if len(xs) != len(self.inputs):
+            raise ArgumentError(f"x: graph {self.name!r} has {len(self.inputs)} input(s), got {len(xs)} array(s)")
+        out = []
+        for k, (v, t) in enumerate(zip(xs, self.inputs)):
+            tensor = self.tensors[t]
+            name = f"x[{k}]" if len(xs) > 1 else "x"
+            if not isinstance(v, np.ndarray):
+                raise ArgumentError(f"{name}: expected a numpy array of {tensor.dtype.name} with shape "
+                                    f"{tensor.shape}, got {type(v).__name__}")
+            if v.dtype != tensor.dtype:
+                raise ArgumentError(f"{name}: expected dtype {tensor.dtype.name} (input tensor {t} "
+                                    f"{tensor.name!r}), got {v.dtype}")
+            if tuple(v.shape) != tuple(tensor.shape):
+                if v.size == tensor.size and v.ndim == len(tensor.shape) - 1 and tensor.shape[:1] == (1,):
+                    v = v.reshape(tensor.shape)   # a missing batch dimension of 1
+                else:
+                    raise ArgumentError(f"{name}: expected shape {tuple(tensor.shape)} (input tensor {t} "
+                                        f"{tensor.name!r}), got {v.shape}")
+            out.append(np.ascontiguousarray(v))
+        return out
+
+
+def _align(n, a):
+    return (int(n) + a - 1) // a * a
+
+
+def load_model(path, fmt=None):
+    """Load a .tflite or .onnx model into a Graph.
+
+    The format is taken from fmt ("tflite" / "onnx"), else from the file's
+    first bytes (the TFL3 flatbuffer identifier), else from the extension.
+    Raises ModelError for unreadable, malformed or inconsistent files;
+    unsupported operators do not fail the load (see Graph.unsupported)."""
+    if isinstance(path, (bytes, bytearray)):
+        raise ArgumentError("path: expected a file path (str or os.PathLike), got bytes")
+    try:
+        path = os.fspath(path)
+    except TypeError:
+        raise ArgumentError(f"path: expected a file path, got {type(path).__name__}") from None
+    if not os.path.exists(path):
+        raise ModelError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise ModelError(f"{path}: is a directory, expected a model file")
+    if fmt is None:
+        try:
+            with open(path, "rb") as f:
+                head = f.read(8)
+        except OSError as e:
+            raise ModelError(f"{path}: cannot read the model file ({e.strerror or e})") from None
+        ext = os.path.splitext(path)[1].lower()
+        if head[4:8] == b"TFL3" or ext == ".tflite":
+            fmt = "tflite"
+        elif ext == ".onnx":
+            fmt = "onnx"
+        else:
+            raise ModelError(f"{path}: not a model pyembed can read (expected a .tflite flatbuffer with the "
+                             f"TFL3 identifier or an .onnx protobuf)")
+    if fmt == "tflite":
+        from pyembed.tflite_import import read_tflite
+        from pyembed.ops import graph_from_raw
+        return graph_from_raw(read_tflite(path), label=path, source_format="tflite")
+    if fmt == "onnx":
+        from pyembed.onnx_import import load_onnx
+        return load_onnx(path)
+    raise ArgumentError(f"fmt: expected 'tflite' or 'onnx', got {fmt!r}")
+
+
+def load_tflite_bytes(data, name="model"):
+    """A Graph from .tflite bytes in memory (no file)."""
+    from pyembed.tflite_import import read_tflite
+    from pyembed.ops import graph_from_raw
+    return graph_from_raw(read_tflite(bytes(data), name=name), label=name, source_format="tflite")
