@@ -21,7 +21,8 @@ weights OHWI [out_c, kh, kw, in_c/groups]; depthwise weights
 [1, kh, kw, in_c*ch_mult] with output channel o = c*ch_mult + m reading input
 channel c. bias int32 [out_c] or None; multiplier / shift int32 [out_c].
 
-Output size per axis, k_eff = (k - 1) * dilation + 1:
+Output size per axis (pyembed.pooling.output_size, C pe_out_size),
+k_eff = (k - 1) * dilation + 1:
     "floor": (d + before + after - k_eff) // s + 1      (default)
     "ceil":  ceil((d + before + after - k_eff) / s) + 1
     "nopad": (d - k_eff) // s + 1, padding ignored
@@ -34,9 +35,10 @@ import numpy as np
 from pyembed._ext import _conv as _c
 from pyembed._validate import as_int_array, exact_array, int_in_range
 from pyembed.errors import ArgumentError
+from pyembed.pooling import output_size as _axis_size  # the one output-size rule (pe_out_size)
 
-__all__ = ["conv2d", "depthwise_conv2d", "Conv2dStream", "DepthwiseConv2dStream",
-           "conv_output_size", "vector_conv_s8", "vector_depthwise_conv_s8"]
+__all__ = ["conv2d", "depthwise_conv2d", "Conv2dStream", "DepthwiseConv2dStream", "buffer_size",
+           "conv_pool2d", "STRATEGIES", "vector_conv_s8", "vector_depthwise_conv_s8"]
 
 _RULES = ("floor", "ceil", "nopad")
 
@@ -49,19 +51,6 @@ def _pair(value, name, lo):
     else:
         h = w = value
     return int_in_range(h, f"{name}[0]", lo), int_in_range(w, f"{name}[1]", lo)
-
-
-def conv_output_size(d, k_eff, stride, before, after, rule="floor"):
-    """Outputs along one axis for input length d and effective kernel k_eff."""
-    if rule == "nopad":
-        span = d - k_eff
-    elif rule in ("floor", "ceil"):
-        span = d + before + after - k_eff
-    else:
-        raise ArgumentError(f"shape_rule: expected one of {_RULES}, got {rule!r}")
-    if span < 0:
-        return 0
-    return (span + (stride - 1 if rule == "ceil" else 0)) // stride + 1
 
 
 def _geometry(in_hw, k_hw, stride, padding, dilation, shape_rule, output_size):
@@ -90,12 +79,13 @@ def _geometry(in_hw, k_hw, stride, padding, dilation, shape_rule, output_size):
         return pads, (oh, ow)
     if shape_rule == "nopad":
         pads = (0, 0, 0, 0)
-    out = (conv_output_size(in_hw[0], k_eff[0], sh, pads[0], pads[1], shape_rule),
-           conv_output_size(in_hw[1], k_eff[1], sw, pads[2], pads[3], shape_rule))
-    if out[0] < 1 or out[1] < 1:
+    try:
+        out = (_axis_size(in_hw[0], k_eff[0], sh, pads[0], pads[1], shape_rule),
+               _axis_size(in_hw[1], k_eff[1], sw, pads[2], pads[3], shape_rule))
+    except ArgumentError:
         raise ArgumentError(
             f"output size: input {tuple(in_hw)} with effective kernel {k_eff}, stride {(sh, sw)}, "
-            f"padding {pads} and rule {shape_rule!r} gives {out} outputs (need >= 1 per axis)")
+            f"padding {pads} and rule {shape_rule!r} leaves no output (need >= 1 per axis)") from None
     return pads, out
 
 
@@ -316,6 +306,52 @@ class DepthwiseConv2dStream(Conv2dStream):
     """Row streaming reverse depthwise convolution (same interface, ch_mult=)."""
 
     _depthwise = True
+
+
+STRATEGIES = ("fused", "none", "naive", "striped", "reverse")
+
+
+def conv_pool2d(x, weights, bias, multiplier, shift, *, window, pool="max", pool_stride=None,
+                pool_padding=0, pool_rule="floor", pool_output_size=None,
+                pool_activation=(-128, 127), strategy="fused", stride=1, padding=0, dilation=1,
+                groups=1, input_offset=0, output_offset=0, activation=(-128, 127),
+                rounding="double", shape_rule="floor", output_size=None, out=None,
+                return_stats=False):
+    """Convolution followed by pooling, without storing the convolution output.
+
+    Convolution arguments as conv2d; pooling arguments as
+    pyembed.pooling.pool2d (pool = "max" | "avg" | "sum", window, pool_stride
+    defaulting to the window, pool_padding, pool_rule or pool_output_size,
+    pool_activation) applied to the int8 convolution output.
+
+    strategy:
+      "fused"    (default) the reverse convolution's final rows are scattered
+                 at once into reverse pooling (pe_conv_pool_rev_s8): only the
+                 two rings of rows in flight and one convolution row are held.
+      "none", "naive", "striped", "reverse": the four strategies of the
+                 seed's Table I (max pooling only), for measurement; they give
+                 the same bits and different counters (see pe_fused.h).
+    Returns the pooled int8 output, or (output, stats) with return_stats:
+    the kernel counters (for the Table I strategies conv_macs_nominal,
+    pool_ops_nominal, conv_macs, pool_ops, conv_outputs, peak_elems, ...).
+    """
+    from pyembed import pooling
+    if strategy not in STRATEGIES:
+        raise ArgumentError(f"strategy: expected one of {STRATEGIES}, got {strategy!r}")
+    x4, squeeze = _input4d(x)
+    params, weights, bias, mult, sh, cshape = _prepare(
+        False, x4.shape, weights, bias, multiplier, shift, stride, padding, dilation, groups, 1,
+        input_offset, output_offset, activation, rounding, shape_rule, output_size)
+    prm = pooling.make_params(pool, window, pool_stride, pool_padding, pool_activation)
+    if strategy != "fused" and pool != "max":
+        raise ArgumentError(f"pool: the Table I strategies pool with 'max' only, got {pool!r}")
+    pshape = pooling.pool_output_shape(cshape, window, pool_stride, pool_padding, pool_rule,
+                                       pool_output_size)
+    res = _output(out, pshape[1:] if squeeze else pshape)
+    res4 = res[None] if squeeze else res
+    stats = _c.conv_pool(None if strategy == "fused" else strategy, params, prm, x4, weights,
+                         bias, mult, sh, cshape, res4)
+    return (res, stats) if return_stats else res
 
 
 def _vector_args(arrays, params):

@@ -107,29 +107,15 @@ pe_status pe_depthwise_conv2d_rev_s8_get_buffer_size(const pe_conv_params *param
     return scratch_bytes(params, input_dims, filter_dims, output_dims, 1, size);
 }
 
-static pe_status stream_init(pe_conv_rev_stream *st, const pe_context *ctx,
-                             const pe_conv_params *p, const pe_per_channel_quant *q,
-                             const pe_dims *in, const pe_dims *f, const int8_t *filter,
-                             const int32_t *bias, const pe_dims *out, int32_t depthwise)
+pe_status pe_conv_check_quant(const pe_per_channel_quant *q, const int32_t *bias,
+                              int32_t out_c, int64_t taps)
 {
-    int32_t need;
-    int32_t oc;
-    int64_t taps;
     int64_t max_bias = 0;
-    pe_status s;
-
-    if (st == NULL || ctx == NULL || q == NULL || filter == NULL || q->multiplier == NULL ||
-        q->shift == NULL) {
+    int32_t oc;
+    if (q == NULL || q->multiplier == NULL || q->shift == NULL || out_c < 1 || taps < 1) {
         return PE_ERR_ARG;
     }
-    s = scratch_bytes(p, in, f, out, depthwise, &need);
-    if (s != PE_OK) {
-        return s;
-    }
-    if (ctx->buf == NULL || ctx->size < need || ((uintptr_t)ctx->buf & 3u) != 0u) {
-        return PE_ERR_SCRATCH;
-    }
-    for (oc = 0; oc < out->c; oc++) {
+    for (oc = 0; oc < out_c; oc++) {
         const int64_t b = bias != NULL ? (int64_t)bias[oc] : 0;
         const int64_t ab = b < 0 ? -b : b;
         if (q->multiplier[oc] < 0 || q->shift[oc] < -31 || q->shift[oc] > 30) {
@@ -139,9 +125,35 @@ static pe_status stream_init(pe_conv_rev_stream *st, const pe_context *ctx,
             max_bias = ab;
         }
     }
-    taps = (int64_t)f->h * f->w * (depthwise ? 1 : f->c);
-    if (taps * PE_CONV_MAX_PRODUCT + max_bias > (int64_t)PE_INT32_MAX) {
+    if (taps > PE_INT32_MAX || taps * PE_CONV_MAX_PRODUCT + max_bias > (int64_t)PE_INT32_MAX) {
         return PE_ERR_UNSUPPORTED;
+    }
+    return PE_OK;
+}
+
+static pe_status stream_init(pe_conv_rev_stream *st, const pe_context *ctx,
+                             const pe_conv_params *p, const pe_per_channel_quant *q,
+                             const pe_dims *in, const pe_dims *f, const int8_t *filter,
+                             const int32_t *bias, const pe_dims *out, int32_t depthwise)
+{
+    int32_t need;
+    int64_t taps;
+    pe_status s;
+
+    if (st == NULL || ctx == NULL || filter == NULL) {
+        return PE_ERR_ARG;
+    }
+    s = scratch_bytes(p, in, f, out, depthwise, &need);
+    if (s != PE_OK) {
+        return s;
+    }
+    if (ctx->buf == NULL || ctx->size < need || ((uintptr_t)ctx->buf & 3u) != 0u) {
+        return PE_ERR_SCRATCH;
+    }
+    taps = (int64_t)f->h * f->w * (depthwise ? 1 : f->c);
+    s = pe_conv_check_quant(q, bias, out->c, taps);
+    if (s != PE_OK) {
+        return s;
     }
 
     st->params = *p;

@@ -1,4 +1,4 @@
-# pyembed-csrc: pe_conv_rev.c
+# pyembed-csrc: pe_conv_rev.c pe_fused.c pe_pool_rev.c
 # cython: language_level=3, boundscheck=False, wraparound=False
 """Bindings for reverse convolution (pe_conv.h).
 
@@ -198,3 +198,112 @@ cdef class ConvRevStream:
     @property
     def scratch_bytes(self):
         return self.ctx.size
+
+
+# ---- convolution -> pooling (pe_fused.h) ------------------------------------
+
+cdef extern from "pyembed/pe_fused.h":
+    ctypedef enum pe_fuse_strategy:
+        PE_FUSE_NONE
+        PE_FUSE_NAIVE
+        PE_FUSE_STRIPED
+        PE_FUSE_REVERSE
+    ctypedef struct pe_fused_counters:
+        uint64_t conv_macs_nominal
+        uint64_t pool_ops_nominal
+        uint64_t conv_macs
+        uint64_t pool_ops
+        uint64_t conv_outputs
+        int64_t peak_elems
+        int64_t peak_bytes
+    pe_status pe_conv_pool_rev_get_buffer_size(const pe_conv_params *cp, const pe_pool_params *pp,
+                                               const pe_dims *i, const pe_dims *f,
+                                               const pe_dims *co, const pe_dims *po,
+                                               int32_t *size) nogil
+    pe_status pe_conv_pool_rev_s8(const pe_context *ctx, const pe_conv_params *cp,
+                                  const pe_per_channel_quant *q, const pe_pool_params *pp,
+                                  const pe_dims *i, const int8_t *inp, const pe_dims *f,
+                                  const int8_t *w, const int32_t *bias, const pe_dims *co,
+                                  const pe_dims *po, int8_t *out) nogil
+    pe_status pe_conv_pool_strategy_get_buffer_size(pe_fuse_strategy s, const pe_conv_params *cp,
+                                                    const pe_pool_params *pp, const pe_dims *i,
+                                                    const pe_dims *f, const pe_dims *co,
+                                                    const pe_dims *po, int32_t *size) nogil
+    pe_status pe_conv_pool_strategy_s8(const pe_context *ctx, pe_fuse_strategy s,
+                                       const pe_conv_params *cp, const pe_per_channel_quant *q,
+                                       const pe_pool_params *pp, const pe_dims *i,
+                                       const int8_t *inp, const pe_dims *f, const int8_t *w,
+                                       const int32_t *bias, const pe_dims *co, const pe_dims *po,
+                                       int8_t *out, pe_fused_counters *cnt) nogil
+
+STRATEGIES = {"none": PE_FUSE_NONE, "naive": PE_FUSE_NAIVE, "striped": PE_FUSE_STRIPED,
+              "reverse": PE_FUSE_REVERSE}
+
+
+cdef pe_pool_params _pool_params(tuple prm):
+    """The tuple of pyembed.pooling.make_params -> pe_pool_params."""
+    cdef pe_pool_params p
+    (kind, p.window.h, p.window.w, p.stride.h, p.stride.w, p.padding.top, p.padding.bottom,
+     p.padding.left, p.padding.right, p.activation.min, p.activation.max,
+     p.sum_quant.multiplier, p.sum_quant.shift, p.output_offset) = prm
+    p.kind = <pe_pool_kind>kind
+    return p
+
+
+_FUSED_DETAIL = _DETAIL + ", or pooling window/stride/padding/activation/output dims"
+
+
+def conv_pool(strategy, dict params, tuple pool_prm, const int8_t[:, :, :, ::1] inp,
+              const int8_t[:, :, :, ::1] weights, bias, const int32_t[::1] mult,
+              const int32_t[::1] shift, conv_out_shape, int8_t[:, :, :, ::1] out):
+    """strategy None: the fused reverse stream (pe_conv_pool_rev_s8), returns
+    the ctx stats dict; else one of STRATEGIES, returns the counters dict."""
+    cdef pe_conv_params p = _params(params)
+    cdef pe_pool_params pp = _pool_params(pool_prm)
+    cdef pe_dims di = _dims((inp.shape[0], inp.shape[1], inp.shape[2], inp.shape[3]))
+    cdef pe_dims df = _dims((weights.shape[0], weights.shape[1], weights.shape[2], weights.shape[3]))
+    cdef pe_dims dco = _dims(conv_out_shape)
+    cdef pe_dims dpo = _dims((out.shape[0], out.shape[1], out.shape[2], out.shape[3]))
+    cdef pe_per_channel_quant q
+    cdef pe_context ctx
+    cdef pe_stats stats
+    cdef pe_fused_counters cnt
+    cdef pe_fuse_strategy s = PE_FUSE_NONE
+    cdef int32_t size = 0
+    cdef int64_t[::1] buf
+    cdef const int32_t *bp = _bias_ptr(bias)
+    cdef int st
+    if strategy is None:
+        st = pe_conv_pool_rev_get_buffer_size(&p, &pp, &di, &df, &dco, &dpo, &size)
+        check(st, "pe_conv_pool_rev_get_buffer_size", _FUSED_DETAIL)
+    else:
+        s = STRATEGIES[strategy]
+        st = pe_conv_pool_strategy_get_buffer_size(s, &p, &pp, &di, &df, &dco, &dpo, &size)
+        check(st, "pe_conv_pool_strategy_get_buffer_size", _FUSED_DETAIL)
+    scratch = np.empty(max(1, (size + 7) // 8), dtype=np.int64)
+    buf = scratch
+    memset(&stats, 0, sizeof(stats))
+    memset(&cnt, 0, sizeof(cnt))
+    q.multiplier = &mult[0]
+    q.shift = &shift[0]
+    ctx.buf = &buf[0]
+    ctx.size = size
+    ctx.stats = &stats
+    with nogil:
+        if strategy is None:
+            st = pe_conv_pool_rev_s8(&ctx, &p, &q, &pp, &di, &inp[0, 0, 0, 0], &df,
+                                     &weights[0, 0, 0, 0], bp, &dco, &dpo, &out[0, 0, 0, 0])
+        else:
+            st = pe_conv_pool_strategy_s8(&ctx, s, &p, &q, &pp, &di, &inp[0, 0, 0, 0], &df,
+                                          &weights[0, 0, 0, 0], bp, &dco, &dpo,
+                                          &out[0, 0, 0, 0], &cnt)
+    if strategy is None:
+        check(st, "pe_conv_pool_rev_s8", _FUSED_DETAIL)
+        d = stats_to_dict(&stats)
+        d["scratch_bytes"] = size
+        return d
+    check(st, "pe_conv_pool_strategy_s8", _FUSED_DETAIL + " (strategies pool with max only)")
+    return {"conv_macs_nominal": cnt.conv_macs_nominal, "pool_ops_nominal": cnt.pool_ops_nominal,
+            "conv_macs": cnt.conv_macs, "pool_ops": cnt.pool_ops, "conv_outputs": cnt.conv_outputs,
+            "peak_elems": cnt.peak_elems, "peak_bytes": cnt.peak_bytes,
+            "input_reads": stats.input_reads, "scratch_bytes": size}

@@ -97,6 +97,14 @@ pe_status pe_depthwise_conv2d_rev_s8(const pe_context *ctx, const pe_conv_params
                                      const int32_t *bias, const pe_dims *output_dims,
                                      int8_t *output);
 
+/* The checks the kernels make on quant and bias, for kernels built on the
+ * same arithmetic (pe_fused.h): multiplier[oc] >= 0, shift[oc] in [-31, 30]
+ * for oc < out_c (PE_ERR_ARG), and taps * 128 * 255 + max|bias| <= 2^31 - 1
+ * where taps = kernel_h * kernel_w * (in_c / groups), 1 channel for
+ * depthwise (PE_ERR_UNSUPPORTED). bias may be NULL. */
+pe_status pe_conv_check_quant(const pe_per_channel_quant *quant, const int32_t *bias,
+                              int32_t out_c, int64_t taps);
+
 /*
  * Row streaming ("burning front"), one image (input_dims->n == 1):
  *
