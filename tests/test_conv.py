@@ -110,13 +110,8 @@ def expected_size(x, w, kw):
     pads = kw["padding"] if kw["shape_rule"] != "nopad" else (0, 0, 0, 0)
     out = []
     for d, k, s, b, a in zip(x.shape[1:3], keff, kw["stride"], pads[0::2], pads[1::2]):
-        span = d + b + a - k
-        if span < 0:
-            out.append(0)
-        elif kw["shape_rule"] == "ceil":
-            out.append(-(-span // s) + 1)
-        else:
-            out.append(span // s + 1)
+        span = d + b + a - k  # may be negative: true floor / ceiling (SPEC section 2)
+        out.append(-(-span // s) + 1 if kw["shape_rule"] == "ceil" else span // s + 1)
     return tuple(out), (pads[0], pads[2])
 
 
