@@ -232,9 +232,11 @@ def order_search(problem, regions, time_limit=2.0, seed=0, target=None, **_):
             return best
     rng = random.Random(seed)
     n = len(problem.buffers)
-    tries = 0
-    while n > 1 and time.perf_counter() - start < time_limit and (best is None or best_total > target):
-        tries += 1
+    stale = 0
+    patience = max(300, 30 * n)  # non-improving tries before giving up early
+    while n > 1 and time.perf_counter() - start < time_limit and (best is None or best_total > target) \
+            and stale < patience:
+        stale += 1
         base = list(best_order) if best_order is not None else list(range(n))
         # a few random moves of one buffer to an earlier position
         for _ in range(rng.randint(1, 3)):
@@ -247,6 +249,8 @@ def order_search(problem, regions, time_limit=2.0, seed=0, target=None, **_):
             last_error = e
             continue
         total = placement_total(problem, regions, pos)
+        if best is not None and total < best_total:
+            stale = 0
         if best is None or total <= best_total:  # accept ties: a random walk on plateaus
             best, best_total, best_order = pos, total, base
     if best is None:

@@ -51,11 +51,26 @@ def timeline(plan, width=64):
         r, off = plan.placement[i]
         out.append(f"  {symbol(i)} {b.name:<44} {b.kind:<10} {plan.regions[r].name:<6} "
                    f"@{off:<7} {b.size:>7} B  steps {b.first}..{b.last}")
-    if any(ov.proven for ov in plan.problem.overlaps):
-        out.append("proven overlaps (dst may start at most max_delta after src):")
-        for ov in plan.problem.overlaps:
-            if ov.proven:
-                d = plan.offset_of(ov.dst) - plan.offset_of(ov.src)
-                out.append(f"  {plan.buffers[ov.dst].name} over {plan.buffers[ov.src].name} at step {ov.step}: "
-                           f"delta {d} <= {ov.max_delta}  ({ov.evidence})")
+    used = used_overlaps(plan)
+    if used:
+        out.append("output written over its input (proven overlaps the plan uses):")
+        for ov, shared in used:
+            d = plan.offset_of(ov.dst) - plan.offset_of(ov.src)
+            out.append(f"  step {ov.step}: {plan.buffers[ov.dst].name} over {plan.buffers[ov.src].name}, "
+                       f"{shared} B shared, delta {d} <= {ov.max_delta} ({ov.evidence})")
     return "\n".join(out)
+
+
+def used_overlaps(plan):
+    """[(Overlap, bytes shared)] for the proven allowances whose two buffers
+    really share bytes in this plan."""
+    out = []
+    for ov in plan.problem.overlaps:
+        if not ov.proven:
+            continue
+        (ra, oa), (rb, ob) = plan.placement[ov.src], plan.placement[ov.dst]
+        a, b = plan.buffers[ov.src], plan.buffers[ov.dst]
+        shared = min(oa + a.size, ob + b.size) - max(oa, ob)
+        if ra == rb and shared > 0:
+            out.append((ov, shared))
+    return out

@@ -91,8 +91,9 @@ def plan_problem(problem, regions=None, algorithm="auto", time_limit=5.0, **plan
                         import ortools  # noqa: F401
                     except ImportError:
                         continue
+                budget = time_limit if name == "cpsat" else min(1.0, time_limit / 5)
                 try:
-                    pos, total = _run(name, problem, regions, time_limit, info)
+                    pos, total = _run(name, problem, regions, budget, info)
                 except A.DoesNotFit:
                     continue
                 if best is None or total < best[1]:
