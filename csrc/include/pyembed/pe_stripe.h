@@ -1,0 +1,184 @@
+/*
+ * pe_stripe.h - row-by-row stripe execution of a chain of int8 layers with
+ * line buffers (SPEC section 4). No whole feature map is ever stored.
+ *
+ * The network's output is cut into vertical stripes of stripe_w columns. For
+ * each stripe, a backward pass over the layers computes the column range every
+ * layer must produce (the stripe plus the halo its consumers' windows need,
+ * clipped to the image); then the input image is fed row by row. Inside a
+ * stripe:
+ *  - every layer keeps a line store: a ring of the last (k_h - 1) rows of its
+ *    own input (an upsampling layer keeps its one input row);
+ *  - a layer's newest input row arrives in blocks of at most block_w columns
+ *    into a small temporary (k_w - 1 + block_w columns); as soon as enough
+ *    columns are there, the layer computes its output columns, at most block_w
+ *    at a time, and hands each block to the next layer before computing more
+ *    (depth-first through the layers); input columns no longer needed by the
+ *    row's remaining outputs are then moved from the temporary into the ring,
+ *    over the oldest row's columns, which nothing needs any more;
+ *  - a residual Add keeps its own ring of the earlier layer's output rows, as
+ *    many as the row schedule keeps alive at once (found by a dry run of the
+ *    schedule over the image height);
+ *  - the last layer writes straight into the caller's output image, only the
+ *    stripe's own columns, so stripes never overlap in the output.
+ * The result is bit-exact with full-frame layer-by-layer execution: every
+ * value a layer computes inside its column range has its whole window present
+ * (image padding is the only padding; halo columns are real values). The
+ * only extra arithmetic is the halo columns of narrow stripes; one stripe as
+ * wide as the output has none.
+ *
+ * Arithmetic (TFLite / CMSIS-NN int8, see pe_fixed.h):
+ *  conv, pointwise, depthwise:
+ *      acc = bias[o] + sum over in-image taps of w * (x + input_offset)
+ *      out = clamp(requant(acc, multiplier[o], shift[o]) + output_offset, act)
+ *    taps outside the image are skipped (the same as padding with the input
+ *    zero point). Conv weights OHWI [out_c][k_h][k_w][in_c]; pointwise
+ *    [out_c][in_c]; depthwise [k_h][k_w][out_c] with out_c = in_c * ch_mult and
+ *    output channel o reading input channel o / ch_mult.
+ *  pool: max of the in-image taps, or their sum S divided by their count n
+ *    rounded to nearest with halves away from zero (padding excluded from the
+ *    divisor, as CMSIS-NN arm_avgpool_s8); then clamped to act. Input and
+ *    output share scale and zero point.
+ *  add (TFLite ADD): a = requant((x_main + main_offset) * 2^left_shift, main_quant)
+ *                    b = requant((x_branch + branch_offset) * 2^left_shift, branch_quant)
+ *                    out = clamp(requant(a + b, out_quant) + output_offset, act)
+ *    (a + b saturates to int32.)
+ *  upsample2x: nearest neighbour, out[y][x] = in[y / 2][x / 2].
+ * Every requantization uses the layer's rounding (PE_ROUND_DOUBLE is the
+ * peers' default).
+ *
+ * Geometry per layer (rows and columns alike), k = kernel, s = stride,
+ * p_before / p_after = padding:
+ *      out = floor((in + p_before + p_after - k) / s) + 1
+ * with 0 <= p_before, p_after < k, so every window holds at least one image
+ * pixel. Upsampling doubles both sizes. Pointwise and add have k = 1, s = 1,
+ * no padding. An add's two inputs must have identical shapes.
+ *
+ * Memory: every byte (layer states, line stores, temporaries, branch stores)
+ * comes from ctx->buf, whose size pe_stripe_get_buffer_size_s8 gives for the
+ * network, the stripe width and the block width. The input and output images
+ * are the caller's and are not counted.
+ */
+#ifndef PYEMBED_PE_STRIPE_H
+#define PYEMBED_PE_STRIPE_H
+
+#include "pe_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Limits: a network has at most PE_STRIPE_MAX_LAYERS layers (the executor
+ * recurses once per layer, so this also bounds its stack depth); kernels are
+ * at most PE_STRIPE_MAX_KERNEL in each direction. */
+#define PE_STRIPE_MAX_LAYERS 32
+#define PE_STRIPE_MAX_KERNEL 7
+
+typedef enum {
+    PE_STRIPE_CONV = 0,       /* k_h x k_w convolution, any stride */
+    PE_STRIPE_DEPTHWISE = 1,  /* depthwise k_h x k_w, any stride */
+    PE_STRIPE_POINTWISE = 2,  /* 1 x 1 convolution, stride 1 */
+    PE_STRIPE_POOL = 3,       /* max or average pooling */
+    PE_STRIPE_ADD = 4,        /* residual add of an earlier layer's output */
+    PE_STRIPE_UPSAMPLE2X = 5  /* nearest-neighbour x2 upsampling */
+} pe_stripe_op;
+
+/* Residual add parameters (TFLite ADD). The main input is the previous
+ * layer's output; the branch input is layer from_layer's output (-1: the
+ * network input). Offsets are minus the inputs' zero points; left_shift is
+ * 0..20 (TFLite uses 20 for int8). */
+typedef struct {
+    int32_t from_layer;
+    int32_t left_shift;
+    int32_t main_offset;
+    pe_per_tensor_quant main_quant;
+    int32_t branch_offset;
+    pe_per_tensor_quant branch_quant;
+    pe_per_tensor_quant out_quant;
+} pe_stripe_add_params;
+
+/* One layer. Fields a kind does not use are ignored.
+ *  in_c, out_c     channels; in_c must equal the previous layer's out_c (the
+ *                  network input's c for layer 0). Pool, add and upsample
+ *                  have out_c == in_c; depthwise has out_c = in_c * ch_mult.
+ *  kernel, stride, padding   conv, depthwise, pool (pointwise, add, upsample:
+ *                  kernel 1x1, stride 1, padding 0, checked).
+ *  input_offset    -input zero point, in [-127, 128] (conv family)
+ *  output_offset   output zero point, in [-128, 127] (conv family, add)
+ *  activation      final clamp, -128 <= min <= max <= 127 (all but upsample)
+ *  weights, bias, quant   conv family; bias may be NULL (zero); multipliers
+ *                  >= 0, shifts in [-31, 30]. Pointers stay owned by the
+ *                  caller (typically const data in flash).
+ *  pool_kind       PE_POOL_MAX or PE_POOL_AVG
+ *  add             add only */
+typedef struct {
+    pe_stripe_op op;
+    int32_t in_c;
+    int32_t out_c;
+    pe_tile kernel;
+    pe_tile stride;
+    pe_padding padding;
+    int32_t input_offset;
+    int32_t output_offset;
+    pe_activation activation;
+    pe_rounding rounding;
+    const int8_t *weights;
+    const int32_t *bias;
+    pe_per_channel_quant quant;
+    pe_pool_kind pool_kind;
+    pe_stripe_add_params add;
+} pe_stripe_layer;
+
+/* A network: n_layers layers run in order on an input of dims input
+ * (n must be 1). Static: nothing here is allocated. */
+typedef struct {
+    const pe_stripe_layer *layers;
+    int32_t n_layers;
+    pe_dims input;
+} pe_stripe_net;
+
+/* Checks the network and returns its output dims (n = 1).
+ * PE_ERR_ARG: NULL pointers, n_layers outside [1, PE_STRIPE_MAX_LAYERS],
+ *   input dims < 1 or n != 1, channel counts that do not chain, a layer
+ *   output smaller than 1 pixel, padding outside [0, k), an add whose inputs'
+ *   shapes differ or whose from_layer is not an earlier layer, parameters out
+ *   of range, or a receptive field wider or taller than the input image.
+ * PE_ERR_UNSUPPORTED: a kernel larger than PE_STRIPE_MAX_KERNEL, or a residual
+ *   branch whose rows are not produced before the add needs them. */
+pe_status pe_stripe_output_dims(const pe_stripe_net *net, pe_dims *output);
+
+/* Arena bytes pe_stripe_run_s8 needs for this network, stripe width (output
+ * columns per stripe, >= 1; wider than the output means one stripe) and block
+ * width (columns a layer computes per step, >= 1). Includes up to 7 bytes of
+ * alignment slack, so any ctx->buf works. PE_ERR_OVERFLOW if it exceeds
+ * INT32_MAX; otherwise the statuses of pe_stripe_output_dims. */
+pe_status pe_stripe_get_buffer_size_s8(const pe_stripe_net *net, int32_t stripe_w,
+                                       int32_t block_w, int32_t *size);
+
+/* Multiply-accumulates a stripe run will execute (conv family taps inside the
+ * image, halo columns included), predicted from the stripe geometry without
+ * running anything; pe_stripe_run_s8 measures the same count in ctx->stats.
+ * For planning: compare stripe widths without running them. */
+pe_status pe_stripe_predict_macs(const pe_stripe_net *net, int32_t stripe_w, int64_t *macs);
+
+/* Runs the network over input (NHWC, dims equal to net->input) in stripes and
+ * writes output (NHWC, dims equal to pe_stripe_output_dims). ctx->buf must hold
+ * pe_stripe_get_buffer_size_s8(net, stripe_w, block_w) bytes (PE_ERR_SCRATCH
+ * otherwise). input and output must not overlap. On any error the output
+ * content is unspecified.
+ * ctx->stats (optional) receives: macs (conv family multiply-accumulates),
+ * combines (pool taps combined, add and upsample elements), input_reads
+ * (input elements read, once per stripe that needs them), peak_bytes (the
+ * arena bytes actually touched: high-water marks of every buffer plus the
+ * layer states, at most the queried size) and peak_elems (the int8
+ * activation elements held in line stores, temporaries and branch stores at
+ * their high-water marks). */
+pe_status pe_stripe_run_s8(const pe_context *ctx, const pe_stripe_net *net, int32_t stripe_w,
+                           int32_t block_w, const pe_dims *input_dims, const int8_t *input,
+                           const pe_dims *output_dims, int8_t *output);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PYEMBED_PE_STRIPE_H */
