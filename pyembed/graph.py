@@ -258,8 +258,9 @@ class Graph:
         linear, no reuse; or the plan's). Returns a pyembed.ops.GraphRuntime.
 
         rounding: "double" (default; TFLite's reference build, TFLM and
-        CMSIS-NN) or "single" (TFLITE_SINGLE_ROUNDING builds such as the
-        LiteRT wheels) for every fixed-point requantization."""
+        CMSIS-NN), "single" (TFLITE_SINGLE_ROUNDING builds), "litert" (what
+        the LiteRT wheel computes: single rounding in FULLY_CONNECTED only)
+        or a dict {op type: "double"|"single"}."""
         self.check_supported()
         if layout is None:
             layout = self.layout_from_plan(plan) if plan is not None else self.linear_layout()
@@ -267,7 +268,7 @@ class Graph:
         return build_runtime(self, layout, rounding)
 
     def _runtime(self, plan, rounding):
-        key = (id(plan) if plan is not None else None, rounding)
+        key = (id(plan) if plan is not None else None, repr(rounding))
         rt = self._runtime_cache.get(key)
         if rt is None or rt.plan is not plan:
             rt = self.compile(plan, rounding=rounding)

@@ -651,15 +651,44 @@ def _kind(op):
 
 ROUNDINGS = ("double", "single")
 
+# Rounding presets: op type -> requantization rounding, "*" for the rest.
+# "litert": what the LiteRT wheel's BUILTIN_REF resolver computes (measured
+# operator by operator against it in tests/test_tflite_models.py): its int8
+# FULLY_CONNECTED requantizes with a single rounding (the ruy-style
+# MultiplyByQuantizedMultiplier), every other kernel with TFLite's double
+# rounding.
+ROUNDING_PRESETS = {
+    "double": {"*": "double"},
+    "single": {"*": "single"},
+    "litert": {"*": "double", "FULLY_CONNECTED": "single"},
+}
+
+
+def rounding_table(rounding):
+    """Normalise rounding (a preset name or {op type: mode}) to a dict."""
+    if isinstance(rounding, str):
+        if rounding not in ROUNDING_PRESETS:
+            raise ArgumentError(f"rounding: expected one of {', '.join(ROUNDING_PRESETS)} or a dict "
+                                f"{{op type: 'double'|'single'}}, got {rounding!r}")
+        return dict(ROUNDING_PRESETS[rounding])
+    if isinstance(rounding, dict):
+        table = {"*": "double"}
+        for k, v in rounding.items():
+            if v not in ROUNDINGS:
+                raise ArgumentError(f"rounding[{k!r}]: expected 'double' or 'single', got {v!r}")
+            table[k] = v
+        return table
+    raise ArgumentError(f"rounding: expected a preset name or a dict, got {type(rounding).__name__}")
+
 
 def build_runtime(graph, layout, rounding="double"):
     """Compile graph on layout into a GraphRuntime (the C tables).
 
-    rounding: "double" (TFLite's default build, TFLM, CMSIS-NN) or "single"
-    (builds with TFLITE_SINGLE_ROUNDING, such as the LiteRT wheels) for
-    every fixed-point requantization."""
-    if rounding not in ROUNDINGS:
-        raise ArgumentError(f"rounding: expected 'double' or 'single', got {rounding!r}")
+    rounding: "double" (default: TFLite's reference build, TFLM, CMSIS-NN),
+    "single" (TFLITE_SINGLE_ROUNDING builds), "litert" (the LiteRT wheel:
+    single for FULLY_CONNECTED only) or a dict {op type: mode}; it selects
+    the rounding of every fixed-point requantization."""
+    table = rounding_table(rounding)
     from pyembed._ext import _graph
     used = set(graph.inputs) | set(graph.outputs)
     for op in graph.operators:
@@ -686,7 +715,8 @@ def build_runtime(graph, layout, rounding="double"):
         scratch = int(op.scratch_bytes)
         ops.append({"kind": _kind(op), "inputs": ins, "output": c_index[op.outputs[0]],
                     "scratch_offset": int(layout.scratch_offsets.get(opi, -1)) if scratch else -1,
-                    "scratch_size": scratch, "params": op.params, "rounding": rounding})
+                    "scratch_size": scratch, "params": op.params,
+                    "rounding": table.get(op.type, table["*"])})
     compiled = _graph.CompiledGraph(tensors, ops, int(layout.arena_size))
     compiled.check()
     rt = GraphRuntime(graph, layout, compiled)

@@ -4,8 +4,10 @@ independent TensorFlow Lite reference interpreters on random inputs:
 * the tflite-micro package's interpreter (reference kernels, TFLite's default
   "double rounding" requantization) against pyembed's default rounding;
 * LiteRT's interpreter with the BUILTIN_REF op resolver (reference kernels).
-  The LiteRT wheel is built with TFLITE_SINGLE_ROUNDING, so it is compared
-  with pyembed's rounding="single". LiteRT refuses to load
+  Its int8 FULLY_CONNECTED requantizes with a single rounding while its
+  convolutions, ADD and the rest use TFLite's double rounding, so it is
+  compared with pyembed's rounding="litert" (single rounding in FC only; the
+  operator-by-operator test below pins that down). LiteRT refuses to load
   tflm_person_detect_int8 (its bias tensors declare quantized_dimension 3),
   so that model is checked against TFLM only.
 
@@ -42,7 +44,7 @@ UNSUPPORTED = {
                                      "CUSTOM:SignalFilterBankSpectralSubtraction", "CUSTOM:SignalPCAN",
                                      "CUSTOM:SignalFilterBankLog"},
 }
-N_INPUTS = 3  # random inputs per model and reference
+N_INPUTS = 4  # random inputs per model and reference
 
 
 def _tflm(path, x):
@@ -100,7 +102,7 @@ def test_bit_exact_with_tflm(graphs, name):
 def test_bit_exact_with_litert_reference_kernels(graphs, name):
     g = _graph(graphs, name)
     for k, x in enumerate(_inputs(g, 200 + RUNNABLE.index(name))):
-        got = g.run(x, rounding="single")[0]
+        got = g.run(x, rounding="litert")[0]
         mism = _mismatches(got, _litert(model_path(name), x))
         assert not mism, f"{name} input {k}: {len(mism)} of {got.size} elements differ: {mism}"
 
@@ -126,3 +128,33 @@ def test_models_are_shipped_unchanged():
     for name in RUNNABLE + sorted(UNSUPPORTED):
         digest = hashlib.md5(open(model_path(name), "rb").read()).hexdigest()
         assert f"{digest}  {name}.tflite" in readme
+
+
+@pytest.mark.parametrize("name", [n for n in RUNNABLE if n not in LITERT_REFUSES])
+def test_every_operator_bit_exact_with_litert(graphs, name):
+    """Each operator alone, fed LiteRT's own values of its inputs, on a
+    layout where every tensor has its own bytes: every intermediate tensor
+    of the model is compared, not only the output."""
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+    g = _graph(graphs, name)
+    path = model_path(name)
+    x = _inputs(g, 300 + RUNNABLE.index(name))[0]
+    it = Interpreter(model_path=path, experimental_op_resolver_type=OpResolverType.BUILTIN_REF,
+                     experimental_preserve_all_tensors=True)
+    it.allocate_tensors()
+    it.set_tensor(it.get_input_details()[0]["index"], x)
+    it.invoke()
+    rt = g.compile(rounding="litert")
+    arena = rt.new_arena()
+    failures = []
+    for step, opi in enumerate(rt.order):
+        op = g.operators[opi]
+        for t in op.inputs:
+            if t >= 0 and t in rt.layout.tensor_offsets:
+                rt.tensor_view(arena, t)[...] = it.get_tensor(t).reshape(g.tensors[t].shape)
+        rt.invoke_op(step, arena)
+        t = op.outputs[0]
+        mism = _mismatches(rt.tensor_value(arena, t), it.get_tensor(t).reshape(g.tensors[t].shape))
+        if mism:
+            failures.append(f"op {opi} {op.type}: {len(mism)} differ, first {mism[:5]}")
+    assert not failures, "\n".join(failures)

@@ -4,6 +4,8 @@
  */
 #include "pyembed/pe_graph.h"
 #include "pyembed/pe_fixed.h"
+#include "pyembed/pe_conv.h"
+#include "pyembed/pe_pool.h"
 
 static int32_t dtype_size(pe_dtype t)
 {
@@ -259,6 +261,52 @@ static pe_status run_fc(const pe_graph *g, const pe_graph_op *op, const pe_conte
                                  bias, &out_d, out);
 }
 
+static pe_status run_conv(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
+                          const pe_context *arena)
+{
+    const int8_t *in = (const int8_t *)tensor_in(g, op->inputs[0], arena, PE_DT_INT8);
+    const int8_t *w = (const int8_t *)tensor_in(g, op->inputs[1], arena, PE_DT_INT8);
+    const int32_t *bias = NULL;
+    int8_t *out = (int8_t *)tensor_out(g, op->output, arena, PE_DT_INT8);
+    const pe_dims *od;
+    if (in == NULL || w == NULL || out == NULL) {
+        return PE_ERR_ARG;
+    }
+    od = dims_of(g, op->output);
+    if (op->inputs[2] != -1) {
+        bias = (const int32_t *)tensor_in(g, op->inputs[2], arena, PE_DT_INT32);
+        if (bias == NULL || count_of(g, op->inputs[2]) != od->c) {
+            return PE_ERR_ARG;
+        }
+    }
+    /* the kernels read quant[0 .. out_c - 1] */
+    if (op->p.conv.quant.count != od->c) {
+        return PE_ERR_ARG;
+    }
+    if (op->type == PE_GOP_CONV_2D) {
+        return pe_conv2d_rev_s8(ctx, &op->p.conv.params, &op->p.conv.quant.quant,
+                                dims_of(g, op->inputs[0]), in, dims_of(g, op->inputs[1]), w, bias, od,
+                                out);
+    }
+    return pe_depthwise_conv2d_rev_s8(ctx, &op->p.conv.params, &op->p.conv.quant.quant,
+                                      dims_of(g, op->inputs[0]), in, dims_of(g, op->inputs[1]), w,
+                                      bias, od, out);
+}
+
+static pe_status run_pool(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
+                          const pe_context *arena)
+{
+    const int8_t *in = (const int8_t *)tensor_in(g, op->inputs[0], arena, PE_DT_INT8);
+    int8_t *out = (int8_t *)tensor_out(g, op->output, arena, PE_DT_INT8);
+    pe_pool_params params;
+    if (in == NULL || out == NULL) {
+        return PE_ERR_ARG;
+    }
+    params = op->p.pool;
+    params.kind = op->type == PE_GOP_MAX_POOL_2D ? PE_POOL_MAX : PE_POOL_AVG;
+    return pe_pool_rev_s8(ctx, &params, dims_of(g, op->inputs[0]), in, dims_of(g, op->output), out);
+}
+
 static pe_status run_softmax(const pe_graph *g, const pe_graph_op *op, const pe_context *arena)
 {
     const int8_t *in = (const int8_t *)tensor_in(g, op->inputs[0], arena, PE_DT_INT8);
@@ -391,9 +439,10 @@ pe_status pe_graph_invoke_op(const pe_graph *g, int32_t i, const pe_context *are
         return run_unary(g, op, &ctx, arena);
     case PE_GOP_CONV_2D:
     case PE_GOP_DEPTHWISE_CONV_2D:
+        return run_conv(g, op, &ctx, arena);
     case PE_GOP_AVERAGE_POOL_2D:
     case PE_GOP_MAX_POOL_2D:
-        return PE_ERR_UNSUPPORTED;
+        return run_pool(g, op, &ctx, arena);
     default:
         return PE_ERR_ARG;
     }

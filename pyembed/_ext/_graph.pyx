@@ -1,4 +1,4 @@
-# pyembed-csrc: pe_graph.c pe_fc.c pe_eltwise.c pe_softmax.c
+# pyembed-csrc: pe_graph.c pe_fc.c pe_eltwise.c pe_softmax.c pe_conv_rev.c pe_pool_rev.c
 # cython: language_level=3, boundscheck=False, wraparound=False
 """Bindings for the C graph runtime (pe_graph.h) and the kernels it owns
 (pe_fc.h, pe_eltwise.h).
@@ -83,6 +83,19 @@ cdef extern from "pyembed/pe_eltwise.h":
                                  const float *inp, int8_t *out) nogil
     pe_status pe_dequantize_s8_f32(const pe_context *ctx, const pe_float_quant_params *params, int32_t size,
                                    const int8_t *inp, float *out) nogil
+
+cdef extern from "pyembed/pe_conv.h":
+    pe_status pe_conv2d_rev_s8_get_buffer_size(const pe_conv_params *params, const pe_dims *input_dims,
+                                               const pe_dims *filter_dims, const pe_dims *output_dims,
+                                               int32_t *size) nogil
+    pe_status pe_depthwise_conv2d_rev_s8_get_buffer_size(const pe_conv_params *params,
+                                                         const pe_dims *input_dims,
+                                                         const pe_dims *filter_dims,
+                                                         const pe_dims *output_dims, int32_t *size) nogil
+
+cdef extern from "pyembed/pe_pool.h":
+    pe_status pe_pool_rev_get_buffer_size(const pe_pool_params *params, const pe_dims *in_dims,
+                                          const pe_dims *out_dims, int32_t *size) nogil
 
 cdef extern from "pyembed/pe_graph.h":
     ctypedef enum pe_dtype:
@@ -397,6 +410,54 @@ def fc_buffer_size(input_dims, filter_dims):
     cdef int32_t size = 0
     check(pe_fully_connected_s8_get_buffer_size(&a, &b, &size), "pe_fully_connected_s8_get_buffer_size",
           f"input {tuple(input_dims)}, filter {tuple(filter_dims)}")
+    return size
+
+
+cdef pe_conv_params _conv_params(dict p, bint depthwise):
+    cdef pe_conv_params c
+    c.input_offset = <int32_t>p["input_offset"]
+    c.output_offset = <int32_t>p["output_offset"]
+    c.stride.h = <int32_t>p["stride"][0]
+    c.stride.w = <int32_t>p["stride"][1]
+    c.padding = _pad(p["pad"])
+    c.dilation.h = <int32_t>p["dilation"][0]
+    c.dilation.w = <int32_t>p["dilation"][1]
+    c.groups = <int32_t>p.get("groups", 1)
+    c.ch_mult = <int32_t>p.get("depth_multiplier", 1)
+    c.activation = _act(p)
+    c.rounding = PE_ROUND_DOUBLE
+    return c
+
+
+def conv_buffer_size(dict p, input_dims, filter_dims, output_dims, bint depthwise):
+    """Scratch bytes of the reverse conv / depthwise kernel (pe_conv.h size query)."""
+    cdef pe_conv_params c = _conv_params(p, depthwise)
+    cdef pe_dims a = _dims(input_dims), f = _dims(filter_dims), o = _dims(output_dims)
+    cdef int32_t size = 0
+    if depthwise:
+        check(pe_depthwise_conv2d_rev_s8_get_buffer_size(&c, &a, &f, &o, &size),
+              "pe_depthwise_conv2d_rev_s8_get_buffer_size", f"{tuple(input_dims)} -> {tuple(output_dims)}")
+    else:
+        check(pe_conv2d_rev_s8_get_buffer_size(&c, &a, &f, &o, &size),
+              "pe_conv2d_rev_s8_get_buffer_size", f"{tuple(input_dims)} -> {tuple(output_dims)}")
+    return size
+
+
+def pool_buffer_size(dict p, input_dims, output_dims):
+    """Scratch bytes of the reverse pooling kernel (pe_pool.h size query)."""
+    cdef pe_pool_params q
+    cdef pe_dims a = _dims(input_dims), o = _dims(output_dims)
+    cdef int32_t size = 0
+    memset(&q, 0, sizeof(q))
+    q.kind = PE_POOL_AVG if p["kind"] == "avg" else PE_POOL_MAX
+    q.window.h = <int32_t>p["filter"][0]
+    q.window.w = <int32_t>p["filter"][1]
+    q.stride.h = <int32_t>p["stride"][0]
+    q.stride.w = <int32_t>p["stride"][1]
+    q.padding = _pad(p["pad"])
+    q.activation = _act(p)
+    check(pe_pool_rev_get_buffer_size(&q, &a, &o, &size), "pe_pool_rev_get_buffer_size",
+          f"{tuple(input_dims)} -> {tuple(output_dims)}")
     return size
 
 
