@@ -82,9 +82,9 @@ extern "C" {
 
 /* Instruction counts (gcc -O2, x86-64, callgrind) behind the auto fold rule;
  * re-measured and compared by `python -m pyembed.bench attention`. */
-#define PE_ATTN_COST_MAC 4
-#define PE_ATTN_COST_EXP 40
-#define PE_ATTN_COST_DIV 160
+#define PE_ATTN_COST_MAC 7
+#define PE_ATTN_COST_EXP 86
+#define PE_ATTN_COST_DIV 125
 
 typedef enum {
     PE_ATTN_FOLD_LATE = 0,  /* normalise after the second matmul (one pass) */
