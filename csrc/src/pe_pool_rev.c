@@ -460,64 +460,115 @@ static void close_row(pool_state *st, int32_t n, int8_t *out_rows, int32_t *firs
 
 /* ---- the combine loops -------------------------------------------------------- */
 
-/* Scatter n pixels starting at column x of the open row. The output rows
- * [ys, ye] occupy consecutive ring slots from slot_ys (wrapping); the column
- * range [qs, qe] of each pixel advances with the pixel by counting remainders
- * instead of dividing. Returns the number of combines done. */
-#define POOL_SCATTER_BODY(COMBINE)                                                \
+/* Scatter pixels [x, x + n) of the open row (n >= 1). The output rows
+ * [ys, ye] sit in consecutive ring slots from slot_ys (wrapping). For each of
+ * them, every output column whose window meets the pixels combines the run of
+ * pixels inside its window, channel innermost: each (pixel, output) pair is
+ * visited exactly once, with no division in the loops (window starts advance
+ * by the stride). Pixels in a gap (stride > window) fall in no run. Returns
+ * the number of combines done (one per channel). */
+#define POOL_SCATTER_BODY(COMBINE, RUN8)                                                   \
     const int32_t c = st->in.c;                                                            \
     const int32_t sw = st->p.stride.w;                                                     \
-    const int32_t wo_last = st->out.w - 1;                                                 \
+    const int32_t kw = st->p.window.w;                                                     \
+    const int32_t pl = st->p.padding.left;                                                 \
     const int32_t nr = st->ye - st->ys + 1;                                                \
-    const int32_t ring = st->ring_rows;                                                    \
-    const size_t row_elems = (size_t)st->row_elems;                                        \
-    int32_t *const acc = ring_of(st);                                                      \
-    const int32_t t = x + st->p.padding.left;                                              \
-    int32_t qe = t / sw, re = t - (t / sw) * sw;                                           \
-    int32_t qs = floor_div(t - st->p.window.w + sw, sw);                                   \
-    int32_t rs = t - st->p.window.w + sw - qs * sw;                                        \
-    uint64_t combines = 0;                                                                 \
-    int32_t i;                                                                             \
-    if (nr <= 0) {                                                                         \
+    const int32_t x_end = x + n;                                                           \
+    const int32_t xo_lo = max32(0, ceil_div(x + pl - kw + 1, sw));                         \
+    const int32_t xo_hi = min32(st->out.w - 1, floor_div(x_end - 1 + pl, sw));             \
+    const int32_t c4 = c & ~3;                                                             \
+    const int32_t c8 = c & ~7;                                                             \
+    int32_t slot = st->slot_ys;                                                            \
+    uint64_t visits = 0;                                                                   \
+    int32_t r;                                                                             \
+    if (n <= 0 || nr <= 0 || xo_lo > xo_hi) {                                              \
         return 0;                                                                          \
     }                                                                                      \
-    for (i = 0; i < n; i++, v += c) {                                                      \
-        const int32_t lo = qs > 0 ? qs : 0;                                                \
-        const int32_t hi = qe < wo_last ? qe : wo_last;                                    \
-        if (lo <= hi) {                                                                    \
-            int32_t slot = st->slot_ys;                                                    \
-            int32_t r;                                                                     \
-            for (r = 0; r < nr; r++) {                                                     \
-                int32_t *a = acc + (size_t)slot * row_elems + (size_t)lo * (size_t)c;      \
-                int32_t xo;                                                                \
-                for (xo = lo; xo <= hi; xo++, a += c) {                                    \
-                    int32_t ch = 0;                                                        \
-                    for (; ch + 4 <= c; ch += 4) {                                         \
-                        COMBINE(a[ch], v[ch]);                                             \
-                        COMBINE(a[ch + 1], v[ch + 1]);                                     \
-                        COMBINE(a[ch + 2], v[ch + 2]);                                     \
-                        COMBINE(a[ch + 3], v[ch + 3]);                                     \
+    for (r = 0; r < nr; r++) {                                                             \
+        int32_t *a = ring_of(st) + (size_t)slot * (size_t)st->row_elems +                  \
+                     (size_t)xo_lo * (size_t)c;                                            \
+        int32_t x0 = xo_lo * sw - pl; /* window start of the current output column */      \
+        int32_t xo;                                                                        \
+        for (xo = xo_lo; xo <= xo_hi; xo++, x0 += sw, a += c) {                            \
+            const int32_t pa = x0 > x ? x0 : x;                                            \
+            const int32_t pb = x0 + kw < x_end ? x0 + kw : x_end;                          \
+            const VALUE_T *p = v + (size_t)(pa - x) * (size_t)c;                           \
+            const VALUE_T *const p_end = v + (size_t)(pb - x) * (size_t)c;                 \
+            if (c8 == c) {                                                                 \
+                /* blocks of 8 channels outermost: the accumulators of a block  \
+                 * stay put while the run of pixels streams past */              \
+                int32_t ch;                                                                \
+                for (ch = 0; ch < c; ch += 8) {                                            \
+                    RUN8(COMBINE, a + ch, p + ch, p_end, c);                               \
+                }                                                                          \
+            } else {                                                                       \
+                for (; p < p_end; p += c) {                                                \
+                    int32_t ch;                                                            \
+                    for (ch = 0; ch < c4; ch += 4) {                                       \
+                        COMBINE(a[ch], p[ch]);                                             \
+                        COMBINE(a[ch + 1], p[ch + 1]);                                     \
+                        COMBINE(a[ch + 2], p[ch + 2]);                                     \
+                        COMBINE(a[ch + 3], p[ch + 3]);                                     \
                     }                                                                      \
                     for (; ch < c; ch++) {                                                 \
-                        COMBINE(a[ch], v[ch]);                                             \
+                        COMBINE(a[ch], p[ch]);                                             \
                     }                                                                      \
                 }                                                                          \
-                if (++slot == ring) {                                                      \
-                    slot = 0;                                                              \
-                }                                                                          \
             }                                                                              \
-            combines += (uint64_t)nr * (uint64_t)(hi - lo + 1) * (uint64_t)c;              \
+            visits += (uint64_t)(pb - pa);                                                 \
         }                                                                                  \
-        if (++re == sw) {                                                                  \
-            re = 0;                                                                        \
-            qe++;                                                                          \
-        }                                                                                  \
-        if (++rs == sw) {                                                                  \
-            rs = 0;                                                                        \
-            qs++;                                                                          \
+        if (++slot == st->ring_rows) {                                                     \
+            slot = 0;                                                                      \
         }                                                                                  \
     }                                                                                      \
-    return combines
+    return visits * (uint64_t)c
+
+/* Eight channels (the common case of channel counts that are multiples of
+ * 8) over a run of pixels. Sums keep the eight accumulators in locals across
+ * the run, so the int8 loads cannot force them back to memory (char
+ * aliasing); max compares in memory and stores only when the value grows,
+ * which is rare and cheaper than reloading eight locals per run. */
+#define POOL_RUN8_REG(COMBINE, A, P0, P_END, STEP)                              \
+    do {                                                                        \
+        int32_t *const a8_ = (A);                                               \
+        int32_t m0_ = a8_[0], m1_ = a8_[1], m2_ = a8_[2], m3_ = a8_[3];         \
+        int32_t m4_ = a8_[4], m5_ = a8_[5], m6_ = a8_[6], m7_ = a8_[7];         \
+        const VALUE_T *q_;                                                      \
+        for (q_ = (P0); q_ < (P_END); q_ += (STEP)) {                           \
+            COMBINE(m0_, q_[0]);                                                \
+            COMBINE(m1_, q_[1]);                                                \
+            COMBINE(m2_, q_[2]);                                                \
+            COMBINE(m3_, q_[3]);                                                \
+            COMBINE(m4_, q_[4]);                                                \
+            COMBINE(m5_, q_[5]);                                                \
+            COMBINE(m6_, q_[6]);                                                \
+            COMBINE(m7_, q_[7]);                                                \
+        }                                                                       \
+        a8_[0] = m0_;                                                           \
+        a8_[1] = m1_;                                                           \
+        a8_[2] = m2_;                                                           \
+        a8_[3] = m3_;                                                           \
+        a8_[4] = m4_;                                                           \
+        a8_[5] = m5_;                                                           \
+        a8_[6] = m6_;                                                           \
+        a8_[7] = m7_;                                                           \
+    } while (0)
+
+#define POOL_RUN8_MEM(COMBINE, A, P0, P_END, STEP)                              \
+    do {                                                                        \
+        int32_t *const a8_ = (A);                                               \
+        const VALUE_T *q_;                                                      \
+        for (q_ = (P0); q_ < (P_END); q_ += (STEP)) {                           \
+            COMBINE(a8_[0], q_[0]);                                             \
+            COMBINE(a8_[1], q_[1]);                                             \
+            COMBINE(a8_[2], q_[2]);                                             \
+            COMBINE(a8_[3], q_[3]);                                             \
+            COMBINE(a8_[4], q_[4]);                                             \
+            COMBINE(a8_[5], q_[5]);                                             \
+            COMBINE(a8_[6], q_[6]);                                             \
+            COMBINE(a8_[7], q_[7]);                                             \
+        }                                                                       \
+    } while (0)
 
 #define POOL_ADD(A, V) ((A) += (V))
 #define POOL_MAX(A, V)        \
@@ -528,25 +579,29 @@ static void close_row(pool_state *st, int32_t n, int8_t *out_rows, int32_t *firs
     } while (0)
 #define POOL_ADD_SAT(A, V) ((A) = pe_fx_sat_s32_from_s64((int64_t)(A) + (V)))
 
+#define VALUE_T int8_t
 static uint64_t scatter_add_s8(pool_state *st, int32_t x, int32_t n, const int8_t *v)
 {
-    POOL_SCATTER_BODY(POOL_ADD);
+    POOL_SCATTER_BODY(POOL_ADD, POOL_RUN8_REG);
 }
 
 static uint64_t scatter_max_s8(pool_state *st, int32_t x, int32_t n, const int8_t *v)
 {
-    POOL_SCATTER_BODY(POOL_MAX);
+    POOL_SCATTER_BODY(POOL_MAX, POOL_RUN8_MEM);
 }
+#undef VALUE_T
 
+#define VALUE_T int32_t
 static uint64_t scatter_add_s32(pool_state *st, int32_t x, int32_t n, const int32_t *v)
 {
-    POOL_SCATTER_BODY(POOL_ADD_SAT);
+    POOL_SCATTER_BODY(POOL_ADD_SAT, POOL_RUN8_REG);
 }
 
 static uint64_t scatter_max_s32(pool_state *st, int32_t x, int32_t n, const int32_t *v)
 {
-    POOL_SCATTER_BODY(POOL_MAX);
+    POOL_SCATTER_BODY(POOL_MAX, POOL_RUN8_MEM);
 }
+#undef VALUE_T
 
 static void scatter_s8(const pe_context *ctx, pool_state *st, int32_t x, int32_t n,
                        const int8_t *v)
