@@ -1,0 +1,505 @@
+"""Running a planned graph on a simulated MCU.
+
+    from firmware_sim import simulate
+    r = simulate(graph, plan, "stm32f446", x)
+    r.outputs, r.cycles, r.latency_ms, r.peak_bytes, r.op_times
+    r.write_trace("run.json"); r.plot_memory("ram.png"); r.plot_gantt("gantt.png")
+
+What happens, in order:
+
+1. The plan (pyembed.planner) is mapped onto the profile's regions: each RAM
+   buffer gets (region, offset); a plan that does not fit a region, or weights
+   that do not fit flash, is a PlanError before anything runs.
+2. Flash is programmed with the constant tensors at the plan's flash offsets
+   (with segmented execution: the external flash holds one packed image per
+   segment, and RAM holds one block allocated up front after the arena).
+3. The graph is compiled for the C graph runtime (pe_graph_invoke_op) with
+   its constant tensors pointing into simulated flash (or the block) and its
+   arena being the simulated RAM, so the real kernels read and write the
+   simulated bytes.
+4. The firmware runs as a process on the event core: each operator's kernel
+   runs on the memory, the write watch checks it stayed inside its outputs and
+   scratch (and left flash alone), and the clock advances by the cost model's
+   cycles; DMA loads run concurrently when segmented.
+5. Outputs are read back from their planned RAM buffers.
+
+A fault (bad access, stray write, late DMA, kernel error) stops the run with a
+SimulationFault carrying ``.trace`` (the timeline up to the fault) and
+``.cycle``.
+"""
+import copy
+import dataclasses
+
+import numpy as np
+
+from firmware_sim.core import Environment
+from firmware_sim.cost import CostModel
+from firmware_sim.dma import DmaEngine
+from firmware_sim.memory import Buffer, Memory, WriteWatch, fault
+from firmware_sim.profiles import load_profile
+from firmware_sim.segments import SegmentPlan, SegmentRunner, divide, graph_layers
+from firmware_sim.trace import Trace
+from pyembed.errors import PlanError, PyEmbedError, SimulationFault
+
+ALIGN = 16
+
+
+def _align(n, a=ALIGN):
+    return (int(n) + a - 1) // a * a
+
+
+@dataclasses.dataclass
+class OpTime:
+    step: int
+    op: int
+    type: str
+    start: int            # cycle
+    cycles: int
+    kernel_class: str
+    macs: int
+    segment: int | None = None
+
+
+@dataclasses.dataclass
+class Result:
+    outputs: list
+    cycles: int
+    latency_ms: float
+    peak_bytes: dict              # region -> most bytes in use at once (measured while running)
+    region_used: dict             # region -> highest planned byte (static footprint)
+    flash_bytes: dict             # region -> bytes of constants programmed
+    op_times: list
+    trace: Trace
+    profile: object
+    strategy: str = "resident"    # resident | all | serial | overlap
+    segments: SegmentPlan | None = None
+    dma_bytes: int = 0
+
+    def write_trace(self, path):
+        """Chrome / Perfetto trace-event JSON of the run."""
+        return self.trace.write(path)
+
+    def plot_memory(self, path, title=None):
+        return self.trace.plot_memory(path, "ram", title)
+
+    def plot_gantt(self, path, title=None):
+        return self.trace.plot_gantt(path, title)
+
+    def compute_cycles(self):
+        return sum(o.cycles for o in self.op_times)
+
+    def summary(self):
+        p = self.profile
+        lines = [f"{self.trace.name} on {p.name} ({p.core} {p.clock_hz / 1e6:g} MHz), {self.strategy}: "
+                 f"{self.cycles} cycles = {self.latency_ms:.3f} ms"]
+        for r, b in self.peak_bytes.items():
+            lines.append(f"  {r:<10} peak {b:>8} B in use, {self.region_used.get(r, 0):>8} B planned "
+                         f"of {p.regions[r].size}")
+        for r, b in self.flash_bytes.items():
+            lines.append(f"  {r:<10} {b:>8} B of constants")
+        if self.segments is not None:
+            lines.append(f"  {len(self.segments.segments)} segments, {self.dma_bytes} B moved by DMA")
+        return "\n".join(lines)
+
+
+# --- the plan on the profile -----------------------------------------------------------
+
+class Placement:
+    """Where every tensor and scratch buffer of one graph lives on one profile."""
+
+    def __init__(self, profile):
+        self.profile = profile
+        self.tensor = {}          # tensor index -> Buffer (RAM or flash)
+        self.scratch = {}         # op index -> Buffer
+        self.buffers = []         # every RAM Buffer (with first/last steps in .life)
+        self.life = {}            # Buffer name -> (first step, last step)
+        self.order = []
+        self.flash = []           # flash Buffers
+
+    def region_used(self):
+        used = {}
+        for b in self.buffers:
+            used[b.region] = max(used.get(b.region, 0), _align(b.end))
+        return used
+
+
+def _region_map(plan, profile, region_map):
+    names = [r.name for r in plan.regions]
+    mapping = dict(region_map or {})
+    for n in names:
+        if n in mapping:
+            continue
+        if n in profile.regions and not profile.regions[n].is_flash:
+            mapping[n] = n
+        elif len(names) == 1:
+            mapping[n] = profile.defaults["activations"]
+        else:
+            raise PlanError(f"plan region {n!r} is not a RAM region of profile {profile.name} "
+                            f"(RAM regions: {', '.join(r.name for r in profile.ram_regions())}); "
+                            f"pass region_map={{'{n}': '<region>'}}")
+    return mapping
+
+
+def place_plan(graph, plan, profile, region_map=None, weights_region=None):
+    """Map a pyembed.planner Plan onto the profile: a Placement, or a PlanError
+    naming what does not fit."""
+    pl = Placement(profile)
+    mapping = _region_map(plan, profile, region_map)
+    problems = []
+    for i, b in enumerate(plan.buffers):
+        r_idx, off = plan.placement[i]
+        rname = mapping[plan.regions[r_idx].name]
+        if rname not in profile.regions:
+            problems.append(f"buffer {b.name}: region {rname!r} does not exist on {profile.name}")
+            continue
+        spec = profile.regions[rname]
+        if spec.is_flash:
+            problems.append(f"buffer {b.name}: region {rname} is flash, activations need RAM")
+            continue
+        buf = Buffer(b.name, rname, int(off), int(b.size), b.kind, b.tensors[0] if b.tensors else None)
+        if buf.end > spec.size:
+            problems.append(f"buffer {b.name} [{off}, {buf.end}) does not fit region {rname} ({spec.size} B)")
+        pl.buffers.append(buf)
+        pl.life[buf.name] = (int(b.first), int(b.last))
+        for t in b.tensors:
+            pl.tensor[t] = buf
+        if b.kind == "scratch" and b.op is not None:
+            pl.scratch[int(b.op)] = buf
+    for rname, used in pl.region_used().items():
+        size = profile.regions[rname].size
+        if used > size:
+            problems.append(f"region {rname}: the plan needs {used} B, {profile.name} has {size} B")
+    if problems:
+        region_lines = [q for q in problems if q.startswith("region ")]
+        buffer_lines = [q for q in problems if not q.startswith("region ")]
+        shown = region_lines + buffer_lines[:8]
+        more = len(buffer_lines) - 8
+        raise PlanError(f"the plan does not fit {profile.name}:\n  " + "\n  ".join(shown)
+                        + (f"\n  ... and {more} more buffer(s)" if more > 0 else ""))
+    pl.order = list(plan.order) if plan.order else list(range(len(graph.operators)))
+    # constants: at the plan's flash offsets, in the weights region
+    wreg = weights_region or profile.defaults["weights"]
+    spec = profile.region(wreg)
+    items = list(getattr(plan, "flash", []) or [])
+    if not items:
+        off = 0
+        for t, tensor in enumerate(graph.tensors):
+            if tensor.data is not None:
+                items.append(type("Item", (), {"tensor": t, "offset": off, "size": tensor.nbytes,
+                                               "name": f"t{t}"})())
+                off += _align(tensor.nbytes)
+    end = 0
+    for it in items:
+        buf = Buffer(f"const {it.name}", wreg, int(it.offset), int(graph.tensors[it.tensor].nbytes), "weights",
+                     int(it.tensor))
+        pl.tensor[int(it.tensor)] = buf
+        pl.flash.append(buf)
+        end = max(end, buf.end)
+    if end > spec.size:
+        raise PlanError(f"the model does not fit flash: its constants need {end} B, region {wreg} of "
+                        f"{profile.name} has {spec.size} B")
+    for t, tensor in enumerate(graph.tensors):
+        if tensor.data is not None and t not in pl.tensor:
+            raise PlanError(f"the plan has no flash location for constant tensor {t} ({tensor.name!r})")
+    return pl
+
+
+def default_plan(graph, profile, algorithm="greedy_size"):
+    """A plan for the profile's activations region (the planner's fast greedy
+    algorithm unless told otherwise), and the region map it needs."""
+    from pyembed.planner import Region, plan_graph
+    name = profile.defaults["activations"]
+    ident = name if name.isidentifier() else "ram"
+    plan = plan_graph(graph, [Region(ident, profile.regions[name].size)], algorithm=algorithm)
+    return plan, ({ident: name} if ident != name else None)
+
+
+# --- segments of a graph ----------------------------------------------------------------------
+
+def segment_graph(graph, profile, budget_bytes, criteria=("latency",), block_region=None, source_region=None,
+                  placement="compact", order=None):
+    """Divide a graph's operators into segments for ``budget_bytes`` of RAM (the block).
+    Layer costs are the cost model's, with the weights in the block region."""
+    block_region = block_region or profile.defaults["activations"]
+    source_region = source_region or profile.defaults.get("segment_source") or profile.flash_region
+    cm = CostModel(profile)
+    ops = [graph.operators[i] for i in (order or range(len(graph.operators)))]
+
+    def locate(t):
+        return block_region if graph.tensors[t].data is not None else None
+    g = graph
+    if order is not None and list(order) != list(range(len(graph.operators))):
+        g = copy.copy(graph)
+        g.operators = ops
+    layers = graph_layers(g, lambda op: cm.op_cost(graph, op, locate).cycles)
+    plan = divide(layers, budget_bytes, lambda nb: profile.transfer_cycles(nb, source_region, block_region),
+                  criteria)
+    if placement == "greedy":
+        from firmware_sim.segments import place
+        place(plan, budget_bytes, mode="greedy")
+    plan.source_region, plan.block_region, plan.clock_hz = source_region, block_region, profile.clock_hz
+    return plan
+
+
+# --- the simulation ------------------------------------------------------------------------------
+
+def simulate(graph, plan=None, profile="stm32f446", x=None, *, segments=None, strategy="overlap",
+             region_map=None, bandwidth_scale=1.0, late="fault", check_writes=True, cost_scale=1.0,
+             on_programmed=None):
+    """Run ``graph`` planned by ``plan`` on ``profile`` with input ``x``.
+
+    plan: a pyembed.planner Plan (None: planned here for the profile's activation
+      region). Its region names must be profile RAM regions, or a single region
+      (mapped to the activation region), or mapped with region_map.
+    segments: None (all weights resident in flash, read in place), or a
+      SegmentPlan / a byte budget: weights are loaded from external flash into a
+      block of that many bytes with ``strategy`` "overlap", "serial" or "all".
+    bandwidth_scale < 1 injects a DMA slower than the profile declares; late
+      ("fault" or "stall") says what the watchdog does about it.
+    on_programmed(memory, placement): called once flash is programmed, before the
+      firmware starts (fault injection, inspection).
+    """
+    profile = load_profile(profile)
+    graph.check_supported()
+    if plan is None:
+        plan, auto_map = default_plan(graph, profile)
+        region_map = region_map or auto_map
+    pl = place_plan(graph, plan, profile, region_map)
+    xs = graph._inputs_list(x)
+    mem = Memory(profile)
+    mem.buffers = list(pl.buffers) + list(pl.flash)
+    trace = Trace(profile.clock_hz, graph.name)
+    env = Environment()
+    cm = CostModel(profile, cost_scale)
+
+    seg_plan, block = None, None
+    if segments is not None:
+        seg_plan, block = _setup_segments(graph, pl, profile, mem, segments, strategy)
+    else:
+        for buf in pl.flash:
+            mem.program(buf.region, buf.offset, np.ascontiguousarray(graph.tensors[buf.tensor].data))
+
+    # the arena: one pointer from the first RAM region used to the end of the last
+    ram_bufs = list(pl.buffers) + ([block] if block is not None else [])
+    regions_used = sorted({b.region for b in ram_bufs}, key=lambda n: mem.regions[n].host_offset)
+    start = mem.regions[regions_used[0]].host_offset
+    stop = max(mem.regions[b.region].host_offset + b.end for b in ram_bufs)
+    arena = mem.host[start:stop]
+
+    def arena_offset(buf):
+        return mem.regions[buf.region].host_offset + buf.offset - start
+
+    rt = _compile(graph, pl, mem, arena_offset, len(arena), seg_plan, block)
+
+    if on_programmed is not None:
+        on_programmed(mem, pl)
+    mem.lock()
+    for t, v in zip(graph.inputs, xs):
+        mem.buffer_view(pl.tensor[t])[:v.nbytes] = np.ascontiguousarray(v).reshape(-1).view(np.uint8)
+    watch = WriteWatch(mem, regions_used) if check_writes else None
+    op_times = []
+    usage = _Usage(trace, pl, block)
+
+    def locate(t):
+        if block is not None and graph.tensors[t].data is not None:
+            return block.region
+        b = pl.tensor.get(t)
+        return b.region if b is not None else None
+
+    def run_step(step, segment=None):
+        op = graph.operators[pl.order[step]]
+        cost = cm.op_cost(graph, op, locate)
+        usage.begin(step, env.now)
+        allowed = [pl.tensor[t] for t in op.outputs if t >= 0 and t in pl.tensor]
+        allowed += [pl.tensor[t] for t in op.inputs if t >= 0 and graph.tensors[t].is_variable and t in pl.tensor]
+        if op.index in pl.scratch:
+            allowed.append(pl.scratch[op.index])
+        if watch is not None:
+            watch.before()
+        name = f"#{op.index} {op.type}"
+        try:
+            rt.invoke_op(step, arena)
+        except SimulationFault:
+            raise
+        except PyEmbedError as e:
+            raise fault(f"operator {name} failed at cycle {env.now}: {e}", operator=name, cycle=env.now) from e
+        if watch is not None:
+            watch.after(name, allowed, env.now)
+        t0 = env.now
+        yield env.timeout(cost.cycles)
+        trace.span(name, "cpu", t0, env.now, cat="kernel", op=op.index, macs=cost.macs,
+                   kernel_class=cost.kernel_class, segment=segment)
+        op_times.append(OpTime(step, op.index, op.type, t0, cost.cycles, cost.kernel_class, cost.macs, segment))
+        usage.end(step, env.now)
+
+    dma = DmaEngine(env, profile, mem, trace, bandwidth_scale, late)
+    if seg_plan is None:
+        def firmware():
+            for step in range(len(pl.order)):
+                yield from run_step(step)
+        done = env.process(firmware(), "firmware")
+        runner = None
+    else:
+        def compute(segment, _runner):
+            for step in range(segment.first, segment.last + 1):
+                yield from run_step(step, segment.index)
+        runner = SegmentRunner(env, dma, seg_plan, (seg_plan.source_region, 0), (block.region, block.offset),
+                               compute, strategy, trace, usage.block)
+        done = runner.run()
+    try:
+        env.run(until=done)
+    except SimulationFault as e:
+        e.trace = trace
+        e.cycle = env.now
+        trace.instant("fault", "cpu", env.now, message=str(e)[:200])
+        raise
+    finally:
+        mem.unlock()
+    outputs = []
+    for t in graph.outputs:
+        tensor = graph.tensors[t]
+        v = mem.view(pl.tensor[t].region, pl.tensor[t].offset, tensor.nbytes, tensor.dtype, tensor.shape)
+        outputs.append(v.copy())
+    flash_bytes = {}
+    for b in pl.flash if seg_plan is None else []:
+        flash_bytes[b.region] = max(flash_bytes.get(b.region, 0), _align(b.end))
+    if seg_plan is not None:
+        flash_bytes[seg_plan.source_region] = sum(_align(s.nbytes) for s in seg_plan.segments)
+    used = pl.region_used()
+    if block is not None:
+        used[block.region] = max(used.get(block.region, 0), _align(block.end))
+    return Result(outputs=outputs, cycles=env.now, latency_ms=profile.cycles_to_ms(env.now),
+                  peak_bytes=usage.peak, region_used=used, flash_bytes=flash_bytes, op_times=op_times,
+                  trace=trace, profile=profile, strategy=strategy if seg_plan is not None else "resident",
+                  segments=seg_plan, dma_bytes=dma.bytes_moved)
+
+
+class _Usage:
+    """Bytes in use per RAM region over time: a buffer is allocated when the step that
+    first uses it starts and freed when the step that last uses it ends."""
+
+    def __init__(self, trace, pl, block):
+        self.trace = trace
+        self.pl = pl
+        self.block_buf = block
+        self.now = {}
+        self.peak = {}
+        self.block_in_use = 0
+        for b in pl.buffers:
+            self.now.setdefault(b.region, 0)
+            self.peak.setdefault(b.region, 0)
+        if block is not None:
+            self.now.setdefault(block.region, 0)
+            self.peak.setdefault(block.region, 0)
+
+    def _emit(self, time):
+        series = dict(self.now)
+        if self.block_buf is not None:
+            r = self.block_buf.region
+            series[r] -= self.block_in_use
+            series[f"{r} (segment block)"] = self.block_in_use
+        for r, v in self.now.items():
+            self.peak[r] = max(self.peak[r], v)
+        self.trace.counter("ram", time, **series)
+
+    def begin(self, step, time):
+        for b in self.pl.buffers:
+            if self.pl.life[b.name][0] == step:
+                self.now[b.region] += b.nbytes
+        self._emit(time)
+
+    def end(self, step, time):
+        for b in self.pl.buffers:
+            if self.pl.life[b.name][1] == step:
+                self.now[b.region] -= b.nbytes
+        self._emit(time)
+
+    def block(self, time, in_use):
+        r = self.block_buf.region
+        self.now[r] += in_use - self.block_in_use
+        self.block_in_use = in_use
+        self._emit(time)
+
+
+def _setup_segments(graph, pl, profile, mem, segments, strategy):
+    if isinstance(segments, SegmentPlan):
+        seg_plan = segments
+        if not seg_plan.source_region:
+            seg_plan.source_region = profile.defaults.get("segment_source") or profile.flash_region
+        if not seg_plan.block_region:
+            seg_plan.block_region = profile.defaults["activations"]
+    else:
+        seg_plan = segment_graph(graph, profile, int(segments), order=pl.order)
+    if len(seg_plan.layers) != len(pl.order):
+        raise PlanError(f"segment plan has {len(seg_plan.layers)} layers, the graph has {len(pl.order)} operators")
+    src = seg_plan.source_region
+    if src not in profile.regions or not profile.regions[src].is_flash:
+        raise PlanError(f"segment source {src!r} is not a flash region of {profile.name}")
+    # one packed image per segment in the source flash
+    owner = {}
+    for s in seg_plan.segments:
+        for t, off, nb in s.tensors:
+            if t in owner:
+                raise PlanError(f"constant tensor {t} is used by segments {owner[t]} and {s.index}: "
+                                f"shared constants across segments are not supported")
+            owner[t] = s.index
+            if not 0 <= t < len(graph.tensors) or graph.tensors[t].data is None:
+                raise PlanError(f"segment {s.index} lists tensor {t}, which is not a constant of {graph.name}")
+            mem.program(src, s.source_offset + off, np.ascontiguousarray(graph.tensors[t].data))
+    missing = [t for t, tensor in enumerate(graph.tensors) if tensor.data is not None and t not in owner
+               and any(t in graph.operators[i].inputs for i in pl.order)]
+    if missing:
+        raise PlanError(f"segment plan does not load constant tensor(s) {missing}")
+    image_end = max((s.source_offset + s.nbytes for s in seg_plan.segments), default=0)
+    if image_end > profile.regions[src].size:
+        raise PlanError(f"the segment image needs {image_end} B of {src}, which has {profile.regions[src].size} B")
+    # the block: allocated once, after the arena in its region
+    runner_probe = SegmentRunner.__new__(SegmentRunner)
+    runner_probe.plan, runner_probe.strategy = seg_plan, strategy
+    offsets, _ = SegmentRunner._layout(runner_probe)
+    size = _align(max(o + s.nbytes for o, s in zip(offsets, seg_plan.segments)))
+    region = seg_plan.block_region
+    if region not in profile.regions or profile.regions[region].is_flash:
+        raise PlanError(f"segment block region {region!r} is not a RAM region of {profile.name}")
+    base = _align(pl.region_used().get(region, 0))
+    if base + size > profile.regions[region].size:
+        raise PlanError(f"the segment block ({size} B for strategy {strategy!r}) does not fit region {region} "
+                        f"after the {base} B arena: {profile.regions[region].size} B available")
+    block = Buffer("segment block", region, base, size, "segment")
+    mem.buffers.append(block)
+    # where each constant is while its segment runs
+    for s in seg_plan.segments:
+        for t, off, nb in s.tensors:
+            pl.tensor[t] = Buffer(f"const t{t} (segment {s.index})", region, base + offsets[s.index] + off,
+                                  nb, "weights", t)
+    return seg_plan, block
+
+
+def _compile(graph, pl, mem, arena_offset, arena_size, seg_plan, block):
+    """The C runtime's tables with constants pointing into simulated memory and
+    activations at their planned arena offsets."""
+    from pyembed.graph import Layout
+    g = copy.copy(graph)
+    g.tensors = list(graph.tensors)
+    g._runtime_cache = {}
+    for t, tensor in enumerate(graph.tensors):
+        if tensor.data is None or t not in pl.tensor:
+            continue
+        buf = pl.tensor[t]
+        view = mem.view(buf.region, buf.offset, tensor.nbytes, tensor.data.dtype, tensor.data.shape,
+                        f"constant {t}")
+        g.tensors[t] = dataclasses.replace(tensor, data=view)
+    offsets = {}
+    for t in graph.activation_tensors():
+        root = graph.alias_root(t)
+        buf = pl.tensor.get(t) or pl.tensor.get(root)
+        if buf is None:
+            raise PlanError(f"the plan does not place tensor {t} ({graph.tensors[t].name!r})")
+        offsets[t] = arena_offset(buf)
+    scratch = {i: arena_offset(b) for i, b in pl.scratch.items()}
+    for op in graph.operators:
+        if op.scratch_bytes > 0 and op.index not in scratch:
+            raise PlanError(f"the plan has no scratch buffer for operator {op.index} ({op.type}, "
+                            f"{op.scratch_bytes} B)")
+    layout = Layout(arena_size, offsets, scratch, list(pl.order), "firmware_sim")
+    return g.compile(layout=layout)
