@@ -1,0 +1,165 @@
+"""Instruction counts of the reverse convolution kernels (and the reverse
+pooling rows of pyembed/bench/_kernels_pool.py), measured with valgrind's
+callgrind on a C harness built at -O2 with gcc on the host.
+
+    python -m pyembed.bench kernels [--json] [--opt -O2]
+
+Cases (int8, per-channel requantization, padding 1, stride 1):
+  conv 3x3, 8 -> 8,   25x25   (the Table I layer)
+  conv 3x3, 16 -> 16, 48x48
+  depthwise 3x3 on 48x48x16
+The harness calls the whole-tensor kernel once; callgrind counts every
+instruction inside it (set-up, scatter, requantization). Per-MAC figures are
+given two ways: per layer MAC (out_h*out_w*out_c*k*k*in_c/groups, padded
+taps included: what a gather kernel with a padded im2col executes, and the
+usual basis of published per-MAC figures) and per MAC actually executed
+(padded taps skipped; the kernel's own counter).
+
+The CMSIS-NN figures printed beside ours are published reference figures
+given with the task (CMSIS-NN portable C, -O2, x86): they are not measured
+here.
+"""
+import argparse
+import subprocess
+
+from pyembed.bench import callgrind
+from pyembed.bench.common import emit, table
+
+# instructions per MAC, CMSIS-NN portable C at -O2 on x86 (published reference, not measured)
+CMSIS_REFERENCE = {"conv 3x3 8->8 25x25": 6.9, "conv 3x3 16->16 48x48": 5.6,
+                   "depthwise 3x3 48x48x16": 12.8}
+
+# name: (depthwise, h, w, in_c, out_c, k)
+CASES = {
+    "conv 3x3 8->8 25x25": (0, 25, 25, 8, 8, 3),
+    "conv 3x3 16->16 48x48": (0, 48, 48, 16, 16, 3),
+    "depthwise 3x3 48x48x16": (1, 48, 48, 16, 16, 3),
+}
+
+HARNESS = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include "pyembed/pe_conv.h"
+
+static int8_t input[48 * 48 * 16];
+static int8_t output[48 * 48 * 16];
+static int8_t weights[16 * 3 * 3 * 16];
+static int32_t bias[16], mult[16], shift[16];
+static int64_t scratch[8192];
+
+int main(int argc, char **argv)
+{
+    const int depthwise = atoi(argv[1]);
+    const int h = atoi(argv[2]), w = atoi(argv[3]), in_c = atoi(argv[4]), out_c = atoi(argv[5]);
+    const int k = atoi(argv[6]);
+    pe_conv_params p = {0};
+    pe_dims in = {1, h, w, in_c}, out = {1, h, w, out_c};
+    pe_dims f = {depthwise ? 1 : out_c, k, k, depthwise ? out_c : in_c};
+    pe_per_channel_quant q = {mult, shift};
+    pe_stats stats = {0, 0, 0, 0, 0, 0, 0};
+    pe_context ctx;
+    unsigned int seed = 12345u;
+    int32_t size = 0;
+    int i, st;
+    for (i = 0; i < h * w * in_c; i++) {
+        seed = seed * 1103515245u + 12345u;
+        input[i] = (int8_t)((seed >> 16) & 0xFF);
+    }
+    for (i = 0; i < f.n * f.h * f.w * f.c; i++) {
+        seed = seed * 1103515245u + 12345u;
+        weights[i] = (int8_t)((seed >> 16) & 0xFF);
+    }
+    for (i = 0; i < out_c; i++) {
+        bias[i] = 100 * i - 700;
+        mult[i] = 1300000000 + 1000 * i;
+        shift[i] = -9;
+    }
+    p.input_offset = 128;
+    p.output_offset = -3;
+    p.stride.h = p.stride.w = 1;
+    p.dilation.h = p.dilation.w = 1;
+    p.padding.top = p.padding.bottom = p.padding.left = p.padding.right = k / 2;
+    p.groups = 1;
+    p.ch_mult = 1;
+    p.activation.min = -128;
+    p.activation.max = 127;
+    st = depthwise ? pe_depthwise_conv2d_rev_s8_get_buffer_size(&p, &in, &f, &out, &size)
+                   : pe_conv2d_rev_s8_get_buffer_size(&p, &in, &f, &out, &size);
+    if (st != 0 || size > (int32_t)sizeof(scratch)) {
+        return 2;
+    }
+    ctx.buf = scratch;
+    ctx.size = size;
+    ctx.stats = &stats;
+    st = depthwise ? pe_depthwise_conv2d_rev_s8(&ctx, &p, &q, &in, input, &f, weights, bias, &out, output)
+                   : pe_conv2d_rev_s8(&ctx, &p, &q, &in, input, &f, weights, bias, &out, output);
+    printf("%d %llu %llu %lld %d\n", st, (unsigned long long)stats.macs,
+           (unsigned long long)stats.input_reads, (long long)stats.peak_bytes, size);
+    return st == 0 ? 0 : 1;
+}
+"""
+
+
+def measure_conv(opt="-O2"):
+    exe = callgrind.build_program(HARNESS, "conv_bench", opt=opt)
+    rows = []
+    for name, (dw, h, w, in_c, out_c, k) in CASES.items():
+        args = [dw, h, w, in_c, out_c, k]
+        run = subprocess.run([exe, *map(str, args)], capture_output=True, text=True)
+        if run.returncode != 0:
+            raise callgrind.BenchSetupError(f"conv harness failed ({name}): {run.stdout}{run.stderr}")
+        status, macs, reads, peak_bytes, scratch = map(int, run.stdout.split())
+        fn = "pe_depthwise_conv2d_rev_s8" if dw else "pe_conv2d_rev_s8"
+        ir = callgrind.count_instructions(exe, args, functions=[fn])[fn]
+        outputs = h * w * out_c
+        layer_macs = outputs * k * k * (1 if dw else in_c)
+        ref = CMSIS_REFERENCE[name]
+        rows.append({
+            "case": name, "function": fn, "opt": opt, "instructions": ir, "outputs": outputs,
+            "layer_macs": layer_macs, "macs_executed": macs, "input_reads": reads,
+            "per_output": ir / outputs, "per_layer_mac": ir / layer_macs,
+            "per_executed_mac": ir / macs, "cmsis_nn_per_mac": ref,
+            "ratio_to_cmsis_nn": (ir / layer_macs) / ref,
+            "peak_accumulator_bytes": peak_bytes, "scratch_bytes": scratch,
+            "output_bytes": outputs, "input_bytes": h * w * in_c,
+        })
+    return rows
+
+
+def measure(opt="-O2"):
+    res = {"conv": measure_conv(opt), "pool": None, "pool_error": None}
+    try:
+        from pyembed.bench import _kernels_pool
+        res["pool"] = _kernels_pool.measure(opt)
+    except ImportError as e:  # the pooling benchmark is optional
+        res["pool_error"] = f"pooling rows unavailable: {e}"
+    return res
+
+
+def render(res):
+    conv = res["conv"]
+    head = ["case", "instr", "instr/output", "instr/layer MAC", "instr/executed MAC",
+            "CMSIS-NN instr/MAC (published ref.)", "ratio", "acc. scratch B", "output B"]
+    body = [[r["case"], r["instructions"], f"{r['per_output']:.1f}", f"{r['per_layer_mac']:.2f}",
+             f"{r['per_executed_mac']:.2f}", r["cmsis_nn_per_mac"], f"{r['ratio_to_cmsis_nn']:.2f}",
+             r["scratch_bytes"], r["output_bytes"]] for r in conv]
+    text = [f"reverse convolution, callgrind instructions ({conv[0]['opt']}, gcc, x86-64)",
+            table(head, body),
+            "ratio = our instr/layer MAC / CMSIS-NN's published figure (< 1: fewer instructions). "
+            "acc. scratch = the int32 accumulator ring + per-row lists the kernel needs.", ""]
+    if res["pool"]:
+        from pyembed.bench import _kernels_pool
+        text.append(_kernels_pool.render(res["pool"]))
+    elif res["pool_error"]:
+        text.append(res["pool_error"])
+    return "\n".join(text)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m pyembed.bench kernels", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--opt", default="-O2")
+    args = ap.parse_args(argv)
+    emit(measure(args.opt), args.json, render)
+    return 0
