@@ -25,6 +25,7 @@ aligned region, scratch after them) unless a plan from
 :mod:`pyembed.planner` is given, whose offsets (and execution order) are then
 used as they are.
 """
+import math
 import os
 from dataclasses import dataclass, field
 
@@ -59,7 +60,7 @@ class Tensor:
     @property
     def size(self):
         """Number of elements."""
-        return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+        return math.prod(int(d) for d in self.shape)
 
     @property
     def nbytes(self):

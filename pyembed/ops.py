@@ -531,6 +531,10 @@ def prepare_operator(graph, op, label):
     except Unsupported as e:
         op.supported, op.reason = False, str(e)
         op.params = {}
+    except ArgumentError as e:
+        # a derived kernel parameter out of range (e.g. a requantization
+        # multiplier from absurd scales): the model is inconsistent
+        raise ModelError(f"{label}: operator {op.index} ({op.type}): {e}") from None
 
 
 def graph_from_raw(raw, label, source_format=""):
@@ -542,6 +546,10 @@ def graph_from_raw(raw, label, source_format=""):
     operators = [Operator(index=o["index"], type=o["type"], inputs=list(o["inputs"]), outputs=list(o["outputs"]),
                           options=dict(o.get("options", {})), version=o.get("version", 1))
                  for o in raw["operators"]]
+    for t in tensors:
+        if any(d > 2**31 - 1 for d in t.shape) or t.nbytes > 2**31 - 1:
+            raise ModelError(f"{label}: tensor {t.index} ({t.name!r}) with shape {list(t.shape)} is too large "
+                             f"(more than 2^31 - 1 bytes)")
     for what in ("inputs", "outputs"):
         for t in raw[what]:
             if not 0 <= t < len(tensors):
