@@ -23,10 +23,13 @@ weights, any of these criteria:
 
 Placement (``place``) puts each segment at an offset of the block and records
 the segment whose compute must finish before its load may start (``wait_for``):
-neighbours go to opposite ends of the block (so any pair that fits together
-can overlap), and when there is room a segment goes into a gap that lets it be
-loaded earlier still. One block is allocated up front; nothing is allocated
-while running.
+"compact" alternates neighbours between the two ends of a block of the largest
+neighbouring pair (any pair that fits together overlaps; RAM is at most the two
+largest segments); "ring" uses the whole budget as a FIFO ring so the DMA runs
+as many segments ahead as fit -- which pays off when the weights come late and
+the compute early, as in MobileNets. ``plan_segments`` searches a few segment
+size caps and both placements for the fastest pipeline. One block is allocated
+up front; nothing is allocated while running.
 
 ``SegmentRunner`` executes a plan on the event core with three strategies:
 ``all`` (load every segment, then run), ``serial`` (load a segment, run it,
@@ -86,6 +89,7 @@ class SegmentPlan:
     source_region: str = ""
     block_region: str = ""
     clock_hz: int = 0
+    placement: str = "compact"     # compact (two in flight) | ring (as many as fit)
 
     # --- figures ----------------------------------------------------------------
     @property
@@ -134,7 +138,7 @@ class SegmentPlan:
     def to_dict(self):
         return {"version": 1, "block_bytes": self.block_bytes, "budget_bytes": self.budget_bytes,
                 "criteria": self.criteria, "source_region": self.source_region,
-                "block_region": self.block_region, "clock_hz": self.clock_hz,
+                "block_region": self.block_region, "clock_hz": self.clock_hz, "placement": self.placement,
                 "layers": [dataclasses.asdict(la) for la in self.layers],
                 "segments": [dataclasses.asdict(s) for s in self.segments]}
 
@@ -156,7 +160,8 @@ class SegmentPlan:
                                "tensors": tuple(tuple(t) for t in s.get("tensors", ()))}) for s in d["segments"]]
             plan = cls(block_bytes=d["block_bytes"], budget_bytes=d["budget_bytes"], segments=segs, layers=layers,
                        criteria=d["criteria"], source_region=d.get("source_region", ""),
-                       block_region=d.get("block_region", ""), clock_hz=d.get("clock_hz", 0))
+                       block_region=d.get("block_region", ""), clock_hz=d.get("clock_hz", 0),
+                       placement=d.get("placement", "compact"))
         except (KeyError, TypeError) as e:
             raise PlanError(f"segment plan: malformed ({e})") from None
         plan.validate()
@@ -385,43 +390,90 @@ def place(plan, block_bytes=None, mode="compact"):
 
     mode "compact": the block is shrunk to the largest neighbouring pair and
     neighbours alternate between its two ends (RAM = at most the two largest
-    segments). mode "greedy": the whole budget is used and each segment goes to
-    the candidate offset that lets it load earliest (more than two in flight).
+    segments; exactly two in flight). mode "ring": the whole ``block_bytes``
+    (default: the budget) is a FIFO ring -- segments are laid one after the
+    other, wrapping to the start when the tail is too short -- so the DMA can
+    run as many segments ahead as fit.
     """
     segs = plan.segments
     if mode == "compact":
         block = plan.max_pair() if len(segs) > 1 else segs[0].nbytes
         block = _align(block)
-    elif mode == "greedy":
+    elif mode == "ring":
         block = int(block_bytes if block_bytes is not None else plan.budget_bytes)
     else:
-        raise PlanError(f"place: mode must be 'compact' or 'greedy', got {mode!r}")
+        raise PlanError(f"place: mode must be 'compact' or 'ring', got {mode!r}")
     placed = []   # (offset, nbytes, index)
+    head = 0
     for k, s in enumerate(segs):
         if s.nbytes > block:
             raise PlanError(f"segment larger than the block: segment {k} needs {s.nbytes} B, the block is {block} B")
         if mode == "compact":
             s.offset = 0 if k % 2 == 0 else block - s.nbytes
         else:
-            cands = {0, block - s.nbytes}
-            for off, nb, _j in placed[-8:]:
-                for c in (off + nb, off - s.nbytes):
-                    if 0 <= c <= block - s.nbytes:
-                        cands.add(_align(c) if _align(c) <= block - s.nbytes else c)
-            prev = placed[-1] if placed else None
-
-            def key(c):
-                j = max((jj for off, nb, jj in placed if off < c + s.nbytes and c < off + nb and nb and s.nbytes),
-                        default=-1)
-                dist = 0 if prev is None else abs((c + s.nbytes / 2) - (prev[0] + prev[1] / 2))
-                return (j, -dist, c)
-            s.offset = min(sorted(cands), key=key)
+            if head + s.nbytes > block:
+                head = 0
+            s.offset = head
+            head = min(_align(head + s.nbytes), block)
         s.wait_for = max((jj for off, nb, jj in placed
                           if off < s.offset + s.nbytes and s.offset < off + nb and nb and s.nbytes), default=-1)
         placed.append((s.offset, s.nbytes, k))
     plan.block_bytes = block
+    plan.placement = mode
     plan.validate()
     return plan
+
+
+def pipeline_cycles(plan, strategy="overlap"):
+    """What the runtime will take, by recurrence (no event queue): loads run one after
+    another, load k waits for the compute of segment wait_for[k]; compute k waits for
+    load k and compute k-1. Used to choose among candidate plans; the event-driven
+    SegmentRunner is the authority (the tests check both agree)."""
+    segs = plan.segments
+    n = len(segs)
+    load_end, comp_end = [0] * n, [0] * n
+    loader = 0
+    for k, s in enumerate(segs):
+        if strategy == "overlap":
+            dep = comp_end[s.wait_for] if s.wait_for >= 0 else 0
+        elif strategy == "serial":
+            dep = comp_end[k - 1] if k else 0
+        else:
+            dep = 0
+        load_end[k] = loader = max(loader, dep) + s.load_cycles
+        if strategy != "all":
+            comp_end[k] = max(load_end[k], comp_end[k - 1] if k else 0) + s.compute_cycles
+    if strategy == "all":
+        return load_end[-1] + sum(s.compute_cycles for s in segs)
+    return comp_end[-1]
+
+
+def plan_segments(layers, budget_bytes, load_cycles, criteria=("latency",), prefetch=True):
+    """divide() plus a small search for the fastest pipeline in the budget.
+
+    Without prefetch: the DP's division with the compact placement (RAM at most the
+    two largest segments). With prefetch: also divisions whose segments are capped at
+    1/2, 1/3, 1/4, 1/6 and 1/8 of the budget, each placed compact and as a ring in the
+    whole budget; the fastest by ``pipeline_cycles`` wins (ties: the least RAM)."""
+    budget = int(budget_bytes)
+    best = divide(layers, budget, load_cycles, criteria)
+    if not prefetch:
+        return best
+    key = (pipeline_cycles(best), best.block_bytes)
+    import copy
+    for div in (1, 2, 3, 4, 6, 8):
+        cap = budget // div
+        try:
+            cand = divide(layers, cap, load_cycles, criteria) if div > 1 else copy.deepcopy(best)
+        except PlanError:
+            break
+        for mode in ("compact", "ring"):
+            place(cand, budget, mode)
+            k = (pipeline_cycles(cand), cand.block_bytes)
+            if k < key:
+                best, key = copy.deepcopy(cand), k
+    best.budget_bytes = budget
+    return best
 
 
 # --- layers from a graph -----------------------------------------------------------

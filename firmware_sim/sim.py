@@ -37,7 +37,7 @@ from firmware_sim.cost import CostModel
 from firmware_sim.dma import DmaEngine
 from firmware_sim.memory import Buffer, Memory, WriteWatch, fault
 from firmware_sim.profiles import load_profile
-from firmware_sim.segments import SegmentPlan, SegmentRunner, divide, graph_layers
+from firmware_sim.segments import SegmentPlan, SegmentRunner, graph_layers, plan_segments
 from firmware_sim.trace import Trace
 from pyembed.errors import PlanError, PyEmbedError, SimulationFault
 
@@ -217,9 +217,12 @@ def default_plan(graph, profile, algorithm="greedy_size"):
 # --- segments of a graph ----------------------------------------------------------------------
 
 def segment_graph(graph, profile, budget_bytes, criteria=("latency",), block_region=None, source_region=None,
-                  placement="compact", order=None):
+                  prefetch=True, order=None):
     """Divide a graph's operators into segments for ``budget_bytes`` of RAM (the block).
-    Layer costs are the cost model's, with the weights in the block region."""
+    Layer costs are the cost model's, with the weights in the block region. With
+    prefetch the whole budget may hold more than two segments in flight (see
+    firmware_sim.segments.plan_segments); without, the block is at most the two
+    largest neighbouring segments."""
     block_region = block_region or profile.defaults["activations"]
     source_region = source_region or profile.defaults.get("segment_source") or profile.flash_region
     cm = CostModel(profile)
@@ -232,11 +235,8 @@ def segment_graph(graph, profile, budget_bytes, criteria=("latency",), block_reg
         g = copy.copy(graph)
         g.operators = ops
     layers = graph_layers(g, lambda op: cm.op_cost(graph, op, locate).cycles)
-    plan = divide(layers, budget_bytes, lambda nb: profile.transfer_cycles(nb, source_region, block_region),
-                  criteria)
-    if placement == "greedy":
-        from firmware_sim.segments import place
-        place(plan, budget_bytes, mode="greedy")
+    plan = plan_segments(layers, budget_bytes, lambda nb: profile.transfer_cycles(nb, source_region, block_region),
+                         criteria, prefetch)
     plan.source_region, plan.block_region, plan.clock_hz = source_region, block_region, profile.clock_hz
     return plan
 

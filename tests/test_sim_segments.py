@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from firmware_sim.profiles import load_profile
-from firmware_sim.segments import (Layer, SegmentPlan, chain, divide, pipeline_bound, place,
-                                   run_abstract)
+from firmware_sim.segments import (Layer, SegmentPlan, chain, divide, pipeline_bound, pipeline_cycles, place,
+                                   plan_segments, run_abstract)
 from firmware_sim.trace import Trace
 from pyembed.errors import PlanError, SimulationFault
 
@@ -87,8 +87,12 @@ def test_division_reaches_the_best_bound_and_runtime_matches_reference(spec, fra
         cycles, runner = run_abstract(plan, PROFILE, strategy)
         assert cycles == reference_times(plan, strategy), strategy
     cycles, runner = run_abstract(plan, PROFILE, "overlap")
-    assert cycles == plan.bound()       # with the compact layout the pipeline is exactly the bound
+    assert cycles == plan.bound() == pipeline_cycles(plan)   # compact layout: exactly the bound
     assert runner.peak_in_use <= plan.block_bytes
+    place(plan, budget, "ring")
+    cycles, runner = run_abstract(plan, PROFILE, "overlap")
+    assert cycles == reference_times(plan, "overlap") == pipeline_cycles(plan)
+    assert runner.peak_in_use <= budget
 
 
 def test_overlap_is_close_to_the_bound_and_beats_load_then_run_when_balanced():
@@ -103,17 +107,21 @@ def test_overlap_is_close_to_the_bound_and_beats_load_then_run_when_balanced():
     assert t_all / t_over >= 1.6
 
 
-def test_greedy_placement_keeps_more_than_two_segments_in_flight():
+def test_ring_placement_keeps_more_than_two_segments_in_flight():
     # compute-heavy first segments, then load-heavy ones: prefetching ahead pays off
     spec = [(8000, 600000, 0)] * 4 + [(8000, 10000, 0)] * 4
     layers = make_layers(spec)
     plan = divide(layers, 16032, load_cycles, ["latency"])
     compact, _ = run_abstract(plan, PROFILE, "overlap")
-    place(plan, 64000, mode="greedy")
-    greedy, runner = run_abstract(plan, PROFILE, "overlap")
-    assert greedy < compact
+    place(plan, 64000, mode="ring")
+    ring, runner = run_abstract(plan, PROFILE, "overlap")
+    assert ring < compact
     assert runner.peak_in_use > 2 * 8000          # more than two segments resident at once
-    assert greedy == reference_times(plan, "overlap")
+    assert ring == reference_times(plan, "overlap") == pipeline_cycles(plan)
+    # the search finds a plan at least as fast, inside the budget
+    best = plan_segments(layers, 64000, load_cycles)
+    assert pipeline_cycles(best) <= ring and best.block_bytes <= 64000
+    assert run_abstract(best, PROFILE)[0] == pipeline_cycles(best)
 
 
 def test_models_criterion_cuts_at_every_model_boundary():
