@@ -29,7 +29,7 @@ import numpy as np
 
 from pyembed._ext import _stripe as _c
 from pyembed._validate import int_in_range
-from pyembed.errors import ArgumentError, PlanError
+from pyembed.errors import ArgumentError, PlanError, UnsupportedError
 from pyembed.layers import (Add, Conv2D, DepthwiseConv2D, Pointwise, Pool2D, Upsample2x,
                             backward_intervals, infer_shapes, macs_per_tap, receptive_field,
                             run_layers, valid_tap_count)
@@ -64,7 +64,26 @@ def check_network(layers, input_shape):
                                 f"{_c.MAX_KERNEL}x{_c.MAX_KERNEL} maximum")
     if len(layers) > _c.MAX_LAYERS:
         raise ArgumentError(f"layers: at most {_c.MAX_LAYERS} layers, got {len(layers)}")
+    _check_branches_causal(layers, shapes)
     return shapes
+
+
+def _check_branches_causal(layers, shapes):
+    """Rows and columns reach an Add in order, so its branch must already hold
+    row (column) x when the main input's row (column) x is computed: some
+    dependency of main index x on the branch tensor must be >= x."""
+    for i, layer in enumerate(layers):
+        if not isinstance(layer, Add):
+            continue
+        prefix = layers[:i]
+        for axis in (0, 1):
+            for x in range(shapes[i][0][axis]):
+                lo, hi = backward_intervals(prefix, shapes[:i], axis, x, x + 1)[layer.from_layer + 1]
+                if hi - 1 < x:
+                    raise UnsupportedError(
+                        f"layers[{i}] (Add): main input {'row' if axis == 0 else 'column'} {x} depends "
+                        f"only on branch (layer {layer.from_layer}) positions < {x}; the stripe executor "
+                        f"needs every residual branch to be produced no later than the main path")
 
 
 def _spec(layer, in_shape):
@@ -234,11 +253,13 @@ def plan(layers, input_shape, ram_budget, block_widths=BLOCK_CANDIDATES):
     net = compile_network(layers, input_shape)
     out_w = net.output_shape()[1]
     best = None
+    # not monotone in the stripe width (edge stripes have a one-sided halo):
+    # every width is tried
     for s in range(1, out_w + 1):
-        if net.buffer_size(s, blocks[0]) > budget:
-            break  # wider stripes only need more
-        macs = net.predict_macs(s)
         size = net.buffer_size(s, blocks[0])
+        if size > budget:
+            continue
+        macs = net.predict_macs(s)
         if best is None or (macs, size) < (best[0], best[1]):
             best = (macs, size, s)
     if best is None:
@@ -261,13 +282,7 @@ def widest_stripe(layers, input_shape, ram_budget, block_width=DEFAULT_BLOCK):
     _, b = _widths(1, block_width)
     net = compile_network(layers, input_shape)
     out_w = net.output_shape()[1]
-    lo, hi = 0, out_w  # arena size grows with the stripe width: bisect
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if net.buffer_size(mid, b) <= budget:
-            lo = mid
-        else:
-            hi = mid - 1
+    lo = next((s for s in range(out_w, 0, -1) if net.buffer_size(s, b) <= budget), 0)
     if lo == 0:
         return None
     return Plan("stripe", lo, b, net.buffer_size(lo, b), net.predict_macs(lo),
@@ -376,6 +391,7 @@ def _rand_act(rng, zp):
 
 
 def random_conv(rng, in_c, out_c, kernel=3, stride=1, padding="same"):
+    rng = np.random.default_rng(rng)
     kh, kw = (kernel, kernel) if np.isscalar(kernel) else kernel
     w = rng.integers(-127, 128, size=(out_c, kh, kw, in_c), dtype=np.int8)
     m, s = _rand_requant(rng, out_c, kh * kw * in_c)
@@ -387,6 +403,7 @@ def random_conv(rng, in_c, out_c, kernel=3, stride=1, padding="same"):
 
 
 def random_pointwise(rng, in_c, out_c):
+    rng = np.random.default_rng(rng)
     w = rng.integers(-127, 128, size=(out_c, in_c), dtype=np.int8)
     m, s = _rand_requant(rng, out_c, in_c)
     bias = rng.integers(-4000, 4000, size=out_c, dtype=np.int32)
@@ -396,6 +413,7 @@ def random_pointwise(rng, in_c, out_c):
 
 
 def random_depthwise(rng, in_c, ch_mult=1, kernel=3, stride=1, padding="same"):
+    rng = np.random.default_rng(rng)
     kh, kw = (kernel, kernel) if np.isscalar(kernel) else kernel
     out_c = in_c * ch_mult
     w = rng.integers(-127, 128, size=(kh, kw, out_c), dtype=np.int8)
@@ -408,6 +426,7 @@ def random_depthwise(rng, in_c, ch_mult=1, kernel=3, stride=1, padding="same"):
 
 
 def random_add(rng, from_layer):
+    rng = np.random.default_rng(rng)
     sc = rng.uniform(0.5, 2.0, size=3)
     zp = rng.integers(-20, 20, size=3)
     return Add.from_scales(from_layer, float(sc[0]), int(zp[0]), float(sc[1]), int(zp[1]),
@@ -457,7 +476,7 @@ def random_network(rng, input_shape, n_layers=4, channels=(4, 8), kinds=KINDS, k
             trial = layers + [cand]
             try:
                 check_network(trial, input_shape)
-            except ArgumentError:
+            except (ArgumentError, UnsupportedError):
                 continue
             if max(output_shape(trial, input_shape)[:2]) > 4 * max(h, w):
                 continue
