@@ -503,3 +503,47 @@ def _compile(graph, pl, mem, arena_offset, arena_size, seg_plan, block):
                             f"{op.scratch_bytes} B)")
     layout = Layout(arena_size, offsets, scratch, list(pl.order), "firmware_sim")
     return g.compile(layout=layout)
+
+
+def simulate_file(model, profile="stm32f446", plan=None, x=None, *, segments=None, strategy="overlap",
+                  criteria=("latency",), seed=0, trace_path=None, memory_png=None, gantt_png=None, **kw):
+    """What the CLI runs: load a model file, plan it (or load plan.json), make an input
+    (seeded random int8 unless given), simulate, write the requested trace and plots.
+
+    model: path to .tflite/.onnx (or a Graph); plan: None, a Plan, or a plan.json path;
+    segments: None, a byte budget, a SegmentPlan or a segments.json path.
+    Returns (Result, reference outputs from graph.run, bit_exact: bool)."""
+    from pyembed.graph import load_model
+    profile = load_profile(profile)
+    graph = model if hasattr(model, "operators") else load_model(model)
+    if isinstance(plan, str):
+        from pyembed.planner import load_plan
+        plan = load_plan(plan)
+    region_map = kw.pop("region_map", None)
+    if plan is None:
+        plan, region_map = default_plan(graph, profile)
+    if isinstance(segments, str):
+        segments = SegmentPlan.from_json(segments)
+    elif segments is not None and not isinstance(segments, SegmentPlan):
+        segments = segment_graph(graph, profile, int(segments), criteria, order=list(plan.order) or None)
+    if x is None:
+        rng = np.random.default_rng(seed)
+        xs = []
+        for t in graph.inputs:
+            tensor = graph.tensors[t]
+            if np.issubdtype(tensor.dtype, np.integer):
+                info = np.iinfo(tensor.dtype)
+                xs.append(rng.integers(info.min, info.max + 1, size=tensor.shape, dtype=tensor.dtype))
+            else:
+                xs.append(rng.standard_normal(tensor.shape).astype(tensor.dtype))
+        x = xs[0] if len(xs) == 1 else xs
+    result = simulate(graph, plan, profile, x, segments=segments, strategy=strategy, region_map=region_map, **kw)
+    ref = graph.run(x, plan=None)
+    exact = all(np.array_equal(a, b) for a, b in zip(result.outputs, ref))
+    if trace_path:
+        result.write_trace(trace_path)
+    if memory_png:
+        result.plot_memory(memory_png)
+    if gantt_png:
+        result.plot_gantt(gantt_png)
+    return result, ref, exact

@@ -1,0 +1,34 @@
+"""The calibration and segment benchmarks as checks of the simulator (not of speed)."""
+import json
+
+import pytest
+
+from pyembed.bench import calibrate, segments
+
+
+def test_stored_cost_tables_are_the_fit_of_the_published_latencies():
+    rows = calibrate.measure(run_kernels=True)
+    assert all(r["bit_exact"] for r in rows)
+    fitted = calibrate.fit(rows)
+    from firmware_sim.profiles import CORES_FILE
+    with open(CORES_FILE) as f:
+        cores = json.load(f)
+    for core, vals in fitted.items():
+        for cls, v in vals.items():
+            assert cores[core][cls]["cycles_per_mac"] == pytest.approx(v, abs=1e-3), (core, cls)
+    # the fitted rows land near the published figures; the cross-check row is reported, not fitted
+    assert max(abs(r["error_pct"]) for r in rows if r["fitted"]) < 10
+
+
+def test_segment_benchmark_meets_the_bound_and_ram_goals():
+    result = segments.run(quick=True)
+    ok = [r for r in result["rows"] if "error" not in r]
+    assert ok
+    for r in ok:
+        assert r["within_5pct"], r
+        assert r["ram_goal"], r
+        assert r["prefetch_ms"] <= r["overlap_ms"] + 1e-9
+        assert r["overlap_ms"] <= r["serial_ms"] + 1e-9 and r["overlap_ms"] <= r["all_ms"] + 1e-9
+        assert r["speedup"] <= r["ceiling"] + 1e-9
+    for c in result["real_kernel_checks"]:
+        assert c["bit_exact"] and c["cycles"] == c["cost_only_cycles"]
