@@ -226,3 +226,43 @@ def test_runs_are_deterministic_and_traces_export(tmp_path):
         path = fn(tmp_path / f"{fn.__name__}.png")
         with open(path, "rb") as f:
             assert f.read(4) == b"\x89PNG"
+
+
+def test_a_plan_over_two_ram_regions_runs_bit_exact():
+    from pyembed.planner import Region, plan_graph
+    g, x, ref = runnable("tiny_kws_dscnn_int8")
+    p = load_profile("stm32f746")
+    plan = plan_graph(g, [Region("dtcm", 12 * 1024), Region("sram1", p.regions["sram1"].size)],
+                      algorithm="greedy_size")
+    assert {plan.regions[r].name for r, _ in plan.placement} == {"dtcm", "sram1"}
+    r = simulate(g, plan, p, x)
+    assert np.array_equal(r.outputs[0], ref[0])
+    assert set(r.peak_bytes) == {"dtcm", "sram1"} and all(v > 0 for v in r.peak_bytes.values())
+
+
+def test_a_kernel_writing_flash_is_a_fault_naming_the_weights(monkeypatch):
+    import pyembed.ops
+    g, x, _ = runnable("tiny_ad_autoencoder_int8")
+    seen = {}
+    original = pyembed.ops.GraphRuntime.invoke_op
+
+    def keep(mem, placement):
+        seen["mem"], seen["pl"] = mem, placement
+
+    def scribble(self, step, arena, stats=False):
+        out = original(self, step, arena, stats)
+        if step == 2:
+            op = self.graph.operators[self.layout.order[step]]
+            w = next(t for t in op.inputs if t >= 0 and self.graph.tensors[t].data is not None)
+            buf = seen["pl"].tensor[w]
+            seen["mem"].regions[buf.region].data[buf.offset + 5] ^= 1   # a stray pointer into flash
+            seen["addr"] = seen["mem"].regions[buf.region].base + buf.offset + 5
+            seen["name"] = buf.name
+        return out
+
+    monkeypatch.setattr(pyembed.ops.GraphRuntime, "invoke_op", scribble)
+    with pytest.raises(SimulationFault, match="wrote to read-only flash") as ei:
+        simulate(g, None, "stm32f446", x, on_programmed=keep)
+    msg = str(ei.value)
+    assert f"0x{seen['addr']:08X}" in msg and "region flash" in msg and seen["name"] in msg
+    assert "#2 FULLY_CONNECTED" in msg
