@@ -87,6 +87,33 @@ def patch_features(image, radius=2, factor=1):
     return f
 
 
+def stereo_motorcycle(factor=4, radius=2):
+    """scikit-image's Middlebury 2014 motorcycle pair (shipped with the package,
+    no download) as patch_features at 1/factor resolution, with the ground
+    truth: returns (left_feat, right_feat, disparity [h, w] in reduced pixels,
+    valid mask [h, w] - False where any pixel of the block is unknown (inf) -
+    and the largest disparity to search)."""
+    from skimage import data
+    left, right, disp = data.stereo_motorcycle()
+    fl = patch_features(left, radius, factor)
+    fr = patch_features(right, radius, factor)
+    h, w = fl.shape[:2]
+    blocks = disp[:h * factor, :w * factor].reshape(h, factor, w, factor)
+    valid = np.isfinite(blocks).all(axis=(1, 3))
+    gt = np.where(valid, np.nan_to_num(blocks, posinf=0.0).mean(axis=(1, 3)) / factor, 0.0)
+    return fl, fr, gt, valid, int(np.ceil(gt[valid].max())) + 2
+
+
+def _finish(field, shape, out):
+    if out is None:
+        return field.reshape(shape)
+    if (not isinstance(out, np.ndarray) or out.dtype != np.float64 or out.shape != shape
+            or not out.flags.c_contiguous or not out.flags.writeable):
+        raise ArgumentError(f"out: expected a writeable C-contiguous float64 array of shape {shape}")
+    out[...] = field.reshape(shape)
+    return out
+
+
 def _stereo_ranges(h, w, max_disparity):
     y, x = np.divmod(np.arange(h * w, dtype=np.int64), w)
     return y * w + np.maximum(0, x - max_disparity), y * w + x + 1
@@ -149,7 +176,8 @@ def _propagate(f1, field, key_range, scale, precision, block, fold, stats):
 
 
 def match_disparity(left, right, *, max_disparity=None, temperature=None, block=64, fold="late",
-                    propagate=False, propagate_radius=None, precision="int8", return_stats=False):
+                    propagate=False, propagate_radius=None, precision="int8", return_stats=False,
+                    out=None):
     """Disparity [H, W] (left image x minus matched right image x) from feature
     maps left, right [H, W, C] (float), without a cost volume.
 
@@ -158,7 +186,8 @@ def match_disparity(left, right, *, max_disparity=None, temperature=None, block=
     the softmax scale of the correlation (default 1/sqrt(C)). propagate: add
     a propagation step (row self-attention of left features, V = disparity,
     within propagate_radius columns, default the whole row). return_stats:
-    also return the attention counters (summed over the calls)."""
+    also return the attention counters (summed over the calls). out: an
+    optional float64 [H, W] array to write the result into."""
     left = _features(left, "left")
     right = _features(right, "right")
     if left.shape != right.shape:
@@ -180,16 +209,17 @@ def match_disparity(left, right, *, max_disparity=None, temperature=None, block=
     if propagate:
         radius = w if propagate_radius is None else int_in_range(propagate_radius, "propagate_radius", 0)
         disp = _propagate(q, disp, _row_window(h, w, radius), scale, precision, block, fold, stats)
-    disp = disp.reshape(h, w)
+    disp = _finish(disp, (h, w), out)
     return (disp, stats) if return_stats else disp
 
 
 def match_flow(img1_feat, img2_feat, *, temperature=None, block=64, fold="late", propagate=False,
-               precision="int8", return_stats=False):
+               precision="int8", return_stats=False, out=None):
     """Optical flow [H, W, 2] (dx, dy) from feature maps [H, W, C] of two images:
     global softmax matching against every image-2 token, expected coordinate
     minus own coordinate, without forming the H*W x H*W correlation.
-    propagate: add a global self-attention step of image-1 features with V = flow."""
+    propagate: add a global self-attention step of image-1 features with V = flow.
+    out: an optional float64 [H, W, 2] array to write the result into."""
     f1 = _features(img1_feat, "img1_feat")
     f2 = _features(img2_feat, "img2_feat")
     if f1.shape != f2.shape:
@@ -209,5 +239,5 @@ def match_flow(img1_feat, img2_feat, *, temperature=None, block=64, fold="late",
     flow = expected - own
     if propagate:
         flow = _propagate(q, flow, None, scale, precision, block, fold, stats)
-    flow = flow.reshape(h, w, 2)
+    flow = _finish(flow, (h, w, 2), out)
     return (flow, stats) if return_stats else flow

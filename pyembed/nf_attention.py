@@ -150,21 +150,30 @@ def _out_array(out, shape, dtype):
     return out
 
 
-def _run(c, baseline, out_fixed):
+def _scratch_array(scratch):
+    if scratch is None:
+        return None
+    if (not isinstance(scratch, np.ndarray) or scratch.dtype != np.uint8 or scratch.ndim != 1
+            or not scratch.flags.c_contiguous or not scratch.flags.writeable):
+        raise ArgumentError("scratch: expected a writeable C-contiguous 1-D uint8 array")
+    return scratch
+
+
+def _run(c, baseline, out_fixed, scratch):
     return _ext().run(c.q, c.k, c.v, out_fixed, c.heads, -c.q_zero, -c.k_zero, -c.v_zero, c.mult,
                       c.shift, c.block, "late" if baseline else c.fold, baseline, c.key_begin,
-                      c.key_end)
+                      c.key_end, _scratch_array(scratch))
 
 
-def _public(c, baseline, return_stats, out, fixed):
+def _public(c, baseline, return_stats, out, fixed, scratch=None):
     shape = (c.n, c.heads * c.dv)
     if fixed:
         res = _out_array(out, shape, np.int32)
-        stats = _run(c, baseline, res)
+        stats = _run(c, baseline, res, scratch)
     else:
         res = _out_array(out, shape, np.float64)
         raw = np.empty(shape, dtype=np.int32)
-        stats = _run(c, baseline, raw)
+        stats = _run(c, baseline, raw, scratch)
         np.multiply(raw, c.v_scale / 2.0**OUT_FRAC_BITS, out=res)
     if return_stats:
         stats["score_multiplier"] = (c.mult, c.shift)
@@ -175,7 +184,8 @@ def _public(c, baseline, return_stats, out, fixed):
 # ------------------------------------------------------------------- public
 
 def attention(q, k, v, *, q_scale, k_scale, v_scale, q_zero=0, k_zero=0, v_zero=0, fold="late",
-              block=64, return_stats=False, key_range=None, heads=1, softmax_scale=None, out=None):
+              block=64, return_stats=False, key_range=None, heads=1, softmax_scale=None, out=None,
+              scratch=None):
     """Streaming int8 attention softmax(Q.K^T * softmax_scale).V, as float64 [N, heads*dv].
 
     q [N, heads*d], k [M, heads*d], v [M, heads*dv]: int8, real = scale * (x - zero).
@@ -188,24 +198,28 @@ def attention(q, k, v, *, q_scale, k_scale, v_scale, q_zero=0, k_zero=0, v_zero=
     exact value v_scale * out_int32 / 2^16 of the fixed-point output; with
     return_stats, also a dict of the kernel's counters (macs, exps, rescales,
     peak_bytes) plus the fold used and the scratch size query's answer.
+    out: optional float64 [N, heads*dv] array to write into; scratch: optional
+    uint8 array used as the kernel's working memory (e.g. a view into a
+    simulated MCU RAM), at least scratch_bytes(d, dv, block=block) long, else
+    ScratchError.
     """
     c = _Call(q, k, v, q_scale, k_scale, v_scale, q_zero, k_zero, v_zero, block, fold, key_range,
               heads, softmax_scale)
-    return _public(c, None, return_stats, out, fixed=False)
+    return _public(c, None, return_stats, out, fixed=False, scratch=scratch)
 
 
 def attention_fixed(q, k, v, *, q_scale, k_scale, v_scale, q_zero=0, k_zero=0, v_zero=0,
                     fold="late", block=64, return_stats=False, key_range=None, heads=1,
-                    softmax_scale=None, out=None):
+                    softmax_scale=None, out=None, scratch=None):
     """attention() returning the raw int32 output (value = v_scale * out / 2^16)."""
     c = _Call(q, k, v, q_scale, k_scale, v_scale, q_zero, k_zero, v_zero, block, fold, key_range,
               heads, softmax_scale)
-    return _public(c, None, return_stats, out, fixed=True)
+    return _public(c, None, return_stats, out, fixed=True, scratch=scratch)
 
 
 def attention_baseline(q, k, v, *, q_scale, k_scale, v_scale, q_zero=0, k_zero=0, v_zero=0,
                        materialise="row", return_stats=False, key_range=None, heads=1,
-                       softmax_scale=None, out=None, fixed=False):
+                       softmax_scale=None, out=None, fixed=False, scratch=None):
     """Conventional attention: the score row ("row", m int32 of scratch) or the
     whole score matrix of a head ("matrix", n*m int32) is materialised; the
     exact row maximum, then exponents and their sum, then normalised weights
@@ -214,7 +228,7 @@ def attention_baseline(q, k, v, *, q_scale, k_scale, v_scale, q_zero=0, k_zero=0
         raise ArgumentError(f"materialise: expected one of {BASELINES}, got {materialise!r}")
     c = _Call(q, k, v, q_scale, k_scale, v_scale, q_zero, k_zero, v_zero, 1, "late", key_range,
               heads, softmax_scale)
-    return _public(c, materialise, return_stats, out, fixed=fixed)
+    return _public(c, materialise, return_stats, out, fixed=fixed, scratch=scratch)
 
 
 def scratch_bytes(d, dv, *, heads=1, block=64):

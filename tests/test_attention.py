@@ -295,6 +295,25 @@ def test_out_argument():
         A.attention(q, k, v, out=np.zeros((3, 4))[:, ::2], **KW)
 
 
+def test_caller_scratch():
+    from pyembed.errors import ScratchError
+    rng = np.random.default_rng(12)
+    q = rng.integers(-128, 128, (4, 16), dtype=np.int8)
+    k = rng.integers(-128, 128, (300, 16), dtype=np.int8)
+    v = rng.integers(-128, 128, (300, 2), dtype=np.int8)
+    need = A.scratch_bytes(16, 2, block=32)
+    ram = np.full(need + 64, 0xA5, np.uint8)
+    got = A.attention_fixed(q, k, v, block=32, scratch=ram[:need], **KW)
+    assert_bit_exact(got, A.attention_fixed(q, k, v, block=32, **KW))
+    assert np.all(ram[need:] == 0xA5)  # nothing written past the scratch
+    with pytest.raises(ScratchError):
+        A.attention_fixed(q, k, v, block=32, scratch=ram[:need - 8], **KW)
+    with pytest.raises(ScratchError):
+        A.attention_baseline(q, k, v, scratch=ram[:need], **KW)  # a row of 300 scores needs more
+    with pytest.raises(ArgumentError, match="scratch"):
+        A.attention(q, k, v, scratch=np.zeros(need, np.int32), **KW)
+
+
 # --------------------------------------------------------------- bad input
 
 def _qkv(n=3, m=5, d=4, dv=2):

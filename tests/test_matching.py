@@ -9,7 +9,8 @@ import pytest
 
 import pyembed
 from pyembed.errors import ArgumentError
-from pyembed.matching import match_disparity, match_flow, patch_features, quantize_symmetric
+from pyembed.matching import (match_disparity, match_flow, patch_features, quantize_symmetric,
+                              stereo_motorcycle)
 
 FACTOR, RADIUS, TEMPERATURE = 4, 2, 20.0
 
@@ -22,15 +23,9 @@ def test_stereo_motorcycle_ships_offline():
 
 @pytest.fixture(scope="module")
 def motorcycle():
-    skdata = pytest.importorskip("skimage.data")
-    left, right, disp = skdata.stereo_motorcycle()
-    fl = patch_features(left, RADIUS, FACTOR)
-    fr = patch_features(right, RADIUS, FACTOR)
-    h, w = fl.shape[:2]
-    blocks = disp[:h * FACTOR, :w * FACTOR].reshape(h, FACTOR, w, FACTOR)
-    valid = np.isfinite(blocks).all(axis=(1, 3))   # unknown ground truth is inf
-    gt = np.where(valid, np.nan_to_num(blocks, posinf=0.0).mean(axis=(1, 3)) / FACTOR, 0.0)
-    dmax = int(np.ceil(gt[valid].max())) + 2
+    pytest.importorskip("skimage.data")
+    fl, fr, gt, valid, dmax = stereo_motorcycle(FACTOR, RADIUS)
+    assert 0.5 < valid.mean() < 1.0  # unknown (inf) ground truth is masked out, not zero
     return fl, fr, gt, valid, dmax
 
 
@@ -147,6 +142,18 @@ def test_scratch_independent_of_image_size():
 def test_bad_input(fn, args, kwargs, match):
     with pytest.raises(ArgumentError, match=match):
         fn(*args, **kwargs)
+
+
+def test_out_argument():
+    rng = np.random.default_rng(2)
+    f1, f2 = rng.normal(size=(3, 9, 4)), rng.normal(size=(3, 9, 4))
+    buf = np.zeros((3, 9))
+    assert match_disparity(f1, f2, out=buf) is buf
+    assert np.array_equal(buf, match_disparity(f1, f2))
+    fbuf = np.zeros((3, 9, 2))
+    assert match_flow(f1, f2, out=fbuf) is fbuf and np.array_equal(fbuf, match_flow(f1, f2))
+    with pytest.raises(ArgumentError, match="out"):
+        match_flow(f1, f2, out=np.zeros((3, 9)))
 
 
 def test_constant_features_give_finite_uniform_answer():

@@ -120,11 +120,13 @@ def conv_buffer_size(str kind, int n, int m, int d, int dv, int heads):
 
 def run(const int8_t[:, ::1] q, const int8_t[:, ::1] k, const int8_t[:, ::1] v, int32_t[:, ::1] out,
         int heads, int q_offset, int k_offset, int v_offset, int mult, int shift, int block,
-        str fold, str baseline, key_begin, key_end):
+        str fold, str baseline, key_begin, key_end, user_scratch=None):
     """Run the streaming kernel (baseline None) or the baseline ("row" / "matrix").
 
-    Returns the counters as a dict, with the fold actually used and the
-    scratch bytes the size query asked for."""
+    user_scratch: None (allocate what the size query asks for) or a uint8
+    array the caller provides (the kernel checks its size). Returns the
+    counters as a dict, with the fold actually used and the scratch bytes the
+    size query asked for."""
     cdef pe_attn_params p
     cdef pe_attn_dims dm
     cdef pe_context ctx
@@ -151,10 +153,14 @@ def run(const int8_t[:, ::1] q, const int8_t[:, ::1] k, const int8_t[:, ::1] v, 
         kind = _BASELINES[baseline]
         check(pe_attention_conv_get_buffer_size(&p, kind, &dm, &need),
               "pe_attention_conv_get_buffer_size", _DETAIL)
-    scratch = np.empty(max(need, 1), dtype=np.uint8)
+    if user_scratch is None:
+        scratch = np.empty(max(need, 1), dtype=np.uint8)
+        ctx.size = need
+    else:
+        scratch = user_scratch
+        ctx.size = <int32_t>min(scratch.shape[0], 2**31 - 1)
     memset(&stats, 0, sizeof(pe_stats))
-    ctx.buf = &scratch[0]
-    ctx.size = need
+    ctx.buf = &scratch[0] if scratch.shape[0] > 0 else NULL
     ctx.stats = &stats
     if baseline is None:
         with nogil:
