@@ -88,6 +88,31 @@ class Result:
     def compute_cycles(self):
         return sum(o.cycles for o in self.op_times)
 
+    def to_dict(self):
+        """JSON-ready figures of the run (what ``pyembed simulate --json`` prints)."""
+        p = self.profile
+        d = {"model": self.trace.name, "profile": p.name, "part": p.part, "core": p.core, "clock_hz": p.clock_hz,
+             "strategy": self.strategy, "cycles": self.cycles, "latency_ms": self.latency_ms,
+             "peak_bytes": dict(self.peak_bytes), "region_used": dict(self.region_used),
+             "flash_bytes": dict(self.flash_bytes), "dma_bytes": self.dma_bytes,
+             "outputs": [o.tolist() for o in self.outputs],
+             "ops": [dataclasses.asdict(o) for o in self.op_times]}
+        if self.segments is not None:
+            d["segments"] = self.segments.to_dict()["segments"]
+            d["segment_block_bytes"] = self.segments.block_bytes
+        return d
+
+    def op_table(self):
+        """Per-operator start, cycles and share of the run, as text."""
+        ms = self.profile.cycles_to_ms
+        lines = [f"{'step':>4} {'op':>4} {'type':<20} {'class':<9} {'start ms':>9} {'cycles':>10} "
+                 f"{'ms':>8} {'MACs':>10} {'share':>6}"]
+        total = max(1, self.compute_cycles())
+        for o in self.op_times:
+            lines.append(f"{o.step:>4} {o.op:>4} {o.type:<20} {o.kernel_class:<9} {ms(o.start):>9.3f} "
+                         f"{o.cycles:>10} {ms(o.cycles):>8.3f} {o.macs:>10} {100 * o.cycles / total:>5.1f}%")
+        return "\n".join(lines)
+
     def summary(self):
         p = self.profile
         lines = [f"{self.trace.name} on {p.name} ({p.core} {p.clock_hz / 1e6:g} MHz), {self.strategy}: "
