@@ -536,7 +536,8 @@ def simulate_file(model, profile="stm32f446", plan=None, x=None, *, segments=Non
     (seeded random int8 unless given), simulate, write the requested trace and plots.
 
     model: path to .tflite/.onnx (or a Graph); plan: None, a Plan, or a plan.json path;
-    segments: None, a byte budget, a SegmentPlan or a segments.json path.
+    segments: None, a byte budget, a SegmentPlan or a segments.json path; with None, a
+      SegmentPlan dict stored in plan.info["segments"] is used.
     Returns (Result, reference outputs from graph.run, bit_exact: bool)."""
     from pyembed.graph import load_model
     profile = load_profile(profile)
@@ -547,6 +548,9 @@ def simulate_file(model, profile="stm32f446", plan=None, x=None, *, segments=Non
     region_map = kw.pop("region_map", None)
     if plan is None:
         plan, region_map = default_plan(graph, profile)
+    stored = getattr(plan, "info", {}).get("segments") if segments is None else None
+    if isinstance(stored, dict):          # segment metadata precomputed and stored with the plan
+        segments = SegmentPlan.from_dict(stored)
     if isinstance(segments, str):
         segments = SegmentPlan.from_json(segments)
     elif segments is not None and not isinstance(segments, SegmentPlan):

@@ -266,3 +266,15 @@ def test_a_kernel_writing_flash_is_a_fault_naming_the_weights(monkeypatch):
     msg = str(ei.value)
     assert f"0x{seen['addr']:08X}" in msg and "region flash" in msg and seen["name"] in msg
     assert "#2 FULLY_CONNECTED" in msg
+
+
+def test_segments_stored_with_the_plan_are_used():
+    from firmware_sim.sim import simulate_file
+    g, x, ref = runnable("tiny_ad_autoencoder_int8")
+    p = load_profile("stm32f446")
+    plan, rmap = default_plan(g, p)
+    seg = segment_graph(g, p, int(g.weights_bytes * 0.45), order=plan.order)
+    plan.info["segments"] = seg.to_dict()
+    r, out_ref, exact = simulate_file(g, p, plan, x, region_map=rmap)
+    assert exact and r.strategy == "overlap" and len(r.segments.segments) == len(seg.segments)
+    assert np.array_equal(r.outputs[0], ref[0]) and r.dma_bytes == seg.total_bytes
