@@ -94,11 +94,6 @@ class _Call:
                                 f"large for the Q22 score multiplier (at most ~2^8)") from None
         self.key_begin, self.key_end = _key_range(key_range, n, m)
 
-    def lengths(self):
-        if self.key_begin is None:
-            return np.full(self.n, self.m, dtype=np.int64)
-        return self.key_end.astype(np.int64) - self.key_begin
-
     def ranges(self):
         if self.key_begin is None:
             return np.zeros(self.n, np.int64), np.full(self.n, self.m, np.int64)

@@ -370,3 +370,23 @@ def test_extreme_scores_stay_finite():
         assert big[0, 0] == v[123, 0]  # row 0: key 123 wins outright
         tiny = A.attention(q, k, v, q_scale=1e-9, k_scale=1e-9, v_scale=1.0, fold=fold)
         assert np.all(np.abs(tiny - v.astype(np.float64).mean()) <= LSB)
+
+
+@pytest.mark.parametrize("softmax_scale", [1e-9, 1e-6, 1.0, 50.0])
+def test_deepest_heads_at_the_score_limit(softmax_scale):
+    """d = 16384 with |q - zero| = |k - zero| = 255: scores of 16384 * 255^2,
+    just below 2^31, in every fold; bit-exact and close to float64."""
+    d = A._ext().MAX_DEPTH
+    q = np.full((2, d), -128, np.int8)
+    q[1] = 127
+    k = np.full((3, d), -128, np.int8)
+    k[1] = 127
+    k[2, :100] = 0
+    v = np.array([[-128], [127], [0]], np.int8)
+    kw = dict(q_scale=1.0, k_scale=1.0, v_scale=1.0, q_zero=127, k_zero=127, v_zero=-128,
+              softmax_scale=softmax_scale)
+    ref = A.attention_float(q, k, v, **kw)
+    for fold in A.FOLDS:
+        got = A.attention_fixed(q, k, v, fold=fold, block=2, **kw)
+        assert_bit_exact(got, A.attention_model(q, k, v, fold=fold, block=2, **kw)[0])
+        assert np.abs(got * LSB - ref).max() <= 1e-3 * 255 + LSB

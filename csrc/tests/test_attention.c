@@ -18,7 +18,7 @@ static int8_t rnd8(void)
     rng_state ^= rng_state << 13;
     rng_state ^= rng_state >> 7;
     rng_state ^= rng_state << 17;
-    return (int8_t)(int32_t)((rng_state >> 24) & 0xFFu) ;
+    return (int8_t)(int32_t)((rng_state >> 24) & 0xFFu);
 }
 
 static void fill(int8_t *x, size_t count)
@@ -33,7 +33,7 @@ static pe_attn_params default_params(void)
 {
     pe_attn_params p;
     memset(&p, 0, sizeof p);
-    /* 0.03 * 2^22 * log2(e) / sqrt(16)-ish: a moderate temperature */
+    /* real multiplier ~0.707 * 2^13: one octave of weight per ~740 of score */
     p.score_quant.multiplier = 1518500250; /* ~0.7071 in Q31 */
     p.score_quant.shift = 13;
     p.block = 8;
