@@ -24,3 +24,21 @@ Modules (each short, each with its algorithm in its top comment):
 Benchmarks: ``python -m pyembed.bench calibrate`` (against MLPerf Tiny) and
 ``python -m pyembed.bench segments`` (load-then-run versus overlapped execution).
 """
+import importlib
+
+# public name -> module; imported on first use so `import firmware_sim` stays light
+_LAZY = {
+    "simulate": "firmware_sim.sim",
+    "simulate_file": "firmware_sim.sim",
+    "Result": "firmware_sim.sim",
+    "list_profiles": "firmware_sim.profiles",
+    "load_profile": "firmware_sim.profiles",
+}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'firmware_sim' has no attribute {name!r}")
