@@ -216,13 +216,17 @@ def _c_type(dtype, what):
     return ct
 
 
+def _is_param_array(v):
+    return isinstance(v, np.ndarray) and v.size > 0 and np.issubdtype(v.dtype, np.integer) and v.dtype.itemsize <= 8
+
+
 def _op_arrays(op):
     """Integer array parameters of an operator (requantization multipliers,
     shifts, ...) as (name, ctype, values)."""
     out = []
     for key in sorted(op.params or {}):
         v = op.params[key]
-        if isinstance(v, np.ndarray) and v.size and np.issubdtype(v.dtype, np.integer) and v.dtype.itemsize <= 8:
+        if _is_param_array(v):
             out.append((key, _c_type(v.dtype, f"operator {op.index} parameter {key}"), v))
     return out
 
@@ -313,6 +317,233 @@ def model_data(graph, section=".pe_flash", prefix="pe_model"):
     return "\n".join(h), "\n".join(c)
 
 
+# -- model_graph.c / .h: the C graph runtime's tables -------------------------------
+
+_GOP = {"CONV_2D": "PE_GOP_CONV_2D", "DEPTHWISE_CONV_2D": "PE_GOP_DEPTHWISE_CONV_2D",
+        "AVERAGE_POOL_2D": "PE_GOP_AVERAGE_POOL_2D", "MAX_POOL_2D": "PE_GOP_MAX_POOL_2D",
+        "FULLY_CONNECTED": "PE_GOP_FULLY_CONNECTED", "SOFTMAX": "PE_GOP_SOFTMAX", "RESHAPE": "PE_GOP_RESHAPE",
+        "ADD": "PE_GOP_ADD", "MUL": "PE_GOP_MUL", "REQUANTIZE": "PE_GOP_REQUANTIZE",
+        "QUANTIZE": "PE_GOP_QUANTIZE", "DEQUANTIZE": "PE_GOP_DEQUANTIZE"}
+_GDT = {np.dtype(np.int8): "PE_DT_INT8", np.dtype(np.int16): "PE_DT_INT16", np.dtype(np.int32): "PE_DT_INT32",
+        np.dtype(np.float32): "PE_DT_FLOAT32"}
+
+
+def runtime_tables(graph, layout):
+    """(tensors, ops) as the C graph runtime takes them: the same tables
+    pyembed.ops.build_runtime hands to the Cython binding (taken from
+    pyembed.ops.runtime_tables when it exists)."""
+    from pyembed import ops as O
+    if hasattr(O, "runtime_tables"):
+        return O.runtime_tables(graph, layout)
+    used = set(graph.inputs) | set(graph.outputs)
+    for op in graph.operators:
+        used.update(t for t in op.inputs[:3] if t >= 0)
+        used.update(t for t in op.outputs if t >= 0)
+    c_index, tensors = {}, []
+    for t in sorted(used):
+        tensor = graph.tensors[t]
+        if tensor.dtype not in _GDT:
+            continue  # e.g. RESHAPE's shape operand: never read by a kernel
+        c_index[t] = len(tensors)
+        tensors.append({"tensor": t, "data": tensor.data if tensor.is_constant else None,
+                        "offset": -1 if tensor.is_constant else int(layout.tensor_offsets[t]),
+                        "bytes": int(tensor.nbytes), "dims": O.dims4(tensor.shape), "dtype": tensor.dtype})
+    ops = []
+    for opi in layout.order:
+        op = graph.operators[opi]
+        n_in = 1 if op.type in ("RESHAPE", "SOFTMAX", "AVERAGE_POOL_2D", "MAX_POOL_2D", "QUANTIZE",
+                                "DEQUANTIZE") else (2 if op.type in ("ADD", "MUL") else 3)
+        kind = op.params["kind"] if op.type == "QUANTIZE" else op.type
+        scratch = int(op.scratch_bytes)
+        ops.append({"op": opi, "kind": kind, "inputs": [c_index[t] if t >= 0 else -1 for t in op.inputs[:n_in]],
+                    "output": c_index[op.outputs[0]],
+                    "scratch_offset": int(layout.scratch_offsets.get(opi, -1)) if scratch else -1,
+                    "scratch_size": scratch, "params": op.params})
+    return tensors, ops
+
+
+def _op_initializer(spec, prefix, arrays):
+    """C99 designated initializer of one pe_graph_op."""
+    p = spec["params"]
+    kind = spec["kind"]
+    ins = (list(spec["inputs"]) + [-1, -1, -1])[:3]
+    head = (f"{{ .type = {_GOP[kind]}, .inputs = {{{ins[0]}, {ins[1]}, {ins[2]}}}, .output = {spec['output']}, "
+            f".scratch_offset = {spec['scratch_offset']}, .scratch_size = {spec['scratch_size']}")
+    act = lambda: f"{{{int(p['act_min'])}, {int(p['act_max'])}}}"  # noqa: E731
+    rnd = "PE_ROUND_DOUBLE"
+
+    def ptq(m, s):
+        return f"{{{int(m)}, {int(s)}}}"
+
+    def ints(name, values):
+        if _is_param_array(values) and np.asarray(values).dtype == np.int32:
+            return c_identifier(f"op{spec['op']}_{name}", f"{prefix}_")  # in model_data.c
+        cname = f"{prefix}_graph_op{spec['op']}_{name}"
+        arrays.append(c_array("int32_t", cname, np.asarray(values, dtype=np.int64).ravel(), static=True))
+        return cname
+
+    if kind in ("CONV_2D", "DEPTHWISE_CONV_2D"):
+        pad = p["pad"]
+        m = ints("multiplier", p["multiplier"])
+        sh = ints("shift", p["shift"])
+        body = (f".p.conv = {{ .params = {{ .input_offset = {int(p['input_offset'])}, "
+                f".output_offset = {int(p['output_offset'])}, .stride = {{{p['stride'][0]}, {p['stride'][1]}}}, "
+                f".padding = {{{pad[0]}, {pad[1]}, {pad[2]}, {pad[3]}}}, "
+                f".dilation = {{{p['dilation'][0]}, {p['dilation'][1]}}}, .groups = {int(p.get('groups', 1))}, "
+                f".ch_mult = {int(p.get('depth_multiplier', 1))}, .activation = {act()}, .rounding = {rnd} }}, "
+                f".quant = {{ .quant = {{ {m}, {sh} }}, .count = {len(p['multiplier'])} }} }}")
+    elif kind in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
+        pad = p["pad"]
+        body = (f".p.pool = {{ .kind = {'PE_POOL_AVG' if kind == 'AVERAGE_POOL_2D' else 'PE_POOL_MAX'}, "
+                f".window = {{{p['filter'][0]}, {p['filter'][1]}}}, .stride = {{{p['stride'][0]}, {p['stride'][1]}}}, "
+                f".padding = {{{pad[0]}, {pad[1]}, {pad[2]}, {pad[3]}}}, .activation = {act()}, "
+                f".sum_quant = {{0, 0}}, .output_offset = 0 }}")
+    elif kind == "FULLY_CONNECTED":
+        m = ints("multiplier", p["multiplier"])
+        sh = ints("shift", p["shift"])
+        body = (f".p.fc = {{ .params = {{ .input_offset = {int(p['input_offset'])}, "
+                f".filter_offset = {int(p['filter_offset'])}, .output_offset = {int(p['output_offset'])}, "
+                f".per_channel = {1 if len(p['multiplier']) > 1 else 0}, .activation = {act()}, .rounding = {rnd} }}, "
+                f".quant = {{ .quant = {{ {m}, {sh} }}, .count = {len(p['multiplier'])} }} }}")
+    elif kind == "SOFTMAX":
+        body = (f".p.softmax = {{ .mult = {int(p['input_multiplier'])}, .shift = {int(p['input_left_shift'])}, "
+                f".diff_min = {int(p['diff_min'])} }}")
+    elif kind == "ADD":
+        body = (f".p.add = {{ .input1_offset = {int(p['input1_offset'])}, .input2_offset = {int(p['input2_offset'])}, "
+                f".output_offset = {int(p['output_offset'])}, .left_shift = {int(p['left_shift'])}, "
+                f".input1_quant = {ptq(p['input1_multiplier'], p['input1_shift'])}, "
+                f".input2_quant = {ptq(p['input2_multiplier'], p['input2_shift'])}, "
+                f".output_quant = {ptq(p['output_multiplier'], p['output_shift'])}, "
+                f".activation = {act()}, .rounding = {rnd} }}")
+    elif kind == "MUL":
+        body = (f".p.mul = {{ .input1_offset = {int(p['input1_offset'])}, .input2_offset = {int(p['input2_offset'])}, "
+                f".output_offset = {int(p['output_offset'])}, "
+                f".output_quant = {ptq(p['output_multiplier'], p['output_shift'])}, "
+                f".activation = {act()}, .rounding = {rnd} }}")
+    elif kind == "REQUANTIZE":
+        body = (f".p.requant = {{ .input_offset = {int(p['input_offset'])}, .output_offset = {int(p['output_offset'])}, "
+                f".quant = {ptq(p['multiplier'], p['shift'])}, .activation = {act()}, .rounding = {rnd} }}")
+    elif kind in ("QUANTIZE", "DEQUANTIZE"):
+        body = (f".p.fquant = {{ .scale = {_float_literal(p['scale'], 'float')}, .zero_point = {int(p['zero_point'])}, "
+                f".rounding = {'PE_FROUND_EVEN' if p.get('round_half_even') else 'PE_FROUND_AWAY'} }}")
+    elif kind == "RESHAPE":
+        body = ""
+    else:
+        raise UnsupportedError(f"operator kind {kind} has no C graph table entry")
+    return head + (", " + body if body else "") + " }"
+
+
+def graph_tables(graph, plan, prefix="pe_model"):
+    """(model_graph.h, model_graph.c): the pe_graph tables of graph on the
+    plan's arena (regions laid end to end, as Graph.layout_from_plan does),
+    constants pointing into model_data.c."""
+    graph.check_supported()
+    layout = graph.layout_from_plan(plan)
+    tensors, ops = runtime_tables(graph, layout)
+    P = prefix.upper()
+    t_index = {tt["tensor"]: k for k, tt in enumerate(tensors)}
+    h = f"""/*
+ * model_graph.h - model "{graph.name}" as a table for the pyembed C graph runtime
+ * (pe_graph.h) on the static arena of memplan.h.
+ * Generated by {GENERATOR} {_version()}; do not edit, regenerate.
+ *
+ *   static uint8_t arena[{P}_ARENA_BYTES] (4-byte aligned at least);
+ *   pe_context ctx = {{arena, {P}_ARENA_BYTES, NULL}};
+ *   copy the input to arena + {P}_INPUT0_OFFSET, pe_graph_invoke(&{prefix}_graph, &ctx),
+ *   read the output at arena + {P}_OUTPUT0_OFFSET.
+ */
+#ifndef {P}_GRAPH_H
+#define {P}_GRAPH_H
+
+#include "pyembed/pe_graph.h"
+
+#define {P}_ARENA_BYTES {layout.arena_size}
+#define {P}_NUM_INPUTS {len(graph.inputs)}
+#define {P}_NUM_OUTPUTS {len(graph.outputs)}
+"""
+    for k, t in enumerate(graph.inputs):
+        tt = graph.tensors[t]
+        h += (f"#define {P}_INPUT{k}_TENSOR {t_index[t]}\n#define {P}_INPUT{k}_OFFSET {layout.tensor_offsets[t]}\n"
+              f"#define {P}_INPUT{k}_BYTES {tt.nbytes}\n")
+    for k, t in enumerate(graph.outputs):
+        tt = graph.tensors[t]
+        h += (f"#define {P}_OUTPUT{k}_TENSOR {t_index[t]}\n#define {P}_OUTPUT{k}_OFFSET {layout.tensor_offsets[t]}\n"
+              f"#define {P}_OUTPUT{k}_BYTES {tt.nbytes}\n#define {P}_OUTPUT{k}_DTYPE {_GDT[tt.dtype]}\n")
+    h += f"\nextern const pe_graph {prefix}_graph;\n\n#endif /* {P}_GRAPH_H */\n"
+    arrays = []
+    trows = []
+    for tt in tensors:
+        data = f"(const void *){prefix}_t{tt['tensor']}" if tt["data"] is not None else "NULL"
+        d = tt["dims"]
+        trows.append(f"    {{ {data}, {tt['offset']}, {tt['bytes']}, {{{d[0]}, {d[1]}, {d[2]}, {d[3]}}}, "
+                     f"{_GDT[np.dtype(tt['dtype'])]} }}, /* tensor {tt['tensor']} */")
+    orows = [f"    {_op_initializer(o, prefix, arrays)}, /* operator {o['op']} */" for o in ops]
+    c = f"""/*
+ * model_graph.c - the pe_graph tables of model "{graph.name}" (see model_graph.h).
+ * Generated by {GENERATOR} {_version()}; do not edit, regenerate.
+ */
+#include <stddef.h>
+#include "model_data.h"
+#include "model_graph.h"
+
+{''.join(arrays)}
+static const pe_graph_tensor {prefix}_tensors[{max(len(tensors), 1)}] = {{
+{chr(10).join(trows)}
+}};
+
+static const pe_graph_op {prefix}_ops[{max(len(ops), 1)}] = {{
+{chr(10).join(orows)}
+}};
+
+const pe_graph {prefix}_graph = {{ {prefix}_tensors, {len(tensors)}, {prefix}_ops, {len(ops)}, {layout.arena_size} }};
+"""
+    return h, c
+
+
+def host_main_source(graph, prefix="pe_model"):
+    """A host program: reads the input tensor's bytes from stdin, runs the
+    graph on a static arena, prints the output's values (one line, spaces)."""
+    P = prefix.upper()
+    out_t = graph.tensors[graph.outputs[0]]
+    ctype = _C_TYPES[np.dtype(out_t.dtype)]
+    fmt, cast = ('"%g"', "(double)") if ctype in ("float", "double") else ('"%ld"', "(long)")
+    return f"""/* model_main.c - run model "{graph.name}" on the host: input bytes on stdin,
+ * output values on stdout. Generated by {GENERATOR} {_version()}. */
+#include <stdio.h>
+#include <string.h>
+#include "model_graph.h"
+
+static uint8_t arena[{P}_ARENA_BYTES] __attribute__((aligned(16)));
+
+int main(void)
+{{
+    pe_context ctx;
+    pe_status st;
+    size_t got, i;
+    const {ctype} *out;
+    got = fread(arena + {P}_INPUT0_OFFSET, 1, {P}_INPUT0_BYTES, stdin);
+    if (got != {P}_INPUT0_BYTES) {{
+        fprintf(stderr, "expected %d input bytes, got %lu\\n", {P}_INPUT0_BYTES, (unsigned long)got);
+        return 2;
+    }}
+    ctx.buf = arena;
+    ctx.size = {P}_ARENA_BYTES;
+    ctx.stats = NULL;
+    st = pe_graph_invoke(&{prefix}_graph, &ctx);
+    if (st != PE_OK) {{
+        fprintf(stderr, "pe_graph_invoke failed: %d\\n", (int)st);
+        return 1;
+    }}
+    out = (const {ctype} *)(const void *)(arena + {P}_OUTPUT0_OFFSET);
+    for (i = 0; i < {P}_OUTPUT0_BYTES / sizeof(*out); i++) {{
+        printf(i ? " " {fmt} : {fmt}, {cast}out[i]);
+    }}
+    printf("\\n");
+    return 0;
+}}
+"""
+
+
 # -- everything at once ------------------------------------------------------------
 
 def write_plan_outputs(graph, plan, outdir, section=".pe_flash", tflite_out=None, source_model=None,
@@ -332,6 +563,13 @@ def write_plan_outputs(graph, plan, outdir, section=".pe_flash", tflite_out=None
     if with_model_data:
         hdr, src = model_data(graph, section=section)
         for name, text in (("model_data.h", hdr), ("model_data.c", src)):
+            p = os.path.join(outdir, name)
+            with open(p, "w") as f:
+                f.write(text)
+            paths[name] = p
+    if with_model_data and not getattr(graph, "unsupported", None):
+        hdr, src = graph_tables(graph, plan)
+        for name, text in (("model_graph.h", hdr), ("model_graph.c", src), ("model_main.c", host_main_source(graph))):
             p = os.path.join(outdir, name)
             with open(p, "w") as f:
                 f.write(text)

@@ -15,6 +15,11 @@ metadata entry and its buffer, pack again. Byte vectors are packed 16-byte
 aligned (weights stay aligned for the kernels that need it, and TFLM reads
 the metadata as an int32 array).
 """
+import os
+import random
+import re
+import tempfile
+
 import numpy as np
 
 from pyembed.errors import ModelError, PlanError
@@ -125,3 +130,62 @@ def write_offline_plan(model_path, plan, out_path):
     with open(out_path, "wb") as f:
         f.write(out)
     return out_path
+
+
+def tflm_head(model_bytes, arena_size=1 << 21):
+    """TFLM's non-persistent arena ("head") for a model, read from its
+    recording allocator's report (printed on the C stderr, captured through
+    file descriptor 2). None when tflite-micro is not installed."""
+    try:
+        from tflite_micro.python.tflite_micro import runtime
+    except ImportError:
+        return None
+    fd, path = tempfile.mkstemp()
+    saved = os.dup(2)
+    try:
+        os.dup2(fd, 2)
+        it = runtime.Interpreter.from_bytes(bytes(model_bytes), arena_size=arena_size)
+        it.print_allocations()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(fd)
+    with open(path) as f:
+        text = f.read()
+    os.unlink(path)
+    m = re.search(r"allocation head (\d+) bytes", text)
+    return int(m.group(1)) if m else None
+
+
+def tune_for_tflm(model_bytes, plan, tries=40, seed=0):
+    """TFLM plans its kernels' scratch buffers online, in the gaps the
+    offline tensors leave. Among placements as small as plan (first fit in
+    random buffer orders), keep the one TFLM's arena is smallest with,
+    measured by running the tflite-micro allocator. Returns (plan, head);
+    plan unchanged (head None) without tflite-micro."""
+    from pyembed.planner.algorithms import DoesNotFit, _Placer, placement_total
+    from pyembed.planner.core import Plan
+    best_head = tflm_head(add_offline_plan(model_bytes, plan))
+    if best_head is None or best_head <= plan.arena_size or plan.problem.overlaps:
+        return plan, best_head
+    best = plan
+    rng = random.Random(seed)
+    n = len(plan.buffers)
+    for _ in range(tries):
+        order = list(range(n))
+        rng.shuffle(order)
+        try:
+            pos = _Placer(plan.problem, plan.regions).run(order)
+        except DoesNotFit:
+            continue
+        if placement_total(plan.problem, plan.regions, pos) > plan.arena_size:
+            continue
+        cand = Plan(plan.problem, plan.regions, pos, algorithm=plan.algorithm + "+tflm", order=plan.order,
+                    graph_name=plan.graph_name, tensor_buffer=plan.tensor_buffer, flash=plan.flash,
+                    info=dict(plan.info))
+        head = tflm_head(add_offline_plan(model_bytes, cand))
+        if head is not None and head < best_head:
+            best, best_head = cand, head
+            if head <= plan.arena_size:
+                break
+    return best, best_head

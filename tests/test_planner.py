@@ -236,3 +236,154 @@ def test_order_search_finds_the_cheaper_branch_order():
     assert bound < given_bound
     assert bound == build_problem(g, order)[0].lower_bound()
 
+
+
+# -- the bundled models ------------------------------------------------------------
+
+MODELS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pyembed", "data", "models")
+MODEL_NAMES = sorted(os.path.splitext(f)[0] for f in os.listdir(MODELS_DIR) if f.endswith(".tflite")) \
+    if os.path.isdir(MODELS_DIR) else []
+README_DEF = dict(include_scratch=False, include_variables=False, use_aliases=False)
+
+
+def load(name):
+    from pyembed.graph import load_model
+    return load_model(os.path.join(MODELS_DIR, name + ".tflite"))
+
+
+def reference_bound(g):
+    """models/README.md's definition, computed straight from the operator
+    lists: inputs live from step 0, outputs to the end, a tensor from its
+    producer to its last reader, 16-byte aligned, constants and variables out."""
+    n = len(g.operators)
+    ram = [not t.is_constant and not t.is_variable for t in g.tensors]
+    first = {t: 0 for t in g.inputs if ram[t]}
+    last = dict(first)
+    for k, op in enumerate(g.operators):
+        for t in op.outputs:
+            if t >= 0 and ram[t]:
+                first.setdefault(t, k)
+                last[t] = max(last.get(t, k), k)
+        for t in op.inputs:
+            if t >= 0 and ram[t]:
+                last[t] = k
+    for t in g.outputs:
+        last[t] = n - 1
+    size = {t: (g.tensors[t].nbytes + 15) // 16 * 16 for t in first}
+    return max(sum(size[t] for t in first if first[t] <= k <= last[t]) for k in range(n))
+
+
+def test_bundled_models_are_all_there():
+    assert len(MODEL_NAMES) == 11
+
+
+@pytest.mark.parametrize("name", MODEL_NAMES)
+def test_every_model_is_planned_at_its_liveness_bound(name):
+    g = load(name)
+    plan = plan_graph(g, time_limit=5.0, **README_DEF)
+    check_plan(plan)
+    assert plan.lower_bound == reference_bound(g)
+    assert plan.arena_size == plan.lower_bound, plan.info.get("runs")
+
+
+def test_vww_greedy_by_size_misses_the_bound_that_the_search_reaches():
+    g = load("tiny_vww_mobilenetv1_96_int8")
+    p, _, _ = build_problem(g, **README_DEF)
+    assert p.lower_bound() == reference_bound(g)
+    greedy = plan_problem(p, algorithm="greedy_size").arena_size
+    search = plan_problem(p, algorithm="order_search", time_limit=5.0).arena_size
+    assert search == p.lower_bound() < greedy
+
+
+def random_input(g, seed=0):
+    t = g.tensors[g.inputs[0]]
+    info = np.iinfo(t.dtype)
+    return np.random.default_rng(seed).integers(info.min, info.max + 1, size=t.shape).astype(t.dtype)
+
+
+@pytest.mark.parametrize("name", ["tiny_kws_dscnn_int8", "tiny_vww_mobilenetv1_96_int8", "tiny_ic_resnet8_int8"])
+def test_proven_overlaps_go_below_the_bound_and_run_bit_exact(name):
+    g = load(name)
+    plan = plan_graph(g, overlaps=True, time_limit=5.0, **README_DEF)
+    bound = reference_bound(g)
+    assert plan.arena_size < bound
+    report = plan.info["overlaps"]
+    assert report and all(r["status"] == "proven" for r in report)
+    check_plan(plan)
+    # the whole model on the overlapped arena (and on the full plan pyembed runs with)
+    full = plan_graph(g, overlaps=True, time_limit=5.0)
+    for seed in range(2):
+        x = random_input(g, seed)
+        want = g.run(x)
+        for p in (full,):
+            got = g.run(x, plan=p)
+            for a, b in zip(got, want):
+                assert np.array_equal(a, b), f"{name}: {np.count_nonzero(a != b)} output elements differ"
+
+
+def test_overlap_proof_rejects_a_delta_one_step_past_the_derived_one():
+    from pyembed.planner.core import align_down
+    from pyembed.planner.overlap import OverlapProver, candidates
+    g = load("tiny_kws_dscnn_int8")
+    order = list(range(len(g.operators)))
+    p, tb, _ = build_problem(g, order)
+    prover = OverlapProver(g, order, tb)
+    checked = 0
+    for c in candidates(g, p, tb, order):
+        d = align_down(c.deltas["rows"], 16) if "rows" in c.deltas else None
+        if d is None or d >= p.buffers[c.src].aligned_size:
+            continue
+        assert prover.prove(c.op, c.src_tensor, c.dst_tensor, d)[0]
+        ok, msg = prover.prove(c.op, c.src_tensor, c.dst_tensor, d + 16)
+        assert not ok and "differ" in msg
+        checked += 1
+    assert checked >= 5
+
+
+def test_checker_rejects_a_hand_edited_plan_json(tmp_path):
+    from pyembed.planner import load_plan, save_plan
+    g = load("tiny_kws_dscnn_int8")
+    plan = plan_graph(g, **README_DEF)
+    path = tmp_path / "plan.json"
+    save_plan(plan, path)
+    again = load_plan(path)
+    assert again.placement == plan.placement and again.arena_size == plan.arena_size
+    import json
+    d = json.loads(path.read_text())
+    # move the second buffer onto the first while both are live
+    a, b = d["buffers"][0], d["buffers"][1]
+    assert a["last"] >= b["first"]
+    b["offset"] = a["offset"]
+    path.write_text(json.dumps(d))
+    with pytest.raises(PlanError, match="share bytes"):
+        load_plan(path)
+    path.write_text("{not json")
+    with pytest.raises(PlanError, match="not valid JSON"):
+        load_plan(path)
+
+
+def test_model_in_two_regions_and_the_missing_bytes():
+    g = load("tiny_vww_mobilenetv1_96_int8")
+    need = plan_graph(g, **README_DEF).arena_size
+    plan = plan_graph(g, [Region("dtcm", 32 * 1024), Region("sram", 64 * 1024)], **README_DEF)
+    used = plan.region_used()
+    assert 0 < used["dtcm"] <= 32 * 1024 and used["sram"] <= 64 * 1024
+    check_plan(plan)
+    with pytest.raises(PlanError, match=r"B missing"):
+        plan_graph(g, [Region("ram", need - 16)], algorithm="greedy_size", **README_DEF)
+    big = max(t.nbytes for t in g.tensors if not t.is_constant)
+    with pytest.raises(PlanError, match="larger than every region"):
+        plan_graph(g, [Region("dtcm", big // 2), Region("sram", big // 2)], **README_DEF)
+
+
+def test_timeline_and_step_table_show_every_buffer():
+    g = load("tiny_kws_dscnn_int8")
+    plan = plan_graph(g, overlaps=True, **README_DEF)
+    text = plan.timeline()
+    for b in plan.buffers:
+        assert b.name in text
+    assert "over" in text  # the overlaps the plan uses are listed
+    rows = plan.step_table()
+    assert len(rows) == len(g.operators)
+    alloc = sorted(i for r in rows for i in r[2])
+    assert alloc == list(range(len(plan.buffers)))

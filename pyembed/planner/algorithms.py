@@ -143,11 +143,22 @@ def overlap_order(order, allow):
     return order
 
 
-def placement_total(problem, regions, placement):
+def region_tops(problem, regions, placement):
     used = [0] * len(regions)
     for b, (k, off) in zip(problem.buffers, placement):
         used[k] = max(used[k], off + b.aligned_size)
-    return sum(used)
+    return used
+
+
+def placement_total(problem, regions, placement):
+    return sum(region_tops(problem, regions, placement))
+
+
+def placement_key(problem, regions, placement):
+    """What the algorithms minimise: bytes in the last (slowest) region
+    first, then the one before... so earlier (faster) regions fill up first.
+    With one region this is the arena size."""
+    return tuple(reversed(region_tops(problem, regions, placement)))
 
 
 # -- the algorithms ----------------------------------------------------------
@@ -225,17 +236,17 @@ def order_search(problem, regions, time_limit=2.0, seed=0, target=None, **_):
         except DoesNotFit as e:
             last_error = e
             continue
-        total = placement_total(problem, regions, pos)
+        total = placement_key(problem, regions, pos)
         if best is None or total < best_total:
             best, best_total, best_order = pos, total, order
-        if best_total <= target:
+        if sum(best_total) <= target and len(regions) == 1:
             return best
     rng = random.Random(seed)
     n = len(problem.buffers)
     stale = 0
     patience = max(300, 30 * n)  # non-improving tries before giving up early
-    while n > 1 and time.perf_counter() - start < time_limit and (best is None or best_total > target) \
-            and stale < patience:
+    while n > 1 and time.perf_counter() - start < time_limit \
+            and (best is None or len(regions) > 1 or sum(best_total) > target) and stale < patience:
         stale += 1
         base = list(best_order) if best_order is not None else list(range(n))
         # a few random moves of one buffer to an earlier position
@@ -248,7 +259,7 @@ def order_search(problem, regions, time_limit=2.0, seed=0, target=None, **_):
         except DoesNotFit as e:
             last_error = e
             continue
-        total = placement_total(problem, regions, pos)
+        total = placement_key(problem, regions, pos)
         if best is not None and total < best_total:
             stale = 0
         if best is None or total <= best_total:  # accept ties: a random walk on plateaus
@@ -344,7 +355,14 @@ def cpsat(problem, regions, time_limit=10.0, hint=None, workers=2, max_buffers=2
             for i in range(n):
                 if k in reg_lit[i]:
                     m.Add(t >= off[i] + size[i] - base[k]).OnlyEnforceIf(reg_lit[i][k])
-        m.Minimize(sum(tops))
+        # lexicographic as placement_key: the last region weighs most
+        weight, weights = 1, []
+        for k in range(len(regions)):
+            weights.append(weight)
+            weight *= caps[k] + 1
+        if weight >= 2**62:
+            weights = [k + 1 for k in range(len(regions))]
+        m.Minimize(sum(w * t for w, t in zip(weights, tops)))
     if hint is not None:
         for i, (k, o) in enumerate(hint):
             m.AddHint(unit[i], (base[k] + o) // B[i].alignment)
@@ -368,7 +386,7 @@ def cpsat(problem, regions, time_limit=10.0, hint=None, workers=2, max_buffers=2
         o = solver.Value(unit[i]) * B[i].alignment
         k = max(kk for kk in range(len(regions)) if base[kk] <= o)
         out.append((k, o - base[k]))
-    if hint is not None and placement_total(problem, regions, hint) < placement_total(problem, regions, out):
+    if hint is not None and placement_key(problem, regions, hint) < placement_key(problem, regions, out):
         return hint
     return out
 

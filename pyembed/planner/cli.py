@@ -113,8 +113,14 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
         tplan, note = plan_for_tflm(g, plan, time_limit)
         if note:
             notes.append(note)
-        from pyembed.tflite_offline import write_offline_plan
-        write_offline_plan(model, tplan, tflite_out)
+        from pyembed.tflite_offline import add_offline_plan, tune_for_tflm
+        with open(model, "rb") as f:
+            data = f.read()
+        tplan, head = tune_for_tflm(data, tplan)
+        if head is not None:
+            notes.append(f"TFLM's arena head with this plan: {head} B (measured with tflite-micro)")
+        with open(tflite_out, "wb") as f:
+            f.write(add_offline_plan(data, tplan))
         paths["tflite"] = tflite_out
     s = summary(plan)
     s["files"] = paths

@@ -53,7 +53,7 @@ def _run(name, problem, regions, time_limit, info):
     dt = time.perf_counter() - t0
     total = A.placement_total(problem, regions, pos)
     info.setdefault("runs", {})[name] = {"arena": total, "seconds": round(dt, 4), **sub}
-    return pos, total
+    return pos, A.placement_key(problem, regions, pos)
 
 
 def _missing_bytes(problem, regions, algorithm, time_limit):
@@ -85,7 +85,8 @@ def plan_problem(problem, regions=None, algorithm="auto", time_limit=5.0, **plan
             best = None
             for name in AUTO_SEQUENCE:
                 if name == "cpsat":
-                    if len(problem.buffers) > CPSAT_MAX_BUFFERS or (best and best[1] <= target):
+                    if len(problem.buffers) > CPSAT_MAX_BUFFERS or (best and len(regions) == 1
+                                                                    and best[1][0] <= target):
                         continue
                     try:
                         import ortools  # noqa: F401
