@@ -246,56 +246,54 @@ static inline int32_t dot_s8(const int8_t *w, const int32_t *x, int32_t n)
     return s0 + s1;
 }
 
-/* conv: acc[oc] += dot(filter[oc, tap, :], xo[group of oc]) for every oc */
-static void scatter_conv_pixel(const pe_conv_rev_stream *st, int32_t *acc, const int8_t *w_tap)
+/* conv, one kernel tap of one input pixel, one group:
+ *   acc[oc] += dot(w[oc*ws .. oc*ws + ic), x[0 .. ic)),  oc < oc_n.
+ * Four output channels per pass share every load of x; channels unrolled
+ * by four. */
+static void conv_tap(int32_t *restrict acc, const int8_t *restrict w,
+                     const int32_t *restrict x, size_t ws, int32_t ic, int32_t oc_n)
 {
-    const int32_t groups = st->params.groups;
-    const int32_t ic_g = st->filter_dims.c;
-    const int32_t oc_g = st->output_dims.c / groups;
-    const int32_t w_stride = st->filter_dims.h * st->filter_dims.w * ic_g;
-    const int32_t *x = st->xo;
-    int32_t g, oc;
-    for (g = 0; g < groups; g++) {
-        const int8_t *w = w_tap + (size_t)g * (size_t)oc_g * (size_t)w_stride;
-        oc = 0;
-        /* two output channels per pass share the loads of x */
-        for (; oc + 2 <= oc_g; oc += 2) {
-            const int8_t *w0 = w;
-            const int8_t *w1 = w + w_stride;
-            int32_t a0 = 0, a1 = 0;
-            int32_t i = 0;
-            for (; i + 2 <= ic_g; i += 2) {
-                const int32_t x0 = x[i];
-                const int32_t x1 = x[i + 1];
-                a0 += w0[i] * x0 + w0[i + 1] * x1;
-                a1 += w1[i] * x0 + w1[i + 1] * x1;
-            }
-            if (i < ic_g) {
-                a0 += w0[i] * x[i];
-                a1 += w1[i] * x[i];
-            }
-            acc[oc] += a0;
-            acc[oc + 1] += a1;
-            w += 2 * (size_t)w_stride;
+    int32_t oc = 0;
+    int32_t i;
+    for (; oc + 4 <= oc_n; oc += 4) {
+        const int8_t *restrict w0 = w;
+        const int8_t *restrict w1 = w + ws;
+        const int8_t *restrict w2 = w + 2 * ws;
+        const int8_t *restrict w3 = w + 3 * ws;
+        int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+        for (i = 0; i + 4 <= ic; i += 4) {
+            const int32_t x0 = x[i], x1 = x[i + 1], x2 = x[i + 2], x3 = x[i + 3];
+            a0 += w0[i] * x0 + w0[i + 1] * x1 + w0[i + 2] * x2 + w0[i + 3] * x3;
+            a1 += w1[i] * x0 + w1[i + 1] * x1 + w1[i + 2] * x2 + w1[i + 3] * x3;
+            a2 += w2[i] * x0 + w2[i + 1] * x1 + w2[i + 2] * x2 + w2[i + 3] * x3;
+            a3 += w3[i] * x0 + w3[i + 1] * x1 + w3[i + 2] * x2 + w3[i + 3] * x3;
         }
-        if (oc < oc_g) {
-            acc[oc] += dot_s8(w, x, ic_g);
+        for (; i < ic; i++) {
+            const int32_t x0 = x[i];
+            a0 += w0[i] * x0;
+            a1 += w1[i] * x0;
+            a2 += w2[i] * x0;
+            a3 += w3[i] * x0;
         }
-        acc += oc_g;
-        x += ic_g;
+        acc[oc] += a0;
+        acc[oc + 1] += a1;
+        acc[oc + 2] += a2;
+        acc[oc + 3] += a3;
+        w += 4 * ws;
+    }
+    for (; oc < oc_n; oc++) {
+        acc[oc] += dot_s8(w, x, ic);
+        w += ws;
     }
 }
 
-/* depthwise: acc[c*M + m] += filter[tap, c*M + m] * xo[c] */
-static void scatter_depthwise_pixel(const pe_conv_rev_stream *st, int32_t *acc,
-                                    const int8_t *w)
+/* depthwise, one kernel tap of one input pixel:
+ *   acc[c*mult + m] += w[c*mult + m] * x[c] */
+static void depthwise_tap(int32_t *restrict acc, const int8_t *restrict w,
+                          const int32_t *restrict x, int32_t in_c, int32_t mult)
 {
-    const int32_t in_c = st->input_dims.c;
-    const int32_t mult = st->params.ch_mult;
-    const int32_t *x = st->xo;
-    int32_t c, m;
+    int32_t c = 0, m;
     if (mult == 1) {
-        c = 0;
         for (; c + 4 <= in_c; c += 4) {
             acc[c] += w[c] * x[c];
             acc[c + 1] += w[c + 1] * x[c + 1];
@@ -307,7 +305,7 @@ static void scatter_depthwise_pixel(const pe_conv_rev_stream *st, int32_t *acc,
         }
         return;
     }
-    for (c = 0; c < in_c; c++) {
+    for (; c < in_c; c++) {
         const int32_t xv = x[c];
         for (m = 0; m < mult; m++) {
             acc[m] += w[m] * xv;
@@ -317,13 +315,76 @@ static void scatter_depthwise_pixel(const pe_conv_rev_stream *st, int32_t *acc,
     }
 }
 
+/* Scatter one input row into the accumulators of the npairs reached output
+ * rows; returns the (pixel, tap) pairs visited. */
+static uint64_t scatter_row(pe_conv_rev_stream *st, const int8_t *restrict row, int32_t npairs)
+{
+    const pe_conv_params *p = &st->params;
+    const int32_t in_w = st->input_dims.w, in_c = st->input_dims.c;
+    const int32_t out_w = st->output_dims.w, out_c = st->output_dims.c;
+    const int32_t kw = st->filter_dims.w, s_w = p->stride.w, d_w = p->dilation.w;
+    const int32_t k_eff_w = st->k_eff_w, pad = p->padding.left, offset = p->input_offset;
+    const int32_t depthwise = st->depthwise, mult = p->ch_mult;
+    const int32_t groups = depthwise ? 1 : p->groups;
+    const int32_t ic_g = depthwise ? in_c : st->filter_dims.c;
+    const int32_t oc_g = out_c / groups;
+    const size_t tap_elems = depthwise ? (size_t)out_c : (size_t)ic_g;
+    const size_t ws = (size_t)st->filter_dims.h * (size_t)kw * (size_t)ic_g;
+    const int8_t *const filter = st->filter;
+    int32_t *const ring = st->ring;
+    int32_t *restrict xo = st->xo;
+    const int32_t *const pair_off = st->pair_off;
+    const int32_t *const pair_tap = st->pair_tap;
+    uint64_t pairs = 0;
+    int32_t x, j, c, g;
+
+    for (x = 0; x < in_w; x++) {
+        const int8_t *px = row + (size_t)x * (size_t)in_c;
+        const int32_t xp = x + pad;
+        const int32_t lo_num = xp - k_eff_w + 1;
+        const int32_t ox_lo = lo_num <= 0 ? 0 : ceil_div_pos(lo_num, s_w);
+        const int32_t ox_hi = xp / s_w < out_w - 1 ? xp / s_w : out_w - 1;
+        if (ox_lo > ox_hi) {
+            continue; /* in a gap (stride > kernel) or beyond every output */
+        }
+        for (c = 0; c < in_c; c++) {
+            xo[c] = (int32_t)px[c] + offset;
+        }
+        for (j = 0; j < npairs; j++) {
+            int32_t *acc_row = ring + pair_off[j];
+            const int8_t *w_row = filter + (size_t)pair_tap[j] * (size_t)kw * tap_elems;
+            int32_t ox;
+            for (ox = ox_lo; ox <= ox_hi; ox++) {
+                int32_t kx = xp - ox * s_w;
+                int32_t *acc = acc_row + (size_t)ox * (size_t)out_c;
+                const int8_t *w;
+                if (d_w != 1) {
+                    if (kx % d_w != 0) {
+                        continue;
+                    }
+                    kx /= d_w;
+                }
+                pairs++;
+                w = w_row + (size_t)kx * tap_elems;
+                if (depthwise) {
+                    depthwise_tap(acc, w, xo, in_c, mult);
+                } else {
+                    for (g = 0; g < groups; g++) {
+                        conv_tap(acc + (size_t)g * (size_t)oc_g, w + (size_t)g * (size_t)oc_g * ws,
+                                 xo + (size_t)g * (size_t)ic_g, ws, ic_g, oc_g);
+                    }
+                }
+            }
+        }
+    }
+    return pairs;
+}
+
 pe_status pe_conv2d_rev_stream_push_s8(pe_conv_rev_stream *st, const int8_t *input_row)
 {
     const pe_conv_params *p;
-    int32_t in_w, in_c, out_w, out_c, kw, y, xp_base, hi, oy, npairs, x, j;
-    int32_t s_w, d_w, k_eff_w;
-    size_t tap_elems;
-    uint64_t pairs = 0;
+    int32_t in_w, in_c, out_w, out_c, y, hi, oy, npairs;
+    uint64_t pairs;
 
     if (st == NULL || input_row == NULL) {
         return PE_ERR_ARG;
@@ -342,10 +403,6 @@ pe_status pe_conv2d_rev_stream_push_s8(pe_conv_rev_stream *st, const int8_t *inp
     in_c = st->input_dims.c;
     out_w = st->output_dims.w;
     out_c = st->output_dims.c;
-    kw = st->filter_dims.w;
-    s_w = p->stride.w;
-    d_w = p->dilation.w;
-    k_eff_w = st->k_eff_w;
 
     /* output rows this input row reaches, and their kernel rows */
     {
@@ -377,47 +434,7 @@ pe_status pe_conv2d_rev_stream_push_s8(pe_conv_rev_stream *st, const int8_t *inp
         }
     }
 
-    tap_elems = st->depthwise ? (size_t)out_c : (size_t)st->filter_dims.c;
-    xp_base = p->padding.left;
-    for (x = 0; x < in_w; x++) {
-        const int8_t *px = input_row + (size_t)x * (size_t)in_c;
-        const int32_t xp = x + xp_base;
-        const int32_t lo_num = xp - k_eff_w + 1;
-        const int32_t ox_lo = lo_num <= 0 ? 0 : ceil_div_pos(lo_num, s_w);
-        int32_t ox_hi = xp / s_w;
-        int32_t c;
-        if (ox_hi > out_w - 1) {
-            ox_hi = out_w - 1;
-        }
-        if (ox_lo > ox_hi || npairs == 0) {
-            continue; /* in a gap (stride > kernel) or beyond every output */
-        }
-        for (c = 0; c < in_c; c++) {
-            st->xo[c] = (int32_t)px[c] + p->input_offset;
-        }
-        for (j = 0; j < npairs; j++) {
-            int32_t *acc_row = st->ring + st->pair_off[j];
-            const int8_t *w_row = st->filter + (size_t)st->pair_tap[j] * (size_t)kw * tap_elems;
-            int32_t ox;
-            for (ox = ox_lo; ox <= ox_hi; ox++) {
-                int32_t kx = xp - ox * s_w;
-                if (d_w != 1) {
-                    if (kx % d_w != 0) {
-                        continue;
-                    }
-                    kx /= d_w;
-                }
-                pairs++;
-                if (st->depthwise) {
-                    scatter_depthwise_pixel(st, acc_row + (size_t)ox * (size_t)out_c,
-                                            w_row + (size_t)kx * tap_elems);
-                } else {
-                    scatter_conv_pixel(st, acc_row + (size_t)ox * (size_t)out_c,
-                                       w_row + (size_t)kx * tap_elems);
-                }
-            }
-        }
-    }
+    pairs = npairs > 0 ? scatter_row(st, input_row, npairs) : 0;
     st->rows_in++;
     if (st->stats != NULL) {
         const uint64_t per_pair = st->depthwise ? (uint64_t)out_c
@@ -435,13 +452,45 @@ pe_status pe_conv2d_rev_stream_push_s8(pe_conv_rev_stream *st, const int8_t *inp
     return PE_OK;
 }
 
+/* pe_fx_requant(acc, m, shift) with every shift-derived constant computed
+ * once per channel instead of once per element. The arithmetic is the same
+ * (rounding doubling high multiply, then rounding divide by 2^right, halves
+ * away from zero); m >= 0 is checked at init, so the one saturating case of
+ * the doubling multiply (both operands INT32_MIN) cannot occur. The C tests
+ * compare it with pe_fx_requant. */
+typedef struct {
+    int32_t m;
+    int32_t left;
+    int32_t right;
+    int32_t mask;
+    int32_t half;
+} requant_ch;
+
+static requant_ch requant_setup(int32_t m, int32_t shift)
+{
+    requant_ch r;
+    r.m = m;
+    r.left = shift > 0 ? shift : 0;
+    r.right = shift > 0 ? 0 : -shift;
+    r.mask = (int32_t)(((uint32_t)1u << r.right) - 1u);
+    r.half = r.mask >> 1;
+    return r;
+}
+
+static inline int32_t requant_hoisted(int32_t acc, const requant_ch *r)
+{
+    const int32_t v = r->left > 0 ? pe_fx_sat_shl(acc, r->left) : acc;
+    const int32_t d = (int32_t)pe_fx_asr64((int64_t)v * r->m + ((int64_t)1 << 30), 31);
+    const int32_t rem = (int32_t)((uint32_t)d & (uint32_t)r->mask);
+    return pe_fx_asr32(d, r->right) + (rem > r->half + (d < 0 ? 1 : 0) ? 1 : 0);
+}
+
 pe_status pe_conv2d_rev_stream_pop_s8(pe_conv_rev_stream *st, int8_t *output_row,
                                       int32_t *row_index)
 {
     const pe_conv_params *p;
     int32_t oy, ox, oc, out_w, out_c;
     const int32_t *acc;
-    int8_t *o = output_row;
 
     if (st == NULL || output_row == NULL || row_index == NULL) {
         return PE_ERR_ARG;
@@ -463,16 +512,36 @@ pe_status pe_conv2d_rev_stream_pop_s8(pe_conv_rev_stream *st, int8_t *output_row
     out_w = st->output_dims.w;
     out_c = st->output_dims.c;
     acc = st->ring + (size_t)(oy % st->ring_rows) * (size_t)out_w * (size_t)out_c;
-    for (ox = 0; ox < out_w; ox++) {
+    /* channel outer: each channel's multiplier, shifts and clamp are set up
+     * once per row */
+    {
+        const int32_t off = p->output_offset;
+        const int32_t lo = p->activation.min - off;
+        const int32_t hi = p->activation.max - off;
+        const int32_t single = p->rounding == PE_ROUND_SINGLE;
+        const int32_t *const mult = st->quant.multiplier;
+        const int32_t *const shift = st->quant.shift;
         for (oc = 0; oc < out_c; oc++) {
-            const int32_t v = pe_fx_requant_mode(acc[oc], st->quant.multiplier[oc],
-                                                 st->quant.shift[oc], p->rounding);
-            const int64_t r = (int64_t)v + p->output_offset;
-            o[oc] = (int8_t)(r < p->activation.min ? p->activation.min
-                             : (r > p->activation.max ? p->activation.max : r));
+            const int32_t *a = acc + oc;
+            int8_t *o = output_row + oc;
+            if (!single) {
+                const requant_ch r = requant_setup(mult[oc], shift[oc]);
+                for (ox = 0; ox < out_w; ox++) {
+                    const int32_t v = requant_hoisted(*a, &r);
+                    *o = (int8_t)((v < lo ? lo : (v > hi ? hi : v)) + off);
+                    a += out_c;
+                    o += out_c;
+                }
+            } else {
+                const int32_t m = mult[oc], sh = shift[oc];
+                for (ox = 0; ox < out_w; ox++) {
+                    const int32_t v = pe_fx_requant_single(*a, m, sh);
+                    *o = (int8_t)((v < lo ? lo : (v > hi ? hi : v)) + off);
+                    a += out_c;
+                    o += out_c;
+                }
+            }
         }
-        acc += out_c;
-        o += out_c;
     }
     st->next_out = oy + 1;
     *row_index = oy;

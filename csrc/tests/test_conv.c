@@ -145,7 +145,11 @@ static int draw_case(pe_conv_params *p, pe_dims *in, pe_dims *f, pe_dims *out, i
     for (i = 0; i < out->c; i++) {
         bias[i] = rnd_in(-100000, 100000);
         mult[i] = rnd_in(1 << 30, PE_INT32_MAX);
-        shift[i] = rnd_in(-12, 6); /* positive shifts too */
+        /* positive shifts too, and now and then the extremes of the range */
+        shift[i] = (rnd() % 8u == 0u) ? (int32_t[]){-31, -30, 0, 29, 30}[rnd() % 5u] : rnd_in(-12, 6);
+        if (rnd() % 16u == 0u) {
+            mult[i] = 0;
+        }
     }
     return 1;
 }
