@@ -35,6 +35,16 @@ typedef struct {
     int32_t next_out;    /* first output row not yet emitted */
     int32_t live;        /* rows allocated and not yet emitted */
     int32_t done;        /* every input row of every batch was pushed */
+    int32_t xo_first;    /* first output column input column 0 reaches */
+    int32_t xo_last;     /* last output column input column w - 1 reaches */
+    /* Row bookkeeping without division: for the next input row y (t = y +
+     * pad_top), ys_q = floor((t - k_h + s_h) / s_h) and ye_q = floor(t / s_h),
+     * advanced by counting remainders; the *0 fields hold their values at
+     * y = 0. slot_* are ring slots (row index mod ring_rows) of ys,
+     * next_init and next_out. */
+    int32_t ys_q, ys_rem, ye_q, ye_rem;
+    int32_t ys_q0, ys_rem0, ye_q0, ye_rem0;
+    int32_t slot_init, slot_out;
 } pool_state;
 
 /* ---- small helpers ---------------------------------------------------------- */
@@ -207,7 +217,7 @@ static pe_status check_geometry(const pe_pool_params *p, const pe_dims *in, cons
     reach_h = (int64_t)(out->h - 1) * p->stride.h + p->window.h + p->padding.top + in->h;
     reach_w = (int64_t)(out->w - 1) * p->stride.w + p->window.w + p->padding.left + in->w;
     row_elems = (int64_t)out->w * out->c;
-    if (reach_h > (int64_t)PE_INT32_MAX / 2 || reach_w > (int64_t)PE_INT32_MAX / 2 ||
+    if (reach_h > (int64_t)PE_INT32_MAX / 2 || reach_w * in->c > (int64_t)PE_INT32_MAX / 2 ||
         (int64_t)in->w * in->c > (int64_t)PE_INT32_MAX || row_elems > (int64_t)PE_INT32_MAX ||
         (int64_t)in->n * out->h > (int64_t)PE_INT32_MAX) {
         return PE_ERR_OVERFLOW;
@@ -264,6 +274,23 @@ static void stats_add(const pe_context *ctx, uint64_t combines, uint64_t reads)
     }
 }
 
+/* Row bookkeeping back to input row 0 of a batch. */
+static void start_batch(pool_state *st)
+{
+    st->y_in = 0;
+    st->ys = 0;
+    st->ye = -1;
+    st->slot_ys = 0;
+    st->next_init = 0;
+    st->next_out = 0;
+    st->slot_init = 0;
+    st->slot_out = 0;
+    st->ys_q = st->ys_q0;
+    st->ys_rem = st->ys_rem0;
+    st->ye_q = st->ye_q0;
+    st->ye_rem = st->ye_rem0;
+}
+
 static pe_status stream_init(const pe_context *ctx, const pe_pool_params *params,
                              const pe_dims *in, const pe_dims *out)
 {
@@ -289,15 +316,18 @@ static pe_status stream_init(const pe_context *ctx, const pe_pool_params *params
     st->ring_rows = ring_rows_for(params, out);
     st->row_elems = out->w * out->c;
     st->batch = 0;
-    st->y_in = 0;
     st->row_open = 0;
-    st->ys = 1;
-    st->ye = 0;
-    st->slot_ys = 0;
-    st->next_init = 0;
-    st->next_out = 0;
     st->live = 0;
     st->done = 0;
+    st->ys_q0 = floor_div(params->padding.top - params->window.h + params->stride.h,
+                          params->stride.h);
+    st->ys_rem0 = params->padding.top - params->window.h + params->stride.h -
+                  st->ys_q0 * params->stride.h;
+    st->ye_q0 = params->padding.top / params->stride.h;
+    st->ye_rem0 = params->padding.top % params->stride.h;
+    start_batch(st);
+    st->xo_first = max32(0, ceil_div(params->padding.left - params->window.w + 1, params->stride.w));
+    st->xo_last = min32(out->w - 1, floor_div(in->w - 1 + params->padding.left, params->stride.w));
     return PE_OK;
 }
 
@@ -331,26 +361,46 @@ static void fill_identity(int32_t *a, int32_t n, pe_pool_kind kind)
 {
     const int32_t v = kind == PE_POOL_MAX ? POOL_MAX_IDENTITY : 0;
     int32_t i;
-    for (i = 0; i < n; i++) {
+    for (i = 0; i + 4 <= n; i += 4) {
+        a[i] = v;
+        a[i + 1] = v;
+        a[i + 2] = v;
+        a[i + 3] = v;
+    }
+    for (; i < n; i++) {
         a[i] = v;
     }
 }
 
+static int32_t next_slot(const pool_state *st, int32_t slot)
+{
+    return slot + 1 == st->ring_rows ? 0 : slot + 1;
+}
+
 static void open_row(const pe_context *ctx, pool_state *st)
 {
-    const int32_t sh = st->p.stride.h;
-    const int32_t t = st->y_in + st->p.padding.top;
-    int32_t y;
-    st->ys = max32(0, ceil_div(t - st->p.window.h + 1, sh));
-    st->ye = min32(st->out.h - 1, floor_div(t, sh));
-    st->slot_ys = st->ys <= st->ye ? st->ys % st->ring_rows : 0;
-    for (y = max32(st->next_init, st->ys); y <= st->ye; y++) {
-        fill_identity(ring_of(st) + (size_t)(y % st->ring_rows) * (size_t)st->row_elems,
-                      st->row_elems, st->p.kind);
-        st->live += 1;
+    const int32_t ys = max32(0, st->ys_q);
+    const int32_t ye = min32(st->out.h - 1, st->ye_q);
+    int32_t y = st->next_init;
+    int32_t slot = st->slot_init;
+    while (st->ys < ys) { /* ys moves by at most one row per input row */
+        st->ys += 1;
+        st->slot_ys = next_slot(st, st->slot_ys);
     }
-    if (st->ye + 1 > st->next_init) {
-        st->next_init = st->ye + 1;
+    st->ye = ye;
+    /* rows before ys that were never allocated lie wholly in the top padding */
+    for (; y < ys; y++) {
+        slot = next_slot(st, slot);
+    }
+    for (; y <= ye; y++) {
+        fill_identity(ring_of(st) + (size_t)slot * (size_t)st->row_elems, st->row_elems,
+                      st->p.kind);
+        st->live += 1;
+        slot = next_slot(st, slot);
+    }
+    if (y > st->next_init) {
+        st->next_init = y;
+        st->slot_init = slot;
     }
     st->row_open = 1;
     stats_peak(ctx, st);
@@ -371,66 +421,75 @@ static int32_t rows_to_emit(const pool_state *st)
     return y - st->next_out;
 }
 
-/* Finalise output row y into dst (w_o * c int8). */
-static void emit_row(pool_state *st, int32_t y, int8_t *dst)
+/* Final int8 value of an output whose window holds no in-bounds tap: the
+ * absorbing element through the usual finalisation. */
+static int8_t empty_value(const pe_pool_params *p)
+{
+    int32_t v = p->kind == PE_POOL_MAX ? POOL_MAX_IDENTITY : 0;
+    if (p->kind == PE_POOL_SUM) {
+        v = p->sum_quant.multiplier != 0
+                ? pe_fx_requant(0, p->sum_quant.multiplier, p->sum_quant.shift)
+                : 0;
+        v += p->output_offset;
+    }
+    return (int8_t)pe_fx_clamp(v, p->activation.min, p->activation.max);
+}
+
+/* Finalise output row y into dst (w_o * c int8) and release its ring slot. */
+static void emit_row(pool_state *st, int32_t y, int32_t slot, int8_t *dst)
 {
     const pe_pool_params *p = &st->p;
-    const int32_t c = st->out.c;
-    const int32_t wo = st->out.w;
+    const int32_t n = st->row_elems;
     const int32_t amin = p->activation.min;
     const int32_t amax = p->activation.max;
     const int32_t rows = taps_in(y * p->stride.h - p->padding.top, p->window.h, st->in.h);
-    const int32_t *a = NULL;
-    int32_t xo, ch;
-    if (rows > 0) {
-        a = ring_of(st) + (size_t)(y % st->ring_rows) * (size_t)st->row_elems;
-        st->live -= 1;
+    const int32_t *a;
+    int32_t i;
+    if (rows == 0) {
+        /* never allocated: the window lies wholly in the top/bottom padding */
+        const int8_t e = empty_value(p);
+        for (i = 0; i < n; i++) {
+            dst[i] = e;
+        }
+        return;
     }
+    a = ring_of(st) + (size_t)slot * (size_t)n;
+    st->live -= 1;
     if (p->kind == PE_POOL_MAX) {
-        for (xo = 0; xo < wo; xo++) {
-            for (ch = 0; ch < c; ch++) {
-                const int32_t v = a != NULL ? a[ch] : POOL_MAX_IDENTITY;
-                dst[ch] = (int8_t)pe_fx_clamp(v, amin, amax);
-            }
-            dst += c;
-            if (a != NULL) {
-                a += c;
-            }
+        for (i = 0; i + 4 <= n; i += 4) {
+            dst[i] = (int8_t)pe_fx_clamp(a[i], amin, amax);
+            dst[i + 1] = (int8_t)pe_fx_clamp(a[i + 1], amin, amax);
+            dst[i + 2] = (int8_t)pe_fx_clamp(a[i + 2], amin, amax);
+            dst[i + 3] = (int8_t)pe_fx_clamp(a[i + 3], amin, amax);
+        }
+        for (; i < n; i++) {
+            dst[i] = (int8_t)pe_fx_clamp(a[i], amin, amax);
         }
     } else if (p->kind == PE_POOL_AVG) {
-        for (xo = 0; xo < wo; xo++) {
-            const int32_t cnt = rows * taps_in(xo * p->stride.w - p->padding.left, p->window.w,
-                                               st->in.w);
+        const int32_t c = st->out.c;
+        int32_t xo, x0 = -p->padding.left;
+        for (xo = 0; xo < st->out.w; xo++, x0 += p->stride.w, a += c, dst += c) {
+            const int32_t cnt = rows * taps_in(x0, p->window.w, st->in.w);
+            const int32_t half = cnt / 2;
+            int32_t ch;
             if (cnt == 0) {
                 for (ch = 0; ch < c; ch++) {
                     dst[ch] = (int8_t)pe_fx_clamp(0, amin, amax);
                 }
-            } else {
-                const int32_t half = cnt / 2;
-                for (ch = 0; ch < c; ch++) {
-                    const int32_t s = a[ch];
-                    const int32_t q = s > 0 ? (s + half) / cnt : (s - half) / cnt;
-                    dst[ch] = (int8_t)pe_fx_clamp(q, amin, amax);
-                }
+                continue;
             }
-            dst += c;
-            if (a != NULL) {
-                a += c;
+            for (ch = 0; ch < c; ch++) {
+                const int32_t sum = a[ch];
+                const int32_t q = sum > 0 ? (sum + half) / cnt : (sum - half) / cnt;
+                dst[ch] = (int8_t)pe_fx_clamp(q, amin, amax);
             }
         }
     } else {
         const int32_t m = p->sum_quant.multiplier;
-        for (xo = 0; xo < wo; xo++) {
-            for (ch = 0; ch < c; ch++) {
-                const int32_t s = a != NULL ? a[ch] : 0;
-                const int32_t v = m != 0 ? pe_fx_requant(s, m, p->sum_quant.shift) : s;
-                const int32_t o = pe_fx_sat_s32_from_s64((int64_t)v + p->output_offset);
-                dst[ch] = (int8_t)pe_fx_clamp(o, amin, amax);
-            }
-            dst += c;
-            if (a != NULL) {
-                a += c;
-            }
+        for (i = 0; i < n; i++) {
+            const int32_t v = m != 0 ? pe_fx_requant(a[i], m, p->sum_quant.shift) : a[i];
+            const int32_t o = pe_fx_sat_s32_from_s64((int64_t)v + p->output_offset);
+            dst[i] = (int8_t)pe_fx_clamp(o, amin, amax);
         }
     }
 }
@@ -441,16 +500,22 @@ static void close_row(pool_state *st, int32_t n, int8_t *out_rows, int32_t *firs
     int32_t i;
     *first_row = st->batch * st->out.h + st->next_out;
     for (i = 0; i < n; i++) {
-        emit_row(st, st->next_out, out_rows + (size_t)i * (size_t)st->row_elems);
+        emit_row(st, st->next_out, st->slot_out, out_rows + (size_t)i * (size_t)st->row_elems);
         st->next_out += 1;
+        st->slot_out = next_slot(st, st->slot_out);
     }
     st->row_open = 0;
     st->y_in += 1;
+    if (++st->ys_rem == st->p.stride.h) {
+        st->ys_rem = 0;
+        st->ys_q += 1;
+    }
+    if (++st->ye_rem == st->p.stride.h) {
+        st->ye_rem = 0;
+        st->ye_q += 1;
+    }
     if (st->y_in == st->in.h) {
-        /* next batch */
-        st->y_in = 0;
-        st->next_init = 0;
-        st->next_out = 0;
+        start_batch(st);
         st->batch += 1;
         if (st->batch == st->in.n) {
             st->done = 1;
@@ -460,13 +525,14 @@ static void close_row(pool_state *st, int32_t n, int8_t *out_rows, int32_t *firs
 
 /* ---- the combine loops -------------------------------------------------------- */
 
-/* Scatter pixels [x, x + n) of the open row (n >= 1). The output rows
- * [ys, ye] sit in consecutive ring slots from slot_ys (wrapping). For each of
- * them, every output column whose window meets the pixels combines the run of
- * pixels inside its window, channel innermost: each (pixel, output) pair is
- * visited exactly once, with no division in the loops (window starts advance
- * by the stride). Pixels in a gap (stride > window) fall in no run. Returns
- * the number of combines done (one per channel). */
+/* Scatter pixels [x, x + n) of the open row. The output rows [ys, ye] sit in
+ * consecutive ring slots from slot_ys (wrapping). For each of them, every
+ * output column whose window meets the pixels combines the run of pixels
+ * inside its window into its c accumulators, in blocks of channels that stay
+ * put while the run streams past: each (pixel, output) pair is visited
+ * exactly once. Positions are element offsets into the values, advancing by
+ * the stride: no division and no multiplication in the loops. Pixels in a
+ * gap (stride > window) fall in no run. Returns the combines done. */
 #define POOL_SCATTER_BODY(COMBINE, RUN8)                                                   \
     const int32_t c = st->in.c;                                                            \
     const int32_t sw = st->p.stride.w;                                                     \
@@ -474,54 +540,62 @@ static void close_row(pool_state *st, int32_t n, int8_t *out_rows, int32_t *firs
     const int32_t pl = st->p.padding.left;                                                 \
     const int32_t nr = st->ye - st->ys + 1;                                                \
     const int32_t x_end = x + n;                                                           \
-    const int32_t xo_lo = max32(0, ceil_div(x + pl - kw + 1, sw));                         \
-    const int32_t xo_hi = min32(st->out.w - 1, floor_div(x_end - 1 + pl, sw));             \
-    const int32_t c4 = c & ~3;                                                             \
-    const int32_t c8 = c & ~7;                                                             \
+    /* output columns the pixels reach (whole rows: precomputed) */                        \
+    const int32_t xo_lo = x == 0 ? st->xo_first : max32(0, ceil_div(x + pl - kw + 1, sw)); \
+    const int32_t xo_hi = x_end == st->in.w                                                \
+                              ? st->xo_last                                                \
+                              : min32(st->out.w - 1, floor_div(x_end - 1 + pl, sw));       \
+    const int32_t step = sw * c;  /* window start advance, in elements */                  \
+    const int32_t span = kw * c;  /* window width, in elements */                          \
+    const int32_t n_el = n * c;                                                            \
+    const int32_t off0 = (xo_lo * sw - pl - x) * c; /* window start of column xo_lo */     \
+    const int32_t n_cols = xo_hi - xo_lo + 1;                                              \
     int32_t slot = st->slot_ys;                                                            \
-    uint64_t visits = 0;                                                                   \
+    uint64_t combines = 0;                                                                 \
     int32_t r;                                                                             \
-    if (n <= 0 || nr <= 0 || xo_lo > xo_hi) {                                              \
+    if (n <= 0 || nr <= 0 || n_cols <= 0) {                                                \
         return 0;                                                                          \
     }                                                                                      \
     for (r = 0; r < nr; r++) {                                                             \
         int32_t *a = ring_of(st) + (size_t)slot * (size_t)st->row_elems +                  \
                      (size_t)xo_lo * (size_t)c;                                            \
-        int32_t x0 = xo_lo * sw - pl; /* window start of the current output column */      \
-        int32_t xo;                                                                        \
-        for (xo = xo_lo; xo <= xo_hi; xo++, x0 += sw, a += c) {                            \
-            const int32_t pa = x0 > x ? x0 : x;                                            \
-            const int32_t pb = x0 + kw < x_end ? x0 + kw : x_end;                          \
-            const VALUE_T *p = v + (size_t)(pa - x) * (size_t)c;                           \
-            const VALUE_T *const p_end = v + (size_t)(pb - x) * (size_t)c;                 \
-            if (c8 == c) {                                                                 \
-                /* blocks of 8 channels outermost: the accumulators of a block  \
-                 * stay put while the run of pixels streams past */              \
-                int32_t ch;                                                                \
-                for (ch = 0; ch < c; ch += 8) {                                            \
+        int32_t off = off0;                                                                \
+        int32_t k;                                                                         \
+        if ((c & 7) == 0) {                                                                \
+            for (k = 0; k < n_cols; k++, off += step, a += c) {                            \
+                POOL_RUN_BOUNDS();                                                         \
+                int32_t ch = 0;                                                            \
+                do {                                                                       \
                     RUN8(COMBINE, a + ch, p + ch, p_end, c);                               \
-                }                                                                          \
-            } else {                                                                       \
-                for (; p < p_end; p += c) {                                                \
-                    int32_t ch;                                                            \
-                    for (ch = 0; ch < c4; ch += 4) {                                       \
-                        COMBINE(a[ch], p[ch]);                                             \
-                        COMBINE(a[ch + 1], p[ch + 1]);                                     \
-                        COMBINE(a[ch + 2], p[ch + 2]);                                     \
-                        COMBINE(a[ch + 3], p[ch + 3]);                                     \
-                    }                                                                      \
-                    for (; ch < c; ch++) {                                                 \
-                        COMBINE(a[ch], p[ch]);                                             \
-                    }                                                                      \
-                }                                                                          \
+                    ch += 8;                                                               \
+                } while (ch < c);                                                          \
+                combines += (uint64_t)(hi - lo);                                           \
             }                                                                              \
-            visits += (uint64_t)(pb - pa);                                                 \
+        } else {                                                                           \
+            for (k = 0; k < n_cols; k++, off += step, a += c) {                            \
+                POOL_RUN_BOUNDS();                                                         \
+                int32_t ch;                                                                \
+                for (ch = 0; ch < c; ch++) {                                               \
+                    const VALUE_T *q;                                                      \
+                    for (q = p + ch; q < p_end; q += c) {                                  \
+                        COMBINE(a[ch], *q);                                                \
+                    }                                                                      \
+                }                                                                          \
+                combines += (uint64_t)(hi - lo);                                           \
+            }                                                                              \
         }                                                                                  \
         if (++slot == st->ring_rows) {                                                     \
             slot = 0;                                                                      \
         }                                                                                  \
     }                                                                                      \
-    return visits * (uint64_t)c
+    return combines
+
+/* The run of values inside the window starting at element offset off. */
+#define POOL_RUN_BOUNDS()                                                                  \
+    const int32_t lo = off > 0 ? off : 0;                                                  \
+    const int32_t hi = off + span < n_el ? off + span : n_el;                              \
+    const VALUE_T *const p = v + lo;                                                       \
+    const VALUE_T *const p_end = v + hi
 
 /* Eight channels (the common case of channel counts that are multiples of
  * 8) over a run of pixels. Sums keep the eight accumulators in locals across
