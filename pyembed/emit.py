@@ -421,7 +421,8 @@ def _op_initializer(spec, prefix, arrays):
                 f".output_quant = {ptq(p['output_multiplier'], p['output_shift'])}, "
                 f".activation = {act()}, .rounding = {rnd} }}")
     elif kind == "REQUANTIZE":
-        body = (f".p.requant = {{ .input_offset = {int(p['input_offset'])}, .output_offset = {int(p['output_offset'])}, "
+        body = (f".p.requant = {{ .input_offset = {int(p['input_offset'])}, "
+                f".output_offset = {int(p['output_offset'])}, "
                 f".quant = {ptq(p['multiplier'], p['shift'])}, .activation = {act()}, .rounding = {rnd} }}")
     elif kind in ("QUANTIZE", "DEQUANTIZE"):
         body = (f".p.fquant = {{ .scale = {_float_literal(p['scale'], 'float')}, .zero_point = {int(p['zero_point'])}, "

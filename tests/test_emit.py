@@ -52,7 +52,8 @@ int main(void)
     }
     for (i = 0; i < PE_PLAN_NUM_STEPS; i++) {
         printf("S %ld", (long)pe_plan_step_op[i]);
-        for (k = pe_plan_alloc_index[i]; k < pe_plan_alloc_index[i + 1]; k++) printf(" +%u", (unsigned)pe_plan_alloc[k]);
+        for (k = pe_plan_alloc_index[i]; k < pe_plan_alloc_index[i + 1]; k++)
+            printf(" +%u", (unsigned)pe_plan_alloc[k]);
         for (k = pe_plan_free_index[i]; k < pe_plan_free_index[i + 1]; k++) printf(" -%u", (unsigned)pe_plan_free[k]);
         printf("\n");
     }

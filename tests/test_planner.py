@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from pyembed.errors import PlanError
-from pyembed.planner import (ALGORITHMS, Plan, Problem, Region, build_problem, check_order, check_plan,
+from pyembed.planner import (Plan, Problem, Region, build_problem, check_order, check_plan,
                              plan_graph, plan_problem, search_execution_order)
 from pyembed.planner.core import align_up
 
@@ -387,3 +387,26 @@ def test_timeline_and_step_table_show_every_buffer():
     assert len(rows) == len(g.operators)
     alloc = sorted(i for r in rows for i in r[2])
     assert alloc == list(range(len(plan.buffers)))
+
+
+def test_plan_json_keeps_what_other_tools_store_in_info(tmp_path):
+    from pyembed.planner import load_plan, save_plan
+    g = load("tflm_hello_world_int8")
+    plan = plan_graph(g)
+    plan.info["segments"] = {"cuts": [1, 2], "budget": 4096}
+    save_plan(plan, tmp_path / "p.json")
+    assert load_plan(tmp_path / "p.json").info["segments"] == {"cuts": [1, 2], "budget": 4096}
+
+
+def test_line_stores_and_persistent_buffers_take_part_in_the_plan():
+    from pyembed.planner import Buffer
+    g = load("tiny_kws_dscnn_int8")
+    n = len(g.operators)
+    extra = [Buffer("line_store_l1", 1200, 1, 4, kind="line_store"),
+             Buffer("state", 100, 0, n - 1, kind="persistent")]
+    base = plan_graph(g, **README_DEF)
+    plan = plan_graph(g, extra_buffers=extra, **README_DEF)
+    check_plan(plan)
+    assert plan.lower_bound == base.lower_bound + 1200 + 112
+    assert plan.arena_size == plan.lower_bound
+    assert [b.kind for b in plan.buffers[-2:]] == ["line_store", "persistent"]

@@ -52,8 +52,18 @@ def plan_to_dict(plan):
             "overlap_bytes_shared": sum(s for _, s in used_overlaps(plan)),
             "flash": plan.flash_size,
         },
-        "info": {k: v for k, v in plan.info.items() if k in ("runs", "seconds", "overlaps")},
+        # solver runs, overlap proofs, and what other tools store with the plan
+        # (e.g. the simulator's segment metadata under "segments")
+        "info": {k: v for k, v in plan.info.items() if k != "op_types" and _jsonable(v)},
     }
+
+
+def _jsonable(v):
+    try:
+        json.dumps(v, default=_json_default)
+        return True
+    except (TypeError, ValueError):
+        return False
 
 
 def save_plan(plan, path):
@@ -132,6 +142,8 @@ def plan_from_dict(d, check=True):
     plan = Plan(problem, regions, placement, algorithm=d.get("algorithm", ""), order=list(d.get("order", [])),
                 graph_name=d.get("model", ""), tensor_buffer=tensor_buffer, flash=flash,
                 flash_region=fl.get("region", "flash"))
+    if isinstance(d.get("info"), dict):
+        plan.info.update(d["info"])
     plan.info["op_types"] = {s["op"]: s.get("type", "") for s in d.get("steps", []) if s.get("op") is not None}
     if check:
         check_plan(plan)
