@@ -366,7 +366,6 @@ def patch_plan(layers, input_shape, ram_budget, model=None):
             m = model.macs(th, tw)
             if best is None or (m, pk) < (best[0], best[1]):
                 best = (m, pk, th, tw)
-            break  # smaller tile widths only add MACs for this tile height
     if best is None:
         raise PlanError(f"no patch tiling fits {budget} bytes")
     m, pk, th, tw = best

@@ -1,0 +1,394 @@
+/* Plain C tests of the stripe executor (pe_stripe.h) against a naive
+ * full-frame layer-by-layer implementation written here, over a network with
+ * every layer kind (conv 3x3 and 5x5 stride 2, depthwise with a channel
+ * multiplier, average pooling, pointwise, x2 upsampling, a residual add, max
+ * pooling) for many stripe and block widths; plus arena poisoning, an
+ * unaligned arena and the error statuses. Built with
+ * -fsanitize=address,undefined by tools/check_c.sh. */
+#include <stdint.h>
+#include <string.h>
+#include "pyembed/pyembed.h"
+#include "pyembed/pe_stripe.h"
+#include "pe_test.h"
+
+#define H 20
+#define W 26
+#define MAXE (H * W * 8)
+#define NL 9
+
+static uint64_t rng_state = 0x243F6A8885A308D3ull;
+static uint32_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state >> 16);
+}
+
+static int8_t rnd8(void) { return (int8_t)((int32_t)(rnd() % 255u) - 127); }
+
+static void fill8(int8_t *p, int n)
+{
+    int i;
+    for (i = 0; i < n; i++) {
+        p[i] = rnd8();
+    }
+}
+
+/* weights / quantization storage */
+static int8_t w0[4 * 3 * 3 * 3], w1[4 * 5 * 5 * 4], w2[3 * 3 * 8], w4[4 * 8], w7[2 * 3 * 3 * 4];
+static int32_t b0[4], b1[4], b2[8], b4[4], b7[2];
+static int32_t m0[4], m1[4], m2[8], m4[4], m7[2];
+static int32_t s0[4], s1[4], s2[8], s4[4], s7[2];
+static pe_stripe_layer layers[NL];
+
+static void quant(int32_t *m, int32_t *s, int32_t *b, int n, int32_t shift)
+{
+    int i;
+    for (i = 0; i < n; i++) {
+        m[i] = (int32_t)(0x40000000u + (rnd() & 0x3FFFFFFFu));
+        s[i] = shift - (int32_t)(rnd() % 2u);
+        b[i] = (int32_t)(rnd() % 4001u) - 2000;
+    }
+}
+
+static pe_stripe_layer conv(pe_stripe_op op, int32_t ci, int32_t co, int32_t k, int32_t s, int32_t p,
+                            const int8_t *w, const int32_t *b, const int32_t *m, const int32_t *sh)
+{
+    pe_stripe_layer l;
+    memset(&l, 0, sizeof(l));
+    l.op = op;
+    l.in_c = ci;
+    l.out_c = co;
+    l.kernel.h = l.kernel.w = k;
+    l.stride.h = l.stride.w = s;
+    l.padding.top = l.padding.bottom = l.padding.left = l.padding.right = p;
+    l.input_offset = 7;
+    l.output_offset = -5;
+    l.activation.min = -128;
+    l.activation.max = 127;
+    l.rounding = PE_ROUND_DOUBLE;
+    l.weights = w;
+    l.bias = b;
+    l.quant.multiplier = m;
+    l.quant.shift = sh;
+    return l;
+}
+
+/* input 20x26x3 -> L0 conv3 (4) -> L1 conv5 s2 (4, 10x13) -> L2 dw3 x2 (8)
+ * -> L3 avgpool 2x2 s1 pad bottom/right -> L4 pointwise (4) -> L5 upsample
+ * (20x26) -> L6 add(L0) -> L7 conv3 (2) -> L8 maxpool 3x3 s1 pad 1 */
+static void build(void)
+{
+    fill8(w0, (int)sizeof(w0));
+    fill8(w1, (int)sizeof(w1));
+    fill8(w2, (int)sizeof(w2));
+    fill8(w4, (int)sizeof(w4));
+    fill8(w7, (int)sizeof(w7));
+    quant(m0, s0, b0, 4, -10);
+    quant(m1, s1, b1, 4, -12);
+    quant(m2, s2, b2, 8, -7);
+    quant(m4, s4, b4, 4, -9);
+    quant(m7, s7, b7, 2, -11);
+    layers[0] = conv(PE_STRIPE_CONV, 3, 4, 3, 1, 1, w0, b0, m0, s0);
+    layers[1] = conv(PE_STRIPE_CONV, 4, 4, 5, 2, 2, w1, b1, m1, s1);
+    layers[2] = conv(PE_STRIPE_DEPTHWISE, 4, 8, 3, 1, 1, w2, NULL, m2, s2);
+    layers[3] = conv(PE_STRIPE_POOL, 8, 8, 2, 1, 0, NULL, NULL, NULL, NULL);
+    layers[3].padding.bottom = layers[3].padding.right = 1;
+    layers[3].pool_kind = PE_POOL_AVG;
+    layers[4] = conv(PE_STRIPE_POINTWISE, 8, 4, 1, 1, 0, w4, b4, m4, s4);
+    layers[4].activation.min = -5; /* ReLU at the output zero point */
+    layers[5] = conv(PE_STRIPE_UPSAMPLE2X, 4, 4, 1, 1, 0, NULL, NULL, NULL, NULL);
+    layers[6] = conv(PE_STRIPE_ADD, 4, 4, 1, 1, 0, NULL, NULL, NULL, NULL);
+    layers[6].add.from_layer = 0;
+    layers[6].add.left_shift = 20;
+    layers[6].add.main_offset = 5;
+    layers[6].add.main_quant.multiplier = 1073741824;
+    layers[6].add.main_quant.shift = -1;
+    layers[6].add.branch_offset = 5;
+    layers[6].add.branch_quant.multiplier = 1431655765;
+    layers[6].add.branch_quant.shift = 0;
+    layers[6].add.out_quant.multiplier = 1717986918;
+    layers[6].add.out_quant.shift = -19;
+    layers[6].output_offset = 3;
+    layers[7] = conv(PE_STRIPE_CONV, 4, 2, 3, 1, 1, w7, b7, m7, s7);
+    layers[8] = conv(PE_STRIPE_POOL, 2, 2, 3, 1, 1, NULL, NULL, NULL, NULL);
+    layers[8].pool_kind = PE_POOL_MAX;
+}
+
+/* ---- naive full-frame reference ---- */
+
+static int32_t finish(int32_t acc, const pe_stripe_layer *l, int32_t mult, int32_t shift)
+{
+    int64_t v = (int64_t)pe_fx_requant_mode(acc, mult, shift, l->rounding) + l->output_offset;
+    return (int32_t)(v < l->activation.min ? l->activation.min
+                                           : (v > l->activation.max ? l->activation.max : v));
+}
+
+static uint64_t ref_macs;
+
+static void ref_layer(const pe_stripe_layer *l, const int8_t *in, int ih, int iw, const int8_t *branch,
+                      int8_t *out, int *oh_out, int *ow_out)
+{
+    const int ci = l->in_c, co = l->out_c;
+    int oh, ow, oy, ox, o, ky, kx, i;
+    if (l->op == PE_STRIPE_UPSAMPLE2X) {
+        for (oy = 0; oy < 2 * ih; oy++)
+            for (ox = 0; ox < 2 * iw; ox++)
+                for (o = 0; o < co; o++)
+                    out[(oy * 2 * iw + ox) * co + o] = in[((oy / 2) * iw + ox / 2) * ci + o];
+        *oh_out = 2 * ih;
+        *ow_out = 2 * iw;
+        return;
+    }
+    if (l->op == PE_STRIPE_ADD) {
+        const pe_stripe_add_params *p = &l->add;
+        for (i = 0; i < ih * iw * co; i++) {
+            const int32_t a = pe_fx_requant((in[i] + p->main_offset) * (1 << p->left_shift),
+                                            p->main_quant.multiplier, p->main_quant.shift);
+            const int32_t b = pe_fx_requant((branch[i] + p->branch_offset) * (1 << p->left_shift),
+                                            p->branch_quant.multiplier, p->branch_quant.shift);
+            out[i] = (int8_t)finish(a + b, l, p->out_quant.multiplier, p->out_quant.shift);
+        }
+        *oh_out = ih;
+        *ow_out = iw;
+        return;
+    }
+    oh = (ih + l->padding.top + l->padding.bottom - l->kernel.h) / l->stride.h + 1;
+    ow = (iw + l->padding.left + l->padding.right - l->kernel.w) / l->stride.w + 1;
+    for (oy = 0; oy < oh; oy++) {
+        for (ox = 0; ox < ow; ox++) {
+            for (o = 0; o < co; o++) {
+                int32_t acc = l->bias != NULL ? l->bias[o] : 0;
+                int32_t mx = -128, cnt = 0, sum = 0;
+                for (ky = 0; ky < l->kernel.h; ky++) {
+                    for (kx = 0; kx < l->kernel.w; kx++) {
+                        const int iy = oy * l->stride.h - l->padding.top + ky;
+                        const int ix = ox * l->stride.w - l->padding.left + kx;
+                        const int8_t *px;
+                        if (iy < 0 || iy >= ih || ix < 0 || ix >= iw) {
+                            continue;
+                        }
+                        px = in + (iy * iw + ix) * ci;
+                        if (l->op == PE_STRIPE_CONV || l->op == PE_STRIPE_POINTWISE) {
+                            const int8_t *wk = l->weights + ((o * l->kernel.h + ky) * l->kernel.w + kx) * ci;
+                            for (i = 0; i < ci; i++) {
+                                acc += wk[i] * (px[i] + l->input_offset);
+                                ref_macs++;
+                            }
+                        } else if (l->op == PE_STRIPE_DEPTHWISE) {
+                            acc += l->weights[(ky * l->kernel.w + kx) * co + o] *
+                                   (px[o / (co / ci)] + l->input_offset);
+                            ref_macs++;
+                        } else {
+                            mx = px[o] > mx ? px[o] : mx;
+                            sum += px[o];
+                            cnt++;
+                        }
+                    }
+                }
+                if (l->op == PE_STRIPE_POOL) {
+                    int32_t v = l->pool_kind == PE_POOL_MAX
+                                    ? mx
+                                    : (sum > 0 ? (sum + cnt / 2) / cnt : (sum - cnt / 2) / cnt);
+                    v = v < l->activation.min ? l->activation.min : v;
+                    v = v > l->activation.max ? l->activation.max : v;
+                    out[(oy * ow + ox) * co + o] = (int8_t)v;
+                } else {
+                    out[(oy * ow + ox) * co + o] =
+                        (int8_t)finish(acc, l, l->quant.multiplier[o], l->quant.shift[o]);
+                }
+            }
+        }
+    }
+    *oh_out = oh;
+    *ow_out = ow;
+}
+
+static int8_t maps[NL][MAXE];
+static int8_t input[H * W * 3];
+static int8_t output[H * W * 2];
+static int8_t arena_mem[1 << 16];
+
+static void reference(int *oh, int *ow)
+{
+    int L, h = H, w = W;
+    const int8_t *in = input;
+    ref_macs = 0;
+    for (L = 0; L < NL; L++) {
+        const int8_t *br = layers[L].op == PE_STRIPE_ADD ? maps[layers[L].add.from_layer] : NULL;
+        ref_layer(&layers[L], in, h, w, br, maps[L], &h, &w);
+        in = maps[L];
+    }
+    *oh = h;
+    *ow = w;
+}
+
+static pe_stripe_net make_net(void)
+{
+    pe_stripe_net net;
+    net.layers = layers;
+    net.n_layers = NL;
+    net.input.n = 1;
+    net.input.h = H;
+    net.input.w = W;
+    net.input.c = 3;
+    return net;
+}
+
+static int count_mismatches(const int8_t *a, const int8_t *b, int n)
+{
+    int i, bad = 0;
+    for (i = 0; i < n; i++) {
+        if (a[i] != b[i]) {
+            if (bad < 5) {
+                fprintf(stderr, "  element %d: got %d, expected %d\n", i, a[i], b[i]);
+            }
+            bad++;
+        }
+    }
+    return bad;
+}
+
+static void test_bit_exact(void)
+{
+    static const int32_t stripes[] = {1, 2, 5, 7, 13, 25, 26, 1000};
+    static const int32_t blocks[] = {1, 3, 16};
+    pe_stripe_net net = make_net();
+    pe_dims in_d = {1, H, W, 3};
+    pe_dims out_d;
+    int oh, ow;
+    size_t si, bi;
+    uint64_t full_macs = 0;
+    reference(&oh, &ow);
+    PE_CHECK_EQ(pe_stripe_output_dims(&net, &out_d), PE_OK);
+    PE_CHECK_EQ(out_d.h, oh);
+    PE_CHECK_EQ(out_d.w, ow);
+    PE_CHECK_EQ(out_d.c, 2);
+    for (si = 0; si < sizeof(stripes) / sizeof(stripes[0]); si++) {
+        for (bi = 0; bi < sizeof(blocks) / sizeof(blocks[0]); bi++) {
+            pe_stats stats;
+            pe_context ctx;
+            int32_t size = 0;
+            int64_t predicted = 0;
+            int bad;
+            memset(&stats, 0, sizeof(stats));
+            PE_CHECK_EQ(pe_stripe_get_buffer_size_s8(&net, stripes[si], blocks[bi], &size), PE_OK);
+            PE_CHECK(size > 0 && size <= (int32_t)sizeof(arena_mem));
+            ctx.buf = arena_mem;
+            ctx.size = size;
+            ctx.stats = &stats;
+            memset(output, 0x55, sizeof(output));
+            PE_CHECK_EQ(pe_stripe_run_s8(&ctx, &net, stripes[si], blocks[bi], &in_d, input, &out_d, output),
+                        PE_OK);
+            bad = count_mismatches(output, maps[NL - 1], oh * ow * 2);
+            if (bad) {
+                fprintf(stderr, "stripe %d block %d: %d mismatches\n", stripes[si], blocks[bi], bad);
+            }
+            PE_CHECK_EQ(bad, 0);
+            PE_CHECK_EQ(pe_stripe_predict_macs(&net, stripes[si], &predicted), PE_OK);
+            PE_CHECK_EQ(stats.macs, predicted);
+            PE_CHECK(stats.peak_bytes > 0 && stats.peak_bytes <= size);
+            if (stripes[si] >= W) {
+                full_macs = stats.macs;
+            } else {
+                PE_CHECK(stats.macs > ref_macs);
+            }
+        }
+    }
+    PE_CHECK_EQ(full_macs, ref_macs); /* one stripe: no extra arithmetic */
+}
+
+static void test_arena_poison_and_alignment(void)
+{
+    pe_stripe_net net = make_net();
+    pe_dims in_d = {1, H, W, 3};
+    pe_dims out_d = {1, H, W, 2};
+    pe_context ctx;
+    int32_t size = 0;
+    int oh, ow;
+    reference(&oh, &ow);
+    PE_CHECK_EQ(pe_stripe_get_buffer_size_s8(&net, 6, 4, &size), PE_OK);
+    /* stale arena content must not leak into results; any alignment works */
+    memset(arena_mem, 0x7F, sizeof(arena_mem));
+    ctx.buf = arena_mem + 3;
+    ctx.size = size;
+    ctx.stats = NULL;
+    PE_CHECK_EQ(pe_stripe_run_s8(&ctx, &net, 6, 4, &in_d, input, &out_d, output), PE_OK);
+    PE_CHECK_EQ(count_mismatches(output, maps[NL - 1], oh * ow * 2), 0);
+    memset(arena_mem, 0x80, sizeof(arena_mem));
+    ctx.buf = arena_mem + 1;
+    PE_CHECK_EQ(pe_stripe_run_s8(&ctx, &net, 6, 4, &in_d, input, &out_d, output), PE_OK);
+    PE_CHECK_EQ(count_mismatches(output, maps[NL - 1], oh * ow * 2), 0);
+}
+
+static void test_errors(void)
+{
+    pe_stripe_net net = make_net();
+    pe_stripe_layer saved;
+    pe_dims in_d = {1, H, W, 3};
+    pe_dims out_d = {1, H, W, 2};
+    pe_dims bad_out = {1, H, W, 3};
+    pe_context ctx;
+    int32_t size = 0;
+    int64_t macs;
+    PE_CHECK_EQ(pe_stripe_get_buffer_size_s8(&net, 4, 4, &size), PE_OK);
+    ctx.buf = arena_mem;
+    ctx.size = size;
+    ctx.stats = NULL;
+    PE_CHECK_EQ(pe_stripe_get_buffer_size_s8(&net, 0, 4, &size), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_stripe_get_buffer_size_s8(&net, 4, 0, &size), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_stripe_get_buffer_size_s8(NULL, 4, 4, &size), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_stripe_get_buffer_size_s8(&net, 4, 4, NULL), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_stripe_predict_macs(&net, 0, &macs), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_stripe_run_s8(NULL, &net, 4, 4, &in_d, input, &out_d, output), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_stripe_run_s8(&ctx, &net, 0, 4, &in_d, input, &out_d, output), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_stripe_run_s8(&ctx, &net, 4, 4, &in_d, input, &bad_out, output), PE_ERR_ARG);
+    ctx.size = size - 1;
+    PE_CHECK_EQ(pe_stripe_run_s8(&ctx, &net, 4, 4, &in_d, input, &out_d, output), PE_ERR_SCRATCH);
+    ctx.size = size;
+    ctx.buf = NULL;
+    PE_CHECK_EQ(pe_stripe_run_s8(&ctx, &net, 4, 4, &in_d, input, &out_d, output), PE_ERR_SCRATCH);
+    ctx.buf = arena_mem;
+
+    /* channel counts that do not chain */
+    saved = layers[4];
+    layers[4].in_c = 6;
+    PE_CHECK_EQ(pe_stripe_get_buffer_size_s8(&net, 4, 4, &size), PE_ERR_ARG);
+    layers[4] = saved;
+    /* padding not smaller than the kernel */
+    saved = layers[0];
+    layers[0].padding.left = 3;
+    PE_CHECK_EQ(pe_stripe_get_buffer_size_s8(&net, 4, 4, &size), PE_ERR_ARG);
+    layers[0] = saved;
+    /* kernel over the limit */
+    saved = layers[3];
+    layers[3].kernel.w = PE_STRIPE_MAX_KERNEL + 1;
+    PE_CHECK_EQ(pe_stripe_get_buffer_size_s8(&net, 4, 4, &size), PE_ERR_UNSUPPORTED);
+    layers[3] = saved;
+    /* add from a later layer / of a different shape */
+    saved = layers[6];
+    layers[6].add.from_layer = 6;
+    PE_CHECK_EQ(pe_stripe_get_buffer_size_s8(&net, 4, 4, &size), PE_ERR_ARG);
+    layers[6].add.from_layer = 2;
+    PE_CHECK_EQ(pe_stripe_get_buffer_size_s8(&net, 4, 4, &size), PE_ERR_ARG);
+    layers[6] = saved;
+    /* receptive field taller than the image */
+    net.input.h = 12;
+    PE_CHECK_EQ(pe_stripe_output_dims(&net, &out_d), PE_ERR_ARG);
+    net.input.h = H;
+    net.n_layers = 0;
+    PE_CHECK_EQ(pe_stripe_output_dims(&net, &out_d), PE_ERR_ARG);
+    net.n_layers = NL;
+    PE_CHECK_EQ(pe_stripe_get_buffer_size_s8(&net, 4, 4, &size), PE_OK);
+}
+
+int main(void)
+{
+    build();
+    fill8(input, (int)sizeof(input));
+    test_bit_exact();
+    test_arena_poison_and_alignment();
+    test_errors();
+    return PE_TEST_END("test_stripe");
+}
