@@ -7,6 +7,10 @@
 
 #define ALIGN8(x) (((x) + 7) & ~(size_t)7)
 
+/* instance_frame of a dropped instance: -2 - frame (frame >= 0) */
+#define DROPPED(frame) (-2 - (frame))
+#define IS_DROPPED(v) ((v) <= -2)
+
 pe_status pe_sched_check_table(const pe_sched_table *t)
 {
     int32_t i, k;
@@ -188,6 +192,7 @@ pe_status pe_sched_init(const pe_context *ctx, const pe_sched_table *table,
     s->counters.deferrals = 0u;
     s->counters.no_fit = 0u;
     s->counters.lagging_runs = 0u;
+    s->counters.dropped = 0u;
     s->counters.priority_cycles = 0u;
     s->counters.low_cycles = 0u;
     s->counters.max_late_cycles = 0u;
@@ -299,7 +304,8 @@ static pe_status run_item(pe_sched_state *s, int32_t unit, int32_t item, int64_t
     is->last_start = now;
     is->last_end = ev->end;
 
-    if (cycles > it->est_cycles) {
+    if ((uint64_t)cycles * 65536u >
+        (uint64_t)it->est_cycles * (65536u + (uint64_t)t->overrun_tolerance_q16)) {
         const uint64_t over = (uint64_t)(cycles - it->est_cycles);
         ev->flags |= PE_SCHED_EV_OVERRUN;
         s->counters.overruns++;
@@ -340,6 +346,42 @@ static pe_status run_item(pe_sched_state *s, int32_t unit, int32_t item, int64_t
         us->low_pos = next_item(t, unit, PE_SCHED_LOW, item, &wrapped);
         us->low_period += (uint32_t)wrapped;
     }
+    return PE_OK;
+}
+
+/* Skip a low item: its instance's result will not be produced. */
+static pe_status drop_item(pe_sched_state *s, int32_t unit, int32_t item, int64_t planned,
+                           uint64_t now, pe_sched_event *ev)
+{
+    const pe_sched_table *t = s->table;
+    const pe_sched_item *it = &t->items[item];
+    pe_sched_item_state *is = &s->items[item];
+    pe_sched_unit_state *us = &s->units[unit];
+    const int64_t cur_window = (int64_t)(now / t->window_cycles);
+    int32_t wrapped = 0;
+    int64_t frame = cur_window;
+    if (it->instance >= 0) {
+        const int64_t f = s->instance_frame[it->instance];
+        if ((it->flags & PE_SCHED_FIRST) == 0u) {
+            frame = IS_DROPPED(f) ? -2 - f : f;
+        }
+        s->instance_frame[it->instance] = DROPPED(frame < 0 ? 0 : frame);
+    }
+    ev->item = item;
+    ev->flags = PE_SCHED_EV_DROP;
+    ev->est_cycles = is->est;
+    ev->frame = frame;
+    ev->planned_window = planned;
+    ev->release = (uint64_t)planned * t->window_cycles;
+    ev->start = now;
+    ev->end = now;
+    ev->wake = now;
+    is->runs++;
+    is->last_start = now;
+    is->last_end = now;
+    s->counters.dropped++;
+    us->low_pos = next_item(t, unit, PE_SCHED_LOW, item, &wrapped);
+    us->low_period += (uint32_t)wrapped;
     return PE_OK;
 }
 
@@ -395,12 +437,18 @@ pe_status pe_sched_poll(pe_sched_state *s, int32_t unit, uint64_t now, pe_sched_
             }
         } else {
             const uint32_t est = s->items[item].est;
+            const pe_sched_item *it = &t->items[item];
+            const int64_t window = (int64_t)(now / t->window_cycles);
+            if ((t->max_lag_windows >= 0 && pw + t->max_lag_windows < window) ||
+                (it->instance >= 0 && (it->flags & PE_SCHED_FIRST) == 0u &&
+                 IS_DROPPED(s->instance_frame[it->instance]))) {
+                return drop_item(s, unit, item, pw, now, ev);
+            }
             if (!has_prio || now + est + t->guard_cycles <= next_prio) {
                 return run_item(s, unit, item, pw, now, ev);
             }
             /* would push the next priority period late: hold it back */
             {
-                const int64_t window = (int64_t)(now / t->window_cycles);
                 if (us->deferred_window != window) {
                     us->deferred_window = window;
                     s->counters.deferrals++;
@@ -482,8 +530,8 @@ pe_status pe_sched_run(pe_sched_state *s, uint64_t until, pe_sched_event *events
                 if ((ev.flags & PE_SCHED_EV_RAN) != 0u && ev.end > tmin) {
                     s->units[u].clock = ev.end;
                     ran = 1;
-                } else if ((ev.flags & PE_SCHED_EV_RAN) != 0u) {
-                    ran = 1; /* zero-cycle item: poll this unit again */
+                } else if ((ev.flags & (PE_SCHED_EV_RAN | PE_SCHED_EV_DROP)) != 0u) {
+                    ran = 1; /* zero-cycle item or a drop: poll this unit again */
                 }
             }
         } while (ran);

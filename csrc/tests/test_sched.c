@@ -110,6 +110,8 @@ static pe_sched_table table(pe_sched_item *items, int32_t n, pe_sched_after *aft
     t.n_after = na;
     t.items = items;
     t.after = after;
+    t.overrun_tolerance_q16 = 0u;
+    t.max_lag_windows = -1; /* never drop (changed by the drop test) */
     return t;
 }
 
@@ -418,6 +420,86 @@ static void guard_defers(void)
     PE_CHECK_EQ(s.counters.deferrals, 0);
 }
 
+/* Runs 1 % over their estimate are overruns only beyond the tolerance. */
+static void tolerance(void)
+{
+    pe_sched_item items[2];
+    pe_sched_table t;
+    pe_sched_state s;
+    host h;
+    int32_t n = 0;
+    items[0] = item(0, 0, PE_SCHED_PRIORITY, 0, 0, -1, 0u, 300u);
+    items[1] = item(1, 0, PE_SCHED_LOW, 0, 0, 0, PE_SCHED_FIRST | PE_SCHED_LAST, 600u);
+    t = table(items, 2, NULL, 0, 1, 1, 1);
+    host_init(&h);
+    h.cycles[0] = 303u; /* +1 % */
+    h.cycles[1] = 606u;
+    t.overrun_tolerance_q16 = 1311u; /* 2 % */
+    PE_CHECK_EQ(start(&t, &h, &s), PE_OK);
+    PE_CHECK_EQ(pe_sched_run(&s, 4u * W, events, 1024, &n), PE_OK);
+    PE_CHECK_EQ(s.counters.overruns, 0);
+    t.overrun_tolerance_q16 = 0u;
+    host_init(&h);
+    h.cycles[0] = 303u;
+    h.cycles[1] = 606u;
+    PE_CHECK_EQ(start(&t, &h, &s), PE_OK);
+    PE_CHECK_EQ(pe_sched_run(&s, 4u * W, events, 1024, &n), PE_OK);
+    PE_CHECK_EQ(s.counters.overruns, 8);
+    PE_CHECK_EQ(s.counters.max_overrun_cycles, 6u);
+}
+
+/* With max_lag_windows = 0, the sub-model that a 100 % overrun pushed out of
+ * its window is dropped with its instance (reported with its frame) and the
+ * table is back on time; the priority model is never dropped. */
+static void drop_late_instance(void)
+{
+    pe_sched_item items[4];
+    pe_sched_table t;
+    pe_sched_state s;
+    host h;
+    int32_t n = 0, i, drops = 0;
+    items[0] = item(0, 0, PE_SCHED_PRIORITY, 0, 0, -1, 0u, 300u);
+    items[1] = item(1, 0, PE_SCHED_LOW, 0, 0, 0, PE_SCHED_FIRST, 500u);
+    items[2] = item(0, 0, PE_SCHED_PRIORITY, 0, 1, -1, 0u, 300u);
+    items[3] = item(1, 1, PE_SCHED_LOW, 0, 1, 0, PE_SCHED_LAST, 600u);
+    t = table(items, 4, NULL, 0, 2, 1, 1);
+    t.max_lag_windows = 0;
+    host_init(&h);
+    for (i = 0; i < 4; i++) {
+        h.cycles[i] = items[i].est_cycles;
+    }
+    h.overrun_item = 1; /* window 4: 500 + 500 */
+    h.overrun_run = 2u;
+    h.overrun_extra = 500u;
+    PE_CHECK_EQ(start(&t, &h, &s), PE_OK);
+    PE_CHECK_EQ(pe_sched_run(&s, 20u * W, events, 1024, &n), PE_OK);
+    for (i = 0; i < n; i++) {
+        if (events[i].flags & PE_SCHED_EV_DROP) {
+            drops++;
+            if (drops == 1) {
+                /* sub-model 1 of the frame-4 instance, planned in window 5, dropped in 6 */
+                PE_CHECK_EQ(events[i].item, 3);
+                PE_CHECK_EQ(events[i].frame, 4);
+                PE_CHECK_EQ(events[i].planned_window, 5);
+                PE_CHECK_EQ(events[i].start, 6u * W + 300u); /* after that window's priority work */
+            }
+        }
+    }
+    PE_CHECK(drops >= 1);
+    PE_CHECK_EQ(s.counters.dropped, (uint64_t)drops);
+    PE_CHECK_EQ(h.runs[0] + h.runs[2], 20u);  /* every priority frame */
+    PE_CHECK_EQ(s.counters.deadline_misses, 0);
+    /* back on time: the last instances run in their planned windows, frame = window */
+    PE_CHECK_EQ(h.starts[1][h.runs[1] - 1], (uint64_t)18 * W + 300u);
+    PE_CHECK_EQ(h.frames[3][h.runs[3] - 1], 18);
+    PE_CHECK_EQ(h.starts[3][h.runs[3] - 1], (uint64_t)19 * W + 300u);
+    /* every run of sub-model 1 processed the frame its sub-model 0 captured */
+    for (i = 0; i < (int32_t)h.runs[3]; i++) {
+        PE_CHECK(h.frames[3][i] % 2 == 0);
+    }
+    PE_CHECK(h.runs[3] + (uint32_t)drops >= 10u);
+}
+
 static void bad_arguments(void)
 {
     pe_sched_item items[2];
@@ -529,6 +611,8 @@ int main(void)
     two_units();
     producer_waits_for_consumer();
     guard_defers();
+    tolerance();
+    drop_late_instance();
     bad_arguments();
     resumable_run();
     return PE_TEST_END("test_sched");

@@ -30,7 +30,14 @@
  *    empty remaining period is reported (PE_SCHED_EV_NO_FIT: the planner
  *    should re-split) and its estimate ages back halfway towards the planned
  *    one per window, so a one-off overrun does not block the model for good.
- *  - An overrun is a run longer than the planned estimate (est_cycles).
+ *  - An overrun is a run longer than its planned estimate (est_cycles) by more
+ *    than the table's tolerance (normal run-to-run variation is not a fault).
+ *  - Catching up: a low item that could not start within max_lag_windows of
+ *    the window it was planned in is dropped (PE_SCHED_EV_DROP), and so are the
+ *    remaining items of its model instance: that low-priority result is
+ *    skipped and reported, and the table is back on time. Priority items are
+ *    never dropped. A dropped item still counts as run for the constraints
+ *    (its consumers are dropped with it, its producers may go on).
  *
  * Time is a 64-bit cycle count. The dispatcher never reads a clock: the host
  * passes "now" and the work function reports the cycles it used (measured on
@@ -103,6 +110,11 @@ typedef struct {
     int32_t n_after;         /* >= 0 */
     const pe_sched_item *items;
     const pe_sched_after *after;
+    uint32_t overrun_tolerance_q16; /* a run is an overrun when it exceeds its planned
+                                     * estimate by more than this share (Q16: 655 = 1 %) */
+    int32_t max_lag_windows; /* a low item not started by the end of window planned +
+                              * max_lag_windows is dropped with the rest of its instance
+                              * (reported); < 0: never drop */
 } pe_sched_table;
 
 /* The host's work function: run the item to completion (the sub-model's
@@ -122,6 +134,7 @@ typedef pe_status (*pe_sched_work_fn)(void *user, int32_t item_index, const pe_s
 #define PE_SCHED_EV_DEFER 0x020u     /* low: held back by the guard (not run) */
 #define PE_SCHED_EV_NO_FIT 0x040u    /* low: its estimate exceeds the remaining period */
 #define PE_SCHED_EV_FAULT 0x080u     /* the work function returned an error */
+#define PE_SCHED_EV_DROP 0x100u      /* low: dropped (too late, or its instance was) */
 
 /* What one poll did. */
 typedef struct {
@@ -147,6 +160,7 @@ typedef struct {
     uint64_t deferrals;       /* windows in which a released low item was held back */
     uint64_t no_fit;          /* deferrals whose estimate no longer fits at all */
     uint64_t lagging_runs;    /* low runs that started after their planned window */
+    uint64_t dropped;         /* low items dropped (late, or part of a dropped instance) */
     uint64_t priority_cycles; /* busy cycles, by kind */
     uint64_t low_cycles;
     uint64_t max_late_cycles;    /* worst priority start after release */

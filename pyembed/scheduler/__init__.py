@@ -1,0 +1,27 @@
+"""Cooperative periodic scheduling of several models with sub-model
+splitting (SPEC section 7, issue 11).
+
+    from pyembed.scheduler import Model, Platform, plan_schedule, simulate, emit_header
+
+    s = plan_schedule([Model(kws, latency_sensitive=True), Model(vww), Model(ic, rate="max")],
+                      platform="stm32f746", window_ms=50)
+    print(s.describe())
+    run = simulate(s, windows=10_000, jitter=0.01)      # the C dispatcher on the timing model
+    run.summary()                                       # misses, jitter, utilisation, latency
+    run.faults()                                        # which frame, which model, by how much
+    run.trace(0, 4).write("sched.json")                 # Chrome / Perfetto
+    run.plot_gantt("sched.png", 0, 4)
+    emit_header(s, "schedule.h")                        # the static table for the firmware
+    run_kernels(s, windows=6)                           # real kernels, persistent buffers checked
+
+Modules: workload (models, units, per-layer costs), plan (ranking, priority
+reservation, splitting, placement, persistent buffers), table (the C
+structs as numpy arrays, the header), run (dispatcher runs, figures, traces,
+real kernels), baselines (first-come-first-served without splitting, and
+idealised pre-emptive rate-monotonic), replan (re-split from measurements).
+"""
+from pyembed.scheduler.plan import (LOW, PRIORITY, Schedule, ScheduleError, plan_schedule,  # noqa: F401
+                                    rank_models)
+from pyembed.scheduler.run import Overrun, Run, dispatcher, run_kernels, simulate  # noqa: F401
+from pyembed.scheduler.table import emit_header, state_bytes, table_arrays  # noqa: F401
+from pyembed.scheduler.workload import Model, Platform, Unit, layer_cycles  # noqa: F401
