@@ -7,6 +7,8 @@
 #include <string.h>
 #include "pyembed/pyembed.h"
 #include "pyembed/pe_conv.h"
+#include "pyembed/pe_fused.h"
+#include "pyembed/pe_pool.h"
 #include "pe_test.h"
 
 #define MAX_IN 2048
@@ -380,10 +382,129 @@ static void status_checks(void)
     }
 }
 
+
+/* Naive max pooling of out_ref (the convolution output) into pool_ref. */
+static void ref_maxpool(const pe_pool_params *pp, const pe_dims *co, const pe_dims *po,
+                        const int8_t *src, int8_t *dst)
+{
+    int32_t n, py, px, c, wy, wx;
+    for (n = 0; n < po->n; n++) {
+        for (py = 0; py < po->h; py++) {
+            for (px = 0; px < po->w; px++) {
+                for (c = 0; c < po->c; c++) {
+                    int32_t m = -128;
+                    for (wy = 0; wy < pp->window.h; wy++) {
+                        const int32_t y = py * pp->stride.h - pp->padding.top + wy;
+                        for (wx = 0; wx < pp->window.w; wx++) {
+                            const int32_t x = px * pp->stride.w - pp->padding.left + wx;
+                            if (y >= 0 && y < co->h && x >= 0 && x < co->w) {
+                                const int8_t v = src[((n * co->h + y) * co->w + x) * co->c + c];
+                                m = v > m ? v : m;
+                            }
+                        }
+                    }
+                    m = m < pp->activation.min ? pp->activation.min : m;
+                    m = m > pp->activation.max ? pp->activation.max : m;
+                    dst[((n * po->h + py) * po->w + px) * po->c + c] = (int8_t)m;
+                }
+            }
+        }
+    }
+}
+
+static int8_t pool_ref[MAX_OUT], pool_got[MAX_OUT];
+
+/* Every strategy and the fused stream against conv (gather) then max pool. */
+static void fused_cases(void)
+{
+    int iter, done = 0;
+    for (iter = 0; iter < 300; iter++) {
+        pe_conv_params p;
+        pe_pool_params pp;
+        pe_dims in, f, co, po;
+        pe_context ctx;
+        pe_fused_counters cnt;
+        const pe_per_channel_quant q = {mult, shift};
+        int32_t size = 0, i, strategy, bad;
+        pe_status s;
+        if (!draw_case(&p, &in, &f, &co, 0)) {
+            continue;
+        }
+        memset(&pp, 0, sizeof(pp));
+        pp.kind = PE_POOL_MAX;
+        pp.window.h = rnd_in(1, 4);
+        pp.window.w = rnd_in(1, 4);
+        pp.stride.h = rnd_in(1, 5);
+        pp.stride.w = rnd_in(1, 5);
+        pp.padding.top = rnd_in(0, 3);
+        pp.padding.left = rnd_in(0, 3);
+        pp.activation.min = rnd_in(-128, 0);
+        pp.activation.max = rnd_in(0, 127);
+        po = co;
+        po.h = rnd_in(1, 4);
+        po.w = rnd_in(1, 4);
+        ref_conv(&p, &in, &f, &co, 0, bias, out_ref);
+        ref_maxpool(&pp, &co, &po, out_ref, pool_ref);
+        for (strategy = 0; strategy <= 4; strategy++) {
+            s = strategy < 4 ? pe_conv_pool_strategy_get_buffer_size((pe_fuse_strategy)strategy, &p,
+                                                                     &pp, &in, &f, &co, &po, &size)
+                             : pe_conv_pool_rev_get_buffer_size(&p, &pp, &in, &f, &co, &po, &size);
+            PE_CHECK_EQ(s, PE_OK);
+            if (s != PE_OK || size > MAX_SCRATCH) {
+                continue;
+            }
+            ctx.buf = scratch;
+            ctx.size = size;
+            ctx.stats = NULL;
+            memset(pool_got, 0x55, sizeof(pool_got));
+            s = strategy < 4 ? pe_conv_pool_strategy_s8(&ctx, (pe_fuse_strategy)strategy, &p, &q,
+                                                        &pp, &in, input, &f, weights, bias, &co,
+                                                        &po, pool_got, &cnt)
+                             : pe_conv_pool_rev_s8(&ctx, &p, &q, &pp, &in, input, &f, weights,
+                                                   bias, &co, &po, pool_got);
+            PE_CHECK_EQ(s, PE_OK);
+            bad = 0;
+            for (i = 0; i < po.n * po.h * po.w * po.c; i++) {
+                bad += pool_got[i] != pool_ref[i];
+            }
+            PE_CHECK_EQ(bad, 0);
+            if (size > 0) {
+                ctx.size = size - 1;
+                s = strategy < 4 ? pe_conv_pool_strategy_s8(&ctx, (pe_fuse_strategy)strategy, &p,
+                                                            &q, &pp, &in, input, &f, weights, bias,
+                                                            &co, &po, pool_got, &cnt)
+                                 : pe_conv_pool_rev_s8(&ctx, &p, &q, &pp, &in, input, &f,
+                                                       weights, bias, &co, &po, pool_got);
+                PE_CHECK_EQ(s, PE_ERR_SCRATCH);
+            }
+        }
+        /* status checks: unknown strategy, other pooling kinds, channel mismatch */
+        PE_CHECK_EQ(pe_conv_pool_strategy_get_buffer_size((pe_fuse_strategy)9, &p, &pp, &in, &f,
+                                                          &co, &po, &size),
+                    PE_ERR_ARG);
+        pp.kind = PE_POOL_AVG;
+        PE_CHECK_EQ(pe_conv_pool_strategy_get_buffer_size(PE_FUSE_REVERSE, &p, &pp, &in, &f, &co,
+                                                          &po, &size),
+                    PE_ERR_UNSUPPORTED);
+        pp.kind = PE_POOL_MAX;
+        po.c = co.c + 1;
+        PE_CHECK_EQ(pe_conv_pool_rev_get_buffer_size(&p, &pp, &in, &f, &co, &po, &size),
+                    PE_ERR_ARG);
+        pp.window.h = 0;
+        po.c = co.c;
+        PE_CHECK_EQ(pe_conv_pool_strategy_get_buffer_size(PE_FUSE_NONE, &p, &pp, &in, &f, &co,
+                                                          &po, &size),
+                    PE_ERR_ARG);
+        done++;
+    }
+    PE_CHECK(done > 100);
+}
+
 int main(void)
 {
     random_cases(0);
     random_cases(1);
     status_checks();
+    fused_cases();
     return PE_TEST_END("test_conv");
 }
