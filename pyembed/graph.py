@@ -134,6 +134,11 @@ class Graph:
         self.unsupported = list(unsupported or [])
         self.metadata = dict(metadata or {})
         self.source_format = source_format
+        # ONNX graphs keep 4-D activations NHWC inside; run() takes and
+        # returns the model's NCHW arrays through these permutations
+        # (None: the array is used as it is).
+        self.input_perms = [None] * len(self.inputs)
+        self.output_perms = [None] * len(self.outputs)
         self._runtime_cache = {}
 
     # -- facts -------------------------------------------------------------
@@ -306,7 +311,9 @@ class Graph:
                         values[t] = rt.tensor_value(arena, t)
         if keep_intermediates:
             return values
-        return [rt.tensor_value(arena, t) for t in self.outputs]
+        outs = [rt.tensor_value(arena, t) for t in self.outputs]
+        return [np.ascontiguousarray(v.transpose(p)) if p is not None else v
+                for v, p in zip(outs, self.output_perms)]
 
     def _inputs_list(self, x):
         if isinstance(x, (list, tuple)):
@@ -319,6 +326,13 @@ class Graph:
         for k, (v, t) in enumerate(zip(xs, self.inputs)):
             tensor = self.tensors[t]
             name = f"x[{k}]" if len(xs) > 1 else "x"
+            perm = self.input_perms[k] if k < len(self.input_perms) else None
+            if perm is not None and isinstance(v, np.ndarray):
+                want = tuple(tensor.shape[perm.index(i)] for i in range(len(perm)))
+                if tuple(v.shape) != want:
+                    raise ArgumentError(f"{name}: expected shape {want} (input tensor {t} {tensor.name!r}), "
+                                        f"got {v.shape}")
+                v = v.transpose(perm)
             if not isinstance(v, np.ndarray):
                 raise ArgumentError(f"{name}: expected a numpy array of {tensor.dtype.name} with shape "
                                     f"{tensor.shape}, got {type(v).__name__}")

@@ -164,6 +164,25 @@ def dims4(shape):
 
 # -- per-operator preparation -------------------------------------------------
 
+def _geometry(c, o, hw, k, stride, dilation):
+    """((out_h, out_w), (top, bottom, left, right)) for SAME / VALID (TFLite)
+    or EXPLICIT padding (ONNX pads given as top, left, bottom, right)."""
+    if o["padding"] == "EXPLICIT":
+        t, l, b, r = (int(v) for v in o["explicit_pad"])
+        if min(t, l, b, r) < 0:
+            raise c.error(f"negative padding {(t, l, b, r)}")
+        outs = []
+        for ax, (lo, hi) in enumerate(((t, b), (l, r))):
+            eff = (k[ax] - 1) * dilation[ax] + 1
+            outs.append((hw[ax] + lo + hi - eff) // stride[ax] + 1)
+        return tuple(outs), (t, b, l, r)
+    oh = out_size(o["padding"], hw[0], k[0], stride[0], dilation[0])
+    ow = out_size(o["padding"], hw[1], k[1], stride[1], dilation[1])
+    pt, pb = pad_amounts(o["padding"], hw[0], k[0], stride[0], dilation[0], oh)
+    pl, pr = pad_amounts(o["padding"], hw[1], k[1], stride[1], dilation[1], ow)
+    return (oh, ow), (pt, pb, pl, pr)
+
+
 def _check_stride(c, stride, dilation=(1, 1)):
     if min(stride) < 1 or min(dilation) < 1:
         raise c.error(f"stride {stride} and dilation {dilation} must be >= 1")
@@ -209,8 +228,7 @@ def _conv_common(c, depthwise):
         if cout % groups != 0:
             raise c.error(f"output channels {cout} are not a multiple of the {groups} groups")
         mult = 1
-    oh = out_size(o["padding"], h, kh, stride[0], dilation[0])
-    ow = out_size(o["padding"], wd, kw, stride[1], dilation[1])
+    (oh, ow), pad = _geometry(c, o, (h, wd), (kh, kw), stride, dilation)
     if tuple(y.shape) != (n, oh, ow, cout):
         raise c.error(f"output shape {list(y.shape)} disagrees with input {list(x.shape)}, filter "
                       f"{list(w.shape)}, stride {stride}, padding {o['padding']}: expected {[n, oh, ow, cout]}")
@@ -234,11 +252,9 @@ def _conv_common(c, depthwise):
     reals = [float(xs) * float(s) / float(ys) for s in scales]
     mult_arr, shift_arr = _multipliers(reals)
     act_min, act_max = activation_range(o.get("activation"), ys, yz)
-    pad_t, pad_b = pad_amounts(o["padding"], h, kh, stride[0], dilation[0], oh)
-    pad_l, pad_r = pad_amounts(o["padding"], wd, kw, stride[1], dilation[1], ow)
     op.params = {
         "stride": stride, "dilation": dilation, "padding": o["padding"],
-        "pad": (pad_t, pad_b, pad_l, pad_r), "kernel": (kh, kw),
+        "pad": pad, "kernel": (kh, kw),
         "groups": groups, "depth_multiplier": mult,
         "activation": o.get("activation"), "act_min": act_min, "act_max": act_max,
         "input_offset": -xz, "output_offset": yz,
@@ -274,8 +290,7 @@ def _pool(c, kind):
     if min(filt) < 1:
         raise c.error(f"filter size {filt} must be >= 1")
     n, h, w, ch = x.shape
-    oh = out_size(o["padding"], h, filt[0], stride[0])
-    ow = out_size(o["padding"], w, filt[1], stride[1])
+    (oh, ow), pad = _geometry(c, o, (h, w), filt, stride, (1, 1))
     if tuple(y.shape) != (n, oh, ow, ch):
         raise c.error(f"output shape {list(y.shape)} disagrees with input {list(x.shape)}, filter {filt}, "
                       f"stride {stride}, padding {o['padding']}: expected {[n, oh, ow, ch]}")
@@ -285,10 +300,8 @@ def _pool(c, kind):
         raise Unsupported(f"int8 pooling with different input and output quantization "
                           f"({float(xs)}, {xz}) -> ({float(ys)}, {yz})")
     act_min, act_max = activation_range(o.get("activation"), ys, yz)
-    pad_t, pad_b = pad_amounts(o["padding"], h, filt[0], stride[0], 1, oh)
-    pad_l, pad_r = pad_amounts(o["padding"], w, filt[1], stride[1], 1, ow)
     op.params = {"kind": kind, "filter": filt, "stride": stride, "padding": o["padding"],
-                 "pad": (pad_t, pad_b, pad_l, pad_r), "activation": o.get("activation"),
+                 "pad": pad, "activation": o.get("activation"),
                  "act_min": act_min, "act_max": act_max}
     op.macs = int(n * oh * ow * ch * filt[0] * filt[1])
     op.scratch_bytes = _pool_scratch(op, x, y)
