@@ -169,7 +169,7 @@ def _peer_cases():
     out = []
     for name, case in sorted(cases.items()):
         p = case["params"]
-        if case["op"] not in ("conv_s8", "depthwise_conv_s8"):
+        if case["op"] not in ("conv_s8", "depthwise_conv_s8", "avgpool_s8", "maxpool_s8"):
             continue
         if p.get("dilation_x", 1) != 1 or p.get("dilation_y", 1) != 1 or (p.get("groups") or 1) != 1:
             continue
@@ -183,6 +183,10 @@ def _peer_layer(name):
     p = case["params"]
     a = dict(np.load(os.path.join(PEER, case["file"])))
     pad = (p["pad_y"], max(p["derived_pad_bottom"], 0), p["pad_x"], max(p["derived_pad_right"], 0))
+    if case["op"] in ("avgpool_s8", "maxpool_s8"):
+        layer = Pool2D("avg" if case["op"] == "avgpool_s8" else "max", (p["kernel_h"], p["kernel_w"]),
+                       (p["stride_y"], p["stride_x"]), pad, act_min=p["act_min"], act_max=p["act_max"])
+        return layer, a["input"], a["expected"]
     common = dict(input_zero_point=-p["input_offset"], output_zero_point=p["output_offset"],
                   stride=(p["stride_y"], p["stride_x"]), padding=pad, act_min=p["act_min"],
                   act_max=p["act_max"])
@@ -194,15 +198,28 @@ def _peer_layer(name):
     return layer, a["input"], a["expected"]
 
 
-@pytest.mark.parametrize("name", _peer_cases())
-def test_layer_reference_and_executor_match_cmsis_nn(name):
+def _check_peer(name):
+    """Reference always; the executor where the kernel fits it. Returns the executor runs."""
     layer, xs, expected = _peer_layer(name)
+    ran = 0
     for x, want in zip(xs, expected):
         assert_same(layer.reference(x), want, f"{name} reference")
         rf = receptive_field([layer], x.shape)
         if max(layer.kernel) <= _c.MAX_KERNEL and rf[0] <= x.shape[0] and rf[1] <= x.shape[1]:
             for s in (1, 2, want.shape[1]):
                 assert_same(stripe.run_stripes([layer], x, s, 2), want, f"{name} stripe {s}")
+                ran += 1
+    return ran
+
+
+@pytest.mark.parametrize("name", _peer_cases())
+def test_layer_reference_and_executor_match_cmsis_nn(name):
+    _check_peer(name)
+
+
+def test_peer_vectors_reach_the_executor():
+    ran = {n: _check_peer(n) for n in _peer_cases()}
+    assert sum(1 for v in ran.values() if v) >= 15, ran
 
 
 # ---------------------------------------------------------------------------
