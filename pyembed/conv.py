@@ -313,7 +313,8 @@ STRATEGIES = ("fused", "none", "naive", "striped", "reverse")
 
 def conv_pool2d(x, weights, bias, multiplier, shift, *, window, pool="max", pool_stride=None,
                 pool_padding=0, pool_rule="floor", pool_output_size=None,
-                pool_activation=(-128, 127), strategy="fused", stride=1, padding=0, dilation=1,
+                pool_activation=(-128, 127), pool_multiplier=0, pool_shift=0,
+                pool_output_offset=0, strategy="fused", stride=1, padding=0, dilation=1,
                 groups=1, input_offset=0, output_offset=0, activation=(-128, 127),
                 rounding="double", shape_rule="floor", output_size=None, out=None,
                 return_stats=False):
@@ -322,7 +323,8 @@ def conv_pool2d(x, weights, bias, multiplier, shift, *, window, pool="max", pool
     Convolution arguments as conv2d; pooling arguments as
     pyembed.pooling.pool2d (pool = "max" | "avg" | "sum", window, pool_stride
     defaulting to the window, pool_padding, pool_rule or pool_output_size,
-    pool_activation) applied to the int8 convolution output.
+    pool_activation; sum pooling also pool_multiplier, pool_shift,
+    pool_output_offset) applied to the int8 convolution output.
 
     strategy:
       "fused"    (default) the reverse convolution's final rows are scattered
@@ -342,7 +344,8 @@ def conv_pool2d(x, weights, bias, multiplier, shift, *, window, pool="max", pool
     params, weights, bias, mult, sh, cshape = _prepare(
         False, x4.shape, weights, bias, multiplier, shift, stride, padding, dilation, groups, 1,
         input_offset, output_offset, activation, rounding, shape_rule, output_size)
-    prm = pooling.make_params(pool, window, pool_stride, pool_padding, pool_activation)
+    prm = pooling.make_params(pool, window, pool_stride, pool_padding, pool_activation,
+                              pool_multiplier, pool_shift, pool_output_offset)
     if strategy != "fused" and pool != "max":
         raise ArgumentError(f"pool: the Table I strategies pool with 'max' only, got {pool!r}")
     pshape = pooling.pool_output_shape(cshape, window, pool_stride, pool_padding, pool_rule,

@@ -166,6 +166,17 @@ def test_random_layers_counters_and_bits(arg):
              "pool_pad": (pool_kw["pool_padding"][0], pool_kw["pool_padding"][2]),
              "pool_out": pshape[1:3]}
     check_counters(shape, counters)
+    # the fused stream pools with every kind: avg and sum as well
+    args = (case["x"], case["weights"], case["bias"], case["multiplier"], case["shift"])
+    conv_out = conv.conv2d(*args, **conv_kw)
+    pk = dict(stride=pool_kw["pool_stride"], padding=pool_kw["pool_padding"],
+              rule=pool_kw["pool_rule"], activation=pool_kw["pool_activation"])
+    got = conv.conv_pool2d(*args, pool="avg", **conv_kw, **pool_kw)
+    assert np.array_equal(got, pooling.avg_pool2d(conv_out, pool_kw["window"], **pk))
+    sq = dict(multiplier=1518500250, shift=-3, output_offset=7)
+    got = conv.conv_pool2d(*args, pool="sum", **{f"pool_{k}": v for k, v in sq.items()},
+                           **conv_kw, **pool_kw)
+    assert np.array_equal(got, pooling.sum_pool2d(conv_out, pool_kw["window"], **pk, **sq))
 
 
 def test_strategies_reject_other_pool_kinds_and_names():
