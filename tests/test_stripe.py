@@ -128,6 +128,20 @@ def test_full_width_stripe_has_no_extra_macs_and_narrow_ones_do():
     assert full.arena_bytes < ref.peak_bytes
 
 
+def test_measured_activation_bytes_follow_the_line_store_rule():
+    """SPEC 4: one full-width stripe holds (k_h - 1) input rows per layer plus
+    a (k_w - 1 + block) column temporary per layer, nothing else; the
+    executor's measured high-water marks must add up to exactly that."""
+    layers = stripe.pixel_network(23, n_layers=3, channels=5, kernel=3)
+    layers.append(stripe.random_conv(24, 3, 4, kernel=5))
+    x = image(25, (14, 40, 3))
+    for block in (1, 7):
+        st = stripe.run_stripes(layers, x, 40, block, return_stats=True)[1]
+        want = sum((l.kernel[0] - 1) * 40 * l.in_channels + (l.kernel[1] - 1 + block) * l.in_channels
+                   for l in layers)
+        assert st.activation_bytes == want
+
+
 def test_out_argument_writes_into_a_view():
     layers = unet(2)
     x = image(3, (16, 22, 3))
