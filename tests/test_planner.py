@@ -410,3 +410,25 @@ def test_line_stores_and_persistent_buffers_take_part_in_the_plan():
     assert plan.lower_bound == base.lower_bound + 1200 + 112
     assert plan.arena_size == plan.lower_bound
     assert [b.kind for b in plan.buffers[-2:]] == ["line_store", "persistent"]
+
+
+def test_overlaps_are_verified_at_the_offsets_the_plan_uses():
+    from dataclasses import replace
+    from pyembed.planner.overlap import add_proven_overlaps, verify_plan_overlaps
+    g = load("tiny_kws_dscnn_int8")
+    order = list(range(len(g.operators)))
+    p, tb, flash = build_problem(g, order)
+    add_proven_overlaps(g, p, tb, order)
+    plan = plan_problem(p, order=order, tensor_buffer=tb, flash=flash, graph_name=g.name)
+    assert verify_plan_overlaps(g, plan) == []
+    # forge one allowance 1 KB past what was proven and place its output 16 B
+    # past the proven delta: the re-proof at the planned offset must catch it
+    k, ov = next((k, ov) for k, ov in enumerate(p.overlaps) if g.operators[ov.op].type == "DEPTHWISE_CONV_2D")
+    p.overlaps[k] = replace(ov, max_delta=ov.max_delta + 1024)
+    r, off = plan.placement[ov.src]
+    plan.placement[ov.dst] = (r, off + ov.max_delta + 16)
+    assert verify_plan_overlaps(g, plan) == [k]
+    # forged exactly at the planned delta (no re-proof): the whole-model run catches it
+    p.overlaps[k] = replace(ov, max_delta=ov.max_delta + 16)
+    with pytest.raises(PlanError, match="changes tensor"):
+        verify_plan_overlaps(g, plan)

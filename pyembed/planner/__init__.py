@@ -34,6 +34,7 @@ The small interface every algorithm sits behind::
     plan = plan_problem(p, [Region("ram", 4096)], algorithm="greedy_size")
     plan.offset_of(a), plan.arena_size
 """
+from pyembed.errors import PlanError
 from pyembed.planner.algorithms import ALGORITHMS
 from pyembed.planner.core import (DEFAULT_ALIGNMENT, Buffer, FlashItem, Overlap, Plan, Problem, Region,
                                   align_up, check_plan)
@@ -70,8 +71,24 @@ def plan_graph(graph, regions=None, algorithm="auto", order=None, search_order=F
     if overlaps:
         from pyembed.planner.overlap import add_proven_overlaps
         info["overlaps"] = add_proven_overlaps(graph, problem, tensor_buffer, order)
-    plan = plan_problem(problem, regions, algorithm, time_limit, order=list(order),
-                        graph_name=getattr(graph, "name", ""), tensor_buffer=tensor_buffer, flash=flash)
+    fields = dict(order=list(order), graph_name=getattr(graph, "name", ""), tensor_buffer=tensor_buffer, flash=flash)
+    plan = plan_problem(problem, regions, algorithm, time_limit, **fields)
+    if overlaps:
+        from dataclasses import replace
+        from pyembed.planner.overlap import verify_plan_overlaps
+        for _ in range(3):
+            failed = verify_plan_overlaps(graph, plan)
+            if not failed:
+                break
+            # an overlap that holds at its proven delta but not at the one the
+            # placement chose: keep it out and place again
+            for k in failed:
+                problem.overlaps[k] = replace(problem.overlaps[k], proven=False,
+                                              evidence=problem.overlaps[k].evidence + "; failed at the planned offset")
+            plan = plan_problem(problem, regions, algorithm, time_limit, **fields)
+        else:
+            raise PlanError("overlaps kept failing their re-proof at the planned offsets")
+        info["overlaps_verified"] = True
     plan.info.update(info)
     return plan
 

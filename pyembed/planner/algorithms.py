@@ -113,9 +113,9 @@ class _Placer:
 
 
 def usable_allowances(problem):
-    """{(src, dst): Overlap} for allowances that can actually save bytes."""
+    """{(src, dst): Overlap} for the proven allowances that can actually save bytes."""
     out = {}
-    for key, ov in problem.allowance().items():
+    for key, ov in problem.allowance(proven_only=True).items():
         src, dst = problem.buffers[ov.src], problem.buffers[ov.dst]
         if ov.max_delta <= -dst.aligned_size:
             continue  # dst would have to end before src starts: no sharing possible

@@ -182,7 +182,7 @@ class Problem:
         still bounds the arena from below."""
         live = self.live_bytes()
         if with_overlaps:
-            for ov in self.allowance().values():
+            for ov in self.allowance(proven_only=True).values():
                 a, b = self.buffers[ov.src], self.buffers[ov.dst]
                 shared = max_overlap(a.aligned_size, b.aligned_size, ov.max_delta, b.alignment)
                 for s in range(max(a.first, b.first), min(a.last, b.last) + 1):

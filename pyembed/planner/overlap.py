@@ -308,6 +308,7 @@ def add_proven_overlaps(graph, problem, tensor_buffer, order, models=("rows", "p
     if getattr(graph, "unsupported", None):
         return [{"op": c.op, "status": "skipped: the graph has unsupported operators"} for c in cands]
     prover = prover or OverlapProver(graph, order, tensor_buffer, runs=runs)
+    problem.overlap_prover = prover  # kept for verify_plan_overlaps
     for c in cands:
         entry = {"op": c.op, "type": graph.operators[c.op].type, "src": problem.buffers[c.src].name,
                  "dst": problem.buffers[c.dst].name, "derived": dict(c.deltas), "status": "rejected"}
@@ -327,3 +328,51 @@ def add_proven_overlaps(graph, problem, tensor_buffer, order, models=("rows", "p
                 break
         report.append(entry)
     return report
+
+
+def verify_plan_overlaps(graph, plan, prover=None):
+    """Re-prove every overlap the plan uses at the exact offset difference it
+    uses, then run the whole model on the planned arena against the
+    no-reuse layout, comparing every tensor right after it is written. Returns the overlaps (indices) that failed their
+    re-proof (they must be dropped and the plan redone); raises PlanError if
+    the whole-model run differs."""
+    from pyembed.errors import PlanError
+    from pyembed.planner.report import used_overlaps
+    used = used_overlaps(plan)
+    if not used:
+        return []
+    prover = prover or getattr(plan.problem, "overlap_prover", None) or \
+        OverlapProver(graph, plan.order, plan.tensor_buffer)
+    failed = []
+    index = {id(ov): k for k, ov in enumerate(plan.problem.overlaps)}
+    for ov, _ in used:
+        d = plan.offset_of(ov.dst) - plan.offset_of(ov.src)
+        if d == ov.max_delta:
+            continue
+        src_t = plan.buffers[ov.src].tensors[0]
+        dst_t = plan.buffers[ov.dst].tensors[0]
+        op = graph.operators[ov.op]
+        src_t = next((t for t in op.inputs if t >= 0 and plan.tensor_buffer.get(t) == ov.src), src_t)
+        dst_t = next((t for t in op.outputs if t >= 0 and plan.tensor_buffer.get(t) == ov.dst), dst_t)
+        ok, msg = prover.prove(ov.op, src_t, dst_t, d)
+        if not ok:
+            failed.append(index[id(ov)])
+    if failed:
+        return failed
+    try:
+        graph.layout_from_plan(plan)
+    except PlanError:
+        return []  # a partial plan (no kernel scratch, ...): the graph cannot run on it as a whole
+    rt = graph.compile(plan=plan)  # a fresh runtime: never one cached for an earlier state of plan
+    for k, values in enumerate(prover.references):
+        arena = rt.new_arena()
+        for i, t in enumerate(graph.inputs):
+            rt.set_input(arena, i, values[t])
+        for step, opi in enumerate(rt.order):
+            rt.invoke_op(step, arena)
+            for t in graph.operators[opi].outputs:  # every tensor right after it is written
+                if t >= 0 and not np.array_equal(rt.tensor_value(arena, t), values[t]):
+                    raise PlanError(f"the planned arena with its overlaps changes tensor {t} "
+                                    f"({graph.tensors[t].name!r}) of {graph.name!r} at step {step} (run {k}); "
+                                    f"the plan is not safe")
+    return []
