@@ -432,3 +432,33 @@ def test_overlaps_are_verified_at_the_offsets_the_plan_uses():
     p.overlaps[k] = replace(ov, max_delta=ov.max_delta + 16)
     with pytest.raises(PlanError, match="changes tensor"):
         verify_plan_overlaps(g, plan)
+
+
+overlap_problems = st.tuples(
+    st.lists(st.tuples(st.integers(16, 300), st.integers(0, 3)), min_size=2, max_size=10),
+    st.lists(st.integers(-320, 320), min_size=10, max_size=10),
+)
+
+
+@pytest.mark.parametrize("alg", ["greedy_size", "greedy_conflicts", "order_search"]
+                         + (["cpsat"] if HAVE_ORTOOLS else []))
+@settings(max_examples=30, deadline=None)
+@given(spec=overlap_problems)
+def test_plans_with_overlap_allowances_share_bytes_only_as_allowed(alg, spec):
+    # a chain: buffer k is written at step k and read last at step k + extra;
+    # each buffer may overlap its predecessor when it dies where k is born
+    rows, deltas = spec
+    p = Problem()
+    for k, (size, extra) in enumerate(rows):
+        p.add_buffer(size, k, k + extra)
+    for k in range(1, len(rows)):
+        if p.buffers[k - 1].last == k:
+            p.allow_overlap(k - 1, k, deltas[k], step=k, proven=True)
+    plan = plan_problem(p, algorithm=alg, time_limit=2.0)
+    check_plan(plan)
+    allowed = {(ov.src, ov.dst): ov.max_delta for ov in p.overlaps}
+    for a, b in brute_bytes_shared(plan):
+        src, dst = min(a, b), max(a, b)
+        assert (src, dst) in allowed
+        assert plan.offset_of(dst) - plan.offset_of(src) <= allowed[(src, dst)]
+    assert plan.arena_size >= p.lower_bound(with_overlaps=True)

@@ -99,7 +99,7 @@ def render(res):
     frows = [[r["model"], r["full"]["bound"], r["full"]["arena"], r["full"]["scratch"],
               r["full"].get("overlap_arena", "-")] for r in res["models"]]
     out += ["Full plan pyembed runs with (RESHAPE aliased, kernel scratch and variables included):",
-            table(["model", "bound", "arena", "of it scratch", "with overlaps"], frows), ""]
+            table(["model", "bound", "arena", "scratch (sum of sizes)", "with overlaps"], frows), ""]
     s = res["summary"]
     out.append(f"best algorithm at the bound on {s['at_bound']}/{s['models']} models; TFLM at the bound on "
                f"{s['tflm_at_bound']}/{s['tflm_measured']}; proven overlaps below the bound on "
