@@ -43,6 +43,9 @@ __all__ = ["conv2d", "depthwise_conv2d", "Conv2dStream", "DepthwiseConv2dStream"
 _RULES = ("floor", "ceil", "nopad")
 
 
+_I32 = 2**31 - 1
+
+
 def _pair(value, name, lo):
     if isinstance(value, (tuple, list)):
         if len(value) != 2:
@@ -50,7 +53,7 @@ def _pair(value, name, lo):
         h, w = value
     else:
         h = w = value
-    return int_in_range(h, f"{name}[0]", lo), int_in_range(w, f"{name}[1]", lo)
+    return int_in_range(h, f"{name}[0]", lo, _I32), int_in_range(w, f"{name}[1]", lo, _I32)
 
 
 def _geometry(in_hw, k_hw, stride, padding, dilation, shape_rule, output_size):
@@ -70,7 +73,7 @@ def _geometry(in_hw, k_hw, stride, padding, dilation, shape_rule, output_size):
         else:
             raise ArgumentError(f"padding: expected 'valid', 'same', an int or a tuple, got {padding!r}")
     elif isinstance(padding, (tuple, list)) and len(padding) == 4:
-        pads = tuple(int_in_range(p, f"padding[{i}]", 0) for i, p in enumerate(padding))
+        pads = tuple(int_in_range(p, f"padding[{i}]", 0, _I32) for i, p in enumerate(padding))
     else:
         ph, pw = _pair(padding, "padding", 0)
         pads = (ph, ph, pw, pw)
@@ -149,14 +152,14 @@ def _prepare(depthwise, x_shape, weights, bias, multiplier, shift, stride, paddi
     if min(weights.shape) < 1:
         raise ArgumentError(f"weights: every dimension must be >= 1, got shape {weights.shape}")
     if depthwise:
-        ch_mult = int_in_range(ch_mult, "ch_mult", 1)
+        ch_mult = int_in_range(ch_mult, "ch_mult", 1, _I32)
         out_c = c * ch_mult
         if weights.shape[0] != 1 or weights.shape[3] != out_c:
             raise ArgumentError(
                 f"weights: expected depthwise shape [1, kh, kw, in_c*ch_mult = {out_c}], got {weights.shape}")
         groups = 1
     else:
-        groups = int_in_range(groups, "groups", 1)
+        groups = int_in_range(groups, "groups", 1, _I32)
         out_c = weights.shape[0]
         if c % groups != 0 or weights.shape[3] * groups != c:
             raise ArgumentError(

@@ -247,6 +247,8 @@ BAD = [
     (dict(rounding="up"), "rounding"),
     (dict(groups=2), "weights"),
     (dict(groups=0), "groups"),
+    (dict(padding=2**40), "padding"),
+    (dict(stride=(1, 2**31)), "stride"),
 ]
 
 
@@ -302,6 +304,13 @@ def test_bad_depthwise_arrays():
         conv.depthwise_conv2d(x, w, b, m, s, ch_mult=0)
     with pytest.raises(ArgumentError, match="weights"):
         conv.depthwise_conv2d(x, np.ascontiguousarray(np.concatenate([w, w])), b, m, s, ch_mult=3)
+
+
+def test_coordinates_beyond_int32_are_refused():
+    from pyembed.errors import OverflowSizeError
+    x, w, b, m, s = _simple()
+    with pytest.raises(OverflowSizeError):
+        conv.conv2d(x, w, b, m, s, padding=(2**31 - 3, 0, 0, 0), output_size=(1, 1))
 
 
 def test_accumulator_overflow_is_refused_not_wrapped():

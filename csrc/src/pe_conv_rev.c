@@ -46,8 +46,13 @@ static pe_status check_geometry(const pe_conv_params *p, const pe_dims *in, cons
     if (p->rounding != PE_ROUND_DOUBLE && p->rounding != PE_ROUND_SINGLE) {
         return PE_ERR_ARG;
     }
-    if ((int64_t)(f->h - 1) * p->dilation.h + 1 > PE_INT32_MAX ||
-        (int64_t)(f->w - 1) * p->dilation.w + 1 > PE_INT32_MAX) {
+    /* every coordinate the kernels form stays inside int32 */
+    if ((int64_t)(out->h - 1) * p->stride.h + (int64_t)(f->h - 1) * p->dilation.h + 1 >
+            PE_INT32_MAX ||
+        (int64_t)(out->w - 1) * p->stride.w + (int64_t)(f->w - 1) * p->dilation.w + 1 >
+            PE_INT32_MAX ||
+        (int64_t)in->h + p->padding.top > PE_INT32_MAX ||
+        (int64_t)in->w + p->padding.left > PE_INT32_MAX) {
         return PE_ERR_OVERFLOW;
     }
     if (depthwise) {

@@ -41,6 +41,13 @@ static pe_status check_pool(const pe_pool_params *pp, const pe_dims *co, const p
     if (po->n != co->n || po->c != co->c || po->h < 1 || po->w < 1) {
         return PE_ERR_ARG;
     }
+    /* every coordinate the strategies form stays inside int32 */
+    if ((int64_t)(po->h - 1) * pp->stride.h + pp->window.h > PE_INT32_MAX ||
+        (int64_t)(po->w - 1) * pp->stride.w + pp->window.w > PE_INT32_MAX ||
+        (int64_t)co->h + pp->padding.top > PE_INT32_MAX ||
+        (int64_t)co->w + pp->padding.left > PE_INT32_MAX) {
+        return PE_ERR_OVERFLOW;
+    }
     return PE_OK;
 }
 

@@ -307,6 +307,16 @@ static void status_checks(void)
         PE_CHECK_EQ(pe_conv2d_rev_s8_get_buffer_size(&bad, &in, &f, &out, &size), PE_ERR_ARG);
     }
     EXPECT_ARG(rounding, (pe_rounding)7);
+    {
+        pe_conv_params big = p;
+        pe_dims wide = out;
+        big.padding.top = PE_INT32_MAX - 2;
+        PE_CHECK_EQ(pe_conv2d_rev_s8_get_buffer_size(&big, &in, &f, &out, &size), PE_ERR_OVERFLOW);
+        big = p;
+        big.stride.w = 1 << 30;
+        wide.w = 3;
+        PE_CHECK_EQ(pe_conv2d_rev_s8_get_buffer_size(&big, &in, &f, &wide, &size), PE_ERR_OVERFLOW);
+    }
     size = 0;
     {
         pe_dims bad = out;
