@@ -44,7 +44,10 @@ pe_status pe_sched_check_table(const pe_sched_table *t)
                 return PE_ERR_ARG; /* table order would not be time order */
             }
         }
-        if ((it->flags & ~(PE_SCHED_FIRST | PE_SCHED_LAST)) != 0u) {
+        if ((it->flags & ~(PE_SCHED_FIRST | PE_SCHED_LAST | PE_SCHED_CARRY)) != 0u) {
+            return PE_ERR_ARG;
+        }
+        if ((it->flags & PE_SCHED_CARRY) != 0u && it->kind != PE_SCHED_LOW) {
             return PE_ERR_ARG;
         }
         if ((it->flags & PE_SCHED_FIRST) != 0u && it->instance < 0) {
@@ -56,8 +59,8 @@ pe_status pe_sched_check_table(const pe_sched_table *t)
         }
         for (k = it->first_after; k < it->first_after + it->n_after; k++) {
             const pe_sched_after *a = &t->after[k];
-            if (a->item < 0 || a->item >= t->n_items || a->item == i || a->offset < 0 ||
-                a->offset > 1) {
+            if (a->item < 0 || a->item >= t->n_items || a->item == i || a->offset < -1 ||
+                a->offset > 2) {
                 return PE_ERR_ARG;
             }
         }
@@ -219,15 +222,15 @@ static int constraints_met(const pe_sched_state *s, int32_t item, uint64_t now, 
     for (j = it->first_after; j < it->first_after + it->n_after; j++) {
         const pe_sched_after *a = &t->after[j];
         const pe_sched_item_state *dep = &s->items[a->item];
-        const uint64_t need = (uint64_t)k + (uint64_t)a->offset;
-        if (need == 0u) {
+        const int64_t need = (int64_t)k + (int64_t)a->offset;
+        if (need <= 0) {
             continue;
         }
-        if ((uint64_t)dep->runs < need) {
+        if ((int64_t)dep->runs < need) {
             *ready_at = 0u;
             return 0;
         }
-        if ((uint64_t)dep->runs == need) {
+        if ((int64_t)dep->runs == need) {
             /* the needed run is the latest one: it may still be going on */
             const uint64_t at = dep->last_end + a->handover_cycles;
             if (at > latest) {
@@ -423,6 +426,15 @@ pe_status pe_sched_poll(pe_sched_state *s, int32_t unit, uint64_t now, pe_sched_
         }
     }
 
+    /* a carried-over pipeline stage has nothing to do in the first period */
+    while (us->low_pos >= 0 && us->low_period == 0u &&
+           (t->items[us->low_pos].flags & PE_SCHED_CARRY) != 0u) {
+        int32_t wrapped = 0;
+        s->items[us->low_pos].runs++;
+        us->low_pos = next_item(t, unit, PE_SCHED_LOW, us->low_pos, &wrapped);
+        us->low_period += (uint32_t)wrapped;
+    }
+
     if (us->low_pos >= 0) {
         const int32_t item = us->low_pos;
         const int64_t pw = planned_window(t, item, us->low_period);
@@ -458,14 +470,16 @@ pe_status pe_sched_poll(pe_sched_state *s, int32_t unit, uint64_t now, pe_sched_
                     ev->planned_window = pw;
                     ev->release = release;
                     if ((uint64_t)est + t->guard_cycles + us->prio_reserve > t->window_cycles) {
-                        /* cannot fit any window: report, and let the estimate age
-                         * halfway back to the plan so a one-off overrun heals */
-                        const uint32_t planned_est = t->items[item].est_cycles;
+                        /* cannot fit any window: report it (the planner should re-split) */
                         ev->flags |= PE_SCHED_EV_NO_FIT;
                         s->counters.no_fit++;
-                        if (est > planned_est) {
-                            s->items[item].est = planned_est + ((est - planned_est) >> 1);
-                        }
+                    }
+                    /* an estimate raised by an overrun ages halfway back to the plan
+                     * per window it holds the item back, so a one-off overrun heals
+                     * (a persistent one is measured, and raises it, again) */
+                    if (est > t->items[item].est_cycles) {
+                        const uint32_t planned_est = t->items[item].est_cycles;
+                        s->items[item].est = planned_est + ((est - planned_est) >> 1);
                     }
                 }
             }

@@ -347,6 +347,73 @@ static void two_units(void)
     PE_CHECK_EQ(h.starts[5][0], 2100u);
 }
 
+/* The same pipeline with stage 1 of instance B written as a carried-over
+ * item in window 0 (PE_SCHED_CARRY) instead of window 2: identical timing,
+ * its first-period run skipped, constraints with offsets 0 and 1 adjusted. */
+static void carry_stage(void)
+{
+    pe_sched_item items[6];
+    pe_sched_after after[4];
+    pe_sched_table t;
+    pe_sched_state s;
+    host h;
+    int32_t n = 0, k, half;
+    /* table order: p0, s0a, s1b' (phase 0, carry); p1, s0b, s1a (phase 1) */
+    items[0] = item(0, 0, PE_SCHED_PRIORITY, 0, 0, -1, 0u, 300u);
+    items[1] = item(1, 0, PE_SCHED_LOW, 0, 0, 0, PE_SCHED_FIRST, 650u);
+    items[2] = item(1, 1, PE_SCHED_LOW, 1, 0, 1, PE_SCHED_LAST | PE_SCHED_CARRY, 900u);
+    items[3] = item(0, 0, PE_SCHED_PRIORITY, 0, 1, -1, 0u, 300u);
+    items[4] = item(1, 0, PE_SCHED_LOW, 0, 1, 1, PE_SCHED_FIRST, 650u);
+    items[5] = item(1, 1, PE_SCHED_LOW, 1, 1, 0, PE_SCHED_LAST, 900u);
+    /* s1a after s0a (same instance, offset 1); s0a after s1a (buffer, offset 0) */
+    items[5].first_after = 0;
+    items[5].n_after = 1;
+    after[0].item = 1;
+    after[0].offset = 1;
+    after[0].handover_cycles = 50u;
+    items[1].first_after = 1;
+    items[1].n_after = 1;
+    after[1].item = 5;
+    after[1].offset = 0;
+    after[1].handover_cycles = 0u;
+    /* s1b' (carry) after s0b: offset 1 + 0 - 1 + 0 = 0; s0b after s1b': 1 - 1 - 0 + 1 = 1 */
+    items[2].first_after = 2;
+    items[2].n_after = 1;
+    after[2].item = 4;
+    after[2].offset = 0;
+    after[2].handover_cycles = 50u;
+    items[4].first_after = 3;
+    items[4].n_after = 1;
+    after[3].item = 2;
+    after[3].offset = 1;
+    after[3].handover_cycles = 0u;
+    t = table(items, 6, after, 4, 2, 2, 2);
+    host_init(&h);
+    for (k = 0; k < 6; k++) {
+        h.cycles[k] = items[k].est_cycles;
+    }
+    h.writes_to[1] = 0;
+    h.reads_from[5] = 0;
+    h.writes_to[4] = 1;
+    h.reads_from[2] = 1;
+    PE_CHECK_EQ(start(&t, &h, &s), PE_OK);
+    PE_CHECK_EQ(pe_sched_run(&s, 20u * W, events, 1024, &n), PE_OK);
+    PE_CHECK_EQ(h.bad_reads, 0);
+    PE_CHECK_EQ(s.counters.deadline_misses, 0);
+    PE_CHECK_EQ(s.counters.lagging_runs, 0);
+    PE_CHECK_EQ(s.counters.deferrals, 0);
+    PE_CHECK_EQ(h.runs[2], 9u); /* windows 2, 4, .., 18: the first period's run was skipped */
+    for (k = 0; k < 9; k++) {
+        for (half = 0; half < 2; half++) {
+            const int32_t producer = half == 0 ? 1 : 4;
+            const int32_t consumer = half == 0 ? 5 : 2;
+            PE_CHECK_EQ(h.starts[producer][k], (uint64_t)(2 * k + half) * W + 300u);
+            PE_CHECK_EQ(h.starts[consumer][k], (uint64_t)(2 * k + half + 1) * W);
+            PE_CHECK_EQ(h.frames[consumer][k], h.frames[producer][k]);
+        }
+    }
+}
+
 /* The buffer-protection constraint matters: when the consumer on unit 1 is
  * slow (1900 cycles), the producer waits instead of overwriting. */
 static void producer_waits_for_consumer(void)
@@ -534,7 +601,9 @@ static void bad_arguments(void)
     after[0].handover_cycles = 0u;
     PE_CHECK_EQ(pe_sched_check_table(&t), PE_ERR_ARG);
     after[0].item = 0;
-    after[0].offset = 2;
+    after[0].offset = 3;
+    PE_CHECK_EQ(pe_sched_check_table(&t), PE_ERR_ARG);
+    after[0].offset = -2;
     PE_CHECK_EQ(pe_sched_check_table(&t), PE_ERR_ARG);
     after[0].offset = 1;
     PE_CHECK_EQ(pe_sched_check_table(&t), PE_OK);
@@ -609,6 +678,7 @@ int main(void)
     overrun();
     priority_exceeds_window();
     two_units();
+    carry_stage();
     producer_waits_for_consumer();
     guard_defers();
     tolerance();

@@ -44,7 +44,7 @@ from pyembed.errors import ArgumentError, PlanError
 from pyembed.scheduler.workload import Model, ModelCosts, Platform, align
 
 PRIORITY, LOW = 0, 1
-FLAG_FIRST, FLAG_LAST = 1, 2
+FLAG_FIRST, FLAG_LAST, FLAG_CARRY = 1, 2, 4
 
 
 class ScheduleError(PlanError):
@@ -59,7 +59,7 @@ class Piece:
     model: int
     kind: int
     unit: int
-    phase: int          # planned window (0 .. 2*hyper-1)
+    phase: int          # planned window of the table (0 .. hyper-1)
     instance: int       # instance slot, -1 for priority
     sub: int
     first_op: int
@@ -74,6 +74,11 @@ class Piece:
     @property
     def est(self):
         return self.compute + self.fetch + self.store
+
+    @property
+    def carry(self):
+        """1 when it works on the instance started in the previous table period."""
+        return 1 if self.flags & FLAG_CARRY else 0
 
 
 @dataclasses.dataclass
@@ -535,6 +540,11 @@ def plan_schedule(models, platform="stm32f746", window_ms=None, frame_rate=None,
         fetch = platform.copy_cycles(c.cut_bytes[a]) if a > 0 else 0
         store = platform.copy_cycles(c.cut_bytes[b]) if b < c.n_ops else 0
         flags = (FLAG_FIRST if a == 0 else 0) | (FLAG_LAST if b == c.n_ops else 0)
+        if w >= H:
+            # a pipeline stage that runs in the next table period: the same table
+            # position as window w - H, working on the previous period's instance
+            flags |= FLAG_CARRY
+            w -= H
         pieces.append(Piece(mi, LOW, u, w, inst_slot[(mi, inst)], sub, a, b, c.range_cycles(u, a, b), fetch, store,
                             flags, s))
     prio_pos = {i: k for k, i in enumerate(order)}
@@ -720,17 +730,19 @@ def _constraints(pieces, models, costs, platform, prio_models):
     for k, p in enumerate(pieces):
         if p.kind != LOW:
             continue
+        # run r of an item works on instance r - carry: offsets follow from that
         if p.sub > 0:
             prev = pos[(p.model, p.instance, p.sub - 1)]
+            q = pieces[prev]
             nbytes = costs[p.model].cut_bytes[p.first_op]
-            hand = platform.handover_cycles(nbytes, pieces[prev].unit, p.unit)
-            after.append(After(k, prev, 1, hand, "inputs"))
+            hand = platform.handover_cycles(nbytes, q.unit, p.unit)
+            after.append(After(k, prev, 1 - p.carry + q.carry, hand, "inputs"))
             # the producer may not overwrite the buffer before this consumer read it
-            after.append(After(prev, k, 0, 0, "buffer"))
+            after.append(After(prev, k, p.carry - q.carry, 0, "buffer"))
         if p.flags & FLAG_LAST and p.sub > 0:
             first = pos[(p.model, p.instance, 0)]
             if not any(a.item == first and a.on == k for a in after):
-                after.append(After(first, k, 0, 0, "instance"))
+                after.append(After(first, k, p.carry - pieces[first].carry, 0, "instance"))
     # a priority model that feeds another: the consumer's run of a window waits for it
     for k, p in enumerate(pieces):
         if p.kind != PRIORITY:
@@ -758,7 +770,7 @@ def _persistent(pieces, costs, models, H, after, plan_memory):
         size = c.cut_bytes[cons.first_op]
         if size <= 0:
             continue
-        wraps = cons.phase >= H or prod.phase >= H
+        wraps = bool(cons.carry or prod.carry)
         first, last = (0, last_step) if wraps else (step[a.on], step[a.item])
         bufs.append(PersistentBuffer(f"{models[cons.model].name}_i{cons.instance}_cut{cons.first_op}", cons.model,
                                      cons.instance, cons.first_op, list(c.cut_tensors[cons.first_op]), size, a.on,

@@ -271,7 +271,7 @@ class Run:
         s = self.schedule
         W = s.window_cycles
         lo, hi = first_window * W, (first_window + n_windows) * W
-        fig, ax = plt.subplots(figsize=(11, 1.0 + 0.9 * s.n_units))
+        fig, ax = plt.subplots(figsize=(12, 1.6 + 0.9 * s.n_units))
         palette = ["tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:pink", "tab:olive"]
         handles = {}
         for ev in self.ran():
@@ -295,8 +295,8 @@ class Run:
         ax.invert_yaxis()
         ax.set_xlabel("time (ms); dashed lines: window starts (frame arrivals)")
         ax.set_title(title or f"cooperative schedule on {s.platform.name}, {s.window_ms:g} ms windows")
-        ax.legend(list(handles.values()), list(handles.keys()), loc="upper center", bbox_to_anchor=(0.5, -0.35),
-                  ncol=4, fontsize="small")
+        ax.legend(list(handles.values()), list(handles.keys()), loc="center left", bbox_to_anchor=(1.01, 0.5),
+                  fontsize="small")
         fig.tight_layout()
         fig.savefig(path, dpi=110)
         plt.close(fig)

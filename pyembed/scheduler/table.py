@@ -12,7 +12,7 @@ import re
 import numpy as np
 
 from pyembed.errors import ArgumentError
-from pyembed.scheduler.plan import FLAG_FIRST, FLAG_LAST, PRIORITY
+from pyembed.scheduler.plan import FLAG_CARRY, FLAG_FIRST, FLAG_LAST, PRIORITY
 
 ITEM_DTYPE = np.dtype([
     ("model", "<i4"), ("sub", "<i4"), ("kind", "<i4"), ("unit", "<i4"), ("work", "<i4"), ("phase", "<i4"),
@@ -123,6 +123,8 @@ def emit_header(schedule, path=None, prefix="pe_schedule"):
             flags.append("PE_SCHED_FIRST")
         if r["flags"] & FLAG_LAST:
             flags.append("PE_SCHED_LAST")
+        if r["flags"] & FLAG_CARRY:
+            flags.append("PE_SCHED_CARRY")
         fl = " | ".join(flags) if flags else "0u"
         lines.append(f"    {{{r['model']}, {r['sub']}, {kind}, {r['unit']}, {r['work']}, {r['phase']}, {r['instance']}, "
                      f"{fl}, {r['first_op']}, {r['last_op']}, {r['first_after']}, {r['n_after']}, "

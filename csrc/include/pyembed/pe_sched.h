@@ -28,8 +28,9 @@
  *    sub-model that overran is not started again where it would push a
  *    priority period late. An item whose estimate no longer fits even an
  *    empty remaining period is reported (PE_SCHED_EV_NO_FIT: the planner
- *    should re-split) and its estimate ages back halfway towards the planned
- *    one per window, so a one-off overrun does not block the model for good.
+ *    should re-split). A raised estimate ages back halfway towards the
+ *    planned one for every window it holds its item back, so a one-off
+ *    overrun does not block the model for good.
  *  - An overrun is a run longer than its planned estimate (est_cycles) by more
  *    than the table's tolerance (normal run-to-run variation is not a fault).
  *  - Catching up: a low item that could not start within max_lag_windows of
@@ -63,6 +64,9 @@ extern "C" {
 /* Item flags. */
 #define PE_SCHED_FIRST 1u /* starts a model instance: captures the current frame */
 #define PE_SCHED_LAST 2u  /* ends a model instance: its output is the model result */
+#define PE_SCHED_CARRY 4u /* low: works on the instance started in the previous table
+                           * period (a pipeline stage that carries over); its run in
+                           * the first period has nothing to work on and is skipped */
 
 /* One unit of work: a whole priority model or one sub-model (a consecutive
  * range of operators) of a low-priority model, on one processing unit. */
@@ -85,10 +89,11 @@ typedef struct {
 } pe_sched_item;
 
 /* Run k of the constrained item needs run k + offset - 1 of `item` (counting
- * from 0) to have ended, and handover_cycles to have passed since. offset 1:
- * the same instance (data produced for this run); offset 0: the previous one
- * (e.g. a producer waiting until the consumer has read the buffer it is
- * about to overwrite). */
+ * from 0) to have ended, and handover_cycles to have passed since; nothing
+ * when that index is negative. offset 1: the same table period (data
+ * produced for this run); 0: the previous one (e.g. a producer waiting until
+ * the consumer has read the buffer it is about to overwrite); -1 and 2 arise
+ * with PE_SCHED_CARRY items, whose run k works on the instance of period k-1. */
 typedef struct {
     int32_t item;
     int32_t offset;
@@ -200,8 +205,8 @@ typedef struct {
 
 /* Checks the table: sizes positive, window a multiple of tick, items sorted
  * by phase, phases of each unit and kind spanning less than hyper_windows,
- * every index (unit, instance, constraint, after-range) in range, offsets 0
- * or 1, kinds and flags known. PE_ERR_ARG otherwise. */
+ * every index (unit, instance, constraint, after-range) in range, offsets in
+ * -1..2, kinds and flags known. PE_ERR_ARG otherwise. */
 pe_status pe_sched_check_table(const pe_sched_table *table);
 
 /* Bytes of state the table needs (after it passes pe_sched_check_table). */
