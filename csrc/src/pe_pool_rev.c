@@ -5,10 +5,19 @@
  * fusion scatter API: a stream state at the (8-byte aligned) start of the
  * caller's scratch, followed by a ring of int32 accumulator rows. Opening an
  * input row allocates (fills with the absorbing element) the output rows it
- * is the first to reach; scattering its pixels combines each one into the
- * product of its output row range (fixed for the row) and column range
- * (tracked incrementally, no division per pixel); closing the row finalises
- * and emits the output rows no later input row can reach.
+ * is the first to reach; scattering pixels of the row combines them into the
+ * output rows it reaches (a range fixed for the whole input row) times the
+ * output columns each pixel reaches; closing the row finalises and emits the
+ * output rows no later input row can reach. The input is never kept: a row
+ * is combined while it is handed in and forgotten when the call returns.
+ *
+ * Inside one scatter the loops run output row -> output column -> the run of
+ * pixels inside that column's window -> channels, so every (pixel, output)
+ * pair is combined exactly once and the accumulators of a channel block stay
+ * in registers (sums) or in place (max) while the run streams past. Window
+ * positions advance by the stride in element offsets and the row ranges and
+ * ring slots by counting remainders: no division and no multiplication per
+ * pixel or per row.
  */
 #include "pyembed/pe_pool.h"
 #include "pyembed/pe_fixed.h"
@@ -45,6 +54,10 @@ typedef struct {
     int32_t ys_q, ys_rem, ye_q, ye_rem;
     int32_t ys_q0, ys_rem0, ye_q0, ye_rem0;
     int32_t slot_init, slot_out;
+    int32_t final_at;    /* input row after which row next_out is final (if < h - 1) */
+    int32_t col_step;    /* stride.w * c: window start advance, in elements */
+    int32_t col_span;    /* window.w * c: window width, in elements */
+    int32_t row_off0;    /* element offset of column xo_first's window start */
 } pool_state;
 
 /* ---- small helpers ---------------------------------------------------------- */
@@ -289,6 +302,7 @@ static void start_batch(pool_state *st)
     st->ys_rem = st->ys_rem0;
     st->ye_q = st->ye_q0;
     st->ye_rem = st->ye_rem0;
+    st->final_at = st->p.window.h - 1 - st->p.padding.top;
 }
 
 static pe_status stream_init(const pe_context *ctx, const pe_pool_params *params,
@@ -328,6 +342,9 @@ static pe_status stream_init(const pe_context *ctx, const pe_pool_params *params
     start_batch(st);
     st->xo_first = max32(0, ceil_div(params->padding.left - params->window.w + 1, params->stride.w));
     st->xo_last = min32(out->w - 1, floor_div(in->w - 1 + params->padding.left, params->stride.w));
+    st->col_step = params->stride.w * in->c;
+    st->col_span = params->window.w * in->c;
+    st->row_off0 = (st->xo_first * params->stride.w - params->padding.left) * in->c;
     return PE_OK;
 }
 
@@ -409,16 +426,16 @@ static void open_row(const pe_context *ctx, pool_state *st)
 /* How many output rows closing the open (or next) input row would emit. */
 static int32_t rows_to_emit(const pool_state *st)
 {
-    const int32_t last = st->y_in == st->in.h - 1;
-    int32_t y = st->next_out;
-    if (last) {
-        return st->out.h - y;
+    int32_t n = 0;
+    int32_t f = st->final_at;
+    if (st->y_in == st->in.h - 1) {
+        return st->out.h - st->next_out;
     }
-    while (y < st->out.h &&
-           y * st->p.stride.h - st->p.padding.top + st->p.window.h - 1 <= st->y_in) {
-        y++;
+    while (f <= st->y_in && st->next_out + n < st->out.h) {
+        n++;
+        f += st->p.stride.h;
     }
-    return y - st->next_out;
+    return n;
 }
 
 /* Final int8 value of an output whose window holds no in-bounds tap: the
@@ -503,6 +520,7 @@ static void close_row(pool_state *st, int32_t n, int8_t *out_rows, int32_t *firs
         emit_row(st, st->next_out, st->slot_out, out_rows + (size_t)i * (size_t)st->row_elems);
         st->next_out += 1;
         st->slot_out = next_slot(st, st->slot_out);
+        st->final_at += st->p.stride.h;
     }
     st->row_open = 0;
     st->y_in += 1;
@@ -525,6 +543,21 @@ static void close_row(pool_state *st, int32_t n, int8_t *out_rows, int32_t *firs
 
 /* ---- the combine loops -------------------------------------------------------- */
 
+/* Output columns reached by pixels [x, x + n) of a row (partial rows; whole
+ * rows use the plan made at init): the first one, how many, and the element
+ * offset of its window start relative to pixel x. */
+static void column_range(const pool_state *st, int32_t x, int32_t n, int32_t *xo_lo,
+                         int32_t *n_cols, int32_t *off0)
+{
+    const int32_t sw = st->p.stride.w;
+    const int32_t pl = st->p.padding.left;
+    const int32_t lo = max32(0, ceil_div(x + pl - st->p.window.w + 1, sw));
+    const int32_t hi = min32(st->out.w - 1, floor_div(x + n - 1 + pl, sw));
+    *xo_lo = lo;
+    *n_cols = hi - lo + 1;
+    *off0 = (lo * sw - pl - x) * st->in.c;
+}
+
 /* Scatter pixels [x, x + n) of the open row. The output rows [ys, ye] sit in
  * consecutive ring slots from slot_ys (wrapping). For each of them, every
  * output column whose window meets the pixels combines the run of pixels
@@ -535,24 +568,18 @@ static void close_row(pool_state *st, int32_t n, int8_t *out_rows, int32_t *firs
  * gap (stride > window) fall in no run. Returns the combines done. */
 #define POOL_SCATTER_BODY(COMBINE, RUN8)                                                   \
     const int32_t c = st->in.c;                                                            \
-    const int32_t sw = st->p.stride.w;                                                     \
-    const int32_t kw = st->p.window.w;                                                     \
-    const int32_t pl = st->p.padding.left;                                                 \
     const int32_t nr = st->ye - st->ys + 1;                                                \
-    const int32_t x_end = x + n;                                                           \
-    /* output columns the pixels reach (whole rows: precomputed) */                        \
-    const int32_t xo_lo = x == 0 ? st->xo_first : max32(0, ceil_div(x + pl - kw + 1, sw)); \
-    const int32_t xo_hi = x_end == st->in.w                                                \
-                              ? st->xo_last                                                \
-                              : min32(st->out.w - 1, floor_div(x_end - 1 + pl, sw));       \
-    const int32_t step = sw * c;  /* window start advance, in elements */                  \
-    const int32_t span = kw * c;  /* window width, in elements */                          \
+    const int32_t step = st->col_step;                                                     \
+    const int32_t span = st->col_span;                                                     \
     const int32_t n_el = n * c;                                                            \
-    const int32_t off0 = (xo_lo * sw - pl - x) * c; /* window start of column xo_lo */     \
-    const int32_t n_cols = xo_hi - xo_lo + 1;                                              \
+    int32_t xo_lo = st->xo_first, n_cols = st->xo_last - st->xo_first + 1;                 \
+    int32_t off0 = st->row_off0;                                                           \
     int32_t slot = st->slot_ys;                                                            \
     uint64_t combines = 0;                                                                 \
     int32_t r;                                                                             \
+    if (x != 0 || n != st->in.w) {                                                         \
+        column_range(st, x, n, &xo_lo, &n_cols, &off0);                                    \
+    }                                                                                      \
     if (n <= 0 || nr <= 0 || n_cols <= 0) {                                                \
         return 0;                                                                          \
     }                                                                                      \

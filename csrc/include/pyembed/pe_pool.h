@@ -52,7 +52,7 @@
  *
  * Counters (ctx->stats, when non-NULL), measured while running:
  *   combines     max/add operations done on accumulators (one per channel)
- *   input_reads  input elements read (pushed or scattered)
+ *   input_reads  input elements received (pushed or scattered), each once
  *   peak_elems   peak accumulator elements live (rows in flight x W_o x C);
  *   peak_bytes   the same in bytes (4 per int32 accumulator)
  * combines and input_reads are added to what the struct holds; the peaks are
@@ -176,7 +176,7 @@ pe_status pe_pool_rev_push_row_s8(const pe_context *ctx, const int8_t *row, int8
  * and sum; the avg divisor still counts them: scatter every in-bounds pixel
  * exactly once). _s32 takes int32 values (e.g. an unnarrowed producer):
  * max compares them as int32, sums add them with saturation to int32.
- * Only the counters change meaning: input_reads counts scattered values. */
+ * input_reads counts the scattered values. */
 pe_status pe_pool_rev_begin_row(const pe_context *ctx);
 pe_status pe_pool_rev_scatter_s8(const pe_context *ctx, int32_t x, int32_t n_pixels,
                                  const int8_t *values);
