@@ -521,6 +521,7 @@ int main(void)
     pe_context ctx;
     pe_status st;
     size_t got, i;
+    int32_t k;
     const {ctype} *out;
     got = fread(arena + {P}_INPUT0_OFFSET, 1, {P}_INPUT0_BYTES, stdin);
     if (got != {P}_INPUT0_BYTES) {{
@@ -530,10 +531,12 @@ int main(void)
     ctx.buf = arena;
     ctx.size = {P}_ARENA_BYTES;
     ctx.stats = NULL;
-    st = pe_graph_invoke(&{prefix}_graph, &ctx);
-    if (st != PE_OK) {{
-        fprintf(stderr, "pe_graph_invoke failed: %d\\n", (int)st);
-        return 1;
+    for (k = 0; k < {prefix}_graph.num_ops; k++) {{
+        st = pe_graph_invoke_op(&{prefix}_graph, k, &ctx);
+        if (st != PE_OK) {{
+            fprintf(stderr, "operator table entry %ld failed with status %d\\n", (long)k, (int)st);
+            return 1;
+        }}
     }}
     out = (const {ctype} *)(const void *)(arena + {P}_OUTPUT0_OFFSET);
     for (i = 0; i < {P}_OUTPUT0_BYTES / sizeof(*out); i++) {{
