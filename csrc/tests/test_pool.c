@@ -106,7 +106,7 @@ static int random_case(pe_pool_params *p, pe_dims *in, pe_dims *out)
     in->n = rnd_in(1, 2);
     in->h = rnd_in(1, 9);
     in->w = rnd_in(1, 9);
-    in->c = rnd_in(1, 9);
+    in->c = (rnd() % 8u) == 0u ? 16 : rnd_in(1, 9); /* multiples of 8 take the 8-block path */
     out->h = rnd_in(1, 6);
     out->w = rnd_in(1, 6);
     return pe_pool_output_dims(p, rule, in, out) == PE_OK;
@@ -181,12 +181,12 @@ static void compare_cases(void)
 }
 
 /* The fusion API fed pixel by pixel in reverse order, as int32. */
-static void scatter_pixels(void)
+static void scatter_pixels(int32_t c)
 {
     pe_pool_params p;
-    pe_dims in = {1, 7, 6, 3}, out;
+    pe_dims in = {1, 7, 6, 0}, out;
     pe_context ctx;
-    int32_t size, i, x, y, emitted = 0, vals[3];
+    int32_t size, i, x, y, emitted = 0, vals[16];
     memset(&p, 0, sizeof(p));
     p.kind = PE_POOL_AVG;
     p.window.h = 3;
@@ -197,8 +197,9 @@ static void scatter_pixels(void)
     p.padding.bottom = 1;
     p.activation.min = -128;
     p.activation.max = 127;
+    in.c = c;
     PE_CHECK_EQ(pe_pool_output_dims(&p, PE_SHAPE_CEIL, &in, &out), PE_OK);
-    for (i = 0; i < 7 * 6 * 3; i++) {
+    for (i = 0; i < 7 * 6 * c; i++) {
         in_buf[i] = (int8_t)rnd_in(-128, 127);
     }
     naive_pool(&p, &in, in_buf, &out, out_want);
@@ -212,19 +213,19 @@ static void scatter_pixels(void)
         PE_CHECK_EQ(pe_pool_rev_begin_row(&ctx), PE_OK);
         PE_CHECK_EQ(pe_pool_rev_begin_row(&ctx), PE_ERR_STATE);
         for (x = in.w - 1; x >= 0; x--) {
-            for (i = 0; i < 3; i++) {
-                vals[i] = in_buf[(y * in.w + x) * 3 + i];
+            for (i = 0; i < c; i++) {
+                vals[i] = in_buf[(y * in.w + x) * c + i];
             }
             PE_CHECK_EQ(pe_pool_rev_scatter_s32(&ctx, x, 1, vals), PE_OK);
         }
         PE_CHECK_EQ(pe_pool_rev_scatter_s32(&ctx, in.w, 1, vals), PE_ERR_ARG);
-        PE_CHECK_EQ(pe_pool_rev_end_row(&ctx, out_got + emitted * out.w * 3, out.h - emitted,
+        PE_CHECK_EQ(pe_pool_rev_end_row(&ctx, out_got + emitted * out.w * c, out.h - emitted,
                                         &first, &nr),
                     PE_OK);
         emitted += nr;
     }
     PE_CHECK_EQ(emitted, out.h);
-    PE_CHECK_EQ(memcmp(out_got, out_want, (size_t)(out.h * out.w * 3)), 0);
+    PE_CHECK_EQ(memcmp(out_got, out_want, (size_t)(out.h * out.w * c)), 0);
 }
 
 static void status_codes(void)
@@ -306,7 +307,9 @@ static void status_codes(void)
 int main(void)
 {
     compare_cases();
-    scatter_pixels();
+    scatter_pixels(3);
+    scatter_pixels(8);
+    scatter_pixels(16);
     status_codes();
     return PE_TEST_END("test_pool");
 }
