@@ -670,6 +670,49 @@ def _kind(op):
     return op.type
 
 
+# inputs the C runtime reads per operator type (RESHAPE's shape operand and
+# the like are left out)
+_C_INPUTS = {"RESHAPE": 1, "SOFTMAX": 1, "AVERAGE_POOL_2D": 1, "MAX_POOL_2D": 1, "QUANTIZE": 1, "DEQUANTIZE": 1,
+             "ADD": 2, "MUL": 2}
+
+
+def runtime_tables(graph, layout):
+    """The C graph runtime's tables as plain data, in layout.order:
+
+    tensors: [{tensor, data, offset, bytes, dims, dtype}] -- only tensors an
+      operator or the graph boundary uses, in graph index order; "tensor" is
+      the graph index, the list position is the C table index;
+    ops: [{op, kind, inputs, output, scratch_offset, scratch_size, params}]
+      with C table indices, kind the pe_graph operator (REQUANTIZE for an
+      int8 -> int8 QUANTIZE).
+    build_runtime hands these to the Cython binding; pyembed.emit writes
+    them as C initializers."""
+    used = set(graph.inputs) | set(graph.outputs)
+    for op in graph.operators:
+        used.update(t for t in op.inputs[:3] if t >= 0)
+        used.update(t for t in op.outputs if t >= 0)
+    c_index, tensors = {}, []
+    for t in sorted(used):
+        tensor = graph.tensors[t]
+        if tensor.dtype not in _DTYPES:
+            continue  # never read by a kernel
+        c_index[t] = len(tensors)
+        tensors.append({"tensor": t, "data": tensor.data if tensor.is_constant else None,
+                        "offset": -1 if tensor.is_constant else int(layout.tensor_offsets[t]),
+                        "bytes": int(tensor.nbytes), "dims": dims4(tensor.shape), "dtype": tensor.dtype})
+    ops = []
+    for opi in layout.order:
+        op = graph.operators[opi]
+        n_in = _C_INPUTS.get(op.type, 3)
+        scratch = int(op.scratch_bytes)
+        ops.append({"op": opi, "kind": _kind(op),
+                    "inputs": [c_index[t] if t >= 0 else -1 for t in op.inputs[:n_in]],
+                    "output": c_index[op.outputs[0]],
+                    "scratch_offset": int(layout.scratch_offsets.get(opi, -1)) if scratch else -1,
+                    "scratch_size": scratch, "params": op.params})
+    return tensors, ops
+
+
 ROUNDINGS = ("double", "single")
 
 # Rounding presets: op type -> requantization rounding, "*" for the rest.
@@ -711,33 +754,10 @@ def build_runtime(graph, layout, rounding="double"):
     the rounding of every fixed-point requantization."""
     table = rounding_table(rounding)
     from pyembed._ext import _graph
-    used = set(graph.inputs) | set(graph.outputs)
-    for op in graph.operators:
-        used.update(t for t in op.inputs[:3] if t >= 0)
-        used.update(t for t in op.outputs if t >= 0)
-    c_index, tensors = {}, []
-    for t in sorted(used):
-        tensor = graph.tensors[t]
-        if tensor.dtype not in _DTYPES:
-            # the RESHAPE shape operand and the like: never read by a kernel
-            continue
-        c_index[t] = len(tensors)
-        tensors.append((tensor.data if tensor.is_constant else None,
-                        -1 if tensor.is_constant else int(layout.tensor_offsets[t]),
-                        int(tensor.nbytes), dims4(tensor.shape), tensor.dtype))
-    ops = []
-    for opi in layout.order:
-        op = graph.operators[opi]
-        n_in = 1 if op.type in ("RESHAPE", "SOFTMAX", "AVERAGE_POOL_2D", "MAX_POOL_2D", "QUANTIZE",
-                                "DEQUANTIZE") else (2 if op.type in ("ADD", "MUL") else 3)
-        ins = []
-        for t in op.inputs[:n_in]:
-            ins.append(c_index[t] if t >= 0 else -1)
-        scratch = int(op.scratch_bytes)
-        ops.append({"kind": _kind(op), "inputs": ins, "output": c_index[op.outputs[0]],
-                    "scratch_offset": int(layout.scratch_offsets.get(opi, -1)) if scratch else -1,
-                    "scratch_size": scratch, "params": op.params,
-                    "rounding": table.get(op.type, table["*"])})
+    tensors, ops = runtime_tables(graph, layout)
+    for spec in ops:
+        spec["rounding"] = table.get(graph.operators[spec["op"]].type, table["*"])
+    tensors = [(t["data"], t["offset"], t["bytes"], t["dims"], t["dtype"]) for t in tensors]
     compiled = _graph.CompiledGraph(tensors, ops, int(layout.arena_size))
     compiled.check()
     rt = GraphRuntime(graph, layout, compiled)
