@@ -10,6 +10,13 @@
  *   conv       acc[oc] += dot(filter[oc, ky, kx, :], xo[group of oc])
  *   depthwise  acc[c*M + m] += filter[ky, kx, c*M + m] * xo[c]
  * Accumulators start at the bias; a final row is requantized on pop.
+ *
+ * Cost (python -m pyembed.bench kernels): the conv dot products take four
+ * output channels per pass so each offset input value is loaded once for
+ * four multiplies (OHWI weights are contiguous along the input channels the
+ * dot runs over); the per-row / per-pixel bookkeeping (reached rows, column
+ * range, offsets) is hoisted out of the per-tap work, and requantization
+ * runs channel-outer so its shift constants are set up once per channel.
  */
 #include <stdint.h>
 
