@@ -17,11 +17,13 @@ splitting (SPEC section 7, issue 11).
 Modules: workload (models, units, per-layer costs), plan (ranking, priority
 reservation, splitting, placement, persistent buffers), table (the C
 structs as numpy arrays, the header), run (dispatcher runs, figures, traces,
-real kernels), baselines (first-come-first-served without splitting, and
-idealised pre-emptive rate-monotonic), replan (re-split from measurements).
+real kernels, re-splitting from measured cycles), baselines
+(first-come-first-served without splitting, idealised pre-emptive
+rate-monotonic).
 """
 from pyembed.scheduler.plan import (LOW, PRIORITY, Schedule, ScheduleError, plan_schedule,  # noqa: F401
                                     rank_models)
-from pyembed.scheduler.run import Overrun, Run, dispatcher, run_kernels, simulate  # noqa: F401
+from pyembed.scheduler.run import (Overrun, Run, dispatcher, measured_scale, replan, run_kernels,  # noqa: F401
+                                   simulate)
 from pyembed.scheduler.table import emit_header, state_bytes, table_arrays  # noqa: F401
 from pyembed.scheduler.workload import Model, Platform, Unit, layer_cycles  # noqa: F401

@@ -2,8 +2,9 @@
 
 Algorithm, in the order the seed gives it:
 
-1. Rank the models: declared output dependencies first (a producer above its
-   consumers), then latency-sensitive ones, then by size (smaller first);
+1. Rank the models: priority class first, then declared output dependencies
+   (a producer above its consumers), then latency-sensitive ones, then by
+   size (smaller first);
    the user may force a model's class ("priority" / "low") and its rank.
    Latency-sensitive models and everything they depend on are priority models.
 2. Reserve the priority period on each unit: the priority models' estimated
@@ -143,6 +144,7 @@ class Schedule:
     memory: dict = dataclasses.field(default_factory=dict)
     overrun_tolerance: float = 0.02   # share over the estimate that is not yet an overrun
     max_lag: int = 0                  # windows a low item may slip before its instance is dropped
+    options: dict = dataclasses.field(default_factory=dict)   # plan_schedule's arguments (for replan)
 
     @property
     def overrun_tolerance_q16(self):
@@ -241,7 +243,7 @@ def rank_models(models):
     def key(i):
         m = models[i]
         return (m.rank if m.rank is not None else 1 << 30, 0 if classes[i] == "priority" else 1,
-                0 if m.latency_sensitive else 1, depth[i], size[i], m.name)
+                depth[i], 0 if m.latency_sensitive else 1, size[i], m.name)
 
     order = sorted(range(len(models)), key=key)
     # nothing declared latency-sensitive: the most important model takes the priority period
@@ -563,6 +565,9 @@ def plan_schedule(models, platform="stm32f746", window_ms=None, frame_rate=None,
             mi = models.index(next(m for m in models if m.name == mp.name))
             mp.instances = n_inst.get(mi, 0)
     sched.memory = _memory_summary(sched, plan_memory)
+    sched.options = dict(window_ms=window_ms, split=split, fill=fill, guard_us=guard_us, tick_us=tick_us,
+                         max_hyper=max_hyper, strict=strict, plan_memory=plan_memory,
+                         overrun_tolerance=overrun_tolerance, max_lag=max_lag, layer_scale=layer_scale)
     return sched
 
 

@@ -448,3 +448,40 @@ def random_inputs(schedule, seed=0):
         return out
 
     return inputs
+
+
+# ---------------------------------------------------------------------------
+# re-estimation
+
+def measured_scale(run):
+    """{model name: [factor per operator]}: how much slower (or faster) each
+    operator ran than planned, from the measured cycles of every item run
+    (the mean ratio of its runs, spread over the operators it covers)."""
+    s = run.schedule
+    e = run.ran()
+    took = (e["end"] - e["start"]).astype(np.float64)
+    factors = {m.name: [1.0] * len(m.graph.operators) for m in s.models}
+    for k, p in enumerate(s.items):
+        sel = e["item"] == k
+        if not sel.any() or p.est <= 0:
+            continue
+        ratio = float(took[sel].mean()) / p.est
+        f = factors[s.models[p.model].name]
+        for op in range(p.first_op, p.last_op):
+            f[op] = max(f[op], ratio) if f[op] != 1.0 else ratio
+    return factors
+
+
+def replan(schedule, run, **changes):
+    """Plan again with the per-layer estimates scaled by what `run` measured
+    (measured_scale): the re-split the dispatcher's NO_FIT reports call for.
+    changes override plan_schedule arguments."""
+    from pyembed.scheduler.plan import plan_schedule
+    opts = dict(schedule.options)
+    scale = measured_scale(run)
+    if opts.get("layer_scale"):
+        for name, f in opts["layer_scale"].items():
+            scale[name] = [a * b for a, b in zip(scale[name], f)]
+    opts["layer_scale"] = scale
+    opts.update(changes)
+    return plan_schedule(schedule.models, platform=schedule.platform, **opts)
