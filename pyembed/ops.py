@@ -128,7 +128,7 @@ def pad_amounts(padding, size, kernel, stride, dilation, out):
     eff = (kernel - 1) * dilation + 1
     total = max(0, (out - 1) * stride + eff - size)
     if padding == "VALID":
-        return 0, max(0, total - total)  # VALID never pads
+        return 0, 0  # VALID never pads
     return total // 2, total - total // 2
 
 

@@ -2,7 +2,6 @@
 the facts it carries (weights, aliases, scratch, MACs), running on plain and
 planned arenas, the per-operator runtime API, and bad input of every kind
 (truncated, corrupted, inconsistent files) turning into ModelError."""
-import os
 import struct
 
 import numpy as np

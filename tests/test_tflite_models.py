@@ -37,8 +37,10 @@ UNSUPPORTED = {
     "tflm_mnist_lstm_int8": {"UNIDIRECTIONAL_SEQUENCE_LSTM"},
     "tflm_dtln_noise_suppression": {"UNIDIRECTIONAL_SEQUENCE_LSTM", "LOGISTIC"},
     # its ADD and MUL are int32 arithmetic, which pyembed's int8 kernels do not do
-    "tflm_audio_preprocessor_int8": {"ADD", "MUL", "CAST", "STRIDED_SLICE", "CONCATENATION", "DIV", "MINIMUM", "MAXIMUM",
-                                     "CUSTOM:SignalWindow", "CUSTOM:SignalFftAutoScale", "CUSTOM:SignalRfft",
+    "tflm_audio_preprocessor_int8": {"ADD", "MUL", "CAST", "STRIDED_SLICE", "CONCATENATION", "DIV", "MINIMUM",
+                                     "MAXIMUM",
+                                     "CUSTOM:SignalWindow", "CUSTOM:SignalFftAutoScale",
+                                     "CUSTOM:SignalRfft",
                                      "CUSTOM:SignalEnergy", "CUSTOM:SignalFilterBank",
                                      "CUSTOM:SignalFilterBankSquareRoot",
                                      "CUSTOM:SignalFilterBankSpectralSubtraction", "CUSTOM:SignalPCAN",
