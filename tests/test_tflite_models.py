@@ -67,7 +67,13 @@ def _litert(path, x):
 
 
 def _mismatches(got, expected):
+    """Every differing element as (index, got, expected); integers compared as
+    integers, floats (DEQUANTIZE outputs) bit for bit."""
     assert got.shape == expected.shape, f"shape {got.shape} != {expected.shape}"
+    assert got.dtype == expected.dtype, f"dtype {got.dtype} != {expected.dtype}"
+    if got.dtype.kind == "f":
+        bad = np.argwhere(got.view(np.uint32) != expected.view(np.uint32))
+        return [(tuple(int(i) for i in idx), float(got[tuple(idx)]), float(expected[tuple(idx)])) for idx in bad]
     bad = np.argwhere(got.astype(np.int64) != expected.astype(np.int64))
     return [(tuple(int(i) for i in idx), int(got[tuple(idx)]), int(expected[tuple(idx)])) for idx in bad]
 
@@ -160,3 +166,191 @@ def test_every_operator_bit_exact_with_litert(graphs, name):
         if mism:
             failures.append(f"op {opi} {op.type}: {len(mism)} differ, first {mism[:5]}")
     assert not failures, "\n".join(failures)
+
+
+# -- single-operator models written with the TFLite schema's object API ---------------
+# They cover what the eight models do not: MAX_POOL_2D, SAME average pooling at the
+# borders, broadcast ADD, MUL, QUANTIZE (float -> int8 and int8 -> int8), DEQUANTIZE,
+# depth multipliers, dilation, RELU6 / RELU_N1_TO_1 clamps, per-channel FC, softmax beta.
+
+def _schema():
+    from ai_edge_litert import schema_py_generated as S
+    return S
+
+
+def _tensor(shape, dtype=np.int8, scale=None, zp=None, data=None, axis=0):
+    return {"shape": shape, "dtype": np.dtype(dtype), "scale": scale, "zp": zp, "data": data, "axis": axis}
+
+
+def _build(tensors, ops, inputs, outputs):
+    import flatbuffers
+    S = _schema()
+    types = {np.dtype(np.int8): S.TensorType.INT8, np.dtype(np.int32): S.TensorType.INT32,
+             np.dtype(np.float32): S.TensorType.FLOAT32}
+    m = S.ModelT()
+    m.version, m.buffers, m.operatorCodes = 3, [S.BufferT()], []
+    sg = S.SubGraphT()
+    sg.tensors, sg.operators, sg.inputs, sg.outputs = [], [], inputs, outputs
+    for i, t in enumerate(tensors):
+        T = S.TensorT()
+        T.shape, T.type, T.name, T.buffer = list(t["shape"]), types[t["dtype"]], f"t{i}".encode(), 0
+        if t["data"] is not None:
+            b = S.BufferT()
+            b.data = np.frombuffer(np.ascontiguousarray(t["data"], t["dtype"]).tobytes(), np.uint8)
+            m.buffers.append(b)
+            T.buffer = len(m.buffers) - 1
+        if t["scale"] is not None:
+            q = S.QuantizationParametersT()
+            q.scale = [float(s) for s in np.atleast_1d(t["scale"])]
+            q.zeroPoint = [int(z) for z in np.atleast_1d(t["zp"] if t["zp"] is not None else 0)]
+            q.quantizedDimension = t["axis"]
+            T.quantization = q
+        sg.tensors.append(T)
+    codes = {}
+    for code, ins, outs, otype, opts in ops:
+        if code not in codes:
+            c = S.OperatorCodeT()
+            c.builtinCode, c.deprecatedBuiltinCode, c.version = code, min(code, 127), 1
+            codes[code] = len(m.operatorCodes)
+            m.operatorCodes.append(c)
+        o = S.OperatorT()
+        o.opcodeIndex, o.inputs, o.outputs = codes[code], ins, outs
+        if otype is not None:
+            o.builtinOptionsType, o.builtinOptions = otype, opts
+        sg.operators.append(o)
+    m.subgraphs = [sg]
+    b = flatbuffers.Builder(1024)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+def _opts(cls, **fields):
+    o = getattr(_schema(), cls)()
+    for k, v in fields.items():
+        setattr(o, k, v)
+    return o
+
+
+def _case_maxpool(rng):
+    S = _schema()
+    o = _opts("Pool2DOptionsT", padding=S.Padding.SAME, strideH=2, strideW=2, filterHeight=3, filterWidth=3,
+              fusedActivationFunction=S.ActivationFunctionType.RELU6)
+    t = [_tensor((1, 9, 9, 4), scale=0.05, zp=-10), _tensor((1, 5, 5, 4), scale=0.05, zp=-10)]
+    return t, [(S.BuiltinOperator.MAX_POOL_2D, [0], [1], S.BuiltinOptions.Pool2DOptions, o)]
+
+
+def _case_avgpool_same(rng):
+    S = _schema()
+    o = _opts("Pool2DOptionsT", padding=S.Padding.SAME, strideH=2, strideW=2, filterHeight=3, filterWidth=3)
+    t = [_tensor((1, 8, 7, 3), scale=0.1, zp=5), _tensor((1, 4, 4, 3), scale=0.1, zp=5)]
+    return t, [(S.BuiltinOperator.AVERAGE_POOL_2D, [0], [1], S.BuiltinOptions.Pool2DOptions, o)]
+
+
+def _case_add_broadcast(rng):
+    S = _schema()
+    o = _opts("AddOptionsT", fusedActivationFunction=S.ActivationFunctionType.RELU)
+    t = [_tensor((1, 4, 4, 3), scale=0.07, zp=-3), _tensor((1, 1, 1, 3), scale=0.02, zp=11,
+                                                            data=rng.integers(-128, 128, (1, 1, 1, 3))),
+         _tensor((1, 4, 4, 3), scale=0.09, zp=-20)]
+    return t, [(S.BuiltinOperator.ADD, [0, 1], [2], S.BuiltinOptions.AddOptions, o)]
+
+
+def _case_mul(rng):
+    S = _schema()
+    t = [_tensor((1, 3, 5, 2), scale=0.05, zp=4), _tensor((1, 3, 5, 2), scale=0.03, zp=-7,
+                                                           data=rng.integers(-128, 128, (1, 3, 5, 2))),
+         _tensor((1, 3, 5, 2), scale=0.15, zp=2)]
+    return t, [(S.BuiltinOperator.MUL, [0, 1], [2], S.BuiltinOptions.MulOptions, _opts("MulOptionsT"))]
+
+
+def _case_quantize_chain(rng):
+    """float32 -> QUANTIZE -> int8 -> QUANTIZE (requantize) -> int8 -> DEQUANTIZE -> float32."""
+    S = _schema()
+    t = [_tensor((2, 17), np.float32), _tensor((2, 17), scale=0.037, zp=-9), _tensor((2, 17), scale=0.05, zp=6),
+         _tensor((2, 17), np.float32)]
+    return t, [(S.BuiltinOperator.QUANTIZE, [0], [1], None, None),
+               (S.BuiltinOperator.QUANTIZE, [1], [2], None, None),
+               (S.BuiltinOperator.DEQUANTIZE, [2], [3], None, None)]
+
+
+def _case_depthwise_mult(rng):
+    S = _schema()
+    o = _opts("DepthwiseConv2DOptionsT", padding=S.Padding.VALID, strideH=2, strideW=1, depthMultiplier=2,
+              dilationHFactor=1, dilationWFactor=2, fusedActivationFunction=S.ActivationFunctionType.RELU_N1_TO_1)
+    t = [_tensor((1, 9, 8, 3), scale=0.04, zp=1),
+         _tensor((1, 3, 2, 6), scale=rng.uniform(0.002, 0.01, 6), zp=np.zeros(6), axis=3,
+                 data=rng.integers(-127, 128, (1, 3, 2, 6))),
+         _tensor((6,), np.int32, scale=np.zeros(6) + 1e-4, zp=np.zeros(6), data=rng.integers(-300, 300, 6)),
+         _tensor((1, 4, 6, 6), scale=0.01, zp=0)]
+    return t, [(S.BuiltinOperator.DEPTHWISE_CONV_2D, [0, 1, 2], [3], S.BuiltinOptions.DepthwiseConv2DOptions, o)]
+
+
+def _case_conv_dilated(rng):
+    S = _schema()
+    o = _opts("Conv2DOptionsT", padding=S.Padding.SAME, strideH=1, strideW=2, dilationHFactor=2, dilationWFactor=1,
+              fusedActivationFunction=S.ActivationFunctionType.RELU6)
+    t = [_tensor((1, 7, 6, 5), scale=0.06, zp=-4),
+         _tensor((4, 3, 3, 5), scale=rng.uniform(0.002, 0.02, 4), zp=np.zeros(4),
+                 data=rng.integers(-127, 128, (4, 3, 3, 5))),
+         _tensor((4,), np.int32, scale=np.zeros(4) + 1e-4, zp=np.zeros(4), data=rng.integers(-3000, 3000, 4)),
+         _tensor((1, 7, 3, 4), scale=0.05, zp=-30)]
+    return t, [(S.BuiltinOperator.CONV_2D, [0, 1, 2], [3], S.BuiltinOptions.Conv2DOptions, o)]
+
+
+def _case_fc_per_channel(rng):
+    S = _schema()
+    t = [_tensor((3, 20), scale=0.05, zp=7),
+         _tensor((6, 20), scale=rng.uniform(0.004, 0.02, 6), zp=np.zeros(6), data=rng.integers(-127, 128, (6, 20))),
+         _tensor((6,), np.int32, scale=np.zeros(6) + 1e-4, zp=np.zeros(6), data=rng.integers(-900, 900, 6)),
+         _tensor((3, 6), scale=0.1, zp=-2)]
+    return t, [(S.BuiltinOperator.FULLY_CONNECTED, [0, 1, 2], [3], S.BuiltinOptions.FullyConnectedOptions,
+                _opts("FullyConnectedOptionsT"))]
+
+
+def _case_softmax_beta(rng):
+    S = _schema()
+    t = [_tensor((2, 3, 10), scale=0.2, zp=3), _tensor((2, 3, 10), scale=1 / 256, zp=-128)]
+    return t, [(S.BuiltinOperator.SOFTMAX, [0], [1], S.BuiltinOptions.SoftmaxOptions,
+                _opts("SoftmaxOptionsT", beta=0.5))]
+
+
+SYNTHETIC = {
+    "maxpool_same_relu6": _case_maxpool,
+    "avgpool_same_borders": _case_avgpool_same,
+    "add_broadcast_relu": _case_add_broadcast,
+    "mul": _case_mul,
+    "quantize_requantize_dequantize": _case_quantize_chain,
+    "depthwise_mult2_dilated_relu_n1_to_1": _case_depthwise_mult,
+    "conv_dilated_same_relu6": _case_conv_dilated,
+    "fully_connected_per_channel": _case_fc_per_channel,
+    "softmax_beta": _case_softmax_beta,
+}
+
+
+@pytest.mark.parametrize("case", sorted(SYNTHETIC))
+def test_single_operator_models(case):
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+    from tflite_micro.python.tflite_micro import runtime
+    from pyembed.graph import load_tflite_bytes
+    rng = np.random.default_rng(sorted(SYNTHETIC).index(case))
+    tensors, ops = SYNTHETIC[case](rng)
+    data = _build(tensors, ops, [0], [len(tensors) - 1])
+    g = load_tflite_bytes(data, name=case)
+    assert g.unsupported == [], [(i, t, g.operators[i].reason) for i, t in g.unsupported]
+    t0 = tensors[0]
+    for k in range(3):
+        if t0["dtype"] == np.float32:
+            x = rng.normal(0, 3, t0["shape"]).astype(np.float32)
+        else:
+            x = rng.integers(-128, 128, t0["shape"], dtype=np.int8)
+        tflm = runtime.Interpreter.from_bytes(data)
+        tflm.set_input(x, 0)
+        tflm.invoke()
+        mism = _mismatches(g.run(x)[0], tflm.get_output(0))
+        assert not mism, f"{case} vs TFLM, input {k}: {len(mism)} differ: {mism}"
+        lite = Interpreter(model_content=data, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+        lite.allocate_tensors()
+        lite.set_tensor(lite.get_input_details()[0]["index"], x)
+        lite.invoke()
+        mism = _mismatches(g.run(x, rounding="litert")[0], lite.get_tensor(lite.get_output_details()[0]["index"]))
+        assert not mism, f"{case} vs LiteRT, input {k}: {len(mism)} differ: {mism}"
