@@ -335,17 +335,14 @@ def test_persistent_buffer_check_can_fail(sched):
     its fetch is caught, by the stored copy and by the reference tensor."""
     state = {}
 
-    def cost(idx, p):
-        host = state["host"]
+    def hook(host, idx, p):
         if p.kind == LOW and p.sub == 0 and sched.models[p.model].name == "ic" and not state.get("done"):
             b = host.buf_of[(p.model, p.instance, p.last_op)]
             host.persistent[b.offset] ^= 0x55
             state["done"] = True
-        return p.est
 
     from pyembed.scheduler.run import KernelHost, random_inputs
-    host = KernelHost(sched, random_inputs(sched, 1), cost=cost)
-    state["host"] = host
+    host = KernelHost(sched, random_inputs(sched, 1), hook=hook)
     d = dispatcher(sched, work=host)
     d.run(3 * sched.window_cycles, EVENT_DTYPE)
     kinds = {m[0] for m in host.mismatches}
@@ -553,3 +550,48 @@ def test_trace_and_gantt(tmp_path, long_run):
     assert len(spans) == n and {e["cat"] for e in spans} == {"priority", "low"}
     png = long_run.plot_gantt(tmp_path / "g.png", 0, 4)
     assert open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+# ---------------------------------------------------------------------------
+# on the firmware simulator: event core, simulated RAM, write watch
+
+
+@pytest.mark.parametrize("which", ["single", "dual"])
+def test_on_the_simulated_mcu(sched, dual, which):
+    from pyembed.scheduler.mcu import run_on_mcu
+    s = sched if which == "single" else dual
+    windows = 8 if which == "single" else 12
+    run = run_on_mcu(s, windows, seed=6)
+    ref = simulate(s, windows, jitter=0.0)
+    key = ["item", "unit", "flags", "start", "end", "frame"]
+    assert np.array_equal(np.sort(run.events[key], order=["start", "unit"]),
+                          np.sort(ref.events[key], order=["start", "unit"]))
+    assert run.checks["mismatches"] == [] and run.checks["fetches"] > 0
+    host = run.checks["host"]
+    for (name, frame), outs in run.results.items():
+        want = s.models[s.model_index(name)].graph.run(host.inputs(name, frame)[0])
+        assert all(np.array_equal(a, b) for a, b in zip(outs, want))
+    used = run.layout["used"]
+    for r, n in used.items():
+        assert n <= s.platform.profile.region(r).size
+
+
+def test_mcu_write_watch_catches_a_stray_write(sched):
+    from pyembed.errors import SimulationFault
+    from pyembed.scheduler.mcu import run_on_mcu
+    ic = sched.model_index("ic")
+    victim = next(b for b in sched.buffers if b.model == ic)
+
+    def hook(host, idx, p):
+        if p.kind == PRIORITY:
+            # the priority model scribbles on a persistent buffer it does not own
+            host.persistent[victim.offset + 3] ^= 0xFF
+
+    with pytest.raises(SimulationFault, match=f"wrote outside its planned buffers.*persistent {victim.name}"):
+        run_on_mcu(sched, 2, hook=hook)
+
+
+def test_mcu_memory_that_does_not_fit(sched):
+    from pyembed.scheduler.mcu import run_on_mcu
+    with pytest.raises(PlanError, match=r"does not fit stm32f746.*dtcm.*B missing"):
+        run_on_mcu(sched, 1, region="dtcm")

@@ -13,7 +13,8 @@ latency; side by side with first-come-first-served without splitting and an
 ideal pre-emptive rate-monotonic schedule on the same jobs. Then: injected
 overruns (10-100 %) and what the dispatcher reported, a dual-unit variant
 (one model pipelined over two cores), and a few windows with the real
-kernels (outputs compared with the whole-model run). Writes a Gantt chart
+kernels on the simulated MCU (firmware_sim's event core, simulated RAM and
+write watch; outputs compared with the whole-model run). Writes a Gantt chart
 (PNG), the trace (Chrome/Perfetto JSON) and the C header of the table to DIR.
 """
 import argparse
@@ -58,7 +59,7 @@ def main(argv=None):
     ap.add_argument("--out", default=os.path.join("out", "scheduler"))
     args = ap.parse_args(argv)
 
-    from pyembed.scheduler import Overrun, Platform, emit_header, plan_schedule, run_kernels, simulate
+    from pyembed.scheduler import Overrun, Platform, emit_header, plan_schedule, simulate
     from pyembed.scheduler.baselines import compare
 
     res = {"profile": args.profile, "window_ms": args.window_ms, "windows": args.windows, "jitter": args.jitter}
@@ -114,16 +115,22 @@ def main(argv=None):
                         "handover_cycles": sorted({a.handover for a in s2.after if a.handover})}
     r2.plot_gantt(os.path.join(args.out, "gantt_two_units.png"), 0, 6)
 
-    # real kernels for a few windows
+    # real kernels for a few windows, on the simulated MCU (event core, simulated RAM, write watch)
+    from pyembed.scheduler.mcu import run_on_mcu
     t0 = time.perf_counter()
-    krun = run_kernels(sched, args.kernel_windows)
+    krun = run_on_mcu(sched, args.kernel_windows)
     bad = 0
     host = krun.checks["host"]
     for (name, frame), outs in krun.results.items():
         g = sched.models[sched.model_index(name)].graph
         ref = g.run(host.inputs(name, frame)[0])
         bad += sum(int(not np.array_equal(a, b)) for a, b in zip(outs, ref))
+    ref = simulate(sched, args.kernel_windows, jitter=0.0)
+    key = ["item", "unit", "flags", "start", "end"]
+    same = bool(np.array_equal(np.sort(krun.events[key], order=["start", "unit"]),
+                               np.sort(ref.events[key], order=["start", "unit"])))
     res["kernels"] = {"windows": args.kernel_windows, "results": len(krun.results), "outputs_differing": bad,
+                      "layout": krun.layout, "same_events_as_timing_run": same,
                       "fetches_checked": krun.checks["fetches"], "mismatches": len(krun.checks["mismatches"]),
                       "seconds": time.perf_counter() - t0,
                       "priority_deadline_misses": krun.summary()["priority_deadline_misses"]}
@@ -168,8 +175,11 @@ def _render(r):
             "  low: " + ", ".join(f"{k}: {v['results']} results, latency {v['latency_windows_mean']:.2f} windows"
                                   for k, v in ts["low"].items() if v.get("results"))]
     k = r["kernels"]
-    out += ["", f"real kernels, {k['windows']} windows: {k['results']} results, {k['outputs_differing']} outputs "
+    lay = k["layout"]
+    out += ["", f"real kernels on the simulated {r['profile']} (event core, timer tick, RAM {lay['used']} B, write "
+            f"watch), {k['windows']} windows: {k['results']} results, {k['outputs_differing']} outputs "
             f"differing from the whole-model run, {k['fetches_checked']} persistent-buffer fetches checked, "
-            f"{k['mismatches']} mismatches, {k['priority_deadline_misses']} priority misses ({k['seconds']:.1f} s)",
+            f"{k['mismatches']} mismatches, {k['priority_deadline_misses']} priority misses, events identical to "
+            f"the timing run: {k['same_events_as_timing_run']} ({k['seconds']:.1f} s)",
             "", f"wrote {r['gantt_png']}, {r['trace_json']}, {r['header']}"]
     return "\n".join(out)

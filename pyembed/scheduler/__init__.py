@@ -13,11 +13,13 @@ splitting (SPEC section 7, issue 11).
     run.plot_gantt("sched.png", 0, 4)
     emit_header(s, "schedule.h")                        # the static table for the firmware
     run_kernels(s, windows=6)                           # real kernels, persistent buffers checked
+    run_on_mcu(s, windows=6)                            # ... on firmware_sim: event core, simulated RAM
 
 Modules: workload (models, units, per-layer costs), plan (ranking, priority
 reservation, splitting, placement, persistent buffers), table (the C
 structs as numpy arrays, the header), run (dispatcher runs, figures, traces,
-real kernels, re-splitting from measured cycles), baselines
+real kernels, re-splitting from measured cycles), mcu (the dispatcher on
+firmware_sim's event core and simulated memory), baselines
 (first-come-first-served without splitting, idealised pre-emptive
 rate-monotonic).
 """

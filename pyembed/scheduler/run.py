@@ -334,15 +334,18 @@ class KernelHost:
 
     inputs(model_name, frame) -> list of input arrays of that model.
     cost(item_index, piece) -> cycles the item is charged (default: the
-    planned estimate); raise from it to inject a fault."""
+    planned estimate); raise from it to inject a fault. hook(host,
+    item_index, piece), if given, runs after the item's kernels (fault
+    injection: it may scribble on memory)."""
 
-    def __init__(self, schedule, inputs, cost=None, scramble=True, check_reference=True):
+    def __init__(self, schedule, inputs, cost=None, scramble=True, check_reference=True, planned=True, hook=None):
         self.s = schedule
+        self.hook = hook
         self.inputs = inputs
         self.cost = cost
         self.scramble = scramble
         self.check_reference = check_reference
-        self.rt = [m.graph.compile() for m in schedule.models]
+        self.rt = [_compile(m.graph, planned) for m in schedule.models]
         self.step_of = [{op: k for k, op in enumerate(rt.order)} for rt in self.rt]
         size = [0] * schedule.n_units
         for p in schedule.items:
@@ -414,7 +417,22 @@ class KernelHost:
             self.stored[b.name] = (frame, region.copy())
         if self.scramble:
             arena[...] = 0x5A
+        if self.hook is not None:
+            self.hook(self, idx, p)
         return int(self.cost(idx, p) if self.cost is not None else p.est)
+
+
+def _compile(graph, planned):
+    """The graph on its planned arena (pyembed.planner, the layout the firmware
+    would use: tensors live across a cut keep their bytes, dead ones are
+    reused), or on the no-reuse layout."""
+    if planned:
+        try:
+            from pyembed.planner import plan_graph
+            return graph.compile(plan_graph(graph, algorithm="greedy_size"))
+        except ImportError:  # pragma: no cover - the planner ships with pyembed
+            pass
+    return graph.compile()
 
 
 def run_kernels(schedule, windows, inputs=None, seed=0, cost=None, scramble=True, check_reference=True):
