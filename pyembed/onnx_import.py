@@ -213,7 +213,7 @@ class _Importer:
     # -- pass 2 -------------------------------------------------------------------
     def run(self):
         from pyembed.graph import Graph, Operator, Tensor
-        from pyembed.ops import prepare_operator
+        from pyembed.ops import check_tensor_sizes, prepare_operator
         for vi in list(self.g.input):
             if vi.name in self.consts:
                 continue
@@ -301,6 +301,7 @@ class _Importer:
             if vo.name not in self.tensors:
                 raise ModelError(f"{self.label}: graph output {vo.name!r} is produced by no node")
             outputs.append(tensor_index(vo.name))
+        check_tensor_sizes(graph_tensors, self.label)
         g = Graph(self.name, graph_tensors, ops, inputs, outputs, source_path=self.label, source_format="onnx")
         g.input_perms = [_NCHW_TO_NHWC if self.tensors[vi.name].nhwc else None
                          for vi in self.g.input if vi.name not in self.consts]

@@ -550,6 +550,14 @@ def prepare_operator(graph, op, label):
         raise ModelError(f"{label}: operator {op.index} ({op.type}): {e}") from None
 
 
+def check_tensor_sizes(tensors, label):
+    """Every tensor must fit the C runtime's int32 byte counts."""
+    for t in tensors:
+        if any(d > 2**31 - 1 for d in t.shape) or t.nbytes > 2**31 - 1:
+            raise ModelError(f"{label}: tensor {t.index} ({t.name!r}) with shape {list(t.shape)} is too large "
+                             f"(more than 2^31 - 1 bytes)")
+
+
 def graph_from_raw(raw, label, source_format=""):
     """A Graph from the importer's plain description (see tflite_import.read_tflite)."""
     tensors = [Tensor(index=t["index"], name=t["name"], shape=tuple(t["shape"]), dtype=t["dtype"],
@@ -559,10 +567,7 @@ def graph_from_raw(raw, label, source_format=""):
     operators = [Operator(index=o["index"], type=o["type"], inputs=list(o["inputs"]), outputs=list(o["outputs"]),
                           options=dict(o.get("options", {})), version=o.get("version", 1))
                  for o in raw["operators"]]
-    for t in tensors:
-        if any(d > 2**31 - 1 for d in t.shape) or t.nbytes > 2**31 - 1:
-            raise ModelError(f"{label}: tensor {t.index} ({t.name!r}) with shape {list(t.shape)} is too large "
-                             f"(more than 2^31 - 1 bytes)")
+    check_tensor_sizes(tensors, label)
     for what in ("inputs", "outputs"):
         for t in raw[what]:
             if not 0 <= t < len(tensors):
