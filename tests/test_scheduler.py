@@ -24,7 +24,7 @@ from pyembed.scheduler import (LOW, PRIORITY, Model, Overrun, Platform, Schedule
                                rank_models, replan, run_kernels, simulate, state_bytes)
 from pyembed.scheduler.baselines import compare
 from pyembed.scheduler.plan import FLAG_CARRY, FLAG_FIRST, FLAG_LAST, _Splitter
-from pyembed.scheduler.run import EV_DROP, EV_LATE, EV_MISS, EV_OVERRUN, EV_RAN, dispatcher
+from pyembed.scheduler.run import EV_LATE, EV_MISS, EV_OVERRUN, dispatcher
 from pyembed.scheduler.table import EVENT_DTYPE
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -595,3 +595,24 @@ def test_mcu_memory_that_does_not_fit(sched):
     from pyembed.scheduler.mcu import run_on_mcu
     with pytest.raises(PlanError, match=r"does not fit stm32f746.*dtcm.*B missing"):
         run_on_mcu(sched, 1, region="dtcm")
+
+
+def test_cli_command(tmp_path):
+    import json
+    from click.testing import CliRunner
+    from pyembed.scheduler.cli import schedule_command
+    out = tmp_path / "s"
+    r = CliRunner().invoke(schedule_command, ["--priority", "tiny_kws_dscnn_int8", "--low", "tiny_ic_resnet8_int8",
+                                              "--low", "tiny_vww_mobilenetv1_96_int8:max", "--windows", "40",
+                                              "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "0 priority deadline misses" in r.output
+    d = json.load(open(out / "schedule.json"))
+    assert d["run"]["priority"]["tiny_kws_dscnn_int8"]["runs"] == 40
+    assert {"schedule.h", "gantt.png", "trace.json"} <= set(os.listdir(out))
+    r = CliRunner().invoke(schedule_command, ["--priority", "tiny_kws_dscnn_int8", "--window-ms", "10", "-o",
+                                              str(out)])
+    assert isinstance(r.exception, ScheduleError) and "over by" in str(r.exception)
+    r = CliRunner().invoke(schedule_command, ["--priority", "tiny_kws_dscnn_int8", "--low", "tiny_ic_resnet8_int8:x",
+                                              "-o", str(out)])
+    assert isinstance(r.exception, ArgumentError)

@@ -151,6 +151,8 @@ def _render(r):
     out.append(f"(goals: 0 misses, jitter <= 1 %, utilisation >= 90 %; low releases for the baselines every "
                + ", ".join(f"{k} {v:.2f}" for k, v in r["baselines"]["release_periods_windows"].items())
                + " windows, the rate the split schedule delivered)")
+    out.append(f"of the low-priority busy time, {100 * r['split']['low_copy_share']:.2f} % is storing/fetching "
+               f"intermediates in persistent buffers (the baselines need none)")
     out.append(f"dispatcher counters: {c['priority_runs']} priority runs, {c['low_runs']} low runs, "
                f"{c['deferrals']} deferrals, {c['dropped']} dropped, {c['overruns']} overruns")
     m = r["memory"]

@@ -12,12 +12,12 @@ its own unit's arena and the persistent buffer it produces: a sub-model that
 scribbled on another unit's data or on an intermediate still waiting for its
 consumer is a SimulationFault naming the address and the buffer.
 """
+import numpy as np
+
 from pyembed.errors import PlanError
 from pyembed.scheduler.run import EV_DEFER, EV_DROP, EV_RAN, KernelHost, Run, dispatcher, random_inputs
 from pyembed.scheduler.table import EVENT_DTYPE, state_bytes
 from pyembed.scheduler.workload import align
-
-import numpy as np
 
 
 def memory_layout(schedule, arena_sizes, region=None):

@@ -19,7 +19,7 @@ import dataclasses
 import numpy as np
 
 from pyembed.errors import ArgumentError
-from pyembed.scheduler.plan import FLAG_FIRST, FLAG_LAST, LOW, PRIORITY
+from pyembed.scheduler.plan import FLAG_LAST, LOW, PRIORITY
 from pyembed.scheduler.table import EVENT_DTYPE, table_arrays
 
 EV_RAN, EV_OVERRUN, EV_MISS, EV_LATE, EV_LAG, EV_DEFER, EV_NO_FIT, EV_FAULT, EV_DROP = (
@@ -169,6 +169,16 @@ class Run:
             }
         return out
 
+    def copy_share(self):
+        """Share of the low-priority busy time spent storing and fetching
+        intermediates (planned cycles of the runs made)."""
+        e = self.ran(LOW)
+        if not len(e):
+            return 0.0
+        copy = np.array([p.fetch + p.store for p in self.schedule.items], dtype=np.int64)[e["item"]]
+        est = np.array([p.est for p in self.schedule.items], dtype=np.int64)[e["item"]]
+        return float(copy.sum()) / float(est.sum())
+
     def summary(self):
         pst = self.priority_stats()
         return {
@@ -178,6 +188,7 @@ class Run:
             "priority_deadline_misses": sum(v["deadline_misses"] for v in pst.values()),
             "priority_jitter_pct_window": max((v["jitter_pct_window"] for v in pst.values()), default=0.0),
             "utilisation": self.utilisation(),
+            "low_copy_share": self.copy_share(),
             "low": self.low_latency(),
             "counters": {k: int(v) for k, v in self.counters.items()},
         }

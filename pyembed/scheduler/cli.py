@@ -1,0 +1,111 @@
+"""The ``pyembed schedule`` command (attach with ``main.add_command(schedule_command)``).
+
+    pyembed schedule --priority tiny_kws_dscnn_int8 --low tiny_ic_resnet8_int8 \\
+        --low tiny_vww_mobilenetv1_96_int8:max --profile stm32f746 --window-ms 50 -o out/sched
+
+Plans the schedule, runs it on the timing model, and writes DIR/schedule.h
+(the static table), DIR/schedule.json (items, constraints, persistent
+buffers, memory, figures), DIR/gantt.png and DIR/trace.json.
+"""
+import json
+import os
+
+import click
+
+from pyembed.errors import ArgumentError
+
+
+def _model(spec, **kw):
+    """NAME_OR_PATH[:RATE] -> Model; RATE is max, auto or a period in windows."""
+    from pyembed.data import model_path
+    from pyembed.graph import load_model
+    from pyembed.scheduler.workload import Model
+    path, _, rate = spec.partition(":")
+    if rate:
+        if rate not in ("max", "auto"):
+            try:
+                rate = int(rate)
+            except ValueError:
+                raise ArgumentError(f"{spec}: the rate after ':' must be max, auto or a number of windows") from None
+        kw["rate"] = rate
+    if not os.path.exists(path):
+        cand = model_path(path)
+        if os.path.exists(cand):
+            path = cand
+    g = load_model(path)
+    return Model(g, name=os.path.splitext(os.path.basename(path))[0], **kw)
+
+
+def schedule_to_dict(s, run=None):
+    """The schedule (and a run's figures) as plain JSON-able data."""
+    d = {
+        "platform": s.platform.name, "clock_hz": s.platform.clock_hz,
+        "units": [u.name for u in s.platform.units],
+        "window_cycles": s.window_cycles, "tick_cycles": s.tick_cycles, "guard_cycles": s.guard_cycles,
+        "hyper_windows": s.hyper_windows, "n_instances": s.n_instances,
+        "priority_cycles": s.priority_cycles, "remaining_cycles": s.remaining_cycles,
+        "models": [{"name": mp.name, "class": "priority" if mp.kind == 0 else "low", "rank": mp.rank,
+                    "units": list(mp.units), "estimate_cycles": {str(u): c for u, c in mp.estimate.items()},
+                    "period_windows": mp.period, "rate": mp.rate, "instances_per_table": mp.instances,
+                    "groups": mp.groups} for mp in s.model_plans],
+        "items": [{"model": s.models[p.model].name, "kind": "priority" if p.kind == 0 else "low", "unit": p.unit,
+                   "phase": p.phase, "instance": p.instance, "sub": p.sub, "ops": [p.first_op, p.last_op],
+                   "compute": p.compute, "fetch": p.fetch, "store": p.store, "est": p.est, "flags": p.flags}
+                  for p in s.items],
+        "after": [{"item": a.item, "on": a.on, "offset": a.offset, "handover": a.handover, "why": a.why}
+                  for a in s.after],
+        "persistent_buffers": [{"name": b.name, "offset": b.offset, "size": b.size, "tensors": b.tensors,
+                                "producer": b.producer, "consumer": b.consumer, "steps": [b.first_step, b.last_step],
+                                "wraps": b.wraps} for b in s.buffers],
+        "memory": s.memory, "planned_utilisation": s.planned_utilisation(), "problems": s.problems,
+    }
+    if run is not None:
+        d["run"] = run.summary()
+    return d
+
+
+@click.command("schedule")
+@click.option("--priority", "priority", multiple=True, required=True,
+              help="A priority model (bundled name or path), run every frame. Repeatable.")
+@click.option("--low", "low", multiple=True, help="A low-priority model, NAME[:max|auto|PERIOD]. Repeatable.")
+@click.option("--profile", default="stm32f746", show_default=True, help="firmware_sim MCU profile.")
+@click.option("--units", default=1, show_default=True, help="Processing units (identical cores).")
+@click.option("--window-ms", type=float, default=None, help="Window per frame (default 50 ms).")
+@click.option("--fps", type=float, default=None, help="Frame rate instead of --window-ms.")
+@click.option("--split", type=click.Choice(["fit", "balanced"]), default="fit", show_default=True)
+@click.option("--windows", default=1000, show_default=True, help="Windows to simulate on the timing model.")
+@click.option("-o", "--out", "outdir", required=True, type=click.Path(file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def schedule_command(priority, low, profile, units, window_ms, fps, split, windows, outdir, as_json):
+    """Plan a cooperative periodic schedule with sub-model splitting, check it
+    on the timing model and write the C table, a JSON description, a Gantt
+    chart and a Perfetto trace to OUT."""
+    from pyembed.scheduler.plan import plan_schedule
+    from pyembed.scheduler.run import simulate
+    from pyembed.scheduler.table import emit_header
+    from pyembed.scheduler.workload import Platform
+    models = [_model(p, latency_sensitive=True, priority="priority") for p in priority]
+    models += [_model(m, priority="low") for m in low]
+    plat = Platform.from_profile(profile, units=units)
+    s = plan_schedule(models, platform=plat, window_ms=window_ms, frame_rate=fps, split=split)
+    run = simulate(s, windows)
+    os.makedirs(outdir, exist_ok=True)
+    emit_header(s, os.path.join(outdir, "schedule.h"))
+    d = schedule_to_dict(s, run)
+    with open(os.path.join(outdir, "schedule.json"), "w") as f:
+        json.dump(d, f, indent=1, default=str)
+    run.plot_gantt(os.path.join(outdir, "gantt.png"), 0, min(6, windows))
+    run.trace(0, min(20, windows)).write(os.path.join(outdir, "trace.json"))
+    if as_json:
+        click.echo(json.dumps(d["run"], indent=1, default=str))
+        return
+    f = d["run"]
+    click.echo(s.describe())
+    click.echo(f"{windows} windows: {f['priority_deadline_misses']} priority deadline misses, jitter "
+               f"{f['priority_jitter_pct_window']:.2f} % of the window, utilisation of the remaining periods "
+               f"{100 * f['utilisation']['overall']:.1f} %")
+    for name, v in f["low"].items():
+        if v.get("results"):
+            click.echo(f"  {name}: {v['results']} results, latency {v['latency_windows_mean']:.2f} windows "
+                       f"(max {v['latency_windows_max']:.2f})")
+    click.echo(f"wrote schedule.h, schedule.json, gantt.png, trace.json to {outdir}")
