@@ -367,3 +367,24 @@ def test_unknown_operator_is_reported_not_raised(tmp_path):
     assert g.unsupported == [(12, "TANH")]
     with pytest.raises(UnsupportedError, match=r"#12 TANH"):
         g.run(np.zeros((1, 49, 10, 1), np.int8))
+
+
+# -- the `pyembed model` commands ---------------------------------------------------
+
+def test_model_commands():
+    import json
+
+    from click.testing import CliRunner
+
+    from pyembed.model_cli import model
+    r = CliRunner()
+    res = r.invoke(model, ["run", "tflm_micro_speech_int8", "--runs", "2", "--check"])
+    assert res.exit_code == 0, res.output
+    assert res.output.count("bit-exact with TFLM (4 elements)") == 2
+    res = r.invoke(model, ["info", KWS, "--json"])
+    info = json.loads(res.output)
+    assert info["weights_bytes"] == load_model(KWS).weights_bytes and len(info["operators"]) == 13
+    res = r.invoke(model, ["info", "tflm_dtln_noise_suppression"])
+    assert res.exit_code == 0 and "unsupported: #0 UNIDIRECTIONAL_SEQUENCE_LSTM" in res.output
+    res = r.invoke(model, ["run", "tflm_dtln_noise_suppression"])
+    assert isinstance(res.exception, UnsupportedError)
