@@ -421,6 +421,22 @@ def test_two_units_pipeline(dual):
     assert len(busy[0] & busy[1]) > 500
 
 
+def test_cpu_plus_accelerator(graphs):
+    plat = Platform.from_profile("stm32f746", units=2, cost_scales=[1.0, 0.25])
+    ms = [Model(graphs["kws"], "kws", latency_sensitive=True), Model(graphs["ic"], "ic", units=(0, 1))]
+    s = plan_schedule(ms, platform=plat, window_ms=50)
+    ic = s.model_index("ic")
+    full = s.costs[ic].cycles
+    assert all(b == int(np.ceil(a * 0.25)) or b == max(1, int(np.ceil(a * 0.25))) for a, b in zip(full[0], full[1]))
+    # the accelerator takes the heavy tail, so a result comes every window
+    assert next(mp for mp in s.model_plans if mp.name == "ic").period == 1
+    on_acc = sum(s.costs[ic].range_cycles(0, p.first_op, p.last_op) for p in s.items if p.model == ic and p.unit == 1)
+    on_cpu = sum(s.costs[ic].range_cycles(0, p.first_op, p.last_op) for p in s.items if p.model == ic and p.unit == 0)
+    assert on_acc > on_cpu
+    f = simulate(s, 500).summary()
+    assert f["priority_deadline_misses"] == 0 and f["low"]["ic"]["results"] >= 498
+
+
 def test_two_units_real_kernels(dual):
     run = run_kernels(dual, 6, seed=4)
     assert run.checks["mismatches"] == [] and run.checks["fetches"] > 0

@@ -12,7 +12,8 @@ completion, utilisation of the remaining periods, low-priority result
 latency; side by side with first-come-first-served without splitting and an
 ideal pre-emptive rate-monotonic schedule on the same jobs. Then: injected
 overruns (10-100 %) and what the dispatcher reported, a dual-unit variant
-(one model pipelined over two cores), and a few windows with the real
+(one model pipelined over two cores), a CPU plus an accelerator, and a few
+windows with the real
 kernels on the simulated MCU (firmware_sim's event core, simulated RAM and
 write watch; outputs compared with the whole-model run). Writes a Gantt chart
 (PNG), the trace (Chrome/Perfetto JSON) and the C header of the table to DIR.
@@ -115,6 +116,14 @@ def main(argv=None):
                         "handover_cycles": sorted({a.handover for a in s2.after if a.handover})}
     r2.plot_gantt(os.path.join(args.out, "gantt_two_units.png"), 0, 6)
 
+    # a CPU plus an accelerator four times faster on every layer
+    plat3 = Platform.from_profile(args.profile, units=2, cost_scales=[1.0, 0.25])
+    models3 = _models([(PRIORITY_MODEL, {"latency_sensitive": True}), (LOW_MODELS[0], {"units": (0, 1)}),
+                       (LOW_MODELS[1], {"rate": "max", "units": (1,)})])
+    s3 = plan_schedule(models3, platform=plat3, window_ms=args.window_ms)
+    r3 = simulate(s3, args.windows, jitter=args.jitter, seed=1)
+    res["cpu_accelerator"] = {"plan": s3.describe(), "summary": r3.summary()}
+
     # real kernels for a few windows, on the simulated MCU (event core, simulated RAM, write watch)
     from pyembed.scheduler.mcu import run_on_mcu
     t0 = time.perf_counter()
@@ -174,6 +183,13 @@ def _render(r):
             f"  {ts['priority_deadline_misses']} priority misses, jitter {ts['priority_jitter_pct_window']:.2f} % of the "
             f"window, utilisation per unit {[round(100 * u, 1) for u in ts['utilisation']['per_unit']]} %, "
             f"hand-over DMA cycles {t['handover_cycles']}",
+            "  low: " + ", ".join(f"{k}: {v['results']} results, latency {v['latency_windows_mean']:.2f} windows"
+                                  for k, v in ts["low"].items() if v.get("results"))]
+    t = r["cpu_accelerator"]
+    ts = t["summary"]
+    out += ["", "CPU + accelerator (4x faster per layer):", t["plan"],
+            f"  {ts['priority_deadline_misses']} priority misses, utilisation per unit "
+            f"{[round(100 * u, 1) for u in ts['utilisation']['per_unit']]} %",
             "  low: " + ", ".join(f"{k}: {v['results']} results, latency {v['latency_windows_mean']:.2f} windows"
                                   for k, v in ts["low"].items() if v.get("results"))]
     k = r["kernels"]

@@ -653,27 +653,13 @@ def _place_background(i, c, platform, u, left, get_h, tile, take, n_inst, max_hy
 
 
 def _place_pipeline(i, c, platform, units, rate, left, get_h, tile, take, n_inst, max_hyper, mp, split):
-    """One stage per unit; stage s of instance k in windows [kP + sP, kP + sP + P)."""
+    """One stage per unit; stage s of instance k in windows [kP + sP, kP + sP + P).
+    For each period P (smallest first), the stage cuts are chosen by dynamic
+    programming among those where every stage fits its unit's P windows in
+    every instance, minimising the largest share of a unit's capacity."""
     S = len(units)
-    caps_avg = [max(1.0, sum(left[u]) / len(left[u])) for u in units]
-    # stage cuts: minimise the largest (stage cycles / unit capacity)
     n = c.n_ops
     inf = float("inf")
-    best = [[inf] * (n + 1) for _ in range(S + 1)]
-    cut = [[0] * (n + 1) for _ in range(S + 1)]
-    best[0][0] = 0.0
-    for s in range(1, S + 1):
-        for b in range(s, n + 1):
-            for a in range(s - 1, b):
-                v = max(best[s - 1][a], c.range_cycles(units[s - 1], a, b) / caps_avg[s - 1])
-                if v < best[s][b]:
-                    best[s][b], cut[s][b] = v, a
-    bounds, b = [], n
-    for s in range(S, 0, -1):
-        a = cut[s][b]
-        bounds.append((a, b))
-        b = a
-    bounds.reverse()
     periods = [rate] if isinstance(rate, int) else range(1, max_hyper + 1)
     for P in periods:
         H = get_h()
@@ -682,24 +668,47 @@ def _place_pipeline(i, c, platform, units, rate, left, get_h, tile, take, n_inst
             L *= 2
         if L > max_hyper:
             continue
-        plans = []
-        ok = True
-        for k in range(L // P):
-            inst = []
-            for s, (a, b) in enumerate(bounds):
-                u = units[s]
-                sp = _Splitter(c, platform, u, a, b)
-                caps = [left[u][(k * P + s * P + w) % H] for w in range(P)]
-                groups = sp.balanced(caps) if split == "balanced" else sp.fit(caps)
-                if groups is None:
-                    ok = False
-                    break
-                inst.append((s, u, groups))
-            if not ok:
-                break
-            plans.append(inst)
-        if not ok:
+        caps_of = {}
+        for s in range(S):
+            u = units[s]
+            caps_of[s] = [[left[u][(k * P + s * P + w) % H] for w in range(P)] for k in range(L // P)]
+
+        def stage(s, a, b, _memo={}):
+            """(groups per instance) when ops [a, b) fit unit s's windows in every instance, else None."""
+            key = (P, s, a, b)
+            if key not in _memo:
+                sp = _Splitter(c, platform, units[s], a, b)
+                out = []
+                for caps in caps_of[s]:
+                    g = sp.balanced(caps) if split == "balanced" else sp.fit(caps)
+                    if g is None:
+                        out = None
+                        break
+                    out.append(g)
+                _memo[key] = out
+            return _memo[key]
+
+        share = [max(1.0, P * sum(left[u]) / len(left[u])) for u in units]
+        best = [[inf] * (n + 1) for _ in range(S + 1)]
+        cut = [[0] * (n + 1) for _ in range(S + 1)]
+        best[0][0] = 0.0
+        for s in range(1, S + 1):
+            for b in range(s, n + 1) if s < S else (n,):
+                for a in range(s - 1, b):
+                    if best[s - 1][a] == inf:
+                        continue
+                    v = max(best[s - 1][a], c.range_cycles(units[s - 1], a, b) / share[s - 1])
+                    if v < best[s][b] and stage(s - 1, a, b) is not None:
+                        best[s][b], cut[s][b] = v, a
+        if best[S][n] == inf:
             continue
+        bounds, b = [], n
+        for s in range(S, 0, -1):
+            a = cut[s][b]
+            bounds.append((a, b))
+            b = a
+        bounds.reverse()
+        plans = [[(s, units[s], stage(s, a, b)[k]) for s, (a, b) in enumerate(bounds)] for k in range(L // P)]
         tile(L)
         n_inst[i] = L // P
         for k, inst in enumerate(plans):

@@ -69,7 +69,14 @@ class Platform:
         scales = list(cost_scales) if cost_scales is not None else [1.0] * units
         if len(scales) != units:
             raise ArgumentError(f"cost_scales: expected {units} factors (one per unit), got {len(scales)}")
-        us = [Unit(f"{prof.core}#{k}" if units > 1 else prof.core, prof, float(s)) for k, s in enumerate(scales)]
+        us = []
+        for k, sc in enumerate(scales):
+            if not float(sc) > 0:
+                raise ArgumentError(f"cost_scales[{k}]: expected a positive factor, got {sc!r}")
+            name = f"{prof.core}#{k}" if units > 1 else prof.core
+            if float(sc) != 1.0:
+                name = f"accelerator#{k} (x{1 / float(sc):g})"
+            us.append(Unit(name, prof, float(sc)))
         return cls(prof.name, int(prof.clock_hz), us, prof)
 
     def copy_cycles(self, nbytes):
