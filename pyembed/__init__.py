@@ -34,6 +34,10 @@ _LAZY = {
     "load_model": "pyembed.graph",
     "graph": "pyembed.graph",
     "planner": "pyembed.planner",
+    "scheduler": "pyembed.scheduler",
+    "pooling": "pyembed.pooling",
+    "conv": "pyembed.conv",
+    "matching": "pyembed.matching",
 }
 
 
