@@ -273,8 +273,8 @@ def load_inputs(graph, source):
             raise ArgumentError(f"inputs: {path}: no such file")
         try:
             loaded = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as e:
-            raise ArgumentError(f"inputs: {path}: not a .npy/.npz numpy file ({e})") from None
+        except (OSError, ValueError, EOFError):
+            raise ArgumentError(f"inputs: {path}: not a .npy/.npz numpy file (write one with numpy.save)") from None
         if isinstance(loaded, np.lib.npyio.NpzFile):
             arrays = [loaded[k] for k in loaded.files]
             loaded.close()
