@@ -768,3 +768,90 @@ def build_runtime(graph, layout, rounding="double"):
     rt = GraphRuntime(graph, layout, compiled)
     rt.rounding = rounding
     return rt
+
+
+# -- direct kernel wrappers (validated; the graph runtime calls the same C) -----------
+
+def _out_array(out, shape, name="out"):
+    from pyembed._validate import exact_array
+    if out is None:
+        return None
+    out = exact_array(out, name, np.int8, shape=shape)
+    if tuple(out.shape) != tuple(shape) or not out.flags.c_contiguous or not out.flags.writeable:
+        raise ArgumentError(f"{name}: expected a writeable C-contiguous int8 array of shape {tuple(shape)}, "
+                            f"got {out.shape}")
+    return out
+
+
+def fully_connected(x, weights, bias, multiplier, shift, *, input_offset, output_offset, act_min=INT8_MIN,
+                    act_max=INT8_MAX, rounding="double", out=None, stats=False):
+    """int8 FULLY_CONNECTED (pe_fully_connected_s8): x [batches, K] (or any
+    shape whose size is a multiple of K), weights [O, K], bias int32 [O] or
+    None, multiplier / shift int32 of length 1 (per tensor) or O.
+    Returns the int8 [batches, O] output (written into out if given), and
+    the kernel's counters too when stats is true."""
+    from pyembed._ext import _graph
+    from pyembed._validate import as_int_array, exact_array, int_in_range
+    w = exact_array(weights, "weights", np.int8, ndim=2)
+    o_f, k = w.shape
+    if o_f < 1 or k < 1:
+        raise ArgumentError(f"weights: expected a non-empty [O, K] array, got shape {w.shape}")
+    x = exact_array(x, "x", np.int8)
+    if x.size == 0 or x.size % k:
+        raise ArgumentError(f"x: expected a whole number of rows of {k} values, got shape {x.shape}")
+    x2 = np.ascontiguousarray(x.reshape(-1, k))
+    b = None
+    if bias is not None:
+        b = as_int_array(bias, "bias", np.int32, ndim=1)
+        if b.size != o_f:
+            raise ArgumentError(f"bias: expected {o_f} values, got {b.size}")
+    m = as_int_array(np.atleast_1d(multiplier), "multiplier", np.int32, ndim=1)
+    s = as_int_array(np.atleast_1d(shift), "shift", np.int32, ndim=1)
+    if m.size not in (1, o_f) or s.size != m.size:
+        raise ArgumentError(f"multiplier/shift: expected 1 or {o_f} values each, got {m.size} and {s.size}")
+    if rounding not in ROUNDINGS:
+        raise ArgumentError(f"rounding: expected 'double' or 'single', got {rounding!r}")
+    input_offset = int_in_range(input_offset, "input_offset", -255, 255)
+    output_offset = int_in_range(output_offset, "output_offset", -128, 127)
+    act_min = int_in_range(act_min, "act_min", -128, 127)
+    act_max = int_in_range(act_max, "act_max", act_min, 127)
+    target = _out_array(out, (x2.shape[0], o_f))
+    res, counters = _graph.fully_connected_s8(x2, w, b, m, s, input_offset, 0, output_offset, act_min, act_max,
+                                              rounding == "single", stats)
+    if target is not None:
+        target[...] = res
+        res = target
+    return (res, counters) if stats else res
+
+
+def add(a, b, params, *, mul=False, rounding="double", out=None):
+    """int8 ADD (or MUL with mul=True) with numpy broadcasting up to 4-D:
+    params as pyembed.ops.prepare_add / prepare_mul compute them
+    (Operator.params of an ADD / MUL)."""
+    from pyembed._ext import _graph
+    from pyembed._validate import exact_array
+    a = exact_array(a, "a", np.int8)
+    b = exact_array(b, "b", np.int8)
+    try:
+        shape = np.broadcast_shapes(a.shape, b.shape)
+    except ValueError:
+        raise ArgumentError(f"a, b: shapes {a.shape} and {b.shape} do not broadcast") from None
+    if len(shape) > 4 or a.size == 0 or b.size == 0:
+        raise ArgumentError(f"a, b: expected non-empty arrays of at most 4 dimensions, got {a.shape}, {b.shape}")
+    keys = (["input1_offset", "input2_offset", "output_offset", "output_multiplier", "output_shift", "act_min",
+             "act_max"] + ([] if mul else ["left_shift", "input1_multiplier", "input1_shift", "input2_multiplier",
+                                          "input2_shift"]))
+    missing = [k for k in keys if k not in params]
+    if missing:
+        raise ArgumentError(f"params: missing {', '.join(missing)}")
+    if rounding not in ROUNDINGS:
+        raise ArgumentError(f"rounding: expected 'double' or 'single', got {rounding!r}")
+    pad = (1,) * (4 - len(shape))
+    da, db = pad + (1,) * (len(shape) - a.ndim) + a.shape, pad + (1,) * (len(shape) - b.ndim) + b.shape
+    res = _graph.add_s8(np.ascontiguousarray(a).ravel(), da, np.ascontiguousarray(b).ravel(), db, pad + shape,
+                        {k: int(params[k]) for k in keys}, mul, rounding == "single").reshape(shape)
+    target = _out_array(out, shape)
+    if target is not None:
+        target[...] = res
+        return target
+    return res

@@ -388,3 +388,97 @@ def test_model_commands():
     assert res.exit_code == 0 and "unsupported: #0 UNIDIRECTIONAL_SEQUENCE_LSTM" in res.output
     res = r.invoke(model, ["run", "tflm_dtln_noise_suppression"])
     assert isinstance(res.exception, UnsupportedError)
+
+
+# -- the FC and element-wise kernels against a big-integer model ---------------------
+
+def _model_requant(acc, m, s, rounding):
+    import intmodel
+    f = intmodel.requant if rounding == "double" else intmodel.requant_single
+    return f(int(acc), int(m), int(s))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 40), st.integers(1, 9), st.booleans(),
+       st.sampled_from(["double", "single"]), st.integers(0, 2**31 - 1), st.integers(-128, 127),
+       st.integers(-128, 127))
+def test_fully_connected_matches_big_int_model(batches, depth, features, per_channel, rounding, seed, zp_in, zp_out):
+    from pyembed import ops
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-128, 128, (batches, depth), dtype=np.int8)
+    w = rng.integers(-127, 128, (features, depth), dtype=np.int8)
+    bias = rng.integers(-50000, 50000, features).astype(np.int32)
+    n = features if per_channel else 1
+    mult = rng.integers(1 << 30, 1 << 31, n).astype(np.int32)
+    shift = rng.integers(-14, 2, n).astype(np.int32)
+    lo, hi = sorted(rng.integers(-128, 128, 2).tolist())
+    out = np.empty((batches, features), np.int8)
+    got, counters = ops.fully_connected(x, w, bias, mult, shift, input_offset=-zp_in, output_offset=zp_out,
+                                        act_min=lo, act_max=hi, rounding=rounding, out=out, stats=True)
+    assert got is out
+    assert counters["macs"] == batches * features * depth
+    bad = []
+    for b in range(batches):
+        for o in range(features):
+            acc = int(bias[o]) + sum((int(x[b, k]) - zp_in) * int(w[o, k]) for k in range(depth))
+            q = o if per_channel else 0
+            want = min(hi, max(lo, _model_requant(acc, mult[q], shift[q], rounding) + zp_out))
+            if got[b, o] != want:
+                bad.append(((b, o), int(got[b, o]), want))
+    assert not bad, bad
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from([((2, 3, 4), (3, 1)), ((1, 5), (1, 5)), ((2, 1, 3, 2), (1, 4, 1, 1)), ((6,), ())]),
+       st.integers(0, 2**31 - 1), st.booleans(), st.sampled_from(["double", "single"]))
+def test_add_and_mul_broadcast_match_big_int_model(shapes, seed, mul, rounding):
+    from pyembed import ops
+    from pyembed.quant import quantize_multiplier
+    rng = np.random.default_rng(seed)
+    sa, sb = shapes
+    a = rng.integers(-128, 128, sa, dtype=np.int8)
+    b = rng.integers(-128, 128, sb if sb else (1,), dtype=np.int8).reshape(sb)
+    s1, s2, so = rng.uniform(0.01, 0.2, 3)
+    z1, z2, zo = (int(v) for v in rng.integers(-128, 128, 3))
+    p = {"input1_offset": -z1, "input2_offset": -z2, "output_offset": zo, "act_min": -128, "act_max": 127}
+    if mul:
+        p["output_multiplier"], p["output_shift"] = quantize_multiplier(s1 * s2 / so)
+    else:
+        twice = 2 * max(s1, s2)
+        p["left_shift"] = 20
+        p["input1_multiplier"], p["input1_shift"] = quantize_multiplier(s1 / twice)
+        p["input2_multiplier"], p["input2_shift"] = quantize_multiplier(s2 / twice)
+        p["output_multiplier"], p["output_shift"] = quantize_multiplier(twice / ((1 << 20) * so))
+    got = ops.add(a, b, p, mul=mul, rounding=rounding)
+    ab, bb = np.broadcast_arrays(a, b)
+    want = np.empty(ab.shape, np.int64)
+    for idx in np.ndindex(ab.shape):
+        x1, x2 = int(ab[idx]) - z1, int(bb[idx]) - z2
+        if mul:
+            v = _model_requant(x1 * x2, p["output_multiplier"], p["output_shift"], rounding)
+        else:
+            r1 = _model_requant(x1 << 20, p["input1_multiplier"], p["input1_shift"], rounding)
+            r2 = _model_requant(x2 << 20, p["input2_multiplier"], p["input2_shift"], rounding)
+            v = _model_requant(r1 + r2, p["output_multiplier"], p["output_shift"], rounding)
+        want[idx] = min(127, max(-128, v + zo))
+    bad = np.argwhere(got.astype(np.int64) != want)
+    assert bad.size == 0, [(tuple(i), int(got[tuple(i)]), int(want[tuple(i)])) for i in bad]
+
+
+def test_kernel_wrappers_validate_arguments():
+    from pyembed import ops
+    x = np.zeros((2, 4), np.int8)
+    w = np.zeros((3, 4), np.int8)
+    with pytest.raises(ArgumentError, match="weights"):
+        ops.fully_connected(x, w.astype(np.int16), None, [1 << 30], [0], input_offset=0, output_offset=0)
+    with pytest.raises(ArgumentError, match="rows of 4"):
+        ops.fully_connected(np.zeros(5, np.int8), w, None, [1 << 30], [0], input_offset=0, output_offset=0)
+    with pytest.raises(ArgumentError, match="multiplier/shift"):
+        ops.fully_connected(x, w, None, [1 << 30] * 2, [0] * 2, input_offset=0, output_offset=0)
+    with pytest.raises(ArgumentError, match="out"):
+        ops.fully_connected(x, w, None, [1 << 30], [0], input_offset=0, output_offset=0,
+                            out=np.zeros((3, 3), np.int8))
+    with pytest.raises(ArgumentError, match="do not broadcast"):
+        ops.add(x, np.zeros(3, np.int8), {})
+    with pytest.raises(ArgumentError, match="missing"):
+        ops.add(x, x, {"input1_offset": 0})
