@@ -33,7 +33,8 @@ EXIT_OK, EXIT_CHECK_FAILED, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
 # PlanError messages that mean "valid input, but it does not fit" (exit 1)
 # rather than "the plan or region given is malformed" (exit 2).
-_FIT_PHRASES = ("does not fit", "B missing", "larger than every region", "larger than the block", "cannot meet",
+_FIT_PHRASES = ("does not fit", "B missing", "larger than every region", "larger than the block", "cannot divide",
+                "cannot meet",
                 "deadline")
 
 

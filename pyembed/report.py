@@ -329,7 +329,7 @@ def write_report(outdir, graph, result, plan=None, accuracy=None, bit_exact=None
             f"{result.dma_bytes:,} B moved by DMA, strategy {result.strategy}.")
         rows = []
         for s in seg["segments"]:
-            rows.append(tuple(str(s.get(k, "")) for k in ("index", "first", "last", "nbytes")))
+            rows.append((s.get("index", ""), s.get("first", ""), s.get("last", ""), f"{int(s.get('nbytes', 0)):,}"))
         d.table(["segment", "first step", "last step", "bytes"], rows)
 
     # -- accuracy
