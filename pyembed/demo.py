@@ -102,7 +102,8 @@ def run_demo(outdir="pyembed-demo", profile="stm32f446", model="tiny_kws_dscnn_i
     path = _model_path(model)
     echo("pyembed demonstration")
     echo("=====================")
-    echo(f"files go to {os.path.abspath(outdir)}{note}")
+    shown = outdir if note or os.path.isabs(outdir) else os.path.join(".", outdir, "")
+    echo(f"files go to {shown}{note}")
     echo("")
 
     # 1. import
