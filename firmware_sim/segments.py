@@ -40,6 +40,8 @@ import dataclasses
 import json
 import math
 
+import numpy as np
+
 from pyembed.errors import PlanError
 
 ALIGN = 16
@@ -53,14 +55,24 @@ def _align(n, a=ALIGN):
 
 @dataclasses.dataclass
 class Layer:
-    """One unit of division: usually one operator with its constant tensors."""
+    """One unit of division: one operator with its constant tensors, or one
+    output-channel group of an operator whose weights are split (part k of
+    ``parts``; the groups of one operator are consecutive layers)."""
     name: str
     weight_bytes: int              # bytes this layer needs resident (aligned tensors)
-    compute_cycles: int            # cycles to run it with its weights in RAM
+    compute_cycles: int            # cycles to run it with its weights in RAM (a group: its share)
     model: str = ""                # which model of a chained use case it belongs to
     carry_bytes: int = 0           # activation bytes live across the boundary after it
-    ops: tuple = ()                # graph operator indices
-    tensors: tuple = ()            # (tensor index, nbytes) of the constants it reads
+    ops: tuple = ()                # graph operator indices (of the step order)
+    tensors: tuple = ()            # (tensor, nbytes) of the constants it reads, or for a channel
+                                   # group (tensor, nbytes, c0, c1, axis): a slice of one
+    part: int = 0                  # channel group index within its operator
+    parts: int = 1                 # channel groups of the operator (1: not split)
+    channels: tuple = ()           # (c0, c1): this group's output channels
+    call_cycles: int = 0           # split operator: cycles per kernel call (once per piece)
+    split_cycles: int = 0          # extra cycles of this group when its piece is partial (copies)
+    split_call_cycles: int = 0     # extra cycles per partial piece (copy calls)
+    work_bytes: int = 0            # temporary bytes of this group when its piece is partial
 
 
 @dataclasses.dataclass
@@ -115,6 +127,15 @@ class SegmentPlan:
         sizes = sorted((s.nbytes for s in self.segments), reverse=True)
         return sum(sizes[:2])
 
+    def work_bytes(self):
+        """Temporary bytes the partial pieces of split operators need (the largest)."""
+        return max((piece_work_bytes(self.layers, f, z) for s in self.segments
+                    for f, z in pieces(self.layers, s.first, s.last)), default=0)
+
+    @property
+    def split_layers(self):
+        return sum(1 for la in self.layers if la.parts > 1 and la.part == 0)
+
     def max_pair(self):
         sizes = [s.nbytes for s in self.segments]
         return max((a + b for a, b in zip(sizes, sizes[1:])), default=sum(sizes))
@@ -154,7 +175,7 @@ class SegmentPlan:
         if d.get("version") != 1:
             raise PlanError(f"segment plan: unsupported version {d.get('version')!r}")
         try:
-            layers = [Layer(**{**la, "ops": tuple(la.get("ops", ())),
+            layers = [Layer(**{**la, "ops": tuple(la.get("ops", ())), "channels": tuple(la.get("channels", ())),
                                "tensors": tuple(tuple(t) for t in la.get("tensors", ()))}) for la in d["layers"]]
             segs = [Segment(**{**s, "models": tuple(s.get("models", ())),
                                "tensors": tuple(tuple(t) for t in s.get("tensors", ()))}) for s in d["segments"]]
@@ -199,6 +220,78 @@ class SegmentPlan:
         return self
 
 
+def pieces(layers, a, b):
+    """The kernel calls of layers a..b: maximal runs (first, last) of layers of one
+    operator. A run of a split operator that misses some of its groups is *partial*."""
+    out = []
+    i = a
+    while i <= b:
+        la = layers[i]
+        end = min(b, i + (la.parts - 1 - la.part))
+        out.append((i, end))
+        i = end + 1
+    return out
+
+
+def is_partial(layers, first, last):
+    la, lz = layers[first], layers[last]
+    return la.parts > 1 and (la.part > 0 or lz.part < lz.parts - 1)
+
+
+def piece_cycles(layers, first, last):
+    """Cycles of one kernel call over layers first..last (one operator): its groups'
+    shares, the per-call cycles, and the copies when the piece is partial."""
+    c = sum(la.compute_cycles for la in layers[first:last + 1]) + layers[first].call_cycles
+    if is_partial(layers, first, last):
+        c += layers[first].split_call_cycles + sum(la.split_cycles for la in layers[first:last + 1])
+    return c
+
+
+def span_cycles(layers, a, b):
+    """Compute cycles of a segment over layers a..b (the sum of its pieces)."""
+    return sum(piece_cycles(layers, f, z) for f, z in pieces(layers, a, b))
+
+
+def piece_work_bytes(layers, first, last):
+    """Temporary bytes a partial piece needs (0 for a whole operator)."""
+    if not is_partial(layers, first, last):
+        return 0
+    return sum(la.work_bytes for la in layers[first:last + 1])
+
+
+class _Compute:
+    """span_cycles(a, b) in O(1) from prefix sums: only the first and the last
+    operator of a span can be partial."""
+
+    def __init__(self, layers):
+        self.layers = layers
+        n = len(layers)
+        self.lin = [0] * (n + 1)
+        self.split = [0] * (n + 1)
+        self.calls = [0] * (n + 1)      # call cycles of the operators starting at each layer
+        for i, la in enumerate(layers):
+            self.lin[i + 1] = self.lin[i] + int(la.compute_cycles)
+            self.split[i + 1] = self.split[i] + int(la.split_cycles)
+            self.calls[i + 1] = self.calls[i] + (int(la.call_cycles) if la.part == 0 else 0)
+
+    def __call__(self, a, b):
+        L = self.layers
+        la, lz = L[a], L[b]
+        start_a, end_a = a - la.part, a - la.part + la.parts - 1
+        start_b, end_b = b - lz.part, b - lz.part + lz.parts - 1
+        c = self.lin[b + 1] - self.lin[a]
+        c += self.calls[b + 1] - self.calls[a + 1] + la.call_cycles
+        if start_a == start_b:                       # one operator
+            if la.parts > 1 and (start_a < a or end_a > b):
+                c += la.split_call_cycles + self.split[b + 1] - self.split[a]
+            return c
+        if start_a < a:                               # first operator cut at its start
+            c += la.split_call_cycles + self.split[end_a + 1] - self.split[a]
+        if end_b > b:                                 # last operator cut at its end
+            c += lz.split_call_cycles + self.split[b + 1] - self.split[start_b]
+        return c
+
+
 def pipeline_bound(loads, computes):
     """T = L1 + sum_{k<n} max(C_k, L_{k+1}) + C_n."""
     if not loads:
@@ -230,29 +323,36 @@ def _criteria_weights(criteria):
 
 class _Sizes:
     """Bytes of the union of constant tensors of layers a..b (a tensor read by several
-    layers of one segment is loaded once)."""
+    layers of one segment is loaded once; consecutive channel slices of one tensor
+    are one packed run). Rows are extended incrementally: size(a, b) for b = a, a+1, ...
+    costs O(1) each."""
 
     def __init__(self, layers):
         self.layers = layers
-        self._cache = {}
+        self._rows = {}      # a -> [sizes for b = a..], running {tensor: bytes}, running total
 
     def __call__(self, a, b):
-        key = (a, b)
-        v = self._cache.get(key)
-        if v is None:
-            if not any(la.tensors for la in self.layers[a:b + 1]):
-                v = sum(la.weight_bytes for la in self.layers[a:b + 1])
-            else:
-                seen = {}
-                extra = 0
-                for la in self.layers[a:b + 1]:
-                    if not la.tensors:
-                        extra += la.weight_bytes
-                    for t, n in la.tensors:
-                        seen[t] = _align(n)
-                v = sum(seen.values()) + extra
-            self._cache[key] = v
-        return v
+        row = self._rows.get(a)
+        if row is None:
+            row = self._rows[a] = [[], {}, 0]
+        sizes = row[0]
+        while len(sizes) <= b - a:
+            la = self.layers[a + len(sizes)]
+            cur, total = row[1], row[2]
+            if not la.tensors:
+                total += la.weight_bytes
+            for entry in la.tensors:
+                t, nb = entry[0], entry[1]
+                if len(entry) > 2:                 # a channel slice: runs of one tensor merge
+                    old = cur.get(t, 0)
+                    total += _align(old + nb) - _align(old)
+                    cur[t] = old + nb
+                elif t not in cur:
+                    cur[t] = nb
+                    total += _align(nb)
+            row[2] = total
+            sizes.append(total)
+        return sizes[b - a]
 
 
 def divide(layers, budget_bytes, load_cycles, criteria=("latency",), min_segments=1, max_segments=None):
@@ -278,14 +378,8 @@ def divide(layers, budget_bytes, load_cycles, criteria=("latency",), min_segment
                             f"{size(i, i)} B of weights, the block is {budget} B")
     models = [la.model for la in layers]
     align_models = weights.get("models", 0) > 0
-    compute = [0]
-    for la in layers:
-        compute.append(compute[-1] + int(la.compute_cycles))
-
-    def C(a, b):
-        return compute[b + 1] - compute[a]
-
-    total_cycles = sum(load_cycles(size(i, i)) for i in range(n)) + compute[-1]
+    C = _Compute(layers)
+    total_cycles = sum(load_cycles(size(i, i)) for i in range(n)) + C(0, n - 1)
     carry_ref = max((la.carry_bytes for la in layers[:-1]), default=0) or 1
     total_bytes = size(0, n - 1)
 
@@ -299,10 +393,22 @@ def divide(layers, budget_bytes, load_cycles, criteria=("latency",), min_segment
                 break
             spans.setdefault(b, []).append(a)
 
+    w_lat = weights.get("latency", 0)
+    lc_cache = {}
+
+    def lc(nbytes):
+        v = lc_cache.get(nbytes)
+        if v is None:
+            v = lc_cache[nbytes] = load_cycles(nbytes)
+        return v
+
     def solve(target):
-        """DP over (a, b) = last segment; value = (cost, count, parent)."""
+        """DP over (a, b) = last segment; value = (cost, count, parent). The predecessors
+        of a segment starting at a are the segments ending at a - 1, held as arrays."""
         best = {}
+        ends = {}        # e -> (starts, costs, sizes, computes) of the solved segments ending at e
         for b in range(n):
+            starts, costs, sizes, comps = [], [], [], []
             for a in spans.get(b, []):
                 s = size(a, b)
                 # a tiny tie-breaker: among equally good divisions prefer smaller segments (less RAM)
@@ -312,20 +418,26 @@ def divide(layers, budget_bytes, load_cycles, criteria=("latency",), min_segment
                 if b + 1 < n:
                     seg_cost += weights.get("carry", 0) * layers[b].carry_bytes / carry_ref
                 if a == 0:
-                    lat = weights.get("latency", 0) * load_cycles(s) / total_cycles
-                    best[(a, b)] = (lat + seg_cost, 1, None)
-                    continue
-                cand = None
-                for p in spans.get(a - 1, []):
-                    prev = best.get((p, a - 1))
-                    if prev is None or size(p, a - 1) + s > budget:
+                    best[(a, b)] = (w_lat * lc(s) / total_cycles + seg_cost, 1, None)
+                else:
+                    prev = ends.get(a - 1)
+                    if prev is None:
                         continue
-                    lat = weights.get("latency", 0) * max(C(p, a - 1), load_cycles(s)) / total_cycles
-                    c = prev[0] + lat + seg_cost
-                    if cand is None or c < cand[0] - 1e-12:
-                        cand = (c, prev[1] + 1, (p, a - 1))
-                if cand is not None:
-                    best[(a, b)] = cand
+                    p_start, p_cost, p_size, p_comp = prev
+                    ok = p_size + s <= budget
+                    if not ok.any():
+                        continue
+                    vals = p_cost + w_lat * np.maximum(p_comp, lc(s)) / total_cycles + seg_cost
+                    vals = np.where(ok, vals, np.inf)
+                    j = int(np.argmin(vals))
+                    p = int(p_start[j])
+                    best[(a, b)] = (float(vals[j]), best[(p, a - 1)][1] + 1, (p, a - 1))
+                starts.append(a)
+                costs.append(best[(a, b)][0])
+                sizes.append(s)
+                comps.append(C(a, b))
+            if starts:
+                ends[b] = (np.array(starts), np.array(costs), np.array(sizes), np.array(comps, dtype=float))
         finals = []
         for a in spans.get(n - 1, []):
             v = best.get((a, n - 1))
@@ -369,15 +481,7 @@ def divide(layers, budget_bytes, load_cycles, criteria=("latency",), min_segment
     segments = []
     src = 0
     for k, (a, b) in enumerate(cuts):
-        tens, off = [], 0
-        seen = set()
-        for la in layers[a:b + 1]:
-            for t, nb in la.tensors:
-                if t in seen:
-                    continue
-                seen.add(t)
-                tens.append((t, off, nb))
-                off += _align(nb)
+        tens = segment_tensors(layers, a, b)
         nbytes = size(a, b)
         segments.append(Segment(index=k, first=a, last=b, nbytes=nbytes, compute_cycles=C(a, b),
                                 load_cycles=load_cycles(nbytes), carry_bytes=layers[b].carry_bytes if b + 1 < n else 0,
@@ -387,6 +491,34 @@ def divide(layers, budget_bytes, load_cycles, criteria=("latency",), min_segment
                        criteria=weights)
     place(plan)
     return plan
+
+
+def segment_tensors(layers, a, b):
+    """The packed image of layers a..b: (tensor, offset, nbytes) for a whole constant,
+    (tensor, offset, nbytes, c0, c1, axis) for the channel slice a partial piece reads
+    (its groups merged into one run). Each entry starts 16-byte aligned."""
+    tens, off, seen = [], 0, set()
+    for f, z in pieces(layers, a, b):
+        partial = is_partial(layers, f, z)
+        runs = {}
+        for la in layers[f:z + 1]:
+            for entry in la.tensors:
+                t, nb = entry[0], entry[1]
+                if len(entry) > 2:
+                    r = runs.get(t)
+                    if r is None:
+                        runs[t] = [nb, entry[2], entry[3], entry[4]]
+                    else:
+                        r[0] += nb
+                        r[2] = entry[3]
+                elif t not in seen:
+                    seen.add(t)
+                    tens.append((t, off, nb))
+                    off += _align(nb)
+        for t, (nb, c0, c1, axis) in runs.items():
+            tens.append((t, off, nb, c0, c1, axis) if partial else (t, off, nb))
+            off += _align(nb)
+    return tuple(tens)
 
 
 def place(plan, block_bytes=None, mode="compact"):
@@ -482,14 +614,21 @@ def plan_segments(layers, budget_bytes, load_cycles, criteria=("latency",), pref
 
 # --- layers from a graph -----------------------------------------------------------
 
-def graph_layers(graph, cost_of, model=None):
+def graph_layers(graph, cost_of, model=None, split_bytes=None, cost_model=None, locate=None):
     """One Layer per operator of a graph (pyembed.graph API): its constant tensors,
     its compute cycles (cost_of(op) -> cycles) and the activation bytes live across
-    the boundary after it."""
+    the boundary after it.
+
+    With split_bytes (and the cost_model the cycles come from, and its locate), a
+    CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED operator whose weights exceed
+    split_bytes becomes one Layer per output-channel group of at most that many
+    bytes (firmware_sim.split), so the division may cut inside it."""
+    from firmware_sim import split as _split
     n = len(graph.operators)
     first_use, last_use = {}, {}
     for t in graph.inputs:
         first_use[t] = -1
+    readers = {}
     for i, op in enumerate(graph.operators):
         for t in op.outputs:
             if t >= 0:
@@ -497,24 +636,56 @@ def graph_layers(graph, cost_of, model=None):
         for t in op.inputs:
             if t >= 0 and graph.tensors[t].data is None:
                 last_use[t] = max(last_use.get(t, -1), i)
+            if t >= 0:
+                readers.setdefault(t, set()).add(i)
     for t in graph.outputs:
         last_use[t] = n
     aliases = getattr(graph, "aliases", {}) or {}
+
+    def live(i, inclusive):
+        """Activation bytes live after operator i (inclusive: also those i reads)."""
+        total = 0
+        for t, f in first_use.items():
+            if t in aliases:
+                continue
+            if f <= i < last_use.get(t, f) or (inclusive and f < i <= last_use.get(t, f)):
+                total += _align(int(graph.tensors[t].nbytes))
+        return total
+
     layers = []
     for i, op in enumerate(graph.operators):
         consts = []
         for t in op.inputs:
             if t >= 0 and graph.tensors[t].data is not None and t not in [c[0] for c in consts]:
                 consts.append((t, int(graph.tensors[t].nbytes)))
-        carry = 0
-        for t, f in first_use.items():
-            if t in aliases:
-                continue
-            if f <= i < last_use.get(t, f):
-                carry += _align(int(graph.tensors[t].nbytes))
-        layers.append(Layer(name=f"{i}:{op.type}", weight_bytes=sum(_align(nb) for _t, nb in consts),
-                            compute_cycles=int(cost_of(op)), model=model or graph.name, carry_bytes=carry,
-                            ops=(i,), tensors=tuple(consts)))
+        carry = live(i, False)
+        groups = None
+        if split_bytes is not None and cost_model is not None:
+            groups = _split.channel_groups(graph, op, split_bytes)
+            if groups and any(readers.get(t, set()) != {i} for t, _ax in _split.constants(graph, op)):
+                groups = None        # a constant shared with another operator: keep it whole
+        name = f"{i}:{op.type}"
+        if not groups:
+            layers.append(Layer(name=name, weight_bytes=sum(_align(nb) for _t, nb in consts),
+                                compute_cycles=int(cost_of(op)), model=model or graph.name, carry_bytes=carry,
+                                ops=(i,), tensors=tuple(consts)))
+            continue
+        costs = _split.part_costs(cost_model, graph, op, groups, locate)
+        sliced = dict(_split.constants(graph, op))
+        during = live(i, True)
+        for k, (c0, c1) in enumerate(groups):
+            tens = []
+            for t, nb in consts:
+                if t in sliced:
+                    tens.append((t, _split.slice_bytes(graph, t, c0, c1, sliced[t]), c0, c1, sliced[t]))
+                elif k == 0:
+                    tens.append((t, nb))
+            layers.append(Layer(name=f"{name}[{c0}:{c1}]", weight_bytes=sum(_align(e[1]) for e in tens),
+                                compute_cycles=costs["lin"][k], model=model or graph.name,
+                                carry_bytes=carry if k == len(groups) - 1 else during, ops=(i,),
+                                tensors=tuple(tens), part=k, parts=len(groups), channels=(c0, c1),
+                                call_cycles=costs["call"], split_cycles=costs["split"][k],
+                                split_call_cycles=costs["split_call"], work_bytes=costs["work"][k]))
     return layers
 
 
@@ -524,7 +695,8 @@ def chain(*layer_lists):
     out = []
     for m, layers in enumerate(layer_lists):
         for la in layers:
-            out.append(dataclasses.replace(la, tensors=tuple((m * 1_000_000 + t, nb) for t, nb in la.tensors)))
+            out.append(dataclasses.replace(la, tensors=tuple((m * 1_000_000 + e[0],) + tuple(e[1:])
+                                                             for e in la.tensors)))
     return out
 
 
@@ -639,12 +811,13 @@ class SegmentRunner:
 def abstract_compute(env, trace=None):
     """compute callback that charges each layer's compute_cycles (no real kernels)."""
     def compute(segment, runner):
-        for i in range(segment.first, segment.last + 1):
-            la = runner.plan.layers[i]
+        layers = runner.plan.layers
+        for f, z in pieces(layers, segment.first, segment.last):
             t0 = env.now
-            yield env.timeout(int(la.compute_cycles))
+            yield env.timeout(int(piece_cycles(layers, f, z)))
             if trace is not None:
-                trace.span(la.name, "cpu", t0, env.now, cat="kernel", segment=segment.index)
+                name = layers[f].name if f == z else f"{layers[f].name}..{layers[z].name}"
+                trace.span(name, "cpu", t0, env.now, cat="kernel", segment=segment.index)
     return compute
 
 

@@ -29,6 +29,7 @@ SimulationFault carrying ``.trace`` (the timeline up to the fault) and
 """
 import copy
 import dataclasses
+import math
 
 import numpy as np
 
@@ -37,7 +38,8 @@ from firmware_sim.cost import CostModel
 from firmware_sim.dma import DmaEngine
 from firmware_sim.memory import Buffer, Memory, WriteWatch, fault
 from firmware_sim.profiles import load_profile
-from firmware_sim.segments import SegmentPlan, SegmentRunner, graph_layers, plan_segments
+from firmware_sim.segments import (SegmentPlan, SegmentRunner, graph_layers, is_partial, piece_cycles, pieces,
+                                   plan_segments)
 from firmware_sim.trace import Trace
 from pyembed.errors import PlanError, PyEmbedError, SimulationFault
 
@@ -74,6 +76,7 @@ class Result:
     strategy: str = "resident"    # resident | all | serial | overlap
     segments: SegmentPlan | None = None
     dma_bytes: int = 0
+    split_work_bytes: int = 0     # temporaries of split operators' partial pieces (after the block)
 
     def write_trace(self, path):
         """Chrome / Perfetto trace-event JSON of the run."""
@@ -242,12 +245,14 @@ def default_plan(graph, profile, algorithm="greedy_size"):
 # --- segments of a graph ----------------------------------------------------------------------
 
 def segment_graph(graph, profile, budget_bytes, criteria=("latency",), block_region=None, source_region=None,
-                  prefetch=True, order=None):
+                  prefetch=True, order=None, split_bytes=None):
     """Divide a graph's operators into segments for ``budget_bytes`` of RAM (the block).
     Layer costs are the cost model's, with the weights in the block region. With
     prefetch the whole budget may hold more than two segments in flight (see
     firmware_sim.segments.plan_segments); without, the block is at most the two
-    largest neighbouring segments."""
+    largest neighbouring segments. With split_bytes, convolution / depthwise / FC
+    weights larger than that are cut into output-channel groups the division may
+    separate (firmware_sim.split)."""
     block_region = block_region or profile.defaults["activations"]
     source_region = source_region or profile.defaults.get("segment_source") or profile.flash_region
     cm = CostModel(profile)
@@ -259,7 +264,8 @@ def segment_graph(graph, profile, budget_bytes, criteria=("latency",), block_reg
     if order is not None and list(order) != list(range(len(graph.operators))):
         g = copy.copy(graph)
         g.operators = ops
-    layers = graph_layers(g, lambda op: cm.op_cost(graph, op, locate).cycles)
+    layers = graph_layers(g, lambda op: cm.op_cost(graph, op, locate).cycles, split_bytes=split_bytes,
+                          cost_model=cm, locate=locate)
     plan = plan_segments(layers, budget_bytes, lambda nb: profile.transfer_cycles(nb, source_region, block_region),
                          criteria, prefetch)
     plan.source_region, plan.block_region, plan.clock_hz = source_region, block_region, profile.clock_hz
@@ -297,15 +303,17 @@ def simulate(graph, plan=None, profile="stm32f446", x=None, *, segments=None, st
     env = Environment()
     cm = CostModel(profile, cost_scale)
 
-    seg_plan, block = None, None
+    seg_plan, block, work = None, None, None
+    split_pieces, extra_tensors, extra_ops = {}, [], []
     if segments is not None:
-        seg_plan, block = _setup_segments(graph, pl, profile, mem, segments, strategy)
+        seg_plan, block, seg_offsets = _setup_segments(graph, pl, profile, mem, segments, strategy)
+        split_pieces, extra_tensors, extra_ops, work = _setup_pieces(graph, pl, mem, seg_plan, block, seg_offsets)
     else:
         for buf in pl.flash:
             mem.program(buf.region, buf.offset, np.ascontiguousarray(graph.tensors[buf.tensor].data))
 
     # the arena: one pointer from the first RAM region used to the end of the last
-    ram_bufs = list(pl.buffers) + ([block] if block is not None else [])
+    ram_bufs = list(pl.buffers) + [b for b in (block, work) if b is not None]
     regions_used = sorted({b.region for b in ram_bufs}, key=lambda n: mem.regions[n].host_offset)
     start = mem.regions[regions_used[0]].host_offset
     stop = max(mem.regions[b.region].host_offset + b.end for b in ram_bufs)
@@ -314,7 +322,9 @@ def simulate(graph, plan=None, profile="stm32f446", x=None, *, segments=None, st
     def arena_offset(buf):
         return mem.regions[buf.region].host_offset + buf.offset - start
 
-    rt = _compile(graph, pl, mem, arena_offset, len(arena), seg_plan, block)
+    rt = _compile(graph, pl, mem, arena_offset, len(arena), seg_plan, block, extra_tensors, extra_ops)
+    for j, piece in enumerate(split_pieces.values()):
+        piece.run_step = len(pl.order) + j
 
     if on_programmed is not None:
         on_programmed(mem, pl)
@@ -357,6 +367,50 @@ def simulate(graph, plan=None, profile="stm32f446", x=None, *, segments=None, st
         op_times.append(OpTime(step, op.index, op.type, t0, cost.cycles, cost.kernel_class, cost.macs, segment))
         usage.end(step, env.now)
 
+    def tensor_view(t, tensors):
+        buf = pl.tensor.get(t) or pl.tensor[graph.alias_root(t)]
+        tensor = tensors[t]
+        return mem.view(buf.region, buf.offset, tensor.nbytes, tensor.dtype, tensor.shape)
+
+    every_tensor = list(graph.tensors) + list(extra_tensors)
+
+    def run_piece(piece):
+        """A partial piece of a split operator: gather (depthwise), the kernel over the
+        channel slice, copy of the slice into the strided output channels."""
+        op, sub, info = piece.op, piece.sub, piece.info
+        layers = seg_plan.layers
+        if layers[piece.first].part == 0:
+            usage.begin(piece.step, env.now)
+        out = op.outputs[0]
+        allowed = [pl.tensor.get(out) or pl.tensor[graph.alias_root(out)]]
+        allowed += [b for b in (work, pl.scratch.get(sub.index), pl.scratch.get(op.index)) if b is not None]
+        name = f"#{op.index} {op.type}[{piece.c0}:{piece.c1}]"
+        if watch is not None:
+            watch.before()
+        if info["gathered_in"] is not None:
+            m = int(op.params.get("depth_multiplier", 1))
+            src = tensor_view(op.inputs[0], every_tensor)
+            tensor_view(info["gathered_in"], every_tensor)[...] = src[..., piece.c0 // m:piece.c1 // m]
+        try:
+            rt.invoke_op(piece.run_step, arena)
+        except SimulationFault:
+            raise
+        except PyEmbedError as e:
+            raise fault(f"operator {name} failed at cycle {env.now}: {e}", operator=name, cycle=env.now) from e
+        if not info["contiguous"]:
+            tensor_view(out, every_tensor)[..., piece.c0:piece.c1] = tensor_view(info["out"], every_tensor)
+        if watch is not None:
+            watch.after(name, allowed, env.now)
+        cycles = int(math.ceil(piece.cycles * cm.scale))
+        t0 = env.now
+        yield env.timeout(cycles)
+        kclass = cm.op_cost(graph, op, locate).kernel_class
+        trace.span(name, "cpu", t0, env.now, cat="kernel", op=op.index, macs=sub.macs, kernel_class=kclass,
+                   segment=piece.segment, channels=f"{piece.c0}:{piece.c1}")
+        op_times.append(OpTime(piece.step, op.index, op.type, t0, cycles, kclass, sub.macs, piece.segment))
+        if layers[piece.last].part == layers[piece.last].parts - 1:
+            usage.end(piece.step, env.now)
+
     dma = DmaEngine(env, profile, mem, trace, bandwidth_scale, late)
     if seg_plan is None:
         def firmware():
@@ -366,8 +420,13 @@ def simulate(graph, plan=None, profile="stm32f446", x=None, *, segments=None, st
         runner = None
     else:
         def compute(segment, _runner):
-            for step in range(segment.first, segment.last + 1):
-                yield from run_step(step, segment.index)
+            layers = seg_plan.layers
+            for f, z in pieces(layers, segment.first, segment.last):
+                piece = split_pieces.get((segment.index, f))
+                if piece is not None:
+                    yield from run_piece(piece)
+                else:
+                    yield from run_step(layers[f].ops[0] if layers[f].ops else f, segment.index)
         runner = SegmentRunner(env, dma, seg_plan, (seg_plan.source_region, 0), (block.region, block.offset),
                                compute, strategy, trace, usage.block)
         done = runner.run()
@@ -391,12 +450,13 @@ def simulate(graph, plan=None, profile="stm32f446", x=None, *, segments=None, st
     if seg_plan is not None:
         flash_bytes[seg_plan.source_region] = sum(_align(s.nbytes) for s in seg_plan.segments)
     used = pl.region_used()
-    if block is not None:
-        used[block.region] = max(used.get(block.region, 0), _align(block.end))
+    for b in (block, work):
+        if b is not None:
+            used[b.region] = max(used.get(b.region, 0), _align(b.end))
     return Result(outputs=outputs, cycles=env.now, latency_ms=profile.cycles_to_ms(env.now),
                   peak_bytes=usage.peak, region_used=used, flash_bytes=flash_bytes, op_times=op_times,
                   trace=trace, profile=profile, strategy=strategy if seg_plan is not None else "resident",
-                  segments=seg_plan, dma_bytes=dma.bytes_moved)
+                  segments=seg_plan, dma_bytes=dma.bytes_moved, split_work_bytes=work.nbytes if work else 0)
 
 
 class _Usage:
@@ -447,6 +507,7 @@ class _Usage:
 
 
 def _setup_segments(graph, pl, profile, mem, segments, strategy):
+    from firmware_sim import split
     if isinstance(segments, SegmentPlan):
         seg_plan = segments
         if not seg_plan.source_region:
@@ -455,24 +516,43 @@ def _setup_segments(graph, pl, profile, mem, segments, strategy):
             seg_plan.block_region = profile.defaults["activations"]
     else:
         seg_plan = segment_graph(graph, profile, int(segments), order=pl.order)
-    if len(seg_plan.layers) != len(pl.order):
-        raise PlanError(f"segment plan has {len(seg_plan.layers)} layers, the graph has {len(pl.order)} operators")
+    n_ops = sum(1 for la in seg_plan.layers if la.part == 0)
+    if n_ops != len(pl.order):
+        raise PlanError(f"segment plan has {n_ops} layers, the graph has {len(pl.order)} operators")
     src = seg_plan.source_region
     if src not in profile.regions or not profile.regions[src].is_flash:
         raise PlanError(f"segment source {src!r} is not a flash region of {profile.name}")
-    # one packed image per segment in the source flash
-    owner = {}
+    # one packed image per segment in the source flash; a channel slice is packed contiguously
+    owner, slices = {}, {}
     for s in seg_plan.segments:
-        for t, off, nb in s.tensors:
-            if t in owner:
-                raise PlanError(f"constant tensor {t} is used by segments {owner[t]} and {s.index}: "
-                                f"shared constants across segments are not supported")
-            owner[t] = s.index
+        for entry in s.tensors:
+            t, off, nb = entry[:3]
             if not 0 <= t < len(graph.tensors) or graph.tensors[t].data is None:
                 raise PlanError(f"segment {s.index} lists tensor {t}, which is not a constant of {graph.name}")
-            mem.program(src, s.source_offset + off, np.ascontiguousarray(graph.tensors[t].data))
+            if len(entry) > 3:
+                c0, c1, axis = entry[3:6]
+                data = split.slice_data(graph.tensors[t].data, c0, c1, axis)
+                slices.setdefault(t, []).append((c0, c1, s.index))
+            else:
+                if t in owner:
+                    raise PlanError(f"constant tensor {t} is used by segments {owner[t]} and {s.index}: "
+                                    f"shared constants across segments are not supported")
+                owner[t] = s.index
+                data = np.ascontiguousarray(graph.tensors[t].data)
+            if data.nbytes != nb:
+                raise PlanError(f"segment {s.index}: tensor {t} entry says {nb} B, the data is {data.nbytes} B")
+            mem.program(src, s.source_offset + off, data)
+    for t, runs in slices.items():
+        runs.sort()
+        axis_len = None
+        for e in (e for s in seg_plan.segments for e in s.tensors if e[0] == t and len(e) > 3):
+            axis_len = int(graph.tensors[t].shape[e[5]])
+        ends = [0] + [c1 for _c0, c1, _k in runs]
+        if t in owner or [c0 for c0, _c1, _k in runs] != ends[:-1] or ends[-1] != axis_len:
+            raise PlanError(f"constant tensor {t}: its channel slices {[(a, b) for a, b, _ in runs]} do not "
+                            f"cover its {axis_len} channels exactly once")
     missing = [t for t, tensor in enumerate(graph.tensors) if tensor.data is not None and t not in owner
-               and any(t in graph.operators[i].inputs for i in pl.order)]
+               and t not in slices and any(t in graph.operators[i].inputs for i in pl.order)]
     if missing:
         raise PlanError(f"segment plan does not load constant tensor(s) {missing}")
     image_end = max((s.source_offset + s.nbytes for s in seg_plan.segments), default=0)
@@ -494,18 +574,104 @@ def _setup_segments(graph, pl, profile, mem, segments, strategy):
     mem.buffers.append(block)
     # where each constant is while its segment runs
     for s in seg_plan.segments:
-        for t, off, nb in s.tensors:
-            pl.tensor[t] = Buffer(f"const t{t} (segment {s.index})", region, base + offsets[s.index] + off,
-                                  nb, "weights", t)
-    return seg_plan, block
+        for entry in s.tensors:
+            t, off, nb = entry[:3]
+            if len(entry) == 3:
+                pl.tensor[t] = Buffer(f"const t{t} (segment {s.index})", region, base + offsets[s.index] + off,
+                                      nb, "weights", t)
+    return seg_plan, block, offsets
 
 
-def _compile(graph, pl, mem, arena_offset, arena_size, seg_plan, block):
+class _Piece:
+    """One kernel call over a channel slice of a split operator (a partial piece)."""
+
+    def __init__(self, segment, first, last, step, op, sub, info, cycles):
+        self.segment, self.first, self.last, self.step = segment, first, last, step
+        self.op, self.sub, self.info, self.cycles = op, sub, info, cycles
+        self.c0, self.c1 = info["c0"], info["c1"]
+        self.run_step = None          # step of the sub-operator in the compiled table
+
+
+def _setup_pieces(graph, pl, mem, seg_plan, block, offsets):
+    """Sub-operators for the partial pieces of split operators, their constants in the
+    block, and one work buffer (after the block) for the slice temporaries and any
+    scratch a sub-operator needs beyond its operator's planned scratch.
+    Returns (pieces by (segment, first layer), extra tensors, extra operators, work Buffer)."""
+    from firmware_sim import split
+    layers = seg_plan.layers
+    extra_t, extra_ops, found = [], [], {}
+    layout = []        # (piece, [(tensor or ("scratch", op), nbytes)]) placed in the work buffer
+    for s in seg_plan.segments:
+        for f, z in pieces(layers, s.first, s.last):
+            if not is_partial(layers, f, z):
+                continue
+            step = layers[f].ops[0] if layers[f].ops else f
+            op = graph.operators[pl.order[step]]
+            c0, c1 = layers[f].channels[0], layers[z].channels[1]
+            tens, sub, info = split.sub_operator(graph, op, c0, c1, len(graph.operators) + len(extra_ops),
+                                                 len(graph.tensors) + len(extra_t))
+            info.update(c0=c0, c1=c1)
+            extra_t.extend(tens)
+            extra_ops.append(sub)
+            piece = _Piece(s.index, f, z, step, op, sub, info, piece_cycles(layers, f, z))
+            found[(s.index, f)] = piece
+            # constants: the slice entries of this segment's image
+            for t_orig, t_new in ((op.inputs[1], info["weights"]), (op.inputs[2] if len(op.inputs) > 2 else -1,
+                                                                    info["bias"])):
+                if t_new is None:
+                    continue
+                entry = next((e for e in s.tensors if e[0] == t_orig and len(e) > 3 and e[3] == c0), None)
+                if entry is None:
+                    raise PlanError(f"segment {s.index} does not load channels [{c0}, {c1}) of tensor {t_orig}")
+                pl.tensor[t_new] = Buffer(f"const t{t_orig}[{c0}:{c1}] (segment {s.index})", block.region,
+                                          block.offset + offsets[s.index] + entry[1], entry[2], "weights", t_new)
+            need = []
+            if not info["contiguous"]:
+                need.append((info["out"], extra_t[info["out"] - len(graph.tensors)].nbytes))
+            if info["gathered_in"] is not None:
+                need.append((info["gathered_in"], extra_t[info["gathered_in"] - len(graph.tensors)].nbytes))
+            if sub.scratch_bytes > 0 and not (op.index in pl.scratch and sub.scratch_bytes <= op.scratch_bytes):
+                need.append((("scratch", sub.index), sub.scratch_bytes))
+            elif sub.scratch_bytes > 0:
+                pl.scratch[sub.index] = pl.scratch[op.index]
+            layout.append((piece, need))
+    work_size = max((sum(_align(nb) for _k, nb in need) for _p, need in layout), default=0)
+    work = None
+    if work_size:
+        region = block.region
+        base = _align(block.end)
+        if base + work_size > mem.regions[region].size:
+            raise PlanError(f"the split-layer work buffer ({work_size} B) does not fit region {region} after "
+                            f"the segment block (ends at {block.end} B of {mem.regions[region].size})")
+        work = Buffer("split work", region, base, work_size, "scratch")
+        mem.buffers.append(work)
+    for piece, need in layout:
+        off = 0
+        for key, nb in need:
+            buf = Buffer(f"split work {key}", work.region, work.offset + off, nb, "scratch")
+            if isinstance(key, tuple):
+                pl.scratch[key[1]] = buf
+            else:
+                pl.tensor[key] = buf
+            off += _align(nb)
+        info = piece.info
+        if info["contiguous"]:
+            y = pl.tensor.get(piece.op.outputs[0]) or pl.tensor[graph.alias_root(piece.op.outputs[0])]
+            item = graph.tensors[piece.op.outputs[0]].dtype.itemsize
+            pl.tensor[info["out"]] = Buffer(f"{y.name}[{piece.c0}:{piece.c1}]", y.region, y.offset + piece.c0 * item,
+                                            (piece.c1 - piece.c0) * item, y.role)
+    return found, extra_t, extra_ops, work
+
+
+def _compile(graph, pl, mem, arena_offset, arena_size, seg_plan, block, extra_tensors=(), extra_ops=()):
     """The C runtime's tables with constants pointing into simulated memory and
-    activations at their planned arena offsets."""
+    activations at their planned arena offsets. Sub-operators of split layers
+    (extra_ops, over extra_tensors) follow the graph's operators in the table."""
     from pyembed.graph import Layout
     g = copy.copy(graph)
-    g.tensors = list(graph.tensors)
+    g.tensors = list(graph.tensors) + list(extra_tensors)
+    g.operators = list(graph.operators) + list(extra_ops)
+    graph = g
     g._runtime_cache = {}
     for t, tensor in enumerate(graph.tensors):
         if tensor.data is None or t not in pl.tensor:
@@ -526,7 +692,7 @@ def _compile(graph, pl, mem, arena_offset, arena_size, seg_plan, block):
         if op.scratch_bytes > 0 and op.index not in scratch:
             raise PlanError(f"the plan has no scratch buffer for operator {op.index} ({op.type}, "
                             f"{op.scratch_bytes} B)")
-    layout = Layout(arena_size, offsets, scratch, list(pl.order), "firmware_sim")
+    layout = Layout(arena_size, offsets, scratch, list(pl.order) + [op.index for op in extra_ops], "firmware_sim")
     return g.compile(layout=layout)
 
 

@@ -1,5 +1,6 @@
 """Segmented execution from flash on abstract layers: division, placement, runtime."""
 import itertools
+import json
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -198,3 +199,136 @@ def test_slow_flash_is_reported_with_the_timeline_so_far():
     # tolerated as a stall, it only costs time
     slow, _ = run_abstract(plan, PROFILE, "overlap", bandwidth_scale=0.7, late="stall")
     assert slow > plan.bound()
+
+
+# --- sub-layer segments: operators split by output-channel groups ----------------------------
+
+def split_layers(spec):
+    """spec: list of (groups, weight bytes per group, lin cycles per group, call, split, split_call);
+    groups == 1 is an ordinary layer (its compute = lin)."""
+    layers, t = [], 0
+    for i, (k, w, lin, call, spl, spl_call) in enumerate(spec):
+        t += 1
+        for part in range(k):
+            if k == 1:
+                layers.append(Layer(f"op{i}", w, lin, ops=(i,), tensors=((t, w),)))
+            else:
+                layers.append(Layer(f"op{i}[{part}]", w, lin, ops=(i,), tensors=((t, w, 4 * part, 4 * part + 4, 0),),
+                                    part=part, parts=k, channels=(4 * part, 4 * part + 4), call_cycles=call,
+                                    split_cycles=spl, split_call_cycles=spl_call))
+    return layers
+
+
+def reference_cycles(layers, a, b):
+    """Independent: group the layers a..b by operator; a group missing some of its
+    operator's parts pays the copies."""
+    groups = {}
+    for i in range(a, b + 1):
+        groups.setdefault(layers[i].ops[0], []).append(layers[i])
+    total = 0
+    for parts in groups.values():
+        total += sum(la.compute_cycles for la in parts) + parts[0].call_cycles
+        if parts[0].parts > 1 and len(parts) < parts[0].parts:
+            total += parts[0].split_call_cycles + sum(la.split_cycles for la in parts)
+    return total
+
+
+def reference_size(layers, a, b):
+    raw = {}
+    for la in layers[a:b + 1]:
+        for e in la.tensors:
+            raw[e[0]] = raw.get(e[0], 0) + e[1] if len(e) > 2 else e[1]
+    return sum((n + 15) // 16 * 16 for n in raw.values())
+
+
+split_spec = st.lists(st.tuples(st.integers(1, 3), st.integers(100, 9000), st.integers(1000, 300000),
+                                st.integers(0, 3000), st.integers(0, 5000), st.integers(0, 500)), min_size=1, max_size=4)
+
+
+@settings(max_examples=40, deadline=None)
+@given(split_spec, st.floats(0.2, 1.0))
+def test_split_layers_cost_and_size_every_span_exactly_and_division_stays_optimal(spec, frac):
+    from firmware_sim.segments import _Compute, _Sizes, span_cycles
+    layers = split_layers(spec)
+    n = len(layers)
+    C, S = _Compute(layers), _Sizes(layers)
+    for a in range(n):
+        for b in range(a, n):
+            assert C(a, b) == span_cycles(layers, a, b) == reference_cycles(layers, a, b), (a, b)
+            assert S(a, b) == reference_size(layers, a, b), (a, b)
+    budget = max(int(reference_size(layers, 0, n - 1) * frac),
+                 2 * max(reference_size(layers, i, i) for i in range(n)) + 32)
+    plan = divide(layers, budget, load_cycles)
+    # brute force over every cut set, with the reference size and cycles
+    best = None
+    for mask in range(1 << (n - 1)):
+        cuts, start = [], 0
+        for i in range(n - 1):
+            if mask >> i & 1:
+                cuts.append((start, i))
+                start = i + 1
+        cuts.append((start, n - 1))
+        sizes = [reference_size(layers, a, b) for a, b in cuts]
+        if any(x + y > budget for x, y in zip(sizes, sizes[1:])) or max(sizes) > budget:
+            continue
+        t = pipeline_bound([load_cycles(s) for s in sizes], [reference_cycles(layers, a, b) for a, b in cuts])
+        best = t if best is None else min(best, t)
+    assert plan.bound() == best
+    assert run_abstract(plan, PROFILE, "overlap")[0] == pipeline_cycles(plan) == plan.bound()
+
+
+def test_split_operators_run_bit_exact_on_the_real_kernels():
+    """KWS cut so finely that convolution, depthwise (input gathered) and FC layers all run
+    as channel slices in several segments: outputs equal graph.run, cycles equal the
+    cost-only pipeline, every byte of the weights moved once."""
+    import numpy as np
+    from firmware_sim.segments import is_partial, pieces
+    from firmware_sim.sim import default_plan, segment_graph, simulate
+    from pyembed.data import model_path
+    from pyembed.graph import load_model
+    g = load_model(model_path("tiny_kws_dscnn_int8"))
+    x = np.random.default_rng(2).integers(-128, 128, size=g.tensors[g.inputs[0]].shape, dtype=np.int8)
+    plan, rmap = default_plan(g, PROFILE)
+    seg = segment_graph(g, PROFILE, 600, order=plan.order, split_bytes=120, prefetch=False)
+    partial = {seg.layers[f].name.split(":")[1].split("[")[0] for s in seg.segments
+               for f, z in pieces(seg.layers, s.first, s.last) if is_partial(seg.layers, f, z)}
+    assert partial == {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"}
+    r = simulate(g, plan, PROFILE, x, segments=seg, region_map=rmap)
+    ref = g.run(x)
+    for a, b in zip(r.outputs, ref):
+        assert np.array_equal(a, b), np.flatnonzero(a != b)
+    assert r.cycles == run_abstract(seg, PROFILE, "overlap")[0]
+    assert r.dma_bytes == sum(s.nbytes for s in seg.segments) >= g.weights_bytes
+    assert r.split_work_bytes >= seg.work_bytes() > 0
+    # the whole of a split operator costs what the unsplit operator costs
+    from firmware_sim.cost import CostModel
+    from firmware_sim.split import channel_groups, part_costs
+    cm = CostModel(PROFILE)
+    for op in g.operators:
+        groups = channel_groups(g, op, 120)
+        if groups:
+            c = part_costs(cm, g, op, groups)
+            assert c["call"] + sum(c["lin"]) == cm.op_cost(g, op).cycles
+
+
+def test_split_plan_with_overlapping_slices_is_refused():
+    import numpy as np
+    from firmware_sim.sim import segment_graph, simulate
+    from pyembed.data import model_path
+    from pyembed.graph import load_model
+    g = load_model(model_path("tiny_ad_autoencoder_int8"))
+    seg = segment_graph(g, PROFILE, int(g.weights_bytes * 0.3), split_bytes=g.weights_bytes // 32, prefetch=False)
+    d = json.loads(seg.to_json())
+    sliced = [(k, j) for k, s in enumerate(d["segments"]) for j, e in enumerate(s["tensors"]) if len(e) > 3]
+    assert sliced
+    k, j = sliced[1]
+    e = d["segments"][k]["tensors"][j]
+    if e[3] >= 4:
+        e[3] -= 4                   # claims 4 channels its neighbour also loads
+    else:
+        e[4] += 4
+    e[2] += 4 * g.tensors[e[0]].nbytes // g.tensors[e[0]].shape[e[5]]
+    bad = SegmentPlan.from_dict(d)
+    x = np.zeros(g.tensors[g.inputs[0]].shape, np.int8)
+    with pytest.raises(PlanError, match="channel slices .* do not cover"):
+        simulate(g, None, PROFILE, x, segments=bad)
