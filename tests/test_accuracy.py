@@ -18,7 +18,7 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from pyembed.accuracy import _Stats, check_accuracy, check_oracles, load_inputs
@@ -114,8 +114,7 @@ def _fits(g, dil=(1, 1)):
 @settings(max_examples=40, deadline=None)
 @given(geometry, st.sampled_from(["conv", "depthwise", "grouped"]), st.sampled_from([None, "RELU"]))
 def test_float_conv_matches_a_per_output_loop(g, kind, act):
-    if not _fits(g, g["dil"]):
-        return
+    assume(_fits(g, g["dil"]))
     rng = np.random.default_rng(g["seed"])
     cin = 4
     cout = {"conv": 3, "depthwise": 8, "grouped": 4}[kind]
@@ -144,12 +143,10 @@ def test_float_conv_matches_a_per_output_loop(g, kind, act):
 @settings(max_examples=40, deadline=None)
 @given(geometry, st.sampled_from(["avg", "max"]))
 def test_float_pool_matches_a_per_output_loop(g, kind):
-    if not _fits(g):
-        return
-    if g["rule"] == "EXPLICIT" and max(g["explicit"][0], g["explicit"][2]) >= g["k"][0]:
-        return   # a window entirely in padding has no taps (not a valid model)
-    if g["rule"] == "EXPLICIT" and max(g["explicit"][1], g["explicit"][3]) >= g["k"][1]:
-        return
+    assume(_fits(g))
+    # a window entirely in padding has no taps (not a valid model)
+    assume(g["rule"] != "EXPLICIT" or (max(g["explicit"][0], g["explicit"][2]) < g["k"][0]
+                                       and max(g["explicit"][1], g["explicit"][3]) < g["k"][1]))
     x = np.random.default_rng(g["seed"]).standard_normal((1, g["h"], g["w"], 3))
     want = _loop_pool(x, g["k"], g["stride"], g["rule"], g["explicit"], kind)
     op = Operator(0, "AVERAGE_POOL_2D" if kind == "avg" else "MAX_POOL_2D", [0], [1],
