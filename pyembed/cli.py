@@ -184,7 +184,7 @@ def main(ctx, debug):
         ctx.exit(run_demo())
 
 
-@main.command("demo")
+@main.command("demo", short_help="The built-in demonstration, with a choice of directory, MCU and model.")
 @click.option("-o", "--outdir", default="pyembed-demo", show_default=True, type=click.Path(file_okay=False),
               help="Where the demo writes its C headers, plan, trace, plots and report.")
 @click.option("-p", "--profile", default="stm32f446", show_default=True, help="MCU profile to simulate on.")
@@ -213,6 +213,21 @@ def _plan_command():
 
 
 main.add_command(_plan_command())
+
+
+# -- model info / run (the graph engineer's group) ------------------------------------------------------
+
+def _model_group():
+    try:
+        from pyembed.model_cli import model
+    except ImportError:
+        return None
+    model.short_help = "Inspect a model (operators, MACs, weights) or run it on random inputs."
+    return model
+
+
+if _model_group() is not None:
+    main.add_command(_model_group())
 
 
 # -- schedule (the scheduler engineer's command: progress bar, exit 1 on missed deadlines) ---------------
@@ -267,7 +282,7 @@ def _first_sample(graph, path):
     return xs[0] if len(xs) == 1 else xs
 
 
-@main.command("simulate")
+@main.command("simulate", short_help="Run a model on a simulated MCU: latency, RAM and flash, bit-exactness, report.")
 @click.argument("model", type=click.Path(exists=True, dir_okay=False))
 @click.option("-p", "--profile", default="stm32f446", show_default=True,
               help="MCU profile: a bundled part name (see 'pyembed profiles') or a .json file.")
@@ -368,7 +383,7 @@ def simulate_command(model, profile, plan_path, segments, strategy, input_path, 
 
 # -- check -------------------------------------------------------------------------------------------
 
-@main.command("check")
+@main.command("check", short_help="Accuracy: int8 vs float64 per layer (SNR, LSB error), bit-exactness with TFLite.")
 @click.argument("model", type=click.Path(exists=True, dir_okay=False))
 @click.option("--inputs", "inputs_path", type=click.Path(exists=True, dir_okay=False),
               help="Inputs .npy (one sample, or a batch along a new first axis) or .npz (one array per model "
@@ -444,7 +459,7 @@ def _profile_dict(p):
             "defaults": dict(p.defaults), "sources": list(p.sources), "path": p.path}
 
 
-@main.command("profiles")
+@main.command("profiles", short_help="List the MCU profiles (parts) the simulator knows, or describe some.")
 @click.argument("names", nargs=-1)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable list.")
 def profiles_command(names, as_json):

@@ -1,9 +1,9 @@
 """Float64 reference execution of a pyembed Graph, written with numpy only.
 
 Every constant is dequantized (real = scale * (q - zero_point), per channel
-where the model says so; an int32 bias uses its own scale, or
-input_scale * weight_scale[c] when it has none) and every operator is
-evaluated in float64 from the model's *options* (padding rule, stride,
+where the model says so; an int32 bias is in units of input_scale *
+weight_scale[c], the accumulator's unit, as the kernels use it) and every
+operator is evaluated in float64 from the model's *options* (padding rule, stride,
 dilation, fused activation, softmax beta): nothing here reads the kernel
 parameters pyembed.ops derives for the C runtime, so this is an independent
 model of what the int8 network approximates.
@@ -67,8 +67,9 @@ def _bias(graph, op, k_bias, in_tensor, w_tensor, cout):
         raise UnsupportedError(f"operator {op.index} ({op.type}): a bias that is not constant")
     if b.data.dtype.kind == "f":
         return b.data.astype(np.float64).reshape(-1)
-    if b.is_quantized:
-        return dequantize(b).reshape(-1)
+    # an integer bias is added to the accumulator, whose unit is input_scale *
+    # weight_scale[c]: that is its real value whatever scale the file declares
+    # for it (TFLite's kernels ignore the bias tensor's own scale too)
     ws = np.broadcast_to(np.asarray(w_tensor.scale, dtype=np.float64), (cout,))
     return b.data.astype(np.float64).reshape(-1) * float(in_tensor.scale[0]) * ws
 

@@ -162,13 +162,15 @@ def test_float_softmax_fc_add_and_per_channel_dequantize():
     wq = rng.integers(-127, 128, (5, 6), dtype=np.int8)
     ws = np.array([0.02, 0.03, 0.05, 0.07, 0.11], np.float32)
     bq = rng.integers(-50, 50, 5).astype(np.int32)
-    tensors = [_tensor(0, (2, 6)), _tensor(1, (5, 6), wq, ws, np.zeros(5), 0),
+    # the bias declares a scale of its own, which (like TFLite's kernels) the reference ignores:
+    # an int32 bias is in the accumulator's unit, input_scale * weight_scale[c]
+    tensors = [_tensor(0, (2, 6), scale=[0.05], zp=[0]), _tensor(1, (5, 6), wq, ws, np.zeros(5), 0),
                _tensor(2, (5,), bq, [0.001], [0]), _tensor(3, (2, 5)), _tensor(4, (2, 5)), _tensor(5, (2, 5))]
     ops = [Operator(0, "FULLY_CONNECTED", [0, 1, 2], [3], options={"activation": None}),
            Operator(1, "SOFTMAX", [3], [4], options={"beta": 0.5}),
            Operator(2, "ADD", [4, 3], [5], options={"activation": "RELU6"})]
     v = run_float(Graph("g", tensors, ops, [0], [5]), x)
-    fc = x @ (wq * ws[:, None].astype(np.float64)).T + bq * np.float64(np.float32(0.001))
+    fc = x @ (wq * ws[:, None].astype(np.float64)).T + bq * float(np.float32(0.05)) * ws.astype(np.float64)
     np.testing.assert_allclose(v[3], fc, rtol=1e-12)
     e = np.exp(0.5 * fc)
     np.testing.assert_allclose(v[4], e / e.sum(1, keepdims=True), rtol=1e-12)
@@ -228,6 +230,37 @@ def test_every_int8_layer_is_the_rounded_float_layer(graphs, name):
             bad.append(f"op {op.index} {op.type}: {int(np.count_nonzero(err > tol))} of {err.size} elements off by "
                        f"up to {err.max():.3f} LSB, worst at {worst}: int8 {q[t][worst]}, float {ideal[worst]:.3f}")
     assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("case", ["maxpool_same_relu6", "avgpool_same_borders", "add_broadcast_relu", "mul",
+                                  "quantize_requantize_dequantize", "depthwise_mult2_dilated_relu_n1_to_1",
+                                  "conv_dilated_same_relu6", "fully_connected_per_channel", "softmax_beta"])
+def test_single_operator_models_are_the_rounded_float_operator(case):
+    """The single-operator .tflite models of test_tflite_models (SAME borders, broadcasting, every fused
+    activation, dilation, depth multiplier, per-channel FC, softmax beta, quantize / dequantize)."""
+    pytest.importorskip("ai_edge_litert")
+    from test_tflite_models import SYNTHETIC, _build
+    from pyembed.graph import load_tflite_bytes
+    rng = np.random.default_rng(11)
+    tensors, ops = SYNTHETIC[case](rng)
+    g = load_tflite_bytes(_build(tensors, ops, [0], [len(tensors) - 1]), name=case)
+    t_in = g.tensors[g.inputs[0]]
+    for _ in range(3):
+        if t_in.dtype == np.float32:
+            x = rng.normal(0, 3, t_in.shape).astype(np.float32)
+        else:
+            x = rng.integers(-128, 128, t_in.shape, dtype=np.int8)
+        q = g.run(x, keep_intermediates=True)
+        ref = run_float(g, dequantize(t_in, x), feed="int8", int8_values=q)
+        for op in g.operators:
+            t = op.outputs[0]
+            tensor = g.tensors[t]
+            if tensor.dtype == np.float32:       # DEQUANTIZE: float32 of the exact real value
+                np.testing.assert_allclose(q[t], ref[t], rtol=1e-6)
+                continue
+            scale, zp = float(tensor.scale[0]), int(tensor.zero_point[0])
+            err = np.abs(q[t] - np.clip(ref[t] / scale + zp, -128, 127))
+            assert err.max() <= _rounding_bound(op), (case, op.type, err.max())
 
 
 # -- the report ------------------------------------------------------------------------------------

@@ -38,12 +38,21 @@ def _no_traceback(r):
     (["check"], ["--inputs", "--calibration", "--min-snr", "SNR", "LSB", "cosine", "--table", "--json"]),
     (["profiles"], ["--json", "PYEMBED_PROFILE_PATH"]),
     (["vectors", "check"], ["DIRECTORY", "--json", "bit for bit"]),
+    (["model", "info"], ["--json"]),
+    (["model", "run"], ["--check", "--runs"]),
 ])
 def test_help(cmd, words):
     r = run(cmd + ["--help"])
     assert r.exit_code == 0, r.output
     for w in words:
         assert w in r.output, f"{w!r} missing from 'pyembed {' '.join(cmd)} --help'"
+
+
+def test_model_info_json_is_attached():
+    from pyembed.graph import load_model
+    r = run(["model", "info", "tflm_hello_world_int8", "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["macs"] == load_model(HELLO).macs
 
 
 def test_schedule_help_when_the_scheduler_is_there():
