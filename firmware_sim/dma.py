@@ -5,6 +5,17 @@ the bytes at the slowest of the source region, the destination region and the
 engine (``Profile.transfer_cycles``). Its bytes land in the destination when it
 completes (the runtime never reads a destination before its completion event).
 
+Bus contention: every 32-bit word a transfer writes into RAM may collide with a
+CPU access to the same memory, which the bus matrix's round-robin arbiter then
+delays. The profile's ``dma.cpu_stall_per_word`` is the expected CPU stall per
+word moved, so a transfer moving w words per CPU cycle slows the CPU by the
+fraction ``cpu_stall_per_word * w`` while it runs (``slowdown``).
+``compute(cycles)`` charges CPU work stretched by the transfers that overlap it:
+after the work, the cycles stolen during it are charged too, and again for the
+transfers overlapping those, until less than one cycle is owed (deterministic,
+whole cycles). ``contention=False`` turns the effect off (the analytic pipeline
+bound assumes none).
+
 Fault injection: ``bandwidth_scale`` < 1 makes the hardware slower than the
 profile declares. Every transfer knows its *declared* duration; the firmware's
 watchdog fires at declared x (1 + ``tolerance``). With ``late="fault"`` (the
@@ -28,10 +39,13 @@ class Transfer:
         self.declared_cycles = None
         self.channel = None
         self.late_by = 0
+        self.busy_until = None      # cycle the transfer occupies the bus until (known at its start)
+        self.slowdown = 0.0         # fraction by which it slows the CPU while it runs
 
 
 class DmaEngine:
-    def __init__(self, env, profile, memory=None, trace=None, bandwidth_scale=1.0, late="fault", tolerance=0.02):
+    def __init__(self, env, profile, memory=None, trace=None, bandwidth_scale=1.0, late="fault", tolerance=0.02,
+                 contention=True):
         if late not in ("fault", "stall"):
             raise ValueError(f"late: expected 'fault' or 'stall', got {late!r}")
         if not bandwidth_scale > 0:
@@ -47,9 +61,50 @@ class DmaEngine:
         self._free_ids = list(range(profile.dma.channels))
         self.transfers = []
         self.bytes_moved = 0
+        self.contention = bool(contention) and profile.dma.cpu_stall_per_word > 0
+        self.stolen_cycles = 0      # CPU cycles lost to contention, summed over compute() calls
 
     def declared_cycles(self, nbytes, src, dst):
         return self.profile.transfer_cycles(nbytes, src, dst)
+
+    def slowdown(self, nbytes, cycles, dst):
+        """CPU slowdown fraction while a transfer of nbytes over cycles writes region dst."""
+        if not self.contention or cycles <= 0 or self.profile.region(dst).is_flash:
+            return 0.0
+        return self.profile.dma.cpu_stall_per_word * (nbytes / 4.0) / cycles
+
+    def stolen(self, t0, t1):
+        """CPU cycles the transfers running in [t0, t1) take away from it."""
+        total = 0.0
+        for t in reversed(self.transfers):
+            if t.busy_until is None or t.slowdown == 0.0:
+                continue
+            lo, hi = max(t0, t.start), min(t1, t.busy_until)
+            if hi > lo:
+                total += t.slowdown * (hi - lo)
+        return total
+
+    def compute(self, cycles):
+        """CPU work of ``cycles`` uncontended cycles, stretched by bus contention
+        (a generator for the firmware process: ``yield from dma.compute(n)``)."""
+        env = self.env
+        start = env.now
+        yield env.timeout(int(cycles))
+        if not self.contention:
+            return 0
+        owed, seen = 0.0, start
+        extra_total = 0
+        while True:
+            owed += self.stolen(seen, env.now)
+            seen = env.now
+            extra = int(owed)
+            if extra <= 0:
+                break
+            owed -= extra
+            extra_total += extra
+            yield env.timeout(extra)
+        self.stolen_cycles += extra_total
+        return extra_total
 
     def transfer(self, name, src, src_offset, dst, dst_offset, nbytes):
         """Start a transfer; returns a process event that fires (value: the Transfer)
@@ -74,6 +129,8 @@ class DmaEngine:
         actual = self.profile.transfer_cycles(t.nbytes, t.src, t.dst, self.bandwidth_scale)
         deadline = int(t.declared_cycles * (1.0 + self.tolerance)) + 1
         watchdog = self.late == "fault" and actual > deadline
+        t.busy_until = env.now + (deadline if watchdog else actual)
+        t.slowdown = self.slowdown(t.nbytes, actual, t.dst)
         try:
             # a late transfer is caught by the firmware's timeout at the deadline, not at its end
             yield env.timeout(deadline if watchdog else actual)

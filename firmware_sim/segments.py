@@ -809,28 +809,32 @@ class SegmentRunner:
 
 
 def abstract_compute(env, trace=None):
-    """compute callback that charges each layer's compute_cycles (no real kernels)."""
+    """compute callback that charges each kernel call's cycles (no real kernels),
+    stretched by DMA bus contention when the runner's DMA engine models it."""
     def compute(segment, runner):
         layers = runner.plan.layers
         for f, z in pieces(layers, segment.first, segment.last):
             t0 = env.now
-            yield env.timeout(int(piece_cycles(layers, f, z)))
+            yield from runner.dma.compute(int(piece_cycles(layers, f, z)))
             if trace is not None:
                 name = layers[f].name if f == z else f"{layers[f].name}..{layers[z].name}"
                 trace.span(name, "cpu", t0, env.now, cat="kernel", segment=segment.index)
     return compute
 
 
-def run_abstract(plan, profile, strategy="overlap", bandwidth_scale=1.0, late="fault", trace=None):
+def run_abstract(plan, profile, strategy="overlap", bandwidth_scale=1.0, late="fault", trace=None, contention=True):
     """Simulate a plan with layer costs only (no bytes moved): returns
     (cycles, runner). The source is the plan's source region (default: the
-    profile's segment source), the block its block region (default: activations)."""
+    profile's segment source), the block its block region (default: activations).
+    contention: compute slows while transfers run (profile dma.cpu_stall_per_word);
+    False reproduces the uncontended recurrence (pipeline_cycles) exactly."""
     from firmware_sim.core import Environment
     from firmware_sim.dma import DmaEngine
     env = Environment()
     src = plan.source_region or profile.defaults.get("segment_source") or profile.flash_region
     blk = plan.block_region or profile.defaults["activations"]
-    dma = DmaEngine(env, profile, memory=None, trace=trace, bandwidth_scale=bandwidth_scale, late=late)
+    dma = DmaEngine(env, profile, memory=None, trace=trace, bandwidth_scale=bandwidth_scale, late=late,
+                    contention=contention)
     counter = None
     if trace is not None:
         def counter(t, used):

@@ -77,6 +77,7 @@ class Result:
     segments: SegmentPlan | None = None
     dma_bytes: int = 0
     split_work_bytes: int = 0     # temporaries of split operators' partial pieces (after the block)
+    contention_cycles: int = 0    # CPU cycles lost to DMA bus contention (included in cycles)
 
     def write_trace(self, path):
         """Chrome / Perfetto trace-event JSON of the run."""
@@ -276,7 +277,7 @@ def segment_graph(graph, profile, budget_bytes, criteria=("latency",), block_reg
 
 def simulate(graph, plan=None, profile="stm32f446", x=None, *, segments=None, strategy="overlap",
              region_map=None, bandwidth_scale=1.0, late="fault", check_writes=True, cost_scale=1.0,
-             on_programmed=None):
+             on_programmed=None, contention=True):
     """Run ``graph`` planned by ``plan`` on ``profile`` with input ``x``.
 
     plan: a pyembed.planner Plan (None: planned here for the profile's activation
@@ -289,6 +290,8 @@ def simulate(graph, plan=None, profile="stm32f446", x=None, *, segments=None, st
       ("fault" or "stall") says what the watchdog does about it.
     on_programmed(memory, placement): called once flash is programmed, before the
       firmware starts (fault injection, inspection).
+    contention: kernels run slower while DMA transfers share the bus (the profile's
+      dma.cpu_stall_per_word; see firmware_sim.dma); False for the uncontended model.
     """
     profile = load_profile(profile)
     graph.check_supported()
@@ -361,10 +364,10 @@ def simulate(graph, plan=None, profile="stm32f446", x=None, *, segments=None, st
         if watch is not None:
             watch.after(name, allowed, env.now)
         t0 = env.now
-        yield env.timeout(cost.cycles)
+        yield from dma.compute(cost.cycles)          # stretched while DMA transfers contend for the bus
         trace.span(name, "cpu", t0, env.now, cat="kernel", op=op.index, macs=cost.macs,
                    kernel_class=cost.kernel_class, segment=segment)
-        op_times.append(OpTime(step, op.index, op.type, t0, cost.cycles, cost.kernel_class, cost.macs, segment))
+        op_times.append(OpTime(step, op.index, op.type, t0, env.now - t0, cost.kernel_class, cost.macs, segment))
         usage.end(step, env.now)
 
     def tensor_view(t, tensors):
@@ -403,15 +406,15 @@ def simulate(graph, plan=None, profile="stm32f446", x=None, *, segments=None, st
             watch.after(name, allowed, env.now)
         cycles = int(math.ceil(piece.cycles * cm.scale))
         t0 = env.now
-        yield env.timeout(cycles)
+        yield from dma.compute(cycles)
         kclass = cm.op_cost(graph, op, locate).kernel_class
         trace.span(name, "cpu", t0, env.now, cat="kernel", op=op.index, macs=sub.macs, kernel_class=kclass,
                    segment=piece.segment, channels=f"{piece.c0}:{piece.c1}")
-        op_times.append(OpTime(piece.step, op.index, op.type, t0, cycles, kclass, sub.macs, piece.segment))
+        op_times.append(OpTime(piece.step, op.index, op.type, t0, env.now - t0, kclass, sub.macs, piece.segment))
         if layers[piece.last].part == layers[piece.last].parts - 1:
             usage.end(piece.step, env.now)
 
-    dma = DmaEngine(env, profile, mem, trace, bandwidth_scale, late)
+    dma = DmaEngine(env, profile, mem, trace, bandwidth_scale, late, contention=contention)
     if seg_plan is None:
         def firmware():
             for step in range(len(pl.order)):
@@ -456,7 +459,8 @@ def simulate(graph, plan=None, profile="stm32f446", x=None, *, segments=None, st
     return Result(outputs=outputs, cycles=env.now, latency_ms=profile.cycles_to_ms(env.now),
                   peak_bytes=usage.peak, region_used=used, flash_bytes=flash_bytes, op_times=op_times,
                   trace=trace, profile=profile, strategy=strategy if seg_plan is not None else "resident",
-                  segments=seg_plan, dma_bytes=dma.bytes_moved, split_work_bytes=work.nbytes if work else 0)
+                  segments=seg_plan, dma_bytes=dma.bytes_moved, split_work_bytes=work.nbytes if work else 0,
+                  contention_cycles=dma.stolen_cycles)
 
 
 class _Usage:

@@ -292,6 +292,45 @@ def test_dma_runs_concurrently_with_compute_and_moves_the_bytes():
     assert trace.busy("dma0") == expected
 
 
+@pytest.mark.parametrize("work, nbytes, start", [(20000, 200_000, 0), (50000, 40_000, 3000), (3000, 8192, 0)])
+def test_compute_is_stretched_by_the_bus_contention_of_overlapping_transfers(work, nbytes, start):
+    """A transfer stealing fraction f of the CPU's cycles while it runs: work W done at rate
+    (1 - f) during the overlap and at rate 1 outside it. Reference: that fluid model solved
+    in closed form; the simulator's whole-cycle charging may differ by a cycle or two."""
+    p = load_profile("stm32f446")
+    env = Environment()
+    dma = DmaEngine(env, p)
+    dur = p.transfer_cycles(nbytes, "qspi", "sram")
+    f = p.dma.cpu_stall_per_word * (nbytes / 4) / dur
+    assert f == pytest.approx(p.dma.cpu_slowdown(p.external_flash_bandwidth, p.clock_hz), rel=0.02)
+    done = {}
+
+    def cpu():
+        yield env.timeout(start)
+        t0 = env.now
+        yield from dma.compute(work)
+        done["elapsed"] = env.now - t0
+
+    dma.transfer("load", "qspi", 0, "sram", 0, nbytes)
+    env.process(cpu())
+    env.run()
+    overlap_end = dur                       # the transfer runs over [0, dur)
+    if start + work / (1 - f) <= overlap_end:
+        expected = work / (1 - f)           # entirely inside the transfer
+    else:
+        inside = max(0, overlap_end - start)
+        expected = inside + (work - inside * (1 - f))
+    assert abs(done["elapsed"] - expected) <= 2, (done["elapsed"], expected)
+    assert dma.stolen_cycles == done["elapsed"] - work
+    # without contention the work takes exactly its cycles
+    env2 = Environment()
+    dma2 = DmaEngine(env2, p, contention=False)
+    dma2.transfer("load", "qspi", 0, "sram", 0, nbytes)
+    env2.process(dma2.compute(work))
+    env2.run(until=work)
+    assert dma2.stolen_cycles == 0
+
+
 def test_dma_channels_limit_concurrency():
     p = profile_from_dict(_minimal())
     env = Environment()

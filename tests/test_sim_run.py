@@ -171,14 +171,19 @@ def test_segmented_run_is_bit_exact_and_matches_the_cost_only_pipeline():
     seg = segment_graph(g, p, int(g.weights_bytes * 0.4), order=plan.order)
     results = {}
     for strategy in ("serial", "overlap"):
-        r = simulate(g, plan, p, x, segments=seg, strategy=strategy, region_map=rmap)
-        assert np.array_equal(r.outputs[0], ref[0])
-        assert r.cycles == run_abstract(seg, p, strategy)[0]
-        assert r.dma_bytes == sum(s.nbytes for s in seg.segments)
-        results[strategy] = r
-    r = results["overlap"]
-    assert r.cycles == seg.bound()
-    assert r.cycles < results["serial"].cycles
+        for contention in (False, True):
+            r = simulate(g, plan, p, x, segments=seg, strategy=strategy, region_map=rmap, contention=contention)
+            assert np.array_equal(r.outputs[0], ref[0])
+            assert r.cycles == run_abstract(seg, p, strategy, contention=contention)[0]
+            assert r.dma_bytes == sum(s.nbytes for s in seg.segments)
+            results[strategy, contention] = r
+    r = results["overlap", False]
+    assert r.cycles == seg.bound() and r.contention_cycles == 0
+    assert r.cycles < results["serial", False].cycles
+    # with bus contention the overlapped kernels run slower; loads never overlap compute in "serial"
+    rc = results["overlap", True]
+    assert rc.contention_cycles > 0 and seg.bound() < rc.cycles <= seg.bound() + rc.contention_cycles
+    assert results["serial", True].contention_cycles == 0
     # DMA and compute really overlap in time
     dma = [s for s in r.trace.spans if s.cat == "dma"]
     cpu = [s for s in r.trace.spans if s.cat == "kernel"]

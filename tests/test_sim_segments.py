@@ -85,13 +85,13 @@ def test_division_reaches_the_best_bound_and_runtime_matches_reference(spec, fra
     assert all(a + b <= plan.block_bytes <= budget for a, b in zip(sizes, sizes[1:]))
     assert plan.bound() == brute_force_best_bound(layers, budget)
     for strategy in ("all", "serial", "overlap"):
-        cycles, runner = run_abstract(plan, PROFILE, strategy)
+        cycles, runner = run_abstract(plan, PROFILE, strategy, contention=False)
         assert cycles == reference_times(plan, strategy), strategy
-    cycles, runner = run_abstract(plan, PROFILE, "overlap")
+    cycles, runner = run_abstract(plan, PROFILE, "overlap", contention=False)
     assert cycles == plan.bound() == pipeline_cycles(plan)   # compact layout: exactly the bound
     assert runner.peak_in_use <= plan.block_bytes
     place(plan, budget, "ring")
-    cycles, runner = run_abstract(plan, PROFILE, "overlap")
+    cycles, runner = run_abstract(plan, PROFILE, "overlap", contention=False)
     assert cycles == reference_times(plan, "overlap") == pipeline_cycles(plan)
     assert runner.peak_in_use <= budget
 
@@ -102,8 +102,8 @@ def test_overlap_is_close_to_the_bound_and_beats_load_then_run_when_balanced():
     c = load_cycles(20000)
     layers = make_layers([(w, c, 0) for w, _, _ in spec])
     plan = divide(layers, 60000, load_cycles, ["latency"])
-    t_over, _ = run_abstract(plan, PROFILE, "overlap")
-    t_all, _ = run_abstract(plan, PROFILE, "all")
+    t_over, _ = run_abstract(plan, PROFILE, "overlap", contention=False)
+    t_all, _ = run_abstract(plan, PROFILE, "all", contention=False)
     assert t_over <= plan.bound() * 1.05
     assert t_all / t_over >= 1.6
 
@@ -113,16 +113,16 @@ def test_ring_placement_keeps_more_than_two_segments_in_flight():
     spec = [(8000, 600000, 0)] * 4 + [(8000, 10000, 0)] * 4
     layers = make_layers(spec)
     plan = divide(layers, 16032, load_cycles, ["latency"])
-    compact, _ = run_abstract(plan, PROFILE, "overlap")
+    compact, _ = run_abstract(plan, PROFILE, "overlap", contention=False)
     place(plan, 64000, mode="ring")
-    ring, runner = run_abstract(plan, PROFILE, "overlap")
+    ring, runner = run_abstract(plan, PROFILE, "overlap", contention=False)
     assert ring < compact
     assert runner.peak_in_use > 2 * 8000          # more than two segments resident at once
     assert ring == reference_times(plan, "overlap") == pipeline_cycles(plan)
     # the search finds a plan at least as fast, inside the budget
     best = plan_segments(layers, 64000, load_cycles)
     assert pipeline_cycles(best) <= ring and best.block_bytes <= 64000
-    assert run_abstract(best, PROFILE)[0] == pipeline_cycles(best)
+    assert run_abstract(best, PROFILE, contention=False)[0] == pipeline_cycles(best)
 
 
 def test_models_criterion_cuts_at_every_model_boundary():
@@ -182,7 +182,7 @@ def test_plan_round_trips_through_json_and_rejects_tampering(tmp_path):
     plan.to_json(path)
     again = SegmentPlan.from_json(str(path))
     assert again.to_dict() == plan.to_dict()
-    assert run_abstract(again, PROFILE)[0] == run_abstract(plan, PROFILE)[0]
+    assert run_abstract(again, PROFILE, contention=False)[0] == run_abstract(plan, PROFILE, contention=False)[0]
     bad = plan.to_dict()
     bad["segments"][1]["offset"] = bad["segments"][0]["offset"]
     with pytest.raises(PlanError, match="load over segment 0"):
@@ -194,10 +194,10 @@ def test_slow_flash_is_reported_with_the_timeline_so_far():
     plan = divide(layers, 30000, load_cycles)
     trace = Trace(PROFILE.clock_hz)
     with pytest.raises(SimulationFault, match="load seg 0.*deadline"):
-        run_abstract(plan, PROFILE, "overlap", bandwidth_scale=0.7, trace=trace)
+        run_abstract(plan, PROFILE, "overlap", bandwidth_scale=0.7, trace=trace, contention=False)
     assert trace.instants and trace.instants[0].name == "DMA late"
     # tolerated as a stall, it only costs time
-    slow, _ = run_abstract(plan, PROFILE, "overlap", bandwidth_scale=0.7, late="stall")
+    slow, _ = run_abstract(plan, PROFILE, "overlap", bandwidth_scale=0.7, late="stall", contention=False)
     assert slow > plan.bound()
 
 
@@ -274,7 +274,7 @@ def test_split_layers_cost_and_size_every_span_exactly_and_division_stays_optima
         t = pipeline_bound([load_cycles(s) for s in sizes], [reference_cycles(layers, a, b) for a, b in cuts])
         best = t if best is None else min(best, t)
     assert plan.bound() == best
-    assert run_abstract(plan, PROFILE, "overlap")[0] == pipeline_cycles(plan) == plan.bound()
+    assert run_abstract(plan, PROFILE, "overlap", contention=False)[0] == pipeline_cycles(plan) == plan.bound()
 
 
 def test_split_operators_run_bit_exact_on_the_real_kernels():

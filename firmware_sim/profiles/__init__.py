@@ -72,6 +72,12 @@ class DmaSpec:
     bandwidth: int          # bytes per second the engine itself moves
     memory_to_memory: bool
     source: str = ""
+    cpu_stall_per_word: float = 0.0   # expected CPU stall cycles per 32-bit word a transfer writes to RAM
+    contention_source: str = ""
+
+    def cpu_slowdown(self, bytes_per_s, clock_hz):
+        """Fraction by which a transfer moving bytes_per_s slows a CPU clocked at clock_hz."""
+        return self.cpu_stall_per_word * bytes_per_s / 4.0 / clock_hz
 
 
 @dataclasses.dataclass(frozen=True)
@@ -347,7 +353,9 @@ def profile_from_dict(data, path="<dict>", cores=None):
     dma = DmaSpec(channels=d.number("channels", positive=True, integer=True),
                   setup_cycles=d.number("setup_cycles", integer=True),
                   bandwidth=int(d.number("bandwidth_mb_s", positive=True) * MB),
-                  memory_to_memory=m2m, source=d.str("source", required=False, default=""))
+                  memory_to_memory=m2m, source=d.str("source", required=False, default=""),
+                  cpu_stall_per_word=d.number("cpu_stall_per_word", required=False, default=0.0),
+                  contention_source=d.str("contention_source", required=False, default=""))
 
     if "kernel_costs" not in data:
         raise ProfileError(f"{path}: missing field 'kernel_costs' (a core name from cores.json or a table)")
