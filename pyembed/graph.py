@@ -6,6 +6,8 @@ order, as SPEC section 5 describes, plus running it on the C graph runtime.
     g.tensors, g.operators, g.inputs, g.outputs, g.aliases, g.unsupported
     y = g.run(x)                              # list of outputs, bit-exact with TFLite
     values = g.run(x, keep_intermediates=True)  # {tensor index: value}
+    chain = g.layers(0, 5)                    # pyembed.layers objects of operators 0..5
+    part = g.subgraph(range(6))               # those operators as a Graph of their own
     rt = g.compile(plan)                      # the C tables on a planned arena
     arena = rt.new_arena(); rt.set_input(arena, 0, x)
     for step in range(len(rt.order)): rt.invoke_op(step, arena)
@@ -196,6 +198,51 @@ class Graph:
     def __repr__(self):
         return (f"Graph({self.name!r}, {len(self.operators)} operators, {len(self.tensors)} tensors, "
                 f"{len(self.unsupported)} unsupported)")
+
+    def layers(self, first_op=0, last_op=None, rounding="double"):
+        """The layer objects (pyembed.layers) computing operators
+        first_op..last_op: a pyembed.layers.LayerChain (see chain_from_graph)."""
+        from pyembed.layers import chain_from_graph
+        return chain_from_graph(self, first_op, last_op, rounding)
+
+    def subgraph(self, op_indices, outputs=None, name=None):
+        """A Graph of these operators alone (in the given order, renumbered
+        0..), over the same tensor list. Its inputs are the activations they
+        read but do not write; its outputs, unless given, the tensors they
+        write that other operators or the graph's outputs read (else the
+        last operator's outputs). For planning or running a part of a model."""
+        import dataclasses
+        picked = [int(i) for i in op_indices]
+        if not picked or any(not 0 <= i < len(self.operators) for i in picked) or len(set(picked)) != len(picked):
+            raise ArgumentError(f"op_indices: expected distinct operator indices in [0, {len(self.operators) - 1}], "
+                                f"got {op_indices!r}")
+        inside = set(picked)
+        ops = [dataclasses.replace(self.operators[i], index=k, inputs=list(self.operators[i].inputs),
+                                   outputs=list(self.operators[i].outputs)) for k, i in enumerate(picked)]
+        written = {t for op in ops for t in op.outputs if t >= 0}
+        inputs = []
+        for op in ops:
+            for t in op.inputs:
+                if t >= 0 and t not in written and t not in inputs and not self.tensors[t].is_constant \
+                        and self.tensors[t].dtype is not None:
+                    inputs.append(t)
+        if outputs is None:
+            cons = self.consumers()
+            outputs = [t for op in ops for t in op.outputs if t >= 0 and
+                       (t in self.outputs or any(j not in inside for j in cons.get(t, [])))]
+            outputs = outputs or [t for t in ops[-1].outputs if t >= 0]
+        else:
+            outputs = [int(t) for t in outputs]
+            if any(t not in written for t in outputs):
+                raise ArgumentError(f"outputs: expected tensors the operators write ({sorted(written)}), "
+                                    f"got {outputs}")
+        used = written | set(inputs)
+        aliases = {t: r for t, r in self.aliases.items() if t in used and r in used}
+        g = Graph(name or f"{self.name}[{picked[0]}..{picked[-1]}]", self.tensors, ops, inputs, outputs,
+                  source_path=self.source_path, aliases=aliases,
+                  unsupported=[(op.index, op.type) for op in ops if not op.supported],
+                  source_format=self.source_format)
+        return g
 
     # -- layout ------------------------------------------------------------
     def linear_layout(self, alignment=ALIGNMENT):

@@ -144,6 +144,22 @@ def softmax_params(beta, input_scale, integer_bits=5):
     return mult, shift, diff_min
 
 
+ADD_LEFT_SHIFT = 20  # TFLite's int8 ADD
+
+
+def add_rescale(scale1, scale2, output_scale, left_shift=ADD_LEFT_SHIFT):
+    """TFLite int8 ADD's fixed-point rescaling: both inputs to twice the
+    larger input scale, the sum back to the output scale. Returns
+    (input1_multiplier, input1_shift, input2_multiplier, input2_shift,
+    output_multiplier, output_shift). Doubling is exact in float32 and
+    float64 alike, so float32 scales give TFLite's values."""
+    twice_max = 2.0 * max(float(scale1), float(scale2))
+    m1, sh1 = quantize_multiplier(float(scale1) / twice_max)
+    m2, sh2 = quantize_multiplier(float(scale2) / twice_max)
+    mo, sho = quantize_multiplier(twice_max / ((1 << left_shift) * float(output_scale)))
+    return m1, sh1, m2, sh2, mo, sho
+
+
 def _multipliers(reals):
     ms, ss = [], []
     for r in reals:
@@ -426,11 +442,8 @@ def prepare_add(c):
     s1, z1 = c.qparams(a, "input 1")
     s2, z2 = c.qparams(b, "input 2")
     so, zo = c.qparams(y, "output")
-    left_shift = 20
-    twice_max = float(np.float32(2) * max(s1, s2))
-    m1, sh1 = quantize_multiplier(float(s1) / twice_max)
-    m2, sh2 = quantize_multiplier(float(s2) / twice_max)
-    mo, sho = quantize_multiplier(twice_max / ((1 << left_shift) * float(so)))
+    left_shift = ADD_LEFT_SHIFT
+    m1, sh1, m2, sh2, mo, sho = add_rescale(s1, s2, so, left_shift)
     act_min, act_max = activation_range(op.options.get("activation"), so, zo)
     op.params = {"activation": op.options.get("activation"), "act_min": act_min, "act_max": act_max,
                  "input1_offset": -z1, "input2_offset": -z2, "output_offset": zo, "left_shift": left_shift,

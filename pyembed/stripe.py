@@ -13,6 +13,10 @@ and every byte comes from one arena sized by a query (csrc/src/pe_stripe.c).
     patch_plan(layers, input_shape, ram_budget)  patch-based execution with
                                        recomputed halos (MCUNetV2), counted by a model
     random_network(rng, input_shape, ...), pixel_network(rng, ...)
+    executable_chain(graph, first_op)  the longest run of a model's operators
+                                       from first_op that the executor takes
+    chain_memory(chain, ...)           its stripe arena against the planner's
+                                       full-frame arena for the same operators
 
 Images are HWC int8 arrays (one image). Peak bytes of the stripe executor
 are what its arena query returns (or, after a run, the high-water marks it
@@ -31,8 +35,8 @@ from pyembed._ext import _stripe as _c
 from pyembed._validate import int_in_range
 from pyembed.errors import ArgumentError, PlanError, UnsupportedError
 from pyembed.layers import (Add, Conv2D, DepthwiseConv2D, Pointwise, Pool2D, Upsample2x,
-                            backward_intervals, infer_shapes, macs_per_tap, receptive_field,
-                            run_layers, valid_tap_count)
+                            backward_intervals, chain_from_graph, infer_shapes, macs_per_tap,
+                            receptive_field, run_layers, valid_tap_count)
 from pyembed.quant import quantize_multiplier_array
 
 DEFAULT_BLOCK = 16
@@ -217,6 +221,80 @@ def _peak_live(layers, sizes):
         live = sum(sizes[j] for j in range(min(i + 1, n - 1)) if last_use[j] >= i)
         peak = max(peak, live)
     return peak
+
+
+# ---------------------------------------------------------------------------
+# Chains of a model's operators (pyembed.layers.chain_from_graph)
+
+def executable_chain(graph, first_op=0, last_op=None, rounding="double"):
+    """The longest LayerChain of graph operators from first_op (at most up
+    to last_op) that the stripe executor runs: chain_from_graph, cut back
+    while check_network refuses it (a kernel larger than MAX_KERNEL, a
+    receptive field larger than the image, more than MAX_LAYERS layers).
+    Raises the executor's refusal if not even operator first_op alone runs."""
+    chain = chain_from_graph(graph, first_op, last_op, rounding)
+    while True:
+        try:
+            check_network(chain, chain.input_shape)
+            return chain
+        except (ArgumentError, UnsupportedError) as e:
+            if len(chain) == 1:
+                raise e from None
+        chain = chain_from_graph(graph, first_op, chain.ops[-2], rounding)
+
+
+@dataclass
+class ChainMemory:
+    """RAM of a chain of model operators, full-frame against stripes (bytes).
+
+    planned_arena: pyembed.planner's arena for running the operators
+      layer by layer on the C graph runtime (input, output, every
+      intermediate map and kernel scratch, 16-byte aligned), with
+      planned_lower_bound its liveness bound;
+    full_frame_peak: the intermediate maps alive at once (input and output
+      excluded), the quantity the stripe arena replaces;
+    stripe_arena: the C executor's arena query (line stores, temporaries,
+      branch stores); with the input and output images the caller keeps,
+      stripe_total = stripe_arena + input_bytes + output_bytes."""
+    layers: int
+    planned_arena: int
+    planned_lower_bound: int
+    full_frame_peak: int
+    input_bytes: int
+    output_bytes: int
+    stripe_width: int
+    block_width: int
+    stripe_arena: int
+    full_frame_macs: int
+    stripe_macs: int
+
+    @property
+    def stripe_total(self):
+        return self.stripe_arena + self.input_bytes + self.output_bytes
+
+    @property
+    def mac_overhead(self):
+        return self.stripe_macs / self.full_frame_macs - 1.0 if self.full_frame_macs else 0.0
+
+
+def chain_memory(chain, stripe_width=None, block_width=DEFAULT_BLOCK, time_limit=2.0):
+    """ChainMemory of a LayerChain (stripe_width None: one full-width
+    stripe). The planned arena comes from pyembed.planner.plan_graph on the
+    chain's operators alone (Graph.subgraph, the chain output as the only
+    output); the stripe figures from the executor's queries."""
+    from pyembed.planner import plan_graph
+    shape = chain.input_shape
+    net = compile_network(chain, shape)
+    out_w = net.output_shape()[1]
+    s, b = _widths(out_w if stripe_width is None else stripe_width, block_width)
+    sub = chain.graph.subgraph(chain.ops, outputs=[chain.output_tensor])
+    planned = plan_graph(sub, time_limit=time_limit)
+    return ChainMemory(layers=len(chain), planned_arena=int(planned.arena_size),
+                       planned_lower_bound=int(planned.lower_bound),
+                       full_frame_peak=full_frame_peak_bytes(chain, shape),
+                       input_bytes=int(np.prod(shape)), output_bytes=int(np.prod(chain.output_shape)),
+                       stripe_width=s, block_width=b, stripe_arena=net.buffer_size(s, b),
+                       full_frame_macs=full_frame_macs(chain, shape), stripe_macs=net.predict_macs(s))
 
 
 # ---------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from pyembed import stripe
 from pyembed._ext import _stripe as _c
 from pyembed.errors import ArgumentError, PlanError, ScratchError, UnsupportedError
 from pyembed.layers import (Add, Conv2D, DepthwiseConv2D, Pointwise, Pool2D, Upsample2x,
-                            infer_shapes, receptive_field, run_layers)
+                            from_operator, infer_shapes, receptive_field, run_layers)
 
 PEER = os.path.join(os.path.dirname(__file__), "..", "pyembed", "data", "peer_vectors", "cmsis_nn")
 
@@ -373,3 +373,249 @@ def test_bad_images_and_layers():
         Conv2D(np.zeros((2, 3, 3, 1), np.int8), None, np.ones(2, np.int32), np.full(2, 40, np.int32))
     with pytest.raises(ArgumentError, match="from_layer"):
         stripe.run_stripes([stripe.random_conv(1, 3, 3), Add(from_layer=5)], image(1, (8, 8, 3)), 4)
+
+
+# ---------------------------------------------------------------------------
+# Layer objects from a model's graph operators (pyembed.layers.from_operator /
+# chain_from_graph) through the stripe executor, against the C graph runtime
+
+MODELS = os.path.join(os.path.dirname(__file__), "..", "pyembed", "data", "models")
+_GRAPHS = {}
+
+
+def model(name):
+    from pyembed.graph import load_model
+    if name not in _GRAPHS:
+        _GRAPHS[name] = load_model(os.path.join(MODELS, name + ".tflite"))
+    return _GRAPHS[name]
+
+
+def model_input(g, seed):
+    t = g.tensors[g.inputs[0]]
+    return np.random.default_rng(seed).integers(-128, 128, size=t.shape).astype(np.int8)
+
+
+# (model, first operator, operators the executor is expected to take from there,
+# the reason the next one is refused)
+PREFIXES = [
+    ("tiny_vww_mobilenetv1_96_int8", 0, 15, "receptive field"),
+    ("tflm_person_detect_int8", 0, 15, "receptive field"),
+    ("tiny_kws_dscnn_int8", 1, 4, "receptive field"),   # operator 0 is a 10x4 convolution
+    ("tiny_ic_resnet8_int8", 0, 6, "reads tensor"),     # operator 6 reads operator 3's output
+]
+
+
+@pytest.mark.parametrize("name,first,n_ops,why", PREFIXES)
+def test_model_prefix_stripes_are_bit_exact_with_the_graph_runtime(name, first, n_ops, why):
+    g = model(name)
+    chain = stripe.executable_chain(g, first)
+    assert chain.ops == list(range(first, first + n_ops))
+    for seed in range(2):
+        values = g.run(model_input(g, seed), keep_intermediates=True)
+        x = chain.input_array(values)
+        # the numpy references of the layer objects, layer by layer
+        ref = run_layers(chain, x, keep_outputs=True)
+        for i, out in enumerate(ref.outputs):
+            assert_same(out, chain.output_array(values, i), f"{name} operator {chain.ops[i]} (numpy)")
+        want = chain.output_array(values)
+        ow = chain.output_shape[1]
+        for s, b in ((1, 1), (2, 5), (ow - 1 or 1, 16), (ow, 3)):
+            got, st = stripe.run_stripes(chain, x, s, b, return_stats=True)
+            assert_same(got, want, f"{name} operators {chain.ops[0]}..{chain.ops[-1]} stripe {s} block {b}")
+            assert st.macs == stripe.predict_macs(chain, x.shape, s)
+        # the first k operators, for every k
+        for k in range(1, n_ops):
+            part = g.layers(first, first + k - 1)
+            got = stripe.run_stripes(part, x, max(1, part.output_shape[1] // 2), 4)
+            assert_same(got, part.output_array(values), f"{name} first {k} operators")
+    # the chain stops where the executor (or the graph's wiring) stops
+    nxt = first + n_ops
+    with pytest.raises((ArgumentError, UnsupportedError), match=why):
+        longer = g.layers(first, nxt)
+        stripe.check_network(longer, longer.input_shape)
+
+
+def test_full_width_stripe_of_a_model_prefix_does_the_graph_runtimes_macs():
+    g = model("tiny_vww_mobilenetv1_96_int8")
+    chain = stripe.executable_chain(g)
+    st = stripe.run_stripes(chain, chain.input_array(g.run(model_input(g, 0), keep_intermediates=True)),
+                            chain.output_shape[1], return_stats=True)[1]
+    # the graph runtime's static count includes the taps on padding, which
+    # the executor skips: count those here per axis from the operator params
+    padded = 0
+    for i in chain.ops:
+        op = g.operators[i]
+        _, h, w, _ = g.tensors[op.inputs[0]].shape
+        _, oh, ow, oc = g.tensors[op.outputs[0]].shape
+        (kh, kw), (sh, sw), (pt, _, pl, _) = op.params["kernel"], op.params["stride"], op.params["pad"]
+        rows = [min(o * sh - pt + kh, h) - max(o * sh - pt, 0) for o in range(oh)]
+        cols = [min(o * sw - pl + kw, w) - max(o * sw - pl, 0) for o in range(ow)]
+        in_image = sum(rows) * sum(cols)
+        per_tap = oc * (1 if op.type == "DEPTHWISE_CONV_2D" else g.tensors[op.inputs[1]].shape[3])
+        padded += (oh * ow * kh * kw - in_image) * per_tap
+    assert padded > 0
+    assert st.macs == sum(g.operators[i].macs for i in chain.ops) - padded
+
+
+def test_model_prefix_in_single_rounding():
+    g = model("tiny_ic_resnet8_int8")
+    chain = g.layers(0, 5, rounding="single")
+    assert all(getattr(layer, "rounding", "single") == "single" for layer in chain)
+    values = g.run(model_input(g, 3), keep_intermediates=True, rounding="single")
+    double = g.run(model_input(g, 3), keep_intermediates=True)
+    want = chain.output_array(values)
+    assert not np.array_equal(want, chain.output_array(double))  # the rounding matters here
+    assert_same(stripe.run_stripes(chain, chain.input_array(values), 5, 3), want, "single rounding")
+
+
+def test_residual_add_reads_its_branch_from_the_right_layer():
+    g = model("tiny_ic_resnet8_int8")
+    chain = g.layers(0, 3)
+    add = chain[3]
+    assert isinstance(add, Add)
+    op = g.operators[3]
+    # the branch is operator 0's output, i.e. layer 0; the main input layer 2's
+    branch = next(t for t in op.inputs[:2] if t != chain.tensors[2])
+    assert add.from_layer == chain.tensors.index(branch) == 0
+    # from_operator alone: either input can be the main one, same result
+    values = g.run(model_input(g, 1), keep_intermediates=True)
+    a, b = (values[t][0] for t in op.inputs[:2])
+    want = values[op.outputs[0]][0]
+    for main, (x, y) in ((0, (a, b)), (1, (b, a))):
+        layer = from_operator(g, 3, main_input=main)
+        assert_same(layer.reference(x, y), want, f"ADD main input {main}")
+
+
+def test_every_pooling_and_conv_form_from_a_synthetic_model():
+    """3x3 conv (RELU6) -> 3x3/2 SAME max pool -> depthwise -> ADD whose main
+    path is its second input -> 2x2 VALID average pool -> 1x1 stride-2 conv:
+    layer objects built from the operators, run in stripes == graph runtime."""
+    g = synthetic_graph()
+    chain = g.layers()
+    assert [type(layer) for layer in chain] == [Conv2D, Pool2D, DepthwiseConv2D, Add, Pool2D, Conv2D]
+    assert [layer.kind for layer in chain if isinstance(layer, Pool2D)] == ["max", "avg"]
+    assert chain[3].from_layer == 1
+    for seed in range(3):
+        values = g.run(model_input(g, seed), keep_intermediates=True)
+        x = chain.input_array(values)
+        for i, out in enumerate(run_layers(chain, x, keep_outputs=True).outputs):
+            assert_same(out, chain.output_array(values, i), f"operator {i} (numpy)")
+        for s in (1, 2, 3):
+            for b in (1, 4):
+                assert_same(stripe.run_stripes(chain, x, s, b), chain.output_array(values), f"stripe {s} block {b}")
+
+
+def synthetic_graph():
+    from test_tflite_models import _build, _opts, _schema, _tensor
+    from pyembed.graph import load_tflite_bytes
+    S = _schema()
+    A = S.ActivationFunctionType
+    rng = np.random.default_rng(11)
+
+    def wq(shape, axis, n):
+        return _tensor(shape, scale=rng.uniform(0.004, 0.02, n), zp=np.zeros(n), axis=axis,
+                       data=rng.integers(-127, 128, shape))
+
+    def bias(n):
+        return _tensor((n,), np.int32, scale=np.zeros(n) + 1e-4, zp=np.zeros(n), data=rng.integers(-900, 900, n))
+
+    t = [_tensor((1, 13, 11, 3), scale=0.05, zp=-5),                       # 0 input
+         wq((6, 3, 3, 3), 0, 6), bias(6), _tensor((1, 13, 11, 6), scale=0.04, zp=-128),   # 1-3 conv
+         _tensor((1, 7, 6, 6), scale=0.04, zp=-128),                       # 4 max pool
+         wq((1, 3, 3, 6), 3, 6), bias(6), _tensor((1, 7, 6, 6), scale=0.03, zp=10),       # 5-7 depthwise
+         _tensor((1, 7, 6, 6), scale=0.06, zp=-3),                         # 8 add
+         _tensor((1, 6, 5, 6), scale=0.06, zp=-3),                         # 9 avg pool
+         wq((4, 1, 1, 6), 0, 4), bias(4), _tensor((1, 3, 3, 4), scale=0.05, zp=7)]        # 10-12 conv 1x1/2
+    ops = [
+        (S.BuiltinOperator.CONV_2D, [0, 1, 2], [3], S.BuiltinOptions.Conv2DOptions,
+         _opts("Conv2DOptionsT", padding=S.Padding.SAME, strideH=1, strideW=1, dilationHFactor=1,
+               dilationWFactor=1, fusedActivationFunction=A.RELU6)),
+        (S.BuiltinOperator.MAX_POOL_2D, [3], [4], S.BuiltinOptions.Pool2DOptions,
+         _opts("Pool2DOptionsT", padding=S.Padding.SAME, strideH=2, strideW=2, filterHeight=3, filterWidth=3)),
+        (S.BuiltinOperator.DEPTHWISE_CONV_2D, [4, 5, 6], [7], S.BuiltinOptions.DepthwiseConv2DOptions,
+         _opts("DepthwiseConv2DOptionsT", padding=S.Padding.SAME, strideH=1, strideW=1, depthMultiplier=1,
+               dilationHFactor=1, dilationWFactor=1)),
+        (S.BuiltinOperator.ADD, [4, 7], [8], S.BuiltinOptions.AddOptions,
+         _opts("AddOptionsT", fusedActivationFunction=A.RELU)),
+        (S.BuiltinOperator.AVERAGE_POOL_2D, [8], [9], S.BuiltinOptions.Pool2DOptions,
+         _opts("Pool2DOptionsT", padding=S.Padding.VALID, strideH=1, strideW=1, filterHeight=2, filterWidth=2)),
+        (S.BuiltinOperator.CONV_2D, [9, 10, 11], [12], S.BuiltinOptions.Conv2DOptions,
+         _opts("Conv2DOptionsT", padding=S.Padding.VALID, strideH=2, strideW=2, dilationHFactor=1,
+               dilationWFactor=1)),
+    ]
+    return load_tflite_bytes(_build(t, ops, [0], [12]), name="layers_synthetic")
+
+
+def test_global_average_pool_of_a_model_as_a_layer():
+    g = model("tiny_vww_mobilenetv1_96_int8")
+    op = g.operators[27]
+    layer = from_operator(g, op)
+    assert isinstance(layer, Pool2D) and layer.kind == "avg"
+    values = g.run(model_input(g, 2), keep_intermediates=True)
+    assert_same(layer.reference(values[op.inputs[0]][0]), values[op.outputs[0]][0], "AVERAGE_POOL_2D")
+
+
+def test_chain_memory_against_the_planner():
+    """The planner's full-frame arena for the same operators (input, output,
+    every map, kernel scratch) against the stripe arena plus the images."""
+    from pyembed.planner import check_plan, plan_graph
+    g = model("tiny_vww_mobilenetv1_96_int8")
+    chain = stripe.executable_chain(g)
+    mem = stripe.chain_memory(chain)
+    sub = g.subgraph(chain.ops, outputs=[chain.output_tensor])
+    # the subgraph runs by itself and gives the model's tensor
+    values = g.run(model_input(g, 4), keep_intermediates=True)
+    assert_same(sub.run(values[chain.input_tensor])[0][0], chain.output_array(values), "subgraph")
+    plan = plan_graph(sub)
+    check_plan(plan)
+    assert mem.planned_arena == plan.arena_size >= mem.planned_lower_bound
+    # the liveness bound, computed here from the operator list: a tensor lives
+    # from its producer (step 0 for the input) to its last reader, the output
+    # to the end, each operator's scratch during its step; 16-byte aligned
+    al = lambda n: -(-int(n) // 16) * 16  # noqa: E731
+    life = {chain.input_tensor: [0, 0]}
+    for step, i in enumerate(chain.ops):
+        for t in g.operators[i].inputs + g.operators[i].outputs:
+            if t >= 0 and not g.tensors[t].is_constant:
+                life.setdefault(t, [step, step])[1] = step
+    bound = max(sum(al(g.tensors[t].nbytes) for t, (a, b) in life.items() if a <= s <= b)
+                + al(g.operators[i].scratch_bytes) for s, i in enumerate(chain.ops))
+    assert mem.planned_lower_bound == bound
+    assert mem.input_bytes == g.tensors[chain.input_tensor].nbytes
+    assert mem.output_bytes == g.tensors[chain.output_tensor].nbytes
+    assert mem.stripe_arena == stripe.arena_size(chain, chain.input_shape, chain.output_shape[1])
+    assert mem.stripe_macs == mem.full_frame_macs and mem.mac_overhead == 0.0
+    # SPEC 4's point, on a real model: no whole intermediate map is stored
+    assert mem.stripe_total < mem.planned_arena
+    assert mem.stripe_arena < mem.full_frame_peak
+    narrow = stripe.chain_memory(chain, stripe_width=1, block_width=1)
+    assert narrow.stripe_arena < mem.stripe_arena and narrow.stripe_macs > mem.stripe_macs
+
+
+def test_operators_without_a_layer_object():
+    g = model("tiny_vww_mobilenetv1_96_int8")
+    with pytest.raises(UnsupportedError, match="FULLY_CONNECTED"):
+        from_operator(g, 29)
+    with pytest.raises(UnsupportedError, match="RESHAPE"):
+        g.layers(28)
+    with pytest.raises(ArgumentError, match="op"):
+        from_operator(g, 31)
+    with pytest.raises(ArgumentError, match="last_op"):
+        g.layers(5, 4)
+    # last_op None stops before the first operator that cannot join
+    assert g.layers(20).ops == list(range(20, 28))
+    r8 = model("tiny_ic_resnet8_int8")
+    with pytest.raises(UnsupportedError, match="not the previous layer's output"):
+        r8.layers(4, 6)
+    assert r8.layers(0).escaping == [r8.operators[3].outputs[0]]  # read by operator 6 too
+    with pytest.raises(UnsupportedError, match="one activation input"):
+        r8.layers(3)
+
+
+def test_dilated_convolution_has_no_layer_object():
+    from test_tflite_models import _build, _case_conv_dilated
+    from pyembed.graph import load_tflite_bytes
+    tensors, ops = _case_conv_dilated(np.random.default_rng(0))
+    g = load_tflite_bytes(_build(tensors, ops, [0], [len(tensors) - 1]), name="dilated")
+    with pytest.raises(UnsupportedError, match="dilation"):
+        from_operator(g, 0)
