@@ -18,6 +18,10 @@ Two ways to run it (see :func:`run_float`):
   values of its own inputs, so the difference isolates the error that layer
   alone adds (its requantization, saturation and fixed-point softmax).
 
+ONNX models quantized by ONNX Runtime lose the Relu after a convolution (the
+output's quantization clamps instead); where an ONNX operator's output range
+starts at real 0 the reference applies that Relu (see _with_implied_relu).
+
 QUANTIZE / DEQUANTIZE / int8 requantization are the identity on real values
 (the reference has no quantization error to model). Operators the runtime
 does not execute raise UnsupportedError, naming all of them.
@@ -198,9 +202,30 @@ def _softmax(op, x):
     return e / e.sum(axis=-1, keepdims=True)
 
 
+def _with_implied_relu(graph, op):
+    """ONNX Runtime's quantizer deletes a Relu that follows a Conv / Gemm / Add
+    and lets the output's QuantizeLinear clamp instead (zero point at the type's
+    minimum: nothing below real 0 is representable). The float network had the
+    Relu, so the reference puts it back for those operators of ONNX models."""
+    if getattr(graph, "source_format", "") != "onnx" or op.options.get("activation") is not None:
+        return op
+    if op.type not in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD"):
+        return op
+    t = graph.tensors[op.outputs[0]]
+    if not t.is_quantized or not np.issubdtype(t.dtype, np.integer) or t.zero_point is None:
+        return op
+    if int(t.zero_point[0]) != np.iinfo(t.dtype).min:
+        return op
+    import copy
+    op = copy.copy(op)
+    op.options = dict(op.options, activation="RELU")
+    return op
+
+
 def evaluate(graph, op, inputs):
     """One operator in float64. inputs: float64 arrays of op.inputs (None for
     absent optional inputs and constants). Returns the output's real values."""
+    op = _with_implied_relu(graph, op)
     out_t = graph.tensors[op.outputs[0]]
     x = inputs[0]
     kind = op.type

@@ -244,23 +244,50 @@ def test_single_operator_models_are_the_rounded_float_operator(case):
     rng = np.random.default_rng(11)
     tensors, ops = SYNTHETIC[case](rng)
     g = load_tflite_bytes(_build(tensors, ops, [0], [len(tensors) - 1]), name=case)
-    t_in = g.tensors[g.inputs[0]]
     for _ in range(3):
-        if t_in.dtype == np.float32:
-            x = rng.normal(0, 3, t_in.shape).astype(np.float32)
-        else:
-            x = rng.integers(-128, 128, t_in.shape, dtype=np.int8)
-        q = g.run(x, keep_intermediates=True)
-        ref = run_float(g, dequantize(t_in, x), feed="int8", int8_values=q)
-        for op in g.operators:
-            t = op.outputs[0]
-            tensor = g.tensors[t]
-            if tensor.dtype == np.float32:       # DEQUANTIZE: float32 of the exact real value
-                np.testing.assert_allclose(q[t], ref[t], rtol=1e-6)
-                continue
-            scale, zp = float(tensor.scale[0]), int(tensor.zero_point[0])
-            err = np.abs(q[t] - np.clip(ref[t] / scale + zp, -128, 127))
-            assert err.max() <= _rounding_bound(op), (case, op.type, err.max())
+        _assert_layers_are_rounded_float(g, rng, case)
+
+
+def _assert_layers_are_rounded_float(g, rng, label):
+    t_in = g.tensors[g.inputs[0]]
+    if t_in.dtype == np.float32:
+        x = rng.normal(0, 3, t_in.shape).astype(np.float32)
+    else:
+        x = rng.integers(-128, 128, t_in.shape, dtype=np.int8)
+    rt = g.compile()                     # internal (NHWC) layout for ONNX graphs too
+    arena = rt.new_arena()
+    rt.set_input(arena, 0, x)
+    q = {g.inputs[0]: x}
+    for step, opi in enumerate(rt.order):
+        rt.invoke_op(step, arena)
+        q[g.operators[opi].outputs[0]] = rt.tensor_value(arena, g.operators[opi].outputs[0])
+    ref = run_float(g, dequantize(t_in, x), feed="int8", int8_values=q)
+    for op in g.operators:
+        t = op.outputs[0]
+        tensor = g.tensors[t]
+        if tensor.dtype == np.float32:       # DEQUANTIZE: float32 of the exact real value
+            np.testing.assert_allclose(q[t], ref[t], rtol=1e-6)
+            continue
+        scale, zp = float(tensor.scale[0]), int(tensor.zero_point[0])
+        err = np.abs(q[t] - np.clip(ref[t] / scale + zp, -128, 127))
+        assert err.max() <= _rounding_bound(op), (label, op.index, op.type, err.max())
+
+
+@pytest.mark.parametrize("fmt", ["QDQ", "QOperator"])
+def test_onnx_runtime_quantized_models(tmp_path, fmt):
+    """ONNX models written by ONNX Runtime's quantizer (its Relu folded into the output
+    quantization, which the reference puts back): every layer is the rounded float layer, the
+    whole model tracks the float network, and the TFLite oracles are declared not applicable."""
+    pytest.importorskip("onnxruntime")
+    from test_onnx import ort_quantized
+    g = load_model(ort_quantized(tmp_path, fmt))
+    rng = np.random.default_rng(4)
+    for _ in range(2):
+        _assert_layers_are_rounded_float(g, rng, fmt)
+    rep = check_accuracy(g, n=3)
+    assert [o.status for o in rep.oracles] == ["not applicable"]
+    conv = [r for r in rep.layers["per_layer"] if r.type in ("CONV_2D", "DEPTHWISE_CONV_2D")]
+    assert conv and all(r.max_abs_lsb <= 0.52 for r in conv)
 
 
 # -- the report ------------------------------------------------------------------------------------
