@@ -68,18 +68,30 @@ def plot_memory_map(plan, path, title=None):
         regions = [(0, plan.regions[0])]
     steps = max(1, plan.problem.num_steps)
     fig, axes = plt.subplots(len(regions), 1, figsize=(10, 3.2 * len(regions) + 0.6), squeeze=False)
+    from pyembed.planner.report import used_overlaps
+    shades = ("#8fbf5a", "#5e9c3a", "#b5d98f")      # neighbouring activations in different greens
     for ax, (k, reg) in zip(axes[:, 0], regions):
         top = max(1, used.get(reg.name, 0))
+        n_act = 0
         for i, b in enumerate(plan.buffers):
             rk, off = plan.placement[i]
             if rk != k or b.size == 0:
                 continue
+            colour = _KIND_COLOURS.get(b.kind, "#999999")
+            if b.kind == "activation":
+                colour = shades[n_act % len(shades)]
+                n_act += 1
             ax.add_patch(Rectangle((b.first - 0.45, off / 1024), b.last - b.first + 0.9, b.size / 1024,
-                                   facecolor=_KIND_COLOURS.get(b.kind, "#999999"), edgecolor="black",
-                                   linewidth=0.5, alpha=0.85))
+                                   facecolor=colour, edgecolor="black", linewidth=0.6, alpha=0.9))
             if b.size / top > 0.06 and (b.last - b.first + 1) / steps > 0.05:
                 ax.text((b.first + b.last) / 2, (off + b.size / 2) / 1024, _short(b), ha="center",
                         va="center", fontsize=6, clip_on=True)
+        for ov, shared in used_overlaps(plan):
+            if plan.placement[ov.src][0] != k:
+                continue
+            lo = max(plan.placement[ov.src][1], plan.placement[ov.dst][1])
+            ax.add_patch(Rectangle((ov.step - 0.45, lo / 1024), 0.9, shared / 1024, facecolor="none",
+                                   edgecolor="#c0262d", hatch="////", linewidth=0.8))
         ax.set_xlim(-0.6, steps - 0.4)
         ax.set_ylim(0, top / 1024 * 1.04)
         cap = f" of {reg.size / 1024:.0f} KiB" if reg.size else ""
@@ -88,8 +100,11 @@ def plot_memory_map(plan, path, title=None):
         ax.grid(alpha=0.25)
     axes[-1, 0].set_xlabel("execution step (operator)")
     kinds = sorted({b.kind for b in plan.buffers})
-    fig.legend(handles=[Patch(facecolor=_KIND_COLOURS.get(kd, "#999999"), edgecolor="black", label=kd)
-                        for kd in kinds], loc="upper right", fontsize="small", ncol=len(kinds))
+    handles = [Patch(facecolor=_KIND_COLOURS.get(kd, "#999999"), edgecolor="black", label=kd) for kd in kinds]
+    if used_overlaps(plan):
+        handles.append(Patch(facecolor="none", edgecolor="#c0262d", hatch="////",
+                             label="output over its input (proven)"))
+    fig.legend(handles=handles, loc="upper right", fontsize="small", ncol=len(handles))
     fig.suptitle(title or f"{plan.graph_name}: where each buffer lives", x=0.01, ha="left", fontsize=11)
     fig.tight_layout(rect=(0, 0, 1, 0.95))
     fig.savefig(path, dpi=110)
