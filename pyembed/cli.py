@@ -67,6 +67,13 @@ class _Group(click.Group):
         except KeyboardInterrupt:
             click.echo("pyembed: interrupted", err=True)
             ctx.exit(130)
+        except BrokenPipeError:
+            # the reader went away (pyembed ... | head): stop quietly, as Unix tools do
+            try:
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            except (OSError, ValueError, io.UnsupportedOperation):
+                pass
+            ctx.exit(EXIT_OK)
         except Exception as e:   # noqa: BLE001 - every failure ends in one clean line
             if _debug(ctx):
                 raise
@@ -481,7 +488,8 @@ def profiles_command(names, as_json):
     for p in profs:
         d = _profile_dict(p)
         rams = ", ".join(f"{r.name} {r.size // 1024}K" for r in p.ram_regions())
-        click.echo(f"{p.name:<14} {p.part.split(' (')[0][:24]:<24} {p.core:<13} {p.clock_hz / 1e6:>5g} {d['ram_bytes'] // 1024:>7} "
+        part = p.part.split(" (")[0][:24]
+        click.echo(f"{p.name:<14} {part:<24} {p.core:<13} {p.clock_hz / 1e6:>5g} {d['ram_bytes'] // 1024:>7} "
                    f"{d['flash_bytes'] // 1024:>9}  {rams}")
     click.echo("details: pyembed profiles NAME; add parts as JSON files on $PYEMBED_PROFILE_PATH")
 

@@ -132,7 +132,8 @@ def _windows(x, k_hw, stride, dilation, pads, out_hw, fill):
         y0 = ky * dilation[0]
         for kx in range(k_hw[1]):
             x0 = kx * dilation[1]
-            yield ky, kx, xp[:, y0:y0 + (oh - 1) * stride[0] + 1:stride[0], x0:x0 + (ow - 1) * stride[1] + 1:stride[1], :]
+            yield ky, kx, xp[:, y0:y0 + (oh - 1) * stride[0] + 1:stride[0],
+                             x0:x0 + (ow - 1) * stride[1] + 1:stride[1], :]
 
 
 # -- operators ------------------------------------------------------------------------
@@ -160,7 +161,8 @@ def _conv(graph, op, x, depthwise):
         else:
             per = cout // groups
             for g in range(groups):
-                acc[..., g * per:(g + 1) * per] += slab[..., g * kin:(g + 1) * kin] @ w[g * per:(g + 1) * per, ky, kx, :].T
+                outs, ins = slice(g * per, (g + 1) * per), slice(g * kin, (g + 1) * kin)
+                acc[..., outs] += slab[..., ins] @ w[outs, ky, kx, :].T
     acc += _bias(graph, op, 2, graph.tensors[op.inputs[0]], w_t, cout)
     return _activation(acc, o.get("activation"))
 

@@ -199,8 +199,8 @@ class _Doc:
                      for i, h in enumerate(head))
         body = []
         for k, row in enumerate(rows):
-            tds = "".join(f'<td class="l">{html.escape(str(v))}</td>' if i in left else f"<td>{html.escape(str(v))}</td>"
-                          for i, v in enumerate(row))
+            tds = "".join(f'<td class="l">{html.escape(str(v))}</td>' if i in left
+                          else f"<td>{html.escape(str(v))}</td>" for i, v in enumerate(row))
             cls = ' class="flag"' if flags and flags[k] else ""
             body.append(f"<tr{cls}>{tds}</tr>")
         self.html.append(f"<table><tr>{th}</tr>{''.join(body)}</table>")
@@ -263,8 +263,9 @@ def write_report(outdir, graph, result, plan=None, accuracy=None, bit_exact=None
             checks.append((o.name, o.status + (f" ({o.mismatches} of {o.elements} differ)" if o.mismatches else ""),
                            o.status != "mismatch"))
     if checks:
-        d.raw("<ul>" + "".join(f'<li>{html.escape(a)}: <span class="{"ok" if ok else "bad"}">{html.escape(b)}</span></li>'
-                               for a, b, ok in checks) + "</ul>",
+        items = "".join(f'<li>{html.escape(a)}: <span class="{"ok" if ok else "bad"}">{html.escape(b)}</span></li>'
+                        for a, b, ok in checks)
+        d.raw(f"<ul>{items}</ul>",
               "\n".join(f"* {a}: **{b}**" for a, b, _ in checks) + "\n")
     rows = []
     for r, spec in p.regions.items():

@@ -131,7 +131,8 @@ def test_float_conv_matches_a_per_output_loop(g, kind, act):
             "activation": act}
     op = Operator(0, "DEPTHWISE_CONV_2D" if kind == "depthwise" else "CONV_2D", [0, 1, 2], [3], options=opts)
     graph = Graph("one", tensors, [op], [0], [3])
-    w_real = wq.astype(np.float64) * ws.astype(np.float64).reshape((1, 1, 1, -1) if kind == "depthwise" else (-1, 1, 1, 1))
+    per_channel = (1, 1, 1, -1) if kind == "depthwise" else (-1, 1, 1, 1)
+    w_real = wq.astype(np.float64) * ws.astype(np.float64).reshape(per_channel)
     b_real = bq * float(np.float32(0.05)) * ws.astype(np.float64)   # unquantized bias: input_scale * weight_scale
     want = _loop_conv(x, w_real, b_real, g["stride"], g["dil"], g["rule"], g["explicit"], kind == "depthwise", act)
     tensors[3].shape = want.shape
