@@ -110,7 +110,7 @@ def _check_padding(padding, kernel):
 
 
 def _win_out(d, k, s, p0, p1):
-    return (d + p0 + p1 - k) // s + 1
+    return ops.padded_out_size(d, k, s, p0, p1)
 
 
 def _windows(x, kernel, stride, pad, fill):

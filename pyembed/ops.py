@@ -123,6 +123,12 @@ def out_size(padding, size, kernel, stride, dilation=1):
     raise Unsupported(f"padding {padding!r}")
 
 
+def padded_out_size(size, kernel, stride, before, after, dilation=1):
+    """Output length along one axis with explicit padding (floor rule)."""
+    eff = (kernel - 1) * dilation + 1
+    return (size + before + after - eff) // stride + 1
+
+
 def pad_amounts(padding, size, kernel, stride, dilation, out):
     """(before, after) padding along one axis, as TFLite computes it."""
     eff = (kernel - 1) * dilation + 1
@@ -187,10 +193,8 @@ def _geometry(c, o, hw, k, stride, dilation):
         t, l, b, r = (int(v) for v in o["explicit_pad"])
         if min(t, l, b, r) < 0:
             raise c.error(f"negative padding {(t, l, b, r)}")
-        outs = []
-        for ax, (lo, hi) in enumerate(((t, b), (l, r))):
-            eff = (k[ax] - 1) * dilation[ax] + 1
-            outs.append((hw[ax] + lo + hi - eff) // stride[ax] + 1)
+        outs = [padded_out_size(hw[ax], k[ax], stride[ax], lo, hi, dilation[ax])
+                for ax, (lo, hi) in enumerate(((t, b), (l, r)))]
         return tuple(outs), (t, b, l, r)
     oh = out_size(o["padding"], hw[0], k[0], stride[0], dilation[0])
     ow = out_size(o["padding"], hw[1], k[1], stride[1], dilation[1])

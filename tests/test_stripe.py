@@ -619,3 +619,16 @@ def test_dilated_convolution_has_no_layer_object():
     g = load_tflite_bytes(_build(tensors, ops, [0], [len(tensors) - 1]), name="dilated")
     with pytest.raises(UnsupportedError, match="dilation"):
         from_operator(g, 0)
+
+
+def test_benchmark_model_prefix_section(capsys):
+    from pyembed.bench import stripe as bench
+    assert bench.main(["--only-models", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["model_prefixes"]
+    assert [r["model"] for r in rows] == [m for m, _ in bench.MODEL_PREFIXES]
+    for r in rows:
+        assert r["stripe"]["bit_exact"] is True and all(n["bit_exact"] is True for n in r["narrow"])
+        assert r["stripe"]["mac_overhead"] == 0.0
+        assert r["stripe"]["total_bytes"] == r["stripe"]["arena_bytes"] + r["input_bytes"] + r["output_bytes"]
+    text = bench.render({"model_prefixes": rows})
+    assert "tiny_vww_mobilenetv1_96_int8: operators 0..14 (15 layers)" in text

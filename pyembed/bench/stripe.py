@@ -18,6 +18,18 @@ random VGA image. Figures and where they come from:
   not run.
 The network input and output images are the caller's in every scheme and
 are not counted.
+
+Real model prefixes (--models, on by default; --only-models skips the VGA
+network): for each bundled model, the longest run of its first operators
+the stripe executor takes (pyembed.stripe.executable_chain, layer objects
+built from the graph's operators by pyembed.layers), run in stripes on a
+random input and compared bit for bit with the C graph runtime's tensor at
+that point (graph.run(x, keep_intermediates=True)). Memory: the planner's
+arena for those operators run full frame, layer by layer
+(pyembed.planner.plan_graph on Graph.subgraph: input, output, every map and
+kernel scratch), against the stripe arena (the executor's query) plus the
+input and output images; MACs: the executor's counter against the numpy
+full-frame reference's count.
 """
 import argparse
 import time
@@ -26,6 +38,11 @@ import numpy as np
 
 from pyembed import stripe
 from pyembed.bench.common import emit, table
+
+# (model, first operator): KWS's operator 0 is a 10x4 convolution, larger
+# than the executor's 7x7 kernels, so its chain starts at operator 1
+MODEL_PREFIXES = (("tiny_vww_mobilenetv1_96_int8", 0), ("tflm_person_detect_int8", 0),
+                  ("tiny_kws_dscnn_int8", 1), ("tiny_ic_resnet8_int8", 0))
 
 
 def _run(layers, x, s, b, reference):
@@ -126,11 +143,96 @@ def measure(height=480, width=640, budgets=(65536, 32768, 16384), seed=0, refere
     return res
 
 
+def measure_models(prefixes=MODEL_PREFIXES, seed=0, block=stripe.DEFAULT_BLOCK):
+    """The real-model prefix section (see the module comment)."""
+    from pyembed.data import model_path
+    from pyembed.graph import load_model
+    rows = []
+    for name, first in prefixes:
+        g = load_model(model_path(name))
+        chain = stripe.executable_chain(g, first)
+        t = g.tensors[g.inputs[0]]
+        xin = np.random.default_rng(seed).integers(-128, 128, size=t.shape).astype(np.int8)
+        values = g.run(xin, keep_intermediates=True)
+        x, want = chain.input_array(values), chain.output_array(values)
+        refused = None
+        if chain.ops[-1] + 1 < len(g.operators):
+            try:
+                longer = g.layers(first, chain.ops[-1] + 1)
+                stripe.check_network(longer, longer.input_shape)
+            except (stripe.ArgumentError, stripe.UnsupportedError) as e:
+                refused = str(e)
+        full = stripe.chain_memory(chain, None, block)
+        got, st, dt, exact = _run(chain, x, full.stripe_width, block, want)
+        net = stripe.compile_network(chain, chain.input_shape)
+        ow = full.stripe_width
+        # least arena over every stripe width (block 1), and least within 10 % extra MACs
+        cands = [(net.buffer_size(w, 1), net.predict_macs(w), w) for w in range(1, ow + 1)]
+        least = min(cands)
+        within = _best_within(cands, 1.10 * full.full_frame_macs)
+        narrow = []
+        for cand in {least, within} - {None}:
+            _, nst, _, nexact = _run(chain, x, cand[2], 1, want)
+            narrow.append({"stripe_width": cand[2], "block_width": 1, "arena_bytes": nst.arena_bytes,
+                           "macs": nst.macs, "mac_overhead": nst.macs / full.full_frame_macs - 1.0,
+                           "bit_exact": nexact})
+        narrow.sort(key=lambda r: r["arena_bytes"])
+        rows.append({
+            "model": name, "operators": [chain.ops[0], chain.ops[-1]], "layers": len(chain),
+            "kinds": [type(layer).__name__ for layer in chain],
+            "input": list(chain.input_shape), "output": list(chain.output_shape), "next_refused": refused,
+            "planned_arena": full.planned_arena, "planned_lower_bound": full.planned_lower_bound,
+            "full_frame_peak": full.full_frame_peak, "input_bytes": full.input_bytes,
+            "output_bytes": full.output_bytes, "full_frame_macs": full.full_frame_macs,
+            "graph_runtime_macs": int(sum(g.operators[i].macs for i in chain.ops)),
+            "stripe": {"stripe_width": full.stripe_width, "block_width": block, "arena_bytes": st.arena_bytes,
+                       "touched_bytes": st.peak_bytes, "total_bytes": full.stripe_total, "macs": st.macs,
+                       "mac_overhead": st.macs / full.full_frame_macs - 1.0, "bit_exact": exact, "seconds": dt},
+            "narrow": narrow,
+        })
+    return rows
+
+
+def render_models(rows):
+    lines = ["real model prefixes: the first operators the stripe executor takes, layer objects built from",
+             "the graph (pyembed.layers), bit-exact against graph.run's tensor at that point; full frame =",
+             "the planner's arena for those operators (input + output + maps + kernel scratch)"]
+    for r in rows:
+        s = r["stripe"]
+        lines.append("")
+        lines.append(f"{r['model']}: operators {r['operators'][0]}..{r['operators'][1]} ({r['layers']} layers), "
+                     f"{tuple(r['input'])} -> {tuple(r['output'])}")
+        if r["next_refused"]:
+            lines.append(f"  stops before operator {r['operators'][1] + 1}: {r['next_refused']}")
+        lines.append(f"  full frame: planned arena {r['planned_arena']} B (liveness bound "
+                     f"{r['planned_lower_bound']} B; intermediate maps alone {r['full_frame_peak']} B), "
+                     f"{r['full_frame_macs']} MACs on image taps ({r['graph_runtime_macs']} with padding taps)")
+        lines.append(f"  stripe (one full-width stripe, block {s['block_width']}): arena {s['arena_bytes']} B "
+                     f"(touched {s['touched_bytes']} B) + input {r['input_bytes']} B + output {r['output_bytes']} B "
+                     f"= {s['total_bytes']} B = {100.0 * s['total_bytes'] / r['planned_arena']:.1f} % of the "
+                     f"planned arena; extra MACs {_pct(s['mac_overhead'])}; bit-exact: {s['bit_exact']}")
+        for n in r["narrow"]:
+            total = n["arena_bytes"] + r["input_bytes"] + r["output_bytes"]
+            lines.append(f"  stripe width {n['stripe_width']}, block {n['block_width']}: arena {n['arena_bytes']} B "
+                         f"(with the images {total} B = {100.0 * total / r['planned_arena']:.1f} %), "
+                         f"extra MACs {_pct(n['mac_overhead'])}; bit-exact: {n['bit_exact']}")
+    return "\n".join(lines)
+
+
 def _pct(v):
     return f"{100.0 * v:.2f} %"
 
 
 def render(r):
+    parts = []
+    if "network" in r:
+        parts.append(render_pixel(r))
+    if "model_prefixes" in r:
+        parts.append(render_models(r["model_prefixes"]))
+    return "\n\n".join(parts)
+
+
+def render_pixel(r):
     n = r["network"]
     ff = r["full_frame"]
     fw = r["stripe_full_width"]
@@ -191,8 +293,12 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-reference", action="store_true",
                     help="skip the numpy full-frame run (compare with the full-width stripe instead)")
+    ap.add_argument("--no-models", action="store_true", help="skip the real model prefixes")
+    ap.add_argument("--only-models", action="store_true", help="only the real model prefixes")
     a = ap.parse_args(argv)
     budgets = [int(v) for v in a.budgets.split(",") if v.strip()]
-    res = measure(a.height, a.width, budgets, a.seed, reference=not a.no_reference)
+    res = {} if a.only_models else measure(a.height, a.width, budgets, a.seed, reference=not a.no_reference)
+    if not a.no_models:
+        res["model_prefixes"] = measure_models(seed=a.seed)
     emit(res, a.json, render)
     return 0
