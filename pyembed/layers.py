@@ -20,6 +20,18 @@ layer's input size by ``resolve_padding``. A padded tap is skipped, which is
 the same as padding with the input zero point. ``infer_shapes`` checks that a
 chain of layers fits together and returns every layer's input and output
 shape; ``receptive_field`` gives the input pixels one output pixel sees.
+
+From a model (pyembed.graph): ``from_operator(graph, op)`` builds the layer
+computing one CONV_2D / DEPTHWISE_CONV_2D / AVERAGE_POOL_2D / MAX_POOL_2D /
+ADD operator from the kernel parameters pyembed.ops derived at load (the
+graph runtime's own), and ``chain_from_graph(graph, first, last)`` (or
+``Graph.layers``) the LayerChain of consecutive operators, ready for the
+stripe executor:
+
+    chain = graph.layers(0, 14)
+    values = graph.run(x, keep_intermediates=True)
+    y = pyembed.stripe.run_stripes(chain, chain.input_array(values), 4)
+    # y == chain.output_array(values), bit for bit
 """
 from __future__ import annotations
 

@@ -632,3 +632,25 @@ def test_benchmark_model_prefix_section(capsys):
         assert r["stripe"]["total_bytes"] == r["stripe"]["arena_bytes"] + r["input_bytes"] + r["output_bytes"]
     text = bench.render({"model_prefixes": rows})
     assert "tiny_vww_mobilenetv1_96_int8: operators 0..14 (15 layers)" in text
+
+
+def test_onnx_model_prefix_with_explicit_padding(tmp_path):
+    """An ONNX graph (explicit pads, weights turned NHWC by the importer):
+    QLinearConv, depthwise QLinearConv stride 2, MaxPool, global average pool."""
+    import onnx
+    from test_onnx import qoperator_model
+    from pyembed.graph import load_model
+    path = str(tmp_path / "qop.onnx")
+    onnx.save(qoperator_model(np.random.default_rng(0)), path)
+    g = load_model(path)
+    chain = stripe.executable_chain(g, 1)
+    assert chain.ops == [1, 2, 3]  # with the global pool the receptive field (15) exceeds the 12x12 image
+    assert [type(layer) for layer in chain] == [Conv2D, DepthwiseConv2D, Pool2D]
+    gap = from_operator(g, 4)
+    for seed in range(2):
+        x = np.random.default_rng(seed).normal(0, 2, (1, 3, 12, 12)).astype(np.float32)
+        values = g.run(x, keep_intermediates=True)
+        for s in (1, 2, 3):
+            assert_same(stripe.run_stripes(chain, chain.input_array(values), s, 2), chain.output_array(values),
+                        f"ONNX chain stripe {s}")
+        assert_same(gap.reference(chain.output_array(values)), values[g.operators[4].outputs[0]][0], "ONNX GAP")
