@@ -1,12 +1,16 @@
 """The cycle cost model: what a kernel call costs on a profile's core.
 
     cycles = call_cycles + cycles_per_mac * macs + cycles_per_element * output elements
+             + cycles_per_patch * im2col elements
              + sum over operands of words * the wait cycles of the operand's region
 
-The three coefficients come per kernel class (conv, depthwise, fc, pool,
-eltwise, softmax, copy, alias, other) from the profile's cost table
+The coefficients come per kernel class (conv, depthwise, fc, pool, eltwise,
+softmax, copy, alias, other) from the profile's cost table
 (firmware_sim/profiles/cores.json). ``macs`` is the operator's own count from
-the graph (elements for element-wise operators). Wait cycles make a kernel
+the graph (elements for element-wise operators). im2col elements are what a
+CMSIS-NN style convolution with a kernel larger than 1x1 gathers before its
+matrix multiply: out pixels x kh x kw x input channels per group (``patch_elements``);
+a 1x1 convolution multiplies its input in place. Wait cycles make a kernel
 whose weights sit in slow flash (or are executed in place from QSPI) cost more
 than the same kernel on weights copied to RAM.
 
@@ -35,6 +39,19 @@ KERNEL_CLASS = {
 }
 
 
+def patch_elements(graph, op):
+    """im2col elements of a CONV_2D whose kernel is larger than 1x1 (0 otherwise)."""
+    if op.type != "CONV_2D" or not op.params:
+        return 0
+    kh, kw = op.params.get("kernel", (1, 1))
+    if kh * kw <= 1:
+        return 0
+    y = graph.tensors[op.outputs[0]]
+    w = graph.tensors[op.inputs[1]]
+    pixels = int(np.prod(y.shape)) // int(y.shape[-1])
+    return pixels * int(kh) * int(kw) * int(w.shape[-1])
+
+
 def kernel_class(op_type, aliased=False):
     """Cost-table class of an operator type; an aliased RESHAPE costs only its call."""
     if aliased:
@@ -50,6 +67,7 @@ class OpCost:
     elements: int
     compute_cycles: float
     memory_cycles: float
+    patches: int = 0
 
 
 class CostModel:
@@ -57,10 +75,11 @@ class CostModel:
         self.profile = profile
         self.scale = float(scale)   # a global factor, e.g. for "what if 20 % slower" studies
 
-    def cycles(self, kclass, macs=0, elements=0, operands=()):
+    def cycles(self, kclass, macs=0, elements=0, operands=(), patches=0):
         """Cost of one kernel call. operands: (region name, nbytes, "r" or "w") triples."""
         k = self.profile.kernel_cost(kclass)
-        compute = k.call_cycles + k.cycles_per_mac * macs + k.cycles_per_element * elements
+        compute = (k.call_cycles + k.cycles_per_mac * macs + k.cycles_per_element * elements
+                   + k.cycles_per_patch * patches)
         mem = 0.0
         for region, nbytes, mode in operands:
             if region is None or nbytes <= 0:
@@ -69,7 +88,7 @@ class CostModel:
             wait = r.read_wait if mode == "r" else r.write_wait
             mem += wait * math.ceil(nbytes / 4)
         total = int(math.ceil((compute + mem) * self.scale))
-        return OpCost(total, kclass, int(macs), int(elements), compute, mem)
+        return OpCost(total, kclass, int(macs), int(elements), compute, mem, int(patches))
 
     def op_cost(self, graph, op, locate=None):
         """Cost of graph operator ``op``. locate(tensor index) -> region name where the
@@ -88,7 +107,8 @@ class CostModel:
             for t in op.outputs:
                 if t >= 0:
                     operands.append((self._where(graph.tensors[t], locate), graph.tensors[t].nbytes, "w"))
-        return self.cycles(kclass, int(getattr(op, "macs", 0) or 0), elements, operands)
+        return self.cycles(kclass, int(getattr(op, "macs", 0) or 0), elements, operands,
+                           patch_elements(graph, op) if kclass == "conv" else 0)
 
     def _where(self, tensor, locate):
         if locate is not None:

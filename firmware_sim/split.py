@@ -19,7 +19,8 @@ is one kernel call over the channel slice:
   first gathered into a temporary of their own.
 
 Costs (``part_costs``): per call the kernel class's call cycles plus the wait
-cycles of reading the whole input again; per group its share of the MACs,
+cycles of reading the whole input again and a kxk convolution's im2col (each
+call gathers the whole patch matrix again); per group its share of the MACs,
 output elements and weight/output waits; when the piece is partial, the
 copies, charged as the cost table's ``copy`` class (per call + per element).
 A whole layer costs exactly what the unsplit operator costs.
@@ -136,7 +137,8 @@ def part_costs(cost_model, graph, op, groups, locate=None):
         spec = prof.region(r)
         return (spec.read_wait if mode == "r" else spec.write_wait) * nbytes / 4
 
-    call = int(round(k.call_cycles + wait(x, x.nbytes, "r")))
+    # per call: the call itself, reading the whole input again, and (a kxk convolution) its im2col
+    call = int(round(k.call_cycles + wait(x, x.nbytes, "r") + k.cycles_per_patch * whole.patches))
     strided = not output_contiguous(graph, op)
     gather = op.type == "DEPTHWISE_CONV_2D"
     split_call = int(round(cp.call_cycles * (int(strided) + int(gather))))

@@ -63,6 +63,7 @@ class KernelCost:
     call_cycles: float
     cycles_per_mac: float
     cycles_per_element: float
+    cycles_per_patch: float = 0.0    # per im2col element (conv with a kernel larger than 1x1), per call
 
 
 @dataclasses.dataclass(frozen=True)
@@ -285,7 +286,8 @@ def _core_table(name, cores, depth=0):
         f = _Fields(entry, where)
         sm = f.number("scale_mac", positive=True)
         so = f.number("scale_other", positive=True)
-        table = {c: KernelCost(k.call_cycles * so, k.cycles_per_mac * sm, k.cycles_per_element * so)
+        table = {c: KernelCost(k.call_cycles * so, k.cycles_per_mac * sm, k.cycles_per_element * so,
+                               k.cycles_per_patch * sm)
                  for c, k in base.items()}
         return table, entry.get("source", "")
     table = {}
@@ -298,7 +300,8 @@ def _core_table(name, cores, depth=0):
 
 def _kernel_cost(entry, where):
     f = _Fields(entry, where)
-    return KernelCost(f.number("call_cycles"), f.number("cycles_per_mac"), f.number("cycles_per_element"))
+    return KernelCost(f.number("call_cycles"), f.number("cycles_per_mac"), f.number("cycles_per_element"),
+                      f.number("cycles_per_patch", required=False, default=0.0))
 
 
 def profile_from_dict(data, path="<dict>", cores=None):

@@ -5,12 +5,21 @@
 For every (board, benchmark) pair with a published median throughput, the
 model is planned and run on the simulated board (real kernels, bit-exact
 outputs checked against ``graph.run``), and the simulated latency is printed
-beside the published one. ``--fit`` solves, per CPU core, for the
-cycles-per-MAC of the three MAC-heavy kernel classes (conv, depthwise, fc)
-that minimise the squared relative error over that core's benchmarks (the
-simulated cycles are linear in them); ``--write`` stores the fitted values in
-firmware_sim/profiles/cores.json, the one place they live. A cross-check row
-(STM32F746, SPEC section 8) is never fitted.
+beside the published one, with the leave-one-out prediction error beside the
+in-sample one.
+
+The cost model of the MAC-heavy kernels (conv, depthwise, fc) is physical in
+shape: per call, per MAC of each class, per im2col element of a kxk
+convolution and per output element (requantization), with the relative costs
+of those units fixed from instruction counts of the CMSIS-NN inner loops
+(``STRUCTURE``). Only one number per CPU core is fitted to the published
+latencies: the cycles of one convolution-MAC unit (it absorbs the core's
+instructions per cycle and the vendor library's efficiency). ``--fit`` solves
+for it per core (least squares on relative error), ``--write`` stores the
+class tables it implies in firmware_sim/profiles/cores.json, the one place
+they live. Three variants of the model are compared on in-sample and
+leave-one-out error (the previous 3-free-parameter fit among them). A
+cross-check row (STM32F746, SPEC section 8) is never fitted.
 """
 import argparse
 import json
@@ -39,6 +48,37 @@ PUBLISHED = [
 ]
 FITTED_CLASSES = ("conv", "depthwise", "fc")
 
+# The relative cost of the MAC-heavy kernels' work, in units of one convolution MAC, from
+# instruction counts of the CMSIS-NN DSP-extension code paths (Cortex-M4/M7; ARM-software/CMSIS-NN,
+# Source/NNSupportFunctions): an estimate of structure, not a cycle measurement. Only one number
+# per core is fitted to the published latencies: the cycles of that unit (``mac_cycles``).
+#   conv MAC     1     arm_nn_mat_mult_nt_t_s8 / _kernel_s8_s16: a 2x2 output block per 4 depth
+#                      values = 4 loads + 8 SXTB16/SXTAB16 + 8 SMLAD + ~2 loop = 22 instr / 16 MACs
+#   fc MAC       1.36  arm_nn_vec_mat_mult_t_s8 (DSP path): 2 rows per 4 columns = 3 loads +
+#                      6 sign extensions + 4 SMLAD + ~2 loop = 15 instr / 8 MACs (no column reuse)
+#   depthwise    2.65  arm_depthwise_conv_s8_opt: per 4 channels and tap a weight word + 2 SXTB16,
+#     MAC              2 loads of the q15 column, 4 MACs (~2.25 instr/MAC, no dual MAC across
+#                      channels) plus the im2col of that tap (~1.4 instr/MAC) = ~3.65 / 1.375
+#   im2col elem  1.1   arm_q7_to_q15_with_offset: 1 load + 2 SXTAB16 + 2 stores + ~1 loop per
+#                      4 elements (~1.5 instr), gathered once per call of a kxk convolution
+#   output elem  8.7   arm_nn_requantize (~8: shift, doubling high multiply, rounding shift) +
+#                      offset, max, min, byte store (~4) = ~12 instr / 1.375
+STRUCTURE = {
+    "conv": {"mac": 1.0, "patch": 1.1, "element": 8.7},
+    "depthwise": {"mac": 2.65, "patch": 0.0, "element": 8.7},
+    "fc": {"mac": 1.36, "patch": 0.0, "element": 8.7},
+}
+STRUCTURE_SOURCE = ("relative costs from instruction counts of the CMSIS-NN DSP inner loops "
+                    "(pyembed/bench/calibrate.py STRUCTURE); one cycles-per-unit scale per core fitted")
+
+# Model variants compared side by side (in-sample and leave-one-out): name -> features
+VARIANTS = (
+    ("3 free cycles/MAC (conv, depthwise, fc): the previous fit", ("macs:conv", "macs:depthwise", "macs:fc")),
+    ("CMSIS-NN structure, 1 free scale per core (stored)", ("structure",)),
+    ("CMSIS-NN structure + free depthwise (2 per core)", ("structure-no-dw", "macs:depthwise")),
+)
+STORED_VARIANT = 1
+
 
 def _load(model):
     from pyembed.data import model_path
@@ -57,7 +97,8 @@ def _input(graph, seed=0):
 
 
 def measure(run_kernels=True):
-    """One row per published figure: simulated cycles and the per-class MAC sums."""
+    """One row per published figure: simulated cycles and the features of the fit (per-class
+    MACs, im2col and output elements, and the cycles the fit does not touch)."""
     from firmware_sim.cost import CostModel
     from firmware_sim.profiles import load_profile
     from firmware_sim.sim import default_plan, simulate
@@ -68,19 +109,25 @@ def measure(run_kernels=True):
         g = graphs.get(model) or graphs.setdefault(model, _load(model))
         cm = CostModel(prof)
         macs = {c: 0 for c in FITTED_CLASSES}
+        patches = {c: 0 for c in FITTED_CLASSES}
+        elements = {c: 0 for c in FITTED_CLASSES}
         fixed = 0.0
         total = 0
         for op in g.operators:
             oc = cm.op_cost(g, op)
             total += oc.cycles
             if oc.kernel_class in macs:
+                k = prof.kernel_cost(oc.kernel_class)
                 macs[oc.kernel_class] += oc.macs
-                fixed += oc.cycles - prof.kernel_cost(oc.kernel_class).cycles_per_mac * oc.macs
+                patches[oc.kernel_class] += oc.patches
+                elements[oc.kernel_class] += oc.elements
+                fixed += oc.cycles - (k.cycles_per_mac * oc.macs + k.cycles_per_patch * oc.patches
+                                      + k.cycles_per_element * oc.elements)
             else:
                 fixed += oc.cycles
         row = {"board": prof_name, "part": prof.part, "core": prof.core, "clock_mhz": prof.clock_hz / 1e6,
-               "task": task, "model": model, "published_ms": 1000.0 / ips, "fitted": fit,
-               "macs": macs, "fixed_cycles": fixed, "model_cycles": total}
+               "clock_hz": prof.clock_hz, "task": task, "model": model, "published_ms": 1000.0 / ips, "fitted": fit,
+               "macs": macs, "patches": patches, "elements": elements, "fixed_cycles": fixed, "model_cycles": total}
         if run_kernels:
             x = _input(g)
             plan, rmap = default_plan(g, prof)
@@ -98,48 +145,95 @@ def measure(run_kernels=True):
     return rows
 
 
+def _structure(r, classes=FITTED_CLASSES):
+    return sum(STRUCTURE[c]["mac"] * r["macs"][c] + STRUCTURE[c]["patch"] * r["patches"][c]
+               + STRUCTURE[c]["element"] * r["elements"][c] for c in classes)
+
+
+def _feature(r, name):
+    if name == "structure":
+        return _structure(r)
+    if name == "structure-no-dw":
+        return _structure(r) - STRUCTURE["depthwise"]["mac"] * r["macs"]["depthwise"]
+    kind, cls = name.split(":")
+    return r[kind][cls]
+
+
+def _nnls_relative(rs, features):
+    """Non-negative least squares on relative errors: fixed + sum x_j F_j ~ target."""
+    A = np.array([[_feature(r, f) / _target(r) for f in features] for r in rs])
+    b = np.array([(_target(r) - r["fixed_cycles"]) / _target(r) for r in rs])
+    active = [j for j in range(len(features)) if A[:, j].any()]
+    sol = np.zeros(len(features))
+    while active:
+        x, *_ = np.linalg.lstsq(A[:, active], b, rcond=None)
+        if (x >= 0).all():
+            sol[active] = x
+            break
+        active = [a for a, v in zip(active, x) if v > 0]
+    return sol
+
+
+def _target(r):
+    return r["published_ms"] * r["clock_hz"] / 1000.0
+
+
+def _predict_ms(r, features, sol):
+    cycles = r["fixed_cycles"] + sum(x * _feature(r, f) for f, x in zip(features, sol))
+    return cycles * 1000.0 / r["clock_hz"]
+
+
+def variant_errors(rows, features):
+    """In-sample and leave-one-out errors (%) of one model variant, fitted per core."""
+    ins, loo = {}, {}
+    for core in sorted({r["core"] for r in rows if r["fitted"]}):
+        rs = [r for r in rows if r["fitted"] and r["core"] == core]
+        sol = _nnls_relative(rs, features)
+        for i, r in enumerate(rs):
+            key = (r["board"], r["task"])
+            ins[key] = 100.0 * (_predict_ms(r, features, sol) - r["published_ms"]) / r["published_ms"]
+            others = _nnls_relative(rs[:i] + rs[i + 1:], features)
+            loo[key] = 100.0 * (_predict_ms(r, features, others) - r["published_ms"]) / r["published_ms"]
+    return ins, loo
+
+
 def leave_one_out(rows):
-    """Honest prediction error: each fitted row predicted by a fit of the other rows of its core
-    (3 unknowns from 3 rows: what the model predicts for a benchmark it has not seen)."""
-    from firmware_sim.profiles import load_profile
+    """Honest prediction error of the stored model: each fitted row predicted by a fit of the
+    other rows of its core (what the model predicts for a benchmark it has not seen)."""
+    _ins, loo = variant_errors(rows, VARIANTS[STORED_VARIANT][1])
     out = []
-    for i, r in enumerate(rows):
-        if not r["fitted"]:
-            continue
-        others = [q for j, q in enumerate(rows) if j != i]
-        vals = fit(others).get(r["core"])
-        if vals is None:
-            continue
-        cycles = r["fixed_cycles"] + sum(vals[c] * r["macs"][c] for c in FITTED_CLASSES)
-        ms = cycles * 1000.0 / load_profile(r["board"]).clock_hz
-        out.append({"board": r["board"], "task": r["task"], "predicted_ms": ms,
-                    "error_pct": 100.0 * (ms - r["published_ms"]) / r["published_ms"]})
+    for r in rows:
+        key = (r["board"], r["task"])
+        if key in loo and r["fitted"]:
+            out.append({"board": r["board"], "task": r["task"], "error_pct": loo[key],
+                        "predicted_ms": r["published_ms"] * (1 + loo[key] / 100.0)})
+    return out
+
+
+def compare_variants(rows):
+    out = []
+    for name, features in VARIANTS:
+        ins, loo = variant_errors(rows, features)
+        out.append({"variant": name, "free_per_core": len(features),
+                    "in_sample_mean_pct": float(np.mean(np.abs(list(ins.values())))),
+                    "in_sample_max_pct": float(np.max(np.abs(list(ins.values())))),
+                    "loo_mean_pct": float(np.mean(np.abs(list(loo.values())))),
+                    "loo_max_pct": float(np.max(np.abs(list(loo.values()))))})
     return out
 
 
 def fit(rows):
-    """Per core: cycles_per_mac of conv, depthwise, fc minimising squared relative error."""
-    from firmware_sim.profiles import load_profile
+    """Per core: the cycles of one structure unit, and the class table it implies
+    ({core: {class: {"cycles_per_mac", "cycles_per_element", "cycles_per_patch"}, "mac_cycles"}})."""
     out = {}
     for core in sorted({r["core"] for r in rows if r["fitted"]}):
         rs = [r for r in rows if r["fitted"] and r["core"] == core]
-        A, b = [], []
-        for r in rs:
-            clock = load_profile(r["board"]).clock_hz
-            target = r["published_ms"] * clock / 1000.0
-            A.append([r["macs"][c] / target for c in FITTED_CLASSES])
-            b.append((target - r["fixed_cycles"]) / target)
-        A, b = np.array(A), np.array(b)
-        active = [i for i in range(len(FITTED_CLASSES)) if A[:, i].any()]
-        sol = np.zeros(len(FITTED_CLASSES))
-        # non-negative least squares by elimination of negative coefficients (3 unknowns)
-        while active:
-            x, *_ = np.linalg.lstsq(A[:, active], b, rcond=None)
-            if (x >= 0).all():
-                sol[active] = x
-                break
-            active = [a for a, v in zip(active, x) if v > 0]
-        out[core] = {c: round(float(v), 4) for c, v in zip(FITTED_CLASSES, sol)}
+        (a,) = _nnls_relative(rs, ("structure",))
+        entry = {"mac_cycles": round(float(a), 4)}
+        for cls in FITTED_CLASSES:
+            entry[cls] = {k: round(float(a) * STRUCTURE[cls][u], 4) for k, u in
+                          (("cycles_per_mac", "mac"), ("cycles_per_element", "element"), ("cycles_per_patch", "patch"))}
+        out[core] = entry
     return out
 
 
@@ -148,8 +242,10 @@ def write_fit(fitted):
     with open(CORES_FILE) as f:
         cores = json.load(f)
     for core, vals in fitted.items():
-        for cls, v in vals.items():
-            cores[core][cls]["cycles_per_mac"] = v
+        cores[core]["fitted_mac_cycles"] = vals["mac_cycles"]
+        cores[core]["structure"] = STRUCTURE_SOURCE
+        for cls in FITTED_CLASSES:
+            cores[core][cls].update(vals[cls])
     with open(CORES_FILE, "w") as f:
         json.dump(cores, f, indent=1)
         f.write("\n")
@@ -157,26 +253,38 @@ def write_fit(fitted):
 
 
 def _render(result):
+    loo = {(r["board"], r["task"]): r["error_pct"] for r in result.get("leave_one_out", [])}
     rows = [(r["board"], r["core"], f"{r['clock_mhz']:g}", r["task"], f"{r['published_ms']:.2f}",
-             f"{r['sim_ms']:.2f}", f"{r['error_pct']:+.1f}%", "fit" if r["fitted"] else "check",
-             {True: "yes", False: "NO"}.get(r.get("bit_exact"), "-"))
+             f"{r['sim_ms']:.2f}", f"{r['error_pct']:+.1f}%",
+             f"{loo[(r['board'], r['task'])]:+.1f}%" if (r["board"], r["task"]) in loo else "-",
+             "fit" if r["fitted"] else "check", {True: "yes", False: "NO"}.get(r.get("bit_exact"), "-"))
             for r in result["rows"]]
-    text = [table(["board", "core", "MHz", "task", "published ms", "simulated ms", "error", "use", "bit-exact"],
-                  rows)]
+    text = [table(["board", "core", "MHz", "task", "published ms", "simulated ms", "error (in-sample)",
+                   "leave-one-out", "use", "bit-exact"], rows)]
     errs = [abs(r["error_pct"]) for r in result["rows"] if r["fitted"]]
-    text.append(f"\nmean |error| over fitted rows: {np.mean(errs):.1f}%, max {np.max(errs):.1f}%")
+    text.append(f"\nstored model: mean |error| over fitted rows {np.mean(errs):.1f}% (max {np.max(errs):.1f}%); "
+                f"leave-one-out mean |error| {np.mean([abs(v) for v in loo.values()]):.1f}% "
+                f"(max {np.max([abs(v) for v in loo.values()]):.1f}%)")
     chk = [r for r in result["rows"] if not r["fitted"]]
     for r in chk:
         text.append(f"cross-check {r['board']} {r['task']}: {r['sim_ms']:.1f} ms simulated vs "
                     f"{r['published_ms']:.1f} ms quoted ({r['error_pct']:+.1f}%)")
-    loo = result.get("leave_one_out", [])
-    if loo:
-        text.append("leave-one-out (each benchmark predicted by a fit without it): " + ", ".join(
-            f"{r['board']} {r['task']} {r['error_pct']:+.0f}%" for r in loo))
-        text.append(f"  mean |error| {np.mean([abs(r['error_pct']) for r in loo]):.1f}% -- the in-sample errors "
-                    f"above come from 3 coefficients fitted to 4 benchmarks per core")
+    var = result.get("variants", [])
+    if var:
+        text.append("\nmodel variants, each fitted per core to the 4 published benchmarks of that core:")
+        text.append(table(["variant", "free per core", "in-sample mean", "in-sample max", "leave-one-out mean",
+                           "leave-one-out max"],
+                          [(v["variant"], v["free_per_core"], f"{v['in_sample_mean_pct']:.1f}%",
+                            f"{v['in_sample_max_pct']:.1f}%", f"{v['loo_mean_pct']:.1f}%", f"{v['loo_max_pct']:.1f}%")
+                           for v in var]))
+        text.append("leave-one-out: each benchmark predicted by the fit of the other three of its core. The stored "
+                    "model fixes the relative costs of conv / fc / depthwise MACs, im2col and output elements from "
+                    "CMSIS-NN instruction counts (calibrate.STRUCTURE) and fits one scale per core")
     for core, vals in result.get("fit", {}).items():
-        text.append(f"fit {core}: " + ", ".join(f"{c} {v:g} cycles/MAC" for c, v in vals.items()))
+        text.append(f"fit {core}: {vals['mac_cycles']:g} cycles per conv-MAC unit -> " + ", ".join(
+            f"{c} {vals[c]['cycles_per_mac']:g}/MAC {vals[c]['cycles_per_element']:g}/output"
+            + (f" {vals[c]['cycles_per_patch']:g}/im2col" if vals[c]["cycles_per_patch"] else "")
+            for c in FITTED_CLASSES))
     if result.get("written"):
         text.append(f"written to {result['written']}")
     text.append(f"\npublished figures: {SOURCE}")
@@ -191,7 +299,8 @@ def main(argv=None):
     ap.add_argument("--no-kernels", action="store_true", help="cost model only (skip running the kernels)")
     args = ap.parse_args(argv)
     rows = measure(run_kernels=not args.no_kernels)
-    result = {"rows": rows, "source": SOURCE, "leave_one_out": leave_one_out(rows)}
+    result = {"rows": rows, "source": SOURCE, "leave_one_out": leave_one_out(rows),
+              "variants": compare_variants(rows)}
     if args.fit:
         result["fit"] = fit(rows)
         if args.write:
