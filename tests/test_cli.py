@@ -299,3 +299,30 @@ def test_simulate_report(tmp_path):
     assert "## Memory map" in md and "## Fixed-point accuracy" in md
     for png in ("memory_map.png", "gantt.png", "op_latency.png", "accuracy_snr.png"):
         assert (d / png).read_bytes()[:4] == b"\x89PNG"
+
+
+# -- progress -----------------------------------------------------------------------------------------
+
+def test_progress_bar_on_stderr_and_the_work_output_after_it(capsys, monkeypatch):
+    import time
+
+    from pyembed.cli import progress_iter, run_with_progress
+    monkeypatch.setenv("PYEMBED_PROGRESS", "1")
+
+    def slow():
+        print("result line")
+        time.sleep(0.5)
+        return 42
+    assert run_with_progress("working", slow, expected_seconds=1.0, quiet_below=0.1) == 42
+    out, err = capsys.readouterr()
+    assert out == "result line\n" and "working" in err and "result line" not in err
+    assert list(progress_iter(range(3), 3, "items")) == [0, 1, 2]
+    assert "items" in capsys.readouterr().err
+
+    def fails():
+        raise ValueError("inside the worker")
+    with pytest.raises(ValueError, match="inside the worker"):
+        run_with_progress("failing", fails)
+    monkeypatch.delenv("PYEMBED_PROGRESS")
+    assert list(progress_iter(range(3), 3, "quiet")) == [0, 1, 2]
+    assert capsys.readouterr().err == ""      # no terminal, no bar
