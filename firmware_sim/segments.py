@@ -534,7 +534,7 @@ def place(plan, block_bytes=None, mode="compact"):
     segs = plan.segments
     if mode == "compact":
         block = plan.max_pair() if len(segs) > 1 else segs[0].nbytes
-        block = _align(block)
+        block = max(block, min(_align(block), plan.budget_bytes))   # aligned, unless that breaks the budget
     elif mode == "ring":
         block = int(block_bytes if block_bytes is not None else plan.budget_bytes)
     else:

@@ -51,6 +51,11 @@ def expected_cycles(g, profile, weights_region):
         k = profile.kernel_cost(cls)
         elems = sum(int(np.prod(g.tensors[o].shape)) for o in op.outputs)
         c = k.call_cycles + k.cycles_per_mac * op.macs + k.cycles_per_element * elems
+        if op.type == "CONV_2D":        # im2col of a kernel larger than 1x1: out pixels x kh x kw x cin
+            _cout, kh, kw, cin = g.tensors[op.inputs[1]].shape
+            out = g.tensors[op.outputs[0]].shape
+            if kh * kw > 1:
+                c += k.cycles_per_patch * int(np.prod(out[:-1])) * kh * kw * cin
         for t in op.inputs:
             if t < 0:
                 continue
