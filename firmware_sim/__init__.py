@@ -15,10 +15,11 @@ Modules (each short, each with its algorithm in its top comment):
             holds the cycle cost table per CPU core
 * memory    regions as byte arrays, views for the kernels, flash read-only while
             running, the write watch (guard bytes) after every operator
-* dma       transfers that overlap compute; a watchdog faults late transfers
+* dma       transfers that overlap compute (and slow it: bus contention); a watchdog faults late transfers
 * cost      cycles of a kernel call from the profile's table
 * trace     events, Chrome/Perfetto JSON export, memory and Gantt PNGs
 * segments  segmented execution from flash: division, placement, the sliding-window runner
+* split     cutting a conv / depthwise / FC layer's weights by output-channel groups (sub-layer segments)
 * sim       simulate(): a planned graph on a profile, plus simulate_file() for the CLI
 
 Benchmarks: ``python -m pyembed.bench calibrate`` (against MLPerf Tiny) and

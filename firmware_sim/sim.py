@@ -99,6 +99,7 @@ class Result:
              "strategy": self.strategy, "cycles": self.cycles, "latency_ms": self.latency_ms,
              "peak_bytes": dict(self.peak_bytes), "region_used": dict(self.region_used),
              "flash_bytes": dict(self.flash_bytes), "dma_bytes": self.dma_bytes,
+             "split_work_bytes": self.split_work_bytes, "contention_cycles": self.contention_cycles,
              "outputs": [o.tolist() for o in self.outputs],
              "ops": [dataclasses.asdict(o) for o in self.op_times]}
         if self.segments is not None:
@@ -127,7 +128,9 @@ class Result:
         for r, b in self.flash_bytes.items():
             lines.append(f"  {r:<10} {b:>8} B of constants")
         if self.segments is not None:
-            lines.append(f"  {len(self.segments.segments)} segments, {self.dma_bytes} B moved by DMA")
+            lines.append(f"  {len(self.segments.segments)} segments ({self.segments.split_layers} layers split by "
+                         f"output channels, {self.split_work_bytes} B work buffer), {self.dma_bytes} B moved by DMA, "
+                         f"{self.contention_cycles} cycles lost to bus contention")
         return "\n".join(lines)
 
 
@@ -701,13 +704,16 @@ def _compile(graph, pl, mem, arena_offset, arena_size, seg_plan, block, extra_te
 
 
 def simulate_file(model, profile="stm32f446", plan=None, x=None, *, segments=None, strategy="overlap",
-                  criteria=("latency",), seed=0, trace_path=None, memory_png=None, gantt_png=None, **kw):
+                  criteria=("latency",), seed=0, trace_path=None, memory_png=None, gantt_png=None, split_bytes=None,
+                  **kw):
     """What the CLI runs: load a model file, plan it (or load plan.json), make an input
     (seeded random int8 unless given), simulate, write the requested trace and plots.
 
     model: path to .tflite/.onnx (or a Graph); plan: None, a Plan, or a plan.json path;
     segments: None, a byte budget, a SegmentPlan or a segments.json path; with None, a
       SegmentPlan dict stored in plan.info["segments"] is used.
+    split_bytes: with a byte budget, cut conv / depthwise / FC weights larger than this
+      into output-channel groups the division may separate (firmware_sim.split).
     Returns (Result, reference outputs from graph.run, bit_exact: bool)."""
     from pyembed.graph import load_model
     profile = load_profile(profile)
@@ -724,7 +730,8 @@ def simulate_file(model, profile="stm32f446", plan=None, x=None, *, segments=Non
     if isinstance(segments, str):
         segments = SegmentPlan.from_json(segments)
     elif segments is not None and not isinstance(segments, SegmentPlan):
-        segments = segment_graph(graph, profile, int(segments), criteria, order=list(plan.order) or None)
+        segments = segment_graph(graph, profile, int(segments), criteria, order=list(plan.order) or None,
+                                 split_bytes=split_bytes)
     if x is None:
         rng = np.random.default_rng(seed)
         xs = []
