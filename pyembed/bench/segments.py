@@ -1,6 +1,6 @@
 """Segmented execution from flash: load-then-run versus the overlapped pipeline.
 
-    python -m pyembed.bench segments [--json] [--quick] [--no-split]
+    python -m pyembed.bench segments [--json] [--quick] [--no-split] [--stall-per-word X]
 
 For real models and a chained two-model use case (keyword spotting, whose
 "person" wake word then runs the visual-wake-words MobileNet), on several
@@ -197,7 +197,12 @@ def real_check(name, graph, profile, budget, split_bytes):
             "peak_block_region_bytes": r.peak_bytes.get(seg.block_region)}
 
 
-def run(quick=False, split=True):
+def with_stall(profile, stall_per_word):
+    """The profile with another DMA/CPU contention figure (a sensitivity study)."""
+    return dataclasses.replace(profile, dma=dataclasses.replace(profile.dma, cpu_stall_per_word=float(stall_per_word)))
+
+
+def run(quick=False, split=True, stall_per_word=None):
     from firmware_sim.profiles import load_profile
     from firmware_sim.segments import chain
     rows, checks = [], []
@@ -207,6 +212,8 @@ def run(quick=False, split=True):
     chained_bytes = graphs[kws].weights_bytes + graphs[vww].weights_bytes
     for board, bandwidths in QUICK_BOARDS if quick else BOARDS:
         base = load_profile(board)
+        if stall_per_word is not None:
+            base = with_stall(base, stall_per_word)
         for bw in bandwidths:
             prof = with_bandwidth(base, base.defaults["segment_source"], bw)
             cases = []
@@ -241,7 +248,8 @@ def run(quick=False, split=True):
     for m in (models[:1] if quick else models[:2]):
         g = graphs[m]
         checks.append(real_check(m, g, prof, int(g.weights_bytes * 0.3), g.weights_bytes / SPLIT_DIVISOR))
-    return {"rows": rows, "real_kernel_checks": checks, "split_divisor": SPLIT_DIVISOR if split else None}
+    return {"rows": rows, "real_kernel_checks": checks, "split_divisor": SPLIT_DIVISOR if split else None,
+            "stall_per_word": stall_per_word}
 
 
 def _render(result):
@@ -296,6 +304,8 @@ def _render(result):
                "what the budget allows, ignoring how segments are cut")
     out.append("RAM KB = overlap block + activation arena + split work buffer; cap KB = two largest segments + "
                "arena + work; load-all needs all weights in RAM")
+    if result.get("stall_per_word") is not None:
+        out.append(f"contention overridden: {result['stall_per_word']:g} CPU stall cycles per DMA word on every board")
     slow = sorted({(r["board"], r["flash_mb_s"], round(100 * r["cpu_slowdown"], 2)) for r in ok})
     out.append("CPU slowdown while a transfer runs (profile dma.cpu_stall_per_word x words per cycle): "
                + ", ".join(f"{b} @ {m:g} MB/s {s:g}%" for b, m, s in slow))
@@ -313,6 +323,8 @@ def main(argv=None):
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--quick", action="store_true", help="fewer models and boards")
     ap.add_argument("--no-split", action="store_true", help="cut between layers only")
+    ap.add_argument("--stall-per-word", type=float, default=None,
+                    help="override every profile's DMA/CPU contention (CPU stall cycles per DMA word)")
     args = ap.parse_args(argv)
-    emit(run(args.quick, split=not args.no_split), args.json, _render)
+    emit(run(args.quick, split=not args.no_split, stall_per_word=args.stall_per_word), args.json, _render)
     return 0
