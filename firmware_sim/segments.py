@@ -7,9 +7,17 @@ Segment 1 is loaded from (external) flash; then segment k runs while the DMA
 loads segment k+1 into the space segment k-1 used — a sliding window, with
 more than two segments in flight whenever the block has room for them.
 
+A layer is one operator, or -- when its weights are large -- one output-channel
+group of a CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED operator
+(``graph_layers(split_bytes=...)``, firmware_sim.split), so a cut may fall
+inside an operator. The groups of one operator that land in one segment run as
+one kernel call (a *piece*); a piece missing some groups pays its copies
+(``piece_cycles``), and the per-call cycles are paid once per piece.
+
 Division (``divide``) is a dynamic programme over cut positions whose state is
-the last segment (first layer, last layer). Its objective combines, with
-weights, any of these criteria:
+the last segment (first layer, last layer); a segment's cycles and bytes come
+in O(1) from prefix sums (``_Compute``, ``_Sizes``). Its objective combines,
+with weights, any of these criteria:
 
 * ``latency`` — the analytic pipeline time T = L1 + sum_k max(C_k, L_k+1) + C_n
   (L: load cycles, C: compute cycles), which decomposes over neighbouring pairs
@@ -33,7 +41,9 @@ up front; nothing is allocated while running.
 
 ``SegmentRunner`` executes a plan on the event core with three strategies:
 ``all`` (load every segment, then run), ``serial`` (load a segment, run it,
-load the next) and ``overlap`` (the pipeline above). The plan serialises to
+load the next) and ``overlap`` (the pipeline above). Kernels that run while a
+transfer writes RAM are slowed by bus contention (firmware_sim.dma), which the
+analytic bound leaves out; ``contention=False`` reproduces the bound's model. The plan serialises to
 JSON so it can be computed ahead of time and stored with the memory plan.
 """
 import dataclasses
