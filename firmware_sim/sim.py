@@ -474,17 +474,36 @@ class _Usage:
         self.trace = trace
         self.pl = pl
         self.block_buf = block
+        self.live = {}          # region -> {buffer name: (offset, end)}
         self.now = {}
         self.peak = {}
         self.block_in_use = 0
         for b in pl.buffers:
+            self.live.setdefault(b.region, {})
             self.now.setdefault(b.region, 0)
             self.peak.setdefault(b.region, 0)
         if block is not None:
+            self.live.setdefault(block.region, {})
             self.now.setdefault(block.region, 0)
             self.peak.setdefault(block.region, 0)
 
+    @staticmethod
+    def _union(intervals):
+        # bytes covered by the live buffers: a proven output-over-input overlap
+        # shares bytes, and those bytes count once
+        total, reach = 0, None
+        for lo, hi in sorted(intervals):
+            if reach is None or lo >= reach:
+                total += hi - lo
+                reach = hi
+            elif hi > reach:
+                total += hi - reach
+                reach = hi
+        return total
+
     def _emit(self, time):
+        for r, bufs in self.live.items():
+            self.now[r] = self._union(bufs.values())
         series = dict(self.now)
         if self.block_buf is not None:
             r = self.block_buf.region
@@ -497,19 +516,22 @@ class _Usage:
     def begin(self, step, time):
         for b in self.pl.buffers:
             if self.pl.life[b.name][0] == step:
-                self.now[b.region] += b.nbytes
+                self.live[b.region][b.name] = (b.offset, b.offset + b.nbytes)
         self._emit(time)
 
     def end(self, step, time):
         for b in self.pl.buffers:
             if self.pl.life[b.name][1] == step:
-                self.now[b.region] -= b.nbytes
+                self.live[b.region].pop(b.name, None)
         self._emit(time)
 
     def block(self, time, in_use):
-        r = self.block_buf.region
-        self.now[r] += in_use - self.block_in_use
+        blk = self.block_buf
         self.block_in_use = in_use
+        if in_use:
+            self.live[blk.region]["\0segment block"] = (blk.offset, blk.offset + in_use)
+        else:
+            self.live[blk.region].pop("\0segment block", None)
         self._emit(time)
 
 

@@ -302,6 +302,11 @@ def _first_sample(graph, path):
 @click.option("--strategy", type=click.Choice(["overlap", "serial", "all"]), default="overlap", show_default=True,
               help="With --segments: load the next segment while this one runs (overlap), load then run each "
                    "(serial), or load everything first (all).")
+@click.option("--split-bytes", metavar="BYTES", default=None,
+              help="With --segments: cut conv / depthwise / FC weights larger than this into output-channel "
+                   "groups, so a segment boundary may fall inside a large layer (e.g. 8K).")
+@click.option("--contention/--no-contention", default=True, show_default=True,
+              help="Slow the CPU while DMA shares the bus (the profile's dma.cpu_stall_per_word).")
 @click.option("--input", "input_path", type=click.Path(exists=True, dir_okay=False),
               help="Input .npy (int8 as is, float quantized with the input's scale); default: seeded random.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the random input.")
@@ -317,8 +322,8 @@ def _first_sample(graph, path):
               help="With --report: random inputs for the report's accuracy table.")
 @click.option("--ops/--no-ops", "show_ops", default=True, show_default=True, help="Print the per-operator table.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable result (Result.to_dict()).")
-def simulate_command(model, profile, plan_path, segments, strategy, input_path, seed, deadline_ms, trace_path,
-                     plot_memory, plot_gantt, report_dir, calibration, show_ops, as_json):
+def simulate_command(model, profile, plan_path, segments, strategy, split_bytes, contention, input_path, seed,
+                     deadline_ms, trace_path, plot_memory, plot_gantt, report_dir, calibration, show_ops, as_json):
     """Run MODEL on a simulated microcontroller: the real C kernels on the
     profile's RAM and flash, with its cycle cost model and DMA.
 
@@ -343,10 +348,22 @@ def simulate_command(model, profile, plan_path, segments, strategy, input_path, 
             from pyembed.errors import ArgumentError
             raise ArgumentError(f"--plan {plan_path} was made for model {plan.graph_name!r}, not {graph.name!r}")
     seg = _parse_segments(segments)
+    split = None
+    if split_bytes is not None:
+        from pyembed.planner.cli import parse_size
+        try:
+            split = parse_size(split_bytes)
+        except PlanError:
+            raise click.BadParameter(f"{split_bytes!r}: expected bytes such as 8192 or 8K",
+                                     param_hint="--split-bytes") from None
+    if split is not None and not isinstance(seg, int):
+        from pyembed.errors import ArgumentError
+        raise ArgumentError("--split-bytes: needs --segments BYTES (a RAM budget for the weight segments)")
     x = _first_sample(graph, input_path) if input_path else None
     result, _, exact = run_with_progress(
         "simulating", lambda: simulate_file(graph, prof, plan=plan, x=x, segments=seg, strategy=strategy, seed=seed,
-                                            trace_path=trace_path, memory_png=plot_memory, gantt_png=plot_gantt),
+                                            trace_path=trace_path, memory_png=plot_memory, gantt_png=plot_gantt,
+                                            split_bytes=split, contention=contention),
         expected_seconds=max(2.0, graph.macs / 4e6))
     missed = deadline_ms is not None and result.latency_ms > deadline_ms
     report_paths = None

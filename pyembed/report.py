@@ -279,10 +279,8 @@ def write_report(outdir, graph, result, plan=None, accuracy=None, bit_exact=None
         rows.append((r, spec.kind, what, f"{n:,}", f"{peak:,}" if peak is not None else "-", f"{spec.size:,}",
                      f"{100 * n / spec.size:.1f}%"))
     d.table(["region", "kind", "holds", "bytes", "peak in use", "size", "used"], rows, left=(0, 1, 2))
-    if any(result.peak_bytes.get(r, 0) > result.region_used.get(r, 0) for r in result.peak_bytes):
-        d.p("'peak in use' adds up the bytes of every live buffer; where the plan writes an output over input rows "
-            "already consumed (proven overlaps), those bytes are counted twice, so the peak can exceed the planned "
-            "footprint.")
+    d.p("'peak in use' is the most bytes covered by live buffers at once while the simulated firmware ran "
+        "(bytes shared by a proven output-over-input overlap count once); 'bytes' is the planned footprint.")
     d.p(f"Model {name}: {len(graph.operators)} operators, {graph.macs:,} MACs, {graph.weights_bytes:,} B of weights; "
         f"execution strategy: {result.strategy}.")
 
