@@ -197,6 +197,29 @@ static pe_status check_layer_params(const pe_stripe_layer *l, int32_t L)
     return PE_OK;
 }
 
+/* The int32 accumulator of a conv-family layer cannot overflow: taps * 128 *
+ * 255 + |bias| <= INT32_MAX for every output channel (the bound pe_conv.h
+ * states for the reverse kernels). Called once the kernel size is checked. */
+static int accumulator_fits(const pe_stripe_layer *l)
+{
+    int64_t taps;
+    int32_t o;
+    if (l->op == PE_STRIPE_POINTWISE) {
+        taps = l->in_c;
+    } else if (l->op == PE_STRIPE_DEPTHWISE) {
+        taps = (int64_t)l->kernel.h * l->kernel.w;
+    } else {
+        taps = (int64_t)l->kernel.h * l->kernel.w * l->in_c;
+    }
+    for (o = 0; o < l->out_c; o++) {
+        const int64_t b = l->bias != NULL ? (int64_t)l->bias[o] : 0;
+        if (taps * 128 * 255 + (b < 0 ? -b : b) > (int64_t)PE_INT32_MAX) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* Dry run of the row schedule (no arithmetic): sizes the branch stores and
  * checks that every branch row exists before its add reads it. */
 typedef struct {
@@ -353,6 +376,9 @@ static pe_status analyse(const pe_stripe_net *net, net_geo *G)
             break;
         default:
             return PE_ERR_ARG;
+        }
+        if (is_conv_family(l->op) && !accumulator_fits(l)) {
+            return PE_ERR_UNSUPPORTED;
         }
         if ((int64_t)g->out_h * g->out_w * g->out_c > (int64_t)PE_INT32_MAX) {
             return PE_ERR_OVERFLOW;

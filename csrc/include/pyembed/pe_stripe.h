@@ -146,8 +146,11 @@ typedef struct {
  *   output smaller than 1 pixel, padding outside [0, k), an add whose inputs'
  *   shapes differ or whose from_layer is not an earlier layer, parameters out
  *   of range, or a receptive field wider or taller than the input image.
- * PE_ERR_UNSUPPORTED: a kernel larger than PE_STRIPE_MAX_KERNEL, or a residual
- *   branch whose rows are not produced before the add needs them. */
+ * PE_ERR_UNSUPPORTED: a kernel larger than PE_STRIPE_MAX_KERNEL, a residual
+ *   branch whose rows are not produced before the add needs them, or a
+ *   conv-family layer whose int32 accumulator could overflow: taps * 128 * 255
+ *   + |bias[o]| > 2^31 - 1 for some o, with taps = k_h * k_w * in_c (conv),
+ *   k_h * k_w (depthwise), in_c (pointwise). */
 pe_status pe_stripe_output_dims(const pe_stripe_net *net, pe_dims *output);
 
 /* Arena bytes pe_stripe_run_s8 needs for this network, stripe width (output
