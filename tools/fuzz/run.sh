@@ -93,7 +93,7 @@ for t in "${targets[@]}"; do
     done
     before=$(ls "$arts" | wc -l)
     log="$out/fuzz_$t.log"
-    "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
+    "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=1024 -len_control=0 \
         -print_final_stats=1 -artifact_prefix="$arts/" "$corpus" "${seeds[@]}" > "$log" 2>&1
     rc=$?
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
