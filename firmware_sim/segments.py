@@ -52,7 +52,7 @@ import math
 
 import numpy as np
 
-from pyembed.errors import PlanError
+from pyembed.errors import FitError, PlanError
 
 ALIGN = 16
 CRITERIA = ("latency", "carry", "balance", "models")
@@ -384,7 +384,7 @@ def divide(layers, budget_bytes, load_cycles, criteria=("latency",), min_segment
     size = _Sizes(layers)
     for i, la in enumerate(layers):
         if size(i, i) > budget:
-            raise PlanError(f"segment larger than the block: layer {i} ({la.name}) alone needs "
+            raise FitError(f"segment larger than the block: layer {i} ({la.name}) alone needs "
                             f"{size(i, i)} B of weights, the block is {budget} B")
     models = [la.model for la in layers]
     align_models = weights.get("models", 0) > 0
@@ -482,7 +482,7 @@ def divide(layers, budget_bytes, load_cycles, criteria=("latency",), min_segment
         if r is not None:
             results.append(r)
     if not results:
-        raise PlanError(f"cannot divide {n} layers ({total_bytes} B of weights) so that neighbouring "
+        raise FitError(f"cannot divide {n} layers ({total_bytes} B of weights) so that neighbouring "
                         f"segments fit a {budget} B block"
                         + (" with cuts aligned to model boundaries" if align_models else ""))
     _cost, cuts = min(results, key=lambda r: r[0])
@@ -553,7 +553,7 @@ def place(plan, block_bytes=None, mode="compact"):
     head = 0
     for k, s in enumerate(segs):
         if s.nbytes > block:
-            raise PlanError(f"segment larger than the block: segment {k} needs {s.nbytes} B, the block is {block} B")
+            raise FitError(f"segment larger than the block: segment {k} needs {s.nbytes} B, the block is {block} B")
         if mode == "compact":
             s.offset = 0 if k % 2 == 0 else block - s.nbytes
         else:

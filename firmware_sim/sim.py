@@ -41,7 +41,7 @@ from firmware_sim.profiles import load_profile
 from firmware_sim.segments import (SegmentPlan, SegmentRunner, graph_layers, is_partial, piece_cycles, pieces,
                                    plan_segments)
 from firmware_sim.trace import Trace
-from pyembed.errors import PlanError, PyEmbedError, SimulationFault
+from pyembed.errors import FitError, PlanError, PyEmbedError, SimulationFault
 
 ALIGN = 16
 
@@ -206,7 +206,7 @@ def place_plan(graph, plan, profile, region_map=None, weights_region=None):
         buffer_lines = [q for q in problems if not q.startswith("region ")]
         shown = region_lines + buffer_lines[:8]
         more = len(buffer_lines) - 8
-        raise PlanError(f"the plan does not fit {profile.name}:\n  " + "\n  ".join(shown)
+        raise FitError(f"the plan does not fit {profile.name}:\n  " + "\n  ".join(shown)
                         + (f"\n  ... and {more} more buffer(s)" if more > 0 else ""))
     pl.order = list(plan.order) if plan.order else list(range(len(graph.operators)))
     # constants: at the plan's flash offsets, in the weights region
@@ -228,7 +228,7 @@ def place_plan(graph, plan, profile, region_map=None, weights_region=None):
         pl.flash.append(buf)
         end = max(end, buf.end)
     if end > spec.size:
-        raise PlanError(f"the model does not fit flash: its constants need {end} B, region {wreg} of "
+        raise FitError(f"the model does not fit flash: its constants need {end} B, region {wreg} of "
                         f"{profile.name} has {spec.size} B")
     for t, tensor in enumerate(graph.tensors):
         if tensor.data is not None and t not in pl.tensor:
@@ -597,7 +597,7 @@ def _setup_segments(graph, pl, profile, mem, segments, strategy):
         raise PlanError(f"segment block region {region!r} is not a RAM region of {profile.name}")
     base = _align(pl.region_used().get(region, 0))
     if base + size > profile.regions[region].size:
-        raise PlanError(f"the segment block ({size} B for strategy {strategy!r}) does not fit region {region} "
+        raise FitError(f"the segment block ({size} B for strategy {strategy!r}) does not fit region {region} "
                         f"after the {base} B arena: {profile.regions[region].size} B available")
     block = Buffer("segment block", region, base, size, "segment")
     mem.buffers.append(block)
@@ -670,7 +670,7 @@ def _setup_pieces(graph, pl, mem, seg_plan, block, offsets):
         region = block.region
         base = _align(block.end)
         if base + work_size > mem.regions[region].size:
-            raise PlanError(f"the split-layer work buffer ({work_size} B) does not fit region {region} after "
+            raise FitError(f"the split-layer work buffer ({work_size} B) does not fit region {region} after "
                             f"the segment block (ends at {block.end} B of {mem.regions[region].size})")
         work = Buffer("split work", region, base, work_size, "scratch")
         mem.buffers.append(work)

@@ -27,15 +27,10 @@ from contextlib import redirect_stdout
 
 import click
 
-from pyembed.errors import PlanError, PyEmbedError, SimulationFault
+from pyembed.errors import FitError, PlanError, PyEmbedError, SimulationFault
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
-# PlanError messages that mean "valid input, but it does not fit" (exit 1)
-# rather than "the plan or region given is malformed" (exit 2).
-_FIT_PHRASES = ("does not fit", "B missing", "larger than every region", "larger than the block", "cannot divide",
-                "cannot meet",
-                "deadline")
 
 
 def exit_code_for(exc):
@@ -44,7 +39,7 @@ def exit_code_for(exc):
         return EXIT_CHECK_FAILED, f"the simulated firmware faulted: {exc}"
     if type(exc).__name__ == "ScheduleError":     # pyembed.scheduler: the windows cannot hold the work
         return EXIT_CHECK_FAILED, f"no schedule meets the windows: {exc}"
-    if isinstance(exc, PlanError) and any(p in str(exc) for p in _FIT_PHRASES):
+    if isinstance(exc, FitError):      # valid input that does not fit: a failed check, not bad input
         return EXIT_CHECK_FAILED, str(exc)
     if isinstance(exc, PyEmbedError):
         return EXIT_BAD_INPUT, str(exc)

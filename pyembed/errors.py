@@ -38,6 +38,11 @@ class PlanError(PyEmbedError, ValueError):
     """A memory plan is invalid or does not fit its regions."""
 
 
+class FitError(PlanError):
+    """Valid input that does not fit: a plan, a segment or a schedule needs more
+    memory or time than the target has (the message says how much is missing)."""
+
+
 class SimulationFault(PyEmbedError, RuntimeError):
     """The firmware simulator detected a fault (bad access, late DMA, overrun)."""
 

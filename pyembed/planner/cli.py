@@ -91,7 +91,7 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
     """Plan the static memory of MODEL (.tflite / .onnx) and emit C headers.
 
     Prints the arena per region against the liveness lower bound; fails
-    (exit 2) with the number of missing bytes when the plan does not fit."""
+    (exit 1) with the number of missing bytes when the plan does not fit."""
     from pyembed.emit import write_plan_outputs
     from pyembed.graph import load_model
     from pyembed.planner import plan_graph

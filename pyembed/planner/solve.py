@@ -2,7 +2,7 @@
 Plan, or into a PlanError that says how many bytes are missing."""
 import time
 
-from pyembed.errors import PlanError
+from pyembed.errors import FitError, PlanError
 from pyembed.planner import algorithms as A
 from pyembed.planner.core import Plan, Region, check_plan
 
@@ -40,7 +40,7 @@ def _check_sizes(problem, regions):
             continue
         biggest = max(choices, key=lambda r: r.size)
         if b.aligned_size > biggest.size:
-            raise PlanError(f"buffer {b.name} ({b.kind}, {b.aligned_size} B) is larger than every region it may use: "
+            raise FitError(f"buffer {b.name} ({b.kind}, {b.aligned_size} B) is larger than every region it may use: "
                             f"the largest, {biggest.name}, has {biggest.size} B ({b.aligned_size - biggest.size} B "
                             f"missing)")
 
@@ -110,7 +110,7 @@ def plan_problem(problem, regions=None, algorithm="auto", time_limit=5.0, **plan
         caps = ", ".join(f"{r.name} {r.size} B" for r in regions)
         lb = problem.lower_bound(with_overlaps=True)
         how = f"{missing} B missing" if missing is not None else "a pinned buffer does not fit its region"
-        raise PlanError(f"the plan does not fit the regions ({caps}): {how} "
+        raise FitError(f"the plan does not fit the regions ({caps}): {how} "
                         f"(the liveness lower bound is {lb} B)") from None
     info["seconds"] = round(time.perf_counter() - t0, 4)
     plan = Plan(problem, regions, placement, algorithm=chosen, info=info, **plan_fields)
