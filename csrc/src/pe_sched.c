@@ -2,6 +2,9 @@
  * pe_sched.c - the cooperative dispatcher of pe_sched.h. Each poll looks at
  * the head of the unit's priority queue, then at the head of its low queue,
  * and either runs one item to completion or returns the time to wake up.
+ * Prefetches are decisions of their own: starting one is an event, and the
+ * next poll at the same time goes on with the priority item (or waits for
+ * the copy, when the low item is due and was not prefetched early).
  */
 #include "pyembed/pe_sched.h"
 
@@ -44,7 +47,12 @@ pe_status pe_sched_check_table(const pe_sched_table *t)
                 return PE_ERR_ARG; /* table order would not be time order */
             }
         }
-        if ((it->flags & ~(PE_SCHED_FIRST | PE_SCHED_LAST | PE_SCHED_CARRY)) != 0u) {
+        if ((it->flags & ~(PE_SCHED_FIRST | PE_SCHED_LAST | PE_SCHED_CARRY | PE_SCHED_PREFETCH)) != 0u) {
+            return PE_ERR_ARG;
+        }
+        if ((it->flags & PE_SCHED_PREFETCH) != 0u &&
+            (it->kind != PE_SCHED_LOW || it->instance < 0 ||
+             (it->flags & (PE_SCHED_FIRST | PE_SCHED_CARRY)) != 0u)) {
             return PE_ERR_ARG;
         }
         if ((it->flags & PE_SCHED_CARRY) != 0u && it->kind != PE_SCHED_LOW) {
@@ -147,6 +155,7 @@ pe_status pe_sched_init(const pe_context *ctx, const pe_sched_table *table,
     s->fns = fns;
     s->n_fns = n_fns;
     s->user = user;
+    s->prefetch = NULL;
     s->items = (pe_sched_item_state *)(void *)p;
     p += ALIGN8(sizeof(pe_sched_item_state) * (size_t)table->n_items);
     s->units = (pe_sched_unit_state *)(void *)p;
@@ -157,6 +166,9 @@ pe_status pe_sched_init(const pe_context *ctx, const pe_sched_table *table,
         s->items[i].runs = 0u;
         s->items[i].last_start = 0u;
         s->items[i].last_end = 0u;
+        s->items[i].prefetch_run = 0u;
+        s->items[i].prefetch_late = 0u;
+        s->items[i].prefetch_ready = 0u;
     }
     for (i = 0; i < table->n_instances; i++) {
         s->instance_frame[i] = -1;
@@ -200,6 +212,19 @@ pe_status pe_sched_init(const pe_context *ctx, const pe_sched_table *table,
     s->counters.low_cycles = 0u;
     s->counters.max_late_cycles = 0u;
     s->counters.max_overrun_cycles = 0u;
+    s->counters.prefetches = 0u;
+    s->counters.prefetch_waits = 0u;
+    s->counters.prefetch_late = 0u;
+    s->counters.prefetch_cycles = 0u;
+    return PE_OK;
+}
+
+pe_status pe_sched_set_prefetch(pe_sched_state *s, pe_sched_prefetch_fn fn)
+{
+    if (s == NULL || s->table == NULL || fn == NULL) {
+        return PE_ERR_ARG;
+    }
+    s->prefetch = fn;
     return PE_OK;
 }
 
@@ -263,6 +288,91 @@ static void clear_event(pe_sched_event *ev, int32_t unit, uint64_t now)
     ev->start = now;
     ev->end = now;
     ev->wake = now;
+}
+
+/* Frame a (non-FIRST) low item's next run processes. */
+static int64_t instance_frame_of(const pe_sched_state *s, const pe_sched_item *it, int64_t fallback)
+{
+    if (it->instance < 0) {
+        return fallback;
+    }
+    return s->instance_frame[it->instance];
+}
+
+/* Start the prefetch of the next run of a PE_SCHED_PREFETCH item and
+ * describe it in *ev. wait: the unit waits for the copy (ev->end = ready). */
+static pe_status start_prefetch(pe_sched_state *s, int32_t unit, int32_t item, int64_t planned,
+                                uint64_t now, int wait, pe_sched_event *ev)
+{
+    const pe_sched_table *t = s->table;
+    const pe_sched_item *it = &t->items[item];
+    pe_sched_item_state *is = &s->items[item];
+    const int64_t frame = instance_frame_of(s, it, (int64_t)(now / t->window_cycles));
+    uint64_t ready = now + it->prefetch_cycles;
+    pe_status st;
+    if (s->prefetch == NULL) {
+        return PE_ERR_STATE;
+    }
+    st = s->prefetch(s->user, PE_SCHED_PREFETCH_START, item, it, frame, now, &ready);
+    ev->item = item;
+    ev->unit = unit;
+    ev->est_cycles = it->prefetch_cycles;
+    ev->frame = frame;
+    ev->planned_window = planned;
+    ev->release = (uint64_t)planned * t->window_cycles;
+    ev->start = now;
+    if (st != PE_OK) {
+        ev->flags = PE_SCHED_EV_FAULT;
+        ev->end = now;
+        ev->wake = now;
+        return st;
+    }
+    if (ready < now) {
+        ready = now;
+    }
+    is->prefetch_run = is->runs + 1u;
+    is->prefetch_late = 0u;
+    is->prefetch_ready = ready;
+    ev->flags = PE_SCHED_EV_PREFETCH;
+    ev->end = wait ? ready : now;
+    ev->wake = ready;
+    if (wait) {
+        s->counters.prefetch_waits++;
+    } else {
+        s->counters.prefetches++;
+        s->counters.prefetch_cycles += it->prefetch_cycles;
+    }
+    return PE_OK;
+}
+
+/* The early prefetch: before the priority item of window pw runs on unit,
+ * start the copy of the unit's next low item if it is prefetched, due by pw,
+ * not started yet, not about to be dropped, and its producers have ended.
+ * Returns 1 (and fills *ev) when it started one. */
+static int early_prefetch(pe_sched_state *s, int32_t unit, int64_t pw, uint64_t now,
+                          pe_sched_event *ev, pe_status *st)
+{
+    const pe_sched_table *t = s->table;
+    const pe_sched_unit_state *us = &s->units[unit];
+    const int32_t item = us->low_pos;
+    const pe_sched_item *it;
+    int64_t lw;
+    uint64_t ready_at = 0u;
+    if (item < 0) {
+        return 0;
+    }
+    it = &t->items[item];
+    if ((it->flags & PE_SCHED_PREFETCH) == 0u || s->items[item].prefetch_run == s->items[item].runs + 1u) {
+        return 0;
+    }
+    lw = planned_window(t, item, us->low_period);
+    if (lw > pw || IS_DROPPED(s->instance_frame[it->instance]) ||
+        (t->max_lag_windows >= 0 && lw + t->max_lag_windows < pw) ||
+        !constraints_met(s, item, now, &ready_at)) {
+        return 0;
+    }
+    *st = start_prefetch(s, unit, item, lw, now, 0, ev);
+    return 1;
 }
 
 static pe_status run_item(pe_sched_state *s, int32_t unit, int32_t item, int64_t planned,
@@ -412,6 +522,10 @@ pe_status pe_sched_poll(pe_sched_state *s, int32_t unit, uint64_t now, pe_sched_
         next_prio = release;
         if (release <= now) {
             if (constraints_met(s, us->prio_pos, now, &ready_at)) {
+                pe_status st = PE_OK;
+                if (early_prefetch(s, unit, pw, now, ev, &st)) {
+                    return st;
+                }
                 return run_item(s, unit, us->prio_pos, pw, now, ev);
             }
             /* a released priority item waits for its inputs; no low work meanwhile */
@@ -448,15 +562,54 @@ pe_status pe_sched_poll(pe_sched_state *s, int32_t unit, uint64_t now, pe_sched_
                 wake = ready_at;
             }
         } else {
-            const uint32_t est = s->items[item].est;
             const pe_sched_item *it = &t->items[item];
+            pe_sched_item_state *is = &s->items[item];
+            const int prefetched = (it->flags & PE_SCHED_PREFETCH) != 0u;
+            const int pending = prefetched && is->prefetch_run == is->runs + 1u;
+            const uint32_t est = is->est;
+            const uint64_t need = (uint64_t)est + (prefetched && !pending ? it->prefetch_cycles : 0u);
             const int64_t window = (int64_t)(now / t->window_cycles);
+            if (pending) {
+                /* never start (nor drop) an item whose input copy is still in flight */
+                uint64_t ready = is->prefetch_ready;
+                pe_status st;
+                if (s->prefetch == NULL) {
+                    return PE_ERR_STATE;
+                }
+                st = s->prefetch(s->user, PE_SCHED_PREFETCH_CHECK, item, it,
+                                 instance_frame_of(s, it, window), now, &ready);
+                if (st != PE_OK) {
+                    ev->item = item;
+                    ev->flags = PE_SCHED_EV_FAULT;
+                    return st;
+                }
+                is->prefetch_ready = ready;
+                if (ready > now) {
+                    if (is->prefetch_late == 0u) {
+                        is->prefetch_late = 1u;
+                        s->counters.prefetch_late++;
+                        ev->item = item;
+                        ev->flags = PE_SCHED_EV_PREFETCH_LATE;
+                        ev->est_cycles = it->prefetch_cycles;
+                        ev->frame = instance_frame_of(s, it, window);
+                        ev->planned_window = pw;
+                        ev->release = release;
+                    }
+                    /* wake at the DMA completion (not the next tick), or the release */
+                    ev->wake = ready < wake ? ready : wake;
+                    return PE_OK;
+                }
+            }
             if ((t->max_lag_windows >= 0 && pw + t->max_lag_windows < window) ||
                 (it->instance >= 0 && (it->flags & PE_SCHED_FIRST) == 0u &&
                  IS_DROPPED(s->instance_frame[it->instance]))) {
                 return drop_item(s, unit, item, pw, now, ev);
             }
-            if (!has_prio || now + est + t->guard_cycles <= next_prio) {
+            if (!has_prio || now + need + t->guard_cycles <= next_prio) {
+                if (prefetched && !pending) {
+                    /* not prefetched early: copy now, the unit waits for it */
+                    return start_prefetch(s, unit, item, pw, now, 1, ev);
+                }
                 return run_item(s, unit, item, pw, now, ev);
             }
             /* would push the next priority period late: hold it back */
@@ -466,10 +619,10 @@ pe_status pe_sched_poll(pe_sched_state *s, int32_t unit, uint64_t now, pe_sched_
                     s->counters.deferrals++;
                     ev->item = item;
                     ev->flags = PE_SCHED_EV_DEFER;
-                    ev->est_cycles = est;
+                    ev->est_cycles = (uint32_t)(need > 0xFFFFFFFFu ? 0xFFFFFFFFu : need);
                     ev->planned_window = pw;
                     ev->release = release;
-                    if ((uint64_t)est + t->guard_cycles + us->prio_reserve > t->window_cycles) {
+                    if (need + t->guard_cycles + us->prio_reserve > t->window_cycles) {
                         /* cannot fit any window: report it (the planner should re-split) */
                         ev->flags |= PE_SCHED_EV_NO_FIT;
                         s->counters.no_fit++;
@@ -541,11 +694,11 @@ pe_status pe_sched_run(pe_sched_state *s, uint64_t until, pe_sched_event *events
                     return st;
                 }
                 s->units[u].wake = ev.wake;
-                if ((ev.flags & PE_SCHED_EV_RAN) != 0u && ev.end > tmin) {
-                    s->units[u].clock = ev.end;
+                if ((ev.flags & (PE_SCHED_EV_RAN | PE_SCHED_EV_PREFETCH)) != 0u && ev.end > tmin) {
+                    s->units[u].clock = ev.end; /* ran, or waited for a prefetch */
                     ran = 1;
-                } else if ((ev.flags & (PE_SCHED_EV_RAN | PE_SCHED_EV_DROP)) != 0u) {
-                    ran = 1; /* zero-cycle item or a drop: poll this unit again */
+                } else if ((ev.flags & (PE_SCHED_EV_RAN | PE_SCHED_EV_DROP | PE_SCHED_EV_PREFETCH)) != 0u) {
+                    ran = 1; /* zero-cycle item, a drop or a prefetch started: poll again */
                 }
             }
         } while (ran);

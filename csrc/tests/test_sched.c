@@ -26,6 +26,11 @@ typedef struct {
     int32_t reads_from[16]; /* buffer read by the item, -1 none */
     int32_t bad_reads;
     int32_t fail_item;
+    /* prefetch: delay each item's copy takes, when it lands, runs started too early */
+    uint32_t prefetch_delay[16];
+    uint64_t prefetch_ready[16];
+    uint32_t prefetch_starts[16];
+    int32_t early_starts;
 } host;
 
 static pe_status work(void *user, int32_t idx, const pe_sched_item *item, int64_t frame,
@@ -33,7 +38,6 @@ static pe_status work(void *user, int32_t idx, const pe_sched_item *item, int64_
 {
     host *h = (host *)user;
     uint32_t r = h->runs[idx];
-    (void)item;
     if (idx == h->fail_item) {
         return PE_ERR_STATE;
     }
@@ -44,6 +48,10 @@ static pe_status work(void *user, int32_t idx, const pe_sched_item *item, int64_
     *cycles = h->cycles[idx];
     if (idx == h->overrun_item && r == h->overrun_run) {
         *cycles += h->overrun_extra;
+    }
+    if ((item->flags & PE_SCHED_PREFETCH) != 0u &&
+        (h->prefetch_starts[idx] == 0u || h->prefetch_ready[idx] > start)) {
+        h->early_starts++; /* started before its input copy landed */
     }
     if (h->reads_from[idx] >= 0) {
         int k;
@@ -60,6 +68,22 @@ static pe_status work(void *user, int32_t idx, const pe_sched_item *item, int64_
         }
     }
     h->runs[idx] = r + 1u;
+    return PE_OK;
+}
+
+static pe_status prefetch(void *user, int32_t op, int32_t idx, const pe_sched_item *item,
+                          int64_t frame, uint64_t now, uint64_t *ready_at)
+{
+    host *h = (host *)user;
+    (void)item;
+    (void)frame;
+    if (op == PE_SCHED_PREFETCH_START) {
+        h->prefetch_starts[idx]++;
+        h->prefetch_ready[idx] = now + h->prefetch_delay[idx];
+        *ready_at = now + item->prefetch_cycles; /* the plan; the copy may be slower */
+    } else {
+        *ready_at = h->prefetch_ready[idx];
+    }
     return PE_OK;
 }
 
@@ -93,6 +117,7 @@ static pe_sched_item item(int32_t model, int32_t sub, int32_t kind, int32_t unit
     it.n_after = 0;
     it.est_cycles = est;
     it.deadline_cycles = kind == PE_SCHED_PRIORITY ? W : 0u;
+    it.prefetch_cycles = 0u;
     return it;
 }
 
@@ -672,6 +697,87 @@ static void resumable_run(void)
     }
 }
 
+/* Prefetch: sub-model 1's input is copied during the priority period that
+ * precedes it (overlapped, it starts right after the priority item); a copy
+ * slower than planned holds it back and is reported; an item that is not at
+ * the head of its queue when the priority item starts copies when it is due
+ * and the unit waits; no prefetch function is a state error. */
+static void prefetch_overlaps_priority(void)
+{
+    pe_sched_item items[5];
+    pe_sched_after after[1];
+    pe_sched_table t;
+    pe_sched_state s;
+    host h;
+    int32_t n = 0, i, k;
+    for (k = 0; k < 4; k++) {
+        int other = k == 3; /* another low model ahead of sub-model 1 in window 1 */
+        int32_t m = other ? 5 : 4;
+        items[0] = item(0, 0, PE_SCHED_PRIORITY, 0, 0, -1, 0u, 300u);
+        items[1] = item(1, 0, PE_SCHED_LOW, 0, 0, 0, PE_SCHED_FIRST, 600u);
+        items[2] = item(0, 0, PE_SCHED_PRIORITY, 0, 1, -1, 0u, 300u);
+        items[3] = item(2, 0, PE_SCHED_LOW, 0, 1, 1, PE_SCHED_FIRST | PE_SCHED_LAST, 100u);
+        items[m - 1] = item(1, 1, PE_SCHED_LOW, 0, 1, 0, PE_SCHED_LAST | PE_SCHED_PREFETCH, 500u);
+        items[m - 1].prefetch_cycles = 50u;
+        items[m - 1].first_after = 0;
+        items[m - 1].n_after = 1;
+        after[0].item = 1;
+        after[0].offset = 1;
+        after[0].handover_cycles = 0u;
+        t = table(items, m, after, 1, 2, 1, other ? 2 : 1);
+        PE_CHECK_EQ(pe_sched_check_table(&t), PE_OK);
+        host_init(&h);
+        for (i = 0; i < m; i++) {
+            h.cycles[i] = items[i].est_cycles;
+        }
+        h.prefetch_delay[m - 1] = k == 1 ? 450u : 50u; /* k == 1: lands at 1450, not 1050 */
+        PE_CHECK_EQ(start(&t, &h, &s), PE_OK);
+        if (k == 2) {
+            /* no prefetch function: refused when the first prefetched item comes up */
+            PE_CHECK_EQ(pe_sched_run(&s, 4u * W, events, 1024, &n), PE_ERR_STATE);
+            continue;
+        }
+        PE_CHECK_EQ(pe_sched_set_prefetch(&s, prefetch), PE_OK);
+        PE_CHECK_EQ(pe_sched_run(&s, 10u * W, events, 1024, &n), PE_OK);
+        PE_CHECK_EQ(h.early_starts, 0);
+        PE_CHECK_EQ(h.runs[m - 1], 5u);
+        PE_CHECK_EQ(h.prefetch_starts[m - 1], 5u);
+        PE_CHECK_EQ(s.counters.deadline_misses, 0);
+        for (i = 0; i < 5; i++) {
+            const uint64_t w1 = (uint64_t)(2 * i + 1) * W;
+            if (k == 0) {
+                /* started with the priority item, ready at +50, run at +300 */
+                PE_CHECK_EQ(h.starts[m - 1][i], w1 + 300u);
+            } else if (k == 1) {
+                PE_CHECK_EQ(h.starts[m - 1][i], w1 + 450u);
+            } else {
+                /* copy after the other model (300 + 100), the unit waits 50 */
+                PE_CHECK_EQ(h.starts[m - 1][i], w1 + 450u);
+            }
+        }
+        PE_CHECK_EQ(s.counters.prefetches, k == 3 ? 0u : 5u);
+        PE_CHECK_EQ(s.counters.prefetch_waits, k == 3 ? 5u : 0u);
+        PE_CHECK_EQ(s.counters.prefetch_late, k == 1 ? 5u : 0u);
+        for (i = 0; i < n; i++) {
+            const pe_sched_event *e = &events[i];
+            if ((e->flags & PE_SCHED_EV_PREFETCH) != 0u) {
+                PE_CHECK_EQ(e->item, m - 1);
+                PE_CHECK_EQ(e->wake, e->start + 50u);
+                PE_CHECK_EQ(e->end, k == 3 ? e->wake : e->start);
+                PE_CHECK_EQ(e->start % W, k == 3 ? 400u : 0u);
+            }
+            if ((e->flags & PE_SCHED_EV_PREFETCH_LATE) != 0u) {
+                PE_CHECK_EQ(k, 1);
+                PE_CHECK_EQ(e->start % W, 300u);
+            }
+        }
+    }
+    /* the flag is refused on a first sub-model */
+    items[1].flags |= PE_SCHED_PREFETCH;
+    t = table(items, 4, after, 1, 2, 1, 1);
+    PE_CHECK_EQ(pe_sched_check_table(&t), PE_ERR_ARG);
+}
+
 int main(void)
 {
     split_schedule();
@@ -685,5 +791,6 @@ int main(void)
     drop_late_instance();
     bad_arguments();
     resumable_run();
+    prefetch_overlaps_priority();
     return PE_TEST_END("test_sched");
 }

@@ -13,6 +13,11 @@ two kinds of work functions:
   cycles = cycles[item] * (1 + variation) + injected overrun, where the
   variation is a deterministic pseudo-random fraction in [-jitter, +jitter]
   per run and the overruns are (item, frame, extra cycles) triples.
+
+Prefetches (items flagged PE_SCHED_PREFETCH) go to a Python callable
+prefetch(op, item_index, frame, now, ready_at) -> ready_at when one is given
+(op 0: start the copy, 1: check it), else to a C function that takes the
+planned prefetch_cycles (the timing model's view of the DMA).
 """
 import numpy as np
 cimport numpy as cnp
@@ -38,6 +43,7 @@ cdef extern from "pyembed/pe_sched.h":
         int32_t n_after
         uint32_t est_cycles
         uint32_t deadline_cycles
+        uint32_t prefetch_cycles
 
     ctypedef struct pe_sched_after:
         int32_t item
@@ -60,6 +66,9 @@ cdef extern from "pyembed/pe_sched.h":
 
     ctypedef pe_status (*pe_sched_work_fn)(void *user, int32_t item_index, const pe_sched_item *item,
                                            int64_t frame, uint64_t start, uint32_t *cycles)
+    ctypedef pe_status (*pe_sched_prefetch_fn)(void *user, int32_t op, int32_t item_index,
+                                               const pe_sched_item *item, int64_t frame, uint64_t now,
+                                               uint64_t *ready_at)
 
     ctypedef struct pe_sched_event:
         int32_t item
@@ -87,6 +96,10 @@ cdef extern from "pyembed/pe_sched.h":
         uint64_t low_cycles
         uint64_t max_late_cycles
         uint64_t max_overrun_cycles
+        uint64_t prefetches
+        uint64_t prefetch_waits
+        uint64_t prefetch_late
+        uint64_t prefetch_cycles
 
     ctypedef struct pe_sched_unit_state:
         int32_t prio_pos
@@ -106,6 +119,7 @@ cdef extern from "pyembed/pe_sched.h":
 
     int PE_SCHED_EV_RAN, PE_SCHED_EV_OVERRUN, PE_SCHED_EV_MISS, PE_SCHED_EV_LATE
     int PE_SCHED_EV_LAG, PE_SCHED_EV_DEFER, PE_SCHED_EV_NO_FIT, PE_SCHED_EV_FAULT, PE_SCHED_EV_DROP
+    int PE_SCHED_EV_PREFETCH, PE_SCHED_EV_PREFETCH_LATE, PE_SCHED_PREFETCH_START, PE_SCHED_PREFETCH_CHECK
 
     pe_status pe_sched_check_table(const pe_sched_table *table) nogil
     pe_status pe_sched_get_buffer_size(const pe_sched_table *table, int32_t *size) nogil
@@ -117,6 +131,7 @@ cdef extern from "pyembed/pe_sched.h":
     pe_status pe_sched_run(pe_sched_state *state, uint64_t until, pe_sched_event *events,
                            int32_t max_events, int32_t *n_events) nogil
     pe_status pe_sched_get_estimate(const pe_sched_state *state, int32_t item, uint32_t *est) nogil
+    pe_status pe_sched_set_prefetch(pe_sched_state *state, pe_sched_prefetch_fn fn) nogil
 
 
 ITEM_SIZE = sizeof(pe_sched_item)
@@ -131,6 +146,10 @@ EV_DEFER = PE_SCHED_EV_DEFER
 EV_NO_FIT = PE_SCHED_EV_NO_FIT
 EV_FAULT = PE_SCHED_EV_FAULT
 EV_DROP = PE_SCHED_EV_DROP
+EV_PREFETCH = PE_SCHED_EV_PREFETCH
+EV_PREFETCH_LATE = PE_SCHED_EV_PREFETCH_LATE
+PREFETCH_START = PE_SCHED_PREFETCH_START
+PREFETCH_CHECK = PE_SCHED_PREFETCH_CHECK
 
 
 # ---- the built-in timing model -------------------------------------------------
@@ -176,6 +195,14 @@ cdef pe_status timing_work(void *user, int32_t idx, const pe_sched_item *item, i
     return PE_OK
 
 
+cdef pe_status planned_prefetch(void *user, int32_t op, int32_t idx, const pe_sched_item *item, int64_t frame,
+                                uint64_t now, uint64_t *ready_at) noexcept nogil:
+    # the copy takes its planned cycles; a check finds what the start said
+    if op == PE_SCHED_PREFETCH_START:
+        ready_at[0] = now + item.prefetch_cycles
+    return PE_OK
+
+
 # ---- Python work functions -----------------------------------------------------
 
 cdef pe_status python_work(void *user, int32_t idx, const pe_sched_item *item, int64_t frame,
@@ -187,6 +214,20 @@ cdef pe_status python_work(void *user, int32_t idx, const pe_sched_item *item, i
         if c < 0 or c > 0xFFFFFFFF:
             raise ValueError(f"work function returned {c} cycles for item {idx}; expected 0..2**32-1")
         cycles[0] = <uint32_t>c
+        return PE_OK
+    except BaseException as e:  # re-raised by the caller after the C loop returns
+        d._error = e
+        return PE_ERR_STATE
+
+
+cdef pe_status python_prefetch(void *user, int32_t op, int32_t idx, const pe_sched_item *item, int64_t frame,
+                               uint64_t now, uint64_t *ready_at) noexcept with gil:
+    cdef Dispatcher d = <Dispatcher>user
+    try:
+        r = int(d._prefetch(int(op), int(idx), int(frame), int(now), int(ready_at[0])))
+        if r < 0 or r > 0xFFFFFFFFFFFFFFFF:
+            raise ValueError(f"prefetch function returned the time {r} for item {idx}")
+        ready_at[0] = <uint64_t>r
         return PE_OK
     except BaseException as e:  # re-raised by the caller after the C loop returns
         d._error = e
@@ -208,6 +249,10 @@ cdef dict counters_dict(pe_sched_counters *c):
         "low_cycles": c.low_cycles,
         "max_late_cycles": c.max_late_cycles,
         "max_overrun_cycles": c.max_overrun_cycles,
+        "prefetches": c.prefetches,
+        "prefetch_waits": c.prefetch_waits,
+        "prefetch_late": c.prefetch_late,
+        "prefetch_cycles": c.prefetch_cycles,
     }
 
 
@@ -217,7 +262,9 @@ cdef class Dispatcher:
     work: a callable (item_index, frame, start_cycle) -> cycles, or None to use
     the timing model given by timing=(cycles_per_item uint32 array,
     jitter_ppm, seed, overrun_items int32, overrun_frames int64,
-    overrun_extra uint32)."""
+    overrun_extra uint32). prefetch: a callable (op, item_index, frame, now,
+    ready_at) -> ready_at for prefetched items (op 0 starts the copy, 1
+    checks it), or None for the planned prefetch time."""
     cdef pe_sched_table table
     cdef pe_sched_state state
     cdef pe_sched_work_fn fns[64]
@@ -225,13 +272,14 @@ cdef class Dispatcher:
     cdef timing_model model
     cdef object _items, _after, _arena, _timing_arrays
     cdef public object _work
+    cdef public object _prefetch
     cdef public object _error
     cdef bint python_mode
 
     def __init__(self, items, after, uint32_t window_cycles, uint32_t tick_cycles,
                  uint32_t guard_cycles, int32_t hyper_windows, int32_t n_units, int32_t n_instances,
                  work=None, timing=None, uint32_t overrun_tolerance_q16=0,
-                 int32_t max_lag_windows=-1):
+                 int32_t max_lag_windows=-1, prefetch=None):
         cdef int32_t size = 0
         cdef pe_context ctx
         cdef cnp.ndarray arena
@@ -272,6 +320,9 @@ cdef class Dispatcher:
                 self.fns[k] = python_work
             check(pe_sched_init(&ctx, &self.table, self.fns, self.n_fns, <void *>self, &self.state),
                   "pe_sched_init")
+            self._prefetch = prefetch
+            check(pe_sched_set_prefetch(&self.state, python_prefetch if prefetch is not None else planned_prefetch),
+                  "pe_sched_set_prefetch")
         else:
             if timing is None:
                 raise TypeError("give work= (a callable) or timing= (the timing model)")
@@ -295,6 +346,9 @@ cdef class Dispatcher:
                 self.fns[k] = timing_work
             check(pe_sched_init(&ctx, &self.table, self.fns, self.n_fns, <void *>&self.model, &self.state),
                   "pe_sched_init")
+            if prefetch is not None:
+                raise TypeError("prefetch= goes with work= (the timing model prefetches in the planned time)")
+            check(pe_sched_set_prefetch(&self.state, planned_prefetch), "pe_sched_set_prefetch")
 
     def run(self, uint64_t until, event_dtype, int32_t chunk=65536):
         """Drive every unit to `until`; returns the events (structured array)."""

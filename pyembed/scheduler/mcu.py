@@ -5,23 +5,35 @@ RAM.
 
 Memory layout in the profile's RAM regions (checked against their sizes):
 one activation arena per unit (the largest model it runs, on its planned
-layout), the persistent buffers at the schedule's planned offsets, and the
+layout; two on a unit with prefetched items: one for its priority models,
+one for its low models), the persistent buffers at the schedule's planned
+offsets, and the
 dispatcher's state, largest first into the activation region, then the
 other RAM regions. firmware_sim's WriteWatch checks after every item that it wrote only
 its own unit's arena and the persistent buffer it produces: a sub-model that
 scribbled on another unit's data or on an intermediate still waiting for its
 consumer is a SimulationFault naming the address and the buffer.
+
+Prefetch: the dispatcher's prefetch function starts firmware_sim DMA
+transfers (one per tensor of the intermediate, one after the other, from the
+persistent buffer to the tensor's place in the low arena) that run while the
+priority model computes; their bytes land when they complete. A prefetched
+sub-model that would start before its transfers completed is a
+SimulationFault (the dispatcher must hold it back and report
+PREFETCH_LATE instead).
 """
 import numpy as np
 
 from pyembed.errors import PlanError
-from pyembed.scheduler.run import EV_DEFER, EV_DROP, EV_RAN, KernelHost, Run, dispatcher, random_inputs
+from pyembed.scheduler.run import (EV_DEFER, EV_DROP, EV_PREFETCH, EV_PREFETCH_LATE, EV_RAN, PREFETCH_START,
+                                   KernelHost, Run, dispatcher, random_inputs)
 from pyembed.scheduler.table import EVENT_DTYPE, state_bytes
 from pyembed.scheduler.workload import align
 
 
 def memory_layout(schedule, arena_sizes, region=None):
-    """Where the schedule's RAM blocks go: {"arenas": [(region, offset, size)],
+    """Where the schedule's RAM blocks go (arena_sizes: one per
+    Schedule.arena_blocks() entry): {"arenas": [(region, offset, size)],
     "persistent": (region, offset, size), "state": (region, offset, size),
     "used": {region: bytes}}. Blocks go largest first into the first RAM region
     (the activation region first, or only `region`) with room; a PlanError
@@ -33,7 +45,7 @@ def memory_layout(schedule, arena_sizes, region=None):
         first = prof.defaults.get("activations")
         names = [first] + [r.name for r in prof.ram_regions() if r.name != first]
     free = {n: 0 for n in names}
-    blocks = [("arena", u, int(n)) for u, n in enumerate(arena_sizes)]
+    blocks = [("arena", k, int(n)) for k, n in enumerate(arena_sizes)]
     blocks += [("persistent", 0, int(schedule.persistent_bytes)), ("state", 0, state_bytes(schedule))]
     out = {"arenas": [None] * len(arena_sizes)}
     for kind, u, n in sorted(blocks, key=lambda b: -b[2]):
@@ -57,12 +69,16 @@ def memory_layout(schedule, arena_sizes, region=None):
     return out
 
 
-def run_on_mcu(schedule, windows, inputs=None, seed=0, cost=None, watch=True, region=None, hook=None):
+def run_on_mcu(schedule, windows, inputs=None, seed=0, cost=None, watch=True, region=None, hook=None,
+               dma_bandwidth_scale=1.0, dma_late="fault"):
     """Run `windows` windows on the simulated MCU (see the module docstring).
-    cost and hook as for KernelHost. Returns a Run (events, results, checks)
-    with .layout set."""
+    cost and hook as for KernelHost. dma_bandwidth_scale < 1: the DMA is
+    slower than the profile declares (dma_late "fault": its watchdog stops
+    the run; "stall": the transfer just takes longer). Returns a Run (events,
+    results, checks) with .layout and .dma (the transfers) set."""
     from firmware_sim.core import Environment
-    from firmware_sim.memory import Buffer, Memory, WriteWatch
+    from firmware_sim.dma import DmaEngine
+    from firmware_sim.memory import Buffer, Memory, WriteWatch, fault
 
     prof = schedule.platform.profile
     if prof is None:
@@ -73,9 +89,11 @@ def run_on_mcu(schedule, windows, inputs=None, seed=0, cost=None, watch=True, re
     layout = memory_layout(schedule, [a.size for a in host.arenas], region)
     mem = Memory(prof)
     arena_bufs = []
-    for u, (reg, off, n) in enumerate(layout["arenas"]):
-        host.arenas[u] = mem.view(reg, off, max(1, n), who=f"arena of unit {u}")
-        arena_bufs.append(Buffer(f"arena of unit {u}", reg, off, max(1, n), "activation"))
+    for k, (reg, off, n) in enumerate(layout["arenas"]):
+        u, kinds = host.blocks[k]
+        what = f"arena of unit {u}" + ("" if len(kinds) > 1 else (" (priority)" if kinds[0] == 0 else " (low)"))
+        host.arenas[k] = mem.view(reg, off, max(1, n), who=what)
+        arena_bufs.append(Buffer(what, reg, off, max(1, n), "activation"))
     preg, poff, pn = layout["persistent"]
     host.persistent = mem.view(preg, poff, max(1, pn), who="persistent buffers")
     pbufs = {}
@@ -89,19 +107,53 @@ def run_on_mcu(schedule, windows, inputs=None, seed=0, cost=None, watch=True, re
     for b in schedule.buffers:
         producer_buf[b.producer] = pbufs[b.name]
 
+    env = Environment()
+    dma = DmaEngine(env, prof, memory=mem, bandwidth_scale=dma_bandwidth_scale, late=dma_late)
+    pending = {}   # item -> (process of its transfers, expected end, frame)
+
+    def prefetch(op, idx, frame, now, ready):
+        p = schedule.items[idx]
+        if op == PREFETCH_START:
+            reg, off, _ = layout["arenas"][host.block_of[idx]]
+            copies = host.fetch_copies(idx, frame)
+            name = f"{schedule.models[p.model].name} s{p.sub} f{frame}"
+
+            def transfers():
+                for t, src, dst, n in copies:
+                    yield dma.transfer(f"prefetch {name} t{t}", preg, poff + src, reg, off + dst, n)
+                host.prefetch_landed(idx, frame)
+                return env.now
+
+            expected = now + sum(dma.declared_cycles(n, preg, reg) for _, _, _, n in copies)
+            first = len(dma.transfers)
+            pending[idx] = (env.process(transfers(), name=f"prefetch {name}"), expected, frame, first)
+            return expected
+        proc, expected, _, first = pending[idx]
+        if proc.processed:
+            return proc.value
+        if expected > now:
+            return expected
+        # late: the core sleeps until the running transfer's completion interrupt (or the next tick)
+        running = [t.busy_until for t in dma.transfers[first:] if t.busy_until is not None and t.busy_until > now]
+        return min(running) if running else now + schedule.tick_cycles
+
     def work(idx, frame, start):
         p = schedule.items[idx]
+        if p.prefetch:
+            got = pending.pop(idx, None)
+            if got is None or not got[0].processed or got[2] != frame:
+                raise fault(f"{schedule.models[p.model].name} sub-model {p.sub} (item {idx}, frame {frame}) "
+                            f"started at cycle {start} before its input prefetch completed", cycle=start)
         if ww is not None:
             ww.before()
         cycles = host(idx, frame, start)
         if ww is not None:
-            allowed = [arena_bufs[p.unit]] + ([producer_buf[idx]] if idx in producer_buf else [])
+            allowed = [arena_bufs[host.block_of[idx]]] + ([producer_buf[idx]] if idx in producer_buf else [])
             ww.after(f"{schedule.models[p.model].name} sub-model {p.sub} (item {idx}, frame {frame})", allowed,
                      cycle=start)
         return cycles
 
-    d = dispatcher(schedule, work=work)
-    env = Environment()
+    d = dispatcher(schedule, work=work, prefetch=prefetch)
     until = windows * schedule.window_cycles
     tick = schedule.tick_cycles
     events = []
@@ -110,11 +162,13 @@ def run_on_mcu(schedule, windows, inputs=None, seed=0, cost=None, watch=True, re
         while env.now < until:
             ev = d.poll(u, env.now, EVENT_DTYPE)[0]
             f = int(ev["flags"])
-            if f & (EV_RAN | EV_DEFER | EV_DROP):
+            if f & (EV_RAN | EV_DEFER | EV_DROP | EV_PREFETCH | EV_PREFETCH_LATE):
                 events.append(ev)
             if f & EV_RAN:
                 yield env.timeout(int(ev["end"] - ev["start"]))
-            elif f & EV_DROP:
+            elif f & EV_PREFETCH and ev["end"] > ev["start"]:
+                yield pending[int(ev["item"])][0]    # the CPU waits for the copy (a synchronous fetch)
+            elif f & (EV_DROP | EV_PREFETCH):
                 yield env.timeout(0)
             else:
                 # idle: sleep to the next timer tick (or the dispatcher's wake-up, if sooner)
@@ -128,6 +182,8 @@ def run_on_mcu(schedule, windows, inputs=None, seed=0, cost=None, watch=True, re
     ev = np.array(events, dtype=EVENT_DTYPE) if events else np.zeros(0, dtype=EVENT_DTYPE)
     ev = ev[np.lexsort((ev["unit"], ev["start"]))]
     run = Run(schedule, ev, d.counters(), windows, d, host.results)
-    run.checks = {"fetches": host.fetches, "stores": len(host.stored), "mismatches": host.mismatches, "host": host}
+    run.checks = {"fetches": host.fetches, "prefetches": host.prefetches, "stores": len(host.stored),
+                  "mismatches": host.mismatches, "host": host}
     run.layout = layout
+    run.dma = dma.transfers
     return run

@@ -34,6 +34,15 @@ Algorithm, in the order the seed gives it:
    the order: a group runs after the group that produced its inputs, a
    producer does not overwrite a buffer its consumer has not read, and two
    buffers that share bytes are used in turn.
+7. Prefetch (prefetch=True): a group that fetches its inputs and is the
+   first low group of its unit in a window with priority work gets the flag
+   PREFETCH: the dispatcher starts that copy by DMA just before the priority
+   work of the window (the copy runs during the priority period) and the
+   group's estimate drops by its fetch. Its working arena must then survive
+   the priority work: on such a unit the priority models and the low models
+   get disjoint arenas (Schedule.arena_blocks). The split itself is planned
+   with the fetch included, so a group whose prefetch could not start early
+   (after a deferral) still fits with a synchronous copy.
 
 The result is a :class:`Schedule`: the static table for the C dispatcher
 (pe_sched.h), its memory plan and the planned figures.
@@ -45,7 +54,7 @@ from pyembed.errors import ArgumentError, PlanError
 from pyembed.scheduler.workload import Model, ModelCosts, Platform, align
 
 PRIORITY, LOW = 0, 1
-FLAG_FIRST, FLAG_LAST, FLAG_CARRY = 1, 2, 4
+FLAG_FIRST, FLAG_LAST, FLAG_CARRY, FLAG_PREFETCH = 1, 2, 4, 8
 
 
 class ScheduleError(PlanError):
@@ -71,10 +80,16 @@ class Piece:
     flags: int = 0
     seq: int = 0        # placement order (orders pieces within a window)
     deadline: int = 0
+    prefetch_cycles: int = 0   # FLAG_PREFETCH: the DMA copy of its inputs, off the CPU
+
+    @property
+    def prefetch(self):
+        return bool(self.flags & FLAG_PREFETCH)
 
     @property
     def est(self):
-        return self.compute + self.fetch + self.store
+        """Cycles on its unit: a prefetched group does not wait for its fetch."""
+        return self.compute + (0 if self.prefetch else self.fetch) + self.store
 
     @property
     def carry(self):
@@ -145,6 +160,35 @@ class Schedule:
     overrun_tolerance: float = 0.02   # share over the estimate that is not yet an overrun
     max_lag: int = 0                  # windows a low item may slip before its instance is dropped
     options: dict = dataclasses.field(default_factory=dict)   # plan_schedule's arguments (for replan)
+
+    @property
+    def prefetch_units(self):
+        """Units with prefetched items (their priority and low models get disjoint arenas)."""
+        return sorted({p.unit for p in self.items if p.prefetch})
+
+    def arena_blocks(self):
+        """The working arenas the schedule needs: [(unit, kinds)] where kinds
+        is (PRIORITY, LOW) for one arena shared by every model of the unit, or
+        (PRIORITY,) and (LOW,) for the two disjoint arenas of a unit whose low
+        items are prefetched while its priority work runs."""
+        out = []
+        split = set(self.prefetch_units)
+        for u in range(self.n_units):
+            kinds = sorted({p.kind for p in self.items if p.unit == u})
+            if not kinds:
+                continue
+            if u in split:
+                out += [(u, (k,)) for k in kinds]
+            else:
+                out.append((u, tuple(kinds)))
+        return out
+
+    def arena_block(self, item):
+        """Index in arena_blocks() of the arena item (a Piece) works in."""
+        for k, (u, kinds) in enumerate(self.arena_blocks()):
+            if u == item.unit and item.kind in kinds:
+                return k
+        raise ArgumentError(f"no arena for an item on unit {item.unit}")
 
     @property
     def overrun_tolerance_q16(self):
@@ -337,7 +381,7 @@ def _lcm(a, b):
 
 def plan_schedule(models, platform="stm32f746", window_ms=None, frame_rate=None, split="fit", fill=0.97,
                   guard_us=0.0, tick_us=100.0, max_hyper=64, strict=True, plan_memory=True, overrun_tolerance=0.02,
-                  max_lag=0, layer_scale=None):
+                  max_lag=0, layer_scale=None, prefetch=True):
     """Plan the static schedule of `models` (Model objects, or graphs) on
     `platform` (a Platform or a firmware_sim profile name) with one window per
     frame (window_ms, or 1000 / frame_rate; default 50 ms).
@@ -351,6 +395,9 @@ def plan_schedule(models, platform="stm32f746", window_ms=None, frame_rate=None,
     drops the rest of its instance to get back on time (reported; -1: never).
     layer_scale: {model name: [factor per operator]} applied to the cost
     model's estimates (re-estimation from measurements, see replan).
+    prefetch: copy the inputs of the first low group after a priority
+    period by DMA during that period (step 7 above); False: every fetch is a
+    synchronous copy charged to the group.
     strict: raise ScheduleError on a fault;
     with strict=False the faults are listed in Schedule.problems and what can
     be planned is (a priority model larger than the window still runs every
@@ -552,6 +599,8 @@ def plan_schedule(models, platform="stm32f746", window_ms=None, frame_rate=None,
     prio_pos = {i: k for k, i in enumerate(order)}
     pieces.sort(key=lambda p: (p.phase, p.kind, prio_pos[p.model] if p.kind == PRIORITY else p.seq))
     _check_spans(pieces, H, n_units)
+    if prefetch:
+        _mark_prefetch(pieces, costs, platform)
 
     after = _constraints(pieces, models, costs, platform, prio_models)
     buffers, pbytes, unshared = _persistent(pieces, costs, models, H, after, plan_memory)
@@ -567,8 +616,31 @@ def plan_schedule(models, platform="stm32f746", window_ms=None, frame_rate=None,
     sched.memory = _memory_summary(sched, plan_memory)
     sched.options = dict(window_ms=window_ms, split=split, fill=fill, guard_us=guard_us, tick_us=tick_us,
                          max_hyper=max_hyper, strict=strict, plan_memory=plan_memory,
-                         overrun_tolerance=overrun_tolerance, max_lag=max_lag, layer_scale=layer_scale)
+                         overrun_tolerance=overrun_tolerance, max_lag=max_lag, layer_scale=layer_scale,
+                         prefetch=prefetch)
     return sched
+
+
+def _mark_prefetch(pieces, costs, platform):
+    """FLAG_PREFETCH on every low group that fetches inputs produced on its
+    own unit in an earlier window and is the first low group of its unit in a
+    window that has priority work on that unit."""
+    prio = {(p.unit, p.phase) for p in pieces if p.kind == PRIORITY}
+    first_low = {}
+    for k, p in enumerate(pieces):
+        if p.kind == LOW:
+            first_low.setdefault((p.unit, p.phase), k)
+    pos = {(p.model, p.instance, p.sub): k for k, p in enumerate(pieces) if p.kind == LOW}
+    for k, p in enumerate(pieces):
+        if (p.kind != LOW or p.sub == 0 or p.fetch <= 0 or p.flags & (FLAG_FIRST | FLAG_CARRY)
+                or (p.unit, p.phase) not in prio or first_low[(p.unit, p.phase)] != k):
+            continue
+        q = pieces[pos[(p.model, p.instance, p.sub - 1)]]
+        if q.unit != p.unit or q.carry or q.phase >= p.phase:
+            continue
+        c = costs[p.model]
+        p.flags |= FLAG_PREFETCH
+        p.prefetch_cycles = platform.prefetch_cycles([c.graph.tensors[t].nbytes for t in c.cut_tensors[p.first_op]])
 
 
 def _place_periodic(i, c, platform, u, rate, left, get_h, tile, take, n_inst, max_hyper, mp, split, peak=0):
@@ -842,10 +914,10 @@ def _memory_summary(s, plan_memory):
             except Exception:  # noqa: BLE001
                 size = 0
         arenas[m.name] = size
-    per_unit = []
-    for u in range(s.n_units):
-        names = {s.models[p.model].name for p in s.items if p.unit == u}
-        per_unit.append(max((arenas[n] for n in names), default=0))
+    per_unit = [0] * s.n_units
+    for u, kinds in s.arena_blocks():
+        names = {s.models[p.model].name for p in s.items if p.unit == u and p.kind in kinds}
+        per_unit[u] += max((arenas[n] for n in names), default=0)
     state = 8 * ((24 * len(s.items) + 7) // 8) + 48 * s.n_units + 8 * s.n_instances
     return {"arena_per_model": arenas, "arena_per_unit": per_unit, "persistent": s.persistent_bytes,
             "persistent_unshared": s.persistent_bytes_unshared, "dispatcher_state": state,

@@ -24,16 +24,20 @@ from pyembed.scheduler.table import EVENT_DTYPE, table_arrays
 
 EV_RAN, EV_OVERRUN, EV_MISS, EV_LATE, EV_LAG, EV_DEFER, EV_NO_FIT, EV_FAULT, EV_DROP = (
     1, 2, 4, 8, 16, 32, 64, 128, 256)
+EV_PREFETCH, EV_PREFETCH_LATE = 0x200, 0x400
+PREFETCH_START, PREFETCH_CHECK = 0, 1
 
 
-def dispatcher(schedule, work=None, timing=None):
-    """A pyembed._ext._sched.Dispatcher over the schedule's table."""
+def dispatcher(schedule, work=None, timing=None, prefetch=None):
+    """A pyembed._ext._sched.Dispatcher over the schedule's table. prefetch:
+    the host's prefetch function (op, item_index, frame, now, ready_at) ->
+    ready_at; None: copies take their planned cycles."""
     from pyembed._ext import _sched
     items, after = table_arrays(schedule)
     return _sched.Dispatcher(items, after, schedule.window_cycles, schedule.tick_cycles, schedule.guard_cycles,
                              schedule.hyper_windows, schedule.n_units, schedule.n_instances, work=work,
                              timing=timing, overrun_tolerance_q16=schedule.overrun_tolerance_q16,
-                             max_lag_windows=schedule.max_lag)
+                             max_lag_windows=schedule.max_lag, prefetch=prefetch)
 
 
 @dataclasses.dataclass
@@ -171,13 +175,30 @@ class Run:
 
     def copy_share(self):
         """Share of the low-priority busy time spent storing and fetching
-        intermediates (planned cycles of the runs made)."""
+        intermediates (planned cycles of the runs made; a prefetched fetch
+        runs on the DMA during the priority period and is not in it)."""
         e = self.ran(LOW)
         if not len(e):
             return 0.0
-        copy = np.array([p.fetch + p.store for p in self.schedule.items], dtype=np.int64)[e["item"]]
+        copy = np.array([(0 if p.prefetch else p.fetch) + p.store for p in self.schedule.items],
+                        dtype=np.int64)[e["item"]]
         est = np.array([p.est for p in self.schedule.items], dtype=np.int64)[e["item"]]
         return float(copy.sum()) / float(est.sum())
+
+    def prefetch_stats(self):
+        """Prefetches started during a priority period (overlapped), started
+        when the item was due (the unit waited), late (faults), and the fetch
+        cycles the low-priority runs did not spend (planned fetch of every
+        prefetched run, minus what the unit waited for)."""
+        s = self.schedule
+        f = self.events["flags"]
+        pre = self.events[(f & EV_PREFETCH) != 0]
+        waited = int((pre["end"] - pre["start"]).astype(np.int64).sum())
+        e = self.ran(LOW)
+        fetch = np.array([p.fetch if p.prefetch else 0 for p in s.items], dtype=np.int64)[e["item"]]
+        return {"overlapped": int((pre["end"] == pre["start"]).sum()), "waited": int((pre["end"] > pre["start"]).sum()),
+                "late": int(((f & EV_PREFETCH_LATE) != 0).sum()), "waited_cycles": waited,
+                "low_cycles_saved": int(fetch.sum()) - waited}
 
     def summary(self):
         pst = self.priority_stats()
@@ -189,6 +210,7 @@ class Run:
             "priority_jitter_pct_window": max((v["jitter_pct_window"] for v in pst.values()), default=0.0),
             "utilisation": self.utilisation(),
             "low_copy_share": self.copy_share(),
+            "prefetch": self.prefetch_stats(),
             "low": self.low_latency(),
             "counters": {k: int(v) for k, v in self.counters.items()},
         }
@@ -200,7 +222,8 @@ class Run:
         lines = []
         for ev in self.events:
             f = int(ev["flags"])
-            if ev["item"] < 0 or not f & (EV_OVERRUN | EV_MISS | EV_LATE | EV_DEFER | EV_NO_FIT | EV_FAULT | EV_DROP):
+            if ev["item"] < 0 or not f & (EV_OVERRUN | EV_MISS | EV_LATE | EV_DEFER | EV_NO_FIT | EV_FAULT | EV_DROP
+                                          | EV_PREFETCH_LATE):
                 continue
             p = s.items[int(ev["item"])]
             name = s.models[p.model].name
@@ -235,6 +258,11 @@ class Run:
                              f"for frame {int(ev['frame'])} is skipped")
             if f & EV_FAULT:
                 lines.append(f"window {window}: FAULT work function of {what} failed")
+            if f & EV_PREFETCH_LATE:
+                lines.append(f"window {window}, frame {int(ev['frame'])}: PREFETCH LATE {what}: due at "
+                             f"{s.ms(int(ev['start'])):.3f} ms but the DMA copy of its input (planned "
+                             f"{int(ev['est_cycles'])} cycles) had not completed; held back until "
+                             f"{s.ms(int(ev['wake'])):.3f} ms")
             if limit is not None and len(lines) >= limit:
                 break
         return lines
@@ -266,8 +294,14 @@ class Run:
                         cat="priority" if p.kind == PRIORITY else "low", model=name, sub=p.sub,
                         frame=int(ev["frame"]), ops=f"{p.first_op}..{p.last_op - 1}", est=int(ev["est_cycles"]),
                         flags=f)
+            if f & EV_PREFETCH:
+                tr.span(f"prefetch {name} f{int(ev['frame'])} s{p.sub}", f"dma unit{int(ev['unit'])}",
+                        int(ev["start"]), max(int(ev["wake"]), int(ev["start"]) + 1), cat="dma", model=name,
+                        sub=p.sub, frame=int(ev["frame"]), planned=int(ev["est_cycles"]),
+                        cpu_waits=bool(ev["end"] > ev["start"]))
             for bit, label in ((EV_OVERRUN, "overrun"), (EV_MISS, "deadline miss"), (EV_LATE, "late start"),
-                               (EV_DEFER, "deferred"), (EV_NO_FIT, "no fit"), (EV_DROP, "dropped")):
+                               (EV_DEFER, "deferred"), (EV_NO_FIT, "no fit"), (EV_DROP, "dropped"),
+                               (EV_PREFETCH_LATE, "prefetch late")):
                 if f & bit:
                     tr.instant(f"{label}: {name} s{p.sub}", track, int(ev["start"]), cat="sched", frame=int(ev["frame"]))
         for w in range(first_window, last_window if last_window is not None else self.windows):
@@ -336,12 +370,15 @@ class KernelHost:
     of pyembed.graph) as the dispatcher's work function.
 
     Each unit has one activation arena shared by every model it runs (they run
-    one at a time, to completion); between items the arena is overwritten with
-    a pattern (scramble=True), so nothing may survive in it from one item to
-    the next. Intermediates crossing a cut live in the persistent region at
-    the plan's offsets: the producing item stores them, the consuming item
-    fetches them. Every store is recorded and every fetch compared with what
-    was stored, and with the reference value of that tensor for that frame.
+    one at a time, to completion), or two when its low items are prefetched
+    (Schedule.arena_blocks: the priority models' and the low models'); after
+    each item its arena is overwritten with a pattern (scramble=True), so
+    nothing may survive in it from one item to the next. Intermediates
+    crossing a cut live in the persistent region at the plan's offsets: the
+    producing item stores them, the consuming item fetches them (or its
+    prefetch copied them before: they must still be intact when it starts).
+    Every store is recorded and every fetch compared with what was stored,
+    and with the reference value of that tensor for that frame.
 
     inputs(model_name, frame) -> list of input arrays of that model.
     cost(item_index, piece) -> cycles the item is charged (default: the
@@ -358,10 +395,14 @@ class KernelHost:
         self.check_reference = check_reference
         self.rt = [_compile(m.graph, planned) for m in schedule.models]
         self.step_of = [{op: k for k, op in enumerate(rt.order)} for rt in self.rt]
-        size = [0] * schedule.n_units
-        for p in schedule.items:
-            size[p.unit] = max(size[p.unit], self.rt[p.model].arena_size)
+        self.blocks = schedule.arena_blocks()
+        self.block_of = [schedule.arena_block(p) for p in schedule.items]
+        size = [0] * len(self.blocks)
+        for k, p in enumerate(schedule.items):
+            size[self.block_of[k]] = max(size[self.block_of[k]], self.rt[p.model].arena_size)
         self.arenas = [np.zeros(max(1, n), dtype=np.uint8) for n in size]
+        self.prefetched = {}  # item -> (frame, {tensor: bytes copied})
+        self.prefetches = 0
         self.persistent = np.zeros(max(1, schedule.persistent_bytes), dtype=np.uint8)
         self.buf_of = {(b.model, b.instance, b.cut): b for b in schedule.buffers}
         self.stored = {}      # buffer name -> bytes stored (and the frame)
@@ -385,28 +426,71 @@ class KernelHost:
         off = rt.layout.tensor_offsets[t]
         return arena[off: off + self.s.models[mi].graph.tensors[t].nbytes]
 
+    def fetch_copies(self, idx, frame):
+        """The copies that bring item idx's inputs from its persistent buffer
+        into its arena: [(tensor, persistent offset, arena offset, bytes)],
+        after checking the buffer still holds what its producer stored for
+        this frame."""
+        p = self.s.items[idx]
+        mi = p.model
+        g = self.s.models[mi].graph
+        b = self.buf_of[(mi, p.instance, p.first_op)]
+        stored = self.stored.get(b.name)
+        region = self.persistent[b.offset: b.offset + b.size]
+        self.fetches += 1
+        if stored is None or stored[0] != frame or not np.array_equal(stored[1], region):
+            self.mismatches.append(("persistent buffer changed or lost before it was read", frame, b.name))
+        out, pos = [], 0
+        for t in b.tensors:
+            n = g.tensors[t].nbytes
+            out.append((t, b.offset + pos, self.rt[mi].layout.tensor_offsets[t], n))
+            pos += (n + 15) // 16 * 16
+        return out
+
+    def prefetch(self, op, idx, frame, now, ready):
+        """The dispatcher's prefetch function: the copy happens at once (no DMA
+        model here) and is ready after its planned cycles."""
+        if op == PREFETCH_START:
+            p = self.s.items[idx]
+            arena = self.arenas[self.block_of[idx]]
+            for t, src, dst, n in self.fetch_copies(idx, frame):
+                arena[dst: dst + n] = self.persistent[src: src + n]
+            self.prefetch_landed(idx, frame)
+            return now + p.prefetch_cycles
+        return ready
+
+    def prefetch_landed(self, idx, frame):
+        """Remember what a prefetch brought into the arena (checked when the item starts)."""
+        p = self.s.items[idx]
+        arena = self.arenas[self.block_of[idx]]
+        b = self.buf_of[(p.model, p.instance, p.first_op)]
+        self.prefetched[idx] = (frame, {t: self._tensor_bytes(p.model, arena, t).copy() for t in b.tensors})
+        self.prefetches += 1
+
     def __call__(self, idx, frame, start):
         p = self.s.items[idx]
         mi = p.model
         g = self.s.models[mi].graph
         rt = self.rt[mi]
-        arena = self.arenas[p.unit]
+        arena = self.arenas[self.block_of[idx]]
         name = self.s.models[mi].name
         if p.first_op == 0:
             for k, x in enumerate(self.inputs(name, frame)):
                 rt.set_input(arena, k, x)
         else:
             b = self.buf_of[(mi, p.instance, p.first_op)]
-            stored = self.stored.get(b.name)
-            region = self.persistent[b.offset: b.offset + b.size]
-            self.fetches += 1
-            if stored is None or stored[0] != frame or not np.array_equal(stored[1], region):
-                self.mismatches.append(("persistent buffer changed or lost before it was read", frame, b.name))
-            pos = 0
-            for t in b.tensors:
-                n = g.tensors[t].nbytes
-                self._tensor_bytes(mi, arena, t)[...] = region[pos: pos + n]
-                pos += (n + 15) // 16 * 16
+            if p.prefetch:
+                got = self.prefetched.pop(idx, None)
+                if got is None or got[0] != frame:
+                    self.mismatches.append(("prefetched sub-model started without its prefetch", frame, b.name))
+                else:
+                    for t, data in got[1].items():
+                        if not np.array_equal(self._tensor_bytes(mi, arena, t), data):
+                            self.mismatches.append(("prefetched input changed in the arena before the sub-model "
+                                                    "ran", frame, f"{b.name} tensor {t}"))
+            else:
+                for t, src, dst, n in self.fetch_copies(idx, frame):
+                    arena[dst: dst + n] = self.persistent[src: src + n]
             if self.check_reference:
                 ref = self.reference(mi, frame)
                 for t in b.tensors:
@@ -453,11 +537,11 @@ def run_kernels(schedule, windows, inputs=None, seed=0, cost=None, scramble=True
     if inputs is None:
         inputs = random_inputs(schedule, seed)
     host = KernelHost(schedule, inputs, cost, scramble, check_reference)
-    d = dispatcher(schedule, work=host)
+    d = dispatcher(schedule, work=host, prefetch=host.prefetch)
     events = d.run(windows * schedule.window_cycles, EVENT_DTYPE)
     run = Run(schedule, events, d.counters(), windows, d, host.results)
-    run.checks = {"fetches": host.fetches, "stores": len(host.stored), "mismatches": host.mismatches,
-                  "host": host}
+    run.checks = {"fetches": host.fetches, "prefetches": host.prefetches, "stores": len(host.stored),
+                  "mismatches": host.mismatches, "host": host}
     return run
 
 

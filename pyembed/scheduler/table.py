@@ -12,19 +12,19 @@ import re
 import numpy as np
 
 from pyembed.errors import ArgumentError
-from pyembed.scheduler.plan import FLAG_CARRY, FLAG_FIRST, FLAG_LAST, PRIORITY
+from pyembed.scheduler.plan import FLAG_CARRY, FLAG_FIRST, FLAG_LAST, FLAG_PREFETCH, PRIORITY
 
 ITEM_DTYPE = np.dtype([
     ("model", "<i4"), ("sub", "<i4"), ("kind", "<i4"), ("unit", "<i4"), ("work", "<i4"), ("phase", "<i4"),
     ("instance", "<i4"), ("flags", "<u4"), ("first_op", "<i4"), ("last_op", "<i4"), ("first_after", "<i4"),
-    ("n_after", "<i4"), ("est_cycles", "<u4"), ("deadline_cycles", "<u4")])
+    ("n_after", "<i4"), ("est_cycles", "<u4"), ("deadline_cycles", "<u4"), ("prefetch_cycles", "<u4")])
 AFTER_DTYPE = np.dtype([("item", "<i4"), ("offset", "<i4"), ("handover_cycles", "<u4")])
 EVENT_DTYPE = np.dtype([
     ("item", "<i4"), ("unit", "<i4"), ("flags", "<u4"), ("est_cycles", "<u4"), ("frame", "<i8"),
     ("planned_window", "<i8"), ("release", "<u8"), ("start", "<u8"), ("end", "<u8"), ("wake", "<u8")])
 
 # sizes of the C state structs (pe_sched_item_state, pe_sched_unit_state, int64 frame)
-_ITEM_STATE, _UNIT_STATE, _INSTANCE_STATE = 24, 48, 8
+_ITEM_STATE, _UNIT_STATE, _INSTANCE_STATE = 40, 48, 8
 
 U32 = (1 << 32) - 1
 
@@ -48,7 +48,8 @@ def table_arrays(schedule):
     for k, p in enumerate(schedule.items):
         n = sum(1 for a in schedule.after if a.item == k)
         items[k] = (p.model, p.sub, p.kind, p.unit, p.model, p.phase, p.instance, p.flags, p.first_op, p.last_op,
-                    first.get(k, 0), n, _u32(p.est, f"estimate of item {k}"), _u32(p.deadline, "deadline"))
+                    first.get(k, 0), n, _u32(p.est, f"estimate of item {k}"), _u32(p.deadline, "deadline"),
+                    _u32(p.prefetch_cycles, f"prefetch of item {k}"))
     return items, after
 
 
@@ -82,7 +83,8 @@ def emit_header(schedule, path=None, prefix="pe_schedule"):
               f" * Define {P}_IMPLEMENTATION in exactly one C file before including this",
               " * header; it then defines the table. The host provides one work function",
               f" * per model, indexed by the {P}_WORK_* numbers, and a state buffer of",
-              f" * {P}_STATE_BYTES bytes (8-byte aligned) for pe_sched_init.",
+              f" * {P}_STATE_BYTES bytes (8-byte aligned) for pe_sched_init; when",
+              f" * {P}_N_PREFETCH > 0, a prefetch function (pe_sched_set_prefetch).",
               " */",
               f"#ifndef {P}_H", f"#define {P}_H", "", '#include "pyembed/pe_sched.h"', "",
               f"#define {P}_WINDOW_CYCLES {schedule.window_cycles}u",
@@ -97,6 +99,7 @@ def emit_header(schedule, path=None, prefix="pe_schedule"):
               f"#define {P}_N_ITEMS {len(items)}",
               f"#define {P}_N_AFTER {len(after)}",
               f"#define {P}_N_WORK {len(names)}",
+              f"#define {P}_N_PREFETCH {sum(1 for p in schedule.items if p.prefetch)}",
               f"#define {P}_STATE_BYTES {state_bytes(schedule)}", "",
               "/* work-function index of each model */"]
     used = set()
@@ -115,7 +118,7 @@ def emit_header(schedule, path=None, prefix="pe_schedule"):
     lines += ["", f"extern const pe_sched_table {prefix}_table;", "", f"#ifdef {P}_IMPLEMENTATION", "",
               f"static const pe_sched_item {prefix}_items[{len(items)}] = {{",
               "    /* model, sub, kind, unit, work, phase, instance, flags, first_op, last_op,"
-              " first_after, n_after, est_cycles, deadline_cycles */"]
+              " first_after, n_after, est_cycles, deadline_cycles, prefetch_cycles */"]
     for k, r in enumerate(items):
         kind = "PE_SCHED_PRIORITY" if r["kind"] == PRIORITY else "PE_SCHED_LOW"
         flags = []
@@ -125,10 +128,13 @@ def emit_header(schedule, path=None, prefix="pe_schedule"):
             flags.append("PE_SCHED_LAST")
         if r["flags"] & FLAG_CARRY:
             flags.append("PE_SCHED_CARRY")
+        if r["flags"] & FLAG_PREFETCH:
+            flags.append("PE_SCHED_PREFETCH")
         fl = " | ".join(flags) if flags else "0u"
         lines.append(f"    {{{r['model']}, {r['sub']}, {kind}, {r['unit']}, {r['work']}, {r['phase']}, {r['instance']}, "
                      f"{fl}, {r['first_op']}, {r['last_op']}, {r['first_after']}, {r['n_after']}, "
-                     f"{r['est_cycles']}u, {r['deadline_cycles']}u}}, /* {k}: {names[r['model']]} */")
+                     f"{r['est_cycles']}u, {r['deadline_cycles']}u, {r['prefetch_cycles']}u}}, "
+                     f"/* {k}: {names[r['model']]} */")
     lines.append("};")
     n_after = max(1, len(after))
     lines += ["", f"static const pe_sched_after {prefix}_after[{n_after}] = {{",

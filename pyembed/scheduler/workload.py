@@ -89,6 +89,12 @@ class Platform:
             return int(self.profile.transfer_cycles(nbytes, r, r))
         return 40 + math.ceil(nbytes / 2)
 
+    def prefetch_cycles(self, tensor_bytes):
+        """Planned time of a prefetch: one DMA transfer per tensor of the
+        intermediate (persistent buffer -> its place in the working arena),
+        one after the other on one channel."""
+        return sum(self.copy_cycles(int(n)) for n in tensor_bytes)
+
     def handover_cycles(self, nbytes, src_unit, dst_unit):
         """Time for an intermediate to move from one unit to another (runs on
         the DMA, after the producer ends and before the consumer may start)."""

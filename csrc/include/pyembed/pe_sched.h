@@ -39,6 +39,23 @@
  *    skipped and reported, and the table is back on time. Priority items are
  *    never dropped. A dropped item still counts as run for the constraints
  *    (its consumers are dropped with it, its producers may go on).
+ *  - Prefetch: a low item flagged PE_SCHED_PREFETCH gets its input
+ *    intermediate (a persistent buffer written by an earlier sub-model) copied
+ *    into its working arena by DMA, started through the host's
+ *    pe_sched_prefetch_fn just before the priority item that precedes it runs
+ *    (when the item heads its unit's low queue, is due by that priority
+ *    item's window and its producers have ended), so the copy overlaps the
+ *    priority work. Its est_cycles excludes the copy. The dispatcher never
+ *    starts (nor drops) such an item before the host says its prefetch has
+ *    completed: an item that is due while its prefetch is still running waits
+ *    and is reported (PE_SCHED_EV_PREFETCH_LATE, a fault: the DMA was slower
+ *    than planned). An item that was not prefetched early (it was not at the
+ *    head of its queue when the priority item started, e.g. after a deferral)
+ *    starts its prefetch when it is due and fits with prefetch_cycles added,
+ *    and the unit waits for it (a synchronous fetch, counted). The working
+ *    arena of prefetched items must not be written by the priority items
+ *    that run while the copy is in flight (the planner gives them disjoint
+ *    arenas).
  *
  * Time is a 64-bit cycle count. The dispatcher never reads a clock: the host
  * passes "now" and the work function reports the cycles it used (measured on
@@ -67,6 +84,9 @@ extern "C" {
 #define PE_SCHED_CARRY 4u /* low: works on the instance started in the previous table
                            * period (a pipeline stage that carries over); its run in
                            * the first period has nothing to work on and is skipped */
+#define PE_SCHED_PREFETCH 8u /* low, not FIRST, not CARRY: its input is copied by DMA
+                              * before it runs (pe_sched_prefetch_fn); est_cycles
+                              * excludes the copy, prefetch_cycles is its duration */
 
 /* One unit of work: a whole priority model or one sub-model (a consecutive
  * range of operators) of a low-priority model, on one processing unit. */
@@ -86,6 +106,7 @@ typedef struct {
     int32_t n_after;
     uint32_t est_cycles;  /* planned duration, including fetching its inputs */
     uint32_t deadline_cycles; /* priority: must end this long after its release */
+    uint32_t prefetch_cycles; /* PE_SCHED_PREFETCH: planned duration of the input copy */
 } pe_sched_item;
 
 /* Run k of the constrained item needs run k + offset - 1 of `item` (counting
@@ -130,6 +151,22 @@ typedef struct {
 typedef pe_status (*pe_sched_work_fn)(void *user, int32_t item_index, const pe_sched_item *item,
                                       int64_t frame, uint64_t start, uint32_t *cycles);
 
+/* Operations of the prefetch function. */
+#define PE_SCHED_PREFETCH_START 0 /* start the input copy of the item's next run; set
+                                   * *ready_at to when it is expected to complete (>= now) */
+#define PE_SCHED_PREFETCH_CHECK 1 /* *ready_at holds what START said; leave it when that
+                                   * is right, or set it to the completion time if the
+                                   * copy has completed (<= now), or to a later expected
+                                   * time (> now) if it is still running */
+
+/* The host's prefetch function (pe_sched_set_prefetch): start or check the
+ * DMA copy of a PE_SCHED_PREFETCH item's input (persistent buffer -> working
+ * arena) for the run that processes `frame`. A non-OK status stops the
+ * dispatcher like a failing work function. */
+typedef pe_status (*pe_sched_prefetch_fn)(void *user, int32_t op, int32_t item_index,
+                                          const pe_sched_item *item, int64_t frame, uint64_t now,
+                                          uint64_t *ready_at);
+
 /* Event flags. */
 #define PE_SCHED_EV_RAN 0x001u       /* the item ran from start to end */
 #define PE_SCHED_EV_OVERRUN 0x002u   /* it took longer than its planned estimate */
@@ -140,6 +177,11 @@ typedef pe_status (*pe_sched_work_fn)(void *user, int32_t item_index, const pe_s
 #define PE_SCHED_EV_NO_FIT 0x040u    /* low: its estimate exceeds the remaining period */
 #define PE_SCHED_EV_FAULT 0x080u     /* the work function returned an error */
 #define PE_SCHED_EV_DROP 0x100u      /* low: dropped (too late, or its instance was) */
+#define PE_SCHED_EV_PREFETCH 0x200u  /* low: its input prefetch was started; end: when the
+                                      * unit may go on (now, or the ready time when the
+                                      * unit waits for the copy); wake: expected ready time */
+#define PE_SCHED_EV_PREFETCH_LATE 0x400u /* low: due but its prefetch has not completed
+                                          * (fault, once per run): it waits until wake */
 
 /* What one poll did. */
 typedef struct {
@@ -170,6 +212,10 @@ typedef struct {
     uint64_t low_cycles;
     uint64_t max_late_cycles;    /* worst priority start after release */
     uint64_t max_overrun_cycles; /* worst measured - planned estimate */
+    uint64_t prefetches;      /* prefetches started before a priority item (overlapped) */
+    uint64_t prefetch_waits;  /* prefetches started when the item was due (the unit waited) */
+    uint64_t prefetch_late;   /* items due whose prefetch had not completed (faults) */
+    uint64_t prefetch_cycles; /* planned copy cycles of the overlapped prefetches */
 } pe_sched_counters;
 
 /* Per-item and per-unit run state (inside the caller's buffer). */
@@ -178,6 +224,9 @@ typedef struct {
     uint32_t runs;       /* completed runs */
     uint64_t last_start;
     uint64_t last_end;
+    uint32_t prefetch_run;   /* runs + 1 of the run whose prefetch was started, 0: none */
+    uint32_t prefetch_late;  /* 1 when that prefetch was reported late */
+    uint64_t prefetch_ready; /* its expected (or actual) completion time */
 } pe_sched_item_state;
 
 typedef struct {
@@ -197,6 +246,7 @@ typedef struct {
     const pe_sched_work_fn *fns;
     int32_t n_fns;
     void *user;
+    pe_sched_prefetch_fn prefetch; /* NULL until pe_sched_set_prefetch */
     pe_sched_item_state *items;
     pe_sched_unit_state *units;
     int64_t *instance_frame;
@@ -206,7 +256,8 @@ typedef struct {
 /* Checks the table: sizes positive, window a multiple of tick, items sorted
  * by phase, phases of each unit and kind spanning less than hyper_windows,
  * every index (unit, instance, constraint, after-range) in range, offsets in
- * -1..2, kinds and flags known. PE_ERR_ARG otherwise. */
+ * -1..2, kinds and flags known, PE_SCHED_PREFETCH only on low items that are
+ * neither FIRST nor CARRY. PE_ERR_ARG otherwise. */
 pe_status pe_sched_check_table(const pe_sched_table *table);
 
 /* Bytes of state the table needs (after it passes pe_sched_check_table). */
@@ -233,6 +284,11 @@ pe_status pe_sched_poll(pe_sched_state *state, int32_t unit, uint64_t now, pe_sc
  * continue. A simulator with its own event queue uses pe_sched_poll instead. */
 pe_status pe_sched_run(pe_sched_state *state, uint64_t until, pe_sched_event *events,
                        int32_t max_events, int32_t *n_events);
+
+/* Sets the prefetch function (after pe_sched_init, before the first poll);
+ * a table with PE_SCHED_PREFETCH items needs one: pe_sched_poll returns
+ * PE_ERR_STATE when it reaches such an item without it. */
+pe_status pe_sched_set_prefetch(pe_sched_state *state, pe_sched_prefetch_fn fn);
 
 /* Current online estimate of an item. */
 pe_status pe_sched_get_estimate(const pe_sched_state *state, int32_t item, uint32_t *est);
