@@ -637,12 +637,13 @@ def test_cli_command(tmp_path):
     out = tmp_path / "s"
     r = CliRunner().invoke(schedule_command, ["--priority", "tiny_kws_dscnn_int8", "--low", "tiny_ic_resnet8_int8",
                                               "--low", "tiny_vww_mobilenetv1_96_int8:max", "--windows", "40",
-                                              "-o", str(out)])
+                                              "--c-glue", "-o", str(out)])
     assert r.exit_code == 0, r.output
     assert "0 priority deadline misses" in r.output
     d = json.load(open(out / "schedule.json"))
     assert d["run"]["priority"]["tiny_kws_dscnn_int8"]["runs"] == 40
-    assert {"schedule.h", "gantt.png", "trace.json"} <= set(os.listdir(out))
+    assert {"schedule.h", "gantt.png", "trace.json", "glue"} <= set(os.listdir(out))
+    assert {"pe_schedule_glue.c", "pe_schedule_main.c", "kws"} <= set(os.listdir(out / "glue"))
     r = CliRunner().invoke(schedule_command, ["--priority", "tiny_kws_dscnn_int8", "--window-ms", "10", "-o",
                                               str(out)])
     assert isinstance(r.exception, ScheduleError) and "over by" in str(r.exception)

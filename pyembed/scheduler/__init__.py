@@ -12,12 +12,15 @@ splitting (SPEC section 7, issue 11).
     run.trace(0, 4).write("sched.json")                 # Chrome / Perfetto
     run.plot_gantt("sched.png", 0, 4)
     emit_header(s, "schedule.h")                        # the static table for the firmware
+    emit_glue(s, "fw/")                                 # + graph tables, work functions, host main (C)
     run_kernels(s, windows=6)                           # real kernels, persistent buffers checked
     run_on_mcu(s, windows=6)                            # ... on firmware_sim: event core, simulated RAM
 
 Modules: workload (models, units, per-layer costs), plan (ranking, priority
 reservation, splitting, placement, persistent buffers), table (the C
-structs as numpy arrays, the header), run (dispatcher runs, figures, traces,
+structs as numpy arrays, the header), glue (the C program: graph tables,
+work functions over pe_graph_invoke_op, copies, prefetch, host main), run
+(dispatcher runs, figures, traces,
 real kernels, re-splitting from measured cycles), mcu (the dispatcher on
 firmware_sim's event core and simulated memory), baselines
 (first-come-first-served without splitting, idealised pre-emptive
@@ -27,5 +30,6 @@ from pyembed.scheduler.plan import (LOW, PRIORITY, Schedule, ScheduleError, plan
                                     rank_models)
 from pyembed.scheduler.run import (Overrun, Run, dispatcher, measured_scale, replan, run_kernels,  # noqa: F401
                                    simulate)
+from pyembed.scheduler.glue import emit_glue, glue_inputs  # noqa: F401
 from pyembed.scheduler.table import emit_header, state_bytes, table_arrays  # noqa: F401
 from pyembed.scheduler.workload import Model, Platform, Unit, layer_cycles  # noqa: F401

@@ -76,7 +76,11 @@ def schedule_to_dict(s, run=None):
 @click.option("--windows", default=1000, show_default=True, help="Windows to simulate on the timing model.")
 @click.option("-o", "--out", "outdir", required=True, type=click.Path(file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def schedule_command(priority, low, profile, units, window_ms, fps, split, windows, outdir, as_json):
+@click.option("--no-prefetch", is_flag=True, help="Fetch intermediates synchronously (no DMA prefetch).")
+@click.option("--c-glue", is_flag=True,
+              help="Also write the C program of the schedule (graph tables, work functions, host main) to OUT/glue.")
+def schedule_command(priority, low, profile, units, window_ms, fps, split, windows, outdir, as_json, no_prefetch,
+                     c_glue):
     """Plan a cooperative periodic schedule with sub-model splitting, check it
     on the timing model and write the C table, a JSON description, a Gantt
     chart and a Perfetto trace to OUT."""
@@ -87,7 +91,8 @@ def schedule_command(priority, low, profile, units, window_ms, fps, split, windo
     models = [_model(p, latency_sensitive=True, priority="priority") for p in priority]
     models += [_model(m, priority="low") for m in low]
     plat = Platform.from_profile(profile, units=units)
-    s = plan_schedule(models, platform=plat, window_ms=window_ms, frame_rate=fps, split=split)
+    s = plan_schedule(models, platform=plat, window_ms=window_ms, frame_rate=fps, split=split,
+                      prefetch=not no_prefetch)
     run = simulate(s, windows)
     os.makedirs(outdir, exist_ok=True)
     emit_header(s, os.path.join(outdir, "schedule.h"))
@@ -96,16 +101,20 @@ def schedule_command(priority, low, profile, units, window_ms, fps, split, windo
         json.dump(d, f, indent=1, default=str)
     run.plot_gantt(os.path.join(outdir, "gantt.png"), 0, min(6, windows))
     run.trace(0, min(20, windows)).write(os.path.join(outdir, "trace.json"))
+    if c_glue:
+        from pyembed.scheduler.glue import emit_glue
+        emit_glue(s, os.path.join(outdir, "glue"))
     if as_json:
         click.echo(json.dumps(d["run"], indent=1, default=str))
         return
     f = d["run"]
     click.echo(s.describe())
     click.echo(f"{windows} windows: {f['priority_deadline_misses']} priority deadline misses, jitter "
-               f"{f['priority_jitter_pct_window']:.2f} % of the window, utilisation of the remaining periods "
+               f"{f['priority_jitter_pct_window']:.2f} % of the window (timing model with an assumed +-1 % "
+               f"run-to-run variation), utilisation of the remaining periods "
                f"{100 * f['utilisation']['overall']:.1f} %")
     for name, v in f["low"].items():
         if v.get("results"):
             click.echo(f"  {name}: {v['results']} results, latency {v['latency_windows_mean']:.2f} windows "
                        f"(max {v['latency_windows_max']:.2f})")
-    click.echo(f"wrote schedule.h, schedule.json, gantt.png, trace.json to {outdir}")
+    click.echo(f"wrote schedule.h, schedule.json, gantt.png, trace.json{', glue/' if c_glue else ''} to {outdir}")
