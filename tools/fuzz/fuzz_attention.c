@@ -311,7 +311,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
     nk = (size_t)a.dm.m * a.dm.heads * a.dm.d;
     nv = (size_t)a.dm.m * a.dm.heads * a.dm.dv;
     nout = (size_t)a.dm.n * a.dm.heads * a.dm.dv;
-    if (nq > MAX_ELEMS || nk > MAX_ELEMS || nv > MAX_ELEMS ||
+    if (nq > MAX_ELEMS || nk > MAX_ELEMS || nv > MAX_ELEMS || size > (1 << 22) ||
         (uint64_t)a.dm.n * a.dm.m * a.dm.heads * (a.dm.d + a.dm.dv) > MAX_WORK) {
         return 0;
     }

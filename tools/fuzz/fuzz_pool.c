@@ -23,6 +23,8 @@
  * pool/stride-w-times-c-overflow: stream_init computes stride.w * c in int32
  * (signed overflow) when the output is one column wide, which the geometry
  * check does not bound.
+ * pool/geometry-check-overflow: check_geometry forms reach_w * c in int64,
+ * where reach_w = (w_o - 1) * s_w + k_w + pad_l + w itself can be ~2^61.
  * pool/pad-top-loop:
  * opening the first input row walks every output row lying wholly in the
  * top padding one at a time, even past the last output row, so a huge
@@ -249,6 +251,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
                 p.padding.bottom, p.padding.left, p.padding.right, p.activation.min,
                 p.activation.max, p.sum_quant.multiplier, p.sum_quant.shift, p.output_offset,
                 in.n, in.h, in.w, in.c, out.n, out.h, out.w, out.c, rule);
+    }
+    if (fz_skip_known()) {
+        const __int128 reach_w = (__int128)(out.w - 1) * p.stride.w + p.window.w +
+                                 p.padding.left + in.w;
+        const __int128 reach_h = (__int128)(out.h - 1) * p.stride.h + p.window.h +
+                                 p.padding.top + in.h;
+        if (reach_w * in.c > (__int128)INT64_MAX || reach_h > (__int128)INT64_MAX ||
+            reach_w * in.c < -(__int128)INT64_MAX) {
+            return 0;
+        }
     }
     qs = pe_pool_rev_get_buffer_size(&p, &in, &out, &size);
     if (qs != PE_OK) {
