@@ -643,7 +643,7 @@ def test_cli_command(tmp_path):
     d = json.load(open(out / "schedule.json"))
     assert d["run"]["priority"]["tiny_kws_dscnn_int8"]["runs"] == 40
     assert {"schedule.h", "gantt.png", "trace.json", "glue"} <= set(os.listdir(out))
-    assert {"pe_schedule_glue.c", "pe_schedule_main.c", "kws"} <= set(os.listdir(out / "glue"))
+    assert {"pe_schedule_glue.c", "pe_schedule_main.c", "tiny_kws_dscnn_int8"} <= set(os.listdir(out / "glue"))
     r = CliRunner().invoke(schedule_command, ["--priority", "tiny_kws_dscnn_int8", "--window-ms", "10", "-o",
                                               str(out)])
     assert isinstance(r.exception, ScheduleError) and "over by" in str(r.exception)
