@@ -714,3 +714,31 @@ def test_slow_prefetch_is_reported_and_its_sub_model_waits(sched):
     assert run.checks["mismatches"] == [] and run.checks["prefetches"] > 0
     with pytest.raises(SimulationFault, match="DMA transfer prefetch .* still running at its deadline"):
         run_on_mcu(sched, 2, dma_bandwidth_scale=1 / 300, dma_late="fault")
+
+
+def test_measured_jitter_on_the_simulator_comes_from_dma_contention(sched):
+    """With bus contention on, a priority run that a prefetch overlaps is
+    stretched by the profile's stall per word moved (the transfers end well
+    inside it), every other run takes exactly its charge: the measured
+    completion jitter is that stretch."""
+    from pyembed.scheduler.mcu import run_on_mcu
+    run = run_on_mcu(sched, 8, contention=True)
+    stall = sched.platform.profile.dma.cpu_stall_per_word
+    ev = run.events
+    pre = ev[(ev["flags"] & EV_PREFETCH) != 0]
+    stretched, plain = [], 0
+    for e in run.ran(PRIORITY):
+        took = int(e["end"] - e["start"])
+        est = sched.items[int(e["item"])].est
+        starts = pre[(pre["start"] == e["start"]) & (pre["unit"] == e["unit"])]
+        if len(starts):
+            nbytes = sum(t.nbytes for t in run.dma if t.requested is not None and e["start"] <= t.requested < e["end"])
+            assert abs((took - est) - stall * nbytes / 4) <= 2, (took - est, nbytes)
+            stretched.append(took - est)
+        else:
+            assert took == est
+            plain += 1
+    assert stretched and max(stretched) > 0 and run.checks["contention_cycles"] == sum(stretched)
+    # every priority run starts at its release here: completion jitter = spread of the stretches
+    spread = max(stretched) - (0 if plain else min(stretched))
+    assert run.priority_stats()["kws"]["jitter_ms"] == pytest.approx(sched.ms(spread))

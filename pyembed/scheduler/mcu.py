@@ -70,12 +70,16 @@ def memory_layout(schedule, arena_sizes, region=None):
 
 
 def run_on_mcu(schedule, windows, inputs=None, seed=0, cost=None, watch=True, region=None, hook=None,
-               dma_bandwidth_scale=1.0, dma_late="fault"):
+               dma_bandwidth_scale=1.0, dma_late="fault", contention=False):
     """Run `windows` windows on the simulated MCU (see the module docstring).
     cost and hook as for KernelHost. dma_bandwidth_scale < 1: the DMA is
     slower than the profile declares (dma_late "fault": its watchdog stops
-    the run; "stall": the transfer just takes longer). Returns a Run (events,
-    results, checks) with .layout and .dma (the transfers) set."""
+    the run; "stall": the transfer just takes longer). contention: an item
+    that runs while prefetch transfers move data is stretched by the CPU
+    cycles the bus arbiter takes from it (firmware_sim's contention model,
+    the profile's cpu_stall_per_word); off, every item takes exactly its
+    charge (the timing model's view). Returns a Run (events, results, checks)
+    with .layout and .dma (the transfers) set."""
     from firmware_sim.core import Environment
     from firmware_sim.dma import DmaEngine
     from firmware_sim.memory import Buffer, Memory, WriteWatch, fault
@@ -109,7 +113,8 @@ def run_on_mcu(schedule, windows, inputs=None, seed=0, cost=None, watch=True, re
 
     env = Environment()
     dma = DmaEngine(env, prof, memory=mem, bandwidth_scale=dma_bandwidth_scale, late=dma_late)
-    pending = {}   # item -> (process of its transfers, expected end, frame)
+    pending = {}   # item -> (process of its transfers, expected end, frame, index of its first transfer)
+    busy = []      # (start, end, CPU slowdown) of every prefetch transfer, as scheduled when it starts
 
     def prefetch(op, idx, frame, now, ready):
         p = schedule.items[idx]
@@ -125,6 +130,11 @@ def run_on_mcu(schedule, windows, inputs=None, seed=0, cost=None, watch=True, re
                 return env.now
 
             expected = now + sum(dma.declared_cycles(n, preg, reg) for _, _, _, n in copies)
+            t0 = now
+            for _, _, _, n in copies:   # one after the other on one channel
+                took = prof.transfer_cycles(n, preg, reg, dma_bandwidth_scale)
+                busy.append((t0, t0 + took, dma.slowdown(n, took, reg)))
+                t0 += took
             first = len(dma.transfers)
             pending[idx] = (env.process(transfers(), name=f"prefetch {name}"), expected, frame, first)
             return expected
@@ -147,6 +157,18 @@ def run_on_mcu(schedule, windows, inputs=None, seed=0, cost=None, watch=True, re
         if ww is not None:
             ww.before()
         cycles = host(idx, frame, start)
+        if contention:
+            # CPU cycles the transfers overlapping the run take from it (and from the stretch)
+            owed, seen, end = 0.0, start, start + cycles
+            while True:
+                owed += sum(sd * max(0, min(end, b) - max(seen, a)) for a, b, sd in busy)
+                extra = int(owed)
+                if extra <= 0:
+                    break
+                owed -= extra
+                seen, end = end, end + extra
+            stolen[0] += end - start - cycles
+            cycles = end - start
         if ww is not None:
             allowed = [arena_bufs[host.block_of[idx]]] + ([producer_buf[idx]] if idx in producer_buf else [])
             ww.after(f"{schedule.models[p.model].name} sub-model {p.sub} (item {idx}, frame {frame})", allowed,
@@ -154,6 +176,7 @@ def run_on_mcu(schedule, windows, inputs=None, seed=0, cost=None, watch=True, re
         return cycles
 
     d = dispatcher(schedule, work=work, prefetch=prefetch)
+    stolen = [0]
     until = windows * schedule.window_cycles
     tick = schedule.tick_cycles
     events = []
@@ -186,4 +209,5 @@ def run_on_mcu(schedule, windows, inputs=None, seed=0, cost=None, watch=True, re
                   "mismatches": host.mismatches, "host": host}
     run.layout = layout
     run.dma = dma.transfers
+    run.checks["contention_cycles"] = stolen[0]
     return run
