@@ -50,7 +50,8 @@ def schedule_to_dict(s, run=None):
                     "groups": mp.groups} for mp in s.model_plans],
         "items": [{"model": s.models[p.model].name, "kind": "priority" if p.kind == 0 else "low", "unit": p.unit,
                    "phase": p.phase, "instance": p.instance, "sub": p.sub, "ops": [p.first_op, p.last_op],
-                   "compute": p.compute, "fetch": p.fetch, "store": p.store, "est": p.est, "flags": p.flags}
+                   "compute": p.compute, "fetch": p.fetch, "store": p.store, "est": p.est, "flags": p.flags,
+                   "prefetch": p.prefetch, "prefetch_cycles": p.prefetch_cycles}
                   for p in s.items],
         "after": [{"item": a.item, "on": a.on, "offset": a.offset, "handover": a.handover, "why": a.why}
                   for a in s.after],

@@ -304,6 +304,10 @@ class Run:
                                (EV_PREFETCH_LATE, "prefetch late")):
                 if f & bit:
                     tr.instant(f"{label}: {name} s{p.sub}", track, int(ev["start"]), cat="sched", frame=int(ev["frame"]))
+        for t in getattr(self, "dma", None) or ():   # run_on_mcu: the simulator's transfers themselves
+            if t.start is not None and t.end is not None and lo <= t.start < hi:
+                tr.span(t.name, f"dma channel {t.channel}", t.start, max(t.end, t.start + 1), cat="dma transfer",
+                        bytes=t.nbytes, src=t.src, dst=t.dst, declared_cycles=t.declared_cycles, late_by=t.late_by)
         for w in range(first_window, last_window if last_window is not None else self.windows):
             tr.instant(f"window {w}", "windows", w * W, cat="window")
         return tr
