@@ -24,7 +24,7 @@ PREFETCH_LATE instead).
 """
 import numpy as np
 
-from pyembed.errors import PlanError
+from pyembed.errors import FitError, PlanError
 from pyembed.scheduler.run import (EV_DEFER, EV_DROP, EV_PREFETCH, EV_PREFETCH_LATE, EV_RAN, PREFETCH_START,
                                    KernelHost, Run, dispatcher, random_inputs)
 from pyembed.scheduler.table import EVENT_DTYPE, state_bytes
@@ -57,7 +57,7 @@ def memory_layout(schedule, arena_sizes, region=None):
         else:
             need = sum(align(b[2]) for b in blocks)
             have = sum(prof.region(nm).size for nm in names)
-            raise PlanError(f"the schedule's RAM does not fit {prof.name}: the {kind} block of {n} B finds no room "
+            raise FitError(f"the schedule's RAM does not fit {prof.name}: the {kind} block of {n} B finds no room "
                             f"in {', '.join(names)} (arenas {list(arena_sizes)} B, persistent buffers "
                             f"{schedule.persistent_bytes} B, dispatcher state {state_bytes(schedule)} B: {need} B in "
                             f"all against {have} B; at least {max(0, need - have) or n} B missing)")
