@@ -755,15 +755,8 @@ def simulate_file(model, profile="stm32f446", plan=None, x=None, *, segments=Non
         segments = segment_graph(graph, profile, int(segments), criteria, order=list(plan.order) or None,
                                  split_bytes=split_bytes)
     if x is None:
-        rng = np.random.default_rng(seed)
-        xs = []
-        for t in graph.inputs:
-            tensor = graph.tensors[t]
-            if np.issubdtype(tensor.dtype, np.integer):
-                info = np.iinfo(tensor.dtype)
-                xs.append(rng.integers(info.min, info.max + 1, size=tensor.shape, dtype=tensor.dtype))
-            else:
-                xs.append(rng.standard_normal(tensor.shape).astype(tensor.dtype))
+        from pyembed.graph import random_inputs
+        xs = random_inputs(graph, 1, seed)[0]
         x = xs[0] if len(xs) == 1 else xs
     result = simulate(graph, plan, profile, x, segments=segments, strategy=strategy, region_map=region_map, **kw)
     ref = graph.run(x, plan=None)

@@ -40,6 +40,7 @@ import numpy as np
 
 from pyembed.errors import ArgumentError
 from pyembed.float_ref import dequantize, run_float
+from pyembed.graph import random_inputs  # noqa: F401  (part of this module's API)
 
 MODES = ("end_to_end", "per_layer")
 MODE_TITLES = {
@@ -211,23 +212,6 @@ def _json_float(v):
 
 # -- inputs ------------------------------------------------------------------------
 
-def random_inputs(graph, n, seed=0):
-    """n samples, each a list with one array per graph input (internal
-    tensor shapes): integers uniform over the type's whole range, floats
-    standard normal."""
-    rng = np.random.default_rng(seed)
-    samples = []
-    for _ in range(int(n)):
-        xs = []
-        for t in graph.inputs:
-            tensor = graph.tensors[t]
-            if np.issubdtype(tensor.dtype, np.integer):
-                info = np.iinfo(tensor.dtype)
-                xs.append(rng.integers(info.min, info.max + 1, size=tensor.shape, dtype=tensor.dtype))
-            else:
-                xs.append(rng.standard_normal(tensor.shape).astype(tensor.dtype))
-        samples.append(xs)
-    return samples
 
 
 def _model_to_internal(graph, k, v):

@@ -329,37 +329,11 @@ _GDT = {np.dtype(np.int8): "PE_DT_INT8", np.dtype(np.int16): "PE_DT_INT16", np.d
 
 
 def runtime_tables(graph, layout):
-    """(tensors, ops) as the C graph runtime takes them: the same tables
-    pyembed.ops.build_runtime hands to the Cython binding (taken from
-    pyembed.ops.runtime_tables when it exists)."""
+    """(tensors, ops) as the C graph runtime takes them: the tables
+    pyembed.ops.build_runtime hands to the Cython binding, so the emitted C
+    and the host run cannot disagree."""
     from pyembed import ops as O
-    if hasattr(O, "runtime_tables"):
-        return O.runtime_tables(graph, layout)
-    used = set(graph.inputs) | set(graph.outputs)
-    for op in graph.operators:
-        used.update(t for t in op.inputs[:3] if t >= 0)
-        used.update(t for t in op.outputs if t >= 0)
-    c_index, tensors = {}, []
-    for t in sorted(used):
-        tensor = graph.tensors[t]
-        if tensor.dtype not in _GDT:
-            continue  # e.g. RESHAPE's shape operand: never read by a kernel
-        c_index[t] = len(tensors)
-        tensors.append({"tensor": t, "data": tensor.data if tensor.is_constant else None,
-                        "offset": -1 if tensor.is_constant else int(layout.tensor_offsets[t]),
-                        "bytes": int(tensor.nbytes), "dims": O.dims4(tensor.shape), "dtype": tensor.dtype})
-    ops = []
-    for opi in layout.order:
-        op = graph.operators[opi]
-        n_in = 1 if op.type in ("RESHAPE", "SOFTMAX", "AVERAGE_POOL_2D", "MAX_POOL_2D", "QUANTIZE",
-                                "DEQUANTIZE") else (2 if op.type in ("ADD", "MUL") else 3)
-        kind = op.params["kind"] if op.type == "QUANTIZE" else op.type
-        scratch = int(op.scratch_bytes)
-        ops.append({"op": opi, "kind": kind, "inputs": [c_index[t] if t >= 0 else -1 for t in op.inputs[:n_in]],
-                    "output": c_index[op.outputs[0]],
-                    "scratch_offset": int(layout.scratch_offsets.get(opi, -1)) if scratch else -1,
-                    "scratch_size": scratch, "params": op.params})
-    return tensors, ops
+    return O.runtime_tables(graph, layout)
 
 
 def _op_initializer(spec, prefix, arrays):

@@ -446,3 +446,22 @@ def load_tflite_bytes(data, name="model"):
     from pyembed.tflite_import import read_tflite
     from pyembed.ops import graph_from_raw
     return graph_from_raw(read_tflite(bytes(data), name=name), label=name, source_format="tflite")
+
+
+def random_inputs(graph, n, seed=0):
+    """n samples, each a list with one array per graph input (internal
+    tensor shapes): integers uniform over the type's whole range, floats
+    standard normal."""
+    rng = np.random.default_rng(seed)
+    samples = []
+    for _ in range(int(n)):
+        xs = []
+        for t in graph.inputs:
+            tensor = graph.tensors[t]
+            if np.issubdtype(tensor.dtype, np.integer):
+                info = np.iinfo(tensor.dtype)
+                xs.append(rng.integers(info.min, info.max + 1, size=tensor.shape, dtype=tensor.dtype))
+            else:
+                xs.append(rng.standard_normal(tensor.shape).astype(tensor.dtype))
+        samples.append(xs)
+    return samples

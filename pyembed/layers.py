@@ -506,7 +506,7 @@ def infer_shapes(layers, input_shape):
             if tuple(src) != tuple(shape):
                 raise ArgumentError(f"layers[{i}] (Add): branch from layer {layer.from_layer} has shape "
                                     f"{tuple(src)}, main input has shape {shape}")
-        k, s = layer.kernel, layer.stride
+        k = layer.kernel
         pad = layer.resolve_padding(shape[0], shape[1])
         if shape[0] + pad[0] + pad[1] < k[0] or shape[1] + pad[2] + pad[3] < k[1]:
             raise ArgumentError(f"layers[{i}] ({type(layer).__name__}): window {k} is larger than its "

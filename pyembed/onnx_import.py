@@ -146,7 +146,6 @@ class _Importer:
                 return cs[0]
             return None
 
-        from onnx import helper
         for n in nodes:
             if id(n) in removed:
                 continue
@@ -351,7 +350,6 @@ class _Importer:
 
     def convert(self, op_type, ins, outs, attrs, act, add_const):
         """One operator -> [(pyembed type, inputs, outputs, options, None)]."""
-        opts = {"activation": act}
         if op_type == "QuantizeLinear":
             x = self.tensors.get(ins[0])
             if x is None or x.dtype != np.float32:

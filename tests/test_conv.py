@@ -4,7 +4,7 @@ streaming against whole-tensor, the measured counters against counts taken
 from the reference, and bad input."""
 import numpy as np
 import pytest
-from hypothesis import assume, given
+from hypothesis import given
 from hypothesis import strategies as st
 
 import intmodel as M

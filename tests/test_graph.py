@@ -127,7 +127,6 @@ def test_scratch_bytes_come_from_the_kernel_size_queries(kws):
         if op.type in ("CONV_2D", "DEPTHWISE_CONV_2D"):
             x = kws.tensors[op.inputs[0]].shape
             w = kws.tensors[op.inputs[1]].shape
-            y = kws.tensors[op.outputs[0]].shape
             p = op.params
             want = conv.buffer_size(x, w, depthwise=op.type == "DEPTHWISE_CONV_2D",
                                     ch_mult=p["depth_multiplier"], stride=p["stride"],

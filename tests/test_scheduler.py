@@ -226,7 +226,7 @@ def test_injected_overrun_is_reported_and_recovered(sched):
     took = int(ev["end"] - ev["start"])
     assert int(late[0]["start"] - late[0]["release"]) == int(ev["start"]) + int(round(took * 1.6)) - \
         int(late[0]["release"])
-    assert any(f"LATE priority model kws" in ln for ln in lines)
+    assert any("LATE priority model kws" in ln for ln in lines)
     # the dispatcher got back on time: the last 50 windows are exactly the clean run's
     tail = run.ran()[run.ran()["start"] >= (n - 50) * sched.window_cycles]
     ctail = clean.ran()[clean.ran()["start"] >= (n - 50) * sched.window_cycles]
@@ -269,8 +269,8 @@ def test_priority_larger_than_window(graphs):
     assert ((e["flags"] & EV_MISS) != 0).all()
     misses = [ln for ln in run.faults() if "DEADLINE MISS" in ln]
     over = s.costs[0].total(0) - s.window_cycles
-    assert f"frame 0:" in misses[0] and f"{s.ms(over):.3f} ms after its deadline" in misses[0]
-    assert f"frame 5:" in misses[5] and f"{s.ms(6 * over):.3f} ms after its deadline" in misses[5]
+    assert "frame 0:" in misses[0] and f"{s.ms(over):.3f} ms after its deadline" in misses[0]
+    assert "frame 5:" in misses[5] and f"{s.ms(6 * over):.3f} ms after its deadline" in misses[5]
 
 
 def test_frame_rate_without_remaining_period(graphs):

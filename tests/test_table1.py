@@ -28,7 +28,7 @@ def window_positions(n_win, window, stride, pad):
 
 def closed_form(shape):
     """Counters each strategy must measure, from the layer's shapes."""
-    (h, w, c), (oc, kh, kw, icg), (sh, sw), (dh, dw), (pt, pl), (ch, cw) = (
+    (h, w, _c), (oc, kh, kw, icg), (sh, sw), (dh, dw), (pt, pl), (ch, cw) = (
         shape["in"], shape["filter"], shape["stride"], shape["dilation"], shape["pad"],
         shape["conv_out"])
     (wh, ww), (psh, psw), (ppt, ppl), (ph, pw) = (shape["window"], shape["pool_stride"],

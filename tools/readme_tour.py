@@ -12,10 +12,8 @@ command; everything after that line is replaced by what the command prints
 import argparse
 import os
 import re
-import shlex
 import subprocess
 import sys
-import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(REPO, "README.md")

@@ -201,7 +201,7 @@ def _render(r):
                       "utilisation of remaining %",
                       "low latency windows mean/max"], rows))
     c = r["split"]["counters"]
-    out.append(f"(goals: 0 misses, jitter <= 1 %, utilisation >= 90 %; low releases for the baselines every "
+    out.append("(goals: 0 misses, jitter <= 1 %, utilisation >= 90 %; low releases for the baselines every "
                + ", ".join(f"{k} {v:.2f}" for k, v in r["baselines"]["release_periods_windows"].items())
                + " windows, the rate the split schedule delivered)")
     out.append(f"of the low-priority busy time, {100 * r['split']['low_copy_share']:.2f} % is storing/fetching "

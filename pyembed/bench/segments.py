@@ -102,7 +102,7 @@ def fluid_time(whole_layers, profile, budget, slices=32):
     pieces = []
     for la in whole_layers:
         pieces.extend([(la.weight_bytes / slices, la.compute_cycles / slices)] * slices)
-    load_end, comp_end, resident = [], [], []
+    load_end, comp_end = [], []
     free_from, in_block = 0, 0.0
     for i, (w, c) in enumerate(pieces):
         if w > budget:
