@@ -93,9 +93,11 @@ for t in "${targets[@]}"; do
     done
     before=$(ls "$arts" | wc -l)
     log="$out/fuzz_$t.log"
+    t0=$(date +%s)
     "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=1024 -len_control=0 \
         -print_final_stats=1 -artifact_prefix="$arts/" "$corpus" "${seeds[@]}" > "$log" 2>&1
     rc=$?
+    elapsed=$(( $(date +%s) - t0 ))
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
     if [ -z "$execs" ]; then
         execs=$(grep -oE '^#[0-9]+' "$log" | tail -n 1 | tr -d '#')
@@ -106,7 +108,7 @@ for t in "${targets[@]}"; do
     if [ $rc -ne 0 ] && [ $crashes -eq 0 ]; then crashes=1; fi
     total_execs=$((total_execs + execs))
     total_crashes=$((total_crashes + crashes))
-    echo "fuzz_$t: $execs executions in ${seconds} s, $crashes crashes, corpus $(ls "$corpus" | wc -l) inputs"
+    echo "fuzz_$t: $execs executions in ${elapsed} s, $crashes crashes, corpus $(ls "$corpus" | wc -l) inputs"
     if [ $crashes -gt 0 ]; then
         failed+=("$t")
         grep -E 'FUZZ FAILURE|ERROR: |runtime error|SUMMARY' "$log" | head -n 5

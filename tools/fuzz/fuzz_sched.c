@@ -1,0 +1,407 @@
+/*
+ * fuzz_sched.c - libFuzzer harness for the cooperative dispatcher (pe_sched.h).
+ *
+ * Each input is a schedule table (priority and low items on one or two units,
+ * phases, instances, FIRST / LAST / CARRY / PREFETCH flags, "after"
+ * constraints, guard, tolerance, lag limit), sometimes with out-of-range
+ * fields, plus the durations the work functions report (runs that overrun
+ * their estimate up to 4x, occasional faults) and DMA prefetch times. A table
+ * pe_sched_check_table accepts is run with pe_sched_run for six table
+ * periods; every event is checked against the header's promises:
+ *  - per unit, runs never overlap and time never goes back;
+ *  - a priority item's runs process consecutive frames, one per table
+ *    period, in order: priority work is never dropped (no DROP event), and
+ *    it never stops silently: once one of its priority items is released and
+ *    waiting, a unit runs something again within a few windows;
+ *  - LATE and MISS flags agree with start / end against release + deadline;
+ *    a low item never starts before its release;
+ *  - each unit's low items run (or are dropped) in table order, cyclically;
+ *  - the counters equal the events' tallies.
+ */
+#include "fuzz_common.h"
+#include "pyembed/pe_sched.h"
+
+#define MAX_ITEMS 10
+#define MAX_AFTER 8
+#define MAX_EVENTS 4096
+#define PERIODS 6
+
+typedef struct {
+    fz_reader *r;
+    uint8_t durations[256];
+    int32_t next;
+    int faulted;
+} host;
+
+static pe_status work(void *user, int32_t item_index, const pe_sched_item *item, int64_t frame,
+                      uint64_t start, uint32_t *cycles)
+{
+    host *h = (host *)user;
+    const uint32_t f = h->durations[h->next++ & 255];
+    (void)item_index;
+    (void)frame;
+    (void)start;
+    if (f == 255) {
+        h->faulted = 1;
+        return PE_ERR_STATE; /* the work function fails */
+    }
+    /* mostly near the estimate, sometimes up to 4x over */
+    *cycles = (uint32_t)(((uint64_t)item->est_cycles * (f < 192 ? 12u + (f & 7u) : (f & 63u))) / 16u);
+    return PE_OK;
+}
+
+static pe_status prefetch(void *user, int32_t op, int32_t item_index, const pe_sched_item *item,
+                          int64_t frame, uint64_t now, uint64_t *ready_at)
+{
+    host *h = (host *)user;
+    const uint32_t f = h->durations[h->next++ & 255];
+    (void)item_index;
+    (void)frame;
+    if (op == PE_SCHED_PREFETCH_START) {
+        *ready_at = now + ((uint64_t)item->prefetch_cycles * (8u + (f & 31u))) / 16u;
+    } else if (f & 1u) {
+        /* the copy is done: report when (no later than now) */
+        *ready_at = *ready_at <= now ? *ready_at : now;
+    }
+    return PE_OK;
+}
+
+/* Known open issue (tests/data/regressions/index.json, sched/priority-waits-on-low):
+ * a priority item constrained on a low item waits for it forever when the
+ * low item never fits a window, and nothing reports the priority item.
+ * sched/constraint-deadlock: pe_sched_check_table accepts constraints that
+ * can never be met (a priority item waiting for a run of an item of its own
+ * queue that comes after it in queue order: offset 1 and the item behind it,
+ * offset 2 and any item), and the unit's priority work stops for good
+ * (also sched/constraint-deadlock-offset2, and -cross-unit: a cycle through
+ * the other unit's queue). Skipped: priority constraints on low items, on a
+ * later period (offset 2), on a later window, or behind it in its queue. */
+static int32_t queue_pos(const pe_sched_table *t, int32_t item, int32_t *n_queue)
+{
+    int32_t i, pos = -1, n = 0;
+    for (i = 0; i < t->n_items; i++) {
+        if (t->items[i].unit == t->items[item].unit && t->items[i].kind == t->items[item].kind) {
+            if (i == item) {
+                pos = n;
+            }
+            n++;
+        }
+    }
+    *n_queue = n;
+    return pos;
+}
+
+static int known_priority_waits(const pe_sched_table *t)
+{
+    int32_t i, k;
+    for (i = 0; i < t->n_items; i++) {
+        const pe_sched_item *it = &t->items[i];
+        if (it->kind != PE_SCHED_PRIORITY) {
+            continue;
+        }
+        for (k = it->first_after; k < it->first_after + it->n_after; k++) {
+            const pe_sched_after *a = &t->after[k];
+            const pe_sched_item *p = &t->items[a->item];
+            if (p->kind == PE_SCHED_LOW || a->offset >= 2 ||
+                (a->offset == 1 && p->phase > it->phase)) {
+                return 1; /* may wait on low work, a later period or a later window */
+            }
+            if (p->unit == it->unit) {
+                /* run k of i needs run k + offset - 1 of p, queued at
+                 * (k + offset - 1) * n + pos_p: it must come before k * n + pos_i */
+                int32_t n;
+                const int32_t pi = queue_pos(t, i, &n), pp = queue_pos(t, a->item, &n);
+                if ((a->offset - 1) * n + pp >= pi) {
+                    return 1;
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+static int cmp_phase(const void *a, const void *b)
+{
+    const pe_sched_item *x = (const pe_sched_item *)a, *y = (const pe_sched_item *)b;
+    return (x->phase > y->phase) - (x->phase < y->phase);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
+{
+    fz_reader r = {data, size_in};
+    pe_sched_item items[MAX_ITEMS];
+    pe_sched_after after[MAX_AFTER];
+    pe_sched_table t;
+    pe_sched_work_fn fns[2];
+    pe_sched_state state;
+    pe_context ctx;
+    host h;
+    pe_sched_event *ev = NULL;
+    uint8_t *buf = NULL;
+    int32_t i, k, u, n_ev = 0, size = -1;
+    uint64_t until;
+    pe_status st;
+    /* tallies */
+    int64_t prio_next_frame[MAX_ITEMS];
+    uint64_t unit_busy_until[8];
+    int64_t last_run_start[8];
+    int32_t low_last[8];
+    uint64_t n_prio = 0, n_low = 0, n_drop = 0, n_miss = 0, n_late = 0;
+
+    memset(&t, 0, sizeof(t));
+    memset(items, 0, sizeof(items));
+    memset(after, 0, sizeof(after));
+    memset(&h, 0, sizeof(h));
+    t.tick_cycles = (uint32_t)fz_wild(&r, 1, 100);
+    t.window_cycles = t.tick_cycles * (uint32_t)fz_range(&r, 1, 100);
+    if (fz_u8(&r) == 7) {
+        t.window_cycles = fz_u32(&r); /* maybe not a multiple of the tick */
+    }
+    t.guard_cycles = (uint32_t)fz_range(&r, 0, 200);
+    t.hyper_windows = fz_wild(&r, 1, 4);
+    t.n_units = fz_wild(&r, 1, 2);
+    t.n_instances = fz_wild(&r, 0, 3);
+    t.n_items = fz_wild(&r, 1, MAX_ITEMS);
+    t.n_after = fz_wild(&r, 0, MAX_AFTER);
+    t.overrun_tolerance_q16 = (uint32_t)fz_range(&r, 0, 65536);
+    t.max_lag_windows = fz_range(&r, -1, 3);
+    if (t.n_items < 1 || t.n_items > MAX_ITEMS || t.n_after < 0 || t.n_after > MAX_AFTER) {
+        /* counts beyond the arrays: only the check may look (it must refuse
+         * n_items < 1 and n_after < 0 without reading) */
+        if (t.n_items < 1 || t.n_after < 0) {
+            t.items = items;
+            t.after = after;
+            FZ_CHECK(pe_sched_check_table(&t) == PE_ERR_ARG, "bad counts accepted");
+        }
+        return 0;
+    }
+    for (i = 0; i < t.n_items; i++) {
+        pe_sched_item *it = &items[i];
+        it->model = i;
+        it->kind = fz_wild(&r, 0, 1);
+        it->unit = fz_wild(&r, 0, t.n_units > 0 ? t.n_units - 1 : 0);
+        it->work = fz_wild(&r, 0, 1);
+        it->phase = fz_wild(&r, 0, t.hyper_windows > 0 ? t.hyper_windows - 1 : 0);
+        it->instance = fz_wild(&r, -1, t.n_instances - 1 >= -1 ? t.n_instances - 1 : -1);
+        it->flags = (uint32_t)fz_range(&r, 0, 15);
+        if ((fz_u8(&r) & 3u) != 0u) { /* keep most flag sets legal */
+            if (it->kind == PE_SCHED_PRIORITY) {
+                it->flags &= ~(PE_SCHED_CARRY | PE_SCHED_PREFETCH);
+            }
+            if (it->flags & (PE_SCHED_FIRST | PE_SCHED_CARRY)) {
+                it->flags &= ~PE_SCHED_PREFETCH;
+            }
+        }
+        it->first_after = fz_wild(&r, 0, t.n_after);
+        it->n_after = fz_wild(&r, 0, t.n_after - it->first_after > 2 ? 2 : t.n_after - it->first_after);
+        it->est_cycles = (uint32_t)fz_range(&r, 0, (int32_t)(t.window_cycles / 2u > 0x7FFFFFFFu
+                                                                 ? 0x7FFFFFFF
+                                                                 : t.window_cycles / 2u));
+        it->deadline_cycles = (uint32_t)fz_range(&r, 0, (int32_t)(t.window_cycles > 0x7FFFFFFFu
+                                                                      ? 0x7FFFFFFF
+                                                                      : t.window_cycles));
+        it->prefetch_cycles = (uint32_t)fz_range(&r, 0, 1000);
+        it->first_op = 0;
+        it->last_op = 1;
+    }
+    qsort(items, (size_t)t.n_items, sizeof(items[0]), cmp_phase);
+    for (k = 0; k < t.n_after; k++) {
+        after[k].item = fz_wild(&r, 0, t.n_items - 1);
+        after[k].offset = fz_wild(&r, -1, 2);
+        after[k].handover_cycles = (uint32_t)fz_range(&r, 0, 500);
+    }
+    t.items = items;
+    t.after = after;
+    for (i = 0; i < 256; i++) {
+        h.durations[i] = (uint8_t)fz_u8(&r);
+        if (r.n == 0 && h.durations[i] == 0) {
+            h.durations[i] = (uint8_t)(12 + (i & 7)); /* input exhausted: near the estimate */
+        }
+    }
+    st = pe_sched_check_table(&t);
+    if (fz_verbose()) {
+        fprintf(stderr, "case: window %u tick %u guard %u hyper %d units %d inst %d items %d after %d "
+                        "tol %u lag %d check %d\n",
+                t.window_cycles, t.tick_cycles, t.guard_cycles, t.hyper_windows, t.n_units,
+                t.n_instances, t.n_items, t.n_after, t.overrun_tolerance_q16, t.max_lag_windows, st);
+        for (i = 0; i < t.n_items; i++) {
+            const pe_sched_item *it = &items[i];
+            fprintf(stderr, "  item %d kind %d unit %d work %d phase %d inst %d flags %u after %d+%d est %u dl %u pf %u\n",
+                    i, it->kind, it->unit, it->work, it->phase, it->instance, it->flags,
+                    it->first_after, it->n_after, it->est_cycles, it->deadline_cycles,
+                    it->prefetch_cycles);
+        }
+        for (k = 0; k < t.n_after; k++) {
+            fprintf(stderr, "  after %d: item %d offset %d handover %u\n", k, after[k].item,
+                    after[k].offset, after[k].handover_cycles);
+        }
+    }
+    if (st != PE_OK || (fz_skip_known() && known_priority_waits(&t))) {
+        return 0;
+    }
+    st = pe_sched_get_buffer_size(&t, &size);
+    FZ_CHECK(st == PE_OK || st == PE_ERR_OVERFLOW, "size query status %d", st);
+    if (st != PE_OK || t.n_units > 8 || t.hyper_windows > 64) {
+        /* valid but big: pe_sched_init alone loops units x hyper_windows x
+         * items times, and six table periods are too many windows to run */
+        return 0;
+    }
+    FZ_CHECK(size > 0, "size %d", size);
+    fns[0] = work;
+    fns[1] = work;
+    buf = (uint8_t *)fz_alloc((size_t)size);
+    fz_poison(buf, (size_t)size);
+    ctx.buf = buf;
+    ctx.size = size - 1;
+    ctx.stats = NULL;
+    st = pe_sched_init(&ctx, &t, fns, 2, &h, &state);
+    for (i = 0; i < t.n_items; i++) {
+        if (items[i].work >= 2) {
+            FZ_CHECK(st == PE_ERR_ARG, "work index %d of 2 functions: status %d", items[i].work, st);
+            goto done;
+        }
+    }
+    FZ_CHECK(st == PE_ERR_SCRATCH, "one byte short: status %d", st);
+    ctx.size = size;
+    st = pe_sched_init(&ctx, &t, fns, 2, &h, &state);
+    FZ_CHECK(st == PE_OK, "init status %d", st);
+    FZ_CHECK(pe_sched_set_prefetch(&state, prefetch) == PE_OK, "set_prefetch");
+
+    until = (uint64_t)t.window_cycles * (uint64_t)t.hyper_windows * PERIODS;
+    ev = (pe_sched_event *)fz_alloc(sizeof(pe_sched_event) * MAX_EVENTS);
+    {
+        int32_t calls = 0, got = 0;
+        do {
+            st = pe_sched_run(&state, until, ev + n_ev, MAX_EVENTS - n_ev, &got);
+            n_ev += got;
+            calls++;
+        } while (st == PE_OK && got > 0 && n_ev < MAX_EVENTS && calls < 64);
+        if (st != PE_OK) {
+            /* only the host's failures stop the dispatcher */
+            FZ_CHECK(h.faulted || st == PE_ERR_STATE, "pe_sched_run status %d", st);
+            goto done;
+        }
+        if (n_ev >= MAX_EVENTS) {
+            goto done; /* more than we look at */
+        }
+    }
+
+    for (i = 0; i < MAX_ITEMS; i++) {
+        prio_next_frame[i] = -1;
+    }
+    for (u = 0; u < 8; u++) {
+        unit_busy_until[u] = 0;
+        last_run_start[u] = -1;
+        low_last[u] = -1;
+    }
+    for (k = 0; k < n_ev; k++) {
+        const pe_sched_event *e = &ev[k];
+        const pe_sched_item *it;
+        FZ_CHECK(e->unit >= 0 && e->unit < t.n_units, "event %d unit %d", k, e->unit);
+        if (e->item < 0) {
+            continue;
+        }
+        FZ_CHECK(e->item < t.n_items, "event %d item %d", k, e->item);
+        it = &items[e->item];
+        FZ_CHECK(it->unit == e->unit, "event %d: item of unit %d reported on %d", k, it->unit,
+                 e->unit);
+        if (e->flags & (PE_SCHED_EV_RAN | PE_SCHED_EV_DROP)) {
+            FZ_CHECK(e->start >= unit_busy_until[e->unit],
+                     "event %d: unit %d starts item %d at %llu, busy until %llu", k, e->unit,
+                     e->item, (unsigned long long)e->start,
+                     (unsigned long long)unit_busy_until[e->unit]);
+            FZ_CHECK(e->end >= e->start, "event %d ends before it starts", k);
+            FZ_CHECK(e->release == (uint64_t)e->planned_window * t.window_cycles,
+                     "event %d: release %llu of planned window %lld", k,
+                     (unsigned long long)e->release, (long long)e->planned_window);
+        }
+        if (e->flags & PE_SCHED_EV_RAN) {
+            FZ_CHECK(e->start >= e->release, "event %d: item %d starts at %llu before its release %llu",
+                     k, e->item, (unsigned long long)e->start, (unsigned long long)e->release);
+            unit_busy_until[e->unit] = e->end;
+            last_run_start[e->unit] = (int64_t)e->start;
+        }
+        if (it->kind == PE_SCHED_PRIORITY) {
+            FZ_CHECK(!(e->flags & PE_SCHED_EV_DROP), "priority item %d dropped", e->item);
+            if (e->flags & PE_SCHED_EV_RAN) {
+                const int64_t want = prio_next_frame[e->item] < 0 ? it->phase
+                                                                  : prio_next_frame[e->item];
+                FZ_CHECK(e->frame == want && e->planned_window == want,
+                         "priority item %d processed frame %lld (planned %lld), expected %lld", e->item,
+                         (long long)e->frame, (long long)e->planned_window, (long long)want);
+                prio_next_frame[e->item] = want + t.hyper_windows;
+                FZ_CHECK(!!(e->flags & PE_SCHED_EV_LATE) == (e->start > e->release),
+                         "event %d: LATE flag %d, start %llu release %llu", k,
+                         !!(e->flags & PE_SCHED_EV_LATE), (unsigned long long)e->start,
+                         (unsigned long long)e->release);
+                FZ_CHECK(!!(e->flags & PE_SCHED_EV_MISS) ==
+                             (e->end > e->release + it->deadline_cycles),
+                         "event %d: MISS flag disagrees with end %llu, deadline %llu", k,
+                         (unsigned long long)e->end,
+                         (unsigned long long)(e->release + it->deadline_cycles));
+                n_prio++;
+                n_late += (e->flags & PE_SCHED_EV_LATE) != 0u;
+                n_miss += (e->flags & PE_SCHED_EV_MISS) != 0u;
+            }
+        } else if (e->flags & (PE_SCHED_EV_RAN | PE_SCHED_EV_DROP)) {
+            /* the unit's low queue in table order, cyclically (CARRY items
+             * skipped silently in the first period may be missing) */
+            if (low_last[e->unit] >= 0) {
+                int32_t j = low_last[e->unit], steps = 0;
+                do {
+                    j = (j + 1) % t.n_items;
+                    steps++;
+                } while (!(items[j].unit == e->unit && items[j].kind == PE_SCHED_LOW) &&
+                         steps <= t.n_items);
+                FZ_CHECK(j == e->item || (items[j].flags & PE_SCHED_CARRY),
+                         "unit %d low queue: item %d after %d, table order says %d", e->unit,
+                         e->item, low_last[e->unit], j);
+            }
+            low_last[e->unit] = e->item;
+            n_low += (e->flags & PE_SCHED_EV_RAN) != 0u;
+            n_drop += (e->flags & PE_SCHED_EV_DROP) != 0u;
+        }
+    }
+    FZ_CHECK(state.counters.priority_runs == n_prio && state.counters.low_runs == n_low &&
+                 state.counters.dropped == n_drop && state.counters.deadline_misses == n_miss &&
+                 state.counters.late_starts == n_late,
+             "counters prio %llu low %llu drop %llu miss %llu late %llu, events %llu %llu %llu "
+             "%llu %llu",
+             (unsigned long long)state.counters.priority_runs,
+             (unsigned long long)state.counters.low_runs,
+             (unsigned long long)state.counters.dropped,
+             (unsigned long long)state.counters.deadline_misses,
+             (unsigned long long)state.counters.late_starts, (unsigned long long)n_prio,
+             (unsigned long long)n_low, (unsigned long long)n_drop, (unsigned long long)n_miss,
+             (unsigned long long)n_late);
+
+    /* no silent starvation: once a priority item is released and waiting,
+     * its unit must run something again (itself, or the items it waits
+     * for) within a bounded time: handovers are <= 500 cycles, runs and
+     * waits on the other unit a few windows. A unit that runs nothing at all
+     * from then to the end while its priority work waits has stopped. */
+    for (i = 0; i < t.n_items; i++) {
+        const pe_sched_item *it = &items[i];
+        uint64_t waiting_since, free_from;
+        if (it->kind != PE_SCHED_PRIORITY) {
+            continue;
+        }
+        waiting_since = (uint64_t)(prio_next_frame[i] < 0 ? it->phase : prio_next_frame[i]) *
+                        t.window_cycles;
+        free_from = waiting_since > unit_busy_until[it->unit] ? waiting_since
+                                                              : unit_busy_until[it->unit];
+        if (last_run_start[it->unit] < (int64_t)waiting_since &&
+            free_from + 4u * (uint64_t)t.window_cycles + 1000u <= until) {
+            FZ_FAIL("priority item %d (unit %d) released at %llu never ran, and the unit ran "
+                    "nothing from %llu to the end (%llu): its priority work stopped silently",
+                    i, it->unit, (unsigned long long)waiting_since, (unsigned long long)free_from,
+                    (unsigned long long)until);
+        }
+    }
+done:
+    free(ev);
+    free(buf);
+    return 0;
+}
