@@ -23,7 +23,8 @@ def as_int_array(value, name, dtype=np.int32, ndim=None):
             f"got range [{arr.min()}, {arr.max()}]")
     if ndim is not None and arr.ndim != ndim:
         raise ArgumentError(f"{name}: expected a {ndim}-D array, got shape {arr.shape}")
-    return np.ascontiguousarray(arr, dtype=dtype)
+    # np.require keeps 0-d arrays 0-d (np.ascontiguousarray would make them 1-D)
+    return np.require(arr.astype(dtype, copy=False), requirements="C")
 
 
 def exact_array(value, name, dtype, ndim=None, shape=None):

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from pyembed._validate import int_in_range
+from pyembed._validate import int_in_range, positive_finite
 from pyembed.errors import ArgumentError
 
 
@@ -51,10 +51,15 @@ def quantize(x, scale, zero_point, dtype=np.int8):
     """Round-to-nearest (half away from zero, as TFLite) and saturate."""
     info = np.iinfo(dtype)
     zero_point = int_in_range(zero_point, "zero_point", info.min, info.max)
-    q = np.asarray(x, dtype=np.float64) / float(scale)
+    scale = positive_finite(scale, "scale")
+    x = np.asarray(x, dtype=np.float64)
+    if not np.all(np.isfinite(x)):
+        raise ArgumentError("x: expected finite values (NaN or infinity cannot be quantized)")
+    q = x / scale
     q = np.where(q >= 0, np.floor(q + 0.5), np.ceil(q - 0.5)) + zero_point
     return np.clip(q, info.min, info.max).astype(dtype)
 
 
 def dequantize(q, scale, zero_point):
+    scale = positive_finite(scale, "scale")
     return (np.asarray(q, dtype=np.float64) - zero_point) * scale
