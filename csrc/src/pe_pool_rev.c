@@ -230,7 +230,9 @@ static pe_status check_geometry(const pe_pool_params *p, const pe_dims *in, cons
     reach_h = (int64_t)(out->h - 1) * p->stride.h + p->window.h + p->padding.top + in->h;
     reach_w = (int64_t)(out->w - 1) * p->stride.w + p->window.w + p->padding.left + in->w;
     row_elems = (int64_t)out->w * out->c;
-    if (reach_h > (int64_t)PE_INT32_MAX / 2 || reach_w * in->c > (int64_t)PE_INT32_MAX / 2 ||
+    /* reach_w alone may be ~2^62: bound it before multiplying by c */
+    if (reach_h > (int64_t)PE_INT32_MAX / 2 || reach_w > (int64_t)PE_INT32_MAX / 2 ||
+        reach_w * in->c > (int64_t)PE_INT32_MAX / 2 ||
         (int64_t)in->w * in->c > (int64_t)PE_INT32_MAX || row_elems > (int64_t)PE_INT32_MAX ||
         (int64_t)in->n * out->h > (int64_t)PE_INT32_MAX) {
         return PE_ERR_OVERFLOW;

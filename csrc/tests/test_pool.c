@@ -304,6 +304,35 @@ static void status_codes(void)
     PE_CHECK_EQ(pe_out_size(7, 3, 1, 0, 0, PE_SHAPE_EXPLICIT, &v), PE_ERR_ARG);
 }
 
+/* Fuzzer findings (tests/data/regressions/pool/): each case must give a
+ * status or a correct result, with no UB (this file runs under UBSan). */
+static void params_for(pe_pool_params *p, pe_pool_kind kind, int32_t kh, int32_t kw,
+                       int32_t sh, int32_t sw, int32_t pt, int32_t pl)
+{
+    memset(p, 0, sizeof(*p));
+    p->kind = kind;
+    p->window.h = kh;
+    p->window.w = kw;
+    p->stride.h = sh;
+    p->stride.w = sw;
+    p->padding.top = pt;
+    p->padding.left = pl;
+    p->activation.min = -128;
+    p->activation.max = 127;
+}
+
+static void regressions(void)
+{
+    pe_pool_params p;
+    int32_t size;
+    /* pool/geometry-check-overflow: reach_w ~ 2^60 times c overflowed int64 */
+    {
+        const pe_dims in = {1, 9, 2, 11}, out = {1, 12, 1073741824, 11};
+        params_for(&p, PE_POOL_AVG, 3, 2, 8, 1077848513, 9, 5);
+        PE_CHECK_EQ(pe_pool_rev_get_buffer_size(&p, &in, &out, &size), PE_ERR_OVERFLOW);
+    }
+}
+
 int main(void)
 {
     compare_cases();
@@ -311,5 +340,6 @@ int main(void)
     scatter_pixels(8);
     scatter_pixels(16);
     status_codes();
+    regressions();
     return PE_TEST_END("test_pool");
 }
