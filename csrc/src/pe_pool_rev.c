@@ -307,16 +307,17 @@ static void start_batch(pool_state *st)
     st->final_at = st->p.window.h - 1 - st->p.padding.top;
 }
 
-static pe_status stream_init(const pe_context *ctx, const pe_pool_params *params,
+static pe_status stream_init(const pe_context *ctx, const pe_pool_params *args,
                              const pe_dims *in, const pe_dims *out)
 {
     int32_t need;
     pool_state *st;
     pe_status s;
+    const pe_pool_params *params;
     if (ctx == NULL) {
         return PE_ERR_ARG;
     }
-    s = buffer_size(params, in, out, &need);
+    s = buffer_size(args, in, out, &need);
     if (s != PE_OK) {
         return s;
     }
@@ -326,7 +327,18 @@ static pe_status stream_init(const pe_context *ctx, const pe_pool_params *params
     st = state_of(ctx);
     st->magic = POOL_MAGIC;
     st->size = need;
-    st->p = *params;
+    st->p = *args;
+    /* The stride of an axis with one output never moves a window, and
+     * check_geometry bounds it only through (out - 1) * stride: use 1, which
+     * gives the same result, so stride * c and the row bookkeeping stay in
+     * int32. */
+    if (out->h == 1) {
+        st->p.stride.h = 1;
+    }
+    if (out->w == 1) {
+        st->p.stride.w = 1;
+    }
+    params = &st->p;
     st->in = *in;
     st->out = *out;
     st->ring_rows = ring_rows_for(params, out);

@@ -321,10 +321,72 @@ static void params_for(pe_pool_params *p, pe_pool_kind kind, int32_t kh, int32_t
     p->activation.max = 127;
 }
 
+/* Whole tensor and row stream against the naive model on one valid case
+ * with random input; returns the mismatching elements (or -1 on a status). */
+static int32_t run_against_naive(const pe_pool_params *p, const pe_dims *in, const pe_dims *out)
+{
+    pe_context ctx;
+    int32_t size, i, b, y, emitted = 0, bad = 0;
+    const int32_t n_in = in->n * in->h * in->w * in->c;
+    const int32_t n_out = out->n * out->h * out->w * out->c;
+    if (n_in > MAX_IN || n_out > MAX_OUT ||
+        pe_pool_rev_get_buffer_size(p, in, out, &size) != PE_OK || size > SCRATCH) {
+        return -1;
+    }
+    for (i = 0; i < n_in; i++) {
+        in_buf[i] = (int8_t)rnd_in(-128, 127);
+    }
+    naive_pool(p, in, in_buf, out, out_want);
+    ctx.buf = scratch;
+    ctx.size = size;
+    ctx.stats = NULL;
+    if (pe_pool_rev_s8(&ctx, p, in, in_buf, out, out_got) != PE_OK ||
+        pe_pool_rev_stream_init(&ctx, p, in, out) != PE_OK) {
+        return -1;
+    }
+    for (b = 0; b < in->n; b++) {
+        for (y = 0; y < in->h; y++) {
+            int32_t first, nr;
+            if (pe_pool_rev_push_row_s8(&ctx, in_buf + ((b * in->h + y) * in->w) * in->c,
+                                        out_stream + emitted * out->w * out->c,
+                                        out->n * out->h - emitted, &first, &nr) != PE_OK) {
+                return -1;
+            }
+            emitted += nr;
+        }
+    }
+    if (emitted != out->n * out->h) {
+        return -1;
+    }
+    for (i = 0; i < n_out; i++) {
+        bad += (out_got[i] != out_want[i]) + (out_stream[i] != out_want[i]);
+    }
+    return bad;
+}
+
 static void regressions(void)
 {
     pe_pool_params p;
     int32_t size;
+    /* pool/stride-w-times-c-overflow: a one-column output with stride.w * c
+     * beyond int32 (the stride of a single output never moves the window) */
+    {
+        const pe_dims in = {2, 8, 8, 10}, out = {2, 12, 1, 10};
+        params_for(&p, PE_POOL_AVG, 3, 2, 1, 838875899, 6, 0);
+        p.activation.min = 11;
+        p.activation.max = 22;
+        PE_CHECK_EQ(run_against_naive(&p, &in, &out), 0);
+        p.kind = PE_POOL_MAX;
+        PE_CHECK_EQ(run_against_naive(&p, &in, &out), 0);
+    }
+    /* the same on the rows: one output row, stride.h near INT32_MAX */
+    {
+        const pe_dims in = {1, 4, 3, 9}, out = {1, 1, 2, 9};
+        params_for(&p, PE_POOL_SUM, 4, 2, PE_INT32_MAX - 1, 2, 7, 1);
+        PE_CHECK_EQ(run_against_naive(&p, &in, &out), 0);
+        p.padding.top = 1;
+        PE_CHECK_EQ(run_against_naive(&p, &in, &out), 0);
+    }
     /* pool/geometry-check-overflow: reach_w ~ 2^60 times c overflowed int64 */
     {
         const pe_dims in = {1, 9, 2, 11}, out = {1, 12, 1073741824, 11};

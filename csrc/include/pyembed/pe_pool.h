@@ -38,7 +38,9 @@
  *
  * Parameters (pe_pool_params, pe_types.h):
  *   window.h/.w >= 1 with window.h * window.w <= 2^23 (int32 sums of int8
- *   cannot overflow), stride.h/.w >= 1 (stride > window leaves gaps),
+ *   cannot overflow), stride.h/.w >= 1 (stride > window leaves gaps; the
+ *   stride of an axis with a single output is never used and may be any
+ *   positive value),
  *   padding.top/.left >= 0 and any size (larger than the window is fine).
  *   The kernels use only padding.top/.left and the output dims the caller
  *   passes; padding.bottom/.right only enter the output-size rule of
