@@ -410,11 +410,14 @@ static int32_t next_slot(const pool_state *st, int32_t slot)
 
 static void open_row(const pe_context *ctx, pool_state *st)
 {
-    const int32_t ys = max32(0, st->ys_q);
+    /* Bounded by out.h: with a large padding.top, ys_q of input row 0 lies
+     * far past the last output row, and the walks below would count up to
+     * it one row at a time. */
+    const int32_t ys = min32(max32(0, st->ys_q), st->out.h);
     const int32_t ye = min32(st->out.h - 1, st->ye_q);
     int32_t y = st->next_init;
     int32_t slot = st->slot_init;
-    while (st->ys < ys) { /* ys moves by at most one row per input row */
+    while (st->ys < ys) { /* past row 0, ys moves by at most one row per input row */
         st->ys += 1;
         st->slot_ys = next_slot(st, st->slot_ys);
     }

@@ -379,6 +379,21 @@ static void regressions(void)
         p.kind = PE_POOL_MAX;
         PE_CHECK_EQ(run_against_naive(&p, &in, &out), 0);
     }
+    /* pool/pad-top-loop: opening input row 0 walked every output row inside
+     * a huge top padding one at a time (~1 s per batch at -O2); now bounded
+     * by out.h. A regression shows as this test hanging for minutes. */
+    {
+        const pe_dims in = {16, 1, 1, 1}, out = {16, 1, 1, 1};
+        params_for(&p, PE_POOL_MAX, 2, 4, 1, 7, (1 << 30) - 16, 0);
+        p.activation.max = -128;
+        PE_CHECK_EQ(run_against_naive(&p, &in, &out), 0);
+        p.kind = PE_POOL_SUM;
+        p.activation.max = 127;
+        p.sum_quant.multiplier = 1 << 30;
+        p.sum_quant.shift = -31;
+        p.output_offset = 3;
+        PE_CHECK_EQ(run_against_naive(&p, &in, &out), 0);
+    }
     /* the same on the rows: one output row, stride.h near INT32_MAX */
     {
         const pe_dims in = {1, 4, 3, 9}, out = {1, 1, 2, 9};
