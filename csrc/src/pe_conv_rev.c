@@ -26,9 +26,11 @@
 /* |w * (x + input_offset)| <= 128 * 255 */
 #define PE_CONV_MAX_PRODUCT ((int64_t)128 * 255)
 
+/* ceil(a / b) for a >= 0, b > 0; no a + b - 1, which overflows int32 for a
+ * large stride (check_geometry bounds (out - 1) * stride, not the stride). */
 static int32_t ceil_div_pos(int32_t a, int32_t b)
 {
-    return (a + b - 1) / b;
+    return a / b + (a % b != 0 ? 1 : 0);
 }
 
 static pe_status check_geometry(const pe_conv_params *p, const pe_dims *in, const pe_dims *f,

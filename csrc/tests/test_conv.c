@@ -510,11 +510,91 @@ static void fused_cases(void)
     PE_CHECK(done > 100);
 }
 
+/* One given case with random tensors, whole tensor against ref_conv;
+ * returns the mismatching elements, or -1 when a call fails. */
+static int32_t run_case(const pe_conv_params *p, const pe_dims *in, const pe_dims *f,
+                        const pe_dims *out, int depthwise)
+{
+    const pe_per_channel_quant q = {mult, shift};
+    pe_context ctx;
+    int32_t i, size = 0, bad = 0;
+    pe_status s;
+    for (i = 0; i < in->n * in->h * in->w * in->c; i++) {
+        input[i] = (int8_t)rnd_in(-128, 127);
+    }
+    for (i = 0; i < f->n * f->h * f->w * f->c; i++) {
+        weights[i] = (int8_t)rnd_in(-128, 127);
+    }
+    for (i = 0; i < out->c; i++) {
+        bias[i] = rnd_in(-100000, 100000);
+        mult[i] = rnd_in(1 << 30, PE_INT32_MAX);
+        shift[i] = rnd_in(-12, 0);
+    }
+    s = depthwise ? pe_depthwise_conv2d_rev_s8_get_buffer_size(p, in, f, out, &size)
+                  : pe_conv2d_rev_s8_get_buffer_size(p, in, f, out, &size);
+    if (s != PE_OK || size > MAX_SCRATCH) {
+        return -1;
+    }
+    ctx.buf = scratch;
+    ctx.size = size;
+    ctx.stats = NULL;
+    s = depthwise ? pe_depthwise_conv2d_rev_s8(&ctx, p, &q, in, input, f, weights, bias, out,
+                                               out_got)
+                  : pe_conv2d_rev_s8(&ctx, p, &q, in, input, f, weights, bias, out, out_got);
+    if (s != PE_OK) {
+        return -1;
+    }
+    ref_conv(p, in, f, out, depthwise, bias, out_ref);
+    for (i = 0; i < out->n * out->h * out->w * out->c; i++) {
+        bad += out_got[i] != out_ref[i];
+    }
+    return bad;
+}
+
+/* Fuzzer findings (tests/data/regressions/conv/), run under UBSan. */
+static void regressions(void)
+{
+    pe_conv_params p;
+    memset(&p, 0, sizeof(p));
+    p.input_offset = -127;
+    p.output_offset = -128;
+    p.activation.min = -128;
+    p.activation.max = 127;
+    p.rounding = PE_ROUND_DOUBLE;
+    /* conv/ring-rows-ceil-overflow: one output row, a huge stride and
+     * dilation: ceil(k_eff / stride) formed k_eff + stride - 1 */
+    {
+        const pe_dims in = {1, 1, 1, 2}, f = {4, 4, 1, 2}, out = {1, 1, 1, 4};
+        p.groups = 1;
+        p.stride.h = 805306387;
+        p.stride.w = 1;
+        p.dilation.h = 521672728;
+        p.dilation.w = 1;
+        p.padding.left = 5;
+        PE_CHECK_EQ(run_case(&p, &in, &f, &out, 0), 0);
+    }
+    /* conv/push-ceil-overflow: the same rounding of the first output row an
+     * input row reaches, through the depthwise row stream */
+    {
+        const pe_dims in = {1, 1, 1, 1}, f = {1, 2, 1, 3}, out = {1, 1, 1, 3};
+        p.groups = 0;
+        p.ch_mult = 3;
+        p.stride.h = 1936945963;
+        p.dilation.h = 1;
+        p.padding.top = 872466176;
+        p.padding.left = 0;
+        PE_CHECK_EQ(run_case(&p, &in, &f, &out, 1), 0);
+        p.padding.top = 1;
+        PE_CHECK_EQ(run_case(&p, &in, &f, &out, 1), 0);
+    }
+}
+
 int main(void)
 {
     random_cases(0);
     random_cases(1);
     status_checks();
     fused_cases();
+    regressions();
     return PE_TEST_END("test_conv");
 }
