@@ -22,12 +22,25 @@ static int32_t dtype_size(pe_dtype t)
     }
 }
 
+/* n * h * w * c, or -1 for a non-positive dim or a count above INT32_MAX
+ * (no tensor that large fits an int32 byte size). Each factor is bounded
+ * before the next multiply, so corrupted dims cannot overflow int64. */
 static int64_t dims_count(const pe_dims *d)
 {
+    int64_t count;
     if (d->n <= 0 || d->h <= 0 || d->w <= 0 || d->c <= 0) {
         return -1;
     }
-    return (int64_t)d->n * d->h * d->w * d->c;
+    count = (int64_t)d->n * d->h;
+    if (count > PE_INT32_MAX) {
+        return -1;
+    }
+    count *= d->w;
+    if (count > PE_INT32_MAX) {
+        return -1;
+    }
+    count *= d->c;
+    return count > PE_INT32_MAX ? -1 : count;
 }
 
 /* Is tensor t well formed and inside an arena of arena_size bytes? */

@@ -641,6 +641,53 @@ static void test_reshape_copy(void)
     }
 }
 
+/* Fuzzer findings (tests/data/regressions/graph/), run under ASan + UBSan:
+ * corrupted tables are refused with PE_ERR_ARG and nothing is read or
+ * written outside them. */
+static void test_graph_regressions(void)
+{
+    pe_graph_tensor t[2];
+    pe_graph_op op;
+    pe_graph g;
+    int32_t bad_op, bad_tensor;
+    memset(t, 0, sizeof(t));
+    memset(&op, 0, sizeof(op));
+    dims_set(&t[0].dims, 1, 2, 3, 4);
+    dims_set(&t[1].dims, 1, 2, 3, 4);
+    t[0].dtype = t[1].dtype = PE_DT_INT8;
+    t[0].bytes = t[1].bytes = 24;
+    t[0].offset = 0;
+    t[1].offset = 32;
+    op.type = PE_GOP_REQUANTIZE;
+    op.inputs[0] = 0;
+    op.inputs[1] = -1;
+    op.inputs[2] = -1;
+    op.output = 1;
+    op.scratch_offset = -1;
+    op.p.requant.quant.multiplier = 1 << 30;
+    op.p.requant.activation.min = -128;
+    op.p.requant.activation.max = 127;
+    g.tensors = t;
+    g.num_tensors = 2;
+    g.ops = &op;
+    g.num_ops = 1;
+    g.arena_size = 64;
+    PE_CHECK_EQ(pe_graph_check(&g, &bad_op, &bad_tensor), PE_OK);
+
+    /* graph/dims-count-overflow: n * h * w * c of corrupted dims overflowed
+     * int64 before it was compared with bytes */
+    dims_set(&t[1].dims, 2147483647, 2147483647, 757935405, 2147483647);
+    PE_CHECK_EQ(pe_graph_check(&g, &bad_op, &bad_tensor), PE_ERR_ARG);
+    PE_CHECK_EQ(bad_tensor, 1);
+    dims_set(&t[1].dims, 1, 65536, 65536, 1); /* 2^32 elements */
+    t[1].bytes = 0;
+    PE_CHECK_EQ(pe_graph_check(&g, &bad_op, &bad_tensor), PE_ERR_ARG);
+    PE_CHECK_EQ(bad_tensor, 1);
+    dims_set(&t[1].dims, 1, 2, 3, 4);
+    t[1].bytes = 24;
+    PE_CHECK_EQ(pe_graph_check(&g, &bad_op, &bad_tensor), PE_OK);
+}
+
 int main(void)
 {
     test_fc_random(0, 0);
@@ -654,5 +701,6 @@ int main(void)
     test_requant_and_float();
     test_graph_runtime();
     test_reshape_copy();
+    test_graph_regressions();
     return PE_TEST_END("test_graph");
 }
