@@ -384,9 +384,13 @@ static pe_status run_binary(const pe_graph *g, const pe_graph_op *op, const pe_c
 static pe_status run_unary(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
                            const pe_context *arena)
 {
-    const int32_t n = count_of(g, op->inputs[0]);
-    if (!tensor_ok(g, op->inputs[0], arena->size) || !tensor_ok(g, op->output, arena->size) ||
-        n != count_of(g, op->output)) {
+    int32_t n;
+    /* indices checked before their dims are read */
+    if (!tensor_ok(g, op->inputs[0], arena->size) || !tensor_ok(g, op->output, arena->size)) {
+        return PE_ERR_ARG;
+    }
+    n = count_of(g, op->inputs[0]);
+    if (n != count_of(g, op->output)) {
         return PE_ERR_ARG;
     }
     if (op->type == PE_GOP_REQUANTIZE) {

@@ -686,6 +686,35 @@ static void test_graph_regressions(void)
     dims_set(&t[1].dims, 1, 2, 3, 4);
     t[1].bytes = 24;
     PE_CHECK_EQ(pe_graph_check(&g, &bad_op, &bad_tensor), PE_OK);
+
+    /* graph/unary-index-unchecked: REQUANTIZE / QUANTIZE / DEQUANTIZE read
+     * the dims of inputs[0] before checking the index */
+    {
+        static int32_t arena_words[16];
+        const pe_graph_op_type unary[3] = {PE_GOP_REQUANTIZE, PE_GOP_QUANTIZE,
+                                           PE_GOP_DEQUANTIZE};
+        const int32_t bad_index[4] = {2, 1000000, -2, 2147483647};
+        pe_context a;
+        int32_t i, k;
+        a.buf = arena_words;
+        a.size = (int32_t)sizeof(arena_words);
+        a.stats = NULL;
+        PE_CHECK_EQ(pe_graph_invoke_op(&g, 0, &a), PE_OK);
+        for (i = 0; i < 3; i++) {
+            op.type = unary[i];
+            for (k = 0; k < 4; k++) {
+                op.inputs[0] = bad_index[k];
+                op.output = 1;
+                PE_CHECK_EQ(pe_graph_invoke_op(&g, 0, &a), PE_ERR_ARG);
+                op.inputs[0] = 0;
+                op.output = bad_index[k];
+                PE_CHECK_EQ(pe_graph_invoke_op(&g, 0, &a), PE_ERR_ARG);
+            }
+        }
+        op.type = PE_GOP_REQUANTIZE;
+        op.inputs[0] = 0;
+        op.output = 1;
+    }
 }
 
 int main(void)
