@@ -117,6 +117,33 @@ static int32_t count_of(const pe_graph *g, int32_t t)
     return (int32_t)dims_count(&g->tensors[t].dims);
 }
 
+/* Does operator op's scratch region share a byte with one of its arena
+ * tensors (inputs or output)? A kernel writes its scratch while it reads
+ * its inputs and writes its output, so a plan must keep them apart.
+ * Indices out of range are left to the other checks. */
+static int scratch_overlaps(const pe_graph *g, const pe_graph_op *op)
+{
+    const int64_t lo = op->scratch_offset;
+    const int64_t hi = lo + op->scratch_size;
+    int32_t k;
+    if (op->scratch_size <= 0) {
+        return 0;
+    }
+    for (k = 0; k <= PE_GRAPH_MAX_INPUTS; k++) {
+        const int32_t t = k < PE_GRAPH_MAX_INPUTS ? op->inputs[k] : op->output;
+        const pe_graph_tensor *x;
+        if (t < 0 || t >= g->num_tensors) {
+            continue;
+        }
+        x = &g->tensors[t];
+        if (x->data == NULL && x->bytes > 0 && (int64_t)x->offset < hi &&
+            lo < (int64_t)x->offset + x->bytes) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* dtypes an operator's inputs (0..2) and output must have; -1 = unused */
 static void op_signature(pe_graph_op_type type, int32_t in[PE_GRAPH_MAX_INPUTS], int32_t *out)
 {
@@ -217,6 +244,7 @@ pe_status pe_graph_check(const pe_graph *g, int32_t *bad_op, int32_t *bad_tensor
                   (int64_t)op->scratch_offset + op->scratch_size > (int64_t)g->arena_size))) {
                 ok = 0;
             }
+            ok = ok && !scratch_overlaps(g, op);
         }
         if (!ok) {
             if (bad_op != NULL) {
@@ -434,7 +462,8 @@ pe_status pe_graph_invoke_op(const pe_graph *g, int32_t i, const pe_context *are
     ctx.size = 0;
     ctx.stats = arena->stats;
     if (op->scratch_size > 0) {
-        if (op->scratch_offset < 0 || (int64_t)op->scratch_offset + op->scratch_size > arena->size) {
+        if (op->scratch_offset < 0 || (int64_t)op->scratch_offset + op->scratch_size > arena->size ||
+            scratch_overlaps(g, op)) {
             return PE_ERR_ARG;
         }
         ctx.buf = (int8_t *)arena->buf + op->scratch_offset;

@@ -587,6 +587,35 @@ static void test_graph_runtime(void)
     PE_CHECK_EQ(pe_graph_invoke_op(&g, 0, &a), PE_ERR_ARG);
     ops[0].p.conv.quant.count = 4;
     PE_CHECK_EQ(pe_graph_check(&g, &bad_op, &bad_tensor), PE_OK);
+
+    /* graph/scratch-overlaps-output: a scratch region sharing bytes with
+     * the operator's own output or input is refused (the pooling kernel
+     * wrote output rows over its stream state and ran on garbage) */
+    {
+        const int32_t keep = ops[1].scratch_offset;
+        /* over the output; first scratch byte on the last output byte; over
+         * the input; first scratch byte on the last input byte */
+        const int32_t at[4] = {t[T_POOL].offset, t[T_POOL].offset + 35, t[T_CONV].offset,
+                               t[T_CONV].offset + 143};
+        for (i = 0; i < 4; i++) {
+            ops[1].scratch_offset = at[i];
+            PE_CHECK_EQ(pe_graph_check(&g, &bad_op, &bad_tensor), PE_ERR_ARG);
+            PE_CHECK_EQ(bad_op, 1);
+            PE_CHECK_EQ(pe_graph_invoke_op(&g, 1, &a), PE_ERR_ARG);
+        }
+        /* right after the output, sharing no byte with it: fine */
+        ops[1].scratch_offset = t[T_POOL].offset + 36;
+        PE_CHECK_EQ(pe_graph_check(&g, &bad_op, &bad_tensor), PE_OK);
+        ops[1].scratch_offset = keep;
+        ops[0].scratch_offset = t[T_IN].offset; /* conv scratch over its input */
+        PE_CHECK_EQ(pe_graph_check(&g, &bad_op, &bad_tensor), PE_ERR_ARG);
+        PE_CHECK_EQ(bad_op, 0);
+        PE_CHECK_EQ(pe_graph_invoke_op(&g, 0, &a), PE_ERR_ARG);
+        ops[0].scratch_offset = base;
+        PE_CHECK_EQ(pe_graph_check(&g, &bad_op, &bad_tensor), PE_OK);
+        PE_CHECK_EQ(pe_graph_invoke(&g, &a), PE_OK);
+        PE_CHECK_EQ(memcmp(arena + t[T_OUT].offset, sm_out, 5), 0);
+    }
 }
 
 /* RESHAPE between tensors that do not share bytes copies them. */

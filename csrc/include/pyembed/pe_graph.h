@@ -14,7 +14,10 @@
  *    lifetimes do not overlap under the plan).
  *  - Each operator may own a scratch region [scratch_offset, +scratch_size)
  *    in the same arena (its kernel's ..._get_buffer_size() answer); -1 / 0
- *    when it needs none.
+ *    when it needs none. It must not share a byte with the operator's own
+ *    input or output tensors (the kernel writes it while reading the inputs
+ *    and writing the output): pe_graph_check and pe_graph_invoke_op refuse
+ *    such an operator with PE_ERR_ARG.
  *
  * pe_graph_check() validates the whole table once against an arena size
  * (every region inside the arena, tensor byte sizes consistent with their
