@@ -14,6 +14,150 @@
 #define DROPPED(frame) (-2 - (frame))
 #define IS_DROPPED(v) ((v) <= -2)
 
+/* ---- constraints that can never be met ------------------------------------
+ *
+ * Runs wait for three things: the previous run of their queue (unit, kind)
+ * in table order, their constraints (run k of i needs run k + offset - 1 of
+ * `item`), and, for a low run, every priority run of its unit released in
+ * or before its planned window (a released priority item runs, or waits,
+ * before any low work). The table deadlocks exactly when some run (i, k)
+ * needs, through these, a run at or after itself in its own queue: queues
+ * run in order, so neither can ever run.
+ *
+ * A queue is walked in ranks: run k of the item at position p of a queue of
+ * n items has rank k * n + p; needing a run means needing every lower rank.
+ * Starting from run 0 of each constrained item, the highest rank needed in
+ * each queue grows by relaxation (a few int64 per queue, no table-sized
+ * memory; ranks are relative, as if run 0 were far from the first period).
+ * Reaching the start's queue at or above the start's rank is a cycle; ranks
+ * still growing after as many rounds as there are queues mean a cycle that
+ * gains a period per turn (an offset 2 loop), a deadlock as well. */
+
+#define NO_RANK INT64_MIN
+
+static int32_t queue_of(const pe_sched_item *it)
+{
+    return it->unit * 2 + it->kind;
+}
+
+/* Position of item i among the items of its queue, in table order. */
+static int32_t queue_pos(const pe_sched_table *t, int32_t i)
+{
+    const int32_t q = queue_of(&t->items[i]);
+    int32_t k, n = 0;
+    for (k = 0; k < i; k++) {
+        n += queue_of(&t->items[k]) == q;
+    }
+    return n;
+}
+
+static int64_t floor_div64(int64_t a, int64_t b) /* b > 0 */
+{
+    const int64_t q = a / b;
+    return (a % b != 0 && a < 0) ? q - 1 : q;
+}
+
+/* Raise reach[q] to rank; returns 1 when that needs the start run itself. */
+static int need_rank(int64_t *reach, int32_t q, int64_t rank, int32_t q0, int64_t r0,
+                     int *changed)
+{
+    if (q == q0 && rank >= r0) {
+        return 1;
+    }
+    if (rank > reach[q]) {
+        reach[q] = rank;
+        *changed = 1;
+    }
+    return 0;
+}
+
+static int constraints_deadlock(const pe_sched_table *t)
+{
+    int32_t len[2 * PE_SCHED_MAX_UNITS];
+    int32_t pos[2 * PE_SCHED_MAX_UNITS];
+    int64_t reach[2 * PE_SCHED_MAX_UNITS];
+    const int32_t nq = 2 * t->n_units;
+    const int64_t hw = t->hyper_windows;
+    int32_t s, i, q, round;
+    for (q = 0; q < nq; q++) {
+        len[q] = 0;
+    }
+    for (i = 0; i < t->n_items; i++) {
+        len[queue_of(&t->items[i])]++;
+    }
+    for (s = 0; s < t->n_items; s++) {
+        const int32_t q0 = queue_of(&t->items[s]);
+        const int64_t r0 = queue_pos(t, s);
+        int changed = 1;
+        if (t->items[s].n_after == 0) {
+            continue; /* every cycle goes through a constraint */
+        }
+        for (q = 0; q < nq; q++) {
+            reach[q] = NO_RANK;
+        }
+        reach[q0] = r0;
+        for (round = 0; round <= nq && changed; round++) {
+            changed = 0;
+            for (q = 0; q < nq; q++) {
+                pos[q] = 0;
+            }
+            /* constraints of every needed run */
+            for (i = 0; i < t->n_items; i++) {
+                const pe_sched_item *it = &t->items[i];
+                const int32_t qi = queue_of(it);
+                const int32_t p = pos[qi]++;
+                int64_t k;
+                int32_t a;
+                if (reach[qi] == NO_RANK || it->n_after == 0) {
+                    continue;
+                }
+                k = floor_div64(reach[qi] - p, len[qi]); /* latest needed run of i */
+                for (a = it->first_after; a < it->first_after + it->n_after; a++) {
+                    const pe_sched_after *af = &t->after[a];
+                    const int32_t qt = queue_of(&t->items[af->item]);
+                    const int64_t rank = (k + af->offset - 1) * len[qt] + queue_pos(t, af->item);
+                    if (need_rank(reach, qt, rank, q0, r0, &changed)) {
+                        return 1;
+                    }
+                }
+            }
+            /* a needed low run waits for the priority runs of its unit
+             * released by its planned window (the queue is in time order,
+             * so the latest needed run has the latest window) */
+            for (q = 1; q < nq; q += 2) {
+                const int32_t qp = q - 1;
+                int64_t k, window;
+                int32_t p, n = 0, last = -1;
+                if (reach[q] == NO_RANK || len[qp] == 0) {
+                    continue;
+                }
+                k = floor_div64(reach[q], len[q]);
+                p = (int32_t)(reach[q] - k * len[q]);
+                for (i = 0; i < t->n_items && last < 0; i++) {
+                    if (queue_of(&t->items[i]) == q && n++ == p) {
+                        last = i;
+                    }
+                }
+                window = k * hw + t->items[last].phase;
+                n = 0;
+                for (i = 0; i < t->n_items; i++) {
+                    if (queue_of(&t->items[i]) == qp) {
+                        const int64_t kp = floor_div64(window - t->items[i].phase, hw);
+                        if (need_rank(reach, qp, kp * len[qp] + n, q0, r0, &changed)) {
+                            return 1;
+                        }
+                        n++;
+                    }
+                }
+            }
+        }
+        if (changed) {
+            return 1; /* still growing after nq + 1 rounds: a gaining cycle */
+        }
+    }
+    return 0;
+}
+
 pe_status pe_sched_check_table(const pe_sched_table *t)
 {
     int32_t i, k;
@@ -72,6 +216,12 @@ pe_status pe_sched_check_table(const pe_sched_table *t)
                 return PE_ERR_ARG;
             }
         }
+    }
+    if (t->n_units > PE_SCHED_MAX_UNITS) {
+        return PE_ERR_UNSUPPORTED;
+    }
+    if (constraints_deadlock(t)) {
+        return PE_ERR_ARG; /* constraints that can never all be met */
     }
     return PE_OK;
 }

@@ -778,6 +778,114 @@ static void prefetch_overlaps_priority(void)
     PE_CHECK_EQ(pe_sched_check_table(&t), PE_ERR_ARG);
 }
 
+/* Fuzzer findings sched/constraint-deadlock*: constraints that can never be
+ * met are refused by pe_sched_check_table (the dispatcher used to stop the
+ * unit's priority work silently); satisfiable ones are still accepted. */
+static void constraint_deadlocks(void)
+{
+    pe_sched_item items[7];
+    pe_sched_after after[3];
+    pe_sched_table t;
+    pe_sched_state s;
+    host h;
+    int32_t i, n = 0, size = 0;
+    /* sched/constraint-deadlock: priority item 3 (phase 0) waits (offset 1)
+     * for priority item 5 (phase 2), behind it in the unit's queue */
+    for (i = 0; i < 5; i++) {
+        items[i] = item(0, i, PE_SCHED_PRIORITY, 0, 0, -1, 0u, 10u);
+    }
+    items[5] = item(0, 5, PE_SCHED_PRIORITY, 0, 2, -1, 0u, 10u);
+    items[6] = item(0, 6, PE_SCHED_PRIORITY, 0, 2, -1, 0u, 10u);
+    items[3].first_after = 0;
+    items[3].n_after = 1;
+    after[0].item = 5;
+    after[0].offset = 1;
+    after[0].handover_cycles = 0u;
+    t = table(items, 7, after, 1, 3, 1, 0);
+    PE_CHECK_EQ(pe_sched_check_table(&t), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_sched_get_buffer_size(&t, &size), PE_ERR_ARG);
+    /* offset 0 (the previous period's run of item 5) can be met, and runs */
+    after[0].offset = 0;
+    PE_CHECK_EQ(pe_sched_check_table(&t), PE_OK);
+    host_init(&h);
+    PE_CHECK_EQ(start(&t, &h, &s), PE_OK);
+    PE_CHECK_EQ(pe_sched_run(&s, 9u * W, events, 1024, &n), PE_OK);
+    PE_CHECK_EQ(h.runs[3], 3u);
+    PE_CHECK_EQ(h.runs[6], 3u);
+    /* so can offset 1 on an item ahead of it in the queue */
+    after[0].item = 1;
+    after[0].offset = 1;
+    PE_CHECK_EQ(pe_sched_check_table(&t), PE_OK);
+
+    /* sched/constraint-deadlock-offset2: offset 2 (the next period's run)
+     * on any item of its own queue, even one ahead of it */
+    after[0].offset = 2;
+    PE_CHECK_EQ(pe_sched_check_table(&t), PE_ERR_ARG);
+    after[0].item = 5;
+    items[3].first_after = 0;
+    items[3].n_after = 0;
+    items[5].first_after = 0;
+    items[5].n_after = 1;
+    after[0].item = 3;
+    PE_CHECK_EQ(pe_sched_check_table(&t), PE_ERR_ARG);
+    after[0].offset = 1; /* item 5 after item 3 of the same period: fine */
+    PE_CHECK_EQ(pe_sched_check_table(&t), PE_OK);
+
+    /* sched/constraint-deadlock-cross-unit: priority item 1 (unit 0, phase
+     * 0) waits for item 5 (unit 1, phase 3, offset 1), which waits for the
+     * next period's run of item 2 (unit 0, offset 2), queued behind item 1 */
+    for (i = 0; i < 5; i++) {
+        items[i] = item(0, i, PE_SCHED_PRIORITY, 0, 0, -1, 0u, 10u);
+    }
+    items[5] = item(1, 0, PE_SCHED_PRIORITY, 1, 3, -1, 0u, 10u);
+    items[1].first_after = 0;
+    items[1].n_after = 1;
+    items[5].first_after = 1;
+    items[5].n_after = 2;
+    after[0].item = 5;
+    after[0].offset = 1;
+    after[0].handover_cycles = 425u;
+    after[1].item = 2;
+    after[1].offset = -1;
+    after[1].handover_cycles = 285u;
+    after[2].item = 2;
+    after[2].offset = 2;
+    after[2].handover_cycles = 140u;
+    t = table(items, 6, after, 3, 4, 2, 0);
+    PE_CHECK_EQ(pe_sched_check_table(&t), PE_ERR_ARG);
+    /* item 5 after this period's item 2, item 1 after the previous
+     * period's item 5: met, and runs */
+    after[2].offset = 1;
+    after[0].offset = 0;
+    PE_CHECK_EQ(pe_sched_check_table(&t), PE_OK);
+    host_init(&h);
+    PE_CHECK_EQ(start(&t, &h, &s), PE_OK);
+    PE_CHECK_EQ(pe_sched_run(&s, 12u * W, events, 1024, &n), PE_OK);
+    PE_CHECK_EQ(h.runs[1], 3u);
+    PE_CHECK_EQ(h.runs[5], 3u);
+    /* item 1 on this period's item 5, which needs this period's item 2,
+     * queued behind item 1: a cycle with no offset 2 */
+    after[0].offset = 1;
+    PE_CHECK_EQ(pe_sched_check_table(&t), PE_ERR_ARG);
+
+    /* a priority item waiting for a low item of its own unit planned in the
+     * same window: the released priority item holds the low queue back */
+    items[0] = item(0, 0, PE_SCHED_PRIORITY, 0, 0, -1, 0u, 300u);
+    items[1] = item(1, 0, PE_SCHED_LOW, 0, 0, 0, PE_SCHED_FIRST | PE_SCHED_LAST, 300u);
+    items[0].first_after = 0;
+    items[0].n_after = 1;
+    after[0].item = 1;
+    after[0].offset = 1;
+    after[0].handover_cycles = 0u;
+    t = table(items, 2, after, 1, 1, 1, 1);
+    PE_CHECK_EQ(pe_sched_check_table(&t), PE_ERR_ARG);
+    after[0].offset = 0; /* the previous period's low run: met */
+    PE_CHECK_EQ(pe_sched_check_table(&t), PE_OK);
+    /* too many units for the check */
+    t.n_units = PE_SCHED_MAX_UNITS + 1;
+    PE_CHECK_EQ(pe_sched_check_table(&t), PE_ERR_UNSUPPORTED);
+}
+
 int main(void)
 {
     split_schedule();
@@ -792,5 +900,6 @@ int main(void)
     bad_arguments();
     resumable_run();
     prefetch_overlaps_priority();
+    constraint_deadlocks();
     return PE_TEST_END("test_sched");
 }

@@ -74,6 +74,10 @@
 extern "C" {
 #endif
 
+/* Processing units a table may use (pe_sched_check_table keeps a few
+ * integers per unit on the stack; PE_ERR_UNSUPPORTED above). */
+#define PE_SCHED_MAX_UNITS 16
+
 /* Item kinds. */
 #define PE_SCHED_PRIORITY 0
 #define PE_SCHED_LOW 1
@@ -257,7 +261,18 @@ typedef struct {
  * by phase, phases of each unit and kind spanning less than hyper_windows,
  * every index (unit, instance, constraint, after-range) in range, offsets in
  * -1..2, kinds and flags known, PE_SCHED_PREFETCH only on low items that are
- * neither FIRST nor CARRY. PE_ERR_ARG otherwise. */
+ * neither FIRST nor CARRY. PE_ERR_ARG otherwise.
+ * Also PE_ERR_ARG: constraints that can never all be met, which would stop
+ * the units involved for good (a deadlock, not reported by the dispatcher).
+ * A run waits for the previous run of its queue (unit and kind, table
+ * order), for its constraints, and, if low, for the priority runs of its
+ * unit released by its planned window; the table is refused when a run
+ * would thereby wait for itself or a later run of its own queue, e.g. a
+ * priority item waiting (offset 1) for an item behind it in its own queue,
+ * (offset 2) for any item of its queue, or a cycle through another unit's
+ * queue. Cost: up to n_items x (2 n_units + 1) passes over the items and
+ * constraints, without memory beyond a few integers per unit.
+ * PE_ERR_UNSUPPORTED: more than PE_SCHED_MAX_UNITS units. */
 pe_status pe_sched_check_table(const pe_sched_table *table);
 
 /* Bytes of state the table needs (after it passes pe_sched_check_table). */
