@@ -336,7 +336,7 @@ def verify_plan_overlaps(graph, plan, prover=None):
     no-reuse layout, comparing every tensor right after it is written. Returns the overlaps (indices) that failed their
     re-proof (they must be dropped and the plan redone); raises PlanError if
     the whole-model run differs."""
-    from pyembed.errors import PlanError
+    from pyembed.errors import ArgumentError, PlanError
     from pyembed.planner.report import used_overlaps
     used = used_overlaps(plan)
     if not used:
@@ -363,7 +363,11 @@ def verify_plan_overlaps(graph, plan, prover=None):
         graph.layout_from_plan(plan)
     except PlanError:
         return []  # a partial plan (no kernel scratch, ...): the graph cannot run on it as a whole
-    rt = graph.compile(plan=plan)  # a fresh runtime: never one cached for an earlier state of plan
+    try:
+        rt = graph.compile(plan=plan)  # a fresh runtime: never one cached for an earlier state of plan
+    except ArgumentError as e:  # pe_graph_check: e.g. a kernel's scratch over its own input/output
+        raise PlanError(f"the planned arena with its overlaps is refused by the graph runtime ({e}); "
+                        f"the plan is not safe") from e
     for k, values in enumerate(prover.references):
         arena = rt.new_arena()
         for i, t in enumerate(graph.inputs):
