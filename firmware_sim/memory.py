@@ -88,6 +88,8 @@ class Memory:
             if not r.is_flash:
                 r.data[:] = guard_byte
         self.buffers = []             # every planned Buffer, for naming faults
+        self.golden = []              # (region, offset, bytes) of every program() call: the image
+                                      # the build produced, for the boot-time integrity check
 
     # --- lookups ------------------------------------------------------------
     def region(self, name):
@@ -153,6 +155,36 @@ class Memory:
                         f"(address 0x{r.base + offset:08X})", address=r.base + offset, region=r.name)
         r.data[offset:offset + payload.size] = payload
         self.programmed[r.name] = max(self.programmed.get(r.name, 0), offset + payload.size)
+        if r.is_flash:
+            self.golden.append((r.name, offset, payload.copy()))
+
+    def verify_programmed(self, cycle=0):
+        """The firmware's boot-time image check (a CRC over flash on real parts):
+        every programmed flash byte must still equal what program() wrote, and
+        flash beyond the programmed image must still be erased. A flipped bit
+        is a fault naming the address, the buffer and the cycle."""
+        for name, offset, image in self.golden:
+            r = self.regions[name]
+            diff = np.flatnonzero(r.data[offset:offset + image.size] != image)
+            if diff.size:
+                off = offset + int(diff[0])
+                addr = r.base + off
+                raise fault(f"flash image check at cycle {cycle}: {diff.size} byte(s) differ from the programmed "
+                            f"image, first at 0x{addr:08X} (region {name}, offset {off}: "
+                            f"{self.describe_address(name, off)}): read 0x{int(r.data[off]):02X}, "
+                            f"programmed 0x{int(image[diff[0]]):02X}",
+                            address=addr, region=name, offset=off, bytes=int(diff.size), cycle=cycle)
+        for r in self.regions.values():
+            end = self.programmed.get(r.name, 0)
+            if not r.is_flash or end >= r.size:
+                continue
+            stray = np.flatnonzero(r.data[end:])     # never programmed: must still be erased (zero)
+            if stray.size:
+                off = end + int(stray[0])
+                raise fault(f"flash image check at cycle {cycle}: {stray.size} byte(s) beyond the programmed "
+                            f"image are not erased, first at 0x{r.base + off:08X} (region {r.name}, offset {off}: "
+                            f"{self.describe_address(r.name, off)}): read 0x{int(r.data[off]):02X}",
+                            address=r.base + off, region=r.name, offset=off, bytes=int(stray.size), cycle=cycle)
 
     def write(self, address, data, who="write"):
         """A checked store by the simulated firmware itself (DMA, runtime)."""

@@ -280,7 +280,7 @@ def segment_graph(graph, profile, budget_bytes, criteria=("latency",), block_reg
 
 def simulate(graph, plan=None, profile="stm32f446", x=None, *, segments=None, strategy="overlap",
              region_map=None, bandwidth_scale=1.0, late="fault", check_writes=True, cost_scale=1.0,
-             on_programmed=None, contention=True):
+             on_programmed=None, contention=True, verify_flash=False):
     """Run ``graph`` planned by ``plan`` on ``profile`` with input ``x``.
 
     plan: a pyembed.planner Plan (None: planned here for the profile's activation
@@ -295,6 +295,10 @@ def simulate(graph, plan=None, profile="stm32f446", x=None, *, segments=None, st
       firmware starts (fault injection, inspection).
     contention: kernels run slower while DMA transfers share the bus (the profile's
       dma.cpu_stall_per_word; see firmware_sim.dma); False for the uncontended model.
+    verify_flash: the firmware checks its flash image at boot (cycle 0), after
+      on_programmed: a byte that differs from what was programmed (a flipped
+      bit) is a SimulationFault naming the address and the buffer. Off by
+      default so on_programmed may deliberately reprogram weights.
     """
     profile = load_profile(profile)
     graph.check_supported()
@@ -334,6 +338,13 @@ def simulate(graph, plan=None, profile="stm32f446", x=None, *, segments=None, st
 
     if on_programmed is not None:
         on_programmed(mem, pl)
+    if verify_flash:
+        try:
+            mem.verify_programmed(cycle=env.now)
+        except SimulationFault as e:
+            e.trace = trace
+            trace.instant("fault", "cpu", env.now, message=str(e)[:200])
+            raise
     mem.lock()
     for t, v in zip(graph.inputs, xs):
         mem.buffer_view(pl.tensor[t])[:v.nbytes] = np.ascontiguousarray(v).reshape(-1).view(np.uint8)
