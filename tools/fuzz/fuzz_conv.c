@@ -16,14 +16,6 @@
 #define MAX_ELEMS (1 << 14)
 #define MAX_REF_WORK (1 << 22)
 
-/* Known open issue (tests/data/regressions/README.md), skipped so the fuzzer
- * keeps exploring (FUZZ_NO_SKIP_KNOWN=1 runs them, see fuzz_common.h).
- * conv/ring-rows-ceil-overflow: ring_rows_for() rounds k_eff / stride up as
- * (k_eff + stride - 1) / stride in int32, which overflows when the output is
- * one row high (the geometry check then does not bound the stride).
- * conv/push-ceil-overflow: the same rounding in pe_conv2d_rev_stream_push_s8
- * (first output row / column an input row reaches) overflows likewise. */
-
 typedef struct {
     pe_conv_params p;
     pe_dims in, f, out;
@@ -258,12 +250,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
         }
     }
 
-    if (fz_skip_known() && (((int64_t)k.f.h - 1) * k.p.dilation.h + k.p.stride.h >= 0x7FFFFFFF ||
-                       ((int64_t)k.f.w - 1) * k.p.dilation.w + k.p.stride.w >= 0x7FFFFFFF ||
-                       (int64_t)k.in.h + k.p.padding.top + k.p.stride.h >= 0x7FFFFFFF ||
-                       (int64_t)k.in.w + k.p.padding.left + k.p.stride.w >= 0x7FFFFFFF)) {
-        goto done;
-    }
     if (fz_verbose()) {
         fprintf(stderr,
                 "case: %s groups %d ch_mult %d in %dx%dx%dx%d filter %dx%dx%dx%d out "

@@ -25,52 +25,6 @@
 #include "pyembed/pe_conv.h"
 #include "pyembed/pe_pool.h"
 
-/* Known open issue (tests/data/regressions/index.json, graph/dims-count-overflow):
- * dims_count() multiplies the four dims in int64, which overflows for dims a
- * corrupted table may hold; skipped unless FUZZ_NO_SKIP_KNOWN=1. */
-static int known_dims_overflow(const pe_graph_tensor *t, int32_t n)
-{
-    int32_t i;
-    for (i = 0; i < n; i++) {
-        const __int128 c = (__int128)t[i].dims.n * t[i].dims.h * t[i].dims.w * t[i].dims.c;
-        if (c > (__int128)INT64_MAX || c < -(__int128)INT64_MAX) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* Known open issue (graph/unary-index-unchecked): run_unary() reads the
- * element count of inputs[0] before checking that the index names a tensor
- * (out-of-bounds read of the tensor table). */
-static int known_unary_index(const pe_graph_op *op, int32_t nt)
-{
-    return (op->type == PE_GOP_REQUANTIZE || op->type == PE_GOP_QUANTIZE ||
-            op->type == PE_GOP_DEQUANTIZE) &&
-           (op->inputs[0] < 0 || op->inputs[0] >= nt || op->output < 0 || op->output >= nt);
-}
-
-/* Known open issue (graph/scratch-overlaps-output): neither pe_graph_check
- * nor pe_graph_invoke_op refuses an operator whose scratch region overlaps
- * its own input or output tensor, so the kernel overwrites its stream state
- * with output rows and runs on garbage. */
-static int known_scratch_overlap(const pe_graph_op *op, const pe_graph_tensor *t, int32_t nt)
-{
-    int32_t k;
-    const int64_t a = op->scratch_offset, b = (int64_t)op->scratch_offset + op->scratch_size;
-    if (op->scratch_size <= 0) {
-        return 0;
-    }
-    for (k = 0; k <= PE_GRAPH_MAX_INPUTS; k++) {
-        const int32_t i = k < PE_GRAPH_MAX_INPUTS ? op->inputs[k] : op->output;
-        if (i >= 0 && i < nt && t[i].data == NULL && t[i].offset < b &&
-            (int64_t)t[i].offset + t[i].bytes > a) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
 #define MAX_T 32
 #define MAX_OPS 8
 
@@ -385,9 +339,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
     for (i = 0; i < corruptions; i++) {
         corrupt(&r, &tb);
     }
-    if (fz_skip_known() && known_dims_overflow(tb.t, tb.nt)) {
-        goto done;
-    }
     g.tensors = tb.t;
     g.num_tensors = tb.nt;
     g.ops = tb.ops;
@@ -417,10 +368,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
     for (i = 0; i < tb.nops; i++) {
         const pe_graph_op *op = &tb.ops[i];
         int32_t k;
-        if (fz_skip_known() &&
-            (known_unary_index(op, tb.nt) || known_scratch_overlap(op, tb.t, tb.nt))) {
-            continue;
-        }
         memcpy(before, arena, (size_t)tb.arena_size);
         st = pe_graph_invoke_op(&g, i, &ctx);
         if (st != PE_OK) {
@@ -440,11 +387,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
                         i, op->type, k, y->offset, y->offset + y->bytes, op->scratch_offset,
                         op->scratch_size, checked ? "passed" : "failed");
             }
-        }
-    }
-    for (i = 0; i < tb.nops; i++) {
-        if (fz_skip_known() && known_scratch_overlap(&tb.ops[i], tb.t, tb.nt)) {
-            checked = 0; /* the check does not catch this one */
         }
     }
     if (checked) {

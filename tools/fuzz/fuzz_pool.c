@@ -18,18 +18,6 @@
 
 #define MAX_ELEMS (1 << 16)
 
-/* Known open issues (tests/data/regressions/README.md), skipped here so the
- * fuzzer keeps exploring (FUZZ_NO_SKIP_KNOWN=1 runs them, see fuzz_common.h).
- * pool/stride-w-times-c-overflow: stream_init computes stride.w * c in int32
- * (signed overflow) when the output is one column wide, which the geometry
- * check does not bound.
- * pool/geometry-check-overflow: check_geometry forms reach_w * c in int64,
- * where reach_w = (w_o - 1) * s_w + k_w + pad_l + w itself can be ~2^61.
- * pool/pad-top-loop:
- * opening the first input row walks every output row lying wholly in the
- * top padding one at a time, even past the last output row, so a huge
- * padding.top costs seconds (per batch). */
-#define KNOWN_PAD_TOP_LIMIT (1 << 20)
 
 static void naive_pool(const pe_pool_params *p, const pe_dims *in, const int8_t *x,
                        const pe_dims *out, int8_t *y)
@@ -252,16 +240,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
                 p.activation.max, p.sum_quant.multiplier, p.sum_quant.shift, p.output_offset,
                 in.n, in.h, in.w, in.c, out.n, out.h, out.w, out.c, rule);
     }
-    if (fz_skip_known()) {
-        const __int128 reach_w = (__int128)(out.w - 1) * p.stride.w + p.window.w +
-                                 p.padding.left + in.w;
-        const __int128 reach_h = (__int128)(out.h - 1) * p.stride.h + p.window.h +
-                                 p.padding.top + in.h;
-        if (reach_w * in.c > (__int128)INT64_MAX || reach_h > (__int128)INT64_MAX ||
-            reach_w * in.c < -(__int128)INT64_MAX) {
-            return 0;
-        }
-    }
     qs = pe_pool_rev_get_buffer_size(&p, &in, &out, &size);
     if (qs != PE_OK) {
         /* the kernel must refuse what the query refused, touching nothing */
@@ -275,11 +253,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
         return 0;
     }
     FZ_CHECK(size > 0, "query gave %d bytes", size);
-    /* before the kernel calls, where both issues happen */
-    if (fz_skip_known() && ((int64_t)in.n * p.padding.top > KNOWN_PAD_TOP_LIMIT ||
-        (int64_t)p.stride.w * in.c > (int64_t)0x7FFFFFFF)) {
-        return 0;
-    }
     in_elems = (size_t)in.n * (size_t)in.h * (size_t)in.w * (size_t)in.c;
     out_elems = (size_t)out.n * (size_t)out.h * (size_t)out.w * (size_t)out.c;
     if (in_elems > MAX_ELEMS || out_elems > MAX_ELEMS || size > (1 << 22)) {

@@ -66,60 +66,6 @@ static pe_status prefetch(void *user, int32_t op, int32_t item_index, const pe_s
     return PE_OK;
 }
 
-/* Known open issue (tests/data/regressions/index.json, sched/priority-waits-on-low):
- * a priority item constrained on a low item waits for it forever when the
- * low item never fits a window, and nothing reports the priority item.
- * sched/constraint-deadlock: pe_sched_check_table accepts constraints that
- * can never be met (a priority item waiting for a run of an item of its own
- * queue that comes after it in queue order: offset 1 and the item behind it,
- * offset 2 and any item), and the unit's priority work stops for good
- * (also sched/constraint-deadlock-offset2, and -cross-unit: a cycle through
- * the other unit's queue). Skipped: priority constraints on low items, on a
- * later period (offset 2), on a later window, or behind it in its queue. */
-static int32_t queue_pos(const pe_sched_table *t, int32_t item, int32_t *n_queue)
-{
-    int32_t i, pos = -1, n = 0;
-    for (i = 0; i < t->n_items; i++) {
-        if (t->items[i].unit == t->items[item].unit && t->items[i].kind == t->items[item].kind) {
-            if (i == item) {
-                pos = n;
-            }
-            n++;
-        }
-    }
-    *n_queue = n;
-    return pos;
-}
-
-static int known_priority_waits(const pe_sched_table *t)
-{
-    int32_t i, k;
-    for (i = 0; i < t->n_items; i++) {
-        const pe_sched_item *it = &t->items[i];
-        if (it->kind != PE_SCHED_PRIORITY) {
-            continue;
-        }
-        for (k = it->first_after; k < it->first_after + it->n_after; k++) {
-            const pe_sched_after *a = &t->after[k];
-            const pe_sched_item *p = &t->items[a->item];
-            if (p->kind == PE_SCHED_LOW || a->offset >= 2 ||
-                (a->offset == 1 && p->phase > it->phase)) {
-                return 1; /* may wait on low work, a later period or a later window */
-            }
-            if (p->unit == it->unit) {
-                /* run k of i needs run k + offset - 1 of p, queued at
-                 * (k + offset - 1) * n + pos_p: it must come before k * n + pos_i */
-                int32_t n;
-                const int32_t pi = queue_pos(t, i, &n), pp = queue_pos(t, a->item, &n);
-                if ((a->offset - 1) * n + pp >= pi) {
-                    return 1;
-                }
-            }
-        }
-    }
-    return 0;
-}
-
 static int cmp_phase(const void *a, const void *b)
 {
     const pe_sched_item *x = (const pe_sched_item *)a, *y = (const pe_sched_item *)b;
@@ -238,7 +184,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
                     after[k].offset, after[k].handover_cycles);
         }
     }
-    if (st != PE_OK || (fz_skip_known() && known_priority_waits(&t))) {
+    if (st != PE_OK) {
         return 0;
     }
     st = pe_sched_get_buffer_size(&t, &size);
