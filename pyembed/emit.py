@@ -106,8 +106,15 @@ def c_array(ctype, name, values, attr="", static=False):
 
 # -- memplan.h -----------------------------------------------------------------
 
+def _require_plan(plan):
+    from pyembed.planner import Plan
+    if not isinstance(plan, Plan):
+        raise ArgumentError(f"plan: expected a pyembed.planner.Plan, got {type(plan).__name__}")
+
+
 def memplan_header(plan, num_tensors=None, guard="PE_MEMPLAN_H"):
     """The plan as a C99 header (text)."""
+    _require_plan(plan)
     B = plan.buffers
     used = plan.region_used()
     nt = num_tensors if num_tensors is not None else (max(plan.tensor_buffer, default=-1) + 1)
@@ -530,6 +537,7 @@ def write_plan_outputs(graph, plan, outdir, section=".pe_flash", tflite_out=None
     .tflite with OfflineMemoryAllocation metadata when tflite_out is given).
     Returns {what: path}."""
     from pyembed.planner.planjson import save_plan
+    _require_plan(plan)
     if not isinstance(outdir, (str, os.PathLike)):
         raise ArgumentError(f"outdir: expected a directory path, got {type(outdir).__name__}")
     os.makedirs(outdir, exist_ok=True)

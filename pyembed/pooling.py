@@ -180,6 +180,11 @@ def pool2d(x, kind, window, stride=None, padding=0, *, rule="floor", output_size
     x4 = x if x.ndim == 4 else x[np.newaxis]
     out4 = _out_dims(prm, x4.shape, rule, output_size)
     shape = out4 if x.ndim == 4 else out4[1:]
+    n_out = int(np.prod(np.asarray(shape, dtype=object)))
+    if n_out > 2**31 - 1:
+        # refuse before allocating: the kernels index with int32
+        raise ArgumentError(f"output_size: an output of shape {tuple(shape)} has {n_out} elements, "
+                            f"more than the int32 range the kernels address")
     result = _output(out, shape)
     if np.shares_memory(result, x):
         raise ArgumentError("out: must not overlap x")

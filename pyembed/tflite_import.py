@@ -233,6 +233,15 @@ def _read(buf, label, source, name):
             if q.ZeroPointLength() > 0:
                 zero_point = q.ZeroPointAsNumpy().astype(np.int64)
             quant_axis = int(q.QuantizedDimension())
+        if zero_point is not None and np_type is not None and np.issubdtype(np_type, np.integer):
+            # a zero point is a value of the tensor's own type (int8: -128..127)
+            info = np.iinfo(np_type)
+            if zero_point.min() < info.min or zero_point.max() > info.max:
+                raise ModelError(f"{label}: tensor {ti} ({tname!r}) has a zero point outside the "
+                                 f"{np.dtype(np_type).name} range [{info.min}, {info.max}] "
+                                 f"(got {int(zero_point.min())}..{int(zero_point.max())})")
+        if scale is not None and not np.all(np.isfinite(scale)):
+            raise ModelError(f"{label}: tensor {ti} ({tname!r}) has a non-finite quantization scale")
         data = None
         bi = int(t.Buffer())
         raw = buffer_bytes(bi) if bi != 0 else b""

@@ -18,9 +18,17 @@ def default_regions(size=None):
 def _validate_regions(regions):
     if regions is None:
         return default_regions()
-    regions = list(regions)
+    if isinstance(regions, (str, bytes)):
+        raise PlanError(f"regions: expected a list of Region objects, got the string {regions!r}")
+    try:
+        regions = list(regions)
+    except TypeError:
+        raise PlanError(f"regions: expected a list of Region objects, got {type(regions).__name__}") from None
     if not regions:
         raise PlanError("no RAM region given: a plan needs at least one region with a size")
+    bad = [r for r in regions if not isinstance(r, Region)]
+    if bad:
+        raise PlanError(f"regions: expected Region objects (pyembed.planner.Region(name, size)), got {bad[0]!r}")
     names = [r.name for r in regions]
     if len(set(names)) != len(names):
         raise PlanError(f"region names must be unique, got {names}")

@@ -404,6 +404,8 @@ def plan_schedule(models, platform="stm32f746", window_ms=None, frame_rate=None,
     frame: the dispatcher then reports each miss)."""
     if not isinstance(platform, Platform):
         platform = Platform.from_profile(platform)
+    if models is None or isinstance(models, (str, bytes)) or not hasattr(models, "__iter__"):
+        raise ArgumentError(f"models: expected a list of Model objects or graphs, got {type(models).__name__}")
     models = [m if isinstance(m, Model) else Model(m) for m in models]
     if not models:
         raise ArgumentError("models: expected at least one model")
@@ -419,8 +421,8 @@ def plan_schedule(models, platform="stm32f746", window_ms=None, frame_rate=None,
         window_ms = 1000.0 / frame_rate
     elif frame_rate is not None:
         raise ArgumentError("give window_ms or frame_rate, not both")
-    if not window_ms or window_ms <= 0:
-        raise ArgumentError(f"window_ms: expected a positive duration, got {window_ms!r}")
+    if not isinstance(window_ms, (int, float)) or not math.isfinite(window_ms) or window_ms <= 0:
+        raise ArgumentError(f"window_ms: expected a positive finite duration, got {window_ms!r}")
     if tick_us <= 0 or guard_us < 0:
         raise ArgumentError(f"tick_us must be > 0 and guard_us >= 0, got {tick_us!r}, {guard_us!r}")
     if not isinstance(max_hyper, int) or max_hyper < 1:
@@ -428,6 +430,9 @@ def plan_schedule(models, platform="stm32f746", window_ms=None, frame_rate=None,
     clock = platform.clock_hz
     n_units = len(platform.units)
     tick = max(1, int(round(tick_us * 1e-6 * clock)))
+    if window_ms * 1e-3 * clock < tick:
+        raise ArgumentError(f"window_ms: {window_ms!r} ms is shorter than one scheduler tick "
+                            f"({tick_us} us); use a longer window or a smaller tick_us")
     window = max(1, int(round(window_ms * 1e-3 * clock / tick))) * tick
     guard = int(round(guard_us * 1e-6 * clock))
     if window >= 1 << 32:
