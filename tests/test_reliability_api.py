@@ -90,15 +90,6 @@ def _logically_huge(values):
     return any(isinstance(v, np.ndarray) and v.nbytes > 2**31 for v in values)
 
 
-def _huge_output_size(size):
-    try:
-        if isinstance(size, (int, np.integer)) and not isinstance(size, bool):
-            size = (size, size)
-        return isinstance(size, (tuple, list)) and math.prod(int(v) for v in size) > 2**31
-    except (TypeError, ValueError, OverflowError):
-        return False
-
-
 def ok_or_clean_error(fn, *args, **kwargs):
     """Call fn; return (True, result) or (False, exception) for an accepted
     error class. Any other exception fails the test. MemoryError is accepted
@@ -113,9 +104,6 @@ def ok_or_clean_error(fn, *args, **kwargs):
         return False, e
     except MemoryError as e:
         if _logically_huge(list(args) + list(kwargs.values())):
-            return False, e
-        if fn is pooling.pool2d and _huge_output_size(kwargs.get("output_size")):
-            event("known open issue: MemoryError for a huge output_size")  # see the xfail below
             return False, e
         raise
 
@@ -313,11 +301,9 @@ def test_pooling_random_arguments(data):
     assert np.array_equal(r4, want), f"pool2d({kind}) differs from the numpy reference ({bad=})"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "pyembed/pooling.py pool2d(): the output array is allocated (np.empty of the output shape) "
-    "before the C size query has checked the geometry, so max_pool2d(x, 1, output_size=(2**31 - 1, "
-    "2**31 - 1)) raises MemoryError (4 EiB) instead of an ArgumentError / OverflowSizeError"))
 def test_pooling_huge_output_size_is_a_clean_error():
+    """Found here (fixed in 13f6963): pool2d allocated the output before the C
+    size query saw it, so a 4 EiB output_size was a MemoryError."""
     with pytest.raises(PyEmbedError):
         pooling.max_pool2d(np.zeros((1, 1, 1), np.int8), 1, output_size=(2**31 - 1, 2**31 - 1))
 
@@ -612,20 +598,10 @@ OTHER = textwrap.dedent("""
 """)
 
 
-# Found by the table above, owned by engineers still at work: reported, and
-# kept visible by the xfail test below until they are fixed.
-KNOWN_OTHER = {
-    "plan_graph 2": "pyembed/planner/__init__.py plan_graph(g, 'ram'): regions given as a string "
-                    "raise AttributeError ('str' object has no attribute 'name'), not PlanError",
-    "emit 2": "pyembed/emit.py memplan_header(None): AttributeError instead of an ArgumentError",
-    "emit 3": "pyembed/emit.py write_plan_outputs(g, None, dir): AttributeError instead of an ArgumentError",
-    "scheduler 1": "pyembed/scheduler/plan.py plan_schedule(None): TypeError ('NoneType' object is not "
-                   "iterable) instead of ArgumentError",
-    "scheduler 7": "pyembed/scheduler/plan.py plan_schedule(models, window_ms=inf): OverflowError "
-                   "(cannot convert float infinity to integer) instead of ArgumentError",
-}
-
-
+# Found by the table above and fixed by their owners (13f6963): plan_graph
+# with regions as a string, memplan_header / write_plan_outputs without a
+# plan, plan_schedule(None) and window_ms=inf raised AttributeError /
+# TypeError / OverflowError instead of a PyEmbedError.
 @pytest.fixture(scope="module")
 def other_outcomes():
     r = subprocess.run([sys.executable, "-c", OTHER], capture_output=True, text=True, timeout=300)
@@ -639,19 +615,13 @@ def test_weird_arguments_everywhere_else_in_a_child_process(other_outcomes):
     arguments: PyEmbedError / ValueError (or a correct result), never
     another exception, a crash or a hang (the child would die / time out)."""
     assert len(other_outcomes) > 60
-    unexpected = {k: v for k, v in other_outcomes.items() if v.startswith("UNEXPECTED") and k not in KNOWN_OTHER}
+    unexpected = {k: v for k, v in other_outcomes.items() if v.startswith("UNEXPECTED")}
     assert not unexpected, unexpected
 
 
-@pytest.mark.xfail(strict=True, reason="; ".join(KNOWN_OTHER.values()))
-def test_known_wrong_exception_types_are_fixed(other_outcomes):
-    assert not [k for k in KNOWN_OTHER if other_outcomes.get(k, "").startswith("UNEXPECTED")]
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "pyembed/scheduler/plan.py plan_schedule(models, window_ms=1e-9) silently plans a 0.1 ms window "
-    "(one 100 us tick) instead of refusing a window shorter than a tick"))
 def test_scheduler_window_below_one_tick_is_refused():
+    """Found here (fixed in 13f6963): a 1e-9 ms window silently became one
+    0.1 ms tick."""
     from pyembed.data import model_path
     from pyembed.graph import load_model
     from pyembed import scheduler
