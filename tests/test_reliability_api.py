@@ -413,6 +413,46 @@ def test_conv_random_arguments(data):
     assert np.array_equal(r4, want), f"conv differs from the numpy reference ({bad=})"
 
 
+@SETTINGS
+@given(st.data())
+def test_conv_pool_random_arguments(data):
+    """conv_pool2d (fused, and the Table I strategies) equals conv2d then
+    pool2d, each of which the tests above check against numpy; one corrupted
+    argument gives the same or a clean error."""
+    draw = data.draw
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    c, oc, k = draw(st.integers(1, 3)), draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    shape = (draw(st.integers(k, 9)), draw(st.integers(k, 9)), c)
+    pool = draw(st.sampled_from(["max", "avg", "sum"]))
+    strategy = draw(st.sampled_from(["fused", "fused"] + (["none", "naive", "striped", "reverse"]
+                                                          if pool == "max" else [])))
+    kw = dict(x=rng.integers(-128, 128, shape).astype(np.int8),
+              w=rng.integers(-128, 128, (oc, k, k, c)).astype(np.int8),
+              bias=rng.integers(-3000, 3000, oc).astype(np.int32),
+              multiplier=rng.integers(1 << 30, 2**31, oc).astype(np.int32),
+              shift=rng.integers(-10, -4, oc).astype(np.int32),
+              window=(draw(st.integers(1, 3)), draw(st.integers(1, 3))), pool=pool,
+              pool_stride=draw(st.one_of(st.none(), st.integers(1, 3))), pool_padding=draw(st.integers(0, 1)),
+              stride=draw(st.integers(1, 2)), padding=draw(st.integers(0, 1)),
+              input_offset=draw(st.integers(-127, 128)), output_offset=draw(st.integers(-128, 127)),
+              strategy=strategy)
+    if pool == "sum":
+        kw.update(pool_multiplier=draw(st.integers(1 << 30, 2**31 - 1)), pool_shift=draw(st.integers(-8, 0)))
+    bad = maybe_corrupt(draw, kw, dict(
+        x=arrays(np.int8, ndim=3), w=arrays(np.int8, ndim=4, max_side=3), window=BAD_INT,
+        pool=st.sampled_from(["min", None]), pool_stride=BAD_INT, pool_padding=BAD_INT, stride=BAD_INT,
+        strategy=st.sampled_from(["best", None, 0])))
+    x, w, b, m, sh = (kw.pop(n) for n in ("x", "w", "bias", "multiplier", "shift"))
+    ok, res = ok_or_clean_error(conv.conv_pool2d, x, w, b, m, sh, **kw)
+    if not ok:
+        return
+    conv_kw = {n: kw[n] for n in ("stride", "padding", "input_offset", "output_offset")}
+    pool_kw = {"multiplier": kw.get("pool_multiplier", 0), "shift": kw.get("pool_shift", 0)} if kw["pool"] == "sum" else {}
+    mid = conv.conv2d(np.ascontiguousarray(x), np.ascontiguousarray(w), b, m, sh, **conv_kw)
+    want = pooling.pool2d(mid, kw["pool"], kw["window"], kw["pool_stride"], kw["pool_padding"], **pool_kw)
+    assert np.array_equal(res, want), f"conv_pool2d({kw['strategy']}) differs from conv2d then pool2d ({bad=})"
+
+
 # --------------------------------------------------------------- attention
 
 @SETTINGS

@@ -199,7 +199,7 @@ for line in sys.stdin:
                 else:
                     info = np.iinfo(tt.dtype)
                     xs.append(np.random.default_rng(0).integers(info.min, info.max + 1, tt.shape).astype(tt.dtype))
-            g.run(xs if len(xs) > 1 else xs[0])
+            g.run(xs[0] if len(xs) == 1 else xs)
         outcome = "accepted"
     except (PyEmbedError, ValueError) as e:
         outcome = "clean_error"

@@ -66,6 +66,24 @@ static pe_status prefetch(void *user, int32_t op, int32_t item_index, const pe_s
     return PE_OK;
 }
 
+/* Known open issue (tests/data/regressions/index.json,
+ * sched/priority-waits-on-deferred-low): a priority item waiting for a low
+ * item that the guard deferred deadlocks its unit. Skipped (unless
+ * FUZZ_NO_SKIP_KNOWN=1) so that fuzzing goes on finding other things. */
+static int known_priority_waits_on_low(const pe_sched_table *t)
+{
+    int32_t i, k;
+    for (i = 0; i < t->n_items; i++) {
+        const pe_sched_item *it = &t->items[i];
+        for (k = it->first_after; it->kind == PE_SCHED_PRIORITY && k < it->first_after + it->n_after; k++) {
+            if (t->items[t->after[k].item].kind == PE_SCHED_LOW) {
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
 static int cmp_phase(const void *a, const void *b)
 {
     const pe_sched_item *x = (const pe_sched_item *)a, *y = (const pe_sched_item *)b;
@@ -184,7 +202,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
                     after[k].offset, after[k].handover_cycles);
         }
     }
-    if (st != PE_OK) {
+    if (st != PE_OK || (fz_skip_known() && known_priority_waits_on_low(&t))) {
         return 0;
     }
     st = pe_sched_get_buffer_size(&t, &size);
