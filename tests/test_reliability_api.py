@@ -10,7 +10,6 @@ kill the interpreter (pytest's faulthandler prints where); the riskiest calls
 (huge sizes) also run in a child process with a timeout, so a hang or crash
 fails one test instead of the suite.
 """
-import math
 import os
 import subprocess
 import sys
