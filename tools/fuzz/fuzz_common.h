@@ -54,10 +54,14 @@ static uint32_t fz_u32(fz_reader *r)
     return v;
 }
 
-/* An integer in [lo, hi] (hi - lo < 2^32). */
+/* An integer in [lo, hi] (hi - lo < 2^32); lo when hi < lo. */
 static int32_t fz_range(fz_reader *r, int32_t lo, int32_t hi)
 {
-    uint64_t span = (uint64_t)((int64_t)hi - (int64_t)lo) + 1u;
+    uint64_t span;
+    if (hi < lo) {
+        return lo; /* an empty range (a caller's derived bound): no draw */
+    }
+    span = (uint64_t)((int64_t)hi - (int64_t)lo) + 1u;
     uint64_t v = span <= 256u ? fz_u8(r) : fz_u32(r);
     return (int32_t)((int64_t)lo + (int64_t)(v % span));
 }
