@@ -222,6 +222,22 @@ pe_status pe_relu_s16(const pe_context *ctx, const pe_relu_params *p, int32_t si
     return PE_OK;
 }
 
+pe_status pe_neg_s8(const pe_context *ctx, const pe_relu_params *p, int32_t size,
+                    const int8_t *input, int8_t *output)
+{
+    int32_t i;
+    if (!relu_ok(p, -128, 127) || p->requantize != 1 || check_io(size, input, output) != PE_OK) {
+        return PE_ERR_ARG;
+    }
+    for (i = 0; i < size; i++) {
+        const int32_t v = p->output_zero_point +
+                          pe_mf_mbqm(p->input_zero_point - (int32_t)input[i], p->multiplier, p->shift);
+        output[i] = (int8_t)pe_fx_clamp(v, p->activation.min, p->activation.max);
+    }
+    count(ctx, size);
+    return PE_OK;
+}
+
 static int unary_ok(const pe_unary_quant_params *p, int32_t lo, int32_t hi)
 {
     return p != NULL && p->input_zero_point >= lo && p->input_zero_point <= hi &&
