@@ -226,13 +226,19 @@ pe_status pe_neg_s8(const pe_context *ctx, const pe_relu_params *p, int32_t size
                     const int8_t *input, int8_t *output)
 {
     int32_t i;
-    if (!relu_ok(p, -128, 127) || p->requantize != 1 || check_io(size, input, output) != PE_OK) {
+    if (!relu_ok(p, -128, 127) || check_io(size, input, output) != PE_OK) {
         return PE_ERR_ARG;
     }
     for (i = 0; i < size; i++) {
-        const int32_t v = p->output_zero_point +
-                          pe_mf_mbqm(p->input_zero_point - (int32_t)input[i], p->multiplier, p->shift);
-        output[i] = (int8_t)pe_fx_clamp(v, p->activation.min, p->activation.max);
+        if (p->requantize) {
+            const int32_t v = p->output_zero_point + pe_mf_mbqm(p->input_zero_point - (int32_t)input[i],
+                                                                p->multiplier, p->shift);
+            output[i] = (int8_t)pe_fx_clamp(v, p->activation.min, p->activation.max);
+        } else {
+            /* LiteRT: the raw value negated in int8, -(-128) wrapping to -128 */
+            const int32_t v = -(int32_t)input[i];
+            output[i] = (int8_t)(v == 128 ? -128 : v);
+        }
     }
     count(ctx, size);
     return PE_OK;

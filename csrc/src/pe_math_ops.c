@@ -233,17 +233,16 @@ static pe_status run_unary(const pe_context *ctx, int32_t type, const int32_t *w
     case PE_MOP_RELU_N1_TO_1:
     case PE_MOP_NEG: {
         pe_relu_params p;
-        const int32_t base = type == PE_MOP_NEG ? 0 : 1;
-        if (n != 6 + base) {
+        if (n != 7) {
             return PE_ERR_ARG;
         }
         p.input_zero_point = w[0];
         p.output_zero_point = w[1];
         p.multiplier = w[2];
         p.shift = w[3];
-        p.requantize = type == PE_MOP_NEG ? 1 : w[4];
-        p.activation.min = w[4 + base];
-        p.activation.max = w[5 + base];
+        p.requantize = w[4];
+        p.activation.min = w[5];
+        p.activation.max = w[6];
         if (type == PE_MOP_NEG) {
             return s8 ? pe_neg_s8(ctx, &p, count, (const int8_t *)in, (int8_t *)out) : PE_ERR_ARG;
         }

@@ -78,10 +78,15 @@ def hard_swish_params(input_scale, input_zero_point, output_scale, output_zero_p
             "output_multiplier_fixedpoint_int16": _downscale_int16(om), "output_multiplier_exponent": oe}
 
 
-def leaky_relu_params(input_scale, input_zero_point, output_scale, output_zero_point, alpha):
+def leaky_relu_params(input_scale, input_zero_point, output_scale, output_zero_point, alpha, rounding="tflm"):
+    """TFLM divides the scales in float64, LiteRT in float32 (rounding="litert")."""
     in_s, out_s, a = F32(input_scale), F32(output_scale), F32(alpha)
-    ma, sa = _qm_signed(float(in_s) * float(a) / float(out_s), "LEAKY_RELU alpha multiplier")
-    mi, si = _qm(float(in_s) / float(out_s), "LEAKY_RELU identity multiplier")
+    if rounding == "litert":
+        ra, ri = float(F32(F32(in_s * a) / out_s)), float(F32(in_s / out_s))
+    else:
+        ra, ri = float(in_s) * float(a) / float(out_s), float(in_s) / float(out_s)
+    ma, sa = _qm_signed(ra, "LEAKY_RELU alpha multiplier")
+    mi, si = _qm(ri, "LEAKY_RELU identity multiplier")
     return {"input_zero_point": int(input_zero_point), "output_zero_point": int(output_zero_point),
             "multiplier_identity": mi, "shift_identity": si, "multiplier_alpha": ma, "shift_alpha": sa}
 
@@ -111,10 +116,12 @@ def relu_params(kind, input_scale, input_zero_point, output_scale, output_zero_p
                 act_max=min(qmax, q(hi, out_s, output_zero_point)))
 
 
-def abs_params(input_scale, input_zero_point, output_scale, output_zero_point):
+def abs_params(input_scale, input_zero_point, output_scale, output_zero_point, rounding="tflm"):
+    """TFLM divides the scales in float64, LiteRT in float32 (rounding="litert")."""
     in_s, out_s = F32(input_scale), F32(output_scale)
     rescale = int(in_s != out_s)
-    m, s = _qm(float(in_s) / float(out_s), "ABS multiplier") if rescale else (0, 0)
+    real = float(F32(in_s / out_s)) if rounding == "litert" else float(in_s) / float(out_s)
+    m, s = _qm(real, "ABS multiplier") if rescale else (0, 0)
     return {"input_zero_point": int(input_zero_point), "output_zero_point": int(output_zero_point),
             "multiplier": m, "shift": s, "rescale": rescale}
 
@@ -157,12 +164,58 @@ def squared_difference_params(scale1, zp1, scale2, zp2, output_scale, output_zp)
             "input2_shift": sh2, "output_multiplier": mo, "output_shift": sho, "act_min": -128, "act_max": 127}
 
 
-def prelu_params(input_scale, input_zp, alpha_scale, alpha_zp, output_scale, output_zp):
-    si, sa, so = float(F32(input_scale)), float(F32(alpha_scale)), float(F32(output_scale))
-    m1, s1 = _qm(si / so, "PRELU positive multiplier")
-    m2, s2 = _qm(si * sa / so, "PRELU negative multiplier")
+def prelu_params(input_scale, input_zp, alpha_scale, alpha_zp, output_scale, output_zp, rounding="tflm"):
+    """TFLM multiplies and divides the scales in float64, LiteRT in float32 (rounding="litert")."""
+    if rounding == "litert":
+        fi, fa, fo = F32(input_scale), F32(alpha_scale), F32(output_scale)
+        r1, r2 = float(F32(fi / fo)), float(F32(F32(fi * fa) / fo))
+    else:
+        si, sa, so = float(F32(input_scale)), float(F32(alpha_scale)), float(F32(output_scale))
+        r1, r2 = si / so, si * sa / so
+    m1, s1 = _qm(r1, "PRELU positive multiplier")
+    m2, s2 = _qm(r2, "PRELU negative multiplier")
     return {"input_offset": -int(input_zp), "alpha_offset": -int(alpha_zp), "output_offset": int(output_zp),
             "positive_multiplier": m1, "positive_shift": s1, "negative_multiplier": m2, "negative_shift": s2}
+
+
+def gelu_table(input_scale, input_zero_point, output_scale, output_zero_point, approximate):
+    """GELU int8 as LiteRT computes it (TFLM has no GELU): a 256-entry table
+    filled by LUTPopulate in float32: dequantize, GeluTransform (erf form) or
+    GeluTransformApproximate (tanh form), multiply by 1 / output_scale, round
+    half away from zero, add the zero point, clamp. erf and tanh are evaluated
+    in float64 and rounded to float32 (the correctly rounded float32 value,
+    which glibc's erff / tanhf return for these arguments)."""
+    in_s, out_s = F32(input_scale), F32(output_scale)
+    inv = F32(F32(1.0) / out_s)
+    sqrt1_2 = F32(math.sqrt(0.5))
+    k = F32(2.0 / math.sqrt(math.pi) * math.sqrt(0.5))
+    table = []
+    for v in range(-128, 128):
+        x = F32(in_s * F32(v - int(input_zero_point)))
+        if approximate:
+            inner = F32(k * F32(x + F32(F32(F32(F32(0.044715) * x) * x) * x)))
+            y = F32(F32(F32(0.5) * x) * F32(F32(1.0) + F32(math.tanh(float(inner)))))
+        else:
+            y = F32(F32(F32(0.5) * x) * F32(F32(1.0) + F32(math.erf(float(F32(x * sqrt1_2))))))
+        r = _round_away(float(F32(y * inv)))
+        q = int(F32(F32(r) + F32(int(output_zero_point))))
+        table.append(max(-128, min(127, q)))
+    return table
+
+
+def neg_params(input_scale, input_zero_point, output_scale, output_zero_point):
+    """NEG int8. LiteRT (the only reference with an int8 NEG) negates the raw
+    values; that is exact when the output has the input's scale and the
+    negated zero point, and then this is what pyembed does. Otherwise pyembed
+    requantizes -(x - zp_in) to the output scale (no reference implements
+    that case)."""
+    in_s, out_s = F32(input_scale), F32(output_scale)
+    base = {"input_zero_point": int(input_zero_point), "output_zero_point": int(output_zero_point),
+            "act_min": -128, "act_max": 127}
+    if in_s == out_s and int(output_zero_point) == -int(input_zero_point):
+        return dict(base, multiplier=0, shift=0, requantize=0)
+    m, s = _qm(float(in_s) / float(out_s), "NEG multiplier")
+    return dict(base, multiplier=m, shift=s, requantize=1)
 
 
 REDUCE_MODES = {"SUM": 0, "MEAN": 1, "MEAN_DIV": 2, "MEAN_SPATIAL": 3}
@@ -189,7 +242,6 @@ _FIELDS = {
     "LEAKY_RELU": ("input_zero_point", "output_zero_point", "multiplier_identity", "shift_identity",
                    "multiplier_alpha", "shift_alpha"),
     "RELU": ("input_zero_point", "output_zero_point", "multiplier", "shift", "requantize", "act_min", "act_max"),
-    "NEG": ("input_zero_point", "output_zero_point", "multiplier", "shift", "act_min", "act_max"),
     "ABS": ("input_zero_point", "output_zero_point", "multiplier", "shift", "rescale"),
     "SUB": ("input1_offset", "input2_offset", "output_offset", "left_shift", "input1_multiplier", "input1_shift",
             "input2_multiplier", "input2_shift", "output_multiplier", "output_shift", "act_min", "act_max"),
@@ -198,7 +250,7 @@ _FIELDS = {
     "REDUCE": ("mode", "input_zero_point", "output_zero_point", "multiplier", "shift"),
 }
 _FIELDS["TANH"] = _FIELDS["LOGISTIC"]
-_FIELDS["RELU6"] = _FIELDS["RELU_N1_TO_1"] = _FIELDS["RELU"]
+_FIELDS["RELU6"] = _FIELDS["RELU_N1_TO_1"] = _FIELDS["NEG"] = _FIELDS["RELU"]
 _FIELDS["RSQRT"] = _FIELDS["ABS"]
 _FIELDS["SQUARED_DIFFERENCE"] = _FIELDS["SUB"]
 _FIELDS["MEAN"] = _FIELDS["SUM"] = _FIELDS["REDUCE"]

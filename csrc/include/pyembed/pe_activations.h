@@ -104,8 +104,9 @@ pe_status pe_abs_s16(const pe_context *ctx, const pe_unary_quant_params *params,
                      const int16_t *input, int16_t *output);
 pe_status pe_rsqrt_s8(const pe_context *ctx, const pe_unary_quant_params *params, int32_t size,
                       const int8_t *input, int8_t *output);
-/* NEG: out = clamp(output_zero_point + mbqm(input_zero_point - x, multiplier,
- * shift), activation); params->requantize must be 1. */
+/* NEG: requantize = 1: out = clamp(output_zero_point + mbqm(input_zero_point
+ * - x, multiplier, shift), activation); requantize = 0: LiteRT's int8 NEG,
+ * the raw value negated with -(-128) wrapping to -128 (TFLM has no int8 NEG). */
 pe_status pe_neg_s8(const pe_context *ctx, const pe_relu_params *params, int32_t size,
                     const int8_t *input, int8_t *output);
 /* table: 256 entries, table[v + 128] is the output for input v. */

@@ -23,8 +23,9 @@
  *   RELU_N1_TO_1         (int8 or int16)
  *   ABS                  in_zp, out_zp, mult, shift, rescale (int8 or int16)
  *   RSQRT                in_zp, out_zp, mult, shift, 0
- *   NEG                  in_zp, out_zp, mult, shift, act_min, act_max:
- *                        clamp(out_zp + mbqm(in_zp - x, mult, shift))
+ *   NEG                  in_zp, out_zp, mult, shift, requantize, act_min, act_max:
+ *                        clamp(out_zp + mbqm(in_zp - x, mult, shift)), or with
+ *                        requantize 0 LiteRT's raw int8 negation
  *   GELU                 64 words: the 256-entry int8 table, byte j of word k
  *                        (bits 8j..8j+7) is the output for input 4k + j - 128
  *   L2_NORMALIZATION     in_zp, depth
