@@ -32,6 +32,8 @@ KERNEL_CLASS = {
     "MINIMUM": "eltwise", "QUANTIZE": "eltwise", "DEQUANTIZE": "eltwise", "RELU": "eltwise",
     "RELU6": "eltwise", "LOGISTIC": "eltwise", "TANH": "eltwise", "HARD_SWISH": "eltwise",
     "LEAKY_RELU": "eltwise", "CAST": "eltwise", "SQUARED_DIFFERENCE": "eltwise",
+    "PRELU": "eltwise", "RELU_N1_TO_1": "eltwise", "NEG": "eltwise", "ABS": "eltwise", "RSQRT": "eltwise",
+    "GELU": "eltwise", "L2_NORMALIZATION": "eltwise",
     "SOFTMAX": "softmax", "LOG_SOFTMAX": "softmax",
     "RESHAPE": "copy", "SQUEEZE": "copy", "EXPAND_DIMS": "copy", "CONCATENATION": "copy",
     "STRIDED_SLICE": "copy", "SLICE": "copy", "PAD": "copy", "TRANSPOSE": "copy", "PACK": "copy",
