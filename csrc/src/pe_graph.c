@@ -3,6 +3,7 @@
  * pointers (constant data or arena offset), check them, call the kernel.
  */
 #include "pyembed/pe_graph.h"
+#include "pyembed/pe_math_ops.h"
 #include "pyembed/pe_graph_internal.h"
 #include "pyembed/pe_fixed.h"
 #include "pyembed/pe_conv.h"
@@ -509,6 +510,12 @@ static pe_graph_runner runner_for(pe_graph_op_type type)
     case PE_GOP_AVERAGE_POOL_2D:
     case PE_GOP_MAX_POOL_2D:
         return run_pool;
+    case PE_GOP_MEAN: case PE_GOP_SUM: case PE_GOP_LOGISTIC: case PE_GOP_TANH: /* pe_math_ops.c */
+    case PE_GOP_HARD_SWISH: case PE_GOP_LEAKY_RELU: case PE_GOP_PRELU: case PE_GOP_RELU:
+    case PE_GOP_RELU6: case PE_GOP_RELU_N1_TO_1: case PE_GOP_MINIMUM: case PE_GOP_MAXIMUM:
+    case PE_GOP_SUB: case PE_GOP_NEG: case PE_GOP_ABS: case PE_GOP_SQUARED_DIFFERENCE:
+    case PE_GOP_RSQRT: case PE_GOP_GELU: case PE_GOP_L2_NORMALIZATION:
+        return pe_graph_run_math;
     default:
         return NULL;
     }

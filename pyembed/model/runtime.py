@@ -192,6 +192,9 @@ def build_runtime(graph, layout, rounding="double"):
     tensors, ops = runtime_tables(graph, layout)
     for spec in ops:
         spec["rounding"] = table.get(graph.operators[spec["op"]].type, table["*"])
+        if rounding == "litert" and "words_litert" in (spec["params"] or {}):
+            # operators whose LiteRT kernels compute other parameters (pyembed.model.ops.math_ops)
+            spec["params"] = dict(spec["params"], words=spec["params"]["words_litert"])
     tensors = [(t["data"], t["offset"], t["bytes"], t["dims"], t["dtype"]) for t in tensors]
     compiled = _graph.CompiledGraph(tensors, ops, int(layout.arena_size))
     compiled.check()

@@ -354,6 +354,15 @@ def _options(op, op_type):
     if op_type == "MUL" and otype == B.MulOptions:
         o = load(tflite.MulOptions)
         return {"activation": _ACTIVATION.get(int(o.FusedActivationFunction()), int(o.FusedActivationFunction()))}
+    if op_type in ("MEAN", "SUM") and otype == B.ReducerOptions:
+        return {"keep_dims": bool(load(tflite.ReducerOptions).KeepDims())}
+    if op_type == "LEAKY_RELU" and otype == B.LeakyReluOptions:
+        return {"alpha": float(load(tflite.LeakyReluOptions).Alpha())}
+    if op_type == "GELU" and otype == B.GeluOptions:
+        return {"approximate": bool(load(tflite.GeluOptions).Approximate())}
+    if op_type == "L2_NORMALIZATION" and otype == B.L2NormOptions:
+        o = load(tflite.L2NormOptions)
+        return {"activation": _ACTIVATION.get(int(o.FusedActivationFunction()), int(o.FusedActivationFunction()))}
     if op_type == "RESHAPE" and otype == B.ReshapeOptions:
         o = load(tflite.ReshapeOptions)
         n = _count(o.NewShapeLength(), "RESHAPE new_shape", 4, table.Bytes)

@@ -63,7 +63,27 @@ typedef enum {
     PE_GOP_MUL = 8,
     PE_GOP_REQUANTIZE = 9, /* int8 -> int8 QUANTIZE */
     PE_GOP_QUANTIZE = 10,  /* float32 -> int8 */
-    PE_GOP_DEQUANTIZE = 11 /* int8 -> float32 */
+    PE_GOP_DEQUANTIZE = 11, /* int8 -> float32 */
+    /* 60-78: math operators, words and kernels in pe_math_ops.h */
+    PE_GOP_MEAN = 60,
+    PE_GOP_SUM = 61,
+    PE_GOP_LOGISTIC = 62,
+    PE_GOP_TANH = 63,
+    PE_GOP_HARD_SWISH = 64,
+    PE_GOP_LEAKY_RELU = 65,
+    PE_GOP_PRELU = 66,
+    PE_GOP_RELU = 67,
+    PE_GOP_RELU6 = 68,
+    PE_GOP_RELU_N1_TO_1 = 69,
+    PE_GOP_MINIMUM = 70,
+    PE_GOP_MAXIMUM = 71,
+    PE_GOP_SUB = 72,
+    PE_GOP_NEG = 73,
+    PE_GOP_ABS = 74,
+    PE_GOP_SQUARED_DIFFERENCE = 75,
+    PE_GOP_RSQRT = 76,
+    PE_GOP_GELU = 77,
+    PE_GOP_L2_NORMALIZATION = 78
     /* Operators added after these take int32 parameter words (pe_graph_op
      * .params), documented in their family's header. The values are stable
      * (emitted tables hold them) and reserved by range: 20-59 data movement,

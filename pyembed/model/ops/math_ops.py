@@ -22,6 +22,7 @@ import numpy as np
 from pyembed.errors import ArgumentError
 from pyembed.kernels import math_params as mp
 from pyembed.model.ops.base import Unsupported
+from pyembed.model.ops.registry import register
 
 INT_TYPES = (np.int8, np.int16)
 
@@ -284,6 +285,7 @@ def _prepare_reduce(c, kind):
     mask = sum(1 << d for d in resolved)
     _finish(c, kind, mp.op_words(kind, p, axis_mask=mask, input_dims=x.shape), elements=int(np.prod(x.shape)),
             dtype=x.dtype)
+    c.op.params["c_inputs"] = [0]   # the axes are folded into the words
 
 
 def prepare_mean(c):
@@ -302,3 +304,7 @@ PREPARE = {
     "ABS": prepare_abs, "SQUARED_DIFFERENCE": prepare_squared_difference, "RSQRT": prepare_rsqrt,
     "GELU": prepare_gelu, "L2_NORMALIZATION": prepare_l2_normalization,
 }
+
+
+for _name, _fn in PREPARE.items():
+    register(_name, code=mp.MATH_OPS[_name])(_fn)
