@@ -4,8 +4,8 @@ RSQRT, GELU, L2_NORMALIZATION) on pyembed's C graph runtime, bit-exact with
 the tflite-micro interpreter (default rounding) and with LiteRT's reference
 kernels (rounding="litert").
 
-Each test builds small single-operator models in-process with the TFLite
-schema (no TensorFlow), runs them on random inputs plus the edge values
+Each test builds small single-operator models in-process with
+pyembed.model.tflite_writer (no TensorFlow), runs them on random inputs plus the edge values
 (every int8 value for the element-wise operators, -128 / 127 in the binary
 ones), over zero points at the type limits, saturating scales, broadcasting
 of ranks 1 to 5, every axis combination with keep_dims on and off, and
@@ -28,6 +28,7 @@ import numpy as np
 import pytest
 
 from pyembed.errors import ModelError
+from pyembed.model import tflite_writer as W
 
 pytest.importorskip("tflite_micro")
 
@@ -35,60 +36,19 @@ pytest.importorskip("tflite_micro")
 
 
 def _schema():
-    from ai_edge_litert import schema_py_generated as S
-    return S
+    return W.schema()
 
 
 def _t(shape, dtype=np.int8, scale=None, zp=0, data=None):
-    return {"shape": tuple(int(d) for d in shape), "dtype": np.dtype(dtype), "scale": scale, "zp": zp,
-            "data": data}
+    return W.tensor(shape, dtype, scale, zp if scale is not None else None, data)
 
 
 def _build(tensors, ops, inputs, outputs):
-    import flatbuffers
-    S = _schema()
-    types = {np.dtype(np.int8): S.TensorType.INT8, np.dtype(np.int16): S.TensorType.INT16,
-             np.dtype(np.int32): S.TensorType.INT32, np.dtype(np.float32): S.TensorType.FLOAT32}
-    m = S.ModelT()
-    m.version, m.buffers, m.operatorCodes = 3, [S.BufferT()], []
-    sg = S.SubGraphT()
-    sg.tensors, sg.operators, sg.inputs, sg.outputs = [], [], list(inputs), list(outputs)
-    for i, t in enumerate(tensors):
-        T = S.TensorT()
-        T.shape, T.type, T.name, T.buffer = list(t["shape"]), types[t["dtype"]], f"t{i}".encode(), 0
-        if t["data"] is not None:
-            b = S.BufferT()
-            b.data = np.frombuffer(np.ascontiguousarray(t["data"], t["dtype"]).tobytes(), np.uint8)
-            m.buffers.append(b)
-            T.buffer = len(m.buffers) - 1
-        if t["scale"] is not None:
-            q = S.QuantizationParametersT()
-            q.scale, q.zeroPoint, q.quantizedDimension = [float(t["scale"])], [int(t["zp"])], 0
-            T.quantization = q
-        sg.tensors.append(T)
-    codes = {}
-    for code, ins, outs, otype, opts in ops:
-        if code not in codes:
-            c = S.OperatorCodeT()
-            c.builtinCode, c.deprecatedBuiltinCode, c.version = code, min(code, 127), 1
-            codes[code] = len(m.operatorCodes)
-            m.operatorCodes.append(c)
-        o = S.OperatorT()
-        o.opcodeIndex, o.inputs, o.outputs = codes[code], list(ins), list(outs)
-        if otype is not None:
-            o.builtinOptionsType, o.builtinOptions = otype, opts
-        sg.operators.append(o)
-    m.subgraphs = [sg]
-    b = flatbuffers.Builder(1024)
-    b.Finish(m.Pack(b), file_identifier=b"TFL3")
-    return bytes(b.Output())
+    return W.build(tensors, ops, inputs, outputs)
 
 
 def _opts(cls, **fields):
-    o = getattr(_schema(), cls)()
-    for k, v in fields.items():
-        setattr(o, k, v)
-    return o
+    return W.options(cls[:-1] if cls.endswith("OptionsT") else cls, **fields)
 
 
 def _op(name):
@@ -114,11 +74,9 @@ def _litert(model, xs):
     return it.get_tensor(it.get_output_details()[0]["index"])
 
 
-def _load(model, tmp_path):
-    from pyembed.model.load import load_model
-    path = tmp_path / f"m{len(list(tmp_path.iterdir()))}.tflite"
-    path.write_bytes(model)
-    return load_model(str(path))
+def _load(model, tmp_path=None):
+    from pyembed.model.load import load_tflite_bytes
+    return load_tflite_bytes(model)
 
 
 def _mismatches(got, want):

@@ -35,7 +35,7 @@ RUNNABLE = [
 LITERT_REFUSES = {"tflm_person_detect_int8"}
 UNSUPPORTED = {
     "tflm_mnist_lstm_int8": {"UNIDIRECTIONAL_SEQUENCE_LSTM"},
-    "tflm_dtln_noise_suppression": {"UNIDIRECTIONAL_SEQUENCE_LSTM", "LOGISTIC"},
+    "tflm_dtln_noise_suppression": {"UNIDIRECTIONAL_SEQUENCE_LSTM"},
     # its ADD and MUL are int32 arithmetic, which pyembed's int8 kernels do not do
     "tflm_audio_preprocessor_int8": {"ADD", "MUL", "CAST", "STRIDED_SLICE", "CONCATENATION", "DIV", "MINIMUM",
                                      "MAXIMUM",
