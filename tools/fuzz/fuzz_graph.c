@@ -24,6 +24,7 @@
 #include "pyembed/pe_graph.h"
 #include "pyembed/pe_conv.h"
 #include "pyembed/pe_pool.h"
+#include "pyembed/pe_math_ops.h"
 
 #define MAX_T 32
 #define MAX_OPS 8
@@ -34,6 +35,7 @@ typedef struct {
     int32_t io[MAX_OPS][4]; /* per operator: inputs 0..2, then the output */
     void *consts[MAX_T];
     int32_t *quant[MAX_OPS][2];
+    int32_t words[MAX_OPS][80]; /* parameter words of the generic operators */
     int32_t nt, nops, bump;
     int32_t arena_size;
 } table;
@@ -284,6 +286,91 @@ static int32_t add_op(fz_reader *r, table *tb, pe_graph_op_type type, int32_t x)
     return y;
 }
 
+/* Appends a math operator (pe_math_ops.h, types 60-78) reading activation x:
+ * words of the documented layout with values mostly in range, a constant
+ * second operand that broadcasts along h and w for the binary ones, the
+ * reduced shape for MEAN / SUM. Returns its output or -1. */
+static int32_t add_math_op(fz_reader *r, table *tb, int32_t x)
+{
+    const int32_t i = tb->nops;
+    pe_graph_op *op = &tb->ops[i];
+    const pe_dims xd = tb->t[x].dims;
+    const int32_t type = fz_range(r, PE_MOP_MEAN, PE_MOP_L2_NORMALIZATION);
+    const int32_t dx[4] = {xd.n, xd.h, xd.w, xd.c};
+    int32_t *w = tb->words[i];
+    int32_t n = 0, k, y, b = -1;
+    int32_t dy[4] = {xd.n, xd.h, xd.w, xd.c};
+    memset(op, 0, sizeof(*op));
+    op->type = (pe_graph_op_type)type;
+    op->inputs = tb->io[i];
+    op->outputs = &tb->io[i][3];
+    op->num_outputs = 1;
+    op->num_inputs = pe_math_op_inputs(type);
+    op->scratch_offset = -1;
+    tb->io[i][0] = x;
+    tb->io[i][1] = -1;
+    tb->io[i][2] = -1;
+    if (type == PE_MOP_MEAN || type == PE_MOP_SUM) {
+        const int32_t mask = fz_range(r, 0, 15);
+        w[n++] = fz_wild(r, 0, 3);
+        w[n++] = fz_wild(r, -128, 127);
+        w[n++] = fz_wild(r, -128, 127);
+        w[n++] = fz_wild(r, 1 << 30, 0x7FFFFFFF);
+        w[n++] = fz_wild(r, -31, 30);
+        w[n++] = mask;
+        w[n++] = 4;
+        for (k = 0; k < 4; k++) {
+            w[n++] = dx[k];
+            dy[k] = (mask >> k) & 1 ? 1 : dx[k];
+        }
+    } else if (type == PE_MOP_GELU) {
+        for (k = 0; k < 64; k++) {
+            w[n++] = (int32_t)fz_u32(r);
+        }
+    } else if (type == PE_MOP_L2_NORMALIZATION) {
+        w[n++] = fz_wild(r, -128, 127);
+        w[n++] = fz_wild(r, 1, xd.c);
+    } else if (op->num_inputs == 2) {
+        const int32_t nw = type == PE_MOP_PRELU ? 7 : (type == PE_MOP_SUB || type == PE_MOP_SQUARED_DIFFERENCE ? 12 : 0);
+        for (k = 0; k < nw; k++) {
+            w[n++] = k < 3 ? fz_wild(r, -127, 127) : (k == 3 && nw == 12 ? fz_wild(r, 0, 20)
+                     : ((k % 2) == (nw == 12 ? 0 : 1) ? fz_wild(r, 1 << 30, 0x7FFFFFFF) : fz_wild(r, -31, 0)));
+        }
+        if (nw == 12) {
+            w[10] = -128;
+            w[11] = 127;
+        }
+        b = add_tensor(r, tb, PE_DT_INT8, 1, 1, 1, xd.c, 1);
+        if (b < 0) {
+            return -1;
+        }
+        tb->io[i][1] = b;
+        w[n++] = 4;
+        for (k = 0; k < 4; k++) {
+            w[n + k] = dx[k];
+            w[n + 4 + k] = dx[k];
+            w[n + 8 + k] = k == 3 ? xd.c : 1;
+        }
+        n += 12;
+    } else {
+        const int32_t nw = type == PE_MOP_LOGISTIC || type == PE_MOP_TANH ? 4
+                           : (type == PE_MOP_ABS || type == PE_MOP_RSQRT ? 5
+                           : (type == PE_MOP_HARD_SWISH || type == PE_MOP_LEAKY_RELU ? 6 : 7));
+        for (k = 0; k < nw; k++) {
+            w[n++] = k < 2 ? fz_wild(r, -128, 127) : ((k % 2) == 0 ? fz_wild(r, 0, 0x7FFFFFFF) : fz_wild(r, -31, 15));
+        }
+    }
+    op->params = w;
+    op->num_params = n;
+    y = add_tensor(r, tb, PE_DT_INT8, dy[0], dy[1], dy[2], dy[3], 0);
+    if (y < 0) {
+        return -1;
+    }
+    tb->io[i][3] = y;
+    tb->nops++;
+    return y;
+}
+
 /* Overwrite one field of the table with an arbitrary or nearby value. */
 static void corrupt(fz_reader *r, table *tb)
 {
@@ -300,7 +387,7 @@ static void corrupt(fz_reader *r, table *tb)
     case 4: x->dtype = (pe_dtype)fz_range(r, 0, 4); break;
     case 5: tb->io[k][fz_range(r, 0, 2)] = v; break;
     case 6: tb->io[k][3] = v; break;
-    case 7: op->type = (pe_graph_op_type)fz_range(r, 0, 12); break;
+    case 7: op->type = (pe_graph_op_type)(fz_bool(r) ? fz_range(r, 0, 12) : fz_range(r, 59, 79)); break;
     case 8: op->scratch_offset = v; break;
     case 9: op->scratch_size = v; break;
     case 10: op->p.conv.quant.count = v; break; /* also FC's (same place in the union) */
@@ -332,8 +419,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
     }
     n_ops = fz_range(&r, 1, MAX_OPS);
     for (i = 0; i < n_ops; i++) {
-        const pe_graph_op_type type = (pe_graph_op_type)fz_range(&r, 0, 11);
-        const int32_t y = add_op(&r, &tb, type, x);
+        const int32_t pick = fz_range(&r, 0, 15);
+        const int32_t y = pick > 11 ? add_math_op(&r, &tb, x) : add_op(&r, &tb, (pe_graph_op_type)pick, x);
         if (y < 0) {
             break;
         }
@@ -380,6 +467,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
         int32_t k;
         memcpy(before, arena, (size_t)tb.arena_size);
         st = pe_graph_invoke_op(&g, i, &ctx);
+        if (fz_verbose()) {
+            fprintf(stderr, "  op %d type %d -> %d\n", i, (int)op->type, (int)st);
+        }
         if (st != PE_OK) {
             continue;
         }
