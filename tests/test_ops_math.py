@@ -446,3 +446,17 @@ def test_layernorm_emitted_c_and_simulator_match_tflm(tmp_path):
     out = subprocess.run([str(tmp_path / "model_main")], input=xs[0].tobytes(), capture_output=True, check=True)
     got = np.array(out.stdout.decode().split(), dtype=np.int64)
     assert np.array_equal(got, want.ravel().astype(np.int64))
+
+
+@pytest.mark.parametrize("op", ["LOGISTIC", "TANH", "HARD_SWISH", "LEAKY_RELU", "RELU", "RELU6", "ABS", "RSQRT"])
+def test_unary_table_path(tmp_path, op):
+    """Tensors of 512+ int8 elements go through a 256-entry table of the same
+    arithmetic: every value three times, random order, against TFLM."""
+    S = _schema()
+    rng = np.random.default_rng(20)
+    in_q = (0.1, -128) if op == "RSQRT" else (0.0123, 77)
+    out_q = {"LOGISTIC": (1 / 256, -128), "TANH": (1 / 128, 0)}.get(op, (0.05, -7))
+    optT, opt = (S.BuiltinOptions.LeakyReluOptions, _opts("LeakyReluOptionsT", alpha=-0.3)) \
+        if op == "LEAKY_RELU" else (None, None)
+    x = rng.permutation(np.tile(np.arange(-128, 128, dtype=np.int8), 3)).reshape(1, 3, 16, 16)
+    _check(_unary_model(op, in_q, out_q, optT, opt, shape=x.shape), tmp_path, [[x]], refs=("tflm", "litert"))

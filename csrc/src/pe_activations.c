@@ -32,6 +32,34 @@ static void count(const pe_context *ctx, int32_t size)
     }
 }
 
+/* An int8 -> int8 element function: its result for input value v. */
+typedef int32_t (*s8_fn)(const void *params, int32_t v);
+
+/* Tensors of at least this many elements are mapped through a 256-entry
+ * table of f, built on the stack (256 bytes) from the same per-element
+ * arithmetic: bit-identical, and the costly fixed-point functions (LOGISTIC,
+ * TANH, RSQRT: ~300 instructions) are evaluated 256 times instead of once
+ * per element. */
+#define PE_ACT_TABLE_MIN 512
+
+static void apply_s8(s8_fn f, const void *p, int32_t size, const int8_t *input, int8_t *output)
+{
+    int32_t i;
+    if (size >= PE_ACT_TABLE_MIN) {
+        int8_t table[256];
+        for (i = 0; i < 256; i++) {
+            table[i] = (int8_t)f(p, i - 128);
+        }
+        for (i = 0; i < size; i++) {
+            output[i] = table[(int32_t)input[i] + 128];
+        }
+    } else {
+        for (i = 0; i < size; i++) {
+            output[i] = (int8_t)f(p, input[i]);
+        }
+    }
+}
+
 static pe_status check_sigmoid(const pe_sigmoid_params *p, int32_t size, const void *in,
                                const void *out)
 {
@@ -42,25 +70,41 @@ static pe_status check_sigmoid(const pe_sigmoid_params *p, int32_t size, const v
     return PE_OK;
 }
 
+static int32_t logistic_one(const void *pv, int32_t v)
+{
+    const pe_sigmoid_params *p = (const pe_sigmoid_params *)pv;
+    const int32_t x = v - p->input_zero_point;
+    if (x <= -p->input_range_radius) {
+        return -128;
+    }
+    if (x >= p->input_range_radius) {
+        return 127;
+    }
+    return pe_fx_sat_s8(pe_fx_rdiv_pot(pe_mf_logistic_q4(pe_mf_mbqm(x, p->input_multiplier,
+                                                                    p->input_left_shift)), 23) - 128);
+}
+
+static int32_t tanh_one(const void *pv, int32_t v)
+{
+    const pe_sigmoid_params *p = (const pe_sigmoid_params *)pv;
+    const int32_t x = v - p->input_zero_point;
+    if (x <= -p->input_range_radius) {
+        return -128;
+    }
+    if (x >= p->input_range_radius) {
+        return 127;
+    }
+    return pe_fx_sat_s8(
+        pe_fx_rdiv_pot(pe_mf_tanh_q4(pe_mf_mbqm(x, p->input_multiplier, p->input_left_shift)), 24));
+}
+
 pe_status pe_logistic_s8(const pe_context *ctx, const pe_sigmoid_params *p, int32_t size,
                          const int8_t *input, int8_t *output)
 {
-    int32_t i;
     if (check_sigmoid(p, size, input, output) != PE_OK) {
         return PE_ERR_ARG;
     }
-    for (i = 0; i < size; i++) {
-        const int32_t x = (int32_t)input[i] - p->input_zero_point;
-        if (x <= -p->input_range_radius) {
-            output[i] = -128;
-        } else if (x >= p->input_range_radius) {
-            output[i] = 127;
-        } else {
-            const int32_t q4 = pe_mf_mbqm(x, p->input_multiplier, p->input_left_shift);
-            const int32_t q0 = pe_mf_logistic_q4(q4);
-            output[i] = pe_fx_sat_s8(pe_fx_rdiv_pot(q0, 23) - 128);
-        }
-    }
+    apply_s8(logistic_one, p, size, input, output);
     count(ctx, size);
     return PE_OK;
 }
@@ -68,30 +112,43 @@ pe_status pe_logistic_s8(const pe_context *ctx, const pe_sigmoid_params *p, int3
 pe_status pe_tanh_s8(const pe_context *ctx, const pe_sigmoid_params *p, int32_t size,
                      const int8_t *input, int8_t *output)
 {
-    int32_t i;
     if (check_sigmoid(p, size, input, output) != PE_OK) {
         return PE_ERR_ARG;
     }
-    for (i = 0; i < size; i++) {
-        const int32_t x = (int32_t)input[i] - p->input_zero_point;
-        if (x <= -p->input_range_radius) {
-            output[i] = -128;
-        } else if (x >= p->input_range_radius) {
-            output[i] = 127;
-        } else {
-            const int32_t q4 = pe_mf_mbqm(x, p->input_multiplier, p->input_left_shift);
-            const int32_t q0 = pe_mf_tanh_q4(q4);
-            output[i] = pe_fx_sat_s8(pe_fx_rdiv_pot(q0, 24));
-        }
-    }
+    apply_s8(tanh_one, p, size, input, output);
     count(ctx, size);
     return PE_OK;
+}
+
+static int32_t hard_swish_one(const void *pv, int32_t v)
+{
+    /* all intermediate values are int16 in TFLite; each fits here */
+    const pe_hard_swish_params *p = (const pe_hard_swish_params *)pv;
+    const int32_t x = v - p->input_zero_point; /* [-255, 255] */
+    const int32_t hires = x * 128;              /* fits int16 */
+    const int32_t preshift = pe_mf_srdhm16(hires, p->output_multiplier_fixedpoint_int16);
+    int32_t reluish = hires;
+    int32_t out;
+    if (p->reluish_multiplier_exponent > 0) {
+        reluish = pe_mf_sat_shl16(reluish, p->reluish_multiplier_exponent - 1);
+    }
+    reluish = pe_mf_srdhm16(reluish, p->reluish_multiplier_fixedpoint_int16);
+    if (p->reluish_multiplier_exponent > 0) {
+        reluish = pe_mf_sat_shl16(reluish, 1);
+    }
+    if (p->reluish_multiplier_exponent < 0) {
+        reluish = pe_fx_rdiv_pot(reluish, -p->reluish_multiplier_exponent);
+    }
+    reluish = pe_mf_wrap16((reluish + 32768) >> 1);
+    out = pe_mf_sdhm16(reluish, preshift);
+    out = pe_fx_rdiv_pot(out, -p->output_multiplier_exponent);
+    out = pe_mf_wrap16(out + p->output_zero_point);
+    return pe_fx_sat_s8(out);
 }
 
 pe_status pe_hard_swish_s8(const pe_context *ctx, const pe_hard_swish_params *p, int32_t size,
                            const int8_t *input, int8_t *output)
 {
-    int32_t i;
     if (p == NULL || check_io(size, input, output) != PE_OK || !zp8_ok(p->input_zero_point) ||
         !zp8_ok(p->output_zero_point) || p->reluish_multiplier_fixedpoint_int16 < 0 ||
         p->reluish_multiplier_fixedpoint_int16 > 32767 ||
@@ -100,29 +157,7 @@ pe_status pe_hard_swish_s8(const pe_context *ctx, const pe_hard_swish_params *p,
         p->output_multiplier_exponent < -31 || p->output_multiplier_exponent > 0) {
         return PE_ERR_ARG;
     }
-    for (i = 0; i < size; i++) {
-        /* all intermediate values are int16 in TFLite; each fits here */
-        const int32_t x = (int32_t)input[i] - p->input_zero_point; /* [-255, 255] */
-        const int32_t hires = x * 128;                              /* fits int16 */
-        const int32_t preshift = pe_mf_srdhm16(hires, p->output_multiplier_fixedpoint_int16);
-        int32_t reluish = hires;
-        int32_t out;
-        if (p->reluish_multiplier_exponent > 0) {
-            reluish = pe_mf_sat_shl16(reluish, p->reluish_multiplier_exponent - 1);
-        }
-        reluish = pe_mf_srdhm16(reluish, p->reluish_multiplier_fixedpoint_int16);
-        if (p->reluish_multiplier_exponent > 0) {
-            reluish = pe_mf_sat_shl16(reluish, 1);
-        }
-        if (p->reluish_multiplier_exponent < 0) {
-            reluish = pe_fx_rdiv_pot(reluish, -p->reluish_multiplier_exponent);
-        }
-        reluish = pe_mf_wrap16((reluish + 32768) >> 1);
-        out = pe_mf_sdhm16(reluish, preshift);
-        out = pe_fx_rdiv_pot(out, -p->output_multiplier_exponent);
-        out = pe_mf_wrap16(out + p->output_zero_point);
-        output[i] = pe_fx_sat_s8(out);
-    }
+    apply_s8(hard_swish_one, p, size, input, output);
     count(ctx, size);
     return PE_OK;
 }
@@ -149,16 +184,18 @@ static int32_t leaky_one(const pe_leaky_relu_params *p, int32_t v)
     return out;
 }
 
+static int32_t leaky_one_s8(const void *p, int32_t v)
+{
+    return pe_fx_sat_s8(leaky_one((const pe_leaky_relu_params *)p, v));
+}
+
 pe_status pe_leaky_relu_s8(const pe_context *ctx, const pe_leaky_relu_params *p, int32_t size,
                            const int8_t *input, int8_t *output)
 {
-    int32_t i;
     if (!leaky_ok(p, -128, 127) || check_io(size, input, output) != PE_OK) {
         return PE_ERR_ARG;
     }
-    for (i = 0; i < size; i++) {
-        output[i] = pe_fx_sat_s8(leaky_one(p, input[i]));
-    }
+    apply_s8(leaky_one_s8, p, size, input, output);
     count(ctx, size);
     return PE_OK;
 }
@@ -194,16 +231,18 @@ static int32_t relu_one(const pe_relu_params *p, int32_t v)
     return pe_fx_clamp(v, p->activation.min, p->activation.max);
 }
 
+static int32_t relu_one_s8(const void *p, int32_t v)
+{
+    return relu_one((const pe_relu_params *)p, v);
+}
+
 pe_status pe_relu_s8(const pe_context *ctx, const pe_relu_params *p, int32_t size,
                      const int8_t *input, int8_t *output)
 {
-    int32_t i;
     if (!relu_ok(p, -128, 127) || check_io(size, input, output) != PE_OK) {
         return PE_ERR_ARG;
     }
-    for (i = 0; i < size; i++) {
-        output[i] = (int8_t)relu_one(p, input[i]);
-    }
+    apply_s8(relu_one_s8, p, size, input, output);
     count(ctx, size);
     return PE_OK;
 }
@@ -261,16 +300,18 @@ static int32_t abs_one(const pe_unary_quant_params *p, int32_t v)
     return x + p->output_zero_point;
 }
 
+static int32_t abs_one_s8(const void *p, int32_t v)
+{
+    return pe_fx_sat_s8(abs_one((const pe_unary_quant_params *)p, v));
+}
+
 pe_status pe_abs_s8(const pe_context *ctx, const pe_unary_quant_params *p, int32_t size,
                     const int8_t *input, int8_t *output)
 {
-    int32_t i;
     if (!unary_ok(p, -128, 127) || check_io(size, input, output) != PE_OK) {
         return PE_ERR_ARG;
     }
-    for (i = 0; i < size; i++) {
-        output[i] = pe_fx_sat_s8(abs_one(p, input[i]));
-    }
+    apply_s8(abs_one_s8, p, size, input, output);
     count(ctx, size);
     return PE_OK;
 }
@@ -289,13 +330,27 @@ pe_status pe_abs_s16(const pe_context *ctx, const pe_unary_quant_params *p, int3
     return PE_OK;
 }
 
+/* inputs below the zero point never reach this (refused up front); the
+ * table entries for them are never read */
+static int32_t rsqrt_one(const void *pv, int32_t v)
+{
+    const pe_unary_quant_params *p = (const pe_unary_quant_params *)pv;
+    const int32_t k_shift = 20;
+    const int32_t x = v - p->input_zero_point;
+    int32_t inv_mult, inv_shift, data;
+    if (x <= 0) {
+        return 127;
+    }
+    pe_mf_inv_sqrt(x, &inv_mult, &inv_shift);
+    data = pe_mf_mbqm(1, inv_mult, inv_shift + k_shift);
+    return pe_fx_sat_s8(pe_mf_mbqm(data, p->multiplier, p->shift - k_shift) + p->output_zero_point);
+}
+
 pe_status pe_rsqrt_s8(const pe_context *ctx, const pe_unary_quant_params *p, int32_t size,
                       const int8_t *input, int8_t *output)
 {
-    const int32_t k_shift = 20;
     int32_t i;
-    if (!unary_ok(p, -128, 127) || check_io(size, input, output) != PE_OK ||
-        p->shift - k_shift < -31) {
+    if (!unary_ok(p, -128, 127) || check_io(size, input, output) != PE_OK || p->shift - 20 < -31) {
         return PE_ERR_ARG;
     }
     /* TFLM validates every element before it writes it; refuse the whole
@@ -305,18 +360,7 @@ pe_status pe_rsqrt_s8(const pe_context *ctx, const pe_unary_quant_params *p, int
             return PE_ERR_ARG;
         }
     }
-    for (i = 0; i < size; i++) {
-        const int32_t x = (int32_t)input[i] - p->input_zero_point;
-        int32_t inv_mult, inv_shift, data;
-        if (x == 0) {
-            output[i] = 127;
-            continue;
-        }
-        pe_mf_inv_sqrt(x, &inv_mult, &inv_shift);
-        data = pe_mf_mbqm(1, inv_mult, inv_shift + k_shift);
-        output[i] = pe_fx_sat_s8(pe_mf_mbqm(data, p->multiplier, p->shift - k_shift) +
-                                 p->output_zero_point);
-    }
+    apply_s8(rsqrt_one, p, size, input, output);
     count(ctx, size);
     return PE_OK;
 }

@@ -76,6 +76,24 @@ static void test_activations(void)
         const int32_t v = abs((int32_t)in[i] - 3) - 128;
         PE_CHECK_EQ(out[i], v > 127 ? 127 : v);
     }
+    /* the 256-entry table path (512+ elements) equals the direct path */
+    {
+        static int8_t big_in[768], big_out[768];
+        pe_leaky_relu_params lp = {5, -3, 1 << 30, 0, -(1 << 30), -2};
+        for (i = 0; i < 768; i++) {
+            big_in[i] = (int8_t)((i * 7) % 256 - 128);
+        }
+        PE_CHECK_EQ(pe_tanh_s8(NULL, &sp, 768, big_in, big_out), PE_OK);
+        PE_CHECK_EQ(pe_tanh_s8(NULL, &sp, 256, in, out), PE_OK);
+        for (i = 0; i < 768; i++) {
+            PE_CHECK_EQ(big_out[i], out[(int32_t)big_in[i] + 128]);
+        }
+        PE_CHECK_EQ(pe_leaky_relu_s8(NULL, &lp, 768, big_in, big_out), PE_OK);
+        PE_CHECK_EQ(pe_leaky_relu_s8(NULL, &lp, 256, in, out), PE_OK);
+        for (i = 0; i < 768; i++) {
+            PE_CHECK_EQ(big_out[i], out[(int32_t)big_in[i] + 128]);
+        }
+    }
     /* refused parameters */
     sp.input_left_shift = 31;
     PE_CHECK_EQ(pe_logistic_s8(NULL, &sp, 256, in, out), PE_ERR_ARG);

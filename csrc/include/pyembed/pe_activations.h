@@ -25,7 +25,10 @@
  * (pyembed/model/ops/math_act.py) with the same float / double arithmetic as
  * the TFLM kernel's Prepare. Kernels take a flat element count: the shape does
  * not matter to an element-wise operator. Input and output may be the same
- * buffer. ctx may be NULL; when ctx->stats is non-NULL the elements processed
+ * buffer. An int8 tensor of 512 or more elements is mapped through a 256-entry
+ * table of the same per-element arithmetic, built on the stack (256 bytes;
+ * results identical, the fixed-point functions evaluated 256 times instead of
+ * once per element). ctx may be NULL; when ctx->stats is non-NULL the elements processed
  * are added to stats->combines and stats->input_reads. No scratch.
  */
 #ifndef PYEMBED_PE_ACTIVATIONS_H
