@@ -23,6 +23,14 @@
  * where mbqm is TFLite's MultiplyByQuantizedMultiplier (double rounding) and
  * (M, s) = QuantizeMultiplier(input_scale / output_scale).
  *
+ * The TFLM and LiteRT 2.3 interpreters both compute PE_REDUCE_MEAN for every
+ * int8 MEAN (measured in tests/test_ops_math.py, including 4-D H, W with
+ * keep_dims and equal input / output quantization), so pyembed's preparation
+ * selects only SUM and MEAN. MEAN_DIV and MEAN_SPATIAL are the special paths
+ * of older TFLite reference kernels, kept for models checked against those;
+ * no installed interpreter reproduces them, so they are not compared with
+ * one.
+ *
  * The input shape is (dims, rank), rank 1..PE_REDUCE_MAX_RANK; axis_mask has
  * bit d set for every reduced dimension d (the Python side resolves negative
  * and repeated axes; keep_dims does not change the memory order). The output
