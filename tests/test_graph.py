@@ -350,7 +350,7 @@ def test_buffer_size_disagreeing_with_shape_is_a_model_error(tmp_path):
 
 
 def test_unknown_operator_is_reported_not_raised(tmp_path):
-    """Rename the SOFTMAX operator code to a builtin pyembed lacks (TANH):
+    """Rename the SOFTMAX operator code to a builtin pyembed lacks (SIN):
     the load succeeds and lists it; run refuses with its name and position."""
     def patch(buf, m):
         for i in range(m.OperatorCodesLength()):
@@ -360,12 +360,12 @@ def test_unknown_operator_is_reported_not_raised(tmp_path):
                 for slot, fmt in ((4, "<b"), (10, "<i")):  # deprecated_builtin_code, builtin_code
                     o = c._tab.Offset(slot)
                     if o:
-                        out.append((c._tab.Pos + o, struct.pack(fmt, 28)))  # TANH
+                        out.append((c._tab.Pos + o, struct.pack(fmt, 66)))  # SIN
                 return out
         raise AssertionError("no SOFTMAX")
-    g = load_tflite_bytes(_patched(KWS, patch), name="tanh")
-    assert g.unsupported == [(12, "TANH")]
-    with pytest.raises(UnsupportedError, match=r"#12 TANH"):
+    g = load_tflite_bytes(_patched(KWS, patch), name="sin")
+    assert g.unsupported == [(12, "SIN")]
+    with pytest.raises(UnsupportedError, match=r"#12 SIN"):
         g.run(np.zeros((1, 49, 10, 1), np.int8))
 
 
