@@ -1,6 +1,6 @@
 """Real input samples bundled for the bundled models (pyembed/data/samples).
 
-    from pyembed.samples import bundled_samples, predictions
+    from pyembed.check.samples import bundled_samples, predictions
     s = bundled_samples(graph)          # None when pyembed has no samples for this model
     s.x, s.names, s.expected, s.labels, s.kind, s.note
     for p in predictions(graph, s): print(p.line())
@@ -123,14 +123,14 @@ class Prediction:
 
 
 def _real(tensor, v):
-    from pyembed.float_ref import dequantize
+    from pyembed.model.float_ref import dequantize
     return dequantize(tensor, v)
 
 
 def predictions(graph, samples):
     """Prediction per sample: int8 network vs float64 reference."""
-    from pyembed.accuracy import load_inputs
-    from pyembed.float_ref import run_float
+    from pyembed.check.accuracy import load_inputs
+    from pyembed.model.float_ref import run_float
     batch = load_inputs(graph, samples.x)
     rt = graph.compile()
     order = list(rt.order)
@@ -178,7 +178,7 @@ def agreement(preds):
 def main():
     """Print int8 vs float64 answers on every bundled model's samples."""
     from pyembed.data import model_path
-    from pyembed.graph import load_model
+    from pyembed.model.load import load_model
     for stem in available():
         g = load_model(model_path(stem))
         s = bundled_samples(g)
