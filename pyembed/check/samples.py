@@ -45,7 +45,7 @@ class Samples:
     @property
     def source(self):
         """One phrase for reports: where the inputs come from."""
-        return f"{len(self)} bundled real samples ({os.path.basename(self.path)})"
+        return f"bundled real samples, {os.path.basename(self.path)}"
 
 
 _MD5 = {}
