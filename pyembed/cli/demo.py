@@ -202,13 +202,15 @@ import sys as _sys  # noqa: E402
 
 import click  # noqa: E402
 
+from pyembed.cli.options import profile_option  # noqa: E402
+
 
 @click.command("demo", short_help="The built-in demonstration, with a choice of directory, MCU and model.")
 @click.option("-o", "--outdir", default="pyembed-demo", show_default=True, type=click.Path(file_okay=False),
               help="Where the demo writes its C headers, plan, trace, plots and report.")
-@click.option("-p", "--profile", default="stm32f446", show_default=True, help="MCU profile to simulate on.")
-@click.option("--model", default="tiny_kws_dscnn_int8", show_default=True,
-              help="A bundled model name (see pyembed/data/models) or a .tflite/.onnx path.")
+@profile_option()
+@click.option("--model", default="kws", show_default=True,
+              help="A bundled model name (see 'pyembed model list') or a .tflite/.onnx path.")
 def demo_command(outdir, profile, model):
     """The built-in demonstration (what 'pyembed' alone runs), with a
     choice of output directory, MCU and model."""

@@ -47,11 +47,12 @@ class ModelPath(click.ParamType):
         if not isinstance(value, str):
             return value
         path = resolve_model(value)
+        # ArgumentError, not click's usage error: the CLI prints it as one line (exit 2)
         if os.path.isdir(path):
-            self.fail(f"{value!r} is a directory, not a model file", param, ctx)
+            raise ArgumentError(f"MODEL {value}: a directory, not a model file")
         if not os.path.exists(path):
             names = ", ".join(short or stem for short, stem in bundled_models())
-            self.fail(f"{value!r}: no such file, and not a bundled model ({names})", param, ctx)
+            raise ArgumentError(f"MODEL {value}: no such file, and not a bundled model ({names})")
         return path
 
 
@@ -59,9 +60,9 @@ def model_argument(name="model", **kw):
     return click.argument(name, type=ModelPath(), **kw)
 
 
-def profile_option(default=DEFAULT_PROFILE, help_extra=""):
+def profile_option(default=DEFAULT_PROFILE, help_extra="", dest="profile"):
     """--profile NAME|FILE; -p and --mcu still work. Names are case-insensitive."""
-    return click.option("--profile", "-p", "--mcu", "profile", cls=_AliasOption, default=default,
+    return click.option("--profile", "-p", "--mcu", dest, cls=_AliasOption, default=default,
                         show_default=default is not None, metavar="NAME|FILE",
                         help="MCU profile: a bundled part (see 'pyembed profiles'; any case) or a .json file."
                              + (" " + help_extra if help_extra else ""))

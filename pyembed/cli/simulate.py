@@ -59,7 +59,7 @@ def _parse_segments(text):
                    "samples for the model.")
 @click.option("--ops/--no-ops", "show_ops", default=True, show_default=True, help="Print the per-operator table.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable result (Result.to_dict()).")
-def simulate_command(model, profile, plan_path, segments, strategy, split_bytes, contention, input_path, seed,
+def simulate_command(model, profile, plan_path, segments, strategy, split_bytes, contention, inputs_path, seed,
                      deadline_ms, trace_path, plot_memory, plot_gantt, report_dir, calibration, show_ops, as_json):
     """Run MODEL on a simulated microcontroller: the real C kernels on the
     profile's RAM and flash, with its cycle cost model and DMA.
@@ -99,8 +99,8 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
         from pyembed.errors import ArgumentError
         raise ArgumentError("--split-bytes: needs --segments BYTES (a RAM budget for the weight segments)")
     x = None
-    if input_path:
-        xs = one_sample(graph, input_path)
+    if inputs_path:
+        xs = one_sample(graph, inputs_path)
         x = xs[0] if len(xs) == 1 else xs
     result, _, exact = run_with_progress(
         "simulating", lambda: simulate_file(graph, prof, plan=plan, x=x, segments=seg, strategy=strategy, seed=seed,
