@@ -188,8 +188,9 @@ class AccuracyReport:
                           label=mode.replace("_", " "))
             for b, r in zip(bars, self.layers[mode]):
                 if r.snr_db == math.inf:
-                    ax.text(b.get_x() + b.get_width() / 2, top, "exact", ha="center", va="bottom", fontsize=6,
-                            rotation=90)
+                    # inside the bar, from its top down: above it the label ran out of the axes
+                    ax.text(b.get_x() + b.get_width() / 2, top - 0.5, "exact", ha="center", va="top", fontsize=6,
+                            rotation=90, color="white", fontweight="bold")
         ax.axhline(self.min_snr_db, color="red", linestyle="--", linewidth=1,
                    label=f"threshold {self.min_snr_db:g} dB")
         ax.set_xticks(x)
