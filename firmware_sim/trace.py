@@ -154,9 +154,9 @@ class Trace:
         end_ms = max(self.end() * 1e3 / self.clock_hz, 1e-6)
         ax.set_xlim(0, end_ms * 1.01)
         fig.tight_layout()
-        # bar width -> pixels, and a label's width at 6 pt (about 0.6 em a character)
+        # bar width -> pixels; each label is measured and kept only if it fits inside its bar
         px_per_ms = ax.get_window_extent().width / (end_ms * 1.01)
-        char_px = 6 * 0.6 * fig.dpi / 72
+        renderer = fig.canvas.get_renderer()
         labelled = 0
         kinds = []
         for y, t in enumerate(tracks):
@@ -167,9 +167,12 @@ class Trace:
                 if s.cat not in kinds:
                     kinds.append(s.cat)
                 ax.barh(y, w, left=x0, height=0.6, color=colour, edgecolor="black", linewidth=0.3)
-                if labelled < max_labels and len(s.name) * char_px + 4 <= w * px_per_ms:
-                    ax.text(x0 + w / 2, y, s.name, ha="center", va="center", fontsize=6, clip_on=True)
-                    labelled += 1
+                if labelled < max_labels and w * px_per_ms > 12:
+                    text = ax.text(x0 + w / 2, y, s.name, ha="center", va="center", fontsize=6, clip_on=True)
+                    if text.get_window_extent(renderer).width + 14 <= w * px_per_ms:
+                        labelled += 1
+                    else:
+                        text.remove()
         for i in self.instants:
             ax.axvline(i.time * 1e3 / self.clock_hz, color="red", linestyle="--", linewidth=1)
         handles = [Patch(facecolor=self.GANTT_KINDS.get(k, ("tab:gray", k))[0], edgecolor="black",
