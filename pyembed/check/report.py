@@ -382,7 +382,8 @@ def write_report(outdir, graph, result, plan=None, accuracy=None, bit_exact=None
     else:
         from pyembed.check.accuracy import MODE_TITLES
         for line in accuracy.summary_lines():
-            d.p(line)
+            if not line.startswith("the inputs are SYNTHETIC"):     # said at more length just below
+                d.p(line)
         if accuracy.synthetic:
             d.p("The inputs are synthetic: random values over each input's quantization range. They can drive "
                 "activations beyond the ranges the model was calibrated for (column 'out of range'), so the errors "
