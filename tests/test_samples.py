@@ -79,8 +79,13 @@ def test_hello_world_and_autoencoder_readings():
     for p in predictions(g, s):
         assert abs(float(p.int8) - float(p.expected)) < 0.1, p.line()      # the model approximates sin(x)
     g = load_model(resolve_model("ad"))
-    preds = predictions(g, bundled_samples(g))
+    s = bundled_samples(g)
+    preds = predictions(g, s)
     assert all(p.agree for p in preds) and all(p.int8.startswith("score ") for p in preds)
+    score = {p.name: float(p.int8.split()[1]) for p in preds}
+    normal = [score[n] for n, e in zip(s.names, s.expected) if e == "normal"]
+    anomalous = [score[n] for n, e in zip(s.names, s.expected) if e == "anomalous"]
+    assert min(anomalous) > max(normal), score      # the synthetic anomalies reconstruct worse
 
 
 @pytest.mark.parametrize("name", ["kws", "resnet8"])
