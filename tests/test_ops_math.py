@@ -276,6 +276,15 @@ def test_prelu_broadcast_alpha(tmp_path, shapes):
         _check(m, tmp_path, [[_rand(rng, s0)] for _ in range(2)], refs=("tflm", "litert"))
 
 
+def test_int16_sub(tmp_path):
+    rng = np.random.default_rng(21)
+    S = _schema()
+    for q1, q2, qo in [((0.001, 0), (0.002, 0), (0.003, 0)), ((0.01, 0), (0.0005, 0), (0.004, 0))]:
+        m = _binary_model("SUB", (1, 8, 8, 4), (1, 1, 8, 4), q1, q2, qo, S.BuiltinOptions.SubOptions,
+                          _opts("SubOptionsT"), dtype=np.int16)
+        _check(m, tmp_path, [[_rand(rng, (1, 8, 8, 4), np.int16), _rand(rng, (1, 1, 8, 4), np.int16)]])
+
+
 def test_int16_minimum_maximum(tmp_path):
     rng = np.random.default_rng(14)
     for op in ("MINIMUM", "MAXIMUM"):

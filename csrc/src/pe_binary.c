@@ -240,3 +240,28 @@ pe_status pe_prelu_s8(const pe_context *ctx, const pe_prelu_params *p, const pe_
     count(ctx, w.total);
     return PE_OK;
 }
+
+pe_status pe_sub_s16(const pe_context *ctx, const pe_sub_params *p, const pe_shape *s1,
+                     const int16_t *in1, const pe_shape *s2, const int16_t *in2,
+                     const pe_shape *so, int16_t *out)
+{
+    walker w;
+    int32_t i;
+    if (p == NULL || p->input1_offset != 0 || p->input2_offset != 0 || p->output_offset != 0 ||
+        p->left_shift < 0 || p->left_shift > 15 || p->input1_quant.multiplier < 0 ||
+        p->input1_quant.shift < -31 || p->input1_quant.shift > 0 || p->input2_quant.multiplier < 0 ||
+        p->input2_quant.shift < -31 || p->input2_quant.shift > 0 || p->output_quant.multiplier < 0 ||
+        p->output_quant.shift < -31 || p->output_quant.shift > 0 || p->activation.min < -32768 ||
+        p->activation.max > 32767 || p->activation.min > p->activation.max ||
+        walker_init(&w, s1, in1, s2, in2, so, out) != PE_OK) {
+        return PE_ERR_ARG;
+    }
+    for (i = 0; i < w.total; i++) {
+        const int32_t d = scaled_diff(p, in1[w.o1], in2[w.o2]);
+        const int32_t v = pe_mf_mbqm(d, p->output_quant.multiplier, p->output_quant.shift);
+        out[i] = (int16_t)pe_fx_clamp(v, p->activation.min, p->activation.max);
+        walker_next(&w);
+    }
+    count(ctx, w.total);
+    return PE_OK;
+}

@@ -142,7 +142,7 @@ static pe_status run_binary(const pe_context *ctx, int32_t type, const int32_t *
         }
         return PE_ERR_ARG;
     }
-    if (dtype != PE_MATH_DT_INT8) {
+    if (dtype != PE_MATH_DT_INT8 && type != PE_MOP_SUB) {
         return PE_ERR_ARG;
     }
     if (type == PE_MOP_PRELU) {
@@ -177,6 +177,13 @@ static pe_status run_binary(const pe_context *ctx, int32_t type, const int32_t *
         p.output_quant.shift = w[9];
         p.activation.min = w[10];
         p.activation.max = w[11];
+        if (type == PE_MOP_SUB && dtype == PE_MATH_DT_INT16) {
+            return pe_sub_s16(ctx, &p, &b.in0, (const int16_t *)in0, &b.in1, (const int16_t *)in1,
+                              &b.out, (int16_t *)out);
+        }
+        if (dtype != PE_MATH_DT_INT8) {
+            return PE_ERR_ARG;
+        }
         if (type == PE_MOP_SUB) {
             return pe_sub_s8(ctx, &p, &b.in0, (const int8_t *)in0, &b.in1, (const int8_t *)in1,
                              &b.out, (int8_t *)out);

@@ -145,7 +145,7 @@ def sub_params(scale1, zp1, scale2, zp2, output_scale, output_zp, act_min=-128, 
     mo, sho = _qm(twice / ((1 << left_shift) * so), "SUB output multiplier")
     if sho > 0:
         raise ArgumentError(f"SUB output multiplier above one (shift {sho}): the input scales are more than "
-                            f"2^19 times the output scale")
+                            f"2^{left_shift - 1} times the output scale")
     return {"input1_offset": -int(zp1), "input2_offset": -int(zp2), "output_offset": int(output_zp),
             "left_shift": left_shift, "input1_multiplier": m1, "input1_shift": sh1, "input2_multiplier": m2,
             "input2_shift": sh2, "output_multiplier": mo, "output_shift": sho, "act_min": int(act_min),

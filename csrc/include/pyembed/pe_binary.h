@@ -70,6 +70,12 @@ pe_status pe_sub_s8(const pe_context *ctx, const pe_sub_params *params,
                     const pe_shape *input2_shape, const int8_t *input2,
                     const pe_shape *output_shape, int8_t *output);
 
+/* int16 SUB (TFLite: zero points 0, left_shift 15, offsets 0). */
+pe_status pe_sub_s16(const pe_context *ctx, const pe_sub_params *params,
+                     const pe_shape *input1_shape, const int16_t *input1,
+                     const pe_shape *input2_shape, const int16_t *input2,
+                     const pe_shape *output_shape, int16_t *output);
+
 pe_status pe_squared_difference_s8(const pe_context *ctx, const pe_sub_params *params,
                                    const pe_shape *input1_shape, const int8_t *input1,
                                    const pe_shape *input2_shape, const int8_t *input2,

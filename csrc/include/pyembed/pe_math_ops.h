@@ -30,7 +30,8 @@
  *                        (bits 8j..8j+7) is the output for input 4k + j - 128
  *   L2_NORMALIZATION     in_zp, depth
  *   SUB,                 in1_off, in2_off, out_off, left_shift, m1, s1, m2, s2,
- *   SQUARED_DIFFERENCE   m_out, s_out, act_min, act_max, shape block
+ *   SQUARED_DIFFERENCE   m_out, s_out, act_min, act_max, shape block (SUB: int8 or
+ *                        int16 with offsets 0 and left_shift 15)
  *   PRELU                in_off, alpha_off, out_off, m_pos, s_pos, m_neg, s_neg,
  *                        shape block (input 1 is alpha)
  *   MINIMUM, MAXIMUM     shape block (int8 or int16)

@@ -204,13 +204,17 @@ def _shapes(a, b, y):
 
 
 def prepare_sub(c):
-    a, b, y = _binary_tensors(c)
+    from pyembed.kernels.params import activation_range
+    a, b, y = _binary_tensors(c, INT_TYPES)
     q1, q2, qo = _qp(c, a, "input 1"), _qp(c, b, "input 2"), _qp(c, y, "output")
     act = c.op.options.get("activation")
-    from pyembed.kernels.params import activation_range
-    lo, hi = activation_range(None if act in (None, "NONE") else act, qo[0], qo[1])
-    p = _params(c, mp.sub_params, *q1, *q2, *qo, lo, hi)
-    _finish(c, "SUB", mp.op_words("SUB", p, _shapes(a, b, y)))
+    int16 = a.dtype == np.int16
+    if int16 and (q1[1] or q2[1] or qo[1]):
+        raise c.error(f"int16 SUB needs zero points 0, got {q1[1]}, {q2[1]}, {qo[1]}")
+    lim = (-32768, 32767) if int16 else (-128, 127)
+    lo, hi = activation_range(None if act in (None, "NONE") else act, qo[0], qo[1], *lim)
+    p = _params(c, mp.sub_params, *q1, *q2, *qo, lo, hi, left_shift=15 if int16 else 20)
+    _finish(c, "SUB", mp.op_words("SUB", p, _shapes(a, b, y)), dtype=a.dtype)
 
 
 def prepare_squared_difference(c):
