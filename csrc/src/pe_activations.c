@@ -175,11 +175,11 @@ static int32_t leaky_one(const pe_leaky_relu_params *p, int32_t v)
     const int32_t x = v - p->input_zero_point;
     int32_t out = p->output_zero_point;
     if (x >= 0) {
-        out += pe_mf_mbqm(x, p->multiplier_identity, p->shift_identity);
+        out = pe_mf_wrap_add(out, pe_mf_mbqm(x, p->multiplier_identity, p->shift_identity));
     } else if (p->multiplier_alpha < 0) {
-        out -= pe_mf_mbqm(x, -p->multiplier_alpha, p->shift_alpha);
+        out = pe_mf_wrap_sub(out, pe_mf_mbqm(x, -p->multiplier_alpha, p->shift_alpha));
     } else {
-        out += pe_mf_mbqm(x, p->multiplier_alpha, p->shift_alpha);
+        out = pe_mf_wrap_add(out, pe_mf_mbqm(x, p->multiplier_alpha, p->shift_alpha));
     }
     return out;
 }
@@ -226,7 +226,8 @@ static int relu_ok(const pe_relu_params *p, int32_t lo, int32_t hi)
 static int32_t relu_one(const pe_relu_params *p, int32_t v)
 {
     if (p->requantize) {
-        v = p->output_zero_point + pe_mf_mbqm(v - p->input_zero_point, p->multiplier, p->shift);
+        v = pe_mf_wrap_add(p->output_zero_point,
+                           pe_mf_mbqm(v - p->input_zero_point, p->multiplier, p->shift));
     }
     return pe_fx_clamp(v, p->activation.min, p->activation.max);
 }
@@ -270,8 +271,9 @@ pe_status pe_neg_s8(const pe_context *ctx, const pe_relu_params *p, int32_t size
     }
     for (i = 0; i < size; i++) {
         if (p->requantize) {
-            const int32_t v = p->output_zero_point + pe_mf_mbqm(p->input_zero_point - (int32_t)input[i],
-                                                                p->multiplier, p->shift);
+            const int32_t v = pe_mf_wrap_add(p->output_zero_point,
+                                             pe_mf_mbqm(p->input_zero_point - (int32_t)input[i],
+                                                        p->multiplier, p->shift));
             output[i] = (int8_t)pe_fx_clamp(v, p->activation.min, p->activation.max);
         } else {
             /* LiteRT: the raw value negated in int8, -(-128) wrapping to -128 */
@@ -297,7 +299,7 @@ static int32_t abs_one(const pe_unary_quant_params *p, int32_t v)
     if (p->rescale) {
         x = pe_mf_mbqm(x, p->multiplier, p->shift);
     }
-    return x + p->output_zero_point;
+    return pe_mf_wrap_add(x, p->output_zero_point);
 }
 
 static int32_t abs_one_s8(const void *p, int32_t v)
@@ -343,7 +345,7 @@ static int32_t rsqrt_one(const void *pv, int32_t v)
     }
     pe_mf_inv_sqrt(x, &inv_mult, &inv_shift);
     data = pe_mf_mbqm(1, inv_mult, inv_shift + k_shift);
-    return pe_fx_sat_s8(pe_mf_mbqm(data, p->multiplier, p->shift - k_shift) + p->output_zero_point);
+    return pe_fx_sat_s8(pe_mf_wrap_add(pe_mf_mbqm(data, p->multiplier, p->shift - k_shift), p->output_zero_point));
 }
 
 pe_status pe_rsqrt_s8(const pe_context *ctx, const pe_unary_quant_params *p, int32_t size,

@@ -139,8 +139,8 @@ pe_status pe_sub_s8(const pe_context *ctx, const pe_sub_params *p, const pe_shap
     }
     for (i = 0; i < w.total; i++) {
         const int32_t d = scaled_diff(p, in1[w.o1], in2[w.o2]);
-        const int32_t v = pe_mf_mbqm(d, p->output_quant.multiplier, p->output_quant.shift) +
-                          p->output_offset;
+        const int32_t v = pe_mf_wrap_add(pe_mf_mbqm(d, p->output_quant.multiplier, p->output_quant.shift),
+                                         p->output_offset);
         out[i] = (int8_t)pe_fx_clamp(v, p->activation.min, p->activation.max);
         walker_next(&w);
     }
@@ -234,7 +234,7 @@ pe_status pe_prelu_s8(const pe_context *ctx, const pe_prelu_params *p, const pe_
             const int32_t a = p->alpha_offset + alpha[w.o2];
             v = pe_mf_mbqm(x * a, p->quant_negative.multiplier, p->quant_negative.shift);
         }
-        out[i] = pe_fx_sat_s8(v + p->output_offset);
+        out[i] = pe_fx_sat_s8(pe_mf_wrap_add(v, p->output_offset));
         walker_next(&w);
     }
     count(ctx, w.total);

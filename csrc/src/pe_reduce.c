@@ -102,7 +102,7 @@ static int32_t finish(const pe_reduce_params *p, int32_t sum, int32_t n, int32_t
     v = pe_mf_wrap32((uint32_t)((uint64_t)((int64_t)sum - (int64_t)p->input_zero_point * n)));
     v = pe_mf_mbqm(v, mult, shift);
     if (p->mode == PE_REDUCE_MEAN_SPATIAL) {
-        v = v > 0 ? (v + n / 2) / n : (v - n / 2) / n;
+        v = (int32_t)(v > 0 ? ((int64_t)v + n / 2) / n : ((int64_t)v - n / 2) / n);
     }
     return pe_fx_clamp(pe_mf_wrap_add(v, p->output_zero_point), lo, hi);
 }
