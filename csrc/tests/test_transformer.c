@@ -1,0 +1,249 @@
+/* test_transformer.c - fused attention (pe_xattn_s8): the TFLM mode against
+ * the unfused sequence over whole score matrices (pe_mul_s8, pe_add_s8,
+ * pe_softmax_s8 on n x m), the stream mode against pe_attention_nf_s8, head
+ * strides of the [heads, rows, d] layout, argument errors. */
+#include <string.h>
+
+#include "pe_test.h"
+#include "pyembed/pe_fixed.h"
+#include "pyembed/pe_transformer.h"
+
+#define N 5
+#define M 7
+#define H 2
+#define D 3
+#define DV 4
+
+static uint32_t rng_state = 12345u;
+
+static int8_t rnd8(void)
+{
+    rng_state = rng_state * 1103515245u + 12345u;
+    return (int8_t)((int32_t)((rng_state >> 16) & 0xffu) - 128);
+}
+
+static void base_params(pe_xattn_params *p, pe_xattn_mode mode)
+{
+    memset(p, 0, sizeof(*p));
+    p->mode = mode;
+    p->dims.n = N;
+    p->dims.m = M;
+    p->dims.d = D;
+    p->dims.dv = DV;
+    p->dims.heads = H;
+    p->strides.q_row = H * D;
+    p->strides.k_row = H * D;
+    p->strides.v_row = H * DV;
+    p->strides.out_row = H * DV;
+    p->strides.q_head = D;
+    p->strides.k_head = D;
+    p->strides.v_head = DV;
+    p->strides.out_head = DV;
+    p->q_offset = 3;
+    p->k_offset = -5;
+    p->v_offset = 7;
+    p->out_zero_point = -2;
+    p->out_quant.multiplier = 1402433700;
+    p->out_quant.shift = -9;
+    p->score_quant.multiplier = 1288490189;
+    p->score_quant.shift = -7;
+    p->score_zero_point = 4;
+    p->has_scale = 1;
+    p->scale_value = 90;
+    p->scale_mul.input1_offset = -4;
+    p->scale_mul.input2_offset = 0;
+    p->scale_mul.output_offset = -1;
+    p->scale_mul.output_quant.multiplier = 1518500250;
+    p->scale_mul.output_quant.shift = -7;
+    p->scale_mul.activation.min = -128;
+    p->scale_mul.activation.max = 127;
+    p->has_mask = 1;
+    p->mask_add.input1_offset = 1;
+    p->mask_add.input2_offset = 128;
+    p->mask_add.output_offset = 10;
+    p->mask_add.left_shift = 20;
+    p->mask_add.input1_quant.multiplier = 1073741824;
+    p->mask_add.input1_quant.shift = 0;
+    p->mask_add.input2_quant.multiplier = 1717986918;
+    p->mask_add.input2_quant.shift = -2;
+    p->mask_add.output_quant.multiplier = 1431655765;
+    p->mask_add.output_quant.shift = -18;
+    p->mask_add.activation.min = -128;
+    p->mask_add.activation.max = 127;
+    p->mask_row = M;
+    p->mask_head = 0;
+    p->softmax.mult = 1539316278;
+    p->softmax.shift = 25;
+    p->softmax.diff_min = -248;
+    p->p_offset = 128;
+    p->logit_quant.multiplier = 1500000000;
+    p->logit_quant.shift = 14;
+    p->block = 3;
+    p->fold = PE_ATTN_FOLD_LATE;
+}
+
+/* The unfused sequence with whole N x M matrices per head. */
+static void unfused(const pe_xattn_params *p, const int8_t *q, const int8_t *k, const int8_t *v,
+                    const int8_t *mask, int8_t *out)
+{
+    int8_t s[N * M];
+    pe_dims md = {1, 1, N, M};
+    pe_dims one = {1, 1, 1, 1};
+    pe_context none = {NULL, 0, NULL};
+    int32_t h, i, j, c;
+    for (h = 0; h < H; h++) {
+        for (i = 0; i < N; i++) {
+            for (j = 0; j < M; j++) {
+                int32_t acc = 0;
+                for (c = 0; c < D; c++) {
+                    acc += (q[i * H * D + h * D + c] + p->q_offset) *
+                           (k[j * H * D + h * D + c] + p->k_offset);
+                }
+                acc = pe_fx_requant(acc, p->score_quant.multiplier, p->score_quant.shift) +
+                      p->score_zero_point;
+                s[i * M + j] = (int8_t)pe_fx_clamp(acc, -128, 127);
+            }
+        }
+        PE_CHECK_EQ(pe_mul_s8(&none, &p->scale_mul, &md, s, &one, &p->scale_value, &md, s), PE_OK);
+        PE_CHECK_EQ(pe_add_s8(&none, &p->mask_add, &md, s, &md, mask, &md, s), PE_OK);
+        PE_CHECK_EQ(pe_softmax_s8(&p->softmax, N, M, s, s), PE_OK);
+        for (i = 0; i < N; i++) {
+            for (c = 0; c < DV; c++) {
+                int32_t acc = 0;
+                for (j = 0; j < M; j++) {
+                    acc += (s[i * M + j] + p->p_offset) * (v[j * H * DV + h * DV + c] + p->v_offset);
+                }
+                acc = pe_fx_requant(acc, p->out_quant.multiplier, p->out_quant.shift) +
+                      p->out_zero_point;
+                out[i * H * DV + h * DV + c] = (int8_t)pe_fx_clamp(acc, -128, 127);
+            }
+        }
+    }
+}
+
+static void tflm_mode_matches_unfused(void)
+{
+    int8_t q[N * H * D], k[M * H * D], v[M * H * DV], mask[N * M];
+    int8_t got[N * H * DV], want[N * H * DV];
+    uint8_t scratch[64];
+    pe_xattn_params p;
+    pe_context ctx;
+    int32_t need, x, trial;
+    for (trial = 0; trial < 20; trial++) {
+        for (x = 0; x < N * H * D; x++) q[x] = rnd8();
+        for (x = 0; x < M * H * D; x++) k[x] = rnd8();
+        for (x = 0; x < M * H * DV; x++) v[x] = rnd8();
+        for (x = 0; x < N * M; x++) mask[x] = (int8_t)(rnd8() > 60 ? -128 : 127);
+        base_params(&p, PE_XATTN_TFLM);
+        PE_CHECK_EQ(pe_xattn_get_buffer_size(&p, &need), PE_OK);
+        PE_CHECK_EQ(need, M);
+        ctx.buf = scratch;
+        ctx.size = need;
+        ctx.stats = NULL;
+        PE_CHECK_EQ(pe_xattn_s8(&ctx, &p, q, k, v, mask, got), PE_OK);
+        unfused(&p, q, k, v, mask, want);
+        PE_CHECK_EQ(memcmp(got, want, sizeof(got)), 0);
+        ctx.size = need - 1;
+        PE_CHECK_EQ(pe_xattn_s8(&ctx, &p, q, k, v, mask, got), PE_ERR_SCRATCH);
+    }
+}
+
+static void stream_mode_matches_nf_kernel(void)
+{
+    int8_t q[N * H * D], k[M * H * D], v[M * H * DV];
+    int8_t qh[H * N * D], kh[H * M * D], vh[H * M * DV];
+    int8_t got[N * H * DV], got_h[H * N * DV];
+    int32_t ref[N * H * DV];
+    uint8_t scratch[256], nf_scratch[256];
+    pe_xattn_params p;
+    pe_attn_params ap;
+    pe_attn_dims ad = {N, M, D, DV, H};
+    pe_context ctx = {scratch, (int32_t)sizeof(scratch), NULL};
+    pe_context nctx = {nf_scratch, (int32_t)sizeof(nf_scratch), NULL};
+    int32_t x, h, r, c, need, fold;
+    for (x = 0; x < N * H * D; x++) q[x] = rnd8();
+    for (x = 0; x < M * H * D; x++) k[x] = rnd8();
+    for (x = 0; x < M * H * DV; x++) v[x] = rnd8();
+    for (fold = 0; fold < 3; fold++) {
+        base_params(&p, PE_XATTN_STREAM);
+        p.has_mask = 0;
+        p.fold = (pe_attn_fold)fold;
+        PE_CHECK_EQ(pe_xattn_get_buffer_size(&p, &need), PE_OK);
+        PE_CHECK(need <= (int32_t)sizeof(scratch));
+        ctx.size = need;
+        PE_CHECK_EQ(pe_xattn_s8(&ctx, &p, q, k, v, NULL, got), PE_OK);
+        memset(&ap, 0, sizeof(ap));
+        ap.q_offset = p.q_offset;
+        ap.k_offset = p.k_offset;
+        ap.v_offset = p.v_offset;
+        ap.score_quant = p.logit_quant;
+        ap.block = p.block;
+        ap.fold = p.fold;
+        PE_CHECK_EQ(pe_attention_nf_s8(&nctx, &ap, &ad, q, k, v, ref), PE_OK);
+        for (x = 0; x < N * H * DV; x++) {
+            int32_t w = pe_fx_requant(ref[x], p.out_quant.multiplier, p.out_quant.shift) +
+                        p.out_zero_point;
+            PE_CHECK_EQ(got[x], pe_fx_clamp(w, -128, 127));
+        }
+        /* the same data in [heads, rows, d] layout through the head strides */
+        for (h = 0; h < H; h++) {
+            for (r = 0; r < N; r++) for (c = 0; c < D; c++) qh[(h * N + r) * D + c] = q[r * H * D + h * D + c];
+            for (r = 0; r < M; r++) for (c = 0; c < D; c++) kh[(h * M + r) * D + c] = k[r * H * D + h * D + c];
+            for (r = 0; r < M; r++) for (c = 0; c < DV; c++) vh[(h * M + r) * DV + c] = v[r * H * DV + h * DV + c];
+        }
+        p.strides.q_row = D;
+        p.strides.k_row = D;
+        p.strides.v_row = DV;
+        p.strides.out_row = DV;
+        p.strides.q_head = N * D;
+        p.strides.k_head = M * D;
+        p.strides.v_head = M * DV;
+        p.strides.out_head = N * DV;
+        PE_CHECK_EQ(pe_xattn_s8(&ctx, &p, qh, kh, vh, NULL, got_h), PE_OK);
+        for (h = 0; h < H; h++) {
+            for (r = 0; r < N; r++) {
+                for (c = 0; c < DV; c++) {
+                    PE_CHECK_EQ(got_h[(h * N + r) * DV + c], got[r * H * DV + h * DV + c]);
+                }
+            }
+        }
+        /* scratch: shifting the buffer by one byte must still work */
+        ctx.buf = scratch + 1;
+        PE_CHECK_EQ(pe_xattn_s8(&ctx, &p, qh, kh, vh, NULL, got_h), PE_OK);
+        ctx.buf = scratch;
+    }
+}
+
+static void bad_arguments(void)
+{
+    int8_t buf[64] = {0};
+    int8_t out[N * H * DV];
+    uint8_t scratch[256];
+    pe_context ctx = {scratch, (int32_t)sizeof(scratch), NULL};
+    pe_xattn_params p;
+    int32_t need;
+    base_params(&p, PE_XATTN_STREAM);
+    PE_CHECK_EQ(pe_xattn_get_buffer_size(&p, &need), PE_ERR_UNSUPPORTED);
+    base_params(&p, PE_XATTN_TFLM);
+    p.mode = (pe_xattn_mode)7;
+    PE_CHECK_EQ(pe_xattn_get_buffer_size(&p, &need), PE_ERR_ARG);
+    base_params(&p, PE_XATTN_TFLM);
+    p.strides.k_row = 0;
+    PE_CHECK_EQ(pe_xattn_s8(&ctx, &p, buf, buf, buf, buf, out), PE_ERR_ARG);
+    base_params(&p, PE_XATTN_TFLM);
+    PE_CHECK_EQ(pe_xattn_s8(&ctx, &p, buf, buf, buf, NULL, out), PE_ERR_ARG);
+    p.dims.m = 0;
+    PE_CHECK_EQ(pe_xattn_s8(&ctx, &p, buf, buf, buf, buf, out), PE_ERR_ARG);
+    base_params(&p, PE_XATTN_TFLM);
+    p.q_offset = 200;
+    PE_CHECK_EQ(pe_xattn_get_buffer_size(&p, &need), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_xattn_get_buffer_size(NULL, &need), PE_ERR_ARG);
+}
+
+int main(void)
+{
+    tflm_mode_matches_unfused();
+    stream_mode_matches_nf_kernel();
+    bad_arguments();
+    return PE_TEST_END("test_transformer");
+}
