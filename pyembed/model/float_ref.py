@@ -251,6 +251,9 @@ def evaluate(graph, op, inputs):
         return _activation(y, op.options.get("activation")).reshape(out_t.shape)
     if kind in ("QUANTIZE", "DEQUANTIZE"):
         return x.reshape(out_t.shape)
+    if kind == "PE_ATTENTION":
+        from pyembed.model.ops.transformer import float_attention
+        return float_attention(op, inputs).reshape(out_t.shape)
     raise UnsupportedError(f"float reference: operator {op.index} ({kind}) is not modelled")
 
 
