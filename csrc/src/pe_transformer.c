@@ -301,3 +301,94 @@ pe_status pe_xattn_s8(const pe_context *ctx, const pe_xattn_params *params, cons
     }
     return PE_OK;
 }
+
+/* ------------------------------------------------------- params words */
+
+pe_status pe_xattn_decode(const int32_t *w, int32_t count, pe_xattn_params *p)
+{
+    int32_t i = 0;
+    if (w == NULL || p == NULL || count != PE_XATTN_NUM_WORDS) {
+        return PE_ERR_ARG;
+    }
+    if (w[0] != (int32_t)PE_XATTN_TFLM && w[0] != (int32_t)PE_XATTN_STREAM) {
+        return PE_ERR_ARG;
+    }
+    p->mode = (pe_xattn_mode)w[i++];
+    p->dims.n = w[i++];
+    p->dims.m = w[i++];
+    p->dims.d = w[i++];
+    p->dims.dv = w[i++];
+    p->dims.heads = w[i++];
+    p->strides.q_row = w[i++];
+    p->strides.k_row = w[i++];
+    p->strides.v_row = w[i++];
+    p->strides.out_row = w[i++];
+    p->strides.q_head = w[i++];
+    p->strides.k_head = w[i++];
+    p->strides.v_head = w[i++];
+    p->strides.out_head = w[i++];
+    p->q_offset = w[i++];
+    p->k_offset = w[i++];
+    p->v_offset = w[i++];
+    p->out_zero_point = w[i++];
+    p->out_quant.multiplier = w[i++];
+    p->out_quant.shift = w[i++];
+    p->score_quant.multiplier = w[i++];
+    p->score_quant.shift = w[i++];
+    p->score_zero_point = w[i++];
+    p->has_scale = w[i++];
+    if (w[i] < -128 || w[i] > 127) {
+        return PE_ERR_ARG;
+    }
+    p->scale_value = (int8_t)w[i++];
+    p->scale_mul.input1_offset = w[i++];
+    p->scale_mul.input2_offset = w[i++];
+    p->scale_mul.output_offset = w[i++];
+    p->scale_mul.output_quant.multiplier = w[i++];
+    p->scale_mul.output_quant.shift = w[i++];
+    p->scale_mul.activation.min = w[i++];
+    p->scale_mul.activation.max = w[i++];
+    p->scale_mul.rounding = PE_ROUND_DOUBLE;
+    p->has_mask = w[i++];
+    p->mask_add.input1_offset = w[i++];
+    p->mask_add.input2_offset = w[i++];
+    p->mask_add.output_offset = w[i++];
+    p->mask_add.left_shift = w[i++];
+    p->mask_add.input1_quant.multiplier = w[i++];
+    p->mask_add.input1_quant.shift = w[i++];
+    p->mask_add.input2_quant.multiplier = w[i++];
+    p->mask_add.input2_quant.shift = w[i++];
+    p->mask_add.output_quant.multiplier = w[i++];
+    p->mask_add.output_quant.shift = w[i++];
+    p->mask_add.activation.min = w[i++];
+    p->mask_add.activation.max = w[i++];
+    p->mask_add.rounding = PE_ROUND_DOUBLE;
+    p->mask_row = w[i++];
+    p->mask_head = w[i++];
+    p->softmax.mult = w[i++];
+    p->softmax.shift = w[i++];
+    p->softmax.diff_min = w[i++];
+    p->p_offset = w[i++];
+    p->logit_quant.multiplier = w[i++];
+    p->logit_quant.shift = w[i++];
+    p->block = w[i++];
+    if (w[i] < 0 || w[i] > 2) {
+        return PE_ERR_ARG;
+    }
+    p->fold = (pe_attn_fold)w[i++];
+    return i == PE_XATTN_NUM_WORDS ? check_params(p) : PE_ERR_ARG;
+}
+
+/* ------------------------------------------------------------------ LUT */
+
+pe_status pe_lut_s8(const int8_t *table, int32_t size, const int8_t *input, int8_t *output)
+{
+    int32_t i;
+    if (table == NULL || input == NULL || output == NULL || size < 0) {
+        return PE_ERR_ARG;
+    }
+    for (i = 0; i < size; i++) {
+        output[i] = table[(int32_t)input[i] + 128];
+    }
+    return PE_OK;
+}

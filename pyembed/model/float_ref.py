@@ -254,6 +254,9 @@ def evaluate(graph, op, inputs):
     if kind == "PE_ATTENTION":
         from pyembed.model.ops.transformer import float_attention
         return float_attention(op, inputs).reshape(out_t.shape)
+    if kind == "PE_LUT":
+        from pyembed.model.ops.transformer import float_lut
+        return np.asarray(float_lut(graph, op, inputs)).reshape(out_t.shape)
     raise UnsupportedError(f"float reference: operator {op.index} ({kind}) is not modelled")
 
 

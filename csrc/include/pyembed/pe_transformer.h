@@ -75,12 +75,25 @@ typedef struct {
     pe_attn_fold fold;
 } pe_xattn_params;
 
+/* Number of int32 params words of the PE_ATTENTION graph operator. */
+#define PE_XATTN_NUM_WORDS 55
+
+/* The PE_ATTENTION operator's params words (the order of
+ * pyembed.model.ops.transformer.WORDS) into params; PE_ERR_ARG on a wrong
+ * count or a value out of range (everything pe_xattn_s8 checks). */
+pe_status pe_xattn_decode(const int32_t *words, int32_t count, pe_xattn_params *params);
+
 /* Scratch bytes for pe_xattn_s8 (independent of n; m bytes in TFLM mode). */
 pe_status pe_xattn_get_buffer_size(const pe_xattn_params *params, int32_t *size);
 
 /* mask may be NULL unless has_mask. out must not overlap the inputs. */
 pe_status pe_xattn_s8(const pe_context *ctx, const pe_xattn_params *params, const int8_t *q,
                       const int8_t *k, const int8_t *v, const int8_t *mask, int8_t *out);
+
+/* PE_LUT: output[i] = table[input[i] + 128] for size elements (an
+ * element-wise chain folded into a 256-entry table at import time by
+ * pyembed.passes.elementwise). input and output may be the same buffer. */
+pe_status pe_lut_s8(const int8_t *table, int32_t size, const int8_t *input, int8_t *output);
 
 #ifdef __cplusplus
 }

@@ -10,6 +10,10 @@ from pyembed.model.ops.base import (ADD_LEFT_SHIFT, INT8_MAX, INT8_MIN, Unsuppor
                                     activation_range, add_rescale, dims4, out_size, pad_amounts, padded_out_size,
                                     softmax_params)
 from pyembed.model.ops.core import PREPARE, SUPPORTED_OPS  # noqa: F401
+from pyembed.model.ops.transformer import prepare_pe_attention, prepare_pe_lut
+
+PREPARE["PE_ATTENTION"] = prepare_pe_attention
+PREPARE["PE_LUT"] = prepare_pe_lut
 
 
 # -- building a Graph -----------------------------------------------------------

@@ -161,3 +161,40 @@ def float_attention(op, ins):
     idx = h * o["out_head"] + np.arange(o["n"])[None, :, None] * o["out_row"] + np.arange(o["dv"])
     flat[idx] = y
     return flat
+
+
+PE_GOP_LUT = 161
+
+
+def prepare_pe_lut(c):
+    """PE_LUT (pyembed.passes.elementwise): out[i] = table[in[i] + 128]."""
+    op = c.op
+    x, table, y = c.tensor(0, "input"), c.tensor(1, "table"), c.output()
+    for t, what in ((x, "input"), (table, "table"), (y, "output")):
+        c.dtype(t, what)
+    c.constant(table, "table")
+    if table.size != 256:
+        raise c.error(f"the table has {table.size} entries, expected 256")
+    if x.size != y.size:
+        raise c.error(f"input shape {list(x.shape)} and output shape {list(y.shape)} differ in size")
+    op.params = {"words": [int(x.size)]}
+    op.macs = int(x.size)
+    op.scratch_bytes = 0
+
+
+def float_lut(graph, op, ins):
+    """Float64 reference of PE_LUT: the unfused chain it replaced, in float64."""
+    from pyembed.model.float_ref import evaluate
+    vals = {op.inputs[0]: ins[0]}
+    for sub in op.options["chain"]:
+        args = []
+        for t in sub.inputs:
+            if t < 0:
+                args.append(None)
+            elif t in vals:
+                args.append(vals[t])
+            else:
+                from pyembed.model.float_ref import dequantize
+                args.append(dequantize(graph.tensors[t]))
+        vals[sub.outputs[0]] = evaluate(graph, sub, args)
+    return vals[op.outputs[0]]

@@ -1,0 +1,134 @@
+"""Fused transformer attention (issue 17): recognition of the converter's
+attention chain, the PE_ATTENTION operator in tflm mode (bit-exact with the
+TFLM interpreter, compared with ==) and stream mode (against float64)."""
+import numpy as np
+import pytest
+
+from pyembed.bench import _transformer_models as tm
+from pyembed.errors import ArgumentError
+from pyembed.model.float_ref import dequantize, run_float
+from pyembed.model.load import load_tflite_bytes
+from pyembed.passes.transformer import fuse_attention
+
+runtime = pytest.importorskip("tflite_micro.python.tflite_micro.runtime")
+
+
+def _tflm(data, xs):
+    it = runtime.Interpreter.from_bytes(data, arena_size=1 << 23)
+    for i, x in enumerate(xs):
+        it.set_input(x, i)
+    it.invoke()
+    return np.array(it.get_output(0))
+
+
+def _inputs(g, seed):
+    rng = np.random.default_rng(seed)
+    return [rng.integers(-128, 128, g.tensors[t].shape).astype(np.int8) for t in g.inputs]
+
+
+def _fused(data, mode, **kw):
+    g = load_tflite_bytes(data)
+    report = fuse_attention(g, attention=mode, **kw)
+    return g, report
+
+
+def _mismatches(got, want):
+    got, want = np.asarray(got).reshape(-1), np.asarray(want).reshape(-1)
+    bad = np.flatnonzero(got != want)
+    return [(int(i), int(got[i]), int(want[i])) for i in bad]
+
+
+@pytest.mark.parametrize("n,m,heads,dh,mask,scale", [
+    (5, 5, 2, 8, False, True), (7, 12, 3, 4, True, True), (16, 9, 1, 16, True, False), (1, 33, 2, 8, False, True)])
+def test_tflm_mode_attention_bit_exact(n, m, heads, dh, mask, scale):
+    data, _ = tm.build_attention(n, heads=heads, dh=dh, seed=n + m, mask=mask, scale=scale, kv_tokens=m)
+    g, report = _fused(data, "tflm")
+    assert [r["result"] for r in report] == ["fused"]
+    assert [op.type for op in g.operators] == ["PE_ATTENTION"]
+    assert g.operators[0].scratch_bytes == m  # one int8 score row
+    for seed in range(3):
+        xs = _inputs(g, seed)
+        assert _mismatches(g.run(xs)[0], _tflm(data, xs)) == []
+
+
+def test_tflm_mode_kwt_bit_exact():
+    data, info = tm.build("kwt", 12, seed=3)
+    g, report = _fused(data, "tflm")
+    assert [r["result"] for r in report] == ["fused", "fused"]
+    assert not any(op.type in ("BATCH_MATMUL", "TRANSPOSE", "SOFTMAX") for op in g.operators)
+    g.check_supported()
+    for x in tm.sample_inputs("kwt", 12, 2, 7):
+        xq = tm.quantize_input(info, x)
+        assert _mismatches(g.run(xq)[0], _tflm(data, [xq])) == []
+
+
+def test_tflm_mode_vit_masked_bit_exact():
+    data, info = tm.build("vit", 10, seed=4, mask=True)
+    g, report = _fused(data, "tflm")
+    assert [r["result"] for r in report] == ["fused", "fused"]
+    xq = tm.quantize_input(info, tm.sample_inputs("vit", 10, 1, 8)[0])
+    assert _mismatches(g.run(xq)[0], _tflm(data, [xq])) == []
+
+
+def _snr(ref, x):
+    err = x - ref
+    return 10 * np.log10(np.sum(ref * ref) / np.sum(err * err))
+
+
+def test_stream_mode_closer_to_float64_than_tflm():
+    # 96 keys with near-uniform attention: int8 probabilities (1/256 steps)
+    # lose most of the weights, 30-bit ones do not
+    data, _ = tm.build_attention(8, heads=2, dh=8, seed=1, kv_tokens=96)
+    gs, report = _fused(data, "stream")
+    assert [r["result"] for r in report] == ["fused"]
+    out_t = gs.tensors[gs.outputs[0]]
+    ref, st, tf = [], [], []
+    for seed in range(3):
+        xs = _inputs(gs, seed)
+        xr = [dequantize(gs.tensors[t], x) for t, x in zip(gs.inputs, xs)]
+        ref.append(run_float(gs, xr)[gs.outputs[0]].reshape(-1))
+        st.append(dequantize(out_t, gs.run(xs)[0]).reshape(-1))
+        tf.append(dequantize(out_t, _tflm(data, xs)).reshape(-1))
+    ref, st, tf = (np.concatenate(a) for a in (ref, st, tf))
+    assert _snr(ref, st) > _snr(ref, tf) + 3.0
+    # the stream output sits at the output rounding floor: within one step
+    assert np.max(np.abs(st - ref)) <= 1.0 * float(out_t.scale[0])
+
+
+def test_scratch_does_not_grow_with_tokens():
+    sizes = {}
+    for t in (8, 40):
+        data, _ = tm.build("kwt", t, seed=0)
+        for mode in ("tflm", "stream"):
+            g, _ = _fused(data, mode)
+            sizes[mode, t] = {op.scratch_bytes for op in g.operators if op.type == "PE_ATTENTION"}
+    assert sizes["stream", 8] == sizes["stream", 40]
+    assert sizes["tflm", 8] == {8} and sizes["tflm", 40] == {40}
+
+
+def test_not_fused_when_scores_have_a_second_reader():
+    data, _ = tm.build_attention(4, heads=1, dh=4, seed=0)
+    g = load_tflite_bytes(data)
+    sm = next(op for op in g.operators if op.type == "SOFTMAX")
+    g.outputs.append(sm.inputs[0])  # the scores become a graph output
+    report = fuse_attention(g, "tflm")
+    assert len(report) == 1 and report[0]["result"] != "fused"
+    assert any(op.type == "BATCH_MATMUL" for op in g.operators)
+
+
+def test_stream_mode_leaves_a_masked_attention_alone():
+    data, _ = tm.build_attention(4, heads=1, dh=4, seed=0, mask=True)
+    g, report = _fused(data, "stream")
+    assert "mask" in report[0]["result"]
+    assert any(op.type == "SOFTMAX" for op in g.operators)
+
+
+def test_bad_arguments():
+    data, _ = tm.build_attention(4, heads=1, dh=4, seed=0)
+    g = load_tflite_bytes(data)
+    with pytest.raises(ArgumentError, match="attention"):
+        fuse_attention(g, attention="int8")
+    with pytest.raises(ArgumentError, match="fold"):
+        fuse_attention(g, fold="sideways")
+    with pytest.raises(ArgumentError, match="block"):
+        fuse_attention(g, block=0)
