@@ -132,3 +132,44 @@ def test_bad_arguments():
         fuse_attention(g, fold="sideways")
     with pytest.raises(ArgumentError, match="block"):
         fuse_attention(g, block=0)
+
+
+def test_elementwise_chain_becomes_a_table_bit_exact_with_tflm():
+    from pyembed.passes.elementwise import fuse_elementwise
+    data, (s, z) = tm.build_elementwise(tokens=6, dim=8, seed=2)
+    g = load_tflite_bytes(data)
+    report = fuse_elementwise(g)
+    assert [r["result"] for r in report] == ["fused"]
+    assert report[0]["ops"] == ["MUL", "ADD", "MUL", "MUL", "ADD"]
+    assert [op.type for op in g.operators] == ["FULLY_CONNECTED", "PE_LUT", "FULLY_CONNECTED"]
+    for seed in range(3):
+        xs = _inputs(g, seed)
+        assert _mismatches(g.run(xs)[0], _tflm(data, xs)) == []
+    # the float64 reference still evaluates the chain it replaced
+    xr = dequantize(g.tensors[g.inputs[0]], xs[0])
+    ref = run_float(g, [xr])[g.outputs[0]]
+    out = dequantize(g.tensors[g.outputs[0]], g.run(xs)[0])
+    assert _snr(ref.reshape(-1), out.reshape(-1)) > 20
+
+
+def test_elementwise_chain_with_an_outside_reader_is_left_alone():
+    from pyembed.passes.elementwise import fuse_elementwise
+    data, _ = tm.build_elementwise(tokens=4, dim=4, seed=0)
+    g = load_tflite_bytes(data)
+    mid = next(op for op in g.operators if op.type == "ADD").outputs[0]
+    g.outputs.append(mid)  # an intermediate of the chain is read outside it
+    fuse_elementwise(g)
+    assert not any(op.type == "PE_LUT" for op in g.operators)
+    assert any(mid in op.outputs for op in g.operators)
+
+
+@pytest.mark.parametrize("name,mask", [("kwt", False), ("vit", True)])
+def test_float_reference_of_the_fused_graph_is_the_unfused_float_network(name, mask):
+    # the builder computed the unfused network in float64 (BATCH_MATMUL,
+    # TRANSPOSE, MUL, ADD mask, SOFTMAX in numpy) on its calibration inputs
+    data, info = tm.build(name, 12, seed=5, mask=mask)
+    g, report = _fused(data, "tflm")
+    assert [r["result"] for r in report] == ["fused", "fused"]
+    for x, want in zip(info["calib_inputs"], info["calib_outputs"]):
+        got = run_float(g, [x])[g.outputs[0]]
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)

@@ -112,6 +112,23 @@ class _Builder:
         self.ops.append(("MUL", [x, ct], [out], {}))
         return out
 
+    def _scalar(self, c):
+        cs = float(np.float32(max(abs(c), 1e-6) / 127.0))
+        q = int(np.clip(round(c / cs), -127, 127))
+        t = self._add((1,), np.int8, data=np.array([q], np.int8), scale=cs, zp=0)
+        return t, q * cs
+
+    def add_const(self, x, c):
+        ct, cval = self._scalar(c)
+        out = self.act(self.vals[x] + cval)
+        self.ops.append(("ADD", [x, ct], [out], {}))
+        return out
+
+    def mul(self, a, b):
+        out = self.act(self.vals[a] * self.vals[b])
+        self.ops.append(("MUL", [a, b], [out], {}))
+        return out
+
     def add(self, a, b):
         out = self.act(self.vals[a] + self.vals[b])
         self.ops.append(("ADD", [a, b], [out], {}))
@@ -176,7 +193,8 @@ def build(name, tokens, seed=0, calib=4, mask=False):
         h = b.add(h, f)
     data = serialize(b.tensors, b.ops, [x], [h])
     info = {"input_scale": b.tensors[x]["scale"], "input_zero_point": b.tensors[x]["zp"],
-            "attention_layers": cfg["layers"], "config": dict(cfg, tokens=tokens)}
+            "attention_layers": cfg["layers"], "config": dict(cfg, tokens=tokens),
+            "calib_inputs": b.vals[x], "calib_outputs": b.vals[h]}
     return data, info
 
 
@@ -209,6 +227,21 @@ def build_attention(tokens, heads=2, dh=8, seed=0, mask=False, scale=True, kv_to
     data = serialize(b.tensors, b.ops, [q, k, v], [o])
     qp = [(b.tensors[t]["scale"], b.tensors[t]["zp"]) for t in (q, k, v)]
     return data, qp
+
+
+def build_elementwise(tokens=6, dim=8, seed=0):
+    """(tflite bytes, float inputs) of FC -> x * (0.5 + 0.05 x) * 1.3 - 0.2 -> FC:
+    an element-wise chain of MUL / ADD by scalars and a MUL of two branches
+    of x, the shape of the converter's GELU / swish patterns."""
+    rng = np.random.default_rng(seed)
+    b = _Builder(rng)
+    x = b.act(rng.normal(0, 1.0, (4, tokens, dim)))
+    h = b.fc(x, _glorot(rng, dim, dim, 2.0), rng.normal(0, 0.1, dim))
+    u = b.add_const(b.mul_const(h, 0.05), 0.5)
+    y = b.add_const(b.mul_const(b.mul(h, u), 1.3), -0.2)
+    out = b.fc(y, _glorot(rng, dim, dim), rng.normal(0, 0.1, dim))
+    data = serialize(b.tensors, b.ops, [x], [out])
+    return data, (b.tensors[x]["scale"], b.tensors[x]["zp"])
 
 
 def quantize_input(info, xf):
