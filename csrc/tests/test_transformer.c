@@ -240,8 +240,75 @@ static void bad_arguments(void)
     PE_CHECK_EQ(pe_xattn_get_buffer_size(NULL, &need), PE_ERR_ARG);
 }
 
+/* Words in pyembed.model.ops.transformer.WORDS order, from base_params. */
+static void encode(const pe_xattn_params *p, int32_t *w)
+{
+    int32_t i = 0;
+    w[i++] = (int32_t)p->mode; w[i++] = p->dims.n; w[i++] = p->dims.m; w[i++] = p->dims.d;
+    w[i++] = p->dims.dv; w[i++] = p->dims.heads;
+    w[i++] = p->strides.q_row; w[i++] = p->strides.k_row; w[i++] = p->strides.v_row;
+    w[i++] = p->strides.out_row; w[i++] = p->strides.q_head; w[i++] = p->strides.k_head;
+    w[i++] = p->strides.v_head; w[i++] = p->strides.out_head;
+    w[i++] = p->q_offset; w[i++] = p->k_offset; w[i++] = p->v_offset; w[i++] = p->out_zero_point;
+    w[i++] = p->out_quant.multiplier; w[i++] = p->out_quant.shift;
+    w[i++] = p->score_quant.multiplier; w[i++] = p->score_quant.shift; w[i++] = p->score_zero_point;
+    w[i++] = p->has_scale; w[i++] = p->scale_value; w[i++] = p->scale_mul.input1_offset;
+    w[i++] = p->scale_mul.input2_offset; w[i++] = p->scale_mul.output_offset;
+    w[i++] = p->scale_mul.output_quant.multiplier; w[i++] = p->scale_mul.output_quant.shift;
+    w[i++] = p->scale_mul.activation.min; w[i++] = p->scale_mul.activation.max;
+    w[i++] = p->has_mask; w[i++] = p->mask_add.input1_offset; w[i++] = p->mask_add.input2_offset;
+    w[i++] = p->mask_add.output_offset; w[i++] = p->mask_add.left_shift;
+    w[i++] = p->mask_add.input1_quant.multiplier; w[i++] = p->mask_add.input1_quant.shift;
+    w[i++] = p->mask_add.input2_quant.multiplier; w[i++] = p->mask_add.input2_quant.shift;
+    w[i++] = p->mask_add.output_quant.multiplier; w[i++] = p->mask_add.output_quant.shift;
+    w[i++] = p->mask_add.activation.min; w[i++] = p->mask_add.activation.max;
+    w[i++] = p->mask_row; w[i++] = p->mask_head;
+    w[i++] = p->softmax.mult; w[i++] = p->softmax.shift; w[i++] = p->softmax.diff_min;
+    w[i++] = p->p_offset; w[i++] = p->logit_quant.multiplier; w[i++] = p->logit_quant.shift;
+    w[i++] = p->block; w[i++] = (int32_t)p->fold;
+    PE_CHECK_EQ(i, PE_XATTN_NUM_WORDS);
+}
+
+static void words_and_lut(void)
+{
+    int32_t w[PE_XATTN_NUM_WORDS];
+    int8_t q[N * H * D], k[M * H * D], v[M * H * DV], mask[N * M];
+    int8_t a[N * H * DV], b[N * H * DV];
+    int8_t table[256], in[300], out[300];
+    uint8_t scratch[64];
+    pe_context ctx = {scratch, (int32_t)sizeof(scratch), NULL};
+    pe_xattn_params p, d;
+    int32_t x;
+    for (x = 0; x < N * H * D; x++) q[x] = rnd8();
+    for (x = 0; x < M * H * D; x++) k[x] = rnd8();
+    for (x = 0; x < M * H * DV; x++) v[x] = rnd8();
+    for (x = 0; x < N * M; x++) mask[x] = rnd8();
+    base_params(&p, PE_XATTN_TFLM);
+    encode(&p, w);
+    PE_CHECK_EQ(pe_xattn_decode(w, PE_XATTN_NUM_WORDS, &d), PE_OK);
+    PE_CHECK_EQ(pe_xattn_s8(&ctx, &p, q, k, v, mask, a), PE_OK);
+    PE_CHECK_EQ(pe_xattn_s8(&ctx, &d, q, k, v, mask, b), PE_OK);
+    PE_CHECK_EQ(memcmp(a, b, sizeof(a)), 0);
+    PE_CHECK_EQ(pe_xattn_decode(w, PE_XATTN_NUM_WORDS - 1, &d), PE_ERR_ARG);
+    w[24] = 300; /* scale_value outside int8 */
+    PE_CHECK_EQ(pe_xattn_decode(w, PE_XATTN_NUM_WORDS, &d), PE_ERR_ARG);
+    encode(&p, w);
+    w[PE_XATTN_NUM_WORDS - 1] = 5; /* fold */
+    PE_CHECK_EQ(pe_xattn_decode(w, PE_XATTN_NUM_WORDS, &d), PE_ERR_ARG);
+    encode(&p, w);
+    w[1] = 0; /* n */
+    PE_CHECK_EQ(pe_xattn_decode(w, PE_XATTN_NUM_WORDS, &d), PE_ERR_ARG);
+    for (x = 0; x < 256; x++) table[x] = (int8_t)(127 - x);
+    for (x = 0; x < 300; x++) in[x] = rnd8();
+    PE_CHECK_EQ(pe_lut_s8(table, 300, in, out), PE_OK);
+    for (x = 0; x < 300; x++) PE_CHECK_EQ(out[x], 127 - (in[x] + 128));
+    PE_CHECK_EQ(pe_lut_s8(NULL, 300, in, out), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_lut_s8(table, -1, in, out), PE_ERR_ARG);
+}
+
 int main(void)
 {
+    words_and_lut();
     tflm_mode_matches_unfused();
     stream_mode_matches_nf_kernel();
     bad_arguments();
