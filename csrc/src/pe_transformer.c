@@ -392,3 +392,33 @@ pe_status pe_lut_s8(const int8_t *table, int32_t size, const int8_t *input, int8
     }
     return PE_OK;
 }
+
+/* Last element index addressed + 1 for (rows, row stride, head stride, cols). */
+static int64_t extent(int32_t rows, int32_t row, int32_t heads, int32_t head, int32_t cols)
+{
+    return (int64_t)(rows - 1) * row + (int64_t)(heads - 1) * head + cols;
+}
+
+pe_status pe_xattn_check_extents(const pe_xattn_params *p, int32_t q_elems, int32_t k_elems,
+                                 int32_t v_elems, int32_t mask_elems, int32_t out_elems)
+{
+    const pe_attn_dims *dm;
+    const pe_attn_strides *s;
+    const pe_status st = check_params(p);
+    if (st != PE_OK) {
+        return st;
+    }
+    dm = &p->dims;
+    s = &p->strides;
+    if (extent(dm->n, s->q_row, dm->heads, s->q_head, dm->d) > q_elems ||
+        extent(dm->m, s->k_row, dm->heads, s->k_head, dm->d) > k_elems ||
+        extent(dm->m, s->v_row, dm->heads, s->v_head, dm->dv) > v_elems ||
+        extent(dm->n, s->out_row, dm->heads, s->out_head, dm->dv) > out_elems) {
+        return PE_ERR_ARG;
+    }
+    if (p->has_mask &&
+        extent(dm->n, p->mask_row, dm->heads, p->mask_head, dm->m) > mask_elems) {
+        return PE_ERR_ARG;
+    }
+    return PE_OK;
+}

@@ -289,6 +289,15 @@ static void words_and_lut(void)
     PE_CHECK_EQ(pe_xattn_s8(&ctx, &p, q, k, v, mask, a), PE_OK);
     PE_CHECK_EQ(pe_xattn_s8(&ctx, &d, q, k, v, mask, b), PE_OK);
     PE_CHECK_EQ(memcmp(a, b, sizeof(a)), 0);
+    PE_CHECK_EQ(pe_xattn_check_extents(&p, N * H * D, M * H * D, M * H * DV, N * M, N * H * DV), PE_OK);
+    PE_CHECK_EQ(pe_xattn_check_extents(&p, N * H * D - 1, M * H * D, M * H * DV, N * M, N * H * DV),
+                PE_ERR_ARG);
+    PE_CHECK_EQ(pe_xattn_check_extents(&p, N * H * D, M * H * D, M * H * DV, N * M - 1, N * H * DV),
+                PE_ERR_ARG);
+    PE_CHECK_EQ(pe_xattn_check_extents(&p, N * H * D, M * H * D, M * H * DV - 1, N * M, N * H * DV),
+                PE_ERR_ARG);
+    PE_CHECK_EQ(pe_xattn_check_extents(&p, N * H * D, M * H * D, M * H * DV, N * M, N * H * DV - 1),
+                PE_ERR_ARG);
     PE_CHECK_EQ(pe_xattn_decode(w, PE_XATTN_NUM_WORDS - 1, &d), PE_ERR_ARG);
     w[24] = 300; /* scale_value outside int8 */
     PE_CHECK_EQ(pe_xattn_decode(w, PE_XATTN_NUM_WORDS, &d), PE_ERR_ARG);

@@ -83,6 +83,11 @@ typedef struct {
  * count or a value out of range (everything pe_xattn_s8 checks). */
 pe_status pe_xattn_decode(const int32_t *words, int32_t count, pe_xattn_params *params);
 
+/* PE_ERR_ARG unless every element pe_xattn_s8 addresses lies inside
+ * tensors of these element counts (mask_elems ignored without a mask). */
+pe_status pe_xattn_check_extents(const pe_xattn_params *params, int32_t q_elems, int32_t k_elems,
+                                 int32_t v_elems, int32_t mask_elems, int32_t out_elems);
+
 /* Scratch bytes for pe_xattn_s8 (independent of n; m bytes in TFLM mode). */
 pe_status pe_xattn_get_buffer_size(const pe_xattn_params *params, int32_t *size);
 
