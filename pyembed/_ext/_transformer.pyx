@@ -1,4 +1,4 @@
-# pyembed-csrc: pe_transformer.c pe_attention.c pe_eltwise.c pe_softmax.c pe_fixed.c pe_exp2_table.c
+# Links every file in csrc/src (the runners in pe_transformer.c use the graph runtime): no pyembed-csrc line.
 # cython: language_level=3, boundscheck=False, wraparound=False
 """Bindings for the fused transformer kernels (pe_transformer.h): the
 PE_ATTENTION operator's kernel driven by its params words, and the LUT.

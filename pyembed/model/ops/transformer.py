@@ -31,6 +31,7 @@ import numpy as np
 
 from pyembed.kernels.quant import quantize_multiplier
 from pyembed.model.ops.base import Unsupported, activation_range, add_rescale, softmax_params
+from pyembed.model.ops.registry import register
 
 PE_GOP_ATTENTION = 160
 MODES = {"tflm": 0, "stream": 1}
@@ -52,6 +53,7 @@ def _fc_real(a_scale, b_scale, out_scale):
     return float(np.float32(a_scale) * np.float32(b_scale)) / float(out_scale)
 
 
+@register("PE_ATTENTION", code=160)
 def prepare_pe_attention(c):
     op = c.op
     o = op.options
@@ -143,6 +145,7 @@ def prepare_pe_attention(c):
 PE_GOP_LUT = 161
 
 
+@register("PE_LUT", code=161)
 def prepare_pe_lut(c):
     """PE_LUT (pyembed.passes.elementwise): out[i] = table[in[i] + 128]."""
     op = c.op
