@@ -225,3 +225,44 @@ def test_float_reference_of_the_fused_graph_is_the_unfused_float_network(name, m
     for x, want in zip(info["calib_inputs"], info["calib_outputs"]):
         got = run_float(g, [x])[g.outputs[0]]
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
+
+
+def test_emitted_c_program_runs_the_fused_graph(tmp_path):
+    # the generic ABI tables (model_graph.c) of a fused keyword transformer,
+    # compiled with the C sources and run on the host, give Graph.run's bytes
+    import os
+    import subprocess
+
+    from pyembed.codegen.emit import write_plan_outputs
+    from pyembed.plan import plan_graph
+    csrc = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "csrc")
+    data, info = tm.build("kwt", 10, seed=6)
+    g, _ = _fused(data, "stream")
+    from pyembed.passes.elementwise import fuse_elementwise
+    fuse_elementwise(g)
+    plan = plan_graph(g)
+    write_plan_outputs(g, plan, tmp_path)
+    srcs = sorted(os.path.join(csrc, "src", f) for f in os.listdir(os.path.join(csrc, "src")) if f.endswith(".c"))
+    r = subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1",
+                        f"-I{csrc}/include", "-I.", "model_main.c", "model_graph.c", "model_data.c", *srcs,
+                        "-o", "model_main", "-lm"], cwd=tmp_path, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    x = tm.quantize_input(info, tm.sample_inputs("kwt", 10, 1, 3)[0])
+    r = subprocess.run([str(tmp_path / "model_main")], input=x.tobytes(), capture_output=True, check=True)
+    got = np.array(r.stdout.decode().split(), dtype=np.int64)
+    assert np.array_equal(got, g.run(x)[0].ravel().astype(np.int64))
+
+
+def test_simulator_cost_of_fused_attention_grows_with_the_scores():
+    from firmware_sim.cost import CostModel
+    from firmware_sim.profiles import load_profile
+    prof = load_profile("stm32f746")
+    costs = {}
+    for t in (8, 32):
+        data, _ = tm.build("kwt", t, seed=0)
+        g, _ = _fused(data, "stream")
+        op = next(o for o in g.operators if o.type == "PE_ATTENTION")
+        costs[t] = CostModel(prof).op_cost(g, op)
+        assert costs[t].macs == op.macs == 2 * t * t * (32 + 32)
+    # 16x the scores: more than 10x the compute
+    assert costs[32].compute_cycles > 10 * costs[8].compute_cycles

@@ -53,7 +53,7 @@ def _fc_real(a_scale, b_scale, out_scale):
     return float(np.float32(a_scale) * np.float32(b_scale)) / float(out_scale)
 
 
-@register("PE_ATTENTION", code=160)
+@register("PE_ATTENTION", code=160, c_name="PE_GOP_ATTENTION")
 def prepare_pe_attention(c):
     op = c.op
     o = op.options
@@ -145,7 +145,7 @@ def prepare_pe_attention(c):
 PE_GOP_LUT = 161
 
 
-@register("PE_LUT", code=161)
+@register("PE_LUT", code=161, c_name="PE_GOP_LUT")
 def prepare_pe_lut(c):
     """PE_LUT (pyembed.passes.elementwise): out[i] = table[in[i] + 128]."""
     op = c.op
