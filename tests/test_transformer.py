@@ -266,3 +266,18 @@ def test_simulator_cost_of_fused_attention_grows_with_the_scores():
         assert costs[t].macs == op.macs == 2 * t * t * (32 + 32)
     # 16x the scores: more than 10x the compute
     assert costs[32].compute_cycles > 10 * costs[8].compute_cycles
+
+
+def test_accuracy_check_shows_both_modes_against_float64(tmp_path):
+    from pyembed.check.accuracy import check_attention_modes
+    data, _ = tm.build_attention(8, heads=2, dh=8, seed=1, kv_tokens=96)
+    path = tmp_path / "attn.tflite"
+    path.write_bytes(data)
+    reps = check_attention_modes(str(path), n=3, seed=0)
+    assert set(reps) == {"tflm", "stream"}
+    last = {m: r.layers["end_to_end"][-1] for m, r in reps.items()}
+    assert last["tflm"].type == last["stream"].type == "PE_ATTENTION"
+    assert last["stream"].snr_db > last["tflm"].snr_db
+    tflm_oracle = {m: [o for o in r.oracles if "micro" in o.name][0] for m, r in reps.items()}
+    assert tflm_oracle["tflm"].status == "bit-exact"
+    assert tflm_oracle["stream"].status == "mismatch"
