@@ -38,10 +38,13 @@ def _mismatches(got, want):
     return [(int(i), int(got[i]), int(want[i])) for i in bad]
 
 
-@pytest.mark.parametrize("n,m,heads,dh,mask,scale", [
-    (5, 5, 2, 8, False, True), (7, 12, 3, 4, True, True), (16, 9, 1, 16, True, False), (1, 33, 2, 8, False, True)])
-def test_tflm_mode_attention_bit_exact(n, m, heads, dh, mask, scale):
-    data, _ = tm.build_attention(n, heads=heads, dh=dh, seed=n + m, mask=mask, scale=scale, kv_tokens=m)
+@pytest.mark.parametrize("n,m,heads,dh,mask,scale,adj_y,batch", [
+    (5, 5, 2, 8, False, True, False, False), (7, 12, 3, 4, True, True, True, False),
+    (16, 9, 1, 16, True, False, False, True), (1, 33, 2, 8, False, True, True, True),
+    (6, 10, 2, 4, True, True, True, True)])
+def test_tflm_mode_attention_bit_exact(n, m, heads, dh, mask, scale, adj_y, batch):
+    data, _ = tm.build_attention(n, heads=heads, dh=dh, seed=n + m, mask=mask, scale=scale, kv_tokens=m,
+                                 adj_y=adj_y, batch=batch)
     g, report = _fused(data, "tflm")
     assert [r["result"] for r in report] == ["fused"]
     assert [op.type for op in g.operators] == ["PE_ATTENTION"]

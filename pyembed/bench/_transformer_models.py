@@ -98,10 +98,11 @@ class _Builder:
         self.ops.append(("TRANSPOSE", [x, pt], [out], {}))
         return out
 
-    def batch_matmul(self, a, b, fixed=None):
-        y = self.vals[a] @ self.vals[b]
+    def batch_matmul(self, a, b, fixed=None, adj_y=False):
+        vb = self.vals[b]
+        y = self.vals[a] @ (np.swapaxes(vb, -1, -2) if adj_y else vb)
         out = self.act(y, fixed)
-        self.ops.append(("BATCH_MATMUL", [a, b], [out], {"adj_x": False, "adj_y": False}))
+        self.ops.append(("BATCH_MATMUL", [a, b], [out], {"adj_x": False, "adj_y": adj_y}))
         return out
 
     def mul_const(self, x, c):
@@ -198,9 +199,13 @@ def build(name, tokens, seed=0, calib=4, mask=False):
     return data, info
 
 
-def build_attention(tokens, heads=2, dh=8, seed=0, mask=False, scale=True, kv_tokens=None, calib=4):
+def build_attention(tokens, heads=2, dh=8, seed=0, mask=False, scale=True, kv_tokens=None, calib=4,
+                    adj_y=False, batch=False):
     """(tflite bytes, float inputs) of one multi-head attention whose Q, K, V
-    ([tokens, heads*dh], [kv_tokens, heads*dh] twice) are graph inputs."""
+    ([tokens, heads*dh], [kv_tokens, heads*dh] twice) are graph inputs.
+    adj_y: K^T by BATCH_MATMUL's adj_y instead of a TRANSPOSE; batch: 4-D
+    views with a leading batch of 1 ([1, heads, tokens, dh]), as Keras
+    models convert."""
     rng = np.random.default_rng(seed)
     m = tokens if kv_tokens is None else kv_tokens
     D = heads * dh
@@ -209,21 +214,30 @@ def build_attention(tokens, heads=2, dh=8, seed=0, mask=False, scale=True, kv_to
     kf = rng.normal(0, 1.0, (calib, m, D))
     vf = rng.normal(0, 1.0, (calib, m, D))
     q, k, v = b.act(qf), b.act(kf), b.act(vf)
-    qh = b.transpose(b.reshape(q, (tokens, heads, dh)), (1, 0, 2))
-    kh = b.transpose(b.reshape(k, (m, heads, dh)), (1, 2, 0))
-    vh = b.transpose(b.reshape(v, (m, heads, dh)), (1, 0, 2))
-    s = b.batch_matmul(qh, kh)
+    if batch:
+        qh = b.transpose(b.reshape(q, (1, tokens, heads, dh)), (0, 2, 1, 3))
+        kh = b.transpose(b.reshape(k, (1, m, heads, dh)), (0, 2, 1, 3) if adj_y else (0, 2, 3, 1))
+        vh = b.transpose(b.reshape(v, (1, m, heads, dh)), (0, 2, 1, 3))
+    else:
+        qh = b.transpose(b.reshape(q, (tokens, heads, dh)), (1, 0, 2))
+        kh = b.transpose(b.reshape(k, (m, heads, dh)), (1, 0, 2) if adj_y else (1, 2, 0))
+        vh = b.transpose(b.reshape(v, (m, heads, dh)), (1, 0, 2))
+    s = b.batch_matmul(qh, kh, adj_y=adj_y)
     if scale:
         s = b.mul_const(s, 1.0 / np.sqrt(dh))
     if mask:
-        mq = rng.integers(-128, 128, (1, tokens, m)).astype(np.int8)
+        mshape = (1, 1, tokens, m) if batch else (1, tokens, m)
+        mq = rng.integers(-128, 128, mshape).astype(np.int8)
         ms = float(np.float32(8.0 / 255.0))
-        mt = b._add((1, tokens, m), np.int8, data=mq, scale=ms, zp=127)
+        mt = b._add(mshape, np.int8, data=mq, scale=ms, zp=127)
         b.vals[mt] = ((mq.astype(np.float64) - 127) * ms)[None]
         s = b.add(s, mt)
     p = b.softmax(s)
     o = b.batch_matmul(p, vh)
-    o = b.reshape(b.transpose(o, (1, 0, 2)), (tokens, D))
+    if batch:
+        o = b.reshape(b.transpose(o, (0, 2, 1, 3)), (tokens, D))
+    else:
+        o = b.reshape(b.transpose(o, (1, 0, 2)), (tokens, D))
     data = serialize(b.tensors, b.ops, [q, k, v], [o])
     qp = [(b.tensors[t]["scale"], b.tensors[t]["zp"]) for t in (q, k, v)]
     return data, qp
