@@ -195,7 +195,9 @@ def build(name, tokens, seed=0, calib=4, mask=False):
     data = serialize(b.tensors, b.ops, [x], [h])
     info = {"input_scale": b.tensors[x]["scale"], "input_zero_point": b.tensors[x]["zp"],
             "attention_layers": cfg["layers"], "config": dict(cfg, tokens=tokens),
-            "calib_inputs": b.vals[x], "calib_outputs": b.vals[h]}
+            "calib_inputs": b.vals[x], "calib_outputs": b.vals[h],
+            "debug_model": serialize(b.tensors, b.ops, [x], [o[2][0] for o in b.ops]),
+            "debug_outputs": [o[2][0] for o in b.ops]}
     return data, info
 
 

@@ -17,7 +17,10 @@ on float64 runs at that length) and sequence length, in the same run:
   ``arena_bytes_tflm_mode`` the same in tflm mode (one int8 score row);
 * ``bit_exact_tflm_mode``: the fused graph in tflm mode against the TFLM
   interpreter, every output element compared with ==
-  (``mismatches`` counts the elements that differ);
+  (``mismatches`` counts the elements that differ); ``attention_mismatches``
+  re-runs each fused attention on TFLM's own Q, K, V and compares it with
+  TFLM's unfused result (the operator in isolation), ``first_mismatch``
+  names the first operator whose end-to-end output differs;
 * ``tflm_snr_db`` / ``stream_snr_db``: output SNR against the float64 model
   (pyembed.model.float_ref on the same dequantized weights; attention in
   float64), for TFLM's int8 output and pyembed's stream-mode output.
@@ -54,6 +57,35 @@ def _tflm_run(data, xs, arena_size):
         it.invoke()
         outs.append(np.array(it.get_output(0)))
     return outs
+
+
+def _isolate(gt, info, xs, arena):
+    """Where the tflm-mode graph and TFLM part ways: TFLM runs a copy of the
+    model whose every operator output is a graph output; each fused
+    attention is re-run on TFLM's own Q, K, V (so its result depends on
+    nothing pyembed computed elsewhere) and compared with TFLM's attention
+    output; and the first tensor (in execution order) where pyembed's
+    end-to-end values differ names its operator."""
+    from pyembed._ext import _transformer
+    from tflite_micro.python.tflite_micro import runtime
+    outs = info["debug_outputs"]
+    att_bad, att_n, first = 0, 0, None
+    for x in xs:
+        it = runtime.Interpreter.from_bytes(info["debug_model"], arena_size=2 * arena)
+        it.set_input(x, 0)
+        it.invoke()
+        tv = {t: np.array(it.get_output(k)) for k, t in enumerate(outs)}
+        ours = gt.run(x, keep_intermediates=True)
+        for op in gt.operators:
+            if op.type == "PE_ATTENTION":
+                q, k, v = (tv[t] for t in op.inputs[:3])
+                got = _transformer.xattn(op.params["words"], q, k, v, None, gt.tensors[op.outputs[0]].size)
+                att_bad += int(np.sum(got != tv[op.outputs[0]].reshape(-1)))
+                att_n += got.size
+            t = op.outputs[0]
+            if first is None and t in tv and np.any(np.asarray(ours[t]).reshape(-1) != tv[t].reshape(-1)):
+                first = f"{op.type} (operator {op.index})"
+    return att_bad, att_n, first
 
 
 def _fused(data, mode):
@@ -96,6 +128,10 @@ def measure(name, tokens, samples=2, seed=0):
     mism = sum(int(np.sum(a.reshape(-1) != b.reshape(-1))) for a, b in zip(outs["tflm"], tflm_out))
     row["bit_exact_tflm_mode"] = mism == 0
     row["mismatches"] = mism
+    att_bad, att_n, first = _isolate(gt, info, xs, arena)
+    row["attention_mismatches"] = att_bad     # fused attention alone, on TFLM's own inputs
+    row["attention_elements"] = att_n
+    row["first_mismatch"] = first
     out_t = gt.tensors[gt.outputs[0]]
     refs = []
     for x in xs:
@@ -132,7 +168,8 @@ def run(models=("kwt", "vit"), tokens=DEFAULT_TOKENS, samples=2, seed=0):
 
 def _render(res):
     cols = ("model", "tokens", "tflm_arena_bytes", "arena_bytes", "arena_bytes_tflm_mode", "tflm_snr_db",
-            "stream_snr_db", "tflm_mode_snr_db", "bit_exact_tflm_mode", "mismatches", "seconds")
+            "stream_snr_db", "tflm_mode_snr_db", "bit_exact_tflm_mode", "mismatches", "attention_mismatches",
+            "first_mismatch", "seconds")
     out = [table(cols, [[r[c] for c in cols] for r in res["rows"]])]
     for m, gr in res.get("growth", {}).items():
         out.append(f"{m}: arena x{gr['arena_ratio']} (TFLM x{gr['tflm_arena_ratio']}) from {gr['tokens'][0]} to "
