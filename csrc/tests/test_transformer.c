@@ -315,8 +315,82 @@ static void words_and_lut(void)
     PE_CHECK_EQ(pe_lut_s8(table, -1, in, out), PE_ERR_ARG);
 }
 
+/* The graph runner: Q, K, V constants, mask absent... then a mask; the
+ * output in an arena; a corrupted table is an error, never an access. */
+static void graph_runner(void)
+{
+    static int8_t q[N * H * D], k[M * H * D], v[M * H * DV], mask[N * M];
+    int8_t want[N * H * DV];
+    uint8_t arena[N * H * DV + 64 + 16];
+    uint8_t scratch[64];
+    int32_t w[PE_XATTN_NUM_WORDS];
+    pe_graph_tensor t[5];
+    int32_t ins[4] = {0, 1, 2, 3};
+    int32_t outs[1] = {4};
+    pe_graph_op op;
+    pe_graph g;
+    pe_xattn_params p;
+    pe_context actx, sctx;
+    int32_t x;
+    for (x = 0; x < N * H * D; x++) q[x] = rnd8();
+    for (x = 0; x < M * H * D; x++) k[x] = rnd8();
+    for (x = 0; x < M * H * DV; x++) v[x] = rnd8();
+    for (x = 0; x < N * M; x++) mask[x] = rnd8();
+    memset(t, 0, sizeof(t));
+    t[0].data = q; t[0].offset = -1; t[0].bytes = N * H * D;
+    t[0].dims.n = 1; t[0].dims.h = 1; t[0].dims.w = N; t[0].dims.c = H * D;
+    t[1].data = k; t[1].offset = -1; t[1].bytes = M * H * D;
+    t[1].dims.n = 1; t[1].dims.h = 1; t[1].dims.w = M; t[1].dims.c = H * D;
+    t[2].data = v; t[2].offset = -1; t[2].bytes = M * H * DV;
+    t[2].dims.n = 1; t[2].dims.h = 1; t[2].dims.w = M; t[2].dims.c = H * DV;
+    t[3].data = mask; t[3].offset = -1; t[3].bytes = N * M;
+    t[3].dims.n = 1; t[3].dims.h = 1; t[3].dims.w = N; t[3].dims.c = M;
+    t[4].data = NULL; t[4].offset = 64; t[4].bytes = N * H * DV;
+    t[4].dims.n = 1; t[4].dims.h = 1; t[4].dims.w = N; t[4].dims.c = H * DV;
+    for (x = 0; x < 5; x++) t[x].dtype = PE_DT_INT8;
+    base_params(&p, PE_XATTN_TFLM);
+    encode(&p, w);
+    memset(&op, 0, sizeof(op));
+    op.type = PE_GOP_ATTENTION;
+    op.inputs = ins; op.num_inputs = 4; op.outputs = outs; op.num_outputs = 1;
+    op.scratch_offset = -1; op.scratch_size = 0;
+    op.params = w; op.num_params = PE_XATTN_NUM_WORDS;
+    g.tensors = t; g.num_tensors = 5; g.ops = &op; g.num_ops = 1; g.arena_size = (int32_t)sizeof(arena);
+    actx.buf = arena; actx.size = (int32_t)sizeof(arena); actx.stats = NULL;
+    sctx.buf = scratch; sctx.size = (int32_t)sizeof(scratch); sctx.stats = NULL;
+    sctx.size = M;
+    PE_CHECK_EQ(pe_graph_run_attention(&g, &op, &sctx, &actx), PE_OK);
+    sctx.size = (int32_t)sizeof(scratch);
+    PE_CHECK_EQ(pe_xattn_s8(&sctx, &p, q, k, v, mask, want), PE_OK);
+    PE_CHECK_EQ(memcmp(arena + 64, want, sizeof(want)), 0);
+    sctx.size = M - 1;
+    PE_CHECK_EQ(pe_graph_run_attention(&g, &op, &sctx, &actx), PE_ERR_SCRATCH);
+    sctx.size = (int32_t)sizeof(scratch);
+    t[3].dims.c = M - 1; /* a mask shorter than the words address */
+    t[3].bytes = N * (M - 1);
+    PE_CHECK_EQ(pe_graph_run_attention(&g, &op, &sctx, &actx), PE_ERR_ARG);
+    t[3].bytes = N * M; t[3].dims.c = M;
+    ins[3] = -1; /* the words say there is a mask */
+    PE_CHECK_EQ(pe_graph_run_attention(&g, &op, &sctx, &actx), PE_ERR_ARG);
+    ins[3] = 3;
+    t[0].bytes = N * H * D - 1; /* inconsistent tensor */
+    PE_CHECK_EQ(pe_graph_run_attention(&g, &op, &sctx, &actx), PE_ERR_ARG);
+    t[0].bytes = N * H * D;
+    op.num_params = PE_XATTN_NUM_WORDS - 1;
+    PE_CHECK_EQ(pe_graph_run_attention(&g, &op, &sctx, &actx), PE_ERR_ARG);
+    op.num_params = PE_XATTN_NUM_WORDS;
+    op.num_inputs = 3;
+    PE_CHECK_EQ(pe_graph_run_attention(&g, &op, &sctx, &actx), PE_ERR_ARG);
+    op.num_inputs = 4;
+    t[4].dtype = PE_DT_INT16;
+    PE_CHECK_EQ(pe_graph_run_attention(&g, &op, &sctx, &actx), PE_ERR_ARG);
+    t[4].dtype = PE_DT_INT8;
+    PE_CHECK_EQ(pe_graph_run_attention(&g, &op, &sctx, &actx), PE_OK);
+}
+
 int main(void)
 {
+    graph_runner();
     words_and_lut();
     tflm_mode_matches_unfused();
     stream_mode_matches_nf_kernel();
