@@ -8,9 +8,9 @@ the geometry and the indices of the absorbed intermediate tensors, whose
 quantization gives the TFLM-mode parameters exactly as TFLite Micro's
 Prepare steps compute them:
 
-* scores = BATCH_MATMUL(Q, K): float32 product of the two input scales,
-  divided in double by the score scale (GetQuantizedConvolutionMultipler),
-  QuantizeMultiplier;
+* scores = BATCH_MATMUL(Q, K): double(q_scale) * double(k_scale) /
+  double(score_scale), QuantizeMultiplier (the tflite-micro interpreter's
+  result; a float32 product of the two scales disagrees in rare ties);
 * MUL by the constant: double(s1) * double(s2) / double(s_out);
 * ADD of the mask: left shift 20, both inputs rescaled to twice the larger
   input scale (the score chain is input 1; ADD's arithmetic is symmetric);
@@ -50,7 +50,10 @@ WORDS = ("mode", "n", "m", "d", "dv", "heads",
 
 
 def _fc_real(a_scale, b_scale, out_scale):
-    return float(np.float32(a_scale) * np.float32(b_scale)) / float(out_scale)
+    # TFLite Micro's BATCH_MATMUL multiplies the two scales in double (the
+    # float32 product of the TFLite reference kernels differs in rare ties:
+    # measured against the tflite-micro interpreter, see tests)
+    return float(a_scale) * float(b_scale) / float(out_scale)
 
 
 @register("PE_ATTENTION", code=160, c_name="PE_GOP_ATTENTION")
