@@ -170,11 +170,29 @@ def test_not_fused_when_scores_have_a_second_reader():
     assert any(op.type == "BATCH_MATMUL" for op in g.operators)
 
 
-def test_stream_mode_leaves_a_masked_attention_alone():
-    data, _ = tm.build_attention(4, heads=1, dh=4, seed=0, mask=True)
-    g, report = _fused(data, "stream")
-    assert "mask" in report[0]["result"]
-    assert any(op.type == "SOFTMAX" for op in g.operators)
+def test_stream_mode_with_a_mask_against_float64():
+    # the mask is a bias on the stream kernel's base-2 logits (a 256-entry
+    # table): the result stays at the output rounding floor of the float64
+    # attention, and beats TFLM's int8 probabilities
+    data, _ = tm.build_attention(8, heads=2, dh=8, seed=3, kv_tokens=80, mask=True)
+    gs, report = _fused(data, "stream")
+    assert [r["result"] for r in report] == ["fused"]
+    op = gs.operators[0]
+    assert gs.tensors[op.inputs[4]].dtype == np.int32 and gs.tensors[op.inputs[4]].size == 256
+    out_t = gs.tensors[gs.outputs[0]]
+    s, z = out_t.qparams()
+    ref, st, tf = [], [], []
+    for seed in range(3):
+        xs = _normal_inputs(gs, seed)
+        xr = [dequantize(gs.tensors[t], x) for t, x in zip(gs.inputs, xs)]
+        ref.append(run_float(gs, xr)[gs.outputs[0]].reshape(-1))
+        st.append(dequantize(out_t, gs.run(xs)[0]).reshape(-1))
+        tf.append(dequantize(out_t, _tflm(data, xs)).reshape(-1))
+    ref, st, tf = (np.concatenate(a) for a in (ref, st, tf))
+    assert _snr(ref, st) > _snr(ref, tf) + 6.0
+    inside = (ref > (-128 - z) * float(s)) & (ref < (127 - z) * float(s))
+    assert inside.mean() > 0.95
+    assert np.max(np.abs(st - ref)[inside]) <= 0.5 * float(s) * 1.001
 
 
 def test_bad_arguments():

@@ -28,6 +28,10 @@ typedef struct {
     int32_t v_offset;
     int32_t mult;
     int32_t shift;
+    /* optional additive bias (a mask) in Q22 base-2 logits: key j of the
+     * current row adds bias_lut[bias_row[j] + 128]; bias_lut NULL = none */
+    const int8_t *bias_row;
+    const int32_t *bias_lut;
 } attn_geom;
 
 typedef struct {
@@ -89,6 +93,13 @@ static int64_t to_log2(int32_t s, int32_t mult, int32_t shift)
 {
     const int32_t right = 31 - shift;
     return pe_fx_asr64((int64_t)s * (int64_t)mult + ((int64_t)1 << (right - 1)), right);
+}
+
+/* The base-2 logit of key j (score s), with the row's bias if any. */
+static int64_t logit(const attn_geom *g, int32_t s, int32_t j)
+{
+    const int64_t t = to_log2(s, g->mult, g->shift);
+    return g->bias_lut == NULL ? t : t + g->bias_lut[(int32_t)g->bias_row[j] + 128];
 }
 
 /* ceil(t / 2^22), the integer running maximum in octaves. */
@@ -204,14 +215,23 @@ static void stream_pass(const attn_geom *g, const int16_t *qrow, int32_t corr, c
     for (b0 = lo; b0 < hi; b0 += block) {
         const int32_t b1 = hi - b0 > block ? b0 + block : hi;
         int32_t smax = PE_INT32_MIN;
-        int64_t top_new, mq;
+        int64_t top_new, mq, tmax;
         for (j = b0; j < b1; j++) {
             const int32_t s = dot_s16_s8(qrow, k + (size_t)j * g->k_stride, g->d) + corr;
             sbuf[j - b0] = s;
             smax = s > smax ? s : smax;
         }
         cnt->macs += (uint64_t)(b1 - b0) * (uint64_t)g->d;
-        top_new = ceil_octave(to_log2(smax, g->mult, g->shift));
+        if (g->bias_lut == NULL) {
+            tmax = to_log2(smax, g->mult, g->shift); /* to_log2 is monotonic */
+        } else {
+            tmax = logit(g, sbuf[0], b0);
+            for (j = b0 + 1; j < b1; j++) {
+                const int64_t t = logit(g, sbuf[j - b0], j);
+                tmax = t > tmax ? t : tmax;
+            }
+        }
+        top_new = ceil_octave(tmax);
         if (!started) {
             top = top_new;
             started = 1;
@@ -228,7 +248,7 @@ static void stream_pass(const attn_geom *g, const int16_t *qrow, int32_t corr, c
         }
         mq = top * ((int64_t)1 << PE_ATTN_LOG2_FRAC_BITS);
         for (j = b0; j < b1; j++) {
-            const int32_t e = exp2_weight(to_log2(sbuf[j - b0], g->mult, g->shift) - mq);
+            const int32_t e = exp2_weight(logit(g, sbuf[j - b0], j) - mq);
             alpha += e;
             if (acc != NULL) {
                 add_weighted_row(acc, e, v + (size_t)j * g->v_stride, g->dv, g->v_offset);
@@ -252,7 +272,7 @@ static void early_pass(const attn_geom *g, const int16_t *qrow, int32_t corr, co
     int32_t j;
     for (j = lo; j < hi; j++) {
         const int32_t s = dot_s16_s8(qrow, k + (size_t)j * g->k_stride, g->d) + corr;
-        const int32_t e = exp2_weight(to_log2(s, g->mult, g->shift) - mq);
+        const int32_t e = exp2_weight(logit(g, s, j) - mq);
         add_weighted_row(acc, normalise(e, nm), v + (size_t)j * g->v_stride, g->dv, g->v_offset);
     }
     cnt->macs += (uint64_t)(hi - lo) * (uint64_t)(g->d + g->dv);
@@ -416,12 +436,12 @@ pe_status pe_attention_nf_choose_fold(const pe_attn_params *params, const pe_att
 }
 
 static pe_status nf_run(const pe_context *ctx, const pe_attn_params *params,
-                        const pe_attn_dims *dims, const attn_geom *gp, const int8_t *q,
-                        const int8_t *k, const int8_t *v, int32_t *out)
+                        const pe_attn_dims *dims, const attn_geom *gp, const pe_attn_bias *bias,
+                        const int8_t *q, const int8_t *k, const int8_t *v, int32_t *out)
 {
     attn_arena ar;
     attn_counts cnt = {0u, 0u, 0u};
-    const attn_geom g = *gp;
+    attn_geom g = *gp;
     pe_attn_fold fold;
     int32_t need;
     int64_t *acc;
@@ -462,6 +482,11 @@ static pe_status nf_run(const pe_context *ctx, const pe_attn_params *params,
             const int32_t corr = load_query(q + (size_t)i * g.q_stride + (size_t)h * g.q_head,
                                             g.d, params->q_offset, g.k_offset, qrow);
             int64_t alpha, mq;
+            if (bias != NULL) {
+                g.bias_lut = bias->lut;
+                g.bias_row = bias->index + (size_t)i * (size_t)bias->row +
+                             (size_t)h * (size_t)bias->head;
+            }
             int32_t lo, hi;
             row_range(params, dims, i, &lo, &hi);
             for (c = 0; c < g.dv; c++) {
@@ -499,7 +524,7 @@ pe_status pe_attention_nf_s8(const pe_context *ctx, const pe_attn_params *params
         return st;
     }
     g = make_geom(params, dims);
-    return nf_run(ctx, params, dims, &g, q, k, v, out);
+    return nf_run(ctx, params, dims, &g, NULL, q, k, v, out);
 }
 
 /* Strides must be >= 1 and the last element of every tensor addressable. */
@@ -524,13 +549,18 @@ static pe_status check_strides(const pe_attn_dims *dm, const pe_attn_strides *s)
 
 pe_status pe_attention_nf_strided_s8(const pe_context *ctx, const pe_attn_params *params,
                                      const pe_attn_dims *dims, const pe_attn_strides *strides,
-                                     const int8_t *q, const int8_t *k, const int8_t *v,
-                                     int32_t *out)
+                                     const pe_attn_bias *bias, const int8_t *q, const int8_t *k,
+                                     const int8_t *v, int32_t *out)
 {
     attn_geom g;
     pe_status st = check_common(params, dims);
     if (st == PE_OK) {
         st = check_strides(dims, strides);
+    }
+    if (st == PE_OK && bias != NULL &&
+        (bias->index == NULL || bias->lut == NULL || bias->row < 0 || bias->head < 0 ||
+         params->key_begin != NULL)) {
+        st = PE_ERR_ARG;
     }
     if (st != PE_OK) {
         return st;
@@ -544,7 +574,7 @@ pe_status pe_attention_nf_strided_s8(const pe_context *ctx, const pe_attn_params
     g.k_head = (size_t)strides->k_head;
     g.v_head = (size_t)strides->v_head;
     g.o_head = (size_t)strides->out_head;
-    return nf_run(ctx, params, dims, &g, q, k, v, out);
+    return nf_run(ctx, params, dims, &g, bias, q, k, v, out);
 }
 
 pe_status pe_attention_conv_get_buffer_size(const pe_attn_params *params,

@@ -70,8 +70,9 @@ static pe_status check_params(const pe_xattn_params *p)
             return PE_ERR_ARG;
         }
     } else {
-        if (p->has_mask) {
-            return PE_ERR_UNSUPPORTED;
+        if ((p->has_mask != 0 && p->has_mask != 1) ||
+            (p->has_mask && (p->mask_row < 0 || p->mask_head < 0))) {
+            return PE_ERR_ARG;
         }
         if (!quant_ok(&p->logit_quant) || p->block < 1 ||
             (p->fold != PE_ATTN_FOLD_LATE && p->fold != PE_ATTN_FOLD_EARLY &&
@@ -210,11 +211,13 @@ static pe_status tflm_row(const pe_context *ctx, const pe_xattn_params *p, const
 }
 
 static pe_status stream_row(const pe_context *ctx, const pe_xattn_params *p, int32_t *acc,
-                            const int8_t *qr, const int8_t *kh, const int8_t *vh, int8_t *orow)
+                            const int8_t *qr, const int8_t *kh, const int8_t *vh, const int8_t *mr,
+                            const int32_t *mask_lut, int8_t *orow)
 {
     pe_attn_params ap;
     pe_attn_dims ad;
     pe_attn_strides as;
+    pe_attn_bias bias;
     pe_context sub;
     int32_t c;
     pe_status st;
@@ -223,7 +226,11 @@ static pe_status stream_row(const pe_context *ctx, const pe_xattn_params *p, int
     sub.buf = (uint8_t *)ctx->buf + 4 * (size_t)p->dims.dv;
     sub.size = ctx->size - 4 * p->dims.dv;
     sub.stats = ctx->stats;
-    st = pe_attention_nf_strided_s8(&sub, &ap, &ad, &as, qr, kh, vh, acc);
+    bias.index = mr;
+    bias.row = 0;
+    bias.head = 0;
+    bias.lut = mask_lut;
+    st = pe_attention_nf_strided_s8(&sub, &ap, &ad, &as, mr != NULL ? &bias : NULL, qr, kh, vh, acc);
     if (st != PE_OK) {
         return st;
     }
@@ -236,7 +243,8 @@ static pe_status stream_row(const pe_context *ctx, const pe_xattn_params *p, int
 }
 
 pe_status pe_xattn_s8(const pe_context *ctx, const pe_xattn_params *params, const int8_t *q,
-                      const int8_t *k, const int8_t *v, const int8_t *mask, int8_t *out)
+                      const int8_t *k, const int8_t *v, const int8_t *mask,
+                      const int32_t *mask_lut, int8_t *out)
 {
     const pe_attn_strides *s;
     int32_t need, h, i;
@@ -250,7 +258,8 @@ pe_status pe_xattn_s8(const pe_context *ctx, const pe_xattn_params *params, cons
     if (st != PE_OK) {
         return st;
     }
-    if (params->has_mask && mask == NULL) {
+    if (params->has_mask &&
+        (mask == NULL || (params->mode == PE_XATTN_STREAM && mask_lut == NULL))) {
         return PE_ERR_ARG;
     }
     if (ctx->buf == NULL || ctx->size < need) {
@@ -270,9 +279,14 @@ pe_status pe_xattn_s8(const pe_context *ctx, const pe_xattn_params *params, cons
         acc = (int32_t *)shifted.buf;
         for (h = 0; h < params->dims.heads; h++) {
             for (i = 0; i < params->dims.n; i++) {
+                const int8_t *mr =
+                    params->has_mask ? mask + (size_t)i * (size_t)params->mask_row +
+                                           (size_t)h * (size_t)params->mask_head
+                                     : NULL;
                 st = stream_row(&shifted, params, acc,
                                 q + (size_t)i * (size_t)s->q_row + (size_t)h * (size_t)s->q_head,
                                 k + (size_t)h * (size_t)s->k_head, v + (size_t)h * (size_t)s->v_head,
+                                mr, mask_lut,
                                 out + (size_t)i * (size_t)s->out_row +
                                     (size_t)h * (size_t)s->out_head);
                 if (st != PE_OK) {
@@ -431,10 +445,11 @@ pe_status pe_graph_run_attention(const pe_graph *g, const pe_graph_op *op,
 {
     pe_xattn_params p;
     const int8_t *q, *k, *v, *mask = NULL;
+    const int32_t *lut = NULL;
     int8_t *out;
     int32_t mask_elems = 0;
     pe_status st;
-    if (op->num_inputs != 4 || op->num_outputs != 1) {
+    if (op->num_inputs != 5 || op->num_outputs != 1) {
         return PE_ERR_ARG;
     }
     st = pe_xattn_decode(op->params, op->num_params, &p);
@@ -454,6 +469,12 @@ pe_status pe_graph_run_attention(const pe_graph *g, const pe_graph_op *op,
             return PE_ERR_ARG;
         }
         mask_elems = pe_graph_count(g, pe_graph_input_index(op, 3));
+        if (p.mode == PE_XATTN_STREAM) {
+            lut = (const int32_t *)pe_graph_input(g, op, 4, arena, PE_DT_INT32);
+            if (lut == NULL || pe_graph_count(g, pe_graph_input_index(op, 4)) != 256) {
+                return PE_ERR_ARG;
+            }
+        }
     }
     st = pe_xattn_check_extents(&p, pe_graph_count(g, pe_graph_input_index(op, 0)),
                                 pe_graph_count(g, pe_graph_input_index(op, 1)),
@@ -462,7 +483,7 @@ pe_status pe_graph_run_attention(const pe_graph *g, const pe_graph_op *op,
     if (st != PE_OK) {
         return st;
     }
-    return pe_xattn_s8(scratch, &p, q, k, v, mask, out);
+    return pe_xattn_s8(scratch, &p, q, k, v, mask, lut, out);
 }
 
 pe_status pe_graph_run_lut(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,

@@ -140,11 +140,11 @@ static void tflm_mode_matches_unfused(void)
         ctx.buf = scratch;
         ctx.size = need;
         ctx.stats = NULL;
-        PE_CHECK_EQ(pe_xattn_s8(&ctx, &p, q, k, v, mask, got), PE_OK);
+        PE_CHECK_EQ(pe_xattn_s8(&ctx, &p, q, k, v, mask, NULL, got), PE_OK);
         unfused(&p, q, k, v, mask, want);
         PE_CHECK_EQ(memcmp(got, want, sizeof(got)), 0);
         ctx.size = need - 1;
-        PE_CHECK_EQ(pe_xattn_s8(&ctx, &p, q, k, v, mask, got), PE_ERR_SCRATCH);
+        PE_CHECK_EQ(pe_xattn_s8(&ctx, &p, q, k, v, mask, NULL, got), PE_ERR_SCRATCH);
     }
 }
 
@@ -171,7 +171,7 @@ static void stream_mode_matches_nf_kernel(void)
         PE_CHECK_EQ(pe_xattn_get_buffer_size(&p, &need), PE_OK);
         PE_CHECK(need <= (int32_t)sizeof(scratch));
         ctx.size = need;
-        PE_CHECK_EQ(pe_xattn_s8(&ctx, &p, q, k, v, NULL, got), PE_OK);
+        PE_CHECK_EQ(pe_xattn_s8(&ctx, &p, q, k, v, NULL, NULL, got), PE_OK);
         memset(&ap, 0, sizeof(ap));
         ap.q_offset = p.q_offset;
         ap.k_offset = p.k_offset;
@@ -199,7 +199,7 @@ static void stream_mode_matches_nf_kernel(void)
         p.strides.k_head = M * D;
         p.strides.v_head = M * DV;
         p.strides.out_head = N * DV;
-        PE_CHECK_EQ(pe_xattn_s8(&ctx, &p, qh, kh, vh, NULL, got_h), PE_OK);
+        PE_CHECK_EQ(pe_xattn_s8(&ctx, &p, qh, kh, vh, NULL, NULL, got_h), PE_OK);
         for (h = 0; h < H; h++) {
             for (r = 0; r < N; r++) {
                 for (c = 0; c < DV; c++) {
@@ -209,7 +209,7 @@ static void stream_mode_matches_nf_kernel(void)
         }
         /* scratch: shifting the buffer by one byte must still work */
         ctx.buf = scratch + 1;
-        PE_CHECK_EQ(pe_xattn_s8(&ctx, &p, qh, kh, vh, NULL, got_h), PE_OK);
+        PE_CHECK_EQ(pe_xattn_s8(&ctx, &p, qh, kh, vh, NULL, NULL, got_h), PE_OK);
         ctx.buf = scratch;
     }
 }
@@ -223,17 +223,17 @@ static void bad_arguments(void)
     pe_xattn_params p;
     int32_t need;
     base_params(&p, PE_XATTN_STREAM);
-    PE_CHECK_EQ(pe_xattn_get_buffer_size(&p, &need), PE_ERR_UNSUPPORTED);
+    PE_CHECK_EQ(pe_xattn_s8(&ctx, &p, buf, buf, buf, buf, NULL, out), PE_ERR_ARG); /* no LUT */
     base_params(&p, PE_XATTN_TFLM);
     p.mode = (pe_xattn_mode)7;
     PE_CHECK_EQ(pe_xattn_get_buffer_size(&p, &need), PE_ERR_ARG);
     base_params(&p, PE_XATTN_TFLM);
     p.strides.k_row = 0;
-    PE_CHECK_EQ(pe_xattn_s8(&ctx, &p, buf, buf, buf, buf, out), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_xattn_s8(&ctx, &p, buf, buf, buf, buf, NULL, out), PE_ERR_ARG);
     base_params(&p, PE_XATTN_TFLM);
-    PE_CHECK_EQ(pe_xattn_s8(&ctx, &p, buf, buf, buf, NULL, out), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_xattn_s8(&ctx, &p, buf, buf, buf, NULL, NULL, out), PE_ERR_ARG);
     p.dims.m = 0;
-    PE_CHECK_EQ(pe_xattn_s8(&ctx, &p, buf, buf, buf, buf, out), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_xattn_s8(&ctx, &p, buf, buf, buf, buf, NULL, out), PE_ERR_ARG);
     base_params(&p, PE_XATTN_TFLM);
     p.q_offset = 200;
     PE_CHECK_EQ(pe_xattn_get_buffer_size(&p, &need), PE_ERR_ARG);
@@ -286,8 +286,8 @@ static void words_and_lut(void)
     base_params(&p, PE_XATTN_TFLM);
     encode(&p, w);
     PE_CHECK_EQ(pe_xattn_decode(w, PE_XATTN_NUM_WORDS, &d), PE_OK);
-    PE_CHECK_EQ(pe_xattn_s8(&ctx, &p, q, k, v, mask, a), PE_OK);
-    PE_CHECK_EQ(pe_xattn_s8(&ctx, &d, q, k, v, mask, b), PE_OK);
+    PE_CHECK_EQ(pe_xattn_s8(&ctx, &p, q, k, v, mask, NULL, a), PE_OK);
+    PE_CHECK_EQ(pe_xattn_s8(&ctx, &d, q, k, v, mask, NULL, b), PE_OK);
     PE_CHECK_EQ(memcmp(a, b, sizeof(a)), 0);
     PE_CHECK_EQ(pe_xattn_check_extents(&p, N * H * D, M * H * D, M * H * DV, N * M, N * H * DV), PE_OK);
     PE_CHECK_EQ(pe_xattn_check_extents(&p, N * H * D - 1, M * H * D, M * H * DV, N * M, N * H * DV),
@@ -325,7 +325,7 @@ static void graph_runner(void)
     uint8_t scratch[64];
     int32_t w[PE_XATTN_NUM_WORDS];
     pe_graph_tensor t[5];
-    int32_t ins[4] = {0, 1, 2, 3};
+    int32_t ins[5] = {0, 1, 2, 3, -1};
     int32_t outs[1] = {4};
     pe_graph_op op;
     pe_graph g;
@@ -352,7 +352,7 @@ static void graph_runner(void)
     encode(&p, w);
     memset(&op, 0, sizeof(op));
     op.type = PE_GOP_ATTENTION;
-    op.inputs = ins; op.num_inputs = 4; op.outputs = outs; op.num_outputs = 1;
+    op.inputs = ins; op.num_inputs = 5; op.outputs = outs; op.num_outputs = 1;
     op.scratch_offset = -1; op.scratch_size = 0;
     op.params = w; op.num_params = PE_XATTN_NUM_WORDS;
     g.tensors = t; g.num_tensors = 5; g.ops = &op; g.num_ops = 1; g.arena_size = (int32_t)sizeof(arena);
@@ -361,7 +361,7 @@ static void graph_runner(void)
     sctx.size = M;
     PE_CHECK_EQ(pe_graph_run_attention(&g, &op, &sctx, &actx), PE_OK);
     sctx.size = (int32_t)sizeof(scratch);
-    PE_CHECK_EQ(pe_xattn_s8(&sctx, &p, q, k, v, mask, want), PE_OK);
+    PE_CHECK_EQ(pe_xattn_s8(&sctx, &p, q, k, v, mask, NULL, want), PE_OK);
     PE_CHECK_EQ(memcmp(arena + 64, want, sizeof(want)), 0);
     sctx.size = M - 1;
     PE_CHECK_EQ(pe_graph_run_attention(&g, &op, &sctx, &actx), PE_ERR_SCRATCH);
@@ -379,17 +379,72 @@ static void graph_runner(void)
     op.num_params = PE_XATTN_NUM_WORDS - 1;
     PE_CHECK_EQ(pe_graph_run_attention(&g, &op, &sctx, &actx), PE_ERR_ARG);
     op.num_params = PE_XATTN_NUM_WORDS;
-    op.num_inputs = 3;
-    PE_CHECK_EQ(pe_graph_run_attention(&g, &op, &sctx, &actx), PE_ERR_ARG);
     op.num_inputs = 4;
+    PE_CHECK_EQ(pe_graph_run_attention(&g, &op, &sctx, &actx), PE_ERR_ARG);
+    op.num_inputs = 5;
     t[4].dtype = PE_DT_INT16;
     PE_CHECK_EQ(pe_graph_run_attention(&g, &op, &sctx, &actx), PE_ERR_ARG);
     t[4].dtype = PE_DT_INT8;
     PE_CHECK_EQ(pe_graph_run_attention(&g, &op, &sctx, &actx), PE_OK);
 }
 
+/* A mask through the LUT: 0 for visible keys and -2^30 (256 octaves down)
+ * for hidden ones gives exactly the key-range result of the streaming
+ * kernel; an all-zero LUT gives the unmasked result. */
+static void stream_mask_equals_key_ranges(void)
+{
+    int8_t q[N * H * D], k[M * H * D], v[M * H * DV], mask[N * M];
+    int8_t got[N * H * DV], plain[N * H * DV];
+    int32_t ref[N * H * DV], lut[256], zeros[256];
+    int32_t kb[N], ke[N];
+    uint8_t scratch[256], nf_scratch[256];
+    pe_context ctx = {scratch, (int32_t)sizeof(scratch), NULL};
+    pe_context nctx = {nf_scratch, (int32_t)sizeof(nf_scratch), NULL};
+    pe_attn_dims ad = {N, M, D, DV, H};
+    pe_attn_params ap;
+    pe_xattn_params p;
+    int32_t x, i, j, fold;
+    for (x = 0; x < N * H * D; x++) q[x] = rnd8();
+    for (x = 0; x < M * H * D; x++) k[x] = rnd8();
+    for (x = 0; x < M * H * DV; x++) v[x] = rnd8();
+    for (x = 0; x < 256; x++) {
+        lut[x] = x == 128 ? 0 : -(1 << 30);
+        zeros[x] = 0;
+    }
+    for (i = 0; i < N; i++) {
+        kb[i] = 0;
+        ke[i] = i + 3;
+        for (j = 0; j < M; j++) mask[i * M + j] = (int8_t)(j < ke[i] ? 0 : 1);
+    }
+    for (fold = 0; fold < 3; fold++) {
+        base_params(&p, PE_XATTN_STREAM);
+        p.fold = (pe_attn_fold)fold;
+        PE_CHECK_EQ(pe_xattn_s8(&ctx, &p, q, k, v, mask, lut, got), PE_OK);
+        memset(&ap, 0, sizeof(ap));
+        ap.q_offset = p.q_offset;
+        ap.k_offset = p.k_offset;
+        ap.v_offset = p.v_offset;
+        ap.score_quant = p.logit_quant;
+        ap.block = p.block;
+        ap.fold = p.fold;
+        ap.key_begin = kb;
+        ap.key_end = ke;
+        PE_CHECK_EQ(pe_attention_nf_s8(&nctx, &ap, &ad, q, k, v, ref), PE_OK);
+        for (x = 0; x < N * H * DV; x++) {
+            int32_t w = pe_fx_requant(ref[x], p.out_quant.multiplier, p.out_quant.shift) +
+                        p.out_zero_point;
+            PE_CHECK_EQ(got[x], pe_fx_clamp(w, -128, 127));
+        }
+        PE_CHECK_EQ(pe_xattn_s8(&ctx, &p, q, k, v, mask, zeros, got), PE_OK);
+        p.has_mask = 0;
+        PE_CHECK_EQ(pe_xattn_s8(&ctx, &p, q, k, v, NULL, NULL, plain), PE_OK);
+        PE_CHECK_EQ(memcmp(got, plain, sizeof(got)), 0);
+    }
+}
+
 int main(void)
 {
+    stream_mask_equals_key_ranges();
     graph_runner();
     words_and_lut();
     tflm_mode_matches_unfused();

@@ -23,7 +23,8 @@ cdef extern from "pyembed/pe_transformer.h":
     pe_status pe_xattn_check_extents(const pe_xattn_params *params, int32_t q_elems, int32_t k_elems,
                                      int32_t v_elems, int32_t mask_elems, int32_t out_elems) nogil
     pe_status pe_xattn_s8(const pe_context *ctx, const pe_xattn_params *params, const int8_t *q,
-                          const int8_t *k, const int8_t *v, const int8_t *mask, int8_t *out) nogil
+                          const int8_t *k, const int8_t *v, const int8_t *mask, const int32_t *mask_lut,
+                          int8_t *out) nogil
     pe_status pe_lut_s8(const int8_t *table, int32_t size, const int8_t *input, int8_t *output) nogil
 
 NUM_WORDS = PE_XATTN_NUM_WORDS
@@ -45,10 +46,11 @@ def xattn_buffer_size(words):
     return size
 
 
-def xattn(words, q, k, v, mask, int out_elems, scratch_extra=0, stats=False):
+def xattn(words, q, k, v, mask, int out_elems, scratch_extra=0, stats=False, mask_lut=None):
     """Run the fused attention on flat int8 arrays; returns the int8 output
     (out_elems values; elements the strides do not address stay 0), and the
-    kernel counters when stats is true."""
+    kernel counters when stats is true. mask_lut: 256 int32 (stream mode
+    with a mask)."""
     cdef pe_xattn_params p
     cdef int32_t need = 0
     cdef pe_context ctx
@@ -60,6 +62,10 @@ def xattn(words, q, k, v, mask, int out_elems, scratch_extra=0, stats=False):
     cdef cnp.ndarray[int8_t, ndim=1] ma = np.ascontiguousarray(
         mask if mask is not None else np.zeros(1, np.int8), dtype=np.int8).reshape(-1)
     cdef cnp.ndarray[int8_t, ndim=1] out = np.zeros(out_elems, dtype=np.int8)
+    cdef cnp.ndarray[int32_t, ndim=1] lut = np.ascontiguousarray(
+        mask_lut if mask_lut is not None else np.zeros(256, np.int32), dtype=np.int32).reshape(-1)
+    if lut.shape[0] != 256:
+        raise ValueError(f"mask_lut: expected 256 int32 entries, got {lut.shape[0]}")
     check(pe_xattn_check_extents(&p, <int32_t>qa.shape[0], <int32_t>ka.shape[0], <int32_t>va.shape[0],
                                  <int32_t>ma.shape[0] if mask is not None else 0, out_elems),
           "pe_xattn_check_extents", _DETAIL)
@@ -76,7 +82,8 @@ def xattn(words, q, k, v, mask, int out_elems, scratch_extra=0, stats=False):
     st.peak_elems = 0
     ctx.stats = &st
     check(pe_xattn_s8(&ctx, &p, <const int8_t *>qa.data, <const int8_t *>ka.data, <const int8_t *>va.data,
-                      <const int8_t *>ma.data if mask is not None else NULL, <int8_t *>out.data),
+                      <const int8_t *>ma.data if mask is not None else NULL,
+                      <const int32_t *>lut.data if mask_lut is not None else NULL, <int8_t *>out.data),
           "pe_xattn_s8", _DETAIL)
     if stats:
         return out, {"macs": int(st.macs), "exps": int(st.exps), "rescales": int(st.rescales),

@@ -8,7 +8,7 @@ SOFTMAX, the chain TFLite's converter emits for one multi-head attention:
                                           [.., heads, d, m]
     S  = BATCH_MATMUL(Qh, Kh)            int8 scores [.., heads, n, m]
     S  = MUL(S, c)                       optional, c a constant scalar
-    S  = ADD(S, mask)                    optional additive mask (TFLM mode)
+    S  = ADD(S, mask)                    optional additive mask
     P  = SOFTMAX(S)
     O  = BATCH_MATMUL(P, Vh)             Vh a view of the V source
     out = O --[TRANSPOSE/RESHAPE]*-->    optional, back to [n, heads*dv]
@@ -237,10 +237,27 @@ def _match(graph, sm, prod, users):
     return absorbed, inputs, out_t, desc
 
 
+def _mask_lut(graph, mask, beta, name):
+    """A constant int32 [256] tensor: the mask's real value of each int8 code
+    as a bias on the stream kernel's Q22 base-2 logits, clamped to +-2^30
+    (256 octaves: a weight of exactly 0)."""
+    from pyembed.model.graph import Tensor
+    t = graph.tensors[mask]
+    codes = np.arange(-128, 128, dtype=np.float64)
+    zp = int(t.zero_point[0]) if t.zero_point is not None and len(t.zero_point) else 0
+    real = float(t.scale[0]) * (codes - zp)
+    lut = np.clip(np.round(real * beta * np.log2(np.e) * 2.0 ** 22), -2.0 ** 30, 2.0 ** 30).astype(np.int32)
+    lt = Tensor(index=len(graph.tensors), name=f"{name}/mask_lut", shape=(256,), dtype=np.dtype(np.int32),
+                data=lut)
+    graph.tensors.append(lt)
+    return lt.index
+
+
 def fuse_attention(graph, attention="tflm", block=64, fold="auto"):
     """Replace each recognised attention chain of graph (in place) by one
-    PE_ATTENTION operator in the given numeric mode. Returns a report: a
-    list of (softmax operator index, "fused" | reason it was left alone)."""
+    PE_ATTENTION operator in the given numeric mode. Returns a report: one
+    {"softmax": output tensor name, "result": "fused" | why it was left
+    alone} per SOFTMAX."""
     if attention not in MODES:
         raise ArgumentError(f"attention: expected one of {', '.join(MODES)}, got {attention!r}")
     if fold not in ("late", "early", "auto"):
@@ -264,14 +281,13 @@ def fuse_attention(graph, attention="tflm", block=64, fold="auto"):
             except _Skip as e:
                 report.append({"softmax": name, "result": str(e)})
                 continue
-            if attention == "stream" and found[2][1][3] >= 0:
-                report.append({"softmax": name, "result": "an additive mask is fused in the tflm mode only"})
-                found = None
-                continue
             break
         if found is None:
             break
         sm, name, (absorbed, inputs, out_t, desc) = found
+        inputs.append(-1)
+        if attention == "stream" and inputs[3] >= 0:
+            inputs[4] = _mask_lut(graph, inputs[3], desc["beta"], name)
         gone = {id(o) for o in absorbed}
         pos = max(graph.operators.index(o) for o in absorbed)
         desc.update(mode=attention, block=int(block), fold=fold)

@@ -28,7 +28,8 @@
  * per query row and head, then requantizes its Q16 result (units of V) with
  * out_quant (real multiplier v_scale / out_scale / 2^16) + out_zero_point.
  * logit_quant encodes q_scale * k_scale * score_scale * beta * log2(e) * 2^22;
- * the mask is unsupported in this mode (PE_ERR_UNSUPPORTED).
+ * a mask enters as a bias on those logits through mask_lut (256 int32,
+ * Q22: beta * log2(e) * 2^22 * the mask's real value of each int8 code).
  * Scratch: pe_attention_nf_get_buffer_size for (d, dv, block) + 4 * dv bytes.
  */
 #ifndef PYEMBED_PE_TRANSFORMER_H
@@ -92,9 +93,11 @@ pe_status pe_xattn_check_extents(const pe_xattn_params *params, int32_t q_elems,
 /* Scratch bytes for pe_xattn_s8 (independent of n; m bytes in TFLM mode). */
 pe_status pe_xattn_get_buffer_size(const pe_xattn_params *params, int32_t *size);
 
-/* mask may be NULL unless has_mask. out must not overlap the inputs. */
+/* mask may be NULL unless has_mask; mask_lut is read in the stream mode
+ * with a mask only. out must not overlap the inputs. */
 pe_status pe_xattn_s8(const pe_context *ctx, const pe_xattn_params *params, const int8_t *q,
-                      const int8_t *k, const int8_t *v, const int8_t *mask, int8_t *out);
+                      const int8_t *k, const int8_t *v, const int8_t *mask,
+                      const int32_t *mask_lut, int8_t *out);
 
 /* PE_LUT: output[i] = table[input[i] + 128] for size elements (an
  * element-wise chain folded into a 256-entry table at import time by
@@ -102,7 +105,8 @@ pe_status pe_xattn_s8(const pe_context *ctx, const pe_xattn_params *params, cons
 pe_status pe_lut_s8(const int8_t *table, int32_t size, const int8_t *input, int8_t *output);
 
 /* Graph runners (pe_graph_runner). PE_GOP_ATTENTION: inputs Q, K, V, mask
- * (-1 = none), one output, all int8; params: the PE_XATTN_NUM_WORDS words;
+ * (-1 = none), mask_lut (int32 [256], stream mode with a mask; else -1), one
+ * output, int8 tensors; params: the PE_XATTN_NUM_WORDS words;
  * scratch: pe_xattn_get_buffer_size. PE_GOP_LUT: inputs x and the table
  * (256 int8), one int8 output of x's element count; params: 1 word, the
  * element count. */

@@ -20,7 +20,8 @@ Prepare steps compute them:
 The stream mode's score multiplier is the real score scale in base-2 logits,
 q_scale * k_scale * c * beta * log2(e) * 2^22 (c the dequantized constant),
 and its output multiplier v_scale / out_scale / 2^16 (the kernel's Q16
-result is in units of V).
+result is in units of V); a mask is input 4's table of Q22 logit biases
+(one per int8 mask code, made by the pass).
 
 The params words (pe_transformer.h's pe_xattn_params, in this order) are
 WORDS; the C runner decodes and validates them.
@@ -123,7 +124,13 @@ def prepare_pe_attention(c):
         scratch = o["m"]
     else:
         if mask is not None:
-            raise Unsupported("an additive mask in the stream mode")
+            c.dtype(mask, "mask")
+            lut = c.tensor(4, "mask table")
+            c.dtype(lut, "mask table", (np.int32,))
+            c.constant(lut, "mask table")
+            if lut.size != 256:
+                raise c.error(f"the mask table has {lut.size} entries, expected 256")
+            p.update(has_mask=1, mask_row=o["mask_row"], mask_head=o["mask_head"])
         if o.get("scale") is not None:
             ct = g.tensors[o["scale"]]
             cs, cz = c.qparams(ct, "scale constant")
