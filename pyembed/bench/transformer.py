@@ -25,8 +25,17 @@ on float64 runs at that length) and sequence length, in the same run:
   (pyembed.model.float_ref on the same dequantized weights; attention in
   float64), for TFLM's int8 output and pyembed's stream-mode output.
 
-The models have no LayerNorm or GELU (pyembed does not fuse those yet):
+The models have no LayerNorm or GELU (pyembed does not fuse LayerNorm;
+element-wise GELU chains become PE_LUT, see pyembed.passes.elementwise):
 each block is attention + residual and a ReLU feed-forward + residual.
+
+Known difference outside the fused operators: pyembed's FULLY_CONNECTED
+multiplies its two scales in float32 (as LiteRT does); the tflite-micro
+interpreter does it in double, so on a rare exact tie (the ViT at 32 tokens,
+seed 0: one accumulator of the embedding FC) the two round differently and
+``first_mismatch`` names that FULLY_CONNECTED, while the fused attention
+itself (``attention_mismatches``) agrees. PE_ATTENTION's own BATCH_MATMUL
+multipliers use the double product, as TFLM does.
 """
 import argparse
 import time
