@@ -5,6 +5,7 @@
 #include "pyembed/pe_graph.h"
 #include "pyembed/pe_fixed.h"
 #include "pyembed/pe_conv.h"
+#include "pyembed/pe_conv_gather.h"
 #include "pyembed/pe_pool.h"
 
 static int32_t dtype_size(pe_dtype t)
@@ -323,6 +324,18 @@ static pe_status run_conv(const pe_graph *g, const pe_graph_op *op, const pe_con
     /* the kernels read quant[0 .. out_c - 1] */
     if (op->p.conv.quant.count != od->c) {
         return PE_ERR_ARG;
+    }
+    /* no scratch region planned: the gather form, which needs none
+     * (pe_conv_gather.h); else the reverse kernel in the planned scratch */
+    if (op->scratch_size == 0) {
+        if (op->type == PE_GOP_CONV_2D) {
+            return pe_conv2d_gather_s8(ctx, &op->p.conv.params, &op->p.conv.quant.quant,
+                                       dims_of(g, op->inputs[0]), in, dims_of(g, op->inputs[1]),
+                                       w, bias, od, out);
+        }
+        return pe_depthwise_conv2d_gather_s8(ctx, &op->p.conv.params, &op->p.conv.quant.quant,
+                                             dims_of(g, op->inputs[0]), in,
+                                             dims_of(g, op->inputs[1]), w, bias, od, out);
     }
     if (op->type == PE_GOP_CONV_2D) {
         return pe_conv2d_rev_s8(ctx, &op->p.conv.params, &op->p.conv.quant.quant,

@@ -18,6 +18,9 @@
  *    input or output tensors (the kernel writes it while reading the inputs
  *    and writing the output): pe_graph_check and pe_graph_invoke_op refuse
  *    such an operator with PE_ERR_ARG.
+ *    CONV_2D / DEPTHWISE_CONV_2D with scratch_size 0 run the gather kernels
+ *    (pe_conv_gather.h, no scratch, same results); with a region they run
+ *    the faster reverse kernels, which need their size query's answer.
  *
  * pe_graph_check() validates the whole table once against an arena size
  * (every region inside the arena, tensor byte sizes consistent with their
