@@ -612,6 +612,8 @@ def graph_from_raw(raw, label, source_format=""):
             if not tensors[src].is_constant and op.outputs[0] not in g.inputs:
                 g.aliases[op.outputs[0]] = src
     g.unsupported = [(op.index, op.type) for op in operators if not op.supported]
+    from pyembed.conv_form import choose_conv_forms
+    choose_conv_forms(g)
     return g
 
 

@@ -1,4 +1,4 @@
-# pyembed-csrc: pe_graph.c pe_fc.c pe_eltwise.c pe_softmax.c pe_conv_rev.c pe_pool_rev.c
+# pyembed-csrc: pe_graph.c pe_fc.c pe_eltwise.c pe_softmax.c pe_conv_rev.c pe_conv_gather.c pe_pool_rev.c
 # cython: language_level=3, boundscheck=False, wraparound=False
 """Bindings for the C graph runtime (pe_graph.h) and the kernels it owns
 (pe_fc.h, pe_eltwise.h).
