@@ -100,6 +100,9 @@ def choose_conv_forms(graph, form="auto"):
             keep = live[op.index] + _align(rev) <= bound
         op.params["conv_form"] = "reverse" if keep else "gather"
         op.scratch_bytes = rev if keep else 0
+    cache = getattr(graph, "_runtime_cache", None)
+    if cache:
+        cache.clear()  # runtimes compiled for the previous scratch sizes
     return graph
 
 
