@@ -163,6 +163,9 @@ static int32_t add_op(fz_reader *r, table *tb, pe_graph_op_type type, int32_t x)
                                                    &size)) != PE_OK) {
             size = 0;
         }
+        if (fz_bool(r)) {
+            size = 0; /* no scratch region: the graph runs the gather form */
+        }
         break;
     }
     case PE_GOP_AVERAGE_POOL_2D:
