@@ -1,0 +1,75 @@
+/*
+ * pe_s16.h - int16x8 kernels (int16 activations, int8 weights), bit-exact
+ * with TFLite Micro's reference kernels for CONV_2D, FULLY_CONNECTED and ADD
+ * with int16 tensors.
+ *
+ * Requantization of the int64 accumulators is TFLite's int64
+ * MultiplyByQuantizedMultiplier (pe_fx_requant64 below): the multiplier is
+ * first rounded to 16 bits, m16 = (m + 2^15) >> 16 (0x7FFF when
+ * m >= 0x7FFF0000), then
+ *     out = (acc * m16 + 2^(14 - shift)) >> (15 - shift)
+ * (one rounding, halves up; acc must lie in [-2^47, 2^47), shift in
+ * [-31, 7]); a result outside int32 wraps as TFLite's cast does.
+ *
+ * CONV_2D (pe_conv2d_s16x8): layouts, groups, stride, dilation and padding
+ * as pe_conv.h; input and output zero points 0 (params->input_offset and
+ * output_offset must be 0); bias int64 [out_c] or NULL; per-channel
+ * multiplier >= 0, shift in [-31, 7]; activation in [-32768, 32767]. The
+ * kernel gathers each output pixel (no scratch).
+ *     acc = sum of filter * input (int64) + bias;  out = clamp(requant64(acc))
+ *
+ * FULLY_CONNECTED (pe_fully_connected_s16x8): input [batches, depth] int16,
+ * filter [out_f, depth] int8, per-channel (count == out_f) or per-tensor
+ * (count == 1) quant. With an int64 bias (or none, bias64 mode) the sum is
+ * int64 and requant64 applies; with an int32 bias (bias32 mode) TFLite sums
+ * in int32 and uses the int32 MultiplyByQuantizedMultiplier (double
+ * rounding, pe_fx_requant); depth * 128 * 32768 must then fit int32
+ * (PE_ERR_UNSUPPORTED). input_offset / output_offset must be 0.
+ *
+ * ADD (pe_add_s16): TFLite's general int16 path: left_shift 15,
+ *     a = requant((x1 + off1) << 15, m1, s1), b = likewise,
+ *     out = clamp(requant(a + b, mo, so) + output_offset)
+ * with pe_fx_requant (shifts <= 0) and int16 clamping; input offsets in
+ * (-32767, 32767); shapes equal or broadcast per dim (a dim of 1).
+ *
+ * No scratch anywhere; ctx may be NULL (counters only: macs).
+ */
+#ifndef PYEMBED_PE_S16_H
+#define PYEMBED_PE_S16_H
+
+#include "pe_eltwise.h"
+#include "pe_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+int32_t pe_fx_requant64(int64_t acc, int32_t multiplier, int32_t shift);
+
+pe_status pe_conv2d_s16x8(const pe_context *ctx, const pe_conv_params *params,
+                          const pe_per_channel_quant *quant, const pe_dims *input_dims,
+                          const int16_t *input, const pe_dims *filter_dims, const int8_t *filter,
+                          const int64_t *bias, const pe_dims *output_dims, int16_t *output);
+
+typedef struct {
+    pe_per_channel_quant quant;
+    int32_t quant_count; /* 1 (per tensor) or out_f */
+    pe_activation activation;
+    int32_t bias32;      /* 1: bias is int32 (int32 sum, double rounding) */
+} pe_fc_s16_params;
+
+pe_status pe_fully_connected_s16x8(const pe_context *ctx, const pe_fc_s16_params *params,
+                                   int32_t batches, int32_t depth, int32_t out_f,
+                                   const int16_t *input, const int8_t *filter, const void *bias,
+                                   int16_t *output);
+
+pe_status pe_add_s16(const pe_context *ctx, const pe_add_params *params,
+                     const pe_dims *input1_dims, const int16_t *input1,
+                     const pe_dims *input2_dims, const int16_t *input2,
+                     const pe_dims *output_dims, int16_t *output);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PYEMBED_PE_S16_H */

@@ -1,0 +1,276 @@
+/*
+ * pe_s16.c - int16x8 CONV_2D, FULLY_CONNECTED and ADD (pe_s16.h).
+ */
+#include <stdint.h>
+
+#include "pyembed/pe_conv.h"
+#include "pyembed/pe_fixed.h"
+#include "pyembed/pe_s16.h"
+
+#define PE_S16_ACC_LIMIT ((int64_t)1 << 47)
+
+/* int64 -> int32 keeping the low 32 bits (TFLite's static_cast), portably */
+static int32_t wrap32(int64_t v)
+{
+    const uint32_t u = (uint32_t)((uint64_t)v & 0xFFFFFFFFu);
+    return u <= (uint32_t)PE_INT32_MAX ? (int32_t)u : -(int32_t)(~u) - 1;
+}
+
+int32_t pe_fx_requant64(int64_t acc, int32_t multiplier, int32_t shift)
+{
+    const int32_t m16 = multiplier < 0x7FFF0000 ? (multiplier + (1 << 15)) >> 16 : 0x7FFF;
+    const int32_t total = 15 - shift;
+    const int64_t r = acc * (int64_t)m16 + ((int64_t)1 << (total - 1));
+    return wrap32(pe_fx_asr64(r, total));
+}
+
+static int32_t clamp16(int32_t v, const pe_activation *a)
+{
+    return v < a->min ? a->min : (v > a->max ? a->max : v);
+}
+
+static int act16_ok(const pe_activation *a)
+{
+    return a->min >= -32768 && a->max <= 32767 && a->min <= a->max;
+}
+
+static pe_status check_quant64(const pe_per_channel_quant *q, int32_t n)
+{
+    int32_t i;
+    if (q == NULL || q->multiplier == NULL || q->shift == NULL || n < 1) {
+        return PE_ERR_ARG;
+    }
+    for (i = 0; i < n; i++) {
+        if (q->multiplier[i] < 0 || q->shift[i] < -31 || q->shift[i] > 7) {
+            return PE_ERR_ARG;
+        }
+    }
+    return PE_OK;
+}
+
+pe_status pe_conv2d_s16x8(const pe_context *ctx, const pe_conv_params *p,
+                          const pe_per_channel_quant *q, const pe_dims *in, const int16_t *input,
+                          const pe_dims *f, const int8_t *filter, const int64_t *bias,
+                          const pe_dims *out, int16_t *output)
+{
+    pe_conv_params g;
+    pe_status s;
+    int32_t n, oy, ox, oc, ky, kx, i, oc_g;
+    int64_t max_bias = 0, taps;
+    uint64_t macs = 0;
+    if (p == NULL) {
+        return PE_ERR_ARG;
+    }
+    g = *p;
+    g.activation.min = -128; /* the int8 checks of everything but the int16 clamp */
+    g.activation.max = 127;
+    s = pe_conv_check_geometry(&g, in, f, out, 0);
+    if (s != PE_OK) {
+        return s;
+    }
+    if (p->input_offset != 0 || p->output_offset != 0 || !act16_ok(&p->activation) ||
+        input == NULL || filter == NULL || output == NULL) {
+        return PE_ERR_ARG;
+    }
+    s = check_quant64(q, out->c);
+    if (s != PE_OK) {
+        return s;
+    }
+    for (oc = 0; bias != NULL && oc < out->c; oc++) {
+        const int64_t b = bias[oc];
+        if (b <= -PE_S16_ACC_LIMIT || b >= PE_S16_ACC_LIMIT) {
+            return PE_ERR_UNSUPPORTED;
+        }
+        max_bias = (b < 0 ? -b : b) > max_bias ? (b < 0 ? -b : b) : max_bias;
+    }
+    taps = (int64_t)f->h * f->w * f->c;
+    if (taps * 128 * 32768 + max_bias >= PE_S16_ACC_LIMIT) {
+        return PE_ERR_UNSUPPORTED;
+    }
+    oc_g = out->c / p->groups;
+    for (n = 0; n < in->n; n++) {
+        for (oy = 0; oy < out->h; oy++) {
+            for (ox = 0; ox < out->w; ox++) {
+                int16_t *dst = output + (((size_t)n * (size_t)out->h + (size_t)oy) * (size_t)out->w +
+                                         (size_t)ox) * (size_t)out->c;
+                for (oc = 0; oc < out->c; oc++) {
+                    const int32_t grp = oc / oc_g;
+                    int64_t acc = 0;
+                    for (ky = 0; ky < f->h; ky++) {
+                        const int32_t iy = oy * p->stride.h - p->padding.top + ky * p->dilation.h;
+                        if (iy < 0 || iy >= in->h) {
+                            continue;
+                        }
+                        for (kx = 0; kx < f->w; kx++) {
+                            const int32_t ix =
+                                ox * p->stride.w - p->padding.left + kx * p->dilation.w;
+                            const int16_t *x;
+                            const int8_t *w;
+                            int64_t part64 = 0;
+                            if (ix < 0 || ix >= in->w) {
+                                continue;
+                            }
+                            x = input + (((size_t)n * (size_t)in->h + (size_t)iy) * (size_t)in->w +
+                                         (size_t)ix) * (size_t)in->c + (size_t)grp * (size_t)f->c;
+                            w = filter + (((size_t)oc * (size_t)f->h + (size_t)ky) * (size_t)f->w +
+                                          (size_t)kx) * (size_t)f->c;
+                            for (i = 0; i < f->c; i++) {
+                                part64 += (int32_t)(w[i] * x[i]); /* |w * x| <= 2^22 */
+                            }
+                            acc += part64;
+                            macs += (uint64_t)f->c;
+                        }
+                    }
+                    if (bias != NULL) {
+                        acc += bias[oc];
+                    }
+                    dst[oc] = (int16_t)clamp16(pe_fx_requant64(acc, q->multiplier[oc], q->shift[oc]),
+                                               &p->activation);
+                }
+            }
+        }
+    }
+    if (ctx != NULL && ctx->stats != NULL) {
+        ctx->stats->macs += macs;
+    }
+    return PE_OK;
+}
+
+pe_status pe_fully_connected_s16x8(const pe_context *ctx, const pe_fc_s16_params *p,
+                                   int32_t batches, int32_t depth, int32_t out_f,
+                                   const int16_t *input, const int8_t *filter, const void *bias,
+                                   int16_t *output)
+{
+    int32_t b, o, d;
+    pe_status s;
+    if (p == NULL || input == NULL || filter == NULL || output == NULL || batches < 1 ||
+        depth < 1 || out_f < 1 || !act16_ok(&p->activation) ||
+        (p->quant_count != 1 && p->quant_count != out_f) || (p->bias32 != 0 && p->bias32 != 1)) {
+        return PE_ERR_ARG;
+    }
+    if ((int64_t)batches * depth > PE_INT32_MAX || (int64_t)batches * out_f > PE_INT32_MAX ||
+        (int64_t)out_f * depth > PE_INT32_MAX) {
+        return PE_ERR_OVERFLOW;
+    }
+    s = check_quant64(&p->quant, p->quant_count);
+    if (s != PE_OK) {
+        return s;
+    }
+    if (p->bias32) {
+        int64_t max_bias = 0;
+        for (o = 0; bias != NULL && o < out_f; o++) {
+            const int64_t v = ((const int32_t *)bias)[o];
+            max_bias = (v < 0 ? -v : v) > max_bias ? (v < 0 ? -v : v) : max_bias;
+        }
+        if ((int64_t)depth * 128 * 32768 + max_bias > PE_INT32_MAX) {
+            return PE_ERR_UNSUPPORTED;
+        }
+    } else {
+        for (o = 0; bias != NULL && o < out_f; o++) {
+            const int64_t v = ((const int64_t *)bias)[o];
+            if (v <= -PE_S16_ACC_LIMIT || v >= PE_S16_ACC_LIMIT) {
+                return PE_ERR_UNSUPPORTED;
+            }
+        }
+        if ((int64_t)depth * 128 * 32768 >= PE_S16_ACC_LIMIT / 2) {
+            return PE_ERR_UNSUPPORTED;
+        }
+    }
+    for (b = 0; b < batches; b++) {
+        const int16_t *x = input + (size_t)b * (size_t)depth;
+        for (o = 0; o < out_f; o++) {
+            const int8_t *w = filter + (size_t)o * (size_t)depth;
+            const int32_t qi = p->quant_count == 1 ? 0 : o;
+            int32_t v;
+            if (p->bias32) {
+                int32_t acc = 0;
+                for (d = 0; d < depth; d++) {
+                    acc += w[d] * x[d];
+                }
+                if (bias != NULL) {
+                    acc += ((const int32_t *)bias)[o];
+                }
+                v = pe_fx_requant(acc, p->quant.multiplier[qi], p->quant.shift[qi]);
+            } else {
+                int64_t acc = 0;
+                for (d = 0; d < depth; d++) {
+                    acc += (int32_t)(w[d] * x[d]);
+                }
+                if (bias != NULL) {
+                    acc += ((const int64_t *)bias)[o];
+                }
+                v = pe_fx_requant64(acc, p->quant.multiplier[qi], p->quant.shift[qi]);
+            }
+            output[(size_t)b * (size_t)out_f + (size_t)o] = (int16_t)clamp16(v, &p->activation);
+        }
+    }
+    if (ctx != NULL && ctx->stats != NULL) {
+        ctx->stats->macs += (uint64_t)batches * (uint64_t)out_f * (uint64_t)depth;
+    }
+    return PE_OK;
+}
+
+static int bcast_ok(const pe_dims *a, const pe_dims *o)
+{
+    return (a->n == o->n || a->n == 1) && (a->h == o->h || a->h == 1) &&
+           (a->w == o->w || a->w == 1) && (a->c == o->c || a->c == 1) && a->n >= 1 && a->h >= 1 &&
+           a->w >= 1 && a->c >= 1;
+}
+
+pe_status pe_add_s16(const pe_context *ctx, const pe_add_params *p, const pe_dims *d1,
+                     const int16_t *x1, const pe_dims *d2, const int16_t *x2, const pe_dims *od,
+                     int16_t *out)
+{
+    int32_t n, h, w, c;
+    (void)ctx;
+    if (p == NULL || d1 == NULL || d2 == NULL || od == NULL || x1 == NULL || x2 == NULL ||
+        out == NULL) {
+        return PE_ERR_ARG;
+    }
+    if (od->n < 1 || od->h < 1 || od->w < 1 || od->c < 1 || !bcast_ok(d1, od) ||
+        !bcast_ok(d2, od) || (int64_t)od->n * od->h * od->w * od->c > PE_INT32_MAX) {
+        return PE_ERR_ARG;
+    }
+    if (p->left_shift != 15 || p->input1_offset <= -32767 || p->input1_offset >= 32767 ||
+        p->input2_offset <= -32767 || p->input2_offset >= 32767 || p->output_offset < -32768 ||
+        p->output_offset > 32767 || !act16_ok(&p->activation) ||
+        p->input1_quant.multiplier < 0 || p->input2_quant.multiplier < 0 ||
+        p->output_quant.multiplier < 0 || p->input1_quant.shift > 0 || p->input2_quant.shift > 0 ||
+        p->output_quant.shift > 0 || p->input1_quant.shift < -31 || p->input2_quant.shift < -31 ||
+        p->output_quant.shift < -31 || p->rounding != PE_ROUND_DOUBLE) {
+        return PE_ERR_ARG;
+    }
+    for (n = 0; n < od->n; n++) {
+        for (h = 0; h < od->h; h++) {
+            for (w = 0; w < od->w; w++) {
+                for (c = 0; c < od->c; c++) {
+                    const size_t i1 = (((size_t)(d1->n == 1 ? 0 : n) * (size_t)d1->h +
+                                        (size_t)(d1->h == 1 ? 0 : h)) * (size_t)d1->w +
+                                       (size_t)(d1->w == 1 ? 0 : w)) * (size_t)d1->c +
+                                      (size_t)(d1->c == 1 ? 0 : c);
+                    const size_t i2 = (((size_t)(d2->n == 1 ? 0 : n) * (size_t)d2->h +
+                                        (size_t)(d2->h == 1 ? 0 : h)) * (size_t)d2->w +
+                                       (size_t)(d2->w == 1 ? 0 : w)) * (size_t)d2->c +
+                                      (size_t)(d2->c == 1 ? 0 : c);
+                    const size_t io = (((size_t)n * (size_t)od->h + (size_t)h) * (size_t)od->w +
+                                       (size_t)w) * (size_t)od->c + (size_t)c;
+                    const int32_t a = pe_fx_requant((x1[i1] + p->input1_offset) * (1 << 15),
+                                                    p->input1_quant.multiplier,
+                                                    p->input1_quant.shift);
+                    const int32_t b = pe_fx_requant((x2[i2] + p->input2_offset) * (1 << 15),
+                                                    p->input2_quant.multiplier,
+                                                    p->input2_quant.shift);
+                    /* TFLite adds in int32; keep its wrap without overflowing */
+                    const int64_t v = (int64_t)pe_fx_requant(wrap32((int64_t)a + b),
+                                                             p->output_quant.multiplier,
+                                                             p->output_quant.shift) +
+                                      p->output_offset;
+                    out[io] = (int16_t)(v < p->activation.min
+                                            ? p->activation.min
+                                            : (v > p->activation.max ? p->activation.max : v));
+                }
+            }
+        }
+    }
+    return PE_OK;
+}
