@@ -75,3 +75,137 @@ def test_conv_form_rejects_an_unknown_form():
     g = load_model(model_path("tiny_sww_int8"))
     with pytest.raises(ArgumentError, match="form"):
         choose_conv_forms(g, "fast")
+
+
+# -- BATCH_MATMUL / TRANSPOSE_CONV against TFLM (and LiteRT) ----------------------
+
+from pyembed.errors import ModelError  # noqa: E402
+from pyembed.model import tflite_writer as W  # noqa: E402
+from pyembed.model.load import load_tflite_bytes  # noqa: E402
+
+
+def _litert(blob, xs):
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+    it = Interpreter(model_content=blob, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    it.allocate_tensors()
+    for d, x in zip(it.get_input_details(), xs):
+        it.set_tensor(d["index"], x)
+    it.invoke()
+    return it.get_tensor(it.get_output_details()[0]["index"])
+
+
+def _tflm_bytes(blob, xs):
+    from tflite_micro.python.tflite_micro import runtime
+    it = runtime.Interpreter.from_bytes(blob, arena_size=1 << 20)
+    for k, x in enumerate(xs):
+        it.set_input(x, k)
+    it.invoke()
+    return it.get_output(0)
+
+
+def _check(blob, xs, litert=True):
+    g = load_tflite_bytes(blob)
+    assert not g.unsupported, g.unsupported
+    got = g.run(xs)[0]
+    assert _mismatches(got, _tflm_bytes(blob, xs)) == []
+    if litert:
+        assert _mismatches(g.run(xs, rounding="litert")[0], _litert(blob, xs)) == []
+    return g
+
+
+def _zp(rng, edge):
+    return [-128, 127, 0][edge % 3] if edge < 3 else int(rng.integers(-128, 128))
+
+
+def _bmm_case(rng, k):
+    adj_x, adj_y = bool(k & 1), bool(k & 2)
+    R, K, C = (int(v) for v in rng.integers(1, 9, 3))
+    lb = [(), (3,), (2, 1, 3), (1, 4)][k % 4]
+    rb = [(), (1,), (1, 2, 1), (2, 1)][k % 4] if k % 5 else lb
+    ls = lb + ((K, R) if adj_x else (R, K))
+    rs = rb + ((C, K) if adj_y else (K, C))
+    out = tuple(np.broadcast_shapes(lb, rb)) + (R, C)
+    const_rhs = k % 3 == 0
+    edge = k % 7
+    # small output scales saturate; zero points at the type limits
+    sx, sw, sy = 0.02 + rng.random() * 0.05, 0.01 + rng.random() * 0.05, [0.05, 3.0][k % 2] * (0.5 + rng.random())
+    rhs = rng.integers(-128, 128, rs).astype(np.int8)
+    t = [W.tensor(ls, scale=sx, zp=_zp(rng, edge)),
+         W.tensor(rs, scale=sw, zp=_zp(rng, (edge + 1) % 7), data=rhs if const_rhs else None),
+         W.tensor(out, scale=sy, zp=_zp(rng, (edge + 2) % 7))]
+    ops = [W.op(W.schema().BuiltinOperator.BATCH_MATMUL, [0, 1], [2], "BatchMatMulOptions", adjX=adj_x, adjY=adj_y)]
+    blob = W.build(t, ops, inputs=[0] if const_rhs else [0, 1], outputs=[2])
+    xs = [rng.integers(-128, 128, ls).astype(np.int8)] + ([] if const_rhs else [rhs])
+    return blob, xs
+
+
+def test_batch_matmul_is_bit_exact_with_tflm_and_litert():
+    rng = np.random.default_rng(11)
+    for k in range(24):
+        blob, xs = _bmm_case(rng, k)
+        g = _check(blob, xs)
+        op = g.operators[0]
+        assert op.type == "BATCH_MATMUL" and op.scratch_bytes == 0 and op.macs > 0
+
+
+def test_batch_matmul_rejects_inconsistent_shapes():
+    t = [W.tensor((2, 3, 4), scale=0.1), W.tensor((3, 5, 6), scale=0.1), W.tensor((3, 3, 6), scale=0.1)]
+    blob = W.build(t, [W.op(W.schema().BuiltinOperator.BATCH_MATMUL, [0, 1], [2], "BatchMatMulOptions")],
+                   inputs=[0, 1], outputs=[2])
+    with pytest.raises(ModelError, match="BATCH_MATMUL"):
+        load_tflite_bytes(blob)
+
+
+def _tconv_case(rng, k, bias=True, act=None):
+    S = W.schema()
+    n, ih, iw = 1 + k % 2, int(rng.integers(1, 6)), int(rng.integers(1, 6))
+    ic, oc = int(rng.integers(1, 6)), int(rng.integers(1, 7))
+    kh, kw = int(rng.integers(1, 5)), int(rng.integers(1, 5))
+    sh, sw = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+    same = k % 2 == 0
+    oh, ow = (ih * sh, iw * sw) if same else ((ih - 1) * sh + kh, (iw - 1) * sw + kw)
+    sx, sy = 0.05, [0.05, 2.0][k % 2] * (0.5 + rng.random())
+    per_channel = k % 3 != 0
+    ws = (0.01 + rng.random(oc) * 0.05).astype(np.float32) if per_channel else np.float32(0.03)
+    w = rng.integers(-127, 128, (oc, kh, kw, ic)).astype(np.int8)
+    zx, zy = _zp(rng, k % 7), _zp(rng, (k + 1) % 7)
+    t = [W.tensor((4,), np.int32, data=np.array([n, oh, ow, oc], np.int32)),
+         W.tensor((oc, kh, kw, ic), scale=list(np.atleast_1d(ws)), zp=[0] * np.atleast_1d(ws).size, axis=0, data=w),
+         W.tensor((n, ih, iw, ic), scale=sx, zp=zx),
+         W.tensor((n, oh, ow, oc), scale=sy, zp=zy)]
+    ins = [0, 1, 2]
+    if bias:
+        bs = np.broadcast_to(np.float32(sx) * np.atleast_1d(ws), (oc,))
+        t.append(W.tensor((oc,), np.int32, scale=list(bs), zp=[0] * oc, axis=0,
+                          data=rng.integers(-20000, 20000, oc).astype(np.int32)))
+        ins.append(4)
+    fused = {None: S.ActivationFunctionType.NONE, "RELU": S.ActivationFunctionType.RELU,
+             "RELU6": S.ActivationFunctionType.RELU6}[act]
+    ops = [W.op(S.BuiltinOperator.TRANSPOSE_CONV, ins, [3], "TransposeConvOptions",
+                padding=S.Padding.SAME if same else S.Padding.VALID, strideH=sh, strideW=sw,
+                fusedActivationFunction=fused)]
+    blob = W.build(t, ops, inputs=[2], outputs=[3])
+    return blob, [rng.integers(-128, 128, (n, ih, iw, ic)).astype(np.int8)]
+
+
+def test_transpose_conv_is_bit_exact_with_tflm_and_litert():
+    rng = np.random.default_rng(12)
+    for k in range(24):
+        blob, xs = _tconv_case(rng, k, bias=k % 4 != 1, act=[None, "RELU", "RELU6"][k % 3])
+        g = _check(blob, xs)
+        op = g.operators[0]
+        assert op.type == "TRANSPOSE_CONV" and op.scratch_bytes == 0
+        assert op.params["tflm_scratch"] == xs[0].shape[0] * int(np.prod(g.tensors[op.outputs[0]].shape[1:])) * 4
+
+
+def test_transpose_conv_output_shape_must_match():
+    blob, _ = _tconv_case(np.random.default_rng(1), 0)
+    S = W.schema()
+    m = S.ModelT.InitFromObj(S.Model.GetRootAs(blob, 0))
+    buf = m.buffers[m.subgraphs[0].tensors[0].buffer]
+    buf.data = np.frombuffer(np.array([1, 99, 99, 1], np.int32).tobytes(), np.uint8)
+    import flatbuffers
+    b = flatbuffers.Builder(1024)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    with pytest.raises(ModelError, match="output_shape"):
+        load_tflite_bytes(bytes(b.Output()))

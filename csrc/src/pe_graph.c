@@ -7,6 +7,8 @@
 #include "pyembed/pe_fixed.h"
 #include "pyembed/pe_conv.h"
 #include "pyembed/pe_conv_gather.h"
+#include "pyembed/pe_matmul.h"
+#include "pyembed/pe_tconv.h"
 #include "pyembed/pe_pool.h"
 
 int32_t pe_graph_dtype_size(pe_dtype t)
@@ -522,6 +524,10 @@ static pe_graph_runner runner_for(pe_graph_op_type type)
     case PE_GOP_AVERAGE_POOL_2D:
     case PE_GOP_MAX_POOL_2D:
         return run_pool;
+    case PE_GOP_BATCH_MATMUL:
+        return pe_graph_run_batch_matmul;
+    case PE_GOP_TRANSPOSE_CONV:
+        return pe_graph_run_transpose_conv;
     default:
         return NULL;
     }

@@ -32,6 +32,7 @@
 #ifndef PYEMBED_PE_MATMUL_H
 #define PYEMBED_PE_MATMUL_H
 
+#include "pe_graph.h"
 #include "pe_types.h"
 
 #ifdef __cplusplus
@@ -66,6 +67,20 @@ pe_status pe_batch_matmul_s8(const pe_context *ctx, const pe_batch_matmul_params
                              const pe_shape5 *lhs_shape, const int8_t *lhs,
                              const pe_shape5 *rhs_shape, const int8_t *rhs,
                              const pe_shape5 *out_shape, int8_t *out);
+
+/*
+ * Graph runner of PE_GOP_BATCH_MATMUL (pe_graph.h): inputs (lhs int8, rhs
+ * int8, constant or not), one int8 output; no scratch. 24 parameter words:
+ *   [0..4] lhs shape, [5..9] rhs shape, [10..14] output shape (rank 5 as
+ *   stored; each must match its tensor's element count),
+ *   [15] lhs_offset, [16] rhs_offset, [17] output_offset, [18] multiplier,
+ *   [19] shift, [20] activation.min, [21] activation.max, [22] adj_x,
+ *   [23] adj_y; rounding is PE_ROUND_DOUBLE (TFLM and LiteRT both).
+ * A wrong count or value is PE_ERR_ARG (or the kernel's status).
+ */
+#define PE_BATCH_MATMUL_WORDS 24
+pe_status pe_graph_run_batch_matmul(const pe_graph *g, const pe_graph_op *op,
+                                    const pe_context *scratch, const pe_context *arena);
 
 #ifdef __cplusplus
 }

@@ -35,6 +35,7 @@
 #ifndef PYEMBED_PE_TCONV_H
 #define PYEMBED_PE_TCONV_H
 
+#include "pe_graph.h"
 #include "pe_types.h"
 
 #ifdef __cplusplus
@@ -51,6 +52,19 @@ pe_status pe_transpose_conv_s8(const pe_context *ctx, const pe_conv_params *para
                                const int8_t *input, const pe_dims *filter_dims,
                                const int8_t *filter, const int32_t *bias,
                                const pe_dims *output_dims, int8_t *output);
+
+/*
+ * Graph runner of PE_GOP_TRANSPOSE_CONV (pe_graph.h): inputs (input int8,
+ * filter int8 [out_c, kh, kw, in_c], bias int32 [out_c] or -1), one int8
+ * output (dims from the tensors); no scratch. 9 + 2 * out_c parameter words:
+ *   [0] stride.h, [1] stride.w, [2] padding.top, [3] padding.left,
+ *   [4] input_offset, [5] output_offset, [6] activation.min,
+ *   [7] activation.max, [8] rounding (0 double, 1 single),
+ *   [9 .. 9+out_c) multipliers, [9+out_c .. 9+2*out_c) shifts.
+ */
+#define PE_TRANSPOSE_CONV_WORDS 9
+pe_status pe_graph_run_transpose_conv(const pe_graph *g, const pe_graph_op *op,
+                                      const pe_context *scratch, const pe_context *arena);
 
 #ifdef __cplusplus
 }

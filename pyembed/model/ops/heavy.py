@@ -20,6 +20,7 @@ BATCH_MATMUL keeps transposed copies in its persistent arena).
 import numpy as np
 
 from pyembed.model.ops.base import Unsupported, _multipliers, activation_range
+from pyembed.model.ops.registry import register
 
 INT32_MAX = 2**31 - 1
 
@@ -29,6 +30,7 @@ def _extend5(shape):
     return (1,) * (5 - len(shape)) + shape
 
 
+@register("BATCH_MATMUL", code=100)
 def prepare_batch_matmul(c):
     op = c.op
     a = c.tensor(0, "lhs")
@@ -67,6 +69,11 @@ def prepare_batch_matmul(c):
     op.params = {"adj_x": adj_x, "adj_y": adj_y, "lhs_shape": l5, "rhs_shape": r5,
                  "out_shape": tuple(batch + [rows, cols]), "lhs_offset": -xz, "rhs_offset": -wz,
                  "output_offset": yz, "multiplier": int(m), "shift": int(s), "act_min": -128, "act_max": 127}
+    p = op.params
+    # the C runner's words (pe_matmul.h); TFLM and LiteRT both round twice
+    p["words"] = (list(l5) + list(r5) + list(p["out_shape"])
+                  + [p["lhs_offset"], p["rhs_offset"], yz, p["multiplier"], p["shift"], -128, 127,
+                     int(adj_x), int(adj_y)])
     op.macs = int(np.prod(batch)) * rows * cols * k_l
     op.scratch_bytes = 0
 
@@ -90,6 +97,7 @@ def _taps(out, inp, k, stride, pad):
     return n
 
 
+@register("TRANSPOSE_CONV", code=101)
 def prepare_transpose_conv(c):
     op = c.op
     shp = c.tensor(0, "output_shape")
@@ -150,6 +158,10 @@ def prepare_transpose_conv(c):
     op.params = {"stride": (sh, sw), "padding": o["padding"], "pad": (pt, pl), "kernel": (kh, kw),
                  "activation": o.get("activation"), "act_min": act_min, "act_max": act_max,
                  "input_offset": -xz, "output_offset": yz, "multiplier": mult, "shift": shift,
-                 "tflm_scratch": int(np.prod(y.shape)) * 4}
+                 "tflm_scratch": int(np.prod(y.shape)) * 4,
+                 # the C runner: (input, filter, bias) and its words (pe_tconv.h)
+                 "c_inputs": [2, 1, 3],
+                 "words": [sh, sw, pt, pl, -xz, yz, act_min, act_max, 0] + [int(v) for v in mult]
+                 + [int(v) for v in shift]}
     op.macs = int(n * _taps(oh, ih, kh, sh, pt) * _taps(ow, iw, kw, sw, pl) * ic * oc)
     op.scratch_bytes = 0
