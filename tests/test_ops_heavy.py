@@ -251,3 +251,87 @@ def test_emitted_c_program_runs_the_heavy_operators_like_graph_run(tmp_path):
         want = _tflm_bytes(blob, [x]).ravel().astype(np.int64)
         assert np.array_equal(got, want)
         assert np.array_equal(g.run(x)[0].ravel().astype(np.int64), want)
+
+
+# -- int16x8 CONV_2D / FULLY_CONNECTED / ADD ------------------------------------------
+
+def _act(k):
+    S = W.schema()
+    return [S.ActivationFunctionType.NONE, S.ActivationFunctionType.RELU, S.ActivationFunctionType.RELU6][k % 3]
+
+
+def test_int16x8_conv_2d_is_bit_exact_with_tflm():
+    S = W.schema()
+    rng = np.random.default_rng(21)
+    for k in range(16):
+        ih, iw, ic, oc = (int(v) for v in rng.integers(1, 7, 4))
+        kh, kw, s = int(rng.integers(1, 4)), int(rng.integers(1, 4)), int(rng.integers(1, 3))
+        same = k % 2 == 0
+        oh, ow = ((ih + s - 1) // s, (iw + s - 1) // s) if same else ((ih - kh) // s + 1, (iw - kw) // s + 1)
+        if oh < 1 or ow < 1:
+            continue
+        ws = (0.005 + rng.random(oc) * 0.02).astype(np.float32) if k % 3 else np.float32(0.01)
+        # output scale so that most outputs land inside int16, some saturate
+        xs = 0.0005 + rng.random() * 0.005
+        ys = xs * float(np.mean(ws)) * 140 * np.sqrt(kh * kw * ic) * [0.3, 2.0][k % 2]
+        wl = list(np.atleast_1d(ws))
+        w = rng.integers(-127, 128, (oc, kh, kw, ic)).astype(np.int8)
+        t = [W.tensor((1, ih, iw, ic), np.int16, scale=xs, zp=0),
+             W.tensor((oc, kh, kw, ic), scale=wl, zp=[0] * len(wl), axis=0, data=w),
+             W.tensor((1, oh, ow, oc), np.int16, scale=ys, zp=0)]
+        ins = [0, 1]
+        if k % 4 != 3:
+            bs = list(np.float32(xs) * np.broadcast_to(np.atleast_1d(ws), (oc,)))
+            t.append(W.tensor((oc,), np.int64, scale=bs, zp=[0] * oc, axis=0,
+                              data=rng.integers(-2**33, 2**33, oc).astype(np.int64)))
+            ins.append(3)
+        ops = [W.op(S.BuiltinOperator.CONV_2D, ins, [2], "Conv2DOptions", padding=S.Padding.SAME if same
+                    else S.Padding.VALID, strideH=s, strideW=s, fusedActivationFunction=_act(k))]
+        blob = W.build(t, ops, inputs=[0], outputs=[2])
+        x = rng.integers(-32768, 32768, (1, ih, iw, ic)).astype(np.int16)
+        g = _check(blob, [x], litert=False)
+        assert g.operators[0].params["variant"] == "CONV_2D@int16"
+
+
+def test_int16x8_fully_connected_is_bit_exact_with_tflm():
+    S = W.schema()
+    rng = np.random.default_rng(22)
+    for k in range(18):
+        B, D, O = int(rng.integers(1, 4)), int(rng.integers(1, 300)), int(rng.integers(1, 10))
+        per_channel = k % 3 == 2
+        ws = (0.005 + rng.random(O) * 0.02).astype(np.float32) if per_channel else np.float32(0.01 + rng.random() * 0.01)
+        xs = 0.0005 + rng.random() * 0.005
+        ys = xs * float(np.mean(ws)) * 140 * np.sqrt(D) * [0.3, 2.0][k % 2]
+        wl = list(np.atleast_1d(ws))
+        w = rng.integers(-127, 128, (O, D)).astype(np.int8)
+        t = [W.tensor((B, D), np.int16, scale=xs, zp=0), W.tensor((O, D), scale=wl, zp=[0] * len(wl), axis=0, data=w),
+             W.tensor((B, O), np.int16, scale=ys, zp=0)]
+        ins = [0, 1]
+        bias_t = [np.int64, np.int32, None][k % 3] if not per_channel else np.int64
+        if bias_t is not None:
+            bs = list(np.float32(xs) * np.broadcast_to(np.atleast_1d(ws), (O,)))
+            t.append(W.tensor((O,), bias_t, scale=bs, zp=[0] * O, axis=0,
+                              data=rng.integers(-2**20, 2**20, O).astype(bias_t)))
+            ins.append(3)
+        ops = [W.op(S.BuiltinOperator.FULLY_CONNECTED, ins, [2], "FullyConnectedOptions",
+                    fusedActivationFunction=_act(k))]
+        blob = W.build(t, ops, inputs=[0], outputs=[2])
+        x = rng.integers(-32768, 32768, (B, D)).astype(np.int16)
+        _check(blob, [x], litert=False)
+
+
+def test_int16_add_is_bit_exact_with_tflm():
+    S = W.schema()
+    rng = np.random.default_rng(23)
+    for k in range(16):
+        shp = (1, 3, 4, 5)
+        shp2 = [shp, (1, 1, 4, 1), (1, 3, 1, 5), (1, 1, 1, 1)][k % 4]
+        s1, s2, so = (0.0002 + rng.random() * 0.002 for _ in range(3))
+        t = [W.tensor(shp, np.int16, scale=s1, zp=0), W.tensor(shp2, np.int16, scale=s2, zp=0),
+             W.tensor(shp, np.int16, scale=so, zp=0)]
+        ops = [W.op(S.BuiltinOperator.ADD, [0, 1], [2], "AddOptions", fusedActivationFunction=_act(k))]
+        blob = W.build(t, ops, inputs=[0, 1], outputs=[2])
+        xs = [rng.integers(-32768, 32768, shp).astype(np.int16), rng.integers(-32768, 32768, shp2).astype(np.int16)]
+        if k % 5 == 0:  # saturating extremes
+            xs[0][...] = 32767
+        _check(blob, xs, litert=False)

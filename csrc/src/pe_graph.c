@@ -9,6 +9,7 @@
 #include "pyembed/pe_conv_gather.h"
 #include "pyembed/pe_matmul.h"
 #include "pyembed/pe_tconv.h"
+#include "pyembed/pe_s16.h"
 #include "pyembed/pe_pool.h"
 
 int32_t pe_graph_dtype_size(pe_dtype t)
@@ -528,6 +529,12 @@ static pe_graph_runner runner_for(pe_graph_op_type type)
         return pe_graph_run_batch_matmul;
     case PE_GOP_TRANSPOSE_CONV:
         return pe_graph_run_transpose_conv;
+    case PE_GOP_CONV_2D_S16X8:
+        return pe_graph_run_conv_s16x8;
+    case PE_GOP_FULLY_CONNECTED_S16X8:
+        return pe_graph_run_fc_s16x8;
+    case PE_GOP_ADD_S16:
+        return pe_graph_run_add_s16;
     default:
         return NULL;
     }

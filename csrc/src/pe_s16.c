@@ -9,6 +9,12 @@
 
 #define PE_S16_ACC_LIMIT ((int64_t)1 << 47)
 
+/* an int64 stored as (lo, hi) int32 words */
+static int64_t word_pair(const int32_t *w)
+{
+    return (int64_t)(((uint64_t)(uint32_t)w[1] << 32) | (uint64_t)(uint32_t)w[0]);
+}
+
 /* int64 -> int32 keeping the low 32 bits (TFLite's static_cast), portably */
 static int32_t wrap32(int64_t v)
 {
@@ -50,7 +56,7 @@ static pe_status check_quant64(const pe_per_channel_quant *q, int32_t n)
 
 pe_status pe_conv2d_s16x8(const pe_context *ctx, const pe_conv_params *p,
                           const pe_per_channel_quant *q, const pe_dims *in, const int16_t *input,
-                          const pe_dims *f, const int8_t *filter, const int64_t *bias,
+                          const pe_dims *f, const int8_t *filter, const int32_t *bias,
                           const pe_dims *out, int16_t *output)
 {
     pe_conv_params g;
@@ -77,7 +83,7 @@ pe_status pe_conv2d_s16x8(const pe_context *ctx, const pe_conv_params *p,
         return s;
     }
     for (oc = 0; bias != NULL && oc < out->c; oc++) {
-        const int64_t b = bias[oc];
+        const int64_t b = word_pair(bias + 2 * oc);
         if (b <= -PE_S16_ACC_LIMIT || b >= PE_S16_ACC_LIMIT) {
             return PE_ERR_UNSUPPORTED;
         }
@@ -122,7 +128,7 @@ pe_status pe_conv2d_s16x8(const pe_context *ctx, const pe_conv_params *p,
                         }
                     }
                     if (bias != NULL) {
-                        acc += bias[oc];
+                        acc += word_pair(bias + 2 * oc);
                     }
                     dst[oc] = (int16_t)clamp16(pe_fx_requant64(acc, q->multiplier[oc], q->shift[oc]),
                                                &p->activation);
@@ -138,7 +144,7 @@ pe_status pe_conv2d_s16x8(const pe_context *ctx, const pe_conv_params *p,
 
 pe_status pe_fully_connected_s16x8(const pe_context *ctx, const pe_fc_s16_params *p,
                                    int32_t batches, int32_t depth, int32_t out_f,
-                                   const int16_t *input, const int8_t *filter, const void *bias,
+                                   const int16_t *input, const int8_t *filter, const int32_t *bias,
                                    int16_t *output)
 {
     int32_t b, o, d;
@@ -159,7 +165,7 @@ pe_status pe_fully_connected_s16x8(const pe_context *ctx, const pe_fc_s16_params
     if (p->bias32) {
         int64_t max_bias = 0;
         for (o = 0; bias != NULL && o < out_f; o++) {
-            const int64_t v = ((const int32_t *)bias)[o];
+            const int64_t v = bias[o];
             max_bias = (v < 0 ? -v : v) > max_bias ? (v < 0 ? -v : v) : max_bias;
         }
         if ((int64_t)depth * 128 * 32768 + max_bias > PE_INT32_MAX) {
@@ -167,7 +173,7 @@ pe_status pe_fully_connected_s16x8(const pe_context *ctx, const pe_fc_s16_params
         }
     } else {
         for (o = 0; bias != NULL && o < out_f; o++) {
-            const int64_t v = ((const int64_t *)bias)[o];
+            const int64_t v = word_pair(bias + 2 * o);
             if (v <= -PE_S16_ACC_LIMIT || v >= PE_S16_ACC_LIMIT) {
                 return PE_ERR_UNSUPPORTED;
             }
@@ -188,7 +194,7 @@ pe_status pe_fully_connected_s16x8(const pe_context *ctx, const pe_fc_s16_params
                     acc += w[d] * x[d];
                 }
                 if (bias != NULL) {
-                    acc += ((const int32_t *)bias)[o];
+                    acc += bias[o];
                 }
                 v = pe_fx_requant(acc, p->quant.multiplier[qi], p->quant.shift[qi]);
             } else {
@@ -197,7 +203,7 @@ pe_status pe_fully_connected_s16x8(const pe_context *ctx, const pe_fc_s16_params
                     acc += (int32_t)(w[d] * x[d]);
                 }
                 if (bias != NULL) {
-                    acc += ((const int64_t *)bias)[o];
+                    acc += word_pair(bias + 2 * o);
                 }
                 v = pe_fx_requant64(acc, p->quant.multiplier[qi], p->quant.shift[qi]);
             }
@@ -273,4 +279,136 @@ pe_status pe_add_s16(const pe_context *ctx, const pe_add_params *p, const pe_dim
         }
     }
     return PE_OK;
+}
+
+/* -- graph runners ------------------------------------------------------------- */
+
+#include "pyembed/pe_graph_internal.h"
+
+pe_status pe_graph_run_conv_s16x8(const pe_graph *g, const pe_graph_op *op,
+                                  const pe_context *scratch, const pe_context *arena)
+{
+    const int32_t *w = op->params;
+    const int16_t *x;
+    const int8_t *f;
+    int16_t *y;
+    const pe_dims *od;
+    pe_conv_params p;
+    pe_per_channel_quant q;
+    int32_t oc, has_bias;
+    if (op->num_inputs != 2 || op->num_outputs != 1 || w == NULL ||
+        op->num_params < PE_CONV_S16X8_WORDS) {
+        return PE_ERR_ARG;
+    }
+    x = (const int16_t *)pe_graph_input(g, op, 0, arena, PE_DT_INT16);
+    f = (const int8_t *)pe_graph_input(g, op, 1, arena, PE_DT_INT8);
+    y = (int16_t *)pe_graph_output(g, op, 0, arena, PE_DT_INT16);
+    if (x == NULL || f == NULL || y == NULL) {
+        return PE_ERR_ARG;
+    }
+    od = pe_graph_dims(g, op->outputs[0]);
+    oc = od->c;
+    has_bias = w[9];
+    if ((has_bias != 0 && has_bias != 1) ||
+        (int64_t)op->num_params != PE_CONV_S16X8_WORDS + 2 * (int64_t)oc * (1 + has_bias)) {
+        return PE_ERR_ARG;
+    }
+    p.input_offset = 0;
+    p.output_offset = 0;
+    p.padding.bottom = 0;
+    p.padding.right = 0;
+    p.stride.h = w[0];
+    p.stride.w = w[1];
+    p.padding.top = w[2];
+    p.padding.left = w[3];
+    p.dilation.h = w[4];
+    p.dilation.w = w[5];
+    p.groups = w[6];
+    p.ch_mult = 1;
+    p.activation.min = w[7];
+    p.activation.max = w[8];
+    p.rounding = PE_ROUND_DOUBLE;
+    q.multiplier = w + PE_CONV_S16X8_WORDS;
+    q.shift = w + PE_CONV_S16X8_WORDS + oc;
+    return pe_conv2d_s16x8(scratch, &p, &q, pe_graph_dims(g, op->inputs[0]), x,
+                           pe_graph_dims(g, op->inputs[1]), f,
+                           has_bias ? w + PE_CONV_S16X8_WORDS + 2 * oc : NULL, od, y);
+}
+
+pe_status pe_graph_run_fc_s16x8(const pe_graph *g, const pe_graph_op *op,
+                                const pe_context *scratch, const pe_context *arena)
+{
+    const int32_t *w = op->params;
+    const int16_t *x;
+    const int8_t *f;
+    int16_t *y;
+    pe_fc_s16_params p;
+    int32_t depth, out_f, count, qc, has_bias;
+    int64_t need;
+    if (op->num_inputs != 2 || op->num_outputs != 1 || w == NULL ||
+        op->num_params < PE_FC_S16X8_WORDS) {
+        return PE_ERR_ARG;
+    }
+    x = (const int16_t *)pe_graph_input(g, op, 0, arena, PE_DT_INT16);
+    f = (const int8_t *)pe_graph_input(g, op, 1, arena, PE_DT_INT8);
+    y = (int16_t *)pe_graph_output(g, op, 0, arena, PE_DT_INT16);
+    if (x == NULL || f == NULL || y == NULL) {
+        return PE_ERR_ARG;
+    }
+    depth = pe_graph_dims(g, op->inputs[1])->c;
+    out_f = pe_graph_count(g, op->inputs[1]) / depth;
+    count = pe_graph_count(g, op->inputs[0]);
+    qc = w[0];
+    has_bias = w[4];
+    if (count % depth != 0 || (qc != 1 && qc != out_f) || (has_bias != 0 && has_bias != 1) ||
+        (w[3] != 0 && w[3] != 1) ||
+        (int64_t)(count / depth) * out_f != (int64_t)pe_graph_count(g, op->outputs[0])) {
+        return PE_ERR_ARG;
+    }
+    need = PE_FC_S16X8_WORDS + 2 * (int64_t)qc + (has_bias ? (w[3] ? 1 : 2) * (int64_t)out_f : 0);
+    if ((int64_t)op->num_params != need) {
+        return PE_ERR_ARG;
+    }
+    p.quant.multiplier = w + PE_FC_S16X8_WORDS;
+    p.quant.shift = w + PE_FC_S16X8_WORDS + qc;
+    p.quant_count = qc;
+    p.activation.min = w[1];
+    p.activation.max = w[2];
+    p.bias32 = w[3];
+    return pe_fully_connected_s16x8(scratch, &p, count / depth, depth, out_f, x, f,
+                                    has_bias ? w + PE_FC_S16X8_WORDS + 2 * qc : NULL, y);
+}
+
+pe_status pe_graph_run_add_s16(const pe_graph *g, const pe_graph_op *op,
+                               const pe_context *scratch, const pe_context *arena)
+{
+    const int32_t *w = op->params;
+    const int16_t *a, *b;
+    int16_t *y;
+    pe_add_params p;
+    if (op->num_inputs != 2 || op->num_outputs != 1 || w == NULL ||
+        op->num_params != PE_ADD_S16_WORDS) {
+        return PE_ERR_ARG;
+    }
+    a = (const int16_t *)pe_graph_input(g, op, 0, arena, PE_DT_INT16);
+    b = (const int16_t *)pe_graph_input(g, op, 1, arena, PE_DT_INT16);
+    y = (int16_t *)pe_graph_output(g, op, 0, arena, PE_DT_INT16);
+    if (a == NULL || b == NULL || y == NULL) {
+        return PE_ERR_ARG;
+    }
+    p.input1_offset = w[0];
+    p.input2_offset = w[1];
+    p.output_offset = w[2];
+    p.left_shift = 15;
+    p.input1_quant.multiplier = w[3];
+    p.input1_quant.shift = w[4];
+    p.input2_quant.multiplier = w[5];
+    p.input2_quant.shift = w[6];
+    p.output_quant.multiplier = w[7];
+    p.output_quant.shift = w[8];
+    p.activation.min = w[9];
+    p.activation.max = w[10];
+    p.rounding = PE_ROUND_DOUBLE;
+    return pe_add_s16(scratch, &p, pe_graph_dims(g, op->inputs[0]), a, pe_graph_dims(g, op->inputs[1]),
+                      b, pe_graph_dims(g, op->outputs[0]), y);
 }

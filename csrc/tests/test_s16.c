@@ -25,6 +25,17 @@ static int32_t rnd_in(int32_t lo, int32_t hi)
 static int16_t x16[4096], got[4096], want[4096];
 static int8_t w8[4096];
 static int64_t b64[64];
+static int32_t bpairs[128];
+
+static void to_pairs(int32_t n)
+{
+    int32_t i;
+    for (i = 0; i < n; i++) {
+        const uint64_t u = (uint64_t)b64[i];
+        bpairs[2 * i] = (int32_t)(uint32_t)(u & 0xFFFFFFFFu);
+        bpairs[2 * i + 1] = (int32_t)(uint32_t)(u >> 32);
+    }
+}
 static int32_t mult[64], shift[64];
 
 static void requant64_values(void)
@@ -85,7 +96,8 @@ static void conv_cases(void)
                         v = v < p.activation.min ? p.activation.min : (v > p.activation.max ? p.activation.max : v);
                         want[(oy * out.w + ox) * out.c + oc] = (int16_t)v;
                     }
-        PE_CHECK_EQ(pe_conv2d_s16x8(NULL, &p, &q, &in, x16, &f, w8, b64, &out, got), PE_OK);
+        to_pairs(out.c);
+        PE_CHECK_EQ(pe_conv2d_s16x8(NULL, &p, &q, &in, x16, &f, w8, bpairs, &out, got), PE_OK);
         for (i = 0; i < out.h * out.w * out.c; i++) bad += got[i] != want[i];
         PE_CHECK_EQ(bad, 0);
         done++;
@@ -119,7 +131,8 @@ static void status_checks(void)
     PE_CHECK_EQ(pe_conv2d_s16x8(NULL, &p, &q, &in, x16, &f, w8, NULL, &out, got), PE_ERR_ARG);
     shift[1] = -10;
     b64[0] = (int64_t)1 << 47;
-    PE_CHECK_EQ(pe_conv2d_s16x8(NULL, &p, &q, &in, x16, &f, w8, b64, &out, got), PE_ERR_UNSUPPORTED);
+    to_pairs(2);
+    PE_CHECK_EQ(pe_conv2d_s16x8(NULL, &p, &q, &in, x16, &f, w8, bpairs, &out, got), PE_ERR_UNSUPPORTED);
     b64[0] = 0;
     PE_CHECK_EQ(pe_conv2d_s16x8(NULL, &p, &q, &in, NULL, &f, w8, NULL, &out, got), PE_ERR_ARG);
     out.h = 3;

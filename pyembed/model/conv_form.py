@@ -33,7 +33,8 @@ def _align(n):
 
 
 def _conv_ops(graph):
-    return [op for op in graph.operators if op.type in CONV_TYPES and op.supported and op.params]
+    return [op for op in graph.operators if op.type in CONV_TYPES and op.supported and op.params
+            and "variant" not in op.params]  # int16 variants have one (scratch-free) form
 
 
 def step_live_bytes(graph):
