@@ -335,3 +335,19 @@ def test_int16_add_is_bit_exact_with_tflm():
         if k % 5 == 0:  # saturating extremes
             xs[0][...] = 32767
         _check(blob, xs, litert=False)
+
+
+def test_int16_softmax_is_bit_exact_with_tflm():
+    S = W.schema()
+    rng = np.random.default_rng(24)
+    for k in range(12):
+        shp = [(1, 10), (2, 7), (1, 3, 4, 16), (3, 1)][k % 4]
+        xs = [1e-4, 5e-4, 3e-3][k % 3] * (0.5 + rng.random())
+        beta = [1.0, 0.5, 2.0][k % 3]
+        t = [W.tensor(shp, np.int16, scale=xs, zp=0), W.tensor(shp, np.int16, scale=1.0 / 32768, zp=0)]
+        blob = W.build(t, [W.op(S.BuiltinOperator.SOFTMAX, [0], [1], "SoftmaxOptions", beta=beta)],
+                       inputs=[0], outputs=[1])
+        x = rng.integers(-32768, 32768, shp).astype(np.int16)
+        if k % 4 == 3:
+            x[...] = 32767  # every element the row maximum
+        _check(blob, [x], litert=False)

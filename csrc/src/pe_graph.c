@@ -535,6 +535,8 @@ static pe_graph_runner runner_for(pe_graph_op_type type)
         return pe_graph_run_fc_s16x8;
     case PE_GOP_ADD_S16:
         return pe_graph_run_add_s16;
+    case PE_GOP_SOFTMAX_S16:
+        return pe_graph_run_softmax_s16;
     default:
         return NULL;
     }

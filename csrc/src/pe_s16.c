@@ -412,3 +412,92 @@ pe_status pe_graph_run_add_s16(const pe_graph *g, const pe_graph_op *op,
     return pe_add_s16(scratch, &p, pe_graph_dims(g, op->inputs[0]), a, pe_graph_dims(g, op->inputs[1]),
                       b, pe_graph_dims(g, op->outputs[0]), y);
 }
+
+/* -- SOFTMAX int16 ------------------------------------------------------------ */
+
+static int16_t lut_at(const int32_t *packed, int32_t i)
+{
+    const uint32_t w = (uint32_t)packed[i >> 1];
+    const uint32_t h = (i & 1) ? (w >> 16) : (w & 0xFFFFu);
+    return (int16_t)(h < 0x8000u ? (int32_t)h : (int32_t)h - 65536);
+}
+
+/* TFLite's LUTLookup(int16_t, const int16_t *): 512 segments, linear
+ * interpolation on the low 7 bits */
+static int16_t lut_lookup(int16_t value, const int32_t *lut)
+{
+    const int32_t index = 256 + pe_fx_asr32(value, 7);
+    const int32_t offset = value & 0x7f;
+    const int32_t base = lut_at(lut, index);
+    const int32_t slope = lut_at(lut, index + 1) - base;
+    const int32_t delta = pe_fx_asr32(slope * offset + 64, 7);
+    return (int16_t)pe_fx_clamp(base + delta, -32768, 32767);
+}
+
+pe_status pe_softmax_s16(const pe_context *ctx, int32_t rows, int32_t depth, int32_t multiplier,
+                         int32_t left_shift, const int32_t *exp_lut, const int32_t *recip_lut,
+                         const int16_t *input, int16_t *output)
+{
+    int32_t r, c;
+    (void)ctx;
+    if (rows < 1 || depth < 1 || depth > 65535 || multiplier < 0 || left_shift < -31 ||
+        left_shift > 30 || exp_lut == NULL || recip_lut == NULL || input == NULL ||
+        output == NULL || (int64_t)rows * depth > PE_INT32_MAX) {
+        return PE_ERR_ARG;
+    }
+    for (r = 0; r < rows; r++) {
+        const int16_t *x = input + (size_t)r * (size_t)depth;
+        int16_t *y = output + (size_t)r * (size_t)depth;
+        int16_t mx = -32768;
+        int32_t sum = 0, head, shifted, sym, right;
+        int16_t recip;
+        for (c = 0; c < depth; c++) {
+            mx = x[c] > mx ? x[c] : mx;
+        }
+        for (c = 0; c < depth; c++) {
+            const int32_t diff = (int32_t)x[c] - mx;
+            const int32_t scaled = pe_fx_requant(diff, multiplier, left_shift);
+            const int32_t s = pe_fx_clamp(scaled + 32767 < scaled ? 32767 : scaled + 32767, -32768, 32767);
+            y[c] = lut_lookup((int16_t)s, exp_lut);
+            sum += y[c]; /* |sum| < 65535 * 32768: fits int32 */
+        }
+        if (sum < 2) {
+            return PE_ERR_ARG;
+        }
+        head = pe_fx_clz32((uint32_t)sum);
+        shifted = (int32_t)((((int64_t)sum << (head - 1)) + (1 << 13)) >> 14);
+        sym = pe_fx_clamp(shifted - ((1 << 15) + (1 << 16)), -32768, 32767);
+        recip = lut_lookup((int16_t)sym, recip_lut);
+        right = 31 - head;
+        for (c = 0; c < depth; c++) {
+            const int64_t v = ((int64_t)y[c] * recip + ((int64_t)1 << (right - 1))) >> right;
+            y[c] = (int16_t)(v < 0 ? 0 : (v > 32767 ? 32767 : v));
+        }
+    }
+    return PE_OK;
+}
+
+pe_status pe_graph_run_softmax_s16(const pe_graph *g, const pe_graph_op *op,
+                                   const pe_context *scratch, const pe_context *arena)
+{
+    const int32_t *w = op->params;
+    const int16_t *x;
+    int16_t *y;
+    int32_t depth, count;
+    if (op->num_inputs != 1 || op->num_outputs != 1 || w == NULL ||
+        op->num_params != PE_SOFTMAX_S16_WORDS) {
+        return PE_ERR_ARG;
+    }
+    x = (const int16_t *)pe_graph_input(g, op, 0, arena, PE_DT_INT16);
+    y = (int16_t *)pe_graph_output(g, op, 0, arena, PE_DT_INT16);
+    if (x == NULL || y == NULL) {
+        return PE_ERR_ARG;
+    }
+    depth = pe_graph_dims(g, op->inputs[0])->c;
+    count = pe_graph_count(g, op->inputs[0]);
+    if (count != pe_graph_count(g, op->outputs[0]) || pe_graph_dims(g, op->outputs[0])->c != depth) {
+        return PE_ERR_ARG;
+    }
+    return pe_softmax_s16(scratch, count / depth, depth, w[0], w[1], w + 2,
+                          w + 2 + PE_SOFTMAX_S16_LUT_WORDS, x, y);
+}

@@ -71,7 +71,8 @@ typedef enum {
     PE_GOP_TRANSPOSE_CONV = 101,   /* pe_tconv.h */
     PE_GOP_CONV_2D_S16X8 = 102,    /* pe_s16.h */
     PE_GOP_FULLY_CONNECTED_S16X8 = 103,
-    PE_GOP_ADD_S16 = 104
+    PE_GOP_ADD_S16 = 104,
+    PE_GOP_SOFTMAX_S16 = 105
     /* Operators added after these take int32 parameter words (pe_graph_op
      * .params), documented in their family's header. The values are stable
      * (emitted tables hold them) and reserved by range: 20-59 data movement,

@@ -88,7 +88,13 @@ pe_status pe_add_s16(const pe_context *ctx, const pe_add_params *params,
  * PE_GOP_ADD_S16: inputs (a int16, b int16), output int16, dims broadcast per
  *   NHWC dim; words [0] input1_offset [1] input2_offset [2] output_offset
  *   [3] m1 [4] s1 [5] m2 [6] s2 [7] mo [8] so [9] act.min [10] act.max.
+ * PE_GOP_SOFTMAX_S16: input int16, output int16 (same count; rows along the
+ *   last dim, dims.c); words [0] input_multiplier [1] input_left_shift, then
+ *   the exp LUT and the 1 / (1 + x) LUT, 513 int16 each, packed two per word
+ *   (low half first): 2 + 2 * 257 words (pe_softmax_s16).
  */
+#define PE_SOFTMAX_S16_LUT_WORDS 257
+#define PE_SOFTMAX_S16_WORDS (2 + 2 * PE_SOFTMAX_S16_LUT_WORDS)
 #define PE_CONV_S16X8_WORDS 10
 #define PE_FC_S16X8_WORDS 5
 #define PE_ADD_S16_WORDS 11
@@ -98,6 +104,19 @@ pe_status pe_graph_run_fc_s16x8(const pe_graph *g, const pe_graph_op *op,
                                 const pe_context *scratch, const pe_context *arena);
 pe_status pe_graph_run_add_s16(const pe_graph *g, const pe_graph_op *op,
                                const pe_context *scratch, const pe_context *arena);
+pe_status pe_graph_run_softmax_s16(const pe_graph *g, const pe_graph_op *op,
+                                   const pe_context *scratch, const pe_context *arena);
+
+/* SOFTMAX int16 -> int16 (TFLite's SoftmaxInt16): per row, exp of
+ * (x - max) rescaled by multiplier / left_shift into the exp LUT's input
+ * range, the sum's reciprocal from the 1 / (1 + x) LUT (LUTs as TFLite's
+ * LUTPopulate<int16_t> fills them, 513 entries, packed two per int32 word),
+ * output Q0.15 in [0, 32767]. The output row holds the exps meanwhile (no
+ * scratch). PE_ERR_ARG for a row whose exps sum below 2 (only corrupted
+ * LUTs give that) or a shift outside [-31, 30]. */
+pe_status pe_softmax_s16(const pe_context *ctx, int32_t rows, int32_t depth, int32_t multiplier,
+                         int32_t left_shift, const int32_t *exp_lut, const int32_t *recip_lut,
+                         const int16_t *input, int16_t *output);
 
 #ifdef __cplusplus
 }

@@ -169,3 +169,89 @@ def prepare_add_int16(c):
                  "words": [-z1, -z2, zo, m1, sh1, m2, sh2, mo, sho, act_min, act_max]}
     op.macs = int(y.size)
     op.scratch_bytes = 0
+
+
+# -- SOFTMAX int16 --------------------------------------------------------------
+
+def _libm_expf():
+    import ctypes
+    import ctypes.util
+    libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+    f = libm.expf
+    f.restype, f.argtypes = ctypes.c_float, [ctypes.c_float]
+    return lambda v: np.float32(f(float(v)))
+
+
+def _round_away32(v):
+    import math
+    v = float(v)
+    return np.float32(math.floor(v + 0.5) if v >= 0 else -math.floor(-v + 0.5))
+
+
+def lut_populate_int16(input_scale, input_zp, output_scale, output_zp, fn):
+    """TFLite's LUTPopulate<int16_t> (513 entries) in float32 arithmetic,
+    operation by operation as the C++ evaluates it."""
+    f32 = np.float32
+    input_scale, output_scale = f32(input_scale), f32(output_scale)
+    in_min = input_scale * f32(-32768 - input_zp)
+    in_max = input_scale * f32(32767 - input_zp)
+    out_min = output_scale * f32(-32768 - output_zp)
+    out_max = output_scale * f32(32767 - output_zp)
+    step = (in_max - in_min) / f32(512)
+    half = step / f32(2)
+    inv = f32(65536) / (out_max - out_min)
+    lut = []
+    for i in range(512):
+        val = fn(in_min + f32(i) * step)
+        mid = fn(in_min + f32(i) * step + half)
+        nxt = fn(in_min + f32(i + 1) * step)
+        sample = _round_away32(val * inv)
+        mid_interp = _round_away32((nxt * inv + _round_away32(val * inv)) / f32(2))
+        mid_val = _round_away32(mid * inv)
+        bias = _round_away32((mid_interp - mid_val) / f32(2))
+        lut.append(int(min(max(sample - bias, f32(-32768)), f32(32767))))
+    lut.append(int(min(max(_round_away32(fn(in_max) * inv), f32(-32768)), f32(32767))))
+    return lut
+
+
+def _pack16(values):
+    vals = [v & 0xFFFF for v in values] + [0] * (len(values) % 2)
+    words = []
+    for k in range(0, len(vals), 2):
+        u = vals[k] | (vals[k + 1] << 16)
+        words.append(u - (1 << 32) if u >= 1 << 31 else u)
+    return words
+
+
+def softmax_int16_luts():
+    """(exp LUT, 1 / (1 + x) LUT) of TFLM's int16 SOFTMAX."""
+    f32 = np.float32
+    expf = _libm_expf()
+    rng = f32(65535)
+    exp_lut = lut_populate_int16(f32(10.0) / rng, 32767, f32(2.0) / rng, 0, expf)
+    one = lut_populate_int16(f32(1.0) / rng, -32768, f32(2.0) / rng, 0, lambda v: f32(1.0) / (f32(1.0) + v))
+    return exp_lut, one
+
+
+@register("SOFTMAX@int16", code=105, c_name="PE_GOP_SOFTMAX_S16")
+def prepare_softmax_int16(c):
+    from pyembed.kernels.quant import quantize_multiplier
+    op = c.op
+    x, y = c.tensor(0, "input"), c.output()
+    c.dtype(x, "input", I16)
+    c.dtype(y, "output", I16)
+    if tuple(x.shape) != tuple(y.shape) or len(x.shape) < 1:
+        raise c.error(f"output shape {list(y.shape)} must equal the input shape {list(x.shape)}")
+    xs = _zero_zp(c, x, "input")
+    ys = _zero_zp(c, y, "output")
+    if abs(float(ys) - 1.0 / 32768) > 0.001 / 32768:
+        raise Unsupported(f"output scale {float(ys)}: TFLite's int16 SOFTMAX needs 1/32768")
+    beta = float(np.float32(op.options.get("beta", 1.0)))
+    m, s = quantize_multiplier(float(xs) * beta / (10.0 / 65535.0))
+    if s > 30:
+        raise Unsupported("input scale * beta too large")
+    exp_lut, one = softmax_int16_luts()
+    op.params = {"beta": beta, "input_multiplier": m, "input_left_shift": s,
+                 "words": [int(m), int(s)] + _pack16(exp_lut) + _pack16(one)}
+    op.macs = int(x.size)
+    op.scratch_bytes = 0
