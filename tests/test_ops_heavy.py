@@ -351,3 +351,66 @@ def test_int16_softmax_is_bit_exact_with_tflm():
         if k % 4 == 3:
             x[...] = 32767  # every element the row maximum
         _check(blob, [x], litert=False)
+
+
+def _conv_model(rng, k):
+    """A random CONV_2D or DEPTHWISE_CONV_2D model: 1-D and 2-D inputs, strides,
+    dilation, SAME / VALID, depth multipliers, fused activations."""
+    S = W.schema()
+    depthwise = k % 2 == 1
+    one_d = k % 3 == 0
+    h = int(rng.integers(3, 12))
+    w_ = 1 if one_d else int(rng.integers(3, 10))
+    ic = int(rng.integers(1, 6))
+    kh = int(rng.integers(1, 4))
+    kw = 1 if one_d else int(rng.integers(1, 4))
+    sh, sw = int(rng.integers(1, 3)), 1 if one_d else int(rng.integers(1, 3))
+    dh = int(rng.integers(1, 3)) if k % 4 == 2 else 1
+    same = k % 5 < 3
+    mult = int(rng.integers(1, 3)) if depthwise else 1
+    oc = ic * mult if depthwise else int(rng.integers(1, 7))
+
+    def osz(n, kk, s, d):
+        eff = (kk - 1) * d + 1
+        return (n + s - 1) // s if same else (n - eff) // s + 1
+
+    oh, ow = osz(h, kh, sh, dh), osz(w_, kw, sw, 1)
+    if oh < 1 or ow < 1:
+        return None
+    ws = (0.01 + rng.random(oc) * 0.03).astype(np.float32)
+    wshape = (1, kh, kw, oc) if depthwise else (oc, kh, kw, ic)
+    wt = rng.integers(-127, 128, wshape).astype(np.int8)
+    t = [W.tensor((1, h, w_, ic), scale=0.05, zp=_zp(rng, k % 7)),
+         W.tensor(wshape, scale=list(ws), zp=[0] * oc, axis=3 if depthwise else 0, data=wt),
+         W.tensor((oc,), np.int32, scale=list(np.float32(0.05) * ws), zp=[0] * oc, axis=0,
+                  data=rng.integers(-3000, 3000, oc).astype(np.int32)),
+         W.tensor((1, oh, ow, oc), scale=0.1 + rng.random() * 0.3, zp=_zp(rng, (k + 3) % 7))]
+    pad = S.Padding.SAME if same else S.Padding.VALID
+    if depthwise:
+        o = W.op(S.BuiltinOperator.DEPTHWISE_CONV_2D, [0, 1, 2], [3], "DepthwiseConv2DOptions", padding=pad,
+                 strideH=sh, strideW=sw, depthMultiplier=mult, dilationHFactor=dh, dilationWFactor=1,
+                 fusedActivationFunction=_act(k))
+    else:
+        o = W.op(S.BuiltinOperator.CONV_2D, [0, 1, 2], [3], "Conv2DOptions", padding=pad, strideH=sh, strideW=sw,
+                 dilationHFactor=dh, dilationWFactor=1, fusedActivationFunction=_act(k))
+    return W.build(t, [o], inputs=[0], outputs=[3]), (1, h, w_, ic)
+
+
+def test_conv_forms_on_random_models_are_bit_exact_with_tflm():
+    rng = np.random.default_rng(31)
+    done = 0
+    for k in range(40):
+        case = _conv_model(rng, k)
+        if case is None:
+            continue
+        blob, shape = case
+        g = load_tflite_bytes(blob)
+        assert not g.unsupported, g.unsupported
+        x = rng.integers(-128, 128, shape).astype(np.int8)
+        want = _tflm_bytes(blob, [x])
+        for form in ("reverse", "gather"):
+            choose_conv_forms(g, form)
+            assert g.operators[0].scratch_bytes == (g.operators[0].params["reverse_scratch"] if form == "reverse" else 0)
+            assert _mismatches(g.run(x)[0], want) == [], (k, form)
+        done += 1
+    assert done >= 25
