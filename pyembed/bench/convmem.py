@@ -2,6 +2,9 @@
 
     python -m pyembed.bench convmem [--json] [--models NAME,...] [--ops] [--runs N]
 
+Without --models, a model built in-process is added after the bundled ones
+(built_tconv_bmm: TRANSPOSE_CONV then BATCH_MATMUL).
+
 pyembed runs a CONV_2D / DEPTHWISE_CONV_2D either with its reverse kernel
 (int32 accumulator rows as scratch) or with the gather kernel (no scratch);
 pyembed.model.conv_form picks per operator (reverse only where its rows fit
@@ -104,7 +107,43 @@ def bench_model(path, runs, with_ops):
             r["tflm_reference"] = 0
             r["cmsis_nn_dsp"] = cmsis_nn_dsp_scratch(g, g.operators[r["op"]])
         row["ops"] = ops
+        row["other_ops"] = [{"op": op.index, "type": op.type, "scratch": int(op.scratch_bytes),
+                             "tflm_reference": tflm_reference_scratch(g, op)}
+                            for op in g.operators if op.type not in ("CONV_2D", "DEPTHWISE_CONV_2D")
+                            and (op.scratch_bytes or tflm_reference_scratch(g, op))]
     return row
+
+
+def tflm_reference_scratch(graph, op):
+    """Arena scratch TFLM's reference kernel requests for op (int8): only
+    TRANSPOSE_CONV (an int32 copy of its output) among the operators pyembed
+    runs; pooling, fully connected, softmax, add and conv ask for none."""
+    if op.type == "TRANSPOSE_CONV":
+        return int(np.prod(graph.tensors[op.outputs[0]].shape)) * 4
+    return 0
+
+
+def built_models(tmpdir):
+    """Models built in-process (no TensorFlow): TRANSPOSE_CONV (SAME, stride 2)
+    then BATCH_MATMUL with a constant rhs, whose TFLM kernels ask for an int32
+    output copy / persistent transposed operands where pyembed's ask for none."""
+    from pyembed.model import tflite_writer as W
+    S = W.schema()
+    rng = np.random.default_rng(5)
+    t = [W.tensor((4,), np.int32, data=np.array([1, 32, 32, 16], np.int32)),
+         W.tensor((16, 3, 3, 8), scale=[0.02] * 16, zp=[0] * 16, axis=0,
+                  data=rng.integers(-127, 128, (16, 3, 3, 8)).astype(np.int8)),
+         W.tensor((1, 16, 16, 8), scale=0.05, zp=-3),
+         W.tensor((1, 32, 32, 16), scale=0.4, zp=7),
+         W.tensor((16, 8), scale=0.03, zp=-2, data=rng.integers(-128, 128, (16, 8)).astype(np.int8)),
+         W.tensor((1, 32, 32, 8), scale=0.5, zp=1)]
+    ops = [W.op(S.BuiltinOperator.TRANSPOSE_CONV, [0, 1, 2], [3], "TransposeConvOptions", padding=S.Padding.SAME,
+                strideH=2, strideW=2),
+           W.op(S.BuiltinOperator.BATCH_MATMUL, [3, 4], [5], "BatchMatMulOptions")]
+    path = os.path.join(tmpdir, "built_tconv_bmm.tflite")
+    with open(path, "wb") as f:
+        f.write(W.build(t, ops, inputs=[2], outputs=[5], name="built_tconv_bmm"))
+    return [path]
 
 
 def render(res):
@@ -134,6 +173,11 @@ def render(res):
                          [[o["op"], o["type"], o["reverse_scratch"], o["form"], o["scratch"], o["tflm_reference"],
                            o["cmsis_nn_dsp"], o["live"]] for o in r["ops"]]))
         out.append("")
+        if r.get("other_ops"):
+            out.append(f"{r['model']}: other operators with scratch (bytes)")
+            out.append(table(["op", "type", "pyembed scratch", "TFLM ref"],
+                             [[o["op"], o["type"], o["scratch"], o["tflm_reference"]] for o in r["other_ops"]]))
+            out.append("")
     s = res["summary"]
     out.append(f"auto arena <= TFLM head on {s['at_or_below_tflm']}/{s['compared']} supported models "
                f"(before: {s['before_at_or_below_tflm']}/{s['compared']})")
@@ -151,7 +195,11 @@ def main(argv):
     if a.models:
         want = set(a.models.split(","))
         paths = [p for p in paths if os.path.splitext(os.path.basename(p))[0] in want]
-    res = {"models": [bench_model(p, max(1, a.runs), a.ops) for p in paths]}
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        if not a.models:
+            paths += built_models(tmp)
+        res = {"models": [bench_model(p, max(1, a.runs), a.ops) for p in paths]}
     cmp_ = [r for r in res["models"] if "unsupported" not in r and r["tflm"] is not None]
     res["summary"] = {"compared": len(cmp_),
                       "at_or_below_tflm": sum(1 for r in cmp_ if r["auto"]["arena"] <= r["tflm"]),
