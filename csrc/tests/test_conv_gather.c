@@ -263,6 +263,7 @@ static void status_checks(void)
 static void graph_forms(int depthwise)
 {
     static int32_t arena_words[4096];
+    static const int32_t io_in[3] = {0, 1, 2}, io_out[1] = {3};
     int8_t *arena = (int8_t *)arena_words;
     pe_graph_tensor t[4];
     pe_graph_op op;
@@ -290,7 +291,12 @@ static void graph_forms(int depthwise)
     base += (n_out + 15) / 16 * 16;
     memset(&op, 0, sizeof(op));
     op.type = depthwise ? PE_GOP_DEPTHWISE_CONV_2D : PE_GOP_CONV_2D;
-    op.inputs[0] = 0; op.inputs[1] = 1; op.inputs[2] = 2; op.output = 3;
+    op.inputs = io_in;
+    op.num_inputs = 3;
+    op.outputs = io_out;
+    op.num_outputs = 1;
+    op.params = NULL;
+    op.num_params = 0;
     op.p.conv.params = p;
     op.p.conv.quant.quant.multiplier = mult;
     op.p.conv.quant.quant.shift = shift;

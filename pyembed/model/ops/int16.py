@@ -16,6 +16,15 @@ input's element type.
 * ADD: TFLite's general int16 path, left shift 15, inputs rescaled to twice
   the larger input scale; the output multiplier must be < 1.
 Fused activations clamp in int16 (CalculateActivationRangeQuantized).
+* SOFTMAX: TFLM's SoftmaxInt16 with the two LUTs LUTPopulate<int16_t> fills,
+  computed here (float32, libm expf) and kept in the parameter words (flash)
+  where TFLM keeps them in its persistent arena.
+
+Bit-exact with TFLM (tests/test_ops_heavy.py). LiteRT's int16 kernels are not
+reproduced: measured on the same random cases, its CONV_2D (when it accepts
+the model: it requires a bias) and ADD agree, its int16 FULLY_CONNECTED and
+SOFTMAX differ by one in a few elements, and rounding="litert" does not
+change these operators (their words carry TFLM's arithmetic).
 """
 import numpy as np
 
