@@ -101,7 +101,17 @@ static void conv_pixel(const pe_conv_params *p, const pe_per_channel_quant *q,
                         const int8_t *restrict w1 = w0 + ws;
                         const int8_t *restrict w2 = w0 + 2 * ws;
                         const int8_t *restrict w3 = w0 + 3 * ws;
-                        for (i = 0; i < ic_g; i++) {
+                        for (i = 0; i + 4 <= ic_g; i += 4) {
+                            const int32_t x0 = (int32_t)x[i] + offset;
+                            const int32_t x1 = (int32_t)x[i + 1] + offset;
+                            const int32_t x2 = (int32_t)x[i + 2] + offset;
+                            const int32_t x3 = (int32_t)x[i + 3] + offset;
+                            a0 += w0[i] * x0 + w0[i + 1] * x1 + w0[i + 2] * x2 + w0[i + 3] * x3;
+                            a1 += w1[i] * x0 + w1[i + 1] * x1 + w1[i + 2] * x2 + w1[i + 3] * x3;
+                            a2 += w2[i] * x0 + w2[i + 1] * x1 + w2[i + 2] * x2 + w2[i + 3] * x3;
+                            a3 += w3[i] * x0 + w3[i + 1] * x1 + w3[i + 2] * x2 + w3[i + 3] * x3;
+                        }
+                        for (; i < ic_g; i++) {
                             const int32_t xv = (int32_t)x[i] + offset;
                             a0 += w0[i] * xv;
                             a1 += w1[i] * xv;
