@@ -367,7 +367,7 @@ pe_status pe_rsqrt_s8(const pe_context *ctx, const pe_unary_quant_params *p, int
     return PE_OK;
 }
 
-pe_status pe_lut_s8(const pe_context *ctx, const int8_t *table, int32_t size,
+pe_status pe_act_lut_s8(const pe_context *ctx, const int8_t *table, int32_t size,
                     const int8_t *input, int8_t *output)
 {
     int32_t i;

@@ -298,7 +298,7 @@ static pe_status run_unary(const pe_context *ctx, int32_t type, const int32_t *w
             const uint32_t byte = ((uint32_t)w[k / 4] >> (8 * (k % 4))) & 0xFFu;
             table[k] = (int8_t)(byte < 128u ? (int32_t)byte : (int32_t)byte - 256);
         }
-        return pe_lut_s8(ctx, table, count, (const int8_t *)in, (int8_t *)out);
+        return pe_act_lut_s8(ctx, table, count, (const int8_t *)in, (int8_t *)out);
     }
     case PE_MOP_L2_NORMALIZATION:
         if (n != 2 || !s8 || w[1] < 1 || count % w[1] != 0) {

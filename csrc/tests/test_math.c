@@ -105,8 +105,8 @@ static void test_activations(void)
     PE_CHECK_EQ(pe_relu_s8(NULL, &rp, 256, in, out), PE_ERR_ARG);
     ap.rescale = 2;
     PE_CHECK_EQ(pe_abs_s8(NULL, &ap, 256, in, out), PE_ERR_ARG);
-    PE_CHECK_EQ(pe_lut_s8(NULL, NULL, 4, in, out), PE_ERR_ARG);
-    PE_CHECK_EQ(pe_lut_s8(NULL, in, -1, in, out), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_act_lut_s8(NULL, NULL, 4, in, out), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_act_lut_s8(NULL, in, -1, in, out), PE_ERR_ARG);
     /* RSQRT refuses inputs below the zero point, leaving the output alone */
     {
         pe_unary_quant_params q = {0, 0, 1 << 30, 0, 0};

@@ -113,7 +113,7 @@ pe_status pe_rsqrt_s8(const pe_context *ctx, const pe_unary_quant_params *params
 pe_status pe_neg_s8(const pe_context *ctx, const pe_relu_params *params, int32_t size,
                     const int8_t *input, int8_t *output);
 /* table: 256 entries, table[v + 128] is the output for input v. */
-pe_status pe_lut_s8(const pe_context *ctx, const int8_t *table, int32_t size,
+pe_status pe_act_lut_s8(const pe_context *ctx, const int8_t *table, int32_t size,
                     const int8_t *input, int8_t *output);
 
 #ifdef __cplusplus
