@@ -460,7 +460,7 @@ static pe_status concat_any(int32_t axis, int32_t es, int32_t num_inputs,
                             const int32_t *requantize, const pe_requant_params *requant,
                             const pe_shape_nd *out_shape, void *output)
 {
-    int32_t out_n, i, offset = 0, n;
+    int32_t out_n, i, offset = 0, n = 0;
     int32_t os[RANK];
     walk w;
     pe_status st = concat_check(axis, es, num_inputs, in_shapes, inputs, out_shape, output, &out_n);
