@@ -96,7 +96,10 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
     from pyembed.model.load import load_model
     from pyembed.plan import plan_graph
 
+    from pyembed.model.support import require_executable
+
     g = load_model(model)
+    require_executable(g, "plan")   # unsupported operators or a float model: exit 2 with the list
     regions = None
     if part:
         _, regions = regions_for_mcu(part)

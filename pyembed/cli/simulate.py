@@ -77,8 +77,11 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
     from firmware_sim.sim import simulate_file
     from pyembed.model.load import load_model
 
+    from pyembed.model.support import require_executable
+
     prof = load_profile(profile)
     graph = load_model(model)
+    require_executable(graph, "simulate")   # unsupported operators or a float model: exit 2 with the list
     plan = None
     if plan_path:
         from pyembed.plan import load_plan

@@ -2,6 +2,7 @@
 import os
 
 from pyembed.errors import ArgumentError, ModelError
+from pyembed.model.fold import fold_constants
 from pyembed.model.graph import Graph, Operator, Tensor
 from pyembed.model.ops import check_tensor_sizes, prepare_operator
 
@@ -23,6 +24,9 @@ def graph_from_raw(raw, label, source_format=""):
                                  f"{len(tensors)}")
     g = Graph(raw["name"], tensors, operators, raw["inputs"], raw["outputs"], source_path=raw.get("source_path"),
               metadata=raw.get("metadata"), source_format=source_format)
+    # shape arithmetic on constants (SHAPE, PACK, CAST, FILL, ...) is evaluated here, never run
+    g.folded = fold_constants(g, label)
+    operators = g.operators
     for op in operators:
         prepare_operator(g, op, label)
     written = {}
