@@ -35,9 +35,9 @@ def C(values, dtype=I32):
 
 
 def build(tensors, ops, inputs, outputs):
-    """A .tflite flatbuffer: ops are (BUILTIN_NAME, inputs, outputs, options dict)."""
-    from pyembed.model.tflite_writer import build_model
-    return build_model(tensors, ops, inputs, outputs)
+    """A .tflite flatbuffer via pyembed.model.tflite_writer (ops by builtin name)."""
+    from pyembed.bench.coverage import build_named
+    return build_named(tensors, ops, inputs, outputs)
 
 
 def tflm_run(model, xs):
@@ -239,6 +239,9 @@ def test_strided_slice_random_against_tflm(seed):
         s = [int(v) * int(rng.choice([-1, 1])) for v in rng.integers(1, 4, rank)]
         bm, em = int(rng.integers(0, 1 << rank)), int(rng.integers(0, 1 << rank))
         sh = int(rng.integers(0, 1 << rank)) if seed % 2 else 0
+        # TFLM writes nothing for a shrunk axis with a negative stride (its loop
+        # runs from start to start + 1 backwards): see the test below
+        s = [abs(v) if (sh >> k) & 1 else v for k, v in enumerate(s)]
         try:
             m, plan = _strided_model(shape, b, e, s, dtype, begin_mask=bm, end_mask=em, shrink_axis_mask=sh)
         except Exception:  # noqa: BLE001 - an invalid random spec (shrunk index out of range): draw again
@@ -253,6 +256,17 @@ def test_strided_slice_random_against_tflm(seed):
         assert np.array_equal(y, x[idx])
 
 
+def test_strided_slice_shrink_with_negative_stride_takes_the_element():
+    """A shrunk axis with a negative stride: TFLM's reference loop (start to
+    start + 1, stepping backwards) never runs and leaves its output unwritten;
+    pyembed takes the element at begin, as tf.strided_slice and numpy do."""
+    rng = np.random.default_rng(8)
+    m, plan = _strided_model((3, 4), [1, 3], [0, 0], [1, -1], begin_mask=1, end_mask=1, shrink_axis_mask=2)
+    x = rand(rng, (3, 4))
+    y = load_tflite_bytes(m).run(x)[0]
+    assert np.array_equal(y, x[:, 3])
+
+
 @pytest.mark.parametrize("masks", [{"ellipsis_mask": 2}, {"new_axis_mask": 2}, {"offset": True},
                                    {"ellipsis_mask": 1, "shrink_axis_mask": 4}])
 def test_strided_slice_ellipsis_new_axis_offset_against_litert(masks):
@@ -260,7 +274,11 @@ def test_strided_slice_ellipsis_new_axis_offset_against_litert(masks):
     LiteRT's reference kernel implements them: it is the oracle here."""
     rng = np.random.default_rng(3)
     shape = (4, 5, 6)
-    b, e, s = ([1, 0, 2], [3, 0, 4], [1, 1, 1]) if "offset" not in masks else ([1, 1, 2], [2, 3, 2], [1, 1, 1])
+    b, e, s = ([1, 0, 2], [3, 0, 4], [1, 1, 1])
+    if "offset" in masks:
+        b, e = [1, 1, 2], [2, 3, 2]          # end relative to begin
+    elif masks.get("ellipsis_mask") == 1:
+        b, e, s = [0, 4, 2], [0, 0, 4], [1, -2, 1]   # [..., 4:0:-2, 2]
     m, _ = _strided_model(shape, b, e, s, **masks)
     compare(m, [rand(rng, shape)], oracle="litert")
 
@@ -392,3 +410,45 @@ def test_shape_arithmetic_is_folded_at_import():
     assert [op.type for op in g.operators] == ["RESHAPE"]
     assert g.folded == ["SHAPE", "STRIDED_SLICE", "PACK"]
     assert list(g.tensors[7].data) == [2, 12]
+
+
+# -- the CLI: refusing what the runtime cannot run, listing what it can ------------------------
+
+def _cli(args):
+    from click.testing import CliRunner
+
+    from pyembed.cli import main
+    return CliRunner().invoke(main, args)
+
+
+def test_plan_and_simulate_refuse_unsupported_operators(tmp_path):
+    m = build([T((1, 8)), T((1, 8)), C([1])], [("CUMSUM", [0, 2], [1], {})], [0], [1])
+    path = tmp_path / "cumsum.tflite"
+    path.write_bytes(m)
+    for args in (["plan", str(path), "-o", str(tmp_path / "out")], ["simulate", str(path)]):
+        r = _cli(args)
+        assert r.exit_code == 2, r.output
+        assert "CUMSUM" in r.output and "does not implement" in r.output
+
+
+def test_plan_refuses_a_float_model(tmp_path):
+    f32 = np.float32
+    m = build([dict(T((1, 4, 4, 2), f32), scale=None), C([[0, 0], [1, 1], [1, 1], [0, 0]]),
+               dict(T((1, 6, 6, 2), f32), scale=None), C([[0, 0], [1, 1], [1, 1], [0, 0]]),
+               dict(T((1, 8, 8, 2), f32), scale=None)],
+              [("PAD", [0, 1], [2], {}), ("PAD", [2, 3], [4], {})], [0], [4])
+    path = tmp_path / "float.tflite"
+    path.write_bytes(m)
+    r = _cli(["plan", str(path), "-o", str(tmp_path / "out")])
+    assert r.exit_code == 2, r.output
+    assert "float model" in r.output and "float32 activation" in r.output
+
+
+def test_ops_command_lists_every_registered_operator():
+    from pyembed.model.ops import SUPPORTED_OPS
+    r = _cli(["ops"])
+    assert r.exit_code == 0, r.output
+    for name in SUPPORTED_OPS:
+        assert name in r.output
+    md = _cli(["ops", "--markdown"]).output
+    assert md.startswith("| operator | code |") and "| STRIDED_SLICE | 26 | data |" in md

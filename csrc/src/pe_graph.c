@@ -7,6 +7,8 @@
 #include "pyembed/pe_fixed.h"
 #include "pyembed/pe_conv.h"
 #include "pyembed/pe_pool.h"
+#include "pyembed/pe_shape_ops.h"
+#include "pyembed/pe_resize.h"
 
 int32_t pe_graph_dtype_size(pe_dtype t)
 {
@@ -509,6 +511,24 @@ static pe_graph_runner runner_for(pe_graph_op_type type)
     case PE_GOP_AVERAGE_POOL_2D:
     case PE_GOP_MAX_POOL_2D:
         return run_pool;
+    case PE_GOP_PAD:
+    case PE_GOP_PADV2:
+    case PE_GOP_MIRROR_PAD:
+    case PE_GOP_CONCATENATION:
+    case PE_GOP_SPLIT:
+    case PE_GOP_SPLIT_V:
+    case PE_GOP_STRIDED_SLICE:
+    case PE_GOP_SLICE:
+    case PE_GOP_TRANSPOSE:
+    case PE_GOP_GATHER:
+    case PE_GOP_DEPTH_TO_SPACE:
+    case PE_GOP_SPACE_TO_DEPTH:
+    case PE_GOP_SQUEEZE:
+    case PE_GOP_EXPAND_DIMS:
+        return pe_graph_run_shape_ops;
+    case PE_GOP_RESIZE_NEAREST_NEIGHBOR:
+    case PE_GOP_RESIZE_BILINEAR:
+        return pe_graph_run_resize;
     default:
         return NULL;
     }

@@ -40,9 +40,46 @@ def _c(values):
     return _t(v.shape, np.int32, data=v)
 
 
+_TABLES = {"PADV2": "PadV2Options", "SPLIT_V": "SplitVOptions"}
+_ACT = {None: 0, "RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3}
+
+
+def _camel(name):
+    head, *rest = name.split("_")
+    return head + "".join(w.capitalize() for w in rest)
+
+
+def build_named(tensors, ops, inputs, outputs):
+    """A .tflite flatbuffer (pyembed.model.tflite_writer) from tensor dicts
+    (shape, dtype, scale, zp, data) and ops given as (BUILTIN_NAME, inputs,
+    outputs, options dict with snake_case fields, e.g. {"axis": 3})."""
+    from pyembed.model import tflite_writer as W
+    S = W.schema()
+    wops = []
+    for name, ins, outs, opts in ops:
+        table = _TABLES.get(name, "".join(w.capitalize() for w in name.split("_")) + "Options")
+        fields = {}
+        for k, v in (opts or {}).items():
+            if k == "activation":
+                k, v = "fused_activation_function", _ACT[v]
+            if k == "mode":
+                v = {"REFLECT": 0, "SYMMETRIC": 1}[v]
+            if k == "squeeze_dims":
+                v = list(v)
+            fields[_camel(k)] = v
+        code = getattr(S.BuiltinOperator, name)
+        if not hasattr(S.BuiltinOptions, table) or name == "RESHAPE":
+            wops.append(W.op(code, ins, outs))
+        else:
+            wops.append(W.op(code, ins, outs, table, **fields))
+    wt = [W.tensor(t["shape"], t["dtype"], scale=t["scale"], zp=t["zp"] if t["scale"] is not None else None,
+                   data=t["data"]) for t in tensors]
+    return W.build(wt, wops, inputs, outputs)
+
+
 def built_models():
     """(name, .tflite bytes) of the small models tests/test_ops_data.py builds."""
-    from pyembed.model.tflite_writer import build_model
+    build_model = build_named
     out = []
     out.append(("built_pad_concat_resize", build_model(
         [_t((1, 8, 8, 3), zp=-128), _c([[0, 0], [1, 1], [1, 1], [0, 0]]), _t((1, 10, 10, 3), zp=-128),

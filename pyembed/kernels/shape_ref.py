@@ -98,7 +98,7 @@ def strided_slice_plan(shape, begin, end, strides, begin_mask=0, end_mask=0, ell
         size = shape[k]
         if s == 0:
             raise ArgumentError(f"stride of axis {k} is 0")
-        start = _start_for_axis(b, s, bm and not shrink, size)
+        start = _start_for_axis(b, s, bm, size)  # TFLite applies begin_mask to shrunk axes too
         if shrink:
             if not 0 <= start < size:
                 raise ArgumentError(f"shrunk axis {k}: index {b} outside a dimension of {size}")

@@ -42,7 +42,8 @@ def graph_from_raw(raw, label, source_format=""):
                                  f"({tensors[t].name!r}), which is constant")
             written[t] = op.index
     for op in operators:
-        if op.type == "RESHAPE" and op.supported and op.inputs and op.inputs[0] >= 0:
+        # RESHAPE, SQUEEZE and EXPAND_DIMS keep the bytes: the output aliases the input
+        if op.type in ("RESHAPE", "SQUEEZE", "EXPAND_DIMS") and op.supported and op.inputs and op.inputs[0] >= 0:
             src = op.inputs[0]
             if not tensors[src].is_constant and op.outputs[0] not in g.inputs:
                 g.aliases[op.outputs[0]] = src

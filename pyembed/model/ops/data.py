@@ -7,23 +7,28 @@ Each prepare function checks the operator the way TFLite Micro's Prepare
 does (types, constant parameter tensors, shapes) and computes the int32
 parameter words the C runner (csrc/src/pe_shape_ops.c, pe_resize.c) decodes:
 
-=========================  ====================================================
-PE_GOP_PAD (20)            rank, in dims[rank], before[rank], after[rank], value
-PE_GOP_MIRROR_PAD (21)     rank, in dims[rank], before[rank], after[rank], mode
-PE_GOP_CONCATENATION (22)  rank, axis, out dims[rank], then per input: extent
-                           along axis, requantize (0/1), input offset, output
-                           offset, multiplier, shift
-PE_GOP_SPLIT (23)          rank, axis, in dims[rank], extent of each output
-PE_GOP_SLICE (24)          rank, in dims[rank], begin[rank], stride[rank],
-                           count[rank] (STRIDED_SLICE and SLICE)
-PE_GOP_TRANSPOSE (25)      rank, in dims[rank], perm[rank]
-PE_GOP_GATHER (26)         rank, in dims[rank], axis (indices: input 1, int32)
-PE_GOP_DEPTH_TO_SPACE (27) block
-PE_GOP_SPACE_TO_DEPTH (28) block
-PE_GOP_RESIZE_NEAREST (29) out h, out w, y source[out h], x source[out w]
-PE_GOP_RESIZE_BILINEAR(30) align_corners, half_pixel_centers
-=========================  ====================================================
+==========================  =========================================================
+PAD (20), PADV2 (21)        rank, in dims[rank], before[rank], after[rank], value
+MIRROR_PAD (22)             rank, in dims[rank], before[rank], after[rank], mode
+CONCATENATION (23)          rank, axis, out dims[rank], then per input: extent
+                            along axis, requantize (0/1), input offset, output
+                            offset, multiplier, shift
+SPLIT (24), SPLIT_V (25)    axis, rank, in dims[rank], extent of each output
+STRIDED_SLICE (26),         rank, in dims[rank], begin[rank], stride[rank],
+SLICE (27)                  count[rank]
+TRANSPOSE (28)              rank, in dims[rank], perm[rank]
+GATHER (29)                 rank, in dims[rank], axis (positions: input 1, int32)
+DEPTH_TO_SPACE (30),        block
+SPACE_TO_DEPTH (31)
+RESIZE_NEAREST_NEIGHBOR(32) out h, out w, y source[out h], x source[out w]
+RESIZE_BILINEAR (33)        align_corners, half_pixel_centers
+SQUEEZE (34), EXPAND_DIMS   none: aliases, the output is the input's bytes
+(35)
+==========================  =========================================================
 
+(the pe_graph_op_type codes in parentheses). Constant operands (paddings,
+begin / end / strides, perm, size, axis) are folded into the words, so the C
+runner receives only the data tensors ("c_inputs").
 The N-D dims travel in the words because the runtime's tensor descriptor is
 a 4-D NHWC view; the runner checks that their product matches the tensors'
 element counts. SQUEEZE and EXPAND_DIMS are RESHAPEs (the importer aliases
@@ -35,10 +40,12 @@ from pyembed.errors import ArgumentError
 from pyembed.kernels.quant import quantize_multiplier
 from pyembed.kernels.shape_ref import bilinear_supported, nearest_indices, strided_slice_plan
 from pyembed.model.ops.base import Unsupported
+from pyembed.model.ops.registry import register
 
-OP_CODES = {"PAD": 20, "MIRROR_PAD": 21, "CONCATENATION": 22, "SPLIT": 23, "SLICE": 24, "TRANSPOSE": 25,
-            "GATHER": 26, "DEPTH_TO_SPACE": 27, "SPACE_TO_DEPTH": 28, "RESIZE_NEAREST": 29,
-            "RESIZE_BILINEAR": 30}
+OP_CODES = {"PAD": 20, "PADV2": 21, "MIRROR_PAD": 22, "CONCATENATION": 23, "SPLIT": 24, "SPLIT_V": 25,
+            "STRIDED_SLICE": 26, "SLICE": 27, "TRANSPOSE": 28, "GATHER": 29, "DEPTH_TO_SPACE": 30,
+            "SPACE_TO_DEPTH": 31, "RESIZE_NEAREST_NEIGHBOR": 32, "RESIZE_BILINEAR": 33, "SQUEEZE": 34,
+            "EXPAND_DIMS": 35}
 MAX_RANK = 6  # PE_SHAPE_MAX_RANK
 _DATA_TYPES = (np.int8, np.int16, np.int32)
 
@@ -75,9 +82,9 @@ def _rank_ok(c, t, what, lo=1, hi=MAX_RANK):
         raise Unsupported(f"{what} has rank {len(t.shape)}, this operator supports {lo}..{hi}")
 
 
-def _finish(c, kind, words, **extra):
+def _finish(c, kind, words, c_inputs=(0,), **extra):
     op = c.op
-    op.params = {"kind": kind, "op_code": OP_CODES[kind], "words": [int(w) for w in words], **extra}
+    op.params = {"words": [int(w) for w in words], "c_inputs": list(c_inputs), **extra}
     op.macs = 0
     op.scratch_bytes = 0
 
@@ -116,7 +123,7 @@ def prepare_pad(c):
     elif x.dtype == np.int8 and y.is_quantized:
         value = c.qparams(y, "output")[1]  # TFLM pads int8 with the output zero point
     rank = len(x.shape)
-    _finish(c, "PAD", [rank, *x.shape, *before, *after, value], pad_value=value)
+    _finish(c, c.op.type, [rank, *x.shape, *before, *after, value], pad_value=value)
 
 
 def prepare_mirror_pad(c):
@@ -176,11 +183,11 @@ def prepare_concatenation(c):
         words += [t.shape[axis], *rq]
     if total != y.shape[axis]:
         raise c.error(f"inputs add up to {total} along axis {axis}, output has {y.shape[axis]}")
-    _finish(c, "CONCATENATION", words, axis=axis, requantized_inputs=requantized)
+    _finish(c, "CONCATENATION", words, c_inputs=range(len(ins)), axis=axis, requantized_inputs=requantized)
     op.macs = int(y.size) if requantized else 0
 
 
-def _split_common(c, x, outs, axis, kind_sizes):
+def _split_common(c, x, outs, axis, kind_sizes, data_input):
     rank = len(x.shape)
     axis = axis + rank if axis < 0 else axis
     if not 0 <= axis < rank:
@@ -194,7 +201,7 @@ def _split_common(c, x, outs, axis, kind_sizes):
         raise c.error(f"size_splits {list(kind_sizes)} differ from the output extents {sizes}")
     if sum(sizes) != x.shape[axis]:
         raise c.error(f"outputs add up to {sum(sizes)} along axis {axis}, the input has {x.shape[axis]}")
-    _finish(c, "SPLIT", [rank, axis, *x.shape, *sizes], axis=axis)
+    _finish(c, c.op.type, [axis, rank, *x.shape, *sizes], c_inputs=(data_input,), axis=axis)
 
 
 def prepare_split(c):
@@ -208,7 +215,7 @@ def prepare_split(c):
     outs = [c.output(k) for k in range(len(op.outputs))]
     if len({t.shape for t in outs}) > 1:
         raise c.error(f"SPLIT outputs must have one shape, have {[list(t.shape) for t in outs]}")
-    _split_common(c, x, outs, axis[0], None)
+    _split_common(c, x, outs, axis[0], None, 1)
 
 
 def prepare_split_v(c):
@@ -227,7 +234,7 @@ def prepare_split_v(c):
     if -1 in sizes and 0 <= ax < len(x.shape):
         rest = x.shape[ax] - sum(s for s in sizes if s != -1)
         sizes = [rest if s == -1 else s for s in sizes]
-    _split_common(c, x, outs, axis[0], sizes)
+    _split_common(c, x, outs, axis[0], sizes, 0)
 
 
 # -- STRIDED_SLICE / SLICE ------------------------------------------------------------
@@ -239,7 +246,7 @@ def _slice_words(c, x, y, begins, steps, counts, out_shape):
         raise c.error(f"output shape {list(y.shape)} differs from the slice's shape {list(out_shape)}")
     _same_type(c, x, y)
     rank = len(x.shape)
-    _finish(c, "SLICE", [rank, *x.shape, *begins, *steps, *counts], begin=list(begins), stride=list(steps),
+    _finish(c, c.op.type, [rank, *x.shape, *begins, *steps, *counts], begin=list(begins), stride=list(steps),
             count=list(counts))
 
 
@@ -300,7 +307,7 @@ def prepare_alias(c):
         if not 0 <= a <= len(x.shape) or list(y.shape) != want:
             raise c.error(f"expanding {list(x.shape)} at axis {axis[0]} gives {want}, the output is {list(y.shape)}")
     c.dtype(x, "input", (np.int8, np.int16, np.int32, np.float32))
-    op.params = {"shape": tuple(y.shape), "alias_of": "RESHAPE"}
+    op.params = {"words": [], "c_inputs": [0], "shape": tuple(y.shape)}
     op.macs = 0
 
 
@@ -341,7 +348,7 @@ def prepare_gather(c):
         if bad:
             raise c.error(f"positions {bad[:5]} outside [0, {x.shape[axis]})")
     _same_type(c, x, y)
-    _finish(c, "GATHER", [rank, *x.shape, axis], axis=axis)
+    _finish(c, "GATHER", [rank, *x.shape, axis], c_inputs=(0, 1), axis=axis)
 
 
 def _block_op(c, kind):
@@ -396,7 +403,7 @@ def prepare_resize_nearest_neighbor(c):
     x, y, (oh, ow), align, half = _resize_common(c, (np.int8, np.int16))
     ys = nearest_indices(x.shape[1], oh, align, half)
     xs = nearest_indices(x.shape[2], ow, align, half)
-    _finish(c, "RESIZE_NEAREST", [oh, ow, *ys.tolist(), *xs.tolist()], align_corners=align,
+    _finish(c, "RESIZE_NEAREST_NEIGHBOR", [oh, ow, *ys.tolist(), *xs.tolist()], align_corners=align,
             half_pixel_centers=half)
 
 
@@ -420,4 +427,29 @@ PREPARE = {
     "EXPAND_DIMS": prepare_alias, "TRANSPOSE": prepare_transpose, "GATHER": prepare_gather,
     "DEPTH_TO_SPACE": prepare_depth_to_space, "SPACE_TO_DEPTH": prepare_space_to_depth,
     "RESIZE_NEAREST_NEIGHBOR": prepare_resize_nearest_neighbor, "RESIZE_BILINEAR": prepare_resize_bilinear,
+}
+for _name, _prepare in PREPARE.items():
+    register(_name, code=OP_CODES[_name])(_prepare)
+
+# Constraints per operator, for `pyembed ops` (pyembed.cli.ops): dtypes, ranks, options.
+CONSTRAINTS = {
+    "PAD": "int8 (pads with the output zero point) / int16 / int32; rank 1-5; constant paddings",
+    "PADV2": "int8 / int16 / int32; rank 1-5; constant paddings and constant_values (output quantization)",
+    "MIRROR_PAD": "int8; rank 1-6; REFLECT (pad <= dim - 1) or SYMMETRIC (pad <= dim)",
+    "CONCATENATION": "int8 / int16 / int32; rank 1-6; any axis; <= 16 inputs; int8 inputs with their own "
+                     "scale are requantized; no fused activation",
+    "SPLIT": "int8 / int16 / int32; rank 1-6; constant axis; equal parts",
+    "SPLIT_V": "int8 / int16 / int32; rank 1-6; constant size_splits (one -1) and axis",
+    "STRIDED_SLICE": "int8 / int16 / int32; rank 1-5; constant begin/end/strides; begin, end, ellipsis, "
+                     "new_axis, shrink_axis masks; negative strides; offset",
+    "SLICE": "int8 / int16 / int32; rank 1-5; constant begin / size (-1 = to the end)",
+    "SQUEEZE": "any type; aliased (no copy)",
+    "EXPAND_DIMS": "any type; constant axis; aliased (no copy)",
+    "TRANSPOSE": "int8 / int16; rank 1-5; constant perm",
+    "GATHER": "int8; rank 1-6; int32 positions (constant or computed); batch_dims 0",
+    "DEPTH_TO_SPACE": "int8; 4-D NHWC; block_size >= 1",
+    "SPACE_TO_DEPTH": "int8; 4-D NHWC; block_size >= 1",
+    "RESIZE_NEAREST_NEIGHBOR": "int8 / int16; 4-D NHWC; constant size; align_corners, half_pixel_centers",
+    "RESIZE_BILINEAR": "int8; 4-D NHWC; constant size; align_corners or half_pixel_centers (TFLM's integer "
+                       "arithmetic)",
 }
