@@ -452,3 +452,14 @@ def test_ops_command_lists_every_registered_operator():
         assert name in r.output
     md = _cli(["ops", "--markdown"]).output
     assert md.startswith("| operator | code |") and "| STRIDED_SLICE | 26 | data |" in md
+
+
+def test_readme_operator_table_is_the_generated_one():
+    import pathlib
+    import re
+
+    from pyembed.cli.ops import markdown, operator_table
+    text = (pathlib.Path(__file__).resolve().parent.parent / "README.md").read_text()
+    m = re.search(r"<!-- ops-table -->\n(.*?)\n<!-- /ops-table -->", text, re.S)
+    assert m, "README lacks the operator table"
+    assert m.group(1) == markdown(operator_table()), "README's table is stale: run pyembed ops --markdown"

@@ -158,7 +158,9 @@ def render(res):
     for r in res["models"]:
         be = "n/a" if r["bit_exact"] is None else ("yes" if r["bit_exact"] else f"NO ({r['mismatches']})")
         ratio = (f"{r['arena'] / r['tflm']:.2f}" if r.get("arena") and r.get("tflm") else "-")
-        rows.append([r["model"], len(r["ops"]), ", ".join(r["unsupported"]) or "-", be,
+        cannot = r["unsupported"]
+        cannot = ", ".join(cannot[:3]) + (f" +{len(cannot) - 3} more" if len(cannot) > 3 else "") or "-"
+        rows.append([r["model"], len(r["ops"]), cannot, be,
                      r["arena"] if r["arena"] is not None else "-", r["tflm"] if r["tflm"] is not None else "-",
                      ratio])
     s = res["summary"]
