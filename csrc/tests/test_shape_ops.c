@@ -10,6 +10,7 @@
 #include <string.h>
 #include "pyembed/pe_shape_ops.h"
 #include "pyembed/pe_resize.h"
+#include "pyembed/pe_graph.h"
 #include "pe_test.h"
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
@@ -604,8 +605,95 @@ static void test_resize_bilinear(void)
     }
 }
 
+
+/* ---- the graph runners: PAD -> SPLIT (2 outputs) -> CONCATENATION --------------------
+ * The concatenation of the split halves is the padded tensor again; a
+ * corrupted word, a short word list or a wrong io count is PE_ERR_ARG. */
+
+static void test_graph_runners(void)
+{
+    /* tensors: 0 input (1,2,3,2) @0, 1 padded (1,4,5,2) @16, 2 left (1,4,2,2) @64,
+     * 3 right (1,4,3,2) @80, 4 concat (1,4,5,2) @112 */
+    static const pe_graph_tensor t[5] = {
+        {NULL, 0, 12, {1, 2, 3, 2}, PE_DT_INT8},   {NULL, 16, 40, {1, 4, 5, 2}, PE_DT_INT8},
+        {NULL, 64, 16, {1, 4, 2, 2}, PE_DT_INT8},  {NULL, 80, 24, {1, 4, 3, 2}, PE_DT_INT8},
+        {NULL, 112, 40, {1, 4, 5, 2}, PE_DT_INT8}};
+    static const int32_t in0[1] = {0}, out1[1] = {1}, split_out[2] = {2, 3}, cat_in[2] = {2, 3},
+                         cat_out[1] = {4};
+    /* PAD: rank, dims, before, after, value */
+    static const int32_t pad_w[14] = {4, 1, 2, 3, 2, 0, 1, 1, 0, 0, 1, 1, 0, -7};
+    /* SPLIT: axis, rank, dims, extents */
+    static const int32_t split_w[8] = {2, 4, 1, 4, 5, 2, 2, 3};
+    /* CONCATENATION: rank, axis, out dims, then per input (extent, rq, in off, out off, mult, shift) */
+    static const int32_t cat_w[18] = {4, 2, 1, 4, 5, 2, 2, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0};
+    int32_t words[18];
+    pe_graph_op ops[3];
+    pe_graph g;
+    pe_context arena;
+    int32_t bad_op, bad_tensor, i, diff = 0, pads = 0;
+    static int8_t buf[160];
+    memset(ops, 0, sizeof(ops));
+    ops[0].type = PE_GOP_PAD;
+    ops[0].inputs = in0;
+    ops[0].num_inputs = 1;
+    ops[0].outputs = out1;
+    ops[0].num_outputs = 1;
+    ops[0].params = pad_w;
+    ops[0].num_params = 14;
+    ops[0].scratch_offset = -1;
+    ops[1] = ops[0];
+    ops[1].type = PE_GOP_SPLIT;
+    ops[1].inputs = out1;
+    ops[1].outputs = split_out;
+    ops[1].num_outputs = 2;
+    ops[1].params = split_w;
+    ops[1].num_params = 8;
+    ops[2] = ops[0];
+    ops[2].type = PE_GOP_CONCATENATION;
+    ops[2].inputs = cat_in;
+    ops[2].num_inputs = 2;
+    ops[2].outputs = cat_out;
+    ops[2].params = words;
+    ops[2].num_params = 18;
+    memcpy(words, cat_w, sizeof(words));
+    g.tensors = t;
+    g.num_tensors = 5;
+    g.ops = ops;
+    g.num_ops = 3;
+    g.arena_size = 160;
+    PE_CHECK_EQ(pe_graph_check(&g, &bad_op, &bad_tensor), PE_OK);
+    for (i = 0; i < 12; i++) {
+        buf[i] = (int8_t)(i * 11 - 60);
+    }
+    arena.buf = buf;
+    arena.size = 160;
+    arena.stats = NULL;
+    PE_CHECK_EQ(pe_graph_invoke(&g, &arena), PE_OK);
+    for (i = 0; i < 40; i++) {
+        diff += buf[16 + i] != buf[112 + i];
+        pads += buf[16 + i] == -7;
+    }
+    PE_CHECK_EQ(diff, 0);
+    PE_CHECK_EQ(pads, 40 - 12); /* (1,4,5,2) minus the 12 input values (none of which is -7) */
+    /* a word out of range, a short list, a missing output */
+    words[1] = 4;
+    PE_CHECK_EQ(pe_graph_invoke_op(&g, 2, &arena), PE_ERR_ARG);
+    words[1] = 2;
+    ops[2].num_params = 17;
+    PE_CHECK_EQ(pe_graph_invoke_op(&g, 2, &arena), PE_ERR_ARG);
+    ops[2].num_params = 18;
+    ops[1].num_outputs = 1;
+    PE_CHECK_EQ(pe_graph_invoke_op(&g, 1, &arena), PE_ERR_ARG);
+    ops[1].num_outputs = 2;
+    words[7] = 1; /* requantize input 0 with a zero multiplier: int8, valid, all zero point */
+    words[9] = 5;
+    PE_CHECK_EQ(pe_graph_invoke_op(&g, 2, &arena), PE_OK);
+    PE_CHECK_EQ(buf[112], 5);
+}
+
 int main(void)
 {
+    test_graph_runners();
     test_slice_random();
     test_slice_rejects();
     test_pad_random();
