@@ -493,3 +493,20 @@ def test_emitted_c_program_runs_the_data_movement_chain(tmp_path):
     out = subprocess.run([str(tmp_path / "model_main")], input=x.tobytes(), capture_output=True, check=True)
     got = np.array(out.stdout.decode().split(), dtype=np.int64)
     assert np.array_equal(got, g.run(x)[0].ravel().astype(np.int64))
+
+
+def test_litert_reference_kernels_agree_under_litert_rounding():
+    """rounding="litert" changes nothing for these operators: LiteRT's
+    reference kernels (BUILTIN_REF) give the same bytes as TFLM. (LiteRT's
+    default optimized int8 RESIZE_BILINEAR differs in some elements; it is
+    not reproduced.)"""
+    rng = np.random.default_rng(21)
+    tensors = [T((1, 5, 6, 3), zp=-3), C([[0, 0], [1, 2], [2, 1], [0, 0]]), T((1, 8, 9, 3), zp=-3), C([13, 11]),
+               T((1, 13, 11, 3), zp=-3), C([0, 3, 1, 2]), T((1, 3, 13, 11), zp=-3)]
+    ops = [("PAD", [0, 1], [2], {}), ("RESIZE_BILINEAR", [2, 3], [4], {"half_pixel_centers": True}),
+           ("TRANSPOSE", [4, 5], [6], {})]
+    m = build(tensors, ops, [0], [6])
+    g = load_tflite_bytes(m)
+    for _ in range(3):
+        x = rand(rng, (1, 5, 6, 3))
+        assert np.array_equal(g.run(x, rounding="litert")[0], litert_run(m, [x])[0])
