@@ -510,3 +510,19 @@ def test_litert_reference_kernels_agree_under_litert_rounding():
     for _ in range(3):
         x = rand(rng, (1, 5, 6, 3))
         assert np.array_equal(g.run(x, rounding="litert")[0], litert_run(m, [x])[0])
+
+
+def test_fill_and_cast_of_constants_are_folded():
+    """FILL of constant dims / value feeding RESHAPE's shape runs at import
+    (checked against TFLM); CAST of a constant is folded too."""
+    rng = np.random.default_rng(22)
+    tensors = [T((36,)), C([2]), C(6), T((2,), I32, scale=None), T((6, 6))]
+    ops = [("FILL", [1, 2], [3], {}), ("RESHAPE", [0, 3], [4], {})]
+    g, _ = compare(build(tensors, ops, [0], [4]), [rand(rng, (36,))])
+    assert g.folded == ["FILL"] and [op.type for op in g.operators] == ["RESHAPE"]
+    tensors = [T((36,)), C([6, 6], I64), T((2,), I32, scale=None), T((6, 6))]
+    ops = [("CAST", [1], [2], {}), ("RESHAPE", [0, 2], [3], {})]
+    g = load_tflite_bytes(build(tensors, ops, [0], [3]))
+    assert g.folded == ["CAST"] and g.tensors[2].data.dtype == np.int32 and list(g.tensors[2].data) == [6, 6]
+    x = rand(rng, (36,))
+    assert np.array_equal(g.run(x)[0], x.reshape(6, 6))
