@@ -36,10 +36,11 @@ KERNEL_CLASS = {
     "RESHAPE": "copy", "SQUEEZE": "copy", "EXPAND_DIMS": "copy", "CONCATENATION": "copy",
     "STRIDED_SLICE": "copy", "SLICE": "copy", "PAD": "copy", "TRANSPOSE": "copy", "PACK": "copy",
     "UNPACK": "copy", "SPLIT": "copy",
-    # ops-data: pure copies; MIRROR_PAD maps each index (an element-wise cost);
-    # RESIZE_BILINEAR has macs = 4 taps per output element (a pooling-like cost)
+    # ops-data (python -m pyembed.bench data_ops counts their host instructions per element
+    # against an "eltwise" yardstick): the copies cost 6-25 host instructions per element, an
+    # eighth to a half of the yardstick's 50, so "copy"; RESIZE_BILINEAR (33) is "eltwise"
     "PADV2": "copy", "SPLIT_V": "copy", "GATHER": "copy", "DEPTH_TO_SPACE": "copy", "SPACE_TO_DEPTH": "copy",
-    "RESIZE_NEAREST_NEIGHBOR": "copy", "MIRROR_PAD": "eltwise", "RESIZE_BILINEAR": "pool",
+    "RESIZE_NEAREST_NEIGHBOR": "copy", "MIRROR_PAD": "copy", "RESIZE_BILINEAR": "eltwise",
 }
 
 

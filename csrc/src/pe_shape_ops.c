@@ -108,6 +108,14 @@ static int walk_ok(const walk *w, int32_t in_n, int32_t out_n)
 static void copy_run(int32_t es, const uint8_t *in, int32_t si, uint8_t *out, int32_t so, int32_t n)
 {
     int32_t i;
+    if (si == 1 && so == 1) {
+        /* contiguous on both sides: a plain byte loop (compilers emit memcpy) */
+        const int32_t bytes = n * es;
+        for (i = 0; i < bytes; i++) {
+            out[i] = in[i];
+        }
+        return;
+    }
     if (es == 1) {
         const int8_t *s = (const int8_t *)in;
         int8_t *d = (int8_t *)out;
@@ -242,8 +250,10 @@ static void fill(int32_t es, void *out, int32_t n, int32_t v)
 {
     int32_t i;
     if (es == 1) {
+        int8_t *o = (int8_t *)out;
+        const int8_t b = (int8_t)v;
         for (i = 0; i < n; i++) {
-            ((int8_t *)out)[i] = (int8_t)v;
+            o[i] = b; /* compilers emit memset */
         }
     } else if (es == 2) {
         for (i = 0; i < n; i++) {
