@@ -526,3 +526,24 @@ def test_fill_and_cast_of_constants_are_folded():
     assert g.folded == ["CAST"] and g.tensors[2].data.dtype == np.int32 and list(g.tensors[2].data) == [6, 6]
     x = rand(rng, (36,))
     assert np.array_equal(g.run(x)[0], x.reshape(6, 6))
+
+
+def test_float_reference_follows_the_int8_chain_within_one_lsb():
+    """pyembed.model.float_ref runs the data movement operators in float64
+    (for pyembed check); on a chain fed the same dequantized input the int8
+    output stays within one output step of it (bilinear rounds once)."""
+    from pyembed.model.float_ref import dequantize, run_float
+    rng = np.random.default_rng(23)
+    tensors = [T((1, 4, 5, 2), scale=0.1, zp=3), C([[0, 0], [1, 0], [0, 2], [0, 0]]), T((1, 5, 7, 2), scale=0.1, zp=3),
+               T((1, 5, 7, 1), scale=0.1, zp=3), T((1, 5, 7, 3), scale=0.1, zp=3), C([9, 13]),
+               T((1, 9, 13, 3), scale=0.1, zp=3), C([[0, 0], [1, 1], [2, 2], [0, 0]]),
+               T((1, 11, 17, 3), scale=0.1, zp=3), C([0, 3, 1, 2]), T((1, 3, 11, 17), scale=0.1, zp=3)]
+    ops = [("PAD", [0, 1], [2], {}), ("CONCATENATION", [2, 3], [4], {"axis": -1}),
+           ("RESIZE_BILINEAR", [4, 5], [6], {"align_corners": True}),
+           ("MIRROR_PAD", [6, 7], [8], {"mode": "REFLECT"}), ("TRANSPOSE", [8, 9], [10], {})]
+    g = load_tflite_bytes(build(tensors, ops, [0, 3], [10]))
+    xs = [rand(rng, (1, 4, 5, 2)), rand(rng, (1, 5, 7, 1))]
+    y = g.run(xs)[0]
+    vals = run_float(g, [dequantize(g.tensors[0], xs[0]), dequantize(g.tensors[3], xs[1])])
+    err = np.abs(dequantize(g.tensors[10], y) - vals[10])
+    assert err.max() <= 0.1 + 1e-6

@@ -453,3 +453,70 @@ CONSTRAINTS = {
     "RESIZE_BILINEAR": "int8; 4-D NHWC; constant size; align_corners or half_pixel_centers (TFLM's integer "
                        "arithmetic)",
 }
+
+
+# -- float64 reference (pyembed.model.float_ref) -------------------------------------------
+
+def _real_pad_value(graph, op):
+    y = graph.tensors[op.outputs[0]]
+    v = op.params.get("pad_value", 0)
+    if y.is_quantized:
+        s, z = y.qparams()
+        return (v - z) * float(s)
+    return float(v)
+
+
+def _bilinear_float(x, out_hw, align, half):
+    """TFLite's float ResizeBilinear on NHWC values (float64)."""
+    def axis(n_in, n_out):
+        scale = (n_in - 1) / (n_out - 1) if align and n_out > 1 else n_in / n_out
+        i = np.arange(n_out, dtype=np.float64)
+        v = (i + 0.5) * scale - 0.5 if half else i * scale
+        lo = np.maximum(np.floor(v), 0).astype(np.int64)
+        hi = np.minimum(np.ceil(v), n_in - 1).astype(np.int64)
+        return v - lo, lo, hi
+    fy, y0, y1 = axis(x.shape[1], out_hw[0])
+    fx, x0, x1 = axis(x.shape[2], out_hw[1])
+    fy, fx = fy[None, :, None, None], fx[None, None, :, None]
+
+    def tap(ys, xs):
+        return x[:, ys][:, :, xs]
+    return (tap(y0, x0) * (1 - fy) * (1 - fx) + tap(y1, x0) * fy * (1 - fx) + tap(y0, x1) * (1 - fy) * fx +
+            tap(y1, x1) * fy * fx)
+
+
+def float_reference(graph, op, inputs):
+    """The real (float64) output of a data movement operator: the same index
+    mapping on dequantized values (pyembed.model.float_ref calls this)."""
+    from pyembed.errors import UnsupportedError
+    from pyembed.kernels import shape_ref
+    p, x, t = op.params, inputs[0], op.type
+    y_shape = tuple(graph.tensors[op.outputs[0]].shape)
+    w = p.get("words", [])
+    if t in ("SQUEEZE", "EXPAND_DIMS"):
+        return x.reshape(y_shape)
+    if t in ("PAD", "PADV2", "MIRROR_PAD"):
+        r = w[0]
+        pads = list(zip(w[1 + r: 1 + 2 * r], w[1 + 2 * r: 1 + 3 * r]))
+        if t == "MIRROR_PAD":
+            return shape_ref.mirror_pad(x, pads, p["mode"])
+        return np.pad(x, pads, constant_values=_real_pad_value(graph, op))
+    if t == "CONCATENATION":
+        return np.concatenate([v for v in inputs if v is not None], axis=p["axis"])
+    if t in ("STRIDED_SLICE", "SLICE"):
+        return shape_ref.strided_slice(x, p["begin"], p["stride"], p["count"], y_shape)
+    if t == "TRANSPOSE":
+        return x.transpose(p["perm"])
+    if t == "GATHER":
+        idx_t = graph.tensors[op.inputs[1]]
+        idx = idx_t.data if idx_t.is_constant else inputs[1]
+        return np.take(x, np.asarray(idx).astype(np.int64), axis=p["axis"])
+    if t == "DEPTH_TO_SPACE":
+        return shape_ref.depth_to_space(x, p["block_size"])
+    if t == "SPACE_TO_DEPTH":
+        return shape_ref.space_to_depth(x, p["block_size"])
+    if t == "RESIZE_NEAREST_NEIGHBOR":
+        return shape_ref.resize_nearest(x, y_shape[1:3], p["align_corners"], p["half_pixel_centers"])
+    if t == "RESIZE_BILINEAR":
+        return _bilinear_float(x, y_shape[1:3], p["align_corners"], p["half_pixel_centers"])
+    raise UnsupportedError(f"float reference: operator {op.index} ({t}) has several outputs")
