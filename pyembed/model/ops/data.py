@@ -443,8 +443,8 @@ CONSTRAINTS = {
     "STRIDED_SLICE": "int8 / int16 / int32; rank 1-5; constant begin/end/strides; begin, end, ellipsis, "
                      "new_axis, shrink_axis masks; negative strides; offset",
     "SLICE": "int8 / int16 / int32; rank 1-5; constant begin / size (-1 = to the end)",
-    "SQUEEZE": "any type; aliased (no copy)",
-    "EXPAND_DIMS": "any type; constant axis; aliased (no copy)",
+    "SQUEEZE": "int8 / int16 / int32 / float32; aliased (no copy)",
+    "EXPAND_DIMS": "int8 / int16 / int32 / float32; constant axis; aliased (no copy)",
     "TRANSPOSE": "int8 / int16; rank 1-5; constant perm",
     "GATHER": "int8; rank 1-6; int32 positions (constant or computed); batch_dims 0",
     "DEPTH_TO_SPACE": "int8; 4-D NHWC; block_size >= 1",
