@@ -106,7 +106,9 @@ def fold_constants(graph, label):
     folded, keep = [], []
     for op in graph.operators:
         outs = [graph.tensors[t] for t in op.outputs if t >= 0]
-        if not outs or any(t.is_quantized for t in outs) or any(t in graph.inputs for t in op.outputs):
+        # graph inputs and outputs stay tensors the runtime reads and writes
+        if not outs or any(t.is_quantized for t in outs) or any(t in graph.inputs or t in graph.outputs
+                                                                 for t in op.outputs):
             keep.append(op)
             continue
         value = None
