@@ -137,17 +137,53 @@ static void copy_run(int32_t es, const uint8_t *in, int32_t si, uint8_t *out, in
     }
 }
 
-/* Run a validated walk. rq != NULL (int8 only): the innermost run, which
- * must be contiguous on both sides, is requantized instead of copied. */
-static void walk_run(const walk *w, int32_t es, const void *input, void *output,
+/* The same walk with adjacent axes merged where both sides step through
+ * them as one (stride of the outer axis = count * stride of the inner one)
+ * and axes of count 1 dropped, so the innermost run is as long as it can be:
+ * a concatenation along channels copies whole rows of pixels at once. The
+ * set of (input, output) offset pairs is unchanged. */
+static void walk_compact(walk *w)
+{
+    walk c;
+    int32_t k, j = RANK - 1;
+    walk_init(&c);
+    c.in_start = w->in_start;
+    c.out_start = w->out_start;
+    for (k = RANK - 1; k >= 0; k--) {
+        if (w->count[k] == 1) {
+            continue;
+        }
+        if (c.count[j] == 1) {
+            c.count[j] = w->count[k];
+            c.in_stride[j] = w->in_stride[k];
+            c.out_stride[j] = w->out_stride[k];
+        } else if ((int64_t)w->in_stride[k] == (int64_t)c.in_stride[j] * c.count[j] &&
+                   (int64_t)w->out_stride[k] == (int64_t)c.out_stride[j] * c.count[j]) {
+            c.count[j] *= w->count[k]; /* <= the elements of the walk: fits */
+        } else {
+            j--;
+            c.count[j] = w->count[k];
+            c.in_stride[j] = w->in_stride[k];
+            c.out_stride[j] = w->out_stride[k];
+        }
+    }
+    *w = c;
+}
+
+/* Run a validated walk. rq != NULL (int8 only): elements are requantized
+ * instead of copied. */
+static void walk_run(const walk *walk_in, int32_t es, const void *input, void *output,
                      const pe_requant_params *rq)
 {
     const uint8_t *in = (const uint8_t *)input;
     uint8_t *out = (uint8_t *)output;
+    walk w0 = *walk_in;
+    const walk *w = &w0;
     const int32_t *c = w->count;
     const int32_t *is = w->in_stride;
     const int32_t *os = w->out_stride;
     int32_t a, b, d, e, f;
+    walk_compact(&w0);
     for (a = 0; a < c[0]; a++) {
         const int32_t ia = w->in_start + a * is[0], oa = w->out_start + a * os[0];
         for (b = 0; b < c[1]; b++) {
@@ -158,9 +194,15 @@ static void walk_run(const walk *w, int32_t es, const void *input, void *output,
                     const int32_t ie = id + e * is[3], oe = od + e * os[3];
                     for (f = 0; f < c[4]; f++) {
                         const int32_t i_f = ie + f * is[4], o_f = oe + f * os[4];
-                        if (rq != NULL) {
+                        if (rq != NULL && is[5] == 1 && os[5] == 1) {
                             (void)pe_requantize_s8(NULL, rq, c[5], (const int8_t *)in + i_f,
                                                    (int8_t *)out + o_f);
+                        } else if (rq != NULL) {
+                            int32_t g;
+                            for (g = 0; g < c[5]; g++) {
+                                (void)pe_requantize_s8(NULL, rq, 1, (const int8_t *)in + i_f + g * is[5],
+                                                       (int8_t *)out + o_f + g * os[5]);
+                            }
                         } else {
                             copy_run(es, in + (size_t)i_f * (size_t)es, is[5],
                                      out + (size_t)o_f * (size_t)es, os[5], c[5]);
