@@ -433,15 +433,23 @@ def test_plan_and_simulate_refuse_unsupported_operators(tmp_path):
 
 def test_plan_refuses_a_float_model(tmp_path):
     f32 = np.float32
-    m = build([dict(T((1, 4, 4, 2), f32), scale=None), C([[0, 0], [1, 1], [1, 1], [0, 0]]),
-               dict(T((1, 6, 6, 2), f32), scale=None), C([[0, 0], [1, 1], [1, 1], [0, 0]]),
-               dict(T((1, 8, 8, 2), f32), scale=None)],
-              [("PAD", [0, 1], [2], {}), ("PAD", [2, 3], [4], {})], [0], [4])
+    pads = C([[0, 0], [1, 1], [1, 1], [0, 0]])
+    # all float: one line (pyembed.cli.options.require_quantized)
+    m = build([dict(T((1, 4, 4, 2), f32), scale=None), pads, dict(T((1, 6, 6, 2), f32), scale=None)],
+              [("PAD", [0, 1], [2], {})], [0], [2])
     path = tmp_path / "float.tflite"
     path.write_bytes(m)
     r = _cli(["plan", str(path), "-o", str(tmp_path / "out")])
-    assert r.exit_code == 2, r.output
-    assert "float model" in r.output and "float32 activation" in r.output
+    assert r.exit_code == 2 and "float model" in r.output, r.output
+    # int8 at the boundary, float in between: the float activations are listed
+    m = build([T((1, 4, 4, 2)), dict(T((1, 4, 4, 2), f32), scale=None), pads,
+               dict(T((1, 6, 6, 2), f32), scale=None), T((1, 6, 6, 2))],
+              [("DEQUANTIZE", [0], [1], {}), ("PAD", [1, 2], [3], {}), ("QUANTIZE", [3], [4], {})], [0], [4])
+    path.write_bytes(m)
+    for args in (["plan", str(path), "-o", str(tmp_path / "out")], ["simulate", str(path)]):
+        r = _cli(args)
+        assert r.exit_code == 2, r.output
+        assert "float model" in r.output and "float32 activation" in r.output and "PAD" in r.output
 
 
 def test_ops_command_lists_every_registered_operator():
