@@ -415,12 +415,14 @@ def _op_initializer(spec, prefix, arrays):
     return head + (", " + body if body else "") + " }"
 
 
-def graph_tables(graph, plan, prefix="pe_model"):
+def graph_tables(graph, plan, prefix="pe_model", layout=None):
     """(model_graph.h, model_graph.c): the pe_graph tables of graph on the
-    plan's arena (regions laid end to end, as Graph.layout_from_plan does),
-    constants pointing into model_data.c."""
+    plan's arena (regions laid end to end, as Graph.layout_from_plan does,
+    unless a Layout is given: the firmware project passes one with the
+    regions at their real addresses), constants pointing into model_data.c."""
     graph.check_supported()
-    layout = graph.layout_from_plan(plan)
+    if layout is None:
+        layout = graph.layout_from_plan(plan)
     tensors, ops = runtime_tables(graph, layout)
     P = prefix.upper()
     t_index = {tt["tensor"]: k for k, tt in enumerate(tensors)}
