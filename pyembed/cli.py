@@ -37,6 +37,8 @@ def exit_code_for(exc):
     """(exit code, message) for an exception the CLI expects, or None for a bug."""
     if isinstance(exc, SimulationFault):
         return EXIT_CHECK_FAILED, f"the simulated firmware faulted: {exc}"
+    if type(exc).__name__ == "FirmwareError":     # pyembed.target.firmware: the build or the QEMU run failed
+        return EXIT_CHECK_FAILED, f"firmware: {exc}"
     if type(exc).__name__ == "ScheduleError":     # pyembed.scheduler: the windows cannot hold the work
         return EXIT_CHECK_FAILED, f"no schedule meets the windows: {exc}"
     if isinstance(exc, FitError):      # valid input that does not fit: a failed check, not bad input
@@ -230,6 +232,19 @@ def _model_group():
 
 if _model_group() is not None:
     main.add_command(_model_group())
+
+
+# -- firmware (the firmware engineer's command) --------------------------------------------------------
+
+def _firmware_command():
+    from pyembed.firmware_cli import firmware_command
+    firmware_command.short_help = "Write a Cortex-M firmware project; --run builds it and runs it under QEMU."
+    firmware_command.epilog = ("Exit codes: 0 ok, 1 the firmware's outputs differ from the host run or its run "
+                               "failed, 2 bad input.")
+    return firmware_command
+
+
+main.add_command(_firmware_command())
 
 
 # -- schedule (the scheduler engineer's command: progress bar, exit 1 on missed deadlines) ---------------

@@ -55,8 +55,10 @@ def load_manifest(project_dir):
         return json.load(f)
 
 
-def build_project(project_dir, jobs=2):
-    """`make` in the project directory; returns the ELF path."""
+def build_project(project_dir, jobs=2, make_vars=None):
+    """`make` in the project directory; returns the ELF path. make_vars: extra
+    variables for make (e.g. {"RUNTIME_BUILD": dir} to share the runtime's
+    objects between projects for the same core)."""
     if shutil.which("make") is None:
         raise FirmwareError("make is not installed")
     if shutil.which(qemu.CC) is None:
@@ -64,7 +66,8 @@ def build_project(project_dir, jobs=2):
     d = Path(project_dir)
     if not (d / "Makefile").is_file():
         raise ArgumentError(f"project_dir: {d} has no Makefile (generate the project first)")
-    proc = subprocess.run(["make", "-s", f"-j{int(jobs)}", "firmware.elf"], cwd=d, capture_output=True, text=True)
+    extra = [f"{k}={v}" for k, v in (make_vars or {}).items()]
+    proc = subprocess.run(["make", "-s", f"-j{int(jobs)}", *extra, "firmware.elf"], cwd=d, capture_output=True, text=True)
     if proc.returncode != 0:
         raise FirmwareError(f"building the firmware in {d} failed:\n{proc.stdout}{proc.stderr}")
     return d / "firmware.elf"

@@ -518,6 +518,8 @@ def _makefile(profile, core_flags, machine):
 #   PYEMBED_CSRC  directory holding pyembed's C runtime (include/pyembed/*.h and
 #                 src/*.c); default: the copy in ./pyembed. Point it at a pyembed
 #                 checkout's csrc/ to build against that instead.
+#   RUNTIME_BUILD where the runtime's objects go (default build/pyembed); several
+#                 projects for the same core may share one directory
 #   CROSS         toolchain prefix (default arm-none-eabi-)
 #   OPT           optimisation flags (default -O2)
 
@@ -525,6 +527,7 @@ CROSS ?= arm-none-eabi-
 CC := $(CROSS)gcc
 SIZE := $(CROSS)size
 PYEMBED_CSRC ?= pyembed
+RUNTIME_BUILD ?= build/pyembed
 OPT ?= -O2
 CPUFLAGS := {core_flags}
 CFLAGS := $(CPUFLAGS) $(OPT) -g -std=c99 -Wall -Wextra -Werror -ffunction-sections -fdata-sections \\
@@ -532,20 +535,27 @@ CFLAGS := $(CPUFLAGS) $(OPT) -g -std=c99 -Wall -Wextra -Werror -ffunction-sectio
 # newlib with semihosting (stdio and exit through the debugger / QEMU); startup.c is crt0
 LDFLAGS := $(CPUFLAGS) --specs=rdimon.specs -nostartfiles -Wl,--gc-sections -Tlink.ld -Wl,-Map=firmware.map
 
-SRCS := startup.c pe_target.c main.c $(wildcard model/*.c) $(wildcard $(PYEMBED_CSRC)/src/*.c)
-OBJS := $(patsubst %.c,build/%.o,$(notdir $(SRCS)))
-vpath %.c . model $(PYEMBED_CSRC)/src
+APP_SRCS := startup.c pe_target.c main.c $(wildcard model/*.c)
+RT_SRCS := $(wildcard $(PYEMBED_CSRC)/src/*.c)
+APP_OBJS := $(patsubst %.c,build/%.o,$(notdir $(APP_SRCS)))
+RT_OBJS := $(patsubst %.c,$(RUNTIME_BUILD)/%.o,$(notdir $(RT_SRCS)))
 
 all: firmware.elf
 
-build/%.o: %.c | build
+build/%.o: %.c model/model_graph.h | build
 \t$(CC) $(CFLAGS) -c $< -o $@
 
-build:
-\tmkdir -p build
+build/%.o: model/%.c model/model_graph.h | build
+\t$(CC) $(CFLAGS) -c $< -o $@
 
-firmware.elf: $(OBJS) link.ld
-\t$(CC) $(LDFLAGS) $(OBJS) -lm -o $@
+$(RUNTIME_BUILD)/%.o: $(PYEMBED_CSRC)/src/%.c | $(RUNTIME_BUILD)
+\t$(CC) $(CFLAGS) -c $< -o $@
+
+build $(RUNTIME_BUILD):
+\tmkdir -p $@
+
+firmware.elf: $(APP_OBJS) $(RT_OBJS) link.ld
+\t$(CC) $(LDFLAGS) $(APP_OBJS) $(RT_OBJS) -lm -o $@
 \t$(SIZE) $@
 
 {run}
