@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from pyembed.data import MODELS_DIR
-from pyembed.graph import load_model
+from pyembed.model.load import load_model
 from pyembed.target import qemu
 
 pytestmark = pytest.mark.skipif(qemu.missing_tools() is not None, reason=str(qemu.missing_tools()))
@@ -36,8 +36,7 @@ BOARDS = ["mps2-an386", "mps2-an500"]
 @pytest.fixture(scope="session")
 def firmware_builds(tmp_path_factory):
     """(model, board) -> (graph, project), generated and built on first use."""
-    from pyembed.codegen.firmware import generate_project
-    from pyembed.target.firmware import build_project
+    from pyembed.target.firmware import build_project, generate
     root = tmp_path_factory.mktemp("firmware")
     cache = {}
 
@@ -45,7 +44,7 @@ def firmware_builds(tmp_path_factory):
         key = (model, board)
         if key not in cache:
             g = load_model(os.path.join(MODELS_DIR, model + ".tflite"))
-            proj = generate_project(g, board, root / f"{model}-{board}")
+            proj = generate(g, board, root / f"{model}-{board}")
             build_project(proj.outdir, make_vars={"RUNTIME_BUILD": str(root / f"runtime-{board}")})
             cache[key] = (g, proj)
         return cache[key]

@@ -25,7 +25,7 @@ import numpy as np
 from pyembed.errors import ArgumentError, PyEmbedError
 from pyembed.target import qemu
 
-__all__ = ["FirmwareRun", "FirmwareError", "build_project", "run_project", "load_manifest"]
+__all__ = ["FirmwareRun", "FirmwareError", "generate", "build_project", "run_project", "load_manifest"]
 
 
 class FirmwareError(PyEmbedError):
@@ -48,6 +48,14 @@ class FirmwareRun:
                 "invoke_instructions": self.invoke_instructions,
                 "instruction_resolution": qemu.INSTRUCTIONS_PER_TICK,
                 "board": self.board}
+
+
+def generate(graph, profile, outdir, **kw):
+    """pyembed.codegen.firmware.generate_project with a profile name or path
+    (case-insensitive bundled name, see firmware_sim.profiles.load_profile)."""
+    from firmware_sim.profiles import load_profile
+    from pyembed.codegen.firmware import generate_project
+    return generate_project(graph, load_profile(profile), outdir, **kw)
 
 
 def load_manifest(project_dir):

@@ -84,11 +84,22 @@ class FirmwareProject:
     files: dict
 
 
+def _require_profile(profile):
+    if not all(hasattr(profile, a) for a in ("regions", "flash_region", "core", "name", "ram_regions")):
+        raise ArgumentError(f"profile: expected a loaded firmware_sim profile (firmware_sim.profiles.load_profile; "
+                            f"pyembed.target.firmware.generate takes a name), got {type(profile).__name__}")
+    return profile
+
+
 def plan_for_profile(graph, profile, algorithm="auto", time_limit=5.0):
     """Plan graph's RAM on the profile's RAM regions (fast region first)."""
-    from pyembed.planner import plan_graph
-    from pyembed.planner.cli import regions_for_mcu
-    _, regions = regions_for_mcu(profile)
+    from pyembed.plan import plan_graph
+    from pyembed.plan.core import Region
+    prof = _require_profile(profile)
+    # the profile's activation region (or a TCM) first, then the others in file order
+    act = (prof.defaults or {}).get("activations")
+    regions = [Region(r.name, int(r.size), int(r.base), r.kind) for r in prof.ram_regions()]
+    regions.sort(key=lambda r: (r.name != act and r.kind != "tcm", r.kind != "tcm"))
     return plan_graph(graph, regions, algorithm=algorithm, overlaps=not graph.unsupported,
                       time_limit=time_limit)
 
@@ -100,7 +111,7 @@ def _align(x, a):
 def firmware_layout(graph, plan):
     """The graph Layout with offsets relative to the lowest used region's base
     address (regions at their real addresses), and {region: (base, used)}."""
-    from pyembed.graph import Layout
+    from pyembed.model.graph import Layout
     used = plan.region_used()
     live = [r for r in plan.regions if used.get(r.name, 0) > 0] or list(plan.regions[:1])
     arena_base = min(int(r.base) for r in live)
@@ -601,19 +612,19 @@ def _write(path, text, files, key):
 
 def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algorithm="auto",
                      time_limit=5.0, copy_runtime=True):
-    """Write the firmware project of graph for profile into outdir; returns a
+    """Write the firmware project of graph for profile (a loaded firmware_sim
+    profile) into outdir; returns a
     FirmwareProject. plan: a pyembed.planner Plan on the profile's regions
     (default: planned here)."""
-    from firmware_sim.profiles import load_profile
-    from pyembed import emit
-    from pyembed.graph import Graph
+    from pyembed.codegen import emit
+    from pyembed.model.graph import Graph
 
     if not isinstance(graph, Graph):
         raise ArgumentError(f"graph: expected a pyembed Graph, got {type(graph).__name__}")
     if not isinstance(outdir, (str, os.PathLike)):
         raise ArgumentError(f"outdir: expected a directory path, got {type(outdir).__name__}")
     graph.check_supported()
-    profile = load_profile(profile)
+    profile = _require_profile(profile)
     core_flags = CORE_FLAGS.get(profile.core)
     if core_flags is None:
         raise UnsupportedError(f"profile {profile.name}: no compiler flags for core {profile.core!r} "
