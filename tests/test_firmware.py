@@ -143,3 +143,48 @@ def test_cli_firmware_bad_profile(tmp_path):
                                     str(tmp_path / "p")])
     assert res.exit_code == 2
     assert "nosuchboard" in res.output
+
+
+SEGMENTED = [("tiny_kws_dscnn_int8", "mps2-an386"), ("tiny_ic_resnet8_int8", "mps2-an386"),
+             ("tflm_person_detect_int8", "mps2-an386"), ("tiny_kws_dscnn_int8", "mps2-an500")]
+
+
+@pytest.mark.parametrize("model,board", SEGMENTED)
+def test_segmented_firmware_bit_exact(tmp_path_factory, model, board):
+    """Weights in a third of their size of RAM (at least twice the largest
+    operator's): divided into segments that the
+    firmware's pe_segload copies from flash into the block while it runs; the
+    kernels read the block (the graph table points there), outputs == host."""
+    from pyembed.target.firmware import build_project, generate, run_project
+    g = load_model(os.path.join(MODELS_DIR, model + ".tflite"))
+    largest = max(sum((g.tensors[t].nbytes + 15) // 16 * 16 for t in set(op.inputs) if t >= 0 and
+                      g.tensors[t].is_constant) for op in g.operators)
+    budget = max(g.weights_bytes // 3, 2 * largest)
+    root = tmp_path_factory.getbasetemp() / "firmware_seg"
+    proj = generate(g, board, root / f"{model}-{board}", segments=budget)
+    assert "divided automatically" in proj.segment_note
+    manifest = json.loads((proj.outdir / "firmware.json").read_text())
+    seg = manifest["segments"]
+    assert seg["count"] >= 3 and seg["block_bytes"] <= budget
+    # every constant a kernel reads lives in the block: model_graph.c names no flash weight array
+    graph_c = (proj.outdir / "model" / "model_graph.c").read_text()
+    weights = [t.index for t in g.tensors if t.is_constant and t.nbytes >= 64]
+    assert not [t for t in weights if re.search(rf"\(const void \*\)pe_model_t{t}\b", graph_c)]
+    build_project(proj.outdir, make_vars={"RUNTIME_BUILD": str(root / f"runtime-{board}")})
+    xs = _random_inputs(g, seed=7)
+    run = run_project(proj, xs)
+    host = g.run(xs if len(xs) > 1 else xs[0])
+    host = list(host) if isinstance(host, (list, tuple)) else [host]
+    for k, (fw, h) in enumerate(zip(run.outputs, host)):
+        bad = np.flatnonzero(fw.ravel() != np.asarray(h).ravel())
+        assert bad.size == 0, f"output {k}: {bad.size} elements differ from the host run"
+    # the copies cost instructions outside the operators: the whole invoke is longer
+    assert run.invoke_instructions > run.total_instructions
+
+
+def test_segments_not_needed_when_weights_fit(tmp_path):
+    from pyembed.target.firmware import generate
+    g = load_model(os.path.join(MODELS_DIR, "tflm_hello_world_int8.tflite"))
+    proj = generate(g, "mps2-an386", tmp_path / "p", segments=1 << 20)
+    assert proj.segment_note.startswith("weights (") and "not segmented" in proj.segment_note
+    assert json.loads((proj.outdir / "firmware.json").read_text())["segments"] is None

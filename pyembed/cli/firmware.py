@@ -22,12 +22,15 @@ import numpy as np
 @click.option("--algorithm", default="auto", show_default=True,
               type=click.Choice(["auto", "linear", "greedy_size", "greedy_conflicts", "order_search", "cpsat"]),
               help="Memory planner algorithm.")
+@click.option("--segments", "segments", metavar="BYTES", default=None,
+              help="RAM budget for the weights (the execution block, e.g. 8K): when the weights do not fit, the "
+                   "model is divided into segments loaded from flash while it runs (pe_segload).")
 @click.option("--run", "do_run", is_flag=True, help="Build with make and run under QEMU.")
 @click.option("--inputs", "inputs_path", type=click.Path(exists=True, dir_okay=False),
               help="With --run: input .npy/.npz (the first sample is run); default: seeded random int8.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the random input.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable result.")
-def firmware_command(model, profile, outdir, algorithm, do_run, inputs_path, seed, as_json):
+def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs_path, seed, as_json):
     """Generate a Cortex-M firmware project for MODEL (.tflite/.onnx or a
     bundled model name) on PROFILE; with --run, build it and run it on QEMU.
 
@@ -41,15 +44,22 @@ def firmware_command(model, profile, outdir, algorithm, do_run, inputs_path, see
         if not do_run:
             raise click.UsageError("-o/--outdir is required without --run")
         outdir = tempfile.mkdtemp(prefix="pyembed_fw_")
-    proj = generate(g, profile, outdir, algorithm=algorithm)
+    budget = None
+    if segments is not None:
+        from pyembed.cli.plan import parse_size
+        budget = parse_size(segments)
+    proj = generate(g, profile, outdir, algorithm=algorithm, segments=budget)
     with open(os.path.join(outdir, "firmware.json")) as f:
         manifest = json.load(f)
-    result = {"project": os.path.abspath(outdir), "profile": proj.profile.name, "regions": manifest["regions"]}
+    result = {"project": os.path.abspath(outdir), "profile": proj.profile.name, "regions": manifest["regions"],
+              "segments": manifest["segments"], "segment_note": proj.segment_note}
     if not do_run:
         if as_json:
             click.echo(json.dumps(result, indent=1))
         else:
             click.echo(f"{g.name}: firmware project for {proj.profile.name} ({proj.profile.core}) in {outdir}")
+            if proj.segment_note:
+                click.echo(f"  segments: {proj.segment_note}")
             for name, r in result["regions"].items():
                 if r["used"]:
                     click.echo(f"  region {name}: {r['used']} B at 0x{r['base']:08X}")
@@ -80,12 +90,16 @@ def firmware_command(model, profile, outdir, algorithm, do_run, inputs_path, see
                        for i in bad]
     d = run.to_dict()
     d["bit_exact_with_host"] = not mismatches
+    d["segments"] = manifest["segments"]
+    d["segment_note"] = proj.segment_note
     d["mismatches"] = mismatches
     if as_json:
         click.echo(json.dumps(d, indent=1))
     else:
         click.echo(f"{g.name} on {run.board} (QEMU, -icount shift=0): "
                    f"{'bit-exact with the host run' if not mismatches else f'{len(mismatches)} MISMATCHES'}")
+        if proj.segment_note:
+            click.echo(f"  segments: {proj.segment_note}")
         for k, o in enumerate(d["outputs"]):
             click.echo(f"  output {k}: {' '.join(str(v) for v in o[:64])}{' ...' if len(o) > 64 else ''}")
         click.echo(f"  {'op':>4} {'type':<22} {'instructions':>14}")

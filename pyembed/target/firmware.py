@@ -50,12 +50,35 @@ class FirmwareRun:
                 "board": self.board}
 
 
-def generate(graph, profile, outdir, **kw):
+def generate(graph, profile, outdir, segments=None, **kw):
     """pyembed.codegen.firmware.generate_project with a profile name or path
-    (case-insensitive bundled name, see firmware_sim.profiles.load_profile)."""
+    (case-insensitive bundled name, see firmware_sim.profiles.load_profile).
+
+    segments: None (weights resident in flash), a SegmentPlan, or a RAM budget
+    in bytes for the weights (the execution block): the model is divided into
+    segments by firmware_sim (segment_graph, one layer per operator) when its
+    weights do not fit the budget; when they fit, no segments (say so with
+    ``project.segment_note``)."""
     from firmware_sim.profiles import load_profile
     from pyembed.codegen.firmware import generate_project
-    return generate_project(graph, load_profile(profile), outdir, **kw)
+    prof = load_profile(profile)
+    note = None
+    if segments is not None and not hasattr(segments, "segments"):
+        budget = int(segments)
+        if budget <= 0:
+            raise ArgumentError(f"segments: expected a positive byte budget, got {segments!r}")
+        weights = sum(int(t.nbytes) for t in graph.tensors if t.is_constant)
+        if weights <= budget:
+            segments = None
+            note = f"weights ({weights} B) fit the {budget} B block: not segmented, resident in flash"
+        else:
+            from firmware_sim.sim import segment_graph
+            segments = segment_graph(graph, prof, budget)
+            note = (f"weights ({weights} B) do not fit the {budget} B block: divided automatically into "
+                    f"{len(segments.segments)} segments, block {segments.block_bytes} B ({segments.placement})")
+    proj = generate_project(graph, prof, outdir, segments=segments, **kw)
+    proj.segment_note = note
+    return proj
 
 
 def load_manifest(project_dir):
