@@ -67,15 +67,13 @@ def generate(graph, profile, outdir, segments=None, **kw):
         budget = int(segments)
         if budget <= 0:
             raise ArgumentError(f"segments: expected a positive byte budget, got {segments!r}")
-        weights = sum(int(t.nbytes) for t in graph.tensors if t.is_constant)
-        if weights <= budget:
+        from firmware_sim.autoseg import needs_segments, segment_note
+        if not needs_segments(graph, budget):
             segments = None
-            note = f"weights ({weights} B) fit the {budget} B block: not segmented, resident in flash"
         else:
             from firmware_sim.sim import segment_graph
             segments = segment_graph(graph, prof, budget)
-            note = (f"weights ({weights} B) do not fit the {budget} B block: divided automatically into "
-                    f"{len(segments.segments)} segments, block {segments.block_bytes} B ({segments.placement})")
+        note = segment_note(graph, budget, segments)
     proj = generate_project(graph, prof, outdir, segments=segments, **kw)
     proj.segment_note = note
     return proj
