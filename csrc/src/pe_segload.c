@@ -10,24 +10,30 @@ static int ranges_overlap(uint32_t a0, uint32_t an, uint32_t b0, uint32_t bn)
 
 pe_status pe_segload_check_plan(const pe_segload_plan *p)
 {
-    int32_t k, j, next_op = 0;
+    int32_t k, j, i, next_op = 0, next_copy = 0;
     if (p == NULL || p->n_segments < 1 || p->segments == NULL || p->n_copies < 0 ||
         (p->n_copies > 0 && p->copies == NULL)) {
         return PE_ERR_ARG;
     }
     for (k = 0; k < p->n_segments; k++) {
         const pe_segload_segment *s = &p->segments[k];
-        if (s->first_op != next_op || s->end_op < s->first_op || s->wait_for < -1 || s->wait_for >= k ||
+        if (s->first_op != next_op || s->end_op < s->first_op || s->first_copy != next_copy || s->wait_for < -1 || s->wait_for >= k ||
             s->offset > p->block_bytes || s->bytes > p->block_bytes - s->offset || s->first_copy < 0 ||
             s->n_copies < 0 || s->first_copy > p->n_copies || s->n_copies > p->n_copies - s->first_copy) {
             return PE_ERR_ARG;
         }
         next_op = s->end_op;
+        next_copy = s->first_copy + s->n_copies;
         for (j = s->first_copy; j < s->first_copy + s->n_copies; j++) {
             const pe_segload_copy *c = &p->copies[j];
             if ((c->src == NULL && c->bytes > 0u) || c->dst_offset < s->offset ||
                 c->dst_offset - s->offset > s->bytes || c->bytes > s->bytes - (c->dst_offset - s->offset)) {
                 return PE_ERR_ARG;
+            }
+            for (i = s->first_copy; i < j; i++) { /* one segment's copies do not overlap */
+                if (ranges_overlap(c->dst_offset, c->bytes, p->copies[i].dst_offset, p->copies[i].bytes)) {
+                    return PE_ERR_ARG;
+                }
             }
         }
         /* segments after wait_for may still be running or resident when k loads */

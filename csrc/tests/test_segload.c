@@ -194,6 +194,14 @@ static void bad_plans(void)
     copies[3].dst_offset = 40; /* outside its segment */
     PE_CHECK_EQ(pe_segload_check_plan(&plan), PE_ERR_ARG);
     make_plan();
+    copies[2].dst_offset = 44; /* overlaps copy 1 of the same segment */
+    copies[2].bytes = 8;
+    PE_CHECK_EQ(pe_segload_check_plan(&plan), PE_ERR_ARG);
+    make_plan();
+    segs[2].first_copy = 0; /* copy ranges must follow each other */
+    segs[2].n_copies = 1;
+    PE_CHECK_EQ(pe_segload_check_plan(&plan), PE_ERR_ARG);
+    make_plan();
     segs[1].first_op = 3; /* operators not consecutive */
     PE_CHECK_EQ(pe_segload_check_plan(&plan), PE_ERR_ARG);
     make_plan();

@@ -79,8 +79,10 @@ typedef struct {
     uint32_t bytes_loaded;
 } pe_segload_state;
 
-/* Validates a plan: segments in order covering consecutive operator ranges,
- * inside the block, copies inside their segment, wait_for < own index, and no
+/* Validates a plan: segments in order covering consecutive operator ranges
+ * and consecutive copy ranges (so copies start in increasing order),
+ * inside the block, copies inside their segment and not overlapping each
+ * other, wait_for < own index, and no
  * segment loading over a segment that may still run (between wait_for + 1
  * and itself). */
 pe_status pe_segload_check_plan(const pe_segload_plan *plan);
