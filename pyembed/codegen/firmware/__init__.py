@@ -531,7 +531,7 @@ def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algor
     firmware_sim.segments.SegmentPlan (one layer per operator): the weights are
     loaded from flash into a RAM block segment by segment (pe_segload) while
     the model runs, the block placed after the planned buffers of the largest
-    RAM region."""
+    zero-wait RAM region (where .data, .bss and the stack go too)."""
     from pyembed.codegen import emit
     from pyembed.codegen.firmware.files import _cmakelists, _main_source, _makefile
     from pyembed.model.graph import Graph
@@ -551,8 +551,9 @@ def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algor
     layout, arena_base, regions = firmware_layout(graph, plan)
     flash_name = profile.flash_region
     ram = [r for r in profile.regions.values() if not r.is_flash]
-    sys_region = max((r for r in ram if r.kind != "tcm"), key=lambda r: r.size, default=None) or \
-        max(ram, key=lambda r: r.size)
+    # .data, .bss, heap, stack (and the segment block): the largest RAM without wait states
+    # (a TCM or a slow external RAM only when there is nothing else)
+    sys_region = min(ram, key=lambda r: (r.kind == "tcm", getattr(r, "read_wait", 0) > 0, -r.size))
     for name, (_, used) in regions.items():
         cap = profile.regions[name].size
         if used > cap:
