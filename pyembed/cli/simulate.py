@@ -111,6 +111,10 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
                                             split_bytes=split, contention=contention),
         expected_seconds=max(2.0, graph.macs / 4e6))
     missed = deadline_ms is not None and result.latency_ms > deadline_ms
+    seg_note = None
+    if isinstance(seg, int):   # a block the user named: say whether and how the model was divided
+        from firmware_sim.autoseg import segment_note
+        seg_note = segment_note(graph, seg, result.segments)
     report_paths = None
     if report_dir:
         from pyembed.check import report as R
@@ -127,7 +131,7 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
                                       deadline_ms=deadline_ms)
     if as_json:
         d = result.to_dict()
-        d.update({"bit_exact_with_host": exact, "deadline_ms": deadline_ms,
+        d.update({"bit_exact_with_host": exact, "deadline_ms": deadline_ms, "segment_note": seg_note,
                   "meets_deadline": None if deadline_ms is None else not missed,
                   "files": {k: v for k, v in (("trace", trace_path), ("memory_png", plot_memory),
                                               ("gantt_png", plot_gantt)) if v}})
@@ -136,6 +140,8 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
         _echo_json(d)
     else:
         click.echo(result.summary())
+        if seg_note:
+            click.echo(f"  segments: {seg_note}")
         click.echo(f"  outputs {'bit-exact with' if exact else 'DIFFER from'} the host run of the same graph")
         if deadline_ms is not None:
             click.echo(f"  deadline {deadline_ms:g} ms: " + ("MISSED" if missed else
