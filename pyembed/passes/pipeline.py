@@ -1,0 +1,451 @@
+"""The seeds applied to an imported graph, between import and planning.
+
+Two rewrites of a pyembed Graph, each replacing operators by ONE operator
+the C graph runtime executes through the generic ABI (int32 parameter
+words, constants as input tensors):
+
+* ``PE_CONV_POOL`` (conv -> pool fusion, SPEC section 2): a CONV_2D whose
+  only reader is an AVERAGE/MAX_POOL_2D runs as pe_conv_pool_rev_s8, the
+  reverse pooling consuming convolution output rows as they become final;
+  the convolution output tensor disappears from the plan.
+* ``PE_STRIPE_REGION`` (SPEC section 4): a run of layers the stripe
+  executor takes (conv, depthwise, pointwise, pooling, residual ADD) runs
+  row by row in vertical stripes with per-layer line stores, blocks
+  depth-first (pe_stripe_run_s8); its intermediate tensors disappear from
+  the plan and its line stores are the operator's scratch, which the
+  planner places like any kernel scratch.
+
+    from pyembed.passes.pipeline import apply_pipeline
+    res = apply_pipeline(graph, strategy="auto", max_extra_macs=0.10)
+    res.graph            # the rewritten Graph (plan it, run it, emit it)
+    res.regions, res.fused, res.report()
+
+Strategies: "layers" (layer by layer, conv -> pool pairs fused), "stripes"
+(stripe regions wherever they lower the arena estimate, any MAC cost) and
+"auto" (the smallest arena estimate whose extra MACs stay within
+max_extra_macs of the model's). A region is cut where a chain stops being
+executable (receptive field larger than the image, unsupported layer, a
+tensor read outside the region) instead of being refused. The arena
+estimate is the liveness lower bound of the rewritten graph (the planner
+then places it; pyembed's planners meet the bound on these chains).
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pyembed.errors import ArgumentError, PyEmbedError, UnsupportedError
+
+REGION_OP = "PE_STRIPE_REGION"
+CONV_POOL_OP = "PE_CONV_POOL"
+STRATEGIES = ("auto", "layers", "stripes")
+REGION_VERSION = 1
+HEADER_WORDS = 4
+LAYER_WORDS = 32
+CONV_POOL_WORDS = 26
+BLOCK_WIDTHS = (4, 8, 16)
+_OPS = {"conv": 0, "depthwise": 1, "pointwise": 2, "pool": 3, "add": 4, "upsample2x": 5}
+
+
+# ---------------------------------------------------------------------------
+# Parameter words
+
+def _layer_words(spec, slots):
+    """The 32 words of one layer (pe_pipeline.h) from a pyembed.stripe spec."""
+    pad = spec.get("padding", (0, 0, 0, 0))
+    kern = spec.get("kernel", (1, 1))
+    strd = spec.get("stride", (1, 1))
+    w = [0] * LAYER_WORDS
+    w[0] = _OPS[spec["op"]]
+    w[1], w[2] = int(spec["in_c"]), int(spec["out_c"])
+    w[3], w[4] = int(kern[0]), int(kern[1])
+    w[5], w[6] = int(strd[0]), int(strd[1])
+    w[7:11] = [int(v) for v in pad]
+    w[11] = int(spec.get("input_offset", 0))
+    w[12] = int(spec.get("output_offset", 0))
+    w[13] = int(spec.get("act_min", -128))
+    w[14] = int(spec.get("act_max", 127))
+    w[15] = 1 if spec.get("rounding", "double") == "single" else 0
+    w[16] = 1 if spec.get("pool_kind") == "avg" else 0
+    if spec["op"] == "add":
+        w[17] = int(spec["from_layer"])
+        w[18] = int(spec["left_shift"])
+        w[19] = int(spec["main_offset"])
+        w[20], w[21] = (int(v) for v in spec["main_quant"])
+        w[22] = int(spec["branch_offset"])
+        w[23], w[24] = (int(v) for v in spec["branch_quant"])
+        w[25], w[26] = (int(v) for v in spec["out_quant"])
+    w[27:31] = list(slots) if slots else [-1, -1, -1, -1]
+    return w
+
+
+def _new_const(tensors, name, data):
+    from pyembed.graph import Tensor
+    data = np.ascontiguousarray(data)
+    t = Tensor(index=len(tensors), name=name, shape=tuple(data.shape), dtype=data.dtype, data=data,
+               type_name={np.dtype(np.int8): "INT8", np.dtype(np.int32): "INT32"}[data.dtype])
+    tensors.append(t)
+    return t.index
+
+
+# ---------------------------------------------------------------------------
+# Regions
+
+@dataclass
+class Region:
+    """A stripe region: graph operators ops (original indices, consecutive)."""
+    ops: list
+    chain: object                 # pyembed.layers.LayerChain
+    stripe_width: int
+    block_width: int
+    scratch_bytes: int            # decoded table + executor arena
+    macs: int                     # predicted by the executor (halo included)
+    full_macs: int                # the same operators layer by layer
+    reason: str = ""
+
+    @property
+    def first(self):
+        return self.ops[0]
+
+    @property
+    def last(self):
+        return self.ops[-1]
+
+
+def _stripe():
+    from pyembed import stripe
+    return stripe
+
+
+def _layer_bytes():
+    from pyembed._ext import _stripe as c
+    return int(c.LAYER_BYTES)
+
+
+def _table_bytes(n):
+    return (n * _layer_bytes() + 7) // 8 * 8
+
+
+def chains_from(graph, first):
+    """The longest executable chain starting at operator first whose
+    intermediate tensors nobody outside reads (None if not even one layer),
+    cut where the receptive field outgrows the image (executable_chain)."""
+    st = _stripe()
+    try:
+        chain = st.executable_chain(graph, first)
+    except (UnsupportedError, ArgumentError, PyEmbedError):
+        return None
+    if chain.escaping:
+        pos = min(chain.tensors.index(t) for t in chain.escaping)
+        from pyembed.layers import chain_from_graph
+        chain = chain_from_graph(graph, first, chain.ops[pos])
+    return chain
+
+
+class _RegionCache:
+    def __init__(self, graph):
+        self.graph = graph
+        self.nets = {}
+
+    def region(self, first, last, stripe_width=None, block_width=None):
+        """Region over operators first..last; stripe_width None = full width,
+        block_width None = the smallest scratch of BLOCK_WIDTHS."""
+        st = _stripe()
+        key = (first, last)
+        if key not in self.nets:
+            from pyembed.layers import chain_from_graph
+            chain = chain_from_graph(self.graph, first, last)
+            net = st.compile_network(chain, chain.input_shape)
+            self.nets[key] = (chain, net)
+        chain, net = self.nets[key]
+        out_w = net.output_shape()[1]
+        sw = out_w if stripe_width is None else int(stripe_width)
+        blocks = BLOCK_WIDTHS if block_width is None else (int(block_width),)
+        size, bw = min((net.buffer_size(sw, b), b) for b in blocks)
+        full = st.full_frame_macs(chain, chain.input_shape)
+        return Region(ops=list(chain.ops), chain=chain, stripe_width=sw, block_width=bw,
+                      scratch_bytes=_table_bytes(len(chain)) + int(size), macs=int(net.predict_macs(sw)),
+                      full_macs=int(full))
+
+
+def region_operator(graph, region, tensors):
+    """The PE_STRIPE_REGION Operator replacing region (constants appended to
+    tensors: requantization tables; weights and biases are the model's)."""
+    from pyembed.graph import Operator
+    st = _stripe()
+    chain = region.chain
+    shapes = st.check_network(chain, chain.input_shape)
+    inputs = [chain.input_tensor]
+    words = [REGION_VERSION, len(chain), region.stripe_width, region.block_width]
+    for i, layer in enumerate(chain):
+        spec = st._spec(layer, shapes[i][0])
+        slots = None
+        if "weights" in spec:
+            gop = graph.operators[chain.ops[i]]
+            out_c = int(spec["out_c"])
+            slots = []
+            slots.append(len(inputs))
+            inputs.append(gop.inputs[1])
+            if len(gop.inputs) > 2 and gop.inputs[2] >= 0:
+                slots.append(len(inputs))
+                inputs.append(gop.inputs[2])
+            else:
+                slots.append(-1)
+            for name in ("multiplier", "shift"):
+                arr = np.broadcast_to(np.asarray(spec[name], dtype=np.int32), (out_c,))
+                slots.append(len(inputs))
+                inputs.append(_new_const(tensors, f"region{region.first}_l{i}_{name}", arr.copy()))
+        words += _layer_words(spec, slots)
+    params = {"words": np.asarray(words, dtype=np.int32), "layers": len(chain), "ops": list(region.ops),
+              "stripe_width": region.stripe_width, "block_width": region.block_width,
+              "full_macs": region.full_macs}
+    return Operator(index=-1, type=REGION_OP, inputs=inputs, outputs=[chain.output_tensor], params=params,
+                    scratch_bytes=region.scratch_bytes, macs=region.macs,
+                    options={"ops": list(region.ops)})
+
+
+# ---------------------------------------------------------------------------
+# Conv -> pool fusion
+
+def fusable_pairs(graph, skip=()):
+    """(conv index, pool index) pairs: a CONV_2D (no groups, no dilation,
+    int8) whose output only the next operator, a MAX/AVERAGE_POOL_2D, reads
+    and which is not a graph output."""
+    cons = graph.consumers()
+    pairs = []
+    ops = graph.operators
+    for i in range(len(ops) - 1):
+        a, b = ops[i], ops[i + 1]
+        if i in skip or i + 1 in skip:
+            continue
+        if a.type != "CONV_2D" or b.type not in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
+            continue
+        if not (a.supported and b.supported):
+            continue
+        t = a.outputs[0]
+        if t in graph.outputs or cons.get(t, []) != [b.index] or b.inputs[0] != t:
+            continue
+        p = a.params
+        if tuple(p.get("dilation", (1, 1))) != (1, 1) or p.get("groups", 1) != 1:
+            continue
+        if graph.tensors[a.inputs[0]].dtype != np.int8 or len(graph.tensors[t].shape) != 4:
+            continue
+        if pairs and pairs[-1][1] == i:
+            continue
+        pairs.append((i, i + 1))
+    return pairs
+
+
+def _rounding_code(op, rounding="double"):
+    from pyembed.ops import rounding_table
+    table = rounding_table(rounding)
+    return 1 if table.get(op.type, table["*"]) == "single" else 0
+
+
+def conv_pool_operator(graph, conv_i, pool_i, tensors, rounding="double"):
+    """The PE_CONV_POOL Operator replacing graph operators conv_i, pool_i."""
+    from pyembed.graph import Operator
+    conv, pool = graph.operators[conv_i], graph.operators[pool_i]
+    p, q = conv.params, pool.params
+    mid = graph.tensors[conv.outputs[0]]
+    out_c = int(mid.shape[3])
+    words = [int(p["stride"][0]), int(p["stride"][1])] + [int(v) for v in p["pad"]] + [
+        1, 1, int(p["input_offset"]), int(p["output_offset"]), int(p["act_min"]), int(p["act_max"]),
+        _rounding_code(conv, rounding), int(mid.shape[1]), int(mid.shape[2]),
+        1 if q["kind"] == "avg" else 0, int(q["filter"][0]), int(q["filter"][1]), int(q["stride"][0]),
+        int(q["stride"][1])] + [int(v) for v in q["pad"]] + [int(q["act_min"]), int(q["act_max"])]
+    assert len(words) == CONV_POOL_WORDS
+    bias = conv.inputs[2] if len(conv.inputs) > 2 else -1
+    inputs = [conv.inputs[0], conv.inputs[1], bias]
+    for name in ("multiplier", "shift"):
+        arr = np.broadcast_to(np.asarray(p[name], dtype=np.int32), (out_c,)).copy()
+        inputs.append(_new_const(tensors, f"convpool{conv_i}_{name}", arr))
+    params = {"words": np.asarray(words, dtype=np.int32), "ops": [conv_i, pool_i]}
+    op = Operator(index=-1, type=CONV_POOL_OP, inputs=inputs, outputs=[pool.outputs[0]], params=params,
+                  macs=int(conv.macs) + int(pool.macs), options={"ops": [conv_i, pool_i]})
+    op.scratch_bytes = conv_pool_scratch(graph, op, tensors)
+    return op
+
+
+def conv_pool_scratch(graph, op, tensors):
+    """The fused kernel's size query."""
+    from pyembed._ext import _stripe as cg
+    x = tensors[op.inputs[0]]
+    w = tensors[op.inputs[1]]
+    y = tensors[op.outputs[0]]
+    return int(cg.conv_pool_buffer_size(op.params["words"], tuple(int(d) for d in x.shape),
+                                        tuple(int(d) for d in w.shape), tuple(int(d) for d in y.shape)))
+
+
+# ---------------------------------------------------------------------------
+# Rewriting
+
+def rewrite(graph, regions=(), pairs=(), rounding="double"):
+    """A new Graph where every region and fused pair is one operator (the
+    original graph is left as it is)."""
+    from pyembed.graph import Graph
+    tensors = list(graph.tensors)
+    start = {}
+    for r in regions:
+        start[r.first] = ("region", r)
+    for a, b in pairs:
+        start[a] = ("pair", (a, b))
+    covered = set()
+    for r in regions:
+        covered.update(r.ops)
+    for a, b in pairs:
+        covered.update((a, b))
+    new_ops = []
+    for i, op in enumerate(graph.operators):
+        if i in start:
+            kind, what = start[i]
+            if kind == "region":
+                nop = region_operator(graph, what, tensors)
+            else:
+                nop = conv_pool_operator(graph, what[0], what[1], tensors, rounding)
+        elif i in covered:
+            continue
+        else:
+            nop = dataclasses.replace(op, inputs=list(op.inputs), outputs=list(op.outputs))
+            nop.options = dict(op.options)
+            nop.options.setdefault("ops", [i])
+        nop.index = len(new_ops)
+        new_ops.append(nop)
+    g = Graph(graph.name, tensors, new_ops, graph.inputs, graph.outputs, source_path=graph.source_path,
+              aliases=graph.aliases, unsupported=[(op.index, op.type) for op in new_ops if not op.supported],
+              metadata=graph.metadata, source_format=graph.source_format)
+    g.input_perms = list(graph.input_perms)
+    g.output_perms = list(graph.output_perms)
+    g.pipeline_source = graph
+    return g
+
+
+def arena_estimate(graph):
+    """Liveness lower bound (16-byte aligned buffers, scratch included) of graph."""
+    from pyembed.planner import build_problem
+    p, _, _ = build_problem(graph)
+    return int(p.lower_bound())
+
+
+# ---------------------------------------------------------------------------
+# Strategy
+
+@dataclass
+class PipelineResult:
+    graph: object
+    strategy: str
+    regions: list
+    fused: list
+    base_macs: int
+    macs: int
+    base_estimate: int
+    estimate: int
+    notes: list = field(default_factory=list)
+
+    @property
+    def extra_macs(self):
+        return self.macs / self.base_macs - 1.0 if self.base_macs else 0.0
+
+    def report(self):
+        """Lines saying what was chosen per region and why."""
+        lines = [f"strategy {self.strategy}: {len(self.regions)} stripe region(s), {len(self.fused)} fused "
+                 f"conv->pool pair(s); arena estimate {self.estimate} B (layer by layer "
+                 f"{self.base_estimate} B), MACs {self.macs} ({100 * self.extra_macs:+.1f} %)"]
+        for r in self.regions:
+            lines.append(f"  region ops {r.first}..{r.last} ({len(r.ops)} layers): stripes of {r.stripe_width} "
+                         f"columns, blocks of {r.block_width}, line stores {r.scratch_bytes} B, MACs "
+                         f"{r.macs} ({100 * (r.macs / r.full_macs - 1) if r.full_macs else 0:+.1f} %): {r.reason}")
+        for a, b in self.fused:
+            lines.append(f"  fused ops {a} ({'CONV_2D'}) -> {b}: pooling consumes convolution rows, "
+                         f"the intermediate tensor is not stored")
+        lines += [f"  {n}" for n in self.notes]
+        return lines
+
+
+def _widths(out_w):
+    ws = {out_w}
+    for k in (2, 3, 4, 6, 8, 12, 16):
+        if out_w // k >= 1:
+            ws.add(-(-out_w // k))
+    return sorted(ws, reverse=True)
+
+
+def apply_pipeline(graph, strategy="auto", max_extra_macs=0.10, fuse=True, rounding="double"):
+    """Rewrite graph with the chosen strategy; see the module docstring."""
+    if strategy not in STRATEGIES:
+        raise ArgumentError(f"strategy: expected one of {', '.join(STRATEGIES)}, got {strategy!r}")
+    try:
+        budget = float(max_extra_macs)
+    except (TypeError, ValueError):
+        raise ArgumentError(f"max_extra_macs: expected a fraction such as 0.1, got {max_extra_macs!r}") from None
+    if not budget >= 0 or budget != budget:
+        raise ArgumentError(f"max_extra_macs: expected a fraction >= 0, got {max_extra_macs!r}")
+    base_macs = int(graph.macs)
+    base_est = arena_estimate(graph)
+    notes = []
+    regions = []
+    if strategy != "layers":
+        limit = None if strategy == "stripes" else budget * base_macs
+        regions, notes = choose_regions(graph, limit, fuse=fuse, rounding=rounding)
+    covered = {i for r in regions for i in r.ops}
+    pairs = fusable_pairs(graph, skip=covered) if fuse else []
+    g = rewrite(graph, regions, pairs, rounding)
+    return PipelineResult(graph=g, strategy=strategy, regions=regions, fused=pairs, base_macs=base_macs,
+                          macs=int(g.macs), base_estimate=base_est, estimate=arena_estimate(g), notes=notes)
+
+
+def choose_regions(graph, extra_mac_limit, fuse=True, rounding="double"):
+    """Greedy left-to-right search: at each operator, the region (end,
+    stripe width) that lowers the whole graph's arena estimate most, the
+    extra MACs of all regions within extra_mac_limit (None: no limit)."""
+    cache = _RegionCache(graph)
+    n = len(graph.operators)
+    chosen, notes = [], []
+    spent = 0
+
+    def estimate(regs):
+        covered = {i for r in regs for i in r.ops}
+        pairs = fusable_pairs(graph, skip=covered) if fuse else []
+        return arena_estimate(rewrite(graph, regs, pairs, rounding))
+
+    current = estimate([])
+    pos = 0
+    while pos < n:
+        chain = chains_from(graph, pos)
+        if chain is None or len(chain) < 2:
+            pos += 1
+            continue
+        best = None
+        last = chain.ops[-1]
+        for end in range(pos + 1, last + 1):
+            try:
+                base = cache.region(pos, end)
+            except (UnsupportedError, ArgumentError, PyEmbedError):
+                continue
+            out_w = base.chain.output_shape[1]
+            for sw in _widths(out_w):
+                r = base if sw == out_w else cache.region(pos, end, sw)
+                extra = r.macs - r.full_macs
+                if extra_mac_limit is not None and spent + extra > extra_mac_limit:
+                    continue
+                est = estimate(chosen + [r])
+                key = (est, r.macs, -(end - pos))
+                if best is None or key < best[0]:
+                    best = (key, r)
+        if best is not None and best[0][0] < current:
+            r = best[1]
+            r.reason = (f"lowers the arena estimate from {current} B to {best[0][0]} B "
+                        f"(chain from op {pos} executable up to op {last}"
+                        f"{'; cut there' if last < n - 1 else ''})")
+            chosen.append(r)
+            spent += r.macs - r.full_macs
+            current = best[0][0]
+            pos = r.last + 1
+        else:
+            if best is not None:
+                notes.append(f"ops {pos}..{last}: stripes run but do not lower the arena estimate "
+                             f"({best[0][0]} B >= {current} B); layer by layer")
+            pos += 1
+    return chosen, notes
