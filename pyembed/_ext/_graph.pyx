@@ -4,7 +4,7 @@
 (pe_fc.h, pe_eltwise.h).
 
 CompiledGraph holds the C tensor and operator tables built from plain Python
-descriptions (pyembed.ops builds them from a Graph and a Layout) and keeps
+descriptions (pyembed.model.ops builds them from a Graph and a Layout) and keeps
 every array the tables point into alive. The arena is a caller-provided
 uint8 array, so a simulator can pass a view into its simulated RAM.
 """
