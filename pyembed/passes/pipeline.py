@@ -82,7 +82,7 @@ def _layer_words(spec, slots):
 
 
 def _new_const(tensors, name, data):
-    from pyembed.graph import Tensor
+    from pyembed.model.graph import Tensor
     data = np.ascontiguousarray(data)
     t = Tensor(index=len(tensors), name=name, shape=tuple(data.shape), dtype=data.dtype, data=data,
                type_name={np.dtype(np.int8): "INT8", np.dtype(np.int32): "INT32"}[data.dtype])
@@ -115,7 +115,7 @@ class Region:
 
 
 def _stripe():
-    from pyembed import stripe
+    from pyembed.kernels import stripe
     return stripe
 
 
@@ -133,13 +133,22 @@ def chains_from(graph, first):
     intermediate tensors nobody outside reads (None if not even one layer),
     cut where the receptive field outgrows the image (executable_chain)."""
     st = _stripe()
+    from pyembed.model.chain import chain_from_graph
     try:
-        chain = st.executable_chain(graph, first)
+        chain = chain_from_graph(graph, first)
     except (UnsupportedError, ArgumentError, PyEmbedError):
         return None
+    while True:
+        try:
+            st.check_network(chain, chain.input_shape)
+            break
+        except (ArgumentError, UnsupportedError):
+            if len(chain) == 1:
+                return None
+        chain = chain_from_graph(graph, first, chain.ops[-2])
     if chain.escaping:
         pos = min(chain.tensors.index(t) for t in chain.escaping)
-        from pyembed.layers import chain_from_graph
+        from pyembed.model.chain import chain_from_graph
         chain = chain_from_graph(graph, first, chain.ops[pos])
     return chain
 
@@ -155,7 +164,7 @@ class _RegionCache:
         st = _stripe()
         key = (first, last)
         if key not in self.nets:
-            from pyembed.layers import chain_from_graph
+            from pyembed.model.chain import chain_from_graph
             chain = chain_from_graph(self.graph, first, last)
             net = st.compile_network(chain, chain.input_shape)
             self.nets[key] = (chain, net)
@@ -173,7 +182,7 @@ class _RegionCache:
 def region_operator(graph, region, tensors):
     """The PE_STRIPE_REGION Operator replacing region (constants appended to
     tensors: requantization tables; weights and biases are the model's)."""
-    from pyembed.graph import Operator
+    from pyembed.model.graph import Operator
     st = _stripe()
     chain = region.chain
     shapes = st.check_network(chain, chain.input_shape)
@@ -201,8 +210,11 @@ def region_operator(graph, region, tensors):
     params = {"words": np.asarray(words, dtype=np.int32), "layers": len(chain), "ops": list(region.ops),
               "stripe_width": region.stripe_width, "block_width": region.block_width,
               "full_macs": region.full_macs}
+    # the graph counts MACs its own way (padded taps included); the region
+    # adds what the stripes recompute (halo columns) on top of that count
+    graph_macs = sum(int(graph.operators[i].macs) for i in region.ops) + region.macs - region.full_macs
     return Operator(index=-1, type=REGION_OP, inputs=inputs, outputs=[chain.output_tensor], params=params,
-                    scratch_bytes=region.scratch_bytes, macs=region.macs,
+                    scratch_bytes=region.scratch_bytes, macs=graph_macs,
                     options={"ops": list(region.ops)})
 
 
@@ -239,14 +251,14 @@ def fusable_pairs(graph, skip=()):
 
 
 def _rounding_code(op, rounding="double"):
-    from pyembed.ops import rounding_table
+    from pyembed.model.runtime import rounding_table
     table = rounding_table(rounding)
     return 1 if table.get(op.type, table["*"]) == "single" else 0
 
 
 def conv_pool_operator(graph, conv_i, pool_i, tensors, rounding="double"):
     """The PE_CONV_POOL Operator replacing graph operators conv_i, pool_i."""
-    from pyembed.graph import Operator
+    from pyembed.model.graph import Operator
     conv, pool = graph.operators[conv_i], graph.operators[pool_i]
     p, q = conv.params, pool.params
     mid = graph.tensors[conv.outputs[0]]
@@ -285,7 +297,7 @@ def conv_pool_scratch(graph, op, tensors):
 def rewrite(graph, regions=(), pairs=(), rounding="double"):
     """A new Graph where every region and fused pair is one operator (the
     original graph is left as it is)."""
-    from pyembed.graph import Graph
+    from pyembed.model.graph import Graph
     tensors = list(graph.tensors)
     start = {}
     for r in regions:
@@ -322,11 +334,42 @@ def rewrite(graph, regions=(), pairs=(), rounding="double"):
     return g
 
 
-def arena_estimate(graph):
-    """Liveness lower bound (16-byte aligned buffers, scratch included) of graph."""
-    from pyembed.planner import build_problem
-    p, _, _ = build_problem(graph)
-    return int(p.lower_bound())
+def arena_estimate(graph, alignment=16):
+    """Liveness lower bound of graph in bytes: the largest sum of live
+    buffers (16-byte aligned; activations from the step that writes them to
+    the last that reads them, graph inputs from step 0, outputs to the end,
+    aliases sharing their root, kernel scratch during its step). The
+    planner (pyembed.plan, a layer above) places the buffers; its arena is
+    reported beside this bound."""
+    n = len(graph.operators)
+    life = {}
+
+    def touch(t, s):
+        t = graph.alias_root(t)
+        if graph.tensors[t].is_constant or graph.tensors[t].dtype is None:
+            return
+        lo, hi = life.get(t, (s, s))
+        life[t] = (min(lo, s), max(hi, s))
+    for t in graph.inputs:
+        touch(t, 0)
+    for s, op in enumerate(graph.operators):
+        for t in list(op.inputs) + list(op.outputs):
+            if t >= 0:
+                touch(t, s)
+    for t in graph.outputs:
+        touch(t, max(n - 1, 0))
+    for t, tensor in enumerate(graph.tensors):
+        if tensor.is_variable and not tensor.is_constant:
+            touch(t, 0)
+            touch(t, max(n - 1, 0))
+    live = [0] * max(n, 1)
+    for t, (lo, hi) in life.items():
+        size = -(-int(graph.tensors[t].nbytes) // alignment) * alignment
+        for s in range(lo, hi + 1):
+            live[s] += size
+    for s, op in enumerate(graph.operators):
+        live[s] += -(-int(op.scratch_bytes or 0) // alignment) * alignment
+    return max(live)
 
 
 # ---------------------------------------------------------------------------
@@ -444,7 +487,7 @@ def choose_regions(graph, extra_mac_limit, fuse=True, rounding="double"):
             current = best[0][0]
             pos = r.last + 1
         else:
-            if best is not None:
+            if best is not None and not any(f"..{last}:" in nt for nt in notes):
                 notes.append(f"ops {pos}..{last}: stripes run but do not lower the arena estimate "
                              f"({best[0][0]} B >= {current} B); layer by layer")
             pos += 1
