@@ -457,12 +457,12 @@ def choose_regions(graph, extra_mac_limit, fuse=True, rounding="double"):
     pos = 0
     while pos < n:
         chain = chains_from(graph, pos)
-        if chain is None or len(chain) < 2:
+        if chain is None:
             pos += 1
             continue
         best = None
         last = chain.ops[-1]
-        for end in range(pos + 1, last + 1):
+        for end in range(pos, last + 1):
             try:
                 base = cache.region(pos, end)
             except (UnsupportedError, ArgumentError, PyEmbedError):
