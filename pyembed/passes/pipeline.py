@@ -209,7 +209,8 @@ def region_operator(graph, region, tensors):
         words += _layer_words(spec, slots)
     params = {"words": np.asarray(words, dtype=np.int32), "layers": len(chain), "ops": list(region.ops),
               "stripe_width": region.stripe_width, "block_width": region.block_width,
-              "full_macs": region.full_macs}
+              "full_macs": region.full_macs,
+              "work_elements": int(sum(int(np.prod(out)) for _, out in shapes))}
     # the graph counts MACs its own way (padded taps included); the region
     # adds what the stripes recompute (halo columns) on top of that count
     graph_macs = sum(int(graph.operators[i].macs) for i in region.ops) + region.macs - region.full_macs
@@ -274,7 +275,8 @@ def conv_pool_operator(graph, conv_i, pool_i, tensors, rounding="double"):
     for name in ("multiplier", "shift"):
         arr = np.broadcast_to(np.asarray(p[name], dtype=np.int32), (out_c,)).copy()
         inputs.append(_new_const(tensors, f"convpool{conv_i}_{name}", arr))
-    params = {"words": np.asarray(words, dtype=np.int32), "ops": [conv_i, pool_i]}
+    params = {"words": np.asarray(words, dtype=np.int32), "ops": [conv_i, pool_i],
+              "work_elements": int(np.prod(mid.shape)) + int(np.prod(graph.tensors[pool.outputs[0]].shape))}
     op = Operator(index=-1, type=CONV_POOL_OP, inputs=inputs, outputs=[pool.outputs[0]], params=params,
                   macs=int(conv.macs) + int(pool.macs), options={"ops": [conv_i, pool_i]})
     op.scratch_bytes = conv_pool_scratch(graph, op, tensors)
