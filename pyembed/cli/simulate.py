@@ -64,8 +64,12 @@ def _first_sample(graph, path):
               help="With --report: random inputs for the report's accuracy table.")
 @click.option("--ops/--no-ops", "show_ops", default=True, show_default=True, help="Print the per-operator table.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable result (Result.to_dict()).")
+@click.option("--pipeline", default="none", show_default=True, type=click.Choice(["none", "layers", "stripes", "auto"]),
+              help="Compiler pipeline before running (as 'pyembed plan --strategy'; give the same one as the plan's).")
+@click.option("--max-extra-macs", default="10%", show_default=True, help="MAC budget of --pipeline auto.")
 def simulate_command(model, profile, plan_path, segments, strategy, split_bytes, contention, input_path, seed,
-                     deadline_ms, trace_path, plot_memory, plot_gantt, report_dir, calibration, show_ops, as_json):
+                     deadline_ms, trace_path, plot_memory, plot_gantt, report_dir, calibration, show_ops, as_json,
+                     pipeline="none", max_extra_macs="10%"):
     """Run MODEL on a simulated microcontroller: the real C kernels on the
     profile's RAM and flash, with its cycle cost model and DMA.
 
@@ -79,6 +83,13 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
 
     prof = load_profile(profile)
     graph = load_model(model)
+    pipeline_lines = []
+    if pipeline != "none":
+        from pyembed.cli.plan import apply_strategy
+        graph, pipeline_lines = apply_strategy(graph, pipeline, max_extra_macs)
+        if not as_json:
+            for line in pipeline_lines:
+                click.echo(line)
     plan = None
     if plan_path:
         from pyembed.plan import load_plan
