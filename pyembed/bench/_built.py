@@ -83,7 +83,9 @@ class _Net:
             y = np.maximum(y, 0.0)
             scale, zp = max(float(y.max()), 1e-3) / 255.0, -128
         else:
-            lo, hi = min(float(y.min()), 0.0), max(float(y.max()), 0.0)
+            # a margin for inputs other than the calibration one
+            m = 2.0 * max(float(np.abs(y).max()), 1e-3)
+            lo, hi = (-m, m) if y.size < 64 else (2.0 * min(float(y.min()), 0.0), 2.0 * max(float(y.max()), 0.0))
             scale = max(hi - lo, 1e-3) / 255.0
             zp = int(np.clip(round(-128 - lo / scale), -128, 127))
         t = self.act(shape, scale, zp)
