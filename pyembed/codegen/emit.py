@@ -347,9 +347,21 @@ def _op_initializer(spec, prefix, arrays):
     """C99 designated initializer of one pe_graph_op."""
     p = spec["params"]
     kind = spec["kind"]
-    ins = (list(spec["inputs"]) + [-1, -1, -1])[:3]
-    head = (f"{{ .type = {_GOP[kind]}, .inputs = {{{ins[0]}, {ins[1]}, {ins[2]}}}, .output = {spec['output']}, "
-            f".scratch_offset = {spec['scratch_offset']}, .scratch_size = {spec['scratch_size']}")
+
+    def io(name, values):
+        cname = f"{prefix}_graph_op{spec['op']}_{name}"
+        arrays.append(c_array("int32_t", cname, np.asarray(values, dtype=np.int64).ravel(), static=True))
+        return cname
+
+    words = list(p.get("words", ())) if spec.get("c_name") else []
+    head = (f"{{ .type = {spec.get('c_name') or _GOP[kind]}, "
+            f".inputs = {io('in', spec['inputs']) if spec['inputs'] else 'NULL'}, "
+            f".num_inputs = {len(spec['inputs'])}, .outputs = {io('out', spec['outputs'])}, "
+            f".num_outputs = {len(spec['outputs'])}, "
+            f".scratch_offset = {spec['scratch_offset']}, .scratch_size = {spec['scratch_size']}, "
+            f".params = {io('words', words) if words else 'NULL'}, .num_params = {len(words)}")
+    if spec.get("c_name"):
+        return head + " }"
     act = lambda: f"{{{int(p['act_min'])}, {int(p['act_max'])}}}"  # noqa: E731
     rnd = "PE_ROUND_DOUBLE"
 

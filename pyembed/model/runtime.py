@@ -4,6 +4,7 @@ wrappers of the fully-connected and element-wise kernels."""
 import numpy as np
 
 from pyembed.errors import ArgumentError
+from pyembed.model.ops import lookup
 from pyembed.model.ops.base import INT8_MAX, INT8_MIN, dims4  # noqa: F401
 
 
@@ -90,21 +91,38 @@ _C_INPUTS = {"RESHAPE": 1, "SOFTMAX": 1, "AVERAGE_POOL_2D": 1, "MAX_POOL_2D": 1,
              "ADD": 2, "MUL": 2}
 
 
+def _c_io(op):
+    """(registry entry or None, graph tensor indices the C runtime gets as
+    inputs, as outputs) of one operator."""
+    d = lookup(op.type)
+    if d is None:
+        n_in = _C_INPUTS.get(op.type, 3)
+        return None, list(op.inputs[:n_in]), list(op.outputs[:1])
+    p = op.params or {}
+    ins = [op.inputs[k] if k < len(op.inputs) else -1 for k in p.get("c_inputs", range(len(op.inputs)))]
+    outs = [op.outputs[k] for k in p.get("c_outputs", range(len(op.outputs)))]
+    return d, ins, outs
+
+
 def runtime_tables(graph, layout):
     """The C graph runtime's tables as plain data, in layout.order:
 
     tensors: [{tensor, data, offset, bytes, dims, dtype}] -- only tensors an
       operator or the graph boundary uses, in graph index order; "tensor" is
       the graph index, the list position is the C table index;
-    ops: [{op, kind, inputs, output, scratch_offset, scratch_size, params}]
-      with C table indices, kind the pe_graph operator (REQUANTIZE for an
-      int8 -> int8 QUANTIZE).
+    ops: [{op, kind, code, c_name, inputs, outputs, scratch_offset,
+      scratch_size, params}] with C table indices; kind the pe_graph
+      operator (REQUANTIZE for an int8 -> int8 QUANTIZE); code and c_name
+      set for registered operators (pyembed.model.ops.registry), whose
+      parameters are params["words"].
     build_runtime hands these to the Cython binding; pyembed.codegen.emit writes
     them as C initializers."""
     used = set(graph.inputs) | set(graph.outputs)
+    io = {}
     for op in graph.operators:
-        used.update(t for t in op.inputs[:3] if t >= 0)
-        used.update(t for t in op.outputs if t >= 0)
+        io[op.index] = _c_io(op)
+        used.update(t for t in io[op.index][1] if t >= 0)
+        used.update(t for t in io[op.index][2] if t >= 0)
     c_index, tensors = {}, []
     for t in sorted(used):
         tensor = graph.tensors[t]
@@ -117,13 +135,16 @@ def runtime_tables(graph, layout):
     ops = []
     for opi in layout.order:
         op = graph.operators[opi]
-        n_in = _C_INPUTS.get(op.type, 3)
+        d, ins, outs = io[opi]
         scratch = int(op.scratch_bytes)
-        ops.append({"op": opi, "kind": _kind(op),
-                    "inputs": [c_index[t] if t >= 0 else -1 for t in op.inputs[:n_in]],
-                    "output": c_index[op.outputs[0]],
-                    "scratch_offset": int(layout.scratch_offsets.get(opi, -1)) if scratch else -1,
-                    "scratch_size": scratch, "params": op.params})
+        spec = {"op": opi, "kind": _kind(op),
+                "inputs": [c_index[t] if t >= 0 else -1 for t in ins],
+                "outputs": [c_index[t] for t in outs],
+                "scratch_offset": int(layout.scratch_offsets.get(opi, -1)) if scratch else -1,
+                "scratch_size": scratch, "params": op.params}
+        if d is not None:
+            spec.update(code=d.code, c_name=d.c_name)
+        ops.append(spec)
     return tensors, ops
 
 

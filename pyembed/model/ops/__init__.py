@@ -9,7 +9,24 @@ from pyembed.errors import ArgumentError, ModelError
 from pyembed.model.ops.base import (ADD_LEFT_SHIFT, INT8_MAX, INT8_MIN, Unsupported, _Ctx,  # noqa: F401
                                     activation_range, add_rescale, dims4, out_size, pad_amounts, padded_out_size,
                                     softmax_params)
-from pyembed.model.ops.core import PREPARE, SUPPORTED_OPS  # noqa: F401
+from pyembed.model.ops.core import PREPARE
+from pyembed.model.ops.registry import REGISTRY, lookup
+
+
+def _load_families():
+    """Import every operator-family module of this package (they register
+    themselves with pyembed.model.ops.registry)."""
+    import importlib
+    import pkgutil
+    for m in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if m.name not in ("base", "core", "registry"):
+            importlib.import_module(f"{__name__}.{m.name}")
+
+
+_load_families()
+
+# every operator type the runtime executes
+SUPPORTED_OPS = tuple(PREPARE) + tuple(sorted(REGISTRY))
 
 
 # -- building a Graph -----------------------------------------------------------
@@ -17,6 +34,8 @@ from pyembed.model.ops.core import PREPARE, SUPPORTED_OPS  # noqa: F401
 def prepare_operator(graph, op, label):
     """Fill op.params / macs / scratch_bytes, or mark op unsupported."""
     prep = PREPARE.get(op.type)
+    if prep is None and lookup(op.type) is not None:
+        prep = lookup(op.type).prepare
     op.params, op.macs, op.scratch_bytes = {}, 0, 0
     if prep is None:
         op.supported = False
