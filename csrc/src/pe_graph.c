@@ -7,6 +7,7 @@
 #include "pyembed/pe_fixed.h"
 #include "pyembed/pe_conv.h"
 #include "pyembed/pe_pool.h"
+#include "pyembed/pe_pipeline.h"
 
 int32_t pe_graph_dtype_size(pe_dtype t)
 {
@@ -509,6 +510,10 @@ static pe_graph_runner runner_for(pe_graph_op_type type)
     case PE_GOP_AVERAGE_POOL_2D:
     case PE_GOP_MAX_POOL_2D:
         return run_pool;
+    case PE_GOP_CONV_POOL:
+        return pe_graph_run_conv_pool;
+    case PE_GOP_STRIPE_REGION:
+        return pe_graph_run_stripe_region;
     default:
         return NULL;
     }

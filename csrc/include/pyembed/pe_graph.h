@@ -63,7 +63,9 @@ typedef enum {
     PE_GOP_MUL = 8,
     PE_GOP_REQUANTIZE = 9, /* int8 -> int8 QUANTIZE */
     PE_GOP_QUANTIZE = 10,  /* float32 -> int8 */
-    PE_GOP_DEQUANTIZE = 11 /* int8 -> float32 */
+    PE_GOP_DEQUANTIZE = 11, /* int8 -> float32 */
+    PE_GOP_CONV_POOL = 140,     /* fused conv -> pool (pe_pipeline.h) */
+    PE_GOP_STRIPE_REGION = 141  /* layers run in stripes with line stores (pe_pipeline.h) */
     /* Operators added after these take int32 parameter words (pe_graph_op
      * .params), documented in their family's header. The values are stable
      * (emitted tables hold them) and reserved by range: 20-59 data movement,

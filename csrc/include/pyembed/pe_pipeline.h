@@ -42,6 +42,7 @@
 
 #include "pe_types.h"
 #include "pe_stripe.h"
+#include "pe_graph.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -98,6 +99,15 @@ pe_status pe_conv_pool_op_run(const pe_context *ctx, const int32_t *params, int3
                               const pe_dims *filter_dims, const int8_t *filter, const int32_t *bias,
                               const int32_t *multiplier, const int32_t *shift,
                               const pe_dims *output_dims, int8_t *output);
+
+/* Graph runners (pe_graph.h, pe_graph_internal.h), in pe_pipeline_graph.c:
+ * PE_GOP_STRIPE_REGION and PE_GOP_CONV_POOL. An input sharing arena bytes
+ * with the output is PE_ERR_ARG (both kernels read the input while writing
+ * the output). */
+pe_status pe_graph_run_stripe_region(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
+                                     const pe_context *arena);
+pe_status pe_graph_run_conv_pool(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
+                                 const pe_context *arena);
 
 #ifdef __cplusplus
 }
