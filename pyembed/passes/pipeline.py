@@ -327,6 +327,16 @@ def rewrite(graph, regions=(), pairs=(), rounding="double"):
             nop.options.setdefault("ops", [i])
         nop.index = len(new_ops)
         new_ops.append(nop)
+    # the intermediate tensors of regions and fused pairs are no one's any
+    # more: they keep their index (plans, offline plans and emitted tables
+    # name tensors by index) but no element type, so nothing places them
+    used = set(graph.inputs) | set(graph.outputs)
+    for op in new_ops:
+        used.update(t for t in list(op.inputs) + list(op.outputs) if t >= 0)
+    for t, tensor in enumerate(tensors):
+        if t not in used and not tensor.is_constant and tensor.dtype is not None and not tensor.is_variable \
+                and t not in graph.aliases and t not in set(graph.aliases.values()):
+            tensors[t] = dataclasses.replace(tensor, dtype=None, type_name="REMOVED_BY_PIPELINE")
     g = Graph(graph.name, tensors, new_ops, graph.inputs, graph.outputs, source_path=graph.source_path,
               aliases=graph.aliases, unsupported=[(op.index, op.type) for op in new_ops if not op.supported],
               metadata=graph.metadata, source_format=graph.source_format)
