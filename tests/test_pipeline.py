@@ -176,3 +176,15 @@ def test_emitted_c_and_simulator_match_host_run(tmp_path):
         sim = simulate(g2, plan, "stm32f446", x=x)
         ys = sim.outputs[0] if isinstance(sim.outputs, (list, tuple)) else sim.outputs
         assert np.array_equal(np.asarray(ys).ravel().astype(np.int64), want)
+
+
+def test_region_never_hides_a_tensor_read_outside():
+    """A residual branch read after the region ends must stay produced."""
+    from pyembed.bench._built import mobilenetv2_035_96
+    g = load_tflite_bytes(mobilenetv2_035_96(), name="mnv2")
+    res = apply_pipeline(g, "stripes")
+    produced = set(g.inputs) | {t for op in res.graph.operators for t in op.outputs}
+    for op in res.graph.operators:
+        for t in op.inputs:
+            if t >= 0 and not res.graph.tensors[t].is_constant:
+                assert t in produced, (op.index, op.type, t)

@@ -12,8 +12,7 @@ quantization scales are chosen so activations spread over the int8 range).
                          connections (ADD rather than CONCATENATION), a 3x3
                          conv back to one channel
 
-Both are serialized as TFLite flatbuffers with pyembed.model.tflite_writer
-when it exists, else with the schema's object API (ai_edge_litert).
+Both are serialized as TFLite flatbuffers with pyembed.model.tflite_writer.
 """
 import numpy as np
 
@@ -173,78 +172,40 @@ class _Net:
 
 
 def _serialize(tensors, ops, inputs, outputs):
-    import flatbuffers
-    from ai_edge_litert import schema_py_generated as S
-    types = {np.dtype(np.int8): S.TensorType.INT8, np.dtype(np.int32): S.TensorType.INT32}
+    """The flatbuffer, written with pyembed.model.tflite_writer."""
+    from pyembed.model import tflite_writer as W
+    S = W.schema()
     acts = {None: S.ActivationFunctionType.NONE, RELU: S.ActivationFunctionType.RELU,
             RELU6: S.ActivationFunctionType.RELU6}
     pads = {"SAME": S.Padding.SAME, "VALID": S.Padding.VALID}
-    m = S.ModelT()
-    m.version, m.buffers, m.operatorCodes = 3, [S.BufferT()], []
-    sg = S.SubGraphT()
-    sg.tensors, sg.operators, sg.inputs, sg.outputs = [], [], list(inputs), list(outputs)
-    for i, t in enumerate(tensors):
-        T = S.TensorT()
-        T.shape, T.type, T.name, T.buffer = list(t["shape"]), types[t["dtype"]], f"t{i}".encode(), 0
-        if t["data"] is not None:
-            b = S.BufferT()
-            b.data = np.frombuffer(np.ascontiguousarray(t["data"], t["dtype"]).tobytes(), np.uint8)
-            m.buffers.append(b)
-            T.buffer = len(m.buffers) - 1
-        if t["scale"] is not None:
-            q = S.QuantizationParametersT()
-            q.scale = [float(s) for s in np.atleast_1d(t["scale"])]
-            q.zeroPoint = [int(z) for z in np.atleast_1d(t["zp"] if t["zp"] is not None else 0)]
-            q.quantizedDimension = int(t["axis"])
-            T.quantization = q
-        sg.tensors.append(T)
-    codes = {}
+    ts = [W.tensor(t["shape"], t["dtype"], scale=t["scale"], zp=t["zp"], data=t["data"], axis=t["axis"])
+          for t in tensors]
+    wops = []
     for name, ins, outs, o in ops:
         code = getattr(S.BuiltinOperator, name)
-        if code not in codes:
-            c = S.OperatorCodeT()
-            c.builtinCode, c.deprecatedBuiltinCode, c.version = code, min(code, 127), 1
-            codes[code] = len(m.operatorCodes)
-            m.operatorCodes.append(c)
-        op = S.OperatorT()
-        op.opcodeIndex, op.inputs, op.outputs = codes[code], list(ins), list(outs)
-        if name in ("CONV_2D", "DEPTHWISE_CONV_2D"):
-            opts = S.Conv2DOptionsT() if name == "CONV_2D" else S.DepthwiseConv2DOptionsT()
-            opts.padding, opts.strideH, opts.strideW = pads[o["padding"]], o["stride"], o["stride"]
-            opts.fusedActivationFunction = acts[o["act"]]
-            opts.dilationHFactor = opts.dilationWFactor = 1
-            if name == "DEPTHWISE_CONV_2D":
-                opts.depthMultiplier = 1
-                op.builtinOptionsType = S.BuiltinOptions.DepthwiseConv2DOptions
-            else:
-                op.builtinOptionsType = S.BuiltinOptions.Conv2DOptions
-            op.builtinOptions = opts
+        if name == "CONV_2D":
+            wops.append(W.op(code, ins, outs, "Conv2DOptions", padding=pads[o["padding"]], strideH=o["stride"],
+                             strideW=o["stride"], dilationHFactor=1, dilationWFactor=1,
+                             fusedActivationFunction=acts[o["act"]]))
+        elif name == "DEPTHWISE_CONV_2D":
+            wops.append(W.op(code, ins, outs, "DepthwiseConv2DOptions", padding=pads[o["padding"]],
+                             strideH=o["stride"], strideW=o["stride"], depthMultiplier=1, dilationHFactor=1,
+                             dilationWFactor=1, fusedActivationFunction=acts[o["act"]]))
         elif name in ("MAX_POOL_2D", "AVERAGE_POOL_2D"):
-            opts = S.Pool2DOptionsT()
-            opts.padding, opts.strideH, opts.strideW = pads[o["padding"]], o["stride"], o["stride"]
-            opts.filterHeight = opts.filterWidth = o["filter"]
-            op.builtinOptionsType, op.builtinOptions = S.BuiltinOptions.Pool2DOptions, opts
+            wops.append(W.op(code, ins, outs, "Pool2DOptions", padding=pads[o["padding"]], strideH=o["stride"],
+                             strideW=o["stride"], filterHeight=o["filter"], filterWidth=o["filter"]))
         elif name == "ADD":
-            opts = S.AddOptionsT()
-            opts.fusedActivationFunction = acts[o["act"]]
-            op.builtinOptionsType, op.builtinOptions = S.BuiltinOptions.AddOptions, opts
+            wops.append(W.op(code, ins, outs, "AddOptions", fusedActivationFunction=acts[o["act"]]))
         elif name == "RESIZE_NEAREST_NEIGHBOR":
-            opts = S.ResizeNearestNeighborOptionsT()
-            opts.alignCorners, opts.halfPixelCenters = False, False
-            op.builtinOptionsType, op.builtinOptions = S.BuiltinOptions.ResizeNearestNeighborOptions, opts
+            wops.append(W.op(code, ins, outs, "ResizeNearestNeighborOptions", alignCorners=False,
+                             halfPixelCenters=False))
         elif name == "RESHAPE":
-            opts = S.ReshapeOptionsT()
-            opts.newShape = list(o["new_shape"])
-            op.builtinOptionsType, op.builtinOptions = S.BuiltinOptions.ReshapeOptions, opts
+            wops.append(W.op(code, ins, outs, "ReshapeOptions", newShape=list(o["new_shape"])))
         elif name == "FULLY_CONNECTED":
-            opts = S.FullyConnectedOptionsT()
-            opts.fusedActivationFunction = acts[o["act"]]
-            op.builtinOptionsType, op.builtinOptions = S.BuiltinOptions.FullyConnectedOptions, opts
-        sg.operators.append(op)
-    m.subgraphs = [sg]
-    b = flatbuffers.Builder(1024)
-    b.Finish(m.Pack(b), file_identifier=b"TFL3")
-    return bytes(b.Output())
+            wops.append(W.op(code, ins, outs, "FullyConnectedOptions", fusedActivationFunction=acts[o["act"]]))
+        else:  # pragma: no cover - the builders use only the above
+            raise ValueError(name)
+    return W.build(ts, wops, inputs=list(inputs), outputs=list(outputs))
 
 
 def _divisible(v, d=8):

@@ -166,6 +166,10 @@ class _RegionCache:
         if key not in self.nets:
             from pyembed.model.chain import chain_from_graph
             chain = chain_from_graph(self.graph, first, last)
+            if chain.escaping:
+                # an operator outside reads an intermediate tensor: the region
+                # would not produce it
+                raise UnsupportedError(f"operators {first}..{last}: tensors {chain.escaping} are read outside")
             net = st.compile_network(chain, chain.input_shape)
             self.nets[key] = (chain, net)
         chain, net = self.nets[key]
