@@ -165,7 +165,7 @@ def test_emitted_c_and_simulator_match_host_run(tmp_path):
     write_plan_outputs(g2, plan, tmp_path)
     csrc = os.path.join(ROOT, "csrc")
     srcs = sorted(os.path.join(csrc, "src", f) for f in os.listdir(os.path.join(csrc, "src")) if f.endswith(".c"))
-    r = subprocess.run(["gcc", *STRICT, "-O1", f"-I{csrc}/include", "-I.", "model_main.c", "model_graph.c",
+    r = subprocess.run(["gcc", *STRICT, "-O0", f"-I{csrc}/include", "-I.", "model_main.c", "model_graph.c",
                         "model_data.c", *srcs, "-o", "model_main", "-lm"], cwd=tmp_path, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-3000:]
     for x in _inputs(g, 2, seed=5):
@@ -178,13 +178,44 @@ def test_emitted_c_and_simulator_match_host_run(tmp_path):
         assert np.array_equal(np.asarray(ys).ravel().astype(np.int64), want)
 
 
-def test_region_never_hides_a_tensor_read_outside():
-    """A residual branch read after the region ends must stay produced."""
-    from pyembed.bench._built import mobilenetv2_035_96
-    g = load_tflite_bytes(mobilenetv2_035_96(), name="mnv2")
-    res = apply_pipeline(g, "stripes")
-    produced = set(g.inputs) | {t for op in res.graph.operators for t in op.outputs}
-    for op in res.graph.operators:
-        for t in op.inputs:
-            if t >= 0 and not res.graph.tensors[t].is_constant:
-                assert t in produced, (op.index, op.type, t)
+def test_region_never_hides_a_tensor_read_outside(small):
+    """A residual branch read after the region ends must stay produced:
+    operators 0..2 of the small net compute tensor b, which the ADD (op 3)
+    reads, so they are no region; 0..3 is one."""
+    from pyembed.errors import UnsupportedError
+    from pyembed.passes.pipeline import _RegionCache
+    _, g = small
+    cache = _RegionCache(g)
+    with pytest.raises(UnsupportedError, match="read outside"):
+        cache.region(0, 2)
+    assert cache.region(0, 3).ops == [0, 1, 2, 3]
+    for strategy in ("stripes", "auto"):
+        res = apply_pipeline(g, strategy)
+        produced = set(g.inputs) | {t for op in res.graph.operators for t in op.outputs}
+        for op in res.graph.operators:
+            for t in op.inputs:
+                if t >= 0 and not res.graph.tensors[t].is_constant:
+                    assert t in produced, (op.index, op.type, t)
+
+
+def test_plan_and_simulate_commands_report_the_regions(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from pyembed.cli import main
+    model = tmp_path / "small.tflite"
+    model.write_bytes(_small_net())
+    r = CliRunner().invoke(main, ["plan", str(model), "--strategy", "stripes", "-o", str(tmp_path / "out"),
+                                  "--json"])
+    assert r.exit_code == 0, r.output
+    s = json.loads(r.output[r.output.index("{"):])
+    assert any("region ops" in line for line in s["pipeline"])
+    assert any("fused ops" in line for line in s["pipeline"])
+    # plan.json records the rewrite: simulate redoes it without being told
+    r = CliRunner().invoke(main, ["simulate", str(model), "--plan", str(tmp_path / "out" / "plan.json"), "--no-ops"])
+    assert r.exit_code == 0, r.output
+    assert "region ops" in r.output and "bit-exact" in r.output
+    r = CliRunner().invoke(main, ["plan", str(model), "--strategy", "auto", "--max-extra-macs", "ten",
+                                  "-o", str(tmp_path / "o2")])
+    assert r.exit_code == 2 and "--max-extra-macs" in r.output

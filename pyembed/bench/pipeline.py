@@ -9,7 +9,7 @@ a MobileNetV2-0.35 at 96x96 and a small 64x64 U-Net), and for every
 strategy (none: the graph as imported; layers: conv -> pool pairs fused;
 stripes; auto: smallest arena within the MAC budget):
 
-  arena_bytes       pyembed.plan.plan_graph's arena of the rewritten graph
+  arena_bytes       pyembed.plan.pipeline.plan_with_strategy's arena of the rewritten graph
                     (activations, kernel scratch, line stores; 16-byte aligned;
                     proven output-over-input overlaps where the graph runs)
   tflm_arena_bytes  TFLM's allocation head for the same model, measured in
@@ -52,8 +52,7 @@ def measure_model(name, model_bytes, n_inputs=2, max_extra_macs=0.10, strategies
     """Rows of one model (a list of dicts), one per strategy."""
     from pyembed.codegen.tflite_offline import tflm_head
     from pyembed.model.load import load_tflite_bytes
-    from pyembed.passes.pipeline import apply_pipeline
-    from pyembed.plan import plan_graph
+    from pyembed.plan.pipeline import plan_with_strategy
     g = load_tflite_bytes(model_bytes, name=name)
     if g.unsupported and not any(t == "RESIZE_NEAREST_NEIGHBOR" for _, t in g.unsupported):
         return [{"model": name, "strategy": "-", "skipped": f"{len(g.unsupported)} unsupported operator(s): "
@@ -65,14 +64,10 @@ def measure_model(name, model_bytes, n_inputs=2, max_extra_macs=0.10, strategies
     refs = _tflm_outputs(model_bytes, xs)
     rows = []
     for strategy in strategies:
-        if strategy == "none":
-            g2, report, macs = g, [], g.macs
-        else:
-            res = apply_pipeline(g, strategy, max_extra_macs=max_extra_macs)
-            g2, report, macs = res.graph, res.report(), res.macs
+        g2, plan, report = plan_with_strategy(g, strategy, max_extra_macs=max_extra_macs)
+        macs = g2.macs
         runs = not g2.unsupported
-        # proven output-over-input overlaps need the graph to run
-        arena = int(plan_graph(g2, overlaps=runs).arena_size)
+        arena = int(plan.arena_size)
         mism = 0
         for x, ref in zip(xs, refs) if runs else ():
             y = g2.run(x)[0]

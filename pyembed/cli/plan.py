@@ -104,16 +104,20 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
 
     g = load_model(model)
     pipeline_lines = []
-    if pipeline != "none":
-        g, pipeline_lines = apply_strategy(g, pipeline, max_extra_macs)
     regions = None
     if part:
         _, regions = regions_for_mcu(part)
     if region_specs:
         regions = [parse_region(r) for r in region_specs]
+    if pipeline != "none":
+        from pyembed.plan.pipeline import plan_with_strategy
+        g, plan, pipeline_lines = plan_with_strategy(
+            g, pipeline, parse_fraction(max_extra_macs), overlaps=overlaps, regions=regions, algorithm=algorithm,
+            search_order=search_order, time_limit=time_limit)
     use_overlaps = overlaps and not g.unsupported
-    plan = plan_graph(g, regions, algorithm=algorithm, overlaps=use_overlaps, search_order=search_order,
-                      time_limit=time_limit)
+    if pipeline == "none":
+        plan = plan_graph(g, regions, algorithm=algorithm, overlaps=use_overlaps, search_order=search_order,
+                          time_limit=time_limit)
     paths = write_plan_outputs(g, plan, outdir, section=section)
     notes = []
     if overlaps and g.unsupported:

@@ -83,14 +83,22 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
 
     prof = load_profile(profile)
     graph = load_model(model)
-    pipeline_lines = []
+    plan = None
+    if plan_path:
+        from pyembed.plan import load_plan
+        try:
+            recorded = load_plan(plan_path).info.get("pipeline")
+        except PlanError as e:
+            raise PlanError(f"--plan {plan_path}: {e}") from None
+        if isinstance(recorded, dict) and recorded.get("strategy") in ("layers", "stripes", "auto"):
+            # the plan was made for the rewritten graph: the same rewrite
+            pipeline, max_extra_macs = recorded["strategy"], str(recorded.get("max_extra_macs", 0.1))
     if pipeline != "none":
         from pyembed.cli.plan import apply_strategy
         graph, pipeline_lines = apply_strategy(graph, pipeline, max_extra_macs)
         if not as_json:
             for line in pipeline_lines:
                 click.echo(line)
-    plan = None
     if plan_path:
         from pyembed.plan import load_plan
         try:

@@ -351,12 +351,16 @@ def rewrite(graph, regions=(), pairs=(), rounding="double"):
 
 
 def arena_estimate(graph, alignment=16):
-    """Liveness lower bound of graph in bytes: the largest sum of live
-    buffers (16-byte aligned; activations from the step that writes them to
+    """Liveness lower bound of graph in bytes (see live_bytes)."""
+    return max(live_bytes(graph, alignment))
+
+
+def live_bytes(graph, alignment=16):
+    """Bytes live at each step of graph (16-byte aligned buffers; activations from the step that writes them to
     the last that reads them, graph inputs from step 0, outputs to the end,
     aliases sharing their root, kernel scratch during its step). The
     planner (pyembed.plan, a layer above) places the buffers; its arena is
-    reported beside this bound."""
+    reported beside this bound (the largest entry)."""
     n = len(graph.operators)
     life = {}
 
@@ -385,7 +389,7 @@ def arena_estimate(graph, alignment=16):
             live[s] += size
     for s, op in enumerate(graph.operators):
         live[s] += -(-int(op.scratch_bytes or 0) // alignment) * alignment
-    return max(live)
+    return live
 
 
 # ---------------------------------------------------------------------------
@@ -455,6 +459,17 @@ def apply_pipeline(graph, strategy="auto", max_extra_macs=0.10, fuse=True, round
                           macs=int(g.macs), base_estimate=base_est, estimate=arena_estimate(g), notes=notes)
 
 
+def _ranges(xs):
+    out, i = [], 0
+    while i < len(xs):
+        j = i
+        while j + 1 < len(xs) and xs[j + 1] == xs[j] + 1:
+            j += 1
+        out.append(str(xs[i]) if i == j else f"{xs[i]}..{xs[j]}")
+        i = j + 1
+    return ", ".join(out)
+
+
 def choose_regions(graph, extra_mac_limit, fuse=True, rounding="double"):
     """Greedy left-to-right search: at each operator, the region (end,
     stripe width) that lowers the whole graph's arena estimate most, the
@@ -471,6 +486,7 @@ def choose_regions(graph, extra_mac_limit, fuse=True, rounding="double"):
 
     current = estimate([])
     pos = 0
+    tried = []
     while pos < n:
         chain = chains_from(graph, pos)
         if chain is None:
@@ -503,8 +519,16 @@ def choose_regions(graph, extra_mac_limit, fuse=True, rounding="double"):
             current = best[0][0]
             pos = r.last + 1
         else:
-            if best is not None and not any(f"..{last}:" in nt for nt in notes):
-                notes.append(f"ops {pos}..{last}: stripes run but do not lower the arena estimate "
-                             f"({best[0][0]} B >= {current} B); layer by layer")
+            if best is not None:
+                tried.append(pos)
             pos += 1
+    if tried:
+        g = rewrite(graph, chosen, fusable_pairs(graph, skip={i for r in chosen for i in r.ops}) if fuse else [],
+                    rounding)
+        live = live_bytes(g)
+        k = live.index(max(live))
+        op = g.operators[k]
+        where = op.type if op.type != REGION_OP else f"the region of ops {op.params['ops'][0]}..{op.params['ops'][-1]}"
+        notes.append(f"layer by layer elsewhere: stripe regions starting at ops {_ranges(tried)} run but "
+                     f"do not lower the arena estimate below {current} B (its peak is step {k}, {where})")
     return chosen, notes
