@@ -45,7 +45,7 @@ REGION_VERSION = 1
 HEADER_WORDS = 4
 LAYER_WORDS = 32
 CONV_POOL_WORDS = 26
-BLOCK_WIDTHS = (4, 8, 16)
+BLOCK_WIDTHS = (1, 2, 4, 8, 16)
 _OPS = {"conv": 0, "depthwise": 1, "pointwise": 2, "pool": 3, "add": 4, "upsample2x": 5}
 
 
@@ -176,7 +176,8 @@ class _RegionCache:
         out_w = net.output_shape()[1]
         sw = out_w if stripe_width is None else int(stripe_width)
         blocks = BLOCK_WIDTHS if block_width is None else (int(block_width),)
-        size, bw = min((net.buffer_size(sw, b), b) for b in blocks)
+        size, bw = min((net.buffer_size(sw, b), -b) for b in blocks)
+        bw = -bw
         full = st.full_frame_macs(chain, chain.input_shape)
         return Region(ops=list(chain.ops), chain=chain, stripe_width=sw, block_width=bw,
                       scratch_bytes=_table_bytes(len(chain)) + int(size), macs=int(net.predict_macs(sw)),
