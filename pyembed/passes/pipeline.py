@@ -25,9 +25,11 @@ Strategies: "layers" (layer by layer, conv -> pool pairs fused), "stripes"
 "auto" (the smallest arena estimate whose extra MACs stay within
 max_extra_macs of the model's). A region is cut where a chain stops being
 executable (receptive field larger than the image, unsupported layer, a
-tensor read outside the region) instead of being refused. The arena
-estimate is the liveness lower bound of the rewritten graph (the planner
-then places it; pyembed's planners meet the bound on these chains).
+tensor read outside the region) instead of being refused. Each region's
+block width is the one of BLOCK_WIDTHS with the smallest scratch (ties: the
+wider; a narrower block costs calls, not MACs). The arena estimate is the
+liveness lower bound of the rewritten graph; pyembed.plan.pipeline plans it
+(for "auto" against layer by layer with proven overlaps).
 """
 from __future__ import annotations
 
