@@ -314,7 +314,8 @@ static pe_status analyse(const pe_stripe_net *net, net_geo *G)
             if (l->kernel.h < 1 || l->kernel.w < 1 || l->stride.h < 1 || l->stride.w < 1) {
                 return PE_ERR_ARG;
             }
-            if (l->kernel.h > PE_STRIPE_MAX_KERNEL || l->kernel.w > PE_STRIPE_MAX_KERNEL) {
+            if (l->kernel.h > PE_STRIPE_MAX_KERNEL || l->kernel.w > PE_STRIPE_MAX_KERNEL ||
+                l->kernel.h * l->kernel.w > PE_STRIPE_MAX_TAPS) {
                 return PE_ERR_UNSUPPORTED;
             }
             if (l->padding.top < 0 || l->padding.top >= l->kernel.h || l->padding.bottom < 0 ||
@@ -721,8 +722,8 @@ static void compute_windowed(stripe_run *R, int32_t L, int32_t o, int32_t x0, in
     const pe_stripe_layer *l = &R->net->layers[L];
     const layer_geo *g = &R->G->g[L];
     const stripe_state *s = &R->st[L + 1];
-    const int8_t *tap[PE_STRIPE_MAX_KERNEL * PE_STRIPE_MAX_KERNEL];
-    int32_t woff[PE_STRIPE_MAX_KERNEL * PE_STRIPE_MAX_KERNEL];
+    const int8_t *tap[PE_STRIPE_MAX_TAPS];
+    int32_t woff[PE_STRIPE_MAX_TAPS];
     const int32_t row0 = o * g->sh - g->pt;
     const int32_t ky0 = max32(0, -row0);
     const int32_t ky1 = min32(g->kh, g->in_h - row0);

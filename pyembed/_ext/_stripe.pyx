@@ -19,6 +19,7 @@ cnp.import_array()
 cdef extern from "pyembed/pe_stripe.h":
     int PE_STRIPE_MAX_LAYERS
     int PE_STRIPE_MAX_KERNEL
+    int PE_STRIPE_MAX_TAPS
 
     ctypedef enum pe_stripe_op:
         PE_STRIPE_CONV
@@ -71,6 +72,7 @@ cdef extern from "pyembed/pe_stripe.h":
 
 MAX_LAYERS = PE_STRIPE_MAX_LAYERS
 MAX_KERNEL = PE_STRIPE_MAX_KERNEL
+MAX_TAPS = PE_STRIPE_MAX_TAPS
 # bytes of one decoded layer in a stripe region's scratch table (pe_pipeline.h;
 # host pointers are at least as wide as a Cortex-M's, so the host figure is safe)
 LAYER_BYTES = sizeof(pe_stripe_layer)
