@@ -225,3 +225,16 @@ def test_plan_and_simulate_commands_report_the_regions(tmp_path):
     r = CliRunner().invoke(main, ["plan", str(model), "--strategy", "auto", "--max-extra-macs", "ten",
                                   "-o", str(tmp_path / "o2")])
     assert r.exit_code == 2 and "--max-extra-macs" in r.output
+
+
+def test_huge_block_width_is_clamped_not_undefined():
+    """A block wider than PE_STRIPE_MAX_BLOCK behaves as that width (the
+    column arithmetic overflowed int32 before: found by the corrupted-words
+    loop of csrc/tests/test_pipeline.c under UBSan)."""
+    from pyembed.kernels import stripe
+    rng = np.random.default_rng(0)
+    layers = [stripe.random_conv(rng, 3, 4), stripe.random_depthwise(rng, 4)]
+    x = rng.integers(-128, 128, (9, 11, 3), dtype=np.int8)
+    want = stripe.run_stripes(layers, x, 11, 65536)
+    assert stripe.arena_size(layers, x.shape, 11, 2 ** 31 - 1) == stripe.arena_size(layers, x.shape, 11, 65536)
+    assert (stripe.run_stripes(layers, x, 11, 2 ** 31 - 1) != want).sum() == 0

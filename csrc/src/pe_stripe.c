@@ -568,6 +568,7 @@ pe_status pe_stripe_get_buffer_size_s8(const pe_stripe_net *net, int32_t stripe_
     if (st != PE_OK) {
         return st;
     }
+    block_w = min32(block_w, PE_STRIPE_MAX_BLOCK);
     st = layout(net, &G, stripe_w, block_w, NULL, NULL, &total);
     if (st != PE_OK) {
         return st;
@@ -1118,6 +1119,7 @@ pe_status pe_stripe_run_s8(const pe_context *ctx, const pe_stripe_net *net, int3
         output_dims->w != G.out_w || output_dims->c != G.out_c) {
         return PE_ERR_ARG;
     }
+    block_w = min32(block_w, PE_STRIPE_MAX_BLOCK);
     status = layout(net, &G, stripe_w, block_w, NULL, NULL, &total);
     if (status != PE_OK) {
         return status;

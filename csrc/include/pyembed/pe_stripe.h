@@ -80,6 +80,9 @@ extern "C" {
 #define PE_STRIPE_MAX_LAYERS 32
 #define PE_STRIPE_MAX_KERNEL 16
 #define PE_STRIPE_MAX_TAPS 100
+/* A block width above this is taken as this (a block never needs to be
+ * wider than a row; the bound keeps column arithmetic inside int32). */
+#define PE_STRIPE_MAX_BLOCK 65536
 
 typedef enum {
     PE_STRIPE_CONV = 0,       /* k_h x k_w convolution, any stride */
