@@ -79,7 +79,9 @@ pe_status pe_stripe_region_run(const pe_context *ctx, const int32_t *params, int
                                pe_const_lookup lookup, const void *user, const pe_dims *input_dims,
                                const int8_t *input, const pe_dims *output_dims, int8_t *output);
 
-/* Scratch bytes of a stripe region (table + executor arena). */
+/* Scratch bytes of a stripe region (table + executor arena). A planning-time
+ * query: it decodes into a PE_STRIPE_MAX_LAYERS table on the stack (about
+ * 4 KB on a Cortex-M); the runner decodes into the region's scratch instead. */
 pe_status pe_stripe_region_get_buffer_size(const int32_t *params, int32_t num_params,
                                            pe_const_lookup lookup, const void *user,
                                            const pe_dims *input_dims, int32_t *size);
