@@ -364,7 +364,12 @@ def live_bytes(graph, alignment=16):
     aliases sharing their root, kernel scratch during its step). The
     planner (pyembed.plan, a layer above) places the buffers; its arena is
     reported beside this bound (the largest entry)."""
-    n = len(graph.operators)
+    return _live(graph, [(op.inputs, op.outputs, op.scratch_bytes) for op in graph.operators], alignment)
+
+
+def _live(graph, ops_io, alignment=16):
+    """live_bytes over (inputs, outputs, scratch bytes) per step."""
+    n = len(ops_io)
     life = {}
 
     def touch(t, s):
@@ -375,8 +380,8 @@ def live_bytes(graph, alignment=16):
         life[t] = (min(lo, s), max(hi, s))
     for t in graph.inputs:
         touch(t, 0)
-    for s, op in enumerate(graph.operators):
-        for t in list(op.inputs) + list(op.outputs):
+    for s, (ins, outs, _) in enumerate(ops_io):
+        for t in list(ins) + list(outs):
             if t >= 0:
                 touch(t, s)
     for t in graph.outputs:
@@ -390,8 +395,8 @@ def live_bytes(graph, alignment=16):
         size = -(-int(graph.tensors[t].nbytes) // alignment) * alignment
         for s in range(lo, hi + 1):
             live[s] += size
-    for s, op in enumerate(graph.operators):
-        live[s] += -(-int(op.scratch_bytes or 0) // alignment) * alignment
+    for s, (_, _, scratch) in enumerate(ops_io):
+        live[s] += -(-int(scratch or 0) // alignment) * alignment
     return live
 
 
@@ -474,52 +479,97 @@ def _ranges(xs):
 
 
 def choose_regions(graph, extra_mac_limit, fuse=True, rounding="double"):
-    """Greedy left-to-right search: at each operator, the region (end,
-    stripe width) that lowers the whole graph's arena estimate most, the
-    extra MACs of all regions within extra_mac_limit (None: no limit)."""
+    """Greedy left-to-right search with one region of lookahead: at each
+    operator, the region (end, stripe width) which, alone or followed by
+    one more region right after it, lowers the whole graph's arena estimate
+    most; the extra MACs of all regions within extra_mac_limit (None: no
+    limit). (A region can pay only together with the next one: a cut right
+    after a layer whose kernel scratch is the peak, say.)"""
     cache = _RegionCache(graph)
     n = len(graph.operators)
     chosen, notes = [], []
     spent = 0
+    pair_io = {}
 
     def estimate(regs):
+        """The liveness bound of the graph with these regions, without
+        building the operators (the same rule as live_bytes)."""
         covered = {i for r in regs for i in r.ops}
-        pairs = fusable_pairs(graph, skip=covered) if fuse else []
-        return arena_estimate(rewrite(graph, regs, pairs, rounding))
+        start = {r.first: r for r in regs}
+        pairs = dict(fusable_pairs(graph, skip=covered)) if fuse else {}
+        ops_io = []
+        for i, op in enumerate(graph.operators):
+            if i in start:
+                r = start[i]
+                ops_io.append(([r.chain.input_tensor], [r.chain.output_tensor], r.scratch_bytes))
+            elif i in pairs:
+                if i not in pair_io:
+                    pop = conv_pool_operator(graph, i, pairs[i], list(graph.tensors), rounding)
+                    pair_io[i] = ([pop.inputs[0]], list(pop.outputs), pop.scratch_bytes)
+                ops_io.append(pair_io[i])
+            elif i in covered or (i - 1) in pairs:
+                continue
+            else:
+                ops_io.append((op.inputs, op.outputs, op.scratch_bytes))
+        return max(_live(graph, ops_io))
+
+    def candidates(first):
+        chain = chains_from(graph, first)
+        if chain is None:
+            return None, []
+        out = []
+        for end in range(first, chain.ops[-1] + 1):
+            try:
+                base = cache.region(first, end)
+            except (UnsupportedError, ArgumentError, PyEmbedError):
+                continue
+            out_w = base.chain.output_shape[1]
+            for sw in _widths(out_w):
+                out.append(base if sw == out_w else cache.region(first, end, sw))
+        return chain, out
+
+    def within(extra):
+        return extra_mac_limit is None or spent + extra <= extra_mac_limit
 
     current = estimate([])
     pos = 0
     tried = []
     while pos < n:
-        chain = chains_from(graph, pos)
+        chain, cands = candidates(pos)
         if chain is None:
             pos += 1
             continue
-        best = None
         last = chain.ops[-1]
-        for end in range(pos, last + 1):
-            try:
-                base = cache.region(pos, end)
-            except (UnsupportedError, ArgumentError, PyEmbedError):
+        best = None
+        nexts = {}
+        for r in cands:
+            extra = r.macs - r.full_macs
+            if not within(extra):
                 continue
-            out_w = base.chain.output_shape[1]
-            for sw in _widths(out_w):
-                r = base if sw == out_w else cache.region(pos, end, sw)
-                extra = r.macs - r.full_macs
-                if extra_mac_limit is not None and spent + extra > extra_mac_limit:
-                    continue
-                est = estimate(chosen + [r])
-                key = (est, r.macs, -(end - pos))
-                if best is None or key < best[0]:
-                    best = (key, r)
+            est = estimate(chosen + [r])
+            key = (est, r.macs, -(r.last - pos))
+            if best is None or key < best[0]:
+                best = (key, r, None)
+            if r.last + 1 < n:
+                if r.last + 1 not in nexts:
+                    nexts[r.last + 1] = candidates(r.last + 1)[1]
+                for r2 in nexts[r.last + 1]:
+                    if not within(extra + r2.macs - r2.full_macs):
+                        continue
+                    est2 = estimate(chosen + [r, r2])
+                    key = (est2, r.macs + r2.macs, -(r.last - pos))
+                    if key < best[0]:
+                        best = (key, r, r2)
         if best is not None and best[0][0] < current:
             r = best[1]
-            r.reason = (f"lowers the arena estimate from {current} B to {best[0][0]} B "
+            new = estimate(chosen + [r])
+            r.reason = (f"lowers the arena estimate from {current} B to {best[0][0]} B"
+                        f"{f' together with the region from op {best[2].first}' if best[2] is not None else ''} "
                         f"(chain from op {pos} executable up to op {last}"
                         f"{'; cut there' if last < n - 1 else ''})")
             chosen.append(r)
             spent += r.macs - r.full_macs
-            current = best[0][0]
+            current = new
             pos = r.last + 1
         else:
             if best is not None:
