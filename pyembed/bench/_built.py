@@ -101,7 +101,8 @@ class _Net:
         bscale = (sw.astype(np.float64) * sx).astype(np.float32)
         wt = self.tensor(shape, data=w, scale=sw, zp=np.zeros(out_c, np.int64), axis=out_axis)
         bt = self.tensor((out_c,), np.int32, data=bias, scale=bscale, zp=np.zeros(out_c, np.int64))
-        wf = w.astype(np.float64) * np.expand_dims(sw.astype(np.float64), [a for a in range(len(shape)) if a != out_axis])
+        other = [a for a in range(len(shape)) if a != out_axis]
+        wf = w.astype(np.float64) * np.expand_dims(sw.astype(np.float64), other)
         return wt, bt, wf, bias * bscale.astype(np.float64)
 
     def conv(self, x, out_c, k=3, stride=1, act=RELU6, padding="SAME"):
