@@ -262,7 +262,8 @@ class OverlapProver:
         self.references = []
         for _ in range(runs):
             xs = [_random_input(graph.tensors[t], rng) for t in graph.inputs]
-            self.references.append(graph.run(xs if len(xs) > 1 else xs[0], keep_intermediates=True))
+            self.references.append(graph.run(xs if len(xs) > 1 else xs[0], keep_intermediates=True,
+                                              layout="internal"))
 
     def prove(self, op_index, src_t, dst_t, delta):
         """(ok, message): run op_index with dst at offset(src) + delta."""
