@@ -103,11 +103,8 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
     from pyembed.plan import plan_graph
 
     g = load_model(model)
-<<<<<<< HEAD
-    pipeline_lines = []
-=======
     require_quantized(g, "plan")
->>>>>>> main
+    pipeline_lines = []
     regions = None
     if part:
         _, regions = regions_for_mcu(part)
