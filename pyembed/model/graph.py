@@ -162,8 +162,13 @@ class Graph:
         return t
 
     def activation_tensors(self):
-        """Indices of the tensors that need RAM (not constant), aliases included."""
-        return [t.index for t in self.tensors if not t.is_constant and t.dtype is not None]
+        """Indices of the tensors that need RAM (not constant), aliases included.
+        A tensor no operator and no graph input / output refers to (an
+        intermediate a fusion pass absorbed) needs none."""
+        used = set(self.inputs) | set(self.outputs)
+        for op in self.operators:
+            used.update(t for t in list(op.inputs) + list(op.outputs) if t >= 0)
+        return [t.index for t in self.tensors if not t.is_constant and t.dtype is not None and t.index in used]
 
     def producers(self):
         """{tensor index: index of the operator that writes it}."""

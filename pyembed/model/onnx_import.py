@@ -325,6 +325,8 @@ class _Importer:
                     and op.outputs[0] not in g.inputs:
                 g.aliases[op.outputs[0]] = op.inputs[0]
         g.unsupported = [(op.index, op.type) for op in ops if not op.supported]
+        from pyembed.model.conv_form import choose_conv_forms
+        choose_conv_forms(g)
         return g
 
     # -- one quantized operator ------------------------------------------------------

@@ -357,8 +357,19 @@ def _options(op, op_type):
     if op_type == "RESIZE_NEAREST_NEIGHBOR" and otype == B.ResizeNearestNeighborOptions:
         o = load(tflite.ResizeNearestNeighborOptions)
         return {"align_corners": bool(o.AlignCorners()), "half_pixel_centers": bool(o.HalfPixelCenters())}
+    if op_type == "BATCH_MATMUL" and otype == B.BatchMatMulOptions:
+        o = load(tflite.BatchMatMulOptions)
+        return {"adj_x": bool(o.AdjX()), "adj_y": bool(o.AdjY())}
+    if op_type == "TRANSPOSE_CONV" and otype == B.TransposeConvOptions:
+        o = load(tflite.TransposeConvOptions)
+        return {"padding": _PADDING.get(int(o.Padding()), int(o.Padding())),
+                "stride": (int(o.StrideH()), int(o.StrideW())),
+                "activation": _ACTIVATION.get(int(o.FusedActivationFunction()), int(o.FusedActivationFunction()))}
     if op_type == "RESHAPE" and otype == B.ReshapeOptions:
         o = load(tflite.ReshapeOptions)
         n = _count(o.NewShapeLength(), "RESHAPE new_shape", 4, table.Bytes)
         return {"new_shape": tuple(int(o.NewShape(j)) for j in range(n))}
+    if op_type == "BATCH_MATMUL" and otype == B.BatchMatMulOptions:
+        o = load(tflite.BatchMatMulOptions)
+        return {"adj_x": bool(o.AdjX()), "adj_y": bool(o.AdjY())}
     return {"options_type": otype}

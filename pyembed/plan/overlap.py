@@ -192,6 +192,8 @@ def candidates(graph, problem, tensor_buffer, order):
                 if g is None:
                     continue
                 for name, fn in (("rows", max_delta_rows), ("pixels", max_delta_pixels)):
+                    if name == "rows" and op.params.get("conv_form") == "gather":
+                        continue  # the gather kernels compute pixels, not rows (pe_conv_gather.h)
                     d = fn(g)
                     if d is not None:
                         deltas[name] = d
