@@ -40,6 +40,11 @@ KERNEL_CLASS = {
     # like a convolution; their intermediate elements are charged through
     # params["work_elements"] (every layer output they compute)
     "PE_STRIPE_REGION": "conv", "PE_CONV_POOL": "conv",
+    # ops-data (python -m pyembed.bench data_ops counts their host instructions per element
+    # against an "eltwise" yardstick): the copies cost 6-25 host instructions per element, an
+    # eighth to a half of the yardstick's 50, so "copy"; RESIZE_BILINEAR (33) is "eltwise"
+    "PADV2": "copy", "SPLIT_V": "copy", "GATHER": "copy", "DEPTH_TO_SPACE": "copy", "SPACE_TO_DEPTH": "copy",
+    "RESIZE_NEAREST_NEIGHBOR": "copy", "MIRROR_PAD": "copy", "RESIZE_BILINEAR": "eltwise",
     "PE_ATTENTION": "fc",
 }
 

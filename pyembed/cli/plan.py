@@ -102,8 +102,11 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
     from pyembed.model.load import load_model
     from pyembed.plan import plan_graph
 
+    from pyembed.model.support import require_executable
+
     g = load_model(model)
     require_quantized(g, "plan")
+    require_executable(g, "plan")   # unsupported operators or a float model: exit 2 with the list
     pipeline_lines = []
     regions = None
     if part:

@@ -76,10 +76,13 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
     from firmware_sim.sim import simulate_file
     from pyembed.model.load import load_model
 
+    from pyembed.model.support import require_executable
+
     check_deadline(deadline_ms)
     prof = load_profile(profile)
     graph = load_model(model)
     require_quantized(graph, "simulate")
+    require_executable(graph, "simulate")   # unsupported operators or float activations: exit 2 with the list
     plan = None
     if plan_path:
         from pyembed.plan import load_plan

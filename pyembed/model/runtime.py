@@ -159,7 +159,7 @@ ROUNDINGS = ("double", "single")
 ROUNDING_PRESETS = {
     "double": {"*": "double"},
     "single": {"*": "single"},
-    "litert": {"*": "double", "FULLY_CONNECTED": "single"},
+    "litert": {"*": "double", "FULLY_CONNECTED": "single", "FC_SCALE_PRODUCT": "float32"},
 }
 
 
@@ -185,13 +185,19 @@ def build_runtime(graph, layout, rounding="double"):
 
     rounding: "double" (default: TFLite's reference build, TFLM, CMSIS-NN),
     "single" (TFLITE_SINGLE_ROUNDING builds), "litert" (the LiteRT wheel:
-    single for FULLY_CONNECTED only) or a dict {op type: mode}; it selects
-    the rounding of every fixed-point requantization."""
+    single rounding for FULLY_CONNECTED, whose per-tensor multiplier it
+    derives from the float32 product of the scales, where TFLM multiplies
+    them in double) or a dict {op type: mode}; it selects the rounding of
+    every fixed-point requantization."""
     table = rounding_table(rounding)
     from pyembed._ext import _graph
     tensors, ops = runtime_tables(graph, layout)
     for spec in ops:
-        spec["rounding"] = table.get(graph.operators[spec["op"]].type, table["*"])
+        op_type = graph.operators[spec["op"]].type
+        spec["rounding"] = table.get(op_type, table["*"])
+        p = spec["params"]
+        if op_type == "FULLY_CONNECTED" and table.get("FC_SCALE_PRODUCT") == "float32" and "multiplier_f32" in p:
+            spec["params"] = dict(p, multiplier=p["multiplier_f32"], shift=p["shift_f32"])
     tensors = [(t["data"], t["offset"], t["bytes"], t["dims"], t["dtype"]) for t in tensors]
     compiled = _graph.CompiledGraph(tensors, ops, int(layout.arena_size))
     compiled.check()

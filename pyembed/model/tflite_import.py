@@ -20,6 +20,7 @@ import flatbuffers
 import numpy as np
 
 from pyembed.errors import ModelError
+from pyembed.model.tflite_options_data import data_options
 
 try:  # the schema package; a missing one is a clear error at import time of a model
     import tflite
@@ -369,7 +370,7 @@ def _options(op, op_type):
         o = load(tflite.ReshapeOptions)
         n = _count(o.NewShapeLength(), "RESHAPE new_shape", 4, table.Bytes)
         return {"new_shape": tuple(int(o.NewShape(j)) for j in range(n))}
-    if op_type == "BATCH_MATMUL" and otype == B.BatchMatMulOptions:
-        o = load(tflite.BatchMatMulOptions)
-        return {"adj_x": bool(o.AdjX()), "adj_y": bool(o.AdjY())}
+    data = data_options(op_type, otype, load, lambda n, what: _count(n, what, 4, table.Bytes))
+    if data is not None:
+        return data
     return {"options_type": otype}

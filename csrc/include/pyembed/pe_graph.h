@@ -67,6 +67,23 @@ typedef enum {
     PE_GOP_REQUANTIZE = 9, /* int8 -> int8 QUANTIZE */
     PE_GOP_QUANTIZE = 10,  /* float32 -> int8 */
     PE_GOP_DEQUANTIZE = 11, /* int8 -> float32 */
+    /* data movement (pe_shape_ops.h, pe_resize.h): parameter words there */
+    PE_GOP_PAD = 20,
+    PE_GOP_PADV2 = 21,
+    PE_GOP_MIRROR_PAD = 22,
+    PE_GOP_CONCATENATION = 23,
+    PE_GOP_SPLIT = 24,
+    PE_GOP_SPLIT_V = 25,
+    PE_GOP_STRIDED_SLICE = 26,
+    PE_GOP_SLICE = 27,
+    PE_GOP_TRANSPOSE = 28,
+    PE_GOP_GATHER = 29,
+    PE_GOP_DEPTH_TO_SPACE = 30,
+    PE_GOP_SPACE_TO_DEPTH = 31,
+    PE_GOP_RESIZE_NEAREST_NEIGHBOR = 32,
+    PE_GOP_RESIZE_BILINEAR = 33,
+    PE_GOP_SQUEEZE = 34,
+    PE_GOP_EXPAND_DIMS = 35,
     /* Operators added after the first twelve take int32 parameter words (pe_graph_op
      * .params), documented in their family's header. The values are stable
      * (emitted tables hold them) and reserved by range: 20-59 data movement,

@@ -196,8 +196,14 @@ def prepare_fully_connected(c):
     wz = np.asarray(w.zero_point if w.zero_point is not None else [0], dtype=np.int64)
     if np.any(wz != 0):
         raise Unsupported("weight zero points other than 0")
+    reals_f32 = None
     if len(ws) == 1:
-        reals = [float(np.float32(xs) * np.float32(ws[0])) / float(ys)]
+        # TFLM (GetQuantizedConvolutionMultipler) multiplies the two scales in
+        # double; the LiteRT wheel's reference FULLY_CONNECTED multiplies them
+        # in float32 first. They differ on rare ties: keep both, the
+        # "litert" rounding preset picks the float32 one.
+        reals = [float(xs) * float(ws[0]) / float(ys)]
+        reals_f32 = [float(np.float32(xs) * np.float32(ws[0])) / float(ys)]
     elif len(ws) == out_f:
         reals = [float(xs) * float(s) / float(ys) for s in ws]
     else:
@@ -208,6 +214,8 @@ def prepare_fully_connected(c):
                  "input_offset": -xz, "filter_offset": 0, "output_offset": yz,
                  "multiplier": mult_arr, "shift": shift_arr, "batches": batches, "depth": depth,
                  "keep_num_dims": bool(op.options.get("keep_num_dims", False))}
+    if reals_f32 is not None:
+        op.params["multiplier_f32"], op.params["shift_f32"] = _multipliers(reals_f32)
     op.macs = int(batches * out_f * depth)
     from pyembed._ext import _graph
     op.scratch_bytes = _graph.fc_buffer_size((batches, 1, 1, depth), (out_f, 1, 1, depth))
