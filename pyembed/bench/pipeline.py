@@ -22,8 +22,8 @@ stripes; auto: smallest arena within the MAC budget):
                     emitted C program (model_main.c compiled with gcc on the
                     host) and on the simulator (stm32h743 profile) with the
                     plan; mismatches are counted per target (None: the rewritten
-                    graph still has an operator only a stripe region runs, e.g.
-                    the U-Net's RESIZE_NEAREST_NEIGHBOR outside a region)
+                    graph still has an operator only a stripe region runs (a
+                    RESIZE_NEAREST_NEIGHBOR before the graph runtime had one))
 """
 import argparse
 
