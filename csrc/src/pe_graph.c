@@ -11,6 +11,7 @@
 #include "pyembed/pe_tconv.h"
 #include "pyembed/pe_s16.h"
 #include "pyembed/pe_pool.h"
+#include "pyembed/pe_pipeline.h"
 #include "pyembed/pe_shape_ops.h"
 #include "pyembed/pe_resize.h"
 #include "pyembed/pe_transformer.h"
@@ -528,6 +529,10 @@ static pe_graph_runner runner_for(pe_graph_op_type type)
     case PE_GOP_AVERAGE_POOL_2D:
     case PE_GOP_MAX_POOL_2D:
         return run_pool;
+    case PE_GOP_CONV_POOL:
+        return pe_graph_run_conv_pool;
+    case PE_GOP_STRIPE_REGION:
+        return pe_graph_run_stripe_region;
     case PE_GOP_PAD:
     case PE_GOP_PADV2:
     case PE_GOP_MIRROR_PAD:

@@ -59,8 +59,12 @@ def _parse_segments(text):
                    "samples for the model.")
 @click.option("--ops/--no-ops", "show_ops", default=True, show_default=True, help="Print the per-operator table.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable result (Result.to_dict()).")
+@click.option("--pipeline", default="none", show_default=True, type=click.Choice(["none", "layers", "stripes", "auto"]),
+              help="Compiler pipeline before running (as 'pyembed plan --strategy'; give the same one as the plan's).")
+@click.option("--max-extra-macs", default="10%", show_default=True, help="MAC budget of --pipeline auto.")
 def simulate_command(model, profile, plan_path, segments, strategy, split_bytes, contention, inputs_path, seed,
-                     deadline_ms, trace_path, plot_memory, plot_gantt, report_dir, calibration, show_ops, as_json):
+                     deadline_ms, trace_path, plot_memory, plot_gantt, report_dir, calibration, show_ops, as_json,
+                     pipeline="none", max_extra_macs="10%"):
     """Run MODEL on a simulated microcontroller: the real C kernels on the
     profile's RAM and flash, with its cycle cost model and DMA.
 
@@ -80,6 +84,21 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
     require_quantized(graph, "simulate")
     require_executable(graph, "simulate")   # unsupported operators or float activations: exit 2 with the list
     plan = None
+    if plan_path:
+        from pyembed.plan import load_plan
+        try:
+            recorded = load_plan(plan_path).info.get("pipeline")
+        except PlanError as e:
+            raise PlanError(f"--plan {plan_path}: {e}") from None
+        if isinstance(recorded, dict) and recorded.get("strategy") in ("layers", "stripes", "auto"):
+            # the plan was made for the rewritten graph: the same rewrite
+            pipeline, max_extra_macs = recorded["strategy"], str(recorded.get("max_extra_macs", 0.1))
+    if pipeline != "none":
+        from pyembed.cli.plan import apply_strategy
+        graph, pipeline_lines = apply_strategy(graph, pipeline, max_extra_macs)
+        if not as_json:
+            for line in pipeline_lines:
+                click.echo(line)
     if plan_path:
         from pyembed.plan import load_plan
         try:
@@ -122,8 +141,10 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
         if calibration > 0:
             from pyembed.check.accuracy import check_accuracy
             from pyembed.check.samples import bundled_samples
-            known = bundled_samples(graph)
-            accuracy = check_accuracy(graph, inputs=known, n=calibration, seed=seed, progress=progress_iter)
+            # the pipeline's operators compute what the imported ones do: accuracy on the imported graph
+            source = getattr(graph, "pipeline_source", graph)
+            known = bundled_samples(source)
+            accuracy = check_accuracy(source, inputs=known, n=calibration, seed=seed, progress=progress_iter)
         if plan is None:
             from firmware_sim.sim import default_plan
             plan, _ = default_plan(graph, prof)

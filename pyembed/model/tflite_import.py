@@ -355,6 +355,9 @@ def _options(op, op_type):
     if op_type == "MUL" and otype == B.MulOptions:
         o = load(tflite.MulOptions)
         return {"activation": _ACTIVATION.get(int(o.FusedActivationFunction()), int(o.FusedActivationFunction()))}
+    if op_type == "RESIZE_NEAREST_NEIGHBOR" and otype == B.ResizeNearestNeighborOptions:
+        o = load(tflite.ResizeNearestNeighborOptions)
+        return {"align_corners": bool(o.AlignCorners()), "half_pixel_centers": bool(o.HalfPixelCenters())}
     if op_type == "BATCH_MATMUL" and otype == B.BatchMatMulOptions:
         o = load(tflite.BatchMatMulOptions)
         return {"adj_x": bool(o.AdjX()), "adj_y": bool(o.AdjY())}

@@ -96,6 +96,8 @@ typedef enum {
     PE_GOP_FULLY_CONNECTED_S16X8 = 103,
     PE_GOP_ADD_S16 = 104,
     PE_GOP_SOFTMAX_S16 = 105,
+    PE_GOP_CONV_POOL = 140,     /* fused conv -> pool (pe_pipeline.h) */
+    PE_GOP_STRIPE_REGION = 141, /* layers run in stripes with line stores (pe_pipeline.h) */
     PE_GOP_ATTENTION = 160, /* fused multi-head attention (pe_transformer.h) */
     PE_GOP_LUT = 161        /* int8 -> int8 through a 256-entry table (pe_transformer.h) */
 } pe_graph_op_type;
