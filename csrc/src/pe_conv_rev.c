@@ -22,6 +22,7 @@
 
 #include "pyembed/pe_conv.h"
 #include "pyembed/pe_fixed.h"
+#include "pyembed/pe_simd.h"
 
 /* |w * (x + input_offset)| <= 128 * 255 */
 #define PE_CONV_MAX_PRODUCT ((int64_t)128 * 255)
@@ -244,6 +245,7 @@ static void init_row(pe_conv_rev_stream *st, int32_t oy)
     }
 }
 
+#if !PE_DSP
 /* sum of w[i] * x[i], i < n, two accumulators to shorten the add chain */
 static inline int32_t dot_s8(const int8_t *w, const int32_t *x, int32_t n)
 {
@@ -301,6 +303,8 @@ static void conv_tap(int32_t *restrict acc, const int8_t *restrict w,
     }
 }
 
+#endif /* !PE_DSP */
+
 /* depthwise, one kernel tap of one input pixel:
  *   acc[c*mult + m] += w[c*mult + m] * x[c] */
 static void depthwise_tap(int32_t *restrict acc, const int8_t *restrict w,
@@ -329,6 +333,161 @@ static void depthwise_tap(int32_t *restrict acc, const int8_t *restrict w,
     }
 }
 
+#if PE_DSP
+/* ---- Arm DSP-extension path (pe_simd.h) ----------------------------------
+ * The offset input pixel is kept as int16 (|x + offset| <= 255) in the xo
+ * scratch (in_c int32 slots, twice what it needs). Within each conv group,
+ * every four channels (x0, x1, x2, x3) are stored as (x0, x2, x1, x3): the
+ * halfword pairs SXTB16 and SXTB16 ROR #8 give of a word of four int8
+ * weights, so one SMLAD does two MACs with no repacking. */
+static void offset_pixel_dsp(int16_t *restrict xs, const int8_t *restrict px, int32_t groups,
+                             int32_t ic_g, int32_t offset)
+{
+    const uint32_t off2 = pe_dup16(offset);
+    int32_t g, i;
+    for (g = 0; g < groups; g++) {
+        for (i = 0; i + 4 <= ic_g; i += 4) {
+            const uint32_t raw = pe_rd32(px + i);
+            pe_wr32(xs + i, __sxtab16(off2, raw));
+            pe_wr32(xs + i + 2, pe_sxtab16_ror8(off2, raw));
+        }
+        for (; i < ic_g; i++) {
+            xs[i] = (int16_t)(px[i] + offset);
+        }
+        xs += ic_g;
+        px += ic_g;
+    }
+}
+
+/* conv_tap on the DSP extension: four output channels per pass share each
+ * load of the input pairs; per four channels of one output channel one
+ * weight word, SXTB16 twice, SMLAD twice. */
+static void conv_tap_dsp(int32_t *restrict acc, const int8_t *restrict w,
+                         const int16_t *restrict x, size_t ws, int32_t ic, int32_t oc_n)
+{
+    int32_t oc = 0;
+    int32_t i;
+    for (; oc + 4 <= oc_n; oc += 4) {
+        const int8_t *restrict w0 = w;
+        const int8_t *restrict w1 = w + ws;
+        const int8_t *restrict w2 = w + 2 * ws;
+        const int8_t *restrict w3 = w + 3 * ws;
+        int32_t a0 = acc[oc], a1 = acc[oc + 1], a2 = acc[oc + 2], a3 = acc[oc + 3];
+        for (i = 0; i + 4 <= ic; i += 4) {
+            const uint32_t xa = pe_rd32(x + i), xb = pe_rd32(x + i + 2);
+            uint32_t v;
+            v = pe_rd32(w0 + i);
+            a0 = __smlad(__sxtb16(v), xa, a0);
+            a0 = __smlad(pe_sxtb16_ror8(v), xb, a0);
+            v = pe_rd32(w1 + i);
+            a1 = __smlad(__sxtb16(v), xa, a1);
+            a1 = __smlad(pe_sxtb16_ror8(v), xb, a1);
+            v = pe_rd32(w2 + i);
+            a2 = __smlad(__sxtb16(v), xa, a2);
+            a2 = __smlad(pe_sxtb16_ror8(v), xb, a2);
+            v = pe_rd32(w3 + i);
+            a3 = __smlad(__sxtb16(v), xa, a3);
+            a3 = __smlad(pe_sxtb16_ror8(v), xb, a3);
+        }
+        for (; i < ic; i++) {
+            const int32_t x0 = x[i];
+            a0 += w0[i] * x0;
+            a1 += w1[i] * x0;
+            a2 += w2[i] * x0;
+            a3 += w3[i] * x0;
+        }
+        acc[oc] = a0;
+        acc[oc + 1] = a1;
+        acc[oc + 2] = a2;
+        acc[oc + 3] = a3;
+        w += 4 * ws;
+    }
+    for (; oc < oc_n; oc++) {
+        int32_t a = acc[oc];
+        for (i = 0; i + 4 <= ic; i += 4) {
+            const uint32_t v = pe_rd32(w + i);
+            a = __smlad(__sxtb16(v), pe_rd32(x + i), a);
+            a = __smlad(pe_sxtb16_ror8(v), pe_rd32(x + i + 2), a);
+        }
+        for (; i < ic; i++) {
+            a += w[i] * x[i];
+        }
+        acc[oc] = a;
+        w += ws;
+    }
+}
+
+/* Depthwise with channel multiplier 1 on the DSP extension, one whole
+ * (output row, kernel row) pair of an input row at a time: for each output
+ * column the taps of the kernel row that land inside the input row are
+ * summed in registers (SMLABB / SMLATT on sign-extended halfword pairs,
+ * four channels per word), then added to the accumulators once. Returns the
+ * (pixel, tap) pairs visited, as scatter_row counts them. */
+static uint64_t depthwise_row_dsp(int32_t *restrict acc_row, const int8_t *restrict w_row,
+                                  const int8_t *restrict row, int32_t in_w, int32_t c_n,
+                                  int32_t out_w, int32_t kw, int32_t s_w, int32_t d_w,
+                                  int32_t pad, int32_t offset)
+{
+    const uint32_t off2 = pe_dup16(offset);
+    const size_t px_step = (size_t)d_w * (size_t)c_n;
+    uint64_t pairs = 0;
+    int32_t ox;
+    for (ox = 0; ox < out_w; ox++) {
+        const int32_t x0 = ox * s_w - pad; /* input column of tap 0 */
+        int32_t k_lo = 0, k_hi = kw - 1, c, k;
+        int32_t *restrict acc = acc_row + (size_t)ox * (size_t)c_n;
+        if (x0 < 0) {
+            k_lo = ceil_div_pos(-x0, d_w);
+        }
+        if (x0 + k_hi * d_w > in_w - 1) {
+            k_hi = x0 > in_w - 1 ? -1 : (in_w - 1 - x0) / d_w;
+        }
+        if (k_lo > k_hi) {
+            continue;
+        }
+        pairs += (uint64_t)(k_hi - k_lo + 1);
+        {
+            const int8_t *const xs0 = row + (size_t)(x0 + k_lo * d_w) * (size_t)c_n;
+            const int8_t *const ws0 = w_row + (size_t)k_lo * (size_t)c_n;
+            const int32_t nk = k_hi - k_lo + 1;
+            for (c = 0; c + 4 <= c_n; c += 4) {
+                int32_t a0 = acc[c], a1 = acc[c + 1], a2 = acc[c + 2], a3 = acc[c + 3];
+                const int8_t *xp = xs0 + c;
+                const int8_t *wp = ws0 + c;
+                for (k = 0; k < nk; k++) {
+                    const uint32_t raw = pe_rd32(xp);
+                    const uint32_t wv = pe_rd32(wp);
+                    const uint32_t xe = __sxtab16(off2, raw), xodd = pe_sxtab16_ror8(off2, raw);
+                    const uint32_t we = __sxtb16(wv), wodd = pe_sxtb16_ror8(wv);
+                    a0 = __smlabb((int32_t)we, (int32_t)xe, a0);
+                    a2 = __smlatt((int32_t)we, (int32_t)xe, a2);
+                    a1 = __smlabb((int32_t)wodd, (int32_t)xodd, a1);
+                    a3 = __smlatt((int32_t)wodd, (int32_t)xodd, a3);
+                    xp += px_step;
+                    wp += c_n;
+                }
+                acc[c] = a0;
+                acc[c + 1] = a1;
+                acc[c + 2] = a2;
+                acc[c + 3] = a3;
+            }
+            for (; c < c_n; c++) {
+                int32_t a = acc[c];
+                const int8_t *xp = xs0 + c;
+                const int8_t *wp = ws0 + c;
+                for (k = 0; k < nk; k++) {
+                    a += *wp * (*xp + offset);
+                    xp += px_step;
+                    wp += c_n;
+                }
+                acc[c] = a;
+            }
+        }
+    }
+    return pairs;
+}
+#endif /* PE_DSP */
+
 /* Scatter one input row into the accumulators of the npairs reached output
  * rows; returns the (pixel, tap) pairs visited. */
 static uint64_t scatter_row(pe_conv_rev_stream *st, const int8_t *restrict row, int32_t npairs)
@@ -347,11 +506,24 @@ static uint64_t scatter_row(pe_conv_rev_stream *st, const int8_t *restrict row, 
     const int8_t *const filter = st->filter;
     int32_t *const ring = st->ring;
     int32_t *restrict xo = st->xo;
+#if PE_DSP
+    int16_t *const xs = (int16_t *)(void *)st->xo; /* the DSP path's int16 copy */
+#endif
     const int32_t *const pair_off = st->pair_off;
     const int32_t *const pair_tap = st->pair_tap;
     uint64_t pairs = 0;
     int32_t x, j, c, g;
 
+#if PE_DSP
+    if (depthwise && mult == 1) {
+        for (j = 0; j < npairs; j++) {
+            pairs += depthwise_row_dsp(ring + pair_off[j],
+                                       filter + (size_t)pair_tap[j] * (size_t)kw * tap_elems, row,
+                                       in_w, in_c, out_w, kw, s_w, d_w, pad, offset);
+        }
+        return pairs;
+    }
+#endif
     for (x = 0; x < in_w; x++) {
         const int8_t *px = row + (size_t)x * (size_t)in_c;
         const int32_t xp = x + pad;
@@ -361,6 +533,11 @@ static uint64_t scatter_row(pe_conv_rev_stream *st, const int8_t *restrict row, 
         if (ox_lo > ox_hi) {
             continue; /* in a gap (stride > kernel) or beyond every output */
         }
+#if PE_DSP
+        if (!depthwise) {
+            offset_pixel_dsp(xs, px, groups, ic_g, offset);
+        } else
+#endif
         for (c = 0; c < in_c; c++) {
             xo[c] = (int32_t)px[c] + offset;
         }
@@ -384,8 +561,14 @@ static uint64_t scatter_row(pe_conv_rev_stream *st, const int8_t *restrict row, 
                     depthwise_tap(acc, w, xo, in_c, mult);
                 } else {
                     for (g = 0; g < groups; g++) {
+#if PE_DSP
+                        conv_tap_dsp(acc + (size_t)g * (size_t)oc_g,
+                                     w + (size_t)g * (size_t)oc_g * ws,
+                                     xs + (size_t)g * (size_t)ic_g, ws, ic_g, oc_g);
+#else
                         conv_tap(acc + (size_t)g * (size_t)oc_g, w + (size_t)g * (size_t)oc_g * ws,
                                  xo + (size_t)g * (size_t)ic_g, ws, ic_g, oc_g);
+#endif
                     }
                 }
             }
