@@ -245,7 +245,6 @@ static void init_row(pe_conv_rev_stream *st, int32_t oy)
     }
 }
 
-#if !PE_DSP
 /* sum of w[i] * x[i], i < n, two accumulators to shorten the add chain */
 static inline int32_t dot_s8(const int8_t *w, const int32_t *x, int32_t n)
 {
@@ -303,8 +302,6 @@ static void conv_tap(int32_t *restrict acc, const int8_t *restrict w,
     }
 }
 
-#endif /* !PE_DSP */
-
 /* depthwise, one kernel tap of one input pixel:
  *   acc[c*mult + m] += w[c*mult + m] * x[c] */
 static void depthwise_tap(int32_t *restrict acc, const int8_t *restrict w,
@@ -334,87 +331,210 @@ static void depthwise_tap(int32_t *restrict acc, const int8_t *restrict w,
 }
 
 #if PE_DSP
-/* ---- Arm DSP-extension path (pe_simd.h) ----------------------------------
- * The offset input pixel is kept as int16 (|x + offset| <= 255) in the xo
- * scratch (in_c int32 slots, twice what it needs). Within each conv group,
- * every four channels (x0, x1, x2, x3) are stored as (x0, x2, x1, x3): the
- * halfword pairs SXTB16 and SXTB16 ROR #8 give of a word of four int8
- * weights, so one SMLAD does two MACs with no repacking. */
-static void offset_pixel_dsp(int16_t *restrict xs, const int8_t *restrict px, int32_t groups,
-                             int32_t ic_g, int32_t offset)
+/* ---- Arm DSP-extension path (pe_simd.h) ---- */
+/* Conv on the DSP extension, one whole (output row, kernel row) pair of an
+ * input row at a time, output-column oriented: for each output column the
+ * taps of the kernel row that land inside the input row are summed in
+ * registers and added to the accumulators once. Two adjacent output columns
+ * (same taps, pixels one stride apart) share every widened weight word and
+ * two output channels share every widened input word: per four input
+ * channels 2 input words and 2 weight words are loaded and widened
+ * (SXTAB16 / SXTB16, and with ROR #8), then 8 SMLAD do 16 MACs. The input
+ * offset is added while widening (SXTAB16 of the offset pair). */
+__attribute__((noinline)) static void conv_block_2x2(int32_t *restrict c0, int32_t *restrict c1,
+                                  const int8_t *restrict px, const int8_t *restrict w,
+                                  size_t ws, size_t px_next, size_t px_tap, int32_t nk,
+                                  int32_t ic, int32_t offset)
 {
     const uint32_t off2 = pe_dup16(offset);
-    int32_t g, i;
-    for (g = 0; g < groups; g++) {
-        for (i = 0; i + 4 <= ic_g; i += 4) {
-            const uint32_t raw = pe_rd32(px + i);
-            pe_wr32(xs + i, __sxtab16(off2, raw));
-            pe_wr32(xs + i + 2, pe_sxtab16_ror8(off2, raw));
+    int32_t a00 = c0[0], a01 = c0[1]; /* column 0, channels 0 and 1 */
+    int32_t a10 = c1[0], a11 = c1[1]; /* column 1 */
+    int32_t k, i;
+    for (k = 0; k < nk; k++) {
+        const int8_t *restrict p0 = px + (size_t)k * px_tap;
+        const int8_t *restrict p1 = p0 + px_next;
+        const int8_t *restrict wa = w + (size_t)k * (size_t)ic;
+        const int8_t *restrict wb = wa + ws;
+        for (i = 0; i + 4 <= ic; i += 4) {
+            const uint32_t va = pe_rd32(wa + i), vb = pe_rd32(wb + i);
+            const uint32_t ae = __sxtb16(va), ao = pe_sxtb16_ror8(va);
+            const uint32_t be = __sxtb16(vb), bo = pe_sxtb16_ror8(vb);
+            uint32_t r = pe_rd32(p0 + i);
+            uint32_t xe = __sxtab16(off2, r), xo = pe_sxtab16_ror8(off2, r);
+            a00 = __smlad(ae, xe, a00);
+            a00 = __smlad(ao, xo, a00);
+            a01 = __smlad(be, xe, a01);
+            a01 = __smlad(bo, xo, a01);
+            r = pe_rd32(p1 + i);
+            xe = __sxtab16(off2, r);
+            xo = pe_sxtab16_ror8(off2, r);
+            a10 = __smlad(ae, xe, a10);
+            a10 = __smlad(ao, xo, a10);
+            a11 = __smlad(be, xe, a11);
+            a11 = __smlad(bo, xo, a11);
         }
-        for (; i < ic_g; i++) {
-            xs[i] = (int16_t)(px[i] + offset);
+        for (; i < ic; i++) {
+            const int32_t x0 = (int32_t)p0[i] + offset, x1 = (int32_t)p1[i] + offset;
+            a00 += wa[i] * x0;
+            a01 += wb[i] * x0;
+            a10 += wa[i] * x1;
+            a11 += wb[i] * x1;
         }
-        xs += ic_g;
-        px += ic_g;
+    }
+    c0[0] = a00;
+    c0[1] = a01;
+    c1[0] = a10;
+    c1[1] = a11;
+}
+
+/* conv_block_2x2 for the common case of contiguous taps (dilation 1, one
+ * group): the taps of a kernel row are one run of L = taps * in_c bytes in
+ * the input row and in each filter row, so the whole block is one flat loop;
+ * it also walks every pair of output channels itself (n_oc even). */
+__attribute__((noinline)) static void conv_cols2_flat(int32_t *restrict c0,
+                                                      int32_t *restrict c1,
+                                                      const int8_t *restrict px,
+                                                      const int8_t *restrict w, size_t ws,
+                                                      size_t px_next, int32_t len,
+                                                      int32_t n_oc, int32_t offset)
+{
+    const uint32_t off2 = pe_dup16(offset);
+    const int32_t len4 = len & ~3;
+    int32_t oc, i;
+    for (oc = 0; oc < n_oc; oc += 2) {
+        const int8_t *restrict wa = w + (size_t)oc * ws;
+        const int8_t *restrict wb = wa + ws;
+        const int8_t *restrict p0 = px;
+        const int8_t *const p0_end = px + len4;
+        int32_t a00 = c0[oc], a01 = c0[oc + 1];
+        int32_t a10 = c1[oc], a11 = c1[oc + 1];
+        while (p0 < p0_end) {
+            const uint32_t va = pe_rd32(wa), vb = pe_rd32(wb);
+            const uint32_t ae = __sxtb16(va), ao = pe_sxtb16_ror8(va);
+            const uint32_t be = __sxtb16(vb), bo = pe_sxtb16_ror8(vb);
+            uint32_t r = pe_rd32(p0);
+            uint32_t xe = __sxtab16(off2, r), xo = pe_sxtab16_ror8(off2, r);
+            a00 = __smlad(ae, xe, a00);
+            a00 = __smlad(ao, xo, a00);
+            a01 = __smlad(be, xe, a01);
+            a01 = __smlad(bo, xo, a01);
+            r = pe_rd32(p0 + px_next);
+            xe = __sxtab16(off2, r);
+            xo = pe_sxtab16_ror8(off2, r);
+            a10 = __smlad(ae, xe, a10);
+            a10 = __smlad(ao, xo, a10);
+            a11 = __smlad(be, xe, a11);
+            a11 = __smlad(bo, xo, a11);
+            p0 += 4;
+            wa += 4;
+            wb += 4;
+        }
+        for (i = len4; i < len; i++) {
+            const int32_t x0 = (int32_t)px[i] + offset, x1 = (int32_t)px[i + px_next] + offset;
+            const int32_t u = w[(size_t)oc * ws + i], v = w[(size_t)(oc + 1) * ws + i];
+            a00 += u * x0;
+            a01 += v * x0;
+            a10 += u * x1;
+            a11 += v * x1;
+        }
+        c0[oc] = a00;
+        c0[oc + 1] = a01;
+        c1[oc] = a10;
+        c1[oc + 1] = a11;
     }
 }
 
-/* conv_tap on the DSP extension: four output channels per pass share each
- * load of the input pairs; per four channels of one output channel one
- * weight word, SXTB16 twice, SMLAD twice. */
-static void conv_tap_dsp(int32_t *restrict acc, const int8_t *restrict w,
-                         const int16_t *restrict x, size_t ws, int32_t ic, int32_t oc_n)
+/* One output column, one output channel: the tails of conv_block_2x2. */
+static inline int32_t conv_block_1x1(const int8_t *restrict px, const int8_t *restrict w,
+                                     size_t px_tap, int32_t nk, int32_t ic, int32_t offset)
 {
-    int32_t oc = 0;
-    int32_t i;
-    for (; oc + 4 <= oc_n; oc += 4) {
-        const int8_t *restrict w0 = w;
-        const int8_t *restrict w1 = w + ws;
-        const int8_t *restrict w2 = w + 2 * ws;
-        const int8_t *restrict w3 = w + 3 * ws;
-        int32_t a0 = acc[oc], a1 = acc[oc + 1], a2 = acc[oc + 2], a3 = acc[oc + 3];
+    const uint32_t off2 = pe_dup16(offset);
+    int32_t a = 0, k, i;
+    for (k = 0; k < nk; k++) {
+        const int8_t *restrict p0 = px + (size_t)k * px_tap;
+        const int8_t *restrict wa = w + (size_t)k * (size_t)ic;
         for (i = 0; i + 4 <= ic; i += 4) {
-            const uint32_t xa = pe_rd32(x + i), xb = pe_rd32(x + i + 2);
-            uint32_t v;
-            v = pe_rd32(w0 + i);
-            a0 = __smlad(__sxtb16(v), xa, a0);
-            a0 = __smlad(pe_sxtb16_ror8(v), xb, a0);
-            v = pe_rd32(w1 + i);
-            a1 = __smlad(__sxtb16(v), xa, a1);
-            a1 = __smlad(pe_sxtb16_ror8(v), xb, a1);
-            v = pe_rd32(w2 + i);
-            a2 = __smlad(__sxtb16(v), xa, a2);
-            a2 = __smlad(pe_sxtb16_ror8(v), xb, a2);
-            v = pe_rd32(w3 + i);
-            a3 = __smlad(__sxtb16(v), xa, a3);
-            a3 = __smlad(pe_sxtb16_ror8(v), xb, a3);
+            const uint32_t va = pe_rd32(wa + i), r = pe_rd32(p0 + i);
+            a = __smlad(__sxtb16(va), __sxtab16(off2, r), a);
+            a = __smlad(pe_sxtb16_ror8(va), pe_sxtab16_ror8(off2, r), a);
         }
         for (; i < ic; i++) {
-            const int32_t x0 = x[i];
-            a0 += w0[i] * x0;
-            a1 += w1[i] * x0;
-            a2 += w2[i] * x0;
-            a3 += w3[i] * x0;
+            a += wa[i] * ((int32_t)p0[i] + offset);
         }
-        acc[oc] = a0;
-        acc[oc + 1] = a1;
-        acc[oc + 2] = a2;
-        acc[oc + 3] = a3;
-        w += 4 * ws;
     }
-    for (; oc < oc_n; oc++) {
-        int32_t a = acc[oc];
-        for (i = 0; i + 4 <= ic; i += 4) {
-            const uint32_t v = pe_rd32(w + i);
-            a = __smlad(__sxtb16(v), pe_rd32(x + i), a);
-            a = __smlad(pe_sxtb16_ror8(v), pe_rd32(x + i + 2), a);
-        }
-        for (; i < ic; i++) {
-            a += w[i] * x[i];
-        }
-        acc[oc] = a;
-        w += ws;
+    return a;
+}
+
+/* Tap range [k_lo, k_hi] of a kernel row whose tap 0 is input column x0. */
+static inline void tap_range(int32_t x0, int32_t kw, int32_t d_w, int32_t in_w, int32_t *k_lo,
+                             int32_t *k_hi)
+{
+    *k_lo = x0 < 0 ? ceil_div_pos(-x0, d_w) : 0;
+    *k_hi = kw - 1;
+    if (x0 + (kw - 1) * d_w > in_w - 1) {
+        *k_hi = x0 > in_w - 1 ? -1 : (in_w - 1 - x0) / d_w;
     }
+}
+
+static uint64_t conv_row_dsp(int32_t *restrict acc_row, const int8_t *restrict w_row,
+                             const int8_t *restrict row, int32_t in_w, int32_t in_c,
+                             int32_t out_w, int32_t out_c, int32_t kw, int32_t s_w, int32_t d_w,
+                             int32_t pad, int32_t offset, int32_t groups, int32_t ic_g,
+                             size_t ws)
+{
+    const int32_t oc_g = out_c / groups;
+    const size_t px_tap = (size_t)d_w * (size_t)in_c;
+    const size_t px_next = (size_t)s_w * (size_t)in_c;
+    uint64_t pairs = 0;
+    int32_t ox = 0;
+    while (ox < out_w) {
+        const int32_t x0 = ox * s_w - pad;
+        int32_t k_lo, k_hi, k_lo1 = 0, k_hi1 = -1, ncol = 1, g, oc;
+        tap_range(x0, kw, d_w, in_w, &k_lo, &k_hi);
+        if (ox + 1 < out_w) {
+            tap_range(x0 + s_w, kw, d_w, in_w, &k_lo1, &k_hi1);
+            if (k_lo1 == k_lo && k_hi1 == k_hi) {
+                ncol = 2;
+            }
+        }
+        if (k_lo <= k_hi) {
+            const int32_t nk = k_hi - k_lo + 1;
+            const int8_t *const px = row + (size_t)(x0 + k_lo * d_w) * (size_t)in_c;
+            int32_t *const c0 = acc_row + (size_t)ox * (size_t)out_c;
+            pairs += (uint64_t)nk * (uint64_t)ncol;
+            for (g = 0; g < groups; g++) {
+                const int8_t *const pg = px + (size_t)g * (size_t)ic_g;
+                const int8_t *const wg = w_row + (size_t)g * (size_t)oc_g * ws +
+                                         (size_t)k_lo * (size_t)ic_g;
+                int32_t *const a0 = c0 + (size_t)g * (size_t)oc_g;
+                oc = 0;
+                if (ncol == 2 && d_w == 1 && groups == 1) {
+                    oc = oc_g & ~1;
+                    conv_cols2_flat(a0, a0 + out_c, pg, wg, ws, px_next, nk * ic_g, oc, offset);
+                }
+                for (; oc < oc_g; oc += 2) {
+                    const int8_t *const wo = wg + (size_t)oc * ws;
+                    if (ncol == 2 && oc + 2 <= oc_g) {
+                        conv_block_2x2(a0 + oc, a0 + oc + out_c, pg, wo, ws, px_next, px_tap,
+                                       nk, ic_g, offset);
+                    } else {
+                        int32_t o;
+                        for (o = oc; o < oc + 2 && o < oc_g; o++) {
+                            const int8_t *const wq = wg + (size_t)o * ws;
+                            int32_t col;
+                            for (col = 0; col < ncol; col++) {
+                                a0[(size_t)col * (size_t)out_c + (size_t)o] +=
+                                    conv_block_1x1(pg + (size_t)col * px_next, wq, px_tap, nk,
+                                                   ic_g, offset);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        ox += ncol; /* a pair with an empty range skips both columns */
+    }
+    return pairs;
 }
 
 /* Depthwise with channel multiplier 1 on the DSP extension, one whole
@@ -506,15 +626,21 @@ static uint64_t scatter_row(pe_conv_rev_stream *st, const int8_t *restrict row, 
     const int8_t *const filter = st->filter;
     int32_t *const ring = st->ring;
     int32_t *restrict xo = st->xo;
-#if PE_DSP
-    int16_t *const xs = (int16_t *)(void *)st->xo; /* the DSP path's int16 copy */
-#endif
     const int32_t *const pair_off = st->pair_off;
     const int32_t *const pair_tap = st->pair_tap;
     uint64_t pairs = 0;
     int32_t x, j, c, g;
 
 #if PE_DSP
+    if (!depthwise) {
+        for (j = 0; j < npairs; j++) {
+            pairs += conv_row_dsp(ring + pair_off[j],
+                                  filter + (size_t)pair_tap[j] * (size_t)kw * tap_elems, row,
+                                  in_w, in_c, out_w, out_c, kw, s_w, d_w, pad, offset, groups,
+                                  ic_g, ws);
+        }
+        return pairs;
+    }
     if (depthwise && mult == 1) {
         for (j = 0; j < npairs; j++) {
             pairs += depthwise_row_dsp(ring + pair_off[j],
@@ -533,11 +659,6 @@ static uint64_t scatter_row(pe_conv_rev_stream *st, const int8_t *restrict row, 
         if (ox_lo > ox_hi) {
             continue; /* in a gap (stride > kernel) or beyond every output */
         }
-#if PE_DSP
-        if (!depthwise) {
-            offset_pixel_dsp(xs, px, groups, ic_g, offset);
-        } else
-#endif
         for (c = 0; c < in_c; c++) {
             xo[c] = (int32_t)px[c] + offset;
         }
@@ -561,14 +682,8 @@ static uint64_t scatter_row(pe_conv_rev_stream *st, const int8_t *restrict row, 
                     depthwise_tap(acc, w, xo, in_c, mult);
                 } else {
                     for (g = 0; g < groups; g++) {
-#if PE_DSP
-                        conv_tap_dsp(acc + (size_t)g * (size_t)oc_g,
-                                     w + (size_t)g * (size_t)oc_g * ws,
-                                     xs + (size_t)g * (size_t)ic_g, ws, ic_g, oc_g);
-#else
                         conv_tap(acc + (size_t)g * (size_t)oc_g, w + (size_t)g * (size_t)oc_g * ws,
                                  xo + (size_t)g * (size_t)ic_g, ws, ic_g, oc_g);
-#endif
                     }
                 }
             }
@@ -682,6 +797,34 @@ static inline int32_t requant_hoisted(int32_t acc, const requant_ch *r)
     return pe_fx_asr32(d, r->right) + (rem > r->half + (d < 0 ? 1 : 0) ? 1 : 0);
 }
 
+#if PE_DSP
+/* requant_hoisted for a right shift (shift <= 0), a whole output column of
+ * one channel, on the DSP path: the doubling high multiply
+ * (acc * m + 2^30) >> 31 as one SMLAL onto the rounding constant and the
+ * 32 result bits taken from the 64-bit sum (it fits int32 because
+ * |acc * m| < 2^62), then the rounding divide by 2^right. Same integers as
+ * pe_fx_requant (m >= 0, so the saturating case cannot occur). */
+__attribute__((noinline)) static void requant_column_dsp(const int32_t *restrict a,
+                                                         int8_t *restrict o, int32_t n,
+                                                         size_t step, int32_t m, int32_t right,
+                                                         int32_t lo, int32_t hi, int32_t off)
+{
+    const int32_t mask = (int32_t)(((uint32_t)1u << right) - 1u);
+    const int32_t half = mask >> 1;
+    int32_t i;
+    for (i = 0; i < n; i++) {
+        const uint64_t p = (uint64_t)((int64_t)*a * m + ((int64_t)1 << 30));
+        const int32_t d = (int32_t)(((uint32_t)(p >> 32) << 1) | ((uint32_t)p >> 31));
+        const int32_t rem = (int32_t)((uint32_t)d & (uint32_t)mask);
+        int32_t v = pe_fx_asr32(d, right) + (rem > half + (int32_t)((uint32_t)d >> 31) ? 1 : 0);
+        v = v < lo ? lo : (v > hi ? hi : v);
+        *o = (int8_t)(v + off);
+        a += step;
+        o += step;
+    }
+}
+#endif
+
 pe_status pe_conv2d_rev_stream_pop_s8(pe_conv_rev_stream *st, int8_t *output_row,
                                       int32_t *row_index)
 {
@@ -721,6 +864,12 @@ pe_status pe_conv2d_rev_stream_pop_s8(pe_conv_rev_stream *st, int8_t *output_row
         for (oc = 0; oc < out_c; oc++) {
             const int32_t *a = acc + oc;
             int8_t *o = output_row + oc;
+#if PE_DSP
+            if (!single && shift[oc] <= 0) {
+                requant_column_dsp(a, o, out_w, (size_t)out_c, mult[oc], -shift[oc], lo, hi, off);
+                continue;
+            }
+#endif
             if (!single) {
                 const requant_ch r = requant_setup(mult[oc], shift[oc]);
                 for (ox = 0; ox < out_w; ox++) {
