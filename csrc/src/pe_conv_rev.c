@@ -245,28 +245,27 @@ static void init_row(pe_conv_rev_stream *st, int32_t oy)
     }
 }
 
-/* sum of w[i] * x[i], i < n, two accumulators to shorten the add chain */
-static inline int32_t dot_s8(const int8_t *w, const int32_t *x, int32_t n)
+/* sum of w[i] * x[i], i < n: a plain int8 x int16 -> int32 reduction, the
+ * form gcc -O3 turns into PMADDWD (x86) / SDOT-like widening multiplies */
+static inline int32_t dot_s8(const int8_t *restrict w, const int16_t *restrict x, int32_t n)
 {
-    int32_t s0 = 0;
-    int32_t s1 = 0;
-    int32_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        s0 += w[i] * x[i] + w[i + 1] * x[i + 1];
-        s1 += w[i + 2] * x[i + 2] + w[i + 3] * x[i + 3];
+    int32_t s = 0;
+    int32_t i;
+    for (i = 0; i < n; i++) {
+        s += (int32_t)w[i] * (int32_t)x[i];
     }
-    for (; i < n; i++) {
-        s0 += w[i] * x[i];
-    }
-    return s0 + s1;
+    return s;
 }
 
 /* conv, one kernel tap of one input pixel, one group:
  *   acc[oc] += dot(w[oc*ws .. oc*ws + ic), x[0 .. ic)),  oc < oc_n.
- * Four output channels per pass share every load of x; channels unrolled
- * by four. */
+ * Four output channels per pass share every load of x (four independent
+ * reductions over the input channels: scalar code loads each offset input
+ * once for four multiplies; gcc -O3 vectorises the four reductions, each a
+ * widening int16 multiply-add of 8 lanes). x holds the offset inputs as
+ * int16 (|x + offset| <= 255). */
 static void conv_tap(int32_t *restrict acc, const int8_t *restrict w,
-                     const int32_t *restrict x, size_t ws, int32_t ic, int32_t oc_n)
+                     const int16_t *restrict x, size_t ws, int32_t ic, int32_t oc_n)
 {
     int32_t oc = 0;
     int32_t i;
@@ -276,19 +275,12 @@ static void conv_tap(int32_t *restrict acc, const int8_t *restrict w,
         const int8_t *restrict w2 = w + 2 * ws;
         const int8_t *restrict w3 = w + 3 * ws;
         int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-        for (i = 0; i + 4 <= ic; i += 4) {
-            const int32_t x0 = x[i], x1 = x[i + 1], x2 = x[i + 2], x3 = x[i + 3];
-            a0 += w0[i] * x0 + w0[i + 1] * x1 + w0[i + 2] * x2 + w0[i + 3] * x3;
-            a1 += w1[i] * x0 + w1[i + 1] * x1 + w1[i + 2] * x2 + w1[i + 3] * x3;
-            a2 += w2[i] * x0 + w2[i + 1] * x1 + w2[i + 2] * x2 + w2[i + 3] * x3;
-            a3 += w3[i] * x0 + w3[i + 1] * x1 + w3[i + 2] * x2 + w3[i + 3] * x3;
-        }
-        for (; i < ic; i++) {
+        for (i = 0; i < ic; i++) {
             const int32_t x0 = x[i];
-            a0 += w0[i] * x0;
-            a1 += w1[i] * x0;
-            a2 += w2[i] * x0;
-            a3 += w3[i] * x0;
+            a0 += (int32_t)w0[i] * x0;
+            a1 += (int32_t)w1[i] * x0;
+            a2 += (int32_t)w2[i] * x0;
+            a3 += (int32_t)w3[i] * x0;
         }
         acc[oc] += a0;
         acc[oc + 1] += a1;
@@ -302,21 +294,127 @@ static void conv_tap(int32_t *restrict acc, const int8_t *restrict w,
     }
 }
 
+/* Tap range [k_lo, k_hi] of a kernel row whose tap 0 is input column x0. */
+static inline void tap_range(int32_t x0, int32_t kw, int32_t d_w, int32_t in_w, int32_t *k_lo,
+                             int32_t *k_hi)
+{
+    *k_lo = x0 < 0 ? ceil_div_pos(-x0, d_w) : 0;
+    *k_hi = kw - 1;
+    if (x0 + (kw - 1) * d_w > in_w - 1) {
+        *k_hi = x0 > in_w - 1 ? -1 : (in_w - 1 - x0) / d_w;
+    }
+}
+
+/* conv, one output column, every output channel, taps contiguous in the
+ * input row and in the filter rows (dilation 1, one group):
+ *   acc[oc] += sum_{i < len} w[oc*ws + i] * (x[i] + offset)
+ * Four output channels per pass share each offset input (four independent
+ * int8 x int16 reductions: gcc -O3 vectorises them as widening
+ * multiply-adds, PMADDWD on x86); each accumulator is read and written once
+ * per kernel row instead of once per tap. */
+static void conv_col_flat(int32_t *restrict acc, const int8_t *restrict x,
+                          const int8_t *restrict w, size_t ws, int32_t len, int32_t oc_n,
+                          int32_t offset)
+{
+    const int16_t off = (int16_t)offset;
+    int32_t oc = 0;
+    int32_t i;
+    for (; oc + 4 <= oc_n; oc += 4) {
+        const int8_t *restrict w0 = w;
+        const int8_t *restrict w1 = w + ws;
+        const int8_t *restrict w2 = w + 2 * ws;
+        const int8_t *restrict w3 = w + 3 * ws;
+        int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+        for (i = 0; i < len; i++) {
+            const int32_t xv = (int16_t)(x[i] + off);
+            a0 += (int32_t)w0[i] * xv;
+            a1 += (int32_t)w1[i] * xv;
+            a2 += (int32_t)w2[i] * xv;
+            a3 += (int32_t)w3[i] * xv;
+        }
+        acc[oc] += a0;
+        acc[oc + 1] += a1;
+        acc[oc + 2] += a2;
+        acc[oc + 3] += a3;
+        w += 4 * ws;
+    }
+    for (; oc < oc_n; oc++) {
+        int32_t a = 0;
+        for (i = 0; i < len; i++) {
+            a += (int32_t)w[i] * (int32_t)(int16_t)(x[i] + off);
+        }
+        acc[oc] += a;
+        w += ws;
+    }
+}
+
+/* conv, one (output row, kernel row) pair of an input row, output-column
+ * oriented, for contiguous taps (dilation 1, one group): each output column
+ * sums the taps of the kernel row that land inside the input row. Returns
+ * the (pixel, tap) pairs visited, as the per-pixel scatter counts them. */
+static uint64_t conv_row_cols(int32_t *restrict acc_row, const int8_t *restrict w_row,
+                              const int8_t *restrict row, int32_t in_w, int32_t in_c,
+                              int32_t out_w, int32_t out_c, int32_t kw, int32_t s_w, int32_t pad,
+                              int32_t offset, size_t ws)
+{
+    uint64_t pairs = 0;
+    int32_t ox;
+    for (ox = 0; ox < out_w; ox++) {
+        const int32_t x0 = ox * s_w - pad;
+        int32_t k_lo, k_hi;
+        tap_range(x0, kw, 1, in_w, &k_lo, &k_hi);
+        if (k_lo > k_hi) {
+            continue;
+        }
+        pairs += (uint64_t)(k_hi - k_lo + 1);
+        conv_col_flat(acc_row + (size_t)ox * (size_t)out_c,
+                      row + (size_t)(x0 + k_lo) * (size_t)in_c, w_row + (size_t)k_lo * (size_t)in_c,
+                      ws, (k_hi - k_lo + 1) * in_c, out_c, offset);
+    }
+    return pairs;
+}
+
+/* depthwise (channel multiplier 1), one (output row, kernel row) pair of an
+ * input row, output-column oriented: for each output column and each tap of
+ * the kernel row inside the input row, one plain loop over the channels
+ *   acc[c] += w[k][c] * (x[k][c] + offset)
+ * which gcc -O3 vectorises across channels. Returns the (pixel, tap) pairs
+ * visited. */
+static uint64_t depthwise_row_cols(int32_t *restrict acc_row, const int8_t *restrict w_row,
+                                   const int8_t *restrict row, int32_t in_w, int32_t c_n,
+                                   int32_t out_w, int32_t kw, int32_t s_w, int32_t d_w,
+                                   int32_t pad, int32_t offset)
+{
+    const int16_t off = (int16_t)offset;
+    uint64_t pairs = 0;
+    int32_t ox, k, c;
+    for (ox = 0; ox < out_w; ox++) {
+        const int32_t x0 = ox * s_w - pad;
+        int32_t *restrict acc = acc_row + (size_t)ox * (size_t)c_n;
+        int32_t k_lo, k_hi;
+        tap_range(x0, kw, d_w, in_w, &k_lo, &k_hi);
+        for (k = k_lo; k <= k_hi; k++) {
+            const int8_t *restrict xk = row + (size_t)(x0 + k * d_w) * (size_t)c_n;
+            const int8_t *restrict wk = w_row + (size_t)k * (size_t)c_n;
+            for (c = 0; c < c_n; c++) {
+                acc[c] += (int32_t)wk[c] * (int32_t)(int16_t)(xk[c] + off);
+            }
+            pairs++;
+        }
+    }
+    return pairs;
+}
+
 /* depthwise, one kernel tap of one input pixel:
  *   acc[c*mult + m] += w[c*mult + m] * x[c] */
 static void depthwise_tap(int32_t *restrict acc, const int8_t *restrict w,
-                          const int32_t *restrict x, int32_t in_c, int32_t mult)
+                          const int16_t *restrict x, int32_t in_c, int32_t mult)
 {
     int32_t c = 0, m;
     if (mult == 1) {
-        for (; c + 4 <= in_c; c += 4) {
-            acc[c] += w[c] * x[c];
-            acc[c + 1] += w[c + 1] * x[c + 1];
-            acc[c + 2] += w[c + 2] * x[c + 2];
-            acc[c + 3] += w[c + 3] * x[c + 3];
-        }
+        /* one plain loop: gcc -O3 vectorises it (widening multiplies) */
         for (; c < in_c; c++) {
-            acc[c] += w[c] * x[c];
+            acc[c] += (int32_t)w[c] * (int32_t)x[c];
         }
         return;
     }
@@ -463,17 +561,6 @@ static inline int32_t conv_block_1x1(const int8_t *restrict px, const int8_t *re
         }
     }
     return a;
-}
-
-/* Tap range [k_lo, k_hi] of a kernel row whose tap 0 is input column x0. */
-static inline void tap_range(int32_t x0, int32_t kw, int32_t d_w, int32_t in_w, int32_t *k_lo,
-                             int32_t *k_hi)
-{
-    *k_lo = x0 < 0 ? ceil_div_pos(-x0, d_w) : 0;
-    *k_hi = kw - 1;
-    if (x0 + (kw - 1) * d_w > in_w - 1) {
-        *k_hi = x0 > in_w - 1 ? -1 : (in_w - 1 - x0) / d_w;
-    }
 }
 
 static uint64_t conv_row_dsp(int32_t *restrict acc_row, const int8_t *restrict w_row,
@@ -625,7 +712,7 @@ static uint64_t scatter_row(pe_conv_rev_stream *st, const int8_t *restrict row, 
     const size_t ws = (size_t)st->filter_dims.h * (size_t)kw * (size_t)ic_g;
     const int8_t *const filter = st->filter;
     int32_t *const ring = st->ring;
-    int32_t *restrict xo = st->xo;
+    int16_t *restrict xo = (int16_t *)(void *)st->xo; /* in_c int16 in in_c int32 slots */
     const int32_t *const pair_off = st->pair_off;
     const int32_t *const pair_tap = st->pair_tap;
     uint64_t pairs = 0;
@@ -650,6 +737,22 @@ static uint64_t scatter_row(pe_conv_rev_stream *st, const int8_t *restrict row, 
         return pairs;
     }
 #endif
+    if (depthwise && mult == 1) {
+        for (j = 0; j < npairs; j++) {
+            pairs += depthwise_row_cols(ring + pair_off[j],
+                                        filter + (size_t)pair_tap[j] * (size_t)kw * tap_elems,
+                                        row, in_w, in_c, out_w, kw, s_w, d_w, pad, offset);
+        }
+        return pairs;
+    }
+    if (!depthwise && d_w == 1 && groups == 1) {
+        for (j = 0; j < npairs; j++) {
+            pairs += conv_row_cols(ring + pair_off[j],
+                                   filter + (size_t)pair_tap[j] * (size_t)kw * tap_elems, row,
+                                   in_w, in_c, out_w, out_c, kw, s_w, pad, offset, ws);
+        }
+        return pairs;
+    }
     for (x = 0; x < in_w; x++) {
         const int8_t *px = row + (size_t)x * (size_t)in_c;
         const int32_t xp = x + pad;
@@ -660,7 +763,7 @@ static uint64_t scatter_row(pe_conv_rev_stream *st, const int8_t *restrict row, 
             continue; /* in a gap (stride > kernel) or beyond every output */
         }
         for (c = 0; c < in_c; c++) {
-            xo[c] = (int32_t)px[c] + offset;
+            xo[c] = (int16_t)((int32_t)px[c] + offset);
         }
         for (j = 0; j < npairs; j++) {
             int32_t *acc_row = ring + pair_off[j];

@@ -150,6 +150,9 @@ pe_status pe_fully_connected_s8(const pe_context *ctx, const pe_fc_params *param
         int8_t *out_row = output + (size_t)b * (size_t)features;
 #if PE_DSP
         int32_t dots[4] = {0, 0, 0, 0};
+#else
+        const int16_t io16 = (int16_t)params->input_offset;
+        const int16_t fo16 = (int16_t)params->filter_offset;
 #endif
         for (o = 0; o < features; o++) {
             const int8_t *w_row = filter + (size_t)o * (size_t)depth;
@@ -167,9 +170,12 @@ pe_status pe_fully_connected_s8(const pe_context *ctx, const pe_fc_params *param
             }
             k = depth;
 #else
+            /* both offset operands fit int16 (|v + offset| <= 383): the
+             * int16 x int16 -> int32 form gcc -O3 vectorises (PMADDWD) */
             for (k = 0; k < depth; k++) {
-                dot += ((int32_t)in_row[k] + params->input_offset) *
-                       ((int32_t)w_row[k] + params->filter_offset);
+                const int16_t xv = (int16_t)(in_row[k] + io16);
+                const int16_t wv = (int16_t)(w_row[k] + fo16);
+                dot += (int32_t)xv * (int32_t)wv;
             }
 #endif
             macs += (uint64_t)k;
