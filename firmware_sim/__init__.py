@@ -3,7 +3,7 @@ on simulated RAM and flash regions, with DMA, a cycle cost model and traces.
 
     from firmware_sim.profiles import list_profiles, load_profile
     from firmware_sim.sim import simulate
-    r = simulate(graph, plan, "stm32f446", x)      # plan: pyembed.planner Plan or None
+    r = simulate(graph, plan, "stm32f446", x)      # plan: pyembed.plan Plan or None
     r.outputs, r.cycles, r.latency_ms, r.peak_bytes, r.op_times
     r.write_trace("run.json"); r.plot_memory("ram.png"); r.plot_gantt("gantt.png")
     r = simulate(graph, plan, "stm32h743", x, segments=96_000)   # weights from QSPI by DMA

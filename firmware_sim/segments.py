@@ -625,7 +625,7 @@ def plan_segments(layers, budget_bytes, load_cycles, criteria=("latency",), pref
 # --- layers from a graph -----------------------------------------------------------
 
 def graph_layers(graph, cost_of, model=None, split_bytes=None, cost_model=None, locate=None):
-    """One Layer per operator of a graph (pyembed.graph API): its constant tensors,
+    """One Layer per operator of a graph (pyembed.model.graph API): its constant tensors,
     its compute cycles (cost_of(op) -> cycles) and the activation bytes live across
     the boundary after it.
 

@@ -7,7 +7,7 @@
 
 What happens, in order:
 
-1. The plan (pyembed.planner) is mapped onto the profile's regions: each RAM
+1. The plan (pyembed.plan) is mapped onto the profile's regions: each RAM
    buffer gets (region, offset); a plan that does not fit a region, or weights
    that do not fit flash, is a PlanError before anything runs.
 2. Flash is programmed with the constant tensors at the plan's flash offsets
@@ -173,7 +173,7 @@ def _region_map(plan, profile, region_map):
 
 
 def place_plan(graph, plan, profile, region_map=None, weights_region=None):
-    """Map a pyembed.planner Plan onto the profile: a Placement, or a PlanError
+    """Map a pyembed.plan Plan onto the profile: a Placement, or a PlanError
     naming what does not fit."""
     pl = Placement(profile)
     mapping = _region_map(plan, profile, region_map)
@@ -239,7 +239,7 @@ def place_plan(graph, plan, profile, region_map=None, weights_region=None):
 def default_plan(graph, profile, algorithm="greedy_size"):
     """A plan for the profile's activations region (the planner's fast greedy
     algorithm unless told otherwise), and the region map it needs."""
-    from pyembed.planner import Region, plan_graph
+    from pyembed.plan import Region, plan_graph
     name = profile.defaults["activations"]
     ident = name if name.isidentifier() else "ram"
     plan = plan_graph(graph, [Region(ident, profile.regions[name].size)], algorithm=algorithm)
@@ -283,7 +283,7 @@ def simulate(graph, plan=None, profile="stm32f446", x=None, *, segments=None, st
              on_programmed=None, contention=True, verify_flash=False):
     """Run ``graph`` planned by ``plan`` on ``profile`` with input ``x``.
 
-    plan: a pyembed.planner Plan (None: planned here for the profile's activation
+    plan: a pyembed.plan Plan (None: planned here for the profile's activation
       region). Its region names must be profile RAM regions, or a single region
       (mapped to the activation region), or mapped with region_map.
     segments: None (all weights resident in flash, read in place), or a
@@ -707,7 +707,7 @@ def _compile(graph, pl, mem, arena_offset, arena_size, seg_plan, block, extra_te
     """The C runtime's tables with constants pointing into simulated memory and
     activations at their planned arena offsets. Sub-operators of split layers
     (extra_ops, over extra_tensors) follow the graph's operators in the table."""
-    from pyembed.graph import Layout
+    from pyembed.model.graph import Layout
     g = copy.copy(graph)
     g.tensors = list(graph.tensors) + list(extra_tensors)
     g.operators = list(graph.operators) + list(extra_ops)
@@ -748,11 +748,11 @@ def simulate_file(model, profile="stm32f446", plan=None, x=None, *, segments=Non
     split_bytes: with a byte budget, cut conv / depthwise / FC weights larger than this
       into output-channel groups the division may separate (firmware_sim.split).
     Returns (Result, reference outputs from graph.run, bit_exact: bool)."""
-    from pyembed.graph import load_model
+    from pyembed.model.load import load_model
     profile = load_profile(profile)
     graph = model if hasattr(model, "operators") else load_model(model)
     if isinstance(plan, str):
-        from pyembed.planner import load_plan
+        from pyembed.plan import load_plan
         plan = load_plan(plan)
     region_map = kw.pop("region_map", None)
     if plan is None:
@@ -766,7 +766,7 @@ def simulate_file(model, profile="stm32f446", plan=None, x=None, *, segments=Non
         segments = segment_graph(graph, profile, int(segments), criteria, order=list(plan.order) or None,
                                  split_bytes=split_bytes)
     if x is None:
-        from pyembed.graph import random_inputs
+        from pyembed.model.graph import random_inputs
         xs = random_inputs(graph, 1, seed)[0]
         x = xs[0] if len(xs) == 1 else xs
     result = simulate(graph, plan, profile, x, segments=segments, strategy=strategy, region_map=region_map, **kw)

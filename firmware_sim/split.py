@@ -177,8 +177,8 @@ def sub_operator(graph, op, c0, c1, new_index, first_tensor):
     sliced requantization parameters and its own scratch size, and info
     {"weights", "bias", "out", "gathered_in", "contiguous"} naming them."""
     import dataclasses
-    from pyembed.graph import Operator
-    from pyembed.ops import dims4
+    from pyembed.model.graph import Operator
+    from pyembed.model.ops import dims4
     from pyembed._ext import _graph
     if not splittable(graph, op):
         raise PlanError(f"operator {op.index} ({op.type}) cannot be split by output channels")

@@ -21,23 +21,23 @@ from pyembed.errors import (  # noqa: F401
     UnsupportedError,
 )
 
-# public name -> module that defines it
+# public name -> (module that defines it, attribute or None for the module itself)
 _LAZY = {
-    "fixed": "pyembed.fixed",
-    "quant": "pyembed.quant",
-    "attention": "pyembed.nf_attention",
-    "match_disparity": "pyembed.matching",
-    "match_flow": "pyembed.matching",
-    "reverse": "pyembed.reverse",
-    "stripe": "pyembed.stripe",
-    "layers": "pyembed.layers",
-    "load_model": "pyembed.graph",
-    "graph": "pyembed.graph",
-    "planner": "pyembed.planner",
-    "scheduler": "pyembed.scheduler",
-    "pooling": "pyembed.pooling",
-    "conv": "pyembed.conv",
-    "matching": "pyembed.matching",
+    "fixed": ("pyembed.kernels.fixed", None),
+    "quant": ("pyembed.kernels.quant", None),
+    "attention": ("pyembed.kernels.attention", "attention"),
+    "match_disparity": ("pyembed.kernels.matching", "match_disparity"),
+    "match_flow": ("pyembed.kernels.matching", "match_flow"),
+    "reverse": ("pyembed.kernels.reverse", None),
+    "stripe": ("pyembed.kernels.stripe", None),
+    "layers": ("pyembed.kernels.layers", None),
+    "pooling": ("pyembed.kernels.pooling", None),
+    "conv": ("pyembed.kernels.conv", None),
+    "matching": ("pyembed.kernels.matching", None),
+    "load_model": ("pyembed.model.load", "load_model"),
+    "graph": ("pyembed.model.graph", None),
+    "planner": ("pyembed.plan", None),
+    "scheduler": ("pyembed.schedule", None),
 }
 
 
@@ -45,11 +45,9 @@ def __getattr__(name):
     target = _LAZY.get(name)
     if target is None:
         raise AttributeError(f"module 'pyembed' has no attribute {name!r}")
-    mod = importlib.import_module(target)
-    if target.rsplit(".", 1)[-1] == name:
-        value = mod
-    else:
-        value = getattr(mod, name)
+    module, attr = target
+    mod = importlib.import_module(module)
+    value = mod if attr is None else getattr(mod, attr)
     globals()[name] = value
     return value
 

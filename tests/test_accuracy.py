@@ -1,5 +1,5 @@
-"""The float64 reference (pyembed.float_ref) and the accuracy check
-(pyembed.accuracy).
+"""The float64 reference (pyembed.model.float_ref) and the accuracy check
+(pyembed.check.accuracy).
 
 * float_ref's convolutions and pools against plain per-output loops on
   random small layers (hypothesis), SAME / VALID / explicit padding,
@@ -21,11 +21,12 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from pyembed.accuracy import _Stats, check_accuracy, check_oracles, load_inputs
+from pyembed.check.accuracy import _Stats, check_accuracy, check_oracles, load_inputs
 from pyembed.data import model_path
 from pyembed.errors import ArgumentError, UnsupportedError
-from pyembed.float_ref import dequantize, run_float
-from pyembed.graph import Graph, Operator, Tensor, load_model
+from pyembed.model.float_ref import dequantize, run_float
+from pyembed.model.graph import Graph, Operator, Tensor
+from pyembed.model.load import load_model
 
 RUNNABLE = ["tiny_kws_dscnn_int8", "tiny_ic_resnet8_int8", "tiny_ad_autoencoder_int8", "tiny_sww_int8",
             "tflm_hello_world_int8", "tflm_micro_speech_int8", "tflm_person_detect_int8",
@@ -241,7 +242,7 @@ def test_single_operator_models_are_the_rounded_float_operator(case):
     activation, dilation, depth multiplier, per-channel FC, softmax beta, quantize / dequantize)."""
     pytest.importorskip("ai_edge_litert")
     from test_tflite_models import SYNTHETIC, _build
-    from pyembed.graph import load_tflite_bytes
+    from pyembed.model.load import load_tflite_bytes
     rng = np.random.default_rng(11)
     tensors, ops = SYNTHETIC[case](rng)
     g = load_tflite_bytes(_build(tensors, ops, [0], [len(tensors) - 1]), name=case)
@@ -339,7 +340,7 @@ def test_report_tables(kws_report, graphs):
 
 def test_report_figures_recomputed_for_the_output(kws_report, graphs):
     """The final row of the end-to-end table, recomputed here from scratch."""
-    from pyembed.accuracy import random_inputs
+    from pyembed.check.accuracy import random_inputs
     g = graphs["tiny_kws_dscnn_int8"]
     t_out = g.tensors[g.outputs[0]]
     qs, rs = [], []

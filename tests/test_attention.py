@@ -1,4 +1,4 @@
-"""Streaming attention: bit-exact against the integer model (pyembed.nf_attention.
+"""Streaming attention: bit-exact against the integer model (pyembed.kernels.attention.
 attention_model, numpy/big-int, written from pe_attention.h), accuracy against
 float64 attention on the same dequantized inputs, counters, and bad input."""
 import math
@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pyembed
-from pyembed import fixed
-from pyembed import nf_attention as A
+from pyembed.kernels import fixed
+from pyembed.kernels import attention as A
 from pyembed.errors import ArgumentError
 
 LSB = 2.0 ** -A.OUT_FRAC_BITS

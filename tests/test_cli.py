@@ -49,14 +49,14 @@ def test_help(cmd, words):
 
 
 def test_model_info_json_is_attached():
-    from pyembed.graph import load_model
+    from pyembed.model.load import load_model
     r = run(["model", "info", "tflm_hello_world_int8", "--json"])
     assert r.exit_code == 0, r.output
     assert json.loads(r.output)["macs"] == load_model(HELLO).macs
 
 
 def test_schedule_help_when_the_scheduler_is_there():
-    pytest.importorskip("pyembed.scheduler.cli")
+    pytest.importorskip("pyembed.cli.schedule")
     r = run(["schedule", "--help"])
     assert r.exit_code == 0 and "--priority" in r.output and "deadline" in r.output
 
@@ -112,7 +112,7 @@ def test_plan_json(planned):
 
 def test_simulate_json_with_the_plan(planned):
     from firmware_sim.profiles import load_profile
-    from pyembed.graph import load_model
+    from pyembed.model.load import load_model
     out, _ = planned
     r = run(["simulate", KWS, "--plan", out / "plan.json", "--json"])
     assert r.exit_code == 0, r.output
@@ -146,7 +146,7 @@ def test_simulate_segments_from_external_flash():
 
 
 def test_simulate_given_input(tmp_path):
-    from pyembed.graph import load_model
+    from pyembed.model.load import load_model
     g = load_model(HELLO)
     np.save(tmp_path / "x.npy", np.array([[37]], np.int8))
     r = run(["simulate", HELLO, "--input", tmp_path / "x.npy", "--json"])
@@ -155,7 +155,7 @@ def test_simulate_given_input(tmp_path):
 
 
 def test_check_json(tmp_path):
-    from pyembed.graph import load_model
+    from pyembed.model.load import load_model
     png = tmp_path / "snr.png"
     r = run(["check", KWS, "--calibration", 2, "--plot", png, "--json", "--no-oracle"])
     d = json.loads(r.output)
@@ -195,7 +195,7 @@ def test_profiles_json_and_text():
 
 
 def test_schedule_json(tmp_path):
-    pytest.importorskip("pyembed.scheduler.cli")
+    pytest.importorskip("pyembed.cli.schedule")
     r = run(["schedule", "--priority", "tflm_hello_world_int8", "--low", "tflm_micro_speech_int8", "--profile",
              "stm32f746", "--window-ms", 20, "--windows", 50, "-o", tmp_path, "--json"])
     assert r.exit_code == 0, r.output
@@ -205,7 +205,7 @@ def test_schedule_json(tmp_path):
 
 
 def test_schedule_that_cannot_fit_exits_1(tmp_path):
-    pytest.importorskip("pyembed.scheduler.cli")
+    pytest.importorskip("pyembed.cli.schedule")
     r = run(["schedule", "--priority", "tiny_kws_dscnn_int8", "--profile", "stm32f446", "--window-ms", 5,
              "-o", tmp_path])
     assert r.exit_code == 1, r.output
@@ -264,11 +264,11 @@ def test_debug_shows_the_exception(tmp_path):
 
 
 def test_internal_error_is_exit_3(monkeypatch):
-    import pyembed.accuracy
+    import pyembed.check.accuracy
 
     def boom(*a, **k):
         raise TypeError("a bug")
-    monkeypatch.setattr(pyembed.accuracy, "check_accuracy", boom)
+    monkeypatch.setattr(pyembed.check.accuracy, "check_accuracy", boom)
     r = run(["check", HELLO])
     assert r.exit_code == 3 and "internal error: TypeError: a bug" in r.output and "--debug" in r.output
 
@@ -306,7 +306,7 @@ def test_simulate_report(tmp_path):
 def test_progress_bar_on_stderr_and_the_work_output_after_it(capsys, monkeypatch):
     import time
 
-    from pyembed.cli import progress_iter, run_with_progress
+    from pyembed.cli.app import progress_iter, run_with_progress
     monkeypatch.setenv("PYEMBED_PROGRESS", "1")
 
     def slow():

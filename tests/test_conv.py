@@ -1,4 +1,4 @@
-"""Reverse convolution (pyembed.conv, csrc/src/pe_conv_rev.c) against a plain
+"""Reverse convolution (pyembed.kernels.conv, csrc/src/pe_conv_rev.c) against a plain
 input-centric (gather) numpy reference with big-integer requantization,
 streaming against whole-tensor, the measured counters against counts taken
 from the reference, and bad input."""
@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import intmodel as M
-from pyembed import conv
+from pyembed.kernels import conv
 from pyembed.errors import ArgumentError, ScratchError, UnsupportedError
 
 _requant = np.frompyfunc(M.requant, 3, 1)

@@ -9,9 +9,9 @@ import subprocess
 import numpy as np
 import pytest
 
-from pyembed.emit import graph_tables, memplan_header, model_data, write_plan_outputs
+from pyembed.codegen.emit import graph_tables, memplan_header, model_data, write_plan_outputs
 from pyembed.errors import PlanError
-from pyembed.planner import Region, plan_graph
+from pyembed.plan import Region, plan_graph
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODELS_DIR = os.path.join(ROOT, "pyembed", "data", "models")
@@ -23,7 +23,7 @@ HAVE_ARM = shutil.which("arm-none-eabi-gcc") is not None
 
 
 def load(name):
-    from pyembed.graph import load_model
+    from pyembed.model.load import load_model
     return load_model(os.path.join(MODELS_DIR, name + ".tflite"))
 
 
@@ -84,7 +84,7 @@ def test_memplan_and_model_data_compile_and_hold_the_plan(tmp_path):
     cc(["gcc", *STRICT, "-Wconversion", "-Wshadow", "-O1", "-I.", "probe.c", "model_data.c", "-o", "probe"],
        tmp_path)
     out = subprocess.run([str(tmp_path / "probe")], capture_output=True, text=True, check=True).stdout.split("\n")
-    from pyembed.planner.core import KINDS
+    from pyembed.plan.core import KINDS
     bufs = [tuple(map(int, line.split()[1:])) for line in out if line.startswith("B ")]
     assert bufs == [(plan.placement[i][0], plan.placement[i][1], b.size, KINDS.index(b.kind), b.first, b.last)
                     for i, b in enumerate(plan.buffers)]
@@ -158,7 +158,7 @@ def test_graph_tables_refuse_a_graph_with_unsupported_operators():
 
 
 def test_memplan_of_an_empty_plan_still_compiles(tmp_path):
-    from pyembed.planner import Problem, plan_problem
+    from pyembed.plan import Problem, plan_problem
     plan = plan_problem(Problem(1))
     (tmp_path / "memplan.h").write_text(memplan_header(plan, 0))
     (tmp_path / "t.c").write_text('#include "memplan.h"\nint f(void);\nint f(void) { return PE_PLAN_NUM_BUFFERS; }\n')
@@ -214,8 +214,8 @@ MODEL_NAMES = sorted(os.path.splitext(f)[0] for f in os.listdir(MODELS_DIR) if f
 @pytest.mark.skipif(not HAVE_TFLM, reason="tflite-micro not installed")
 @pytest.mark.parametrize("name", MODEL_NAMES)
 def test_tflm_uses_the_offline_plan_with_identical_outputs(name, tmp_path):
-    from pyembed.planner.cli import plan_for_tflm
-    from pyembed.tflite_offline import add_offline_plan, offline_offsets, read_offline_plan, tflm_head, tune_for_tflm
+    from pyembed.cli.plan import plan_for_tflm
+    from pyembed.codegen.tflite_offline import add_offline_plan, offline_offsets, read_offline_plan, tflm_head, tune_for_tflm
     g = load(name)
     path = os.path.join(MODELS_DIR, name + ".tflite")
     data = open(path, "rb").read()
@@ -238,7 +238,7 @@ def test_tflm_uses_the_offline_plan_with_identical_outputs(name, tmp_path):
 
 @pytest.mark.skipif(not HAVE_TFLM, reason="tflite-micro not installed")
 def test_offline_plan_brings_tflm_to_the_bound_on_vww():
-    from pyembed.tflite_offline import add_offline_plan, tflm_head
+    from pyembed.codegen.tflite_offline import add_offline_plan, tflm_head
     g = load("tiny_vww_mobilenetv1_96_int8")
     data = open(os.path.join(MODELS_DIR, "tiny_vww_mobilenetv1_96_int8.tflite"), "rb").read()
     plan = plan_graph(g, **README_DEF)
@@ -248,7 +248,7 @@ def test_offline_plan_brings_tflm_to_the_bound_on_vww():
 
 
 def test_offline_plan_needs_a_single_region():
-    from pyembed.tflite_offline import offline_offsets
+    from pyembed.codegen.tflite_offline import offline_offsets
     g = load("tiny_kws_dscnn_int8")
     plan = plan_graph(g, [Region("a", 8192), Region("b", 65536)], **README_DEF)
     with pytest.raises(PlanError, match="one arena"):
@@ -259,7 +259,7 @@ def test_offline_plan_needs_a_single_region():
 
 def test_plan_command_writes_everything(tmp_path):
     from click.testing import CliRunner
-    from pyembed.planner import plan_command
+    from pyembed.cli.plan import plan_command
     out = tmp_path / "out"
     tfl = tmp_path / "kws_planned.tflite"
     r = CliRunner().invoke(plan_command, [os.path.join(MODELS_DIR, "tiny_kws_dscnn_int8.tflite"), "--mcu",
@@ -275,7 +275,7 @@ def test_plan_command_writes_everything(tmp_path):
 
 def test_plan_command_reports_missing_bytes(tmp_path):
     from click.testing import CliRunner
-    from pyembed.planner import plan_command
+    from pyembed.cli.plan import plan_command
     r = CliRunner().invoke(plan_command, [os.path.join(MODELS_DIR, "tiny_vww_mobilenetv1_96_int8.tflite"),
                                           "--region", "ram=20K", "-o", str(tmp_path)])
     assert r.exit_code != 0

@@ -1,4 +1,4 @@
-"""The fixed-point core (C, through pyembed.fixed) against exact big-integer
+"""The fixed-point core (C, through pyembed.kernels.fixed) against exact big-integer
 models, float64, and the CMSIS-NN softmax vectors."""
 import math
 import os
@@ -11,9 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import intmodel as M  # noqa: E402  (tests/ is on sys.path via rootdir conftest)
-from pyembed import fixed
+from pyembed.kernels import fixed
 from pyembed.errors import ArgumentError, PyEmbedError
-from pyembed.quant import quantize_multiplier
+from pyembed.kernels.quant import quantize_multiplier
 
 i32 = st.integers(M.INT32_MIN, M.INT32_MAX)
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -158,7 +158,7 @@ def test_quantize_multiplier_rejects_bad_input():
 
 def test_softmax_peer_vectors_bit_exact():
     from pyembed.data import PEER_VECTORS_DIR
-    from pyembed.vectors import check_directory
+    from pyembed.check.vectors import check_directory
     results = check_directory(PEER_VECTORS_DIR, ops={"softmax_s8", "softmax_s8_s16"})
     assert len(results) == 2
     for r in results:

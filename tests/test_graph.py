@@ -1,4 +1,4 @@
-"""The graph model (pyembed.graph): the API other engineers code against,
+"""The graph model (pyembed.model.graph): the API other engineers code against,
 the facts it carries (weights, aliases, scratch, MACs), running on plain and
 planned arenas, the per-operator runtime API, and bad input of every kind
 (truncated, corrupted, inconsistent files) turning into ModelError."""
@@ -11,7 +11,8 @@ from hypothesis import given, settings, strategies as st
 import pyembed
 from pyembed.data import model_path
 from pyembed.errors import ArgumentError, ModelError, PyEmbedError, UnsupportedError
-from pyembed.graph import Graph, Operator, Tensor, load_model, load_tflite_bytes
+from pyembed.model.graph import Graph, Operator, Tensor
+from pyembed.model.load import load_model, load_tflite_bytes
 
 KWS = model_path("tiny_kws_dscnn_int8")
 RESNET = model_path("tiny_ic_resnet8_int8")
@@ -122,7 +123,7 @@ def test_macs_follow_the_shapes(kws):
 def test_scratch_bytes_come_from_the_kernel_size_queries(kws):
     """Compare with the conv family's own Python size query (another binding
     of the same C function, reached through a different path)."""
-    from pyembed import conv
+    from pyembed.kernels import conv
     for op in kws.operators:
         if op.type in ("CONV_2D", "DEPTHWISE_CONV_2D"):
             x = kws.tensors[op.inputs[0]].shape
@@ -161,7 +162,7 @@ def test_keep_intermediates_returns_every_computed_tensor(kws):
 
 @pytest.mark.parametrize("search_order", [False, True])
 def test_planned_arena_gives_the_same_outputs(resnet, search_order):
-    from pyembed.planner import plan_graph
+    from pyembed.plan import plan_graph
     plan = plan_graph(resnet, search_order=search_order)
     assert plan.arena_size < resnet.linear_layout().arena_size
     rng = np.random.default_rng(4)
@@ -375,7 +376,7 @@ def test_model_commands():
 
     from click.testing import CliRunner
 
-    from pyembed.model_cli import model
+    from pyembed.cli.model import model
     r = CliRunner()
     res = r.invoke(model, ["run", "tflm_micro_speech_int8", "--runs", "2", "--check"])
     assert res.exit_code == 0, res.output
@@ -402,7 +403,7 @@ def _model_requant(acc, m, s, rounding):
        st.sampled_from(["double", "single"]), st.integers(0, 2**31 - 1), st.integers(-128, 127),
        st.integers(-128, 127))
 def test_fully_connected_matches_big_int_model(batches, depth, features, per_channel, rounding, seed, zp_in, zp_out):
-    from pyembed import ops
+    from pyembed.model import runtime as ops
     rng = np.random.default_rng(seed)
     x = rng.integers(-128, 128, (batches, depth), dtype=np.int8)
     w = rng.integers(-127, 128, (features, depth), dtype=np.int8)
@@ -431,8 +432,8 @@ def test_fully_connected_matches_big_int_model(batches, depth, features, per_cha
 @given(st.sampled_from([((2, 3, 4), (3, 1)), ((1, 5), (1, 5)), ((2, 1, 3, 2), (1, 4, 1, 1)), ((6,), ())]),
        st.integers(0, 2**31 - 1), st.booleans(), st.sampled_from(["double", "single"]))
 def test_add_and_mul_broadcast_match_big_int_model(shapes, seed, mul, rounding):
-    from pyembed import ops
-    from pyembed.quant import quantize_multiplier
+    from pyembed.model import runtime as ops
+    from pyembed.kernels.quant import quantize_multiplier
     rng = np.random.default_rng(seed)
     sa, sb = shapes
     a = rng.integers(-128, 128, sa, dtype=np.int8)
@@ -465,7 +466,7 @@ def test_add_and_mul_broadcast_match_big_int_model(shapes, seed, mul, rounding):
 
 
 def test_kernel_wrappers_validate_arguments():
-    from pyembed import ops
+    from pyembed.model import runtime as ops
     x = np.zeros((2, 4), np.int8)
     w = np.zeros((3, 4), np.int8)
     with pytest.raises(ArgumentError, match="weights"):

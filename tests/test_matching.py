@@ -9,7 +9,7 @@ import pytest
 
 import pyembed
 from pyembed.errors import ArgumentError
-from pyembed.matching import (match_disparity, match_flow, patch_features, quantize_symmetric,
+from pyembed.kernels.matching import (match_disparity, match_flow, patch_features, quantize_symmetric,
                               stereo_motorcycle)
 
 FACTOR, RADIUS, TEMPERATURE = 4, 2, 20.0

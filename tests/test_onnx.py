@@ -1,4 +1,4 @@
-"""ONNX import (pyembed.onnx_import): int8 models in QOperator form (built
+"""ONNX import (pyembed.model.onnx_import): int8 models in QOperator form (built
 here with onnx.helper, and written by ONNX Runtime's own quantizer) and in
 QDQ form (ONNX Runtime's quantizer), run on pyembed's C runtime and compared
 with onnxruntime.
@@ -16,7 +16,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from pyembed.errors import ArgumentError, ModelError, UnsupportedError
-from pyembed.graph import load_model
+from pyembed.model.load import load_model
 
 ort = pytest.importorskip("onnxruntime")
 

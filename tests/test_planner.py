@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from pyembed.errors import PlanError
-from pyembed.planner import (Plan, Problem, Region, build_problem, check_order, check_plan,
+from pyembed.plan import (Plan, Problem, Region, build_problem, check_order, check_plan,
                              plan_graph, plan_problem, search_execution_order)
-from pyembed.planner.core import align_up
+from pyembed.plan.core import align_up
 
 HAVE_ORTOOLS = importlib.util.find_spec("ortools") is not None
 HEURISTICS = ["linear", "greedy_size", "greedy_conflicts", "order_search"]
@@ -182,7 +182,7 @@ def test_pinned_buffer_stays_in_its_region():
 # -- graphs ---------------------------------------------------------------------
 
 def fake_graph(tensors, ops, inputs, outputs, aliases=None, scratch=None):
-    """A graph shaped like pyembed.graph.Graph: tensors (nbytes, constant?),
+    """A graph shaped like pyembed.model.graph.Graph: tensors (nbytes, constant?),
     ops (type, inputs, outputs)."""
     T = [types.SimpleNamespace(index=i, name=f"t{i}", nbytes=n, is_constant=c, is_variable=False,
                                shape=(n,), dtype=np.dtype(np.int8)) for i, (n, c) in enumerate(tensors)]
@@ -247,7 +247,7 @@ README_DEF = dict(include_scratch=False, include_variables=False, use_aliases=Fa
 
 
 def load(name):
-    from pyembed.graph import load_model
+    from pyembed.model.load import load_model
     return load_model(os.path.join(MODELS_DIR, name + ".tflite"))
 
 
@@ -322,8 +322,8 @@ def test_proven_overlaps_go_below_the_bound_and_run_bit_exact(name):
 
 
 def test_overlap_proof_rejects_a_delta_one_step_past_the_derived_one():
-    from pyembed.planner.core import align_down
-    from pyembed.planner.overlap import OverlapProver, candidates
+    from pyembed.plan.core import align_down
+    from pyembed.plan.overlap import OverlapProver, candidates
     g = load("tiny_kws_dscnn_int8")
     order = list(range(len(g.operators)))
     p, tb, _ = build_problem(g, order)
@@ -341,7 +341,7 @@ def test_overlap_proof_rejects_a_delta_one_step_past_the_derived_one():
 
 
 def test_checker_rejects_a_hand_edited_plan_json(tmp_path):
-    from pyembed.planner import load_plan, save_plan
+    from pyembed.plan import load_plan, save_plan
     g = load("tiny_kws_dscnn_int8")
     plan = plan_graph(g, **README_DEF)
     path = tmp_path / "plan.json"
@@ -390,7 +390,7 @@ def test_timeline_and_step_table_show_every_buffer():
 
 
 def test_plan_json_keeps_what_other_tools_store_in_info(tmp_path):
-    from pyembed.planner import load_plan, save_plan
+    from pyembed.plan import load_plan, save_plan
     g = load("tflm_hello_world_int8")
     plan = plan_graph(g)
     plan.info["segments"] = {"cuts": [1, 2], "budget": 4096}
@@ -399,7 +399,7 @@ def test_plan_json_keeps_what_other_tools_store_in_info(tmp_path):
 
 
 def test_line_stores_and_persistent_buffers_take_part_in_the_plan():
-    from pyembed.planner import Buffer
+    from pyembed.plan import Buffer
     g = load("tiny_kws_dscnn_int8")
     n = len(g.operators)
     extra = [Buffer("line_store_l1", 1200, 1, 4, kind="line_store"),
@@ -414,7 +414,7 @@ def test_line_stores_and_persistent_buffers_take_part_in_the_plan():
 
 def test_overlaps_are_verified_at_the_offsets_the_plan_uses():
     from dataclasses import replace
-    from pyembed.planner.overlap import add_proven_overlaps, verify_plan_overlaps
+    from pyembed.plan.overlap import add_proven_overlaps, verify_plan_overlaps
     g = load("tiny_kws_dscnn_int8")
     order = list(range(len(g.operators)))
     p, tb, flash = build_problem(g, order)

@@ -1,4 +1,4 @@
-"""Reverse pooling (pyembed.pooling, csrc/src/pe_pool_rev.c) against a
+"""Reverse pooling (pyembed.kernels.pooling, csrc/src/pe_pool_rev.c) against a
 straightforward gather-per-output numpy reference written here, the CMSIS-NN
 vectors, streaming == whole tensor bit for bit, the measured counters, the
 fusion scatter API and the bad-input errors."""
@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import intmodel as M
-from pyembed import pooling as P
-from pyembed import vectors as V
+from pyembed.kernels import pooling as P
+from pyembed.check import vectors as V
 from pyembed.data import PEER_VECTORS_DIR
 from pyembed.errors import ArgumentError, ScratchError, StateError
 

@@ -20,9 +20,13 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from pyembed import conv, fixed, pooling, quant, stripe
-from pyembed import layers as L
-from pyembed import nf_attention as attn
+from pyembed.kernels import conv
+from pyembed.kernels import fixed
+from pyembed.kernels import pooling
+from pyembed.kernels import quant
+from pyembed.kernels import stripe
+from pyembed.kernels import layers as L
+from pyembed.kernels import attention as attn
 from pyembed.errors import PyEmbedError
 
 # PYEMBED_RELIABILITY_EXAMPLES=2000 for a longer run by hand
@@ -527,7 +531,11 @@ CHILD = textwrap.dedent("""
     import faulthandler, sys
     faulthandler.enable()
     import numpy as np
-    from pyembed import conv, pooling, fixed, stripe, nf_attention as attn
+    from pyembed.kernels import conv
+    from pyembed.kernels import pooling
+    from pyembed.kernels import fixed
+    from pyembed.kernels import stripe
+    from pyembed.kernels import attention as attn
     from pyembed.errors import PyEmbedError
     huge = np.broadcast_to(np.int8(1), (1, 1 << 20, 1 << 20, 1))
     big = np.zeros((1, 1, 1, 1), np.int8)
@@ -577,11 +585,14 @@ OTHER = textwrap.dedent("""
     import numpy as np
     from pyembed.errors import PyEmbedError
     from pyembed.data import model_path
-    from pyembed.graph import load_model
-    from pyembed import matching, planner, emit, stripe
-    from pyembed.planner import Problem, Region, plan_problem, plan_graph
+    from pyembed.model.load import load_model
+    from pyembed.kernels import matching
+    from pyembed import plan as planner
+    from pyembed.codegen import emit
+    from pyembed.kernels import stripe
+    from pyembed.plan import Problem, Region, plan_problem, plan_graph
     import firmware_sim
-    from pyembed import scheduler
+    from pyembed import schedule as scheduler
     tmp = tempfile.mkdtemp()
     empty = os.path.join(tmp, "empty.tflite"); open(empty, "wb").close()
     text = os.path.join(tmp, "model.tflite"); open(text, "w").write("not a model")
@@ -662,8 +673,8 @@ def test_scheduler_window_below_one_tick_is_refused():
     """Found here (fixed in 13f6963): a 1e-9 ms window silently became one
     0.1 ms tick."""
     from pyembed.data import model_path
-    from pyembed.graph import load_model
-    from pyembed import scheduler
+    from pyembed.model.load import load_model
+    from pyembed import schedule as scheduler
     g = load_model(model_path("tflm_hello_world_int8"))
     with pytest.raises(ACCEPTED):
         s = scheduler.plan_schedule([scheduler.Model(g, "g")], window_ms=1e-9)

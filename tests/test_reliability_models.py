@@ -77,9 +77,9 @@ def test_mutated_models_fail_cleanly_or_plan_correctly():
 def test_model_regression(name, tmp_path):
     """A patched model found by the campaign: a ModelError at load, or a plan
     whose emitted C compiles."""
-    from pyembed.emit import write_plan_outputs
-    from pyembed.graph import load_tflite_bytes
-    from pyembed.planner import check_plan, plan_graph
+    from pyembed.codegen.emit import write_plan_outputs
+    from pyembed.model.load import load_tflite_bytes
+    from pyembed.plan import check_plan, plan_graph
     rec = json.load(open(os.path.join(REGRESSIONS, "models", name)))
     data = bytearray(open(os.path.join(rel.models_dir(), rec["model"]), "rb").read())
     for offset, byte in rec["patch"]:

@@ -12,9 +12,9 @@ import tempfile
 import pytest
 
 from pyembed.bench import reliability as rel
-from pyembed.emit import memplan_header
+from pyembed.codegen.emit import memplan_header
 from pyembed.errors import PlanError
-from pyembed.planner import ALGORITHMS, Region, check_plan, plan_problem
+from pyembed.plan import ALGORITHMS, Region, check_plan, plan_problem
 
 needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not installed")
 

@@ -13,7 +13,7 @@ from firmware_sim import simulate
 from pyembed.bench import reliability as rel
 from pyembed.data import model_path
 from pyembed.errors import SimulationFault
-from pyembed.graph import load_model
+from pyembed.model.load import load_model
 
 
 @pytest.fixture(scope="module")

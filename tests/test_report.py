@@ -1,4 +1,4 @@
-"""pyembed.report: the HTML file is self-contained (every image inline, no
+"""pyembed.check.report: the HTML file is self-contained (every image inline, no
 external reference), has every section, and its tables carry the run's own
 figures; the Markdown twin links PNGs that exist."""
 import base64
@@ -8,15 +8,15 @@ import numpy as np
 import pytest
 
 from pyembed.data import model_path
-from pyembed.graph import load_model
-from pyembed.report import SECTIONS, write_report
+from pyembed.model.load import load_model
+from pyembed.check.report import SECTIONS, write_report
 
 
 @pytest.fixture(scope="module")
 def run_kws():
     from firmware_sim.sim import simulate
-    from pyembed.accuracy import check_accuracy
-    from pyembed.planner import Region, plan_graph
+    from pyembed.check.accuracy import check_accuracy
+    from pyembed.plan import Region, plan_graph
     g = load_model(model_path("tiny_kws_dscnn_int8"))
     plan = plan_graph(g, [Region("sram", 128 * 1024)], algorithm="greedy_size", overlaps=True)
     x = np.random.default_rng(1).integers(-128, 128, g.tensors[g.inputs[0]].shape, dtype=np.int8)

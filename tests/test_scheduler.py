@@ -1,9 +1,9 @@
-"""Tests of the cooperative periodic scheduler (pyembed.scheduler, pe_sched.c).
+"""Tests of the cooperative periodic scheduler (pyembed.schedule, pe_sched.c).
 
 Oracles: the firmware simulator's cost model (estimates), brute force over
 cut positions (balanced splitting), invariants checked on the dispatcher's
 event trace (no overlap, guard, order, frames), the whole-model run of
-pyembed.graph (outputs and every intermediate fetched across a window), and
+pyembed.model.graph (outputs and every intermediate fetched across a window), and
 a host C program built from the emitted header and pe_sched.c (same events
 as the Python-driven run).
 """
@@ -19,13 +19,13 @@ from hypothesis import strategies as st
 
 from pyembed.data import model_path
 from pyembed.errors import ArgumentError, PlanError
-from pyembed.graph import load_model
-from pyembed.scheduler import (LOW, PRIORITY, Model, Overrun, Platform, ScheduleError, emit_header, plan_schedule,
+from pyembed.model.load import load_model
+from pyembed.schedule import (LOW, PRIORITY, Model, Overrun, Platform, ScheduleError, emit_header, plan_schedule,
                                rank_models, replan, run_kernels, simulate, state_bytes)
-from pyembed.scheduler.baselines import compare
-from pyembed.scheduler.plan import FLAG_CARRY, FLAG_FIRST, FLAG_LAST, _Splitter
-from pyembed.scheduler.run import EV_LATE, EV_MISS, EV_OVERRUN, EV_PREFETCH, dispatcher
-from pyembed.scheduler.table import EVENT_DTYPE
+from pyembed.schedule.baselines import compare
+from pyembed.schedule.plan import FLAG_CARRY, FLAG_FIRST, FLAG_LAST, _Splitter
+from pyembed.schedule.run import EV_LATE, EV_MISS, EV_OVERRUN, EV_PREFETCH, dispatcher
+from pyembed.schedule.table import EVENT_DTYPE
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -137,7 +137,7 @@ def _brute_force_minmax(sp, n_groups):
 @given(cap_share=st.floats(0.25, 0.9))
 def test_balanced_split_is_optimal_against_brute_force(graphs, cap_share):
     plat = Platform.from_profile("stm32f746")
-    from pyembed.scheduler.workload import ModelCosts
+    from pyembed.schedule.workload import ModelCosts
     c = ModelCosts(Model(graphs["ic"], "ic"), plat)
     sp = _Splitter(c, plat, 0)
     biggest = max(sp.est(k, k + 1) for k in range(c.n_ops))
@@ -294,7 +294,7 @@ def test_frame_rate_without_remaining_period(graphs):
 
 
 def load_costs(g):
-    from pyembed.scheduler.workload import layer_cycles
+    from pyembed.schedule.workload import layer_cycles
     return layer_cycles(g, Platform.from_profile("stm32f746").units[0])
 
 
@@ -345,7 +345,7 @@ def test_persistent_buffer_check_can_fail(sched):
             host.persistent[b.offset] ^= 0x55
             state["done"] = True
 
-    from pyembed.scheduler.run import KernelHost, random_inputs
+    from pyembed.schedule.run import KernelHost, random_inputs
     host = KernelHost(sched, random_inputs(sched, 1), hook=hook)
     d = dispatcher(sched, work=host, prefetch=host.prefetch)
     d.run(3 * sched.window_cycles, EVENT_DTYPE)
@@ -591,7 +591,7 @@ def test_trace_and_gantt(tmp_path, long_run):
 
 @pytest.mark.parametrize("which", ["single", "dual"])
 def test_on_the_simulated_mcu(sched, dual, which):
-    from pyembed.scheduler.mcu import run_on_mcu
+    from pyembed.schedule.mcu import run_on_mcu
     s = sched if which == "single" else dual
     windows = 8 if which == "single" else 12
     run = run_on_mcu(s, windows, seed=6)
@@ -611,7 +611,7 @@ def test_on_the_simulated_mcu(sched, dual, which):
 
 def test_mcu_write_watch_catches_a_stray_write(sched):
     from pyembed.errors import SimulationFault
-    from pyembed.scheduler.mcu import run_on_mcu
+    from pyembed.schedule.mcu import run_on_mcu
     ic = sched.model_index("ic")
     victim = next(b for b in sched.buffers if b.model == ic)
 
@@ -625,7 +625,7 @@ def test_mcu_write_watch_catches_a_stray_write(sched):
 
 
 def test_mcu_memory_that_does_not_fit(sched):
-    from pyembed.scheduler.mcu import run_on_mcu
+    from pyembed.schedule.mcu import run_on_mcu
     with pytest.raises(PlanError, match=r"does not fit stm32f746.*dtcm.*B missing"):
         run_on_mcu(sched, 1, region="dtcm")
 
@@ -633,7 +633,7 @@ def test_mcu_memory_that_does_not_fit(sched):
 def test_cli_command(tmp_path):
     import json
     from click.testing import CliRunner
-    from pyembed.scheduler.cli import schedule_command
+    from pyembed.cli.schedule import schedule_command
     out = tmp_path / "s"
     r = CliRunner().invoke(schedule_command, ["--priority", "tiny_kws_dscnn_int8", "--low", "tiny_ic_resnet8_int8",
                                               "--low", "tiny_vww_mobilenetv1_96_int8:max", "--windows", "40",
@@ -657,7 +657,7 @@ def test_cli_command(tmp_path):
 
 
 def test_prefetch_runs_during_the_priority_period_and_saves_low_time(sched, long_run, graphs):
-    from pyembed.scheduler.plan import FLAG_PREFETCH
+    from pyembed.schedule.plan import FLAG_PREFETCH
     sync = plan_schedule(three(graphs), platform="stm32f746", window_ms=50, prefetch=False)
     # the same split; prefetched groups lose exactly their fetch from the estimate
     assert [(p.model, p.phase, p.first_op, p.last_op) for p in sync.items] == \
@@ -700,8 +700,8 @@ def test_slow_prefetch_is_reported_and_its_sub_model_waits(sched):
     sub-model back until the bytes landed (the simulated MCU faults any
     sub-model that starts earlier) and reports it; the results stay exact."""
     from pyembed.errors import SimulationFault
-    from pyembed.scheduler.mcu import run_on_mcu
-    from pyembed.scheduler.run import EV_PREFETCH_LATE
+    from pyembed.schedule.mcu import run_on_mcu
+    from pyembed.schedule.run import EV_PREFETCH_LATE
     run = run_on_mcu(sched, 6, dma_bandwidth_scale=1 / 300, dma_late="stall")
     late = run.events[(run.events["flags"] & EV_PREFETCH_LATE) != 0]
     assert len(late) >= 1 and run.counters["prefetch_late"] == len(late)
@@ -721,7 +721,7 @@ def test_measured_jitter_on_the_simulator_comes_from_dma_contention(sched):
     stretched by the profile's stall per word moved (the transfers end well
     inside it), every other run takes exactly its charge: the measured
     completion jitter is that stretch."""
-    from pyembed.scheduler.mcu import run_on_mcu
+    from pyembed.schedule.mcu import run_on_mcu
     run = run_on_mcu(sched, 8, contention=True)
     stall = sched.platform.profile.dma.cpu_stall_per_word
     ev = run.events

@@ -1,4 +1,4 @@
-"""The generated C glue of a schedule (pyembed.scheduler.glue): the models'
+"""The generated C glue of a schedule (pyembed.schedule.glue): the models'
 graph tables, work functions over pe_graph_invoke_op, the store / fetch /
 prefetch copies and a host main, built with gcc and run; its outputs must
 equal graph.run on the same inputs and its event log the Python-driven run
@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from pyembed.data import model_path
-from pyembed.graph import load_model
-from pyembed.scheduler import LOW, Model, Platform, plan_schedule, run_kernels, simulate
-from pyembed.scheduler.glue import emit_glue, glue_input_bytes, glue_inputs
-from pyembed.scheduler.run import EV_PREFETCH
+from pyembed.model.load import load_model
+from pyembed.schedule import LOW, Model, Platform, plan_schedule, run_kernels, simulate
+from pyembed.schedule.glue import emit_glue, glue_input_bytes, glue_inputs
+from pyembed.schedule.run import EV_PREFETCH
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CSRC = os.path.join(ROOT, "csrc")

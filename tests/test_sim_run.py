@@ -11,7 +11,7 @@ from firmware_sim.segments import run_abstract
 from firmware_sim.sim import default_plan, segment_graph, simulate
 from pyembed.data import model_path
 from pyembed.errors import PlanError, SimulationFault, UnsupportedError
-from pyembed.graph import load_model
+from pyembed.model.load import load_model
 
 MODELS = ["tiny_ad_autoencoder_int8", "tflm_hello_world_int8", "tiny_kws_dscnn_int8", "tiny_ic_resnet8_int8",
           "tflm_micro_speech_int8", "tiny_sww_int8"]
@@ -102,7 +102,7 @@ def test_kernels_read_the_weights_from_simulated_flash():
 
 
 def test_explicit_plan_with_region_map_and_peak_bytes():
-    from pyembed.planner import Region, plan_graph
+    from pyembed.plan import Region, plan_graph
     g, x, ref = runnable("tiny_ad_autoencoder_int8")
     p = load_profile("stm32h743")
     plan = plan_graph(g, [Region("dtcm", p.regions["dtcm"].size)], algorithm="greedy_size")
@@ -131,7 +131,7 @@ def _tiny_profile(ram=4096, flash=1 << 20):
 
 
 def test_a_plan_that_does_not_fit_the_profile_is_refused():
-    from pyembed.planner import Region, plan_graph
+    from pyembed.plan import Region, plan_graph
     g, x, _ = runnable("tiny_ad_autoencoder_int8")
     plan = plan_graph(g, [Region("sram", 1 << 20)], algorithm="linear")
     with pytest.raises(PlanError, match=r"(?s)does not fit tiny:.*region sram: the plan needs \d+ B, tiny has 512 B"):
@@ -146,9 +146,9 @@ def test_a_model_that_does_not_fit_flash_is_refused():
 
 
 def test_a_kernel_writing_past_its_output_is_a_fault_naming_everything(monkeypatch):
-    import pyembed.ops
+    import pyembed.model.ops
     g, x, _ = runnable("tiny_ad_autoencoder_int8")
-    original = pyembed.ops.GraphRuntime.invoke_op
+    original = pyembed.model.runtime.GraphRuntime.invoke_op
 
     def overrun(self, step, arena, stats=False):
         out = original(self, step, arena, stats)
@@ -158,7 +158,7 @@ def test_a_kernel_writing_past_its_output_is_a_fault_naming_everything(monkeypat
             arena[off:off + 3] ^= 0x5A          # three bytes past the end of the output
         return out
 
-    monkeypatch.setattr(pyembed.ops.GraphRuntime, "invoke_op", overrun)
+    monkeypatch.setattr(pyembed.model.runtime.GraphRuntime, "invoke_op", overrun)
     with pytest.raises(SimulationFault) as ei:
         simulate(g, None, "stm32f446", x)
     e = ei.value
@@ -239,7 +239,7 @@ def test_runs_are_deterministic_and_traces_export(tmp_path):
 
 
 def test_a_plan_over_two_ram_regions_runs_bit_exact():
-    from pyembed.planner import Region, plan_graph
+    from pyembed.plan import Region, plan_graph
     g, x, ref = runnable("tiny_kws_dscnn_int8")
     p = load_profile("stm32f746")
     plan = plan_graph(g, [Region("dtcm", 12 * 1024), Region("sram1", p.regions["sram1"].size)],
@@ -251,10 +251,10 @@ def test_a_plan_over_two_ram_regions_runs_bit_exact():
 
 
 def test_a_kernel_writing_flash_is_a_fault_naming_the_weights(monkeypatch):
-    import pyembed.ops
+    import pyembed.model.ops
     g, x, _ = runnable("tiny_ad_autoencoder_int8")
     seen = {}
-    original = pyembed.ops.GraphRuntime.invoke_op
+    original = pyembed.model.runtime.GraphRuntime.invoke_op
 
     def keep(mem, placement):
         seen["mem"], seen["pl"] = mem, placement
@@ -270,7 +270,7 @@ def test_a_kernel_writing_flash_is_a_fault_naming_the_weights(monkeypatch):
             seen["name"] = buf.name
         return out
 
-    monkeypatch.setattr(pyembed.ops.GraphRuntime, "invoke_op", scribble)
+    monkeypatch.setattr(pyembed.model.runtime.GraphRuntime, "invoke_op", scribble)
     with pytest.raises(SimulationFault, match="wrote to read-only flash") as ei:
         simulate(g, None, "stm32f446", x, on_programmed=keep)
     msg = str(ei.value)

@@ -285,7 +285,7 @@ def test_split_operators_run_bit_exact_on_the_real_kernels():
     from firmware_sim.segments import is_partial, pieces
     from firmware_sim.sim import default_plan, segment_graph, simulate
     from pyembed.data import model_path
-    from pyembed.graph import load_model
+    from pyembed.model.load import load_model
     g = load_model(model_path("tiny_kws_dscnn_int8"))
     x = np.random.default_rng(2).integers(-128, 128, size=g.tensors[g.inputs[0]].shape, dtype=np.int8)
     plan, rmap = default_plan(g, PROFILE)
@@ -315,7 +315,7 @@ def test_split_plan_with_overlapping_slices_is_refused():
     import numpy as np
     from firmware_sim.sim import segment_graph, simulate
     from pyembed.data import model_path
-    from pyembed.graph import load_model
+    from pyembed.model.load import load_model
     g = load_model(model_path("tiny_ad_autoencoder_int8"))
     seg = segment_graph(g, PROFILE, int(g.weights_bytes * 0.3), split_bytes=g.weights_bytes // 32, prefetch=False)
     d = json.loads(seg.to_json())

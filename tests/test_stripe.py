@@ -1,5 +1,5 @@
 """Stripe execution with line buffers (issue 5): the C executor against the
-pure-numpy full-frame reference (pyembed.layers), bit for bit, plus the
+pure-numpy full-frame reference (pyembed.kernels.layers), bit for bit, plus the
 planner, the patch-based model, the layer references against the CMSIS-NN
 peer vectors, and bad input."""
 import json
@@ -10,11 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pyembed import stripe
+from pyembed.kernels import stripe
+from pyembed.plan import stripes
 from pyembed._ext import _stripe as _c
 from pyembed.errors import ArgumentError, PlanError, ScratchError, UnsupportedError
-from pyembed.layers import (Add, Conv2D, DepthwiseConv2D, Pointwise, Pool2D, Upsample2x,
-                            from_operator, infer_shapes, receptive_field, run_layers)
+from pyembed.kernels.layers import Add, Conv2D, DepthwiseConv2D, Pointwise, Pool2D, Upsample2x, infer_shapes, receptive_field, run_layers
+from pyembed.model.chain import from_operator
 
 PEER = os.path.join(os.path.dirname(__file__), "..", "pyembed", "data", "peer_vectors", "cmsis_nn")
 
@@ -376,7 +377,7 @@ def test_bad_images_and_layers():
 
 
 # ---------------------------------------------------------------------------
-# Layer objects from a model's graph operators (pyembed.layers.from_operator /
+# Layer objects from a model's graph operators (pyembed.kernels.layers.from_operator /
 # chain_from_graph) through the stripe executor, against the C graph runtime
 
 MODELS = os.path.join(os.path.dirname(__file__), "..", "pyembed", "data", "models")
@@ -384,7 +385,7 @@ _GRAPHS = {}
 
 
 def model(name):
-    from pyembed.graph import load_model
+    from pyembed.model.load import load_model
     if name not in _GRAPHS:
         _GRAPHS[name] = load_model(os.path.join(MODELS, name + ".tflite"))
     return _GRAPHS[name]
@@ -408,7 +409,7 @@ PREFIXES = [
 @pytest.mark.parametrize("name,first,n_ops,why", PREFIXES)
 def test_model_prefix_stripes_are_bit_exact_with_the_graph_runtime(name, first, n_ops, why):
     g = model(name)
-    chain = stripe.executable_chain(g, first)
+    chain = stripes.executable_chain(g, first)
     assert chain.ops == list(range(first, first + n_ops))
     for seed in range(2):
         values = g.run(model_input(g, seed), keep_intermediates=True)
@@ -437,7 +438,7 @@ def test_model_prefix_stripes_are_bit_exact_with_the_graph_runtime(name, first, 
 
 def test_full_width_stripe_of_a_model_prefix_does_the_graph_runtimes_macs():
     g = model("tiny_vww_mobilenetv1_96_int8")
-    chain = stripe.executable_chain(g)
+    chain = stripes.executable_chain(g)
     st = stripe.run_stripes(chain, chain.input_array(g.run(model_input(g, 0), keep_intermediates=True)),
                             chain.output_shape[1], return_stats=True)[1]
     # the graph runtime's static count includes the taps on padding, which
@@ -507,7 +508,7 @@ def test_every_pooling_and_conv_form_from_a_synthetic_model():
 
 def synthetic_graph():
     from test_tflite_models import _build, _opts, _schema, _tensor
-    from pyembed.graph import load_tflite_bytes
+    from pyembed.model.load import load_tflite_bytes
     S = _schema()
     A = S.ActivationFunctionType
     rng = np.random.default_rng(11)
@@ -558,10 +559,10 @@ def test_global_average_pool_of_a_model_as_a_layer():
 def test_chain_memory_against_the_planner():
     """The planner's full-frame arena for the same operators (input, output,
     every map, kernel scratch) against the stripe arena plus the images."""
-    from pyembed.planner import check_plan, plan_graph
+    from pyembed.plan import check_plan, plan_graph
     g = model("tiny_vww_mobilenetv1_96_int8")
-    chain = stripe.executable_chain(g)
-    mem = stripe.chain_memory(chain)
+    chain = stripes.executable_chain(g)
+    mem = stripes.chain_memory(chain)
     sub = g.subgraph(chain.ops, outputs=[chain.output_tensor])
     # the subgraph runs by itself and gives the model's tensor
     values = g.run(model_input(g, 4), keep_intermediates=True)
@@ -588,7 +589,7 @@ def test_chain_memory_against_the_planner():
     # SPEC 4's point, on a real model: no whole intermediate map is stored
     assert mem.stripe_total < mem.planned_arena
     assert mem.stripe_arena < mem.full_frame_peak
-    narrow = stripe.chain_memory(chain, stripe_width=1, block_width=1)
+    narrow = stripes.chain_memory(chain, stripe_width=1, block_width=1)
     assert narrow.stripe_arena < mem.stripe_arena and narrow.stripe_macs > mem.stripe_macs
 
 
@@ -614,7 +615,7 @@ def test_operators_without_a_layer_object():
 
 def test_dilated_convolution_has_no_layer_object():
     from test_tflite_models import _build, _case_conv_dilated
-    from pyembed.graph import load_tflite_bytes
+    from pyembed.model.load import load_tflite_bytes
     tensors, ops = _case_conv_dilated(np.random.default_rng(0))
     g = load_tflite_bytes(_build(tensors, ops, [0], [len(tensors) - 1]), name="dilated")
     with pytest.raises(UnsupportedError, match="dilation"):
@@ -639,11 +640,11 @@ def test_onnx_model_prefix_with_explicit_padding(tmp_path):
     QLinearConv, depthwise QLinearConv stride 2, MaxPool, global average pool."""
     import onnx
     from test_onnx import qoperator_model
-    from pyembed.graph import load_model
+    from pyembed.model.load import load_model
     path = str(tmp_path / "qop.onnx")
     onnx.save(qoperator_model(np.random.default_rng(0)), path)
     g = load_model(path)
-    chain = stripe.executable_chain(g, 1)
+    chain = stripes.executable_chain(g, 1)
     assert chain.ops == [1, 2, 3]  # with the global pool the receptive field (15) exceeds the 12x12 image
     assert [type(layer) for layer in chain] == [Conv2D, DepthwiseConv2D, Pool2D]
     gap = from_operator(g, 4)

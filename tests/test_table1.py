@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pyembed import conv, pooling
+from pyembed.kernels import conv
+from pyembed.kernels import pooling
 from pyembed.bench import table1
 from pyembed.errors import ArgumentError
 

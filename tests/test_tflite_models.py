@@ -20,7 +20,7 @@ import pytest
 
 from pyembed.data import model_path
 from pyembed.errors import UnsupportedError
-from pyembed.graph import load_model
+from pyembed.model.load import load_model
 
 RUNNABLE = [
     "tiny_kws_dscnn_int8",
@@ -331,7 +331,7 @@ SYNTHETIC = {
 def test_single_operator_models(case):
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
     from tflite_micro.python.tflite_micro import runtime
-    from pyembed.graph import load_tflite_bytes
+    from pyembed.model.load import load_tflite_bytes
     rng = np.random.default_rng(sorted(SYNTHETIC).index(case))
     tensors, ops = SYNTHETIC[case](rng)
     data = _build(tensors, ops, [0], [len(tensors) - 1])

@@ -3,11 +3,12 @@
  * pointers (constant data or arena offset), check them, call the kernel.
  */
 #include "pyembed/pe_graph.h"
+#include "pyembed/pe_graph_internal.h"
 #include "pyembed/pe_fixed.h"
 #include "pyembed/pe_conv.h"
 #include "pyembed/pe_pool.h"
 
-static int32_t dtype_size(pe_dtype t)
+int32_t pe_graph_dtype_size(pe_dtype t)
 {
     switch (t) {
     case PE_DT_INT8:
@@ -44,7 +45,7 @@ static int64_t dims_count(const pe_dims *d)
 }
 
 /* Is tensor t well formed and inside an arena of arena_size bytes? */
-static int tensor_ok(const pe_graph *g, int32_t t, int32_t arena_size)
+int pe_graph_tensor_valid(const pe_graph *g, int32_t t, int32_t arena_size)
 {
     const pe_graph_tensor *x;
     int64_t count;
@@ -53,7 +54,7 @@ static int tensor_ok(const pe_graph *g, int32_t t, int32_t arena_size)
         return 0;
     }
     x = &g->tensors[t];
-    es = dtype_size(x->dtype);
+    es = pe_graph_dtype_size(x->dtype);
     count = dims_count(&x->dims);
     if (es == 0 || count < 0 || count * es != (int64_t)x->bytes) {
         return 0;
@@ -68,7 +69,7 @@ static int tensor_ok(const pe_graph *g, int32_t t, int32_t arena_size)
 /* Multi-byte elements must sit at addresses that are multiples of their size. */
 static int aligned(const void *p, pe_dtype t)
 {
-    const int32_t es = dtype_size(t);
+    const int32_t es = pe_graph_dtype_size(t);
     return es > 0 && ((uintptr_t)p % (uintptr_t)es) == 0u;
 }
 
@@ -77,7 +78,7 @@ static int aligned(const void *p, pe_dtype t)
 static const void *tensor_in(const pe_graph *g, int32_t t, const pe_context *arena, pe_dtype want)
 {
     const pe_graph_tensor *x;
-    if (!tensor_ok(g, t, arena->size)) {
+    if (!pe_graph_tensor_valid(g, t, arena->size)) {
         return NULL;
     }
     x = &g->tensors[t];
@@ -97,7 +98,7 @@ static const void *tensor_in(const pe_graph *g, int32_t t, const pe_context *are
 static void *tensor_out(const pe_graph *g, int32_t t, const pe_context *arena, pe_dtype want)
 {
     const pe_graph_tensor *x;
-    if (!tensor_ok(g, t, arena->size)) {
+    if (!pe_graph_tensor_valid(g, t, arena->size)) {
         return NULL;
     }
     x = &g->tensors[t];
@@ -107,19 +108,64 @@ static void *tensor_out(const pe_graph *g, int32_t t, const pe_context *arena, p
     return (int8_t *)arena->buf + x->offset;
 }
 
-static const pe_dims *dims_of(const pe_graph *g, int32_t t)
+int32_t pe_graph_input_index(const pe_graph_op *op, int32_t k)
+{
+    if (op == NULL || k < 0 || k >= op->num_inputs || op->inputs == NULL) {
+        return -1;
+    }
+    return op->inputs[k] < 0 ? -1 : op->inputs[k];
+}
+
+int32_t pe_graph_output_index(const pe_graph_op *op, int32_t k)
+{
+    if (op == NULL || k < 0 || k >= op->num_outputs || op->outputs == NULL) {
+        return -1;
+    }
+    return op->outputs[k] < 0 ? -1 : op->outputs[k];
+}
+
+const void *pe_graph_input(const pe_graph *g, const pe_graph_op *op, int32_t k,
+                           const pe_context *arena, pe_dtype want)
+{
+    return tensor_in(g, pe_graph_input_index(op, k), arena, want);
+}
+
+void *pe_graph_output(const pe_graph *g, const pe_graph_op *op, int32_t k, const pe_context *arena,
+                      pe_dtype want)
+{
+    return tensor_out(g, pe_graph_output_index(op, k), arena, want);
+}
+
+const pe_dims *pe_graph_dims(const pe_graph *g, int32_t t)
 {
     return &g->tensors[t].dims;
 }
 
-static int32_t count_of(const pe_graph *g, int32_t t)
+int32_t pe_graph_count(const pe_graph *g, int32_t t)
 {
     return (int32_t)dims_count(&g->tensors[t].dims);
 }
 
+#define IN(k) pe_graph_input_index(op, (k))
+#define OUT0 pe_graph_output_index(op, 0)
+#define dims_of pe_graph_dims
+#define count_of pe_graph_count
+
+/* Does the region [lo, hi) share a byte with activation tensor t? */
+static int region_hits(const pe_graph *g, int32_t t, int64_t lo, int64_t hi)
+{
+    const pe_graph_tensor *x;
+    if (t < 0 || t >= g->num_tensors) {
+        return 0;
+    }
+    x = &g->tensors[t];
+    return x->data == NULL && x->bytes > 0 && (int64_t)x->offset < hi &&
+           lo < (int64_t)x->offset + x->bytes;
+}
+
 /* Does operator op's scratch region share a byte with one of its arena
- * tensors (inputs or output)? A kernel writes its scratch while it reads
- * its inputs and writes its output, so a plan must keep them apart.
+ * tensors (inputs or outputs)? A kernel writes its scratch while it reads
+ * its inputs and writes its outputs, so a plan must keep them apart.
  * Indices out of range are left to the other checks. */
 static int scratch_overlaps(const pe_graph *g, const pe_graph_op *op)
 {
@@ -129,23 +175,49 @@ static int scratch_overlaps(const pe_graph *g, const pe_graph_op *op)
     if (op->scratch_size <= 0) {
         return 0;
     }
-    for (k = 0; k <= PE_GRAPH_MAX_INPUTS; k++) {
-        const int32_t t = k < PE_GRAPH_MAX_INPUTS ? op->inputs[k] : op->output;
-        const pe_graph_tensor *x;
-        if (t < 0 || t >= g->num_tensors) {
-            continue;
+    for (k = 0; k < op->num_inputs; k++) {
+        if (region_hits(g, op->inputs[k], lo, hi)) {
+            return 1;
         }
-        x = &g->tensors[t];
-        if (x->data == NULL && x->bytes > 0 && (int64_t)x->offset < hi &&
-            lo < (int64_t)x->offset + x->bytes) {
+    }
+    for (k = 0; k < op->num_outputs; k++) {
+        if (region_hits(g, op->outputs[k], lo, hi)) {
             return 1;
         }
     }
     return 0;
 }
 
-/* dtypes an operator's inputs (0..2) and output must have; -1 = unused */
-static void op_signature(pe_graph_op_type type, int32_t in[PE_GRAPH_MAX_INPUTS], int32_t *out)
+/* Are op's lists well formed: counts within PE_GRAPH_MAX_IO, pointers
+ * present, every input -1 or a tensor index, every output an activation
+ * tensor, parameter words present when counted? */
+static int io_lists_ok(const pe_graph *g, const pe_graph_op *op)
+{
+    int32_t k;
+    if (op->num_inputs < 0 || op->num_inputs > PE_GRAPH_MAX_IO || op->num_outputs < 1 ||
+        op->num_outputs > PE_GRAPH_MAX_IO || (op->num_inputs > 0 && op->inputs == NULL) ||
+        op->outputs == NULL || op->num_params < 0 || (op->num_params > 0 && op->params == NULL)) {
+        return 0;
+    }
+    for (k = 0; k < op->num_inputs; k++) {
+        if (op->inputs[k] < -1 || op->inputs[k] >= g->num_tensors) {
+            return 0;
+        }
+    }
+    for (k = 0; k < op->num_outputs; k++) {
+        const int32_t t = op->outputs[k];
+        if (t < 0 || t >= g->num_tensors || g->tensors[t].data != NULL) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+#define LEGACY_MAX_INPUTS 3
+
+/* dtypes the first twelve operators' inputs (0..2) and output must have;
+ * -1 = unused */
+static void op_signature(pe_graph_op_type type, int32_t in[LEGACY_MAX_INPUTS], int32_t *out)
 {
     in[0] = PE_DT_INT8;
     in[1] = -1;
@@ -173,7 +245,7 @@ static void op_signature(pe_graph_op_type type, int32_t in[PE_GRAPH_MAX_INPUTS],
     }
 }
 
-static int op_type_known(pe_graph_op_type t)
+static int is_legacy(pe_graph_op_type t)
 {
     switch (t) {
     case PE_GOP_CONV_2D:
@@ -194,87 +266,50 @@ static int op_type_known(pe_graph_op_type t)
     }
 }
 
-pe_status pe_graph_check(const pe_graph *g, int32_t *bad_op, int32_t *bad_tensor)
+/* The typed signature of one of the first twelve operators. */
+static int legacy_ok(const pe_graph *g, const pe_graph_op *op)
 {
-    int32_t i, k;
-    if (bad_op != NULL) {
-        *bad_op = -1;
-    }
-    if (bad_tensor != NULL) {
-        *bad_tensor = -1;
-    }
-    if (g == NULL || g->num_tensors < 0 || g->num_ops < 0 || g->arena_size < 0 ||
-        (g->num_tensors > 0 && g->tensors == NULL) || (g->num_ops > 0 && g->ops == NULL)) {
-        return PE_ERR_ARG;
-    }
-    for (i = 0; i < g->num_tensors; i++) {
-        if (!tensor_ok(g, i, g->arena_size)) {
-            if (bad_tensor != NULL) {
-                *bad_tensor = i;
-            }
-            return PE_ERR_ARG;
+    int32_t in_t[LEGACY_MAX_INPUTS];
+    int32_t out_t, k, t;
+    int ok = op->num_inputs <= LEGACY_MAX_INPUTS && op->num_outputs == 1;
+    op_signature(op->type, in_t, &out_t);
+    for (k = 0; k < LEGACY_MAX_INPUTS && ok; k++) {
+        t = IN(k);
+        if (t == -1) {
+            /* only the bias is optional */
+            ok = in_t[k] == -1 || k == 2;
+        } else {
+            ok = in_t[k] != -1 && (int32_t)g->tensors[t].dtype == in_t[k];
         }
     }
-    for (i = 0; i < g->num_ops; i++) {
-        const pe_graph_op *op = &g->ops[i];
-        int32_t in_t[PE_GRAPH_MAX_INPUTS];
-        int32_t out_t;
-        int ok = op_type_known(op->type);
-        if (ok) {
-            op_signature(op->type, in_t, &out_t);
-            for (k = 0; k < PE_GRAPH_MAX_INPUTS && ok; k++) {
-                const int32_t t = op->inputs[k];
-                if (t == -1) {
-                    /* only the bias is optional */
-                    ok = in_t[k] == -1 || k == 2;
-                } else {
-                    ok = in_t[k] != -1 && t >= 0 && t < g->num_tensors &&
-                         (int32_t)g->tensors[t].dtype == in_t[k];
-                }
-            }
-            ok = ok && op->output >= 0 && op->output < g->num_tensors &&
-                 (int32_t)g->tensors[op->output].dtype == out_t &&
-                 g->tensors[op->output].data == NULL;
-            if (op->type == PE_GOP_RESHAPE) {
-                ok = ok && g->tensors[op->inputs[0]].bytes == g->tensors[op->output].bytes;
-            }
-            if (op->scratch_size < 0 ||
-                (op->scratch_size > 0 &&
-                 (op->scratch_offset < 0 ||
-                  (int64_t)op->scratch_offset + op->scratch_size > (int64_t)g->arena_size))) {
-                ok = 0;
-            }
-            ok = ok && !scratch_overlaps(g, op);
-        }
-        if (!ok) {
-            if (bad_op != NULL) {
-                *bad_op = i;
-            }
-            return PE_ERR_ARG;
-        }
+    ok = ok && (int32_t)g->tensors[OUT0].dtype == out_t;
+    if (ok && op->type == PE_GOP_RESHAPE) {
+        ok = g->tensors[IN(0)].bytes == g->tensors[OUT0].bytes;
     }
-    return PE_OK;
+    return ok;
 }
+
+static pe_graph_runner runner_for(pe_graph_op_type type);
 
 static pe_status run_fc(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
                         const pe_context *arena)
 {
-    const int8_t *in = (const int8_t *)tensor_in(g, op->inputs[0], arena, PE_DT_INT8);
-    const int8_t *w = (const int8_t *)tensor_in(g, op->inputs[1], arena, PE_DT_INT8);
+    const int8_t *in = (const int8_t *)tensor_in(g, IN(0), arena, PE_DT_INT8);
+    const int8_t *w = (const int8_t *)tensor_in(g, IN(1), arena, PE_DT_INT8);
     const int32_t *bias = NULL;
-    int8_t *out = (int8_t *)tensor_out(g, op->output, arena, PE_DT_INT8);
+    int8_t *out = (int8_t *)tensor_out(g, OUT0, arena, PE_DT_INT8);
     pe_dims in_d, w_d, out_d;
     int32_t depth, features, count;
     if (in == NULL || w == NULL || out == NULL) {
         return PE_ERR_ARG;
     }
     /* filter [O][K] whatever its declared rank: K = its last dim, O = the rest */
-    depth = dims_of(g, op->inputs[1])->c;
-    features = count_of(g, op->inputs[1]) / depth;
-    count = count_of(g, op->inputs[0]);
-    if (op->inputs[2] != -1) {
-        bias = (const int32_t *)tensor_in(g, op->inputs[2], arena, PE_DT_INT32);
-        if (bias == NULL || count_of(g, op->inputs[2]) != features) {
+    depth = dims_of(g, IN(1))->c;
+    features = count_of(g, IN(1)) / depth;
+    count = count_of(g, IN(0));
+    if (IN(2) != -1) {
+        bias = (const int32_t *)tensor_in(g, IN(2), arena, PE_DT_INT32);
+        if (bias == NULL || count_of(g, IN(2)) != features) {
             return PE_ERR_ARG;
         }
     }
@@ -295,7 +330,7 @@ static pe_status run_fc(const pe_graph *g, const pe_graph_op *op, const pe_conte
     out_d.h = 1;
     out_d.w = 1;
     out_d.c = features;
-    if ((int64_t)out_d.n * features != (int64_t)count_of(g, op->output)) {
+    if ((int64_t)out_d.n * features != (int64_t)count_of(g, OUT0)) {
         return PE_ERR_ARG;
     }
     return pe_fully_connected_s8(ctx, &op->p.fc.params, &op->p.fc.quant.quant, &in_d, in, &w_d, w,
@@ -305,18 +340,18 @@ static pe_status run_fc(const pe_graph *g, const pe_graph_op *op, const pe_conte
 static pe_status run_conv(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
                           const pe_context *arena)
 {
-    const int8_t *in = (const int8_t *)tensor_in(g, op->inputs[0], arena, PE_DT_INT8);
-    const int8_t *w = (const int8_t *)tensor_in(g, op->inputs[1], arena, PE_DT_INT8);
+    const int8_t *in = (const int8_t *)tensor_in(g, IN(0), arena, PE_DT_INT8);
+    const int8_t *w = (const int8_t *)tensor_in(g, IN(1), arena, PE_DT_INT8);
     const int32_t *bias = NULL;
-    int8_t *out = (int8_t *)tensor_out(g, op->output, arena, PE_DT_INT8);
+    int8_t *out = (int8_t *)tensor_out(g, OUT0, arena, PE_DT_INT8);
     const pe_dims *od;
     if (in == NULL || w == NULL || out == NULL) {
         return PE_ERR_ARG;
     }
-    od = dims_of(g, op->output);
-    if (op->inputs[2] != -1) {
-        bias = (const int32_t *)tensor_in(g, op->inputs[2], arena, PE_DT_INT32);
-        if (bias == NULL || count_of(g, op->inputs[2]) != od->c) {
+    od = dims_of(g, OUT0);
+    if (IN(2) != -1) {
+        bias = (const int32_t *)tensor_in(g, IN(2), arena, PE_DT_INT32);
+        if (bias == NULL || count_of(g, IN(2)) != od->c) {
             return PE_ERR_ARG;
         }
     }
@@ -326,54 +361,58 @@ static pe_status run_conv(const pe_graph *g, const pe_graph_op *op, const pe_con
     }
     if (op->type == PE_GOP_CONV_2D) {
         return pe_conv2d_rev_s8(ctx, &op->p.conv.params, &op->p.conv.quant.quant,
-                                dims_of(g, op->inputs[0]), in, dims_of(g, op->inputs[1]), w, bias, od,
+                                dims_of(g, IN(0)), in, dims_of(g, IN(1)), w, bias, od,
                                 out);
     }
     return pe_depthwise_conv2d_rev_s8(ctx, &op->p.conv.params, &op->p.conv.quant.quant,
-                                      dims_of(g, op->inputs[0]), in, dims_of(g, op->inputs[1]), w,
+                                      dims_of(g, IN(0)), in, dims_of(g, IN(1)), w,
                                       bias, od, out);
 }
 
 static pe_status run_pool(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
                           const pe_context *arena)
 {
-    const int8_t *in = (const int8_t *)tensor_in(g, op->inputs[0], arena, PE_DT_INT8);
-    int8_t *out = (int8_t *)tensor_out(g, op->output, arena, PE_DT_INT8);
+    const int8_t *in = (const int8_t *)tensor_in(g, IN(0), arena, PE_DT_INT8);
+    int8_t *out = (int8_t *)tensor_out(g, OUT0, arena, PE_DT_INT8);
     pe_pool_params params;
     if (in == NULL || out == NULL) {
         return PE_ERR_ARG;
     }
     params = op->p.pool;
     params.kind = op->type == PE_GOP_MAX_POOL_2D ? PE_POOL_MAX : PE_POOL_AVG;
-    return pe_pool_rev_s8(ctx, &params, dims_of(g, op->inputs[0]), in, dims_of(g, op->output), out);
+    return pe_pool_rev_s8(ctx, &params, dims_of(g, IN(0)), in, dims_of(g, OUT0), out);
 }
 
-static pe_status run_softmax(const pe_graph *g, const pe_graph_op *op, const pe_context *arena)
+static pe_status run_softmax(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
+                             const pe_context *arena)
 {
-    const int8_t *in = (const int8_t *)tensor_in(g, op->inputs[0], arena, PE_DT_INT8);
-    int8_t *out = (int8_t *)tensor_out(g, op->output, arena, PE_DT_INT8);
+    const int8_t *in = (const int8_t *)tensor_in(g, IN(0), arena, PE_DT_INT8);
+    int8_t *out = (int8_t *)tensor_out(g, OUT0, arena, PE_DT_INT8);
     const pe_dims *d;
-    if (in == NULL || out == NULL || count_of(g, op->inputs[0]) != count_of(g, op->output)) {
+    (void)ctx;
+    if (in == NULL || out == NULL || count_of(g, IN(0)) != count_of(g, OUT0)) {
         return PE_ERR_ARG;
     }
-    d = dims_of(g, op->inputs[0]);
+    d = dims_of(g, IN(0));
     return pe_softmax_s8(&op->p.softmax, d->n * d->h * d->w, d->c, in, out);
 }
 
-static pe_status run_reshape(const pe_graph *g, const pe_graph_op *op, const pe_context *arena)
+static pe_status run_reshape(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
+                             const pe_context *arena)
 {
     const pe_graph_tensor *src_t;
     const uint8_t *src;
     uint8_t *dst;
     int32_t i, n;
-    if (!tensor_ok(g, op->inputs[0], arena->size) || !tensor_ok(g, op->output, arena->size)) {
+    (void)ctx;
+    if (!pe_graph_tensor_valid(g, IN(0), arena->size) || !pe_graph_tensor_valid(g, OUT0, arena->size)) {
         return PE_ERR_ARG;
     }
-    src_t = &g->tensors[op->inputs[0]];
-    src = (const uint8_t *)tensor_in(g, op->inputs[0], arena, src_t->dtype);
-    dst = (uint8_t *)tensor_out(g, op->output, arena, src_t->dtype);
+    src_t = &g->tensors[IN(0)];
+    src = (const uint8_t *)tensor_in(g, IN(0), arena, src_t->dtype);
+    dst = (uint8_t *)tensor_out(g, OUT0, arena, src_t->dtype);
     n = src_t->bytes;
-    if (src == NULL || dst == NULL || g->tensors[op->output].bytes != n) {
+    if (src == NULL || dst == NULL || g->tensors[OUT0].bytes != n) {
         return PE_ERR_ARG;
     }
     if (src == dst) {
@@ -395,18 +434,18 @@ static pe_status run_reshape(const pe_graph *g, const pe_graph_op *op, const pe_
 static pe_status run_binary(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
                             const pe_context *arena)
 {
-    const int8_t *a = (const int8_t *)tensor_in(g, op->inputs[0], arena, PE_DT_INT8);
-    const int8_t *b = (const int8_t *)tensor_in(g, op->inputs[1], arena, PE_DT_INT8);
-    int8_t *out = (int8_t *)tensor_out(g, op->output, arena, PE_DT_INT8);
+    const int8_t *a = (const int8_t *)tensor_in(g, IN(0), arena, PE_DT_INT8);
+    const int8_t *b = (const int8_t *)tensor_in(g, IN(1), arena, PE_DT_INT8);
+    int8_t *out = (int8_t *)tensor_out(g, OUT0, arena, PE_DT_INT8);
     if (a == NULL || b == NULL || out == NULL) {
         return PE_ERR_ARG;
     }
     if (op->type == PE_GOP_ADD) {
-        return pe_add_s8(ctx, &op->p.add, dims_of(g, op->inputs[0]), a, dims_of(g, op->inputs[1]), b,
-                         dims_of(g, op->output), out);
+        return pe_add_s8(ctx, &op->p.add, dims_of(g, IN(0)), a, dims_of(g, IN(1)), b,
+                         dims_of(g, OUT0), out);
     }
-    return pe_mul_s8(ctx, &op->p.mul, dims_of(g, op->inputs[0]), a, dims_of(g, op->inputs[1]), b,
-                     dims_of(g, op->output), out);
+    return pe_mul_s8(ctx, &op->p.mul, dims_of(g, IN(0)), a, dims_of(g, IN(1)), b,
+                     dims_of(g, OUT0), out);
 }
 
 static pe_status run_unary(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
@@ -414,31 +453,31 @@ static pe_status run_unary(const pe_graph *g, const pe_graph_op *op, const pe_co
 {
     int32_t n;
     /* indices checked before their dims are read */
-    if (!tensor_ok(g, op->inputs[0], arena->size) || !tensor_ok(g, op->output, arena->size)) {
+    if (!pe_graph_tensor_valid(g, IN(0), arena->size) || !pe_graph_tensor_valid(g, OUT0, arena->size)) {
         return PE_ERR_ARG;
     }
-    n = count_of(g, op->inputs[0]);
-    if (n != count_of(g, op->output)) {
+    n = count_of(g, IN(0));
+    if (n != count_of(g, OUT0)) {
         return PE_ERR_ARG;
     }
     if (op->type == PE_GOP_REQUANTIZE) {
-        const int8_t *in = (const int8_t *)tensor_in(g, op->inputs[0], arena, PE_DT_INT8);
-        int8_t *out = (int8_t *)tensor_out(g, op->output, arena, PE_DT_INT8);
+        const int8_t *in = (const int8_t *)tensor_in(g, IN(0), arena, PE_DT_INT8);
+        int8_t *out = (int8_t *)tensor_out(g, OUT0, arena, PE_DT_INT8);
         if (in == NULL || out == NULL) {
             return PE_ERR_ARG;
         }
         return pe_requantize_s8(ctx, &op->p.requant, n, in, out);
     }
     if (op->type == PE_GOP_QUANTIZE) {
-        const float *in = (const float *)tensor_in(g, op->inputs[0], arena, PE_DT_FLOAT32);
-        int8_t *out = (int8_t *)tensor_out(g, op->output, arena, PE_DT_INT8);
+        const float *in = (const float *)tensor_in(g, IN(0), arena, PE_DT_FLOAT32);
+        int8_t *out = (int8_t *)tensor_out(g, OUT0, arena, PE_DT_INT8);
         if (in == NULL || out == NULL) {
             return PE_ERR_ARG;
         }
         return pe_quantize_f32_s8(ctx, &op->p.fquant, n, in, out);
     } else {
-        const int8_t *in = (const int8_t *)tensor_in(g, op->inputs[0], arena, PE_DT_INT8);
-        float *out = (float *)tensor_out(g, op->output, arena, PE_DT_FLOAT32);
+        const int8_t *in = (const int8_t *)tensor_in(g, IN(0), arena, PE_DT_INT8);
+        float *out = (float *)tensor_out(g, OUT0, arena, PE_DT_FLOAT32);
         if (in == NULL || out == NULL) {
             return PE_ERR_ARG;
         }
@@ -446,9 +485,90 @@ static pe_status run_unary(const pe_graph *g, const pe_graph_op *op, const pe_co
     }
 }
 
+/* The runner of each operator type; NULL for a type the runtime does not
+ * know. Operator families added later list theirs here (one line each). */
+static pe_graph_runner runner_for(pe_graph_op_type type)
+{
+    switch (type) {
+    case PE_GOP_FULLY_CONNECTED:
+        return run_fc;
+    case PE_GOP_SOFTMAX:
+        return run_softmax;
+    case PE_GOP_RESHAPE:
+        return run_reshape;
+    case PE_GOP_ADD:
+    case PE_GOP_MUL:
+        return run_binary;
+    case PE_GOP_REQUANTIZE:
+    case PE_GOP_QUANTIZE:
+    case PE_GOP_DEQUANTIZE:
+        return run_unary;
+    case PE_GOP_CONV_2D:
+    case PE_GOP_DEPTHWISE_CONV_2D:
+        return run_conv;
+    case PE_GOP_AVERAGE_POOL_2D:
+    case PE_GOP_MAX_POOL_2D:
+        return run_pool;
+    default:
+        return NULL;
+    }
+}
+
+/* Scratch inside the arena and clear of the operator's own tensors. */
+static int scratch_ok(const pe_graph *g, const pe_graph_op *op, int32_t arena_size)
+{
+    if (op->scratch_size < 0) {
+        return 0;
+    }
+    if (op->scratch_size > 0 &&
+        (op->scratch_offset < 0 || (int64_t)op->scratch_offset + op->scratch_size > (int64_t)arena_size)) {
+        return 0;
+    }
+    return !scratch_overlaps(g, op);
+}
+
+pe_status pe_graph_check(const pe_graph *g, int32_t *bad_op, int32_t *bad_tensor)
+{
+    int32_t i;
+    if (bad_op != NULL) {
+        *bad_op = -1;
+    }
+    if (bad_tensor != NULL) {
+        *bad_tensor = -1;
+    }
+    if (g == NULL || g->num_tensors < 0 || g->num_ops < 0 || g->arena_size < 0 ||
+        (g->num_tensors > 0 && g->tensors == NULL) || (g->num_ops > 0 && g->ops == NULL)) {
+        return PE_ERR_ARG;
+    }
+    for (i = 0; i < g->num_tensors; i++) {
+        if (!pe_graph_tensor_valid(g, i, g->arena_size)) {
+            if (bad_tensor != NULL) {
+                *bad_tensor = i;
+            }
+            return PE_ERR_ARG;
+        }
+    }
+    for (i = 0; i < g->num_ops; i++) {
+        const pe_graph_op *op = &g->ops[i];
+        int ok = runner_for(op->type) != NULL && io_lists_ok(g, op) &&
+                 scratch_ok(g, op, g->arena_size);
+        if (ok && is_legacy(op->type)) {
+            ok = legacy_ok(g, op);
+        }
+        if (!ok) {
+            if (bad_op != NULL) {
+                *bad_op = i;
+            }
+            return PE_ERR_ARG;
+        }
+    }
+    return PE_OK;
+}
+
 pe_status pe_graph_invoke_op(const pe_graph *g, int32_t i, const pe_context *arena)
 {
     const pe_graph_op *op;
+    pe_graph_runner run;
     pe_context ctx;
     if (g == NULL || arena == NULL || i < 0 || i >= g->num_ops || g->ops == NULL ||
         g->tensors == NULL) {
@@ -458,40 +578,26 @@ pe_status pe_graph_invoke_op(const pe_graph *g, int32_t i, const pe_context *are
         return PE_ERR_SCRATCH;
     }
     op = &g->ops[i];
+    run = runner_for(op->type);
+    if (run == NULL || !io_lists_ok(g, op)) {
+        return PE_ERR_ARG;
+    }
+    if (is_legacy(op->type) && (op->num_inputs > LEGACY_MAX_INPUTS || op->num_outputs != 1)) {
+        return PE_ERR_ARG;
+    }
     ctx.buf = NULL;
     ctx.size = 0;
     ctx.stats = arena->stats;
     if (op->scratch_size > 0) {
-        if (op->scratch_offset < 0 || (int64_t)op->scratch_offset + op->scratch_size > arena->size ||
-            scratch_overlaps(g, op)) {
+        if (!scratch_ok(g, op, arena->size)) {
             return PE_ERR_ARG;
         }
         ctx.buf = (int8_t *)arena->buf + op->scratch_offset;
         ctx.size = op->scratch_size;
-    }
-    switch (op->type) {
-    case PE_GOP_FULLY_CONNECTED:
-        return run_fc(g, op, &ctx, arena);
-    case PE_GOP_SOFTMAX:
-        return run_softmax(g, op, arena);
-    case PE_GOP_RESHAPE:
-        return run_reshape(g, op, arena);
-    case PE_GOP_ADD:
-    case PE_GOP_MUL:
-        return run_binary(g, op, &ctx, arena);
-    case PE_GOP_REQUANTIZE:
-    case PE_GOP_QUANTIZE:
-    case PE_GOP_DEQUANTIZE:
-        return run_unary(g, op, &ctx, arena);
-    case PE_GOP_CONV_2D:
-    case PE_GOP_DEPTHWISE_CONV_2D:
-        return run_conv(g, op, &ctx, arena);
-    case PE_GOP_AVERAGE_POOL_2D:
-    case PE_GOP_MAX_POOL_2D:
-        return run_pool(g, op, &ctx, arena);
-    default:
+    } else if (op->scratch_size < 0) {
         return PE_ERR_ARG;
     }
+    return run(g, op, &ctx, arena);
 }
 
 pe_status pe_graph_invoke(const pe_graph *g, const pe_context *arena)

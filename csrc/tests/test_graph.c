@@ -329,6 +329,20 @@ static void dims_set(pe_dims *d, int32_t n, int32_t h, int32_t w, int32_t c)
     d->c = c;
 }
 
+/* Each test operator reads three inputs and writes one output, kept in
+ * g_io[slot] = {in0, in1, in2, out} (the table's lists point into it). */
+static int32_t g_io[16][4];
+
+static void bind_io(pe_graph_op *op, int32_t slot)
+{
+    op->inputs = g_io[slot];
+    op->num_inputs = 3;
+    op->outputs = &g_io[slot][3];
+    op->num_outputs = 1;
+    op->params = NULL;
+    op->num_params = 0;
+}
+
 static void build(pe_graph_tensor *t, pe_graph_op *ops, int32_t *arena_size)
 {
     int32_t i, off = 0;
@@ -374,12 +388,15 @@ static void build(pe_graph_tensor *t, pe_graph_op *ops, int32_t *arena_size)
     fc_m[0] = 1300000000;
     fc_s[0] = -9;
     memset(ops, 0, 6 * sizeof(pe_graph_op));
+    for (i = 0; i < 6; i++) {
+        bind_io(&ops[i], i);
+    }
     /* 0: conv */
     ops[0].type = PE_GOP_CONV_2D;
-    ops[0].inputs[0] = T_IN;
-    ops[0].inputs[1] = T_CW;
-    ops[0].inputs[2] = T_CB;
-    ops[0].output = T_CONV;
+    g_io[0][0] = T_IN;
+    g_io[0][1] = T_CW;
+    g_io[0][2] = T_CB;
+    g_io[0][3] = T_CONV;
     ops[0].p.conv.params.input_offset = 3;
     ops[0].p.conv.params.output_offset = -2;
     ops[0].p.conv.params.stride.h = 1;
@@ -400,10 +417,10 @@ static void build(pe_graph_tensor *t, pe_graph_op *ops, int32_t *arena_size)
     ops[0].p.conv.quant.count = 4;
     /* 1: max pool */
     ops[1].type = PE_GOP_MAX_POOL_2D;
-    ops[1].inputs[0] = T_CONV;
-    ops[1].inputs[1] = -1;
-    ops[1].inputs[2] = -1;
-    ops[1].output = T_POOL;
+    g_io[1][0] = T_CONV;
+    g_io[1][1] = -1;
+    g_io[1][2] = -1;
+    g_io[1][3] = T_POOL;
     ops[1].p.pool.kind = PE_POOL_MAX;
     ops[1].p.pool.window.h = 2;
     ops[1].p.pool.window.w = 2;
@@ -413,16 +430,16 @@ static void build(pe_graph_tensor *t, pe_graph_op *ops, int32_t *arena_size)
     ops[1].p.pool.activation.max = 127;
     /* 2: reshape */
     ops[2].type = PE_GOP_RESHAPE;
-    ops[2].inputs[0] = T_POOL;
-    ops[2].inputs[1] = -1;
-    ops[2].inputs[2] = -1;
-    ops[2].output = T_FLAT;
+    g_io[2][0] = T_POOL;
+    g_io[2][1] = -1;
+    g_io[2][2] = -1;
+    g_io[2][3] = T_FLAT;
     /* 3: fc */
     ops[3].type = PE_GOP_FULLY_CONNECTED;
-    ops[3].inputs[0] = T_FLAT;
-    ops[3].inputs[1] = T_FW;
-    ops[3].inputs[2] = T_FB;
-    ops[3].output = T_FC;
+    g_io[3][0] = T_FLAT;
+    g_io[3][1] = T_FW;
+    g_io[3][2] = T_FB;
+    g_io[3][3] = T_FC;
     ops[3].p.fc.params.input_offset = 1;
     ops[3].p.fc.params.output_offset = 4;
     ops[3].p.fc.params.activation.min = -128;
@@ -433,10 +450,10 @@ static void build(pe_graph_tensor *t, pe_graph_op *ops, int32_t *arena_size)
     ops[3].p.fc.quant.count = 1;
     /* 4: add */
     ops[4].type = PE_GOP_ADD;
-    ops[4].inputs[0] = T_FC;
-    ops[4].inputs[1] = T_K;
-    ops[4].inputs[2] = -1;
-    ops[4].output = T_ADD;
+    g_io[4][0] = T_FC;
+    g_io[4][1] = T_K;
+    g_io[4][2] = -1;
+    g_io[4][3] = T_ADD;
     ops[4].p.add.left_shift = 20;
     ops[4].p.add.input1_quant.multiplier = 1073741824;
     ops[4].p.add.input1_quant.shift = 0;
@@ -448,10 +465,10 @@ static void build(pe_graph_tensor *t, pe_graph_op *ops, int32_t *arena_size)
     ops[4].p.add.activation.max = 127;
     /* 5: softmax */
     ops[5].type = PE_GOP_SOFTMAX;
-    ops[5].inputs[0] = T_ADD;
-    ops[5].inputs[1] = -1;
-    ops[5].inputs[2] = -1;
-    ops[5].output = T_OUT;
+    g_io[5][0] = T_ADD;
+    g_io[5][1] = -1;
+    g_io[5][2] = -1;
+    g_io[5][3] = T_OUT;
     ops[5].p.softmax.mult = 1717986918;
     ops[5].p.softmax.shift = 22;
     ops[5].p.softmax.diff_min = -248;
@@ -570,15 +587,15 @@ static void test_graph_runtime(void)
     PE_CHECK_EQ(pe_graph_check(&g, &bad_op, &bad_tensor), PE_ERR_ARG);
     PE_CHECK_EQ(bad_tensor, T_FC);
     t[T_FC].bytes = 5;
-    ops[3].output = T_FW; /* writes a constant */
+    g_io[3][3] = T_FW; /* writes a constant */
     PE_CHECK_EQ(pe_graph_check(&g, &bad_op, &bad_tensor), PE_ERR_ARG);
     PE_CHECK_EQ(bad_op, 3);
     PE_CHECK_EQ(pe_graph_invoke_op(&g, 3, &a), PE_ERR_ARG);
-    ops[3].output = T_FC;
-    ops[4].inputs[1] = T_CB; /* int32 where ADD needs int8 */
+    g_io[3][3] = T_FC;
+    g_io[4][1] = T_CB; /* int32 where ADD needs int8 */
     PE_CHECK_EQ(pe_graph_check(&g, &bad_op, &bad_tensor), PE_ERR_ARG);
     PE_CHECK_EQ(bad_op, 4);
-    ops[4].inputs[1] = T_K;
+    g_io[4][1] = T_K;
     ops[0].scratch_offset = g.arena_size; /* scratch outside the arena */
     PE_CHECK_EQ(pe_graph_check(&g, &bad_op, &bad_tensor), PE_ERR_ARG);
     PE_CHECK_EQ(bad_op, 0);
@@ -628,6 +645,7 @@ static void test_reshape_copy(void)
     int8_t arena[64];
     int32_t i;
     memset(&op, 0, sizeof(op));
+    bind_io(&op, 15);
     dims_set(&t[0].dims, 1, 2, 3, 4);
     dims_set(&t[1].dims, 1, 1, 1, 24);
     for (i = 0; i < 2; i++) {
@@ -638,10 +656,10 @@ static void test_reshape_copy(void)
     t[0].offset = 0;
     t[1].offset = 32;
     op.type = PE_GOP_RESHAPE;
-    op.inputs[0] = 0;
-    op.inputs[1] = -1;
-    op.inputs[2] = -1;
-    op.output = 1;
+    g_io[15][0] = 0;
+    g_io[15][1] = -1;
+    g_io[15][2] = -1;
+    g_io[15][3] = 1;
     op.scratch_offset = -1;
     g.tensors = t;
     g.num_tensors = 2;
@@ -681,6 +699,7 @@ static void test_graph_regressions(void)
     int32_t bad_op, bad_tensor;
     memset(t, 0, sizeof(t));
     memset(&op, 0, sizeof(op));
+    bind_io(&op, 15);
     dims_set(&t[0].dims, 1, 2, 3, 4);
     dims_set(&t[1].dims, 1, 2, 3, 4);
     t[0].dtype = t[1].dtype = PE_DT_INT8;
@@ -688,10 +707,10 @@ static void test_graph_regressions(void)
     t[0].offset = 0;
     t[1].offset = 32;
     op.type = PE_GOP_REQUANTIZE;
-    op.inputs[0] = 0;
-    op.inputs[1] = -1;
-    op.inputs[2] = -1;
-    op.output = 1;
+    g_io[15][0] = 0;
+    g_io[15][1] = -1;
+    g_io[15][2] = -1;
+    g_io[15][3] = 1;
     op.scratch_offset = -1;
     op.p.requant.quant.multiplier = 1 << 30;
     op.p.requant.activation.min = -128;
@@ -732,17 +751,17 @@ static void test_graph_regressions(void)
         for (i = 0; i < 3; i++) {
             op.type = unary[i];
             for (k = 0; k < 4; k++) {
-                op.inputs[0] = bad_index[k];
-                op.output = 1;
+                g_io[15][0] = bad_index[k];
+                g_io[15][3] = 1;
                 PE_CHECK_EQ(pe_graph_invoke_op(&g, 0, &a), PE_ERR_ARG);
-                op.inputs[0] = 0;
-                op.output = bad_index[k];
+                g_io[15][0] = 0;
+                g_io[15][3] = bad_index[k];
                 PE_CHECK_EQ(pe_graph_invoke_op(&g, 0, &a), PE_ERR_ARG);
             }
         }
         op.type = PE_GOP_REQUANTIZE;
-        op.inputs[0] = 0;
-        op.output = 1;
+        g_io[15][0] = 0;
+        g_io[15][3] = 1;
     }
 }
 

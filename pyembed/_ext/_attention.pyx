@@ -2,7 +2,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """Bindings for the streaming attention and its baseline (pe_attention.h).
 
-Arguments arrive validated by pyembed.nf_attention (dtypes, shapes, ranges);
+Arguments arrive validated by pyembed.kernels.attention (dtypes, shapes, ranges);
 the C kernels check them again and every status becomes an exception here.
 """
 import numpy as np

@@ -3,7 +3,7 @@
 """Bindings for reverse convolution (pe_conv.h).
 
 Arrays arrive validated, C-contiguous and of the exact dtype from
-pyembed.conv, which is the public API. Convolution parameters travel as a
+pyembed.kernels.conv, which is the public API. Convolution parameters travel as a
 dict (see _params below).
 """
 import numpy as np
@@ -138,7 +138,7 @@ def conv_rev(bint depthwise, dict params, const int8_t[:, :, :, ::1] inp,
 
 
 cdef class ConvRevStream:
-    """The C row stream; pyembed.conv.Conv2dStream is the public face."""
+    """The C row stream; pyembed.kernels.conv.Conv2dStream is the public face."""
     cdef pe_conv_rev_stream st
     cdef pe_context ctx
     cdef pe_stats stats
@@ -241,7 +241,7 @@ STRATEGIES = {"none": PE_FUSE_NONE, "naive": PE_FUSE_NAIVE, "striped": PE_FUSE_S
 
 
 cdef pe_pool_params _pool_params(tuple prm):
-    """The tuple of pyembed.pooling.make_params -> pe_pool_params."""
+    """The tuple of pyembed.kernels.pooling.make_params -> pe_pool_params."""
     cdef pe_pool_params p
     (kind, p.window.h, p.window.w, p.stride.h, p.stride.w, p.padding.top, p.padding.bottom,
      p.padding.left, p.padding.right, p.activation.min, p.activation.max,

@@ -3,7 +3,7 @@
 """Bindings for the fixed-point primitives (pe_fixed.h) and softmax (pe_softmax.h).
 
 Every function here takes 1-D C-contiguous arrays already validated and
-broadcast by pyembed.fixed; the Python layer is the public API.
+broadcast by pyembed.kernels.fixed; the Python layer is the public API.
 """
 import numpy as np
 cimport numpy as cnp

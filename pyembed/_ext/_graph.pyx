@@ -1,10 +1,10 @@
-# pyembed-csrc: pe_graph.c pe_fc.c pe_eltwise.c pe_softmax.c pe_conv_rev.c pe_pool_rev.c
+# The graph runtime dispatches to every operator family, so this extension links every file in csrc/src (no pyembed-csrc line).
 # cython: language_level=3, boundscheck=False, wraparound=False
 """Bindings for the C graph runtime (pe_graph.h) and the kernels it owns
 (pe_fc.h, pe_eltwise.h).
 
 CompiledGraph holds the C tensor and operator tables built from plain Python
-descriptions (pyembed.ops builds them from a Graph and a Layout) and keeps
+descriptions (pyembed.model.ops builds them from a Graph and a Layout) and keeps
 every array the tables point into alive. The arena is a caller-provided
 uint8 array, so a simulator can pass a view into its simulated RAM.
 """
@@ -116,7 +116,7 @@ cdef extern from "pyembed/pe_graph.h":
         PE_GOP_REQUANTIZE
         PE_GOP_QUANTIZE
         PE_GOP_DEQUANTIZE
-    int PE_GRAPH_MAX_INPUTS
+    int PE_GRAPH_MAX_IO
     ctypedef struct pe_graph_tensor:
         const void *data
         int32_t offset
@@ -143,10 +143,14 @@ cdef extern from "pyembed/pe_graph.h":
         pe_float_quant_params fquant
     ctypedef struct pe_graph_op:
         pe_graph_op_type type
-        int32_t inputs[3]
-        int32_t output
+        const int32_t *inputs
+        int32_t num_inputs
+        const int32_t *outputs
+        int32_t num_outputs
         int32_t scratch_offset
         int32_t scratch_size
+        const int32_t *params
+        int32_t num_params
         pe_graph_op_params p
     ctypedef struct pe_graph:
         const pe_graph_tensor *tensors
@@ -218,7 +222,9 @@ cdef class CompiledGraph:
     """The C tables of one graph on one arena layout.
 
     tensors: list of (data or None, offset, bytes, (n, h, w, c), numpy dtype)
-    ops: list of dicts {type, inputs, output, scratch_offset, scratch_size, params}
+    ops: list of dicts {kind or code, inputs, outputs, scratch_offset, scratch_size, params}; an
+    operator beyond the first twelve gives its pe_graph_op_type as code and
+    its parameter words as params["words"]
     """
     cdef pe_graph g
     cdef pe_graph_tensor *tensors
@@ -275,14 +281,19 @@ cdef class CompiledGraph:
 
     cdef int _fill_op(self, pe_graph_op *op, dict spec) except -1:
         cdef dict p = spec["params"]
-        cdef int code = OP_CODES[spec["kind"]]
+        cdef int code = spec["code"] if "code" in spec else OP_CODES[spec["kind"]]
         cdef Py_ssize_t k
         cdef pe_rounding rnd = PE_ROUND_SINGLE if spec.get("rounding") == "single" else PE_ROUND_DOUBLE
-        ins = list(spec["inputs"]) + [-1] * 3
+        ins = list(spec["inputs"])
+        outs = list(spec["outputs"])
+        words = p.get("words", ()) if code > PE_GOP_DEQUANTIZE else ()
         op.type = <pe_graph_op_type>code
-        for k in range(3):
-            op.inputs[k] = <int32_t>ins[k]
-        op.output = <int32_t>spec["output"]
+        op.inputs = self._ints(ins)
+        op.num_inputs = <int32_t>len(ins)
+        op.outputs = self._ints(outs)
+        op.num_outputs = <int32_t>len(outs)
+        op.params = self._ints(words)
+        op.num_params = <int32_t>len(words)
         op.scratch_offset = <int32_t>spec["scratch_offset"]
         op.scratch_size = <int32_t>spec["scratch_size"]
         if code == PE_GOP_CONV_2D or code == PE_GOP_DEPTHWISE_CONV_2D:

@@ -5,7 +5,7 @@
 Parameters travel as one tuple
     (kind, win_h, win_w, stride_h, stride_w, pad_top, pad_bottom, pad_left,
      pad_right, act_min, act_max, sum_multiplier, sum_shift, output_offset)
-built and validated by pyembed.pooling, which is the public API; arrays
+built and validated by pyembed.kernels.pooling, which is the public API; arrays
 arrive C-contiguous with the right dtype and shape.
 """
 import numpy as np

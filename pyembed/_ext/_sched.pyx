@@ -3,7 +3,7 @@
 """Bindings for the cooperative dispatcher (pe_sched.h).
 
 The table arrives as numpy structured arrays whose dtypes mirror the C
-structs (pyembed.scheduler.dispatch defines them and validates the values);
+structs (pyembed.schedule.dispatch defines them and validates the values);
 this module keeps them alive, runs the C dispatcher over them, and provides
 two kinds of work functions:
 

@@ -3,7 +3,7 @@
 """Bindings for the stripe executor (pe_stripe.h).
 
 ``Network(specs, h, w, c)`` builds the static C network descriptor from a list
-of plain dicts (one per layer, produced and validated by pyembed.stripe) and
+of plain dicts (one per layer, produced and validated by pyembed.kernels.stripe) and
 keeps the weight arrays it points into alive. The Python layer is the public
 API.
 """

@@ -114,7 +114,7 @@ def _instructions(exe, mode, n, m, d, dv):
 
 
 def _memory(rows):
-    from pyembed import nf_attention as A
+    from pyembed.kernels import attention as A
     rng = np.random.default_rng(0)
     f = rng.normal(size=(N_TOKENS, DEPTH))
     q = np.clip(np.rint(f * 30), -127, 127).astype(np.int8)
@@ -155,7 +155,7 @@ def _fit_costs(exe):
 
 
 def _rule_check(exe):
-    from pyembed import nf_attention as A
+    from pyembed.kernels import attention as A
     rows = []
     for m, d, dv in ((2, 4, 64), (8, 8, 32), (4, 16, 16), (64, 16, 16), (16, 64, 8), (4800, 128, 2)):
         mm = min(m, 512)
@@ -167,7 +167,7 @@ def _rule_check(exe):
 
 
 def _stereo(factor=4, radius=2, temperature=20.0):
-    from pyembed.matching import match_disparity, quantize_symmetric, stereo_motorcycle
+    from pyembed.kernels.matching import match_disparity, quantize_symmetric, stereo_motorcycle
     fl, fr, gt, valid, dmax = stereo_motorcycle(factor, radius)
     kw = dict(max_disparity=dmax, temperature=temperature)
     d_fix, stats = match_disparity(fl, fr, return_stats=True, **kw)
@@ -192,7 +192,7 @@ def main(argv=None):
                          "except the matrix baseline's)")
     args = ap.parse_args(argv)
 
-    from pyembed import nf_attention as A
+    from pyembed.kernels import attention as A
     from pyembed._ext import _attention as ext
     from pyembed.bench.callgrind import build_program
 

@@ -82,7 +82,7 @@ STORED_VARIANT = 1
 
 def _load(model):
     from pyembed.data import model_path
-    from pyembed.graph import load_model
+    from pyembed.model.load import load_model
     return load_model(model_path(model))
 
 

@@ -36,7 +36,7 @@ def _median_ms(fn, runs):
 
 
 def measure(name, runs):
-    from pyembed.graph import load_model
+    from pyembed.model.load import load_model
     path = model_path(name)
     g = load_model(path)
     row = {"model": name, "operators": len(g.operators), "weights_bytes": g.weights_bytes, "macs": g.macs,
@@ -45,7 +45,7 @@ def measure(name, runs):
     row["arena_linear_bytes"] = lin.arena_size
     row["max_scratch_bytes"] = max((op.scratch_bytes for op in g.operators), default=0)
     try:
-        from pyembed.planner import plan_graph
+        from pyembed.plan import plan_graph
         row["arena_planned_bytes"] = plan_graph(g).arena_size
     except Exception:  # the planner is optional here
         row["arena_planned_bytes"] = None

@@ -40,9 +40,9 @@ def models_dir():
 
 
 def bench_model(path, time_limit):
-    from pyembed.graph import load_model
-    from pyembed.planner import build_problem, plan_graph, plan_problem, search_execution_order
-    from pyembed.tflite_offline import tflm_head, tune_for_tflm
+    from pyembed.model.load import load_model
+    from pyembed.plan import build_problem, plan_graph, plan_problem, search_execution_order
+    from pyembed.codegen.tflite_offline import tflm_head, tune_for_tflm
 
     g = load_model(path)
     readme = dict(include_scratch=False, include_variables=False, use_aliases=False)

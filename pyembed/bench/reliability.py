@@ -14,7 +14,7 @@ Targets:
                  from its index.json; replayed by tests/test_reliability_fuzz.py)
   models         mutated copies of the bundled .tflite models (truncated,
                  bytes flipped, uoffsets, buffer / tensor / opcode indices,
-                 shapes and types corrupted) through pyembed.graph.load_tflite_bytes,
+                 shapes and types corrupted) through pyembed.model.graph.load_tflite_bytes,
                  the planner (pyembed plan's plan_graph) and its independent
                  checker, and one inference: each case in a worker process with
                  a time limit, so a crash or a hang is counted, not fatal
@@ -154,8 +154,8 @@ import faulthandler, json, random, sys, traceback
 faulthandler.enable()
 import numpy as np
 from pyembed.errors import PyEmbedError
-from pyembed.graph import load_tflite_bytes
-from pyembed.planner import plan_graph, check_plan
+from pyembed.model.load import load_tflite_bytes
+from pyembed.plan import plan_graph, check_plan
 from pyembed.bench.reliability import field_positions, mutate
 cache = {}
 for line in sys.stdin:
@@ -177,8 +177,8 @@ for line in sys.stdin:
         if case.get("emit"):
             stage = "emit"
             import os, subprocess, tempfile
-            from pyembed.emit import write_plan_outputs
-            from pyembed.planner.planjson import load_plan
+            from pyembed.codegen.emit import write_plan_outputs
+            from pyembed.plan.planjson import load_plan
             with tempfile.TemporaryDirectory() as tmp:
                 paths = write_plan_outputs(g, plan, tmp)
                 load_plan(paths["plan.json"], check=True)
@@ -300,7 +300,7 @@ def model_campaign(n_cases, seed=0, models=None, timeout=10.0, run_every=4, emit
 def random_problem(rng, n_buffers, steps=None):
     """A random liveness problem: n_buffers buffers of random sizes (some
     equal, some tiny, some large) living over random step ranges."""
-    from pyembed.planner import Problem
+    from pyembed.plan import Problem
     steps = steps or max(2, n_buffers // 3)
     p = Problem()
     for _ in range(n_buffers):
@@ -373,9 +373,9 @@ def plan_campaign(n_cases, seed=0, max_buffers=2000, time_limit=2.0, compile_eve
     (one case in three) regions that may be too small. Every plan is checked
     with check_plan and its memplan.h compiled; a region too small must be a
     PlanError. Any other exception, or a plan the checker rejects, is a failure."""
-    from pyembed.emit import memplan_header
+    from pyembed.codegen.emit import memplan_header
     from pyembed.errors import PlanError
-    from pyembed.planner import ALGORITHMS, Region, check_plan, plan_problem
+    from pyembed.plan import ALGORITHMS, Region, check_plan, plan_problem
     algorithms = algorithms or tuple(ALGORITHMS)
     limits = {"cpsat": 200, "order_search": 400}  # exact / search placement: documented limits
     rng = random.Random(seed)
@@ -440,7 +440,7 @@ class _SimContext:
         if name not in self.graphs:
             import numpy as np
             from pyembed.data import model_path
-            from pyembed.graph import load_model
+            from pyembed.model.load import load_model
             g = load_model(model_path(name))
             x = [np.random.default_rng(0).integers(-128, 128, g.tensors[t].shape).astype(g.tensors[t].dtype)
                  for t in g.inputs]
@@ -449,7 +449,7 @@ class _SimContext:
 
     def sched(self):
         if self.schedule is None:
-            from pyembed.scheduler import Model, plan_schedule
+            from pyembed.schedule import Model, plan_schedule
             g = {n: self.graph(n)[0] for n in ("tiny_kws_dscnn_int8", "tiny_ad_autoencoder_int8",
                                                "tflm_hello_world_int8")}
             self.schedule = plan_schedule([Model(g["tiny_kws_dscnn_int8"], "kws", latency_sensitive=True),
@@ -496,7 +496,7 @@ def sim_case(kind, rng, ctx):
     """One injected fault; returns (description, failure or None); a case that
     does not apply (e.g. no segment block fits) is (description, None) with
     "n/a" in the description."""
-    import pyembed.ops
+    import pyembed.model.ops
     from firmware_sim import simulate
     if kind == "schedule_overrun":
         return _schedule_overrun(rng, ctx)
@@ -530,7 +530,7 @@ def sim_case(kind, rng, ctx):
                                lambda: ["flash image check at cycle 0", seen["addr"]], ("address", "region", "cycle"))
         return f"{name}: bit flip in programmed flash ({kw or 'resident'})", err
     # faults a kernel makes while running: patch the runtime for one run
-    original = pyembed.ops.GraphRuntime.invoke_op
+    original = pyembed.model.runtime.GraphRuntime.invoke_op
     seen = {}
     step = rng.randrange(len(g.operators))
     pick = (rng.random(), rng.random(), rng.randint(1, 64), rng.randint(1, 8))
@@ -581,12 +581,12 @@ def sim_case(kind, rng, ctx):
                 seen["op"] = f"#{op.index} {op.type}"
             return out
         must = lambda: ["wrote outside its planned buffers", seen["op"], seen["addr"]]  # noqa: E731
-    pyembed.ops.GraphRuntime.invoke_op = patched
+    pyembed.model.runtime.GraphRuntime.invoke_op = patched
     try:
         err, _ = _expect_fault(lambda: simulate(g, None, "stm32f446", x, on_programmed=keep),
                                lambda: must() if "op" in seen else [], ("address", "operator", "cycle"))
     finally:
-        pyembed.ops.GraphRuntime.invoke_op = original
+        pyembed.model.runtime.GraphRuntime.invoke_op = original
     if kind == "op_overrun" and "op" not in seen:
         return f"{name}: overrun at step {step} n/a (no byte outside the allowed buffers)", None
     return f"{name}: {kind} after step {step}", err
@@ -597,9 +597,9 @@ def _schedule_overrun(rng, ctx):
     dispatcher's timing model: every one is reported as an OVERRUN of that
     item and frame, every priority frame still runs (late or missed, both
     reported), nothing is dropped silently."""
-    from pyembed.scheduler import Overrun, simulate as sched_sim
-    from pyembed.scheduler.plan import PRIORITY
-    from pyembed.scheduler.run import EV_LATE, EV_MISS, EV_OVERRUN
+    from pyembed.schedule import Overrun, simulate as sched_sim
+    from pyembed.schedule.plan import PRIORITY
+    from pyembed.schedule.run import EV_LATE, EV_MISS, EV_OVERRUN
     s = ctx.sched()
     windows = 40 * s.hyper_windows if s.hyper_windows < 4 else 120
     clean = sched_sim(s, windows, jitter=0.0)

@@ -36,8 +36,8 @@ LOW_MODELS = ("tiny_ic_resnet8_int8", "tiny_vww_mobilenetv1_96_int8")
 
 def _models(names_rates):
     from pyembed.data import model_path
-    from pyembed.graph import load_model
-    from pyembed.scheduler import Model
+    from pyembed.model.load import load_model
+    from pyembed.schedule import Model
     out = []
     for name, kw in names_rates:
         out.append(Model(load_model(model_path(name)), name=name.split("_")[1], **kw))
@@ -64,8 +64,8 @@ def main(argv=None):
     ap.add_argument("--out", default=os.path.join("out", "scheduler"))
     args = ap.parse_args(argv)
 
-    from pyembed.scheduler import Overrun, Platform, emit_header, plan_schedule, simulate
-    from pyembed.scheduler.baselines import compare
+    from pyembed.schedule import Overrun, Platform, emit_header, plan_schedule, simulate
+    from pyembed.schedule.baselines import compare
 
     res = {"profile": args.profile, "window_ms": args.window_ms, "windows": args.windows, "jitter": args.jitter}
     os.makedirs(args.out, exist_ok=True)
@@ -100,7 +100,7 @@ def main(argv=None):
     res["trace_json"] = run.trace(0, 12).write(os.path.join(args.out, "trace.json"))
     res["header"] = os.path.join(args.out, "schedule.h")
     emit_header(sched, res["header"])
-    from pyembed.scheduler.glue import emit_glue
+    from pyembed.schedule.glue import emit_glue
     res["glue"] = emit_glue(sched, os.path.join(args.out, "glue"))["glue"]
 
     # faults: overruns of 10-100 % on random low-priority sub-models
@@ -144,7 +144,7 @@ def main(argv=None):
     res["cpu_accelerator"] = {"plan": s3.describe(), "summary": r3.summary()}
 
     # real kernels for a few windows, on the simulated MCU (event core, simulated RAM, write watch)
-    from pyembed.scheduler.mcu import run_on_mcu
+    from pyembed.schedule.mcu import run_on_mcu
     t0 = time.perf_counter()
     krun = run_on_mcu(sched, args.kernel_windows)
     bad = 0

@@ -57,7 +57,7 @@ def with_bandwidth(profile, region, mb_s):
 
 def _graph(name):
     from pyembed.data import model_path
-    from pyembed.graph import load_model
+    from pyembed.model.load import load_model
     return load_model(model_path(name))
 
 

@@ -4,29 +4,29 @@
                                    [--budgets 65536,32768,16384] [--no-reference]
 
 Network: pixel-to-pixel, 8 layers of 3x3 'same' convolutions, 3 -> 16 -> ...
--> 16 -> 3 channels, random int8 weights (pyembed.stripe.pixel_network), on a
+-> 16 -> 3 channels, random int8 weights (pyembed.kernels.stripe.pixel_network), on a
 random VGA image. Figures and where they come from:
 
-* full frame: the numpy layer-by-layer reference (pyembed.layers.run_layers)
+* full frame: the numpy layer-by-layer reference (pyembed.kernels.layers.run_layers)
   measures its MACs and the peak bytes of intermediate maps alive at once;
 * stripe: the C executor's counters (MACs) and arena query (bytes), plus the
   arena bytes it actually touched (high-water marks), from real runs; every
   stripe output is compared bit for bit with the reference (or, with
   --no-reference, with the full-width stripe run);
 * patch-based with recomputed halos (MCUNetV2): a Python counting model
-  (pyembed.stripe.PatchModel) of that scheme's tile buffers and MACs - it is
+  (pyembed.kernels.stripe.PatchModel) of that scheme's tile buffers and MACs - it is
   not run.
 The network input and output images are the caller's in every scheme and
 are not counted.
 
 Real model prefixes (--models, on by default; --only-models skips the VGA
 network): for each bundled model, the longest run of its first operators
-the stripe executor takes (pyembed.stripe.executable_chain, layer objects
-built from the graph's operators by pyembed.layers), run in stripes on a
+the stripe executor takes (pyembed.kernels.stripes.executable_chain, layer objects
+built from the graph's operators by pyembed.kernels.layers), run in stripes on a
 random input and compared bit for bit with the C graph runtime's tensor at
 that point (graph.run(x, keep_intermediates=True)). Memory: the planner's
 arena for those operators run full frame, layer by layer
-(pyembed.planner.plan_graph on Graph.subgraph: input, output, every map and
+(pyembed.plan.plan_graph on Graph.subgraph: input, output, every map and
 kernel scratch), against the stripe arena (the executor's query) plus the
 input and output images; MACs: the executor's counter against the numpy
 full-frame reference's count.
@@ -36,7 +36,8 @@ import time
 
 import numpy as np
 
-from pyembed import stripe
+from pyembed.kernels import stripe
+from pyembed.plan import stripes
 from pyembed.bench.common import emit, table
 
 # (model, first operator): KWS's operator 0 is a 10x4 convolution, larger
@@ -146,11 +147,11 @@ def measure(height=480, width=640, budgets=(65536, 32768, 16384), seed=0, refere
 def measure_models(prefixes=MODEL_PREFIXES, seed=0, block=stripe.DEFAULT_BLOCK):
     """The real-model prefix section (see the module comment)."""
     from pyembed.data import model_path
-    from pyembed.graph import load_model
+    from pyembed.model.load import load_model
     rows = []
     for name, first in prefixes:
         g = load_model(model_path(name))
-        chain = stripe.executable_chain(g, first)
+        chain = stripes.executable_chain(g, first)
         t = g.tensors[g.inputs[0]]
         xin = np.random.default_rng(seed).integers(-128, 128, size=t.shape).astype(np.int8)
         values = g.run(xin, keep_intermediates=True)
@@ -162,7 +163,7 @@ def measure_models(prefixes=MODEL_PREFIXES, seed=0, block=stripe.DEFAULT_BLOCK):
                 stripe.check_network(longer, longer.input_shape)
             except (stripe.ArgumentError, stripe.UnsupportedError) as e:
                 refused = str(e)
-        full = stripe.chain_memory(chain, None, block)
+        full = stripes.chain_memory(chain, None, block)
         got, st, dt, exact = _run(chain, x, full.stripe_width, block, want)
         net = stripe.compile_network(chain, chain.input_shape)
         ow = full.stripe_width
@@ -195,7 +196,7 @@ def measure_models(prefixes=MODEL_PREFIXES, seed=0, block=stripe.DEFAULT_BLOCK):
 
 def render_models(rows):
     lines = ["real model prefixes: the first operators the stripe executor takes, layer objects built from",
-             "the graph (pyembed.layers), bit-exact against graph.run's tensor at that point; full frame =",
+             "the graph (pyembed.kernels.layers), bit-exact against graph.run's tensor at that point; full frame =",
              "the planner's arena for those operators (input + output + maps + kernel scratch)"]
     for r in rows:
         s = r["stripe"]

@@ -55,7 +55,7 @@ def same_padding(d, window, stride):
 
 def make_case(seed=0, hw=IN_HW, channels=CHANNELS):
     """Deterministic int8 input, weights and per-channel quantization."""
-    from pyembed.quant import quantize_multiplier_array
+    from pyembed.kernels.quant import quantize_multiplier_array
     rng = np.random.default_rng(seed)
     x = rng.integers(-128, 128, size=(1, hw, hw, channels), dtype=np.int8)
     w = rng.integers(-127, 128, size=(channels, KERNEL, KERNEL, channels), dtype=np.int8)
@@ -66,7 +66,7 @@ def make_case(seed=0, hw=IN_HW, channels=CHANNELS):
 
 def run(case, stride, strategy):
     """(pooled output, counters) of one strategy on the Table I layer."""
-    from pyembed.conv import conv_pool2d
+    from pyembed.kernels.conv import conv_pool2d
     pt, pb = same_padding(IN_HW, WINDOW, stride)
     return conv_pool2d(case["x"], case["weights"], case["bias"], case["multiplier"],
                        case["shift"], padding=CONV_PAD, input_offset=128, output_offset=-5,

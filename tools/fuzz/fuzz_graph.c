@@ -31,6 +31,7 @@
 typedef struct {
     pe_graph_tensor t[MAX_T];
     pe_graph_op ops[MAX_OPS];
+    int32_t io[MAX_OPS][4]; /* per operator: inputs 0..2, then the output */
     void *consts[MAX_T];
     int32_t *quant[MAX_OPS][2];
     int32_t nt, nops, bump;
@@ -125,10 +126,14 @@ static int32_t add_op(fz_reader *r, table *tb, pe_graph_op_type type, int32_t x)
     const pe_dims xd = tb->t[x].dims;
     int32_t y = -1, size = 0;
     memset(op, 0, sizeof(*op));
+    op->inputs = tb->io[i];
+    op->num_inputs = 3;
+    op->outputs = &tb->io[i][3];
+    op->num_outputs = 1;
     op->type = type;
-    op->inputs[0] = x;
-    op->inputs[1] = -1;
-    op->inputs[2] = -1;
+    tb->io[i][0] = x;
+    tb->io[i][1] = -1;
+    tb->io[i][2] = -1;
     op->scratch_offset = -1;
     op->scratch_size = 0;
     switch (type) {
@@ -147,19 +152,19 @@ static int32_t add_op(fz_reader *r, table *tb, pe_graph_op_type type, int32_t x)
         p->input_offset = fz_wild(r, -127, 128);
         p->output_offset = fz_wild(r, -128, 127);
         draw_act(r, &p->activation);
-        op->inputs[1] = dw ? add_tensor(r, tb, PE_DT_INT8, 1, k, k, oc, 1)
+        tb->io[i][1] = dw ? add_tensor(r, tb, PE_DT_INT8, 1, k, k, oc, 1)
                            : add_tensor(r, tb, PE_DT_INT8, oc, k, k, xd.c, 1);
-        op->inputs[2] = fz_bool(r) ? add_tensor(r, tb, PE_DT_INT32, 1, 1, 1, oc, 1) : -1;
+        tb->io[i][2] = fz_bool(r) ? add_tensor(r, tb, PE_DT_INT32, 1, 1, 1, oc, 1) : -1;
         y = add_tensor(r, tb, PE_DT_INT8, xd.n, out_len(xd.h, k, s, pad), out_len(xd.w, k, s, pad),
                        oc, 0);
-        if (op->inputs[1] < 0 || y < 0) {
+        if (tb->io[i][1] < 0 || y < 0) {
             return -1;
         }
         draw_quant(r, tb, i, oc, &op->p.conv.quant);
         od = tb->t[y].dims;
-        if ((dw ? pe_depthwise_conv2d_rev_s8_get_buffer_size(p, &xd, &tb->t[op->inputs[1]].dims,
+        if ((dw ? pe_depthwise_conv2d_rev_s8_get_buffer_size(p, &xd, &tb->t[tb->io[i][1]].dims,
                                                             &od, &size)
-                : pe_conv2d_rev_s8_get_buffer_size(p, &xd, &tb->t[op->inputs[1]].dims, &od,
+                : pe_conv2d_rev_s8_get_buffer_size(p, &xd, &tb->t[tb->io[i][1]].dims, &od,
                                                    &size)) != PE_OK) {
             size = 0;
         }
@@ -194,8 +199,8 @@ static int32_t add_op(fz_reader *r, table *tb, pe_graph_op_type type, int32_t x)
         p->output_offset = fz_wild(r, -128, 127);
         p->per_channel = fz_bool(r);
         draw_act(r, &p->activation);
-        op->inputs[1] = add_tensor(r, tb, PE_DT_INT8, o, 1, 1, depth, 1);
-        op->inputs[2] = fz_bool(r) ? add_tensor(r, tb, PE_DT_INT32, 1, 1, 1, o, 1) : -1;
+        tb->io[i][1] = add_tensor(r, tb, PE_DT_INT8, o, 1, 1, depth, 1);
+        tb->io[i][2] = fz_bool(r) ? add_tensor(r, tb, PE_DT_INT32, 1, 1, 1, o, 1) : -1;
         y = add_tensor(r, tb, PE_DT_INT8, batches, 1, 1, o, 0);
         draw_quant(r, tb, i, p->per_channel ? o : 1, &op->p.fc.quant);
         break;
@@ -216,7 +221,7 @@ static int32_t add_op(fz_reader *r, table *tb, pe_graph_op_type type, int32_t x)
     case PE_GOP_MUL: {
         /* the second operand broadcasts along a random subset of axes */
         const int32_t m = (int32_t)fz_u8(r);
-        op->inputs[1] = add_tensor(r, tb, PE_DT_INT8, (m & 1) ? 1 : xd.n, (m & 2) ? 1 : xd.h,
+        tb->io[i][1] = add_tensor(r, tb, PE_DT_INT8, (m & 1) ? 1 : xd.n, (m & 2) ? 1 : xd.h,
                                    (m & 4) ? 1 : xd.w, (m & 8) ? 1 : xd.c, 1);
         if (type == PE_GOP_ADD) {
             pe_add_params *p = &op->p.add;
@@ -253,7 +258,7 @@ static int32_t add_op(fz_reader *r, table *tb, pe_graph_op_type type, int32_t x)
         break;
     case PE_GOP_QUANTIZE:
         /* reads a float constant of x's shape */
-        op->inputs[0] = add_tensor(r, tb, PE_DT_FLOAT32, xd.n, xd.h, xd.w, xd.c, 1);
+        tb->io[i][0] = add_tensor(r, tb, PE_DT_FLOAT32, xd.n, xd.h, xd.w, xd.c, 1);
         op->p.fquant.scale = fz_bool(r) ? (float)fz_range(r, 1, 1000) / 256.0f
                                         : (float)(int32_t)fz_u32(r) / 1024.0f;
         op->p.fquant.zero_point = fz_wild(r, -128, 127);
@@ -269,7 +274,7 @@ static int32_t add_op(fz_reader *r, table *tb, pe_graph_op_type type, int32_t x)
     if (y < 0) {
         return -1;
     }
-    op->output = y;
+    tb->io[i][3] = y;
     if (size > 0 && size <= 65536) {
         op->scratch_offset = tb->bump;
         op->scratch_size = size;
@@ -282,22 +287,27 @@ static int32_t add_op(fz_reader *r, table *tb, pe_graph_op_type type, int32_t x)
 /* Overwrite one field of the table with an arbitrary or nearby value. */
 static void corrupt(fz_reader *r, table *tb)
 {
-    const uint32_t what = fz_u8(r) % 12u;
+    const uint32_t what = fz_u8(r) % 14u;
     const int32_t v = fz_bool(r) ? (int32_t)fz_u32(r) : fz_range(r, -2, 40);
     pe_graph_tensor *x = &tb->t[fz_range(r, 0, tb->nt - 1)];
-    pe_graph_op *op = &tb->ops[fz_range(r, 0, tb->nops - 1)];
+    const int32_t k = fz_range(r, 0, tb->nops - 1);
+    pe_graph_op *op = &tb->ops[k];
     switch (what) {
     case 0: x->offset = v; break;
     case 1: x->bytes = v; break;
     case 2: x->dims.n = v; break;
     case 3: x->dims.c = v; break;
     case 4: x->dtype = (pe_dtype)fz_range(r, 0, 4); break;
-    case 5: op->inputs[fz_range(r, 0, 2)] = v; break;
-    case 6: op->output = v; break;
+    case 5: tb->io[k][fz_range(r, 0, 2)] = v; break;
+    case 6: tb->io[k][3] = v; break;
     case 7: op->type = (pe_graph_op_type)fz_range(r, 0, 12); break;
     case 8: op->scratch_offset = v; break;
     case 9: op->scratch_size = v; break;
     case 10: op->p.conv.quant.count = v; break; /* also FC's (same place in the union) */
+    /* list lengths within the harness's storage (its duty); negative or empty
+     * lists must be refused */
+    case 12: op->num_inputs = fz_range(r, -1, 3); break;
+    case 13: op->num_outputs = fz_range(r, -1, 1); break;
     default: tb->arena_size = v; break;
     }
 }
@@ -374,10 +384,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
             continue;
         }
         /* only the output tensor and the scratch region may have changed */
-        FZ_CHECK(op->output >= 0 && op->output < tb.nt && tb.t[op->output].data == NULL,
-                 "op %d ran with output %d", i, op->output);
+        FZ_CHECK(op->outputs[0] >= 0 && op->outputs[0] < tb.nt && tb.t[op->outputs[0]].data == NULL,
+                 "op %d ran with output %d", i, op->outputs[0]);
         for (k = 0; k < tb.arena_size; k++) {
-            const pe_graph_tensor *y = &tb.t[op->output];
+            const pe_graph_tensor *y = &tb.t[op->outputs[0]];
             const int in_out = k >= y->offset && k < y->offset + y->bytes;
             const int in_scratch = op->scratch_size > 0 && k >= op->scratch_offset &&
                                    k < op->scratch_offset + op->scratch_size;

@@ -13,7 +13,7 @@
  *
  * where requant is pe_fx_requant (pe_fx_requant_single with PE_ROUND_SINGLE,
  * as TFLite builds with TFLITE_SINGLE_ROUNDING compute). The converter-side parameters (see
- * pyembed/ops.py) are: left_shift = 20, twice_max = 2 * max(scale1, scale2),
+ * pyembed/kernels/params.py) are: left_shift = 20, twice_max = 2 * max(scale1, scale2),
  * input{1,2}_quant = QuantizeMultiplier(scale{1,2} / twice_max),
  * output_quant = QuantizeMultiplier(twice_max / (2^20 * out_scale)).
  *

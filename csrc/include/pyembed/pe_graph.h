@@ -12,10 +12,11 @@
  *  - An activation tensor has data == NULL and a byte offset into the arena.
  *    Two tensors may share bytes (RESHAPE output and input; buffers whose
  *    lifetimes do not overlap under the plan).
- *  - Each operator may own a scratch region [scratch_offset, +scratch_size)
+ *  - An operator lists its input and output tensors (any number of each;
+ *    -1 for an absent optional input) and may own a scratch region [scratch_offset, +scratch_size)
  *    in the same arena (its kernel's ..._get_buffer_size() answer); -1 / 0
- *    when it needs none. It must not share a byte with the operator's own
- *    input or output tensors (the kernel writes it while reading the inputs
+ *    when it needs none. It must not share a byte with any of the operator's
+ *    own input or output tensors (the kernel writes it while reading the inputs
  *    and writing the output): pe_graph_check and pe_graph_invoke_op refuse
  *    such an operator with PE_ERR_ARG.
  *
@@ -63,9 +64,16 @@ typedef enum {
     PE_GOP_REQUANTIZE = 9, /* int8 -> int8 QUANTIZE */
     PE_GOP_QUANTIZE = 10,  /* float32 -> int8 */
     PE_GOP_DEQUANTIZE = 11 /* int8 -> float32 */
+    /* Operators added after these take int32 parameter words (pe_graph_op
+     * .params), documented in their family's header. The values are stable
+     * (emitted tables hold them) and reserved by range: 20-59 data movement,
+     * 60-99 activations, element-wise and reductions, 100-139 matrix products,
+     * transposed convolution, recurrent and int16 variants, 140-159 fused
+     * regions (conv -> pool, stripes), 160-179 transformer blocks. */
 } pe_graph_op_type;
 
-#define PE_GRAPH_MAX_INPUTS 3
+/* Bound on an operator's inputs or outputs (a sanity limit for the checks). */
+#define PE_GRAPH_MAX_IO 64
 
 typedef struct {
     const void *data; /* constant: its bytes; NULL for an activation */
@@ -94,6 +102,7 @@ typedef struct {
     pe_graph_quant quant;
 } pe_graph_fc_op;
 
+/* Typed parameters of the first twelve operators. */
 typedef union {
     pe_graph_conv_op conv;         /* CONV_2D, DEPTHWISE_CONV_2D */
     pe_pool_params pool;           /* AVERAGE_POOL_2D, MAX_POOL_2D */
@@ -105,13 +114,26 @@ typedef union {
     pe_float_quant_params fquant;  /* QUANTIZE, DEQUANTIZE */
 } pe_graph_op_params;
 
+/* One operator. Its tensors are lists of indices into the tensor table
+ * (inputs: -1 marks an absent optional input), so an operator may have any
+ * number of inputs and outputs (CONCATENATION, SPLIT, LSTM).
+ *
+ * The first twelve operator types take typed parameters in p. Every other
+ * operator takes num_params int32 words in params, laid out as its family's
+ * header documents; its runner decodes and validates them (a wrong count or
+ * an out-of-range value is PE_ERR_ARG), so one generic table format (and one
+ * emitter) serves every operator. */
 typedef struct {
     pe_graph_op_type type;
-    int32_t inputs[PE_GRAPH_MAX_INPUTS]; /* tensor indices, -1 = absent */
-    int32_t output;                      /* tensor index */
-    int32_t scratch_offset;              /* -1 = none */
-    int32_t scratch_size;                /* bytes */
-    pe_graph_op_params p;
+    const int32_t *inputs;  /* num_inputs tensor indices, -1 = absent */
+    int32_t num_inputs;
+    const int32_t *outputs; /* num_outputs tensor indices */
+    int32_t num_outputs;
+    int32_t scratch_offset; /* -1 = none */
+    int32_t scratch_size;   /* bytes */
+    const int32_t *params;  /* operator-specific words (may be NULL when num_params == 0) */
+    int32_t num_params;
+    pe_graph_op_params p;   /* typed parameters of the first twelve operators */
 } pe_graph_op;
 
 typedef struct {
@@ -130,6 +152,14 @@ pe_status pe_graph_check(const pe_graph *graph, int32_t *bad_op, int32_t *bad_te
 /* Run operator i. arena->buf must be non-NULL and arena->size >= arena_size
  * (PE_ERR_SCRATCH otherwise). Kernel statuses pass through unchanged. */
 pe_status pe_graph_invoke_op(const pe_graph *graph, int32_t i, const pe_context *arena);
+
+/* A runner: executes one operator whose tensors and scratch region were
+ * checked by pe_graph_invoke_op. scratch is the operator's own region
+ * (buf NULL, size 0 when it has none; stats passed through); arena is the
+ * whole arena, for the tensor helpers of pe_graph_internal.h. Each operator
+ * family defines pe_graph_run_<family> in its own source file. */
+typedef pe_status (*pe_graph_runner)(const pe_graph *graph, const pe_graph_op *op,
+                                     const pe_context *scratch, const pe_context *arena);
 
 /* Run every operator in order; stops at the first error and returns it
  * (step with pe_graph_invoke_op to learn which operator failed). */

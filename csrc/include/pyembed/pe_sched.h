@@ -3,7 +3,7 @@
  * (SPEC section 7).
  *
  * Frames arrive at a fixed rate; each opens a window of window_cycles. The
- * host-side planner (pyembed/scheduler) reserves a priority period in every
+ * host-side planner (pyembed/schedule) reserves a priority period in every
  * window, splits the low-priority models into sub-models that fit what is
  * left, and writes the result as a static table of work items covering
  * hyper_windows windows (the table repeats). This file executes that table:

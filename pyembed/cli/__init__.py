@@ -1,0 +1,14 @@
+"""The ``pyembed`` command: the group and its error handling live in
+pyembed.cli.app; each sub-command has its own module here."""
+from pyembed.cli import check, demo, model, plan, profiles, schedule, simulate, vectors
+from pyembed.cli.app import exit_code_for, main  # noqa: F401
+
+main.add_command(demo.demo_command)
+main.add_command(plan.command())
+model.model.short_help = "Inspect a model (operators, MACs, weights) or run it on random inputs."
+main.add_command(model.model)
+main.add_command(schedule.command())
+main.add_command(simulate.simulate_command)
+main.add_command(check.check_command)
+main.add_command(profiles.profiles_command)
+main.add_command(vectors.vectors)

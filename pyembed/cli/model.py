@@ -1,0 +1,123 @@
+"""``pyembed model`` commands (for the lead to attach to pyembed.cli (pyembed.cli.app.main)):
+
+    pyembed model info MODEL [--json]        operators, tensors, weights, MACs, scratch, unsupported ops
+    pyembed model run MODEL [--seed N] [--runs N] [--check] [--json]
+                                             run random inputs on the C graph runtime; with --check
+                                             compare every output element with the TFLM interpreter
+
+MODEL is a path or the name of a bundled model (pyembed/data/models).
+Errors are PyEmbedErrors, which pyembed.cli.app turns into one line and exit 2.
+"""
+import json
+import os
+
+import click
+import numpy as np
+
+
+def _resolve(model):
+    if os.path.exists(model):
+        return model
+    from pyembed.data import model_path
+    p = model_path(model)
+    if os.path.exists(p):
+        return p
+    return model  # load_model reports the missing file
+
+
+def _info(g):
+    return {
+        "name": g.name, "source": g.source_path, "format": g.source_format,
+        "inputs": [{"tensor": t, "shape": list(g.tensors[t].shape), "dtype": str(g.tensors[t].dtype)}
+                   for t in g.inputs],
+        "outputs": [{"tensor": t, "shape": list(g.tensors[t].shape), "dtype": str(g.tensors[t].dtype)}
+                    for t in g.outputs],
+        "operators": [{"index": op.index, "type": op.type, "inputs": op.inputs, "outputs": op.outputs,
+                       "macs": op.macs, "scratch_bytes": op.scratch_bytes, "supported": op.supported,
+                       "reason": op.reason} for op in g.operators],
+        "tensors": len(g.tensors), "weights_bytes": g.weights_bytes, "macs": g.macs,
+        "activation_bytes_no_reuse": g.linear_layout().arena_size,
+        "aliases": {str(k): v for k, v in g.aliases.items()},
+        "unsupported": [{"index": i, "type": t} for i, t in g.unsupported],
+    }
+
+
+@click.group()
+def model():
+    """Inspect and run a .tflite / .onnx model on pyembed's graph runtime."""
+
+
+@model.command("info")
+@click.argument("path")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def info(path, as_json):
+    """Print MODEL's operators, weights, MACs, scratch and unsupported operators."""
+    from pyembed.model.load import load_model
+    g = load_model(_resolve(path))
+    if as_json:
+        click.echo(json.dumps(_info(g), indent=1))
+        return
+    click.echo(g.summary())
+    click.echo(f"inputs: {[(t, list(g.tensors[t].shape), str(g.tensors[t].dtype)) for t in g.inputs]}")
+    click.echo(f"outputs: {[(t, list(g.tensors[t].shape), str(g.tensors[t].dtype)) for t in g.outputs]}")
+    click.echo(f"activations without reuse: {g.linear_layout().arena_size} B")
+    if g.unsupported:
+        click.echo("unsupported: " + ", ".join(f"#{i} {t}" for i, t in g.unsupported))
+
+
+@model.command("run")
+@click.argument("path")
+@click.option("--seed", default=0, show_default=True, help="Seed of the random inputs.")
+@click.option("--runs", default=1, show_default=True, help="Number of random inputs.")
+@click.option("--check", is_flag=True, help="Compare every output element with the TFLM interpreter (.tflite).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def run(ctx, path, seed, runs, check, as_json):
+    """Run MODEL on random int8 inputs; print the outputs (and mismatches with --check)."""
+    from pyembed.model.load import load_model
+    path = _resolve(path)
+    g = load_model(path)
+    g.check_supported()
+    rng = np.random.default_rng(seed)
+    results, failed = [], False
+    for k in range(runs):
+        xs = []
+        for t in g.inputs:
+            tensor = g.tensors[t]
+            if tensor.dtype == np.float32:
+                xs.append(rng.normal(0, 1, tensor.shape).astype(np.float32))
+            else:
+                info_ = np.iinfo(tensor.dtype)
+                xs.append(rng.integers(info_.min, info_.max + 1, tensor.shape, dtype=tensor.dtype))
+        # ONNX graphs take NCHW arrays (their tensors are NHWC inside)
+        xs = [x.transpose(tuple(np.argsort(p))) if p is not None else x for x, p in zip(xs, g.input_perms)]
+        outs = g.run(xs if len(xs) > 1 else xs[0])
+        entry = {"run": k, "outputs": [o.tolist() for o in outs]}
+        if check:
+            if g.source_format != "tflite":
+                raise click.UsageError("--check compares with the TFLM interpreter: .tflite models only")
+            from tflite_micro.python.tflite_micro import runtime
+            it = runtime.Interpreter.from_file(path)
+            for j, x in enumerate(xs):
+                it.set_input(x, j)
+            it.invoke()
+            mism = []
+            for j, o in enumerate(outs):
+                want = it.get_output(j)
+                bad = np.argwhere(o.astype(np.int64) != want.astype(np.int64))
+                mism += [{"output": j, "index": [int(v) for v in idx], "got": int(o[tuple(idx)]),
+                          "expected": int(want[tuple(idx)])} for idx in bad]
+            entry["mismatches"] = mism
+            failed |= bool(mism)
+        results.append(entry)
+    if as_json:
+        click.echo(json.dumps({"model": g.name, "results": results}, indent=1))
+    else:
+        for r in results:
+            line = f"run {r['run']}: " + "; ".join(str(np.asarray(o).ravel().tolist()) for o in r["outputs"])
+            if check:
+                n = sum(np.asarray(o).size for o in r["outputs"])
+                line += (f"  -- bit-exact with TFLM ({n} elements)" if not r["mismatches"]
+                         else f"  -- {len(r['mismatches'])} of {n} elements differ from TFLM: {r['mismatches']}")
+            click.echo(line)
+    ctx.exit(1 if failed else 0)

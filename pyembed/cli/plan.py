@@ -1,0 +1,178 @@
+"""``pyembed plan MODEL [--mcu PART] -o DIR``: plan a model's memory and
+write memplan.h, model_data.c/.h and plan.json (and, with --tflite-out, the
+model with the plan as TFLite Micro OfflineMemoryAllocation metadata).
+
+The lead attaches ``plan_command`` to the ``pyembed`` group in cli.py."""
+import json
+import re
+
+import click
+
+from pyembed.errors import PlanError
+
+_SIZE = re.compile(r"^\s*(\d+)\s*([kKmM]?)(i?[bB])?\s*$")
+
+
+def parse_size(text):
+    m = _SIZE.match(str(text))
+    if not m:
+        raise PlanError(f"region size {text!r}: expected bytes such as 65536, 64K or 1M")
+    mult = {"": 1, "k": 1024, "m": 1024 * 1024}[m.group(2).lower()]
+    return int(m.group(1)) * mult
+
+
+def parse_region(text):
+    """NAME=SIZE -> Region."""
+    from pyembed.plan.core import Region
+    if "=" not in text:
+        raise PlanError(f"--region {text!r}: expected NAME=SIZE, e.g. dtcm=64K")
+    name, size = text.split("=", 1)
+    return Region(name.strip(), parse_size(size))
+
+
+def regions_for_mcu(part):
+    """RAM regions (TCM / SRAM, in the profile's order) of a firmware_sim profile."""
+    from pyembed.plan.core import Region
+    try:
+        from firmware_sim.profiles import load_profile
+    except ImportError as e:  # pragma: no cover - firmware_sim ships with pyembed
+        raise PlanError(f"--mcu needs the firmware simulator's profiles ({e})") from None
+    prof = load_profile(part)
+    regions = [Region(r.name, int(r.size), int(r.base), r.kind) for r in prof.ram_regions()]
+    if not regions:
+        raise PlanError(f"profile {prof.name} has no RAM region")
+    # the region the profile uses for activations first, then the others in file order
+    act = (prof.defaults or {}).get("activations")
+    regions.sort(key=lambda r: (r.name != act and r.kind != "tcm", r.kind != "tcm"))
+    return prof, regions
+
+
+def summary(plan):
+    from pyembed.plan.report import used_overlaps
+    used = plan.region_used()
+    return {
+        "model": plan.graph_name,
+        "algorithm": plan.algorithm,
+        "regions": [{"name": r.name, "size": r.size, "used": used[r.name]} for r in plan.regions],
+        "arena": plan.arena_size,
+        "lower_bound": plan.problem.lower_bound(),
+        "no_reuse": sum(b.aligned_size for b in plan.buffers),
+        "buffers": len(plan.buffers),
+        "overlaps_used": len(used_overlaps(plan)),
+        "overlap_bytes_shared": sum(s for _, s in used_overlaps(plan)),
+        "flash": plan.flash_size,
+        "seconds": plan.info.get("seconds"),
+    }
+
+
+@click.command("plan")
+@click.argument("model", type=click.Path(exists=True, dir_okay=False))
+@click.option("--mcu", "part", default=None, help="Target part (a firmware_sim profile name or file): its RAM "
+              "regions become the plan's regions.")
+@click.option("--region", "region_specs", multiple=True, metavar="NAME=SIZE",
+              help="A RAM region, e.g. dtcm=64K (repeatable, filled in order; overrides --mcu's).")
+@click.option("-o", "--outdir", required=True, type=click.Path(file_okay=False),
+              help="Directory for memplan.h, model_data.c/.h and plan.json.")
+@click.option("--algorithm", default="auto", show_default=True,
+              type=click.Choice(["auto", "linear", "greedy_size", "greedy_conflicts", "order_search", "cpsat"]))
+@click.option("--overlaps/--no-overlaps", default=True, show_default=True,
+              help="Let row-streaming kernels write their output over finished input rows where running the "
+                   "kernel proves it.")
+@click.option("--search-order", is_flag=True, help="Search for an execution order with a lower peak.")
+@click.option("--time-limit", default=10.0, show_default=True, help="Seconds for the CP-SAT search.")
+@click.option("--section", default=".pe_flash", show_default=True,
+              help="Linker section of the constant arrays in model_data.c.")
+@click.option("--tflite-out", default=None, type=click.Path(dir_okay=False),
+              help="Also write the .tflite model with the plan as OfflineMemoryAllocation metadata.")
+@click.option("--timeline", "show_timeline", is_flag=True, help="Print the plan's timeline.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable summary.")
+def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_order, time_limit, section,
+                 tflite_out, show_timeline, as_json):
+    """Plan the static memory of MODEL (.tflite / .onnx) and emit C headers.
+
+    Prints the arena per region against the liveness lower bound; fails
+    (exit 1) with the number of missing bytes when the plan does not fit."""
+    from pyembed.codegen.emit import write_plan_outputs
+    from pyembed.model.load import load_model
+    from pyembed.plan import plan_graph
+
+    g = load_model(model)
+    regions = None
+    if part:
+        _, regions = regions_for_mcu(part)
+    if region_specs:
+        regions = [parse_region(r) for r in region_specs]
+    use_overlaps = overlaps and not g.unsupported
+    plan = plan_graph(g, regions, algorithm=algorithm, overlaps=use_overlaps, search_order=search_order,
+                      time_limit=time_limit)
+    paths = write_plan_outputs(g, plan, outdir, section=section)
+    notes = []
+    if overlaps and g.unsupported:
+        notes.append("overlaps not attempted: the graph has operators pyembed cannot run, so none can be proven")
+    if tflite_out:
+        tplan, note = plan_for_tflm(g, plan, time_limit)
+        if note:
+            notes.append(note)
+        from pyembed.codegen.tflite_offline import add_offline_plan, tune_for_tflm
+        with open(model, "rb") as f:
+            data = f.read()
+        tplan, head = tune_for_tflm(data, tplan)
+        if head is not None:
+            notes.append(f"TFLM's arena head with this plan: {head} B (measured with tflite-micro)")
+        with open(tflite_out, "wb") as f:
+            f.write(add_offline_plan(data, tplan))
+        paths["tflite"] = tflite_out
+    s = summary(plan)
+    s["files"] = paths
+    s["notes"] = notes
+    if as_json:
+        click.echo(json.dumps(s, indent=1))
+    else:
+        click.echo(f"{s['model']}: arena {s['arena']} B ({s['algorithm']}), liveness lower bound {s['lower_bound']} B, "
+                   f"no reuse {s['no_reuse']} B, {s['buffers']} buffers")
+        for r in s["regions"]:
+            cap = f" of {r['size']} B" if r["size"] is not None else ""
+            click.echo(f"  region {r['name']}: {r['used']} B used{cap}")
+        if s["overlaps_used"]:
+            click.echo(f"  {s['overlaps_used']} proven output-over-input overlaps share {s['overlap_bytes_shared']} B")
+        click.echo(f"  flash: {s['flash']} B of constants")
+        for n in notes:
+            click.echo(f"  note: {n}")
+        for what, p in paths.items():
+            click.echo(f"  wrote {p}")
+        if show_timeline:
+            click.echo(plan.timeline())
+
+
+def plan_for_tflm(graph, plan, time_limit=10.0):
+    """A plan TFLite Micro can use: one region, tensors only (TFLM plans its
+    own kernels' scratch), and no output-over-input overlaps unless they were
+    proven for TFLM's kernels, whose read/write order differs from pyembed's.
+    Returns (plan, note or None)."""
+    from pyembed.plan import plan_graph
+    from pyembed.plan.report import used_overlaps
+    scratch = any(b.kind == "scratch" for b in plan.buffers)
+    in_model_order = list(plan.order) == list(range(len(graph.operators)))
+    if len(plan.regions) == 1 and not scratch and not used_overlaps(plan) and in_model_order:
+        return plan, None
+    # TFLM runs the operators in the order of the flatbuffer
+    tplan = plan_graph(graph, None, algorithm="auto", order=None, include_scratch=False,
+                       overlaps=False, time_limit=time_limit)
+    return tplan, (f"the .tflite carries a TFLM-specific plan ({tplan.arena_size} B: one region, tensors only, "
+                   f"no overlaps)")
+
+
+# -- plan (the planner engineer's command, run with a progress bar) ---------------------------------
+
+def command():
+    """plan_command run with a progress bar (what `pyembed plan` is)."""
+    from pyembed.cli.app import run_with_progress
+
+    def callback(**kw):
+        limit = float(kw.get("time_limit") or 10.0)
+        return run_with_progress("planning", lambda: plan_command.callback(**kw), expected_seconds=limit)
+    return click.Command(
+        "plan", params=plan_command.params, callback=callback, help=plan_command.help,
+        short_help="Plan a model's static RAM and write C headers (memplan.h, model_data.c, plan.json).",
+        epilog="Exit codes: 0 planned, 1 the model does not fit the regions (the error says how many bytes are "
+               "missing), 2 bad input.")

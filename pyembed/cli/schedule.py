@@ -1,0 +1,149 @@
+"""The ``pyembed schedule`` command (attach with ``main.add_command(schedule_command)``).
+
+    pyembed schedule --priority tiny_kws_dscnn_int8 --low tiny_ic_resnet8_int8 \\
+        --low tiny_vww_mobilenetv1_96_int8:max --profile stm32f746 --window-ms 50 -o out/sched
+
+Plans the schedule, runs it on the timing model, and writes DIR/schedule.h
+(the static table), DIR/schedule.json (items, constraints, persistent
+buffers, memory, figures), DIR/gantt.png and DIR/trace.json.
+"""
+import json
+import os
+
+import click
+
+from pyembed.errors import ArgumentError
+
+
+def _model(spec, **kw):
+    """NAME_OR_PATH[:RATE] -> Model; RATE is max, auto or a period in windows."""
+    from pyembed.data import model_path
+    from pyembed.model.load import load_model
+    from pyembed.schedule.workload import Model
+    path, _, rate = spec.partition(":")
+    if rate:
+        if rate not in ("max", "auto"):
+            try:
+                rate = int(rate)
+            except ValueError:
+                raise ArgumentError(f"{spec}: the rate after ':' must be max, auto or a number of windows") from None
+        kw["rate"] = rate
+    if not os.path.exists(path):
+        cand = model_path(path)
+        if os.path.exists(cand):
+            path = cand
+    g = load_model(path)
+    return Model(g, name=os.path.splitext(os.path.basename(path))[0], **kw)
+
+
+def schedule_to_dict(s, run=None):
+    """The schedule (and a run's figures) as plain JSON-able data."""
+    d = {
+        "platform": s.platform.name, "clock_hz": s.platform.clock_hz,
+        "units": [u.name for u in s.platform.units],
+        "window_cycles": s.window_cycles, "tick_cycles": s.tick_cycles, "guard_cycles": s.guard_cycles,
+        "hyper_windows": s.hyper_windows, "n_instances": s.n_instances,
+        "priority_cycles": s.priority_cycles, "remaining_cycles": s.remaining_cycles,
+        "models": [{"name": mp.name, "class": "priority" if mp.kind == 0 else "low", "rank": mp.rank,
+                    "units": list(mp.units), "estimate_cycles": {str(u): c for u, c in mp.estimate.items()},
+                    "period_windows": mp.period, "rate": mp.rate, "instances_per_table": mp.instances,
+                    "groups": mp.groups} for mp in s.model_plans],
+        "items": [{"model": s.models[p.model].name, "kind": "priority" if p.kind == 0 else "low", "unit": p.unit,
+                   "phase": p.phase, "instance": p.instance, "sub": p.sub, "ops": [p.first_op, p.last_op],
+                   "compute": p.compute, "fetch": p.fetch, "store": p.store, "est": p.est, "flags": p.flags,
+                   "prefetch": p.prefetch, "prefetch_cycles": p.prefetch_cycles}
+                  for p in s.items],
+        "after": [{"item": a.item, "on": a.on, "offset": a.offset, "handover": a.handover, "why": a.why}
+                  for a in s.after],
+        "persistent_buffers": [{"name": b.name, "offset": b.offset, "size": b.size, "tensors": b.tensors,
+                                "producer": b.producer, "consumer": b.consumer, "steps": [b.first_step, b.last_step],
+                                "wraps": b.wraps} for b in s.buffers],
+        "memory": s.memory, "planned_utilisation": s.planned_utilisation(), "problems": s.problems,
+    }
+    if run is not None:
+        d["run"] = run.summary()
+    return d
+
+
+@click.command("schedule")
+@click.option("--priority", "priority", multiple=True, required=True,
+              help="A priority model (bundled name or path), run every frame. Repeatable.")
+@click.option("--low", "low", multiple=True, help="A low-priority model, NAME[:max|auto|PERIOD]. Repeatable.")
+@click.option("--profile", default="stm32f746", show_default=True, help="firmware_sim MCU profile.")
+@click.option("--units", default=1, show_default=True, help="Processing units (identical cores).")
+@click.option("--window-ms", type=float, default=None, help="Window per frame (default 50 ms).")
+@click.option("--fps", type=float, default=None, help="Frame rate instead of --window-ms.")
+@click.option("--split", type=click.Choice(["fit", "balanced"]), default="fit", show_default=True)
+@click.option("--windows", default=1000, show_default=True, help="Windows to simulate on the timing model.")
+@click.option("-o", "--out", "outdir", required=True, type=click.Path(file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--no-prefetch", is_flag=True, help="Fetch intermediates synchronously (no DMA prefetch).")
+@click.option("--c-glue", is_flag=True,
+              help="Also write the C program of the schedule (graph tables, work functions, host main) to OUT/glue.")
+def schedule_command(priority, low, profile, units, window_ms, fps, split, windows, outdir, as_json, no_prefetch,
+                     c_glue):
+    """Plan a cooperative periodic schedule with sub-model splitting, check it
+    on the timing model and write the C table, a JSON description, a Gantt
+    chart and a Perfetto trace to OUT."""
+    from pyembed.schedule.plan import plan_schedule
+    from pyembed.schedule.run import simulate
+    from pyembed.schedule.table import emit_header
+    from pyembed.schedule.workload import Platform
+    models = [_model(p, latency_sensitive=True, priority="priority") for p in priority]
+    models += [_model(m, priority="low") for m in low]
+    plat = Platform.from_profile(profile, units=units)
+    s = plan_schedule(models, platform=plat, window_ms=window_ms, frame_rate=fps, split=split,
+                      prefetch=not no_prefetch)
+    run = simulate(s, windows)
+    os.makedirs(outdir, exist_ok=True)
+    emit_header(s, os.path.join(outdir, "schedule.h"))
+    d = schedule_to_dict(s, run)
+    with open(os.path.join(outdir, "schedule.json"), "w") as f:
+        json.dump(d, f, indent=1, default=str)
+    run.plot_gantt(os.path.join(outdir, "gantt.png"), 0, min(6, windows))
+    run.trace(0, min(20, windows)).write(os.path.join(outdir, "trace.json"))
+    if c_glue:
+        from pyembed.schedule.glue import emit_glue
+        emit_glue(s, os.path.join(outdir, "glue"))
+    if as_json:
+        click.echo(json.dumps(d["run"], indent=1, default=str))
+        return
+    f = d["run"]
+    click.echo(s.describe())
+    click.echo(f"{windows} windows: {f['priority_deadline_misses']} priority deadline misses, jitter "
+               f"{f['priority_jitter_pct_window']:.2f} % of the window (timing model with an assumed +-1 % "
+               f"run-to-run variation), utilisation of the remaining periods "
+               f"{100 * f['utilisation']['overall']:.1f} %")
+    for name, v in f["low"].items():
+        if v.get("results"):
+            click.echo(f"  {name}: {v['results']} results, latency {v['latency_windows_mean']:.2f} windows "
+                       f"(max {v['latency_windows_max']:.2f})")
+    click.echo(f"wrote schedule.h, schedule.json, gantt.png, trace.json{', glue/' if c_glue else ''} to {outdir}")
+
+
+# -- schedule (the scheduler engineer's command: progress bar, exit 1 on missed deadlines) ---------------
+
+def command():
+    """schedule_command with a progress bar and exit 1 on a missed priority deadline (what `pyembed schedule` is)."""
+    import json
+    import os
+    import sys
+
+    from pyembed.cli.app import EXIT_CHECK_FAILED, run_with_progress
+
+    def callback(**kw):
+        windows = int(kw.get("windows") or 1000)
+        run_with_progress("scheduling", lambda: schedule_command.callback(**kw),
+                          expected_seconds=max(2.0, windows / 2000))
+        with open(os.path.join(kw["outdir"], "schedule.json")) as f:
+            figures = json.load(f).get("run", {})
+        misses = figures.get("priority_deadline_misses", 0)
+        if misses:
+            click.echo(f"pyembed: {misses} priority deadline miss(es)", err=True)
+            sys.exit(EXIT_CHECK_FAILED)
+    return click.Command(
+        "schedule", params=schedule_command.params, callback=callback, help=schedule_command.help,
+        short_help="Schedule several models in periodic frame windows (priority reservation, sub-model "
+                   "splitting).",
+        epilog="Exit codes: 0 every priority deadline met on the timing model, 1 a priority deadline missed or the "
+               "models cannot be placed in the windows (the error says which and by how much), 2 bad input.")

@@ -1,0 +1,150 @@
+"""`pyembed simulate`: run a model on a simulated MCU."""
+import os
+import sys
+
+import click
+
+from pyembed.errors import PlanError
+
+from pyembed.cli.app import EXIT_CHECK_FAILED, EXIT_OK, _echo_json, _jsonable, progress_iter, run_with_progress  # noqa: F401
+
+
+# -- simulate ------------------------------------------------------------------------------------------
+
+def _parse_segments(text):
+    if text is None:
+        return None
+    from pyembed.cli.plan import parse_size
+    if os.path.isfile(text):
+        return text
+    try:
+        return parse_size(text)
+    except PlanError:
+        raise click.BadParameter(f"{text!r} is neither a byte budget (e.g. 96000, 96K) nor an existing "
+                                 f"segments.json file", param_hint="--segments") from None
+
+
+def _first_sample(graph, path):
+    from pyembed.check.accuracy import load_inputs
+    samples = load_inputs(graph, path)
+    xs = samples[0]
+    return xs[0] if len(xs) == 1 else xs
+
+
+@click.command("simulate", short_help="Run a model on a simulated MCU: latency, RAM and flash, bit-exactness, report.")
+@click.argument("model", type=click.Path(exists=True, dir_okay=False))
+@click.option("-p", "--profile", default="stm32f446", show_default=True,
+              help="MCU profile: a bundled part name (see 'pyembed profiles') or a .json file.")
+@click.option("--plan", "plan_path", type=click.Path(exists=True, dir_okay=False),
+              help="plan.json from 'pyembed plan' (default: a greedy plan in the profile's activation RAM).")
+@click.option("--segments", metavar="BYTES|FILE",
+              help="Run from external flash: a RAM budget for weight segments (e.g. 96K), loaded by DMA, or a "
+                   "segments.json. Default: weights resident in internal flash (or the segments stored in "
+                   "plan.json).")
+@click.option("--strategy", type=click.Choice(["overlap", "serial", "all"]), default="overlap", show_default=True,
+              help="With --segments: load the next segment while this one runs (overlap), load then run each "
+                   "(serial), or load everything first (all).")
+@click.option("--split-bytes", metavar="BYTES", default=None,
+              help="With --segments: cut conv / depthwise / FC weights larger than this into output-channel "
+                   "groups, so a segment boundary may fall inside a large layer (e.g. 8K).")
+@click.option("--contention/--no-contention", default=True, show_default=True,
+              help="Slow the CPU while DMA shares the bus (the profile's dma.cpu_stall_per_word).")
+@click.option("--input", "input_path", type=click.Path(exists=True, dir_okay=False),
+              help="Input .npy (int8 as is, float quantized with the input's scale); default: seeded random.")
+@click.option("--seed", default=0, show_default=True, help="Seed of the random input.")
+@click.option("--deadline-ms", type=float, default=None,
+              help="Frame deadline: exit 1 when the simulated latency exceeds it.")
+@click.option("--trace", "trace_path", type=click.Path(dir_okay=False),
+              help="Write a Chrome/Perfetto trace (open in https://ui.perfetto.dev).")
+@click.option("--plot-memory", type=click.Path(dir_okay=False), help="PNG of RAM in use over time.")
+@click.option("--plot-gantt", type=click.Path(dir_okay=False), help="PNG Gantt of compute and DMA.")
+@click.option("--report", "report_dir", type=click.Path(file_okay=False),
+              help="Write a self-contained HTML report (and report.md) into this directory.")
+@click.option("--calibration", default=4, show_default=True,
+              help="With --report: random inputs for the report's accuracy table.")
+@click.option("--ops/--no-ops", "show_ops", default=True, show_default=True, help="Print the per-operator table.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable result (Result.to_dict()).")
+def simulate_command(model, profile, plan_path, segments, strategy, split_bytes, contention, input_path, seed,
+                     deadline_ms, trace_path, plot_memory, plot_gantt, report_dir, calibration, show_ops, as_json):
+    """Run MODEL on a simulated microcontroller: the real C kernels on the
+    profile's RAM and flash, with its cycle cost model and DMA.
+
+    Prints the latency, RAM and flash use per region, whether the outputs
+    are bit-exact with the host run, and the time of each operator. Exit 1
+    if the plan does not fit the part, the firmware faults, the outputs
+    differ from the host run or the deadline is missed."""
+    from firmware_sim.profiles import load_profile
+    from firmware_sim.sim import simulate_file
+    from pyembed.model.load import load_model
+
+    prof = load_profile(profile)
+    graph = load_model(model)
+    plan = None
+    if plan_path:
+        from pyembed.plan import load_plan
+        try:
+            plan = load_plan(plan_path)
+        except PlanError as e:
+            raise PlanError(f"--plan {plan_path}: {e}") from None   # a malformed file: bad input (2)
+        if plan.graph_name and plan.graph_name != graph.name:
+            from pyembed.errors import ArgumentError
+            raise ArgumentError(f"--plan {plan_path} was made for model {plan.graph_name!r}, not {graph.name!r}")
+    seg = _parse_segments(segments)
+    split = None
+    if split_bytes is not None:
+        from pyembed.cli.plan import parse_size
+        try:
+            split = parse_size(split_bytes)
+        except PlanError:
+            raise click.BadParameter(f"{split_bytes!r}: expected bytes such as 8192 or 8K",
+                                     param_hint="--split-bytes") from None
+    if split is not None and not isinstance(seg, int):
+        from pyembed.errors import ArgumentError
+        raise ArgumentError("--split-bytes: needs --segments BYTES (a RAM budget for the weight segments)")
+    x = _first_sample(graph, input_path) if input_path else None
+    result, _, exact = run_with_progress(
+        "simulating", lambda: simulate_file(graph, prof, plan=plan, x=x, segments=seg, strategy=strategy, seed=seed,
+                                            trace_path=trace_path, memory_png=plot_memory, gantt_png=plot_gantt,
+                                            split_bytes=split, contention=contention),
+        expected_seconds=max(2.0, graph.macs / 4e6))
+    missed = deadline_ms is not None and result.latency_ms > deadline_ms
+    report_paths = None
+    if report_dir:
+        from pyembed.check import report as R
+        accuracy = None
+        if calibration > 0:
+            from pyembed.check.accuracy import check_accuracy
+            accuracy = check_accuracy(graph, n=calibration, seed=seed, progress=progress_iter)
+        if plan is None:
+            from firmware_sim.sim import default_plan
+            plan, _ = default_plan(graph, prof)
+        report_paths = R.write_report(report_dir, graph, result, plan=plan, accuracy=accuracy, bit_exact=exact,
+                                      deadline_ms=deadline_ms)
+    if as_json:
+        d = result.to_dict()
+        d.update({"bit_exact_with_host": exact, "deadline_ms": deadline_ms,
+                  "meets_deadline": None if deadline_ms is None else not missed,
+                  "files": {k: v for k, v in (("trace", trace_path), ("memory_png", plot_memory),
+                                              ("gantt_png", plot_gantt)) if v}})
+        if report_paths:
+            d["files"].update(report_paths)
+        _echo_json(d)
+    else:
+        click.echo(result.summary())
+        click.echo(f"  outputs {'bit-exact with' if exact else 'DIFFER from'} the host run of the same graph")
+        if deadline_ms is not None:
+            click.echo(f"  deadline {deadline_ms:g} ms: " + ("MISSED" if missed else
+                                                            f"met with {deadline_ms - result.latency_ms:.3f} ms "
+                                                            f"to spare"))
+        if show_ops:
+            click.echo("")
+            click.echo(result.op_table())
+        for what, p in (("trace", trace_path), ("memory plot", plot_memory), ("Gantt plot", plot_gantt)):
+            if p:
+                click.echo(f"wrote {what}: {p}")
+        if report_paths:
+            click.echo(f"wrote report: {report_paths['html']} (and {report_paths['markdown']})")
+    sys.exit(EXIT_CHECK_FAILED if (missed or not exact) else EXIT_OK)
+
+
+# -- check -------------------------------------------------------------------------------------------

@@ -1,0 +1,229 @@
+"""Layer objects from a model's operators: ``from_operator(graph, op)`` builds
+the pyembed.kernels.layers object computing one CONV_2D / DEPTHWISE_CONV_2D /
+AVERAGE_POOL_2D / MAX_POOL_2D / ADD operator from the kernel parameters
+pyembed.model.ops derived at load (the graph runtime's own), and
+``chain_from_graph(graph, first, last)`` (or ``Graph.layers``) the LayerChain
+of consecutive operators, ready for the stripe executor (pyembed.kernels.stripe).
+"""
+import numpy as np
+
+from pyembed._validate import int_in_range
+from pyembed.errors import ArgumentError, ModelError, UnsupportedError
+from pyembed.kernels.layers import Add, Conv2D, DepthwiseConv2D, Pointwise, Pool2D, infer_shapes
+from pyembed.model.runtime import rounding_table
+
+
+# ---------------------------------------------------------------------------
+# Layers from graph operators
+#
+# A graph operator (pyembed.model.graph.Operator) carries the kernel parameters
+# pyembed.model.ops derived when the model was loaded (op.params: padding,
+# requantization multipliers and shifts, activation range, offsets); the
+# layer objects are built from those, never re-derived, so the graph runtime
+# and the layer executors share one derivation of every formula.
+
+LAYER_OP_TYPES = ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D", "ADD")
+
+
+def _operator(graph, op):
+    n = len(graph.operators)
+    if isinstance(op, (int, np.integer)) and not isinstance(op, bool):
+        return graph.operators[int_in_range(op, "op", 0, n - 1)]
+    if not any(op is o for o in graph.operators):
+        raise ArgumentError(f"op: expected an operator index in [0, {n - 1}] or one of graph "
+                            f"{graph.name!r}'s operators, got {op!r}")
+    return op
+
+
+def _where(graph, op):
+    return f"{graph.name}: operator {op.index} ({op.type})"
+
+
+def _hwc(graph, op, t, what):
+    """(h, w, c) of an int8 NHWC tensor with batch 1."""
+    tensor = graph.tensors[t]
+    if tensor.dtype != np.int8:
+        raise UnsupportedError(f"{_where(graph, op)}: {what} (tensor {t}) is "
+                               f"{tensor.type_name or tensor.dtype}, layers are int8")
+    if len(tensor.shape) != 4 or tensor.shape[0] != 1:
+        raise UnsupportedError(f"{_where(graph, op)}: {what} (tensor {t}) has shape {list(tensor.shape)}, "
+                               f"layers take NHWC tensors with batch 1")
+    return tuple(int(d) for d in tensor.shape[1:])
+
+
+def from_operator(graph, op, *, rounding="double", main_input=0, from_layer=-1):
+    """The layer object computing graph operator op (an index or an
+    Operator of graph) bit-exactly as the C graph runtime does: Conv2D
+    (Pointwise for a 1x1, stride-1 unpadded CONV_2D), DepthwiseConv2D,
+    Pool2D or Add, with the kernel parameters pyembed.model.ops derived.
+
+    rounding: as Graph.run's (a preset name or {op type: mode}).
+    ADD only: main_input (0 or 1) is the input on the main path (the
+    previous layer's output), the other is the branch, which the layer
+    reads from layer from_layer's output (-1: the chain's input).
+    Raises UnsupportedError for an operator no layer object computes
+    (another type, dilation, grouped convolution, broadcasting ADD, batch > 1)."""
+    op = _operator(graph, op)
+    main_input = int_in_range(main_input, "main_input", 0, 1)
+    from_layer = int_in_range(from_layer, "from_layer", -1)
+    where = _where(graph, op)
+    if not op.supported:
+        raise UnsupportedError(f"{where}: {op.reason}")
+    if op.type not in LAYER_OP_TYPES:
+        raise UnsupportedError(f"{where}: no layer object for this operator type (layers compute "
+                               f"{', '.join(LAYER_OP_TYPES)})")
+    table = rounding_table(rounding)
+    rnd = table.get(op.type, table["*"])
+    p = op.params
+    x_shape = _hwc(graph, op, op.inputs[0], "input")
+    y_shape = _hwc(graph, op, op.outputs[0], "output")
+    try:
+        if op.type in ("CONV_2D", "DEPTHWISE_CONV_2D"):
+            if tuple(p["dilation"]) != (1, 1):
+                raise UnsupportedError(f"{where}: dilation {tuple(p['dilation'])}, layers have none")
+            if p["groups"] != 1 and op.type == "CONV_2D":
+                raise UnsupportedError(f"{where}: grouped convolution ({p['groups']} groups)")
+            w = graph.tensors[op.inputs[1]].data
+            b = graph.tensors[op.inputs[2]].data if len(op.inputs) > 2 and op.inputs[2] >= 0 else None
+            common = dict(bias=b, multiplier=p["multiplier"], shift=p["shift"],
+                          input_zero_point=-p["input_offset"], output_zero_point=p["output_offset"],
+                          act_min=p["act_min"], act_max=p["act_max"], rounding=rnd)
+            pad = tuple(int(v) for v in p["pad"])
+            if op.type == "DEPTHWISE_CONV_2D":
+                layer = DepthwiseConv2D(w.reshape(w.shape[1:]), ch_mult=p["depth_multiplier"],
+                                        stride=tuple(p["stride"]), padding=pad, **common)
+            elif tuple(p["kernel"]) == (1, 1) and tuple(p["stride"]) == (1, 1) and pad == (0, 0, 0, 0):
+                layer = Pointwise(w.reshape(w.shape[0], w.shape[3]), **common)
+            else:
+                layer = Conv2D(w, stride=tuple(p["stride"]), padding=pad, **common)
+        elif op.type in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
+            layer = Pool2D(kind=p["kind"], window=tuple(p["filter"]), stride=tuple(p["stride"]),
+                           padding=tuple(int(v) for v in p["pad"]), act_min=p["act_min"],
+                           act_max=p["act_max"], channels=x_shape[2])
+        else:  # ADD
+            for k in (0, 1):
+                s = _hwc(graph, op, op.inputs[k], f"input {k + 1}")
+                if s != y_shape:
+                    raise UnsupportedError(f"{where}: input {k + 1} has shape {s}, output {y_shape}: "
+                                           f"the Add layer does not broadcast")
+            m, o = ("1", "2") if main_input == 0 else ("2", "1")
+            layer = Add(from_layer=from_layer,
+                        main_zero_point=-p[f"input{m}_offset"], main_multiplier=p[f"input{m}_multiplier"],
+                        main_shift=p[f"input{m}_shift"],
+                        branch_zero_point=-p[f"input{o}_offset"], branch_multiplier=p[f"input{o}_multiplier"],
+                        branch_shift=p[f"input{o}_shift"],
+                        output_multiplier=p["output_multiplier"], output_shift=p["output_shift"],
+                        output_zero_point=p["output_offset"], left_shift=p["left_shift"],
+                        act_min=p["act_min"], act_max=p["act_max"], rounding=rnd)
+    except ArgumentError as e:
+        raise UnsupportedError(f"{where}: outside what the layer objects take: {e}") from None
+    got = tuple(int(v) for v in layer.output_shape(x_shape))
+    if got != y_shape:
+        raise ModelError(f"{where}: the layer computes shape {got} from input {x_shape}, the graph says {y_shape}")
+    return layer
+
+
+class LayerChain(list):
+    """Layers built from consecutive graph operators: a plain list of layer
+    objects (pass it wherever pyembed.kernels.stripe or run_layers takes layers),
+    plus where it came from:
+
+    graph, ops (operator indices), input_tensor (what layer 0 reads),
+    tensors[i] (the graph tensor layer i writes; output_tensor is the last),
+    input_shape / output_shape (HWC), escaping (intermediate tensors that
+    operators outside the chain or the graph outputs also read -- an executor
+    of the chain alone does not produce them)."""
+
+    def __init__(self, layers, graph, op_indices, input_tensor, tensors, escaping=()):
+        super().__init__(layers)
+        self.graph = graph
+        self.ops = list(op_indices)
+        self.input_tensor = input_tensor
+        self.tensors = list(tensors)
+        self.escaping = list(escaping)
+        self.input_shape = tuple(int(d) for d in graph.tensors[input_tensor].shape[1:])
+        self.output_shape = tuple(int(d) for d in graph.tensors[self.tensors[-1]].shape[1:])
+
+    @property
+    def output_tensor(self):
+        return self.tensors[-1]
+
+    def _pick(self, values, t):
+        v = values[t] if isinstance(values, dict) else values
+        v = np.asarray(v)
+        shape = tuple(int(d) for d in self.graph.tensors[t].shape)
+        if v.dtype != np.int8 or v.shape not in (shape, shape[1:]):
+            raise ArgumentError(f"values: expected tensor {t} as int8 {shape}, got {v.dtype} {v.shape}")
+        return np.ascontiguousarray(v.reshape(shape[1:]))
+
+    def input_array(self, values):
+        """The chain's HWC input from Graph.run(..., keep_intermediates=True)'s
+        dict (or from an NHWC / HWC array)."""
+        return self._pick(values, self.input_tensor)
+
+    def output_array(self, values, layer=-1):
+        """Layer `layer`'s HWC output (default the last) from that dict."""
+        return self._pick(values, self.tensors[layer])
+
+    def __repr__(self):
+        kinds = ", ".join(type(layer).__name__ for layer in self)
+        return (f"LayerChain({self.graph.name!r} operators {self.ops[0]}..{self.ops[-1]}: {kinds}; "
+                f"{self.input_shape} -> {self.output_shape})")
+
+
+def chain_from_graph(graph, first_op=0, last_op=None, rounding="double"):
+    """The LayerChain computing graph operators first_op..last_op (positions
+    in graph.operators, inclusive), each reading the previous one's output
+    (an ADD reads it on one input and, on the other, the chain input or an
+    earlier chain operator's output). last_op None: as far as that holds.
+    Raises UnsupportedError naming the first operator that cannot join."""
+    n = len(graph.operators)
+    if n == 0:
+        raise ArgumentError(f"graph: {graph.name!r} has no operators")
+    first = int_in_range(first_op, "first_op", 0, n - 1)
+    last = n - 1 if last_op is None else int_in_range(last_op, "last_op", first, n - 1)
+    start = graph.operators[first]
+    if start.type == "ADD" or not start.inputs or start.inputs[0] < 0:
+        raise UnsupportedError(f"{_where(graph, start)}: a chain starts with an operator of one activation input")
+    input_tensor = start.inputs[0]
+    produced = {input_tensor: -1}
+    layers, tensors, used = [], [], []
+    for k in range(first, last + 1):
+        op = graph.operators[k]
+        prev = tensors[-1] if tensors else input_tensor
+        try:
+            if op.type == "ADD":
+                a, b = op.inputs[0], op.inputs[1]
+                main, other = (0, b) if a == prev else (1, a)
+                if (a if main == 0 else b) != prev:
+                    raise UnsupportedError(f"{_where(graph, op)}: neither input is the previous layer's output "
+                                           f"(tensor {prev})")
+                if other not in produced:
+                    raise UnsupportedError(f"{_where(graph, op)}: its branch input (tensor {other}) is neither the "
+                                           f"chain input nor an earlier chain layer's output")
+                layer = from_operator(graph, op, rounding=rounding, main_input=main, from_layer=produced[other])
+            else:
+                if not op.inputs or op.inputs[0] != prev:
+                    raise UnsupportedError(f"{_where(graph, op)}: reads tensor {op.inputs[0] if op.inputs else None},"
+                                           f" not the previous layer's output (tensor {prev})")
+                layer = from_operator(graph, op, rounding=rounding)
+        except UnsupportedError:
+            if last_op is None and layers:
+                break
+            raise
+        produced[op.outputs[0]] = len(layers)
+        layers.append(layer)
+        tensors.append(op.outputs[0])
+        used.append(k)
+    inside = set(used)
+    escaping = sorted(t for t in tensors[:-1]
+                      if t in graph.outputs
+                      or any(j not in inside for j in graph.consumers().get(t, [])))
+    chain = LayerChain(layers, graph, used, input_tensor, tensors, escaping)
+    shapes = infer_shapes(list(chain), chain.input_shape)
+    for i, (_, out) in enumerate(shapes):
+        want = tuple(int(d) for d in graph.tensors[tensors[i]].shape[1:])
+        if tuple(out) != want:
+            raise ModelError(f"{graph.name}: chain layer {i} (operator {used[i]}) computes shape {tuple(out)}, "
+                             f"the graph says {want}")
+    return chain

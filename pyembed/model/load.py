@@ -1,0 +1,92 @@
+"""Loading models: .tflite / .onnx files (or .tflite bytes) into a prepared Graph."""
+import os
+
+from pyembed.errors import ArgumentError, ModelError
+from pyembed.model.graph import Graph, Operator, Tensor
+from pyembed.model.ops import check_tensor_sizes, prepare_operator
+
+
+def graph_from_raw(raw, label, source_format=""):
+    """A Graph from the importer's plain description (see tflite_import.read_tflite)."""
+    tensors = [Tensor(index=t["index"], name=t["name"], shape=tuple(t["shape"]), dtype=t["dtype"],
+                      scale=t["scale"], zero_point=t["zero_point"], quant_axis=t["quant_axis"], data=t["data"],
+                      is_variable=t["is_variable"], type_name=t.get("type_name", ""))
+               for t in raw["tensors"]]
+    operators = [Operator(index=o["index"], type=o["type"], inputs=list(o["inputs"]), outputs=list(o["outputs"]),
+                          options=dict(o.get("options", {})), version=o.get("version", 1))
+                 for o in raw["operators"]]
+    check_tensor_sizes(tensors, label)
+    for what in ("inputs", "outputs"):
+        for t in raw[what]:
+            if not 0 <= t < len(tensors):
+                raise ModelError(f"{label}: graph {what[:-1]} refers to tensor {t}, but the graph has "
+                                 f"{len(tensors)}")
+    g = Graph(raw["name"], tensors, operators, raw["inputs"], raw["outputs"], source_path=raw.get("source_path"),
+              metadata=raw.get("metadata"), source_format=source_format)
+    for op in operators:
+        prepare_operator(g, op, label)
+    written = {}
+    for op in operators:
+        for t in op.outputs:
+            if t < 0:
+                continue
+            if t in written:
+                raise ModelError(f"{label}: tensor {t} ({tensors[t].name!r}) is written by operators "
+                                 f"{written[t]} and {op.index}")
+            if tensors[t].is_constant:
+                raise ModelError(f"{label}: operator {op.index} ({op.type}) writes tensor {t} "
+                                 f"({tensors[t].name!r}), which is constant")
+            written[t] = op.index
+    for op in operators:
+        if op.type == "RESHAPE" and op.supported and op.inputs and op.inputs[0] >= 0:
+            src = op.inputs[0]
+            if not tensors[src].is_constant and op.outputs[0] not in g.inputs:
+                g.aliases[op.outputs[0]] = src
+    g.unsupported = [(op.index, op.type) for op in operators if not op.supported]
+    return g
+
+
+def load_model(path, fmt=None):
+    """Load a .tflite or .onnx model into a Graph.
+
+    The format is taken from fmt ("tflite" / "onnx"), else from the file's
+    first bytes (the TFL3 flatbuffer identifier), else from the extension.
+    Raises ModelError for unreadable, malformed or inconsistent files;
+    unsupported operators do not fail the load (see Graph.unsupported)."""
+    if isinstance(path, (bytes, bytearray)):
+        raise ArgumentError("path: expected a file path (str or os.PathLike), got bytes")
+    try:
+        path = os.fspath(path)
+    except TypeError:
+        raise ArgumentError(f"path: expected a file path, got {type(path).__name__}") from None
+    if not os.path.exists(path):
+        raise ModelError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise ModelError(f"{path}: is a directory, expected a model file")
+    if fmt is None:
+        try:
+            with open(path, "rb") as f:
+                head = f.read(8)
+        except OSError as e:
+            raise ModelError(f"{path}: cannot read the model file ({e.strerror or e})") from None
+        ext = os.path.splitext(path)[1].lower()
+        if head[4:8] == b"TFL3" or ext == ".tflite":
+            fmt = "tflite"
+        elif ext == ".onnx":
+            fmt = "onnx"
+        else:
+            raise ModelError(f"{path}: not a model pyembed can read (expected a .tflite flatbuffer with the "
+                             f"TFL3 identifier or an .onnx protobuf)")
+    if fmt == "tflite":
+        from pyembed.model.tflite_import import read_tflite
+        return graph_from_raw(read_tflite(path), label=path, source_format="tflite")
+    if fmt == "onnx":
+        from pyembed.model.onnx_import import load_onnx
+        return load_onnx(path)
+    raise ArgumentError(f"fmt: expected 'tflite' or 'onnx', got {fmt!r}")
+
+
+def load_tflite_bytes(data, name="model"):
+    """A Graph from .tflite bytes in memory (no file)."""
+    from pyembed.model.tflite_import import read_tflite
+    return graph_from_raw(read_tflite(bytes(data), name=name), label=name, source_format="tflite")

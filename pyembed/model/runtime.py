@@ -1,0 +1,287 @@
+"""The C graph runtime from Python: a Graph and a Layout compiled into the
+pe_graph tables (GraphRuntime), the rounding presets, and validated direct
+wrappers of the fully-connected and element-wise kernels."""
+import numpy as np
+
+from pyembed.errors import ArgumentError
+from pyembed.model.ops import lookup
+from pyembed.model.ops.base import INT8_MAX, INT8_MIN, dims4  # noqa: F401
+
+
+# -- the C runtime ----------------------------------------------------------------
+
+_DTYPES = (np.dtype(np.int8), np.dtype(np.int16), np.dtype(np.int32), np.dtype(np.float32))
+
+
+class GraphRuntime:
+    """A graph compiled into the C runtime's tables on one arena layout.
+
+    order[step] is the graph operator run at that step (the C table is in
+    this order); invoke_op(step, arena) runs it. The arena is a 1-D uint8
+    array of at least arena_size bytes (new_arena() makes one)."""
+
+    def __init__(self, graph, layout, compiled):
+        self.graph = graph
+        self.layout = layout
+        self.compiled = compiled
+        self.order = list(layout.order)
+        self.arena_size = int(layout.arena_size)
+        self.plan = None
+
+    def new_arena(self):
+        return np.zeros(self.arena_size, dtype=np.uint8)
+
+    def _offset(self, t):
+        off = self.layout.tensor_offsets.get(t)
+        if off is None:
+            raise ArgumentError(f"tensor {t} ({self.graph.tensors[t].name!r}) has no place in the arena "
+                                f"(a constant?)")
+        return off
+
+    def tensor_view(self, arena, t):
+        """A numpy view of tensor t inside arena (activations only)."""
+        tensor = self.graph.tensors[t]
+        off = self._offset(t)
+        raw = arena[off: off + tensor.nbytes]
+        return raw.view(tensor.dtype).reshape(tensor.shape)
+
+    def tensor_value(self, arena, t):
+        tensor = self.graph.tensors[t]
+        if tensor.is_constant:
+            return np.array(tensor.data)
+        return np.array(self.tensor_view(arena, t))
+
+    def set_input(self, arena, k, x):
+        t = self.graph.inputs[k]
+        view = self.tensor_view(arena, t)
+        x = np.asarray(x)
+        if x.dtype != view.dtype or x.size != view.size:
+            raise ArgumentError(f"x: input {k} expects {view.size} {view.dtype.name} values "
+                                f"(shape {view.shape}), got {x.dtype} {x.shape}")
+        view[...] = x.reshape(view.shape)
+
+    def get_output(self, arena, k):
+        return self.tensor_value(arena, self.graph.outputs[k])
+
+    def invoke_op(self, step, arena, stats=False):
+        """Run the operator at this step of the order; returns its kernel
+        counters (dict) when stats is true."""
+        return self.compiled.invoke_op(int(step), arena, stats)
+
+    def invoke(self, arena, stats=False):
+        return self.compiled.invoke(arena, stats)
+
+    def run(self, xs):
+        arena = self.new_arena()
+        for k, x in enumerate(xs):
+            self.set_input(arena, k, x)
+        self.invoke(arena)
+        return [self.get_output(arena, k) for k in range(len(self.graph.outputs))]
+
+
+def _kind(op):
+    if op.type == "QUANTIZE":
+        return op.params["kind"]
+    return op.type
+
+
+# inputs the C runtime reads per operator type (RESHAPE's shape operand and
+# the like are left out)
+_C_INPUTS = {"RESHAPE": 1, "SOFTMAX": 1, "AVERAGE_POOL_2D": 1, "MAX_POOL_2D": 1, "QUANTIZE": 1, "DEQUANTIZE": 1,
+             "ADD": 2, "MUL": 2}
+
+
+def _c_io(op):
+    """(registry entry or None, graph tensor indices the C runtime gets as
+    inputs, as outputs) of one operator."""
+    d = lookup(op.type)
+    if d is None:
+        n_in = _C_INPUTS.get(op.type, 3)
+        return None, list(op.inputs[:n_in]), list(op.outputs[:1])
+    p = op.params or {}
+    ins = [op.inputs[k] if k < len(op.inputs) else -1 for k in p.get("c_inputs", range(len(op.inputs)))]
+    outs = [op.outputs[k] for k in p.get("c_outputs", range(len(op.outputs)))]
+    return d, ins, outs
+
+
+def runtime_tables(graph, layout):
+    """The C graph runtime's tables as plain data, in layout.order:
+
+    tensors: [{tensor, data, offset, bytes, dims, dtype}] -- only tensors an
+      operator or the graph boundary uses, in graph index order; "tensor" is
+      the graph index, the list position is the C table index;
+    ops: [{op, kind, code, c_name, inputs, outputs, scratch_offset,
+      scratch_size, params}] with C table indices; kind the pe_graph
+      operator (REQUANTIZE for an int8 -> int8 QUANTIZE); code and c_name
+      set for registered operators (pyembed.model.ops.registry), whose
+      parameters are params["words"].
+    build_runtime hands these to the Cython binding; pyembed.codegen.emit writes
+    them as C initializers."""
+    used = set(graph.inputs) | set(graph.outputs)
+    io = {}
+    for op in graph.operators:
+        io[op.index] = _c_io(op)
+        used.update(t for t in io[op.index][1] if t >= 0)
+        used.update(t for t in io[op.index][2] if t >= 0)
+    c_index, tensors = {}, []
+    for t in sorted(used):
+        tensor = graph.tensors[t]
+        if tensor.dtype not in _DTYPES:
+            continue  # never read by a kernel
+        c_index[t] = len(tensors)
+        tensors.append({"tensor": t, "data": tensor.data if tensor.is_constant else None,
+                        "offset": -1 if tensor.is_constant else int(layout.tensor_offsets[t]),
+                        "bytes": int(tensor.nbytes), "dims": dims4(tensor.shape), "dtype": tensor.dtype})
+    ops = []
+    for opi in layout.order:
+        op = graph.operators[opi]
+        d, ins, outs = io[opi]
+        scratch = int(op.scratch_bytes)
+        spec = {"op": opi, "kind": _kind(op),
+                "inputs": [c_index[t] if t >= 0 else -1 for t in ins],
+                "outputs": [c_index[t] for t in outs],
+                "scratch_offset": int(layout.scratch_offsets.get(opi, -1)) if scratch else -1,
+                "scratch_size": scratch, "params": op.params}
+        if d is not None:
+            spec.update(code=d.code, c_name=d.c_name)
+        ops.append(spec)
+    return tensors, ops
+
+
+ROUNDINGS = ("double", "single")
+
+# Rounding presets: op type -> requantization rounding, "*" for the rest.
+# "litert": what the LiteRT wheel's BUILTIN_REF resolver computes (measured
+# operator by operator against it in tests/test_tflite_models.py): its int8
+# FULLY_CONNECTED requantizes with a single rounding (the ruy-style
+# MultiplyByQuantizedMultiplier), every other kernel with TFLite's double
+# rounding.
+ROUNDING_PRESETS = {
+    "double": {"*": "double"},
+    "single": {"*": "single"},
+    "litert": {"*": "double", "FULLY_CONNECTED": "single"},
+}
+
+
+def rounding_table(rounding):
+    """Normalise rounding (a preset name or {op type: mode}) to a dict."""
+    if isinstance(rounding, str):
+        if rounding not in ROUNDING_PRESETS:
+            raise ArgumentError(f"rounding: expected one of {', '.join(ROUNDING_PRESETS)} or a dict "
+                                f"{{op type: 'double'|'single'}}, got {rounding!r}")
+        return dict(ROUNDING_PRESETS[rounding])
+    if isinstance(rounding, dict):
+        table = {"*": "double"}
+        for k, v in rounding.items():
+            if v not in ROUNDINGS:
+                raise ArgumentError(f"rounding[{k!r}]: expected 'double' or 'single', got {v!r}")
+            table[k] = v
+        return table
+    raise ArgumentError(f"rounding: expected a preset name or a dict, got {type(rounding).__name__}")
+
+
+def build_runtime(graph, layout, rounding="double"):
+    """Compile graph on layout into a GraphRuntime (the C tables).
+
+    rounding: "double" (default: TFLite's reference build, TFLM, CMSIS-NN),
+    "single" (TFLITE_SINGLE_ROUNDING builds), "litert" (the LiteRT wheel:
+    single for FULLY_CONNECTED only) or a dict {op type: mode}; it selects
+    the rounding of every fixed-point requantization."""
+    table = rounding_table(rounding)
+    from pyembed._ext import _graph
+    tensors, ops = runtime_tables(graph, layout)
+    for spec in ops:
+        spec["rounding"] = table.get(graph.operators[spec["op"]].type, table["*"])
+    tensors = [(t["data"], t["offset"], t["bytes"], t["dims"], t["dtype"]) for t in tensors]
+    compiled = _graph.CompiledGraph(tensors, ops, int(layout.arena_size))
+    compiled.check()
+    rt = GraphRuntime(graph, layout, compiled)
+    rt.rounding = rounding
+    return rt
+
+
+# -- direct kernel wrappers (validated; the graph runtime calls the same C) -----------
+
+def _out_array(out, shape, name="out"):
+    from pyembed._validate import exact_array
+    if out is None:
+        return None
+    out = exact_array(out, name, np.int8, shape=shape)
+    if tuple(out.shape) != tuple(shape) or not out.flags.c_contiguous or not out.flags.writeable:
+        raise ArgumentError(f"{name}: expected a writeable C-contiguous int8 array of shape {tuple(shape)}, "
+                            f"got {out.shape}")
+    return out
+
+
+def fully_connected(x, weights, bias, multiplier, shift, *, input_offset, output_offset, act_min=INT8_MIN,
+                    act_max=INT8_MAX, rounding="double", out=None, stats=False):
+    """int8 FULLY_CONNECTED (pe_fully_connected_s8): x [batches, K] (or any
+    shape whose size is a multiple of K), weights [O, K], bias int32 [O] or
+    None, multiplier / shift int32 of length 1 (per tensor) or O.
+    Returns the int8 [batches, O] output (written into out if given), and
+    the kernel's counters too when stats is true."""
+    from pyembed._ext import _graph
+    from pyembed._validate import as_int_array, exact_array, int_in_range
+    w = exact_array(weights, "weights", np.int8, ndim=2)
+    o_f, k = w.shape
+    if o_f < 1 or k < 1:
+        raise ArgumentError(f"weights: expected a non-empty [O, K] array, got shape {w.shape}")
+    x = exact_array(x, "x", np.int8)
+    if x.size == 0 or x.size % k:
+        raise ArgumentError(f"x: expected a whole number of rows of {k} values, got shape {x.shape}")
+    x2 = np.ascontiguousarray(x.reshape(-1, k))
+    b = None
+    if bias is not None:
+        b = as_int_array(bias, "bias", np.int32, ndim=1)
+        if b.size != o_f:
+            raise ArgumentError(f"bias: expected {o_f} values, got {b.size}")
+    m = as_int_array(np.atleast_1d(multiplier), "multiplier", np.int32, ndim=1)
+    s = as_int_array(np.atleast_1d(shift), "shift", np.int32, ndim=1)
+    if m.size not in (1, o_f) or s.size != m.size:
+        raise ArgumentError(f"multiplier/shift: expected 1 or {o_f} values each, got {m.size} and {s.size}")
+    if rounding not in ROUNDINGS:
+        raise ArgumentError(f"rounding: expected 'double' or 'single', got {rounding!r}")
+    input_offset = int_in_range(input_offset, "input_offset", -255, 255)
+    output_offset = int_in_range(output_offset, "output_offset", -128, 127)
+    act_min = int_in_range(act_min, "act_min", -128, 127)
+    act_max = int_in_range(act_max, "act_max", act_min, 127)
+    target = _out_array(out, (x2.shape[0], o_f))
+    res, counters = _graph.fully_connected_s8(x2, w, b, m, s, input_offset, 0, output_offset, act_min, act_max,
+                                              rounding == "single", stats)
+    if target is not None:
+        target[...] = res
+        res = target
+    return (res, counters) if stats else res
+
+
+def add(a, b, params, *, mul=False, rounding="double", out=None):
+    """int8 ADD (or MUL with mul=True) with numpy broadcasting up to 4-D:
+    params as pyembed.model.ops.prepare_add / prepare_mul compute them
+    (Operator.params of an ADD / MUL)."""
+    from pyembed._ext import _graph
+    from pyembed._validate import exact_array
+    a = exact_array(a, "a", np.int8)
+    b = exact_array(b, "b", np.int8)
+    try:
+        shape = np.broadcast_shapes(a.shape, b.shape)
+    except ValueError:
+        raise ArgumentError(f"a, b: shapes {a.shape} and {b.shape} do not broadcast") from None
+    if len(shape) > 4 or a.size == 0 or b.size == 0:
+        raise ArgumentError(f"a, b: expected non-empty arrays of at most 4 dimensions, got {a.shape}, {b.shape}")
+    keys = (["input1_offset", "input2_offset", "output_offset", "output_multiplier", "output_shift", "act_min",
+             "act_max"] + ([] if mul else ["left_shift", "input1_multiplier", "input1_shift", "input2_multiplier",
+                                          "input2_shift"]))
+    missing = [k for k in keys if k not in params]
+    if missing:
+        raise ArgumentError(f"params: missing {', '.join(missing)}")
+    if rounding not in ROUNDINGS:
+        raise ArgumentError(f"rounding: expected 'double' or 'single', got {rounding!r}")
+    pad = (1,) * (4 - len(shape))
+    da, db = pad + (1,) * (len(shape) - a.ndim) + a.shape, pad + (1,) * (len(shape) - b.ndim) + b.shape
+    res = _graph.add_s8(np.ascontiguousarray(a).ravel(), da, np.ascontiguousarray(b).ravel(), db, pad + shape,
+                        {k: int(params[k]) for k in keys}, mul, rounding == "single").reshape(shape)
+    target = _out_array(out, shape)
+    if target is not None:
+        target[...] = res
+        return target
+    return res

@@ -1,0 +1,400 @@
+"""Arena placement algorithms behind one interface.
+
+Every algorithm is ``f(problem, regions, **options) -> placement`` where a
+placement gives each buffer a (region index, offset). Regions are filled in
+the order given (e.g. DTCM before SRAM). All but ``linear`` reuse memory:
+
+* linear            - no reuse: buffers one after another (baseline and oracle).
+* greedy_size       - largest buffer first, each at the lowest offset that does
+                      not collide with an already placed buffer whose lifetime
+                      overlaps (TensorFlow Lite Micro's greedy planner).
+* greedy_conflicts  - "greedy by breadth": visit steps from the most to the
+                      least live bytes and place that step's buffers largest
+                      first, so the tightest step is packed first.
+* order_search      - first fit over many buffer orders (the two above, by
+                      lifetime, by conflict degree, then random perturbations
+                      of the best so far) until the lower bound or the time
+                      limit is reached.
+* cpsat             - an exact model for OR-Tools' CP-SAT solver: one offset
+                      variable per buffer, one disjunction per pair of buffers
+                      that live at the same time, minimise the arena; seeded
+                      with the best heuristic placement, bounded below by the
+                      liveness bound, stopped at a time limit (then the best
+                      placement found so far is returned, never worse than the
+                      seed).
+
+Overlap allowances (core.Overlap) change a pair's rule from "disjoint" to
+"dst starts at most max_delta after src, or after src's end".
+
+Regions are stacked in one virtual address line so that a placement inside a
+region never straddles into the next; a buffer pinned to a region may only be
+placed there.
+"""
+import random
+import time
+
+from pyembed.errors import PlanError
+from pyembed.plan.core import align_down, align_up
+
+
+class DoesNotFit(Exception):
+    """Raised inside an algorithm when a buffer fits no region."""
+
+    def __init__(self, buffer_index):
+        super().__init__(buffer_index)
+        self.buffer_index = buffer_index
+
+
+class _Placer:
+    """First-fit placement of buffers one at a time."""
+
+    def __init__(self, problem, regions):
+        self.p = problem
+        self.regions = regions
+        self.nb = problem.neighbours()
+        self.allow = usable_allowances(problem)
+        self.size = [b.aligned_size for b in problem.buffers]
+        self.pos = [None] * len(problem.buffers)
+        names = [r.name for r in regions]
+        self.region_choices = []
+        for b in problem.buffers:
+            if b.region is None:
+                self.region_choices.append(list(range(len(regions))))
+            elif b.region in names:
+                self.region_choices.append([names.index(b.region)])
+            else:
+                raise PlanError(f"buffer {b.name} is pinned to region {b.region!r}, which the target does not have "
+                                f"(regions: {', '.join(names)})")
+
+    def forbidden(self, i, k):
+        """Open intervals (lo, hi) of start offsets i may not take in region k."""
+        out = []
+        si = self.size[i]
+        for j in self.nb[i]:
+            pj = self.pos[j]
+            if pj is None or pj[0] != k or si == 0 or self.size[j] == 0:
+                continue
+            oj, sj = pj[1], self.size[j]
+            ov = self.allow.get((j, i))
+            if ov is not None:  # i writes over j
+                out.append((oj + ov.max_delta, oj + sj))
+                continue
+            ov = self.allow.get((i, j))
+            if ov is not None:  # j writes over i
+                out.append((oj - si, oj - ov.max_delta))
+                continue
+            out.append((oj - si, oj + sj))
+        return out
+
+    def place(self, i):
+        b = self.p.buffers[i]
+        a = b.alignment
+        si = self.size[i]
+        for k in self.region_choices[i]:
+            cap = self.regions[k].size
+            forb = self.forbidden(i, k)
+            cands = {0}
+            for lo, hi in forb:
+                cands.add(align_up(max(hi, 0), a))
+                if lo >= 0:
+                    cands.add(align_down(lo, a))
+            for c in sorted(cands):
+                if cap is not None and c + si > cap:
+                    break
+                if all(not (lo < c < hi) for lo, hi in forb):
+                    self.pos[i] = (k, c)
+                    return self.pos[i]
+        raise DoesNotFit(i)
+
+    def run(self, order):
+        for i in overlap_order(order, self.allow):
+            self.place(i)
+        return list(self.pos)
+
+
+def usable_allowances(problem):
+    """{(src, dst): Overlap} for the proven allowances that can actually save bytes."""
+    out = {}
+    for key, ov in problem.allowance(proven_only=True).items():
+        src, dst = problem.buffers[ov.src], problem.buffers[ov.dst]
+        if ov.max_delta <= -dst.aligned_size:
+            continue  # dst would have to end before src starts: no sharing possible
+        if src.last != ov.step or dst.first != ov.step:
+            continue  # the pair is live together beyond the overlapping step
+        out[key] = ov
+    return out
+
+
+def overlap_order(order, allow):
+    """Where an output must start below its input (max_delta < 0), place it
+    first: first fit then slides the input up under it. Chains (a -> b -> c)
+    need a few passes."""
+    order = list(order)
+    below = [(src, dst) for (src, dst), ov in allow.items() if ov.max_delta < 0]
+    for _ in range(len(below) + 1):
+        moved = False
+        for src, dst in below:
+            i, j = order.index(src), order.index(dst)
+            if j > i:
+                order.insert(i, order.pop(j))
+                moved = True
+        if not moved:
+            break
+    return order
+
+
+def region_tops(problem, regions, placement):
+    used = [0] * len(regions)
+    for b, (k, off) in zip(problem.buffers, placement):
+        used[k] = max(used[k], off + b.aligned_size)
+    return used
+
+
+def placement_total(problem, regions, placement):
+    return sum(region_tops(problem, regions, placement))
+
+
+def placement_key(problem, regions, placement):
+    """What the algorithms minimise: bytes in the last (slowest) region
+    first, then the one before... so earlier (faster) regions fill up first.
+    With one region this is the arena size."""
+    return tuple(reversed(region_tops(problem, regions, placement)))
+
+
+# -- the algorithms ----------------------------------------------------------
+
+def linear(problem, regions, **_):
+    """No reuse: each buffer after the previous one (next region when full)."""
+    pos = []
+    top = [0] * len(regions)
+    names = [r.name for r in regions]
+    for i, b in enumerate(problem.buffers):
+        choices = range(len(regions)) if b.region is None else [names.index(b.region)] if b.region in names else []
+        for k in choices:
+            off = align_up(top[k], b.alignment)
+            if regions[k].size is None or off + b.aligned_size <= regions[k].size:
+                pos.append((k, off))
+                top[k] = off + b.aligned_size
+                break
+        else:
+            raise DoesNotFit(i)
+    return pos
+
+
+def order_by_size(problem):
+    return sorted(range(len(problem.buffers)),
+                  key=lambda i: (-problem.buffers[i].aligned_size, problem.buffers[i].first, i))
+
+
+def order_by_breadth(problem):
+    live = problem.live_bytes()
+    steps = sorted(range(problem.num_steps), key=lambda s: (-live[s], s))
+    seen = set()
+    order = []
+    for s in steps:
+        here = [i for i, b in enumerate(problem.buffers) if b.lives_at(s) and i not in seen]
+        here.sort(key=lambda i: (-problem.buffers[i].aligned_size, problem.buffers[i].first, i))
+        order += here
+        seen.update(here)
+    order += [i for i in range(len(problem.buffers)) if i not in seen]
+    return order
+
+
+def greedy_size(problem, regions, **_):
+    return _Placer(problem, regions).run(order_by_size(problem))
+
+
+def greedy_conflicts(problem, regions, **_):
+    return _Placer(problem, regions).run(order_by_breadth(problem))
+
+
+def _seed_orders(problem):
+    n = len(problem.buffers)
+    B = problem.buffers
+    nb = problem.neighbours()
+    conflict_bytes = [sum(B[j].aligned_size for j in nb[i]) for i in range(n)]
+    yield order_by_size(problem)
+    yield order_by_breadth(problem)
+    yield sorted(range(n), key=lambda i: (-(B[i].last - B[i].first), -B[i].aligned_size, i))
+    yield sorted(range(n), key=lambda i: (-(conflict_bytes[i] + B[i].aligned_size), i))
+    yield sorted(range(n), key=lambda i: (B[i].first, -B[i].aligned_size, i))
+    yield sorted(range(n), key=lambda i: (-B[i].aligned_size, -B[i].first, i))
+    yield sorted(range(n), key=lambda i: (-B[i].aligned_size, -(B[i].last - B[i].first), i))
+
+
+def order_search(problem, regions, time_limit=2.0, seed=0, target=None, **_):
+    """First fit over many orders; stops at `target` bytes (default: the
+    overlap-aware lower bound) or after time_limit seconds."""
+    if target is None:
+        target = problem.lower_bound(with_overlaps=True)
+    start = time.perf_counter()
+    best, best_total, best_order = None, None, None
+    last_error = None
+    for order in _seed_orders(problem):
+        try:
+            pos = _Placer(problem, regions).run(order)
+        except DoesNotFit as e:
+            last_error = e
+            continue
+        total = placement_key(problem, regions, pos)
+        if best is None or total < best_total:
+            best, best_total, best_order = pos, total, order
+        if sum(best_total) <= target and len(regions) == 1:
+            return best
+    rng = random.Random(seed)
+    n = len(problem.buffers)
+    stale = 0
+    patience = max(300, 30 * n)  # non-improving tries before giving up early
+    while n > 1 and time.perf_counter() - start < time_limit \
+            and (best is None or len(regions) > 1 or sum(best_total) > target) and stale < patience:
+        stale += 1
+        base = list(best_order) if best_order is not None else list(range(n))
+        # a few random moves of one buffer to an earlier position
+        for _ in range(rng.randint(1, 3)):
+            a = rng.randrange(n)
+            b = rng.randrange(n)
+            base.insert(b, base.pop(a))
+        try:
+            pos = _Placer(problem, regions).run(base)
+        except DoesNotFit as e:
+            last_error = e
+            continue
+        total = placement_key(problem, regions, pos)
+        if best is not None and total < best_total:
+            stale = 0
+        if best is None or total <= best_total:  # accept ties: a random walk on plateaus
+            best, best_total, best_order = pos, total, base
+    if best is None:
+        raise last_error
+    return best
+
+
+def cpsat(problem, regions, time_limit=10.0, hint=None, workers=2, max_buffers=200, info=None, **_):
+    """Exact placement with OR-Tools CP-SAT (optimal when it finishes within
+    time_limit; otherwise the best placement found, never worse than hint)."""
+    try:
+        from ortools.sat.python import cp_model
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise PlanError("the cpsat algorithm needs OR-Tools (pip install ortools)") from e
+    n = len(problem.buffers)
+    if n > max_buffers:
+        raise PlanError(f"cpsat: {n} buffers is more than max_buffers={max_buffers}; use order_search")
+    B = problem.buffers
+    size = [b.aligned_size for b in B]
+    if hint is None:
+        try:
+            hint = order_search(problem, regions, time_limit=min(1.0, time_limit / 4))
+        except DoesNotFit:
+            hint = None
+    # stack the regions on one virtual line, each base aligned to the largest alignment
+    amax = max([b.alignment for b in B] + [1])
+    upper = sum(size) + amax * (n + 1)
+    base, caps = [], []
+    v = 0
+    for r in regions:
+        base.append(v)
+        cap = r.size if r.size is not None else upper
+        caps.append(cap)
+        v = align_up(v + cap, amax) + amax
+    names = [r.name for r in regions]
+
+    from ortools.util.python import sorted_interval_list as sil
+
+    m = cp_model.CpModel()
+    unit = []  # offset = alignment * unit
+    reg_lit = []
+    off = []
+    for i, b in enumerate(B):
+        a = b.alignment
+        allowed = range(len(regions)) if b.region is None else [names.index(b.region)]
+        intervals = []
+        lits = {}
+        for k in allowed:
+            lo = -(-base[k] // a)
+            hi = (base[k] + caps[k] - size[i]) // a
+            if hi >= lo:
+                intervals.append([lo, hi])
+        if not intervals:
+            raise DoesNotFit(i)
+        u = m.NewIntVarFromDomain(sil.Domain.FromIntervals(intervals), f"u{i}")
+        unit.append(u)
+        off.append(a * u)
+        if len(regions) > 1:
+            for k in allowed:
+                lit = m.NewBoolVar(f"r{i}_{k}")
+                lits[k] = lit
+                m.Add(a * u >= base[k]).OnlyEnforceIf(lit)
+                m.Add(a * u + size[i] <= base[k] + caps[k]).OnlyEnforceIf(lit)
+            m.AddExactlyOne(lits.values())
+        reg_lit.append(lits)
+    allow = usable_allowances(problem)
+    for i, j in problem.conflicts():
+        if size[i] == 0 or size[j] == 0:
+            continue
+        lit = m.NewBoolVar(f"b{i}_{j}")
+        if (i, j) in allow:  # j may start up to max_delta after i
+            m.Add(off[j] <= off[i] + allow[(i, j)].max_delta).OnlyEnforceIf(lit)
+            m.Add(off[j] >= off[i] + size[i]).OnlyEnforceIf(lit.Not())
+        elif (j, i) in allow:
+            m.Add(off[i] <= off[j] + allow[(j, i)].max_delta).OnlyEnforceIf(lit)
+            m.Add(off[i] >= off[j] + size[j]).OnlyEnforceIf(lit.Not())
+        else:
+            m.Add(off[i] + size[i] <= off[j]).OnlyEnforceIf(lit)
+            m.Add(off[j] + size[j] <= off[i]).OnlyEnforceIf(lit.Not())
+    if len(regions) == 1:
+        peak = m.NewIntVar(0, caps[0], "peak")
+        for i in range(n):
+            m.Add(peak >= off[i] + size[i])
+        m.Add(peak >= problem.lower_bound(with_overlaps=True))
+        m.Minimize(peak)
+    else:
+        tops = []
+        for k in range(len(regions)):
+            t = m.NewIntVar(0, caps[k], f"top{k}")
+            tops.append(t)
+            for i in range(n):
+                if k in reg_lit[i]:
+                    m.Add(t >= off[i] + size[i] - base[k]).OnlyEnforceIf(reg_lit[i][k])
+        # lexicographic as placement_key: the last region weighs most
+        weight, weights = 1, []
+        for k in range(len(regions)):
+            weights.append(weight)
+            weight *= caps[k] + 1
+        if weight >= 2**62:
+            weights = [k + 1 for k in range(len(regions))]
+        m.Minimize(sum(w * t for w, t in zip(weights, tops)))
+    if hint is not None:
+        for i, (k, o) in enumerate(hint):
+            m.AddHint(unit[i], (base[k] + o) // B[i].alignment)
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = float(time_limit)
+    solver.parameters.num_workers = int(workers)
+    solver.parameters.random_seed = 0
+    status = solver.Solve(m)
+    if info is not None:
+        info["status"] = solver.StatusName(status)
+        info["optimal"] = status == cp_model.OPTIMAL
+        info["wall_time"] = solver.WallTime()
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        if hint is not None:
+            return hint
+        if status == cp_model.INFEASIBLE:
+            raise DoesNotFit(max(range(n), key=lambda i: size[i]))
+        raise PlanError(f"cpsat found no placement within {time_limit} s ({solver.StatusName(status)})")
+    out = []
+    for i in range(n):
+        o = solver.Value(unit[i]) * B[i].alignment
+        k = max(kk for kk in range(len(regions)) if base[kk] <= o)
+        out.append((k, o - base[k]))
+    if hint is not None and placement_key(problem, regions, hint) < placement_key(problem, regions, out):
+        return hint
+    return out
+
+
+ALGORITHMS = {
+    "linear": linear,
+    "greedy_size": greedy_size,
+    "greedy_conflicts": greedy_conflicts,
+    "order_search": order_search,
+    "cpsat": cpsat,
+}
