@@ -542,6 +542,43 @@ __attribute__((noinline)) static void conv_cols2_flat(int32_t *restrict c0,
     }
 }
 
+/* One output column, contiguous taps (the columns conv_cols2_flat cannot
+ * pair: image edges, odd counts): two output channels share each widened
+ * input word. */
+__attribute__((noinline)) static void conv_col1_flat(int32_t *restrict c0,
+                                                     const int8_t *restrict px,
+                                                     const int8_t *restrict w, size_t ws,
+                                                     int32_t len, int32_t n_oc, int32_t offset)
+{
+    const uint32_t off2 = pe_dup16(offset);
+    const int32_t len4 = len & ~3;
+    int32_t oc = 0, i;
+    for (; oc < n_oc; oc += 2) {
+        const int32_t two = oc + 1 < n_oc;
+        const int8_t *restrict wa = w + (size_t)oc * ws;
+        const int8_t *restrict wb = two ? wa + ws : wa;
+        int32_t a0 = 0, a1 = 0;
+        for (i = 0; i < len4; i += 4) {
+            const uint32_t r = pe_rd32(px + i);
+            const uint32_t xe = __sxtab16(off2, r), xo = pe_sxtab16_ror8(off2, r);
+            const uint32_t va = pe_rd32(wa + i), vb = pe_rd32(wb + i);
+            a0 = __smlad(__sxtb16(va), xe, a0);
+            a0 = __smlad(pe_sxtb16_ror8(va), xo, a0);
+            a1 = __smlad(__sxtb16(vb), xe, a1);
+            a1 = __smlad(pe_sxtb16_ror8(vb), xo, a1);
+        }
+        for (; i < len; i++) {
+            const int32_t x0 = (int32_t)px[i] + offset;
+            a0 += wa[i] * x0;
+            a1 += wb[i] * x0;
+        }
+        c0[oc] += a0;
+        if (two) {
+            c0[oc + 1] += a1;
+        }
+    }
+}
+
 /* One output column, one output channel: the tails of conv_block_2x2. */
 static inline int32_t conv_block_1x1(const int8_t *restrict px, const int8_t *restrict w,
                                      size_t px_tap, int32_t nk, int32_t ic, int32_t offset)
@@ -595,9 +632,28 @@ static uint64_t conv_row_dsp(int32_t *restrict acc_row, const int8_t *restrict w
                                          (size_t)k_lo * (size_t)ic_g;
                 int32_t *const a0 = c0 + (size_t)g * (size_t)oc_g;
                 oc = 0;
-                if (ncol == 2 && d_w == 1 && groups == 1) {
-                    oc = oc_g & ~1;
-                    conv_cols2_flat(a0, a0 + out_c, pg, wg, ws, px_next, nk * ic_g, oc, offset);
+                if (d_w == 1 && groups == 1 && nk * ic_g < 8) {
+                    /* runs too short for the SIMD words: the plain loop */
+                    int32_t col;
+                    for (col = 0; col < ncol; col++) {
+                        conv_col_flat(a0 + (size_t)col * (size_t)out_c, pg + (size_t)col * px_next,
+                                      wg, ws, nk * ic_g, oc_g, offset);
+                    }
+                    continue;
+                }
+                if (d_w == 1 && groups == 1) {
+                    int32_t col;
+                    if (ncol == 2) {
+                        oc = oc_g & ~1;
+                        conv_cols2_flat(a0, a0 + out_c, pg, wg, ws, px_next, nk * ic_g, oc,
+                                        offset);
+                    }
+                    for (col = 0; col < ncol && oc < oc_g; col++) {
+                        conv_col1_flat(a0 + (size_t)col * (size_t)out_c + (size_t)oc,
+                                       pg + (size_t)col * px_next, wg + (size_t)oc * ws, ws,
+                                       nk * ic_g, oc_g - oc, offset);
+                    }
+                    continue;
                 }
                 for (; oc < oc_g; oc += 2) {
                     const int8_t *const wo = wg + (size_t)oc * ws;
