@@ -24,6 +24,13 @@
 #include "pyembed/pe_fixed.h"
 #include "pyembed/pe_simd.h"
 
+/* unroll hint for the scalar code of a loop kept simple for the vectoriser */
+#if defined(__GNUC__) && !defined(__clang__)
+#define PE_UNROLL4 _Pragma("GCC unroll 4")
+#else
+#define PE_UNROLL4
+#endif
+
 /* |w * (x + input_offset)| <= 128 * 255 */
 #define PE_CONV_MAX_PRODUCT ((int64_t)128 * 255)
 
@@ -325,6 +332,7 @@ static void conv_col_flat(int32_t *restrict acc, const int8_t *restrict x,
         const int8_t *restrict w2 = w + 2 * ws;
         const int8_t *restrict w3 = w + 3 * ws;
         int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+        PE_UNROLL4
         for (i = 0; i < len; i++) {
             const int32_t xv = (int16_t)(x[i] + off);
             a0 += (int32_t)w0[i] * xv;
@@ -396,6 +404,7 @@ static uint64_t depthwise_row_cols(int32_t *restrict acc_row, const int8_t *rest
         for (k = k_lo; k <= k_hi; k++) {
             const int8_t *restrict xk = row + (size_t)(x0 + k * d_w) * (size_t)c_n;
             const int8_t *restrict wk = w_row + (size_t)k * (size_t)c_n;
+            PE_UNROLL4
             for (c = 0; c < c_n; c++) {
                 acc[c] += (int32_t)wk[c] * (int32_t)(int16_t)(xk[c] + off);
             }
