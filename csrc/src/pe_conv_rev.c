@@ -966,27 +966,47 @@ static inline int32_t requant_hoisted(int32_t acc, const requant_ch *r)
 }
 
 #if PE_DSP
-/* requant_hoisted for a right shift (shift <= 0), a whole output column of
- * one channel, on the DSP path: the doubling high multiply
- * (acc * m + 2^30) >> 31 as one SMLAL onto the rounding constant and the
- * 32 result bits taken from the 64-bit sum (it fits int32 because
- * |acc * m| < 2^62), then the rounding divide by 2^right. Same integers as
- * pe_fx_requant (m >= 0, so the saturating case cannot occur). */
+/* requant_hoisted, clamp and output offset for a right shift 1 <= right <=
+ * 23, a whole output column of one channel, on the DSP path:
+ *   d = (acc * m + 2^30) >> 31      one SMLAL onto the rounding constant; the
+ *                                    32 result bits taken from the 64-bit sum
+ *                                    (|acc * m| < 2^62, so d fits int32 and
+ *                                    d > INT32_MIN)
+ *   v = (d + 2^(right-1) - [d < 0]) >> right
+ *                                    the rounding divide (halves away from
+ *                                    zero) as an add with the sign and a
+ *                                    saturating add (QADD) of the constant
+ * QADD only saturates when the exact sum exceeds INT32_MAX, where both the
+ * exact quotient and the saturated one are >= 2^(31-right) - 1 >= 255 and the
+ * clamp to [act_min, act_max] - off gives the same int8. Same bytes as the
+ * portable path (pe_fx_requant; m >= 0, so its saturating case cannot occur). */
 __attribute__((noinline)) static void requant_column_dsp(const int32_t *restrict a,
                                                          int8_t *restrict o, int32_t n,
                                                          size_t step, int32_t m, int32_t right,
-                                                         int32_t lo, int32_t hi, int32_t off)
+                                                         int32_t amin, int32_t amax, int32_t off)
 {
-    const int32_t mask = (int32_t)(((uint32_t)1u << right) - 1u);
-    const int32_t half = mask >> 1;
-    int32_t i;
-    for (i = 0; i < n; i++) {
+    const int32_t c = (int32_t)1 << (right - 1);
+    const int32_t *const a_end = a + (size_t)n * step;
+    if (amin == -128 && amax == 127) {
+        /* the usual full int8 range: the clamp is one SSAT */
+        while (a != a_end) {
+            const uint64_t p = (uint64_t)((int64_t)*a * m + ((int64_t)1 << 30));
+            const int32_t d = (int32_t)(((uint32_t)(p >> 32) << 1) | ((uint32_t)p >> 31));
+            const int32_t t = __qadd(d + pe_fx_asr32(d, 31), c);
+            *o = (int8_t)__ssat(pe_fx_asr32(t, right) + off, 8);
+            a += step;
+            o += step;
+        }
+        return;
+    }
+    while (a != a_end) {
         const uint64_t p = (uint64_t)((int64_t)*a * m + ((int64_t)1 << 30));
         const int32_t d = (int32_t)(((uint32_t)(p >> 32) << 1) | ((uint32_t)p >> 31));
-        const int32_t rem = (int32_t)((uint32_t)d & (uint32_t)mask);
-        int32_t v = pe_fx_asr32(d, right) + (rem > half + (int32_t)((uint32_t)d >> 31) ? 1 : 0);
-        v = v < lo ? lo : (v > hi ? hi : v);
-        *o = (int8_t)(v + off);
+        const int32_t t = __qadd(d + pe_fx_asr32(d, 31), c);
+        int32_t v = pe_fx_asr32(t, right) + off;
+        v = v > amin ? v : amin;
+        v = v < amax ? v : amax;
+        *o = (int8_t)v;
         a += step;
         o += step;
     }
@@ -1033,8 +1053,9 @@ pe_status pe_conv2d_rev_stream_pop_s8(pe_conv_rev_stream *st, int8_t *output_row
             const int32_t *a = acc + oc;
             int8_t *o = output_row + oc;
 #if PE_DSP
-            if (!single && shift[oc] <= 0) {
-                requant_column_dsp(a, o, out_w, (size_t)out_c, mult[oc], -shift[oc], lo, hi, off);
+            if (!single && shift[oc] <= -1 && shift[oc] >= -23) {
+                requant_column_dsp(a, o, out_w, (size_t)out_c, mult[oc], -shift[oc],
+                                   p->activation.min, p->activation.max, off);
                 continue;
             }
 #endif
