@@ -695,66 +695,145 @@ static uint64_t conv_row_dsp(int32_t *restrict acc_row, const int8_t *restrict w
  * summed in registers (SMLABB / SMLATT on sign-extended halfword pairs,
  * four channels per word), then added to the accumulators once. Returns the
  * (pixel, tap) pairs visited, as scatter_row counts them. */
+/* Depthwise 3-tap kernel rows on the DSP extension, four channels over a run
+ * of output columns whose three taps all lie inside the input row: the six
+ * widened weight pairs are set up once per run, then each column takes
+ * three input words (widened with the offset) and 12 SMLABB/SMLATT, and
+ * reads and writes its four accumulators once. */
+__attribute__((noinline)) static void dw3_run_dsp(int32_t *restrict acc,
+                                                  const int8_t *restrict xp,
+                                                  const int8_t *restrict w, int32_t n_cols,
+                                                  size_t acc_step, size_t x_step, size_t tap,
+                                                  size_t w_tap, int32_t offset)
+{
+    const uint32_t off2 = pe_dup16(offset);
+    const uint32_t v0 = pe_rd32(w), v1 = pe_rd32(w + w_tap), v2 = pe_rd32(w + 2 * w_tap);
+    const int32_t e0 = (int32_t)__sxtb16(v0), o0 = (int32_t)pe_sxtb16_ror8(v0);
+    const int32_t e1 = (int32_t)__sxtb16(v1), o1 = (int32_t)pe_sxtb16_ror8(v1);
+    const int32_t e2 = (int32_t)__sxtb16(v2), o2 = (int32_t)pe_sxtb16_ror8(v2);
+    int32_t k;
+    for (k = 0; k < n_cols; k++) {
+        int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+        uint32_t r = pe_rd32(xp);
+        int32_t xe = (int32_t)__sxtab16(off2, r), xo = (int32_t)pe_sxtab16_ror8(off2, r);
+        a0 = __smlabb(e0, xe, a0);
+        a2 = __smlatt(e0, xe, a2);
+        a1 = __smlabb(o0, xo, a1);
+        a3 = __smlatt(o0, xo, a3);
+        r = pe_rd32(xp + tap);
+        xe = (int32_t)__sxtab16(off2, r);
+        xo = (int32_t)pe_sxtab16_ror8(off2, r);
+        a0 = __smlabb(e1, xe, a0);
+        a2 = __smlatt(e1, xe, a2);
+        a1 = __smlabb(o1, xo, a1);
+        a3 = __smlatt(o1, xo, a3);
+        r = pe_rd32(xp + 2 * tap);
+        xe = (int32_t)__sxtab16(off2, r);
+        xo = (int32_t)pe_sxtab16_ror8(off2, r);
+        a0 = __smlabb(e2, xe, a0);
+        a2 = __smlatt(e2, xe, a2);
+        a1 = __smlabb(o2, xo, a1);
+        a3 = __smlatt(o2, xo, a3);
+        acc[0] = a0;
+        acc[1] = a1;
+        acc[2] = a2;
+        acc[3] = a3;
+        acc += acc_step;
+        xp += x_step;
+    }
+}
+
+/* Depthwise, one output column's taps [k_lo, k_hi] for channels [c0, c_n),
+ * four at a time (SMLABB / SMLATT on widened halfword pairs) then singly. */
+static void dw_col_dsp(int32_t *restrict acc, const int8_t *restrict xs0,
+                       const int8_t *restrict ws0, int32_t c0, int32_t c_n, int32_t nk,
+                       size_t px_step, int32_t offset)
+{
+    const uint32_t off2 = pe_dup16(offset);
+    int32_t c, k;
+    for (c = c0; c + 4 <= c_n; c += 4) {
+        int32_t a0 = acc[c], a1 = acc[c + 1], a2 = acc[c + 2], a3 = acc[c + 3];
+        const int8_t *xp = xs0 + c;
+        const int8_t *wp = ws0 + c;
+        for (k = 0; k < nk; k++) {
+            const uint32_t raw = pe_rd32(xp);
+            const uint32_t wv = pe_rd32(wp);
+            const uint32_t xe = __sxtab16(off2, raw), xodd = pe_sxtab16_ror8(off2, raw);
+            const uint32_t we = __sxtb16(wv), wodd = pe_sxtb16_ror8(wv);
+            a0 = __smlabb((int32_t)we, (int32_t)xe, a0);
+            a2 = __smlatt((int32_t)we, (int32_t)xe, a2);
+            a1 = __smlabb((int32_t)wodd, (int32_t)xodd, a1);
+            a3 = __smlatt((int32_t)wodd, (int32_t)xodd, a3);
+            xp += px_step;
+            wp += c_n;
+        }
+        acc[c] = a0;
+        acc[c + 1] = a1;
+        acc[c + 2] = a2;
+        acc[c + 3] = a3;
+    }
+    for (; c < c_n; c++) {
+        int32_t a = acc[c];
+        const int8_t *xp = xs0 + c;
+        const int8_t *wp = ws0 + c;
+        for (k = 0; k < nk; k++) {
+            a += *wp * (*xp + offset);
+            xp += px_step;
+            wp += c_n;
+        }
+        acc[c] = a;
+    }
+}
+
+/* Depthwise with channel multiplier 1 on the DSP extension, one whole
+ * (output row, kernel row) pair of an input row at a time, output-column
+ * oriented: each output column sums the taps of the kernel row that land
+ * inside the input row in registers and adds them to its accumulators once.
+ * Three-tap rows run their interior columns (all taps inside) through
+ * dw3_run_dsp, four channels at a time with the weights widened once per
+ * run. Returns the (pixel, tap) pairs visited, as scatter_row counts them. */
 static uint64_t depthwise_row_dsp(int32_t *restrict acc_row, const int8_t *restrict w_row,
                                   const int8_t *restrict row, int32_t in_w, int32_t c_n,
                                   int32_t out_w, int32_t kw, int32_t s_w, int32_t d_w,
                                   int32_t pad, int32_t offset)
 {
-    const uint32_t off2 = pe_dup16(offset);
     const size_t px_step = (size_t)d_w * (size_t)c_n;
     uint64_t pairs = 0;
-    int32_t ox;
+    int32_t ox, ox_a = 0, ox_b = -1, c4 = 0;
+    if (kw == 3 && c_n >= 4) {
+        /* columns with x0 = ox*s - pad >= 0 and x0 + 2d <= in_w - 1 */
+        ox_a = ceil_div_pos(pad, s_w);
+        ox_b = in_w - 1 + pad - 2 * d_w < 0 ? -1 : (in_w - 1 + pad - 2 * d_w) / s_w;
+        if (ox_b > out_w - 1) {
+            ox_b = out_w - 1;
+        }
+        if (ox_a <= ox_b) {
+            const int32_t x0 = ox_a * s_w - pad;
+            int32_t c;
+            c4 = c_n & ~3;
+            for (c = 0; c < c4; c += 4) {
+                dw3_run_dsp(acc_row + (size_t)ox_a * (size_t)c_n + (size_t)c,
+                            row + (size_t)x0 * (size_t)c_n + (size_t)c, w_row + c,
+                            ox_b - ox_a + 1, (size_t)c_n, (size_t)s_w * (size_t)c_n, px_step,
+                            (size_t)c_n, offset);
+            }
+        }
+    }
     for (ox = 0; ox < out_w; ox++) {
         const int32_t x0 = ox * s_w - pad; /* input column of tap 0 */
-        int32_t k_lo = 0, k_hi = kw - 1, c, k;
-        int32_t *restrict acc = acc_row + (size_t)ox * (size_t)c_n;
-        if (x0 < 0) {
-            k_lo = ceil_div_pos(-x0, d_w);
-        }
-        if (x0 + k_hi * d_w > in_w - 1) {
-            k_hi = x0 > in_w - 1 ? -1 : (in_w - 1 - x0) / d_w;
-        }
+        const int32_t inner = ox >= ox_a && ox <= ox_b;
+        int32_t k_lo, k_hi;
+        tap_range(x0, kw, d_w, in_w, &k_lo, &k_hi);
         if (k_lo > k_hi) {
             continue;
         }
         pairs += (uint64_t)(k_hi - k_lo + 1);
-        {
-            const int8_t *const xs0 = row + (size_t)(x0 + k_lo * d_w) * (size_t)c_n;
-            const int8_t *const ws0 = w_row + (size_t)k_lo * (size_t)c_n;
-            const int32_t nk = k_hi - k_lo + 1;
-            for (c = 0; c + 4 <= c_n; c += 4) {
-                int32_t a0 = acc[c], a1 = acc[c + 1], a2 = acc[c + 2], a3 = acc[c + 3];
-                const int8_t *xp = xs0 + c;
-                const int8_t *wp = ws0 + c;
-                for (k = 0; k < nk; k++) {
-                    const uint32_t raw = pe_rd32(xp);
-                    const uint32_t wv = pe_rd32(wp);
-                    const uint32_t xe = __sxtab16(off2, raw), xodd = pe_sxtab16_ror8(off2, raw);
-                    const uint32_t we = __sxtb16(wv), wodd = pe_sxtb16_ror8(wv);
-                    a0 = __smlabb((int32_t)we, (int32_t)xe, a0);
-                    a2 = __smlatt((int32_t)we, (int32_t)xe, a2);
-                    a1 = __smlabb((int32_t)wodd, (int32_t)xodd, a1);
-                    a3 = __smlatt((int32_t)wodd, (int32_t)xodd, a3);
-                    xp += px_step;
-                    wp += c_n;
-                }
-                acc[c] = a0;
-                acc[c + 1] = a1;
-                acc[c + 2] = a2;
-                acc[c + 3] = a3;
-            }
-            for (; c < c_n; c++) {
-                int32_t a = acc[c];
-                const int8_t *xp = xs0 + c;
-                const int8_t *wp = ws0 + c;
-                for (k = 0; k < nk; k++) {
-                    a += *wp * (*xp + offset);
-                    xp += px_step;
-                    wp += c_n;
-                }
-                acc[c] = a;
-            }
+        if (inner && c4 == c_n) {
+            continue; /* done by dw3_run_dsp */
         }
+        dw_col_dsp(acc_row + (size_t)ox * (size_t)c_n,
+                   row + (size_t)(x0 + k_lo * d_w) * (size_t)c_n, w_row + (size_t)k_lo * (size_t)c_n,
+                   inner ? c4 : 0, c_n, k_hi - k_lo + 1, px_step, offset);
     }
     return pairs;
 }
