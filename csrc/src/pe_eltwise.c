@@ -135,14 +135,16 @@ static uint64_t binary_loop(int op, const void *params, const pe_dims *d1, const
  * operand's own left shift, |acc| * 2^(left + 1) < 2^31, which the callers
  * check once per call): the rounding doubling high multiply
  * (acc * M + 2^30) >> 31 is SMMULR(2 * acc, M) = (2 acc M + 2^31) >> 32, one
- * instruction, then the rounding divide by 2^right with every constant set
- * up once per call. Same integers as pe_fx_requant. */
+ * instruction, then the rounding divide by 2^right (halves away from zero)
+ * as (d + 2^(right-1) - [d < 0]) >> right, with no term for right = 0.
+ * |d| <= |acc| * 2^left < 2^30, so the sum cannot overflow. Same integers as
+ * pe_fx_requant. */
 typedef struct {
     int32_t m;
     int32_t left1; /* left shift + 1 (the doubling) */
     int32_t right;
-    int32_t mask;
-    int32_t half;
+    int32_t half;  /* 2^(right-1), 0 for right = 0 */
+    int32_t sign;  /* -1: subtract 1 from negative d (right > 0); 0 */
 } fast_rq;
 
 static fast_rq fast_rq_setup(pe_per_tensor_quant q)
@@ -151,8 +153,8 @@ static fast_rq fast_rq_setup(pe_per_tensor_quant q)
     r.m = q.multiplier;
     r.left1 = (q.shift > 0 ? q.shift : 0) + 1;
     r.right = q.shift > 0 ? 0 : -q.shift;
-    r.mask = (int32_t)(((uint32_t)1u << r.right) - 1u);
-    r.half = r.mask >> 1;
+    r.half = r.right > 0 ? (int32_t)1 << (r.right - 1) : 0;
+    r.sign = r.right > 0 ? -1 : 0;
     return r;
 }
 
@@ -161,10 +163,7 @@ static inline int32_t fast_requant(int32_t acc, const fast_rq *r)
     int32_t d;
     const int32_t a2 = (int32_t)((uint32_t)acc << r->left1);
     __asm__("smmulr %0, %1, %2" : "=r"(d) : "r"(a2), "r"(r->m));
-    {
-        const int32_t rem = (int32_t)((uint32_t)d & (uint32_t)r->mask);
-        return pe_fx_asr32(d, r->right) + (rem > r->half + (d < 0 ? 1 : 0) ? 1 : 0);
-    }
+    return pe_fx_asr32(d + r->half + (pe_fx_asr32(d, 31) & r->sign), r->right);
 }
 
 /* |(x + offset)| <= 383 < 2^9 for int8 x and |offset| <= 255 */
@@ -206,6 +205,30 @@ static uint64_t binary_loop_dsp(int op, const void *params, const pe_dims *d1,
             for (w = 0; w < dout->w; w++) {
                 const int8_t *r1p = in1 + (size_t)n * s1.n + (size_t)h * s1.h + (size_t)w * s1.w;
                 const int8_t *r2p = in2 + (size_t)n * s2.n + (size_t)h * s2.h + (size_t)w * s2.w;
+                if (s1.c == 1 && s2.c == 1) {
+                    /* both inputs run along the channels: pointer walks */
+                    const int8_t *const end = r1p + dout->c;
+                    int8_t *dst = out + o;
+                    if (op == 0) {
+                        while (r1p != end) {
+                            const int32_t sa =
+                                fast_requant((*r1p++ + o1) * ((int32_t)1 << ls), &r1);
+                            const int32_t sb =
+                                fast_requant((*r2p++ + o2) * ((int32_t)1 << ls), &r2);
+                            const int32_t v = fast_requant(sa + sb, &ro);
+                            *dst++ = (int8_t)((v < lo ? lo : (v > hi ? hi : v)) + out_off);
+                        }
+                    } else {
+                        while (r1p != end) {
+                            const int32_t v =
+                                fast_requant((*r1p++ + o1) * (*r2p++ + o2), &ro);
+                            *dst++ = (int8_t)((v < lo ? lo : (v > hi ? hi : v)) + out_off);
+                        }
+                    }
+                    o += (size_t)dout->c;
+                    count += (uint64_t)dout->c;
+                    continue;
+                }
                 for (c = 0; c < dout->c; c++) {
                     const int32_t x1 = (int32_t)r1p[(size_t)c * s1.c] + o1;
                     const int32_t x2 = (int32_t)r2p[(size_t)c * s2.c] + o2;
