@@ -80,6 +80,13 @@ def random_cases(seed=7):
                                m, sh, stride=(s, s), dilation=(d, d), padding=(p, p, p + 1, p),
                                input_offset=int(rng.integers(-127, 129)), output_offset=-5,
                                depthwise=True, ch_mult=mult, name=f"depthwise {h}x{w}x{c}*{mult}"))
+    for (h, w, c, kh, kw, s) in [(12, 1, 16, 5, 1, (1, 1)), (6, 9, 8, 2, 2, (1, 2)),
+                                 (7, 10, 12, 1, 3, (2, 1))]:
+        m, sh = q(c)
+        out.append(K.conv_case(i8(1, h, w, c), i8(1, kh, kw, c), rng.integers(-5000, 5000, c), m, sh,
+                               stride=s, padding=(kh // 2, kh // 2, kw // 2, kw // 2),
+                               input_offset=128, output_offset=3, depthwise=True,
+                               name=f"depthwise {kh}x{kw} on {h}x{w}x{c}"))
     for (b, depth, feats, fo, pc, rnd) in [(1, 64, 16, 0, 1, 0), (2, 37, 11, 0, 1, 0),
                                            (3, 129, 9, 5, 0, 1), (1, 8, 3, -255, 1, 0)]:
         m, sh = q(feats)

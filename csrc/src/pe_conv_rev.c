@@ -872,7 +872,9 @@ static uint64_t scatter_row(pe_conv_rev_stream *st, const int8_t *restrict row, 
         }
         return pairs;
     }
-    if (depthwise && mult == 1) {
+    if (depthwise && mult == 1 && kw >= 2 && in_c >= 4) {
+        /* (one-tap kernel rows have no taps to sum in registers: the plain
+         * loop below does as well) */
         for (j = 0; j < npairs; j++) {
             pairs += depthwise_row_dsp(ring + pair_off[j],
                                        filter + (size_t)pair_tap[j] * (size_t)kw * tap_elems, row,
