@@ -11,12 +11,25 @@
  *   depthwise  acc[c*M + m] += filter[ky, kx, c*M + m] * xo[c]
  * Accumulators start at the bias; a final row is requantized on pop.
  *
- * Cost (python -m pyembed.bench kernels): the conv dot products take four
- * output channels per pass so each offset input value is loaded once for
- * four multiplies (OHWI weights are contiguous along the input channels the
- * dot runs over); the per-row / per-pixel bookkeeping (reached rows, column
- * range, offsets) is hoisted out of the per-tap work, and requantization
- * runs channel-outer so its shift constants are set up once per channel.
+ * Within one (output row, kernel row) pair the common cases run output-column
+ * oriented instead (conv with dilation 1 and one group, depthwise with
+ * multiplier 1): each output column sums the taps of the kernel row that
+ * land inside the input row and adds them to its accumulators once. For conv
+ * those taps are one contiguous run of kw*in_c bytes in the input row and in
+ * each OHWI filter row, so a column is a flat dot product per output channel.
+ * The other cases (dilated or grouped conv, channel multipliers) take the
+ * per-pixel scatter above. Both orders visit the same (pixel, tap) pairs and
+ * add the same int32 products.
+ *
+ * Cost (python -m pyembed.bench kernels): portable C, four output channels
+ * per pass share each offset input, as int8 x int16 -> int32 reductions that
+ * gcc -O3 vectorises (PMADDWD on x86); requantization runs channel-outer so
+ * its shift constants are set up once per channel. With the Arm DSP
+ * extension (PE_DSP, pe_simd.h; `kernels --target cortex-m4`): conv pairs two
+ * output columns x two output channels per pass on SXTB16/SXTAB16-widened
+ * words and SMLAD, depthwise sums three-tap rows with SMLABB/SMLATT and
+ * weights widened once per run of columns, and the requantization of a column
+ * is SMLAL + QADD + SSAT.
  */
 #include <stdint.h>
 
