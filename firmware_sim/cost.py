@@ -36,6 +36,7 @@ KERNEL_CLASS = {
     "RESHAPE": "copy", "SQUEEZE": "copy", "EXPAND_DIMS": "copy", "CONCATENATION": "copy",
     "STRIDED_SLICE": "copy", "SLICE": "copy", "PAD": "copy", "TRANSPOSE": "copy", "PACK": "copy",
     "UNPACK": "copy", "SPLIT": "copy",
+    "PE_ATTENTION": "fc",
 }
 
 
@@ -94,6 +95,8 @@ class CostModel:
         """Cost of graph operator ``op``. locate(tensor index) -> region name where the
         tensor lives (None: weights in the profile's weights region, activations in its
         activations region)."""
+        if op.type == "PE_ATTENTION" and op.options:
+            return self._attention_cost(graph, op, locate)
         aliased = any(graph.aliases.get(o) is not None for o in op.outputs) if hasattr(graph, "aliases") else False
         kclass = kernel_class(op.type, aliased)
         elements = sum(int(np.prod(graph.tensors[o].shape)) for o in op.outputs if o >= 0)
@@ -109,6 +112,31 @@ class CostModel:
                     operands.append((self._where(graph.tensors[t], locate), graph.tensors[t].nbytes, "w"))
         return self.cycles(kclass, int(getattr(op, "macs", 0) or 0), elements, operands,
                            patch_elements(graph, op) if kclass == "conv" else 0)
+
+    def _attention_cost(self, graph, op, locate):
+        """Fused attention (pyembed.passes.transformer): the two matmuls'
+        MACs at the fc rate, one exponent per score at the softmax per-element
+        rate (two passes over the row in tflm mode, TFLite's softmax), and K
+        and V read once per query row (nothing else is buffered)."""
+        o = op.options
+        fc = self.profile.kernel_cost("fc")
+        sm = self.profile.kernel_cost("softmax")
+        scores = int(o["heads"]) * int(o["n"]) * int(o["m"])
+        exps = scores * (2 if o.get("mode") == "tflm" else 1)
+        macs = int(getattr(op, "macs", 0) or 0)
+        compute = fc.call_cycles + fc.cycles_per_mac * macs + sm.cycles_per_element * exps
+        mem = 0.0
+        reads = [(op.inputs[0], 1), (op.inputs[1], int(o["n"])), (op.inputs[2], int(o["n"]))]
+        if len(op.inputs) > 3 and op.inputs[3] >= 0:
+            reads.append((op.inputs[3], 1))
+        for t, times in reads:
+            tensor = graph.tensors[t]
+            r = self.profile.region(self._where(tensor, locate))
+            mem += r.read_wait * math.ceil(tensor.nbytes / 4) * times
+        out = graph.tensors[op.outputs[0]]
+        mem += self.profile.region(self._where(out, locate)).write_wait * math.ceil(out.nbytes / 4)
+        total = int(math.ceil((compute + mem) * self.scale))
+        return OpCost(total, "fc", macs, exps, compute, mem, 0)
 
     def _where(self, tensor, locate):
         if locate is not None:

@@ -283,6 +283,10 @@ def simulate(graph, plan=None, profile="stm32f446", x=None, *, segments=None, st
              on_programmed=None, contention=True, verify_flash=False):
     """Run ``graph`` planned by ``plan`` on ``profile`` with input ``x``.
 
+    x: an array (a list per graph input) in the graph's tensor shapes -- NHWC
+      for an ONNX model, as pyembed.model.graph.random_inputs and
+      pyembed.check.accuracy.load_inputs make them; outputs likewise.
+
     plan: a pyembed.plan Plan (None: planned here for the profile's activation
       region). Its region names must be profile RAM regions, or a single region
       (mapped to the activation region), or mapped with region_map.
@@ -306,7 +310,7 @@ def simulate(graph, plan=None, profile="stm32f446", x=None, *, segments=None, st
         plan, auto_map = default_plan(graph, profile)
         region_map = region_map or auto_map
     pl = place_plan(graph, plan, profile, region_map)
-    xs = graph._inputs_list(x)
+    xs = graph._inputs_list(x, "internal")   # x as random_inputs / load_inputs make it (graph tensor shapes)
     mem = Memory(profile)
     mem.buffers = list(pl.buffers) + list(pl.flash)
     trace = Trace(profile.clock_hz, graph.name)
@@ -770,7 +774,7 @@ def simulate_file(model, profile="stm32f446", plan=None, x=None, *, segments=Non
         xs = random_inputs(graph, 1, seed)[0]
         x = xs[0] if len(xs) == 1 else xs
     result = simulate(graph, plan, profile, x, segments=segments, strategy=strategy, region_map=region_map, **kw)
-    ref = graph.run(x, plan=None)
+    ref = graph.run(x, plan=None, layout="internal")
     exact = all(np.array_equal(a, b) for a, b in zip(result.outputs, ref))
     if trace_path:
         result.write_trace(trace_path)

@@ -100,15 +100,23 @@ class Trace:
 
     # --- plots ------------------------------------------------------------------
     def memory_series(self, name="ram"):
-        """{series: ([t...], [bytes...])} of the counter ``name``, as step functions."""
+        """{series: ([t...], [bytes...])} of the counter ``name``, as step functions.
+
+        Several samples at the same time (buffers released at the end of one
+        step and allocated at the start of the next, in the same cycle) keep
+        the last: the memory never was at the value in between, and drawing
+        it gave a false dip at every step boundary."""
         series = {}
         for time, cname, values in sorted(self.counters, key=lambda c: c[0]):
             if cname != name:
                 continue
             for k, v in values.items():
                 xs, ys = series.setdefault(k, ([], []))
-                xs.append(time)
-                ys.append(v)
+                if xs and xs[-1] == time:
+                    ys[-1] = v
+                else:
+                    xs.append(time)
+                    ys.append(v)
         return series
 
     def plot_memory(self, path, name="ram", title=None):
@@ -128,24 +136,52 @@ class Trace:
         plt.close(fig)
         return path
 
+    GANTT_KINDS = {"kernel": ("tab:blue", "kernel running on the CPU"),
+                   "dma": ("tab:orange", "DMA loading weights"),
+                   "segment": ("tab:green", "weight segment resident in the block"),
+                   "sched": ("tab:purple", "scheduler"),
+                   "stall": ("tab:red", "CPU stalled, waiting for DMA")}
+
     def plot_gantt(self, path, title=None, max_labels=40):
+        """One row per track. A span is labelled only where its name fits
+        inside its bar (so labels never overlap each other), at most
+        max_labels labels; a legend says what each colour is."""
         plt = _pyplot()
+        from matplotlib.lines import Line2D
+        from matplotlib.patches import Patch
         tracks = self.tracks()
-        fig, ax = plt.subplots(figsize=(10, 0.6 * len(tracks) + 1.5))
-        colours = {"kernel": "tab:blue", "dma": "tab:orange", "segment": "tab:green",
-                   "sched": "tab:purple", "stall": "tab:red"}
+        fig, ax = plt.subplots(figsize=(10, 0.6 * len(tracks) + 1.9))
+        end_ms = max(self.end() * 1e3 / self.clock_hz, 1e-6)
+        ax.set_xlim(0, end_ms * 1.01)
+        fig.tight_layout()
+        # bar width -> pixels; each label is measured and kept only if it fits inside its bar
+        px_per_ms = ax.get_window_extent().width / (end_ms * 1.01)
+        renderer = fig.canvas.get_renderer()
         labelled = 0
+        kinds = []
         for y, t in enumerate(tracks):
             for s in (s for s in self.spans if s.track == t):
                 x0 = s.start * 1e3 / self.clock_hz
                 w = max(s.duration * 1e3 / self.clock_hz, 1e-6)
-                ax.barh(y, w, left=x0, height=0.6, color=colours.get(s.cat, "tab:gray"),
-                        edgecolor="black", linewidth=0.3)
-                if labelled < max_labels and len(self.spans) <= max_labels:
-                    ax.text(x0 + w / 2, y, s.name, ha="center", va="center", fontsize=6, clip_on=True)
-                    labelled += 1
+                colour = self.GANTT_KINDS.get(s.cat, ("tab:gray", s.cat))[0]
+                if s.cat not in kinds:
+                    kinds.append(s.cat)
+                ax.barh(y, w, left=x0, height=0.6, color=colour, edgecolor="black", linewidth=0.3)
+                if labelled < max_labels and w * px_per_ms > 12:
+                    text = ax.text(x0 + w / 2, y, s.name, ha="center", va="center", fontsize=6, clip_on=True)
+                    if text.get_window_extent(renderer).width + 14 <= w * px_per_ms:
+                        labelled += 1
+                    else:
+                        text.remove()
         for i in self.instants:
             ax.axvline(i.time * 1e3 / self.clock_hz, color="red", linestyle="--", linewidth=1)
+        handles = [Patch(facecolor=self.GANTT_KINDS.get(k, ("tab:gray", k))[0], edgecolor="black",
+                         label=self.GANTT_KINDS.get(k, ("tab:gray", k))[1]) for k in kinds]
+        if self.instants:
+            handles.append(Line2D([0], [0], color="red", linestyle="--", label="fault"))
+        if handles:
+            ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.28 if len(tracks) < 3 else -0.2),
+                      ncol=min(len(handles), 3), fontsize="small", frameon=False)
         ax.set_yticks(range(len(tracks)))
         ax.set_yticklabels(tracks)
         ax.invert_yaxis()

@@ -134,7 +134,10 @@ def test_scratch_bytes_come_from_the_kernel_size_queries(kws):
                                     padding="same" if p["padding"] == "SAME" else "valid",
                                     dilation=p["dilation"])
             assert p["pad"] == (0, 0, 0, 0) or p["padding"] == "SAME"
-            assert op.scratch_bytes == want > 0
+            # the reverse kernel's query; the operator keeps it or runs the
+            # scratch-free gather form (pyembed.model.conv_form)
+            assert p["reverse_scratch"] == want > 0
+            assert op.scratch_bytes == (want if p["conv_form"] == "reverse" else 0)
     assert [op.scratch_bytes for op in kws.operators if op.type in ("RESHAPE", "SOFTMAX", "FULLY_CONNECTED")] \
         == [0, 0, 0]
     pool = next(op for op in kws.operators if op.type == "AVERAGE_POOL_2D")

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from pyembed.model.conv_form import choose_conv_forms
 from pyembed.errors import PlanError
 from pyembed.plan import (Plan, Problem, Region, build_problem, check_order, check_plan,
                              plan_graph, plan_problem, search_execution_order)
@@ -325,6 +326,7 @@ def test_overlap_proof_rejects_a_delta_one_step_past_the_derived_one():
     from pyembed.plan.core import align_down
     from pyembed.plan.overlap import OverlapProver, candidates
     g = load("tiny_kws_dscnn_int8")
+    choose_conv_forms(g, "reverse")  # the row-streaming kernels these proofs are about
     order = list(range(len(g.operators)))
     p, tb, _ = build_problem(g, order)
     prover = OverlapProver(g, order, tb)
@@ -416,6 +418,7 @@ def test_overlaps_are_verified_at_the_offsets_the_plan_uses():
     from dataclasses import replace
     from pyembed.plan.overlap import add_proven_overlaps, verify_plan_overlaps
     g = load("tiny_kws_dscnn_int8")
+    choose_conv_forms(g, "reverse")  # the row-streaming kernels these proofs are about
     order = list(range(len(g.operators)))
     p, tb, flash = build_problem(g, order)
     add_proven_overlaps(g, p, tb, order)

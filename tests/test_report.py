@@ -88,3 +88,60 @@ def test_segmented_run_has_a_segment_section(tmp_path):
     page = open(write_report(tmp_path, g, res, bit_exact=exact)["html"]).read()
     assert 'id="segments"' in page
     assert f"{len(res.segments.segments)} segments" in page and f"{res.dma_bytes:,} B moved by DMA" in page
+
+
+# -- issue #20: summary vs accuracy table, RAM dips, Gantt labels and legend ---------------------------
+
+def test_summary_is_not_all_green_above_a_flagged_accuracy_table(run_kws, tmp_path):
+    g, plan, res, acc = run_kws          # random inputs overdrive KWS: some layers are flagged
+    assert acc.flagged("end_to_end") and acc.synthetic
+    page = open(write_report(tmp_path, g, res, plan=plan, accuracy=acc, bit_exact=True)["html"]).read()
+    summary = page[page.index('id="summary"'):page.index('id="memory-map"')]
+    assert 'class="warn"' in summary and "below 20 dB" in summary and "synthetic" in summary
+    from pyembed.check.accuracy import check_accuracy
+    from pyembed.check.samples import bundled_samples
+    real = check_accuracy(g, inputs=bundled_samples(g), oracles=False)      # real samples: nothing flagged
+    assert not real.flagged("end_to_end")
+    page = open(write_report(tmp_path / "real", g, res, plan=plan, accuracy=real, bit_exact=True)["html"]).read()
+    summary = page[page.index('id="summary"'):page.index('id="memory-map"')]
+    assert 'class="warn"' not in summary and 'class="bad"' not in summary and "every layer at or above" in summary
+
+
+def test_ram_over_time_has_no_dips_at_step_boundaries(run_kws):
+    g, plan, res, acc = run_kws
+    for name, (xs, ys) in res.trace.memory_series("ram").items():
+        assert len(xs) == len(set(xs)), name              # one value per instant
+    # every value drawn is one the firmware held for a while: no zero-length dip
+    raw = {}
+    for time, cname, values in res.trace.counters:
+        for k, v in values.items():
+            raw.setdefault(k, {}).setdefault(time, []).append(v)
+    dips = [(k, t) for k, per in raw.items() for t, vs in per.items() if len(vs) > 1 and min(vs) < vs[-1]]
+    assert dips, "the run should have same-instant release/allocate pairs for this test to mean anything"
+    for k, t in dips:
+        xs, ys = res.trace.memory_series("ram")[k]
+        assert ys[xs.index(t)] == raw[k][t][-1]
+
+
+def test_gantt_labels_do_not_overlap_and_there_is_a_legend(tmp_path, monkeypatch):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from firmware_sim.sim import simulate_file
+    res, _, _ = simulate_file(model_path("tiny_kws_dscnn_int8"), "stm32h743", segments=20_000)
+    figs = []
+    monkeypatch.setattr(plt, "close", lambda fig=None: figs.append(fig))
+    res.trace.plot_gantt(str(tmp_path / "g.png"))
+    fig = figs[-1]
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in ax.texts]
+    assert boxes
+    for i in range(len(boxes)):
+        for j in range(i + 1, len(boxes)):
+            assert not boxes[i].overlaps(boxes[j]), (ax.texts[i].get_text(), ax.texts[j].get_text())
+    legend = ax.get_legend()
+    assert legend is not None
+    labels = [t.get_text() for t in legend.get_texts()]
+    assert "kernel running on the CPU" in labels and "DMA loading weights" in labels

@@ -587,10 +587,15 @@ def test_chain_memory_against_the_planner():
     assert mem.stripe_arena == stripe.arena_size(chain, chain.input_shape, chain.output_shape[1])
     assert mem.stripe_macs == mem.full_frame_macs and mem.mac_overhead == 0.0
     # SPEC 4's point, on a real model: no whole intermediate map is stored
-    assert mem.stripe_total < mem.planned_arena
     assert mem.stripe_arena < mem.full_frame_peak
     narrow = stripes.chain_memory(chain, stripe_width=1, block_width=1)
     assert narrow.stripe_arena < mem.stripe_arena and narrow.stripe_macs > mem.stripe_macs
+    # against the full-frame plan: since convolutions whose accumulator rows
+    # would raise the peak run scratch-free (pyembed.model.conv_form), that
+    # plan sits at its activation bound, which the default stripes plus the
+    # input and output images no longer undercut on this chain; narrow
+    # stripes still do
+    assert narrow.stripe_total < mem.planned_arena
 
 
 def test_operators_without_a_layer_object():

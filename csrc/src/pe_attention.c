@@ -17,12 +17,22 @@
 typedef struct {
     int32_t d;
     int32_t dv;
-    size_t qk_stride; /* heads * d */
-    size_t v_stride;  /* heads * dv */
+    size_t q_stride; /* elements between rows (heads * d by default) */
+    size_t k_stride;
+    size_t v_stride; /* heads * dv by default */
+    size_t o_stride;
+    size_t q_head; /* elements between heads (d / dv by default) */
+    size_t k_head;
+    size_t v_head;
+    size_t o_head;
     int32_t k_offset;
     int32_t v_offset;
     int32_t mult;
     int32_t shift;
+    /* optional additive bias (a mask) in Q22 base-2 logits: key j of the
+     * current row adds bias_lut[bias_row[j] + 128]; bias_lut NULL = none */
+    const int8_t *bias_row;
+    const int32_t *bias_lut;
 } attn_geom;
 
 typedef struct {
@@ -110,6 +120,13 @@ static int64_t to_log2(int32_t s, int32_t mult, int32_t shift)
 {
     const int32_t right = 31 - shift;
     return pe_fx_asr64((int64_t)s * (int64_t)mult + ((int64_t)1 << (right - 1)), right);
+}
+
+/* The base-2 logit of key j (score s), with the row's bias if any. */
+static int64_t logit(const attn_geom *g, int32_t s, int32_t j)
+{
+    const int64_t t = to_log2(s, g->mult, g->shift);
+    return g->bias_lut == NULL ? t : t + g->bias_lut[(int32_t)g->bias_row[j] + 128];
 }
 
 /* ceil(t / 2^22), the integer running maximum in octaves. */
@@ -225,14 +242,23 @@ static void stream_pass(const attn_geom *g, const int16_t *qrow, int32_t corr, c
     for (b0 = lo; b0 < hi; b0 += block) {
         const int32_t b1 = hi - b0 > block ? b0 + block : hi;
         int32_t smax = PE_INT32_MIN;
-        int64_t top_new, mq;
+        int64_t top_new, mq, tmax;
         for (j = b0; j < b1; j++) {
-            const int32_t s = dot_s16_s8(qrow, k + (size_t)j * g->qk_stride, g->d) + corr;
+            const int32_t s = dot_s16_s8(qrow, k + (size_t)j * g->k_stride, g->d) + corr;
             sbuf[j - b0] = s;
             smax = s > smax ? s : smax;
         }
         cnt->macs += (uint64_t)(b1 - b0) * (uint64_t)g->d;
-        top_new = ceil_octave(to_log2(smax, g->mult, g->shift));
+        if (g->bias_lut == NULL) {
+            tmax = to_log2(smax, g->mult, g->shift); /* to_log2 is monotonic */
+        } else {
+            tmax = logit(g, sbuf[0], b0);
+            for (j = b0 + 1; j < b1; j++) {
+                const int64_t t = logit(g, sbuf[j - b0], j);
+                tmax = t > tmax ? t : tmax;
+            }
+        }
+        top_new = ceil_octave(tmax);
         if (!started) {
             top = top_new;
             started = 1;
@@ -249,7 +275,7 @@ static void stream_pass(const attn_geom *g, const int16_t *qrow, int32_t corr, c
         }
         mq = top * ((int64_t)1 << PE_ATTN_LOG2_FRAC_BITS);
         for (j = b0; j < b1; j++) {
-            const int32_t e = exp2_weight(to_log2(sbuf[j - b0], g->mult, g->shift) - mq);
+            const int32_t e = exp2_weight(logit(g, sbuf[j - b0], j) - mq);
             alpha += e;
             if (acc != NULL) {
                 add_weighted_row(acc, e, v + (size_t)j * g->v_stride, g->dv, g->v_offset);
@@ -272,8 +298,8 @@ static void early_pass(const attn_geom *g, const int16_t *qrow, int32_t corr, co
 {
     int32_t j;
     for (j = lo; j < hi; j++) {
-        const int32_t s = dot_s16_s8(qrow, k + (size_t)j * g->qk_stride, g->d) + corr;
-        const int32_t e = exp2_weight(to_log2(s, g->mult, g->shift) - mq);
+        const int32_t s = dot_s16_s8(qrow, k + (size_t)j * g->k_stride, g->d) + corr;
+        const int32_t e = exp2_weight(logit(g, s, j) - mq);
         add_weighted_row(acc, normalise(e, nm), v + (size_t)j * g->v_stride, g->dv, g->v_offset);
     }
     cnt->macs += (uint64_t)(hi - lo) * (uint64_t)(g->d + g->dv);
@@ -345,8 +371,14 @@ static attn_geom make_geom(const pe_attn_params *p, const pe_attn_dims *dm)
     attn_geom g;
     g.d = dm->d;
     g.dv = dm->dv;
-    g.qk_stride = (size_t)dm->heads * (size_t)dm->d;
+    g.q_stride = (size_t)dm->heads * (size_t)dm->d;
+    g.k_stride = g.q_stride;
     g.v_stride = (size_t)dm->heads * (size_t)dm->dv;
+    g.o_stride = g.v_stride;
+    g.q_head = (size_t)dm->d;
+    g.k_head = (size_t)dm->d;
+    g.v_head = (size_t)dm->dv;
+    g.o_head = (size_t)dm->dv;
     g.k_offset = p->k_offset;
     g.v_offset = p->v_offset;
     g.mult = p->score_quant.multiplier;
@@ -430,13 +462,13 @@ pe_status pe_attention_nf_choose_fold(const pe_attn_params *params, const pe_att
     return PE_OK;
 }
 
-pe_status pe_attention_nf_s8(const pe_context *ctx, const pe_attn_params *params,
-                             const pe_attn_dims *dims, const int8_t *q, const int8_t *k,
-                             const int8_t *v, int32_t *out)
+static pe_status nf_run(const pe_context *ctx, const pe_attn_params *params,
+                        const pe_attn_dims *dims, const attn_geom *gp, const pe_attn_bias *bias,
+                        const int8_t *q, const int8_t *k, const int8_t *v, int32_t *out)
 {
     attn_arena ar;
     attn_counts cnt = {0u, 0u, 0u};
-    attn_geom g;
+    attn_geom g = *gp;
     pe_attn_fold fold;
     int32_t need;
     int64_t *acc;
@@ -468,16 +500,20 @@ pe_status pe_attention_nf_s8(const pe_context *ctx, const pe_attn_params *params
     if (acc == NULL || sbuf == NULL || qrow == NULL) {
         return PE_ERR_SCRATCH;
     }
-    g = make_geom(params, dims);
 
     for (h = 0; h < dims->heads; h++) {
-        const int8_t *kh = k + (size_t)h * (size_t)g.d;
-        const int8_t *vh = v + (size_t)h * (size_t)g.dv;
+        const int8_t *kh = k + (size_t)h * g.k_head;
+        const int8_t *vh = v + (size_t)h * g.v_head;
         for (i = 0; i < dims->n; i++) {
-            int32_t *orow = out + (size_t)i * g.v_stride + (size_t)h * (size_t)g.dv;
-            const int32_t corr = load_query(q + (size_t)i * g.qk_stride + (size_t)h * (size_t)g.d,
+            int32_t *orow = out + (size_t)i * g.o_stride + (size_t)h * g.o_head;
+            const int32_t corr = load_query(q + (size_t)i * g.q_stride + (size_t)h * g.q_head,
                                             g.d, params->q_offset, g.k_offset, qrow);
             int64_t alpha, mq;
+            if (bias != NULL) {
+                g.bias_lut = bias->lut;
+                g.bias_row = bias->index + (size_t)i * (size_t)bias->row +
+                             (size_t)h * (size_t)bias->head;
+            }
             int32_t lo, hi;
             row_range(params, dims, i, &lo, &hi);
             for (c = 0; c < g.dv; c++) {
@@ -503,6 +539,69 @@ pe_status pe_attention_nf_s8(const pe_context *ctx, const pe_attn_params *params
     }
     report(ctx, &cnt, &ar);
     return PE_OK;
+}
+
+pe_status pe_attention_nf_s8(const pe_context *ctx, const pe_attn_params *params,
+                             const pe_attn_dims *dims, const int8_t *q, const int8_t *k,
+                             const int8_t *v, int32_t *out)
+{
+    attn_geom g;
+    const pe_status st = check_common(params, dims);
+    if (st != PE_OK) {
+        return st;
+    }
+    g = make_geom(params, dims);
+    return nf_run(ctx, params, dims, &g, NULL, q, k, v, out);
+}
+
+/* Strides must be >= 1 and the last element of every tensor addressable. */
+static pe_status check_strides(const pe_attn_dims *dm, const pe_attn_strides *s)
+{
+    if (s == NULL || s->q_row < 1 || s->k_row < 1 || s->v_row < 1 || s->out_row < 1 ||
+        s->q_head < 1 || s->k_head < 1 || s->v_head < 1 || s->out_head < 1) {
+        return PE_ERR_ARG;
+    }
+    if ((int64_t)(dm->n - 1) * s->q_row + (int64_t)(dm->heads - 1) * s->q_head + dm->d >
+            (int64_t)PE_INT32_MAX ||
+        (int64_t)(dm->m - 1) * s->k_row + (int64_t)(dm->heads - 1) * s->k_head + dm->d >
+            (int64_t)PE_INT32_MAX ||
+        (int64_t)(dm->m - 1) * s->v_row + (int64_t)(dm->heads - 1) * s->v_head + dm->dv >
+            (int64_t)PE_INT32_MAX ||
+        (int64_t)(dm->n - 1) * s->out_row + (int64_t)(dm->heads - 1) * s->out_head + dm->dv >
+            (int64_t)PE_INT32_MAX) {
+        return PE_ERR_ARG;
+    }
+    return PE_OK;
+}
+
+pe_status pe_attention_nf_strided_s8(const pe_context *ctx, const pe_attn_params *params,
+                                     const pe_attn_dims *dims, const pe_attn_strides *strides,
+                                     const pe_attn_bias *bias, const int8_t *q, const int8_t *k,
+                                     const int8_t *v, int32_t *out)
+{
+    attn_geom g;
+    pe_status st = check_common(params, dims);
+    if (st == PE_OK) {
+        st = check_strides(dims, strides);
+    }
+    if (st == PE_OK && bias != NULL &&
+        (bias->index == NULL || bias->lut == NULL || bias->row < 0 || bias->head < 0 ||
+         params->key_begin != NULL)) {
+        st = PE_ERR_ARG;
+    }
+    if (st != PE_OK) {
+        return st;
+    }
+    g = make_geom(params, dims);
+    g.q_stride = (size_t)strides->q_row;
+    g.k_stride = (size_t)strides->k_row;
+    g.v_stride = (size_t)strides->v_row;
+    g.o_stride = (size_t)strides->out_row;
+    g.q_head = (size_t)strides->q_head;
+    g.k_head = (size_t)strides->k_head;
+    g.v_head = (size_t)strides->v_head;
+    g.o_head = (size_t)strides->out_head;
+    return nf_run(ctx, params, dims, &g, bias, q, k, v, out);
 }
 
 pe_status pe_attention_conv_get_buffer_size(const pe_attn_params *params,
@@ -557,7 +656,7 @@ static int32_t score_row(const attn_geom *g, const int16_t *qrow, int32_t corr, 
     int32_t smax = PE_INT32_MIN;
     int32_t j;
     for (j = lo; j < hi; j++) {
-        const int32_t s = dot_s16_s8(qrow, k + (size_t)j * g->qk_stride, g->d) + corr;
+        const int32_t s = dot_s16_s8(qrow, k + (size_t)j * g->k_stride, g->d) + corr;
         row[j - lo] = s;
         smax = s > smax ? s : smax;
     }
@@ -605,24 +704,24 @@ pe_status pe_attention_conv_s8(const pe_context *ctx, const pe_attn_params *para
     g = make_geom(params, dims);
 
     for (h = 0; h < dims->heads; h++) {
-        const int8_t *kh = k + (size_t)h * (size_t)g.d;
-        const int8_t *vh = v + (size_t)h * (size_t)g.dv;
+        const int8_t *kh = k + (size_t)h * g.k_head;
+        const int8_t *vh = v + (size_t)h * g.v_head;
         if (kind == PE_ATTN_BASE_ROW) {
             for (i = 0; i < dims->n; i++) {
                 int32_t lo, hi, smax, corr;
                 row_range(params, dims, i, &lo, &hi);
-                corr = load_query(q + (size_t)i * g.qk_stride + (size_t)h * (size_t)g.d, g.d,
+                corr = load_query(q + (size_t)i * g.q_stride + (size_t)h * g.q_head, g.d,
                                   params->q_offset, g.k_offset, qrow);
                 smax = score_row(&g, qrow, corr, kh, lo, hi, scores, &cnt);
                 conv_row(&g, scores, smax, vh, lo, hi, acc,
-                         out + (size_t)i * g.v_stride + (size_t)h * (size_t)g.dv, &cnt);
+                         out + (size_t)i * g.o_stride + (size_t)h * g.o_head, &cnt);
             }
         } else {
             /* the whole score matrix of this head first, then the rows */
             for (i = 0; i < dims->n; i++) {
                 int32_t lo, hi, corr;
                 row_range(params, dims, i, &lo, &hi);
-                corr = load_query(q + (size_t)i * g.qk_stride + (size_t)h * (size_t)g.d, g.d,
+                corr = load_query(q + (size_t)i * g.q_stride + (size_t)h * g.q_head, g.d,
                                   params->q_offset, g.k_offset, qrow);
                 (void)score_row(&g, qrow, corr, kh, lo, hi, scores + (size_t)i * (size_t)dims->m,
                                 &cnt);
@@ -636,7 +735,7 @@ pe_status pe_attention_conv_s8(const pe_context *ctx, const pe_attn_params *para
                     smax = row[j] > smax ? row[j] : smax;
                 }
                 conv_row(&g, row, smax, vh, lo, hi, acc,
-                         out + (size_t)i * g.v_stride + (size_t)h * (size_t)g.dv, &cnt);
+                         out + (size_t)i * g.o_stride + (size_t)h * g.o_head, &cnt);
             }
         }
     }

@@ -99,6 +99,13 @@ static pe_status check_geometry(const pe_conv_params *p, const pe_dims *in, cons
     return PE_OK;
 }
 
+pe_status pe_conv_check_geometry(const pe_conv_params *params, const pe_dims *input_dims,
+                                 const pe_dims *filter_dims, const pe_dims *output_dims,
+                                 int32_t depthwise)
+{
+    return check_geometry(params, input_dims, filter_dims, output_dims, depthwise != 0);
+}
+
 static int32_t ring_rows_for(const pe_conv_params *p, const pe_dims *f, const pe_dims *out)
 {
     const int32_t k_eff = (f->h - 1) * p->dilation.h + 1;

@@ -6,7 +6,12 @@
 #include "pyembed/pe_graph_internal.h"
 #include "pyembed/pe_fixed.h"
 #include "pyembed/pe_conv.h"
+#include "pyembed/pe_conv_gather.h"
+#include "pyembed/pe_matmul.h"
+#include "pyembed/pe_tconv.h"
+#include "pyembed/pe_s16.h"
 #include "pyembed/pe_pool.h"
+#include "pyembed/pe_transformer.h"
 
 int32_t pe_graph_dtype_size(pe_dtype t)
 {
@@ -359,6 +364,18 @@ static pe_status run_conv(const pe_graph *g, const pe_graph_op *op, const pe_con
     if (op->p.conv.quant.count != od->c) {
         return PE_ERR_ARG;
     }
+    /* no scratch region planned: the gather form, which needs none
+     * (pe_conv_gather.h); else the reverse kernel in the planned scratch */
+    if (op->scratch_size == 0) {
+        if (op->type == PE_GOP_CONV_2D) {
+            return pe_conv2d_gather_s8(ctx, &op->p.conv.params, &op->p.conv.quant.quant,
+                                       dims_of(g, op->inputs[0]), in, dims_of(g, op->inputs[1]),
+                                       w, bias, od, out);
+        }
+        return pe_depthwise_conv2d_gather_s8(ctx, &op->p.conv.params, &op->p.conv.quant.quant,
+                                             dims_of(g, op->inputs[0]), in,
+                                             dims_of(g, op->inputs[1]), w, bias, od, out);
+    }
     if (op->type == PE_GOP_CONV_2D) {
         return pe_conv2d_rev_s8(ctx, &op->p.conv.params, &op->p.conv.quant.quant,
                                 dims_of(g, IN(0)), in, dims_of(g, IN(1)), w, bias, od,
@@ -509,6 +526,22 @@ static pe_graph_runner runner_for(pe_graph_op_type type)
     case PE_GOP_AVERAGE_POOL_2D:
     case PE_GOP_MAX_POOL_2D:
         return run_pool;
+    case PE_GOP_BATCH_MATMUL:
+        return pe_graph_run_batch_matmul;
+    case PE_GOP_TRANSPOSE_CONV:
+        return pe_graph_run_transpose_conv;
+    case PE_GOP_CONV_2D_S16X8:
+        return pe_graph_run_conv_s16x8;
+    case PE_GOP_FULLY_CONNECTED_S16X8:
+        return pe_graph_run_fc_s16x8;
+    case PE_GOP_ADD_S16:
+        return pe_graph_run_add_s16;
+    case PE_GOP_SOFTMAX_S16:
+        return pe_graph_run_softmax_s16;
+    case PE_GOP_ATTENTION:
+        return pe_graph_run_attention;
+    case PE_GOP_LUT:
+        return pe_graph_run_lut;
     default:
         return NULL;
     }

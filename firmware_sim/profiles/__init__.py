@@ -185,6 +185,15 @@ def load_profile(name_or_path, extra_dirs=()):
             if path is not None:
                 break
         if path is None:
+            # profile names are case-insensitive: STM32F446 is stm32f446
+            for d in list(extra_dirs) + search_dirs():
+                if not os.path.isdir(d):
+                    continue
+                hits = [f for f in sorted(os.listdir(d)) if f.lower() == s.lower() + ".json"]
+                if hits:
+                    path = os.path.join(d, hits[0])
+                    break
+        if path is None:
             raise ProfileError(f"unknown profile {s!r}; available: {', '.join(list_profiles(extra_dirs))} "
                                f"(or give a path to a .json file, or add a directory to ${ENV_PATH})")
     try:

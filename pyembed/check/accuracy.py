@@ -103,6 +103,7 @@ class AccuracyReport:
     layers: dict                    # mode -> [LayerError]
     oracles: list
     output_agreement: list          # per graph output: share of inputs whose argmax agrees (classifiers)
+    synthetic: bool = False         # random inputs, not real data
 
     def flagged(self, mode="end_to_end"):
         return [r for r in self.layers[mode] if r.flagged]
@@ -140,6 +141,9 @@ class AccuracyReport:
         rows = self.layers["end_to_end"]      # the model's output against the float model's, whatever the table
         last = rows[-1] if rows else None
         out = [f"{self.model}: {self.inputs} input(s) ({self.input_source}), int8 arithmetic: {self.rounding}"]
+        if self.synthetic:
+            out.append("the inputs are SYNTHETIC (random, not real data): the figures show how the arithmetic "
+                       "behaves on noise; give real samples with --inputs")
         if last is not None:
             snr = "exact" if last.snr_db == math.inf else f"{last.snr_db:.1f} dB"
             out.append(f"model output vs the float64 model run end to end: SNR {snr}, max error "
@@ -155,7 +159,7 @@ class AccuracyReport:
     def to_dict(self):
         return {
             "model": self.model, "inputs": self.inputs, "input_source": self.input_source,
-            "rounding": self.rounding, "min_snr_db": self.min_snr_db,
+            "rounding": self.rounding, "min_snr_db": self.min_snr_db, "synthetic": self.synthetic,
             "modes": {m: MODE_TITLES[m] for m in MODES},
             "layers": {m: [r.to_dict() for r in rows] for m, rows in self.layers.items()},
             "flagged": {m: [r.op for r in self.flagged(m)] for m in MODES},
@@ -184,8 +188,9 @@ class AccuracyReport:
                           label=mode.replace("_", " "))
             for b, r in zip(bars, self.layers[mode]):
                 if r.snr_db == math.inf:
-                    ax.text(b.get_x() + b.get_width() / 2, top, "exact", ha="center", va="bottom", fontsize=6,
-                            rotation=90)
+                    # inside the bar, from its top down: above it the label ran out of the axes
+                    ax.text(b.get_x() + b.get_width() / 2, top - 0.5, "exact", ha="center", va="top", fontsize=6,
+                            rotation=90, color="white", fontweight="bold")
         ax.axhline(self.min_snr_db, color="red", linestyle="--", linewidth=1,
                    label=f"threshold {self.min_snr_db:g} dB")
         ax.set_xticks(x)
@@ -353,23 +358,77 @@ def _output_range(tensor):
     return scale, (info.min - zp - 0.5) * scale, (info.max - zp + 0.5) * scale
 
 
+def calibrated_random_inputs(graph, n, seed=0):
+    """n random samples (internal tensor shapes) drawn from each input's
+    calibrated range, and a phrase saying what they are.
+
+    An integer input: uniform over its type (its quantization covers the
+    calibrated real range exactly). A float input that a QUANTIZE reads:
+    uniform over the real range that quantization represents. A float input
+    with no quantization anywhere: standard normal (said so)."""
+    rng = np.random.default_rng(seed)
+    consumers = {}
+    for op in graph.operators:
+        for t in op.inputs:
+            consumers.setdefault(t, []).append(op)
+    how = []
+    ranges = []
+    for t in graph.inputs:
+        tensor = graph.tensors[t]
+        if np.issubdtype(tensor.dtype, np.integer):
+            info = np.iinfo(tensor.dtype)
+            ranges.append(("int", info.min, info.max))
+            how.append(f"uniform over {tensor.dtype.name}")
+            continue
+        q = next((graph.tensors[op.outputs[0]] for op in consumers.get(t, []) if op.type == "QUANTIZE"
+                  and graph.tensors[op.outputs[0]].is_quantized), None)
+        if q is not None:
+            scale, zp = float(q.scale[0]), int(q.zero_point[0]) if q.zero_point is not None else 0
+            info = np.iinfo(q.dtype)
+            lo, hi = (info.min - zp) * scale, (info.max - zp) * scale
+            ranges.append(("float", lo, hi))
+            how.append(f"uniform over its quantized range [{lo:.3g}, {hi:.3g}]")
+        else:
+            ranges.append(("normal", 0.0, 1.0))
+            how.append("standard normal (no quantization range known)")
+    samples = []
+    for _ in range(int(n)):
+        xs = []
+        for t, (kind, lo, hi) in zip(graph.inputs, ranges):
+            tensor = graph.tensors[t]
+            if kind == "int":
+                xs.append(rng.integers(lo, hi + 1, size=tensor.shape, dtype=tensor.dtype))
+            elif kind == "float":
+                xs.append(rng.uniform(lo, hi, size=tensor.shape).astype(tensor.dtype))
+            else:
+                xs.append(rng.standard_normal(tensor.shape).astype(tensor.dtype))
+        samples.append(xs)
+    return samples, f"synthetic: random, seed {seed}, " + "; ".join(sorted(set(how)))
+
+
 def check_accuracy(model, inputs=None, n=8, seed=0, min_snr_db=DEFAULT_MIN_SNR_DB, oracles=True,
                    progress=None):
     """Compare the int8 network with the float64 reference (both tables) and
     with the TFLite reference interpreters. Returns an AccuracyReport.
 
-    model: a Graph or a model path. inputs: None (n random samples, seeded),
-    an array / list of arrays, or a .npy / .npz path (see load_inputs).
+    model: a Graph or a model path. inputs: None (n random samples, seeded,
+    drawn from each input's calibrated range: see calibrated_random_inputs),
+    a pyembed.check.samples.Samples (bundled real samples), an array / list
+    of arrays, or a .npy / .npz path (see load_inputs).
     progress: optional callable(iterable, length, label) -> iterable, used to
     show progress over the samples."""
     from pyembed.model.load import load_model
     graph = model if hasattr(model, "operators") else load_model(model)
     graph.check_supported()
+    synthetic = False
     if inputs is None:
         if int(n) < 1:
             raise ArgumentError(f"n: expected at least 1 random input, got {n}")
-        samples = random_inputs(graph, n, seed)
-        source = f"random, seed {seed}"
+        samples, source = calibrated_random_inputs(graph, n, seed)
+        synthetic = True
+    elif hasattr(inputs, "x") and hasattr(inputs, "names"):       # bundled Samples
+        samples = load_inputs(graph, inputs.x)
+        source = inputs.source
     else:
         samples = load_inputs(graph, inputs)
         source = os.path.basename(os.fspath(inputs)) if isinstance(inputs, (str, os.PathLike)) else "given"
@@ -410,10 +469,29 @@ def check_accuracy(model, inputs=None, n=8, seed=0, min_snr_db=DEFAULT_MIN_SNR_D
     report = AccuracyReport(model=graph.name, inputs=len(samples), input_source=source,
                             rounding="double (TFLite reference / TFLM / CMSIS-NN)", min_snr_db=float(min_snr_db),
                             layers=layers, oracles=[], output_agreement=[float(np.mean(a)) if a else None
-                                                                         for a in agree])
+                                                                         for a in agree], synthetic=synthetic)
+    if getattr(inputs, "kind", "classifier") != "classifier":     # bundled samples of a non-classifier
+        report.output_agreement = [None] * len(graph.outputs)
     if oracles:
         report.oracles = check_oracles(graph, samples)
     return report
+
+
+def check_attention_modes(model, inputs=None, n=4, seed=0, min_snr_db=DEFAULT_MIN_SNR_DB, oracles=True,
+                          modes=("tflm", "stream")):
+    """check_accuracy of a transformer model with its attention fused
+    (pyembed.passes.transformer) in each numeric mode, both against the same
+    float64 model: {mode: AccuracyReport}. In "tflm" mode the tflite-micro
+    oracle should report bit-exact; "stream" mode trades that for accuracy.
+    model: a .tflite path (loaded once per mode)."""
+    from pyembed.model.load import load_model
+    from pyembed.passes.transformer import fuse_attention
+    out = {}
+    for mode in modes:
+        g = load_model(model)
+        fuse_attention(g, attention=mode)
+        out[mode] = check_accuracy(g, inputs=inputs, n=n, seed=seed, min_snr_db=min_snr_db, oracles=oracles)
+    return out
 
 
 # -- oracles -----------------------------------------------------------------------------
@@ -441,7 +519,7 @@ def check_oracles(graph, samples):
 def _compare(name, graph, samples, rounding, run_oracle, detail):
     res = OracleResult(name, "bit-exact", detail)
     for xs in samples:
-        ours = graph.run(xs if len(xs) > 1 else xs[0], rounding=rounding)
+        ours = graph.run(xs if len(xs) > 1 else xs[0], rounding=rounding, layout="internal")
         theirs = run_oracle(xs)
         for a, b in zip(ours, theirs):
             b = np.asarray(b).reshape(a.shape)
@@ -520,5 +598,5 @@ def layer_errors_from_dict(d):
     return out
 
 
-__all__ = ["check_accuracy", "load_inputs", "random_inputs", "check_oracles", "AccuracyReport", "LayerError",
+__all__ = ["check_accuracy", "calibrated_random_inputs", "load_inputs", "random_inputs", "check_oracles", "AccuracyReport", "LayerError",
            "OracleResult", "MODES", "MODE_TITLES", "DEFAULT_MIN_SNR_DB"]

@@ -40,6 +40,7 @@ tr.flag td { background: #fff1ef; }
 img { max-width: 100%; border: 1px solid #e3e7ec; margin: 6px 0; }
 .ok { color: #16803c; font-weight: 600; }
 .bad { color: #c0262d; font-weight: 600; }
+.warn { color: #a35f00; font-weight: 600; }
 .kpi { display: inline-block; margin: 6px 18px 6px 0; padding: 8px 14px; background: #f4f7fa; border-radius: 6px; }
 .kpi b { display: block; font-size: 20px; }
 nav a { margin-right: 12px; }
@@ -225,6 +226,31 @@ class _Doc:
             self.md.append(md_text)
 
 
+def _accuracy_checks(acc):
+    """Summary lines for the accuracy section, so the summary never looks
+    all green above a shaded (below-threshold) accuracy table."""
+    out = []
+    rows = acc.layers["end_to_end"]
+    flagged = acc.flagged("end_to_end")
+    if rows:
+        last = rows[-1]
+        text = f"output SNR {_fmt_snr(last.snr_db)} dB"
+        if flagged:
+            text += (f"; {len(flagged)} of {len(rows)} layers below {acc.min_snr_db:g} dB "
+                     f"(" + ", ".join(f"#{r.op} {r.type}" for r in flagged[:4]) + (", ..." if len(flagged) > 4 else "")
+                     + ")")
+        else:
+            text += f"; every layer at or above {acc.min_snr_db:g} dB"
+        out.append(("int8 vs float64 (end to end)", text, "warn" if flagged else True))
+    for k, agree in enumerate(acc.output_agreement):
+        if agree is not None:
+            out.append((f"top class, int8 vs float64 (output {k})", f"same on {100 * agree:.0f}% of the inputs",
+                        True if agree == 1.0 else "warn"))
+    out.append(("inputs", acc.input_source + (" (synthetic, not real data)" if acc.synthetic else ""),
+                "warn" if acc.synthetic else True))
+    return out
+
+
 def _fmt_snr(v):
     return "exact" if v == math.inf else ("-inf" if v == -math.inf else f"{v:.1f}")
 
@@ -262,8 +288,11 @@ def write_report(outdir, graph, result, plan=None, accuracy=None, bit_exact=None
         for o in accuracy.oracles:
             checks.append((o.name, o.status + (f" ({o.mismatches} of {o.elements} differ)" if o.mismatches else ""),
                            o.status != "mismatch"))
+        checks.extend(_accuracy_checks(accuracy))
     if checks:
-        items = "".join(f'<li>{html.escape(a)}: <span class="{"ok" if ok else "bad"}">{html.escape(b)}</span></li>'
+        # ok: True (green), False (red), "warn" (amber: worth a look, not a failure)
+        cls = {True: "ok", False: "bad", "warn": "warn"}
+        items = "".join(f'<li>{html.escape(a)}: <span class="{cls[ok]}">{html.escape(b)}</span></li>'
                         for a, b, ok in checks)
         d.raw(f"<ul>{items}</ul>",
               "\n".join(f"* {a}: **{b}**" for a, b, _ in checks) + "\n")
@@ -353,11 +382,12 @@ def write_report(outdir, graph, result, plan=None, accuracy=None, bit_exact=None
     else:
         from pyembed.check.accuracy import MODE_TITLES
         for line in accuracy.summary_lines():
-            d.p(line)
-        if accuracy.input_source.startswith("random"):
-            d.p("The inputs are uniform random integers over the whole input range: they drive activations far "
-                "beyond the ranges the model was calibrated for (column 'out of range'), so the errors are larger "
-                "than on real data. Pass real inputs with 'pyembed check MODEL --inputs x.npy'.")
+            if not line.startswith("the inputs are SYNTHETIC"):     # said at more length just below
+                d.p(line)
+        if accuracy.synthetic:
+            d.p("The inputs are synthetic: random values over each input's quantization range. They can drive "
+                "activations beyond the ranges the model was calibrated for (column 'out of range'), so the errors "
+                "may be larger than on real data. Pass real inputs with 'pyembed check MODEL --inputs x.npy'.")
         d.p("Table: " + MODE_TITLES["end_to_end"] + ". Rows below the threshold are shaded.")
         head = ["op", "type", "output shape", "SNR dB", "max LSB", "mean LSB", "cosine", "out of range"]
 

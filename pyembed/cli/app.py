@@ -173,13 +173,18 @@ def main(ctx, debug):
 
     Run without a command for the built-in demonstration (the bundled
     keyword-spotting model: import, plan, C headers, simulation on an
-    STM32F446, accuracy check). The usual flow on your own model:
+    STM32F446, accuracy check on bundled real samples). The usual flow on
+    your own model:
 
     \b
       pyembed profiles                      which MCUs can be simulated
-      pyembed plan model.tflite -o out/     static RAM plan + C headers
-      pyembed simulate model.tflite -p stm32f746 --plan out/plan.json
-      pyembed check model.tflite            int8 vs float64, per layer
+      pyembed plan model.tflite --profile stm32f746 -o out/
+      pyembed simulate model.tflite --profile stm32f746 --plan out/plan.json
+      pyembed check model.tflite --inputs x.npy   int8 vs float64, per layer
+
+    Every command takes --profile PART (any case) and --inputs FILE where
+    they apply, and a bundled model's short name (pyembed model list: kws,
+    vww, resnet8, ...) where it takes a model path.
     """
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug

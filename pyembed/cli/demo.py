@@ -13,7 +13,14 @@ int8), end to end, in a few seconds:
 5. check the fixed-point accuracy against a float64 reference, and
    bit-exactness against the TensorFlow Lite reference interpreter when
    ``ai_edge_litert`` is installed;
-6. run the bundled CMSIS-NN bit-exact vectors.
+6. run the bundled CMSIS-NN bit-exact vectors;
+7. run every other bundled model on its bundled real samples (photographs,
+   synthesised speech, digits; pyembed/data/samples) and show the int8
+   answers and whether the float64 reference gives the same.
+
+Steps 4 and 5 use the model's bundled real samples (int8 vs float64
+predictions per sample); a model without samples gets random inputs, said
+to be synthetic.
 
 Everything is written to ``./pyembed-demo/`` (or a temporary directory when
 the current one is not writable), including an HTML report. Nothing here
@@ -49,10 +56,8 @@ def _outdir(outdir):
 
 
 def _model_path(model):
-    from pyembed.data import model_path
-    if os.path.exists(model):
-        return model
-    path = model_path(model)
+    from pyembed.data import resolve_model
+    path = resolve_model(model)
     if not os.path.exists(path):
         from pyembed.errors import ArgumentError
         raise ArgumentError(f"--model {model!r}: neither a file nor a bundled model (pyembed/data/models)")
@@ -82,7 +87,35 @@ def _parts_table(graph, x):
     return rows
 
 
-def run_demo(outdir="pyembed-demo", profile="stm32f446", model="tiny_kws_dscnn_int8", echo=click.echo):
+def _other_models(shown_path):
+    """One line per other bundled model: its samples' int8 answers and the agreement with float64."""
+    from pyembed.check.samples import available, bundled_samples, predictions
+    from pyembed.data import bundled_models, model_path
+    from pyembed.model.load import load_model
+    short = {stem: name for name, stem in bundled_models()}
+    lines = []
+    for stem in available():
+        path = model_path(stem)
+        if os.path.abspath(path) == os.path.abspath(shown_path):
+            continue
+        g = load_model(path)
+        name = short.get(stem) or stem
+        if g.unsupported:
+            lines.append(f"{name:<15} not run: pyembed cannot execute {', '.join(sorted({t for _, t in g.unsupported}))}"
+                         [:110])
+            continue
+        s = bundled_samples(g)
+        preds = predictions(g, s)
+        def answer(p):
+            a = p.int8.rsplit(" ", 1)[0] if s.kind == "classifier" else p.int8
+            return a if p.agree else f"{a} (float64 {p.float})"
+        answers = ", ".join(answer(p) for p in preds[:6])
+        more = ", ..." if len(preds) > 6 else ""
+        lines.append(f"{name:<15} int8 = float64 on {sum(p.agree for p in preds)} of {len(preds)}: {answers}{more}")
+    return lines
+
+
+def run_demo(outdir="pyembed-demo", profile="stm32f446", model="kws", echo=click.echo):
     """Run the demonstration; returns the exit code (0 when every check passed)."""
     from firmware_sim.sim import simulate
     from pyembed.check import report as R
@@ -140,10 +173,13 @@ def run_demo(outdir="pyembed-demo", profile="stm32f446", model="tiny_kws_dscnn_i
     paths = write_plan_outputs(g, plan, outdir)
     echo(f"3. Emit     {', '.join(os.path.basename(p) for p in paths.values())}")
 
-    # 4. simulate
-    x = random_inputs(g, 1, seed=0)[0][0]
+    # 4. simulate (on the first bundled real sample when there is one)
+    from pyembed.check.accuracy import load_inputs
+    from pyembed.check.samples import bundled_samples, predictions
+    samples = bundled_samples(g)
+    x = (load_inputs(g, samples.x[:1]) if samples is not None else random_inputs(g, 1, seed=0))[0][0]
     res = simulate(g, plan, prof, x)
-    exact = all(np.array_equal(a, b) for a, b in zip(res.outputs, g.run(x)))
+    exact = all(np.array_equal(a, b) for a, b in zip(res.outputs, g.run(x, layout="internal")))
     if not exact:
         failed.append("simulated outputs differ from the host run")
     slowest = sorted(res.op_times, key=lambda o: -o.cycles)[:2]
@@ -156,22 +192,30 @@ def run_demo(outdir="pyembed-demo", profile="stm32f446", model="tiny_kws_dscnn_i
         echo(f"             {p.name:<14} {p.core:<13} {p.clock_hz / 1e6:>4g} MHz {lat:>13}   {fits}")
 
     # 5. accuracy
-    acc = check_accuracy(g, n=4, seed=0)
+    acc = check_accuracy(g, inputs=samples, n=4, seed=0)
     e2e = acc.layers["end_to_end"]
     per = acc.layers["per_layer"]
     worst = min(per, key=lambda r: r.snr_db)
-    echo(f"5. Accuracy int8 vs float64 reference on {acc.inputs} random inputs:")
+    what = f"{acc.inputs} bundled real samples" if samples is not None else \
+        f"{acc.inputs} SYNTHETIC random inputs (no bundled samples for this model)"
+    echo(f"5. Accuracy int8 vs float64 reference on {what}:")
     echo(f"           final output SNR {e2e[-1].snr_db:.1f} dB end to end; worst layer on its own: "
          f"#{worst.op} {worst.type} {worst.snr_db:.1f} dB ({100 * worst.out_of_range:.1f}% saturated)")
-    for k, a in enumerate(acc.output_agreement):
-        if a is not None:
-            echo(f"           top class of int8 and float agree on {100 * a:.0f}% of the inputs")
+    if samples is not None:
+        preds = predictions(g, samples)
+        echo(f"           predictions, int8 vs float64 ({samples.note}):")
+        for p in preds:
+            echo("             " + p.line())
+        echo(f"           int8 and float64 agree on {sum(p.agree for p in preds)} of {len(preds)} samples")
+    else:
+        for k, a in enumerate(acc.output_agreement):
+            if a is not None:
+                echo(f"           top class of int8 and float agree on {100 * a:.0f}% of the random inputs")
+        echo("           (random inputs say little about real accuracy: 'pyembed check MODEL --inputs real.npy')")
     for o in acc.oracles:
         echo(f"           {o.line()}")
     if acc.bit_exact is False:
         failed.append("not bit-exact with a TFLite reference interpreter")
-    echo("           (uniform random inputs overdrive this model; 'pyembed check MODEL --inputs real.npy' for "
-         "your data)")
 
     # 6. CMSIS-NN vectors
     results = V.check_directory(PEER_VECTORS_DIR)
@@ -186,6 +230,11 @@ def run_demo(outdir="pyembed-demo", profile="stm32f446", model="tiny_kws_dscnn_i
     echo(f"           {', '.join(parts)}")
     if any(r.status in ("fail", "error") for r in results):
         failed.append("a CMSIS-NN vector mismatched")
+
+    # 7. the other bundled models on their samples
+    echo("7. Samples  the other bundled models on their bundled samples: int8 answers (float64's where it differs)")
+    for line in _other_models(path):
+        echo("           " + line)
 
     # the report
     trace = os.path.join(outdir, "trace.json")
@@ -202,13 +251,15 @@ import sys as _sys  # noqa: E402
 
 import click  # noqa: E402
 
+from pyembed.cli.options import profile_option  # noqa: E402
+
 
 @click.command("demo", short_help="The built-in demonstration, with a choice of directory, MCU and model.")
 @click.option("-o", "--outdir", default="pyembed-demo", show_default=True, type=click.Path(file_okay=False),
               help="Where the demo writes its C headers, plan, trace, plots and report.")
-@click.option("-p", "--profile", default="stm32f446", show_default=True, help="MCU profile to simulate on.")
-@click.option("--model", default="tiny_kws_dscnn_int8", show_default=True,
-              help="A bundled model name (see pyembed/data/models) or a .tflite/.onnx path.")
+@profile_option()
+@click.option("--model", default="kws", show_default=True,
+              help="A bundled model name (see 'pyembed model list') or a .tflite/.onnx path.")
 def demo_command(outdir, profile, model):
     """The built-in demonstration (what 'pyembed' alone runs), with a
     choice of output directory, MCU and model."""

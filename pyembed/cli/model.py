@@ -14,15 +14,12 @@ import os
 import click
 import numpy as np
 
+from pyembed.cli.options import check_inputs_file, inputs_option, model_argument
+
 
 def _resolve(model):
-    if os.path.exists(model):
-        return model
-    from pyembed.data import model_path
-    p = model_path(model)
-    if os.path.exists(p):
-        return p
-    return model  # load_model reports the missing file
+    from pyembed.data import resolve_model
+    return resolve_model(model)
 
 
 def _info(g):
@@ -47,8 +44,26 @@ def model():
     """Inspect and run a .tflite / .onnx model on pyembed's graph runtime."""
 
 
+@model.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def list_models(as_json):
+    """The bundled models, with the short names every command accepts."""
+    from pyembed.check.samples import available
+    from pyembed.data import bundled_models, model_path
+    have = set(available())
+    rows = [{"name": short or stem, "file": os.path.basename(model_path(stem)), "bytes": os.path.getsize(model_path(stem)),
+             "samples": stem in have} for short, stem in bundled_models()]
+    if as_json:
+        click.echo(json.dumps(rows, indent=1))
+        return
+    click.echo(f"{'name':<20} {'file':<40} {'bytes':>9}  real samples")
+    for r in rows:
+        click.echo(f"{r['name']:<20} {r['file']:<40} {r['bytes']:>9,}  {'yes' if r['samples'] else '-'}")
+    click.echo("any command takes these names (any case) where it takes a model path, e.g. 'pyembed check kws'")
+
+
 @model.command("info")
-@click.argument("path")
+@model_argument("path")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def info(path, as_json):
     """Print MODEL's operators, weights, MACs, scratch and unsupported operators."""
@@ -66,13 +81,14 @@ def info(path, as_json):
 
 
 @model.command("run")
-@click.argument("path")
+@model_argument("path")
+@inputs_option("Run these inputs (.npy one sample or a batch, .npz one array per input) instead of random ones.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the random inputs.")
 @click.option("--runs", default=1, show_default=True, help="Number of random inputs.")
 @click.option("--check", is_flag=True, help="Compare every output element with the TFLM interpreter (.tflite).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
-def run(ctx, path, seed, runs, check, as_json):
+def run(ctx, path, inputs_path, seed, runs, check, as_json):
     """Run MODEL on random int8 inputs; print the outputs (and mismatches with --check)."""
     from pyembed.model.load import load_model
     path = _resolve(path)
@@ -80,15 +96,22 @@ def run(ctx, path, seed, runs, check, as_json):
     g.check_supported()
     rng = np.random.default_rng(seed)
     results, failed = [], False
+    given = None
+    if inputs_path:
+        from pyembed.check.accuracy import load_inputs
+        given = load_inputs(g, check_inputs_file(inputs_path))      # internal layout
+        runs = len(given)
     for k in range(runs):
         xs = []
-        for t in g.inputs:
+        for t in g.inputs if given is None else ():
             tensor = g.tensors[t]
             if tensor.dtype == np.float32:
                 xs.append(rng.normal(0, 1, tensor.shape).astype(np.float32))
             else:
                 info_ = np.iinfo(tensor.dtype)
                 xs.append(rng.integers(info_.min, info_.max + 1, tensor.shape, dtype=tensor.dtype))
+        if given is not None:
+            xs = list(given[k])
         # ONNX graphs take NCHW arrays (their tensors are NHWC inside)
         xs = [x.transpose(tuple(np.argsort(p))) if p is not None else x for x, p in zip(xs, g.input_perms)]
         outs = g.run(xs if len(xs) > 1 else xs[0])

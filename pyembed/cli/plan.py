@@ -1,4 +1,4 @@
-"""``pyembed plan MODEL [--mcu PART] -o DIR``: plan a model's memory and
+"""``pyembed plan MODEL [--profile PART] -o DIR``: plan a model's memory and
 write memplan.h, model_data.c/.h and plan.json (and, with --tflite-out, the
 model with the plan as TFLite Micro OfflineMemoryAllocation metadata).
 
@@ -8,6 +8,7 @@ import re
 
 import click
 
+from pyembed.cli.options import model_argument, profile_option, require_quantized
 from pyembed.errors import PlanError
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kKmM]?)(i?[bB])?\s*$")
@@ -36,7 +37,7 @@ def regions_for_mcu(part):
     try:
         from firmware_sim.profiles import load_profile
     except ImportError as e:  # pragma: no cover - firmware_sim ships with pyembed
-        raise PlanError(f"--mcu needs the firmware simulator's profiles ({e})") from None
+        raise PlanError(f"--profile needs the firmware simulator's profiles ({e})") from None
     prof = load_profile(part)
     regions = [Region(r.name, int(r.size), int(r.base), r.kind) for r in prof.ram_regions()]
     if not regions:
@@ -66,11 +67,10 @@ def summary(plan):
 
 
 @click.command("plan")
-@click.argument("model", type=click.Path(exists=True, dir_okay=False))
-@click.option("--mcu", "part", default=None, help="Target part (a firmware_sim profile name or file): its RAM "
-              "regions become the plan's regions.")
+@model_argument()
+@profile_option(default=None, dest="part", help_extra="Its RAM regions become the plan's regions.")
 @click.option("--region", "region_specs", multiple=True, metavar="NAME=SIZE",
-              help="A RAM region, e.g. dtcm=64K (repeatable, filled in order; overrides --mcu's).")
+              help="A RAM region, e.g. dtcm=64K (repeatable, filled in order; overrides --profile's).")
 @click.option("-o", "--outdir", required=True, type=click.Path(file_okay=False),
               help="Directory for memplan.h, model_data.c/.h and plan.json.")
 @click.option("--algorithm", default="auto", show_default=True,
@@ -97,6 +97,7 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
     from pyembed.plan import plan_graph
 
     g = load_model(model)
+    require_quantized(g, "plan")
     regions = None
     if part:
         _, regions = regions_for_mcu(part)

@@ -7,6 +7,8 @@ import click
 from pyembed.errors import PlanError
 
 from pyembed.cli.app import EXIT_CHECK_FAILED, EXIT_OK, _echo_json, _jsonable, progress_iter, run_with_progress  # noqa: F401
+from pyembed.cli.options import (check_deadline, inputs_option, model_argument, one_sample, profile_option,
+                                 require_quantized)
 
 
 # -- simulate ------------------------------------------------------------------------------------------
@@ -24,17 +26,9 @@ def _parse_segments(text):
                                  f"segments.json file", param_hint="--segments") from None
 
 
-def _first_sample(graph, path):
-    from pyembed.check.accuracy import load_inputs
-    samples = load_inputs(graph, path)
-    xs = samples[0]
-    return xs[0] if len(xs) == 1 else xs
-
-
 @click.command("simulate", short_help="Run a model on a simulated MCU: latency, RAM and flash, bit-exactness, report.")
-@click.argument("model", type=click.Path(exists=True, dir_okay=False))
-@click.option("-p", "--profile", default="stm32f446", show_default=True,
-              help="MCU profile: a bundled part name (see 'pyembed profiles') or a .json file.")
+@model_argument()
+@profile_option()
 @click.option("--plan", "plan_path", type=click.Path(exists=True, dir_okay=False),
               help="plan.json from 'pyembed plan' (default: a greedy plan in the profile's activation RAM).")
 @click.option("--segments", metavar="BYTES|FILE",
@@ -49,8 +43,8 @@ def _first_sample(graph, path):
                    "groups, so a segment boundary may fall inside a large layer (e.g. 8K).")
 @click.option("--contention/--no-contention", default=True, show_default=True,
               help="Slow the CPU while DMA shares the bus (the profile's dma.cpu_stall_per_word).")
-@click.option("--input", "input_path", type=click.Path(exists=True, dir_okay=False),
-              help="Input .npy (int8 as is, float quantized with the input's scale); default: seeded random.")
+@inputs_option("One input sample, .npy (or .npz with one array per model input); integers as they are, floats "
+               "quantized with the input's scale. Default: seeded random.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the random input.")
 @click.option("--deadline-ms", type=float, default=None,
               help="Frame deadline: exit 1 when the simulated latency exceeds it.")
@@ -61,10 +55,11 @@ def _first_sample(graph, path):
 @click.option("--report", "report_dir", type=click.Path(file_okay=False),
               help="Write a self-contained HTML report (and report.md) into this directory.")
 @click.option("--calibration", default=4, show_default=True,
-              help="With --report: random inputs for the report's accuracy table.")
+              help="With --report: random inputs for the report's accuracy table when pyembed has no bundled "
+                   "samples for the model.")
 @click.option("--ops/--no-ops", "show_ops", default=True, show_default=True, help="Print the per-operator table.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable result (Result.to_dict()).")
-def simulate_command(model, profile, plan_path, segments, strategy, split_bytes, contention, input_path, seed,
+def simulate_command(model, profile, plan_path, segments, strategy, split_bytes, contention, inputs_path, seed,
                      deadline_ms, trace_path, plot_memory, plot_gantt, report_dir, calibration, show_ops, as_json):
     """Run MODEL on a simulated microcontroller: the real C kernels on the
     profile's RAM and flash, with its cycle cost model and DMA.
@@ -77,8 +72,10 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
     from firmware_sim.sim import simulate_file
     from pyembed.model.load import load_model
 
+    check_deadline(deadline_ms)
     prof = load_profile(profile)
     graph = load_model(model)
+    require_quantized(graph, "simulate")
     plan = None
     if plan_path:
         from pyembed.plan import load_plan
@@ -101,7 +98,10 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
     if split is not None and not isinstance(seg, int):
         from pyembed.errors import ArgumentError
         raise ArgumentError("--split-bytes: needs --segments BYTES (a RAM budget for the weight segments)")
-    x = _first_sample(graph, input_path) if input_path else None
+    x = None
+    if inputs_path:
+        xs = one_sample(graph, inputs_path)
+        x = xs[0] if len(xs) == 1 else xs
     result, _, exact = run_with_progress(
         "simulating", lambda: simulate_file(graph, prof, plan=plan, x=x, segments=seg, strategy=strategy, seed=seed,
                                             trace_path=trace_path, memory_png=plot_memory, gantt_png=plot_gantt,
@@ -114,7 +114,9 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
         accuracy = None
         if calibration > 0:
             from pyembed.check.accuracy import check_accuracy
-            accuracy = check_accuracy(graph, n=calibration, seed=seed, progress=progress_iter)
+            from pyembed.check.samples import bundled_samples
+            known = bundled_samples(graph)
+            accuracy = check_accuracy(graph, inputs=known, n=calibration, seed=seed, progress=progress_iter)
         if plan is None:
             from firmware_sim.sim import default_plan
             plan, _ = default_plan(graph, prof)

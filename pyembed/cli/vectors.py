@@ -1,5 +1,6 @@
 """`pyembed vectors check`: external bit-exact test vectors."""
 import json
+import os
 import sys
 
 import click
@@ -27,6 +28,10 @@ def vectors_check(directory, as_json, ops, max_listed):
     any case failed."""
     from pyembed.check import vectors as V
     from pyembed.data import PEER_VECTORS_DIR
+    if directory is not None and not os.path.isdir(directory):
+        from pyembed.errors import ArgumentError
+        raise ArgumentError(f"DIRECTORY {directory}: no such directory (a folder with index.json and one .npz "
+                            f"per case)")
     directory = directory or PEER_VECTORS_DIR
     results = V.check_directory(directory, ops=set(ops) or None)
     failed = any(r.status in ("fail", "error") for r in results)

@@ -224,6 +224,45 @@ def _with_implied_relu(graph, op):
     return op
 
 
+def _attention(op, ins):
+    """Float64 reference of PE_ATTENTION: softmax(beta * c * Q.K^T + mask).V per head,
+    from the real values of the inputs (None = absent mask)."""
+    o = op.options
+    q, k, v = (np.asarray(x, dtype=np.float64).reshape(-1) for x in ins[:3])
+    h = np.arange(o["heads"])[:, None, None]
+    qh = q[h * o["q_head"] + np.arange(o["n"])[None, :, None] * o["q_row"] + np.arange(o["d"])]
+    kh = k[h * o["k_head"] + np.arange(o["m"])[None, :, None] * o["k_row"] + np.arange(o["d"])]
+    vh = v[h * o["v_head"] + np.arange(o["m"])[None, :, None] * o["v_row"] + np.arange(o["dv"])]
+    s = qh @ kh.transpose(0, 2, 1) * o.get("scale_real", 1.0)
+    if len(ins) > 3 and ins[3] is not None:
+        mk = np.asarray(ins[3], dtype=np.float64).reshape(-1)
+        s = s + mk[h * o["mask_head"] + np.arange(o["n"])[None, :, None] * o["mask_row"] + np.arange(o["m"])]
+    s = o["beta"] * s
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    pr = e / e.sum(axis=-1, keepdims=True)
+    y = pr @ vh
+    flat = np.zeros(o["out_size"])
+    idx = h * o["out_head"] + np.arange(o["n"])[None, :, None] * o["out_row"] + np.arange(o["dv"])
+    flat[idx] = y
+    return flat
+
+
+def _lut(graph, op, ins):
+    """Float64 reference of PE_LUT: the unfused chain it replaced, in float64."""
+    vals = {op.inputs[0]: ins[0]}
+    for sub in op.options["chain"]:
+        args = []
+        for t in sub.inputs:
+            if t < 0:
+                args.append(None)
+            elif t in vals:
+                args.append(vals[t])
+            else:
+                args.append(dequantize(graph.tensors[t]))
+        vals[sub.outputs[0]] = evaluate(graph, sub, args)
+    return vals[op.outputs[0]]
+
+
 def evaluate(graph, op, inputs):
     """One operator in float64. inputs: float64 arrays of op.inputs (None for
     absent optional inputs and constants). Returns the output's real values."""
@@ -251,6 +290,10 @@ def evaluate(graph, op, inputs):
         return _activation(y, op.options.get("activation")).reshape(out_t.shape)
     if kind in ("QUANTIZE", "DEQUANTIZE"):
         return x.reshape(out_t.shape)
+    if kind == "PE_ATTENTION":
+        return _attention(op, inputs).reshape(out_t.shape)
+    if kind == "PE_LUT":
+        return np.asarray(_lut(graph, op, inputs)).reshape(out_t.shape)
     raise UnsupportedError(f"float reference: operator {op.index} ({kind}) is not modelled")
 
 

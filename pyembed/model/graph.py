@@ -162,8 +162,13 @@ class Graph:
         return t
 
     def activation_tensors(self):
-        """Indices of the tensors that need RAM (not constant), aliases included."""
-        return [t.index for t in self.tensors if not t.is_constant and t.dtype is not None]
+        """Indices of the tensors that need RAM (not constant), aliases included.
+        A tensor no operator and no graph input / output refers to (an
+        intermediate a fusion pass absorbed) needs none."""
+        used = set(self.inputs) | set(self.outputs)
+        for op in self.operators:
+            used.update(t for t in list(op.inputs) + list(op.outputs) if t >= 0)
+        return [t.index for t in self.tensors if not t.is_constant and t.dtype is not None and t.index in used]
 
     def producers(self):
         """{tensor index: index of the operator that writes it}."""
@@ -330,17 +335,21 @@ class Graph:
             self._runtime_cache[key] = rt
         return rt
 
-    def run(self, x, keep_intermediates=False, plan=None, rounding="double"):
+    def run(self, x, keep_intermediates=False, plan=None, rounding="double", layout="model"):
         """Run the graph on the C runtime.
 
         x: one array for a single-input graph, or a list with one array per
         graph input (dtype and shape as the input tensors declare).
+        layout: "model" (default): x and the outputs in the model's own
+        layout (NCHW for an ONNX model); "internal": in the graph's tensor
+        shapes (NHWC), as random_inputs and pyembed.check.accuracy.load_inputs
+        make them (what pyembed's own tools pass).
         Returns the list of outputs, or with keep_intermediates=True a dict
         {tensor index: value} of every tensor computed (inputs, every
         operator output, constants excluded), each copied right after the
         operator that wrote it (so planned arenas that reuse bytes are fine)."""
         self.check_supported()
-        xs = self._inputs_list(x)
+        xs = self._inputs_list(x, layout)
         rt = self._runtime(plan, rounding)
         arena = rt.new_arena()
         for k, v in enumerate(xs):
@@ -358,10 +367,16 @@ class Graph:
         if keep_intermediates:
             return values
         outs = [rt.tensor_value(arena, t) for t in self.outputs]
+        if layout == "internal":
+            return outs
         return [np.ascontiguousarray(v.transpose(p)) if p is not None else v
                 for v, p in zip(outs, self.output_perms)]
 
-    def _inputs_list(self, x):
+    def _inputs_list(self, x, layout="model"):
+        """x as a list of arrays in the internal tensor shapes. layout: "model"
+        (an ONNX model's NCHW arrays, transposed here) or "internal" (as is)."""
+        if layout not in ("model", "internal"):
+            raise ArgumentError(f"layout: expected 'model' or 'internal', got {layout!r}")
         if isinstance(x, (list, tuple)):
             xs = list(x)
         else:
@@ -372,7 +387,7 @@ class Graph:
         for k, (v, t) in enumerate(zip(xs, self.inputs)):
             tensor = self.tensors[t]
             name = f"x[{k}]" if len(xs) > 1 else "x"
-            perm = self.input_perms[k] if k < len(self.input_perms) else None
+            perm = self.input_perms[k] if k < len(self.input_perms) and layout == "model" else None
             if perm is not None and isinstance(v, np.ndarray):
                 want = tuple(tensor.shape[perm.index(i)] for i in range(len(perm)))
                 if tuple(v.shape) != want:

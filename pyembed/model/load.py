@@ -2,6 +2,7 @@
 import os
 
 from pyembed.errors import ArgumentError, ModelError
+from pyembed.model.conv_form import choose_conv_forms
 from pyembed.model.graph import Graph, Operator, Tensor
 from pyembed.model.ops import check_tensor_sizes, prepare_operator
 
@@ -43,6 +44,7 @@ def graph_from_raw(raw, label, source_format=""):
             if not tensors[src].is_constant and op.outputs[0] not in g.inputs:
                 g.aliases[op.outputs[0]] = src
     g.unsupported = [(op.index, op.type) for op in operators if not op.supported]
+    choose_conv_forms(g)
     return g
 
 

@@ -17,8 +17,13 @@ The model is read with the ``onnx`` package. Two passes:
 Layout: ONNX activations are NCHW, pyembed's kernels NHWC. Every 4-D
 activation is kept NHWC inside the graph (weights are transposed to OHWI /
 1HWO at import); Graph.run takes and returns the model's NCHW arrays
-(Graph.input_perms / output_perms). A Reshape / Flatten that would reorder
-a spatial (H*W > 1) tensor is reported unsupported.
+(Graph.input_perms / output_perms). Flatten (or Reshape to [N, C*H*W]) of
+a spatial (H*W > 1) tensor keeps the bytes in NHWC order and remembers the
+permutation; the MatMul / Gemm that consumes it gets its weight rows permuted
+to match (ONNX flattens in C, H, W order), so Conv -> MaxPool -> Flatten ->
+Gemm heads import without a transpose and compute exactly what ONNX
+specifies. Any other consumer of such a tensor, and other reshapes that
+would reorder a spatial tensor, are reported unsupported.
 
 Arithmetic: pyembed requantizes in fixed point (TFLite's multiplier and
 shift); ONNX Runtime's int8 kernels multiply by a float scale and round half
@@ -52,6 +57,8 @@ class _T:
         self.name, self.shape, self.dtype, self.data = name, tuple(int(d) for d in shape), np.dtype(dtype), data
         self.scale, self.zp, self.axis = scale, zp, axis
         self.nhwc = False   # stored NHWC inside the graph (4-D activations)
+        # a 2-D [N, C*H*W] tensor flattened from NHWC: element j inside is ONNX's element flat_perm[j]
+        self.flat_perm = None
 
 
 def load_onnx(path):
@@ -299,6 +306,9 @@ class _Importer:
         for vo in self.g.output:
             if vo.name not in self.tensors:
                 raise ModelError(f"{self.label}: graph output {vo.name!r} is produced by no node")
+            if self.tensors[vo.name].flat_perm is not None:
+                raise ModelError(f"{self.label}: graph output {vo.name!r} flattens a spatial NCHW tensor; pyembed "
+                                 f"keeps it in NHWC order and cannot return ONNX's order")
             outputs.append(tensor_index(vo.name))
         check_tensor_sizes(graph_tensors, self.label)
         g = Graph(self.name, graph_tensors, ops, inputs, outputs, source_path=self.label, source_format="onnx")
@@ -315,13 +325,18 @@ class _Importer:
                     and op.outputs[0] not in g.inputs:
                 g.aliases[op.outputs[0]] = op.inputs[0]
         g.unsupported = [(op.index, op.type) for op in ops if not op.supported]
+        from pyembed.model.conv_form import choose_conv_forms
+        choose_conv_forms(g)
         return g
 
     # -- one quantized operator ------------------------------------------------------
-    def act_in(self, name, xs, xz):
+    def act_in(self, name, xs, xz, flat_ok=False):
         if name not in self.tensors:
             raise _Unsup(f"input {name!r} is not an int8 activation pyembed has seen")
         t = self.tensors[name]
+        if t.flat_perm is not None and not flat_ok:
+            raise _Unsup(f"input {name!r} is a flattened NCHW tensor (its elements are in NHWC order "
+                         f"inside); only MatMul / Gemm can consume it")
         if t.dtype != np.int8:
             raise _Unsup(f"input {name!r} is {t.dtype.name}; only int8 activations are supported")
         if t.scale is None:
@@ -463,7 +478,7 @@ class _Importer:
 
     def matmul(self, ins, outs, attrs, act, add_const):
         xs, xz = self.q(ins, 1, "input A")
-        x = self.act_in(ins[0], xs, xz)
+        x = self.act_in(ins[0], xs, xz, flat_ok=True)
         if len(x.shape) == 4:
             raise _Unsup("MatMul on a 4-D tensor")
         b = np.asarray(self.const(ins[3], None, "B"))
@@ -481,6 +496,9 @@ class _Importer:
         k, nout = b.shape
         if x.shape[-1] != k:
             raise ModelError(f"A has {x.shape[-1]} columns but B has {k} rows")
+        if x.flat_perm is not None:
+            # A is flattened NHWC: its column j is ONNX's column flat_perm[j], so row j of B must be too
+            b = b[x.flat_perm]
         bias = None
         if len(ins) > 8 and ins[8]:
             bias = np.asarray(self.const(ins[8], None, "bias")).reshape(-1)
@@ -601,10 +619,18 @@ class _Importer:
             new = tuple(new)
         if int(np.prod(new)) != int(np.prod(x.shape)):
             raise ModelError(f"cannot reshape {list(x.shape)} to {list(new)}")
+        if x.flat_perm is not None:
+            raise _Unsup("reshaping a flattened NCHW tensor again")
         spatial_in = x.nhwc and x.shape[2] * x.shape[3] > 1
         spatial_out = len(new) == 4 and new[2] * new[3] > 1
-        if spatial_in or (spatial_out and new != x.shape):
-            raise _Unsup("reshaping a spatial NCHW tensor (would need a transpose in NHWC)")
+        flat_perm = None
+        if spatial_in and len(new) == 2 and new[0] == x.shape[0]:
+            # Flatten [N, C, H, W] -> [N, C*H*W]: the bytes stay NHWC; remember which ONNX element each is
+            c, h, w = x.shape[1:]
+            flat_perm = np.arange(c * h * w).reshape(c, h, w).transpose(1, 2, 0).reshape(-1)
+        elif spatial_in or (spatial_out and new != x.shape):
+            raise _Unsup("reshaping a spatial NCHW tensor other than flattening it to [N, C*H*W] "
+                         "(would need a transpose in NHWC)")
         if op_type.startswith("Q"):
             xs, xz = self.q(ins, 1, "input")
             ys, yz = self.q(ins, 3, "output")
@@ -613,9 +639,9 @@ class _Importer:
             ys, yz = x.scale, x.zp
         same = float(np.float32(ys)) == float(np.float32(x.scale)) and yz == x.zp
         if same:
-            self.new_out(outs[0], new, ys, yz)
+            self.new_out(outs[0], new, ys, yz).flat_perm = flat_perm
             return ("RESHAPE", [ins[0]], [outs[0]], {}, None)
         tmp = outs[0] + "_reshaped"
-        self.new_out(tmp, new, x.scale, x.zp)
-        self.new_out(outs[0], new, ys, yz)
+        self.new_out(tmp, new, x.scale, x.zp).flat_perm = flat_perm
+        self.new_out(outs[0], new, ys, yz).flat_perm = flat_perm
         return [("RESHAPE", [ins[0]], [tmp], {}, None), ("QUANTIZE", [tmp], [outs[0]], {}, None)]

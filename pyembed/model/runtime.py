@@ -94,7 +94,7 @@ _C_INPUTS = {"RESHAPE": 1, "SOFTMAX": 1, "AVERAGE_POOL_2D": 1, "MAX_POOL_2D": 1,
 def _c_io(op):
     """(registry entry or None, graph tensor indices the C runtime gets as
     inputs, as outputs) of one operator."""
-    d = lookup(op.type)
+    d = lookup((op.params or {}).get("variant", op.type))
     if d is None:
         n_in = _C_INPUTS.get(op.type, 3)
         return None, list(op.inputs[:n_in]), list(op.outputs[:1])

@@ -354,6 +354,14 @@ def _options(op, op_type):
     if op_type == "MUL" and otype == B.MulOptions:
         o = load(tflite.MulOptions)
         return {"activation": _ACTIVATION.get(int(o.FusedActivationFunction()), int(o.FusedActivationFunction()))}
+    if op_type == "BATCH_MATMUL" and otype == B.BatchMatMulOptions:
+        o = load(tflite.BatchMatMulOptions)
+        return {"adj_x": bool(o.AdjX()), "adj_y": bool(o.AdjY())}
+    if op_type == "TRANSPOSE_CONV" and otype == B.TransposeConvOptions:
+        o = load(tflite.TransposeConvOptions)
+        return {"padding": _PADDING.get(int(o.Padding()), int(o.Padding())),
+                "stride": (int(o.StrideH()), int(o.StrideW())),
+                "activation": _ACTIVATION.get(int(o.FusedActivationFunction()), int(o.FusedActivationFunction()))}
     if op_type == "RESHAPE" and otype == B.ReshapeOptions:
         o = load(tflite.ReshapeOptions)
         n = _count(o.NewShapeLength(), "RESHAPE new_shape", 4, table.Bytes)

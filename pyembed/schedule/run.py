@@ -327,6 +327,12 @@ class Run:
         fig, ax = plt.subplots(figsize=(12, 1.6 + 0.9 * s.n_units))
         palette = ["tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:pink", "tab:olive"]
         handles = {}
+        ax.set_xlim(s.ms(lo), s.ms(hi))
+        fig.tight_layout()
+        # a label is drawn only where it fits inside its bar (7 pt, about 0.6 em a character), so labels
+        # of many short runs never pile up on each other
+        px_per_ms = ax.get_window_extent().width / max(s.ms(hi) - s.ms(lo), 1e-9)
+        char_px = 7 * 0.6 * fig.dpi / 72
         for ev in self.ran():
             if int(ev["end"]) <= lo or int(ev["start"]) >= hi:
                 continue
@@ -335,11 +341,14 @@ class Run:
             colour = "tab:red" if p.kind == PRIORITY else palette[p.model % len(palette)]
             x0 = s.ms(int(ev["start"]))
             w = s.ms(int(ev["end"] - ev["start"]))
-            bar = ax.barh(int(ev["unit"]), w, left=x0, height=0.6, color=colour, edgecolor="black", linewidth=0.4,
+            # no outline on bars a few pixels wide: thousands of short runs would draw as a black block
+            bar = ax.barh(int(ev["unit"]), w, left=x0, height=0.6, color=colour, edgecolor="black",
+                          linewidth=0.4 if w * px_per_ms > 3 else 0,
                           hatch="//" if int(ev["flags"]) & EV_OVERRUN else None)
             handles.setdefault(("priority: " if p.kind == PRIORITY else "low: ") + name, bar)
             label = f"f{int(ev['frame'])}" + ("" if p.kind == PRIORITY else f".{p.sub}")
-            ax.text(x0 + w / 2, int(ev["unit"]), label, ha="center", va="center", fontsize=7, clip_on=True)
+            if len(label) * char_px + 4 <= w * px_per_ms:
+                ax.text(x0 + w / 2, int(ev["unit"]), label, ha="center", va="center", fontsize=7, clip_on=True)
         for w in range(first_window, first_window + n_windows + 1):
             ax.axvline(s.ms(w * W), color="black", linestyle="--", linewidth=0.8)
         ax.set_xlim(s.ms(lo), s.ms(hi))

@@ -24,9 +24,13 @@
 #include "pyembed/pe_graph.h"
 #include "pyembed/pe_conv.h"
 #include "pyembed/pe_pool.h"
+#include "pyembed/pe_matmul.h"
+#include "pyembed/pe_tconv.h"
+#include "pyembed/pe_s16.h"
 
 #define MAX_T 32
 #define MAX_OPS 8
+#define MAX_WORDS PE_SOFTMAX_S16_WORDS
 
 typedef struct {
     pe_graph_tensor t[MAX_T];
@@ -34,6 +38,7 @@ typedef struct {
     int32_t io[MAX_OPS][4]; /* per operator: inputs 0..2, then the output */
     void *consts[MAX_T];
     int32_t *quant[MAX_OPS][2];
+    int32_t words[MAX_OPS][MAX_WORDS]; /* parameter words of the generic operators */
     int32_t nt, nops, bump;
     int32_t arena_size;
 } table;
@@ -168,6 +173,9 @@ static int32_t add_op(fz_reader *r, table *tb, pe_graph_op_type type, int32_t x)
                                                    &size)) != PE_OK) {
             size = 0;
         }
+        if (fz_bool(r)) {
+            size = 0; /* no scratch region: the graph runs the gather form */
+        }
         break;
     }
     case PE_GOP_AVERAGE_POOL_2D:
@@ -265,6 +273,143 @@ static int32_t add_op(fz_reader *r, table *tb, pe_graph_op_type type, int32_t x)
         op->p.fquant.rounding = (pe_float_rounding)fz_wild(r, 0, 1);
         y = add_tensor(r, tb, PE_DT_INT8, xd.n, xd.h, xd.w, xd.c, 0);
         break;
+    case PE_GOP_BATCH_MATMUL: {
+        /* lhs = x viewed as [1, 1, n, h*w, c] (or its adj_x reading), a
+         * constant rhs broadcast over n or not */
+        int32_t *w = tb->words[i];
+        const int32_t adj_x = fz_bool(r), adj_y = fz_bool(r);
+        const int32_t a = xd.h * xd.w, b = xd.c;
+        const int32_t rows = adj_x ? b : a, depth = adj_x ? a : b, cols = fz_range(r, 1, 4);
+        const int32_t rb = fz_bool(r) ? 1 : xd.n;
+        int32_t k;
+        tb->io[i][1] = add_tensor(r, tb, PE_DT_INT8, rb, 1, adj_y ? cols : depth, adj_y ? depth : cols, 1);
+        op->num_inputs = 2;
+        w[0] = 1; w[1] = 1; w[2] = xd.n; w[3] = a; w[4] = b;
+        w[5] = 1; w[6] = 1; w[7] = rb; w[8] = adj_y ? cols : depth; w[9] = adj_y ? depth : cols;
+        w[10] = 1; w[11] = 1; w[12] = xd.n; w[13] = rows; w[14] = cols;
+        w[15] = fz_wild(r, -127, 128);
+        w[16] = fz_wild(r, -127, 128);
+        w[17] = fz_wild(r, -128, 127);
+        w[18] = fz_wild(r, 1 << 30, 0x7FFFFFFF);
+        w[19] = fz_wild(r, -12, 2);
+        w[20] = fz_wild(r, -128, 127);
+        w[21] = fz_wild(r, w[20] < 127 ? w[20] : 127, 127);
+        w[22] = adj_x;
+        w[23] = adj_y;
+        if (fz_bool(r)) { /* now and then a word off by a little */
+            k = fz_range(r, 0, PE_BATCH_MATMUL_WORDS - 1);
+            w[k] += fz_range(r, -2, 2);
+        }
+        op->params = w;
+        op->num_params = PE_BATCH_MATMUL_WORDS;
+        y = tb->io[i][1] < 0 ? -1 : add_tensor(r, tb, PE_DT_INT8, xd.n, 1, rows, cols, 0);
+        break;
+    }
+    case PE_GOP_TRANSPOSE_CONV: {
+        int32_t *w = tb->words[i];
+        const int32_t k = fz_range(r, 1, 3), s = fz_range(r, 1, 3), pad = fz_range(r, 0, k - 1);
+        const int32_t oc = fz_range(r, 1, 4);
+        const int32_t oh = (xd.h - 1) * s + k - 2 * pad, ow = (xd.w - 1) * s + k - 2 * pad;
+        int32_t c;
+        tb->io[i][1] = add_tensor(r, tb, PE_DT_INT8, oc, k, k, xd.c, 1);
+        tb->io[i][2] = fz_bool(r) ? add_tensor(r, tb, PE_DT_INT32, 1, 1, 1, oc, 1) : -1;
+        w[0] = s; w[1] = s; w[2] = pad; w[3] = pad;
+        w[4] = fz_wild(r, -127, 128);
+        w[5] = fz_wild(r, -128, 127);
+        w[6] = fz_wild(r, -128, 127);
+        w[7] = fz_wild(r, w[6] < 127 ? w[6] : 127, 127);
+        w[8] = fz_wild(r, 0, 1);
+        for (c = 0; c < oc; c++) {
+            w[PE_TRANSPOSE_CONV_WORDS + c] = fz_wild(r, 1 << 30, 0x7FFFFFFF);
+            w[PE_TRANSPOSE_CONV_WORDS + oc + c] = fz_wild(r, -12, 2);
+        }
+        op->params = w;
+        op->num_params = PE_TRANSPOSE_CONV_WORDS + 2 * oc;
+        if (fz_bool(r)) {
+            op->num_params += fz_range(r, -2, 1); /* a wrong count must be refused */
+        }
+        y = tb->io[i][1] < 0 ? -1 : add_tensor(r, tb, PE_DT_INT8, xd.n, oh < 1 ? 1 : oh, ow < 1 ? 1 : ow, oc, 0);
+        break;
+    }
+    case PE_GOP_CONV_2D_S16X8:
+    case PE_GOP_FULLY_CONNECTED_S16X8:
+    case PE_GOP_ADD_S16:
+    case PE_GOP_SOFTMAX_S16: {
+        /* int16 operators read a fresh int16 activation of x's shape */
+        int32_t *w = tb->words[i];
+        int32_t k, oc = 1, nq = 1, has_bias = fz_bool(r);
+        tb->io[i][0] = add_tensor(r, tb, PE_DT_INT16, xd.n, xd.h, xd.w, xd.c, 0);
+        op->num_inputs = type == PE_GOP_SOFTMAX_S16 ? 1 : 2;
+        if (type == PE_GOP_CONV_2D_S16X8) {
+            const int32_t kk = fz_range(r, 1, 3), s = fz_range(r, 1, 2), pad = fz_range(r, 0, kk - 1);
+            oc = fz_range(r, 1, 4);
+            tb->io[i][1] = add_tensor(r, tb, PE_DT_INT8, oc, kk, kk, xd.c, 1);
+            w[0] = s; w[1] = s; w[2] = pad; w[3] = pad; w[4] = 1; w[5] = 1; w[6] = 1;
+            w[7] = fz_wild(r, -32768, 32767);
+            w[8] = fz_wild(r, w[7], 32767);
+            w[9] = has_bias;
+            for (k = 0; k < oc; k++) {
+                w[PE_CONV_S16X8_WORDS + k] = fz_wild(r, 1 << 30, 0x7FFFFFFF);
+                w[PE_CONV_S16X8_WORDS + oc + k] = fz_wild(r, -24, 7);
+                if (has_bias) {
+                    w[PE_CONV_S16X8_WORDS + 2 * oc + 2 * k] = (int32_t)fz_u32(r);
+                    w[PE_CONV_S16X8_WORDS + 2 * oc + 2 * k + 1] = fz_wild(r, -4, 4);
+                }
+            }
+            op->num_params = PE_CONV_S16X8_WORDS + 2 * oc * (1 + has_bias);
+            y = add_tensor(r, tb, PE_DT_INT16, xd.n, out_len(xd.h, kk, s, pad), out_len(xd.w, kk, s, pad), oc, 0);
+        } else if (type == PE_GOP_FULLY_CONNECTED_S16X8) {
+            const int32_t bias32 = fz_bool(r);
+            oc = fz_range(r, 1, 4);
+            nq = fz_bool(r) ? 1 : oc;
+            tb->io[i][1] = add_tensor(r, tb, PE_DT_INT8, oc, 1, 1, xd.c, 1);
+            w[0] = nq;
+            w[1] = fz_wild(r, -32768, 32767);
+            w[2] = fz_wild(r, w[1], 32767);
+            w[3] = bias32;
+            w[4] = has_bias;
+            for (k = 0; k < nq; k++) {
+                w[PE_FC_S16X8_WORDS + k] = fz_wild(r, 1 << 30, 0x7FFFFFFF);
+                w[PE_FC_S16X8_WORDS + nq + k] = fz_wild(r, -24, 7);
+            }
+            for (k = 0; has_bias && k < oc * (bias32 ? 1 : 2); k++) {
+                w[PE_FC_S16X8_WORDS + 2 * nq + k] = (int32_t)fz_u32(r) >> fz_range(r, 0, 31);
+            }
+            op->num_params = PE_FC_S16X8_WORDS + 2 * nq + (has_bias ? oc * (bias32 ? 1 : 2) : 0);
+            y = add_tensor(r, tb, PE_DT_INT16, xd.n * xd.h * xd.w, 1, 1, oc, 0);
+        } else if (type == PE_GOP_ADD_S16) {
+            tb->io[i][1] = add_tensor(r, tb, PE_DT_INT16, 1, fz_bool(r) ? 1 : xd.h, 1, xd.c, fz_bool(r));
+            w[0] = fz_wild(r, -32766, 32766);
+            w[1] = fz_wild(r, -32766, 32766);
+            w[2] = fz_wild(r, -32768, 32767);
+            w[3] = fz_wild(r, 1 << 30, 0x7FFFFFFF);
+            w[4] = fz_wild(r, -31, 0);
+            w[5] = fz_wild(r, 1 << 30, 0x7FFFFFFF);
+            w[6] = fz_wild(r, -31, 0);
+            w[7] = fz_wild(r, 1 << 30, 0x7FFFFFFF);
+            w[8] = fz_wild(r, -31, 0);
+            w[9] = fz_wild(r, -32768, 32767);
+            w[10] = fz_wild(r, w[9], 32767);
+            op->num_params = PE_ADD_S16_WORDS;
+            y = add_tensor(r, tb, PE_DT_INT16, xd.n, xd.h, xd.w, xd.c, 0);
+        } else {
+            w[0] = fz_wild(r, 1 << 30, 0x7FFFFFFF);
+            w[1] = fz_wild(r, -31, 30);
+            for (k = 2; k < PE_SOFTMAX_S16_WORDS; k++) {
+                w[k] = (int32_t)fz_u32(r); /* arbitrary LUTs: results are garbage, never a crash */
+            }
+            op->num_params = PE_SOFTMAX_S16_WORDS;
+            y = add_tensor(r, tb, PE_DT_INT16, xd.n, xd.h, xd.w, xd.c, 0);
+        }
+        if (fz_bool(r)) {
+            op->num_params += fz_range(r, -2, 1); /* a wrong count must be refused */
+        }
+        op->params = w;
+        if (tb->io[i][0] < 0 || (op->num_inputs == 2 && tb->io[i][1] < 0)) {
+            y = -1;
+        }
+        break;
+    }
     default: /* DEQUANTIZE */
         op->p.fquant.scale = (float)fz_range(r, 1, 1000) / 256.0f;
         op->p.fquant.zero_point = fz_wild(r, -128, 127);
@@ -300,7 +445,11 @@ static void corrupt(fz_reader *r, table *tb)
     case 4: x->dtype = (pe_dtype)fz_range(r, 0, 4); break;
     case 5: tb->io[k][fz_range(r, 0, 2)] = v; break;
     case 6: tb->io[k][3] = v; break;
-    case 7: op->type = (pe_graph_op_type)fz_range(r, 0, 12); break;
+    case 7: {
+        const int32_t t = fz_range(r, 0, 18);
+        op->type = t >= 13 ? (pe_graph_op_type)(PE_GOP_BATCH_MATMUL + t - 13) : (pe_graph_op_type)t;
+        break;
+    }
     case 8: op->scratch_offset = v; break;
     case 9: op->scratch_size = v; break;
     case 10: op->p.conv.quant.count = v; break; /* also FC's (same place in the union) */
@@ -308,6 +457,11 @@ static void corrupt(fz_reader *r, table *tb)
      * lists must be refused */
     case 12: op->num_inputs = fz_range(r, -1, 3); break;
     case 13: op->num_outputs = fz_range(r, -1, 1); break;
+    case 11: /* a parameter word of a generic operator */
+        if (op->num_params > 0 && op->num_params <= MAX_WORDS) {
+            tb->words[k][fz_range(r, 0, op->num_params - 1)] = v;
+        }
+        break;
     default: tb->arena_size = v; break;
     }
 }
@@ -332,7 +486,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
     }
     n_ops = fz_range(&r, 1, MAX_OPS);
     for (i = 0; i < n_ops; i++) {
-        const pe_graph_op_type type = (pe_graph_op_type)fz_range(&r, 0, 11);
+        const int32_t pick = fz_range(&r, 0, 17);
+        const pe_graph_op_type type = pick >= 12 ? (pe_graph_op_type)(PE_GOP_BATCH_MATMUL + pick - 12)
+                                                 : (pe_graph_op_type)pick;
         const int32_t y = add_op(&r, &tb, type, x);
         if (y < 0) {
             break;

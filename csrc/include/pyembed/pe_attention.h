@@ -131,6 +131,41 @@ pe_status pe_attention_nf_s8(const pe_context *ctx, const pe_attn_params *params
                              const pe_attn_dims *dims, const int8_t *q, const int8_t *k,
                              const int8_t *v, int32_t *out);
 
+/* Element strides of pe_attention_nf_strided_s8: element (row r, head h,
+ * column c) of Q is q[r * q_row + h * q_head + c]; likewise K, V and out.
+ * pe_attention_nf_s8 is the case q_row = k_row = heads*d, v_row = out_row =
+ * heads*dv, q_head = k_head = d, v_head = out_head = dv. All >= 1; the
+ * caller guarantees the tensors hold every addressed element. */
+typedef struct {
+    int32_t q_row;
+    int32_t k_row;
+    int32_t v_row;
+    int32_t out_row;
+    int32_t q_head;
+    int32_t k_head;
+    int32_t v_head;
+    int32_t out_head;
+} pe_attn_strides;
+
+/* An additive bias on the base-2 logits (an attention mask): key j of row
+ * i, head h adds lut[index[i * row + h * head + j] + 128] (Q22, like t_j)
+ * before the maximum and the exponent. row / head 0 broadcast; the caller
+ * guarantees index holds every addressed element. Not with key ranges. */
+typedef struct {
+    const int8_t *index;
+    int32_t row;
+    int32_t head;
+    const int32_t *lut; /* 256 entries */
+} pe_attn_bias;
+
+/* pe_attention_nf_s8 over tensors laid out with explicit strides (e.g. the
+ * [heads, n, d] views a transformer graph makes with RESHAPE + TRANSPOSE),
+ * with an optional bias (NULL = none). */
+pe_status pe_attention_nf_strided_s8(const pe_context *ctx, const pe_attn_params *params,
+                                     const pe_attn_dims *dims, const pe_attn_strides *strides,
+                                     const pe_attn_bias *bias, const int8_t *q, const int8_t *k,
+                                     const int8_t *v, int32_t *out);
+
 /* Scratch bytes for pe_attention_conv_s8: 4*m (+ row state) for ROW,
  * 4*n*m (+ row state) for MATRIX; PE_ERR_OVERFLOW beyond INT32_MAX. */
 pe_status pe_attention_conv_get_buffer_size(const pe_attn_params *params,

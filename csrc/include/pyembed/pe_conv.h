@@ -105,6 +105,13 @@ pe_status pe_depthwise_conv2d_rev_s8(const pe_context *ctx, const pe_conv_params
 pe_status pe_conv_check_quant(const pe_per_channel_quant *quant, const int32_t *bias,
                               int32_t out_c, int64_t taps);
 
+/* The geometry and parameter checks of the kernels above (PE_ERR_ARG /
+ * PE_ERR_OVERFLOW as listed there), for kernels with the same parameters
+ * (pe_conv_gather.h); depthwise != 0 checks the depthwise form. */
+pe_status pe_conv_check_geometry(const pe_conv_params *params, const pe_dims *input_dims,
+                                 const pe_dims *filter_dims, const pe_dims *output_dims,
+                                 int32_t depthwise);
+
 /*
  * Row streaming ("burning front"), one image (input_dims->n == 1):
  *

@@ -19,6 +19,9 @@
  *    own input or output tensors (the kernel writes it while reading the inputs
  *    and writing the output): pe_graph_check and pe_graph_invoke_op refuse
  *    such an operator with PE_ERR_ARG.
+ *    CONV_2D / DEPTHWISE_CONV_2D with scratch_size 0 run the gather kernels
+ *    (pe_conv_gather.h, no scratch, same results); with a region they run
+ *    the faster reverse kernels, which need their size query's answer.
  *
  * pe_graph_check() validates the whole table once against an arena size
  * (every region inside the arena, tensor byte sizes consistent with their
@@ -63,13 +66,21 @@ typedef enum {
     PE_GOP_MUL = 8,
     PE_GOP_REQUANTIZE = 9, /* int8 -> int8 QUANTIZE */
     PE_GOP_QUANTIZE = 10,  /* float32 -> int8 */
-    PE_GOP_DEQUANTIZE = 11 /* int8 -> float32 */
-    /* Operators added after these take int32 parameter words (pe_graph_op
+    PE_GOP_DEQUANTIZE = 11, /* int8 -> float32 */
+    /* Operators added after the first twelve take int32 parameter words (pe_graph_op
      * .params), documented in their family's header. The values are stable
      * (emitted tables hold them) and reserved by range: 20-59 data movement,
      * 60-99 activations, element-wise and reductions, 100-139 matrix products,
      * transposed convolution, recurrent and int16 variants, 140-159 fused
      * regions (conv -> pool, stripes), 160-179 transformer blocks. */
+    PE_GOP_BATCH_MATMUL = 100,     /* pe_matmul.h */
+    PE_GOP_TRANSPOSE_CONV = 101,   /* pe_tconv.h */
+    PE_GOP_CONV_2D_S16X8 = 102,    /* pe_s16.h */
+    PE_GOP_FULLY_CONNECTED_S16X8 = 103,
+    PE_GOP_ADD_S16 = 104,
+    PE_GOP_SOFTMAX_S16 = 105,
+    PE_GOP_ATTENTION = 160, /* fused multi-head attention (pe_transformer.h) */
+    PE_GOP_LUT = 161        /* int8 -> int8 through a 256-entry table (pe_transformer.h) */
 } pe_graph_op_type;
 
 /* Bound on an operator's inputs or outputs (a sanity limit for the checks). */

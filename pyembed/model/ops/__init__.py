@@ -5,6 +5,8 @@ pyembed.model.ops.base holds the conventions and TFLite's parameter
 arithmetic; each family of operators has its own module (core: the first
 twelve). prepare_operator() dispatches on the operator type.
 """
+import numpy as np
+
 from pyembed.errors import ArgumentError, ModelError
 from pyembed.model.ops.base import (ADD_LEFT_SHIFT, INT8_MAX, INT8_MIN, Unsupported, _Ctx,  # noqa: F401
                                     activation_range, add_rescale, dims4, out_size, pad_amounts, padded_out_size,
@@ -26,7 +28,7 @@ def _load_families():
 _load_families()
 
 # every operator type the runtime executes
-SUPPORTED_OPS = tuple(PREPARE) + tuple(sorted(REGISTRY))
+SUPPORTED_OPS = tuple(PREPARE) + tuple(sorted(n for n in REGISTRY if "@" not in n))
 
 
 # -- building a Graph -----------------------------------------------------------
@@ -36,6 +38,9 @@ def prepare_operator(graph, op, label):
     prep = PREPARE.get(op.type)
     if prep is None and lookup(op.type) is not None:
         prep = lookup(op.type).prepare
+    variant = _dtype_variant(graph, op)
+    if variant is not None:
+        prep = variant.prepare
     op.params, op.macs, op.scratch_bytes = {}, 0, 0
     if prep is None:
         op.supported = False
@@ -48,6 +53,8 @@ def prepare_operator(graph, op, label):
     try:
         prep(_Ctx(label, graph, op))
         op.supported, op.reason = True, ""
+        if variant is not None:
+            op.params["variant"] = variant.name
     except Unsupported as e:
         op.supported, op.reason = False, str(e)
         op.params = {}
@@ -55,6 +62,19 @@ def prepare_operator(graph, op, label):
         # a derived kernel parameter out of range (e.g. a requantization
         # multiplier from absurd scales): the model is inconsistent
         raise ModelError(f"{label}: operator {op.index} ({op.type}): {e}") from None
+
+
+def _dtype_variant(graph, op):
+    """A registered variant of op's type for its first input's element type
+    when that is not int8 (registered as "TYPE@int16", e.g. the int16x8
+    kernels of pyembed.model.ops.int16), else None. The variant's code and
+    runner then take the operator (Operator.params["variant"])."""
+    if not op.inputs or not 0 <= op.inputs[0] < len(graph.tensors):
+        return None
+    dt = graph.tensors[op.inputs[0]].dtype
+    if dt is None or dt == np.int8:
+        return None
+    return lookup(f"{op.type}@{np.dtype(dt).name}")
 
 
 def check_tensor_sizes(tensors, label):

@@ -1,0 +1,62 @@
+/*
+ * pe_conv_gather.h - gather-form (output-centric, TFLite Micro style) 2-D
+ * convolution and depthwise convolution, int8 in / int8 out, per-channel
+ * requantization, with NO scratch buffer.
+ *
+ * Same parameters, layouts, parameter ranges, arithmetic and results as the
+ * reverse kernels of pe_conv.h (bit for bit: integer sums in any order are
+ * equal, and the int32 accumulator cannot overflow under the same bound,
+ * checked the same way, PE_ERR_UNSUPPORTED otherwise). The difference is the
+ * memory: each output pixel is computed from the input window it reads, with
+ * its accumulators held in registers (conv: four output channels per pass)
+ * or in a fixed 16-entry array on the stack (depthwise: a block of channels
+ * per pass), so no int32 accumulator rows live in the caller's arena. The
+ * price is that an input element is read once per output that reaches it
+ * (counted in stats->input_reads) instead of once.
+ *
+ * The graph runtime (pe_graph.c) runs a CONV_2D / DEPTHWISE_CONV_2D operator
+ * with this form when the plan gave it no scratch region (scratch_size 0),
+ * so a planner can drop the reverse kernel's accumulator rows where they
+ * would raise the arena peak.
+ *
+ * ctx may be NULL (no counters); ctx->buf / ctx->size are not read.
+ * get_buffer_size validates the geometry like the kernel and answers 0.
+ */
+#ifndef PYEMBED_PE_CONV_GATHER_H
+#define PYEMBED_PE_CONV_GATHER_H
+
+#include "pe_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+pe_status pe_conv2d_gather_s8_get_buffer_size(const pe_conv_params *params,
+                                              const pe_dims *input_dims,
+                                              const pe_dims *filter_dims,
+                                              const pe_dims *output_dims, int32_t *size);
+
+pe_status pe_conv2d_gather_s8(const pe_context *ctx, const pe_conv_params *params,
+                              const pe_per_channel_quant *quant, const pe_dims *input_dims,
+                              const int8_t *input, const pe_dims *filter_dims,
+                              const int8_t *filter, const int32_t *bias,
+                              const pe_dims *output_dims, int8_t *output);
+
+pe_status pe_depthwise_conv2d_gather_s8_get_buffer_size(const pe_conv_params *params,
+                                                        const pe_dims *input_dims,
+                                                        const pe_dims *filter_dims,
+                                                        const pe_dims *output_dims,
+                                                        int32_t *size);
+
+pe_status pe_depthwise_conv2d_gather_s8(const pe_context *ctx, const pe_conv_params *params,
+                                        const pe_per_channel_quant *quant,
+                                        const pe_dims *input_dims, const int8_t *input,
+                                        const pe_dims *filter_dims, const int8_t *filter,
+                                        const int32_t *bias, const pe_dims *output_dims,
+                                        int8_t *output);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PYEMBED_PE_CONV_GATHER_H */

@@ -1,0 +1,122 @@
+/*
+ * pe_transformer.h - fused transformer operators: multi-head attention that
+ * never forms the n x m score matrix, in two numeric modes.
+ *
+ * Tensors (int8, column stride 1, row / head strides in pe_attn_strides):
+ *   Q (n rows, heads * d), K (m rows, heads * d), V (m rows, heads * dv),
+ *   out (n rows, heads * dv), optional additive mask (n or 1 rows, m
+ *   columns, per head or shared: mask_row / mask_head, 0 = broadcast).
+ * real X = scale_x * (x + x_offset) (offset = minus the zero point).
+ *
+ * PE_XATTN_TFLM reproduces, bit for bit, what TensorFlow Lite Micro computes
+ * for the unfused sequence BATCH_MATMUL(Q, K^T) -> [MUL by a constant] ->
+ * [ADD mask] -> SOFTMAX -> BATCH_MATMUL(P, V), one score row at a time:
+ *   s_j  = clamp(requant(sum_c (q_c + q_offset)(k_jc + k_offset),
+ *                score_quant) + score_zero_point)          int8
+ *   s_j  = MUL(s_j, scale_value)   with scale_mul (pe_mul_s8 arithmetic)
+ *   s_j  = ADD(s_j, mask_ij)       with mask_add (pe_add_s8 arithmetic,
+ *                                   the scores are input 1)
+ *   p    = pe_softmax_s8(s)        (TFLite int8 softmax, int8 probabilities)
+ *   out_c = clamp(requant(sum_j (p_j + p_offset)(v_jc + v_offset),
+ *                 out_quant) + out_zero_point)             int8
+ * (requant = double rounding, as TFLite's MultiplyByQuantizedMultiplier).
+ * Scratch: m bytes (one score row), whatever n is.
+ *
+ * PE_XATTN_STREAM evaluates the same real-valued attention with the
+ * norm-folded streaming kernel (pe_attention_nf_strided_s8: base-2 exponent,
+ * integer running maximum, 30-bit probabilities, late / early / auto fold)
+ * per query row and head, then requantizes its Q16 result (units of V) with
+ * out_quant (real multiplier v_scale / out_scale / 2^16) + out_zero_point.
+ * logit_quant encodes q_scale * k_scale * score_scale * beta * log2(e) * 2^22;
+ * a mask enters as a bias on those logits through mask_lut (256 int32,
+ * Q22: beta * log2(e) * 2^22 * the mask's real value of each int8 code).
+ * Scratch: pe_attention_nf_get_buffer_size for (d, dv, block) + 4 * dv bytes.
+ */
+#ifndef PYEMBED_PE_TRANSFORMER_H
+#define PYEMBED_PE_TRANSFORMER_H
+
+#include "pe_types.h"
+#include "pe_attention.h"
+#include "pe_eltwise.h"
+#include "pe_softmax.h"
+#include "pe_graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    PE_XATTN_TFLM = 0,
+    PE_XATTN_STREAM = 1
+} pe_xattn_mode;
+
+typedef struct {
+    pe_xattn_mode mode;
+    pe_attn_dims dims;       /* n, m, d, dv, heads */
+    pe_attn_strides strides; /* element strides of Q, K, V, out */
+    int32_t q_offset;        /* -zero point, [-127, 128] */
+    int32_t k_offset;
+    int32_t v_offset;
+    int32_t out_zero_point; /* [-128, 127] */
+    pe_per_tensor_quant out_quant;
+    /* PE_XATTN_TFLM */
+    pe_per_tensor_quant score_quant;
+    int32_t score_zero_point;
+    int32_t has_scale;       /* 0 / 1 */
+    int8_t scale_value;      /* the quantized constant the scores are multiplied by */
+    pe_mul_params scale_mul;
+    int32_t has_mask;        /* 0 / 1 */
+    pe_add_params mask_add;
+    int32_t mask_row;        /* element stride between query rows, 0 = broadcast */
+    int32_t mask_head;       /* element stride between heads, 0 = broadcast */
+    pe_softmax_params softmax;
+    int32_t p_offset;        /* -(softmax output zero point), 128 in TFLite */
+    /* PE_XATTN_STREAM */
+    pe_per_tensor_quant logit_quant;
+    int32_t block;
+    pe_attn_fold fold;
+} pe_xattn_params;
+
+/* Number of int32 params words of the PE_ATTENTION graph operator. */
+#define PE_XATTN_NUM_WORDS 55
+
+/* The PE_ATTENTION operator's params words (the order of
+ * pyembed.model.ops.transformer.WORDS) into params; PE_ERR_ARG on a wrong
+ * count or a value out of range (everything pe_xattn_s8 checks). */
+pe_status pe_xattn_decode(const int32_t *words, int32_t count, pe_xattn_params *params);
+
+/* PE_ERR_ARG unless every element pe_xattn_s8 addresses lies inside
+ * tensors of these element counts (mask_elems ignored without a mask). */
+pe_status pe_xattn_check_extents(const pe_xattn_params *params, int32_t q_elems, int32_t k_elems,
+                                 int32_t v_elems, int32_t mask_elems, int32_t out_elems);
+
+/* Scratch bytes for pe_xattn_s8 (independent of n; m bytes in TFLM mode). */
+pe_status pe_xattn_get_buffer_size(const pe_xattn_params *params, int32_t *size);
+
+/* mask may be NULL unless has_mask; mask_lut is read in the stream mode
+ * with a mask only. out must not overlap the inputs. */
+pe_status pe_xattn_s8(const pe_context *ctx, const pe_xattn_params *params, const int8_t *q,
+                      const int8_t *k, const int8_t *v, const int8_t *mask,
+                      const int32_t *mask_lut, int8_t *out);
+
+/* PE_LUT: output[i] = table[input[i] + 128] for size elements (an
+ * element-wise chain folded into a 256-entry table at import time by
+ * pyembed.passes.elementwise). input and output may be the same buffer. */
+pe_status pe_lut_s8(const int8_t *table, int32_t size, const int8_t *input, int8_t *output);
+
+/* Graph runners (pe_graph_runner). PE_GOP_ATTENTION: inputs Q, K, V, mask
+ * (-1 = none), mask_lut (int32 [256], stream mode with a mask; else -1), one
+ * output, int8 tensors; params: the PE_XATTN_NUM_WORDS words;
+ * scratch: pe_xattn_get_buffer_size. PE_GOP_LUT: inputs x and the table
+ * (256 int8), one int8 output of x's element count; params: 1 word, the
+ * element count. */
+pe_status pe_graph_run_attention(const pe_graph *graph, const pe_graph_op *op,
+                                 const pe_context *scratch, const pe_context *arena);
+pe_status pe_graph_run_lut(const pe_graph *graph, const pe_graph_op *op,
+                           const pe_context *scratch, const pe_context *arena);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PYEMBED_PE_TRANSFORMER_H */

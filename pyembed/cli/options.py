@@ -1,0 +1,113 @@
+"""The option vocabulary every sub-command shares.
+
+    @click.command()
+    @model_argument()                 # a path, or a bundled model name (kws, vww, ...), case-insensitive
+    @profile_option()                 # --profile NAME|FILE (old spellings -p / --mcu kept, hidden)
+    @inputs_option()                  # --inputs FILE.npy|.npz (old spelling --input kept, hidden)
+
+Use these instead of writing the options again, so that `pyembed plan`,
+`simulate`, `check`, `schedule` ... spell them the same way. Checks shared by
+commands (a float model, a batch where one sample is used, a negative
+deadline) are here too; each raises ArgumentError, which the CLI turns into
+one line and exit code 2.
+"""
+import os
+
+import click
+
+from pyembed.errors import ArgumentError
+
+DEFAULT_PROFILE = "stm32f446"
+
+
+class _AliasOption(click.Option):
+    """An option whose first spellings show in --help; the others (old
+    names kept working) are accepted but not listed."""
+
+    def __init__(self, param_decls, shown=1, **kw):
+        super().__init__(param_decls, **kw)
+        self._shown = shown
+
+    def get_help_record(self, ctx):
+        opts, secondary = self.opts, self.secondary_opts
+        names = [o for o in self.opts if o.startswith("--")][:self._shown] or self.opts[:self._shown]
+        self.opts = names
+        try:
+            return super().get_help_record(ctx)
+        finally:
+            self.opts, self.secondary_opts = opts, secondary
+
+
+class ModelPath(click.ParamType):
+    """A model file, or the name of a bundled model (see `pyembed model list`)."""
+    name = "MODEL"
+
+    def convert(self, value, param, ctx):
+        from pyembed.data import bundled_models, resolve_model
+        if not isinstance(value, str):
+            return value
+        path = resolve_model(value)
+        # ArgumentError, not click's usage error: the CLI prints it as one line (exit 2)
+        if os.path.isdir(path):
+            raise ArgumentError(f"MODEL {value}: a directory, not a model file")
+        if not os.path.exists(path):
+            names = ", ".join(short or stem for short, stem in bundled_models())
+            raise ArgumentError(f"MODEL {value}: no such file, and not a bundled model ({names})")
+        return path
+
+
+def model_argument(name="model", **kw):
+    return click.argument(name, type=ModelPath(), **kw)
+
+
+def profile_option(default=DEFAULT_PROFILE, help_extra="", dest="profile"):
+    """--profile NAME|FILE; -p and --mcu still work. Names are case-insensitive."""
+    return click.option("--profile", "-p", "--mcu", dest, cls=_AliasOption, default=default,
+                        show_default=default is not None, metavar="NAME|FILE",
+                        help="MCU profile: a bundled part (see 'pyembed profiles'; any case) or a .json file."
+                             + (" " + help_extra if help_extra else ""))
+
+
+def inputs_option(help_text=None):
+    """--inputs FILE (.npy one sample or a batch, .npz one array per input); --input still works."""
+    return click.option(
+        "--inputs", "--input", "inputs_path", cls=_AliasOption, type=click.Path(dir_okay=False), default=None,
+        metavar="FILE",
+        help=help_text or "Inputs .npy (one sample, or a batch along a new first axis) or .npz (one array per "
+                          "model input); integers as they are, floats quantized with the input's scale.")
+
+
+# -- shared checks ---------------------------------------------------------------------------------
+
+def check_inputs_file(path, option="--inputs"):
+    if path is not None and not os.path.isfile(path):
+        raise ArgumentError(f"{option} {path}: no such file")
+    return path
+
+
+def require_quantized(graph, command):
+    """A float model is not for pyembed's int8 runtime: say so in one line."""
+    ints = [t for t in graph.inputs if graph.tensors[t].dtype is not None
+            and graph.tensors[t].dtype.kind in "iu"]
+    quantized_ops = any(graph.tensors[o].is_quantized for op in graph.operators for o in op.outputs if o >= 0)
+    if not ints and not quantized_ops:
+        dt = ", ".join(sorted({str(graph.tensors[t].dtype) for t in graph.inputs}))
+        raise ArgumentError(f"{graph.name}: a float model ({dt} input, no quantized tensors); 'pyembed {command}' "
+                            f"needs an int8-quantized model (e.g. TFLite full-integer quantization)")
+
+
+def one_sample(graph, path, option="--inputs"):
+    """The single sample in an inputs file (a list per graph input, internal
+    layout), or an error when the file holds a batch of several."""
+    from pyembed.check.accuracy import load_inputs
+    samples = load_inputs(graph, check_inputs_file(path, option))
+    if len(samples) != 1:
+        raise ArgumentError(f"{option} {path}: holds a batch of {len(samples)} samples; this command runs one "
+                            f"(save a single sample, e.g. numpy.save(path, batch[0]))")
+    return samples[0]
+
+
+def check_deadline(deadline_ms, option="--deadline-ms"):
+    if deadline_ms is not None and not deadline_ms > 0:
+        raise ArgumentError(f"{option}: expected a positive number of milliseconds, got {deadline_ms:g}")
+    return deadline_ms

@@ -1,0 +1,121 @@
+"""Choose, per convolution, between the reverse kernels (fast, but their
+scratch holds int32 accumulator rows) and the gather kernels (no scratch).
+
+The C graph runtime runs a CONV_2D / DEPTHWISE_CONV_2D operator with the
+gather form when its plan gives it no scratch region (``scratch_bytes`` 0,
+see pe_conv_gather.h), with the reverse form otherwise; both give the same
+bytes. The choice is made on the prepared graph, before planning, so every
+consumer (planner, emitter, simulator, ``Graph.run``) sees the same
+``scratch_bytes``:
+
+* live[s]: bytes of activation tensors live at step s (model order,
+  RESHAPE aliased, 16-byte aligned: the planner's own liveness), and
+  B = max over s of live[s], the liveness lower bound without scratch;
+* a convolution at step s keeps the reverse form iff live[s] + its
+  aligned scratch <= B, i.e. its accumulator rows fit in memory that the
+  arena needs anyway; otherwise it takes the gather form and its scratch
+  is dropped, because it would raise the arena peak.
+
+``form="reverse"`` / ``"gather"`` forces one form for every convolution.
+Each operator records its choice in ``op.params["conv_form"]`` and the
+reverse kernel's scratch in ``op.params["reverse_scratch"]``;
+:func:`scratch_table` lists them (``python -m pyembed.bench convmem``).
+"""
+from pyembed.errors import ArgumentError
+
+CONV_TYPES = ("CONV_2D", "DEPTHWISE_CONV_2D")
+FORMS = ("auto", "reverse", "gather")
+ALIGN = 16
+
+
+def _align(n):
+    return (int(n) + ALIGN - 1) // ALIGN * ALIGN
+
+
+def _conv_ops(graph):
+    return [op for op in graph.operators if op.type in CONV_TYPES and op.supported and op.params
+            and "variant" not in op.params]  # int16 variants have one (scratch-free) form
+
+
+def step_live_bytes(graph):
+    """live[s] in model order, without any kernel scratch: the planner's
+    liveness (graph inputs from step 0, outputs to the end, variables
+    throughout, RESHAPE outputs sharing their input's buffer), recomputed
+    here so that operator preparation does not depend on the planner."""
+    n = max(len(graph.operators), 1)
+    aliases = getattr(graph, "aliases", {}) or {}
+
+    def root(t):
+        seen = set()
+        while t in aliases and t not in seen:
+            seen.add(t)
+            t = aliases[t]
+        return t
+
+    life, size = {}, {}
+
+    def touch(t, a, b):
+        r = root(t)
+        lo, hi = life.get(r, (a, b))
+        life[r] = (min(lo, a), max(hi, b))
+        size[r] = max(size.get(r, 0), _align(graph.tensors[t].nbytes))
+
+    for t in graph.inputs:
+        touch(t, 0, 0)
+    for s, op in enumerate(graph.operators):
+        for t in list(op.inputs) + list(op.outputs):
+            if t >= 0 and not graph.tensors[t].is_constant:
+                touch(t, s, s)
+    for t in graph.outputs:
+        touch(t, n - 1, n - 1)
+    for t, tensor in enumerate(graph.tensors):
+        if tensor.is_variable and not tensor.is_constant:
+            touch(t, 0, n - 1)
+    live = [0] * n
+    for r, (a, b) in life.items():
+        for s in range(a, b + 1):
+            live[s] += size[r]
+    return live
+
+
+def choose_conv_forms(graph, form="auto"):
+    """Set scratch_bytes (and params conv_form / reverse_scratch) of every
+    supported convolution of graph; returns graph."""
+    if form not in FORMS:
+        raise ArgumentError(f"form: expected one of {', '.join(FORMS)}, got {form!r}")
+    convs = _conv_ops(graph)
+    if not convs:
+        return graph
+    for op in convs:
+        op.params.setdefault("reverse_scratch", int(op.scratch_bytes))
+    if form == "auto":
+        live = step_live_bytes(graph)
+        bound = max(live)
+    for op in convs:
+        rev = int(op.params["reverse_scratch"])
+        if form == "reverse":
+            keep = True
+        elif form == "gather":
+            keep = False
+        else:
+            keep = live[op.index] + _align(rev) <= bound
+        op.params["conv_form"] = "reverse" if keep else "gather"
+        op.scratch_bytes = rev if keep else 0
+    cache = getattr(graph, "_runtime_cache", None)
+    if cache:
+        cache.clear()  # runtimes compiled for the previous scratch sizes
+    return graph
+
+
+def scratch_table(graph):
+    """One row per convolution: index, type, the reverse kernel's scratch,
+    the chosen form and scratch, and the activation bytes live at its step
+    (with the bound they are measured against)."""
+    live = step_live_bytes(graph)
+    bound = max(live)
+    rows = []
+    for op in _conv_ops(graph):
+        rows.append({"op": op.index, "type": op.type, "reverse_scratch": int(op.params.get("reverse_scratch", 0)),
+                     "form": op.params.get("conv_form", "reverse"), "scratch": int(op.scratch_bytes),
+                     "live": live[op.index], "bound": bound})
+    return rows

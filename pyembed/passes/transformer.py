@@ -1,0 +1,311 @@
+"""Recognition of transformer attention in imported graphs (issue 17).
+
+``fuse_attention(graph, attention="tflm" | "stream")`` finds, for every
+SOFTMAX, the chain TFLite's converter emits for one multi-head attention:
+
+    Q source --[RESHAPE/TRANSPOSE]*--> Qh [.., heads, n, d]
+    K source --[RESHAPE/TRANSPOSE]*--> Kh [.., heads, m, d]  (adj_y) or
+                                          [.., heads, d, m]
+    S  = BATCH_MATMUL(Qh, Kh)            int8 scores [.., heads, n, m]
+    S  = MUL(S, c)                       optional, c a constant scalar
+    S  = ADD(S, mask)                    optional additive mask
+    P  = SOFTMAX(S)
+    O  = BATCH_MATMUL(P, Vh)             Vh a view of the V source
+    out = O --[TRANSPOSE/RESHAPE]*-->    optional, back to [n, heads*dv]
+
+and replaces it by one ``PE_ATTENTION`` operator reading the three sources
+in place (the views become element strides: a RESHAPE / TRANSPOSE chain is
+followed on an index array, and the result must be an affine map with unit
+column stride) and writing ``out``. Every absorbed intermediate tensor must
+have exactly one reader and must not be a graph output; a chain that does
+not fit is left as it is (``report`` says why).
+
+The fused operator never forms the n x m score matrix: in ``tflm`` mode it
+keeps one int8 score row (m bytes) and reproduces the unfused arithmetic of
+TFLite Micro bit for bit; in ``stream`` mode it runs the norm-folded
+streaming kernel (30-bit probabilities) on the real-valued attention the
+float model computes. The intermediate tensors stay in the tensor list
+(unreferenced: the planner gives them no memory) because the operator's
+preparation reads their quantization.
+"""
+import numpy as np
+
+from pyembed.errors import ArgumentError
+
+MODES = ("tflm", "stream")
+_VIEW_OPS = ("RESHAPE", "TRANSPOSE")
+
+
+class _Skip(Exception):
+    pass
+
+
+def _consumers(graph):
+    users = {}
+    for op in graph.operators:
+        for t in op.inputs:
+            if t >= 0:
+                users.setdefault(t, []).append(op)
+    return users
+
+
+def _producers(graph):
+    return {t: op for op in graph.operators for t in op.outputs if t >= 0}
+
+
+def _perm(graph, op):
+    if len(op.inputs) < 2 or op.inputs[1] < 0 or not graph.tensors[op.inputs[1]].is_constant:
+        raise _Skip(f"TRANSPOSE {op.index} has no constant permutation")
+    return [int(p) for p in np.asarray(graph.tensors[op.inputs[1]].data).reshape(-1)]
+
+
+def _apply_view(graph, op, idx):
+    """idx (the source's element indices in op's input shape) in op's output shape."""
+    out = graph.tensors[op.outputs[0]]
+    if op.type == "RESHAPE":
+        return idx.reshape(out.shape)
+    return np.transpose(idx, _perm(graph, op)).reshape(out.shape)
+
+
+def _single_reader(graph, users, t):
+    return len(users.get(t, [])) == 1 and t not in graph.outputs
+
+
+def _back_view(graph, prod, users, t, absorbed):
+    """Follow RESHAPE / TRANSPOSE producers of t back to a source tensor.
+    Returns (source index, index array of source elements in t's shape)."""
+    chain = []
+    while True:
+        op = prod.get(t)
+        if op is None or op.type not in _VIEW_OPS or not _single_reader(graph, users, t):
+            break
+        src = op.inputs[0]
+        if graph.tensors[src].is_constant:
+            break
+        chain.append(op)
+        t = src
+    idx = np.arange(graph.tensors[t].size).reshape(graph.tensors[t].shape)
+    for op in reversed(chain):
+        idx = _apply_view(graph, op, idx)
+    absorbed.extend(chain)
+    return t, idx
+
+
+def _forward_view(graph, users, t, absorbed):
+    """Follow single-reader RESHAPE / TRANSPOSE consumers of t forward.
+    Returns (final tensor, index array: final's flat position of each
+    element of t, in t's shape)."""
+    shape = graph.tensors[t].shape
+    pos = np.arange(graph.tensors[t].size).reshape(shape)  # element ids of t
+    cur = pos
+    while _single_reader(graph, users, t):
+        op = users[t][0]
+        if op.type not in _VIEW_OPS or op.inputs[0] != t:
+            break
+        cur = _apply_view(graph, op, cur)
+        absorbed.append(op)
+        t = op.outputs[0]
+    # cur[f] = element id of the original tensor at final flat position f
+    where = np.empty(cur.size, dtype=np.int64)
+    where[cur.reshape(-1)] = np.arange(cur.size)
+    return t, where.reshape(shape)
+
+
+def _affine(idx3, what, col_stride_one=True):
+    """(head, row, col) strides of an index array of shape (H, R, C), or _Skip."""
+    h, r, c = idx3.shape
+    base = int(idx3[0, 0, 0])
+    sh = int(idx3[1, 0, 0] - base) if h > 1 else 0
+    sr = int(idx3[0, 1, 0] - base) if r > 1 else 0
+    sc = int(idx3[0, 0, 1] - base) if c > 1 else 1
+    want = (base + sh * np.arange(h)[:, None, None] + sr * np.arange(r)[None, :, None]
+            + sc * np.arange(c)[None, None, :])
+    if not np.array_equal(want, idx3) or (col_stride_one and sc != 1) or base != 0:
+        raise _Skip(f"{what} is not a strided view with contiguous rows")
+    return sh, sr, sc
+
+
+def _heads3(idx, what):
+    """Flatten the batch dims of a [..., R, C] index array to (H, R, C)."""
+    if idx.ndim < 2:
+        raise _Skip(f"{what} has rank {idx.ndim} < 2")
+    return idx.reshape((-1,) + idx.shape[-2:])
+
+
+def _match(graph, sm, prod, users):
+    """The fused operator's description for SOFTMAX sm, or _Skip."""
+    absorbed = [sm]
+    s_t = sm.inputs[0]
+    if not _single_reader(graph, users, s_t):
+        raise _Skip("the scores have more than one reader")
+    mask = None
+    scale = None
+    op = prod.get(s_t)
+    if op is not None and op.type == "ADD":
+        other = [t for t in op.inputs if t != -1]
+        cand = [t for t in other if prod.get(t) is not None and prod[t].type in ("MUL", "BATCH_MATMUL")]
+        if len(cand) != 1 or len(other) != 2:
+            raise _Skip("ADD before SOFTMAX is not scores + mask")
+        s_in = cand[0]
+        mask = [t for t in other if t != s_in][0]
+        absorbed.append(op)
+        mask_op = op
+        if not _single_reader(graph, users, s_in):
+            raise _Skip("the scores have more than one reader")
+        s_t, op = s_in, prod.get(s_in)
+    else:
+        mask_op = None
+    scale_op = None
+    if op is not None and op.type == "MUL":
+        const = [t for t in op.inputs if t >= 0 and graph.tensors[t].is_constant]
+        if len(const) != 1 or graph.tensors[const[0]].size != 1:
+            raise _Skip("MUL before SOFTMAX is not a multiplication by a constant scalar")
+        scale = const[0]
+        s_in = [t for t in op.inputs if t >= 0 and t != scale][0]
+        absorbed.append(op)
+        scale_op = op
+        if not _single_reader(graph, users, s_in):
+            raise _Skip("the scores have more than one reader")
+        s_t, op = s_in, prod.get(s_in)
+    if op is None or op.type != "BATCH_MATMUL":
+        raise _Skip("no BATCH_MATMUL computes the scores")
+    qk = op
+    absorbed.append(qk)
+    if qk.options.get("adj_x", False):
+        raise _Skip("Q.K^T with adj_x")
+    p_t = sm.outputs[0]
+    if not _single_reader(graph, users, p_t) or users[p_t][0].type != "BATCH_MATMUL" \
+            or users[p_t][0].inputs[0] != p_t:
+        raise _Skip("the probabilities do not feed one BATCH_MATMUL as its left operand")
+    pv = users[p_t][0]
+    if pv.options.get("adj_x", False) or pv.options.get("adj_y", False):
+        raise _Skip("P.V with adj_x / adj_y")
+    absorbed.append(pv)
+    q_src, q_idx = _back_view(graph, prod, users, qk.inputs[0], absorbed)
+    k_src, k_idx = _back_view(graph, prod, users, qk.inputs[1], absorbed)
+    v_src, v_idx = _back_view(graph, prod, users, pv.inputs[1], absorbed)
+    q3 = _heads3(q_idx, "Q")
+    k3 = _heads3(k_idx, "K")
+    if not qk.options.get("adj_y", False):
+        k3 = np.transpose(k3, (0, 2, 1))
+    v3 = _heads3(v_idx, "V")
+    heads, n, d = q3.shape
+    if k3.shape[0] != heads or k3.shape[2] != d or v3.shape[0] != heads or v3.shape[1] != k3.shape[1]:
+        raise _Skip(f"operand shapes {q3.shape}, {k3.shape}, {v3.shape} do not form one attention "
+                    f"(batch broadcasting is not fused)")
+    m, dv = k3.shape[1], v3.shape[2]
+    out_t, o_idx = _forward_view(graph, users, pv.outputs[0], absorbed)
+    o3 = _heads3(o_idx, "the output")
+    qs = _affine(q3, "Q")
+    ks = _affine(k3, "K")
+    vs = _affine(v3, "V")
+    os_ = _affine(o3, "the output")
+    desc = {"heads": heads, "n": n, "m": m, "d": d, "dv": dv,
+            "q_head": qs[0] or d, "q_row": qs[1] or heads * d,
+            "k_head": ks[0] or d, "k_row": ks[1] or heads * d,
+            "v_head": vs[0] or dv, "v_row": vs[1] or heads * dv,
+            "out_head": os_[0] or dv, "out_row": os_[1] or heads * dv,
+            "scores": qk.outputs[0], "scale": scale, "scaled": scale_op.outputs[0] if scale_op else -1,
+            "scale_activation": scale_op.options.get("activation") if scale_op else None,
+            "mask_sum": mask_op.outputs[0] if mask_op else -1,
+            "mask_activation": mask_op.options.get("activation") if mask_op else None,
+            "softmax_in": sm.inputs[0], "probs": p_t, "beta": float(sm.options.get("beta", 1.0)),
+            "pv_out": pv.outputs[0]}
+    if mask is not None:
+        mshape = np.broadcast_shapes(tuple(graph.tensors[mask].shape), tuple(graph.tensors[s_t].shape))
+        if tuple(mshape) != tuple(graph.tensors[s_t].shape):
+            raise _Skip("the mask broadcasts the scores to a larger shape")
+        midx = np.broadcast_to(np.arange(graph.tensors[mask].size).reshape(graph.tensors[mask].shape),
+                               graph.tensors[s_t].shape)
+        m3 = _heads3(np.ascontiguousarray(midx), "the mask")
+        if m3.shape[2] > 1 and m3[0, 0, 1] - m3[0, 0, 0] != 1:
+            raise _Skip("the mask is broadcast along the keys")
+        mh = int(m3[1, 0, 0] - m3[0, 0, 0]) if heads > 1 else 0
+        mr = int(m3[0, 1, 0] - m3[0, 0, 0]) if n > 1 else 0
+        want = mh * np.arange(heads)[:, None, None] + mr * np.arange(n)[None, :, None] + np.arange(m)
+        if not np.array_equal(m3, want):
+            raise _Skip("the mask is not a strided view")
+        desc["mask_head"], desc["mask_row"] = mh, mr
+    desc["out_size"] = graph.tensors[out_t].size
+    desc["scale_real"] = 1.0
+    if scale is not None:
+        ct = graph.tensors[scale]
+        zp = int(ct.zero_point[0]) if ct.zero_point is not None and len(ct.zero_point) else 0
+        desc["scale_real"] = float(ct.scale[0]) * (int(np.asarray(ct.data).reshape(-1)[0]) - zp) \
+            if ct.is_quantized else float(np.asarray(ct.data).reshape(-1)[0])
+    inputs = [q_src, k_src, v_src, mask if mask is not None else -1]
+    return absorbed, inputs, out_t, desc
+
+
+def _mask_lut(graph, mask, beta, name):
+    """A constant int32 [256] tensor: the mask's real value of each int8 code
+    as a bias on the stream kernel's Q22 base-2 logits, clamped to +-2^30
+    (256 octaves: a weight of exactly 0)."""
+    from pyembed.model.graph import Tensor
+    t = graph.tensors[mask]
+    codes = np.arange(-128, 128, dtype=np.float64)
+    zp = int(t.zero_point[0]) if t.zero_point is not None and len(t.zero_point) else 0
+    real = float(t.scale[0]) * (codes - zp)
+    lut = np.clip(np.round(real * beta * np.log2(np.e) * 2.0 ** 22), -2.0 ** 30, 2.0 ** 30).astype(np.int32)
+    lt = Tensor(index=len(graph.tensors), name=f"{name}/mask_lut", shape=(256,), dtype=np.dtype(np.int32),
+                data=lut)
+    graph.tensors.append(lt)
+    return lt.index
+
+
+def fuse_attention(graph, attention="tflm", block=64, fold="auto"):
+    """Replace each recognised attention chain of graph (in place) by one
+    PE_ATTENTION operator in the given numeric mode. Returns a report: one
+    {"softmax": output tensor name, "result": "fused" | why it was left
+    alone} per SOFTMAX."""
+    if attention not in MODES:
+        raise ArgumentError(f"attention: expected one of {', '.join(MODES)}, got {attention!r}")
+    if fold not in ("late", "early", "auto"):
+        raise ArgumentError(f"fold: expected 'late', 'early' or 'auto', got {fold!r}")
+    if int(block) < 1:
+        raise ArgumentError(f"block: expected a positive number of keys, got {block}")
+    from pyembed.model.graph import Operator
+    from pyembed.model.ops import prepare_operator
+    report = []
+    seen = set()
+    while True:
+        prod, users = _producers(graph), _consumers(graph)
+        found = None
+        for op in graph.operators:
+            if op.type != "SOFTMAX" or id(op) in seen:
+                continue
+            seen.add(id(op))
+            name = graph.tensors[op.outputs[0]].name
+            try:
+                found = (op, name, _match(graph, op, prod, users))
+            except _Skip as e:
+                report.append({"softmax": name, "result": str(e)})
+                continue
+            break
+        if found is None:
+            break
+        sm, name, (absorbed, inputs, out_t, desc) = found
+        inputs.append(-1)
+        if attention == "stream" and inputs[3] >= 0:
+            inputs[4] = _mask_lut(graph, inputs[3], desc["beta"], name)
+        gone = {id(o) for o in absorbed}
+        pos = max(graph.operators.index(o) for o in absorbed)
+        desc.update(mode=attention, block=int(block), fold=fold)
+        fused = Operator(index=-1, type="PE_ATTENTION", inputs=inputs, outputs=[out_t], options=desc)
+        new_ops = []
+        for i, op in enumerate(graph.operators):
+            if i == pos:
+                new_ops.append(fused)
+            if id(op) not in gone:
+                new_ops.append(op)
+        graph.operators = new_ops
+        for i, op in enumerate(graph.operators):
+            op.index = i
+        prod = _producers(graph)
+        graph.aliases = {a: b for a, b in graph.aliases.items()
+                         if a in prod and prod[a].type == "RESHAPE" and prod[a].inputs[0] == b}
+        prepare_operator(graph, fused, graph.name)
+        graph.unsupported = [(op.index, op.type) for op in graph.operators if not op.supported]
+        report.append({"softmax": name, "result": "fused" if fused.supported else
+                       f"fused, but the operator is unsupported: {fused.reason}"})
+    return report
