@@ -11,10 +11,13 @@ copy of the C it needs, which keeps the build a single step that an isolated
 `pip install .` can run.
 
 Set PYEMBED_ONLY=_fixed,_reverse to build only some extensions (handy while
-developing one family); CFLAGS are the usual environment variable.
+developing one family); CFLAGS are the usual environment variable. The
+extensions get EXT_CFLAGS (pyembed/_build_flags.py: -O3 -fno-wrapv) after
+Python's own CFLAGS, so they run the code the kernel benchmark measures.
 """
 import glob
 import os
+import runpy
 
 import numpy
 from Cython.Build import cythonize
@@ -26,6 +29,9 @@ C_HEADERS = sorted(os.path.relpath(p, HERE) for p in glob.glob(os.path.join(HERE
 PYX = sorted(os.path.relpath(p, HERE) for p in glob.glob(os.path.join(HERE, "pyembed", "_ext", "_*.pyx")))
 
 CORE = ["pe_fixed.c", "pe_exp2_table.c"]
+
+# -O3 -fno-wrapv (+ a record of the switches): see pyembed/_build_flags.py
+EXT_CFLAGS = runpy.run_path(os.path.join(HERE, "pyembed", "_build_flags.py"))["EXT_CFLAGS"]
 
 
 def c_sources_for(pyx):
@@ -52,7 +58,7 @@ for pyx in PYX:
             include_dirs=[os.path.join("csrc", "include"), numpy.get_include()],
             depends=C_HEADERS + [os.path.join("pyembed", "_ext", "pe_types.pxd")],
             define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-            extra_compile_args=["-O2"],
+            extra_compile_args=list(EXT_CFLAGS),
         )
     )
 

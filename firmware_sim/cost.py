@@ -38,6 +38,15 @@ KERNEL_CLASS = {
     "RESHAPE": "copy", "SQUEEZE": "copy", "EXPAND_DIMS": "copy", "CONCATENATION": "copy",
     "STRIDED_SLICE": "copy", "SLICE": "copy", "PAD": "copy", "TRANSPOSE": "copy", "PACK": "copy",
     "UNPACK": "copy", "SPLIT": "copy",
+    # the compiler pipeline's operators (pyembed.passes.pipeline): MAC-bound
+    # like a convolution; their intermediate elements are charged through
+    # params["work_elements"] (every layer output they compute)
+    "PE_STRIPE_REGION": "conv", "PE_CONV_POOL": "conv",
+    # ops-data (python -m pyembed.bench data_ops counts their host instructions per element
+    # against an "eltwise" yardstick): the copies cost 6-25 host instructions per element, an
+    # eighth to a half of the yardstick's 50, so "copy"; RESIZE_BILINEAR (33) is "eltwise"
+    "PADV2": "copy", "SPLIT_V": "copy", "GATHER": "copy", "DEPTH_TO_SPACE": "copy", "SPACE_TO_DEPTH": "copy",
+    "RESIZE_NEAREST_NEIGHBOR": "copy", "MIRROR_PAD": "copy", "RESIZE_BILINEAR": "eltwise",
     "PE_ATTENTION": "fc",
 }
 
@@ -102,6 +111,9 @@ class CostModel:
         aliased = any(graph.aliases.get(o) is not None for o in op.outputs) if hasattr(graph, "aliases") else False
         kclass = kernel_class(op.type, aliased)
         elements = sum(int(np.prod(graph.tensors[o].shape)) for o in op.outputs if o >= 0)
+        params = getattr(op, "params", None)
+        if isinstance(params, dict) and "work_elements" in params:
+            elements = int(params["work_elements"])
         operands = []
         for t in op.inputs:
             if t < 0:

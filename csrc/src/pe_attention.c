@@ -11,6 +11,7 @@
  */
 #include "pyembed/pe_attention.h"
 #include "pyembed/pe_fixed.h"
+#include "pyembed/pe_simd.h"
 
 /* Row geometry and quantization shared by every helper. */
 typedef struct {
@@ -62,11 +63,29 @@ static void *arena_take(attn_arena *a, int64_t bytes, int32_t align)
 
 /* -------------------------------------------------------------- arithmetic */
 
+/* dot(qrow, k row). On the DSP extension the query row is stored with each
+ * group of four as (q0, q2, q1, q3) (load_query), the halfword pairs that
+ * SXTB16 and SXTB16 ROR #8 give of a word of four int8 keys: per four MACs
+ * one key word, two SXTB16, two SMLAD; the sum is the same int32. */
 static int32_t dot_s16_s8(const int16_t *a, const int8_t *b, int32_t d)
 {
     int32_t acc = 0;
-    int32_t c;
-    for (c = 0; c < d; c++) {
+    int32_t c = 0;
+#if PE_DSP
+    for (; c + 8 <= d; c += 8) {
+        const uint32_t v0 = pe_rd32(b + c), v1 = pe_rd32(b + c + 4);
+        acc = __smlad(__sxtb16(v0), pe_rd32(a + c), acc);
+        acc = __smlad(pe_sxtb16_ror8(v0), pe_rd32(a + c + 2), acc);
+        acc = __smlad(__sxtb16(v1), pe_rd32(a + c + 4), acc);
+        acc = __smlad(pe_sxtb16_ror8(v1), pe_rd32(a + c + 6), acc);
+    }
+    for (; c + 4 <= d; c += 4) {
+        const uint32_t v = pe_rd32(b + c);
+        acc = __smlad(__sxtb16(v), pe_rd32(a + c), acc);
+        acc = __smlad(pe_sxtb16_ror8(v), pe_rd32(a + c + 2), acc);
+    }
+#endif
+    for (; c < d; c++) {
         acc += (int32_t)a[c] * (int32_t)b[c];
     }
     return acc;
@@ -84,6 +103,14 @@ static int32_t load_query(const int8_t *q, int32_t d, int32_t q_offset, int32_t 
         qrow[c] = (int16_t)x;
         sum += x;
     }
+#if PE_DSP
+    /* (q0, q1, q2, q3) -> (q0, q2, q1, q3) in every whole group of four */
+    for (c = 0; c + 4 <= d; c += 4) {
+        const int16_t t = qrow[c + 1];
+        qrow[c + 1] = qrow[c + 2];
+        qrow[c + 2] = t;
+    }
+#endif
     return k_offset * sum;
 }
 

@@ -6,7 +6,7 @@
 #include "pyembed/pe_binary.h"
 #include "pe_mathfx.h"
 
-int32_t pe_shape_count(const pe_shape *s)
+int32_t pe_binary_shape_count(const pe_shape *s)
 {
     int64_t n = 1;
     int32_t d;
@@ -63,11 +63,11 @@ static pe_status walker_init(walker *w, const pe_shape *a, const void *pa, const
                              const void *pb, const pe_shape *out, const void *po)
 {
     int32_t d;
-    if (pa == NULL || pb == NULL || po == NULL || pe_shape_count(a) < 0 ||
-        pe_shape_count(b) < 0) {
+    if (pa == NULL || pb == NULL || po == NULL || pe_binary_shape_count(a) < 0 ||
+        pe_binary_shape_count(b) < 0) {
         return PE_ERR_ARG;
     }
-    w->total = pe_shape_count(out);
+    w->total = pe_binary_shape_count(out);
     if (w->total < 0 || !strides_for(a, out, w->s1) || !strides_for(b, out, w->s2)) {
         return PE_ERR_ARG;
     }

@@ -11,17 +11,38 @@
  *   depthwise  acc[c*M + m] += filter[ky, kx, c*M + m] * xo[c]
  * Accumulators start at the bias; a final row is requantized on pop.
  *
- * Cost (python -m pyembed.bench kernels): the conv dot products take four
- * output channels per pass so each offset input value is loaded once for
- * four multiplies (OHWI weights are contiguous along the input channels the
- * dot runs over); the per-row / per-pixel bookkeeping (reached rows, column
- * range, offsets) is hoisted out of the per-tap work, and requantization
- * runs channel-outer so its shift constants are set up once per channel.
+ * Within one (output row, kernel row) pair the common cases run output-column
+ * oriented instead (conv with dilation 1 and one group, depthwise with
+ * multiplier 1): each output column sums the taps of the kernel row that
+ * land inside the input row and adds them to its accumulators once. For conv
+ * those taps are one contiguous run of kw*in_c bytes in the input row and in
+ * each OHWI filter row, so a column is a flat dot product per output channel.
+ * The other cases (dilated or grouped conv, channel multipliers) take the
+ * per-pixel scatter above. Both orders visit the same (pixel, tap) pairs and
+ * add the same int32 products.
+ *
+ * Cost (python -m pyembed.bench kernels): portable C, four output channels
+ * per pass share each offset input, as int8 x int16 -> int32 reductions that
+ * gcc -O3 vectorises (PMADDWD on x86); requantization runs channel-outer so
+ * its shift constants are set up once per channel. With the Arm DSP
+ * extension (PE_DSP, pe_simd.h; `kernels --target cortex-m4`): conv pairs two
+ * output columns x two output channels per pass on SXTB16/SXTAB16-widened
+ * words and SMLAD, depthwise sums three-tap rows with SMLABB/SMLATT and
+ * weights widened once per run of columns, and the requantization of a column
+ * is SMLAL + QADD + SSAT.
  */
 #include <stdint.h>
 
 #include "pyembed/pe_conv.h"
 #include "pyembed/pe_fixed.h"
+#include "pyembed/pe_simd.h"
+
+/* unroll hint for the scalar code of a loop kept simple for the vectoriser */
+#if defined(__GNUC__) && !defined(__clang__)
+#define PE_UNROLL4 _Pragma("GCC unroll 4")
+#else
+#define PE_UNROLL4
+#endif
 
 /* |w * (x + input_offset)| <= 128 * 255 */
 #define PE_CONV_MAX_PRODUCT ((int64_t)128 * 255)
@@ -251,28 +272,27 @@ static void init_row(pe_conv_rev_stream *st, int32_t oy)
     }
 }
 
-/* sum of w[i] * x[i], i < n, two accumulators to shorten the add chain */
-static inline int32_t dot_s8(const int8_t *w, const int32_t *x, int32_t n)
+/* sum of w[i] * x[i], i < n: a plain int8 x int16 -> int32 reduction, the
+ * form gcc -O3 turns into PMADDWD (x86) / SDOT-like widening multiplies */
+static inline int32_t dot_s8(const int8_t *restrict w, const int16_t *restrict x, int32_t n)
 {
-    int32_t s0 = 0;
-    int32_t s1 = 0;
-    int32_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        s0 += w[i] * x[i] + w[i + 1] * x[i + 1];
-        s1 += w[i + 2] * x[i + 2] + w[i + 3] * x[i + 3];
+    int32_t s = 0;
+    int32_t i;
+    for (i = 0; i < n; i++) {
+        s += (int32_t)w[i] * (int32_t)x[i];
     }
-    for (; i < n; i++) {
-        s0 += w[i] * x[i];
-    }
-    return s0 + s1;
+    return s;
 }
 
 /* conv, one kernel tap of one input pixel, one group:
  *   acc[oc] += dot(w[oc*ws .. oc*ws + ic), x[0 .. ic)),  oc < oc_n.
- * Four output channels per pass share every load of x; channels unrolled
- * by four. */
+ * Four output channels per pass share every load of x (four independent
+ * reductions over the input channels: scalar code loads each offset input
+ * once for four multiplies; gcc -O3 vectorises the four reductions, each a
+ * widening int16 multiply-add of 8 lanes). x holds the offset inputs as
+ * int16 (|x + offset| <= 255). */
 static void conv_tap(int32_t *restrict acc, const int8_t *restrict w,
-                     const int32_t *restrict x, size_t ws, int32_t ic, int32_t oc_n)
+                     const int16_t *restrict x, size_t ws, int32_t ic, int32_t oc_n)
 {
     int32_t oc = 0;
     int32_t i;
@@ -282,19 +302,12 @@ static void conv_tap(int32_t *restrict acc, const int8_t *restrict w,
         const int8_t *restrict w2 = w + 2 * ws;
         const int8_t *restrict w3 = w + 3 * ws;
         int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-        for (i = 0; i + 4 <= ic; i += 4) {
-            const int32_t x0 = x[i], x1 = x[i + 1], x2 = x[i + 2], x3 = x[i + 3];
-            a0 += w0[i] * x0 + w0[i + 1] * x1 + w0[i + 2] * x2 + w0[i + 3] * x3;
-            a1 += w1[i] * x0 + w1[i + 1] * x1 + w1[i + 2] * x2 + w1[i + 3] * x3;
-            a2 += w2[i] * x0 + w2[i + 1] * x1 + w2[i + 2] * x2 + w2[i + 3] * x3;
-            a3 += w3[i] * x0 + w3[i + 1] * x1 + w3[i + 2] * x2 + w3[i + 3] * x3;
-        }
-        for (; i < ic; i++) {
+        for (i = 0; i < ic; i++) {
             const int32_t x0 = x[i];
-            a0 += w0[i] * x0;
-            a1 += w1[i] * x0;
-            a2 += w2[i] * x0;
-            a3 += w3[i] * x0;
+            a0 += (int32_t)w0[i] * x0;
+            a1 += (int32_t)w1[i] * x0;
+            a2 += (int32_t)w2[i] * x0;
+            a3 += (int32_t)w3[i] * x0;
         }
         acc[oc] += a0;
         acc[oc + 1] += a1;
@@ -308,21 +321,129 @@ static void conv_tap(int32_t *restrict acc, const int8_t *restrict w,
     }
 }
 
+/* Tap range [k_lo, k_hi] of a kernel row whose tap 0 is input column x0. */
+static inline void tap_range(int32_t x0, int32_t kw, int32_t d_w, int32_t in_w, int32_t *k_lo,
+                             int32_t *k_hi)
+{
+    *k_lo = x0 < 0 ? ceil_div_pos(-x0, d_w) : 0;
+    *k_hi = kw - 1;
+    if (x0 + (kw - 1) * d_w > in_w - 1) {
+        *k_hi = x0 > in_w - 1 ? -1 : (in_w - 1 - x0) / d_w;
+    }
+}
+
+/* conv, one output column, every output channel, taps contiguous in the
+ * input row and in the filter rows (dilation 1, one group):
+ *   acc[oc] += sum_{i < len} w[oc*ws + i] * (x[i] + offset)
+ * Four output channels per pass share each offset input (four independent
+ * int8 x int16 reductions: gcc -O3 vectorises them as widening
+ * multiply-adds, PMADDWD on x86); each accumulator is read and written once
+ * per kernel row instead of once per tap. */
+static void conv_col_flat(int32_t *restrict acc, const int8_t *restrict x,
+                          const int8_t *restrict w, size_t ws, int32_t len, int32_t oc_n,
+                          int32_t offset)
+{
+    const int16_t off = (int16_t)offset;
+    int32_t oc = 0;
+    int32_t i;
+    for (; oc + 4 <= oc_n; oc += 4) {
+        const int8_t *restrict w0 = w;
+        const int8_t *restrict w1 = w + ws;
+        const int8_t *restrict w2 = w + 2 * ws;
+        const int8_t *restrict w3 = w + 3 * ws;
+        int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+        PE_UNROLL4
+        for (i = 0; i < len; i++) {
+            const int32_t xv = (int16_t)(x[i] + off);
+            a0 += (int32_t)w0[i] * xv;
+            a1 += (int32_t)w1[i] * xv;
+            a2 += (int32_t)w2[i] * xv;
+            a3 += (int32_t)w3[i] * xv;
+        }
+        acc[oc] += a0;
+        acc[oc + 1] += a1;
+        acc[oc + 2] += a2;
+        acc[oc + 3] += a3;
+        w += 4 * ws;
+    }
+    for (; oc < oc_n; oc++) {
+        int32_t a = 0;
+        for (i = 0; i < len; i++) {
+            a += (int32_t)w[i] * (int32_t)(int16_t)(x[i] + off);
+        }
+        acc[oc] += a;
+        w += ws;
+    }
+}
+
+/* conv, one (output row, kernel row) pair of an input row, output-column
+ * oriented, for contiguous taps (dilation 1, one group): each output column
+ * sums the taps of the kernel row that land inside the input row. Returns
+ * the (pixel, tap) pairs visited, as the per-pixel scatter counts them. */
+static uint64_t conv_row_cols(int32_t *restrict acc_row, const int8_t *restrict w_row,
+                              const int8_t *restrict row, int32_t in_w, int32_t in_c,
+                              int32_t out_w, int32_t out_c, int32_t kw, int32_t s_w, int32_t pad,
+                              int32_t offset, size_t ws)
+{
+    uint64_t pairs = 0;
+    int32_t ox;
+    for (ox = 0; ox < out_w; ox++) {
+        const int32_t x0 = ox * s_w - pad;
+        int32_t k_lo, k_hi;
+        tap_range(x0, kw, 1, in_w, &k_lo, &k_hi);
+        if (k_lo > k_hi) {
+            continue;
+        }
+        pairs += (uint64_t)(k_hi - k_lo + 1);
+        conv_col_flat(acc_row + (size_t)ox * (size_t)out_c,
+                      row + (size_t)(x0 + k_lo) * (size_t)in_c, w_row + (size_t)k_lo * (size_t)in_c,
+                      ws, (k_hi - k_lo + 1) * in_c, out_c, offset);
+    }
+    return pairs;
+}
+
+/* depthwise (channel multiplier 1), one (output row, kernel row) pair of an
+ * input row, output-column oriented: for each output column and each tap of
+ * the kernel row inside the input row, one plain loop over the channels
+ *   acc[c] += w[k][c] * (x[k][c] + offset)
+ * which gcc -O3 vectorises across channels. Returns the (pixel, tap) pairs
+ * visited. */
+static uint64_t depthwise_row_cols(int32_t *restrict acc_row, const int8_t *restrict w_row,
+                                   const int8_t *restrict row, int32_t in_w, int32_t c_n,
+                                   int32_t out_w, int32_t kw, int32_t s_w, int32_t d_w,
+                                   int32_t pad, int32_t offset)
+{
+    const int16_t off = (int16_t)offset;
+    uint64_t pairs = 0;
+    int32_t ox, k, c;
+    for (ox = 0; ox < out_w; ox++) {
+        const int32_t x0 = ox * s_w - pad;
+        int32_t *restrict acc = acc_row + (size_t)ox * (size_t)c_n;
+        int32_t k_lo, k_hi;
+        tap_range(x0, kw, d_w, in_w, &k_lo, &k_hi);
+        for (k = k_lo; k <= k_hi; k++) {
+            const int8_t *restrict xk = row + (size_t)(x0 + k * d_w) * (size_t)c_n;
+            const int8_t *restrict wk = w_row + (size_t)k * (size_t)c_n;
+            PE_UNROLL4
+            for (c = 0; c < c_n; c++) {
+                acc[c] += (int32_t)wk[c] * (int32_t)(int16_t)(xk[c] + off);
+            }
+            pairs++;
+        }
+    }
+    return pairs;
+}
+
 /* depthwise, one kernel tap of one input pixel:
  *   acc[c*mult + m] += w[c*mult + m] * x[c] */
 static void depthwise_tap(int32_t *restrict acc, const int8_t *restrict w,
-                          const int32_t *restrict x, int32_t in_c, int32_t mult)
+                          const int16_t *restrict x, int32_t in_c, int32_t mult)
 {
     int32_t c = 0, m;
     if (mult == 1) {
-        for (; c + 4 <= in_c; c += 4) {
-            acc[c] += w[c] * x[c];
-            acc[c + 1] += w[c + 1] * x[c + 1];
-            acc[c + 2] += w[c + 2] * x[c + 2];
-            acc[c + 3] += w[c + 3] * x[c + 3];
-        }
+        /* one plain loop: gcc -O3 vectorises it (widening multiplies) */
         for (; c < in_c; c++) {
-            acc[c] += w[c] * x[c];
+            acc[c] += (int32_t)w[c] * (int32_t)x[c];
         }
         return;
     }
@@ -335,6 +456,408 @@ static void depthwise_tap(int32_t *restrict acc, const int8_t *restrict w,
         w += mult;
     }
 }
+
+#if PE_DSP
+/* ---- Arm DSP-extension path (pe_simd.h) ---- */
+/* Conv on the DSP extension, one whole (output row, kernel row) pair of an
+ * input row at a time, output-column oriented: for each output column the
+ * taps of the kernel row that land inside the input row are summed in
+ * registers and added to the accumulators once. Two adjacent output columns
+ * (same taps, pixels one stride apart) share every widened weight word and
+ * two output channels share every widened input word: per four input
+ * channels 2 input words and 2 weight words are loaded and widened
+ * (SXTAB16 / SXTB16, and with ROR #8), then 8 SMLAD do 16 MACs. The input
+ * offset is added while widening (SXTAB16 of the offset pair). */
+__attribute__((noinline)) static void conv_block_2x2(int32_t *restrict c0, int32_t *restrict c1,
+                                  const int8_t *restrict px, const int8_t *restrict w,
+                                  size_t ws, size_t px_next, size_t px_tap, int32_t nk,
+                                  int32_t ic, int32_t offset)
+{
+    const uint32_t off2 = pe_dup16(offset);
+    int32_t a00 = c0[0], a01 = c0[1]; /* column 0, channels 0 and 1 */
+    int32_t a10 = c1[0], a11 = c1[1]; /* column 1 */
+    int32_t k, i;
+    for (k = 0; k < nk; k++) {
+        const int8_t *restrict p0 = px + (size_t)k * px_tap;
+        const int8_t *restrict p1 = p0 + px_next;
+        const int8_t *restrict wa = w + (size_t)k * (size_t)ic;
+        const int8_t *restrict wb = wa + ws;
+        for (i = 0; i + 4 <= ic; i += 4) {
+            const uint32_t va = pe_rd32(wa + i), vb = pe_rd32(wb + i);
+            const uint32_t ae = __sxtb16(va), ao = pe_sxtb16_ror8(va);
+            const uint32_t be = __sxtb16(vb), bo = pe_sxtb16_ror8(vb);
+            uint32_t r = pe_rd32(p0 + i);
+            uint32_t xe = __sxtab16(off2, r), xo = pe_sxtab16_ror8(off2, r);
+            a00 = __smlad(ae, xe, a00);
+            a00 = __smlad(ao, xo, a00);
+            a01 = __smlad(be, xe, a01);
+            a01 = __smlad(bo, xo, a01);
+            r = pe_rd32(p1 + i);
+            xe = __sxtab16(off2, r);
+            xo = pe_sxtab16_ror8(off2, r);
+            a10 = __smlad(ae, xe, a10);
+            a10 = __smlad(ao, xo, a10);
+            a11 = __smlad(be, xe, a11);
+            a11 = __smlad(bo, xo, a11);
+        }
+        for (; i < ic; i++) {
+            const int32_t x0 = (int32_t)p0[i] + offset, x1 = (int32_t)p1[i] + offset;
+            a00 += wa[i] * x0;
+            a01 += wb[i] * x0;
+            a10 += wa[i] * x1;
+            a11 += wb[i] * x1;
+        }
+    }
+    c0[0] = a00;
+    c0[1] = a01;
+    c1[0] = a10;
+    c1[1] = a11;
+}
+
+/* conv_block_2x2 for the common case of contiguous taps (dilation 1, one
+ * group): the taps of a kernel row are one run of L = taps * in_c bytes in
+ * the input row and in each filter row, so the whole block is one flat loop;
+ * it also walks every pair of output channels itself (n_oc even). */
+__attribute__((noinline)) static void conv_cols2_flat(int32_t *restrict c0,
+                                                      int32_t *restrict c1,
+                                                      const int8_t *restrict px,
+                                                      const int8_t *restrict w, size_t ws,
+                                                      size_t px_next, int32_t len,
+                                                      int32_t n_oc, int32_t offset)
+{
+    const uint32_t off2 = pe_dup16(offset);
+    const int32_t len4 = len & ~3;
+    int32_t oc, i;
+    for (oc = 0; oc < n_oc; oc += 2) {
+        const int8_t *restrict wa = w + (size_t)oc * ws;
+        const int8_t *restrict wb = wa + ws;
+        const int8_t *restrict p0 = px;
+        const int8_t *const p0_end = px + len4;
+        int32_t a00 = c0[oc], a01 = c0[oc + 1];
+        int32_t a10 = c1[oc], a11 = c1[oc + 1];
+        while (p0 < p0_end) {
+            const uint32_t va = pe_rd32(wa), vb = pe_rd32(wb);
+            const uint32_t ae = __sxtb16(va), ao = pe_sxtb16_ror8(va);
+            const uint32_t be = __sxtb16(vb), bo = pe_sxtb16_ror8(vb);
+            uint32_t r = pe_rd32(p0);
+            uint32_t xe = __sxtab16(off2, r), xo = pe_sxtab16_ror8(off2, r);
+            a00 = __smlad(ae, xe, a00);
+            a00 = __smlad(ao, xo, a00);
+            a01 = __smlad(be, xe, a01);
+            a01 = __smlad(bo, xo, a01);
+            r = pe_rd32(p0 + px_next);
+            xe = __sxtab16(off2, r);
+            xo = pe_sxtab16_ror8(off2, r);
+            a10 = __smlad(ae, xe, a10);
+            a10 = __smlad(ao, xo, a10);
+            a11 = __smlad(be, xe, a11);
+            a11 = __smlad(bo, xo, a11);
+            p0 += 4;
+            wa += 4;
+            wb += 4;
+        }
+        for (i = len4; i < len; i++) {
+            const int32_t x0 = (int32_t)px[i] + offset, x1 = (int32_t)px[i + px_next] + offset;
+            const int32_t u = w[(size_t)oc * ws + i], v = w[(size_t)(oc + 1) * ws + i];
+            a00 += u * x0;
+            a01 += v * x0;
+            a10 += u * x1;
+            a11 += v * x1;
+        }
+        c0[oc] = a00;
+        c0[oc + 1] = a01;
+        c1[oc] = a10;
+        c1[oc + 1] = a11;
+    }
+}
+
+/* One output column, contiguous taps (the columns conv_cols2_flat cannot
+ * pair: image edges, odd counts): two output channels share each widened
+ * input word. */
+__attribute__((noinline)) static void conv_col1_flat(int32_t *restrict c0,
+                                                     const int8_t *restrict px,
+                                                     const int8_t *restrict w, size_t ws,
+                                                     int32_t len, int32_t n_oc, int32_t offset)
+{
+    const uint32_t off2 = pe_dup16(offset);
+    const int32_t len4 = len & ~3;
+    int32_t oc = 0, i;
+    for (; oc < n_oc; oc += 2) {
+        const int32_t two = oc + 1 < n_oc;
+        const int8_t *restrict wa = w + (size_t)oc * ws;
+        const int8_t *restrict wb = two ? wa + ws : wa;
+        int32_t a0 = 0, a1 = 0;
+        for (i = 0; i < len4; i += 4) {
+            const uint32_t r = pe_rd32(px + i);
+            const uint32_t xe = __sxtab16(off2, r), xo = pe_sxtab16_ror8(off2, r);
+            const uint32_t va = pe_rd32(wa + i), vb = pe_rd32(wb + i);
+            a0 = __smlad(__sxtb16(va), xe, a0);
+            a0 = __smlad(pe_sxtb16_ror8(va), xo, a0);
+            a1 = __smlad(__sxtb16(vb), xe, a1);
+            a1 = __smlad(pe_sxtb16_ror8(vb), xo, a1);
+        }
+        for (; i < len; i++) {
+            const int32_t x0 = (int32_t)px[i] + offset;
+            a0 += wa[i] * x0;
+            a1 += wb[i] * x0;
+        }
+        c0[oc] += a0;
+        if (two) {
+            c0[oc + 1] += a1;
+        }
+    }
+}
+
+/* One output column, one output channel: the tails of conv_block_2x2. */
+static inline int32_t conv_block_1x1(const int8_t *restrict px, const int8_t *restrict w,
+                                     size_t px_tap, int32_t nk, int32_t ic, int32_t offset)
+{
+    const uint32_t off2 = pe_dup16(offset);
+    int32_t a = 0, k, i;
+    for (k = 0; k < nk; k++) {
+        const int8_t *restrict p0 = px + (size_t)k * px_tap;
+        const int8_t *restrict wa = w + (size_t)k * (size_t)ic;
+        for (i = 0; i + 4 <= ic; i += 4) {
+            const uint32_t va = pe_rd32(wa + i), r = pe_rd32(p0 + i);
+            a = __smlad(__sxtb16(va), __sxtab16(off2, r), a);
+            a = __smlad(pe_sxtb16_ror8(va), pe_sxtab16_ror8(off2, r), a);
+        }
+        for (; i < ic; i++) {
+            a += wa[i] * ((int32_t)p0[i] + offset);
+        }
+    }
+    return a;
+}
+
+static uint64_t conv_row_dsp(int32_t *restrict acc_row, const int8_t *restrict w_row,
+                             const int8_t *restrict row, int32_t in_w, int32_t in_c,
+                             int32_t out_w, int32_t out_c, int32_t kw, int32_t s_w, int32_t d_w,
+                             int32_t pad, int32_t offset, int32_t groups, int32_t ic_g,
+                             size_t ws)
+{
+    const int32_t oc_g = out_c / groups;
+    const size_t px_tap = (size_t)d_w * (size_t)in_c;
+    const size_t px_next = (size_t)s_w * (size_t)in_c;
+    uint64_t pairs = 0;
+    int32_t ox = 0;
+    while (ox < out_w) {
+        const int32_t x0 = ox * s_w - pad;
+        int32_t k_lo, k_hi, k_lo1 = 0, k_hi1 = -1, ncol = 1, g, oc;
+        tap_range(x0, kw, d_w, in_w, &k_lo, &k_hi);
+        if (ox + 1 < out_w) {
+            tap_range(x0 + s_w, kw, d_w, in_w, &k_lo1, &k_hi1);
+            if (k_lo1 == k_lo && k_hi1 == k_hi) {
+                ncol = 2;
+            }
+        }
+        if (k_lo <= k_hi) {
+            const int32_t nk = k_hi - k_lo + 1;
+            const int8_t *const px = row + (size_t)(x0 + k_lo * d_w) * (size_t)in_c;
+            int32_t *const c0 = acc_row + (size_t)ox * (size_t)out_c;
+            pairs += (uint64_t)nk * (uint64_t)ncol;
+            for (g = 0; g < groups; g++) {
+                const int8_t *const pg = px + (size_t)g * (size_t)ic_g;
+                const int8_t *const wg = w_row + (size_t)g * (size_t)oc_g * ws +
+                                         (size_t)k_lo * (size_t)ic_g;
+                int32_t *const a0 = c0 + (size_t)g * (size_t)oc_g;
+                oc = 0;
+                if (d_w == 1 && groups == 1 && nk * ic_g < 8) {
+                    /* runs too short for the SIMD words: the plain loop */
+                    int32_t col;
+                    for (col = 0; col < ncol; col++) {
+                        conv_col_flat(a0 + (size_t)col * (size_t)out_c, pg + (size_t)col * px_next,
+                                      wg, ws, nk * ic_g, oc_g, offset);
+                    }
+                    continue;
+                }
+                if (d_w == 1 && groups == 1) {
+                    int32_t col;
+                    if (ncol == 2) {
+                        oc = oc_g & ~1;
+                        conv_cols2_flat(a0, a0 + out_c, pg, wg, ws, px_next, nk * ic_g, oc,
+                                        offset);
+                    }
+                    for (col = 0; col < ncol && oc < oc_g; col++) {
+                        conv_col1_flat(a0 + (size_t)col * (size_t)out_c + (size_t)oc,
+                                       pg + (size_t)col * px_next, wg + (size_t)oc * ws, ws,
+                                       nk * ic_g, oc_g - oc, offset);
+                    }
+                    continue;
+                }
+                for (; oc < oc_g; oc += 2) {
+                    const int8_t *const wo = wg + (size_t)oc * ws;
+                    if (ncol == 2 && oc + 2 <= oc_g) {
+                        conv_block_2x2(a0 + oc, a0 + oc + out_c, pg, wo, ws, px_next, px_tap,
+                                       nk, ic_g, offset);
+                    } else {
+                        int32_t o;
+                        for (o = oc; o < oc + 2 && o < oc_g; o++) {
+                            const int8_t *const wq = wg + (size_t)o * ws;
+                            int32_t col;
+                            for (col = 0; col < ncol; col++) {
+                                a0[(size_t)col * (size_t)out_c + (size_t)o] +=
+                                    conv_block_1x1(pg + (size_t)col * px_next, wq, px_tap, nk,
+                                                   ic_g, offset);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        ox += ncol; /* a pair with an empty range skips both columns */
+    }
+    return pairs;
+}
+
+/* Depthwise with channel multiplier 1 on the DSP extension, one whole
+ * (output row, kernel row) pair of an input row at a time: for each output
+ * column the taps of the kernel row that land inside the input row are
+ * summed in registers (SMLABB / SMLATT on sign-extended halfword pairs,
+ * four channels per word), then added to the accumulators once. Returns the
+ * (pixel, tap) pairs visited, as scatter_row counts them. */
+/* Depthwise 3-tap kernel rows on the DSP extension, four channels over a run
+ * of output columns whose three taps all lie inside the input row: the six
+ * widened weight pairs are set up once per run, then each column takes
+ * three input words (widened with the offset) and 12 SMLABB/SMLATT, and
+ * reads and writes its four accumulators once. */
+__attribute__((noinline)) static void dw3_run_dsp(int32_t *restrict acc,
+                                                  const int8_t *restrict xp,
+                                                  const int8_t *restrict w, int32_t n_cols,
+                                                  size_t acc_step, size_t x_step, size_t tap,
+                                                  size_t w_tap, int32_t offset)
+{
+    const uint32_t off2 = pe_dup16(offset);
+    const uint32_t v0 = pe_rd32(w), v1 = pe_rd32(w + w_tap), v2 = pe_rd32(w + 2 * w_tap);
+    const int32_t e0 = (int32_t)__sxtb16(v0), o0 = (int32_t)pe_sxtb16_ror8(v0);
+    const int32_t e1 = (int32_t)__sxtb16(v1), o1 = (int32_t)pe_sxtb16_ror8(v1);
+    const int32_t e2 = (int32_t)__sxtb16(v2), o2 = (int32_t)pe_sxtb16_ror8(v2);
+    int32_t k;
+    for (k = 0; k < n_cols; k++) {
+        int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+        uint32_t r = pe_rd32(xp);
+        int32_t xe = (int32_t)__sxtab16(off2, r), xo = (int32_t)pe_sxtab16_ror8(off2, r);
+        a0 = __smlabb(e0, xe, a0);
+        a2 = __smlatt(e0, xe, a2);
+        a1 = __smlabb(o0, xo, a1);
+        a3 = __smlatt(o0, xo, a3);
+        r = pe_rd32(xp + tap);
+        xe = (int32_t)__sxtab16(off2, r);
+        xo = (int32_t)pe_sxtab16_ror8(off2, r);
+        a0 = __smlabb(e1, xe, a0);
+        a2 = __smlatt(e1, xe, a2);
+        a1 = __smlabb(o1, xo, a1);
+        a3 = __smlatt(o1, xo, a3);
+        r = pe_rd32(xp + 2 * tap);
+        xe = (int32_t)__sxtab16(off2, r);
+        xo = (int32_t)pe_sxtab16_ror8(off2, r);
+        a0 = __smlabb(e2, xe, a0);
+        a2 = __smlatt(e2, xe, a2);
+        a1 = __smlabb(o2, xo, a1);
+        a3 = __smlatt(o2, xo, a3);
+        acc[0] = a0;
+        acc[1] = a1;
+        acc[2] = a2;
+        acc[3] = a3;
+        acc += acc_step;
+        xp += x_step;
+    }
+}
+
+/* Depthwise, one output column's taps [k_lo, k_hi] for channels [c0, c_n),
+ * four at a time (SMLABB / SMLATT on widened halfword pairs) then singly. */
+static void dw_col_dsp(int32_t *restrict acc, const int8_t *restrict xs0,
+                       const int8_t *restrict ws0, int32_t c0, int32_t c_n, int32_t nk,
+                       size_t px_step, int32_t offset)
+{
+    const uint32_t off2 = pe_dup16(offset);
+    int32_t c, k;
+    for (c = c0; c + 4 <= c_n; c += 4) {
+        int32_t a0 = acc[c], a1 = acc[c + 1], a2 = acc[c + 2], a3 = acc[c + 3];
+        const int8_t *xp = xs0 + c;
+        const int8_t *wp = ws0 + c;
+        for (k = 0; k < nk; k++) {
+            const uint32_t raw = pe_rd32(xp);
+            const uint32_t wv = pe_rd32(wp);
+            const uint32_t xe = __sxtab16(off2, raw), xodd = pe_sxtab16_ror8(off2, raw);
+            const uint32_t we = __sxtb16(wv), wodd = pe_sxtb16_ror8(wv);
+            a0 = __smlabb((int32_t)we, (int32_t)xe, a0);
+            a2 = __smlatt((int32_t)we, (int32_t)xe, a2);
+            a1 = __smlabb((int32_t)wodd, (int32_t)xodd, a1);
+            a3 = __smlatt((int32_t)wodd, (int32_t)xodd, a3);
+            xp += px_step;
+            wp += c_n;
+        }
+        acc[c] = a0;
+        acc[c + 1] = a1;
+        acc[c + 2] = a2;
+        acc[c + 3] = a3;
+    }
+    for (; c < c_n; c++) {
+        int32_t a = acc[c];
+        const int8_t *xp = xs0 + c;
+        const int8_t *wp = ws0 + c;
+        for (k = 0; k < nk; k++) {
+            a += *wp * (*xp + offset);
+            xp += px_step;
+            wp += c_n;
+        }
+        acc[c] = a;
+    }
+}
+
+/* Depthwise with channel multiplier 1 on the DSP extension, one whole
+ * (output row, kernel row) pair of an input row at a time, output-column
+ * oriented: each output column sums the taps of the kernel row that land
+ * inside the input row in registers and adds them to its accumulators once.
+ * Three-tap rows run their interior columns (all taps inside) through
+ * dw3_run_dsp, four channels at a time with the weights widened once per
+ * run. Returns the (pixel, tap) pairs visited, as scatter_row counts them. */
+static uint64_t depthwise_row_dsp(int32_t *restrict acc_row, const int8_t *restrict w_row,
+                                  const int8_t *restrict row, int32_t in_w, int32_t c_n,
+                                  int32_t out_w, int32_t kw, int32_t s_w, int32_t d_w,
+                                  int32_t pad, int32_t offset)
+{
+    const size_t px_step = (size_t)d_w * (size_t)c_n;
+    uint64_t pairs = 0;
+    int32_t ox, ox_a = 0, ox_b = -1, c4 = 0;
+    if (kw == 3 && c_n >= 4) {
+        /* columns with x0 = ox*s - pad >= 0 and x0 + 2d <= in_w - 1 */
+        ox_a = ceil_div_pos(pad, s_w);
+        ox_b = in_w - 1 + pad - 2 * d_w < 0 ? -1 : (in_w - 1 + pad - 2 * d_w) / s_w;
+        if (ox_b > out_w - 1) {
+            ox_b = out_w - 1;
+        }
+        if (ox_a <= ox_b) {
+            const int32_t x0 = ox_a * s_w - pad;
+            int32_t c;
+            c4 = c_n & ~3;
+            for (c = 0; c < c4; c += 4) {
+                dw3_run_dsp(acc_row + (size_t)ox_a * (size_t)c_n + (size_t)c,
+                            row + (size_t)x0 * (size_t)c_n + (size_t)c, w_row + c,
+                            ox_b - ox_a + 1, (size_t)c_n, (size_t)s_w * (size_t)c_n, px_step,
+                            (size_t)c_n, offset);
+            }
+        }
+    }
+    for (ox = 0; ox < out_w; ox++) {
+        const int32_t x0 = ox * s_w - pad; /* input column of tap 0 */
+        const int32_t inner = ox >= ox_a && ox <= ox_b;
+        int32_t k_lo, k_hi;
+        tap_range(x0, kw, d_w, in_w, &k_lo, &k_hi);
+        if (k_lo > k_hi) {
+            continue;
+        }
+        pairs += (uint64_t)(k_hi - k_lo + 1);
+        if (inner && c4 == c_n) {
+            continue; /* done by dw3_run_dsp */
+        }
+        dw_col_dsp(acc_row + (size_t)ox * (size_t)c_n,
+                   row + (size_t)(x0 + k_lo * d_w) * (size_t)c_n, w_row + (size_t)k_lo * (size_t)c_n,
+                   inner ? c4 : 0, c_n, k_hi - k_lo + 1, px_step, offset);
+    }
+    return pairs;
+}
+#endif /* PE_DSP */
 
 /* Scatter one input row into the accumulators of the npairs reached output
  * rows; returns the (pixel, tap) pairs visited. */
@@ -353,12 +876,49 @@ static uint64_t scatter_row(pe_conv_rev_stream *st, const int8_t *restrict row, 
     const size_t ws = (size_t)st->filter_dims.h * (size_t)kw * (size_t)ic_g;
     const int8_t *const filter = st->filter;
     int32_t *const ring = st->ring;
-    int32_t *restrict xo = st->xo;
+    int16_t *restrict xo = (int16_t *)(void *)st->xo; /* in_c int16 in in_c int32 slots */
     const int32_t *const pair_off = st->pair_off;
     const int32_t *const pair_tap = st->pair_tap;
     uint64_t pairs = 0;
     int32_t x, j, c, g;
 
+#if PE_DSP
+    if (!depthwise) {
+        for (j = 0; j < npairs; j++) {
+            pairs += conv_row_dsp(ring + pair_off[j],
+                                  filter + (size_t)pair_tap[j] * (size_t)kw * tap_elems, row,
+                                  in_w, in_c, out_w, out_c, kw, s_w, d_w, pad, offset, groups,
+                                  ic_g, ws);
+        }
+        return pairs;
+    }
+    if (depthwise && mult == 1 && kw >= 2 && in_c >= 4) {
+        /* (one-tap kernel rows have no taps to sum in registers: the plain
+         * loop below does as well) */
+        for (j = 0; j < npairs; j++) {
+            pairs += depthwise_row_dsp(ring + pair_off[j],
+                                       filter + (size_t)pair_tap[j] * (size_t)kw * tap_elems, row,
+                                       in_w, in_c, out_w, kw, s_w, d_w, pad, offset);
+        }
+        return pairs;
+    }
+#endif
+    if (depthwise && mult == 1) {
+        for (j = 0; j < npairs; j++) {
+            pairs += depthwise_row_cols(ring + pair_off[j],
+                                        filter + (size_t)pair_tap[j] * (size_t)kw * tap_elems,
+                                        row, in_w, in_c, out_w, kw, s_w, d_w, pad, offset);
+        }
+        return pairs;
+    }
+    if (!depthwise && d_w == 1 && groups == 1) {
+        for (j = 0; j < npairs; j++) {
+            pairs += conv_row_cols(ring + pair_off[j],
+                                   filter + (size_t)pair_tap[j] * (size_t)kw * tap_elems, row,
+                                   in_w, in_c, out_w, out_c, kw, s_w, pad, offset, ws);
+        }
+        return pairs;
+    }
     for (x = 0; x < in_w; x++) {
         const int8_t *px = row + (size_t)x * (size_t)in_c;
         const int32_t xp = x + pad;
@@ -369,7 +929,7 @@ static uint64_t scatter_row(pe_conv_rev_stream *st, const int8_t *restrict row, 
             continue; /* in a gap (stride > kernel) or beyond every output */
         }
         for (c = 0; c < in_c; c++) {
-            xo[c] = (int32_t)px[c] + offset;
+            xo[c] = (int16_t)((int32_t)px[c] + offset);
         }
         for (j = 0; j < npairs; j++) {
             int32_t *acc_row = ring + pair_off[j];
@@ -506,6 +1066,54 @@ static inline int32_t requant_hoisted(int32_t acc, const requant_ch *r)
     return pe_fx_asr32(d, r->right) + (rem > r->half + (d < 0 ? 1 : 0) ? 1 : 0);
 }
 
+#if PE_DSP
+/* requant_hoisted, clamp and output offset for a right shift 1 <= right <=
+ * 23, a whole output column of one channel, on the DSP path:
+ *   d = (acc * m + 2^30) >> 31      one SMLAL onto the rounding constant; the
+ *                                    32 result bits taken from the 64-bit sum
+ *                                    (|acc * m| < 2^62, so d fits int32 and
+ *                                    d > INT32_MIN)
+ *   v = (d + 2^(right-1) - [d < 0]) >> right
+ *                                    the rounding divide (halves away from
+ *                                    zero) as an add with the sign and a
+ *                                    saturating add (QADD) of the constant
+ * QADD only saturates when the exact sum exceeds INT32_MAX, where both the
+ * exact quotient and the saturated one are >= 2^(31-right) - 1 >= 255 and the
+ * clamp to [act_min, act_max] - off gives the same int8. Same bytes as the
+ * portable path (pe_fx_requant; m >= 0, so its saturating case cannot occur). */
+__attribute__((noinline)) static void requant_column_dsp(const int32_t *restrict a,
+                                                         int8_t *restrict o, int32_t n,
+                                                         size_t step, int32_t m, int32_t right,
+                                                         int32_t amin, int32_t amax, int32_t off)
+{
+    const int32_t c = (int32_t)1 << (right - 1);
+    const int32_t *const a_end = a + (size_t)n * step;
+    if (amin == -128 && amax == 127) {
+        /* the usual full int8 range: the clamp is one SSAT */
+        while (a != a_end) {
+            const uint64_t p = (uint64_t)((int64_t)*a * m + ((int64_t)1 << 30));
+            const int32_t d = (int32_t)(((uint32_t)(p >> 32) << 1) | ((uint32_t)p >> 31));
+            const int32_t t = __qadd(d + pe_fx_asr32(d, 31), c);
+            *o = (int8_t)__ssat(pe_fx_asr32(t, right) + off, 8);
+            a += step;
+            o += step;
+        }
+        return;
+    }
+    while (a != a_end) {
+        const uint64_t p = (uint64_t)((int64_t)*a * m + ((int64_t)1 << 30));
+        const int32_t d = (int32_t)(((uint32_t)(p >> 32) << 1) | ((uint32_t)p >> 31));
+        const int32_t t = __qadd(d + pe_fx_asr32(d, 31), c);
+        int32_t v = pe_fx_asr32(t, right) + off;
+        v = v > amin ? v : amin;
+        v = v < amax ? v : amax;
+        *o = (int8_t)v;
+        a += step;
+        o += step;
+    }
+}
+#endif
+
 pe_status pe_conv2d_rev_stream_pop_s8(pe_conv_rev_stream *st, int8_t *output_row,
                                       int32_t *row_index)
 {
@@ -545,6 +1153,13 @@ pe_status pe_conv2d_rev_stream_pop_s8(pe_conv_rev_stream *st, int8_t *output_row
         for (oc = 0; oc < out_c; oc++) {
             const int32_t *a = acc + oc;
             int8_t *o = output_row + oc;
+#if PE_DSP
+            if (!single && shift[oc] <= -1 && shift[oc] >= -23) {
+                requant_column_dsp(a, o, out_w, (size_t)out_c, mult[oc], -shift[oc],
+                                   p->activation.min, p->activation.max, off);
+                continue;
+            }
+#endif
             if (!single) {
                 const requant_ch r = requant_setup(mult[oc], shift[oc]);
                 for (ox = 0; ox < out_w; ox++) {

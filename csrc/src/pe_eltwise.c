@@ -4,6 +4,7 @@
  */
 #include "pyembed/pe_eltwise.h"
 #include "pyembed/pe_fixed.h"
+#include "pyembed/pe_simd.h"
 
 static int dims_positive(const pe_dims *d)
 {
@@ -129,6 +130,126 @@ static uint64_t binary_loop(int op, const void *params, const pe_dims *d1, const
     return count;
 }
 
+#if PE_DSP
+/* The DSP path's requantization (double rounding, shift <= 0 after the
+ * operand's own left shift, |acc| * 2^(left + 1) < 2^31, which the callers
+ * check once per call): the rounding doubling high multiply
+ * (acc * M + 2^30) >> 31 is SMMULR(2 * acc, M) = (2 acc M + 2^31) >> 32, one
+ * instruction, then the rounding divide by 2^right (halves away from zero)
+ * as (d + 2^(right-1) - [d < 0]) >> right, with no term for right = 0.
+ * |d| <= |acc| * 2^left < 2^30, so the sum cannot overflow. Same integers as
+ * pe_fx_requant. */
+typedef struct {
+    int32_t m;
+    int32_t left1; /* left shift + 1 (the doubling) */
+    int32_t right;
+    int32_t half;  /* 2^(right-1), 0 for right = 0 */
+    int32_t sign;  /* -1: subtract 1 from negative d (right > 0); 0 */
+} fast_rq;
+
+static fast_rq fast_rq_setup(pe_per_tensor_quant q)
+{
+    fast_rq r;
+    r.m = q.multiplier;
+    r.left1 = (q.shift > 0 ? q.shift : 0) + 1;
+    r.right = q.shift > 0 ? 0 : -q.shift;
+    r.half = r.right > 0 ? (int32_t)1 << (r.right - 1) : 0;
+    r.sign = r.right > 0 ? -1 : 0;
+    return r;
+}
+
+static inline int32_t fast_requant(int32_t acc, const fast_rq *r)
+{
+    int32_t d;
+    const int32_t a2 = (int32_t)((uint32_t)acc << r->left1);
+    __asm__("smmulr %0, %1, %2" : "=r"(d) : "r"(a2), "r"(r->m));
+    return pe_fx_asr32(d + r->half + (pe_fx_asr32(d, 31) & r->sign), r->right);
+}
+
+/* |(x + offset)| <= 383 < 2^9 for int8 x and |offset| <= 255 */
+static int add_fast_ok(const pe_add_params *p)
+{
+    /* inputs: |(x + off) * 2^ls| < 2^29, shifts <= 0 (checked by the caller);
+     * output: |sa + sb| < 2^30 needs no left shift */
+    return p->rounding == PE_ROUND_DOUBLE && p->output_quant.shift <= 0;
+}
+
+static int mul_fast_ok(const pe_mul_params *p)
+{
+    /* |prod| <= 383^2 < 2^18: left shift + 1 <= 12 keeps it under 2^30 */
+    return p->rounding == PE_ROUND_DOUBLE && p->output_quant.shift <= 11;
+}
+
+static uint64_t binary_loop_dsp(int op, const void *params, const pe_dims *d1,
+                                const int8_t *in1, const pe_dims *d2, const int8_t *in2,
+                                const pe_dims *dout, int8_t *out)
+{
+    const bcast_strides s1 = strides_of(d1);
+    const bcast_strides s2 = strides_of(d2);
+    const pe_add_params *pa = (const pe_add_params *)params;
+    const pe_mul_params *pm = (const pe_mul_params *)params;
+    const fast_rq r1 = fast_rq_setup(op == 0 ? pa->input1_quant : pm->output_quant);
+    const fast_rq r2 = fast_rq_setup(op == 0 ? pa->input2_quant : pm->output_quant);
+    const fast_rq ro = fast_rq_setup(op == 0 ? pa->output_quant : pm->output_quant);
+    const int32_t o1 = op == 0 ? pa->input1_offset : pm->input1_offset;
+    const int32_t o2 = op == 0 ? pa->input2_offset : pm->input2_offset;
+    const int32_t ls = op == 0 ? pa->left_shift : 0;
+    const int32_t out_off = op == 0 ? pa->output_offset : pm->output_offset;
+    const int32_t lo = (op == 0 ? pa->activation.min : pm->activation.min) - out_off;
+    const int32_t hi = (op == 0 ? pa->activation.max : pm->activation.max) - out_off;
+    int32_t n, h, w, c;
+    uint64_t count = 0;
+    size_t o = 0;
+    for (n = 0; n < dout->n; n++) {
+        for (h = 0; h < dout->h; h++) {
+            for (w = 0; w < dout->w; w++) {
+                const int8_t *r1p = in1 + (size_t)n * s1.n + (size_t)h * s1.h + (size_t)w * s1.w;
+                const int8_t *r2p = in2 + (size_t)n * s2.n + (size_t)h * s2.h + (size_t)w * s2.w;
+                if (s1.c == 1 && s2.c == 1) {
+                    /* both inputs run along the channels: pointer walks */
+                    const int8_t *const end = r1p + dout->c;
+                    int8_t *dst = out + o;
+                    if (op == 0) {
+                        while (r1p != end) {
+                            const int32_t sa =
+                                fast_requant((*r1p++ + o1) * ((int32_t)1 << ls), &r1);
+                            const int32_t sb =
+                                fast_requant((*r2p++ + o2) * ((int32_t)1 << ls), &r2);
+                            const int32_t v = fast_requant(sa + sb, &ro);
+                            *dst++ = (int8_t)((v < lo ? lo : (v > hi ? hi : v)) + out_off);
+                        }
+                    } else {
+                        while (r1p != end) {
+                            const int32_t v =
+                                fast_requant((*r1p++ + o1) * (*r2p++ + o2), &ro);
+                            *dst++ = (int8_t)((v < lo ? lo : (v > hi ? hi : v)) + out_off);
+                        }
+                    }
+                    o += (size_t)dout->c;
+                    count += (uint64_t)dout->c;
+                    continue;
+                }
+                for (c = 0; c < dout->c; c++) {
+                    const int32_t x1 = (int32_t)r1p[(size_t)c * s1.c] + o1;
+                    const int32_t x2 = (int32_t)r2p[(size_t)c * s2.c] + o2;
+                    int32_t v;
+                    if (op == 0) {
+                        const int32_t sa = fast_requant(x1 * ((int32_t)1 << ls), &r1);
+                        const int32_t sb = fast_requant(x2 * ((int32_t)1 << ls), &r2);
+                        v = fast_requant(sa + sb, &ro);
+                    } else {
+                        v = fast_requant(x1 * x2, &ro);
+                    }
+                    out[o++] = (int8_t)((v < lo ? lo : (v > hi ? hi : v)) + out_off);
+                }
+                count += (uint64_t)c;
+            }
+        }
+    }
+    return count;
+}
+#endif
+
 pe_status pe_add_s8(const pe_context *ctx, const pe_add_params *params,
                     const pe_dims *input1_dims, const int8_t *input1,
                     const pe_dims *input2_dims, const int8_t *input2,
@@ -152,6 +273,12 @@ pe_status pe_add_s8(const pe_context *ctx, const pe_add_params *params,
         !rounding_ok(params->rounding)) {
         return PE_ERR_ARG;
     }
+#if PE_DSP
+    if (add_fast_ok(params)) {
+        count = binary_loop_dsp(0, params, input1_dims, input1, input2_dims, input2, output_dims,
+                                output);
+    } else
+#endif
     count = binary_loop(0, params, input1_dims, input1, input2_dims, input2, output_dims, output);
     if (ctx != NULL && ctx->stats != NULL) {
         ctx->stats->combines += count;
@@ -180,6 +307,12 @@ pe_status pe_mul_s8(const pe_context *ctx, const pe_mul_params *params,
         !rounding_ok(params->rounding)) {
         return PE_ERR_ARG;
     }
+#if PE_DSP
+    if (mul_fast_ok(params)) {
+        count = binary_loop_dsp(1, params, input1_dims, input1, input2_dims, input2, output_dims,
+                                output);
+    } else
+#endif
     count = binary_loop(1, params, input1_dims, input1, input2_dims, input2, output_dims, output);
     if (ctx != NULL && ctx->stats != NULL) {
         ctx->stats->macs += count;

@@ -4,6 +4,7 @@
  */
 #include "pyembed/pe_fc.h"
 #include "pyembed/pe_fixed.h"
+#include "pyembed/pe_simd.h"
 
 static int dims_positive(const pe_dims *d)
 {
@@ -37,6 +38,67 @@ static pe_status check_quant(const pe_per_channel_quant *q, int32_t count)
     }
     return PE_OK;
 }
+
+#if PE_DSP
+/* Four features' dot products on the DSP extension: each word of four
+ * inputs is widened once with the input offset (SXTAB16, SXTAB16 ROR #8) and
+ * shared by the four weight rows, each widened with the filter offset; two
+ * SMLAD per row and word. |x + offset|, |w + offset| <= 383 fit a halfword
+ * and the sums are the portable path's exact int32 sums, re-associated. */
+static void dot4_dsp(const int8_t *restrict x, const int8_t *restrict w, int32_t depth,
+                     int32_t x_off, int32_t w_off, int32_t *dots)
+{
+    const uint32_t xo2 = pe_dup16(x_off), wo2 = pe_dup16(w_off);
+    const int8_t *restrict w1 = w + depth;
+    const int8_t *restrict w2 = w1 + depth;
+    const int8_t *restrict w3 = w2 + depth;
+    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, k;
+    for (k = 0; k + 4 <= depth; k += 4) {
+        const uint32_t raw = pe_rd32(x + k);
+        const uint32_t xe = __sxtab16(xo2, raw), xd = pe_sxtab16_ror8(xo2, raw);
+        uint32_t v;
+        v = pe_rd32(w + k);
+        a0 = __smlad(__sxtab16(wo2, v), xe, a0);
+        a0 = __smlad(pe_sxtab16_ror8(wo2, v), xd, a0);
+        v = pe_rd32(w1 + k);
+        a1 = __smlad(__sxtab16(wo2, v), xe, a1);
+        a1 = __smlad(pe_sxtab16_ror8(wo2, v), xd, a1);
+        v = pe_rd32(w2 + k);
+        a2 = __smlad(__sxtab16(wo2, v), xe, a2);
+        a2 = __smlad(pe_sxtab16_ror8(wo2, v), xd, a2);
+        v = pe_rd32(w3 + k);
+        a3 = __smlad(__sxtab16(wo2, v), xe, a3);
+        a3 = __smlad(pe_sxtab16_ror8(wo2, v), xd, a3);
+    }
+    for (; k < depth; k++) {
+        const int32_t xv = (int32_t)x[k] + x_off;
+        a0 += xv * ((int32_t)w[k] + w_off);
+        a1 += xv * ((int32_t)w1[k] + w_off);
+        a2 += xv * ((int32_t)w2[k] + w_off);
+        a3 += xv * ((int32_t)w3[k] + w_off);
+    }
+    dots[0] = a0;
+    dots[1] = a1;
+    dots[2] = a2;
+    dots[3] = a3;
+}
+
+static int32_t dot1_dsp(const int8_t *restrict x, const int8_t *restrict w, int32_t depth,
+                        int32_t x_off, int32_t w_off)
+{
+    const uint32_t xo2 = pe_dup16(x_off), wo2 = pe_dup16(w_off);
+    int32_t a = 0, k;
+    for (k = 0; k + 4 <= depth; k += 4) {
+        const uint32_t raw = pe_rd32(x + k), v = pe_rd32(w + k);
+        a = __smlad(__sxtab16(wo2, v), __sxtab16(xo2, raw), a);
+        a = __smlad(pe_sxtab16_ror8(wo2, v), pe_sxtab16_ror8(xo2, raw), a);
+    }
+    for (; k < depth; k++) {
+        a += ((int32_t)x[k] + x_off) * ((int32_t)w[k] + w_off);
+    }
+    return a;
+}
+#endif
 
 pe_status pe_fully_connected_s8(const pe_context *ctx, const pe_fc_params *params,
                                 const pe_per_channel_quant *quant,
@@ -86,15 +148,36 @@ pe_status pe_fully_connected_s8(const pe_context *ctx, const pe_fc_params *param
     for (b = 0; b < batches; b++) {
         const int8_t *in_row = input + (size_t)b * (size_t)depth;
         int8_t *out_row = output + (size_t)b * (size_t)features;
+#if PE_DSP
+        int32_t dots[4] = {0, 0, 0, 0};
+#else
+        const int16_t io16 = (int16_t)params->input_offset;
+        const int16_t fo16 = (int16_t)params->filter_offset;
+#endif
         for (o = 0; o < features; o++) {
             const int8_t *w_row = filter + (size_t)o * (size_t)depth;
             const int32_t qi = params->per_channel ? o : 0;
             int32_t dot = 0; /* |dot| <= depth * 255 * 255 < 2^31 */
             int32_t acc, v;
-            for (k = 0; k < depth; k++) {
-                dot += ((int32_t)in_row[k] + params->input_offset) *
-                       ((int32_t)w_row[k] + params->filter_offset);
+#if PE_DSP
+            if ((o & 3) == 0 && o + 4 <= features) {
+                dot4_dsp(in_row, w_row, depth, params->input_offset, params->filter_offset, dots);
             }
+            if (o + 4 - (o & 3) <= features) {
+                dot = dots[o & 3];
+            } else {
+                dot = dot1_dsp(in_row, w_row, depth, params->input_offset, params->filter_offset);
+            }
+            k = depth;
+#else
+            /* both offset operands fit int16 (|v + offset| <= 383): the
+             * int16 x int16 -> int32 form gcc -O3 vectorises (PMADDWD) */
+            for (k = 0; k < depth; k++) {
+                const int16_t xv = (int16_t)(in_row[k] + io16);
+                const int16_t wv = (int16_t)(w_row[k] + fo16);
+                dot += (int32_t)xv * (int32_t)wv;
+            }
+#endif
             macs += (uint64_t)k;
             acc = pe_fx_sat_s32_from_s64((int64_t)dot + (bias != NULL ? bias[o] : 0));
             v = pe_fx_requant_mode(acc, quant->multiplier[qi], quant->shift[qi], params->rounding);

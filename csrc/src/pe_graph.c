@@ -12,6 +12,9 @@
 #include "pyembed/pe_tconv.h"
 #include "pyembed/pe_s16.h"
 #include "pyembed/pe_pool.h"
+#include "pyembed/pe_pipeline.h"
+#include "pyembed/pe_shape_ops.h"
+#include "pyembed/pe_resize.h"
 #include "pyembed/pe_transformer.h"
 
 int32_t pe_graph_dtype_size(pe_dtype t)
@@ -533,6 +536,28 @@ static pe_graph_runner runner_for(pe_graph_op_type type)
     case PE_GOP_SUB: case PE_GOP_NEG: case PE_GOP_ABS: case PE_GOP_SQUARED_DIFFERENCE:
     case PE_GOP_RSQRT: case PE_GOP_GELU: case PE_GOP_L2_NORMALIZATION:
         return pe_graph_run_math;
+    case PE_GOP_CONV_POOL:
+        return pe_graph_run_conv_pool;
+    case PE_GOP_STRIPE_REGION:
+        return pe_graph_run_stripe_region;
+    case PE_GOP_PAD:
+    case PE_GOP_PADV2:
+    case PE_GOP_MIRROR_PAD:
+    case PE_GOP_CONCATENATION:
+    case PE_GOP_SPLIT:
+    case PE_GOP_SPLIT_V:
+    case PE_GOP_STRIDED_SLICE:
+    case PE_GOP_SLICE:
+    case PE_GOP_TRANSPOSE:
+    case PE_GOP_GATHER:
+    case PE_GOP_DEPTH_TO_SPACE:
+    case PE_GOP_SPACE_TO_DEPTH:
+    case PE_GOP_SQUEEZE:
+    case PE_GOP_EXPAND_DIMS:
+        return pe_graph_run_shape_ops;
+    case PE_GOP_RESIZE_NEAREST_NEIGHBOR:
+    case PE_GOP_RESIZE_BILINEAR:
+        return pe_graph_run_resize;
     case PE_GOP_BATCH_MATMUL:
         return pe_graph_run_batch_matmul;
     case PE_GOP_TRANSPOSE_CONV:

@@ -59,8 +59,8 @@ static pe_status read_shapes(const int32_t *params, int32_t num_params, int32_t 
     b->in0.dims = params + at + 1 + rank;
     b->in1.dims = params + at + 1 + 2 * rank;
     b->out.rank = b->in0.rank = b->in1.rank = rank;
-    if (pe_shape_count(&b->out) != out_count || pe_shape_count(&b->in0) != in0_count ||
-        pe_shape_count(&b->in1) != in1_count) {
+    if (pe_binary_shape_count(&b->out) != out_count || pe_binary_shape_count(&b->in0) != in0_count ||
+        pe_binary_shape_count(&b->in1) != in1_count) {
         return PE_ERR_ARG;
     }
     return PE_OK;

@@ -334,7 +334,7 @@ pe_status pe_sched_init(const pe_context *ctx, const pe_sched_table *table,
         us->deferred_window = -1;
         us->prio_reserve = 0u;
         us->wake = 0u;
-        us->pad_ = 0;
+        us->stall_item = -1;
         /* largest planned priority work in one window of this unit */
         for (w = 0; w < table->hyper_windows; w++) {
             uint64_t sum = 0u;
@@ -598,6 +598,7 @@ static pe_status run_item(pe_sched_state *s, int32_t unit, int32_t item, int64_t
             s->counters.deadline_misses++;
         }
         us->prio_pos = next_item(t, unit, PE_SCHED_PRIORITY, item, &wrapped);
+        us->stall_item = -1; /* a new priority run: its stall, if any, is reported anew */
         us->prio_period += (uint32_t)wrapped;
     } else {
         s->counters.low_runs++;
@@ -648,6 +649,27 @@ static pe_status drop_item(pe_sched_state *s, int32_t unit, int32_t item, int64_
     return PE_OK;
 }
 
+/* 1 when item cannot start because a run of a LOW item of `unit` that it
+ * needs has not happened yet (as opposed to a handover still in progress or
+ * work of another unit). */
+static int waits_on_own_low(const pe_sched_state *s, int32_t unit, int32_t item)
+{
+    const pe_sched_table *t = s->table;
+    const pe_sched_item *it = &t->items[item];
+    const uint32_t k = s->items[item].runs;
+    int32_t j;
+    for (j = it->first_after; j < it->first_after + it->n_after; j++) {
+        const pe_sched_after *a = &t->after[j];
+        const pe_sched_item *dep = &t->items[a->item];
+        const int64_t need = (int64_t)k + (int64_t)a->offset;
+        if (need > 0 && (int64_t)s->items[a->item].runs < need && dep->unit == unit &&
+            dep->kind == PE_SCHED_LOW) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 pe_status pe_sched_poll(pe_sched_state *s, int32_t unit, uint64_t now, pe_sched_event *ev)
 {
     const pe_sched_table *t;
@@ -656,6 +678,7 @@ pe_status pe_sched_poll(pe_sched_state *s, int32_t unit, uint64_t now, pe_sched_
     uint64_t next_prio = 0u;
     int has_prio = 0;
     uint64_t ready_at = 0u;
+    int prio_blocked = 0;
 
     if (s == NULL || s->table == NULL || ev == NULL || unit < 0 || unit >= s->table->n_units) {
         return PE_ERR_ARG;
@@ -678,14 +701,22 @@ pe_status pe_sched_poll(pe_sched_state *s, int32_t unit, uint64_t now, pe_sched_
                 }
                 return run_item(s, unit, us->prio_pos, pw, now, ev);
             }
-            /* a released priority item waits for its inputs; no low work meanwhile */
-            if (ready_at > now && ready_at < wake) {
-                wake = ready_at;
+            if (ready_at == 0u && waits_on_own_low(s, unit, us->prio_pos)) {
+                /* it waits for a run of this unit's low work that has not
+                 * happened (e.g. the guard deferred it): the priority item
+                 * cannot start before that run anyway, so the low queue runs
+                 * without the guard (below) instead of deadlocking the unit */
+                prio_blocked = 1;
+            } else {
+                /* a released priority item waits for its inputs (a handover,
+                 * or another unit's work); no low work meanwhile */
+                if (ready_at > now && ready_at < wake) {
+                    wake = ready_at;
+                }
+                ev->wake = round_up_tick(wake, t->tick_cycles);
+                return PE_OK;
             }
-            ev->wake = round_up_tick(wake, t->tick_cycles);
-            return PE_OK;
-        }
-        if (release < wake) {
+        } else if (release < wake) {
             wake = release;
         }
     }
@@ -755,7 +786,7 @@ pe_status pe_sched_poll(pe_sched_state *s, int32_t unit, uint64_t now, pe_sched_
                  IS_DROPPED(s->instance_frame[it->instance]))) {
                 return drop_item(s, unit, item, pw, now, ev);
             }
-            if (!has_prio || now + need + t->guard_cycles <= next_prio) {
+            if (!has_prio || prio_blocked || now + need + t->guard_cycles <= next_prio) {
                 if (prefetched && !pending) {
                     /* not prefetched early: copy now, the unit waits for it */
                     return start_prefetch(s, unit, item, pw, now, 1, ev);
@@ -786,6 +817,18 @@ pe_status pe_sched_poll(pe_sched_state *s, int32_t unit, uint64_t now, pe_sched_
                     }
                 }
             }
+        }
+    }
+    if (prio_blocked && ev->flags == 0u) {
+        /* the priority item waits for this unit's low work, and none can run
+         * now (not released yet, waiting for its own inputs, or dropped):
+         * report the stall once per priority run instead of idling silently */
+        if (us->stall_item != us->prio_pos) {
+            us->stall_item = us->prio_pos;
+            ev->item = us->prio_pos;
+            ev->flags = PE_SCHED_EV_STALL;
+            ev->planned_window = planned_window(t, us->prio_pos, us->prio_period);
+            ev->release = next_prio;
         }
     }
     if (wake <= now) {

@@ -314,7 +314,8 @@ static pe_status analyse(const pe_stripe_net *net, net_geo *G)
             if (l->kernel.h < 1 || l->kernel.w < 1 || l->stride.h < 1 || l->stride.w < 1) {
                 return PE_ERR_ARG;
             }
-            if (l->kernel.h > PE_STRIPE_MAX_KERNEL || l->kernel.w > PE_STRIPE_MAX_KERNEL) {
+            if (l->kernel.h > PE_STRIPE_MAX_KERNEL || l->kernel.w > PE_STRIPE_MAX_KERNEL ||
+                l->kernel.h * l->kernel.w > PE_STRIPE_MAX_TAPS) {
                 return PE_ERR_UNSUPPORTED;
             }
             if (l->padding.top < 0 || l->padding.top >= l->kernel.h || l->padding.bottom < 0 ||
@@ -567,6 +568,7 @@ pe_status pe_stripe_get_buffer_size_s8(const pe_stripe_net *net, int32_t stripe_
     if (st != PE_OK) {
         return st;
     }
+    block_w = min32(block_w, PE_STRIPE_MAX_BLOCK);
     st = layout(net, &G, stripe_w, block_w, NULL, NULL, &total);
     if (st != PE_OK) {
         return st;
@@ -721,8 +723,8 @@ static void compute_windowed(stripe_run *R, int32_t L, int32_t o, int32_t x0, in
     const pe_stripe_layer *l = &R->net->layers[L];
     const layer_geo *g = &R->G->g[L];
     const stripe_state *s = &R->st[L + 1];
-    const int8_t *tap[PE_STRIPE_MAX_KERNEL * PE_STRIPE_MAX_KERNEL];
-    int32_t woff[PE_STRIPE_MAX_KERNEL * PE_STRIPE_MAX_KERNEL];
+    const int8_t *tap[PE_STRIPE_MAX_TAPS];
+    int32_t woff[PE_STRIPE_MAX_TAPS];
     const int32_t row0 = o * g->sh - g->pt;
     const int32_t ky0 = max32(0, -row0);
     const int32_t ky1 = min32(g->kh, g->in_h - row0);
@@ -1117,6 +1119,7 @@ pe_status pe_stripe_run_s8(const pe_context *ctx, const pe_stripe_net *net, int3
         output_dims->w != G.out_w || output_dims->c != G.out_c) {
         return PE_ERR_ARG;
     }
+    block_w = min32(block_w, PE_STRIPE_MAX_BLOCK);
     status = layout(net, &G, stripe_w, block_w, NULL, NULL, &total);
     if (status != PE_OK) {
         return status;

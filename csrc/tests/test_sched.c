@@ -886,6 +886,118 @@ static void constraint_deadlocks(void)
     PE_CHECK_EQ(pe_sched_check_table(&t), PE_ERR_UNSUPPORTED);
 }
 
+/* sched/priority-waits-on-deferred-low: priority item 2 (window 1) waits
+ * (offset 1) for low item 1, which the guard defers in window 0. The unit
+ * runs the low item as soon as the priority item waits for it (the priority
+ * item cannot start earlier anyway), then the priority item, late. When the
+ * low item cannot run at all (not released yet), the unit reports the stall
+ * (PE_SCHED_EV_STALL, once per priority run) instead of idling silently. */
+static void priority_waits_on_low(void)
+{
+    pe_sched_item items[3];
+    pe_sched_after after[1];
+    pe_sched_table t;
+    pe_sched_state s;
+    host h;
+    int32_t i, n = 0, late = 0, stalls = 0;
+    items[0] = item(0, 0, PE_SCHED_PRIORITY, 0, 0, -1, 0u, 300u);
+    items[1] = item(1, 0, PE_SCHED_LOW, 0, 0, 0, PE_SCHED_FIRST | PE_SCHED_LAST, 600u);
+    items[2] = item(2, 0, PE_SCHED_PRIORITY, 0, 1, -1, 0u, 100u);
+    items[2].first_after = 0;
+    items[2].n_after = 1;
+    after[0].item = 1;
+    after[0].offset = 1;
+    after[0].handover_cycles = 0u;
+    t = table(items, 3, after, 1, 2, 1, 1);
+    t.guard_cycles = 150u; /* window 0: 300 + 600 + 150 > W, item 1 is deferred */
+    PE_CHECK_EQ(pe_sched_check_table(&t), PE_OK);
+    host_init(&h);
+    h.cycles[0] = 300u;
+    h.cycles[1] = 600u;
+    h.cycles[2] = 100u;
+    PE_CHECK_EQ(start(&t, &h, &s), PE_OK);
+    PE_CHECK_EQ(pe_sched_run(&s, 6u * W, events, 1024, &n), PE_OK);
+    PE_CHECK_EQ(h.runs[0], 3u);
+    PE_CHECK_EQ(h.runs[1], 3u);
+    PE_CHECK_EQ(h.runs[2], 3u);
+    for (i = 0; i < 3; i++) {
+        /* low item 1 starts when priority item 2 is released and waits for it */
+        PE_CHECK_EQ(h.starts[1][i], (uint64_t)(2 * i + 1) * W);
+        PE_CHECK_EQ(h.starts[2][i], (uint64_t)(2 * i + 1) * W + 600u);
+    }
+    for (i = 0; i < n; i++) {
+        late += events[i].item == 2 && (events[i].flags & PE_SCHED_EV_LATE) != 0u;
+        stalls += (events[i].flags & PE_SCHED_EV_STALL) != 0u;
+    }
+    PE_CHECK_EQ(late, 3);
+    PE_CHECK_EQ(stalls, 0);
+
+    /* a priority item that needs a later phase's low run of its own unit is
+     * refused statically */
+    items[1].phase = 1;
+    items[2].phase = 1;
+    items[0].first_after = 0;
+    items[0].n_after = 1;
+    items[2].n_after = 0;
+    t = table(items, 3, after, 1, 2, 1, 1);
+    PE_CHECK_EQ(pe_sched_check_table(&t), PE_ERR_ARG);
+}
+
+/* The low item a priority item waits for waits itself for a long item of the
+ * other unit: the unit cannot go on, reports the stall once, and resumes when
+ * the input arrives. */
+static void priority_stall_is_reported(void)
+{
+    pe_sched_item items[4];
+    pe_sched_after after[2];
+    pe_sched_table t;
+    pe_sched_state s;
+    host h;
+    int32_t i, n = 0, stalls = 0, stall_at = -1;
+    items[0] = item(0, 0, PE_SCHED_PRIORITY, 0, 0, -1, 0u, 300u);
+    items[1] = item(1, 0, PE_SCHED_LOW, 1, 0, 0, PE_SCHED_FIRST, 2500u);
+    items[2] = item(1, 1, PE_SCHED_LOW, 0, 0, 0, PE_SCHED_LAST, 600u);
+    items[3] = item(2, 0, PE_SCHED_PRIORITY, 0, 1, -1, 0u, 100u);
+    items[2].first_after = 0;
+    items[2].n_after = 1;
+    items[3].first_after = 1;
+    items[3].n_after = 1;
+    after[0].item = 1;
+    after[0].offset = 1;
+    after[0].handover_cycles = 0u;
+    after[1].item = 2;
+    after[1].offset = 1;
+    after[1].handover_cycles = 0u;
+    t = table(items, 4, after, 2, 2, 2, 1);
+    t.guard_cycles = 150u;
+    PE_CHECK_EQ(pe_sched_check_table(&t), PE_OK);
+    host_init(&h);
+    h.cycles[0] = 300u;
+    h.cycles[1] = 2500u;
+    h.cycles[2] = 600u;
+    h.cycles[3] = 100u;
+    PE_CHECK_EQ(start(&t, &h, &s), PE_OK);
+    PE_CHECK_EQ(pe_sched_run(&s, 3200u, events, 1024, &n), PE_OK);
+    for (i = 0; i < n; i++) {
+        if ((events[i].flags & PE_SCHED_EV_STALL) != 0u) {
+            PE_CHECK_EQ(events[i].item, 3);
+            PE_CHECK_EQ(events[i].unit, 0);
+            PE_CHECK_EQ(events[i].flags, PE_SCHED_EV_STALL);
+            PE_CHECK_EQ(events[i].release, (uint64_t)W);
+            stalls++;
+            stall_at = i;
+        }
+    }
+    PE_CHECK_EQ(stalls, 1);
+    PE_CHECK(stall_at >= 0 && events[stall_at].start >= (uint64_t)W &&
+             events[stall_at].start < 2500u);
+    /* item 1 ends at 2500, then low item 2 (600), then priority item 3 */
+    PE_CHECK_EQ(h.runs[2], 1u);
+    PE_CHECK_EQ(h.starts[2][0], 2500u);
+    PE_CHECK_EQ(h.runs[3], 1u);
+    PE_CHECK_EQ(h.starts[3][0], 3100u);
+}
+
 int main(void)
 {
     split_schedule();
@@ -901,5 +1013,7 @@ int main(void)
     resumable_run();
     prefetch_overlaps_priority();
     constraint_deadlocks();
+    priority_waits_on_low();
+    priority_stall_is_reported();
     return PE_TEST_END("test_sched");
 }

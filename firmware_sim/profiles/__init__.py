@@ -177,9 +177,12 @@ def load_profile(name_or_path, extra_dirs=()):
     else:
         path = None
         for d in list(extra_dirs) + search_dirs():
-            cand = os.path.join(d, s + ".json")
-            if os.path.isfile(cand):
-                path = cand
+            # names are case-insensitive: MPS2-AN386 finds mps2-an386.json
+            for cand in (os.path.join(d, s + ".json"), os.path.join(d, s.lower() + ".json")):
+                if os.path.isfile(cand):
+                    path = cand
+                    break
+            if path is not None:
                 break
         if path is None:
             # profile names are case-insensitive: STM32F446 is stm32f446

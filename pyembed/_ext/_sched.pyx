@@ -110,7 +110,7 @@ cdef extern from "pyembed/pe_sched.h":
         int64_t deferred_window
         uint64_t wake
         uint32_t prio_reserve
-        int32_t pad_
+        int32_t stall_item
 
     ctypedef struct pe_sched_state:
         const pe_sched_table *table
@@ -119,7 +119,7 @@ cdef extern from "pyembed/pe_sched.h":
 
     int PE_SCHED_EV_RAN, PE_SCHED_EV_OVERRUN, PE_SCHED_EV_MISS, PE_SCHED_EV_LATE
     int PE_SCHED_EV_LAG, PE_SCHED_EV_DEFER, PE_SCHED_EV_NO_FIT, PE_SCHED_EV_FAULT, PE_SCHED_EV_DROP
-    int PE_SCHED_EV_PREFETCH, PE_SCHED_EV_PREFETCH_LATE, PE_SCHED_PREFETCH_START, PE_SCHED_PREFETCH_CHECK
+    int PE_SCHED_EV_PREFETCH, PE_SCHED_EV_PREFETCH_LATE, PE_SCHED_EV_STALL, PE_SCHED_PREFETCH_START, PE_SCHED_PREFETCH_CHECK
 
     pe_status pe_sched_check_table(const pe_sched_table *table) nogil
     pe_status pe_sched_get_buffer_size(const pe_sched_table *table, int32_t *size) nogil
@@ -148,6 +148,7 @@ EV_FAULT = PE_SCHED_EV_FAULT
 EV_DROP = PE_SCHED_EV_DROP
 EV_PREFETCH = PE_SCHED_EV_PREFETCH
 EV_PREFETCH_LATE = PE_SCHED_EV_PREFETCH_LATE
+EV_STALL = PE_SCHED_EV_STALL
 PREFETCH_START = PE_SCHED_PREFETCH_START
 PREFETCH_CHECK = PE_SCHED_PREFETCH_CHECK
 

@@ -1,4 +1,4 @@
-# pyembed-csrc: pe_stripe.c
+# pyembed-csrc: pe_stripe.c pe_pipeline.c pe_fused.c pe_conv_rev.c pe_pool_rev.c
 # cython: language_level=3, boundscheck=False, wraparound=False
 """Bindings for the stripe executor (pe_stripe.h).
 
@@ -19,6 +19,7 @@ cnp.import_array()
 cdef extern from "pyembed/pe_stripe.h":
     int PE_STRIPE_MAX_LAYERS
     int PE_STRIPE_MAX_KERNEL
+    int PE_STRIPE_MAX_TAPS
 
     ctypedef enum pe_stripe_op:
         PE_STRIPE_CONV
@@ -71,6 +72,10 @@ cdef extern from "pyembed/pe_stripe.h":
 
 MAX_LAYERS = PE_STRIPE_MAX_LAYERS
 MAX_KERNEL = PE_STRIPE_MAX_KERNEL
+MAX_TAPS = PE_STRIPE_MAX_TAPS
+# bytes of one decoded layer in a stripe region's scratch table (pe_pipeline.h;
+# host pointers are at least as wide as a Cortex-M's, so the host figure is safe)
+LAYER_BYTES = sizeof(pe_stripe_layer)
 
 OPS = {
     "conv": PE_STRIPE_CONV,
@@ -205,3 +210,147 @@ cdef class Network:
         check(st, "pe_stripe_run_s8",
               f"arena of {arena.shape[0]} bytes, stripe_w {stripe_w}, block_w {block_w}")
         return stats_to_dict(&stats)
+
+
+# ---------------------------------------------------------------------------
+# The compiler pipeline's operators (pe_pipeline.h), run from their int32
+# parameter words outside the graph runtime (size queries for the planner,
+# and direct checks of the C decoding).
+
+cdef extern from "pyembed/pe_pipeline.h":
+    int PE_STRIPE_REGION_HEADER_WORDS
+    int PE_STRIPE_REGION_LAYER_WORDS
+    int PE_CONV_POOL_WORDS
+    ctypedef const void *(*pe_const_lookup)(const void *user, int32_t slot, int32_t elem_bytes,
+                                            int32_t count) noexcept nogil
+    int32_t pe_stripe_region_table_bytes(int32_t n_layers) nogil
+    pe_status pe_stripe_region_get_buffer_size(const int32_t *params, int32_t num_params,
+                                               pe_const_lookup lookup, const void *user,
+                                               const pe_dims *input_dims, int32_t *size) nogil
+    pe_status pe_stripe_region_run(const pe_context *ctx, const int32_t *params, int32_t num_params,
+                                   pe_const_lookup lookup, const void *user,
+                                   const pe_dims *input_dims, const int8_t *input,
+                                   const pe_dims *output_dims, int8_t *output) nogil
+    pe_status pe_conv_pool_op_get_buffer_size(const int32_t *params, int32_t num_params,
+                                              const pe_dims *input_dims, const pe_dims *filter_dims,
+                                              const pe_dims *output_dims, int32_t *size) nogil
+    pe_status pe_conv_pool_op_run(const pe_context *ctx, const int32_t *params, int32_t num_params,
+                                  const pe_dims *input_dims, const int8_t *input,
+                                  const pe_dims *filter_dims, const int8_t *filter,
+                                  const int32_t *bias, const int32_t *multiplier,
+                                  const int32_t *shift, const pe_dims *output_dims,
+                                  int8_t *output) nogil
+
+REGION_HEADER_WORDS = PE_STRIPE_REGION_HEADER_WORDS
+REGION_LAYER_WORDS = PE_STRIPE_REGION_LAYER_WORDS
+CONV_POOL_WORDS = PE_CONV_POOL_WORDS
+
+
+ctypedef struct _const_table:
+    int32_t n
+    const void **data
+    const int64_t *nbytes
+
+
+cdef const void *_lookup(const void *user, int32_t slot, int32_t elem_bytes, int32_t count) noexcept nogil:
+    cdef const _const_table *t = <const _const_table *>user
+    if slot < 1 or slot >= t.n or t.data[slot] == NULL:
+        return NULL
+    if t.nbytes[slot] != <int64_t>elem_bytes * count:
+        return NULL
+    return t.data[slot]
+
+
+cdef pe_dims _dims4(shape):
+    cdef pe_dims d
+    s = [int(v) for v in shape]
+    s = [1] * (4 - len(s)) + s
+    d.n, d.h, d.w, d.c = s[0], s[1], s[2], s[3]
+    return d
+
+
+cdef class _Consts:
+    """The operator's inputs as the C lookup sees them: slot k -> bytes of
+    consts[k] (None: not a constant)."""
+    cdef _const_table table
+    cdef const void **data
+    cdef int64_t *nbytes
+    cdef list keep
+
+    def __cinit__(self, list consts):
+        cdef Py_ssize_t i, n = len(consts)
+        cdef const uint8_t[::1] view
+        self.keep = []
+        self.data = <const void **>PyMem_Malloc(max(n, 1) * sizeof(void *))
+        self.nbytes = <int64_t *>PyMem_Malloc(max(n, 1) * sizeof(int64_t))
+        if self.data == NULL or self.nbytes == NULL:
+            raise MemoryError()
+        for i in range(n):
+            self.data[i] = NULL
+            self.nbytes[i] = 0
+            a = consts[i]
+            if a is None:
+                continue
+            a = np.ascontiguousarray(a)
+            self.keep.append(a)
+            if a.nbytes == 0:
+                continue
+            view = a.reshape(-1).view(np.uint8)
+            self.data[i] = &view[0]
+            self.nbytes[i] = a.nbytes
+        self.table.n = <int32_t>n
+        self.table.data = self.data
+        self.table.nbytes = self.nbytes
+
+    def __dealloc__(self):
+        PyMem_Free(self.data)
+        PyMem_Free(self.nbytes)
+
+
+def region_buffer_size(const int32_t[::1] words, list consts, input_shape):
+    """pe_stripe_region_get_buffer_size: consts[k] is the constant at input
+    slot k (None for slot 0, the activation input)."""
+    cdef _Consts c = _Consts(consts)
+    cdef pe_dims d = _dims4(input_shape)
+    cdef int32_t size = 0
+    cdef int st
+    with nogil:
+        st = pe_stripe_region_get_buffer_size(&words[0], <int32_t>words.shape[0], _lookup, &c.table, &d, &size)
+    check(st, "pe_stripe_region_get_buffer_size", "region words, constants or input shape")
+    return size
+
+
+def region_run(const int32_t[::1] words, list consts, const int8_t[::1] x, input_shape,
+               int8_t[::1] out, output_shape, uint8_t[::1] scratch):
+    """pe_stripe_region_run over flat int8 buffers; returns the counters."""
+    cdef _Consts c = _Consts(consts)
+    cdef pe_dims din = _dims4(input_shape)
+    cdef pe_dims dout = _dims4(output_shape)
+    cdef pe_stats stats
+    cdef pe_context ctx
+    cdef int st
+    if x.shape[0] != <Py_ssize_t>din.n * din.h * din.w * din.c or \
+            out.shape[0] != <Py_ssize_t>dout.n * dout.h * dout.w * dout.c:
+        raise ValueError("x / out: sizes do not match their shapes")
+    memset(&stats, 0, sizeof(stats))
+    ctx.buf = &scratch[0] if scratch.shape[0] > 0 else NULL
+    ctx.size = <int32_t>scratch.shape[0]
+    ctx.stats = &stats
+    with nogil:
+        st = pe_stripe_region_run(&ctx, &words[0], <int32_t>words.shape[0], _lookup, &c.table, &din, &x[0],
+                                  &dout, &out[0])
+    check(st, "pe_stripe_region_run", f"scratch of {scratch.shape[0]} bytes")
+    return stats_to_dict(&stats)
+
+
+def conv_pool_buffer_size(const int32_t[::1] words, input_shape, filter_shape, output_shape):
+    """pe_conv_pool_op_get_buffer_size."""
+    cdef pe_dims di = _dims4(input_shape)
+    cdef pe_dims df = _dims4(filter_shape)
+    cdef pe_dims do = _dims4(output_shape)
+    cdef int32_t size = 0
+    cdef int st
+    with nogil:
+        st = pe_conv_pool_op_get_buffer_size(&words[0], <int32_t>words.shape[0], &di, &df, &do, &size)
+    check(st, "pe_conv_pool_op_get_buffer_size", "conv -> pool words or shapes")
+    return size

@@ -1,6 +1,17 @@
-"""Calibrate the simulator's cycle cost model against published MLPerf Tiny latencies.
+"""Calibrate the simulator's cycle cost model: against pyembed's own kernels
+measured under QEMU, and against published MLPerf Tiny latencies.
 
     python -m pyembed.bench calibrate [--json] [--fit [--write]] [--no-kernels]
+                                      [--no-qemu | --qemu-only] [--qemu-write] [--models a,b]
+
+Two sections. "QEMU" (pyembed.bench.calibrate_qemu; needs arm-none-eabi-gcc and
+qemu-system-arm): instruction counts of pyembed's own kernels per operator on
+mps2-an386 (Cortex-M4) and mps2-an500 (Cortex-M7), cycles = instructions x a
+stated CPI per kernel class, the cost model refitted to them, prediction beside
+measurement per model and operator (--qemu-write stores the tables as
+cortex-m4-pyembed / cortex-m7-pyembed). "MLPerf Tiny" (below): the previous
+calibration of the core tables to other runtimes' published latencies
+(X-CUBE-AI / CMSIS-NN firmware, not pyembed's kernels).
 
 For every (board, benchmark) pair with a published median throughput, the
 model is planned and run on the simulated board (real kernels, bit-exact
@@ -291,13 +302,39 @@ def _render(result):
     return "\n".join(text)
 
 
+def _render_all(result):
+    from pyembed.bench import calibrate_qemu
+    q = result["qemu"]
+    head = calibrate_qemu.render(q) if "models" in q else f"QEMU section skipped: {q.get('skipped')}"
+    return (head + "\n\n== MLPerf Tiny: the core tables against other runtimes' published latencies "
+            "(X-CUBE-AI / CMSIS-NN firmware, not pyembed's kernels)\n" + _render(result["mlperf"]))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m pyembed.bench calibrate", description=__doc__.split("\n")[0])
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--fit", action="store_true", help="fit cycles/MAC per core and show the fitted table")
     ap.add_argument("--write", action="store_true", help="with --fit: store the fit in cores.json")
     ap.add_argument("--no-kernels", action="store_true", help="cost model only (skip running the kernels)")
+    ap.add_argument("--no-qemu", action="store_true", help="skip the QEMU measurement of pyembed's kernels")
+    ap.add_argument("--qemu-only", action="store_true", help="only the QEMU measurement (skip MLPerf Tiny)")
+    ap.add_argument("--qemu-write", action="store_true", help="store the QEMU-fitted tables in cores.json")
+    ap.add_argument("--models", default=None, help="QEMU section: comma-separated bundled models")
     args = ap.parse_args(argv)
+    qemu_result = None
+    if not args.no_qemu:
+        from pyembed.bench import calibrate_qemu
+        from pyembed.target.qemu import missing_tools
+        if missing_tools() is None:
+            qemu_result = calibrate_qemu.run(args.models.split(",") if args.models else None,
+                                             write=args.qemu_write)
+        else:
+            qemu_result = {"skipped": missing_tools()}
+    if args.qemu_only:
+        from pyembed.bench import calibrate_qemu
+        emit({"qemu": qemu_result}, args.json,
+             lambda r: calibrate_qemu.render(r["qemu"]) if "models" in r["qemu"] else f"QEMU: {r['qemu']}")
+        return 0
     rows = measure(run_kernels=not args.no_kernels)
     result = {"rows": rows, "source": SOURCE, "leave_one_out": leave_one_out(rows),
               "variants": compare_variants(rows)}
@@ -307,5 +344,6 @@ def main(argv=None):
             result["written"] = os.path.relpath(write_fit(result["fit"]))
             rows = measure(run_kernels=not args.no_kernels)
             result["rows"] = rows
-    emit(result, args.json, _render)
+    result = {"qemu": qemu_result, "mlperf": result} if qemu_result is not None else result
+    emit(result, args.json, _render_all if qemu_result is not None else _render)
     return 0

@@ -50,8 +50,8 @@ def build_program(source, name, opt="-O2", cc="gcc", extra_flags=()):
     c_path = exe + ".c"
     with open(c_path, "w") as f:
         f.write(source)
-    cmd = [cc, "-std=c99", opt, "-g", f"-I{os.path.join(CSRC, 'include')}", *extra_flags, c_path, *srcs,
-           "-o", exe, "-lm"]
+    cmd = [cc, "-std=c99", *([opt] if opt else []), "-g", f"-I{os.path.join(CSRC, 'include')}",
+           *extra_flags, c_path, *srcs, "-o", exe, "-lm"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         raise BenchSetupError(f"compile failed: {' '.join(cmd)}\n{r.stderr}")

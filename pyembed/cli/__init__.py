@@ -1,6 +1,6 @@
 """The ``pyembed`` command: the group and its error handling live in
 pyembed.cli.app; each sub-command has its own module here."""
-from pyembed.cli import check, demo, model, plan, profiles, schedule, simulate, vectors
+from pyembed.cli import check, demo, firmware, model, ops, plan, profiles, schedule, simulate, vectors
 from pyembed.cli.app import exit_code_for, main  # noqa: F401
 
 main.add_command(demo.demo_command)
@@ -12,3 +12,6 @@ main.add_command(simulate.simulate_command)
 main.add_command(check.check_command)
 main.add_command(profiles.profiles_command)
 main.add_command(vectors.vectors)
+main.add_command(ops.ops_command)
+firmware.firmware_command.short_help = "Write a Cortex-M firmware project; --run builds it and runs it under QEMU."
+main.add_command(firmware.firmware_command)

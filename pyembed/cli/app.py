@@ -37,6 +37,8 @@ def exit_code_for(exc):
     """(exit code, message) for an exception the CLI expects, or None for a bug."""
     if isinstance(exc, SimulationFault):
         return EXIT_CHECK_FAILED, f"the simulated firmware faulted: {exc}"
+    if type(exc).__name__ == "FirmwareError":     # pyembed.target.firmware: the build or the QEMU run failed
+        return EXIT_CHECK_FAILED, f"firmware: {exc}"
     if type(exc).__name__ == "ScheduleError":     # pyembed.schedule: the windows cannot hold the work
         return EXIT_CHECK_FAILED, f"no schedule meets the windows: {exc}"
     if isinstance(exc, FitError):      # valid input that does not fit: a failed check, not bad input

@@ -86,8 +86,14 @@ def summary(plan):
               help="Also write the .tflite model with the plan as OfflineMemoryAllocation metadata.")
 @click.option("--timeline", "show_timeline", is_flag=True, help="Print the plan's timeline.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable summary.")
+@click.option("--strategy", "pipeline", default="none", show_default=True,
+              type=click.Choice(["none", "layers", "stripes", "auto"]),
+              help="Compiler pipeline before planning: layers = conv->pool pairs fused; stripes = stripe regions "
+                   "wherever they lower the arena; auto = the smallest arena within --max-extra-macs.")
+@click.option("--max-extra-macs", default="10%", show_default=True,
+              help="MAC budget of --strategy auto over the imported model (10% or 0.1).")
 def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_order, time_limit, section,
-                 tflite_out, show_timeline, as_json):
+                 tflite_out, show_timeline, as_json, pipeline="none", max_extra_macs="10%"):
     """Plan the static memory of MODEL (.tflite / .onnx) and emit C headers.
 
     Prints the arena per region against the liveness lower bound; fails
@@ -96,16 +102,26 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
     from pyembed.model.load import load_model
     from pyembed.plan import plan_graph
 
+    from pyembed.model.support import require_executable
+
     g = load_model(model)
     require_quantized(g, "plan")
+    require_executable(g, "plan")   # unsupported operators or a float model: exit 2 with the list
+    pipeline_lines = []
     regions = None
     if part:
         _, regions = regions_for_mcu(part)
     if region_specs:
         regions = [parse_region(r) for r in region_specs]
+    if pipeline != "none":
+        from pyembed.plan.pipeline import plan_with_strategy
+        g, plan, pipeline_lines = plan_with_strategy(
+            g, pipeline, parse_fraction(max_extra_macs), overlaps=overlaps, regions=regions, algorithm=algorithm,
+            search_order=search_order, time_limit=time_limit)
     use_overlaps = overlaps and not g.unsupported
-    plan = plan_graph(g, regions, algorithm=algorithm, overlaps=use_overlaps, search_order=search_order,
-                      time_limit=time_limit)
+    if pipeline == "none":
+        plan = plan_graph(g, regions, algorithm=algorithm, overlaps=use_overlaps, search_order=search_order,
+                          time_limit=time_limit)
     paths = write_plan_outputs(g, plan, outdir, section=section)
     notes = []
     if overlaps and g.unsupported:
@@ -126,11 +142,14 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
     s = summary(plan)
     s["files"] = paths
     s["notes"] = notes
+    s["pipeline"] = pipeline_lines
     if as_json:
         click.echo(json.dumps(s, indent=1))
     else:
         click.echo(f"{s['model']}: arena {s['arena']} B ({s['algorithm']}), liveness lower bound {s['lower_bound']} B, "
                    f"no reuse {s['no_reuse']} B, {s['buffers']} buffers")
+        for line in pipeline_lines:
+            click.echo(f"  {line}")
         for r in s["regions"]:
             cap = f" of {r['size']} B" if r["size"] is not None else ""
             click.echo(f"  region {r['name']}: {r['used']} B used{cap}")
@@ -143,6 +162,27 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
             click.echo(f"  wrote {p}")
         if show_timeline:
             click.echo(plan.timeline())
+
+
+def parse_fraction(text, name="--max-extra-macs"):
+    """'10%' or '0.1' -> 0.1."""
+    t = str(text).strip()
+    try:
+        v = float(t[:-1]) / 100.0 if t.endswith("%") else float(t)
+    except ValueError:
+        v = float("nan")
+    if not v >= 0:
+        from pyembed.errors import ArgumentError
+        raise ArgumentError(f"{name} {text!r}: expected a fraction >= 0 such as 10% or 0.1")
+    return v
+
+
+def apply_strategy(graph, strategy, max_extra_macs="10%"):
+    """The compiler pipeline (pyembed.passes.pipeline) on graph: returns the
+    rewritten graph and the lines saying what was chosen per region and why."""
+    from pyembed.passes.pipeline import apply_pipeline
+    res = apply_pipeline(graph, strategy, max_extra_macs=parse_fraction(max_extra_macs))
+    return res.graph, res.report()
 
 
 def plan_for_tflm(graph, plan, time_limit=10.0):

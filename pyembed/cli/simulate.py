@@ -59,8 +59,12 @@ def _parse_segments(text):
                    "samples for the model.")
 @click.option("--ops/--no-ops", "show_ops", default=True, show_default=True, help="Print the per-operator table.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable result (Result.to_dict()).")
+@click.option("--pipeline", default="none", show_default=True, type=click.Choice(["none", "layers", "stripes", "auto"]),
+              help="Compiler pipeline before running (as 'pyembed plan --strategy'; give the same one as the plan's).")
+@click.option("--max-extra-macs", default="10%", show_default=True, help="MAC budget of --pipeline auto.")
 def simulate_command(model, profile, plan_path, segments, strategy, split_bytes, contention, inputs_path, seed,
-                     deadline_ms, trace_path, plot_memory, plot_gantt, report_dir, calibration, show_ops, as_json):
+                     deadline_ms, trace_path, plot_memory, plot_gantt, report_dir, calibration, show_ops, as_json,
+                     pipeline="none", max_extra_macs="10%"):
     """Run MODEL on a simulated microcontroller: the real C kernels on the
     profile's RAM and flash, with its cycle cost model and DMA.
 
@@ -72,11 +76,29 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
     from firmware_sim.sim import simulate_file
     from pyembed.model.load import load_model
 
+    from pyembed.model.support import require_executable
+
     check_deadline(deadline_ms)
     prof = load_profile(profile)
     graph = load_model(model)
     require_quantized(graph, "simulate")
+    require_executable(graph, "simulate")   # unsupported operators or float activations: exit 2 with the list
     plan = None
+    if plan_path:
+        from pyembed.plan import load_plan
+        try:
+            recorded = load_plan(plan_path).info.get("pipeline")
+        except PlanError as e:
+            raise PlanError(f"--plan {plan_path}: {e}") from None
+        if isinstance(recorded, dict) and recorded.get("strategy") in ("layers", "stripes", "auto"):
+            # the plan was made for the rewritten graph: the same rewrite
+            pipeline, max_extra_macs = recorded["strategy"], str(recorded.get("max_extra_macs", 0.1))
+    if pipeline != "none":
+        from pyembed.cli.plan import apply_strategy
+        graph, pipeline_lines = apply_strategy(graph, pipeline, max_extra_macs)
+        if not as_json:
+            for line in pipeline_lines:
+                click.echo(line)
     if plan_path:
         from pyembed.plan import load_plan
         try:
@@ -108,6 +130,10 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
                                             split_bytes=split, contention=contention),
         expected_seconds=max(2.0, graph.macs / 4e6))
     missed = deadline_ms is not None and result.latency_ms > deadline_ms
+    seg_note = None
+    if isinstance(seg, int):   # a block the user named: say whether and how the model was divided
+        from firmware_sim.autoseg import segment_note
+        seg_note = segment_note(graph, seg, result.segments)
     report_paths = None
     if report_dir:
         from pyembed.check import report as R
@@ -115,8 +141,10 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
         if calibration > 0:
             from pyembed.check.accuracy import check_accuracy
             from pyembed.check.samples import bundled_samples
-            known = bundled_samples(graph)
-            accuracy = check_accuracy(graph, inputs=known, n=calibration, seed=seed, progress=progress_iter)
+            # the pipeline's operators compute what the imported ones do: accuracy on the imported graph
+            source = getattr(graph, "pipeline_source", graph)
+            known = bundled_samples(source)
+            accuracy = check_accuracy(source, inputs=known, n=calibration, seed=seed, progress=progress_iter)
         if plan is None:
             from firmware_sim.sim import default_plan
             plan, _ = default_plan(graph, prof)
@@ -124,7 +152,7 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
                                       deadline_ms=deadline_ms)
     if as_json:
         d = result.to_dict()
-        d.update({"bit_exact_with_host": exact, "deadline_ms": deadline_ms,
+        d.update({"bit_exact_with_host": exact, "deadline_ms": deadline_ms, "segment_note": seg_note,
                   "meets_deadline": None if deadline_ms is None else not missed,
                   "files": {k: v for k, v in (("trace", trace_path), ("memory_png", plot_memory),
                                               ("gantt_png", plot_gantt)) if v}})
@@ -133,6 +161,8 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
         _echo_json(d)
     else:
         click.echo(result.summary())
+        if seg_note:
+            click.echo(f"  segments: {seg_note}")
         click.echo(f"  outputs {'bit-exact with' if exact else 'DIFFER from'} the host run of the same graph")
         if deadline_ms is not None:
             click.echo(f"  deadline {deadline_ms:g} ms: " + ("MISSED" if missed else

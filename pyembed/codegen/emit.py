@@ -427,12 +427,16 @@ def _op_initializer(spec, prefix, arrays):
     return head + (", " + body if body else "") + " }"
 
 
-def graph_tables(graph, plan, prefix="pe_model"):
+def graph_tables(graph, plan, prefix="pe_model", layout=None, const_data=None):
     """(model_graph.h, model_graph.c): the pe_graph tables of graph on the
-    plan's arena (regions laid end to end, as Graph.layout_from_plan does),
-    constants pointing into model_data.c."""
+    plan's arena (regions laid end to end, as Graph.layout_from_plan does,
+    unless a Layout is given: the firmware project passes one with the
+    regions at their real addresses), constants pointing into model_data.c
+    (or, for a tensor in const_data {tensor: C expression}, at that address:
+    the firmware's segment block)."""
     graph.check_supported()
-    layout = graph.layout_from_plan(plan)
+    if layout is None:
+        layout = graph.layout_from_plan(plan)
     tensors, ops = runtime_tables(graph, layout)
     P = prefix.upper()
     t_index = {tt["tensor"]: k for k, tt in enumerate(tensors)}
@@ -468,6 +472,8 @@ def graph_tables(graph, plan, prefix="pe_model"):
     trows = []
     for tt in tensors:
         data = f"(const void *){prefix}_t{tt['tensor']}" if tt["data"] is not None else "NULL"
+        if const_data and tt["tensor"] in const_data:
+            data = const_data[tt["tensor"]]
         d = tt["dims"]
         trows.append(f"    {{ {data}, {tt['offset']}, {tt['bytes']}, {{{d[0]}, {d[1]}, {d[2]}, {d[3]}}}, "
                      f"{_GDT[np.dtype(tt['dtype'])]} }}, /* tensor {tt['tensor']} */")

@@ -60,9 +60,9 @@ def check_network(layers, input_shape):
         raise ArgumentError(f"layers: the network's receptive field is {rf[0]}x{rf[1]} pixels, larger than "
                             f"the {input_shape[0]}x{input_shape[1]} image")
     for i, layer in enumerate(layers):
-        if max(layer.kernel) > _c.MAX_KERNEL:
+        if max(layer.kernel) > _c.MAX_KERNEL or layer.kernel[0] * layer.kernel[1] > _c.MAX_TAPS:
             raise ArgumentError(f"layers[{i}]: kernel {layer.kernel} is larger than the executor's "
-                                f"{_c.MAX_KERNEL}x{_c.MAX_KERNEL} maximum")
+                                f"{_c.MAX_KERNEL}x{_c.MAX_KERNEL} maximum or has more than {_c.MAX_TAPS} taps")
     if len(layers) > _c.MAX_LAYERS:
         raise ArgumentError(f"layers: at most {_c.MAX_LAYERS} layers, got {len(layers)}")
     _check_branches_causal(layers, shapes)

@@ -9,7 +9,7 @@ import numpy as np
 
 from pyembed._validate import int_in_range
 from pyembed.errors import ArgumentError, ModelError, UnsupportedError
-from pyembed.kernels.layers import Add, Conv2D, DepthwiseConv2D, Pointwise, Pool2D, infer_shapes
+from pyembed.kernels.layers import Add, Conv2D, DepthwiseConv2D, Pointwise, Pool2D, Upsample2x, infer_shapes
 from pyembed.model.runtime import rounding_table
 
 
@@ -67,6 +67,8 @@ def from_operator(graph, op, *, rounding="double", main_input=0, from_layer=-1):
     main_input = int_in_range(main_input, "main_input", 0, 1)
     from_layer = int_in_range(from_layer, "from_layer", -1)
     where = _where(graph, op)
+    if op.type == "RESIZE_NEAREST_NEIGHBOR":
+        return _upsample(graph, op, where)
     if not op.supported:
         raise UnsupportedError(f"{where}: {op.reason}")
     if op.type not in LAYER_OP_TYPES:
@@ -121,6 +123,26 @@ def from_operator(graph, op, *, rounding="double", main_input=0, from_layer=-1):
     if got != y_shape:
         raise ModelError(f"{where}: the layer computes shape {got} from input {x_shape}, the graph says {y_shape}")
     return layer
+
+
+def _upsample(graph, op, where):
+    """RESIZE_NEAREST_NEIGHBOR by exactly 2 in both directions with
+    align_corners false (out[y][x] = in[y / 2][x / 2], half-pixel centres
+    or not), int8 with the output quantized as the input: Upsample2x. The
+    stripe executor runs it inside a region even where the graph runtime
+    has no kernel for the operator."""
+    opts = op.options or {}
+    if opts.get("align_corners") is not False:
+        raise UnsupportedError(f"{where}: only align_corners=false nearest-neighbour resizing is a layer "
+                               f"(options {opts})")
+    x_shape = _hwc(graph, op, op.inputs[0], "input")
+    y_shape = _hwc(graph, op, op.outputs[0], "output")
+    if y_shape != (2 * x_shape[0], 2 * x_shape[1], x_shape[2]):
+        raise UnsupportedError(f"{where}: resizes {x_shape} to {y_shape}; the layer doubles both sizes")
+    tx, ty = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    if not (tx.is_quantized and ty.is_quantized) or tx.qparams() != ty.qparams():
+        raise UnsupportedError(f"{where}: input and output quantization differ")
+    return Upsample2x()
 
 
 class LayerChain(list):

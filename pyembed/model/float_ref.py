@@ -294,7 +294,22 @@ def evaluate(graph, op, inputs):
         return _attention(op, inputs).reshape(out_t.shape)
     if kind == "PE_LUT":
         return np.asarray(_lut(graph, op, inputs)).reshape(out_t.shape)
+    ref = _family_reference(kind)
+    if ref is not None:
+        return ref(graph, op, inputs)
     raise UnsupportedError(f"float reference: operator {op.index} ({kind}) is not modelled")
+
+
+def _family_reference(kind):
+    """float_reference(graph, op, inputs) of a registered operator's family
+    module (pyembed.model.ops.<family>), or None."""
+    import importlib
+
+    from pyembed.model.ops.registry import lookup
+    d = lookup(kind)
+    if d is None:
+        return None
+    return getattr(importlib.import_module(d.family), "float_reference", None)
 
 
 def _input_values(graph, op, values):

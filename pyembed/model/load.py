@@ -3,6 +3,7 @@ import os
 
 from pyembed.errors import ArgumentError, ModelError
 from pyembed.model.conv_form import choose_conv_forms
+from pyembed.model.fold import fold_constants
 from pyembed.model.graph import Graph, Operator, Tensor
 from pyembed.model.ops import check_tensor_sizes, prepare_operator
 
@@ -24,6 +25,9 @@ def graph_from_raw(raw, label, source_format=""):
                                  f"{len(tensors)}")
     g = Graph(raw["name"], tensors, operators, raw["inputs"], raw["outputs"], source_path=raw.get("source_path"),
               metadata=raw.get("metadata"), source_format=source_format)
+    # shape arithmetic on constants (SHAPE, PACK, CAST, FILL, ...) is evaluated here, never run
+    g.folded = fold_constants(g, label)
+    operators = g.operators
     for op in operators:
         prepare_operator(g, op, label)
     written = {}
@@ -39,7 +43,8 @@ def graph_from_raw(raw, label, source_format=""):
                                  f"({tensors[t].name!r}), which is constant")
             written[t] = op.index
     for op in operators:
-        if op.type == "RESHAPE" and op.supported and op.inputs and op.inputs[0] >= 0:
+        # RESHAPE, SQUEEZE and EXPAND_DIMS keep the bytes: the output aliases the input
+        if op.type in ("RESHAPE", "SQUEEZE", "EXPAND_DIMS") and op.supported and op.inputs and op.inputs[0] >= 0:
             src = op.inputs[0]
             if not tensors[src].is_constant and op.outputs[0] not in g.inputs:
                 g.aliases[op.outputs[0]] = src

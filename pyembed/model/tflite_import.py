@@ -20,6 +20,7 @@ import flatbuffers
 import numpy as np
 
 from pyembed.errors import ModelError
+from pyembed.model.tflite_options_data import data_options
 
 try:  # the schema package; a missing one is a clear error at import time of a model
     import tflite
@@ -363,6 +364,9 @@ def _options(op, op_type):
     if op_type == "L2_NORMALIZATION" and otype == B.L2NormOptions:
         o = load(tflite.L2NormOptions)
         return {"activation": _ACTIVATION.get(int(o.FusedActivationFunction()), int(o.FusedActivationFunction()))}
+    if op_type == "RESIZE_NEAREST_NEIGHBOR" and otype == B.ResizeNearestNeighborOptions:
+        o = load(tflite.ResizeNearestNeighborOptions)
+        return {"align_corners": bool(o.AlignCorners()), "half_pixel_centers": bool(o.HalfPixelCenters())}
     if op_type == "BATCH_MATMUL" and otype == B.BatchMatMulOptions:
         o = load(tflite.BatchMatMulOptions)
         return {"adj_x": bool(o.AdjX()), "adj_y": bool(o.AdjY())}
@@ -375,4 +379,7 @@ def _options(op, op_type):
         o = load(tflite.ReshapeOptions)
         n = _count(o.NewShapeLength(), "RESHAPE new_shape", 4, table.Bytes)
         return {"new_shape": tuple(int(o.NewShape(j)) for j in range(n))}
+    data = data_options(op_type, otype, load, lambda n, what: _count(n, what, 4, table.Bytes))
+    if data is not None:
+        return data
     return {"options_type": otype}

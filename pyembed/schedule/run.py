@@ -24,7 +24,7 @@ from pyembed.schedule.table import EVENT_DTYPE, table_arrays
 
 EV_RAN, EV_OVERRUN, EV_MISS, EV_LATE, EV_LAG, EV_DEFER, EV_NO_FIT, EV_FAULT, EV_DROP = (
     1, 2, 4, 8, 16, 32, 64, 128, 256)
-EV_PREFETCH, EV_PREFETCH_LATE = 0x200, 0x400
+EV_PREFETCH, EV_PREFETCH_LATE, EV_STALL = 0x200, 0x400, 0x800
 PREFETCH_START, PREFETCH_CHECK = 0, 1
 
 
@@ -223,7 +223,7 @@ class Run:
         for ev in self.events:
             f = int(ev["flags"])
             if ev["item"] < 0 or not f & (EV_OVERRUN | EV_MISS | EV_LATE | EV_DEFER | EV_NO_FIT | EV_FAULT | EV_DROP
-                                          | EV_PREFETCH_LATE):
+                                          | EV_PREFETCH_LATE | EV_STALL):
                 continue
             p = s.items[int(ev["item"])]
             name = s.models[p.model].name
@@ -258,6 +258,10 @@ class Run:
                              f"for frame {int(ev['frame'])} is skipped")
             if f & EV_FAULT:
                 lines.append(f"window {window}: FAULT work function of {what} failed")
+            if f & EV_STALL:
+                lines.append(f"window {window}: STALL priority model {name} (planned window "
+                             f"{int(ev['planned_window'])}) waits for low-priority work of its unit that cannot "
+                             f"run now (not released, waiting for its own inputs, or dropped)")
             if f & EV_PREFETCH_LATE:
                 lines.append(f"window {window}, frame {int(ev['frame'])}: PREFETCH LATE {what}: due at "
                              f"{s.ms(int(ev['start'])):.3f} ms but the DMA copy of its input (planned "
@@ -301,7 +305,7 @@ class Run:
                         cpu_waits=bool(ev["end"] > ev["start"]))
             for bit, label in ((EV_OVERRUN, "overrun"), (EV_MISS, "deadline miss"), (EV_LATE, "late start"),
                                (EV_DEFER, "deferred"), (EV_NO_FIT, "no fit"), (EV_DROP, "dropped"),
-                               (EV_PREFETCH_LATE, "prefetch late")):
+                               (EV_PREFETCH_LATE, "prefetch late"), (EV_STALL, "stall")):
                 if f & bit:
                     tr.instant(f"{label}: {name} s{p.sub}", track, int(ev["start"]), cat="sched", frame=int(ev["frame"]))
         for t in getattr(self, "dma", None) or ():   # run_on_mcu: the simulator's transfers themselves

@@ -24,6 +24,8 @@
 #include "pyembed/pe_graph.h"
 #include "pyembed/pe_conv.h"
 #include "pyembed/pe_pool.h"
+#include "pyembed/pe_shape_ops.h"
+#include "pyembed/pe_resize.h"
 #include "pyembed/pe_math_ops.h"
 #include "pyembed/pe_matmul.h"
 #include "pyembed/pe_tconv.h"
@@ -31,12 +33,15 @@
 
 #define MAX_T 32
 #define MAX_OPS 8
+/* parameter words per operator: the largest fixed layout (int16 softmax's
+ * tables) or the data movement operators' (48 at most here) */
 #define MAX_WORDS (PE_SOFTMAX_S16_WORDS > 80 ? PE_SOFTMAX_S16_WORDS : 80) /* math ops: up to 76 */
 
 typedef struct {
     pe_graph_tensor t[MAX_T];
     pe_graph_op ops[MAX_OPS];
     int32_t io[MAX_OPS][4]; /* per operator: inputs 0..2, then the output */
+    int32_t dio[MAX_OPS][8]; /* data movement operators: inputs 0..3, outputs 4..7 */
     void *consts[MAX_T];
     int32_t *quant[MAX_OPS][2];
     int32_t words[MAX_OPS][MAX_WORDS]; /* parameter words of the generic operators */
@@ -430,6 +435,241 @@ static int32_t add_op(fz_reader *r, table *tb, pe_graph_op_type type, int32_t x)
     return y;
 }
 
+/* ---- data movement operators (pe_shape_ops.h, pe_resize.h): mostly valid
+ * parameter words drawn around the tensor x (dims n, h, w, c as a 4-D
+ * shape), with fz_wild letting some run out of range. */
+
+static int32_t push(table *tb, int32_t i, int32_t *nw, int32_t v)
+{
+    if (*nw < MAX_WORDS) {
+        tb->words[i][(*nw)++] = v;
+    }
+    return v;
+}
+
+static void push_dims(table *tb, int32_t i, int32_t *nw, const int32_t *d)
+{
+    int32_t k;
+    push(tb, i, nw, 4);
+    for (k = 0; k < 4; k++) {
+        push(tb, i, nw, d[k]);
+    }
+}
+
+static int32_t add_data_op(fz_reader *r, table *tb, pe_graph_op_type type, int32_t x)
+{
+    const int32_t i = tb->nops;
+    pe_graph_op *op = &tb->ops[i];
+    const pe_dims xd = tb->t[x].dims;
+    const int32_t d[4] = {xd.n, xd.h, xd.w, xd.c};
+    int32_t o[4] = {xd.n, xd.h, xd.w, xd.c};
+    int32_t nw = 0, k, y = -1, n_in = 1, n_out = 1;
+    memset(op, 0, sizeof(*op));
+    op->type = type;
+    op->inputs = tb->dio[i];
+    op->outputs = tb->dio[i] + 4;
+    op->params = tb->words[i];
+    op->scratch_offset = -1;
+    tb->dio[i][0] = x;
+    switch (type) {
+    case PE_GOP_PAD:
+    case PE_GOP_PADV2:
+    case PE_GOP_MIRROR_PAD: {
+        const int32_t sym = fz_bool(r);
+        int32_t b[4], a[4];
+        for (k = 0; k < 4; k++) {
+            const int32_t lim = type == PE_GOP_MIRROR_PAD ? d[k] - 1 + sym : 2;
+            b[k] = fz_range(r, 0, lim);
+            a[k] = fz_range(r, 0, lim);
+            o[k] = d[k] + b[k] + a[k];
+        }
+        push_dims(tb, i, &nw, d);
+        for (k = 0; k < 4; k++) {
+            push(tb, i, &nw, fz_wild(r, b[k], b[k]));
+        }
+        for (k = 0; k < 4; k++) {
+            push(tb, i, &nw, fz_wild(r, a[k], a[k]));
+        }
+        push(tb, i, &nw, type == PE_GOP_MIRROR_PAD ? fz_wild(r, sym, sym) : fz_wild(r, -128, 127));
+        break;
+    }
+    case PE_GOP_CONCATENATION: {
+        const int32_t axis = fz_range(r, 0, 3);
+        int32_t ext[3];
+        n_in = fz_range(r, 1, 3);
+        o[axis] = 0;
+        for (k = 0; k < n_in; k++) {
+            int32_t sd[4] = {d[0], d[1], d[2], d[3]};
+            ext[k] = k == 0 ? d[axis] : fz_range(r, 1, 3);
+            sd[axis] = ext[k];
+            if (k > 0) {
+                tb->dio[i][k] = add_tensor(r, tb, PE_DT_INT8, sd[0], sd[1], sd[2], sd[3], 1);
+                if (tb->dio[i][k] < 0) {
+                    return -1;
+                }
+            }
+            o[axis] += ext[k];
+        }
+        push(tb, i, &nw, 4);
+        push(tb, i, &nw, fz_wild(r, axis, axis));
+        for (k = 0; k < 4; k++) {
+            push(tb, i, &nw, o[k]);
+        }
+        for (k = 0; k < n_in; k++) {
+            push(tb, i, &nw, ext[k]);
+            push(tb, i, &nw, fz_wild(r, 0, 1));
+            push(tb, i, &nw, fz_wild(r, -127, 128));
+            push(tb, i, &nw, fz_wild(r, -128, 127));
+            push(tb, i, &nw, fz_wild(r, 1 << 30, 0x7FFFFFFF));
+            push(tb, i, &nw, fz_wild(r, -8, 2));
+        }
+        break;
+    }
+    case PE_GOP_SPLIT:
+    case PE_GOP_SPLIT_V: {
+        const int32_t axis = fz_range(r, 0, 3);
+        int32_t left = d[axis];
+        n_out = fz_range(r, 1, d[axis] < 3 ? d[axis] : 3);
+        push(tb, i, &nw, fz_wild(r, axis, axis));
+        push_dims(tb, i, &nw, d);
+        for (k = 0; k < n_out; k++) {
+            const int32_t e = k == n_out - 1 ? left : fz_range(r, 1, left - (n_out - 1 - k));
+            int32_t sd[4] = {d[0], d[1], d[2], d[3]};
+            left -= e;
+            sd[axis] = e;
+            push(tb, i, &nw, fz_wild(r, e, e));
+            tb->dio[i][4 + k] = add_tensor(r, tb, PE_DT_INT8, sd[0], sd[1], sd[2], sd[3], 0);
+            if (tb->dio[i][4 + k] < 0) {
+                return -1;
+            }
+        }
+        y = tb->dio[i][4];
+        break;
+    }
+    case PE_GOP_STRIDED_SLICE:
+    case PE_GOP_SLICE: {
+        int32_t b[4], st[4];
+        for (k = 0; k < 4; k++) {
+            const int32_t s = fz_range(r, 1, 2) * (fz_bool(r) ? -1 : 1);
+            b[k] = fz_range(r, 0, d[k] - 1);
+            st[k] = s;
+            o[k] = fz_range(r, 1, s > 0 ? (d[k] - 1 - b[k]) / s + 1 : b[k] / (-s) + 1);
+        }
+        push_dims(tb, i, &nw, d);
+        for (k = 0; k < 4; k++) {
+            push(tb, i, &nw, fz_wild(r, b[k], b[k]));
+        }
+        for (k = 0; k < 4; k++) {
+            push(tb, i, &nw, fz_wild(r, st[k], st[k]));
+        }
+        for (k = 0; k < 4; k++) {
+            push(tb, i, &nw, o[k]);
+        }
+        break;
+    }
+    case PE_GOP_TRANSPOSE: {
+        int32_t perm[4] = {0, 1, 2, 3};
+        for (k = 3; k > 0; k--) {
+            const int32_t j = fz_range(r, 0, k), t = perm[k];
+            perm[k] = perm[j];
+            perm[j] = t;
+        }
+        push_dims(tb, i, &nw, d);
+        for (k = 0; k < 4; k++) {
+            push(tb, i, &nw, fz_wild(r, perm[k], perm[k]));
+            o[k] = d[perm[k]];
+        }
+        break;
+    }
+    case PE_GOP_GATHER: {
+        const int32_t axis = fz_range(r, 0, 3), m = fz_range(r, 1, 4);
+        int32_t *idx;
+        n_in = 2;
+        tb->dio[i][1] = add_tensor(r, tb, PE_DT_INT32, 1, 1, 1, m, 1);
+        if (tb->dio[i][1] < 0) {
+            return -1;
+        }
+        idx = (int32_t *)tb->consts[tb->dio[i][1]];
+        for (k = 0; k < m; k++) {
+            idx[k] = fz_wild(r, 0, d[axis] - 1);
+        }
+        o[axis] = m;
+        push_dims(tb, i, &nw, d);
+        push(tb, i, &nw, fz_wild(r, axis, axis));
+        break;
+    }
+    case PE_GOP_DEPTH_TO_SPACE:
+    case PE_GOP_SPACE_TO_DEPTH: {
+        int32_t b = fz_range(r, 1, 2);
+        if (type == PE_GOP_DEPTH_TO_SPACE ? d[3] % (b * b) != 0 : (d[1] % b != 0 || d[2] % b != 0)) {
+            b = 1;
+        }
+        if (type == PE_GOP_DEPTH_TO_SPACE) {
+            o[1] = d[1] * b;
+            o[2] = d[2] * b;
+            o[3] = d[3] / (b * b);
+        } else {
+            o[1] = d[1] / b;
+            o[2] = d[2] / b;
+            o[3] = d[3] * b * b;
+        }
+        push(tb, i, &nw, fz_wild(r, b, b));
+        break;
+    }
+    case PE_GOP_RESIZE_NEAREST_NEIGHBOR:
+    case PE_GOP_RESIZE_BILINEAR:
+        o[1] = fz_range(r, 1, 10);
+        o[2] = fz_range(r, 1, 10);
+        if (type == PE_GOP_RESIZE_BILINEAR) {
+            const int32_t align = fz_bool(r);
+            push(tb, i, &nw, fz_wild(r, align, align));
+            push(tb, i, &nw, fz_wild(r, 0, align ? 0 : 1));
+        } else {
+            push(tb, i, &nw, fz_wild(r, o[1], o[1]));
+            push(tb, i, &nw, fz_wild(r, o[2], o[2]));
+            for (k = 0; k < o[1]; k++) {
+                push(tb, i, &nw, fz_wild(r, 0, d[1] - 1));
+            }
+            for (k = 0; k < o[2]; k++) {
+                push(tb, i, &nw, fz_wild(r, 0, d[2] - 1));
+            }
+        }
+        break;
+    default: /* SQUEEZE, EXPAND_DIMS: the same bytes, no words */
+        o[0] = 1;
+        o[1] = 1;
+        o[2] = 1;
+        o[3] = d[0] * d[1] * d[2] * d[3];
+        break;
+    }
+    if (y < 0) {
+        y = add_tensor(r, tb, PE_DT_INT8, o[0], o[1], o[2], o[3], 0);
+        if (y < 0) {
+            return -1;
+        }
+        tb->dio[i][4] = y;
+        if ((type == PE_GOP_SQUEEZE || type == PE_GOP_EXPAND_DIMS) && fz_bool(r)) {
+            tb->t[y].offset = tb->t[x].offset; /* aliased, as the planner does */
+        }
+    }
+    op->num_inputs = n_in;
+    op->num_outputs = n_out;
+    op->num_params = nw;
+    tb->nops++;
+    return y;
+}
+
+static const pe_graph_op_type data_ops[16] = {
+    PE_GOP_PAD, PE_GOP_PADV2, PE_GOP_MIRROR_PAD, PE_GOP_CONCATENATION, PE_GOP_SPLIT, PE_GOP_SPLIT_V,
+    PE_GOP_STRIDED_SLICE, PE_GOP_SLICE, PE_GOP_TRANSPOSE, PE_GOP_GATHER, PE_GOP_DEPTH_TO_SPACE,
+    PE_GOP_SPACE_TO_DEPTH, PE_GOP_RESIZE_NEAREST_NEIGHBOR, PE_GOP_RESIZE_BILINEAR, PE_GOP_SQUEEZE,
+    PE_GOP_EXPAND_DIMS};
+
+static int is_data_op(const table *tb, int32_t k)
+{
+    return tb->ops[k].inputs == tb->dio[k];
+}
+
 /* Appends a math operator (pe_math_ops.h, types 60-78) reading activation x:
  * words of the documented layout with values mostly in range, a constant
  * second operand that broadcasts along h and w for the binary ones, the
@@ -518,7 +758,7 @@ static int32_t add_math_op(fz_reader *r, table *tb, int32_t x)
 /* Overwrite one field of the table with an arbitrary or nearby value. */
 static void corrupt(fz_reader *r, table *tb)
 {
-    const uint32_t what = fz_u8(r) % 14u;
+    const uint32_t what = fz_u8(r) % 17u;
     const int32_t v = fz_bool(r) ? (int32_t)fz_u32(r) : fz_range(r, -2, 40);
     pe_graph_tensor *x = &tb->t[fz_range(r, 0, tb->nt - 1)];
     const int32_t k = fz_range(r, 0, tb->nops - 1);
@@ -532,9 +772,9 @@ static void corrupt(fz_reader *r, table *tb)
     case 5: tb->io[k][fz_range(r, 0, 2)] = v; break;
     case 6: tb->io[k][3] = v; break;
     case 7: {
-        const int32_t t = fz_range(r, 0, 39);
-        op->type = t >= 19 ? (pe_graph_op_type)(59 + t - 19) /* 59-79: around the math operators */
-                 : (t >= 13 ? (pe_graph_op_type)(PE_GOP_BATCH_MATMUL + t - 13) : (pe_graph_op_type)t);
+        const int32_t t = fz_range(r, 0, 18 + 16);
+        op->type = t >= 19 ? data_ops[t - 19]
+                   : (t >= 13 ? (pe_graph_op_type)(PE_GOP_BATCH_MATMUL + t - 13) : (pe_graph_op_type)t);
         break;
     }
     case 8: op->scratch_offset = v; break;
@@ -547,6 +787,23 @@ static void corrupt(fz_reader *r, table *tb)
     case 11: /* a parameter word of a generic operator */
         if (op->num_params > 0 && op->num_params <= MAX_WORDS) {
             tb->words[k][fz_range(r, 0, op->num_params - 1)] = v;
+        }
+        break;
+    /* data movement operators: a parameter word, the word count, an io entry */
+    case 14:
+        if (is_data_op(tb, k) && op->num_params > 0) {
+            tb->words[k][fz_range(r, 0, op->num_params - 1)] = v;
+        }
+        break;
+    case 15:
+        if (is_data_op(tb, k)) {
+            op->num_params = fz_range(r, -1, MAX_WORDS);
+        }
+        break;
+    case 16:
+        if (is_data_op(tb, k)) {
+            tb->dio[k][fz_range(r, 0, 7)] = v;
+            op->num_outputs = fz_range(r, -1, 4);
         }
         break;
     default: tb->arena_size = v; break;
@@ -573,10 +830,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
     }
     n_ops = fz_range(&r, 1, MAX_OPS);
     for (i = 0; i < n_ops; i++) {
-        const int32_t pick = fz_range(&r, 0, 21);
+        const int32_t pick = fz_range(&r, 0, 17 + 16 + 4);
         const pe_graph_op_type type = pick >= 12 ? (pe_graph_op_type)(PE_GOP_BATCH_MATMUL + pick - 12)
                                                  : (pe_graph_op_type)pick;
-        const int32_t y = pick >= 18 ? add_math_op(&r, &tb, x) : add_op(&r, &tb, type, x);
+        const int32_t y = pick >= 34 ? add_math_op(&r, &tb, x)
+                          : (pick >= 18 ? add_data_op(&r, &tb, data_ops[pick - 18], x) : add_op(&r, &tb, type, x));
         if (y < 0) {
             break;
         }
@@ -623,25 +881,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
         int32_t k;
         memcpy(before, arena, (size_t)tb.arena_size);
         st = pe_graph_invoke_op(&g, i, &ctx);
-        if (fz_verbose()) {
-            fprintf(stderr, "  op %d type %d -> %d\n", i, (int)op->type, (int)st);
-        }
         if (st != PE_OK) {
             continue;
         }
-        /* only the output tensor and the scratch region may have changed */
-        FZ_CHECK(op->outputs[0] >= 0 && op->outputs[0] < tb.nt && tb.t[op->outputs[0]].data == NULL,
-                 "op %d ran with output %d", i, op->outputs[0]);
+        /* only the output tensors and the scratch region may have changed */
+        FZ_CHECK(op->num_outputs >= 1 && op->num_outputs <= (is_data_op(&tb, i) ? 4 : 1),
+                 "op %d ran with %d outputs", i, op->num_outputs);
+        for (k = 0; k < op->num_outputs; k++) {
+            FZ_CHECK(op->outputs[k] >= 0 && op->outputs[k] < tb.nt && tb.t[op->outputs[k]].data == NULL,
+                     "op %d ran with output %d", i, op->outputs[k]);
+        }
         for (k = 0; k < tb.arena_size; k++) {
-            const pe_graph_tensor *y = &tb.t[op->outputs[0]];
-            const int in_out = k >= y->offset && k < y->offset + y->bytes;
             const int in_scratch = op->scratch_size > 0 && k >= op->scratch_offset &&
                                    k < op->scratch_offset + op->scratch_size;
+            int in_out = 0;
+            int32_t j;
+            for (j = 0; j < op->num_outputs; j++) {
+                const pe_graph_tensor *y = &tb.t[op->outputs[j]];
+                in_out |= k >= y->offset && k < y->offset + y->bytes;
+            }
             if (arena[k] != before[k] && !in_out && !in_scratch) {
-                FZ_FAIL("op %d (type %d) wrote arena byte %d outside its output [%d, %d) and "
+                FZ_FAIL("op %d (type %d) wrote arena byte %d outside its outputs and "
                         "scratch [%d, +%d) (table %s the check)",
-                        i, op->type, k, y->offset, y->offset + y->bytes, op->scratch_offset,
-                        op->scratch_size, checked ? "passed" : "failed");
+                        i, op->type, k, op->scratch_offset, op->scratch_size,
+                        checked ? "passed" : "failed");
             }
         }
     }

@@ -66,24 +66,6 @@ static pe_status prefetch(void *user, int32_t op, int32_t item_index, const pe_s
     return PE_OK;
 }
 
-/* Known open issue (tests/data/regressions/index.json,
- * sched/priority-waits-on-deferred-low): a priority item waiting for a low
- * item that the guard deferred deadlocks its unit. Skipped (unless
- * FUZZ_NO_SKIP_KNOWN=1) so that fuzzing goes on finding other things. */
-static int known_priority_waits_on_low(const pe_sched_table *t)
-{
-    int32_t i, k;
-    for (i = 0; i < t->n_items; i++) {
-        const pe_sched_item *it = &t->items[i];
-        for (k = it->first_after; it->kind == PE_SCHED_PRIORITY && k < it->first_after + it->n_after; k++) {
-            if (t->items[t->after[k].item].kind == PE_SCHED_LOW) {
-                return 1;
-            }
-        }
-    }
-    return 0;
-}
-
 static int cmp_phase(const void *a, const void *b)
 {
     const pe_sched_item *x = (const pe_sched_item *)a, *y = (const pe_sched_item *)b;
@@ -109,6 +91,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
     pe_status st;
     /* tallies */
     int64_t prio_next_frame[MAX_ITEMS];
+    int stall_reported[MAX_ITEMS];
     uint64_t unit_busy_until[8];
     int64_t last_run_start[8];
     int32_t low_last[8];
@@ -202,7 +185,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
                     after[k].offset, after[k].handover_cycles);
         }
     }
-    if (st != PE_OK || (fz_skip_known() && known_priority_waits_on_low(&t))) {
+    if (st != PE_OK) {
         return 0;
     }
     st = pe_sched_get_buffer_size(&t, &size);
@@ -256,6 +239,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
 
     for (i = 0; i < MAX_ITEMS; i++) {
         prio_next_frame[i] = -1;
+        stall_reported[i] = 0;
     }
     for (u = 0; u < 8; u++) {
         unit_busy_until[u] = 0;
@@ -288,6 +272,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
                      k, e->item, (unsigned long long)e->start, (unsigned long long)e->release);
             unit_busy_until[e->unit] = e->end;
             last_run_start[e->unit] = (int64_t)e->start;
+        }
+        if (e->flags & PE_SCHED_EV_STALL) {
+            FZ_CHECK(it->kind == PE_SCHED_PRIORITY && e->flags == PE_SCHED_EV_STALL,
+                     "event %d: stall of item %d (kind %d) with flags 0x%x", k, e->item, it->kind,
+                     e->flags);
+            stall_reported[e->item] = 1;
         }
         if (it->kind == PE_SCHED_PRIORITY) {
             FZ_CHECK(!(e->flags & PE_SCHED_EV_DROP), "priority item %d dropped", e->item);
@@ -358,7 +348,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
                         t.window_cycles;
         free_from = waiting_since > unit_busy_until[it->unit] ? waiting_since
                                                               : unit_busy_until[it->unit];
-        if (last_run_start[it->unit] < (int64_t)waiting_since &&
+        if (!stall_reported[i] && last_run_start[it->unit] < (int64_t)waiting_since &&
             free_from + 4u * (uint64_t)t.window_cycles + 1000u <= until) {
             FZ_FAIL("priority item %d (unit %d) released at %llu never ran, and the unit ran "
                     "nothing from %llu to the end (%llu): its priority work stopped silently",

@@ -98,7 +98,7 @@ pe_status pe_prelu_s8(const pe_context *ctx, const pe_prelu_params *params,
 
 /* Element count of a shape, or -1 when a dim is non-positive, the rank is
  * out of range or the count exceeds INT32_MAX. */
-int32_t pe_shape_count(const pe_shape *shape);
+int32_t pe_binary_shape_count(const pe_shape *shape);
 
 #ifdef __cplusplus
 }

@@ -142,7 +142,7 @@ typedef struct {
     int32_t k_eff_w;
     int32_t ring_rows;
     int32_t *ring;      /* ring_rows * out_w * out_c accumulators */
-    int32_t *xo;        /* one input pixel plus input_offset, in_c values */
+    int32_t *xo;        /* one input pixel plus input_offset: in_c int16 values kept in in_c int32 slots */
     int32_t *pair_off;  /* per pushed row: ring offset of each reached output row */
     int32_t *pair_tap;  /* ... and the kernel row it is reached with */
     int32_t rows_in;    /* input rows pushed */

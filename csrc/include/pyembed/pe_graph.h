@@ -67,6 +67,23 @@ typedef enum {
     PE_GOP_REQUANTIZE = 9, /* int8 -> int8 QUANTIZE */
     PE_GOP_QUANTIZE = 10,  /* float32 -> int8 */
     PE_GOP_DEQUANTIZE = 11, /* int8 -> float32 */
+    /* data movement (pe_shape_ops.h, pe_resize.h): parameter words there */
+    PE_GOP_PAD = 20,
+    PE_GOP_PADV2 = 21,
+    PE_GOP_MIRROR_PAD = 22,
+    PE_GOP_CONCATENATION = 23,
+    PE_GOP_SPLIT = 24,
+    PE_GOP_SPLIT_V = 25,
+    PE_GOP_STRIDED_SLICE = 26,
+    PE_GOP_SLICE = 27,
+    PE_GOP_TRANSPOSE = 28,
+    PE_GOP_GATHER = 29,
+    PE_GOP_DEPTH_TO_SPACE = 30,
+    PE_GOP_SPACE_TO_DEPTH = 31,
+    PE_GOP_RESIZE_NEAREST_NEIGHBOR = 32,
+    PE_GOP_RESIZE_BILINEAR = 33,
+    PE_GOP_SQUEEZE = 34,
+    PE_GOP_EXPAND_DIMS = 35,
     /* 60-78: math operators, words and kernels in pe_math_ops.h */
     PE_GOP_MEAN = 60,
     PE_GOP_SUM = 61,
@@ -99,6 +116,8 @@ typedef enum {
     PE_GOP_FULLY_CONNECTED_S16X8 = 103,
     PE_GOP_ADD_S16 = 104,
     PE_GOP_SOFTMAX_S16 = 105,
+    PE_GOP_CONV_POOL = 140,     /* fused conv -> pool (pe_pipeline.h) */
+    PE_GOP_STRIPE_REGION = 141, /* layers run in stripes with line stores (pe_pipeline.h) */
     PE_GOP_ATTENTION = 160, /* fused multi-head attention (pe_transformer.h) */
     PE_GOP_LUT = 161        /* int8 -> int8 through a 256-entry table (pe_transformer.h) */
 } pe_graph_op_type;

@@ -184,6 +184,10 @@ typedef pe_status (*pe_sched_prefetch_fn)(void *user, int32_t op, int32_t item_i
 #define PE_SCHED_EV_PREFETCH 0x200u  /* low: its input prefetch was started; end: when the
                                       * unit may go on (now, or the ready time when the
                                       * unit waits for the copy); wake: expected ready time */
+#define PE_SCHED_EV_STALL 0x800u     /* priority: released, waits for a run of its own unit's
+                                      * low work that cannot run now (not released, waiting
+                                      * itself, or dropped); reported once per run, the
+                                      * unit idles until it can go on */
 #define PE_SCHED_EV_PREFETCH_LATE 0x400u /* low: due but its prefetch has not completed
                                           * (fault, once per run): it waits until wake */
 
@@ -242,7 +246,7 @@ typedef struct {
     int64_t deferred_window; /* last window a deferral was counted in */
     uint64_t wake;           /* used by pe_sched_run: wake time of the last idle poll */
     uint32_t prio_reserve;   /* largest planned priority work of one window */
-    int32_t pad_;
+    int32_t stall_item;      /* priority item whose current run's stall was reported, -1: none */
 } pe_sched_unit_state;
 
 typedef struct {

@@ -69,13 +69,20 @@ extern "C" {
 #endif
 
 /* Limits: a network has at most PE_STRIPE_MAX_LAYERS layers; kernels are at
- * most PE_STRIPE_MAX_KERNEL in each direction. Stack: the query and the run
- * keep the network's geometry on the stack, and the run recurses a few small
- * frames per layer (depth bounded by the layer count, never by the image);
- * arm-none-eabi-gcc -O2 -fstack-usage gives about 2.5 KB for the entry
- * points, 0.6 KB for the kernel leaf and under 0.2 KB per layer of depth. */
+ * most PE_STRIPE_MAX_KERNEL in each direction and PE_STRIPE_MAX_TAPS taps
+ * (k_h * k_w; 1-D kernels of keyword-spotting models such as 10x1 or 15x1,
+ * and micro_speech's 10x8, fit). Stack: the query and the run keep the
+ * network's geometry on the stack, and the run recurses a few small frames
+ * per layer (depth bounded by the layer count, never by the image); the
+ * kernel leaf keeps two PE_STRIPE_MAX_TAPS tables (8 bytes a tap on a
+ * Cortex-M: under 1 KB); arm-none-eabi-gcc -O2 -fstack-usage gives about
+ * 2.5 KB for the entry points and under 0.2 KB per layer of depth. */
 #define PE_STRIPE_MAX_LAYERS 32
-#define PE_STRIPE_MAX_KERNEL 7
+#define PE_STRIPE_MAX_KERNEL 16
+#define PE_STRIPE_MAX_TAPS 100
+/* A block width above this is taken as this (a block never needs to be
+ * wider than a row; the bound keeps column arithmetic inside int32). */
+#define PE_STRIPE_MAX_BLOCK 65536
 
 typedef enum {
     PE_STRIPE_CONV = 0,       /* k_h x k_w convolution, any stride */
@@ -146,7 +153,8 @@ typedef struct {
  *   output smaller than 1 pixel, padding outside [0, k), an add whose inputs'
  *   shapes differ or whose from_layer is not an earlier layer, parameters out
  *   of range, or a receptive field wider or taller than the input image.
- * PE_ERR_UNSUPPORTED: a kernel larger than PE_STRIPE_MAX_KERNEL, a residual
+ * PE_ERR_UNSUPPORTED: a kernel larger than PE_STRIPE_MAX_KERNEL or with more
+ *   than PE_STRIPE_MAX_TAPS taps, a residual
  *   branch whose rows are not produced before the add needs them, or a
  *   conv-family layer whose int32 accumulator could overflow: taps * 128 * 255
  *   + |bias[o]| > 2^31 - 1 for some o, with taps = k_h * k_w * in_c (conv),

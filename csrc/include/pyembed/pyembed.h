@@ -29,5 +29,6 @@
 #include "pe_stripe.h"
 #include "pe_graph.h"
 #include "pe_sched.h"
+#include "pe_segload.h"
 
 #endif /* PYEMBED_PYEMBED_H */

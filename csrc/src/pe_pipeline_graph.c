@@ -1,0 +1,110 @@
+/*
+ * pe_pipeline_graph.c - graph runners of the compiler pipeline's operators
+ * (pe_pipeline.h): PE_GOP_STRIPE_REGION and PE_GOP_CONV_POOL. Kept apart from
+ * pe_pipeline.c so the stripe bindings link the kernels without the runtime.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pyembed/pe_pipeline.h"
+#include "pyembed/pe_graph_internal.h"
+
+typedef struct {
+    const pe_graph *g;
+    const pe_graph_op *op;
+    const pe_context *arena;
+} lookup_ctx;
+
+/* Constant slot of the operator: an int8 (elem_bytes 1) or int32 (4) tensor
+ * of exactly count elements. */
+static const void *graph_lookup(const void *user, int32_t slot, int32_t elem_bytes, int32_t count)
+{
+    const lookup_ctx *c = (const lookup_ctx *)user;
+    const void *p;
+    int32_t t;
+    pe_dtype want;
+    if (slot < 1 || (elem_bytes != 1 && elem_bytes != 4)) {
+        return NULL;
+    }
+    want = elem_bytes == 1 ? PE_DT_INT8 : PE_DT_INT32;
+    t = pe_graph_input_index(c->op, slot);
+    if (t < 0) {
+        return NULL;
+    }
+    p = pe_graph_input(c->g, c->op, slot, c->arena, want);
+    if (p == NULL || pe_graph_count(c->g, t) != count) {
+        return NULL;
+    }
+    return p;
+}
+
+/* Do tensors a and b share arena bytes? (Constants never do.) */
+static int shares_bytes(const pe_graph *g, int32_t a, int32_t b)
+{
+    const pe_graph_tensor *ta = &g->tensors[a];
+    const pe_graph_tensor *tb = &g->tensors[b];
+    if (ta->data != NULL || tb->data != NULL) {
+        return 0;
+    }
+    return (int64_t)ta->offset < (int64_t)tb->offset + tb->bytes &&
+           (int64_t)tb->offset < (int64_t)ta->offset + ta->bytes;
+}
+
+pe_status pe_graph_run_stripe_region(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
+                                     const pe_context *arena)
+{
+    const int8_t *x;
+    int8_t *y;
+    int32_t ti, to;
+    lookup_ctx lc;
+    if (op->num_inputs < 1 || op->num_outputs != 1 || op->params == NULL) {
+        return PE_ERR_ARG;
+    }
+    x = (const int8_t *)pe_graph_input(g, op, 0, arena, PE_DT_INT8);
+    y = (int8_t *)pe_graph_output(g, op, 0, arena, PE_DT_INT8);
+    ti = pe_graph_input_index(op, 0);
+    to = pe_graph_output_index(op, 0);
+    if (x == NULL || y == NULL || shares_bytes(g, ti, to)) {
+        return PE_ERR_ARG;
+    }
+    lc.g = g;
+    lc.op = op;
+    lc.arena = arena;
+    return pe_stripe_region_run(scratch, op->params, op->num_params, graph_lookup, &lc, pe_graph_dims(g, ti), x,
+                                pe_graph_dims(g, to), y);
+}
+
+pe_status pe_graph_run_conv_pool(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
+                                 const pe_context *arena)
+{
+    const int8_t *x, *f;
+    const int32_t *b = NULL, *m, *s;
+    int8_t *y;
+    int32_t ti, tf, to, oc;
+    if (op->num_inputs != 5 || op->num_outputs != 1 || op->params == NULL) {
+        return PE_ERR_ARG;
+    }
+    x = (const int8_t *)pe_graph_input(g, op, 0, arena, PE_DT_INT8);
+    f = (const int8_t *)pe_graph_input(g, op, 1, arena, PE_DT_INT8);
+    m = (const int32_t *)pe_graph_input(g, op, 3, arena, PE_DT_INT32);
+    s = (const int32_t *)pe_graph_input(g, op, 4, arena, PE_DT_INT32);
+    y = (int8_t *)pe_graph_output(g, op, 0, arena, PE_DT_INT8);
+    ti = pe_graph_input_index(op, 0);
+    tf = pe_graph_input_index(op, 1);
+    to = pe_graph_output_index(op, 0);
+    if (x == NULL || f == NULL || m == NULL || s == NULL || y == NULL || shares_bytes(g, ti, to)) {
+        return PE_ERR_ARG;
+    }
+    oc = pe_graph_dims(g, tf)->n;
+    if (pe_graph_count(g, pe_graph_input_index(op, 3)) != oc || pe_graph_count(g, pe_graph_input_index(op, 4)) != oc) {
+        return PE_ERR_ARG;
+    }
+    if (pe_graph_input_index(op, 2) >= 0) {
+        b = (const int32_t *)pe_graph_input(g, op, 2, arena, PE_DT_INT32);
+        if (b == NULL || pe_graph_count(g, pe_graph_input_index(op, 2)) != oc) {
+            return PE_ERR_ARG;
+        }
+    }
+    return pe_conv_pool_op_run(scratch, op->params, op->num_params, pe_graph_dims(g, ti), x, pe_graph_dims(g, tf), f,
+                               b, m, s, pe_graph_dims(g, to), y);
+}

@@ -1,0 +1,259 @@
+"""Models the pipeline benchmark builds itself (random int8 weights; the
+quantization scales are chosen so activations spread over the int8 range).
+
+    mobilenetv2_035_96   MobileNetV2, width 0.35, 96x96x3 input, the
+                         inverted-residual layout of the paper (expand 1x1,
+                         depthwise 3x3, project 1x1, residual ADD when the
+                         shapes match), last 1x1 conv to 1280, average pool,
+                         fully connected to 2 classes
+    unet_64              a small U-Net denoiser on 64x64x1: two 3x3 convs per
+                         level at 16/32/64 channels, 2x2 max pooling down,
+                         nearest-neighbour x2 upsampling up, additive skip
+                         connections (ADD rather than CONCATENATION), a 3x3
+                         conv back to one channel
+
+Both are serialized as TFLite flatbuffers with pyembed.model.tflite_writer.
+"""
+import numpy as np
+
+RELU6 = "RELU6"
+RELU = "RELU"
+
+
+def _same_pad(d, k, s):
+    out = -(-d // s)
+    total = max((out - 1) * s + k - d, 0)
+    return total // 2, total - total // 2
+
+
+def _conv_float(x, w, b, stride, depthwise):
+    """float64 reference of a SAME convolution (calibration only). x HWC;
+    w [out, k, k, in] or depthwise [1, k, k, c]."""
+    h, wd, c = x.shape
+    k = w.shape[1]
+    pt, pb = _same_pad(h, k, stride)
+    pl, pr = _same_pad(wd, k, stride)
+    xp = np.pad(x, ((pt, pb), (pl, pr), (0, 0)))
+    win = np.lib.stride_tricks.sliding_window_view(xp, (k, k), axis=(0, 1))[::stride, ::stride]
+    # win: oh, ow, c, k, k
+    if depthwise:
+        return np.einsum("hwcij,ijc->hwc", win, w[0]) + b
+    return np.einsum("hwcij,oijc->hwo", win, w, optimize=True) + b
+
+
+class _Net:
+    """A little graph builder: int8 activations, per-channel int8 weights.
+    A float64 copy of every activation (from one random input) calibrates
+    each output's scale the way post-training quantization does: the
+    observed range, ReLU6 outputs in [0, min(6, max)]."""
+
+    def __init__(self, seed):
+        self.rng = np.random.default_rng(seed)
+        self.tensors = []
+        self.ops = []
+        self.val = {}
+
+    def tensor(self, shape, dtype=np.int8, scale=None, zp=None, data=None, axis=0):
+        self.tensors.append({"shape": tuple(int(s) for s in shape), "dtype": np.dtype(dtype), "scale": scale,
+                             "zp": zp, "data": data, "axis": axis})
+        return len(self.tensors) - 1
+
+    def act(self, shape, scale, zp):
+        return self.tensor(shape, scale=np.float32(scale), zp=int(zp))
+
+    def input(self, shape):
+        t = self.act(shape, 1.0 / 128, 0)
+        self.val[t] = self.rng.uniform(-1, 1, size=shape[1:])
+        return t
+
+    def q(self, t):
+        d = self.tensors[t]
+        return float(d["scale"]), int(d["zp"])
+
+    def shape(self, t):
+        return self.tensors[t]["shape"]
+
+    def _out(self, shape, y, act):
+        """Output tensor calibrated on its float value y."""
+        if act == RELU6:
+            y = np.clip(y, 0.0, 6.0)
+            scale, zp = max(float(y.max()), 1e-3) / 255.0, -128
+        elif act == RELU:
+            y = np.maximum(y, 0.0)
+            scale, zp = max(float(y.max()), 1e-3) / 255.0, -128
+        else:
+            # a margin for inputs other than the calibration one
+            m = 2.0 * max(float(np.abs(y).max()), 1e-3)
+            lo, hi = (-m, m) if y.size < 64 else (2.0 * min(float(y.min()), 0.0), 2.0 * max(float(y.max()), 0.0))
+            scale = max(hi - lo, 1e-3) / 255.0
+            zp = int(np.clip(round(-128 - lo / scale), -128, 127))
+        t = self.act(shape, scale, zp)
+        s, z = self.q(t)
+        self.val[t] = (np.clip(np.round(y / s) + z, -128, 127) - z) * s   # what int8 keeps
+        return t
+
+    def _weights(self, shape, out_axis, x):
+        w = self.rng.integers(-127, 128, size=shape, dtype=np.int8)
+        out_c = shape[out_axis]
+        sw = (self.rng.uniform(0.5, 1.5, size=out_c) / 127.0 / np.sqrt(np.prod(shape) / out_c)).astype(np.float32)
+        sx, _ = self.q(x)
+        bias = self.rng.integers(-300, 300, size=out_c).astype(np.int32)
+        bscale = (sw.astype(np.float64) * sx).astype(np.float32)
+        wt = self.tensor(shape, data=w, scale=sw, zp=np.zeros(out_c, np.int64), axis=out_axis)
+        bt = self.tensor((out_c,), np.int32, data=bias, scale=bscale, zp=np.zeros(out_c, np.int64))
+        other = [a for a in range(len(shape)) if a != out_axis]
+        wf = w.astype(np.float64) * np.expand_dims(sw.astype(np.float64), other)
+        return wt, bt, wf, bias * bscale.astype(np.float64)
+
+    def conv(self, x, out_c, k=3, stride=1, act=RELU6, padding="SAME"):
+        n, h, w, c = self.shape(x)
+        wt, bt, wf, bf = self._weights((out_c, k, k, c), 0, x)
+        y = _conv_float(self.val[x], wf, bf, stride, False)
+        out = self._out((1,) + y.shape, y, act)
+        self.ops.append(("CONV_2D", [x, wt, bt], [out], {"padding": padding, "stride": stride, "act": act}))
+        return out
+
+    def dwconv(self, x, k=3, stride=1, act=RELU6):
+        n, h, w, c = self.shape(x)
+        wt, bt, wf, bf = self._weights((1, k, k, c), 3, x)
+        y = _conv_float(self.val[x], wf, bf, stride, True)
+        out = self._out((1,) + y.shape, y, act)
+        self.ops.append(("DEPTHWISE_CONV_2D", [x, wt, bt], [out], {"padding": "SAME", "stride": stride, "act": act}))
+        return out
+
+    def add(self, a, b, act=None):
+        y = self.val[a] + self.val[b]
+        out = self._out(self.shape(a), y, act)
+        self.ops.append(("ADD", [a, b], [out], {"act": act}))
+        return out
+
+    def pool(self, x, kind, k, stride, padding="VALID"):
+        n, h, w, c = self.shape(x)
+        oh, ow = (h - k) // stride + 1, (w - k) // stride + 1
+        win = np.lib.stride_tricks.sliding_window_view(self.val[x], (k, k), axis=(0, 1))[::stride, ::stride][:oh, :ow]
+        s, z = self.q(x)
+        y = self.act((1, oh, ow, c), s, z)
+        self.val[y] = win.max(axis=(3, 4)) if kind == "max" else win.mean(axis=(3, 4))
+        self.ops.append(("MAX_POOL_2D" if kind == "max" else "AVERAGE_POOL_2D", [x], [y],
+                         {"padding": padding, "stride": stride, "filter": k}))
+        return y
+
+    def upsample(self, x):
+        n, h, w, c = self.shape(x)
+        s, z = self.q(x)
+        size = self.tensor((2,), np.int32, data=np.array([2 * h, 2 * w], np.int32))
+        y = self.act((1, 2 * h, 2 * w, c), s, z)
+        self.val[y] = self.val[x].repeat(2, axis=0).repeat(2, axis=1)
+        self.ops.append(("RESIZE_NEAREST_NEIGHBOR", [x, size], [y], {}))
+        return y
+
+    def reshape(self, x, shape):
+        s, z = self.q(x)
+        st = self.tensor((len(shape),), np.int32, data=np.array(shape, np.int32))
+        y = self.act(shape, s, z)
+        self.val[y] = self.val[x].reshape(shape[1:])
+        self.ops.append(("RESHAPE", [x, st], [y], {"new_shape": shape}))
+        return y
+
+    def fc(self, x, units):
+        n, c = self.shape(x)
+        w = self.rng.integers(-127, 128, size=(units, c), dtype=np.int8)
+        sw = np.float32(1.0 / 127.0 / np.sqrt(c))
+        sx, _ = self.q(x)
+        wt = self.tensor((units, c), data=w, scale=sw, zp=0)
+        bias = self.rng.integers(-300, 300, size=units).astype(np.int32)
+        bt = self.tensor((units,), np.int32, data=bias, scale=np.float32(sw * sx), zp=0)
+        y = self.val[x] @ (w.astype(np.float64) * float(sw)).T + bias * float(sw * sx)
+        out = self._out((1, units), y, None)
+        self.ops.append(("FULLY_CONNECTED", [x, wt, bt], [out], {"act": None}))
+        return out
+
+    def to_bytes(self, inputs, outputs):
+        return _serialize(self.tensors, self.ops, inputs, outputs)
+
+
+def _serialize(tensors, ops, inputs, outputs):
+    """The flatbuffer, written with pyembed.model.tflite_writer."""
+    from pyembed.model import tflite_writer as W
+    S = W.schema()
+    acts = {None: S.ActivationFunctionType.NONE, RELU: S.ActivationFunctionType.RELU,
+            RELU6: S.ActivationFunctionType.RELU6}
+    pads = {"SAME": S.Padding.SAME, "VALID": S.Padding.VALID}
+    ts = [W.tensor(t["shape"], t["dtype"], scale=t["scale"], zp=t["zp"], data=t["data"], axis=t["axis"])
+          for t in tensors]
+    wops = []
+    for name, ins, outs, o in ops:
+        code = getattr(S.BuiltinOperator, name)
+        if name == "CONV_2D":
+            wops.append(W.op(code, ins, outs, "Conv2DOptions", padding=pads[o["padding"]], strideH=o["stride"],
+                             strideW=o["stride"], dilationHFactor=1, dilationWFactor=1,
+                             fusedActivationFunction=acts[o["act"]]))
+        elif name == "DEPTHWISE_CONV_2D":
+            wops.append(W.op(code, ins, outs, "DepthwiseConv2DOptions", padding=pads[o["padding"]],
+                             strideH=o["stride"], strideW=o["stride"], depthMultiplier=1, dilationHFactor=1,
+                             dilationWFactor=1, fusedActivationFunction=acts[o["act"]]))
+        elif name in ("MAX_POOL_2D", "AVERAGE_POOL_2D"):
+            wops.append(W.op(code, ins, outs, "Pool2DOptions", padding=pads[o["padding"]], strideH=o["stride"],
+                             strideW=o["stride"], filterHeight=o["filter"], filterWidth=o["filter"]))
+        elif name == "ADD":
+            wops.append(W.op(code, ins, outs, "AddOptions", fusedActivationFunction=acts[o["act"]]))
+        elif name == "RESIZE_NEAREST_NEIGHBOR":
+            wops.append(W.op(code, ins, outs, "ResizeNearestNeighborOptions", alignCorners=False,
+                             halfPixelCenters=False))
+        elif name == "RESHAPE":
+            wops.append(W.op(code, ins, outs, "ReshapeOptions", newShape=list(o["new_shape"])))
+        elif name == "FULLY_CONNECTED":
+            wops.append(W.op(code, ins, outs, "FullyConnectedOptions", fusedActivationFunction=acts[o["act"]]))
+        else:  # pragma: no cover - the builders use only the above
+            raise ValueError(name)
+    return W.build(ts, wops, inputs=list(inputs), outputs=list(outputs))
+
+
+def _divisible(v, d=8):
+    return max(d, int(v + d / 2) // d * d)
+
+
+def mobilenetv2_035_96(seed=0):
+    """MobileNetV2-0.35 at 96x96 (random int8 weights)."""
+    net = _Net(seed)
+    x = net.input((1, 96, 96, 3))
+    y = net.conv(x, _divisible(32 * 0.35), 3, 2)
+    in_c = net.shape(y)[3]
+    for t, c, n, s in [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
+                       (6, 160, 3, 2), (6, 320, 1, 1)]:
+        out_c = _divisible(c * 0.35)
+        for i in range(n):
+            stride = s if i == 0 else 1
+            h = y
+            if t != 1:
+                h = net.conv(h, in_c * t, 1, 1)
+            h = net.dwconv(h, 3, stride)
+            h = net.conv(h, out_c, 1, 1, act=None)
+            if stride == 1 and in_c == out_c:
+                h = net.add(h, y)
+            y, in_c = h, out_c
+    y = net.conv(y, 1280, 1, 1)
+    y = net.pool(y, "avg", 3, 3)
+    y = net.reshape(y, (1, 1280))
+    y = net.fc(y, 2)
+    return net.to_bytes([x], [y])
+
+
+def unet_64(seed=0):
+    """A small 64x64x1 U-Net denoiser (random int8 weights, additive skips)."""
+    net = _Net(seed)
+    x = net.input((1, 64, 64, 1))
+    e1 = net.conv(net.conv(x, 16), 16)
+    p1 = net.pool(e1, "max", 2, 2)
+    e2 = net.conv(net.conv(p1, 32), 32)
+    p2 = net.pool(e2, "max", 2, 2)
+    b = net.conv(net.conv(p2, 64), 32)
+    u2 = net.add(net.upsample(b), e2)
+    d2 = net.conv(u2, 16)
+    u1 = net.add(net.upsample(d2), e1)
+    d1 = net.conv(u1, 16)
+    y = net.conv(d1, 1, act=None)
+    return net.to_bytes([x], [y])
+
+
+BUILDERS = {"mobilenetv2_035_96": mobilenetv2_035_96, "unet_64": unet_64}

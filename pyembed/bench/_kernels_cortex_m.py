@@ -1,0 +1,182 @@
+"""Thumb-2 instruction counts of the kernels on a Cortex-M4 under QEMU,
+portable C path beside the DSP-extension path (``python -m pyembed.bench
+kernels --target cortex-m4 [--json]``).
+
+Both builds are ``arm-none-eabi-gcc -mcpu=cortex-m4 -mthumb -O2`` for QEMU's
+``mps2-an386`` (pyembed.target.qemu); the portable one adds
+``-DPE_FORCE_PORTABLE`` so it runs the portable C loops every non-DSP target
+compiles. pyembed/target/kernel_cases.c calls each kernel once (whole tensor,
+set-up and requantization included) between two SysTick reads; under
+``qemu-system-arm -icount shift=0`` a tick is exactly 40 instructions, so each
+count is exact to 40 instructions. Outputs of both builds are compared with
+the host build's with == before a figure is printed (a mismatch is an error).
+
+Units: conv and FC per layer MAC (padded taps included, as the host bench),
+pooling per tap (in-bounds window positions x channels), ADD/MUL per output
+element, attention per MAC (d per score + dv per weighted value row).
+"""
+import os
+import tempfile
+
+import numpy as np
+
+from pyembed.target import kernels as K
+
+
+def _pool_taps(h, w, c, k, s, pad, oh, ow):
+    taps = 0
+    for oy in range(oh):
+        y0 = oy * s - pad
+        ny = min(y0 + k, h) - max(y0, 0)
+        for ox in range(ow):
+            x0 = ox * s - pad
+            nx = min(x0 + k, w) - max(x0, 0)
+            taps += max(ny, 0) * max(nx, 0)
+    return taps * c
+
+
+def cases():
+    """(kernel, shape, unit, Case) for every benchmarked shape."""
+    rng = np.random.default_rng(12345)
+    out = []
+
+    def quant(n):
+        return rng.integers(1 << 30, (1 << 31) - 1, n), np.full(n, -9)
+
+    def conv(name, shape, h, w, ic, oc, k, depthwise=False):
+        x = rng.integers(-128, 128, (1, h, w, ic))
+        wt = rng.integers(-128, 128, (1, k, k, oc) if depthwise else (oc, k, k, ic))
+        m, s = quant(oc)
+        p = k // 2
+        c = K.conv_case(x, wt, rng.integers(-700, 800, oc), m, s, padding=(p, p, p, p),
+                        input_offset=128, output_offset=-3, depthwise=depthwise, name=name)
+        out.append((name, shape, "MAC", c))
+
+    conv("conv 3x3", "8->8 25x25", 25, 25, 8, 8, 3)
+    conv("conv 3x3", "16->16 48x48", 48, 48, 16, 16, 3)
+    conv("conv 1x1", "16->16 48x48", 48, 48, 16, 16, 1)
+    conv("depthwise 3x3", "48x48x16", 48, 48, 16, 16, 3, depthwise=True)
+    for depth, feats in ((256, 64), (1024, 32)):
+        x = rng.integers(-128, 128, (1, depth))
+        wt = rng.integers(-128, 128, (feats, depth))
+        m, s = quant(feats)
+        c = K.fc_case(x, wt, rng.integers(-700, 800, feats), m, s, input_offset=7,
+                      output_offset=-2, name="fully connected")
+        out.append(("fully connected", f"{depth}->{feats}", "MAC", c))
+    x = rng.integers(-128, 128, (1, 25, 25, 8))
+    for kind, kid in (("avg", 1), ("max", 0)):
+        for s in (5, 2):
+            pad = 2 if s == 2 else 0
+            o = (25 + 2 * pad - 5) // s + 1
+            c = K.pool_case(x, kid, (5, 5), (s, s), (pad, pad, pad, pad), (o, o),
+                            name=f"{kind} pool")
+            c.macs = _pool_taps(25, 25, 8, 5, s, pad, o, o)
+            out.append((f"{kind} pool 5x5", f"25x25x8 stride {s}", "tap", c))
+    a = rng.integers(-128, 128, (1, 48, 48, 16))
+    b = rng.integers(-128, 128, (1, 48, 48, 16))
+    out.append(("add", "48x48x16", "element", K.add_case(
+        a, b, (1, 48, 48, 16), in1_offset=3, in2_offset=-7, out_offset=2, left_shift=20,
+        q1=(1500000000, -1), q2=(1200000000, -2), qo=(1700000000, -19), name="add")))
+    out.append(("mul", "48x48x16", "element", K.mul_case(
+        a, b, (1, 48, 48, 16), in1_offset=3, in2_offset=-7, out_offset=2,
+        qo=(1700000000, -9), name="mul")))
+    q = rng.integers(-128, 128, (64, 64))
+    kk = rng.integers(-128, 128, (64, 64))
+    v = rng.integers(-128, 128, (64, 64))
+    out.append(("attention (streaming)", "n=m=64 d=dv=32 2 heads", "MAC", K.attn_case(
+        q, kk, v, 2, q_offset=3, k_offset=-2, v_offset=1, score_quant=(1 << 30, -12), block=16,
+        name="attention")))
+    return out
+
+
+def runnable_models():
+    """Bundled models the graph runtime runs (no unsupported operator)."""
+    from pyembed.data import MODELS_DIR
+    from pyembed.model.load import load_model
+    out = []
+    for f in sorted(os.listdir(MODELS_DIR)):
+        if f.endswith(".tflite"):
+            g = load_model(os.path.join(MODELS_DIR, f))
+            if not g.unsupported:
+                out.append((f[:-len(".tflite")], g))
+    return out
+
+
+def measure_models(names=None, workdir=None):
+    """Each bundled model end to end on the mps2-an386 firmware project
+    (pyembed.target.firmware), built twice: -O2 (DSP paths) and
+    -O2 -DPE_FORCE_PORTABLE. Both runs get the same random input; their outputs
+    must equal each other and the host graph run. Instructions are the sum of
+    the per-operator SysTick counts (40-instruction resolution)."""
+    from pyembed.target.firmware import build_project, generate, run_project
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="pe_models_m4_") as td:
+        root = workdir or td
+        for name, g in runnable_models():
+            if names and name not in names:
+                continue
+            rng = np.random.default_rng(sum(map(ord, name)))
+            xs = [rng.integers(-128, 128, size=g.tensors[t].shape).astype(g.tensors[t].dtype)
+                  for t in g.inputs]
+            host = g.run(xs if len(xs) > 1 else xs[0])
+            host = list(host) if isinstance(host, (list, tuple)) else [host]
+            runs = {}
+            for variant, opt in (("dsp", "-O2"), ("portable", "-O2 -DPE_FORCE_PORTABLE")):
+                proj = generate(g, "mps2-an386", os.path.join(root, f"{name}-{variant}"))
+                build_project(proj.outdir, make_vars={
+                    "OPT": opt, "RUNTIME_BUILD": os.path.join(root, f"runtime-{variant}")})
+                runs[variant] = run_project(proj, xs)
+                for k, (o, h) in enumerate(zip(runs[variant].outputs, host)):
+                    if not np.array_equal(o.ravel(), np.asarray(h).ravel()):
+                        raise RuntimeError(f"{name}: the {variant} firmware's output {k} differs from "
+                                           f"the host run")
+            p, d = runs["portable"].total_instructions, runs["dsp"].total_instructions
+            by_type = {}
+            for v in ("portable", "dsp"):
+                for o in runs[v].operators:
+                    by_type.setdefault(o["type"], {"portable": 0, "dsp": 0})[v] += o["instructions"]
+            rows.append({"model": name, "portable_instructions": p, "dsp_instructions": d,
+                         "speedup": p / d if d else None,
+                         "macs": int(sum(op.macs for op in g.operators)),
+                         "by_operator_type": by_type})
+    return rows
+
+
+def measure(models=True):
+    spec = cases()
+    cs = [c for *_, c in spec]
+    host = K.run(cs, "host")
+    res = {v: K.run(cs, v) for v in ("portable", "dsp")}
+    rows = []
+    for i, (kernel, shape, unit, c) in enumerate(spec):
+        for v in ("portable", "dsp"):
+            r = res[v][i]
+            if r.status != 0 or host[i].status != 0 or r.output != host[i].output:
+                raise RuntimeError(f"{kernel} {shape}: the {v} build's output differs from the "
+                                   f"host's (status {r.status} vs {host[i].status})")
+        p, d = res["portable"][i].instructions, res["dsp"][i].instructions
+        rows.append({"kernel": kernel, "shape": shape, "unit": unit, "units": c.macs,
+                     "portable_instructions": p, "dsp_instructions": d,
+                     "portable_per_mac": p / c.macs, "dsp_per_mac": d / c.macs,
+                     "speedup": p / d if d else None})
+    return {"target": "cortex-m4 (QEMU mps2-an386, -icount shift=0, SysTick: 40-instruction "
+                      "resolution)",
+            "flags": "arm-none-eabi-gcc -mcpu=cortex-m4 -mthumb -mfloat-abi=hard "
+                     "-mfpu=fpv4-sp-d16 -O2 (portable: + -DPE_FORCE_PORTABLE)",
+            "rows": rows, "models": measure_models() if models else []}
+
+
+def render(res):
+    from pyembed.bench.common import table
+    head = ["kernel", "shape", "unit", "portable instr/unit", "DSP instr/unit", "portable/DSP"]
+    body = [[r["kernel"], r["shape"], r["unit"], f"{r['portable_per_mac']:.2f}",
+             f"{r['dsp_per_mac']:.2f}", f"{r['speedup']:.2f}x"] for r in res["rows"]]
+    text = [f"Thumb-2 instructions on {res['target']}", res["flags"], table(head, body),
+            "outputs of both builds equal the host build's (compared with == before printing)"]
+    if res["models"]:
+        mh = ["model", "MACs", "portable instr", "DSP instr", "portable/DSP"]
+        mb = [[m["model"], m["macs"], m["portable_instructions"], m["dsp_instructions"],
+               f"{m['speedup']:.2f}x"] for m in res["models"]]
+        text += ["", "bundled models end to end (firmware project, sum of per-operator counts; "
+                 "outputs == host run)", table(mh, mb)]
+    return "\n".join(text)

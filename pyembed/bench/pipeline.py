@@ -1,0 +1,185 @@
+"""The compiler pipeline (stripe regions, conv -> pool fusion) on every model.
+
+    python -m pyembed.bench pipeline [--json] [--inputs N] [--model NAME ...]
+                                     [--max-extra-macs 0.1] [--no-built]
+
+For every bundled model that runs and for two models built here with
+pyembed.model.tflite_writer (random int8 weights, see pyembed.bench._built:
+a MobileNetV2-0.35 at 96x96 and a small 64x64 U-Net), and for every
+strategy (none: the graph as imported; layers: conv -> pool pairs fused;
+stripes; auto: smallest arena within the MAC budget):
+
+  arena_bytes       pyembed.plan.pipeline.plan_with_strategy's arena of the rewritten graph
+                    (activations, kernel scratch, line stores; 16-byte aligned;
+                    proven output-over-input overlaps where the graph runs)
+  tflm_arena_bytes  TFLM's allocation head for the same model, measured in
+                    this run from its recording allocator
+  reduction         tflm_arena_bytes / arena_bytes
+  extra_macs        MACs of the rewritten graph over the imported one, - 1
+  bit_exact         the rewritten graph against the tflite-micro interpreter
+                    on N random inputs, every output element compared with
+                    ==: on pyembed's C graph runtime from Python, as the
+                    emitted C program (model_main.c compiled with gcc on the
+                    host) and on the simulator (stm32h743 profile) with the
+                    plan; mismatches are counted per target (None: the rewritten
+                    graph still has an operator only a stripe region runs (a
+                    RESIZE_NEAREST_NEIGHBOR before the graph runtime had one))
+"""
+import argparse
+
+import numpy as np
+
+from pyembed.bench.common import emit, table
+from pyembed.data import model_path
+
+MODELS = [
+    "tiny_kws_dscnn_int8", "tiny_vww_mobilenetv1_96_int8", "tiny_ic_resnet8_int8", "tiny_ad_autoencoder_int8",
+    "tiny_sww_int8", "tflm_hello_world_int8", "tflm_micro_speech_int8", "tflm_person_detect_int8",
+    "tflm_mnist_lstm_int8", "tflm_dtln_noise_suppression", "tflm_audio_preprocessor_int8",
+]
+STRATEGIES = ("none", "layers", "stripes", "auto")
+
+
+def _tflm_outputs(model_bytes, xs):
+    from tflite_micro.python.tflite_micro import runtime
+    interp = runtime.Interpreter.from_bytes(bytes(model_bytes))
+    outs = []
+    for x in xs:
+        interp.set_input(x, 0)
+        interp.invoke()
+        outs.append(np.array(interp.get_output(0)))
+    return outs
+
+
+class _CLib:
+    """The C sources compiled once (objects), for linking emitted programs."""
+
+    def __init__(self, workdir):
+        import glob
+        import os
+        import subprocess
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        self.include = os.path.join(root, "csrc", "include")
+        self.objs = []
+        for src in sorted(glob.glob(os.path.join(root, "csrc", "src", "*.c"))):
+            obj = os.path.join(workdir, os.path.basename(src)[:-2] + ".o")
+            subprocess.run(["gcc", "-std=c99", "-O2", "-I" + self.include, "-c", src, "-o", obj], check=True)
+            self.objs.append(obj)
+
+    def program(self, graph, plan, outdir):
+        import os
+        import subprocess
+
+        from pyembed.codegen.emit import write_plan_outputs
+        write_plan_outputs(graph, plan, outdir)
+        exe = os.path.join(outdir, "model_main")
+        subprocess.run(["gcc", "-std=c99", "-O1", "-I" + self.include, "-I" + outdir,
+                        *(os.path.join(outdir, f) for f in ("model_main.c", "model_graph.c", "model_data.c")),
+                        *self.objs, "-o", exe, "-lm"], check=True, capture_output=True)
+        return exe
+
+
+def _c_outputs(exe, x):
+    import subprocess
+    r = subprocess.run([exe], input=np.ascontiguousarray(x).tobytes(), capture_output=True, check=True)
+    return np.array(r.stdout.decode().split(), dtype=np.int64)
+
+
+def measure_model(name, model_bytes, n_inputs=2, max_extra_macs=0.10, strategies=STRATEGIES, built=False,
+                  clib=None, workdir=None, simulate=True):
+    """Rows of one model (a list of dicts), one per strategy. clib / workdir:
+    also compile the emitted C program and compare its outputs; simulate:
+    also run the simulator (stm32h743) on the plan and compare."""
+    from pyembed.codegen.tflite_offline import tflm_head
+    from pyembed.model.load import load_tflite_bytes
+    from pyembed.plan.pipeline import plan_with_strategy
+    g = load_tflite_bytes(model_bytes, name=name)
+    if g.unsupported and not any(t == "RESIZE_NEAREST_NEIGHBOR" for _, t in g.unsupported):
+        return [{"model": name, "strategy": "-", "skipped": f"{len(g.unsupported)} unsupported operator(s): "
+                 + ", ".join(f"#{i} {t}" for i, t in g.unsupported)}]
+    tflm = tflm_head(model_bytes)
+    t = g.tensors[g.inputs[0]]
+    rng = np.random.default_rng(0)
+    xs = [rng.integers(-128, 128, t.shape, dtype=np.int8) for _ in range(n_inputs)]
+    refs = _tflm_outputs(model_bytes, xs)
+    rows = []
+    for strategy in strategies:
+        g2, plan, report = plan_with_strategy(g, strategy, max_extra_macs=max_extra_macs)
+        macs = g2.macs
+        runs = not g2.unsupported
+        arena = int(plan.arena_size)
+        mism = mism_c = mism_sim = 0
+        exe = None
+        if runs and clib is not None:
+            import os
+            exe = clib.program(g2, plan, os.path.join(workdir, f"{name}-{strategy}"))
+        for x, ref in zip(xs, refs) if runs else ():
+            y = g2.run(x)[0]
+            mism += int(np.sum(y.reshape(ref.shape) != ref))
+            if exe is not None:
+                mism_c += int(np.sum(_c_outputs(exe, x) != ref.ravel().astype(np.int64)))
+            if simulate:
+                from firmware_sim.sim import simulate as sim
+                out = sim(g2, plan, "stm32h743", x=x).outputs[0]
+                mism_sim += int(np.sum(np.asarray(out).reshape(ref.shape) != ref))
+        rows.append({"model": name, "strategy": strategy, "arena_bytes": arena, "tflm_arena_bytes": tflm,
+                     "reduction": (tflm / arena) if tflm else None,
+                     "extra_macs": macs / g.macs - 1.0 if g.macs else 0.0,
+                     "bit_exact": (mism + mism_c + mism_sim == 0) if runs else None,
+                     "mismatches": mism, "mismatches_emitted_c": mism_c if exe is not None else None,
+                     "mismatches_simulator": mism_sim if simulate and runs else None,
+                     "inputs_checked": len(xs) if runs else 0,
+                     "not_run": "" if runs else "unsupported outside a region: " + ", ".join(
+                         f"#{i} {t}" for i, t in g2.unsupported),
+                     "built_here": built, "regions": [ln.strip() for ln in report[1:]]})
+    return rows
+
+
+def render(result):
+    rows = []
+    for r in result["rows"]:
+        if "skipped" in r:
+            rows.append([r["model"], "-", "-", "-", "-", "-", "not run: " + r["skipped"][:60]])
+            continue
+        rows.append([r["model"] + (" *" if r["built_here"] else ""), r["strategy"], r["arena_bytes"],
+                     r["tflm_arena_bytes"] if r["tflm_arena_bytes"] is not None else "-",
+                     f"{r['reduction']:.2f}x" if r["reduction"] else "-", f"{100 * r['extra_macs']:+.1f} %",
+                     "not run (" + r["not_run"] + ")" if r["bit_exact"] is None else
+                     ("yes" + (" (host, C, sim)" if r["mismatches_emitted_c"] is not None and
+                               r["mismatches_simulator"] is not None else " (host)"))
+                     if r["bit_exact"] else f"NO ({r['mismatches']} host, {r['mismatches_emitted_c']} C, "
+                                            f"{r['mismatches_simulator']} sim mismatches)"])
+    text = table(["model", "strategy", "arena B", "TFLM arena B", "reduction", "extra MACs", "bit-exact vs TFLM"],
+                 rows)
+    return (text + "\n\n* built in this benchmark with pyembed.model.tflite_writer, random int8 weights\n"
+            f"bit-exact: {result['inputs']} random input(s) per model, every output element compared with == on the "
+            f"host run, the emitted C program and the simulator\n")
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(prog="python -m pyembed.bench pipeline", description=__doc__.split("\n")[0])
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--inputs", type=int, default=2, help="random inputs checked against TFLM")
+    ap.add_argument("--model", action="append", help="only this model (repeatable; built: mobilenetv2_035_96, "
+                    "unet_64)")
+    ap.add_argument("--max-extra-macs", type=float, default=0.10)
+    ap.add_argument("--no-built", action="store_true", help="skip the models built in the benchmark")
+    ap.add_argument("--host-only", action="store_true", help="check bit-exactness on the host run only (not the "
+                    "emitted C program nor the simulator)")
+    args = ap.parse_args(argv)
+    import tempfile
+    tmp = tempfile.TemporaryDirectory(prefix="pyembed-bench-pipeline-")
+    clib = None if args.host_only else _CLib(tmp.name)
+    from pyembed.bench import _built
+    names = args.model or (MODELS + ([] if args.no_built else list(_built.BUILDERS)))
+    rows = []
+    for name in names:
+        if name in _built.BUILDERS:
+            data, built = _built.BUILDERS[name](), True
+        else:
+            with open(model_path(name), "rb") as f:
+                data, built = f.read(), False
+        rows += measure_model(name, data, max(1, args.inputs), args.max_extra_macs, built=built, clib=clib,
+                              workdir=tmp.name, simulate=not args.host_only)
+    emit({"inputs": args.inputs, "max_extra_macs": args.max_extra_macs, "rows": rows}, args.json, render)
+    return 0

@@ -1,0 +1,113 @@
+"""``pyembed firmware MODEL --profile PROFILE -o DIR [--run --inputs X.npy] [--json]``.
+
+Writes a complete Cortex-M project (pyembed.codegen.firmware); with --run builds
+it (make) and runs it under QEMU (mps2-an386 / mps2-an500 profiles), printing
+the outputs, whether they equal the host run (Graph.run) element for element,
+and the instructions of each operator (SysTick ticks * 40 under -icount
+shift=0: 40-instruction resolution).
+"""
+import json
+import os
+import tempfile
+
+import click
+import numpy as np
+
+
+@click.command("firmware")
+@click.argument("model")
+@click.option("-p", "--profile", required=True, help="MCU profile (e.g. mps2-an386, mps2-an500; case-insensitive).")
+@click.option("-o", "--outdir", type=click.Path(file_okay=False), default=None,
+              help="Project directory (default with --run: a temporary directory).")
+@click.option("--algorithm", default="auto", show_default=True,
+              type=click.Choice(["auto", "linear", "greedy_size", "greedy_conflicts", "order_search", "cpsat"]),
+              help="Memory planner algorithm.")
+@click.option("--segments", "segments", metavar="BYTES", default=None,
+              help="RAM budget for the weights (the execution block, e.g. 8K): when the weights do not fit, the "
+                   "model is divided into segments loaded from flash while it runs (pe_segload).")
+@click.option("--run", "do_run", is_flag=True, help="Build with make and run under QEMU.")
+@click.option("--inputs", "inputs_path", type=click.Path(exists=True, dir_okay=False),
+              help="With --run: input .npy/.npz (the first sample is run); default: seeded random int8.")
+@click.option("--seed", default=0, show_default=True, help="Seed of the random input.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable result.")
+def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs_path, seed, as_json):
+    """Generate a Cortex-M firmware project for MODEL (.tflite/.onnx or a
+    bundled model name) on PROFILE; with --run, build it and run it on QEMU.
+
+    Exit 1 when the firmware's outputs differ from the host run."""
+    from pyembed.cli.model import _resolve
+    from pyembed.target.firmware import generate
+    from pyembed.model.load import load_model
+
+    g = load_model(_resolve(model))
+    if outdir is None:
+        if not do_run:
+            raise click.UsageError("-o/--outdir is required without --run")
+        outdir = tempfile.mkdtemp(prefix="pyembed_fw_")
+    budget = None
+    if segments is not None:
+        from pyembed.cli.plan import parse_size
+        budget = parse_size(segments)
+    proj = generate(g, profile, outdir, algorithm=algorithm, segments=budget)
+    with open(os.path.join(outdir, "firmware.json")) as f:
+        manifest = json.load(f)
+    result = {"project": os.path.abspath(outdir), "profile": proj.profile.name, "regions": manifest["regions"],
+              "segments": manifest["segments"], "segment_note": proj.segment_note}
+    if not do_run:
+        if as_json:
+            click.echo(json.dumps(result, indent=1))
+        else:
+            click.echo(f"{g.name}: firmware project for {proj.profile.name} ({proj.profile.core}) in {outdir}")
+            if proj.segment_note:
+                click.echo(f"  segments: {proj.segment_note}")
+            for name, r in result["regions"].items():
+                if r["used"]:
+                    click.echo(f"  region {name}: {r['used']} B at 0x{r['base']:08X}")
+            click.echo(f"  build: make -C {outdir}" + (f"; run under QEMU: make -C {outdir} run"
+                                                         if proj.qemu_machine else ""))
+        return
+    from pyembed.target.firmware import build_project, run_project
+    if inputs_path:
+        from pyembed.check.accuracy import load_inputs
+        xs = list(load_inputs(g, inputs_path)[0])
+    else:
+        rng = np.random.default_rng(seed)
+        xs = []
+        for t in g.inputs:
+            tt = g.tensors[t]
+            info = np.iinfo(tt.dtype) if np.issubdtype(tt.dtype, np.integer) else None
+            xs.append(rng.integers(info.min, info.max + 1, size=tt.shape).astype(tt.dtype) if info is not None
+                      else rng.standard_normal(tt.shape).astype(tt.dtype))
+    build_project(outdir)
+    run = run_project(proj, xs)
+    host = g.run(xs if len(xs) > 1 else xs[0])
+    host = list(host) if isinstance(host, (list, tuple)) else [host]
+    mismatches = []
+    for k, (a, b) in enumerate(zip(run.outputs, host)):
+        b = np.asarray(b).reshape(a.shape)
+        bad = np.flatnonzero(a.ravel() != b.ravel())
+        mismatches += [{"output": k, "element": int(i), "firmware": a.ravel()[i].item(), "host": b.ravel()[i].item()}
+                       for i in bad]
+    d = run.to_dict()
+    d["bit_exact_with_host"] = not mismatches
+    d["segments"] = manifest["segments"]
+    d["segment_note"] = proj.segment_note
+    d["mismatches"] = mismatches
+    if as_json:
+        click.echo(json.dumps(d, indent=1))
+    else:
+        click.echo(f"{g.name} on {run.board} (QEMU, -icount shift=0): "
+                   f"{'bit-exact with the host run' if not mismatches else f'{len(mismatches)} MISMATCHES'}")
+        if proj.segment_note:
+            click.echo(f"  segments: {proj.segment_note}")
+        for k, o in enumerate(d["outputs"]):
+            click.echo(f"  output {k}: {' '.join(str(v) for v in o[:64])}{' ...' if len(o) > 64 else ''}")
+        click.echo(f"  {'op':>4} {'type':<22} {'instructions':>14}")
+        for o in d["operators"]:
+            click.echo(f"  {o['index']:>4} {o['type']:<22} {o['instructions']:>14,}")
+        click.echo(f"  total {d['total_instructions']:,} instructions (whole invoke {d['invoke_instructions']:,}); "
+                   f"resolution 40 instructions per operator (SysTick 25 MHz)")
+        for m in mismatches[:20]:
+            click.echo(f"  mismatch output {m['output']}[{m['element']}]: firmware {m['firmware']} host {m['host']}")
+    if mismatches:
+        raise SystemExit(1)

@@ -1,0 +1,613 @@
+"""A complete Cortex-M firmware project for a model and an MCU profile.
+
+``generate_project(graph, profile, outdir)`` writes::
+
+    DIR/Makefile, DIR/CMakeLists.txt   arm-none-eabi-gcc build (-Werror), `make run` under QEMU
+    DIR/link.ld                        linker script from the profile's memory regions: one
+                                       MEMORY entry per region, one NOLOAD section per RAM
+                                       region holding that region's planned buffers at its
+                                       base, weights in .pe_flash in the flash region
+    DIR/startup.c                      vector table and reset handler (FPU, .data/.bss, SysTick)
+    DIR/pe_target.c, pe_target.h       SysTick instruction counting, semihosting file I/O
+    DIR/model/memplan.h                the static memory plan (pyembed.emit.memplan_header)
+    DIR/model/model_data.c/.h          weights and parameters (pyembed.emit.model_data)
+    DIR/model/model_graph.c/.h         the graph runtime's tables (pyembed.emit.graph_tables)
+                                       on the regions' real addresses
+    DIR/model/pe_model.c/.h            the API: pe_model_init, pe_model_input, pe_model_invoke,
+                                       pe_model_output, per-operator hooks
+    DIR/main.c                         a harness: input from the host file pe_input.bin,
+                                       outputs and per-operator instruction counts to
+                                       pe_output.bin (semihosting; replace it on a real board)
+    DIR/pyembed/include, DIR/pyembed/src  a copy of pyembed's C runtime (the Makefile's
+                                       PYEMBED_CSRC variable points elsewhere if you prefer)
+
+Addressing: the C graph runtime addresses every activation as ``arena + offset``.
+The project's arena base is the lowest planned RAM region's base address and each
+tensor's offset is ``region base - arena base + offset in region``, so each region's
+buffers live in that region's own section; ``pe_model_init`` checks that the linker
+put every region section at its planned address.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from pyembed.errors import ArgumentError, PlanError, UnsupportedError
+
+__all__ = ["CORE_FLAGS", "FirmwareProject", "generate_project", "firmware_layout", "plan_for_profile",
+           "TIMING_RECORD_BYTES"]
+
+_HERE = Path(__file__).resolve().parent
+_PKG = _HERE.parents[1]                       # pyembed/
+TARGET_TEMPLATES = _PKG / "target" / "templates"
+_CSRC_CANDIDATES = (_PKG.parent / "csrc", _PKG / "csrc")
+
+# gcc flags per core (hard-float ABI where the core has an FPU)
+CORE_FLAGS = {
+    "cortex-m4": "-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16",
+    "cortex-m7": "-mcpu=cortex-m7 -mthumb -mfloat-abi=hard -mfpu=fpv5-d16",
+    "cortex-m33": "-mcpu=cortex-m33 -mthumb -mfloat-abi=hard -mfpu=fpv5-sp-d16",
+    "cortex-m0plus": "-mcpu=cortex-m0plus -mthumb -mfloat-abi=soft",
+    "cortex-m3": "-mcpu=cortex-m3 -mthumb -mfloat-abi=soft",
+}
+# QEMU machine for a profile name (only these can `make run`)
+QEMU_MACHINES = {"mps2-an386": "mps2-an386", "mps2-an500": "mps2-an500"}
+
+# main.c's timing record after the outputs: uint32 graph-table index, uint32
+# model operator index, uint32 ticks (low), uint32 ticks (high)
+TIMING_RECORD_BYTES = 16
+
+
+def csrc_dir() -> Path:
+    for c in _CSRC_CANDIDATES:
+        if (c / "src" / "pe_graph.c").is_file():
+            return c
+    raise UnsupportedError("pyembed's C sources (csrc/) were not found next to the package")
+
+
+@dataclasses.dataclass
+class FirmwareProject:
+    outdir: Path
+    profile: object
+    graph: object
+    plan: object
+    layout: object
+    ops: list            # [{"table_index", "op", "type"}] in execution order
+    inputs: list         # [(tensor index, bytes, dtype)]
+    outputs: list        # [(tensor index, bytes, dtype, shape)]
+    qemu_machine: str | None
+    files: dict
+
+
+def _require_profile(profile):
+    if not all(hasattr(profile, a) for a in ("regions", "flash_region", "core", "name", "ram_regions")):
+        raise ArgumentError(f"profile: expected a loaded firmware_sim profile (firmware_sim.profiles.load_profile; "
+                            f"pyembed.target.firmware.generate takes a name), got {type(profile).__name__}")
+    return profile
+
+
+def plan_for_profile(graph, profile, algorithm="auto", time_limit=5.0):
+    """Plan graph's RAM on the profile's RAM regions (fast region first)."""
+    from pyembed.plan import plan_graph
+    from pyembed.plan.core import Region
+    prof = _require_profile(profile)
+    # the profile's activation region (or a TCM) first, then the others in file order
+    act = (prof.defaults or {}).get("activations")
+    regions = [Region(r.name, int(r.size), int(r.base), r.kind) for r in prof.ram_regions()]
+    regions.sort(key=lambda r: (r.name != act and r.kind != "tcm", r.kind != "tcm"))
+    return plan_graph(graph, regions, algorithm=algorithm, overlaps=not graph.unsupported,
+                      time_limit=time_limit)
+
+
+def _align(x, a):
+    return (x + a - 1) // a * a
+
+
+def firmware_layout(graph, plan):
+    """The graph Layout with offsets relative to the lowest used region's base
+    address (regions at their real addresses), and {region: (base, used)}."""
+    from pyembed.model.graph import Layout
+    used = plan.region_used()
+    live = [r for r in plan.regions if used.get(r.name, 0) > 0] or list(plan.regions[:1])
+    arena_base = min(int(r.base) for r in live)
+    rel = {r.name: int(r.base) - arena_base for r in plan.regions}
+    offsets, scratch = {}, {}
+    for t in graph.activation_tensors():
+        loc = plan.tensor_location(t)
+        if loc is None:
+            raise PlanError(f"plan does not place tensor {t} ({graph.tensors[t].name!r})")
+        offsets[t] = rel[loc[0]] + int(loc[1])
+    for i, buf in enumerate(plan.buffers):
+        if getattr(buf, "kind", "") == "scratch" and getattr(buf, "op", None) is not None:
+            r, off = plan.placement[i]
+            scratch[int(buf.op)] = rel[plan.regions[r].name] + int(off)
+    span = max(rel[r.name] + _align(used.get(r.name, 0), 16) for r in live)
+    if span >= 2 ** 31:
+        raise PlanError(f"the planned regions span {span} B of address space: over the graph runtime's "
+                        f"int32 offsets")
+    order = list(plan.order) if getattr(plan, "order", None) else list(range(len(graph.operators)))
+    regions = {r.name: (int(r.base), int(used.get(r.name, 0))) for r in plan.regions}
+    return Layout(max(span, 1), offsets, scratch, order, "firmware"), arena_base, regions
+
+
+_GDT_BYTES = {np.dtype(np.int8): 1, np.dtype(np.int16): 2, np.dtype(np.int32): 4, np.dtype(np.float32): 4}
+
+
+def _linker_script(profile, regions, flash_name, sys_name, seg_block=None):
+    mem, sections = [], []
+    for r in profile.regions.values():
+        attr = "rx" if r.is_flash else "rwx"
+        mname = "FLASH" if r.name == flash_name else ("RAM" if r.name == sys_name else f"MEM_{r.name.upper()}")
+        if r.is_flash and r.name != flash_name:
+            continue
+        mem.append(f"    {mname:<16} ({attr}) : ORIGIN = 0x{r.base:08X}, LENGTH = 0x{r.size:X}")
+    for name, (base, used) in regions.items():
+        if used == 0:
+            continue
+        mname = "RAM" if name == sys_name else f"MEM_{name.upper()}"
+        sections.append(f"""    /* planned buffers of region {name}: {used} B at 0x{base:08X} */
+    .pe_region_{name} (NOLOAD) :
+    {{
+        KEEP(*(.pe_region_{name}))
+    }} > {mname}
+    ASSERT(ADDR(.pe_region_{name}) == 0x{base:08X}, "region {name} is not at its planned base")
+""")
+    if seg_block is not None:
+        base, nbytes = seg_block
+        sections.append(f"""    /* segmented execution: the block segments are loaded into, {nbytes} B at 0x{base:08X} */
+    .pe_segment_block (NOLOAD) :
+    {{
+        KEEP(*(.pe_segment_block))
+    }} > RAM
+    ASSERT(ADDR(.pe_segment_block) == 0x{base:08X}, "the segment block is not at its planned address")
+""")
+    return f"""/* link.ld - generated by pyembed for profile {profile.name}: one MEMORY entry per
+ * region of the profile; each RAM region's planned buffers are one NOLOAD
+ * section at the region's base (checked by ASSERT and by pe_model_init);
+ * code, constants and the weights (.pe_flash) in {flash_name}; .data, .bss,
+ * heap and stack after the planned buffers of {sys_name}. */
+ENTRY(Reset_Handler)
+
+MEMORY
+{{
+{chr(10).join(mem)}
+}}
+
+SECTIONS
+{{
+    .text :
+    {{
+        KEEP(*(.vectors))
+        *(.text*)
+        *(.rodata*)
+        . = ALIGN(16);
+    }} > FLASH
+
+    /* the model's weights and parameters (model_data.c) */
+    .pe_flash :
+    {{
+        . = ALIGN(16);
+        KEEP(*(.pe_flash))
+        . = ALIGN(4);
+    }} > FLASH
+
+    .ARM.exidx :
+    {{
+        *(.ARM.exidx* .gnu.linkonce.armexidx.*)
+    }} > FLASH
+
+{chr(10).join(sections)}
+    . = ALIGN(4);
+    __data_load = LOADADDR(.data);
+    .data :
+    {{
+        . = ALIGN(4);
+        __data_start = .;
+        *(.data*)
+        . = ALIGN(4);
+        __data_end = .;
+    }} > RAM AT > FLASH
+
+    .bss (NOLOAD) :
+    {{
+        . = ALIGN(4);
+        __bss_start = .;
+        *(.bss*)
+        *(COMMON)
+        . = ALIGN(4);
+        __bss_end = .;
+    }} > RAM
+
+    . = ALIGN(8);
+    end = .;
+    __end__ = .;
+    __stack_top = ORIGIN(RAM) + LENGTH(RAM);
+    ASSERT(end + 0x4000 <= __stack_top, "less than 16 KB left for heap and stack in {sys_name}")
+}}
+"""
+
+
+def segment_tables(graph, ops, seg_plan, block_base, prefix):
+    """C tables of a firmware_sim SegmentPlan for pe_segload, and the block
+    address of every constant tensor a segment loads: (C text, {tensor: C expr})."""
+    table_of = {o["op"]: k for k, o in enumerate(ops)}
+    if [o["op"] for o in ops] != list(range(len(graph.operators))):
+        raise UnsupportedError("segmented firmware needs the model's operator order (plan without --search-order)")
+    if any(getattr(la, "parts", 1) > 1 for la in seg_plan.layers):
+        raise UnsupportedError("segmented firmware: operators split into channel groups are not supported on the "
+                               "target yet (plan the segments without split_bytes)")
+    seg_rows, copy_rows, where = [], [], {}
+    for s in seg_plan.segments:
+        op_ids = sorted({i for la in seg_plan.layers[s.first:s.last + 1] for i in la.ops})
+        if s.offset % 4:
+            raise UnsupportedError(f"segment {s.index} at block offset {s.offset}: not 4-byte aligned")
+        n0 = len(copy_rows)
+        for entry in s.tensors:
+            if len(entry) != 3:
+                raise UnsupportedError("segmented firmware: channel slices are not supported on the target yet")
+            t, off, nb = entry
+            if t in where:
+                raise UnsupportedError(f"constant tensor {t} is loaded by two segments; the graph table has one "
+                                       f"address per tensor")
+            addr = block_base + s.offset + off
+            if addr % 4:
+                raise UnsupportedError(f"tensor {t} at 0x{addr:08X}: not 4-byte aligned")
+            where[t] = f"(const void *)(uintptr_t)0x{addr:08X}u"
+            copy_rows.append(f"    {{ (const void *){prefix}_t{t}, {s.offset + off}u, {nb}u }}, /* segment {s.index} */")
+        seg_rows.append((s, n0, len(copy_rows) - n0, op_ids))
+    # operator ranges in table order, consecutive
+    rows, nxt = [], 0
+    for s, c0, nc, op_ids in seg_rows:
+        end = nxt + len(op_ids)
+        if op_ids and [table_of[i] for i in op_ids] != list(range(nxt, end)):
+            raise UnsupportedError(f"segment {s.index}: its operators are not consecutive in the table")
+        rows.append(f"    {{ {c0}, {nc}, {s.offset}u, {s.nbytes}u, {s.wait_for}, {nxt}, {end} }},")
+        nxt = end
+    if nxt != len(ops):
+        raise UnsupportedError(f"the segments cover {nxt} of {len(ops)} operators")
+    text = f"""/* segmented execution: {len(seg_plan.segments)} segments in a {seg_plan.block_bytes} B block at
+ * 0x{block_base:08X} (placement {seg_plan.placement}); copies from the weights in flash */
+static uint8_t pe_segment_block[{_align(seg_plan.block_bytes, 16)}]
+    __attribute__((section(".pe_segment_block"), aligned(16), used));
+static const pe_segload_copy pe_segment_copies[{max(len(copy_rows), 1)}] = {{
+{chr(10).join(copy_rows) or '    { NULL, 0u, 0u },'}
+}};
+static const pe_segload_segment pe_segment_table[{len(rows)}] = {{
+{chr(10).join(rows)}
+}};
+static const pe_segload_plan pe_segment_plan = {{ pe_segment_table, {len(rows)}, pe_segment_copies,
+                                                  {len(copy_rows)}, {seg_plan.block_bytes}u }};
+"""
+    return text, where
+
+
+def _api_header(graph, prefix, segmented=False):
+    P = prefix.upper()
+    seg_api = ("""
+/* Segmented execution: the weights are copied from flash into a RAM block
+ * segment by segment while the model runs (pe_segload.h). By default the
+ * copies use memcpy; give a DMA hook before pe_model_init to overlap them. */
+#define PE_MODEL_SEGMENTED 1
+#include "pyembed/pe_segload.h"
+void pe_model_set_segment_dma(const pe_segload_dma *dma);
+""" if segmented else "\n#define PE_MODEL_SEGMENTED 0\n")
+    return f"""/*
+ * pe_model.h - the firmware API of model "{graph.name}" (generated by pyembed).
+ *
+ *   pe_model_init();                               once: checks the memory map and the tables
+ *   memcpy(pe_model_input(0, &n), frame, n);       fill each input
+ *   pe_model_invoke();                             run every operator
+ *   out = pe_model_output(0, &n);                  read each output
+ *
+ * Per-operator hooks (timing, tracing): pe_model_set_hooks(before, after, user)
+ * calls before(k, op, user) / after(k, op, user) around table entry k, which
+ * runs model operator op. Every function returns a pe_status (PE_OK = 0) or
+ * NULL for a bad index; nothing allocates.
+ */
+#ifndef {P}_API_H
+#define {P}_API_H
+
+#include <stdint.h>
+#include "pyembed/pe_types.h"
+#include "model_graph.h"
+
+#ifdef __cplusplus
+extern "C" {{
+#endif
+{seg_api}
+typedef void (*pe_model_hook)(int32_t table_index, int32_t op_index, void *user);
+
+pe_status pe_model_init(void);
+/* Pointer to input `index` in RAM and its size in bytes (NULL: bad index). */
+void *pe_model_input(int32_t index, uint32_t *bytes);
+/* Pointer to output `index` and its size in bytes (NULL: bad index). */
+const void *pe_model_output(int32_t index, uint32_t *bytes);
+pe_status pe_model_invoke(void);
+void pe_model_set_hooks(pe_model_hook before, pe_model_hook after, void *user);
+/* Number of graph-table entries and the model operator each one runs. */
+int32_t pe_model_num_ops(void);
+int32_t pe_model_op_index(int32_t table_index);
+
+#ifdef __cplusplus
+}}
+#endif
+
+#endif /* {P}_API_H */
+"""
+
+
+def _api_source(graph, prefix, ops, regions, arena_base, sys_name, seg_text=None):
+    P = prefix.upper()
+    decls, checks = [], []
+    for name, (base, used) in regions.items():
+        if used == 0:
+            continue
+        decls.append(f"/* region {name}: {used} B at 0x{base:08X} (section .pe_region_{name}) */\n"
+                     f"static uint8_t pe_region_{name}[{_align(used, 16)}]\n"
+                     f"    __attribute__((section(\".pe_region_{name}\"), aligned(16), used));")
+        checks.append(f"    if ((uintptr_t)pe_region_{name} != (uintptr_t)0x{base:08X}u) {{\n"
+                      f"        return PE_ERR_ARG; /* the linker script did not put region {name} at its base */\n"
+                      f"    }}")
+    op_index = ", ".join(str(o["op"]) for o in ops) or "0"
+    nin, nout = len(graph.inputs), len(graph.outputs)
+    in_rows = ", ".join(f"{{{P}_INPUT{k}_OFFSET, {P}_INPUT{k}_BYTES}}" for k in range(nin))
+    out_rows = ", ".join(f"{{{P}_OUTPUT{k}_OFFSET, {P}_OUTPUT{k}_BYTES}}" for k in range(nout))
+    return f"""/*
+ * pe_model.c - the firmware API of model "{graph.name}" (see pe_model.h).
+ * Generated by pyembed; do not edit, regenerate.
+ *
+ * The graph runtime addresses activations as arena + offset with the arena at
+ * 0x{arena_base:08X} (the lowest planned region); each region's planned buffers
+ * are the array below placed by link.ld at the region's base.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include "pe_model.h"
+#include "model_data.h"
+
+#define {P}_ARENA_BASE 0x{arena_base:08X}u
+
+{chr(10).join(decls)}
+
+{seg_text or ''}
+static const int32_t pe_model_op_table[{max(len(ops), 1)}] = {{ {op_index} }};
+static const uint32_t pe_model_inputs[{max(nin, 1)}][2] = {{ {in_rows or '{0, 0}'} }};
+static const uint32_t pe_model_outputs[{max(nout, 1)}][2] = {{ {out_rows or '{0, 0}'} }};
+
+static pe_context pe_model_ctx;
+static pe_model_hook pe_model_before;
+static pe_model_hook pe_model_after;
+static void *pe_model_user;
+static int pe_model_ready;
+
+static uint8_t *pe_model_arena(void)
+{{
+    return (uint8_t *)(uintptr_t){P}_ARENA_BASE;
+}}
+
+pe_status pe_model_init(void)
+{{
+    int32_t bad_op = -1;
+    int32_t bad_tensor = -1;
+    pe_status st;
+{chr(10).join(checks)}
+    st = pe_graph_check(&{prefix}_graph, &bad_op, &bad_tensor);
+    if (st != PE_OK) {{
+        return st;
+    }}
+    pe_model_ctx.buf = pe_model_arena();
+    pe_model_ctx.size = {P}_ARENA_BYTES;
+    pe_model_ctx.stats = NULL;
+    pe_model_ready = 1;
+    return PE_OK;
+}}
+
+void *pe_model_input(int32_t index, uint32_t *bytes)
+{{
+    if (index < 0 || index >= {P}_NUM_INPUTS) {{
+        return NULL;
+    }}
+    if (bytes != NULL) {{
+        *bytes = pe_model_inputs[index][1];
+    }}
+    return pe_model_arena() + pe_model_inputs[index][0];
+}}
+
+const void *pe_model_output(int32_t index, uint32_t *bytes)
+{{
+    if (index < 0 || index >= {P}_NUM_OUTPUTS) {{
+        return NULL;
+    }}
+    if (bytes != NULL) {{
+        *bytes = pe_model_outputs[index][1];
+    }}
+    return pe_model_arena() + pe_model_outputs[index][0];
+}}
+
+void pe_model_set_hooks(pe_model_hook before, pe_model_hook after, void *user)
+{{
+    pe_model_before = before;
+    pe_model_after = after;
+    pe_model_user = user;
+}}
+
+int32_t pe_model_num_ops(void)
+{{
+    return {prefix}_graph.num_ops;
+}}
+
+int32_t pe_model_op_index(int32_t table_index)
+{{
+    if (table_index < 0 || table_index >= {prefix}_graph.num_ops) {{
+        return -1;
+    }}
+    return pe_model_op_table[table_index];
+}}
+
+static pe_status pe_model_run_op(int32_t k)
+{{
+    pe_status st;
+    if (pe_model_before != NULL) {{
+        pe_model_before(k, pe_model_op_table[k], pe_model_user);
+    }}
+    st = pe_graph_invoke_op(&{prefix}_graph, k, &pe_model_ctx);
+    if (pe_model_after != NULL) {{
+        pe_model_after(k, pe_model_op_table[k], pe_model_user);
+    }}
+    return st;
+}}
+
+#if PE_MODEL_SEGMENTED
+static pe_segload_state pe_model_segs;
+static pe_segload_dma pe_model_dma;
+static int pe_model_dma_set;
+
+void pe_model_set_segment_dma(const pe_segload_dma *dma)
+{{
+    if (dma != NULL) {{
+        pe_model_dma = *dma;
+    }}
+    pe_model_dma_set = dma != NULL;
+}}
+#endif
+
+pe_status pe_model_invoke(void)
+{{
+    int32_t k;
+    pe_status st;
+    if (!pe_model_ready) {{
+        return PE_ERR_STATE;
+    }}
+#if PE_MODEL_SEGMENTED
+    {{
+        int32_t seg;
+        st = pe_segload_init(&pe_model_segs, &pe_segment_plan, pe_segment_block, sizeof(pe_segment_block),
+                             pe_model_dma_set ? &pe_model_dma : NULL);
+        if (st == PE_OK) {{
+            st = pe_segload_begin(&pe_model_segs);
+        }}
+        for (seg = 0; st == PE_OK && seg < pe_segment_plan.n_segments; seg++) {{
+            const pe_segload_segment *sg = &pe_segment_plan.segments[seg];
+            st = pe_segload_acquire(&pe_model_segs, seg);
+            for (k = sg->first_op; st == PE_OK && k < sg->end_op; k++) {{
+                st = pe_model_run_op(k);
+            }}
+            if (st == PE_OK) {{
+                st = pe_segload_release(&pe_model_segs, seg);
+            }}
+        }}
+        return st;
+    }}
+#else
+    for (k = 0; k < {prefix}_graph.num_ops; k++) {{
+        st = pe_model_run_op(k);
+        if (st != PE_OK) {{
+            return st;
+        }}
+    }}
+    return PE_OK;
+#endif
+}}
+"""
+
+
+def _write(path, text, files, key):
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    files[key] = str(path)
+
+
+def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algorithm="auto",
+                     time_limit=5.0, copy_runtime=True, segments=None):
+    """Write the firmware project of graph for profile (a loaded firmware_sim
+    profile) into outdir; returns a FirmwareProject. plan: a pyembed.plan Plan
+    on the profile's regions (default: planned here). segments: a
+    firmware_sim.segments.SegmentPlan (one layer per operator): the weights are
+    loaded from flash into a RAM block segment by segment (pe_segload) while
+    the model runs, the block placed after the planned buffers of the largest
+    zero-wait RAM region (where .data, .bss and the stack go too)."""
+    from pyembed.codegen import emit
+    from pyembed.codegen.firmware.files import _cmakelists, _main_source, _makefile
+    from pyembed.model.graph import Graph
+
+    if not isinstance(graph, Graph):
+        raise ArgumentError(f"graph: expected a pyembed Graph, got {type(graph).__name__}")
+    if not isinstance(outdir, (str, os.PathLike)):
+        raise ArgumentError(f"outdir: expected a directory path, got {type(outdir).__name__}")
+    graph.check_supported()
+    profile = _require_profile(profile)
+    core_flags = CORE_FLAGS.get(profile.core)
+    if core_flags is None:
+        raise UnsupportedError(f"profile {profile.name}: no compiler flags for core {profile.core!r} "
+                               f"(known: {', '.join(sorted(CORE_FLAGS))})")
+    if plan is None:
+        plan = plan_for_profile(graph, profile, algorithm=algorithm, time_limit=time_limit)
+    layout, arena_base, regions = firmware_layout(graph, plan)
+    flash_name = profile.flash_region
+    ram = [r for r in profile.regions.values() if not r.is_flash]
+    # .data, .bss, heap, stack (and the segment block): the largest RAM without wait states
+    # (a TCM or a slow external RAM only when there is nothing else)
+    sys_region = min(ram, key=lambda r: (r.kind == "tcm", getattr(r, "read_wait", 0) > 0, -r.size))
+    for name, (_, used) in regions.items():
+        cap = profile.regions[name].size
+        if used > cap:
+            raise PlanError(f"region {name}: plan uses {used} B of {cap} B")
+    out = Path(outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    files = {}
+    mdir = out / "model"
+    _write(mdir / "memplan.h", emit.memplan_header(plan, num_tensors=len(graph.tensors)), files, "memplan.h")
+    hdr, src = emit.model_data(graph, section=".pe_flash", prefix=prefix)
+    _write(mdir / "model_data.h", hdr, files, "model_data.h")
+    _write(mdir / "model_data.c", src, files, "model_data.c")
+    tensors, ops = emit.runtime_tables(graph, layout)
+    seg_text, const_data, seg_block = None, None, None
+    if segments is not None:
+        used_sys = regions.get(sys_region.name, (sys_region.base, 0))[1]
+        block_base = int(sys_region.base) + _align(used_sys, 16)
+        seg_text, const_data = segment_tables(graph, ops, segments, block_base, prefix)
+        seg_block = (block_base, _align(segments.block_bytes, 16))
+    ghdr, gsrc = emit.graph_tables(graph, plan, prefix=prefix, layout=layout, const_data=const_data)
+    _write(mdir / "model_graph.h", ghdr, files, "model_graph.h")
+    _write(mdir / "model_graph.c", gsrc, files, "model_graph.c")
+    op_rows = [{"table_index": k, "op": o["op"], "type": graph.operators[o["op"]].type} for k, o in enumerate(ops)]
+    _write(mdir / "pe_model.h", _api_header(graph, prefix, segments is not None), files, "pe_model.h")
+    _write(mdir / "pe_model.c", _api_source(graph, prefix, ops, regions, arena_base, sys_region.name, seg_text),
+           files, "pe_model.c")
+    _write(out / "main.c", _main_source(graph, prefix, ops), files, "main.c")
+    _write(out / "link.ld", _linker_script(profile, regions, flash_name, sys_region.name, seg_block), files, "link.ld")
+    for name in ("startup.c", "pe_target.c", "pe_target.h"):
+        _write(out / name, (TARGET_TEMPLATES / name).read_text(), files, name)
+    machine = QEMU_MACHINES.get(profile.name.lower())
+    _write(out / "Makefile", _makefile(profile, core_flags, machine), files, "Makefile")
+    _write(out / "CMakeLists.txt", _cmakelists(profile, core_flags), files, "CMakeLists.txt")
+    if copy_runtime:
+        cs = csrc_dir()
+        dst = out / "pyembed"
+        if dst.exists():
+            shutil.rmtree(dst)
+        shutil.copytree(cs / "include", dst / "include")
+        shutil.copytree(cs / "src", dst / "src")
+        files["pyembed"] = str(dst)
+    inputs = [(t, int(graph.tensors[t].nbytes), graph.tensors[t].dtype) for t in graph.inputs]
+    outputs = [(t, int(graph.tensors[t].nbytes), graph.tensors[t].dtype, tuple(graph.tensors[t].shape))
+               for t in graph.outputs]
+    manifest = {"model": graph.name, "profile": profile.name, "core": profile.core, "qemu_machine": machine,
+                "arena_base": arena_base, "arena_span": layout.arena_size,
+                "regions": {k: {"base": b, "used": u} for k, (b, u) in regions.items()},
+                "operators": op_rows,
+                "segments": None if segments is None else {
+                    "count": len(segments.segments), "block_bytes": segments.block_bytes,
+                    "block_base": seg_block[0], "placement": segments.placement,
+                    "ops": [[o for la in segments.layers[s.first:s.last + 1] for o in la.ops]
+                            for s in segments.segments]},
+                "inputs": [{"tensor": t, "bytes": b, "dtype": str(d)} for t, b, d in inputs],
+                "outputs": [{"tensor": t, "bytes": b, "dtype": str(d), "shape": list(s)} for t, b, d, s in outputs]}
+    _write(out / "firmware.json", json.dumps(manifest, indent=1), files, "firmware.json")
+    return FirmwareProject(out, profile, graph, plan, layout, op_rows, inputs, outputs, machine, files)

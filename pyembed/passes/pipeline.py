@@ -1,0 +1,587 @@
+"""The seeds applied to an imported graph, between import and planning.
+
+Two rewrites of a pyembed Graph, each replacing operators by ONE operator
+the C graph runtime executes through the generic ABI (int32 parameter
+words, constants as input tensors):
+
+* ``PE_CONV_POOL`` (conv -> pool fusion, SPEC section 2): a CONV_2D whose
+  only reader is an AVERAGE/MAX_POOL_2D runs as pe_conv_pool_rev_s8, the
+  reverse pooling consuming convolution output rows as they become final;
+  the convolution output tensor disappears from the plan.
+* ``PE_STRIPE_REGION`` (SPEC section 4): a run of layers the stripe
+  executor takes (conv, depthwise, pointwise, pooling, residual ADD) runs
+  row by row in vertical stripes with per-layer line stores, blocks
+  depth-first (pe_stripe_run_s8); its intermediate tensors disappear from
+  the plan and its line stores are the operator's scratch, which the
+  planner places like any kernel scratch.
+
+    from pyembed.passes.pipeline import apply_pipeline
+    res = apply_pipeline(graph, strategy="auto", max_extra_macs=0.10)
+    res.graph            # the rewritten Graph (plan it, run it, emit it)
+    res.regions, res.fused, res.report()
+
+Strategies: "layers" (layer by layer, conv -> pool pairs fused), "stripes"
+(stripe regions wherever they lower the arena estimate, any MAC cost) and
+"auto" (the smallest arena estimate whose extra MACs stay within
+max_extra_macs of the model's). A region is cut where a chain stops being
+executable (receptive field larger than the image, unsupported layer, a
+tensor read outside the region) instead of being refused. Each region's
+block width is the one of BLOCK_WIDTHS with the smallest scratch (ties: the
+wider; a narrower block costs calls, not MACs). The arena estimate is the
+liveness lower bound of the rewritten graph; pyembed.plan.pipeline plans it
+(for "auto" against layer by layer with proven overlaps).
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pyembed.errors import ArgumentError, PyEmbedError, UnsupportedError
+
+REGION_OP = "PE_STRIPE_REGION"
+CONV_POOL_OP = "PE_CONV_POOL"
+STRATEGIES = ("auto", "layers", "stripes")
+REGION_VERSION = 1
+HEADER_WORDS = 4
+LAYER_WORDS = 32
+CONV_POOL_WORDS = 26
+BLOCK_WIDTHS = (1, 2, 4, 8, 16)
+_OPS = {"conv": 0, "depthwise": 1, "pointwise": 2, "pool": 3, "add": 4, "upsample2x": 5}
+
+
+# ---------------------------------------------------------------------------
+# Parameter words
+
+def _layer_words(spec, slots):
+    """The 32 words of one layer (pe_pipeline.h) from a pyembed.stripe spec."""
+    pad = spec.get("padding", (0, 0, 0, 0))
+    kern = spec.get("kernel", (1, 1))
+    strd = spec.get("stride", (1, 1))
+    w = [0] * LAYER_WORDS
+    w[0] = _OPS[spec["op"]]
+    w[1], w[2] = int(spec["in_c"]), int(spec["out_c"])
+    w[3], w[4] = int(kern[0]), int(kern[1])
+    w[5], w[6] = int(strd[0]), int(strd[1])
+    w[7:11] = [int(v) for v in pad]
+    w[11] = int(spec.get("input_offset", 0))
+    w[12] = int(spec.get("output_offset", 0))
+    w[13] = int(spec.get("act_min", -128))
+    w[14] = int(spec.get("act_max", 127))
+    w[15] = 1 if spec.get("rounding", "double") == "single" else 0
+    w[16] = 1 if spec.get("pool_kind") == "avg" else 0
+    if spec["op"] == "add":
+        w[17] = int(spec["from_layer"])
+        w[18] = int(spec["left_shift"])
+        w[19] = int(spec["main_offset"])
+        w[20], w[21] = (int(v) for v in spec["main_quant"])
+        w[22] = int(spec["branch_offset"])
+        w[23], w[24] = (int(v) for v in spec["branch_quant"])
+        w[25], w[26] = (int(v) for v in spec["out_quant"])
+    w[27:31] = list(slots) if slots else [-1, -1, -1, -1]
+    return w
+
+
+def _new_const(tensors, name, data):
+    from pyembed.model.graph import Tensor
+    data = np.ascontiguousarray(data)
+    t = Tensor(index=len(tensors), name=name, shape=tuple(data.shape), dtype=data.dtype, data=data,
+               type_name={np.dtype(np.int8): "INT8", np.dtype(np.int32): "INT32"}[data.dtype])
+    tensors.append(t)
+    return t.index
+
+
+# ---------------------------------------------------------------------------
+# Regions
+
+@dataclass
+class Region:
+    """A stripe region: graph operators ops (original indices, consecutive)."""
+    ops: list
+    chain: object                 # pyembed.layers.LayerChain
+    stripe_width: int
+    block_width: int
+    scratch_bytes: int            # decoded table + executor arena
+    macs: int                     # predicted by the executor (halo included)
+    full_macs: int                # the same operators layer by layer
+    reason: str = ""
+
+    @property
+    def first(self):
+        return self.ops[0]
+
+    @property
+    def last(self):
+        return self.ops[-1]
+
+
+def _stripe():
+    from pyembed.kernels import stripe
+    return stripe
+
+
+def _layer_bytes():
+    from pyembed._ext import _stripe as c
+    return int(c.LAYER_BYTES)
+
+
+def _table_bytes(n):
+    return (n * _layer_bytes() + 7) // 8 * 8
+
+
+def chains_from(graph, first):
+    """The longest executable chain starting at operator first whose
+    intermediate tensors nobody outside reads (None if not even one layer),
+    cut where the receptive field outgrows the image (executable_chain)."""
+    st = _stripe()
+    from pyembed.model.chain import chain_from_graph
+    try:
+        chain = chain_from_graph(graph, first)
+    except (UnsupportedError, ArgumentError, PyEmbedError):
+        return None
+    while True:
+        try:
+            st.check_network(chain, chain.input_shape)
+            break
+        except (ArgumentError, UnsupportedError):
+            if len(chain) == 1:
+                return None
+        chain = chain_from_graph(graph, first, chain.ops[-2])
+    if chain.escaping:
+        pos = min(chain.tensors.index(t) for t in chain.escaping)
+        from pyembed.model.chain import chain_from_graph
+        chain = chain_from_graph(graph, first, chain.ops[pos])
+    return chain
+
+
+class _RegionCache:
+    def __init__(self, graph):
+        self.graph = graph
+        self.nets = {}
+
+    def region(self, first, last, stripe_width=None, block_width=None):
+        """Region over operators first..last; stripe_width None = full width,
+        block_width None = the smallest scratch of BLOCK_WIDTHS."""
+        st = _stripe()
+        key = (first, last)
+        if key not in self.nets:
+            from pyembed.model.chain import chain_from_graph
+            chain = chain_from_graph(self.graph, first, last)
+            if chain.escaping:
+                # an operator outside reads an intermediate tensor: the region
+                # would not produce it
+                raise UnsupportedError(f"operators {first}..{last}: tensors {chain.escaping} are read outside")
+            net = st.compile_network(chain, chain.input_shape)
+            self.nets[key] = (chain, net)
+        chain, net = self.nets[key]
+        out_w = net.output_shape()[1]
+        sw = out_w if stripe_width is None else int(stripe_width)
+        blocks = BLOCK_WIDTHS if block_width is None else (int(block_width),)
+        size, bw = min((net.buffer_size(sw, b), -b) for b in blocks)
+        bw = -bw
+        full = st.full_frame_macs(chain, chain.input_shape)
+        return Region(ops=list(chain.ops), chain=chain, stripe_width=sw, block_width=bw,
+                      scratch_bytes=_table_bytes(len(chain)) + int(size), macs=int(net.predict_macs(sw)),
+                      full_macs=int(full))
+
+
+def region_operator(graph, region, tensors):
+    """The PE_STRIPE_REGION Operator replacing region (constants appended to
+    tensors: requantization tables; weights and biases are the model's)."""
+    from pyembed.model.graph import Operator
+    st = _stripe()
+    chain = region.chain
+    shapes = st.check_network(chain, chain.input_shape)
+    inputs = [chain.input_tensor]
+    words = [REGION_VERSION, len(chain), region.stripe_width, region.block_width]
+    for i, layer in enumerate(chain):
+        spec = st._spec(layer, shapes[i][0])
+        slots = None
+        if "weights" in spec:
+            gop = graph.operators[chain.ops[i]]
+            out_c = int(spec["out_c"])
+            slots = []
+            slots.append(len(inputs))
+            inputs.append(gop.inputs[1])
+            if len(gop.inputs) > 2 and gop.inputs[2] >= 0:
+                slots.append(len(inputs))
+                inputs.append(gop.inputs[2])
+            else:
+                slots.append(-1)
+            for name in ("multiplier", "shift"):
+                arr = np.broadcast_to(np.asarray(spec[name], dtype=np.int32), (out_c,))
+                slots.append(len(inputs))
+                inputs.append(_new_const(tensors, f"region{region.first}_l{i}_{name}", arr.copy()))
+        words += _layer_words(spec, slots)
+    params = {"words": np.asarray(words, dtype=np.int32), "layers": len(chain), "ops": list(region.ops),
+              "stripe_width": region.stripe_width, "block_width": region.block_width,
+              "full_macs": region.full_macs,
+              "work_elements": int(sum(int(np.prod(out)) for _, out in shapes))}
+    # the graph counts MACs its own way (padded taps included); the region
+    # adds what the stripes recompute (halo columns) on top of that count
+    graph_macs = sum(int(graph.operators[i].macs) for i in region.ops) + region.macs - region.full_macs
+    return Operator(index=-1, type=REGION_OP, inputs=inputs, outputs=[chain.output_tensor], params=params,
+                    scratch_bytes=region.scratch_bytes, macs=graph_macs,
+                    options={"ops": list(region.ops)})
+
+
+# ---------------------------------------------------------------------------
+# Conv -> pool fusion
+
+def fusable_pairs(graph, skip=()):
+    """(conv index, pool index) pairs: a CONV_2D (no groups, no dilation,
+    int8) whose output only the next operator, a MAX/AVERAGE_POOL_2D, reads
+    and which is not a graph output."""
+    cons = graph.consumers()
+    pairs = []
+    ops = graph.operators
+    for i in range(len(ops) - 1):
+        a, b = ops[i], ops[i + 1]
+        if i in skip or i + 1 in skip:
+            continue
+        if a.type != "CONV_2D" or b.type not in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
+            continue
+        if not (a.supported and b.supported):
+            continue
+        t = a.outputs[0]
+        if t in graph.outputs or cons.get(t, []) != [b.index] or b.inputs[0] != t:
+            continue
+        p = a.params
+        if tuple(p.get("dilation", (1, 1))) != (1, 1) or p.get("groups", 1) != 1:
+            continue
+        if graph.tensors[a.inputs[0]].dtype != np.int8 or len(graph.tensors[t].shape) != 4:
+            continue
+        if pairs and pairs[-1][1] == i:
+            continue
+        pairs.append((i, i + 1))
+    return pairs
+
+
+def _rounding_code(op, rounding="double"):
+    from pyembed.model.runtime import rounding_table
+    table = rounding_table(rounding)
+    return 1 if table.get(op.type, table["*"]) == "single" else 0
+
+
+def conv_pool_operator(graph, conv_i, pool_i, tensors, rounding="double"):
+    """The PE_CONV_POOL Operator replacing graph operators conv_i, pool_i."""
+    from pyembed.model.graph import Operator
+    conv, pool = graph.operators[conv_i], graph.operators[pool_i]
+    p, q = conv.params, pool.params
+    mid = graph.tensors[conv.outputs[0]]
+    out_c = int(mid.shape[3])
+    words = [int(p["stride"][0]), int(p["stride"][1])] + [int(v) for v in p["pad"]] + [
+        1, 1, int(p["input_offset"]), int(p["output_offset"]), int(p["act_min"]), int(p["act_max"]),
+        _rounding_code(conv, rounding), int(mid.shape[1]), int(mid.shape[2]),
+        1 if q["kind"] == "avg" else 0, int(q["filter"][0]), int(q["filter"][1]), int(q["stride"][0]),
+        int(q["stride"][1])] + [int(v) for v in q["pad"]] + [int(q["act_min"]), int(q["act_max"])]
+    assert len(words) == CONV_POOL_WORDS
+    bias = conv.inputs[2] if len(conv.inputs) > 2 else -1
+    inputs = [conv.inputs[0], conv.inputs[1], bias]
+    for name in ("multiplier", "shift"):
+        arr = np.broadcast_to(np.asarray(p[name], dtype=np.int32), (out_c,)).copy()
+        inputs.append(_new_const(tensors, f"convpool{conv_i}_{name}", arr))
+    params = {"words": np.asarray(words, dtype=np.int32), "ops": [conv_i, pool_i],
+              "work_elements": int(np.prod(mid.shape)) + int(np.prod(graph.tensors[pool.outputs[0]].shape))}
+    op = Operator(index=-1, type=CONV_POOL_OP, inputs=inputs, outputs=[pool.outputs[0]], params=params,
+                  macs=int(conv.macs) + int(pool.macs), options={"ops": [conv_i, pool_i]})
+    op.scratch_bytes = conv_pool_scratch(graph, op, tensors)
+    return op
+
+
+def conv_pool_scratch(graph, op, tensors):
+    """The fused kernel's size query."""
+    from pyembed._ext import _stripe as cg
+    x = tensors[op.inputs[0]]
+    w = tensors[op.inputs[1]]
+    y = tensors[op.outputs[0]]
+    return int(cg.conv_pool_buffer_size(op.params["words"], tuple(int(d) for d in x.shape),
+                                        tuple(int(d) for d in w.shape), tuple(int(d) for d in y.shape)))
+
+
+# ---------------------------------------------------------------------------
+# Rewriting
+
+def rewrite(graph, regions=(), pairs=(), rounding="double"):
+    """A new Graph where every region and fused pair is one operator (the
+    original graph is left as it is)."""
+    from pyembed.model.graph import Graph
+    tensors = list(graph.tensors)
+    start = {}
+    for r in regions:
+        start[r.first] = ("region", r)
+    for a, b in pairs:
+        start[a] = ("pair", (a, b))
+    covered = set()
+    for r in regions:
+        covered.update(r.ops)
+    for a, b in pairs:
+        covered.update((a, b))
+    new_ops = []
+    for i, op in enumerate(graph.operators):
+        if i in start:
+            kind, what = start[i]
+            if kind == "region":
+                nop = region_operator(graph, what, tensors)
+            else:
+                nop = conv_pool_operator(graph, what[0], what[1], tensors, rounding)
+        elif i in covered:
+            continue
+        else:
+            nop = dataclasses.replace(op, inputs=list(op.inputs), outputs=list(op.outputs))
+            nop.options = dict(op.options)
+            nop.options.setdefault("ops", [i])
+        nop.index = len(new_ops)
+        new_ops.append(nop)
+    # the intermediate tensors of regions and fused pairs are no one's any
+    # more: they keep their index (plans, offline plans and emitted tables
+    # name tensors by index) but no element type, so nothing places them
+    used = set(graph.inputs) | set(graph.outputs)
+    for op in new_ops:
+        used.update(t for t in list(op.inputs) + list(op.outputs) if t >= 0)
+    for t, tensor in enumerate(tensors):
+        if t not in used and not tensor.is_constant and tensor.dtype is not None and not tensor.is_variable \
+                and t not in graph.aliases and t not in set(graph.aliases.values()):
+            tensors[t] = dataclasses.replace(tensor, dtype=None, type_name="REMOVED_BY_PIPELINE")
+    g = Graph(graph.name, tensors, new_ops, graph.inputs, graph.outputs, source_path=graph.source_path,
+              aliases=graph.aliases, unsupported=[(op.index, op.type) for op in new_ops if not op.supported],
+              metadata=graph.metadata, source_format=graph.source_format)
+    g.input_perms = list(graph.input_perms)
+    g.output_perms = list(graph.output_perms)
+    g.pipeline_source = graph
+    return g
+
+
+def arena_estimate(graph, alignment=16):
+    """Liveness lower bound of graph in bytes (see live_bytes)."""
+    return max(live_bytes(graph, alignment))
+
+
+def live_bytes(graph, alignment=16):
+    """Bytes live at each step of graph (16-byte aligned buffers; activations from the step that writes them to
+    the last that reads them, graph inputs from step 0, outputs to the end,
+    aliases sharing their root, kernel scratch during its step). The
+    planner (pyembed.plan, a layer above) places the buffers; its arena is
+    reported beside this bound (the largest entry)."""
+    return _live(graph, [(op.inputs, op.outputs, op.scratch_bytes) for op in graph.operators], alignment)
+
+
+def _live(graph, ops_io, alignment=16):
+    """live_bytes over (inputs, outputs, scratch bytes) per step."""
+    n = len(ops_io)
+    life = {}
+
+    def touch(t, s):
+        t = graph.alias_root(t)
+        if graph.tensors[t].is_constant or graph.tensors[t].dtype is None:
+            return
+        lo, hi = life.get(t, (s, s))
+        life[t] = (min(lo, s), max(hi, s))
+    for t in graph.inputs:
+        touch(t, 0)
+    for s, (ins, outs, _) in enumerate(ops_io):
+        for t in list(ins) + list(outs):
+            if t >= 0:
+                touch(t, s)
+    for t in graph.outputs:
+        touch(t, max(n - 1, 0))
+    for t, tensor in enumerate(graph.tensors):
+        if tensor.is_variable and not tensor.is_constant:
+            touch(t, 0)
+            touch(t, max(n - 1, 0))
+    live = [0] * max(n, 1)
+    for t, (lo, hi) in life.items():
+        size = -(-int(graph.tensors[t].nbytes) // alignment) * alignment
+        for s in range(lo, hi + 1):
+            live[s] += size
+    for s, (_, _, scratch) in enumerate(ops_io):
+        live[s] += -(-int(scratch or 0) // alignment) * alignment
+    return live
+
+
+# ---------------------------------------------------------------------------
+# Strategy
+
+@dataclass
+class PipelineResult:
+    graph: object
+    strategy: str
+    regions: list
+    fused: list
+    base_macs: int
+    macs: int
+    base_estimate: int
+    estimate: int
+    notes: list = field(default_factory=list)
+
+    @property
+    def extra_macs(self):
+        return self.macs / self.base_macs - 1.0 if self.base_macs else 0.0
+
+    def report(self):
+        """Lines saying what was chosen per region and why."""
+        lines = [f"strategy {self.strategy}: {len(self.regions)} stripe region(s), {len(self.fused)} fused "
+                 f"conv->pool pair(s); arena estimate {self.estimate} B (layer by layer "
+                 f"{self.base_estimate} B), MACs {self.macs} ({100 * self.extra_macs:+.1f} %)"]
+        for r in self.regions:
+            lines.append(f"  region ops {r.first}..{r.last} ({len(r.ops)} layers): stripes of {r.stripe_width} "
+                         f"columns, blocks of {r.block_width}, line stores {r.scratch_bytes} B, MACs "
+                         f"{r.macs} ({100 * (r.macs / r.full_macs - 1) if r.full_macs else 0:+.1f} %): {r.reason}")
+        for a, b in self.fused:
+            lines.append(f"  fused ops {a} ({'CONV_2D'}) -> {b}: pooling consumes convolution rows, "
+                         f"the intermediate tensor is not stored")
+        lines += [f"  {n}" for n in self.notes]
+        return lines
+
+
+def _widths(out_w):
+    ws = {out_w}
+    for k in (2, 3, 4, 6, 8, 12, 16):
+        if out_w // k >= 1:
+            ws.add(-(-out_w // k))
+    return sorted(ws, reverse=True)
+
+
+def apply_pipeline(graph, strategy="auto", max_extra_macs=0.10, fuse=True, rounding="double"):
+    """Rewrite graph with the chosen strategy; see the module docstring."""
+    if strategy not in STRATEGIES:
+        raise ArgumentError(f"strategy: expected one of {', '.join(STRATEGIES)}, got {strategy!r}")
+    try:
+        budget = float(max_extra_macs)
+    except (TypeError, ValueError):
+        raise ArgumentError(f"max_extra_macs: expected a fraction such as 0.1, got {max_extra_macs!r}") from None
+    if not budget >= 0 or budget != budget:
+        raise ArgumentError(f"max_extra_macs: expected a fraction >= 0, got {max_extra_macs!r}")
+    base_macs = int(graph.macs)
+    base_est = arena_estimate(graph)
+    notes = []
+    regions = []
+    if strategy != "layers":
+        limit = None if strategy == "stripes" else budget * base_macs
+        regions, notes = choose_regions(graph, limit, fuse=fuse, rounding=rounding)
+    covered = {i for r in regions for i in r.ops}
+    pairs = fusable_pairs(graph, skip=covered) if fuse else []
+    g = rewrite(graph, regions, pairs, rounding)
+    return PipelineResult(graph=g, strategy=strategy, regions=regions, fused=pairs, base_macs=base_macs,
+                          macs=int(g.macs), base_estimate=base_est, estimate=arena_estimate(g), notes=notes)
+
+
+def _ranges(xs):
+    out, i = [], 0
+    while i < len(xs):
+        j = i
+        while j + 1 < len(xs) and xs[j + 1] == xs[j] + 1:
+            j += 1
+        out.append(str(xs[i]) if i == j else f"{xs[i]}..{xs[j]}")
+        i = j + 1
+    return ", ".join(out)
+
+
+def choose_regions(graph, extra_mac_limit, fuse=True, rounding="double"):
+    """Greedy left-to-right search with one region of lookahead: at each
+    operator, the region (end, stripe width) which, alone or followed by
+    one more region right after it, lowers the whole graph's arena estimate
+    most; the extra MACs of all regions within extra_mac_limit (None: no
+    limit). (A region can pay only together with the next one: a cut right
+    after a layer whose kernel scratch is the peak, say.)"""
+    cache = _RegionCache(graph)
+    n = len(graph.operators)
+    chosen, notes = [], []
+    spent = 0
+    pair_io = {}
+
+    def estimate(regs):
+        """The liveness bound of the graph with these regions, without
+        building the operators (the same rule as live_bytes)."""
+        covered = {i for r in regs for i in r.ops}
+        start = {r.first: r for r in regs}
+        pairs = dict(fusable_pairs(graph, skip=covered)) if fuse else {}
+        ops_io = []
+        for i, op in enumerate(graph.operators):
+            if i in start:
+                r = start[i]
+                ops_io.append(([r.chain.input_tensor], [r.chain.output_tensor], r.scratch_bytes))
+            elif i in pairs:
+                if i not in pair_io:
+                    pop = conv_pool_operator(graph, i, pairs[i], list(graph.tensors), rounding)
+                    pair_io[i] = ([pop.inputs[0]], list(pop.outputs), pop.scratch_bytes)
+                ops_io.append(pair_io[i])
+            elif i in covered or (i - 1) in pairs:
+                continue
+            else:
+                ops_io.append((op.inputs, op.outputs, op.scratch_bytes))
+        return max(_live(graph, ops_io))
+
+    def candidates(first):
+        chain = chains_from(graph, first)
+        if chain is None:
+            return None, []
+        out = []
+        for end in range(first, chain.ops[-1] + 1):
+            try:
+                base = cache.region(first, end)
+            except (UnsupportedError, ArgumentError, PyEmbedError):
+                continue
+            out_w = base.chain.output_shape[1]
+            for sw in _widths(out_w):
+                out.append(base if sw == out_w else cache.region(first, end, sw))
+        return chain, out
+
+    def within(extra):
+        return extra_mac_limit is None or spent + extra <= extra_mac_limit
+
+    current = estimate([])
+    pos = 0
+    tried = []
+    while pos < n:
+        chain, cands = candidates(pos)
+        if chain is None:
+            pos += 1
+            continue
+        last = chain.ops[-1]
+        best = None
+        nexts = {}
+        for r in cands:
+            extra = r.macs - r.full_macs
+            if not within(extra):
+                continue
+            est = estimate(chosen + [r])
+            key = (est, r.macs, -(r.last - pos))
+            if best is None or key < best[0]:
+                best = (key, r, None)
+            if r.last + 1 < n:
+                if r.last + 1 not in nexts:
+                    nexts[r.last + 1] = candidates(r.last + 1)[1]
+                for r2 in nexts[r.last + 1]:
+                    if not within(extra + r2.macs - r2.full_macs):
+                        continue
+                    est2 = estimate(chosen + [r, r2])
+                    key = (est2, r.macs + r2.macs, -(r.last - pos))
+                    if key < best[0]:
+                        best = (key, r, r2)
+        if best is not None and best[0][0] < current:
+            r = best[1]
+            new = estimate(chosen + [r])
+            r.reason = (f"lowers the arena estimate from {current} B to {best[0][0]} B"
+                        f"{f' together with the region from op {best[2].first}' if best[2] is not None else ''} "
+                        f"(chain from op {pos} executable up to op {last}"
+                        f"{'; cut there' if last < n - 1 else ''})")
+            chosen.append(r)
+            spent += r.macs - r.full_macs
+            current = new
+            pos = r.last + 1
+        else:
+            if best is not None:
+                tried.append(pos)
+            pos += 1
+    if tried:
+        g = rewrite(graph, chosen, fusable_pairs(graph, skip={i for r in chosen for i in r.ops}) if fuse else [],
+                    rounding)
+        live = live_bytes(g)
+        k = live.index(max(live))
+        op = g.operators[k]
+        where = op.type if op.type != REGION_OP else f"the region of ops {op.params['ops'][0]}..{op.params['ops'][-1]}"
+        notes.append(f"layer by layer elsewhere: stripe regions starting at ops {_ranges(tried)} run but "
+                     f"do not lower the arena estimate below {current} B (its peak is step {k}, {where})")
+    return chosen, notes

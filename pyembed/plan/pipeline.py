@@ -1,0 +1,40 @@
+"""Planning after the compiler pipeline (pyembed.passes.pipeline).
+
+    graph2, plan, lines = plan_with_strategy(graph, "auto", max_extra_macs=0.10, overlaps=True)
+
+The pass chooses stripe regions on the liveness bound; the planner can go
+below that bound with proven output-over-input overlaps, which it proves by
+running kernels the regions replace. So for "auto" both the pass's choice and
+the graph with only conv -> pool fusion ("layers") are planned, and the
+smaller planned arena wins (both are within the MAC budget); the same for
+"stripes" (regions only where they lower the planned arena); the lines say
+which and why. Other strategies are planned as the pass leaves them.
+"""
+from pyembed.passes.pipeline import apply_pipeline
+from pyembed.plan import plan_graph
+
+
+def plan_with_strategy(graph, strategy="auto", max_extra_macs=0.10, overlaps=True, **plan_kw):
+    """(rewritten graph, its plan, report lines). strategy "none" plans the
+    graph as imported."""
+    def _plan(g):
+        return plan_graph(g, overlaps=overlaps and not g.unsupported, **plan_kw)
+    if strategy == "none":
+        return graph, _plan(graph), []
+    res = apply_pipeline(graph, strategy, max_extra_macs=max_extra_macs)
+    plan = _plan(res.graph)
+    lines = res.report()
+    if strategy in ("auto", "stripes") and res.regions:
+        alt = apply_pipeline(graph, "layers")
+        alt_plan = _plan(alt.graph)
+        if alt_plan.arena_size < plan.arena_size:
+            lines = alt.report() + [f"  {strategy}: the stripe regions' plan ({plan.arena_size} B) is larger than "
+                                    f"layer by layer with proven overlaps ({alt_plan.arena_size} B); layer by layer "
+                                    f"chosen"]
+            alt_plan.info["pipeline"] = {"strategy": "layers", "max_extra_macs": float(max_extra_macs)}
+            return alt.graph, alt_plan, lines
+        lines.append(f"  {strategy}: planned {plan.arena_size} B with the stripe regions, {alt_plan.arena_size} B "
+                     f"layer by layer (proven overlaps included); stripe regions chosen")
+    # which rewrite this plan is for (plan.json keeps it; simulate --plan redoes it)
+    plan.info["pipeline"] = {"strategy": strategy, "max_extra_macs": float(max_extra_macs)}
+    return res.graph, plan, lines

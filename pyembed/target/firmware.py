@@ -1,0 +1,162 @@
+"""Build a generated firmware project (pyembed.codegen.firmware) and run it
+under QEMU: outputs and per-operator instruction counts.
+
+    proj = generate_project(graph, "mps2-an386", "out/")
+    elf = build_project(proj.outdir)                 # runs `make` in the project
+    res = run_project(proj, [x])                     # FirmwareRun
+
+Instruction counts are SysTick ticks * 40 (25 MHz SysTick, QEMU -icount
+shift=0: one instruction per ns), so they have a 40-instruction resolution;
+the count of an operator includes the few instructions of the timing hooks
+and of the dispatch loop around it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+from pyembed.errors import ArgumentError, PyEmbedError
+from pyembed.target import qemu
+
+__all__ = ["FirmwareRun", "FirmwareError", "generate", "build_project", "run_project", "load_manifest"]
+
+
+class FirmwareError(PyEmbedError):
+    """The firmware did not build, or its run on QEMU failed."""
+
+
+@dataclasses.dataclass
+class FirmwareRun:
+    outputs: list                 # numpy arrays, graph output order
+    operators: list               # [{"index", "type", "instructions", "table_index"}]
+    total_instructions: int       # sum of the per-operator counts
+    invoke_instructions: int      # the whole pe_model_invoke, timed around it
+    status: int
+    board: str
+
+    def to_dict(self):
+        return {"outputs": [np.asarray(o).reshape(-1).tolist() for o in self.outputs],
+                "operators": [{k: o[k] for k in ("index", "type", "instructions")} for o in self.operators],
+                "total_instructions": self.total_instructions,
+                "invoke_instructions": self.invoke_instructions,
+                "instruction_resolution": qemu.INSTRUCTIONS_PER_TICK,
+                "board": self.board}
+
+
+def generate(graph, profile, outdir, segments=None, **kw):
+    """pyembed.codegen.firmware.generate_project with a profile name or path
+    (case-insensitive bundled name, see firmware_sim.profiles.load_profile).
+
+    segments: None (weights resident in flash), a SegmentPlan, or a RAM budget
+    in bytes for the weights (the execution block): the model is divided into
+    segments by firmware_sim (segment_graph, one layer per operator) when its
+    weights do not fit the budget; when they fit, no segments (say so with
+    ``project.segment_note``)."""
+    from firmware_sim.profiles import load_profile
+    from pyembed.codegen.firmware import generate_project
+    prof = load_profile(profile)
+    note = None
+    if segments is not None and not hasattr(segments, "segments"):
+        budget = int(segments)
+        if budget <= 0:
+            raise ArgumentError(f"segments: expected a positive byte budget, got {segments!r}")
+        from firmware_sim.autoseg import needs_segments, segment_note
+        if not needs_segments(graph, budget):
+            segments = None
+        else:
+            from firmware_sim.sim import segment_graph
+            segments = segment_graph(graph, prof, budget)
+        note = segment_note(graph, budget, segments)
+    proj = generate_project(graph, prof, outdir, segments=segments, **kw)
+    proj.segment_note = note
+    return proj
+
+
+def load_manifest(project_dir):
+    with open(os.path.join(project_dir, "firmware.json")) as f:
+        return json.load(f)
+
+
+def build_project(project_dir, jobs=2, make_vars=None):
+    """`make` in the project directory; returns the ELF path. make_vars: extra
+    variables for make (e.g. {"RUNTIME_BUILD": dir} to share the runtime's
+    objects between projects for the same core)."""
+    if shutil.which("make") is None:
+        raise FirmwareError("make is not installed")
+    if shutil.which(qemu.CC) is None:
+        raise FirmwareError(qemu.missing_tools() or f"{qemu.CC} not found")
+    d = Path(project_dir)
+    if not (d / "Makefile").is_file():
+        raise ArgumentError(f"project_dir: {d} has no Makefile (generate the project first)")
+    extra = [f"{k}={v}" for k, v in (make_vars or {}).items()]
+    proc = subprocess.run(["make", "-s", f"-j{int(jobs)}", *extra, "firmware.elf"], cwd=d, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise FirmwareError(f"building the firmware in {d} failed:\n{proc.stdout}{proc.stderr}")
+    return d / "firmware.elf"
+
+
+def _input_bytes(manifest, inputs):
+    specs = manifest["inputs"]
+    if isinstance(inputs, np.ndarray) or not isinstance(inputs, (list, tuple)):
+        inputs = [inputs]
+    if len(inputs) != len(specs):
+        raise ArgumentError(f"inputs: the model has {len(specs)} input(s), got {len(inputs)}")
+    out = b""
+    for k, (x, s) in enumerate(zip(inputs, specs)):
+        a = np.asarray(x)
+        if a.dtype != np.dtype(s["dtype"]):
+            raise ArgumentError(f"inputs[{k}]: expected dtype {s['dtype']}, got {a.dtype}")
+        if a.nbytes != s["bytes"]:
+            raise ArgumentError(f"inputs[{k}]: expected {s['bytes']} bytes, got {a.nbytes} (shape {a.shape})")
+        out += np.ascontiguousarray(a).tobytes()
+    return out
+
+
+def run_project(project, inputs, elf=None, timeout=600.0):
+    """Run the project's firmware on its QEMU machine with inputs (an array or a
+    list, one per graph input); returns a FirmwareRun. project: a
+    FirmwareProject or the project directory."""
+    d = Path(getattr(project, "outdir", project))
+    manifest = load_manifest(d)
+    board = manifest.get("qemu_machine")
+    if not board:
+        raise FirmwareError(f"profile {manifest['profile']}: no QEMU machine emulates it (run --run with "
+                            f"mps2-an386 or mps2-an500)")
+    data = _input_bytes(manifest, inputs)
+    elf = Path(elf) if elf is not None else d / "firmware.elf"
+    if not elf.is_file():
+        elf = build_project(d)
+    try:
+        res = qemu.run(elf, board=board, input_bytes=data, timeout=timeout)
+    except qemu.QemuError as e:
+        raise FirmwareError(str(e)) from None
+    blob = res.output
+    if len(blob) < 20 or blob[:4] != b"PEFW":
+        raise FirmwareError(f"the firmware exited with code {res.exit_code} without writing its results "
+                            f"(stdout {res.stdout[-200:]!r}, stderr {res.stderr[-400:]!r})")
+    status, nops, tlo, thi = struct.unpack_from("<iIII", blob, 4)
+    pos = 20
+    outputs = []
+    for s in manifest["outputs"]:
+        n = s["bytes"]
+        outputs.append(np.frombuffer(blob[pos:pos + n], dtype=np.dtype(s["dtype"])).reshape(s["shape"]).copy())
+        pos += n
+    types = {o["table_index"]: o["type"] for o in manifest["operators"]}
+    ops = []
+    for _ in range(nops):
+        k, op, lo, hi = struct.unpack_from("<IIII", blob, pos)
+        pos += 16
+        ops.append({"table_index": k, "index": op, "type": types.get(k, "?"),
+                    "instructions": ((hi << 32) | lo) * qemu.INSTRUCTIONS_PER_TICK})
+    if status != 0 or res.exit_code != 0:
+        raise FirmwareError(f"the firmware's pe_model_invoke returned status {status} (exit code "
+                            f"{res.exit_code})")
+    return FirmwareRun(outputs, ops, sum(o["instructions"] for o in ops),
+                       ((thi << 32) | tlo) * qemu.INSTRUCTIONS_PER_TICK, status, board)

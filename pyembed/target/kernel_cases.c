@@ -1,0 +1,445 @@
+/*
+ * kernel_cases.c - run a list of kernel calls given as one binary blob and
+ * write each call's status, instruction count and output bytes.
+ *
+ * The same program is built for the host (gcc, the reference run) and for a
+ * Cortex-M under QEMU (pyembed/target/kernels.py builds it with and without
+ * the DSP extension's inner loops), so the outputs can be compared with ==.
+ *
+ * Blob (little-endian int32 words): "PEKC", case count, then per case
+ *   op, n_params, params[n_params], n_arrays, then per array its byte count
+ *   and bytes padded to a multiple of 4.
+ * Output per case: status, instructions (low, high word; 0 on the host),
+ *   output byte count, output bytes padded to 4.
+ * Ops and their params / arrays: see pyembed/target/kernels.py.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "pyembed/pe_attention.h"
+#include "pyembed/pe_conv.h"
+#include "pyembed/pe_eltwise.h"
+#include "pyembed/pe_fc.h"
+#include "pyembed/pe_pool.h"
+
+#ifdef PE_ON_TARGET
+#include "pe_target.h"
+#define BLOB_BYTES (2u * 1024u * 1024u)
+#define OUT_BYTES (512u * 1024u)
+#define SCRATCH_WORDS (64u * 1024u)
+#else
+#include <stdio.h>
+#define BLOB_BYTES (16u * 1024u * 1024u)
+#define OUT_BYTES (8u * 1024u * 1024u)
+#define SCRATCH_WORDS (1024u * 1024u)
+#endif
+
+enum { OP_CONV = 1, OP_FC = 2, OP_POOL = 3, OP_ADD = 4, OP_MUL = 5, OP_ATTN = 6 };
+
+static uint32_t blob_words[BLOB_BYTES / 4u];
+static uint32_t out_words[OUT_BYTES / 4u];
+static int64_t scratch[SCRATCH_WORDS];
+static size_t out_pos; /* bytes */
+static int32_t out_payload[OUT_BYTES / 16u]; /* one case's output (int8 or int32) */
+
+#define MAX_ARRAYS 8
+typedef struct {
+    const int32_t *p;
+    int32_t np;
+    const void *a[MAX_ARRAYS];
+    int32_t nbytes[MAX_ARRAYS];
+    int32_t na;
+} case_t;
+
+static uint64_t now(void)
+{
+#ifdef PE_ON_TARGET
+    return pe_cycles_start();
+#else
+    return 0;
+#endif
+}
+
+static uint64_t since(uint64_t t0)
+{
+#ifdef PE_ON_TARGET
+    return pe_instructions_since(t0);
+#else
+    (void)t0;
+    return 0;
+#endif
+}
+
+static void put_word(uint32_t w)
+{
+    if (out_pos <= OUT_BYTES - 4u) {
+        memcpy((uint8_t *)out_words + out_pos, &w, 4u);
+    }
+    out_pos += 4u;
+}
+
+static void put_result(int32_t status, uint64_t instr, const void *data, int32_t nbytes)
+{
+    const size_t padded = ((size_t)nbytes + 3u) & ~(size_t)3u;
+    put_word((uint32_t)status);
+    put_word((uint32_t)(instr & 0xFFFFFFFFu));
+    put_word((uint32_t)(instr >> 32));
+    put_word((uint32_t)nbytes);
+    if (out_pos + padded <= OUT_BYTES) {
+        memset((uint8_t *)out_words + out_pos, 0, padded);
+        memcpy((uint8_t *)out_words + out_pos, data, (size_t)nbytes);
+    }
+    out_pos += padded;
+}
+
+static pe_dims dims_at(const int32_t *p)
+{
+    pe_dims d;
+    d.n = p[0];
+    d.h = p[1];
+    d.w = p[2];
+    d.c = p[3];
+    return d;
+}
+
+static int32_t elems(pe_dims d)
+{
+    return d.n * d.h * d.w * d.c;
+}
+
+static pe_context make_ctx(int32_t size, pe_stats *stats)
+{
+    pe_context ctx;
+    ctx.buf = scratch;
+    ctx.size = size;
+    ctx.stats = stats;
+    return ctx;
+}
+
+#define NEED(cond)                  \
+    do {                            \
+        if (!(cond)) {              \
+            put_result(-100, 0, 0, 0); \
+            return;                 \
+        }                           \
+    } while (0)
+
+/* params: depthwise, in[4], f[4], out[4], stride h w, dil h w, pad t b l r,
+ * in_off, out_off, act min max, groups, ch_mult, rounding, has_bias;
+ * arrays: input, filter, bias, mult, shift */
+static void run_conv(const case_t *c)
+{
+    const int32_t *p = c->p;
+    pe_conv_params cp;
+    pe_dims in, f, out;
+    pe_per_channel_quant q;
+    pe_stats stats;
+    pe_context ctx;
+    int32_t size = 0, dw;
+    pe_status st;
+    uint64_t t0, ins;
+    NEED(c->np == 32 && c->na == 5);
+    dw = p[0];
+    in = dims_at(p + 1);
+    f = dims_at(p + 5);
+    out = dims_at(p + 9);
+    cp.stride.h = p[13];
+    cp.stride.w = p[14];
+    cp.dilation.h = p[15];
+    cp.dilation.w = p[16];
+    cp.padding.top = p[17];
+    cp.padding.bottom = p[18];
+    cp.padding.left = p[19];
+    cp.padding.right = p[20];
+    cp.input_offset = p[21];
+    cp.output_offset = p[22];
+    cp.activation.min = p[23];
+    cp.activation.max = p[24];
+    cp.groups = p[25];
+    cp.ch_mult = p[26];
+    cp.rounding = (pe_rounding)p[27];
+    NEED(elems(out) <= (int32_t)sizeof(out_payload));
+    q.multiplier = (const int32_t *)c->a[3];
+    q.shift = (const int32_t *)c->a[4];
+    memset(&stats, 0, sizeof(stats));
+    st = dw ? pe_depthwise_conv2d_rev_s8_get_buffer_size(&cp, &in, &f, &out, &size)
+            : pe_conv2d_rev_s8_get_buffer_size(&cp, &in, &f, &out, &size);
+    if (st != PE_OK || size > (int32_t)sizeof(scratch)) {
+        put_result(st != PE_OK ? st : -101, 0, 0, 0);
+        return;
+    }
+    ctx = make_ctx(size, &stats);
+    t0 = now();
+    st = dw ? pe_depthwise_conv2d_rev_s8(&ctx, &cp, &q, &in, (const int8_t *)c->a[0], &f,
+                                         (const int8_t *)c->a[1],
+                                         p[28] ? (const int32_t *)c->a[2] : NULL, &out,
+                                         (int8_t *)out_payload)
+            : pe_conv2d_rev_s8(&ctx, &cp, &q, &in, (const int8_t *)c->a[0], &f,
+                               (const int8_t *)c->a[1], p[28] ? (const int32_t *)c->a[2] : NULL,
+                               &out, (int8_t *)out_payload);
+    ins = since(t0);
+    put_result(st, ins, out_payload, st == PE_OK ? elems(out) : 0);
+}
+
+/* params: in[4], f[4], out[4], in_off, f_off, out_off, per_channel, act min max,
+ * rounding, has_bias; arrays: input, filter, bias, mult, shift */
+static void run_fc(const case_t *c)
+{
+    const int32_t *p = c->p;
+    pe_fc_params fp;
+    pe_dims in, f, out;
+    pe_per_channel_quant q;
+    pe_context ctx;
+    pe_status st;
+    uint64_t t0, ins;
+    NEED(c->np == 20 && c->na == 5);
+    in = dims_at(p);
+    f = dims_at(p + 4);
+    out = dims_at(p + 8);
+    fp.input_offset = p[12];
+    fp.filter_offset = p[13];
+    fp.output_offset = p[14];
+    fp.per_channel = p[15];
+    fp.activation.min = p[16];
+    fp.activation.max = p[17];
+    fp.rounding = (pe_rounding)p[18];
+    NEED(elems(out) <= (int32_t)sizeof(out_payload));
+    q.multiplier = (const int32_t *)c->a[3];
+    q.shift = (const int32_t *)c->a[4];
+    ctx = make_ctx(0, NULL);
+    t0 = now();
+    st = pe_fully_connected_s8(&ctx, &fp, &q, &in, (const int8_t *)c->a[0], &f,
+                               (const int8_t *)c->a[1], p[19] ? (const int32_t *)c->a[2] : NULL,
+                               &out, (int8_t *)out_payload);
+    ins = since(t0);
+    put_result(st, ins, out_payload, st == PE_OK ? elems(out) : 0);
+}
+
+/* params: kind, in[4], out[4], window h w, stride h w, pad t b l r, act min max,
+ * sum mult, sum shift, out_off; arrays: input */
+static void run_pool(const case_t *c)
+{
+    const int32_t *p = c->p;
+    pe_pool_params pp;
+    pe_dims in, out;
+    pe_context ctx;
+    int32_t size = 0;
+    pe_status st;
+    uint64_t t0, ins;
+    NEED(c->np == 22 && c->na == 1);
+    memset(&pp, 0, sizeof(pp));
+    pp.kind = (pe_pool_kind)p[0];
+    in = dims_at(p + 1);
+    out = dims_at(p + 5);
+    pp.window.h = p[9];
+    pp.window.w = p[10];
+    pp.stride.h = p[11];
+    pp.stride.w = p[12];
+    pp.padding.top = p[13];
+    pp.padding.bottom = p[14];
+    pp.padding.left = p[15];
+    pp.padding.right = p[16];
+    pp.activation.min = p[17];
+    pp.activation.max = p[18];
+    pp.sum_quant.multiplier = p[19];
+    pp.sum_quant.shift = p[20];
+    pp.output_offset = p[21];
+    NEED(elems(out) <= (int32_t)sizeof(out_payload));
+    st = pe_pool_rev_get_buffer_size(&pp, &in, &out, &size);
+    if (st != PE_OK || size > (int32_t)sizeof(scratch)) {
+        put_result(st != PE_OK ? st : -101, 0, 0, 0);
+        return;
+    }
+    ctx = make_ctx(size, NULL);
+    t0 = now();
+    st = pe_pool_rev_s8(&ctx, &pp, &in, (const int8_t *)c->a[0], &out, (int8_t *)out_payload);
+    ins = since(t0);
+    put_result(st, ins, out_payload, st == PE_OK ? elems(out) : 0);
+}
+
+/* ADD params: d1[4], d2[4], out[4], in1_off, in2_off, out_off, left_shift,
+ *   m1, s1, m2, s2, mo, so, act min max, rounding  (25 words)
+ * MUL params: d1[4], d2[4], out[4], in1_off, in2_off, out_off, mo, so,
+ *   act min max, rounding  (20 words); arrays: input1, input2 */
+static void run_eltwise(const case_t *c, int op)
+{
+    const int32_t *p = c->p;
+    pe_dims d1, d2, out;
+    pe_context ctx;
+    pe_status st;
+    uint64_t t0, ins;
+    NEED(c->np == (op == OP_ADD ? 25 : 20) && c->na == 2);
+    d1 = dims_at(p);
+    d2 = dims_at(p + 4);
+    out = dims_at(p + 8);
+    NEED(elems(out) <= (int32_t)sizeof(out_payload));
+    ctx = make_ctx(0, NULL);
+    if (op == OP_ADD) {
+        pe_add_params ap;
+        ap.input1_offset = p[12];
+        ap.input2_offset = p[13];
+        ap.output_offset = p[14];
+        ap.left_shift = p[15];
+        ap.input1_quant.multiplier = p[16];
+        ap.input1_quant.shift = p[17];
+        ap.input2_quant.multiplier = p[18];
+        ap.input2_quant.shift = p[19];
+        ap.output_quant.multiplier = p[20];
+        ap.output_quant.shift = p[21];
+        ap.activation.min = p[22];
+        ap.activation.max = p[23];
+        ap.rounding = (pe_rounding)p[24];
+        t0 = now();
+        st = pe_add_s8(&ctx, &ap, &d1, (const int8_t *)c->a[0], &d2, (const int8_t *)c->a[1], &out,
+                       (int8_t *)out_payload);
+        ins = since(t0);
+    } else {
+        pe_mul_params mp;
+        mp.input1_offset = p[12];
+        mp.input2_offset = p[13];
+        mp.output_offset = p[14];
+        mp.output_quant.multiplier = p[15];
+        mp.output_quant.shift = p[16];
+        mp.activation.min = p[17];
+        mp.activation.max = p[18];
+        mp.rounding = (pe_rounding)p[19];
+        t0 = now();
+        st = pe_mul_s8(&ctx, &mp, &d1, (const int8_t *)c->a[0], &d2, (const int8_t *)c->a[1], &out,
+                       (int8_t *)out_payload);
+        ins = since(t0);
+    }
+    put_result(st, ins, out_payload, st == PE_OK ? elems(out) : 0);
+}
+
+/* params: n, m, d, dv, heads, q_off, k_off, v_off, score mult, score shift,
+ * block, fold; arrays: q, k, v. Output int32 [n, heads*dv]. */
+static void run_attn(const case_t *c)
+{
+    const int32_t *p = c->p;
+    pe_attn_params ap;
+    pe_attn_dims dm;
+    pe_context ctx;
+    int32_t size = 0;
+    pe_status st;
+    uint64_t t0, ins;
+    NEED(c->np == 12 && c->na == 3);
+    dm.n = p[0];
+    dm.m = p[1];
+    dm.d = p[2];
+    dm.dv = p[3];
+    dm.heads = p[4];
+    ap.q_offset = p[5];
+    ap.k_offset = p[6];
+    ap.v_offset = p[7];
+    ap.score_quant.multiplier = p[8];
+    ap.score_quant.shift = p[9];
+    ap.block = p[10];
+    ap.fold = (pe_attn_fold)p[11];
+    ap.key_begin = NULL;
+    ap.key_end = NULL;
+    NEED((int64_t)dm.n * dm.heads * dm.dv * 4 <= (int64_t)sizeof(out_payload));
+    st = pe_attention_nf_get_buffer_size(&ap, &dm, &size);
+    if (st != PE_OK || size > (int32_t)sizeof(scratch)) {
+        put_result(st != PE_OK ? st : -101, 0, 0, 0);
+        return;
+    }
+    ctx = make_ctx(size, NULL);
+    t0 = now();
+    st = pe_attention_nf_s8(&ctx, &ap, &dm, (const int8_t *)c->a[0], (const int8_t *)c->a[1],
+                            (const int8_t *)c->a[2], out_payload);
+    ins = since(t0);
+    put_result(st, ins, out_payload, st == PE_OK ? dm.n * dm.heads * dm.dv * 4 : 0);
+}
+
+static int run_blob(size_t nbytes)
+{
+    const uint32_t *w = blob_words;
+    const size_t nw = nbytes / 4u;
+    size_t i = 2;
+    uint32_t k, ncases;
+    if (nw < 2 || memcmp(w, "PEKC", 4) != 0) {
+        return 3;
+    }
+    ncases = w[1];
+    for (k = 0; k < ncases; k++) {
+        case_t c;
+        int32_t op, j;
+        if (i + 2 > nw) {
+            return 4;
+        }
+        op = (int32_t)w[i++];
+        c.np = (int32_t)w[i++];
+        if (c.np < 0 || i + (size_t)c.np + 1 > nw) {
+            return 4;
+        }
+        c.p = (const int32_t *)(w + i);
+        i += (size_t)c.np;
+        c.na = (int32_t)w[i++];
+        if (c.na < 0 || c.na > MAX_ARRAYS) {
+            return 4;
+        }
+        for (j = 0; j < c.na; j++) {
+            size_t padded;
+            if (i + 1 > nw) {
+                return 4;
+            }
+            c.nbytes[j] = (int32_t)w[i++];
+            padded = ((size_t)c.nbytes[j] + 3u) / 4u;
+            if (c.nbytes[j] < 0 || i + padded > nw) {
+                return 4;
+            }
+            c.a[j] = w + i;
+            i += padded;
+        }
+        switch (op) {
+        case OP_CONV: run_conv(&c); break;
+        case OP_FC: run_fc(&c); break;
+        case OP_POOL: run_pool(&c); break;
+        case OP_ADD: run_eltwise(&c, OP_ADD); break;
+        case OP_MUL: run_eltwise(&c, OP_MUL); break;
+        case OP_ATTN: run_attn(&c); break;
+        default: put_result(-102, 0, 0, 0); break;
+        }
+    }
+    return out_pos <= OUT_BYTES ? 0 : 5;
+}
+
+int main(int argc, char **argv)
+{
+    long n;
+    int rc;
+#ifdef PE_ON_TARGET
+    (void)argc;
+    (void)argv;
+    n = pe_read_input(blob_words, sizeof(blob_words));
+#else
+    FILE *f;
+    if (argc != 3) {
+        return 2;
+    }
+    f = fopen(argv[1], "rb");
+    if (f == NULL) {
+        return 2;
+    }
+    n = (long)fread(blob_words, 1, sizeof(blob_words), f);
+    fclose(f);
+#endif
+    if (n <= 0) {
+        return 2;
+    }
+    rc = run_blob((size_t)n);
+    if (rc != 0) {
+        return rc;
+    }
+#ifdef PE_ON_TARGET
+    return pe_write_output(out_words, out_pos) == 0 ? 0 : 6;
+#else
+    f = fopen(argv[2], "wb");
+    if (f == NULL) {
+        return 6;
+    }
+    rc = fwrite(out_words, 1, out_pos, f) == out_pos ? 0 : 6;
+    fclose(f);
+    return rc;
+#endif
+}

@@ -1,0 +1,249 @@
+"""Run pyembed's C kernels on a host build and on a Cortex-M under QEMU, with
+the Arm DSP-extension inner loops or the portable C loops, and compare.
+
+One C program (``kernel_cases.c`` beside this file) reads a list of kernel
+calls packed into one blob, runs them and writes each call's status,
+instruction count (target only: SysTick under ``-icount shift=0``, 40-instruction
+resolution, see pyembed.target.qemu) and output bytes. It is built three ways:
+
+* ``host``: gcc -O2 on the machine running Python (the reference run);
+* ``dsp``: ``mps2-an386`` Cortex-M4 (``-mcpu=cortex-m4``: ``__ARM_FEATURE_DSP``,
+  so every kernel takes its DSP-extension path);
+* ``portable``: the same Cortex-M4 build with ``-DPE_FORCE_PORTABLE``, which
+  keeps the portable C loops (what every non-DSP target compiles).
+
+    cases = [conv_case(...), fc_case(...), ...]
+    host = run(cases, "host"); dsp = run(cases, "dsp")
+    host[i].output == dsp[i].output      # bytes, compared exactly
+
+Requires a source checkout (csrc/ beside the package), gcc, and for the target
+builds arm-none-eabi-gcc with newlib and qemu-system-arm
+(``pyembed.target.qemu.missing_tools()``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import glob
+import hashlib
+import os
+import struct
+import subprocess
+import tempfile
+
+import numpy as np
+
+from pyembed.target import qemu
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+CSRC = os.path.join(REPO, "csrc")
+PROGRAM = os.path.join(HERE, "kernel_cases.c")
+BUILD_DIR = os.path.join(REPO, "tools", "build", "target")
+
+OP_CONV, OP_FC, OP_POOL, OP_ADD, OP_MUL, OP_ATTN = 1, 2, 3, 4, 5, 6
+VARIANTS = ("host", "dsp", "portable")
+
+__all__ = ["Case", "Result", "VARIANTS", "conv_case", "fc_case", "pool_case", "add_case",
+           "mul_case", "attn_case", "pack", "unpack", "build", "run", "missing"]
+
+
+@dataclasses.dataclass
+class Case:
+    op: int
+    params: list
+    arrays: list
+    name: str = ""
+    macs: int = 0        # work units the per-unit figures divide by (MACs, taps, elements)
+
+
+@dataclasses.dataclass
+class Result:
+    status: int
+    instructions: int
+    output: bytes
+
+
+def _i8(a):
+    return np.ascontiguousarray(a, dtype=np.int8)
+
+
+def _i32(a):
+    return np.ascontiguousarray(a, dtype=np.int32)
+
+
+def conv_case(input, weights, bias, mult, shift, *, stride=(1, 1), dilation=(1, 1),
+              padding=(0, 0, 0, 0), input_offset=0, output_offset=0, act=(-128, 127),
+              depthwise=False, ch_mult=1, out_hw=None, rounding=0, name=""):
+    """input NHWC int8; weights OHWI (conv) or [1, kh, kw, out_c] (depthwise);
+    padding (top, bottom, left, right); out_hw defaults to the floor rule."""
+    input, weights = _i8(input), _i8(weights)
+    n, h, w, c = input.shape
+    fn, kh, kw, fc = weights.shape
+    out_c = fc if depthwise else fn
+    if out_hw is None:
+        oh = (h + padding[0] + padding[1] - (dilation[0] * (kh - 1) + 1)) // stride[0] + 1
+        ow = (w + padding[2] + padding[3] - (dilation[1] * (kw - 1) + 1)) // stride[1] + 1
+    else:
+        oh, ow = out_hw
+    groups = 1 if depthwise else c // fc
+    has_bias = bias is not None
+    bias = _i32(bias if has_bias else np.zeros(out_c))
+    params = [int(depthwise), n, h, w, c, fn, kh, kw, fc, n, oh, ow, out_c, *stride, *dilation,
+              *padding, input_offset, output_offset, *act, groups, ch_mult, rounding,
+              int(has_bias), 0, 0, 0]
+    macs = n * oh * ow * out_c * kh * kw * (1 if depthwise else fc)
+    return Case(OP_CONV, params, [input, weights, bias, _i32(mult), _i32(shift)], name, macs)
+
+
+def fc_case(input, weights, bias, mult, shift, *, input_offset=0, filter_offset=0,
+            output_offset=0, act=(-128, 127), per_channel=True, rounding=0, name=""):
+    """input [batches, depth] int8, weights [features, depth] int8."""
+    input, weights = _i8(input), _i8(weights)
+    b, d = input.shape
+    f = weights.shape[0]
+    has_bias = bias is not None
+    bias = _i32(bias if has_bias else np.zeros(f))
+    params = [b, 1, 1, d, f, 1, 1, d, b, 1, 1, f, input_offset, filter_offset, output_offset,
+              int(per_channel), *act, rounding, int(has_bias)]
+    return Case(OP_FC, params, [input, weights, bias, _i32(mult), _i32(shift)], name, b * d * f)
+
+
+def pool_case(input, kind, window, stride, padding, out_hw, *, act=(-128, 127), sum_quant=(0, 0),
+              output_offset=0, name=""):
+    """kind 0 max, 1 avg, 2 sum; padding (top, bottom, left, right)."""
+    input = _i8(input)
+    n, h, w, c = input.shape
+    params = [kind, n, h, w, c, n, out_hw[0], out_hw[1], c, *window, *stride, *padding, *act,
+              *sum_quant, output_offset]
+    return Case(OP_POOL, params, [input], name, 0)
+
+
+def add_case(x1, x2, out_shape, *, in1_offset, in2_offset, out_offset, left_shift, q1, q2, qo,
+             act=(-128, 127), rounding=0, name=""):
+    x1, x2 = _i8(x1), _i8(x2)
+    params = [*x1.shape, *x2.shape, *out_shape, in1_offset, in2_offset, out_offset, left_shift,
+              *q1, *q2, *qo, *act, rounding]
+    return Case(OP_ADD, params, [x1, x2], name, int(np.prod(out_shape)))
+
+
+def mul_case(x1, x2, out_shape, *, in1_offset, in2_offset, out_offset, qo, act=(-128, 127),
+             rounding=0, name=""):
+    x1, x2 = _i8(x1), _i8(x2)
+    params = [*x1.shape, *x2.shape, *out_shape, in1_offset, in2_offset, out_offset, *qo, *act,
+              rounding]
+    return Case(OP_MUL, params, [x1, x2], name, int(np.prod(out_shape)))
+
+
+def attn_case(q, k, v, heads, *, q_offset=0, k_offset=0, v_offset=0, score_quant=(1 << 30, -8),
+              block=64, fold=0, name=""):
+    """q [n, heads*d], k [m, heads*d], v [m, heads*dv] int8; output int32 [n, heads*dv]."""
+    q, k, v = _i8(q), _i8(k), _i8(v)
+    n, hd = q.shape
+    m, hdv = v.shape
+    d, dv = hd // heads, hdv // heads
+    params = [n, m, d, dv, heads, q_offset, k_offset, v_offset, *score_quant, block, fold]
+    return Case(OP_ATTN, params, [q, k, v], name, n * m * heads * (d + dv))
+
+
+def pack(cases) -> bytes:
+    out = [b"PEKC", struct.pack("<i", len(cases))]
+    for c in cases:
+        out.append(struct.pack(f"<ii{len(c.params)}i", c.op, len(c.params), *map(int, c.params)))
+        out.append(struct.pack("<i", len(c.arrays)))
+        for a in c.arrays:
+            raw = np.ascontiguousarray(a).astype(a.dtype.newbyteorder("<"), copy=False).tobytes()
+            out.append(struct.pack("<i", len(raw)))
+            out.append(raw + b"\0" * (-len(raw) % 4))
+    return b"".join(out)
+
+
+def unpack(data: bytes, count: int):
+    res, pos = [], 0
+    for _ in range(count):
+        if pos + 16 > len(data):
+            raise RuntimeError(f"kernel_cases output truncated after {len(res)} of {count} cases")
+        status, lo, hi, nbytes = struct.unpack_from("<iIIi", data, pos)
+        pos += 16
+        res.append(Result(status, lo | (hi << 32), bytes(data[pos:pos + nbytes])))
+        pos += nbytes + (-nbytes % 4)
+    return res
+
+
+def missing(variant="dsp"):
+    """None when the tools for a variant exist, else a sentence saying what is missing."""
+    if not os.path.isdir(CSRC):
+        return f"csrc/ not found at {CSRC}: needs a source checkout"
+    if variant == "host":
+        return None
+    return qemu.missing_tools()
+
+
+KERNEL_SOURCES = ("pe_attention.c", "pe_conv_rev.c", "pe_eltwise.c", "pe_exp2_table.c", "pe_fc.c",
+                  "pe_fixed.c", "pe_pool_rev.c")
+
+
+def _sources():
+    return [os.path.join(CSRC, "src", n) for n in KERNEL_SOURCES]
+
+
+def _digest(variant, extra=()):
+    h = hashlib.sha256(variant.encode())
+    h.update(" ".join(extra).encode())
+    for p in [PROGRAM, *_sources(), *sorted(glob.glob(os.path.join(CSRC, "include", "pyembed", "*.h"))),
+              *sorted(glob.glob(os.path.join(qemu.TEMPLATES, "*")))]:
+        with open(p, "rb") as f:
+            h.update(f.read())
+    return h.hexdigest()[:12]
+
+
+def build(variant="dsp", extra_cflags=()):
+    """Build the case runner for a variant ('host', 'dsp', 'portable'); returns its path
+    (cached under tools/build/target by the hash of the sources and flags)."""
+    if variant not in VARIANTS:
+        raise ValueError(f"variant: expected one of {VARIANTS}, got {variant!r}")
+    why = missing(variant)
+    if why:
+        raise qemu.QemuError(why)
+    os.makedirs(BUILD_DIR, exist_ok=True)
+    extra_cflags = tuple(extra_cflags)
+    exe = os.path.join(BUILD_DIR, f"kernel_cases-{variant}-{_digest(variant, extra_cflags)}")
+    inc = os.path.join(CSRC, "include")
+    if variant == "host":
+        if not os.path.exists(exe):
+            cmd = ["gcc", "-std=c99", "-O2", f"-I{inc}", *extra_cflags, PROGRAM, *_sources(),
+                   "-o", exe, "-lm"]
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode != 0:
+                raise qemu.QemuError(f"host build failed: {' '.join(cmd)}\n{r.stderr}")
+        return exe
+    elf = exe + ".elf"
+    if not os.path.exists(elf):
+        defines = {"PE_ON_TARGET": None}
+        if variant == "portable":
+            defines["PE_FORCE_PORTABLE"] = None
+        qemu.build([PROGRAM, *_sources()], elf, board="mps2-an386", include_dirs=[inc],
+                   defines=defines, extra_cflags=extra_cflags)
+    return elf
+
+
+def run(cases, variant="dsp", timeout=600.0, extra_cflags=()):
+    """Run the cases on a variant; returns one Result per case."""
+    blob = pack(cases)
+    prog = build(variant, extra_cflags)
+    if variant == "host":
+        with tempfile.TemporaryDirectory(prefix="pe_cases_") as td:
+            src, dst = os.path.join(td, "in.bin"), os.path.join(td, "out.bin")
+            with open(src, "wb") as f:
+                f.write(blob)
+            r = subprocess.run([prog, src, dst], capture_output=True, timeout=timeout)
+            if r.returncode != 0:
+                raise qemu.QemuError(f"{prog} exited with {r.returncode}: {r.stderr!r}")
+            with open(dst, "rb") as f:
+                data = f.read()
+    else:
+        rr = qemu.run(prog, board="mps2-an386", input_bytes=blob, timeout=timeout)
+        if rr.exit_code != 0:
+            raise qemu.QemuError(f"{prog} exited with {rr.exit_code} under QEMU: "
+                                 f"{rr.stdout!r} {rr.stderr!r}")
+        data = rr.output
+    return unpack(data, len(cases))

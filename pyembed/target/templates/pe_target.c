@@ -1,0 +1,69 @@
+/* pe_target.c - SysTick timing and semihosting file I/O (see pe_target.h). */
+#include "pe_target.h"
+
+#include <stdio.h>
+
+#define SYST_CSR (*(volatile uint32_t *)0xE000E010u)
+#define SYST_RVR (*(volatile uint32_t *)0xE000E014u)
+#define SYST_CVR (*(volatile uint32_t *)0xE000E018u)
+#define SYST_RELOAD 0x00FFFFFFu
+
+static volatile uint32_t pe_systick_wraps;
+
+void SysTick_Handler(void);
+void SysTick_Handler(void) { pe_systick_wraps++; }
+
+void pe_timer_init(void)
+{
+    SYST_CSR = 0u;
+    SYST_RVR = SYST_RELOAD;
+    SYST_CVR = 0u;
+    pe_systick_wraps = 0u;
+    /* ENABLE | TICKINT | CLKSOURCE = processor clock */
+    SYST_CSR = 0x7u;
+}
+
+uint64_t pe_ticks_now(void)
+{
+    uint32_t hi;
+    uint32_t cur;
+    do {
+        hi = pe_systick_wraps;
+        cur = SYST_CVR;
+    } while (hi != pe_systick_wraps);
+    return ((uint64_t)hi << 24) + (uint64_t)(SYST_RELOAD - (cur & SYST_RELOAD));
+}
+
+uint64_t pe_cycles_start(void) { return pe_ticks_now(); }
+
+uint64_t pe_instructions_since(uint64_t start)
+{
+    return (pe_ticks_now() - start) * (uint64_t)PE_INSTRUCTIONS_PER_TICK;
+}
+
+long pe_read_input(void *buf, size_t n)
+{
+    FILE *f = fopen("pe_input.bin", "rb");
+    size_t got;
+    if (f == NULL) {
+        return -1;
+    }
+    got = fread(buf, 1, n, f);
+    fclose(f);
+    return (long)got;
+}
+
+static int pe_output_started;
+
+int pe_write_output(const void *buf, size_t n)
+{
+    FILE *f = fopen("pe_output.bin", pe_output_started ? "ab" : "wb");
+    size_t put;
+    if (f == NULL) {
+        return -1;
+    }
+    pe_output_started = 1;
+    put = fwrite(buf, 1, n, f);
+    fclose(f);
+    return put == n ? 0 : -1;
+}

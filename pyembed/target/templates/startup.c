@@ -1,0 +1,77 @@
+/* startup.c - vector table and reset handler for the MPS2 Cortex-M FPGA
+ * images (AN386 Cortex-M4, AN500 Cortex-M7) with newlib semihosting
+ * (--specs=rdimon.specs, linked with -nostartfiles: this file is crt0). */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "pe_target.h"
+
+extern uint32_t __stack_top;
+extern uint32_t __data_load, __data_start, __data_end;
+extern uint32_t __bss_start, __bss_end;
+
+extern int main(void);
+extern void initialise_monitor_handles(void);
+
+void Reset_Handler(void);
+void Default_Handler(void);
+void HardFault_Handler(void);
+void SysTick_Handler(void);
+
+void Default_Handler(void)
+{
+    exit(0x7E);
+}
+
+void HardFault_Handler(void)
+{
+    exit(0x7F);
+}
+
+typedef void (*pe_vector)(void);
+
+/* 16 system exceptions + 32 external interrupts (num-irq of the MPS2 images). */
+__attribute__((section(".vectors"), used))
+const pe_vector pe_vector_table[48] = {
+    (pe_vector)(uintptr_t)&__stack_top,
+    Reset_Handler,
+    Default_Handler,   /* NMI */
+    HardFault_Handler,
+    HardFault_Handler, /* MemManage */
+    HardFault_Handler, /* BusFault */
+    HardFault_Handler, /* UsageFault */
+    0, 0, 0, 0,
+    Default_Handler,   /* SVCall */
+    Default_Handler,   /* DebugMon */
+    0,
+    Default_Handler,   /* PendSV */
+    SysTick_Handler,
+    Default_Handler, Default_Handler, Default_Handler, Default_Handler,
+    Default_Handler, Default_Handler, Default_Handler, Default_Handler,
+    Default_Handler, Default_Handler, Default_Handler, Default_Handler,
+    Default_Handler, Default_Handler, Default_Handler, Default_Handler,
+    Default_Handler, Default_Handler, Default_Handler, Default_Handler,
+    Default_Handler, Default_Handler, Default_Handler, Default_Handler,
+    Default_Handler, Default_Handler, Default_Handler, Default_Handler,
+    Default_Handler, Default_Handler, Default_Handler, Default_Handler,
+};
+
+void Reset_Handler(void)
+{
+    uint32_t *src = &__data_load;
+    uint32_t *dst = &__data_start;
+#if defined(__ARM_FP)
+    /* CPACR: full access to CP10/CP11 (the FPU) before any FP instruction. */
+    *(volatile uint32_t *)0xE000ED88u |= (0xFu << 20);
+    __asm volatile("dsb\n\tisb" ::: "memory");
+#endif
+    while (dst < &__data_end) {
+        *dst++ = *src++;
+    }
+    for (dst = &__bss_start; dst < &__bss_end; ++dst) {
+        *dst = 0u;
+    }
+    initialise_monitor_handles();
+    pe_timer_init();
+    exit(main());
+}

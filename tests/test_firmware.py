@@ -1,0 +1,190 @@
+"""The firmware project (pyembed firmware): generated, built with its Makefile
+and run under QEMU for every bundled model pyembed runs, outputs == host run
+== TFLM, on mps2-an386 (Cortex-M4) and mps2-an500 (Cortex-M7). Each model is
+built once per board per session; the C runtime's objects are shared."""
+import importlib.util
+import json
+import os
+import re
+
+import numpy as np
+import pytest
+
+from pyembed.data import MODELS_DIR
+from pyembed.model.load import load_model
+from pyembed.target import qemu
+
+pytestmark = pytest.mark.skipif(qemu.missing_tools() is not None, reason=str(qemu.missing_tools()))
+
+HAVE_TFLM = importlib.util.find_spec("tflite_micro") is not None
+
+
+def _runnable_models():
+    names = []
+    for f in sorted(os.listdir(MODELS_DIR)):
+        if f.endswith(".tflite"):
+            g = load_model(os.path.join(MODELS_DIR, f))
+            if not g.unsupported:
+                names.append(f[:-len(".tflite")])
+    return names
+
+
+MODELS = _runnable_models()
+BOARDS = ["mps2-an386", "mps2-an500"]
+
+
+@pytest.fixture(scope="session")
+def firmware_builds(tmp_path_factory):
+    """(model, board) -> (graph, project), generated and built on first use."""
+    from pyembed.target.firmware import build_project, generate
+    root = tmp_path_factory.mktemp("firmware")
+    cache = {}
+
+    def get(model, board):
+        key = (model, board)
+        if key not in cache:
+            g = load_model(os.path.join(MODELS_DIR, model + ".tflite"))
+            proj = generate(g, board, root / f"{model}-{board}")
+            build_project(proj.outdir, make_vars={"RUNTIME_BUILD": str(root / f"runtime-{board}")})
+            cache[key] = (g, proj)
+        return cache[key]
+    return get
+
+
+def _random_inputs(g, seed):
+    rng = np.random.default_rng(seed)
+    return [rng.integers(-128, 128, size=g.tensors[t].shape).astype(g.tensors[t].dtype) for t in g.inputs]
+
+
+def _tflm(g, xs):
+    from tflite_micro.python.tflite_micro import runtime
+    it = runtime.Interpreter.from_file(g.source_path)
+    for k, x in enumerate(xs):
+        it.set_input(x, k)
+    it.invoke()
+    return [np.asarray(it.get_output(k)) for k in range(len(g.outputs))]
+
+
+def test_bundled_models_are_found():
+    # the set pyembed runs today; a model that starts running joins the tests
+    assert {"tflm_hello_world_int8", "tiny_kws_dscnn_int8", "tflm_person_detect_int8"} <= set(MODELS)
+
+
+@pytest.mark.parametrize("board", BOARDS)
+@pytest.mark.parametrize("model", MODELS)
+def test_firmware_bit_exact(firmware_builds, model, board):
+    from pyembed.target.firmware import run_project
+    g, proj = firmware_builds(model, board)
+    xs = _random_inputs(g, seed=sum(map(ord, model)))
+    run = run_project(proj, xs)
+    host = g.run(xs if len(xs) > 1 else xs[0])
+    host = list(host) if isinstance(host, (list, tuple)) else [host]
+    for k, (fw, h) in enumerate(zip(run.outputs, host)):
+        h = np.asarray(h).reshape(fw.shape)
+        bad = np.flatnonzero(fw.ravel() != h.ravel())
+        assert bad.size == 0, f"output {k}: {bad.size} elements differ from the host run, first at {bad[:10]}"
+    if HAVE_TFLM:
+        for k, (fw, t) in enumerate(zip(run.outputs, _tflm(g, xs))):
+            t = t.reshape(fw.shape)
+            bad = np.flatnonzero(fw.ravel() != t.ravel())
+            assert bad.size == 0, f"output {k}: {bad.size} elements differ from TFLM, first at {bad[:10]}"
+    # one timing record per graph-table entry, each a whole number of ticks
+    assert [o["index"] for o in run.operators] == [o["op"] for o in proj.ops]
+    assert all(o["instructions"] % qemu.INSTRUCTIONS_PER_TICK == 0 for o in run.operators)
+    assert run.total_instructions == sum(o["instructions"] for o in run.operators)
+    assert run.total_instructions <= run.invoke_instructions
+    # every MAC costs at least one instruction on a Cortex-M without SIMD MACs
+    macs = sum(op.macs for op in g.operators)
+    assert run.total_instructions >= macs // 2
+
+
+def test_project_places_each_region_in_its_own_section(firmware_builds, tmp_path):
+    """person detection's plan spills from the 16 KB block RAM into SSRAM2/3:
+    two NOLOAD sections at the regions' bases, weights in .pe_flash in SSRAM1."""
+    g, proj = firmware_builds("tflm_person_detect_int8", "mps2-an386")
+    manifest = json.loads((proj.outdir / "firmware.json").read_text())
+    used = {k: v for k, v in manifest["regions"].items() if v["used"]}
+    assert len(used) >= 2, used
+    mapfile = (proj.outdir / "firmware.map").read_text()
+    for name, r in used.items():
+        m = re.search(rf"^\.pe_region_{name}\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)", mapfile, re.M)
+        assert m, f"section .pe_region_{name} missing from the map"
+        assert int(m.group(1), 16) == r["base"]
+        assert int(m.group(2), 16) >= r["used"]
+    m = re.search(r"^\.pe_flash\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)", mapfile, re.M)
+    assert m and int(m.group(1), 16) < 0x400000 and int(m.group(2), 16) >= g.weights_bytes
+    for f in ("Makefile", "CMakeLists.txt", "link.ld", "startup.c", "main.c", "model/pe_model.h",
+              "model/memplan.h", "pyembed/src/pe_graph.c", "pyembed/include/pyembed/pe_graph.h"):
+        assert (proj.outdir / f).is_file(), f
+
+
+def test_cli_firmware_run_json(tmp_path):
+    from click.testing import CliRunner
+
+    from pyembed.cli import main
+    g = load_model(os.path.join(MODELS_DIR, "tflm_hello_world_int8.tflite"))
+    x = np.array([[37]], dtype=np.int8).reshape(g.tensors[g.inputs[0]].shape)
+    np.save(tmp_path / "x.npy", x)
+    res = CliRunner().invoke(main, ["firmware", "tflm_hello_world_int8", "--profile", "MPS2-AN386", "-o",
+                                    str(tmp_path / "proj"), "--run", "--inputs", str(tmp_path / "x.npy"), "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.output)
+    assert d["outputs"] == [np.asarray(g.run(x)).ravel().tolist()]
+    assert [o["type"] for o in d["operators"]] == ["FULLY_CONNECTED"] * 3
+    assert d["total_instructions"] == sum(o["instructions"] for o in d["operators"]) > 0
+    assert d["bit_exact_with_host"] is True
+
+
+def test_cli_firmware_bad_profile(tmp_path):
+    from click.testing import CliRunner
+
+    from pyembed.cli import main
+    res = CliRunner().invoke(main, ["firmware", "tflm_hello_world_int8", "--profile", "nosuchboard", "-o",
+                                    str(tmp_path / "p")])
+    assert res.exit_code == 2
+    assert "nosuchboard" in res.output
+
+
+SEGMENTED = [("tiny_kws_dscnn_int8", "mps2-an386"), ("tiny_ic_resnet8_int8", "mps2-an386"),
+             ("tflm_person_detect_int8", "mps2-an386"), ("tiny_kws_dscnn_int8", "mps2-an500")]
+
+
+@pytest.mark.parametrize("model,board", SEGMENTED)
+def test_segmented_firmware_bit_exact(tmp_path_factory, model, board):
+    """Weights in a third of their size of RAM (at least twice the largest
+    operator's): divided into segments that the
+    firmware's pe_segload copies from flash into the block while it runs; the
+    kernels read the block (the graph table points there), outputs == host."""
+    from pyembed.target.firmware import build_project, generate, run_project
+    g = load_model(os.path.join(MODELS_DIR, model + ".tflite"))
+    largest = max(sum((g.tensors[t].nbytes + 15) // 16 * 16 for t in set(op.inputs) if t >= 0 and
+                      g.tensors[t].is_constant) for op in g.operators)
+    budget = max(g.weights_bytes // 3, 2 * largest)
+    root = tmp_path_factory.getbasetemp() / "firmware_seg"
+    proj = generate(g, board, root / f"{model}-{board}", segments=budget)
+    assert "divided automatically" in proj.segment_note
+    manifest = json.loads((proj.outdir / "firmware.json").read_text())
+    seg = manifest["segments"]
+    assert seg["count"] >= 3 and seg["block_bytes"] <= budget
+    # every constant a kernel reads lives in the block: model_graph.c names no flash weight array
+    graph_c = (proj.outdir / "model" / "model_graph.c").read_text()
+    weights = [t.index for t in g.tensors if t.is_constant and t.nbytes >= 64]
+    assert not [t for t in weights if re.search(rf"\(const void \*\)pe_model_t{t}\b", graph_c)]
+    build_project(proj.outdir, make_vars={"RUNTIME_BUILD": str(root / f"runtime-{board}")})
+    xs = _random_inputs(g, seed=7)
+    run = run_project(proj, xs)
+    host = g.run(xs if len(xs) > 1 else xs[0])
+    host = list(host) if isinstance(host, (list, tuple)) else [host]
+    for k, (fw, h) in enumerate(zip(run.outputs, host)):
+        bad = np.flatnonzero(fw.ravel() != np.asarray(h).ravel())
+        assert bad.size == 0, f"output {k}: {bad.size} elements differ from the host run"
+    # the copies cost instructions outside the operators: the whole invoke is longer
+    assert run.invoke_instructions > run.total_instructions
+
+
+def test_segments_not_needed_when_weights_fit(tmp_path):
+    from pyembed.target.firmware import generate
+    g = load_model(os.path.join(MODELS_DIR, "tflm_hello_world_int8.tflite"))
+    proj = generate(g, "mps2-an386", tmp_path / "p", segments=1 << 20)
+    assert proj.segment_note.startswith("weights (") and "not segmented" in proj.segment_note
+    assert json.loads((proj.outdir / "firmware.json").read_text())["segments"] is None
