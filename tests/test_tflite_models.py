@@ -20,6 +20,7 @@ import pytest
 
 from pyembed.data import model_path
 from pyembed.errors import UnsupportedError
+from pyembed.model import tflite_writer as W
 from pyembed.model.load import load_model
 
 RUNNABLE = [
@@ -175,54 +176,15 @@ def test_every_operator_bit_exact_with_litert(graphs, name):
 # depth multipliers, dilation, RELU6 / RELU_N1_TO_1 clamps, per-channel FC, softmax beta.
 
 def _schema():
-    from ai_edge_litert import schema_py_generated as S
-    return S
+    return W.schema()
 
 
 def _tensor(shape, dtype=np.int8, scale=None, zp=None, data=None, axis=0):
-    return {"shape": shape, "dtype": np.dtype(dtype), "scale": scale, "zp": zp, "data": data, "axis": axis}
+    return W.tensor(shape, dtype, scale=scale, zp=zp, data=data, axis=axis)
 
 
 def _build(tensors, ops, inputs, outputs):
-    import flatbuffers
-    S = _schema()
-    types = {np.dtype(np.int8): S.TensorType.INT8, np.dtype(np.int32): S.TensorType.INT32,
-             np.dtype(np.float32): S.TensorType.FLOAT32}
-    m = S.ModelT()
-    m.version, m.buffers, m.operatorCodes = 3, [S.BufferT()], []
-    sg = S.SubGraphT()
-    sg.tensors, sg.operators, sg.inputs, sg.outputs = [], [], inputs, outputs
-    for i, t in enumerate(tensors):
-        T = S.TensorT()
-        T.shape, T.type, T.name, T.buffer = list(t["shape"]), types[t["dtype"]], f"t{i}".encode(), 0
-        if t["data"] is not None:
-            b = S.BufferT()
-            b.data = np.frombuffer(np.ascontiguousarray(t["data"], t["dtype"]).tobytes(), np.uint8)
-            m.buffers.append(b)
-            T.buffer = len(m.buffers) - 1
-        if t["scale"] is not None:
-            q = S.QuantizationParametersT()
-            q.scale = [float(s) for s in np.atleast_1d(t["scale"])]
-            q.zeroPoint = [int(z) for z in np.atleast_1d(t["zp"] if t["zp"] is not None else 0)]
-            q.quantizedDimension = t["axis"]
-            T.quantization = q
-        sg.tensors.append(T)
-    codes = {}
-    for code, ins, outs, otype, opts in ops:
-        if code not in codes:
-            c = S.OperatorCodeT()
-            c.builtinCode, c.deprecatedBuiltinCode, c.version = code, min(code, 127), 1
-            codes[code] = len(m.operatorCodes)
-            m.operatorCodes.append(c)
-        o = S.OperatorT()
-        o.opcodeIndex, o.inputs, o.outputs = codes[code], ins, outs
-        if otype is not None:
-            o.builtinOptionsType, o.builtinOptions = otype, opts
-        sg.operators.append(o)
-    m.subgraphs = [sg]
-    b = flatbuffers.Builder(1024)
-    b.Finish(m.Pack(b), file_identifier=b"TFL3")
-    return bytes(b.Output())
+    return W.build(tensors, ops, inputs, outputs)
 
 
 def _opts(cls, **fields):
