@@ -383,6 +383,8 @@ static attn_geom make_geom(const pe_attn_params *p, const pe_attn_dims *dm)
     g.v_offset = p->v_offset;
     g.mult = p->score_quant.multiplier;
     g.shift = p->score_quant.shift;
+    g.bias_row = NULL; /* no per-key bias unless the strided entry sets one */
+    g.bias_lut = NULL;
     return g;
 }
 
