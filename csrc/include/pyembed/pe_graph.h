@@ -116,6 +116,9 @@ typedef enum {
     PE_GOP_FULLY_CONNECTED_S16X8 = 103,
     PE_GOP_ADD_S16 = 104,
     PE_GOP_SOFTMAX_S16 = 105,
+    PE_GOP_LOGISTIC_S16 = 106,     /* pe_lstm.h */
+    PE_GOP_TANH_S16 = 107,
+    PE_GOP_UNIDIRECTIONAL_SEQUENCE_LSTM = 108,
     PE_GOP_CONV_POOL = 140,     /* fused conv -> pool (pe_pipeline.h) */
     PE_GOP_STRIPE_REGION = 141, /* layers run in stripes with line stores (pe_pipeline.h) */
     PE_GOP_ATTENTION = 160, /* fused multi-head attention (pe_transformer.h) */
