@@ -94,6 +94,11 @@ _BIAS = (12, 13, 14, 15)
 _PROJECTION = (16, 17)
 _HIDDEN, _CELL = 18, 19
 _LAYER_NORM = (20, 21, 22, 23)
+CONSTRAINTS = {
+    "UNIDIRECTIONAL_SEQUENCE_LSTM": "int8 input / output / hidden state, int16 cell state (power-of-two scale), "
+                                    "per-tensor int8 weights, int32 biases; time_major or batch major; cell_clip; "
+                                    "TANH cell activation; no CIFG / peephole / projection / layer norm",
+}
 GATE_NAMES = ("input", "forget", "cell", "output")
 GATE_PRE_SCALE = 2.0 ** -12   # TFLM: the gate FC outputs are Q3.12
 GATE_OUT_SCALE = 2.0 ** -15   # sigmoid / tanh outputs Q0.15
