@@ -549,7 +549,11 @@ def _litert_oracle(graph, path, samples):
         return OracleResult(name, "error", f"LiteRT cannot load the model: {_first_line(e)}")
     ins, outs = it.get_input_details(), it.get_output_details()
 
+    stateful = any(t.is_variable for t in graph.tensors)
+
     def run(xs):
+        if stateful:   # recurrent states start fresh per sample, as pyembed's run does
+            it.reset_all_variables()
         for d, v in zip(ins, xs):
             it.set_tensor(d["index"], v.reshape(d["shape"]))
         it.invoke()
@@ -572,7 +576,11 @@ def _tflm_oracle(graph, path, samples):
     except Exception as e:   # noqa: BLE001
         return OracleResult(name, "error", f"tflite-micro cannot load the model: {_first_line(e)}")
 
+    stateful = any(t.is_variable for t in graph.tensors)
+
     def run(xs):
+        if stateful:   # recurrent states start fresh per sample, as pyembed's run does
+            it.reset()
         for k, v in enumerate(xs):
             it.set_input(v, k)
         it.invoke()
