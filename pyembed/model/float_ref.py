@@ -321,6 +321,8 @@ def _input_values(graph, op, values):
             vals.append(dequantize(graph.tensors[t]))
         elif t in values:
             vals.append(values[t])
+        elif graph.tensors[t].is_variable:   # a recurrent state at its reset value (real 0)
+            vals.append(np.zeros(graph.tensors[t].shape))
         else:
             raise ModelError(f"{graph.name}: operator {op.index} ({op.type}) reads tensor {t} before any "
                              f"operator writes it")
@@ -358,7 +360,7 @@ def run_float(graph, x, feed="float", int8_values=None, order=None):
         op = graph.operators[opi]
         if feed == "int8":
             feed_vals = {t: dequantize(graph.tensors[t], int8_values[t])
-                         for t in op.inputs if t >= 0 and not graph.tensors[t].is_constant}
+                         for t in op.inputs if t >= 0 and not graph.tensors[t].is_constant and t in int8_values}
             ins = _input_values(graph, op, feed_vals)
         else:
             ins = _input_values(graph, op, values)

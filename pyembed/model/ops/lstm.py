@@ -230,3 +230,33 @@ def prepare_lstm(c):
     op.macs = int(batch * time * 4 * state * (in_dim + state))
     op.scratch_bytes = int(4 * rows * state * 2)
 
+
+
+def float_reference(graph, op, inputs):
+    """The float64 LSTM (pyembed.model.float_ref): dequantized weights and
+    biases, sigmoid gates, tanh cell gate, cell_clip; states from the
+    (dequantized) state inputs."""
+    p = op.params
+    x = np.asarray(inputs[_X], dtype=np.float64)
+    w_in = [np.asarray(inputs[k], dtype=np.float64) for k in _W_IN]
+    w_rec = [np.asarray(inputs[k], dtype=np.float64) for k in _W_REC]
+    bias = [np.asarray(inputs[k], dtype=np.float64).reshape(-1) for k in _BIAS]
+    batch, time, state = p["batch"], p["time"], p["state"]
+    h = np.asarray(inputs[_HIDDEN], dtype=np.float64).reshape(batch, state).copy()
+    c = np.asarray(inputs[_CELL], dtype=np.float64).reshape(batch, state).copy()
+    clip = float(op.options.get("cell_clip", 0.0))
+    seq = x.reshape(time, batch, -1) if p["time_major"] else x.reshape(batch, time, -1).transpose(1, 0, 2)
+    ys = np.zeros((time, batch, state))
+
+    def sig(v):
+        return 1.0 / (1.0 + np.exp(-v))
+    for t in range(time):
+        pre = [seq[t] @ w_in[g].T + bias[g] + h @ w_rec[g].T for g in range(4)]
+        i, f, gg, o = sig(pre[0]), sig(pre[1]), np.tanh(pre[2]), sig(pre[3])
+        c = f * c + i * gg
+        if clip > 0:
+            c = np.clip(c, -clip, clip)
+        h = o * np.tanh(c)
+        ys[t] = h
+    y = ys if p["time_major"] else ys.transpose(1, 0, 2)
+    return y.reshape(graph.tensors[op.outputs[0]].shape)
