@@ -290,6 +290,10 @@ def evaluate(graph, op, inputs):
         return _activation(y, op.options.get("activation")).reshape(out_t.shape)
     if kind in ("QUANTIZE", "DEQUANTIZE"):
         return x.reshape(out_t.shape)
+    if kind == "LOGISTIC":
+        return (1.0 / (1.0 + np.exp(-x))).reshape(out_t.shape)
+    if kind == "TANH":
+        return np.tanh(x).reshape(out_t.shape)
     if kind == "PE_ATTENTION":
         return _attention(op, inputs).reshape(out_t.shape)
     if kind == "PE_LUT":
