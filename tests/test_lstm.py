@@ -193,3 +193,16 @@ def test_bundled_lstm_models_bit_exact_with_tflm(name):
         it.set_input(xs[0], 0)
         it.invoke()
         assert _mismatches(g.run(xs)[0], it.get_output(0)) == [], name
+
+
+def test_plan_flash_counts_operator_parameter_words():
+    """Parameter words (multipliers, LUTs) are flash tables like the weights."""
+    from pyembed.plan import plan_graph
+    g = load_model(model_path("tflm_dtln_noise_suppression"))
+    plan = plan_graph(g)
+    word_items = [f for f in plan.flash if f.tensor == -1]
+    with_words = [op for op in g.operators if op.params.get("words")]
+    assert len(word_items) == len(with_words) >= 2
+    assert sorted(f.size for f in word_items) == sorted(4 * len(op.params["words"]) for op in with_words)
+    consts = sum(t.nbytes for t in g.tensors if t.is_constant)
+    assert plan.flash_size >= consts + sum(f.size for f in word_items)

@@ -12,6 +12,7 @@
 #include "pyembed/pe_tconv.h"
 #include "pyembed/pe_s16.h"
 #include "pyembed/pe_lstm.h"
+#include "pyembed/pe_gather.h"
 #include "pyembed/pe_pool.h"
 #include "pyembed/pe_pipeline.h"
 #include "pyembed/pe_shape_ops.h"
@@ -583,6 +584,12 @@ static pe_graph_runner runner_for(pe_graph_op_type type)
         return pe_graph_run_tanh_s16;
     case PE_GOP_UNIDIRECTIONAL_SEQUENCE_LSTM:
         return pe_graph_run_lstm;
+    case PE_GOP_SQUARED_DIFFERENCE_S16:
+        return pe_graph_run_squared_difference_s16;
+    case PE_GOP_PRELU_S16:
+        return pe_graph_run_prelu_s16;
+    case PE_GOP_GATHER_BATCHED:
+        return pe_graph_run_gather_batched;
     case PE_GOP_ATTENTION:
         return pe_graph_run_attention;
     case PE_GOP_LUT:

@@ -31,6 +31,7 @@
 #include "pyembed/pe_tconv.h"
 #include "pyembed/pe_s16.h"
 #include "pyembed/pe_lstm.h"
+#include "pyembed/pe_gather.h"
 
 #define MAX_T 32
 #define MAX_OPS 8
@@ -350,6 +351,60 @@ static int32_t add_op(fz_reader *r, table *tb, pe_graph_op_type type, int32_t x)
         op->params = w;
         op->num_params = PE_ACT_S16_WORDS + (fz_bool(r) ? fz_range(r, -2, 1) : 0);
         y = tb->io[i][0] < 0 ? -1 : add_tensor(r, tb, PE_DT_INT16, xd.n, xd.h, xd.w, xd.c, 0);
+        break;
+    }
+    case PE_GOP_GATHER_BATCHED: {
+        /* x as [batch n, outer h, axis w, inner c], positions [n, coords] */
+        int32_t *w = tb->words[i];
+        const int32_t nc = fz_range(r, 1, 4);
+        int32_t k;
+        tb->io[i][1] = add_tensor(r, tb, PE_DT_INT32, 1, 1, xd.n, nc, 1);
+        if (tb->io[i][1] < 0) {
+            return -1;
+        }
+        for (k = 0; k < xd.n * nc; k++) {
+            ((int32_t *)tb->consts[tb->io[i][1]])[k] = fz_wild(r, 0, xd.w - 1);
+        }
+        op->num_inputs = 2;
+        w[0] = fz_wild(r, xd.n, xd.n);
+        w[1] = fz_wild(r, xd.h, xd.h);
+        w[2] = fz_wild(r, xd.w, xd.w);
+        w[3] = fz_wild(r, xd.c, xd.c);
+        w[4] = fz_wild(r, nc, nc);
+        op->params = w;
+        op->num_params = PE_GATHER_BATCHED_WORDS + (fz_bool(r) ? fz_range(r, -2, 1) : 0);
+        y = add_tensor(r, tb, PE_DT_INT8, xd.n, xd.h, nc, xd.c, 0);
+        break;
+    }
+    case PE_GOP_SQUARED_DIFFERENCE_S16:
+    case PE_GOP_PRELU_S16: {
+        /* a fresh int16 activation of x's shape and a broadcast second operand */
+        int32_t *w = tb->words[i];
+        const int prelu = type == PE_GOP_PRELU_S16;
+        int32_t k;
+        tb->io[i][0] = add_tensor(r, tb, PE_DT_INT16, xd.n, xd.h, xd.w, xd.c, 0);
+        tb->io[i][1] = add_tensor(r, tb, prelu ? PE_DT_INT8 : PE_DT_INT16, 1, fz_bool(r) ? 1 : xd.h, 1,
+                                  fz_bool(r) ? 1 : xd.c, prelu || fz_bool(r));
+        op->num_inputs = 2;
+        if (prelu) {
+            w[0] = fz_wild(r, -32767, 32768);
+            w[1] = fz_wild(r, -127, 128);
+            w[2] = fz_wild(r, -32768, 32767);
+            w[3] = fz_wild(r, 1 << 30, 0x7FFFFFFF);
+            w[4] = fz_wild(r, -31, 14);
+            w[5] = fz_wild(r, 1 << 30, 0x7FFFFFFF);
+            w[6] = fz_wild(r, -31, 6);
+        } else {
+            for (k = 0; k < 4; k += 2) {
+                w[k] = fz_wild(r, 1 << 30, 0x7FFFFFFF);
+                w[k + 1] = fz_wild(r, -31, 0);
+            }
+            w[4] = fz_wild(r, 1 << 30, 0x7FFFFFFF);
+            w[5] = fz_wild(r, -31, 30);
+        }
+        op->params = w;
+        op->num_params = (prelu ? PE_PRELU_S16_WORDS : PE_SQDIFF_S16_WORDS) + (fz_bool(r) ? fz_range(r, -2, 1) : 0);
+        y = tb->io[i][0] < 0 || tb->io[i][1] < 0 ? -1 : add_tensor(r, tb, PE_DT_INT16, xd.n, xd.h, xd.w, xd.c, 0);
         break;
     }
     case PE_GOP_CONV_2D_S16X8:
@@ -930,12 +985,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
     }
     n_ops = fz_range(&r, 1, MAX_OPS);
     for (i = 0; i < n_ops; i++) {
-        const int32_t pick = fz_range(&r, 0, 17 + 16 + 4 + 3);
-        const pe_graph_op_type type = pick >= 38 ? (pe_graph_op_type)(PE_GOP_LOGISTIC_S16 + pick - 38)
+        const int32_t pick = fz_range(&r, 0, 17 + 16 + 4 + 6);
+        const pe_graph_op_type type = pick >= 41 ? (pe_graph_op_type)(PE_GOP_SQUARED_DIFFERENCE_S16 + pick - 41)
+                                      : pick >= 38 ? (pe_graph_op_type)(PE_GOP_LOGISTIC_S16 + pick - 38)
                                       : (pick >= 12 ? (pe_graph_op_type)(PE_GOP_BATCH_MATMUL + pick - 12)
                                                     : (pe_graph_op_type)pick);
         const int32_t y = pick == 40 ? add_lstm_op(&r, &tb, x)
-                          : pick >= 38 ? add_op(&r, &tb, type, x)
+                          : (pick >= 38 && pick != 40) ? add_op(&r, &tb, type, x)
                           : pick >= 34 ? add_math_op(&r, &tb, x)
                           : (pick >= 18 ? add_data_op(&r, &tb, data_ops[pick - 18], x) : add_op(&r, &tb, type, x));
         if (y < 0) {

@@ -119,6 +119,9 @@ typedef enum {
     PE_GOP_LOGISTIC_S16 = 106,     /* pe_lstm.h */
     PE_GOP_TANH_S16 = 107,
     PE_GOP_UNIDIRECTIONAL_SEQUENCE_LSTM = 108,
+    PE_GOP_SQUARED_DIFFERENCE_S16 = 109, /* pe_s16.h */
+    PE_GOP_PRELU_S16 = 110,
+    PE_GOP_GATHER_BATCHED = 111,   /* pe_gather.h */
     PE_GOP_CONV_POOL = 140,     /* fused conv -> pool (pe_pipeline.h) */
     PE_GOP_STRIPE_REGION = 141, /* layers run in stripes with line stores (pe_pipeline.h) */
     PE_GOP_ATTENTION = 160, /* fused multi-head attention (pe_transformer.h) */

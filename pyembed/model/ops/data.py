@@ -334,7 +334,8 @@ def prepare_gather(c):
     _rank_ok(c, x, "input")
     c.dtype(idx, "positions", (np.int32,))
     if int(op.options.get("batch_dims", 0)) != 0:
-        raise Unsupported(f"batch_dims {op.options.get('batch_dims')} (only 0)")
+        from pyembed.model.ops.gather import prepare_gather_batched   # its own C runner (pe_gather.h)
+        return prepare_gather_batched(c)
     rank = len(x.shape)
     axis = int(op.options.get("axis", 0))
     axis = axis + rank if axis < 0 else axis
@@ -510,6 +511,9 @@ def float_reference(graph, op, inputs):
     if t == "GATHER":
         idx_t = graph.tensors[op.inputs[1]]
         idx = idx_t.data if idx_t.is_constant else inputs[1]
+        if p.get("batch_dims"):
+            from pyembed.model.ops.gather import gather_batched_reference
+            return gather_batched_reference(x, idx, p["axis"], p["batch_dims"])
         return np.take(x, np.asarray(idx).astype(np.int64), axis=p["axis"])
     if t == "DEPTH_TO_SPACE":
         return shape_ref.depth_to_space(x, p["block_size"])
