@@ -447,7 +447,7 @@ CONSTRAINTS = {
     "SQUEEZE": "int8 / int16 / int32 / float32; aliased (no copy)",
     "EXPAND_DIMS": "int8 / int16 / int32 / float32; constant axis; aliased (no copy)",
     "TRANSPOSE": "int8 / int16; rank 1-5; constant perm",
-    "GATHER": "int8; rank 1-6; int32 positions (constant or computed); batch_dims 0",
+    "GATHER": "int8; rank 1-6; int32 positions (constant or computed); batch_dims 0 (> 0: the batched variant)",
     "DEPTH_TO_SPACE": "int8; 4-D NHWC; block_size >= 1",
     "SPACE_TO_DEPTH": "int8; 4-D NHWC; block_size >= 1",
     "RESIZE_NEAREST_NEIGHBOR": "int8 / int16; 4-D NHWC; constant size; align_corners, half_pixel_centers",
