@@ -206,3 +206,42 @@ def test_plan_flash_counts_operator_parameter_words():
     assert sorted(f.size for f in word_items) == sorted(4 * len(op.params["words"]) for op in with_words)
     consts = sum(t.nbytes for t in g.tensors if t.is_constant)
     assert plan.flash_size >= consts + sum(f.size for f in word_items)
+
+
+def test_simulator_runs_the_lstm_models_with_states_reset():
+    """The MCU simulator resets the recurrent states as TFLM does and gets the
+    host's outputs (it compares them itself)."""
+    from click.testing import CliRunner
+
+    from pyembed.cli import main
+    for name in ("tflm_mnist_lstm_int8", "tflm_dtln_noise_suppression"):
+        r = CliRunner().invoke(main, ["simulate", model_path(name)], catch_exceptions=True)
+        assert r.exit_code == 0, r.output
+        assert "outputs bit-exact with the host run of the same graph" in r.output, r.output
+
+
+def test_emitted_host_program_runs_the_dtln_lstms(tmp_path):
+    """The generated C tables (model_graph.c with its reset of the recurrent
+    states: DTLN's second hidden state has zero point -4) built into the host
+    program give model.run's output."""
+    import shutil
+    import subprocess
+
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc not installed")
+    from pyembed.codegen.emit import write_plan_outputs
+    from pyembed.plan import plan_graph
+    g = load_model(model_path("tflm_dtln_noise_suppression"))
+    assert any(t.is_variable and t.zero_point is not None and int(t.zero_point[0]) != 0 for t in g.tensors)
+    write_plan_outputs(g, plan_graph(g), tmp_path)
+    csrc = ROOT / "csrc"
+    srcs = sorted(str(p) for p in (csrc / "src").glob("*.c"))
+    r = subprocess.run(["gcc", "-std=c99", "-O1", f"-I{csrc}/include", "-I.", "model_main.c", "model_graph.c",
+                        "model_data.c", *srcs, "-o", "model_main", "-lm"], cwd=tmp_path, capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    for xs in random_inputs(g, 2, seed=4):
+        out = subprocess.run([str(tmp_path / "model_main")], input=xs[0].tobytes(), capture_output=True, check=True)
+        got = np.array(out.stdout.decode().split(), dtype=np.int64)
+        assert np.array_equal(got, g.run(xs)[0].ravel().astype(np.int64))
+    assert "reset_states" in (tmp_path / "model_graph.c").read_text()
