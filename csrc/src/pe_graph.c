@@ -16,6 +16,7 @@
 #include "pyembed/pe_shape_ops.h"
 #include "pyembed/pe_resize.h"
 #include "pyembed/pe_transformer.h"
+#include "pyembed/pe_layernorm.h"
 
 int32_t pe_graph_dtype_size(pe_dtype t)
 {
@@ -574,6 +575,8 @@ static pe_graph_runner runner_for(pe_graph_op_type type)
         return pe_graph_run_attention;
     case PE_GOP_LUT:
         return pe_graph_run_lut;
+    case PE_GOP_LAYERNORM:
+        return pe_graph_run_layernorm;
     default:
         return NULL;
     }

@@ -135,6 +135,77 @@ class _Builder:
         self.ops.append(("ADD", [a, b], [out], {}))
         return out
 
+    def const_i8(self, values, symmetric=True):
+        """An int8 constant for float values (symmetric per tensor)."""
+        v = np.asarray(values, dtype=np.float64)
+        cs = float(np.float32(max(float(np.abs(v).max()), 1e-6) / 127.0))
+        q = np.clip(np.round(v / cs), -127, 127).astype(np.int8)
+        t = self._add(v.shape, np.int8, data=q, scale=cs, zp=0)
+        self.vals[t] = (q.astype(np.float64) * cs)[None]
+        return t
+
+    def unary(self, name, x, fn, fixed=None, table=None, **fields):
+        out = self.act(fn(self.vals[x]), fixed)
+        self.ops.append((name, [x], [out], {"table": table, "fields": fields} if table else {}))
+        return out
+
+    def binary(self, name, a, b, fn, table=None, **fields):
+        out = self.act(fn(self.vals[a], self.vals[b]))
+        self.ops.append((name, [a, b], [out], {"table": table, "fields": fields} if table else {}))
+        return out
+
+    def mean_last(self, x):
+        ax = self.const_i32([-1])
+        out = self.act(self.vals[x].mean(axis=-1, keepdims=True))
+        self.ops.append(("MEAN", [x, ax], [out], {"table": "ReducerOptions", "fields": {"keepDims": True}}))
+        return out
+
+    def layernorm(self, x, gamma, beta, eps=1e-3, variant="keras2"):
+        """LayerNorm over the last axis as the converter writes it:
+        keras2 (tf.nn.batch_normalization): MEAN, SQUARED_DIFFERENCE, MEAN,
+        ADD eps, RSQRT, MUL gamma, MUL x, MUL mean, SUB from beta, ADD;
+        keras3: ... RSQRT, MUL gamma, NEG mean, MUL, ADD beta, MUL x, ADD;
+        manual: SUB mean, MUL (square), MEAN, ADD eps, RSQRT, MUL, MUL gamma,
+        ADD beta."""
+        g, bt = self.const_i8(gamma), self.const_i8(beta)
+        ep = self.const_i8(np.array([eps]))
+        mean = self.mean_last(x)
+        if variant == "manual":
+            d = self.binary("SUB", x, mean, lambda a, b: a - b, "SubOptions")
+            var = self.mean_last(self.mul(d, d))
+        else:
+            var = self.mean_last(self.binary("SQUARED_DIFFERENCE", x, mean, lambda a, b: (a - b) ** 2))
+        r = self.unary("RSQRT", self.add(var, ep), lambda v: 1.0 / np.sqrt(v))
+        if variant == "manual":
+            return self.add(self.mul(self.mul(d, r), g), bt)
+        inv = self.mul(r, g)
+        if variant == "keras3":
+            nm = self.unary("NEG", mean, lambda v: -v,
+                            fixed=(self.tensors[mean]["scale"], min(127, -self.tensors[mean]["zp"])))
+            res = self.add(self.mul(nm, inv), bt)
+            return self.add(self.mul(x, inv), res)
+        sh = self.binary("SUB", bt, self.mul(mean, inv), lambda a, b: a - b, "SubOptions")
+        return self.add(self.mul(x, inv), sh)
+
+    def gelu_tanh(self, x):
+        """GELU, tanh approximation, as converters write it without a GELU
+        builtin: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
+        x3 = self.mul(self.mul(x, x), x)
+        inner = self.add(x, self.mul_const(x3, 0.044715))
+        t = self.unary("TANH", self.mul_const(inner, np.sqrt(2.0 / np.pi)), np.tanh, fixed=(1.0 / 128, 0))
+        half = self.mul_const(self.add_const(t, 1.0), 0.5)
+        return self.mul(x, half)
+
+    def gelu(self, x, approximate=False):
+        from math import erf
+        if approximate:
+            def fn(v):
+                return 0.5 * v * (1 + np.tanh(np.sqrt(2 / np.pi) * (v + 0.044715 * v ** 3)))
+        else:
+            def fn(v):
+                return 0.5 * v * (1 + np.vectorize(erf)(v / np.sqrt(2.0)))
+        return self.unary("GELU", x, fn, table="GeluOptions", approximate=bool(approximate))
+
     def softmax(self, x):
         v = self.vals[x]
         e = np.exp(v - v.max(axis=-1, keepdims=True))
@@ -260,6 +331,23 @@ def build_elementwise(tokens=6, dim=8, seed=0):
     return data, (b.tensors[x]["scale"], b.tensors[x]["zp"])
 
 
+def build_norm_block(tokens=8, dim=16, variant="keras2", act=None, seed=0, calib=4):
+    """(tflite bytes, (input scale, zero point)) of FC -> LayerNorm (variant,
+    see _Builder.layernorm) -> [act: "gelu_tanh" chain, "gelu" / "gelu_approx"
+    builtin] -> FC on [tokens, dim] inputs of 8 features."""
+    rng = np.random.default_rng(seed)
+    b = _Builder(rng)
+    x = b.act(rng.normal(0, 1.0, (calib, tokens, 8)))
+    h = b.fc(x, _glorot(rng, dim, 8, 2.0), rng.normal(0, 0.5, dim))
+    h = b.layernorm(h, rng.uniform(0.5, 1.5, dim), rng.normal(0, 0.3, dim), variant=variant)
+    if act == "gelu_tanh":
+        h = b.gelu_tanh(h)
+    elif act in ("gelu", "gelu_approx"):
+        h = b.gelu(h, approximate=act == "gelu_approx")
+    out = b.fc(h, _glorot(rng, 8, dim), rng.normal(0, 0.1, 8))
+    return serialize(b.tensors, b.ops, [x], [out]), (b.tensors[x]["scale"], b.tensors[x]["zp"])
+
+
 def quantize_input(info, xf):
     s, z = info["input_scale"], info["input_zero_point"]
     return np.clip(np.round(xf / s) + z, -128, 127).astype(np.int8)
@@ -326,6 +414,10 @@ def serialize(tensors, ops, inputs, outputs):
             op.builtinOptionsType = S.BuiltinOptions.SoftmaxOptions
             op.builtinOptions = S.SoftmaxOptionsT()
             op.builtinOptions.beta = o["beta"]
+        elif o.get("table"):
+            from pyembed.model import tflite_writer as W
+            op.builtinOptionsType = getattr(S.BuiltinOptions, o["table"])
+            op.builtinOptions = W.options(o["table"], **o["fields"])
         sg.operators.append(op)
     m.subgraphs = [sg]
     fb = flatbuffers.Builder(1024)

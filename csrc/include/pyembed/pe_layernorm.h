@@ -1,0 +1,71 @@
+/*
+ * pe_layernorm.h - PE_LAYERNORM (graph operator 162): a row-wise int8
+ * operator chain, run one row at a time.
+ *
+ * The TFLite converter writes LayerNorm (and RMSNorm) as a chain of int8
+ * operators over a tensor x of shape [..., D]: MEAN over the last axis
+ * (keep_dims), SQUARED_DIFFERENCE (or SUB and MUL), MEAN, ADD epsilon,
+ * RSQRT, MUL by gamma, MUL, NEG / SUB, ADD beta. Every intermediate is either
+ * a row of D values or one value per row, and every operator acts within a
+ * row, so the chain can run row by row: the unfused graph materialises about
+ * ten [..., D] int8 intermediates, PE_LAYERNORM keeps one row of each.
+ *
+ * Each step calls the kernel the unfused operator runs (pe_add_s8,
+ * pe_mul_s8, pe_math_invoke) with the unfused operator's parameters, on row
+ * shapes, so every intermediate is requantized exactly as in the unfused
+ * graph: the fused operator is bit-exact with it by construction (a fusion of
+ * memory traffic, not new arithmetic).
+ *
+ * Parameter words:
+ *   rows, depth D, num_slots S (>= 2), num_steps K,
+ *   S slot lengths (each 1 or D; slot 0 is the current row of input 0 and
+ *   slot 1 the current row of the output, both D),
+ *   K steps, each: type, in0, in1, out, num_words, num_words words.
+ * A step operand (in0, in1) is a slot (>= 0) or -k for the operator's input
+ * k (k >= 1: a constant of 1 or D int8 values, the same for every row);
+ * in1 = PE_LN_NONE for one-input operators. out is a slot >= 1; a step may
+ * not write a slot it reads. Types and their words:
+ *   7  ADD   in1_off, in2_off, out_off, left_shift, m1, s1, m2, s2, m_out,
+ *            s_out, act_min, act_max (pe_add_params, double rounding)
+ *   8  MUL   in1_off, in2_off, out_off, m_out, s_out, act_min, act_max
+ *   60..78   the math operators (pe_math_ops.h), their words for row
+ *            shapes (MEAN: rank 1, dims [D], axis_mask 1; broadcasting
+ *            operators: the shape block of [len_out], [len0], [len1])
+ * Broadcasting inside a row: an operand of length 1 against one of D.
+ *
+ * Scratch: the sum of the lengths of slots 2..S-1 (bytes), independent of
+ * rows (the sequence length). Any bad word: PE_ERR_ARG.
+ */
+#ifndef PYEMBED_PE_LAYERNORM_H
+#define PYEMBED_PE_LAYERNORM_H
+
+#include "pe_types.h"
+#include "pe_graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PE_LN_NONE ((int32_t)-1000000)
+#define PE_LN_MAX_SLOTS 64
+#define PE_LN_MAX_STEPS 64
+
+/* Scratch bytes of a PE_LAYERNORM word list (PE_ERR_ARG if malformed). */
+pe_status pe_layernorm_get_buffer_size(const int32_t *words, int32_t count, int32_t *size);
+
+/* Run the row program: x (rows * D), constants[k] (k = 1..num_consts, with
+ * const_counts[k] elements; index 0 unused), out (rows * D). */
+pe_status pe_layernorm_s8(const pe_context *ctx, const int32_t *words, int32_t count, const int8_t *x,
+                          const int8_t *const *constants, const int32_t *const_counts, int32_t num_consts,
+                          int8_t *out);
+
+/* Graph runner: input 0 x, inputs 1.. constants, one output (int8, the
+ * element count of x); params: the words above; scratch as above. */
+pe_status pe_graph_run_layernorm(const pe_graph *graph, const pe_graph_op *op, const pe_context *scratch,
+                                 const pe_context *arena);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PYEMBED_PE_LAYERNORM_H */

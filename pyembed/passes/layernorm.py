@@ -1,0 +1,186 @@
+"""LayerNorm (and RMSNorm) chains into one row-wise operator (issue 17).
+
+The TFLite converter writes LayerNorm over the last axis of an int8 tensor
+x [..., D] as a chain of int8 operators. Keras 2 (tf.nn.batch_normalization):
+
+    mean = MEAN(x, -1, keep_dims)        var = MEAN(SQUARED_DIFFERENCE(x, mean))
+    inv  = MUL(RSQRT(ADD(var, eps)), gamma)
+    out  = ADD(MUL(x, inv), SUB(beta, MUL(mean, inv)))
+
+Keras 3 writes ``ADD(MUL(NEG(mean), inv), beta)`` for the shift, hand-written
+models ``SUB(x, mean)`` squared by MUL, RMSNorm drops the mean. Every
+intermediate is a row of D values or one value per row, and every operator
+acts inside one row.
+
+``fuse_layernorm(graph)`` starts at each MEAN over the last axis alone
+(keep_dims) of an int8 activation x, grows the set of operators whose
+non-constant inputs are x or earlier chain outputs (ADD, MUL, SUB,
+SQUARED_DIFFERENCE, RSQRT, NEG, MEAN over the last axis, and the other
+element-wise math operators), whose constants are one value or one row of D
+values, and whose outputs are rows of x's shape or one value per row; it
+keeps the longest prefix (graph order) that ends in exactly one tensor read
+outside it, of x's shape (less a pointwise tail with scalar constants: an
+activation after the norm is left to pyembed.passes.elementwise), and replaces it by one ``PE_LAYERNORM`` operator
+(pyembed.model.ops.transformer, pe_layernorm.h): inputs x and the
+constants, output the chain's last tensor. The fused operator runs the same
+kernels with the same parameters on one row at a time, so it is bit-exact
+with the chain; the [..., D] intermediates (about ten of them) become a few
+rows of scratch, whatever the sequence length.
+"""
+import numpy as np
+
+ROW_OPS = ("ADD", "MUL", "SUB", "SQUARED_DIFFERENCE", "RSQRT", "NEG", "MEAN", "ABS", "RELU", "RELU6",
+           "MINIMUM", "MAXIMUM", "LOGISTIC", "TANH", "GELU", "HARD_SWISH", "LEAKY_RELU")
+
+
+def _is_last_axis_mean(graph, op):
+    if op.type != "MEAN" or len(op.inputs) < 2 or op.inputs[1] < 0:
+        return False
+    x = graph.tensors[op.inputs[0]]
+    ax = graph.tensors[op.inputs[1]]
+    if ax.data is None or len(x.shape) < 1:
+        return False
+    axes = {int(a) % len(x.shape) for a in np.asarray(ax.data).reshape(-1)}
+    y = graph.tensors[op.outputs[0]]
+    return axes == {len(x.shape) - 1} and tuple(y.shape) == tuple(x.shape[:-1]) + (1,)
+
+
+def _row_const(graph, t, depth):
+    c = graph.tensors[t]
+    if not c.is_constant or c.dtype != np.int8:
+        return False
+    shape = tuple(int(s) for s in c.shape)
+    return c.size in (1, depth) and all(s == 1 for s in shape[:-1])
+
+
+def _candidates(graph, x):
+    """Operators reachable from x through row-wise operators, in graph order."""
+    xs = tuple(graph.tensors[x].shape)
+    depth = int(xs[-1])
+    row1 = xs[:-1] + (1,)
+    inside = {x}
+    cands = []
+    changed = True
+    while changed:
+        changed = False
+        for op in graph.operators:
+            if op in cands or op.type not in ROW_OPS or not op.supported or len(op.outputs) != 1:
+                continue
+            ins = [t for t in op.inputs if t >= 0]
+            if op.type == "MEAN":
+                if not _is_last_axis_mean(graph, op):
+                    continue
+                ins = ins[:1]
+            if not ins or not any(t in inside for t in ins):
+                continue
+            if not all(t in inside or _row_const(graph, t, depth) for t in ins):
+                continue
+            y = graph.tensors[op.outputs[0]]
+            if y.dtype != np.int8 or tuple(y.shape) not in (xs, row1):
+                continue
+            cands.append(op)
+            inside.add(op.outputs[0])
+            changed = True
+    cands.sort(key=lambda o: o.index)
+    return cands
+
+
+def _valid(graph, x, pre, users):
+    xs = tuple(graph.tensors[x].shape)
+    ids = {id(o) for o in pre}
+    outs = [o.outputs[0] for o in pre]
+    ext = [t for t in outs if t in graph.outputs or any(id(u) not in ids for u in users.get(t, []))]
+    final = pre[-1].outputs[0]
+    if ext != [final] or tuple(graph.tensors[final].shape) != xs:
+        return False
+    need = {final}
+    for op in reversed(pre):
+        if op.outputs[0] in need:
+            need.update(t for t in op.inputs if t >= 0)
+    return all(o.outputs[0] in need for o in pre) and any(o.type == "MEAN" for o in pre)
+
+
+def _best_prefix(graph, x, cands, users):
+    """The prefix of cands to fuse: the longest one ending in one tensor of
+    x's shape read outside it (every operator of which the result depends
+    on), shortened to the shortest such prefix when what it leaves out is a
+    pointwise function of that prefix's result with scalar constants only (an
+    activation after the norm, e.g. a GELU chain, which
+    pyembed.passes.elementwise folds into one table); or None."""
+    valid = [n for n in range(2, len(cands) + 1) if _valid(graph, x, cands[:n], users)]
+    if not valid:
+        return None
+    longest = valid[-1]
+    for n in valid:
+        inside = {cands[n - 1].outputs[0]}
+        ok = True
+        for op in cands[n:longest]:
+            ins = [t for t in op.inputs if t >= 0]
+            if op.type == "MEAN" or not all(t in inside or (graph.tensors[t].is_constant
+                                                            and graph.tensors[t].size == 1) for t in ins):
+                ok = False
+                break
+            inside.add(op.outputs[0])
+        if ok:
+            return cands[:n]
+    return cands[:longest]
+
+
+def fuse_layernorm(graph, min_ops=3):
+    """Replace row-wise chains that start with a last-axis MEAN (LayerNorm,
+    RMSNorm) by PE_LAYERNORM operators, in place. Returns one
+    {"output": tensor name or the MEAN's output, "ops": [types],
+    "result": "fused" | why not} per chain considered."""
+    from pyembed.model.graph import Operator
+    from pyembed.model.ops import prepare_operator
+    report = []
+    tried = set()
+    while True:
+        users = {}
+        for op in graph.operators:
+            for t in op.inputs:
+                if t >= 0:
+                    users.setdefault(t, []).append(op)
+        found = None
+        for op in graph.operators:
+            if not _is_last_axis_mean(graph, op) or not op.supported:
+                continue
+            x = op.inputs[0]
+            if x in tried or graph.tensors[x].is_constant or graph.tensors[x].dtype != np.int8:
+                continue
+            tried.add(x)
+            pre = _best_prefix(graph, x, _candidates(graph, x), users)
+            if pre is None or len(pre) < min_ops:
+                report.append({"output": graph.tensors[op.outputs[0]].name, "ops": [],
+                               "result": "no row-wise chain from this MEAN ends in one tensor"})
+                continue
+            found = (x, pre)
+            break
+        if found is None:
+            return report
+        x, chain = found
+        depth = int(graph.tensors[x].shape[-1])
+        consts = []
+        for o in chain:
+            ins = o.inputs[:1] if o.type == "MEAN" else o.inputs
+            for t in ins:
+                if t >= 0 and t != x and graph.tensors[t].is_constant and t not in consts:
+                    consts.append(t)
+        final = chain[-1].outputs[0]
+        fused = Operator(index=-1, type="PE_LAYERNORM", inputs=[x] + consts, outputs=[final],
+                         options={"ops": [o.type for o in chain], "chain": list(chain), "depth": depth})
+        pos = max(graph.operators.index(o) for o in chain)
+        gone = {id(o) for o in chain}
+        new_ops = []
+        for i, op in enumerate(graph.operators):
+            if i == pos:
+                new_ops.append(fused)
+            if id(op) not in gone:
+                new_ops.append(op)
+        graph.operators = new_ops
+        for i, op in enumerate(graph.operators):
+            op.index = i
+        prepare_operator(graph, fused, graph.name)
+        graph.unsupported = [(op.index, op.type) for op in graph.operators if not op.supported]
+        report.append({"output": graph.tensors[final].name, "ops": [o.type for o in chain],
+                       "result": "fused" if fused.supported else f"fused, but unsupported: {fused.reason}"})
