@@ -9,24 +9,30 @@ included). Weights are int8 symmetric per tensor, biases int32 in the
 accumulator's unit. The attention per layer is the chain TFLite's converter
 emits for Keras MultiHeadAttention written with explicit heads:
 
-    FC q/k/v -> RESHAPE [T, H, dh] -> TRANSPOSE -> BATCH_MATMUL(Qh, Kh^T)
-    -> MUL 1/sqrt(dh) -> [ADD mask] -> SOFTMAX -> BATCH_MATMUL(P, Vh)
-    -> TRANSPOSE -> RESHAPE [T, D] -> FC out -> ADD residual
+    LayerNorm -> FC q/k/v -> RESHAPE [T, H, dh] -> TRANSPOSE
+    -> BATCH_MATMUL(Qh, Kh^T) -> MUL 1/sqrt(dh) -> [ADD mask] -> SOFTMAX
+    -> BATCH_MATMUL(P, Vh) -> TRANSPOSE -> RESHAPE [T, D] -> FC out
+    -> ADD residual
 
-followed by a ReLU feed-forward block (FC relu, FC, ADD residual).
-LayerNorm and GELU are not in these models (see the benchmark's notes).
+followed by a feed-forward block (LayerNorm, FC, GELU as the converter's
+tanh-approximation chain MUL / MUL / MUL / ADD / MUL / TANH / ADD / MUL /
+MUL, FC, ADD residual), and a final LayerNorm. LayerNorm is the Keras 2
+converter chain (MEAN, SQUARED_DIFFERENCE, MEAN, ADD eps, RSQRT, MUL gamma,
+MUL, MUL, SUB from beta, ADD); _Builder.layernorm also writes the Keras 3
+(NEG) and a hand-written (SUB, MUL) variant.
 
 Models:
 * ``kwt``: keyword transformer on T frames of 40 MFCC-like features,
   D = 64, 2 heads of 32, 2 layers;
 * ``vit``: tiny ViT on T patches of 4x4x3 pixels, D = 48, 3 heads of 16,
-  2 layers.
+  2 layers, with a class token (a constant row CONCATENATED before the
+  patches: T + 1 rows from then on).
 """
 import numpy as np
 
 CONFIGS = {
-    "kwt": {"features": 40, "dim": 64, "heads": 2, "layers": 2, "ffn": 128},
-    "vit": {"features": 48, "dim": 48, "heads": 3, "layers": 2, "ffn": 96},
+    "kwt": {"features": 40, "dim": 64, "heads": 2, "layers": 2, "ffn": 128, "cls": False},
+    "vit": {"features": 48, "dim": 48, "heads": 3, "layers": 2, "ffn": 96, "cls": True},
 }
 
 
@@ -206,6 +212,19 @@ class _Builder:
                 return 0.5 * v * (1 + np.vectorize(erf)(v / np.sqrt(2.0)))
         return self.unary("GELU", x, fn, table="GeluOptions", approximate=bool(approximate))
 
+    def concat_cls(self, cls, h):
+        """CONCATENATION of a constant class-token row (quantized with h's
+        scale and zero point) before the rows of h [T, D] -> [T + 1, D]."""
+        sc, zp = self.tensors[h]["scale"], self.tensors[h]["zp"]
+        cq = np.clip(np.round(cls / sc) + zp, -128, 127).astype(np.int8).reshape(1, -1)
+        ct = self._add(cq.shape, np.int8, data=cq, scale=sc, zp=zp)
+        cv = (cq.astype(np.float64) - zp) * sc
+        hv = self.vals[h]
+        y = np.concatenate([np.broadcast_to(cv[None], (hv.shape[0],) + cv.shape), hv], axis=1)
+        out = self.same(h, y)
+        self.ops.append(("CONCATENATION", [ct, h], [out], {"table": "ConcatenationOptions", "fields": {"axis": 0}}))
+        return out
+
     def softmax(self, x):
         v = self.vals[x]
         e = np.exp(v - v.max(axis=-1, keepdims=True))
@@ -225,9 +244,14 @@ def sample_inputs(name, tokens, count, seed):
     return rng.normal(0.0, 1.0, (count, tokens, cfg["features"]))
 
 
-def build(name, tokens, seed=0, calib=4, mask=False):
-    """(tflite bytes, info) of model ``name`` at ``tokens`` tokens. info has
-    the input scale / zero point and the number of attention chains."""
+def build(name, tokens, seed=0, calib=4, mask=False, norm=True, gelu=True):
+    """(tflite bytes, info) of model ``name`` at ``tokens`` tokens (the ViT
+    adds a class token: its attention runs over tokens + 1 rows). Each
+    layer is pre-LN: LayerNorm -> attention -> residual ADD, LayerNorm ->
+    FC -> GELU (tanh-approximation chain) -> FC -> residual ADD; a final
+    LayerNorm. norm / gelu False: no LayerNorm, ReLU instead of GELU. info
+    has the input scale / zero point, the number of attention chains, of
+    LayerNorms and of GELU chains."""
     cfg = CONFIGS[name]
     rng = np.random.default_rng(seed)
     D, H, F = cfg["dim"], cfg["heads"], cfg["features"]
@@ -235,37 +259,54 @@ def build(name, tokens, seed=0, calib=4, mask=False):
     b = _Builder(rng)
     x = b.act(sample_inputs(name, tokens, calib, seed + 1))
     h = b.fc(x, _glorot(rng, D, F), rng.normal(0, 0.1, D))
+    seq = tokens
+    if cfg["cls"]:
+        h = b.concat_cls(rng.normal(0, 1.0, D), h)
+        seq = tokens + 1
     mask_t = None
     if mask:
         # causal mask, 0 / -60 real (exp(-60) ~ 1e-26), one int8 constant
         # shared by the heads
-        causal = np.where(np.arange(tokens)[None, :] > np.arange(tokens)[:, None], -60.0, 0.0)
+        causal = np.where(np.arange(seq)[None, :] > np.arange(seq)[:, None], -60.0, 0.0)
         ms = float(np.float32(60.0 / 255.0))
         mq = np.where(causal < 0, -128, 127).astype(np.int8)
-        mask_t = b._add((1, tokens, tokens), np.int8, data=mq, scale=ms, zp=127)
+        mask_t = b._add((1, seq, seq), np.int8, data=mq, scale=ms, zp=127)
         b.vals[mask_t] = ((mq.astype(np.float64) - 127) * ms)[None, None]
+
+    def norm_of(t):
+        if not norm:
+            return t
+        return b.layernorm(t, rng.uniform(0.8, 1.2, D), rng.normal(0, 0.1, D))
+
     for _ in range(cfg["layers"]):
-        q = b.fc(h, _glorot(rng, D, D, 2.0), rng.normal(0, 0.05, D))
-        k = b.fc(h, _glorot(rng, D, D, 2.0), rng.normal(0, 0.05, D))
-        v = b.fc(h, _glorot(rng, D, D), rng.normal(0, 0.05, D))
-        qh = b.transpose(b.reshape(q, (tokens, H, dh)), (1, 0, 2))
-        kh = b.transpose(b.reshape(k, (tokens, H, dh)), (1, 2, 0))
-        vh = b.transpose(b.reshape(v, (tokens, H, dh)), (1, 0, 2))
+        a_in = norm_of(h)
+        q = b.fc(a_in, _glorot(rng, D, D, 2.0), rng.normal(0, 0.05, D))
+        k = b.fc(a_in, _glorot(rng, D, D, 2.0), rng.normal(0, 0.05, D))
+        v = b.fc(a_in, _glorot(rng, D, D), rng.normal(0, 0.05, D))
+        qh = b.transpose(b.reshape(q, (seq, H, dh)), (1, 0, 2))
+        kh = b.transpose(b.reshape(k, (seq, H, dh)), (1, 2, 0))
+        vh = b.transpose(b.reshape(v, (seq, H, dh)), (1, 0, 2))
         s = b.batch_matmul(qh, kh)
         s = b.mul_const(s, 1.0 / np.sqrt(dh))
         if mask_t is not None:
             s = b.add(s, mask_t)
         p = b.softmax(s)
         o = b.batch_matmul(p, vh)
-        o = b.reshape(b.transpose(o, (1, 0, 2)), (tokens, D))
+        o = b.reshape(b.transpose(o, (1, 0, 2)), (seq, D))
         a = b.fc(o, _glorot(rng, D, D), rng.normal(0, 0.05, D))
         h = b.add(h, a)
-        f = b.fc(h, _glorot(rng, cfg["ffn"], D), rng.normal(0, 0.05, cfg["ffn"]), relu=True)
+        f_in = norm_of(h)
+        if gelu:
+            f = b.gelu_tanh(b.fc(f_in, _glorot(rng, cfg["ffn"], D), rng.normal(0, 0.05, cfg["ffn"])))
+        else:
+            f = b.fc(f_in, _glorot(rng, cfg["ffn"], D), rng.normal(0, 0.05, cfg["ffn"]), relu=True)
         f = b.fc(f, _glorot(rng, D, cfg["ffn"]), rng.normal(0, 0.05, D))
         h = b.add(h, f)
+    h = norm_of(h)
     data = serialize(b.tensors, b.ops, [x], [h])
     info = {"input_scale": b.tensors[x]["scale"], "input_zero_point": b.tensors[x]["zp"],
-            "attention_layers": cfg["layers"], "config": dict(cfg, tokens=tokens),
+            "attention_layers": cfg["layers"], "layernorms": (2 * cfg["layers"] + 1) if norm else 0,
+            "gelus": cfg["layers"] if gelu else 0, "sequence": seq, "config": dict(cfg, tokens=tokens),
             "calib_inputs": b.vals[x], "calib_outputs": b.vals[h],
             "debug_model": serialize(b.tensors, b.ops, [x], [o[2][0] for o in b.ops]),
             "debug_outputs": [o[2][0] for o in b.ops]}

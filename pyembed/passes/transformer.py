@@ -309,3 +309,23 @@ def fuse_attention(graph, attention="tflm", block=64, fold="auto"):
         report.append({"softmax": name, "result": "fused" if fused.supported else
                        f"fused, but the operator is unsupported: {fused.reason}"})
     return report
+
+
+def fuse_transformer(graph, attention="tflm", block=64, fold="auto"):
+    """The transformer passes on graph, in place, in order: LayerNorm chains
+    (pyembed.passes.layernorm), attention in the given mode (fuse_attention),
+    then element-wise chains such as GELU (pyembed.passes.elementwise).
+    Returns one line per chain considered, "fused ..." or why not."""
+    from pyembed.passes.elementwise import fuse_elementwise
+    from pyembed.passes.layernorm import fuse_layernorm
+    if attention not in MODES:
+        raise ArgumentError(f"attention: expected one of {', '.join(MODES)}, got {attention!r}")
+    lines = []
+    for r in fuse_layernorm(graph):
+        lines.append(f"layernorm {r['output']}: {r['result']}" + (f" ({' '.join(r['ops'])})" if r["ops"] else ""))
+    for r in fuse_attention(graph, attention=attention, block=block, fold=fold):
+        lines.append(f"attention {r['softmax']}: {r['result']}" + (f" ({attention} mode)"
+                                                                   if r["result"] == "fused" else ""))
+    for r in fuse_elementwise(graph):
+        lines.append(f"element-wise {r['output']}: {r['result']} ({' '.join(r['ops'])})")
+    return lines
