@@ -172,9 +172,13 @@ class _Builder:
         ADD eps, RSQRT, MUL gamma, MUL x, MUL mean, SUB from beta, ADD;
         keras3: ... RSQRT, MUL gamma, NEG mean, MUL, ADD beta, MUL x, ADD;
         manual: SUB mean, MUL (square), MEAN, ADD eps, RSQRT, MUL, MUL gamma,
-        ADD beta."""
+        ADD beta; rms (RMSNorm, no beta): MUL (square), MEAN, ADD eps, RSQRT,
+        MUL x, MUL gamma."""
         g, bt = self.const_i8(gamma), self.const_i8(beta)
         ep = self.const_i8(np.array([eps]))
+        if variant == "rms":
+            r = self.unary("RSQRT", self.add(self.mean_last(self.mul(x, x)), ep), lambda v: 1.0 / np.sqrt(v))
+            return self.mul(self.mul(x, r), g)
         mean = self.mean_last(x)
         if variant == "manual":
             d = self.binary("SUB", x, mean, lambda a, b: a - b, "SubOptions")

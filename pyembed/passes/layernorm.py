@@ -135,26 +135,40 @@ def fuse_layernorm(graph, min_ops=3):
     from pyembed.model.ops import prepare_operator
     report = []
     tried = set()
+    reported = set()
     while True:
         users = {}
         for op in graph.operators:
             for t in op.inputs:
                 if t >= 0:
                     users.setdefault(t, []).append(op)
+        prod = {t: op for op in graph.operators for t in op.outputs}
         found = None
         for op in graph.operators:
             if not _is_last_axis_mean(graph, op) or not op.supported:
                 continue
-            x = op.inputs[0]
-            if x in tried or graph.tensors[x].is_constant or graph.tensors[x].dtype != np.int8:
+            # the row source: the MEAN's input (LayerNorm), or the input of
+            # the row operator before it (RMSNorm: MEAN(MUL(x, x)))
+            srcs = [op.inputs[0]]
+            p = prod.get(op.inputs[0])
+            if p is not None and p.type in ROW_OPS and p.type != "MEAN":
+                srcs += [t for t in p.inputs if t >= 0 and not graph.tensors[t].is_constant and t not in srcs
+                         and tuple(graph.tensors[t].shape) == tuple(graph.tensors[op.inputs[0]].shape)]
+            best = None
+            for x in srcs:
+                if (x, id(op)) in tried or graph.tensors[x].is_constant or graph.tensors[x].dtype != np.int8:
+                    continue
+                tried.add((x, id(op)))
+                pre = _best_prefix(graph, x, _candidates(graph, x), users)
+                if pre is not None and len(pre) >= min_ops and op in pre and (best is None or len(pre) > len(best[1])):
+                    best = (x, pre)
+            if best is None:
+                if id(op) not in reported:
+                    reported.add(id(op))
+                    report.append({"output": graph.tensors[op.outputs[0]].name, "ops": [],
+                                   "result": "no row-wise chain from this MEAN ends in one tensor"})
                 continue
-            tried.add(x)
-            pre = _best_prefix(graph, x, _candidates(graph, x), users)
-            if pre is None or len(pre) < min_ops:
-                report.append({"output": graph.tensors[op.outputs[0]].name, "ops": [],
-                               "result": "no row-wise chain from this MEAN ends in one tensor"})
-                continue
-            found = (x, pre)
+            found = best
             break
         if found is None:
             return report

@@ -59,6 +59,7 @@ def _fc_real(a_scale, b_scale, out_scale):
 
 @register("PE_ATTENTION", code=160, c_name="PE_GOP_ATTENTION")
 def prepare_pe_attention(c):
+    """PE_ATTENTION (pyembed.passes.transformer): int8 multi-head attention, tflm or stream mode, scratch independent of n."""
     op = c.op
     o = op.options
     g = c.graph
@@ -216,10 +217,11 @@ def _step_words(c, sub, lens, litert):
 
 @register("PE_LAYERNORM", code=162, c_name="PE_GOP_LAYERNORM")
 def prepare_pe_layernorm(c):
-    """PE_LAYERNORM (pyembed.passes.layernorm): a row-wise chain of int8
-    operators (LayerNorm's MEAN, SQUARED_DIFFERENCE, ADD, RSQRT, MUL, SUB,
-    NEG, ...) run one row of the last axis at a time with the unfused
-    operators' parameters (pe_layernorm.h); options["chain"] holds the
+    """PE_LAYERNORM (pyembed.passes.layernorm): int8 LayerNorm / RMSNorm chains run row by row, bit-exact.
+
+    A row-wise chain of int8 operators (LayerNorm's MEAN, SQUARED_DIFFERENCE,
+    ADD, RSQRT, MUL, SUB, NEG, ...) run one row of the last axis at a time
+    with the unfused operators' parameters (pe_layernorm.h); options["chain"] holds the
     absorbed operators (prepared), input 0 is the row source, inputs 1.. the
     chain's constants (1 or D values each)."""
     op = c.op
