@@ -210,3 +210,62 @@ def test_cli_attention_switch(tmp_path):
     assert json.loads(r.output)["arena"] > s["arena"]
     r = CliRunner().invoke(main, ["model", "run", str(path), "--attention", "fast"])
     assert r.exit_code == 2
+
+
+@pytest.mark.parametrize("n,m,bias", [(5, 7, False), (9, 40, True), (1, 3, False)])
+def test_scores_as_fully_connected_with_constant_keys_bit_exact(n, m, bias):
+    from pyembed.passes.transformer import fuse_attention
+    data, _ = tm.build_attention_fc(n, m, bias=bias, seed=n)
+    g = load_tflite_bytes(data)
+    assert [op.type for op in g.operators] == ["FULLY_CONNECTED", "MUL", "SOFTMAX", "BATCH_MATMUL"]
+    assert [r["result"] for r in fuse_attention(g, "tflm")] == ["fused"]
+    assert [op.type for op in g.operators] == ["PE_ATTENTION"]
+    rng = np.random.default_rng(n)
+    for _ in range(3):
+        xs = [rng.integers(-128, 128, g.tensors[t].shape).astype(np.int8) for t in g.inputs]
+        it = runtime.Interpreter.from_bytes(data)
+        for i, x in enumerate(xs):
+            it.set_input(x, i)
+        it.invoke()
+        assert _mismatches([g.run(xs)[0]], [np.array(it.get_output(0))]) == 0
+
+
+def test_scores_as_fully_connected_stream_mode_closer_to_float64():
+    from pyembed.kernels.quant import quantize
+    from pyembed.model.float_ref import dequantize, run_float
+    from pyembed.passes.transformer import fuse_attention
+    data, _ = tm.build_attention_fc(6, 96, seed=3)
+    # SNR over the outputs inside the int8 output's range (the calibration
+    # saw 4 random inputs; values past its range saturate in both modes)
+    snr = {}
+    for mode in ("tflm", "stream"):
+        g = load_tflite_bytes(data)
+        fuse_attention(g, mode)
+        out_t = g.tensors[g.outputs[0]]
+        rng = np.random.default_rng(0)
+        ref, got = [], []
+        for _ in range(3):
+            xs = [quantize(rng.normal(0, 1, g.tensors[t].shape), *g.tensors[t].qparams()) for t in g.inputs]
+            xr = [dequantize(g.tensors[t], x) for t, x in zip(g.inputs, xs)]
+            ref.append(run_float(g, xr)[g.outputs[0]].reshape(-1))
+            got.append(dequantize(out_t, g.run(xs)[0]).reshape(-1))
+        r, q = np.concatenate(ref), np.concatenate(got)
+        s, z = out_t.qparams()
+        inside = (r > (-128 - z) * float(s)) & (r < (127 - z) * float(s))
+        assert inside.mean() > 0.9
+        r, q = r[inside], q[inside]
+        snr[mode] = 10 * np.log10(np.sum(r * r) / np.sum((q - r) ** 2))
+        if mode == "stream":   # the float value rounded to the output grid
+            assert np.max(np.abs(q - r)) <= 0.5 * float(s) * 1.001
+    assert snr["stream"] > snr["tflm"] + 3.0
+
+
+def test_scores_as_fully_connected_with_a_bias_are_left_alone():
+    from pyembed.passes.transformer import fuse_attention
+    data, _ = tm.build_attention_fc(4, 6, bias=True, seed=2)
+    g = load_tflite_bytes(data)
+    fc = g.operators[0]
+    g.tensors[fc.inputs[2]].data = np.arange(6, dtype=np.int32)
+    report = fuse_attention(g, "tflm")
+    assert report == [{"softmax": report[0]["softmax"], "result": "FULLY_CONNECTED scores with a bias"}]
+    assert "PE_ATTENTION" not in [op.type for op in g.operators]

@@ -361,6 +361,35 @@ def build_attention(tokens, heads=2, dh=8, seed=0, mask=False, scale=True, kv_to
     return data, qp
 
 
+def build_attention_fc(tokens, keys, dh=8, dv=8, seed=0, calib=4, scale=True, bias=False):
+    """(tflite bytes, _) of one attention over constant keys, as the
+    converter writes it when K is weights (or folded): scores =
+    FULLY_CONNECTED(Q [tokens, dh], K [keys, dh], no bias / zero bias),
+    [MUL 1/sqrt(dh)], SOFTMAX, BATCH_MATMUL(P, V [keys, dv]); Q and V are
+    graph inputs."""
+    rng = np.random.default_rng(seed)
+    b = _Builder(rng)
+    q = b.act(rng.normal(0, 1.0, (calib, tokens, dh)))
+    v = b.act(rng.normal(0, 1.0, (calib, keys, dv)))
+    kw = rng.normal(0, 1.5, (keys, dh))
+    ws = float(np.float32(np.abs(kw).max() / 127.0))
+    kq = np.clip(np.round(kw / ws), -127, 127).astype(np.int8)
+    kt = b._add(kq.shape, np.int8, data=kq, scale=ws, zp=0)
+    ins = [q, kt]
+    if bias:
+        ins.append(b._add((keys,), np.int32, data=np.zeros(keys, np.int32),
+                          scale=float(np.float32(b.tensors[q]["scale"]) * np.float32(ws)), zp=0))
+    else:
+        ins.append(-1)
+    s = b.act(b.vals[q] @ (kq.astype(np.float64) * ws).T)
+    b.ops.append(("FULLY_CONNECTED", ins, [s], {"relu": False}))
+    if scale:
+        s = b.mul_const(s, 1.0 / np.sqrt(dh))
+    p = b.softmax(s)
+    o = b.batch_matmul(p, v)
+    return serialize(b.tensors, b.ops, [q, v], [o]), None
+
+
 def build_elementwise(tokens=6, dim=8, seed=0):
     """(tflite bytes, float inputs) of FC -> x * (0.5 + 0.05 x) * 1.3 - 0.2 -> FC:
     an element-wise chain of MUL / ADD by scalars and a MUL of two branches
