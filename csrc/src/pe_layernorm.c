@@ -35,6 +35,7 @@ static pe_status ln_parse(const int32_t *w, int32_t count, ln_prog *p)
 {
     int32_t i, pos;
     int64_t scratch = 0;
+    uint64_t written = 1u; /* slot 0 (the input row) is there from the start */
     if (w == NULL || count < LN_HEADER) {
         return PE_ERR_ARG;
     }
@@ -93,6 +94,13 @@ static pe_status ln_parse(const int32_t *w, int32_t count, ln_prog *p)
             (type == (int32_t)PE_GOP_MUL && nw != LN_MUL_WORDS)) {
             return PE_ERR_ARG;
         }
+        /* a slot is read only after a step wrote it; the last step writes the output row */
+        if ((in0 >= 0 && !((written >> in0) & 1u)) ||
+            (in1 != PE_LN_NONE && in1 >= 0 && !((written >> in1) & 1u)) ||
+            (i == p->num_steps - 1 && out != 1)) {
+            return PE_ERR_ARG;
+        }
+        written |= (uint64_t)1u << out;
         pos += LN_STEP_HEADER + nw;
     }
     if (pos != count) {
