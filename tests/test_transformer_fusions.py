@@ -269,3 +269,51 @@ def test_scores_as_fully_connected_with_a_bias_are_left_alone():
     report = fuse_attention(g, "tflm")
     assert report == [{"softmax": report[0]["softmax"], "result": "FULLY_CONNECTED scores with a bias"}]
     assert "PE_ATTENTION" not in [op.type for op in g.operators]
+
+
+def _own_snr(g, op_type, q, shape, n=4):
+    """SNR of the (single) op_type operator's output against float64 of the
+    same operator on its own int8 input, and of that float value rounded to
+    the output grid (the int8 floor)."""
+    from pyembed.model.float_ref import dequantize, evaluate
+    op = next(o for o in g.operators if o.type == op_type)
+    refs, gots = [], []
+    for x in _inputs(q, shape, n=n, seed=1):
+        vals = g.run(x, keep_intermediates=True)
+        ins = [dequantize(g.tensors[op.inputs[0]], vals[op.inputs[0]])] + \
+              [dequantize(g.tensors[t]) for t in op.inputs[1:]]
+        refs.append(np.asarray(evaluate(g, op, ins)).reshape(-1))
+        gots.append(dequantize(g.tensors[op.outputs[0]], vals[op.outputs[0]]).reshape(-1))
+    r, got = np.concatenate(refs), np.concatenate(gots)
+    s, z = g.tensors[op.outputs[0]].qparams()
+    floor = (np.clip(np.round(r / float(s)) + z, -128, 127) - z) * float(s)
+
+    def snr(a):
+        return 10 * np.log10(np.sum(r * r) / np.sum((a - r) ** 2))
+    return snr(got), snr(floor), np.max(np.abs(got - floor)) / float(s)
+
+
+@pytest.mark.parametrize("variant", ["keras2", "keras3", "manual"])
+def test_precise_layernorm_reaches_the_int8_floor(variant):
+    data, q = tm.build_norm_block(tokens=16, dim=32, variant=variant, seed=2)
+    snr = {}
+    for mode in ("chain", "precise"):
+        g = load_tflite_bytes(data)
+        report = fuse_layernorm(g, mode=mode)
+        kind = "PE_LAYERNORM_HP" if mode == "precise" else "PE_LAYERNORM"
+        assert [op.type for op in g.operators] == ["FULLY_CONNECTED", kind, "FULLY_CONNECTED"], report
+        snr[mode] = _own_snr(g, kind, q, (16, 8))
+    got, floor, worst = snr["precise"]
+    # one rounding: the float64 LayerNorm on the int8 grid, off by at most one LSB on a tie
+    assert worst <= 1.0 and got > floor - 0.1
+    assert got > snr["chain"][0] + 3.0, snr
+
+
+def test_precise_mode_keeps_the_chain_for_rmsnorm():
+    data, q = tm.build_norm_block(tokens=4, dim=8, variant="rms", seed=3)
+    g = load_tflite_bytes(data)
+    report = fuse_layernorm(g, mode="precise")
+    assert [op.type for op in g.operators] == ["FULLY_CONNECTED", "PE_LAYERNORM", "FULLY_CONNECTED"]
+    assert "chain kept" in report[0]["result"]
+    xs = _inputs(q, (4, 8))
+    assert _mismatches([g.run(x)[0] for x in xs], _tflm(data, xs)) == 0

@@ -577,6 +577,8 @@ static pe_graph_runner runner_for(pe_graph_op_type type)
         return pe_graph_run_lut;
     case PE_GOP_LAYERNORM:
         return pe_graph_run_layernorm;
+    case PE_GOP_LAYERNORM_HP:
+        return pe_graph_run_layernorm_hp;
     default:
         return NULL;
     }

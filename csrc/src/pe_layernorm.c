@@ -301,3 +301,114 @@ pe_status pe_graph_run_layernorm(const pe_graph *g, const pe_graph_op *op, const
     }
     return pe_layernorm_s8(scratch, op->params, op->num_params, x, consts, counts, op->num_inputs - 1, y);
 }
+
+/* floor(sqrt(v)) */
+static uint32_t ln_isqrt64(uint64_t v)
+{
+    uint64_t res = 0u, bit = (uint64_t)1u << 62;
+    while (bit > v) {
+        bit >>= 2;
+    }
+    while (bit != 0u) {
+        if (v >= res + bit) {
+            v -= res + bit;
+            res = (res >> 1) + bit;
+        } else {
+            res >>= 1;
+        }
+        bit >>= 2;
+    }
+    return (uint32_t)res;
+}
+
+/* round(v / 2^s), halves away from zero, 1 <= s <= 62 */
+static int64_t ln_round_shift(int64_t v, int32_t s)
+{
+    const uint64_t mag = v < 0 ? (uint64_t)0u - (uint64_t)v : (uint64_t)v;
+    const uint64_t q = (mag + ((uint64_t)1u << (s - 1))) >> s;
+    return v < 0 ? -(int64_t)q : (int64_t)q;
+}
+
+#define LN_HP_MAX_DEPTH 4096
+#define LN_HP_MAX_G ((int32_t)1 << 24)
+
+pe_status pe_layernorm_hp_s8(int32_t rows, int32_t depth, int32_t x_zp, int32_t out_zp, int64_t eps_q,
+                             const int8_t *x, const int32_t *gamma_q16, const int32_t *beta_q16, int8_t *out)
+{
+    int32_t r, i;
+    if (x == NULL || gamma_q16 == NULL || beta_q16 == NULL || out == NULL || rows < 1 || depth < 2 ||
+        depth > LN_HP_MAX_DEPTH || x_zp < -128 || x_zp > 127 || out_zp < -128 || out_zp > 127 || eps_q < 1 ||
+        eps_q >= ((int64_t)1 << 60) || (int64_t)rows * depth > (int64_t)0x7FFFFFFF) {
+        return PE_ERR_ARG;
+    }
+    for (i = 0; i < depth; i++) {
+        if (gamma_q16[i] <= -LN_HP_MAX_G || gamma_q16[i] >= LN_HP_MAX_G) {
+            return PE_ERR_ARG;
+        }
+    }
+    for (r = 0; r < rows; r++) {
+        const int8_t *xr = x + (int32_t)r * depth;
+        int8_t *yr = out + (int32_t)r * depth;
+        int32_t sum = 0, j = 0;
+        int64_t sumsq = 0, q;
+        uint32_t sq;
+        int64_t m;
+        for (i = 0; i < depth; i++) {
+            const int32_t v = (int32_t)xr[i] - x_zp;
+            sum += v;
+            sumsq += (int64_t)v * v;
+        }
+        /* D * SS - S^2 >= 0 (Cauchy-Schwarz), < 2^12 * 2^12 * 2^16 = 2^40 */
+        q = (int64_t)depth * sumsq - (int64_t)sum * sum + eps_q;
+        while (q < ((int64_t)1 << 60)) {
+            q <<= 2;
+            j++;
+        }
+        while (q >= ((int64_t)1 << 62)) { /* not reached with the bounds above; kept for safety */
+            q >>= 2;
+            j--;
+        }
+        sq = ln_isqrt64((uint64_t)q); /* [2^30, 2^31) */
+        m = (int64_t)(((((uint64_t)1u << 62) / sq) + 1u) >> 1); /* round(2^61 / sq), (2^30, 2^31] */
+        for (i = 0; i < depth; i++) {
+            const int64_t c = (int64_t)depth * ((int32_t)xr[i] - x_zp) - sum; /* |c| < 2^22 */
+            /* 1 / sqrt(Q) = m * 2^(j - 61): y in Q24 */
+            const int32_t sh = 37 - j;
+            const int64_t y = sh >= 1 ? ln_round_shift(c * m, sh) : (c * m) * ((int64_t)1 << (-sh));
+            int64_t o = ln_round_shift(y * gamma_q16[i] + (int64_t)beta_q16[i] * ((int64_t)1 << 24), 40) + out_zp;
+            yr[i] = (int8_t)(o < -128 ? -128 : (o > 127 ? 127 : o));
+        }
+    }
+    return PE_OK;
+}
+
+pe_status pe_graph_run_layernorm_hp(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
+                                    const pe_context *arena)
+{
+    const int8_t *x;
+    const int32_t *gq, *bq;
+    int8_t *y;
+    const int32_t *w = op->params;
+    int64_t eps;
+    (void)scratch;
+    if (op->num_inputs != 3 || op->num_outputs != 1 || op->num_params != 6 || w == NULL || w[1] < 2 ||
+        w[0] < 1 || w[4] < 0 || w[5] < 0 || w[5] >= ((int32_t)1 << 29)) {
+        return PE_ERR_ARG;
+    }
+    x = (const int8_t *)pe_graph_input(g, op, 0, arena, PE_DT_INT8);
+    gq = (const int32_t *)pe_graph_input(g, op, 1, arena, PE_DT_INT32);
+    bq = (const int32_t *)pe_graph_input(g, op, 2, arena, PE_DT_INT32);
+    y = (int8_t *)pe_graph_output(g, op, 0, arena, PE_DT_INT8);
+    if (x == NULL || gq == NULL || bq == NULL || y == NULL) {
+        return PE_ERR_ARG;
+    }
+    if ((int64_t)w[0] * w[1] > (int64_t)0x7FFFFFFF ||
+        pe_graph_count(g, pe_graph_input_index(op, 0)) != w[0] * w[1] ||
+        pe_graph_count(g, pe_graph_output_index(op, 0)) != w[0] * w[1] ||
+        pe_graph_count(g, pe_graph_input_index(op, 1)) != w[1] ||
+        pe_graph_count(g, pe_graph_input_index(op, 2)) != w[1]) {
+        return PE_ERR_ARG;
+    }
+    eps = (int64_t)w[4] + (int64_t)w[5] * ((int64_t)1 << 31);
+    return pe_layernorm_hp_s8(w[0], w[1], w[2], w[3], eps, x, gq, bq, y);
+}

@@ -1,7 +1,10 @@
 /* test_layernorm.c - PE_LAYERNORM's row program (pe_layernorm_s8) against
  * the same kernels run on whole tensors: MEAN over the last axis (pe_reduce
  * through pe_math_invoke), MUL broadcasting one value per row, ADD of a row
- * constant; malformed words, missing constants and short scratch refused. */
+ * constant; malformed words, missing constants and short scratch refused;
+ * PE_LAYERNORM_HP against its formula in double. */
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pe_test.h"
@@ -155,9 +158,55 @@ static void malformed_words(void)
     PE_CHECK_EQ(pe_layernorm_get_buffer_size(bad, n, &size), PE_ERR_ARG);
 }
 
+/* PE_LAYERNORM_HP against the same formula in double: every output within
+ * one LSB of round(out_zp + (g * y + b) / 2^16), y = c / sqrt(Q). */
+static void hp_against_double(void)
+{
+    enum { R = 4, DD = 24 };
+    int8_t x[R * DD], out[R * DD];
+    int32_t g[DD], b[DD], r, i, trial;
+    const int64_t eps = 37;
+    for (trial = 0; trial < 20; trial++) {
+        const int32_t xz = (int32_t)rnd8() / 2, oz = (int32_t)rnd8() / 4;
+        for (i = 0; i < R * DD; i++) {
+            x[i] = trial == 0 && i < DD ? (int8_t)5 : rnd8(); /* row 0 of trial 0 constant */
+        }
+        for (i = 0; i < DD; i++) {
+            g[i] = (int32_t)rnd8() * 40000;
+            b[i] = (int32_t)rnd8() * 20000;
+        }
+        PE_CHECK_EQ(pe_layernorm_hp_s8(R, DD, xz, oz, eps, x, g, b, out), PE_OK);
+        for (r = 0; r < R; r++) {
+            double s = 0.0, ss = 0.0, q;
+            for (i = 0; i < DD; i++) {
+                const double v = (double)(x[r * DD + i] - xz);
+                s += v;
+                ss += v * v;
+            }
+            q = DD * ss - s * s + (double)eps;
+            for (i = 0; i < DD; i++) {
+                const double c = DD * (double)(x[r * DD + i] - xz) - s;
+                double want = oz + (c / sqrt(q) * g[i] + b[i]) / 65536.0;
+                long w = lround(want);
+                w = w < -128 ? -128 : (w > 127 ? 127 : w);
+                PE_CHECK(labs((long)out[r * DD + i] - w) <= 1);
+            }
+        }
+    }
+    /* arguments */
+    PE_CHECK_EQ(pe_layernorm_hp_s8(R, 1, 0, 0, eps, x, g, b, out), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_layernorm_hp_s8(R, DD, 0, 0, 0, x, g, b, out), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_layernorm_hp_s8(R, DD, 0, 128, eps, x, g, b, out), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_layernorm_hp_s8(0, DD, 0, 0, eps, x, g, b, out), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_layernorm_hp_s8(R, DD, 0, 0, eps, NULL, g, b, out), PE_ERR_ARG);
+    g[3] = 1 << 24;
+    PE_CHECK_EQ(pe_layernorm_hp_s8(R, DD, 0, 0, eps, x, g, b, out), PE_ERR_ARG);
+}
+
 int main(void)
 {
     matches_whole_tensor_kernels();
     malformed_words();
+    hp_against_double();
     return PE_TEST_END("test_layernorm");
 }

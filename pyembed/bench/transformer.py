@@ -41,7 +41,10 @@ rounded to the int8 output tensor's grid: no int8 attention can beat it.
 operator's own error (its int8 output against float64 of that operator on
 its own int8 inputs). Every int8 operator of the chain, ~25 of them, adds
 its own ~35-41 dB of requantization noise, which bounds the end-to-end gain
-of a better attention.
+of a better attention. ``stream_precise_ln_snr_db``: stream attention and
+every LayerNorm as PE_LAYERNORM_HP (one rounding instead of the chain's ten,
+pyembed.passes.layernorm mode "precise"; not bit-exact with TFLM),
+``own_snr_db_precise_ln`` that operator's own SNR.
 """
 import argparse
 import time
@@ -103,11 +106,11 @@ def _isolate(gt, info, xs, arena):
     return att_bad, att_n, first
 
 
-def _fused(data, mode):
+def _fused(data, mode, layernorm="chain"):
     from pyembed.model.load import load_tflite_bytes
     from pyembed.passes.transformer import fuse_transformer
     g = load_tflite_bytes(data)
-    lines = fuse_transformer(g, attention=mode)
+    lines = fuse_transformer(g, attention=mode, layernorm=layernorm)
     g.check_supported()
     return g, lines
 
@@ -199,6 +202,13 @@ def measure(name, tokens, samples=2, seed=0):
             gt = g
         else:
             row["own_snr_db"] = _own_snr(g, xs)
+    # stream attention with the higher-precision LayerNorm (PE_LAYERNORM_HP)
+    gp, report = _fused(data, "stream", layernorm="precise")
+    n_hp = sum(1 for op in gp.operators if op.type == "PE_LAYERNORM_HP")
+    if n_hp != info["layernorms"]:
+        raise RuntimeError(f"{name}@{tokens}: precise LayerNorm replaced {n_hp} of {info['layernorms']}: {report}")
+    outs["precise"] = [gp.run(x)[0] for x in xs]
+    row["own_snr_db_precise_ln"] = _own_snr(gp, xs).get("PE_LAYERNORM_HP")
     mism = sum(int(np.sum(a.reshape(-1) != b.reshape(-1))) for a, b in zip(outs["tflm"], tflm_out))
     row["bit_exact_tflm_mode"] = mism == 0
     row["mismatches"] = mism
@@ -215,6 +225,8 @@ def measure(name, tokens, samples=2, seed=0):
     row["tflm_snr_db"] = round(snr_db(ref, np.concatenate([dequantize(out_t, o).reshape(-1) for o in tflm_out])), 2)
     row["stream_snr_db"] = round(snr_db(ref, np.concatenate([dequantize(out_t, o).reshape(-1)
                                                              for o in outs["stream"]])), 2)
+    row["stream_precise_ln_snr_db"] = round(snr_db(ref, np.concatenate([dequantize(out_t, o).reshape(-1)
+                                                                        for o in outs["precise"]])), 2)
     row["tflm_mode_snr_db"] = round(snr_db(ref, np.concatenate([dequantize(out_t, o).reshape(-1)
                                                                 for o in outs["tflm"]])), 2)
     row["seconds"] = round(time.perf_counter() - t0, 1)
@@ -242,7 +254,7 @@ def run(models=("kwt", "vit"), tokens=DEFAULT_TOKENS, samples=2, seed=0):
 
 def _render(res):
     cols = ("model", "tokens", "sequence", "tflm_arena_bytes", "arena_bytes", "arena_bytes_tflm_mode", "tflm_snr_db",
-            "stream_snr_db", "tflm_mode_snr_db", "attn_snr_tflm_db", "attn_snr_stream_db", "attn_snr_floor_db",
+            "stream_snr_db", "stream_precise_ln_snr_db", "tflm_mode_snr_db", "attn_snr_tflm_db", "attn_snr_stream_db", "attn_snr_floor_db",
             "bit_exact_tflm_mode", "mismatches", "attention_mismatches", "first_mismatch", "seconds")
     out = [table(cols, [[r[c] for c in cols] for r in res["rows"]])]
     for m, gr in res.get("growth", {}).items():

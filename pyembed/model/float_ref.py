@@ -293,7 +293,7 @@ def evaluate(graph, op, inputs):
         return x.reshape(out_t.shape)
     if kind == "PE_ATTENTION":
         return _attention(op, inputs).reshape(out_t.shape)
-    if kind in ("PE_LUT", "PE_LAYERNORM"):
+    if kind in ("PE_LUT", "PE_LAYERNORM", "PE_LAYERNORM_HP"):
         return np.asarray(_lut(graph, op, inputs)).reshape(out_t.shape)
     ref = _family_reference(kind)
     if ref is not None:

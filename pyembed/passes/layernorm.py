@@ -126,11 +126,83 @@ def _best_prefix(graph, x, cands, users):
     return cands[:longest]
 
 
-def fuse_layernorm(graph, min_ops=3):
+def _fit_layernorm(graph, x, chain):
+    """(gamma, beta, eps) such that the chain's float64 semantics is
+    gamma * (x - mean) / sqrt(var + eps) + beta over the last axis, probed
+    on constant and alternating rows and verified on random rows; or a
+    string saying why not (RMSNorm, or any other chain)."""
+    from pyembed.model.float_ref import dequantize, evaluate
+    xt = graph.tensors[x]
+    shape = tuple(xt.shape)
+    depth = int(shape[-1])
+    if depth < 2:
+        return "a row of one value"
+
+    def run(rows):
+        vals = {x: np.broadcast_to(rows, shape).astype(np.float64)}
+        for sub in chain:
+            args = [None if t < 0 else vals[t] if t in vals else dequantize(graph.tensors[t]) for t in sub.inputs]
+            vals[sub.outputs[0]] = np.asarray(evaluate(graph, sub, args), dtype=np.float64)
+        return vals[chain[-1].outputs[0]].reshape(-1, depth)
+
+    sgn = np.where(np.arange(depth) % 2 == 0, 1.0, -1.0)
+    sgn = sgn - sgn.mean()
+    v = float(np.mean(sgn * sgn))
+    with np.errstate(all="ignore"):
+        beta = run(np.zeros(depth))[0]
+        a1, a2 = 0.01, 1.0
+        k1 = (run(a1 * sgn)[0] - beta) / (a1 * sgn)
+        k2 = (run(a2 * sgn)[0] - beta) / (a2 * sgn)
+        ok = np.abs(k2) > 1e-12
+        if not np.any(ok):
+            return "gamma is zero"
+        r2 = float(np.median((k1[ok] / k2[ok]) ** 2))
+        eps = max(0.0, v * (a2 * a2 - r2 * a1 * a1) / (r2 - 1.0)) if r2 > 1.0 else 0.0
+        gamma = k1 * np.sqrt(a1 * a1 * v + eps)
+        s, z = xt.qparams()
+        rng = np.random.default_rng(0)
+        xr = (rng.integers(-128, 128, (8, depth)) - int(z)) * float(s)
+        want = np.concatenate([run(row) for row in xr])[::int(np.prod(shape[:-1]))]
+        mean = xr.mean(-1, keepdims=True)
+        got = gamma * (xr - mean) / np.sqrt(xr.var(-1, keepdims=True) + eps) + beta
+    if not np.all(np.isfinite(got)) or np.max(np.abs(got - want)) > 1e-6 * max(1.0, float(np.max(np.abs(want)))):
+        return "the chain is not gamma * (x - mean) / sqrt(var + eps) + beta"
+    return gamma, beta, eps
+
+
+def _precise_operator(graph, x, chain, fit):
+    """A PE_LAYERNORM_HP operator for a fitted chain, or None (with why)."""
+    from pyembed.model.graph import Operator, Tensor
+    gamma, beta, eps = fit
+    out = graph.tensors[chain[-1].outputs[0]]
+    so = float(out.qparams()[0])
+    g16 = np.round(gamma / so * 65536.0)
+    b16 = np.round(beta / so * 65536.0)
+    if np.max(np.abs(g16)) >= 1 << 24 or np.max(np.abs(b16)) >= 1 << 31:
+        return None, "gamma or beta too large against the output scale"
+    name = out.name
+    ts = []
+    for what, arr in (("gamma_q16", g16), ("beta_q16", b16)):
+        t = Tensor(index=len(graph.tensors), name=f"{name}/{what}", shape=(arr.size,), dtype=np.dtype(np.int32),
+                   data=arr.astype(np.int32))
+        graph.tensors.append(t)
+        ts.append(t.index)
+    return Operator(index=-1, type="PE_LAYERNORM_HP", inputs=[x] + ts, outputs=[out.index],
+                    options={"ops": [o.type for o in chain], "chain": list(chain), "eps": float(eps),
+                             "mode": "precise"}), None
+
+
+def fuse_layernorm(graph, min_ops=3, mode="chain"):
     """Replace row-wise chains that start with a last-axis MEAN (LayerNorm,
-    RMSNorm) by PE_LAYERNORM operators, in place. Returns one
+    RMSNorm) by PE_LAYERNORM operators, in place. mode "precise": a chain
+    whose float64 semantics is a LayerNorm (fitted and verified, see
+    _fit_layernorm) becomes PE_LAYERNORM_HP instead (one rounding, not
+    bit-exact with the chain); other chains stay PE_LAYERNORM. Returns one
     {"output": tensor name or the MEAN's output, "ops": [types],
     "result": "fused" | why not} per chain considered."""
+    from pyembed.errors import ArgumentError
+    if mode not in ("chain", "precise"):
+        raise ArgumentError(f"mode: expected 'chain' or 'precise', got {mode!r}")
     from pyembed.model.graph import Operator
     from pyembed.model.ops import prepare_operator
     report = []
@@ -181,8 +253,17 @@ def fuse_layernorm(graph, min_ops=3):
                 if t >= 0 and t != x and graph.tensors[t].is_constant and t not in consts:
                     consts.append(t)
         final = chain[-1].outputs[0]
-        fused = Operator(index=-1, type="PE_LAYERNORM", inputs=[x] + consts, outputs=[final],
-                         options={"ops": [o.type for o in chain], "chain": list(chain), "depth": depth})
+        fused, note = None, ""
+        if mode == "precise":
+            fit = _fit_layernorm(graph, x, chain)
+            if isinstance(fit, str):
+                note = f" (chain kept: {fit})"
+            else:
+                fused, why = _precise_operator(graph, x, chain, fit)
+                note = f" (chain kept: {why})" if fused is None else " (precise)"
+        if fused is None:
+            fused = Operator(index=-1, type="PE_LAYERNORM", inputs=[x] + consts, outputs=[final],
+                             options={"ops": [o.type for o in chain], "chain": list(chain), "depth": depth})
         pos = max(graph.operators.index(o) for o in chain)
         gone = {id(o) for o in chain}
         new_ops = []
@@ -197,4 +278,4 @@ def fuse_layernorm(graph, min_ops=3):
         prepare_operator(graph, fused, graph.name)
         graph.unsupported = [(op.index, op.type) for op in graph.operators if not op.supported]
         report.append({"output": graph.tensors[final].name, "ops": [o.type for o in chain],
-                       "result": "fused" if fused.supported else f"fused, but unsupported: {fused.reason}"})
+                       "result": ("fused" + note) if fused.supported else f"fused, but unsupported: {fused.reason}"})

@@ -339,17 +339,19 @@ def fuse_attention(graph, attention="tflm", block=64, fold="auto"):
     return report
 
 
-def fuse_transformer(graph, attention="tflm", block=64, fold="auto"):
+def fuse_transformer(graph, attention="tflm", block=64, fold="auto", layernorm="chain"):
     """The transformer passes on graph, in place, in order: LayerNorm chains
-    (pyembed.passes.layernorm), attention in the given mode (fuse_attention),
-    then element-wise chains such as GELU (pyembed.passes.elementwise).
-    Returns one line per chain considered, "fused ..." or why not."""
+    (pyembed.passes.layernorm, layernorm "chain": bit-exact PE_LAYERNORM,
+    "precise": PE_LAYERNORM_HP where the chain is a LayerNorm), attention in
+    the given mode (fuse_attention), then element-wise chains such as GELU
+    (pyembed.passes.elementwise). Returns one line per chain considered,
+    "fused ..." or why not."""
     from pyembed.passes.elementwise import fuse_elementwise
     from pyembed.passes.layernorm import fuse_layernorm
     if attention not in MODES:
         raise ArgumentError(f"attention: expected one of {', '.join(MODES)}, got {attention!r}")
     lines = []
-    for r in fuse_layernorm(graph):
+    for r in fuse_layernorm(graph, mode=layernorm):
         lines.append(f"layernorm {r['output']}: {r['result']}" + (f" ({' '.join(r['ops'])})" if r["ops"] else ""))
     for r in fuse_attention(graph, attention=attention, block=block, fold=fold):
         lines.append(f"attention {r['softmax']}: {r['result']}" + (f" ({attention} mode)"

@@ -8,14 +8,67 @@
  * query names (every buffer an exact malloc); a program the query accepts
  * and that runs OK gives the same output whatever garbage the scratch and
  * output held before (every output byte is defined); one scratch byte less
- * gives PE_ERR_SCRATCH.
+ * gives PE_ERR_SCRATCH. One input in eight fuzzes PE_LAYERNORM_HP instead:
+ * exact buffers, every output within one LSB of its formula in double.
  */
+#include <math.h>
+
 #include "fuzz_common.h"
 #include "pyembed/pe_layernorm.h"
 
 #define MAX_WORDS 512
 
 static const int32_t math_types[] = {60, 61, 62, 63, 67, 70, 71, 72, 73, 74, 75, 76};
+
+/* PE_LAYERNORM_HP on exact buffers: any accepted argument set stays inside
+ * them, and every output is within one LSB of the row's formula in double. */
+static void fuzz_hp(fz_reader *r)
+{
+    const int32_t rows = fz_range(r, 1, 4), depth = fz_wild(r, 2, 40);
+    const int32_t xz = fz_wild(r, -128, 127), oz = fz_wild(r, -128, 127);
+    const int64_t eps = (int64_t)fz_wild(r, 1, 1 << 20) * (int64_t)fz_range(r, 1, 1 << 10);
+    int8_t *x, *out;
+    int32_t *g, *b, i, k;
+    if (depth < 1 || depth > 4096) {
+        (void)pe_layernorm_hp_s8(rows, depth, xz, oz, eps, NULL, NULL, NULL, NULL);
+        return;
+    }
+    x = (int8_t *)fz_alloc((size_t)(rows * depth));
+    out = (int8_t *)fz_alloc((size_t)(rows * depth));
+    g = (int32_t *)fz_alloc(sizeof(int32_t) * (size_t)depth);
+    b = (int32_t *)fz_alloc(sizeof(int32_t) * (size_t)depth);
+    for (i = 0; i < rows * depth; i++) {
+        x[i] = (int8_t)fz_u8(r);
+    }
+    for (i = 0; i < depth; i++) {
+        g[i] = fz_wild(r, -(1 << 24) + 1, (1 << 24) - 1);
+        b[i] = fz_wild(r, -(1 << 30), 1 << 30);
+    }
+    if (pe_layernorm_hp_s8(rows, depth, xz, oz, eps, x, g, b, out) == PE_OK) {
+        for (k = 0; k < rows; k++) {
+            double s = 0.0, ss = 0.0, q;
+            for (i = 0; i < depth; i++) {
+                const double v = (double)(x[k * depth + i] - xz);
+                s += v;
+                ss += v * v;
+            }
+            q = depth * ss - s * s + (double)eps;
+            for (i = 0; i < depth; i++) {
+                const double c = depth * (double)(x[k * depth + i] - xz) - s;
+                double want = oz + (c / sqrt(q) * g[i] + b[i]) / 65536.0;
+                want = want < -128.0 ? -128.0 : (want > 127.0 ? 127.0 : want);
+                if (fabs((double)out[k * depth + i] - want) > 1.0) {
+                    FZ_FAIL("LAYERNORM_HP row %d element %d: %d, formula %.3f", (int)k, (int)i,
+                            (int)out[k * depth + i], want);
+                }
+            }
+        }
+    }
+    free(b);
+    free(g);
+    free(out);
+    free(x);
+}
 
 static int32_t draw_ref(fz_reader *r, int32_t slots, int32_t consts)
 {
@@ -38,6 +91,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int8_t *x, *out, *out2, *scr;
     pe_context ctx;
     pe_status st, st2;
+    if ((fz_u8(r) & 7u) == 0u) {
+        fuzz_hp(r);
+        return 0;
+    }
     rows = fz_range(r, 1, 6);
     depth = fz_range(r, 1, 12);
     slots = fz_range(r, 2, 7);

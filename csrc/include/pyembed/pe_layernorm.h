@@ -64,6 +64,27 @@ pe_status pe_layernorm_s8(const pe_context *ctx, const int32_t *words, int32_t c
 pe_status pe_graph_run_layernorm(const pe_graph *graph, const pe_graph_op *op, const pe_context *scratch,
                                  const pe_context *arena);
 
+/*
+ * PE_LAYERNORM_HP (graph operator 163): LayerNorm evaluated once in integers
+ * instead of through the chain's int8 intermediates (a higher-precision
+ * mode, not bit-exact with the chain). Per row of D values x (real
+ * sx * (x - x_zp)), with S = sum(x - x_zp), SS = sum((x - x_zp)^2) exact:
+ *   c_i = D * (x_i - x_zp) - S
+ *   Q   = D * SS - S^2 + E          E = round(D^2 * eps / sx^2) >= 1
+ *   y_i = c_i / sqrt(Q)              (= (x_i - mean) / sqrt(var + eps)),
+ *         in Q24 through a 31-bit integer inverse square root
+ *   out_i = clamp(out_zp + round((y_i * G_i + B_i * 2^24) / 2^40))
+ * with G_i = round(gamma_i / out_scale * 2^16), B_i = round(beta_i /
+ * out_scale * 2^16) (int32 rows, inputs 1 and 2). Words: rows, D, x_zp,
+ * out_zp, E low 31 bits, E high bits. D in [2, 4096], |G_i| < 2^24,
+ * E in [1, 2^60). No scratch.
+ */
+pe_status pe_layernorm_hp_s8(int32_t rows, int32_t depth, int32_t x_zp, int32_t out_zp, int64_t eps_q,
+                             const int8_t *x, const int32_t *gamma_q16, const int32_t *beta_q16, int8_t *out);
+
+pe_status pe_graph_run_layernorm_hp(const pe_graph *graph, const pe_graph_op *op, const pe_context *scratch,
+                                    const pe_context *arena);
+
 #ifdef __cplusplus
 }
 #endif

@@ -301,3 +301,44 @@ def prepare_pe_layernorm(c):
     op.macs = int(sum(int(np.prod(g.tensors[s.outputs[0]].shape)) for s in chain))
     op.params["work_elements"] = op.macs
     op.scratch_bytes = int(sum(slot_len[2:]))
+
+
+PE_GOP_LAYERNORM_HP = 163
+
+
+@register("PE_LAYERNORM_HP", code=163, c_name="PE_GOP_LAYERNORM_HP")
+def prepare_pe_layernorm_hp(c):
+    """PE_LAYERNORM_HP (pyembed.passes.layernorm, mode="precise"): LayerNorm in integers, one rounding (not bit-exact).
+
+    Inputs: x, the gamma and beta rows as int32 Q16 multiples of the output
+    scale (made by the pass from the chain's float64 semantics);
+    options["eps"], the epsilon; options["chain"] the absorbed operators
+    (the float64 reference). Words (pe_layernorm.h): rows, D, x_zp, out_zp,
+    E low 31 bits, E high bits, E = round(D^2 eps / sx^2)."""
+    op = c.op
+    x, gq, bq, y = c.tensor(0, "input"), c.tensor(1, "gamma row"), c.tensor(2, "beta row"), c.output()
+    c.dtype(x, "input")
+    c.dtype(y, "output")
+    for t, what in ((gq, "gamma row"), (bq, "beta row")):
+        c.dtype(t, what, (np.int32,))
+        c.constant(t, what)
+    if tuple(x.shape) != tuple(y.shape) or len(x.shape) < 1:
+        raise c.error(f"input shape {list(x.shape)} and output shape {list(y.shape)} must be equal")
+    depth = int(x.shape[-1])
+    if not 2 <= depth <= 4096:
+        raise Unsupported(f"row of {depth} values (2..4096)")
+    if gq.size != depth or bq.size != depth:
+        raise c.error(f"gamma / beta rows must hold {depth} values")
+    if np.any(np.abs(np.asarray(gq.data, np.int64)) >= 1 << 24):
+        raise Unsupported("gamma / output scale >= 256")
+    xs, xz = c.qparams(x, "input")
+    _, yz = c.qparams(y, "output")
+    eps = float(op.options.get("eps", 0.0))
+    if not eps >= 0:
+        raise c.error(f"options: eps must be >= 0, got {eps}")
+    e = max(1, int(round(depth * depth * eps / (float(xs) ** 2))))
+    if e >= 1 << 60:
+        raise Unsupported("epsilon too large against the input scale")
+    op.params = {"words": [int(x.size) // depth, depth, int(xz), int(yz), e & 0x7FFFFFFF, e >> 31]}
+    op.macs = int(3 * x.size)
+    op.scratch_bytes = 0
