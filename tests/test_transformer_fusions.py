@@ -208,6 +208,10 @@ def test_cli_attention_switch(tmp_path):
     r = CliRunner().invoke(main, ["plan", str(path), "-o", str(tmp_path / "q"), "--json"])
     assert r.exit_code == 0, r.output
     assert json.loads(r.output)["arena"] > s["arena"]
+    # simulate takes the plan of the fused graph and fuses the same way (recorded in plan.json)
+    r = CliRunner().invoke(main, ["simulate", str(path), "--plan", str(tmp_path / "p" / "plan.json"), "--no-ops"])
+    assert r.exit_code == 0, r.output
+    assert "attention" in r.output and "bit-exact with the host run" in r.output
     r = CliRunner().invoke(main, ["model", "run", str(path), "--attention", "fast"])
     assert r.exit_code == 2
 
