@@ -43,7 +43,20 @@ def peer_cases():
                             act=(p["act_min"], p["act_max"]), name=name)
         cases.append(c)
         expected.append(np.ascontiguousarray(a["expected"], dtype=np.int8).tobytes())
+        if op in ("conv_s8", "depthwise_conv_s8"):
+            cases.append(gather_twin(c))
+            expected.append(expected[-1])
     return cases, expected
+
+
+def gather_twin(c):
+    """The same convolution case on the scratch-free gather kernel."""
+    import copy
+    g = copy.copy(c)
+    g.params = list(c.params)
+    g.params[29] = 1
+    g.name = c.name + " (gather)"
+    return g
 
 
 def random_cases(seed=7):
@@ -125,7 +138,29 @@ def random_cases(seed=7):
                                q_offset=int(rng.integers(-127, 129)), k_offset=-3, v_offset=9,
                                score_quant=(1500000000, -10), block=block, fold=fold,
                                name=f"attention {n}x{m} d{d}"))
-    return out
+    # shapes of the bundled audio models (input channel 1, wide kernels,
+    # channel multiplier 8) and a 1x1 conv, for the gather kernel's DSP blocks
+    m, sh = q(8)
+    out.append(K.conv_case(i8(1, 13, 9, 1), i8(1, 5, 4, 8), rng.integers(-5000, 5000, 8), m, sh,
+                           stride=(2, 2), padding=(2, 2, 1, 2), input_offset=128,
+                           output_offset=-7, depthwise=True, ch_mult=8,
+                           name="depthwise 5x4 on 13x9x1 *8"))
+    m, sh = q(4)
+    out.append(K.conv_case(i8(1, 7, 6, 1), i8(1, 3, 3, 4), None, m, sh, padding=(1, 1, 1, 1),
+                           input_offset=-20, depthwise=True, ch_mult=4,
+                           name="depthwise 3x3 on 7x6x1 *4"))
+    m, sh = q(9)
+    out.append(K.conv_case(i8(1, 15, 8, 1), i8(9, 6, 4, 1), rng.integers(-5000, 5000, 9), m, sh,
+                           stride=(2, 2), padding=(2, 3, 1, 1), input_offset=128,
+                           output_offset=11, name="conv 6x4 on 15x8x1 ->9"))
+    m, sh = q(10)
+    out.append(K.conv_case(i8(1, 5, 7, 24), i8(10, 1, 1, 24), rng.integers(-5000, 5000, 10), m, sh,
+                           input_offset=128, output_offset=-1, name="conv 1x1 5x7x24 ->10"))
+    m, sh = q(6, -30, 5)
+    out.append(K.conv_case(i8(1, 6, 9, 13), i8(6, 3, 3, 13), rng.integers(-5000, 5000, 6), m, sh,
+                           padding=(1, 1, 1, 1), input_offset=-127, output_offset=0,
+                           name="conv 3x3 6x9x13 ->6 wide shifts"))
+    return out + [gather_twin(c) for c in out if c.op == K.OP_CONV]
 
 
 def mismatches(got, want, cases, what):
@@ -155,7 +190,7 @@ def rand():
 @pytest.mark.parametrize("variant", K.VARIANTS)
 def test_peer_vectors_bit_exact(peer, variant):
     cases, expected, res = peer
-    assert len(cases) == 56
+    assert len(cases) == 56 + sum(c.name.endswith("(gather)") for c in cases)
     bad = mismatches(res[variant], expected, cases, variant)
     assert bad == []
 

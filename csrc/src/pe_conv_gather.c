@@ -20,6 +20,7 @@
 #include "pyembed/pe_conv.h"
 #include "pyembed/pe_conv_gather.h"
 #include "pyembed/pe_fixed.h"
+#include "pyembed/pe_simd.h"
 
 #define PE_GATHER_DW_BLOCK 16
 
@@ -201,6 +202,263 @@ static void depthwise_pixel(const pe_conv_params *p, const pe_per_channel_quant 
     }
 }
 
+
+#if PE_DSP
+/* ---- Arm DSP-extension path (pe_simd.h) ----
+ * conv (one group): output channels in pairs, outermost, so each channel's
+ * requantization constants and the sum of its weights are set up once; for
+ * each pair, output columns in pairs. Two columns whose windows are whole
+ * (no tap in the padding) run pe_dsp_dot_2x2 over each kernel row's run of
+ * kw * in_c bytes (dilation 1; else per tap) with the input offset folded
+ * into the start value: bias + offset * sum(w) (the same int32 sum,
+ * re-associated; the partial sums wrap modulo 2^32 at worst and the final
+ * sum fits int32, checked by pe_conv_check_quant). Clipped windows and odd
+ * columns take pe_dsp_dot_1x2_off (offset applied while widening).
+ * depthwise: per pixel, four output channels at a time with SMLABB/SMLATT
+ * on SXTB16-widened words: channel multiplier 1 (four input channels per
+ * word) or a multiplier divisible by 4 (four outputs of one input channel,
+ * one input byte per tap). Same int32 sums, same requantization. */
+typedef struct {
+    int32_t m, sh, fast;
+} gq;
+
+static gq gq_setup(const pe_per_channel_quant *q, int32_t o, pe_rounding mode)
+{
+    gq r;
+    r.m = q->multiplier[o];
+    r.sh = q->shift[o];
+    r.fast = mode == PE_ROUND_DOUBLE && r.sh <= -1 && r.sh >= -23;
+    return r;
+}
+
+static inline int8_t gq_finish(int32_t acc, const gq *r, pe_rounding mode, int32_t amin,
+                               int32_t amax, int32_t off)
+{
+    if (r->fast) {
+        return pe_dsp_requant(acc, r->m, -r->sh, amin, amax, off);
+    }
+    return finish(acc, r->m, r->sh, mode, amin - off, amax - off, off);
+}
+
+/* pe_dsp_dot_2x2 for any n >= 0: eight-byte loop, a four-byte step, then
+ * bytes (no offsets) */
+static void dot_2x2_any(int32_t *a, const int8_t *wa, const int8_t *wb, const int8_t *x0,
+                        const int8_t *x1, int32_t n)
+{
+    int32_t i = n & ~7;
+    if (i > 0) {
+        pe_dsp_dot_2x2(a, wa, wb, x0, x1, i >> 3);
+    }
+    for (; i < n; i++) {
+        const int32_t u = wa[i], v = wb[i], p = x0[i], r = x1[i];
+        a[0] += u * p;
+        a[1] += v * p;
+        a[2] += u * r;
+        a[3] += v * r;
+    }
+}
+
+/* uint32 sum, as SMLAD accumulates: the caller's final value fits int32 */
+static inline int32_t add_wrap(int32_t a, int32_t b)
+{
+    return (int32_t)((uint32_t)a + (uint32_t)b);
+}
+
+static void conv_dsp(const pe_conv_params *p, const pe_per_channel_quant *q, const pe_dims *in,
+                     const int8_t *img, const pe_dims *f, const int8_t *filter,
+                     const int32_t *bias, const pe_dims *out, int8_t *dst)
+{
+    const int32_t in_h = in->h, in_w = in->w, ic = in->c, kh = f->h, kw = f->w;
+    const int32_t out_h = out->h, out_w = out->w, oc_n = out->c;
+    const int32_t s_h = p->stride.h, s_w = p->stride.w, d_h = p->dilation.h, d_w = p->dilation.w;
+    const int32_t off = p->input_offset, amin = p->activation.min, amax = p->activation.max;
+    const int32_t ooff = p->output_offset;
+    const pe_rounding mode = p->rounding;
+    const size_t ws = (size_t)kh * (size_t)kw * (size_t)ic;
+    const size_t row_px = (size_t)in_w * (size_t)ic;
+    const size_t col_next = (size_t)s_w * (size_t)ic;
+    int32_t oc, oy, ox, ky, kx;
+    for (oc = 0; oc < oc_n; oc += 2) {
+        const int32_t two = oc + 1 < oc_n;
+        const int32_t ob = two ? oc + 1 : oc;
+        const int8_t *const wa = filter + (size_t)oc * ws;
+        const int8_t *const wb = filter + (size_t)ob * ws;
+        const int32_t ba = bias != NULL ? bias[oc] : 0, bb = bias != NULL ? bias[ob] : 0;
+        const int32_t sa = add_wrap(ba, off * pe_dsp_wsum(wa, (int32_t)ws));
+        const int32_t sb = add_wrap(bb, off * pe_dsp_wsum(wb, (int32_t)ws));
+        const gq ra = gq_setup(q, oc, mode), rb = gq_setup(q, ob, mode);
+        for (oy = 0; oy < out_h; oy++) {
+            const int32_t iy0 = oy * s_h - p->padding.top;
+            int32_t ky_lo, ky_hi;
+            int8_t *const drow = dst + (size_t)oy * (size_t)out_w * (size_t)oc_n;
+            tap_range(iy0, d_h, kh, in_h, &ky_lo, &ky_hi);
+            ox = 0;
+            while (ox < out_w) {
+                const int32_t ix0 = ox * s_w - p->padding.left;
+                int32_t kx_lo, kx_hi, a[4];
+                int8_t *const o0 = drow + (size_t)ox * (size_t)oc_n + (size_t)oc;
+                tap_range(ix0, d_w, kw, in_w, &kx_lo, &kx_hi);
+                if (ky_lo == 0 && ky_hi == kh - 1 && kx_lo == 0 && kx_hi == kw - 1 &&
+                    ox + 1 < out_w && ix0 + s_w + (kw - 1) * d_w <= in_w - 1) {
+                    /* two whole windows: the folded 2x2 block */
+                    a[0] = sa;
+                    a[1] = sb;
+                    a[2] = sa;
+                    a[3] = sb;
+                    for (ky = 0; ky < kh; ky++) {
+                        const int8_t *const x0 =
+                            img + (size_t)(iy0 + ky * d_h) * row_px + (size_t)ix0 * (size_t)ic;
+                        const size_t wk = (size_t)ky * (size_t)kw * (size_t)ic;
+                        if (d_w == 1) {
+                            dot_2x2_any(a, wa + wk, wb + wk, x0, x0 + col_next, kw * ic);
+                        } else {
+                            for (kx = 0; kx < kw; kx++) {
+                                const size_t xk = (size_t)kx * (size_t)d_w * (size_t)ic;
+                                const size_t wt = wk + (size_t)kx * (size_t)ic;
+                                dot_2x2_any(a, wa + wt, wb + wt, x0 + xk, x0 + xk + col_next,
+                                            ic);
+                            }
+                        }
+                    }
+                    o0[0] = gq_finish(a[0], &ra, mode, amin, amax, ooff);
+                    o0[oc_n] = gq_finish(a[2], &ra, mode, amin, amax, ooff);
+                    if (two) {
+                        o0[1] = gq_finish(a[1], &rb, mode, amin, amax, ooff);
+                        o0[oc_n + 1] = gq_finish(a[3], &rb, mode, amin, amax, ooff);
+                    }
+                    ox += 2;
+                    continue;
+                }
+                a[0] = ba;
+                a[1] = bb;
+                if (ky_lo <= ky_hi && kx_lo <= kx_hi) {
+                    for (ky = ky_lo; ky <= ky_hi; ky++) {
+                        const int8_t *const xr = img + (size_t)(iy0 + ky * d_h) * row_px;
+                        const size_t wk = (size_t)ky * (size_t)kw * (size_t)ic;
+                        if (d_w == 1) {
+                            const size_t xs = (size_t)(ix0 + kx_lo) * (size_t)ic;
+                            const size_t wt = wk + (size_t)kx_lo * (size_t)ic;
+                            pe_dsp_dot_1x2_off(a, wa + wt, wb + wt, xr + xs,
+                                               (kx_hi - kx_lo + 1) * ic, off);
+                        } else {
+                            for (kx = kx_lo; kx <= kx_hi; kx++) {
+                                const size_t xs = (size_t)(ix0 + kx * d_w) * (size_t)ic;
+                                const size_t wt = wk + (size_t)kx * (size_t)ic;
+                                pe_dsp_dot_1x2_off(a, wa + wt, wb + wt, xr + xs, ic, off);
+                            }
+                        }
+                    }
+                }
+                o0[0] = gq_finish(a[0], &ra, mode, amin, amax, ooff);
+                if (two) {
+                    o0[1] = gq_finish(a[1], &rb, mode, amin, amax, ooff);
+                }
+                ox++;
+            }
+        }
+    }
+}
+
+/* depthwise, one pixel, output channels [o, o + 4) (see conv_dsp) */
+static void dw4_dsp(const int8_t *restrict xw, const int8_t *restrict w, size_t x_tap,
+                    size_t x_row, size_t w_row, int32_t nky, int32_t nkx, int32_t out_c,
+                    int32_t off, int32_t scalar_x, int32_t *acc)
+{
+    const uint32_t off2 = pe_dup16(off);
+    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3], ky, kx;
+    for (ky = 0; ky < nky; ky++) {
+        const int8_t *xp = xw + (size_t)ky * x_row;
+        const int8_t *wp = w + (size_t)ky * w_row;
+        if (scalar_x) {
+            for (kx = 0; kx < nkx; kx++) {
+                const int32_t xv = (int32_t)*xp + off;
+                const uint32_t v = pe_rd32(wp);
+                const int32_t we = (int32_t)__sxtb16(v), wo = (int32_t)pe_sxtb16_ror8(v);
+                a0 = __smlabb(we, xv, a0);
+                a2 = __smlatb(we, xv, a2);
+                a1 = __smlabb(wo, xv, a1);
+                a3 = __smlatb(wo, xv, a3);
+                xp += x_tap;
+                wp += out_c;
+            }
+        } else {
+            for (kx = 0; kx < nkx; kx++) {
+                const uint32_t r = pe_rd32(xp), v = pe_rd32(wp);
+                const int32_t xe = (int32_t)__sxtab16(off2, r), xo = (int32_t)pe_sxtab16_ror8(off2, r);
+                const int32_t we = (int32_t)__sxtb16(v), wo = (int32_t)pe_sxtb16_ror8(v);
+                a0 = __smlabb(we, xe, a0);
+                a2 = __smlatt(we, xe, a2);
+                a1 = __smlabb(wo, xo, a1);
+                a3 = __smlatt(wo, xo, a3);
+                xp += x_tap;
+                wp += out_c;
+            }
+        }
+    }
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+}
+
+/* depthwise on the DSP extension for channel multiplier 1 or a multiple of
+ * 4 (every fourth output channel starts a block of four): channels in
+ * blocks of four per pixel, the rest (at most three) as depthwise_pixel
+ * computes them */
+static int dw_dsp_ok(const pe_conv_params *p, const pe_dims *out)
+{
+    return (p->ch_mult == 1 && out->c >= 4) || (p->ch_mult % 4 == 0);
+}
+
+static void depthwise_dsp_pixel(const pe_conv_params *p, const pe_per_channel_quant *q,
+                                const pe_dims *in, const int8_t *img, const pe_dims *f,
+                                const int8_t *filter, const int32_t *bias, const pe_dims *out,
+                                int32_t iy0, int32_t ix0, int32_t ky_lo, int32_t ky_hi,
+                                int32_t kx_lo, int32_t kx_hi, int8_t *dst)
+{
+    const int32_t in_w = in->w, in_c = in->c, kw = f->w, out_c = out->c, mult = p->ch_mult;
+    const int32_t d_h = p->dilation.h, d_w = p->dilation.w, off = p->input_offset;
+    const int32_t amin = p->activation.min, amax = p->activation.max, ooff = p->output_offset;
+    const int32_t nky = ky_hi - ky_lo + 1, nkx = kx_hi - kx_lo + 1;
+    const int32_t c4 = out_c & ~3;
+    const size_t x_tap = (size_t)d_w * (size_t)in_c;
+    const size_t x_row = (size_t)d_h * (size_t)in_w * (size_t)in_c;
+    const size_t w_row = (size_t)kw * (size_t)out_c;
+    const int8_t *const x00 =
+        img + ((size_t)(iy0 + ky_lo * d_h) * (size_t)in_w + (size_t)(ix0 + kx_lo * d_w)) *
+                  (size_t)in_c;
+    const int8_t *const w00 = filter + ((size_t)ky_lo * (size_t)kw + (size_t)kx_lo) * (size_t)out_c;
+    int32_t o, j, ky, kx;
+    for (o = 0; o < c4; o += 4) {
+        int32_t acc[4];
+        for (j = 0; j < 4; j++) {
+            acc[j] = bias != NULL ? bias[o + j] : 0;
+        }
+        if (nky > 0 && nkx > 0) {
+            dw4_dsp(x00 + (mult == 1 ? o : o / mult), w00 + o, x_tap, x_row, w_row, nky, nkx,
+                    out_c, off, mult != 1, acc);
+        }
+        for (j = 0; j < 4; j++) {
+            const gq r = gq_setup(q, o + j, p->rounding);
+            dst[o + j] = gq_finish(acc[j], &r, p->rounding, amin, amax, ooff);
+        }
+    }
+    for (; o < out_c; o++) { /* mult == 1 only: the last out_c % 4 channels */
+        int32_t a = bias != NULL ? bias[o] : 0;
+        const gq r = gq_setup(q, o, p->rounding);
+        if (nky > 0 && nkx > 0) {
+            for (ky = 0; ky < nky; ky++) {
+                for (kx = 0; kx < nkx; kx++) {
+                    a += w00[(size_t)ky * w_row + (size_t)kx * (size_t)out_c + (size_t)o] *
+                         ((int32_t)x00[(size_t)ky * x_row + (size_t)kx * x_tap + (size_t)o] + off);
+                }
+            }
+        }
+        dst[o] = gq_finish(a, &r, p->rounding, amin, amax, ooff);
+    }
+}
+#endif /* PE_DSP */
+
 static pe_status run(const pe_context *ctx, const pe_conv_params *p,
                      const pe_per_channel_quant *q, const pe_dims *in, const int8_t *input,
                      const pe_dims *f, const int8_t *filter, const int32_t *bias,
@@ -218,6 +476,11 @@ static pe_status run(const pe_context *ctx, const pe_conv_params *p,
     for (n = 0; n < in->n; n++) {
         const int8_t *img = input + (size_t)n * in_img;
         int8_t *dst = output + (size_t)n * out_img;
+#if PE_DSP
+        if (!depthwise && p->groups == 1) {
+            conv_dsp(p, q, in, img, f, filter, bias, out, dst);
+        }
+#endif
         for (oy = 0; oy < out->h; oy++) {
             const int32_t iy0 = oy * p->stride.h - p->padding.top;
             int32_t ky_lo, ky_hi;
@@ -234,12 +497,28 @@ static pe_status run(const pe_context *ctx, const pe_conv_params *p,
                     taps = (uint64_t)(y_hi - y_lo + 1) * (uint64_t)(kx_hi - kx_lo + 1);
                 }
                 if (depthwise) {
-                    depthwise_pixel(p, q, in, img, f, filter, bias, out, iy0, ix0, y_lo, y_hi,
-                                    kx_lo, kx_hi, dst, &reads);
+#if PE_DSP
+                    if (dw_dsp_ok(p, out)) {
+                        depthwise_dsp_pixel(p, q, in, img, f, filter, bias, out, iy0, ix0, y_lo,
+                                            y_hi, kx_lo, kx_hi, dst);
+                        reads += taps * (uint64_t)out->c;
+                    } else
+#endif
+                    {
+                        depthwise_pixel(p, q, in, img, f, filter, bias, out, iy0, ix0, y_lo,
+                                        y_hi, kx_lo, kx_hi, dst, &reads);
+                    }
                     macs += taps * (uint64_t)out->c;
                 } else {
-                    conv_pixel(p, q, in, img, f, filter, bias, out, iy0, ix0, y_lo, y_hi, kx_lo,
-                               kx_hi, dst, &reads);
+#if PE_DSP
+                    if (p->groups == 1) {
+                        reads += taps * (uint64_t)f->c * (uint64_t)((out->c + 3) / 4);
+                    } else
+#endif
+                    {
+                        conv_pixel(p, q, in, img, f, filter, bias, out, iy0, ix0, y_lo, y_hi,
+                                   kx_lo, kx_hi, dst, &reads);
+                    }
                     macs += taps * (uint64_t)out->c * (uint64_t)f->c;
                 }
                 dst += out->c;

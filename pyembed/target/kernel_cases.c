@@ -18,6 +18,7 @@
 
 #include "pyembed/pe_attention.h"
 #include "pyembed/pe_conv.h"
+#include "pyembed/pe_conv_gather.h"
 #include "pyembed/pe_eltwise.h"
 #include "pyembed/pe_fc.h"
 #include "pyembed/pe_pool.h"
@@ -125,7 +126,8 @@ static pe_context make_ctx(int32_t size, pe_stats *stats)
     } while (0)
 
 /* params: depthwise, in[4], f[4], out[4], stride h w, dil h w, pad t b l r,
- * in_off, out_off, act min max, groups, ch_mult, rounding, has_bias;
+ * in_off, out_off, act min max, groups, ch_mult, rounding, has_bias, form
+ * (0 reverse, 1 gather: pe_conv_gather.h, no scratch);
  * arrays: input, filter, bias, mult, shift */
 static void run_conv(const case_t *c)
 {
@@ -169,6 +171,21 @@ static void run_conv(const case_t *c)
         return;
     }
     ctx = make_ctx(size, &stats);
+    if (p[29] == 1) {
+        ctx = make_ctx(0, &stats);
+        t0 = now();
+        st = dw ? pe_depthwise_conv2d_gather_s8(&ctx, &cp, &q, &in, (const int8_t *)c->a[0], &f,
+                                                (const int8_t *)c->a[1],
+                                                p[28] ? (const int32_t *)c->a[2] : NULL, &out,
+                                                (int8_t *)out_payload)
+                : pe_conv2d_gather_s8(&ctx, &cp, &q, &in, (const int8_t *)c->a[0], &f,
+                                      (const int8_t *)c->a[1],
+                                      p[28] ? (const int32_t *)c->a[2] : NULL, &out,
+                                      (int8_t *)out_payload);
+        ins = since(t0);
+        put_result(st, ins, out_payload, st == PE_OK ? elems(out) : 0);
+        return;
+    }
     t0 = now();
     st = dw ? pe_depthwise_conv2d_rev_s8(&ctx, &cp, &q, &in, (const int8_t *)c->a[0], &f,
                                          (const int8_t *)c->a[1],
