@@ -222,13 +222,28 @@ typedef struct {
     int32_t m, sh, fast;
 } gq;
 
-static gq gq_setup(const pe_per_channel_quant *q, int32_t o, pe_rounding mode)
+/* the SMMULR requantization (pe_dsp_requant) needs |acc| < 2^30: bias +
+ * taps products of at most 128 * 255 each */
+static int32_t acc_small(int64_t taps, int32_t b)
+{
+    const int64_t ab = b < 0 ? -(int64_t)b : (int64_t)b;
+    return taps * 32640 + ab < ((int64_t)1 << 30);
+}
+
+static gq gq_setup(const pe_per_channel_quant *q, int32_t o, pe_rounding mode, int32_t small)
 {
     gq r;
     r.m = q->multiplier[o];
     r.sh = q->shift[o];
-    r.fast = mode == PE_ROUND_DOUBLE && r.sh <= -1 && r.sh >= -23;
+    r.fast = small && mode == PE_ROUND_DOUBLE && r.sh <= -1 && r.sh >= -23;
     return r;
+}
+
+__attribute__((noinline)) static int8_t finish_slow(int32_t acc, int32_t m, int32_t sh,
+                                                    pe_rounding mode, int32_t amin,
+                                                    int32_t amax, int32_t ooff)
+{
+    return finish(acc, m, sh, mode, amin - ooff, amax - ooff, ooff);
 }
 
 static inline int8_t gq_finish(int32_t acc, const gq *r, pe_rounding mode, int32_t amin,
@@ -237,7 +252,7 @@ static inline int8_t gq_finish(int32_t acc, const gq *r, pe_rounding mode, int32
     if (r->fast) {
         return pe_dsp_requant(acc, r->m, -r->sh, amin, amax, off);
     }
-    return finish(acc, r->m, r->sh, mode, amin - off, amax - off, off);
+    return finish_slow(acc, r->m, r->sh, mode, amin, amax, off);
 }
 
 /* pe_dsp_dot_2x2 for any n >= 0: eight-byte loop, a four-byte step, then
@@ -264,6 +279,67 @@ static inline int32_t add_wrap(int32_t a, int32_t b)
     return (int32_t)((uint32_t)a + (uint32_t)b);
 }
 
+/* one pixel x two output channels, a clipped window [ky_lo, ky_hi] x
+ * [kx_lo, kx_hi] (may be empty), input offset applied while widening */
+static void conv_1x2_window(int32_t *a, const int8_t *wa, const int8_t *wb, const int8_t *img,
+                            int32_t in_w, int32_t ic, int32_t kw, int32_t iy0, int32_t ix0,
+                            int32_t d_h, int32_t d_w, int32_t ky_lo, int32_t ky_hi,
+                            int32_t kx_lo, int32_t kx_hi, int32_t off)
+{
+    const size_t row_px = (size_t)in_w * (size_t)ic;
+    int32_t ky, kx;
+    if (ky_lo > ky_hi || kx_lo > kx_hi) {
+        return;
+    }
+    for (ky = ky_lo; ky <= ky_hi; ky++) {
+        const int8_t *const xr = img + (size_t)(iy0 + ky * d_h) * row_px;
+        const size_t wk = (size_t)ky * (size_t)kw * (size_t)ic;
+        if (d_w == 1) {
+            const size_t xs = (size_t)(ix0 + kx_lo) * (size_t)ic;
+            const size_t wt = wk + (size_t)kx_lo * (size_t)ic;
+            pe_dsp_dot_1x2_off(a, wa + wt, wb + wt, xr + xs, (kx_hi - kx_lo + 1) * ic, off);
+        } else {
+            for (kx = kx_lo; kx <= kx_hi; kx++) {
+                const size_t xs = (size_t)(ix0 + kx * d_w) * (size_t)ic;
+                const size_t wt = wk + (size_t)kx * (size_t)ic;
+                pe_dsp_dot_1x2_off(a, wa + wt, wb + wt, xr + xs, ic, off);
+            }
+        }
+    }
+}
+
+/* conv, one pixel, every output channel (pairs), in the raster order of the
+ * portable conv_pixel: for an output placed over its own input (see run) */
+static void conv_pixel_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
+                           const pe_dims *in, const int8_t *img, const pe_dims *f,
+                           const int8_t *filter, const int32_t *bias, const pe_dims *out,
+                           int32_t iy0, int32_t ix0, int32_t ky_lo, int32_t ky_hi,
+                           int32_t kx_lo, int32_t kx_hi, int8_t *dst)
+{
+    const int32_t oc_n = out->c;
+    const size_t ws = (size_t)f->h * (size_t)f->w * (size_t)in->c;
+    int32_t oc;
+    for (oc = 0; oc < oc_n; oc += 2) {
+        const int32_t two = oc + 1 < oc_n;
+        const int32_t ob = two ? oc + 1 : oc;
+        const int32_t ba = bias != NULL ? bias[oc] : 0, bb = bias != NULL ? bias[ob] : 0;
+        const gq ra = gq_setup(q, oc, p->rounding, acc_small((int64_t)ws, ba));
+        const gq rb = gq_setup(q, ob, p->rounding, acc_small((int64_t)ws, bb));
+        int32_t a[2];
+        a[0] = ba;
+        a[1] = bb;
+        conv_1x2_window(a, filter + (size_t)oc * ws, filter + (size_t)ob * ws, img, in->w,
+                        in->c, f->w, iy0, ix0, p->dilation.h, p->dilation.w, ky_lo, ky_hi,
+                        kx_lo, kx_hi, p->input_offset);
+        dst[oc] = gq_finish(a[0], &ra, p->rounding, p->activation.min, p->activation.max,
+                            p->output_offset);
+        if (two) {
+            dst[ob] = gq_finish(a[1], &rb, p->rounding, p->activation.min, p->activation.max,
+                                p->output_offset);
+        }
+    }
+}
+
 static void conv_dsp(const pe_conv_params *p, const pe_per_channel_quant *q, const pe_dims *in,
                      const int8_t *img, const pe_dims *f, const int8_t *filter,
                      const int32_t *bias, const pe_dims *out, int8_t *dst)
@@ -286,7 +362,8 @@ static void conv_dsp(const pe_conv_params *p, const pe_per_channel_quant *q, con
         const int32_t ba = bias != NULL ? bias[oc] : 0, bb = bias != NULL ? bias[ob] : 0;
         const int32_t sa = add_wrap(ba, off * pe_dsp_wsum(wa, (int32_t)ws));
         const int32_t sb = add_wrap(bb, off * pe_dsp_wsum(wb, (int32_t)ws));
-        const gq ra = gq_setup(q, oc, mode), rb = gq_setup(q, ob, mode);
+        const gq ra = gq_setup(q, oc, mode, acc_small((int64_t)ws, ba));
+        const gq rb = gq_setup(q, ob, mode, acc_small((int64_t)ws, bb));
         for (oy = 0; oy < out_h; oy++) {
             const int32_t iy0 = oy * s_h - p->padding.top;
             int32_t ky_lo, ky_hi;
@@ -331,24 +408,8 @@ static void conv_dsp(const pe_conv_params *p, const pe_per_channel_quant *q, con
                 }
                 a[0] = ba;
                 a[1] = bb;
-                if (ky_lo <= ky_hi && kx_lo <= kx_hi) {
-                    for (ky = ky_lo; ky <= ky_hi; ky++) {
-                        const int8_t *const xr = img + (size_t)(iy0 + ky * d_h) * row_px;
-                        const size_t wk = (size_t)ky * (size_t)kw * (size_t)ic;
-                        if (d_w == 1) {
-                            const size_t xs = (size_t)(ix0 + kx_lo) * (size_t)ic;
-                            const size_t wt = wk + (size_t)kx_lo * (size_t)ic;
-                            pe_dsp_dot_1x2_off(a, wa + wt, wb + wt, xr + xs,
-                                               (kx_hi - kx_lo + 1) * ic, off);
-                        } else {
-                            for (kx = kx_lo; kx <= kx_hi; kx++) {
-                                const size_t xs = (size_t)(ix0 + kx * d_w) * (size_t)ic;
-                                const size_t wt = wk + (size_t)kx * (size_t)ic;
-                                pe_dsp_dot_1x2_off(a, wa + wt, wb + wt, xr + xs, ic, off);
-                            }
-                        }
-                    }
-                }
+                conv_1x2_window(a, wa, wb, img, in_w, ic, kw, iy0, ix0, d_h, d_w, ky_lo, ky_hi,
+                                kx_lo, kx_hi, off);
                 o0[0] = gq_finish(a[0], &ra, mode, amin, amax, ooff);
                 if (two) {
                     o0[1] = gq_finish(a[1], &rb, mode, amin, amax, ooff);
@@ -359,103 +420,130 @@ static void conv_dsp(const pe_conv_params *p, const pe_per_channel_quant *q, con
     }
 }
 
-/* depthwise, one pixel, output channels [o, o + 4) (see conv_dsp) */
-static void dw4_dsp(const int8_t *restrict xw, const int8_t *restrict w, size_t x_tap,
-                    size_t x_row, size_t w_row, int32_t nky, int32_t nkx, int32_t out_c,
-                    int32_t off, int32_t scalar_x, int32_t *acc)
+/* requantization of output channel o: pe_dsp_requant where it applies
+ * (double rounding, right shift 1..23, |acc| < 2^30 by the bound) */
+static inline __attribute__((always_inline)) int8_t dw_finish(int32_t acc,
+                                                               const pe_per_channel_quant *q,
+                                                               int32_t o, pe_rounding mode,
+                                                               int32_t small, int32_t amin,
+                                                               int32_t amax, int32_t ooff)
 {
-    const uint32_t off2 = pe_dup16(off);
-    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3], ky, kx;
-    for (ky = 0; ky < nky; ky++) {
-        const int8_t *xp = xw + (size_t)ky * x_row;
-        const int8_t *wp = w + (size_t)ky * w_row;
-        if (scalar_x) {
-            for (kx = 0; kx < nkx; kx++) {
-                const int32_t xv = (int32_t)*xp + off;
-                const uint32_t v = pe_rd32(wp);
-                const int32_t we = (int32_t)__sxtb16(v), wo = (int32_t)pe_sxtb16_ror8(v);
-                a0 = __smlabb(we, xv, a0);
-                a2 = __smlatb(we, xv, a2);
-                a1 = __smlabb(wo, xv, a1);
-                a3 = __smlatb(wo, xv, a3);
-                xp += x_tap;
-                wp += out_c;
-            }
-        } else {
-            for (kx = 0; kx < nkx; kx++) {
-                const uint32_t r = pe_rd32(xp), v = pe_rd32(wp);
-                const int32_t xe = (int32_t)__sxtab16(off2, r), xo = (int32_t)pe_sxtab16_ror8(off2, r);
-                const int32_t we = (int32_t)__sxtb16(v), wo = (int32_t)pe_sxtb16_ror8(v);
-                a0 = __smlabb(we, xe, a0);
-                a2 = __smlatt(we, xe, a2);
-                a1 = __smlabb(wo, xo, a1);
-                a3 = __smlatt(wo, xo, a3);
-                xp += x_tap;
-                wp += out_c;
-            }
-        }
+    const int32_t m = q->multiplier[o], sh = q->shift[o];
+    if (small && mode == PE_ROUND_DOUBLE && sh <= -1 && sh >= -23) {
+        return pe_dsp_requant(acc, m, -sh, amin, amax, ooff);
     }
-    acc[0] = a0;
-    acc[1] = a1;
-    acc[2] = a2;
-    acc[3] = a3;
+    return finish_slow(acc, m, sh, mode, amin, amax, ooff);
 }
 
-/* depthwise on the DSP extension for channel multiplier 1 or a multiple of
- * 4 (every fourth output channel starts a block of four): channels in
- * blocks of four per pixel, the rest (at most three) as depthwise_pixel
- * computes them */
+/* depthwise, one pixel, every output channel (raster order, as the portable
+ * depthwise_pixel: see run), four channels per pass: multiplier 1 takes
+ * four input channels per word (SXTAB16 with the offset), a multiplier
+ * divisible by 4 one input byte per tap for four outputs; SMLABB / SMLATT
+ * (or SMLATB) on SXTB16-widened weight words. The last out_c % 4 channels
+ * (multiplier 1) one at a time. */
+__attribute__((noinline)) static void depthwise_pixel_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
+                                const pe_dims *in, const int8_t *img, const pe_dims *f,
+                                const int8_t *filter, const int32_t *bias, const pe_dims *out,
+                                int32_t iy0, int32_t ix0, int32_t ky_lo, int32_t ky_hi,
+                                int32_t kx_lo, int32_t kx_hi, int8_t *dst, int32_t small)
+{
+    const int32_t in_w = in->w, in_c = in->c, kw = f->w, out_c = out->c, mult = p->ch_mult;
+    const int32_t off = p->input_offset, amin = p->activation.min, amax = p->activation.max;
+    const int32_t ooff = p->output_offset;
+    const pe_rounding mode = p->rounding;
+    const int32_t any = ky_lo <= ky_hi && kx_lo <= kx_hi;
+    const int32_t nky = any ? ky_hi - ky_lo + 1 : 0, nkx = any ? kx_hi - kx_lo + 1 : 0;
+    const size_t x_tap = (size_t)p->dilation.w * (size_t)in_c;
+    const size_t x_row = (size_t)p->dilation.h * (size_t)in_w * (size_t)in_c;
+    const size_t w_row = (size_t)kw * (size_t)out_c;
+    const int8_t *const x00 =
+        any ? img + ((size_t)(iy0 + ky_lo * p->dilation.h) * (size_t)in_w +
+                     (size_t)(ix0 + kx_lo * p->dilation.w)) * (size_t)in_c
+            : img;
+    const int8_t *const w00 =
+        any ? filter + ((size_t)ky_lo * (size_t)kw + (size_t)kx_lo) * (size_t)out_c : filter;
+    const uint32_t off2 = pe_dup16(off);
+    const int32_t c4 = out_c & ~3;
+    int32_t o, ky, kx;
+    for (o = 0; o < c4; o += 4) {
+        int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+        if (bias != NULL) {
+            a0 = bias[o];
+            a1 = bias[o + 1];
+            a2 = bias[o + 2];
+            a3 = bias[o + 3];
+        }
+        if (mult == 1) {
+            for (ky = 0; ky < nky; ky++) {
+                const int8_t *xp = x00 + (size_t)ky * x_row + (size_t)o;
+                const int8_t *wp = w00 + (size_t)ky * w_row + (size_t)o;
+                for (kx = 0; kx < nkx; kx++) {
+                    const uint32_t r = pe_rd32(xp), v = pe_rd32(wp);
+                    const int32_t xe = (int32_t)__sxtab16(off2, r);
+                    const int32_t xo = (int32_t)pe_sxtab16_ror8(off2, r);
+                    const int32_t we = (int32_t)__sxtb16(v), wo = (int32_t)pe_sxtb16_ror8(v);
+                    a0 = __smlabb(we, xe, a0);
+                    a2 = __smlatt(we, xe, a2);
+                    a1 = __smlabb(wo, xo, a1);
+                    a3 = __smlatt(wo, xo, a3);
+                    xp += x_tap;
+                    wp += out_c;
+                }
+            }
+        } else {
+            const int32_t xc = o / mult;
+            for (ky = 0; ky < nky; ky++) {
+                const int8_t *xp = x00 + (size_t)ky * x_row + (size_t)xc;
+                const int8_t *wp = w00 + (size_t)ky * w_row + (size_t)o;
+                for (kx = 0; kx < nkx; kx++) {
+                    const int32_t xv = (int32_t)*xp + off;
+                    const uint32_t v = pe_rd32(wp);
+                    const int32_t we = (int32_t)__sxtb16(v), wo = (int32_t)pe_sxtb16_ror8(v);
+                    a0 = __smlabb(we, xv, a0);
+                    a2 = __smlatb(we, xv, a2);
+                    a1 = __smlabb(wo, xv, a1);
+                    a3 = __smlatb(wo, xv, a3);
+                    xp += x_tap;
+                    wp += out_c;
+                }
+            }
+        }
+        dst[o] = dw_finish(a0, q, o, mode, small, amin, amax, ooff);
+        dst[o + 1] = dw_finish(a1, q, o + 1, mode, small, amin, amax, ooff);
+        dst[o + 2] = dw_finish(a2, q, o + 2, mode, small, amin, amax, ooff);
+        dst[o + 3] = dw_finish(a3, q, o + 3, mode, small, amin, amax, ooff);
+    }
+    for (; o < out_c; o++) { /* multiplier 1 only */
+        int32_t a = bias != NULL ? bias[o] : 0;
+        for (ky = 0; ky < nky; ky++) {
+            for (kx = 0; kx < nkx; kx++) {
+                a += w00[(size_t)ky * w_row + (size_t)kx * (size_t)out_c + (size_t)o] *
+                     ((int32_t)x00[(size_t)ky * x_row + (size_t)kx * x_tap + (size_t)o] + off);
+            }
+        }
+        dst[o] = dw_finish(a, q, o, mode, small, amin, amax, ooff);
+    }
+}
+
+/* depthwise on the DSP extension: multiplier 1 with at least four channels,
+ * or a multiplier divisible by 4 */
 static int dw_dsp_ok(const pe_conv_params *p, const pe_dims *out)
 {
     return (p->ch_mult == 1 && out->c >= 4) || (p->ch_mult % 4 == 0);
 }
 
-static void depthwise_dsp_pixel(const pe_conv_params *p, const pe_per_channel_quant *q,
-                                const pe_dims *in, const int8_t *img, const pe_dims *f,
-                                const int8_t *filter, const int32_t *bias, const pe_dims *out,
-                                int32_t iy0, int32_t ix0, int32_t ky_lo, int32_t ky_hi,
-                                int32_t kx_lo, int32_t kx_hi, int8_t *dst)
+/* |acc| < 2^30 for every channel: taps * 128 * 255 + max |bias| */
+static int32_t dw_small(const int32_t *bias, int32_t out_c, int64_t taps)
 {
-    const int32_t in_w = in->w, in_c = in->c, kw = f->w, out_c = out->c, mult = p->ch_mult;
-    const int32_t d_h = p->dilation.h, d_w = p->dilation.w, off = p->input_offset;
-    const int32_t amin = p->activation.min, amax = p->activation.max, ooff = p->output_offset;
-    const int32_t nky = ky_hi - ky_lo + 1, nkx = kx_hi - kx_lo + 1;
-    const int32_t c4 = out_c & ~3;
-    const size_t x_tap = (size_t)d_w * (size_t)in_c;
-    const size_t x_row = (size_t)d_h * (size_t)in_w * (size_t)in_c;
-    const size_t w_row = (size_t)kw * (size_t)out_c;
-    const int8_t *const x00 =
-        img + ((size_t)(iy0 + ky_lo * d_h) * (size_t)in_w + (size_t)(ix0 + kx_lo * d_w)) *
-                  (size_t)in_c;
-    const int8_t *const w00 = filter + ((size_t)ky_lo * (size_t)kw + (size_t)kx_lo) * (size_t)out_c;
-    int32_t o, j, ky, kx;
-    for (o = 0; o < c4; o += 4) {
-        int32_t acc[4];
-        for (j = 0; j < 4; j++) {
-            acc[j] = bias != NULL ? bias[o + j] : 0;
-        }
-        if (nky > 0 && nkx > 0) {
-            dw4_dsp(x00 + (mult == 1 ? o : o / mult), w00 + o, x_tap, x_row, w_row, nky, nkx,
-                    out_c, off, mult != 1, acc);
-        }
-        for (j = 0; j < 4; j++) {
-            const gq r = gq_setup(q, o + j, p->rounding);
-            dst[o + j] = gq_finish(acc[j], &r, p->rounding, amin, amax, ooff);
+    int32_t o, mb = 0;
+    if (bias != NULL) {
+        for (o = 0; o < out_c; o++) {
+            const int32_t b = bias[o] < 0 ? (bias[o] == PE_INT32_MIN ? PE_INT32_MAX : -bias[o])
+                                          : bias[o];
+            mb = b > mb ? b : mb;
         }
     }
-    for (; o < out_c; o++) { /* mult == 1 only: the last out_c % 4 channels */
-        int32_t a = bias != NULL ? bias[o] : 0;
-        const gq r = gq_setup(q, o, p->rounding);
-        if (nky > 0 && nkx > 0) {
-            for (ky = 0; ky < nky; ky++) {
-                for (kx = 0; kx < nkx; kx++) {
-                    a += w00[(size_t)ky * w_row + (size_t)kx * (size_t)out_c + (size_t)o] *
-                         ((int32_t)x00[(size_t)ky * x_row + (size_t)kx * x_tap + (size_t)o] + off);
-                }
-            }
-        }
-        dst[o] = gq_finish(a, &r, p->rounding, amin, amax, ooff);
-    }
+    return acc_small(taps, mb);
 }
 #endif /* PE_DSP */
 
@@ -467,17 +555,31 @@ static pe_status run(const pe_context *ctx, const pe_conv_params *p,
     int32_t n, oy, ox;
     uint64_t macs = 0, reads = 0;
     size_t in_img, out_img;
+#if PE_DSP
+    int32_t disjoint, dw_sm = 0;
+#endif
     const pe_status s = check_all(p, q, in, input, f, filter, bias, out, output, depthwise);
     if (s != PE_OK) {
         return s;
     }
     in_img = (size_t)in->h * (size_t)in->w * (size_t)in->c;
     out_img = (size_t)out->h * (size_t)out->w * (size_t)out->c;
+#if PE_DSP
+    /* The whole-image DSP loops run channels outermost; a planner may place
+     * the output over input bytes the portable raster order has finished
+     * with (pyembed.plan.overlap, "pixels"), so an overlapping call keeps
+     * that order (the per-pixel DSP loops). */
+    disjoint = (uintptr_t)output >= (uintptr_t)(input + (size_t)in->n * in_img) ||
+               (uintptr_t)(output + (size_t)in->n * out_img) <= (uintptr_t)input;
+    if (depthwise) {
+        dw_sm = dw_small(bias, out->c, (int64_t)f->h * f->w);
+    }
+#endif
     for (n = 0; n < in->n; n++) {
         const int8_t *img = input + (size_t)n * in_img;
         int8_t *dst = output + (size_t)n * out_img;
 #if PE_DSP
-        if (!depthwise && p->groups == 1) {
+        if (disjoint && !depthwise && p->groups == 1) {
             conv_dsp(p, q, in, img, f, filter, bias, out, dst);
         }
 #endif
@@ -499,8 +601,8 @@ static pe_status run(const pe_context *ctx, const pe_conv_params *p,
                 if (depthwise) {
 #if PE_DSP
                     if (dw_dsp_ok(p, out)) {
-                        depthwise_dsp_pixel(p, q, in, img, f, filter, bias, out, iy0, ix0, y_lo,
-                                            y_hi, kx_lo, kx_hi, dst);
+                        depthwise_pixel_dsp(p, q, in, img, f, filter, bias, out, iy0, ix0,
+                                            y_lo, y_hi, kx_lo, kx_hi, dst, dw_sm);
                         reads += taps * (uint64_t)out->c;
                     } else
 #endif
@@ -512,6 +614,10 @@ static pe_status run(const pe_context *ctx, const pe_conv_params *p,
                 } else {
 #if PE_DSP
                     if (p->groups == 1) {
+                        if (!disjoint) {
+                            conv_pixel_dsp(p, q, in, img, f, filter, bias, out, iy0, ix0, y_lo,
+                                           y_hi, kx_lo, kx_hi, dst);
+                        }
                         reads += taps * (uint64_t)f->c * (uint64_t)((out->c + 3) / 4);
                     } else
 #endif

@@ -195,19 +195,26 @@ static inline int32_t pe_dsp_wsum(const int8_t *w, int32_t n)
     return s;
 }
 
-/* pe_fx_requant(acc, m, -right) for 1 <= right <= 23, m >= 0, then the
- * output offset and the clamp to [amin, amax] (the DSP requantization of
- * pe_conv_rev.c, one value): d = (acc * m + 2^30) >> 31 from one SMLAL,
- * the rounding divide (halves away from zero) as an add of the sign and a
- * saturating add (QADD) of 2^(right-1); QADD saturates only where the clamp
- * gives the same int8 (see requant_column_dsp). */
+/* pe_fx_requant(acc, m, -right) for 1 <= right <= 23, m >= 0 and
+ * |acc| < 2^30 (the caller checks its accumulator bound), then the output
+ * offset and the clamp to [amin, amax]:
+ *   d = (acc * m + 2^30) >> 31 = (2acc * m + 2^31) >> 32: one SMMULR of 2acc
+ *                                  (|2acc| < 2^31, so no wrap)
+ *   v = (d + 2^(right-1) - [d < 0]) >> right
+ *                                  the rounding divide (halves away from zero)
+ *                                  as an add of the sign and a saturating add
+ *                                  (QADD): it saturates only where the exact
+ *                                  quotient and the saturated one both
+ *                                  exceed 255, so the clamp gives the same
+ *                                  int8 (as requant_column_dsp, pe_conv_rev.c)
+ * Same bytes as pe_fx_requant (m >= 0: its saturating case cannot occur). */
 static inline int8_t pe_dsp_requant(int32_t acc, int32_t m, int32_t right, int32_t amin,
                                     int32_t amax, int32_t off)
 {
-    const uint64_t p = (uint64_t)((int64_t)acc * m + ((int64_t)1 << 30));
-    const int32_t d = (int32_t)(((uint32_t)(p >> 32) << 1) | ((uint32_t)p >> 31));
-    const int32_t t = __qadd(d + (d < 0 ? -1 : 0), (int32_t)1 << (right - 1));
-    int32_t v = pe_fx_asr32(t, right) + off;
+    int32_t d, t, v;
+    __asm__("smmulr %0, %1, %2" : "=r"(d) : "r"((int32_t)((uint32_t)acc << 1)), "r"(m));
+    t = __qadd(d + pe_fx_asr32(d, 31), (int32_t)1 << (right - 1));
+    v = pe_fx_asr32(t, right) + off;
     v = v > amin ? v : amin;
     return (int8_t)(v < amax ? v : amax);
 }
