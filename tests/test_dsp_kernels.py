@@ -49,13 +49,24 @@ def peer_cases():
     return cases, expected
 
 
-def gather_twin(c):
-    """The same convolution case on the scratch-free gather kernel."""
+def gather_twin(c, overlap=False):
+    """The same convolution case on the scratch-free gather kernel; with
+    overlap, its output placed over its input as far as the planner's
+    "pixels" model allows (pyembed.plan.overlap.max_delta_pixels), so the
+    DSP loops must keep the raster pixel order there."""
     import copy
+    from pyembed.plan.overlap import Geometry, max_delta_pixels
     g = copy.copy(c)
     g.params = list(c.params)
     g.params[29] = 1
     g.name = c.name + " (gather)"
+    if overlap:
+        p = c.params
+        k_eff = ((p[6] - 1) * p[15] + 1, (p[7] - 1) * p[16] + 1)
+        geo = Geometry(tuple(p[1:5]), tuple(p[9:13]), k_eff, (p[13], p[14]), (p[17], p[19]))
+        g.params[29] = 2
+        g.params[30] = max_delta_pixels(geo)
+        g.name = c.name + f" (gather, output {g.params[30]} bytes after the input)"
     return g
 
 
@@ -160,7 +171,8 @@ def random_cases(seed=7):
     out.append(K.conv_case(i8(1, 6, 9, 13), i8(6, 3, 3, 13), rng.integers(-5000, 5000, 6), m, sh,
                            padding=(1, 1, 1, 1), input_offset=-127, output_offset=0,
                            name="conv 3x3 6x9x13 ->6 wide shifts"))
-    return out + [gather_twin(c) for c in out if c.op == K.OP_CONV]
+    return (out + [gather_twin(c) for c in out if c.op == K.OP_CONV] +
+            [gather_twin(c, overlap=True) for c in out if c.op == K.OP_CONV])
 
 
 def mismatches(got, want, cases, what):

@@ -308,34 +308,82 @@ static void conv_1x2_window(int32_t *a, const int8_t *wa, const int8_t *wb, cons
     }
 }
 
-/* conv, one pixel, every output channel (pairs), in the raster order of the
- * portable conv_pixel: for an output placed over its own input (see run) */
-static void conv_pixel_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
-                           const pe_dims *in, const int8_t *img, const pe_dims *f,
-                           const int8_t *filter, const int32_t *bias, const pe_dims *out,
-                           int32_t iy0, int32_t ix0, int32_t ky_lo, int32_t ky_hi,
-                           int32_t kx_lo, int32_t kx_hi, int8_t *dst)
+/* one pixel x four output channels over a clipped window (not empty):
+ * pe_dsp_dot_1x4_off on each run's multiple of 8 bytes, the rest by bytes */
+static void conv_1x4_window(int32_t *a, const int8_t *w0, size_t ws, const int8_t *img,
+                            int32_t in_w, int32_t ic, int32_t kw, int32_t iy0, int32_t ix0,
+                            int32_t d_h, int32_t d_w, int32_t ky_lo, int32_t ky_hi,
+                            int32_t kx_lo, int32_t kx_hi, int32_t off)
 {
-    const int32_t oc_n = out->c;
+    const size_t row_px = (size_t)in_w * (size_t)ic;
+    const int32_t run = d_w == 1 ? (kx_hi - kx_lo + 1) * ic : ic;
+    const int32_t runs = d_w == 1 ? 1 : kx_hi - kx_lo + 1;
+    int32_t ky, r, i, j;
+    for (ky = ky_lo; ky <= ky_hi; ky++) {
+        for (r = 0; r < runs; r++) {
+            const int32_t kx = kx_lo + r;
+            const int8_t *const x =
+                img + (size_t)(iy0 + ky * d_h) * row_px + (size_t)(ix0 + kx * d_w) * (size_t)ic;
+            const int8_t *const w = w0 + ((size_t)ky * (size_t)kw + (size_t)kx) * (size_t)ic;
+            const int32_t n8 = run >> 3;
+            if (n8 > 0) {
+                pe_dsp_dot_1x4_off(a, w, w + ws, w + 2 * ws, w + 3 * ws, x, n8, off);
+            }
+            for (i = n8 * 8; i < run; i++) {
+                const int32_t xv = (int32_t)x[i] + off;
+                for (j = 0; j < 4; j++) {
+                    a[j] += w[(size_t)j * ws + (size_t)i] * xv;
+                }
+            }
+        }
+    }
+}
+
+/* conv, one pixel, every output channel (fours, then pairs), in the raster
+ * order of the portable conv_pixel: for an output placed over its own input
+ * (see run) */
+__attribute__((noinline)) static void conv_pixel_dsp(
+    const pe_conv_params *p, const pe_per_channel_quant *q, const pe_dims *in,
+    const int8_t *img, const pe_dims *f, const int8_t *filter, const int32_t *bias,
+    const pe_dims *out, int32_t iy0, int32_t ix0, int32_t ky_lo, int32_t ky_hi, int32_t kx_lo,
+    int32_t kx_hi, int8_t *dst)
+{
+    const int32_t oc_n = out->c, any = ky_lo <= ky_hi && kx_lo <= kx_hi;
     const size_t ws = (size_t)f->h * (size_t)f->w * (size_t)in->c;
-    int32_t oc;
-    for (oc = 0; oc < oc_n; oc += 2) {
+    const pe_rounding mode = p->rounding;
+    const int32_t amin = p->activation.min, amax = p->activation.max, ooff = p->output_offset;
+    int32_t oc = 0, j;
+    for (; oc + 4 <= oc_n; oc += 4) {
+        int32_t a[4];
+        for (j = 0; j < 4; j++) {
+            a[j] = bias != NULL ? bias[oc + j] : 0;
+        }
+        if (any) {
+            conv_1x4_window(a, filter + (size_t)oc * ws, ws, img, in->w, in->c, f->w, iy0, ix0,
+                            p->dilation.h, p->dilation.w, ky_lo, ky_hi, kx_lo, kx_hi,
+                            p->input_offset);
+        }
+        for (j = 0; j < 4; j++) {
+            const gq r = gq_setup(q, oc + j, mode,
+                                  acc_small((int64_t)ws, bias != NULL ? bias[oc + j] : 0));
+            dst[oc + j] = gq_finish(a[j], &r, mode, amin, amax, ooff);
+        }
+    }
+    for (; oc < oc_n; oc += 2) {
         const int32_t two = oc + 1 < oc_n;
         const int32_t ob = two ? oc + 1 : oc;
         const int32_t ba = bias != NULL ? bias[oc] : 0, bb = bias != NULL ? bias[ob] : 0;
-        const gq ra = gq_setup(q, oc, p->rounding, acc_small((int64_t)ws, ba));
-        const gq rb = gq_setup(q, ob, p->rounding, acc_small((int64_t)ws, bb));
+        const gq ra = gq_setup(q, oc, mode, acc_small((int64_t)ws, ba));
+        const gq rb = gq_setup(q, ob, mode, acc_small((int64_t)ws, bb));
         int32_t a[2];
         a[0] = ba;
         a[1] = bb;
         conv_1x2_window(a, filter + (size_t)oc * ws, filter + (size_t)ob * ws, img, in->w,
                         in->c, f->w, iy0, ix0, p->dilation.h, p->dilation.w, ky_lo, ky_hi,
                         kx_lo, kx_hi, p->input_offset);
-        dst[oc] = gq_finish(a[0], &ra, p->rounding, p->activation.min, p->activation.max,
-                            p->output_offset);
+        dst[oc] = gq_finish(a[0], &ra, mode, amin, amax, ooff);
         if (two) {
-            dst[ob] = gq_finish(a[1], &rb, p->rounding, p->activation.min, p->activation.max,
-                                p->output_offset);
+            dst[ob] = gq_finish(a[1], &rb, mode, amin, amax, ooff);
         }
     }
 }

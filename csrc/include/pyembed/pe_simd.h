@@ -153,6 +153,67 @@ static inline void pe_dsp_dot_2x2(int32_t *a, const int8_t *wa, const int8_t *wb
 #endif
 }
 
+/* One column x four output channels over n8 * 8 bytes, input offset applied
+ * while widening (SXTAB16 of the offset pair):
+ *   a[j] += sum w_j[i] * (x[i] + off),  j < 4
+ * Per four bytes: 5 LDR, 2 SXTAB16, 8 SXTB16, 8 SMLAD for 16 MACs. Inline
+ * assembly for the same reason as pe_dsp_dot_2x2 (14 registers: 4
+ * accumulators, 5 pointers, the offset pair, 4 operands). */
+__attribute__((noinline, unused)) static void pe_dsp_dot_1x4_off(int32_t *a, const int8_t *w0, const int8_t *w1,
+                                      const int8_t *w2, const int8_t *w3, const int8_t *x,
+                                      int32_t n8, int32_t off)
+{
+    uint32_t off2 = pe_dup16(off);
+#if PE_DSP_ASM
+    const int8_t *const end = x + (size_t)n8 * 8u;
+    int32_t a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
+    uint32_t xe, xo, t, u;
+#define PE_DSP_K14_CH(acc, wp)                                                \
+    "ldr    %[u], [%[" wp "]], #4\n\t"                                        \
+    "sxtb16 %[t], %[u]\n\t"                                                   \
+    "sxtb16 %[u], %[u], ror #8\n\t"                                           \
+    "smlad  %[" acc "], %[t], %[xe], %[" acc "]\n\t"                          \
+    "smlad  %[" acc "], %[u], %[xo], %[" acc "]\n\t"
+#define PE_DSP_K14_STEP                                                       \
+    "ldr    %[xo], [%[x]], #4\n\t"                                            \
+    "sxtab16 %[xe], %[o2], %[xo]\n\t"                                         \
+    "sxtab16 %[xo], %[o2], %[xo], ror #8\n\t"                                 \
+    PE_DSP_K14_CH("a0", "w0") PE_DSP_K14_CH("a1", "w1")                       \
+    PE_DSP_K14_CH("a2", "w2") PE_DSP_K14_CH("a3", "w3")
+    __asm__ volatile("1:\n\t" PE_DSP_K14_STEP PE_DSP_K14_STEP
+                     "ldr    %[t], %[end]\n\t"
+                     "cmp    %[x], %[t]\n\t"
+                     "bne    1b\n\t"
+                     : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3),
+                       [w0] "+r"(w0), [w1] "+r"(w1), [w2] "+r"(w2), [w3] "+r"(w3),
+                       [x] "+r"(x), [o2] "+r"(off2), [xe] "=&r"(xe), [xo] "=&r"(xo),
+                       [t] "=&r"(t), [u] "=&r"(u)
+                     : [end] "m"(end)
+                     : "cc", "memory");
+#undef PE_DSP_K14_STEP
+#undef PE_DSP_K14_CH
+    a[0] = a0;
+    a[1] = a1;
+    a[2] = a2;
+    a[3] = a3;
+#else
+    int32_t i, j;
+    const int8_t *w[4];
+    w[0] = w0;
+    w[1] = w1;
+    w[2] = w2;
+    w[3] = w3;
+    for (i = 0; i < 8 * n8; i += 4) {
+        const uint32_t r = pe_rd32(x + i);
+        const uint32_t xe = __sxtab16(off2, r), xo = pe_sxtab16_ror8(off2, r);
+        for (j = 0; j < 4; j++) {
+            const uint32_t v = pe_rd32(w[j] + i);
+            a[j] = __smlad(__sxtb16(v), xe, __smlad(pe_sxtb16_ror8(v), xo, a[j]));
+        }
+    }
+#endif
+}
+
 /* One column x two output channels over n bytes with the input offset
  * applied while widening (SXTAB16): the kernels' edges and tails.
  *   a[0] += sum w_a[i] * (x[i] + off)   a[1] += sum w_b[i] * (x[i] + off) */
