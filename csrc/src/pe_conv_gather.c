@@ -255,24 +255,6 @@ static inline int8_t gq_finish(int32_t acc, const gq *r, pe_rounding mode, int32
     return finish_slow(acc, r->m, r->sh, mode, amin, amax, off);
 }
 
-/* pe_dsp_dot_2x2 for any n >= 0: eight-byte loop, a four-byte step, then
- * bytes (no offsets) */
-static void dot_2x2_any(int32_t *a, const int8_t *wa, const int8_t *wb, const int8_t *x0,
-                        const int8_t *x1, int32_t n)
-{
-    int32_t i = n & ~7;
-    if (i > 0) {
-        pe_dsp_dot_2x2(a, wa, wb, x0, x1, i >> 3);
-    }
-    for (; i < n; i++) {
-        const int32_t u = wa[i], v = wb[i], p = x0[i], r = x1[i];
-        a[0] += u * p;
-        a[1] += v * p;
-        a[2] += u * r;
-        a[3] += v * r;
-    }
-}
-
 /* uint32 sum, as SMLAD accumulates: the caller's final value fits int32 */
 static inline int32_t add_wrap(int32_t a, int32_t b)
 {
@@ -435,12 +417,12 @@ static void conv_dsp(const pe_conv_params *p, const pe_per_channel_quant *q, con
                             img + (size_t)(iy0 + ky * d_h) * row_px + (size_t)ix0 * (size_t)ic;
                         const size_t wk = (size_t)ky * (size_t)kw * (size_t)ic;
                         if (d_w == 1) {
-                            dot_2x2_any(a, wa + wk, wb + wk, x0, x0 + col_next, kw * ic);
+                            pe_dsp_dot_2x2_n(a, wa + wk, wb + wk, x0, x0 + col_next, kw * ic);
                         } else {
                             for (kx = 0; kx < kw; kx++) {
                                 const size_t xk = (size_t)kx * (size_t)d_w * (size_t)ic;
                                 const size_t wt = wk + (size_t)kx * (size_t)ic;
-                                dot_2x2_any(a, wa + wt, wb + wt, x0 + xk, x0 + xk + col_next,
+                                pe_dsp_dot_2x2_n(a, wa + wt, wb + wt, x0 + xk, x0 + xk + col_next,
                                             ic);
                             }
                         }

@@ -77,14 +77,15 @@ static inline uint32_t pe_dup16(int32_t v)
  * arm-none-eabi-objdump). The input offset is therefore not applied here:
  * callers add offset * sum(w) (pe_dsp_wsum) to the accumulators, an exact
  * re-association of the same int32 sum. Without optimisation (a frame
- * pointer takes r7) PE_DSP_ASM is 0 and the intrinsic form below runs. */
+ * pointer takes r7) PE_DSP_ASM is 0 and the intrinsic form below runs.
+ * Not inlined: inside a large caller gcc cannot free the 14 registers. */
 #if defined(__OPTIMIZE__) && (defined(__GNUC__) || defined(__clang__))
 #define PE_DSP_ASM 1
 #else
 #define PE_DSP_ASM 0
 #endif
 
-static inline void pe_dsp_dot_2x2(int32_t *a, const int8_t *wa, const int8_t *wb,
+__attribute__((noinline, unused)) static void pe_dsp_dot_2x2(int32_t *a, const int8_t *wa, const int8_t *wb,
                                   const int8_t *x0, const int8_t *x1, int32_t n8)
 {
 #if PE_DSP_ASM
@@ -151,6 +152,23 @@ static inline void pe_dsp_dot_2x2(int32_t *a, const int8_t *wa, const int8_t *wb
     a[2] = a10;
     a[3] = a11;
 #endif
+}
+
+/* pe_dsp_dot_2x2 for any n >= 0: the eight-byte loop, then bytes */
+static inline void pe_dsp_dot_2x2_n(int32_t *a, const int8_t *wa, const int8_t *wb,
+                                    const int8_t *x0, const int8_t *x1, int32_t n)
+{
+    int32_t i = n & ~7;
+    if (i > 0) {
+        pe_dsp_dot_2x2(a, wa, wb, x0, x1, i >> 3);
+    }
+    for (; i < n; i++) {
+        const int32_t u = wa[i], v = wb[i], p = x0[i], r = x1[i];
+        a[0] += u * p;
+        a[1] += v * p;
+        a[2] += u * r;
+        a[3] += v * r;
+    }
 }
 
 /* One column x four output channels over n8 * 8 bytes, input offset applied
