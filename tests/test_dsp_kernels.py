@@ -171,6 +171,13 @@ def random_cases(seed=7):
     out.append(K.conv_case(i8(1, 6, 9, 13), i8(6, 3, 3, 13), rng.integers(-5000, 5000, 6), m, sh,
                            padding=(1, 1, 1, 1), input_offset=-127, output_offset=0,
                            name="conv 3x3 6x9x13 ->6 wide shifts"))
+    # rows with at least 8 interior columns: the reverse kernel's folded
+    # column pairs (odd channel count, a run that is not a multiple of 8)
+    for (h, w, ic, oc, k) in [(5, 14, 12, 7, 3), (4, 11, 8, 6, 1)]:
+        m, sh = q(oc)
+        out.append(K.conv_case(i8(1, h, w, ic), i8(oc, k, k, ic), rng.integers(-5000, 5000, oc), m,
+                               sh, padding=(k // 2,) * 4, input_offset=-128 + 2 * k,
+                               output_offset=5, name=f"conv {k}x{k} {h}x{w}x{ic} ->{oc} wide"))
     return (out + [gather_twin(c) for c in out if c.op == K.OP_CONV] +
             [gather_twin(c, overlap=True) for c in out if c.op == K.OP_CONV])
 

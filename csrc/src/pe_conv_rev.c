@@ -653,8 +653,10 @@ static uint64_t conv_row_dsp(int32_t *restrict acc_row, const int8_t *restrict w
         if (ox_b > out_w - 1) {
             ox_b = out_w - 1;
         }
-        if (ox_b - ox_a + 1 < 2) {
-            ox_b = ox_a - 1; /* no pair: the general loop below */
+        if (ox_b - ox_a + 1 < 8) {
+            /* fewer than four pairs do not repay the two weight sums per
+             * channel pair: the general loop below */
+            ox_b = ox_a - 1;
         } else {
             ox_b = ox_a + ((ox_b - ox_a + 1) & ~1) - 1; /* an even count */
             for (oc = 0; oc + 2 <= out_c; oc += 2) {
