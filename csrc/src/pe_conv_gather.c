@@ -14,6 +14,11 @@
  *              the channels.
  * Accumulators start at the bias; requantization, output offset and clamp
  * are those of the reverse kernels (pe_conv_rev.c), so the results are equal.
+ *
+ * With the Arm DSP extension (PE_DSP) conv and depthwise take the loops of
+ * the "Arm DSP-extension path" section below (same sums, same bytes; the
+ * order rules are in pe_conv_gather.h); tests/test_dsp_kernels.py runs both
+ * builds under QEMU, also with the output placed over the input.
  */
 #include <stdint.h>
 

@@ -27,7 +27,9 @@
  * its shift constants are set up once per channel. With the Arm DSP
  * extension (PE_DSP, pe_simd.h; `kernels --target cortex-m4`): conv pairs two
  * output columns x two output channels per pass on SXTB16/SXTAB16-widened
- * words and SMLAD, depthwise sums three-tap rows with SMLABB/SMLATT and
+ * words and SMLAD (rows with at least 8 interior columns through the
+ * inline-asm block pe_dsp_dot_2x2 with the input offset folded into the
+ * start value), depthwise sums three-tap rows with SMLABB/SMLATT and
  * weights widened once per run of columns, and the requantization of a column
  * is SMLAL + QADD + SSAT.
  */
