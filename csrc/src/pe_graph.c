@@ -18,6 +18,7 @@
 #include "pyembed/pe_shape_ops.h"
 #include "pyembed/pe_resize.h"
 #include "pyembed/pe_transformer.h"
+#include "pyembed/pe_layernorm.h"
 
 int32_t pe_graph_dtype_size(pe_dtype t)
 {
@@ -594,6 +595,10 @@ static pe_graph_runner runner_for(pe_graph_op_type type)
         return pe_graph_run_attention;
     case PE_GOP_LUT:
         return pe_graph_run_lut;
+    case PE_GOP_LAYERNORM:
+        return pe_graph_run_layernorm;
+    case PE_GOP_LAYERNORM_HP:
+        return pe_graph_run_layernorm_hp;
     default:
         return NULL;
     }

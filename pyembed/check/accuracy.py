@@ -479,17 +479,18 @@ def check_accuracy(model, inputs=None, n=8, seed=0, min_snr_db=DEFAULT_MIN_SNR_D
 
 def check_attention_modes(model, inputs=None, n=4, seed=0, min_snr_db=DEFAULT_MIN_SNR_DB, oracles=True,
                           modes=("tflm", "stream")):
-    """check_accuracy of a transformer model with its attention fused
-    (pyembed.passes.transformer) in each numeric mode, both against the same
-    float64 model: {mode: AccuracyReport}. In "tflm" mode the tflite-micro
-    oracle should report bit-exact; "stream" mode trades that for accuracy.
+    """check_accuracy of a transformer model with its blocks fused
+    (pyembed.passes.transformer.fuse_transformer: LayerNorm, attention in
+    each numeric mode, element-wise chains), both against the same float64
+    model: {mode: AccuracyReport}. In "tflm" mode the tflite-micro oracle
+    should report bit-exact; "stream" mode trades that for accuracy.
     model: a .tflite path (loaded once per mode)."""
     from pyembed.model.load import load_model
-    from pyembed.passes.transformer import fuse_attention
+    from pyembed.passes.transformer import fuse_transformer
     out = {}
     for mode in modes:
         g = load_model(model)
-        fuse_attention(g, attention=mode)
+        fuse_transformer(g, attention=mode)
         out[mode] = check_accuracy(g, inputs=inputs, n=n, seed=seed, min_snr_db=min_snr_db, oracles=oracles)
     return out
 

@@ -248,7 +248,8 @@ def _attention(op, ins):
 
 
 def _lut(graph, op, ins):
-    """Float64 reference of PE_LUT: the unfused chain it replaced, in float64."""
+    """Float64 reference of PE_LUT and PE_LAYERNORM: the unfused chain it
+    replaced, in float64."""
     vals = {op.inputs[0]: ins[0]}
     for sub in op.options["chain"]:
         args = []
@@ -296,7 +297,7 @@ def evaluate(graph, op, inputs):
         return np.tanh(x).reshape(out_t.shape)
     if kind == "PE_ATTENTION":
         return _attention(op, inputs).reshape(out_t.shape)
-    if kind == "PE_LUT":
+    if kind in ("PE_LUT", "PE_LAYERNORM", "PE_LAYERNORM_HP"):
         return np.asarray(_lut(graph, op, inputs)).reshape(out_t.shape)
     ref = _family_reference(kind)
     if ref is not None:

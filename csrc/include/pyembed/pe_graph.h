@@ -125,7 +125,9 @@ typedef enum {
     PE_GOP_CONV_POOL = 140,     /* fused conv -> pool (pe_pipeline.h) */
     PE_GOP_STRIPE_REGION = 141, /* layers run in stripes with line stores (pe_pipeline.h) */
     PE_GOP_ATTENTION = 160, /* fused multi-head attention (pe_transformer.h) */
-    PE_GOP_LUT = 161        /* int8 -> int8 through a 256-entry table (pe_transformer.h) */
+    PE_GOP_LUT = 161,       /* int8 -> int8 through a 256-entry table (pe_transformer.h) */
+    PE_GOP_LAYERNORM = 162, /* a row-wise chain (LayerNorm) run row by row (pe_layernorm.h) */
+    PE_GOP_LAYERNORM_HP = 163 /* LayerNorm in integers, one rounding (pe_layernorm.h) */
 } pe_graph_op_type;
 
 /* Bound on an operator's inputs or outputs (a sanity limit for the checks). */
