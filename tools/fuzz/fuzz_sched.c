@@ -80,8 +80,7 @@ static int cmp_phase(const void *a, const void *b)
  * and the dispatcher's visible state: a run behind the head of its queue
  * waits for that head, so only heads matter. A released head that has not
  * run waits
- *  - for time: a handover still in progress, its DMA copy (PREFETCH_LATE
- *    names it when late), a first-period CARRY skip; fine;
+ *  - for time: a handover still in progress, its DMA copy; fine until then;
  *  - for another queue's head: a run its constraints need that has not
  *    happened (the head of that item's queue must run first), or, for a low
  *    head, the released priority head of its unit planned in its window or
@@ -123,7 +122,7 @@ static int walk_queue(stall_walk *w, int32_t q)
     const int32_t h = queue_head(w, q, &wh);
     const int32_t unit = q / 2;
     uint64_t ready = 0;
-    int blocked = 0, timed = 0, a;
+    int blocked = 0, a;
     if (w->color[q] == 2) {
         return 1;
     }
@@ -144,11 +143,11 @@ static int walk_queue(stall_walk *w, int32_t q)
     w->color[q] = 1;
     w->path[w->depth++] = q;
     ready = (uint64_t)wh * t->window_cycles;
-    if (t->items[h].kind == PE_SCHED_LOW &&
-        (((t->items[h].flags & PE_SCHED_PREFETCH) != 0u &&
-          w->s->items[h].prefetch_run == w->s->items[h].runs + 1u) ||
-         ((t->items[h].flags & PE_SCHED_CARRY) != 0u && w->s->units[unit].low_period == 0u))) {
-        timed = 1; /* its DMA copy is in flight, or a CARRY skip */
+    if (t->items[h].kind == PE_SCHED_LOW && (t->items[h].flags & PE_SCHED_PREFETCH) != 0u &&
+        w->s->items[h].prefetch_run == w->s->items[h].runs + 1u &&
+        w->s->items[h].prefetch_ready > ready) {
+        ready = w->s->items[h].prefetch_ready; /* its DMA copy lands then (this host's copies
+                                                * end when START said) */
     }
     for (a = t->items[h].first_after; a < t->items[h].first_after + t->items[h].n_after; a++) {
         const pe_sched_after *af = &t->after[a];
@@ -175,7 +174,7 @@ static int walk_queue(stall_walk *w, int32_t q)
             }
         }
     }
-    if (!blocked && !timed && ready <= w->until) {
+    if (!blocked && ready <= w->until) {
         const uint64_t since = ready > w->act[unit] ? ready : w->act[unit];
         if (since < w->until && w->until - since > w->slack) {
             fprintf(stderr, "item %d (unit %d, %s, planned window %lld) could run from %llu, its "
