@@ -273,7 +273,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
         it->unit = fz_wild(&r, 0, t.n_units > 0 ? t.n_units - 1 : 0);
         it->work = fz_wild(&r, 0, 1);
         it->phase = fz_wild(&r, 0, t.hyper_windows > 0 ? t.hyper_windows - 1 : 0);
-        it->instance = fz_wild(&r, -1, t.n_instances - 1 >= -1 ? t.n_instances - 1 : -1);
+        it->instance = fz_wild(&r, -1, t.n_instances > 0 ? t.n_instances - 1 : -1);
         it->flags = (uint32_t)fz_range(&r, 0, 15);
         if ((fz_u8(&r) & 3u) != 0u) { /* keep most flag sets legal */
             if (it->kind == PE_SCHED_PRIORITY) {
@@ -284,7 +284,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
             }
         }
         it->first_after = fz_wild(&r, 0, t.n_after);
-        it->n_after = fz_wild(&r, 0, t.n_after - it->first_after > 2 ? 2 : t.n_after - it->first_after);
+        {
+            /* a wild first_after may be far outside [0, n_after]: no int overflow */
+            const int64_t room = (int64_t)t.n_after - it->first_after;
+            it->n_after = fz_wild(&r, 0, room > 2 ? 2 : (int32_t)room);
+        }
         it->est_cycles = (uint32_t)fz_range(&r, 0, (int32_t)(t.window_cycles / 2u > 0x7FFFFFFFu
                                                                  ? 0x7FFFFFFF
                                                                  : t.window_cycles / 2u));
