@@ -60,6 +60,34 @@ static void apply_s8(s8_fn f, const void *p, int32_t size, const int8_t *input, 
     }
 }
 
+/* The body every element-wise kernel shares: refuse bad parameters (ok == 0)
+ * or buffers, map each element through f, count. int16 results are already in
+ * range (f saturates or clamps). */
+static pe_status unary_s8(const pe_context *ctx, int ok, s8_fn f, const void *p, int32_t size,
+                          const int8_t *input, int8_t *output)
+{
+    if (!ok || check_io(size, input, output) != PE_OK) {
+        return PE_ERR_ARG;
+    }
+    apply_s8(f, p, size, input, output);
+    count(ctx, size);
+    return PE_OK;
+}
+
+static pe_status unary_s16(const pe_context *ctx, int ok, s8_fn f, const void *p, int32_t size,
+                           const int16_t *input, int16_t *output)
+{
+    int32_t i;
+    if (!ok || check_io(size, input, output) != PE_OK) {
+        return PE_ERR_ARG;
+    }
+    for (i = 0; i < size; i++) {
+        output[i] = (int16_t)f(p, input[i]);
+    }
+    count(ctx, size);
+    return PE_OK;
+}
+
 static pe_status check_sigmoid(const pe_sigmoid_params *p, int32_t size, const void *in,
                                const void *out)
 {
@@ -101,23 +129,15 @@ static int32_t tanh_one(const void *pv, int32_t v)
 pe_status pe_logistic_s8(const pe_context *ctx, const pe_sigmoid_params *p, int32_t size,
                          const int8_t *input, int8_t *output)
 {
-    if (check_sigmoid(p, size, input, output) != PE_OK) {
-        return PE_ERR_ARG;
-    }
-    apply_s8(logistic_one, p, size, input, output);
-    count(ctx, size);
-    return PE_OK;
+    return unary_s8(ctx, check_sigmoid(p, size, input, output) == PE_OK, logistic_one, p, size,
+                    input, output);
 }
 
 pe_status pe_tanh_s8(const pe_context *ctx, const pe_sigmoid_params *p, int32_t size,
                      const int8_t *input, int8_t *output)
 {
-    if (check_sigmoid(p, size, input, output) != PE_OK) {
-        return PE_ERR_ARG;
-    }
-    apply_s8(tanh_one, p, size, input, output);
-    count(ctx, size);
-    return PE_OK;
+    return unary_s8(ctx, check_sigmoid(p, size, input, output) == PE_OK, tanh_one, p, size, input,
+                    output);
 }
 
 static int32_t hard_swish_one(const void *pv, int32_t v)
@@ -189,29 +209,21 @@ static int32_t leaky_one_s8(const void *p, int32_t v)
     return pe_fx_sat_s8(leaky_one((const pe_leaky_relu_params *)p, v));
 }
 
+static int32_t leaky_one_s16(const void *p, int32_t v)
+{
+    return pe_fx_sat_s16(leaky_one((const pe_leaky_relu_params *)p, v));
+}
+
 pe_status pe_leaky_relu_s8(const pe_context *ctx, const pe_leaky_relu_params *p, int32_t size,
                            const int8_t *input, int8_t *output)
 {
-    if (!leaky_ok(p, -128, 127) || check_io(size, input, output) != PE_OK) {
-        return PE_ERR_ARG;
-    }
-    apply_s8(leaky_one_s8, p, size, input, output);
-    count(ctx, size);
-    return PE_OK;
+    return unary_s8(ctx, leaky_ok(p, -128, 127), leaky_one_s8, p, size, input, output);
 }
 
 pe_status pe_leaky_relu_s16(const pe_context *ctx, const pe_leaky_relu_params *p, int32_t size,
                             const int16_t *input, int16_t *output)
 {
-    int32_t i;
-    if (!leaky_ok(p, -32768, 32767) || check_io(size, input, output) != PE_OK) {
-        return PE_ERR_ARG;
-    }
-    for (i = 0; i < size; i++) {
-        output[i] = pe_fx_sat_s16(leaky_one(p, input[i]));
-    }
-    count(ctx, size);
-    return PE_OK;
+    return unary_s16(ctx, leaky_ok(p, -32768, 32767), leaky_one_s16, p, size, input, output);
 }
 
 static int relu_ok(const pe_relu_params *p, int32_t lo, int32_t hi)
@@ -232,7 +244,8 @@ static int32_t relu_one(const pe_relu_params *p, int32_t v)
     return pe_fx_clamp(v, p->activation.min, p->activation.max);
 }
 
-static int32_t relu_one_s8(const void *p, int32_t v)
+/* (clamped to the activation range: int8 or int16 as relu_ok checked) */
+static int32_t relu_one_any(const void *p, int32_t v)
 {
     return relu_one((const pe_relu_params *)p, v);
 }
@@ -240,26 +253,13 @@ static int32_t relu_one_s8(const void *p, int32_t v)
 pe_status pe_relu_s8(const pe_context *ctx, const pe_relu_params *p, int32_t size,
                      const int8_t *input, int8_t *output)
 {
-    if (!relu_ok(p, -128, 127) || check_io(size, input, output) != PE_OK) {
-        return PE_ERR_ARG;
-    }
-    apply_s8(relu_one_s8, p, size, input, output);
-    count(ctx, size);
-    return PE_OK;
+    return unary_s8(ctx, relu_ok(p, -128, 127), relu_one_any, p, size, input, output);
 }
 
 pe_status pe_relu_s16(const pe_context *ctx, const pe_relu_params *p, int32_t size,
                       const int16_t *input, int16_t *output)
 {
-    int32_t i;
-    if (!relu_ok(p, -32768, 32767) || check_io(size, input, output) != PE_OK) {
-        return PE_ERR_ARG;
-    }
-    for (i = 0; i < size; i++) {
-        output[i] = (int16_t)relu_one(p, input[i]);
-    }
-    count(ctx, size);
-    return PE_OK;
+    return unary_s16(ctx, relu_ok(p, -32768, 32767), relu_one_any, p, size, input, output);
 }
 
 pe_status pe_neg_s8(const pe_context *ctx, const pe_relu_params *p, int32_t size,
@@ -307,29 +307,21 @@ static int32_t abs_one_s8(const void *p, int32_t v)
     return pe_fx_sat_s8(abs_one((const pe_unary_quant_params *)p, v));
 }
 
+static int32_t abs_one_s16(const void *p, int32_t v)
+{
+    return pe_fx_sat_s16(abs_one((const pe_unary_quant_params *)p, v));
+}
+
 pe_status pe_abs_s8(const pe_context *ctx, const pe_unary_quant_params *p, int32_t size,
                     const int8_t *input, int8_t *output)
 {
-    if (!unary_ok(p, -128, 127) || check_io(size, input, output) != PE_OK) {
-        return PE_ERR_ARG;
-    }
-    apply_s8(abs_one_s8, p, size, input, output);
-    count(ctx, size);
-    return PE_OK;
+    return unary_s8(ctx, unary_ok(p, -128, 127), abs_one_s8, p, size, input, output);
 }
 
 pe_status pe_abs_s16(const pe_context *ctx, const pe_unary_quant_params *p, int32_t size,
                      const int16_t *input, int16_t *output)
 {
-    int32_t i;
-    if (!unary_ok(p, -32768, 32767) || check_io(size, input, output) != PE_OK) {
-        return PE_ERR_ARG;
-    }
-    for (i = 0; i < size; i++) {
-        output[i] = pe_fx_sat_s16(abs_one(p, input[i]));
-    }
-    count(ctx, size);
-    return PE_OK;
+    return unary_s16(ctx, unary_ok(p, -32768, 32767), abs_one_s16, p, size, input, output);
 }
 
 /* inputs below the zero point never reach this (refused up front); the

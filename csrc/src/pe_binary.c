@@ -6,38 +6,19 @@
 #include "pyembed/pe_binary.h"
 #include "pe_mathfx.h"
 
-int32_t pe_binary_shape_count(const pe_shape *s)
-{
-    int64_t n = 1;
-    int32_t d;
-    if (s == NULL || s->dims == NULL || s->rank < 1 || s->rank > PE_BINARY_MAX_RANK) {
-        return -1;
-    }
-    for (d = 0; d < s->rank; d++) {
-        if (s->dims[d] <= 0) {
-            return -1;
-        }
-        n *= s->dims[d];
-        if (n > PE_INT32_MAX) {
-            return -1;
-        }
-    }
-    return (int32_t)n;
-}
-
 typedef struct {
     int32_t rank;
-    int32_t dims[PE_BINARY_MAX_RANK];
-    int32_t s1[PE_BINARY_MAX_RANK];
-    int32_t s2[PE_BINARY_MAX_RANK];
-    int32_t idx[PE_BINARY_MAX_RANK];
+    int32_t dims[PE_SHAPE_MAX_RANK];
+    int32_t s1[PE_SHAPE_MAX_RANK];
+    int32_t s2[PE_SHAPE_MAX_RANK];
+    int32_t idx[PE_SHAPE_MAX_RANK];
     int32_t o1, o2;
     int32_t total;
 } walker;
 
 /* Right-aligned row-major strides of `in` seen through output dims; 0 on a
  * broadcast dimension. Returns 0 if `in` does not broadcast to the output. */
-static int strides_for(const pe_shape *in, const pe_shape *out, int32_t *s)
+static int strides_for(const pe_shape_nd *in, const pe_shape_nd *out, int32_t *s)
 {
     int32_t d, stride = 1;
     const int32_t lead = out->rank - in->rank;
@@ -59,16 +40,16 @@ static int strides_for(const pe_shape *in, const pe_shape *out, int32_t *s)
     return 1;
 }
 
-static pe_status walker_init(walker *w, const pe_shape *a, const void *pa, const pe_shape *b,
-                             const void *pb, const pe_shape *out, const void *po)
+static pe_status walker_init(walker *w, const pe_shape_nd *a, const void *pa, const pe_shape_nd *b,
+                             const void *pb, const pe_shape_nd *out, const void *po)
 {
-    int32_t d;
-    if (pa == NULL || pb == NULL || po == NULL || pe_binary_shape_count(a) < 0 ||
-        pe_binary_shape_count(b) < 0) {
+    int32_t d, na = 0, nb = 0;
+    if (pa == NULL || pb == NULL || po == NULL || pe_shape_count(a, &na) != PE_OK ||
+        pe_shape_count(b, &nb) != PE_OK) {
         return PE_ERR_ARG;
     }
-    w->total = pe_binary_shape_count(out);
-    if (w->total < 0 || !strides_for(a, out, w->s1) || !strides_for(b, out, w->s2)) {
+    if (pe_shape_count(out, &w->total) != PE_OK || !strides_for(a, out, w->s1) ||
+        !strides_for(b, out, w->s2)) {
         return PE_ERR_ARG;
     }
     w->rank = out->rank;
@@ -128,9 +109,9 @@ static int32_t scaled_diff(const pe_sub_params *p, int32_t x1, int32_t x2)
     return pe_mf_wrap_sub(sa, sb);
 }
 
-pe_status pe_sub_s8(const pe_context *ctx, const pe_sub_params *p, const pe_shape *s1,
-                    const int8_t *in1, const pe_shape *s2, const int8_t *in2,
-                    const pe_shape *so, int8_t *out)
+pe_status pe_sub_s8(const pe_context *ctx, const pe_sub_params *p, const pe_shape_nd *s1,
+                    const int8_t *in1, const pe_shape_nd *s2, const int8_t *in2,
+                    const pe_shape_nd *so, int8_t *out)
 {
     walker w;
     int32_t i;
@@ -149,8 +130,8 @@ pe_status pe_sub_s8(const pe_context *ctx, const pe_sub_params *p, const pe_shap
 }
 
 pe_status pe_squared_difference_s8(const pe_context *ctx, const pe_sub_params *p,
-                                   const pe_shape *s1, const int8_t *in1, const pe_shape *s2,
-                                   const int8_t *in2, const pe_shape *so, int8_t *out)
+                                   const pe_shape_nd *s1, const int8_t *in1, const pe_shape_nd *s2,
+                                   const int8_t *in2, const pe_shape_nd *so, int8_t *out)
 {
     walker w;
     int32_t i;
@@ -171,9 +152,9 @@ pe_status pe_squared_difference_s8(const pe_context *ctx, const pe_sub_params *p
     return PE_OK;
 }
 
-pe_status pe_minmax_s8(const pe_context *ctx, pe_minmax_kind kind, const pe_shape *s1,
-                       const int8_t *in1, const pe_shape *s2, const int8_t *in2,
-                       const pe_shape *so, int8_t *out)
+pe_status pe_minmax_s8(const pe_context *ctx, pe_minmax_kind kind, const pe_shape_nd *s1,
+                       const int8_t *in1, const pe_shape_nd *s2, const int8_t *in2,
+                       const pe_shape_nd *so, int8_t *out)
 {
     walker w;
     int32_t i;
@@ -191,9 +172,9 @@ pe_status pe_minmax_s8(const pe_context *ctx, pe_minmax_kind kind, const pe_shap
     return PE_OK;
 }
 
-pe_status pe_minmax_s16(const pe_context *ctx, pe_minmax_kind kind, const pe_shape *s1,
-                        const int16_t *in1, const pe_shape *s2, const int16_t *in2,
-                        const pe_shape *so, int16_t *out)
+pe_status pe_minmax_s16(const pe_context *ctx, pe_minmax_kind kind, const pe_shape_nd *s1,
+                        const int16_t *in1, const pe_shape_nd *s2, const int16_t *in2,
+                        const pe_shape_nd *so, int16_t *out)
 {
     walker w;
     int32_t i;
@@ -211,9 +192,9 @@ pe_status pe_minmax_s16(const pe_context *ctx, pe_minmax_kind kind, const pe_sha
     return PE_OK;
 }
 
-pe_status pe_prelu_s8(const pe_context *ctx, const pe_prelu_params *p, const pe_shape *si,
-                      const int8_t *in, const pe_shape *sa, const int8_t *alpha,
-                      const pe_shape *so, int8_t *out)
+pe_status pe_prelu_s8(const pe_context *ctx, const pe_prelu_params *p, const pe_shape_nd *si,
+                      const int8_t *in, const pe_shape_nd *sa, const int8_t *alpha,
+                      const pe_shape_nd *so, int8_t *out)
 {
     walker w;
     int32_t i;
@@ -241,9 +222,9 @@ pe_status pe_prelu_s8(const pe_context *ctx, const pe_prelu_params *p, const pe_
     return PE_OK;
 }
 
-pe_status pe_sub_s16(const pe_context *ctx, const pe_sub_params *p, const pe_shape *s1,
-                     const int16_t *in1, const pe_shape *s2, const int16_t *in2,
-                     const pe_shape *so, int16_t *out)
+pe_status pe_sub_s16(const pe_context *ctx, const pe_sub_params *p, const pe_shape_nd *s1,
+                     const int16_t *in1, const pe_shape_nd *s2, const int16_t *in2,
+                     const pe_shape_nd *so, int16_t *out)
 {
     walker w;
     int32_t i;

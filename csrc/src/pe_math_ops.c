@@ -39,28 +39,31 @@ int32_t pe_math_op_inputs(int32_t type)
 /* The shape block at params[at]: rank, out dims, in0 dims, in1 dims. */
 typedef struct {
     int32_t rank;
-    pe_shape out, in0, in1;
+    pe_shape_nd out, in0, in1;
 } shape_block;
 
 static pe_status read_shapes(const int32_t *params, int32_t num_params, int32_t at,
                              int32_t in0_count, int32_t in1_count, int32_t out_count,
                              shape_block *b)
 {
-    int32_t rank;
+    int32_t rank, k, n_out = -1, n_in0 = -1, n_in1 = -1;
     if (num_params <= at) {
         return PE_ERR_ARG;
     }
     rank = params[at];
-    if (rank < 1 || rank > PE_BINARY_MAX_RANK || num_params != at + 1 + 3 * rank) {
+    if (rank < 1 || rank > PE_SHAPE_MAX_RANK || num_params != at + 1 + 3 * rank) {
         return PE_ERR_ARG;
     }
     b->rank = rank;
-    b->out.dims = params + at + 1;
-    b->in0.dims = params + at + 1 + rank;
-    b->in1.dims = params + at + 1 + 2 * rank;
+    for (k = 0; k < rank; k++) {
+        b->out.dims[k] = params[at + 1 + k];
+        b->in0.dims[k] = params[at + 1 + rank + k];
+        b->in1.dims[k] = params[at + 1 + 2 * rank + k];
+    }
     b->out.rank = b->in0.rank = b->in1.rank = rank;
-    if (pe_binary_shape_count(&b->out) != out_count || pe_binary_shape_count(&b->in0) != in0_count ||
-        pe_binary_shape_count(&b->in1) != in1_count) {
+    if (pe_shape_count(&b->out, &n_out) != PE_OK || n_out != out_count ||
+        pe_shape_count(&b->in0, &n_in0) != PE_OK || n_in0 != in0_count ||
+        pe_shape_count(&b->in1, &n_in1) != PE_OK || n_in1 != in1_count) {
         return PE_ERR_ARG;
     }
     return PE_OK;

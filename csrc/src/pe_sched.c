@@ -5,6 +5,33 @@
  * Prefetches are decisions of their own: starting one is an event, and the
  * next poll at the same time goes on with the priority item (or waits for
  * the copy, when the low item is due and was not prefetched early).
+ *
+ * Invariant (no silent stall): every released run of an item either runs
+ * (or is dropped, or skipped as a first-period CARRY run), or an event names
+ * it while it cannot: DEFER (NO_FIT) in every window the guard holds it
+ * back, PREFETCH_LATE while its copy is late, STALL when a priority run
+ * waits for its own unit's low work that cannot run now. Why it holds: a run
+ * that has not run waits either
+ *  (a) for time: its release, a handover in progress, its DMA copy, or the
+ *      guard until the next priority release (a DEFER each window), or
+ *  (b) for another run: the previous run of its queue, a run its
+ *      constraints name, or, for a low run, the released priority run at
+ *      the head of its unit's queue when that one is planned in the low
+ *      run's window or earlier.
+ * Every (b) wait is an edge of the "needs" relation of
+ * pe_sched_check_table (queue order, constraints, a low run behind the
+ * priority runs released by its planned window), which the check proved
+ * acyclic for an accepted table; so from any run the chain of (b) waits is
+ * finite and ends in a run that waits only for time, and by induction
+ * every run goes on. The rule in (b) is what keeps the waits inside that
+ * relation: a released priority run waiting for a run that has not
+ * happened does NOT hold back low work planned in an earlier window (that
+ * work may lag behind its plan after a deferral or an overrun, and the
+ * priority run may need it, through another unit: sched/priority-never-
+ * runs-silent, sched/priority-waits-on-deferred-low); that low work runs
+ * without the guard, since the priority run cannot start before the run it
+ * waits for anyway. tools/fuzz/fuzz_sched.c checks this invariant on every
+ * table it runs (no cycle of waits, no idle unit with work that could run).
  */
 #include "pyembed/pe_sched.h"
 
@@ -678,7 +705,8 @@ pe_status pe_sched_poll(pe_sched_state *s, int32_t unit, uint64_t now, pe_sched_
     uint64_t next_prio = 0u;
     int has_prio = 0;
     uint64_t ready_at = 0u;
-    int prio_blocked = 0;
+    int prio_blocked = 0;     /* the released priority run waits for a run that has not happened */
+    int64_t prio_window = 0;  /* its planned window */
 
     if (s == NULL || s->table == NULL || ev == NULL || unit < 0 || unit >= s->table->n_units) {
         return PE_ERR_ARG;
@@ -701,15 +729,17 @@ pe_status pe_sched_poll(pe_sched_state *s, int32_t unit, uint64_t now, pe_sched_
                 }
                 return run_item(s, unit, us->prio_pos, pw, now, ev);
             }
-            if (ready_at == 0u && waits_on_own_low(s, unit, us->prio_pos)) {
-                /* it waits for a run of this unit's low work that has not
-                 * happened (e.g. the guard deferred it): the priority item
-                 * cannot start before that run anyway, so the low queue runs
-                 * without the guard (below) instead of deadlocking the unit */
+            if (ready_at == 0u) {
+                /* it waits for a run that has not happened (of any unit): it
+                 * cannot start before that run, so low work planned in an
+                 * earlier window runs meanwhile, without the guard (below);
+                 * low work planned in its window or later waits for it (the
+                 * no-silent-stall invariant at the top of this file) */
                 prio_blocked = 1;
+                prio_window = pw;
             } else {
-                /* a released priority item waits for its inputs (a handover,
-                 * or another unit's work); no low work meanwhile */
+                /* a handover in progress (ends at ready_at): no low work
+                 * meanwhile, the priority item starts when it ends */
                 if (ready_at > now && ready_at < wake) {
                     wake = ready_at;
                 }
@@ -734,7 +764,11 @@ pe_status pe_sched_poll(pe_sched_state *s, int32_t unit, uint64_t now, pe_sched_
         const int32_t item = us->low_pos;
         const int64_t pw = planned_window(t, item, us->low_period);
         const uint64_t release = (uint64_t)pw * t->window_cycles;
-        if (release > now) {
+        if (prio_blocked && pw >= prio_window) {
+            /* planned in or after the window of the waiting priority run:
+             * held back behind it (pe_sched_check_table proved that run does
+             * not need this one) */
+        } else if (release > now) {
             if (release < wake) {
                 wake = release;
             }
@@ -819,10 +853,10 @@ pe_status pe_sched_poll(pe_sched_state *s, int32_t unit, uint64_t now, pe_sched_
             }
         }
     }
-    if (prio_blocked && ev->flags == 0u) {
+    if (prio_blocked && ev->flags == 0u && waits_on_own_low(s, unit, us->prio_pos)) {
         /* the priority item waits for this unit's low work, and none can run
-         * now (not released yet, waiting for its own inputs, or dropped):
-         * report the stall once per priority run instead of idling silently */
+         * now (waiting for its own inputs, e.g. another unit's work): report
+         * the stall once per priority run instead of idling silently */
         if (us->stall_item != us->prio_pos) {
             us->stall_item = us->prio_pos;
             ev->item = us->prio_pos;

@@ -20,26 +20,6 @@ typedef struct {
     int32_t out_start;
 } walk;
 
-pe_status pe_shape_count(const pe_shape_nd *shape, int32_t *count)
-{
-    int64_t n = 1;
-    int32_t k;
-    if (shape == NULL || count == NULL || shape->rank < 1 || shape->rank > RANK) {
-        return PE_ERR_ARG;
-    }
-    for (k = 0; k < shape->rank; k++) {
-        if (shape->dims[k] < 1) {
-            return PE_ERR_ARG;
-        }
-        n *= shape->dims[k];
-        if (n > PE_INT32_MAX) {
-            return PE_ERR_OVERFLOW;
-        }
-    }
-    *count = (int32_t)n;
-    return PE_OK;
-}
-
 int32_t pe_shape_ops_get_buffer_size(void)
 {
     return 0;

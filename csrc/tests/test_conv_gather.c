@@ -18,68 +18,16 @@
 #define MAX_C 40
 #define MAX_SCRATCH 65536
 
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-static uint32_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state >> 16);
-}
-static int32_t rnd_in(int32_t lo, int32_t hi) /* inclusive */
-{
-    return lo + (int32_t)(rnd() % (uint32_t)(hi - lo + 1));
-}
-
 static int8_t input[MAX_IN], weights[MAX_W], out_ref[MAX_OUT], out_rev[MAX_OUT], out_got[MAX_OUT];
 static int32_t bias[MAX_C], mult[MAX_C], shift[MAX_C];
 static int32_t scratch[MAX_SCRATCH / 4];
 
-/* naive gather with an int64 accumulator; returns the in-bounds (pixel, tap) pairs */
-static long ref_conv(const pe_conv_params *p, const pe_dims *in, const pe_dims *f,
-                     const pe_dims *out, int depthwise, const int32_t *b, int8_t *dst)
-{
-    long pairs = 0;
-    int32_t n, oy, ox, oc, ky, kx, ic;
-    for (n = 0; n < in->n; n++)
-        for (oy = 0; oy < out->h; oy++)
-            for (ox = 0; ox < out->w; ox++)
-                for (oc = 0; oc < out->c; oc++) {
-                    long long acc = b != NULL ? b[oc] : 0;
-                    long long v;
-                    int32_t q;
-                    for (ky = 0; ky < f->h; ky++) {
-                        const int32_t iy = oy * p->stride.h - p->padding.top + ky * p->dilation.h;
-                        if (iy < 0 || iy >= in->h) continue;
-                        for (kx = 0; kx < f->w; kx++) {
-                            const int32_t ix = ox * p->stride.w - p->padding.left + kx * p->dilation.w;
-                            const int8_t *px;
-                            if (ix < 0 || ix >= in->w) continue;
-                            pairs += oc == 0;
-                            px = input + ((n * in->h + iy) * in->w + ix) * in->c;
-                            if (depthwise) {
-                                acc += (long long)weights[(ky * f->w + kx) * f->c + oc] *
-                                       (px[oc / p->ch_mult] + p->input_offset);
-                            } else {
-                                const int32_t g = oc / (out->c / p->groups);
-                                for (ic = 0; ic < f->c; ic++)
-                                    acc += (long long)weights[((oc * f->h + ky) * f->w + kx) * f->c + ic] *
-                                           (px[g * f->c + ic] + p->input_offset);
-                            }
-                        }
-                    }
-                    q = pe_fx_requant_mode((int32_t)acc, mult[oc], shift[oc], p->rounding);
-                    v = (long long)q + p->output_offset;
-                    v = v < p->activation.min ? p->activation.min : v;
-                    v = v > p->activation.max ? p->activation.max : v;
-                    dst[((n * out->h + oy) * out->w + ox) * out->c + oc] = (int8_t)v;
-                }
-    return pairs;
-}
+#define PE_CONV_REF_SEED 0x9E3779B97F4A7C15ull
+#include "pe_conv_ref.h"
 
 static int draw_case(pe_conv_params *p, pe_dims *in, pe_dims *f, pe_dims *out, int depthwise)
 {
-    int32_t i, k_eff_h, k_eff_w, shape = rnd_in(0, 3);
+    int32_t i, shape = rnd_in(0, 3);
     memset(p, 0, sizeof(*p));
     in->n = rnd_in(1, 2);
     in->h = rnd_in(1, 10);
@@ -93,17 +41,7 @@ static int draw_case(pe_conv_params *p, pe_dims *in, pe_dims *f, pe_dims *out, i
         in->h = 1;
         f->h = 1;
     }
-    p->stride.h = rnd_in(1, 4);
-    p->stride.w = rnd_in(1, 4);
-    p->dilation.h = rnd_in(1, 3);
-    p->dilation.w = rnd_in(1, 3);
-    p->padding.top = rnd_in(0, 5);
-    p->padding.left = rnd_in(0, 5);
-    p->input_offset = rnd_in(-127, 128);
-    p->output_offset = rnd_in(-128, 127);
-    p->activation.min = rnd_in(-128, 127);
-    p->activation.max = rnd_in(p->activation.min, 127);
-    p->rounding = (rnd() & 1u) ? PE_ROUND_SINGLE : PE_ROUND_DOUBLE;
+    draw_conv_params(p, 4);
     if (depthwise) {
         in->c = rnd_in(1, 12);
         p->ch_mult = rnd_in(1, 3);
@@ -119,13 +57,7 @@ static int draw_case(pe_conv_params *p, pe_dims *in, pe_dims *f, pe_dims *out, i
         out->c = ocg * p->groups;
         f->n = out->c;
     }
-    k_eff_h = (f->h - 1) * p->dilation.h + 1;
-    k_eff_w = (f->w - 1) * p->dilation.w + 1;
-    out->n = in->n;
-    out->h = in->h + p->padding.top + rnd_in(0, 5) - k_eff_h;
-    out->w = in->w + p->padding.left + rnd_in(0, 5) - k_eff_w;
-    out->h = out->h < 0 ? 1 : out->h / p->stride.h + 1;
-    out->w = out->w < 0 ? 1 : out->w / p->stride.w + 1;
+    draw_conv_out(p, in, f, out);
     if (in->n * in->h * in->w * in->c > MAX_IN || f->n * f->h * f->w * f->c > MAX_W ||
         out->n * out->h * out->w * out->c > MAX_OUT || out->c > MAX_C) {
         return 0;

@@ -118,12 +118,10 @@ static void test_activations(void)
 
 static void test_binary(void)
 {
-    const int32_t d1[3] = {2, 1, 4}, d2[2] = {3, 1}, dout[3] = {2, 3, 4};
-    const pe_shape s1 = {d1, 3}, s2 = {d2, 2}, so = {dout, 3};
+    const pe_shape_nd s1 = {3, {2, 1, 4}}, s2 = {2, {3, 1}}, so = {3, {2, 3, 4}};
     int8_t a[8], b[3], out[24];
     int32_t i, j, k;
-    const int32_t bad_dims[2] = {2, 4};
-    const pe_shape sbad = {bad_dims, 2};
+    const pe_shape_nd sbad = {2, {2, 4}};
     pe_sub_params sp = {0, 0, 0, 20, {1 << 30, 0}, {1 << 30, 0}, {1 << 30, -18}, {-128, 127}};
     for (i = 0; i < 8; i++) {
         a[i] = (int8_t)(i * 13 - 50);

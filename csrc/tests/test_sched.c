@@ -998,6 +998,63 @@ static void priority_stall_is_reported(void)
     PE_CHECK_EQ(h.starts[3][0], 3100u);
 }
 
+/* sched/priority-never-runs-silent, reduced: priority item 3 (unit 1, window
+ * 1) waits for priority item 2 of unit 0, which waits for low item 1 of
+ * unit 1 (window 0), deferred by the guard in window 0. In window 1 item 3 is
+ * released and waits for another unit's work, not its own unit's low work
+ * directly; holding unit 1's low queue back behind it deadlocked both units
+ * with no event. Low work planned in an earlier window than the waiting
+ * priority run runs meanwhile, so item 1, then item 2, then item 3 run, late
+ * but every period, and nothing needs a STALL report. */
+static void priority_waits_across_units(void)
+{
+    pe_sched_item items[4];
+    pe_sched_after after[2];
+    pe_sched_table t;
+    pe_sched_state s;
+    host h;
+    int32_t i, n = 0, late = 0, stalls = 0;
+    items[0] = item(0, 0, PE_SCHED_PRIORITY, 1, 0, -1, 0u, 300u);
+    items[1] = item(1, 0, PE_SCHED_LOW, 1, 0, 0, PE_SCHED_FIRST | PE_SCHED_LAST, 600u);
+    items[2] = item(2, 0, PE_SCHED_PRIORITY, 0, 1, -1, 0u, 100u);
+    items[3] = item(3, 0, PE_SCHED_PRIORITY, 1, 1, -1, 0u, 100u);
+    items[2].first_after = 0;
+    items[2].n_after = 1;
+    items[3].first_after = 1;
+    items[3].n_after = 1;
+    after[0].item = 1;
+    after[0].offset = 1;
+    after[0].handover_cycles = 0u;
+    after[1].item = 2;
+    after[1].offset = 1;
+    after[1].handover_cycles = 0u;
+    t = table(items, 4, after, 2, 2, 2, 1);
+    t.guard_cycles = 150u; /* window 0: 300 + 600 + 150 > W, item 1 is deferred */
+    PE_CHECK_EQ(pe_sched_check_table(&t), PE_OK);
+    host_init(&h);
+    h.cycles[0] = 300u;
+    h.cycles[1] = 600u;
+    h.cycles[2] = 100u;
+    h.cycles[3] = 100u;
+    PE_CHECK_EQ(start(&t, &h, &s), PE_OK);
+    PE_CHECK_EQ(pe_sched_run(&s, 6u * W, events, 1024, &n), PE_OK);
+    for (i = 0; i < 4; i++) {
+        PE_CHECK_EQ(h.runs[i], 3u);
+    }
+    for (i = 0; i < 3; i++) {
+        const uint64_t w1 = (uint64_t)(2 * i + 1) * W;
+        PE_CHECK_EQ(h.starts[1][i], w1);
+        PE_CHECK_EQ(h.starts[2][i], w1 + 600u);
+        PE_CHECK_EQ(h.starts[3][i], w1 + 700u);
+    }
+    for (i = 0; i < n; i++) {
+        late += events[i].item == 3 && (events[i].flags & PE_SCHED_EV_LATE) != 0u;
+        stalls += (events[i].flags & PE_SCHED_EV_STALL) != 0u;
+    }
+    PE_CHECK_EQ(late, 3);
+    PE_CHECK_EQ(stalls, 0);
+}
+
 int main(void)
 {
     split_schedule();
@@ -1015,5 +1072,6 @@ int main(void)
     constraint_deadlocks();
     priority_waits_on_low();
     priority_stall_is_reported();
+    priority_waits_across_units();
     return PE_TEST_END("test_sched");
 }

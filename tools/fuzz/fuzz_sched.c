@@ -10,9 +10,10 @@
  * periods; every event is checked against the header's promises:
  *  - per unit, runs never overlap and time never goes back;
  *  - a priority item's runs process consecutive frames, one per table
- *    period, in order: priority work is never dropped (no DROP event), and
- *    it never stops silently: once one of its priority items is released and
- *    waiting, a unit runs something again within a few windows;
+ *    period, in order: priority work is never dropped (no DROP event);
+ *  - no silent stall (the invariant of pe_sched.c): at the end, no released
+ *    queue head waits in a cycle, and none that could run sits on a unit
+ *    that has done nothing for two windows (no_silent_stall below);
  *  - LATE and MISS flags agree with start / end against release + deadline;
  *    a low item never starts before its release;
  *  - each unit's low items run (or are dropped) in table order, cyclically;
@@ -72,6 +73,149 @@ static int cmp_phase(const void *a, const void *b)
     return (x->phase > y->phase) - (x->phase < y->phase);
 }
 
+/* ---- the no-silent-stall invariant (pe_sched.c) ---------------------------
+ *
+ * Every released run runs, or an event names it while it cannot; the waits
+ * never form a cycle. Checked at the end of a run from the header's rules
+ * and the dispatcher's visible state: a run behind the head of its queue
+ * waits for that head, so only heads matter. A released head that has not
+ * run waits
+ *  - for time: a handover still in progress, its DMA copy; fine until then;
+ *  - for another queue's head: a run its constraints need that has not
+ *    happened (the head of that item's queue must run first), or, for a low
+ *    head, the released priority head of its unit planned in its window or
+ *    earlier; follow it;
+ *  - for nothing: it can run, so its unit must run it or report on it
+ *    (DEFER each window) soon: a unit with no event for two windows (plus
+ *    ticks, handovers and copies) while such a head waits has stopped
+ *    silently.
+ * A cycle in the "waits for another head" graph is a deadlock: nothing in
+ * it can ever run, and the waits are not all reported. */
+
+typedef struct {
+    const pe_sched_table *t;
+    const pe_sched_state *s;
+    uint64_t until;
+    uint64_t slack;
+    uint64_t act[8];  /* last activity (event) of each unit */
+    int color[16];    /* per queue: 0 unvisited, 1 on the walk, 2 fine */
+    int32_t path[16];
+    int32_t depth;
+} stall_walk;
+
+/* head item of queue q = unit * 2 + kind and its planned window; -1: none */
+static int32_t queue_head(const stall_walk *w, int32_t q, int64_t *window)
+{
+    const pe_sched_unit_state *us = &w->s->units[q / 2];
+    const int32_t item = (q & 1) == PE_SCHED_PRIORITY ? us->prio_pos : us->low_pos;
+    const uint32_t period = (q & 1) == PE_SCHED_PRIORITY ? us->prio_period : us->low_period;
+    if (item >= 0) {
+        *window = (int64_t)period * w->t->hyper_windows + w->t->items[item].phase;
+    }
+    return item;
+}
+
+static int walk_queue(stall_walk *w, int32_t q)
+{
+    const pe_sched_table *t = w->t;
+    int64_t wh = 0, wp = 0;
+    const int32_t h = queue_head(w, q, &wh);
+    const int32_t unit = q / 2;
+    uint64_t ready = 0;
+    int blocked = 0, a;
+    if (w->color[q] == 2) {
+        return 1;
+    }
+    if (w->color[q] == 1) {
+        int32_t d;
+        fprintf(stderr, "wait cycle:");
+        for (d = 0; d < w->depth; d++) {
+            fprintf(stderr, " queue %d (unit %d %s)", w->path[d], w->path[d] / 2,
+                    (w->path[d] & 1) ? "low" : "priority");
+        }
+        fprintf(stderr, " -> queue %d\n", q);
+        return 0;
+    }
+    if (h < 0 || (uint64_t)wh * t->window_cycles > w->until) {
+        w->color[q] = 2; /* nothing queued, or not released yet */
+        return 1;
+    }
+    w->color[q] = 1;
+    w->path[w->depth++] = q;
+    ready = (uint64_t)wh * t->window_cycles;
+    if (t->items[h].kind == PE_SCHED_LOW && (t->items[h].flags & PE_SCHED_PREFETCH) != 0u &&
+        w->s->items[h].prefetch_run == w->s->items[h].runs + 1u &&
+        w->s->items[h].prefetch_ready > ready) {
+        ready = w->s->items[h].prefetch_ready; /* its DMA copy lands then (this host's copies
+                                                * end when START said) */
+    }
+    for (a = t->items[h].first_after; a < t->items[h].first_after + t->items[h].n_after; a++) {
+        const pe_sched_after *af = &t->after[a];
+        const int64_t need = (int64_t)w->s->items[h].runs + af->offset;
+        const pe_sched_item_state *dep = &w->s->items[af->item];
+        if (need <= 0) {
+            continue;
+        }
+        if ((int64_t)dep->runs < need) {
+            blocked = 1;
+            if (!walk_queue(w, t->items[af->item].unit * 2 + t->items[af->item].kind)) {
+                return 0;
+            }
+        } else if ((int64_t)dep->runs == need && dep->last_end + af->handover_cycles > ready) {
+            ready = dep->last_end + af->handover_cycles;
+        }
+    }
+    if (t->items[h].kind == PE_SCHED_LOW) {
+        const int32_t p = queue_head(w, unit * 2 + PE_SCHED_PRIORITY, &wp);
+        if (p >= 0 && (uint64_t)wp * t->window_cycles <= w->until && wp <= wh) {
+            blocked = 1; /* behind the released priority run of its window */
+            if (!walk_queue(w, unit * 2 + PE_SCHED_PRIORITY)) {
+                return 0;
+            }
+        }
+    }
+    if (!blocked && ready <= w->until) {
+        const uint64_t since = ready > w->act[unit] ? ready : w->act[unit];
+        if (since < w->until && w->until - since > w->slack) {
+            fprintf(stderr, "item %d (unit %d, %s, planned window %lld) could run from %llu, its "
+                            "unit did nothing from %llu to the end (%llu)\n",
+                    h, unit, t->items[h].kind == PE_SCHED_LOW ? "low" : "priority", (long long)wh,
+                    (unsigned long long)ready, (unsigned long long)since,
+                    (unsigned long long)w->until);
+            return 0;
+        }
+    }
+    w->depth--;
+    w->color[q] = 2;
+    return 1;
+}
+
+static int no_silent_stall(const pe_sched_table *t, const pe_sched_state *s,
+                           const pe_sched_event *ev, int32_t n_ev, uint64_t until)
+{
+    stall_walk w;
+    int32_t k, q;
+    memset(&w, 0, sizeof(w));
+    w.t = t;
+    w.s = s;
+    w.until = until;
+    /* an idle unit wakes by the next window boundary (tick-rounded); then it
+     * runs or reports; handovers <= 500 cycles, copies <= ~2500 */
+    w.slack = 2u * (uint64_t)t->window_cycles + 2u * t->tick_cycles + 3000u;
+    for (k = 0; k < n_ev; k++) {
+        const uint64_t at = ev[k].end > ev[k].start ? ev[k].end : ev[k].start;
+        if (ev[k].unit >= 0 && ev[k].unit < 8 && at > w.act[ev[k].unit]) {
+            w.act[ev[k].unit] = at;
+        }
+    }
+    for (q = 0; q < 2 * t->n_units; q++) {
+        if (!walk_queue(&w, q)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
@@ -91,9 +235,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
     pe_status st;
     /* tallies */
     int64_t prio_next_frame[MAX_ITEMS];
-    int stall_reported[MAX_ITEMS];
     uint64_t unit_busy_until[8];
-    int64_t last_run_start[8];
     int32_t low_last[8];
     uint64_t n_prio = 0, n_low = 0, n_drop = 0, n_miss = 0, n_late = 0;
 
@@ -131,7 +273,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
         it->unit = fz_wild(&r, 0, t.n_units > 0 ? t.n_units - 1 : 0);
         it->work = fz_wild(&r, 0, 1);
         it->phase = fz_wild(&r, 0, t.hyper_windows > 0 ? t.hyper_windows - 1 : 0);
-        it->instance = fz_wild(&r, -1, t.n_instances - 1 >= -1 ? t.n_instances - 1 : -1);
+        it->instance = fz_wild(&r, -1, t.n_instances > 0 ? t.n_instances - 1 : -1);
         it->flags = (uint32_t)fz_range(&r, 0, 15);
         if ((fz_u8(&r) & 3u) != 0u) { /* keep most flag sets legal */
             if (it->kind == PE_SCHED_PRIORITY) {
@@ -142,7 +284,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
             }
         }
         it->first_after = fz_wild(&r, 0, t.n_after);
-        it->n_after = fz_wild(&r, 0, t.n_after - it->first_after > 2 ? 2 : t.n_after - it->first_after);
+        {
+            /* a wild first_after may be far outside [0, n_after]: no int overflow */
+            const int64_t room = (int64_t)t.n_after - it->first_after;
+            it->n_after = fz_wild(&r, 0, room > 2 ? 2 : (int32_t)room);
+        }
         it->est_cycles = (uint32_t)fz_range(&r, 0, (int32_t)(t.window_cycles / 2u > 0x7FFFFFFFu
                                                                  ? 0x7FFFFFFF
                                                                  : t.window_cycles / 2u));
@@ -237,13 +383,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
         }
     }
 
+    if (fz_verbose()) {
+        for (k = 0; k < n_ev; k++) {
+            fprintf(stderr, "  ev %d: unit %d item %d flags 0x%x frame %lld planned %lld start %llu end %llu wake %llu\n",
+                    k, ev[k].unit, ev[k].item, ev[k].flags, (long long)ev[k].frame,
+                    (long long)ev[k].planned_window, (unsigned long long)ev[k].start,
+                    (unsigned long long)ev[k].end, (unsigned long long)ev[k].wake);
+        }
+    }
     for (i = 0; i < MAX_ITEMS; i++) {
         prio_next_frame[i] = -1;
-        stall_reported[i] = 0;
     }
     for (u = 0; u < 8; u++) {
         unit_busy_until[u] = 0;
-        last_run_start[u] = -1;
         low_last[u] = -1;
     }
     for (k = 0; k < n_ev; k++) {
@@ -271,13 +423,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
             FZ_CHECK(e->start >= e->release, "event %d: item %d starts at %llu before its release %llu",
                      k, e->item, (unsigned long long)e->start, (unsigned long long)e->release);
             unit_busy_until[e->unit] = e->end;
-            last_run_start[e->unit] = (int64_t)e->start;
         }
         if (e->flags & PE_SCHED_EV_STALL) {
             FZ_CHECK(it->kind == PE_SCHED_PRIORITY && e->flags == PE_SCHED_EV_STALL,
                      "event %d: stall of item %d (kind %d) with flags 0x%x", k, e->item, it->kind,
                      e->flags);
-            stall_reported[e->item] = 1;
         }
         if (it->kind == PE_SCHED_PRIORITY) {
             FZ_CHECK(!(e->flags & PE_SCHED_EV_DROP), "priority item %d dropped", e->item);
@@ -333,29 +483,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
              (unsigned long long)n_low, (unsigned long long)n_drop, (unsigned long long)n_miss,
              (unsigned long long)n_late);
 
-    /* no silent starvation: once a priority item is released and waiting,
-     * its unit must run something again (itself, or the items it waits
-     * for) within a bounded time: handovers are <= 500 cycles, runs and
-     * waits on the other unit a few windows. A unit that runs nothing at all
-     * from then to the end while its priority work waits has stopped. */
-    for (i = 0; i < t.n_items; i++) {
-        const pe_sched_item *it = &items[i];
-        uint64_t waiting_since, free_from;
-        if (it->kind != PE_SCHED_PRIORITY) {
-            continue;
-        }
-        waiting_since = (uint64_t)(prio_next_frame[i] < 0 ? it->phase : prio_next_frame[i]) *
-                        t.window_cycles;
-        free_from = waiting_since > unit_busy_until[it->unit] ? waiting_since
-                                                              : unit_busy_until[it->unit];
-        if (!stall_reported[i] && last_run_start[it->unit] < (int64_t)waiting_since &&
-            free_from + 4u * (uint64_t)t.window_cycles + 1000u <= until) {
-            FZ_FAIL("priority item %d (unit %d) released at %llu never ran, and the unit ran "
-                    "nothing from %llu to the end (%llu): its priority work stopped silently",
-                    i, it->unit, (unsigned long long)waiting_since, (unsigned long long)free_from,
-                    (unsigned long long)until);
-        }
+    /* no silent stall (the invariant at the top of pe_sched.c): at the end,
+     * follow what each queue's released head waits for */
+    for (u = 0; u < t.n_units; u++) {
+        FZ_CHECK(state.units[u].clock >= until, "unit %d stopped at %llu before %llu", u,
+                 (unsigned long long)state.units[u].clock, (unsigned long long)until);
     }
+    FZ_CHECK(no_silent_stall(&t, &state, ev, n_ev, until), "silent stall");
 done:
     free(ev);
     free(buf);

@@ -16,8 +16,8 @@
  *                       requantize((x - zp) * (alpha - alpha_zp), quant2);
  *                       alpha broadcasts against the input.
  *
- * Shapes are given as (dims, rank) arrays, rank 1..PE_BINARY_MAX_RANK (a
- * scalar is rank 1 with one element). Both inputs are right-aligned to the
+ * Shapes are pe_shape_nd (pe_types.h), rank 1..PE_SHAPE_MAX_RANK (a scalar
+ * is rank 1 with one element). Both inputs are right-aligned to the
  * output's rank; each input dimension equals the output's or is 1 (numpy
  * broadcasting), otherwise PE_ERR_ARG. The output is written in row-major
  * order and must not overlap an input that broadcasts. No scratch; ctx may be
@@ -31,13 +31,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define PE_BINARY_MAX_RANK 6
-
-typedef struct {
-    const int32_t *dims;
-    int32_t rank;
-} pe_shape;
 
 /* SUB and SQUARED_DIFFERENCE. */
 typedef struct {
@@ -66,39 +59,36 @@ typedef enum {
 } pe_minmax_kind;
 
 pe_status pe_sub_s8(const pe_context *ctx, const pe_sub_params *params,
-                    const pe_shape *input1_shape, const int8_t *input1,
-                    const pe_shape *input2_shape, const int8_t *input2,
-                    const pe_shape *output_shape, int8_t *output);
+                    const pe_shape_nd *input1_shape, const int8_t *input1,
+                    const pe_shape_nd *input2_shape, const int8_t *input2,
+                    const pe_shape_nd *output_shape, int8_t *output);
 
 /* int16 SUB (TFLite: zero points 0, left_shift 15, offsets 0). */
 pe_status pe_sub_s16(const pe_context *ctx, const pe_sub_params *params,
-                     const pe_shape *input1_shape, const int16_t *input1,
-                     const pe_shape *input2_shape, const int16_t *input2,
-                     const pe_shape *output_shape, int16_t *output);
+                     const pe_shape_nd *input1_shape, const int16_t *input1,
+                     const pe_shape_nd *input2_shape, const int16_t *input2,
+                     const pe_shape_nd *output_shape, int16_t *output);
 
 pe_status pe_squared_difference_s8(const pe_context *ctx, const pe_sub_params *params,
-                                   const pe_shape *input1_shape, const int8_t *input1,
-                                   const pe_shape *input2_shape, const int8_t *input2,
-                                   const pe_shape *output_shape, int8_t *output);
+                                   const pe_shape_nd *input1_shape, const int8_t *input1,
+                                   const pe_shape_nd *input2_shape, const int8_t *input2,
+                                   const pe_shape_nd *output_shape, int8_t *output);
 
 pe_status pe_minmax_s8(const pe_context *ctx, pe_minmax_kind kind,
-                       const pe_shape *input1_shape, const int8_t *input1,
-                       const pe_shape *input2_shape, const int8_t *input2,
-                       const pe_shape *output_shape, int8_t *output);
+                       const pe_shape_nd *input1_shape, const int8_t *input1,
+                       const pe_shape_nd *input2_shape, const int8_t *input2,
+                       const pe_shape_nd *output_shape, int8_t *output);
 
 pe_status pe_minmax_s16(const pe_context *ctx, pe_minmax_kind kind,
-                        const pe_shape *input1_shape, const int16_t *input1,
-                        const pe_shape *input2_shape, const int16_t *input2,
-                        const pe_shape *output_shape, int16_t *output);
+                        const pe_shape_nd *input1_shape, const int16_t *input1,
+                        const pe_shape_nd *input2_shape, const int16_t *input2,
+                        const pe_shape_nd *output_shape, int16_t *output);
 
 pe_status pe_prelu_s8(const pe_context *ctx, const pe_prelu_params *params,
-                      const pe_shape *input_shape, const int8_t *input,
-                      const pe_shape *alpha_shape, const int8_t *alpha,
-                      const pe_shape *output_shape, int8_t *output);
+                      const pe_shape_nd *input_shape, const int8_t *input,
+                      const pe_shape_nd *alpha_shape, const int8_t *alpha,
+                      const pe_shape_nd *output_shape, int8_t *output);
 
-/* Element count of a shape, or -1 when a dim is non-positive, the rank is
- * out of range or the count exceeds INT32_MAX. */
-int32_t pe_binary_shape_count(const pe_shape *shape);
 
 #ifdef __cplusplus
 }

@@ -13,7 +13,10 @@
  *  - Each processing unit (core or accelerator) has two queues in table
  *    order: its priority items and its low-priority items. A priority item is
  *    released at the start of its window and always runs first (late if a
- *    low item overran, never dropped). A low item is released at the start of
+ *    low item overran, never dropped); while it waits for a run that has
+ *    not happened (its constraints), low items planned in an earlier window
+ *    (lagging) run meanwhile without the guard, and the others wait for it.
+ *    A low item is released at the start of
  *    the window it was planned in and starts only if, by its current
  *    estimate, it ends guard_cycles before the next priority release on its
  *    unit; otherwise it waits for the next window (a "deferral") and the
@@ -56,6 +59,11 @@
  *    arena of prefetched items must not be written by the priority items
  *    that run while the copy is in flight (the planner gives them disjoint
  *    arenas).
+ *
+ *  - No silent stall: for a table pe_sched_check_table accepts, every
+ *    released run runs (or is dropped), or an event names it while it
+ *    cannot (DEFER / NO_FIT each window, PREFETCH_LATE, STALL); the waits
+ *    never form a cycle (the argument is at the top of pe_sched.c).
  *
  * Time is a 64-bit cycle count. The dispatcher never reads a clock: the host
  * passes "now" and the work function reports the cycles it used (measured on
@@ -185,8 +193,8 @@ typedef pe_status (*pe_sched_prefetch_fn)(void *user, int32_t op, int32_t item_i
                                       * unit may go on (now, or the ready time when the
                                       * unit waits for the copy); wake: expected ready time */
 #define PE_SCHED_EV_STALL 0x800u     /* priority: released, waits for a run of its own unit's
-                                      * low work that cannot run now (not released, waiting
-                                      * itself, or dropped); reported once per run, the
+                                      * low work that cannot run now (waiting itself for
+                                      * another unit's work); reported once per run, the
                                       * unit idles until it can go on */
 #define PE_SCHED_EV_PREFETCH_LATE 0x400u /* low: due but its prefetch has not completed
                                           * (fault, once per run): it waits until wake */

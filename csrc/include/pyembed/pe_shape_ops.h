@@ -56,17 +56,7 @@
 extern "C" {
 #endif
 
-#define PE_SHAPE_MAX_RANK 6
-
-/* An N-D shape, outermost first. */
-typedef struct {
-    int32_t rank;                    /* 1 .. PE_SHAPE_MAX_RANK */
-    int32_t dims[PE_SHAPE_MAX_RANK]; /* dims[0 .. rank-1] >= 1 */
-} pe_shape_nd;
-
-/* Number of elements of a valid shape into *count (PE_ERR_ARG for a rank or
- * dim out of range, PE_ERR_OVERFLOW above INT32_MAX). */
-pe_status pe_shape_count(const pe_shape_nd *shape, int32_t *count);
+/* pe_shape_nd, PE_SHAPE_MAX_RANK and pe_shape_count: pe_types.h */
 
 /* Scratch bytes the kernels of this family need: always 0. */
 int32_t pe_shape_ops_get_buffer_size(void);

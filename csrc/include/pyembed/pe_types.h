@@ -146,6 +146,37 @@ typedef struct {
     int32_t output_offset; /* sum pooling only */
 } pe_pool_params;
 
+/* An N-D shape, outermost first: the math (broadcasting binary) and the
+ * data-movement operators. */
+#define PE_SHAPE_MAX_RANK 6
+
+typedef struct {
+    int32_t rank;                    /* 1 .. PE_SHAPE_MAX_RANK */
+    int32_t dims[PE_SHAPE_MAX_RANK]; /* dims[0 .. rank-1] >= 1 */
+} pe_shape_nd;
+
+/* Number of elements of a valid shape into *count (PE_ERR_ARG for a rank or
+ * dim out of range, PE_ERR_OVERFLOW above INT32_MAX). */
+static inline pe_status pe_shape_count(const pe_shape_nd *shape, int32_t *count)
+{
+    int64_t n = 1;
+    int32_t k;
+    if (shape == NULL || count == NULL || shape->rank < 1 || shape->rank > PE_SHAPE_MAX_RANK) {
+        return PE_ERR_ARG;
+    }
+    for (k = 0; k < shape->rank; k++) {
+        if (shape->dims[k] < 1) {
+            return PE_ERR_ARG;
+        }
+        n *= shape->dims[k];
+        if (n > INT32_MAX) {
+            return PE_ERR_OVERFLOW;
+        }
+    }
+    *count = (int32_t)n;
+    return PE_OK;
+}
+
 #ifdef __cplusplus
 }
 #endif
