@@ -135,7 +135,7 @@ class CostModel:
         im = getattr(self.profile, "instruction_model", None)
         if im is not None and not (isinstance(params, dict) and "work_elements" in params):
             from firmware_sim import icount
-            cyc, _n, key, _cpi = icount.cycles(im["table"], im["core"], graph, op)
+            cyc, _n, key, _cpi = icount.cycles(im["table"], im["core"], graph, op, kclass)
             if key is not None:
                 return self._with_memory(cyc, kclass, int(getattr(op, "macs", 0) or 0), elements, operands)
         return self.cycles(kclass, int(getattr(op, "macs", 0) or 0), elements, operands,

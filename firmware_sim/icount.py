@@ -69,8 +69,8 @@ CPI_SOURCE = {
 }
 
 FEATURES = {
-    "conv": ("call", "macs", "outputs", "pixels", "dot_loops", "tail_macs"),
-    "depthwise": ("call", "macs", "outputs", "pixels", "dot_loops", "mult_macs"),
+    "conv": ("call", "macs", "outputs", "pixels", "rows", "dot_loops", "tail_macs"),
+    "depthwise": ("call", "macs", "outputs", "pixels", "rows", "dot_loops", "mult_macs"),
     "fc": ("call", "macs", "outputs", "batches"),
     "pool": ("call", "macs", "outputs"),
     "eltwise": ("call", "outputs"),
@@ -82,15 +82,9 @@ FEATURES = {
 GATHER_DW_BLOCK = 16     # csrc/src/pe_conv_gather.c PE_GATHER_DW_BLOCK
 
 
-def _kclass(graph, op):
-    from firmware_sim.cost import kernel_class
-    aliased = any(graph.aliases.get(o) is not None for o in op.outputs) if hasattr(graph, "aliases") else False
-    return kernel_class(op.type, aliased)
-
-
-def group_keys(graph, op):
-    """Most to least specific: 'TYPE/form', 'TYPE', kernel class, 'other'."""
-    kc = _kclass(graph, op)
+def group_keys(graph, op, kc):
+    """Most to least specific: 'TYPE/form', 'TYPE', kernel class kc (firmware_sim.cost.kernel_class),
+    'other'."""
     keys = []
     form = (op.params or {}).get("conv_form") if isinstance(op.params, dict) else None
     if form:
@@ -129,15 +123,15 @@ def features(graph, op):
     return f
 
 
-def feature_names(graph, op):
-    return FEATURES.get(_kclass(graph, op), FEATURES["other"])
+def feature_names(kc):
+    return FEATURES.get(kc, FEATURES["other"])
 
 
-def instructions(table, graph, op):
-    """Predicted instructions of op with a fitted table ({group: {"coef": {...}, "mix": {...}}});
-    returns (instructions, group used)."""
+def instructions(table, graph, op, kc):
+    """Predicted instructions of op (kernel class kc) with a fitted table ({group: {"coef": {...},
+    "mix": {...}}}); returns (instructions, group used)."""
     f = features(graph, op)
-    for key in group_keys(graph, op):
+    for key in group_keys(graph, op, kc):
         g = table.get(key)
         if g is not None:
             return max(0.0, sum(v * f.get(k, 0.0) for k, v in g["coef"].items())), key
@@ -151,9 +145,10 @@ def cpi_of_mix(core, mix):
     return sum(cpi[k] * v for k, v in mix.items() if k in cpi)
 
 
-def cycles(table, core, graph, op):
-    """(cycles, instructions, group, CPI) of op: predicted instructions x the CPI of the group's mix."""
-    n, key = instructions(table, graph, op)
+def cycles(table, core, graph, op, kc):
+    """(cycles, instructions, group, CPI) of op (kernel class kc): predicted instructions x the CPI of
+    the group's mix."""
+    n, key = instructions(table, graph, op, kc)
     if key is None:
         return 0.0, 0.0, None, 0.0
     c = cpi_of_mix(core, table[key]["mix"])

@@ -51,17 +51,21 @@ def runnable_models():
     return out
 
 
-def measure(models=None, builds=tuple(BUILDS), workdir=None, trace=True, log=None):
-    """[{model, core, board, build, bit_exact, total_instructions, operators: [{index, type, group_keys,
-    features, systick_instructions, traced_instructions, mix_counts}]}]."""
+def measure(models=None, builds=tuple(BUILDS), workdir=None, trace=True, log=None, calibration_set=True):
+    """[{model, calibration, core, board, build, bit_exact, total_instructions, operators: [{index, type,
+    group_keys, features, systick_instructions, traced_instructions, mix_counts}]}]. calibration_set adds
+    the small operators of pyembed.bench._calib_models (always fitted, never validated)."""
+    from firmware_sim.cost import kernel_class
     from firmware_sim.icount import features, group_keys
     from pyembed.target import imix
     from pyembed.target.firmware import _input_bytes, build_project, generate, load_manifest, run_project
     workdir = workdir or tempfile.mkdtemp(prefix="pe_calib_qemu_")
     rows = []
-    for name, g in runnable_models():
-        if models and name not in models:
-            continue
+    todo = [(n, g, False) for n, g in runnable_models() if not models or n in models]
+    if calibration_set:
+        from pyembed.bench._calib_models import calibration_graphs
+        todo += [(n, g, True) for n, g in calibration_graphs()]
+    for name, g, is_calibration in todo:
         rng = np.random.default_rng(0)
         xs = [rng.integers(-128, 128, size=g.tensors[t].shape).astype(g.tensors[t].dtype) for t in g.inputs]
         host = g.run(xs if len(xs) > 1 else xs[0])
@@ -83,13 +87,15 @@ def measure(models=None, builds=tuple(BUILDS), workdir=None, trace=True, log=Non
                 ops = []
                 for k, o in enumerate(run.operators):
                     op = g.operators[o["index"]]
-                    row = {"index": o["index"], "type": o["type"], "group_keys": group_keys(g, op),
+                    aliased = any(g.aliases.get(t) is not None for t in op.outputs)
+                    row = {"index": o["index"], "type": o["type"],
+                           "group_keys": group_keys(g, op, kernel_class(op.type, aliased)),
                            "features": features(g, op), "systick_instructions": o["instructions"]}
                     if mixes is not None:
                         row["traced_instructions"] = mixes[k].instructions
                         row["mix_counts"] = dict(sorted(mixes[k].counts.items()))
                     ops.append(row)
-                rows.append({"model": name, "core": core, "board": board, "build": build, "bit_exact": exact,
+                rows.append({"model": name, "calibration": is_calibration, "core": core, "board": board, "build": build, "bit_exact": exact,
                              "total_instructions": sum(o.get("traced_instructions", o["systick_instructions"])
                                                        for o in ops),
                              "systick_instructions": run.total_instructions, "operators": ops})
@@ -176,7 +182,7 @@ def compare(rows, fitted, loo=None):
             row = {"index": op["index"], "type": op["type"], "group": key, "instructions": _instr(op),
                    "predicted": round(n), "predicted_cycles": round(cyc),
                    "trace_cycles": round(_measured_cycles(core, op))}
-            if loo is not None:
+            if loo is not None and r["model"] in loo:
                 ln, lkey, lcyc = _predict_op(loo[r["model"]][core][build], core, op)
                 row.update({"predicted_loo": round(ln), "group_loo": lkey, "predicted_cycles_loo": round(lcyc)})
             ops.append(row)
@@ -188,7 +194,8 @@ def compare(rows, fitted, loo=None):
                  "error_pct": round(100.0 * (pred - meas) / meas, 2) if meas else None,
                  "predicted_cycles": cyc, "trace_cycles": sum(o["trace_cycles"] for o in ops),
                  "cpi": round(cyc / pred, 3) if pred else None, "operators": ops}
-        if loo is not None:
+        entry["calibration"] = bool(r.get("calibration"))
+        if loo is not None and r["model"] in loo:
             lp = sum(o["predicted_loo"] for o in ops)
             entry.update({"predicted_loo": lp, "error_loo_pct": round(100.0 * (lp - meas) / meas, 2) if meas else None,
                           "predicted_cycles_loo": sum(o["predicted_cycles_loo"] for o in ops)})
@@ -197,8 +204,9 @@ def compare(rows, fitted, loo=None):
 
 
 def leave_one_model_out(rows):
-    """{model: fit on every other model}."""
-    return {name: fit([r for r in rows if r["model"] != name]) for name in sorted({r["model"] for r in rows})}
+    """{model: fit on every other row} for each bundled model (the calibration set is always fitted)."""
+    return {name: fit([r for r in rows if r["model"] != name])
+            for name in sorted({r["model"] for r in rows if not r.get("calibration")})}
 
 
 TABLE_FILE = "pyembed_icount.json"
@@ -245,16 +253,17 @@ def render(result):
     lines = ["== pyembed's kernels under QEMU (-icount shift=0, instructions traced and classified): measured vs "
              "predicted by firmware_sim.icount",
              "   predicted instructions: per-group linear model of the operator's shape, fitted to these counts; "
-             "LOO = fitted without the model",
+             "LOO = fitted without the model; cal-only = fitted on the calibration set alone",
              "   cycles = instructions x CPI of the group's measured mix (CPI per class: "
              "firmware_sim.icount.CPI_SOURCE)", ""]
     hdr = (f"{'model':<30} {'core':<10} {'build':<9} {'measured':>12} {'predicted':>12} {'err':>7} "
-           f"{'LOO pred.':>12} {'LOO err':>8} {'pred. cycles':>13} {'CPI':>6} exact")
+           f"{'LOO pred.':>12} {'LOO err':>8} {'cal-only':>9} {'pred. cycles':>13} {'CPI':>6} exact")
     lines.append(hdr)
     for r in result["models"]:
         lines.append(f"{r['model']:<30} {r['core']:<10} {r['build']:<9} {r['instructions']:>12,} "
                      f"{r['predicted']:>12,} {_pct(r['error_pct']):>7} {r.get('predicted_loo', 0):>12,} "
-                     f"{_pct(r.get('error_loo_pct')):>8} {r['predicted_cycles']:>13,} {r['cpi'] or 0:>6.3f} "
+                     f"{_pct(r.get('error_loo_pct')):>8} {_pct(r.get('error_calibration_only_pct')):>9} "
+                     f"{r['predicted_cycles']:>13,} {r['cpi'] or 0:>6.3f} "
                      f"{'yes' if r['bit_exact'] else 'NO'}")
     loo = [abs(r["error_loo_pct"]) for r in result["models"] if r.get("error_loo_pct") is not None]
     ins = [abs(r["error_pct"]) for r in result["models"] if r.get("error_pct") is not None]
@@ -264,6 +273,17 @@ def render(result):
         over = [f"{r['model']} {r['core']} {r['build']} {r['error_loo_pct']:+.1f}%" for r in result["models"]
                 if abs(r.get("error_loo_pct") or 0) > 15]
         lines.append("leave-one-out |error| > 15 %: " + (", ".join(over) if over else "none"))
+        cal = [abs(r["error_calibration_only_pct"]) for r in result["models"]
+               if r.get("error_calibration_only_pct") is not None]
+        if cal:
+            lines.append(f"cal-only (fitted on the calibration set alone, no bundled model): mean |error| "
+                         f"{np.mean(cal):.1f}%, max {np.max(cal):.1f}%")
+    cal = result.get("calibration_set") or []
+    if cal:
+        lines.append(f"calibration set (pyembed.bench._calib_models, always fitted): "
+                     + ", ".join(f"{r['model']} {r['core']} {r['build']} {r['instructions']:,} instr "
+                                 f"({_pct(r['error_pct'])} in-sample, {'bit-exact' if r['bit_exact'] else 'NOT bit-exact'})"
+                                 for r in cal))
     lines.append("\nCPI of the measured mix per group (cycles per instruction used for the prediction):")
     for core, builds in result["fit"].items():
         for build, table in builds.items():
@@ -283,18 +303,29 @@ def render(result):
     return "\n".join(lines)
 
 
-def run(models=None, write=False, builds=tuple(BUILDS), load=None, save=None, log=None):
+def run(models=None, write=False, builds=tuple(BUILDS), load=None, save=None, log=None, calibration_set=True):
     if load:
         with open(load) as f:
             rows = json.load(f)
+        if not calibration_set:
+            rows = [r for r in rows if not r.get("calibration")]
     else:
-        rows = measure(models, builds, log=log)
+        rows = measure(models, builds, log=log, calibration_set=calibration_set)
         if save:
             with open(save, "w") as f:
                 json.dump(rows, f)
     fitted = fit(rows)
     loo = leave_one_model_out(rows) if len({r["model"] for r in rows}) > 1 else None
-    result = {"cpi": None, "models": compare(rows, fitted, loo), "fit": fitted}
+    result_rows = compare(rows, fitted, loo)
+    cal_rows = [r for r in rows if r.get("calibration")]
+    if cal_rows:   # the strictest check: fitted on the small calibration operators only
+        cal_fit = fit(cal_rows)
+        for r, c in zip([r for r in result_rows if not r["calibration"]],
+                        compare([r for r in rows if not r.get("calibration")], cal_fit)):
+            r["predicted_calibration_only"], r["error_calibration_only_pct"] = c["predicted"], c["error_pct"]
+    result = {"cpi": None, "models": [r for r in result_rows if not r["calibration"]],
+              "calibration_set": [{k: v for k, v in r.items() if k != "operators"} for r in result_rows
+                                  if r["calibration"]], "fit": fitted}
     from firmware_sim.icount import CPI, CPI_SOURCE
     result["cpi"], result["cpi_source"] = CPI, CPI_SOURCE
     if write:
@@ -314,9 +345,12 @@ def main(argv=None):
     ap.add_argument("--builds", default=",".join(BUILDS), help="dsp,portable (default both)")
     ap.add_argument("--save", default=None, help="save the raw measurements to this JSON file")
     ap.add_argument("--load", default=None, help="fit raw measurements saved with --save (no QEMU run)")
+    ap.add_argument("--no-calibration-set", action="store_true",
+                    help="fit the bundled models only (without the small operators of pyembed.bench._calib_models)")
     args = ap.parse_args(argv)
     result = run(args.models.split(",") if args.models else None, write=args.write,
                  builds=tuple(args.builds.split(",")), load=args.load, save=args.save,
+                 calibration_set=not args.no_calibration_set,
                  log=lambda s: print(s, file=sys.stderr, flush=True))
     emit(result, args.json, render)
     return 0
