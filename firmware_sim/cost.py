@@ -136,7 +136,7 @@ class CostModel:
         if im is not None and not (isinstance(params, dict) and "work_elements" in params):
             from firmware_sim import icount
             cyc, _n, key, _cpi = icount.cycles(im["table"], im["core"], graph, op, kclass)
-            if key is not None:
+            if key is not None and key != "class:other":   # unmeasured kinds keep the class table
                 return self._with_memory(cyc, kclass, int(getattr(op, "macs", 0) or 0), elements, operands)
         return self.cycles(kclass, int(getattr(op, "macs", 0) or 0), elements, operands,
                            patch_elements(graph, op) if kclass == "conv" else 0)

@@ -255,15 +255,17 @@ def render(result):
              "   predicted instructions: per-group linear model of the operator's shape, fitted to these counts; "
              "LOO = fitted without the model; cal-only = fitted on the calibration set alone",
              "   cycles = instructions x CPI of the group's measured mix (CPI per class: "
-             "firmware_sim.icount.CPI_SOURCE)", ""]
+             "firmware_sim.icount.CPI_SOURCE); trace cycles = the traced instructions x their own classes' CPI",
+             ""]
     hdr = (f"{'model':<30} {'core':<10} {'build':<9} {'measured':>12} {'predicted':>12} {'err':>7} "
-           f"{'LOO pred.':>12} {'LOO err':>8} {'cal-only':>9} {'pred. cycles':>13} {'CPI':>6} exact")
+           f"{'LOO pred.':>12} {'LOO err':>8} {'cal-only':>9} {'pred. cycles':>13} {'CPI':>6} "
+           f"{'trace cycles':>13} exact")
     lines.append(hdr)
     for r in result["models"]:
         lines.append(f"{r['model']:<30} {r['core']:<10} {r['build']:<9} {r['instructions']:>12,} "
                      f"{r['predicted']:>12,} {_pct(r['error_pct']):>7} {r.get('predicted_loo', 0):>12,} "
                      f"{_pct(r.get('error_loo_pct')):>8} {_pct(r.get('error_calibration_only_pct')):>9} "
-                     f"{r['predicted_cycles']:>13,} {r['cpi'] or 0:>6.3f} "
+                     f"{r['predicted_cycles']:>13,} {r['cpi'] or 0:>6.3f} {r['trace_cycles']:>13,} "
                      f"{'yes' if r['bit_exact'] else 'NO'}")
     loo = [abs(r["error_loo_pct"]) for r in result["models"] if r.get("error_loo_pct") is not None]
     ins = [abs(r["error_pct"]) for r in result["models"] if r.get("error_pct") is not None]
@@ -280,7 +282,7 @@ def render(result):
                          f"{np.mean(cal):.1f}%, max {np.max(cal):.1f}%")
     cal = result.get("calibration_set") or []
     if cal:
-        lines.append(f"calibration set (pyembed.bench._calib_models, always fitted): "
+        lines.append("calibration set (pyembed.bench._calib_models, always fitted): "
                      + ", ".join(f"{r['model']} {r['core']} {r['build']} {r['instructions']:,} instr "
                                  f"({_pct(r['error_pct'])} in-sample, {'bit-exact' if r['bit_exact'] else 'NOT bit-exact'})"
                                  for r in cal))
