@@ -302,4 +302,7 @@ def trace_operators(elf, board="mps2-an386", input_bytes=b"", timeout=600.0, kee
         if proc.returncode != 0:
             raise qemu.QemuError(f"traced QEMU run of {elf} exited with {proc.returncode}: "
                                  f"{proc.stderr.read()[-400:]!r}")
+    if ops and not any(o.instructions for o in ops):
+        raise qemu.QemuError("QEMU's in_asm log names no instructions (a QEMU built without the capstone "
+                             "disassembler?): the mix cannot be measured")
     return ops
