@@ -26,6 +26,8 @@ from pyembed.errors import PyEmbedError
 
 BUNDLED_DIR = os.path.dirname(os.path.abspath(__file__))
 CORES_FILE = os.path.join(BUNDLED_DIR, "cores.json")
+# data files beside the profiles: the cost tables and the QEMU-calibrated instruction model
+NOT_PROFILES = ("cores.json", "pyembed_icount.json")
 ENV_PATH = "PYEMBED_PROFILE_PATH"
 
 REGION_KINDS = ("ram", "tcm", "flash", "ext_flash")
@@ -158,7 +160,7 @@ def list_profiles(extra_dirs=()):
         if not os.path.isdir(d):
             continue
         for fn in sorted(os.listdir(d)):
-            if fn.endswith(".json") and fn != "cores.json" and not fn.startswith("."):
+            if fn.endswith(".json") and fn not in NOT_PROFILES and not fn.startswith("."):
                 stem = fn[:-5]
                 if stem not in names:
                     names.append(stem)
