@@ -59,7 +59,9 @@ def measure(models=None, builds=tuple(BUILDS), workdir=None, trace=True, log=Non
     from firmware_sim.icount import features, group_keys
     from pyembed.target import imix
     from pyembed.target.firmware import _input_bytes, build_project, generate, load_manifest, run_project
-    workdir = workdir or tempfile.mkdtemp(prefix="pe_calib_qemu_")
+    if workdir is None:
+        with tempfile.TemporaryDirectory(prefix="pe_calib_qemu_") as tmp:
+            return measure(models, builds, tmp, trace, log, calibration_set)
     rows = []
     todo = [(n, g, False) for n, g in runnable_models() if not models or n in models]
     if calibration_set:

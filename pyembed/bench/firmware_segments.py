@@ -43,7 +43,9 @@ def _tflm(g, xs):
 def run(models=None, boards=BOARDS, workdir=None):
     from pyembed.bench.calibrate_qemu import runnable_models
     from pyembed.target.firmware import build_project, generate, load_manifest, run_project
-    workdir = workdir or tempfile.mkdtemp(prefix="pe_fwseg_")
+    if workdir is None:
+        with tempfile.TemporaryDirectory(prefix="pe_fwseg_") as tmp:
+            return run(models, boards, tmp)
     have_tflm = importlib.util.find_spec("tflite_micro") is not None
     rows = []
     for name, g in runnable_models():
