@@ -19,7 +19,8 @@ Features (``features``): ``call`` (1), ``macs``, ``outputs`` (output elements),
 ``pixels`` (output positions n*h*w), ``rows`` (n*h), ``dot_loops`` (the inner
 dot products the gather kernels run: positions x output-channel blocks x taps),
 ``tail_macs`` (MACs over the input-channel remainder not a multiple of 4),
-``mult_macs`` (MACs of a depthwise with channel multiplier > 1), ``batches``.
+``mult_macs`` (MACs of a depthwise with channel multiplier > 1), ``odd_col_macs``
+(MACs of the output column a convolution of odd output width cannot pair), ``batches``.
 
 CPI tables. Cortex-M4: ARM Cortex-M4 Processor Technical Reference Manual
 r0p1 (ARM 100166_0001_00), section 3.3.1 "Table of processor instructions",
@@ -69,7 +70,7 @@ CPI_SOURCE = {
 }
 
 FEATURES = {
-    "conv": ("call", "macs", "outputs", "pixels", "rows", "dot_loops", "tail_macs"),
+    "conv": ("call", "macs", "outputs", "pixels", "rows", "dot_loops", "tail_macs", "odd_col_macs"),
     "depthwise": ("call", "macs", "outputs", "pixels", "rows", "dot_loops", "mult_macs"),
     "fc": ("call", "macs", "outputs", "batches"),
     "pool": ("call", "macs", "outputs"),
@@ -105,10 +106,13 @@ def features(graph, op):
     f["pixels"] = float(outputs // max(c, 1))
     f["rows"] = float(int(np.prod(y[:-1])) // (int(y[-2]) if len(y) >= 3 else 1)) if len(y) >= 2 else 1.0
     f["batches"] = float(params.get("batches", f["pixels"]) or 1)
-    f["dot_loops"] = f["tail_macs"] = f["mult_macs"] = 0.0
+    f["dot_loops"] = f["tail_macs"] = f["mult_macs"] = f["odd_col_macs"] = 0.0
     if op.type in ("CONV_2D", "DEPTHWISE_CONV_2D") and len(op.inputs) > 1:
         kh, kw = params.get("kernel", (1, 1))
         taps = int(kh) * int(kw)
+        ow = int(y[-2]) if len(y) >= 3 else 1
+        # the reverse kernels pair output columns; an odd width leaves one column per row unpaired
+        f["odd_col_macs"] = f["macs"] * (ow % 2) / max(ow, 1)
         w = graph.tensors[op.inputs[1]]
         if op.type == "CONV_2D":
             groups = int(params.get("groups", 1) or 1)
