@@ -14,6 +14,14 @@ a 1x1 convolution multiplies its input in place. Wait cycles make a kernel
 whose weights sit in slow flash (or are executed in place from QSPI) cost more
 than the same kernel on weights copied to RAM.
 
+Profiles whose core table names an ``instruction_model`` (the mps2-an386 /
+mps2-an500 Cortex-M4/M7 profiles: cortex-m4-pyembed, cortex-m7-pyembed) charge
+pyembed's own kernels instead: the operator's instructions predicted from its
+shape times the CPI of its measured instruction mix (firmware_sim.icount,
+calibrated under QEMU by ``python -m pyembed.bench calibrate --qemu-write``);
+the memory wait cycles are added as above. Operators the instruction model
+has no group for fall back to the class table.
+
 The model is independent of the simulator loop, so the periodic scheduler can
 estimate layer durations with the same numbers the simulator charges.
 """
@@ -127,8 +135,24 @@ class CostModel:
             for t in op.outputs:
                 if t >= 0:
                     operands.append((self._where(graph.tensors[t], locate), graph.tensors[t].nbytes, "w"))
+        im = getattr(self.profile, "instruction_model", None)
+        if im is not None and not (isinstance(params, dict) and "work_elements" in params):
+            from firmware_sim import icount
+            cyc, _n, key, _cpi = icount.cycles(im["table"], im["core"], graph, op, kclass)
+            if key is not None and key != "class:other":   # unmeasured kinds keep the class table
+                return self._with_memory(cyc, kclass, int(getattr(op, "macs", 0) or 0), elements, operands)
         return self.cycles(kclass, int(getattr(op, "macs", 0) or 0), elements, operands,
                            patch_elements(graph, op) if kclass == "conv" else 0)
+
+    def _with_memory(self, compute, kclass, macs, elements, operands):
+        mem = 0.0
+        for region, nbytes, mode in operands:
+            if region is None or nbytes <= 0:
+                continue
+            r = self.profile.region(region)
+            mem += (r.read_wait if mode == "r" else r.write_wait) * math.ceil(nbytes / 4)
+        total = int(math.ceil((compute + mem) * self.scale))
+        return OpCost(total, kclass, int(macs), int(elements), compute, mem, 0)
 
     def _attention_cost(self, graph, op, locate):
         """Fused attention (pyembed.passes.transformer): the two matmuls'

@@ -172,6 +172,25 @@ def _region_map(plan, profile, region_map):
     return mapping
 
 
+def block_region_for(plan, profile, region_map, budget_bytes):
+    """The RAM region for a segment block of up to budget_bytes: the profile's
+    activation region when the block fits there after the arena, else the
+    fastest RAM region (fewest wait cycles) with room for it, else the one with
+    the most room left after the plan."""
+    used = {}
+    mapping = _region_map(plan, profile, region_map)
+    for name, nbytes in plan.region_used().items():
+        used[mapping.get(name, name)] = used.get(mapping.get(name, name), 0) + int(nbytes)
+    free = {r.name: r.size - _align(used.get(r.name, 0)) for r in profile.ram_regions()}
+    act = profile.defaults["activations"]
+    if free.get(act, 0) >= budget_bytes:
+        return act
+    room = [n for n in free if free[n] >= budget_bytes]
+    if room:
+        return min(room, key=lambda n: (profile.regions[n].read_wait + profile.regions[n].write_wait, -free[n]))
+    return max(free, key=lambda n: (free[n], n == act))
+
+
 def place_plan(graph, plan, profile, region_map=None, weights_region=None):
     """Map a pyembed.plan Plan onto the profile: a Placement, or a PlanError
     naming what does not fit."""
@@ -780,7 +799,8 @@ def simulate_file(model, profile="stm32f446", plan=None, x=None, *, segments=Non
         segments = SegmentPlan.from_json(segments)
     elif segments is not None and not isinstance(segments, SegmentPlan):
         segments = segment_graph(graph, profile, int(segments), criteria, order=list(plan.order) or None,
-                                 split_bytes=split_bytes)
+                                 split_bytes=split_bytes,
+                                 block_region=block_region_for(plan, profile, region_map, int(segments)))
     if x is None:
         from pyembed.model.graph import random_inputs
         xs = random_inputs(graph, 1, seed)[0]

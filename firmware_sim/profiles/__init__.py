@@ -26,6 +26,8 @@ from pyembed.errors import PyEmbedError
 
 BUNDLED_DIR = os.path.dirname(os.path.abspath(__file__))
 CORES_FILE = os.path.join(BUNDLED_DIR, "cores.json")
+# data files beside the profiles: the cost tables and the QEMU-calibrated instruction model
+NOT_PROFILES = ("cores.json", "pyembed_icount.json")
 ENV_PATH = "PYEMBED_PROFILE_PATH"
 
 REGION_KINDS = ("ram", "tcm", "flash", "ext_flash")
@@ -97,6 +99,9 @@ class Profile:
     cost_source: str
     sources: tuple
     path: str
+    # pyembed's own kernels per instruction class (firmware_sim.icount), or None:
+    # {"core", "build", "table", "source"} from the core's 'instruction_model' in cores.json
+    instruction_model: dict | None = None
 
     def region(self, name):
         try:
@@ -155,7 +160,7 @@ def list_profiles(extra_dirs=()):
         if not os.path.isdir(d):
             continue
         for fn in sorted(os.listdir(d)):
-            if fn.endswith(".json") and fn != "cores.json" and not fn.startswith("."):
+            if fn.endswith(".json") and fn not in NOT_PROFILES and not fn.startswith("."):
                 stem = fn[:-5]
                 if stem not in names:
                     names.append(stem)
@@ -310,6 +315,32 @@ def _core_table(name, cores, depth=0):
     return table, entry.get("source", "")
 
 
+ICOUNT_FILE = os.path.join(BUNDLED_DIR, "pyembed_icount.json")
+
+
+def _instruction_model(spec, cores):
+    """The calibrated instruction model a core table names ('instruction_model':
+    {"core", "build"}), read from pyembed_icount.json (written by
+    python -m pyembed.bench calibrate --qemu-write); None when the core has none
+    or the file does not exist."""
+    name = spec if isinstance(spec, str) else (spec.get("base") if isinstance(spec, dict) else None)
+    entry = cores.get(name) if name else None
+    im = entry.get("instruction_model") if isinstance(entry, dict) else None
+    if not im or not os.path.isfile(ICOUNT_FILE):
+        return None
+    with open(ICOUNT_FILE) as f:
+        doc = json.load(f)
+    try:
+        table = doc["tables"][im["core"]][im["build"]]
+    except KeyError:
+        raise ProfileError(f"{CORES_FILE}:{name}.instruction_model: {ICOUNT_FILE} has no table for "
+                           f"{im.get('core')!r} / {im.get('build')!r}") from None
+    return {"core": im["core"], "build": im["build"], "table": table,
+            "source": (f"pyembed's kernels ({im['build']} build) measured under QEMU: instructions per operator "
+                       f"predicted from its shape, x the CPI of the measured instruction mix "
+                       f"({doc['cpi_source'][im['core']]}); {os.path.basename(ICOUNT_FILE)}")}
+
+
 def _kernel_cost(entry, where):
     f = _Fields(entry, where)
     return KernelCost(f.number("call_cycles"), f.number("cycles_per_mac"), f.number("cycles_per_element"),
@@ -374,8 +405,9 @@ def profile_from_dict(data, path="<dict>", cores=None):
 
     if "kernel_costs" not in data:
         raise ProfileError(f"{path}: missing field 'kernel_costs' (a core name from cores.json or a table)")
-    costs, cost_source = _cost_table(data["kernel_costs"], f"{path}.kernel_costs",
-                                     cores if cores is not None else _load_cores())
+    cores = cores if cores is not None else _load_cores()
+    costs, cost_source = _cost_table(data["kernel_costs"], f"{path}.kernel_costs", cores)
+    imodel = _instruction_model(data["kernel_costs"], cores)
 
     defaults = {}
     dd = top.obj("defaults", required=False)
@@ -393,4 +425,4 @@ def profile_from_dict(data, path="<dict>", cores=None):
     return Profile(name=name, part=top.str("part", required=False, default=name), core=top.str("core"),
                    clock_hz=clock, regions=regions, flash_region=flash_region, flash_wait_states=wait_states,
                    external_flash_region=ext_region, dma=dma, kernel_costs=costs, defaults=defaults,
-                   cost_source=cost_source, sources=tuple(sources), path=path)
+                   cost_source=cost_source, sources=tuple(sources), path=path, instruction_model=imodel)

@@ -1,26 +1,33 @@
-"""Calibrate firmware_sim's Cortex-M4/M7 cost tables from pyembed's own kernels
-measured under QEMU.
+"""Calibrate firmware_sim's Cortex-M4/M7 cost model from pyembed's own kernels
+measured under QEMU, per instruction class.
 
     python -m pyembed.bench calibrate [--qemu-only] [--qemu-write] [--json] [--models a,b]
-    python -m pyembed.bench calibrate_qemu [--json] [--write] [--models a,b]
+    python -m pyembed.bench calibrate_qemu [--json] [--write] [--models a,b] [--builds dsp,portable]
+                                           [--save F.json | --load F.json]
 
 For every bundled model pyembed runs, the firmware project (pyembed firmware)
-is built for mps2-an386 (Cortex-M4) and mps2-an500 (Cortex-M7) and run under
-``qemu-system-arm -icount shift=0``: each operator's instruction count is
-SysTick ticks * 40 (resolution 40 instructions). QEMU counts instructions, not
-cycles; they become cycles with a stated CPI per kernel class (``CPI`` below:
-an estimate from the cores' published pipeline timings, not a measurement).
-Per core and kernel class the cost model's form
+is built for mps2-an386 (Cortex-M4) and mps2-an500 (Cortex-M7), twice: the
+``dsp`` build (what these cores compile: the Arm DSP-extension inner loops)
+and the ``portable`` build (``-DPE_FORCE_PORTABLE``, the plain C loops). Each
+is run under ``qemu-system-arm -icount shift=0`` twice: plainly (outputs
+compared with the host run, per-operator SysTick counts, 40-instruction
+resolution) and with instruction tracing (pyembed.target.imix: every executed
+instruction, classified: ALU, MUL, DSP, load, pipelined load, store,
+LDRD/STRD, LDM/STM and their registers, branch taken / not taken, divide,
+other).
 
-    cycles = call_cycles + cycles_per_mac * MACs + cycles_per_element * outputs
-             (+ cycles_per_patch * im2col elements for kxk convolutions)
-
-is fitted (non-negative least squares on relative error) to those cycles, and
-each operator's firmware_sim prediction -- with the current table of the core
-(fitted to MLPerf Tiny's CMSIS-NN latencies) and with the recalibrated one --
-is printed beside the measurement. ``--write`` stores the recalibrated tables
-as ``cortex-m4-pyembed`` / ``cortex-m7-pyembed`` in firmware_sim/profiles/
-cores.json (the mps2 profiles use them).
+The fit (firmware_sim.icount): per core, build and operator group (type and
+kernel form, e.g. ``CONV_2D/gather``), instructions = a linear model of the
+operator's shape (MACs, outputs, positions, dot-product loops, ...) by
+non-negative least squares on relative error to the traced counts; the
+group's instruction mix as measured. Predicted cycles = predicted
+instructions x the CPI of the mix (CPI per class from ARM's manuals,
+firmware_sim.icount.CPI). Leave-one-model-out: every model predicted from a
+fit of the other models only (groups it alone has fall back to the type, then
+the kernel class). ``--write`` stores the table (fitted on every model) in
+firmware_sim/profiles/pyembed_icount.json, which the mps2 profiles
+(cortex-m4-pyembed / cortex-m7-pyembed) use: ``pyembed simulate`` then predicts
+pyembed's code.
 """
 import json
 import os
@@ -29,24 +36,7 @@ import tempfile
 import numpy as np
 
 BOARDS = {"cortex-m4": "mps2-an386", "cortex-m7": "mps2-an500"}
-CLASSES = ("conv", "depthwise", "fc", "pool", "eltwise", "softmax", "copy", "alias", "other")
-
-# Cycles per instruction, per core and kernel class. Estimates, stated, not measured:
-# pyembed's kernels are portable C (no SIMD MACs); their inner loops are byte loads
-# (LDRSB), a multiply-accumulate (MLA), an add and a loop branch. Cortex-M4 (3-stage,
-# single issue, zero-wait SSRAM here): ALU/MLA 1 cycle, LDR 2 (1 when pipelined back
-# to back), taken branch 2-3 -> about 1.3 for load/MAC loops, 1.2 for element-wise
-# loops with fewer loads. Cortex-M7 (6-stage, dual issue, loads from TCM/cache): about
-# 0.8 for MAC loops, 0.75 element-wise (ARM Cortex-M4/M7 technical reference manuals,
-# instruction timing chapters).
-CPI = {
-    "cortex-m4": {"conv": 1.3, "depthwise": 1.3, "fc": 1.3, "pool": 1.2, "eltwise": 1.2, "softmax": 1.2,
-                  "copy": 1.2, "alias": 1.2, "other": 1.2},
-    "cortex-m7": {"conv": 0.8, "depthwise": 0.8, "fc": 0.8, "pool": 0.75, "eltwise": 0.75, "softmax": 0.75,
-                  "copy": 0.75, "alias": 0.75, "other": 0.75},
-}
-CPI_SOURCE = ("stated CPI per kernel class (estimates from the Cortex-M4/M7 TRM instruction timings for "
-              "load/MLA/branch loops), not measured: QEMU counts instructions only")
+BUILDS = {"dsp": "-O2", "portable": "-O2 -DPE_FORCE_PORTABLE"}
 
 
 def runnable_models():
@@ -61,223 +51,310 @@ def runnable_models():
     return out
 
 
-def _features(graph, op):
-    from firmware_sim.cost import patch_elements
-    elements = sum(int(np.prod(graph.tensors[o].shape)) for o in op.outputs if o >= 0)
-    macs = int(getattr(op, "macs", 0) or 0)
-    return macs, elements, patch_elements(graph, op)
-
-
-def measure(models=None, workdir=None):
-    """[{model, core, board, operators: [{index, type, class, macs, elements, patches,
-    instructions}], total_instructions}] from QEMU runs of the firmware."""
+def measure(models=None, builds=tuple(BUILDS), workdir=None, trace=True, log=None, calibration_set=True):
+    """[{model, calibration, core, board, build, bit_exact, total_instructions, operators: [{index, type,
+    group_keys, features, systick_instructions, traced_instructions, mix_counts}]}]. calibration_set adds
+    the small operators of pyembed.bench._calib_models (always fitted, never validated)."""
     from firmware_sim.cost import kernel_class
-    from pyembed.target.firmware import build_project, generate, run_project
-    workdir = workdir or tempfile.mkdtemp(prefix="pe_calib_qemu_")
+    from firmware_sim.icount import features, group_keys
+    from pyembed.target import imix
+    from pyembed.target.firmware import _input_bytes, build_project, generate, load_manifest, run_project
+    if workdir is None:
+        with tempfile.TemporaryDirectory(prefix="pe_calib_qemu_") as tmp:
+            return measure(models, builds, tmp, trace, log, calibration_set)
     rows = []
-    for name, g in runnable_models():
-        if models and name not in models:
-            continue
+    todo = [(n, g, False) for n, g in runnable_models() if not models or n in models]
+    if calibration_set:
+        from pyembed.bench._calib_models import calibration_graphs
+        todo += [(n, g, True) for n, g in calibration_graphs()]
+    for name, g, is_calibration in todo:
         rng = np.random.default_rng(0)
         xs = [rng.integers(-128, 128, size=g.tensors[t].shape).astype(g.tensors[t].dtype) for t in g.inputs]
         host = g.run(xs if len(xs) > 1 else xs[0])
         host = list(host) if isinstance(host, (list, tuple)) else [host]
         for core, board in BOARDS.items():
-            proj = generate(g, board, os.path.join(workdir, f"{name}-{board}"))
-            build_project(proj.outdir, make_vars={"RUNTIME_BUILD": os.path.join(workdir, f"runtime-{board}")})
-            run = run_project(proj, xs)
-            exact = all(np.array_equal(a.ravel(), np.asarray(b).ravel()) for a, b in zip(run.outputs, host))
-            ops = []
-            for o in run.operators:
-                op = g.operators[o["index"]]
-                aliased = any(g.aliases.get(t) is not None for t in op.outputs)
-                macs, elements, patches = _features(g, op)
-                ops.append({"index": o["index"], "type": o["type"], "class": kernel_class(op.type, aliased),
-                            "macs": macs, "elements": elements, "patches": patches,
-                            "instructions": o["instructions"]})
-            rows.append({"model": name, "core": core, "board": board, "bit_exact": exact, "operators": ops,
-                         "total_instructions": run.total_instructions})
+            for build in builds:
+                proj = generate(g, board, os.path.join(workdir, f"{name}-{board}-{build}"))
+                build_project(proj.outdir, make_vars={
+                    "RUNTIME_BUILD": os.path.join(workdir, f"runtime-{board}-{build}"), "OPT": BUILDS[build]})
+                run = run_project(proj, xs)
+                exact = all(np.array_equal(a.ravel(), np.asarray(b).ravel()) for a, b in zip(run.outputs, host))
+                mixes = None
+                if trace:
+                    mixes = imix.trace_operators(proj.outdir / "firmware.elf", board,
+                                                 _input_bytes(load_manifest(proj.outdir), xs))
+                    if len(mixes) != len(run.operators):
+                        raise RuntimeError(f"{name} {board} {build}: traced {len(mixes)} operators, "
+                                           f"timed {len(run.operators)}")
+                ops = []
+                for k, o in enumerate(run.operators):
+                    op = g.operators[o["index"]]
+                    aliased = any(g.aliases.get(t) is not None for t in op.outputs)
+                    row = {"index": o["index"], "type": o["type"],
+                           "group_keys": group_keys(g, op, kernel_class(op.type, aliased)),
+                           "features": features(g, op), "systick_instructions": o["instructions"]}
+                    if mixes is not None:
+                        row["traced_instructions"] = mixes[k].instructions
+                        row["mix_counts"] = dict(sorted(mixes[k].counts.items()))
+                    ops.append(row)
+                rows.append({"model": name, "calibration": is_calibration, "core": core, "board": board, "build": build, "bit_exact": exact,
+                             "total_instructions": sum(o.get("traced_instructions", o["systick_instructions"])
+                                                       for o in ops),
+                             "systick_instructions": run.total_instructions, "operators": ops})
+                if log:
+                    log(f"{name} {board} {build}: {rows[-1]['total_instructions']:,} instructions, "
+                        f"bit-exact {exact}")
     return rows
 
 
-def _cycles(core, op):
-    return op["instructions"] * CPI[core][op["class"]]
+def _instr(op):
+    return op.get("traced_instructions", op["systick_instructions"])
+
+
+def _fit_group(ops, names):
+    from scipy.optimize import nnls
+    y = np.array([_instr(o) for o in ops], dtype=float)
+    A = np.array([[o["features"].get(n, 0.0) for n in names] for o in ops], dtype=float)
+    keep = [j for j in range(len(names)) if A[:, j].any()]
+    w = 1.0 / np.maximum(y, 1.0)
+    sol = np.zeros(len(names))
+    if keep:
+        s, _ = nnls(A[:, keep] * w[:, None], y * w)
+        sol[keep] = s
+    return {n: round(float(v), 5) for n, v in zip(names, sol)}
+
+
+def _mix(ops):
+    tot = {}
+    for o in ops:
+        for k, v in o.get("mix_counts", {}).items():
+            tot[k] = tot.get(k, 0) + v
+    n = sum(v for k, v in tot.items() if k != "ldm_stm_regs")
+    return {k: round(v / n, 6) for k, v in sorted(tot.items())} if n else {"alu": 1.0}
 
 
 def fit(rows):
-    """{core: {class: {call_cycles, cycles_per_mac, cycles_per_element, cycles_per_patch, n}}}:
-    non-negative least squares on relative error per core and class."""
-    from scipy.optimize import nnls
+    """{core: {build: {group: {"coef": {feature: instructions per unit}, "mix": {class: fraction}, "n": ops}}}}.
+    Every operator is a sample of each of its group keys (type/form, type, class, other)."""
+    from firmware_sim.icount import FEATURES
     out = {}
     for core in BOARDS:
-        out[core] = {}
-        samples = [op for r in rows if r["core"] == core for op in r["operators"]]
-        for cls in CLASSES:
-            ops = [op for op in samples if op["class"] == cls]
-            if not ops:
-                continue
-            y = np.array([_cycles(core, op) for op in ops], dtype=float)
-            cols = [np.ones(len(ops)), [op["macs"] for op in ops], [op["elements"] for op in ops]]
-            if cls == "conv":
-                cols.append([op["patches"] for op in ops])
-            A = np.array(cols, dtype=float).T
-            if len(ops) < A.shape[1] + 1:      # too few operators: a call cost and a per-element cost only
-                A = A[:, [0, 2]]
-            w = 1.0 / np.maximum(y, 1.0)        # relative error
-            sol, _ = nnls(A * w[:, None], y * w)
-            if A.shape[1] == 2:
-                coef = {"call_cycles": sol[0], "cycles_per_mac": 0.0, "cycles_per_element": sol[1]}
-            else:
-                coef = {"call_cycles": sol[0], "cycles_per_mac": sol[1], "cycles_per_element": sol[2]}
-            coef["cycles_per_patch"] = float(sol[3]) if cls == "conv" and A.shape[1] == 4 else 0.0
-            out[core][cls] = {k: round(float(v), 4) for k, v in coef.items()}
-            out[core][cls]["n"] = len(ops)
+        for build in sorted({r["build"] for r in rows}):
+            samples = {}
+            for r in rows:
+                if r["core"] != core or r["build"] != build:
+                    continue
+                for o in r["operators"]:
+                    for key in o["group_keys"]:
+                        samples.setdefault(key, []).append(o)
+            table = {}
+            for key, ops in sorted(samples.items()):
+                kclass = next(k for k in ops[0]["group_keys"] if k.startswith("class:"))[6:]
+                names = FEATURES.get(kclass, FEATURES["other"]) if key != "class:other" else ("call", "outputs")
+                table[key] = {"coef": _fit_group(ops, names), "mix": _mix(ops), "n": len(ops)}
+            out.setdefault(core, {})[build] = table
     return out
 
 
-def _predict(table, op):
-    k = table.get(op["class"]) or table.get("other")
-    return (k["call_cycles"] + k["cycles_per_mac"] * op["macs"] + k["cycles_per_element"] * op["elements"]
-            + k.get("cycles_per_patch", 0.0) * op["patches"])
+def _predict_op(table, core, op):
+    from firmware_sim.icount import cpi_of_mix
+    for key in op["group_keys"]:
+        g = table.get(key)
+        if g is not None:
+            n = max(0.0, sum(v * op["features"].get(k, 0.0) for k, v in g["coef"].items()))
+            return n, key, n * cpi_of_mix(core, g["mix"])
+    return 0.0, None, 0.0
 
 
-def _current_tables():
-    from firmware_sim.profiles import load_profile
-    out = {}
-    for core, board in BOARDS.items():
-        # the bundled table the core's MLPerf-calibrated profiles use (not the mps2 profile's own)
-        prof = load_profile("nucleo_l4r5zi" if core == "cortex-m4" else "nucleo_h7a3zi")
-        out[core] = {c: {"call_cycles": k.call_cycles, "cycles_per_mac": k.cycles_per_mac,
-                         "cycles_per_element": k.cycles_per_element, "cycles_per_patch": k.cycles_per_patch}
-                     for c, k in prof.kernel_costs.items()}
-    return out
+def _measured_cycles(core, op):
+    from firmware_sim.icount import CPI
+    cpi = CPI[core]
+    return sum(cpi[k] * v for k, v in op.get("mix_counts", {}).items() if k in cpi)
 
 
-def compare(rows, fitted):
-    """Per model/core: measured cycles, prediction with the current table and with the fit."""
-    current = _current_tables()
+def compare(rows, fitted, loo=None):
+    """Per model, core and build: measured instructions (traced), predicted instructions (in-sample and
+    leave-one-model-out), error %, predicted and trace-derived cycles and the CPI used."""
     out = []
     for r in rows:
-        core = r["core"]
+        core, build = r["core"], r["build"]
         ops = []
         for op in r["operators"]:
-            meas = _cycles(core, op)
-            ops.append({**op, "cycles": round(meas), "predicted_current": round(_predict(current[core], op)),
-                        "predicted_fit": round(_predict(fitted[core], op))})
-        tot = sum(o["cycles"] for o in ops)
-        pc = sum(o["predicted_current"] for o in ops)
-        pf = sum(o["predicted_fit"] for o in ops)
-        out.append({"model": r["model"], "core": core, "board": r["board"], "bit_exact": r["bit_exact"],
-                    "instructions": r["total_instructions"], "cycles": tot,
-                    "predicted_current": pc, "predicted_fit": pf,
-                    "error_current": round((pc - tot) / tot, 4) if tot else None,
-                    "error_fit": round((pf - tot) / tot, 4) if tot else None, "operators": ops})
+            n, key, cyc = _predict_op(fitted[core][build], core, op)
+            row = {"index": op["index"], "type": op["type"], "group": key, "instructions": _instr(op),
+                   "predicted": round(n), "predicted_cycles": round(cyc),
+                   "trace_cycles": round(_measured_cycles(core, op))}
+            if loo is not None and r["model"] in loo:
+                ln, lkey, lcyc = _predict_op(loo[r["model"]][core][build], core, op)
+                row.update({"predicted_loo": round(ln), "group_loo": lkey, "predicted_cycles_loo": round(lcyc)})
+            ops.append(row)
+        meas = sum(o["instructions"] for o in ops)
+        pred = sum(o["predicted"] for o in ops)
+        cyc = sum(o["predicted_cycles"] for o in ops)
+        entry = {"model": r["model"], "core": core, "board": r["board"], "build": build, "bit_exact": r["bit_exact"],
+                 "instructions": meas, "systick_instructions": r["systick_instructions"], "predicted": pred,
+                 "error_pct": round(100.0 * (pred - meas) / meas, 2) if meas else None,
+                 "predicted_cycles": cyc, "trace_cycles": sum(o["trace_cycles"] for o in ops),
+                 "cpi": round(cyc / pred, 3) if pred else None, "operators": ops}
+        entry["calibration"] = bool(r.get("calibration"))
+        if loo is not None and r["model"] in loo:
+            lp = sum(o["predicted_loo"] for o in ops)
+            entry.update({"predicted_loo": lp, "error_loo_pct": round(100.0 * (lp - meas) / meas, 2) if meas else None,
+                          "predicted_cycles_loo": sum(o["predicted_cycles_loo"] for o in ops)})
+        out.append(entry)
     return out
 
 
 def leave_one_model_out(rows):
-    """{(model, core): relative error of the total predicted by a fit on the other models}."""
-    out = {}
-    names = sorted({r["model"] for r in rows})
-    if len(names) < 2:
-        return out
-    for name in names:
-        fitted = fit([r for r in rows if r["model"] != name])
-        for r in rows:
-            if r["model"] != name:
-                continue
-            core = r["core"]
-            tot = sum(_cycles(core, op) for op in r["operators"])
-            pred = sum(_predict(fitted[core], op) for op in r["operators"]
-                       if op["class"] in fitted[core] or "other" in fitted[core])
-            out[(name, core)] = round((pred - tot) / tot, 4) if tot else None
-    return out
+    """{model: fit on every other row} for each bundled model (the calibration set is always fitted)."""
+    return {name: fit([r for r in rows if r["model"] != name])
+            for name in sorted({r["model"] for r in rows if not r.get("calibration")})}
 
 
-def write_tables(fitted, path=None):
-    """Store the fitted tables as cortex-m4-pyembed / cortex-m7-pyembed in cores.json
-    (classes not measured copied from the base core, noted)."""
+TABLE_FILE = "pyembed_icount.json"
+
+
+def write_table(fitted, path=None):
+    """Store the fitted tables (with the CPI tables and their sources) for firmware_sim."""
     import firmware_sim.profiles as fp
-    path = path or os.path.join(os.path.dirname(fp.__file__), "cores.json")
-    with open(path) as f:
-        cores = json.load(f)
-    for core, table in fitted.items():
-        base = cores[core]
-        entry = {"source": f"pyembed's own kernels (portable C) measured under QEMU -icount shift=0 on "
-                           f"{BOARDS[core]} (python -m pyembed.bench calibrate --qemu-only --qemu-write): instructions "
-                           f"x {CPI_SOURCE}; classes with no measured operator copied from {core}"}
-        for cls in CLASSES:
-            if cls in table:
-                entry[cls] = {k: v for k, v in table[cls].items() if k != "n"}
-            elif cls in base:
-                entry[cls] = base[cls]
-        cores[f"{core}-pyembed"] = entry
+    from firmware_sim.icount import CPI, CPI_SOURCE
+    path = path or os.path.join(os.path.dirname(fp.__file__), TABLE_FILE)
+    doc = {"_doc": "Generated by 'python -m pyembed.bench calibrate --qemu-write' (pyembed/bench/calibrate_qemu.py): "
+                   "per core, build (dsp / portable) and operator group, instructions = sum coef[f] * feature f "
+                   "(firmware_sim/icount.py), fitted to QEMU-traced instruction counts of pyembed's firmware for "
+                   "every bundled model; mix = measured fraction of executed instructions per class "
+                   "(pyembed/target/imix.py); cycles = instructions x sum mix x CPI (firmware_sim.icount.CPI).",
+           "cpi": CPI, "cpi_source": CPI_SOURCE,
+           "tables": {core: {build: {k: {"coef": v["coef"], "mix": v["mix"], "n": v["n"]} for k, v in t.items()}
+                             for build, t in builds.items()} for core, builds in fitted.items()}}
     with open(path, "w") as f:
-        json.dump(cores, f, indent=1)
+        json.dump(doc, f, indent=1, sort_keys=True)
         f.write("\n")
     return path
 
 
 def _pct(x):
-    return "-" if x is None else f"{100 * x:.1f}%"
+    return "-" if x is None else f"{x:+.1f}%"
+
+
+def _mix_text(table, core, groups):
+    from firmware_sim.icount import cpi_of_mix
+    out = []
+    for key in groups:
+        g = table.get(key)
+        if g is None:
+            continue
+        m = g["mix"]
+        top = ", ".join(f"{k} {100 * v:.0f}%" for k, v in sorted(m.items(), key=lambda kv: -kv[1])
+                        if k != "ldm_stm_regs" and v >= 0.03)
+        out.append(f"    {key:<28} CPI {cpi_of_mix(core, m):.3f}  ({top})")
+    return out
 
 
 def render(result):
-    lines = ["== QEMU-measured instruction counts of pyembed's own kernels (mps2-an386 Cortex-M4, "
-             "mps2-an500 Cortex-M7; -icount shift=0, 40-instruction resolution per operator)",
-             f"   cycles = instructions x CPI: {CPI_SOURCE}",
-             "   predicted: firmware_sim cost model with the current core table (fitted to MLPerf Tiny, "
-             "CMSIS-NN) and recalibrated from these counts", ""]
-    lines.append(f"{'model':<30} {'core':<10} {'instructions':>13} {'cycles':>13} {'pred. current':>14} "
-                 f"{'err':>7} {'pred. fit':>12} {'err':>7} {'LOO err':>8} exact")
+    lines = ["== pyembed's kernels under QEMU (-icount shift=0, instructions traced and classified): measured vs "
+             "predicted by firmware_sim.icount",
+             "   predicted instructions: per-group linear model of the operator's shape, fitted to these counts; "
+             "LOO = fitted without the model; cal-only = fitted on the calibration set alone",
+             "   cycles = instructions x CPI of the group's measured mix (CPI per class: "
+             "firmware_sim.icount.CPI_SOURCE); trace cycles = the traced instructions x their own classes' CPI",
+             ""]
+    hdr = (f"{'model':<30} {'core':<10} {'build':<9} {'measured':>12} {'predicted':>12} {'err':>7} "
+           f"{'LOO pred.':>12} {'LOO err':>8} {'cal-only':>9} {'pred. cycles':>13} {'CPI':>6} "
+           f"{'trace cycles':>13} exact")
+    lines.append(hdr)
     for r in result["models"]:
-        lines.append(f"{r['model']:<30} {r['core']:<10} {r['instructions']:>13,} {r['cycles']:>13,} "
-                     f"{r['predicted_current']:>14,} {100 * r['error_current']:>6.1f}% {r['predicted_fit']:>12,} "
-                     f"{100 * r['error_fit']:>6.1f}% {_pct(r.get('error_fit_leave_one_out')):>8} "
+        lines.append(f"{r['model']:<30} {r['core']:<10} {r['build']:<9} {r['instructions']:>12,} "
+                     f"{r['predicted']:>12,} {_pct(r['error_pct']):>7} {r.get('predicted_loo', 0):>12,} "
+                     f"{_pct(r.get('error_loo_pct')):>8} {_pct(r.get('error_calibration_only_pct')):>9} "
+                     f"{r['predicted_cycles']:>13,} {r['cpi'] or 0:>6.3f} {r['trace_cycles']:>13,} "
                      f"{'yes' if r['bit_exact'] else 'NO'}")
-    lines.append("   (err: prediction vs measured cycles; fit in-sample; LOO: fitted without that model)")
-    lines.append("")
-    lines.append("per operator (cycles = measured instructions x CPI):")
+    loo = [abs(r["error_loo_pct"]) for r in result["models"] if r.get("error_loo_pct") is not None]
+    ins = [abs(r["error_pct"]) for r in result["models"] if r.get("error_pct") is not None]
+    if loo:
+        lines.append(f"\n|error| in-sample: mean {np.mean(ins):.1f}%, max {np.max(ins):.1f}%; leave-one-model-out: "
+                     f"mean {np.mean(loo):.1f}%, max {np.max(loo):.1f}%")
+        over = [f"{r['model']} {r['core']} {r['build']} {r['error_loo_pct']:+.1f}%" for r in result["models"]
+                if abs(r.get("error_loo_pct") or 0) > 15]
+        lines.append("leave-one-out |error| > 15 %: " + (", ".join(over) if over else "none"))
+        cal = [abs(r["error_calibration_only_pct"]) for r in result["models"]
+               if r.get("error_calibration_only_pct") is not None]
+        if cal:
+            lines.append(f"cal-only (fitted on the calibration set alone, no bundled model): mean |error| "
+                         f"{np.mean(cal):.1f}%, max {np.max(cal):.1f}%")
+    cal = result.get("calibration_set") or []
+    if cal:
+        lines.append("calibration set (pyembed.bench._calib_models, always fitted): "
+                     + ", ".join(f"{r['model']} {r['core']} {r['build']} {r['instructions']:,} instr "
+                                 f"({_pct(r['error_pct'])} in-sample, {'bit-exact' if r['bit_exact'] else 'NOT bit-exact'})"
+                                 for r in cal))
+    lines.append("\nCPI of the measured mix per group (cycles per instruction used for the prediction):")
+    for core, builds in result["fit"].items():
+        for build, table in builds.items():
+            lines.append(f"  {core} {build}:")
+            lines.extend(_mix_text(table, core, [k for k in table if not k.startswith("class:")]))
+    lines.append("\nper operator (first board/build of each model shown with --json):")
     for r in result["models"]:
-        lines.append(f"  {r['model']} on {r['core']}:")
-        lines.append(f"    {'op':>3} {'type':<20} {'class':<9} {'MACs':>10} {'instr':>11} {'cycles':>11} "
-                     f"{'current':>11} {'fit':>11}")
+        if r["build"] != "dsp" or r["core"] != "cortex-m4":
+            continue
+        lines.append(f"  {r['model']} (cortex-m4, dsp):")
         for o in r["operators"]:
-            lines.append(f"    {o['index']:>3} {o['type']:<20} {o['class']:<9} {o['macs']:>10,} "
-                         f"{o['instructions']:>11,} {o['cycles']:>11,} {o['predicted_current']:>11,} "
-                         f"{o['predicted_fit']:>11,}")
-    lines.append("")
-    lines.append("fitted tables (cycles; n = operators measured):")
-    for core, table in result["fit"].items():
-        for cls, k in table.items():
-            lines.append(f"  {core:<10} {cls:<9} call {k['call_cycles']:>10.1f}  /MAC {k['cycles_per_mac']:>7.4f}  "
-                         f"/output {k['cycles_per_element']:>8.3f}  /im2col {k['cycles_per_patch']:>7.4f}  n={k['n']}")
+            lines.append(f"    {o['index']:>3} {o['type']:<20} {str(o['group']):<28} measured {o['instructions']:>11,} "
+                         f"predicted {o['predicted']:>11,} LOO {o.get('predicted_loo', 0):>11,} "
+                         f"cycles {o['predicted_cycles']:>11,}")
     if result.get("written"):
-        lines.append(f"written: {result['written']}")
+        lines.append(f"\nwritten: {result['written']}")
     return "\n".join(lines)
 
 
-def run(models=None, write=False):
-    rows = measure(models)
+def run(models=None, write=False, builds=tuple(BUILDS), load=None, save=None, log=None, calibration_set=True):
+    if load:
+        with open(load) as f:
+            rows = json.load(f)
+        if not calibration_set:
+            rows = [r for r in rows if not r.get("calibration")]
+    else:
+        rows = measure(models, builds, log=log, calibration_set=calibration_set)
+        if save:
+            with open(save, "w") as f:
+                json.dump(rows, f)
     fitted = fit(rows)
-    result = {"cpi": CPI, "cpi_source": CPI_SOURCE, "models": compare(rows, fitted), "fit": fitted}
-    loo = leave_one_model_out(rows)
-    for r in result["models"]:
-        r["error_fit_leave_one_out"] = loo.get((r["model"], r["core"]))
+    loo = leave_one_model_out(rows) if len({r["model"] for r in rows}) > 1 else None
+    result_rows = compare(rows, fitted, loo)
+    cal_rows = [r for r in rows if r.get("calibration")]
+    if cal_rows:   # the strictest check: fitted on the small calibration operators only
+        cal_fit = fit(cal_rows)
+        for r, c in zip([r for r in result_rows if not r["calibration"]],
+                        compare([r for r in rows if not r.get("calibration")], cal_fit)):
+            r["predicted_calibration_only"], r["error_calibration_only_pct"] = c["predicted"], c["error_pct"]
+    result = {"cpi": None, "models": [r for r in result_rows if not r["calibration"]],
+              "calibration_set": [{k: v for k, v in r.items() if k != "operators"} for r in result_rows
+                                  if r["calibration"]], "fit": fitted}
+    from firmware_sim.icount import CPI, CPI_SOURCE
+    result["cpi"], result["cpi_source"] = CPI, CPI_SOURCE
     if write:
-        result["written"] = os.path.relpath(write_tables(fitted))
+        result["written"] = os.path.relpath(write_table(fitted))
     return result
 
 
 def main(argv=None):
     import argparse
+    import sys
 
     from pyembed.bench.common import emit
     ap = argparse.ArgumentParser(prog="python -m pyembed.bench calibrate_qemu", description=__doc__.split("\n")[0])
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--write", action="store_true", help="store the fitted tables in cores.json")
+    ap.add_argument("--write", action="store_true", help=f"store the fitted tables in firmware_sim/profiles/{TABLE_FILE}")
     ap.add_argument("--models", default=None, help="comma-separated bundled model names (default: all that run)")
+    ap.add_argument("--builds", default=",".join(BUILDS), help="dsp,portable (default both)")
+    ap.add_argument("--save", default=None, help="save the raw measurements to this JSON file")
+    ap.add_argument("--load", default=None, help="fit raw measurements saved with --save (no QEMU run)")
+    ap.add_argument("--no-calibration-set", action="store_true",
+                    help="fit the bundled models only (without the small operators of pyembed.bench._calib_models)")
     args = ap.parse_args(argv)
-    result = run(args.models.split(",") if args.models else None, write=args.write)
+    result = run(args.models.split(",") if args.models else None, write=args.write,
+                 builds=tuple(args.builds.split(",")), load=args.load, save=args.save,
+                 calibration_set=not args.no_calibration_set,
+                 log=lambda s: print(s, file=sys.stderr, flush=True))
     emit(result, args.json, render)
     return 0

@@ -65,6 +65,10 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
             click.echo(f"{g.name}: firmware project for {proj.profile.name} ({proj.profile.core}) in {outdir}")
             if proj.segment_note:
                 click.echo(f"  segments: {proj.segment_note}")
+            if getattr(proj, "segment_plan", None) is not None:
+                from firmware_sim.autoseg import describe
+                for line in describe(g, proj.segment_plan):
+                    click.echo(f"    {line}")
             for name, r in result["regions"].items():
                 if r["used"]:
                     click.echo(f"  region {name}: {r['used']} B at 0x{r['base']:08X}")

@@ -93,8 +93,12 @@ def summary(plan):
                    "wherever they lower the arena; auto = the smallest arena within --max-extra-macs.")
 @click.option("--max-extra-macs", default="10%", show_default=True,
               help="MAC budget of --strategy auto over the imported model (10% or 0.1).")
+@click.option("--segments", "segment_budget", metavar="BYTES", default=None,
+              help="The RAM block for the weights (e.g. 32K; needs --profile): when the weights do not fit it, the "
+                   "model is divided into segments loaded from flash while it runs, and the division is printed.")
 def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_order, time_limit, section,
-                 tflite_out, show_timeline, as_json, attention="none", pipeline="none", max_extra_macs="10%"):
+                 tflite_out, show_timeline, as_json, attention="none", pipeline="none", max_extra_macs="10%",
+                 segment_budget=None):
     """Plan the static memory of MODEL (.tflite / .onnx) and emit C headers.
 
     Prints the arena per region against the liveness lower bound; fails
@@ -111,6 +115,17 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
         raise click.UsageError("--tflite-out plans the .tflite as it is for TFLM: it cannot follow --attention")
     attention_lines = apply_attention(g, attention)
     require_executable(g, "plan")   # unsupported operators or a float model: exit 2 with the list
+    budget = None
+    if segment_budget is not None:
+        from pyembed.errors import ArgumentError
+        if not part:
+            raise ArgumentError("--segments: needs --profile (the part whose flash and DMA load the segments)")
+        try:
+            budget = parse_size(segment_budget)
+        except PlanError:
+            raise ArgumentError(f"--segments {segment_budget!r}: expected bytes such as 32768 or 32K") from None
+        if budget <= 0:
+            raise ArgumentError(f"--segments {segment_budget!r}: expected a positive byte budget")
     pipeline_lines = []
     regions = None
     if part:
@@ -149,6 +164,22 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
     s["files"] = paths
     s["notes"] = notes
     s["pipeline"] = pipeline_lines
+    seg_lines = []
+    if budget is not None:
+        from firmware_sim import autoseg
+        from firmware_sim.profiles import load_profile
+        from firmware_sim.sim import block_region_for
+        prof = load_profile(part)
+        # the block goes where the plan leaves room for it (the activation RAM first)
+        seg_plan = autoseg.auto_segments(g, prof, budget, order=list(plan.order) or None,
+                                         block_region=block_region_for(plan, prof, None, budget))
+        s["segments"] = autoseg.to_dict(g, budget, seg_plan)
+        seg_lines = [s["segments"]["note"]] + (autoseg.describe(g, seg_plan) if seg_plan is not None else [])
+        if seg_plan is not None:
+            import os
+            seg_path = os.path.join(outdir, "segments.json")
+            seg_plan.to_json(seg_path)   # pyembed simulate --segments FILE runs this division
+            paths["segments"] = seg_path
     s["attention"] = attention_lines
     if as_json:
         click.echo(json.dumps(s, indent=1))
@@ -163,6 +194,8 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
         if s["overlaps_used"]:
             click.echo(f"  {s['overlaps_used']} proven output-over-input overlaps share {s['overlap_bytes_shared']} B")
         click.echo(f"  flash: {s['flash']} B of constants")
+        for i, line in enumerate(seg_lines):
+            click.echo(f"  {'segments: ' if i == 0 else '  '}{line}")
         for n in notes:
             click.echo(f"  note: {n}")
         for what, p in paths.items():

@@ -137,10 +137,16 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
                                             split_bytes=split, contention=contention),
         expected_seconds=max(2.0, graph.macs / 4e6))
     missed = deadline_ms is not None and result.latency_ms > deadline_ms
-    seg_note = None
+    seg_note, seg_lines, seg_dict = None, [], None
     if isinstance(seg, int):   # a block the user named: say whether and how the model was divided
-        from firmware_sim.autoseg import segment_note
+        from firmware_sim.autoseg import describe, segment_note, to_dict
         seg_note = segment_note(graph, seg, result.segments)
+        seg_dict = to_dict(graph, seg, result.segments)
+        if result.segments is not None:
+            seg_lines = describe(graph, result.segments)
+    im = getattr(prof, "instruction_model", None)
+    cost_line = (f"cycle model: {im['source']}" if im is not None else
+                 f"cycle model: {prof.core} class table ({prof.cost_source or 'cores.json'})")
     report_paths = None
     if report_dir:
         from pyembed.check import report as R
@@ -160,6 +166,7 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
     if as_json:
         d = result.to_dict()
         d.update({"bit_exact_with_host": exact, "deadline_ms": deadline_ms, "segment_note": seg_note,
+                  "segmentation": seg_dict, "cycle_model": cost_line,
                   "meets_deadline": None if deadline_ms is None else not missed,
                   "files": {k: v for k, v in (("trace", trace_path), ("memory_png", plot_memory),
                                               ("gantt_png", plot_gantt)) if v}})
@@ -168,8 +175,11 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
         _echo_json(d)
     else:
         click.echo(result.summary())
+        click.echo(f"  {cost_line}")
         if seg_note:
             click.echo(f"  segments: {seg_note}")
+            for line in seg_lines:
+                click.echo(f"    {line}")
         click.echo(f"  outputs {'bit-exact with' if exact else 'DIFFER from'} the host run of the same graph")
         if deadline_ms is not None:
             click.echo(f"  deadline {deadline_ms:g} ms: " + ("MISSED" if missed else

@@ -72,10 +72,13 @@ def generate(graph, profile, outdir, segments=None, **kw):
             segments = None
         else:
             from firmware_sim.sim import segment_graph
-            segments = segment_graph(graph, prof, budget)
+            from pyembed.codegen.firmware import system_region
+            # the firmware puts the block after .data/.bss in the system RAM: cost its loads there
+            segments = segment_graph(graph, prof, budget, block_region=system_region(prof).name)
         note = segment_note(graph, budget, segments)
     proj = generate_project(graph, prof, outdir, segments=segments, **kw)
     proj.segment_note = note
+    proj.segment_plan = segments if hasattr(segments, "segments") else None
     return proj
 
 

@@ -104,6 +104,14 @@ def plan_for_profile(graph, profile, algorithm="auto", time_limit=5.0):
                       time_limit=time_limit)
 
 
+def system_region(profile):
+    """The RAM region of .data, .bss, heap, stack and the segment block: the
+    largest RAM without wait states (a TCM or a slow external RAM only when
+    there is nothing else)."""
+    ram = [r for r in profile.regions.values() if not r.is_flash]
+    return min(ram, key=lambda r: (r.kind == "tcm", getattr(r, "read_wait", 0) > 0, -r.size))
+
+
 def _align(x, a):
     return (x + a - 1) // a * a
 
@@ -552,10 +560,7 @@ def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algor
         plan = plan_for_profile(graph, profile, algorithm=algorithm, time_limit=time_limit)
     layout, arena_base, regions = firmware_layout(graph, plan)
     flash_name = profile.flash_region
-    ram = [r for r in profile.regions.values() if not r.is_flash]
-    # .data, .bss, heap, stack (and the segment block): the largest RAM without wait states
-    # (a TCM or a slow external RAM only when there is nothing else)
-    sys_region = min(ram, key=lambda r: (r.kind == "tcm", getattr(r, "read_wait", 0) > 0, -r.size))
+    sys_region = system_region(profile)
     for name, (_, used) in regions.items():
         cap = profile.regions[name].size
         if used > cap:

@@ -1,0 +1,159 @@
+"""Cycles of pyembed's own kernels on a Cortex-M4 / M7: instructions predicted
+from the operator's shape, times the cycles per instruction of each class.
+
+    cycles(op) = instructions(op) * sum over classes c of mix(op)[c] * CPI[core][c]
+                 (+ the registers an LDM/STM moves, times their per-register cycles)
+
+* ``instructions(op)`` = sum_j coef[group][j] * feature_j(op): a linear model
+  per operator group (type and kernel form, e.g. ``CONV_2D/gather``), fitted by
+  non-negative least squares on relative error to QEMU instruction counts of
+  pyembed's firmware (``python -m pyembed.bench calibrate --qemu-write`` writes
+  the table ``firmware_sim/profiles/pyembed_icount.json``; nothing in it is
+  typed by hand). One table per core and build: ``dsp`` (the Arm DSP-extension
+  inner loops a Cortex-M4/M7 compiles) and ``portable`` (``-DPE_FORCE_PORTABLE``).
+* ``mix(op)``: the executed instruction mix of the group, measured by tracing
+  the same firmware runs (pyembed.target.imix), as fractions.
+* ``CPI``: per instruction class, below, from ARM's documentation.
+
+Features (``features``): ``call`` (1), ``macs``, ``outputs`` (output elements),
+``pixels`` (output positions n*h*w), ``rows`` (n*h), ``dot_loops`` (the inner
+dot products the gather kernels run: positions x output-channel blocks x taps),
+``tail_macs`` (MACs over the input-channel remainder not a multiple of 4),
+``mult_macs`` (MACs of a depthwise with channel multiplier > 1), ``odd_col_macs``
+(MACs of the output column a convolution of odd output width cannot pair), ``batches``.
+
+CPI tables. Cortex-M4: ARM Cortex-M4 Processor Technical Reference Manual
+r0p1 (ARM 100166_0001_00), section 3.3.1 "Table of processor instructions",
+Table 3-1, and section 3.3.2 "Load/store timings" (zero-wait memory):
+ALU / MOV / shifts / compares / extends / SSAT 1; MUL, MLA, MLS, SMULL, SMLAL
+and the halfword multiplies 1; the DSP SIMD and dual-MAC instructions (SMLAD,
+SXTB16, SADD16, QADD ...) 1; LDR 2, but a load after a load is pipelined: one
+cycle less (3.3.2: "LDR R0,[R1]; LDR R1,[R2] - normally three cycles total");
+STR 1 (3.3.2: "STR Rx,[Ry,#imm] is always one cycle", the write buffer); LDRD /
+STRD 1+N = 3; LDM / STM / PUSH / POP 1+N (N registers); branch taken 1+P with
+P, the pipeline refill, "1 to 3": we take P = 2; a conditional branch not
+taken 1; SDIV / UDIV "2 to 12": we take 7; anything else 1.
+
+Cortex-M7: ARM does not publish an instruction timing table for the
+Cortex-M7 (its TRM, ARM DDI 0489, describes a 6-stage in-order superscalar
+pipeline that can issue two instructions per cycle, one load/store pipe, one
+MAC pipe, a 64-bit TCM/AXI data path and a branch target cache, without cycle
+counts). Stated assumption, not a measurement: ALU instructions and
+not-taken branches dual-issue with a neighbour (0.5 each); MUL/MLA, DSP, loads,
+stores and LDRD/STRD take their pipe's single slot (1 each; a pipelined load
+also 1); LDM/STM move two registers per cycle on the 64-bit path (1 + N/2);
+taken branches are predicted by the branch target cache (1); SDIV/UDIV 7 (the
+M4's midpoint, same divider class); anything else 1.
+"""
+import math
+
+import numpy as np
+
+CLASSES = ("alu", "mul", "dsp", "load", "load_pipelined", "store", "ldrd_strd", "ldm_stm",
+           "branch_taken", "branch_not_taken", "div", "other")
+
+# cycles per instruction of each class (ldm_stm: per instruction; ldm_stm_regs: per register moved)
+CPI = {
+    "cortex-m4": {"alu": 1.0, "mul": 1.0, "dsp": 1.0, "load": 2.0, "load_pipelined": 1.0, "store": 1.0,
+                  "ldrd_strd": 3.0, "ldm_stm": 1.0, "ldm_stm_regs": 1.0, "branch_taken": 3.0,
+                  "branch_not_taken": 1.0, "div": 7.0, "other": 1.0},
+    "cortex-m7": {"alu": 0.5, "mul": 1.0, "dsp": 1.0, "load": 1.0, "load_pipelined": 1.0, "store": 1.0,
+                  "ldrd_strd": 1.0, "ldm_stm": 1.0, "ldm_stm_regs": 0.5, "branch_taken": 1.0,
+                  "branch_not_taken": 0.5, "div": 7.0, "other": 1.0},
+}
+CPI_SOURCE = {
+    "cortex-m4": "ARM Cortex-M4 TRM r0p1 (ARM 100166_0001_00) section 3.3.1 Table 3-1 and 3.3.2 load/store "
+                 "timings; assumed P (pipeline refill) = 2, SDIV/UDIV = 7 of 2-12",
+    "cortex-m7": "assumption (ARM publishes no Cortex-M7 timing table; TRM ARM DDI 0489 describes the dual-issue "
+                 "pipeline): ALU and not-taken branches pair (0.5), one load/store and one MAC pipe (1), "
+                 "LDM/STM 2 registers per cycle, taken branches predicted (1), divide 7",
+}
+
+FEATURES = {
+    "conv": ("call", "macs", "outputs", "pixels", "rows", "dot_loops", "tail_macs", "odd_col_macs"),
+    "depthwise": ("call", "macs", "outputs", "pixels", "rows", "dot_loops", "mult_macs"),
+    "fc": ("call", "macs", "outputs", "batches"),
+    "pool": ("call", "macs", "outputs"),
+    "eltwise": ("call", "outputs"),
+    "softmax": ("call", "outputs", "rows"),
+    "copy": ("call", "outputs"),
+    "alias": ("call",),
+    "other": ("call", "outputs"),
+}
+GATHER_DW_BLOCK = 16     # csrc/src/pe_conv_gather.c PE_GATHER_DW_BLOCK
+
+
+def group_keys(graph, op, kc):
+    """Most to least specific: 'TYPE/form', 'TYPE', kernel class kc (firmware_sim.cost.kernel_class),
+    'other'."""
+    keys = []
+    form = (op.params or {}).get("conv_form") if isinstance(op.params, dict) else None
+    if form:
+        keys.append(f"{op.type}/{form}")
+    keys.append(op.type if kc != "alias" else "alias")
+    keys += [f"class:{kc}", "class:other"]
+    return keys
+
+
+def features(graph, op):
+    """{feature: value} of an operator (all the features any group uses)."""
+    outs = [graph.tensors[o] for o in op.outputs if o >= 0]
+    outputs = sum(int(np.prod(t.shape)) for t in outs)
+    params = op.params if isinstance(op.params, dict) else {}
+    f = {"call": 1.0, "macs": float(int(getattr(op, "macs", 0) or 0)), "outputs": float(outputs)}
+    y = outs[0].shape if outs else (1,)
+    c = int(y[-1]) if len(y) else 1
+    f["pixels"] = float(outputs // max(c, 1))
+    f["rows"] = float(int(np.prod(y[:-1])) // (int(y[-2]) if len(y) >= 3 else 1)) if len(y) >= 2 else 1.0
+    f["batches"] = float(params.get("batches", f["pixels"]) or 1)
+    f["dot_loops"] = f["tail_macs"] = f["mult_macs"] = f["odd_col_macs"] = 0.0
+    if op.type in ("CONV_2D", "DEPTHWISE_CONV_2D") and len(op.inputs) > 1:
+        kh, kw = params.get("kernel", (1, 1))
+        taps = int(kh) * int(kw)
+        ow = int(y[-2]) if len(y) >= 3 else 1
+        # the reverse kernels pair output columns; an odd width leaves one column per row unpaired
+        f["odd_col_macs"] = f["macs"] * (ow % 2) / max(ow, 1)
+        w = graph.tensors[op.inputs[1]]
+        if op.type == "CONV_2D":
+            groups = int(params.get("groups", 1) or 1)
+            ic_g = int(w.shape[-1])
+            oc_g = c // max(groups, 1)
+            f["dot_loops"] = f["pixels"] * groups * math.ceil(oc_g / 4) * taps
+            f["tail_macs"] = f["pixels"] * c * taps * (ic_g % 4)
+        else:
+            f["dot_loops"] = f["pixels"] * math.ceil(c / GATHER_DW_BLOCK) * taps
+            if int(params.get("depth_multiplier", 1) or 1) > 1:
+                f["mult_macs"] = f["macs"]
+    return f
+
+
+def feature_names(kc):
+    return FEATURES.get(kc, FEATURES["other"])
+
+
+def instructions(table, graph, op, kc):
+    """Predicted instructions of op (kernel class kc) with a fitted table ({group: {"coef": {...},
+    "mix": {...}}}); returns (instructions, group used)."""
+    f = features(graph, op)
+    for key in group_keys(graph, op, kc):
+        g = table.get(key)
+        if g is not None:
+            return max(0.0, sum(v * f.get(k, 0.0) for k, v in g["coef"].items())), key
+    return 0.0, None
+
+
+def cpi_of_mix(core, mix):
+    """Cycles per instruction of an instruction mix (fractions of instructions per class, plus
+    ldm_stm_regs per instruction) with the core's CPI table."""
+    cpi = CPI[core]
+    return sum(cpi[k] * v for k, v in mix.items() if k in cpi)
+
+
+def cycles(table, core, graph, op, kc):
+    """(cycles, instructions, group, CPI) of op (kernel class kc): predicted instructions x the CPI of
+    the group's mix."""
+    n, key = instructions(table, graph, op, kc)
+    if key is None:
+        return 0.0, 0.0, None, 0.0
+    c = cpi_of_mix(core, table[key]["mix"])
+    return n * c, n, key, c
