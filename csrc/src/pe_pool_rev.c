@@ -59,7 +59,19 @@ typedef struct {
     int32_t col_step;    /* stride.w * c: window start advance, in elements */
     int32_t col_span;    /* window.w * c: window width, in elements */
     int32_t row_off0;    /* element offset of column xo_first's window start */
+    int32_t s8_only;     /* opened by pe_pool_rev_stream_init_s8 (or a whole-tensor call) */
+    int32_t packed;      /* accumulator format: POOL_ACC_S32, _S16 or _S8 (below) */
 } pool_state;
+
+/* Accumulator formats. A ring slot always spans row_elems int32 (the size
+ * query does not depend on the target); the packed formats fill the start
+ * of it. POOL_ACC_S16 (avg / sum): each group of four channels is two words
+ * of halfword lanes, (ch0, ch2) then (ch1, ch3), the lanes SXTAB16 and
+ * SXTAB16 ROR #8 add a word of four int8 into. POOL_ACC_S8 (max): four int8
+ * lanes per word in channel order. Only DSP builds pick a packed format. */
+#define POOL_ACC_S32 0
+#define POOL_ACC_S16 1
+#define POOL_ACC_S8 2
 
 /* ---- small helpers ---------------------------------------------------------- */
 
@@ -273,11 +285,13 @@ static void stats_peak(const pe_context *ctx, const pool_state *st)
 {
     if (ctx->stats != NULL) {
         const int64_t elems = (int64_t)st->live * st->row_elems;
+        const int64_t bytes = elems * (st->packed == POOL_ACC_S16 ? 2
+                                       : st->packed == POOL_ACC_S8 ? 1 : (int64_t)sizeof(int32_t));
         if (elems > ctx->stats->peak_elems) {
             ctx->stats->peak_elems = elems;
         }
-        if (elems * (int64_t)sizeof(int32_t) > ctx->stats->peak_bytes) {
-            ctx->stats->peak_bytes = elems * (int64_t)sizeof(int32_t);
+        if (bytes > ctx->stats->peak_bytes) {
+            ctx->stats->peak_bytes = bytes;
         }
     }
 }
@@ -309,7 +323,7 @@ static void start_batch(pool_state *st)
 }
 
 static pe_status stream_init(const pe_context *ctx, const pe_pool_params *args,
-                             const pe_dims *in, const pe_dims *out)
+                             const pe_dims *in, const pe_dims *out, int32_t s8_only)
 {
     int32_t need;
     pool_state *st;
@@ -360,13 +374,33 @@ static pe_status stream_init(const pe_context *ctx, const pe_pool_params *args,
     st->col_step = params->stride.w * in->c;
     st->col_span = params->window.w * in->c;
     st->row_off0 = (st->xo_first * params->stride.w - params->padding.left) * in->c;
+    st->s8_only = s8_only;
+    st->packed = POOL_ACC_S32;
+#if PE_DSP
+    /* int16 lanes hold any partial sum of at most 256 int8 taps:
+     * -128 * 256 = -32768 <= sum <= 127 * 256 (SADD16 / SXTAB16 wrap modulo
+     * 2^16, and every value they produce is such a partial sum) */
+    if (s8_only && (in->c & 3) == 0) {
+        if (params->kind == PE_POOL_MAX) {
+            st->packed = POOL_ACC_S8;
+        } else if ((int64_t)params->window.h * params->window.w <= 256) {
+            st->packed = POOL_ACC_S16;
+        }
+    }
+#endif
     return PE_OK;
 }
 
 pe_status pe_pool_rev_stream_init(const pe_context *ctx, const pe_pool_params *params,
                                   const pe_dims *in_dims, const pe_dims *out_dims)
 {
-    return stream_init(ctx, params, in_dims, out_dims);
+    return stream_init(ctx, params, in_dims, out_dims, 0);
+}
+
+pe_status pe_pool_rev_stream_init_s8(const pe_context *ctx, const pe_pool_params *params,
+                                     const pe_dims *in_dims, const pe_dims *out_dims)
+{
+    return stream_init(ctx, params, in_dims, out_dims, 1);
 }
 
 static pe_status stream_of(const pe_context *ctx, pool_state **out)
@@ -409,6 +443,94 @@ static int32_t next_slot(const pool_state *st, int32_t slot)
     return slot + 1 == st->ring_rows ? 0 : slot + 1;
 }
 
+#if PE_DSP
+/* ---- packed accumulators (DSP builds, see POOL_ACC_*) ----------------------- */
+
+static void fill_packed(const pool_state *st, int32_t *a)
+{
+    const uint32_t v = st->packed == POOL_ACC_S8 ? 0x80808080u : 0u;
+    const int32_t words = st->packed == POOL_ACC_S8 ? st->row_elems / 4 : st->row_elems / 2;
+    uint32_t *const w = (uint32_t *)(void *)a;
+    int32_t i;
+    for (i = 0; i < words; i++) {
+        w[i] = v;
+    }
+}
+
+static int8_t sum_of(const pe_pool_params *p, int32_t sum)
+{
+    const int32_t m = p->sum_quant.multiplier;
+    const int32_t v = m != 0 ? pe_fx_requant(sum, m, p->sum_quant.shift) : sum;
+    const int32_t o = pe_fx_sat_s32_from_s64((int64_t)v + p->output_offset);
+    return (int8_t)pe_fx_clamp(o, p->activation.min, p->activation.max);
+}
+
+/* The rounded average emit_row computes, (sum +- cnt / 2) / cnt truncated,
+ * halves away from zero; |result| <= 128 since |sum| <= 128 * cnt, so SSAT
+ * to 8 bits changes nothing but the type. */
+#define PACKED_AVG(S, HALF, CNT) __ssat(((S) + ((S) > 0 ? (HALF) : -(HALF))) / (CNT), 8)
+
+/* emit_row for the packed formats (the row holds at least one tap row). The
+ * activation clamp runs on four int8 lanes at once (SSUB8 + SEL). */
+static void emit_packed(const pool_state *st, int32_t rows, const int32_t *acc, int8_t *dst)
+{
+    const pe_pool_params *p = &st->p;
+    const int32_t amin = p->activation.min;
+    const int32_t amax = p->activation.max;
+    const uint32_t lo = ((uint32_t)amin & 0xFFu) * 0x01010101u;
+    const uint32_t hi = ((uint32_t)amax & 0xFFu) * 0x01010101u;
+    const uint32_t *w = (const uint32_t *)(const void *)acc;
+    int32_t i;
+    if (st->packed == POOL_ACC_S8) {
+        const int32_t words = st->row_elems / 4;
+        for (i = 0; i < words; i++) {
+            uint32_t m = w[i];
+            (void)__ssub8(m, lo); /* GE per lane: m >= lo */
+            m = __sel(m, lo);
+            (void)__ssub8(m, hi); /* GE per lane: m >= hi */
+            m = __sel(hi, m);
+            __builtin_memcpy(dst + 4 * i, &m, 4);
+        }
+    } else if (p->kind == PE_POOL_SUM) {
+        const int32_t words = st->row_elems / 2;
+        for (i = 0; i < words; i += 2, dst += 4) {
+            const uint32_t e = w[i], o = w[i + 1];
+            dst[0] = sum_of(p, (int16_t)(e & 0xFFFFu));
+            dst[1] = sum_of(p, (int16_t)(o & 0xFFFFu));
+            dst[2] = sum_of(p, (int16_t)(e >> 16));
+            dst[3] = sum_of(p, (int16_t)(o >> 16));
+        }
+    } else {
+        const int32_t c = st->out.c;
+        int32_t xo, g, x0 = -p->padding.left;
+        for (xo = 0; xo < st->out.w; xo++, x0 += p->stride.w, w += c / 2, dst += c) {
+            const int32_t cnt = rows * taps_in(x0, p->window.w, st->in.w);
+            const int32_t half = cnt / 2;
+            if (cnt == 0) {
+                for (g = 0; g < c; g++) {
+                    dst[g] = (int8_t)pe_fx_clamp(0, amin, amax);
+                }
+                continue;
+            }
+            for (g = 0; g < c; g += 4) {
+                const uint32_t e = w[g / 2], o = w[g / 2 + 1];
+                const int32_t s0 = (int16_t)(e & 0xFFFFu), s2 = (int16_t)(e >> 16);
+                const int32_t s1 = (int16_t)(o & 0xFFFFu), s3 = (int16_t)(o >> 16);
+                uint32_t m = ((uint32_t)PACKED_AVG(s0, half, cnt) & 0xFFu) |
+                             (((uint32_t)PACKED_AVG(s1, half, cnt) & 0xFFu) << 8) |
+                             (((uint32_t)PACKED_AVG(s2, half, cnt) & 0xFFu) << 16) |
+                             ((uint32_t)PACKED_AVG(s3, half, cnt) << 24);
+                (void)__ssub8(m, lo);
+                m = __sel(m, lo);
+                (void)__ssub8(m, hi);
+                m = __sel(hi, m);
+                __builtin_memcpy(dst + g, &m, 4);
+            }
+        }
+    }
+}
+#endif
+
 static void open_row(const pe_context *ctx, pool_state *st)
 {
     /* Bounded by out.h: with a large padding.top, ys_q of input row 0 lies
@@ -428,8 +550,15 @@ static void open_row(const pe_context *ctx, pool_state *st)
         slot = next_slot(st, slot);
     }
     for (; y <= ye; y++) {
-        fill_identity(ring_of(st) + (size_t)slot * (size_t)st->row_elems, st->row_elems,
-                      st->p.kind);
+        int32_t *const a = ring_of(st) + (size_t)slot * (size_t)st->row_elems;
+#if PE_DSP
+        if (st->packed != POOL_ACC_S32) {
+            fill_packed(st, a);
+        } else
+#endif
+        {
+            fill_identity(a, st->row_elems, st->p.kind);
+        }
         st->live += 1;
         slot = next_slot(st, slot);
     }
@@ -490,6 +619,12 @@ static void emit_row(pool_state *st, int32_t y, int32_t slot, int8_t *dst)
     }
     a = ring_of(st) + (size_t)slot * (size_t)n;
     st->live -= 1;
+#if PE_DSP
+    if (st->packed != POOL_ACC_S32) {
+        emit_packed(st, rows, a, dst);
+        return;
+    }
+#endif
     if (p->kind == PE_POOL_MAX) {
         for (i = 0; i + 4 <= n; i += 4) {
             dst[i] = (int8_t)pe_fx_clamp(a[i], amin, amax);
@@ -793,11 +928,303 @@ static uint64_t scatter_max_s32(pool_state *st, int32_t x, int32_t n, const int3
 }
 #undef VALUE_T
 
+#if PE_DSP
+/* The int8 scatter into packed accumulators. Per output column, the run of
+ * pixels inside its window is combined once into lane registers, eight
+ * channels at a time (sums: SXTAB16 and SXTAB16 ROR #8 into four words of
+ * halfword lanes; max: SSUB8 + SEL into two words of byte lanes; a last
+ * group of four channels alone; two pixels per loop turn), then added
+ * (SADD16) or max-ed (SSUB8 + SEL) into each output row it reaches. With one
+ * output row (stride >= window) the run starts from the accumulators
+ * themselves. Columns whose window lies wholly inside the pixels go through
+ * one call (runs of the same length, starting step elements apart); clipped
+ * ones one at a time. Combines are counted as the int32 loops count them. */
+
+/* Where the accumulators of a scatter live. */
+typedef struct {
+    uint32_t *col;      /* first output row's words of the first column */
+    size_t col_words;   /* words per output column */
+    size_t row_words;   /* ring slot stride, words */
+    uint32_t *wrap;     /* end of the ring */
+    size_t ring_words;  /* ring size, words */
+    int32_t nr;         /* output rows the open row reaches */
+    int32_t c;
+} packed_dst;
+
+/* The next ring row of accumulator pointer A. */
+#define PACKED_NEXT_ROW(D, A)           \
+    do {                                \
+        (A) += (D)->row_words;          \
+        if ((A) >= (D)->wrap) {         \
+            (A) -= (D)->ring_words;     \
+        }                               \
+    } while (0)
+
+/* M = bytewise max(M, W) (SSUB8 sets GE where W >= M, SEL takes W there). */
+#define MAX8(M, W)               \
+    do {                         \
+        (void)__ssub8((W), (M)); \
+        (M) = __sel((W), (M));   \
+    } while (0)
+
+#define SUM_PIX8(Q, E0, O0, E1, O1)              \
+    do {                                         \
+        const uint32_t w0_ = pe_rd32(Q);         \
+        const uint32_t w1_ = pe_rd32((Q) + 4);   \
+        E0 = __sxtab16(E0, w0_);                 \
+        O0 = pe_sxtab16_ror8(O0, w0_);           \
+        E1 = __sxtab16(E1, w1_);                 \
+        O1 = pe_sxtab16_ror8(O1, w1_);           \
+    } while (0)
+
+#define SUM_PIX4(Q, E0, O0)                      \
+    do {                                         \
+        const uint32_t w0_ = pe_rd32(Q);         \
+        E0 = __sxtab16(E0, w0_);                 \
+        O0 = pe_sxtab16_ror8(O0, w0_);           \
+    } while (0)
+
+#define MAX_PIX8(Q, M0, M1)                      \
+    do {                                         \
+        const uint32_t w0_ = pe_rd32(Q);         \
+        const uint32_t w1_ = pe_rd32((Q) + 4);   \
+        MAX8(M0, w0_);                           \
+        MAX8(M1, w1_);                           \
+    } while (0)
+
+#define MAX_PIX4(Q, M0)                          \
+    do {                                         \
+        const uint32_t w0_ = pe_rd32(Q);         \
+        MAX8(M0, w0_);                           \
+    } while (0)
+
+/* NPIX pixels from Q (c elements apart), two per turn. */
+#define PACKED_RUN(Q, NPIX, PIX)                         \
+    do {                                                 \
+        const int8_t *q_ = (Q);                          \
+        int32_t i_;                                      \
+        for (i_ = (NPIX); i_ >= 2; i_ -= 2) {            \
+            PIX(q_);                                     \
+            PIX(q_ + c);                                 \
+            q_ += 2 * c;                                 \
+        }                                                \
+        if (i_ != 0) {                                   \
+            PIX(q_);                                     \
+        }                                                \
+    } while (0)
+
+#define S8(Q) SUM_PIX8(Q, e0, o0, e1, o1)
+#define S4(Q) SUM_PIX4(Q, e0, o0)
+#define M8(Q) MAX_PIX8(Q, m0, m1)
+#define M4(Q) MAX_PIX4(Q, m0)
+
+/* n_col runs of npix pixels, the first at v + off, each next step elements
+ * further, into output columns from d->col on: one output row. The channel
+ * block is the outer loop, so the column loop keeps few values live. */
+__attribute__((noinline)) static void packed_sum_row1(const packed_dst *d, const int8_t *v,
+                                                      int32_t off, int32_t n_col, int32_t step,
+                                                      int32_t npix)
+{
+    const int32_t c = d->c;
+    const size_t cw = d->col_words;
+    int32_t g, k;
+    for (g = 0; g < c; g += 8) {
+        uint32_t *a = d->col + g / 2;
+        int32_t o = off + g;
+        if (c - g >= 8) {
+            for (k = n_col; k > 0; k--, o += step, a += cw) {
+                uint32_t e0 = a[0], o0 = a[1], e1 = a[2], o1 = a[3];
+                PACKED_RUN(v + o, npix, S8);
+                a[0] = e0;
+                a[1] = o0;
+                a[2] = e1;
+                a[3] = o1;
+            }
+        } else {
+            for (k = n_col; k > 0; k--, o += step, a += cw) {
+                uint32_t e0 = a[0], o0 = a[1];
+                PACKED_RUN(v + o, npix, S4);
+                a[0] = e0;
+                a[1] = o0;
+            }
+        }
+    }
+}
+
+/* The same into d->nr > 1 output rows. */
+__attribute__((noinline)) static void packed_sum_rows(const packed_dst *d, const int8_t *v,
+                                                      int32_t off, int32_t n_col, int32_t step,
+                                                      int32_t npix)
+{
+    const int32_t c = d->c;
+    const size_t cw = d->col_words;
+    int32_t g, k, r;
+    for (g = 0; g < c; g += 8) {
+        uint32_t *a = d->col + g / 2;
+        int32_t o = off + g;
+        if (c - g >= 8) {
+            for (k = n_col; k > 0; k--, o += step, a += cw) {
+                uint32_t e0 = 0, o0 = 0, e1 = 0, o1 = 0;
+                uint32_t *ar = a;
+                PACKED_RUN(v + o, npix, S8);
+                for (r = d->nr; r > 0; r--) {
+                    ar[0] = __sadd16(ar[0], e0);
+                    ar[1] = __sadd16(ar[1], o0);
+                    ar[2] = __sadd16(ar[2], e1);
+                    ar[3] = __sadd16(ar[3], o1);
+                    PACKED_NEXT_ROW(d, ar);
+                }
+            }
+        } else {
+            for (k = n_col; k > 0; k--, o += step, a += cw) {
+                uint32_t e0 = 0, o0 = 0;
+                uint32_t *ar = a;
+                PACKED_RUN(v + o, npix, S4);
+                for (r = d->nr; r > 0; r--) {
+                    ar[0] = __sadd16(ar[0], e0);
+                    ar[1] = __sadd16(ar[1], o0);
+                    PACKED_NEXT_ROW(d, ar);
+                }
+            }
+        }
+    }
+}
+
+__attribute__((noinline)) static void packed_max_row1(const packed_dst *d, const int8_t *v,
+                                                      int32_t off, int32_t n_col, int32_t step,
+                                                      int32_t npix)
+{
+    const int32_t c = d->c;
+    const size_t cw = d->col_words;
+    int32_t g, k;
+    for (g = 0; g < c; g += 8) {
+        uint32_t *a = d->col + g / 4;
+        int32_t o = off + g;
+        if (c - g >= 8) {
+            for (k = n_col; k > 0; k--, o += step, a += cw) {
+                uint32_t m0 = a[0], m1 = a[1];
+                PACKED_RUN(v + o, npix, M8);
+                a[0] = m0;
+                a[1] = m1;
+            }
+        } else {
+            for (k = n_col; k > 0; k--, o += step, a += cw) {
+                uint32_t m0 = a[0];
+                PACKED_RUN(v + o, npix, M4);
+                a[0] = m0;
+            }
+        }
+    }
+}
+
+__attribute__((noinline)) static void packed_max_rows(const packed_dst *d, const int8_t *v,
+                                                      int32_t off, int32_t n_col, int32_t step,
+                                                      int32_t npix)
+{
+    const int32_t c = d->c;
+    const size_t cw = d->col_words;
+    int32_t g, k, r;
+    for (g = 0; g < c; g += 8) {
+        uint32_t *a = d->col + g / 4;
+        int32_t o = off + g;
+        if (c - g >= 8) {
+            for (k = n_col; k > 0; k--, o += step, a += cw) {
+                uint32_t m0 = 0x80808080u, m1 = 0x80808080u;
+                uint32_t *ar = a;
+                PACKED_RUN(v + o, npix, M8);
+                for (r = d->nr; r > 0; r--) {
+                    uint32_t a0 = ar[0], a1 = ar[1];
+                    MAX8(a0, m0);
+                    MAX8(a1, m1);
+                    ar[0] = a0;
+                    ar[1] = a1;
+                    PACKED_NEXT_ROW(d, ar);
+                }
+            }
+        } else {
+            for (k = n_col; k > 0; k--, o += step, a += cw) {
+                uint32_t m0 = 0x80808080u;
+                uint32_t *ar = a;
+                PACKED_RUN(v + o, npix, M4);
+                for (r = d->nr; r > 0; r--) {
+                    uint32_t a0 = ar[0];
+                    MAX8(a0, m0);
+                    ar[0] = a0;
+                    PACKED_NEXT_ROW(d, ar);
+                }
+            }
+        }
+    }
+}
+#undef S8
+#undef S4
+#undef M8
+#undef M4
+
+typedef void (*packed_runs_fn)(const packed_dst *, const int8_t *, int32_t, int32_t, int32_t,
+                               int32_t);
+
+static uint64_t scatter_packed_s8(pool_state *st, int32_t x, int32_t n, const int8_t *v)
+{
+    const int32_t c = st->in.c;
+    const int32_t step = st->col_step;
+    const int32_t span = st->col_span;
+    const int32_t n_el = n * c;
+    const int32_t is_max = st->packed == POOL_ACC_S8;
+    uint32_t *const ring = (uint32_t *)(void *)ring_of(st);
+    int32_t xo_lo = st->xo_first, n_cols = st->xo_last - st->xo_first + 1;
+    int32_t off = st->row_off0;
+    uint64_t combines = 0;
+    packed_runs_fn runs;
+    packed_dst d;
+    d.nr = st->ye - st->ys + 1;
+    if (x != 0 || n != st->in.w) {
+        column_range(st, x, n, &xo_lo, &n_cols, &off);
+    }
+    if (n <= 0 || d.nr <= 0 || n_cols <= 0) {
+        return 0;
+    }
+    runs = is_max ? (d.nr == 1 ? packed_max_row1 : packed_max_rows)
+                  : (d.nr == 1 ? packed_sum_row1 : packed_sum_rows);
+    d.c = c;
+    d.col_words = (size_t)(is_max ? c / 4 : c / 2);
+    d.row_words = (size_t)st->row_elems;
+    d.ring_words = (size_t)st->ring_rows * d.row_words;
+    d.wrap = ring + d.ring_words;
+    d.col = ring + (size_t)st->slot_ys * d.row_words + (size_t)xo_lo * d.col_words;
+    while (n_cols > 0) {
+        int32_t m = 1, lo = off, len = span;
+        if (off >= 0 && off + span <= n_el) {
+            /* whole runs: this column and the next ones up to n_el */
+            m = (n_el - span - off) / step + 1;
+            m = m < n_cols ? m : n_cols;
+        } else {
+            lo = off > 0 ? off : 0;
+            len = (off + span < n_el ? off + span : n_el) - lo;
+        }
+        if (len > 0) {
+            runs(&d, v, lo, m, step, len == span ? st->p.window.w : len / c);
+        }
+        combines += (uint64_t)(uint32_t)m * (uint32_t)(len > 0 ? len : 0);
+        n_cols -= m;
+        off += m * step;
+        d.col += (size_t)m * d.col_words;
+    }
+    return combines * (uint64_t)d.nr;
+}
+#endif
+
 static void scatter_s8(const pe_context *ctx, pool_state *st, int32_t x, int32_t n,
                        const int8_t *v)
 {
+#if PE_DSP
+    const uint64_t k = st->packed != POOL_ACC_S32 ? scatter_packed_s8(st, x, n, v)
+                       : st->p.kind == PE_POOL_MAX ? scatter_max_s8(st, x, n, v)
+                                                   : scatter_add_s8(st, x, n, v);
+#else
     const uint64_t k = st->p.kind == PE_POOL_MAX ? scatter_max_s8(st, x, n, v)
                                                  : scatter_add_s8(st, x, n, v);
+#endif
     stats_add(ctx, k, (uint64_t)n * (uint64_t)st->in.c);
 }
 
@@ -884,6 +1311,9 @@ pe_status pe_pool_rev_scatter_s32(const pe_context *ctx, int32_t x, int32_t n_pi
     const pe_status s = check_scatter(ctx, x, n_pixels, values, &st);
     if (s != PE_OK) {
         return s;
+    }
+    if (st->s8_only) {
+        return PE_ERR_STATE; /* opened for int8 values only */
     }
     k = st->p.kind == PE_POOL_MAX ? scatter_max_s32(st, x, n_pixels, values)
                                   : scatter_add_s32(st, x, n_pixels, values);
@@ -972,7 +1402,7 @@ pe_status pe_pool_rev_s8(const pe_context *ctx, const pe_pool_params *params,
     if (input == NULL || output == NULL) {
         return PE_ERR_ARG;
     }
-    s = stream_init(ctx, params, in_dims, out_dims);
+    s = stream_init(ctx, params, in_dims, out_dims, 1);
     if (s != PE_OK) {
         return s;
     }
