@@ -465,10 +465,13 @@ static int8_t sum_of(const pe_pool_params *p, int32_t sum)
     return (int8_t)pe_fx_clamp(o, p->activation.min, p->activation.max);
 }
 
-/* The rounded average emit_row computes, (sum +- cnt / 2) / cnt truncated,
- * halves away from zero; |result| <= 128 since |sum| <= 128 * cnt, so SSAT
- * to 8 bits changes nothing but the type. */
-#define PACKED_AVG(S, HALF, CNT) __ssat(((S) + ((S) > 0 ? (HALF) : -(HALF))) / (CNT), 8)
+/* The rounded average emit_row computes, (sum + cnt / 2) / cnt for sum > 0,
+ * else (sum - cnt / 2) / cnt, truncated: M = sum >> 31 (0 or -1) turns half
+ * into (half ^ M) - M = +-half without a branch (sum == 0 gives +half, and
+ * (0 + half) / cnt == 0 == (0 - half) / cnt as half < cnt). |sum| <= 128 *
+ * cnt keeps the result in [-128, 127]. (>> of a negative int32 is an
+ * arithmetic shift on every compiler with the ACLE.) */
+#define PACKED_AVG(S, HALF, CNT) (((S) + (((HALF) ^ ((S) >> 31)) - ((S) >> 31))) / (CNT))
 
 /* emit_row for the packed formats (the row holds at least one tap row). The
  * activation clamp runs on four int8 lanes at once (SSUB8 + SEL). */
@@ -502,6 +505,7 @@ static void emit_packed(const pool_state *st, int32_t rows, const int32_t *acc, 
         }
     } else {
         const int32_t c = st->out.c;
+        const int32_t full = amin == -128 && amax == 127;
         int32_t xo, g, x0 = -p->padding.left;
         for (xo = 0; xo < st->out.w; xo++, x0 += p->stride.w, w += c / 2, dst += c) {
             const int32_t cnt = rows * taps_in(x0, p->window.w, st->in.w);
@@ -516,15 +520,22 @@ static void emit_packed(const pool_state *st, int32_t rows, const int32_t *acc, 
                 const uint32_t e = w[g / 2], o = w[g / 2 + 1];
                 const int32_t s0 = (int16_t)(e & 0xFFFFu), s2 = (int16_t)(e >> 16);
                 const int32_t s1 = (int16_t)(o & 0xFFFFu), s3 = (int16_t)(o >> 16);
-                uint32_t m = ((uint32_t)PACKED_AVG(s0, half, cnt) & 0xFFu) |
-                             (((uint32_t)PACKED_AVG(s1, half, cnt) & 0xFFu) << 8) |
-                             (((uint32_t)PACKED_AVG(s2, half, cnt) & 0xFFu) << 16) |
-                             ((uint32_t)PACKED_AVG(s3, half, cnt) << 24);
-                (void)__ssub8(m, lo);
-                m = __sel(m, lo);
-                (void)__ssub8(m, hi);
-                m = __sel(hi, m);
-                __builtin_memcpy(dst + g, &m, 4);
+                if (full) {
+                    dst[g] = (int8_t)PACKED_AVG(s0, half, cnt);
+                    dst[g + 1] = (int8_t)PACKED_AVG(s1, half, cnt);
+                    dst[g + 2] = (int8_t)PACKED_AVG(s2, half, cnt);
+                    dst[g + 3] = (int8_t)PACKED_AVG(s3, half, cnt);
+                } else {
+                    uint32_t m = ((uint32_t)PACKED_AVG(s0, half, cnt) & 0xFFu) |
+                                 (((uint32_t)PACKED_AVG(s1, half, cnt) & 0xFFu) << 8) |
+                                 (((uint32_t)PACKED_AVG(s2, half, cnt) & 0xFFu) << 16) |
+                                 ((uint32_t)PACKED_AVG(s3, half, cnt) << 24);
+                    (void)__ssub8(m, lo);
+                    m = __sel(m, lo);
+                    (void)__ssub8(m, hi);
+                    m = __sel(hi, m);
+                    __builtin_memcpy(dst + g, &m, 4);
+                }
             }
         }
     }
@@ -945,19 +956,30 @@ typedef struct {
     uint32_t *col;      /* first output row's words of the first column */
     size_t col_words;   /* words per output column */
     size_t row_words;   /* ring slot stride, words */
-    uint32_t *wrap;     /* end of the ring */
     size_t ring_words;  /* ring size, words */
-    int32_t nr;         /* output rows the open row reaches */
+    int32_t nr;         /* output rows the open row reaches, */
+    int32_t nr_first;   /* the first nr_first of them before the ring wraps */
     int32_t c;
+    int32_t vrows;      /* one output row only: input rows combined per call ... */
+    size_t vstride;     /* ... this many elements apart */
 } packed_dst;
 
-/* The next ring row of accumulator pointer A. */
-#define PACKED_NEXT_ROW(D, A)           \
-    do {                                \
-        (A) += (D)->row_words;          \
-        if ((A) >= (D)->wrap) {         \
-            (A) -= (D)->ring_words;     \
-        }                               \
+/* BODY for the d->nr accumulator rows from column pointer A (in ring slot
+ * order, wrapping once at most): no test per row. */
+#define PACKED_EACH_ROW(D, A, AR, BODY)                     \
+    do {                                                    \
+        const size_t rw_ = (D)->row_words;                  \
+        uint32_t *AR = (A);                                 \
+        int32_t r_;                                         \
+        for (r_ = (D)->nr_first; r_ > 0; r_--, AR += rw_) { \
+            BODY;                                           \
+        }                                                   \
+        if ((D)->nr > (D)->nr_first) {                      \
+            AR -= (D)->ring_words;                          \
+            for (r_ = (D)->nr - (D)->nr_first; r_ > 0; r_--, AR += rw_) { \
+                BODY;                                       \
+            }                                               \
+        }                                                   \
     } while (0)
 
 /* M = bytewise max(M, W) (SSUB8 sets GE where W >= M, SEL takes W there). */
@@ -966,6 +988,13 @@ typedef struct {
         (void)__ssub8((W), (M)); \
         (M) = __sel((W), (M));   \
     } while (0)
+
+/* Bytewise max of two words. */
+static inline uint32_t max8(uint32_t a, uint32_t b)
+{
+    MAX8(a, b);
+    return a;
+}
 
 #define SUM_PIX8(Q, E0, O0, E1, O1)              \
     do {                                         \
@@ -1034,7 +1063,11 @@ __attribute__((noinline)) static void packed_sum_row1(const packed_dst *d, const
         if (c - g >= 8) {
             for (k = n_col; k > 0; k--, o += step, a += cw) {
                 uint32_t e0 = a[0], o0 = a[1], e1 = a[2], o1 = a[3];
-                PACKED_RUN(v + o, npix, S8);
+                const int8_t *row = v + o;
+                int32_t y;
+                for (y = d->vrows; y > 0; y--, row += d->vstride) {
+                    PACKED_RUN(row, npix, S8);
+                }
                 a[0] = e0;
                 a[1] = o0;
                 a[2] = e1;
@@ -1043,7 +1076,11 @@ __attribute__((noinline)) static void packed_sum_row1(const packed_dst *d, const
         } else {
             for (k = n_col; k > 0; k--, o += step, a += cw) {
                 uint32_t e0 = a[0], o0 = a[1];
-                PACKED_RUN(v + o, npix, S4);
+                const int8_t *row = v + o;
+                int32_t y;
+                for (y = d->vrows; y > 0; y--, row += d->vstride) {
+                    PACKED_RUN(row, npix, S4);
+                }
                 a[0] = e0;
                 a[1] = o0;
             }
@@ -1058,33 +1095,22 @@ __attribute__((noinline)) static void packed_sum_rows(const packed_dst *d, const
 {
     const int32_t c = d->c;
     const size_t cw = d->col_words;
-    int32_t g, k, r;
+    int32_t g, k;
     for (g = 0; g < c; g += 8) {
         uint32_t *a = d->col + g / 2;
         int32_t o = off + g;
         if (c - g >= 8) {
             for (k = n_col; k > 0; k--, o += step, a += cw) {
                 uint32_t e0 = 0, o0 = 0, e1 = 0, o1 = 0;
-                uint32_t *ar = a;
                 PACKED_RUN(v + o, npix, S8);
-                for (r = d->nr; r > 0; r--) {
-                    ar[0] = __sadd16(ar[0], e0);
-                    ar[1] = __sadd16(ar[1], o0);
-                    ar[2] = __sadd16(ar[2], e1);
-                    ar[3] = __sadd16(ar[3], o1);
-                    PACKED_NEXT_ROW(d, ar);
-                }
+                PACKED_EACH_ROW(d, a, ar, (ar[0] = __sadd16(ar[0], e0), ar[1] = __sadd16(ar[1], o0),
+                                           ar[2] = __sadd16(ar[2], e1), ar[3] = __sadd16(ar[3], o1)));
             }
         } else {
             for (k = n_col; k > 0; k--, o += step, a += cw) {
                 uint32_t e0 = 0, o0 = 0;
-                uint32_t *ar = a;
                 PACKED_RUN(v + o, npix, S4);
-                for (r = d->nr; r > 0; r--) {
-                    ar[0] = __sadd16(ar[0], e0);
-                    ar[1] = __sadd16(ar[1], o0);
-                    PACKED_NEXT_ROW(d, ar);
-                }
+                PACKED_EACH_ROW(d, a, ar, (ar[0] = __sadd16(ar[0], e0), ar[1] = __sadd16(ar[1], o0)));
             }
         }
     }
@@ -1103,14 +1129,22 @@ __attribute__((noinline)) static void packed_max_row1(const packed_dst *d, const
         if (c - g >= 8) {
             for (k = n_col; k > 0; k--, o += step, a += cw) {
                 uint32_t m0 = a[0], m1 = a[1];
-                PACKED_RUN(v + o, npix, M8);
+                const int8_t *row = v + o;
+                int32_t y;
+                for (y = d->vrows; y > 0; y--, row += d->vstride) {
+                    PACKED_RUN(row, npix, M8);
+                }
                 a[0] = m0;
                 a[1] = m1;
             }
         } else {
             for (k = n_col; k > 0; k--, o += step, a += cw) {
                 uint32_t m0 = a[0];
-                PACKED_RUN(v + o, npix, M4);
+                const int8_t *row = v + o;
+                int32_t y;
+                for (y = d->vrows; y > 0; y--, row += d->vstride) {
+                    PACKED_RUN(row, npix, M4);
+                }
                 a[0] = m0;
             }
         }
@@ -1123,35 +1157,21 @@ __attribute__((noinline)) static void packed_max_rows(const packed_dst *d, const
 {
     const int32_t c = d->c;
     const size_t cw = d->col_words;
-    int32_t g, k, r;
+    int32_t g, k;
     for (g = 0; g < c; g += 8) {
         uint32_t *a = d->col + g / 4;
         int32_t o = off + g;
         if (c - g >= 8) {
             for (k = n_col; k > 0; k--, o += step, a += cw) {
                 uint32_t m0 = 0x80808080u, m1 = 0x80808080u;
-                uint32_t *ar = a;
                 PACKED_RUN(v + o, npix, M8);
-                for (r = d->nr; r > 0; r--) {
-                    uint32_t a0 = ar[0], a1 = ar[1];
-                    MAX8(a0, m0);
-                    MAX8(a1, m1);
-                    ar[0] = a0;
-                    ar[1] = a1;
-                    PACKED_NEXT_ROW(d, ar);
-                }
+                PACKED_EACH_ROW(d, a, ar, (ar[0] = max8(ar[0], m0), ar[1] = max8(ar[1], m1)));
             }
         } else {
             for (k = n_col; k > 0; k--, o += step, a += cw) {
                 uint32_t m0 = 0x80808080u;
-                uint32_t *ar = a;
                 PACKED_RUN(v + o, npix, M4);
-                for (r = d->nr; r > 0; r--) {
-                    uint32_t a0 = ar[0];
-                    MAX8(a0, m0);
-                    ar[0] = a0;
-                    PACKED_NEXT_ROW(d, ar);
-                }
+                PACKED_EACH_ROW(d, a, ar, (ar[0] = max8(ar[0], m0)));
             }
         }
     }
@@ -1164,53 +1184,116 @@ __attribute__((noinline)) static void packed_max_rows(const packed_dst *d, const
 typedef void (*packed_runs_fn)(const packed_dst *, const int8_t *, int32_t, int32_t, int32_t,
                                int32_t);
 
-static uint64_t scatter_packed_s8(pool_state *st, int32_t x, int32_t n, const int8_t *v)
+/* The accumulator geometry of a stream, for nr output rows. */
+static packed_runs_fn packed_dst_init(pool_state *st, int32_t nr, packed_dst *d)
 {
-    const int32_t c = st->in.c;
+    const int32_t is_max = st->packed == POOL_ACC_S8;
+    d->nr = nr;
+    d->c = st->in.c;
+    d->col_words = (size_t)(is_max ? st->in.c / 4 : st->in.c / 2);
+    d->row_words = (size_t)st->row_elems;
+    d->ring_words = (size_t)st->ring_rows * d->row_words;
+    d->nr_first = min32(nr, st->ring_rows - st->slot_ys);
+    d->col = NULL;
+    d->vrows = 1;
+    d->vstride = 0;
+    return is_max ? (nr == 1 ? packed_max_row1 : packed_max_rows)
+                  : (nr == 1 ? packed_sum_row1 : packed_sum_rows);
+}
+
+/* Pixels [x, x + n) of an input row into d->nr consecutive ring rows
+ * (wrapping) from acc_row on; with d->nr == 1, of d->vrows input rows
+ * d->vstride elements apart. Returns the combines. */
+static uint64_t packed_pass(const pool_state *st, packed_dst *d, packed_runs_fn runs,
+                            uint32_t *acc_row, int32_t x, int32_t n, const int8_t *v)
+{
     const int32_t step = st->col_step;
     const int32_t span = st->col_span;
-    const int32_t n_el = n * c;
-    const int32_t is_max = st->packed == POOL_ACC_S8;
-    uint32_t *const ring = (uint32_t *)(void *)ring_of(st);
+    const int32_t n_el = n * st->in.c;
     int32_t xo_lo = st->xo_first, n_cols = st->xo_last - st->xo_first + 1;
     int32_t off = st->row_off0;
     uint64_t combines = 0;
-    packed_runs_fn runs;
-    packed_dst d;
-    d.nr = st->ye - st->ys + 1;
     if (x != 0 || n != st->in.w) {
         column_range(st, x, n, &xo_lo, &n_cols, &off);
     }
-    if (n <= 0 || d.nr <= 0 || n_cols <= 0) {
+    if (n <= 0 || d->nr <= 0 || n_cols <= 0) {
         return 0;
     }
-    runs = is_max ? (d.nr == 1 ? packed_max_row1 : packed_max_rows)
-                  : (d.nr == 1 ? packed_sum_row1 : packed_sum_rows);
-    d.c = c;
-    d.col_words = (size_t)(is_max ? c / 4 : c / 2);
-    d.row_words = (size_t)st->row_elems;
-    d.ring_words = (size_t)st->ring_rows * d.row_words;
-    d.wrap = ring + d.ring_words;
-    d.col = ring + (size_t)st->slot_ys * d.row_words + (size_t)xo_lo * d.col_words;
+    d->col = acc_row + (size_t)xo_lo * d->col_words;
     while (n_cols > 0) {
         int32_t m = 1, lo = off, len = span;
         if (off >= 0 && off + span <= n_el) {
             /* whole runs: this column and the next ones up to n_el */
             m = (n_el - span - off) / step + 1;
             m = m < n_cols ? m : n_cols;
+            runs(d, v, lo, m, step, st->p.window.w);
         } else {
             lo = off > 0 ? off : 0;
             len = (off + span < n_el ? off + span : n_el) - lo;
-        }
-        if (len > 0) {
-            runs(&d, v, lo, m, step, len == span ? st->p.window.w : len / c);
+            if (len > 0) {
+                runs(d, v, lo, 1, step, len / st->in.c);
+            }
         }
         combines += (uint64_t)(uint32_t)m * (uint32_t)(len > 0 ? len : 0);
         n_cols -= m;
         off += m * step;
-        d.col += (size_t)m * d.col_words;
+        d->col += (size_t)m * d->col_words;
     }
-    return combines * (uint64_t)d.nr;
+    return combines * (uint64_t)(uint32_t)d->nr * (uint64_t)(uint32_t)d->vrows;
+}
+
+static uint64_t scatter_packed_s8(pool_state *st, int32_t x, int32_t n, const int8_t *v)
+{
+    packed_dst d;
+    const packed_runs_fn runs = packed_dst_init(st, st->ye - st->ys + 1, &d);
+    return packed_pass(st, &d, runs,
+                       (uint32_t *)(void *)ring_of(st) + (size_t)st->slot_ys * d.row_words, x, n,
+                       v);
+}
+
+/* The whole-tensor kernel when no input row reaches two output rows (stride
+ * >= window, or one output row): per output row, fill one accumulator row,
+ * combine its window's input rows into it in one pass over the columns (per
+ * column the runs of every input row of the window, the lanes staying in
+ * registers), emit it. Each input value is still read once; the same
+ * combines and results as the stream, without its per-row bookkeeping;
+ * stats as the stream reports them (one live accumulator row). */
+static void packed_whole(const pe_context *ctx, pool_state *st, const int8_t *input,
+                         int8_t *output)
+{
+    const pe_pool_params *p = &st->p;
+    const size_t in_row = (size_t)st->in.w * (size_t)st->in.c;
+    const size_t out_row = (size_t)st->row_elems;
+    uint32_t *const acc = (uint32_t *)(void *)ring_of(st);
+    uint64_t combines = 0;
+    packed_dst d;
+    const packed_runs_fn runs = packed_dst_init(st, 1, &d);
+    int32_t b, yo;
+    d.vstride = in_row;
+    for (b = 0; b < st->in.n; b++) {
+        const int8_t *img = input + (size_t)b * (size_t)st->in.h * in_row;
+        int32_t y0 = -p->padding.top;
+        for (yo = 0; yo < st->out.h; yo++, y0 += p->stride.h, output += out_row) {
+            const int32_t ya = y0 > 0 ? y0 : 0;
+            const int32_t yb = y0 + p->window.h < st->in.h ? y0 + p->window.h : st->in.h;
+            if (yb <= ya) {
+                const int8_t e = empty_value(p);
+                size_t i;
+                for (i = 0; i < out_row; i++) {
+                    output[i] = e;
+                }
+                continue;
+            }
+            fill_packed(st, (int32_t *)(void *)acc);
+            d.vrows = yb - ya;
+            combines += packed_pass(st, &d, runs, acc, 0, st->in.w, img + (size_t)ya * in_row);
+            emit_packed(st, yb - ya, (const int32_t *)(const void *)acc, output);
+            st->live = 1;
+        }
+    }
+    stats_peak(ctx, st);
+    st->live = 0;
+    stats_add(ctx, combines, (uint64_t)st->in.n * (uint64_t)st->in.h * in_row);
 }
 #endif
 
@@ -1407,6 +1490,13 @@ pe_status pe_pool_rev_s8(const pe_context *ctx, const pe_pool_params *params,
         return s;
     }
     st = state_of(ctx);
+#if PE_DSP
+    if (st->packed != POOL_ACC_S32 && (out_dims->h == 1 || params->stride.h >= params->window.h)) {
+        packed_whole(ctx, st, input, output);
+        st->magic = 0;
+        return PE_OK;
+    }
+#endif
     in_row = (size_t)in_dims->w * (size_t)in_dims->c;
     for (b = 0; b < in_dims->n; b++) {
         for (y = 0; y < in_dims->h; y++) {
