@@ -91,6 +91,31 @@ static int32_t dot_s16_s8(const int16_t *a, const int8_t *b, int32_t d)
     return acc;
 }
 
+#if PE_DSP
+/* dot(qrow, k0 row) and dot(qrow, k1 row) together: each word of the query
+ * (two int16, in load_query's order) is loaded once for both keys. */
+static void dot2_s16_s8(const int16_t *a, const int8_t *b0, const int8_t *b1, int32_t d,
+                        int32_t *s0, int32_t *s1)
+{
+    int32_t acc0 = 0, acc1 = 0;
+    int32_t c = 0;
+    for (; c + 4 <= d; c += 4) {
+        const uint32_t qa = pe_rd32(a + c), qb = pe_rd32(a + c + 2);
+        const uint32_t u = pe_rd32(b0 + c), v = pe_rd32(b1 + c);
+        acc0 = __smlad(__sxtb16(u), qa, acc0);
+        acc0 = __smlad(pe_sxtb16_ror8(u), qb, acc0);
+        acc1 = __smlad(__sxtb16(v), qa, acc1);
+        acc1 = __smlad(pe_sxtb16_ror8(v), qb, acc1);
+    }
+    for (; c < d; c++) {
+        acc0 += (int32_t)a[c] * (int32_t)b0[c];
+        acc1 += (int32_t)a[c] * (int32_t)b1[c];
+    }
+    *s0 = acc0;
+    *s1 = acc1;
+}
+#endif
+
 /* Copies q + q_offset into qrow and returns the k_offset correction
  * k_offset * sum(qrow), so that score = dot(qrow, k) + correction. */
 static int32_t load_query(const int8_t *q, int32_t d, int32_t q_offset, int32_t k_offset,
@@ -289,7 +314,21 @@ static void stream_pass(const attn_geom *g, const int16_t *qrow, int32_t corr, c
         const int32_t b1 = hi - b0 > block ? b0 + block : hi;
         int32_t smax = PE_INT32_MIN;
         int64_t top_new, mq, tmax;
-        for (j = b0; j < b1; j++) {
+        j = b0;
+#if PE_DSP
+        for (; j + 2 <= b1; j += 2) {
+            int32_t s0, s1;
+            dot2_s16_s8(qrow, k + (size_t)j * g->k_stride, k + (size_t)(j + 1) * g->k_stride,
+                        g->d, &s0, &s1);
+            s0 += corr;
+            s1 += corr;
+            sbuf[j - b0] = s0;
+            sbuf[j + 1 - b0] = s1;
+            smax = s0 > smax ? s0 : smax;
+            smax = s1 > smax ? s1 : smax;
+        }
+#endif
+        for (; j < b1; j++) {
             const int32_t s = dot_s16_s8(qrow, k + (size_t)j * g->k_stride, g->d) + corr;
             sbuf[j - b0] = s;
             smax = s > smax ? s : smax;
