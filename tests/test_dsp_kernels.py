@@ -126,6 +126,26 @@ def random_cases(seed=7):
             out.append(K.pool_case(x, kind, (min(k, h), min(k, w)), (s, s), (pad, pad, pad, pad),
                                    (oh, ow),
                                    name=f"pool{kind} {h}x{w}x{c} k{k} s{s}"))
+    # the packed accumulators of the DSP build (c % 4 == 0, window area <= 256 for
+    # sums): a last group of four channels, sum pooling, narrow activations, and the
+    # int8 stream fed in partial rows (chunk pixels at a time, last chunk first)
+    for (h, w, c, k, s, pad, kind, chunk, act) in [
+            (9, 11, 12, 3, 2, 1, 1, 0, (-128, 127)), (9, 11, 12, 3, 2, 1, 0, 0, (-20, 40)),
+            (7, 10, 4, 4, 1, 1, 1, 3, (-100, 90)), (7, 10, 20, 2, 3, 0, 0, 4, (-128, 127)),
+            (10, 13, 8, 5, 2, 2, 1, 2, (-128, 127)), (10, 13, 8, 5, 2, 2, 0, 5, (-60, 127)),
+            (8, 8, 16, 3, 3, 1, 2, 0, (-128, 127)), (8, 9, 12, 4, 2, 2, 2, 3, (-90, 100)),
+            (5, 40, 8, 5, 1, 0, 1, 7, (-128, 127)), (17, 17, 8, 16, 1, 0, 1, 0, (-128, 127))]:
+        x = i8(1, h, w, c)
+        oh, ow = (h + 2 * pad - k) // s + 1, (w + 2 * pad - k) // s + 1
+        sq = (int(rng.integers(1 << 29, 1 << 31)), -6) if kind == 2 else (0, 0)
+        out.append(K.pool_case(x, kind, (k, k), (s, s), (pad, pad, pad, pad), (oh, ow), act=act,
+                               sum_quant=sq, output_offset=-7 if kind == 2 else 0, chunk=chunk,
+                               name=f"pool{kind} {h}x{w}x{c} k{k} s{s} chunk{chunk}"))
+    for fill in (-128, 127):  # sums at the int16 lane limits: 256 taps of -128 / 127
+        out.append(K.pool_case(np.full((1, 16, 18, 8), fill), 1, (16, 16), (1, 2), (0, 0, 0, 0),
+                               (1, 2), name=f"avg pool 16x16 of {fill}"))
+        out.append(K.pool_case(np.full((1, 16, 16, 4), fill), 2, (16, 16), (1, 1), (0, 0, 0, 0),
+                               (1, 1), sum_quant=(1 << 30, -8), name=f"sum pool 16x16 of {fill}"))
     for shape1, shape2, oshape in [((1, 4, 5, 8), (1, 4, 5, 8), (1, 4, 5, 8)),
                                    ((1, 3, 4, 6), (1, 1, 1, 6), (1, 3, 4, 6)),
                                    ((1, 1, 7, 5), (1, 3, 7, 1), (1, 3, 7, 5))]:

@@ -91,6 +91,31 @@ static int32_t dot_s16_s8(const int16_t *a, const int8_t *b, int32_t d)
     return acc;
 }
 
+#if PE_DSP
+/* dot(qrow, k0 row) and dot(qrow, k1 row) together: each word of the query
+ * (two int16, in load_query's order) is loaded once for both keys. */
+static void dot2_s16_s8(const int16_t *a, const int8_t *b0, const int8_t *b1, int32_t d,
+                        int32_t *s0, int32_t *s1)
+{
+    int32_t acc0 = 0, acc1 = 0;
+    int32_t c = 0;
+    for (; c + 4 <= d; c += 4) {
+        const uint32_t qa = pe_rd32(a + c), qb = pe_rd32(a + c + 2);
+        const uint32_t u = pe_rd32(b0 + c), v = pe_rd32(b1 + c);
+        acc0 = __smlad(__sxtb16(u), qa, acc0);
+        acc0 = __smlad(pe_sxtb16_ror8(u), qb, acc0);
+        acc1 = __smlad(__sxtb16(v), qa, acc1);
+        acc1 = __smlad(pe_sxtb16_ror8(v), qb, acc1);
+    }
+    for (; c < d; c++) {
+        acc0 += (int32_t)a[c] * (int32_t)b0[c];
+        acc1 += (int32_t)a[c] * (int32_t)b1[c];
+    }
+    *s0 = acc0;
+    *s1 = acc1;
+}
+#endif
+
 /* Copies q + q_offset into qrow and returns the k_offset correction
  * k_offset * sum(qrow), so that score = dot(qrow, k) + correction. */
 static int32_t load_query(const int8_t *q, int32_t d, int32_t q_offset, int32_t k_offset,
@@ -225,6 +250,52 @@ static void add_weighted_row(int64_t *acc, int64_t w, const int8_t *vr, int32_t 
     }
 }
 
+#if PE_DSP
+/* acc[c] += sum over the n keys j of w[j] * (vr_j[c] + v_offset), the keys'
+ * V rows vstride apart, for a block of weights applied together (no rescale
+ * between them): the same int64 sums re-associated as acc[c] + sum_j w[j] *
+ * vr_j[c] + v_offset * sum_j w[j], four keys per pass over the channels
+ * (each accumulator loaded and stored once per four keys; LDRSB + SMLAL per
+ * MAC), the offset term once per channel and block. Exact: every partial sum is a
+ * subset sum of the portable loop's terms, far inside int64 (|w| <= 2^30,
+ * |v + off| <= 256, at most block keys). */
+static void add_weighted_rows(int64_t *acc, const int32_t *w, int32_t n, const int8_t *vr,
+                              size_t vstride, int32_t dv, int32_t v_offset)
+{
+    int64_t wsum = 0;
+    int32_t j = 0, c;
+    for (; j + 4 <= n; j += 4, vr += 4 * vstride) {
+        const int32_t w0 = w[j], w1 = w[j + 1], w2 = w[j + 2], w3 = w[j + 3];
+        const int8_t *const r0 = vr;
+        const int8_t *const r1 = vr + vstride;
+        const int8_t *const r2 = vr + 2 * vstride;
+        const int8_t *const r3 = vr + 3 * vstride;
+        for (c = 0; c < dv; c++) {
+            int64_t a = acc[c];
+            a += (int64_t)w0 * r0[c];
+            a += (int64_t)w1 * r1[c];
+            a += (int64_t)w2 * r2[c];
+            a += (int64_t)w3 * r3[c];
+            acc[c] = a;
+        }
+        wsum += (int64_t)w0 + w1 + w2 + w3;
+    }
+    for (; j < n; j++, vr += vstride) {
+        const int32_t w0 = w[j];
+        for (c = 0; c < dv; c++) {
+            acc[c] += (int64_t)w0 * vr[c];
+        }
+        wsum += w0;
+    }
+    if (v_offset != 0) {
+        const int64_t t = wsum * v_offset;
+        for (c = 0; c < dv; c++) {
+            acc[c] += t;
+        }
+    }
+}
+#endif
+
 /* ------------------------------------------------------------- streaming */
 
 /* One streaming pass over keys [lo, hi). Accumulates the norm into *alpha
@@ -243,7 +314,21 @@ static void stream_pass(const attn_geom *g, const int16_t *qrow, int32_t corr, c
         const int32_t b1 = hi - b0 > block ? b0 + block : hi;
         int32_t smax = PE_INT32_MIN;
         int64_t top_new, mq, tmax;
-        for (j = b0; j < b1; j++) {
+        j = b0;
+#if PE_DSP
+        for (; j + 2 <= b1; j += 2) {
+            int32_t s0, s1;
+            dot2_s16_s8(qrow, k + (size_t)j * g->k_stride, k + (size_t)(j + 1) * g->k_stride,
+                        g->d, &s0, &s1);
+            s0 += corr;
+            s1 += corr;
+            sbuf[j - b0] = s0;
+            sbuf[j + 1 - b0] = s1;
+            smax = s0 > smax ? s0 : smax;
+            smax = s1 > smax ? s1 : smax;
+        }
+#endif
+        for (; j < b1; j++) {
             const int32_t s = dot_s16_s8(qrow, k + (size_t)j * g->k_stride, g->d) + corr;
             sbuf[j - b0] = s;
             smax = s > smax ? s : smax;
@@ -274,6 +359,18 @@ static void stream_pass(const attn_geom *g, const int16_t *qrow, int32_t corr, c
             cnt->rescales++;
         }
         mq = top * ((int64_t)1 << PE_ATTN_LOG2_FRAC_BITS);
+#if PE_DSP
+        /* the weights replace the scores in sbuf, then multiply V together */
+        for (j = b0; j < b1; j++) {
+            const int32_t e = exp2_weight(logit(g, sbuf[j - b0], j) - mq);
+            alpha += e;
+            sbuf[j - b0] = e;
+        }
+        if (acc != NULL) {
+            add_weighted_rows(acc, sbuf, b1 - b0, v + (size_t)b0 * g->v_stride, g->v_stride,
+                              g->dv, g->v_offset);
+        }
+#else
         for (j = b0; j < b1; j++) {
             const int32_t e = exp2_weight(logit(g, sbuf[j - b0], j) - mq);
             alpha += e;
@@ -281,6 +378,7 @@ static void stream_pass(const attn_geom *g, const int16_t *qrow, int32_t corr, c
                 add_weighted_row(acc, e, v + (size_t)j * g->v_stride, g->dv, g->v_offset);
             }
         }
+#endif
         cnt->exps += (uint64_t)(b1 - b0);
         if (acc != NULL) {
             cnt->macs += (uint64_t)(b1 - b0) * (uint64_t)g->dv;

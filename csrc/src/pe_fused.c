@@ -154,7 +154,7 @@ pe_status pe_conv_pool_rev_s8(const pe_context *ctx, const pe_conv_params *conv_
     pctx.stats = &pool_stats;
     row = (int8_t *)ctx->buf + round_up(conv_bytes) + round_up(pool_bytes);
 
-    s = pe_pool_rev_stream_init(&pctx, pool_params, conv_out_dims, pool_out_dims);
+    s = pe_pool_rev_stream_init_s8(&pctx, pool_params, conv_out_dims, pool_out_dims);
     if (s != PE_OK) {
         return s;
     }

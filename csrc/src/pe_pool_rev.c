@@ -59,7 +59,19 @@ typedef struct {
     int32_t col_step;    /* stride.w * c: window start advance, in elements */
     int32_t col_span;    /* window.w * c: window width, in elements */
     int32_t row_off0;    /* element offset of column xo_first's window start */
+    int32_t s8_only;     /* opened by pe_pool_rev_stream_init_s8 (or a whole-tensor call) */
+    int32_t packed;      /* accumulator format: POOL_ACC_S32, _S16 or _S8 (below) */
 } pool_state;
+
+/* Accumulator formats. A ring slot always spans row_elems int32 (the size
+ * query does not depend on the target); the packed formats fill the start
+ * of it. POOL_ACC_S16 (avg / sum): each group of four channels is two words
+ * of halfword lanes, (ch0, ch2) then (ch1, ch3), the lanes SXTAB16 and
+ * SXTAB16 ROR #8 add a word of four int8 into. POOL_ACC_S8 (max): four int8
+ * lanes per word in channel order. Only DSP builds pick a packed format. */
+#define POOL_ACC_S32 0
+#define POOL_ACC_S16 1
+#define POOL_ACC_S8 2
 
 /* ---- small helpers ---------------------------------------------------------- */
 
@@ -273,11 +285,13 @@ static void stats_peak(const pe_context *ctx, const pool_state *st)
 {
     if (ctx->stats != NULL) {
         const int64_t elems = (int64_t)st->live * st->row_elems;
+        const int64_t bytes = elems * (st->packed == POOL_ACC_S16 ? 2
+                                       : st->packed == POOL_ACC_S8 ? 1 : (int64_t)sizeof(int32_t));
         if (elems > ctx->stats->peak_elems) {
             ctx->stats->peak_elems = elems;
         }
-        if (elems * (int64_t)sizeof(int32_t) > ctx->stats->peak_bytes) {
-            ctx->stats->peak_bytes = elems * (int64_t)sizeof(int32_t);
+        if (bytes > ctx->stats->peak_bytes) {
+            ctx->stats->peak_bytes = bytes;
         }
     }
 }
@@ -309,7 +323,7 @@ static void start_batch(pool_state *st)
 }
 
 static pe_status stream_init(const pe_context *ctx, const pe_pool_params *args,
-                             const pe_dims *in, const pe_dims *out)
+                             const pe_dims *in, const pe_dims *out, int32_t s8_only)
 {
     int32_t need;
     pool_state *st;
@@ -360,13 +374,33 @@ static pe_status stream_init(const pe_context *ctx, const pe_pool_params *args,
     st->col_step = params->stride.w * in->c;
     st->col_span = params->window.w * in->c;
     st->row_off0 = (st->xo_first * params->stride.w - params->padding.left) * in->c;
+    st->s8_only = s8_only;
+    st->packed = POOL_ACC_S32;
+#if PE_DSP
+    /* int16 lanes hold any partial sum of at most 256 int8 taps:
+     * -128 * 256 = -32768 <= sum <= 127 * 256 (SADD16 / SXTAB16 wrap modulo
+     * 2^16, and every value they produce is such a partial sum) */
+    if (s8_only && (in->c & 3) == 0) {
+        if (params->kind == PE_POOL_MAX) {
+            st->packed = POOL_ACC_S8;
+        } else if ((int64_t)params->window.h * params->window.w <= 256) {
+            st->packed = POOL_ACC_S16;
+        }
+    }
+#endif
     return PE_OK;
 }
 
 pe_status pe_pool_rev_stream_init(const pe_context *ctx, const pe_pool_params *params,
                                   const pe_dims *in_dims, const pe_dims *out_dims)
 {
-    return stream_init(ctx, params, in_dims, out_dims);
+    return stream_init(ctx, params, in_dims, out_dims, 0);
+}
+
+pe_status pe_pool_rev_stream_init_s8(const pe_context *ctx, const pe_pool_params *params,
+                                     const pe_dims *in_dims, const pe_dims *out_dims)
+{
+    return stream_init(ctx, params, in_dims, out_dims, 1);
 }
 
 static pe_status stream_of(const pe_context *ctx, pool_state **out)
@@ -409,6 +443,105 @@ static int32_t next_slot(const pool_state *st, int32_t slot)
     return slot + 1 == st->ring_rows ? 0 : slot + 1;
 }
 
+#if PE_DSP
+/* ---- packed accumulators (DSP builds, see POOL_ACC_*) ----------------------- */
+
+static void fill_packed(const pool_state *st, int32_t *a)
+{
+    const uint32_t v = st->packed == POOL_ACC_S8 ? 0x80808080u : 0u;
+    const int32_t words = st->packed == POOL_ACC_S8 ? st->row_elems / 4 : st->row_elems / 2;
+    uint32_t *const w = (uint32_t *)(void *)a;
+    int32_t i;
+    for (i = 0; i < words; i++) {
+        w[i] = v;
+    }
+}
+
+static int8_t sum_of(const pe_pool_params *p, int32_t sum)
+{
+    const int32_t m = p->sum_quant.multiplier;
+    const int32_t v = m != 0 ? pe_fx_requant(sum, m, p->sum_quant.shift) : sum;
+    const int32_t o = pe_fx_sat_s32_from_s64((int64_t)v + p->output_offset);
+    return (int8_t)pe_fx_clamp(o, p->activation.min, p->activation.max);
+}
+
+/* The rounded average emit_row computes, (sum + cnt / 2) / cnt for sum > 0,
+ * else (sum - cnt / 2) / cnt, truncated: M = sum >> 31 (0 or -1) turns half
+ * into (half ^ M) - M = +-half without a branch (sum == 0 gives +half, and
+ * (0 + half) / cnt == 0 == (0 - half) / cnt as half < cnt). |sum| <= 128 *
+ * cnt keeps the result in [-128, 127]. (>> of a negative int32 is an
+ * arithmetic shift on every compiler with the ACLE.) */
+#define PACKED_AVG(S, HALF, CNT) (((S) + (((HALF) ^ ((S) >> 31)) - ((S) >> 31))) / (CNT))
+
+/* emit_row for the packed formats (the row holds at least one tap row). The
+ * activation clamp runs on four int8 lanes at once (SSUB8 + SEL). */
+static void emit_packed(const pool_state *st, int32_t rows, const int32_t *acc, int8_t *dst)
+{
+    const pe_pool_params *p = &st->p;
+    const int32_t amin = p->activation.min;
+    const int32_t amax = p->activation.max;
+    const uint32_t lo = ((uint32_t)amin & 0xFFu) * 0x01010101u;
+    const uint32_t hi = ((uint32_t)amax & 0xFFu) * 0x01010101u;
+    const uint32_t *w = (const uint32_t *)(const void *)acc;
+    int32_t i;
+    if (st->packed == POOL_ACC_S8) {
+        const int32_t words = st->row_elems / 4;
+        for (i = 0; i < words; i++) {
+            uint32_t m = w[i];
+            (void)__ssub8(m, lo); /* GE per lane: m >= lo */
+            m = __sel(m, lo);
+            (void)__ssub8(m, hi); /* GE per lane: m >= hi */
+            m = __sel(hi, m);
+            __builtin_memcpy(dst + 4 * i, &m, 4);
+        }
+    } else if (p->kind == PE_POOL_SUM) {
+        const int32_t words = st->row_elems / 2;
+        for (i = 0; i < words; i += 2, dst += 4) {
+            const uint32_t e = w[i], o = w[i + 1];
+            dst[0] = sum_of(p, (int16_t)(e & 0xFFFFu));
+            dst[1] = sum_of(p, (int16_t)(o & 0xFFFFu));
+            dst[2] = sum_of(p, (int16_t)(e >> 16));
+            dst[3] = sum_of(p, (int16_t)(o >> 16));
+        }
+    } else {
+        const int32_t c = st->out.c;
+        const int32_t full = amin == -128 && amax == 127;
+        int32_t xo, g, x0 = -p->padding.left;
+        for (xo = 0; xo < st->out.w; xo++, x0 += p->stride.w, w += c / 2, dst += c) {
+            const int32_t cnt = rows * taps_in(x0, p->window.w, st->in.w);
+            const int32_t half = cnt / 2;
+            if (cnt == 0) {
+                for (g = 0; g < c; g++) {
+                    dst[g] = (int8_t)pe_fx_clamp(0, amin, amax);
+                }
+                continue;
+            }
+            for (g = 0; g < c; g += 4) {
+                const uint32_t e = w[g / 2], o = w[g / 2 + 1];
+                const int32_t s0 = (int16_t)(e & 0xFFFFu), s2 = (int16_t)(e >> 16);
+                const int32_t s1 = (int16_t)(o & 0xFFFFu), s3 = (int16_t)(o >> 16);
+                if (full) {
+                    dst[g] = (int8_t)PACKED_AVG(s0, half, cnt);
+                    dst[g + 1] = (int8_t)PACKED_AVG(s1, half, cnt);
+                    dst[g + 2] = (int8_t)PACKED_AVG(s2, half, cnt);
+                    dst[g + 3] = (int8_t)PACKED_AVG(s3, half, cnt);
+                } else {
+                    uint32_t m = ((uint32_t)PACKED_AVG(s0, half, cnt) & 0xFFu) |
+                                 (((uint32_t)PACKED_AVG(s1, half, cnt) & 0xFFu) << 8) |
+                                 (((uint32_t)PACKED_AVG(s2, half, cnt) & 0xFFu) << 16) |
+                                 ((uint32_t)PACKED_AVG(s3, half, cnt) << 24);
+                    (void)__ssub8(m, lo);
+                    m = __sel(m, lo);
+                    (void)__ssub8(m, hi);
+                    m = __sel(hi, m);
+                    __builtin_memcpy(dst + g, &m, 4);
+                }
+            }
+        }
+    }
+}
+#endif
+
 static void open_row(const pe_context *ctx, pool_state *st)
 {
     /* Bounded by out.h: with a large padding.top, ys_q of input row 0 lies
@@ -428,8 +561,15 @@ static void open_row(const pe_context *ctx, pool_state *st)
         slot = next_slot(st, slot);
     }
     for (; y <= ye; y++) {
-        fill_identity(ring_of(st) + (size_t)slot * (size_t)st->row_elems, st->row_elems,
-                      st->p.kind);
+        int32_t *const a = ring_of(st) + (size_t)slot * (size_t)st->row_elems;
+#if PE_DSP
+        if (st->packed != POOL_ACC_S32) {
+            fill_packed(st, a);
+        } else
+#endif
+        {
+            fill_identity(a, st->row_elems, st->p.kind);
+        }
         st->live += 1;
         slot = next_slot(st, slot);
     }
@@ -490,6 +630,12 @@ static void emit_row(pool_state *st, int32_t y, int32_t slot, int8_t *dst)
     }
     a = ring_of(st) + (size_t)slot * (size_t)n;
     st->live -= 1;
+#if PE_DSP
+    if (st->packed != POOL_ACC_S32) {
+        emit_packed(st, rows, a, dst);
+        return;
+    }
+#endif
     if (p->kind == PE_POOL_MAX) {
         for (i = 0; i + 4 <= n; i += 4) {
             dst[i] = (int8_t)pe_fx_clamp(a[i], amin, amax);
@@ -793,11 +939,375 @@ static uint64_t scatter_max_s32(pool_state *st, int32_t x, int32_t n, const int3
 }
 #undef VALUE_T
 
+#if PE_DSP
+/* The int8 scatter into packed accumulators. Per output column, the run of
+ * pixels inside its window is combined once into lane registers, eight
+ * channels at a time (sums: SXTAB16 and SXTAB16 ROR #8 into four words of
+ * halfword lanes; max: SSUB8 + SEL into two words of byte lanes; a last
+ * group of four channels alone; two pixels per loop turn), then added
+ * (SADD16) or max-ed (SSUB8 + SEL) into each output row it reaches. With one
+ * output row (stride >= window) the run starts from the accumulators
+ * themselves. Columns whose window lies wholly inside the pixels go through
+ * one call (runs of the same length, starting step elements apart); clipped
+ * ones one at a time. Combines are counted as the int32 loops count them. */
+
+/* Where the accumulators of a scatter live. */
+typedef struct {
+    uint32_t *col;      /* first output row's words of the first column */
+    size_t col_words;   /* words per output column */
+    size_t row_words;   /* ring slot stride, words */
+    size_t ring_words;  /* ring size, words */
+    int32_t nr;         /* output rows the open row reaches, */
+    int32_t nr_first;   /* the first nr_first of them before the ring wraps */
+    int32_t c;
+    int32_t vrows;      /* one output row only: input rows combined per call ... */
+    size_t vstride;     /* ... this many elements apart */
+} packed_dst;
+
+/* BODY for the d->nr accumulator rows from column pointer A (in ring slot
+ * order, wrapping once at most): no test per row. */
+#define PACKED_EACH_ROW(D, A, AR, BODY)                     \
+    do {                                                    \
+        const size_t rw_ = (D)->row_words;                  \
+        uint32_t *AR = (A);                                 \
+        int32_t r_;                                         \
+        for (r_ = (D)->nr_first; r_ > 0; r_--, AR += rw_) { \
+            BODY;                                           \
+        }                                                   \
+        if ((D)->nr > (D)->nr_first) {                      \
+            AR -= (D)->ring_words;                          \
+            for (r_ = (D)->nr - (D)->nr_first; r_ > 0; r_--, AR += rw_) { \
+                BODY;                                       \
+            }                                               \
+        }                                                   \
+    } while (0)
+
+/* M = bytewise max(M, W) (SSUB8 sets GE where W >= M, SEL takes W there). */
+#define MAX8(M, W)               \
+    do {                         \
+        (void)__ssub8((W), (M)); \
+        (M) = __sel((W), (M));   \
+    } while (0)
+
+/* Bytewise max of two words. */
+static inline uint32_t max8(uint32_t a, uint32_t b)
+{
+    MAX8(a, b);
+    return a;
+}
+
+#define SUM_PIX8(Q, E0, O0, E1, O1)              \
+    do {                                         \
+        const uint32_t w0_ = pe_rd32(Q);         \
+        const uint32_t w1_ = pe_rd32((Q) + 4);   \
+        E0 = __sxtab16(E0, w0_);                 \
+        O0 = pe_sxtab16_ror8(O0, w0_);           \
+        E1 = __sxtab16(E1, w1_);                 \
+        O1 = pe_sxtab16_ror8(O1, w1_);           \
+    } while (0)
+
+#define SUM_PIX4(Q, E0, O0)                      \
+    do {                                         \
+        const uint32_t w0_ = pe_rd32(Q);         \
+        E0 = __sxtab16(E0, w0_);                 \
+        O0 = pe_sxtab16_ror8(O0, w0_);           \
+    } while (0)
+
+#define MAX_PIX8(Q, M0, M1)                      \
+    do {                                         \
+        const uint32_t w0_ = pe_rd32(Q);         \
+        const uint32_t w1_ = pe_rd32((Q) + 4);   \
+        MAX8(M0, w0_);                           \
+        MAX8(M1, w1_);                           \
+    } while (0)
+
+#define MAX_PIX4(Q, M0)                          \
+    do {                                         \
+        const uint32_t w0_ = pe_rd32(Q);         \
+        MAX8(M0, w0_);                           \
+    } while (0)
+
+/* NPIX pixels from Q (c elements apart), two per turn. */
+#define PACKED_RUN(Q, NPIX, PIX)                         \
+    do {                                                 \
+        const int8_t *q_ = (Q);                          \
+        int32_t i_;                                      \
+        for (i_ = (NPIX); i_ >= 2; i_ -= 2) {            \
+            PIX(q_);                                     \
+            PIX(q_ + c);                                 \
+            q_ += 2 * c;                                 \
+        }                                                \
+        if (i_ != 0) {                                   \
+            PIX(q_);                                     \
+        }                                                \
+    } while (0)
+
+#define S8(Q) SUM_PIX8(Q, e0, o0, e1, o1)
+#define S4(Q) SUM_PIX4(Q, e0, o0)
+#define M8(Q) MAX_PIX8(Q, m0, m1)
+#define M4(Q) MAX_PIX4(Q, m0)
+
+/* n_col runs of npix pixels, the first at v + off, each next step elements
+ * further, into output columns from d->col on: one output row. The channel
+ * block is the outer loop, so the column loop keeps few values live. */
+__attribute__((noinline)) static void packed_sum_row1(const packed_dst *d, const int8_t *v,
+                                                      int32_t off, int32_t n_col, int32_t step,
+                                                      int32_t npix)
+{
+    const int32_t c = d->c;
+    const size_t cw = d->col_words;
+    int32_t g, k;
+    for (g = 0; g < c; g += 8) {
+        uint32_t *a = d->col + g / 2;
+        int32_t o = off + g;
+        if (c - g >= 8) {
+            for (k = n_col; k > 0; k--, o += step, a += cw) {
+                uint32_t e0 = a[0], o0 = a[1], e1 = a[2], o1 = a[3];
+                const int8_t *row = v + o;
+                int32_t y;
+                for (y = d->vrows; y > 0; y--, row += d->vstride) {
+                    PACKED_RUN(row, npix, S8);
+                }
+                a[0] = e0;
+                a[1] = o0;
+                a[2] = e1;
+                a[3] = o1;
+            }
+        } else {
+            for (k = n_col; k > 0; k--, o += step, a += cw) {
+                uint32_t e0 = a[0], o0 = a[1];
+                const int8_t *row = v + o;
+                int32_t y;
+                for (y = d->vrows; y > 0; y--, row += d->vstride) {
+                    PACKED_RUN(row, npix, S4);
+                }
+                a[0] = e0;
+                a[1] = o0;
+            }
+        }
+    }
+}
+
+/* The same into d->nr > 1 output rows. */
+__attribute__((noinline)) static void packed_sum_rows(const packed_dst *d, const int8_t *v,
+                                                      int32_t off, int32_t n_col, int32_t step,
+                                                      int32_t npix)
+{
+    const int32_t c = d->c;
+    const size_t cw = d->col_words;
+    int32_t g, k;
+    for (g = 0; g < c; g += 8) {
+        uint32_t *a = d->col + g / 2;
+        int32_t o = off + g;
+        if (c - g >= 8) {
+            for (k = n_col; k > 0; k--, o += step, a += cw) {
+                uint32_t e0 = 0, o0 = 0, e1 = 0, o1 = 0;
+                PACKED_RUN(v + o, npix, S8);
+                PACKED_EACH_ROW(d, a, ar, (ar[0] = __sadd16(ar[0], e0), ar[1] = __sadd16(ar[1], o0),
+                                           ar[2] = __sadd16(ar[2], e1), ar[3] = __sadd16(ar[3], o1)));
+            }
+        } else {
+            for (k = n_col; k > 0; k--, o += step, a += cw) {
+                uint32_t e0 = 0, o0 = 0;
+                PACKED_RUN(v + o, npix, S4);
+                PACKED_EACH_ROW(d, a, ar, (ar[0] = __sadd16(ar[0], e0), ar[1] = __sadd16(ar[1], o0)));
+            }
+        }
+    }
+}
+
+__attribute__((noinline)) static void packed_max_row1(const packed_dst *d, const int8_t *v,
+                                                      int32_t off, int32_t n_col, int32_t step,
+                                                      int32_t npix)
+{
+    const int32_t c = d->c;
+    const size_t cw = d->col_words;
+    int32_t g, k;
+    for (g = 0; g < c; g += 8) {
+        uint32_t *a = d->col + g / 4;
+        int32_t o = off + g;
+        if (c - g >= 8) {
+            for (k = n_col; k > 0; k--, o += step, a += cw) {
+                uint32_t m0 = a[0], m1 = a[1];
+                const int8_t *row = v + o;
+                int32_t y;
+                for (y = d->vrows; y > 0; y--, row += d->vstride) {
+                    PACKED_RUN(row, npix, M8);
+                }
+                a[0] = m0;
+                a[1] = m1;
+            }
+        } else {
+            for (k = n_col; k > 0; k--, o += step, a += cw) {
+                uint32_t m0 = a[0];
+                const int8_t *row = v + o;
+                int32_t y;
+                for (y = d->vrows; y > 0; y--, row += d->vstride) {
+                    PACKED_RUN(row, npix, M4);
+                }
+                a[0] = m0;
+            }
+        }
+    }
+}
+
+__attribute__((noinline)) static void packed_max_rows(const packed_dst *d, const int8_t *v,
+                                                      int32_t off, int32_t n_col, int32_t step,
+                                                      int32_t npix)
+{
+    const int32_t c = d->c;
+    const size_t cw = d->col_words;
+    int32_t g, k;
+    for (g = 0; g < c; g += 8) {
+        uint32_t *a = d->col + g / 4;
+        int32_t o = off + g;
+        if (c - g >= 8) {
+            for (k = n_col; k > 0; k--, o += step, a += cw) {
+                uint32_t m0 = 0x80808080u, m1 = 0x80808080u;
+                PACKED_RUN(v + o, npix, M8);
+                PACKED_EACH_ROW(d, a, ar, (ar[0] = max8(ar[0], m0), ar[1] = max8(ar[1], m1)));
+            }
+        } else {
+            for (k = n_col; k > 0; k--, o += step, a += cw) {
+                uint32_t m0 = 0x80808080u;
+                PACKED_RUN(v + o, npix, M4);
+                PACKED_EACH_ROW(d, a, ar, (ar[0] = max8(ar[0], m0)));
+            }
+        }
+    }
+}
+#undef S8
+#undef S4
+#undef M8
+#undef M4
+
+typedef void (*packed_runs_fn)(const packed_dst *, const int8_t *, int32_t, int32_t, int32_t,
+                               int32_t);
+
+/* The accumulator geometry of a stream, for nr output rows. */
+static packed_runs_fn packed_dst_init(pool_state *st, int32_t nr, packed_dst *d)
+{
+    const int32_t is_max = st->packed == POOL_ACC_S8;
+    d->nr = nr;
+    d->c = st->in.c;
+    d->col_words = (size_t)(is_max ? st->in.c / 4 : st->in.c / 2);
+    d->row_words = (size_t)st->row_elems;
+    d->ring_words = (size_t)st->ring_rows * d->row_words;
+    d->nr_first = min32(nr, st->ring_rows - st->slot_ys);
+    d->col = NULL;
+    d->vrows = 1;
+    d->vstride = 0;
+    return is_max ? (nr == 1 ? packed_max_row1 : packed_max_rows)
+                  : (nr == 1 ? packed_sum_row1 : packed_sum_rows);
+}
+
+/* Pixels [x, x + n) of an input row into d->nr consecutive ring rows
+ * (wrapping) from acc_row on; with d->nr == 1, of d->vrows input rows
+ * d->vstride elements apart. Returns the combines. */
+static uint64_t packed_pass(const pool_state *st, packed_dst *d, packed_runs_fn runs,
+                            uint32_t *acc_row, int32_t x, int32_t n, const int8_t *v)
+{
+    const int32_t step = st->col_step;
+    const int32_t span = st->col_span;
+    const int32_t n_el = n * st->in.c;
+    int32_t xo_lo = st->xo_first, n_cols = st->xo_last - st->xo_first + 1;
+    int32_t off = st->row_off0;
+    uint64_t combines = 0;
+    if (x != 0 || n != st->in.w) {
+        column_range(st, x, n, &xo_lo, &n_cols, &off);
+    }
+    if (n <= 0 || d->nr <= 0 || n_cols <= 0) {
+        return 0;
+    }
+    d->col = acc_row + (size_t)xo_lo * d->col_words;
+    while (n_cols > 0) {
+        int32_t m = 1, lo = off, len = span;
+        if (off >= 0 && off + span <= n_el) {
+            /* whole runs: this column and the next ones up to n_el */
+            m = (n_el - span - off) / step + 1;
+            m = m < n_cols ? m : n_cols;
+            runs(d, v, lo, m, step, st->p.window.w);
+        } else {
+            lo = off > 0 ? off : 0;
+            len = (off + span < n_el ? off + span : n_el) - lo;
+            if (len > 0) {
+                runs(d, v, lo, 1, step, len / st->in.c);
+            }
+        }
+        combines += (uint64_t)(uint32_t)m * (uint32_t)(len > 0 ? len : 0);
+        n_cols -= m;
+        off += m * step;
+        d->col += (size_t)m * d->col_words;
+    }
+    return combines * (uint64_t)(uint32_t)d->nr * (uint64_t)(uint32_t)d->vrows;
+}
+
+static uint64_t scatter_packed_s8(pool_state *st, int32_t x, int32_t n, const int8_t *v)
+{
+    packed_dst d;
+    const packed_runs_fn runs = packed_dst_init(st, st->ye - st->ys + 1, &d);
+    return packed_pass(st, &d, runs,
+                       (uint32_t *)(void *)ring_of(st) + (size_t)st->slot_ys * d.row_words, x, n,
+                       v);
+}
+
+/* The whole-tensor kernel when no input row reaches two output rows (stride
+ * >= window, or one output row): per output row, fill one accumulator row,
+ * combine its window's input rows into it in one pass over the columns (per
+ * column the runs of every input row of the window, the lanes staying in
+ * registers), emit it. Each input value is still read once; the same
+ * combines and results as the stream, without its per-row bookkeeping;
+ * stats as the stream reports them (one live accumulator row). */
+static void packed_whole(const pe_context *ctx, pool_state *st, const int8_t *input,
+                         int8_t *output)
+{
+    const pe_pool_params *p = &st->p;
+    const size_t in_row = (size_t)st->in.w * (size_t)st->in.c;
+    const size_t out_row = (size_t)st->row_elems;
+    uint32_t *const acc = (uint32_t *)(void *)ring_of(st);
+    uint64_t combines = 0;
+    packed_dst d;
+    const packed_runs_fn runs = packed_dst_init(st, 1, &d);
+    int32_t b, yo;
+    d.vstride = in_row;
+    for (b = 0; b < st->in.n; b++) {
+        const int8_t *img = input + (size_t)b * (size_t)st->in.h * in_row;
+        int32_t y0 = -p->padding.top;
+        for (yo = 0; yo < st->out.h; yo++, y0 += p->stride.h, output += out_row) {
+            const int32_t ya = y0 > 0 ? y0 : 0;
+            const int32_t yb = y0 + p->window.h < st->in.h ? y0 + p->window.h : st->in.h;
+            if (yb <= ya) {
+                const int8_t e = empty_value(p);
+                size_t i;
+                for (i = 0; i < out_row; i++) {
+                    output[i] = e;
+                }
+                continue;
+            }
+            fill_packed(st, (int32_t *)(void *)acc);
+            d.vrows = yb - ya;
+            combines += packed_pass(st, &d, runs, acc, 0, st->in.w, img + (size_t)ya * in_row);
+            emit_packed(st, yb - ya, (const int32_t *)(const void *)acc, output);
+            st->live = 1;
+        }
+    }
+    stats_peak(ctx, st);
+    st->live = 0;
+    stats_add(ctx, combines, (uint64_t)st->in.n * (uint64_t)st->in.h * in_row);
+}
+#endif
+
 static void scatter_s8(const pe_context *ctx, pool_state *st, int32_t x, int32_t n,
                        const int8_t *v)
 {
+#if PE_DSP
+    const uint64_t k = st->packed != POOL_ACC_S32 ? scatter_packed_s8(st, x, n, v)
+                       : st->p.kind == PE_POOL_MAX ? scatter_max_s8(st, x, n, v)
+                                                   : scatter_add_s8(st, x, n, v);
+#else
     const uint64_t k = st->p.kind == PE_POOL_MAX ? scatter_max_s8(st, x, n, v)
                                                  : scatter_add_s8(st, x, n, v);
+#endif
     stats_add(ctx, k, (uint64_t)n * (uint64_t)st->in.c);
 }
 
@@ -884,6 +1394,9 @@ pe_status pe_pool_rev_scatter_s32(const pe_context *ctx, int32_t x, int32_t n_pi
     const pe_status s = check_scatter(ctx, x, n_pixels, values, &st);
     if (s != PE_OK) {
         return s;
+    }
+    if (st->s8_only) {
+        return PE_ERR_STATE; /* opened for int8 values only */
     }
     k = st->p.kind == PE_POOL_MAX ? scatter_max_s32(st, x, n_pixels, values)
                                   : scatter_add_s32(st, x, n_pixels, values);
@@ -972,11 +1485,18 @@ pe_status pe_pool_rev_s8(const pe_context *ctx, const pe_pool_params *params,
     if (input == NULL || output == NULL) {
         return PE_ERR_ARG;
     }
-    s = stream_init(ctx, params, in_dims, out_dims);
+    s = stream_init(ctx, params, in_dims, out_dims, 1);
     if (s != PE_OK) {
         return s;
     }
     st = state_of(ctx);
+#if PE_DSP
+    if (st->packed != POOL_ACC_S32 && (out_dims->h == 1 || params->stride.h >= params->window.h)) {
+        packed_whole(ctx, st, input, output);
+        st->magic = 0;
+        return PE_OK;
+    }
+#endif
     in_row = (size_t)in_dims->w * (size_t)in_dims->c;
     for (b = 0; b < in_dims->n; b++) {
         for (y = 0; y < in_dims->h; y++) {

@@ -175,6 +175,35 @@ static void compare_cases(void)
             PE_CHECK_EQ(pe_pool_rev_push_row_s8(&ctx, in_buf, out_stream, 100, &first, &nr),
                         PE_ERR_STATE);
         }
+
+        /* the int8-only stream (packed accumulators on a DSP target), each row
+         * scattered in two parts, the right one first; it refuses int32 values */
+        memset(out_stream, 0x55, sizeof(out_stream));
+        PE_CHECK_EQ(pe_pool_rev_stream_init_s8(&ctx, &p, &in, &out), PE_OK);
+        emitted = 0;
+        for (b = 0; b < in.n; b++) {
+            for (y = 0; y < in.h; y++) {
+                const int8_t *row = in_buf + ((b * in.h + y) * in.w) * in.c;
+                const int32_t half = in.w / 2;
+                int32_t first = -1, nr = -1, cap;
+                PE_CHECK_EQ(pe_pool_rev_stream_max_rows_out(&p, &in, &out, &cap), PE_OK);
+                PE_CHECK_EQ(pe_pool_rev_begin_row(&ctx), PE_OK);
+                if (b == 0 && y == 0) {
+                    const int32_t v32 = 0;
+                    PE_CHECK_EQ(pe_pool_rev_scatter_s32(&ctx, 0, 0, &v32), PE_ERR_STATE);
+                }
+                PE_CHECK_EQ(pe_pool_rev_scatter_s8(&ctx, half, in.w - half, row + half * in.c),
+                            PE_OK);
+                PE_CHECK_EQ(pe_pool_rev_scatter_s8(&ctx, 0, half, row), PE_OK);
+                PE_CHECK_EQ(pe_pool_rev_end_row(&ctx, out_stream + emitted * out.w * out.c, cap,
+                                                &first, &nr),
+                            PE_OK);
+                PE_CHECK_EQ(first, emitted);
+                emitted += nr;
+            }
+        }
+        PE_CHECK_EQ(emitted, out.n * out.h);
+        PE_CHECK_EQ(memcmp(out_stream, out_want, (size_t)n_out), 0);
         done++;
     }
     PE_CHECK(done > 100);

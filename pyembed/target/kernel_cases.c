@@ -245,17 +245,21 @@ static void run_fc(const case_t *c)
 }
 
 /* params: kind, in[4], out[4], window h w, stride h w, pad t b l r, act min max,
- * sum mult, sum shift, out_off; arrays: input */
+ * sum mult, sum shift, out_off[, chunk]; arrays: input. chunk 0 (or absent):
+ * the whole-tensor pe_pool_rev_s8; chunk > 0: a stream opened with
+ * pe_pool_rev_stream_init_s8, each row scattered chunk pixels at a time,
+ * last chunk first (the fusion API's partial rows). */
 static void run_pool(const case_t *c)
 {
     const int32_t *p = c->p;
     pe_pool_params pp;
     pe_dims in, out;
     pe_context ctx;
-    int32_t size = 0;
+    int32_t size = 0, chunk;
     pe_status st;
     uint64_t t0, ins;
-    NEED(c->np == 22 && c->na == 1);
+    NEED((c->np == 22 || c->np == 23) && c->na == 1);
+    chunk = c->np == 23 ? p[22] : 0;
     memset(&pp, 0, sizeof(pp));
     pp.kind = (pe_pool_kind)p[0];
     in = dims_at(p + 1);
@@ -274,6 +278,7 @@ static void run_pool(const case_t *c)
     pp.sum_quant.shift = p[20];
     pp.output_offset = p[21];
     NEED(elems(out) <= (int32_t)sizeof(out_payload));
+    NEED(chunk >= 0);
     st = pe_pool_rev_get_buffer_size(&pp, &in, &out, &size);
     if (st != PE_OK || size > (int32_t)sizeof(scratch)) {
         put_result(st != PE_OK ? st : -101, 0, 0, 0);
@@ -281,7 +286,33 @@ static void run_pool(const case_t *c)
     }
     ctx = make_ctx(size, NULL);
     t0 = now();
-    st = pe_pool_rev_s8(&ctx, &pp, &in, (const int8_t *)c->a[0], &out, (int8_t *)out_payload);
+    if (chunk == 0) {
+        st = pe_pool_rev_s8(&ctx, &pp, &in, (const int8_t *)c->a[0], &out, (int8_t *)out_payload);
+    } else {
+        const int8_t *x = (const int8_t *)c->a[0];
+        int8_t *o = (int8_t *)out_payload;
+        const size_t row = (size_t)in.w * (size_t)in.c, orow = (size_t)out.w * (size_t)out.c;
+        int32_t y, done = 0, first, n;
+        st = pe_pool_rev_stream_init_s8(&ctx, &pp, &in, &out);
+        for (y = 0; st == PE_OK && y < in.n * in.h; y++) {
+            int32_t x0 = (in.w - 1) / chunk * chunk;
+            st = pe_pool_rev_begin_row(&ctx);
+            if (st == PE_OK && y == 0) {
+                /* the stream refuses int32 values: it was opened for int8 only */
+                const int32_t none = 0;
+                st = pe_pool_rev_scatter_s32(&ctx, 0, 0, &none) == PE_ERR_STATE ? PE_OK : -103;
+            }
+            for (; st == PE_OK && x0 >= 0; x0 -= chunk) {
+                const int32_t np = in.w - x0 < chunk ? in.w - x0 : chunk;
+                st = pe_pool_rev_scatter_s8(&ctx, x0, np, x + (size_t)y * row + (size_t)x0 * in.c);
+            }
+            if (st == PE_OK) {
+                st = pe_pool_rev_end_row(&ctx, o + (size_t)done * orow, out.n * out.h - done,
+                                         &first, &n);
+                done += n;
+            }
+        }
+    }
     ins = since(t0);
     put_result(st, ins, out_payload, st == PE_OK ? elems(out) : 0);
 }

@@ -115,12 +115,14 @@ def fc_case(input, weights, bias, mult, shift, *, input_offset=0, filter_offset=
 
 
 def pool_case(input, kind, window, stride, padding, out_hw, *, act=(-128, 127), sum_quant=(0, 0),
-              output_offset=0, name=""):
-    """kind 0 max, 1 avg, 2 sum; padding (top, bottom, left, right)."""
+              output_offset=0, chunk=0, name=""):
+    """kind 0 max, 1 avg, 2 sum; padding (top, bottom, left, right). chunk 0: the
+    whole-tensor kernel; chunk > 0: the int8 stream (pe_pool_rev_stream_init_s8),
+    each row scattered chunk pixels at a time, last chunk first."""
     input = _i8(input)
     n, h, w, c = input.shape
     params = [kind, n, h, w, c, n, out_hw[0], out_hw[1], c, *window, *stride, *padding, *act,
-              *sum_quant, output_offset]
+              *sum_quant, output_offset, chunk]
     return Case(OP_POOL, params, [input], name, 0)
 
 

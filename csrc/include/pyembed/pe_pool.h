@@ -140,6 +140,17 @@ pe_status pe_sumpool_rev_s8(const pe_context *ctx, const pe_pool_params *params,
 pe_status pe_pool_rev_stream_init(const pe_context *ctx, const pe_pool_params *params,
                                   const pe_dims *in_dims, const pe_dims *out_dims);
 
+/* The same stream for a producer of int8 values only (push_row_s8 and
+ * scatter_s8; pe_pool_rev_scatter_s32 on it returns PE_ERR_STATE). Same
+ * scratch size, same results. On a target with the Arm DSP extension, when
+ * c is a multiple of 4 and (for avg / sum) the window holds at most 256 taps,
+ * the accumulators are packed in the same scratch (max: four int8 lanes per
+ * word; sums: two int16 lanes, exact since |sum| <= 128 * 256), so a run of
+ * pixels combines into them with SIMD instructions (see pe_pool_rev.c). The
+ * whole-tensor kernels and the fused convolution -> pooling use it. */
+pe_status pe_pool_rev_stream_init_s8(const pe_context *ctx, const pe_pool_params *params,
+                                     const pe_dims *in_dims, const pe_dims *out_dims);
+
 /* The largest number of output rows any single push / end_row can return
  * for these descriptors (rows made final by the last input row of a batch
  * include every row below it; rows wholly in the top padding leave with the
