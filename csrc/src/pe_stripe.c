@@ -493,8 +493,11 @@ static void buffer_bytes(const pe_stripe_net *net, const net_geo *G, int32_t L, 
 }
 
 /* Total arena bytes; when base != NULL also carves the buffers into st. */
+/* streamed: also a buffer for one input row range (the row source writes
+ * into it), returned in *rowbuf when base != NULL. */
 static pe_status layout(const pe_stripe_net *net, net_geo *G, int32_t stripe_w, int32_t block_w,
-                        int8_t *base, stripe_state **states, int64_t *total)
+                        int streamed, int8_t *base, stripe_state **states, int8_t **rowbuf,
+                        int64_t *total)
 {
     int32_t in_w[PE_STRIPE_MAX_LAYERS];
     int32_t add_w[PE_STRIPE_MAX_LAYERS];
@@ -529,6 +532,17 @@ static pe_status layout(const pe_stripe_net *net, net_geo *G, int32_t stripe_w, 
             return PE_ERR_OVERFLOW;
         }
     }
+    if (streamed) {
+        /* in_w[0]: the widest input column range of a stripe */
+        off = align_up(off);
+        if (base != NULL && rowbuf != NULL) {
+            *rowbuf = aligned + off;
+        }
+        off += (int64_t)in_w[0] * net->input.c;
+        if (off > (int64_t)PE_INT32_MAX) {
+            return PE_ERR_OVERFLOW;
+        }
+    }
     off += PE_STRIPE_ALIGN - 1; /* slack for an unaligned caller buffer */
     if (off > (int64_t)PE_INT32_MAX) {
         return PE_ERR_OVERFLOW;
@@ -555,8 +569,8 @@ pe_status pe_stripe_output_dims(const pe_stripe_net *net, pe_dims *output)
     return PE_OK;
 }
 
-pe_status pe_stripe_get_buffer_size_s8(const pe_stripe_net *net, int32_t stripe_w,
-                                       int32_t block_w, int32_t *size)
+static pe_status buffer_size(const pe_stripe_net *net, int32_t stripe_w, int32_t block_w,
+                             int streamed, int32_t *size)
 {
     net_geo G;
     pe_status st;
@@ -569,12 +583,24 @@ pe_status pe_stripe_get_buffer_size_s8(const pe_stripe_net *net, int32_t stripe_
         return st;
     }
     block_w = min32(block_w, PE_STRIPE_MAX_BLOCK);
-    st = layout(net, &G, stripe_w, block_w, NULL, NULL, &total);
+    st = layout(net, &G, stripe_w, block_w, streamed, NULL, NULL, NULL, &total);
     if (st != PE_OK) {
         return st;
     }
     *size = (int32_t)total;
     return PE_OK;
+}
+
+pe_status pe_stripe_get_buffer_size_s8(const pe_stripe_net *net, int32_t stripe_w,
+                                       int32_t block_w, int32_t *size)
+{
+    return buffer_size(net, stripe_w, block_w, 0, size);
+}
+
+pe_status pe_stripe_get_buffer_size_rows_s8(const pe_stripe_net *net, int32_t stripe_w,
+                                            int32_t block_w, int32_t *size)
+{
+    return buffer_size(net, stripe_w, block_w, 1, size);
 }
 
 /* Sum over outputs o in [a, b) of the number of taps inside [0, d). */
@@ -638,7 +664,10 @@ typedef struct {
     const net_geo *G;
     stripe_state *st; /* st[L + 1] is layer L, st[0] the network input */
     int32_t block_w;
-    const int8_t *input;
+    const int8_t *input;          /* the whole input image, or NULL when streamed */
+    const pe_row_source *rows;    /* streamed input: where rows come from */
+    int8_t *rowbuf;               /* streamed input: the current row's column range */
+    int64_t row_hw;               /* streamed input: high-water mark of rowbuf, bytes */
     int8_t *output;
     uint64_t macs, combines, reads;
     pe_status err;
@@ -1066,11 +1095,26 @@ static void run_stripe(stripe_run *R, int32_t x0, int32_t x1)
     }
     for (r = 0; r < net->input.h && R->err == PE_OK; r++) {
         int32_t x = in->out_a;
+        const int8_t *row;
+        if (R->rows != NULL) {
+            /* the row source fills this stripe's column range of row r */
+            const pe_status rs = R->rows->read(R->rows->user, r, in->out_a, in->out_b - in->out_a, R->rowbuf);
+            if (rs != PE_OK) {
+                R->err = rs;
+                break;
+            }
+            row = R->rowbuf - (size_t)in->out_a * (size_t)c;
+            if ((int64_t)(in->out_b - in->out_a) * c > R->row_hw) {
+                R->row_hw = (int64_t)(in->out_b - in->out_a) * c;
+            }
+        } else {
+            row = R->input + (size_t)r * (size_t)net->input.w * (size_t)c;
+        }
         begin_output_row(R, 0, r);
         while (R->err == PE_OK && x < in->out_b) {
             const int32_t end = min32(in->out_b, x + R->block_w);
             for (; x < end; x++) {
-                const int8_t *src = R->input + ((size_t)r * (size_t)net->input.w + (size_t)x) * (size_t)c;
+                const int8_t *src = row + (size_t)x * (size_t)c;
                 int8_t *dst = in_slot(R, 0, x);
                 int32_t i;
                 for (i = 0; i < c; i++) {
@@ -1095,19 +1139,22 @@ static void run_stripe(stripe_run *R, int32_t x0, int32_t x1)
     }
 }
 
-pe_status pe_stripe_run_s8(const pe_context *ctx, const pe_stripe_net *net, int32_t stripe_w,
-                           int32_t block_w, const pe_dims *input_dims, const int8_t *input,
-                           const pe_dims *output_dims, int8_t *output)
+static pe_status run_impl(const pe_context *ctx, const pe_stripe_net *net, int32_t stripe_w,
+                          int32_t block_w, const pe_dims *input_dims, const int8_t *input,
+                          const pe_row_source *rows, const pe_dims *output_dims, int8_t *output)
 {
     net_geo G;
     stripe_run R;
     stripe_state *st = NULL;
+    int8_t *rowbuf = NULL;
     pe_status status;
     int64_t total;
     int32_t L, x0;
+    const int streamed = rows != NULL;
 
-    if (ctx == NULL || input_dims == NULL || input == NULL || output_dims == NULL ||
-        output == NULL || stripe_w < 1 || block_w < 1) {
+    if (ctx == NULL || input_dims == NULL || (input == NULL && !streamed) ||
+        (streamed && rows->read == NULL) || output_dims == NULL || output == NULL ||
+        stripe_w < 1 || block_w < 1) {
         return PE_ERR_ARG;
     }
     status = analyse(net, &G);
@@ -1120,14 +1167,14 @@ pe_status pe_stripe_run_s8(const pe_context *ctx, const pe_stripe_net *net, int3
         return PE_ERR_ARG;
     }
     block_w = min32(block_w, PE_STRIPE_MAX_BLOCK);
-    status = layout(net, &G, stripe_w, block_w, NULL, NULL, &total);
+    status = layout(net, &G, stripe_w, block_w, streamed, NULL, NULL, NULL, &total);
     if (status != PE_OK) {
         return status;
     }
     if (ctx->buf == NULL || (int64_t)ctx->size < total) {
         return PE_ERR_SCRATCH;
     }
-    status = layout(net, &G, stripe_w, block_w, (int8_t *)ctx->buf, &st, &total);
+    status = layout(net, &G, stripe_w, block_w, streamed, (int8_t *)ctx->buf, &st, &rowbuf, &total);
     if (status != PE_OK) {
         return status;
     }
@@ -1151,7 +1198,10 @@ pe_status pe_stripe_run_s8(const pe_context *ctx, const pe_stripe_net *net, int3
     R.G = &G;
     R.st = st;
     R.block_w = block_w;
-    R.input = input;
+    R.input = streamed ? NULL : input;
+    R.rows = rows;
+    R.rowbuf = rowbuf;
+    R.row_hw = 0;
     R.output = output;
     R.macs = R.combines = R.reads = 0;
     R.err = PE_OK;
@@ -1172,7 +1222,7 @@ pe_status pe_stripe_run_s8(const pe_context *ctx, const pe_stripe_net *net, int3
         for (L = 0; L < G.n; L++) {
             elems += (int64_t)st[L + 1].hw_ring + st[L + 1].hw_temp + st[L + 1].hw_branch;
         }
-        bytes = elems + ((int8_t *)st - (int8_t *)ctx->buf) +
+        bytes = elems + R.row_hw + ((int8_t *)st - (int8_t *)ctx->buf) +
                 (int64_t)(G.n + 1) * (int64_t)sizeof(stripe_state);
         s->macs += R.macs;
         s->combines += R.combines;
@@ -1181,4 +1231,24 @@ pe_status pe_stripe_run_s8(const pe_context *ctx, const pe_stripe_net *net, int3
         s->peak_elems = elems > s->peak_elems ? elems : s->peak_elems;
     }
     return PE_OK;
+}
+
+pe_status pe_stripe_run_s8(const pe_context *ctx, const pe_stripe_net *net, int32_t stripe_w,
+                           int32_t block_w, const pe_dims *input_dims, const int8_t *input,
+                           const pe_dims *output_dims, int8_t *output)
+{
+    if (input == NULL) {
+        return PE_ERR_ARG;
+    }
+    return run_impl(ctx, net, stripe_w, block_w, input_dims, input, NULL, output_dims, output);
+}
+
+pe_status pe_stripe_run_rows_s8(const pe_context *ctx, const pe_stripe_net *net, int32_t stripe_w,
+                                int32_t block_w, const pe_row_source *rows, const pe_dims *output_dims,
+                                int8_t *output)
+{
+    if (rows == NULL || net == NULL) {
+        return PE_ERR_ARG;
+    }
+    return run_impl(ctx, net, stripe_w, block_w, &net->input, NULL, rows, output_dims, output);
 }

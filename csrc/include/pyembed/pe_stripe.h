@@ -175,6 +175,34 @@ pe_status pe_stripe_get_buffer_size_s8(const pe_stripe_net *net, int32_t stripe_
  * For planning: compare stripe widths without running them. */
 pe_status pe_stripe_predict_macs(const pe_stripe_net *net, int32_t stripe_w, int64_t *macs);
 
+/* Streamed input (a camera or sensor delivering rows): read(user, row, col,
+ * n_cols, dst) writes columns [col, col + n_cols) of input row `row`
+ * (n_cols * c int8 values, NHWC order) to dst and returns PE_OK; any other
+ * status stops the run and is returned. With one stripe (stripe_w at least
+ * the output width) the executor asks for every row exactly once, whole and
+ * in order 0..h-1, so a sensor can hand rows over as it reads them out; with
+ * several stripes it asks again for each stripe (that stripe's columns and
+ * halo, rows in order), so the source must be able to re-read them (a frame
+ * in external memory, a sensor window re-read). The image is never held in
+ * ctx->buf: only one row's column range is (pe_stripe_get_buffer_size_rows_s8). */
+typedef pe_status (*pe_row_read_fn)(void *user, int32_t row, int32_t col, int32_t n_cols, int8_t *dst);
+typedef struct {
+    pe_row_read_fn read;
+    void *user;
+} pe_row_source;
+
+/* pe_stripe_get_buffer_size_s8 plus the row buffer of a streamed input. */
+pe_status pe_stripe_get_buffer_size_rows_s8(const pe_stripe_net *net, int32_t stripe_w,
+                                            int32_t block_w, int32_t *size);
+
+/* pe_stripe_run_s8 with the input rows pulled from rows (see pe_row_source)
+ * instead of read from an image; ctx->buf must hold
+ * pe_stripe_get_buffer_size_rows_s8 bytes. Bit-exact with pe_stripe_run_s8
+ * on the image the source delivers. */
+pe_status pe_stripe_run_rows_s8(const pe_context *ctx, const pe_stripe_net *net, int32_t stripe_w,
+                                int32_t block_w, const pe_row_source *rows, const pe_dims *output_dims,
+                                int8_t *output);
+
 /* Runs the network over input (NHWC, dims equal to net->input) in stripes and
  * writes output (NHWC, dims equal to pe_stripe_output_dims). ctx->buf must hold
  * pe_stripe_get_buffer_size_s8(net, stripe_w, block_w) bytes (PE_ERR_SCRATCH
