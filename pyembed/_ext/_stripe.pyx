@@ -61,6 +61,8 @@ cdef extern from "pyembed/pe_stripe.h":
         pe_dims input
 
     pe_status pe_stripe_output_dims(const pe_stripe_net *net, pe_dims *output) nogil
+    pe_status pe_stripe_get_buffer_size_rows_s8(const pe_stripe_net *net, int32_t stripe_w,
+                                                int32_t block_w, int32_t *size) nogil
     pe_status pe_stripe_get_buffer_size_s8(const pe_stripe_net *net, int32_t stripe_w,
                                            int32_t block_w, int32_t *size) nogil
     pe_status pe_stripe_predict_macs(const pe_stripe_net *net, int32_t stripe_w,
@@ -168,11 +170,16 @@ cdef class Network:
         check(st, "pe_stripe_output_dims", _NET_DETAIL)
         return (d.h, d.w, d.c)
 
-    def buffer_size(self, int32_t stripe_w, int32_t block_w):
+    def buffer_size(self, int32_t stripe_w, int32_t block_w, bint streamed=False):
+        """Arena bytes of a run (streamed: with the row buffer of an input
+        pulled from a row source, pe_stripe_get_buffer_size_rows_s8)."""
         cdef int32_t size = 0
         cdef int st
         with nogil:
-            st = pe_stripe_get_buffer_size_s8(&self.net, stripe_w, block_w, &size)
+            if streamed:
+                st = pe_stripe_get_buffer_size_rows_s8(&self.net, stripe_w, block_w, &size)
+            else:
+                st = pe_stripe_get_buffer_size_s8(&self.net, stripe_w, block_w, &size)
         check(st, "pe_stripe_get_buffer_size_s8",
               "stripe_w and block_w must be >= 1; " + _NET_DETAIL)
         return size

@@ -30,7 +30,7 @@ def _producers(graph):
 
 
 def _is_ram(t):
-    return not t.is_constant
+    return not t.is_constant and not getattr(t, "streamed", False)
 
 
 def op_dependencies(graph):
@@ -116,7 +116,8 @@ def tensor_lifetimes(graph, order):
         life[t] = (min(a, s), max(b, s))
 
     for t in graph.inputs:
-        touch(t, 0)
+        if _is_ram(graph.tensors[t]):
+            touch(t, 0)
     for s, opi in enumerate(order):
         op = graph.operators[opi]
         for t in list(op.inputs) + list(op.outputs):
