@@ -92,8 +92,12 @@ def summary(plan):
                    "wherever they lower the arena; auto = the smallest arena within --max-extra-macs.")
 @click.option("--max-extra-macs", default="10%", show_default=True,
               help="MAC budget of --strategy auto over the imported model (10% or 0.1).")
+@click.option("--stream-input", is_flag=True,
+              help="The model input is delivered row by row (a camera) into the stripe region reading it, "
+                   "so it takes no arena bytes; the emitted C then takes a row callback (pe_row_source) and "
+                   "plan.json records it (stripes / auto only).")
 def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_order, time_limit, section,
-                 tflite_out, show_timeline, as_json, pipeline="none", max_extra_macs="10%"):
+                 tflite_out, show_timeline, as_json, pipeline="none", max_extra_macs="10%", stream_input=False):
     """Plan the static memory of MODEL (.tflite / .onnx) and emit C headers.
 
     Prints the arena per region against the liveness lower bound; fails
@@ -117,7 +121,10 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
         from pyembed.plan.pipeline import plan_with_strategy
         g, plan, pipeline_lines = plan_with_strategy(
             g, pipeline, parse_fraction(max_extra_macs), overlaps=overlaps, regions=regions, algorithm=algorithm,
-            search_order=search_order, time_limit=time_limit)
+            search_order=search_order, time_limit=time_limit, stream_input=stream_input)
+    elif stream_input:
+        from pyembed.errors import ArgumentError
+        raise ArgumentError("--stream-input: needs --strategy stripes or auto (a stripe region reads the rows)")
     use_overlaps = overlaps and not g.unsupported
     if pipeline == "none":
         plan = plan_graph(g, regions, algorithm=algorithm, overlaps=use_overlaps, search_order=search_order,
@@ -177,11 +184,11 @@ def parse_fraction(text, name="--max-extra-macs"):
     return v
 
 
-def apply_strategy(graph, strategy, max_extra_macs="10%"):
+def apply_strategy(graph, strategy, max_extra_macs="10%", stream_input=False):
     """The compiler pipeline (pyembed.passes.pipeline) on graph: returns the
     rewritten graph and the lines saying what was chosen per region and why."""
     from pyembed.passes.pipeline import apply_pipeline
-    res = apply_pipeline(graph, strategy, max_extra_macs=parse_fraction(max_extra_macs))
+    res = apply_pipeline(graph, strategy, max_extra_macs=parse_fraction(max_extra_macs), stream_input=stream_input)
     return res.graph, res.report()
 
 

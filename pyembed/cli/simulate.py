@@ -62,9 +62,11 @@ def _parse_segments(text):
 @click.option("--pipeline", default="none", show_default=True, type=click.Choice(["none", "layers", "stripes", "auto"]),
               help="Compiler pipeline before running (as 'pyembed plan --strategy'; give the same one as the plan's).")
 @click.option("--max-extra-macs", default="10%", show_default=True, help="MAC budget of --pipeline auto.")
+@click.option("--stream-input", is_flag=True, help="The input arrives row by row into the stripe region reading it "
+              "(as 'pyembed plan --stream-input'; a plan.json made with it implies it).")
 def simulate_command(model, profile, plan_path, segments, strategy, split_bytes, contention, inputs_path, seed,
                      deadline_ms, trace_path, plot_memory, plot_gantt, report_dir, calibration, show_ops, as_json,
-                     pipeline="none", max_extra_macs="10%"):
+                     pipeline="none", max_extra_macs="10%", stream_input=False):
     """Run MODEL on a simulated microcontroller: the real C kernels on the
     profile's RAM and flash, with its cycle cost model and DMA.
 
@@ -93,9 +95,10 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
         if isinstance(recorded, dict) and recorded.get("strategy") in ("layers", "stripes", "auto"):
             # the plan was made for the rewritten graph: the same rewrite
             pipeline, max_extra_macs = recorded["strategy"], str(recorded.get("max_extra_macs", 0.1))
+            stream_input = bool(recorded.get("stream_input", False))
     if pipeline != "none":
         from pyembed.cli.plan import apply_strategy
-        graph, pipeline_lines = apply_strategy(graph, pipeline, max_extra_macs)
+        graph, pipeline_lines = apply_strategy(graph, pipeline, max_extra_macs, stream_input=stream_input)
         if not as_json:
             for line in pipeline_lines:
                 click.echo(line)
