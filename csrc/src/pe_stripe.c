@@ -53,6 +53,19 @@ static int is_windowed(pe_stripe_op op)
     return op == PE_STRIPE_CONV || op == PE_STRIPE_DEPTHWISE || op == PE_STRIPE_POOL;
 }
 
+/* A layer reading an earlier layer's output through a branch store (row
+ * delay line): residual add, channel concatenation. */
+static int is_branch_op(pe_stripe_op op)
+{
+    return op == PE_STRIPE_ADD || op == PE_STRIPE_CONCAT;
+}
+
+/* Channels of the branch store of layer l (the earlier layer's channels). */
+static int32_t branch_channels(const pe_stripe_layer *l)
+{
+    return l->op == PE_STRIPE_CONCAT ? l->out_c - l->in_c : l->out_c;
+}
+
 static int is_conv_family(pe_stripe_op op)
 {
     return op == PE_STRIPE_CONV || op == PE_STRIPE_DEPTHWISE || op == PE_STRIPE_POINTWISE;
@@ -123,7 +136,7 @@ static void backward_ranges(const pe_stripe_net *net, const net_geo *G, int axis
         int64_t ib;
         need_input(l, &G->g[L], axis, clip, ra[L + 1], rb[L + 1], &ia, &ib);
         hull64(&ra[L], &rb[L], ia, ib);
-        if (l->op == PE_STRIPE_ADD) {
+        if (is_branch_op(l->op)) {
             const int32_t p = l->add.from_layer + 1;
             hull64(&ra[p], &rb[p], ra[L + 1], rb[L + 1]);
         }
@@ -173,6 +186,12 @@ static pe_status check_layer_params(const pe_stripe_layer *l, int32_t L)
             if (!quant_ok(l->quant.multiplier[o], l->quant.shift[o])) {
                 return PE_ERR_ARG;
             }
+        }
+    }
+    if (l->op == PE_STRIPE_CONCAT) {
+        if (l->add.from_layer < -1 || l->add.from_layer >= L || l->add.left_shift < 0 ||
+            l->add.left_shift > 1) {
+            return PE_ERR_ARG;
         }
     }
     if (l->op == PE_STRIPE_ADD) {
@@ -236,7 +255,7 @@ static void dry_emit(dry_run *d, int32_t L, int32_t o)
 {
     const pe_stripe_layer *l = &d->net->layers[L];
     d->cur[L + 1] = o;
-    if (l->op == PE_STRIPE_ADD) {
+    if (is_branch_op(l->op)) {
         const int32_t p = l->add.from_layer + 1;
         if (d->cur[p] < o) {
             d->err = PE_ERR_UNSUPPORTED;
@@ -364,6 +383,18 @@ static pe_status analyse(const pe_stripe_net *net, net_geo *G)
             g->out_w = w;
             break;
         }
+        case PE_STRIPE_CONCAT: {
+            const int32_t p = l->add.from_layer;
+            const int32_t ph = p < 0 ? net->input.h : G->g[p].out_h;
+            const int32_t pw = p < 0 ? net->input.w : G->g[p].out_w;
+            const int32_t pc = p < 0 ? net->input.c : G->g[p].out_c;
+            if (l->out_c != c + pc || ph != h || pw != w) {
+                return PE_ERR_ARG;
+            }
+            g->out_h = h;
+            g->out_w = w;
+            break;
+        }
         case PE_STRIPE_UPSAMPLE2X:
             if (l->out_c != c) {
                 return PE_ERR_ARG;
@@ -469,7 +500,7 @@ static void max_widths(const pe_stripe_net *net, net_geo *G, int32_t stripe_w, i
         stripe_ranges(net, G, x0, x1);
         for (L = 0; L < G->n; L++) {
             in_w[L] = max32(in_w[L], G->b[L] - G->a[L]);
-            if (net->layers[L].op == PE_STRIPE_ADD) {
+            if (is_branch_op(net->layers[L].op)) {
                 add_w[L] = max32(add_w[L], G->b[L + 1] - G->a[L + 1]);
             }
         }
@@ -489,7 +520,7 @@ static void buffer_bytes(const pe_stripe_net *net, const net_geo *G, int32_t L, 
     /* an upsampling layer's input goes straight into its one-row store */
     *temp_cols = net->layers[L].op == PE_STRIPE_UPSAMPLE2X ? 0 : g->kw - 1 + block_w;
     *temp = (int64_t)*temp_cols * g->in_c;
-    *branch = (int64_t)g->branch_rows * add_w * g->out_c;
+    *branch = (int64_t)g->branch_rows * add_w * branch_channels(&net->layers[L]);
 }
 
 /* Total arena bytes; when base != NULL also carves the buffers into st. */
@@ -862,6 +893,35 @@ static void compute_add(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t
     }
 }
 
+/* Concatenation (TFLite CONCATENATION on channels, int8 with one scale and
+ * zero point for inputs and output): a copy, the previous layer's channels
+ * then the branch's (branch first when add.left_shift is 1). */
+static void compute_concat(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
+{
+    const pe_stripe_layer *l = &R->net->layers[L];
+    const layer_geo *g = &R->G->g[L];
+    const stripe_state *s = &R->st[L + 1];
+    const int32_t cm = g->in_c;
+    const int32_t cb = g->out_c - g->in_c;
+    const int32_t slot = o % g->branch_rows;
+    const int32_t first = l->add.left_shift ? cb : 0;   /* where the main channels go */
+    const int32_t bfirst = l->add.left_shift ? 0 : cm;  /* where the branch channels go */
+    int32_t x, i;
+    for (x = x0; x < x1; x++) {
+        const int8_t *a = in_pixel(s, g, o, x);
+        const int8_t *b = s->branch + (slot * (s->out_b - s->out_a) + (x - s->out_a)) * cb;
+        int8_t *dst = out_slot(R, L, o, x);
+        for (i = 0; i < cm; i++) {
+            dst[first + i] = a[i];
+        }
+        for (i = 0; i < cb; i++) {
+            dst[bfirst + i] = b[i];
+        }
+        R->combines += (uint64_t)g->out_c;
+        publish(R, L + 1, o, x, dst, g->out_c);
+    }
+}
+
 static void compute_upsample(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
 {
     const layer_geo *g = &R->G->g[L];
@@ -883,6 +943,9 @@ static void compute(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
     switch (R->net->layers[L].op) {
     case PE_STRIPE_ADD:
         compute_add(R, L, o, x0, x1);
+        break;
+    case PE_STRIPE_CONCAT:
+        compute_concat(R, L, o, x0, x1);
         break;
     case PE_STRIPE_UPSAMPLE2X:
         compute_upsample(R, L, o, x0, x1);
@@ -948,7 +1011,7 @@ static int32_t computable_limit(const stripe_run *R, int32_t L)
     } else {
         lim = s->arrived;
     }
-    if (l->op == PE_STRIPE_ADD) {
+    if (is_branch_op(l->op)) {
         const stripe_state *b = &R->st[l->add.from_layer + 1];
         if (b->prod_row < s->prod_row) {
             lim = 0;
@@ -1187,7 +1250,7 @@ static pe_status run_impl(const pe_context *ctx, const pe_stripe_net *net, int32
     st[0].ring = st[0].temp = st[0].branch = NULL;
     st[0].temp_cols = 0;
     for (L = G.n - 1; L >= 0; L--) {
-        if (net->layers[L].op == PE_STRIPE_ADD) {
+        if (is_branch_op(net->layers[L].op)) {
             stripe_state *p = &st[net->layers[L].add.from_layer + 1];
             st[L + 1].next_listener = p->listener;
             p->listener = L;

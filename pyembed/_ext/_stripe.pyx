@@ -28,6 +28,7 @@ cdef extern from "pyembed/pe_stripe.h":
         PE_STRIPE_POOL
         PE_STRIPE_ADD
         PE_STRIPE_UPSAMPLE2X
+        PE_STRIPE_CONCAT
 
     ctypedef struct pe_stripe_add_params:
         int32_t from_layer
@@ -86,6 +87,7 @@ OPS = {
     "pool": PE_STRIPE_POOL,
     "add": PE_STRIPE_ADD,
     "upsample2x": PE_STRIPE_UPSAMPLE2X,
+    "concat": PE_STRIPE_CONCAT,
 }
 
 _NET_DETAIL = ("network rejected: channels must chain, padding in [0, kernel), add inputs of "
@@ -151,6 +153,9 @@ cdef class Network:
                 l.add.branch_offset = s["branch_offset"]
                 l.add.branch_quant.multiplier, l.add.branch_quant.shift = s["branch_quant"]
                 l.add.out_quant.multiplier, l.add.out_quant.shift = s["out_quant"]
+            elif s["op"] == "concat":
+                l.add.from_layer = s["from_layer"]
+                l.add.left_shift = s["branch_first"]
         self.net.layers = self.layers
         self.net.n_layers = <int32_t>n
         self.net.input.n = 1

@@ -73,9 +73,13 @@ class _Net:
     def shape(self, t):
         return self.tensors[t]["shape"]
 
-    def _out(self, shape, y, act):
-        """Output tensor calibrated on its float value y."""
-        if act == RELU6:
+    def _out(self, shape, y, act, full_range=False):
+        """Output tensor calibrated on its float value y (full_range: a RELU6
+        output quantized over all of [0, 6], so tensors can share it)."""
+        if act == RELU6 and full_range:
+            y = np.clip(y, 0.0, 6.0)
+            scale, zp = 6.0 / 255.0, -128
+        elif act == RELU6:
             y = np.clip(y, 0.0, 6.0)
             scale, zp = max(float(y.max()), 1e-3) / 255.0, -128
         elif act == RELU:
@@ -105,11 +109,11 @@ class _Net:
         wf = w.astype(np.float64) * np.expand_dims(sw.astype(np.float64), other)
         return wt, bt, wf, bias * bscale.astype(np.float64)
 
-    def conv(self, x, out_c, k=3, stride=1, act=RELU6, padding="SAME"):
+    def conv(self, x, out_c, k=3, stride=1, act=RELU6, padding="SAME", full_range=False):
         n, h, w, c = self.shape(x)
         wt, bt, wf, bf = self._weights((out_c, k, k, c), 0, x)
         y = _conv_float(self.val[x], wf, bf, stride, False)
-        out = self._out((1,) + y.shape, y, act)
+        out = self._out((1,) + y.shape, y, act, full_range)
         self.ops.append(("CONV_2D", [x, wt, bt], [out], {"padding": padding, "stride": stride, "act": act}))
         return out
 
@@ -136,6 +140,18 @@ class _Net:
         self.val[y] = win.max(axis=(3, 4)) if kind == "max" else win.mean(axis=(3, 4))
         self.ops.append(("MAX_POOL_2D" if kind == "max" else "AVERAGE_POOL_2D", [x], [y],
                          {"padding": padding, "stride": stride, "filter": k}))
+        return y
+
+    def concat(self, a, b):
+        """CONCATENATION on channels; a and b must share scale and zero point
+        (TFLM's int8 CONCATENATION copies bytes)."""
+        if self.q(a) != self.q(b):
+            raise ValueError("concat: inputs quantized differently")
+        s, z = self.q(a)
+        sa, sb = self.shape(a), self.shape(b)
+        y = self.act(sa[:3] + (sa[3] + sb[3],), s, z)
+        self.val[y] = np.concatenate([self.val[a], self.val[b]], axis=2)
+        self.ops.append(("CONCATENATION", [a, b], [y], {"axis": 3}))
         return y
 
     def upsample(self, x):
@@ -197,6 +213,9 @@ def _serialize(tensors, ops, inputs, outputs):
                              strideW=o["stride"], filterHeight=o["filter"], filterWidth=o["filter"]))
         elif name == "ADD":
             wops.append(W.op(code, ins, outs, "AddOptions", fusedActivationFunction=acts[o["act"]]))
+        elif name == "CONCATENATION":
+            wops.append(W.op(code, ins, outs, "ConcatenationOptions", axis=o["axis"],
+                             fusedActivationFunction=S.ActivationFunctionType.NONE))
         elif name == "RESIZE_NEAREST_NEIGHBOR":
             wops.append(W.op(code, ins, outs, "ResizeNearestNeighborOptions", alignCorners=False,
                              halfPixelCenters=False))

@@ -49,7 +49,7 @@ REGION_STREAMED = 1   # header flag: the region's input may be streamed (pe_pipe
 LAYER_WORDS = 32
 CONV_POOL_WORDS = 26
 BLOCK_WIDTHS = (1, 2, 4, 8, 16)
-_OPS = {"conv": 0, "depthwise": 1, "pointwise": 2, "pool": 3, "add": 4, "upsample2x": 5}
+_OPS = {"conv": 0, "depthwise": 1, "pointwise": 2, "pool": 3, "add": 4, "upsample2x": 5, "concat": 6}
 
 
 # ---------------------------------------------------------------------------
@@ -80,6 +80,9 @@ def _layer_words(spec, slots):
         w[22] = int(spec["branch_offset"])
         w[23], w[24] = (int(v) for v in spec["branch_quant"])
         w[25], w[26] = (int(v) for v in spec["out_quant"])
+    elif spec["op"] == "concat":
+        w[17] = int(spec["from_layer"])
+        w[18] = int(spec["branch_first"])
     w[27:31] = list(slots) if slots else [-1, -1, -1, -1]
     return w
 

@@ -16,7 +16,8 @@
  *    7 pad top   8 pad bottom   9 pad left   10 pad right
  *   11 input_offset   12 output_offset   13 act min   14 act max
  *   15 rounding (pe_rounding)   16 pool kind (pe_pool_kind)
- *   17 add from_layer   18 add left_shift   19 add main_offset
+ *   17 add / concat from_layer   18 add left_shift (concat: 1 = branch channels
+ *      first)   19 add main_offset
  *   20 add main multiplier   21 add main shift   22 add branch_offset
  *   23 add branch multiplier   24 add branch shift
  *   25 add out multiplier   26 add out shift

@@ -44,6 +44,10 @@
  *                    out = clamp(requant(a + b, out_quant) + output_offset, act)
  *    (a + b saturates to int32.)
  *  upsample2x: nearest neighbour, out[y][x] = in[y / 2][x / 2].
+ *  concat (TFLite CONCATENATION on channels, int8, one scale and zero point):
+ *    out = the previous layer's channels then layer add.from_layer's (-1: the
+ *    network input), or the branch's first when add.left_shift is 1; a copy.
+ *    Like an add, it keeps a ring of the branch's rows (a row-delay line).
  * Every requantization uses the layer's rounding (PE_ROUND_DOUBLE is the
  * peers' default).
  *
@@ -90,10 +94,12 @@ typedef enum {
     PE_STRIPE_POINTWISE = 2,  /* 1 x 1 convolution, stride 1 */
     PE_STRIPE_POOL = 3,       /* max or average pooling */
     PE_STRIPE_ADD = 4,        /* residual add of an earlier layer's output */
-    PE_STRIPE_UPSAMPLE2X = 5  /* nearest-neighbour x2 upsampling */
+    PE_STRIPE_UPSAMPLE2X = 5, /* nearest-neighbour x2 upsampling */
+    PE_STRIPE_CONCAT = 6      /* channel concatenation with an earlier layer's output */
 } pe_stripe_op;
 
-/* Residual add parameters (TFLite ADD). The main input is the previous
+/* Residual add parameters (TFLite ADD), also the branch of a concat
+ * (from_layer; left_shift 1 = branch channels first). The main input is the previous
  * layer's output; the branch input is layer from_layer's output (-1: the
  * network input). Offsets are minus the inputs' zero points; left_shift is
  * 0..20 (TFLite uses 20 for int8). */
