@@ -113,6 +113,11 @@ class _Net:
         n, h, w, c = self.shape(x)
         wt, bt, wf, bf = self._weights((out_c, k, k, c), 0, x)
         y = _conv_float(self.val[x], wf, bf, stride, False)
+        if padding == "VALID":   # stride 1, odd k: the SAME result without its padded border
+            if stride != 1 or k % 2 == 0:
+                raise ValueError("VALID convolutions are built with stride 1 and an odd kernel")
+            e = (k - 1) // 2
+            y = y[e:y.shape[0] - e, e:y.shape[1] - e] if e else y
         out = self._out((1,) + y.shape, y, act, full_range)
         self.ops.append(("CONV_2D", [x, wt, bt], [out], {"padding": padding, "stride": stride, "act": act}))
         return out
@@ -140,6 +145,16 @@ class _Net:
         self.val[y] = win.max(axis=(3, 4)) if kind == "max" else win.mean(axis=(3, 4))
         self.ops.append(("MAX_POOL_2D" if kind == "max" else "AVERAGE_POOL_2D", [x], [y],
                          {"padding": padding, "stride": stride, "filter": k}))
+        return y
+
+    def pad(self, x, p=1):
+        """PAD of p rows / columns on every side (the tensor's zero point)."""
+        n, h, w, c = self.shape(x)
+        s, z = self.q(x)
+        pads = self.tensor((4, 2), np.int32, data=np.array([[0, 0], [p, p], [p, p], [0, 0]], np.int32))
+        y = self.act((1, h + 2 * p, w + 2 * p, c), s, z)
+        self.val[y] = np.pad(self.val[x], ((p, p), (p, p), (0, 0)))
+        self.ops.append(("PAD", [x, pads], [y], {}))
         return y
 
     def concat(self, a, b):
@@ -213,6 +228,8 @@ def _serialize(tensors, ops, inputs, outputs):
                              strideW=o["stride"], filterHeight=o["filter"], filterWidth=o["filter"]))
         elif name == "ADD":
             wops.append(W.op(code, ins, outs, "AddOptions", fusedActivationFunction=acts[o["act"]]))
+        elif name == "PAD":
+            wops.append(W.op(code, ins, outs, "PadOptions"))
         elif name == "CONCATENATION":
             wops.append(W.op(code, ins, outs, "ConcatenationOptions", axis=o["axis"],
                              fusedActivationFunction=S.ActivationFunctionType.NONE))
