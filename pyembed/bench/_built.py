@@ -11,6 +11,7 @@ quantization scales are chosen so activations spread over the int8 range).
                          nearest-neighbour x2 upsampling up, additive skip
                          connections (ADD rather than CONCATENATION), a 3x3
                          conv back to one channel
+    unet_64_concat       the same with CONCATENATION skips (the usual U-Net)
 
 Both are serialized as TFLite flatbuffers with pyembed.model.tflite_writer.
 """
@@ -292,4 +293,23 @@ def unet_64(seed=0):
     return net.to_bytes([x], [y])
 
 
-BUILDERS = {"mobilenetv2_035_96": mobilenetv2_035_96, "unet_64": unet_64}
+def unet_64_concat(seed=0):
+    """The same U-Net with the usual CONCATENATION skips (the skip and the
+    upsampled tensors share one quantization, as TFLM's int8
+    CONCATENATION needs)."""
+    net = _Net(seed)
+    x = net.input((1, 64, 64, 1))
+    e1 = net.conv(net.conv(x, 16), 16, full_range=True)
+    p1 = net.pool(e1, "max", 2, 2)
+    e2 = net.conv(net.conv(p1, 32), 32, full_range=True)
+    p2 = net.pool(e2, "max", 2, 2)
+    b = net.conv(net.conv(p2, 64), 32, full_range=True)
+    u2 = net.concat(net.upsample(b), e2)
+    d2 = net.conv(u2, 16, full_range=True)
+    u1 = net.concat(net.upsample(d2), e1)
+    d1 = net.conv(u1, 16)
+    y = net.conv(d1, 1, act=None)
+    return net.to_bytes([x], [y])
+
+
+BUILDERS = {"mobilenetv2_035_96": mobilenetv2_035_96, "unet_64": unet_64, "unet_64_concat": unet_64_concat}
