@@ -86,10 +86,11 @@ def summary(plan):
               help="Also write the .tflite model with the plan as OfflineMemoryAllocation metadata.")
 @click.option("--timeline", "show_timeline", is_flag=True, help="Print the plan's timeline.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable summary.")
-@click.option("--strategy", "pipeline", default="none", show_default=True,
+@click.option("--strategy", "pipeline", default="auto", show_default=True,
               type=click.Choice(["none", "layers", "stripes", "auto"]),
-              help="Compiler pipeline before planning: layers = conv->pool pairs fused; stripes = stripe regions "
-                   "wherever they lower the arena; auto = the smallest arena within --max-extra-macs.")
+              help="Compiler pipeline before planning: none = the model as imported; layers = conv->pool pairs "
+                   "fused; stripes = stripe regions wherever they lower the arena; auto (default) = the smallest "
+                   "arena within --max-extra-macs.")
 @click.option("--max-extra-macs", default="10%", show_default=True,
               help="MAC budget of --strategy auto over the imported model (10% or 0.1).")
 @click.option("--stream-input", is_flag=True,
@@ -97,7 +98,7 @@ def summary(plan):
                    "so it takes no arena bytes; the emitted C then takes a row callback (pe_row_source) and "
                    "plan.json records it (stripes / auto only).")
 def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_order, time_limit, section,
-                 tflite_out, show_timeline, as_json, pipeline="none", max_extra_macs="10%", stream_input=False):
+                 tflite_out, show_timeline, as_json, pipeline="auto", max_extra_macs="10%", stream_input=False):
     """Plan the static memory of MODEL (.tflite / .onnx) and emit C headers.
 
     Prints the arena per region against the liveness lower bound; fails
@@ -189,7 +190,10 @@ def apply_strategy(graph, strategy, max_extra_macs="10%", stream_input=False):
     rewritten graph and the lines saying what was chosen per region and why."""
     from pyembed.passes.pipeline import apply_pipeline
     res = apply_pipeline(graph, strategy, max_extra_macs=parse_fraction(max_extra_macs), stream_input=stream_input)
-    return res.graph, res.report()
+    changed = res.regions or res.fused or res.streamed_tensor >= 0 or stream_input or any(
+        n.startswith(("gather", "PAD")) for n in res.notes)
+    # the rewritten graph always (a plan.json of it must match); its report only when it changed anything
+    return res.graph, res.report() if changed else []
 
 
 def plan_for_tflm(graph, plan, time_limit=10.0):
