@@ -119,3 +119,23 @@ def test_plan_and_simulate_stream_input_commands(tmp_path):
     r = CliRunner().invoke(main, ["plan", str(model), "--strategy", "none", "--stream-input", "-o",
                                   str(tmp_path / "o2")])
     assert r.exit_code == 2 and "--stream-input" in r.output
+
+
+@pytest.mark.skipif(not HAVE_TFLM, reason="tflite-micro not installed")
+def test_auto_default_bit_exact_on_the_bundled_vision_models():
+    """auto (the default strategy of plan / simulate) on the bundled models
+    test_pipeline.py does not cover, and person detection with its input
+    streamed: == TFLM on the host run."""
+    from pyembed.data import model_path
+    for name, stream in (("tiny_vww_mobilenetv1_96_int8", False), ("tflm_person_detect_int8", True),
+                         ("tiny_ic_resnet8_int8", False), ("tiny_ad_autoencoder_int8", False),
+                         ("tflm_hello_world_int8", False)):
+        with open(model_path(name), "rb") as f:
+            data = f.read()
+        g = load_tflite_bytes(data, name=name)
+        xs = _inputs(g, 1, seed=2)
+        ref = _tflm(data, xs)[0]
+        res = apply_pipeline(g, "auto", stream_input=stream)
+        assert (res.streamed_tensor >= 0) == stream, name
+        y = res.graph.run(xs[0])[0].reshape(ref.shape)
+        assert int((y != ref).sum()) == 0, name
