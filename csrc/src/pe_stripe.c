@@ -388,7 +388,7 @@ static pe_status analyse(const pe_stripe_net *net, net_geo *G)
             const int32_t ph = p < 0 ? net->input.h : G->g[p].out_h;
             const int32_t pw = p < 0 ? net->input.w : G->g[p].out_w;
             const int32_t pc = p < 0 ? net->input.c : G->g[p].out_c;
-            if (l->out_c != c + pc || ph != h || pw != w) {
+            if ((int64_t)l->out_c != (int64_t)c + pc || ph != h || pw != w) {
                 return PE_ERR_ARG;
             }
             g->out_h = h;
