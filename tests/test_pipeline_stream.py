@@ -139,3 +139,12 @@ def test_auto_default_bit_exact_on_the_bundled_vision_models():
         assert (res.streamed_tensor >= 0) == stream, name
         y = res.graph.run(xs[0])[0].reshape(ref.shape)
         assert int((y != ref).sum()) == 0, name
+
+
+def test_firmware_project_refuses_a_streamed_input(small, tmp_path):
+    from pyembed.codegen.firmware import generate_project
+    from pyembed.errors import UnsupportedError
+    _, g = small
+    g2, plan, _ = _plan(g, "stripes")
+    with pytest.raises(UnsupportedError, match="streamed"):
+        generate_project(g2, "mps2-an386", tmp_path, plan=plan)
