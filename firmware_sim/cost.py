@@ -48,6 +48,9 @@ KERNEL_CLASS = {
     "PADV2": "copy", "SPLIT_V": "copy", "GATHER": "copy", "DEPTH_TO_SPACE": "copy", "SPACE_TO_DEPTH": "copy",
     "RESIZE_NEAREST_NEIGHBOR": "copy", "MIRROR_PAD": "copy", "RESIZE_BILINEAR": "eltwise",
     "PE_ATTENTION": "fc",
+    # PE_LAYERNORM runs its chain's element-wise kernels row by row: charged per
+    # intermediate element through params["work_elements"]; PE_LUT one lookup per element
+    "PE_LAYERNORM": "eltwise", "PE_LUT": "copy",
 }
 
 

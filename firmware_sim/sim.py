@@ -222,6 +222,10 @@ def place_plan(graph, plan, profile, region_map=None, weights_region=None):
                 off += _align(tensor.nbytes)
     end = 0
     for it in items:
+        if int(it.tensor) < 0:
+            # an operator's parameter words (pyembed.plan): flash space, no tensor
+            end = max(end, int(it.offset) + int(it.size))
+            continue
         buf = Buffer(f"const {it.name}", wreg, int(it.offset), int(graph.tensors[it.tensor].nbytes), "weights",
                      int(it.tensor))
         pl.tensor[int(it.tensor)] = buf
@@ -357,6 +361,14 @@ def simulate(graph, plan=None, profile="stm32f446", x=None, *, segments=None, st
             rt.set_input(None, k, v)
             continue
         mem.buffer_view(pl.tensor[t])[:v.nbytes] = np.ascontiguousarray(v).reshape(-1).view(np.uint8)
+    for t, tensor in enumerate(graph.tensors):
+        # variable tensors (recurrent states) start as TFLM resets them: an
+        # int8 one at its zero point, others at 0 (GraphRuntime.reset_variables)
+        if tensor.is_variable and tensor.data is None and t in pl.tensor:
+            zp = int(tensor.zero_point[0]) if (tensor.dtype == np.int8 and tensor.zero_point is not None
+                                                and len(tensor.zero_point)) else 0
+            mem.buffer_view(pl.tensor[t])[:tensor.nbytes] = \
+                np.full(tensor.size, zp, dtype=tensor.dtype).view(np.uint8)
     watch = WriteWatch(mem, regions_used) if check_writes else None
     op_times = []
     usage = _Usage(trace, pl, block)

@@ -180,8 +180,8 @@ def test_float_softmax_fc_add_and_per_channel_dequantize():
 
 
 def test_float_ref_refuses_unsupported_and_bad_arguments():
-    g = load_model(model_path("tflm_mnist_lstm_int8"))
-    with pytest.raises(UnsupportedError, match="UNIDIRECTIONAL_SEQUENCE_LSTM"):
+    g = load_model(model_path("tflm_audio_preprocessor_int8"))
+    with pytest.raises(UnsupportedError, match="CUSTOM:SignalWindow"):
         run_float(g, np.zeros(g.tensors[g.inputs[0]].shape))
     k = load_model(model_path("tflm_hello_world_int8"))
     with pytest.raises(ArgumentError, match="feed"):

@@ -246,7 +246,7 @@ def test_other_bad_inputs(tmp_path, planned):
         (["simulate", HELLO, "--plan", planned[0] / "plan.json"], "was made for model"),
         (["simulate", KWS, "--segments", "lots"], "byte budget"),
         (["check", KWS, "--inputs", tmp_path / "bad.json"], "not a .npy"),
-        (["simulate", model_path("tflm_mnist_lstm_int8")], "UNIDIRECTIONAL_SEQUENCE_LSTM"),
+        (["simulate", model_path("tflm_audio_preprocessor_int8")], "CUSTOM:SignalWindow"),
         (["profiles", "no_such_mcu"], "unknown profile"),
     ]:
         r = run(args)

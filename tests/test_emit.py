@@ -149,7 +149,7 @@ def test_host_program_from_the_generated_files_matches_model_run(tmp_path, name)
 
 def test_graph_tables_refuse_a_graph_with_unsupported_operators():
     from pyembed.errors import UnsupportedError
-    g = load("tflm_mnist_lstm_int8")
+    g = load("tflm_audio_preprocessor_int8")
     plan = plan_graph(g)
     with pytest.raises(UnsupportedError):
         graph_tables(g, plan)

@@ -387,9 +387,9 @@ def test_model_commands():
     res = r.invoke(model, ["info", KWS, "--json"])
     info = json.loads(res.output)
     assert info["weights_bytes"] == load_model(KWS).weights_bytes and len(info["operators"]) == 13
-    res = r.invoke(model, ["info", "tflm_dtln_noise_suppression"])
-    assert res.exit_code == 0 and "unsupported: #0 UNIDIRECTIONAL_SEQUENCE_LSTM" in res.output
-    res = r.invoke(model, ["run", "tflm_dtln_noise_suppression"])
+    res = r.invoke(model, ["info", "tflm_audio_preprocessor_int8"])
+    assert res.exit_code == 0 and "unsupported: #0 CUSTOM:SignalWindow" in res.output
+    res = r.invoke(model, ["run", "tflm_audio_preprocessor_int8"])
     assert isinstance(res.exception, UnsupportedError)
 
 

@@ -317,7 +317,9 @@ def test_int16x8_fully_connected_is_bit_exact_with_tflm():
                     fusedActivationFunction=_act(k))]
         blob = W.build(t, ops, inputs=[0], outputs=[2])
         x = rng.integers(-32768, 32768, (B, D)).astype(np.int16)
-        _check(blob, [x], litert=False)
+        # LiteRT too with an int64 bias (single rounding, full multiplier); its
+        # int32-bias int16 FC returns values no reading of the bias explains
+        _check(blob, [x], litert=bias_t is not np.int32)
 
 
 def test_int16_add_is_bit_exact_with_tflm():

@@ -35,8 +35,7 @@ RUNNABLE = [
 ]
 LITERT_REFUSES = {"tflm_person_detect_int8"}
 UNSUPPORTED = {
-    "tflm_mnist_lstm_int8": {"UNIDIRECTIONAL_SEQUENCE_LSTM"},
-    "tflm_dtln_noise_suppression": {"UNIDIRECTIONAL_SEQUENCE_LSTM"},
+    # (the two LSTM models run since UNIDIRECTIONAL_SEQUENCE_LSTM landed: tests/test_lstm.py)
     # its ADD and MUL are int32 arithmetic, which pyembed's int8 kernels do not do
     # (its int16 STRIDED_SLICE and CONCATENATION are data movement pyembed runs)
     "tflm_audio_preprocessor_int8": {"ADD", "MUL", "CAST", "DIV", "MINIMUM",

@@ -11,12 +11,15 @@
 #include "pyembed/pe_matmul.h"
 #include "pyembed/pe_tconv.h"
 #include "pyembed/pe_s16.h"
+#include "pyembed/pe_lstm.h"
+#include "pyembed/pe_gather.h"
 #include "pyembed/pe_pool.h"
 #include "pyembed/pe_pipeline.h"
 #include "pyembed/pe_pipeline.h"
 #include "pyembed/pe_shape_ops.h"
 #include "pyembed/pe_resize.h"
 #include "pyembed/pe_transformer.h"
+#include "pyembed/pe_layernorm.h"
 
 int32_t pe_graph_dtype_size(pe_dtype t)
 {
@@ -150,6 +153,12 @@ void *pe_graph_output(const pe_graph *g, const pe_graph_op *op, int32_t k, const
                       pe_dtype want)
 {
     return tensor_out(g, pe_graph_output_index(op, k), arena, want);
+}
+
+void *pe_graph_state(const pe_graph *g, const pe_graph_op *op, int32_t k, const pe_context *arena,
+                     pe_dtype want)
+{
+    return tensor_out(g, pe_graph_input_index(op, k), arena, want);
 }
 
 const pe_dims *pe_graph_dims(const pe_graph *g, int32_t t)
@@ -578,10 +587,26 @@ static pe_graph_runner runner_for(pe_graph_op_type type)
         return pe_graph_run_add_s16;
     case PE_GOP_SOFTMAX_S16:
         return pe_graph_run_softmax_s16;
+    case PE_GOP_LOGISTIC_S16:
+        return pe_graph_run_logistic_s16;
+    case PE_GOP_TANH_S16:
+        return pe_graph_run_tanh_s16;
+    case PE_GOP_UNIDIRECTIONAL_SEQUENCE_LSTM:
+        return pe_graph_run_lstm;
+    case PE_GOP_SQUARED_DIFFERENCE_S16:
+        return pe_graph_run_squared_difference_s16;
+    case PE_GOP_PRELU_S16:
+        return pe_graph_run_prelu_s16;
+    case PE_GOP_GATHER_BATCHED:
+        return pe_graph_run_gather_batched;
     case PE_GOP_ATTENTION:
         return pe_graph_run_attention;
     case PE_GOP_LUT:
         return pe_graph_run_lut;
+    case PE_GOP_LAYERNORM:
+        return pe_graph_run_layernorm;
+    case PE_GOP_LAYERNORM_HP:
+        return pe_graph_run_layernorm_hp;
     default:
         return NULL;
     }

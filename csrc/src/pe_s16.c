@@ -30,6 +30,18 @@ int32_t pe_fx_requant64(int64_t acc, int32_t multiplier, int32_t shift)
     return wrap32(pe_fx_asr64(r, total));
 }
 
+int32_t pe_fx_requant64_single(int64_t acc, int32_t multiplier, int32_t shift)
+{
+    /* floor((acc * m + 2^(T - 1)) / 2^T), T = 31 - shift >= 24, computed
+     * exactly without a 128-bit product: acc = hi * 2^16 + lo, 0 <= lo < 2^16 */
+    const int32_t total = 31 - shift;
+    const int64_t hi = pe_fx_asr64(acc, 16);
+    const int64_t lo = acc - hi * 65536;
+    const int64_t low_part = lo * (int64_t)multiplier + ((int64_t)1 << (total - 1));
+    const int64_t sum = hi * (int64_t)multiplier + pe_fx_asr64(low_part, 16);
+    return wrap32(pe_fx_asr64(sum, total - 16));
+}
+
 static int32_t clamp16(int32_t v, const pe_activation *a)
 {
     return v < a->min ? a->min : (v > a->max ? a->max : v);
@@ -151,7 +163,8 @@ pe_status pe_fully_connected_s16x8(const pe_context *ctx, const pe_fc_s16_params
     pe_status s;
     if (p == NULL || input == NULL || filter == NULL || output == NULL || batches < 1 ||
         depth < 1 || out_f < 1 || !act16_ok(&p->activation) ||
-        (p->quant_count != 1 && p->quant_count != out_f) || (p->bias32 != 0 && p->bias32 != 1)) {
+        (p->quant_count != 1 && p->quant_count != out_f) || (p->bias32 != 0 && p->bias32 != 1) ||
+        (p->single_rounding != 0 && p->single_rounding != 1)) {
         return PE_ERR_ARG;
     }
     if ((int64_t)batches * depth > PE_INT32_MAX || (int64_t)batches * out_f > PE_INT32_MAX ||
@@ -196,7 +209,8 @@ pe_status pe_fully_connected_s16x8(const pe_context *ctx, const pe_fc_s16_params
                 if (bias != NULL) {
                     acc += bias[o];
                 }
-                v = pe_fx_requant(acc, p->quant.multiplier[qi], p->quant.shift[qi]);
+                v = p->single_rounding ? pe_fx_requant_single(acc, p->quant.multiplier[qi], p->quant.shift[qi])
+                                       : pe_fx_requant(acc, p->quant.multiplier[qi], p->quant.shift[qi]);
             } else {
                 int64_t acc = 0;
                 for (d = 0; d < depth; d++) {
@@ -205,7 +219,8 @@ pe_status pe_fully_connected_s16x8(const pe_context *ctx, const pe_fc_s16_params
                 if (bias != NULL) {
                     acc += word_pair(bias + 2 * o);
                 }
-                v = pe_fx_requant64(acc, p->quant.multiplier[qi], p->quant.shift[qi]);
+                v = p->single_rounding ? pe_fx_requant64_single(acc, p->quant.multiplier[qi], p->quant.shift[qi])
+                                       : pe_fx_requant64(acc, p->quant.multiplier[qi], p->quant.shift[qi]);
             }
             output[(size_t)b * (size_t)out_f + (size_t)o] = (int16_t)clamp16(v, &p->activation);
         }
@@ -361,11 +376,11 @@ pe_status pe_graph_run_fc_s16x8(const pe_graph *g, const pe_graph_op *op,
     qc = w[0];
     has_bias = w[4];
     if (count % depth != 0 || (qc != 1 && qc != out_f) || (has_bias != 0 && has_bias != 1) ||
-        (w[3] != 0 && w[3] != 1) ||
+        w[3] < 0 || w[3] > 3 ||
         (int64_t)(count / depth) * out_f != (int64_t)pe_graph_count(g, op->outputs[0])) {
         return PE_ERR_ARG;
     }
-    need = PE_FC_S16X8_WORDS + 2 * (int64_t)qc + (has_bias ? (w[3] ? 1 : 2) * (int64_t)out_f : 0);
+    need = PE_FC_S16X8_WORDS + 2 * (int64_t)qc + (has_bias ? ((w[3] & 1) ? 1 : 2) * (int64_t)out_f : 0);
     if ((int64_t)op->num_params != need) {
         return PE_ERR_ARG;
     }
@@ -374,7 +389,8 @@ pe_status pe_graph_run_fc_s16x8(const pe_graph *g, const pe_graph_op *op,
     p.quant_count = qc;
     p.activation.min = w[1];
     p.activation.max = w[2];
-    p.bias32 = w[3];
+    p.bias32 = w[3] & 1;
+    p.single_rounding = (w[3] >> 1) & 1;
     return pe_fully_connected_s16x8(scratch, &p, count / depth, depth, out_f, x, f,
                                     has_bias ? w + PE_FC_S16X8_WORDS + 2 * qc : NULL, y);
 }
@@ -500,4 +516,127 @@ pe_status pe_graph_run_softmax_s16(const pe_graph *g, const pe_graph_op *op,
     }
     return pe_softmax_s16(scratch, count / depth, depth, w[0], w[1], w + 2,
                           w + 2 + PE_SOFTMAX_S16_LUT_WORDS, x, y);
+}
+
+/* -- SQUARED_DIFFERENCE / PRELU int16 ------------------------------------------- */
+
+static size_t bcast_at(const pe_dims *d, int32_t n, int32_t h, int32_t w, int32_t c)
+{
+    return (((size_t)(d->n == 1 ? 0 : n) * (size_t)d->h + (size_t)(d->h == 1 ? 0 : h)) * (size_t)d->w +
+            (size_t)(d->w == 1 ? 0 : w)) * (size_t)d->c + (size_t)(d->c == 1 ? 0 : c);
+}
+
+static int out_dims_ok(const pe_dims *d1, const pe_dims *d2, const pe_dims *od)
+{
+    return od->n >= 1 && od->h >= 1 && od->w >= 1 && od->c >= 1 && bcast_ok(d1, od) && bcast_ok(d2, od) &&
+           (int64_t)od->n * od->h * od->w * od->c <= PE_INT32_MAX;
+}
+
+pe_status pe_squared_difference_s16(const pe_context *ctx, const int32_t *q, const pe_dims *d1,
+                                    const int16_t *x1, const pe_dims *d2, const int16_t *x2,
+                                    const pe_dims *od, int16_t *out)
+{
+    int32_t n, h, w, c;
+    (void)ctx;
+    if (q == NULL || d1 == NULL || d2 == NULL || od == NULL || x1 == NULL || x2 == NULL || out == NULL ||
+        !out_dims_ok(d1, d2, od)) {
+        return PE_ERR_ARG;
+    }
+    /* input multipliers below one (shift <= 0), the output's any */
+    if (q[0] < 0 || q[2] < 0 || q[4] < 0 || q[1] > 0 || q[3] > 0 || q[1] < -31 || q[3] < -31 ||
+        q[5] < -31 || q[5] > 30) {
+        return PE_ERR_ARG;
+    }
+    for (n = 0; n < od->n; n++) {
+        for (h = 0; h < od->h; h++) {
+            for (w = 0; w < od->w; w++) {
+                for (c = 0; c < od->c; c++) {
+                    const int32_t a = pe_fx_requant(x1[bcast_at(d1, n, h, w, c)], q[0], q[1]);
+                    const int32_t b = pe_fx_requant(x2[bcast_at(d2, n, h, w, c)], q[2], q[3]);
+                    /* |a|, |b| <= 2^15: the square fits (TFLite computes it in int32) */
+                    const int64_t diff = (int64_t)a - b;
+                    const int32_t sq = wrap32(diff * diff);
+                    const size_t io = (((size_t)n * (size_t)od->h + (size_t)h) * (size_t)od->w + (size_t)w) *
+                                      (size_t)od->c + (size_t)c;
+                    out[io] = pe_fx_sat_s16(pe_fx_requant(sq, q[4], q[5]));
+                }
+            }
+        }
+    }
+    return PE_OK;
+}
+
+pe_status pe_prelu_s16(const pe_context *ctx, const int32_t *q, const pe_dims *di, const int16_t *x,
+                       const pe_dims *da, const int8_t *alpha, const pe_dims *od, int16_t *out)
+{
+    int32_t n, h, w, c;
+    (void)ctx;
+    if (q == NULL || di == NULL || da == NULL || od == NULL || x == NULL || alpha == NULL || out == NULL ||
+        !out_dims_ok(di, da, od)) {
+        return PE_ERR_ARG;
+    }
+    /* offsets: input in int16, alpha in int8, output in int16; shifts keep
+     * the left-shifted products inside int32 (|x - zp| < 2^16) */
+    if (q[0] < -32767 || q[0] > 32768 || q[1] < -127 || q[1] > 128 || q[2] < -32768 || q[2] > 32767 ||
+        q[3] < 0 || q[5] < 0 || q[4] < -31 || q[4] > 14 || q[6] < -31 || q[6] > 6) {
+        return PE_ERR_ARG;
+    }
+    for (n = 0; n < od->n; n++) {
+        for (h = 0; h < od->h; h++) {
+            for (w = 0; w < od->w; w++) {
+                for (c = 0; c < od->c; c++) {
+                    const int32_t v = x[bcast_at(di, n, h, w, c)] + q[0];
+                    const size_t io = (((size_t)n * (size_t)od->h + (size_t)h) * (size_t)od->w + (size_t)w) *
+                                      (size_t)od->c + (size_t)c;
+                    int32_t r;
+                    if (v >= 0) {
+                        r = pe_fx_requant(v, q[3], q[4]);
+                    } else {
+                        r = pe_fx_requant(v * (alpha[bcast_at(da, n, h, w, c)] + q[1]), q[5], q[6]);
+                    }
+                    out[io] = pe_fx_sat_s16(r + q[2]);
+                }
+            }
+        }
+    }
+    return PE_OK;
+}
+
+pe_status pe_graph_run_squared_difference_s16(const pe_graph *g, const pe_graph_op *op,
+                                              const pe_context *scratch, const pe_context *arena)
+{
+    const int16_t *a, *b;
+    int16_t *y;
+    if (op->num_inputs != 2 || op->num_outputs != 1 || op->params == NULL ||
+        op->num_params != PE_SQDIFF_S16_WORDS) {
+        return PE_ERR_ARG;
+    }
+    a = (const int16_t *)pe_graph_input(g, op, 0, arena, PE_DT_INT16);
+    b = (const int16_t *)pe_graph_input(g, op, 1, arena, PE_DT_INT16);
+    y = (int16_t *)pe_graph_output(g, op, 0, arena, PE_DT_INT16);
+    if (a == NULL || b == NULL || y == NULL) {
+        return PE_ERR_ARG;
+    }
+    return pe_squared_difference_s16(scratch, op->params, pe_graph_dims(g, op->inputs[0]), a,
+                                     pe_graph_dims(g, op->inputs[1]), b, pe_graph_dims(g, op->outputs[0]), y);
+}
+
+pe_status pe_graph_run_prelu_s16(const pe_graph *g, const pe_graph_op *op,
+                                 const pe_context *scratch, const pe_context *arena)
+{
+    const int16_t *x;
+    const int8_t *alpha;
+    int16_t *y;
+    if (op->num_inputs != 2 || op->num_outputs != 1 || op->params == NULL ||
+        op->num_params != PE_PRELU_S16_WORDS) {
+        return PE_ERR_ARG;
+    }
+    x = (const int16_t *)pe_graph_input(g, op, 0, arena, PE_DT_INT16);
+    alpha = (const int8_t *)pe_graph_input(g, op, 1, arena, PE_DT_INT8);
+    y = (int16_t *)pe_graph_output(g, op, 0, arena, PE_DT_INT16);
+    if (x == NULL || alpha == NULL || y == NULL) {
+        return PE_ERR_ARG;
+    }
+    return pe_prelu_s16(scratch, op->params, pe_graph_dims(g, op->inputs[0]), x, pe_graph_dims(g, op->inputs[1]),
+                        alpha, pe_graph_dims(g, op->outputs[0]), y);
 }

@@ -156,6 +156,30 @@ static void status_checks(void)
     PE_CHECK_EQ(pe_fully_connected_s16x8(NULL, &fp, 2, 5, 3, x16, w8, b32, got), PE_ERR_ARG);
     fp.bias32 = 0;
     PE_CHECK_EQ(pe_fully_connected_s16x8(NULL, &fp, 0, 5, 3, x16, w8, NULL, got), PE_ERR_ARG);
+    fp.single_rounding = 2;
+    PE_CHECK_EQ(pe_fully_connected_s16x8(NULL, &fp, 2, 5, 3, x16, w8, NULL, got), PE_ERR_ARG);
+    fp.single_rounding = 1;
+    PE_CHECK_EQ(pe_fully_connected_s16x8(NULL, &fp, 2, 5, 3, x16, w8, NULL, got), PE_OK);
+    fp.single_rounding = 0;
+    {
+        /* the exact split form equals the plain int64 formula wherever that
+         * does not overflow (|acc| < 2^31) */
+        uint32_t seed = 12345u;
+        int32_t k;
+        for (k = 0; k < 20000; k++) {
+            int64_t acc, want;
+            int32_t m, sh;
+            seed = seed * 1664525u + 1013904223u;
+            acc = (int64_t)(int32_t)seed;
+            seed = seed * 1664525u + 1013904223u;
+            m = (int32_t)(seed >> 1);
+            seed = seed * 1664525u + 1013904223u;
+            sh = (int32_t)(seed % 31u) - 31;
+            want = (acc * (int64_t)m + ((int64_t)1 << (30 - sh)));
+            want = want >= 0 ? want >> (31 - sh) : ~((~want) >> (31 - sh));
+            PE_CHECK_EQ(pe_fx_requant64_single(acc, m, sh), (int32_t)want);
+        }
+    }
 
     memset(&ap, 0, sizeof(ap));
     ap.left_shift = 15;

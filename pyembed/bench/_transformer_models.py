@@ -9,24 +9,30 @@ included). Weights are int8 symmetric per tensor, biases int32 in the
 accumulator's unit. The attention per layer is the chain TFLite's converter
 emits for Keras MultiHeadAttention written with explicit heads:
 
-    FC q/k/v -> RESHAPE [T, H, dh] -> TRANSPOSE -> BATCH_MATMUL(Qh, Kh^T)
-    -> MUL 1/sqrt(dh) -> [ADD mask] -> SOFTMAX -> BATCH_MATMUL(P, Vh)
-    -> TRANSPOSE -> RESHAPE [T, D] -> FC out -> ADD residual
+    LayerNorm -> FC q/k/v -> RESHAPE [T, H, dh] -> TRANSPOSE
+    -> BATCH_MATMUL(Qh, Kh^T) -> MUL 1/sqrt(dh) -> [ADD mask] -> SOFTMAX
+    -> BATCH_MATMUL(P, Vh) -> TRANSPOSE -> RESHAPE [T, D] -> FC out
+    -> ADD residual
 
-followed by a ReLU feed-forward block (FC relu, FC, ADD residual).
-LayerNorm and GELU are not in these models (see the benchmark's notes).
+followed by a feed-forward block (LayerNorm, FC, GELU as the converter's
+tanh-approximation chain MUL / MUL / MUL / ADD / MUL / TANH / ADD / MUL /
+MUL, FC, ADD residual), and a final LayerNorm. LayerNorm is the Keras 2
+converter chain (MEAN, SQUARED_DIFFERENCE, MEAN, ADD eps, RSQRT, MUL gamma,
+MUL, MUL, SUB from beta, ADD); _Builder.layernorm also writes the Keras 3
+(NEG) and a hand-written (SUB, MUL) variant.
 
 Models:
 * ``kwt``: keyword transformer on T frames of 40 MFCC-like features,
   D = 64, 2 heads of 32, 2 layers;
 * ``vit``: tiny ViT on T patches of 4x4x3 pixels, D = 48, 3 heads of 16,
-  2 layers.
+  2 layers, with a class token (a constant row CONCATENATED before the
+  patches: T + 1 rows from then on).
 """
 import numpy as np
 
 CONFIGS = {
-    "kwt": {"features": 40, "dim": 64, "heads": 2, "layers": 2, "ffn": 128},
-    "vit": {"features": 48, "dim": 48, "heads": 3, "layers": 2, "ffn": 96},
+    "kwt": {"features": 40, "dim": 64, "heads": 2, "layers": 2, "ffn": 128, "cls": False},
+    "vit": {"features": 48, "dim": 48, "heads": 3, "layers": 2, "ffn": 96, "cls": True},
 }
 
 
@@ -135,6 +141,94 @@ class _Builder:
         self.ops.append(("ADD", [a, b], [out], {}))
         return out
 
+    def const_i8(self, values, symmetric=True):
+        """An int8 constant for float values (symmetric per tensor)."""
+        v = np.asarray(values, dtype=np.float64)
+        cs = float(np.float32(max(float(np.abs(v).max()), 1e-6) / 127.0))
+        q = np.clip(np.round(v / cs), -127, 127).astype(np.int8)
+        t = self._add(v.shape, np.int8, data=q, scale=cs, zp=0)
+        self.vals[t] = (q.astype(np.float64) * cs)[None]
+        return t
+
+    def unary(self, name, x, fn, fixed=None, table=None, **fields):
+        out = self.act(fn(self.vals[x]), fixed)
+        self.ops.append((name, [x], [out], {"table": table, "fields": fields} if table else {}))
+        return out
+
+    def binary(self, name, a, b, fn, table=None, **fields):
+        out = self.act(fn(self.vals[a], self.vals[b]))
+        self.ops.append((name, [a, b], [out], {"table": table, "fields": fields} if table else {}))
+        return out
+
+    def mean_last(self, x):
+        ax = self.const_i32([-1])
+        out = self.act(self.vals[x].mean(axis=-1, keepdims=True))
+        self.ops.append(("MEAN", [x, ax], [out], {"table": "ReducerOptions", "fields": {"keepDims": True}}))
+        return out
+
+    def layernorm(self, x, gamma, beta, eps=1e-3, variant="keras2"):
+        """LayerNorm over the last axis as the converter writes it:
+        keras2 (tf.nn.batch_normalization): MEAN, SQUARED_DIFFERENCE, MEAN,
+        ADD eps, RSQRT, MUL gamma, MUL x, MUL mean, SUB from beta, ADD;
+        keras3: ... RSQRT, MUL gamma, NEG mean, MUL, ADD beta, MUL x, ADD;
+        manual: SUB mean, MUL (square), MEAN, ADD eps, RSQRT, MUL, MUL gamma,
+        ADD beta; rms (RMSNorm, no beta): MUL (square), MEAN, ADD eps, RSQRT,
+        MUL x, MUL gamma."""
+        g, bt = self.const_i8(gamma), self.const_i8(beta)
+        ep = self.const_i8(np.array([eps]))
+        if variant == "rms":
+            r = self.unary("RSQRT", self.add(self.mean_last(self.mul(x, x)), ep), lambda v: 1.0 / np.sqrt(v))
+            return self.mul(self.mul(x, r), g)
+        mean = self.mean_last(x)
+        if variant == "manual":
+            d = self.binary("SUB", x, mean, lambda a, b: a - b, "SubOptions")
+            var = self.mean_last(self.mul(d, d))
+        else:
+            var = self.mean_last(self.binary("SQUARED_DIFFERENCE", x, mean, lambda a, b: (a - b) ** 2))
+        r = self.unary("RSQRT", self.add(var, ep), lambda v: 1.0 / np.sqrt(v))
+        if variant == "manual":
+            return self.add(self.mul(self.mul(d, r), g), bt)
+        inv = self.mul(r, g)
+        if variant == "keras3":
+            nm = self.unary("NEG", mean, lambda v: -v,
+                            fixed=(self.tensors[mean]["scale"], min(127, -self.tensors[mean]["zp"])))
+            res = self.add(self.mul(nm, inv), bt)
+            return self.add(self.mul(x, inv), res)
+        sh = self.binary("SUB", bt, self.mul(mean, inv), lambda a, b: a - b, "SubOptions")
+        return self.add(self.mul(x, inv), sh)
+
+    def gelu_tanh(self, x):
+        """GELU, tanh approximation, as converters write it without a GELU
+        builtin: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
+        x3 = self.mul(self.mul(x, x), x)
+        inner = self.add(x, self.mul_const(x3, 0.044715))
+        t = self.unary("TANH", self.mul_const(inner, np.sqrt(2.0 / np.pi)), np.tanh, fixed=(1.0 / 128, 0))
+        half = self.mul_const(self.add_const(t, 1.0), 0.5)
+        return self.mul(x, half)
+
+    def gelu(self, x, approximate=False):
+        from math import erf
+        if approximate:
+            def fn(v):
+                return 0.5 * v * (1 + np.tanh(np.sqrt(2 / np.pi) * (v + 0.044715 * v ** 3)))
+        else:
+            def fn(v):
+                return 0.5 * v * (1 + np.vectorize(erf)(v / np.sqrt(2.0)))
+        return self.unary("GELU", x, fn, table="GeluOptions", approximate=bool(approximate))
+
+    def concat_cls(self, cls, h):
+        """CONCATENATION of a constant class-token row (quantized with h's
+        scale and zero point) before the rows of h [T, D] -> [T + 1, D]."""
+        sc, zp = self.tensors[h]["scale"], self.tensors[h]["zp"]
+        cq = np.clip(np.round(cls / sc) + zp, -128, 127).astype(np.int8).reshape(1, -1)
+        ct = self._add(cq.shape, np.int8, data=cq, scale=sc, zp=zp)
+        cv = (cq.astype(np.float64) - zp) * sc
+        hv = self.vals[h]
+        y = np.concatenate([np.broadcast_to(cv[None], (hv.shape[0],) + cv.shape), hv], axis=1)
+        out = self.same(h, y)
+        self.ops.append(("CONCATENATION", [ct, h], [out], {"table": "ConcatenationOptions", "fields": {"axis": 0}}))
+        return out
+
     def softmax(self, x):
         v = self.vals[x]
         e = np.exp(v - v.max(axis=-1, keepdims=True))
@@ -154,9 +248,14 @@ def sample_inputs(name, tokens, count, seed):
     return rng.normal(0.0, 1.0, (count, tokens, cfg["features"]))
 
 
-def build(name, tokens, seed=0, calib=4, mask=False):
-    """(tflite bytes, info) of model ``name`` at ``tokens`` tokens. info has
-    the input scale / zero point and the number of attention chains."""
+def build(name, tokens, seed=0, calib=4, mask=False, norm=True, gelu=True):
+    """(tflite bytes, info) of model ``name`` at ``tokens`` tokens (the ViT
+    adds a class token: its attention runs over tokens + 1 rows). Each
+    layer is pre-LN: LayerNorm -> attention -> residual ADD, LayerNorm ->
+    FC -> GELU (tanh-approximation chain) -> FC -> residual ADD; a final
+    LayerNorm. norm / gelu False: no LayerNorm, ReLU instead of GELU. info
+    has the input scale / zero point, the number of attention chains, of
+    LayerNorms and of GELU chains."""
     cfg = CONFIGS[name]
     rng = np.random.default_rng(seed)
     D, H, F = cfg["dim"], cfg["heads"], cfg["features"]
@@ -164,37 +263,54 @@ def build(name, tokens, seed=0, calib=4, mask=False):
     b = _Builder(rng)
     x = b.act(sample_inputs(name, tokens, calib, seed + 1))
     h = b.fc(x, _glorot(rng, D, F), rng.normal(0, 0.1, D))
+    seq = tokens
+    if cfg["cls"]:
+        h = b.concat_cls(rng.normal(0, 1.0, D), h)
+        seq = tokens + 1
     mask_t = None
     if mask:
         # causal mask, 0 / -60 real (exp(-60) ~ 1e-26), one int8 constant
         # shared by the heads
-        causal = np.where(np.arange(tokens)[None, :] > np.arange(tokens)[:, None], -60.0, 0.0)
+        causal = np.where(np.arange(seq)[None, :] > np.arange(seq)[:, None], -60.0, 0.0)
         ms = float(np.float32(60.0 / 255.0))
         mq = np.where(causal < 0, -128, 127).astype(np.int8)
-        mask_t = b._add((1, tokens, tokens), np.int8, data=mq, scale=ms, zp=127)
+        mask_t = b._add((1, seq, seq), np.int8, data=mq, scale=ms, zp=127)
         b.vals[mask_t] = ((mq.astype(np.float64) - 127) * ms)[None, None]
+
+    def norm_of(t):
+        if not norm:
+            return t
+        return b.layernorm(t, rng.uniform(0.8, 1.2, D), rng.normal(0, 0.1, D))
+
     for _ in range(cfg["layers"]):
-        q = b.fc(h, _glorot(rng, D, D, 2.0), rng.normal(0, 0.05, D))
-        k = b.fc(h, _glorot(rng, D, D, 2.0), rng.normal(0, 0.05, D))
-        v = b.fc(h, _glorot(rng, D, D), rng.normal(0, 0.05, D))
-        qh = b.transpose(b.reshape(q, (tokens, H, dh)), (1, 0, 2))
-        kh = b.transpose(b.reshape(k, (tokens, H, dh)), (1, 2, 0))
-        vh = b.transpose(b.reshape(v, (tokens, H, dh)), (1, 0, 2))
+        a_in = norm_of(h)
+        q = b.fc(a_in, _glorot(rng, D, D, 2.0), rng.normal(0, 0.05, D))
+        k = b.fc(a_in, _glorot(rng, D, D, 2.0), rng.normal(0, 0.05, D))
+        v = b.fc(a_in, _glorot(rng, D, D), rng.normal(0, 0.05, D))
+        qh = b.transpose(b.reshape(q, (seq, H, dh)), (1, 0, 2))
+        kh = b.transpose(b.reshape(k, (seq, H, dh)), (1, 2, 0))
+        vh = b.transpose(b.reshape(v, (seq, H, dh)), (1, 0, 2))
         s = b.batch_matmul(qh, kh)
         s = b.mul_const(s, 1.0 / np.sqrt(dh))
         if mask_t is not None:
             s = b.add(s, mask_t)
         p = b.softmax(s)
         o = b.batch_matmul(p, vh)
-        o = b.reshape(b.transpose(o, (1, 0, 2)), (tokens, D))
+        o = b.reshape(b.transpose(o, (1, 0, 2)), (seq, D))
         a = b.fc(o, _glorot(rng, D, D), rng.normal(0, 0.05, D))
         h = b.add(h, a)
-        f = b.fc(h, _glorot(rng, cfg["ffn"], D), rng.normal(0, 0.05, cfg["ffn"]), relu=True)
+        f_in = norm_of(h)
+        if gelu:
+            f = b.gelu_tanh(b.fc(f_in, _glorot(rng, cfg["ffn"], D), rng.normal(0, 0.05, cfg["ffn"])))
+        else:
+            f = b.fc(f_in, _glorot(rng, cfg["ffn"], D), rng.normal(0, 0.05, cfg["ffn"]), relu=True)
         f = b.fc(f, _glorot(rng, D, cfg["ffn"]), rng.normal(0, 0.05, D))
         h = b.add(h, f)
+    h = norm_of(h)
     data = serialize(b.tensors, b.ops, [x], [h])
     info = {"input_scale": b.tensors[x]["scale"], "input_zero_point": b.tensors[x]["zp"],
-            "attention_layers": cfg["layers"], "config": dict(cfg, tokens=tokens),
+            "attention_layers": cfg["layers"], "layernorms": (2 * cfg["layers"] + 1) if norm else 0,
+            "gelus": cfg["layers"] if gelu else 0, "sequence": seq, "config": dict(cfg, tokens=tokens),
             "calib_inputs": b.vals[x], "calib_outputs": b.vals[h],
             "debug_model": serialize(b.tensors, b.ops, [x], [o[2][0] for o in b.ops]),
             "debug_outputs": [o[2][0] for o in b.ops]}
@@ -245,6 +361,35 @@ def build_attention(tokens, heads=2, dh=8, seed=0, mask=False, scale=True, kv_to
     return data, qp
 
 
+def build_attention_fc(tokens, keys, dh=8, dv=8, seed=0, calib=4, scale=True, bias=False):
+    """(tflite bytes, _) of one attention over constant keys, as the
+    converter writes it when K is weights (or folded): scores =
+    FULLY_CONNECTED(Q [tokens, dh], K [keys, dh], no bias / zero bias),
+    [MUL 1/sqrt(dh)], SOFTMAX, BATCH_MATMUL(P, V [keys, dv]); Q and V are
+    graph inputs."""
+    rng = np.random.default_rng(seed)
+    b = _Builder(rng)
+    q = b.act(rng.normal(0, 1.0, (calib, tokens, dh)))
+    v = b.act(rng.normal(0, 1.0, (calib, keys, dv)))
+    kw = rng.normal(0, 1.5, (keys, dh))
+    ws = float(np.float32(np.abs(kw).max() / 127.0))
+    kq = np.clip(np.round(kw / ws), -127, 127).astype(np.int8)
+    kt = b._add(kq.shape, np.int8, data=kq, scale=ws, zp=0)
+    ins = [q, kt]
+    if bias:
+        ins.append(b._add((keys,), np.int32, data=np.zeros(keys, np.int32),
+                          scale=float(np.float32(b.tensors[q]["scale"]) * np.float32(ws)), zp=0))
+    else:
+        ins.append(-1)
+    s = b.act(b.vals[q] @ (kq.astype(np.float64) * ws).T)
+    b.ops.append(("FULLY_CONNECTED", ins, [s], {"relu": False}))
+    if scale:
+        s = b.mul_const(s, 1.0 / np.sqrt(dh))
+    p = b.softmax(s)
+    o = b.batch_matmul(p, v)
+    return serialize(b.tensors, b.ops, [q, v], [o]), None
+
+
 def build_elementwise(tokens=6, dim=8, seed=0):
     """(tflite bytes, float inputs) of FC -> x * (0.5 + 0.05 x) * 1.3 - 0.2 -> FC:
     an element-wise chain of MUL / ADD by scalars and a MUL of two branches
@@ -258,6 +403,23 @@ def build_elementwise(tokens=6, dim=8, seed=0):
     out = b.fc(y, _glorot(rng, dim, dim), rng.normal(0, 0.1, dim))
     data = serialize(b.tensors, b.ops, [x], [out])
     return data, (b.tensors[x]["scale"], b.tensors[x]["zp"])
+
+
+def build_norm_block(tokens=8, dim=16, variant="keras2", act=None, seed=0, calib=4):
+    """(tflite bytes, (input scale, zero point)) of FC -> LayerNorm (variant,
+    see _Builder.layernorm) -> [act: "gelu_tanh" chain, "gelu" / "gelu_approx"
+    builtin] -> FC on [tokens, dim] inputs of 8 features."""
+    rng = np.random.default_rng(seed)
+    b = _Builder(rng)
+    x = b.act(rng.normal(0, 1.0, (calib, tokens, 8)))
+    h = b.fc(x, _glorot(rng, dim, 8, 2.0), rng.normal(0, 0.5, dim))
+    h = b.layernorm(h, rng.uniform(0.5, 1.5, dim), rng.normal(0, 0.3, dim), variant=variant)
+    if act == "gelu_tanh":
+        h = b.gelu_tanh(h)
+    elif act in ("gelu", "gelu_approx"):
+        h = b.gelu(h, approximate=act == "gelu_approx")
+    out = b.fc(h, _glorot(rng, 8, dim), rng.normal(0, 0.1, 8))
+    return serialize(b.tensors, b.ops, [x], [out]), (b.tensors[x]["scale"], b.tensors[x]["zp"])
 
 
 def quantize_input(info, xf):
@@ -326,6 +488,10 @@ def serialize(tensors, ops, inputs, outputs):
             op.builtinOptionsType = S.BuiltinOptions.SoftmaxOptions
             op.builtinOptions = S.SoftmaxOptionsT()
             op.builtinOptions.beta = o["beta"]
+        elif o.get("table"):
+            from pyembed.model import tflite_writer as W
+            op.builtinOptionsType = getattr(S.BuiltinOptions, o["table"])
+            op.builtinOptions = W.options(o["table"], **o["fields"])
         sg.operators.append(op)
     m.subgraphs = [sg]
     fb = flatbuffers.Builder(1024)

@@ -479,17 +479,18 @@ def check_accuracy(model, inputs=None, n=8, seed=0, min_snr_db=DEFAULT_MIN_SNR_D
 
 def check_attention_modes(model, inputs=None, n=4, seed=0, min_snr_db=DEFAULT_MIN_SNR_DB, oracles=True,
                           modes=("tflm", "stream")):
-    """check_accuracy of a transformer model with its attention fused
-    (pyembed.passes.transformer) in each numeric mode, both against the same
-    float64 model: {mode: AccuracyReport}. In "tflm" mode the tflite-micro
-    oracle should report bit-exact; "stream" mode trades that for accuracy.
+    """check_accuracy of a transformer model with its blocks fused
+    (pyembed.passes.transformer.fuse_transformer: LayerNorm, attention in
+    each numeric mode, element-wise chains), both against the same float64
+    model: {mode: AccuracyReport}. In "tflm" mode the tflite-micro oracle
+    should report bit-exact; "stream" mode trades that for accuracy.
     model: a .tflite path (loaded once per mode)."""
     from pyembed.model.load import load_model
-    from pyembed.passes.transformer import fuse_attention
+    from pyembed.passes.transformer import fuse_transformer
     out = {}
     for mode in modes:
         g = load_model(model)
-        fuse_attention(g, attention=mode)
+        fuse_transformer(g, attention=mode)
         out[mode] = check_accuracy(g, inputs=inputs, n=n, seed=seed, min_snr_db=min_snr_db, oracles=oracles)
     return out
 
@@ -549,7 +550,11 @@ def _litert_oracle(graph, path, samples):
         return OracleResult(name, "error", f"LiteRT cannot load the model: {_first_line(e)}")
     ins, outs = it.get_input_details(), it.get_output_details()
 
+    stateful = any(t.is_variable for t in graph.tensors)
+
     def run(xs):
+        if stateful:   # recurrent states start fresh per sample, as pyembed's run does
+            it.reset_all_variables()
         for d, v in zip(ins, xs):
             it.set_tensor(d["index"], v.reshape(d["shape"]))
         it.invoke()
@@ -572,7 +577,11 @@ def _tflm_oracle(graph, path, samples):
     except Exception as e:   # noqa: BLE001
         return OracleResult(name, "error", f"tflite-micro cannot load the model: {_first_line(e)}")
 
+    stateful = any(t.is_variable for t in graph.tensors)
+
     def run(xs):
+        if stateful:   # recurrent states start fresh per sample, as pyembed's run does
+            it.reset()
         for k, v in enumerate(xs):
             it.set_input(v, k)
         it.invoke()

@@ -7,7 +7,8 @@ import click
 
 from pyembed.check.accuracy import DEFAULT_MIN_SNR_DB
 from pyembed.cli.app import EXIT_CHECK_FAILED, EXIT_OK, _echo_json, _jsonable, progress_iter, run_with_progress  # noqa: F401
-from pyembed.cli.options import check_inputs_file, inputs_option, model_argument, require_quantized
+from pyembed.cli.options import (apply_attention, attention_option, check_inputs_file, inputs_option, model_argument,
+                                 require_quantized)
 
 
 @click.command("check", short_help="Accuracy: int8 vs float64 per layer (SNR, LSB error), bit-exactness with TFLite.",
@@ -39,9 +40,10 @@ from pyembed.cli.options import check_inputs_file, inputs_option, model_argument
 @click.option("--no-plot", is_flag=True, help="Do not write the PNG even with --output-dir.")
 @click.option("--oracle/--no-oracle", default=True, show_default=True,
               help="Compare the outputs bit for bit with LiteRT (BUILTIN_REF) and tflite-micro where installed.")
+@attention_option()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable report (both tables).")
 def check_command(model, inputs_path, n, force_random, seed, min_snr, mode, output_dir, plot_path, no_plot, oracle,
-                  as_json):
+                  as_json, attention="none"):
     """Fixed-point accuracy of MODEL: its int8 layers against a float64
     reference of the same network, and bit-exactness against the TensorFlow
     Lite reference interpreters.
@@ -59,6 +61,10 @@ def check_command(model, inputs_path, n, force_random, seed, min_snr, mode, outp
 
     graph = load_model(model)
     require_quantized(graph, "check")
+    fused = apply_attention(graph, attention)
+    if fused and not as_json:
+        for line in fused:
+            click.echo(line, err=True)
     graph.check_supported()
     if n < 1:
         raise click.BadParameter("expected at least 1", param_hint="--calibration")

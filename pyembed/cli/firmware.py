@@ -13,6 +13,8 @@ import tempfile
 import click
 import numpy as np
 
+from pyembed.cli.options import apply_attention, attention_option
+
 
 @click.command("firmware")
 @click.argument("model")
@@ -29,8 +31,10 @@ import numpy as np
 @click.option("--inputs", "inputs_path", type=click.Path(exists=True, dir_okay=False),
               help="With --run: input .npy/.npz (the first sample is run); default: seeded random int8.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the random input.")
+@attention_option()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable result.")
-def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs_path, seed, as_json):
+def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs_path, seed, as_json,
+                     attention="none"):
     """Generate a Cortex-M firmware project for MODEL (.tflite/.onnx or a
     bundled model name) on PROFILE; with --run, build it and run it on QEMU.
 
@@ -40,6 +44,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
     from pyembed.model.load import load_model
 
     g = load_model(_resolve(model))
+    fused = apply_attention(g, attention)
     if outdir is None:
         if not do_run:
             raise click.UsageError("-o/--outdir is required without --run")
@@ -52,7 +57,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
     with open(os.path.join(outdir, "firmware.json")) as f:
         manifest = json.load(f)
     result = {"project": os.path.abspath(outdir), "profile": proj.profile.name, "regions": manifest["regions"],
-              "segments": manifest["segments"], "segment_note": proj.segment_note}
+              "segments": manifest["segments"], "segment_note": proj.segment_note, "attention": fused}
     if not do_run:
         if as_json:
             click.echo(json.dumps(result, indent=1))

@@ -14,7 +14,7 @@ import os
 import click
 import numpy as np
 
-from pyembed.cli.options import check_inputs_file, inputs_option, model_argument
+from pyembed.cli.options import apply_attention, attention_option, check_inputs_file, inputs_option, model_argument
 
 
 def _resolve(model):
@@ -86,13 +86,15 @@ def info(path, as_json):
 @click.option("--seed", default=0, show_default=True, help="Seed of the random inputs.")
 @click.option("--runs", default=1, show_default=True, help="Number of random inputs.")
 @click.option("--check", is_flag=True, help="Compare every output element with the TFLM interpreter (.tflite).")
+@attention_option()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
-def run(ctx, path, inputs_path, seed, runs, check, as_json):
+def run(ctx, path, inputs_path, seed, runs, check, as_json, attention="none"):
     """Run MODEL on random int8 inputs; print the outputs (and mismatches with --check)."""
     from pyembed.model.load import load_model
     path = _resolve(path)
     g = load_model(path)
+    fused = apply_attention(g, attention)
     g.check_supported()
     rng = np.random.default_rng(seed)
     results, failed = [], False
@@ -134,8 +136,10 @@ def run(ctx, path, inputs_path, seed, runs, check, as_json):
             failed |= bool(mism)
         results.append(entry)
     if as_json:
-        click.echo(json.dumps({"model": g.name, "results": results}, indent=1))
+        click.echo(json.dumps({"model": g.name, "attention": fused, "results": results}, indent=1))
     else:
+        for line in fused:
+            click.echo(line)
         for r in results:
             line = f"run {r['run']}: " + "; ".join(str(np.asarray(o).ravel().tolist()) for o in r["outputs"])
             if check:

@@ -51,6 +51,12 @@ def operator_table():
             doc = (d.prepare.__doc__ or "").strip().splitlines()
             text = doc[0] if doc else ""
         rows.append({"name": name, "code": d.code, "family": d.family.rsplit(".", 1)[-1], "constraints": text})
+    for r in rows:
+        # variants ("TYPE@int16", "GATHER@batched"): their own code and runner
+        variants = sorted((v.code, v.name) for v in REGISTRY.values() if v.name.startswith(r["name"] + "@"))
+        if variants:
+            listed = ", ".join(f"{n.split('@', 1)[1]} (code {c})" for c, n in variants)
+            r["constraints"] = (r["constraints"] + "; " if r["constraints"] else "") + f"variants: {listed}"
     rows.sort(key=lambda r: (r["code"] is None, r["code"] if r["code"] is not None else 0, r["name"]))
     return rows
 

@@ -111,3 +111,22 @@ def check_deadline(deadline_ms, option="--deadline-ms"):
     if deadline_ms is not None and not deadline_ms > 0:
         raise ArgumentError(f"{option}: expected a positive number of milliseconds, got {deadline_ms:g}")
     return deadline_ms
+
+
+def attention_option():
+    """--attention none|tflm|stream: the transformer passes before anything else
+    (pyembed.passes.transformer.fuse_transformer: LayerNorm and element-wise
+    chains fused, attention in that numeric mode); none = the graph as imported."""
+    return click.option("--attention", "attention", type=click.Choice(["none", "tflm", "stream"]), default="none",
+                        show_default=True,
+                        help="Fuse transformer blocks first: LayerNorm and GELU chains, and attention as one "
+                             "streaming operator, bit-exact with TFLM (tflm) or with >=24-bit probabilities "
+                             "(stream).")
+
+
+def apply_attention(graph, attention):
+    """Run the transformer passes on graph for --attention; returns the report lines."""
+    if attention in (None, "none"):
+        return []
+    from pyembed.passes.transformer import fuse_transformer
+    return fuse_transformer(graph, attention=attention)

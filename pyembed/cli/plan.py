@@ -8,7 +8,7 @@ import re
 
 import click
 
-from pyembed.cli.options import model_argument, profile_option, require_quantized
+from pyembed.cli.options import apply_attention, attention_option, model_argument, profile_option, require_quantized
 from pyembed.errors import PlanError
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kKmM]?)(i?[bB])?\s*$")
@@ -86,6 +86,7 @@ def summary(plan):
               help="Also write the .tflite model with the plan as OfflineMemoryAllocation metadata.")
 @click.option("--timeline", "show_timeline", is_flag=True, help="Print the plan's timeline.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable summary.")
+@attention_option()
 @click.option("--strategy", "pipeline", default="auto", show_default=True,
               type=click.Choice(["none", "layers", "stripes", "auto"]),
               help="Compiler pipeline before planning: none = the model as imported; layers = conv->pool pairs "
@@ -98,7 +99,8 @@ def summary(plan):
                    "so it takes no arena bytes; the emitted C then takes a row callback (pe_row_source) and "
                    "plan.json records it (stripes / auto only).")
 def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_order, time_limit, section,
-                 tflite_out, show_timeline, as_json, pipeline="auto", max_extra_macs="10%", stream_input=False):
+                 tflite_out, show_timeline, as_json, attention="none", pipeline="auto", max_extra_macs="10%",
+                 stream_input=False):
     """Plan the static memory of MODEL (.tflite / .onnx) and emit C headers.
 
     Prints the arena per region against the liveness lower bound; fails
@@ -111,7 +113,11 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
 
     g = load_model(model)
     require_quantized(g, "plan")
+    if attention != "none" and tflite_out:
+        raise click.UsageError("--tflite-out plans the .tflite as it is for TFLM: it cannot follow --attention")
+    attention_lines = apply_attention(g, attention)
     require_executable(g, "plan")   # unsupported operators or a float model: exit 2 with the list
+    imported = g
     pipeline_lines = []
     regions = None
     if part:
@@ -130,12 +136,19 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
     if pipeline == "none":
         plan = plan_graph(g, regions, algorithm=algorithm, overlaps=use_overlaps, search_order=search_order,
                           time_limit=time_limit)
+    if attention != "none":
+        plan.info["attention"] = attention
     paths = write_plan_outputs(g, plan, outdir, section=section)
     notes = []
     if overlaps and g.unsupported:
         notes.append("overlaps not attempted: the graph has operators pyembed cannot run, so none can be proven")
     if tflite_out:
-        tplan, note = plan_for_tflm(g, plan, time_limit)
+        if g is not imported:
+            # TFLM runs the .tflite as it is, not the rewritten graph: plan the imported one for it
+            tplan, note = plan_for_tflm(imported, plan_graph(imported, regions, algorithm=algorithm, overlaps=False,
+                                                             time_limit=time_limit), time_limit)
+        else:
+            tplan, note = plan_for_tflm(g, plan, time_limit)
         if note:
             notes.append(note)
         from pyembed.codegen.tflite_offline import add_offline_plan, tune_for_tflm
@@ -151,12 +164,13 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
     s["files"] = paths
     s["notes"] = notes
     s["pipeline"] = pipeline_lines
+    s["attention"] = attention_lines
     if as_json:
         click.echo(json.dumps(s, indent=1))
     else:
         click.echo(f"{s['model']}: arena {s['arena']} B ({s['algorithm']}), liveness lower bound {s['lower_bound']} B, "
                    f"no reuse {s['no_reuse']} B, {s['buffers']} buffers")
-        for line in pipeline_lines:
+        for line in attention_lines + pipeline_lines:
             click.echo(f"  {line}")
         for r in s["regions"]:
             cap = f" of {r['size']} B" if r["size"] is not None else ""

@@ -7,7 +7,7 @@ import click
 from pyembed.errors import PlanError
 
 from pyembed.cli.app import EXIT_CHECK_FAILED, EXIT_OK, _echo_json, _jsonable, progress_iter, run_with_progress  # noqa: F401
-from pyembed.cli.options import (check_deadline, inputs_option, model_argument, one_sample, profile_option,
+from pyembed.cli.options import (apply_attention, attention_option, check_deadline, inputs_option, model_argument, one_sample, profile_option,
                                  require_quantized)
 
 
@@ -59,6 +59,7 @@ def _parse_segments(text):
                    "samples for the model.")
 @click.option("--ops/--no-ops", "show_ops", default=True, show_default=True, help="Print the per-operator table.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable result (Result.to_dict()).")
+@attention_option()
 @click.option("--pipeline", default="auto", show_default=True, type=click.Choice(["none", "layers", "stripes", "auto"]),
               help="Compiler pipeline before running (as 'pyembed plan --strategy'); with --plan, the one the "
                    "plan.json records (none for a plan that records none).")
@@ -67,7 +68,7 @@ def _parse_segments(text):
               "(as 'pyembed plan --stream-input'; a plan.json made with it implies it).")
 def simulate_command(model, profile, plan_path, segments, strategy, split_bytes, contention, inputs_path, seed,
                      deadline_ms, trace_path, plot_memory, plot_gantt, report_dir, calibration, show_ops, as_json,
-                     pipeline="auto", max_extra_macs="10%", stream_input=False):
+                     attention="none", pipeline="auto", max_extra_macs="10%", stream_input=False):
     """Run MODEL on a simulated microcontroller: the real C kernels on the
     profile's RAM and flash, with its cycle cost model and DMA.
 
@@ -93,12 +94,18 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
             recorded = load_plan(plan_path).info.get("pipeline")
         except PlanError as e:
             raise PlanError(f"--plan {plan_path}: {e}") from None
+        rec_att = load_plan(plan_path).info.get("attention")
+        if rec_att in ("tflm", "stream"):
+            attention = rec_att   # the plan was made for the fused graph: the same passes
         if isinstance(recorded, dict) and recorded.get("strategy") in ("layers", "stripes", "auto"):
             # the plan was made for the rewritten graph: the same rewrite
             pipeline, max_extra_macs = recorded["strategy"], str(recorded.get("max_extra_macs", 0.1))
             stream_input = bool(recorded.get("stream_input", False))
         else:
             pipeline, stream_input = "none", False   # a plan of the graph as imported
+    for line in apply_attention(graph, attention):
+        if not as_json:
+            click.echo(line)
     if pipeline != "none":
         from pyembed.cli.plan import apply_strategy
         graph, pipeline_lines = apply_strategy(graph, pipeline, max_extra_macs, stream_input=stream_input)

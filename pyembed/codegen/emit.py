@@ -447,6 +447,7 @@ def graph_tables(graph, plan, prefix="pe_model", layout=None, const_data=None):
  *
  *   static uint8_t arena[{P}_ARENA_BYTES] (4-byte aligned at least);
  *   pe_context ctx = {{arena, {P}_ARENA_BYTES, NULL}};
+ *   {prefix}_reset_states(arena) once (recurrent states, if the model has any),
  *   copy the input to arena + {P}_INPUT0_OFFSET, pe_graph_invoke(&{prefix}_graph, &ctx),
  *   read the output at arena + {P}_OUTPUT0_OFFSET.
  * A streamed input ({P}_INPUT0_STREAMED 1, offset PE_GRAPH_STREAMED) is not in the
@@ -480,7 +481,20 @@ def graph_tables(graph, plan, prefix="pe_model", layout=None, const_data=None):
         tt = graph.tensors[t]
         h += (f"#define {P}_OUTPUT{k}_TENSOR {t_index[t]}\n#define {P}_OUTPUT{k}_OFFSET {layout.tensor_offsets[t]}\n"
               f"#define {P}_OUTPUT{k}_BYTES {tt.nbytes}\n#define {P}_OUTPUT{k}_DTYPE {_GDT[tt.dtype]}\n")
-    h += f"\nextern const pe_graph {prefix}_graph;\n\n#endif /* {P}_GRAPH_H */\n"
+    h += (f"\nextern const pe_graph {prefix}_graph;\n"
+          f"/* Set the variable tensors (recurrent states) of arena as TFLM resets them: an\n"
+          f" * int8 one to its zero point, others to 0. Call before the first invoke. */\n"
+          f"void {prefix}_reset_states(uint8_t *arena);\n\n#endif /* {P}_GRAPH_H */\n")
+    resets = []
+    for t, tensor in enumerate(graph.tensors):
+        if tensor.is_variable and not tensor.is_constant and t in layout.tensor_offsets:
+            zp = int(tensor.zero_point[0]) if (tensor.dtype == np.int8 and tensor.zero_point is not None
+                                                and len(tensor.zero_point)) else 0
+            resets.append(f"    for (i = 0; i < {tensor.nbytes}u; i++) {{\n"
+                          f"        arena[{layout.tensor_offsets[t]}u + i] = (uint8_t){zp & 0xFF}u; /* tensor {t} */\n"
+                          f"    }}\n")
+    reset_fn = (f"void {prefix}_reset_states(uint8_t *arena)\n{{\n"
+                + (f"    uint32_t i;\n{''.join(resets)}" if resets else "    (void)arena;\n") + "}\n")
     arrays = []
     trows = []
     for tt in tensors:
@@ -509,7 +523,8 @@ static const pe_graph_op {prefix}_ops[{max(len(ops), 1)}] = {{
 }};
 
 const pe_graph {prefix}_graph = {{ {prefix}_tensors, {len(tensors)}, {prefix}_ops, {len(ops)}, {layout.arena_size} }};
-"""
+
+{reset_fn}"""
     return h, c
 
 
@@ -537,6 +552,7 @@ int main(void)
     size_t got, i;
     int32_t k;
     const {ctype} *out;
+    {prefix}_reset_states(arena);
     got = fread(arena + {P}_INPUT0_OFFSET, 1, {P}_INPUT0_BYTES, stdin);
     if (got != {P}_INPUT0_BYTES) {{
         fprintf(stderr, "expected %d input bytes, got %lu\\n", {P}_INPUT0_BYTES, (unsigned long)got);

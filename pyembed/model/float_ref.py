@@ -248,7 +248,8 @@ def _attention(op, ins):
 
 
 def _lut(graph, op, ins):
-    """Float64 reference of PE_LUT: the unfused chain it replaced, in float64."""
+    """Float64 reference of PE_LUT and PE_LAYERNORM: the unfused chain it
+    replaced, in float64."""
     vals = {op.inputs[0]: ins[0]}
     for sub in op.options["chain"]:
         args = []
@@ -290,9 +291,13 @@ def evaluate(graph, op, inputs):
         return _activation(y, op.options.get("activation")).reshape(out_t.shape)
     if kind in ("QUANTIZE", "DEQUANTIZE"):
         return x.reshape(out_t.shape)
+    if kind == "LOGISTIC":
+        return (1.0 / (1.0 + np.exp(-x))).reshape(out_t.shape)
+    if kind == "TANH":
+        return np.tanh(x).reshape(out_t.shape)
     if kind == "PE_ATTENTION":
         return _attention(op, inputs).reshape(out_t.shape)
-    if kind == "PE_LUT":
+    if kind in ("PE_LUT", "PE_LAYERNORM", "PE_LAYERNORM_HP"):
         return np.asarray(_lut(graph, op, inputs)).reshape(out_t.shape)
     ref = _family_reference(kind)
     if ref is not None:
@@ -321,6 +326,8 @@ def _input_values(graph, op, values):
             vals.append(dequantize(graph.tensors[t]))
         elif t in values:
             vals.append(values[t])
+        elif graph.tensors[t].is_variable:   # a recurrent state at its reset value (real 0)
+            vals.append(np.zeros(graph.tensors[t].shape))
         else:
             raise ModelError(f"{graph.name}: operator {op.index} ({op.type}) reads tensor {t} before any "
                              f"operator writes it")
@@ -358,7 +365,7 @@ def run_float(graph, x, feed="float", int8_values=None, order=None):
         op = graph.operators[opi]
         if feed == "int8":
             feed_vals = {t: dequantize(graph.tensors[t], int8_values[t])
-                         for t in op.inputs if t >= 0 and not graph.tensors[t].is_constant}
+                         for t in op.inputs if t >= 0 and not graph.tensors[t].is_constant and t in int8_values}
             ins = _input_values(graph, op, feed_vals)
         else:
             ins = _input_values(graph, op, values)

@@ -11,7 +11,10 @@ The model is read with the ``onnx`` package. Two passes:
    Weights behind DequantizeLinear become the int8 constants themselves.
 2. Conversion of the quantized operators to pyembed's TFLite-style
    operators (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, ADD, MUL,
-   AVERAGE_POOL_2D, MAX_POOL_2D, RESHAPE, SOFTMAX, QUANTIZE, DEQUANTIZE),
+   AVERAGE_POOL_2D, MAX_POOL_2D, RESHAPE, SOFTMAX, QUANTIZE, DEQUANTIZE;
+   for attention blocks on 2-D / 3-D activations: MatMul of two activations
+   as BATCH_MATMUL and Transpose as TRANSPOSE, which
+   pyembed.passes.transformer fuses like the .tflite chain),
    whose kernel parameters pyembed.model.ops prepares as for a .tflite model.
 
 Layout: ONNX activations are NCHW, pyembed's kernels NHWC. Every 4-D
@@ -157,12 +160,13 @@ class _Importer:
             if id(n) in removed:
                 continue
             fold = n.op_type in ("Conv", "MatMul", "Gemm", "Add", "Mul", "AveragePool", "GlobalAveragePool",
-                                 "MaxPool", "Reshape", "Flatten", "Softmax")
+                                 "MaxPool", "Reshape", "Flatten", "Softmax", "Transpose")
             if not fold:
                 out.append(n)
                 continue
             data_inputs = list(n.input[:1] if n.op_type in ("AveragePool", "GlobalAveragePool", "MaxPool",
-                                                             "Reshape", "Flatten", "Softmax") else n.input[:2])
+                                                             "Reshape", "Flatten", "Softmax", "Transpose")
+                               else n.input[:2])
             dqs = [dq_of(i) for i in data_inputs]
             y = n.output[0]
             act = None
@@ -199,7 +203,7 @@ class _Importer:
                 new = ("QLinear" + n.op_type, qin[:3] + qout[:2], [qout[2]], base)
             elif n.op_type == "Softmax":
                 new = ("QLinearSoftmax", qin[:3] + qout[:2], [qout[2]], base)
-            else:  # MaxPool, Reshape, Flatten: the int8 op with a requantize if scales differ
+            else:  # MaxPool, Reshape, Flatten, Transpose: the int8 op with a requantize if scales differ
                 extra = list(n.input[1:2]) if n.op_type == "Reshape" else []
                 new = ("Q" + n.op_type, qin[:3] + qout[:2] + extra, [qout[2]], base)
             out.append(new)
@@ -396,6 +400,8 @@ class _Importer:
             return self.pool(op_type, ins, outs, attrs, act, add_const)
         if op_type in ("QReshape", "QFlatten", "Reshape", "Flatten"):
             return self.reshape(op_type, ins, outs, attrs)
+        if op_type in ("QTranspose", "Transpose"):
+            return self.transpose(op_type, ins, outs, attrs, add_const)
         if op_type == "QLinearSoftmax":
             xs, xz = self.q(ins, 1, "input")
             ys, yz = self.q(ins, 3, "output")
@@ -479,6 +485,8 @@ class _Importer:
     def matmul(self, ins, outs, attrs, act, add_const):
         xs, xz = self.q(ins, 1, "input A")
         x = self.act_in(ins[0], xs, xz, flat_ok=True)
+        if ins[3] not in self.consts:
+            return self.batch_matmul(ins, outs, attrs, act, x)
         if len(x.shape) == 4:
             raise _Unsup("MatMul on a 4-D tensor")
         b = np.asarray(self.const(ins[3], None, "B"))
@@ -509,6 +517,54 @@ class _Importer:
         shape = tuple(x.shape[:-1]) + (nout,)
         self.new_out(outs[0], shape, ys, yz)
         return ("FULLY_CONNECTED", [ins[0], wname, bname], [outs[0]], {"activation": act}, None)
+
+    def batch_matmul(self, ins, outs, attrs, act, a):
+        """QLinearMatMul of two activations (attention's Q.K^T and P.V):
+        BATCH_MATMUL, numpy matmul broadcasting, 2-D or 3-D (pyembed keeps
+        4-D activations NHWC, which a matrix product over the last two ONNX
+        axes cannot use)."""
+        if act is not None or len(ins) > 8 and ins[8] or "transB" in attrs:
+            raise _Unsup("a product of two activations with a bias or an activation")
+        bs, bz = self.q(ins, 4, "input B")
+        b = self.act_in(ins[3], bs, bz)
+        if a.flat_perm is not None or len(a.shape) not in (2, 3) or len(b.shape) not in (2, 3):
+            raise _Unsup("MatMul of activations of rank other than 2 or 3")
+        if a.shape[-1] != b.shape[-2]:
+            raise ModelError(f"A {list(a.shape)} and B {list(b.shape)} do not multiply")
+        try:
+            batch = tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
+        except ValueError:
+            raise ModelError(f"A {list(a.shape)} and B {list(b.shape)} batch dimensions do not broadcast") from None
+        ys, yz = self.q(ins, 6, "output")
+        self.new_out(outs[0], batch + (a.shape[-2], b.shape[-1]), ys, yz)
+        return ("BATCH_MATMUL", [ins[0], ins[3]], [outs[0]], {"adj_x": False, "adj_y": False}, None)
+
+    def transpose(self, op_type, ins, outs, attrs, add_const):
+        """Transpose of an int8 activation of rank 2 or 3 (4-D activations are
+        kept NHWC inside: their transposes are not imported)."""
+        x = self.tensors.get(ins[0])
+        if x is None or x.dtype != np.int8:
+            raise _Unsup("Transpose of a tensor that is not an int8 activation")
+        if x.nhwc or x.flat_perm is not None or len(x.shape) > 3:
+            raise _Unsup("Transpose of a 4-D (NHWC inside) or flattened tensor")
+        perm = [int(p) for p in attrs.get("perm", list(range(len(x.shape)))[::-1])]
+        if sorted(perm) != list(range(len(x.shape))):
+            raise ModelError(f"perm {perm} is not a permutation of {len(x.shape)} axes")
+        shape = tuple(x.shape[p] for p in perm)
+        pname = add_const(outs[0] + "_perm", np.asarray(perm, np.int32))
+        if op_type == "QTranspose":
+            xs, xz = self.q(ins, 1, "input")
+            ys, yz = self.q(ins, 3, "output")
+            x = self.act_in(ins[0], xs, xz)
+        else:
+            ys, yz = x.scale, x.zp
+        if float(np.float32(ys)) == float(np.float32(x.scale)) and yz == x.zp:
+            self.new_out(outs[0], shape, ys, yz)
+            return ("TRANSPOSE", [ins[0], pname], [outs[0]], {}, None)
+        tmp = outs[0] + "_transposed"
+        self.new_out(tmp, shape, x.scale, x.zp)
+        self.new_out(outs[0], shape, ys, yz)
+        return [("TRANSPOSE", [ins[0], pname], [tmp], {}, None), ("QUANTIZE", [tmp], [outs[0]], {}, None)]
 
     def binary(self, op_type, ins, outs, act, add_const):
         names = []

@@ -37,7 +37,23 @@ class GraphRuntime:
         self.rows_out_of_order = 0
 
     def new_arena(self):
-        return np.zeros(self.arena_size, dtype=np.uint8)
+        """A zeroed arena with the variable tensors (recurrent states) reset
+        as TFLM resets them: int8 ones to their zero point, others to 0."""
+        arena = np.zeros(self.arena_size, dtype=np.uint8)
+        self.reset_variables(arena)
+        return arena
+
+    def reset_variables(self, arena):
+        """Set every variable tensor of arena to its reset value (TFLM's
+        ResetVariableTensors: an int8 tensor's first zero point, else 0)."""
+        for t in self.layout.tensor_offsets:
+            tensor = self.graph.tensors[t]
+            if not tensor.is_variable or tensor.is_constant:
+                continue
+            zp = 0
+            if tensor.dtype == np.int8 and tensor.zero_point is not None and len(tensor.zero_point):
+                zp = int(tensor.zero_point[0])
+            self.tensor_view(arena, t)[...] = zp
 
     def _offset(self, t):
         off = self.layout.tensor_offsets.get(t)

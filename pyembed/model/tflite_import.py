@@ -379,6 +379,13 @@ def _options(op, op_type):
         o = load(tflite.ReshapeOptions)
         n = _count(o.NewShapeLength(), "RESHAPE new_shape", 4, table.Bytes)
         return {"new_shape": tuple(int(o.NewShape(j)) for j in range(n))}
+    if op_type == "UNIDIRECTIONAL_SEQUENCE_LSTM" and otype == B.UnidirectionalSequenceLSTMOptions:
+        o = load(tflite.UnidirectionalSequenceLSTMOptions)
+        act = int(o.FusedActivationFunction())
+        return {"activation": _ACTIVATION.get(act, act), "cell_clip": float(o.CellClip()),
+                "proj_clip": float(o.ProjClip()), "time_major": bool(o.TimeMajor()),
+                "asymmetric_quantize_inputs": bool(o.AsymmetricQuantizeInputs()),
+                "diagonal_recurrent_tensors": bool(o.DiagonalRecurrentTensors())}
     data = data_options(op_type, otype, load, lambda n, what: _count(n, what, 4, table.Bytes))
     if data is not None:
         return data

@@ -7,6 +7,8 @@ SOFTMAX, the chain TFLite's converter emits for one multi-head attention:
     K source --[RESHAPE/TRANSPOSE]*--> Kh [.., heads, m, d]  (adj_y) or
                                           [.., heads, d, m]
     S  = BATCH_MATMUL(Qh, Kh)            int8 scores [.., heads, n, m]
+         or FULLY_CONNECTED(Qh, K)       K constant weights [m, d] (one
+                                         head; keys from weights or folded)
     S  = MUL(S, c)                       optional, c a constant scalar
     S  = ADD(S, mask)                    optional additive mask
     P  = SOFTMAX(S)
@@ -132,6 +134,23 @@ def _heads3(idx, what):
     return idx.reshape((-1,) + idx.shape[-2:])
 
 
+def _fc_keys(graph, fc):
+    """_Skip unless FULLY_CONNECTED fc is a plain Q.K^T: constant int8
+    weights (the keys, [m, d]) with one scale and zero point 0, no bias (or
+    a zero one), no fused activation."""
+    w = graph.tensors[fc.inputs[1]]
+    if not w.is_constant or w.dtype != np.int8 or len(w.shape) != 2:
+        raise _Skip("FULLY_CONNECTED scores without constant 2-D int8 keys")
+    if w.scale is None or len(w.scale) != 1 or (w.zero_point is not None and np.any(np.asarray(w.zero_point))):
+        raise _Skip("FULLY_CONNECTED keys quantized per channel or with a zero point")
+    if len(fc.inputs) > 2 and fc.inputs[2] >= 0:
+        b = graph.tensors[fc.inputs[2]]
+        if not b.is_constant or np.any(np.asarray(b.data)):
+            raise _Skip("FULLY_CONNECTED scores with a bias")
+    if fc.options.get("activation") not in (None, "NONE"):
+        raise _Skip("FULLY_CONNECTED scores with a fused activation")
+
+
 def _match(graph, sm, prod, users):
     """The fused operator's description for SOFTMAX sm, or _Skip."""
     absorbed = [sm]
@@ -167,11 +186,13 @@ def _match(graph, sm, prod, users):
         if not _single_reader(graph, users, s_in):
             raise _Skip("the scores have more than one reader")
         s_t, op = s_in, prod.get(s_in)
-    if op is None or op.type != "BATCH_MATMUL":
-        raise _Skip("no BATCH_MATMUL computes the scores")
+    if op is None or op.type not in ("BATCH_MATMUL", "FULLY_CONNECTED"):
+        raise _Skip("no BATCH_MATMUL or FULLY_CONNECTED computes the scores")
     qk = op
     absorbed.append(qk)
-    if qk.options.get("adj_x", False):
+    if qk.type == "FULLY_CONNECTED":
+        _fc_keys(graph, qk)
+    elif qk.options.get("adj_x", False):
         raise _Skip("Q.K^T with adj_x")
     p_t = sm.outputs[0]
     if not _single_reader(graph, users, p_t) or users[p_t][0].type != "BATCH_MATMUL" \
@@ -182,12 +203,19 @@ def _match(graph, sm, prod, users):
         raise _Skip("P.V with adj_x / adj_y")
     absorbed.append(pv)
     q_src, q_idx = _back_view(graph, prod, users, qk.inputs[0], absorbed)
-    k_src, k_idx = _back_view(graph, prod, users, qk.inputs[1], absorbed)
+    if qk.type == "FULLY_CONNECTED":
+        # scores = FC(Q, K): K the constant weights [m, d], Q's rows flattened
+        k_src = qk.inputs[1]
+        m_keys, depth = (int(s) for s in graph.tensors[k_src].shape)
+        k3 = np.arange(m_keys * depth).reshape(1, m_keys, depth)
+        q3 = q_idx.reshape(1, -1, depth)
+    else:
+        k_src, k_idx = _back_view(graph, prod, users, qk.inputs[1], absorbed)
+        q3 = _heads3(q_idx, "Q")
+        k3 = _heads3(k_idx, "K")
+        if not qk.options.get("adj_y", False):
+            k3 = np.transpose(k3, (0, 2, 1))
     v_src, v_idx = _back_view(graph, prod, users, pv.inputs[1], absorbed)
-    q3 = _heads3(q_idx, "Q")
-    k3 = _heads3(k_idx, "K")
-    if not qk.options.get("adj_y", False):
-        k3 = np.transpose(k3, (0, 2, 1))
     v3 = _heads3(v_idx, "V")
     heads, n, d = q3.shape
     if k3.shape[0] != heads or k3.shape[2] != d or v3.shape[0] != heads or v3.shape[1] != k3.shape[1]:
@@ -309,3 +337,25 @@ def fuse_attention(graph, attention="tflm", block=64, fold="auto"):
         report.append({"softmax": name, "result": "fused" if fused.supported else
                        f"fused, but the operator is unsupported: {fused.reason}"})
     return report
+
+
+def fuse_transformer(graph, attention="tflm", block=64, fold="auto", layernorm="chain"):
+    """The transformer passes on graph, in place, in order: LayerNorm chains
+    (pyembed.passes.layernorm, layernorm "chain": bit-exact PE_LAYERNORM,
+    "precise": PE_LAYERNORM_HP where the chain is a LayerNorm), attention in
+    the given mode (fuse_attention), then element-wise chains such as GELU
+    (pyembed.passes.elementwise). Returns one line per chain considered,
+    "fused ..." or why not."""
+    from pyembed.passes.elementwise import fuse_elementwise
+    from pyembed.passes.layernorm import fuse_layernorm
+    if attention not in MODES:
+        raise ArgumentError(f"attention: expected one of {', '.join(MODES)}, got {attention!r}")
+    lines = []
+    for r in fuse_layernorm(graph, mode=layernorm):
+        lines.append(f"layernorm {r['output']}: {r['result']}" + (f" ({' '.join(r['ops'])})" if r["ops"] else ""))
+    for r in fuse_attention(graph, attention=attention, block=block, fold=fold):
+        lines.append(f"attention {r['softmax']}: {r['result']}" + (f" ({attention} mode)"
+                                                                   if r["result"] == "fused" else ""))
+    for r in fuse_elementwise(graph):
+        lines.append(f"element-wise {r['output']}: {r['result']} ({' '.join(r['ops'])})")
+    return lines

@@ -211,7 +211,8 @@ def max_overlap(size_src, size_dst, max_delta, alignment=1):
 
 @dataclass
 class FlashItem:
-    """A constant tensor placed in flash (weights, biases, quantization data)."""
+    """A constant placed in flash: a constant tensor (weights, biases, quantization
+    data), or an operator's parameter words (tensor -1)."""
     name: str
     tensor: int
     size: int

@@ -7,7 +7,8 @@ last step; a tensor nobody reads dies at the step that writes it. Kernel
 scratch (Operator.scratch_bytes, the kernel's size query) lives during its
 operator's step; variable tensors and persistent buffers for the whole run.
 An alias (RESHAPE output -> input, graph.aliases) shares its root's buffer,
-whose lifetime then covers both. Constant tensors go to flash.
+whose lifetime then covers both. Constant tensors go to flash, and so do the
+operators' int32 parameter words (op.params["words"], items with tensor -1).
 """
 import random
 import time
@@ -187,6 +188,15 @@ def build_problem(graph, order=None, alignment=DEFAULT_ALIGNMENT, include_scratc
         if tensor.is_constant:
             flash.append(FlashItem(_c_name(tensor.name, t), t, int(tensor.nbytes), off, alignment))
             off += align_up(int(tensor.nbytes), alignment)
+    # the operators' int32 parameter words (multipliers, LUTs, shapes) are
+    # constant tables in flash too (tensor -1: not a graph tensor)
+    for op in graph.operators:
+        words = (op.params or {}).get("words")
+        if words:
+            nbytes = 4 * len(words)
+            flash.append(FlashItem(f"words_op{op.index}_{op.type.lower().replace(':', '_').replace('@', '_')}", -1,
+                                   nbytes, off, alignment))
+            off += align_up(nbytes, alignment)
     return p, tensor_buffer, flash
 
 

@@ -30,6 +30,8 @@
 #include "pyembed/pe_matmul.h"
 #include "pyembed/pe_tconv.h"
 #include "pyembed/pe_s16.h"
+#include "pyembed/pe_lstm.h"
+#include "pyembed/pe_gather.h"
 
 #define MAX_T 32
 #define MAX_OPS 8
@@ -42,6 +44,7 @@ typedef struct {
     pe_graph_op ops[MAX_OPS];
     int32_t io[MAX_OPS][4]; /* per operator: inputs 0..2, then the output */
     int32_t dio[MAX_OPS][8]; /* data movement operators: inputs 0..3, outputs 4..7 */
+    int32_t lio[MAX_OPS][PE_LSTM_INPUTS + 1]; /* LSTM: 15 inputs, then the output */
     void *consts[MAX_T];
     int32_t *quant[MAX_OPS][2];
     int32_t words[MAX_OPS][MAX_WORDS]; /* parameter words of the generic operators */
@@ -335,6 +338,73 @@ static int32_t add_op(fz_reader *r, table *tb, pe_graph_op_type type, int32_t x)
             op->num_params += fz_range(r, -2, 1); /* a wrong count must be refused */
         }
         y = tb->io[i][1] < 0 ? -1 : add_tensor(r, tb, PE_DT_INT8, xd.n, oh < 1 ? 1 : oh, ow < 1 ? 1 : ow, oc, 0);
+        break;
+    }
+    case PE_GOP_LOGISTIC_S16:
+    case PE_GOP_TANH_S16: {
+        /* int16 activations of a fresh int16 tensor of x's shape */
+        int32_t *w = tb->words[i];
+        tb->io[i][0] = add_tensor(r, tb, PE_DT_INT16, xd.n, xd.h, xd.w, xd.c, 0);
+        op->num_inputs = 1;
+        w[0] = fz_wild(r, 0, 32767);
+        w[1] = fz_wild(r, 0, w[0] == 0 ? 12 : 31);
+        op->params = w;
+        op->num_params = PE_ACT_S16_WORDS + (fz_bool(r) ? fz_range(r, -2, 1) : 0);
+        y = tb->io[i][0] < 0 ? -1 : add_tensor(r, tb, PE_DT_INT16, xd.n, xd.h, xd.w, xd.c, 0);
+        break;
+    }
+    case PE_GOP_GATHER_BATCHED: {
+        /* x as [batch n, outer h, axis w, inner c], positions [n, coords] */
+        int32_t *w = tb->words[i];
+        const int32_t nc = fz_range(r, 1, 4);
+        int32_t k;
+        tb->io[i][1] = add_tensor(r, tb, PE_DT_INT32, 1, 1, xd.n, nc, 1);
+        if (tb->io[i][1] < 0) {
+            return -1;
+        }
+        for (k = 0; k < xd.n * nc; k++) {
+            ((int32_t *)tb->consts[tb->io[i][1]])[k] = fz_wild(r, 0, xd.w - 1);
+        }
+        op->num_inputs = 2;
+        w[0] = fz_wild(r, xd.n, xd.n);
+        w[1] = fz_wild(r, xd.h, xd.h);
+        w[2] = fz_wild(r, xd.w, xd.w);
+        w[3] = fz_wild(r, xd.c, xd.c);
+        w[4] = fz_wild(r, nc, nc);
+        op->params = w;
+        op->num_params = PE_GATHER_BATCHED_WORDS + (fz_bool(r) ? fz_range(r, -2, 1) : 0);
+        y = add_tensor(r, tb, PE_DT_INT8, xd.n, xd.h, nc, xd.c, 0);
+        break;
+    }
+    case PE_GOP_SQUARED_DIFFERENCE_S16:
+    case PE_GOP_PRELU_S16: {
+        /* a fresh int16 activation of x's shape and a broadcast second operand */
+        int32_t *w = tb->words[i];
+        const int prelu = type == PE_GOP_PRELU_S16;
+        int32_t k;
+        tb->io[i][0] = add_tensor(r, tb, PE_DT_INT16, xd.n, xd.h, xd.w, xd.c, 0);
+        tb->io[i][1] = add_tensor(r, tb, prelu ? PE_DT_INT8 : PE_DT_INT16, 1, fz_bool(r) ? 1 : xd.h, 1,
+                                  fz_bool(r) ? 1 : xd.c, prelu || fz_bool(r));
+        op->num_inputs = 2;
+        if (prelu) {
+            w[0] = fz_wild(r, -32767, 32768);
+            w[1] = fz_wild(r, -127, 128);
+            w[2] = fz_wild(r, -32768, 32767);
+            w[3] = fz_wild(r, 1 << 30, 0x7FFFFFFF);
+            w[4] = fz_wild(r, -31, 14);
+            w[5] = fz_wild(r, 1 << 30, 0x7FFFFFFF);
+            w[6] = fz_wild(r, -31, 6);
+        } else {
+            for (k = 0; k < 4; k += 2) {
+                w[k] = fz_wild(r, 1 << 30, 0x7FFFFFFF);
+                w[k + 1] = fz_wild(r, -31, 0);
+            }
+            w[4] = fz_wild(r, 1 << 30, 0x7FFFFFFF);
+            w[5] = fz_wild(r, -31, 30);
+        }
+        op->params = w;
+        op->num_params = (prelu ? PE_PRELU_S16_WORDS : PE_SQDIFF_S16_WORDS) + (fz_bool(r) ? fz_range(r, -2, 1) : 0);
+        y = tb->io[i][0] < 0 || tb->io[i][1] < 0 ? -1 : add_tensor(r, tb, PE_DT_INT16, xd.n, xd.h, xd.w, xd.c, 0);
         break;
     }
     case PE_GOP_CONV_2D_S16X8:
@@ -755,6 +825,91 @@ static int32_t add_math_op(fz_reader *r, table *tb, int32_t x)
     return y;
 }
 
+/* UNIDIRECTIONAL_SEQUENCE_LSTM reading x as [batch n, time h * w, input c]
+ * (or time major), with constant weights / biases, variable hidden (int8)
+ * and cell (int16) state tensors and mostly valid words. */
+static int32_t add_lstm_op(fz_reader *r, table *tb, int32_t x)
+{
+    const int32_t i = tb->nops;
+    pe_graph_op *op = &tb->ops[i];
+    const pe_dims xd = tb->t[x].dims;
+    const int32_t batch = xd.n, time = xd.h * xd.w, in_dim = xd.c, state = fz_range(r, 1, 4);
+    int32_t *w = tb->words[i];
+    int32_t *io = tb->lio[i];
+    int32_t k, y, size = 0;
+    pe_lstm_params p;
+    memset(op, 0, sizeof(*op));
+    op->type = PE_GOP_UNIDIRECTIONAL_SEQUENCE_LSTM;
+    op->inputs = io;
+    op->num_inputs = PE_LSTM_INPUTS;
+    op->outputs = io + PE_LSTM_INPUTS;
+    op->num_outputs = 1;
+    op->scratch_offset = -1;
+    io[0] = x;
+    for (k = 0; k < 4; k++) {
+        io[1 + k] = add_tensor(r, tb, PE_DT_INT8, 1, 1, state, in_dim, 1);
+        io[5 + k] = add_tensor(r, tb, PE_DT_INT8, 1, 1, state, state, 1);
+        io[9 + k] = add_tensor(r, tb, PE_DT_INT32, 1, 1, 1, state, 1);
+    }
+    io[13] = add_tensor(r, tb, PE_DT_INT8, 1, 1, batch, state, 0);
+    io[14] = add_tensor(r, tb, PE_DT_INT16, 1, 1, batch, state, 0);
+    y = add_tensor(r, tb, PE_DT_INT8, 1, batch, time, state, 0);
+    io[PE_LSTM_INPUTS] = y;
+    for (k = 0; k < PE_LSTM_INPUTS; k++) {
+        if (io[k] < 0) {
+            return -1;
+        }
+    }
+    if (y < 0) {
+        return -1;
+    }
+    w[0] = fz_wild(r, 0, 1);
+    w[1] = fz_wild(r, batch, batch);
+    w[2] = fz_wild(r, time, time);
+    w[3] = fz_wild(r, in_dim, in_dim);
+    w[4] = fz_wild(r, state, state);
+    w[5] = fz_wild(r, -128, 127);
+    w[6] = fz_wild(r, -128, 127);
+    w[7] = fz_bool(r) ? 0 : fz_wild(r, 1, 32767);
+    w[8] = fz_wild(r, 0, w[7] == 0 ? 12 : 31);
+    w[9] = fz_bool(r) ? 0 : fz_wild(r, 0, 32767);
+    for (k = 10; k < PE_LSTM_WORDS; k += 2) {
+        w[k] = fz_wild(r, 1 << 30, 0x7FFFFFFF);
+        w[k + 1] = fz_wild(r, -31, 4);
+    }
+    op->params = w;
+    op->num_params = PE_LSTM_WORDS + (fz_bool(r) ? fz_range(r, -2, 1) : 0);
+    p.time_major = w[0];
+    p.batch = w[1];
+    p.time = w[2];
+    p.input_dim = w[3];
+    p.state_dim = w[4];
+    p.input_zp = w[5];
+    p.hidden_zp = w[6];
+    p.cell_tanh_mult = w[7];
+    p.cell_tanh_shift = w[8];
+    p.cell_clip = w[9];
+    for (k = 0; k < 4; k++) {
+        p.in_mult[k] = w[10 + 4 * k];
+        p.in_shift[k] = w[11 + 4 * k];
+        p.rec_mult[k] = w[12 + 4 * k];
+        p.rec_shift[k] = w[13 + 4 * k];
+    }
+    p.fc_mult = w[26];
+    p.fc_shift = w[27];
+    p.ig_mult = w[28];
+    p.ig_shift = w[29];
+    p.out_mult = w[30];
+    p.out_shift = w[31];
+    if (pe_lstm_s8s16_get_buffer_size(&p, &size) == PE_OK && size > 0 && size <= 65536) {
+        op->scratch_offset = tb->bump;
+        op->scratch_size = size;
+        tb->bump = align4(tb->bump + size);
+    }
+    tb->nops++;
+    return y;
+}
+
 /* Overwrite one field of the table with an arbitrary or nearby value. */
 static void corrupt(fz_reader *r, table *tb)
 {
@@ -830,10 +985,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
     }
     n_ops = fz_range(&r, 1, MAX_OPS);
     for (i = 0; i < n_ops; i++) {
-        const int32_t pick = fz_range(&r, 0, 17 + 16 + 4);
-        const pe_graph_op_type type = pick >= 12 ? (pe_graph_op_type)(PE_GOP_BATCH_MATMUL + pick - 12)
-                                                 : (pe_graph_op_type)pick;
-        const int32_t y = pick >= 34 ? add_math_op(&r, &tb, x)
+        const int32_t pick = fz_range(&r, 0, 17 + 16 + 4 + 6);
+        const pe_graph_op_type type = pick >= 41 ? (pe_graph_op_type)(PE_GOP_SQUARED_DIFFERENCE_S16 + pick - 41)
+                                      : pick >= 38 ? (pe_graph_op_type)(PE_GOP_LOGISTIC_S16 + pick - 38)
+                                      : (pick >= 12 ? (pe_graph_op_type)(PE_GOP_BATCH_MATMUL + pick - 12)
+                                                    : (pe_graph_op_type)pick);
+        const int32_t y = pick == 40 ? add_lstm_op(&r, &tb, x)
+                          : (pick >= 38 && pick != 40) ? add_op(&r, &tb, type, x)
+                          : pick >= 34 ? add_math_op(&r, &tb, x)
                           : (pick >= 18 ? add_data_op(&r, &tb, data_ops[pick - 18], x) : add_op(&r, &tb, type, x));
         if (y < 0) {
             break;
@@ -899,6 +1058,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
             for (j = 0; j < op->num_outputs; j++) {
                 const pe_graph_tensor *y = &tb.t[op->outputs[j]];
                 in_out |= k >= y->offset && k < y->offset + y->bytes;
+            }
+            /* the LSTM also updates its two state inputs in place */
+            for (j = 13; op->type == PE_GOP_UNIDIRECTIONAL_SEQUENCE_LSTM && j < 15 && j < op->num_inputs; j++) {
+                if (op->inputs[j] >= 0 && op->inputs[j] < tb.nt && tb.t[op->inputs[j]].data == NULL) {
+                    const pe_graph_tensor *st_t = &tb.t[op->inputs[j]];
+                    in_out |= k >= st_t->offset && k < st_t->offset + st_t->bytes;
+                }
             }
             if (arena[k] != before[k] && !in_out && !in_scratch) {
                 FZ_FAIL("op %d (type %d) wrote arena byte %d outside its outputs and "

@@ -117,10 +117,18 @@ typedef enum {
     PE_GOP_FULLY_CONNECTED_S16X8 = 103,
     PE_GOP_ADD_S16 = 104,
     PE_GOP_SOFTMAX_S16 = 105,
+    PE_GOP_LOGISTIC_S16 = 106,     /* pe_lstm.h */
+    PE_GOP_TANH_S16 = 107,
+    PE_GOP_UNIDIRECTIONAL_SEQUENCE_LSTM = 108,
+    PE_GOP_SQUARED_DIFFERENCE_S16 = 109, /* pe_s16.h */
+    PE_GOP_PRELU_S16 = 110,
+    PE_GOP_GATHER_BATCHED = 111,   /* pe_gather.h */
     PE_GOP_CONV_POOL = 140,     /* fused conv -> pool (pe_pipeline.h) */
     PE_GOP_STRIPE_REGION = 141, /* layers run in stripes with line stores (pe_pipeline.h) */
     PE_GOP_ATTENTION = 160, /* fused multi-head attention (pe_transformer.h) */
-    PE_GOP_LUT = 161        /* int8 -> int8 through a 256-entry table (pe_transformer.h) */
+    PE_GOP_LUT = 161,       /* int8 -> int8 through a 256-entry table (pe_transformer.h) */
+    PE_GOP_LAYERNORM = 162, /* a row-wise chain (LayerNorm) run row by row (pe_layernorm.h) */
+    PE_GOP_LAYERNORM_HP = 163 /* LayerNorm in integers, one rounding (pe_layernorm.h) */
 } pe_graph_op_type;
 
 /* Bound on an operator's inputs or outputs (a sanity limit for the checks). */

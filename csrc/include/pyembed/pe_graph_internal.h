@@ -43,6 +43,12 @@ const void *pe_graph_input(const pe_graph *g, const pe_graph_op *op, int32_t k,
 void *pe_graph_output(const pe_graph *g, const pe_graph_op *op, int32_t k, const pe_context *arena,
                       pe_dtype want);
 
+/* Input k of op for reading and writing in place (a recurrent state, e.g.
+ * the LSTM's hidden and cell states): an arena tensor as for
+ * pe_graph_output, NULL if absent, constant, of another type or misaligned. */
+void *pe_graph_state(const pe_graph *g, const pe_graph_op *op, int32_t k, const pe_context *arena,
+                     pe_dtype want);
+
 /* Dims and element count of tensor t (t must have passed
  * pe_graph_tensor_valid, e.g. through pe_graph_input / pe_graph_output). */
 const pe_dims *pe_graph_dims(const pe_graph *g, int32_t t);

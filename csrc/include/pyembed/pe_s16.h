@@ -48,6 +48,12 @@ extern "C" {
 #endif
 
 int32_t pe_fx_requant64(int64_t acc, int32_t multiplier, int32_t shift);
+/* TFLITE_SINGLE_ROUNDING's int64 requantization (what LiteRT's int16
+ * FULLY_CONNECTED computes): the full multiplier, one rounding, halves up,
+ *     out = (acc * m + 2^(30 - shift)) >> (31 - shift)
+ * evaluated exactly (no 64-bit overflow for |acc| < 2^47), wrapping to
+ * int32 like the cast; shift in [-31, 7]. */
+int32_t pe_fx_requant64_single(int64_t acc, int32_t multiplier, int32_t shift);
 
 pe_status pe_conv2d_s16x8(const pe_context *ctx, const pe_conv_params *params,
                           const pe_per_channel_quant *quant, const pe_dims *input_dims,
@@ -59,6 +65,7 @@ typedef struct {
     int32_t quant_count; /* 1 (per tensor) or out_f */
     pe_activation activation;
     int32_t bias32;      /* 1: bias is int32 (int32 sum, double rounding) */
+    int32_t single_rounding; /* 1: one rounding with the full multiplier (LiteRT) */
 } pe_fc_s16_params;
 
 pe_status pe_fully_connected_s16x8(const pe_context *ctx, const pe_fc_s16_params *params,
@@ -83,6 +90,7 @@ pe_status pe_add_s16(const pe_context *ctx, const pe_add_params *params,
  * PE_GOP_FULLY_CONNECTED_S16X8: inputs (input int16, filter int8 [out_f,
  *   depth]), output int16 (batches = input count / depth);
  *   words [0] quant_count (1 or out_f) [1] act.min [2] act.max [3] bias32
+ *   (bit 0) | single_rounding << 1 (LiteRT's arithmetic)
  *   [4] has_bias, multiplier[qc], shift[qc], with has_bias 2 * out_f bias
  *   words (int64 pairs; bias32 values must fit int32).
  * PE_GOP_ADD_S16: inputs (a int16, b int16), output int16, dims broadcast per
@@ -92,7 +100,19 @@ pe_status pe_add_s16(const pe_context *ctx, const pe_add_params *params,
  *   last dim, dims.c); words [0] input_multiplier [1] input_left_shift, then
  *   the exp LUT and the 1 / (1 + x) LUT, 513 int16 each, packed two per word
  *   (low half first): 2 + 2 * 257 words (pe_softmax_s16).
+ * PE_GOP_SQUARED_DIFFERENCE_S16: inputs (a int16, b int16), output int16,
+ *   NHWC dims broadcast per dim (zero points 0, TFLite's int16 path, left
+ *   shift 0): words [0] m1 [1] s1 [2] m2 [3] s2 (input rescales, shifts <= 0)
+ *   [4] mo [5] so;  out = sat16(requant((requant(a, m1, s1) -
+ *   requant(b, m2, s2))^2, mo, so)).
+ * PE_GOP_PRELU_S16: inputs (x int16, alpha int8), output int16, alpha
+ *   broadcast per NHWC dim: words [0] input_offset [1] alpha_offset
+ *   [2] output_offset [3] m_pos [4] s_pos (<= 14) [5] m_neg [6] s_neg (<= 6);
+ *   v = x + input_offset; out = sat16((v >= 0 ? requant(v, m_pos, s_pos)
+ *   : requant(v * (alpha + alpha_offset), m_neg, s_neg)) + output_offset).
  */
+#define PE_SQDIFF_S16_WORDS 6
+#define PE_PRELU_S16_WORDS 7
 #define PE_SOFTMAX_S16_LUT_WORDS 257
 #define PE_SOFTMAX_S16_WORDS (2 + 2 * PE_SOFTMAX_S16_LUT_WORDS)
 #define PE_CONV_S16X8_WORDS 10
@@ -106,6 +126,15 @@ pe_status pe_graph_run_add_s16(const pe_graph *g, const pe_graph_op *op,
                                const pe_context *scratch, const pe_context *arena);
 pe_status pe_graph_run_softmax_s16(const pe_graph *g, const pe_graph_op *op,
                                    const pe_context *scratch, const pe_context *arena);
+pe_status pe_graph_run_squared_difference_s16(const pe_graph *g, const pe_graph_op *op,
+                                              const pe_context *scratch, const pe_context *arena);
+pe_status pe_graph_run_prelu_s16(const pe_graph *g, const pe_graph_op *op,
+                                 const pe_context *scratch, const pe_context *arena);
+pe_status pe_squared_difference_s16(const pe_context *ctx, const int32_t *q, const pe_dims *d1,
+                                    const int16_t *x1, const pe_dims *d2, const int16_t *x2,
+                                    const pe_dims *od, int16_t *out);
+pe_status pe_prelu_s16(const pe_context *ctx, const int32_t *q, const pe_dims *di, const int16_t *x,
+                       const pe_dims *da, const int8_t *alpha, const pe_dims *od, int16_t *out);
 
 /* SOFTMAX int16 -> int16 (TFLite's SoftmaxInt16): per row, exp of
  * (x - max) rescaled by multiplier / left_shift into the exp LUT's input

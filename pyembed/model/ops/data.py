@@ -334,7 +334,8 @@ def prepare_gather(c):
     _rank_ok(c, x, "input")
     c.dtype(idx, "positions", (np.int32,))
     if int(op.options.get("batch_dims", 0)) != 0:
-        raise Unsupported(f"batch_dims {op.options.get('batch_dims')} (only 0)")
+        from pyembed.model.ops.gather import prepare_gather_batched   # its own C runner (pe_gather.h)
+        return prepare_gather_batched(c)
     rank = len(x.shape)
     axis = int(op.options.get("axis", 0))
     axis = axis + rank if axis < 0 else axis
@@ -446,7 +447,7 @@ CONSTRAINTS = {
     "SQUEEZE": "int8 / int16 / int32 / float32; aliased (no copy)",
     "EXPAND_DIMS": "int8 / int16 / int32 / float32; constant axis; aliased (no copy)",
     "TRANSPOSE": "int8 / int16; rank 1-5; constant perm",
-    "GATHER": "int8; rank 1-6; int32 positions (constant or computed); batch_dims 0",
+    "GATHER": "int8; rank 1-6; int32 positions (constant or computed); batch_dims 0 (> 0: the batched variant)",
     "DEPTH_TO_SPACE": "int8; 4-D NHWC; block_size >= 1",
     "SPACE_TO_DEPTH": "int8; 4-D NHWC; block_size >= 1",
     "RESIZE_NEAREST_NEIGHBOR": "int8 / int16; 4-D NHWC; constant size; align_corners, half_pixel_centers",
@@ -510,6 +511,9 @@ def float_reference(graph, op, inputs):
     if t == "GATHER":
         idx_t = graph.tensors[op.inputs[1]]
         idx = idx_t.data if idx_t.is_constant else inputs[1]
+        if p.get("batch_dims"):
+            from pyembed.model.ops.gather import gather_batched_reference
+            return gather_batched_reference(x, idx, p["axis"], p["batch_dims"])
         return np.take(x, np.asarray(idx).astype(np.int64), axis=p["axis"])
     if t == "DEPTH_TO_SPACE":
         return shape_ref.depth_to_space(x, p["block_size"])

@@ -20,11 +20,15 @@ Fused activations clamp in int16 (CalculateActivationRangeQuantized).
   computed here (float32, libm expf) and kept in the parameter words (flash)
   where TFLM keeps them in its persistent arena.
 
-Bit-exact with TFLM (tests/test_ops_heavy.py). LiteRT's int16 kernels are not
-reproduced: measured on the same random cases, its CONV_2D (when it accepts
-the model: it requires a bias) and ADD agree, its int16 FULLY_CONNECTED and
-SOFTMAX differ by one in a few elements, and rounding="litert" does not
-change these operators (their words carry TFLM's arithmetic).
+Bit-exact with TFLM (tests/test_ops_heavy.py). LiteRT: measured on the same
+random cases, its CONV_2D (when it accepts the model: it requires a bias) and
+ADD agree; its int16 FULLY_CONNECTED with an int64 bias (or none) requantizes
+as TFLITE_SINGLE_ROUNDING builds do (the full 31-bit multiplier, one
+rounding, pe_fx_requant64_single), which rounding="litert" reproduces
+(words_litert); with an int32 bias LiteRT's results are saturated values
+that no reading of the bias reproduces (it appears to read the int32 bias as
+int64), so that case keeps TFLM's arithmetic; its int16 SOFTMAX differs by
+one in a few elements.
 """
 import numpy as np
 
@@ -154,6 +158,10 @@ def prepare_fully_connected_int16(c):
         words += [int(v) for v in np.asarray(b.data).reshape(-1)] if bias32 else _pairs(b.data)
     op.params = {"act_min": act_min, "act_max": act_max, "multiplier": mult, "shift": shift, "bias32": bias32,
                  "batches": batches, "depth": depth, "c_inputs": [0, 1], "words": words}
+    if not bias32:
+        # LiteRT (rounding="litert"): TFLITE_SINGLE_ROUNDING's int64 requantization,
+        # the full 31-bit multiplier and one rounding (word 3, bit 1)
+        op.params["words_litert"] = words[:3] + [words[3] | 2] + words[4:]
     op.macs = int(batches * out_f * depth)
     op.scratch_bytes = 0
 
@@ -263,4 +271,58 @@ def prepare_softmax_int16(c):
     op.params = {"beta": beta, "input_multiplier": m, "input_left_shift": s,
                  "words": [int(m), int(s)] + _pack16(exp_lut) + _pack16(one)}
     op.macs = int(x.size)
+    op.scratch_bytes = 0
+
+
+# -- SQUARED_DIFFERENCE / PRELU int16 -----------------------------------------------
+
+@register("SQUARED_DIFFERENCE@int16", code=109, c_name="PE_GOP_SQUARED_DIFFERENCE_S16")
+def prepare_squared_difference_int16(c):
+    """TFLM's int16 SQUARED_DIFFERENCE: zero points 0, left shift 0, both
+    inputs rescaled to twice the larger input scale, the squared difference
+    requantized to the output (multipliers in float64)."""
+    from pyembed.kernels.quant import quantize_multiplier
+    op = c.op
+    a, b, y = c.tensor(0, "input 1"), c.tensor(1, "input 2"), c.output()
+    for t, what in ((a, "input 1"), (b, "input 2"), (y, "output")):
+        c.dtype(t, what, I16)
+    shape = _broadcast_shape(c, a, b, y)
+    if len(shape) > 4:
+        raise Unsupported("more than 4 dimensions")
+    s1, s2, so = _zero_zp(c, a, "input 1"), _zero_zp(c, b, "input 2"), _zero_zp(c, y, "output")
+    twice = 2.0 * max(float(s1), float(s2))
+    m1, sh1 = quantize_multiplier(float(s1) / twice)
+    m2, sh2 = quantize_multiplier(float(s2) / twice)
+    mo, sho = quantize_multiplier(twice * twice / float(np.float32(so)))
+    if sho > 0:
+        raise Unsupported("an output rescale >= 1 (the int32 square would overflow when shifted left)")
+    op.params = {"words": [m1, sh1, m2, sh2, mo, sho]}
+    op.macs = int(y.size)
+    op.scratch_bytes = 0
+
+
+@register("PRELU@int16", code=110, c_name="PE_GOP_PRELU_S16")
+def prepare_prelu_int16(c):
+    """TFLM's PRELU with int16 input / output and int8 alpha (broadcast to the
+    input): multipliers in_scale / out_scale and in_scale * alpha_scale /
+    out_scale in float64."""
+    from pyembed.kernels.quant import quantize_multiplier
+    op = c.op
+    x, alpha, y = c.tensor(0, "input"), c.tensor(1, "alpha"), c.output()
+    c.dtype(x, "input", I16)
+    c.dtype(y, "output", I16)
+    c.dtype(alpha, "alpha")
+    _broadcast_shape(c, x, alpha, y)
+    if tuple(y.shape) != tuple(x.shape) or len(x.shape) > 4:
+        raise c.error(f"alpha shape {list(alpha.shape)} must broadcast to the input shape {list(x.shape)} "
+                      f"(at most 4-D)")
+    sx, zx = c.qparams(x, "input")
+    sa, za = c.qparams(alpha, "alpha")
+    sy, zy = c.qparams(y, "output")
+    m1, s1 = quantize_multiplier(float(sx) / float(sy))
+    m2, s2 = quantize_multiplier(float(sx) * float(sa) / float(sy))
+    if s1 > 14 or s2 > 6:
+        raise Unsupported("PRELU rescale too large for TFLite's int32 arithmetic")
+    op.params = {"words": [-zx, -za, zy, m1, s1, m2, s2]}
+    op.macs = int(y.size)
     op.scratch_bytes = 0

@@ -300,6 +300,56 @@ def prepare_sum(c):
     _prepare_reduce(c, "SUM")
 
 
+# -- float64 reference (pyembed.model.float_ref calls this) -----------------------
+
+def _fused_act(y, name):
+    if name in (None, "NONE"):
+        return y
+    lo, hi = {"RELU": (0.0, np.inf), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}.get(name, (None, None))
+    if lo is None:
+        from pyembed.errors import UnsupportedError
+        raise UnsupportedError(f"fused activation {name!r}")
+    return np.clip(y, lo, hi)
+
+
+def float_reference(graph, op, inputs):
+    """The real (float64) output of a math operator from the real values of
+    its inputs."""
+    import math
+
+    from pyembed.errors import UnsupportedError
+    t, x = op.type, np.asarray(inputs[0], dtype=np.float64)
+    o = op.options
+    y_shape = tuple(graph.tensors[op.outputs[0]].shape)
+    if t in ("MEAN", "SUM"):
+        axes = tuple(sorted({int(a) % x.ndim for a in np.asarray(graph.tensors[op.inputs[1]].data).reshape(-1)}))
+        y = x.mean(axis=axes) if t == "MEAN" else x.sum(axis=axes)
+        return np.asarray(y).reshape(y_shape)
+    one = {"LOGISTIC": lambda v: 1.0 / (1.0 + np.exp(-v)), "TANH": np.tanh,
+           "HARD_SWISH": lambda v: v * np.clip(v + 3.0, 0.0, 6.0) / 6.0,
+           "RELU": lambda v: np.maximum(v, 0.0), "RELU6": lambda v: np.clip(v, 0.0, 6.0),
+           "RELU_N1_TO_1": lambda v: np.clip(v, -1.0, 1.0), "NEG": lambda v: -v, "ABS": np.abs,
+           "RSQRT": lambda v: 1.0 / np.sqrt(v),
+           "LEAKY_RELU": lambda v: np.where(v >= 0, v, float(o.get("alpha", 0.2)) * v)}
+    if t in one:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return one[t](x).reshape(y_shape)
+    if t == "GELU":
+        if o.get("approximate", False):
+            return (0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))).reshape(y_shape)
+        erf = np.vectorize(math.erf)
+        return (0.5 * x * (1 + erf(x / math.sqrt(2.0)))).reshape(y_shape)
+    if t == "L2_NORMALIZATION":
+        n = np.sqrt(np.sum(x * x, axis=-1, keepdims=True))
+        return (x / np.maximum(n, 1e-12)).reshape(y_shape)
+    b = np.asarray(inputs[1], dtype=np.float64)
+    two = {"SUB": lambda u, v: _fused_act(u - v, o.get("activation")), "SQUARED_DIFFERENCE": lambda u, v: (u - v) ** 2,
+           "MINIMUM": np.minimum, "MAXIMUM": np.maximum, "PRELU": lambda u, v: np.where(u >= 0, u, v * u)}
+    if t in two:
+        return np.broadcast_to(two[t](x, b), y_shape).copy()
+    raise UnsupportedError(f"float reference: {t} is not modelled")
+
+
 PREPARE = {
     "MEAN": prepare_mean, "SUM": prepare_sum, "LOGISTIC": prepare_logistic, "TANH": prepare_tanh,
     "HARD_SWISH": prepare_hard_swish, "LEAKY_RELU": prepare_leaky_relu, "PRELU": prepare_prelu,

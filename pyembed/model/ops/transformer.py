@@ -59,6 +59,7 @@ def _fc_real(a_scale, b_scale, out_scale):
 
 @register("PE_ATTENTION", code=160, c_name="PE_GOP_ATTENTION")
 def prepare_pe_attention(c):
+    """PE_ATTENTION (pyembed.passes.transformer): int8 multi-head attention, tflm or stream mode, scratch independent of n."""
     op = c.op
     o = op.options
     g = c.graph
@@ -169,4 +170,175 @@ def prepare_pe_lut(c):
         raise c.error(f"input shape {list(x.shape)} and output shape {list(y.shape)} differ in size")
     op.params = {"words": [int(x.size)]}
     op.macs = int(x.size)
+    op.scratch_bytes = 0
+
+
+PE_GOP_LAYERNORM = 162
+LN_NONE = -1000000          # pe_layernorm.h's PE_LN_NONE: no second operand
+LN_MAX_SLOTS = 64
+LN_MAX_STEPS = 64
+_ADD_WORDS = ("input1_offset", "input2_offset", "output_offset", "left_shift", "input1_multiplier",
+              "input1_shift", "input2_multiplier", "input2_shift", "output_multiplier", "output_shift",
+              "act_min", "act_max")
+_MUL_WORDS = ("input1_offset", "input2_offset", "output_offset", "output_multiplier", "output_shift",
+              "act_min", "act_max")
+
+
+def _step_words(c, sub, lens, litert):
+    """The words of one chain operator on row shapes (pe_layernorm.h)."""
+    from pyembed.kernels import math_params as mp
+    g = c.graph
+    p = sub.params
+    if sub.type == "ADD":
+        return [int(p[k]) for k in _ADD_WORDS]
+    if sub.type == "MUL":
+        return [int(p[k]) for k in _MUL_WORDS]
+    if sub.type not in mp.MATH_OPS or "words" not in p:
+        raise Unsupported(f"{sub.type} cannot run inside a row chain")
+    words = list(p["words_litert"] if litert and "words_litert" in p else p["words"])
+    lo, l0, l1 = lens
+    if sub.type in ("MEAN", "SUM"):
+        x = g.tensors[sub.inputs[0]]
+        rank = len(x.shape)
+        block = [1 << (rank - 1), rank] + [int(d) for d in x.shape]
+        if words[-len(block):] != block:
+            raise Unsupported(f"{sub.type} does not reduce the last axis alone")
+        return words[:-len(block)] + [1, 1, l0]
+    if sub.type in ("SUB", "SQUARED_DIFFERENCE", "PRELU", "MINIMUM", "MAXIMUM"):
+        a, b, y = (g.tensors[t] for t in (sub.inputs[0], sub.inputs[1], sub.outputs[0]))
+        block = mp.shape_block(tuple(y.shape), tuple(a.shape), tuple(b.shape))
+        if words[-len(block):] != block:
+            raise c.error(f"{sub.type}'s words do not end in its shape block")
+        return words[:-len(block)] + mp.shape_block((lo,), (l0,), (l1,))
+    if sub.type == "L2_NORMALIZATION":
+        raise Unsupported("L2_NORMALIZATION inside a row chain")
+    return words
+
+
+@register("PE_LAYERNORM", code=162, c_name="PE_GOP_LAYERNORM")
+def prepare_pe_layernorm(c):
+    """PE_LAYERNORM (pyembed.passes.layernorm): int8 LayerNorm / RMSNorm chains run row by row, bit-exact.
+
+    A row-wise chain of int8 operators (LayerNorm's MEAN, SQUARED_DIFFERENCE,
+    ADD, RSQRT, MUL, SUB, NEG, ...) run one row of the last axis at a time
+    with the unfused operators' parameters (pe_layernorm.h); options["chain"] holds the
+    absorbed operators (prepared), input 0 is the row source, inputs 1.. the
+    chain's constants (1 or D values each)."""
+    op = c.op
+    g = c.graph
+    x, y = c.tensor(0, "input"), c.output()
+    c.dtype(x, "input")
+    c.dtype(y, "output")
+    if tuple(x.shape) != tuple(y.shape) or len(x.shape) < 1:
+        raise c.error(f"input shape {list(x.shape)} and output shape {list(y.shape)} must be equal")
+    depth = int(x.shape[-1])
+    rows = int(x.size) // depth
+    consts = {}
+    for k in range(1, len(op.inputs)):
+        t = c.tensor(k, f"constant {k}")
+        c.dtype(t, f"constant {k}")
+        c.constant(t, f"constant {k}")
+        if t.size not in (1, depth) or any(int(s) != 1 for s in tuple(t.shape)[:-1]):
+            raise c.error(f"constant {k} has shape {list(t.shape)}: expected one value or a row of {depth}")
+        consts[op.inputs[k]] = -k
+    chain = op.options.get("chain") or []
+    if not chain or len(chain) > LN_MAX_STEPS:
+        raise c.error(f"options: chain must hold 1..{LN_MAX_STEPS} operators, has {len(chain)}")
+    slots = {op.inputs[0]: 0, op.outputs[0]: 1}
+    slot_len = [depth, depth]
+    for sub in chain:
+        if not sub.supported:
+            raise Unsupported(f"chain operator {sub.type}: {sub.reason}")
+        t = sub.outputs[0]
+        if t not in slots:
+            ts = g.tensors[t]
+            if int(ts.size) == rows * depth and tuple(ts.shape) == tuple(x.shape):
+                slot_len.append(depth)
+            elif int(ts.size) == rows and (len(ts.shape) == 0 or int(ts.shape[-1]) == 1 or depth == 1):
+                slot_len.append(1)
+            else:
+                raise c.error(f"chain tensor {ts.name} of shape {list(ts.shape)} is neither a row nor one "
+                              f"value per row of {list(x.shape)}")
+            slots[t] = len(slot_len) - 1
+    if len(slot_len) > LN_MAX_SLOTS:
+        raise Unsupported(f"{len(slot_len)} row buffers > {LN_MAX_SLOTS}")
+
+    def ref(t):
+        if t < 0:
+            return LN_NONE
+        if t in slots:
+            return slots[t]
+        if t in consts:
+            return consts[t]
+        raise c.error(f"chain operand {g.tensors[t].name} is neither a chain tensor nor an input")
+
+    def length(t):
+        if t < 0:
+            return 0
+        return slot_len[slots[t]] if t in slots else int(g.tensors[t].size)
+
+    def program(litert):
+        words = [rows, depth, len(slot_len), len(chain)] + slot_len
+        for sub in chain:
+            ins = [t for t in sub.inputs]
+            if sub.type in ("MEAN", "SUM"):
+                ins = ins[:1]
+            in0 = ins[0]
+            in1 = ins[1] if len(ins) > 1 else -1
+            sw = _step_words(c, sub, (length(sub.outputs[0]), length(in0), length(in1)), litert)
+            code = 7 if sub.type == "ADD" else 8 if sub.type == "MUL" else None
+            if code is None:
+                from pyembed.kernels import math_params as mp
+                code = mp.MATH_OPS[sub.type]
+            words += [code, ref(in0), ref(in1), slots[sub.outputs[0]], len(sw)] + sw
+        return [int(w) for w in words]
+
+    words = program(False)
+    op.params = {"words": words}
+    lit = program(True)
+    if lit != words:
+        op.params["words_litert"] = lit
+    op.macs = int(sum(int(np.prod(g.tensors[s.outputs[0]].shape)) for s in chain))
+    op.params["work_elements"] = op.macs
+    op.scratch_bytes = int(sum(slot_len[2:]))
+
+
+PE_GOP_LAYERNORM_HP = 163
+
+
+@register("PE_LAYERNORM_HP", code=163, c_name="PE_GOP_LAYERNORM_HP")
+def prepare_pe_layernorm_hp(c):
+    """PE_LAYERNORM_HP (pyembed.passes.layernorm, mode="precise"): LayerNorm in integers, one rounding (not bit-exact).
+
+    Inputs: x, the gamma and beta rows as int32 Q16 multiples of the output
+    scale (made by the pass from the chain's float64 semantics);
+    options["eps"], the epsilon; options["chain"] the absorbed operators
+    (the float64 reference). Words (pe_layernorm.h): rows, D, x_zp, out_zp,
+    E low 31 bits, E high bits, E = round(D^2 eps / sx^2)."""
+    op = c.op
+    x, gq, bq, y = c.tensor(0, "input"), c.tensor(1, "gamma row"), c.tensor(2, "beta row"), c.output()
+    c.dtype(x, "input")
+    c.dtype(y, "output")
+    for t, what in ((gq, "gamma row"), (bq, "beta row")):
+        c.dtype(t, what, (np.int32,))
+        c.constant(t, what)
+    if tuple(x.shape) != tuple(y.shape) or len(x.shape) < 1:
+        raise c.error(f"input shape {list(x.shape)} and output shape {list(y.shape)} must be equal")
+    depth = int(x.shape[-1])
+    if not 2 <= depth <= 4096:
+        raise Unsupported(f"row of {depth} values (2..4096)")
+    if gq.size != depth or bq.size != depth:
+        raise c.error(f"gamma / beta rows must hold {depth} values")
+    if np.any(np.abs(np.asarray(gq.data, np.int64)) >= 1 << 24):
+        raise Unsupported("gamma / output scale >= 256")
+    xs, xz = c.qparams(x, "input")
+    _, yz = c.qparams(y, "output")
+    eps = float(op.options.get("eps", 0.0))
+    if not eps >= 0:
+        raise c.error(f"options: eps must be >= 0, got {eps}")
+    e = max(1, int(round(depth * depth * eps / (float(xs) ** 2))))
+    if e >= 1 << 60:
+        raise Unsupported("epsilon too large against the input scale")
+    op.params = {"words": [int(x.size) // depth, depth, int(xz), int(yz), e & 0x7FFFFFFF, e >> 31]}
+    op.macs = int(3 * x.size)
     op.scratch_bytes = 0

@@ -1,0 +1,76 @@
+/*
+ * pe_gather.c - GATHER with batch_dims > 0 (see pe_gather.h).
+ */
+#include "pyembed/pe_gather.h"
+
+#include "pyembed/pe_fixed.h"
+#include "pyembed/pe_graph_internal.h"
+
+pe_status pe_gather_batched(int32_t elem_size, int32_t batch, int32_t outer, int32_t axis, int32_t inner,
+                            int32_t coords, const void *input, const int32_t *positions, void *output)
+{
+    const uint8_t *in = (const uint8_t *)input;
+    uint8_t *out = (uint8_t *)output;
+    int64_t b, o, k, j;
+    size_t row;
+    if ((elem_size != 1 && elem_size != 2 && elem_size != 4) || batch < 1 || outer < 1 || axis < 1 ||
+        inner < 1 || coords < 1 || input == NULL || positions == NULL || output == NULL) {
+        return PE_ERR_ARG;
+    }
+    if ((int64_t)batch * outer * axis * inner > PE_INT32_MAX ||
+        (int64_t)batch * outer * coords * inner > PE_INT32_MAX || (int64_t)batch * coords > PE_INT32_MAX) {
+        return PE_ERR_OVERFLOW;
+    }
+    for (j = 0; j < (int64_t)batch * coords; j++) {
+        if (positions[j] < 0 || positions[j] >= axis) {
+            return PE_ERR_ARG;
+        }
+    }
+    row = (size_t)inner * (size_t)elem_size;
+    for (b = 0; b < batch; b++) {
+        for (o = 0; o < outer; o++) {
+            for (k = 0; k < coords; k++) {
+                const size_t src = (size_t)(((b * outer) + o) * axis + positions[b * coords + k]) * row;
+                const size_t dst = (size_t)(((b * outer) + o) * coords + k) * row;
+                size_t i;
+                for (i = 0; i < row; i++) {
+                    out[dst + i] = in[src + i];
+                }
+            }
+        }
+    }
+    return PE_OK;
+}
+
+pe_status pe_graph_run_gather_batched(const pe_graph *g, const pe_graph_op *op,
+                                      const pe_context *scratch, const pe_context *arena)
+{
+    const int32_t *w = op->params;
+    const void *x;
+    const int32_t *pos;
+    void *y;
+    int32_t ti, to;
+    pe_dtype dt;
+    (void)scratch;
+    if (op->num_inputs != 2 || op->num_outputs != 1 || w == NULL || op->num_params != PE_GATHER_BATCHED_WORDS) {
+        return PE_ERR_ARG;
+    }
+    ti = pe_graph_input_index(op, 0);
+    to = pe_graph_output_index(op, 0);
+    if (ti < 0 || to < 0 || !pe_graph_tensor_valid(g, ti, arena->size)) {
+        return PE_ERR_ARG;
+    }
+    dt = g->tensors[ti].dtype;
+    x = pe_graph_input(g, op, 0, arena, dt);
+    pos = (const int32_t *)pe_graph_input(g, op, 1, arena, PE_DT_INT32);
+    y = pe_graph_output(g, op, 0, arena, dt);
+    if (x == NULL || pos == NULL || y == NULL || w[0] < 1 || w[1] < 1 || w[2] < 1 || w[3] < 1 || w[4] < 1) {
+        return PE_ERR_ARG;
+    }
+    if ((int64_t)pe_graph_count(g, ti) != (int64_t)w[0] * w[1] * w[2] * w[3] ||
+        (int64_t)pe_graph_count(g, op->inputs[1]) != (int64_t)w[0] * w[4] ||
+        (int64_t)pe_graph_count(g, to) != (int64_t)w[0] * w[1] * w[4] * w[3]) {
+        return PE_ERR_ARG;
+    }
+    return pe_gather_batched(pe_graph_dtype_size(dt), w[0], w[1], w[2], w[3], w[4], x, pos, y);
+}

@@ -1,0 +1,383 @@
+/*
+ * pe_lstm.c - int16 LOGISTIC / TANH on the interpolated sigmoid table and
+ * the int8 / int16-cell UNIDIRECTIONAL_SEQUENCE_LSTM (see pe_lstm.h).
+ */
+#include "pyembed/pe_lstm.h"
+
+#include "pyembed/pe_fixed.h"
+#include "pyembed/pe_graph_internal.h"
+
+/* The rescale of the int16 activations: (x * m + round) >> s in int32
+ * (|x * m| < 2^30 + 2^15 and round <= 2^30, so no overflow). */
+static int act_args_ok(int32_t multiplier, int32_t left_shift)
+{
+    if (multiplier == 0) {
+        return left_shift >= 0 && left_shift <= 12;
+    }
+    return multiplier > 0 && multiplier <= 32767 && left_shift >= 0 && left_shift <= 31;
+}
+
+static void act_rescale_args(int32_t *multiplier, int32_t *left_shift, int32_t *round)
+{
+    if (*multiplier == 0) {
+        *multiplier = 3 * (1 << *left_shift);
+        *left_shift = 0;
+    }
+    *round = *left_shift > 0 ? (int32_t)(1u << (*left_shift - 1)) : 0;
+}
+
+static int16_t logistic_one(int32_t x, int32_t m, int32_t s, int32_t round)
+{
+    const int32_t v = pe_fx_asr32(x * m + round, s);
+    const uint32_t a = (uint32_t)(v < 0 ? -v : v);
+    const uint32_t h = a >> 9;
+    uint32_t r;
+    if (h >= 255u) {
+        r = 0x7FFFu << 10;
+    } else {
+        const uint32_t ua = pe_sigmoid_table_u16[h];
+        const uint32_t ub = pe_sigmoid_table_u16[h + 1];
+        /* ub >= ua: the table increases */
+        r = (ua << 9) + (a & 0x1FFu) * (ub - ua);
+    }
+    r = v >= 0 ? r + (1u << 9) : (1u << 25) - r + (1u << 9) - 1u;
+    return (int16_t)(r >> 10);
+}
+
+static int16_t tanh_one(int32_t x, int32_t m, int32_t s, int32_t round)
+{
+    const int32_t v = pe_fx_asr32(x * m + round, s);
+    const uint32_t a = (uint32_t)(v < 0 ? -v : v);
+    const uint32_t h = a >> 8;
+    int32_t r;
+    if (h >= 255u) {
+        r = (int32_t)(0xFFFFu << 8);
+    } else {
+        const int32_t ua = pe_sigmoid_table_u16[h];
+        const int32_t ub = pe_sigmoid_table_u16[h + 1];
+        r = ua * 256 + (int32_t)(a & 0xFFu) * (ub - ua);
+    }
+    r = v >= 0 ? r - (1 << 23) + (1 << 7) : -r + (1 << 23) + (1 << 7) - 1;
+    return (int16_t)pe_fx_asr32(r, 8);
+}
+
+pe_status pe_logistic_s16(const pe_context *ctx, int32_t multiplier, int32_t left_shift, int32_t count,
+                          const int16_t *input, int16_t *output)
+{
+    int32_t i, round;
+    (void)ctx;
+    if (count < 0 || (count > 0 && (input == NULL || output == NULL)) ||
+        !act_args_ok(multiplier, left_shift)) {
+        return PE_ERR_ARG;
+    }
+    act_rescale_args(&multiplier, &left_shift, &round);
+    for (i = 0; i < count; i++) {
+        output[i] = logistic_one(input[i], multiplier, left_shift, round);
+    }
+    return PE_OK;
+}
+
+pe_status pe_tanh_s16(const pe_context *ctx, int32_t multiplier, int32_t left_shift, int32_t count,
+                      const int16_t *input, int16_t *output)
+{
+    int32_t i, round;
+    (void)ctx;
+    if (count < 0 || (count > 0 && (input == NULL || output == NULL)) ||
+        !act_args_ok(multiplier, left_shift)) {
+        return PE_ERR_ARG;
+    }
+    act_rescale_args(&multiplier, &left_shift, &round);
+    for (i = 0; i < count; i++) {
+        output[i] = tanh_one(input[i], multiplier, left_shift, round);
+    }
+    return PE_OK;
+}
+
+/* -- LSTM ------------------------------------------------------------------- */
+
+static int mult_ok(int32_t m, int32_t s)
+{
+    return m >= 0 && s >= -31 && s <= 30;
+}
+
+static int params_ok(const pe_lstm_params *p)
+{
+    int32_t k;
+    if (p == NULL || p->batch < 1 || p->time < 1 || p->input_dim < 1 || p->state_dim < 1 ||
+        (p->time_major != 0 && p->time_major != 1) || p->input_zp < -128 || p->input_zp > 127 ||
+        p->hidden_zp < -128 || p->hidden_zp > 127 || p->cell_clip < 0 || p->cell_clip > 32767 ||
+        !act_args_ok(p->cell_tanh_mult, p->cell_tanh_shift)) {
+        return 0;
+    }
+    /* int32 sums: |w * (x - zp)| <= 128 * 255 per term */
+    if (p->input_dim > (PE_INT32_MAX / 2) / (128 * 255) || p->state_dim > (PE_INT32_MAX / 2) / (128 * 255)) {
+        return 0;
+    }
+    if ((int64_t)p->batch * p->time * (p->input_dim > p->state_dim ? p->input_dim : p->state_dim) >
+        (int64_t)PE_INT32_MAX) {
+        return 0;
+    }
+    for (k = 0; k < 4; k++) {
+        if (!mult_ok(p->in_mult[k], p->in_shift[k]) || !mult_ok(p->rec_mult[k], p->rec_shift[k])) {
+            return 0;
+        }
+    }
+    return mult_ok(p->fc_mult, p->fc_shift) && mult_ok(p->ig_mult, p->ig_shift) &&
+           mult_ok(p->out_mult, p->out_shift);
+}
+
+static int32_t step_rows(const pe_lstm_params *p)
+{
+    return p->time_major ? p->batch : 1;
+}
+
+pe_status pe_lstm_s8s16_get_buffer_size(const pe_lstm_params *p, int32_t *bytes)
+{
+    int64_t n;
+    if (bytes == NULL || !params_ok(p)) {
+        return PE_ERR_ARG;
+    }
+    n = 4 * (int64_t)step_rows(p) * p->state_dim * (int64_t)sizeof(int16_t);
+    if (n > PE_INT32_MAX) {
+        return PE_ERR_OVERFLOW;
+    }
+    *bytes = (int32_t)n;
+    return PE_OK;
+}
+
+/* out[r, j] = sat16(requant(sum_d w[j, d] * (x[r, d] + offset) (+ bias[j]))) */
+static void gate_fc(int32_t rows, int32_t depth, int32_t n_out, const int8_t *x, int32_t offset,
+                    const int8_t *w, const int32_t *bias, int32_t m, int32_t s, int16_t *out)
+{
+    int32_t r, j, d;
+    for (r = 0; r < rows; r++) {
+        const int8_t *xr = x + (int64_t)r * depth;
+        for (j = 0; j < n_out; j++) {
+            const int8_t *wj = w + (int64_t)j * depth;
+            int32_t acc = 0;
+            for (d = 0; d < depth; d++) {
+                acc += (int32_t)wj[d] * ((int32_t)xr[d] + offset);
+            }
+            if (bias != NULL) {
+                acc += bias[j];
+            }
+            out[(int64_t)r * n_out + j] = pe_fx_sat_s16(pe_fx_requant(acc, m, s));
+        }
+    }
+}
+
+static void add_sat16(int32_t n, int16_t *acc, const int16_t *b)
+{
+    int32_t i;
+    for (i = 0; i < n; i++) {
+        acc[i] = pe_fx_sat_s16((int32_t)acc[i] + (int32_t)b[i]);
+    }
+}
+
+/* One gate: input FC (with bias) + recurrent FC, then its activation. */
+static void lstm_gate(const pe_lstm_params *p, int32_t k, int32_t rows, const int8_t *x, const int8_t *h,
+                      const int8_t *const weights[4], const int8_t *const rec[4],
+                      const int32_t *const bias[4], int16_t *out, int16_t *tmp)
+{
+    const int32_t n = rows * p->state_dim;
+    gate_fc(rows, p->input_dim, p->state_dim, x, -p->input_zp, weights[k], bias[k], p->in_mult[k],
+            p->in_shift[k], out);
+    gate_fc(rows, p->state_dim, p->state_dim, h, -p->hidden_zp, rec[k], NULL, p->rec_mult[k],
+            p->rec_shift[k], tmp);
+    add_sat16(n, out, tmp);
+    if (k == PE_LSTM_GATE_G) {
+        (void)pe_tanh_s16(NULL, 0, 0, n, out, out);
+    } else {
+        (void)pe_logistic_s16(NULL, 0, 0, n, out, out);
+    }
+}
+
+static void lstm_step(const pe_lstm_params *p, int32_t rows, const int8_t *x, int8_t *h, int16_t *c,
+                      int8_t *y, const int8_t *const weights[4], const int8_t *const rec[4],
+                      const int32_t *const bias[4], int16_t *buf)
+{
+    const int32_t n = rows * p->state_dim;
+    int16_t *b0 = buf, *b1 = buf + n, *b2 = buf + 2 * n, *b3 = buf + 3 * n;
+    int32_t i;
+    lstm_gate(p, PE_LSTM_GATE_F, rows, x, h, weights, rec, bias, b0, b3);
+    lstm_gate(p, PE_LSTM_GATE_I, rows, x, h, weights, rec, bias, b1, b3);
+    lstm_gate(p, PE_LSTM_GATE_G, rows, x, h, weights, rec, bias, b2, b3);
+    for (i = 0; i < n; i++) {
+        const int32_t fc = pe_fx_sat_s16(pe_fx_requant((int32_t)b0[i] * (int32_t)c[i], p->fc_mult, p->fc_shift));
+        const int32_t ig = pe_fx_sat_s16(pe_fx_requant((int32_t)b1[i] * (int32_t)b2[i], p->ig_mult, p->ig_shift));
+        int32_t v = pe_fx_sat_s16(fc + ig);
+        if (p->cell_clip > 0) {
+            v = pe_fx_clamp(v, -p->cell_clip, p->cell_clip);
+        }
+        c[i] = (int16_t)v;
+    }
+    /* the output gate reads the hidden state of the previous step */
+    lstm_gate(p, PE_LSTM_GATE_O, rows, x, h, weights, rec, bias, b1, b3);
+    (void)pe_tanh_s16(NULL, p->cell_tanh_mult, p->cell_tanh_shift, n, c, b0);
+    for (i = 0; i < n; i++) {
+        const int32_t v = pe_fx_requant((int32_t)b0[i] * (int32_t)b1[i], p->out_mult, p->out_shift) + p->hidden_zp;
+        h[i] = pe_fx_sat_s8(v);
+        y[i] = h[i];
+    }
+}
+
+pe_status pe_lstm_s8s16(const pe_context *ctx, const pe_lstm_params *p, const int8_t *input,
+                        const int8_t *const weights[4], const int8_t *const rec[4],
+                        const int32_t *const bias[4], int8_t *hidden, int16_t *cell, int8_t *output)
+{
+    int32_t need, k, b, t;
+    pe_status st;
+    int16_t *buf;
+    if (ctx == NULL || input == NULL || weights == NULL || rec == NULL || bias == NULL || hidden == NULL ||
+        cell == NULL || output == NULL) {
+        return PE_ERR_ARG;
+    }
+    st = pe_lstm_s8s16_get_buffer_size(p, &need);
+    if (st != PE_OK) {
+        return st;
+    }
+    for (k = 0; k < 4; k++) {
+        if (weights[k] == NULL || rec[k] == NULL || bias[k] == NULL) {
+            return PE_ERR_ARG;
+        }
+    }
+    if (ctx->buf == NULL || ctx->size < need || ((uintptr_t)ctx->buf & 1u) != 0) {
+        return PE_ERR_SCRATCH;
+    }
+    buf = (int16_t *)ctx->buf;
+    if (p->time_major) {
+        const int64_t in_step = (int64_t)p->batch * p->input_dim;
+        const int64_t out_step = (int64_t)p->batch * p->state_dim;
+        for (t = 0; t < p->time; t++) {
+            lstm_step(p, p->batch, input + t * in_step, hidden, cell, output + t * out_step, weights, rec, bias,
+                      buf);
+        }
+    } else {
+        for (b = 0; b < p->batch; b++) {
+            for (t = 0; t < p->time; t++) {
+                const int64_t row = (int64_t)b * p->time + t;
+                lstm_step(p, 1, input + row * p->input_dim, hidden + (int64_t)b * p->state_dim,
+                          cell + (int64_t)b * p->state_dim, output + row * p->state_dim, weights, rec, bias, buf);
+            }
+        }
+    }
+    if (ctx->stats != NULL) {
+        ctx->stats->macs += (uint64_t)p->batch * (uint64_t)p->time * 4u * (uint64_t)p->state_dim *
+                            (uint64_t)(p->input_dim + p->state_dim);
+    }
+    return PE_OK;
+}
+
+/* -- graph runners ---------------------------------------------------------- */
+
+static pe_status run_act_s16(const pe_graph *g, const pe_graph_op *op, const pe_context *arena, int is_tanh)
+{
+    const int16_t *x;
+    int16_t *y;
+    int32_t n;
+    if (op->num_inputs != 1 || op->num_outputs != 1 || op->params == NULL || op->num_params != PE_ACT_S16_WORDS) {
+        return PE_ERR_ARG;
+    }
+    x = (const int16_t *)pe_graph_input(g, op, 0, arena, PE_DT_INT16);
+    y = (int16_t *)pe_graph_output(g, op, 0, arena, PE_DT_INT16);
+    if (x == NULL || y == NULL) {
+        return PE_ERR_ARG;
+    }
+    n = pe_graph_count(g, op->inputs[0]);
+    if (n != pe_graph_count(g, op->outputs[0])) {
+        return PE_ERR_ARG;
+    }
+    return is_tanh ? pe_tanh_s16(NULL, op->params[0], op->params[1], n, x, y)
+                   : pe_logistic_s16(NULL, op->params[0], op->params[1], n, x, y);
+}
+
+pe_status pe_graph_run_logistic_s16(const pe_graph *g, const pe_graph_op *op,
+                                    const pe_context *scratch, const pe_context *arena)
+{
+    (void)scratch;
+    return run_act_s16(g, op, arena, 0);
+}
+
+pe_status pe_graph_run_tanh_s16(const pe_graph *g, const pe_graph_op *op,
+                                const pe_context *scratch, const pe_context *arena)
+{
+    (void)scratch;
+    return run_act_s16(g, op, arena, 1);
+}
+
+static int has_count(const pe_graph *g, int32_t t, int64_t n)
+{
+    return (int64_t)pe_graph_count(g, t) == n;
+}
+
+pe_status pe_graph_run_lstm(const pe_graph *g, const pe_graph_op *op,
+                            const pe_context *scratch, const pe_context *arena)
+{
+    const int32_t *w = op->params;
+    pe_lstm_params p;
+    const int8_t *x, *weights[4], *rec[4];
+    const int32_t *bias[4];
+    int8_t *hidden, *y;
+    int16_t *cell;
+    int32_t k, rows_total;
+    if (op->num_inputs != PE_LSTM_INPUTS || op->num_outputs != 1 || w == NULL || op->num_params != PE_LSTM_WORDS) {
+        return PE_ERR_ARG;
+    }
+    p.time_major = w[0];
+    p.batch = w[1];
+    p.time = w[2];
+    p.input_dim = w[3];
+    p.state_dim = w[4];
+    p.input_zp = w[5];
+    p.hidden_zp = w[6];
+    p.cell_tanh_mult = w[7];
+    p.cell_tanh_shift = w[8];
+    p.cell_clip = w[9];
+    for (k = 0; k < 4; k++) {
+        p.in_mult[k] = w[10 + 4 * k];
+        p.in_shift[k] = w[11 + 4 * k];
+        p.rec_mult[k] = w[12 + 4 * k];
+        p.rec_shift[k] = w[13 + 4 * k];
+    }
+    p.fc_mult = w[26];
+    p.fc_shift = w[27];
+    p.ig_mult = w[28];
+    p.ig_shift = w[29];
+    p.out_mult = w[30];
+    p.out_shift = w[31];
+    if (!params_ok(&p)) {
+        return PE_ERR_ARG;
+    }
+    x = (const int8_t *)pe_graph_input(g, op, 0, arena, PE_DT_INT8);
+    hidden = (int8_t *)pe_graph_state(g, op, 13, arena, PE_DT_INT8);
+    cell = (int16_t *)pe_graph_state(g, op, 14, arena, PE_DT_INT16);
+    y = (int8_t *)pe_graph_output(g, op, 0, arena, PE_DT_INT8);
+    if (x == NULL || hidden == NULL || cell == NULL || y == NULL) {
+        return PE_ERR_ARG;
+    }
+    rows_total = p.batch * p.time;
+    if (!has_count(g, op->inputs[0], (int64_t)rows_total * p.input_dim) ||
+        !has_count(g, op->outputs[0], (int64_t)rows_total * p.state_dim) ||
+        !has_count(g, op->inputs[13], (int64_t)p.batch * p.state_dim) ||
+        !has_count(g, op->inputs[14], (int64_t)p.batch * p.state_dim)) {
+        return PE_ERR_ARG;
+    }
+    for (k = 0; k < 4; k++) {
+        weights[k] = (const int8_t *)pe_graph_input(g, op, 1 + k, arena, PE_DT_INT8);
+        rec[k] = (const int8_t *)pe_graph_input(g, op, 5 + k, arena, PE_DT_INT8);
+        bias[k] = (const int32_t *)pe_graph_input(g, op, 9 + k, arena, PE_DT_INT32);
+        if (weights[k] == NULL || rec[k] == NULL || bias[k] == NULL ||
+            !has_count(g, op->inputs[1 + k], (int64_t)p.state_dim * p.input_dim) ||
+            !has_count(g, op->inputs[5 + k], (int64_t)p.state_dim * p.state_dim) ||
+            !has_count(g, op->inputs[9 + k], p.state_dim)) {
+            return PE_ERR_ARG;
+        }
+    }
+    /* the states are updated in place: they must not share bytes with the
+     * input, the output or each other */
+    if (op->inputs[13] == op->inputs[14] || op->inputs[13] == op->inputs[0] || op->inputs[14] == op->inputs[0] ||
+        op->inputs[13] == op->outputs[0] || op->inputs[14] == op->outputs[0]) {
+        return PE_ERR_ARG;
+    }
+    return pe_lstm_s8s16(scratch, &p, x, weights, rec, bias, hidden, cell, y);
+}
