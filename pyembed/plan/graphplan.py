@@ -192,7 +192,7 @@ def build_problem(graph, order=None, alignment=DEFAULT_ALIGNMENT, include_scratc
     # constant tables in flash too (tensor -1: not a graph tensor)
     for op in graph.operators:
         words = (op.params or {}).get("words")
-        if words:
+        if words is not None and len(words):   # a list, or a numpy array (the pipeline operators)
             nbytes = 4 * len(words)
             flash.append(FlashItem(f"words_op{op.index}_{op.type.lower().replace(':', '_').replace('@', '_')}", -1,
                                    nbytes, off, alignment))
