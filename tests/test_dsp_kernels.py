@@ -43,7 +43,31 @@ def peer_cases():
                             act=(p["act_min"], p["act_max"]), name=name)
         cases.append(c)
         expected.append(np.ascontiguousarray(a["expected"], dtype=np.int8).tobytes())
+        if op in ("conv_s8", "depthwise_conv_s8"):
+            cases.append(gather_twin(c))
+            expected.append(expected[-1])
     return cases, expected
+
+
+def gather_twin(c, overlap=False):
+    """The same convolution case on the scratch-free gather kernel; with
+    overlap, its output placed over its input as far as the planner's
+    "pixels" model allows (pyembed.plan.overlap.max_delta_pixels), so the
+    DSP loops must keep the raster pixel order there."""
+    import copy
+    from pyembed.plan.overlap import Geometry, max_delta_pixels
+    g = copy.copy(c)
+    g.params = list(c.params)
+    g.params[29] = 1
+    g.name = c.name + " (gather)"
+    if overlap:
+        p = c.params
+        k_eff = ((p[6] - 1) * p[15] + 1, (p[7] - 1) * p[16] + 1)
+        geo = Geometry(tuple(p[1:5]), tuple(p[9:13]), k_eff, (p[13], p[14]), (p[17], p[19]))
+        g.params[29] = 2
+        g.params[30] = max_delta_pixels(geo)
+        g.name = c.name + f" (gather, output {g.params[30]} bytes after the input)"
+    return g
 
 
 def random_cases(seed=7):
@@ -125,7 +149,37 @@ def random_cases(seed=7):
                                q_offset=int(rng.integers(-127, 129)), k_offset=-3, v_offset=9,
                                score_quant=(1500000000, -10), block=block, fold=fold,
                                name=f"attention {n}x{m} d{d}"))
-    return out
+    # shapes of the bundled audio models (input channel 1, wide kernels,
+    # channel multiplier 8) and a 1x1 conv, for the gather kernel's DSP blocks
+    m, sh = q(8)
+    out.append(K.conv_case(i8(1, 13, 9, 1), i8(1, 5, 4, 8), rng.integers(-5000, 5000, 8), m, sh,
+                           stride=(2, 2), padding=(2, 2, 1, 2), input_offset=128,
+                           output_offset=-7, depthwise=True, ch_mult=8,
+                           name="depthwise 5x4 on 13x9x1 *8"))
+    m, sh = q(4)
+    out.append(K.conv_case(i8(1, 7, 6, 1), i8(1, 3, 3, 4), None, m, sh, padding=(1, 1, 1, 1),
+                           input_offset=-20, depthwise=True, ch_mult=4,
+                           name="depthwise 3x3 on 7x6x1 *4"))
+    m, sh = q(9)
+    out.append(K.conv_case(i8(1, 15, 8, 1), i8(9, 6, 4, 1), rng.integers(-5000, 5000, 9), m, sh,
+                           stride=(2, 2), padding=(2, 3, 1, 1), input_offset=128,
+                           output_offset=11, name="conv 6x4 on 15x8x1 ->9"))
+    m, sh = q(10)
+    out.append(K.conv_case(i8(1, 5, 7, 24), i8(10, 1, 1, 24), rng.integers(-5000, 5000, 10), m, sh,
+                           input_offset=128, output_offset=-1, name="conv 1x1 5x7x24 ->10"))
+    m, sh = q(6, -30, 5)
+    out.append(K.conv_case(i8(1, 6, 9, 13), i8(6, 3, 3, 13), rng.integers(-5000, 5000, 6), m, sh,
+                           padding=(1, 1, 1, 1), input_offset=-127, output_offset=0,
+                           name="conv 3x3 6x9x13 ->6 wide shifts"))
+    # rows with at least 8 interior columns: the reverse kernel's folded
+    # column pairs (odd channel count, a run that is not a multiple of 8)
+    for (h, w, ic, oc, k) in [(5, 14, 12, 7, 3), (4, 11, 8, 6, 1)]:
+        m, sh = q(oc)
+        out.append(K.conv_case(i8(1, h, w, ic), i8(oc, k, k, ic), rng.integers(-5000, 5000, oc), m,
+                               sh, padding=(k // 2,) * 4, input_offset=-128 + 2 * k,
+                               output_offset=5, name=f"conv {k}x{k} {h}x{w}x{ic} ->{oc} wide"))
+    return (out + [gather_twin(c) for c in out if c.op == K.OP_CONV] +
+            [gather_twin(c, overlap=True) for c in out if c.op == K.OP_CONV])
 
 
 def mismatches(got, want, cases, what):
@@ -155,7 +209,7 @@ def rand():
 @pytest.mark.parametrize("variant", K.VARIANTS)
 def test_peer_vectors_bit_exact(peer, variant):
     cases, expected, res = peer
-    assert len(cases) == 56
+    assert len(cases) == 56 + sum(c.name.endswith("(gather)") for c in cases)
     bad = mismatches(res[variant], expected, cases, variant)
     assert bad == []
 

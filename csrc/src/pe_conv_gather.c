@@ -14,12 +14,18 @@
  *              the channels.
  * Accumulators start at the bias; requantization, output offset and clamp
  * are those of the reverse kernels (pe_conv_rev.c), so the results are equal.
+ *
+ * With the Arm DSP extension (PE_DSP) conv and depthwise take the loops of
+ * the "Arm DSP-extension path" section below (same sums, same bytes; the
+ * order rules are in pe_conv_gather.h); tests/test_dsp_kernels.py runs both
+ * builds under QEMU, also with the output placed over the input.
  */
 #include <stdint.h>
 
 #include "pyembed/pe_conv.h"
 #include "pyembed/pe_conv_gather.h"
 #include "pyembed/pe_fixed.h"
+#include "pyembed/pe_simd.h"
 
 #define PE_GATHER_DW_BLOCK 16
 
@@ -201,6 +207,381 @@ static void depthwise_pixel(const pe_conv_params *p, const pe_per_channel_quant 
     }
 }
 
+
+#if PE_DSP
+/* ---- Arm DSP-extension path (pe_simd.h) ----
+ * conv (one group): output channels in pairs, outermost, so each channel's
+ * requantization constants and the sum of its weights are set up once; for
+ * each pair, output columns in pairs. Two columns whose windows are whole
+ * (no tap in the padding) run pe_dsp_dot_2x2 over each kernel row's run of
+ * kw * in_c bytes (dilation 1; else per tap) with the input offset folded
+ * into the start value: bias + offset * sum(w) (the same int32 sum,
+ * re-associated; the partial sums wrap modulo 2^32 at worst and the final
+ * sum fits int32, checked by pe_conv_check_quant). Clipped windows and odd
+ * columns take pe_dsp_dot_1x2_off (offset applied while widening).
+ * depthwise: per pixel, four output channels at a time with SMLABB/SMLATT
+ * on SXTB16-widened words: channel multiplier 1 (four input channels per
+ * word) or a multiplier divisible by 4 (four outputs of one input channel,
+ * one input byte per tap). Same int32 sums, same requantization. */
+typedef struct {
+    int32_t m, sh, fast;
+} gq;
+
+/* the SMMULR requantization (pe_dsp_requant) needs |acc| < 2^30: bias +
+ * taps products of at most 128 * 255 each */
+static int32_t acc_small(int64_t taps, int32_t b)
+{
+    const int64_t ab = b < 0 ? -(int64_t)b : (int64_t)b;
+    return taps * 32640 + ab < ((int64_t)1 << 30);
+}
+
+static gq gq_setup(const pe_per_channel_quant *q, int32_t o, pe_rounding mode, int32_t small)
+{
+    gq r;
+    r.m = q->multiplier[o];
+    r.sh = q->shift[o];
+    r.fast = small && mode == PE_ROUND_DOUBLE && r.sh <= -1 && r.sh >= -23;
+    return r;
+}
+
+__attribute__((noinline)) static int8_t finish_slow(int32_t acc, int32_t m, int32_t sh,
+                                                    pe_rounding mode, int32_t amin,
+                                                    int32_t amax, int32_t ooff)
+{
+    return finish(acc, m, sh, mode, amin - ooff, amax - ooff, ooff);
+}
+
+static inline int8_t gq_finish(int32_t acc, const gq *r, pe_rounding mode, int32_t amin,
+                               int32_t amax, int32_t off)
+{
+    if (r->fast) {
+        return pe_dsp_requant(acc, r->m, -r->sh, amin, amax, off);
+    }
+    return finish_slow(acc, r->m, r->sh, mode, amin, amax, off);
+}
+
+/* uint32 sum, as SMLAD accumulates: the caller's final value fits int32 */
+static inline int32_t add_wrap(int32_t a, int32_t b)
+{
+    return (int32_t)((uint32_t)a + (uint32_t)b);
+}
+
+/* one pixel x two output channels, a clipped window [ky_lo, ky_hi] x
+ * [kx_lo, kx_hi] (may be empty), input offset applied while widening */
+static void conv_1x2_window(int32_t *a, const int8_t *wa, const int8_t *wb, const int8_t *img,
+                            int32_t in_w, int32_t ic, int32_t kw, int32_t iy0, int32_t ix0,
+                            int32_t d_h, int32_t d_w, int32_t ky_lo, int32_t ky_hi,
+                            int32_t kx_lo, int32_t kx_hi, int32_t off)
+{
+    const size_t row_px = (size_t)in_w * (size_t)ic;
+    int32_t ky, kx;
+    if (ky_lo > ky_hi || kx_lo > kx_hi) {
+        return;
+    }
+    for (ky = ky_lo; ky <= ky_hi; ky++) {
+        const int8_t *const xr = img + (size_t)(iy0 + ky * d_h) * row_px;
+        const size_t wk = (size_t)ky * (size_t)kw * (size_t)ic;
+        if (d_w == 1) {
+            const size_t xs = (size_t)(ix0 + kx_lo) * (size_t)ic;
+            const size_t wt = wk + (size_t)kx_lo * (size_t)ic;
+            pe_dsp_dot_1x2_off(a, wa + wt, wb + wt, xr + xs, (kx_hi - kx_lo + 1) * ic, off);
+        } else {
+            for (kx = kx_lo; kx <= kx_hi; kx++) {
+                const size_t xs = (size_t)(ix0 + kx * d_w) * (size_t)ic;
+                const size_t wt = wk + (size_t)kx * (size_t)ic;
+                pe_dsp_dot_1x2_off(a, wa + wt, wb + wt, xr + xs, ic, off);
+            }
+        }
+    }
+}
+
+/* one pixel x four output channels over a clipped window (not empty):
+ * pe_dsp_dot_1x4_off on each run's multiple of 8 bytes, the rest by bytes */
+static void conv_1x4_window(int32_t *a, const int8_t *w0, size_t ws, const int8_t *img,
+                            int32_t in_w, int32_t ic, int32_t kw, int32_t iy0, int32_t ix0,
+                            int32_t d_h, int32_t d_w, int32_t ky_lo, int32_t ky_hi,
+                            int32_t kx_lo, int32_t kx_hi, int32_t off)
+{
+    const size_t row_px = (size_t)in_w * (size_t)ic;
+    const int32_t run = d_w == 1 ? (kx_hi - kx_lo + 1) * ic : ic;
+    const int32_t runs = d_w == 1 ? 1 : kx_hi - kx_lo + 1;
+    int32_t ky, r, i, j;
+    for (ky = ky_lo; ky <= ky_hi; ky++) {
+        for (r = 0; r < runs; r++) {
+            const int32_t kx = kx_lo + r;
+            const int8_t *const x =
+                img + (size_t)(iy0 + ky * d_h) * row_px + (size_t)(ix0 + kx * d_w) * (size_t)ic;
+            const int8_t *const w = w0 + ((size_t)ky * (size_t)kw + (size_t)kx) * (size_t)ic;
+            const int32_t n8 = run >> 3;
+            if (n8 > 0) {
+                pe_dsp_dot_1x4_off(a, w, w + ws, w + 2 * ws, w + 3 * ws, x, n8, off);
+            }
+            for (i = n8 * 8; i < run; i++) {
+                const int32_t xv = (int32_t)x[i] + off;
+                for (j = 0; j < 4; j++) {
+                    a[j] += w[(size_t)j * ws + (size_t)i] * xv;
+                }
+            }
+        }
+    }
+}
+
+/* conv, one pixel, every output channel (fours, then pairs), in the raster
+ * order of the portable conv_pixel: for an output placed over its own input
+ * (see run) */
+__attribute__((noinline)) static void conv_pixel_dsp(
+    const pe_conv_params *p, const pe_per_channel_quant *q, const pe_dims *in,
+    const int8_t *img, const pe_dims *f, const int8_t *filter, const int32_t *bias,
+    const pe_dims *out, int32_t iy0, int32_t ix0, int32_t ky_lo, int32_t ky_hi, int32_t kx_lo,
+    int32_t kx_hi, int8_t *dst)
+{
+    const int32_t oc_n = out->c, any = ky_lo <= ky_hi && kx_lo <= kx_hi;
+    const size_t ws = (size_t)f->h * (size_t)f->w * (size_t)in->c;
+    const pe_rounding mode = p->rounding;
+    const int32_t amin = p->activation.min, amax = p->activation.max, ooff = p->output_offset;
+    int32_t oc = 0, j;
+    for (; oc + 4 <= oc_n; oc += 4) {
+        int32_t a[4];
+        for (j = 0; j < 4; j++) {
+            a[j] = bias != NULL ? bias[oc + j] : 0;
+        }
+        if (any) {
+            conv_1x4_window(a, filter + (size_t)oc * ws, ws, img, in->w, in->c, f->w, iy0, ix0,
+                            p->dilation.h, p->dilation.w, ky_lo, ky_hi, kx_lo, kx_hi,
+                            p->input_offset);
+        }
+        for (j = 0; j < 4; j++) {
+            const gq r = gq_setup(q, oc + j, mode,
+                                  acc_small((int64_t)ws, bias != NULL ? bias[oc + j] : 0));
+            dst[oc + j] = gq_finish(a[j], &r, mode, amin, amax, ooff);
+        }
+    }
+    for (; oc < oc_n; oc += 2) {
+        const int32_t two = oc + 1 < oc_n;
+        const int32_t ob = two ? oc + 1 : oc;
+        const int32_t ba = bias != NULL ? bias[oc] : 0, bb = bias != NULL ? bias[ob] : 0;
+        const gq ra = gq_setup(q, oc, mode, acc_small((int64_t)ws, ba));
+        const gq rb = gq_setup(q, ob, mode, acc_small((int64_t)ws, bb));
+        int32_t a[2];
+        a[0] = ba;
+        a[1] = bb;
+        conv_1x2_window(a, filter + (size_t)oc * ws, filter + (size_t)ob * ws, img, in->w,
+                        in->c, f->w, iy0, ix0, p->dilation.h, p->dilation.w, ky_lo, ky_hi,
+                        kx_lo, kx_hi, p->input_offset);
+        dst[oc] = gq_finish(a[0], &ra, mode, amin, amax, ooff);
+        if (two) {
+            dst[ob] = gq_finish(a[1], &rb, mode, amin, amax, ooff);
+        }
+    }
+}
+
+static void conv_dsp(const pe_conv_params *p, const pe_per_channel_quant *q, const pe_dims *in,
+                     const int8_t *img, const pe_dims *f, const int8_t *filter,
+                     const int32_t *bias, const pe_dims *out, int8_t *dst)
+{
+    const int32_t in_h = in->h, in_w = in->w, ic = in->c, kh = f->h, kw = f->w;
+    const int32_t out_h = out->h, out_w = out->w, oc_n = out->c;
+    const int32_t s_h = p->stride.h, s_w = p->stride.w, d_h = p->dilation.h, d_w = p->dilation.w;
+    const int32_t off = p->input_offset, amin = p->activation.min, amax = p->activation.max;
+    const int32_t ooff = p->output_offset;
+    const pe_rounding mode = p->rounding;
+    const size_t ws = (size_t)kh * (size_t)kw * (size_t)ic;
+    const size_t row_px = (size_t)in_w * (size_t)ic;
+    const size_t col_next = (size_t)s_w * (size_t)ic;
+    int32_t oc, oy, ox, ky, kx;
+    for (oc = 0; oc < oc_n; oc += 2) {
+        const int32_t two = oc + 1 < oc_n;
+        const int32_t ob = two ? oc + 1 : oc;
+        const int8_t *const wa = filter + (size_t)oc * ws;
+        const int8_t *const wb = filter + (size_t)ob * ws;
+        const int32_t ba = bias != NULL ? bias[oc] : 0, bb = bias != NULL ? bias[ob] : 0;
+        const int32_t sa = add_wrap(ba, off * pe_dsp_wsum(wa, (int32_t)ws));
+        const int32_t sb = add_wrap(bb, off * pe_dsp_wsum(wb, (int32_t)ws));
+        const gq ra = gq_setup(q, oc, mode, acc_small((int64_t)ws, ba));
+        const gq rb = gq_setup(q, ob, mode, acc_small((int64_t)ws, bb));
+        for (oy = 0; oy < out_h; oy++) {
+            const int32_t iy0 = oy * s_h - p->padding.top;
+            int32_t ky_lo, ky_hi;
+            int8_t *const drow = dst + (size_t)oy * (size_t)out_w * (size_t)oc_n;
+            tap_range(iy0, d_h, kh, in_h, &ky_lo, &ky_hi);
+            ox = 0;
+            while (ox < out_w) {
+                const int32_t ix0 = ox * s_w - p->padding.left;
+                int32_t kx_lo, kx_hi, a[4];
+                int8_t *const o0 = drow + (size_t)ox * (size_t)oc_n + (size_t)oc;
+                tap_range(ix0, d_w, kw, in_w, &kx_lo, &kx_hi);
+                if (ky_lo == 0 && ky_hi == kh - 1 && kx_lo == 0 && kx_hi == kw - 1 &&
+                    ox + 1 < out_w && ix0 + s_w + (kw - 1) * d_w <= in_w - 1) {
+                    /* two whole windows: the folded 2x2 block */
+                    a[0] = sa;
+                    a[1] = sb;
+                    a[2] = sa;
+                    a[3] = sb;
+                    for (ky = 0; ky < kh; ky++) {
+                        const int8_t *const x0 =
+                            img + (size_t)(iy0 + ky * d_h) * row_px + (size_t)ix0 * (size_t)ic;
+                        const size_t wk = (size_t)ky * (size_t)kw * (size_t)ic;
+                        if (d_w == 1) {
+                            pe_dsp_dot_2x2_n(a, wa + wk, wb + wk, x0, x0 + col_next, kw * ic);
+                        } else {
+                            for (kx = 0; kx < kw; kx++) {
+                                const size_t xk = (size_t)kx * (size_t)d_w * (size_t)ic;
+                                const size_t wt = wk + (size_t)kx * (size_t)ic;
+                                pe_dsp_dot_2x2_n(a, wa + wt, wb + wt, x0 + xk, x0 + xk + col_next,
+                                            ic);
+                            }
+                        }
+                    }
+                    o0[0] = gq_finish(a[0], &ra, mode, amin, amax, ooff);
+                    o0[oc_n] = gq_finish(a[2], &ra, mode, amin, amax, ooff);
+                    if (two) {
+                        o0[1] = gq_finish(a[1], &rb, mode, amin, amax, ooff);
+                        o0[oc_n + 1] = gq_finish(a[3], &rb, mode, amin, amax, ooff);
+                    }
+                    ox += 2;
+                    continue;
+                }
+                a[0] = ba;
+                a[1] = bb;
+                conv_1x2_window(a, wa, wb, img, in_w, ic, kw, iy0, ix0, d_h, d_w, ky_lo, ky_hi,
+                                kx_lo, kx_hi, off);
+                o0[0] = gq_finish(a[0], &ra, mode, amin, amax, ooff);
+                if (two) {
+                    o0[1] = gq_finish(a[1], &rb, mode, amin, amax, ooff);
+                }
+                ox++;
+            }
+        }
+    }
+}
+
+/* requantization of output channel o: pe_dsp_requant where it applies
+ * (double rounding, right shift 1..23, |acc| < 2^30 by the bound) */
+static inline __attribute__((always_inline)) int8_t dw_finish(int32_t acc,
+                                                               const pe_per_channel_quant *q,
+                                                               int32_t o, pe_rounding mode,
+                                                               int32_t small, int32_t amin,
+                                                               int32_t amax, int32_t ooff)
+{
+    const int32_t m = q->multiplier[o], sh = q->shift[o];
+    if (small && mode == PE_ROUND_DOUBLE && sh <= -1 && sh >= -23) {
+        return pe_dsp_requant(acc, m, -sh, amin, amax, ooff);
+    }
+    return finish_slow(acc, m, sh, mode, amin, amax, ooff);
+}
+
+/* depthwise, one pixel, every output channel (raster order, as the portable
+ * depthwise_pixel: see run), four channels per pass: multiplier 1 takes
+ * four input channels per word (SXTAB16 with the offset), a multiplier
+ * divisible by 4 one input byte per tap for four outputs; SMLABB / SMLATT
+ * (or SMLATB) on SXTB16-widened weight words. The last out_c % 4 channels
+ * (multiplier 1) one at a time. */
+__attribute__((noinline)) static void depthwise_pixel_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
+                                const pe_dims *in, const int8_t *img, const pe_dims *f,
+                                const int8_t *filter, const int32_t *bias, const pe_dims *out,
+                                int32_t iy0, int32_t ix0, int32_t ky_lo, int32_t ky_hi,
+                                int32_t kx_lo, int32_t kx_hi, int8_t *dst, int32_t small)
+{
+    const int32_t in_w = in->w, in_c = in->c, kw = f->w, out_c = out->c, mult = p->ch_mult;
+    const int32_t off = p->input_offset, amin = p->activation.min, amax = p->activation.max;
+    const int32_t ooff = p->output_offset;
+    const pe_rounding mode = p->rounding;
+    const int32_t any = ky_lo <= ky_hi && kx_lo <= kx_hi;
+    const int32_t nky = any ? ky_hi - ky_lo + 1 : 0, nkx = any ? kx_hi - kx_lo + 1 : 0;
+    const size_t x_tap = (size_t)p->dilation.w * (size_t)in_c;
+    const size_t x_row = (size_t)p->dilation.h * (size_t)in_w * (size_t)in_c;
+    const size_t w_row = (size_t)kw * (size_t)out_c;
+    const int8_t *const x00 =
+        any ? img + ((size_t)(iy0 + ky_lo * p->dilation.h) * (size_t)in_w +
+                     (size_t)(ix0 + kx_lo * p->dilation.w)) * (size_t)in_c
+            : img;
+    const int8_t *const w00 =
+        any ? filter + ((size_t)ky_lo * (size_t)kw + (size_t)kx_lo) * (size_t)out_c : filter;
+    const uint32_t off2 = pe_dup16(off);
+    const int32_t c4 = out_c & ~3;
+    int32_t o, ky, kx;
+    for (o = 0; o < c4; o += 4) {
+        int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+        if (bias != NULL) {
+            a0 = bias[o];
+            a1 = bias[o + 1];
+            a2 = bias[o + 2];
+            a3 = bias[o + 3];
+        }
+        if (mult == 1) {
+            for (ky = 0; ky < nky; ky++) {
+                const int8_t *xp = x00 + (size_t)ky * x_row + (size_t)o;
+                const int8_t *wp = w00 + (size_t)ky * w_row + (size_t)o;
+                for (kx = 0; kx < nkx; kx++) {
+                    const uint32_t r = pe_rd32(xp), v = pe_rd32(wp);
+                    const int32_t xe = (int32_t)__sxtab16(off2, r);
+                    const int32_t xo = (int32_t)pe_sxtab16_ror8(off2, r);
+                    const int32_t we = (int32_t)__sxtb16(v), wo = (int32_t)pe_sxtb16_ror8(v);
+                    a0 = __smlabb(we, xe, a0);
+                    a2 = __smlatt(we, xe, a2);
+                    a1 = __smlabb(wo, xo, a1);
+                    a3 = __smlatt(wo, xo, a3);
+                    xp += x_tap;
+                    wp += out_c;
+                }
+            }
+        } else {
+            const int32_t xc = o / mult;
+            for (ky = 0; ky < nky; ky++) {
+                const int8_t *xp = x00 + (size_t)ky * x_row + (size_t)xc;
+                const int8_t *wp = w00 + (size_t)ky * w_row + (size_t)o;
+                for (kx = 0; kx < nkx; kx++) {
+                    const int32_t xv = (int32_t)*xp + off;
+                    const uint32_t v = pe_rd32(wp);
+                    const int32_t we = (int32_t)__sxtb16(v), wo = (int32_t)pe_sxtb16_ror8(v);
+                    a0 = __smlabb(we, xv, a0);
+                    a2 = __smlatb(we, xv, a2);
+                    a1 = __smlabb(wo, xv, a1);
+                    a3 = __smlatb(wo, xv, a3);
+                    xp += x_tap;
+                    wp += out_c;
+                }
+            }
+        }
+        dst[o] = dw_finish(a0, q, o, mode, small, amin, amax, ooff);
+        dst[o + 1] = dw_finish(a1, q, o + 1, mode, small, amin, amax, ooff);
+        dst[o + 2] = dw_finish(a2, q, o + 2, mode, small, amin, amax, ooff);
+        dst[o + 3] = dw_finish(a3, q, o + 3, mode, small, amin, amax, ooff);
+    }
+    for (; o < out_c; o++) { /* multiplier 1 only */
+        int32_t a = bias != NULL ? bias[o] : 0;
+        for (ky = 0; ky < nky; ky++) {
+            for (kx = 0; kx < nkx; kx++) {
+                a += w00[(size_t)ky * w_row + (size_t)kx * (size_t)out_c + (size_t)o] *
+                     ((int32_t)x00[(size_t)ky * x_row + (size_t)kx * x_tap + (size_t)o] + off);
+            }
+        }
+        dst[o] = dw_finish(a, q, o, mode, small, amin, amax, ooff);
+    }
+}
+
+/* depthwise on the DSP extension: multiplier 1 with at least four channels,
+ * or a multiplier divisible by 4 */
+static int dw_dsp_ok(const pe_conv_params *p, const pe_dims *out)
+{
+    return (p->ch_mult == 1 && out->c >= 4) || (p->ch_mult % 4 == 0);
+}
+
+/* |acc| < 2^30 for every channel: taps * 128 * 255 + max |bias| */
+static int32_t dw_small(const int32_t *bias, int32_t out_c, int64_t taps)
+{
+    int32_t o, mb = 0;
+    if (bias != NULL) {
+        for (o = 0; o < out_c; o++) {
+            const int32_t b = bias[o] < 0 ? (bias[o] == PE_INT32_MIN ? PE_INT32_MAX : -bias[o])
+                                          : bias[o];
+            mb = b > mb ? b : mb;
+        }
+    }
+    return acc_small(taps, mb);
+}
+#endif /* PE_DSP */
+
 static pe_status run(const pe_context *ctx, const pe_conv_params *p,
                      const pe_per_channel_quant *q, const pe_dims *in, const int8_t *input,
                      const pe_dims *f, const int8_t *filter, const int32_t *bias,
@@ -209,15 +590,34 @@ static pe_status run(const pe_context *ctx, const pe_conv_params *p,
     int32_t n, oy, ox;
     uint64_t macs = 0, reads = 0;
     size_t in_img, out_img;
+#if PE_DSP
+    int32_t disjoint, dw_sm = 0;
+#endif
     const pe_status s = check_all(p, q, in, input, f, filter, bias, out, output, depthwise);
     if (s != PE_OK) {
         return s;
     }
     in_img = (size_t)in->h * (size_t)in->w * (size_t)in->c;
     out_img = (size_t)out->h * (size_t)out->w * (size_t)out->c;
+#if PE_DSP
+    /* The whole-image DSP loops run channels outermost; a planner may place
+     * the output over input bytes the portable raster order has finished
+     * with (pyembed.plan.overlap, "pixels"), so an overlapping call keeps
+     * that order (the per-pixel DSP loops). */
+    disjoint = (uintptr_t)output >= (uintptr_t)(input + (size_t)in->n * in_img) ||
+               (uintptr_t)(output + (size_t)in->n * out_img) <= (uintptr_t)input;
+    if (depthwise) {
+        dw_sm = dw_small(bias, out->c, (int64_t)f->h * f->w);
+    }
+#endif
     for (n = 0; n < in->n; n++) {
         const int8_t *img = input + (size_t)n * in_img;
         int8_t *dst = output + (size_t)n * out_img;
+#if PE_DSP
+        if (disjoint && !depthwise && p->groups == 1) {
+            conv_dsp(p, q, in, img, f, filter, bias, out, dst);
+        }
+#endif
         for (oy = 0; oy < out->h; oy++) {
             const int32_t iy0 = oy * p->stride.h - p->padding.top;
             int32_t ky_lo, ky_hi;
@@ -234,12 +634,32 @@ static pe_status run(const pe_context *ctx, const pe_conv_params *p,
                     taps = (uint64_t)(y_hi - y_lo + 1) * (uint64_t)(kx_hi - kx_lo + 1);
                 }
                 if (depthwise) {
-                    depthwise_pixel(p, q, in, img, f, filter, bias, out, iy0, ix0, y_lo, y_hi,
-                                    kx_lo, kx_hi, dst, &reads);
+#if PE_DSP
+                    if (dw_dsp_ok(p, out)) {
+                        depthwise_pixel_dsp(p, q, in, img, f, filter, bias, out, iy0, ix0,
+                                            y_lo, y_hi, kx_lo, kx_hi, dst, dw_sm);
+                        reads += taps * (uint64_t)out->c;
+                    } else
+#endif
+                    {
+                        depthwise_pixel(p, q, in, img, f, filter, bias, out, iy0, ix0, y_lo,
+                                        y_hi, kx_lo, kx_hi, dst, &reads);
+                    }
                     macs += taps * (uint64_t)out->c;
                 } else {
-                    conv_pixel(p, q, in, img, f, filter, bias, out, iy0, ix0, y_lo, y_hi, kx_lo,
-                               kx_hi, dst, &reads);
+#if PE_DSP
+                    if (p->groups == 1) {
+                        if (!disjoint) {
+                            conv_pixel_dsp(p, q, in, img, f, filter, bias, out, iy0, ix0, y_lo,
+                                           y_hi, kx_lo, kx_hi, dst);
+                        }
+                        reads += taps * (uint64_t)f->c * (uint64_t)((out->c + 3) / 4);
+                    } else
+#endif
+                    {
+                        conv_pixel(p, q, in, img, f, filter, bias, out, iy0, ix0, y_lo, y_hi,
+                                   kx_lo, kx_hi, dst, &reads);
+                    }
                     macs += taps * (uint64_t)out->c * (uint64_t)f->c;
                 }
                 dst += out->c;

@@ -27,7 +27,9 @@
  * its shift constants are set up once per channel. With the Arm DSP
  * extension (PE_DSP, pe_simd.h; `kernels --target cortex-m4`): conv pairs two
  * output columns x two output channels per pass on SXTB16/SXTAB16-widened
- * words and SMLAD, depthwise sums three-tap rows with SMLABB/SMLATT and
+ * words and SMLAD (rows with at least 8 interior columns through the
+ * inline-asm block pe_dsp_dot_2x2 with the input offset folded into the
+ * start value), depthwise sums three-tap rows with SMLABB/SMLATT and
  * weights widened once per run of columns, and the requantization of a column
  * is SMLAL + QADD + SSAT.
  */
@@ -639,15 +641,69 @@ static uint64_t conv_row_dsp(int32_t *restrict acc_row, const int8_t *restrict w
     const size_t px_tap = (size_t)d_w * (size_t)in_c;
     const size_t px_next = (size_t)s_w * (size_t)in_c;
     uint64_t pairs = 0;
-    int32_t ox = 0;
+    int32_t ox = 0, ox_a = 0, ox_b = -1;
+    if (d_w == 1 && groups == 1 && out_c >= 2 && kw * in_c >= 8) {
+        /* interior columns (every tap of the kernel row inside the input
+         * row) in pairs, channel pairs outermost: the folded 2x2 block
+         * (pe_dsp_dot_2x2: no offset in the loop, offset * sum(w) of the
+         * kernel row added to the start value, an exact re-association of
+         * the same int32 sum, wrapping at most transiently) */
+        const int32_t len = kw * in_c;
+        int32_t oc, c;
+        ox_a = ceil_div_pos(pad, s_w);
+        ox_b = in_w - kw + pad < 0 ? -1 : (in_w - kw + pad) / s_w;
+        if (ox_b > out_w - 1) {
+            ox_b = out_w - 1;
+        }
+        if (ox_b - ox_a + 1 < 8) {
+            /* fewer than four pairs do not repay the two weight sums per
+             * channel pair: the general loop below */
+            ox_b = ox_a - 1;
+        } else {
+            ox_b = ox_a + ((ox_b - ox_a + 1) & ~1) - 1; /* an even count */
+            for (oc = 0; oc + 2 <= out_c; oc += 2) {
+                const int8_t *const wa = w_row + (size_t)oc * ws;
+                const int8_t *const wb = wa + ws;
+                const uint32_t fa = (uint32_t)(offset * pe_dsp_wsum(wa, len));
+                const uint32_t fb = (uint32_t)(offset * pe_dsp_wsum(wb, len));
+                for (c = ox_a; c < ox_b; c += 2) {
+                    int32_t *const c0 = acc_row + (size_t)c * (size_t)out_c + (size_t)oc;
+                    int32_t *const c1 = c0 + out_c;
+                    const int8_t *const x0 = row + (size_t)(c * s_w - pad) * (size_t)in_c;
+                    int32_t a[4];
+                    a[0] = (int32_t)((uint32_t)c0[0] + fa);
+                    a[1] = (int32_t)((uint32_t)c0[1] + fb);
+                    a[2] = (int32_t)((uint32_t)c1[0] + fa);
+                    a[3] = (int32_t)((uint32_t)c1[1] + fb);
+                    pe_dsp_dot_2x2_n(a, wa, wb, x0, x0 + px_next, len);
+                    c0[0] = a[0];
+                    c0[1] = a[1];
+                    c1[0] = a[2];
+                    c1[1] = a[3];
+                }
+            }
+            if (oc < out_c) { /* an odd channel count: the last one */
+                for (c = ox_a; c <= ox_b; c++) {
+                    conv_col1_flat(acc_row + (size_t)c * (size_t)out_c + (size_t)oc,
+                                   row + (size_t)(c * s_w - pad) * (size_t)in_c,
+                                   w_row + (size_t)oc * ws, ws, len, out_c - oc, offset);
+                }
+            }
+            pairs += (uint64_t)(ox_b - ox_a + 1) * (uint64_t)kw;
+        }
+    }
     while (ox < out_w) {
+        if (ox == ox_a && ox_b >= ox_a) {
+            ox = ox_b + 1; /* done above */
+            continue;
+        }
         const int32_t x0 = ox * s_w - pad;
         int32_t k_lo, k_hi, k_lo1 = 0, k_hi1 = -1, ncol = 1, g, oc;
         tap_range(x0, kw, d_w, in_w, &k_lo, &k_hi);
         if (ox + 1 < out_w) {
             tap_range(x0 + s_w, kw, d_w, in_w, &k_lo1, &k_hi1);
-            if (k_lo1 == k_lo && k_hi1 == k_hi) {
-                ncol = 2;
+            if (k_lo1 == k_lo && k_hi1 == k_hi && !(ox + 1 == ox_a && ox_b >= ox_a)) {
+                ncol = 2; /* (never into the columns done above) */
             }
         }
         if (k_lo <= k_hi) {

@@ -160,7 +160,22 @@ pe_status pe_fully_connected_s8(const pe_context *ctx, const pe_fc_params *param
             int32_t dot = 0; /* |dot| <= depth * 255 * 255 < 2^31 */
             int32_t acc, v;
 #if PE_DSP
-            if ((o & 3) == 0 && o + 4 <= features) {
+            if ((o & 3) == 0 && o + 4 <= features && params->filter_offset == 0 && depth >= 8) {
+                /* symmetric weights (TFLite's int8 FC): the four-row block
+                 * of pe_simd.h on the multiple of 8, the rest by bytes */
+                const int32_t d8 = depth & ~7;
+                dots[0] = dots[1] = dots[2] = dots[3] = 0;
+                pe_dsp_dot_1x4_off(dots, w_row, w_row + depth, w_row + 2 * (size_t)depth,
+                                   w_row + 3 * (size_t)depth, in_row, d8 >> 3,
+                                   params->input_offset);
+                for (k = d8; k < depth; k++) {
+                    const int32_t xv = (int32_t)in_row[k] + params->input_offset;
+                    dots[0] += w_row[k] * xv;
+                    dots[1] += w_row[(size_t)depth + (size_t)k] * xv;
+                    dots[2] += w_row[2 * (size_t)depth + (size_t)k] * xv;
+                    dots[3] += w_row[3 * (size_t)depth + (size_t)k] * xv;
+                }
+            } else if ((o & 3) == 0 && o + 4 <= features) {
                 dot4_dsp(in_row, w_row, depth, params->input_offset, params->filter_offset, dots);
             }
             if (o + 4 - (o & 3) <= features) {
@@ -179,6 +194,21 @@ pe_status pe_fully_connected_s8(const pe_context *ctx, const pe_fc_params *param
             }
 #endif
             macs += (uint64_t)k;
+#if PE_DSP
+            {
+                /* |dot + bias| < 2^30 (|product| <= 383 * 383): the SMMULR
+                 * requantization of pe_simd.h, same bytes */
+                const int64_t b64 = bias != NULL ? (int64_t)bias[o] : 0;
+                const int32_t sh = quant->shift[qi];
+                if (params->rounding == PE_ROUND_DOUBLE && sh <= -1 && sh >= -23 &&
+                    (int64_t)depth * 146689 + (b64 < 0 ? -b64 : b64) < ((int64_t)1 << 30)) {
+                    out_row[o] = pe_dsp_requant(dot + (int32_t)b64, quant->multiplier[qi], -sh,
+                                                params->activation.min, params->activation.max,
+                                                params->output_offset);
+                    continue;
+                }
+            }
+#endif
             acc = pe_fx_sat_s32_from_s64((int64_t)dot + (bias != NULL ? bias[o] : 0));
             v = pe_fx_requant_mode(acc, quant->multiplier[qi], quant->shift[qi], params->rounding);
             v = pe_fx_clamp(v, PE_INT32_MIN + 128, PE_INT32_MAX - 128) + params->output_offset;

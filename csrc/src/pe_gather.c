@@ -6,6 +6,22 @@
 #include "pyembed/pe_fixed.h"
 #include "pyembed/pe_graph_internal.h"
 
+/* a * b * c * d for positive int32 factors, or -1 once the product passes
+ * INT32_MAX (no int64 overflow: each step multiplies values < 2^31) */
+static int64_t count4(int32_t a, int32_t b, int32_t c, int32_t d)
+{
+    int64_t p = (int64_t)a * b;
+    if (p > PE_INT32_MAX) {
+        return -1;
+    }
+    p *= c;
+    if (p > PE_INT32_MAX) {
+        return -1;
+    }
+    p *= d;
+    return p > PE_INT32_MAX ? -1 : p;
+}
+
 pe_status pe_gather_batched(int32_t elem_size, int32_t batch, int32_t outer, int32_t axis, int32_t inner,
                             int32_t coords, const void *input, const int32_t *positions, void *output)
 {
@@ -17,8 +33,8 @@ pe_status pe_gather_batched(int32_t elem_size, int32_t batch, int32_t outer, int
         inner < 1 || coords < 1 || input == NULL || positions == NULL || output == NULL) {
         return PE_ERR_ARG;
     }
-    if ((int64_t)batch * outer * axis * inner > PE_INT32_MAX ||
-        (int64_t)batch * outer * coords * inner > PE_INT32_MAX || (int64_t)batch * coords > PE_INT32_MAX) {
+    if (count4(batch, outer, axis, inner) < 0 || count4(batch, outer, coords, inner) < 0 ||
+        count4(batch, coords, 1, 1) < 0) {
         return PE_ERR_OVERFLOW;
     }
     for (j = 0; j < (int64_t)batch * coords; j++) {
@@ -67,9 +83,10 @@ pe_status pe_graph_run_gather_batched(const pe_graph *g, const pe_graph_op *op,
     if (x == NULL || pos == NULL || y == NULL || w[0] < 1 || w[1] < 1 || w[2] < 1 || w[3] < 1 || w[4] < 1) {
         return PE_ERR_ARG;
     }
-    if ((int64_t)pe_graph_count(g, ti) != (int64_t)w[0] * w[1] * w[2] * w[3] ||
-        (int64_t)pe_graph_count(g, op->inputs[1]) != (int64_t)w[0] * w[4] ||
-        (int64_t)pe_graph_count(g, to) != (int64_t)w[0] * w[1] * w[4] * w[3]) {
+    if (count4(w[0], w[1], w[2], w[3]) < 0 || count4(w[0], w[1], w[4], w[3]) < 0 || count4(w[0], w[4], 1, 1) < 0 ||
+        (int64_t)pe_graph_count(g, ti) != count4(w[0], w[1], w[2], w[3]) ||
+        (int64_t)pe_graph_count(g, op->inputs[1]) != count4(w[0], w[4], 1, 1) ||
+        (int64_t)pe_graph_count(g, to) != count4(w[0], w[1], w[4], w[3])) {
         return PE_ERR_ARG;
     }
     return pe_gather_batched(pe_graph_dtype_size(dt), w[0], w[1], w[2], w[3], w[4], x, pos, y);

@@ -113,9 +113,13 @@ static int params_ok(const pe_lstm_params *p)
     if (p->input_dim > (PE_INT32_MAX / 2) / (128 * 255) || p->state_dim > (PE_INT32_MAX / 2) / (128 * 255)) {
         return 0;
     }
-    if ((int64_t)p->batch * p->time * (p->input_dim > p->state_dim ? p->input_dim : p->state_dim) >
-        (int64_t)PE_INT32_MAX) {
-        return 0;
+    {
+        /* batch * time * max(input_dim, state_dim) must fit int32 (stepwise: no int64 overflow) */
+        const int64_t bt = (int64_t)p->batch * p->time;
+        if (bt > PE_INT32_MAX ||
+            bt * (p->input_dim > p->state_dim ? p->input_dim : p->state_dim) > (int64_t)PE_INT32_MAX) {
+            return 0;
+        }
     }
     for (k = 0; k < 4; k++) {
         if (!mult_ok(p->in_mult[k], p->in_shift[k]) || !mult_ok(p->rec_mult[k], p->rec_shift[k])) {
@@ -145,6 +149,13 @@ pe_status pe_lstm_s8s16_get_buffer_size(const pe_lstm_params *p, int32_t *bytes)
     return PE_OK;
 }
 
+/* int64 -> int32 keeping the low 32 bits (TFLite's int32 wrap), portably */
+static int32_t wrap32(int64_t v)
+{
+    const uint32_t u = (uint32_t)((uint64_t)v & 0xFFFFFFFFu);
+    return u <= (uint32_t)PE_INT32_MAX ? (int32_t)u : -(int32_t)(~u) - 1;
+}
+
 /* out[r, j] = sat16(requant(sum_d w[j, d] * (x[r, d] + offset) (+ bias[j]))) */
 static void gate_fc(int32_t rows, int32_t depth, int32_t n_out, const int8_t *x, int32_t offset,
                     const int8_t *w, const int32_t *bias, int32_t m, int32_t s, int16_t *out)
@@ -156,10 +167,10 @@ static void gate_fc(int32_t rows, int32_t depth, int32_t n_out, const int8_t *x,
             const int8_t *wj = w + (int64_t)j * depth;
             int32_t acc = 0;
             for (d = 0; d < depth; d++) {
-                acc += (int32_t)wj[d] * ((int32_t)xr[d] + offset);
+                acc += (int32_t)wj[d] * ((int32_t)xr[d] + offset);   /* bounded by params_ok */
             }
             if (bias != NULL) {
-                acc += bias[j];
+                acc = wrap32((int64_t)acc + bias[j]);   /* TFLite adds in int32 */
             }
             out[(int64_t)r * n_out + j] = pe_fx_sat_s16(pe_fx_requant(acc, m, s));
         }
@@ -215,8 +226,9 @@ static void lstm_step(const pe_lstm_params *p, int32_t rows, const int8_t *x, in
     lstm_gate(p, PE_LSTM_GATE_O, rows, x, h, weights, rec, bias, b1, b3);
     (void)pe_tanh_s16(NULL, p->cell_tanh_mult, p->cell_tanh_shift, n, c, b0);
     for (i = 0; i < n; i++) {
-        const int32_t v = pe_fx_requant((int32_t)b0[i] * (int32_t)b1[i], p->out_mult, p->out_shift) + p->hidden_zp;
-        h[i] = pe_fx_sat_s8(v);
+        const int64_t v = (int64_t)pe_fx_requant((int32_t)b0[i] * (int32_t)b1[i], p->out_mult, p->out_shift) +
+                          p->hidden_zp;
+        h[i] = (int8_t)(v < -128 ? -128 : (v > 127 ? 127 : v));
         y[i] = h[i];
     }
 }

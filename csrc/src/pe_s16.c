@@ -588,13 +588,14 @@ pe_status pe_prelu_s16(const pe_context *ctx, const int32_t *q, const pe_dims *d
                     const int32_t v = x[bcast_at(di, n, h, w, c)] + q[0];
                     const size_t io = (((size_t)n * (size_t)od->h + (size_t)h) * (size_t)od->w + (size_t)w) *
                                       (size_t)od->c + (size_t)c;
-                    int32_t r;
+                    int64_t r;
                     if (v >= 0) {
                         r = pe_fx_requant(v, q[3], q[4]);
                     } else {
                         r = pe_fx_requant(v * (alpha[bcast_at(da, n, h, w, c)] + q[1]), q[5], q[6]);
                     }
-                    out[io] = pe_fx_sat_s16(r + q[2]);
+                    r += q[2];
+                    out[io] = (int16_t)(r < -32768 ? -32768 : (r > 32767 ? 32767 : r));
                 }
             }
         }

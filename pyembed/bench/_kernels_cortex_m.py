@@ -11,6 +11,11 @@ set-up and requantization included) between two SysTick reads; under
 count is exact to 40 instructions. Outputs of both builds are compared with
 the host build's with == before a figure is printed (a mismatch is an error).
 
+Convolutions are measured with both kernels: the reverse one (int32
+accumulator rows in scratch) and the scratch-free gather one ("(gather)"),
+which the graph runtime runs where the planner gives a convolution no scratch
+(most bundled models).
+
 Units: conv and FC per layer MAC (padded taps included, as the host bench),
 pooling per tap (in-bounds window positions x channels), ADD/MUL per output
 element, attention per MAC (d per score + dv per weighted value row).
@@ -48,9 +53,11 @@ def cases():
         wt = rng.integers(-128, 128, (1, k, k, oc) if depthwise else (oc, k, k, ic))
         m, s = quant(oc)
         p = k // 2
-        c = K.conv_case(x, wt, rng.integers(-700, 800, oc), m, s, padding=(p, p, p, p),
-                        input_offset=128, output_offset=-3, depthwise=depthwise, name=name)
-        out.append((name, shape, "MAC", c))
+        for gather in (False, True):
+            c = K.conv_case(x, wt, rng.integers(-700, 800, oc), m, s, padding=(p, p, p, p),
+                            input_offset=128, output_offset=-3, depthwise=depthwise,
+                            gather=gather, name=name)
+            out.append((name + (" (gather)" if gather else ""), shape, "MAC", c))
 
     conv("conv 3x3", "8->8 25x25", 25, 25, 8, 8, 3)
     conv("conv 3x3", "16->16 48x48", 48, 48, 16, 16, 3)

@@ -19,6 +19,14 @@
  * so a planner can drop the reverse kernel's accumulator rows where they
  * would raise the arena peak.
  *
+ * On a core with the Arm DSP extension (pe_simd.h) the loops differ, not the
+ * results: where output and input do not overlap, conv computes output
+ * channel pairs outermost over the whole image, two whole-window columns at
+ * a time (the input offset folded into the start value); where they overlap
+ * (a plan's output-over-input allowance, pyembed.plan.overlap "pixels"),
+ * both kernels keep the portable raster pixel order, every channel of a
+ * pixel before the next pixel. No scratch either way.
+ *
  * ctx may be NULL (no counters); ctx->buf / ctx->size are not read.
  * get_buffer_size validates the geometry like the kernel and answers 0.
  */
