@@ -373,7 +373,12 @@ def simulate(graph, plan=None, profile="stm32f446", x=None, *, segments=None, st
             trace.instant("fault", "cpu", env.now, message=str(e)[:200])
             raise
     mem.lock()
-    for t, v in zip(graph.inputs, xs):
+    for k, (t, v) in enumerate(zip(graph.inputs, xs)):
+        if graph.tensors[t].streamed:
+            # a camera-style input: not in RAM; the stripe region reading it
+            # pulls its rows (pe_row_source) into a one-row buffer in its scratch
+            rt.set_input(None, k, v)
+            continue
         mem.buffer_view(pl.tensor[t])[:v.nbytes] = np.ascontiguousarray(v).reshape(-1).view(np.uint8)
     for t, tensor in enumerate(graph.tensors):
         # variable tensors (recurrent states) start as TFLM resets them: an

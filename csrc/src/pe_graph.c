@@ -15,6 +15,7 @@
 #include "pyembed/pe_gather.h"
 #include "pyembed/pe_pool.h"
 #include "pyembed/pe_pipeline.h"
+#include "pyembed/pe_pipeline.h"
 #include "pyembed/pe_shape_ops.h"
 #include "pyembed/pe_resize.h"
 #include "pyembed/pe_transformer.h"
@@ -74,6 +75,9 @@ int pe_graph_tensor_valid(const pe_graph *g, int32_t t, int32_t arena_size)
     if (x->data != NULL) {
         return x->offset == -1;
     }
+    if (x->offset == PE_GRAPH_STREAMED) {
+        return x->dtype == PE_DT_INT8; /* rows from a pe_row_source, no arena bytes */
+    }
     return x->offset >= 0 && (int64_t)x->offset + x->bytes <= (int64_t)arena_size &&
            x->offset % es == 0;
 }
@@ -100,6 +104,9 @@ static const void *tensor_in(const pe_graph *g, int32_t t, const pe_context *are
     if (x->data != NULL) {
         return x->data;
     }
+    if (x->offset < 0) {
+        return NULL; /* streamed: only a stripe region's row source has it */
+    }
     if (!aligned((const int8_t *)arena->buf + x->offset, x->dtype)) {
         return NULL;
     }
@@ -114,7 +121,7 @@ static void *tensor_out(const pe_graph *g, int32_t t, const pe_context *arena, p
         return NULL;
     }
     x = &g->tensors[t];
-    if (x->dtype != want || x->data != NULL || !aligned((int8_t *)arena->buf + x->offset, x->dtype)) {
+    if (x->dtype != want || x->data != NULL || x->offset < 0 || !aligned((int8_t *)arena->buf + x->offset, x->dtype)) {
         return NULL;
     }
     return (int8_t *)arena->buf + x->offset;
@@ -177,7 +184,7 @@ static int region_hits(const pe_graph *g, int32_t t, int64_t lo, int64_t hi)
         return 0;
     }
     x = &g->tensors[t];
-    return x->data == NULL && x->bytes > 0 && (int64_t)x->offset < hi &&
+    return x->data == NULL && x->offset >= 0 && x->bytes > 0 && (int64_t)x->offset < hi &&
            lo < (int64_t)x->offset + x->bytes;
 }
 
@@ -224,7 +231,8 @@ static int io_lists_ok(const pe_graph *g, const pe_graph_op *op)
     }
     for (k = 0; k < op->num_outputs; k++) {
         const int32_t t = op->outputs[k];
-        if (t < 0 || t >= g->num_tensors || g->tensors[t].data != NULL) {
+        if (t < 0 || t >= g->num_tensors || g->tensors[t].data != NULL ||
+            g->tensors[t].offset == PE_GRAPH_STREAMED) {
             return 0;
         }
     }
@@ -655,7 +663,7 @@ pe_status pe_graph_check(const pe_graph *g, int32_t *bad_op, int32_t *bad_tensor
     return PE_OK;
 }
 
-pe_status pe_graph_invoke_op(const pe_graph *g, int32_t i, const pe_context *arena)
+static pe_status invoke_op(const pe_graph *g, int32_t i, const pe_context *arena, const pe_row_source *rows)
 {
     const pe_graph_op *op;
     pe_graph_runner run;
@@ -687,20 +695,42 @@ pe_status pe_graph_invoke_op(const pe_graph *g, int32_t i, const pe_context *are
     } else if (op->scratch_size < 0) {
         return PE_ERR_ARG;
     }
+    if (rows != NULL && op->type == PE_GOP_STRIPE_REGION) {
+        return pe_graph_run_stripe_region_rows(g, op, &ctx, arena, rows);
+    }
     return run(g, op, &ctx, arena);
 }
 
-pe_status pe_graph_invoke(const pe_graph *g, const pe_context *arena)
+pe_status pe_graph_invoke_op(const pe_graph *g, int32_t i, const pe_context *arena)
+{
+    return invoke_op(g, i, arena, NULL);
+}
+
+pe_status pe_graph_invoke_op_rows(const pe_graph *g, int32_t i, const pe_context *arena,
+                                  const pe_row_source *rows)
+{
+    if (rows != NULL && rows->read == NULL) {
+        return PE_ERR_ARG;
+    }
+    return invoke_op(g, i, arena, rows);
+}
+
+pe_status pe_graph_invoke_rows(const pe_graph *g, const pe_context *arena, const pe_row_source *rows)
 {
     int32_t i;
     if (g == NULL) {
         return PE_ERR_ARG;
     }
     for (i = 0; i < g->num_ops; i++) {
-        const pe_status st = pe_graph_invoke_op(g, i, arena);
+        const pe_status st = pe_graph_invoke_op_rows(g, i, arena, rows);
         if (st != PE_OK) {
             return st;
         }
     }
     return PE_OK;
+}
+
+pe_status pe_graph_invoke(const pe_graph *g, const pe_context *arena)
+{
+    return pe_graph_invoke_rows(g, arena, NULL);
 }

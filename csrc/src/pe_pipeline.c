@@ -50,7 +50,7 @@ static pe_status decode_layer(const int32_t *w, pe_const_lookup lookup, const vo
 {
     int64_t nw;
     int is_conv;
-    if (!in_range(w[0], PE_STRIPE_CONV, PE_STRIPE_UPSAMPLE2X) || !in_range(w[15], 0, 1) ||
+    if (!in_range(w[0], PE_STRIPE_CONV, PE_STRIPE_CONCAT) || !in_range(w[15], 0, 1) ||
         !in_range(w[16], PE_POOL_MAX, PE_POOL_AVG) || w[31] != 0) {
         return PE_ERR_ARG;
     }
@@ -121,17 +121,18 @@ static pe_status decode_layer(const int32_t *w, pe_const_lookup lookup, const vo
 
 pe_status pe_stripe_region_decode(const int32_t *params, int32_t num_params, pe_const_lookup lookup,
                                   const void *user, pe_stripe_layer *layers, int32_t max_layers,
-                                  int32_t *n_layers, int32_t *stripe_w, int32_t *block_w)
+                                  int32_t *n_layers, int32_t *stripe_w, int32_t *block_w,
+                                  int32_t *flags)
 {
     int32_t n, i;
     pe_status s;
     if (params == NULL || layers == NULL || n_layers == NULL || stripe_w == NULL ||
-        block_w == NULL || num_params < PE_STRIPE_REGION_HEADER_WORDS) {
+        block_w == NULL || flags == NULL || num_params < PE_STRIPE_REGION_HEADER_WORDS) {
         return PE_ERR_ARG;
     }
     n = params[1];
     if (params[0] != PE_STRIPE_REGION_VERSION || n < 1 || n > PE_STRIPE_MAX_LAYERS || n > max_layers ||
-        params[2] < 1 || params[3] < 1) {
+        params[2] < 1 || params[3] < 1 || (params[4] & ~PE_STRIPE_REGION_STREAMED) != 0) {
         return PE_ERR_ARG;
     }
     if (num_params != PE_STRIPE_REGION_HEADER_WORDS + n * PE_STRIPE_REGION_LAYER_WORDS) {
@@ -147,6 +148,7 @@ pe_status pe_stripe_region_decode(const int32_t *params, int32_t num_params, pe_
     *n_layers = n;
     *stripe_w = params[2];
     *block_w = params[3];
+    *flags = params[4];
     return PE_OK;
 }
 
@@ -156,20 +158,21 @@ pe_status pe_stripe_region_get_buffer_size(const int32_t *params, int32_t num_pa
 {
     pe_stripe_layer layers[PE_STRIPE_MAX_LAYERS];
     pe_stripe_net net;
-    int32_t n, sw, bw, arena, table;
+    int32_t n, sw, bw, flags, arena, table;
     pe_status s;
     if (input_dims == NULL || size == NULL) {
         return PE_ERR_ARG;
     }
     s = pe_stripe_region_decode(params, num_params, lookup, user, layers, PE_STRIPE_MAX_LAYERS, &n,
-                                &sw, &bw);
+                                &sw, &bw, &flags);
     if (s != PE_OK) {
         return s;
     }
     net.layers = layers;
     net.n_layers = n;
     net.input = *input_dims;
-    s = pe_stripe_get_buffer_size_s8(&net, sw, bw, &arena);
+    s = (flags & PE_STRIPE_REGION_STREAMED) ? pe_stripe_get_buffer_size_rows_s8(&net, sw, bw, &arena)
+                                            : pe_stripe_get_buffer_size_s8(&net, sw, bw, &arena);
     if (s != PE_OK) {
         return s;
     }
@@ -181,17 +184,18 @@ pe_status pe_stripe_region_get_buffer_size(const int32_t *params, int32_t num_pa
     return PE_OK;
 }
 
-pe_status pe_stripe_region_run(const pe_context *ctx, const int32_t *params, int32_t num_params,
-                               pe_const_lookup lookup, const void *user, const pe_dims *input_dims,
-                               const int8_t *input, const pe_dims *output_dims, int8_t *output)
+static pe_status region_run(const pe_context *ctx, const int32_t *params, int32_t num_params,
+                            pe_const_lookup lookup, const void *user, const pe_dims *input_dims,
+                            const int8_t *input, const pe_row_source *rows, const pe_dims *output_dims,
+                            int8_t *output)
 {
     pe_stripe_layer *layers;
     pe_stripe_net net;
     pe_context sub;
-    int32_t n, sw, bw, table;
+    int32_t n, sw, bw, flags, table;
     pe_status s;
     if (ctx == NULL || params == NULL || num_params < PE_STRIPE_REGION_HEADER_WORDS ||
-        input_dims == NULL || output_dims == NULL || input == NULL || output == NULL) {
+        input_dims == NULL || output_dims == NULL || (input == NULL && rows == NULL) || output == NULL) {
         return PE_ERR_ARG;
     }
     n = params[1];
@@ -203,9 +207,12 @@ pe_status pe_stripe_region_run(const pe_context *ctx, const int32_t *params, int
         return PE_ERR_SCRATCH;
     }
     layers = (pe_stripe_layer *)ctx->buf;
-    s = pe_stripe_region_decode(params, num_params, lookup, user, layers, n, &n, &sw, &bw);
+    s = pe_stripe_region_decode(params, num_params, lookup, user, layers, n, &n, &sw, &bw, &flags);
     if (s != PE_OK) {
         return s;
+    }
+    if (rows != NULL && (flags & PE_STRIPE_REGION_STREAMED) == 0) {
+        return PE_ERR_ARG; /* its scratch has no row buffer */
     }
     net.layers = layers;
     net.n_layers = n;
@@ -213,7 +220,30 @@ pe_status pe_stripe_region_run(const pe_context *ctx, const int32_t *params, int
     sub.buf = (unsigned char *)ctx->buf + table;
     sub.size = ctx->size - table;
     sub.stats = ctx->stats;
+    if (rows != NULL) {
+        return pe_stripe_run_rows_s8(&sub, &net, sw, bw, rows, output_dims, output);
+    }
     return pe_stripe_run_s8(&sub, &net, sw, bw, input_dims, input, output_dims, output);
+}
+
+pe_status pe_stripe_region_run(const pe_context *ctx, const int32_t *params, int32_t num_params,
+                               pe_const_lookup lookup, const void *user, const pe_dims *input_dims,
+                               const int8_t *input, const pe_dims *output_dims, int8_t *output)
+{
+    if (input == NULL) {
+        return PE_ERR_ARG;
+    }
+    return region_run(ctx, params, num_params, lookup, user, input_dims, input, NULL, output_dims, output);
+}
+
+pe_status pe_stripe_region_run_rows(const pe_context *ctx, const int32_t *params, int32_t num_params,
+                                    pe_const_lookup lookup, const void *user, const pe_dims *input_dims,
+                                    const pe_row_source *rows, const pe_dims *output_dims, int8_t *output)
+{
+    if (rows == NULL || rows->read == NULL) {
+        return PE_ERR_ARG;
+    }
+    return region_run(ctx, params, num_params, lookup, user, input_dims, NULL, rows, output_dims, output);
 }
 
 /* ---- fused conv -> pool ---------------------------------------------------------- */

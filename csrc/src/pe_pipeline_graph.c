@@ -43,35 +43,57 @@ static int shares_bytes(const pe_graph *g, int32_t a, int32_t b)
 {
     const pe_graph_tensor *ta = &g->tensors[a];
     const pe_graph_tensor *tb = &g->tensors[b];
-    if (ta->data != NULL || tb->data != NULL) {
+    if (ta->data != NULL || tb->data != NULL || ta->offset < 0 || tb->offset < 0) {
         return 0;
     }
     return (int64_t)ta->offset < (int64_t)tb->offset + tb->bytes &&
            (int64_t)tb->offset < (int64_t)ta->offset + ta->bytes;
 }
 
-pe_status pe_graph_run_stripe_region(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
-                                     const pe_context *arena)
+pe_status pe_graph_run_stripe_region_rows(const pe_graph *g, const pe_graph_op *op,
+                                          const pe_context *scratch, const pe_context *arena,
+                                          const pe_row_source *rows)
 {
-    const int8_t *x;
+    const int8_t *x = NULL;
     int8_t *y;
     int32_t ti, to;
+    int streamed;
     lookup_ctx lc;
     if (op->num_inputs < 1 || op->num_outputs != 1 || op->params == NULL) {
         return PE_ERR_ARG;
     }
-    x = (const int8_t *)pe_graph_input(g, op, 0, arena, PE_DT_INT8);
-    y = (int8_t *)pe_graph_output(g, op, 0, arena, PE_DT_INT8);
     ti = pe_graph_input_index(op, 0);
     to = pe_graph_output_index(op, 0);
-    if (x == NULL || y == NULL || shares_bytes(g, ti, to)) {
+    if (ti < 0 || ti >= g->num_tensors) {
+        return PE_ERR_ARG;
+    }
+    streamed = g->tensors[ti].offset == PE_GRAPH_STREAMED && g->tensors[ti].data == NULL;
+    if (streamed) {
+        if (rows == NULL || rows->read == NULL || !pe_graph_tensor_valid(g, ti, arena->size)) {
+            return PE_ERR_ARG; /* a streamed input needs its row source */
+        }
+    } else {
+        x = (const int8_t *)pe_graph_input(g, op, 0, arena, PE_DT_INT8);
+    }
+    y = (int8_t *)pe_graph_output(g, op, 0, arena, PE_DT_INT8);
+    if ((x == NULL && !streamed) || y == NULL || shares_bytes(g, ti, to)) {
         return PE_ERR_ARG;
     }
     lc.g = g;
     lc.op = op;
     lc.arena = arena;
+    if (streamed) {
+        return pe_stripe_region_run_rows(scratch, op->params, op->num_params, graph_lookup, &lc,
+                                         pe_graph_dims(g, ti), rows, pe_graph_dims(g, to), y);
+    }
     return pe_stripe_region_run(scratch, op->params, op->num_params, graph_lookup, &lc, pe_graph_dims(g, ti), x,
                                 pe_graph_dims(g, to), y);
+}
+
+pe_status pe_graph_run_stripe_region(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
+                                     const pe_context *arena)
+{
+    return pe_graph_run_stripe_region_rows(g, op, scratch, arena, NULL);
 }
 
 pe_status pe_graph_run_conv_pool(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,

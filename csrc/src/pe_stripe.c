@@ -53,6 +53,19 @@ static int is_windowed(pe_stripe_op op)
     return op == PE_STRIPE_CONV || op == PE_STRIPE_DEPTHWISE || op == PE_STRIPE_POOL;
 }
 
+/* A layer reading an earlier layer's output through a branch store (row
+ * delay line): residual add, channel concatenation. */
+static int is_branch_op(pe_stripe_op op)
+{
+    return op == PE_STRIPE_ADD || op == PE_STRIPE_CONCAT;
+}
+
+/* Channels of the branch store of layer l (the earlier layer's channels). */
+static int32_t branch_channels(const pe_stripe_layer *l)
+{
+    return l->op == PE_STRIPE_CONCAT ? l->out_c - l->in_c : l->out_c;
+}
+
 static int is_conv_family(pe_stripe_op op)
 {
     return op == PE_STRIPE_CONV || op == PE_STRIPE_DEPTHWISE || op == PE_STRIPE_POINTWISE;
@@ -123,7 +136,7 @@ static void backward_ranges(const pe_stripe_net *net, const net_geo *G, int axis
         int64_t ib;
         need_input(l, &G->g[L], axis, clip, ra[L + 1], rb[L + 1], &ia, &ib);
         hull64(&ra[L], &rb[L], ia, ib);
-        if (l->op == PE_STRIPE_ADD) {
+        if (is_branch_op(l->op)) {
             const int32_t p = l->add.from_layer + 1;
             hull64(&ra[p], &rb[p], ra[L + 1], rb[L + 1]);
         }
@@ -173,6 +186,12 @@ static pe_status check_layer_params(const pe_stripe_layer *l, int32_t L)
             if (!quant_ok(l->quant.multiplier[o], l->quant.shift[o])) {
                 return PE_ERR_ARG;
             }
+        }
+    }
+    if (l->op == PE_STRIPE_CONCAT) {
+        if (l->add.from_layer < -1 || l->add.from_layer >= L || l->add.left_shift < 0 ||
+            l->add.left_shift > 1) {
+            return PE_ERR_ARG;
         }
     }
     if (l->op == PE_STRIPE_ADD) {
@@ -236,7 +255,7 @@ static void dry_emit(dry_run *d, int32_t L, int32_t o)
 {
     const pe_stripe_layer *l = &d->net->layers[L];
     d->cur[L + 1] = o;
-    if (l->op == PE_STRIPE_ADD) {
+    if (is_branch_op(l->op)) {
         const int32_t p = l->add.from_layer + 1;
         if (d->cur[p] < o) {
             d->err = PE_ERR_UNSUPPORTED;
@@ -364,6 +383,18 @@ static pe_status analyse(const pe_stripe_net *net, net_geo *G)
             g->out_w = w;
             break;
         }
+        case PE_STRIPE_CONCAT: {
+            const int32_t p = l->add.from_layer;
+            const int32_t ph = p < 0 ? net->input.h : G->g[p].out_h;
+            const int32_t pw = p < 0 ? net->input.w : G->g[p].out_w;
+            const int32_t pc = p < 0 ? net->input.c : G->g[p].out_c;
+            if ((int64_t)l->out_c != (int64_t)c + pc || ph != h || pw != w) {
+                return PE_ERR_ARG;
+            }
+            g->out_h = h;
+            g->out_w = w;
+            break;
+        }
         case PE_STRIPE_UPSAMPLE2X:
             if (l->out_c != c) {
                 return PE_ERR_ARG;
@@ -469,7 +500,7 @@ static void max_widths(const pe_stripe_net *net, net_geo *G, int32_t stripe_w, i
         stripe_ranges(net, G, x0, x1);
         for (L = 0; L < G->n; L++) {
             in_w[L] = max32(in_w[L], G->b[L] - G->a[L]);
-            if (net->layers[L].op == PE_STRIPE_ADD) {
+            if (is_branch_op(net->layers[L].op)) {
                 add_w[L] = max32(add_w[L], G->b[L + 1] - G->a[L + 1]);
             }
         }
@@ -489,12 +520,15 @@ static void buffer_bytes(const pe_stripe_net *net, const net_geo *G, int32_t L, 
     /* an upsampling layer's input goes straight into its one-row store */
     *temp_cols = net->layers[L].op == PE_STRIPE_UPSAMPLE2X ? 0 : g->kw - 1 + block_w;
     *temp = (int64_t)*temp_cols * g->in_c;
-    *branch = (int64_t)g->branch_rows * add_w * g->out_c;
+    *branch = (int64_t)g->branch_rows * add_w * branch_channels(&net->layers[L]);
 }
 
 /* Total arena bytes; when base != NULL also carves the buffers into st. */
+/* streamed: also a buffer for one input row range (the row source writes
+ * into it), returned in *rowbuf when base != NULL. */
 static pe_status layout(const pe_stripe_net *net, net_geo *G, int32_t stripe_w, int32_t block_w,
-                        int8_t *base, stripe_state **states, int64_t *total)
+                        int streamed, int8_t *base, stripe_state **states, int8_t **rowbuf,
+                        int64_t *total)
 {
     int32_t in_w[PE_STRIPE_MAX_LAYERS];
     int32_t add_w[PE_STRIPE_MAX_LAYERS];
@@ -529,6 +563,17 @@ static pe_status layout(const pe_stripe_net *net, net_geo *G, int32_t stripe_w, 
             return PE_ERR_OVERFLOW;
         }
     }
+    if (streamed) {
+        /* in_w[0]: the widest input column range of a stripe */
+        off = align_up(off);
+        if (base != NULL && rowbuf != NULL) {
+            *rowbuf = aligned + off;
+        }
+        off += (int64_t)in_w[0] * net->input.c;
+        if (off > (int64_t)PE_INT32_MAX) {
+            return PE_ERR_OVERFLOW;
+        }
+    }
     off += PE_STRIPE_ALIGN - 1; /* slack for an unaligned caller buffer */
     if (off > (int64_t)PE_INT32_MAX) {
         return PE_ERR_OVERFLOW;
@@ -555,8 +600,8 @@ pe_status pe_stripe_output_dims(const pe_stripe_net *net, pe_dims *output)
     return PE_OK;
 }
 
-pe_status pe_stripe_get_buffer_size_s8(const pe_stripe_net *net, int32_t stripe_w,
-                                       int32_t block_w, int32_t *size)
+static pe_status buffer_size(const pe_stripe_net *net, int32_t stripe_w, int32_t block_w,
+                             int streamed, int32_t *size)
 {
     net_geo G;
     pe_status st;
@@ -569,12 +614,24 @@ pe_status pe_stripe_get_buffer_size_s8(const pe_stripe_net *net, int32_t stripe_
         return st;
     }
     block_w = min32(block_w, PE_STRIPE_MAX_BLOCK);
-    st = layout(net, &G, stripe_w, block_w, NULL, NULL, &total);
+    st = layout(net, &G, stripe_w, block_w, streamed, NULL, NULL, NULL, &total);
     if (st != PE_OK) {
         return st;
     }
     *size = (int32_t)total;
     return PE_OK;
+}
+
+pe_status pe_stripe_get_buffer_size_s8(const pe_stripe_net *net, int32_t stripe_w,
+                                       int32_t block_w, int32_t *size)
+{
+    return buffer_size(net, stripe_w, block_w, 0, size);
+}
+
+pe_status pe_stripe_get_buffer_size_rows_s8(const pe_stripe_net *net, int32_t stripe_w,
+                                            int32_t block_w, int32_t *size)
+{
+    return buffer_size(net, stripe_w, block_w, 1, size);
 }
 
 /* Sum over outputs o in [a, b) of the number of taps inside [0, d). */
@@ -638,7 +695,10 @@ typedef struct {
     const net_geo *G;
     stripe_state *st; /* st[L + 1] is layer L, st[0] the network input */
     int32_t block_w;
-    const int8_t *input;
+    const int8_t *input;          /* the whole input image, or NULL when streamed */
+    const pe_row_source *rows;    /* streamed input: where rows come from */
+    int8_t *rowbuf;               /* streamed input: the current row's column range */
+    int64_t row_hw;               /* streamed input: high-water mark of rowbuf, bytes */
     int8_t *output;
     uint64_t macs, combines, reads;
     pe_status err;
@@ -833,6 +893,35 @@ static void compute_add(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t
     }
 }
 
+/* Concatenation (TFLite CONCATENATION on channels, int8 with one scale and
+ * zero point for inputs and output): a copy, the previous layer's channels
+ * then the branch's (branch first when add.left_shift is 1). */
+static void compute_concat(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
+{
+    const pe_stripe_layer *l = &R->net->layers[L];
+    const layer_geo *g = &R->G->g[L];
+    const stripe_state *s = &R->st[L + 1];
+    const int32_t cm = g->in_c;
+    const int32_t cb = g->out_c - g->in_c;
+    const int32_t slot = o % g->branch_rows;
+    const int32_t first = l->add.left_shift ? cb : 0;   /* where the main channels go */
+    const int32_t bfirst = l->add.left_shift ? 0 : cm;  /* where the branch channels go */
+    int32_t x, i;
+    for (x = x0; x < x1; x++) {
+        const int8_t *a = in_pixel(s, g, o, x);
+        const int8_t *b = s->branch + (slot * (s->out_b - s->out_a) + (x - s->out_a)) * cb;
+        int8_t *dst = out_slot(R, L, o, x);
+        for (i = 0; i < cm; i++) {
+            dst[first + i] = a[i];
+        }
+        for (i = 0; i < cb; i++) {
+            dst[bfirst + i] = b[i];
+        }
+        R->combines += (uint64_t)g->out_c;
+        publish(R, L + 1, o, x, dst, g->out_c);
+    }
+}
+
 static void compute_upsample(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
 {
     const layer_geo *g = &R->G->g[L];
@@ -854,6 +943,9 @@ static void compute(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
     switch (R->net->layers[L].op) {
     case PE_STRIPE_ADD:
         compute_add(R, L, o, x0, x1);
+        break;
+    case PE_STRIPE_CONCAT:
+        compute_concat(R, L, o, x0, x1);
         break;
     case PE_STRIPE_UPSAMPLE2X:
         compute_upsample(R, L, o, x0, x1);
@@ -919,7 +1011,7 @@ static int32_t computable_limit(const stripe_run *R, int32_t L)
     } else {
         lim = s->arrived;
     }
-    if (l->op == PE_STRIPE_ADD) {
+    if (is_branch_op(l->op)) {
         const stripe_state *b = &R->st[l->add.from_layer + 1];
         if (b->prod_row < s->prod_row) {
             lim = 0;
@@ -1066,11 +1158,26 @@ static void run_stripe(stripe_run *R, int32_t x0, int32_t x1)
     }
     for (r = 0; r < net->input.h && R->err == PE_OK; r++) {
         int32_t x = in->out_a;
+        const int8_t *row;
+        if (R->rows != NULL) {
+            /* the row source fills this stripe's column range of row r */
+            const pe_status rs = R->rows->read(R->rows->user, r, in->out_a, in->out_b - in->out_a, R->rowbuf);
+            if (rs != PE_OK) {
+                R->err = rs;
+                break;
+            }
+            row = R->rowbuf - (size_t)in->out_a * (size_t)c;
+            if ((int64_t)(in->out_b - in->out_a) * c > R->row_hw) {
+                R->row_hw = (int64_t)(in->out_b - in->out_a) * c;
+            }
+        } else {
+            row = R->input + (size_t)r * (size_t)net->input.w * (size_t)c;
+        }
         begin_output_row(R, 0, r);
         while (R->err == PE_OK && x < in->out_b) {
             const int32_t end = min32(in->out_b, x + R->block_w);
             for (; x < end; x++) {
-                const int8_t *src = R->input + ((size_t)r * (size_t)net->input.w + (size_t)x) * (size_t)c;
+                const int8_t *src = row + (size_t)x * (size_t)c;
                 int8_t *dst = in_slot(R, 0, x);
                 int32_t i;
                 for (i = 0; i < c; i++) {
@@ -1095,19 +1202,22 @@ static void run_stripe(stripe_run *R, int32_t x0, int32_t x1)
     }
 }
 
-pe_status pe_stripe_run_s8(const pe_context *ctx, const pe_stripe_net *net, int32_t stripe_w,
-                           int32_t block_w, const pe_dims *input_dims, const int8_t *input,
-                           const pe_dims *output_dims, int8_t *output)
+static pe_status run_impl(const pe_context *ctx, const pe_stripe_net *net, int32_t stripe_w,
+                          int32_t block_w, const pe_dims *input_dims, const int8_t *input,
+                          const pe_row_source *rows, const pe_dims *output_dims, int8_t *output)
 {
     net_geo G;
     stripe_run R;
     stripe_state *st = NULL;
+    int8_t *rowbuf = NULL;
     pe_status status;
     int64_t total;
     int32_t L, x0;
+    const int streamed = rows != NULL;
 
-    if (ctx == NULL || input_dims == NULL || input == NULL || output_dims == NULL ||
-        output == NULL || stripe_w < 1 || block_w < 1) {
+    if (ctx == NULL || input_dims == NULL || (input == NULL && !streamed) ||
+        (streamed && rows->read == NULL) || output_dims == NULL || output == NULL ||
+        stripe_w < 1 || block_w < 1) {
         return PE_ERR_ARG;
     }
     status = analyse(net, &G);
@@ -1120,14 +1230,14 @@ pe_status pe_stripe_run_s8(const pe_context *ctx, const pe_stripe_net *net, int3
         return PE_ERR_ARG;
     }
     block_w = min32(block_w, PE_STRIPE_MAX_BLOCK);
-    status = layout(net, &G, stripe_w, block_w, NULL, NULL, &total);
+    status = layout(net, &G, stripe_w, block_w, streamed, NULL, NULL, NULL, &total);
     if (status != PE_OK) {
         return status;
     }
     if (ctx->buf == NULL || (int64_t)ctx->size < total) {
         return PE_ERR_SCRATCH;
     }
-    status = layout(net, &G, stripe_w, block_w, (int8_t *)ctx->buf, &st, &total);
+    status = layout(net, &G, stripe_w, block_w, streamed, (int8_t *)ctx->buf, &st, &rowbuf, &total);
     if (status != PE_OK) {
         return status;
     }
@@ -1140,7 +1250,7 @@ pe_status pe_stripe_run_s8(const pe_context *ctx, const pe_stripe_net *net, int3
     st[0].ring = st[0].temp = st[0].branch = NULL;
     st[0].temp_cols = 0;
     for (L = G.n - 1; L >= 0; L--) {
-        if (net->layers[L].op == PE_STRIPE_ADD) {
+        if (is_branch_op(net->layers[L].op)) {
             stripe_state *p = &st[net->layers[L].add.from_layer + 1];
             st[L + 1].next_listener = p->listener;
             p->listener = L;
@@ -1151,7 +1261,10 @@ pe_status pe_stripe_run_s8(const pe_context *ctx, const pe_stripe_net *net, int3
     R.G = &G;
     R.st = st;
     R.block_w = block_w;
-    R.input = input;
+    R.input = streamed ? NULL : input;
+    R.rows = rows;
+    R.rowbuf = rowbuf;
+    R.row_hw = 0;
     R.output = output;
     R.macs = R.combines = R.reads = 0;
     R.err = PE_OK;
@@ -1172,7 +1285,7 @@ pe_status pe_stripe_run_s8(const pe_context *ctx, const pe_stripe_net *net, int3
         for (L = 0; L < G.n; L++) {
             elems += (int64_t)st[L + 1].hw_ring + st[L + 1].hw_temp + st[L + 1].hw_branch;
         }
-        bytes = elems + ((int8_t *)st - (int8_t *)ctx->buf) +
+        bytes = elems + R.row_hw + ((int8_t *)st - (int8_t *)ctx->buf) +
                 (int64_t)(G.n + 1) * (int64_t)sizeof(stripe_state);
         s->macs += R.macs;
         s->combines += R.combines;
@@ -1181,4 +1294,24 @@ pe_status pe_stripe_run_s8(const pe_context *ctx, const pe_stripe_net *net, int3
         s->peak_elems = elems > s->peak_elems ? elems : s->peak_elems;
     }
     return PE_OK;
+}
+
+pe_status pe_stripe_run_s8(const pe_context *ctx, const pe_stripe_net *net, int32_t stripe_w,
+                           int32_t block_w, const pe_dims *input_dims, const int8_t *input,
+                           const pe_dims *output_dims, int8_t *output)
+{
+    if (input == NULL) {
+        return PE_ERR_ARG;
+    }
+    return run_impl(ctx, net, stripe_w, block_w, input_dims, input, NULL, output_dims, output);
+}
+
+pe_status pe_stripe_run_rows_s8(const pe_context *ctx, const pe_stripe_net *net, int32_t stripe_w,
+                                int32_t block_w, const pe_row_source *rows, const pe_dims *output_dims,
+                                int8_t *output)
+{
+    if (rows == NULL || net == NULL) {
+        return PE_ERR_ARG;
+    }
+    return run_impl(ctx, net, stripe_w, block_w, &net->input, NULL, rows, output_dims, output);
 }

@@ -163,6 +163,93 @@ static void test_region(void)
     PE_CHECK(pe_stripe_region_run(&ca, words, NW, lookup, &consts, &din, input, &dout, out_a) != PE_OK);
 }
 
+/* A row source over the test image that logs every call. */
+typedef struct {
+    int32_t calls, next_row, bad, fail_at;
+} row_log;
+
+static pe_status read_rows(void *user, int32_t row, int32_t col, int32_t n_cols, int8_t *dst)
+{
+    row_log *lg = (row_log *)user;
+    if (row == lg->fail_at) {
+        return PE_ERR_STATE;
+    }
+    if (row < 0 || row >= H || col < 0 || n_cols < 1 || col + n_cols > W) {
+        lg->bad++;
+        return PE_ERR_ARG;
+    }
+    if (row != lg->next_row % H) {
+        lg->bad++; /* rows must come in order, again from 0 for each stripe */
+    }
+    lg->next_row = row + 1;
+    lg->calls++;
+    memcpy(dst, input + ((size_t)row * W + (size_t)col) * 3, (size_t)n_cols * 3);
+    return PE_OK;
+}
+
+/* The streamed input: the same bytes as from the image; one stripe asks for
+ * each row once, in order; several stripes ask again per stripe; the row
+ * buffer is in the flagged query; a source error stops the run. */
+static void test_region_rows(void)
+{
+    pe_dims din = {1, H, W, 3}, dout = {1, 5, 4, 4};
+    pe_context ca;
+    pe_row_source src;
+    row_log lg;
+    int32_t size_plain = 0, size_rows = 0, i, n = 5 * 4 * 4;
+    pe_stripe_layer table[3];
+    build(table);
+    words[2] = 2; /* two stripes of the 4 output columns */
+    PE_CHECK_EQ(pe_stripe_region_get_buffer_size(words, NW, lookup, &consts, &din, &size_plain), PE_OK);
+    ca.buf = scratch_b; ca.size = size_plain; ca.stats = NULL;
+    PE_CHECK_EQ(pe_stripe_region_run(&ca, words, NW, lookup, &consts, &din, input, &dout, out_b), PE_OK);
+    memset(&lg, 0, sizeof(lg));
+    lg.fail_at = -1;
+    src.read = read_rows;
+    src.user = &lg;
+    ca.buf = scratch_a;
+    /* not flagged: refused */
+    PE_CHECK_EQ(pe_stripe_region_run_rows(&ca, words, NW, lookup, &consts, &din, &src, &dout, out_a), PE_ERR_ARG);
+    words[4] = PE_STRIPE_REGION_STREAMED;
+    PE_CHECK_EQ(pe_stripe_region_get_buffer_size(words, NW, lookup, &consts, &din, &size_rows), PE_OK);
+    PE_CHECK(size_rows > size_plain);
+    ca.size = size_rows;
+    memset(out_a, 0x55, sizeof(out_a));
+    PE_CHECK_EQ(pe_stripe_region_run_rows(&ca, words, NW, lookup, &consts, &din, &src, &dout, out_a), PE_OK);
+    for (i = 0; i < n; i++) {
+        PE_CHECK_EQ(out_a[i], out_b[i]);
+    }
+    PE_CHECK_EQ(lg.bad, 0);
+    PE_CHECK(lg.calls > H); /* one pass per stripe */
+    /* one stripe: every row exactly once */
+    words[2] = 1000;
+    PE_CHECK_EQ(pe_stripe_region_get_buffer_size(words, NW, lookup, &consts, &din, &size_rows), PE_OK);
+    ca.size = size_rows;
+    memset(&lg, 0, sizeof(lg));
+    lg.fail_at = -1;
+    memset(out_a, 0x55, sizeof(out_a));
+    PE_CHECK_EQ(pe_stripe_region_run_rows(&ca, words, NW, lookup, &consts, &din, &src, &dout, out_a), PE_OK);
+    for (i = 0; i < n; i++) {
+        PE_CHECK_EQ(out_a[i], out_b[i]);
+    }
+    PE_CHECK_EQ(lg.calls, H);
+    PE_CHECK_EQ(lg.bad, 0);
+    ca.size = size_rows - 8; /* the row buffer does not fit */
+    PE_CHECK_EQ(pe_stripe_region_run_rows(&ca, words, NW, lookup, &consts, &din, &src, &dout, out_a),
+                PE_ERR_SCRATCH);
+    ca.size = size_rows;
+    lg.fail_at = 3;
+    lg.next_row = 0;
+    PE_CHECK_EQ(pe_stripe_region_run_rows(&ca, words, NW, lookup, &consts, &din, &src, &dout, out_a),
+                PE_ERR_STATE);
+    src.read = NULL;
+    PE_CHECK_EQ(pe_stripe_region_run_rows(&ca, words, NW, lookup, &consts, &din, &src, &dout, out_a), PE_ERR_ARG);
+    words[4] = 2; /* unknown flag */
+    PE_CHECK_EQ(pe_stripe_region_get_buffer_size(words, NW, lookup, &consts, &din, &size_rows), PE_ERR_ARG);
+    words[4] = 0;
+    words[2] = 4;
+}
+
 static void test_conv_pool_words(void)
 {
     int32_t w[PE_CONV_POOL_WORDS];
@@ -225,6 +312,7 @@ static void test_corrupted_words(void)
 int main(void)
 {
     test_region();
+    test_region_rows();
     test_corrupted_words();
     test_conv_pool_words();
     return PE_TEST_END("test_pipeline");

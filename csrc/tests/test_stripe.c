@@ -141,6 +141,21 @@ static void ref_layer(const pe_stripe_layer *l, const int8_t *in, int ih, int iw
         *ow_out = 2 * iw;
         return;
     }
+    if (l->op == PE_STRIPE_CONCAT) {
+        const int cb = co - ci;
+        const int mfirst = l->add.left_shift ? cb : 0, bfirst = l->add.left_shift ? 0 : ci;
+        for (i = 0; i < ih * iw; i++) {
+            for (o = 0; o < ci; o++) {
+                out[i * co + mfirst + o] = in[i * ci + o];
+            }
+            for (o = 0; o < cb; o++) {
+                out[i * co + bfirst + o] = branch[i * cb + o];
+            }
+        }
+        *oh_out = ih;
+        *ow_out = iw;
+        return;
+    }
     if (l->op == PE_STRIPE_ADD) {
         const pe_stripe_add_params *p = &l->add;
         for (i = 0; i < ih * iw * co; i++) {
@@ -383,10 +398,96 @@ static void test_errors(void)
     PE_CHECK_EQ(pe_stripe_get_buffer_size_s8(&net, 4, 4, &size), PE_OK);
 }
 
+/* input 20x26x3 -> C0 conv3 (4) -> C1 maxpool 2x2 s2 -> C2 conv3 (4) -> C3
+ * upsample -> C4 concat(C0) (8 channels; both orders) -> C5 conv3 (2): the
+ * skip branch of a U-Net through a row-delay store, against the full-frame
+ * reference, every stripe and block width; streamed rows give the same. */
+static pe_status image_rows(void *user, int32_t row, int32_t col, int32_t n_cols, int8_t *dst)
+{
+    (void)user;
+    memcpy(dst, input + ((size_t)row * W + (size_t)col) * 3, (size_t)n_cols * 3);
+    return PE_OK;
+}
+
+static void test_concat(void)
+{
+    static pe_stripe_layer cl[6];
+    static int8_t cmaps[6][MAXE];
+    static int8_t cw5[2 * 3 * 3 * 8];
+    static int32_t cm5[2], cs5[2], cb5[2];
+    static const int32_t stripes[] = {1, 3, 8, 1000};
+    pe_stripe_net net;
+    pe_dims in_d = {1, H, W, 3}, out_d;
+    pe_row_source src;
+    int L, h, w, order;
+    size_t si;
+    fill8(cw5, (int)sizeof(cw5));
+    quant(cm5, cs5, cb5, 2, -11);
+    src.read = image_rows;
+    src.user = NULL;
+    for (order = 0; order < 2; order++) {
+        const int8_t *in = input;
+        cl[0] = conv(PE_STRIPE_CONV, 3, 4, 3, 1, 1, w0, b0, m0, s0);
+        cl[1] = conv(PE_STRIPE_POOL, 4, 4, 2, 2, 0, NULL, NULL, NULL, NULL);
+        cl[1].pool_kind = PE_POOL_MAX;
+        cl[2] = conv(PE_STRIPE_CONV, 4, 4, 3, 1, 1, w7, b7, m7, s7);
+        cl[2].out_c = 4;
+        cl[2].weights = w1; /* 4x5x5x4 weights hold a 4x3x3x4 filter */
+        cl[2].quant.multiplier = m1;
+        cl[2].quant.shift = s1;
+        cl[2].bias = b1;
+        cl[3] = conv(PE_STRIPE_UPSAMPLE2X, 4, 4, 1, 1, 0, NULL, NULL, NULL, NULL);
+        cl[4] = conv(PE_STRIPE_CONCAT, 4, 8, 1, 1, 0, NULL, NULL, NULL, NULL);
+        cl[4].add.from_layer = 0;
+        cl[4].add.left_shift = order;
+        cl[5] = conv(PE_STRIPE_CONV, 8, 2, 3, 1, 1, cw5, cb5, cm5, cs5);
+        h = H;
+        w = W;
+        for (L = 0; L < 6; L++) {
+            ref_layer(&cl[L], in, h, w, L == 4 ? cmaps[0] : NULL, cmaps[L], &h, &w);
+            in = cmaps[L];
+        }
+        net.layers = cl;
+        net.n_layers = 6;
+        net.input = in_d;
+        PE_CHECK_EQ(pe_stripe_output_dims(&net, &out_d), PE_OK);
+        PE_CHECK_EQ(out_d.h, h);
+        PE_CHECK_EQ(out_d.w, w);
+        PE_CHECK_EQ(out_d.c, 2);
+        for (si = 0; si < sizeof(stripes) / sizeof(stripes[0]); si++) {
+            pe_context ctx;
+            int32_t size = 0;
+            PE_CHECK_EQ(pe_stripe_get_buffer_size_s8(&net, stripes[si], 2, &size), PE_OK);
+            PE_CHECK(size > 0 && size <= (int32_t)sizeof(arena_mem));
+            ctx.buf = arena_mem;
+            ctx.size = size;
+            ctx.stats = NULL;
+            memset(output, 0x55, sizeof(output));
+            PE_CHECK_EQ(pe_stripe_run_s8(&ctx, &net, stripes[si], 2, &in_d, input, &out_d, output), PE_OK);
+            PE_CHECK_EQ(count_mismatches(output, cmaps[5], h * w * 2), 0);
+            PE_CHECK_EQ(pe_stripe_get_buffer_size_rows_s8(&net, stripes[si], 2, &size), PE_OK);
+            ctx.size = size;
+            memset(output, 0x55, sizeof(output));
+            PE_CHECK_EQ(pe_stripe_run_rows_s8(&ctx, &net, stripes[si], 2, &src, &out_d, output), PE_OK);
+            PE_CHECK_EQ(count_mismatches(output, cmaps[5], h * w * 2), 0);
+        }
+        /* a concat whose channel count does not add up, or a branch out of range */
+        cl[4].out_c = 7;
+        PE_CHECK_EQ(pe_stripe_output_dims(&net, &out_d), PE_ERR_ARG);
+        cl[4].out_c = 8;
+        cl[4].add.left_shift = 2;
+        PE_CHECK_EQ(pe_stripe_output_dims(&net, &out_d), PE_ERR_ARG);
+        cl[4].add.left_shift = order;
+        cl[4].add.from_layer = 4;
+        PE_CHECK_EQ(pe_stripe_output_dims(&net, &out_d), PE_ERR_ARG);
+    }
+}
+
 int main(void)
 {
     build();
     fill8(input, (int)sizeof(input));
+    test_concat();
     test_bit_exact();
     test_arena_poison_and_alignment();
     test_errors();

@@ -11,7 +11,7 @@ uint8 array, so a simulator can pass a view into its simulated RAM.
 import numpy as np
 cimport numpy as cnp
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
-from libc.string cimport memset
+from libc.string cimport memset, memcpy
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uintptr_t
 from pyembed._ext.pe_types cimport *
 
@@ -161,6 +161,39 @@ cdef extern from "pyembed/pe_graph.h":
     pe_status pe_graph_check(const pe_graph *graph, int32_t *bad_op, int32_t *bad_tensor) nogil
     pe_status pe_graph_invoke_op(const pe_graph *graph, int32_t i, const pe_context *arena) nogil
     pe_status pe_graph_invoke(const pe_graph *graph, const pe_context *arena) nogil
+    pe_status pe_graph_invoke_op_rows(const pe_graph *graph, int32_t i, const pe_context *arena,
+                                      const pe_row_source *rows) nogil
+    int32_t PE_GRAPH_STREAMED
+
+
+cdef extern from "pyembed/pe_stripe.h":
+    ctypedef pe_status (*pe_row_read_fn)(void *user, int32_t row, int32_t col, int32_t n_cols,
+                                         int8_t *dst) noexcept nogil
+    ctypedef struct pe_row_source:
+        pe_row_read_fn read
+        void *user
+
+
+# A row source over an image held by Python (the host's stand-in for a
+# camera): counts the calls and the rows that came out of order.
+ctypedef struct _image_rows:
+    const int8_t *data
+    int32_t h, w, c
+    int32_t calls, next_row, out_of_order
+
+
+cdef pe_status _read_image_rows(void *user, int32_t row, int32_t col, int32_t n_cols, int8_t *dst) noexcept nogil:
+    cdef _image_rows *im = <_image_rows *>user
+    if row < 0 or row >= im.h or col < 0 or n_cols < 1 or col + n_cols > im.w:
+        return PE_ERR_ARG
+    if row != im.next_row % im.h:
+        im.out_of_order += 1
+    im.next_row = row + 1
+    im.calls += 1
+    memcpy(dst, im.data + (<size_t>row * im.w + col) * im.c, <size_t>n_cols * im.c)
+    return PE_OK
+
+STREAMED_OFFSET = PE_GRAPH_STREAMED
 
 
 OP_CODES = {
@@ -373,21 +406,47 @@ cdef class CompiledGraph:
             st = pe_graph_check(&self.g, &bad_op, &bad_tensor)
         check(st, "pe_graph_check", f"first bad operator {bad_op}, first bad tensor {bad_tensor}")
 
-    def invoke_op(self, int32_t i, cnp.ndarray arena, bint stats=False):
+    def invoke_op(self, int32_t i, cnp.ndarray arena, bint stats=False, rows=None):
         """Run table entry i on arena (uint8, C-contiguous). Returns the
-        kernel counters as a dict when stats is true, else None."""
+        kernel counters as a dict when stats is true, else None.
+        rows: the image a streamed graph input (PE_GRAPH_STREAMED) delivers
+        row by row (int8 [h, w, c], C-contiguous), or None; with it the
+        counters also hold row_calls (rows handed over) and
+        rows_out_of_order (row requests that did not follow the previous
+        one, restarting at 0 for every stripe)."""
         cdef pe_context ctx
         cdef pe_stats s
         cdef int st
+        cdef pe_row_source src
+        cdef _image_rows im
+        cdef cnp.ndarray img
         _check_arena(arena, self.arena_size)
         memset(&s, 0, sizeof(s))
         ctx.buf = cnp.PyArray_DATA(arena)
         ctx.size = <int32_t>min(arena.shape[0], 2**31 - 1)
         ctx.stats = &s if stats else NULL
+        if rows is None:
+            with nogil:
+                st = pe_graph_invoke_op(&self.g, i, &ctx)
+            check(st, "pe_graph_invoke_op", f"operator table entry {i}")
+            return stats_to_dict(&s) if stats else None
+        from pyembed.errors import ArgumentError
+        if not isinstance(rows, np.ndarray) or rows.dtype != np.int8 or rows.ndim != 3 \
+                or not rows.flags.c_contiguous:
+            raise ArgumentError("rows: expected a C-contiguous int8 array [h, w, c]")
+        img = rows
+        memset(&im, 0, sizeof(im))
+        im.data = <const int8_t *>cnp.PyArray_DATA(img)
+        im.h, im.w, im.c = <int32_t>img.shape[0], <int32_t>img.shape[1], <int32_t>img.shape[2]
+        src.read = _read_image_rows
+        src.user = &im
         with nogil:
-            st = pe_graph_invoke_op(&self.g, i, &ctx)
-        check(st, "pe_graph_invoke_op", f"operator table entry {i}")
-        return stats_to_dict(&s) if stats else None
+            st = pe_graph_invoke_op_rows(&self.g, i, &ctx, &src)
+        check(st, "pe_graph_invoke_op_rows", f"operator table entry {i}")
+        out = stats_to_dict(&s) if stats else {}
+        out["row_calls"] = int(im.calls)
+        out["rows_out_of_order"] = int(im.out_of_order)
+        return out
 
     def invoke(self, cnp.ndarray arena, bint stats=False):
         cdef pe_context ctx

@@ -28,6 +28,7 @@ cdef extern from "pyembed/pe_stripe.h":
         PE_STRIPE_POOL
         PE_STRIPE_ADD
         PE_STRIPE_UPSAMPLE2X
+        PE_STRIPE_CONCAT
 
     ctypedef struct pe_stripe_add_params:
         int32_t from_layer
@@ -61,6 +62,8 @@ cdef extern from "pyembed/pe_stripe.h":
         pe_dims input
 
     pe_status pe_stripe_output_dims(const pe_stripe_net *net, pe_dims *output) nogil
+    pe_status pe_stripe_get_buffer_size_rows_s8(const pe_stripe_net *net, int32_t stripe_w,
+                                                int32_t block_w, int32_t *size) nogil
     pe_status pe_stripe_get_buffer_size_s8(const pe_stripe_net *net, int32_t stripe_w,
                                            int32_t block_w, int32_t *size) nogil
     pe_status pe_stripe_predict_macs(const pe_stripe_net *net, int32_t stripe_w,
@@ -84,6 +87,7 @@ OPS = {
     "pool": PE_STRIPE_POOL,
     "add": PE_STRIPE_ADD,
     "upsample2x": PE_STRIPE_UPSAMPLE2X,
+    "concat": PE_STRIPE_CONCAT,
 }
 
 _NET_DETAIL = ("network rejected: channels must chain, padding in [0, kernel), add inputs of "
@@ -149,6 +153,9 @@ cdef class Network:
                 l.add.branch_offset = s["branch_offset"]
                 l.add.branch_quant.multiplier, l.add.branch_quant.shift = s["branch_quant"]
                 l.add.out_quant.multiplier, l.add.out_quant.shift = s["out_quant"]
+            elif s["op"] == "concat":
+                l.add.from_layer = s["from_layer"]
+                l.add.left_shift = s["branch_first"]
         self.net.layers = self.layers
         self.net.n_layers = <int32_t>n
         self.net.input.n = 1
@@ -168,11 +175,16 @@ cdef class Network:
         check(st, "pe_stripe_output_dims", _NET_DETAIL)
         return (d.h, d.w, d.c)
 
-    def buffer_size(self, int32_t stripe_w, int32_t block_w):
+    def buffer_size(self, int32_t stripe_w, int32_t block_w, bint streamed=False):
+        """Arena bytes of a run (streamed: with the row buffer of an input
+        pulled from a row source, pe_stripe_get_buffer_size_rows_s8)."""
         cdef int32_t size = 0
         cdef int st
         with nogil:
-            st = pe_stripe_get_buffer_size_s8(&self.net, stripe_w, block_w, &size)
+            if streamed:
+                st = pe_stripe_get_buffer_size_rows_s8(&self.net, stripe_w, block_w, &size)
+            else:
+                st = pe_stripe_get_buffer_size_s8(&self.net, stripe_w, block_w, &size)
         check(st, "pe_stripe_get_buffer_size_s8",
               "stripe_w and block_w must be >= 1; " + _NET_DETAIL)
         return size

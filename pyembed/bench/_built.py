@@ -11,6 +11,7 @@ quantization scales are chosen so activations spread over the int8 range).
                          nearest-neighbour x2 upsampling up, additive skip
                          connections (ADD rather than CONCATENATION), a 3x3
                          conv back to one channel
+    unet_64_concat       the same with CONCATENATION skips (the usual U-Net)
 
 Both are serialized as TFLite flatbuffers with pyembed.model.tflite_writer.
 """
@@ -73,9 +74,13 @@ class _Net:
     def shape(self, t):
         return self.tensors[t]["shape"]
 
-    def _out(self, shape, y, act):
-        """Output tensor calibrated on its float value y."""
-        if act == RELU6:
+    def _out(self, shape, y, act, full_range=False):
+        """Output tensor calibrated on its float value y (full_range: a RELU6
+        output quantized over all of [0, 6], so tensors can share it)."""
+        if act == RELU6 and full_range:
+            y = np.clip(y, 0.0, 6.0)
+            scale, zp = 6.0 / 255.0, -128
+        elif act == RELU6:
             y = np.clip(y, 0.0, 6.0)
             scale, zp = max(float(y.max()), 1e-3) / 255.0, -128
         elif act == RELU:
@@ -105,11 +110,16 @@ class _Net:
         wf = w.astype(np.float64) * np.expand_dims(sw.astype(np.float64), other)
         return wt, bt, wf, bias * bscale.astype(np.float64)
 
-    def conv(self, x, out_c, k=3, stride=1, act=RELU6, padding="SAME"):
+    def conv(self, x, out_c, k=3, stride=1, act=RELU6, padding="SAME", full_range=False):
         n, h, w, c = self.shape(x)
         wt, bt, wf, bf = self._weights((out_c, k, k, c), 0, x)
         y = _conv_float(self.val[x], wf, bf, stride, False)
-        out = self._out((1,) + y.shape, y, act)
+        if padding == "VALID":   # stride 1, odd k: the SAME result without its padded border
+            if stride != 1 or k % 2 == 0:
+                raise ValueError("VALID convolutions are built with stride 1 and an odd kernel")
+            e = (k - 1) // 2
+            y = y[e:y.shape[0] - e, e:y.shape[1] - e] if e else y
+        out = self._out((1,) + y.shape, y, act, full_range)
         self.ops.append(("CONV_2D", [x, wt, bt], [out], {"padding": padding, "stride": stride, "act": act}))
         return out
 
@@ -136,6 +146,28 @@ class _Net:
         self.val[y] = win.max(axis=(3, 4)) if kind == "max" else win.mean(axis=(3, 4))
         self.ops.append(("MAX_POOL_2D" if kind == "max" else "AVERAGE_POOL_2D", [x], [y],
                          {"padding": padding, "stride": stride, "filter": k}))
+        return y
+
+    def pad(self, x, p=1):
+        """PAD of p rows / columns on every side (the tensor's zero point)."""
+        n, h, w, c = self.shape(x)
+        s, z = self.q(x)
+        pads = self.tensor((4, 2), np.int32, data=np.array([[0, 0], [p, p], [p, p], [0, 0]], np.int32))
+        y = self.act((1, h + 2 * p, w + 2 * p, c), s, z)
+        self.val[y] = np.pad(self.val[x], ((p, p), (p, p), (0, 0)))
+        self.ops.append(("PAD", [x, pads], [y], {}))
+        return y
+
+    def concat(self, a, b):
+        """CONCATENATION on channels; a and b must share scale and zero point
+        (TFLM's int8 CONCATENATION copies bytes)."""
+        if self.q(a) != self.q(b):
+            raise ValueError("concat: inputs quantized differently")
+        s, z = self.q(a)
+        sa, sb = self.shape(a), self.shape(b)
+        y = self.act(sa[:3] + (sa[3] + sb[3],), s, z)
+        self.val[y] = np.concatenate([self.val[a], self.val[b]], axis=2)
+        self.ops.append(("CONCATENATION", [a, b], [y], {"axis": 3}))
         return y
 
     def upsample(self, x):
@@ -197,6 +229,11 @@ def _serialize(tensors, ops, inputs, outputs):
                              strideW=o["stride"], filterHeight=o["filter"], filterWidth=o["filter"]))
         elif name == "ADD":
             wops.append(W.op(code, ins, outs, "AddOptions", fusedActivationFunction=acts[o["act"]]))
+        elif name == "PAD":
+            wops.append(W.op(code, ins, outs, "PadOptions"))
+        elif name == "CONCATENATION":
+            wops.append(W.op(code, ins, outs, "ConcatenationOptions", axis=o["axis"],
+                             fusedActivationFunction=S.ActivationFunctionType.NONE))
         elif name == "RESIZE_NEAREST_NEIGHBOR":
             wops.append(W.op(code, ins, outs, "ResizeNearestNeighborOptions", alignCorners=False,
                              halfPixelCenters=False))
@@ -256,4 +293,23 @@ def unet_64(seed=0):
     return net.to_bytes([x], [y])
 
 
-BUILDERS = {"mobilenetv2_035_96": mobilenetv2_035_96, "unet_64": unet_64}
+def unet_64_concat(seed=0):
+    """The same U-Net with the usual CONCATENATION skips (the skip and the
+    upsampled tensors share one quantization, as TFLM's int8
+    CONCATENATION needs)."""
+    net = _Net(seed)
+    x = net.input((1, 64, 64, 1))
+    e1 = net.conv(net.conv(x, 16), 16, full_range=True)
+    p1 = net.pool(e1, "max", 2, 2)
+    e2 = net.conv(net.conv(p1, 32), 32, full_range=True)
+    p2 = net.pool(e2, "max", 2, 2)
+    b = net.conv(net.conv(p2, 64), 32, full_range=True)
+    u2 = net.concat(net.upsample(b), e2)
+    d2 = net.conv(u2, 16, full_range=True)
+    u1 = net.concat(net.upsample(d2), e1)
+    d1 = net.conv(u1, 16)
+    y = net.conv(d1, 1, act=None)
+    return net.to_bytes([x], [y])
+
+
+BUILDERS = {"mobilenetv2_035_96": mobilenetv2_035_96, "unet_64": unet_64, "unet_64_concat": unet_64_concat}

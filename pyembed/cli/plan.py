@@ -87,18 +87,23 @@ def summary(plan):
 @click.option("--timeline", "show_timeline", is_flag=True, help="Print the plan's timeline.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable summary.")
 @attention_option()
-@click.option("--strategy", "pipeline", default="none", show_default=True,
+@click.option("--strategy", "pipeline", default="auto", show_default=True,
               type=click.Choice(["none", "layers", "stripes", "auto"]),
-              help="Compiler pipeline before planning: layers = conv->pool pairs fused; stripes = stripe regions "
-                   "wherever they lower the arena; auto = the smallest arena within --max-extra-macs.")
+              help="Compiler pipeline before planning: none = the model as imported; layers = conv->pool pairs "
+                   "fused; stripes = stripe regions wherever they lower the arena; auto (default) = the smallest "
+                   "arena within --max-extra-macs.")
 @click.option("--max-extra-macs", default="10%", show_default=True,
               help="MAC budget of --strategy auto over the imported model (10% or 0.1).")
 @click.option("--segments", "segment_budget", metavar="BYTES", default=None,
               help="The RAM block for the weights (e.g. 32K; needs --profile): when the weights do not fit it, the "
                    "model is divided into segments loaded from flash while it runs, and the division is printed.")
+@click.option("--stream-input", is_flag=True,
+              help="The model input is delivered row by row (a camera) into the stripe region reading it, "
+                   "so it takes no arena bytes; the emitted C then takes a row callback (pe_row_source) and "
+                   "plan.json records it (stripes / auto only).")
 def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_order, time_limit, section,
-                 tflite_out, show_timeline, as_json, attention="none", pipeline="none", max_extra_macs="10%",
-                 segment_budget=None):
+                 tflite_out, show_timeline, as_json, attention="none", pipeline="auto", max_extra_macs="10%",
+                 segment_budget=None, stream_input=False):
     """Plan the static memory of MODEL (.tflite / .onnx) and emit C headers.
 
     Prints the arena per region against the liveness lower bound; fails
@@ -126,6 +131,7 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
             raise ArgumentError(f"--segments {segment_budget!r}: expected bytes such as 32768 or 32K") from None
         if budget <= 0:
             raise ArgumentError(f"--segments {segment_budget!r}: expected a positive byte budget")
+    imported = g
     pipeline_lines = []
     regions = None
     if part:
@@ -136,7 +142,10 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
         from pyembed.plan.pipeline import plan_with_strategy
         g, plan, pipeline_lines = plan_with_strategy(
             g, pipeline, parse_fraction(max_extra_macs), overlaps=overlaps, regions=regions, algorithm=algorithm,
-            search_order=search_order, time_limit=time_limit)
+            search_order=search_order, time_limit=time_limit, stream_input=stream_input)
+    elif stream_input:
+        from pyembed.errors import ArgumentError
+        raise ArgumentError("--stream-input: needs --strategy stripes or auto (a stripe region reads the rows)")
     use_overlaps = overlaps and not g.unsupported
     if pipeline == "none":
         plan = plan_graph(g, regions, algorithm=algorithm, overlaps=use_overlaps, search_order=search_order,
@@ -148,7 +157,12 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
     if overlaps and g.unsupported:
         notes.append("overlaps not attempted: the graph has operators pyembed cannot run, so none can be proven")
     if tflite_out:
-        tplan, note = plan_for_tflm(g, plan, time_limit)
+        if g is not imported:
+            # TFLM runs the .tflite as it is, not the rewritten graph: plan the imported one for it
+            tplan, note = plan_for_tflm(imported, plan_graph(imported, regions, algorithm=algorithm, overlaps=False,
+                                                             time_limit=time_limit), time_limit)
+        else:
+            tplan, note = plan_for_tflm(g, plan, time_limit)
         if note:
             notes.append(note)
         from pyembed.codegen.tflite_offline import add_offline_plan, tune_for_tflm
@@ -217,12 +231,15 @@ def parse_fraction(text, name="--max-extra-macs"):
     return v
 
 
-def apply_strategy(graph, strategy, max_extra_macs="10%"):
+def apply_strategy(graph, strategy, max_extra_macs="10%", stream_input=False):
     """The compiler pipeline (pyembed.passes.pipeline) on graph: returns the
     rewritten graph and the lines saying what was chosen per region and why."""
     from pyembed.passes.pipeline import apply_pipeline
-    res = apply_pipeline(graph, strategy, max_extra_macs=parse_fraction(max_extra_macs))
-    return res.graph, res.report()
+    res = apply_pipeline(graph, strategy, max_extra_macs=parse_fraction(max_extra_macs), stream_input=stream_input)
+    changed = res.regions or res.fused or res.streamed_tensor >= 0 or stream_input or any(
+        n.startswith(("gather", "PAD")) for n in res.notes)
+    # the rewritten graph always (a plan.json of it must match); its report only when it changed anything
+    return res.graph, res.report() if changed else []
 
 
 def plan_for_tflm(graph, plan, time_limit=10.0):

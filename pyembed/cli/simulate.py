@@ -60,12 +60,15 @@ def _parse_segments(text):
 @click.option("--ops/--no-ops", "show_ops", default=True, show_default=True, help="Print the per-operator table.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable result (Result.to_dict()).")
 @attention_option()
-@click.option("--pipeline", default="none", show_default=True, type=click.Choice(["none", "layers", "stripes", "auto"]),
-              help="Compiler pipeline before running (as 'pyembed plan --strategy'; give the same one as the plan's).")
+@click.option("--pipeline", default="auto", show_default=True, type=click.Choice(["none", "layers", "stripes", "auto"]),
+              help="Compiler pipeline before running (as 'pyembed plan --strategy'); with --plan, the one the "
+                   "plan.json records (none for a plan that records none).")
 @click.option("--max-extra-macs", default="10%", show_default=True, help="MAC budget of --pipeline auto.")
+@click.option("--stream-input", is_flag=True, help="The input arrives row by row into the stripe region reading it "
+              "(as 'pyembed plan --stream-input'; a plan.json made with it implies it).")
 def simulate_command(model, profile, plan_path, segments, strategy, split_bytes, contention, inputs_path, seed,
                      deadline_ms, trace_path, plot_memory, plot_gantt, report_dir, calibration, show_ops, as_json,
-                     attention="none", pipeline="none", max_extra_macs="10%"):
+                     attention="none", pipeline="auto", max_extra_macs="10%", stream_input=False):
     """Run MODEL on a simulated microcontroller: the real C kernels on the
     profile's RAM and flash, with its cycle cost model and DMA.
 
@@ -97,12 +100,15 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
         if isinstance(recorded, dict) and recorded.get("strategy") in ("layers", "stripes", "auto"):
             # the plan was made for the rewritten graph: the same rewrite
             pipeline, max_extra_macs = recorded["strategy"], str(recorded.get("max_extra_macs", 0.1))
+            stream_input = bool(recorded.get("stream_input", False))
+        else:
+            pipeline, stream_input = "none", False   # a plan of the graph as imported
     for line in apply_attention(graph, attention):
         if not as_json:
             click.echo(line)
     if pipeline != "none":
         from pyembed.cli.plan import apply_strategy
-        graph, pipeline_lines = apply_strategy(graph, pipeline, max_extra_macs)
+        graph, pipeline_lines = apply_strategy(graph, pipeline, max_extra_macs, stream_input=stream_input)
         if not as_json:
             for line in pipeline_lines:
                 click.echo(line)

@@ -12,6 +12,7 @@ without the batch axis) int8 arrays.
     Pointwise(weights[out_c, in_c], ...)             1 x 1 convolution
     Pool2D(kind="max"|"avg", window, stride, padding)
     Add(from_layer=i, ...)    adds layer i's output (-1: the network input)
+    Concat(from_layer=i, branch_channels=c)   appends layer i's channels
     Upsample2x()              nearest neighbour
 
 Padding is "same" (TFLite SAME: the odd pixel at the bottom / right),
@@ -468,7 +469,35 @@ class Upsample2x(Layer):
         return np.repeat(np.repeat(x, 2, axis=0), 2, axis=1)
 
 
-LAYER_TYPES = (Conv2D, Pointwise, DepthwiseConv2D, Pool2D, Add, Upsample2x)
+@dataclass
+class Concat(Layer):
+    """Channel concatenation (TFLite CONCATENATION on the channel axis, int8
+    inputs and output sharing one scale and zero point): the previous
+    layer's output then layer from_layer's (-1: the network input), which
+    has branch_channels channels; branch_first puts the branch's first."""
+    from_layer: int = 0
+    branch_channels: int = 1
+    branch_first: bool = False
+
+    def __post_init__(self):
+        self.from_layer = int_in_range(self.from_layer, "from_layer", -1)
+        self.branch_channels = int_in_range(self.branch_channels, "branch_channels", 1)
+        self.branch_first = bool(self.branch_first)
+
+    def out_channels(self, in_c):
+        return in_c + self.branch_channels
+
+    def reference(self, x, branch):
+        _check_input(x, None)
+        if not isinstance(branch, np.ndarray) or branch.shape != x.shape[:2] + (self.branch_channels,):
+            raise ArgumentError(f"branch: expected shape {x.shape[:2] + (self.branch_channels,)}, got "
+                                f"{getattr(branch, 'shape', None)}")
+        parts = (branch, x) if self.branch_first else (x, branch)
+        return np.ascontiguousarray(np.concatenate(parts, axis=2))
+
+
+LAYER_TYPES = (Conv2D, Pointwise, DepthwiseConv2D, Pool2D, Add, Upsample2x, Concat)
+BRANCH_TYPES = (Add, Concat)   # layers that also read an earlier layer's output
 
 
 def _check_input(x, channels):
@@ -498,12 +527,17 @@ def infer_shapes(layers, input_shape):
         if need is not None and need != shape[2]:
             raise ArgumentError(f"layers[{i}] ({type(layer).__name__}): expects {need} input channels, "
                                 f"but its input has {shape[2]} (channel counts do not chain)")
-        if isinstance(layer, Add):
+        if isinstance(layer, BRANCH_TYPES):
+            kind = type(layer).__name__
             if layer.from_layer >= i:
-                raise ArgumentError(f"layers[{i}] (Add): from_layer must be an earlier layer "
+                raise ArgumentError(f"layers[{i}] ({kind}): from_layer must be an earlier layer "
                                     f"(or -1 for the input), got {layer.from_layer}")
             src = input_shape if layer.from_layer < 0 else shapes[layer.from_layer][1]
-            if tuple(src) != tuple(shape):
+            if isinstance(layer, Concat):
+                if tuple(src) != tuple(shape[:2]) + (layer.branch_channels,):
+                    raise ArgumentError(f"layers[{i}] (Concat): branch from layer {layer.from_layer} has shape "
+                                        f"{tuple(src)}, expected {tuple(shape[:2]) + (layer.branch_channels,)}")
+            elif tuple(src) != tuple(shape):
                 raise ArgumentError(f"layers[{i}] (Add): branch from layer {layer.from_layer} has shape "
                                     f"{tuple(src)}, main input has shape {shape}")
         k = layer.kernel
@@ -546,7 +580,7 @@ def backward_intervals(layers, shapes, axis, a, b, clip=True):
         if clip:
             n0, n1 = max(n0, 0), min(n1, shapes[i][0][axis])
         merge(i, n0, n1)
-        if isinstance(layer, Add):
+        if isinstance(layer, BRANCH_TYPES):
             merge(layer.from_layer + 1, x0, x1)
     return list(zip(lo, hi))
 
@@ -601,7 +635,7 @@ def run_layers(layers, x, keep_outputs=False):
     n = len(layers)
     last_use = {i: i + 1 for i in range(n)}
     for j, layer in enumerate(layers):
-        if isinstance(layer, Add) and layer.from_layer >= 0:
+        if isinstance(layer, BRANCH_TYPES) and layer.from_layer >= 0:
             last_use[layer.from_layer] = max(last_use[layer.from_layer], j)
     live = {}
     kept = []
@@ -610,7 +644,7 @@ def run_layers(layers, x, keep_outputs=False):
     cur = x
     for i, layer in enumerate(layers):
         macs += layer.macs(shapes[i][0])
-        if isinstance(layer, Add):
+        if isinstance(layer, BRANCH_TYPES):
             branch = x if layer.from_layer < 0 else live[layer.from_layer]
             out = layer.reference(cur, branch)
         else:

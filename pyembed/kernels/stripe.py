@@ -31,7 +31,7 @@ import numpy as np
 from pyembed._ext import _stripe as _c
 from pyembed._validate import int_in_range
 from pyembed.errors import ArgumentError, PlanError, UnsupportedError
-from pyembed.kernels.layers import (Add, Conv2D, DepthwiseConv2D, Pointwise, Pool2D, Upsample2x,
+from pyembed.kernels.layers import (BRANCH_TYPES, Add, Concat, Conv2D, DepthwiseConv2D, Pointwise, Pool2D, Upsample2x,
                             backward_intervals, infer_shapes, macs_per_tap,
                             receptive_field, run_layers, valid_tap_count)
 from pyembed.kernels.quant import quantize_multiplier_array
@@ -74,7 +74,7 @@ def _check_branches_causal(layers, shapes):
     row (column) x when the main input's row (column) x is computed: some
     dependency of main index x on the branch tensor must be >= x."""
     for i, layer in enumerate(layers):
-        if not isinstance(layer, Add):
+        if not isinstance(layer, BRANCH_TYPES):
             continue
         prefix = layers[:i]
         for axis in (0, 1):
@@ -112,6 +112,8 @@ def _spec(layer, in_shape):
                  rounding=layer.rounding)
     elif isinstance(layer, Upsample2x):
         s.update(op="upsample2x", kernel=(1, 1), stride=(1, 1), padding=(0, 0, 0, 0))
+    elif isinstance(layer, Concat):
+        s.update(op="concat", from_layer=layer.from_layer, branch_first=int(layer.branch_first))
     return s
 
 
@@ -211,7 +213,7 @@ def _peak_live(layers, sizes):
     n = len(layers)
     last_use = {i: i + 1 for i in range(n - 1)}
     for j, layer in enumerate(layers):
-        if isinstance(layer, Add) and layer.from_layer >= 0:
+        if isinstance(layer, BRANCH_TYPES) and layer.from_layer >= 0:
             last_use[layer.from_layer] = max(last_use[layer.from_layer], j)
     peak = 0
     for i in range(n):

@@ -9,7 +9,7 @@ import numpy as np
 
 from pyembed._validate import int_in_range
 from pyembed.errors import ArgumentError, ModelError, UnsupportedError
-from pyembed.kernels.layers import Add, Conv2D, DepthwiseConv2D, Pointwise, Pool2D, Upsample2x, infer_shapes
+from pyembed.kernels.layers import Add, Concat, Conv2D, DepthwiseConv2D, Pointwise, Pool2D, Upsample2x, infer_shapes
 from pyembed.model.runtime import rounding_table
 
 
@@ -125,6 +125,27 @@ def from_operator(graph, op, *, rounding="double", main_input=0, from_layer=-1):
     return layer
 
 
+def _concat(graph, op, main_input, from_layer):
+    """CONCATENATION of two int8 NHWC tensors on the channel axis with one
+    scale and zero point for both inputs and the output (what TFLM
+    accepts): a Concat layer. main_input (0 or 1) is the previous layer's."""
+    where = _where(graph, op)
+    if not op.supported:
+        raise UnsupportedError(f"{where}: {op.reason}")
+    if len(op.inputs) != 2 or (op.params or {}).get("axis") != 3:
+        raise UnsupportedError(f"{where}: a Concat layer joins two NHWC tensors on the channel axis")
+    if (op.params or {}).get("requantized_inputs"):
+        raise UnsupportedError(f"{where}: inputs quantized unlike the output")
+    y = graph.tensors[op.outputs[0]]
+    for t in op.inputs:
+        tt = graph.tensors[t]
+        if tt.dtype != np.int8 or y.dtype != np.int8:
+            raise UnsupportedError(f"{where}: int8 only")
+    x_shape = _hwc(graph, op, op.inputs[main_input], "input")
+    b_shape = _hwc(graph, op, op.inputs[1 - main_input], "branch input")
+    return Concat(from_layer=from_layer, branch_channels=b_shape[2], branch_first=main_input == 1), x_shape
+
+
 def _upsample(graph, op, where):
     """RESIZE_NEAREST_NEIGHBOR by exactly 2 in both directions with
     align_corners false (out[y][x] = in[y / 2][x / 2], half-pixel centres
@@ -205,7 +226,7 @@ def chain_from_graph(graph, first_op=0, last_op=None, rounding="double"):
     first = int_in_range(first_op, "first_op", 0, n - 1)
     last = n - 1 if last_op is None else int_in_range(last_op, "last_op", first, n - 1)
     start = graph.operators[first]
-    if start.type == "ADD" or not start.inputs or start.inputs[0] < 0:
+    if start.type in ("ADD", "CONCATENATION") or not start.inputs or start.inputs[0] < 0:
         raise UnsupportedError(f"{_where(graph, start)}: a chain starts with an operator of one activation input")
     input_tensor = start.inputs[0]
     produced = {input_tensor: -1}
@@ -214,7 +235,17 @@ def chain_from_graph(graph, first_op=0, last_op=None, rounding="double"):
         op = graph.operators[k]
         prev = tensors[-1] if tensors else input_tensor
         try:
-            if op.type == "ADD":
+            if op.type == "CONCATENATION" and len(op.inputs) == 2:
+                a, b = op.inputs[0], op.inputs[1]
+                main, other = (0, b) if a == prev else (1, a)
+                if (a if main == 0 else b) != prev:
+                    raise UnsupportedError(f"{_where(graph, op)}: neither input is the previous layer's output "
+                                           f"(tensor {prev})")
+                if other not in produced:
+                    raise UnsupportedError(f"{_where(graph, op)}: its branch input (tensor {other}) is neither the "
+                                           f"chain input nor an earlier chain layer's output")
+                layer, _ = _concat(graph, op, main, produced[other])
+            elif op.type == "ADD":
                 a, b = op.inputs[0], op.inputs[1]
                 main, other = (0, b) if a == prev else (1, a)
                 if (a if main == 0 else b) != prev:

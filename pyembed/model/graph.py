@@ -53,6 +53,9 @@ class Tensor:
     data: np.ndarray | None = None
     is_variable: bool = False
     type_name: str = ""   # the source format's type name (e.g. "INT8", "STRING")
+    # a graph input delivered row by row to the stripe region reading it
+    # (pyembed.passes.pipeline, stream_input=True): never placed in the arena
+    streamed: bool = False
 
     @property
     def is_constant(self):
@@ -168,7 +171,8 @@ class Graph:
         used = set(self.inputs) | set(self.outputs)
         for op in self.operators:
             used.update(t for t in list(op.inputs) + list(op.outputs) if t >= 0)
-        return [t.index for t in self.tensors if not t.is_constant and t.dtype is not None and t.index in used]
+        return [t.index for t in self.tensors if not t.is_constant and t.dtype is not None and t.index in used
+                and not t.streamed]
 
     def producers(self):
         """{tensor index: index of the operator that writes it}."""
@@ -356,8 +360,8 @@ class Graph:
             rt.set_input(arena, k, v)
         values = {}
         if keep_intermediates:
-            for t in self.inputs:
-                values[t] = rt.tensor_value(arena, t)
+            for k, t in enumerate(self.inputs):
+                values[t] = np.array(xs[k]) if self.tensors[t].streamed else rt.tensor_value(arena, t)
         for step in range(len(rt.order)):
             rt.invoke_op(step, arena)
             if keep_intermediates:

@@ -11,6 +11,7 @@ from pyembed.model.ops.base import INT8_MAX, INT8_MIN, dims4  # noqa: F401
 # -- the C runtime ----------------------------------------------------------------
 
 _DTYPES = (np.dtype(np.int8), np.dtype(np.int16), np.dtype(np.int32), np.dtype(np.float32))
+STREAMED_OFFSET = -2   # PE_GRAPH_STREAMED (pe_graph.h): a graph input delivered row by row
 
 
 class GraphRuntime:
@@ -27,6 +28,13 @@ class GraphRuntime:
         self.order = list(layout.order)
         self.arena_size = int(layout.arena_size)
         self.plan = None
+        # a streamed input (Tensor.streamed) is not in the arena: set_input
+        # keeps its image here and the stripe region reading it pulls its
+        # rows through the C row source (pe_graph_invoke_op_rows)
+        self.streamed = [k for k, t in enumerate(graph.inputs) if graph.tensors[t].streamed]
+        self.rows = None
+        self.row_calls = 0
+        self.rows_out_of_order = 0
 
     def new_arena(self):
         """A zeroed arena with the variable tensors (recurrent states) reset
@@ -69,6 +77,14 @@ class GraphRuntime:
 
     def set_input(self, arena, k, x):
         t = self.graph.inputs[k]
+        if k in self.streamed:
+            tensor = self.graph.tensors[t]
+            x = np.asarray(x)
+            if x.dtype != tensor.dtype or x.size != tensor.size:
+                raise ArgumentError(f"x: input {k} expects {tensor.size} {tensor.dtype.name} values "
+                                    f"(shape {tensor.shape}), got {x.dtype} {x.shape}")
+            self.rows = np.ascontiguousarray(x.reshape(tuple(int(d) for d in tensor.shape)[-3:]))   # NHWC, n = 1
+            return
         view = self.tensor_view(arena, t)
         x = np.asarray(x)
         if x.dtype != view.dtype or x.size != view.size:
@@ -81,10 +97,27 @@ class GraphRuntime:
 
     def invoke_op(self, step, arena, stats=False):
         """Run the operator at this step of the order; returns its kernel
-        counters (dict) when stats is true."""
-        return self.compiled.invoke_op(int(step), arena, stats)
+        counters (dict) when stats is true. A graph with a streamed input
+        hands the image given to set_input over row by row (the counters
+        then also hold row_calls and rows_out_of_order; the runtime keeps
+        their totals)."""
+        if not self.streamed or not any(t >= 0 and self.graph.tensors[t].streamed
+                                        for t in self.graph.operators[self.order[int(step)]].inputs):
+            return self.compiled.invoke_op(int(step), arena, stats)
+        if self.rows is None:
+            raise ArgumentError("the graph's input is streamed: give it with set_input before running")
+        out = self.compiled.invoke_op(int(step), arena, stats, self.rows)
+        self.row_calls += out["row_calls"]
+        self.rows_out_of_order += out["rows_out_of_order"]
+        return out if stats else None
 
     def invoke(self, arena, stats=False):
+        if self.streamed:
+            total = {}
+            for step in range(len(self.order)):
+                for key, v in (self.invoke_op(step, arena, True) or {}).items():
+                    total[key] = total.get(key, 0) + v if key != "peak_bytes" else max(total.get(key, 0), v)
+            return total if stats else None
         return self.compiled.invoke(arena, stats)
 
     def run(self, xs):
@@ -145,8 +178,8 @@ def runtime_tables(graph, layout):
         if tensor.dtype not in _DTYPES:
             continue  # never read by a kernel
         c_index[t] = len(tensors)
-        tensors.append({"tensor": t, "data": tensor.data if tensor.is_constant else None,
-                        "offset": -1 if tensor.is_constant else int(layout.tensor_offsets[t]),
+        offset = -1 if tensor.is_constant else STREAMED_OFFSET if tensor.streamed else int(layout.tensor_offsets[t])
+        tensors.append({"tensor": t, "data": tensor.data if tensor.is_constant else None, "offset": offset,
                         "bytes": int(tensor.nbytes), "dims": dims4(tensor.shape), "dtype": tensor.dtype})
     ops = []
     for opi in layout.order:

@@ -43,12 +43,13 @@ from pyembed.errors import ArgumentError, PyEmbedError, UnsupportedError
 REGION_OP = "PE_STRIPE_REGION"
 CONV_POOL_OP = "PE_CONV_POOL"
 STRATEGIES = ("auto", "layers", "stripes")
-REGION_VERSION = 1
-HEADER_WORDS = 4
+REGION_VERSION = 2
+HEADER_WORDS = 5
+REGION_STREAMED = 1   # header flag: the region's input may be streamed (pe_pipeline.h)
 LAYER_WORDS = 32
 CONV_POOL_WORDS = 26
 BLOCK_WIDTHS = (1, 2, 4, 8, 16)
-_OPS = {"conv": 0, "depthwise": 1, "pointwise": 2, "pool": 3, "add": 4, "upsample2x": 5}
+_OPS = {"conv": 0, "depthwise": 1, "pointwise": 2, "pool": 3, "add": 4, "upsample2x": 5, "concat": 6}
 
 
 # ---------------------------------------------------------------------------
@@ -79,6 +80,9 @@ def _layer_words(spec, slots):
         w[22] = int(spec["branch_offset"])
         w[23], w[24] = (int(v) for v in spec["branch_quant"])
         w[25], w[26] = (int(v) for v in spec["out_quant"])
+    elif spec["op"] == "concat":
+        w[17] = int(spec["from_layer"])
+        w[18] = int(spec["branch_first"])
     w[27:31] = list(slots) if slots else [-1, -1, -1, -1]
     return w
 
@@ -106,6 +110,7 @@ class Region:
     macs: int                     # predicted by the executor (halo included)
     full_macs: int                # the same operators layer by layer
     reason: str = ""
+    streamed: bool = False        # its input is the graph input, delivered row by row
 
     @property
     def first(self):
@@ -160,9 +165,10 @@ class _RegionCache:
         self.graph = graph
         self.nets = {}
 
-    def region(self, first, last, stripe_width=None, block_width=None):
+    def region(self, first, last, stripe_width=None, block_width=None, streamed=False):
         """Region over operators first..last; stripe_width None = full width,
-        block_width None = the smallest scratch of BLOCK_WIDTHS."""
+        block_width None = the smallest scratch of BLOCK_WIDTHS; streamed:
+        its input arrives row by row (the scratch holds one input row)."""
         st = _stripe()
         key = (first, last)
         if key not in self.nets:
@@ -178,12 +184,12 @@ class _RegionCache:
         out_w = net.output_shape()[1]
         sw = out_w if stripe_width is None else int(stripe_width)
         blocks = BLOCK_WIDTHS if block_width is None else (int(block_width),)
-        size, bw = min((net.buffer_size(sw, b), -b) for b in blocks)
+        size, bw = min((net.buffer_size(sw, b, bool(streamed)), -b) for b in blocks)
         bw = -bw
         full = st.full_frame_macs(chain, chain.input_shape)
         return Region(ops=list(chain.ops), chain=chain, stripe_width=sw, block_width=bw,
                       scratch_bytes=_table_bytes(len(chain)) + int(size), macs=int(net.predict_macs(sw)),
-                      full_macs=int(full))
+                      full_macs=int(full), streamed=bool(streamed))
 
 
 def region_operator(graph, region, tensors):
@@ -194,7 +200,8 @@ def region_operator(graph, region, tensors):
     chain = region.chain
     shapes = st.check_network(chain, chain.input_shape)
     inputs = [chain.input_tensor]
-    words = [REGION_VERSION, len(chain), region.stripe_width, region.block_width]
+    words = [REGION_VERSION, len(chain), region.stripe_width, region.block_width,
+             REGION_STREAMED if region.streamed else 0]
     for i, layer in enumerate(chain):
         spec = st._spec(layer, shapes[i][0])
         slots = None
@@ -216,7 +223,7 @@ def region_operator(graph, region, tensors):
         words += _layer_words(spec, slots)
     params = {"words": np.asarray(words, dtype=np.int32), "layers": len(chain), "ops": list(region.ops),
               "stripe_width": region.stripe_width, "block_width": region.block_width,
-              "full_macs": region.full_macs,
+              "full_macs": region.full_macs, "streamed_input": bool(region.streamed),
               "work_elements": int(sum(int(np.prod(out)) for _, out in shapes))}
     # the graph counts MACs its own way (padded taps included); the region
     # adds what the stripes recompute (halo columns) on top of that count
@@ -344,6 +351,10 @@ def rewrite(graph, regions=(), pairs=(), rounding="double"):
         if t not in used and not tensor.is_constant and tensor.dtype is not None and not tensor.is_variable \
                 and t not in graph.aliases and t not in set(graph.aliases.values()):
             tensors[t] = dataclasses.replace(tensor, dtype=None, type_name="REMOVED_BY_PIPELINE")
+    for r in regions:
+        if r.streamed:
+            t = r.chain.input_tensor
+            tensors[t] = dataclasses.replace(tensors[t], streamed=True)
     g = Graph(graph.name, tensors, new_ops, graph.inputs, graph.outputs, source_path=graph.source_path,
               aliases=graph.aliases, unsupported=[(op.index, op.type) for op in new_ops if not op.supported],
               metadata=graph.metadata, source_format=graph.source_format)
@@ -367,14 +378,16 @@ def live_bytes(graph, alignment=16):
     return _live(graph, [(op.inputs, op.outputs, op.scratch_bytes) for op in graph.operators], alignment)
 
 
-def _live(graph, ops_io, alignment=16):
-    """live_bytes over (inputs, outputs, scratch bytes) per step."""
+def _live(graph, ops_io, alignment=16, skip=()):
+    """live_bytes over (inputs, outputs, scratch bytes) per step (tensors in
+    skip, or streamed, take no bytes)."""
     n = len(ops_io)
     life = {}
 
     def touch(t, s):
         t = graph.alias_root(t)
-        if graph.tensors[t].is_constant or graph.tensors[t].dtype is None:
+        if graph.tensors[t].is_constant or graph.tensors[t].dtype is None or t in skip \
+                or graph.tensors[t].streamed:
             return
         lo, hi = life.get(t, (s, s))
         life[t] = (min(lo, s), max(hi, s))
@@ -414,6 +427,8 @@ class PipelineResult:
     base_estimate: int
     estimate: int
     notes: list = field(default_factory=list)
+    stream_input: bool = False    # asked for
+    streamed_tensor: int = -1     # the graph input delivered row by row (-1: none)
 
     @property
     def extra_macs(self):
@@ -428,6 +443,13 @@ class PipelineResult:
             lines.append(f"  region ops {r.first}..{r.last} ({len(r.ops)} layers): stripes of {r.stripe_width} "
                          f"columns, blocks of {r.block_width}, line stores {r.scratch_bytes} B, MACs "
                          f"{r.macs} ({100 * (r.macs / r.full_macs - 1) if r.full_macs else 0:+.1f} %): {r.reason}")
+        if self.streamed_tensor >= 0:
+            r = next(r for r in self.regions if r.streamed)
+            lines.append(f"  input streamed: tensor {self.streamed_tensor} arrives row by row into the region of ops "
+                         f"{r.first}..{r.last} (one stripe, each row delivered once, in order); it takes no "
+                         f"arena bytes beyond one row in the region's scratch")
+        elif self.stream_input:
+            lines.append("  input not streamed: no stripe region reads the graph input (it stays in the arena)")
         for a, b in self.fused:
             lines.append(f"  fused ops {a} ({'CONV_2D'}) -> {b}: pooling consumes convolution rows, "
                          f"the intermediate tensor is not stored")
@@ -443,8 +465,75 @@ def _widths(out_w):
     return sorted(ws, reverse=True)
 
 
-def apply_pipeline(graph, strategy="auto", max_extra_macs=0.10, fuse=True, rounding="double"):
-    """Rewrite graph with the chosen strategy; see the module docstring."""
+def streamable_input(graph):
+    """(tensor, reader operator) of a graph input that can be streamed: the
+    only input, int8 NHWC with n = 1, read by exactly one operator and
+    nothing else (not a graph output, no alias); None otherwise."""
+    if len(graph.inputs) != 1:
+        return None
+    t = graph.inputs[0]
+    tensor = graph.tensors[t]
+    if tensor.dtype != np.int8 or len(tensor.shape) != 4 or int(tensor.shape[0]) != 1 or t in graph.outputs \
+            or t in graph.aliases or t in set(graph.aliases.values()):
+        return None
+    readers = [op.index for op in graph.operators if t in op.inputs]
+    if len(readers) != 1 or graph.operators[readers[0]].inputs[0] != t:
+        return None
+    return t, readers[0]
+
+
+GATHER_TYPES = ("CONV_2D", "DEPTHWISE_CONV_2D")
+
+
+def _without_conv_scratch(graph):
+    """A copy of graph whose CONV_2D / DEPTHWISE_CONV_2D run the gather
+    kernels (scratch 0: the C runtime's choice for an operator without a
+    scratch region, pe_graph.h; same results, no MACs added, slower)."""
+    import copy
+    g = copy.copy(graph)
+    g.operators = []
+    for op in graph.operators:
+        if op.type in GATHER_TYPES and op.scratch_bytes > 0:
+            op = dataclasses.replace(op, inputs=list(op.inputs), outputs=list(op.outputs))
+            op.scratch_bytes = 0
+        g.operators.append(op)
+    g._runtime_cache = {}
+    return g
+
+
+def _restore_conv_scratch(g, source):
+    """Give back their reverse kernels' scratch to the gather operators of g
+    (rewritten from _without_conv_scratch(source)) wherever that does not
+    raise the arena estimate; returns the operators left on gather."""
+    gathered = []
+    for op in g.operators:
+        if op.type not in GATHER_TYPES or op.scratch_bytes:
+            continue
+        want = int(source.operators[op.options["ops"][0]].scratch_bytes)
+        if want <= 0:
+            continue
+        before = arena_estimate(g)
+        op.scratch_bytes = want
+        if arena_estimate(g) > before:
+            op.scratch_bytes = 0
+            gathered.append(op.options["ops"][0])
+    g._runtime_cache = {}
+    return gathered
+
+
+def apply_pipeline(graph, strategy="auto", max_extra_macs=0.10, fuse=True, rounding="double", stream_input=False,
+                   gather=True):
+    """Rewrite graph with the chosen strategy; see the module docstring.
+
+    stream_input: the graph input is delivered row by row (a camera
+    pipeline) when a stripe region reads it: that region runs as one stripe
+    (each row requested once, in order), the input tensor is marked
+    streamed (Tensor.streamed) and takes no arena bytes; the C runtime pulls
+    its rows through a pe_row_source (pe_graph_invoke_op_rows).
+
+    gather: a CONV_2D / DEPTHWISE_CONV_2D whose reverse kernel's scratch
+    raises the arena estimate runs the gather kernel instead (no scratch,
+    same results and MACs, slower); the report lists them."""
     if strategy not in STRATEGIES:
         raise ArgumentError(f"strategy: expected one of {', '.join(STRATEGIES)}, got {strategy!r}")
     try:
@@ -457,14 +546,35 @@ def apply_pipeline(graph, strategy="auto", max_extra_macs=0.10, fuse=True, round
     base_est = arena_estimate(graph)
     notes = []
     regions = []
+    source = graph
+    from pyembed.passes.padfold import fold_pads
+    graph, folded = fold_pads(graph)
+    if folded:
+        notes.append(f"PAD folded into the convolution reading it (padding of zero points = skipped taps): "
+                     + ", ".join(f"op {p} into op {c}" for p, c in folded)
+                     + "; operator numbers below are after folding")
+    if gather:
+        graph = _without_conv_scratch(graph)
+    stream = streamable_input(graph) if stream_input else None
+    if stream_input and stream is None:
+        notes.append("input not streamed: the graph input is not one int8 NHWC tensor read by one operator")
     if strategy != "layers":
         limit = None if strategy == "stripes" else budget * base_macs
-        regions, notes = choose_regions(graph, limit, fuse=fuse, rounding=rounding)
+        regions, more = choose_regions(graph, limit, fuse=fuse, rounding=rounding, stream=stream)
+        notes += more
     covered = {i for r in regions for i in r.ops}
     pairs = fusable_pairs(graph, skip=covered) if fuse else []
     g = rewrite(graph, regions, pairs, rounding)
+    g.pipeline_source = source
+    if gather:
+        kept = _restore_conv_scratch(g, source)
+        if kept:
+            notes.append(f"gather kernels (no scratch, same results, slower) for ops {_ranges(kept)}: their reverse "
+                         f"kernels' scratch would raise the arena estimate")
+    streamed = next((r.chain.input_tensor for r in regions if r.streamed), -1)
     return PipelineResult(graph=g, strategy=strategy, regions=regions, fused=pairs, base_macs=base_macs,
-                          macs=int(g.macs), base_estimate=base_est, estimate=arena_estimate(g), notes=notes)
+                          macs=int(g.macs), base_estimate=base_est, estimate=arena_estimate(g), notes=notes,
+                          stream_input=bool(stream_input), streamed_tensor=int(streamed))
 
 
 def _ranges(xs):
@@ -478,13 +588,16 @@ def _ranges(xs):
     return ", ".join(out)
 
 
-def choose_regions(graph, extra_mac_limit, fuse=True, rounding="double"):
+def choose_regions(graph, extra_mac_limit, fuse=True, rounding="double", stream=None):
     """Greedy left-to-right search with one region of lookahead: at each
     operator, the region (end, stripe width) which, alone or followed by
     one more region right after it, lowers the whole graph's arena estimate
     most; the extra MACs of all regions within extra_mac_limit (None: no
     limit). (A region can pay only together with the next one: a cut right
-    after a layer whose kernel scratch is the peak, say.)"""
+    after a layer whose kernel scratch is the peak, say.) stream: (tensor,
+    reader) of a streamed graph input (streamable_input): regions reading
+    it run as one stripe with a row buffer, and the tensor takes no bytes
+    when one of them is chosen."""
     cache = _RegionCache(graph)
     n = len(graph.operators)
     chosen, notes = [], []
@@ -496,6 +609,7 @@ def choose_regions(graph, extra_mac_limit, fuse=True, rounding="double"):
         building the operators (the same rule as live_bytes)."""
         covered = {i for r in regs for i in r.ops}
         start = {r.first: r for r in regs}
+        skip = {r.chain.input_tensor for r in regs if r.streamed}
         pairs = dict(fusable_pairs(graph, skip=covered)) if fuse else {}
         ops_io = []
         for i, op in enumerate(graph.operators):
@@ -511,7 +625,7 @@ def choose_regions(graph, extra_mac_limit, fuse=True, rounding="double"):
                 continue
             else:
                 ops_io.append((op.inputs, op.outputs, op.scratch_bytes))
-        return max(_live(graph, ops_io))
+        return max(_live(graph, ops_io, skip=skip))
 
     def candidates(first):
         chain = chains_from(graph, first)
@@ -524,6 +638,10 @@ def choose_regions(graph, extra_mac_limit, fuse=True, rounding="double"):
             except (UnsupportedError, ArgumentError, PyEmbedError):
                 continue
             out_w = base.chain.output_shape[1]
+            if stream is not None and base.chain.input_tensor == stream[0]:
+                # a streamed input is read once, row by row: one stripe
+                out.append(cache.region(first, end, streamed=True))
+                continue
             for sw in _widths(out_w):
                 out.append(base if sw == out_w else cache.region(first, end, sw))
         return chain, out

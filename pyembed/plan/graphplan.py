@@ -31,7 +31,7 @@ def _producers(graph):
 
 
 def _is_ram(t):
-    return not t.is_constant
+    return not t.is_constant and not getattr(t, "streamed", False)
 
 
 def op_dependencies(graph):
@@ -117,7 +117,8 @@ def tensor_lifetimes(graph, order):
         life[t] = (min(a, s), max(b, s))
 
     for t in graph.inputs:
-        touch(t, 0)
+        if _is_ram(graph.tensors[t]):
+            touch(t, 0)
     for s, opi in enumerate(order):
         op = graph.operators[opi]
         for t in list(op.inputs) + list(op.outputs):
@@ -191,7 +192,7 @@ def build_problem(graph, order=None, alignment=DEFAULT_ALIGNMENT, include_scratc
     # constant tables in flash too (tensor -1: not a graph tensor)
     for op in graph.operators:
         words = (op.params or {}).get("words")
-        if words is not None and len(words):
+        if words is not None and len(words):   # a list, or a numpy array (the pipeline operators)
             nbytes = 4 * len(words)
             flash.append(FlashItem(f"words_op{op.index}_{op.type.lower().replace(':', '_').replace('@', '_')}", -1,
                                    nbytes, off, alignment))

@@ -281,7 +281,9 @@ class OverlapProver:
             arena_bytes = _as_bytes(arena)
             arena_bytes[:] = np.random.default_rng(k).integers(0, 256, arena_bytes.size, dtype=np.uint8)
             for t in op.inputs:
-                if t >= 0 and not g.tensors[t].is_constant:
+                if t >= 0 and g.tensors[t].streamed:   # delivered row by row, not in the arena
+                    rt.set_input(arena, g.inputs.index(t), values[t])
+                elif t >= 0 and not g.tensors[t].is_constant:
                     v = np.ascontiguousarray(values[t]).view(np.uint8).ravel()
                     off = layout.tensor_offsets[t]
                     arena_bytes[off:off + v.size] = v

@@ -14,14 +14,18 @@ from pyembed.passes.pipeline import apply_pipeline
 from pyembed.plan import plan_graph
 
 
-def plan_with_strategy(graph, strategy="auto", max_extra_macs=0.10, overlaps=True, **plan_kw):
+def plan_with_strategy(graph, strategy="auto", max_extra_macs=0.10, overlaps=True, stream_input=False, **plan_kw):
     """(rewritten graph, its plan, report lines). strategy "none" plans the
-    graph as imported."""
+    graph as imported. stream_input: the graph input arrives row by row
+    (apply_pipeline); plan.info["pipeline"]["stream_input"] records it."""
     def _plan(g):
         return plan_graph(g, overlaps=overlaps and not g.unsupported, **plan_kw)
     if strategy == "none":
+        if stream_input:
+            from pyembed.errors import ArgumentError
+            raise ArgumentError("stream_input: needs a strategy with stripe regions (auto or stripes), not 'none'")
         return graph, _plan(graph), []
-    res = apply_pipeline(graph, strategy, max_extra_macs=max_extra_macs)
+    res = apply_pipeline(graph, strategy, max_extra_macs=max_extra_macs, stream_input=stream_input)
     plan = _plan(res.graph)
     lines = res.report()
     if strategy in ("auto", "stripes") and res.regions:
@@ -31,10 +35,12 @@ def plan_with_strategy(graph, strategy="auto", max_extra_macs=0.10, overlaps=Tru
             lines = alt.report() + [f"  {strategy}: the stripe regions' plan ({plan.arena_size} B) is larger than "
                                     f"layer by layer with proven overlaps ({alt_plan.arena_size} B); layer by layer "
                                     f"chosen"]
-            alt_plan.info["pipeline"] = {"strategy": "layers", "max_extra_macs": float(max_extra_macs)}
+            alt_plan.info["pipeline"] = {"strategy": "layers", "max_extra_macs": float(max_extra_macs),
+                                         "stream_input": False}
             return alt.graph, alt_plan, lines
         lines.append(f"  {strategy}: planned {plan.arena_size} B with the stripe regions, {alt_plan.arena_size} B "
                      f"layer by layer (proven overlaps included); stripe regions chosen")
     # which rewrite this plan is for (plan.json keeps it; simulate --plan redoes it)
-    plan.info["pipeline"] = {"strategy": strategy, "max_extra_macs": float(max_extra_macs)}
+    plan.info["pipeline"] = {"strategy": strategy, "max_extra_macs": float(max_extra_macs),
+                             "stream_input": res.streamed_tensor >= 0}
     return res.graph, plan, lines

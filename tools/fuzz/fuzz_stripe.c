@@ -51,6 +51,19 @@ static int ref_layer(const pe_stripe_layer *l, const int8_t *in, shape si, const
         }
         return 1;
     }
+    if (l->op == PE_STRIPE_CONCAT) {
+        const int64_t cb = so.c - si.c;
+        const int64_t mf = l->add.left_shift ? cb : 0, bf = l->add.left_shift ? 0 : si.c;
+        for (i = 0; i < (int64_t)so.h * so.w; i++) {
+            for (o = 0; o < si.c; o++) {
+                out[i * so.c + mf + o] = in[i * si.c + o];
+            }
+            for (o = 0; o < cb; o++) {
+                out[i * so.c + bf + o] = branch[i * cb + o];
+            }
+        }
+        return 1;
+    }
     if (l->op == PE_STRIPE_ADD) {
         const pe_stripe_add_params *p = &l->add;
         for (i = 0; i < (int64_t)so.h * so.w * so.c; i++) {
@@ -141,6 +154,7 @@ static int layer_shape(const pe_stripe_layer *l, shape si, shape *so)
         return 1;
     case PE_STRIPE_POINTWISE:
     case PE_STRIPE_ADD:
+    case PE_STRIPE_CONCAT:
         *so = si;
         so->c = l->out_c;
         return 1;
@@ -191,7 +205,7 @@ static void draw_layer(fz_reader *r, net_store *s, int32_t L, shape si, const sh
     size_t nw = 0;
     int32_t o, j;
     memset(l, 0, sizeof(*l));
-    l->op = (pe_stripe_op)fz_wild(r, 0, 5);
+    l->op = (pe_stripe_op)fz_wild(r, 0, 6);
     l->in_c = fz_bool(r) ? si.c : fz_wild(r, 1, 6); /* usually chained */
     l->kernel.h = fz_wild(r, 1, 5);
     l->kernel.w = fz_wild(r, 1, 5);
@@ -232,6 +246,23 @@ static void draw_layer(fz_reader *r, net_store *s, int32_t L, shape si, const sh
         draw_quant(r, &l->add.branch_quant);
         draw_quant(r, &l->add.out_quant);
         l->add.out_quant.shift = fz_wild(r, -31, -10);
+        break;
+    case PE_STRIPE_CONCAT:
+        l->add.from_layer = fz_wild(r, -1, L - 1);
+        for (j = L - 1; j >= -1; j--) { /* prefer an earlier output of the same size */
+            const shape b = shapes[j + 1];
+            if (b.h == si.h && b.w == si.w && fz_bool(r)) {
+                l->add.from_layer = j;
+                break;
+            }
+        }
+        {
+            /* the two channel counts (wild ones included) without int32 overflow */
+            const int from_ok = l->add.from_layer >= -1 && l->add.from_layer < L;
+            const int64_t oc = (int64_t)l->in_c + (from_ok ? shapes[l->add.from_layer + 1].c : 1);
+            l->out_c = oc > 0x7FFFFFFF ? 0x7FFFFFFF : (int32_t)oc;
+        }
+        l->add.left_shift = fz_wild(r, 0, 1);
         break;
     default: /* pool, upsample */
         l->out_c = l->in_c;
@@ -399,7 +430,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
     fz_fill_s8(&r, maps[0], (size_t)in_dims.h * in_dims.w * in_dims.c);
     for (L = 0; L < s.n && ok; L++) {
         const pe_stripe_layer *l = &s.layers[L];
-        const int8_t *branch = l->op == PE_STRIPE_ADD ? maps[l->add.from_layer + 1] : NULL;
+        const int8_t *branch =
+            l->op == PE_STRIPE_ADD || l->op == PE_STRIPE_CONCAT ? maps[l->add.from_layer + 1] : NULL;
         ok = ref_layer(l, maps[L], shapes[L], branch, maps[L + 1], shapes[L + 1], &ref_macs);
     }
     if (!ok) {

@@ -40,6 +40,7 @@
 #include "pe_softmax.h"
 #include "pe_fc.h"
 #include "pe_eltwise.h"
+#include "pe_stripe.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -133,6 +134,13 @@ typedef enum {
 /* Bound on an operator's inputs or outputs (a sanity limit for the checks). */
 #define PE_GRAPH_MAX_IO 64
 
+/* Offset of a streamed graph input: an int8 tensor that is never in the
+ * arena. Only a stripe region (PE_GOP_STRIPE_REGION, flagged for it) reads it,
+ * pulling its rows from the pe_row_source (pe_stripe.h) given to
+ * pe_graph_invoke_rows / pe_graph_invoke_op_rows; any other reader, or a
+ * run without a source, is PE_ERR_ARG. */
+#define PE_GRAPH_STREAMED (-2)
+
 typedef struct {
     const void *data; /* constant: its bytes; NULL for an activation */
     int32_t offset;   /* activation: byte offset in the arena; -1 for a constant */
@@ -222,6 +230,13 @@ typedef pe_status (*pe_graph_runner)(const pe_graph *graph, const pe_graph_op *o
 /* Run every operator in order; stops at the first error and returns it
  * (step with pe_graph_invoke_op to learn which operator failed). */
 pe_status pe_graph_invoke(const pe_graph *graph, const pe_context *arena);
+
+/* pe_graph_invoke_op / pe_graph_invoke for a graph whose input is streamed
+ * (PE_GRAPH_STREAMED): the stripe region reading it pulls its rows from rows
+ * (NULL: as pe_graph_invoke_op). The other operators run as usual. */
+pe_status pe_graph_invoke_op_rows(const pe_graph *graph, int32_t i, const pe_context *arena,
+                                  const pe_row_source *rows);
+pe_status pe_graph_invoke_rows(const pe_graph *graph, const pe_context *arena, const pe_row_source *rows);
 
 #ifdef __cplusplus
 }

@@ -8,12 +8,16 @@
  *
  * Stripe region parameter words:
  *   [0] PE_STRIPE_REGION_VERSION   [1] n_layers   [2] stripe_w   [3] block_w
+ *   [4] flags: bit 0 PE_STRIPE_REGION_STREAMED = the region's input may be
+ *       streamed (its scratch then includes one input row range, see
+ *       pe_stripe_get_buffer_size_rows_s8); other bits 0
  *   then n_layers groups of PE_STRIPE_REGION_LAYER_WORDS words:
  *    0 op (pe_stripe_op)   1 in_c   2 out_c   3 k_h   4 k_w   5 s_h   6 s_w
  *    7 pad top   8 pad bottom   9 pad left   10 pad right
  *   11 input_offset   12 output_offset   13 act min   14 act max
  *   15 rounding (pe_rounding)   16 pool kind (pe_pool_kind)
- *   17 add from_layer   18 add left_shift   19 add main_offset
+ *   17 add / concat from_layer   18 add left_shift (concat: 1 = branch channels
+ *      first)   19 add main_offset
  *   20 add main multiplier   21 add main shift   22 add branch_offset
  *   23 add branch multiplier   24 add branch shift
  *   25 add out multiplier   26 add out shift
@@ -22,7 +26,9 @@
  *          -1 for a layer without them (pool, add, upsample)
  *   31 reserved, 0
  * The operator's input 0 is the region input (int8 NHWC), output 0 its
- * output. Scratch: the decoded layer table followed by the stripe
+ * output. A streamed graph input (tensor offset PE_GRAPH_STREAMED, pe_graph.h)
+ * is never in the arena: the region pulls its rows from the pe_row_source
+ * given to pe_graph_invoke_op_rows (flag bit 0 required). Scratch: the decoded layer table followed by the stripe
  * executor's arena (pe_stripe_region_get_buffer_size).
  *
  * Conv -> pool parameter words (PE_CONV_POOL_WORDS):
@@ -48,8 +54,9 @@
 extern "C" {
 #endif
 
-#define PE_STRIPE_REGION_VERSION 1
-#define PE_STRIPE_REGION_HEADER_WORDS 4
+#define PE_STRIPE_REGION_VERSION 2
+#define PE_STRIPE_REGION_HEADER_WORDS 5
+#define PE_STRIPE_REGION_STREAMED 1
 #define PE_STRIPE_REGION_LAYER_WORDS 32
 #define PE_CONV_POOL_WORDS 26
 
@@ -69,7 +76,8 @@ int32_t pe_stripe_region_table_bytes(int32_t n_layers);
  * network itself is validated by pe_stripe_output_dims. */
 pe_status pe_stripe_region_decode(const int32_t *params, int32_t num_params, pe_const_lookup lookup,
                                   const void *user, pe_stripe_layer *layers, int32_t max_layers,
-                                  int32_t *n_layers, int32_t *stripe_w, int32_t *block_w);
+                                  int32_t *n_layers, int32_t *stripe_w, int32_t *block_w,
+                                  int32_t *flags);
 
 /* Runs a stripe region: decodes the table into the front of scratch and runs
  * pe_stripe_run_s8 on the rest. ctx->buf / ctx->size: the region's scratch
@@ -79,7 +87,14 @@ pe_status pe_stripe_region_run(const pe_context *ctx, const int32_t *params, int
                                pe_const_lookup lookup, const void *user, const pe_dims *input_dims,
                                const int8_t *input, const pe_dims *output_dims, int8_t *output);
 
-/* Scratch bytes of a stripe region (table + executor arena). A planning-time
+/* pe_stripe_region_run with the input rows pulled from rows (the region's
+ * flags must have PE_STRIPE_REGION_STREAMED). */
+pe_status pe_stripe_region_run_rows(const pe_context *ctx, const int32_t *params, int32_t num_params,
+                                    pe_const_lookup lookup, const void *user, const pe_dims *input_dims,
+                                    const pe_row_source *rows, const pe_dims *output_dims, int8_t *output);
+
+/* Scratch bytes of a stripe region (table + executor arena, + the row buffer
+ * of a streamed input when flagged). A planning-time
  * query: it decodes into a PE_STRIPE_MAX_LAYERS table on the stack (about
  * 4 KB on a Cortex-M); the runner decodes into the region's scratch instead. */
 pe_status pe_stripe_region_get_buffer_size(const int32_t *params, int32_t num_params,
@@ -108,6 +123,10 @@ pe_status pe_conv_pool_op_run(const pe_context *ctx, const int32_t *params, int3
  * the output). */
 pe_status pe_graph_run_stripe_region(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
                                      const pe_context *arena);
+/* The same with a row source for a streamed input (pe_graph_invoke_op_rows). */
+pe_status pe_graph_run_stripe_region_rows(const pe_graph *g, const pe_graph_op *op,
+                                          const pe_context *scratch, const pe_context *arena,
+                                          const pe_row_source *rows);
 pe_status pe_graph_run_conv_pool(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
                                  const pe_context *arena);
 

@@ -44,6 +44,10 @@
  *                    out = clamp(requant(a + b, out_quant) + output_offset, act)
  *    (a + b saturates to int32.)
  *  upsample2x: nearest neighbour, out[y][x] = in[y / 2][x / 2].
+ *  concat (TFLite CONCATENATION on channels, int8, one scale and zero point):
+ *    out = the previous layer's channels then layer add.from_layer's (-1: the
+ *    network input), or the branch's first when add.left_shift is 1; a copy.
+ *    Like an add, it keeps a ring of the branch's rows (a row-delay line).
  * Every requantization uses the layer's rounding (PE_ROUND_DOUBLE is the
  * peers' default).
  *
@@ -90,10 +94,12 @@ typedef enum {
     PE_STRIPE_POINTWISE = 2,  /* 1 x 1 convolution, stride 1 */
     PE_STRIPE_POOL = 3,       /* max or average pooling */
     PE_STRIPE_ADD = 4,        /* residual add of an earlier layer's output */
-    PE_STRIPE_UPSAMPLE2X = 5  /* nearest-neighbour x2 upsampling */
+    PE_STRIPE_UPSAMPLE2X = 5, /* nearest-neighbour x2 upsampling */
+    PE_STRIPE_CONCAT = 6      /* channel concatenation with an earlier layer's output */
 } pe_stripe_op;
 
-/* Residual add parameters (TFLite ADD). The main input is the previous
+/* Residual add parameters (TFLite ADD), also the branch of a concat
+ * (from_layer; left_shift 1 = branch channels first). The main input is the previous
  * layer's output; the branch input is layer from_layer's output (-1: the
  * network input). Offsets are minus the inputs' zero points; left_shift is
  * 0..20 (TFLite uses 20 for int8). */
@@ -174,6 +180,34 @@ pe_status pe_stripe_get_buffer_size_s8(const pe_stripe_net *net, int32_t stripe_
  * running anything; pe_stripe_run_s8 measures the same count in ctx->stats.
  * For planning: compare stripe widths without running them. */
 pe_status pe_stripe_predict_macs(const pe_stripe_net *net, int32_t stripe_w, int64_t *macs);
+
+/* Streamed input (a camera or sensor delivering rows): read(user, row, col,
+ * n_cols, dst) writes columns [col, col + n_cols) of input row `row`
+ * (n_cols * c int8 values, NHWC order) to dst and returns PE_OK; any other
+ * status stops the run and is returned. With one stripe (stripe_w at least
+ * the output width) the executor asks for every row exactly once, whole and
+ * in order 0..h-1, so a sensor can hand rows over as it reads them out; with
+ * several stripes it asks again for each stripe (that stripe's columns and
+ * halo, rows in order), so the source must be able to re-read them (a frame
+ * in external memory, a sensor window re-read). The image is never held in
+ * ctx->buf: only one row's column range is (pe_stripe_get_buffer_size_rows_s8). */
+typedef pe_status (*pe_row_read_fn)(void *user, int32_t row, int32_t col, int32_t n_cols, int8_t *dst);
+typedef struct {
+    pe_row_read_fn read;
+    void *user;
+} pe_row_source;
+
+/* pe_stripe_get_buffer_size_s8 plus the row buffer of a streamed input. */
+pe_status pe_stripe_get_buffer_size_rows_s8(const pe_stripe_net *net, int32_t stripe_w,
+                                            int32_t block_w, int32_t *size);
+
+/* pe_stripe_run_s8 with the input rows pulled from rows (see pe_row_source)
+ * instead of read from an image; ctx->buf must hold
+ * pe_stripe_get_buffer_size_rows_s8 bytes. Bit-exact with pe_stripe_run_s8
+ * on the image the source delivers. */
+pe_status pe_stripe_run_rows_s8(const pe_context *ctx, const pe_stripe_net *net, int32_t stripe_w,
+                                int32_t block_w, const pe_row_source *rows, const pe_dims *output_dims,
+                                int8_t *output);
 
 /* Runs the network over input (NHWC, dims equal to net->input) in stripes and
  * writes output (NHWC, dims equal to pe_stripe_output_dims). ctx->buf must hold

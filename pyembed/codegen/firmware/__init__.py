@@ -551,6 +551,10 @@ def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algor
     if not isinstance(outdir, (str, os.PathLike)):
         raise ArgumentError(f"outdir: expected a directory path, got {type(outdir).__name__}")
     graph.check_supported()
+    if any(graph.tensors[t].streamed for t in graph.inputs):
+        raise UnsupportedError("graph: its input is streamed (pyembed.passes.pipeline stream_input); the firmware "
+                               "project takes its input in the arena: rewrite the graph without stream_input "
+                               "(the host program of 'pyembed plan --stream-input' shows the row-source API)")
     profile = _require_profile(profile)
     core_flags = CORE_FLAGS.get(profile.core)
     if core_flags is None:
