@@ -35,7 +35,7 @@ def test_plan_prints_the_division_it_chose(tmp_path):
     `pyembed simulate --segments FILE` runs bit-exact."""
     from pyembed.model.load import load_model
     g = load_model(KWS)
-    res = CliRunner().invoke(main, ["plan", KWS, "--profile", "mps2-an386", "--segments", "8K", "-o",
+    res = CliRunner().invoke(main, ["plan", KWS, "--strategy", "none", "--profile", "mps2-an386", "--segments", "8K", "-o",
                                     str(tmp_path / "p"), "--json"])
     assert res.exit_code == 0, res.output
     d = json.loads(res.output)["segments"]
