@@ -345,7 +345,7 @@ def ref_conv(x4, w, b, m, sft, stride, pad, dil, depthwise, ch_mult, in_off, out
     xp = x4.astype(np.int64) + in_off
     for oy in range(oh):
         for ox in range(ow):
-            acc = np.zeros((n, oc), np.int64) + (0 if b is None else b.astype(np.int64))
+            acc = np.zeros((n, oc), np.int64) + (0 if b is None else np.asarray(b).astype(np.int64))
             for ky in range(kh):
                 iy = oy * stride[0] - pad[0] + ky * dil[0]
                 if not 0 <= iy < h:
