@@ -12,7 +12,6 @@ from click.testing import CliRunner
 
 from pyembed.bench import _transformer_models as tm
 from pyembed.model.load import load_tflite_bytes
-from pyembed.passes.elementwise import fuse_elementwise
 from pyembed.passes.layernorm import fuse_layernorm
 from pyembed.passes.transformer import fuse_transformer
 

@@ -550,7 +550,7 @@ def apply_pipeline(graph, strategy="auto", max_extra_macs=0.10, fuse=True, round
     from pyembed.passes.padfold import fold_pads
     graph, folded = fold_pads(graph)
     if folded:
-        notes.append(f"PAD folded into the convolution reading it (padding of zero points = skipped taps): "
+        notes.append("PAD folded into the convolution reading it (padding of zero points = skipped taps): "
                      + ", ".join(f"op {p} into op {c}" for p, c in folded)
                      + "; operator numbers below are after folding")
     if gather:
