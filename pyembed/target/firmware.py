@@ -50,9 +50,19 @@ class FirmwareRun:
                 "board": self.board}
 
 
-def generate(graph, profile, outdir, segments=None, **kw):
+def generate(graph, profile, outdir, segments=None, strategy="none", max_extra_macs=0.10, stream_input=False,
+             **kw):
     """pyembed.codegen.firmware.generate_project with a profile name or path
     (case-insensitive bundled name, see firmware_sim.profiles.load_profile).
+
+    strategy: the compiler pipeline before planning, as ``pyembed plan
+    --strategy`` (pyembed.plan.pipeline.plan_with_strategy on the profile's RAM
+    regions): "none" (the graph as imported, the default here), "layers",
+    "stripes" or "auto" (within max_extra_macs, a fraction). The project runs
+    the rewritten graph (``project.graph``; ``project.source_graph`` is the
+    one given) on its plan, and ``project.pipeline_lines`` say what was chosen.
+    stream_input: the graph input is delivered row by row through a
+    pe_row_source (stripes / auto only); it takes no arena bytes.
 
     segments: None (weights resident in flash), a SegmentPlan, or a RAM budget
     in bytes for the weights (the execution block): the model is divided into
@@ -62,6 +72,17 @@ def generate(graph, profile, outdir, segments=None, **kw):
     from firmware_sim.profiles import load_profile
     from pyembed.codegen.firmware import generate_project
     prof = load_profile(profile)
+    if strategy not in ("none", "layers", "stripes", "auto"):
+        raise ArgumentError(f"strategy: expected none, layers, stripes or auto, got {strategy!r}")
+    source = graph
+    lines = []
+    if strategy != "none" or stream_input:
+        from pyembed.codegen.firmware import plan_for_profile
+        if kw.get("plan") is not None:
+            raise ArgumentError("plan: give either a plan or a strategy (the strategy plans the rewritten graph)")
+        graph, kw["plan"], lines = plan_for_profile(graph, prof, algorithm=kw.pop("algorithm", "auto"),
+                                                    time_limit=kw.pop("time_limit", 5.0), strategy=strategy,
+                                                    max_extra_macs=max_extra_macs, stream_input=stream_input)
     note = None
     if segments is not None and not hasattr(segments, "segments"):
         budget = int(segments)
@@ -77,6 +98,8 @@ def generate(graph, profile, outdir, segments=None, **kw):
             segments = segment_graph(graph, prof, budget, block_region=system_region(prof).name)
         note = segment_note(graph, budget, segments)
     proj = generate_project(graph, prof, outdir, segments=segments, **kw)
+    proj.source_graph = source
+    proj.pipeline_lines = lines
     proj.segment_note = note
     proj.segment_plan = segments if hasattr(segments, "segments") else None
     return proj
