@@ -80,24 +80,37 @@ def _check_run(d, g, x):
         assert d["outputs"][0] == np.asarray(it.get_output(0)).ravel().tolist()
 
 
+@pytest.fixture(scope="module")
+def runtime_objects(tmp_path_factory):
+    """One build of the C runtime's objects for the module's projects (the
+    generated Makefile takes RUNTIME_BUILD from the environment)."""
+    return str(tmp_path_factory.mktemp("fw_pipeline_runtime"))
+
+
 @NEEDS_QEMU
-@pytest.mark.parametrize("mode", ["stripes", "stream"])
-def test_firmware_pipeline_bit_exact_under_qemu(tmp_path, mode):
-    """--strategy stripes, and --stream-input (the harness hands the input over
-    row by row from a frame outside the planned RAM): outputs == host run == TFLM."""
+@pytest.mark.parametrize("mode", ["stripes", "stream", "stream+segments"])
+def test_firmware_pipeline_bit_exact_under_qemu(tmp_path, monkeypatch, runtime_objects, mode):
+    """--strategy stripes, --stream-input (the harness hands the input over row
+    by row from a frame outside the planned RAM), and that with the weights
+    loaded segment by segment into a 64 KB block: outputs == host run == TFLM."""
+    monkeypatch.setenv("RUNTIME_BUILD", runtime_objects)
     g = _graph()
     x = np.random.default_rng(5).integers(-128, 128, size=g.tensors[g.inputs[0]].shape).astype(np.int8)
     np.save(tmp_path / "x.npy", x)
-    args = ["--strategy", "stripes"] if mode == "stripes" else ["--stream-input"]
+    args = {"stripes": ["--strategy", "stripes"], "stream": ["--stream-input"],
+            "stream+segments": ["--stream-input", "--segments", "64K"]}[mode]
     res, d = _firmware(tmp_path, "--run", "--inputs", str(tmp_path / "x.npy"), *args)
     assert res.exit_code == 0, res.output
+    assert (d["segments"] is not None) == (mode == "stream+segments")
     _check_run(d, g, x)
     assert "PE_STRIPE_REGION" in [o["type"] for o in d["operators"]]
-    _, plan, _ = _profile_plan(g, "stripes" if mode == "stripes" else "auto", stream_input=mode == "stream")
+    _, plan, _ = _profile_plan(g, "stripes" if mode == "stripes" else "auto", stream_input=mode != "stripes")
     assert d["arena_bytes"] == plan.arena_size
     proj = tmp_path / "proj"
-    if mode == "stream":
+    if mode != "stripes":
         assert d["stream_input"] is True
+        # one stripe reads the streamed input: the callback gave each of its rows once
+        assert d["input_rows_given"] == g.tensors[g.inputs[0]].shape[1]
         # the input has no arena offset: the stripe region can only have read it through the row source
         assert "#define PE_MODEL_INPUT0_OFFSET PE_GRAPH_STREAMED" in (proj / "model" / "model_graph.h").read_text()
         mapfile = (proj / "firmware.map").read_text()

@@ -144,6 +144,8 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
                    f"{', input streamed row by row' if streamed else ''})")
         for line in proj.pipeline_lines:
             click.echo(f"  {line}")
+        if d.get("input_rows_given") is not None:
+            click.echo(f"  input rows delivered by the pe_row_source callback: {d['input_rows_given']}")
         if proj.segment_note:
             click.echo(f"  segments: {proj.segment_note}")
         for k, o in enumerate(d["outputs"]):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -40,6 +41,7 @@ class FirmwareRun:
     invoke_instructions: int      # the whole pe_model_invoke, timed around it
     status: int
     board: str
+    input_rows: int | None = None  # rows the harness's pe_row_source delivered (a streamed input), else None
 
     def to_dict(self):
         return {"outputs": [np.asarray(o).reshape(-1).tolist() for o in self.outputs],
@@ -47,7 +49,7 @@ class FirmwareRun:
                 "total_instructions": self.total_instructions,
                 "invoke_instructions": self.invoke_instructions,
                 "instruction_resolution": qemu.INSTRUCTIONS_PER_TICK,
-                "board": self.board}
+                "board": self.board, "input_rows_given": self.input_rows}
 
 
 def generate(graph, profile, outdir, segments=None, strategy="none", max_extra_macs=0.10, stream_input=False,
@@ -184,5 +186,8 @@ def run_project(project, inputs, elf=None, timeout=600.0):
     if status != 0 or res.exit_code != 0:
         raise FirmwareError(f"the firmware's pe_model_invoke returned status {status} (exit code "
                             f"{res.exit_code})")
+    out = res.stdout.decode("latin-1") if isinstance(res.stdout, bytes) else (res.stdout or "")
+    rows = re.search(r"^pe_input_rows_given (\d+)\r?$", out, re.M)
     return FirmwareRun(outputs, ops, sum(o["instructions"] for o in ops),
-                       ((thi << 32) | tlo) * qemu.INSTRUCTIONS_PER_TICK, status, board)
+                       ((thi << 32) | tlo) * qemu.INSTRUCTIONS_PER_TICK, status, board,
+                       int(rows.group(1)) if rows else None)

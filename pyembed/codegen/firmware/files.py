@@ -36,14 +36,17 @@ static pe_status input_rows(void *user, int32_t row, int32_t col, int32_t n_cols
         src.read = input_rows;
         src.user = NULL;
         st = pe_model_invoke_rows(&src);
-    }"""
+    }
+    total = pe_ticks_now() - t0;
+    printf("pe_input_rows_given %lu\\n", (unsigned long)rows_given);"""
     return decl, read, invoke
 
 
 def _main_source(graph, prefix, ops):
     streamed = bool(graph.inputs) and graph.tensors[graph.inputs[0]].streamed
     decl, read, invoke = (_streamed_parts(graph, prefix) if streamed else
-                          ("", "        void *p = pe_model_input(k, &n);", "    st = pe_model_invoke();"))
+                          ("", "        void *p = pe_model_input(k, &n);",
+                           "    st = pe_model_invoke();\n    total = pe_ticks_now() - t0;"))
     return f"""/*
  * main.c - test harness for model "{graph.name}" under QEMU (semihosting):
  * reads the inputs from pe_input.bin (concatenated, in input order), runs the
@@ -120,7 +123,6 @@ int main(void)
     pe_model_set_hooks(before_op, after_op, NULL);
     t0 = pe_ticks_now();
 {invoke}
-    total = pe_ticks_now() - t0;
     out = fopen("pe_output.bin", "wb");
     if (out == NULL) {{
         return 4;
