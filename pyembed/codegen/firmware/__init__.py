@@ -615,6 +615,9 @@ def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algor
     flash_name = profile.flash_region
     sys_region = system_region(profile)
     for name, (_, used) in regions.items():
+        if name not in profile.regions or profile.regions[name].is_flash:
+            raise ArgumentError(f"plan: region {name!r} is not a RAM region of profile {profile.name} "
+                                f"(plan on the profile's regions: plan_for_profile)")
         cap = profile.regions[name].size
         if used > cap:
             raise PlanError(f"region {name}: plan uses {used} B of {cap} B")
