@@ -1,6 +1,7 @@
 """A complete Cortex-M firmware project for a model and an MCU profile.
 
-``generate_project(graph, profile, outdir)`` writes::
+``generate_project(graph, profile, outdir)`` writes (graph: as imported, or
+rewritten by the compiler pipeline, ``plan_for_profile(..., strategy=...)``)::
 
     DIR/Makefile, DIR/CMakeLists.txt   arm-none-eabi-gcc build (-Werror), `make run` under QEMU
     DIR/link.ld                        linker script from the profile's memory regions: one
@@ -14,8 +15,11 @@
     DIR/model/model_graph.c/.h         the graph runtime's tables (pyembed.emit.graph_tables)
                                        on the regions' real addresses
     DIR/model/pe_model.c/.h            the API: pe_model_init, pe_model_input, pe_model_invoke,
-                                       pe_model_output, per-operator hooks
-    DIR/main.c                         a harness: input from the host file pe_input.bin,
+                                       pe_model_output, per-operator hooks; pe_model_invoke_rows
+                                       for a streamed input (a pe_row_source delivers its rows)
+    DIR/main.c                         a harness: input from the host file pe_input.bin (a
+                                       streamed input: into a frame outside the planned RAM,
+                                       section .pe_input_frame, handed over row by row),
                                        outputs and per-operator instruction counts to
                                        pe_output.bin (semihosting; replace it on a real board)
     DIR/pyembed/include, DIR/pyembed/src  a copy of pyembed's C runtime (the Makefile's
