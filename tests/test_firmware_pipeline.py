@@ -117,3 +117,17 @@ def test_firmware_pipeline_bit_exact_under_qemu(tmp_path, monkeypatch, runtime_o
         m = re.search(r"^\.pe_input_frame\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)", mapfile, re.M)
         assert m and int(m.group(1), 16) < 0x400000      # in ssram1, not in a planned RAM region
         assert int(m.group(2), 16) >= g.tensors[g.inputs[0]].nbytes
+
+
+def test_firmware_max_extra_macs_as_plan(tmp_path):
+    """--max-extra-macs reaches the pipeline as for plan (the project records it),
+    and a bad value is exit 2 naming the option."""
+    from firmware_sim.profiles import load_profile
+    from pyembed.codegen.firmware import plan_for_profile
+    res, d = _firmware(tmp_path, "--max-extra-macs", "0%")
+    assert res.exit_code == 0, res.output
+    _, plan, _ = plan_for_profile(_graph(), load_profile("mps2-an386"), strategy="auto", max_extra_macs=0.0)
+    assert d["arena_bytes"] == plan.arena_size
+    assert json.loads((tmp_path / "proj" / "firmware.json").read_text())["pipeline"]["max_extra_macs"] == 0.0
+    res, _ = _firmware(tmp_path, "--max-extra-macs", "lots")
+    assert res.exit_code == 2 and "--max-extra-macs" in res.output
