@@ -771,11 +771,34 @@ static void publish(stripe_run *R, int32_t p, int32_t row, int32_t x, const int8
     }
 }
 
+/* v + offset clamped to the activation range, in int32: |offset| <= 128 and
+ * the range is inside int8, so clamping v to [-1024, 1024] first changes no
+ * result and keeps the sum from overflowing. */
 static int32_t finish_s8(int32_t v, int32_t offset, const pe_activation *act)
 {
-    int64_t r = (int64_t)v + offset;
-    r = r < act->min ? act->min : (r > act->max ? act->max : r);
-    return (int32_t)r;
+    int32_t r = v < -1024 ? -1024 : (v > 1024 ? 1024 : v);
+    r += offset;
+    return r < act->min ? act->min : (r > act->max ? act->max : r);
+}
+
+/* Output channel oc's int8 from its accumulator: requantization, output
+ * offset and activation. On the DSP extension the double-rounding case with
+ * a right shift of 1..23, a non-negative multiplier and |acc| < 2^30 takes
+ * pe_dsp_requant (the same bytes, see pe_simd.h); every other case the
+ * portable pe_fx_requant_mode. */
+static int8_t requant_s8(const pe_stripe_layer *l, int32_t acc, int32_t oc)
+{
+    const int32_t m = l->quant.multiplier[oc];
+    const int32_t sh = l->quant.shift[oc];
+#if PE_DSP
+    if (l->rounding != PE_ROUND_SINGLE && m >= 0 && sh <= -1 && sh >= -23 &&
+        acc > -(1 << 30) && acc < (1 << 30)) {
+        return pe_dsp_requant(acc, m, -sh, l->activation.min, l->activation.max,
+                              l->output_offset);
+    }
+#endif
+    return (int8_t)finish_s8(pe_fx_requant_mode(acc, m, sh, l->rounding), l->output_offset,
+                             &l->activation);
 }
 
 /* One output pixel of a conv / pointwise: nrun runs of the window, run r
@@ -815,9 +838,7 @@ static void conv_pixel(const pe_stripe_layer *l, int32_t ci, int32_t co, int32_t
             }
         }
         for (j = 0; j < 4; j++) {
-            const int32_t v = pe_fx_requant_mode(acc[j], l->quant.multiplier[oc + j],
-                                                 l->quant.shift[oc + j], l->rounding);
-            dst[oc + j] = (int8_t)finish_s8(v, l->output_offset, &l->activation);
+            dst[oc + j] = requant_s8(l, acc[j], oc + j);
         }
     }
 #endif
@@ -833,15 +854,15 @@ static void conv_pixel(const pe_stripe_layer *l, int32_t ci, int32_t co, int32_t
                 acc += (int32_t)wt[i] * ((int32_t)px[i] + off);
             }
         }
-        acc = pe_fx_requant_mode(acc, l->quant.multiplier[oc], l->quant.shift[oc], l->rounding);
-        dst[oc] = (int8_t)finish_s8(acc, l->output_offset, &l->activation);
+        dst[oc] = requant_s8(l, acc, oc);
     }
 }
 
 /* One output pixel of a depthwise conv over ntap taps. Channel multiplier 1:
  * four channels at a time, each tap one word of input and one of weights
  * (on the DSP extension widened by SXTAB16 / SXTB16 and accumulated by
- * SMLABB / SMLATT, the same int32 sums). */
+ * SMLABB / SMLATT, the same int32 sums). woff[t]: where tap t's weights
+ * start (tap index * out_c). */
 static void dw_pixel(const pe_stripe_layer *l, int32_t ci, int32_t co, const int8_t *const *tap,
                      const int32_t *woff, int32_t ntap, int8_t *dst)
 {
@@ -864,7 +885,7 @@ static void dw_pixel(const pe_stripe_layer *l, int32_t ci, int32_t co, const int
                 const uint32_t off2 = pe_dup16(off);
                 for (t = 0; t < ntap; t++) {
                     const uint32_t xw = pe_rd32(tap[t] + oc);
-                    const uint32_t ww = pe_rd32(l->weights + woff[t] * co + oc);
+                    const uint32_t ww = pe_rd32(l->weights + woff[t] + oc);
                     const uint32_t xe = __sxtab16(off2, xw), xo = pe_sxtab16_ror8(off2, xw);
                     const uint32_t we = __sxtb16(ww), wo = pe_sxtb16_ror8(ww);
                     a0 = __smlabb(we, xe, a0);
@@ -876,35 +897,26 @@ static void dw_pixel(const pe_stripe_layer *l, int32_t ci, int32_t co, const int
 #else
             for (t = 0; t < ntap; t++) {
                 const int8_t *px = tap[t] + oc;
-                const int8_t *wt = l->weights + woff[t] * co + oc;
+                const int8_t *wt = l->weights + woff[t] + oc;
                 a0 += (int32_t)wt[0] * ((int32_t)px[0] + off);
                 a1 += (int32_t)wt[1] * ((int32_t)px[1] + off);
                 a2 += (int32_t)wt[2] * ((int32_t)px[2] + off);
                 a3 += (int32_t)wt[3] * ((int32_t)px[3] + off);
             }
 #endif
-            dst[oc] = (int8_t)finish_s8(pe_fx_requant_mode(a0, l->quant.multiplier[oc],
-                                                           l->quant.shift[oc], l->rounding),
-                                        l->output_offset, &l->activation);
-            dst[oc + 1] = (int8_t)finish_s8(pe_fx_requant_mode(a1, l->quant.multiplier[oc + 1],
-                                                               l->quant.shift[oc + 1], l->rounding),
-                                            l->output_offset, &l->activation);
-            dst[oc + 2] = (int8_t)finish_s8(pe_fx_requant_mode(a2, l->quant.multiplier[oc + 2],
-                                                               l->quant.shift[oc + 2], l->rounding),
-                                            l->output_offset, &l->activation);
-            dst[oc + 3] = (int8_t)finish_s8(pe_fx_requant_mode(a3, l->quant.multiplier[oc + 3],
-                                                               l->quant.shift[oc + 3], l->rounding),
-                                            l->output_offset, &l->activation);
+            dst[oc] = requant_s8(l, a0, oc);
+            dst[oc + 1] = requant_s8(l, a1, oc + 1);
+            dst[oc + 2] = requant_s8(l, a2, oc + 2);
+            dst[oc + 3] = requant_s8(l, a3, oc + 3);
         }
     }
     for (; oc < co; oc++) {
         const int32_t ic = oc / mult;
         int32_t acc = l->bias != NULL ? l->bias[oc] : 0;
         for (t = 0; t < ntap; t++) {
-            acc += (int32_t)l->weights[woff[t] * co + oc] * ((int32_t)tap[t][ic] + off);
+            acc += (int32_t)l->weights[woff[t] + oc] * ((int32_t)tap[t][ic] + off);
         }
-        acc = pe_fx_requant_mode(acc, l->quant.multiplier[oc], l->quant.shift[oc], l->rounding);
-        dst[oc] = (int8_t)finish_s8(acc, l->output_offset, &l->activation);
+        dst[oc] = requant_s8(l, acc, oc);
     }
 }
 
@@ -963,7 +975,7 @@ static void compute_windowed(stripe_run *R, int32_t L, int32_t o, int32_t x0, in
                     }
                 } else {
                     tap[ntap] = px;
-                    woff[ntap] = w;
+                    woff[ntap] = w * co;
                 }
                 ntap++;
             }
