@@ -786,7 +786,10 @@ static int32_t finish_s8(int32_t v, int32_t offset, const pe_activation *act)
  * a right shift of 1..23, a non-negative multiplier and |acc| < 2^30 takes
  * pe_dsp_requant (the same bytes, see pe_simd.h); every other case the
  * portable pe_fx_requant_mode. */
-static int8_t requant_s8(const pe_stripe_layer *l, int32_t acc, int32_t oc)
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((always_inline)) /* one call per output value: no call overhead */
+#endif
+static inline int8_t requant_s8(const pe_stripe_layer *l, int32_t acc, int32_t oc)
 {
     const int32_t m = l->quant.multiplier[oc];
     const int32_t sh = l->quant.shift[oc];
@@ -883,9 +886,10 @@ static void dw_pixel(const pe_stripe_layer *l, int32_t ci, int32_t co, const int
 #if PE_DSP
             {
                 const uint32_t off2 = pe_dup16(off);
+                const int8_t *wb = l->weights + oc;
                 for (t = 0; t < ntap; t++) {
                     const uint32_t xw = pe_rd32(tap[t] + oc);
-                    const uint32_t ww = pe_rd32(l->weights + woff[t] + oc);
+                    const uint32_t ww = pe_rd32(wb + woff[t]);
                     const uint32_t xe = __sxtab16(off2, xw), xo = pe_sxtab16_ror8(off2, xw);
                     const uint32_t we = __sxtb16(ww), wo = pe_sxtb16_ror8(ww);
                     a0 = __smlabb(we, xe, a0);
