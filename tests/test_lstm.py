@@ -10,6 +10,7 @@ import pytest
 from pyembed.data import model_path
 from pyembed.errors import ModelError
 from pyembed.model import tflite_writer as W
+from pyembed.model.tflite_writer import lstm_model
 from pyembed.model.graph import random_inputs
 from pyembed.model.load import load_model, load_tflite_bytes
 
@@ -70,49 +71,6 @@ def test_int16_logistic_tanh_every_input_bit_exact(kind, in_scale):
 
 
 # -- UNIDIRECTIONAL_SEQUENCE_LSTM ------------------------------------------------------
-
-def lstm_model(seed, batch=2, time=3, in_dim=5, state=4, time_major=False, cell_scale=2.0 ** -11,
-               cell_clip=0.0, hidden_zp=3, in_zp=-7, w_amp=127, per_channel=False, n_ops=1):
-    """An int8 LSTM model (TFLite's 24-input layout, 4 gates, int16 cell
-    state) with random weights; n_ops LSTMs chained (the second takes the
-    first's output)."""
-    rng = np.random.default_rng(seed)
-    S = W.schema()
-    t, ops = [], []
-    shape_x = (time, batch, in_dim) if time_major else (batch, time, in_dim)
-    t.append(W.tensor(shape_x, scale=0.05, zp=in_zp))
-    cur, cur_dim, cur_scale = 0, in_dim, 0.05
-    for k in range(n_ops):
-        ins = [cur]
-        for d in (cur_dim,) * 4 + (state,) * 4:
-            ws = float(rng.uniform(0.004, 0.02))
-            if per_channel:
-                t.append(W.tensor((state, d), scale=[ws] * state, zp=[0] * state, axis=0,
-                                  data=rng.integers(-w_amp, w_amp + 1, (state, d))))
-            else:
-                t.append(W.tensor((state, d), scale=ws, zp=0, data=rng.integers(-w_amp, w_amp + 1, (state, d))))
-            ins.append(len(t) - 1)
-        ins += [-1, -1, -1]
-        for g in range(4):
-            t.append(W.tensor((state,), np.int32, scale=cur_scale * 0.01, zp=0,
-                              data=rng.integers(-3000, 3001, state)))
-            ins.append(len(t) - 1)
-        ins += [-1, -1]
-        h_scale = 1.0 / 128
-        t.append(W.tensor((batch, state), scale=h_scale, zp=hidden_zp, variable=True))
-        ins.append(len(t) - 1)
-        t.append(W.tensor((batch, state), np.int16, scale=cell_scale, zp=0, variable=True))
-        ins.append(len(t) - 1)
-        ins += [-1, -1, -1, -1]
-        shape_y = (time, batch, state) if time_major else (batch, time, state)
-        t.append(W.tensor(shape_y, scale=h_scale, zp=hidden_zp))
-        out = len(t) - 1
-        ops.append(W.op(S.BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM, ins, [out],
-                        "UnidirectionalSequenceLSTMOptions", fusedActivationFunction=4, cellClip=cell_clip,
-                        projClip=0.0, timeMajor=time_major))
-        cur, cur_dim, cur_scale = out, state, h_scale
-    return W.build(t, ops, inputs=[0], outputs=[cur])
-
 
 LSTM_CASES = [
     dict(seed=1),
