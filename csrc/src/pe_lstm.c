@@ -148,26 +148,26 @@ pe_status pe_lstm_params_from_words(const int32_t *w, int32_t num_words, pe_lstm
     if (w[0] < 0 || w[0] > 3) {
         return PE_ERR_ARG;
     }
+    {
+        /* words 1..6 and 26..31 in order */
+        int32_t *const head[6] = {&p->batch, &p->time, &p->input_dim, &p->state_dim, &p->input_zp,
+                                  &p->hidden_zp};
+        int32_t *const tail[6] = {&p->fc_mult, &p->fc_shift, &p->ig_mult, &p->ig_shift, &p->out_mult,
+                                  &p->out_shift};
+        for (k = 0; k < 6; k++) {
+            *head[k] = w[1 + k];
+            *tail[k] = w[26 + k];
+        }
+    }
     p->time_major = w[0] & 1;
     p->litert = (w[0] >> 1) & 1;
-    p->batch = w[1];
-    p->time = w[2];
-    p->input_dim = w[3];
-    p->state_dim = w[4];
-    p->input_zp = w[5];
-    p->hidden_zp = w[6];
-    if (p->litert) {
-        if (w[8] != 0) {
-            return PE_ERR_ARG;
-        }
-        p->cell_int_bits = w[7];
-        p->cell_tanh_mult = 0;
-        p->cell_tanh_shift = 0;
-    } else {
-        p->cell_int_bits = 0;
-        p->cell_tanh_mult = w[7];
-        p->cell_tanh_shift = w[8];
+    if (p->litert && w[8] != 0) {
+        return PE_ERR_ARG;
     }
+    /* word 7: the cell state's integer bits (LiteRT) or its TANH16 rescale */
+    p->cell_int_bits = p->litert ? w[7] : 0;
+    p->cell_tanh_mult = p->litert ? 0 : w[7];
+    p->cell_tanh_shift = p->litert ? 0 : w[8];
     p->cell_clip = w[9];
     for (k = 0; k < 4; k++) {
         p->in_mult[k] = w[10 + 4 * k];
@@ -175,12 +175,6 @@ pe_status pe_lstm_params_from_words(const int32_t *w, int32_t num_words, pe_lstm
         p->rec_mult[k] = w[12 + 4 * k];
         p->rec_shift[k] = w[13 + 4 * k];
     }
-    p->fc_mult = w[26];
-    p->fc_shift = w[27];
-    p->ig_mult = w[28];
-    p->ig_shift = w[29];
-    p->out_mult = w[30];
-    p->out_shift = w[31];
     return params_ok(p) ? PE_OK : PE_ERR_ARG;
 }
 

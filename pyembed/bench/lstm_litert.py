@@ -23,16 +23,6 @@ from pyembed.bench.common import emit, table
 BUNDLED = ("tflm_mnist_lstm_int8", "tflm_dtln_noise_suppression")
 
 
-def _litert(blob, xs):
-    from ai_edge_litert.interpreter import Interpreter, OpResolverType
-    it = Interpreter(model_content=blob, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
-    it.allocate_tensors()
-    for d, x in zip(it.get_input_details(), xs):
-        it.set_tensor(d["index"], x)
-    it.invoke()
-    return it.get_tensor(it.get_output_details()[0]["index"])
-
-
 def random_cases(n, seed=0):
     """n keyword sets for lstm_model (cell scales LiteRT accepts)."""
     rng = np.random.default_rng(seed)
@@ -65,11 +55,12 @@ def _run_all(g, xs_list, litert_lstm):
 
 def _count(g, blob, xs_list):
     """(elements, mismatches with TFLM's LSTM arithmetic, mismatches now)."""
+    from pyembed.model.tflite_writer import litert_run
     old = _run_all(g, xs_list, False)
     now = _run_all(g, xs_list, True)
     n = before = after = 0
     for xs, o, y in zip(xs_list, old, now):
-        want = np.asarray(_litert(blob, xs)).reshape(y.shape)
+        want = np.asarray(litert_run(blob, xs)[0]).reshape(y.shape)
         n += y.size
         before += int(np.count_nonzero(o != want))
         after += int(np.count_nonzero(y != want))

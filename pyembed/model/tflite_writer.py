@@ -197,3 +197,16 @@ def tflm_run(blob, inputs, n_outputs=None):
         interp.set_input(np.ascontiguousarray(x), k)
     interp.invoke()
     return [np.array(interp.get_output(k)) for k in range(n_outputs)]
+
+
+def litert_run(blob, inputs):
+    """Run .tflite bytes on the LiteRT interpreter with its reference kernels
+    (BUILTIN_REF, what rounding="litert" reproduces): the list of output
+    arrays for a list of input arrays."""
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+    it = Interpreter(model_content=blob, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    it.allocate_tensors()
+    for d, x in zip(it.get_input_details(), inputs):
+        it.set_tensor(d["index"], x)
+    it.invoke()
+    return [it.get_tensor(d["index"]) for d in it.get_output_details()]
