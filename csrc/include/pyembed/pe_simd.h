@@ -315,6 +315,77 @@ static inline void pe_dsp_widen_w4(uint32_t *restrict dst, const int8_t *restric
     }
 }
 
+/* pe_dsp_dot_2x2 over `rows` runs of n8 * 8 bytes (n8 >= 1, rows >= 1):
+ * the weights continue from run to run, both inputs advance by `stride`
+ * bytes from one run's start to the next (a gather window's kernel rows:
+ * one call instead of one per kernel row). Per run end 10 instructions. */
+__attribute__((noinline, unused)) static void pe_dsp_dot_2x2_rows(int32_t *a, const int8_t *wa,
+                                                                 const int8_t *wb,
+                                                                 const int8_t *x0,
+                                                                 const int8_t *x1, int32_t n8,
+                                                                 int32_t rows, int32_t stride)
+{
+#if PE_DSP_ASM
+    const int8_t *end = x0 + (size_t)n8 * 8u;
+    const int32_t adv = stride - n8 * 8;
+    int32_t left = rows;
+    int32_t a00 = a[0], a01 = a[1], a10 = a[2], a11 = a[3];
+    uint32_t t0, t1, t2, t3, t4, t5;
+#define PE_DSP_K22_STEP                                                       \
+    "ldr    %[t0], [%[x0]], #4\n\t"                                          \
+    "ldr    %[t1], [%[x1]], #4\n\t"                                          \
+    "sxtb16 %[t2], %[t0]\n\t"                                                \
+    "sxtb16 %[t0], %[t0], ror #8\n\t"                                        \
+    "sxtb16 %[t3], %[t1]\n\t"                                                \
+    "sxtb16 %[t1], %[t1], ror #8\n\t"                                        \
+    "ldr    %[t4], [%[wa]], #4\n\t"                                          \
+    "sxtb16 %[t5], %[t4]\n\t"                                                \
+    "sxtb16 %[t4], %[t4], ror #8\n\t"                                        \
+    "smlad  %[a00], %[t5], %[t2], %[a00]\n\t"                                \
+    "smlad  %[a00], %[t4], %[t0], %[a00]\n\t"                                \
+    "smlad  %[a10], %[t5], %[t3], %[a10]\n\t"                                \
+    "smlad  %[a10], %[t4], %[t1], %[a10]\n\t"                                \
+    "ldr    %[t4], [%[wb]], #4\n\t"                                          \
+    "sxtb16 %[t5], %[t4]\n\t"                                                \
+    "sxtb16 %[t4], %[t4], ror #8\n\t"                                        \
+    "smlad  %[a01], %[t5], %[t2], %[a01]\n\t"                                \
+    "smlad  %[a01], %[t4], %[t0], %[a01]\n\t"                                \
+    "smlad  %[a11], %[t5], %[t3], %[a11]\n\t"                                \
+    "smlad  %[a11], %[t4], %[t1], %[a11]\n\t"
+    __asm__ volatile("1:\n\t" PE_DSP_K22_STEP PE_DSP_K22_STEP
+                     "ldr    %[t0], %[end]\n\t"
+                     "cmp    %[x0], %[t0]\n\t"
+                     "bne    1b\n\t"
+                     "ldr    %[t1], %[adv]\n\t"
+                     "add    %[x0], %[x0], %[t1]\n\t"
+                     "add    %[x1], %[x1], %[t1]\n\t"
+                     "ldr    %[t1], %[stride]\n\t"
+                     "add    %[t0], %[t0], %[t1]\n\t"
+                     "str    %[t0], %[end]\n\t"
+                     "ldr    %[t1], %[left]\n\t"
+                     "subs   %[t1], %[t1], #1\n\t"
+                     "str    %[t1], %[left]\n\t"
+                     "bne    1b\n\t"
+                     : [a00] "+r"(a00), [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11),
+                       [x0] "+r"(x0), [x1] "+r"(x1), [wa] "+r"(wa), [wb] "+r"(wb),
+                       [t0] "=&r"(t0), [t1] "=&r"(t1), [t2] "=&r"(t2), [t3] "=&r"(t3),
+                       [t4] "=&r"(t4), [t5] "=&r"(t5), [end] "+m"(end), [left] "+m"(left)
+                     : [adv] "m"(adv), [stride] "m"(stride)
+                     : "cc", "memory");
+#undef PE_DSP_K22_STEP
+    a[0] = a00;
+    a[1] = a01;
+    a[2] = a10;
+    a[3] = a11;
+#else
+    int32_t r;
+    for (r = 0; r < rows; r++) {
+        pe_dsp_dot_2x2(a, wa + (size_t)r * (size_t)n8 * 8u, wb + (size_t)r * (size_t)n8 * 8u,
+                       x0 + (size_t)r * (size_t)stride, x1 + (size_t)r * (size_t)stride, n8);
+    }
+#endif
+}
+
 /* pe_dsp_dot_2x2 for any n >= 0: the eight-byte loop, then bytes */
 static inline void pe_dsp_dot_2x2_n(int32_t *a, const int8_t *wa, const int8_t *wb,
                                     const int8_t *x0, const int8_t *x1, int32_t n)
