@@ -427,8 +427,12 @@ static void conv_dsp(const pe_conv_params *p, const pe_per_channel_quant *q, con
                         a[1] = sb;
                         a[2] = sa;
                         a[3] = sb;
-                        pe_dsp_dot_2x2_rows(a, wa, wb, x0, x0 + col_next, (kw * ic) >> 3, kh,
-                                            rows_stride);
+                        if (kh == 1) { /* (no run ends to step over) */
+                            pe_dsp_dot_2x2(a, wa, wb, x0, x0 + col_next, (kw * ic) >> 3);
+                        } else {
+                            pe_dsp_dot_2x2_rows(a, wa, wb, x0, x0 + col_next, (kw * ic) >> 3,
+                                                kh, rows_stride);
+                        }
                         o0[0] = gq_finish(a[0], &ra, mode, amin, amax, ooff);
                         o0[oc_n] = gq_finish(a[2], &ra, mode, amin, amax, ooff);
                         if (two) {
