@@ -99,6 +99,18 @@ static int32_t dot1_dsp(const int8_t *restrict x, const int8_t *restrict w, int3
     return a;
 }
 
+/* the portable requantization of one feature (saturating add, any shift,
+ * either rounding) */
+__attribute__((noinline)) static int8_t fc_finish_slow(const pe_fc_params *params,
+                                                       const pe_per_channel_quant *quant,
+                                                       int32_t qi, int32_t dot, int32_t b)
+{
+    const int32_t acc = pe_fx_sat_s32_from_s64((int64_t)dot + b);
+    int32_t v = pe_fx_requant_mode(acc, quant->multiplier[qi], quant->shift[qi], params->rounding);
+    v = pe_fx_clamp(v, PE_INT32_MIN + 128, PE_INT32_MAX - 128) + params->output_offset;
+    return (int8_t)pe_fx_clamp(v, params->activation.min, params->activation.max);
+}
+
 /* requantization of one feature: pe_dsp_requant where it applies (double
  * rounding, right shift 1..23, |dot + bias| < 2^30: lim = 2^30 -
  * depth * 383^2 > 0 computed once per row, 0 when no feature qualifies),
@@ -108,15 +120,11 @@ static inline __attribute__((always_inline)) int8_t fc_finish(
     int32_t b, int32_t lim)
 {
     const int32_t sh = quant->shift[qi];
-    int32_t acc, v;
     if ((uint32_t)(-sh - 1) < 23u && b < lim && b > -lim) {
         return pe_dsp_requant(dot + b, quant->multiplier[qi], -sh, params->activation.min,
                               params->activation.max, params->output_offset);
     }
-    acc = pe_fx_sat_s32_from_s64((int64_t)dot + b);
-    v = pe_fx_requant_mode(acc, quant->multiplier[qi], sh, params->rounding);
-    v = pe_fx_clamp(v, PE_INT32_MIN + 128, PE_INT32_MAX - 128) + params->output_offset;
-    return (int8_t)pe_fx_clamp(v, params->activation.min, params->activation.max);
+    return fc_finish_slow(params, quant, qi, dot, b);
 }
 
 /* One batch row on the DSP extension, features in fours: symmetric weights
