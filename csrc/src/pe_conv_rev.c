@@ -684,7 +684,7 @@ static inline int32_t conv_block_1x1(const int8_t *restrict px, const int8_t *re
  * column as a job over its in-bounds taps (a shorter run of the same
  * block). Per group of four input channels 1 LDRD + 2 LDM + 8 SMLAD do 16
  * MACs. The out_c % 4 last channels take conv_col1_flat. */
-static uint64_t conv_row_c4(int32_t *restrict acc_row, const int8_t *restrict w_row,
+__attribute__((noinline)) static uint64_t conv_row_c4(int32_t *restrict acc_row, const int8_t *restrict w_row,
                             const int8_t *restrict row, int32_t in_w, int32_t in_c,
                             int32_t out_w, int32_t out_c, int32_t kw, int32_t s_w, int32_t pad,
                             int32_t offset, size_t ws, const uint32_t *xw, uint32_t *wblk)

@@ -394,19 +394,6 @@ static inline void pe_dsp_dot_2x2_n(int32_t *a, const int8_t *wa, const int8_t *
     if (i > 0) {
         pe_dsp_dot_2x2(a, wa, wb, x0, x1, i >> 3);
     }
-    if (n - i >= 4) { /* one more word (runs of 4 + 8k bytes: kernel rows of 4 channels) */
-        const uint32_t va = pe_rd32(wa + i), vb = pe_rd32(wb + i);
-        const uint32_t r0 = pe_rd32(x0 + i), r1 = pe_rd32(x1 + i);
-        const uint32_t ae = __sxtb16(va), ao = pe_sxtb16_ror8(va);
-        const uint32_t be = __sxtb16(vb), bo = pe_sxtb16_ror8(vb);
-        const uint32_t e0 = __sxtb16(r0), o0 = pe_sxtb16_ror8(r0);
-        const uint32_t e1 = __sxtb16(r1), o1 = pe_sxtb16_ror8(r1);
-        a[0] = (int32_t)__smlad(ae, e0, __smlad(ao, o0, a[0]));
-        a[1] = (int32_t)__smlad(be, e0, __smlad(bo, o0, a[1]));
-        a[2] = (int32_t)__smlad(ae, e1, __smlad(ao, o1, a[2]));
-        a[3] = (int32_t)__smlad(be, e1, __smlad(bo, o1, a[3]));
-        i += 4;
-    }
     for (; i < n; i++) {
         const int32_t u = wa[i], v = wb[i], p = x0[i], r = x1[i];
         a[0] += u * p;
