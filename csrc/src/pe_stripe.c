@@ -634,6 +634,44 @@ pe_status pe_stripe_get_buffer_size_rows_s8(const pe_stripe_net *net, int32_t st
     return buffer_size(net, stripe_w, block_w, 1, size);
 }
 
+pe_status pe_stripe_buffer_breakdown(const pe_stripe_net *net, int32_t stripe_w, int32_t block_w,
+                                     int streamed, int32_t *ring, int32_t *temp, int32_t *branch,
+                                     int32_t *branch_rows, int32_t *fixed)
+{
+    net_geo G;
+    pe_status st;
+    int64_t total, parts = 0;
+    int32_t in_w[PE_STRIPE_MAX_LAYERS];
+    int32_t add_w[PE_STRIPE_MAX_LAYERS];
+    int32_t L;
+    if (ring == NULL || temp == NULL || branch == NULL || branch_rows == NULL || fixed == NULL ||
+        stripe_w < 1 || block_w < 1) {
+        return PE_ERR_ARG;
+    }
+    st = analyse(net, &G);
+    if (st != PE_OK) {
+        return st;
+    }
+    block_w = min32(block_w, PE_STRIPE_MAX_BLOCK);
+    st = layout(net, &G, stripe_w, block_w, streamed, NULL, NULL, NULL, &total);
+    if (st != PE_OK) {
+        return st;
+    }
+    max_widths(net, &G, stripe_w, in_w, add_w);
+    for (L = 0; L < G.n; L++) {
+        int64_t r, t, b;
+        int32_t temp_cols;
+        buffer_bytes(net, &G, L, in_w[L], add_w[L], block_w, &r, &t, &b, &temp_cols);
+        ring[L] = (int32_t)r; /* each part <= total <= INT32_MAX (layout checked) */
+        temp[L] = (int32_t)t;
+        branch[L] = (int32_t)b;
+        branch_rows[L] = G.g[L].branch_rows;
+        parts += r + t + b;
+    }
+    *fixed = (int32_t)(total - parts);
+    return PE_OK;
+}
+
 /* Sum over outputs o in [a, b) of the number of taps inside [0, d). */
 static int64_t valid_taps(int64_t a, int64_t b, int32_t k, int32_t s, int32_t p, int32_t d)
 {

@@ -111,6 +111,7 @@ class Region:
     full_macs: int                # the same operators layer by layer
     reason: str = ""
     streamed: bool = False        # its input is the graph input, delivered row by row
+    net: object = field(default=None, repr=False, compare=False)   # the compiled stripe network
 
     @property
     def first(self):
@@ -189,7 +190,7 @@ class _RegionCache:
         full = st.full_frame_macs(chain, chain.input_shape)
         return Region(ops=list(chain.ops), chain=chain, stripe_width=sw, block_width=bw,
                       scratch_bytes=_table_bytes(len(chain)) + int(size), macs=int(net.predict_macs(sw)),
-                      full_macs=int(full), streamed=bool(streamed))
+                      full_macs=int(full), streamed=bool(streamed), net=net)
 
 
 def region_operator(graph, region, tensors):
@@ -429,6 +430,7 @@ class PipelineResult:
     notes: list = field(default_factory=list)
     stream_input: bool = False    # asked for
     streamed_tensor: int = -1     # the graph input delivered row by row (-1: none)
+    breakdown: bool = True        # report(): also where each region's scratch goes (region_memory)
 
     @property
     def extra_macs(self):
@@ -443,6 +445,9 @@ class PipelineResult:
             lines.append(f"  region ops {r.first}..{r.last} ({len(r.ops)} layers): stripes of {r.stripe_width} "
                          f"columns, blocks of {r.block_width}, line stores {r.scratch_bytes} B, MACs "
                          f"{r.macs} ({100 * (r.macs / r.full_macs - 1) if r.full_macs else 0:+.1f} %): {r.reason}")
+            if self.breakdown:
+                from pyembed.passes.region_memory import breakdown_lines, region_breakdown
+                lines += breakdown_lines(region_breakdown(r), self.base_macs)
         if self.streamed_tensor >= 0:
             r = next(r for r in self.regions if r.streamed)
             lines.append(f"  input streamed: tensor {self.streamed_tensor} arrives row by row into the region of ops "

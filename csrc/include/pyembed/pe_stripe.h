@@ -175,6 +175,19 @@ pe_status pe_stripe_output_dims(const pe_stripe_net *net, pe_dims *output);
 pe_status pe_stripe_get_buffer_size_s8(const pe_stripe_net *net, int32_t stripe_w,
                                        int32_t block_w, int32_t *size);
 
+/* Where the bytes of pe_stripe_get_buffer_size_s8 go, per layer L (arrays
+ * of net->n_layers entries): ring[L] its line store (k_h - 1 input rows, one
+ * row for an upsampling), temp[L] its current-row block, branch[L] the row
+ * delay line of a residual add / concatenation (0 for other layers) and
+ * branch_rows[L] the rows that delay line holds: 1 + the most rows the
+ * branch's producer is ahead of the row the add / concatenation consumes in
+ * the depth-first row schedule (the decoder's row latency + 1). *fixed gets
+ * the rest (decoded per-layer states, alignment, a streamed input's row
+ * buffer when streamed != 0), so the parts add up to the size query's total. */
+pe_status pe_stripe_buffer_breakdown(const pe_stripe_net *net, int32_t stripe_w, int32_t block_w,
+                                     int streamed, int32_t *ring, int32_t *temp, int32_t *branch,
+                                     int32_t *branch_rows, int32_t *fixed);
+
 /* Multiply-accumulates a stripe run will execute (conv family taps inside the
  * image, halo columns included), predicted from the stripe geometry without
  * running anything; pe_stripe_run_s8 measures the same count in ctx->stats.

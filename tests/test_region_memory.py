@@ -1,0 +1,78 @@
+"""Where a stripe region's scratch goes (pe_stripe_buffer_breakdown,
+pyembed.passes.region_memory): the parts against what a run writes, the
+delay line against a hand derivation, the recomputation MACs against the
+graph's own count."""
+import numpy as np
+import pytest
+
+from pyembed.bench._built import _Net
+from pyembed.kernels import stripe as st
+from pyembed.model.load import load_tflite_bytes
+from pyembed.passes.pipeline import _RegionCache, apply_pipeline
+from pyembed.passes.region_memory import breakdown_lines, region_breakdown
+
+
+def _unet(concat=False, seed=0):
+    """16x16x1 -> conv 4 (e1) -> max pool -> conv 4 -> upsample -> ADD/CONCAT e1 -> conv 1."""
+    n = _Net(seed)
+    x = n.input((1, 16, 16, 1))
+    e1 = n.conv(x, 4, full_range=concat) if concat else n.conv(x, 4)
+    p1 = n.pool(e1, "max", 2, 2)
+    b = n.conv(p1, 4, full_range=concat) if concat else n.conv(p1, 4)
+    u = n.concat(n.upsample(b), e1) if concat else n.add(n.upsample(b), e1)
+    y = n.conv(u, 1, act=None)
+    return n.to_bytes([x], [y])
+
+
+def _region(concat=False, stripe_width=None, streamed=False):
+    g = load_tflite_bytes(_unet(concat), name="unet")
+    cache = _RegionCache(g)
+    return g, cache.region(0, len(g.operators) - 1, stripe_width, streamed=streamed)
+
+
+@pytest.mark.parametrize("concat", [False, True])
+@pytest.mark.parametrize("stripe_width", [None, 6])
+def test_parts_are_what_a_run_writes(concat, stripe_width):
+    g, r = _region(concat, stripe_width)
+    bd = region_breakdown(r)
+    x = np.random.default_rng(1).integers(-128, 128, r.chain.input_shape, dtype=np.int8)
+    _, stats = st.run_stripes(list(r.chain), x, r.stripe_width, r.block_width, return_stats=True)
+    # the executor's high-water marks of its rings, row blocks and delay lines
+    assert stats.activation_bytes == bd.rings + bd.temps + bd.delay_bytes
+    assert bd.total == r.scratch_bytes == bd.rings + bd.temps + bd.delay_bytes + bd.fixed
+    assert bd.fixed > 0
+
+
+def test_delay_line_matches_hand_derivation():
+    # add row o reads upsampled row o = conv row o // 2, which needs pooled
+    # rows up to o // 2 + 1, i.e. e1 rows up to 2 (o // 2 + 1) + 1 = o + 3 for
+    # even o: e1 rows o..o+3 wait, 4 rows x 16 columns x 4 channels
+    g, r = _region()
+    bd = region_breakdown(r)
+    (d,) = bd.delays
+    assert (d.kind, d.from_layer, d.rows, d.width, d.channels) == ("add", 0, 4, 16, 4)
+    assert d.bytes == 4 * 16 * 4 and d.latency == 3 and d.min_latency == 3
+    # ring of the first conv: 2 input rows x 16 columns x 1 channel
+    assert bd.ring[0] == 2 * 16 * 1
+    # the skip's producer is layer 0: the only earlier tensor is the input,
+    # whose recomputation costs the first conv's MACs over in-image taps (the
+    # executor's count): (16 * 3 - 2) valid taps per row, same per column
+    (alt,) = d.alternatives
+    assert alt["at"] == -1 and alt["channels"] == 1 and alt["extra_macs"] == (16 * 3 - 2) ** 2 * 4
+    # input rows behind e1 rows o..o+3: o-1..o+4
+    assert alt["rows"] == 6 and alt["bytes"] == 6 * 16
+
+
+def test_streamed_region_counts_its_row_buffer():
+    _, whole = _region()
+    _, streamed = _region(streamed=True)
+    assert region_breakdown(streamed).fixed > region_breakdown(whole).fixed
+
+
+def test_report_prints_the_breakdown():
+    g = load_tflite_bytes(_unet(True), name="unet")
+    res = apply_pipeline(g, "stripes")
+    text = "\n".join(res.report())
+    assert "delay line of layer" in text and "decoder row latency 3 rows (receptive-field minimum 3)" in text
+    assert "scratch " in text
+    assert breakdown_lines(region_breakdown(res.regions[0]))[0].lstrip().startswith("scratch ")
