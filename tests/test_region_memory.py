@@ -76,3 +76,76 @@ def test_report_prints_the_breakdown():
     assert "delay line of layer" in text and "decoder row latency 3 rows (receptive-field minimum 3)" in text
     assert "scratch " in text
     assert breakdown_lines(region_breakdown(res.regions[0]))[0].lstrip().startswith("scratch ")
+
+
+# -- a region's output over its own input (one stripe) --------------------------------------------
+
+def _overlapped_run(r, x, delta):
+    """Run the region's chain with the output at input + delta in one buffer."""
+    net = r.net
+    oshape = net.output_shape()
+    n_in, n_out = x.size, int(np.prod(oshape))
+    base = max(0, -delta)
+    buf = np.zeros(base + max(n_in, delta + n_out) + 8, dtype=np.int8)
+    buf[base:base + n_in] = x.ravel()
+    xin = buf[base:base + n_in].reshape(x.shape)
+    out = buf[base + delta:base + delta + n_out].reshape(oshape)
+    arena = np.zeros(net.buffer_size(r.stripe_width, r.block_width), dtype=np.uint8)
+    net.run(xin, out, r.stripe_width, r.block_width, arena)
+    return out.copy()
+
+
+@pytest.mark.parametrize("concat", [False, True])
+def test_output_over_input_as_far_as_the_c_check_allows(concat):
+    from pyembed.errors import ArgumentError
+    from pyembed.passes.pipeline import last_input_rows
+    from pyembed.plan.overlap import max_delta_region
+    g, r = _region(concat)
+    most = r.net.max_overlap_delta(r.stripe_width)
+    # the Python derivation (per-row receptive field, pyembed.plan.overlap) agrees with C's
+    shapes = st.check_network(r.chain, r.chain.input_shape)
+    h, w, c = r.chain.input_shape
+    oh, ow, oc = shapes[-1][1]
+    rows = last_input_rows(list(r.chain), shapes)
+    assert most == min(rows[o] * w * c - (o + 1) * ow * oc for o in range(oh))
+    from pyembed.passes.pipeline import rewrite
+    g2 = rewrite(g, [r])
+    op = g2.operators[0]
+    assert max_delta_region(g2, op, op.inputs[0], op.outputs[0]) == most
+    x = np.random.default_rng(2).integers(-128, 128, r.chain.input_shape, dtype=np.int8)
+    want = st.run_stripes(list(r.chain), x, r.stripe_width, r.block_width)
+    for delta in (most, most - 8, 0 if most >= 0 else most):
+        np.testing.assert_array_equal(_overlapped_run(r, x, delta), want)
+    with pytest.raises(ArgumentError):
+        _overlapped_run(r, x, most + 1)
+    # several stripes read the input again: no overlap at all
+    _, narrow = _region(concat, stripe_width=6)
+    assert narrow.net.max_overlap_delta(6) is None
+    with pytest.raises(ArgumentError):
+        _overlapped_run(narrow, x, 0)
+
+
+def test_planned_region_output_over_input_runs_bit_exact():
+    from pyembed.plan.pipeline import plan_with_strategy
+    from pyembed.plan.report import used_overlaps
+    g = load_tflite_bytes(_unet(True), name="unet")
+    g2, plan, _ = plan_with_strategy(g, "auto", max_extra_macs=0.0)
+    assert g2.operators[0].type == "PE_STRIPE_REGION" and g2.operators[0].params["stripe_width"] == 16
+    assert any(g2.operators[ov.op].type == "PE_STRIPE_REGION" for ov, _ in used_overlaps(plan))
+    src, dst = g2.operators[0].inputs[0], g2.operators[0].outputs[0]
+    a, b = plan.offset_of(plan.tensor_buffer[src]), plan.offset_of(plan.tensor_buffer[dst])
+    sa, sb = g2.tensors[src].nbytes, g2.tensors[dst].nbytes
+    assert a < b + sb and b < a + sa   # the planned buffers do share bytes
+    rt = g2.compile(plan=plan)
+    for x in _inputs(g, 3):
+        arena = rt.new_arena()
+        rt.set_input(arena, 0, x)
+        for step in range(len(rt.order)):
+            rt.invoke_op(step, arena)
+        np.testing.assert_array_equal(rt.tensor_value(arena, g2.outputs[0]), g.run(x)[0])
+
+
+def _inputs(g, k, seed=0):
+    t = g.tensors[g.inputs[0]]
+    rng = np.random.default_rng(seed)
+    return [rng.integers(-128, 128, t.shape, dtype=np.int8) for _ in range(k)]

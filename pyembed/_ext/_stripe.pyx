@@ -69,6 +69,8 @@ cdef extern from "pyembed/pe_stripe.h":
     pe_status pe_stripe_buffer_breakdown(const pe_stripe_net *net, int32_t stripe_w, int32_t block_w,
                                          int streamed, int32_t *ring, int32_t *temp, int32_t *branch,
                                          int32_t *branch_rows, int32_t *fixed) nogil
+    pe_status pe_stripe_max_overlap_delta(const pe_stripe_net *net, int32_t stripe_w,
+                                          int64_t *max_delta) nogil
     pe_status pe_stripe_predict_macs(const pe_stripe_net *net, int32_t stripe_w,
                                      int64_t *macs) nogil
     pe_status pe_stripe_run_s8(const pe_context *ctx, const pe_stripe_net *net,
@@ -208,6 +210,18 @@ cdef class Network:
         return {"ring": list(np.asarray(ring).tolist()), "temp": list(np.asarray(temp).tolist()),
                 "branch": list(np.asarray(branch).tolist()), "branch_rows": list(np.asarray(rows).tolist()),
                 "fixed": int(fixed)}
+
+    def max_overlap_delta(self, int32_t stripe_w):
+        """How far (bytes) the output may start after the input in one
+        buffer (pe_stripe_max_overlap_delta); None with several stripes."""
+        cdef int64_t delta = 0
+        cdef int st
+        with nogil:
+            st = pe_stripe_max_overlap_delta(&self.net, stripe_w, &delta)
+        if st == PE_ERR_UNSUPPORTED:
+            return None
+        check(st, "pe_stripe_max_overlap_delta", "stripe_w must be >= 1; " + _NET_DETAIL)
+        return int(delta)
 
     def predict_macs(self, int32_t stripe_w):
         cdef int64_t macs = 0

@@ -223,6 +223,7 @@ def region_operator(graph, region, tensors):
                 inputs.append(_new_const(tensors, f"region{region.first}_l{i}_{name}", arr.copy()))
         words += _layer_words(spec, slots)
     params = {"words": np.asarray(words, dtype=np.int32), "layers": len(chain), "ops": list(region.ops),
+              "last_input_row": last_input_rows(chain, shapes),
               "stripe_width": region.stripe_width, "block_width": region.block_width,
               "full_macs": region.full_macs, "streamed_input": bool(region.streamed),
               "work_elements": int(sum(int(np.prod(out)) for _, out in shapes))}
@@ -232,6 +233,17 @@ def region_operator(graph, region, tensors):
     return Operator(index=-1, type=REGION_OP, inputs=inputs, outputs=[chain.output_tensor], params=params,
                     scratch_bytes=region.scratch_bytes, macs=graph_macs,
                     options={"ops": list(region.ops)})
+
+
+def last_input_rows(layers, shapes):
+    """Per output row of the chain, the last input row it depends on: the
+    executor (one stripe) writes that output row while reading that input
+    row, never later than it reads the next one (rows arrive in order and
+    flow through depth-first), which pyembed.plan.overlap turns into how
+    far the output may lie over the input."""
+    from pyembed.kernels.layers import backward_intervals
+    h = shapes[-1][1][0]
+    return [int(backward_intervals(list(layers), shapes, 0, o, o + 1)[0][1]) - 1 for o in range(h)]
 
 
 # ---------------------------------------------------------------------------
