@@ -223,7 +223,7 @@ def region_operator(graph, region, tensors):
                 inputs.append(_new_const(tensors, f"region{region.first}_l{i}_{name}", arr.copy()))
         words += _layer_words(spec, slots)
     params = {"words": np.asarray(words, dtype=np.int32), "layers": len(chain), "ops": list(region.ops),
-              "last_input_row": last_input_rows(chain, shapes),
+              "last_input_row": last_input_rows(chain, shapes), "overlap_delta": _region_overlap(region),
               "stripe_width": region.stripe_width, "block_width": region.block_width,
               "full_macs": region.full_macs, "streamed_input": bool(region.streamed),
               "work_elements": int(sum(int(np.prod(out)) for _, out in shapes))}
@@ -387,13 +387,22 @@ def live_bytes(graph, alignment=16):
     the last that reads them, graph inputs from step 0, outputs to the end,
     aliases sharing their root, kernel scratch during its step). The
     planner (pyembed.plan, a layer above) places the buffers; its arena is
-    reported beside this bound (the largest entry)."""
-    return _live(graph, [(op.inputs, op.outputs, op.scratch_bytes) for op in graph.operators], alignment)
+    reported beside this bound (the largest entry). A stripe region in one
+    stripe counts its output over its input where the input dies there
+    (params["overlap_delta"], which the planner proves by running)."""
+    overlaps = {s: (op.inputs[0], op.outputs[0], op.params["overlap_delta"])
+                for s, op in enumerate(graph.operators)
+                if op.type == REGION_OP and (op.params or {}).get("overlap_delta") is not None}
+    return _live(graph, [(op.inputs, op.outputs, op.scratch_bytes) for op in graph.operators], alignment,
+                 overlaps=overlaps)
 
 
-def _live(graph, ops_io, alignment=16, skip=()):
+def _live(graph, ops_io, alignment=16, skip=(), overlaps=None):
     """live_bytes over (inputs, outputs, scratch bytes) per step (tensors in
-    skip, or streamed, take no bytes)."""
+    skip, or streamed, take no bytes). overlaps: {step: (input, output,
+    max delta)} of operators that may write their output over their input
+    (a region in one stripe): when the input's life ends at that step, the
+    step counts the pair's shared footprint instead of both buffers."""
     n = len(ops_io)
     life = {}
 
@@ -423,6 +432,14 @@ def _live(graph, ops_io, alignment=16, skip=()):
             live[s] += size
     for s, (_, _, scratch) in enumerate(ops_io):
         live[s] += -(-int(scratch or 0) // alignment) * alignment
+    for s, (src, dst, delta) in (overlaps or {}).items():
+        src, dst = graph.alias_root(src), graph.alias_root(dst)
+        if src not in life or dst not in life or life[src][1] != s or src in graph.outputs:
+            continue
+        a = -(-int(graph.tensors[src].nbytes) // alignment) * alignment
+        b = -(-int(graph.tensors[dst].nbytes) // alignment) * alignment
+        d = int(delta) // alignment * alignment
+        live[s] -= max(0, a + b - (max(a, d + b) - min(0, d)))
     return live
 
 
@@ -605,11 +622,21 @@ def _ranges(xs):
     return ", ".join(out)
 
 
+def _region_overlap(r):
+    """How far a region's output may start after its input (bytes; None:
+    several stripes or a streamed input), pe_stripe_max_overlap_delta. The
+    planner proves it by running (pyembed.plan.overlap)."""
+    if r.streamed or r.net is None or r.stripe_width < r.chain.output_shape[1]:
+        return None
+    return r.net.max_overlap_delta(r.stripe_width)
+
+
 def choose_regions(graph, extra_mac_limit, fuse=True, rounding="double", stream=None):
     """Greedy left-to-right search with one region of lookahead: at each
     operator, the region (end, stripe width) which, alone or followed by
     one more region right after it, lowers the whole graph's arena estimate
-    most; the extra MACs of all regions within extra_mac_limit (None: no
+    most (a region in one stripe counted with its output over its input
+    where that input dies there, as the planner will prove it); the extra MACs of all regions within extra_mac_limit (None: no
     limit). (A region can pay only together with the next one: a cut right
     after a layer whose kernel scratch is the peak, say.) stream: (tensor,
     reader) of a streamed graph input (streamable_input): regions reading
@@ -629,9 +656,13 @@ def choose_regions(graph, extra_mac_limit, fuse=True, rounding="double", stream=
         skip = {r.chain.input_tensor for r in regs if r.streamed}
         pairs = dict(fusable_pairs(graph, skip=covered)) if fuse else {}
         ops_io = []
+        overlaps = {}
         for i, op in enumerate(graph.operators):
             if i in start:
                 r = start[i]
+                delta = _region_overlap(r)
+                if delta is not None:
+                    overlaps[len(ops_io)] = (r.chain.input_tensor, r.chain.output_tensor, delta)
                 ops_io.append(([r.chain.input_tensor], [r.chain.output_tensor], r.scratch_bytes))
             elif i in pairs:
                 if i not in pair_io:
@@ -642,7 +673,7 @@ def choose_regions(graph, extra_mac_limit, fuse=True, rounding="double", stream=
                 continue
             else:
                 ops_io.append((op.inputs, op.outputs, op.scratch_bytes))
-        return max(_live(graph, ops_io, skip=skip))
+        return max(_live(graph, ops_io, skip=skip, overlaps=overlaps))
 
     def candidates(first):
         chain = chains_from(graph, first)
