@@ -149,3 +149,20 @@ def _inputs(g, k, seed=0):
     t = g.tensors[g.inputs[0]]
     rng = np.random.default_rng(seed)
     return [rng.integers(-128, 128, t.shape, dtype=np.int8) for _ in range(k)]
+
+
+def test_regions_fit_a_weight_block():
+    from pyembed.data import model_path
+    from pyembed.model.load import load_model
+    from pyembed.passes.pipeline import region_weight_bytes
+    g = load_model(model_path("tiny_kws_dscnn_int8"))
+    free = apply_pipeline(g, "auto")
+    assert free.regions and max(region_weight_bytes(g, r) for r in free.regions) > 8192
+    capped = apply_pipeline(g, "auto", max_region_weights=8192)
+    assert all(region_weight_bytes(g, r) <= 8192 for r in capped.regions)
+    assert any("8192 B weight block" in n for n in capped.notes)
+    # the region operator's own constants are what the count says (no more)
+    for r in capped.regions:
+        op = next(o for o in capped.graph.operators if o.options.get("ops") == r.ops)
+        consts = {t for t in op.inputs if t >= 0 and capped.graph.tensors[t].data is not None}
+        assert sum(-(-capped.graph.tensors[t].nbytes // 16) * 16 for t in consts) <= region_weight_bytes(g, r)

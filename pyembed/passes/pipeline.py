@@ -556,7 +556,7 @@ def _restore_conv_scratch(g, source):
 
 
 def apply_pipeline(graph, strategy="auto", max_extra_macs=0.10, fuse=True, rounding="double", stream_input=False,
-                   gather=True):
+                   gather=True, max_region_weights=None):
     """Rewrite graph with the chosen strategy; see the module docstring.
 
     stream_input: the graph input is delivered row by row (a camera
@@ -567,7 +567,11 @@ def apply_pipeline(graph, strategy="auto", max_extra_macs=0.10, fuse=True, round
 
     gather: a CONV_2D / DEPTHWISE_CONV_2D whose reverse kernel's scratch
     raises the arena estimate runs the gather kernel instead (no scratch,
-    same results and MACs, slower); the report lists them."""
+    same results and MACs, slower); the report lists them.
+
+    max_region_weights: bytes; no stripe region whose constants (weights,
+    biases, requantization tables, 16-byte aligned) exceed it (a region is
+    one operator: a weight segment loaded from flash must hold it whole)."""
     if strategy not in STRATEGIES:
         raise ArgumentError(f"strategy: expected one of {', '.join(STRATEGIES)}, got {strategy!r}")
     try:
@@ -594,7 +598,8 @@ def apply_pipeline(graph, strategy="auto", max_extra_macs=0.10, fuse=True, round
         notes.append("input not streamed: the graph input is not one int8 NHWC tensor read by one operator")
     if strategy != "layers":
         limit = None if strategy == "stripes" else budget * base_macs
-        regions, more = choose_regions(graph, limit, fuse=fuse, rounding=rounding, stream=stream)
+        regions, more = choose_regions(graph, limit, fuse=fuse, rounding=rounding, stream=stream,
+                                       max_weights=max_region_weights)
         notes += more
     covered = {i for r in regions for i in r.ops}
     pairs = fusable_pairs(graph, skip=covered) if fuse else []
@@ -631,7 +636,24 @@ def _region_overlap(r):
     return r.net.max_overlap_delta(r.stripe_width)
 
 
-def choose_regions(graph, extra_mac_limit, fuse=True, rounding="double", stream=None):
+def region_weight_bytes(graph, region):
+    """Constant bytes the region's operator reads (16-byte aligned): the
+    layers' weights and biases and its per-channel multiplier and shift
+    tables."""
+    seen, total = set(), 0
+    for i in region.ops:
+        op = graph.operators[i]
+        for t in op.inputs:
+            if t >= 0 and t not in seen and graph.tensors[t].data is not None:
+                seen.add(t)
+                total += -(-int(graph.tensors[t].nbytes) // 16) * 16
+        if op.type in GATHER_TYPES:
+            out_c = int(graph.tensors[op.outputs[0]].shape[-1])
+            total += 2 * (-(-4 * out_c // 16) * 16)
+    return total
+
+
+def choose_regions(graph, extra_mac_limit, fuse=True, rounding="double", stream=None, max_weights=None):
     """Greedy left-to-right search with one region of lookahead: at each
     operator, the region (end, stripe width) which, alone or followed by
     one more region right after it, lowers the whole graph's arena estimate
@@ -641,7 +663,8 @@ def choose_regions(graph, extra_mac_limit, fuse=True, rounding="double", stream=
     after a layer whose kernel scratch is the peak, say.) stream: (tensor,
     reader) of a streamed graph input (streamable_input): regions reading
     it run as one stripe with a row buffer, and the tensor takes no bytes
-    when one of them is chosen."""
+    when one of them is chosen. max_weights: bytes, no region with more
+    constant bytes (region_weight_bytes)."""
     cache = _RegionCache(graph)
     n = len(graph.operators)
     chosen, notes = [], []
@@ -685,6 +708,9 @@ def choose_regions(graph, extra_mac_limit, fuse=True, rounding="double", stream=
                 base = cache.region(first, end)
             except (UnsupportedError, ArgumentError, PyEmbedError):
                 continue
+            if max_weights is not None and region_weight_bytes(graph, base) > max_weights:
+                heavy.append(first)
+                break
             out_w = base.chain.output_shape[1]
             if stream is not None and base.chain.input_tensor == stream[0]:
                 # a streamed input is read once, row by row: one stripe
@@ -697,6 +723,7 @@ def choose_regions(graph, extra_mac_limit, fuse=True, rounding="double", stream=
     def within(extra):
         return extra_mac_limit is None or spent + extra <= extra_mac_limit
 
+    heavy = []
     current = estimate([])
     pos = 0
     tried = []
@@ -741,6 +768,9 @@ def choose_regions(graph, extra_mac_limit, fuse=True, rounding="double", stream=
             if best is not None:
                 tried.append(pos)
             pos += 1
+    if heavy:
+        notes.append(f"regions from ops {_ranges(sorted(set(heavy)))} stop before their constants exceed the "
+                     f"{max_weights} B weight block (a region is loaded whole)")
     if tried:
         g = rewrite(graph, chosen, fusable_pairs(graph, skip={i for r in chosen for i in r.ops}) if fuse else [],
                     rounding)
