@@ -9,12 +9,7 @@ from pyembed.model.ops.gather import gather_batched_reference
 
 
 def _tflm(blob, xs):
-    from tflite_micro.python.tflite_micro import runtime
-    it = runtime.Interpreter.from_bytes(blob, arena_size=1 << 20)
-    for k, x in enumerate(xs):
-        it.set_input(np.ascontiguousarray(x), k)
-    it.invoke()
-    return it.get_output(0)
+    return W.tflm_run(blob, xs, 1, arena_size=1 << 20)[0]
 
 
 # (input shape, positions shape, axis, batch_dims)

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from pyembed.bench import _transformer_models as tm
 from pyembed.model.load import load_tflite_bytes
+from pyembed.model.tflite_writer import tflm_frames
 from pyembed.passes.layernorm import fuse_layernorm
 from pyembed.passes.transformer import fuse_transformer
 
@@ -26,13 +27,7 @@ LN_CHAINS = {
 
 
 def _tflm(data, xs):
-    it = runtime.Interpreter.from_bytes(data, arena_size=1 << 22)
-    out = []
-    for x in xs:
-        it.set_input(x, 0)
-        it.invoke()
-        out.append(np.array(it.get_output(0)))
-    return out
+    return tflm_frames(data, xs, arena_size=1 << 22)
 
 
 def _litert(data, xs):

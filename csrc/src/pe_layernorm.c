@@ -130,6 +130,16 @@ static int q_ok(int32_t m, int32_t s)
     return m >= 0 && s >= -31 && s <= 30;
 }
 
+/* [1, 1, 1, n] dims of a row operand of na, nb and nout values. */
+static void row_dims(int32_t na, int32_t nb, int32_t nout, pe_dims *da, pe_dims *db, pe_dims *dout)
+{
+    da->n = da->h = da->w = 1;
+    *db = *dout = *da;
+    da->c = na;
+    db->c = nb;
+    dout->c = nout;
+}
+
 static pe_status ln_add(const pe_context *ctx, const int32_t *w, const int8_t *a, int32_t na,
                         const int8_t *b, int32_t nb, int8_t *out, int32_t nout)
 {
@@ -138,24 +148,9 @@ static pe_status ln_add(const pe_context *ctx, const int32_t *w, const int8_t *a
     if (!q_ok(w[4], w[5]) || !q_ok(w[6], w[7]) || !q_ok(w[8], w[9])) {
         return PE_ERR_ARG;
     }
-    p.input1_offset = w[0];
-    p.input2_offset = w[1];
-    p.output_offset = w[2];
-    p.left_shift = w[3];
-    p.input1_quant.multiplier = w[4];
-    p.input1_quant.shift = w[5];
-    p.input2_quant.multiplier = w[6];
-    p.input2_quant.shift = w[7];
-    p.output_quant.multiplier = w[8];
-    p.output_quant.shift = w[9];
-    p.activation.min = w[10];
-    p.activation.max = w[11];
+    PE_GRAPH_ADD_WORDS(p, w);
     p.rounding = PE_ROUND_DOUBLE;
-    da.n = da.h = da.w = 1;
-    db = dout = da;
-    da.c = na;
-    db.c = nb;
-    dout.c = nout;
+    row_dims(na, nb, nout, &da, &db, &dout);
     return pe_add_s8(ctx, &p, &da, a, &db, b, &dout, out);
 }
 
@@ -167,19 +162,9 @@ static pe_status ln_mul(const pe_context *ctx, const int32_t *w, const int8_t *a
     if (!q_ok(w[3], w[4])) {
         return PE_ERR_ARG;
     }
-    p.input1_offset = w[0];
-    p.input2_offset = w[1];
-    p.output_offset = w[2];
-    p.output_quant.multiplier = w[3];
-    p.output_quant.shift = w[4];
-    p.activation.min = w[5];
-    p.activation.max = w[6];
+    PE_GRAPH_MUL_WORDS(p, w);
     p.rounding = PE_ROUND_DOUBLE;
-    da.n = da.h = da.w = 1;
-    db = dout = da;
-    da.c = na;
-    db.c = nb;
-    dout.c = nout;
+    row_dims(na, nb, nout, &da, &db, &dout);
     return pe_mul_s8(ctx, &p, &da, a, &db, b, &dout, out);
 }
 

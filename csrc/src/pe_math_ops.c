@@ -168,18 +168,7 @@ static pe_status run_binary(const pe_context *ctx, int32_t type, const int32_t *
         if (read_shapes(w, n, 12, c0, c1, co, &b) != PE_OK) {
             return PE_ERR_ARG;
         }
-        p.input1_offset = w[0];
-        p.input2_offset = w[1];
-        p.output_offset = w[2];
-        p.left_shift = w[3];
-        p.input1_quant.multiplier = w[4];
-        p.input1_quant.shift = w[5];
-        p.input2_quant.multiplier = w[6];
-        p.input2_quant.shift = w[7];
-        p.output_quant.multiplier = w[8];
-        p.output_quant.shift = w[9];
-        p.activation.min = w[10];
-        p.activation.max = w[11];
+        PE_GRAPH_ADD_WORDS(p, w);
         if (type == PE_MOP_SUB && dtype == PE_MATH_DT_INT16) {
             return pe_sub_s16(ctx, &p, &b.in0, (const int16_t *)in0, &b.in1, (const int16_t *)in1,
                               &b.out, (int16_t *)out);

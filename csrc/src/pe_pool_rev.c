@@ -1047,135 +1047,95 @@ static inline uint32_t max8(uint32_t a, uint32_t b)
 #define M8(Q) MAX_PIX8(Q, m0, m1)
 #define M4(Q) MAX_PIX4(Q, m0)
 
+/* The lane registers of one column of a channel group, and how they meet
+ * the accumulator words a: LOAD starts from them, ZERO from the combine's
+ * identity, STORE writes back, ADD combines into row ar (PACKED_EACH_ROW). */
+#define SUM8_LOAD uint32_t e0 = a[0], o0 = a[1], e1 = a[2], o1 = a[3]
+#define SUM8_ZERO uint32_t e0 = 0, o0 = 0, e1 = 0, o1 = 0
+#define SUM8_STORE a[0] = e0; a[1] = o0; a[2] = e1; a[3] = o1
+#define SUM8_ADD (ar[0] = __sadd16(ar[0], e0), ar[1] = __sadd16(ar[1], o0), \
+                  ar[2] = __sadd16(ar[2], e1), ar[3] = __sadd16(ar[3], o1))
+#define SUM4_LOAD uint32_t e0 = a[0], o0 = a[1]
+#define SUM4_ZERO uint32_t e0 = 0, o0 = 0
+#define SUM4_STORE a[0] = e0; a[1] = o0
+#define SUM4_ADD (ar[0] = __sadd16(ar[0], e0), ar[1] = __sadd16(ar[1], o0))
+#define MAX8_LOAD uint32_t m0 = a[0], m1 = a[1]
+#define MAX8_ZERO uint32_t m0 = 0x80808080u, m1 = 0x80808080u
+#define MAX8_STORE a[0] = m0; a[1] = m1
+#define MAX8_ADD (ar[0] = max8(ar[0], m0), ar[1] = max8(ar[1], m1))
+#define MAX4_LOAD uint32_t m0 = a[0]
+#define MAX4_ZERO uint32_t m0 = 0x80808080u
+#define MAX4_STORE a[0] = m0
+#define MAX4_ADD (ar[0] = max8(ar[0], m0))
+
+/* One column into one output row (d->nr == 1): the run starts from the
+ * accumulators themselves, over d->vrows input rows. */
+#define COLUMN_ROW1(LANES, PIX)                                   \
+    {                                                             \
+        LANES##_LOAD;                                             \
+        const int8_t *row = v + o;                                \
+        int32_t y;                                                \
+        for (y = d->vrows; y > 0; y--, row += d->vstride) {       \
+            PACKED_RUN(row, npix, PIX);                           \
+        }                                                         \
+        LANES##_STORE;                                            \
+    }
+
+/* One column into d->nr > 1 output rows: combined once, then into each. */
+#define COLUMN_ROWS(LANES, PIX)                                   \
+    {                                                             \
+        LANES##_ZERO;                                             \
+        PACKED_RUN(v + o, npix, PIX);                             \
+        PACKED_EACH_ROW(d, a, ar, LANES##_ADD);                   \
+    }
+
 /* n_col runs of npix pixels, the first at v + off, each next step elements
- * further, into output columns from d->col on: one output row. The channel
- * block is the outer loop, so the column loop keeps few values live. */
-__attribute__((noinline)) static void packed_sum_row1(const packed_dst *d, const int8_t *v,
-                                                      int32_t off, int32_t n_col, int32_t step,
-                                                      int32_t npix)
-{
-    const int32_t c = d->c;
-    const size_t cw = d->col_words;
-    int32_t g, k;
-    for (g = 0; g < c; g += 8) {
-        uint32_t *a = d->col + g / 2;
-        int32_t o = off + g;
-        if (c - g >= 8) {
-            for (k = n_col; k > 0; k--, o += step, a += cw) {
-                uint32_t e0 = a[0], o0 = a[1], e1 = a[2], o1 = a[3];
-                const int8_t *row = v + o;
-                int32_t y;
-                for (y = d->vrows; y > 0; y--, row += d->vstride) {
-                    PACKED_RUN(row, npix, S8);
-                }
-                a[0] = e0;
-                a[1] = o0;
-                a[2] = e1;
-                a[3] = o1;
-            }
-        } else {
-            for (k = n_col; k > 0; k--, o += step, a += cw) {
-                uint32_t e0 = a[0], o0 = a[1];
-                const int8_t *row = v + o;
-                int32_t y;
-                for (y = d->vrows; y > 0; y--, row += d->vstride) {
-                    PACKED_RUN(row, npix, S4);
-                }
-                a[0] = e0;
-                a[1] = o0;
-            }
-        }
+ * further, into output columns from d->col on (WORD_LANES int8 channels per
+ * accumulator word: 2 for sums, 4 for max). The channel block is the outer
+ * loop, so the column loop keeps few values live; COLUMN8 / COLUMN4 do one
+ * column of a whole group of eight channels / of a last group of four. */
+#define PACKED_RUNS_FN(NAME, WORD_LANES, COLUMN8, COLUMN4)                                    \
+    __attribute__((noinline)) static void NAME(const packed_dst *d, const int8_t *v,          \
+                                               int32_t off, int32_t n_col, int32_t step,      \
+                                               int32_t npix)                                  \
+    {                                                                                         \
+        const int32_t c = d->c;                                                               \
+        const size_t cw = d->col_words;                                                       \
+        int32_t g, k;                                                                         \
+        for (g = 0; g < c; g += 8) {                                                          \
+            uint32_t *a = d->col + g / WORD_LANES;                                            \
+            int32_t o = off + g;                                                              \
+            if (c - g >= 8) {                                                                 \
+                for (k = n_col; k > 0; k--, o += step, a += cw) COLUMN8                       \
+            } else {                                                                          \
+                for (k = n_col; k > 0; k--, o += step, a += cw) COLUMN4                       \
+            }                                                                                 \
+        }                                                                                     \
     }
-}
 
-/* The same into d->nr > 1 output rows. */
-__attribute__((noinline)) static void packed_sum_rows(const packed_dst *d, const int8_t *v,
-                                                      int32_t off, int32_t n_col, int32_t step,
-                                                      int32_t npix)
-{
-    const int32_t c = d->c;
-    const size_t cw = d->col_words;
-    int32_t g, k;
-    for (g = 0; g < c; g += 8) {
-        uint32_t *a = d->col + g / 2;
-        int32_t o = off + g;
-        if (c - g >= 8) {
-            for (k = n_col; k > 0; k--, o += step, a += cw) {
-                uint32_t e0 = 0, o0 = 0, e1 = 0, o1 = 0;
-                PACKED_RUN(v + o, npix, S8);
-                PACKED_EACH_ROW(d, a, ar, (ar[0] = __sadd16(ar[0], e0), ar[1] = __sadd16(ar[1], o0),
-                                           ar[2] = __sadd16(ar[2], e1), ar[3] = __sadd16(ar[3], o1)));
-            }
-        } else {
-            for (k = n_col; k > 0; k--, o += step, a += cw) {
-                uint32_t e0 = 0, o0 = 0;
-                PACKED_RUN(v + o, npix, S4);
-                PACKED_EACH_ROW(d, a, ar, (ar[0] = __sadd16(ar[0], e0), ar[1] = __sadd16(ar[1], o0)));
-            }
-        }
-    }
-}
-
-__attribute__((noinline)) static void packed_max_row1(const packed_dst *d, const int8_t *v,
-                                                      int32_t off, int32_t n_col, int32_t step,
-                                                      int32_t npix)
-{
-    const int32_t c = d->c;
-    const size_t cw = d->col_words;
-    int32_t g, k;
-    for (g = 0; g < c; g += 8) {
-        uint32_t *a = d->col + g / 4;
-        int32_t o = off + g;
-        if (c - g >= 8) {
-            for (k = n_col; k > 0; k--, o += step, a += cw) {
-                uint32_t m0 = a[0], m1 = a[1];
-                const int8_t *row = v + o;
-                int32_t y;
-                for (y = d->vrows; y > 0; y--, row += d->vstride) {
-                    PACKED_RUN(row, npix, M8);
-                }
-                a[0] = m0;
-                a[1] = m1;
-            }
-        } else {
-            for (k = n_col; k > 0; k--, o += step, a += cw) {
-                uint32_t m0 = a[0];
-                const int8_t *row = v + o;
-                int32_t y;
-                for (y = d->vrows; y > 0; y--, row += d->vstride) {
-                    PACKED_RUN(row, npix, M4);
-                }
-                a[0] = m0;
-            }
-        }
-    }
-}
-
-__attribute__((noinline)) static void packed_max_rows(const packed_dst *d, const int8_t *v,
-                                                      int32_t off, int32_t n_col, int32_t step,
-                                                      int32_t npix)
-{
-    const int32_t c = d->c;
-    const size_t cw = d->col_words;
-    int32_t g, k;
-    for (g = 0; g < c; g += 8) {
-        uint32_t *a = d->col + g / 4;
-        int32_t o = off + g;
-        if (c - g >= 8) {
-            for (k = n_col; k > 0; k--, o += step, a += cw) {
-                uint32_t m0 = 0x80808080u, m1 = 0x80808080u;
-                PACKED_RUN(v + o, npix, M8);
-                PACKED_EACH_ROW(d, a, ar, (ar[0] = max8(ar[0], m0), ar[1] = max8(ar[1], m1)));
-            }
-        } else {
-            for (k = n_col; k > 0; k--, o += step, a += cw) {
-                uint32_t m0 = 0x80808080u;
-                PACKED_RUN(v + o, npix, M4);
-                PACKED_EACH_ROW(d, a, ar, (ar[0] = max8(ar[0], m0)));
-            }
-        }
-    }
-}
+PACKED_RUNS_FN(packed_sum_row1, 2, COLUMN_ROW1(SUM8, S8), COLUMN_ROW1(SUM4, S4))
+PACKED_RUNS_FN(packed_sum_rows, 2, COLUMN_ROWS(SUM8, S8), COLUMN_ROWS(SUM4, S4))
+PACKED_RUNS_FN(packed_max_row1, 4, COLUMN_ROW1(MAX8, M8), COLUMN_ROW1(MAX4, M4))
+PACKED_RUNS_FN(packed_max_rows, 4, COLUMN_ROWS(MAX8, M8), COLUMN_ROWS(MAX4, M4))
+#undef PACKED_RUNS_FN
+#undef COLUMN_ROWS
+#undef COLUMN_ROW1
+#undef SUM8_LOAD
+#undef SUM8_ZERO
+#undef SUM8_STORE
+#undef SUM8_ADD
+#undef SUM4_LOAD
+#undef SUM4_ZERO
+#undef SUM4_STORE
+#undef SUM4_ADD
+#undef MAX8_LOAD
+#undef MAX8_ZERO
+#undef MAX8_STORE
+#undef MAX8_ADD
+#undef MAX4_LOAD
+#undef MAX4_ZERO
+#undef MAX4_STORE
+#undef MAX4_ADD
 #undef S8
 #undef S4
 #undef M8

@@ -238,6 +238,28 @@ static int bcast_ok(const pe_dims *a, const pe_dims *o)
            a->w >= 1 && a->c >= 1;
 }
 
+/* Element (n, h, w, c) of an output position in input d, which broadcasts
+ * (numpy rules, pe_dims) against the output. */
+static size_t bcast_at(const pe_dims *d, int32_t n, int32_t h, int32_t w, int32_t c)
+{
+    return (((size_t)(d->n == 1 ? 0 : n) * (size_t)d->h + (size_t)(d->h == 1 ? 0 : h)) * (size_t)d->w +
+            (size_t)(d->w == 1 ? 0 : w)) * (size_t)d->c + (size_t)(d->c == 1 ? 0 : c);
+}
+
+/* Element (n, h, w, c) of the output od. */
+static size_t out_at(const pe_dims *od, int32_t n, int32_t h, int32_t w, int32_t c)
+{
+    return (((size_t)n * (size_t)od->h + (size_t)h) * (size_t)od->w + (size_t)w) * (size_t)od->c + (size_t)c;
+}
+
+/* A non-empty output of at most PE_INT32_MAX elements that both inputs
+ * broadcast against. */
+static int out_dims_ok(const pe_dims *d1, const pe_dims *d2, const pe_dims *od)
+{
+    return od->n >= 1 && od->h >= 1 && od->w >= 1 && od->c >= 1 && bcast_ok(d1, od) && bcast_ok(d2, od) &&
+           (int64_t)od->n * od->h * od->w * od->c <= PE_INT32_MAX;
+}
+
 pe_status pe_add_s16(const pe_context *ctx, const pe_add_params *p, const pe_dims *d1,
                      const int16_t *x1, const pe_dims *d2, const int16_t *x2, const pe_dims *od,
                      int16_t *out)
@@ -248,8 +270,7 @@ pe_status pe_add_s16(const pe_context *ctx, const pe_add_params *p, const pe_dim
         out == NULL) {
         return PE_ERR_ARG;
     }
-    if (od->n < 1 || od->h < 1 || od->w < 1 || od->c < 1 || !bcast_ok(d1, od) ||
-        !bcast_ok(d2, od) || (int64_t)od->n * od->h * od->w * od->c > PE_INT32_MAX) {
+    if (!out_dims_ok(d1, d2, od)) {
         return PE_ERR_ARG;
     }
     if (p->left_shift != 15 || p->input1_offset <= -32767 || p->input1_offset >= 32767 ||
@@ -265,30 +286,21 @@ pe_status pe_add_s16(const pe_context *ctx, const pe_add_params *p, const pe_dim
         for (h = 0; h < od->h; h++) {
             for (w = 0; w < od->w; w++) {
                 for (c = 0; c < od->c; c++) {
-                    const size_t i1 = (((size_t)(d1->n == 1 ? 0 : n) * (size_t)d1->h +
-                                        (size_t)(d1->h == 1 ? 0 : h)) * (size_t)d1->w +
-                                       (size_t)(d1->w == 1 ? 0 : w)) * (size_t)d1->c +
-                                      (size_t)(d1->c == 1 ? 0 : c);
-                    const size_t i2 = (((size_t)(d2->n == 1 ? 0 : n) * (size_t)d2->h +
-                                        (size_t)(d2->h == 1 ? 0 : h)) * (size_t)d2->w +
-                                       (size_t)(d2->w == 1 ? 0 : w)) * (size_t)d2->c +
-                                      (size_t)(d2->c == 1 ? 0 : c);
-                    const size_t io = (((size_t)n * (size_t)od->h + (size_t)h) * (size_t)od->w +
-                                       (size_t)w) * (size_t)od->c + (size_t)c;
-                    const int32_t a = pe_fx_requant((x1[i1] + p->input1_offset) * (1 << 15),
-                                                    p->input1_quant.multiplier,
+                    const int32_t x1v = x1[bcast_at(d1, n, h, w, c)] + p->input1_offset;
+                    const int32_t x2v = x2[bcast_at(d2, n, h, w, c)] + p->input2_offset;
+                    const int32_t a = pe_fx_requant(x1v * (1 << 15), p->input1_quant.multiplier,
                                                     p->input1_quant.shift);
-                    const int32_t b = pe_fx_requant((x2[i2] + p->input2_offset) * (1 << 15),
-                                                    p->input2_quant.multiplier,
+                    const int32_t b = pe_fx_requant(x2v * (1 << 15), p->input2_quant.multiplier,
                                                     p->input2_quant.shift);
                     /* TFLite adds in int32; keep its wrap without overflowing */
                     const int64_t v = (int64_t)pe_fx_requant(wrap32((int64_t)a + b),
                                                              p->output_quant.multiplier,
                                                              p->output_quant.shift) +
                                       p->output_offset;
-                    out[io] = (int16_t)(v < p->activation.min
-                                            ? p->activation.min
-                                            : (v > p->activation.max ? p->activation.max : v));
+                    out[out_at(od, n, h, w, c)] =
+                        (int16_t)(v < p->activation.min
+                                      ? p->activation.min
+                                      : (v > p->activation.max ? p->activation.max : v));
                 }
             }
         }
@@ -299,6 +311,23 @@ pe_status pe_add_s16(const pe_context *ctx, const pe_add_params *p, const pe_dim
 /* -- graph runners ------------------------------------------------------------- */
 
 #include "pyembed/pe_graph_internal.h"
+
+/* Input 1 (of type second) of a runner with two inputs, one output and
+ * parameter words, with its int16 input 0 in *x and int16 output 0 in *y;
+ * NULL when the op has other counts or a tensor is missing, misplaced or of
+ * another type. */
+static const void *two_inputs_s16(const pe_graph *g, const pe_graph_op *op, const pe_context *arena,
+                                  pe_dtype second, const int16_t **x, int16_t **y)
+{
+    const void *in1;
+    if (op->num_inputs != 2 || op->num_outputs != 1 || op->params == NULL) {
+        return NULL;
+    }
+    *x = (const int16_t *)pe_graph_input(g, op, 0, arena, PE_DT_INT16);
+    in1 = pe_graph_input(g, op, 1, arena, second);
+    *y = (int16_t *)pe_graph_output(g, op, 0, arena, PE_DT_INT16);
+    return (*x == NULL || *y == NULL) ? NULL : in1;
+}
 
 pe_status pe_graph_run_conv_s16x8(const pe_graph *g, const pe_graph_op *op,
                                   const pe_context *scratch, const pe_context *arena)
@@ -311,14 +340,8 @@ pe_status pe_graph_run_conv_s16x8(const pe_graph *g, const pe_graph_op *op,
     pe_conv_params p;
     pe_per_channel_quant q;
     int32_t oc, has_bias;
-    if (op->num_inputs != 2 || op->num_outputs != 1 || w == NULL ||
-        op->num_params < PE_CONV_S16X8_WORDS) {
-        return PE_ERR_ARG;
-    }
-    x = (const int16_t *)pe_graph_input(g, op, 0, arena, PE_DT_INT16);
-    f = (const int8_t *)pe_graph_input(g, op, 1, arena, PE_DT_INT8);
-    y = (int16_t *)pe_graph_output(g, op, 0, arena, PE_DT_INT16);
-    if (x == NULL || f == NULL || y == NULL) {
+    f = (const int8_t *)two_inputs_s16(g, op, arena, PE_DT_INT8, &x, &y);
+    if (f == NULL || op->num_params < PE_CONV_S16X8_WORDS) {
         return PE_ERR_ARG;
     }
     od = pe_graph_dims(g, op->outputs[0]);
@@ -360,14 +383,8 @@ pe_status pe_graph_run_fc_s16x8(const pe_graph *g, const pe_graph_op *op,
     pe_fc_s16_params p;
     int32_t depth, out_f, count, qc, has_bias;
     int64_t need;
-    if (op->num_inputs != 2 || op->num_outputs != 1 || w == NULL ||
-        op->num_params < PE_FC_S16X8_WORDS) {
-        return PE_ERR_ARG;
-    }
-    x = (const int16_t *)pe_graph_input(g, op, 0, arena, PE_DT_INT16);
-    f = (const int8_t *)pe_graph_input(g, op, 1, arena, PE_DT_INT8);
-    y = (int16_t *)pe_graph_output(g, op, 0, arena, PE_DT_INT16);
-    if (x == NULL || f == NULL || y == NULL) {
+    f = (const int8_t *)two_inputs_s16(g, op, arena, PE_DT_INT8, &x, &y);
+    if (f == NULL || op->num_params < PE_FC_S16X8_WORDS) {
         return PE_ERR_ARG;
     }
     depth = pe_graph_dims(g, op->inputs[1])->c;
@@ -402,14 +419,8 @@ pe_status pe_graph_run_add_s16(const pe_graph *g, const pe_graph_op *op,
     const int16_t *a, *b;
     int16_t *y;
     pe_add_params p;
-    if (op->num_inputs != 2 || op->num_outputs != 1 || w == NULL ||
-        op->num_params != PE_ADD_S16_WORDS) {
-        return PE_ERR_ARG;
-    }
-    a = (const int16_t *)pe_graph_input(g, op, 0, arena, PE_DT_INT16);
-    b = (const int16_t *)pe_graph_input(g, op, 1, arena, PE_DT_INT16);
-    y = (int16_t *)pe_graph_output(g, op, 0, arena, PE_DT_INT16);
-    if (a == NULL || b == NULL || y == NULL) {
+    b = (const int16_t *)two_inputs_s16(g, op, arena, PE_DT_INT16, &a, &y);
+    if (b == NULL || op->num_params != PE_ADD_S16_WORDS) {
         return PE_ERR_ARG;
     }
     p.input1_offset = w[0];
@@ -520,18 +531,6 @@ pe_status pe_graph_run_softmax_s16(const pe_graph *g, const pe_graph_op *op,
 
 /* -- SQUARED_DIFFERENCE / PRELU int16 ------------------------------------------- */
 
-static size_t bcast_at(const pe_dims *d, int32_t n, int32_t h, int32_t w, int32_t c)
-{
-    return (((size_t)(d->n == 1 ? 0 : n) * (size_t)d->h + (size_t)(d->h == 1 ? 0 : h)) * (size_t)d->w +
-            (size_t)(d->w == 1 ? 0 : w)) * (size_t)d->c + (size_t)(d->c == 1 ? 0 : c);
-}
-
-static int out_dims_ok(const pe_dims *d1, const pe_dims *d2, const pe_dims *od)
-{
-    return od->n >= 1 && od->h >= 1 && od->w >= 1 && od->c >= 1 && bcast_ok(d1, od) && bcast_ok(d2, od) &&
-           (int64_t)od->n * od->h * od->w * od->c <= PE_INT32_MAX;
-}
-
 pe_status pe_squared_difference_s16(const pe_context *ctx, const int32_t *q, const pe_dims *d1,
                                     const int16_t *x1, const pe_dims *d2, const int16_t *x2,
                                     const pe_dims *od, int16_t *out)
@@ -556,9 +555,7 @@ pe_status pe_squared_difference_s16(const pe_context *ctx, const int32_t *q, con
                     /* |a|, |b| <= 2^15: the square fits (TFLite computes it in int32) */
                     const int64_t diff = (int64_t)a - b;
                     const int32_t sq = wrap32(diff * diff);
-                    const size_t io = (((size_t)n * (size_t)od->h + (size_t)h) * (size_t)od->w + (size_t)w) *
-                                      (size_t)od->c + (size_t)c;
-                    out[io] = pe_fx_sat_s16(pe_fx_requant(sq, q[4], q[5]));
+                    out[out_at(od, n, h, w, c)] = pe_fx_sat_s16(pe_fx_requant(sq, q[4], q[5]));
                 }
             }
         }
@@ -586,8 +583,6 @@ pe_status pe_prelu_s16(const pe_context *ctx, const int32_t *q, const pe_dims *d
             for (w = 0; w < od->w; w++) {
                 for (c = 0; c < od->c; c++) {
                     const int32_t v = x[bcast_at(di, n, h, w, c)] + q[0];
-                    const size_t io = (((size_t)n * (size_t)od->h + (size_t)h) * (size_t)od->w + (size_t)w) *
-                                      (size_t)od->c + (size_t)c;
                     int64_t r;
                     if (v >= 0) {
                         r = pe_fx_requant(v, q[3], q[4]);
@@ -595,7 +590,7 @@ pe_status pe_prelu_s16(const pe_context *ctx, const int32_t *q, const pe_dims *d
                         r = pe_fx_requant(v * (alpha[bcast_at(da, n, h, w, c)] + q[1]), q[5], q[6]);
                     }
                     r += q[2];
-                    out[io] = (int16_t)(r < -32768 ? -32768 : (r > 32767 ? 32767 : r));
+                    out[out_at(od, n, h, w, c)] = (int16_t)(r < -32768 ? -32768 : (r > 32767 ? 32767 : r));
                 }
             }
         }
@@ -608,14 +603,8 @@ pe_status pe_graph_run_squared_difference_s16(const pe_graph *g, const pe_graph_
 {
     const int16_t *a, *b;
     int16_t *y;
-    if (op->num_inputs != 2 || op->num_outputs != 1 || op->params == NULL ||
-        op->num_params != PE_SQDIFF_S16_WORDS) {
-        return PE_ERR_ARG;
-    }
-    a = (const int16_t *)pe_graph_input(g, op, 0, arena, PE_DT_INT16);
-    b = (const int16_t *)pe_graph_input(g, op, 1, arena, PE_DT_INT16);
-    y = (int16_t *)pe_graph_output(g, op, 0, arena, PE_DT_INT16);
-    if (a == NULL || b == NULL || y == NULL) {
+    b = (const int16_t *)two_inputs_s16(g, op, arena, PE_DT_INT16, &a, &y);
+    if (b == NULL || op->num_params != PE_SQDIFF_S16_WORDS) {
         return PE_ERR_ARG;
     }
     return pe_squared_difference_s16(scratch, op->params, pe_graph_dims(g, op->inputs[0]), a,
@@ -628,14 +617,8 @@ pe_status pe_graph_run_prelu_s16(const pe_graph *g, const pe_graph_op *op,
     const int16_t *x;
     const int8_t *alpha;
     int16_t *y;
-    if (op->num_inputs != 2 || op->num_outputs != 1 || op->params == NULL ||
-        op->num_params != PE_PRELU_S16_WORDS) {
-        return PE_ERR_ARG;
-    }
-    x = (const int16_t *)pe_graph_input(g, op, 0, arena, PE_DT_INT16);
-    alpha = (const int8_t *)pe_graph_input(g, op, 1, arena, PE_DT_INT8);
-    y = (int16_t *)pe_graph_output(g, op, 0, arena, PE_DT_INT16);
-    if (x == NULL || alpha == NULL || y == NULL) {
+    alpha = (const int8_t *)two_inputs_s16(g, op, arena, PE_DT_INT8, &x, &y);
+    if (alpha == NULL || op->num_params != PE_PRELU_S16_WORDS) {
         return PE_ERR_ARG;
     }
     return pe_prelu_s16(scratch, op->params, pe_graph_dims(g, op->inputs[0]), x, pe_graph_dims(g, op->inputs[1]),

@@ -121,6 +121,33 @@ static pe_sched_item item(int32_t model, int32_t sub, int32_t kind, int32_t unit
     return it;
 }
 
+/* A cross-item constraint: after the run of item `it` of `offset` periods
+ * back, plus handover cycles when it ran on another unit. */
+static pe_sched_after after_of(int32_t it, int32_t offset, uint32_t handover)
+{
+    pe_sched_after a;
+    a.item = it;
+    a.offset = offset;
+    a.handover_cycles = handover;
+    return a;
+}
+
+/* Item it waits for the constraints after[first .. first + n). */
+static void waits_for(pe_sched_item *it, int32_t first, int32_t n)
+{
+    it->first_after = first;
+    it->n_after = n;
+}
+
+/* Each of the n items takes exactly its estimate on the host. */
+static void host_cycles(host *h, const pe_sched_item *items, int32_t n)
+{
+    int32_t i;
+    for (i = 0; i < n; i++) {
+        h->cycles[i] = items[i].est_cycles;
+    }
+}
+
 static pe_sched_table table(pe_sched_item *items, int32_t n, pe_sched_after *after, int32_t na,
                             int32_t hyper, int32_t units, int32_t instances)
 {
@@ -171,16 +198,11 @@ static void split_schedule(void)
     items[3] = item(1, 1, PE_SCHED_LOW, 0, 1, 0, PE_SCHED_LAST, 600u);
     /* sub-model 1 reads what sub-model 0 wrote; sub-model 0 may not write
      * again before sub-model 1 has read (buffer protection) */
-    items[3].first_after = 0;
-    items[3].n_after = 1;
-    after[0].item = 1;
-    after[0].offset = 1;
-    after[0].handover_cycles = 0u;
+    waits_for(&items[3], 0, 1);
+    after[0] = after_of(1, 1, 0u);
     t = table(items, 4, after, 1, 2, 1, 1);
     host_init(&h);
-    for (i = 0; i < 4; i++) {
-        h.cycles[i] = items[i].est_cycles;
-    }
+    host_cycles(&h, items, 4);
     h.writes_to[1] = 0;
     h.reads_from[3] = 0;
     PE_CHECK_EQ(start(&t, &h, &s), PE_OK);
@@ -226,9 +248,7 @@ static void overrun(void)
     items[3] = item(1, 1, PE_SCHED_LOW, 0, 1, 0, PE_SCHED_LAST, 600u);
     t = table(items, 4, NULL, 0, 2, 1, 1);
     host_init(&h);
-    for (i = 0; i < 4; i++) {
-        h.cycles[i] = items[i].est_cycles;
-    }
+    host_cycles(&h, items, 4);
     h.overrun_item = 1; /* run 2 (window 4) takes 1200 instead of 600 */
     h.overrun_run = 2u;
     h.overrun_extra = 600u;
@@ -318,16 +338,10 @@ static void two_units(void)
     for (half = 0; half < 2; half++) {
         const int32_t producer = half == 0 ? 1 : 3;
         const int32_t consumer = half == 0 ? 4 : 5;
-        items[consumer].first_after = 2 * half;
-        items[consumer].n_after = 1;
-        after[2 * half].item = producer;
-        after[2 * half].offset = 1;
-        after[2 * half].handover_cycles = 50u;
-        items[producer].first_after = 2 * half + 1;
-        items[producer].n_after = 1;
-        after[2 * half + 1].item = consumer;
-        after[2 * half + 1].offset = 0;
-        after[2 * half + 1].handover_cycles = 0u;
+        waits_for(&items[consumer], 2 * half, 1);
+        after[2 * half] = after_of(producer, 1, 50u);
+        waits_for(&items[producer], 2 * half + 1, 1);
+        after[2 * half + 1] = after_of(consumer, 0, 0u);
     }
     t = table(items, 6, after, 4, 2, 2, 2);
     host_init(&h);
@@ -391,27 +405,15 @@ static void carry_stage(void)
     items[4] = item(1, 0, PE_SCHED_LOW, 0, 1, 1, PE_SCHED_FIRST, 650u);
     items[5] = item(1, 1, PE_SCHED_LOW, 1, 1, 0, PE_SCHED_LAST, 900u);
     /* s1a after s0a (same instance, offset 1); s0a after s1a (buffer, offset 0) */
-    items[5].first_after = 0;
-    items[5].n_after = 1;
-    after[0].item = 1;
-    after[0].offset = 1;
-    after[0].handover_cycles = 50u;
-    items[1].first_after = 1;
-    items[1].n_after = 1;
-    after[1].item = 5;
-    after[1].offset = 0;
-    after[1].handover_cycles = 0u;
+    waits_for(&items[5], 0, 1);
+    after[0] = after_of(1, 1, 50u);
+    waits_for(&items[1], 1, 1);
+    after[1] = after_of(5, 0, 0u);
     /* s1b' (carry) after s0b: offset 1 + 0 - 1 + 0 = 0; s0b after s1b': 1 - 1 - 0 + 1 = 1 */
-    items[2].first_after = 2;
-    items[2].n_after = 1;
-    after[2].item = 4;
-    after[2].offset = 0;
-    after[2].handover_cycles = 50u;
-    items[4].first_after = 3;
-    items[4].n_after = 1;
-    after[3].item = 2;
-    after[3].offset = 1;
-    after[3].handover_cycles = 0u;
+    waits_for(&items[2], 2, 1);
+    after[2] = after_of(4, 0, 50u);
+    waits_for(&items[4], 3, 1);
+    after[3] = after_of(2, 1, 0u);
     t = table(items, 6, after, 4, 2, 2, 2);
     host_init(&h);
     for (k = 0; k < 6; k++) {
@@ -452,21 +454,13 @@ static void producer_waits_for_consumer(void)
     items[0] = item(0, 0, PE_SCHED_PRIORITY, 0, 0, -1, 0u, 300u);
     items[1] = item(1, 0, PE_SCHED_LOW, 0, 0, 0, PE_SCHED_FIRST, 600u);
     items[2] = item(1, 1, PE_SCHED_LOW, 1, 0, 0, PE_SCHED_LAST, 1900u);
-    items[1].first_after = 1;
-    items[1].n_after = 1;
-    items[2].first_after = 0;
-    items[2].n_after = 1;
-    after[0].item = 1;
-    after[0].offset = 1;
-    after[0].handover_cycles = 0u;
-    after[1].item = 2;
-    after[1].offset = 0;
-    after[1].handover_cycles = 0u;
+    waits_for(&items[1], 1, 1);
+    waits_for(&items[2], 0, 1);
+    after[0] = after_of(1, 1, 0u);
+    after[1] = after_of(2, 0, 0u);
     t = table(items, 3, after, 2, 1, 2, 1);
     host_init(&h);
-    h.cycles[0] = 300u;
-    h.cycles[1] = 600u;
-    h.cycles[2] = 1900u;
+    host_cycles(&h, items, 3);
     h.writes_to[1] = 0;
     h.reads_from[2] = 0;
     PE_CHECK_EQ(start(&t, &h, &s), PE_OK);
@@ -494,8 +488,7 @@ static void guard_defers(void)
     t = table(items, 2, NULL, 0, 1, 1, 1);
     t.guard_cycles = 150u;
     host_init(&h);
-    h.cycles[0] = 300u;
-    h.cycles[1] = 600u;
+    host_cycles(&h, items, 2);
     PE_CHECK_EQ(start(&t, &h, &s), PE_OK);
     PE_CHECK_EQ(pe_sched_run(&s, 5u * W, events, 1024, &n), PE_OK);
     PE_CHECK_EQ(h.runs[1], 0u);
@@ -504,8 +497,7 @@ static void guard_defers(void)
     PE_CHECK_EQ(n, 10); /* 5 priority runs and 5 deferral events */
     t.guard_cycles = 100u; /* exactly fits */
     host_init(&h);
-    h.cycles[0] = 300u;
-    h.cycles[1] = 600u;
+    host_cycles(&h, items, 2);
     PE_CHECK_EQ(start(&t, &h, &s), PE_OK);
     PE_CHECK_EQ(pe_sched_run(&s, 5u * W, events, 1024, &n), PE_OK);
     PE_CHECK_EQ(h.runs[1], 5u);
@@ -557,9 +549,7 @@ static void drop_late_instance(void)
     t = table(items, 4, NULL, 0, 2, 1, 1);
     t.max_lag_windows = 0;
     host_init(&h);
-    for (i = 0; i < 4; i++) {
-        h.cycles[i] = items[i].est_cycles;
-    }
+    host_cycles(&h, items, 4);
     h.overrun_item = 1; /* window 4: 500 + 500 */
     h.overrun_run = 2u;
     h.overrun_extra = 500u;
@@ -621,9 +611,7 @@ static void bad_arguments(void)
     items[1].n_after = 1; /* constraint outside the after table */
     PE_CHECK_EQ(pe_sched_check_table(&t), PE_ERR_ARG);
     t.n_after = 1;
-    after[0].item = 1; /* constraint on itself */
-    after[0].offset = 1;
-    after[0].handover_cycles = 0u;
+    after[0] = after_of(1, 1, 0u); /* constraint on itself */
     PE_CHECK_EQ(pe_sched_check_table(&t), PE_ERR_ARG);
     after[0].item = 0;
     after[0].offset = 3;
@@ -672,15 +660,11 @@ static void resumable_run(void)
     items[3] = item(1, 1, PE_SCHED_LOW, 0, 1, 0, PE_SCHED_LAST, 600u);
     t = table(items, 4, NULL, 0, 2, 1, 1);
     host_init(&h);
-    for (i = 0; i < 4; i++) {
-        h.cycles[i] = items[i].est_cycles;
-    }
+    host_cycles(&h, items, 4);
     PE_CHECK_EQ(start(&t, &h, &s), PE_OK);
     PE_CHECK_EQ(pe_sched_run(&s, 20u * W, all, 256, &total), PE_OK);
     host_init(&h);
-    for (i = 0; i < 4; i++) {
-        h.cycles[i] = items[i].est_cycles;
-    }
+    host_cycles(&h, items, 4);
     PE_CHECK_EQ(start(&t, &h, &s), PE_OK);
     k = 0;
     for (i = 0; i < 20; i++) {
@@ -719,17 +703,12 @@ static void prefetch_overlaps_priority(void)
         items[3] = item(2, 0, PE_SCHED_LOW, 0, 1, 1, PE_SCHED_FIRST | PE_SCHED_LAST, 100u);
         items[m - 1] = item(1, 1, PE_SCHED_LOW, 0, 1, 0, PE_SCHED_LAST | PE_SCHED_PREFETCH, 500u);
         items[m - 1].prefetch_cycles = 50u;
-        items[m - 1].first_after = 0;
-        items[m - 1].n_after = 1;
-        after[0].item = 1;
-        after[0].offset = 1;
-        after[0].handover_cycles = 0u;
+        waits_for(&items[m - 1], 0, 1);
+        after[0] = after_of(1, 1, 0u);
         t = table(items, m, after, 1, 2, 1, other ? 2 : 1);
         PE_CHECK_EQ(pe_sched_check_table(&t), PE_OK);
         host_init(&h);
-        for (i = 0; i < m; i++) {
-            h.cycles[i] = items[i].est_cycles;
-        }
+        host_cycles(&h, items, m);
         h.prefetch_delay[m - 1] = k == 1 ? 450u : 50u; /* k == 1: lands at 1450, not 1050 */
         PE_CHECK_EQ(start(&t, &h, &s), PE_OK);
         if (k == 2) {
@@ -796,11 +775,8 @@ static void constraint_deadlocks(void)
     }
     items[5] = item(0, 5, PE_SCHED_PRIORITY, 0, 2, -1, 0u, 10u);
     items[6] = item(0, 6, PE_SCHED_PRIORITY, 0, 2, -1, 0u, 10u);
-    items[3].first_after = 0;
-    items[3].n_after = 1;
-    after[0].item = 5;
-    after[0].offset = 1;
-    after[0].handover_cycles = 0u;
+    waits_for(&items[3], 0, 1);
+    after[0] = after_of(5, 1, 0u);
     t = table(items, 7, after, 1, 3, 1, 0);
     PE_CHECK_EQ(pe_sched_check_table(&t), PE_ERR_ARG);
     PE_CHECK_EQ(pe_sched_get_buffer_size(&t, &size), PE_ERR_ARG);
@@ -822,10 +798,8 @@ static void constraint_deadlocks(void)
     after[0].offset = 2;
     PE_CHECK_EQ(pe_sched_check_table(&t), PE_ERR_ARG);
     after[0].item = 5;
-    items[3].first_after = 0;
-    items[3].n_after = 0;
-    items[5].first_after = 0;
-    items[5].n_after = 1;
+    waits_for(&items[3], 0, 0);
+    waits_for(&items[5], 0, 1);
     after[0].item = 3;
     PE_CHECK_EQ(pe_sched_check_table(&t), PE_ERR_ARG);
     after[0].offset = 1; /* item 5 after item 3 of the same period: fine */
@@ -838,19 +812,11 @@ static void constraint_deadlocks(void)
         items[i] = item(0, i, PE_SCHED_PRIORITY, 0, 0, -1, 0u, 10u);
     }
     items[5] = item(1, 0, PE_SCHED_PRIORITY, 1, 3, -1, 0u, 10u);
-    items[1].first_after = 0;
-    items[1].n_after = 1;
-    items[5].first_after = 1;
-    items[5].n_after = 2;
-    after[0].item = 5;
-    after[0].offset = 1;
-    after[0].handover_cycles = 425u;
-    after[1].item = 2;
-    after[1].offset = -1;
-    after[1].handover_cycles = 285u;
-    after[2].item = 2;
-    after[2].offset = 2;
-    after[2].handover_cycles = 140u;
+    waits_for(&items[1], 0, 1);
+    waits_for(&items[5], 1, 2);
+    after[0] = after_of(5, 1, 425u);
+    after[1] = after_of(2, -1, 285u);
+    after[2] = after_of(2, 2, 140u);
     t = table(items, 6, after, 3, 4, 2, 0);
     PE_CHECK_EQ(pe_sched_check_table(&t), PE_ERR_ARG);
     /* item 5 after this period's item 2, item 1 after the previous
@@ -872,11 +838,8 @@ static void constraint_deadlocks(void)
      * same window: the released priority item holds the low queue back */
     items[0] = item(0, 0, PE_SCHED_PRIORITY, 0, 0, -1, 0u, 300u);
     items[1] = item(1, 0, PE_SCHED_LOW, 0, 0, 0, PE_SCHED_FIRST | PE_SCHED_LAST, 300u);
-    items[0].first_after = 0;
-    items[0].n_after = 1;
-    after[0].item = 1;
-    after[0].offset = 1;
-    after[0].handover_cycles = 0u;
+    waits_for(&items[0], 0, 1);
+    after[0] = after_of(1, 1, 0u);
     t = table(items, 2, after, 1, 1, 1, 1);
     PE_CHECK_EQ(pe_sched_check_table(&t), PE_ERR_ARG);
     after[0].offset = 0; /* the previous period's low run: met */
@@ -903,18 +866,13 @@ static void priority_waits_on_low(void)
     items[0] = item(0, 0, PE_SCHED_PRIORITY, 0, 0, -1, 0u, 300u);
     items[1] = item(1, 0, PE_SCHED_LOW, 0, 0, 0, PE_SCHED_FIRST | PE_SCHED_LAST, 600u);
     items[2] = item(2, 0, PE_SCHED_PRIORITY, 0, 1, -1, 0u, 100u);
-    items[2].first_after = 0;
-    items[2].n_after = 1;
-    after[0].item = 1;
-    after[0].offset = 1;
-    after[0].handover_cycles = 0u;
+    waits_for(&items[2], 0, 1);
+    after[0] = after_of(1, 1, 0u);
     t = table(items, 3, after, 1, 2, 1, 1);
     t.guard_cycles = 150u; /* window 0: 300 + 600 + 150 > W, item 1 is deferred */
     PE_CHECK_EQ(pe_sched_check_table(&t), PE_OK);
     host_init(&h);
-    h.cycles[0] = 300u;
-    h.cycles[1] = 600u;
-    h.cycles[2] = 100u;
+    host_cycles(&h, items, 3);
     PE_CHECK_EQ(start(&t, &h, &s), PE_OK);
     PE_CHECK_EQ(pe_sched_run(&s, 6u * W, events, 1024, &n), PE_OK);
     PE_CHECK_EQ(h.runs[0], 3u);
@@ -936,8 +894,7 @@ static void priority_waits_on_low(void)
      * refused statically */
     items[1].phase = 1;
     items[2].phase = 1;
-    items[0].first_after = 0;
-    items[0].n_after = 1;
+    waits_for(&items[0], 0, 1);
     items[2].n_after = 0;
     t = table(items, 3, after, 1, 2, 1, 1);
     PE_CHECK_EQ(pe_sched_check_table(&t), PE_ERR_ARG);
@@ -958,24 +915,15 @@ static void priority_stall_is_reported(void)
     items[1] = item(1, 0, PE_SCHED_LOW, 1, 0, 0, PE_SCHED_FIRST, 2500u);
     items[2] = item(1, 1, PE_SCHED_LOW, 0, 0, 0, PE_SCHED_LAST, 600u);
     items[3] = item(2, 0, PE_SCHED_PRIORITY, 0, 1, -1, 0u, 100u);
-    items[2].first_after = 0;
-    items[2].n_after = 1;
-    items[3].first_after = 1;
-    items[3].n_after = 1;
-    after[0].item = 1;
-    after[0].offset = 1;
-    after[0].handover_cycles = 0u;
-    after[1].item = 2;
-    after[1].offset = 1;
-    after[1].handover_cycles = 0u;
+    waits_for(&items[2], 0, 1);
+    waits_for(&items[3], 1, 1);
+    after[0] = after_of(1, 1, 0u);
+    after[1] = after_of(2, 1, 0u);
     t = table(items, 4, after, 2, 2, 2, 1);
     t.guard_cycles = 150u;
     PE_CHECK_EQ(pe_sched_check_table(&t), PE_OK);
     host_init(&h);
-    h.cycles[0] = 300u;
-    h.cycles[1] = 2500u;
-    h.cycles[2] = 600u;
-    h.cycles[3] = 100u;
+    host_cycles(&h, items, 4);
     PE_CHECK_EQ(start(&t, &h, &s), PE_OK);
     PE_CHECK_EQ(pe_sched_run(&s, 3200u, events, 1024, &n), PE_OK);
     for (i = 0; i < n; i++) {
@@ -1018,24 +966,15 @@ static void priority_waits_across_units(void)
     items[1] = item(1, 0, PE_SCHED_LOW, 1, 0, 0, PE_SCHED_FIRST | PE_SCHED_LAST, 600u);
     items[2] = item(2, 0, PE_SCHED_PRIORITY, 0, 1, -1, 0u, 100u);
     items[3] = item(3, 0, PE_SCHED_PRIORITY, 1, 1, -1, 0u, 100u);
-    items[2].first_after = 0;
-    items[2].n_after = 1;
-    items[3].first_after = 1;
-    items[3].n_after = 1;
-    after[0].item = 1;
-    after[0].offset = 1;
-    after[0].handover_cycles = 0u;
-    after[1].item = 2;
-    after[1].offset = 1;
-    after[1].handover_cycles = 0u;
+    waits_for(&items[2], 0, 1);
+    waits_for(&items[3], 1, 1);
+    after[0] = after_of(1, 1, 0u);
+    after[1] = after_of(2, 1, 0u);
     t = table(items, 4, after, 2, 2, 2, 1);
     t.guard_cycles = 150u; /* window 0: 300 + 600 + 150 > W, item 1 is deferred */
     PE_CHECK_EQ(pe_sched_check_table(&t), PE_OK);
     host_init(&h);
-    h.cycles[0] = 300u;
-    h.cycles[1] = 600u;
-    h.cycles[2] = 100u;
-    h.cycles[3] = 100u;
+    host_cycles(&h, items, 4);
     PE_CHECK_EQ(start(&t, &h, &s), PE_OK);
     PE_CHECK_EQ(pe_sched_run(&s, 6u * W, events, 1024, &n), PE_OK);
     for (i = 0; i < 4; i++) {

@@ -93,19 +93,24 @@ def build_onnx_attention(tokens=6, heads=2, dh=4, form="qdq", seed=0, calib=4):
         b.q[name] = (sc, 0)
         return name, q.astype(np.float64) * sc
 
-    def matmul(a, bname, bval, fixed=None):
-        val = b.vals[a] @ bval
+    def binary(float_op, qlinear_op, tag, a, c, val, fixed=None, **qlinear_attrs):
+        """Two int8 inputs a, c to a result of float value val: float_op
+        between DequantizeLinear / QuantizeLinear (qdq form) or one qlinear_op
+        node (qop form)."""
         sc, zp = b.qparams(val, fixed)
         if form == "qdq":
-            out = b.name("mm")
-            nodes.append(_node("MatMul", [dq(a), dq(bname)], [out]))
+            out = b.name(tag)
+            nodes.append(_node(float_op, [dq(a), dq(c)], [out]))
             return requant(out, val, (sc, zp))
-        out = b.name("qmm")
+        out = b.name("q" + tag)
         ys, yz = b.scale_zp(sc, zp)
-        nodes.append(_node("QLinearMatMul", [a, *b.scale_zp(*b.q[a]), bname, *b.scale_zp(*b.q[bname]), ys, yz],
-                           [out]))
+        nodes.append(_node(qlinear_op, [a, *b.scale_zp(*b.q[a]), c, *b.scale_zp(*b.q[c]), ys, yz], [out],
+                           **qlinear_attrs))
         b.vals[out], b.q[out] = val, (sc, zp)
         return out
+
+    def matmul(a, bname, bval, fixed=None):
+        return binary("MatMul", "QLinearMatMul", "mm", a, bname, b.vals[a] @ bval, fixed)
 
     def view(op, a, val, **attrs):
         """Reshape / Transpose keeping the quantization."""
@@ -123,18 +128,7 @@ def build_onnx_attention(tokens=6, heads=2, dh=4, form="qdq", seed=0, calib=4):
 
     def mul_const(a, c):
         cname, cval = const_i8(np.array(c), "c")
-        val = b.vals[a] * cval
-        sc, zp = b.qparams(val)
-        if form == "qdq":
-            out = b.name("mul")
-            nodes.append(_node("Mul", [dq(a), dq(cname)], [out]))
-            return requant(out, val, (sc, zp))
-        out = b.name("qmul")
-        ys, yz = b.scale_zp(sc, zp)
-        nodes.append(_node("QLinearMul", [a, *b.scale_zp(*b.q[a]), cname, *b.scale_zp(*b.q[cname]), ys, yz], [out],
-                           domain="com.microsoft"))
-        b.vals[out], b.q[out] = val, (sc, zp)
-        return out
+        return binary("Mul", "QLinearMul", "mul", a, cname, b.vals[a] * cval, domain="com.microsoft")
 
     def softmax(a):
         v = b.vals[a]

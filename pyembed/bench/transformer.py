@@ -66,17 +66,6 @@ def snr_db(ref, x):
     return 10.0 * np.log10(float(np.sum(ref * ref)) / noise)
 
 
-def _tflm_run(data, xs, arena_size):
-    from tflite_micro.python.tflite_micro import runtime
-    it = runtime.Interpreter.from_bytes(data, arena_size=arena_size)
-    outs = []
-    for x in xs:
-        it.set_input(x, 0)
-        it.invoke()
-        outs.append(np.array(it.get_output(0)))
-    return outs
-
-
 def _isolate(gt, info, xs, arena):
     """Where the tflm-mode graph and TFLM part ways: TFLM runs a copy of the
     model whose every operator output is a graph output; each fused
@@ -167,6 +156,7 @@ def _attention_snr(g, xs):
 
 def measure(name, tokens, samples=2, seed=0):
     from pyembed.codegen.tflite_offline import tflm_head
+    from pyembed.model.tflite_writer import tflm_frames
     from pyembed.model.float_ref import dequantize, run_float
     from pyembed.plan import plan_graph
     t0 = time.perf_counter()
@@ -178,7 +168,7 @@ def measure(name, tokens, samples=2, seed=0):
     arena = 1 << 20
     arena += 8 * info["config"]["heads"] * info["sequence"] ** 2
     head = tflm_head(data, arena_size=arena)
-    tflm_out = _tflm_run(data, xs, arena)
+    tflm_out = tflm_frames(data, xs, arena_size=arena)
     row = {"model": name, "tokens": tokens, "tflm_arena_bytes": head}
     outs = {}
     row["sequence"] = info["sequence"]

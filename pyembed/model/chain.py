@@ -214,6 +214,21 @@ class LayerChain(list):
                 f"{self.input_shape} -> {self.output_shape})")
 
 
+def _main_and_branch(graph, op, prev, produced):
+    """(index of the input that is the previous layer's output prev, the other
+    input tensor) of a two-input chain layer (ADD, CONCATENATION), whose other
+    input must be the chain input or an earlier layer's output (in produced)."""
+    a, b = op.inputs[0], op.inputs[1]
+    main, other = (0, b) if a == prev else (1, a)
+    if (a if main == 0 else b) != prev:
+        raise UnsupportedError(f"{_where(graph, op)}: neither input is the previous layer's output "
+                               f"(tensor {prev})")
+    if other not in produced:
+        raise UnsupportedError(f"{_where(graph, op)}: its branch input (tensor {other}) is neither the "
+                               f"chain input nor an earlier chain layer's output")
+    return main, other
+
+
 def chain_from_graph(graph, first_op=0, last_op=None, rounding="double"):
     """The LayerChain computing graph operators first_op..last_op (positions
     in graph.operators, inclusive), each reading the previous one's output
@@ -236,24 +251,10 @@ def chain_from_graph(graph, first_op=0, last_op=None, rounding="double"):
         prev = tensors[-1] if tensors else input_tensor
         try:
             if op.type == "CONCATENATION" and len(op.inputs) == 2:
-                a, b = op.inputs[0], op.inputs[1]
-                main, other = (0, b) if a == prev else (1, a)
-                if (a if main == 0 else b) != prev:
-                    raise UnsupportedError(f"{_where(graph, op)}: neither input is the previous layer's output "
-                                           f"(tensor {prev})")
-                if other not in produced:
-                    raise UnsupportedError(f"{_where(graph, op)}: its branch input (tensor {other}) is neither the "
-                                           f"chain input nor an earlier chain layer's output")
+                main, other = _main_and_branch(graph, op, prev, produced)
                 layer, _ = _concat(graph, op, main, produced[other])
             elif op.type == "ADD":
-                a, b = op.inputs[0], op.inputs[1]
-                main, other = (0, b) if a == prev else (1, a)
-                if (a if main == 0 else b) != prev:
-                    raise UnsupportedError(f"{_where(graph, op)}: neither input is the previous layer's output "
-                                           f"(tensor {prev})")
-                if other not in produced:
-                    raise UnsupportedError(f"{_where(graph, op)}: its branch input (tensor {other}) is neither the "
-                                           f"chain input nor an earlier chain layer's output")
+                main, other = _main_and_branch(graph, op, prev, produced)
                 layer = from_operator(graph, op, rounding=rounding, main_input=main, from_layer=produced[other])
             else:
                 if not op.inputs or op.inputs[0] != prev:

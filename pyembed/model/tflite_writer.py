@@ -126,16 +126,31 @@ def build(tensors, ops, inputs, outputs, name="model"):
     return bytes(b.Output())
 
 
-def tflm_run(blob, inputs, n_outputs=None):
+def tflm_run(blob, inputs, n_outputs=None, arena_size=None):
     """Run .tflite bytes on the tflite-micro interpreter (the bit-exact
     oracle): a list of output arrays for a list of input arrays. n_outputs
-    defaults to the model's subgraph output count."""
+    defaults to the model's subgraph output count; arena_size (bytes) to the
+    interpreter's own choice."""
     from tflite_micro.python.tflite_micro import runtime
     if n_outputs is None:
         S = schema()
         n_outputs = len(S.ModelT.InitFromObj(S.Model.GetRootAs(blob, 0)).subgraphs[0].outputs)
-    interp = runtime.Interpreter.from_bytes(blob)
+    interp = runtime.Interpreter.from_bytes(blob, arena_size=arena_size)
     for k, x in enumerate(inputs):
         interp.set_input(np.ascontiguousarray(x), k)
     interp.invoke()
     return [np.array(interp.get_output(k)) for k in range(n_outputs)]
+
+
+def tflm_frames(blob, frames, arena_size=None):
+    """Output 0 of a one-input model on the tflite-micro interpreter for each
+    input array of frames in turn (one interpreter, invoked once a frame), as
+    a list of arrays."""
+    from tflite_micro.python.tflite_micro import runtime
+    interp = runtime.Interpreter.from_bytes(bytes(blob), arena_size=arena_size)
+    outs = []
+    for x in frames:
+        interp.set_input(x, 0)
+        interp.invoke()
+        outs.append(np.array(interp.get_output(0)))
+    return outs

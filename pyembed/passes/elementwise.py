@@ -20,6 +20,8 @@ tensor). Operators pyembed cannot run leave their chain alone.
 """
 import numpy as np
 
+from pyembed.passes._splice import splice_fused
+
 ELEMENTWISE = ("ADD", "SUB", "MUL", "TANH", "LOGISTIC", "GELU", "NEG", "QUANTIZE", "RELU", "RELU6",
                "HARD_SWISH", "LEAKY_RELU", "ABS", "RSQRT", "SQUARED_DIFFERENCE", "MAXIMUM", "MINIMUM")
 
@@ -156,17 +158,7 @@ def fuse_elementwise(graph, min_ops=2):
         graph.tensors.append(tt)
         fused = Operator(index=-1, type="PE_LUT", inputs=[src, tt.index], outputs=[final],
                          options={"ops": types, "chain": list(chain)})
-        pos = max(graph.operators.index(o) for o in chain)
-        gone = {id(o) for o in chain}
-        new_ops = []
-        for i, op in enumerate(graph.operators):
-            if i == pos:
-                new_ops.append(fused)
-            if id(op) not in gone:
-                new_ops.append(op)
-        graph.operators = new_ops
-        for i, op in enumerate(graph.operators):
-            op.index = i
+        splice_fused(graph, chain, fused)
         prepare_operator(graph, fused, graph.name)
         graph.unsupported = [(op.index, op.type) for op in graph.operators if not op.supported]
         report.append({"output": name, "ops": types, "result": "fused" if fused.supported else fused.reason})

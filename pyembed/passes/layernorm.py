@@ -29,6 +29,8 @@ rows of scratch, whatever the sequence length.
 """
 import numpy as np
 
+from pyembed.passes._splice import splice_fused
+
 ROW_OPS = ("ADD", "MUL", "SUB", "SQUARED_DIFFERENCE", "RSQRT", "NEG", "MEAN", "ABS", "RELU", "RELU6",
            "MINIMUM", "MAXIMUM", "LOGISTIC", "TANH", "GELU", "HARD_SWISH", "LEAKY_RELU")
 
@@ -264,17 +266,7 @@ def fuse_layernorm(graph, min_ops=3, mode="chain"):
         if fused is None:
             fused = Operator(index=-1, type="PE_LAYERNORM", inputs=[x] + consts, outputs=[final],
                              options={"ops": [o.type for o in chain], "chain": list(chain), "depth": depth})
-        pos = max(graph.operators.index(o) for o in chain)
-        gone = {id(o) for o in chain}
-        new_ops = []
-        for i, op in enumerate(graph.operators):
-            if i == pos:
-                new_ops.append(fused)
-            if id(op) not in gone:
-                new_ops.append(op)
-        graph.operators = new_ops
-        for i, op in enumerate(graph.operators):
-            op.index = i
+        splice_fused(graph, chain, fused)
         prepare_operator(graph, fused, graph.name)
         graph.unsupported = [(op.index, op.type) for op in graph.operators if not op.supported]
         report.append({"output": graph.tensors[final].name, "ops": [o.type for o in chain],

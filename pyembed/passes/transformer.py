@@ -33,6 +33,7 @@ preparation reads their quantization.
 import numpy as np
 
 from pyembed.errors import ArgumentError
+from pyembed.passes._splice import splice_fused
 
 MODES = ("tflm", "stream")
 _VIEW_OPS = ("RESHAPE", "TRANSPOSE")
@@ -316,19 +317,9 @@ def fuse_attention(graph, attention="tflm", block=64, fold="auto"):
         inputs.append(-1)
         if attention == "stream" and inputs[3] >= 0:
             inputs[4] = _mask_lut(graph, inputs[3], desc["beta"], name)
-        gone = {id(o) for o in absorbed}
-        pos = max(graph.operators.index(o) for o in absorbed)
         desc.update(mode=attention, block=int(block), fold=fold)
         fused = Operator(index=-1, type="PE_ATTENTION", inputs=inputs, outputs=[out_t], options=desc)
-        new_ops = []
-        for i, op in enumerate(graph.operators):
-            if i == pos:
-                new_ops.append(fused)
-            if id(op) not in gone:
-                new_ops.append(op)
-        graph.operators = new_ops
-        for i, op in enumerate(graph.operators):
-            op.index = i
+        splice_fused(graph, absorbed, fused)
         prod = _producers(graph)
         graph.aliases = {a: b for a, b in graph.aliases.items()
                          if a in prod and prod[a].type == "RESHAPE" and prod[a].inputs[0] == b}

@@ -50,6 +50,17 @@ def _pairs(values):
     return out
 
 
+def _binary_int16(c):
+    """Input 1, input 2 and the output of a two-input int16 operator, checked:
+    int16 all three, the inputs broadcasting to the output, at most 4-D."""
+    a, b, y = c.tensor(0, "input 1"), c.tensor(1, "input 2"), c.output()
+    for t, what in ((a, "input 1"), (b, "input 2"), (y, "output")):
+        c.dtype(t, what, I16)
+    if len(_broadcast_shape(c, a, b, y)) > 4:
+        raise Unsupported("more than 4 dimensions")
+    return a, b, y
+
+
 def _zero_zp(c, t, what):
     s, z = c.qparams(t, what)
     if z != 0:
@@ -169,12 +180,7 @@ def prepare_fully_connected_int16(c):
 @register("ADD@int16", code=104, c_name="PE_GOP_ADD_S16")
 def prepare_add_int16(c):
     op = c.op
-    a, b, y = c.tensor(0, "input 1"), c.tensor(1, "input 2"), c.output()
-    for t, what in ((a, "input 1"), (b, "input 2"), (y, "output")):
-        c.dtype(t, what, I16)
-    shape = _broadcast_shape(c, a, b, y)
-    if len(shape) > 4:
-        raise Unsupported("more than 4 dimensions")
+    a, b, y = _binary_int16(c)
     s1, z1 = c.qparams(a, "input 1")
     s2, z2 = c.qparams(b, "input 2")
     so, zo = c.qparams(y, "output")
@@ -283,12 +289,7 @@ def prepare_squared_difference_int16(c):
     requantized to the output (multipliers in float64)."""
     from pyembed.kernels.quant import quantize_multiplier
     op = c.op
-    a, b, y = c.tensor(0, "input 1"), c.tensor(1, "input 2"), c.output()
-    for t, what in ((a, "input 1"), (b, "input 2"), (y, "output")):
-        c.dtype(t, what, I16)
-    shape = _broadcast_shape(c, a, b, y)
-    if len(shape) > 4:
-        raise Unsupported("more than 4 dimensions")
+    a, b, y = _binary_int16(c)
     s1, s2, so = _zero_zp(c, a, "input 1"), _zero_zp(c, b, "input 2"), _zero_zp(c, y, "output")
     twice = 2.0 * max(float(s1), float(s2))
     m1, sh1 = quantize_multiplier(float(s1) / twice)
