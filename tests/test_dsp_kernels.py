@@ -95,6 +95,21 @@ def random_cases(seed=7):
                                m, sh, stride=(s, s), dilation=(d, d), padding=(p, p + 1, p, p),
                                input_offset=off, output_offset=int(rng.integers(-128, 128)),
                                act=(-100, 120), rounding=rnd, name=f"conv {h}x{w}x{ic}->{oc} k{k}"))
+    # the reverse conv's int16 column blocks (fast scratch, in_c % 4 == 0):
+    # stride 2, edge columns, out_c % 4 channels, rectangular kernels, a bias
+    # beyond the SMMULR requantization's bound, narrow activations
+    for (h, w, ic, oc, kh, kw, s, big) in [(7, 11, 8, 9, 3, 3, 2, 0), (6, 13, 4, 5, 2, 3, 1, 0),
+                                           (5, 9, 12, 4, 3, 5, 1, 1), (4, 20, 16, 8, 1, 1, 1, 0)]:
+        m, sh = q(oc)
+        bias = rng.integers(-5000, 5000, oc)
+        if big:
+            bias[1] = (1 << 30) - 1000
+        out.append(K.conv_case(i8(1, h, w, ic), i8(oc, kh, kw, ic), bias, m, sh, stride=(s, s),
+                               padding=(kh // 2, kh // 2, kw // 2, kw // 2),
+                               input_offset=int(rng.integers(-127, 129)),
+                               output_offset=int(rng.integers(-128, 128)),
+                               act=(-128, 127) if big else (-90, 110),
+                               name=f"conv {kh}x{kw} s{s} {h}x{w}x{ic}->{oc} blocks"))
     for (h, w, c, mult, k, s, d) in [(8, 9, 16, 1, 3, 1, 1), (7, 7, 6, 1, 3, 2, 1),
                                      (9, 12, 8, 1, 3, 1, 2), (6, 6, 4, 3, 3, 1, 1),
                                      (5, 17, 12, 1, 5, 3, 1)]:
@@ -199,7 +214,20 @@ def random_cases(seed=7):
                                sh, padding=(k // 2,) * 4, input_offset=-128 + 2 * k,
                                output_offset=5, name=f"conv {k}x{k} {h}x{w}x{ic} ->{oc} wide"))
     return (out + [gather_twin(c) for c in out if c.op == K.OP_CONV] +
-            [gather_twin(c, overlap=True) for c in out if c.op == K.OP_CONV])
+            [gather_twin(c, overlap=True) for c in out if c.op == K.OP_CONV] +
+            [min_scratch_twin(c) for c in out if c.op == K.OP_CONV and not c.params[0]])
+
+
+def min_scratch_twin(c):
+    """The same reverse convolution with the minimum scratch
+    (pe_conv2d_rev_s8_get_buffer_size): the DSP build's loops without the
+    int16 column blocks of pe_conv2d_rev_s8_get_fast_buffer_size."""
+    import copy
+    g = copy.copy(c)
+    g.params = list(c.params)
+    g.params[31] = 0
+    g.name = c.name + " (minimum scratch)"
+    return g
 
 
 def mismatches(got, want, cases, what):
@@ -242,6 +270,23 @@ def test_random_cases_equal_host(rand, variant):
                                                           if r.status != 0]
     bad = mismatches(res[variant], [r.output for r in host], cases, variant)
     assert bad == []
+
+
+def test_fast_scratch_takes_the_int16_blocks(rand):
+    """With the fast scratch the DSP build runs the reverse conv's int16
+    column blocks: fewer instructions than the same case with the minimum
+    scratch (same outputs: test_random_cases_equal_host); the portable build
+    ignores the extra bytes (the same loops, within the SysTick's 40)."""
+    cases, res = rand
+    names = [c.name for c in cases]
+    checked = 0
+    for i, c in enumerate(cases):
+        if c.name.endswith(" blocks"):
+            j = names.index(c.name + " (minimum scratch)")
+            assert res["dsp"][i].instructions < res["dsp"][j].instructions, c.name
+            assert abs(res["portable"][i].instructions - res["portable"][j].instructions) <= 40
+            checked += 1
+    assert checked == 4
 
 
 def test_dsp_build_takes_the_dsp_paths(rand):

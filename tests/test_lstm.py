@@ -10,6 +10,7 @@ import pytest
 from pyembed.data import model_path
 from pyembed.errors import ModelError
 from pyembed.model import tflite_writer as W
+from pyembed.model.tflite_writer import lstm_model
 from pyembed.model.graph import random_inputs
 from pyembed.model.load import load_model, load_tflite_bytes
 
@@ -67,52 +68,11 @@ def test_int16_logistic_tanh_every_input_bit_exact(kind, in_scale):
     got = g.run(x)[0]
     want = _tflm_run(blob, [x])[0]
     assert _mismatches(got, want) == []
+    # LiteRT's int16 LOGISTIC / TANH compute the same (its LSTM does not: below)
+    assert _mismatches(g.run(x, rounding="litert")[0], W.litert_run(blob, [x])[0]) == []
 
 
 # -- UNIDIRECTIONAL_SEQUENCE_LSTM ------------------------------------------------------
-
-def lstm_model(seed, batch=2, time=3, in_dim=5, state=4, time_major=False, cell_scale=2.0 ** -11,
-               cell_clip=0.0, hidden_zp=3, in_zp=-7, w_amp=127, per_channel=False, n_ops=1):
-    """An int8 LSTM model (TFLite's 24-input layout, 4 gates, int16 cell
-    state) with random weights; n_ops LSTMs chained (the second takes the
-    first's output)."""
-    rng = np.random.default_rng(seed)
-    S = W.schema()
-    t, ops = [], []
-    shape_x = (time, batch, in_dim) if time_major else (batch, time, in_dim)
-    t.append(W.tensor(shape_x, scale=0.05, zp=in_zp))
-    cur, cur_dim, cur_scale = 0, in_dim, 0.05
-    for k in range(n_ops):
-        ins = [cur]
-        for d in (cur_dim,) * 4 + (state,) * 4:
-            ws = float(rng.uniform(0.004, 0.02))
-            if per_channel:
-                t.append(W.tensor((state, d), scale=[ws] * state, zp=[0] * state, axis=0,
-                                  data=rng.integers(-w_amp, w_amp + 1, (state, d))))
-            else:
-                t.append(W.tensor((state, d), scale=ws, zp=0, data=rng.integers(-w_amp, w_amp + 1, (state, d))))
-            ins.append(len(t) - 1)
-        ins += [-1, -1, -1]
-        for g in range(4):
-            t.append(W.tensor((state,), np.int32, scale=cur_scale * 0.01, zp=0,
-                              data=rng.integers(-3000, 3001, state)))
-            ins.append(len(t) - 1)
-        ins += [-1, -1]
-        h_scale = 1.0 / 128
-        t.append(W.tensor((batch, state), scale=h_scale, zp=hidden_zp, variable=True))
-        ins.append(len(t) - 1)
-        t.append(W.tensor((batch, state), np.int16, scale=cell_scale, zp=0, variable=True))
-        ins.append(len(t) - 1)
-        ins += [-1, -1, -1, -1]
-        shape_y = (time, batch, state) if time_major else (batch, time, state)
-        t.append(W.tensor(shape_y, scale=h_scale, zp=hidden_zp))
-        out = len(t) - 1
-        ops.append(W.op(S.BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM, ins, [out],
-                        "UnidirectionalSequenceLSTMOptions", fusedActivationFunction=4, cellClip=cell_clip,
-                        projClip=0.0, timeMajor=time_major))
-        cur, cur_dim, cur_scale = out, state, h_scale
-    return W.build(t, ops, inputs=[0], outputs=[cur])
-
 
 LSTM_CASES = [
     dict(seed=1),
@@ -245,3 +205,91 @@ def test_emitted_host_program_runs_the_dtln_lstms(tmp_path):
         got = np.array(out.stdout.decode().split(), dtype=np.int64)
         assert np.array_equal(got, g.run(xs)[0].ravel().astype(np.int64))
     assert "reset_states" in (tmp_path / "model_graph.c").read_text()
+
+
+# -- rounding="litert": LiteRT's integer LSTM ------------------------------------------
+
+def _litert_run(blob, xs):
+    return W.litert_run(blob, xs)[0]
+
+
+def _litert_cases():
+    from pyembed.bench.lstm_litert import random_cases
+    edge = [dict(seed=21, bias_amp=300000, in_zp=-128, hidden_zp=127, w_amp=127, state=12),   # saturated gates
+            dict(seed=22, cell_scale=2.0 ** -9, cell_clip=7.9, time=8, h_scale=0.0123),         # 6 integer bits
+            dict(seed=23, cell_scale=2.0 ** -15, in_zp=127, hidden_zp=-128, in_scale=0.0031),   # 0 integer bits
+            dict(seed=24, inter_hidden=(0.0113, 3), h_scale=1.0 / 128)]   # hidden intermediate's own scale
+    return [c for c in LSTM_CASES if c.get("cell_scale", 2.0 ** -11) <= 2.0 ** -9] + edge + random_cases(12, seed=7)
+
+
+@pytest.mark.parametrize("case", _litert_cases(), ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()))
+def test_lstm_litert_bit_exact_with_litert(case):
+    """Graph.run(rounding="litert") == LiteRT's interpreter, element by element;
+    the cases are chosen so that TFLM's arithmetic differs from LiteRT's on
+    several of them (counted below), i.e. the variant is exercised."""
+    blob = lstm_model(**case)
+    g = load_tflite_bytes(blob, name="lstm")
+    assert not g.unsupported, g.summary()
+    for xs in random_inputs(g, 3, seed=case["seed"]):
+        want = _litert_run(blob, xs)
+        assert _mismatches(g.run(xs, rounding="litert")[0], want) == [], case
+
+
+def test_lstm_litert_variant_is_not_tflm_arithmetic():
+    """On the same random models, TFLM's LSTM arithmetic differs from LiteRT's
+    (so the test above can fail) while rounding="litert" does not."""
+    from pyembed.bench.lstm_litert import _count, random_cases
+    before = after = 0
+    for case in random_cases(12, seed=7):
+        blob = lstm_model(**case)
+        g = load_tflite_bytes(blob, name="lstm")
+        _, b, a = _count(g, blob, random_inputs(g, 3, seed=case["seed"]))
+        before, after = before + b, after + a
+    assert after == 0 and before > 0, (before, after)
+
+
+@pytest.mark.parametrize("name", ["tflm_mnist_lstm_int8", "tflm_dtln_noise_suppression"])
+def test_bundled_lstm_models_bit_exact_with_litert(name):
+    path = model_path(name)
+    g = load_model(path)
+    blob = pathlib.Path(path).read_bytes()
+    rng = np.random.default_rng(3)
+    xs_list = random_inputs(g, 6, seed=2)
+    xs_list += [[rng.integers(-128, -40, size=g.tensors[g.inputs[0]].shape, dtype=np.int8)] for _ in range(6)]
+    for xs in xs_list:
+        assert _mismatches(g.run(xs, rounding="litert")[0], _litert_run(blob, xs)) == [], name
+
+
+def test_lstm_litert_refusals():
+    """Where LiteRT's kernel computes something pyembed cannot reproduce,
+    rounding="litert" says so (TFLM's arithmetic still runs)."""
+    from pyembed.errors import ArgumentError
+    g = load_tflite_bytes(lstm_model(5, cell_scale=2.0 ** -8), name="lstm_big_cell")
+    xs = random_inputs(g, 1, seed=1)[0]
+    g.run(xs)
+    with pytest.raises(ArgumentError, match="0..6 integer bits"):
+        g.run(xs, rounding="litert")
+    g = load_tflite_bytes(lstm_model(5, inter_hidden=(1.0 / 128, 9)), name="lstm_inter_zp")
+    g.run(xs)
+    with pytest.raises(ArgumentError, match="zero point 9 differs"):
+        g.run(xs, rounding="litert")
+
+
+def test_lstm_words_decoder_rejects_bad_words():
+    """pe_lstm_params_from_words (shared by the runner and the fuzzer): the
+    graph runner refuses words out of range for either variant."""
+    from pyembed.errors import PyEmbedError
+    g = load_tflite_bytes(lstm_model(1), name="lstm")
+    op = g.operators[0]
+    xs = random_inputs(g, 1, seed=1)[0]
+    good = list(op.params["words_litert"])
+    for k, v in ((0, 4), (7, 7), (7, -1), (8, 1), (26, 5)):
+        bad = list(good)
+        bad[k] = v
+        op.params["words_litert"] = bad
+        g._runtime_cache.clear()
+        with pytest.raises(PyEmbedError):
+            g.run(xs, rounding="litert")
+    op.params["words_litert"] = good
+    g._runtime_cache.clear()
+    g.run(xs, rounding="litert")

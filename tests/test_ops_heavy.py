@@ -85,13 +85,7 @@ from pyembed.model.load import load_tflite_bytes  # noqa: E402
 
 
 def _litert(blob, xs):
-    from ai_edge_litert.interpreter import Interpreter, OpResolverType
-    it = Interpreter(model_content=blob, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
-    it.allocate_tensors()
-    for d, x in zip(it.get_input_details(), xs):
-        it.set_tensor(d["index"], x)
-    it.invoke()
-    return it.get_tensor(it.get_output_details()[0]["index"])
+    return W.litert_run(blob, xs)[0]
 
 
 def _tflm_bytes(blob, xs):
@@ -318,7 +312,8 @@ def test_int16x8_fully_connected_is_bit_exact_with_tflm():
         blob = W.build(t, ops, inputs=[0], outputs=[2])
         x = rng.integers(-32768, 32768, (B, D)).astype(np.int16)
         # LiteRT too with an int64 bias (single rounding, full multiplier); its
-        # int32-bias int16 FC returns values no reading of the bias explains
+        # reference int32-bias int16 FC reads the bias as int64
+        # (test_litert_int16_fc_reads_an_int32_bias_as_int64)
         _check(blob, [x], litert=bias_t is not np.int32)
 
 
@@ -416,3 +411,52 @@ def test_conv_forms_on_random_models_are_bit_exact_with_tflm():
             assert _mismatches(g.run(x)[0], want) == [], (k, form)
         done += 1
     assert done >= 25
+
+
+def test_litert_int16_fc_reads_an_int32_bias_as_int64():
+    """What LiteRT's reference int16 FULLY_CONNECTED does with an int32 bias
+    (why rounding="litert" keeps TFLM's arithmetic there): it reads the bias
+    buffer as int64 values. Output channel j < O / 2 gets the bias
+    b[2j] + 2^32 b[2j + 1] (two int32 values glued), channels j >= O / 2 read
+    past the end of the buffer (whatever bytes follow it: not reproducible).
+    Shown by an equivalent int64-bias model: its rounding="litert" output
+    (LiteRT's int64 path, reproduced) equals LiteRT's int32-bias output on
+    the first half of the channels. LiteRT's optimized resolver reads the
+    int32 bias correctly and agrees with TFLM's arithmetic."""
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    def run(blob, x, resolver):
+        it = Interpreter(model_content=blob, experimental_op_resolver_type=resolver)
+        it.allocate_tensors()
+        it.set_tensor(it.get_input_details()[0]["index"], x)
+        it.invoke()
+        return it.get_tensor(it.get_output_details()[0]["index"])
+
+    S = W.schema()
+    rng = np.random.default_rng(41)
+    B, D, O, xs, ws = 2, 24, 8, 0.002, 0.01
+    ys = xs * ws * 600
+    w = rng.integers(-127, 128, (O, D)).astype(np.int8)
+    b32 = np.zeros(O, np.int32)
+    b32[0::2] = rng.integers(-20000, 20000, O // 2)    # low words
+    b32[1] = -1                                          # channel 0 gets -2^32 + b[0]
+    glued = b32[0::2].astype(np.uint32).astype(np.int64) + (b32[1::2].astype(np.int64) << 32)
+
+    def model(bias, dtype):
+        t = [W.tensor((B, D), np.int16, scale=xs, zp=0), W.tensor((O, D), scale=[ws], zp=[0], data=w),
+             W.tensor((B, O), np.int16, scale=ys, zp=0),
+             W.tensor((len(bias),), dtype, scale=[float(np.float32(xs) * np.float32(ws))], zp=[0], data=bias)]
+        ops = [W.op(S.BuiltinOperator.FULLY_CONNECTED, [0, 1, 3], [2], "FullyConnectedOptions",
+                    fusedActivationFunction=0)]
+        return W.build(t, ops, inputs=[0], outputs=[2])
+    blob32 = model(b32, np.int32)
+    half = np.concatenate([glued, np.zeros(O - O // 2, np.int64)])
+    g64 = load_tflite_bytes(model(half, np.int64))
+    g32 = load_tflite_bytes(blob32)
+    for _ in range(3):
+        x = rng.integers(-3000, 3000, (B, D)).astype(np.int16)
+        ref = run(blob32, x, OpResolverType.BUILTIN_REF)
+        want_half = g64.run([x], rounding="litert")[0][:, :O // 2]
+        assert _mismatches(ref[:, :O // 2], want_half) == []
+        assert not np.array_equal(ref, g32.run([x])[0])     # so not TFLM's int32-bias result
+        assert _mismatches(g32.run([x])[0], run(blob32, x, OpResolverType.BUILTIN)) == []

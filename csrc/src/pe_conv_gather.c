@@ -388,6 +388,16 @@ static void conv_dsp(const pe_conv_params *p, const pe_per_channel_quant *q, con
     const size_t ws = (size_t)kh * (size_t)kw * (size_t)ic;
     const size_t row_px = (size_t)in_w * (size_t)ic;
     const size_t col_next = (size_t)s_w * (size_t)ic;
+    /* dilation.w 1 and kernel rows of whole 8-byte words: a window's rows
+     * in one pe_dsp_dot_2x2_rows call */
+    const int32_t rows_call = d_w == 1 && ((kw * ic) & 7) == 0;
+    const int32_t rows_stride = (int32_t)((size_t)d_h * row_px);
+    /* output columns [ox_a, ox_b] have every tap inside the input row
+     * (ox_b < ox_a + 1 when fewer than two, or without rows_call) */
+    const int32_t ox_a = p->padding.left / s_w + (p->padding.left % s_w != 0 ? 1 : 0);
+    const int32_t room = in_w - 1 - (kw - 1) * d_w + p->padding.left;
+    const int32_t ox_b = !rows_call || room < 0 ? -1 : (room / s_w < out_w - 1 ? room / s_w
+                                                                              : out_w - 1);
     int32_t oc, oy, ox, ky, kx;
     for (oc = 0; oc < oc_n; oc += 2) {
         const int32_t two = oc + 1 < oc_n;
@@ -406,6 +416,34 @@ static void conv_dsp(const pe_conv_params *p, const pe_per_channel_quant *q, con
             tap_range(iy0, d_h, kh, in_h, &ky_lo, &ky_hi);
             ox = 0;
             while (ox < out_w) {
+                if (ox == ox_a && ox_a + 1 <= ox_b && ky_lo == 0 && ky_hi == kh - 1) {
+                    /* the row's whole windows in pairs, one call each */
+                    const int8_t *x0 = img + (size_t)iy0 * row_px +
+                                       (size_t)(ox * s_w - p->padding.left) * (size_t)ic;
+                    int8_t *o0 = drow + (size_t)ox * (size_t)oc_n + (size_t)oc;
+                    for (; ox + 1 <= ox_b; ox += 2) {
+                        int32_t a[4];
+                        a[0] = sa;
+                        a[1] = sb;
+                        a[2] = sa;
+                        a[3] = sb;
+                        if (kh == 1) { /* (no run ends to step over) */
+                            pe_dsp_dot_2x2(a, wa, wb, x0, x0 + col_next, (kw * ic) >> 3);
+                        } else {
+                            pe_dsp_dot_2x2_rows(a, wa, wb, x0, x0 + col_next, (kw * ic) >> 3,
+                                                kh, rows_stride);
+                        }
+                        o0[0] = gq_finish(a[0], &ra, mode, amin, amax, ooff);
+                        o0[oc_n] = gq_finish(a[2], &ra, mode, amin, amax, ooff);
+                        if (two) {
+                            o0[1] = gq_finish(a[1], &rb, mode, amin, amax, ooff);
+                            o0[oc_n + 1] = gq_finish(a[3], &rb, mode, amin, amax, ooff);
+                        }
+                        x0 += 2 * col_next;
+                        o0 += 2 * (size_t)oc_n;
+                    }
+                    continue;
+                }
                 const int32_t ix0 = ox * s_w - p->padding.left;
                 int32_t kx_lo, kx_hi, a[4];
                 int8_t *const o0 = drow + (size_t)ox * (size_t)oc_n + (size_t)oc;
@@ -417,7 +455,17 @@ static void conv_dsp(const pe_conv_params *p, const pe_per_channel_quant *q, con
                     a[1] = sb;
                     a[2] = sa;
                     a[3] = sb;
-                    for (ky = 0; ky < kh; ky++) {
+                    if (rows_call) {
+                        /* the kernel rows' runs in one call */
+                        const int8_t *const x0 =
+                            img + (size_t)iy0 * row_px + (size_t)ix0 * (size_t)ic;
+                        pe_dsp_dot_2x2_rows(a, wa, wb, x0, x0 + col_next, (kw * ic) >> 3, kh,
+                                            rows_stride);
+                        ky = kh;
+                    } else {
+                        ky = 0;
+                    }
+                    for (; ky < kh; ky++) {
                         const int8_t *const x0 =
                             img + (size_t)(iy0 + ky * d_h) * row_px + (size_t)ix0 * (size_t)ic;
                         const size_t wk = (size_t)ky * (size_t)kw * (size_t)ic;

@@ -143,6 +143,42 @@ pe_status pe_conv2d_rev_s8_get_buffer_size(const pe_conv_params *params,
     return scratch_bytes(params, input_dims, filter_dims, output_dims, 0, size);
 }
 
+/* extra bytes of the DSP build's int16 column blocks (pe_conv.h), 0 where
+ * the build or the shape has no such path */
+static int64_t simd_extra_bytes(const pe_conv_params *p, const pe_dims *in, const pe_dims *f,
+                                const pe_dims *out)
+{
+#if PE_DSP
+    if (p->groups == 1 && p->dilation.w == 1 && in->c % 4 == 0 && out->c >= 4) {
+        return (int64_t)in->w * in->c * 2 + (int64_t)f->w * in->c * 8;
+    }
+#else
+    (void)p;
+    (void)in;
+    (void)f;
+    (void)out;
+#endif
+    return 0;
+}
+
+pe_status pe_conv2d_rev_s8_get_fast_buffer_size(const pe_conv_params *params,
+                                                const pe_dims *input_dims,
+                                                const pe_dims *filter_dims,
+                                                const pe_dims *output_dims, int32_t *size)
+{
+    int64_t total;
+    const pe_status s = scratch_bytes(params, input_dims, filter_dims, output_dims, 0, size);
+    if (s != PE_OK) {
+        return s;
+    }
+    total = (int64_t)*size + simd_extra_bytes(params, input_dims, filter_dims, output_dims);
+    if (total > PE_INT32_MAX) {
+        return PE_ERR_OVERFLOW;
+    }
+    *size = (int32_t)total;
+    return PE_OK;
+}
+
 pe_status pe_depthwise_conv2d_rev_s8_get_buffer_size(const pe_conv_params *params,
                                                      const pe_dims *input_dims,
                                                      const pe_dims *filter_dims,
@@ -216,6 +252,15 @@ static pe_status stream_init(pe_conv_rev_stream *st, const pe_context *ctx,
     st->xo = st->ring + (size_t)st->ring_rows * (size_t)out->w * (size_t)out->c;
     st->pair_off = st->xo + in->c;
     st->pair_tap = st->pair_off + f->h;
+    st->simd_x = NULL;
+    st->simd_w = NULL;
+    if (!depthwise) {
+        const int64_t extra = simd_extra_bytes(p, in, f, out);
+        if (extra > 0 && (int64_t)ctx->size >= (int64_t)need + extra) {
+            st->simd_x = (uint32_t *)(void *)(st->pair_tap + f->h);
+            st->simd_w = st->simd_x + (size_t)in->w * (size_t)in->c / 2u;
+        }
+    }
     st->rows_in = 0;
     st->next_out = 0;
     st->rows_live = 0;
@@ -631,17 +676,84 @@ static inline int32_t conv_block_1x1(const int8_t *restrict px, const int8_t *re
     return a;
 }
 
+/* The int16 column blocks (pe_simd.h pe_dsp_c4_run) over a whole (output
+ * row, kernel row) pair, for conv with one group, dilation.w 1 and in_c % 4
+ * == 0: the input row was widened once with the offset (xw), each four
+ * output channels' kernel row is widened here into wblk, then the interior
+ * columns (every tap inside the input row) run as one job and each edge
+ * column as a job over its in-bounds taps (a shorter run of the same
+ * block). Per group of four input channels 1 LDRD + 2 LDM + 8 SMLAD do 16
+ * MACs. The out_c % 4 last channels take conv_col1_flat. */
+__attribute__((noinline)) static uint64_t conv_row_c4(int32_t *restrict acc_row, const int8_t *restrict w_row,
+                            const int8_t *restrict row, int32_t in_w, int32_t in_c,
+                            int32_t out_w, int32_t out_c, int32_t kw, int32_t s_w, int32_t pad,
+                            int32_t offset, size_t ws, const uint32_t *xw, uint32_t *wblk)
+{
+    const int32_t len = kw * in_c, g_tap = in_c / 4;
+    int32_t ox_a = ceil_div_pos(pad, s_w);
+    int32_t ox_b = in_w - kw + pad < 0 ? -1 : (in_w - kw + pad) / s_w;
+    uint64_t pairs = 0;
+    int32_t oc, ox, k_lo, k_hi;
+    pe_dsp_c4_job job;
+    if (ox_b > out_w - 1) {
+        ox_b = out_w - 1;
+    }
+    job.acc_step = out_c * 4;
+    job.x_adv = (s_w * in_c - len) * 2;
+    for (oc = 0; oc + 4 <= out_c; oc += 4) {
+        pe_dsp_widen_w4(wblk, w_row + (size_t)oc * ws, ws, kw * g_tap);
+        if (ox_a <= ox_b) {
+            job.acc = acc_row + (size_t)ox_a * (size_t)out_c + (size_t)oc;
+            job.ncol = ox_b - ox_a + 1;
+            job.w = wblk;
+            job.x = xw + (size_t)(ox_a * s_w - pad) * (size_t)in_c / 2u;
+            pe_dsp_c4_run(&job, kw * g_tap);
+        }
+        for (ox = 0; ox < out_w; ox++) {
+            if (ox == ox_a && ox_a <= ox_b) {
+                ox = ox_b; /* done above */
+                continue;
+            }
+            tap_range(ox * s_w - pad, kw, 1, in_w, &k_lo, &k_hi);
+            if (k_lo <= k_hi) {
+                job.acc = acc_row + (size_t)ox * (size_t)out_c + (size_t)oc;
+                job.ncol = 1;
+                job.w = wblk + (size_t)k_lo * (size_t)g_tap * 8u;
+                job.x = xw + (size_t)(ox * s_w - pad + k_lo) * (size_t)in_c / 2u;
+                pe_dsp_c4_run(&job, (k_hi - k_lo + 1) * g_tap);
+            }
+        }
+    }
+    for (ox = 0; ox < out_w; ox++) {
+        tap_range(ox * s_w - pad, kw, 1, in_w, &k_lo, &k_hi);
+        if (k_lo <= k_hi) {
+            pairs += (uint64_t)(k_hi - k_lo + 1);
+            if (oc < out_c) {
+                conv_col1_flat(acc_row + (size_t)ox * (size_t)out_c + (size_t)oc,
+                               row + (size_t)(ox * s_w - pad + k_lo) * (size_t)in_c,
+                               w_row + (size_t)oc * ws + (size_t)k_lo * (size_t)in_c, ws,
+                               (k_hi - k_lo + 1) * in_c, out_c - oc, offset);
+            }
+        }
+    }
+    return pairs;
+}
+
 static uint64_t conv_row_dsp(int32_t *restrict acc_row, const int8_t *restrict w_row,
                              const int8_t *restrict row, int32_t in_w, int32_t in_c,
                              int32_t out_w, int32_t out_c, int32_t kw, int32_t s_w, int32_t d_w,
                              int32_t pad, int32_t offset, int32_t groups, int32_t ic_g,
-                             size_t ws)
+                             size_t ws, const uint32_t *xw, uint32_t *wblk)
 {
     const int32_t oc_g = out_c / groups;
     const size_t px_tap = (size_t)d_w * (size_t)in_c;
     const size_t px_next = (size_t)s_w * (size_t)in_c;
     uint64_t pairs = 0;
     int32_t ox = 0, ox_a = 0, ox_b = -1;
+    if (xw != NULL) { /* (stream_init set it for this shape only) */
+        return conv_row_c4(acc_row, w_row, row, in_w, in_c, out_w, out_c, kw, s_w, pad, offset,
+                           ws, xw, wblk);
+    }
     if (d_w == 1 && groups == 1 && out_c >= 2 && kw * in_c >= 8) {
         /* interior columns (every tap of the kernel row inside the input
          * row) in pairs, channel pairs outermost: the folded 2x2 block
@@ -940,11 +1052,14 @@ static uint64_t scatter_row(pe_conv_rev_stream *st, const int8_t *restrict row, 
 
 #if PE_DSP
     if (!depthwise) {
+        if (st->simd_x != NULL) { /* the row widened once for every pair */
+            pe_dsp_widen_row(st->simd_x, row, in_w * (in_c / 4), offset);
+        }
         for (j = 0; j < npairs; j++) {
             pairs += conv_row_dsp(ring + pair_off[j],
                                   filter + (size_t)pair_tap[j] * (size_t)kw * tap_elems, row,
                                   in_w, in_c, out_w, out_c, kw, s_w, d_w, pad, offset, groups,
-                                  ic_g, ws);
+                                  ic_g, ws, st->simd_x, st->simd_w);
         }
         return pairs;
     }
@@ -1170,6 +1285,44 @@ __attribute__((noinline)) static void requant_column_dsp(const int32_t *restrict
 }
 #endif
 
+#if PE_DSP
+/* requant_column_dsp for accumulators known to satisfy |acc| < 2^30 (the
+ * conv rows of the int16 column blocks, checked per channel by the caller):
+ *   d = SMMULR(2acc, m) = (acc * m + 2^30) >> 31   (|2acc| < 2^31: no wrap)
+ *   v = (d + [d < 0 ? -1 : 0] + 2^(right-1) + off * 2^right) >> right
+ * which is pe_dsp_requant's value: |d| < 2^30 so its QADD cannot saturate,
+ * and adding off * 2^right before the floor shift adds off after it; the
+ * sum stays below 2^31 (|off| <= 128, right <= 23). Then the clamp. */
+__attribute__((noinline)) static void requant_column_small(const int32_t *restrict a,
+                                                           int8_t *restrict o, int32_t n,
+                                                           size_t step, int32_t m, int32_t right,
+                                                           int32_t amin, int32_t amax,
+                                                           int32_t off)
+{
+    const int32_t k = ((int32_t)1 << (right - 1)) + (int32_t)((uint32_t)off << right);
+    const int32_t *const a_end = a + (size_t)n * step;
+    int32_t d;
+    if (amin == -128 && amax == 127) {
+        while (a != a_end) {
+            __asm__("smmulr %0, %1, %2" : "=r"(d) : "r"((int32_t)((uint32_t)*a << 1)), "r"(m));
+            *o = (int8_t)__ssat(pe_fx_asr32(d + pe_fx_asr32(d, 31) + k, right), 8);
+            a += step;
+            o += step;
+        }
+        return;
+    }
+    while (a != a_end) {
+        int32_t v;
+        __asm__("smmulr %0, %1, %2" : "=r"(d) : "r"((int32_t)((uint32_t)*a << 1)), "r"(m));
+        v = pe_fx_asr32(d + pe_fx_asr32(d, 31) + k, right);
+        v = v > amin ? v : amin;
+        *o = (int8_t)(v < amax ? v : amax);
+        a += step;
+        o += step;
+    }
+}
+#endif
+
 pe_status pe_conv2d_rev_stream_pop_s8(pe_conv_rev_stream *st, int8_t *output_row,
                                       int32_t *row_index)
 {
@@ -1210,6 +1363,16 @@ pe_status pe_conv2d_rev_stream_pop_s8(pe_conv_rev_stream *st, int8_t *output_row
             const int32_t *a = acc + oc;
             int8_t *o = output_row + oc;
 #if PE_DSP
+            if (!single && shift[oc] <= -1 && shift[oc] >= -23 && st->simd_x != NULL &&
+                (int64_t)st->filter_dims.h * st->filter_dims.w * st->filter_dims.c * 32640 +
+                        (st->bias == NULL ? 0 : st->bias[oc] < 0 ? -(int64_t)st->bias[oc]
+                                                                 : (int64_t)st->bias[oc]) <
+                    ((int64_t)1 << 30)) {
+                /* conv with the int16 blocks: accumulators below 2^30 */
+                requant_column_small(a, o, out_w, (size_t)out_c, mult[oc], -shift[oc],
+                                     p->activation.min, p->activation.max, off);
+                continue;
+            }
             if (!single && shift[oc] <= -1 && shift[oc] >= -23) {
                 requant_column_dsp(a, o, out_w, (size_t)out_c, mult[oc], -shift[oc],
                                    p->activation.min, p->activation.max, off);

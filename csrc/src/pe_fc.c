@@ -98,6 +98,77 @@ static int32_t dot1_dsp(const int8_t *restrict x, const int8_t *restrict w, int3
     }
     return a;
 }
+
+/* the portable requantization of one feature (saturating add, any shift,
+ * either rounding) */
+__attribute__((noinline)) static int8_t fc_finish_slow(const pe_fc_params *params,
+                                                       const pe_per_channel_quant *quant,
+                                                       int32_t qi, int32_t dot, int32_t b)
+{
+    const int32_t acc = pe_fx_sat_s32_from_s64((int64_t)dot + b);
+    int32_t v = pe_fx_requant_mode(acc, quant->multiplier[qi], quant->shift[qi], params->rounding);
+    v = pe_fx_clamp(v, PE_INT32_MIN + 128, PE_INT32_MAX - 128) + params->output_offset;
+    return (int8_t)pe_fx_clamp(v, params->activation.min, params->activation.max);
+}
+
+/* requantization of one feature: pe_dsp_requant where it applies (double
+ * rounding, right shift 1..23, |dot + bias| < 2^30: lim = 2^30 -
+ * depth * 383^2 > 0 computed once per row, 0 when no feature qualifies),
+ * else the portable arithmetic; same bytes either way */
+static inline __attribute__((always_inline)) int8_t fc_finish(
+    const pe_fc_params *params, const pe_per_channel_quant *quant, int32_t qi, int32_t dot,
+    int32_t b, int32_t lim)
+{
+    const int32_t sh = quant->shift[qi];
+    if ((uint32_t)(-sh - 1) < 23u && b < lim && b > -lim) {
+        return pe_dsp_requant(dot + b, quant->multiplier[qi], -sh, params->activation.min,
+                              params->activation.max, params->output_offset);
+    }
+    return fc_finish_slow(params, quant, qi, dot, b);
+}
+
+/* One batch row on the DSP extension, features in fours: symmetric weights
+ * (filter_offset 0, TFLite's int8 FC) through pe_simd.h's four-row block on
+ * the multiple of 8 and bytes for the rest, else dot4_dsp; the last
+ * features % 4 singly (dot1_dsp). |x + offset|, |w + offset| <= 383 and
+ * depth <= PE_FC_MAX_DEPTH keep every partial sum in int32. */
+__attribute__((noinline)) static void fc_row_dsp(const pe_fc_params *params,
+                                                 const pe_per_channel_quant *quant,
+                                                 const int8_t *restrict x,
+                                                 const int8_t *restrict filter,
+                                                 const int32_t *bias, int32_t depth,
+                                                 int32_t features, int8_t *restrict out)
+{
+    const int32_t xo = params->input_offset, fo = params->filter_offset;
+    const int32_t d8 = depth & ~7, pc = params->per_channel;
+    const int64_t room = ((int64_t)1 << 30) - (int64_t)depth * 146689; /* 146689 = 383^2 */
+    const int32_t lim = params->rounding == PE_ROUND_DOUBLE && room > 0 ? (int32_t)room : 0;
+    int32_t o, j, k;
+    for (o = 0; o + 4 <= features; o += 4) {
+        const int8_t *const w = filter + (size_t)o * (size_t)depth;
+        int32_t dots[4] = {0, 0, 0, 0};
+        if (fo == 0 && d8 > 0) {
+            pe_dsp_dot_1x4_off(dots, w, w + depth, w + 2 * (size_t)depth, w + 3 * (size_t)depth,
+                               x, d8 >> 3, xo);
+            for (k = d8; k < depth; k++) {
+                const int32_t xv = (int32_t)x[k] + xo;
+                for (j = 0; j < 4; j++) {
+                    dots[j] += w[(size_t)j * (size_t)depth + (size_t)k] * xv;
+                }
+            }
+        } else {
+            dot4_dsp(x, w, depth, xo, fo, dots);
+        }
+        for (j = 0; j < 4; j++) {
+            out[o + j] = fc_finish(params, quant, pc ? o + j : 0, dots[j],
+                                   bias != NULL ? bias[o + j] : 0, lim);
+        }
+    }
+    for (; o < features; o++) {
+        const int32_t dot = dot1_dsp(x, filter + (size_t)o * (size_t)depth, depth, xo, fo);
+        out[o] = fc_finish(params, quant, pc ? o : 0, dot, bias != NULL ? bias[o] : 0, lim);
+    }
+}
 #endif
 
 pe_status pe_fully_connected_s8(const pe_context *ctx, const pe_fc_params *params,
@@ -107,7 +178,10 @@ pe_status pe_fully_connected_s8(const pe_context *ctx, const pe_fc_params *param
                                 const int32_t *bias,
                                 const pe_dims *output_dims, int8_t *output)
 {
-    int32_t batches, depth, features, b, o, k;
+    int32_t batches, depth, features, b;
+#if !PE_DSP
+    int32_t o, k;
+#endif
     int64_t in_per_batch;
     uint64_t macs = 0;
     pe_status st;
@@ -149,42 +223,16 @@ pe_status pe_fully_connected_s8(const pe_context *ctx, const pe_fc_params *param
         const int8_t *in_row = input + (size_t)b * (size_t)depth;
         int8_t *out_row = output + (size_t)b * (size_t)features;
 #if PE_DSP
-        int32_t dots[4] = {0, 0, 0, 0};
+        fc_row_dsp(params, quant, in_row, filter, bias, depth, features, out_row);
+        macs += (uint64_t)depth * (uint64_t)features;
 #else
         const int16_t io16 = (int16_t)params->input_offset;
         const int16_t fo16 = (int16_t)params->filter_offset;
-#endif
         for (o = 0; o < features; o++) {
             const int8_t *w_row = filter + (size_t)o * (size_t)depth;
             const int32_t qi = params->per_channel ? o : 0;
             int32_t dot = 0; /* |dot| <= depth * 255 * 255 < 2^31 */
             int32_t acc, v;
-#if PE_DSP
-            if ((o & 3) == 0 && o + 4 <= features && params->filter_offset == 0 && depth >= 8) {
-                /* symmetric weights (TFLite's int8 FC): the four-row block
-                 * of pe_simd.h on the multiple of 8, the rest by bytes */
-                const int32_t d8 = depth & ~7;
-                dots[0] = dots[1] = dots[2] = dots[3] = 0;
-                pe_dsp_dot_1x4_off(dots, w_row, w_row + depth, w_row + 2 * (size_t)depth,
-                                   w_row + 3 * (size_t)depth, in_row, d8 >> 3,
-                                   params->input_offset);
-                for (k = d8; k < depth; k++) {
-                    const int32_t xv = (int32_t)in_row[k] + params->input_offset;
-                    dots[0] += w_row[k] * xv;
-                    dots[1] += w_row[(size_t)depth + (size_t)k] * xv;
-                    dots[2] += w_row[2 * (size_t)depth + (size_t)k] * xv;
-                    dots[3] += w_row[3 * (size_t)depth + (size_t)k] * xv;
-                }
-            } else if ((o & 3) == 0 && o + 4 <= features) {
-                dot4_dsp(in_row, w_row, depth, params->input_offset, params->filter_offset, dots);
-            }
-            if (o + 4 - (o & 3) <= features) {
-                dot = dots[o & 3];
-            } else {
-                dot = dot1_dsp(in_row, w_row, depth, params->input_offset, params->filter_offset);
-            }
-            k = depth;
-#else
             /* both offset operands fit int16 (|v + offset| <= 383): the
              * int16 x int16 -> int32 form gcc -O3 vectorises (PMADDWD) */
             for (k = 0; k < depth; k++) {
@@ -192,28 +240,13 @@ pe_status pe_fully_connected_s8(const pe_context *ctx, const pe_fc_params *param
                 const int16_t wv = (int16_t)(w_row[k] + fo16);
                 dot += (int32_t)xv * (int32_t)wv;
             }
-#endif
             macs += (uint64_t)k;
-#if PE_DSP
-            {
-                /* |dot + bias| < 2^30 (|product| <= 383 * 383): the SMMULR
-                 * requantization of pe_simd.h, same bytes */
-                const int64_t b64 = bias != NULL ? (int64_t)bias[o] : 0;
-                const int32_t sh = quant->shift[qi];
-                if (params->rounding == PE_ROUND_DOUBLE && sh <= -1 && sh >= -23 &&
-                    (int64_t)depth * 146689 + (b64 < 0 ? -b64 : b64) < ((int64_t)1 << 30)) {
-                    out_row[o] = pe_dsp_requant(dot + (int32_t)b64, quant->multiplier[qi], -sh,
-                                                params->activation.min, params->activation.max,
-                                                params->output_offset);
-                    continue;
-                }
-            }
-#endif
             acc = pe_fx_sat_s32_from_s64((int64_t)dot + (bias != NULL ? bias[o] : 0));
             v = pe_fx_requant_mode(acc, quant->multiplier[qi], quant->shift[qi], params->rounding);
             v = pe_fx_clamp(v, PE_INT32_MIN + 128, PE_INT32_MAX - 128) + params->output_offset;
             out_row[o] = (int8_t)pe_fx_clamp(v, params->activation.min, params->activation.max);
         }
+#endif
     }
     if (ctx != NULL && ctx->stats != NULL) {
         ctx->stats->macs += macs;

@@ -104,9 +104,19 @@ static int params_ok(const pe_lstm_params *p)
 {
     int32_t k;
     if (p == NULL || p->batch < 1 || p->time < 1 || p->input_dim < 1 || p->state_dim < 1 ||
-        (p->time_major != 0 && p->time_major != 1) || p->input_zp < -128 || p->input_zp > 127 ||
-        p->hidden_zp < -128 || p->hidden_zp > 127 || p->cell_clip < 0 || p->cell_clip > 32767 ||
-        !act_args_ok(p->cell_tanh_mult, p->cell_tanh_shift)) {
+        (p->time_major != 0 && p->time_major != 1) || (p->litert != 0 && p->litert != 1) ||
+        p->input_zp < -128 || p->input_zp > 127 || p->hidden_zp < -128 || p->hidden_zp > 127 ||
+        p->cell_clip < 0 || p->cell_clip > 32767) {
+        return 0;
+    }
+    if (p->litert) {
+        /* LiteRT: the cell state's integer bits; no element-wise multipliers */
+        if (p->cell_int_bits < 0 || p->cell_int_bits > 6 || p->fc_mult != 0 || p->fc_shift != 0 ||
+            p->ig_mult != 0 || p->ig_shift != 0) {
+            return 0;
+        }
+    } else if (!act_args_ok(p->cell_tanh_mult, p->cell_tanh_shift) || !mult_ok(p->fc_mult, p->fc_shift) ||
+               !mult_ok(p->ig_mult, p->ig_shift)) {
         return 0;
     }
     /* int32 sums: |w * (x - zp)| <= 128 * 255 per term */
@@ -126,8 +136,46 @@ static int params_ok(const pe_lstm_params *p)
             return 0;
         }
     }
-    return mult_ok(p->fc_mult, p->fc_shift) && mult_ok(p->ig_mult, p->ig_shift) &&
-           mult_ok(p->out_mult, p->out_shift);
+    return mult_ok(p->out_mult, p->out_shift);
+}
+
+pe_status pe_lstm_params_from_words(const int32_t *w, int32_t num_words, pe_lstm_params *p)
+{
+    int32_t k;
+    if (w == NULL || p == NULL || num_words != PE_LSTM_WORDS) {
+        return PE_ERR_ARG;
+    }
+    if (w[0] < 0 || w[0] > 3) {
+        return PE_ERR_ARG;
+    }
+    {
+        /* words 1..6 and 26..31 in order */
+        int32_t *const head[6] = {&p->batch, &p->time, &p->input_dim, &p->state_dim, &p->input_zp,
+                                  &p->hidden_zp};
+        int32_t *const tail[6] = {&p->fc_mult, &p->fc_shift, &p->ig_mult, &p->ig_shift, &p->out_mult,
+                                  &p->out_shift};
+        for (k = 0; k < 6; k++) {
+            *head[k] = w[1 + k];
+            *tail[k] = w[26 + k];
+        }
+    }
+    p->time_major = w[0] & 1;
+    p->litert = (w[0] >> 1) & 1;
+    if (p->litert && w[8] != 0) {
+        return PE_ERR_ARG;
+    }
+    /* word 7: the cell state's integer bits (LiteRT) or its TANH16 rescale */
+    p->cell_int_bits = p->litert ? w[7] : 0;
+    p->cell_tanh_mult = p->litert ? 0 : w[7];
+    p->cell_tanh_shift = p->litert ? 0 : w[8];
+    p->cell_clip = w[9];
+    for (k = 0; k < 4; k++) {
+        p->in_mult[k] = w[10 + 4 * k];
+        p->in_shift[k] = w[11 + 4 * k];
+        p->rec_mult[k] = w[12 + 4 * k];
+        p->rec_shift[k] = w[13 + 4 * k];
+    }
+    return params_ok(p) ? PE_OK : PE_ERR_ARG;
 }
 
 static int32_t step_rows(const pe_lstm_params *p)
@@ -141,7 +189,7 @@ pe_status pe_lstm_s8s16_get_buffer_size(const pe_lstm_params *p, int32_t *bytes)
     if (bytes == NULL || !params_ok(p)) {
         return PE_ERR_ARG;
     }
-    n = 4 * (int64_t)step_rows(p) * p->state_dim * (int64_t)sizeof(int16_t);
+    n = 3 * (int64_t)step_rows(p) * p->state_dim * (int64_t)sizeof(int16_t);
     if (n > PE_INT32_MAX) {
         return PE_ERR_OVERFLOW;
     }
@@ -156,47 +204,163 @@ static int32_t wrap32(int64_t v)
     return u <= (uint32_t)PE_INT32_MAX ? (int32_t)u : -(int32_t)(~u) - 1;
 }
 
-/* out[r, j] = sat16(requant(sum_d w[j, d] * (x[r, d] + offset) (+ bias[j]))) */
+/* out[r, j] = sat16(requant(sum_d w[j, d] * (x[r, d] + offset) (+ bias[j])));
+ * with accumulate: out[r, j] = sat16(out[r, j] + v) where v is that
+ * requantized sum, itself saturated to int16 first when sat_each (TFLM) or
+ * not (LiteRT). */
 static void gate_fc(int32_t rows, int32_t depth, int32_t n_out, const int8_t *x, int32_t offset,
-                    const int8_t *w, const int32_t *bias, int32_t m, int32_t s, int16_t *out)
+                    const int8_t *w, const int32_t *bias, int32_t m, int32_t s, int accumulate, int sat_each,
+                    int16_t *out)
 {
     int32_t r, j, d;
     for (r = 0; r < rows; r++) {
         const int8_t *xr = x + (int64_t)r * depth;
         for (j = 0; j < n_out; j++) {
             const int8_t *wj = w + (int64_t)j * depth;
-            int32_t acc = 0;
+            int16_t *o = out + (int64_t)r * n_out + j;
+            int32_t acc = 0, v;
             for (d = 0; d < depth; d++) {
                 acc += (int32_t)wj[d] * ((int32_t)xr[d] + offset);   /* bounded by params_ok */
             }
             if (bias != NULL) {
                 acc = wrap32((int64_t)acc + bias[j]);   /* TFLite adds in int32 */
             }
-            out[(int64_t)r * n_out + j] = pe_fx_sat_s16(pe_fx_requant(acc, m, s));
+            v = pe_fx_requant(acc, m, s);
+            if (!accumulate || sat_each) {
+                v = pe_fx_sat_s16(v);
+            }
+            if (accumulate) {
+                v = pe_fx_sat_s16((int32_t)pe_fx_sat_s32_from_s64((int64_t)*o + v));
+            }
+            *o = (int16_t)v;
         }
     }
 }
 
-static void add_sat16(int32_t n, int16_t *acc, const int16_t *b)
+/* -- LiteRT's int16 fixed-point sigmoid / tanh -------------------------------
+ * LiteRT's integer LSTM evaluates its gate activations and tanh(cell) with
+ * gemmlowp's fixed-point functions on int16 (not TFLM's interpolated table):
+ * exp of a negative argument as exp(-1/8)-centred Taylor polynomial on the
+ * argument's fraction within [-1/4, 0) times exp(-2^k) for each set bit of
+ * the rest, then 1 / (1 + e) (sigmoid) or (1 - e) / (1 + e) (tanh, with
+ * e = exp(-2|x|)) by three Newton-Raphson steps. Every operation below is
+ * an int16 fixed-point one: q15_mul is the saturating rounding doubling high
+ * multiply, additions wrap to 16 bits as int16 stores do (none of them
+ * overflows on the paths used here), shl_sat16 saturates. */
+
+#define Q15_EXP_M1_8 28918      /* round(2^15 exp(-1/8)) */
+#define Q15_ONE_THIRD 10923     /* round(2^15 / 3) */
+#define Q13_48_17 23130         /* round(2^13 * 48 / 17) */
+#define Q13_M32_17 (-15420)     /* round(-2^13 * 32 / 17) */
+
+/* round(2^15 exp(-2^k)) for k = -2 .. 4 */
+static const int16_t q15_exp_pow2[7] = {25520, 19875, 12055, 4435, 600, 11, 0};
+
+static int32_t w16(int32_t v)
 {
-    int32_t i;
-    for (i = 0; i < n; i++) {
-        acc[i] = pe_fx_sat_s16((int32_t)acc[i] + (int32_t)b[i]);
+    const uint32_t u = (uint32_t)v & 0xFFFFu;
+    return u < 0x8000u ? (int32_t)u : (int32_t)u - 65536;
+}
+
+static int32_t q15_mul(int32_t a, int32_t b)
+{
+    if (a == -32768 && b == -32768) {
+        return 32767;
     }
+    return pe_fx_asr32(a * b + (1 << 14), 15);
+}
+
+static int32_t shl_sat16(int32_t v, int32_t e)
+{
+    return pe_fx_sat_s16(v * (1 << e));   /* |v| < 2^15, e <= 6 */
+}
+
+/* exp(a) for a in [-1/4, 0), Q0.15 in and out */
+static int32_t exp_quarter(int32_t a)
+{
+    const int32_t x = a + (1 << 12);   /* a + 1/8 */
+    const int32_t x2 = q15_mul(x, x);
+    const int32_t x3 = q15_mul(x2, x);
+    const int32_t x4 = q15_mul(x2, x2);
+    const int32_t t = pe_fx_rdiv_pot(w16(q15_mul(w16(pe_fx_rdiv_pot(x4, 2) + x3), Q15_ONE_THIRD) + x2), 1);
+    return pe_fx_sat_s16(Q15_EXP_M1_8 + q15_mul(Q15_EXP_M1_8, w16(x + t)));
+}
+
+/* exp(a) for a <= 0 with int_bits integer bits (int16 raw), Q0.15 out */
+static int32_t exp_negative(int32_t a, int32_t int_bits)
+{
+    const int32_t frac = 15 - int_bits;
+    const int32_t quarter = 1 << (frac - 2);
+    const int32_t head = (int32_t)((uint32_t)a & (uint32_t)(quarter - 1)) - quarter;
+    const int32_t rest = w16(head - a);
+    int32_t r = exp_quarter(shl_sat16(head, int_bits));
+    int32_t k;
+    if (a == 0) {
+        return 32767;
+    }
+    for (k = -2; k <= 4; k++) {
+        if (int_bits > k && (rest & (1 << (frac + k))) != 0) {
+            r = q15_mul(r, q15_exp_pow2[k + 2]);
+        }
+    }
+    if (int_bits > 5 && a < -(32 << frac)) {
+        r = 0;
+    }
+    return r;
+}
+
+/* 2 / (1 + e) for e in [0, 1] (Q0.15), Q2.13 out: Newton-Raphson on the
+ * half denominator (1 + e) / 2 */
+static int32_t two_over_one_plus(int32_t e)
+{
+    const int32_t half = (e + 32767 + 1) >> 1;
+    int32_t x = w16(Q13_48_17 + q15_mul(half, Q13_M32_17));
+    int32_t i;
+    for (i = 0; i < 3; i++) {
+        const int32_t err = w16((1 << 13) - q15_mul(half, x));
+        x = w16(x + shl_sat16(q15_mul(x, err), 2));
+    }
+    return x;
+}
+
+/* sigmoid of a Q3.12 int16, Q0.15 out */
+static int16_t litert_sigmoid(int32_t a)
+{
+    int32_t pos;
+    if (a == 0) {
+        return 16384;
+    }
+    pos = shl_sat16(two_over_one_plus(exp_negative(w16(-(a > 0 ? a : w16(-a))), 3)), 1);
+    return (int16_t)(a > 0 ? pos : w16(32767 - pos));
+}
+
+/* tanh of an int16 with int_bits integer bits, Q0.15 out */
+static int16_t litert_tanh(int32_t a, int32_t int_bits)
+{
+    int32_t t;
+    if (a == 0) {
+        return 0;
+    }
+    t = shl_sat16(w16(two_over_one_plus(exp_negative(a < 0 ? a : w16(-a), int_bits + 1)) - (1 << 13)), 2);
+    return (int16_t)(a < 0 ? w16(-t) : t);
 }
 
 /* One gate: input FC (with bias) + recurrent FC, then its activation. */
 static void lstm_gate(const pe_lstm_params *p, int32_t k, int32_t rows, const int8_t *x, const int8_t *h,
                       const int8_t *const weights[4], const int8_t *const rec[4],
-                      const int32_t *const bias[4], int16_t *out, int16_t *tmp)
+                      const int32_t *const bias[4], int16_t *out)
 {
     const int32_t n = rows * p->state_dim;
+    int32_t i;
     gate_fc(rows, p->input_dim, p->state_dim, x, -p->input_zp, weights[k], bias[k], p->in_mult[k],
-            p->in_shift[k], out);
+            p->in_shift[k], 0, 1, out);
     gate_fc(rows, p->state_dim, p->state_dim, h, -p->hidden_zp, rec[k], NULL, p->rec_mult[k],
-            p->rec_shift[k], tmp);
-    add_sat16(n, out, tmp);
-    if (k == PE_LSTM_GATE_G) {
+            p->rec_shift[k], 1, !p->litert, out);
+    if (p->litert) {
+        for (i = 0; i < n; i++) {
+            out[i] = k == PE_LSTM_GATE_G ? litert_tanh(out[i], 3) : litert_sigmoid(out[i]);
+        }
+    } else if (k == PE_LSTM_GATE_G) {
         (void)pe_tanh_s16(NULL, 0, 0, n, out, out);
     } else {
         (void)pe_logistic_s16(NULL, 0, 0, n, out, out);
@@ -208,23 +372,36 @@ static void lstm_step(const pe_lstm_params *p, int32_t rows, const int8_t *x, in
                       const int32_t *const bias[4], int16_t *buf)
 {
     const int32_t n = rows * p->state_dim;
-    int16_t *b0 = buf, *b1 = buf + n, *b2 = buf + 2 * n, *b3 = buf + 3 * n;
+    int16_t *b0 = buf, *b1 = buf + n, *b2 = buf + 2 * n;
     int32_t i;
-    lstm_gate(p, PE_LSTM_GATE_F, rows, x, h, weights, rec, bias, b0, b3);
-    lstm_gate(p, PE_LSTM_GATE_I, rows, x, h, weights, rec, bias, b1, b3);
-    lstm_gate(p, PE_LSTM_GATE_G, rows, x, h, weights, rec, bias, b2, b3);
+    lstm_gate(p, PE_LSTM_GATE_F, rows, x, h, weights, rec, bias, b0);
+    lstm_gate(p, PE_LSTM_GATE_I, rows, x, h, weights, rec, bias, b1);
+    lstm_gate(p, PE_LSTM_GATE_G, rows, x, h, weights, rec, bias, b2);
     for (i = 0; i < n; i++) {
-        const int32_t fc = pe_fx_sat_s16(pe_fx_requant((int32_t)b0[i] * (int32_t)c[i], p->fc_mult, p->fc_shift));
-        const int32_t ig = pe_fx_sat_s16(pe_fx_requant((int32_t)b1[i] * (int32_t)b2[i], p->ig_mult, p->ig_shift));
-        int32_t v = pe_fx_sat_s16(fc + ig);
+        int32_t fc, ig, v;
+        if (p->litert) {
+            /* LiteRT: one rounding shift each, 15 and 30 + log2(cell scale) */
+            fc = w16(pe_fx_rdiv_pot((int32_t)b0[i] * (int32_t)c[i], 15));
+            ig = w16(pe_fx_rdiv_pot((int32_t)b1[i] * (int32_t)b2[i], 15 + p->cell_int_bits));
+        } else {
+            fc = pe_fx_sat_s16(pe_fx_requant((int32_t)b0[i] * (int32_t)c[i], p->fc_mult, p->fc_shift));
+            ig = pe_fx_sat_s16(pe_fx_requant((int32_t)b1[i] * (int32_t)b2[i], p->ig_mult, p->ig_shift));
+        }
+        v = pe_fx_sat_s16(fc + ig);
         if (p->cell_clip > 0) {
             v = pe_fx_clamp(v, -p->cell_clip, p->cell_clip);
         }
         c[i] = (int16_t)v;
     }
     /* the output gate reads the hidden state of the previous step */
-    lstm_gate(p, PE_LSTM_GATE_O, rows, x, h, weights, rec, bias, b1, b3);
-    (void)pe_tanh_s16(NULL, p->cell_tanh_mult, p->cell_tanh_shift, n, c, b0);
+    lstm_gate(p, PE_LSTM_GATE_O, rows, x, h, weights, rec, bias, b1);
+    if (p->litert) {
+        for (i = 0; i < n; i++) {
+            b0[i] = litert_tanh(c[i], p->cell_int_bits);
+        }
+    } else {
+        (void)pe_tanh_s16(NULL, p->cell_tanh_mult, p->cell_tanh_shift, n, c, b0);
+    }
     for (i = 0; i < n; i++) {
         const int64_t v = (int64_t)pe_fx_requant((int32_t)b0[i] * (int32_t)b1[i], p->out_mult, p->out_shift) +
                           p->hidden_zp;
@@ -332,32 +509,10 @@ pe_status pe_graph_run_lstm(const pe_graph *g, const pe_graph_op *op,
     int8_t *hidden, *y;
     int16_t *cell;
     int32_t k, rows_total;
-    if (op->num_inputs != PE_LSTM_INPUTS || op->num_outputs != 1 || w == NULL || op->num_params != PE_LSTM_WORDS) {
+    if (op->num_inputs != PE_LSTM_INPUTS || op->num_outputs != 1) {
         return PE_ERR_ARG;
     }
-    p.time_major = w[0];
-    p.batch = w[1];
-    p.time = w[2];
-    p.input_dim = w[3];
-    p.state_dim = w[4];
-    p.input_zp = w[5];
-    p.hidden_zp = w[6];
-    p.cell_tanh_mult = w[7];
-    p.cell_tanh_shift = w[8];
-    p.cell_clip = w[9];
-    for (k = 0; k < 4; k++) {
-        p.in_mult[k] = w[10 + 4 * k];
-        p.in_shift[k] = w[11 + 4 * k];
-        p.rec_mult[k] = w[12 + 4 * k];
-        p.rec_shift[k] = w[13 + 4 * k];
-    }
-    p.fc_mult = w[26];
-    p.fc_shift = w[27];
-    p.ig_mult = w[28];
-    p.ig_shift = w[29];
-    p.out_mult = w[30];
-    p.out_shift = w[31];
-    if (!params_ok(&p)) {
+    if (pe_lstm_params_from_words(w, op->num_params, &p) != PE_OK) {
         return PE_ERR_ARG;
     }
     x = (const int8_t *)pe_graph_input(g, op, 0, arena, PE_DT_INT8);

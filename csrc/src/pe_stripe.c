@@ -638,6 +638,86 @@ pe_status pe_stripe_get_buffer_size_rows_s8(const pe_stripe_net *net, int32_t st
     return buffer_size(net, stripe_w, block_w, 1, size);
 }
 
+pe_status pe_stripe_buffer_breakdown(const pe_stripe_net *net, int32_t stripe_w, int32_t block_w,
+                                     int streamed, int32_t *ring, int32_t *temp, int32_t *branch,
+                                     int32_t *branch_rows, int32_t *fixed)
+{
+    net_geo G;
+    pe_status st;
+    int64_t total, parts = 0;
+    int32_t in_w[PE_STRIPE_MAX_LAYERS];
+    int32_t add_w[PE_STRIPE_MAX_LAYERS];
+    int32_t L;
+    if (ring == NULL || temp == NULL || branch == NULL || branch_rows == NULL || fixed == NULL ||
+        stripe_w < 1 || block_w < 1) {
+        return PE_ERR_ARG;
+    }
+    st = analyse(net, &G);
+    if (st != PE_OK) {
+        return st;
+    }
+    block_w = min32(block_w, PE_STRIPE_MAX_BLOCK);
+    st = layout(net, &G, stripe_w, block_w, streamed, NULL, NULL, NULL, &total);
+    if (st != PE_OK) {
+        return st;
+    }
+    max_widths(net, &G, stripe_w, in_w, add_w);
+    for (L = 0; L < G.n; L++) {
+        int64_t r, t, b;
+        int32_t temp_cols;
+        buffer_bytes(net, &G, L, in_w[L], add_w[L], block_w, &r, &t, &b, &temp_cols);
+        ring[L] = (int32_t)r; /* each part <= total <= INT32_MAX (layout checked) */
+        temp[L] = (int32_t)t;
+        branch[L] = (int32_t)b;
+        branch_rows[L] = G.g[L].branch_rows;
+        parts += r + t + b;
+    }
+    *fixed = (int32_t)(total - parts);
+    return PE_OK;
+}
+
+/* Largest delta (bytes) for which one stripe may write its output at
+ * input + delta: output row o is written while input row last(o) (the last
+ * one its receptive field reaches) or a later one is being read, rows
+ * arriving in order, each once; counting that row as unread, the bytes
+ * written so far, (o + 1) * out_row, must end by last(o) * in_row. */
+static pe_status max_overlap_delta(const pe_stripe_net *net, const net_geo *G, int32_t stripe_w,
+                                   int64_t *max_delta)
+{
+    int64_t ra[PE_STRIPE_MAX_LAYERS + 1];
+    int64_t rb[PE_STRIPE_MAX_LAYERS + 1];
+    const int64_t in_row = (int64_t)net->input.w * net->input.c;
+    const int64_t out_row = (int64_t)G->out_w * G->out_c;
+    int64_t best = INT64_MAX;
+    int32_t o;
+    if (stripe_w < G->out_w) {
+        return PE_ERR_UNSUPPORTED; /* every stripe reads the input again */
+    }
+    for (o = 0; o < G->out_h; o++) {
+        int64_t last, v;
+        backward_ranges(net, G, 0, 1, o, (int64_t)o + 1, ra, rb);
+        last = rb[0] - 1 < 0 ? 0 : rb[0] - 1;
+        v = last * in_row - ((int64_t)o + 1) * out_row;
+        best = v < best ? v : best;
+    }
+    *max_delta = best;
+    return PE_OK;
+}
+
+pe_status pe_stripe_max_overlap_delta(const pe_stripe_net *net, int32_t stripe_w, int64_t *max_delta)
+{
+    net_geo G;
+    pe_status st;
+    if (max_delta == NULL || stripe_w < 1) {
+        return PE_ERR_ARG;
+    }
+    st = analyse(net, &G);
+    if (st != PE_OK) {
+        return st;
+    }
+    return max_overlap_delta(net, &G, stripe_w, max_delta);
+}
+
 /* Sum over outputs o in [a, b) of the number of taps inside [0, d). */
 static int64_t valid_taps(int64_t a, int64_t b, int32_t k, int32_t s, int32_t p, int32_t d)
 {
@@ -1380,6 +1460,20 @@ static pe_status run_impl(const pe_context *ctx, const pe_stripe_net *net, int32
         input_dims->c != net->input.c || output_dims->n != 1 || output_dims->h != G.out_h ||
         output_dims->w != G.out_w || output_dims->c != G.out_c) {
         return PE_ERR_ARG;
+    }
+    if (!streamed) {
+        /* input and output share bytes only as pe_stripe_max_overlap_delta allows */
+        const uintptr_t xi = (uintptr_t)input;
+        const uintptr_t yo = (uintptr_t)output;
+        const uintptr_t in_bytes = (uintptr_t)input_dims->h * (uintptr_t)input_dims->w * (uintptr_t)input_dims->c;
+        const uintptr_t out_bytes = (uintptr_t)G.out_h * (uintptr_t)G.out_w * (uintptr_t)G.out_c;
+        if (xi < yo + out_bytes && yo < xi + in_bytes) {
+            int64_t most;
+            const int64_t delta = yo >= xi ? (int64_t)(yo - xi) : -(int64_t)(xi - yo);
+            if (max_overlap_delta(net, &G, stripe_w, &most) != PE_OK || delta > most) {
+                return PE_ERR_ARG;
+            }
+        }
     }
     block_w = min32(block_w, PE_STRIPE_MAX_BLOCK);
     status = layout(net, &G, stripe_w, block_w, streamed, NULL, NULL, NULL, &total);

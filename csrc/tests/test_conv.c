@@ -234,6 +234,21 @@ static void status_checks(void)
         wide.w = 3;
         PE_CHECK_EQ(pe_conv2d_rev_s8_get_buffer_size(&big, &in, &f, &wide, &size), PE_ERR_OVERFLOW);
     }
+    {
+        /* the fast size: the minimum one off the DSP build (this host
+         * build), the same errors as the minimum query */
+        int32_t fast = -1, min = -2;
+        PE_CHECK_EQ(pe_conv2d_rev_s8_get_buffer_size(&p, &in, &f, &out, &min), PE_OK);
+        PE_CHECK_EQ(pe_conv2d_rev_s8_get_fast_buffer_size(&p, &in, &f, &out, &fast), PE_OK);
+        PE_CHECK_EQ(fast, min);
+        PE_CHECK_EQ(pe_conv2d_rev_s8_get_fast_buffer_size(&p, &in, &f, &out, NULL), PE_ERR_ARG);
+        {
+            pe_conv_params big = p;
+            big.padding.top = PE_INT32_MAX - 2;
+            PE_CHECK_EQ(pe_conv2d_rev_s8_get_fast_buffer_size(&big, &in, &f, &out, &fast),
+                        PE_ERR_OVERFLOW);
+        }
+    }
     size = 0;
     {
         pe_dims bad = out;

@@ -114,7 +114,7 @@ static void lstm_cases(void)
         cell[i] = ref_c[i] = 0;
     }
     PE_CHECK_EQ(pe_lstm_s8s16_get_buffer_size(&p, &bytes), PE_OK);
-    PE_CHECK_EQ(bytes, 4 * 1 * 2 * 2);
+    PE_CHECK_EQ(bytes, 3 * 1 * 2 * 2);
     PE_CHECK_EQ(pe_lstm_s8s16(&ctx, &p, input, wp, rp, bp, hidden, cell, out), PE_OK);
     /* the same steps written out directly */
     for (bt = 0; bt < 2; bt++) {
@@ -162,9 +162,98 @@ static void lstm_cases(void)
     PE_CHECK_EQ(pe_lstm_s8s16_get_buffer_size(&p, &bytes), PE_ERR_ARG);
     p.time_major = 1;
     PE_CHECK_EQ(pe_lstm_s8s16_get_buffer_size(&p, &bytes), PE_OK);
-    PE_CHECK_EQ(bytes, 4 * 2 * 2 * 2);
+    PE_CHECK_EQ(bytes, 3 * 2 * 2 * 2);
     p.in_shift[2] = 31;
     PE_CHECK_EQ(pe_lstm_s8s16_get_buffer_size(&p, &bytes), PE_ERR_ARG);
+}
+
+/* pe_lstm_params_from_words: the layout of pe_lstm.h, both variants */
+static void lstm_words_cases(void)
+{
+    int32_t w[PE_LSTM_WORDS], k;
+    pe_lstm_params p, q;
+    set_params(&p);
+    {
+        const int32_t head[10] = {1, p.batch, p.time, p.input_dim, p.state_dim, p.input_zp, p.hidden_zp,
+                                  p.cell_tanh_mult, p.cell_tanh_shift, 12};
+        const int32_t tail[6] = {p.fc_mult, p.fc_shift, p.ig_mult, p.ig_shift, p.out_mult, p.out_shift};
+        memcpy(w, head, sizeof(head));
+        memcpy(w + 26, tail, sizeof(tail));
+    }
+    for (k = 0; k < 4; k++) {
+        w[10 + 4 * k] = p.in_mult[k];
+        w[11 + 4 * k] = p.in_shift[k];
+        w[12 + 4 * k] = p.rec_mult[k];
+        w[13 + 4 * k] = p.rec_shift[k];
+    }
+    PE_CHECK_EQ(pe_lstm_params_from_words(w, PE_LSTM_WORDS, &q), PE_OK);
+    PE_CHECK(q.time_major == 1 && q.litert == 0 && q.cell_clip == 12 && q.cell_tanh_shift == 1 &&
+             q.rec_mult[3] == 1200000000 && q.ig_shift == -18 && q.out_shift == -22);
+    PE_CHECK_EQ(pe_lstm_params_from_words(w, PE_LSTM_WORDS - 1, &q), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_lstm_params_from_words(NULL, PE_LSTM_WORDS, &q), PE_ERR_ARG);
+    /* LiteRT: cell integer bits in word 7, words 8 and 26..29 zero */
+    w[0] = 2;
+    w[7] = 4;
+    w[8] = 0;
+    PE_CHECK_EQ(pe_lstm_params_from_words(w, PE_LSTM_WORDS, &q), PE_ERR_ARG);   /* fc / ig set */
+    w[26] = w[27] = w[28] = w[29] = 0;
+    PE_CHECK_EQ(pe_lstm_params_from_words(w, PE_LSTM_WORDS, &q), PE_OK);
+    PE_CHECK(q.litert == 1 && q.time_major == 0 && q.cell_int_bits == 4);
+    w[7] = 7;
+    PE_CHECK_EQ(pe_lstm_params_from_words(w, PE_LSTM_WORDS, &q), PE_ERR_ARG);
+    w[7] = 4;
+    w[8] = 1;
+    PE_CHECK_EQ(pe_lstm_params_from_words(w, PE_LSTM_WORDS, &q), PE_ERR_ARG);
+    w[8] = 0;
+    w[0] = 4;
+    PE_CHECK_EQ(pe_lstm_params_from_words(w, PE_LSTM_WORDS, &q), PE_ERR_ARG);
+}
+
+/* The LiteRT variant: zero weights and biases give gates sigmoid(0) = 1/2,
+ * tanh(0) = 0, so the cell stays 0 and h = requant(0) + zp; then with a
+ * large positive cell and an open output gate, h follows the sign of c. */
+static void lstm_litert_cases(void)
+{
+    pe_lstm_params p;
+    int8_t input[2 * 3 * 3] = {0}, out[2 * 3 * 2], hidden[4];
+    int8_t w[4][6] = {{0}}, r[4][4] = {{0}};
+    int32_t b[4][2] = {{0}};
+    int16_t cell[4] = {0}, scratch[64];
+    const int8_t *wp[4], *rp[4];
+    const int32_t *bp[4];
+    pe_context ctx = {scratch, (int32_t)sizeof(scratch), NULL};
+    int32_t i, k;
+    set_params(&p);
+    p.litert = 1;
+    p.cell_int_bits = 4;
+    p.cell_tanh_shift = 0;
+    p.fc_mult = p.fc_shift = p.ig_mult = p.ig_shift = 0;
+    for (k = 0; k < 4; k++) {
+        wp[k] = w[k];
+        rp[k] = r[k];
+        bp[k] = b[k];
+    }
+    for (i = 0; i < 4; i++) {
+        hidden[i] = (int8_t)p.hidden_zp;
+    }
+    PE_CHECK_EQ(pe_lstm_s8s16(&ctx, &p, input, wp, rp, bp, hidden, cell, out), PE_OK);
+    for (i = 0; i < 12; i++) {
+        PE_CHECK_EQ(out[i], p.hidden_zp);
+    }
+    for (i = 0; i < 4; i++) {
+        PE_CHECK_EQ(cell[i], 0);
+    }
+    /* biases saturate every gate: i, f, o = 1, g = +1, so the cell grows */
+    for (k = 0; k < 4; k++) {
+        b[k][0] = b[k][1] = 1 << 20;
+    }
+    PE_CHECK_EQ(pe_lstm_s8s16(&ctx, &p, input, wp, rp, bp, hidden, cell, out), PE_OK);
+    for (i = 0; i < 4; i++) {
+        PE_CHECK(cell[i] > 0);
+        PE_CHECK(hidden[i] > p.hidden_zp);
+    }
+    p.cell_int_bits = 7;
+    PE_CHECK_EQ(pe_lstm_s8s16(&ctx, &p, input, wp, rp, bp, hidden, cell, out), PE_ERR_ARG);
 }
 
 static void gather_cases(void)
@@ -188,6 +277,8 @@ int main(void)
 {
     activation_points();
     lstm_cases();
+    lstm_words_cases();
+    lstm_litert_cases();
     gather_cases();
     return PE_TEST_END("test_lstm");
 }

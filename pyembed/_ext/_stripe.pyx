@@ -66,6 +66,11 @@ cdef extern from "pyembed/pe_stripe.h":
                                                 int32_t block_w, int32_t *size) nogil
     pe_status pe_stripe_get_buffer_size_s8(const pe_stripe_net *net, int32_t stripe_w,
                                            int32_t block_w, int32_t *size) nogil
+    pe_status pe_stripe_buffer_breakdown(const pe_stripe_net *net, int32_t stripe_w, int32_t block_w,
+                                         int streamed, int32_t *ring, int32_t *temp, int32_t *branch,
+                                         int32_t *branch_rows, int32_t *fixed) nogil
+    pe_status pe_stripe_max_overlap_delta(const pe_stripe_net *net, int32_t stripe_w,
+                                          int64_t *max_delta) nogil
     pe_status pe_stripe_predict_macs(const pe_stripe_net *net, int32_t stripe_w,
                                      int64_t *macs) nogil
     pe_status pe_stripe_run_s8(const pe_context *ctx, const pe_stripe_net *net,
@@ -188,6 +193,35 @@ cdef class Network:
         check(st, "pe_stripe_get_buffer_size_s8",
               "stripe_w and block_w must be >= 1; " + _NET_DETAIL)
         return size
+
+    def buffer_breakdown(self, int32_t stripe_w, int32_t block_w, bint streamed=False):
+        """Where buffer_size's bytes go (pe_stripe_buffer_breakdown): a dict
+        of per-layer lists ring, temp, branch, branch_rows and the int fixed."""
+        cdef int32_t[::1] ring = np.zeros(self.net.n_layers, dtype=np.int32)
+        cdef int32_t[::1] temp = np.zeros(self.net.n_layers, dtype=np.int32)
+        cdef int32_t[::1] branch = np.zeros(self.net.n_layers, dtype=np.int32)
+        cdef int32_t[::1] rows = np.zeros(self.net.n_layers, dtype=np.int32)
+        cdef int32_t fixed = 0
+        cdef int st
+        with nogil:
+            st = pe_stripe_buffer_breakdown(&self.net, stripe_w, block_w, streamed, &ring[0], &temp[0],
+                                            &branch[0], &rows[0], &fixed)
+        check(st, "pe_stripe_buffer_breakdown", "stripe_w and block_w must be >= 1; " + _NET_DETAIL)
+        return {"ring": list(np.asarray(ring).tolist()), "temp": list(np.asarray(temp).tolist()),
+                "branch": list(np.asarray(branch).tolist()), "branch_rows": list(np.asarray(rows).tolist()),
+                "fixed": int(fixed)}
+
+    def max_overlap_delta(self, int32_t stripe_w):
+        """How far (bytes) the output may start after the input in one
+        buffer (pe_stripe_max_overlap_delta); None with several stripes."""
+        cdef int64_t delta = 0
+        cdef int st
+        with nogil:
+            st = pe_stripe_max_overlap_delta(&self.net, stripe_w, &delta)
+        if st == PE_ERR_UNSUPPORTED:
+            return None
+        check(st, "pe_stripe_max_overlap_delta", "stripe_w must be >= 1; " + _NET_DETAIL)
+        return int(delta)
 
     def predict_macs(self, int32_t stripe_w):
         cdef int64_t macs = 0

@@ -14,7 +14,12 @@ the host build's with == before a figure is printed (a mismatch is an error).
 Convolutions are measured with both kernels: the reverse one (int32
 accumulator rows in scratch) and the scratch-free gather one ("(gather)"),
 which the graph runtime runs where the planner gives a convolution no scratch
-(most bundled models).
+(most bundled models). The reverse kernel gets the scratch of
+pe_conv2d_rev_s8_get_fast_buffer_size: on the DSP build (in_c % 4 == 0) that
+is in_w*in_c*2 + kernel_w*in_c*8 bytes more than the minimum (conv 3x3
+16->16 on 48x48: 9,304 + 1,920 B), for its int16 column blocks; the portable
+build's fast size is the minimum. The bundled models' plans give the minimum
+(or none), so their figures do not include these blocks.
 
 Units: conv and FC per layer MAC (padded taps included, as the host bench),
 pooling per tap (in-bounds window positions x channels), ADD/MUL per output

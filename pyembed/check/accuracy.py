@@ -28,8 +28,9 @@ own). Layers with SNR below ``min_snr_db`` are flagged.
 
 Oracles (where installed, .tflite models): the outputs are compared bit for
 bit with LiteRT's interpreter using its reference kernels (BUILTIN_REF;
-pyembed runs with rounding="litert", LiteRT's single-rounding
-FULLY_CONNECTED) and with the tflite-micro interpreter (pyembed's default
+pyembed runs with rounding="litert": LiteRT's single-rounding
+FULLY_CONNECTED, its integer LSTM and the other kernels where they differ)
+and with the tflite-micro interpreter (pyembed's default
 rounding). A missing oracle is reported, not an error.
 """
 import dataclasses
@@ -560,8 +561,8 @@ def _litert_oracle(graph, path, samples):
         it.invoke()
         return [it.get_tensor(d["index"]) for d in outs]
     try:
-        return _compare(name, graph, samples, "litert", run, "pyembed rounding='litert': single-rounding "
-                        "FULLY_CONNECTED as LiteRT computes it")
+        return _compare(name, graph, samples, "litert", run, "pyembed rounding='litert': LiteRT's arithmetic "
+                        "(single-rounding FULLY_CONNECTED, its integer LSTM)")
     except Exception as e:   # noqa: BLE001
         return OracleResult(name, "error", f"LiteRT failed: {_first_line(e)}")
 

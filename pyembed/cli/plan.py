@@ -137,7 +137,7 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
         from pyembed.plan.pipeline import plan_with_strategy
         g, plan, pipeline_lines = plan_with_strategy(
             g, pipeline, parse_fraction(max_extra_macs), overlaps=overlaps, regions=regions, algorithm=algorithm,
-            search_order=search_order, time_limit=time_limit, stream_input=stream_input)
+            search_order=search_order, time_limit=time_limit, stream_input=stream_input, max_region_weights=budget)
     elif stream_input:
         from pyembed.errors import ArgumentError
         raise ArgumentError("--stream-input: needs --strategy stripes or auto (a stripe region reads the rows)")
@@ -226,11 +226,13 @@ def parse_fraction(text, name="--max-extra-macs"):
     return v
 
 
-def apply_strategy(graph, strategy, max_extra_macs="10%", stream_input=False):
+def apply_strategy(graph, strategy, max_extra_macs="10%", stream_input=False, max_region_weights=None):
     """The compiler pipeline (pyembed.passes.pipeline) on graph: returns the
-    rewritten graph and the lines saying what was chosen per region and why."""
+    rewritten graph and the lines saying what was chosen per region and why
+    (max_region_weights: a weight segment block, see apply_pipeline)."""
     from pyembed.passes.pipeline import apply_pipeline
-    res = apply_pipeline(graph, strategy, max_extra_macs=parse_fraction(max_extra_macs), stream_input=stream_input)
+    res = apply_pipeline(graph, strategy, max_extra_macs=parse_fraction(max_extra_macs), stream_input=stream_input,
+                         max_region_weights=max_region_weights)
     changed = res.regions or res.fused or res.streamed_tensor >= 0 or stream_input or any(
         n.startswith(("gather", "PAD")) for n in res.notes)
     # the rewritten graph always (a plan.json of it must match); its report only when it changed anything

@@ -26,6 +26,22 @@ def _parse_segments(text):
                                  f"segments.json file", param_hint="--segments") from None
 
 
+def _weight_block(seg):
+    """The weight block a stripe region must fit (it is loaded whole): the
+    --segments budget, or the budget a segments.json was divided for (its
+    plan's rewrite respected it; the same rewrite must be redone here)."""
+    if isinstance(seg, int):
+        return seg
+    if isinstance(seg, str):
+        import json
+        try:
+            with open(seg) as f:
+                return int(json.load(f)["budget_bytes"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None   # a malformed file is reported where it is loaded
+    return None
+
+
 @click.command("simulate", short_help="Run a model on a simulated MCU: latency, RAM and flash, bit-exactness, report.")
 @model_argument()
 @profile_option()
@@ -105,9 +121,11 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
     for line in apply_attention(graph, attention):
         if not as_json:
             click.echo(line)
+    seg = _parse_segments(segments)
     if pipeline != "none":
         from pyembed.cli.plan import apply_strategy
-        graph, pipeline_lines = apply_strategy(graph, pipeline, max_extra_macs, stream_input=stream_input)
+        graph, pipeline_lines = apply_strategy(graph, pipeline, max_extra_macs, stream_input=stream_input,
+                                               max_region_weights=_weight_block(seg))
         if not as_json:
             for line in pipeline_lines:
                 click.echo(line)
@@ -120,7 +138,6 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
         if plan.graph_name and plan.graph_name != graph.name:
             from pyembed.errors import ArgumentError
             raise ArgumentError(f"--plan {plan_path} was made for model {plan.graph_name!r}, not {graph.name!r}")
-    seg = _parse_segments(segments)
     split = None
     if split_bytes is not None:
         from pyembed.cli.plan import parse_size

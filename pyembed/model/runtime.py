@@ -247,6 +247,9 @@ def build_runtime(graph, layout, rounding="double"):
         p = spec["params"]
         if op_type == "FULLY_CONNECTED" and table.get("FC_SCALE_PRODUCT") == "float32" and "multiplier_f32" in p:
             spec["params"] = dict(p, multiplier=p["multiplier_f32"], shift=p["shift_f32"])
+        if rounding == "litert" and "litert_unsupported" in (spec["params"] or {}):
+            raise ArgumentError(f"rounding='litert': operator {spec['op']} ({op_type}): "
+                                f"{spec['params']['litert_unsupported']}")
         if rounding == "litert" and "words_litert" in (spec["params"] or {}):
             # operators whose LiteRT kernels compute other parameters (pyembed.model.ops.math_ops)
             spec["params"] = dict(spec["params"], words=spec["params"]["words_litert"])

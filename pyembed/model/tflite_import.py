@@ -291,6 +291,10 @@ def _read(buf, label, source, name):
         ins = tensor_list(op.InputsLength(), op.Inputs, f"operator {oi} ({op_type}) input")
         outs = tensor_list(op.OutputsLength(), op.Outputs, f"operator {oi} ({op_type}) output")
         options = _options(op, op_type)
+        if op.IntermediatesLength():
+            # TFLite's integer LSTM reads the quantization of these
+            options = dict(options, intermediates=tensor_list(op.IntermediatesLength(), op.Intermediates,
+                                                              f"operator {oi} ({op_type}) intermediate"))
         operators.append({"index": oi, "type": op_type, "version": version, "inputs": ins,
                           "outputs": outs, "options": options})
 

@@ -68,13 +68,16 @@ def options(table, **fields):
     return o
 
 
-def op(code, inputs, outputs, table=None, **fields):
+def op(code, inputs, outputs, table=None, intermediates=None, **fields):
     """An operator for build(): builtin code, tensor indices, and its options
-    table name with fields (or None)."""
+    table name with fields (or None); intermediates: the operator's
+    intermediate tensor indices (TFLite's integer LSTM reads their
+    quantization)."""
+    extra = () if intermediates is None else (list(intermediates),)
     if table is None:
-        return (code, list(inputs), list(outputs), None, None)
+        return (code, list(inputs), list(outputs), None, None) + extra
     otype = getattr(schema().BuiltinOptions, table)
-    return (code, list(inputs), list(outputs), otype, options(table, **fields))
+    return (code, list(inputs), list(outputs), otype, options(table, **fields)) + extra
 
 
 def build(tensors, ops, inputs, outputs, name="model"):
@@ -109,7 +112,7 @@ def build(tensors, ops, inputs, outputs, name="model"):
             T.quantization = q
         sg.tensors.append(T)
     codes = {}
-    for code, ins, outs, otype, opts in ops:
+    for code, ins, outs, otype, opts, *inter in ops:
         if code not in codes:
             c = S.OperatorCodeT()
             c.builtinCode, c.deprecatedBuiltinCode, c.version = code, min(code, 127), 1
@@ -119,11 +122,66 @@ def build(tensors, ops, inputs, outputs, name="model"):
         o.opcodeIndex, o.inputs, o.outputs = codes[code], list(ins), list(outs)
         if otype is not None:
             o.builtinOptionsType, o.builtinOptions = otype, opts
+        if inter:
+            o.intermediates = list(inter[0])
         sg.operators.append(o)
     m.subgraphs = [sg]
     b = flatbuffers.Builder(1024)
     b.Finish(m.Pack(b), file_identifier=b"TFL3")
     return bytes(b.Output())
+
+
+def lstm_model(seed, batch=2, time=3, in_dim=5, state=4, time_major=False, cell_scale=2.0 ** -11,
+               cell_clip=0.0, hidden_zp=3, in_zp=-7, w_amp=127, per_channel=False, n_ops=1, bias_amp=3000,
+               intermediates=True, in_scale=0.05, h_scale=1.0 / 128, inter_hidden=None):
+    """An int8 LSTM model (TFLite's 24-input layout, 4 gates, int16 cell
+    state) with random weights; n_ops LSTMs chained (the second takes the
+    first's output). intermediates: the five intermediate tensors the TFLite
+    converter adds (four unquantized gate tensors and the int8 hidden one,
+    quantized as the hidden state unless inter_hidden = (scale, zero point)),
+    which LiteRT's integer LSTM requires and TFLM ignores. Used by the tests
+    and python -m pyembed.bench lstm_litert."""
+    rng = np.random.default_rng(seed)
+    S = schema()
+    t, ops = [], []
+    shape_x = (time, batch, in_dim) if time_major else (batch, time, in_dim)
+    t.append(tensor(shape_x, scale=in_scale, zp=in_zp))
+    cur, cur_dim, cur_scale = 0, in_dim, in_scale
+    for k in range(n_ops):
+        ins = [cur]
+        for d in (cur_dim,) * 4 + (state,) * 4:
+            ws = float(rng.uniform(0.004, 0.02))
+            if per_channel:
+                t.append(tensor((state, d), scale=[ws] * state, zp=[0] * state, axis=0,
+                                data=rng.integers(-w_amp, w_amp + 1, (state, d))))
+            else:
+                t.append(tensor((state, d), scale=ws, zp=0, data=rng.integers(-w_amp, w_amp + 1, (state, d))))
+            ins.append(len(t) - 1)
+        ins += [-1, -1, -1]
+        for g in range(4):
+            t.append(tensor((state,), np.int32, scale=cur_scale * 0.01, zp=0,
+                            data=rng.integers(-bias_amp, bias_amp + 1, state)))
+            ins.append(len(t) - 1)
+        ins += [-1, -1]
+        t.append(tensor((batch, state), scale=h_scale, zp=hidden_zp, variable=True))
+        ins.append(len(t) - 1)
+        t.append(tensor((batch, state), np.int16, scale=cell_scale, zp=0, variable=True))
+        ins.append(len(t) - 1)
+        ins += [-1, -1, -1, -1]
+        shape_y = (time, batch, state) if time_major else (batch, time, state)
+        t.append(tensor(shape_y, scale=h_scale, zp=hidden_zp))
+        out = len(t) - 1
+        inter = None
+        if intermediates:
+            t += [tensor((0,), np.float32) for _ in range(4)]
+            t.append(tensor((0,), scale=(inter_hidden or (h_scale, hidden_zp))[0],
+                            zp=(inter_hidden or (h_scale, hidden_zp))[1]))
+            inter = list(range(len(t) - 5, len(t)))
+        ops.append(op(S.BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM, ins, [out],
+                      "UnidirectionalSequenceLSTMOptions", intermediates=inter, fusedActivationFunction=4,
+                      cellClip=cell_clip, projClip=0.0, timeMajor=time_major))
+        cur, cur_dim, cur_scale = out, state, h_scale
+    return build(t, ops, inputs=[0], outputs=[cur])
 
 
 def tflm_run(blob, inputs, n_outputs=None, arena_size=None):
@@ -140,6 +198,19 @@ def tflm_run(blob, inputs, n_outputs=None, arena_size=None):
         interp.set_input(np.ascontiguousarray(x), k)
     interp.invoke()
     return [np.array(interp.get_output(k)) for k in range(n_outputs)]
+
+
+def litert_run(blob, inputs):
+    """Run .tflite bytes on the LiteRT interpreter with its reference kernels
+    (BUILTIN_REF, what rounding="litert" reproduces): the list of output
+    arrays for a list of input arrays."""
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+    it = Interpreter(model_content=blob, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    it.allocate_tensors()
+    for d, x in zip(it.get_input_details(), inputs):
+        it.set_tensor(d["index"], x)
+    it.invoke()
+    return [it.get_tensor(d["index"]) for d in it.get_output_details()]
 
 
 def tflm_frames(blob, frames, arena_size=None):

@@ -111,6 +111,7 @@ class Region:
     full_macs: int                # the same operators layer by layer
     reason: str = ""
     streamed: bool = False        # its input is the graph input, delivered row by row
+    net: object = field(default=None, repr=False, compare=False)   # the compiled stripe network
 
     @property
     def first(self):
@@ -189,7 +190,7 @@ class _RegionCache:
         full = st.full_frame_macs(chain, chain.input_shape)
         return Region(ops=list(chain.ops), chain=chain, stripe_width=sw, block_width=bw,
                       scratch_bytes=_table_bytes(len(chain)) + int(size), macs=int(net.predict_macs(sw)),
-                      full_macs=int(full), streamed=bool(streamed))
+                      full_macs=int(full), streamed=bool(streamed), net=net)
 
 
 def region_operator(graph, region, tensors):
@@ -222,6 +223,7 @@ def region_operator(graph, region, tensors):
                 inputs.append(_new_const(tensors, f"region{region.first}_l{i}_{name}", arr.copy()))
         words += _layer_words(spec, slots)
     params = {"words": np.asarray(words, dtype=np.int32), "layers": len(chain), "ops": list(region.ops),
+              "last_input_row": last_input_rows(chain, shapes), "overlap_delta": _region_overlap(region),
               "stripe_width": region.stripe_width, "block_width": region.block_width,
               "full_macs": region.full_macs, "streamed_input": bool(region.streamed),
               "work_elements": int(sum(int(np.prod(out)) for _, out in shapes))}
@@ -231,6 +233,17 @@ def region_operator(graph, region, tensors):
     return Operator(index=-1, type=REGION_OP, inputs=inputs, outputs=[chain.output_tensor], params=params,
                     scratch_bytes=region.scratch_bytes, macs=graph_macs,
                     options={"ops": list(region.ops)})
+
+
+def last_input_rows(layers, shapes):
+    """Per output row of the chain, the last input row it depends on: the
+    executor (one stripe) writes that output row while reading that input
+    row, never later than it reads the next one (rows arrive in order and
+    flow through depth-first), which pyembed.plan.overlap turns into how
+    far the output may lie over the input."""
+    from pyembed.kernels.layers import backward_intervals
+    h = shapes[-1][1][0]
+    return [int(backward_intervals(list(layers), shapes, 0, o, o + 1)[0][1]) - 1 for o in range(h)]
 
 
 # ---------------------------------------------------------------------------
@@ -374,13 +387,22 @@ def live_bytes(graph, alignment=16):
     the last that reads them, graph inputs from step 0, outputs to the end,
     aliases sharing their root, kernel scratch during its step). The
     planner (pyembed.plan, a layer above) places the buffers; its arena is
-    reported beside this bound (the largest entry)."""
-    return _live(graph, [(op.inputs, op.outputs, op.scratch_bytes) for op in graph.operators], alignment)
+    reported beside this bound (the largest entry). A stripe region in one
+    stripe counts its output over its input where the input dies there
+    (params["overlap_delta"], which the planner proves by running)."""
+    overlaps = {s: (op.inputs[0], op.outputs[0], op.params["overlap_delta"])
+                for s, op in enumerate(graph.operators)
+                if op.type == REGION_OP and (op.params or {}).get("overlap_delta") is not None}
+    return _live(graph, [(op.inputs, op.outputs, op.scratch_bytes) for op in graph.operators], alignment,
+                 overlaps=overlaps)
 
 
-def _live(graph, ops_io, alignment=16, skip=()):
+def _live(graph, ops_io, alignment=16, skip=(), overlaps=None):
     """live_bytes over (inputs, outputs, scratch bytes) per step (tensors in
-    skip, or streamed, take no bytes)."""
+    skip, or streamed, take no bytes). overlaps: {step: (input, output,
+    max delta)} of operators that may write their output over their input
+    (a region in one stripe): when the input's life ends at that step, the
+    step counts the pair's shared footprint instead of both buffers."""
     n = len(ops_io)
     life = {}
 
@@ -410,6 +432,14 @@ def _live(graph, ops_io, alignment=16, skip=()):
             live[s] += size
     for s, (_, _, scratch) in enumerate(ops_io):
         live[s] += -(-int(scratch or 0) // alignment) * alignment
+    for s, (src, dst, delta) in (overlaps or {}).items():
+        src, dst = graph.alias_root(src), graph.alias_root(dst)
+        if src not in life or dst not in life or life[src][1] != s or src in graph.outputs:
+            continue
+        a = -(-int(graph.tensors[src].nbytes) // alignment) * alignment
+        b = -(-int(graph.tensors[dst].nbytes) // alignment) * alignment
+        d = int(delta) // alignment * alignment
+        live[s] -= max(0, a + b - (max(a, d + b) - min(0, d)))
     return live
 
 
@@ -429,6 +459,7 @@ class PipelineResult:
     notes: list = field(default_factory=list)
     stream_input: bool = False    # asked for
     streamed_tensor: int = -1     # the graph input delivered row by row (-1: none)
+    breakdown: bool = True        # report(): also where each region's scratch goes (region_memory)
 
     @property
     def extra_macs(self):
@@ -443,6 +474,9 @@ class PipelineResult:
             lines.append(f"  region ops {r.first}..{r.last} ({len(r.ops)} layers): stripes of {r.stripe_width} "
                          f"columns, blocks of {r.block_width}, line stores {r.scratch_bytes} B, MACs "
                          f"{r.macs} ({100 * (r.macs / r.full_macs - 1) if r.full_macs else 0:+.1f} %): {r.reason}")
+            if self.breakdown:
+                from pyembed.passes.region_memory import breakdown_lines, region_breakdown
+                lines += breakdown_lines(region_breakdown(r), self.base_macs)
         if self.streamed_tensor >= 0:
             r = next(r for r in self.regions if r.streamed)
             lines.append(f"  input streamed: tensor {self.streamed_tensor} arrives row by row into the region of ops "
@@ -522,7 +556,7 @@ def _restore_conv_scratch(g, source):
 
 
 def apply_pipeline(graph, strategy="auto", max_extra_macs=0.10, fuse=True, rounding="double", stream_input=False,
-                   gather=True):
+                   gather=True, max_region_weights=None):
     """Rewrite graph with the chosen strategy; see the module docstring.
 
     stream_input: the graph input is delivered row by row (a camera
@@ -533,7 +567,11 @@ def apply_pipeline(graph, strategy="auto", max_extra_macs=0.10, fuse=True, round
 
     gather: a CONV_2D / DEPTHWISE_CONV_2D whose reverse kernel's scratch
     raises the arena estimate runs the gather kernel instead (no scratch,
-    same results and MACs, slower); the report lists them."""
+    same results and MACs, slower); the report lists them.
+
+    max_region_weights: bytes; no stripe region whose constants (weights,
+    biases, requantization tables, 16-byte aligned) exceed it (a region is
+    one operator: a weight segment loaded from flash must hold it whole)."""
     if strategy not in STRATEGIES:
         raise ArgumentError(f"strategy: expected one of {', '.join(STRATEGIES)}, got {strategy!r}")
     try:
@@ -560,7 +598,8 @@ def apply_pipeline(graph, strategy="auto", max_extra_macs=0.10, fuse=True, round
         notes.append("input not streamed: the graph input is not one int8 NHWC tensor read by one operator")
     if strategy != "layers":
         limit = None if strategy == "stripes" else budget * base_macs
-        regions, more = choose_regions(graph, limit, fuse=fuse, rounding=rounding, stream=stream)
+        regions, more = choose_regions(graph, limit, fuse=fuse, rounding=rounding, stream=stream,
+                                       max_weights=max_region_weights)
         notes += more
     covered = {i for r in regions for i in r.ops}
     pairs = fusable_pairs(graph, skip=covered) if fuse else []
@@ -588,16 +627,44 @@ def _ranges(xs):
     return ", ".join(out)
 
 
-def choose_regions(graph, extra_mac_limit, fuse=True, rounding="double", stream=None):
+def _region_overlap(r):
+    """How far a region's output may start after its input (bytes; None:
+    several stripes or a streamed input), pe_stripe_max_overlap_delta. The
+    planner proves it by running (pyembed.plan.overlap)."""
+    if r.streamed or r.net is None or r.stripe_width < r.chain.output_shape[1]:
+        return None
+    return r.net.max_overlap_delta(r.stripe_width)
+
+
+def region_weight_bytes(graph, region):
+    """Constant bytes the region's operator reads (16-byte aligned): the
+    layers' weights and biases and its per-channel multiplier and shift
+    tables."""
+    seen, total = set(), 0
+    for i in region.ops:
+        op = graph.operators[i]
+        for t in op.inputs:
+            if t >= 0 and t not in seen and graph.tensors[t].data is not None:
+                seen.add(t)
+                total += -(-int(graph.tensors[t].nbytes) // 16) * 16
+        if op.type in GATHER_TYPES:
+            out_c = int(graph.tensors[op.outputs[0]].shape[-1])
+            total += 2 * (-(-4 * out_c // 16) * 16)
+    return total
+
+
+def choose_regions(graph, extra_mac_limit, fuse=True, rounding="double", stream=None, max_weights=None):
     """Greedy left-to-right search with one region of lookahead: at each
     operator, the region (end, stripe width) which, alone or followed by
     one more region right after it, lowers the whole graph's arena estimate
-    most; the extra MACs of all regions within extra_mac_limit (None: no
+    most (a region in one stripe counted with its output over its input
+    where that input dies there, as the planner will prove it); the extra MACs of all regions within extra_mac_limit (None: no
     limit). (A region can pay only together with the next one: a cut right
     after a layer whose kernel scratch is the peak, say.) stream: (tensor,
     reader) of a streamed graph input (streamable_input): regions reading
     it run as one stripe with a row buffer, and the tensor takes no bytes
-    when one of them is chosen."""
+    when one of them is chosen. max_weights: bytes, no region with more
+    constant bytes (region_weight_bytes)."""
     cache = _RegionCache(graph)
     n = len(graph.operators)
     chosen, notes = [], []
@@ -612,9 +679,13 @@ def choose_regions(graph, extra_mac_limit, fuse=True, rounding="double", stream=
         skip = {r.chain.input_tensor for r in regs if r.streamed}
         pairs = dict(fusable_pairs(graph, skip=covered)) if fuse else {}
         ops_io = []
+        overlaps = {}
         for i, op in enumerate(graph.operators):
             if i in start:
                 r = start[i]
+                delta = _region_overlap(r)
+                if delta is not None:
+                    overlaps[len(ops_io)] = (r.chain.input_tensor, r.chain.output_tensor, delta)
                 ops_io.append(([r.chain.input_tensor], [r.chain.output_tensor], r.scratch_bytes))
             elif i in pairs:
                 if i not in pair_io:
@@ -625,7 +696,7 @@ def choose_regions(graph, extra_mac_limit, fuse=True, rounding="double", stream=
                 continue
             else:
                 ops_io.append((op.inputs, op.outputs, op.scratch_bytes))
-        return max(_live(graph, ops_io, skip=skip))
+        return max(_live(graph, ops_io, skip=skip, overlaps=overlaps))
 
     def candidates(first):
         chain = chains_from(graph, first)
@@ -637,6 +708,9 @@ def choose_regions(graph, extra_mac_limit, fuse=True, rounding="double", stream=
                 base = cache.region(first, end)
             except (UnsupportedError, ArgumentError, PyEmbedError):
                 continue
+            if max_weights is not None and region_weight_bytes(graph, base) > max_weights:
+                heavy.append(first)
+                break
             out_w = base.chain.output_shape[1]
             if stream is not None and base.chain.input_tensor == stream[0]:
                 # a streamed input is read once, row by row: one stripe
@@ -649,6 +723,7 @@ def choose_regions(graph, extra_mac_limit, fuse=True, rounding="double", stream=
     def within(extra):
         return extra_mac_limit is None or spent + extra <= extra_mac_limit
 
+    heavy = []
     current = estimate([])
     pos = 0
     tried = []
@@ -693,6 +768,9 @@ def choose_regions(graph, extra_mac_limit, fuse=True, rounding="double", stream=
             if best is not None:
                 tried.append(pos)
             pos += 1
+    if heavy:
+        notes.append(f"regions from ops {_ranges(sorted(set(heavy)))} stop before their constants exceed the "
+                     f"{max_weights} B weight block (a region is loaded whole)")
     if tried:
         g = rewrite(graph, chosen, fusable_pairs(graph, skip={i for r in chosen for i in r.ops}) if fuse else [],
                     rounding)

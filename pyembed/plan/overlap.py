@@ -22,6 +22,12 @@ How far that reaches depends on the kernel's read/write order; three models:
                window; conservatively the whole window of the current pixel
                and of every later pixel is still to be read when it is written.
 * elementwise - out[i] is written after in[i] is read (ADD with equal shapes).
+* rows (stripe region) - a PE_STRIPE_REGION run as one stripe on an input in
+               the arena (not streamed): input rows are read in order, each
+               once, into the executor's own line stores, and output row oy is
+               written while input row last_input_row[oy] (the last row its
+               receptive field reaches, pyembed.passes.pipeline) is being read,
+               so that row and every later one count as still to be read.
 
 A derived delta is only a candidate: ``prove_overlap`` runs the operator's
 real kernel (through the graph's C runtime) on one arena where the output
@@ -37,6 +43,7 @@ from pyembed.plan.core import DEFAULT_ALIGNMENT, align_down, align_up
 
 ROW_STREAMING_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D")
 ELEMENTWISE_OPS = ("ADD",)
+REGION_OPS = ("PE_STRIPE_REGION",)
 MODELS = ("rows", "pixels", "elementwise")
 
 
@@ -139,6 +146,26 @@ def max_delta_pixels(g):
     return int((pending - written).min())
 
 
+def max_delta_region(graph, op, src_tensor, dst_tensor):
+    """A stripe region in one stripe: output row oy is written while input
+    row last_input_row[oy] is read (rows before it are done, it and the
+    later ones count as unread). None when the region runs several stripes
+    (each re-reads the input), streams its input or reads src elsewhere."""
+    p = op.params or {}
+    rows = p.get("last_input_row")
+    ti, to = graph.tensors[src_tensor], graph.tensors[dst_tensor]
+    if not rows or p.get("streamed_input") or op.inputs[0] != src_tensor or len(ti.shape) != 4 \
+            or len(to.shape) != 4 or int(ti.shape[0]) != 1 or int(to.shape[0]) != 1:
+        return None
+    _, h, w, c = (int(v) for v in ti.shape)
+    _, ho, wo, co = (int(v) for v in to.shape)
+    if int(p.get("stripe_width", 0)) < wo or len(rows) != ho:
+        return None
+    in_row = w * c * ti.dtype.itemsize
+    out_row = wo * co * to.dtype.itemsize
+    return int(min(max(int(r), 0) * in_row - (oy + 1) * out_row for oy, r in enumerate(rows)))
+
+
 def max_delta_elementwise(graph, op, src_tensor, dst_tensor):
     """out[i] is written after in[i] is read: the output may start where the
     input starts, or anywhere below it. Equal shapes only (no broadcast)."""
@@ -168,7 +195,7 @@ def candidates(graph, problem, tensor_buffer, order):
     out = []
     for step, opi in enumerate(order):
         op = graph.operators[opi]
-        if op.type not in ROW_STREAMING_OPS + ELEMENTWISE_OPS or not getattr(op, "supported", True):
+        if op.type not in ROW_STREAMING_OPS + ELEMENTWISE_OPS + REGION_OPS or not getattr(op, "supported", True):
             continue
         outs = [t for t in op.outputs if t >= 0]
         if len(outs) != 1 or outs[0] not in tensor_buffer:
@@ -197,6 +224,10 @@ def candidates(graph, problem, tensor_buffer, order):
                     d = fn(g)
                     if d is not None:
                         deltas[name] = d
+            elif op.type in REGION_OPS:
+                d = max_delta_region(graph, op, src_t, dst_t)
+                if d is not None:
+                    deltas["rows"] = d
             else:
                 d = max_delta_elementwise(graph, op, src_t, dst_t)
                 if d is not None:

@@ -14,10 +14,13 @@ from pyembed.passes.pipeline import apply_pipeline
 from pyembed.plan import plan_graph
 
 
-def plan_with_strategy(graph, strategy="auto", max_extra_macs=0.10, overlaps=True, stream_input=False, **plan_kw):
+def plan_with_strategy(graph, strategy="auto", max_extra_macs=0.10, overlaps=True, stream_input=False,
+                       max_region_weights=None, **plan_kw):
     """(rewritten graph, its plan, report lines). strategy "none" plans the
     graph as imported. stream_input: the graph input arrives row by row
-    (apply_pipeline); plan.info["pipeline"]["stream_input"] records it."""
+    (apply_pipeline); plan.info["pipeline"]["stream_input"] records it.
+    max_region_weights: no stripe region with more constant bytes (a weight
+    segment block, apply_pipeline)."""
     def _plan(g):
         return plan_graph(g, overlaps=overlaps and not g.unsupported, **plan_kw)
     if strategy == "none":
@@ -25,7 +28,8 @@ def plan_with_strategy(graph, strategy="auto", max_extra_macs=0.10, overlaps=Tru
             from pyembed.errors import ArgumentError
             raise ArgumentError("stream_input: needs a strategy with stripe regions (auto or stripes), not 'none'")
         return graph, _plan(graph), []
-    res = apply_pipeline(graph, strategy, max_extra_macs=max_extra_macs, stream_input=stream_input)
+    res = apply_pipeline(graph, strategy, max_extra_macs=max_extra_macs, stream_input=stream_input,
+                         max_region_weights=max_region_weights)
     plan = _plan(res.graph)
     lines = res.report()
     if strategy in ("auto", "stripes") and res.regions:

@@ -128,7 +128,8 @@ static pe_context make_ctx(int32_t size, pe_stats *stats)
 /* params: depthwise, in[4], f[4], out[4], stride h w, dil h w, pad t b l r,
  * in_off, out_off, act min max, groups, ch_mult, rounding, has_bias, form
  * (0 reverse, 1 gather: pe_conv_gather.h, no scratch, 2 gather with the
- * output p[30] bytes after the input in one buffer);
+ * output p[30] bytes after the input in one buffer); p[31] the reverse scratch (
+ * 0 minimum, 1 fast, reverse conv only);
  * arrays: input, filter, bias, mult, shift */
 static void run_conv(const case_t *c)
 {
@@ -165,8 +166,11 @@ static void run_conv(const case_t *c)
     q.multiplier = (const int32_t *)c->a[3];
     q.shift = (const int32_t *)c->a[4];
     memset(&stats, 0, sizeof(stats));
+    /* p[31]: the reverse conv's scratch, 0 the minimum (get_buffer_size), 1
+     * the fast size (get_fast_buffer_size: the DSP build's int16 blocks) */
     st = dw ? pe_depthwise_conv2d_rev_s8_get_buffer_size(&cp, &in, &f, &out, &size)
-            : pe_conv2d_rev_s8_get_buffer_size(&cp, &in, &f, &out, &size);
+         : p[31] == 1 ? pe_conv2d_rev_s8_get_fast_buffer_size(&cp, &in, &f, &out, &size)
+                      : pe_conv2d_rev_s8_get_buffer_size(&cp, &in, &f, &out, &size);
     if (st != PE_OK || size > (int32_t)sizeof(scratch)) {
         put_result(st != PE_OK ? st : -101, 0, 0, 0);
         return;

@@ -863,45 +863,32 @@ static int32_t add_lstm_op(fz_reader *r, table *tb, int32_t x)
     if (y < 0) {
         return -1;
     }
-    w[0] = fz_wild(r, 0, 1);
+    w[0] = fz_wild(r, 0, 3);   /* bit 0 time_major, bit 1 LiteRT arithmetic */
     w[1] = fz_wild(r, batch, batch);
     w[2] = fz_wild(r, time, time);
     w[3] = fz_wild(r, in_dim, in_dim);
     w[4] = fz_wild(r, state, state);
     w[5] = fz_wild(r, -128, 127);
     w[6] = fz_wild(r, -128, 127);
-    w[7] = fz_bool(r) ? 0 : fz_wild(r, 1, 32767);
-    w[8] = fz_wild(r, 0, w[7] == 0 ? 12 : 31);
+    if (w[0] & 2) {
+        w[7] = fz_wild(r, 0, 6);
+        w[8] = fz_bool(r) ? 0 : fz_wild(r, 0, 1);
+    } else {
+        w[7] = fz_bool(r) ? 0 : fz_wild(r, 1, 32767);
+        w[8] = fz_wild(r, 0, w[7] == 0 ? 12 : 31);
+    }
     w[9] = fz_bool(r) ? 0 : fz_wild(r, 0, 32767);
     for (k = 10; k < PE_LSTM_WORDS; k += 2) {
         w[k] = fz_wild(r, 1 << 30, 0x7FFFFFFF);
         w[k + 1] = fz_wild(r, -31, 4);
     }
+    if ((w[0] & 2) && fz_bool(r)) {
+        w[26] = w[27] = w[28] = w[29] = 0;
+    }
     op->params = w;
     op->num_params = PE_LSTM_WORDS + (fz_bool(r) ? fz_range(r, -2, 1) : 0);
-    p.time_major = w[0];
-    p.batch = w[1];
-    p.time = w[2];
-    p.input_dim = w[3];
-    p.state_dim = w[4];
-    p.input_zp = w[5];
-    p.hidden_zp = w[6];
-    p.cell_tanh_mult = w[7];
-    p.cell_tanh_shift = w[8];
-    p.cell_clip = w[9];
-    for (k = 0; k < 4; k++) {
-        p.in_mult[k] = w[10 + 4 * k];
-        p.in_shift[k] = w[11 + 4 * k];
-        p.rec_mult[k] = w[12 + 4 * k];
-        p.rec_shift[k] = w[13 + 4 * k];
-    }
-    p.fc_mult = w[26];
-    p.fc_shift = w[27];
-    p.ig_mult = w[28];
-    p.ig_shift = w[29];
-    p.out_mult = w[30];
-    p.out_shift = w[31];
-    if (pe_lstm_s8s16_get_buffer_size(&p, &size) == PE_OK && size > 0 && size <= 65536) {
+    if (pe_lstm_params_from_words(w, PE_LSTM_WORDS, &p) == PE_OK &&
+        pe_lstm_s8s16_get_buffer_size(&p, &size) == PE_OK && size > 0 && size <= 65536) {
         op->scratch_offset = tb->bump;
         op->scratch_size = size;
         tb->bump = align4(tb->bump + size);

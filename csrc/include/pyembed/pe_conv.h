@@ -84,6 +84,19 @@ pe_status pe_conv2d_rev_s8(const pe_context *ctx, const pe_conv_params *params,
                            const int8_t *filter, const int32_t *bias,
                            const pe_dims *output_dims, int8_t *output);
 
+/* The scratch that also lets the Arm DSP build (pe_simd.h) run conv's
+ * int16 column blocks: the size above plus in_w * in_c * 2 bytes (the pushed
+ * input row widened to int16 with the offset) and kernel_w * in_c * 8 bytes
+ * (four output channels' kernel row widened), when the DSP build has that
+ * path for the shape (groups 1, dilation.w 1, in_c % 4 == 0, out_c >= 4);
+ * else, and on every other build, the same size as
+ * pe_conv2d_rev_s8_get_buffer_size. Either size is accepted by the kernel
+ * (the outputs are the same bytes); the larger one is faster. */
+pe_status pe_conv2d_rev_s8_get_fast_buffer_size(const pe_conv_params *params,
+                                                const pe_dims *input_dims,
+                                                const pe_dims *filter_dims,
+                                                const pe_dims *output_dims, int32_t *size);
+
 pe_status pe_depthwise_conv2d_rev_s8_get_buffer_size(const pe_conv_params *params,
                                                      const pe_dims *input_dims,
                                                      const pe_dims *filter_dims,
@@ -145,6 +158,8 @@ typedef struct {
     int32_t *xo;        /* one input pixel plus input_offset: in_c int16 values kept in in_c int32 slots */
     int32_t *pair_off;  /* per pushed row: ring offset of each reached output row */
     int32_t *pair_tap;  /* ... and the kernel row it is reached with */
+    uint32_t *simd_x;   /* DSP build with the fast scratch: the pushed row widened (or NULL) */
+    uint32_t *simd_w;   /* ... and four output channels' widened kernel row */
     int32_t rows_in;    /* input rows pushed */
     int32_t next_out;   /* next output row to pop */
     int32_t rows_live;  /* output rows [0, rows_live) have been initialised */

@@ -33,8 +33,23 @@
  * processes every batch row ([batch, dim] slices); batch major: batch by
  * batch, each with its own state row. The hidden (int8) and cell (int16)
  * states are read and updated in place: they carry over between calls.
- * Scratch: 4 buffers of rows * state_dim int16 (rows = batch when time
+ * Scratch: 3 buffers of rows * state_dim int16 (rows = batch when time
  * major, else 1): pe_lstm_s8s16_get_buffer_size.
+ *
+ * litert = 1 computes what LiteRT's integer LSTM (lstm_eval's 8x8_16 path)
+ * computes instead, which differs in four places:
+ *   gate = sat16(sat16(requant(input FC)) + requant(recurrent FC)): the
+ *       recurrent term is not saturated to int16 before the sum;
+ *   i, f, o and g (and tanh(c)) use gemmlowp's int16 fixed-point sigmoid /
+ *       tanh (exp by a Taylor polynomial and exp(-2^k) factors, a
+ *       Newton-Raphson reciprocal), not the interpolated table;
+ *   c = sat16(wrap16(rshr(f * c, 15)) + wrap16(rshr(i * g, 15 +
+ *       cell_int_bits))) with rshr the single rounding shift (halves away
+ *       from zero), cell_int_bits = 15 + log2(cell scale) in [0, 6], where
+ *       TFLM requantizes with fc_mult / ig_mult;
+ *   tanh(c) takes c with cell_int_bits integer bits.
+ * out_mult / out_shift is then LiteRT's hidden multiplier (2^-30 over the
+ * hidden scale, rounded to float32 first: pyembed.model.ops.lstm).
  */
 #ifndef PYEMBED_PE_LSTM_H
 #define PYEMBED_PE_LSTM_H
@@ -60,6 +75,7 @@ enum { PE_LSTM_GATE_I = 0, PE_LSTM_GATE_F = 1, PE_LSTM_GATE_G = 2, PE_LSTM_GATE_
 
 typedef struct {
     int32_t time_major;
+    int32_t litert;           /* 1: LiteRT's arithmetic (see above), 0: TFLM's */
     int32_t batch;
     int32_t time;
     int32_t input_dim;
@@ -69,10 +85,11 @@ typedef struct {
     int32_t cell_tanh_mult;   /* TANH16 rescale of the cell state (see above) */
     int32_t cell_tanh_shift;
     int32_t cell_clip;        /* quantized clip in [0, 32767]; 0: none */
+    int32_t cell_int_bits;    /* litert: integer bits of the cell state, [0, 6] */
     int32_t in_mult[4], in_shift[4];    /* input FC of each gate */
     int32_t rec_mult[4], rec_shift[4];  /* recurrent FC of each gate */
-    int32_t fc_mult, fc_shift;          /* forget * cell -> cell */
-    int32_t ig_mult, ig_shift;          /* input * cell gate -> cell */
+    int32_t fc_mult, fc_shift;          /* forget * cell -> cell (TFLM; 0 with litert) */
+    int32_t ig_mult, ig_shift;          /* input * cell gate -> cell (TFLM; 0 with litert) */
     int32_t out_mult, out_shift;        /* output * tanh(cell) -> hidden */
 } pe_lstm_params;
 
@@ -94,15 +111,19 @@ pe_status pe_lstm_s8s16(const pe_context *ctx, const pe_lstm_params *p, const in
  *   weights and the 4 recurrent weights (int8, gate order i, f, g, o), the 4
  *   biases (int32), the hidden state (int8) and the cell state (int16),
  *   both arena tensors the operator updates in place; output int8. Words:
- *   [0] time_major [1] batch [2] time [3] input_dim [4] state_dim
- *   [5] input_zp [6] hidden_zp [7] cell_tanh_mult [8] cell_tanh_shift
- *   [9] cell_clip, then per gate k (i, f, g, o) [10 + 4k ..] in_mult,
- *   in_shift, rec_mult, rec_shift, then [26] fc_mult [27] fc_shift
- *   [28] ig_mult [29] ig_shift [30] out_mult [31] out_shift.
+ *   [0] flags: bit 0 time_major, bit 1 litert [1] batch [2] time
+ *   [3] input_dim [4] state_dim [5] input_zp [6] hidden_zp
+ *   [7] cell_tanh_mult [8] cell_tanh_shift (litert: [7] cell_int_bits,
+ *   [8] 0) [9] cell_clip, then per gate k (i, f, g, o) [10 + 4k ..]
+ *   in_mult, in_shift, rec_mult, rec_shift, then [26] fc_mult [27] fc_shift
+ *   [28] ig_mult [29] ig_shift (all 0 with litert) [30] out_mult
+ *   [31] out_shift. pe_lstm_params_from_words decodes and validates them
+ *   (PE_ERR_ARG on a wrong count or a value out of range).
  */
 #define PE_ACT_S16_WORDS 2
 #define PE_LSTM_WORDS 32
 #define PE_LSTM_INPUTS 15
+pe_status pe_lstm_params_from_words(const int32_t *words, int32_t num_words, pe_lstm_params *p);
 pe_status pe_graph_run_logistic_s16(const pe_graph *g, const pe_graph_op *op,
                                     const pe_context *scratch, const pe_context *arena);
 pe_status pe_graph_run_tanh_s16(const pe_graph *g, const pe_graph_op *op,

@@ -154,6 +154,238 @@ __attribute__((noinline, unused)) static void pe_dsp_dot_2x2(int32_t *a, const i
 #endif
 }
 
+/* ---- int16 x int16 column block (conv with a SIMD workspace) ----
+ * Both operands already widened to int16 halfword pairs, in the order
+ * SXTB16 / SXTB16 ROR #8 give them: for a group of four depth elements
+ * k..k+3, the "even" word holds (v[k], v[k+2]) and the "odd" word
+ * (v[k+1], v[k+3]).
+ *   x: per group 2 words (even, odd) of one input column (pe_dsp_widen_row)
+ *   w: per group 8 words: (even, odd) of output channels 0, 1, 2, 3
+ *      (pe_dsp_widen_w4)
+ * For each of ncol columns: a[0..3] (4 consecutive int32 at acc) +=
+ * sum over ng = nit * U groups of w_j . x; then acc += acc_step bytes and
+ * x += x_adv bytes (from the end of one column's run to the next one's
+ * start). Per group: 1 LDRD (x), 2 LDM (w), 8 SMLAD for 16 MACs. Same int32
+ * sums as the portable path, re-associated (the caller's bounds keep every
+ * partial sum in int32). */
+typedef struct {
+    int32_t *acc;      /* [sp + 0]  */
+    int32_t ncol;      /* [sp + 4]  >= 1 */
+    int32_t acc_step;  /* [sp + 8]  bytes */
+    int32_t x_adv;     /* [sp + 12] bytes */
+    const uint32_t *w; /* [sp + 16] */
+    int32_t nit;       /* [sp + 20] >= 1: iterations of U groups */
+    const uint32_t *x; /* first column's run */
+} pe_dsp_c4_job;
+
+#if PE_DSP_ASM
+/* one group, registers fixed (LDM needs ascending lists): r0-r3 the four
+ * accumulators, r4-r7 weights, r8/r9 the input pair, r10 x, r11 w, lr the
+ * iteration count; the job's first six words are pushed and read from sp */
+#define PE_DSP_C4_GROUP                                                       \
+    "ldrd   r8, r9, [r10], #8\n\t"                                            \
+    "ldmia  r11!, {r4-r7}\n\t"                                                \
+    "smlad  r0, r4, r8, r0\n\t"                                               \
+    "smlad  r0, r5, r9, r0\n\t"                                               \
+    "smlad  r1, r6, r8, r1\n\t"                                               \
+    "smlad  r1, r7, r9, r1\n\t"                                               \
+    "ldmia  r11!, {r4-r7}\n\t"                                                \
+    "smlad  r2, r4, r8, r2\n\t"                                               \
+    "smlad  r2, r5, r9, r2\n\t"                                               \
+    "smlad  r3, r6, r8, r3\n\t"                                               \
+    "smlad  r3, r7, r9, r3\n\t"
+#define PE_DSP_C4_FN(name, body)                                              \
+    __attribute__((noinline, unused)) static void name(const pe_dsp_c4_job *job) \
+    {                                                                         \
+        register const pe_dsp_c4_job *r0_job __asm__("r0") = job;             \
+        __asm__ volatile("ldr    r10, [r0, #24]\n\t"                          \
+                         "ldm    r0, {r4-r9}\n\t"                             \
+                         "push   {r4-r9}\n\t"                                 \
+                         "1:\n\t"                                             \
+                         "ldm    r4, {r0-r3}\n\t"                             \
+                         "ldrd   r11, lr, [sp, #16]\n\t"                      \
+                         "2:\n\t" body                                        \
+                         "subs   lr, lr, #1\n\t"                              \
+                         "bne    2b\n\t"                                      \
+                         "ldrd   r4, r5, [sp]\n\t"                            \
+                         "stm    r4, {r0-r3}\n\t"                             \
+                         "ldrd   r6, r7, [sp, #8]\n\t"                        \
+                         "add    r4, r4, r6\n\t"                              \
+                         "add    r10, r10, r7\n\t"                            \
+                         "subs   r5, r5, #1\n\t"                              \
+                         "strd   r4, r5, [sp]\n\t"                            \
+                         "bne    1b\n\t"                                      \
+                         "add    sp, sp, #24\n\t"                             \
+                         : "+r"(r0_job)                                       \
+                         :                                                    \
+                         : "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8",    \
+                           "r9", "r10", "r11", "r12", "lr", "cc", "memory");  \
+    }
+PE_DSP_C4_FN(pe_dsp_c4_u1, PE_DSP_C4_GROUP)
+PE_DSP_C4_FN(pe_dsp_c4_u2, PE_DSP_C4_GROUP PE_DSP_C4_GROUP)
+PE_DSP_C4_FN(pe_dsp_c4_u3, PE_DSP_C4_GROUP PE_DSP_C4_GROUP PE_DSP_C4_GROUP)
+PE_DSP_C4_FN(pe_dsp_c4_u4, PE_DSP_C4_GROUP PE_DSP_C4_GROUP PE_DSP_C4_GROUP PE_DSP_C4_GROUP)
+#undef PE_DSP_C4_FN
+#undef PE_DSP_C4_GROUP
+#endif
+
+/* run a job whose columns have ng >= 1 groups each: the largest unroll
+ * U in {4, 3, 2, 1} dividing ng */
+static inline void pe_dsp_c4_run(pe_dsp_c4_job *job, int32_t ng)
+{
+#if PE_DSP_ASM
+    if ((ng & 3) == 0) {
+        job->nit = ng >> 2;
+        pe_dsp_c4_u4(job);
+    } else if (ng % 3 == 0) {
+        job->nit = ng / 3;
+        pe_dsp_c4_u3(job);
+    } else if ((ng & 1) == 0) {
+        job->nit = ng >> 1;
+        pe_dsp_c4_u2(job);
+    } else {
+        job->nit = ng;
+        pe_dsp_c4_u1(job);
+    }
+#else
+    const uint8_t *x = (const uint8_t *)(const void *)job->x;
+    int32_t *acc = job->acc;
+    int32_t c, g, j;
+    for (c = 0; c < job->ncol; c++) {
+        const uint32_t *w = job->w;
+        int32_t a[4];
+        for (j = 0; j < 4; j++) {
+            a[j] = acc[j];
+        }
+        for (g = 0; g < ng; g++) {
+            const uint32_t xe = pe_rd32(x), xo = pe_rd32(x + 4);
+            for (j = 0; j < 4; j++) {
+                a[j] = __smlad(w[2 * j], xe, __smlad(w[2 * j + 1], xo, a[j]));
+            }
+            w += 8;
+            x += 8;
+        }
+        for (j = 0; j < 4; j++) {
+            acc[j] = a[j];
+        }
+        acc = (int32_t *)(void *)((uint8_t *)(void *)acc + job->acc_step);
+        x += job->x_adv;
+    }
+#endif
+}
+
+/* Widen n4 groups of a row of int8 (4-aligned groups) plus the offset into
+ * (even, odd) int16 pair words: dst[2g] = (x[4g] + off, x[4g+2] + off), ... */
+static inline void pe_dsp_widen_row(uint32_t *restrict dst, const int8_t *restrict x, int32_t n4,
+                                    int32_t off)
+{
+    const uint32_t off2 = pe_dup16(off);
+    const int8_t *const end = x + 4 * (size_t)n4;
+    while (x != end) {
+        const uint32_t r = pe_rd32(x);
+        dst[0] = __sxtab16(off2, r);
+        dst[1] = pe_sxtab16_ror8(off2, r);
+        dst += 2;
+        x += 4;
+    }
+}
+
+/* Widen four output channels' weight runs (w, w + ws, w + 2ws, w + 3ws;
+ * n4 groups each) into the interleaved block pe_dsp_c4_run reads. */
+static inline void pe_dsp_widen_w4(uint32_t *restrict dst, const int8_t *restrict w, size_t ws,
+                                   int32_t n4)
+{
+    const int8_t *w0 = w, *w1 = w + ws, *w2 = w + 2 * ws, *w3 = w + 3 * ws;
+    const int8_t *const end = w0 + 4 * (size_t)n4;
+    while (w0 != end) {
+        const uint32_t v0 = pe_rd32(w0), v1 = pe_rd32(w1), v2 = pe_rd32(w2), v3 = pe_rd32(w3);
+        dst[0] = __sxtb16(v0);
+        dst[1] = pe_sxtb16_ror8(v0);
+        dst[2] = __sxtb16(v1);
+        dst[3] = pe_sxtb16_ror8(v1);
+        dst[4] = __sxtb16(v2);
+        dst[5] = pe_sxtb16_ror8(v2);
+        dst[6] = __sxtb16(v3);
+        dst[7] = pe_sxtb16_ror8(v3);
+        dst += 8;
+        w0 += 4;
+        w1 += 4;
+        w2 += 4;
+        w3 += 4;
+    }
+}
+
+/* pe_dsp_dot_2x2 over `rows` runs of n8 * 8 bytes (n8 >= 1, rows >= 1):
+ * the weights continue from run to run, both inputs advance by `stride`
+ * bytes from one run's start to the next (a gather window's kernel rows:
+ * one call instead of one per kernel row). Per run end 10 instructions. */
+__attribute__((noinline, unused)) static void pe_dsp_dot_2x2_rows(int32_t *a, const int8_t *wa,
+                                                                 const int8_t *wb,
+                                                                 const int8_t *x0,
+                                                                 const int8_t *x1, int32_t n8,
+                                                                 int32_t rows, int32_t stride)
+{
+#if PE_DSP_ASM
+    const int8_t *end = x0 + (size_t)n8 * 8u;
+    const int32_t adv = stride - n8 * 8;
+    int32_t left = rows;
+    int32_t a00 = a[0], a01 = a[1], a10 = a[2], a11 = a[3];
+    uint32_t t0, t1, t2, t3, t4, t5;
+#define PE_DSP_K22_STEP                                                       \
+    "ldr    %[t0], [%[x0]], #4\n\t"                                          \
+    "ldr    %[t1], [%[x1]], #4\n\t"                                          \
+    "sxtb16 %[t2], %[t0]\n\t"                                                \
+    "sxtb16 %[t0], %[t0], ror #8\n\t"                                        \
+    "sxtb16 %[t3], %[t1]\n\t"                                                \
+    "sxtb16 %[t1], %[t1], ror #8\n\t"                                        \
+    "ldr    %[t4], [%[wa]], #4\n\t"                                          \
+    "sxtb16 %[t5], %[t4]\n\t"                                                \
+    "sxtb16 %[t4], %[t4], ror #8\n\t"                                        \
+    "smlad  %[a00], %[t5], %[t2], %[a00]\n\t"                                \
+    "smlad  %[a00], %[t4], %[t0], %[a00]\n\t"                                \
+    "smlad  %[a10], %[t5], %[t3], %[a10]\n\t"                                \
+    "smlad  %[a10], %[t4], %[t1], %[a10]\n\t"                                \
+    "ldr    %[t4], [%[wb]], #4\n\t"                                          \
+    "sxtb16 %[t5], %[t4]\n\t"                                                \
+    "sxtb16 %[t4], %[t4], ror #8\n\t"                                        \
+    "smlad  %[a01], %[t5], %[t2], %[a01]\n\t"                                \
+    "smlad  %[a01], %[t4], %[t0], %[a01]\n\t"                                \
+    "smlad  %[a11], %[t5], %[t3], %[a11]\n\t"                                \
+    "smlad  %[a11], %[t4], %[t1], %[a11]\n\t"
+    __asm__ volatile("1:\n\t" PE_DSP_K22_STEP PE_DSP_K22_STEP
+                     "ldr    %[t0], %[end]\n\t"
+                     "cmp    %[x0], %[t0]\n\t"
+                     "bne    1b\n\t"
+                     "ldr    %[t1], %[adv]\n\t"
+                     "add    %[x0], %[x0], %[t1]\n\t"
+                     "add    %[x1], %[x1], %[t1]\n\t"
+                     "ldr    %[t1], %[stride]\n\t"
+                     "add    %[t0], %[t0], %[t1]\n\t"
+                     "str    %[t0], %[end]\n\t"
+                     "ldr    %[t1], %[left]\n\t"
+                     "subs   %[t1], %[t1], #1\n\t"
+                     "str    %[t1], %[left]\n\t"
+                     "bne    1b\n\t"
+                     : [a00] "+r"(a00), [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11),
+                       [x0] "+r"(x0), [x1] "+r"(x1), [wa] "+r"(wa), [wb] "+r"(wb),
+                       [t0] "=&r"(t0), [t1] "=&r"(t1), [t2] "=&r"(t2), [t3] "=&r"(t3),
+                       [t4] "=&r"(t4), [t5] "=&r"(t5), [end] "+m"(end), [left] "+m"(left)
+                     : [adv] "m"(adv), [stride] "m"(stride)
+                     : "cc", "memory");
+#undef PE_DSP_K22_STEP
+    a[0] = a00;
+    a[1] = a01;
+    a[2] = a10;
+    a[3] = a11;
+#else
+    int32_t r;
+    for (r = 0; r < rows; r++) {
+        pe_dsp_dot_2x2(a, wa + (size_t)r * (size_t)n8 * 8u, wb + (size_t)r * (size_t)n8 * 8u,
+                       x0 + (size_t)r * (size_t)stride, x1 + (size_t)r * (size_t)stride, n8);
+    }
+#endif
+}
+
 /* pe_dsp_dot_2x2 for any n >= 0: the eight-byte loop, then bytes */
 static inline void pe_dsp_dot_2x2_n(int32_t *a, const int8_t *wa, const int8_t *wb,
                                     const int8_t *x0, const int8_t *x1, int32_t n)

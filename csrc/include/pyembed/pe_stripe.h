@@ -175,6 +175,30 @@ pe_status pe_stripe_output_dims(const pe_stripe_net *net, pe_dims *output);
 pe_status pe_stripe_get_buffer_size_s8(const pe_stripe_net *net, int32_t stripe_w,
                                        int32_t block_w, int32_t *size);
 
+/* Where the bytes of pe_stripe_get_buffer_size_s8 go, per layer L (arrays
+ * of net->n_layers entries): ring[L] its line store (k_h - 1 input rows, one
+ * row for an upsampling), temp[L] its current-row block, branch[L] the row
+ * delay line of a residual add / concatenation (0 for other layers) and
+ * branch_rows[L] the rows that delay line holds: 1 + the most rows the
+ * branch's producer is ahead of the row the add / concatenation consumes in
+ * the depth-first row schedule (the decoder's row latency + 1). *fixed gets
+ * the rest (decoded per-layer states, alignment, a streamed input's row
+ * buffer when streamed != 0), so the parts add up to the size query's total. */
+pe_status pe_stripe_buffer_breakdown(const pe_stripe_net *net, int32_t stripe_w, int32_t block_w,
+                                     int streamed, int32_t *ring, int32_t *temp, int32_t *branch,
+                                     int32_t *branch_rows, int32_t *fixed);
+
+/* The output of pe_stripe_run_s8 may share bytes with its input when it
+ * starts at input + delta with delta <= *max_delta (bytes; negative: before
+ * the input): one stripe only (stripe_w at least the output width; several
+ * stripes read the input again, PE_ERR_UNSUPPORTED). Rows arrive in order,
+ * each read once into the executor's own stores, and output row o is written
+ * while input row last(o) -- the last row its receptive field reaches -- or
+ * a later one is read; *max_delta = min over o of last(o) * input row bytes
+ * - (o + 1) * output row bytes. pe_stripe_run_s8 refuses (PE_ERR_ARG) any
+ * other overlap. */
+pe_status pe_stripe_max_overlap_delta(const pe_stripe_net *net, int32_t stripe_w, int64_t *max_delta);
+
 /* Multiply-accumulates a stripe run will execute (conv family taps inside the
  * image, halo columns included), predicted from the stripe geometry without
  * running anything; pe_stripe_run_s8 measures the same count in ctx->stats.
@@ -212,7 +236,8 @@ pe_status pe_stripe_run_rows_s8(const pe_context *ctx, const pe_stripe_net *net,
 /* Runs the network over input (NHWC, dims equal to net->input) in stripes and
  * writes output (NHWC, dims equal to pe_stripe_output_dims). ctx->buf must hold
  * pe_stripe_get_buffer_size_s8(net, stripe_w, block_w) bytes (PE_ERR_SCRATCH
- * otherwise). input and output must not overlap. On any error the output
+ * otherwise). input and output must not overlap except as
+ * pe_stripe_max_overlap_delta allows (PE_ERR_ARG). On any error the output
  * content is unspecified.
  * ctx->stats (optional) receives: macs (conv family multiply-accumulates),
  * combines (pool taps combined, add output elements), input_reads

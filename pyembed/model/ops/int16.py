@@ -25,10 +25,13 @@ random cases, its CONV_2D (when it accepts the model: it requires a bias) and
 ADD agree; its int16 FULLY_CONNECTED with an int64 bias (or none) requantizes
 as TFLITE_SINGLE_ROUNDING builds do (the full 31-bit multiplier, one
 rounding, pe_fx_requant64_single), which rounding="litert" reproduces
-(words_litert); with an int32 bias LiteRT's results are saturated values
-that no reading of the bias reproduces (it appears to read the int32 bias as
-int64), so that case keeps TFLM's arithmetic; its int16 SOFTMAX differs by
-one in a few elements.
+(words_litert). With an int32 bias, LiteRT's reference kernel reads the
+bias buffer as int64 values: output channel j < O/2 gets b[2j] + 2^32 b[2j+1]
+(reproduced by an int64-bias model in tests/test_ops_heavy.py::
+test_litert_int16_fc_reads_an_int32_bias_as_int64), channels j >= O/2 read
+the bytes past the buffer's end, which nothing can reproduce; so that case
+keeps TFLM's arithmetic, which LiteRT's optimized (default) resolver
+computes. Its int16 SOFTMAX differs by one in a few elements.
 """
 import numpy as np
 

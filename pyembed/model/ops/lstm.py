@@ -227,8 +227,48 @@ def prepare_lstm(c):
     op.params = {"time_major": time_major, "batch": batch, "time": time, "input_dim": in_dim, "state": state,
                  "cell_clip": qclip, "reals": reals,
                  "c_inputs": [_X, *_W_IN, *_W_REC, *_BIAS, _HIDDEN, _CELL], "words": words}
+    litert = _litert_words(c, words, cs, hs, hz)
+    if isinstance(litert, str):
+        op.params["litert_unsupported"] = litert
+    else:
+        op.params["words_litert"] = litert
     op.macs = int(batch * time * 4 * state * (in_dim + state))
-    op.scratch_bytes = int(4 * rows * state * 2)
+    op.scratch_bytes = int(3 * rows * state * 2)
+
+
+def _litert_words(c, words, cell_scale, hidden_scale, hidden_zp):
+    """The words of LiteRT's integer LSTM (rounding="litert"; pe_lstm.h):
+    flag bit 1, the cell state's integer bits in place of its TANH16
+    rescale, no element-wise multipliers (LiteRT shifts by 15 and
+    30 + log2(cell scale)), and its hidden multiplier: 2^-30 over the scale
+    of the operator's fifth intermediate tensor (the converter gives it the
+    hidden state's quantization; LiteRT refuses an integer LSTM without it),
+    computed in double and rounded to float32 before QuantizeMultiplier.
+    Returns the reason instead where LiteRT's kernel computes something else."""
+    op = c.op
+    power, _ = _checked_log2(cell_scale)
+    int_bits = 15 + power
+    if not 0 <= int_bits <= 6:
+        return (f"cell state scale 2^{power}: LiteRT's int16 tanh of the cell state takes 0..6 integer bits "
+                "(scales 2^-15..2^-9); outside them its kernel leaves the result unwritten")
+    inter = op.options.get("intermediates") or []
+    h_scale, h_zp = hidden_scale, hidden_zp
+    if len(inter) >= 5 and 0 <= inter[4] < len(c.graph.tensors):
+        t = c.graph.tensors[inter[4]]
+        if t.scale is not None and len(t.scale) == 1:
+            h_scale = float(t.scale[0])
+            h_zp = int(t.zero_point[0]) if t.zero_point is not None and len(t.zero_point) else 0
+    if h_zp != hidden_zp:
+        return (f"the hidden intermediate's zero point {h_zp} differs from the hidden state's {hidden_zp} "
+                "(LiteRT writes one and reads the other)")
+    real = float(np.float32(2.0 ** -30 / float(np.float32(h_scale))))
+    out = _qm(real, "LiteRT output * tanh(cell)")
+    w = list(words)
+    w[0] |= 2
+    w[7], w[8] = int_bits, 0
+    w[26:30] = [0, 0, 0, 0]
+    w[30:32] = list(out)
+    return w
 
 
 
