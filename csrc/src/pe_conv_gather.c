@@ -580,6 +580,399 @@ static int32_t dw_small(const int32_t *bias, int32_t out_c, int64_t taps)
     }
     return acc_small(taps, mb);
 }
+
+/* ---- depthwise (multiplier 1), whole image, channels outermost ----
+ * For each group of four channels the kernel taps are taken in pairs and
+ * each pair gets a record of six words, built once per group:
+ *   { o0, o1, W0, W1, W2, W3 }
+ * o0, o1: byte offsets of the two taps' input pixels from the window origin;
+ * Wj: the int16 pair (2 w[t0][j], 2 w[t1][j]) of channel j (an odd last tap
+ * is paired with itself under weight 0). Per pair and window the two input
+ * words X0, X1 (channels 0..3 of each tap) are loaded, PKHBT / PKHTB gather
+ * bytes (X0.j, X1.j) of channels {0,1} / {2,3} into one word, SXTB16 widens
+ * each channel's pair and one SMLAD adds both taps: 13 instructions for 8
+ * MACs (1 LDM, 2 LDR, 2 PKH, 4 SXTB16, 4 SMLAD).
+ *
+ * The input offset is folded into the start value, and every product is
+ * doubled (weights stored as 2w, start value 2 * (bias + offset * sum w)):
+ * the same int32 sum re-associated and doubled, exact since |acc| < 2^30
+ * (dw_small), partial sums wrapping modulo 2^32 at worst. The doubled sum is
+ * what the requantization's SMMULR takes, so per output it is
+ *   SMMULR, ADD (sign), ADD (rounding constant + output offset << right),
+ *   ASR, SSAT (or the clamp), STRB
+ * with the per-channel constants set up once per group. Windows clipped by
+ * the padding take dw4_clipped (SMLABB / SMLATT per tap, offset applied). */
+#define PE_DW_MAX_PAIRS 32
+
+typedef struct {
+    int32_t init[4];  /* 2 * (bias + offset * sum w), modulo 2^32 */
+    int32_t bias[4];  /* bias (clipped windows) */
+    int32_t m[4];     /* multiplier */
+    int32_t k[4];     /* 2^(right-1) + output offset * 2^right */
+    int32_t r[4];     /* right shift */
+    int32_t fast;     /* every channel of the group takes the fast requantization */
+} dw_group;
+
+/* a[0..3] += sum over the records [rec, end) of the pairs at window xp */
+static inline void dw4_pairs(int32_t *a, const int8_t *xp, const int32_t *rec,
+                             const int32_t *end)
+{
+#if PE_DSP_ASM
+    register int32_t o0 __asm__("r4");
+    register int32_t o1 __asm__("r5");
+    register int32_t w0 __asm__("r6");
+    register int32_t w1 __asm__("r8");
+    register int32_t w2 __asm__("r9");
+    register int32_t w3 __asm__("r10");
+    int32_t a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
+    __asm__ volatile("1:\n\t"
+                     "ldmia  %[rec]!, {%[o0], %[o1], %[w0], %[w1], %[w2], %[w3]}\n\t"
+                     "ldr    %[o0], [%[xp], %[o0]]\n\t"
+                     "ldr    %[o1], [%[xp], %[o1]]\n\t"
+                     "pkhbt  lr, %[o0], %[o1], lsl #16\n\t"
+                     "pkhtb  %[o1], %[o1], %[o0], asr #16\n\t"
+                     "sxtb16 %[o0], lr\n\t"
+                     "smlad  %[a0], %[o0], %[w0], %[a0]\n\t"
+                     "sxtb16 %[o0], lr, ror #8\n\t"
+                     "smlad  %[a1], %[o0], %[w1], %[a1]\n\t"
+                     "sxtb16 %[o0], %[o1]\n\t"
+                     "smlad  %[a2], %[o0], %[w2], %[a2]\n\t"
+                     "sxtb16 %[o0], %[o1], ror #8\n\t"
+                     "smlad  %[a3], %[o0], %[w3], %[a3]\n\t"
+                     "cmp    %[rec], %[end]\n\t"
+                     "bne    1b\n\t"
+                     : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3),
+                       [rec] "+r"(rec), [o0] "=&r"(o0), [o1] "=&r"(o1), [w0] "=&r"(w0),
+                       [w1] "=&r"(w1), [w2] "=&r"(w2), [w3] "=&r"(w3)
+                     : [xp] "r"(xp), [end] "r"(end)
+                     : "cc", "memory", "lr");
+    a[0] = a0;
+    a[1] = a1;
+    a[2] = a2;
+    a[3] = a3;
+#else
+    for (; rec != end; rec += 6) {
+        const uint32_t x0 = pe_rd32(xp + rec[0]), x1 = pe_rd32(xp + rec[1]);
+        const uint32_t lo = (x0 & 0xFFFFu) | (x1 << 16), hi = (x0 >> 16) | (x1 & 0xFFFF0000u);
+        a[0] = __smlad(__sxtb16(lo), (uint32_t)rec[2], a[0]);
+        a[1] = __smlad(pe_sxtb16_ror8(lo), (uint32_t)rec[3], a[1]);
+        a[2] = __smlad(__sxtb16(hi), (uint32_t)rec[4], a[2]);
+        a[3] = __smlad(pe_sxtb16_ror8(hi), (uint32_t)rec[5], a[3]);
+    }
+#endif
+}
+
+/* one output of the fast requantization from a doubled accumulator */
+static inline int32_t dw_rq(int32_t a2, int32_t m, int32_t k, int32_t r)
+{
+    int32_t d;
+    __asm__("smmulr %0, %1, %2" : "=r"(d) : "r"(a2), "r"(m));
+    d = d + pe_fx_asr32(d, 31) + k;
+    return pe_fx_asr32(d, r);
+}
+
+/* four channels' accumulators (doubled) to int8 at dst[0..3] */
+static inline void dw4_store(int8_t *dst, const int32_t *a, const dw_group *g, int32_t full,
+                             int32_t amin, int32_t amax)
+{
+    int32_t j;
+    if (full) {
+        for (j = 0; j < 4; j++) {
+            dst[j] = (int8_t)__ssat(dw_rq(a[j], g->m[j], g->k[j], g->r[j]), 8);
+        }
+        return;
+    }
+    for (j = 0; j < 4; j++) {
+        int32_t v = dw_rq(a[j], g->m[j], g->k[j], g->r[j]);
+        v = v > amin ? v : amin;
+        dst[j] = (int8_t)(v < amax ? v : amax);
+    }
+}
+
+/* four channels over a clipped window, input offset applied: a[j] starts at
+ * the bias */
+static void dw4_clipped(int32_t *a, const int8_t *x00, const int8_t *w00, int32_t nky,
+                        int32_t nkx, size_t x_row, size_t x_tap, size_t w_row, size_t w_tap,
+                        int32_t off)
+{
+    const uint32_t off2 = pe_dup16(off);
+    int32_t a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3], ky, kx;
+    for (ky = 0; ky < nky; ky++) {
+        const int8_t *xp = x00 + (size_t)ky * x_row;
+        const int8_t *wp = w00 + (size_t)ky * w_row;
+        for (kx = 0; kx < nkx; kx++) {
+            const uint32_t r = pe_rd32(xp), v = pe_rd32(wp);
+            const int32_t xe = (int32_t)__sxtab16(off2, r), xo = (int32_t)pe_sxtab16_ror8(off2, r);
+            const int32_t we = (int32_t)__sxtb16(v), wo = (int32_t)pe_sxtb16_ror8(v);
+            a0 = __smlabb(we, xe, a0);
+            a2 = __smlatt(we, xe, a2);
+            a1 = __smlabb(wo, xo, a1);
+            a3 = __smlatt(wo, xo, a3);
+            xp += x_tap;
+            wp += w_tap;
+        }
+    }
+    a[0] = a0;
+    a[1] = a1;
+    a[2] = a2;
+    a[3] = a3;
+}
+
+#if PE_DSP_ASM
+/* The interior pixels of one output row for one channel group (every tap
+ * inside the input, full int8 clamp, fast requantization), one inline-asm
+ * block with every core register pinned: r0-r3 the accumulators, r4-r6 and
+ * r8-r10 the LDM record, r7 the record pointer, r11 the window, r12 the end
+ * of the pair records, lr a temporary. tab holds, in order: the group's
+ * four start values, the pair records, the requantization constants of
+ * channels 0, 1 ({m, k, r} each) and 2, 3, then {dst step, window step}.
+ * Per pixel: 1 LDM of the start values, 13 instructions per pair (+ CMP/BNE
+ * unless the kernel has five pairs, 3x3, which is unrolled), 2 LDM + 5 per
+ * output for SMMULR / sign / constant / ASR / SSAT, 4 STRB and 8 for the
+ * pointers and the loop. */
+#define PE_DW_PAIR                                                            \
+    "ldmia  r7!, {r4, r5, r6, r8, r9, r10}\n\t"                               \
+    "ldr    r4, [r11, r4]\n\t"                                                \
+    "ldr    r5, [r11, r5]\n\t"                                                \
+    "pkhbt  lr, r4, r5, lsl #16\n\t"                                          \
+    "pkhtb  r5, r5, r4, asr #16\n\t"                                          \
+    "sxtb16 r4, lr\n\t"                                                       \
+    "smlad  r0, r4, r6, r0\n\t"                                               \
+    "sxtb16 r4, lr, ror #8\n\t"                                               \
+    "smlad  r1, r4, r8, r1\n\t"                                               \
+    "sxtb16 r4, r5\n\t"                                                       \
+    "smlad  r2, r4, r9, r2\n\t"                                               \
+    "sxtb16 r4, r5, ror #8\n\t"                                               \
+    "smlad  r3, r4, r10, r3\n\t"
+#define PE_DW_RQ(a, m, k, r)                                                  \
+    "smmulr " a ", " a ", " m "\n\t"                                          \
+    "add    " a ", " a ", " a ", asr #31\n\t"                                 \
+    "add    " a ", " a ", " k "\n\t"                                          \
+    "asr    " a ", " a ", " r "\n\t"                                          \
+    "ssat   " a ", #8, " a "\n\t"
+#define PE_DW_TAIL                                                            \
+    "ldmia  r7!, {r4, r5, r6, r8, r9, r10}\n\t"                               \
+    PE_DW_RQ("r0", "r4", "r5", "r6") PE_DW_RQ("r1", "r8", "r9", "r10")        \
+    "ldmia  r7!, {r4, r5, r6, r8, r9, r10}\n\t"                               \
+    PE_DW_RQ("r2", "r4", "r5", "r6") PE_DW_RQ("r3", "r8", "r9", "r10")        \
+    "ldr    lr, %[dst]\n\t"                                                   \
+    "strb   r0, [lr]\n\t"                                                     \
+    "strb   r1, [lr, #1]\n\t"                                                 \
+    "strb   r2, [lr, #2]\n\t"                                                 \
+    "strb   r3, [lr, #3]\n\t"                                                 \
+    "ldmia  r7, {r4, r5}\n\t"                                                 \
+    "add    lr, lr, r4\n\t"                                                   \
+    "str    lr, %[dst]\n\t"                                                   \
+    "add    r11, r11, r5\n\t"                                                 \
+    "ldr    r4, %[dend]\n\t"                                                  \
+    "cmp    lr, r4\n\t"                                                       \
+    "bne    0b\n\t"
+#define PE_DW_OPERANDS                                                        \
+    : [dst] "+m"(dst)                                                         \
+    : [tab] "m"(tab), [dend] "m"(dend), [win] "m"(win), [end] "m"(pend)       \
+    : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", \
+      "r12", "lr", "cc", "memory"
+
+__attribute__((noinline)) static void dw_run_asm(int8_t *dst, int32_t n, const int8_t *win,
+                                                 const int32_t *tab, int32_t npairs)
+{
+    const int32_t *const pend = tab + 4 + 6 * npairs;
+    int8_t *const dend = dst + (size_t)n * (size_t)pend[12];
+    if (n <= 0) {
+        return;
+    }
+    if (npairs == 5) {
+        __asm__ volatile("ldr    r11, %[win]\n\t"
+                         "0:\n\t"
+                         "ldr    r7, %[tab]\n\t"
+                         "ldmia  r7!, {r0, r1, r2, r3}\n\t"
+                         PE_DW_PAIR PE_DW_PAIR PE_DW_PAIR PE_DW_PAIR PE_DW_PAIR
+                         PE_DW_TAIL PE_DW_OPERANDS);
+    } else {
+        __asm__ volatile("ldr    r11, %[win]\n\t"
+                         "ldr    r12, %[end]\n\t"
+                         "0:\n\t"
+                         "ldr    r7, %[tab]\n\t"
+                         "ldmia  r7!, {r0, r1, r2, r3}\n\t"
+                         "1:\n\t"
+                         PE_DW_PAIR
+                         "cmp    r7, r12\n\t"
+                         "bne    1b\n\t"
+                         PE_DW_TAIL PE_DW_OPERANDS);
+    }
+}
+#undef PE_DW_PAIR
+#undef PE_DW_RQ
+#undef PE_DW_TAIL
+#undef PE_DW_OPERANDS
+#endif
+
+/* the pairs' records of channels [c, c + 4) at rec, and the group's
+ * constants: in g, and around rec as dw_run_asm reads them (the start values
+ * at rec[-4..-1], the requantization constants after the records) */
+static void dw_group_setup(dw_group *g, int32_t *rec, const pe_conv_params *p,
+                           const pe_per_channel_quant *q, const pe_dims *in, const pe_dims *f,
+                           const int8_t *filter, const int32_t *bias, int32_t c)
+{
+    const int32_t kh = f->h, kw = f->w, out_c = f->c, taps = kh * kw;
+    const int32_t off = p->input_offset, ooff = p->output_offset;
+    int32_t t, j;
+    uint32_t wsum[4] = {0u, 0u, 0u, 0u};
+    g->fast = p->rounding == PE_ROUND_DOUBLE;
+    for (j = 0; j < 4; j++) {
+        const int32_t sh = q->shift[c + j];
+        const int32_t right = sh <= -1 && sh >= -23 ? -sh : 1;
+        g->bias[j] = bias != NULL ? bias[c + j] : 0;
+        g->m[j] = q->multiplier[c + j];
+        g->r[j] = right;
+        g->k[j] = (int32_t)(((uint32_t)1u << (right - 1)) + ((uint32_t)ooff << right));
+        if (!(sh <= -1 && sh >= -23)) {
+            g->fast = 0;
+        }
+    }
+    for (t = 0; t < taps; t += 2) {
+        const int32_t t1 = t + 1 < taps ? t + 1 : t;
+        const int32_t ky0 = t / kw, kx0 = t % kw, ky1 = t1 / kw, kx1 = t1 % kw;
+        const int8_t *const w0 = filter + (size_t)t * (size_t)out_c + (size_t)c;
+        const int8_t *const w1 = filter + (size_t)t1 * (size_t)out_c + (size_t)c;
+        int32_t *const r = rec + (size_t)(t / 2) * 6u;
+        r[0] = (ky0 * p->dilation.h * in->w + kx0 * p->dilation.w) * in->c;
+        r[1] = (ky1 * p->dilation.h * in->w + kx1 * p->dilation.w) * in->c;
+        for (j = 0; j < 4; j++) {
+            const int32_t u0 = 2 * w0[j], u1 = t1 != t ? 2 * w1[j] : 0;
+            r[2 + j] = (int32_t)(((uint32_t)u0 & 0xFFFFu) | ((uint32_t)u1 << 16));
+            wsum[j] += (uint32_t)(int32_t)w0[j] + (t1 != t ? (uint32_t)(int32_t)w1[j] : 0u);
+        }
+    }
+    for (j = 0; j < 4; j++) {
+        g->init[j] = (int32_t)(((uint32_t)g->bias[j] + (uint32_t)off * wsum[j]) << 1);
+        rec[j - 4] = g->init[j];
+        rec[6 * ((kh * kw + 1) / 2) + 3 * j] = g->m[j];
+        rec[6 * ((kh * kw + 1) / 2) + 3 * j + 1] = g->k[j];
+        rec[6 * ((kh * kw + 1) / 2) + 3 * j + 2] = g->r[j];
+    }
+}
+
+/* depthwise, channel multiplier 1, out_c >= 4, kh * kw <= 2 * PE_DW_MAX_PAIRS,
+ * |acc| < 2^30 for every channel, output disjoint from the input: channel
+ * groups of four outermost, every pixel of the image per group; the last
+ * out_c % 4 channels per pixel by bytes. */
+static void dw_image_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
+                         const pe_dims *in, const int8_t *img, const pe_dims *f,
+                         const int8_t *filter, const int32_t *bias, const pe_dims *out,
+                         int8_t *dst)
+{
+    const int32_t in_h = in->h, in_w = in->w, c_n = in->c, kh = f->h, kw = f->w;
+    const int32_t out_h = out->h, out_w = out->w;
+    const int32_t s_h = p->stride.h, s_w = p->stride.w, d_h = p->dilation.h, d_w = p->dilation.w;
+    const int32_t off = p->input_offset, amin = p->activation.min, amax = p->activation.max;
+    const int32_t ooff = p->output_offset;
+    const int32_t full = amin == -128 && amax == 127;
+    const int32_t npairs = (kh * kw + 1) / 2;
+    const size_t row_px = (size_t)in_w * (size_t)c_n;
+    const size_t x_tap = (size_t)d_w * (size_t)c_n, x_row = (size_t)d_h * row_px;
+    const size_t w_row = (size_t)kw * (size_t)c_n;
+    const int32_t c4 = c_n & ~3;
+    int32_t tab[4 + PE_DW_MAX_PAIRS * 6 + 14];
+    int32_t *const rec = tab + 4;
+    /* output columns whose taps all lie inside the input row: [ox_a, ox_b] */
+    const int32_t ox_a = p->padding.left / s_w + (p->padding.left % s_w != 0 ? 1 : 0);
+    const int32_t lim = in_w - 1 + p->padding.left - (kw - 1) * d_w;
+    const int32_t ox_b = lim < 0 ? -1 : (lim / s_w < out_w - 1 ? lim / s_w : out_w - 1);
+    dw_group g;
+    int32_t c, oy, ox, j;
+    rec[6 * npairs + 12] = c_n;
+    rec[6 * npairs + 13] = s_w * c_n;
+    for (c = 0; c < c4; c += 4) {
+        dw_group_setup(&g, rec, p, q, in, f, filter, bias, c);
+        for (oy = 0; oy < out_h; oy++) {
+            const int32_t iy0 = oy * s_h - p->padding.top;
+            int32_t ky_lo, ky_hi;
+            int8_t *drow = dst + (size_t)oy * (size_t)out_w * (size_t)c_n + (size_t)c;
+            tap_range(iy0, d_h, kh, in_h, &ky_lo, &ky_hi);
+            for (ox = 0; ox < out_w; ox++) {
+#if PE_DSP_ASM
+                if (ox == ox_a && ox_a <= ox_b && full && g.fast && ky_lo == 0 &&
+                    ky_hi == kh - 1) {
+                    dw_run_asm(drow + (size_t)ox * (size_t)c_n, ox_b - ox_a + 1,
+                               img + (size_t)iy0 * row_px +
+                                   (size_t)(ox * s_w - p->padding.left) * (size_t)c_n +
+                                   (size_t)c,
+                               tab, npairs);
+                    ox = ox_b;
+                    continue;
+                }
+#endif
+                const int32_t ix0 = ox * s_w - p->padding.left;
+                int32_t kx_lo, kx_hi, a[4];
+                int8_t *const o = drow + (size_t)ox * (size_t)c_n;
+                tap_range(ix0, d_w, kw, in_w, &kx_lo, &kx_hi);
+                if (ky_lo == 0 && ky_hi == kh - 1 && kx_lo == 0 && kx_hi == kw - 1 && g.fast) {
+                    a[0] = g.init[0];
+                    a[1] = g.init[1];
+                    a[2] = g.init[2];
+                    a[3] = g.init[3];
+                    dw4_pairs(a, img + (size_t)iy0 * row_px + (size_t)ix0 * (size_t)c_n +
+                                     (size_t)c,
+                              rec, rec + (size_t)npairs * 6u);
+                    dw4_store(o, a, &g, full, amin, amax);
+                    continue;
+                }
+                for (j = 0; j < 4; j++) {
+                    a[j] = g.bias[j];
+                }
+                if (ky_lo <= ky_hi && kx_lo <= kx_hi) {
+                    dw4_clipped(a,
+                                img + (size_t)(iy0 + ky_lo * d_h) * row_px +
+                                    (size_t)(ix0 + kx_lo * d_w) * (size_t)c_n + (size_t)c,
+                                filter + ((size_t)ky_lo * (size_t)kw + (size_t)kx_lo) *
+                                             (size_t)c_n + (size_t)c,
+                                ky_hi - ky_lo + 1, kx_hi - kx_lo + 1, x_row, x_tap, w_row,
+                                (size_t)c_n, off);
+                }
+                if (g.fast) {
+                    for (j = 0; j < 4; j++) {
+                        a[j] = (int32_t)((uint32_t)a[j] << 1);
+                    }
+                    dw4_store(o, a, &g, full, amin, amax);
+                } else {
+                    for (j = 0; j < 4; j++) {
+                        o[j] = finish_slow(a[j], q->multiplier[c + j], q->shift[c + j],
+                                           p->rounding, amin, amax, ooff);
+                    }
+                }
+            }
+        }
+    }
+    if (c4 == c_n) {
+        return;
+    }
+    for (oy = 0; oy < out_h; oy++) {
+        const int32_t iy0 = oy * s_h - p->padding.top;
+        int32_t ky_lo, ky_hi;
+        tap_range(iy0, d_h, kh, in_h, &ky_lo, &ky_hi);
+        for (ox = 0; ox < out_w; ox++) {
+            const int32_t ix0 = ox * s_w - p->padding.left;
+            int32_t kx_lo, kx_hi, ky, kx;
+            int8_t *const o = dst + ((size_t)oy * (size_t)out_w + (size_t)ox) * (size_t)c_n;
+            tap_range(ix0, d_w, kw, in_w, &kx_lo, &kx_hi);
+            for (c = c4; c < c_n; c++) {
+                int32_t a = bias != NULL ? bias[c] : 0;
+                for (ky = ky_lo; ky <= ky_hi; ky++) {
+                    for (kx = kx_lo; kx <= kx_hi; kx++) {
+                        a += filter[((size_t)ky * (size_t)kw + (size_t)kx) * (size_t)c_n +
+                                    (size_t)c] *
+                             ((int32_t)img[(size_t)(iy0 + ky * d_h) * row_px +
+                                           (size_t)(ix0 + kx * d_w) * (size_t)c_n + (size_t)c] +
+                              off);
+                    }
+                }
+                o[c] = finish_slow(a, q->multiplier[c], q->shift[c], p->rounding, amin, amax,
+                                   ooff);
+            }
+        }
+    }
+}
 #endif /* PE_DSP */
 
 static pe_status run(const pe_context *ctx, const pe_conv_params *p,
@@ -591,7 +984,7 @@ static pe_status run(const pe_context *ctx, const pe_conv_params *p,
     uint64_t macs = 0, reads = 0;
     size_t in_img, out_img;
 #if PE_DSP
-    int32_t disjoint, dw_sm = 0;
+    int32_t disjoint, dw_sm = 0, dw_img = 0;
 #endif
     const pe_status s = check_all(p, q, in, input, f, filter, bias, out, output, depthwise);
     if (s != PE_OK) {
@@ -608,6 +1001,10 @@ static pe_status run(const pe_context *ctx, const pe_conv_params *p,
                (uintptr_t)(output + (size_t)in->n * out_img) <= (uintptr_t)input;
     if (depthwise) {
         dw_sm = dw_small(bias, out->c, (int64_t)f->h * f->w);
+        dw_img = disjoint && dw_sm && p->ch_mult == 1 && out->c >= 4 &&
+                 (int64_t)f->h * f->w <= 2 * PE_DW_MAX_PAIRS &&
+                 ((int64_t)(f->h - 1) * p->dilation.h * in->w +
+                  (int64_t)(f->w - 1) * p->dilation.w) * in->c <= PE_INT32_MAX;
     }
 #endif
     for (n = 0; n < in->n; n++) {
@@ -616,6 +1013,9 @@ static pe_status run(const pe_context *ctx, const pe_conv_params *p,
 #if PE_DSP
         if (disjoint && !depthwise && p->groups == 1) {
             conv_dsp(p, q, in, img, f, filter, bias, out, dst);
+        }
+        if (dw_img) {
+            dw_image_dsp(p, q, in, img, f, filter, bias, out, dst);
         }
 #endif
         for (oy = 0; oy < out->h; oy++) {
@@ -635,7 +1035,9 @@ static pe_status run(const pe_context *ctx, const pe_conv_params *p,
                 }
                 if (depthwise) {
 #if PE_DSP
-                    if (dw_dsp_ok(p, out)) {
+                    if (dw_img) {
+                        reads += taps * (uint64_t)out->c;
+                    } else if (dw_dsp_ok(p, out)) {
                         depthwise_pixel_dsp(p, q, in, img, f, filter, bias, out, iy0, ix0,
                                             y_lo, y_hi, kx_lo, kx_hi, dst, dw_sm);
                         reads += taps * (uint64_t)out->c;
