@@ -811,13 +811,16 @@ __attribute__((noinline)) static void dw_run_asm(int8_t *dst, int32_t n, const i
  * constants: in g, and around rec as dw_run_asm reads them (the start values
  * at rec[-4..-1], the requantization constants after the records) */
 static void dw_group_setup(dw_group *g, int32_t *rec, const pe_conv_params *p,
-                           const pe_per_channel_quant *q, const pe_dims *in, const pe_dims *f,
+                           const pe_per_channel_quant *q, const pe_dims *f,
                            const int8_t *filter, const int32_t *bias, int32_t c)
 {
-    const int32_t kh = f->h, kw = f->w, out_c = f->c, taps = kh * kw;
-    const int32_t off = p->input_offset, ooff = p->output_offset;
+    const int32_t taps = f->h * f->w, out_c = f->c, npairs = (taps + 1) / 2;
+    const uint32_t off = (uint32_t)p->input_offset, one2 = 0x00010001u;
+    const int32_t ooff = p->output_offset;
+    const int8_t *w = filter + c;
+    int32_t *r = rec + 2, *const qc = rec + 6 * npairs;
     int32_t t, j;
-    uint32_t wsum[4] = {0u, 0u, 0u, 0u};
+    int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
     g->fast = p->rounding == PE_ROUND_DOUBLE;
     for (j = 0; j < 4; j++) {
         const int32_t sh = q->shift[c + j];
@@ -829,41 +832,68 @@ static void dw_group_setup(dw_group *g, int32_t *rec, const pe_conv_params *p,
         if (!(sh <= -1 && sh >= -23)) {
             g->fast = 0;
         }
+        qc[3 * j] = g->m[j];
+        qc[3 * j + 1] = g->k[j];
+        qc[3 * j + 2] = right;
     }
+    /* the weights of taps t, t + 1 for channels c..c+3 regrouped per channel
+     * (the input words' PKH + SXTB16 in reverse), summed, and doubled */
     for (t = 0; t < taps; t += 2) {
-        const int32_t t1 = t + 1 < taps ? t + 1 : t;
-        const int32_t ky0 = t / kw, kx0 = t % kw, ky1 = t1 / kw, kx1 = t1 % kw;
-        const int8_t *const w0 = filter + (size_t)t * (size_t)out_c + (size_t)c;
-        const int8_t *const w1 = filter + (size_t)t1 * (size_t)out_c + (size_t)c;
-        int32_t *const r = rec + (size_t)(t / 2) * 6u;
-        r[0] = (ky0 * p->dilation.h * in->w + kx0 * p->dilation.w) * in->c;
-        r[1] = (ky1 * p->dilation.h * in->w + kx1 * p->dilation.w) * in->c;
-        for (j = 0; j < 4; j++) {
-            const int32_t u0 = 2 * w0[j], u1 = t1 != t ? 2 * w1[j] : 0;
-            r[2 + j] = (int32_t)(((uint32_t)u0 & 0xFFFFu) | ((uint32_t)u1 << 16));
-            wsum[j] += (uint32_t)(int32_t)w0[j] + (t1 != t ? (uint32_t)(int32_t)w1[j] : 0u);
-        }
+        const uint32_t v0 = pe_rd32(w);
+        const uint32_t v1 = t + 1 < taps ? pe_rd32(w + out_c) : 0u;
+        const uint32_t lo = (v0 & 0xFFFFu) | (v1 << 16), hi = (v0 >> 16) | (v1 & 0xFFFF0000u);
+        const uint32_t w0 = __sxtb16(lo), w1 = pe_sxtb16_ror8(lo);
+        const uint32_t w2 = __sxtb16(hi), w3 = pe_sxtb16_ror8(hi);
+        s0 = __smlad(w0, one2, s0);
+        s1 = __smlad(w1, one2, s1);
+        s2 = __smlad(w2, one2, s2);
+        s3 = __smlad(w3, one2, s3);
+        r[0] = (int32_t)__sadd16(w0, w0);
+        r[1] = (int32_t)__sadd16(w1, w1);
+        r[2] = (int32_t)__sadd16(w2, w2);
+        r[3] = (int32_t)__sadd16(w3, w3);
+        r += 6;
+        w += 2 * (size_t)out_c;
     }
+    g->init[0] = (int32_t)(((uint32_t)g->bias[0] + off * (uint32_t)s0) << 1);
+    g->init[1] = (int32_t)(((uint32_t)g->bias[1] + off * (uint32_t)s1) << 1);
+    g->init[2] = (int32_t)(((uint32_t)g->bias[2] + off * (uint32_t)s2) << 1);
+    g->init[3] = (int32_t)(((uint32_t)g->bias[3] + off * (uint32_t)s3) << 1);
     for (j = 0; j < 4; j++) {
-        g->init[j] = (int32_t)(((uint32_t)g->bias[j] + (uint32_t)off * wsum[j]) << 1);
         rec[j - 4] = g->init[j];
-        rec[6 * ((kh * kw + 1) / 2) + 3 * j] = g->m[j];
-        rec[6 * ((kh * kw + 1) / 2) + 3 * j + 1] = g->k[j];
-        rec[6 * ((kh * kw + 1) / 2) + 3 * j + 2] = g->r[j];
+    }
+}
+
+/* the pairs' input offsets (the same for every channel group): rec[6i],
+ * rec[6i + 1] for taps 2i, 2i + 1 (an odd last tap paired with itself) */
+static void dw_offsets(int32_t *rec, const pe_conv_params *p, const pe_dims *in,
+                       const pe_dims *f)
+{
+    const int32_t taps = f->h * f->w, kw = f->w;
+    int32_t t, ky = 0, kx = 0;
+    for (t = 0; t < taps; t++) {
+        rec[6 * (t / 2) + (t & 1)] = (ky * p->dilation.h * in->w + kx * p->dilation.w) * in->c;
+        if (t == taps - 1 && (t & 1) == 0) {
+            rec[6 * (t / 2) + 1] = rec[6 * (t / 2)];
+        }
+        if (++kx == kw) {
+            kx = 0;
+            ky++;
+        }
     }
 }
 
 /* depthwise, channel multiplier 1, out_c >= 4, kh * kw <= 2 * PE_DW_MAX_PAIRS,
- * |acc| < 2^30 for every channel, output disjoint from the input: channel
- * groups of four outermost, every pixel of the image per group; the last
- * out_c % 4 channels per pixel by bytes. */
-static void dw_image_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
-                         const pe_dims *in, const int8_t *img, const pe_dims *f,
-                         const int8_t *filter, const int32_t *bias, const pe_dims *out,
-                         int8_t *dst)
+ * |acc| < 2^30 for every channel: the output pixels of rows [oy0, oy1) x
+ * columns [ox0, ox1), channel groups of four outermost (each group's records
+ * built once for the whole rectangle), the last out_c % 4 channels per pixel
+ * by bytes. Pixel (oy, ox) goes to o + (oy - oy0) * o_row + (ox - ox0) * out_c. */
+static void dw_rect_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
+                        const pe_dims *in, const int8_t *img, const pe_dims *f,
+                        const int8_t *filter, const int32_t *bias, int32_t oy0, int32_t oy1,
+                        int32_t ox0, int32_t ox1, int8_t *o, size_t o_row)
 {
     const int32_t in_h = in->h, in_w = in->w, c_n = in->c, kh = f->h, kw = f->w;
-    const int32_t out_h = out->h, out_w = out->w;
     const int32_t s_h = p->stride.h, s_w = p->stride.w, d_h = p->dilation.h, d_w = p->dilation.w;
     const int32_t off = p->input_offset, amin = p->activation.min, amax = p->activation.max;
     const int32_t ooff = p->output_offset;
@@ -875,37 +905,39 @@ static void dw_image_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
     const int32_t c4 = c_n & ~3;
     int32_t tab[4 + PE_DW_MAX_PAIRS * 6 + 14];
     int32_t *const rec = tab + 4;
-    /* output columns whose taps all lie inside the input row: [ox_a, ox_b] */
-    const int32_t ox_a = p->padding.left / s_w + (p->padding.left % s_w != 0 ? 1 : 0);
+    /* output columns whose taps all lie inside the input row: [ox_a, ox_b],
+     * clipped to [ox0, ox1) */
     const int32_t lim = in_w - 1 + p->padding.left - (kw - 1) * d_w;
-    const int32_t ox_b = lim < 0 ? -1 : (lim / s_w < out_w - 1 ? lim / s_w : out_w - 1);
+    int32_t ox_a = p->padding.left / s_w + (p->padding.left % s_w != 0 ? 1 : 0);
+    int32_t ox_b = lim < 0 ? -1 : lim / s_w;
     dw_group g;
     int32_t c, oy, ox, j;
+    ox_a = ox_a > ox0 ? ox_a : ox0;
+    ox_b = ox_b < ox1 - 1 ? ox_b : ox1 - 1;
     rec[6 * npairs + 12] = c_n;
     rec[6 * npairs + 13] = s_w * c_n;
+    dw_offsets(rec, p, in, f);
     for (c = 0; c < c4; c += 4) {
-        dw_group_setup(&g, rec, p, q, in, f, filter, bias, c);
-        for (oy = 0; oy < out_h; oy++) {
+        dw_group_setup(&g, rec, p, q, f, filter, bias, c);
+        for (oy = oy0; oy < oy1; oy++) {
             const int32_t iy0 = oy * s_h - p->padding.top;
             int32_t ky_lo, ky_hi;
-            int8_t *drow = dst + (size_t)oy * (size_t)out_w * (size_t)c_n + (size_t)c;
+            int8_t *const drow = o + (size_t)(oy - oy0) * o_row + (size_t)c;
             tap_range(iy0, d_h, kh, in_h, &ky_lo, &ky_hi);
-            for (ox = 0; ox < out_w; ox++) {
+            for (ox = ox0; ox < ox1; ox++) {
+                const int32_t ix0 = ox * s_w - p->padding.left;
+                int32_t kx_lo, kx_hi, a[4];
+                int8_t *const d = drow + (size_t)(ox - ox0) * (size_t)c_n;
 #if PE_DSP_ASM
                 if (ox == ox_a && ox_a <= ox_b && full && g.fast && ky_lo == 0 &&
                     ky_hi == kh - 1) {
-                    dw_run_asm(drow + (size_t)ox * (size_t)c_n, ox_b - ox_a + 1,
-                               img + (size_t)iy0 * row_px +
-                                   (size_t)(ox * s_w - p->padding.left) * (size_t)c_n +
-                                   (size_t)c,
+                    dw_run_asm(d, ox_b - ox_a + 1,
+                               img + (size_t)iy0 * row_px + (size_t)ix0 * (size_t)c_n + (size_t)c,
                                tab, npairs);
                     ox = ox_b;
                     continue;
                 }
 #endif
-                const int32_t ix0 = ox * s_w - p->padding.left;
-                int32_t kx_lo, kx_hi, a[4];
-                int8_t *const o = drow + (size_t)ox * (size_t)c_n;
                 tap_range(ix0, d_w, kw, in_w, &kx_lo, &kx_hi);
                 if (ky_lo == 0 && ky_hi == kh - 1 && kx_lo == 0 && kx_hi == kw - 1 && g.fast) {
                     a[0] = g.init[0];
@@ -915,7 +947,7 @@ static void dw_image_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
                     dw4_pairs(a, img + (size_t)iy0 * row_px + (size_t)ix0 * (size_t)c_n +
                                      (size_t)c,
                               rec, rec + (size_t)npairs * 6u);
-                    dw4_store(o, a, &g, full, amin, amax);
+                    dw4_store(d, a, &g, full, amin, amax);
                     continue;
                 }
                 for (j = 0; j < 4; j++) {
@@ -934,10 +966,10 @@ static void dw_image_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
                     for (j = 0; j < 4; j++) {
                         a[j] = (int32_t)((uint32_t)a[j] << 1);
                     }
-                    dw4_store(o, a, &g, full, amin, amax);
+                    dw4_store(d, a, &g, full, amin, amax);
                 } else {
                     for (j = 0; j < 4; j++) {
-                        o[j] = finish_slow(a[j], q->multiplier[c + j], q->shift[c + j],
+                        d[j] = finish_slow(a[j], q->multiplier[c + j], q->shift[c + j],
                                            p->rounding, amin, amax, ooff);
                     }
                 }
@@ -947,14 +979,14 @@ static void dw_image_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
     if (c4 == c_n) {
         return;
     }
-    for (oy = 0; oy < out_h; oy++) {
+    for (oy = oy0; oy < oy1; oy++) {
         const int32_t iy0 = oy * s_h - p->padding.top;
         int32_t ky_lo, ky_hi;
         tap_range(iy0, d_h, kh, in_h, &ky_lo, &ky_hi);
-        for (ox = 0; ox < out_w; ox++) {
+        for (ox = ox0; ox < ox1; ox++) {
             const int32_t ix0 = ox * s_w - p->padding.left;
             int32_t kx_lo, kx_hi, ky, kx;
-            int8_t *const o = dst + ((size_t)oy * (size_t)out_w + (size_t)ox) * (size_t)c_n;
+            int8_t *const d = o + (size_t)(oy - oy0) * o_row + (size_t)(ox - ox0) * (size_t)c_n;
             tap_range(ix0, d_w, kw, in_w, &kx_lo, &kx_hi);
             for (c = c4; c < c_n; c++) {
                 int32_t a = bias != NULL ? bias[c] : 0;
@@ -967,12 +999,55 @@ static void dw_image_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
                               off);
                     }
                 }
-                o[c] = finish_slow(a, q->multiplier[c], q->shift[c], p->rounding, amin, amax,
+                d[c] = finish_slow(a, q->multiplier[c], q->shift[c], p->rounding, amin, amax,
                                    ooff);
             }
         }
     }
 }
+
+/* bytes of the stack block an overlapping call computes before writing it */
+#define PE_DW_BLOCK_BYTES 1024
+
+/* dw_rect_dsp over one image. An output disjoint from the input is written
+ * in place, the whole image at once. An output placed over its input (the
+ * planner's "pixels" allowance: pixel p may overwrite input bytes before the
+ * window of every pixel >= p) is computed in blocks of up to
+ * PE_DW_BLOCK_BYTES / out_c pixels of one row into a stack buffer and copied
+ * out once every window of the block has been read, so no output byte is
+ * written earlier than the raster order writes it. */
+static void dw_image_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
+                         const pe_dims *in, const int8_t *img, const pe_dims *f,
+                         const int8_t *filter, const int32_t *bias, const pe_dims *out,
+                         int8_t *dst, int32_t disjoint)
+{
+    const int32_t out_w = out->w, c_n = out->c;
+    const int32_t k = PE_DW_BLOCK_BYTES / c_n;
+    uint32_t buf[PE_DW_BLOCK_BYTES / 4];
+    int32_t oy, ox, i, n;
+    if (disjoint) {
+        dw_rect_dsp(p, q, in, img, f, filter, bias, 0, out->h, 0, out_w, dst,
+                    (size_t)out_w * (size_t)c_n);
+        return;
+    }
+    for (oy = 0; oy < out->h; oy++) {
+        for (ox = 0; ox < out_w; ox += k) {
+            const int32_t nx = out_w - ox < k ? out_w - ox : k;
+            int8_t *const d = dst + ((size_t)oy * (size_t)out_w + (size_t)ox) * (size_t)c_n;
+            const uint8_t *const b = (const uint8_t *)buf;
+            dw_rect_dsp(p, q, in, img, f, filter, bias, oy, oy + 1, ox, ox + nx, (int8_t *)buf,
+                        0);
+            n = nx * c_n;
+            for (i = 0; i + 4 <= n; i += 4) {
+                __builtin_memcpy(d + i, b + i, 4);
+            }
+            for (; i < n; i++) {
+                d[i] = (int8_t)b[i];
+            }
+        }
+    }
+}
+
 #endif /* PE_DSP */
 
 static pe_status run(const pe_context *ctx, const pe_conv_params *p,
@@ -1001,7 +1076,9 @@ static pe_status run(const pe_context *ctx, const pe_conv_params *p,
                (uintptr_t)(output + (size_t)in->n * out_img) <= (uintptr_t)input;
     if (depthwise) {
         dw_sm = dw_small(bias, out->c, (int64_t)f->h * f->w);
-        dw_img = disjoint && dw_sm && p->ch_mult == 1 && out->c >= 4 &&
+        /* (an overlapping call in blocks of at least 8 pixels or a row) */
+        dw_img = dw_sm && p->ch_mult == 1 && out->c >= 4 &&
+                 (disjoint || PE_DW_BLOCK_BYTES / out->c >= (out->w < 8 ? out->w : 8)) &&
                  (int64_t)f->h * f->w <= 2 * PE_DW_MAX_PAIRS &&
                  ((int64_t)(f->h - 1) * p->dilation.h * in->w +
                   (int64_t)(f->w - 1) * p->dilation.w) * in->c <= PE_INT32_MAX;
@@ -1015,7 +1092,7 @@ static pe_status run(const pe_context *ctx, const pe_conv_params *p,
             conv_dsp(p, q, in, img, f, filter, bias, out, dst);
         }
         if (dw_img) {
-            dw_image_dsp(p, q, in, img, f, filter, bias, out, dst);
+            dw_image_dsp(p, q, in, img, f, filter, bias, out, dst, disjoint);
         }
 #endif
         for (oy = 0; oy < out->h; oy++) {
