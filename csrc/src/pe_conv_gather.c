@@ -1009,13 +1009,25 @@ static void dw_rect_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
 /* bytes of the stack block an overlapping call computes before writing it */
 #define PE_DW_BLOCK_BYTES 1024
 
+/* n bytes from an aligned buffer */
+static void dw_copy(int8_t *d, const uint8_t *b, size_t n)
+{
+    size_t i;
+    for (i = 0; i + 4 <= n; i += 4) {
+        __builtin_memcpy(d + i, b + i, 4);
+    }
+    for (; i < n; i++) {
+        d[i] = (int8_t)b[i];
+    }
+}
+
 /* dw_rect_dsp over one image. An output disjoint from the input is written
  * in place, the whole image at once. An output placed over its input (the
  * planner's "pixels" allowance: pixel p may overwrite input bytes before the
- * window of every pixel >= p) is computed in blocks of up to
- * PE_DW_BLOCK_BYTES / out_c pixels of one row into a stack buffer and copied
- * out once every window of the block has been read, so no output byte is
- * written earlier than the raster order writes it. */
+ * window of every pixel >= p) is computed in blocks of whole rows, or of up
+ * to PE_DW_BLOCK_BYTES / out_c pixels of one row, into a stack buffer and
+ * copied out once every window of the block has been read, so no output
+ * byte is written earlier than the raster order writes it. */
 static void dw_image_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
                          const pe_dims *in, const int8_t *img, const pe_dims *f,
                          const int8_t *filter, const int32_t *bias, const pe_dims *out,
@@ -1024,26 +1036,31 @@ static void dw_image_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
     const int32_t out_w = out->w, c_n = out->c;
     const int32_t k = PE_DW_BLOCK_BYTES / c_n;
     uint32_t buf[PE_DW_BLOCK_BYTES / 4];
-    int32_t oy, ox, i, n;
+    int32_t oy, ox;
     if (disjoint) {
         dw_rect_dsp(p, q, in, img, f, filter, bias, 0, out->h, 0, out_w, dst,
                     (size_t)out_w * (size_t)c_n);
         return;
     }
+    if (k >= out_w) {
+        /* whole rows per block */
+        const int32_t rows = k / out_w;
+        const size_t row_b = (size_t)out_w * (size_t)c_n;
+        for (oy = 0; oy < out->h; oy += rows) {
+            const int32_t ny = out->h - oy < rows ? out->h - oy : rows;
+            dw_rect_dsp(p, q, in, img, f, filter, bias, oy, oy + ny, 0, out_w, (int8_t *)buf,
+                        row_b);
+            dw_copy(dst + (size_t)oy * row_b, (const uint8_t *)buf, (size_t)ny * row_b);
+        }
+        return;
+    }
     for (oy = 0; oy < out->h; oy++) {
         for (ox = 0; ox < out_w; ox += k) {
             const int32_t nx = out_w - ox < k ? out_w - ox : k;
-            int8_t *const d = dst + ((size_t)oy * (size_t)out_w + (size_t)ox) * (size_t)c_n;
-            const uint8_t *const b = (const uint8_t *)buf;
             dw_rect_dsp(p, q, in, img, f, filter, bias, oy, oy + 1, ox, ox + nx, (int8_t *)buf,
                         0);
-            n = nx * c_n;
-            for (i = 0; i + 4 <= n; i += 4) {
-                __builtin_memcpy(d + i, b + i, 4);
-            }
-            for (; i < n; i++) {
-                d[i] = (int8_t)b[i];
-            }
+            dw_copy(dst + ((size_t)oy * (size_t)out_w + (size_t)ox) * (size_t)c_n,
+                    (const uint8_t *)buf, (size_t)nx * (size_t)c_n);
         }
     }
 }
@@ -1092,7 +1109,23 @@ static pe_status run(const pe_context *ctx, const pe_conv_params *p,
             conv_dsp(p, q, in, img, f, filter, bias, out, dst);
         }
         if (dw_img) {
+            /* the in-bounds taps of every window, counted per axis: the
+             * window clipping is separable */
+            uint64_t ny = 0, nx = 0;
+            int32_t lo, hi;
             dw_image_dsp(p, q, in, img, f, filter, bias, out, dst, disjoint);
+            for (oy = 0; oy < out->h; oy++) {
+                tap_range(oy * p->stride.h - p->padding.top, p->dilation.h, f->h, in->h, &lo, &hi);
+                ny += (uint64_t)(hi >= lo ? hi - lo + 1 : 0);
+            }
+            for (ox = 0; ox < out->w; ox++) {
+                tap_range(ox * p->stride.w - p->padding.left, p->dilation.w, f->w, in->w, &lo,
+                          &hi);
+                nx += (uint64_t)(hi >= lo ? hi - lo + 1 : 0);
+            }
+            macs += ny * nx * (uint64_t)out->c;
+            reads += ny * nx * (uint64_t)out->c;
+            continue;
         }
 #endif
         for (oy = 0; oy < out->h; oy++) {

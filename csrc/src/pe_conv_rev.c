@@ -36,6 +36,7 @@
 #include <stdint.h>
 
 #include "pyembed/pe_conv.h"
+#include "pyembed/pe_conv_gather.h"
 #include "pyembed/pe_fixed.h"
 #include "pyembed/pe_simd.h"
 
@@ -1253,6 +1254,31 @@ static pe_status run_whole(const pe_context *ctx, const pe_conv_params *p,
     if (input == NULL || output == NULL) {
         return PE_ERR_ARG;
     }
+#if PE_DSP
+    /* Depthwise (multiplier 1, at least four channels) over a whole tensor
+     * whose output does not overlap its input: on the DSP extension the
+     * gather kernel's channel-group loops (pe_conv_gather.c) keep each
+     * window's accumulators in registers and need none of the int32 row
+     * traffic of the stream, so the whole-tensor call runs them (same bytes;
+     * the scratch is left unused, the stats are the gather kernel's). The
+     * row stream API below keeps the reverse form. */
+    if (depthwise && p != NULL && in != NULL && out != NULL && f != NULL &&
+        p->ch_mult == 1 && in->c >= 4 && in->n >= 1 && out->n == in->n &&
+        ((uintptr_t)output >= (uintptr_t)(input + (size_t)in->n * (size_t)in->h *
+                                                      (size_t)in->w * (size_t)in->c) ||
+         (uintptr_t)(output + (size_t)out->n * (size_t)out->h * (size_t)out->w *
+                              (size_t)out->c) <= (uintptr_t)input)) {
+        s = scratch_bytes(p, in, f, out, depthwise, &idx);
+        if (s != PE_OK) {
+            return s;
+        }
+        if (ctx == NULL || ctx->buf == NULL || ctx->size < idx ||
+            ((uintptr_t)ctx->buf & 3u) != 0u) {
+            return PE_ERR_SCRATCH; /* the reverse kernel's contract, kept */
+        }
+        return pe_depthwise_conv2d_gather_s8(ctx, p, q, in, input, f, filter, bias, out, output);
+    }
+#endif
     s = stream_init(&st, ctx, p, q, in, f, filter, bias, out, depthwise);
     if (s != PE_OK) {
         return s;
