@@ -1009,6 +1009,24 @@ static void dw_rect_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
 /* bytes of the stack block an overlapping call computes before writing it */
 #define PE_DW_BLOCK_BYTES 1024
 
+int32_t pe_dw_dsp_applies(const pe_conv_params *p, const pe_dims *in, const pe_dims *f,
+                          const pe_dims *out, const int32_t *bias)
+{
+    return p->ch_mult == 1 && out->c >= 4 && out->c <= PE_DW_BLOCK_BYTES &&
+           (int64_t)f->h * f->w <= 2 * PE_DW_MAX_PAIRS &&
+           ((int64_t)(f->h - 1) * p->dilation.h * in->w + (int64_t)(f->w - 1) * p->dilation.w) *
+                   in->c <= PE_INT32_MAX &&
+           dw_small(bias, out->c, (int64_t)f->h * f->w);
+}
+
+void pe_dw_dsp_rows(const pe_conv_params *p, const pe_per_channel_quant *q, const pe_dims *in,
+                    const int8_t *img, const pe_dims *f, const int8_t *filter,
+                    const int32_t *bias, const pe_dims *out, int32_t oy0, int32_t oy1, int8_t *o,
+                    size_t o_row)
+{
+    dw_rect_dsp(p, q, in, img, f, filter, bias, oy0, oy1, 0, out->w, o, o_row);
+}
+
 /* n bytes from an aligned buffer */
 static void dw_copy(int8_t *d, const uint8_t *b, size_t n)
 {
@@ -1094,11 +1112,8 @@ static pe_status run(const pe_context *ctx, const pe_conv_params *p,
     if (depthwise) {
         dw_sm = dw_small(bias, out->c, (int64_t)f->h * f->w);
         /* (an overlapping call in blocks of at least 8 pixels or a row) */
-        dw_img = dw_sm && p->ch_mult == 1 && out->c >= 4 &&
-                 (disjoint || PE_DW_BLOCK_BYTES / out->c >= (out->w < 8 ? out->w : 8)) &&
-                 (int64_t)f->h * f->w <= 2 * PE_DW_MAX_PAIRS &&
-                 ((int64_t)(f->h - 1) * p->dilation.h * in->w +
-                  (int64_t)(f->w - 1) * p->dilation.w) * in->c <= PE_INT32_MAX;
+        dw_img = pe_dw_dsp_applies(p, in, f, out, bias) &&
+                 (disjoint || PE_DW_BLOCK_BYTES / out->c >= (out->w < 8 ? out->w : 8));
     }
 #endif
     for (n = 0; n < in->n; n++) {

@@ -78,8 +78,8 @@ def conv_case(input, weights, bias, mult, shift, *, stride=(1, 1), dilation=(1, 
     """input NHWC int8; weights OHWI (conv) or [1, kh, kw, out_c] (depthwise);
     padding (top, bottom, left, right); out_hw defaults to the floor rule;
     gather=True runs the scratch-free gather kernel (pe_conv_gather.h)
-    instead of the reverse one; overlap=delta (gather only) places its output
-    delta bytes after the start of the input in one buffer, as a plan with an
+    instead of the reverse one; overlap=delta places its output delta bytes
+    after the start of the input in one buffer, as a plan with an
     output-over-input allowance (pyembed.plan.overlap) does."""
     input, weights = _i8(input), _i8(weights)
     n, h, w, c = input.shape
@@ -95,7 +95,8 @@ def conv_case(input, weights, bias, mult, shift, *, stride=(1, 1), dilation=(1, 
     bias = _i32(bias if has_bias else np.zeros(out_c))
     params = [int(depthwise), n, h, w, c, fn, kh, kw, fc, n, oh, ow, out_c, *stride, *dilation,
               *padding, input_offset, output_offset, *act, groups, ch_mult, rounding,
-              int(has_bias), (2 if overlap is not None else 1) if gather else 0,
+              int(has_bias),
+              (2 if overlap is not None else 1) if gather else (3 if overlap is not None else 0),
               int(overlap or 0), 0]
     macs = n * oh * ow * out_c * kh * kw * (1 if depthwise else fc)
     return Case(OP_CONV, params, [input, weights, bias, _i32(mult), _i32(shift)], name, macs)
