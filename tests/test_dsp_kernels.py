@@ -95,22 +95,24 @@ def depthwise_group_cases(rng):
     kernels, as tiny_sww), stride 2 with SAME-style padding, a narrowed
     activation range, shifts outside the fast range (left shifts, < -23),
     single rounding, a bias too large for the doubled accumulator, channels
-    not a multiple of 4, more than 64 taps, no bias."""
+    not a multiple of 4, more than 64 taps, no bias, channel multipliers
+    divisible by 4 (one input byte per tap)."""
     out = []
 
     def case(h, w, c, kh, kw, s=(1, 1), pad=None, act=(-128, 127), shift=None, rnd=0,
-             bias=True, big_bias=False, off=128, name=""):
-        m = rng.integers(1 << 30, (1 << 31) - 1, c)
-        sh = rng.integers(-12, -1, c) if shift is None else np.asarray(shift)
-        b = rng.integers(-5000, 5000, c) if bias else None
+             bias=True, big_bias=False, off=128, mult=1, name=""):
+        oc = c * mult
+        m = rng.integers(1 << 30, (1 << 31) - 1, oc)
+        sh = rng.integers(-12, -1, oc) if shift is None else np.asarray(shift)
+        b = rng.integers(-5000, 5000, oc) if bias else None
         if big_bias:
             b[0] = (1 << 30) - 10
         pad = (kh // 2, kh // 2, kw // 2, kw // 2) if pad is None else pad
         out.append(K.conv_case(rng.integers(-128, 128, (1, h, w, c)),
-                               rng.integers(-128, 128, (1, kh, kw, c)), b, m, sh, stride=s,
+                               rng.integers(-128, 128, (1, kh, kw, oc)), b, m, sh, stride=s,
                                padding=pad, input_offset=off, output_offset=int(rng.integers(-20, 20)),
-                               act=act, rounding=rnd, depthwise=True,
-                               name=f"dw group {name} {h}x{w}x{c} k{kh}x{kw}"))
+                               act=act, rounding=rnd, depthwise=True, ch_mult=mult,
+                               name=f"dw group {name} {h}x{w}x{c}*{mult} k{kh}x{kw}"))
 
     case(10, 9, 8, 3, 3, name="3x3")
     case(9, 10, 12, 3, 3, s=(2, 2), pad=(0, 1, 0, 1), off=-127, name="stride 2")
@@ -126,6 +128,9 @@ def depthwise_group_cases(rng):
     case(6, 20, 8, 2, 2, pad=(0, 1, 0, 1), name="2x2")
     case(12, 12, 4, 9, 9, name="81 taps")
     case(9, 33, 160, 3, 3, name="wide")
+    case(20, 18, 1, 3, 3, s=(2, 2), pad=(0, 1, 0, 1), mult=8, name="multiplier 8")
+    case(9, 8, 3, 3, 3, mult=4, act=(-100, 100), name="multiplier 4 narrow act")
+    case(7, 9, 2, 4, 3, mult=12, shift=[-3] * 20 + [0, -25, -2, -4], name="multiplier 12 shifts")
     return out
 
 

@@ -662,6 +662,55 @@ static inline void dw4_pairs(int32_t *a, const int8_t *xp, const int32_t *rec,
 #endif
 }
 
+/* dw4_pairs for a channel multiplier divisible by 4: the four output
+ * channels share one input channel, so each tap is one byte and a pair is
+ * one halfword pair (x[t0], x[t1]) for all four SMLADs */
+static inline void dw4_pairs1(int32_t *a, const int8_t *xp, const int32_t *rec,
+                              const int32_t *end)
+{
+    int32_t a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
+    for (; rec != end; rec += 6) {
+        const uint32_t x2 = ((uint32_t)(int32_t)xp[rec[0]] & 0xFFFFu) |
+                            ((uint32_t)(int32_t)xp[rec[1]] << 16);
+        a0 = __smlad(x2, (uint32_t)rec[2], a0);
+        a1 = __smlad(x2, (uint32_t)rec[3], a1);
+        a2 = __smlad(x2, (uint32_t)rec[4], a2);
+        a3 = __smlad(x2, (uint32_t)rec[5], a3);
+    }
+    a[0] = a0;
+    a[1] = a1;
+    a[2] = a2;
+    a[3] = a3;
+}
+
+/* dw4_clipped for a channel multiplier divisible by 4 (one input byte per
+ * tap for the four output channels) */
+static void dw4_clipped1(int32_t *a, const int8_t *x00, const int8_t *w00, int32_t nky,
+                         int32_t nkx, size_t x_row, size_t x_tap, size_t w_row, size_t w_tap,
+                         int32_t off)
+{
+    int32_t a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3], ky, kx;
+    for (ky = 0; ky < nky; ky++) {
+        const int8_t *xp = x00 + (size_t)ky * x_row;
+        const int8_t *wp = w00 + (size_t)ky * w_row;
+        for (kx = 0; kx < nkx; kx++) {
+            const int32_t xv = (int32_t)*xp + off;
+            const uint32_t v = pe_rd32(wp);
+            const int32_t we = (int32_t)__sxtb16(v), wo = (int32_t)pe_sxtb16_ror8(v);
+            a0 = __smlabb(we, xv, a0);
+            a2 = __smlatb(we, xv, a2);
+            a1 = __smlabb(wo, xv, a1);
+            a3 = __smlatb(wo, xv, a3);
+            xp += x_tap;
+            wp += w_tap;
+        }
+    }
+    a[0] = a0;
+    a[1] = a1;
+    a[2] = a2;
+    a[3] = a3;
+}
+
 /* one output of the fast requantization from a doubled accumulator */
 static inline int32_t dw_rq(int32_t a2, int32_t m, int32_t k, int32_t r)
 {
@@ -744,6 +793,15 @@ static void dw4_clipped(int32_t *a, const int8_t *x00, const int8_t *w00, int32_
     "smlad  r2, r4, r9, r2\n\t"                                               \
     "sxtb16 r4, r5, ror #8\n\t"                                               \
     "smlad  r3, r4, r10, r3\n\t"
+#define PE_DW_PAIR1                                                           \
+    "ldmia  r7!, {r4, r5, r6, r8, r9, r10}\n\t"                               \
+    "ldrsb  r4, [r11, r4]\n\t"                                                \
+    "ldrsb  r5, [r11, r5]\n\t"                                                \
+    "pkhbt  r4, r4, r5, lsl #16\n\t"                                          \
+    "smlad  r0, r4, r6, r0\n\t"                                               \
+    "smlad  r1, r4, r8, r1\n\t"                                               \
+    "smlad  r2, r4, r9, r2\n\t"                                               \
+    "smlad  r3, r4, r10, r3\n\t"
 #define PE_DW_RQ(a, m, k, r)                                                  \
     "smmulr " a ", " a ", " m "\n\t"                                          \
     "add    " a ", " a ", " a ", asr #31\n\t"                                 \
@@ -774,11 +832,34 @@ static void dw4_clipped(int32_t *a, const int8_t *x00, const int8_t *w00, int32_
       "r12", "lr", "cc", "memory"
 
 __attribute__((noinline)) static void dw_run_asm(int8_t *dst, int32_t n, const int8_t *win,
-                                                 const int32_t *tab, int32_t npairs)
+                                                 const int32_t *tab, int32_t npairs,
+                                                 int32_t bytes)
 {
     const int32_t *const pend = tab + 4 + 6 * npairs;
     int8_t *const dend = dst + (size_t)n * (size_t)pend[12];
     if (n <= 0) {
+        return;
+    }
+    if (bytes) { /* a channel multiplier divisible by 4: PE_DW_PAIR1 */
+        if (npairs == 5) {
+            __asm__ volatile("ldr    r11, %[win]\n\t"
+                             "0:\n\t"
+                             "ldr    r7, %[tab]\n\t"
+                             "ldmia  r7!, {r0, r1, r2, r3}\n\t"
+                             PE_DW_PAIR1 PE_DW_PAIR1 PE_DW_PAIR1 PE_DW_PAIR1 PE_DW_PAIR1
+                             PE_DW_TAIL PE_DW_OPERANDS);
+        } else {
+            __asm__ volatile("ldr    r11, %[win]\n\t"
+                             "ldr    r12, %[end]\n\t"
+                             "0:\n\t"
+                             "ldr    r7, %[tab]\n\t"
+                             "ldmia  r7!, {r0, r1, r2, r3}\n\t"
+                             "1:\n\t"
+                             PE_DW_PAIR1
+                             "cmp    r7, r12\n\t"
+                             "bne    1b\n\t"
+                             PE_DW_TAIL PE_DW_OPERANDS);
+        }
         return;
     }
     if (npairs == 5) {
@@ -802,6 +883,7 @@ __attribute__((noinline)) static void dw_run_asm(int8_t *dst, int32_t n, const i
     }
 }
 #undef PE_DW_PAIR
+#undef PE_DW_PAIR1
 #undef PE_DW_RQ
 #undef PE_DW_TAIL
 #undef PE_DW_OPERANDS
@@ -893,14 +975,15 @@ static void dw_rect_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
                         const int8_t *filter, const int32_t *bias, int32_t oy0, int32_t oy1,
                         int32_t ox0, int32_t ox1, int8_t *o, size_t o_row)
 {
-    const int32_t in_h = in->h, in_w = in->w, c_n = in->c, kh = f->h, kw = f->w;
+    const int32_t in_h = in->h, in_w = in->w, in_c = in->c, c_n = f->c, kh = f->h, kw = f->w;
+    const int32_t mult = p->ch_mult, bytes = mult != 1;
     const int32_t s_h = p->stride.h, s_w = p->stride.w, d_h = p->dilation.h, d_w = p->dilation.w;
     const int32_t off = p->input_offset, amin = p->activation.min, amax = p->activation.max;
     const int32_t ooff = p->output_offset;
     const int32_t full = amin == -128 && amax == 127;
     const int32_t npairs = (kh * kw + 1) / 2;
-    const size_t row_px = (size_t)in_w * (size_t)c_n;
-    const size_t x_tap = (size_t)d_w * (size_t)c_n, x_row = (size_t)d_h * row_px;
+    const size_t row_px = (size_t)in_w * (size_t)in_c;
+    const size_t x_tap = (size_t)d_w * (size_t)in_c, x_row = (size_t)d_h * row_px;
     const size_t w_row = (size_t)kw * (size_t)c_n;
     const int32_t c4 = c_n & ~3;
     int32_t tab[4 + PE_DW_MAX_PAIRS * 6 + 14];
@@ -915,9 +998,11 @@ static void dw_rect_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
     ox_a = ox_a > ox0 ? ox_a : ox0;
     ox_b = ox_b < ox1 - 1 ? ox_b : ox1 - 1;
     rec[6 * npairs + 12] = c_n;
-    rec[6 * npairs + 13] = s_w * c_n;
+    rec[6 * npairs + 13] = s_w * in_c;
     dw_offsets(rec, p, in, f);
     for (c = 0; c < c4; c += 4) {
+        /* the input channel of output channels c..c+3 (c + j for multiplier 1) */
+        const size_t xc = (size_t)(bytes ? c / mult : c);
         dw_group_setup(&g, rec, p, q, f, filter, bias, c);
         for (oy = oy0; oy < oy1; oy++) {
             const int32_t iy0 = oy * s_h - p->padding.top;
@@ -932,21 +1017,25 @@ static void dw_rect_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
                 if (ox == ox_a && ox_a <= ox_b && full && g.fast && ky_lo == 0 &&
                     ky_hi == kh - 1) {
                     dw_run_asm(d, ox_b - ox_a + 1,
-                               img + (size_t)iy0 * row_px + (size_t)ix0 * (size_t)c_n + (size_t)c,
-                               tab, npairs);
+                               img + (size_t)iy0 * row_px + (size_t)ix0 * (size_t)in_c + xc,
+                               tab, npairs, bytes);
                     ox = ox_b;
                     continue;
                 }
 #endif
                 tap_range(ix0, d_w, kw, in_w, &kx_lo, &kx_hi);
                 if (ky_lo == 0 && ky_hi == kh - 1 && kx_lo == 0 && kx_hi == kw - 1 && g.fast) {
+                    const int8_t *const win =
+                        img + (size_t)iy0 * row_px + (size_t)ix0 * (size_t)in_c + xc;
                     a[0] = g.init[0];
                     a[1] = g.init[1];
                     a[2] = g.init[2];
                     a[3] = g.init[3];
-                    dw4_pairs(a, img + (size_t)iy0 * row_px + (size_t)ix0 * (size_t)c_n +
-                                     (size_t)c,
-                              rec, rec + (size_t)npairs * 6u);
+                    if (bytes) {
+                        dw4_pairs1(a, win, rec, rec + (size_t)npairs * 6u);
+                    } else {
+                        dw4_pairs(a, win, rec, rec + (size_t)npairs * 6u);
+                    }
                     dw4_store(d, a, &g, full, amin, amax);
                     continue;
                 }
@@ -954,13 +1043,18 @@ static void dw_rect_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
                     a[j] = g.bias[j];
                 }
                 if (ky_lo <= ky_hi && kx_lo <= kx_hi) {
-                    dw4_clipped(a,
-                                img + (size_t)(iy0 + ky_lo * d_h) * row_px +
-                                    (size_t)(ix0 + kx_lo * d_w) * (size_t)c_n + (size_t)c,
-                                filter + ((size_t)ky_lo * (size_t)kw + (size_t)kx_lo) *
-                                             (size_t)c_n + (size_t)c,
-                                ky_hi - ky_lo + 1, kx_hi - kx_lo + 1, x_row, x_tap, w_row,
-                                (size_t)c_n, off);
+                    const int8_t *const x00 = img + (size_t)(iy0 + ky_lo * d_h) * row_px +
+                                              (size_t)(ix0 + kx_lo * d_w) * (size_t)in_c + xc;
+                    const int8_t *const w00 =
+                        filter + ((size_t)ky_lo * (size_t)kw + (size_t)kx_lo) * (size_t)c_n +
+                        (size_t)c;
+                    if (bytes) {
+                        dw4_clipped1(a, x00, w00, ky_hi - ky_lo + 1, kx_hi - kx_lo + 1, x_row,
+                                     x_tap, w_row, (size_t)c_n, off);
+                    } else {
+                        dw4_clipped(a, x00, w00, ky_hi - ky_lo + 1, kx_hi - kx_lo + 1, x_row,
+                                    x_tap, w_row, (size_t)c_n, off);
+                    }
                 }
                 if (g.fast) {
                     for (j = 0; j < 4; j++) {
@@ -979,6 +1073,7 @@ static void dw_rect_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
     if (c4 == c_n) {
         return;
     }
+    /* (multiplier 1 only: a multiplier divisible by 4 leaves no tail) */
     for (oy = oy0; oy < oy1; oy++) {
         const int32_t iy0 = oy * s_h - p->padding.top;
         int32_t ky_lo, ky_hi;
@@ -995,7 +1090,7 @@ static void dw_rect_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
                         a += filter[((size_t)ky * (size_t)kw + (size_t)kx) * (size_t)c_n +
                                     (size_t)c] *
                              ((int32_t)img[(size_t)(iy0 + ky * d_h) * row_px +
-                                           (size_t)(ix0 + kx * d_w) * (size_t)c_n + (size_t)c] +
+                                           (size_t)(ix0 + kx * d_w) * (size_t)in_c + (size_t)c] +
                               off);
                     }
                 }
@@ -1012,7 +1107,8 @@ static void dw_rect_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
 int32_t pe_dw_dsp_applies(const pe_conv_params *p, const pe_dims *in, const pe_dims *f,
                           const pe_dims *out, const int32_t *bias)
 {
-    return p->ch_mult == 1 && out->c >= 4 && out->c <= PE_DW_BLOCK_BYTES &&
+    return ((p->ch_mult == 1 && out->c >= 4) || p->ch_mult % 4 == 0) &&
+           out->c <= PE_DW_BLOCK_BYTES &&
            (int64_t)f->h * f->w <= 2 * PE_DW_MAX_PAIRS &&
            ((int64_t)(f->h - 1) * p->dilation.h * in->w + (int64_t)(f->w - 1) * p->dilation.w) *
                    in->c <= PE_INT32_MAX &&
