@@ -219,10 +219,13 @@ static void depthwise_pixel(const pe_conv_params *p, const pe_per_channel_quant 
  * re-associated; the partial sums wrap modulo 2^32 at worst and the final
  * sum fits int32, checked by pe_conv_check_quant). Clipped windows and odd
  * columns take pe_dsp_dot_1x2_off (offset applied while widening).
- * depthwise: per pixel, four output channels at a time with SMLABB/SMLATT
- * on SXTB16-widened words: channel multiplier 1 (four input channels per
- * word) or a multiplier divisible by 4 (four outputs of one input channel,
- * one input byte per tap). Same int32 sums, same requantization. */
+ * depthwise: channel groups of four outermost (dw_image_dsp, below: tap
+ * pairs, one SMLAD per channel and pair, multiplier 1 or a multiple of 4,
+ * also for overlapping outputs through a stack block); otherwise per pixel,
+ * four output channels at a time with SMLABB/SMLATT on SXTB16-widened words:
+ * channel multiplier 1 (four input channels per word) or a multiplier
+ * divisible by 4 (four outputs of one input channel, one input byte per
+ * tap). Same int32 sums, same requantization. */
 typedef struct {
     int32_t m, sh, fast;
 } gq;

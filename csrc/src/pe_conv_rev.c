@@ -31,7 +31,10 @@
  * inline-asm block pe_dsp_dot_2x2 with the input offset folded into the
  * start value), depthwise sums three-tap rows with SMLABB/SMLATT and
  * weights widened once per run of columns, and the requantization of a column
- * is SMLAL + QADD + SSAT.
+ * is SMLAL + QADD + SSAT. The whole-tensor depthwise call on the DSP path
+ * (multiplier 1 or a multiple of 4) runs the gather kernel's channel-group
+ * loops instead (dw_whole_dsp): no int32 rows, finished int8 rows held in
+ * the scratch.
  */
 #include <stdint.h>
 
