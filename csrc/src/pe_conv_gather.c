@@ -616,8 +616,10 @@ typedef struct {
     int32_t fast;     /* every channel of the group takes the fast requantization */
 } dw_group;
 
-/* a[0..3] += sum over the records [rec, end) of the pairs at window xp */
-static inline void dw4_pairs(int32_t *a, const int8_t *xp, const int32_t *rec,
+/* a[0..3] += sum over the records [rec, end) of the pairs at window xp
+ * (not inlined: its inline assembly needs 13 core registers and lr, which
+ * gcc cannot always free inside dw_rect_dsp) */
+__attribute__((noinline)) static void dw4_pairs(int32_t *a, const int8_t *xp, const int32_t *rec,
                              const int32_t *end)
 {
 #if PE_DSP_ASM
