@@ -141,10 +141,19 @@ def test_auto_default_bit_exact_on_the_bundled_vision_models():
         assert int((y != ref).sum()) == 0, name
 
 
-def test_firmware_project_refuses_a_streamed_input(small, tmp_path):
-    from pyembed.codegen.firmware import generate_project
-    from pyembed.errors import UnsupportedError
+def test_firmware_project_streams_the_input(small, tmp_path):
+    """The firmware project of a streamed graph: no arena offset for the input,
+    pe_model_invoke_rows, and a harness row callback reading a frame outside the
+    planned regions (tests/test_firmware_pipeline.py runs it under QEMU)."""
+    from firmware_sim.profiles import load_profile
+    from pyembed.codegen.firmware import generate_project, plan_for_profile
     _, g = small
-    g2, plan, _ = _plan(g, "stripes")
-    with pytest.raises(UnsupportedError, match="streamed"):
-        generate_project(g2, "mps2-an386", tmp_path, plan=plan)
+    prof = load_profile("mps2-an386")
+    g2, plan, _ = plan_for_profile(g, prof, strategy="stripes", stream_input=True)
+    proj = generate_project(g2, prof, tmp_path, plan=plan)
+    assert g2.inputs[0] not in proj.layout.tensor_offsets
+    assert "#define PE_MODEL_INPUT0_OFFSET PE_GRAPH_STREAMED" in (tmp_path / "model" / "model_graph.h").read_text()
+    assert "pe_status pe_model_invoke_rows(const pe_row_source *rows);" in (tmp_path / "model" / "pe_model.h").read_text()
+    main_c = (tmp_path / "main.c").read_text()
+    assert "pe_model_invoke_rows(&src)" in main_c and "section(\".pe_input_frame\")" in main_c
+    assert ".pe_input_frame (NOLOAD)" in (tmp_path / "link.ld").read_text()

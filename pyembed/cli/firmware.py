@@ -1,8 +1,14 @@
-"""``pyembed firmware MODEL --profile PROFILE -o DIR [--run --inputs X.npy] [--json]``.
+"""``pyembed firmware MODEL --profile PROFILE -o DIR [--strategy auto|layers|stripes|none]
+[--stream-input] [--run --inputs X.npy] [--json]``.
 
-Writes a complete Cortex-M project (pyembed.codegen.firmware); with --run builds
+Writes a complete Cortex-M project (pyembed.codegen.firmware) of the graph the
+compiler pipeline leaves (--strategy, as ``pyembed plan``: stripe regions and
+fused conv->pool pairs in the model tables, the arena planned for that graph on
+the profile's RAM; --stream-input: the input reaches the model row by row
+through a pe_row_source and is not in the arena); with --run builds
 it (make) and runs it under QEMU (mps2-an386 / mps2-an500 profiles), printing
-the outputs, whether they equal the host run (Graph.run) element for element,
+the outputs, whether they equal the host run (Graph.run of the imported model)
+element for element,
 and the instructions of each operator (SysTick ticks * 40 under -icount
 shift=0: 40-instruction resolution).
 """
@@ -13,7 +19,8 @@ import tempfile
 import click
 import numpy as np
 
-from pyembed.cli.options import apply_attention, attention_option
+from pyembed.cli.options import (apply_attention, attention_option, max_extra_macs_option, stream_input_option,
+                                 strategy_option)
 
 
 @click.command("firmware")
@@ -32,17 +39,28 @@ from pyembed.cli.options import apply_attention, attention_option
               help="With --run: input .npy/.npz (the first sample is run); default: seeded random int8.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the random input.")
 @attention_option()
+@strategy_option()
+@max_extra_macs_option()
+@stream_input_option("The model input is delivered row by row into the stripe region reading it (a camera or DMA "
+                     "driver: pe_model_invoke_rows with a pe_row_source; the harness reads the rows from a frame "
+                     "outside the planned RAM), so the arena holds no input bytes (stripes / auto only).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable result.")
 def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs_path, seed, as_json,
-                     attention="none"):
+                     attention="none", pipeline="auto", max_extra_macs="10%", stream_input=False):
     """Generate a Cortex-M firmware project for MODEL (.tflite/.onnx or a
     bundled model name) on PROFILE; with --run, build it and run it on QEMU.
 
     Exit 1 when the firmware's outputs differ from the host run."""
     from pyembed.cli.model import _resolve
     from pyembed.target.firmware import generate
+    from pyembed.cli.plan import parse_fraction
+    from pyembed.errors import ArgumentError
     from pyembed.model.load import load_model
 
+    if stream_input and pipeline not in ("stripes", "auto"):
+        raise ArgumentError(f"--stream-input with --strategy {pipeline}: the input is streamed into a stripe region; "
+                            f"use --strategy stripes or auto")
+    extra = parse_fraction(max_extra_macs)
     g = load_model(_resolve(model))
     fused = apply_attention(g, attention)
     if outdir is None:
@@ -53,21 +71,32 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
     if segments is not None:
         from pyembed.cli.plan import parse_size
         budget = parse_size(segments)
-    proj = generate(g, profile, outdir, algorithm=algorithm, segments=budget)
+    proj = generate(g, profile, outdir, algorithm=algorithm, segments=budget, strategy=pipeline,
+                    max_extra_macs=extra, stream_input=stream_input)
     with open(os.path.join(outdir, "firmware.json")) as f:
         manifest = json.load(f)
+    streamed = bool(manifest["streamed_inputs"])
+    if stream_input and not streamed:
+        lines = [ln.strip() for ln in proj.pipeline_lines if "not streamed" in ln] or ["no stripe region reads it"]
+        raise ArgumentError(f"--stream-input: {g.name}'s input cannot be streamed ({lines[0]})")
     result = {"project": os.path.abspath(outdir), "profile": proj.profile.name, "regions": manifest["regions"],
-              "segments": manifest["segments"], "segment_note": proj.segment_note, "attention": fused}
+              "segments": manifest["segments"], "segment_note": proj.segment_note, "attention": fused,
+              "strategy": pipeline, "stream_input": streamed, "arena_bytes": manifest["arena_bytes"],
+              "pipeline": proj.pipeline_lines}
     if not do_run:
         if as_json:
             click.echo(json.dumps(result, indent=1))
         else:
             click.echo(f"{g.name}: firmware project for {proj.profile.name} ({proj.profile.core}) in {outdir}")
+            click.echo(f"  arena {manifest['arena_bytes']} B (--strategy {pipeline}"
+                       f"{', input streamed row by row' if streamed else ''})")
+            for line in proj.pipeline_lines:
+                click.echo(f"  {line}")
             if proj.segment_note:
                 click.echo(f"  segments: {proj.segment_note}")
             if getattr(proj, "segment_plan", None) is not None:
                 from firmware_sim.autoseg import describe
-                for line in describe(g, proj.segment_plan):
+                for line in describe(proj.graph, proj.segment_plan):
                     click.echo(f"    {line}")
             for name, r in result["regions"].items():
                 if r["used"]:
@@ -101,12 +130,22 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
     d["bit_exact_with_host"] = not mismatches
     d["segments"] = manifest["segments"]
     d["segment_note"] = proj.segment_note
+    d["strategy"] = pipeline
+    d["stream_input"] = streamed
+    d["arena_bytes"] = manifest["arena_bytes"]
+    d["pipeline"] = proj.pipeline_lines
     d["mismatches"] = mismatches
     if as_json:
         click.echo(json.dumps(d, indent=1))
     else:
         click.echo(f"{g.name} on {run.board} (QEMU, -icount shift=0): "
                    f"{'bit-exact with the host run' if not mismatches else f'{len(mismatches)} MISMATCHES'}")
+        click.echo(f"  arena {manifest['arena_bytes']} B (--strategy {pipeline}"
+                   f"{', input streamed row by row' if streamed else ''})")
+        for line in proj.pipeline_lines:
+            click.echo(f"  {line}")
+        if d.get("input_rows_given") is not None:
+            click.echo(f"  input rows delivered by the pe_row_source callback: {d['input_rows_given']}")
         if proj.segment_note:
             click.echo(f"  segments: {proj.segment_note}")
         for k, o in enumerate(d["outputs"]):

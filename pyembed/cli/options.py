@@ -130,3 +130,31 @@ def apply_attention(graph, attention):
         return []
     from pyembed.passes.transformer import fuse_transformer
     return fuse_transformer(graph, attention=attention)
+
+
+# -- the compiler pipeline (pyembed.passes.pipeline), shared by plan, simulate and firmware ---------
+
+STRATEGIES = ("none", "layers", "stripes", "auto")
+
+
+def strategy_option(flag="--strategy", dest="pipeline", help_extra=""):
+    """--strategy none|layers|stripes|auto (default auto): the compiler pipeline
+    between import and planning. simulate spells it --pipeline (its --strategy
+    is the segment loader's)."""
+    return click.option(flag, dest, default="auto", show_default=True, type=click.Choice(list(STRATEGIES)),
+                        help="Compiler pipeline before planning: none = the model as imported; layers = conv->pool "
+                             "pairs fused; stripes = stripe regions wherever they lower the arena; auto (default) = "
+                             "the smallest arena within --max-extra-macs." + (" " + help_extra if help_extra else ""))
+
+
+def max_extra_macs_option(flag="--strategy"):
+    """--max-extra-macs 10%: the MAC budget of the auto strategy."""
+    return click.option("--max-extra-macs", "max_extra_macs", default="10%", show_default=True,
+                        help=f"MAC budget of {flag} auto over the imported model (10% or 0.1).")
+
+
+def stream_input_option(help_text=None):
+    """--stream-input: the model input is delivered row by row (pe_row_source)."""
+    return click.option("--stream-input", "stream_input", is_flag=True,
+                        help=help_text or "The model input is delivered row by row (a camera) into the stripe region "
+                                          "reading it, so it takes no arena bytes (stripes / auto only).")

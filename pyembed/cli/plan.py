@@ -8,7 +8,8 @@ import re
 
 import click
 
-from pyembed.cli.options import apply_attention, attention_option, model_argument, profile_option, require_quantized
+from pyembed.cli.options import (apply_attention, attention_option, max_extra_macs_option, model_argument, profile_option,
+                                 require_quantized, stream_input_option, strategy_option)
 from pyembed.errors import PlanError
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kKmM]?)(i?[bB])?\s*$")
@@ -87,20 +88,14 @@ def summary(plan):
 @click.option("--timeline", "show_timeline", is_flag=True, help="Print the plan's timeline.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable summary.")
 @attention_option()
-@click.option("--strategy", "pipeline", default="auto", show_default=True,
-              type=click.Choice(["none", "layers", "stripes", "auto"]),
-              help="Compiler pipeline before planning: none = the model as imported; layers = conv->pool pairs "
-                   "fused; stripes = stripe regions wherever they lower the arena; auto (default) = the smallest "
-                   "arena within --max-extra-macs.")
-@click.option("--max-extra-macs", default="10%", show_default=True,
-              help="MAC budget of --strategy auto over the imported model (10% or 0.1).")
+@strategy_option()
+@max_extra_macs_option()
 @click.option("--segments", "segment_budget", metavar="BYTES", default=None,
               help="The RAM block for the weights (e.g. 32K; needs --profile): when the weights do not fit it, the "
                    "model is divided into segments loaded from flash while it runs, and the division is printed.")
-@click.option("--stream-input", is_flag=True,
-              help="The model input is delivered row by row (a camera) into the stripe region reading it, "
-                   "so it takes no arena bytes; the emitted C then takes a row callback (pe_row_source) and "
-                   "plan.json records it (stripes / auto only).")
+@stream_input_option("The model input is delivered row by row (a camera) into the stripe region reading it, "
+                     "so it takes no arena bytes; the emitted C then takes a row callback (pe_row_source) and "
+                     "plan.json records it (stripes / auto only).")
 def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_order, time_limit, section,
                  tflite_out, show_timeline, as_json, attention="none", pipeline="auto", max_extra_macs="10%",
                  segment_budget=None, stream_input=False):

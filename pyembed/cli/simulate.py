@@ -8,7 +8,7 @@ from pyembed.errors import PlanError
 
 from pyembed.cli.app import EXIT_CHECK_FAILED, EXIT_OK, _echo_json, _jsonable, progress_iter, run_with_progress  # noqa: F401
 from pyembed.cli.options import (apply_attention, attention_option, check_deadline, inputs_option, model_argument, one_sample, profile_option,
-                                 require_quantized)
+                                 max_extra_macs_option, require_quantized, stream_input_option, strategy_option)
 
 
 # -- simulate ------------------------------------------------------------------------------------------
@@ -60,12 +60,11 @@ def _parse_segments(text):
 @click.option("--ops/--no-ops", "show_ops", default=True, show_default=True, help="Print the per-operator table.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable result (Result.to_dict()).")
 @attention_option()
-@click.option("--pipeline", default="auto", show_default=True, type=click.Choice(["none", "layers", "stripes", "auto"]),
-              help="Compiler pipeline before running (as 'pyembed plan --strategy'); with --plan, the one the "
-                   "plan.json records (none for a plan that records none).")
-@click.option("--max-extra-macs", default="10%", show_default=True, help="MAC budget of --pipeline auto.")
-@click.option("--stream-input", is_flag=True, help="The input arrives row by row into the stripe region reading it "
-              "(as 'pyembed plan --stream-input'; a plan.json made with it implies it).")
+@strategy_option("--pipeline", help_extra="With --plan, the one the plan.json records (none for a plan that "
+                 "records none).")
+@max_extra_macs_option("--pipeline")
+@stream_input_option("The input arrives row by row into the stripe region reading it (as 'pyembed plan "
+                     "--stream-input'; a plan.json made with it implies it).")
 def simulate_command(model, profile, plan_path, segments, strategy, split_bytes, contention, inputs_path, seed,
                      deadline_ms, trace_path, plot_memory, plot_gantt, report_dir, calibration, show_ops, as_json,
                      attention="none", pipeline="auto", max_extra_macs="10%", stream_input=False):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -40,6 +41,7 @@ class FirmwareRun:
     invoke_instructions: int      # the whole pe_model_invoke, timed around it
     status: int
     board: str
+    input_rows: int | None = None  # rows the harness's pe_row_source delivered (a streamed input), else None
 
     def to_dict(self):
         return {"outputs": [np.asarray(o).reshape(-1).tolist() for o in self.outputs],
@@ -47,12 +49,22 @@ class FirmwareRun:
                 "total_instructions": self.total_instructions,
                 "invoke_instructions": self.invoke_instructions,
                 "instruction_resolution": qemu.INSTRUCTIONS_PER_TICK,
-                "board": self.board}
+                "board": self.board, "input_rows_given": self.input_rows}
 
 
-def generate(graph, profile, outdir, segments=None, **kw):
+def generate(graph, profile, outdir, segments=None, strategy="none", max_extra_macs=0.10, stream_input=False,
+             **kw):
     """pyembed.codegen.firmware.generate_project with a profile name or path
     (case-insensitive bundled name, see firmware_sim.profiles.load_profile).
+
+    strategy: the compiler pipeline before planning, as ``pyembed plan
+    --strategy`` (pyembed.plan.pipeline.plan_with_strategy on the profile's RAM
+    regions): "none" (the graph as imported, the default here), "layers",
+    "stripes" or "auto" (within max_extra_macs, a fraction). The project runs
+    the rewritten graph (``project.graph``; ``project.source_graph`` is the
+    one given) on its plan, and ``project.pipeline_lines`` say what was chosen.
+    stream_input: the graph input is delivered row by row through a
+    pe_row_source (stripes / auto only); it takes no arena bytes.
 
     segments: None (weights resident in flash), a SegmentPlan, or a RAM budget
     in bytes for the weights (the execution block): the model is divided into
@@ -62,6 +74,17 @@ def generate(graph, profile, outdir, segments=None, **kw):
     from firmware_sim.profiles import load_profile
     from pyembed.codegen.firmware import generate_project
     prof = load_profile(profile)
+    if strategy not in ("none", "layers", "stripes", "auto"):
+        raise ArgumentError(f"strategy: expected none, layers, stripes or auto, got {strategy!r}")
+    source = graph
+    lines = []
+    if strategy != "none" or stream_input:
+        from pyembed.codegen.firmware import plan_for_profile
+        if kw.get("plan") is not None:
+            raise ArgumentError("plan: give either a plan or a strategy (the strategy plans the rewritten graph)")
+        graph, kw["plan"], lines = plan_for_profile(graph, prof, algorithm=kw.pop("algorithm", "auto"),
+                                                    time_limit=kw.pop("time_limit", 5.0), strategy=strategy,
+                                                    max_extra_macs=max_extra_macs, stream_input=stream_input)
     note = None
     if segments is not None and not hasattr(segments, "segments"):
         budget = int(segments)
@@ -77,6 +100,8 @@ def generate(graph, profile, outdir, segments=None, **kw):
             segments = segment_graph(graph, prof, budget, block_region=system_region(prof).name)
         note = segment_note(graph, budget, segments)
     proj = generate_project(graph, prof, outdir, segments=segments, **kw)
+    proj.source_graph = source
+    proj.pipeline_lines = lines
     proj.segment_note = note
     proj.segment_plan = segments if hasattr(segments, "segments") else None
     return proj
@@ -161,5 +186,8 @@ def run_project(project, inputs, elf=None, timeout=600.0):
     if status != 0 or res.exit_code != 0:
         raise FirmwareError(f"the firmware's pe_model_invoke returned status {status} (exit code "
                             f"{res.exit_code})")
+    out = res.stdout.decode("latin-1") if isinstance(res.stdout, bytes) else (res.stdout or "")
+    rows = re.search(r"^pe_input_rows_given (\d+)\r?$", out, re.M)
     return FirmwareRun(outputs, ops, sum(o["instructions"] for o in ops),
-                       ((thi << 32) | tlo) * qemu.INSTRUCTIONS_PER_TICK, status, board)
+                       ((thi << 32) | tlo) * qemu.INSTRUCTIONS_PER_TICK, status, board,
+                       int(rows.group(1)) if rows else None)

@@ -1,0 +1,134 @@
+"""The compiler pipeline in the firmware: every bundled model pyembed runs, built
+with ``pyembed firmware --strategy`` none / layers / auto / stripes and with
+``--stream-input``, run under QEMU, outputs against the host run and TFLM.
+
+    python -m pyembed.bench firmware_pipeline [--json] [--models a,b] [--board mps2-an386]
+                                              [--strategies none,layers,auto,stripes,streamed]
+
+Per (model, strategy): the arena the firmware project reserves (the plan of
+the rewritten graph on the board's RAM regions, firmware.json "arena_bytes"),
+the instructions of the whole pe_model_invoke under QEMU -icount shift=0
+(SysTick, 40-instruction resolution), the mismatches of the outputs against
+the host run of the imported model (Graph.run) and against the tflite-micro
+interpreter (both must be 0), and the seconds to generate, build and run.
+"streamed" is --strategy auto --stream-input: the input reaches the stripe
+region row by row from a frame outside the planned RAM (main.c's pe_row_source)
+and takes no arena bytes; a model whose input cannot be streamed says so.
+"""
+import importlib.util
+import os
+import tempfile
+import time
+
+import numpy as np
+
+from pyembed.bench.common import emit, table
+
+STRATEGIES = ("none", "layers", "auto", "stripes", "streamed")
+
+
+def _tflm(g, xs):
+    from tflite_micro.python.tflite_micro import runtime
+    it = runtime.Interpreter.from_file(g.source_path)
+    for k, x in enumerate(xs):
+        it.set_input(x, k)
+    it.invoke()
+    return [np.asarray(it.get_output(k)) for k in range(len(g.outputs))]
+
+
+def _mismatches(outs, refs):
+    return int(sum(np.sum(a.ravel() != np.asarray(b).ravel()) for a, b in zip(outs, refs)))
+
+
+def run(models=None, board="mps2-an386", strategies=STRATEGIES, workdir=None, log=None):
+    from pyembed.bench.calibrate_qemu import runnable_models
+    from pyembed.target.firmware import build_project, generate, load_manifest, run_project
+    if workdir is None:
+        with tempfile.TemporaryDirectory(prefix="pe_fwpipe_") as tmp:
+            return run(models, board, strategies, tmp, log)
+    have_tflm = importlib.util.find_spec("tflite_micro") is not None
+    rt = {"RUNTIME_BUILD": os.path.join(workdir, f"runtime-{board}")}
+    rows = []
+    for name, g in runnable_models():
+        if models and name not in models:
+            continue
+        rng = np.random.default_rng(sum(map(ord, name)))
+        xs = [rng.integers(-128, 128, size=g.tensors[t].shape).astype(g.tensors[t].dtype) for t in g.inputs]
+        host = g.run(xs if len(xs) > 1 else xs[0])
+        host = list(host) if isinstance(host, (list, tuple)) else [host]
+        ref = _tflm(g, xs) if have_tflm else None
+        for s in strategies:
+            strategy, stream = ("auto", True) if s == "streamed" else (s, False)
+            row = {"model": name, "board": board, "strategy": s}
+            t0 = time.time()
+            try:
+                proj = generate(g, board, os.path.join(workdir, f"{name}-{s}"), strategy=strategy,
+                                stream_input=stream)
+                man = load_manifest(proj.outdir)
+                row["arena_bytes"] = man["arena_bytes"]
+                row["stripe_regions"] = sum(o["type"] == "PE_STRIPE_REGION" for o in man["operators"])
+                row["conv_pool"] = sum(o["type"] == "PE_CONV_POOL" for o in man["operators"])
+                if stream and not man["streamed_inputs"]:
+                    row["not_run"] = "the input cannot be streamed"
+                else:
+                    build_project(proj.outdir, make_vars=rt)
+                    r = run_project(proj, xs)
+                    row.update({"invoke_instructions": r.invoke_instructions,
+                                "host_mismatches": _mismatches(r.outputs, host),
+                                "tflm_mismatches": None if ref is None else _mismatches(r.outputs, ref)})
+            except Exception as e:  # report the failure in the table, keep sweeping
+                row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+            row["seconds"] = round(time.time() - t0, 1)
+            rows.append(row)
+            if log:
+                log(row)
+    ran = [r for r in rows if "not_run" not in r]
+    return {"board": board, "rows": rows,
+            "all_bit_exact": all(r.get("host_mismatches") == 0 and r.get("tflm_mismatches") in (0, None)
+                                 and "error" not in r for r in ran)}
+
+
+def render(result):
+    rows = []
+    for r in result["rows"]:
+        if "error" in r:
+            rows.append((r["model"], r["strategy"], r.get("arena_bytes", "-"), "-", "-", "-", "ERROR", "-", r["seconds"],
+                         r["error"][:70]))
+            continue
+        if "not_run" in r:
+            rows.append((r["model"], r["strategy"], r["arena_bytes"], r["stripe_regions"], r["conv_pool"], "-", "-", "-",
+                         r["seconds"], r["not_run"]))
+            continue
+        rows.append((r["model"], r["strategy"], r["arena_bytes"], r["stripe_regions"], r["conv_pool"],
+                     f"{r['invoke_instructions']:,}", r["host_mismatches"],
+                     "-" if r["tflm_mismatches"] is None else r["tflm_mismatches"], r["seconds"], ""))
+    text = table(["model", "strategy", "arena B", "regions", "conv->pool", "invoke instr", "!= host", "!= TFLM",
+                  "seconds", "note"], rows)
+    return (f"board {result['board']} (QEMU -icount shift=0)\n" + text +
+            f"\n\nall bit-exact (host and TFLM): {'yes' if result['all_bit_exact'] else 'NO'}")
+
+
+def main(argv=None):
+    import argparse
+    import sys
+    ap = argparse.ArgumentParser(prog="python -m pyembed.bench firmware_pipeline", description=__doc__.split("\n")[0])
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--models", default=None)
+    ap.add_argument("--board", default="mps2-an386")
+    ap.add_argument("--strategies", default=",".join(STRATEGIES))
+    ap.add_argument("--progress", action="store_true", help="One line per row on stderr as it finishes.")
+    args = ap.parse_args(argv)
+    from pyembed.target.qemu import missing_tools
+    if missing_tools():
+        emit({"skipped": missing_tools()}, args.json, lambda r: f"skipped: {r['skipped']}")
+        return 0
+    bad = set(args.strategies.split(",")) - set(STRATEGIES)
+    if bad:
+        ap.error(f"--strategies: unknown {', '.join(sorted(bad))} (known: {', '.join(STRATEGIES)})")
+
+    def log(r):
+        print(" ".join(f"{k}={v}" for k, v in r.items()), file=sys.stderr, flush=True)
+    result = run(args.models.split(",") if args.models else None, args.board, tuple(args.strategies.split(",")),
+                 log=log if args.progress else None)
+    emit(result, args.json, render)
+    return 0 if result["all_bit_exact"] else 1

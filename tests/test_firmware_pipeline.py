@@ -1,0 +1,133 @@
+"""The compiler pipeline in the firmware project (pyembed firmware --strategy,
+--stream-input): the project runs the rewritten graph (stripe regions, fused
+conv->pool pairs) on the plan of that graph, and under QEMU its outputs equal
+the host run of the imported model and TFLM. The sweep over every bundled
+model and strategy is ``python -m pyembed.bench firmware_pipeline``."""
+import importlib.util
+import json
+import os
+import re
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from pyembed.cli import main
+from pyembed.data import MODELS_DIR
+from pyembed.model.load import load_model
+from pyembed.target import qemu
+
+HAVE_TFLM = importlib.util.find_spec("tflite_micro") is not None
+NEEDS_QEMU = pytest.mark.skipif(qemu.missing_tools() is not None, reason=str(qemu.missing_tools()))
+MODEL = "tiny_ic_resnet8_int8"   # small, and auto / stripes / --stream-input give it a stripe region
+
+
+def _graph():
+    return load_model(os.path.join(MODELS_DIR, MODEL + ".tflite"))
+
+
+def _profile_plan(g, strategy, stream_input=False):
+    from firmware_sim.profiles import load_profile
+    from pyembed.codegen.firmware import plan_for_profile
+    return plan_for_profile(g, load_profile("mps2-an386"), strategy=strategy, stream_input=stream_input)
+
+
+def _firmware(tmp_path, *args):
+    res = CliRunner().invoke(main, ["firmware", MODEL, "--profile", "mps2-an386", "-o", str(tmp_path / "proj"),
+                                    "--json", *args])
+    return res, (json.loads(res.output) if res.exit_code == 0 else None)
+
+
+def test_firmware_reserves_the_plan_of_the_rewritten_graph(tmp_path):
+    """Default --strategy auto, as plan: the tables hold the stripe region and the
+    regions the project reserves are the plan of the rewritten graph on the
+    board's RAM, below the plan of the graph as imported (what the firmware
+    reserved before it applied the pipeline)."""
+    g = _graph()
+    res, d = _firmware(tmp_path)
+    assert res.exit_code == 0, res.output
+    g2, plan, _ = _profile_plan(g, "auto")
+    _, plan0, _ = _profile_plan(g, "none")
+    assert d["strategy"] == "auto" and d["arena_bytes"] == plan.arena_size < plan0.arena_size
+    assert {k: v["used"] for k, v in d["regions"].items()} == plan.region_used()
+    proj = tmp_path / "proj"
+    assert "PE_GOP_STRIPE_REGION" in (proj / "model" / "model_graph.c").read_text()
+    # pe_model.c's region arrays are what link.ld places: their sizes are the plan's
+    arrays = re.findall(r"static uint8_t pe_region_(\w+)\[(\d+)\]", (proj / "model" / "pe_model.c").read_text())
+    assert {n: int(s) for n, s in arrays} == {k: (u + 15) // 16 * 16 for k, u in plan.region_used().items() if u}
+    manifest = json.loads((proj / "firmware.json").read_text())
+    assert [o["type"] for o in manifest["operators"]] == [op.type for op in g2.operators]
+    assert manifest["pipeline"]["strategy"] == "auto"
+
+
+def test_firmware_stream_input_needs_a_stripe_strategy(tmp_path):
+    res, _ = _firmware(tmp_path, "--strategy", "layers", "--stream-input")
+    assert res.exit_code == 2 and "--stream-input with --strategy layers" in res.output
+    res = CliRunner().invoke(main, ["firmware", "tflm_hello_world_int8", "--profile", "mps2-an386", "-o",
+                                    str(tmp_path / "hw"), "--stream-input"])
+    assert res.exit_code == 2 and "cannot be streamed" in res.output
+
+
+def _check_run(d, g, x):
+    assert d["bit_exact_with_host"] is True and not d["mismatches"]
+    host = np.asarray(g.run(x)).ravel()
+    assert d["outputs"][0] == host.tolist()
+    if HAVE_TFLM:
+        from tflite_micro.python.tflite_micro import runtime
+        it = runtime.Interpreter.from_file(g.source_path)
+        it.set_input(x, 0)
+        it.invoke()
+        assert d["outputs"][0] == np.asarray(it.get_output(0)).ravel().tolist()
+
+
+@pytest.fixture(scope="module")
+def runtime_objects(tmp_path_factory):
+    """One build of the C runtime's objects for the module's projects (the
+    generated Makefile takes RUNTIME_BUILD from the environment)."""
+    return str(tmp_path_factory.mktemp("fw_pipeline_runtime"))
+
+
+@NEEDS_QEMU
+@pytest.mark.parametrize("mode", ["stripes", "stream", "stream+segments"])
+def test_firmware_pipeline_bit_exact_under_qemu(tmp_path, monkeypatch, runtime_objects, mode):
+    """--strategy stripes, --stream-input (the harness hands the input over row
+    by row from a frame outside the planned RAM), and that with the weights
+    loaded segment by segment into a 64 KB block: outputs == host run == TFLM."""
+    monkeypatch.setenv("RUNTIME_BUILD", runtime_objects)
+    g = _graph()
+    x = np.random.default_rng(5).integers(-128, 128, size=g.tensors[g.inputs[0]].shape).astype(np.int8)
+    np.save(tmp_path / "x.npy", x)
+    args = {"stripes": ["--strategy", "stripes"], "stream": ["--stream-input"],
+            "stream+segments": ["--stream-input", "--segments", "64K"]}[mode]
+    res, d = _firmware(tmp_path, "--run", "--inputs", str(tmp_path / "x.npy"), *args)
+    assert res.exit_code == 0, res.output
+    assert (d["segments"] is not None) == (mode == "stream+segments")
+    _check_run(d, g, x)
+    assert "PE_STRIPE_REGION" in [o["type"] for o in d["operators"]]
+    _, plan, _ = _profile_plan(g, "stripes" if mode == "stripes" else "auto", stream_input=mode != "stripes")
+    assert d["arena_bytes"] == plan.arena_size
+    proj = tmp_path / "proj"
+    if mode != "stripes":
+        assert d["stream_input"] is True
+        # one stripe reads the streamed input: the callback gave each of its rows once
+        assert d["input_rows_given"] == g.tensors[g.inputs[0]].shape[1]
+        # the input has no arena offset: the stripe region can only have read it through the row source
+        assert "#define PE_MODEL_INPUT0_OFFSET PE_GRAPH_STREAMED" in (proj / "model" / "model_graph.h").read_text()
+        mapfile = (proj / "firmware.map").read_text()
+        m = re.search(r"^\.pe_input_frame\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)", mapfile, re.M)
+        assert m and int(m.group(1), 16) < 0x400000      # in ssram1, not in a planned RAM region
+        assert int(m.group(2), 16) >= g.tensors[g.inputs[0]].nbytes
+
+
+def test_firmware_max_extra_macs_as_plan(tmp_path):
+    """--max-extra-macs reaches the pipeline as for plan (the project records it),
+    and a bad value is exit 2 naming the option."""
+    from firmware_sim.profiles import load_profile
+    from pyembed.codegen.firmware import plan_for_profile
+    res, d = _firmware(tmp_path, "--max-extra-macs", "0%")
+    assert res.exit_code == 0, res.output
+    _, plan, _ = plan_for_profile(_graph(), load_profile("mps2-an386"), strategy="auto", max_extra_macs=0.0)
+    assert d["arena_bytes"] == plan.arena_size
+    assert json.loads((tmp_path / "proj" / "firmware.json").read_text())["pipeline"]["max_extra_macs"] == 0.0
+    res, _ = _firmware(tmp_path, "--max-extra-macs", "lots")
+    assert res.exit_code == 2 and "--max-extra-macs" in res.output
