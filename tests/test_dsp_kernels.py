@@ -70,6 +70,70 @@ def gather_twin(c, overlap=False):
     return g
 
 
+def rev_overlap_twin(c):
+    """The same reverse-kernel case with its output placed over its input as
+    far as the planner's row model allows (pyembed.plan.overlap.max_delta_rows),
+    as the bundled models' plans place depthwise layers: the DSP path's
+    whole-tensor depthwise loops must not overwrite input rows still read."""
+    import copy
+    from pyembed.plan.overlap import Geometry, max_delta_rows
+    g = copy.copy(c)
+    g.params = list(c.params)
+    p = c.params
+    k_eff = ((p[6] - 1) * p[15] + 1, (p[7] - 1) * p[16] + 1)
+    geo = Geometry(tuple(p[1:5]), tuple(p[9:13]), k_eff, (p[13], p[14]), (p[17], p[19]))
+    g.params[29] = 3
+    g.params[30] = max_delta_rows(geo)
+    g.name = c.name + f" (output {g.params[30]} bytes after the input)"
+    return g
+
+
+def depthwise_group_cases(rng):
+    """Depthwise shapes for the DSP channel-group loops (pe_conv_gather.c,
+    also run by the reverse kernel's whole-tensor call): 3x3 (five tap pairs,
+    unrolled), even and odd tap counts, tall one-column images (kh x 1
+    kernels, as tiny_sww), stride 2 with SAME-style padding, a narrowed
+    activation range, shifts outside the fast range (left shifts, < -23),
+    single rounding, a bias too large for the doubled accumulator, channels
+    not a multiple of 4, more than 64 taps, no bias, channel multipliers
+    divisible by 4 (one input byte per tap)."""
+    out = []
+
+    def case(h, w, c, kh, kw, s=(1, 1), pad=None, act=(-128, 127), shift=None, rnd=0,
+             bias=True, big_bias=False, off=128, mult=1, name=""):
+        oc = c * mult
+        m = rng.integers(1 << 30, (1 << 31) - 1, oc)
+        sh = rng.integers(-12, -1, oc) if shift is None else np.asarray(shift)
+        b = rng.integers(-5000, 5000, oc) if bias else None
+        if big_bias:
+            b[0] = (1 << 30) - 10
+        pad = (kh // 2, kh // 2, kw // 2, kw // 2) if pad is None else pad
+        out.append(K.conv_case(rng.integers(-128, 128, (1, h, w, c)),
+                               rng.integers(-128, 128, (1, kh, kw, oc)), b, m, sh, stride=s,
+                               padding=pad, input_offset=off, output_offset=int(rng.integers(-20, 20)),
+                               act=act, rounding=rnd, depthwise=True, ch_mult=mult,
+                               name=f"dw group {name} {h}x{w}x{c}*{mult} k{kh}x{kw}"))
+
+    case(10, 9, 8, 3, 3, name="3x3")
+    case(9, 10, 12, 3, 3, s=(2, 2), pad=(0, 1, 0, 1), off=-127, name="stride 2")
+    case(6, 6, 20, 3, 3, act=(-128, 90), name="narrow act")
+    case(7, 5, 8, 3, 3, shift=[-1, -23, -24, 0, 1, -5, -30, -2], name="shifts")
+    case(7, 5, 8, 3, 3, rnd=1, name="single rounding")
+    case(6, 7, 8, 3, 3, big_bias=True, name="big bias")
+    case(8, 6, 6, 3, 3, name="6 channels")
+    case(5, 5, 9, 3, 3, bias=False, name="9 channels, no bias")
+    case(30, 1, 40, 3, 1, pad=(0, 0, 0, 0), name="tall")
+    case(24, 1, 16, 10, 1, pad=(0, 0, 0, 0), name="tall even taps")
+    case(13, 1, 24, 13, 1, pad=(6, 6, 0, 0), name="tall padded")
+    case(6, 20, 8, 2, 2, pad=(0, 1, 0, 1), name="2x2")
+    case(12, 12, 4, 9, 9, name="81 taps")
+    case(9, 33, 160, 3, 3, name="wide")
+    case(20, 18, 1, 3, 3, s=(2, 2), pad=(0, 1, 0, 1), mult=8, name="multiplier 8")
+    case(9, 8, 3, 3, 3, mult=4, act=(-100, 100), name="multiplier 4 narrow act")
+    case(7, 9, 2, 4, 3, mult=12, shift=[-3] * 20 + [0, -25, -2, -4], name="multiplier 12 shifts")
+    return out
+
+
 def random_cases(seed=7):
     """Shapes that reach every DSP loop and its tails: channel counts that are
     and are not multiples of 4 / 8, groups, dilation, strides, channel
@@ -213,9 +277,12 @@ def random_cases(seed=7):
         out.append(K.conv_case(i8(1, h, w, ic), i8(oc, k, k, ic), rng.integers(-5000, 5000, oc), m,
                                sh, padding=(k // 2,) * 4, input_offset=-128 + 2 * k,
                                output_offset=5, name=f"conv {k}x{k} {h}x{w}x{ic} ->{oc} wide"))
+    out += depthwise_group_cases(rng)
     return (out + [gather_twin(c) for c in out if c.op == K.OP_CONV] +
             [gather_twin(c, overlap=True) for c in out if c.op == K.OP_CONV] +
-            [min_scratch_twin(c) for c in out if c.op == K.OP_CONV and not c.params[0]])
+            [min_scratch_twin(c) for c in out if c.op == K.OP_CONV and not c.params[0]] +
+            [rev_overlap_twin(c) for c in out if c.op == K.OP_CONV and c.params[0] == 1 and
+             c.params[1] == 1])
 
 
 def min_scratch_twin(c):

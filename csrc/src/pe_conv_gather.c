@@ -219,10 +219,13 @@ static void depthwise_pixel(const pe_conv_params *p, const pe_per_channel_quant 
  * re-associated; the partial sums wrap modulo 2^32 at worst and the final
  * sum fits int32, checked by pe_conv_check_quant). Clipped windows and odd
  * columns take pe_dsp_dot_1x2_off (offset applied while widening).
- * depthwise: per pixel, four output channels at a time with SMLABB/SMLATT
- * on SXTB16-widened words: channel multiplier 1 (four input channels per
- * word) or a multiplier divisible by 4 (four outputs of one input channel,
- * one input byte per tap). Same int32 sums, same requantization. */
+ * depthwise: channel groups of four outermost (dw_image_dsp, below: tap
+ * pairs, one SMLAD per channel and pair, multiplier 1 or a multiple of 4,
+ * also for overlapping outputs through a stack block); otherwise per pixel,
+ * four output channels at a time with SMLABB/SMLATT on SXTB16-widened words:
+ * channel multiplier 1 (four input channels per word) or a multiplier
+ * divisible by 4 (four outputs of one input channel, one input byte per
+ * tap). Same int32 sums, same requantization. */
 typedef struct {
     int32_t m, sh, fast;
 } gq;
@@ -628,6 +631,607 @@ static int32_t dw_small(const int32_t *bias, int32_t out_c, int64_t taps)
     }
     return acc_small(taps, mb);
 }
+
+/* ---- depthwise (multiplier 1), whole image, channels outermost ----
+ * For each group of four channels the kernel taps are taken in pairs and
+ * each pair gets a record of six words, built once per group:
+ *   { o0, o1, W0, W1, W2, W3 }
+ * o0, o1: byte offsets of the two taps' input pixels from the window origin;
+ * Wj: the int16 pair (2 w[t0][j], 2 w[t1][j]) of channel j (an odd last tap
+ * is paired with itself under weight 0). Per pair and window the two input
+ * words X0, X1 (channels 0..3 of each tap) are loaded, PKHBT / PKHTB gather
+ * bytes (X0.j, X1.j) of channels {0,1} / {2,3} into one word, SXTB16 widens
+ * each channel's pair and one SMLAD adds both taps: 13 instructions for 8
+ * MACs (1 LDM, 2 LDR, 2 PKH, 4 SXTB16, 4 SMLAD).
+ *
+ * The input offset is folded into the start value, and every product is
+ * doubled (weights stored as 2w, start value 2 * (bias + offset * sum w)):
+ * the same int32 sum re-associated and doubled, exact since |acc| < 2^30
+ * (dw_small), partial sums wrapping modulo 2^32 at worst. The doubled sum is
+ * what the requantization's SMMULR takes, so per output it is
+ *   SMMULR, ADD (sign), ADD (rounding constant + output offset << right),
+ *   ASR, SSAT (or the clamp), STRB
+ * with the per-channel constants set up once per group. Windows clipped by
+ * the padding take dw4_clipped (SMLABB / SMLATT per tap, offset applied). */
+#define PE_DW_MAX_PAIRS 32
+
+typedef struct {
+    int32_t init[4];  /* 2 * (bias + offset * sum w), modulo 2^32 */
+    int32_t bias[4];  /* bias (clipped windows) */
+    int32_t m[4];     /* multiplier */
+    int32_t k[4];     /* 2^(right-1) + output offset * 2^right */
+    int32_t r[4];     /* right shift */
+    int32_t fast;     /* every channel of the group takes the fast requantization */
+} dw_group;
+
+/* a[0..3] += sum over the records [rec, end) of the pairs at window xp
+ * (not inlined: its inline assembly needs 13 core registers and lr, which
+ * gcc cannot always free inside dw_rect_dsp) */
+__attribute__((noinline)) static void dw4_pairs(int32_t *a, const int8_t *xp, const int32_t *rec,
+                             const int32_t *end)
+{
+#if PE_DSP_ASM
+    register int32_t o0 __asm__("r4");
+    register int32_t o1 __asm__("r5");
+    register int32_t w0 __asm__("r6");
+    register int32_t w1 __asm__("r8");
+    register int32_t w2 __asm__("r9");
+    register int32_t w3 __asm__("r10");
+    int32_t a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
+    __asm__ volatile("1:\n\t"
+                     "ldmia  %[rec]!, {%[o0], %[o1], %[w0], %[w1], %[w2], %[w3]}\n\t"
+                     "ldr    %[o0], [%[xp], %[o0]]\n\t"
+                     "ldr    %[o1], [%[xp], %[o1]]\n\t"
+                     "pkhbt  lr, %[o0], %[o1], lsl #16\n\t"
+                     "pkhtb  %[o1], %[o1], %[o0], asr #16\n\t"
+                     "sxtb16 %[o0], lr\n\t"
+                     "smlad  %[a0], %[o0], %[w0], %[a0]\n\t"
+                     "sxtb16 %[o0], lr, ror #8\n\t"
+                     "smlad  %[a1], %[o0], %[w1], %[a1]\n\t"
+                     "sxtb16 %[o0], %[o1]\n\t"
+                     "smlad  %[a2], %[o0], %[w2], %[a2]\n\t"
+                     "sxtb16 %[o0], %[o1], ror #8\n\t"
+                     "smlad  %[a3], %[o0], %[w3], %[a3]\n\t"
+                     "cmp    %[rec], %[end]\n\t"
+                     "bne    1b\n\t"
+                     : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3),
+                       [rec] "+r"(rec), [o0] "=&r"(o0), [o1] "=&r"(o1), [w0] "=&r"(w0),
+                       [w1] "=&r"(w1), [w2] "=&r"(w2), [w3] "=&r"(w3)
+                     : [xp] "r"(xp), [end] "r"(end)
+                     : "cc", "memory", "lr");
+    a[0] = a0;
+    a[1] = a1;
+    a[2] = a2;
+    a[3] = a3;
+#else
+    for (; rec != end; rec += 6) {
+        const uint32_t x0 = pe_rd32(xp + rec[0]), x1 = pe_rd32(xp + rec[1]);
+        const uint32_t lo = (x0 & 0xFFFFu) | (x1 << 16), hi = (x0 >> 16) | (x1 & 0xFFFF0000u);
+        a[0] = __smlad(__sxtb16(lo), (uint32_t)rec[2], a[0]);
+        a[1] = __smlad(pe_sxtb16_ror8(lo), (uint32_t)rec[3], a[1]);
+        a[2] = __smlad(__sxtb16(hi), (uint32_t)rec[4], a[2]);
+        a[3] = __smlad(pe_sxtb16_ror8(hi), (uint32_t)rec[5], a[3]);
+    }
+#endif
+}
+
+/* dw4_pairs for a channel multiplier divisible by 4: the four output
+ * channels share one input channel, so each tap is one byte and a pair is
+ * one halfword pair (x[t0], x[t1]) for all four SMLADs */
+static inline void dw4_pairs1(int32_t *a, const int8_t *xp, const int32_t *rec,
+                              const int32_t *end)
+{
+    int32_t a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
+    for (; rec != end; rec += 6) {
+        const uint32_t x2 = ((uint32_t)(int32_t)xp[rec[0]] & 0xFFFFu) |
+                            ((uint32_t)(int32_t)xp[rec[1]] << 16);
+        a0 = __smlad(x2, (uint32_t)rec[2], a0);
+        a1 = __smlad(x2, (uint32_t)rec[3], a1);
+        a2 = __smlad(x2, (uint32_t)rec[4], a2);
+        a3 = __smlad(x2, (uint32_t)rec[5], a3);
+    }
+    a[0] = a0;
+    a[1] = a1;
+    a[2] = a2;
+    a[3] = a3;
+}
+
+/* dw4_clipped for a channel multiplier divisible by 4 (one input byte per
+ * tap for the four output channels) */
+static void dw4_clipped1(int32_t *a, const int8_t *x00, const int8_t *w00, int32_t nky,
+                         int32_t nkx, size_t x_row, size_t x_tap, size_t w_row, size_t w_tap,
+                         int32_t off)
+{
+    int32_t a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3], ky, kx;
+    for (ky = 0; ky < nky; ky++) {
+        const int8_t *xp = x00 + (size_t)ky * x_row;
+        const int8_t *wp = w00 + (size_t)ky * w_row;
+        for (kx = 0; kx < nkx; kx++) {
+            const int32_t xv = (int32_t)*xp + off;
+            const uint32_t v = pe_rd32(wp);
+            const int32_t we = (int32_t)__sxtb16(v), wo = (int32_t)pe_sxtb16_ror8(v);
+            a0 = __smlabb(we, xv, a0);
+            a2 = __smlatb(we, xv, a2);
+            a1 = __smlabb(wo, xv, a1);
+            a3 = __smlatb(wo, xv, a3);
+            xp += x_tap;
+            wp += w_tap;
+        }
+    }
+    a[0] = a0;
+    a[1] = a1;
+    a[2] = a2;
+    a[3] = a3;
+}
+
+/* one output of the fast requantization from a doubled accumulator */
+static inline int32_t dw_rq(int32_t a2, int32_t m, int32_t k, int32_t r)
+{
+    int32_t d;
+    __asm__("smmulr %0, %1, %2" : "=r"(d) : "r"(a2), "r"(m));
+    d = d + pe_fx_asr32(d, 31) + k;
+    return pe_fx_asr32(d, r);
+}
+
+/* four channels' accumulators (doubled) to int8 at dst[0..3] */
+static inline void dw4_store(int8_t *dst, const int32_t *a, const dw_group *g, int32_t full,
+                             int32_t amin, int32_t amax)
+{
+    int32_t j;
+    if (full) {
+        for (j = 0; j < 4; j++) {
+            dst[j] = (int8_t)__ssat(dw_rq(a[j], g->m[j], g->k[j], g->r[j]), 8);
+        }
+        return;
+    }
+    for (j = 0; j < 4; j++) {
+        int32_t v = dw_rq(a[j], g->m[j], g->k[j], g->r[j]);
+        v = v > amin ? v : amin;
+        dst[j] = (int8_t)(v < amax ? v : amax);
+    }
+}
+
+/* four channels over a clipped window, input offset applied: a[j] starts at
+ * the bias */
+static void dw4_clipped(int32_t *a, const int8_t *x00, const int8_t *w00, int32_t nky,
+                        int32_t nkx, size_t x_row, size_t x_tap, size_t w_row, size_t w_tap,
+                        int32_t off)
+{
+    const uint32_t off2 = pe_dup16(off);
+    int32_t a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3], ky, kx;
+    for (ky = 0; ky < nky; ky++) {
+        const int8_t *xp = x00 + (size_t)ky * x_row;
+        const int8_t *wp = w00 + (size_t)ky * w_row;
+        for (kx = 0; kx < nkx; kx++) {
+            const uint32_t r = pe_rd32(xp), v = pe_rd32(wp);
+            const int32_t xe = (int32_t)__sxtab16(off2, r), xo = (int32_t)pe_sxtab16_ror8(off2, r);
+            const int32_t we = (int32_t)__sxtb16(v), wo = (int32_t)pe_sxtb16_ror8(v);
+            a0 = __smlabb(we, xe, a0);
+            a2 = __smlatt(we, xe, a2);
+            a1 = __smlabb(wo, xo, a1);
+            a3 = __smlatt(wo, xo, a3);
+            xp += x_tap;
+            wp += w_tap;
+        }
+    }
+    a[0] = a0;
+    a[1] = a1;
+    a[2] = a2;
+    a[3] = a3;
+}
+
+#if PE_DSP_ASM
+/* The interior pixels of one output row for one channel group (every tap
+ * inside the input, full int8 clamp, fast requantization), one inline-asm
+ * block with every core register pinned: r0-r3 the accumulators, r4-r6 and
+ * r8-r10 the LDM record, r7 the record pointer, r11 the window, r12 the end
+ * of the pair records, lr a temporary. tab holds, in order: the group's
+ * four start values, the pair records, the requantization constants of
+ * channels 0, 1 ({m, k, r} each) and 2, 3, then {dst step, window step}.
+ * Per pixel: 1 LDM of the start values, 13 instructions per pair (+ CMP/BNE
+ * unless the kernel has five pairs, 3x3, which is unrolled), 2 LDM + 5 per
+ * output for SMMULR / sign / constant / ASR / SSAT, 4 STRB and 8 for the
+ * pointers and the loop. */
+#define PE_DW_PAIR                                                            \
+    "ldmia  r7!, {r4, r5, r6, r8, r9, r10}\n\t"                               \
+    "ldr    r4, [r11, r4]\n\t"                                                \
+    "ldr    r5, [r11, r5]\n\t"                                                \
+    "pkhbt  lr, r4, r5, lsl #16\n\t"                                          \
+    "pkhtb  r5, r5, r4, asr #16\n\t"                                          \
+    "sxtb16 r4, lr\n\t"                                                       \
+    "smlad  r0, r4, r6, r0\n\t"                                               \
+    "sxtb16 r4, lr, ror #8\n\t"                                               \
+    "smlad  r1, r4, r8, r1\n\t"                                               \
+    "sxtb16 r4, r5\n\t"                                                       \
+    "smlad  r2, r4, r9, r2\n\t"                                               \
+    "sxtb16 r4, r5, ror #8\n\t"                                               \
+    "smlad  r3, r4, r10, r3\n\t"
+#define PE_DW_PAIR1                                                           \
+    "ldmia  r7!, {r4, r5, r6, r8, r9, r10}\n\t"                               \
+    "ldrsb  r4, [r11, r4]\n\t"                                                \
+    "ldrsb  r5, [r11, r5]\n\t"                                                \
+    "pkhbt  r4, r4, r5, lsl #16\n\t"                                          \
+    "smlad  r0, r4, r6, r0\n\t"                                               \
+    "smlad  r1, r4, r8, r1\n\t"                                               \
+    "smlad  r2, r4, r9, r2\n\t"                                               \
+    "smlad  r3, r4, r10, r3\n\t"
+#define PE_DW_RQ(a, m, k, r)                                                  \
+    "smmulr " a ", " a ", " m "\n\t"                                          \
+    "add    " a ", " a ", " a ", asr #31\n\t"                                 \
+    "add    " a ", " a ", " k "\n\t"                                          \
+    "asr    " a ", " a ", " r "\n\t"                                          \
+    "ssat   " a ", #8, " a "\n\t"
+#define PE_DW_TAIL                                                            \
+    "ldmia  r7!, {r4, r5, r6, r8, r9, r10}\n\t"                               \
+    PE_DW_RQ("r0", "r4", "r5", "r6") PE_DW_RQ("r1", "r8", "r9", "r10")        \
+    "ldmia  r7!, {r4, r5, r6, r8, r9, r10}\n\t"                               \
+    PE_DW_RQ("r2", "r4", "r5", "r6") PE_DW_RQ("r3", "r8", "r9", "r10")        \
+    "ldr    lr, %[dst]\n\t"                                                   \
+    "strb   r0, [lr]\n\t"                                                     \
+    "strb   r1, [lr, #1]\n\t"                                                 \
+    "strb   r2, [lr, #2]\n\t"                                                 \
+    "strb   r3, [lr, #3]\n\t"                                                 \
+    "ldmia  r7, {r4, r5}\n\t"                                                 \
+    "add    lr, lr, r4\n\t"                                                   \
+    "str    lr, %[dst]\n\t"                                                   \
+    "add    r11, r11, r5\n\t"                                                 \
+    "ldr    r4, %[dend]\n\t"                                                  \
+    "cmp    lr, r4\n\t"                                                       \
+    "bne    0b\n\t"
+#define PE_DW_OPERANDS                                                        \
+    : [dst] "+m"(dst)                                                         \
+    : [tab] "m"(tab), [dend] "m"(dend), [win] "m"(win), [end] "m"(pend)       \
+    : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", \
+      "r12", "lr", "cc", "memory"
+
+__attribute__((noinline)) static void dw_run_asm(int8_t *dst, int32_t n, const int8_t *win,
+                                                 const int32_t *tab, int32_t npairs,
+                                                 int32_t bytes)
+{
+    const int32_t *const pend = tab + 4 + 6 * npairs;
+    int8_t *const dend = dst + (size_t)n * (size_t)pend[12];
+    if (n <= 0) {
+        return;
+    }
+    if (bytes) { /* a channel multiplier divisible by 4: PE_DW_PAIR1 */
+        if (npairs == 5) {
+            __asm__ volatile("ldr    r11, %[win]\n\t"
+                             "0:\n\t"
+                             "ldr    r7, %[tab]\n\t"
+                             "ldmia  r7!, {r0, r1, r2, r3}\n\t"
+                             PE_DW_PAIR1 PE_DW_PAIR1 PE_DW_PAIR1 PE_DW_PAIR1 PE_DW_PAIR1
+                             PE_DW_TAIL PE_DW_OPERANDS);
+        } else {
+            __asm__ volatile("ldr    r11, %[win]\n\t"
+                             "ldr    r12, %[end]\n\t"
+                             "0:\n\t"
+                             "ldr    r7, %[tab]\n\t"
+                             "ldmia  r7!, {r0, r1, r2, r3}\n\t"
+                             "1:\n\t"
+                             PE_DW_PAIR1
+                             "cmp    r7, r12\n\t"
+                             "bne    1b\n\t"
+                             PE_DW_TAIL PE_DW_OPERANDS);
+        }
+        return;
+    }
+    if (npairs == 5) {
+        __asm__ volatile("ldr    r11, %[win]\n\t"
+                         "0:\n\t"
+                         "ldr    r7, %[tab]\n\t"
+                         "ldmia  r7!, {r0, r1, r2, r3}\n\t"
+                         PE_DW_PAIR PE_DW_PAIR PE_DW_PAIR PE_DW_PAIR PE_DW_PAIR
+                         PE_DW_TAIL PE_DW_OPERANDS);
+    } else {
+        __asm__ volatile("ldr    r11, %[win]\n\t"
+                         "ldr    r12, %[end]\n\t"
+                         "0:\n\t"
+                         "ldr    r7, %[tab]\n\t"
+                         "ldmia  r7!, {r0, r1, r2, r3}\n\t"
+                         "1:\n\t"
+                         PE_DW_PAIR
+                         "cmp    r7, r12\n\t"
+                         "bne    1b\n\t"
+                         PE_DW_TAIL PE_DW_OPERANDS);
+    }
+}
+#undef PE_DW_PAIR
+#undef PE_DW_PAIR1
+#undef PE_DW_RQ
+#undef PE_DW_TAIL
+#undef PE_DW_OPERANDS
+#endif
+
+/* the pairs' records of channels [c, c + 4) at rec, and the group's
+ * constants: in g, and around rec as dw_run_asm reads them (the start values
+ * at rec[-4..-1], the requantization constants after the records) */
+static void dw_group_setup(dw_group *g, int32_t *rec, const pe_conv_params *p,
+                           const pe_per_channel_quant *q, const pe_dims *f,
+                           const int8_t *filter, const int32_t *bias, int32_t c)
+{
+    const int32_t taps = f->h * f->w, out_c = f->c, npairs = (taps + 1) / 2;
+    const uint32_t off = (uint32_t)p->input_offset, one2 = 0x00010001u;
+    const int32_t ooff = p->output_offset;
+    const int8_t *w = filter + c;
+    int32_t *r = rec + 2, *const qc = rec + 6 * npairs;
+    int32_t t, j;
+    int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    g->fast = p->rounding == PE_ROUND_DOUBLE;
+    for (j = 0; j < 4; j++) {
+        const int32_t sh = q->shift[c + j];
+        const int32_t right = sh <= -1 && sh >= -23 ? -sh : 1;
+        g->bias[j] = bias != NULL ? bias[c + j] : 0;
+        g->m[j] = q->multiplier[c + j];
+        g->r[j] = right;
+        g->k[j] = (int32_t)(((uint32_t)1u << (right - 1)) + ((uint32_t)ooff << right));
+        if (!(sh <= -1 && sh >= -23)) {
+            g->fast = 0;
+        }
+        qc[3 * j] = g->m[j];
+        qc[3 * j + 1] = g->k[j];
+        qc[3 * j + 2] = right;
+    }
+    /* the weights of taps t, t + 1 for channels c..c+3 regrouped per channel
+     * (the input words' PKH + SXTB16 in reverse), summed, and doubled */
+    for (t = 0; t < taps; t += 2) {
+        const uint32_t v0 = pe_rd32(w);
+        const uint32_t v1 = t + 1 < taps ? pe_rd32(w + out_c) : 0u;
+        const uint32_t lo = (v0 & 0xFFFFu) | (v1 << 16), hi = (v0 >> 16) | (v1 & 0xFFFF0000u);
+        const uint32_t w0 = __sxtb16(lo), w1 = pe_sxtb16_ror8(lo);
+        const uint32_t w2 = __sxtb16(hi), w3 = pe_sxtb16_ror8(hi);
+        s0 = __smlad(w0, one2, s0);
+        s1 = __smlad(w1, one2, s1);
+        s2 = __smlad(w2, one2, s2);
+        s3 = __smlad(w3, one2, s3);
+        r[0] = (int32_t)__sadd16(w0, w0);
+        r[1] = (int32_t)__sadd16(w1, w1);
+        r[2] = (int32_t)__sadd16(w2, w2);
+        r[3] = (int32_t)__sadd16(w3, w3);
+        r += 6;
+        w += 2 * (size_t)out_c;
+    }
+    g->init[0] = (int32_t)(((uint32_t)g->bias[0] + off * (uint32_t)s0) << 1);
+    g->init[1] = (int32_t)(((uint32_t)g->bias[1] + off * (uint32_t)s1) << 1);
+    g->init[2] = (int32_t)(((uint32_t)g->bias[2] + off * (uint32_t)s2) << 1);
+    g->init[3] = (int32_t)(((uint32_t)g->bias[3] + off * (uint32_t)s3) << 1);
+    for (j = 0; j < 4; j++) {
+        rec[j - 4] = g->init[j];
+    }
+}
+
+/* the pairs' input offsets (the same for every channel group): rec[6i],
+ * rec[6i + 1] for taps 2i, 2i + 1 (an odd last tap paired with itself) */
+static void dw_offsets(int32_t *rec, const pe_conv_params *p, const pe_dims *in,
+                       const pe_dims *f)
+{
+    const int32_t taps = f->h * f->w, kw = f->w;
+    int32_t t, ky = 0, kx = 0;
+    for (t = 0; t < taps; t++) {
+        rec[6 * (t / 2) + (t & 1)] = (ky * p->dilation.h * in->w + kx * p->dilation.w) * in->c;
+        if (t == taps - 1 && (t & 1) == 0) {
+            rec[6 * (t / 2) + 1] = rec[6 * (t / 2)];
+        }
+        if (++kx == kw) {
+            kx = 0;
+            ky++;
+        }
+    }
+}
+
+/* depthwise, channel multiplier 1, out_c >= 4, kh * kw <= 2 * PE_DW_MAX_PAIRS,
+ * |acc| < 2^30 for every channel: the output pixels of rows [oy0, oy1) x
+ * columns [ox0, ox1), channel groups of four outermost (each group's records
+ * built once for the whole rectangle), the last out_c % 4 channels per pixel
+ * by bytes. Pixel (oy, ox) goes to o + (oy - oy0) * o_row + (ox - ox0) * out_c. */
+static void dw_rect_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
+                        const pe_dims *in, const int8_t *img, const pe_dims *f,
+                        const int8_t *filter, const int32_t *bias, int32_t oy0, int32_t oy1,
+                        int32_t ox0, int32_t ox1, int8_t *o, size_t o_row)
+{
+    const int32_t in_h = in->h, in_w = in->w, in_c = in->c, c_n = f->c, kh = f->h, kw = f->w;
+    const int32_t mult = p->ch_mult, bytes = mult != 1;
+    const int32_t s_h = p->stride.h, s_w = p->stride.w, d_h = p->dilation.h, d_w = p->dilation.w;
+    const int32_t off = p->input_offset, amin = p->activation.min, amax = p->activation.max;
+    const int32_t ooff = p->output_offset;
+    const int32_t full = amin == -128 && amax == 127;
+    const int32_t npairs = (kh * kw + 1) / 2;
+    const size_t row_px = (size_t)in_w * (size_t)in_c;
+    const size_t x_tap = (size_t)d_w * (size_t)in_c, x_row = (size_t)d_h * row_px;
+    const size_t w_row = (size_t)kw * (size_t)c_n;
+    const int32_t c4 = c_n & ~3;
+    int32_t tab[4 + PE_DW_MAX_PAIRS * 6 + 14];
+    int32_t *const rec = tab + 4;
+    /* output columns whose taps all lie inside the input row: [ox_a, ox_b],
+     * clipped to [ox0, ox1) */
+    const int32_t lim = in_w - 1 + p->padding.left - (kw - 1) * d_w;
+    int32_t ox_a = p->padding.left / s_w + (p->padding.left % s_w != 0 ? 1 : 0);
+    int32_t ox_b = lim < 0 ? -1 : lim / s_w;
+    dw_group g;
+    int32_t c, oy, ox, j;
+    ox_a = ox_a > ox0 ? ox_a : ox0;
+    ox_b = ox_b < ox1 - 1 ? ox_b : ox1 - 1;
+    rec[6 * npairs + 12] = c_n;
+    rec[6 * npairs + 13] = s_w * in_c;
+    dw_offsets(rec, p, in, f);
+    for (c = 0; c < c4; c += 4) {
+        /* the input channel of output channels c..c+3 (c + j for multiplier 1) */
+        const size_t xc = (size_t)(bytes ? c / mult : c);
+        dw_group_setup(&g, rec, p, q, f, filter, bias, c);
+        for (oy = oy0; oy < oy1; oy++) {
+            const int32_t iy0 = oy * s_h - p->padding.top;
+            int32_t ky_lo, ky_hi;
+            int8_t *const drow = o + (size_t)(oy - oy0) * o_row + (size_t)c;
+            tap_range(iy0, d_h, kh, in_h, &ky_lo, &ky_hi);
+            for (ox = ox0; ox < ox1; ox++) {
+                const int32_t ix0 = ox * s_w - p->padding.left;
+                int32_t kx_lo, kx_hi, a[4];
+                int8_t *const d = drow + (size_t)(ox - ox0) * (size_t)c_n;
+#if PE_DSP_ASM
+                if (ox == ox_a && ox_a <= ox_b && full && g.fast && ky_lo == 0 &&
+                    ky_hi == kh - 1) {
+                    dw_run_asm(d, ox_b - ox_a + 1,
+                               img + (size_t)iy0 * row_px + (size_t)ix0 * (size_t)in_c + xc,
+                               tab, npairs, bytes);
+                    ox = ox_b;
+                    continue;
+                }
+#endif
+                tap_range(ix0, d_w, kw, in_w, &kx_lo, &kx_hi);
+                if (ky_lo == 0 && ky_hi == kh - 1 && kx_lo == 0 && kx_hi == kw - 1 && g.fast) {
+                    const int8_t *const win =
+                        img + (size_t)iy0 * row_px + (size_t)ix0 * (size_t)in_c + xc;
+                    a[0] = g.init[0];
+                    a[1] = g.init[1];
+                    a[2] = g.init[2];
+                    a[3] = g.init[3];
+                    if (bytes) {
+                        dw4_pairs1(a, win, rec, rec + (size_t)npairs * 6u);
+                    } else {
+                        dw4_pairs(a, win, rec, rec + (size_t)npairs * 6u);
+                    }
+                    dw4_store(d, a, &g, full, amin, amax);
+                    continue;
+                }
+                for (j = 0; j < 4; j++) {
+                    a[j] = g.bias[j];
+                }
+                if (ky_lo <= ky_hi && kx_lo <= kx_hi) {
+                    const int8_t *const x00 = img + (size_t)(iy0 + ky_lo * d_h) * row_px +
+                                              (size_t)(ix0 + kx_lo * d_w) * (size_t)in_c + xc;
+                    const int8_t *const w00 =
+                        filter + ((size_t)ky_lo * (size_t)kw + (size_t)kx_lo) * (size_t)c_n +
+                        (size_t)c;
+                    if (bytes) {
+                        dw4_clipped1(a, x00, w00, ky_hi - ky_lo + 1, kx_hi - kx_lo + 1, x_row,
+                                     x_tap, w_row, (size_t)c_n, off);
+                    } else {
+                        dw4_clipped(a, x00, w00, ky_hi - ky_lo + 1, kx_hi - kx_lo + 1, x_row,
+                                    x_tap, w_row, (size_t)c_n, off);
+                    }
+                }
+                if (g.fast) {
+                    for (j = 0; j < 4; j++) {
+                        a[j] = (int32_t)((uint32_t)a[j] << 1);
+                    }
+                    dw4_store(d, a, &g, full, amin, amax);
+                } else {
+                    for (j = 0; j < 4; j++) {
+                        d[j] = finish_slow(a[j], q->multiplier[c + j], q->shift[c + j],
+                                           p->rounding, amin, amax, ooff);
+                    }
+                }
+            }
+        }
+    }
+    if (c4 == c_n) {
+        return;
+    }
+    /* (multiplier 1 only: a multiplier divisible by 4 leaves no tail) */
+    for (oy = oy0; oy < oy1; oy++) {
+        const int32_t iy0 = oy * s_h - p->padding.top;
+        int32_t ky_lo, ky_hi;
+        tap_range(iy0, d_h, kh, in_h, &ky_lo, &ky_hi);
+        for (ox = ox0; ox < ox1; ox++) {
+            const int32_t ix0 = ox * s_w - p->padding.left;
+            int32_t kx_lo, kx_hi, ky, kx;
+            int8_t *const d = o + (size_t)(oy - oy0) * o_row + (size_t)(ox - ox0) * (size_t)c_n;
+            tap_range(ix0, d_w, kw, in_w, &kx_lo, &kx_hi);
+            for (c = c4; c < c_n; c++) {
+                int32_t a = bias != NULL ? bias[c] : 0;
+                for (ky = ky_lo; ky <= ky_hi; ky++) {
+                    for (kx = kx_lo; kx <= kx_hi; kx++) {
+                        a += filter[((size_t)ky * (size_t)kw + (size_t)kx) * (size_t)c_n +
+                                    (size_t)c] *
+                             ((int32_t)img[(size_t)(iy0 + ky * d_h) * row_px +
+                                           (size_t)(ix0 + kx * d_w) * (size_t)in_c + (size_t)c] +
+                              off);
+                    }
+                }
+                d[c] = finish_slow(a, q->multiplier[c], q->shift[c], p->rounding, amin, amax,
+                                   ooff);
+            }
+        }
+    }
+}
+
+/* bytes of the stack block an overlapping call computes before writing it */
+#define PE_DW_BLOCK_BYTES 1024
+
+int32_t pe_dw_dsp_applies(const pe_conv_params *p, const pe_dims *in, const pe_dims *f,
+                          const pe_dims *out, const int32_t *bias)
+{
+    return ((p->ch_mult == 1 && out->c >= 4) || p->ch_mult % 4 == 0) &&
+           out->c <= PE_DW_BLOCK_BYTES &&
+           (int64_t)f->h * f->w <= 2 * PE_DW_MAX_PAIRS &&
+           ((int64_t)(f->h - 1) * p->dilation.h * in->w + (int64_t)(f->w - 1) * p->dilation.w) *
+                   in->c <= PE_INT32_MAX &&
+           dw_small(bias, out->c, (int64_t)f->h * f->w);
+}
+
+void pe_dw_dsp_rows(const pe_conv_params *p, const pe_per_channel_quant *q, const pe_dims *in,
+                    const int8_t *img, const pe_dims *f, const int8_t *filter,
+                    const int32_t *bias, const pe_dims *out, int32_t oy0, int32_t oy1, int8_t *o,
+                    size_t o_row)
+{
+    dw_rect_dsp(p, q, in, img, f, filter, bias, oy0, oy1, 0, out->w, o, o_row);
+}
+
+/* n bytes from an aligned buffer */
+static void dw_copy(int8_t *d, const uint8_t *b, size_t n)
+{
+    size_t i;
+    for (i = 0; i + 4 <= n; i += 4) {
+        __builtin_memcpy(d + i, b + i, 4);
+    }
+    for (; i < n; i++) {
+        d[i] = (int8_t)b[i];
+    }
+}
+
+/* dw_rect_dsp over one image. An output disjoint from the input is written
+ * in place, the whole image at once. An output placed over its input (the
+ * planner's "pixels" allowance: pixel p may overwrite input bytes before the
+ * window of every pixel >= p) is computed in blocks of whole rows, or of up
+ * to PE_DW_BLOCK_BYTES / out_c pixels of one row, into a stack buffer and
+ * copied out once every window of the block has been read, so no output
+ * byte is written earlier than the raster order writes it. */
+static void dw_image_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
+                         const pe_dims *in, const int8_t *img, const pe_dims *f,
+                         const int8_t *filter, const int32_t *bias, const pe_dims *out,
+                         int8_t *dst, int32_t disjoint)
+{
+    const int32_t out_w = out->w, c_n = out->c;
+    const int32_t k = PE_DW_BLOCK_BYTES / c_n;
+    uint32_t buf[PE_DW_BLOCK_BYTES / 4];
+    int32_t oy, ox;
+    if (disjoint) {
+        dw_rect_dsp(p, q, in, img, f, filter, bias, 0, out->h, 0, out_w, dst,
+                    (size_t)out_w * (size_t)c_n);
+        return;
+    }
+    if (k >= out_w) {
+        /* whole rows per block */
+        const int32_t rows = k / out_w;
+        const size_t row_b = (size_t)out_w * (size_t)c_n;
+        for (oy = 0; oy < out->h; oy += rows) {
+            const int32_t ny = out->h - oy < rows ? out->h - oy : rows;
+            dw_rect_dsp(p, q, in, img, f, filter, bias, oy, oy + ny, 0, out_w, (int8_t *)buf,
+                        row_b);
+            dw_copy(dst + (size_t)oy * row_b, (const uint8_t *)buf, (size_t)ny * row_b);
+        }
+        return;
+    }
+    for (oy = 0; oy < out->h; oy++) {
+        for (ox = 0; ox < out_w; ox += k) {
+            const int32_t nx = out_w - ox < k ? out_w - ox : k;
+            dw_rect_dsp(p, q, in, img, f, filter, bias, oy, oy + 1, ox, ox + nx, (int8_t *)buf,
+                        0);
+            dw_copy(dst + ((size_t)oy * (size_t)out_w + (size_t)ox) * (size_t)c_n,
+                    (const uint8_t *)buf, (size_t)nx * (size_t)c_n);
+        }
+    }
+}
+
 #endif /* PE_DSP */
 
 static pe_status run(const pe_context *ctx, const pe_conv_params *p,
@@ -639,7 +1243,7 @@ static pe_status run(const pe_context *ctx, const pe_conv_params *p,
     uint64_t macs = 0, reads = 0;
     size_t in_img, out_img;
 #if PE_DSP
-    int32_t disjoint, dw_sm = 0;
+    int32_t disjoint, dw_sm = 0, dw_img = 0;
 #endif
     const pe_status s = check_all(p, q, in, input, f, filter, bias, out, output, depthwise);
     if (s != PE_OK) {
@@ -656,6 +1260,9 @@ static pe_status run(const pe_context *ctx, const pe_conv_params *p,
                (uintptr_t)(output + (size_t)in->n * out_img) <= (uintptr_t)input;
     if (depthwise) {
         dw_sm = dw_small(bias, out->c, (int64_t)f->h * f->w);
+        /* (an overlapping call in blocks of at least 8 pixels or a row) */
+        dw_img = pe_dw_dsp_applies(p, in, f, out, bias) &&
+                 (disjoint || PE_DW_BLOCK_BYTES / out->c >= (out->w < 8 ? out->w : 8));
     }
 #endif
     for (n = 0; n < in->n; n++) {
@@ -664,6 +1271,25 @@ static pe_status run(const pe_context *ctx, const pe_conv_params *p,
 #if PE_DSP
         if (disjoint && !depthwise && p->groups == 1) {
             conv_dsp(p, q, in, img, f, filter, bias, out, dst);
+        }
+        if (dw_img) {
+            /* the in-bounds taps of every window, counted per axis: the
+             * window clipping is separable */
+            uint64_t ny = 0, nx = 0;
+            int32_t lo, hi;
+            dw_image_dsp(p, q, in, img, f, filter, bias, out, dst, disjoint);
+            for (oy = 0; oy < out->h; oy++) {
+                tap_range(oy * p->stride.h - p->padding.top, p->dilation.h, f->h, in->h, &lo, &hi);
+                ny += (uint64_t)(hi >= lo ? hi - lo + 1 : 0);
+            }
+            for (ox = 0; ox < out->w; ox++) {
+                tap_range(ox * p->stride.w - p->padding.left, p->dilation.w, f->w, in->w, &lo,
+                          &hi);
+                nx += (uint64_t)(hi >= lo ? hi - lo + 1 : 0);
+            }
+            macs += ny * nx * (uint64_t)out->c;
+            reads += ny * nx * (uint64_t)out->c;
+            continue;
         }
 #endif
         for (oy = 0; oy < out->h; oy++) {
@@ -683,7 +1309,9 @@ static pe_status run(const pe_context *ctx, const pe_conv_params *p,
                 }
                 if (depthwise) {
 #if PE_DSP
-                    if (dw_dsp_ok(p, out)) {
+                    if (dw_img) {
+                        reads += taps * (uint64_t)out->c;
+                    } else if (dw_dsp_ok(p, out)) {
                         depthwise_pixel_dsp(p, q, in, img, f, filter, bias, out, iy0, ix0,
                                             y_lo, y_hi, kx_lo, kx_hi, dst, dw_sm);
                         reads += taps * (uint64_t)out->c;

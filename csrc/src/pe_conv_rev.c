@@ -31,11 +31,15 @@
  * inline-asm block pe_dsp_dot_2x2 with the input offset folded into the
  * start value), depthwise sums three-tap rows with SMLABB/SMLATT and
  * weights widened once per run of columns, and the requantization of a column
- * is SMLAL + QADD + SSAT.
+ * is SMLAL + QADD + SSAT. The whole-tensor depthwise call on the DSP path
+ * (multiplier 1 or a multiple of 4) runs the gather kernel's channel-group
+ * loops instead (dw_whole_dsp): no int32 rows, finished int8 rows held in
+ * the scratch.
  */
 #include <stdint.h>
 
 #include "pyembed/pe_conv.h"
+#include "pyembed/pe_conv_gather.h"
 #include "pyembed/pe_fixed.h"
 #include "pyembed/pe_simd.h"
 
@@ -1403,6 +1407,109 @@ pe_status pe_conv2d_rev_stream_pop_s8(pe_conv_rev_stream *st, int8_t *output_row
     return PE_OK;
 }
 
+#if PE_DSP
+/* n bytes from s to d, forward, four at a time (d <= s - 4 or disjoint) */
+static void copy_fwd(int8_t *d, const int8_t *s, size_t n)
+{
+    size_t i;
+    for (i = 0; i + 4 <= n; i += 4) {
+        __builtin_memcpy(d + i, s + i, 4);
+    }
+    for (; i < n; i++) {
+        d[i] = s[i];
+    }
+}
+
+/* The whole-tensor depthwise call on the DSP extension, where the
+ * channel-group loops of pe_conv_gather.c apply (pe_dw_dsp_applies): they
+ * keep each window's accumulators in registers, so none of the stream's
+ * int32 row traffic remains; the scratch holds finished int8 output rows
+ * instead of accumulator rows. The output may lie over the input as the
+ * stream allows it (a planner's row model: output row R is written once the
+ * input rows up to the last one R reads are consumed, and overwrites no
+ * input row after those): before row R is written, every output row that
+ * reads one of those input rows, up to R + (k_eff - 1) / stride, has been
+ * computed into the scratch, so everything read later lies in input rows
+ * the stream would still read too. Same bytes; stats count the (pixel, tap)
+ * pairs, the input rows read and the int8 rows held. */
+static pe_status dw_whole_dsp(const pe_context *ctx, const pe_conv_params *p,
+                              const pe_per_channel_quant *q, const pe_dims *in,
+                              const int8_t *input, const pe_dims *f, const int8_t *filter,
+                              const int32_t *bias, const pe_dims *out, int8_t *output)
+{
+    const size_t row_b = (size_t)out->w * (size_t)out->c;
+    const size_t in_img = (size_t)in->h * (size_t)in->w * (size_t)in->c;
+    const int32_t k_eff = (f->h - 1) * p->dilation.h + 1;
+    const int32_t ahead = (k_eff - 1) / p->stride.h;
+    int32_t need, cap, n, a, c, e, w, i, lo, hi, peak = 0;
+    uint64_t ny = 0, nx = 0;
+    pe_status s = scratch_bytes(p, in, f, out, 1, &need);
+    if (s != PE_OK) {
+        return s;
+    }
+    if (ctx == NULL || filter == NULL || ctx->buf == NULL || ctx->size < need ||
+        ((uintptr_t)ctx->buf & 3u) != 0u) {
+        return input == NULL || output == NULL || filter == NULL ? PE_ERR_ARG : PE_ERR_SCRATCH;
+    }
+    s = pe_conv_check_quant(q, bias, out->c, (int64_t)f->h * f->w);
+    if (s != PE_OK) {
+        return s;
+    }
+    /* rows the scratch holds: at least 4 x the ring's ceil(k_eff / stride)
+     * rows (int8 instead of int32), so more than ahead */
+    cap = (int32_t)((size_t)ctx->size / row_b);
+    cap = cap < out->h ? cap : out->h;
+    if (cap < out->h && cap <= ahead) {
+        return PE_ERR_SCRATCH;
+    }
+    for (n = 0; n < in->n; n++) {
+        const int8_t *const img = input + (size_t)n * in_img;
+        int8_t *const dst = output + (size_t)n * (size_t)out->h * row_b;
+        int8_t *const buf = (int8_t *)ctx->buf;
+        if ((uintptr_t)dst >= (uintptr_t)(img + in_img) ||
+            (uintptr_t)(dst + (size_t)out->h * row_b) <= (uintptr_t)img) {
+            /* output disjoint from this image: no rows held */
+            pe_dw_dsp_rows(p, q, in, img, f, filter, bias, out, 0, out->h, dst, row_b);
+            continue;
+        }
+        a = 0; /* first row not yet written; buf row 0 holds it */
+        c = 0; /* rows computed */
+        while (a < out->h) {
+            e = a + cap < out->h ? a + cap : out->h;
+            if (e > c) {
+                pe_dw_dsp_rows(p, q, in, img, f, filter, bias, out, c, e,
+                               buf + (size_t)(c - a) * row_b, row_b);
+                c = e;
+            }
+            peak = c - a > peak ? c - a : peak;
+            w = c == out->h ? c : c - ahead; /* rows [a, w) may be written */
+            copy_fwd(dst + (size_t)a * row_b, buf, (size_t)(w - a) * row_b);
+            copy_fwd(buf, buf + (size_t)(w - a) * row_b, (size_t)(c - w) * row_b);
+            a = w;
+        }
+    }
+    if (ctx->stats != NULL) {
+        for (i = 0; i < out->h; i++) {
+            tap_range(i * p->stride.h - p->padding.top, f->h, p->dilation.h, in->h, &lo, &hi);
+            ny += (uint64_t)(hi >= lo ? hi - lo + 1 : 0);
+        }
+        for (i = 0; i < out->w; i++) {
+            tap_range(i * p->stride.w - p->padding.left, f->w, p->dilation.w, in->w, &lo, &hi);
+            nx += (uint64_t)(hi >= lo ? hi - lo + 1 : 0);
+        }
+        ctx->stats->macs += ny * nx * (uint64_t)out->c * (uint64_t)in->n;
+        ctx->stats->input_reads += (uint64_t)in_img * (uint64_t)in->n;
+        if ((int64_t)peak * (int64_t)row_b > ctx->stats->peak_elems) {
+            ctx->stats->peak_elems = (int64_t)peak * (int64_t)row_b;
+        }
+        if ((int64_t)peak * (int64_t)row_b > ctx->stats->peak_bytes) {
+            ctx->stats->peak_bytes = (int64_t)peak * (int64_t)row_b;
+        }
+    }
+    return PE_OK;
+}
+#endif
+
 static pe_status run_whole(const pe_context *ctx, const pe_conv_params *p,
                            const pe_per_channel_quant *q, const pe_dims *in,
                            const int8_t *input, const pe_dims *f, const int8_t *filter,
@@ -1416,6 +1523,13 @@ static pe_status run_whole(const pe_context *ctx, const pe_conv_params *p,
     if (input == NULL || output == NULL) {
         return PE_ERR_ARG;
     }
+#if PE_DSP
+    if (depthwise && p != NULL && in != NULL && f != NULL && out != NULL &&
+        check_geometry(p, in, f, out, 1) == PE_OK &&
+        pe_dw_dsp_applies(p, in, f, out, bias)) {
+        return dw_whole_dsp(ctx, p, q, in, input, f, filter, bias, out, output);
+    }
+#endif
     s = stream_init(&st, ctx, p, q, in, f, filter, bias, out, depthwise);
     if (s != PE_OK) {
         return s;

@@ -213,14 +213,19 @@ def litert_run(blob, inputs):
     return [it.get_tensor(d["index"]) for d in it.get_output_details()]
 
 
-def tflm_frames(blob, frames, arena_size=None):
+def tflm_frames(blob, frames, arena_size=None, reset=False):
     """Output 0 of a one-input model on the tflite-micro interpreter for each
     input array of frames in turn (one interpreter, invoked once a frame), as
-    a list of arrays."""
+    a list of arrays. Variable tensors (an LSTM's hidden and cell state) carry
+    over from frame to frame unless reset=True, which resets the interpreter
+    before each frame, so each output is that of one invocation from the
+    initial state, as Graph.run computes it."""
     from tflite_micro.python.tflite_micro import runtime
     interp = runtime.Interpreter.from_bytes(bytes(blob), arena_size=arena_size)
     outs = []
     for x in frames:
+        if reset:
+            interp.reset()
         interp.set_input(x, 0)
         interp.invoke()
         outs.append(np.array(interp.get_output(0)))

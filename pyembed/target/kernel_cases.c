@@ -128,8 +128,9 @@ static pe_context make_ctx(int32_t size, pe_stats *stats)
 /* params: depthwise, in[4], f[4], out[4], stride h w, dil h w, pad t b l r,
  * in_off, out_off, act min max, groups, ch_mult, rounding, has_bias, form
  * (0 reverse, 1 gather: pe_conv_gather.h, no scratch, 2 gather with the
- * output p[30] bytes after the input in one buffer); p[31] the reverse scratch (
- * 0 minimum, 1 fast, reverse conv only);
+ * output p[30] bytes after the input in one buffer, 3 reverse with the
+ * output p[30] bytes after the input in one buffer); p[31] the reverse
+ * scratch (0 minimum, 1 fast, reverse conv only);
  * arrays: input, filter, bias, mult, shift */
 static void run_conv(const case_t *c)
 {
@@ -198,6 +199,27 @@ static void run_conv(const case_t *c)
                                                 p[28] ? (const int32_t *)c->a[2] : NULL, &out, y)
                 : pe_conv2d_gather_s8(&ctx, &cp, &q, &in, x, &f, (const int8_t *)c->a[1],
                                       p[28] ? (const int32_t *)c->a[2] : NULL, &out, y);
+        ins = since(t0);
+        put_result(st, ins, y, st == PE_OK ? elems(out) : 0);
+        return;
+    }
+    if (p[29] == 3) {
+        /* the output placed p[30] bytes after the start of a copy of the
+         * input in one buffer (a planner's row-model layout) */
+        const int32_t delta = p[30];
+        const int32_t base = delta < 0 ? -delta : 0;
+        int8_t *arena = (int8_t *)out_payload;
+        int8_t *y;
+        NEED((int64_t)base + elems(in) <= (int64_t)sizeof(out_payload) &&
+             (int64_t)base + delta + elems(out) <= (int64_t)sizeof(out_payload));
+        memcpy(arena + base, c->a[0], (size_t)elems(in));
+        y = arena + base + delta;
+        t0 = now();
+        st = dw ? pe_depthwise_conv2d_rev_s8(&ctx, &cp, &q, &in, arena + base, &f,
+                                             (const int8_t *)c->a[1],
+                                             p[28] ? (const int32_t *)c->a[2] : NULL, &out, y)
+                : pe_conv2d_rev_s8(&ctx, &cp, &q, &in, arena + base, &f, (const int8_t *)c->a[1],
+                                   p[28] ? (const int32_t *)c->a[2] : NULL, &out, y);
         ins = since(t0);
         put_result(st, ins, y, st == PE_OK ? elems(out) : 0);
         return;

@@ -78,8 +78,8 @@ def conv_case(input, weights, bias, mult, shift, *, stride=(1, 1), dilation=(1, 
     """input NHWC int8; weights OHWI (conv) or [1, kh, kw, out_c] (depthwise);
     padding (top, bottom, left, right); out_hw defaults to the floor rule;
     gather=True runs the scratch-free gather kernel (pe_conv_gather.h)
-    instead of the reverse one; overlap=delta (gather only) places its output
-    delta bytes after the start of the input in one buffer, as a plan with an
+    instead of the reverse one; overlap=delta places its output delta bytes
+    after the start of the input in one buffer, as a plan with an
     output-over-input allowance (pyembed.plan.overlap) does. The reverse conv
     gets the scratch of pe_conv2d_rev_s8_get_fast_buffer_size (fast_scratch,
     which enables the DSP build's int16 column blocks) or the minimum one."""
@@ -97,7 +97,8 @@ def conv_case(input, weights, bias, mult, shift, *, stride=(1, 1), dilation=(1, 
     bias = _i32(bias if has_bias else np.zeros(out_c))
     params = [int(depthwise), n, h, w, c, fn, kh, kw, fc, n, oh, ow, out_c, *stride, *dilation,
               *padding, input_offset, output_offset, *act, groups, ch_mult, rounding,
-              int(has_bias), (2 if overlap is not None else 1) if gather else 0,
+              int(has_bias),
+              (2 if overlap is not None else 1) if gather else (3 if overlap is not None else 0),
               int(overlap or 0), int(bool(fast_scratch))]
     macs = n * oh * ow * out_c * kh * kw * (1 if depthwise else fc)
     return Case(OP_CONV, params, [input, weights, bias, _i32(mult), _i32(shift)], name, macs)

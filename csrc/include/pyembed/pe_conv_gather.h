@@ -63,6 +63,20 @@ pe_status pe_depthwise_conv2d_gather_s8(const pe_context *ctx, const pe_conv_par
                                         const int32_t *bias, const pe_dims *output_dims,
                                         int8_t *output);
 
+/* Internal to csrc, Arm DSP-extension builds only (defined in
+ * pe_conv_gather.c under PE_DSP, pe_simd.h; the reverse kernel's whole-tensor
+ * depthwise call uses them): whether the channel-group depthwise loops apply
+ * (multiplier 1, at least 4 channels, at most 64 taps, |acc| < 2^30), and
+ * output rows [oy0, oy1), every column, written to o + (oy - oy0) * o_row
+ * (pixels out_c bytes apart). Arguments are checked by the caller. */
+int32_t pe_dw_dsp_applies(const pe_conv_params *params, const pe_dims *input_dims,
+                          const pe_dims *filter_dims, const pe_dims *output_dims,
+                          const int32_t *bias);
+void pe_dw_dsp_rows(const pe_conv_params *params, const pe_per_channel_quant *quant,
+                    const pe_dims *input_dims, const int8_t *image, const pe_dims *filter_dims,
+                    const int8_t *filter, const int32_t *bias, const pe_dims *output_dims,
+                    int32_t oy0, int32_t oy1, int8_t *o, size_t o_row);
+
 #ifdef __cplusplus
 }
 #endif
