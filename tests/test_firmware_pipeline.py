@@ -131,3 +131,42 @@ def test_firmware_max_extra_macs_as_plan(tmp_path):
     assert json.loads((tmp_path / "proj" / "firmware.json").read_text())["pipeline"]["max_extra_macs"] == 0.0
     res, _ = _firmware(tmp_path, "--max-extra-macs", "lots")
     assert res.exit_code == 2 and "--max-extra-macs" in res.output
+
+
+def _odd_channels_net():
+    """conv 3x3 on 3 channels (a window row is 9 contiguous bytes: the 8-byte
+    dot product and its tail), depthwise on 12 channels (three 4-channel
+    words) then on 6 (a word and a 2-channel tail), pointwise 12 -> 6 and
+    6 -> 5 (4-channel groups and a tail channel), a strided depthwise."""
+    from pyembed.bench._built import _Net
+    n = _Net(7)
+    x = n.input((1, 20, 20, 3))
+    a = n.conv(x, 12, 3, 1)
+    b = n.dwconv(a, 3, 1)
+    c = n.conv(b, 6, 1, 1)
+    d = n.dwconv(c, 3, 2)
+    e = n.conv(d, 5, 1, 1, act=None)
+    f = n.conv(e, 4, 3, 1)
+    y = n.fc(n.reshape(f, (1, int(np.prod(n.shape(f)[1:])))), 3)
+    return n.to_bytes([x], [y])
+
+
+@NEEDS_QEMU
+def test_firmware_stripe_dsp_paths_bit_exact_under_qemu(tmp_path, monkeypatch, runtime_objects):
+    """The stripe executor's Cortex-M4 DSP paths (runs of the window through the
+    SMLAD dot products, depthwise four channels a word, pe_dsp_requant) on
+    channel counts that exercise every tail: outputs == host run == TFLM."""
+    monkeypatch.setenv("RUNTIME_BUILD", runtime_objects)
+    data = _odd_channels_net()
+    path = tmp_path / "odd.tflite"
+    path.write_bytes(data)
+    g = load_model(str(path))
+    x = np.random.default_rng(11).integers(-128, 128, size=g.tensors[g.inputs[0]].shape).astype(np.int8)
+    np.save(tmp_path / "x.npy", x)
+    res = CliRunner().invoke(main, ["firmware", str(path), "--profile", "mps2-an386", "-o", str(tmp_path / "proj"),
+                                    "--json", "--strategy", "stripes", "--run", "--inputs", str(tmp_path / "x.npy")])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.output)
+    ops = [o["type"] for o in d["operators"]]
+    assert "PE_STRIPE_REGION" in ops and "DEPTHWISE_CONV_2D" not in ops, ops
+    _check_run(d, g, x)

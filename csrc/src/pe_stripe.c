@@ -13,7 +13,11 @@
  * over the image height to size each residual branch's row store.
  */
 #include "pyembed/pe_stripe.h"
+
+#include <string.h>
+
 #include "pyembed/pe_fixed.h"
+#include "pyembed/pe_simd.h"
 
 /* ------------------------------------------------------------------------ */
 /* Geometry                                                                 */
@@ -840,21 +844,164 @@ static void publish(stripe_run *R, int32_t p, int32_t row, int32_t x, const int8
         if (x >= a->out_a && x < a->out_b) {
             const int32_t rows = R->G->g[A].branch_rows;
             const int32_t off = ((row % rows) * (a->out_b - a->out_a) + (x - a->out_a)) * c;
-            int32_t i;
-            for (i = 0; i < c; i++) {
-                a->branch[off + i] = px[i];
-            }
+            memcpy(a->branch + off, px, (size_t)c);
             note_hw(&a->hw_branch, off + c);
         }
         A = a->next_listener;
     }
 }
 
+/* v + offset clamped to the activation range, in int32: |offset| <= 128 and
+ * the range is inside int8, so clamping v to [-1024, 1024] first changes no
+ * result and keeps the sum from overflowing. */
 static int32_t finish_s8(int32_t v, int32_t offset, const pe_activation *act)
 {
-    int64_t r = (int64_t)v + offset;
-    r = r < act->min ? act->min : (r > act->max ? act->max : r);
-    return (int32_t)r;
+    int32_t r = v < -1024 ? -1024 : (v > 1024 ? 1024 : v);
+    r += offset;
+    return r < act->min ? act->min : (r > act->max ? act->max : r);
+}
+
+/* Output channel oc's int8 from its accumulator: requantization, output
+ * offset and activation. On the DSP extension the double-rounding case with
+ * a right shift of 1..23, a non-negative multiplier and |acc| < 2^30 takes
+ * pe_dsp_requant (the same bytes, see pe_simd.h); every other case the
+ * portable pe_fx_requant_mode. */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((always_inline)) /* one call per output value: no call overhead */
+#endif
+static inline int8_t requant_s8(const pe_stripe_layer *l, int32_t acc, int32_t oc)
+{
+    const int32_t m = l->quant.multiplier[oc];
+    const int32_t sh = l->quant.shift[oc];
+#if PE_DSP
+    if (l->rounding != PE_ROUND_SINGLE && m >= 0 && sh <= -1 && sh >= -23 &&
+        acc > -(1 << 30) && acc < (1 << 30)) {
+        return pe_dsp_requant(acc, m, -sh, l->activation.min, l->activation.max,
+                              l->output_offset);
+    }
+#endif
+    return (int8_t)finish_s8(pe_fx_requant_mode(acc, m, sh, l->rounding), l->output_offset,
+                             &l->activation);
+}
+
+/* One output pixel of a conv / pointwise: nrun runs of the window, run r
+ * being rlen[r] consecutive input pixels from run_px[r] whose weights start
+ * at tap woff[r] (a window row inside one ring row is one run, so the dot
+ * products run over rlen * in_c contiguous bytes). On the DSP extension,
+ * four output channels at a time with the input offset applied while
+ * widening (pe_dsp_dot_1x4_off): the same int32 sums in another order
+ * (accumulator_fits bounds every partial sum). */
+static void conv_pixel(const pe_stripe_layer *l, int32_t ci, int32_t co, int32_t fsize,
+                       const int8_t *const *run_px, const int32_t *woff, const uint8_t *rlen,
+                       int32_t nrun, int8_t *dst)
+{
+    const int32_t off = l->input_offset;
+    int32_t oc = 0, r;
+#if PE_DSP
+    for (; oc + 4 <= co; oc += 4) {
+        const int8_t *w0 = l->weights + (size_t)oc * (size_t)fsize;
+        const int8_t *w1 = w0 + fsize, *w2 = w1 + fsize, *w3 = w2 + fsize;
+        int32_t acc[4];
+        int32_t j;
+        for (j = 0; j < 4; j++) {
+            acc[j] = l->bias != NULL ? l->bias[oc + j] : 0;
+        }
+        for (r = 0; r < nrun; r++) {
+            const int32_t wo = woff[r] * ci;
+            const int32_t n = (int32_t)rlen[r] * ci;
+            const int32_t n8 = n >> 3;
+            const int8_t *px = run_px[r];
+            if (n8 > 0) {
+                pe_dsp_dot_1x4_off(acc, w0 + wo, w1 + wo, w2 + wo, w3 + wo, px, n8, off);
+            }
+            if ((n & 7) != 0) {
+                const int32_t i = n8 * 8;
+                pe_dsp_dot_1x2_off(acc, w0 + wo + i, w1 + wo + i, px + i, n - i, off);
+                pe_dsp_dot_1x2_off(acc + 2, w2 + wo + i, w3 + wo + i, px + i, n - i, off);
+            }
+        }
+        for (j = 0; j < 4; j++) {
+            dst[oc + j] = requant_s8(l, acc[j], oc + j);
+        }
+    }
+#endif
+    for (; oc < co; oc++) {
+        const int8_t *wf = l->weights + (size_t)oc * (size_t)fsize;
+        int32_t acc = l->bias != NULL ? l->bias[oc] : 0;
+        for (r = 0; r < nrun; r++) {
+            const int8_t *wt = wf + woff[r] * ci;
+            const int8_t *px = run_px[r];
+            const int32_t n = (int32_t)rlen[r] * ci;
+            int32_t i;
+            for (i = 0; i < n; i++) {
+                acc += (int32_t)wt[i] * ((int32_t)px[i] + off);
+            }
+        }
+        dst[oc] = requant_s8(l, acc, oc);
+    }
+}
+
+/* One output pixel of a depthwise conv over ntap taps. Channel multiplier 1:
+ * four channels at a time, each tap one word of input and one of weights
+ * (on the DSP extension widened by SXTAB16 / SXTB16 and accumulated by
+ * SMLABB / SMLATT, the same int32 sums). woff[t]: where tap t's weights
+ * start (tap index * out_c). */
+static void dw_pixel(const pe_stripe_layer *l, int32_t ci, int32_t co, const int8_t *const *tap,
+                     const int32_t *woff, int32_t ntap, int8_t *dst)
+{
+    const int32_t off = l->input_offset;
+    const int32_t mult = co / ci;
+    int32_t oc = 0, t;
+    if (mult == 1) {
+        for (; oc + 4 <= co; oc += 4) {
+            int32_t a0, a1, a2, a3;
+            if (l->bias != NULL) {
+                a0 = l->bias[oc];
+                a1 = l->bias[oc + 1];
+                a2 = l->bias[oc + 2];
+                a3 = l->bias[oc + 3];
+            } else {
+                a0 = a1 = a2 = a3 = 0;
+            }
+#if PE_DSP
+            {
+                const uint32_t off2 = pe_dup16(off);
+                const int8_t *wb = l->weights + oc;
+                for (t = 0; t < ntap; t++) {
+                    const uint32_t xw = pe_rd32(tap[t] + oc);
+                    const uint32_t ww = pe_rd32(wb + woff[t]);
+                    const uint32_t xe = __sxtab16(off2, xw), xo = pe_sxtab16_ror8(off2, xw);
+                    const uint32_t we = __sxtb16(ww), wo = pe_sxtb16_ror8(ww);
+                    a0 = __smlabb(we, xe, a0);
+                    a2 = __smlatt(we, xe, a2);
+                    a1 = __smlabb(wo, xo, a1);
+                    a3 = __smlatt(wo, xo, a3);
+                }
+            }
+#else
+            for (t = 0; t < ntap; t++) {
+                const int8_t *px = tap[t] + oc;
+                const int8_t *wt = l->weights + woff[t] + oc;
+                a0 += (int32_t)wt[0] * ((int32_t)px[0] + off);
+                a1 += (int32_t)wt[1] * ((int32_t)px[1] + off);
+                a2 += (int32_t)wt[2] * ((int32_t)px[2] + off);
+                a3 += (int32_t)wt[3] * ((int32_t)px[3] + off);
+            }
+#endif
+            dst[oc] = requant_s8(l, a0, oc);
+            dst[oc + 1] = requant_s8(l, a1, oc + 1);
+            dst[oc + 2] = requant_s8(l, a2, oc + 2);
+            dst[oc + 3] = requant_s8(l, a3, oc + 3);
+        }
+    }
+    for (; oc < co; oc++) {
+        const int32_t ic = oc / mult;
+        int32_t acc = l->bias != NULL ? l->bias[oc] : 0;
+        for (t = 0; t < ntap; t++) {
+            acc += (int32_t)l->weights[woff[t] + oc] * ((int32_t)tap[t][ic] + off);
+        }
+        dst[oc] = requant_s8(l, acc, oc);
+    }
 }
 
 /* Output columns [x0, x1) of row o of a conv / depthwise / pointwise / pool. */
@@ -865,59 +1012,64 @@ static void compute_windowed(stripe_run *R, int32_t L, int32_t o, int32_t x0, in
     const stripe_state *s = &R->st[L + 1];
     const int8_t *tap[PE_STRIPE_MAX_TAPS];
     int32_t woff[PE_STRIPE_MAX_TAPS];
+    uint8_t rlen[PE_STRIPE_MAX_TAPS];
+    int32_t roff[PE_STRIPE_MAX_KERNEL]; /* ring offset of window row ky, less in_a columns */
     const int32_t row0 = o * g->sh - g->pt;
     const int32_t ky0 = max32(0, -row0);
     const int32_t ky1 = min32(g->kh, g->in_h - row0);
     const int32_t ci = g->in_c;
     const int32_t co = g->out_c;
-    int32_t x;
+    const int32_t ring_w = s->in_b - s->in_a;
+    /* the row still partly in temp (in_pixel's rule), or none */
+    const int32_t temp_row = s->temp_cols > 0 ? s->in_row : -1;
+    const int conv = l->op == PE_STRIPE_CONV || l->op == PE_STRIPE_POINTWISE;
+    const int32_t fsize = g->kh * g->kw * ci;
+    int32_t x, ky;
 
+    for (ky = ky0; ky < ky1; ky++) {
+        const int32_t r = row0 + ky;
+        const int32_t slot = g->ring_rows > 1 ? r % g->ring_rows : 0;
+        roff[ky] = (slot * ring_w - s->in_a) * ci;
+    }
     for (x = x0; x < x1; x++) {
         const int32_t col0 = x * g->sw - g->pl;
         const int32_t kx0 = max32(0, -col0);
         const int32_t kx1 = min32(g->kw, g->in_w - col0);
-        int32_t ntap = 0;
-        int32_t ky, kx, t, oc;
+        int32_t ntap = 0, nrun = 0;
+        int32_t kx, t, oc;
         int8_t *dst;
         for (ky = ky0; ky < ky1; ky++) {
+            const int32_t r = row0 + ky;
             for (kx = kx0; kx < kx1; kx++) {
-                tap[ntap] = in_pixel(s, g, row0 + ky, col0 + kx);
-                woff[ntap] = ky * g->kw + kx;
+                const int32_t c = col0 + kx;
+                const int8_t *px = (r == temp_row && c >= s->committed)
+                                       ? s->temp + (c % s->temp_cols) * ci
+                                       : s->ring + roff[ky] + c * ci;
+                const int32_t w = ky * g->kw + kx;
+                if (conv) {
+                    /* extend the current run when pixel and weights follow on */
+                    if (nrun > 0 && kx > kx0 && px == tap[nrun - 1] + rlen[nrun - 1] * ci &&
+                        w == woff[nrun - 1] + rlen[nrun - 1]) {
+                        rlen[nrun - 1]++;
+                    } else {
+                        tap[nrun] = px;
+                        woff[nrun] = w;
+                        rlen[nrun] = 1;
+                        nrun++;
+                    }
+                } else {
+                    tap[ntap] = px;
+                    woff[ntap] = w * co;
+                }
                 ntap++;
             }
         }
         dst = out_slot(R, L, o, x);
-        if (l->op == PE_STRIPE_CONV || l->op == PE_STRIPE_POINTWISE) {
-            const int32_t fsize = g->kh * g->kw * ci;
-            for (oc = 0; oc < co; oc++) {
-                const int8_t *wf = l->weights + (size_t)oc * (size_t)fsize;
-                int32_t acc = l->bias != NULL ? l->bias[oc] : 0;
-                for (t = 0; t < ntap; t++) {
-                    const int8_t *wt = wf + woff[t] * ci;
-                    const int8_t *px = tap[t];
-                    int32_t ic;
-                    for (ic = 0; ic < ci; ic++) {
-                        acc += (int32_t)wt[ic] * ((int32_t)px[ic] + l->input_offset);
-                    }
-                }
-                acc = pe_fx_requant_mode(acc, l->quant.multiplier[oc], l->quant.shift[oc],
-                                         l->rounding);
-                dst[oc] = (int8_t)finish_s8(acc, l->output_offset, &l->activation);
-            }
+        if (conv) {
+            conv_pixel(l, ci, co, fsize, tap, woff, rlen, nrun, dst);
             R->macs += (uint64_t)ntap * (uint64_t)ci * (uint64_t)co;
         } else if (l->op == PE_STRIPE_DEPTHWISE) {
-            const int32_t mult = co / ci;
-            for (oc = 0; oc < co; oc++) {
-                const int32_t ic = oc / mult;
-                int32_t acc = l->bias != NULL ? l->bias[oc] : 0;
-                for (t = 0; t < ntap; t++) {
-                    acc += (int32_t)l->weights[woff[t] * co + oc] *
-                           ((int32_t)tap[t][ic] + l->input_offset);
-                }
-                acc = pe_fx_requant_mode(acc, l->quant.multiplier[oc], l->quant.shift[oc],
-                                         l->rounding);
-                dst[oc] = (int8_t)finish_s8(acc, l->output_offset, &l->activation);
-            }
+            dw_pixel(l, ci, co, tap, woff, ntap, dst);
             R->macs += (uint64_t)ntap * (uint64_t)co;
         } else { /* pool */
             for (oc = 0; oc < co; oc++) {
@@ -1120,15 +1272,15 @@ static void commit(stripe_run *R, int32_t L)
     if (g->ring_rows > 0 && cb > s->committed) {
         const int32_t slot = g->ring_rows > 1 ? s->in_row % g->ring_rows : 0;
         int8_t *row = s->ring + slot * (s->in_b - s->in_a) * g->in_c;
-        int32_t col, i;
-        for (col = s->committed; col < cb; col++) {
-            const int8_t *src = s->temp + (col % s->temp_cols) * g->in_c;
-            int8_t *dst = row + (col - s->in_a) * g->in_c;
-            for (i = 0; i < g->in_c; i++) {
-                dst[i] = src[i];
-            }
-            note_hw(&s->hw_ring, (int32_t)(dst - s->ring) + g->in_c);
+        int32_t col = s->committed;
+        /* the temporary is circular: at most two contiguous pieces */
+        while (col < cb) {
+            const int32_t t = col % s->temp_cols;
+            const int32_t n = min32(cb - col, s->temp_cols - t);
+            memcpy(row + (col - s->in_a) * g->in_c, s->temp + t * g->in_c, (size_t)(n * g->in_c));
+            col += n;
         }
+        note_hw(&s->hw_ring, (int32_t)(row - s->ring) + (cb - s->in_a) * g->in_c);
     }
     if (cb > s->committed) {
         s->committed = cb;

@@ -78,9 +78,10 @@ extern "C" {
  * and micro_speech's 10x8, fit). Stack: the query and the run keep the
  * network's geometry on the stack, and the run recurses a few small frames
  * per layer (depth bounded by the layer count, never by the image); the
- * kernel leaf keeps two PE_STRIPE_MAX_TAPS tables (8 bytes a tap on a
- * Cortex-M: under 1 KB); arm-none-eabi-gcc -O2 -fstack-usage gives about
- * 2.5 KB for the entry points and under 0.2 KB per layer of depth. */
+ * kernel leaf keeps three PE_STRIPE_MAX_TAPS tables (9 bytes a tap on a
+ * Cortex-M) and a PE_STRIPE_MAX_KERNEL row table: a frame of about 1.2 KB;
+ * arm-none-eabi-gcc -O2 -fstack-usage gives about 2.5 KB for the entry
+ * points and under 0.2 KB per layer of depth. */
 #define PE_STRIPE_MAX_LAYERS 32
 #define PE_STRIPE_MAX_KERNEL 16
 #define PE_STRIPE_MAX_TAPS 100
