@@ -85,13 +85,9 @@ static inline uint32_t pe_dup16(int32_t v)
 #define PE_DSP_ASM 0
 #endif
 
-__attribute__((noinline, unused)) static void pe_dsp_dot_2x2(int32_t *a, const int8_t *wa, const int8_t *wb,
-                                  const int8_t *x0, const int8_t *x1, int32_t n8)
-{
-#if PE_DSP_ASM
-    const int8_t *const end = x0 + (size_t)n8 * 8u;
-    int32_t a00 = a[0], a01 = a[1], a10 = a[2], a11 = a[3];
-    uint32_t t0, t1, t2, t3, t4, t5;
+/* One step of the 2x2 int8 block (two pixels x0/x1 by two weight rows
+ * wa/wb, four int8 each): both inputs and both weight words widened with
+ * SXTB16 / SXTB16 ROR 8, eight SMLADs into a00 a01 a10 a11 (16 MACs). */
 #define PE_DSP_K22_STEP                                                       \
     "ldr    %[t0], [%[x0]], #4\n\t"                                          \
     "ldr    %[t1], [%[x1]], #4\n\t"                                          \
@@ -113,6 +109,14 @@ __attribute__((noinline, unused)) static void pe_dsp_dot_2x2(int32_t *a, const i
     "smlad  %[a01], %[t4], %[t0], %[a01]\n\t"                                \
     "smlad  %[a11], %[t5], %[t3], %[a11]\n\t"                                \
     "smlad  %[a11], %[t4], %[t1], %[a11]\n\t"
+
+__attribute__((noinline, unused)) static void pe_dsp_dot_2x2(int32_t *a, const int8_t *wa, const int8_t *wb,
+                                  const int8_t *x0, const int8_t *x1, int32_t n8)
+{
+#if PE_DSP_ASM
+    const int8_t *const end = x0 + (size_t)n8 * 8u;
+    int32_t a00 = a[0], a01 = a[1], a10 = a[2], a11 = a[3];
+    uint32_t t0, t1, t2, t3, t4, t5;
     __asm__ volatile("1:\n\t" PE_DSP_K22_STEP PE_DSP_K22_STEP
                      "ldr    %[t0], %[end]\n\t"
                      "cmp    %[x0], %[t0]\n\t"
@@ -123,7 +127,6 @@ __attribute__((noinline, unused)) static void pe_dsp_dot_2x2(int32_t *a, const i
                        [t4] "=&r"(t4), [t5] "=&r"(t5)
                      : [end] "m"(end)
                      : "cc", "memory");
-#undef PE_DSP_K22_STEP
     a[0] = a00;
     a[1] = a01;
     a[2] = a10;
@@ -331,27 +334,6 @@ __attribute__((noinline, unused)) static void pe_dsp_dot_2x2_rows(int32_t *a, co
     int32_t left = rows;
     int32_t a00 = a[0], a01 = a[1], a10 = a[2], a11 = a[3];
     uint32_t t0, t1, t2, t3, t4, t5;
-#define PE_DSP_K22_STEP                                                       \
-    "ldr    %[t0], [%[x0]], #4\n\t"                                          \
-    "ldr    %[t1], [%[x1]], #4\n\t"                                          \
-    "sxtb16 %[t2], %[t0]\n\t"                                                \
-    "sxtb16 %[t0], %[t0], ror #8\n\t"                                        \
-    "sxtb16 %[t3], %[t1]\n\t"                                                \
-    "sxtb16 %[t1], %[t1], ror #8\n\t"                                        \
-    "ldr    %[t4], [%[wa]], #4\n\t"                                          \
-    "sxtb16 %[t5], %[t4]\n\t"                                                \
-    "sxtb16 %[t4], %[t4], ror #8\n\t"                                        \
-    "smlad  %[a00], %[t5], %[t2], %[a00]\n\t"                                \
-    "smlad  %[a00], %[t4], %[t0], %[a00]\n\t"                                \
-    "smlad  %[a10], %[t5], %[t3], %[a10]\n\t"                                \
-    "smlad  %[a10], %[t4], %[t1], %[a10]\n\t"                                \
-    "ldr    %[t4], [%[wb]], #4\n\t"                                          \
-    "sxtb16 %[t5], %[t4]\n\t"                                                \
-    "sxtb16 %[t4], %[t4], ror #8\n\t"                                        \
-    "smlad  %[a01], %[t5], %[t2], %[a01]\n\t"                                \
-    "smlad  %[a01], %[t4], %[t0], %[a01]\n\t"                                \
-    "smlad  %[a11], %[t5], %[t3], %[a11]\n\t"                                \
-    "smlad  %[a11], %[t4], %[t1], %[a11]\n\t"
     __asm__ volatile("1:\n\t" PE_DSP_K22_STEP PE_DSP_K22_STEP
                      "ldr    %[t0], %[end]\n\t"
                      "cmp    %[x0], %[t0]\n\t"
@@ -372,7 +354,6 @@ __attribute__((noinline, unused)) static void pe_dsp_dot_2x2_rows(int32_t *a, co
                        [t4] "=&r"(t4), [t5] "=&r"(t5), [end] "+m"(end), [left] "+m"(left)
                      : [adv] "m"(adv), [stride] "m"(stride)
                      : "cc", "memory");
-#undef PE_DSP_K22_STEP
     a[0] = a00;
     a[1] = a01;
     a[2] = a10;
