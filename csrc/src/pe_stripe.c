@@ -604,21 +604,33 @@ pe_status pe_stripe_output_dims(const pe_stripe_net *net, pe_dims *output)
     return PE_OK;
 }
 
+/* The geometry and total scratch bytes of a stripe width / block width
+ * (block_w clamped to PE_STRIPE_MAX_BLOCK) */
+static pe_status sized_layout(const pe_stripe_net *net, net_geo *G, int32_t stripe_w,
+                              int32_t *block_w, int streamed, int64_t *total)
+{
+    pe_status st;
+    if (stripe_w < 1 || *block_w < 1) {
+        return PE_ERR_ARG;
+    }
+    st = analyse(net, G);
+    if (st != PE_OK) {
+        return st;
+    }
+    *block_w = min32(*block_w, PE_STRIPE_MAX_BLOCK);
+    return layout(net, G, stripe_w, *block_w, streamed, NULL, NULL, NULL, total);
+}
+
 static pe_status buffer_size(const pe_stripe_net *net, int32_t stripe_w, int32_t block_w,
                              int streamed, int32_t *size)
 {
     net_geo G;
     pe_status st;
     int64_t total;
-    if (size == NULL || stripe_w < 1 || block_w < 1) {
+    if (size == NULL) {
         return PE_ERR_ARG;
     }
-    st = analyse(net, &G);
-    if (st != PE_OK) {
-        return st;
-    }
-    block_w = min32(block_w, PE_STRIPE_MAX_BLOCK);
-    st = layout(net, &G, stripe_w, block_w, streamed, NULL, NULL, NULL, &total);
+    st = sized_layout(net, &G, stripe_w, &block_w, streamed, &total);
     if (st != PE_OK) {
         return st;
     }
@@ -648,16 +660,10 @@ pe_status pe_stripe_buffer_breakdown(const pe_stripe_net *net, int32_t stripe_w,
     int32_t in_w[PE_STRIPE_MAX_LAYERS];
     int32_t add_w[PE_STRIPE_MAX_LAYERS];
     int32_t L;
-    if (ring == NULL || temp == NULL || branch == NULL || branch_rows == NULL || fixed == NULL ||
-        stripe_w < 1 || block_w < 1) {
+    if (ring == NULL || temp == NULL || branch == NULL || branch_rows == NULL || fixed == NULL) {
         return PE_ERR_ARG;
     }
-    st = analyse(net, &G);
-    if (st != PE_OK) {
-        return st;
-    }
-    block_w = min32(block_w, PE_STRIPE_MAX_BLOCK);
-    st = layout(net, &G, stripe_w, block_w, streamed, NULL, NULL, NULL, &total);
+    st = sized_layout(net, &G, stripe_w, &block_w, streamed, &total);
     if (st != PE_OK) {
         return st;
     }
