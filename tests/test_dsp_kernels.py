@@ -49,23 +49,29 @@ def peer_cases():
     return cases, expected
 
 
+def case_geometry(p):
+    """The planner's geometry (pyembed.plan.overlap.Geometry) of a conv case's
+    parameter words: input, output, dilated kernel extent, stride, top/left padding."""
+    from pyembed.plan.overlap import Geometry
+    k_eff = ((p[6] - 1) * p[15] + 1, (p[7] - 1) * p[16] + 1)
+    return Geometry(tuple(p[1:5]), tuple(p[9:13]), k_eff, (p[13], p[14]), (p[17], p[19]))
+
+
 def gather_twin(c, overlap=False):
     """The same convolution case on the scratch-free gather kernel; with
     overlap, its output placed over its input as far as the planner's
     "pixels" model allows (pyembed.plan.overlap.max_delta_pixels), so the
     DSP loops must keep the raster pixel order there."""
     import copy
-    from pyembed.plan.overlap import Geometry, max_delta_pixels
+    from pyembed.plan.overlap import max_delta_pixels
     g = copy.copy(c)
     g.params = list(c.params)
     g.params[29] = 1
     g.name = c.name + " (gather)"
     if overlap:
         p = c.params
-        k_eff = ((p[6] - 1) * p[15] + 1, (p[7] - 1) * p[16] + 1)
-        geo = Geometry(tuple(p[1:5]), tuple(p[9:13]), k_eff, (p[13], p[14]), (p[17], p[19]))
         g.params[29] = 2
-        g.params[30] = max_delta_pixels(geo)
+        g.params[30] = max_delta_pixels(case_geometry(p))
         g.name = c.name + f" (gather, output {g.params[30]} bytes after the input)"
     return g
 
@@ -76,14 +82,11 @@ def rev_overlap_twin(c):
     as the bundled models' plans place depthwise layers: the DSP path's
     whole-tensor depthwise loops must not overwrite input rows still read."""
     import copy
-    from pyembed.plan.overlap import Geometry, max_delta_rows
+    from pyembed.plan.overlap import max_delta_rows
     g = copy.copy(c)
     g.params = list(c.params)
-    p = c.params
-    k_eff = ((p[6] - 1) * p[15] + 1, (p[7] - 1) * p[16] + 1)
-    geo = Geometry(tuple(p[1:5]), tuple(p[9:13]), k_eff, (p[13], p[14]), (p[17], p[19]))
     g.params[29] = 3
-    g.params[30] = max_delta_rows(geo)
+    g.params[30] = max_delta_rows(case_geometry(c.params))
     g.name = c.name + f" (output {g.params[30]} bytes after the input)"
     return g
 

@@ -23,17 +23,14 @@ import time
 import numpy as np
 
 from pyembed.bench.common import emit, table
+from pyembed.model.tflite_writer import tflm_run
 
 STRATEGIES = ("none", "layers", "auto", "stripes", "streamed")
 
 
 def _tflm(g, xs):
-    from tflite_micro.python.tflite_micro import runtime
-    it = runtime.Interpreter.from_file(g.source_path)
-    for k, x in enumerate(xs):
-        it.set_input(x, k)
-    it.invoke()
-    return [np.asarray(it.get_output(k)) for k in range(len(g.outputs))]
+    with open(g.source_path, "rb") as f:
+        return tflm_run(f.read(), xs, len(g.outputs))
 
 
 def _mismatches(outs, refs):

@@ -20,6 +20,7 @@ import tempfile
 import numpy as np
 
 from pyembed.bench.common import emit, table
+from pyembed.model.tflite_writer import tflm_run
 
 BOARDS = ("mps2-an386", "mps2-an500")
 
@@ -32,12 +33,8 @@ def segment_budget(g):
 
 
 def _tflm(g, xs):
-    from tflite_micro.python.tflite_micro import runtime
-    it = runtime.Interpreter.from_file(g.source_path)
-    for k, x in enumerate(xs):
-        it.set_input(x, k)
-    it.invoke()
-    return [np.asarray(it.get_output(k)) for k in range(len(g.outputs))]
+    with open(g.source_path, "rb") as f:
+        return tflm_run(f.read(), xs, len(g.outputs))
 
 
 def run(models=None, boards=BOARDS, workdir=None):
