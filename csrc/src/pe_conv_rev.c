@@ -630,31 +630,15 @@ __attribute__((noinline)) static void conv_col1_flat(int32_t *restrict c0,
                                                      const int8_t *restrict w, size_t ws,
                                                      int32_t len, int32_t n_oc, int32_t offset)
 {
-    const uint32_t off2 = pe_dup16(offset);
-    const int32_t len4 = len & ~3;
-    int32_t oc = 0, i;
-    for (; oc < n_oc; oc += 2) {
+    int32_t oc;
+    for (oc = 0; oc < n_oc; oc += 2) {
         const int32_t two = oc + 1 < n_oc;
         const int8_t *restrict wa = w + (size_t)oc * ws;
-        const int8_t *restrict wb = two ? wa + ws : wa;
-        int32_t a0 = 0, a1 = 0;
-        for (i = 0; i < len4; i += 4) {
-            const uint32_t r = pe_rd32(px + i);
-            const uint32_t xe = __sxtab16(off2, r), xo = pe_sxtab16_ror8(off2, r);
-            const uint32_t va = pe_rd32(wa + i), vb = pe_rd32(wb + i);
-            a0 = __smlad(__sxtb16(va), xe, a0);
-            a0 = __smlad(pe_sxtb16_ror8(va), xo, a0);
-            a1 = __smlad(__sxtb16(vb), xe, a1);
-            a1 = __smlad(pe_sxtb16_ror8(vb), xo, a1);
-        }
-        for (; i < len; i++) {
-            const int32_t x0 = (int32_t)px[i] + offset;
-            a0 += wa[i] * x0;
-            a1 += wb[i] * x0;
-        }
-        c0[oc] += a0;
+        int32_t a[2] = {0, 0};
+        pe_dsp_dot_1x2_off(a, wa, two ? wa + ws : wa, px, len, offset);
+        c0[oc] += a[0];
         if (two) {
-            c0[oc + 1] += a1;
+            c0[oc + 1] += a[1];
         }
     }
 }
