@@ -332,17 +332,21 @@ typedef const int8_t *(*row_fn)(const job *j, const int8_t *buf, int32_t y);
 static void pool_gather_row(job *j, int32_t py, const int8_t *buf, row_fn row_of)
 {
     const pe_pool_params *pp = j->pp;
+    const int32_t y0 = py * pp->stride.h - pp->padding.top;
+    const int32_t wy_lo = y0 < 0 ? -y0 : 0;
+    const int32_t wy_hi = j->co.h - y0 < pp->window.h ? j->co.h - y0 : pp->window.h;
     int32_t px, wy, wx;
+    /* every window position is one nominal operation; only the real ones
+     * (inside the convolution output) are walked */
+    j->cnt->pool_ops_nominal += (uint64_t)j->po.w * (uint64_t)pp->window.h * (uint64_t)pp->window.w;
     for (px = 0; px < j->po.w; px++) {
-        for (wy = 0; wy < pp->window.h; wy++) {
-            const int32_t y = py * pp->stride.h - pp->padding.top + wy;
-            const int8_t *r = (y >= 0 && y < j->co.h) ? row_of(j, buf, y) : NULL;
-            for (wx = 0; wx < pp->window.w; wx++) {
-                const int32_t x = px * pp->stride.w - pp->padding.left + wx;
-                j->cnt->pool_ops_nominal++;
-                if (r != NULL && x >= 0 && x < j->co.w) {
-                    combine(j, py, px, r + (size_t)x * (size_t)j->co.c);
-                }
+        const int32_t x0 = px * pp->stride.w - pp->padding.left;
+        const int32_t wx_lo = x0 < 0 ? -x0 : 0;
+        const int32_t wx_hi = j->co.w - x0 < pp->window.w ? j->co.w - x0 : pp->window.w;
+        for (wy = wy_lo; wy < wy_hi; wy++) {
+            const int8_t *r = row_of(j, buf, y0 + wy);
+            for (wx = wx_lo; wx < wx_hi; wx++) {
+                combine(j, py, px, r + (size_t)(x0 + wx) * (size_t)j->co.c);
             }
         }
     }
@@ -375,21 +379,42 @@ static void run_none(job *j, int8_t *buf)
     release(j, elems, 1);
 }
 
+/* NAIVE's nominal counters for n window positions that fall outside the
+ * convolution output: conv_pixel on such a position only counts its taps, so
+ * they are added in one step rather than walked (a huge pooling window would
+ * otherwise cost time proportional to its area, not to the real taps). */
+static void naive_outside(job *j, uint64_t n)
+{
+    j->cnt->pool_ops_nominal += n;
+    j->cnt->conv_macs_nominal += n * (uint64_t)j->f.h * (uint64_t)j->f.w * (uint64_t)j->f.c * (uint64_t)j->co.c;
+}
+
 static void run_naive(job *j)
 {
     const pe_pool_params *pp = j->pp;
     int32_t py, px, wy, wx;
     for (py = 0; py < j->po.h; py++) {
+        const int32_t y0 = py * pp->stride.h - pp->padding.top;
+        /* window rows inside [0, co.h): wy in [wy_lo, wy_hi) */
+        const int32_t wy_lo = y0 < 0 ? (-y0 < pp->window.h ? -y0 : pp->window.h) : 0;
+        int32_t wy_hi = j->co.h - y0 < pp->window.h ? j->co.h - y0 : pp->window.h;
+        if (wy_hi < wy_lo) {
+            wy_hi = wy_lo;
+        }
         for (px = 0; px < j->po.w; px++) {
-            for (wy = 0; wy < pp->window.h; wy++) {
-                const int32_t y = py * pp->stride.h - pp->padding.top + wy;
-                for (wx = 0; wx < pp->window.w; wx++) {
-                    const int32_t x = px * pp->stride.w - pp->padding.left + wx;
+            const int32_t x0 = px * pp->stride.w - pp->padding.left;
+            const int32_t wx_lo = x0 < 0 ? (-x0 < pp->window.w ? -x0 : pp->window.w) : 0;
+            int32_t wx_hi = j->co.w - x0 < pp->window.w ? j->co.w - x0 : pp->window.w;
+            if (wx_hi < wx_lo) {
+                wx_hi = wx_lo;
+            }
+            naive_outside(j, (uint64_t)(pp->window.h - (wy_hi - wy_lo)) * (uint64_t)pp->window.w +
+                                 (uint64_t)(wy_hi - wy_lo) * (uint64_t)(pp->window.w - (wx_hi - wx_lo)));
+            for (wy = wy_lo; wy < wy_hi; wy++) {
+                for (wx = wx_lo; wx < wx_hi; wx++) {
                     j->cnt->pool_ops_nominal++;
-                    conv_pixel(j, y, x, j->pix); /* recomputed for every window */
-                    if (y >= 0 && y < j->co.h && x >= 0 && x < j->co.w) {
-                        combine(j, py, px, j->pix);
-                    }
+                    conv_pixel(j, y0 + wy, x0 + wx, j->pix); /* recomputed for every window */
+                    combine(j, py, px, j->pix);
                 }
             }
         }
@@ -442,32 +467,30 @@ static void run_reverse(job *j)
 {
     const pe_pool_params *pp = j->pp;
     /* the padded extent of the pooling input: every position some window covers */
-    const int32_t y_first = -pp->padding.top;
     const int32_t y_last = (j->po.h - 1) * pp->stride.h - pp->padding.top + pp->window.h - 1;
-    const int32_t x_first = -pp->padding.left;
     const int32_t x_last = (j->po.w - 1) * pp->stride.w - pp->padding.left + pp->window.w - 1;
+    /* only its real part (inside the convolution output) is walked: every
+     * (window, position) pair is one nominal pooling operation, and summed over
+     * the positions that is each window's area, counted here in one step */
+    const int32_t y_hi = y_last < j->co.h - 1 ? y_last : j->co.h - 1;
+    const int32_t x_hi = x_last < j->co.w - 1 ? x_last : j->co.w - 1;
     int32_t y, x, py, px, py_lo, py_hi, px_lo, px_hi;
-    for (y = y_first; y <= y_last; y++) {
-        const int32_t real_y = y >= 0 && y < j->co.h;
+    j->cnt->pool_ops_nominal +=
+        (uint64_t)j->po.h * (uint64_t)j->po.w * (uint64_t)pp->window.h * (uint64_t)pp->window.w;
+    for (y = 0; y <= y_hi; y++) {
         reach(y, pp->padding.top, pp->window.h, pp->stride.h, j->po.h, &py_lo, &py_hi);
         if (py_lo > py_hi) {
             continue; /* a gap row (stride > window) */
         }
-        for (x = x_first; x <= x_last; x++) {
-            const int32_t real = real_y && x >= 0 && x < j->co.w;
+        for (x = 0; x <= x_hi; x++) {
             reach(x, pp->padding.left, pp->window.w, pp->stride.w, j->po.w, &px_lo, &px_hi);
             if (px_lo > px_hi) {
                 continue;
             }
-            if (real) {
-                conv_pixel(j, y, x, j->pix); /* computed once ... */
-            }
+            conv_pixel(j, y, x, j->pix); /* computed once ... */
             for (py = py_lo; py <= py_hi; py++) {
                 for (px = px_lo; px <= px_hi; px++) {
-                    j->cnt->pool_ops_nominal++;
-                    if (real) {
-                        combine(j, py, px, j->pix); /* ... and combined at once */
-                    }
+                    combine(j, py, px, j->pix); /* ... and combined at once */
                 }
             }
         }
