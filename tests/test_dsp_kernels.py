@@ -346,14 +346,19 @@ def test_fast_scratch_takes_the_int16_blocks(rand):
     """With the fast scratch the DSP build runs the reverse conv's int16
     column blocks: fewer instructions than the same case with the minimum
     scratch (same outputs: test_random_cases_equal_host); the portable build
-    ignores the extra bytes (the same loops, within the SysTick's 40)."""
+    ignores the extra bytes (the same loops, within the SysTick's 40). A 1x1
+    conv takes the pointwise loops with either scratch (no int32 rows, the
+    weight block fits the minimum): the same count."""
     cases, res = rand
     names = [c.name for c in cases]
     checked = 0
     for i, c in enumerate(cases):
         if c.name.endswith(" blocks"):
             j = names.index(c.name + " (minimum scratch)")
-            assert res["dsp"][i].instructions < res["dsp"][j].instructions, c.name
+            if c.name.startswith("conv 1x1"):
+                assert abs(res["dsp"][i].instructions - res["dsp"][j].instructions) <= 40, c.name
+            else:
+                assert res["dsp"][i].instructions < res["dsp"][j].instructions, c.name
             assert abs(res["portable"][i].instructions - res["portable"][j].instructions) <= 40
             checked += 1
     assert checked == 4

@@ -506,6 +506,302 @@ static void conv_dsp(const pe_conv_params *p, const pe_per_channel_quant *q, con
     }
 }
 
+/* ---- pointwise (1x1) conv on the DSP extension ----
+ * A 1x1 convolution without padding is a matrix product: output pixel
+ * (oy, ox) is the dot product of input pixel (oy * s_h, ox * s_w) (in_c
+ * contiguous bytes) with each output channel's in_c weights. Output channels
+ * go in blocks of four, outermost over the rows asked for: the block's
+ * weights are widened once into wblk (8 * in_c bytes, the interleaved int16
+ * layout of pe_dsp_widen_w4; missing channels of a last, short block are
+ * zero weights), then each pixel runs pw_job's inline-asm loop: per four
+ * input channels one LDR of the input word, two SXTAB16 (input offset added
+ * while widening, so the sums are exactly the portable ones), two LDM of the
+ * four channels' widened weights and 8 SMLAD for 16 MACs, with the four
+ * accumulators in registers. Accumulators start at the bias and go to a
+ * stack block of PE_PW_COLS pixels, which is then requantized channel by
+ * channel (one SMMULR and four ALU instructions per output where the shift
+ * allows it, see pw_rq). Every partial sum is a sum of some of the
+ * products plus the bias, bounded by pe_conv_check_quant, so SMLAD never
+ * wraps. */
+#define PE_PW_COLS 32
+
+typedef struct {
+    int32_t *acc;      /* [0]  first column's four accumulators (read, added to, written) */
+    int32_t ncol;      /* [4]  >= 1 */
+    int32_t acc_step;  /* [8]  bytes from one column's accumulators to the next */
+    int32_t x_adv;     /* [12] bytes from the end of a column's input run to the next start */
+    const uint32_t *w; /* [16] the widened block */
+    int32_t nit;       /* [20] >= 1: iterations of U groups of four input channels */
+    const int8_t *x;   /* [24] the first column's input pixel */
+    uint32_t off2;     /* [28] the input offset, in both halfwords */
+} pw_job;
+
+#if PE_DSP_ASM
+/* one group of four input channels: r0-r3 the accumulators, r4-r7 the
+ * weights, r8/r9 the widened input, r10 x, r11 w, r12 the offset pair, lr
+ * the iteration count; the job's first six words are pushed and read from
+ * sp (the layout of pe_simd.h's int16 column blocks) */
+#define PE_PW_GROUP                                                           \
+    "ldr    r8, [r10], #4\n\t"                                                \
+    "sxtab16 r9, r12, r8, ror #8\n\t"                                         \
+    "sxtab16 r8, r12, r8\n\t"                                                 \
+    "ldmia  r11!, {r4-r7}\n\t"                                                \
+    "smlad  r0, r4, r8, r0\n\t"                                               \
+    "smlad  r0, r5, r9, r0\n\t"                                               \
+    "smlad  r1, r6, r8, r1\n\t"                                               \
+    "smlad  r1, r7, r9, r1\n\t"                                               \
+    "ldmia  r11!, {r4-r7}\n\t"                                                \
+    "smlad  r2, r4, r8, r2\n\t"                                               \
+    "smlad  r2, r5, r9, r2\n\t"                                               \
+    "smlad  r3, r6, r8, r3\n\t"                                               \
+    "smlad  r3, r7, r9, r3\n\t"
+#define PE_PW_FN(name, body)                                                  \
+    __attribute__((noinline)) static void name(const pw_job *job)             \
+    {                                                                         \
+        register const pw_job *r0_job __asm__("r0") = job;                    \
+        __asm__ volatile("ldr    r10, [r0, #24]\n\t"                          \
+                         "ldr    r12, [r0, #28]\n\t"                          \
+                         "ldm    r0, {r4-r9}\n\t"                             \
+                         "push   {r4-r9}\n\t"                                 \
+                         "1:\n\t"                                             \
+                         "ldm    r4, {r0-r3}\n\t"                             \
+                         "ldrd   r11, lr, [sp, #16]\n\t"                      \
+                         "2:\n\t" body                                        \
+                         "subs   lr, lr, #1\n\t"                              \
+                         "bne    2b\n\t"                                      \
+                         "ldrd   r4, r5, [sp]\n\t"                            \
+                         "stm    r4, {r0-r3}\n\t"                             \
+                         "ldrd   r6, r7, [sp, #8]\n\t"                        \
+                         "add    r4, r4, r6\n\t"                              \
+                         "add    r10, r10, r7\n\t"                            \
+                         "subs   r5, r5, #1\n\t"                              \
+                         "strd   r4, r5, [sp]\n\t"                            \
+                         "bne    1b\n\t"                                      \
+                         "add    sp, sp, #24\n\t"                             \
+                         : "+r"(r0_job)                                       \
+                         :                                                    \
+                         : "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8",    \
+                           "r9", "r10", "r11", "r12", "lr", "cc", "memory");  \
+    }
+PE_PW_FN(pw_u1, PE_PW_GROUP)
+PE_PW_FN(pw_u2, PE_PW_GROUP PE_PW_GROUP)
+PE_PW_FN(pw_u4, PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP)
+#undef PE_PW_FN
+#undef PE_PW_GROUP
+#endif
+
+/* run a job whose columns have ng >= 1 groups of four input channels */
+static void pw_run(pw_job *job, int32_t ng)
+{
+#if PE_DSP_ASM
+    if ((ng & 3) == 0) {
+        job->nit = ng >> 2;
+        pw_u4(job);
+    } else if ((ng & 1) == 0) {
+        job->nit = ng >> 1;
+        pw_u2(job);
+    } else {
+        job->nit = ng;
+        pw_u1(job);
+    }
+#else
+    const int8_t *x = job->x;
+    int32_t *acc = job->acc;
+    int32_t c, g, j;
+    for (c = 0; c < job->ncol; c++) {
+        const uint32_t *w = job->w;
+        int32_t a[4];
+        for (j = 0; j < 4; j++) {
+            a[j] = acc[j];
+        }
+        for (g = 0; g < ng; g++) {
+            const uint32_t r = pe_rd32(x);
+            const uint32_t xe = __sxtab16(job->off2, r), xo = pe_sxtab16_ror8(job->off2, r);
+            for (j = 0; j < 4; j++) {
+                a[j] = __smlad(w[2 * j], xe, __smlad(w[2 * j + 1], xo, a[j]));
+            }
+            w += 8;
+            x += 4;
+        }
+        for (j = 0; j < 4; j++) {
+            acc[j] = a[j];
+        }
+        acc = (int32_t *)(void *)((uint8_t *)(void *)acc + job->acc_step);
+        x += job->x_adv;
+    }
+#endif
+}
+
+/* nb (1..4) output channels' weights [0, kn) (rows w, w + ws, ...; kn % 4
+ * == 0) widened into the interleaved block pw_run reads; channels nb..3
+ * get zero weights */
+static void pw_widen(uint32_t *restrict dst, const int8_t *restrict w, int32_t ws, int32_t kn,
+                     int32_t nb)
+{
+    int32_t g, j;
+    if (nb == 4) {
+        pe_dsp_widen_w4(dst, w, (size_t)ws, kn >> 2);
+        return;
+    }
+    for (g = 0; g < kn >> 2; g++) {
+        for (j = 0; j < 4; j++) {
+            uint32_t v = 0;
+            if (j < nb) {
+                v = pe_rd32(w + (size_t)j * (size_t)ws + (size_t)g * 4u);
+            }
+            dst[2 * j] = __sxtb16(v);
+            dst[2 * j + 1] = pe_sxtb16_ror8(v);
+        }
+        dst += 8;
+    }
+}
+
+/* one output channel's requantization: fast = pe_dsp_requant's arithmetic
+ * with the rounding constant and the output offset folded into k:
+ *   d = SMMULR(2acc, m) = (acc * m + 2^30) >> 31      (|acc| < 2^30: no wrap)
+ *   v = (d + [d < 0 ? -1 : 0] + 2^(right-1) + off * 2^right) >> right
+ * (|d| < 2^30 and -128 <= off <= 127 keep the sum inside int32, and adding
+ * off * 2^right before the floor shift adds off after it), then the clamp;
+ * else the general finish (single rounding, shifts outside 1..23, large
+ * accumulators). */
+typedef struct {
+    int32_t m, sh, right, k, fast;
+} pw_rq;
+
+static void pw_rq_setup(pw_rq *r, const pe_per_channel_quant *q, int32_t o, pe_rounding mode,
+                        int32_t small, int32_t ooff)
+{
+    r->m = q->multiplier[o];
+    r->sh = q->shift[o];
+    r->fast = small && mode == PE_ROUND_DOUBLE && r->sh <= -1 && r->sh >= -23;
+    r->right = r->fast ? -r->sh : 0;
+    r->k = r->fast ? ((int32_t)1 << (r->right - 1)) + (int32_t)((uint32_t)ooff << r->right) : 0;
+}
+
+/* n outputs of one channel: acc[4 c] -> o[c * o_step] */
+static void pw_store(const int32_t *restrict acc, int8_t *restrict o, size_t o_step, int32_t n,
+                     const pw_rq *r, pe_rounding mode, int32_t amin, int32_t amax, int32_t ooff)
+{
+    const int32_t *const end = acc + 4 * (size_t)n;
+    if (r->fast) {
+        const int32_t m = r->m, k = r->k, right = r->right;
+        int32_t d;
+        if (amin == -128 && amax == 127) {
+            while (acc != end) {
+                __asm__("smmulr %0, %1, %2" : "=r"(d) : "r"((int32_t)((uint32_t)*acc << 1)), "r"(m));
+                *o = (int8_t)__ssat(pe_fx_asr32(d + pe_fx_asr32(d, 31) + k, right), 8);
+                acc += 4;
+                o += o_step;
+            }
+            return;
+        }
+        while (acc != end) {
+            int32_t v;
+            __asm__("smmulr %0, %1, %2" : "=r"(d) : "r"((int32_t)((uint32_t)*acc << 1)), "r"(m));
+            v = pe_fx_asr32(d + pe_fx_asr32(d, 31) + k, right);
+            v = v > amin ? v : amin;
+            *o = (int8_t)(v < amax ? v : amax);
+            acc += 4;
+            o += o_step;
+        }
+        return;
+    }
+    while (acc != end) {
+        *o = finish_slow(*acc, r->m, r->sh, mode, amin, amax, ooff);
+        acc += 4;
+        o += o_step;
+    }
+}
+
+int32_t pe_pw_dsp_applies(const pe_conv_params *p, const pe_dims *in, const pe_dims *f,
+                          const pe_dims *out)
+{
+    return f->h == 1 && f->w == 1 && p->groups == 1 && f->c == in->c && (in->c & 3) == 0 &&
+           p->padding.top == 0 && p->padding.left == 0 &&
+           (int64_t)(out->h - 1) * p->stride.h < (int64_t)in->h &&
+           (int64_t)(out->w - 1) * p->stride.w < (int64_t)in->w;
+}
+
+void pe_pw_dsp_rows(const pe_conv_params *p, const pe_per_channel_quant *q, const pe_dims *in,
+                    const int8_t *image, const pe_dims *f, const int8_t *filter,
+                    const int32_t *bias, const pe_dims *out, int32_t oy0, int32_t oy1, int8_t *o,
+                    uint32_t *wblk, int32_t wbytes)
+{
+    const int32_t ic = in->c, oc_n = out->c, out_w = out->w;
+    const int32_t s_h = p->stride.h, s_w = p->stride.w;
+    const int32_t amin = p->activation.min, amax = p->activation.max, ooff = p->output_offset;
+    const pe_rounding mode = p->rounding;
+    const size_t in_row = (size_t)in->w * (size_t)ic;
+    /* stride 1 and equal widths: the rows' pixels are one contiguous run */
+    const int32_t flat = s_h == 1 && s_w == 1 && in->w == out_w;
+    const int32_t runs = flat ? 1 : oy1 - oy0;
+    const int32_t run_n = flat ? (oy1 - oy0) * out_w : out_w;
+    /* input channels per widened block: all of them, or pieces of kc */
+    const int32_t kc = ic * 8 <= wbytes ? ic : (wbytes / 32) * 4;
+    int32_t acc[PE_PW_COLS * 4];
+    int32_t start[4];
+    pw_rq rq[4];
+    pw_job job;
+    int32_t oc, nb, j, rr, c0, cn, c, k0, kn;
+    (void)f;
+    job.acc = acc;
+    job.acc_step = 16;
+    job.w = wblk;
+    job.off2 = pe_dup16(p->input_offset);
+    for (oc = 0; oc < oc_n; oc += 4) {
+        const int8_t *const wo = filter + (size_t)oc * (size_t)ic;
+        nb = oc_n - oc < 4 ? oc_n - oc : 4;
+        if (kc == ic) {
+            pw_widen(wblk, wo, ic, ic, nb);
+        }
+        for (j = 0; j < 4; j++) {
+            const int32_t b = bias != NULL && j < nb ? bias[oc + j] : 0;
+            start[j] = b;
+            if (j < nb) {
+                pw_rq_setup(&rq[j], q, oc + j, mode, acc_small((int64_t)ic, b), ooff);
+            }
+        }
+        for (rr = 0; rr < runs; rr++) {
+            const int8_t *const x0 = image + (size_t)(oy0 + rr) * (size_t)s_h * in_row;
+            int8_t *const o0 = o + (size_t)rr * (size_t)out_w * (size_t)oc_n + (size_t)oc;
+            for (c0 = 0; c0 < run_n; c0 += PE_PW_COLS) {
+                cn = run_n - c0 < PE_PW_COLS ? run_n - c0 : PE_PW_COLS;
+                for (c = 0; c < cn; c++) {
+                    __builtin_memcpy(acc + 4 * c, start, 16);
+                }
+                job.ncol = cn;
+                for (k0 = 0; k0 < ic; k0 += kc) {
+                    kn = ic - k0 < kc ? ic - k0 : kc;
+                    if (kc != ic) { /* (re-widened per block of columns) */
+                        pw_widen(wblk, wo + k0, ic, kn, nb);
+                    }
+                    job.x_adv = s_w * ic - kn;
+                    job.x = x0 + (size_t)c0 * (size_t)s_w * (size_t)ic + (size_t)k0;
+                    pw_run(&job, kn >> 2);
+                }
+                for (j = 0; j < nb; j++) {
+                    pw_store(acc + j, o0 + (size_t)c0 * (size_t)oc_n + (size_t)j, (size_t)oc_n,
+                             cn, &rq[j], mode, amin, amax, ooff);
+                }
+            }
+        }
+    }
+}
+
+/* the whole image through pe_pw_dsp_rows with a weight block of
+ * PE_PW_STACK_IC input channels on the stack (more in pieces) */
+#define PE_PW_STACK_IC 128
+__attribute__((noinline)) static void pw_image(const pe_conv_params *p,
+                                               const pe_per_channel_quant *q, const pe_dims *in,
+                                               const int8_t *img, const pe_dims *f,
+                                               const int8_t *filter, const int32_t *bias,
+                                               const pe_dims *out, int8_t *dst)
+{
+    uint32_t wblk[PE_PW_STACK_IC * 2];
+    pe_pw_dsp_rows(p, q, in, img, f, filter, bias, out, 0, out->h, dst, wblk,
+                   (int32_t)sizeof wblk);
+}
+
 /* requantization of output channel o: pe_dsp_requant where it applies
  * (double rounding, right shift 1..23, |acc| < 2^30 by the bound) */
 static inline __attribute__((always_inline)) int8_t dw_finish(int32_t acc,
@@ -1270,6 +1566,15 @@ static pe_status run(const pe_context *ctx, const pe_conv_params *p,
         int8_t *dst = output + (size_t)n * out_img;
 #if PE_DSP
         if (disjoint && !depthwise && p->groups == 1) {
+            if (pe_pw_dsp_applies(p, in, f, out)) {
+                /* every window is one whole input pixel: the counts of the
+                 * loop below, without walking it */
+                const uint64_t px = (uint64_t)out->h * (uint64_t)out->w;
+                pw_image(p, q, in, img, f, filter, bias, out, dst);
+                macs += px * (uint64_t)out->c * (uint64_t)f->c;
+                reads += px * (uint64_t)f->c * (uint64_t)((out->c + 3) / 4);
+                continue;
+            }
             conv_dsp(p, q, in, img, f, filter, bias, out, dst);
         }
         if (dw_img) {

@@ -1494,6 +1494,109 @@ static pe_status dw_whole_dsp(const pe_context *ctx, const pe_conv_params *p,
 }
 #endif
 
+#if PE_DSP
+/* The whole-tensor 1x1 conv on the DSP extension, where the pointwise loops
+ * of pe_conv_gather.c apply (pe_pw_dsp_applies): each output pixel is one
+ * dot product per channel with its accumulators in registers, so no int32
+ * rows are needed; the scratch holds the widened weight block (8 * in_c
+ * bytes) and, when the output overlaps the input, finished int8 output rows.
+ * Overlap as the stream allows it (a planner's row model: output row R is
+ * written once input row R * stride.h is consumed and overwrites no later
+ * input row): rows are computed into the scratch in batches and written
+ * after every input row they read has been read. Returns 1 when it ran
+ * (*status set), 0 when the scratch is too small for it (the stream runs). */
+static void pw_copy(int8_t *restrict d, const int8_t *restrict s, size_t n)
+{
+    size_t i;
+    for (i = 0; i + 4 <= n; i += 4) {
+        __builtin_memcpy(d + i, s + i, 4);
+    }
+    for (; i < n; i++) {
+        d[i] = s[i];
+    }
+}
+
+static int32_t pw_whole_dsp(const pe_context *ctx, const pe_conv_params *p,
+                            const pe_per_channel_quant *q, const pe_dims *in,
+                            const int8_t *input, const pe_dims *f, const int8_t *filter,
+                            const int32_t *bias, const pe_dims *out, int8_t *output,
+                            pe_status *status)
+{
+    const size_t row_b = (size_t)out->w * (size_t)out->c;
+    const size_t in_img = (size_t)in->h * (size_t)in->w * (size_t)in->c;
+    size_t wbytes = (size_t)in->c * 8u, avail;
+    int32_t need, cap, n, a, e, peak = 0, disjoint = 1;
+    pe_status s = scratch_bytes(p, in, f, out, 0, &need);
+    *status = s;
+    if (s != PE_OK) {
+        return 1;
+    }
+    if (ctx == NULL || filter == NULL || ctx->buf == NULL || ctx->size < need ||
+        ((uintptr_t)ctx->buf & 3u) != 0u) {
+        *status = filter == NULL ? PE_ERR_ARG : PE_ERR_SCRATCH;
+        return 1;
+    }
+    for (n = 0; n < in->n; n++) {
+        const int8_t *const img = input + (size_t)n * in_img;
+        const int8_t *const dst = output + (size_t)n * (size_t)out->h * row_b;
+        if (!((uintptr_t)dst >= (uintptr_t)(img + in_img) ||
+              (uintptr_t)(dst + (size_t)out->h * row_b) <= (uintptr_t)img)) {
+            disjoint = 0;
+        }
+    }
+    /* the weight block: whole, else in pieces of at least 32 input channels
+     * (and room for one output row when the output overlaps the input) */
+    avail = (size_t)ctx->size;
+    if (!disjoint) {
+        avail = avail >= row_b ? avail - row_b : 0u;
+    }
+    if (wbytes > avail) {
+        wbytes = avail / 32u * 32u;
+        if (wbytes < 256u) {
+            return 0;
+        }
+    }
+    s = pe_conv_check_quant(q, bias, out->c, (int64_t)in->c);
+    if (s != PE_OK) {
+        *status = s;
+        return 1;
+    }
+    cap = (int32_t)(((size_t)ctx->size - wbytes) / row_b);
+    cap = cap < out->h ? cap : out->h;
+    for (n = 0; n < in->n; n++) {
+        const int8_t *const img = input + (size_t)n * in_img;
+        int8_t *const dst = output + (size_t)n * (size_t)out->h * row_b;
+        uint32_t *const wblk = (uint32_t *)ctx->buf;
+        int8_t *const buf = (int8_t *)ctx->buf + wbytes;
+        if (disjoint) {
+            pe_pw_dsp_rows(p, q, in, img, f, filter, bias, out, 0, out->h, dst, wblk,
+                           (int32_t)wbytes);
+            continue;
+        }
+        for (a = 0; a < out->h; a = e) {
+            e = a + cap < out->h ? a + cap : out->h;
+            pe_pw_dsp_rows(p, q, in, img, f, filter, bias, out, a, e, buf, wblk, (int32_t)wbytes);
+            pw_copy(dst + (size_t)a * row_b, buf, (size_t)(e - a) * row_b);
+            peak = e - a > peak ? e - a : peak;
+        }
+    }
+    if (ctx->stats != NULL) {
+        const int64_t held = (int64_t)peak * (int64_t)row_b;
+        ctx->stats->macs += (uint64_t)out->h * (uint64_t)row_b * (uint64_t)in->c *
+                            (uint64_t)in->n;
+        ctx->stats->input_reads += (uint64_t)in_img * (uint64_t)in->n;
+        if (held > ctx->stats->peak_elems) {
+            ctx->stats->peak_elems = held;
+        }
+        if (held > ctx->stats->peak_bytes) {
+            ctx->stats->peak_bytes = held;
+        }
+    }
+    *status = PE_OK;
+    return 1;
+}
+#endif
+
 static pe_status run_whole(const pe_context *ctx, const pe_conv_params *p,
                            const pe_per_channel_quant *q, const pe_dims *in,
                            const int8_t *input, const pe_dims *f, const int8_t *filter,
@@ -1512,6 +1615,11 @@ static pe_status run_whole(const pe_context *ctx, const pe_conv_params *p,
         check_geometry(p, in, f, out, 1) == PE_OK &&
         pe_dw_dsp_applies(p, in, f, out, bias)) {
         return dw_whole_dsp(ctx, p, q, in, input, f, filter, bias, out, output);
+    }
+    if (!depthwise && p != NULL && in != NULL && f != NULL && out != NULL &&
+        check_geometry(p, in, f, out, 0) == PE_OK && pe_pw_dsp_applies(p, in, f, out) &&
+        pw_whole_dsp(ctx, p, q, in, input, f, filter, bias, out, output, &s)) {
+        return s;
     }
 #endif
     s = stream_init(&st, ctx, p, q, in, f, filter, bias, out, depthwise);
