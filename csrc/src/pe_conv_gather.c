@@ -713,93 +713,217 @@ static void pw_store(const int32_t *restrict acc, int8_t *restrict o, size_t o_s
     }
 }
 
-int32_t pe_pw_dsp_applies(const pe_conv_params *p, const pe_dims *in, const pe_dims *f,
+int32_t pe_cv_dsp_applies(const pe_conv_params *p, const pe_dims *in, const pe_dims *f,
                           const pe_dims *out)
 {
-    return f->h == 1 && f->w == 1 && p->groups == 1 && f->c == in->c && (in->c & 3) == 0 &&
-           p->padding.top == 0 && p->padding.left == 0 &&
-           (int64_t)(out->h - 1) * p->stride.h < (int64_t)in->h &&
-           (int64_t)(out->w - 1) * p->stride.w < (int64_t)in->w;
+    (void)out;
+    return p->groups == 1 && f->c == in->c && (in->c & 3) == 0 && p->dilation.w == 1 &&
+           (int64_t)f->w * in->c <= ((int64_t)1 << 24);
 }
 
-void pe_pw_dsp_rows(const pe_conv_params *p, const pe_per_channel_quant *q, const pe_dims *in,
+/* the output columns of one output row in segments of equal tap ranges
+ * [kx_lo, kx_hi]: the interior ones (every tap inside the input row) in
+ * pieces of at most PE_PW_COLS, every other column alone */
+typedef struct {
+    int32_t ox, n, lo, hi;
+} cv_seg;
+
+static int32_t cv_next_seg(const pe_conv_params *p, const pe_dims *in, const pe_dims *f,
+                           const pe_dims *out, int32_t ox, int32_t ox_a, int32_t ox_b,
+                           cv_seg *sg)
+{
+    sg->ox = ox;
+    if (ox >= ox_a && ox <= ox_b) {
+        sg->n = ox_b - ox + 1 < PE_PW_COLS ? ox_b - ox + 1 : PE_PW_COLS;
+        sg->lo = 0;
+        sg->hi = f->w - 1;
+    } else {
+        sg->n = 1;
+        tap_range(ox * p->stride.w - p->padding.left, 1, f->w, in->w, &sg->lo, &sg->hi);
+    }
+    (void)out;
+    return ox + sg->n;
+}
+
+void pe_cv_dsp_rows(const pe_conv_params *p, const pe_per_channel_quant *q, const pe_dims *in,
                     const int8_t *image, const pe_dims *f, const int8_t *filter,
                     const int32_t *bias, const pe_dims *out, int32_t oy0, int32_t oy1, int8_t *o,
                     uint32_t *wblk, int32_t wbytes)
 {
-    const int32_t ic = in->c, oc_n = out->c, out_w = out->w;
-    const int32_t s_h = p->stride.h, s_w = p->stride.w;
+    const int32_t ic = in->c, oc_n = out->c, out_w = out->w, kh = f->h, kw = f->w;
+    const int32_t s_h = p->stride.h, s_w = p->stride.w, d_h = p->dilation.h;
+    const int32_t pad_l = p->padding.left;
     const int32_t amin = p->activation.min, amax = p->activation.max, ooff = p->output_offset;
     const pe_rounding mode = p->rounding;
     const size_t in_row = (size_t)in->w * (size_t)ic;
-    /* stride 1 and equal widths: the rows' pixels are one contiguous run */
-    const int32_t flat = s_h == 1 && s_w == 1 && in->w == out_w;
-    const int32_t runs = flat ? 1 : oy1 - oy0;
-    const int32_t run_n = flat ? (oy1 - oy0) * out_w : out_w;
-    /* input channels per widened block: all of them, or pieces of kc */
-    const int32_t kc = ic * 8 <= wbytes ? ic : (wbytes / 32) * 4;
+    const int32_t run = kw * ic;                   /* bytes of a kernel row */
+    const size_t ws = (size_t)kh * (size_t)run;    /* bytes of a filter */
+    /* the whole 4-channel block widened once, else pieces of kc bytes of a
+     * kernel row widened per segment group (multiples of 4) */
+    const int32_t whole = (int64_t)ws * 8 <= (int64_t)wbytes;
+    const int32_t kc = whole ? run : (wbytes / 32) * 4;
+    /* 1x1, stride 1, equal widths: the rows' pixels are one run of columns */
+    const int32_t flat = kh == 1 && kw == 1 && s_h == 1 && s_w == 1 && in->w == out_w &&
+                         p->padding.top == 0 && pad_l == 0 && out->h <= in->h;
+    /* output columns [ox_a, ox_b] have every tap inside the input row */
+    const int32_t ox_a = pad_l / s_w + (pad_l % s_w != 0 ? 1 : 0);
+    const int32_t room = in->w - kw + pad_l;
+    int32_t ox_b = room < 0 ? -1 : room / s_w;
     int32_t acc[PE_PW_COLS * 4];
     int32_t start[4];
     pw_rq rq[4];
     pw_job job;
-    int32_t oc, nb, j, rr, c0, cn, c, k0, kn;
-    (void)f;
-    job.acc = acc;
-    job.acc_step = 16;
-    job.w = wblk;
+    cv_seg seg[PE_PW_COLS];
+    int32_t oc, nb, j, oy, ox, c, ns, si, ky, ky_lo, ky_hi, k0, kn, n_done;
+    if (ox_b > out_w - 1) {
+        ox_b = out_w - 1;
+    }
     job.off2 = pe_dup16(p->input_offset);
     for (oc = 0; oc < oc_n; oc += 4) {
-        const int8_t *const wo = filter + (size_t)oc * (size_t)ic;
+        const int8_t *const wo = filter + (size_t)oc * ws;
         nb = oc_n - oc < 4 ? oc_n - oc : 4;
-        if (kc == ic) {
-            pw_widen(wblk, wo, ic, ic, nb);
+        if (whole) {
+            pw_widen(wblk, wo, (int32_t)ws, (int32_t)ws, nb);
         }
         for (j = 0; j < 4; j++) {
             const int32_t b = bias != NULL && j < nb ? bias[oc + j] : 0;
             start[j] = b;
             if (j < nb) {
-                pw_rq_setup(&rq[j], q, oc + j, mode, acc_small((int64_t)ic, b), ooff);
+                pw_rq_setup(&rq[j], q, oc + j, mode, acc_small((int64_t)ws, b), ooff);
             }
         }
-        for (rr = 0; rr < runs; rr++) {
-            const int8_t *const x0 = image + (size_t)(oy0 + rr) * (size_t)s_h * in_row;
-            int8_t *const o0 = o + (size_t)rr * (size_t)out_w * (size_t)oc_n + (size_t)oc;
-            for (c0 = 0; c0 < run_n; c0 += PE_PW_COLS) {
-                cn = run_n - c0 < PE_PW_COLS ? run_n - c0 : PE_PW_COLS;
-                for (c = 0; c < cn; c++) {
-                    __builtin_memcpy(acc + 4 * c, start, 16);
-                }
-                job.ncol = cn;
-                for (k0 = 0; k0 < ic; k0 += kc) {
-                    kn = ic - k0 < kc ? ic - k0 : kc;
-                    if (kc != ic) { /* (re-widened per block of columns) */
-                        pw_widen(wblk, wo + k0, ic, kn, nb);
+        for (oy = oy0; oy < oy1; oy++) {
+            const int32_t iy0 = oy * s_h - p->padding.top;
+            int8_t *const orow = o + (size_t)(oy - oy0) * (size_t)out_w * (size_t)oc_n +
+                                 (size_t)oc;
+            tap_range(iy0, d_h, kh, in->h, &ky_lo, &ky_hi);
+            if (flat) {
+                /* every row of the call as one run of pixels */
+                ky_lo = 0;
+                ky_hi = 0;
+            }
+            n_done = 0;
+            ox = 0;
+            while (ox < (flat ? (oy1 - oy0) * out_w : out_w)) {
+                /* a group of segments with at most PE_PW_COLS columns */
+                ns = 0;
+                c = 0;
+                while (ns < PE_PW_COLS && ox < (flat ? (oy1 - oy0) * out_w : out_w)) {
+                    if (flat) {
+                        const int32_t left = (oy1 - oy0) * out_w - ox;
+                        seg[ns].ox = ox;
+                        seg[ns].n = left < PE_PW_COLS - c ? left : PE_PW_COLS - c;
+                        seg[ns].lo = 0;
+                        seg[ns].hi = 0;
+                        ox += seg[ns].n;
+                    } else {
+                        if (ox >= ox_a && ox <= ox_b && ox_b - ox + 1 > PE_PW_COLS - c) {
+                            if (c > 0) {
+                                break; /* the interior piece starts the next group */
+                            }
+                        }
+                        ox = cv_next_seg(p, in, f, out, ox, ox_a, ox_b, &seg[ns]);
                     }
-                    job.x_adv = s_w * ic - kn;
-                    job.x = x0 + (size_t)c0 * (size_t)s_w * (size_t)ic + (size_t)k0;
-                    pw_run(&job, kn >> 2);
+                    c += seg[ns].n;
+                    ns++;
+                    if (c >= PE_PW_COLS) {
+                        break;
+                    }
+                }
+                for (j = 0; j < c; j++) {
+                    __builtin_memcpy(acc + 4 * j, start, 16);
+                }
+                for (ky = ky_lo; ky <= ky_hi; ky++) {
+                    const int8_t *const xrow =
+                        image + (flat ? (size_t)oy0 * in_row
+                                      : (size_t)(iy0 + ky * d_h) * in_row);
+                    for (k0 = 0; k0 < run; k0 += kc) {
+                        kn = run - k0 < kc ? run - k0 : kc;
+                        if (!whole) {
+                            pw_widen(wblk, wo + (size_t)ky * (size_t)run + (size_t)k0, (int32_t)ws,
+                                     kn, nb);
+                        }
+                        for (si = 0, j = 0; si < ns; j += seg[si].n, si++) {
+                            /* the segment's tap bytes within this piece */
+                            int32_t lo = seg[si].lo * ic, hi = (seg[si].hi + 1) * ic;
+                            lo = lo > k0 ? lo : k0;
+                            hi = hi < k0 + kn ? hi : k0 + kn;
+                            if (lo >= hi) {
+                                continue;
+                            }
+                            job.acc = acc + 4 * j;
+                            job.ncol = seg[si].n;
+                            job.acc_step = 16;
+                            job.x_adv = s_w * ic - (hi - lo);
+                            job.x = xrow + ((ptrdiff_t)(seg[si].ox * s_w - pad_l) * ic + lo);
+                            job.w = wblk + (size_t)(whole ? (size_t)ky * (size_t)run + (size_t)lo
+                                                          : (size_t)(lo - k0)) * 2u;
+                            pw_run(&job, (hi - lo) >> 2);
+                        }
+                    }
                 }
                 for (j = 0; j < nb; j++) {
-                    pw_store(acc + j, o0 + (size_t)c0 * (size_t)oc_n + (size_t)j, (size_t)oc_n,
-                             cn, &rq[j], mode, amin, amax, ooff);
+                    pw_store(acc + j, orow + (size_t)n_done * (size_t)oc_n + (size_t)j,
+                             (size_t)oc_n, c, &rq[j], mode, amin, amax, ooff);
                 }
+                n_done += c;
+            }
+            if (flat) {
+                break;
             }
         }
     }
 }
 
-/* the whole image through pe_pw_dsp_rows with a weight block of
- * PE_PW_STACK_IC input channels on the stack (more in pieces) */
-#define PE_PW_STACK_IC 128
-__attribute__((noinline)) static void pw_image(const pe_conv_params *p,
-                                               const pe_per_channel_quant *q, const pe_dims *in,
-                                               const int8_t *img, const pe_dims *f,
-                                               const int8_t *filter, const int32_t *bias,
-                                               const pe_dims *out, int8_t *dst)
+/* whole output rows of every image through pe_cv_dsp_rows on the stack:
+ * PE_CV_STACK bytes for the widened weight block and, where the output
+ * overlaps the input (the planner's "pixels" model, pe_conv_gather.h),
+ * batches of finished int8 rows, written once every window of the batch has
+ * been read (so every later window still reads only bytes the raster order
+ * would not have overwritten yet). Returns 0 (nothing done) where the block
+ * cannot hold a useful piece of weights and one output row. */
+#define PE_CV_STACK 2048
+static void cv_copy(int8_t *restrict d, const int8_t *restrict s, size_t n)
 {
-    uint32_t wblk[PE_PW_STACK_IC * 2];
-    pe_pw_dsp_rows(p, q, in, img, f, filter, bias, out, 0, out->h, dst, wblk,
-                   (int32_t)sizeof wblk);
+    size_t i;
+    for (i = 0; i + 4 <= n; i += 4) {
+        __builtin_memcpy(d + i, s + i, 4);
+    }
+    for (; i < n; i++) {
+        d[i] = s[i];
+    }
+}
+
+__attribute__((noinline)) static int32_t cv_image(const pe_conv_params *p,
+                                                  const pe_per_channel_quant *q,
+                                                  const pe_dims *in, const int8_t *img,
+                                                  const pe_dims *f, const int8_t *filter,
+                                                  const int32_t *bias, const pe_dims *out,
+                                                  int8_t *dst, int32_t disjoint)
+{
+    uint32_t buf[PE_CV_STACK / 4];
+    const size_t row_b = (size_t)out->w * (size_t)out->c;
+    const int64_t need = (int64_t)f->h * f->w * in->c * 8;
+    int32_t wb, cap, a, e;
+    if (disjoint) {
+        pe_cv_dsp_rows(p, q, in, img, f, filter, bias, out, 0, out->h, dst, buf, PE_CV_STACK);
+        return 1;
+    }
+    if (row_b > PE_CV_STACK - 256) {
+        return 0;
+    }
+    wb = (int32_t)((PE_CV_STACK - row_b) / 32u * 32u);
+    if (need <= wb) {
+        wb = (int32_t)((need + 31) / 32 * 32);
+    }
+    cap = (int32_t)((PE_CV_STACK - (size_t)wb) / row_b);
+    for (a = 0; a < out->h; a = e) {
+        int8_t *const stage = (int8_t *)(void *)buf + wb;
+        e = a + cap < out->h ? a + cap : out->h;
+        pe_cv_dsp_rows(p, q, in, img, f, filter, bias, out, a, e, stage, buf, wb);
+        cv_copy(dst + (size_t)a * row_b, stage, (size_t)(e - a) * row_b);
+    }
+    return 1;
 }
 
 /* requantization of output channel o: pe_dsp_requant where it applies
@@ -1565,16 +1689,26 @@ static pe_status run(const pe_context *ctx, const pe_conv_params *p,
         const int8_t *img = input + (size_t)n * in_img;
         int8_t *dst = output + (size_t)n * out_img;
 #if PE_DSP
-        if (disjoint && !depthwise && p->groups == 1) {
-            if (pe_pw_dsp_applies(p, in, f, out)) {
-                /* every window is one whole input pixel: the counts of the
-                 * loop below, without walking it */
-                const uint64_t px = (uint64_t)out->h * (uint64_t)out->w;
-                pw_image(p, q, in, img, f, filter, bias, out, dst);
-                macs += px * (uint64_t)out->c * (uint64_t)f->c;
-                reads += px * (uint64_t)f->c * (uint64_t)((out->c + 3) / 4);
-                continue;
+        if (!depthwise && pe_cv_dsp_applies(p, in, f, out) &&
+            cv_image(p, q, in, img, f, filter, bias, out, dst, disjoint)) {
+            /* the in-bounds taps of every window, counted per axis (the
+             * counts of the loop below, without walking it) */
+            uint64_t ny = 0, nx = 0;
+            int32_t lo, hi;
+            for (oy = 0; oy < out->h; oy++) {
+                tap_range(oy * p->stride.h - p->padding.top, p->dilation.h, f->h, in->h, &lo, &hi);
+                ny += (uint64_t)(hi >= lo ? hi - lo + 1 : 0);
             }
+            for (ox = 0; ox < out->w; ox++) {
+                tap_range(ox * p->stride.w - p->padding.left, p->dilation.w, f->w, in->w, &lo,
+                          &hi);
+                nx += (uint64_t)(hi >= lo ? hi - lo + 1 : 0);
+            }
+            macs += ny * nx * (uint64_t)out->c * (uint64_t)f->c;
+            reads += ny * nx * (uint64_t)f->c * (uint64_t)((out->c + 3) / 4);
+            continue;
+        }
+        if (disjoint && !depthwise && p->groups == 1) {
             conv_dsp(p, q, in, img, f, filter, bias, out, dst);
         }
         if (dw_img) {

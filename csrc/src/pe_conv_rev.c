@@ -1495,17 +1495,22 @@ static pe_status dw_whole_dsp(const pe_context *ctx, const pe_conv_params *p,
 #endif
 
 #if PE_DSP
-/* The whole-tensor 1x1 conv on the DSP extension, where the pointwise loops
- * of pe_conv_gather.c apply (pe_pw_dsp_applies): each output pixel is one
- * dot product per channel with its accumulators in registers, so no int32
- * rows are needed; the scratch holds the widened weight block (8 * in_c
- * bytes) and, when the output overlaps the input, finished int8 output rows.
- * Overlap as the stream allows it (a planner's row model: output row R is
- * written once input row R * stride.h is consumed and overwrites no later
- * input row): rows are computed into the scratch in batches and written
- * after every input row they read has been read. Returns 1 when it ran
- * (*status set), 0 when the scratch is too small for it (the stream runs). */
-static void pw_copy(int8_t *restrict d, const int8_t *restrict s, size_t n)
+/* The whole-tensor conv on the DSP extension where the block loops of
+ * pe_conv_gather.c apply (pe_cv_dsp_applies: one group, in_c % 4 == 0,
+ * dilation.w 1): each output pixel's window is summed with its accumulators
+ * in registers, four output channels per pass, so no int32 rows are needed;
+ * the scratch holds the four channels' widened weights (8 * kernel_h *
+ * kernel_w * in_c bytes, or pieces of them) and, when the output overlaps
+ * the input, finished int8 output rows. Overlap as the stream allows it (a
+ * planner's row model: output row R is written once the input rows up to
+ * the last one R reads are consumed, and overwrites no input row after
+ * those): before row R is written, every output row that reads one of those
+ * input rows, up to R + (k_eff_h - 1) / stride.h, has been computed into the
+ * scratch (the scheme of dw_whole_dsp). Returns 1 when it ran (*status
+ * set), 0 when the scratch is too small for it (the stream runs then).
+ * Same bytes; stats count the (pixel, tap) pairs' MACs, the input read and
+ * the int8 rows held. */
+static void cv_copy_fwd(int8_t *d, const int8_t *s, size_t n)
 {
     size_t i;
     for (i = 0; i + 4 <= n; i += 4) {
@@ -1516,7 +1521,7 @@ static void pw_copy(int8_t *restrict d, const int8_t *restrict s, size_t n)
     }
 }
 
-static int32_t pw_whole_dsp(const pe_context *ctx, const pe_conv_params *p,
+static int32_t cv_whole_dsp(const pe_context *ctx, const pe_conv_params *p,
                             const pe_per_channel_quant *q, const pe_dims *in,
                             const int8_t *input, const pe_dims *f, const int8_t *filter,
                             const int32_t *bias, const pe_dims *out, int8_t *output,
@@ -1524,8 +1529,12 @@ static int32_t pw_whole_dsp(const pe_context *ctx, const pe_conv_params *p,
 {
     const size_t row_b = (size_t)out->w * (size_t)out->c;
     const size_t in_img = (size_t)in->h * (size_t)in->w * (size_t)in->c;
-    size_t wbytes = (size_t)in->c * 8u, avail;
-    int32_t need, cap, n, a, e, peak = 0, disjoint = 1;
+    const int32_t k_eff = (f->h - 1) * p->dilation.h + 1;
+    const int32_t ahead = (k_eff - 1) / p->stride.h;
+    const int64_t wneed = (int64_t)f->h * f->w * in->c * 8;
+    int64_t avail, wbytes;
+    int32_t need, cap, n, a, c, e, w, i, lo, hi, peak = 0, disjoint = 1;
+    uint64_t ny = 0, nx = 0;
     pe_status s = scratch_bytes(p, in, f, out, 0, &need);
     *status = s;
     if (s != PE_OK) {
@@ -1544,24 +1553,23 @@ static int32_t pw_whole_dsp(const pe_context *ctx, const pe_conv_params *p,
             disjoint = 0;
         }
     }
-    /* the weight block: whole, else in pieces of at least 32 input channels
-     * (and room for one output row when the output overlaps the input) */
-    avail = (size_t)ctx->size;
+    /* the weight block, whole or in pieces of at least 256 bytes, after
+     * room for ahead + 1 output rows when the output overlaps the input */
+    avail = ctx->size;
     if (!disjoint) {
-        avail = avail >= row_b ? avail - row_b : 0u;
+        avail -= (int64_t)(ahead + 1 < out->h ? ahead + 1 : out->h) * (int64_t)row_b;
     }
-    if (wbytes > avail) {
-        wbytes = avail / 32u * 32u;
-        if (wbytes < 256u) {
-            return 0;
-        }
+    wbytes = wneed <= avail ? wneed : avail / 32 * 32;
+    if (wbytes < wneed && wbytes < 256) {
+        return 0;
     }
-    s = pe_conv_check_quant(q, bias, out->c, (int64_t)in->c);
+    s = pe_conv_check_quant(q, bias, out->c, (int64_t)f->h * f->w * in->c);
     if (s != PE_OK) {
         *status = s;
         return 1;
     }
-    cap = (int32_t)(((size_t)ctx->size - wbytes) / row_b);
+    wbytes = (wbytes + 3) / 4 * 4;
+    cap = (int32_t)(((int64_t)ctx->size - wbytes) / (int64_t)row_b);
     cap = cap < out->h ? cap : out->h;
     for (n = 0; n < in->n; n++) {
         const int8_t *const img = input + (size_t)n * in_img;
@@ -1569,27 +1577,42 @@ static int32_t pw_whole_dsp(const pe_context *ctx, const pe_conv_params *p,
         uint32_t *const wblk = (uint32_t *)ctx->buf;
         int8_t *const buf = (int8_t *)ctx->buf + wbytes;
         if (disjoint) {
-            pe_pw_dsp_rows(p, q, in, img, f, filter, bias, out, 0, out->h, dst, wblk,
+            pe_cv_dsp_rows(p, q, in, img, f, filter, bias, out, 0, out->h, dst, wblk,
                            (int32_t)wbytes);
             continue;
         }
-        for (a = 0; a < out->h; a = e) {
+        a = 0; /* first row not yet written; buf row 0 holds it */
+        c = 0; /* rows computed */
+        while (a < out->h) {
             e = a + cap < out->h ? a + cap : out->h;
-            pe_pw_dsp_rows(p, q, in, img, f, filter, bias, out, a, e, buf, wblk, (int32_t)wbytes);
-            pw_copy(dst + (size_t)a * row_b, buf, (size_t)(e - a) * row_b);
-            peak = e - a > peak ? e - a : peak;
+            if (e > c) {
+                pe_cv_dsp_rows(p, q, in, img, f, filter, bias, out, c, e,
+                               buf + (size_t)(c - a) * row_b, wblk, (int32_t)wbytes);
+                c = e;
+            }
+            peak = c - a > peak ? c - a : peak;
+            w = c == out->h ? c : c - ahead; /* rows [a, w) may be written */
+            cv_copy_fwd(dst + (size_t)a * row_b, buf, (size_t)(w - a) * row_b);
+            cv_copy_fwd(buf, buf + (size_t)(w - a) * row_b, (size_t)(c - w) * row_b);
+            a = w;
         }
     }
     if (ctx->stats != NULL) {
-        const int64_t held = (int64_t)peak * (int64_t)row_b;
-        ctx->stats->macs += (uint64_t)out->h * (uint64_t)row_b * (uint64_t)in->c *
-                            (uint64_t)in->n;
-        ctx->stats->input_reads += (uint64_t)in_img * (uint64_t)in->n;
-        if (held > ctx->stats->peak_elems) {
-            ctx->stats->peak_elems = held;
+        for (i = 0; i < out->h; i++) {
+            tap_range(i * p->stride.h - p->padding.top, f->h, p->dilation.h, in->h, &lo, &hi);
+            ny += (uint64_t)(hi >= lo ? hi - lo + 1 : 0);
         }
-        if (held > ctx->stats->peak_bytes) {
-            ctx->stats->peak_bytes = held;
+        for (i = 0; i < out->w; i++) {
+            tap_range(i * p->stride.w - p->padding.left, f->w, p->dilation.w, in->w, &lo, &hi);
+            nx += (uint64_t)(hi >= lo ? hi - lo + 1 : 0);
+        }
+        ctx->stats->macs += ny * nx * (uint64_t)out->c * (uint64_t)in->c * (uint64_t)in->n;
+        ctx->stats->input_reads += (uint64_t)in_img * (uint64_t)in->n;
+        if ((int64_t)peak * (int64_t)row_b > ctx->stats->peak_elems) {
+            ctx->stats->peak_elems = (int64_t)peak * (int64_t)row_b;
+        }
+        if ((int64_t)peak * (int64_t)row_b > ctx->stats->peak_bytes) {
+            ctx->stats->peak_bytes = (int64_t)peak * (int64_t)row_b;
         }
     }
     *status = PE_OK;
@@ -1617,8 +1640,8 @@ static pe_status run_whole(const pe_context *ctx, const pe_conv_params *p,
         return dw_whole_dsp(ctx, p, q, in, input, f, filter, bias, out, output);
     }
     if (!depthwise && p != NULL && in != NULL && f != NULL && out != NULL &&
-        check_geometry(p, in, f, out, 0) == PE_OK && pe_pw_dsp_applies(p, in, f, out) &&
-        pw_whole_dsp(ctx, p, q, in, input, f, filter, bias, out, output, &s)) {
+        check_geometry(p, in, f, out, 0) == PE_OK && pe_cv_dsp_applies(p, in, f, out) &&
+        cv_whole_dsp(ctx, p, q, in, input, f, filter, bias, out, output, &s)) {
         return s;
     }
 #endif

@@ -79,15 +79,15 @@ void pe_dw_dsp_rows(const pe_conv_params *params, const pe_per_channel_quant *qu
 
 /* Internal to csrc, Arm DSP-extension builds only (pe_conv_gather.c under
  * PE_DSP; the reverse kernel's whole-tensor conv call uses them too): whether
- * the pointwise loops apply (1x1 kernel, one group, in_c % 4 == 0, no
- * padding, every output pixel reading an input pixel), and output rows
- * [oy0, oy1), every column, written to o + (oy - oy0) * out_w * out_c, with
- * wblk (4-byte aligned, wbytes >= 32) as the widened weight block (8 * in_c
- * bytes hold it whole, less is used in pieces).
- * Arguments are checked by the caller (geometry and pe_conv_check_quant). */
-int32_t pe_pw_dsp_applies(const pe_conv_params *params, const pe_dims *input_dims,
+ * the conv block loops apply (one group, in_c % 4 == 0, dilation.w 1), and
+ * output rows [oy0, oy1), every column, written to
+ * o + (oy - oy0) * out_w * out_c, with wblk (4-byte aligned, wbytes >= 32)
+ * for the widened weights (8 * kernel_h * kernel_w * in_c bytes hold a
+ * four-channel block whole, less is used in pieces). Arguments are checked
+ * by the caller (geometry and pe_conv_check_quant). */
+int32_t pe_cv_dsp_applies(const pe_conv_params *params, const pe_dims *input_dims,
                           const pe_dims *filter_dims, const pe_dims *output_dims);
-void pe_pw_dsp_rows(const pe_conv_params *params, const pe_per_channel_quant *quant,
+void pe_cv_dsp_rows(const pe_conv_params *params, const pe_per_channel_quant *quant,
                     const pe_dims *input_dims, const int8_t *image, const pe_dims *filter_dims,
                     const int8_t *filter, const int32_t *bias, const pe_dims *output_dims,
                     int32_t oy0, int32_t oy1, int8_t *o, uint32_t *wblk, int32_t wbytes);
