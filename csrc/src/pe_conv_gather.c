@@ -529,18 +529,20 @@ typedef struct {
     int32_t *acc;      /* [0]  first column's four accumulators (read, added to, written) */
     int32_t ncol;      /* [4]  >= 1 */
     int32_t acc_step;  /* [8]  bytes from one column's accumulators to the next */
-    int32_t x_adv;     /* [12] bytes from the end of a column's input run to the next start */
-    const uint32_t *w; /* [16] the widened block */
-    int32_t nit;       /* [20] >= 1: iterations of U groups of four input channels */
-    const int8_t *x;   /* [24] the first column's input pixel */
+    int32_t x_adv;     /* [12] bytes from the end of a column's last run to the next start */
+    const uint32_t *w; /* [16] the widened block of the first run */
+    int32_t nit;       /* [20] >= 1: iterations of U groups of four input channels per run */
+    const int8_t *x;   /* [24] the first column's first run */
     uint32_t off2;     /* [28] the input offset, in both halfwords */
+    int32_t rows;      /* [32] >= 1: runs per column (kernel rows; the weights continue) */
+    int32_t row_adv;   /* [36] bytes from the end of a run to the next run's start */
 } pw_job;
 
 #if PE_DSP_ASM
 /* one group of four input channels: r0-r3 the accumulators, r4-r7 the
  * weights, r8/r9 the widened input, r10 x, r11 w, r12 the offset pair, lr
- * the iteration count; the job's first six words are pushed and read from
- * sp (the layout of pe_simd.h's int16 column blocks) */
+ * the iteration count; the job's words 0-5 and 8-9 are pushed with a run
+ * counter and read from sp */
 #define PE_PW_GROUP                                                           \
     "ldr    r8, [r10], #4\n\t"                                                \
     "sxtab16 r9, r12, r8, ror #8\n\t"                                         \
@@ -561,14 +563,28 @@ typedef struct {
         register const pw_job *r0_job __asm__("r0") = job;                    \
         __asm__ volatile("ldr    r10, [r0, #24]\n\t"                          \
                          "ldr    r12, [r0, #28]\n\t"                          \
+                         "ldrd   r4, r5, [r0, #32]\n\t"                       \
+                         "push   {r4, r5, r6}\n\t"                            \
                          "ldm    r0, {r4-r9}\n\t"                             \
                          "push   {r4-r9}\n\t"                                 \
                          "1:\n\t"                                             \
                          "ldm    r4, {r0-r3}\n\t"                             \
-                         "ldrd   r11, lr, [sp, #16]\n\t"                      \
+                         "ldr    r11, [sp, #16]\n\t"                          \
+                         "ldr    r9, [sp, #24]\n\t"                           \
+                         "str    r9, [sp, #32]\n\t"                           \
+                         "3:\n\t"                                             \
+                         "ldr    lr, [sp, #20]\n\t"                           \
                          "2:\n\t" body                                        \
                          "subs   lr, lr, #1\n\t"                              \
                          "bne    2b\n\t"                                      \
+                         "ldr    r9, [sp, #32]\n\t"                           \
+                         "subs   r9, r9, #1\n\t"                              \
+                         "beq    4f\n\t"                                      \
+                         "str    r9, [sp, #32]\n\t"                           \
+                         "ldr    r8, [sp, #28]\n\t"                           \
+                         "add    r10, r10, r8\n\t"                            \
+                         "b      3b\n\t"                                      \
+                         "4:\n\t"                                             \
                          "ldrd   r4, r5, [sp]\n\t"                            \
                          "stm    r4, {r0-r3}\n\t"                             \
                          "ldrd   r6, r7, [sp, #8]\n\t"                        \
@@ -577,7 +593,7 @@ typedef struct {
                          "subs   r5, r5, #1\n\t"                              \
                          "strd   r4, r5, [sp]\n\t"                            \
                          "bne    1b\n\t"                                      \
-                         "add    sp, sp, #24\n\t"                             \
+                         "add    sp, sp, #36\n\t"                             \
                          : "+r"(r0_job)                                       \
                          :                                                    \
                          : "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8",    \
@@ -590,7 +606,7 @@ PE_PW_FN(pw_u4, PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP)
 #undef PE_PW_GROUP
 #endif
 
-/* run a job whose columns have ng >= 1 groups of four input channels */
+/* run a job whose runs have ng >= 1 groups of four input channels */
 static void pw_run(pw_job *job, int32_t ng)
 {
 #if PE_DSP_ASM
@@ -607,21 +623,26 @@ static void pw_run(pw_job *job, int32_t ng)
 #else
     const int8_t *x = job->x;
     int32_t *acc = job->acc;
-    int32_t c, g, j;
+    int32_t c, g, j, r;
     for (c = 0; c < job->ncol; c++) {
         const uint32_t *w = job->w;
         int32_t a[4];
         for (j = 0; j < 4; j++) {
             a[j] = acc[j];
         }
-        for (g = 0; g < ng; g++) {
-            const uint32_t r = pe_rd32(x);
-            const uint32_t xe = __sxtab16(job->off2, r), xo = pe_sxtab16_ror8(job->off2, r);
-            for (j = 0; j < 4; j++) {
-                a[j] = __smlad(w[2 * j], xe, __smlad(w[2 * j + 1], xo, a[j]));
+        for (r = 0; r < job->rows; r++) {
+            if (r > 0) {
+                x += job->row_adv;
             }
-            w += 8;
-            x += 4;
+            for (g = 0; g < ng; g++) {
+                const uint32_t v = pe_rd32(x);
+                const uint32_t xe = __sxtab16(job->off2, v), xo = pe_sxtab16_ror8(job->off2, v);
+                for (j = 0; j < 4; j++) {
+                    a[j] = __smlad(w[2 * j], xe, __smlad(w[2 * j + 1], xo, a[j]));
+                }
+                w += 8;
+                x += 4;
+            }
         }
         for (j = 0; j < 4; j++) {
             acc[j] = a[j];
@@ -778,6 +799,23 @@ void pe_cv_dsp_rows(const pe_conv_params *p, const pe_per_channel_quant *q, cons
     if (ox_b > out_w - 1) {
         ox_b = out_w - 1;
     }
+    if ((int64_t)(oy1 - oy0) * out_w < 2) {
+        /* one pixel: each weight is used once, widening it first costs
+         * more than it saves; the per-pixel loops (SXTB16 on both) */
+        for (oy = oy0; oy < oy1; oy++) {
+            for (ox = 0; ox < out_w; ox++) {
+                const int32_t iy0 = oy * s_h - p->padding.top, ix0 = ox * s_w - pad_l;
+                int32_t kx_lo, kx_hi;
+                tap_range(iy0, d_h, kh, in->h, &ky_lo, &ky_hi);
+                tap_range(ix0, 1, kw, in->w, &kx_lo, &kx_hi);
+                conv_pixel_dsp(p, q, in, image, f, filter, bias, out, iy0, ix0, ky_lo, ky_hi,
+                               kx_lo, kx_hi,
+                               o + ((size_t)(oy - oy0) * (size_t)out_w + (size_t)ox) *
+                                       (size_t)oc_n);
+            }
+        }
+        return;
+    }
     job.off2 = pe_dup16(p->input_offset);
     for (oc = 0; oc < oc_n; oc += 4) {
         const int8_t *const wo = filter + (size_t)oc * ws;
@@ -845,27 +883,42 @@ void pe_cv_dsp_rows(const pe_conv_params *p, const pe_per_channel_quant *q, cons
                         }
                         for (si = 0, j = 0; si < ns; j += seg[si].n, si++) {
                             /* the segment's tap bytes within this piece */
-                            int32_t lo = seg[si].lo * ic, hi = (seg[si].hi + 1) * ic;
+                            int32_t lo = seg[si].lo * ic, hi = (seg[si].hi + 1) * ic, nr = 1;
                             lo = lo > k0 ? lo : k0;
                             hi = hi < k0 + kn ? hi : k0 + kn;
                             if (lo >= hi) {
                                 continue;
                             }
+                            if (whole && lo == 0 && hi == run) {
+                                /* every kernel row's whole run: one job,
+                                 * the widened rows follow each other */
+                                if (ky > ky_lo) {
+                                    continue; /* (done with the first row) */
+                                }
+                                nr = ky_hi - ky_lo + 1;
+                            }
                             job.acc = acc + 4 * j;
                             job.ncol = seg[si].n;
                             job.acc_step = 16;
-                            job.x_adv = s_w * ic - (hi - lo);
+                            job.rows = nr;
+                            job.row_adv = (int32_t)((size_t)d_h * in_row) - (hi - lo);
+                            job.x_adv = s_w * ic - (hi - lo) -
+                                        (nr - 1) * (int32_t)((size_t)d_h * in_row);
                             job.x = xrow + ((ptrdiff_t)(seg[si].ox * s_w - pad_l) * ic + lo);
                             job.w = wblk + (size_t)(whole ? (size_t)ky * (size_t)run + (size_t)lo
                                                           : (size_t)(lo - k0)) * 2u;
+#ifndef PE_EXP_NORUN
                             pw_run(&job, (hi - lo) >> 2);
+#endif
                         }
                     }
                 }
+#ifndef PE_EXP_NOSTORE
                 for (j = 0; j < nb; j++) {
                     pw_store(acc + j, orow + (size_t)n_done * (size_t)oc_n + (size_t)j,
                              (size_t)oc_n, c, &rq[j], mode, amin, amax, ooff);
                 }
+#endif
                 n_done += c;
             }
             if (flat) {

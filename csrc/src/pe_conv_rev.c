@@ -1521,7 +1521,8 @@ static void cv_copy_fwd(int8_t *d, const int8_t *s, size_t n)
     }
 }
 
-static int32_t cv_whole_dsp(const pe_context *ctx, const pe_conv_params *p,
+#define PE_CV_REV_STACK 2048
+__attribute__((noinline)) static int32_t cv_whole_dsp(const pe_context *ctx, const pe_conv_params *p,
                             const pe_per_channel_quant *q, const pe_dims *in,
                             const int8_t *input, const pe_dims *f, const int8_t *filter,
                             const int32_t *bias, const pe_dims *out, int8_t *output,
@@ -1532,8 +1533,10 @@ static int32_t cv_whole_dsp(const pe_context *ctx, const pe_conv_params *p,
     const int32_t k_eff = (f->h - 1) * p->dilation.h + 1;
     const int32_t ahead = (k_eff - 1) / p->stride.h;
     const int64_t wneed = (int64_t)f->h * f->w * in->c * 8;
-    int64_t avail, wbytes;
+    int64_t avail, wbytes, region_size;
     int32_t need, cap, n, a, c, e, w, i, lo, hi, peak = 0, disjoint = 1;
+    uint32_t stack_region[PE_CV_REV_STACK / 4];
+    int8_t *region;
     uint64_t ny = 0, nx = 0;
     pe_status s = scratch_bytes(p, in, f, out, 0, &need);
     *status = s;
@@ -1553,11 +1556,28 @@ static int32_t cv_whole_dsp(const pe_context *ctx, const pe_conv_params *p,
             disjoint = 0;
         }
     }
-    /* the weight block, whole or in pieces of at least 256 bytes, after
-     * room for ahead + 1 output rows when the output overlaps the input */
-    avail = ctx->size;
+    /* the weight block, whole or in pieces of at least 256 bytes; when the
+     * output overlaps the input, room for at least ahead + 1 output rows
+     * too, and the block shrunk to pieces of 256 bytes where it would leave
+     * fewer than 8 rows (each batch of rows widens every weight once) */
+    region_size = ctx->size;
+    region = (int8_t *)ctx->buf;
+    if (region_size < (int64_t)sizeof stack_region) {
+        /* a smaller scratch than the stack block: the stack block (small
+         * weight pieces and few rows per batch cost more) */
+        region_size = (int64_t)sizeof stack_region;
+        region = (int8_t *)(void *)stack_region;
+    }
+    avail = region_size;
     if (!disjoint) {
-        avail -= (int64_t)(ahead + 1 < out->h ? ahead + 1 : out->h) * (int64_t)row_b;
+        const int32_t least = ahead + 1 < out->h ? ahead + 1 : out->h;
+        const int32_t want = least > 8 ? least : (out->h < 8 ? out->h : 8);
+        if (wneed + (int64_t)want * (int64_t)row_b <= avail) {
+            avail = wneed;
+        } else {
+            avail -= (int64_t)least * (int64_t)row_b;
+            avail = avail < 256 ? avail : 256;
+        }
     }
     wbytes = wneed <= avail ? wneed : avail / 32 * 32;
     if (wbytes < wneed && wbytes < 256) {
@@ -1569,13 +1589,13 @@ static int32_t cv_whole_dsp(const pe_context *ctx, const pe_conv_params *p,
         return 1;
     }
     wbytes = (wbytes + 3) / 4 * 4;
-    cap = (int32_t)(((int64_t)ctx->size - wbytes) / (int64_t)row_b);
+    cap = (int32_t)((region_size - wbytes) / (int64_t)row_b);
     cap = cap < out->h ? cap : out->h;
     for (n = 0; n < in->n; n++) {
         const int8_t *const img = input + (size_t)n * in_img;
         int8_t *const dst = output + (size_t)n * (size_t)out->h * row_b;
-        uint32_t *const wblk = (uint32_t *)ctx->buf;
-        int8_t *const buf = (int8_t *)ctx->buf + wbytes;
+        uint32_t *const wblk = (uint32_t *)(void *)region;
+        int8_t *const buf = region + wbytes;
         if (disjoint) {
             pe_cv_dsp_rows(p, q, in, img, f, filter, bias, out, 0, out->h, dst, wblk,
                            (int32_t)wbytes);
