@@ -101,7 +101,9 @@ def conv_block_cases(rng):
     too large for the gather kernel's stack block (pieces), per-channel
     shifts outside the fast range (0, left shifts, -31), single rounding, a
     bias beyond the SMMULR bound, narrowed activations, input offsets -127
-    and 128, no bias; and in_c not a multiple of 4 (the other DSP loops)."""
+    and 128, no bias; kernel rows of a multiple of 4 bytes with in_c not (as
+    the KWS DS-CNN's first conv: clipped edge taps off the word grid); and
+    kernel rows that are not (the other DSP loops)."""
     out = []
 
     def case(h, w, ic, oc, kh=1, kw=1, s=1, pad=(0, 0, 0, 0), dil=1, act=(-128, 127),
@@ -139,6 +141,11 @@ def conv_block_cases(rng):
          name="conv 2x3 dilated rows 7x6x4->5")
     case(6, 7, 8, 4, kh=4, kw=4, pad=(3, 3, 3, 3), name="conv 4x4 pad 3 6x7x8->4")
     case(6, 5, 3, 6, kh=3, kw=3, pad=(1, 1, 1, 1), name="conv 3x3 6x5x3->6 (in_c % 4 != 0)")
+    case(13, 10, 1, 12, kh=5, kw=4, s=2, pad=(2, 2, 1, 1), off=-83,
+         name="conv 5x4 s2 KWS-like 13x10x1->12 (kernel rows of 4 bytes, clipped edges)")
+    case(7, 9, 3, 5, kh=3, kw=4, pad=(1, 1, 2, 1), name="conv 3x4 7x9x3->5 (12-byte rows)")
+    case(8, 6, 2, 6, kh=2, kw=2, s=2, pad=(0, 1, 1, 1), act=(-70, 70),
+         name="conv 2x2 s2 8x6x2->6 (4-byte rows)")
     case(5, 5, 10, 4, name="conv 1x1 5x5x10->4 (in_c % 4 != 0)")
     return out
 

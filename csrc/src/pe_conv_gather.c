@@ -734,12 +734,28 @@ static void pw_store(const int32_t *restrict acc, int8_t *restrict o, size_t o_s
     }
 }
 
+/* n columns (x_step bytes apart) x nb output channels (ws bytes apart) over
+ * len bytes: acc[4 c + j] += sum w_j[t] * (x_c[t] + off) */
+static void cv_edge(int32_t *acc, int32_t n, const int8_t *x, size_t x_step, const int8_t *w,
+                    size_t ws, int32_t nb, int32_t len, int32_t off)
+{
+    int32_t c, t, j;
+    for (c = 0; c < n; c++) {
+        for (t = 0; t < len; t++) {
+            const int32_t xv = (int32_t)x[(size_t)c * x_step + (size_t)t] + off;
+            for (j = 0; j < nb; j++) {
+                acc[4 * c + j] += w[(size_t)j * ws + (size_t)t] * xv;
+            }
+        }
+    }
+}
+
 int32_t pe_cv_dsp_applies(const pe_conv_params *p, const pe_dims *in, const pe_dims *f,
                           const pe_dims *out)
 {
     (void)out;
-    return p->groups == 1 && f->c == in->c && (in->c & 3) == 0 && p->dilation.w == 1 &&
-           (int64_t)f->w * in->c <= ((int64_t)1 << 24);
+    return p->groups == 1 && f->c == in->c && (((int64_t)f->w * in->c) & 3) == 0 &&
+           p->dilation.w == 1 && (int64_t)f->w * in->c <= ((int64_t)1 << 24);
 }
 
 /* the output columns of one output row in segments of equal tap ranges
@@ -887,6 +903,18 @@ void pe_cv_dsp_rows(const pe_conv_params *p, const pe_per_channel_quant *q, cons
                             lo = lo > k0 ? lo : k0;
                             hi = hi < k0 + kn ? hi : k0 + kn;
                             if (lo >= hi) {
+                                continue;
+                            }
+                            if (((lo | hi) & 3) != 0) {
+                                /* clipped taps off the word grid (in_c % 4
+                                 * != 0): plain multiply-adds, once per row */
+                                if (k0 == 0) {
+                                    cv_edge(acc + 4 * j, seg[si].n,
+                                            xrow + ((ptrdiff_t)(seg[si].ox * s_w - pad_l) * ic + lo),
+                                            (size_t)s_w * (size_t)ic,
+                                            wo + (size_t)ky * (size_t)run + (size_t)lo, ws, nb,
+                                            hi - lo, p->input_offset);
+                                }
                                 continue;
                             }
                             if (whole && lo == 0 && hi == run) {

@@ -1558,8 +1558,7 @@ __attribute__((noinline)) static int32_t cv_whole_dsp(const pe_context *ctx, con
     }
     /* the weight block, whole or in pieces of at least 256 bytes; when the
      * output overlaps the input, room for at least ahead + 1 output rows
-     * too, and the block shrunk to pieces of 256 bytes where it would leave
-     * fewer than 8 rows (each batch of rows widens every weight once) */
+     * too */
     region_size = ctx->size;
     region = (int8_t *)ctx->buf;
     if (region_size < (int64_t)sizeof stack_region) {
@@ -1570,14 +1569,9 @@ __attribute__((noinline)) static int32_t cv_whole_dsp(const pe_context *ctx, con
     }
     avail = region_size;
     if (!disjoint) {
-        const int32_t least = ahead + 1 < out->h ? ahead + 1 : out->h;
-        const int32_t want = least > 8 ? least : (out->h < 8 ? out->h : 8);
-        if (wneed + (int64_t)want * (int64_t)row_b <= avail) {
-            avail = wneed;
-        } else {
-            avail -= (int64_t)least * (int64_t)row_b;
-            avail = avail < 256 ? avail : 256;
-        }
+        /* (the whole block beside the least rows beats pieces: a batch of
+         * rows widens each weight once, pieces once per row) */
+        avail -= (int64_t)(ahead + 1 < out->h ? ahead + 1 : out->h) * (int64_t)row_b;
     }
     wbytes = wneed <= avail ? wneed : avail / 32 * 32;
     if (wbytes < wneed && wbytes < 256) {

@@ -79,7 +79,8 @@ void pe_dw_dsp_rows(const pe_conv_params *params, const pe_per_channel_quant *qu
 
 /* Internal to csrc, Arm DSP-extension builds only (pe_conv_gather.c under
  * PE_DSP; the reverse kernel's whole-tensor conv call uses them too): whether
- * the conv block loops apply (one group, in_c % 4 == 0, dilation.w 1), and
+ * the conv block loops apply (one group, kernel_w * in_c % 4 == 0,
+ * dilation.w 1), and
  * output rows [oy0, oy1), every column, written to
  * o + (oy - oy0) * out_w * out_c, with wblk (4-byte aligned, wbytes >= 32)
  * for the widened weights (8 * kernel_h * kernel_w * in_c bytes hold a
