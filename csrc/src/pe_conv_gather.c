@@ -536,6 +536,9 @@ typedef struct {
     uint32_t off2;     /* [28] the input offset, in both halfwords */
     int32_t rows;      /* [32] >= 1: runs per column (kernel rows; the weights continue) */
     int32_t row_adv;   /* [36] bytes from the end of a run to the next run's start */
+    const int32_t *rq; /* [40] pw_run_q: per channel (m, k, right), 12 words */
+    int8_t *out;       /* [44] pw_run_q: the first column's four output bytes */
+    int32_t out_step;  /* [48] pw_run_q: bytes from one column's outputs to the next */
 } pw_job;
 
 #if PE_DSP_ASM
@@ -602,6 +605,77 @@ typedef struct {
 PE_PW_FN(pw_u1, PE_PW_GROUP)
 PE_PW_FN(pw_u2, PE_PW_GROUP PE_PW_GROUP)
 PE_PW_FN(pw_u4, PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP)
+/* the same loops, each column's sums then requantized in registers (the
+ * pw_rq "fast" arithmetic with SSAT to int8: every channel fast, the full
+ * int8 activation range) and its four bytes stored as one word; the
+ * accumulators start from the 4 words at acc (acc_step 0) */
+#define PE_PWQ_CH(a)                                                          \
+    "ldm    r11!, {r4-r6}\n\t"                                                 \
+    "lsl    " a ", " a ", #1\n\t"                                              \
+    "smmulr " a ", " a ", r4\n\t"                                              \
+    "add    " a ", " a ", " a ", asr #31\n\t"                                   \
+    "add    " a ", " a ", r5\n\t"                                              \
+    "asr    " a ", " a ", r6\n\t"                                              \
+    "ssat   " a ", #8, " a "\n\t"
+#define PE_PWQ_FN(name, body)                                                 \
+    __attribute__((noinline)) static void name(const pw_job *job)             \
+    {                                                                         \
+        register const pw_job *r0_job __asm__("r0") = job;                    \
+        __asm__ volatile("add    r4, r0, #40\n\t"                              \
+                         "ldm    r4, {r4-r6}\n\t"                              \
+                         "push   {r4-r6}\n\t"                                  \
+                         "ldr    r10, [r0, #24]\n\t"                          \
+                         "ldr    r12, [r0, #28]\n\t"                          \
+                         "ldrd   r4, r5, [r0, #32]\n\t"                       \
+                         "push   {r4, r5, r6}\n\t"                            \
+                         "ldm    r0, {r4-r9}\n\t"                             \
+                         "push   {r4-r9}\n\t"                                 \
+                         "1:\n\t"                                             \
+                         "ldm    r4, {r0-r3}\n\t"                             \
+                         "ldr    r11, [sp, #16]\n\t"                          \
+                         "ldr    r9, [sp, #24]\n\t"                           \
+                         "str    r9, [sp, #32]\n\t"                           \
+                         "3:\n\t"                                             \
+                         "ldr    lr, [sp, #20]\n\t"                           \
+                         "2:\n\t" body                                        \
+                         "subs   lr, lr, #1\n\t"                              \
+                         "bne    2b\n\t"                                      \
+                         "ldr    r9, [sp, #32]\n\t"                           \
+                         "subs   r9, r9, #1\n\t"                              \
+                         "beq    4f\n\t"                                      \
+                         "str    r9, [sp, #32]\n\t"                           \
+                         "ldr    r8, [sp, #28]\n\t"                           \
+                         "add    r10, r10, r8\n\t"                            \
+                         "b      3b\n\t"                                      \
+                         "4:\n\t"                                             \
+                         "ldr    r11, [sp, #36]\n\t"                          \
+                         PE_PWQ_CH("r0") PE_PWQ_CH("r1") PE_PWQ_CH("r2")       \
+                         PE_PWQ_CH("r3")                                      \
+                         "and    r0, r0, #255\n\t"                             \
+                         "bfi    r0, r1, #8, #8\n\t"                           \
+                         "bfi    r0, r2, #16, #8\n\t"                          \
+                         "bfi    r0, r3, #24, #8\n\t"                          \
+                         "ldrd   r4, r5, [sp, #40]\n\t"                       \
+                         "str    r0, [r4]\n\t"                                \
+                         "add    r4, r4, r5\n\t"                              \
+                         "str    r4, [sp, #40]\n\t"                           \
+                         "ldrd   r4, r5, [sp]\n\t"                            \
+                         "ldr    r7, [sp, #12]\n\t"                           \
+                         "add    r10, r10, r7\n\t"                            \
+                         "subs   r5, r5, #1\n\t"                              \
+                         "str    r5, [sp, #4]\n\t"                            \
+                         "bne    1b\n\t"                                      \
+                         "add    sp, sp, #48\n\t"                             \
+                         : "+r"(r0_job)                                       \
+                         :                                                    \
+                         : "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8",    \
+                           "r9", "r10", "r11", "r12", "lr", "cc", "memory");  \
+    }
+PE_PWQ_FN(pwq_u1, PE_PW_GROUP)
+PE_PWQ_FN(pwq_u2, PE_PW_GROUP PE_PW_GROUP)
+PE_PWQ_FN(pwq_u4, PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP)
+#undef PE_PWQ_FN
+#undef PE_PWQ_CH
 #undef PE_PW_FN
 #undef PE_PW_GROUP
 #endif
@@ -650,6 +724,49 @@ static void pw_run(pw_job *job, int32_t ng)
         acc = (int32_t *)(void *)((uint8_t *)(void *)acc + job->acc_step);
         x += job->x_adv;
     }
+#endif
+}
+
+/* pw_run with the requantization fused (job->rq, out, out_step; the
+ * accumulators start from the 4 words at job->acc for every column):
+ * pw_store's fast arithmetic, full int8 range, all four channels fast */
+static void pw_run_q(pw_job *job, int32_t ng)
+{
+#if PE_DSP_ASM
+    job->acc_step = 0;
+    if ((ng & 3) == 0) {
+        job->nit = ng >> 2;
+        pwq_u4(job);
+    } else if ((ng & 1) == 0) {
+        job->nit = ng >> 1;
+        pwq_u2(job);
+    } else {
+        job->nit = ng;
+        pwq_u1(job);
+    }
+#else
+    int32_t *const start = job->acc;
+    int8_t *o = job->out;
+    int32_t acc[4], c, j, n = job->ncol;
+    job->acc = acc;
+    job->acc_step = 0;
+    job->ncol = 1;
+    for (c = 0; c < n; c++) {
+        for (j = 0; j < 4; j++) {
+            acc[j] = start[j];
+        }
+        pw_run(job, ng);
+        for (j = 0; j < 4; j++) {
+            const int32_t *r = job->rq + 3 * j;
+            int32_t d;
+            __asm__("smmulr %0, %1, %2" : "=r"(d) : "r"((int32_t)((uint32_t)acc[j] << 1)), "r"(r[0]));
+            o[j] = (int8_t)__ssat(pe_fx_asr32(d + pe_fx_asr32(d, 31) + r[1], r[2]), 8);
+        }
+        o += job->out_step;
+        job->x += (ptrdiff_t)job->rows * (job->row_adv + 4 * ng) - job->row_adv + job->x_adv;
+    }
+    job->acc = start;
+    job->ncol = n;
 #endif
 }
 
@@ -811,7 +928,8 @@ void pe_cv_dsp_rows(const pe_conv_params *p, const pe_per_channel_quant *q, cons
     pw_rq rq[4];
     pw_job job;
     cv_seg seg[PE_PW_COLS];
-    int32_t oc, nb, j, oy, ox, c, ns, si, ky, ky_lo, ky_hi, k0, kn, n_done;
+    int32_t rqw[12];
+    int32_t oc, nb, j, oy, ox, c, ns, si, ky, ky_lo, ky_hi, k0, kn, n_done, fuse;
     if (ox_b > out_w - 1) {
         ox_b = out_w - 1;
     }
@@ -833,17 +951,24 @@ void pe_cv_dsp_rows(const pe_conv_params *p, const pe_per_channel_quant *q, cons
         return;
     }
     job.off2 = pe_dup16(p->input_offset);
+    job.rq = rqw;
+    job.out_step = oc_n;
     for (oc = 0; oc < oc_n; oc += 4) {
         const int8_t *const wo = filter + (size_t)oc * ws;
         nb = oc_n - oc < 4 ? oc_n - oc : 4;
         if (whole) {
             pw_widen(wblk, wo, (int32_t)ws, (int32_t)ws, nb);
         }
+        fuse = nb == 4 && amin == -128 && amax == 127;
         for (j = 0; j < 4; j++) {
             const int32_t b = bias != NULL && j < nb ? bias[oc + j] : 0;
             start[j] = b;
             if (j < nb) {
                 pw_rq_setup(&rq[j], q, oc + j, mode, acc_small((int64_t)ws, b), ooff);
+                fuse = fuse && rq[j].fast;
+                rqw[3 * j] = rq[j].m;
+                rqw[3 * j + 1] = rq[j].k;
+                rqw[3 * j + 2] = rq[j].right;
             }
         }
         for (oy = oy0; oy < oy1; oy++) {
@@ -900,6 +1025,7 @@ void pe_cv_dsp_rows(const pe_conv_params *p, const pe_per_channel_quant *q, cons
                         for (si = 0, j = 0; si < ns; j += seg[si].n, si++) {
                             /* the segment's tap bytes within this piece */
                             int32_t lo = seg[si].lo * ic, hi = (seg[si].hi + 1) * ic, nr = 1;
+                            const int32_t all = whole && lo == 0 && hi == run;
                             lo = lo > k0 ? lo : k0;
                             hi = hi < k0 + kn ? hi : k0 + kn;
                             if (lo >= hi) {
@@ -917,7 +1043,7 @@ void pe_cv_dsp_rows(const pe_conv_params *p, const pe_per_channel_quant *q, cons
                                 }
                                 continue;
                             }
-                            if (whole && lo == 0 && hi == run) {
+                            if (all) {
                                 /* every kernel row's whole run: one job,
                                  * the widened rows follow each other */
                                 if (ky > ky_lo) {
@@ -935,18 +1061,29 @@ void pe_cv_dsp_rows(const pe_conv_params *p, const pe_per_channel_quant *q, cons
                             job.x = xrow + ((ptrdiff_t)(seg[si].ox * s_w - pad_l) * ic + lo);
                             job.w = wblk + (size_t)(whole ? (size_t)ky * (size_t)run + (size_t)lo
                                                           : (size_t)(lo - k0)) * 2u;
-#ifndef PE_EXP_NORUN
+                            if (all && fuse) {
+                                /* requantized and stored by the job */
+                                job.acc = start;
+                                job.out = orow + (size_t)(n_done + j) * (size_t)oc_n;
+                                pw_run_q(&job, (hi - lo) >> 2);
+                                continue;
+                            }
                             pw_run(&job, (hi - lo) >> 2);
-#endif
                         }
                     }
                 }
-#ifndef PE_EXP_NOSTORE
-                for (j = 0; j < nb; j++) {
-                    pw_store(acc + j, orow + (size_t)n_done * (size_t)oc_n + (size_t)j,
-                             (size_t)oc_n, c, &rq[j], mode, amin, amax, ooff);
+                for (si = 0, j = 0; si < ns; j += seg[si].n, si++) {
+                    int32_t jj;
+                    if (fuse && whole && seg[si].lo == 0 && seg[si].hi == kw - 1 &&
+                        ky_lo <= ky_hi) {
+                        continue; /* (stored by pw_run_q) */
+                    }
+                    for (jj = 0; jj < nb; jj++) {
+                        pw_store(acc + 4 * j + jj,
+                                 orow + (size_t)(n_done + j) * (size_t)oc_n + (size_t)jj,
+                                 (size_t)oc_n, seg[si].n, &rq[jj], mode, amin, amax, ooff);
+                    }
                 }
-#endif
                 n_done += c;
             }
             if (flat) {
