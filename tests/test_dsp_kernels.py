@@ -146,6 +146,15 @@ def conv_block_cases(rng):
     case(7, 9, 3, 5, kh=3, kw=4, pad=(1, 1, 2, 1), name="conv 3x4 7x9x3->5 (12-byte rows)")
     case(8, 6, 2, 6, kh=2, kw=2, s=2, pad=(0, 1, 1, 1), act=(-70, 70),
          name="conv 2x2 s2 8x6x2->6 (4-byte rows)")
+    # windows gathered into patches (kernel rows under 16 bytes or off the
+    # word grid, windows up to 128 bytes): the first convs of image models
+    case(17, 16, 3, 8, kh=3, kw=3, s=2, pad=(0, 1, 0, 1), name="conv 3x3 s2 17x16x3->8 (patches)")
+    case(9, 9, 3, 16, kh=3, kw=3, pad=(1, 1, 1, 1), shift=rng.integers(-31, 2, 16),
+         name="conv 3x3 9x9x3->16 (patches, wide shifts)")
+    case(8, 9, 5, 7, kh=5, kw=5, pad=(2, 2, 2, 2), act=(-128, 100),
+         name="conv 5x5 8x9x5->7 (125-byte patches)")
+    case(7, 8, 6, 5, kh=5, kw=5, pad=(2, 2, 2, 2), name="conv 5x5 7x8x6->5 (150-byte windows)")
+    case(1, 1, 3, 9, kh=3, kw=3, pad=(1, 1, 1, 1), name="conv 3x3 one pixel 1x1x3->9")
     case(5, 5, 10, 4, name="conv 1x1 5x5x10->4 (in_c % 4 != 0)")
     return out
 

@@ -867,12 +867,167 @@ static void cv_edge(int32_t *acc, int32_t n, const int8_t *x, size_t x_step, con
     }
 }
 
+/* Convs whose kernel rows are short or off the word grid (in_c % 4 != 0:
+ * the first conv of an image model, 3 channels; of an audio one, 1): each
+ * output pixel's window is gathered into a patch of L = kh * kw * in_c
+ * bytes (padding taps as -input_offset, which the widening turns into 0;
+ * padded up to a multiple of 4 with zero weights), PE_PW_COLS pixels at a
+ * time, then each 4-channel block (weights widened once per batch of
+ * patches, the last partial word padded with zeros) runs the column loops
+ * over the patches as one contiguous run each. */
+static int32_t cv_patch_len(const pe_conv_params *p, const pe_dims *in, const pe_dims *f)
+{
+    const int64_t run = (int64_t)f->w * in->c;
+    if ((run & 3) == 0 && p->dilation.w == 1 && run >= 16) {
+        return 0; /* the block loops */
+    }
+    return (int32_t)(((int64_t)f->h * run + 3) & ~(int64_t)3);
+}
+
+/* nb channels' first len bytes (rows ws apart) widened, zero weights up to
+ * len rounded up to 4 and for channels nb..3 */
+static void cv_widen_pad(uint32_t *restrict dst, const int8_t *restrict w, size_t ws, int32_t len,
+                         int32_t nb)
+{
+    int32_t g, j, b;
+    for (g = 0; g < (len + 3) >> 2; g++) {
+        for (j = 0; j < 4; j++) {
+            uint32_t v = 0;
+            if (j < nb) {
+                const int8_t *const r = w + (size_t)j * ws + (size_t)g * 4u;
+                if (4 * g + 4 <= len) {
+                    v = pe_rd32(r);
+                } else {
+                    for (b = 0; b < len - 4 * g; b++) {
+                        v |= (uint32_t)(uint8_t)r[b] << (8 * b);
+                    }
+                }
+            }
+            dst[2 * j] = __sxtb16(v);
+            dst[2 * j + 1] = pe_sxtb16_ror8(v);
+        }
+        dst += 8;
+    }
+}
+
+static void cv_patch_rows(const pe_conv_params *p, const pe_per_channel_quant *q,
+                          const pe_dims *in, const int8_t *image, const pe_dims *f,
+                          const int8_t *filter, const int32_t *bias, const pe_dims *out,
+                          int32_t oy0, int32_t oy1, int8_t *o, uint32_t *wblk, int32_t wbytes)
+{
+    const int32_t ic = in->c, oc_n = out->c, out_w = out->w, kh = f->h, kw = f->w;
+    const int32_t L = kh * kw * ic, L4 = (L + 3) & ~3;
+    const int32_t amin = p->activation.min, amax = p->activation.max, ooff = p->output_offset;
+    const int8_t pad_v = (int8_t)(-p->input_offset);
+    const pe_rounding mode = p->rounding;
+    const int32_t total = (oy1 - oy0) * out_w;
+    int8_t *const patch = (int8_t *)(void *)(wblk + 2 * L4);
+    int32_t cap = (wbytes - 8 * L4) / L4;
+    int32_t acc[PE_PW_COLS * 4];
+    int32_t start[4], rqw[12];
+    pw_rq rq[4];
+    pw_job job;
+    int32_t i0, n, i, oc, nb, j, fuse, ky, kx, c;
+    cap = cap < PE_PW_COLS ? cap : PE_PW_COLS;
+    job.off2 = pe_dup16(p->input_offset);
+    job.rq = rqw;
+    job.out_step = oc_n;
+    job.rows = 1;
+    job.row_adv = 0;
+    job.x_adv = 0;
+    job.w = wblk;
+    for (i0 = 0; i0 < total; i0 += n) {
+        n = total - i0 < cap ? total - i0 : cap;
+        for (i = 0; i < n; i++) {
+            const int32_t oy = oy0 + (i0 + i) / out_w, ox = (i0 + i) % out_w;
+            const int32_t iy0 = oy * p->stride.h - p->padding.top;
+            const int32_t ix0 = ox * p->stride.w - p->padding.left;
+            int8_t *d = patch + (size_t)i * (size_t)L4;
+            for (ky = 0; ky < kh; ky++) {
+                const int32_t iy = iy0 + ky * p->dilation.h;
+                for (kx = 0; kx < kw; kx++) {
+                    const int32_t ix = ix0 + kx * p->dilation.w;
+                    if (iy < 0 || iy >= in->h || ix < 0 || ix >= in->w) {
+                        for (c = 0; c < ic; c++) {
+                            d[c] = pad_v;
+                        }
+                    } else {
+                        const int8_t *const s =
+                            image + ((size_t)iy * (size_t)in->w + (size_t)ix) * (size_t)ic;
+                        for (c = 0; c < ic; c++) {
+                            d[c] = s[c];
+                        }
+                    }
+                    d += ic;
+                }
+            }
+            for (c = L; c < L4; c++) {
+                *d++ = 0;
+            }
+        }
+        for (oc = 0; oc < oc_n; oc += 4) {
+            nb = oc_n - oc < 4 ? oc_n - oc : 4;
+            cv_widen_pad(wblk, filter + (size_t)oc * (size_t)L, (size_t)L, L, nb);
+            fuse = nb == 4 && amin == -128 && amax == 127;
+            for (j = 0; j < 4; j++) {
+                const int32_t b = bias != NULL && j < nb ? bias[oc + j] : 0;
+                start[j] = b;
+                if (j < nb) {
+                    pw_rq_setup(&rq[j], q, oc + j, mode, acc_small((int64_t)L, b), ooff);
+                    fuse = fuse && rq[j].fast;
+                    rqw[3 * j] = rq[j].m;
+                    rqw[3 * j + 1] = rq[j].k;
+                    rqw[3 * j + 2] = rq[j].right;
+                }
+            }
+            job.ncol = n;
+            job.x = patch;
+            if (fuse) {
+                job.acc = start;
+                job.out = o + (size_t)i0 * (size_t)oc_n + (size_t)oc;
+                pw_run_q(&job, L4 >> 2);
+                continue;
+            }
+            for (i = 0; i < n; i++) {
+                __builtin_memcpy(acc + 4 * i, start, 16);
+            }
+            job.acc = acc;
+            job.acc_step = 16;
+            pw_run(&job, L4 >> 2);
+            for (j = 0; j < nb; j++) {
+                pw_store(acc + j, o + (size_t)i0 * (size_t)oc_n + (size_t)(oc + j), (size_t)oc_n,
+                         n, &rq[j], mode, amin, amax, ooff);
+            }
+        }
+    }
+}
+
 int32_t pe_cv_dsp_applies(const pe_conv_params *p, const pe_dims *in, const pe_dims *f,
                           const pe_dims *out)
 {
+    const int64_t run = (int64_t)f->w * in->c;
     (void)out;
-    return p->groups == 1 && f->c == in->c && (((int64_t)f->w * in->c) & 3) == 0 &&
-           p->dilation.w == 1 && (int64_t)f->w * in->c <= ((int64_t)1 << 24);
+    if (p->groups != 1 || f->c != in->c || run > ((int64_t)1 << 24)) {
+        return 0;
+    }
+    if ((run & 3) == 0 && p->dilation.w == 1 && run >= 16) {
+        return 1;
+    }
+    /* patches of at most 128 bytes (PE_PW_COLS of them beside the widened
+     * block fit 5 KB; 2 KB hold 10) */
+    return (int64_t)f->h * run <= 128;
+}
+
+int32_t pe_cv_dsp_bytes(const pe_conv_params *p, const pe_dims *in, const pe_dims *f,
+                        int32_t *least)
+{
+    const int32_t L4 = cv_patch_len(p, in, f);
+    if (L4 > 0) {
+        *least = 12 * L4;
+        return (8 + PE_PW_COLS) * L4;
+    }
+    *least = 256;
+    return (int32_t)((int64_t)f->h * f->w * in->c * 8);
 }
 
 /* the output columns of one output row in segments of equal tap ranges
@@ -932,6 +1087,10 @@ void pe_cv_dsp_rows(const pe_conv_params *p, const pe_per_channel_quant *q, cons
     int32_t oc, nb, j, oy, ox, c, ns, si, ky, ky_lo, ky_hi, k0, kn, n_done, fuse;
     if (ox_b > out_w - 1) {
         ox_b = out_w - 1;
+    }
+    if (cv_patch_len(p, in, f) > 0 && (int64_t)(oy1 - oy0) * out_w >= 2) {
+        cv_patch_rows(p, q, in, image, f, filter, bias, out, oy0, oy1, o, wblk, wbytes);
+        return;
     }
     if ((int64_t)(oy1 - oy0) * out_w < 2) {
         /* one pixel: each weight is used once, widening it first costs
@@ -1121,7 +1280,8 @@ __attribute__((noinline)) static int32_t cv_image(const pe_conv_params *p,
 {
     uint32_t buf[PE_CV_STACK / 4];
     const size_t row_b = (size_t)out->w * (size_t)out->c;
-    const int64_t need = (int64_t)f->h * f->w * in->c * 8;
+    int32_t least;
+    const int64_t need = pe_cv_dsp_bytes(p, in, f, &least);
     int32_t wb, cap, a, e;
     if (disjoint) {
         pe_cv_dsp_rows(p, q, in, img, f, filter, bias, out, 0, out->h, dst, buf, PE_CV_STACK);
@@ -1133,6 +1293,9 @@ __attribute__((noinline)) static int32_t cv_image(const pe_conv_params *p,
     wb = (int32_t)((PE_CV_STACK - row_b) / 32u * 32u);
     if (need <= wb) {
         wb = (int32_t)((need + 31) / 32 * 32);
+    }
+    if (wb < least && wb < need) {
+        return 0;
     }
     cap = (int32_t)((PE_CV_STACK - (size_t)wb) / row_b);
     for (a = 0; a < out->h; a = e) {

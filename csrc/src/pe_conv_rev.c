@@ -1532,7 +1532,8 @@ __attribute__((noinline)) static int32_t cv_whole_dsp(const pe_context *ctx, con
     const size_t in_img = (size_t)in->h * (size_t)in->w * (size_t)in->c;
     const int32_t k_eff = (f->h - 1) * p->dilation.h + 1;
     const int32_t ahead = (k_eff - 1) / p->stride.h;
-    const int64_t wneed = (int64_t)f->h * f->w * in->c * 8;
+    int32_t least;
+    const int64_t wneed = pe_cv_dsp_bytes(p, in, f, &least);
     int64_t avail, wbytes, region_size;
     int32_t need, cap, n, a, c, e, w, i, lo, hi, peak = 0, disjoint = 1;
     uint32_t stack_region[PE_CV_REV_STACK / 4];
@@ -1574,7 +1575,7 @@ __attribute__((noinline)) static int32_t cv_whole_dsp(const pe_context *ctx, con
         avail -= (int64_t)(ahead + 1 < out->h ? ahead + 1 : out->h) * (int64_t)row_b;
     }
     wbytes = wneed <= avail ? wneed : avail / 32 * 32;
-    if (wbytes < wneed && wbytes < 256) {
+    if (wbytes < wneed && wbytes < least) {
         return 0;
     }
     s = pe_conv_check_quant(q, bias, out->c, (int64_t)f->h * f->w * in->c);

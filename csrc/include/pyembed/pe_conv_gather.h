@@ -79,8 +79,9 @@ void pe_dw_dsp_rows(const pe_conv_params *params, const pe_per_channel_quant *qu
 
 /* Internal to csrc, Arm DSP-extension builds only (pe_conv_gather.c under
  * PE_DSP; the reverse kernel's whole-tensor conv call uses them too): whether
- * the conv block loops apply (one group, kernel_w * in_c % 4 == 0,
- * dilation.w 1), and
+ * the conv block loops apply (one group; kernel rows of a multiple of 4
+ * and at least 16 bytes with dilation.w 1, or windows of at most 128 bytes,
+ * gathered into patches), and
  * output rows [oy0, oy1), every column, written to
  * o + (oy - oy0) * out_w * out_c, with wblk (4-byte aligned, wbytes >= 32)
  * for the widened weights (8 * kernel_h * kernel_w * in_c bytes hold a
@@ -88,6 +89,10 @@ void pe_dw_dsp_rows(const pe_conv_params *params, const pe_per_channel_quant *qu
  * by the caller (geometry and pe_conv_check_quant). */
 int32_t pe_cv_dsp_applies(const pe_conv_params *params, const pe_dims *input_dims,
                           const pe_dims *filter_dims, const pe_dims *output_dims);
+/* the workspace bytes pe_cv_dsp_rows prefers for the shape (returned) and
+ * the least it works with (*least) */
+int32_t pe_cv_dsp_bytes(const pe_conv_params *params, const pe_dims *input_dims,
+                        const pe_dims *filter_dims, int32_t *least);
 void pe_cv_dsp_rows(const pe_conv_params *params, const pe_per_channel_quant *quant,
                     const pe_dims *input_dims, const int8_t *image, const pe_dims *filter_dims,
                     const int8_t *filter, const int32_t *bias, const pe_dims *output_dims,
