@@ -867,7 +867,8 @@ static void cv_edge(int32_t *acc, int32_t n, const int8_t *x, size_t x_step, con
     }
 }
 
-/* Convs whose kernel rows are short or off the word grid (in_c % 4 != 0:
+/* Convs whose kernel rows (of a kernel with more than one row) are under
+ * 16 bytes, or off the word grid (in_c % 4 != 0:
  * the first conv of an image model, 3 channels; of an audio one, 1): each
  * output pixel's window is gathered into a patch of L = kh * kw * in_c
  * bytes (padding taps as -input_offset, which the widening turns into 0;
@@ -878,8 +879,8 @@ static void cv_edge(int32_t *acc, int32_t n, const int8_t *x, size_t x_step, con
 static int32_t cv_patch_len(const pe_conv_params *p, const pe_dims *in, const pe_dims *f)
 {
     const int64_t run = (int64_t)f->w * in->c;
-    if ((run & 3) == 0 && p->dilation.w == 1 && run >= 16) {
-        return 0; /* the block loops */
+    if ((run & 3) == 0 && p->dilation.w == 1 && (run >= 16 || f->h == 1)) {
+        return 0; /* the block loops (a one-row kernel needs no patch) */
     }
     return (int32_t)(((int64_t)f->h * run + 3) & ~(int64_t)3);
 }
@@ -1010,7 +1011,7 @@ int32_t pe_cv_dsp_applies(const pe_conv_params *p, const pe_dims *in, const pe_d
     if (p->groups != 1 || f->c != in->c || run > ((int64_t)1 << 24)) {
         return 0;
     }
-    if ((run & 3) == 0 && p->dilation.w == 1 && run >= 16) {
+    if ((run & 3) == 0 && p->dilation.w == 1 && (run >= 16 || f->h == 1)) {
         return 1;
     }
     /* patches of at most 128 bytes (PE_PW_COLS of them beside the widened
