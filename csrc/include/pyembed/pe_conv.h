@@ -97,6 +97,16 @@ pe_status pe_conv2d_rev_s8_get_fast_buffer_size(const pe_conv_params *params,
                                                 const pe_dims *filter_dims,
                                                 const pe_dims *output_dims, int32_t *size);
 
+/* The fast size of a given build, on any build: dsp 1 is the size
+ * pe_conv2d_rev_s8_get_fast_buffer_size returns on an Arm DSP build, dsp 0
+ * the minimum (PE_ERR_ARG for any other value). A host plans a DSP target's
+ * scratch with it (pyembed's firmware generator). */
+pe_status pe_conv2d_rev_s8_get_target_buffer_size(const pe_conv_params *params,
+                                                  const pe_dims *input_dims,
+                                                  const pe_dims *filter_dims,
+                                                  const pe_dims *output_dims, int32_t dsp,
+                                                  int32_t *size);
+
 pe_status pe_depthwise_conv2d_rev_s8_get_buffer_size(const pe_conv_params *params,
                                                      const pe_dims *input_dims,
                                                      const pe_dims *filter_dims,
