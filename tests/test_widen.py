@@ -55,6 +55,8 @@ def test_widen_skips_a_step_whose_output_overlaps_its_input():
     assert granted == {}
     plan2 = _plan([(64, 0, 1, "a"), (64, 1, 2, "b"), (512, 2, 2, "c")], [0, 64, 128])
     assert widen_scratch(plan2, {1: 32})[1] == {1: (0, 32, "sram", 128)}
+    # the caller may answer for the allowance
+    assert widen_scratch(plan, {1: 32}, at_overlaps={1})[1] == {1: (0, 32, "sram", 64)}
 
 
 def test_widen_rejects_bad_arguments():
@@ -81,7 +83,7 @@ def test_target_buffer_size_query():
         assert _graph.conv_target_buffer_size(op.params, *dims, False) == mn
         fast = _graph.conv_target_buffer_size(op.params, *dims, True)
         c_in = x.shape[-1]
-        if c_in % 4 == 0 and y.shape[-1] >= 4 and op.params.get("dilation", (1, 1))[1] == 1:
+        if c_in % 4 == 0 and y.shape[-1] >= 4 and y.shape[2] >= 2 and op.params.get("dilation", (1, 1))[1] == 1:
             # the int16 input row and four output channels' kernel row (pe_conv.h)
             assert fast == mn + x.shape[2] * c_in * 2 + w.shape[2] * c_in * 8
             seen += 1
@@ -111,3 +113,36 @@ def test_person_detect_dsp_scratch_is_free_and_bit_exact():
     x = np.random.default_rng(3).integers(-128, 128, size=g.tensors[g.inputs[0]].shape).astype(np.int8)
     a, b = np.asarray(g.run(x)), np.asarray(g2.run(x))
     assert np.array_equal(a, b)
+
+
+def _kws_plan():
+    from firmware_sim.profiles import load_profile
+    from pyembed.codegen.firmware import plan_for_profile
+    g = load_model(os.path.join(MODELS_DIR, "tiny_kws_dscnn_int8.tflite"))
+    return g, plan_for_profile(g, load_profile("mps2-an386"))
+
+
+def test_kws_gather_convs_switch_form_only_with_a_new_proof():
+    """KWS's pointwise convs run the gather form with the output written over
+    the input; they get the reverse form with its DSP scratch only after the
+    reverse kernel is run at the plan's exact offsets."""
+    from pyembed.plan.report import used_overlaps
+    g, plan = _kws_plan()
+    g2, plan2, granted = dsp_conv_scratch(g, plan)
+    switched = [op for op, (old, _, _, _) in granted.items() if old == 0]
+    assert switched, "expected gather convs to switch"
+    evidence = {ov.op: ov.evidence for ov, _ in used_overlaps(plan2)}
+    for op in switched:
+        assert evidence[op].startswith("reverse form with its DSP scratch, bit-exact"), evidence[op]
+    x = np.random.default_rng(5).integers(-128, 128, size=g.tensors[g.inputs[0]].shape).astype(np.int8)
+    assert np.array_equal(np.asarray(g.run(x)), np.asarray(g2.run(x)))
+
+
+def test_failed_reproof_keeps_the_gather_form(monkeypatch):
+    from pyembed.plan import overlap
+    g, plan = _kws_plan()
+    monkeypatch.setattr(overlap.OverlapProver, "prove", lambda self, *a: (False, "refused in this test"))
+    g2, plan2, granted = dsp_conv_scratch(g, plan)
+    assert all(old > 0 for old, _, _, _ in granted.values())
+    assert all(g2.operators[op].scratch_bytes == g.operators[op].scratch_bytes
+               for op in range(len(g.operators)) if op not in granted)

@@ -88,7 +88,7 @@ pe_status pe_conv2d_rev_s8(const pe_context *ctx, const pe_conv_params *params,
  * int16 column blocks: the size above plus in_w * in_c * 2 bytes (the pushed
  * input row widened to int16 with the offset) and kernel_w * in_c * 8 bytes
  * (four output channels' kernel row widened), when the DSP build has that
- * path for the shape (groups 1, dilation.w 1, in_c % 4 == 0, out_c >= 4);
+ * path for the shape (groups 1, dilation.w 1, in_c % 4 == 0, out_c >= 4, out_w >= 2);
  * else, and on every other build, the same size as
  * pe_conv2d_rev_s8_get_buffer_size. Either size is accepted by the kernel
  * (the outputs are the same bytes); the larger one is faster. */
