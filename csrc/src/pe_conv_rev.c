@@ -34,7 +34,9 @@
  * is SMLAL + QADD + SSAT. The whole-tensor depthwise call on the DSP path
  * (multiplier 1 or a multiple of 4) runs the gather kernel's channel-group
  * loops instead (dw_whole_dsp): no int32 rows, finished int8 rows held in
- * the scratch.
+ * the scratch. Likewise the whole-tensor conv where the gather kernel's
+ * block loops apply (cv_whole_dsp, pe_cv_dsp_rows: widened 4-channel weight
+ * blocks, accumulators in registers); the row stream keeps the loops above.
  */
 #include <stdint.h>
 

@@ -20,12 +20,21 @@
  * would raise the arena peak.
  *
  * On a core with the Arm DSP extension (pe_simd.h) the loops differ, not the
- * results: where output and input do not overlap, conv computes output
- * channel pairs outermost over the whole image, two whole-window columns at
- * a time (the input offset folded into the start value); where they overlap
- * (a plan's output-over-input allowance, pyembed.plan.overlap "pixels"),
- * both kernels keep the portable raster pixel order, every channel of a
- * pixel before the next pixel. No scratch either way.
+ * results. Conv with one group whose kernel rows are a multiple of 4 bytes
+ * (dilation.w 1; at least 16 bytes, or a one-row kernel such as 1x1), or
+ * whose windows are at most 128 bytes (gathered into patches), runs the
+ * block loops (pe_cv_dsp_rows below): blocks of four output channels
+ * outermost, their weights widened to int16 once per block into a 2 KB
+ * stack block (in pieces where a block is larger), each output pixel's
+ * window summed in registers (the input offset added while widening each
+ * input word, 8 SMLAD per 16 MACs) and requantized in the same loop; where
+ * the output overlaps the input (a plan's output-over-input allowance,
+ * pyembed.plan.overlap "pixels") whole output rows are computed into the
+ * stack block first and written once every window of the batch has been
+ * read. Other convs: output channel pairs outermost over the whole image
+ * where output and input do not overlap, else the portable raster pixel
+ * order, every channel of a pixel before the next pixel. No scratch either
+ * way (the DSP build's stack use: up to about 3.5 KB in these loops).
  *
  * ctx may be NULL (no counters); ctx->buf / ctx->size are not read.
  * get_buffer_size validates the geometry like the kernel and answers 0.
