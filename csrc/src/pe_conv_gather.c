@@ -674,6 +674,51 @@ PE_PW_FN(pw_u4, PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP)
 PE_PWQ_FN(pwq_u1, PE_PW_GROUP)
 PE_PWQ_FN(pwq_u2, PE_PW_GROUP PE_PW_GROUP)
 PE_PWQ_FN(pwq_u4, PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP)
+/* the fused loops for one run per column (rows 1: 1x1 kernels, patches):
+ * no run counter */
+#define PE_PWQ1_FN(name, body)                                                \
+    __attribute__((noinline)) static void name(const pw_job *job)             \
+    {                                                                         \
+        register const pw_job *r0_job __asm__("r0") = job;                    \
+        __asm__ volatile("add    r4, r0, #40\n\t"                              \
+                         "ldm    r4, {r4-r6}\n\t"                              \
+                         "push   {r4-r6}\n\t"                                  \
+                         "ldr    r10, [r0, #24]\n\t"                          \
+                         "ldr    r12, [r0, #28]\n\t"                          \
+                         "ldm    r0, {r4-r9}\n\t"                             \
+                         "push   {r4-r9}\n\t"                                 \
+                         "1:\n\t"                                             \
+                         "ldm    r4, {r0-r3}\n\t"                             \
+                         "ldrd   r11, lr, [sp, #16]\n\t"                      \
+                         "2:\n\t" body                                        \
+                         "subs   lr, lr, #1\n\t"                              \
+                         "bne    2b\n\t"                                      \
+                         "ldr    r11, [sp, #24]\n\t"                          \
+                         PE_PWQ_CH("r0") PE_PWQ_CH("r1") PE_PWQ_CH("r2")       \
+                         PE_PWQ_CH("r3")                                      \
+                         "ldrd   r4, r5, [sp, #28]\n\t"                       \
+                         "strb   r0, [r4]\n\t"                                \
+                         "strb   r1, [r4, #1]\n\t"                            \
+                         "strb   r2, [r4, #2]\n\t"                            \
+                         "strb   r3, [r4, #3]\n\t"                            \
+                         "add    r4, r4, r5\n\t"                              \
+                         "str    r4, [sp, #28]\n\t"                           \
+                         "ldrd   r4, r5, [sp]\n\t"                            \
+                         "ldr    r7, [sp, #12]\n\t"                           \
+                         "add    r10, r10, r7\n\t"                            \
+                         "subs   r5, r5, #1\n\t"                              \
+                         "str    r5, [sp, #4]\n\t"                            \
+                         "bne    1b\n\t"                                      \
+                         "add    sp, sp, #36\n\t"                             \
+                         : "+r"(r0_job)                                       \
+                         :                                                    \
+                         : "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8",    \
+                           "r9", "r10", "r11", "r12", "lr", "cc", "memory");  \
+    }
+PE_PWQ1_FN(pwq1_u1, PE_PW_GROUP)
+PE_PWQ1_FN(pwq1_u2, PE_PW_GROUP PE_PW_GROUP)
+PE_PWQ1_FN(pwq1_u4, PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP)
+#undef PE_PWQ1_FN
 #undef PE_PWQ_FN
 #undef PE_PWQ_CH
 #undef PE_PW_FN
@@ -734,6 +779,19 @@ static void pw_run_q(pw_job *job, int32_t ng)
 {
 #if PE_DSP_ASM
     job->acc_step = 0;
+    if (job->rows == 1) {
+        if ((ng & 3) == 0) {
+            job->nit = ng >> 2;
+            pwq1_u4(job);
+        } else if ((ng & 1) == 0) {
+            job->nit = ng >> 1;
+            pwq1_u2(job);
+        } else {
+            job->nit = ng;
+            pwq1_u1(job);
+        }
+        return;
+    }
     if ((ng & 3) == 0) {
         job->nit = ng >> 2;
         pwq_u4(job);
@@ -1130,6 +1188,19 @@ void pe_cv_dsp_rows(const pe_conv_params *p, const pe_per_channel_quant *q, cons
                 rqw[3 * j + 1] = rq[j].k;
                 rqw[3 * j + 2] = rq[j].right;
             }
+        }
+        if (flat && whole && fuse) {
+            /* every pixel of the call in one fused job */
+            job.acc = start;
+            job.ncol = (oy1 - oy0) * out_w;
+            job.rows = 1;
+            job.row_adv = 0;
+            job.x_adv = 0;
+            job.x = image + (size_t)oy0 * in_row;
+            job.w = wblk;
+            job.out = o + (size_t)oc;
+            pw_run_q(&job, ic >> 2);
+            continue;
         }
         for (oy = oy0; oy < oy1; oy++) {
             const int32_t iy0 = oy * s_h - p->padding.top;
