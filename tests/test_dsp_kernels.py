@@ -481,3 +481,18 @@ def test_whole_tensor_conv_takes_the_block_loops(rand):
             assert res["dsp"][j].instructions < res["dsp"][k].instructions, c.name
             checked += 1
     assert checked == 3
+
+
+def test_block_loops_intrinsic_fallback_equals_host():
+    """Built without optimisation (PE_DSP_ASM 0: the frame pointer takes r7)
+    the DSP build runs the C/intrinsic forms of the block loops' inline
+    assembly (pw_run, pw_run_q): the same bytes as the host build, for the
+    block cases in the gather and both reverse forms."""
+    rng = np.random.default_rng(4321)
+    base = conv_block_cases(rng)
+    cases = (base + [gather_twin(c) for c in base] + [gather_twin(c, overlap=True) for c in base] +
+             [rev_overlap_twin(min_scratch_twin(c)) for c in base])
+    host = K.run(cases, "host")
+    got = K.run(cases, "dsp", extra_cflags=["-O0"])
+    assert all(r.status == 0 for r in host)
+    assert mismatches(got, [r.output for r in host], cases, "dsp -O0") == []
