@@ -107,8 +107,9 @@ def conv_block_cases(rng):
     out = []
 
     def case(h, w, ic, oc, kh=1, kw=1, s=1, pad=(0, 0, 0, 0), dil=1, act=(-128, 127),
-             shift=None, rnd=0, bias=True, big_bias=False, off=128, name=""):
+             shift=None, rnd=0, bias=True, big_bias=False, off=128, zero_m=(), name=""):
         m = rng.integers(1 << 30, (1 << 31) - 1, oc)
+        m[list(zero_m)] = 0
         sh = rng.integers(-11, -5, oc) if shift is None else np.asarray(shift)
         b = rng.integers(-5000, 5000, oc) if bias else None
         if big_bias:
@@ -132,6 +133,12 @@ def conv_block_cases(rng):
     case(7, 7, 12, 6, s=2, pad=(1, 1, 1, 1), name="conv 1x1 s2 padded 7x7x12->6")
     case(5, 7, 20, 7, shift=[0, -31, 3, -24, -1, -23, -9], name="conv 1x1 wide shifts 5x7x20->7")
     case(5, 6, 4, 5, off=-127, bias=False)
+    # right shifts 24..31 and a zero multiplier with shift 0 (as VWW's later
+    # layers): the fused requantization's wide table
+    case(4, 5, 32, 12, shift=[-24, -27, -31, -30, -25, -26, -28, -29, 0, -31, -24, -9],
+         zero_m=(8,), name="conv 1x1 4x5x32->12 right shifts 24..31")
+    case(6, 6, 16, 8, kh=3, kw=3, pad=(1, 1, 1, 1), shift=[-31, -24, -9, -26, 0, -30, -1, -23],
+         zero_m=(4,), name="conv 3x3 6x6x16->8 right shifts 24..31")
     case(6, 5, 8, 6, rnd=1, big_bias=True, name="conv 1x1 single rounding, big bias")
     case(9, 11, 16, 9, kh=3, kw=3, pad=(1, 1, 1, 1), act=(-100, 120))
     case(8, 8, 64, 8, kh=3, kw=3, pad=(1, 1, 1, 1), name="conv 3x3 8x8x64->8 (pieces on the stack)")
