@@ -617,18 +617,7 @@ PE_PW_FN(pw_u4, PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP)
     "add    " a ", " a ", r5\n\t"                                              \
     "asr    " a ", " a ", r6\n\t"                                              \
     "ssat   " a ", #8, " a "\n\t"
-/* the same for right shifts up to 31 (and multiplier 0): the output offset
- * added after the shift, per channel (m, 2^(right-1), right, offset) */
-#define PE_PWQX_CH(a)                                                         \
-    "ldm    r11!, {r4-r7}\n\t"                                                 \
-    "lsl    " a ", " a ", #1\n\t"                                              \
-    "smmulr " a ", " a ", r4\n\t"                                              \
-    "add    " a ", " a ", " a ", asr #31\n\t"                                   \
-    "add    " a ", " a ", r5\n\t"                                              \
-    "asr    " a ", " a ", r6\n\t"                                              \
-    "add    " a ", " a ", r7\n\t"                                              \
-    "ssat   " a ", #8, " a "\n\t"
-#define PE_PWQ_FN(name, body, CH)                                             \
+#define PE_PWQ_FN(name, body)                                                 \
     __attribute__((noinline)) static void name(const pw_job *job)             \
     {                                                                         \
         register const pw_job *r0_job __asm__("r0") = job;                    \
@@ -660,7 +649,8 @@ PE_PW_FN(pw_u4, PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP)
                          "b      3b\n\t"                                      \
                          "4:\n\t"                                             \
                          "ldr    r11, [sp, #36]\n\t"                          \
-                         CH("r0") CH("r1") CH("r2") CH("r3")                  \
+                         PE_PWQ_CH("r0") PE_PWQ_CH("r1") PE_PWQ_CH("r2")       \
+                         PE_PWQ_CH("r3")                                      \
                          "and    r0, r0, #255\n\t"                             \
                          "bfi    r0, r1, #8, #8\n\t"                           \
                          "bfi    r0, r2, #16, #8\n\t"                          \
@@ -681,17 +671,12 @@ PE_PW_FN(pw_u4, PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP)
                          : "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8",    \
                            "r9", "r10", "r11", "r12", "lr", "cc", "memory");  \
     }
-#define PE_PW_G2 PE_PW_GROUP PE_PW_GROUP
-#define PE_PW_G4 PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP
-PE_PWQ_FN(pwq_u1, PE_PW_GROUP, PE_PWQ_CH)
-PE_PWQ_FN(pwq_u2, PE_PW_G2, PE_PWQ_CH)
-PE_PWQ_FN(pwq_u4, PE_PW_G4, PE_PWQ_CH)
-PE_PWQ_FN(pwqx_u1, PE_PW_GROUP, PE_PWQX_CH)
-PE_PWQ_FN(pwqx_u2, PE_PW_G2, PE_PWQX_CH)
-PE_PWQ_FN(pwqx_u4, PE_PW_G4, PE_PWQX_CH)
+PE_PWQ_FN(pwq_u1, PE_PW_GROUP)
+PE_PWQ_FN(pwq_u2, PE_PW_GROUP PE_PW_GROUP)
+PE_PWQ_FN(pwq_u4, PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP)
 /* the fused loops for one run per column (rows 1: 1x1 kernels, patches):
  * no run counter */
-#define PE_PWQ1_FN(name, body, CH)                                            \
+#define PE_PWQ1_FN(name, body)                                                \
     __attribute__((noinline)) static void name(const pw_job *job)             \
     {                                                                         \
         register const pw_job *r0_job __asm__("r0") = job;                    \
@@ -709,7 +694,8 @@ PE_PWQ_FN(pwqx_u4, PE_PW_G4, PE_PWQX_CH)
                          "subs   lr, lr, #1\n\t"                              \
                          "bne    2b\n\t"                                      \
                          "ldr    r11, [sp, #24]\n\t"                          \
-                         CH("r0") CH("r1") CH("r2") CH("r3")                  \
+                         PE_PWQ_CH("r0") PE_PWQ_CH("r1") PE_PWQ_CH("r2")       \
+                         PE_PWQ_CH("r3")                                      \
                          "ldrd   r4, r5, [sp, #28]\n\t"                       \
                          "strb   r0, [r4]\n\t"                                \
                          "strb   r1, [r4, #1]\n\t"                            \
@@ -729,15 +715,9 @@ PE_PWQ_FN(pwqx_u4, PE_PW_G4, PE_PWQX_CH)
                          : "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8",    \
                            "r9", "r10", "r11", "r12", "lr", "cc", "memory");  \
     }
-PE_PWQ1_FN(pwq1_u1, PE_PW_GROUP, PE_PWQ_CH)
-PE_PWQ1_FN(pwq1_u2, PE_PW_G2, PE_PWQ_CH)
-PE_PWQ1_FN(pwq1_u4, PE_PW_G4, PE_PWQ_CH)
-PE_PWQ1_FN(pwq1x_u1, PE_PW_GROUP, PE_PWQX_CH)
-PE_PWQ1_FN(pwq1x_u2, PE_PW_G2, PE_PWQX_CH)
-PE_PWQ1_FN(pwq1x_u4, PE_PW_G4, PE_PWQX_CH)
-#undef PE_PW_G2
-#undef PE_PW_G4
-#undef PE_PWQX_CH
+PE_PWQ1_FN(pwq1_u1, PE_PW_GROUP)
+PE_PWQ1_FN(pwq1_u2, PE_PW_GROUP PE_PW_GROUP)
+PE_PWQ1_FN(pwq1_u4, PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP)
 #undef PE_PWQ1_FN
 #undef PE_PWQ_FN
 #undef PE_PWQ_CH
@@ -795,16 +775,33 @@ static void pw_run(pw_job *job, int32_t ng)
 /* pw_run with the requantization fused (job->rq, out, out_step; the
  * accumulators start from the 4 words at job->acc for every column):
  * pw_store's fast arithmetic, full int8 range, all four channels fast */
-static void pw_run_q(pw_job *job, int32_t ng, int32_t wide)
+static void pw_run_q(pw_job *job, int32_t ng)
 {
 #if PE_DSP_ASM
-    static void (*const fns[2][2][3])(const pw_job *) = {
-        {{pwq_u1, pwq_u2, pwq_u4}, {pwqx_u1, pwqx_u2, pwqx_u4}},
-        {{pwq1_u1, pwq1_u2, pwq1_u4}, {pwq1x_u1, pwq1x_u2, pwq1x_u4}}};
-    const int32_t u = (ng & 3) == 0 ? 2 : (ng & 1) == 0 ? 1 : 0;
     job->acc_step = 0;
-    job->nit = ng >> u;
-    fns[job->rows == 1][wide != 0][u](job);
+    if (job->rows == 1) {
+        if ((ng & 3) == 0) {
+            job->nit = ng >> 2;
+            pwq1_u4(job);
+        } else if ((ng & 1) == 0) {
+            job->nit = ng >> 1;
+            pwq1_u2(job);
+        } else {
+            job->nit = ng;
+            pwq1_u1(job);
+        }
+        return;
+    }
+    if ((ng & 3) == 0) {
+        job->nit = ng >> 2;
+        pwq_u4(job);
+    } else if ((ng & 1) == 0) {
+        job->nit = ng >> 1;
+        pwq_u2(job);
+    } else {
+        job->nit = ng;
+        pwq_u1(job);
+    }
 #else
     int32_t *const start = job->acc;
     int8_t *o = job->out;
@@ -818,11 +815,10 @@ static void pw_run_q(pw_job *job, int32_t ng, int32_t wide)
         }
         pw_run(job, ng);
         for (j = 0; j < 4; j++) {
-            const int32_t *r = job->rq + (wide ? 4 : 3) * j;
-            int32_t d, v;
+            const int32_t *r = job->rq + 3 * j;
+            int32_t d;
             __asm__("smmulr %0, %1, %2" : "=r"(d) : "r"((int32_t)((uint32_t)acc[j] << 1)), "r"(r[0]));
-            v = pe_fx_asr32(d + pe_fx_asr32(d, 31) + r[1], r[2]);
-            o[j] = (int8_t)__ssat(wide ? v + r[3] : v, 8);
+            o[j] = (int8_t)__ssat(pe_fx_asr32(d + pe_fx_asr32(d, 31) + r[1], r[2]), 8);
         }
         o += job->out_step;
         job->x += (ptrdiff_t)job->rows * (job->row_adv + 4 * ng) - job->row_adv + job->x_adv;
@@ -865,7 +861,7 @@ static void pw_widen(uint32_t *restrict dst, const int8_t *restrict w, int32_t w
  * else the general finish (single rounding, shifts outside 1..23, large
  * accumulators). */
 typedef struct {
-    int32_t m, sh, right, k, fast, small;
+    int32_t m, sh, right, k, fast;
 } pw_rq;
 
 static void pw_rq_setup(pw_rq *r, const pe_per_channel_quant *q, int32_t o, pe_rounding mode,
@@ -873,7 +869,6 @@ static void pw_rq_setup(pw_rq *r, const pe_per_channel_quant *q, int32_t o, pe_r
 {
     r->m = q->multiplier[o];
     r->sh = q->shift[o];
-    r->small = small;
     r->fast = small && mode == PE_ROUND_DOUBLE && r->sh <= -1 && r->sh >= -23;
     r->right = r->fast ? -r->sh : 0;
     r->k = r->fast ? ((int32_t)1 << (r->right - 1)) + (int32_t)((uint32_t)ooff << r->right) : 0;
@@ -928,42 +923,6 @@ static void cv_edge(int32_t *acc, int32_t n, const int8_t *x, size_t x_step, con
             }
         }
     }
-}
-
-/* the fused requantization of a block of four channels (pw_run_q): 0 none
- * (a short block, a narrowed activation range, single rounding, large
- * accumulators, left shifts), 1 the folded table (m, k, right) x 4 where
- * every channel is pw_rq fast, else 2 the wide table (m, 2^(right-1),
- * right, offset) x 4 for right shifts 1..31, a multiplier 0 with shift 0
- * giving the offset itself (d = 0) */
-static int32_t pw_fuse_setup(int32_t *rqw, const pw_rq *rq, int32_t nb, pe_rounding mode,
-                             int32_t amin, int32_t amax, int32_t ooff)
-{
-    int32_t j, all_fast = 1;
-    if (nb != 4 || amin != -128 || amax != 127 || mode != PE_ROUND_DOUBLE) {
-        return 0;
-    }
-    for (j = 0; j < 4; j++) {
-        const pw_rq *r = &rq[j];
-        if (!r->small || !((r->sh <= -1 && r->sh >= -31) || (r->sh == 0 && r->m == 0))) {
-            return 0;
-        }
-        all_fast = all_fast && r->fast;
-    }
-    for (j = 0; j < 4; j++) {
-        const int32_t right = -rq[j].sh;
-        if (all_fast) {
-            rqw[3 * j] = rq[j].m;
-            rqw[3 * j + 1] = rq[j].k;
-            rqw[3 * j + 2] = rq[j].right;
-        } else {
-            rqw[4 * j] = rq[j].m;
-            rqw[4 * j + 1] = right > 0 ? (int32_t)1 << (right - 1) : 0;
-            rqw[4 * j + 2] = right;
-            rqw[4 * j + 3] = ooff;
-        }
-    }
-    return all_fast ? 1 : 2;
 }
 
 /* Convs whose kernel rows (of a kernel with more than one row) are under
@@ -1024,7 +983,7 @@ static void cv_patch_rows(const pe_conv_params *p, const pe_per_channel_quant *q
     int8_t *const patch = (int8_t *)(void *)(wblk + 2 * L4);
     int32_t cap = (wbytes - 8 * L4) / L4;
     int32_t acc[PE_PW_COLS * 4];
-    int32_t start[4], rqw[16];
+    int32_t start[4], rqw[12];
     pw_rq rq[4];
     pw_job job;
     int32_t i0, n, i, oc, nb, j, fuse, ky, kx, c;
@@ -1068,20 +1027,24 @@ static void cv_patch_rows(const pe_conv_params *p, const pe_per_channel_quant *q
         for (oc = 0; oc < oc_n; oc += 4) {
             nb = oc_n - oc < 4 ? oc_n - oc : 4;
             cv_widen_pad(wblk, filter + (size_t)oc * (size_t)L, (size_t)L, L, nb);
+            fuse = nb == 4 && amin == -128 && amax == 127;
             for (j = 0; j < 4; j++) {
                 const int32_t b = bias != NULL && j < nb ? bias[oc + j] : 0;
                 start[j] = b;
                 if (j < nb) {
                     pw_rq_setup(&rq[j], q, oc + j, mode, acc_small((int64_t)L, b), ooff);
+                    fuse = fuse && rq[j].fast;
+                    rqw[3 * j] = rq[j].m;
+                    rqw[3 * j + 1] = rq[j].k;
+                    rqw[3 * j + 2] = rq[j].right;
                 }
             }
-            fuse = pw_fuse_setup(rqw, rq, nb, mode, amin, amax, ooff);
             job.ncol = n;
             job.x = patch;
             if (fuse) {
                 job.acc = start;
                 job.out = o + (size_t)i0 * (size_t)oc_n + (size_t)oc;
-                pw_run_q(&job, L4 >> 2, fuse == 2);
+                pw_run_q(&job, L4 >> 2);
                 continue;
             }
             for (i = 0; i < n; i++) {
@@ -1179,7 +1142,7 @@ void pe_cv_dsp_rows(const pe_conv_params *p, const pe_per_channel_quant *q, cons
     pw_rq rq[4];
     pw_job job;
     cv_seg seg[PE_PW_COLS];
-    int32_t rqw[16];
+    int32_t rqw[12];
     int32_t oc, nb, j, oy, ox, c, ns, si, ky, ky_lo, ky_hi, k0, kn, n_done, fuse;
     if (ox_b > out_w - 1) {
         ox_b = out_w - 1;
@@ -1214,14 +1177,18 @@ void pe_cv_dsp_rows(const pe_conv_params *p, const pe_per_channel_quant *q, cons
         if (whole) {
             pw_widen(wblk, wo, (int32_t)ws, (int32_t)ws, nb);
         }
+        fuse = nb == 4 && amin == -128 && amax == 127;
         for (j = 0; j < 4; j++) {
             const int32_t b = bias != NULL && j < nb ? bias[oc + j] : 0;
             start[j] = b;
             if (j < nb) {
                 pw_rq_setup(&rq[j], q, oc + j, mode, acc_small((int64_t)ws, b), ooff);
+                fuse = fuse && rq[j].fast;
+                rqw[3 * j] = rq[j].m;
+                rqw[3 * j + 1] = rq[j].k;
+                rqw[3 * j + 2] = rq[j].right;
             }
         }
-        fuse = pw_fuse_setup(rqw, rq, nb, mode, amin, amax, ooff);
         if (flat && whole && fuse) {
             /* every pixel of the call in one fused job */
             job.acc = start;
@@ -1232,7 +1199,7 @@ void pe_cv_dsp_rows(const pe_conv_params *p, const pe_per_channel_quant *q, cons
             job.x = image + (size_t)oy0 * in_row;
             job.w = wblk;
             job.out = o + (size_t)oc;
-            pw_run_q(&job, ic >> 2, fuse == 2);
+            pw_run_q(&job, ic >> 2);
             continue;
         }
         for (oy = oy0; oy < oy1; oy++) {
@@ -1329,7 +1296,7 @@ void pe_cv_dsp_rows(const pe_conv_params *p, const pe_per_channel_quant *q, cons
                                 /* requantized and stored by the job */
                                 job.acc = start;
                                 job.out = orow + (size_t)(n_done + j) * (size_t)oc_n;
-                                pw_run_q(&job, (hi - lo) >> 2, fuse == 2);
+                                pw_run_q(&job, (hi - lo) >> 2);
                                 continue;
                             }
                             pw_run(&job, (hi - lo) >> 2);
