@@ -6,6 +6,7 @@
 
 #include "pyembed/pe_fixed.h"
 #include "pyembed/pe_graph_internal.h"
+#include "pyembed/pe_simd.h"
 
 /* The rescale of the int16 activations: (x * m + round) >> s in int32
  * (|x * m| < 2^30 + 2^15 and round <= 2^30, so no overflow). */
@@ -204,6 +205,7 @@ static int32_t wrap32(int64_t v)
     return u <= (uint32_t)PE_INT32_MAX ? (int32_t)u : -(int32_t)(~u) - 1;
 }
 
+#if !PE_DSP
 /* out[r, j] = sat16(requant(sum_d w[j, d] * (x[r, d] + offset) (+ bias[j])));
  * with accumulate: out[r, j] = sat16(out[r, j] + v) where v is that
  * requantized sum, itself saturated to int16 first when sat_each (TFLM) or
@@ -236,6 +238,8 @@ static void gate_fc(int32_t rows, int32_t depth, int32_t n_out, const int8_t *x,
         }
     }
 }
+
+#endif
 
 /* -- LiteRT's int16 fixed-point sigmoid / tanh -------------------------------
  * LiteRT's integer LSTM evaluates its gate activations and tanh(cell) with
@@ -345,6 +349,7 @@ static int16_t litert_tanh(int32_t a, int32_t int_bits)
     return (int16_t)(a < 0 ? w16(-t) : t);
 }
 
+#if !PE_DSP
 /* One gate: input FC (with bias) + recurrent FC, then its activation. */
 static void lstm_gate(const pe_lstm_params *p, int32_t k, int32_t rows, const int8_t *x, const int8_t *h,
                       const int8_t *const weights[4], const int8_t *const rec[4],
@@ -410,6 +415,182 @@ static void lstm_step(const pe_lstm_params *p, int32_t rows, const int8_t *x, in
     }
 }
 
+#endif
+
+#if PE_DSP
+/* -- DSP path (Cortex-M4 ...: pe_simd.h) --------------------------------------
+ * One pass per hidden unit j instead of one per gate: the four gates' input
+ * rows j (and then their recurrent rows j) are the four rows of one
+ * 1-column x 4-row SMLAD block (pe_dsp_dot_1x4_off: the zero point is added
+ * while widening the input, so the int32 sums are the portable ones term for
+ * term), and unit j's gate requantization, activations, cell update and
+ * hidden output follow at once on the eight sums in registers. The new hidden
+ * row goes to scratch until every unit has read the old one. Same integers
+ * as lstm_step: each value below is the portable expression, only computed
+ * with fewer instructions. */
+
+/* the requantization of one gate / product: pe_fx_requant(acc, m, s),
+ * m >= 0, prepared once per call */
+typedef struct {
+    int32_t m, s;        /* the portable arguments (fallback) */
+    int32_t lsh;         /* left + 1: SMMULR takes 2 * (acc << left) */
+    uint32_t lim;        /* fast when |acc| < lim = 2^(30 - left) */
+    int32_t right, rnd;  /* the rounding divide's exponent and 2^(right-1) */
+    int32_t neg;         /* -1 when right >= 1 (subtract 1 from negatives), else 0 */
+} dsp_rq;
+
+static void dsp_rq_init(dsp_rq *q, int32_t m, int32_t s)
+{
+    const int32_t left = s > 0 ? s : 0;
+    q->m = m;
+    q->s = s;
+    q->lsh = left + 1;
+    q->lim = (uint32_t)1 << (30 - left);
+    q->right = s > 0 ? 0 : -s;
+    q->rnd = q->right > 0 ? (int32_t)1 << (q->right - 1) : 0;
+    q->neg = q->right > 0 ? -1 : 0;
+}
+
+/* pe_fx_requant(acc, q->m, q->s). When |acc| < 2^(30 - left), a = acc << left
+ * has |a| < 2^30, so 2a fits int32 and SaturatingRoundingDoublingHighMul(a, m)
+ * = (2am + 2^31) >> 32 is one SMMULR (m >= 0: no saturating case); its result
+ * d has |d| <= |a| < 2^30, so the rounding divide (d + 2^(right-1) - [d < 0])
+ * >> right cannot overflow. Other accumulators take the portable function. */
+static inline int32_t dsp_requant(const dsp_rq *q, int32_t acc)
+{
+    int32_t d;
+    if ((uint32_t)acc + q->lim >= 2u * q->lim) {
+        return pe_fx_requant(acc, q->m, q->s);
+    }
+    __asm__("smmulr %0, %1, %2" : "=r"(d) : "r"((int32_t)((uint32_t)acc << q->lsh)), "r"(q->m));
+    return pe_fx_asr32(d + q->rnd + (pe_fx_asr32(d, 31) & q->neg), q->right);
+}
+
+/* the rounding divide by 2^e (1 <= e <= 30) of |v| <= 2^30: pe_fx_rdiv_pot */
+static inline int32_t dsp_rdiv(int32_t v, int32_t e)
+{
+    return pe_fx_asr32(v + ((int32_t)1 << (e - 1)) + pe_fx_asr32(v, 31), e);
+}
+
+/* a[k] += sum_d w[k][d] * (x[d] + off) for the four rows w[k], n >= 1 bytes */
+static void dsp_dot4(int32_t *a, const int8_t *w0, const int8_t *w1, const int8_t *w2,
+                     const int8_t *w3, const int8_t *x, int32_t n, int32_t off)
+{
+    int32_t i = n & ~7;
+    if (i > 0) {
+        pe_dsp_dot_1x4_off(a, w0, w1, w2, w3, x, i >> 3, off);
+    }
+    if (n - i >= 4) {
+        const uint32_t r = pe_rd32(x + i), off2 = pe_dup16(off);
+        const uint32_t xe = __sxtab16(off2, r), xo = pe_sxtab16_ror8(off2, r);
+        uint32_t v = pe_rd32(w0 + i);
+        a[0] = __smlad(__sxtb16(v), xe, __smlad(pe_sxtb16_ror8(v), xo, a[0]));
+        v = pe_rd32(w1 + i);
+        a[1] = __smlad(__sxtb16(v), xe, __smlad(pe_sxtb16_ror8(v), xo, a[1]));
+        v = pe_rd32(w2 + i);
+        a[2] = __smlad(__sxtb16(v), xe, __smlad(pe_sxtb16_ror8(v), xo, a[2]));
+        v = pe_rd32(w3 + i);
+        a[3] = __smlad(__sxtb16(v), xe, __smlad(pe_sxtb16_ror8(v), xo, a[3]));
+        i += 4;
+    }
+    for (; i < n; i++) {
+        const int32_t xv = (int32_t)x[i] + off;
+        a[0] += w0[i] * xv;
+        a[1] += w1[i] * xv;
+        a[2] += w2[i] * xv;
+        a[3] += w3[i] * xv;
+    }
+}
+
+typedef struct {
+    dsp_rq in[4], rec[4];
+    dsp_rq fc, ig, out;
+    int32_t tanh_m, tanh_s, tanh_round;   /* TFLM: TANH16 rescale of the cell */
+} dsp_lstm_q;
+
+static void dsp_lstm_q_init(const pe_lstm_params *p, dsp_lstm_q *q)
+{
+    int32_t k;
+    for (k = 0; k < 4; k++) {
+        dsp_rq_init(&q->in[k], p->in_mult[k], p->in_shift[k]);
+        dsp_rq_init(&q->rec[k], p->rec_mult[k], p->rec_shift[k]);
+    }
+    dsp_rq_init(&q->fc, p->fc_mult, p->fc_shift);
+    dsp_rq_init(&q->ig, p->ig_mult, p->ig_shift);
+    dsp_rq_init(&q->out, p->out_mult, p->out_shift);
+    q->tanh_m = p->cell_tanh_mult;
+    q->tanh_s = p->cell_tanh_shift;
+    act_rescale_args(&q->tanh_m, &q->tanh_s, &q->tanh_round);
+}
+
+/* gate k's pre-activation (lstm_gate's two gate_fc calls on one unit): the
+ * input term saturated to int16, plus the recurrent term (saturated to int16
+ * first: TFLM; not: LiteRT), saturated to int16 */
+static inline int32_t dsp_gate(const dsp_lstm_q *q, int32_t k, int32_t ain, int32_t arec, int litert)
+{
+    const int32_t vi = __ssat(dsp_requant(&q->in[k], ain), 16);
+    const int32_t vr = dsp_requant(&q->rec[k], arec);
+    return litert ? __ssat(__qadd(vi, vr), 16) : __ssat(vi + __ssat(vr, 16), 16);
+}
+
+static void lstm_step_dsp(const pe_lstm_params *p, const dsp_lstm_q *q, int32_t rows, const int8_t *x,
+                          int8_t *h, int16_t *c, int8_t *y, const int8_t *const weights[4],
+                          const int8_t *const rec[4], const int32_t *const bias[4], int16_t *buf)
+{
+    const int32_t nd = p->input_dim, ns = p->state_dim, litert = p->litert;
+    const int32_t xoff = -p->input_zp, hoff = -p->hidden_zp, clip = p->cell_clip;
+    int8_t *const hn = (int8_t *)(void *)buf;   /* rows * ns bytes <= the 3 int16 buffers */
+    int32_t r, j;
+    for (r = 0; r < rows; r++) {
+        const int8_t *xr = x + (size_t)r * (size_t)nd;
+        const int8_t *hr = h + (size_t)r * (size_t)ns;
+        int16_t *cr = c + (size_t)r * (size_t)ns;
+        int8_t *hnr = hn + (size_t)r * (size_t)ns;
+        for (j = 0; j < ns; j++) {
+            const size_t wo = (size_t)j * (size_t)nd, ro = (size_t)j * (size_t)ns;
+            int32_t ai[4] = {0, 0, 0, 0}, ar[4] = {0, 0, 0, 0};
+            int32_t gi, gf, gg, go, fc, ig, v, tc, k;
+            dsp_dot4(ai, weights[0] + wo, weights[1] + wo, weights[2] + wo, weights[3] + wo, xr, nd, xoff);
+            dsp_dot4(ar, rec[0] + ro, rec[1] + ro, rec[2] + ro, rec[3] + ro, hr, ns, hoff);
+            for (k = 0; k < 4; k++) {
+                ai[k] = wrap32((int64_t)ai[k] + bias[k][j]);   /* TFLite adds in int32 */
+            }
+            gi = dsp_gate(q, PE_LSTM_GATE_I, ai[0], ar[0], litert);
+            gf = dsp_gate(q, PE_LSTM_GATE_F, ai[1], ar[1], litert);
+            gg = dsp_gate(q, PE_LSTM_GATE_G, ai[2], ar[2], litert);
+            go = dsp_gate(q, PE_LSTM_GATE_O, ai[3], ar[3], litert);
+            if (litert) {
+                gi = litert_sigmoid(gi);
+                gf = litert_sigmoid(gf);
+                gg = litert_tanh(gg, 3);
+                go = litert_sigmoid(go);
+                /* |f * c|, |i * g| <= 2^30 */
+                fc = w16(dsp_rdiv(gf * cr[j], 15));
+                ig = w16(dsp_rdiv(gi * gg, 15 + p->cell_int_bits));
+            } else {
+                gi = logistic_one(gi, 3, 0, 0);
+                gf = logistic_one(gf, 3, 0, 0);
+                gg = tanh_one(gg, 3, 0, 0);
+                go = logistic_one(go, 3, 0, 0);
+                fc = __ssat(dsp_requant(&q->fc, gf * cr[j]), 16);
+                ig = __ssat(dsp_requant(&q->ig, gi * gg), 16);
+            }
+            v = __ssat(fc + ig, 16);
+            if (clip > 0) {
+                v = pe_fx_clamp(v, -clip, clip);
+            }
+            cr[j] = (int16_t)v;
+            tc = litert ? litert_tanh(v, p->cell_int_bits) : tanh_one(v, q->tanh_m, q->tanh_s, q->tanh_round);
+            hnr[j] = (int8_t)__ssat(__qadd(dsp_requant(&q->out, tc * go), p->hidden_zp), 8);
+        }
+    }
+    for (j = 0; j < rows * ns; j++) {
+        h[j] = hn[j];
+        y[j] = hn[j];
+    }
+}
+#endif
+
 pe_status pe_lstm_s8s16(const pe_context *ctx, const pe_lstm_params *p, const int8_t *input,
                         const int8_t *const weights[4], const int8_t *const rec[4],
                         const int32_t *const bias[4], int8_t *hidden, int16_t *cell, int8_t *output)
@@ -417,6 +598,9 @@ pe_status pe_lstm_s8s16(const pe_context *ctx, const pe_lstm_params *p, const in
     int32_t need, k, b, t;
     pe_status st;
     int16_t *buf;
+#if PE_DSP
+    dsp_lstm_q q;
+#endif
     if (ctx == NULL || input == NULL || weights == NULL || rec == NULL || bias == NULL || hidden == NULL ||
         cell == NULL || output == NULL) {
         return PE_ERR_ARG;
@@ -434,19 +618,33 @@ pe_status pe_lstm_s8s16(const pe_context *ctx, const pe_lstm_params *p, const in
         return PE_ERR_SCRATCH;
     }
     buf = (int16_t *)ctx->buf;
+#if PE_DSP
+    dsp_lstm_q_init(p, &q);
+#endif
     if (p->time_major) {
         const int64_t in_step = (int64_t)p->batch * p->input_dim;
         const int64_t out_step = (int64_t)p->batch * p->state_dim;
         for (t = 0; t < p->time; t++) {
+#if PE_DSP
+            lstm_step_dsp(p, &q, p->batch, input + t * in_step, hidden, cell, output + t * out_step, weights,
+                          rec, bias, buf);
+#else
             lstm_step(p, p->batch, input + t * in_step, hidden, cell, output + t * out_step, weights, rec, bias,
                       buf);
+#endif
         }
     } else {
         for (b = 0; b < p->batch; b++) {
             for (t = 0; t < p->time; t++) {
                 const int64_t row = (int64_t)b * p->time + t;
+#if PE_DSP
+                lstm_step_dsp(p, &q, 1, input + row * p->input_dim, hidden + (int64_t)b * p->state_dim,
+                              cell + (int64_t)b * p->state_dim, output + row * p->state_dim, weights, rec, bias,
+                              buf);
+#else
                 lstm_step(p, 1, input + row * p->input_dim, hidden + (int64_t)b * p->state_dim,
                           cell + (int64_t)b * p->state_dim, output + row * p->state_dim, weights, rec, bias, buf);
+#endif
             }
         }
     }
