@@ -472,8 +472,9 @@ static inline int32_t dsp_rdiv(int32_t v, int32_t e)
     return pe_fx_asr32(v + ((int32_t)1 << (e - 1)) + pe_fx_asr32(v, 31), e);
 }
 
-/* a[k] += sum_d w[k][d] * (x[d] + off) for the four rows w[k], n >= 1 bytes */
-static void dsp_dot4(int32_t *a, const int8_t *w0, const int8_t *w1, const int8_t *w2,
+/* a[k] += sum_d w[k][d] * (x[d] + off) for the four rows w[k], n >= 1 bytes
+ * (inlined: two calls per unit, each cheap at MNIST-LSTM's depths 20 / 28) */
+__attribute__((always_inline)) static inline void dsp_dot4(int32_t *a, const int8_t *w0, const int8_t *w1, const int8_t *w2,
                      const int8_t *w3, const int8_t *x, int32_t n, int32_t off)
 {
     int32_t i = n & ~7;
