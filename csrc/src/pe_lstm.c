@@ -198,6 +198,7 @@ pe_status pe_lstm_s8s16_get_buffer_size(const pe_lstm_params *p, int32_t *bytes)
     return PE_OK;
 }
 
+#if !PE_DSP
 /* int64 -> int32 keeping the low 32 bits (TFLite's int32 wrap), portably */
 static int32_t wrap32(int64_t v)
 {
@@ -205,7 +206,6 @@ static int32_t wrap32(int64_t v)
     return u <= (uint32_t)PE_INT32_MAX ? (int32_t)u : -(int32_t)(~u) - 1;
 }
 
-#if !PE_DSP
 /* out[r, j] = sat16(requant(sum_d w[j, d] * (x[r, d] + offset) (+ bias[j])));
  * with accumulate: out[r, j] = sat16(out[r, j] + v) where v is that
  * requantized sum, itself saturated to int16 first when sat_each (TFLM) or
@@ -260,6 +260,26 @@ static void gate_fc(int32_t rows, int32_t depth, int32_t n_out, const int8_t *x,
 /* round(2^15 exp(-2^k)) for k = -2 .. 4 */
 static const int16_t q15_exp_pow2[7] = {25520, 19875, 12055, 4435, 600, 11, 0};
 
+#if PE_DSP
+/* The same three functions in one to four instructions: SXTH; MUL, ADD,
+ * ASR and SSAT (every operand is an int16, so a * b + 2^14 fits int32 and
+ * only -32768 * -32768 gives 32768, which SSAT makes 32767: the one
+ * saturating case); LSL and SSAT. */
+static inline int32_t w16(int32_t v)
+{
+    return (int16_t)v;   /* modulo 2^16 on the DSP compilers (gcc, clang, armclang) */
+}
+
+static inline int32_t q15_mul(int32_t a, int32_t b)
+{
+    return __ssat(pe_fx_asr32(a * b + (1 << 14), 15), 16);
+}
+
+static inline int32_t shl_sat16(int32_t v, int32_t e)
+{
+    return __ssat(v * (1 << e), 16);   /* |v| < 2^15, e <= 6 */
+}
+#else
 static int32_t w16(int32_t v)
 {
     const uint32_t u = (uint32_t)v & 0xFFFFu;
@@ -278,6 +298,7 @@ static int32_t shl_sat16(int32_t v, int32_t e)
 {
     return pe_fx_sat_s16(v * (1 << e));   /* |v| < 2^15, e <= 6 */
 }
+#endif
 
 /* exp(a) for a in [-1/4, 0), Q0.15 in and out */
 static int32_t exp_quarter(int32_t a)
@@ -472,7 +493,8 @@ static inline int32_t dsp_rdiv(int32_t v, int32_t e)
     return pe_fx_asr32(v + ((int32_t)1 << (e - 1)) + pe_fx_asr32(v, 31), e);
 }
 
-/* a[k] += sum_d w[k][d] * (x[d] + off) for the four rows w[k], n >= 1 bytes
+/* a[k] += sum_d w[k][d] * (x[d] + off) for the four rows w[k], n >= 1 bytes,
+ * modulo 2^32 (SMLAD's sum: the caller's initial a[k] may be any int32)
  * (inlined: two calls per unit, each cheap at MNIST-LSTM's depths 20 / 28) */
 __attribute__((always_inline)) static inline void dsp_dot4(int32_t *a, const int8_t *w0, const int8_t *w1, const int8_t *w2,
                      const int8_t *w3, const int8_t *x, int32_t n, int32_t off)
@@ -495,11 +517,12 @@ __attribute__((always_inline)) static inline void dsp_dot4(int32_t *a, const int
         i += 4;
     }
     for (; i < n; i++) {
+        /* modulo 2^32 like SMLAD: the sums may start from a bias */
         const int32_t xv = (int32_t)x[i] + off;
-        a[0] += w0[i] * xv;
-        a[1] += w1[i] * xv;
-        a[2] += w2[i] * xv;
-        a[3] += w3[i] * xv;
+        a[0] = (int32_t)((uint32_t)a[0] + (uint32_t)(w0[i] * xv));
+        a[1] = (int32_t)((uint32_t)a[1] + (uint32_t)(w1[i] * xv));
+        a[2] = (int32_t)((uint32_t)a[2] + (uint32_t)(w2[i] * xv));
+        a[3] = (int32_t)((uint32_t)a[3] + (uint32_t)(w3[i] * xv));
     }
 }
 
@@ -549,13 +572,16 @@ static void lstm_step_dsp(const pe_lstm_params *p, const dsp_lstm_q *q, int32_t 
         int8_t *hnr = hn + (size_t)r * (size_t)ns;
         for (j = 0; j < ns; j++) {
             const size_t wo = (size_t)j * (size_t)nd, ro = (size_t)j * (size_t)ns;
-            int32_t ai[4] = {0, 0, 0, 0}, ar[4] = {0, 0, 0, 0};
-            int32_t gi, gf, gg, go, fc, ig, v, tc, k;
+            /* the input sums start from the bias: wrap32(dot + bias) as
+             * TFLite adds them in int32, the dot being exact in int32 */
+            int32_t ai[4], ar[4] = {0, 0, 0, 0};
+            int32_t gi, gf, gg, go, fc, ig, v, tc;
+            ai[0] = bias[0][j];
+            ai[1] = bias[1][j];
+            ai[2] = bias[2][j];
+            ai[3] = bias[3][j];
             dsp_dot4(ai, weights[0] + wo, weights[1] + wo, weights[2] + wo, weights[3] + wo, xr, nd, xoff);
             dsp_dot4(ar, rec[0] + ro, rec[1] + ro, rec[2] + ro, rec[3] + ro, hr, ns, hoff);
-            for (k = 0; k < 4; k++) {
-                ai[k] = wrap32((int64_t)ai[k] + bias[k][j]);   /* TFLite adds in int32 */
-            }
             gi = dsp_gate(q, PE_LSTM_GATE_I, ai[0], ar[0], litert);
             gf = dsp_gate(q, PE_LSTM_GATE_F, ai[1], ar[1], litert);
             gg = dsp_gate(q, PE_LSTM_GATE_G, ai[2], ar[2], litert);
