@@ -476,11 +476,13 @@ static void dsp_rq_init(dsp_rq *q, int32_t m, int32_t s)
  * has |a| < 2^30, so 2a fits int32 and SaturatingRoundingDoublingHighMul(a, m)
  * = (2am + 2^31) >> 32 is one SMMULR (m >= 0: no saturating case); its result
  * d has |d| <= |a| < 2^30, so the rounding divide (d + 2^(right-1) - [d < 0])
- * >> right cannot overflow. Other accumulators take the portable function. */
-static inline int32_t dsp_requant(const dsp_rq *q, int32_t acc)
+ * >> right cannot overflow. Other accumulators take the portable function;
+ * checked = 0 when the caller has proven |acc| < 2^(30 - left) for every
+ * accumulator (dsp_lstm_q.unchecked). */
+static inline int32_t dsp_requant(const dsp_rq *q, int32_t acc, int checked)
 {
     int32_t d;
-    if ((uint32_t)acc + q->lim >= 2u * q->lim) {
+    if (checked && (uint32_t)acc + q->lim >= 2u * q->lim) {
         return pe_fx_requant(acc, q->m, q->s);
     }
     __asm__("smmulr %0, %1, %2" : "=r"(d) : "r"((int32_t)((uint32_t)acc << q->lsh)), "r"(q->m));
@@ -530,9 +532,35 @@ typedef struct {
     dsp_rq in[4], rec[4];
     dsp_rq fc, ig, out;
     int32_t tanh_m, tanh_s, tanh_round;   /* TFLM: TANH16 rescale of the cell */
+    int unchecked;                        /* every requantization fast (below) */
 } dsp_lstm_q;
 
-static void dsp_lstm_q_init(const pe_lstm_params *p, dsp_lstm_q *q)
+/* Whether every accumulator of this call is inside its requantization's fast
+ * range, so that the unit loop needs no range checks:
+ *   input sums |dot + bias| <= input_dim * 128 * 255 + max |bias|
+ *   recurrent sums          <= state_dim * 128 * 255
+ *   f * c, i * g, o * tanh(c): one factor a sigmoid in [0, 32767], the other
+ *       an int16, so |product| <= 32767 * 32768 < 2^30: fast without a left
+ *       shift (LiteRT's f * c and i * g take dsp_rdiv instead). */
+static int dsp_lstm_unchecked(const pe_lstm_params *p, const dsp_lstm_q *q, const int32_t *const bias[4])
+{
+    int32_t k, j;
+    for (k = 0; k < 4; k++) {
+        uint32_t bmax = 0;
+        for (j = 0; j < p->state_dim; j++) {
+            const int32_t b = bias[k][j];
+            const uint32_t a = b < 0 ? 0u - (uint32_t)b : (uint32_t)b;
+            bmax = a > bmax ? a : bmax;
+        }
+        if ((uint64_t)p->input_dim * 32640u + bmax >= q->in[k].lim ||
+            (uint64_t)p->state_dim * 32640u >= q->rec[k].lim) {
+            return 0;
+        }
+    }
+    return q->out.lsh == 1 && (p->litert || (q->fc.lsh == 1 && q->ig.lsh == 1));
+}
+
+static void dsp_lstm_q_init(const pe_lstm_params *p, const int32_t *const bias[4], dsp_lstm_q *q)
 {
     int32_t k;
     for (k = 0; k < 4; k++) {
@@ -545,21 +573,24 @@ static void dsp_lstm_q_init(const pe_lstm_params *p, dsp_lstm_q *q)
     q->tanh_m = p->cell_tanh_mult;
     q->tanh_s = p->cell_tanh_shift;
     act_rescale_args(&q->tanh_m, &q->tanh_s, &q->tanh_round);
+    q->unchecked = dsp_lstm_unchecked(p, q, bias);
 }
 
 /* gate k's pre-activation (lstm_gate's two gate_fc calls on one unit): the
  * input term saturated to int16, plus the recurrent term (saturated to int16
  * first: TFLM; not: LiteRT), saturated to int16 */
-static inline int32_t dsp_gate(const dsp_lstm_q *q, int32_t k, int32_t ain, int32_t arec, int litert)
+static inline int32_t dsp_gate(const dsp_lstm_q *q, int32_t k, int32_t ain, int32_t arec, int litert,
+                               int checked)
 {
-    const int32_t vi = __ssat(dsp_requant(&q->in[k], ain), 16);
-    const int32_t vr = dsp_requant(&q->rec[k], arec);
+    const int32_t vi = __ssat(dsp_requant(&q->in[k], ain, checked), 16);
+    const int32_t vr = dsp_requant(&q->rec[k], arec, checked);
     return litert ? __ssat(__qadd(vi, vr), 16) : __ssat(vi + __ssat(vr, 16), 16);
 }
 
-static void lstm_step_dsp(const pe_lstm_params *p, const dsp_lstm_q *q, int32_t rows, const int8_t *x,
-                          int8_t *h, int16_t *c, int8_t *y, const int8_t *const weights[4],
-                          const int8_t *const rec[4], const int32_t *const bias[4], int16_t *buf)
+__attribute__((always_inline)) static inline void lstm_step_dsp_body(
+    const pe_lstm_params *p, const dsp_lstm_q *q, int32_t rows, const int8_t *x, int8_t *h, int16_t *c,
+    int8_t *y, const int8_t *const weights[4], const int8_t *const rec[4], const int32_t *const bias[4],
+    int16_t *buf, int checked)
 {
     const int32_t nd = p->input_dim, ns = p->state_dim, litert = p->litert;
     const int32_t xoff = -p->input_zp, hoff = -p->hidden_zp, clip = p->cell_clip;
@@ -582,10 +613,10 @@ static void lstm_step_dsp(const pe_lstm_params *p, const dsp_lstm_q *q, int32_t 
             ai[3] = bias[3][j];
             dsp_dot4(ai, weights[0] + wo, weights[1] + wo, weights[2] + wo, weights[3] + wo, xr, nd, xoff);
             dsp_dot4(ar, rec[0] + ro, rec[1] + ro, rec[2] + ro, rec[3] + ro, hr, ns, hoff);
-            gi = dsp_gate(q, PE_LSTM_GATE_I, ai[0], ar[0], litert);
-            gf = dsp_gate(q, PE_LSTM_GATE_F, ai[1], ar[1], litert);
-            gg = dsp_gate(q, PE_LSTM_GATE_G, ai[2], ar[2], litert);
-            go = dsp_gate(q, PE_LSTM_GATE_O, ai[3], ar[3], litert);
+            gi = dsp_gate(q, PE_LSTM_GATE_I, ai[0], ar[0], litert, checked);
+            gf = dsp_gate(q, PE_LSTM_GATE_F, ai[1], ar[1], litert, checked);
+            gg = dsp_gate(q, PE_LSTM_GATE_G, ai[2], ar[2], litert, checked);
+            go = dsp_gate(q, PE_LSTM_GATE_O, ai[3], ar[3], litert, checked);
             if (litert) {
                 gi = litert_sigmoid(gi);
                 gf = litert_sigmoid(gf);
@@ -599,8 +630,8 @@ static void lstm_step_dsp(const pe_lstm_params *p, const dsp_lstm_q *q, int32_t 
                 gf = logistic_one(gf, 3, 0, 0);
                 gg = tanh_one(gg, 3, 0, 0);
                 go = logistic_one(go, 3, 0, 0);
-                fc = __ssat(dsp_requant(&q->fc, gf * cr[j]), 16);
-                ig = __ssat(dsp_requant(&q->ig, gi * gg), 16);
+                fc = __ssat(dsp_requant(&q->fc, gf * cr[j], checked), 16);
+                ig = __ssat(dsp_requant(&q->ig, gi * gg, checked), 16);
             }
             v = __ssat(fc + ig, 16);
             if (clip > 0) {
@@ -608,13 +639,37 @@ static void lstm_step_dsp(const pe_lstm_params *p, const dsp_lstm_q *q, int32_t 
             }
             cr[j] = (int16_t)v;
             tc = litert ? litert_tanh(v, p->cell_int_bits) : tanh_one(v, q->tanh_m, q->tanh_s, q->tanh_round);
-            hnr[j] = (int8_t)__ssat(__qadd(dsp_requant(&q->out, tc * go), p->hidden_zp), 8);
+            hnr[j] = (int8_t)__ssat(__qadd(dsp_requant(&q->out, tc * go, checked), p->hidden_zp), 8);
         }
     }
     for (j = 0; j < rows * ns; j++) {
         h[j] = hn[j];
         y[j] = hn[j];
     }
+}
+
+/* the unit loop twice: with the range checks, and without (q->unchecked) */
+static void lstm_step_dsp_checked(const pe_lstm_params *p, const dsp_lstm_q *q, int32_t rows, const int8_t *x,
+                                  int8_t *h, int16_t *c, int8_t *y, const int8_t *const weights[4],
+                                  const int8_t *const rec[4], const int32_t *const bias[4], int16_t *buf)
+{
+    lstm_step_dsp_body(p, q, rows, x, h, c, y, weights, rec, bias, buf, 1);
+}
+
+static void lstm_step_dsp_unchecked(const pe_lstm_params *p, const dsp_lstm_q *q, int32_t rows,
+                                    const int8_t *x, int8_t *h, int16_t *c, int8_t *y,
+                                    const int8_t *const weights[4], const int8_t *const rec[4],
+                                    const int32_t *const bias[4], int16_t *buf)
+{
+    lstm_step_dsp_body(p, q, rows, x, h, c, y, weights, rec, bias, buf, 0);
+}
+
+static void lstm_step_dsp(const pe_lstm_params *p, const dsp_lstm_q *q, int32_t rows, const int8_t *x,
+                          int8_t *h, int16_t *c, int8_t *y, const int8_t *const weights[4],
+                          const int8_t *const rec[4], const int32_t *const bias[4], int16_t *buf)
+{
+    (q->unchecked ? lstm_step_dsp_unchecked : lstm_step_dsp_checked)(p, q, rows, x, h, c, y, weights, rec,
+                                                                     bias, buf);
 }
 #endif
 
@@ -646,7 +701,7 @@ pe_status pe_lstm_s8s16(const pe_context *ctx, const pe_lstm_params *p, const in
     }
     buf = (int16_t *)ctx->buf;
 #if PE_DSP
-    dsp_lstm_q_init(p, &q);
+    dsp_lstm_q_init(p, bias, &q);
 #endif
     if (p->time_major) {
         const int64_t in_step = (int64_t)p->batch * p->input_dim;
