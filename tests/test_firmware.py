@@ -72,7 +72,7 @@ def test_bundled_models_are_found():
 def test_firmware_bit_exact(firmware_builds, model, board):
     from pyembed.target.firmware import run_project
     g, proj = firmware_builds(model, board)
-    if model == "tflm_person_detect_int8":
+    if model == "tiny_ic_resnet8_int8":
         # both boards have the DSP extension: the fast conv scratch is given (and run) here
         assert proj.dsp_scratch, "no convolution got the DSP build's fast scratch"
     xs = _random_inputs(g, seed=sum(map(ord, model)))

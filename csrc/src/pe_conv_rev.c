@@ -164,6 +164,19 @@ static int64_t dsp_extra_bytes(const pe_conv_params *p, const pe_dims *in, const
     return 0;
 }
 
+/* The whole-tensor call (pe_conv2d_rev_s8) of a DSP build runs the
+ * pe_conv_gather.c block loops, which need no scratch; the row stream's int16
+ * column blocks beat them only for kernel rows of two taps or more, stride 1
+ * and 16 input channels or more (Cortex-M4, instructions per MAC: 3x3 16->16
+ * on 48x48 0.99 against 1.05, 3x3 32->32 on 16x16 0.90 against 0.94; but 3x3
+ * 8->8 on 25x25 1.48 against 1.34, 1x1 64->64 on 25x5 1.05 either way,
+ * stride 2 slightly slower): only then does it take them, given the bytes. */
+static int whole_prefers_blocks(const pe_conv_params *p, const pe_dims *in, const pe_dims *f,
+                                const pe_dims *out)
+{
+    return dsp_extra_bytes(p, in, f, out) > 0 && p->stride.w == 1 && in->c >= 16 && f->w >= 2;
+}
+
 /* what this build's kernel can use: the DSP build's extra bytes, else 0 */
 static int64_t simd_extra_bytes(const pe_conv_params *p, const pe_dims *in, const pe_dims *f,
                                 const pe_dims *out)
@@ -193,7 +206,9 @@ pe_status pe_conv2d_rev_s8_get_target_buffer_size(const pe_conv_params *params,
     if (dsp != 0 && dsp != 1) {
         return PE_ERR_ARG;
     }
-    total = (int64_t)*size + (dsp ? dsp_extra_bytes(params, input_dims, filter_dims, output_dims) : 0);
+    total = (int64_t)*size + (dsp && whole_prefers_blocks(params, input_dims, filter_dims, output_dims)
+                                  ? dsp_extra_bytes(params, input_dims, filter_dims, output_dims)
+                                  : 0);
     if (total > PE_INT32_MAX) {
         return PE_ERR_OVERFLOW;
     }
@@ -206,8 +221,17 @@ pe_status pe_conv2d_rev_s8_get_fast_buffer_size(const pe_conv_params *params,
                                                 const pe_dims *filter_dims,
                                                 const pe_dims *output_dims, int32_t *size)
 {
-    return pe_conv2d_rev_s8_get_target_buffer_size(params, input_dims, filter_dims, output_dims, PE_DSP,
-                                                   size);
+    int64_t total;
+    const pe_status s = scratch_bytes(params, input_dims, filter_dims, output_dims, 0, size);
+    if (s != PE_OK) {
+        return s;
+    }
+    total = (int64_t)*size + simd_extra_bytes(params, input_dims, filter_dims, output_dims);
+    if (total > PE_INT32_MAX) {
+        return PE_ERR_OVERFLOW;
+    }
+    *size = (int32_t)total;
+    return PE_OK;
 }
 
 pe_status pe_depthwise_conv2d_rev_s8_get_buffer_size(const pe_conv_params *params,
@@ -1662,6 +1686,19 @@ __attribute__((noinline)) static int32_t cv_whole_dsp(const pe_context *ctx, con
 }
 #endif
 
+#if PE_DSP
+/* ctx holds the fast scratch (pe_conv2d_rev_s8_get_fast_buffer_size) of a
+ * shape that has the int16 column blocks */
+static int fast_blocks_given(const pe_context *ctx, const pe_conv_params *p, const pe_dims *in,
+                             const pe_dims *f, const pe_dims *out)
+{
+    int32_t need;
+    const int64_t extra = simd_extra_bytes(p, in, f, out);
+    return ctx != NULL && whole_prefers_blocks(p, in, f, out) &&
+           scratch_bytes(p, in, f, out, 0, &need) == PE_OK && (int64_t)ctx->size >= (int64_t)need + extra;
+}
+#endif
+
 static pe_status run_whole(const pe_context *ctx, const pe_conv_params *p,
                            const pe_per_channel_quant *q, const pe_dims *in,
                            const int8_t *input, const pe_dims *f, const int8_t *filter,
@@ -1681,8 +1718,11 @@ static pe_status run_whole(const pe_context *ctx, const pe_conv_params *p,
         pe_dw_dsp_applies(p, in, f, out, bias)) {
         return dw_whole_dsp(ctx, p, q, in, input, f, filter, bias, out, output);
     }
+    /* given the fast scratch, where the row stream's int16 column blocks are
+     * faster (whole_prefers_blocks), the stream below runs them */
     if (!depthwise && p != NULL && in != NULL && f != NULL && out != NULL &&
         check_geometry(p, in, f, out, 0) == PE_OK && pe_cv_dsp_applies(p, in, f, out) &&
+        !fast_blocks_given(ctx, p, in, f, out) &&
         cv_whole_dsp(ctx, p, q, in, input, f, filter, bias, out, output, &s)) {
         return s;
     }

@@ -102,10 +102,12 @@ pe_status pe_conv2d_rev_s8_get_fast_buffer_size(const pe_conv_params *params,
                                                 const pe_dims *filter_dims,
                                                 const pe_dims *output_dims, int32_t *size);
 
-/* The fast size of a given build, on any build: dsp 1 is the size
- * pe_conv2d_rev_s8_get_fast_buffer_size returns on an Arm DSP build, dsp 0
- * the minimum (PE_ERR_ARG for any other value). A host plans a DSP target's
- * scratch with it (pyembed's firmware generator). */
+/* The scratch the whole-tensor pe_conv2d_rev_s8 of a given build runs
+ * fastest with, on any build: dsp 0 the minimum; dsp 1 the fast size above
+ * where the DSP build's whole-tensor call prefers the int16 column blocks to
+ * its scratch-free block loops (kernel rows of 2 taps or more, stride.w 1,
+ * in_c >= 16), else the minimum; PE_ERR_ARG for any other dsp. A host plans a
+ * DSP target's scratch with it (pyembed's firmware generator). */
 pe_status pe_conv2d_rev_s8_get_target_buffer_size(const pe_conv_params *params,
                                                   const pe_dims *input_dims,
                                                   const pe_dims *filter_dims,
