@@ -250,53 +250,9 @@ static void add_weighted_row(int64_t *acc, int64_t w, const int8_t *vr, int32_t 
     }
 }
 
-#if PE_DSP
-/* acc[c] += sum over the n keys j of w[j] * (vr_j[c] + v_offset), the keys'
- * V rows vstride apart, for a block of weights applied together (no rescale
- * between them): the same int64 sums re-associated as acc[c] + sum_j w[j] *
- * vr_j[c] + v_offset * sum_j w[j], four keys per pass over the channels
- * (each accumulator loaded and stored once per four keys; LDRSB + SMLAL per
- * MAC), the offset term once per channel and block. Exact: every partial sum is a
- * subset sum of the portable loop's terms, far inside int64 (|w| <= 2^30,
- * |v + off| <= 256, at most block keys). */
-static void add_weighted_rows(int64_t *acc, const int32_t *w, int32_t n, const int8_t *vr,
-                              size_t vstride, int32_t dv, int32_t v_offset)
-{
-    int64_t wsum = 0;
-    int32_t j = 0, c;
-    for (; j + 4 <= n; j += 4, vr += 4 * vstride) {
-        const int32_t w0 = w[j], w1 = w[j + 1], w2 = w[j + 2], w3 = w[j + 3];
-        const int8_t *const r0 = vr;
-        const int8_t *const r1 = vr + vstride;
-        const int8_t *const r2 = vr + 2 * vstride;
-        const int8_t *const r3 = vr + 3 * vstride;
-        for (c = 0; c < dv; c++) {
-            int64_t a = acc[c];
-            a += (int64_t)w0 * r0[c];
-            a += (int64_t)w1 * r1[c];
-            a += (int64_t)w2 * r2[c];
-            a += (int64_t)w3 * r3[c];
-            acc[c] = a;
-        }
-        wsum += (int64_t)w0 + w1 + w2 + w3;
-    }
-    for (; j < n; j++, vr += vstride) {
-        const int32_t w0 = w[j];
-        for (c = 0; c < dv; c++) {
-            acc[c] += (int64_t)w0 * vr[c];
-        }
-        wsum += w0;
-    }
-    if (v_offset != 0) {
-        const int64_t t = wsum * v_offset;
-        for (c = 0; c < dv; c++) {
-            acc[c] += t;
-        }
-    }
-}
-#endif
-
 /* ------------------------------------------------------------- streaming */
+
+#if !PE_DSP
 
 /* One streaming pass over keys [lo, hi). Accumulates the norm into *alpha
  * and, when acc is non-NULL, the weighted V rows into acc; leaves the final
@@ -314,21 +270,7 @@ static void stream_pass(const attn_geom *g, const int16_t *qrow, int32_t corr, c
         const int32_t b1 = hi - b0 > block ? b0 + block : hi;
         int32_t smax = PE_INT32_MIN;
         int64_t top_new, mq, tmax;
-        j = b0;
-#if PE_DSP
-        for (; j + 2 <= b1; j += 2) {
-            int32_t s0, s1;
-            dot2_s16_s8(qrow, k + (size_t)j * g->k_stride, k + (size_t)(j + 1) * g->k_stride,
-                        g->d, &s0, &s1);
-            s0 += corr;
-            s1 += corr;
-            sbuf[j - b0] = s0;
-            sbuf[j + 1 - b0] = s1;
-            smax = s0 > smax ? s0 : smax;
-            smax = s1 > smax ? s1 : smax;
-        }
-#endif
-        for (; j < b1; j++) {
+        for (j = b0; j < b1; j++) {
             const int32_t s = dot_s16_s8(qrow, k + (size_t)j * g->k_stride, g->d) + corr;
             sbuf[j - b0] = s;
             smax = s > smax ? s : smax;
@@ -359,18 +301,6 @@ static void stream_pass(const attn_geom *g, const int16_t *qrow, int32_t corr, c
             cnt->rescales++;
         }
         mq = top * ((int64_t)1 << PE_ATTN_LOG2_FRAC_BITS);
-#if PE_DSP
-        /* the weights replace the scores in sbuf, then multiply V together */
-        for (j = b0; j < b1; j++) {
-            const int32_t e = exp2_weight(logit(g, sbuf[j - b0], j) - mq);
-            alpha += e;
-            sbuf[j - b0] = e;
-        }
-        if (acc != NULL) {
-            add_weighted_rows(acc, sbuf, b1 - b0, v + (size_t)b0 * g->v_stride, g->v_stride,
-                              g->dv, g->v_offset);
-        }
-#else
         for (j = b0; j < b1; j++) {
             const int32_t e = exp2_weight(logit(g, sbuf[j - b0], j) - mq);
             alpha += e;
@@ -378,7 +308,6 @@ static void stream_pass(const attn_geom *g, const int16_t *qrow, int32_t corr, c
                 add_weighted_row(acc, e, v + (size_t)j * g->v_stride, g->dv, g->v_offset);
             }
         }
-#endif
         cnt->exps += (uint64_t)(b1 - b0);
         if (acc != NULL) {
             cnt->macs += (uint64_t)(b1 - b0) * (uint64_t)g->dv;
@@ -403,6 +332,418 @@ static void early_pass(const attn_geom *g, const int16_t *qrow, int32_t corr, co
     cnt->macs += (uint64_t)(hi - lo) * (uint64_t)(g->d + g->dv);
     cnt->exps += (uint64_t)(hi - lo);
 }
+
+#else
+/* ------------------------------------------------ DSP path (Cortex-M4/M7)
+ *
+ * The same integers as the portable stream_pass / early_pass / late
+ * division, computed with fewer Thumb-2 instructions per score:
+ *  - scores four keys at a time (each query word loaded once for four
+ *    keys: 1 LDRD per 4 keys x 4 channels), then pairs, then single keys;
+ *  - the logit of a score as one SMMLA and one ASR (shift <= -2), the
+ *    exponent argument by QSUB (saturating exactly where exp2_weight
+ *    clamps), the exponent inlined in 32-bit arithmetic;
+ *  - the weighted V rows four keys per pass over the channels (LDRSB +
+ *    SMLAL per MAC) with the V offset term folded into the first pass;
+ *  - the late fold's divisions by a 32-bit reciprocal of alpha per row and
+ *    an exact remainder correction instead of a 64-bit long division. */
+
+/* a[0..3] += dot(qrow, row j) for the four key rows k, k+ks, k+2ks, k+3ks
+ * over n8 * 8 channels (n8 >= 1; qrow in load_query's DSP order, 4-byte
+ * aligned). Per eight channels: 2 LDRD (query), 8 LDR, 16 SXTB16, 16 SMLAD
+ * for 32 MACs. Inline assembly: 13 registers (4 accumulators, 5 pointers,
+ * 4 operands), which gcc does not find from the intrinsics. */
+__attribute__((noinline)) static void dot4_s16_s8(int32_t *a, const int16_t *qrow,
+                                                  const int8_t *k, size_t ks, int32_t n8)
+{
+    const int8_t *k0 = k, *k1 = k + ks, *k2 = k + 2 * ks, *k3 = k + 3 * ks;
+#if PE_DSP_ASM
+    const int16_t *q = qrow;
+    const int16_t *const end = qrow + (size_t)n8 * 8u;
+    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    uint32_t qa, qb, kw, kx;
+#define ATTN_K4_CH(acc, kp)                                                   \
+    "ldr    %[kw], [%[" kp "]], #4\n\t"                                       \
+    "sxtb16 %[kx], %[kw]\n\t"                                                 \
+    "smlad  %[" acc "], %[kx], %[qa], %[" acc "]\n\t"                         \
+    "sxtb16 %[kw], %[kw], ror #8\n\t"                                         \
+    "smlad  %[" acc "], %[kw], %[qb], %[" acc "]\n\t"
+#define ATTN_K4_STEP                                                          \
+    "ldrd   %[qa], %[qb], [%[q]], #8\n\t"                                     \
+    ATTN_K4_CH("a0", "k0") ATTN_K4_CH("a1", "k1")                             \
+    ATTN_K4_CH("a2", "k2") ATTN_K4_CH("a3", "k3")
+    __asm__ volatile("1:\n\t" ATTN_K4_STEP ATTN_K4_STEP
+                     "ldr    %[kw], %[end]\n\t"
+                     "cmp    %[q], %[kw]\n\t"
+                     "bne    1b\n\t"
+                     : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3),
+                       [k0] "+r"(k0), [k1] "+r"(k1), [k2] "+r"(k2), [k3] "+r"(k3),
+                       [q] "+r"(q), [qa] "=&r"(qa), [qb] "=&r"(qb), [kw] "=&r"(kw),
+                       [kx] "=&r"(kx)
+                     : [end] "m"(end)
+                     : "cc", "memory");
+#undef ATTN_K4_STEP
+#undef ATTN_K4_CH
+    a[0] = a0;
+    a[1] = a1;
+    a[2] = a2;
+    a[3] = a3;
+#else
+    int32_t c, j;
+    const int8_t *kr[4];
+    kr[0] = k0;
+    kr[1] = k1;
+    kr[2] = k2;
+    kr[3] = k3;
+    for (j = 0; j < 4; j++) {
+        int32_t acc = 0;
+        for (c = 0; c < 8 * n8; c += 4) {
+            const uint32_t v = pe_rd32(kr[j] + c);
+            acc = __smlad(__sxtb16(v), pe_rd32(qrow + c), acc);
+            acc = __smlad(pe_sxtb16_ror8(v), pe_rd32(qrow + c + 2), acc);
+        }
+        a[j] = acc;
+    }
+#endif
+}
+
+/* Scores of the n keys k, k+ks, ... (plus corr) into s[0..n-1]; returns
+ * their maximum. */
+__attribute__((noinline)) static int32_t scores_dsp(const int16_t *qrow, int32_t corr,
+                                                    const int8_t *k, size_t ks, int32_t n,
+                                                    int32_t d, int32_t *s)
+{
+    const int32_t d8 = d & ~7;
+    int32_t smax = PE_INT32_MIN;
+    int32_t j = 0, c, i;
+    if (d8 > 0) {
+        for (; j + 4 <= n; j += 4, k += 4 * ks) {
+            int32_t a[4];
+            dot4_s16_s8(a, qrow, k, ks, d8 >> 3);
+            for (i = 0; i < 4; i++) {
+                /* channels past the last eight: a group of four (in
+                 * load_query's order), then single ones */
+                const int8_t *const kr = k + (size_t)i * ks;
+                int32_t v = a[i];
+                c = d8;
+                if (c + 4 <= d) {
+                    const uint32_t w = pe_rd32(kr + c);
+                    v = __smlad(__sxtb16(w), pe_rd32(qrow + c), v);
+                    v = __smlad(pe_sxtb16_ror8(w), pe_rd32(qrow + c + 2), v);
+                    c += 4;
+                }
+                for (; c < d; c++) {
+                    v += (int32_t)qrow[c] * (int32_t)kr[c];
+                }
+                v += corr;
+                s[j + i] = v;
+                smax = v > smax ? v : smax;
+            }
+        }
+    }
+    for (; j + 2 <= n; j += 2, k += 2 * ks) {
+        int32_t s0, s1;
+        dot2_s16_s8(qrow, k, k + ks, d, &s0, &s1);
+        s0 += corr;
+        s1 += corr;
+        s[j] = s0;
+        s[j + 1] = s1;
+        smax = s0 > smax ? s0 : smax;
+        smax = s1 > smax ? s1 : smax;
+    }
+    if (j < n) {
+        const int32_t v = dot_s16_s8(qrow, k, d) + corr;
+        s[j] = v;
+        smax = v > smax ? v : smax;
+    }
+    return smax;
+}
+
+/* pe_fx_exp2_neg_q22(x) for x <= 0 in 32-bit arithmetic: the table step
+ * (hi - lo) < 2^20 times the 12 interpolation bits stays below 2^32, and
+ * v >= 0 makes the rounding divide by 2^ip halves-up. */
+static inline int32_t exp2_q22_dsp(int32_t x)
+{
+    const uint32_t neg = (uint32_t)0u - (uint32_t)x;
+    const uint32_t ip = neg >> PE_FX_EXP2_FRAC_BITS;
+    const uint32_t frac = neg & (((uint32_t)1u << PE_FX_EXP2_FRAC_BITS) - 1u);
+    const int32_t ib = PE_FX_EXP2_FRAC_BITS - PE_FX_EXP2_TABLE_BITS;
+    const int32_t *const tab = pe_fx_exp2_table + (frac >> ib);
+    const uint32_t hi = (uint32_t)tab[0], lo = (uint32_t)tab[1];
+    const uint32_t t = frac & (((uint32_t)1u << ib) - 1u);
+    const uint32_t v = hi - (((hi - lo) * t + ((uint32_t)1u << (ib - 1))) >> ib);
+    if (ip > 31u) {
+        return 0;
+    }
+    return (int32_t)((v + (((uint32_t)1u << ip) >> 1)) >> ip);
+}
+
+/* (ra * 2^32 + a * b) >> 32, arithmetic: one SMMLA. */
+static inline int32_t smmla(int32_t a, int32_t b, int32_t ra)
+{
+    int32_t r;
+    __asm__("smmla %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(ra));
+    return r;
+}
+
+/* The block's weights over its scores, for a row without bias and a score
+ * shift <= -2 (right = 31 - shift >= 33):
+ *   t = floor((s * mult + 2^(right-1)) / 2^right)
+ *     = floor(floor((s * mult + 2^(right-1)) / 2^32) / 2^(right-32))
+ *     = SMMLA(s, mult, 2^(right-33)) >> (right - 32)
+ * (|s * mult| < 2^62: the high word plus 2^(right-33) < 2^31), as to_log2;
+ * x = t - mq by QSUB, which saturates to INT32_MIN exactly where
+ * exp2_weight clamps (x <= 0: mq is at least the block maximum). s[j]
+ * becomes the weight; returns the weights' sum. */
+static int64_t weights_dsp(int32_t *s, int32_t n, int32_t mult, int32_t right, int32_t mq)
+{
+    const int32_t ra = (int32_t)1 << (right - 33);
+    const int32_t sh = right - 32;
+    int64_t sum = 0;
+    int32_t j;
+    for (j = 0; j < n; j++) {
+        const int32_t t = smmla(s[j], mult, ra) >> sh;
+        const int32_t e = exp2_q22_dsp(__qsub(t, mq));
+        s[j] = e;
+        sum += e;
+    }
+    return sum;
+}
+
+/* acc[c] += t + sum over the n keys j of w[j] * vr_j[c], the keys' V rows
+ * vstride apart (t = v_offset * sum w[j], added once per channel): the
+ * portable loop's int64 sums re-associated, four keys per pass over the
+ * channels (each accumulator loaded and stored once per four keys; LDRSB +
+ * SMLAL per MAC). Exact: every partial sum is a subset sum of the portable
+ * loop's terms, far inside int64 (|w| <= 2^30, |v| <= 128, at most block
+ * keys). */
+static void add_weighted_rows(int64_t *acc, const int32_t *w, int32_t n, const int8_t *vr,
+                              size_t vstride, int32_t dv, int64_t t)
+{
+    int32_t j = 0, c;
+    if (n >= 4) {
+        const int32_t w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
+        const int8_t *const r0 = vr;
+        const int8_t *const r1 = vr + vstride;
+        const int8_t *const r2 = vr + 2 * vstride;
+        const int8_t *const r3 = vr + 3 * vstride;
+        for (c = 0; c < dv; c++) {
+            int64_t a = acc[c] + t;
+            a += (int64_t)w0 * r0[c];
+            a += (int64_t)w1 * r1[c];
+            a += (int64_t)w2 * r2[c];
+            a += (int64_t)w3 * r3[c];
+            acc[c] = a;
+        }
+        j = 4;
+        vr += 4 * vstride;
+    } else if (t != 0) {
+        for (c = 0; c < dv; c++) {
+            acc[c] += t;
+        }
+    }
+    for (; j + 4 <= n; j += 4, vr += 4 * vstride) {
+        const int32_t w0 = w[j], w1 = w[j + 1], w2 = w[j + 2], w3 = w[j + 3];
+        const int8_t *const r0 = vr;
+        const int8_t *const r1 = vr + vstride;
+        const int8_t *const r2 = vr + 2 * vstride;
+        const int8_t *const r3 = vr + 3 * vstride;
+        for (c = 0; c < dv; c++) {
+            int64_t a = acc[c];
+            a += (int64_t)w0 * r0[c];
+            a += (int64_t)w1 * r1[c];
+            a += (int64_t)w2 * r2[c];
+            a += (int64_t)w3 * r3[c];
+            acc[c] = a;
+        }
+    }
+    for (; j < n; j++, vr += vstride) {
+        const int32_t w0 = w[j];
+        for (c = 0; c < dv; c++) {
+            acc[c] += (int64_t)w0 * vr[c];
+        }
+    }
+}
+
+/* stream_pass on the DSP path: the same alpha, accumulators, maximum and
+ * counts. */
+static void stream_pass_dsp(const attn_geom *g, const int16_t *qrow, int32_t corr,
+                            const int8_t *k, const int8_t *v, int32_t lo, int32_t hi,
+                            int32_t block, int32_t *sbuf, int64_t *acc, int64_t *alpha_out,
+                            int64_t *mq_out, attn_counts *cnt)
+{
+    const int32_t right = 31 - g->shift;
+    const int32_t fast = g->bias_lut == NULL && right >= 33;
+    int64_t alpha = 0;
+    int64_t top = 0; /* integer running maximum, octaves */
+    int32_t started = 0;
+    int32_t b0, j, c;
+
+    for (b0 = lo; b0 < hi; b0 += block) {
+        const int32_t b1 = hi - b0 > block ? b0 + block : hi;
+        const int32_t nb = b1 - b0;
+        const int32_t smax =
+            scores_dsp(qrow, corr, k + (size_t)b0 * g->k_stride, g->k_stride, nb, g->d, sbuf);
+        int64_t top_new, mq, tmax, bsum = 0;
+        cnt->macs += (uint64_t)nb * (uint64_t)g->d;
+        if (g->bias_lut == NULL) {
+            tmax = to_log2(smax, g->mult, g->shift); /* to_log2 is monotonic */
+        } else {
+            tmax = logit(g, sbuf[0], b0);
+            for (j = b0 + 1; j < b1; j++) {
+                const int64_t t = logit(g, sbuf[j - b0], j);
+                tmax = t > tmax ? t : tmax;
+            }
+        }
+        top_new = ceil_octave(tmax);
+        if (!started) {
+            top = top_new;
+            started = 1;
+        } else if (top_new > top) {
+            const int64_t sh = top_new - top;
+            alpha = rshift_round(alpha, sh);
+            if (acc != NULL) {
+                for (c = 0; c < g->dv; c++) {
+                    acc[c] = rshift_round(acc[c], sh);
+                }
+            }
+            top = top_new;
+            cnt->rescales++;
+        }
+        mq = top * ((int64_t)1 << PE_ATTN_LOG2_FRAC_BITS);
+        if (fast) {
+            /* |t| < 2^30 here, so |top| <= 2^8 and mq fits in int32 */
+            bsum = weights_dsp(sbuf, nb, g->mult, right, (int32_t)mq);
+        } else {
+            for (j = b0; j < b1; j++) {
+                const int32_t e = exp2_weight(logit(g, sbuf[j - b0], j) - mq);
+                bsum += e;
+                sbuf[j - b0] = e;
+            }
+        }
+        alpha += bsum;
+        if (acc != NULL) {
+            add_weighted_rows(acc, sbuf, nb, v + (size_t)b0 * g->v_stride, g->v_stride, g->dv,
+                              bsum * g->v_offset);
+            cnt->macs += (uint64_t)nb * (uint64_t)g->dv;
+        }
+        cnt->exps += (uint64_t)nb;
+    }
+    *alpha_out = alpha;
+    *mq_out = top * ((int64_t)1 << PE_ATTN_LOG2_FRAC_BITS);
+}
+
+/* p = normalise(e, nm) for nm->b >= 33: the rounding constant 2^(b-1) is
+ * 2^(b-33) in the high word of e * r (e * r < 2^61, r <= 2^31), so
+ *   p = (UMULL high word of e * r + 2^(b-33)) >> (b - 32). */
+static inline int32_t normalise_dsp(int32_t e, uint32_t r, uint32_t rh, int32_t sh)
+{
+    return (int32_t)(((uint32_t)(((uint64_t)(uint32_t)e * r) >> 32) + rh) >> sh);
+}
+
+/* early_pass on the DSP path, block by block through sbuf: the same
+ * normalised weights times V. */
+static void early_pass_dsp(const attn_geom *g, const int16_t *qrow, int32_t corr,
+                           const int8_t *k, const int8_t *v, int32_t lo, int32_t hi,
+                           int32_t block, int32_t *sbuf, int64_t mq, const attn_norm *nm,
+                           int64_t *acc, attn_counts *cnt)
+{
+    const int32_t right = 31 - g->shift;
+    const int32_t fast = g->bias_lut == NULL && right >= 33;
+    const int32_t fast_norm = nm->b >= 33 && nm->r <= (uint64_t)0xFFFFFFFFu;
+    int32_t b0, j;
+    for (b0 = lo; b0 < hi; b0 += block) {
+        const int32_t b1 = hi - b0 > block ? b0 + block : hi;
+        const int32_t nb = b1 - b0;
+        int64_t psum = 0;
+        (void)scores_dsp(qrow, corr, k + (size_t)b0 * g->k_stride, g->k_stride, nb, g->d, sbuf);
+        if (fast) {
+            (void)weights_dsp(sbuf, nb, g->mult, right, (int32_t)mq);
+        } else {
+            for (j = b0; j < b1; j++) {
+                sbuf[j - b0] = exp2_weight(logit(g, sbuf[j - b0], j) - mq);
+            }
+        }
+        if (fast_norm) {
+            const uint32_t r = (uint32_t)nm->r, rh = (uint32_t)1u << (nm->b - 33);
+            for (j = 0; j < nb; j++) {
+                const int32_t p = normalise_dsp(sbuf[j], r, rh, nm->b - 32);
+                psum += p;
+                sbuf[j] = p;
+            }
+        } else {
+            for (j = 0; j < nb; j++) {
+                const int32_t p = (int32_t)normalise(sbuf[j], nm);
+                psum += p;
+                sbuf[j] = p;
+            }
+        }
+        add_weighted_rows(acc, sbuf, nb, v + (size_t)b0 * g->v_stride, g->v_stride, g->dv,
+                          psum * g->v_offset);
+    }
+    cnt->macs += (uint64_t)(hi - lo) * (uint64_t)(g->d + g->dv);
+    cnt->exps += (uint64_t)(hi - lo);
+}
+
+/* The late fold's outputs div_round_s64(acc[c], alpha, 16) for a row.
+ * With b = bit length of alpha in [25, 55] and u = b - 24, per row
+ * M = floor(2^(b+31) / alpha) (capped at 2^32 - 1), and per output
+ * (|acc| < 2^(b+8), else the long division):
+ *   q = floor(floor(|acc| / 2^u) * M / 2^39) <= floor(|acc| * 2^16 / alpha)
+ * which is at most the wanted Q = floor((2^17 |acc| + alpha) / (2 alpha))
+ * and at most 2 below it; r = 2^17 |acc| + alpha - q * 2 alpha, computed
+ * modulo 2^64 (its true value is in [0, 6 alpha), below 2^64), is brought
+ * below 2 alpha by whole steps, each adding 1 to q. Then q == Q, the
+ * rounded magnitude div_round_u64 gives (halves up), and the sign is
+ * applied as there. */
+static void divide_row_dsp(int32_t *orow, const int64_t *acc, int32_t dv, int64_t alpha)
+{
+    const uint64_t a = (uint64_t)alpha;
+    const uint64_t den = a << 1;
+    const int32_t b = bit_length64(a);
+    const int32_t u = b - 24;
+    uint64_t rem;
+    uint32_t m = 0;
+    int32_t c, i;
+    if (b < 25 || b > 55) {
+        for (c = 0; c < dv; c++) {
+            orow[c] = div_round_s64(acc[c], alpha, PE_ATTN_OUT_FRAC_BITS);
+        }
+        return;
+    }
+    rem = (uint64_t)1u << (b - 1); /* 2^(b-1) <= alpha < 2^b */
+    if (rem == a) {
+        m = 0xFFFFFFFFu;
+    } else {
+        for (i = 0; i < 32; i++) {
+            rem <<= 1;
+            m <<= 1;
+            if (rem >= a) {
+                rem -= a;
+                m |= 1u;
+            }
+        }
+    }
+    for (c = 0; c < dv; c++) {
+        const int64_t x = acc[c];
+        const uint64_t mag = x < 0 ? (uint64_t)0u - (uint64_t)x : (uint64_t)x;
+        const uint64_t top = mag >> u;
+        uint32_t q;
+        uint64_t r;
+        if ((top >> 32) != 0u) {
+            orow[c] = div_round_s64(x, alpha, PE_ATTN_OUT_FRAC_BITS);
+            continue;
+        }
+        q = (uint32_t)(((uint64_t)(uint32_t)top * m) >> 39);
+        r = (mag << 17) + a - (uint64_t)q * den;
+        while (r >= den) {
+            r -= den;
+            q++;
+        }
+        orow[c] = x < 0 ? -(int32_t)q : (int32_t)q;
+    }
+}
+#endif
 
 /* --------------------------------------------------------------- checks */
 
@@ -596,7 +937,8 @@ static pe_status nf_run(const pe_context *ctx, const pe_attn_params *params,
     ar.used = 0;
     acc = (int64_t *)arena_take(&ar, 8 * (int64_t)dims->dv, 8);
     sbuf = (int32_t *)arena_take(&ar, 4 * (int64_t)params->block, 4);
-    qrow = (int16_t *)arena_take(&ar, 2 * (int64_t)dims->d, 2);
+    /* 4-byte aligned (no padding after sbuf): the DSP path reads it by LDRD */
+    qrow = (int16_t *)arena_take(&ar, 2 * (int64_t)dims->d, 4);
     if (acc == NULL || sbuf == NULL || qrow == NULL) {
         return PE_ERR_SCRATCH;
     }
@@ -621,19 +963,33 @@ static pe_status nf_run(const pe_context *ctx, const pe_attn_params *params,
             }
             if (fold == PE_ATTN_FOLD_EARLY) {
                 attn_norm nm;
+#if PE_DSP
+                stream_pass_dsp(&g, qrow, corr, kh, vh, lo, hi, params->block, sbuf, NULL, &alpha,
+                                &mq, &cnt);
+                nm = make_norm(alpha);
+                early_pass_dsp(&g, qrow, corr, kh, vh, lo, hi, params->block, sbuf, mq, &nm, acc,
+                               &cnt);
+#else
                 stream_pass(&g, qrow, corr, kh, vh, lo, hi, params->block, sbuf, NULL, &alpha, &mq,
                             &cnt);
                 nm = make_norm(alpha);
                 early_pass(&g, qrow, corr, kh, vh, lo, hi, mq, &nm, acc, &cnt);
+#endif
                 for (c = 0; c < g.dv; c++) {
                     orow[c] = rdiv_away64(acc[c], PE_ATTN_PROB_FRAC_BITS - PE_ATTN_OUT_FRAC_BITS);
                 }
             } else {
+#if PE_DSP
+                stream_pass_dsp(&g, qrow, corr, kh, vh, lo, hi, params->block, sbuf, acc, &alpha,
+                                &mq, &cnt);
+                divide_row_dsp(orow, acc, g.dv, alpha);
+#else
                 stream_pass(&g, qrow, corr, kh, vh, lo, hi, params->block, sbuf, acc, &alpha, &mq,
                             &cnt);
                 for (c = 0; c < g.dv; c++) {
                     orow[c] = div_round_s64(acc[c], alpha, PE_ATTN_OUT_FRAC_BITS);
                 }
+#endif
             }
         }
     }
