@@ -348,19 +348,21 @@ static void early_pass(const attn_geom *g, const int16_t *qrow, int32_t corr, co
  *  - the late fold's divisions by a 32-bit reciprocal of alpha per row and
  *    an exact remainder correction instead of a 64-bit long division. */
 
-/* a[0..3] += dot(qrow, row j) for the four key rows k, k+ks, k+2ks, k+3ks
- * over n8 * 8 channels (n8 >= 1; qrow in load_query's DSP order, 4-byte
- * aligned). Per eight channels: 2 LDRD (query), 8 LDR, 16 SXTB16, 16 SMLAD
- * for 32 MACs. Inline assembly: 13 registers (4 accumulators, 5 pointers,
- * 4 operands), which gcc does not find from the intrinsics. */
-__attribute__((noinline)) static void dot4_s16_s8(int32_t *a, const int16_t *qrow,
-                                                  const int8_t *k, size_t ks, int32_t n8)
+/* s[i] = corr + dot(qrow, row i) for the four key rows k + i * ks over
+ * n8 * 8 channels (n8 >= 1; qrow in load_query's DSP order, 4-byte
+ * aligned); returns the largest of smax and the four. Per eight channels:
+ * 2 LDRD (query), 8 LDR, 16 SXTB16, 16 SMLAD for 32 MACs. Inline assembly:
+ * 13 registers (4 accumulators, 5 pointers, 4 operands), which gcc does not
+ * find from the intrinsics. */
+__attribute__((noinline)) static int32_t dot4_s16_s8(int32_t *s, const int16_t *qrow,
+                                                     const int8_t *k, size_t ks, int32_t n8,
+                                                     int32_t corr, int32_t smax)
 {
     const int8_t *k0 = k, *k1 = k + ks, *k2 = k + 2 * ks, *k3 = k + 3 * ks;
+    int32_t a0 = corr, a1 = corr, a2 = corr, a3 = corr;
 #if PE_DSP_ASM
     const int16_t *q = qrow;
     const int16_t *const end = qrow + (size_t)n8 * 8u;
-    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
     uint32_t qa, qb, kw, kx;
 #define ATTN_K4_CH(acc, kp)                                                   \
     "ldr    %[kw], [%[" kp "]], #4\n\t"                                       \
@@ -384,60 +386,70 @@ __attribute__((noinline)) static void dot4_s16_s8(int32_t *a, const int16_t *qro
                      : "cc", "memory");
 #undef ATTN_K4_STEP
 #undef ATTN_K4_CH
-    a[0] = a0;
-    a[1] = a1;
-    a[2] = a2;
-    a[3] = a3;
 #else
-    int32_t c, j;
-    const int8_t *kr[4];
-    kr[0] = k0;
-    kr[1] = k1;
-    kr[2] = k2;
-    kr[3] = k3;
-    for (j = 0; j < 4; j++) {
-        int32_t acc = 0;
-        for (c = 0; c < 8 * n8; c += 4) {
-            const uint32_t v = pe_rd32(kr[j] + c);
-            acc = __smlad(__sxtb16(v), pe_rd32(qrow + c), acc);
-            acc = __smlad(pe_sxtb16_ror8(v), pe_rd32(qrow + c + 2), acc);
-        }
-        a[j] = acc;
+    int32_t c;
+    for (c = 0; c < 8 * n8; c += 4) {
+        const uint32_t qa = pe_rd32(qrow + c), qb = pe_rd32(qrow + c + 2);
+        const uint32_t v0 = pe_rd32(k0 + c), v1 = pe_rd32(k1 + c);
+        const uint32_t v2 = pe_rd32(k2 + c), v3 = pe_rd32(k3 + c);
+        a0 = __smlad(pe_sxtb16_ror8(v0), qb, __smlad(__sxtb16(v0), qa, a0));
+        a1 = __smlad(pe_sxtb16_ror8(v1), qb, __smlad(__sxtb16(v1), qa, a1));
+        a2 = __smlad(pe_sxtb16_ror8(v2), qb, __smlad(__sxtb16(v2), qa, a2));
+        a3 = __smlad(pe_sxtb16_ror8(v3), qb, __smlad(__sxtb16(v3), qa, a3));
     }
 #endif
+    s[0] = a0;
+    s[1] = a1;
+    s[2] = a2;
+    s[3] = a3;
+    smax = a0 > smax ? a0 : smax;
+    smax = a1 > smax ? a1 : smax;
+    smax = a2 > smax ? a2 : smax;
+    return a3 > smax ? a3 : smax;
+}
+
+/* s[i] += dot(qrow, row i) over channels c0..d-1 (past the last eight) for
+ * the four key rows k + i * ks: a group of four in load_query's order if
+ * there is one, then single channels. */
+static void dot4_tail(int32_t *s, const int16_t *qrow, const int8_t *k, size_t ks, int32_t c0,
+                      int32_t d)
+{
+    int32_t i, c;
+    for (i = 0; i < 4; i++) {
+        const int8_t *const kr = k + (size_t)i * ks;
+        int32_t v = s[i];
+        c = c0;
+        if (c + 4 <= d) {
+            const uint32_t w = pe_rd32(kr + c);
+            v = __smlad(__sxtb16(w), pe_rd32(qrow + c), v);
+            v = __smlad(pe_sxtb16_ror8(w), pe_rd32(qrow + c + 2), v);
+            c += 4;
+        }
+        for (; c < d; c++) {
+            v += (int32_t)qrow[c] * (int32_t)kr[c];
+        }
+        s[i] = v;
+    }
 }
 
 /* Scores of the n keys k, k+ks, ... (plus corr) into s[0..n-1]; returns
  * their maximum. */
-__attribute__((noinline)) static int32_t scores_dsp(const int16_t *qrow, int32_t corr,
-                                                    const int8_t *k, size_t ks, int32_t n,
-                                                    int32_t d, int32_t *s)
+static int32_t scores_dsp(const int16_t *qrow, int32_t corr, const int8_t *k, size_t ks,
+                          int32_t n, int32_t d, int32_t *s)
 {
     const int32_t d8 = d & ~7;
     int32_t smax = PE_INT32_MIN;
-    int32_t j = 0, c, i;
-    if (d8 > 0) {
+    int32_t j = 0, i;
+    if (d8 > 0 && d8 == d) {
         for (; j + 4 <= n; j += 4, k += 4 * ks) {
-            int32_t a[4];
-            dot4_s16_s8(a, qrow, k, ks, d8 >> 3);
+            smax = dot4_s16_s8(s + j, qrow, k, ks, d8 >> 3, corr, smax);
+        }
+    } else if (d8 > 0) {
+        for (; j + 4 <= n; j += 4, k += 4 * ks) {
+            (void)dot4_s16_s8(s + j, qrow, k, ks, d8 >> 3, corr, smax);
+            dot4_tail(s + j, qrow, k, ks, d8, d);
             for (i = 0; i < 4; i++) {
-                /* channels past the last eight: a group of four (in
-                 * load_query's order), then single ones */
-                const int8_t *const kr = k + (size_t)i * ks;
-                int32_t v = a[i];
-                c = d8;
-                if (c + 4 <= d) {
-                    const uint32_t w = pe_rd32(kr + c);
-                    v = __smlad(__sxtb16(w), pe_rd32(qrow + c), v);
-                    v = __smlad(pe_sxtb16_ror8(w), pe_rd32(qrow + c + 2), v);
-                    c += 4;
-                }
-                for (; c < d; c++) {
-                    v += (int32_t)qrow[c] * (int32_t)kr[c];
-                }
-                v += corr;
-                s[j + i] = v;
-                smax = v > smax ? v : smax;
+                smax = s[j + i] > smax ? s[j + i] : smax;
             }
         }
     }
@@ -510,51 +522,97 @@ static int64_t weights_dsp(int32_t *s, int32_t n, int32_t mult, int32_t right, i
     return sum;
 }
 
+/* acc[c] += t + w[0] r0[c] + w[1] r1[c] + w[2] r2[c] + w[3] r3[c] for
+ * c < 4 * n4 (n4 >= 1; the rows r_i = vr + i * vstride): per channel one
+ * LDRD, four LDRSB + SMLAL, one STRD, four channels per loop. Inline
+ * assembly: 13 registers (4 weights, 4 row pointers, the accumulator
+ * pointer and its end, the int64 pair, one operand; 14 with t, whose end
+ * pointer then stays in memory), which gcc -O2 spills from the C form. */
+__attribute__((noinline)) static void vrows4(int64_t *acc, int32_t n4, const int32_t *w,
+                                             const int8_t *vr, size_t vstride, int64_t t)
+{
+    const int8_t *r0 = vr, *r1 = vr + vstride, *r2 = vr + 2 * vstride, *r3 = vr + 3 * vstride;
+#if PE_DSP_ASM
+    int64_t *const end = acc + 4 * (size_t)n4;
+    const int32_t w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
+    uint32_t lo, hi, x;
+#define ATTN_V4_COL(add_t)                                                     \
+    "ldrd   %[lo], %[hi], [%[acc]]\n\t" add_t                                 \
+    "ldrsb  %[x], [%[r0]], #1\n\t"                                            \
+    "smlal  %[lo], %[hi], %[w0], %[x]\n\t"                                    \
+    "ldrsb  %[x], [%[r1]], #1\n\t"                                            \
+    "smlal  %[lo], %[hi], %[w1], %[x]\n\t"                                    \
+    "ldrsb  %[x], [%[r2]], #1\n\t"                                            \
+    "smlal  %[lo], %[hi], %[w2], %[x]\n\t"                                    \
+    "ldrsb  %[x], [%[r3]], #1\n\t"                                            \
+    "smlal  %[lo], %[hi], %[w3], %[x]\n\t"                                    \
+    "strd   %[lo], %[hi], [%[acc]], #8\n\t"
+    if (t == 0) {
+        int64_t *e = end;
+        __asm__ volatile("1:\n\t" ATTN_V4_COL("") ATTN_V4_COL("") ATTN_V4_COL("")
+                             ATTN_V4_COL("") "cmp    %[acc], %[e]\n\t"
+                                             "bne    1b\n\t"
+                         : [acc] "+r"(acc), [r0] "+r"(r0), [r1] "+r"(r1), [r2] "+r"(r2),
+                           [r3] "+r"(r3), [lo] "=&r"(lo), [hi] "=&r"(hi), [x] "=&r"(x)
+                         : [w0] "r"(w0), [w1] "r"(w1), [w2] "r"(w2), [w3] "r"(w3), [e] "r"(e)
+                         : "cc", "memory");
+    } else {
+        const uint32_t tl = (uint32_t)(uint64_t)t, th = (uint32_t)((uint64_t)t >> 32);
+#define ATTN_V4_ADD_T                                                         \
+    "adds   %[lo], %[lo], %[tl]\n\t"                                          \
+    "adc    %[hi], %[hi], %[th]\n\t"
+        __asm__ volatile("1:\n\t" ATTN_V4_COL(ATTN_V4_ADD_T) ATTN_V4_COL(ATTN_V4_ADD_T)
+                             ATTN_V4_COL(ATTN_V4_ADD_T) ATTN_V4_COL(ATTN_V4_ADD_T)
+                         "ldr    %[x], %[e]\n\t"
+                         "cmp    %[acc], %[x]\n\t"
+                         "bne    1b\n\t"
+                         : [acc] "+r"(acc), [r0] "+r"(r0), [r1] "+r"(r1), [r2] "+r"(r2),
+                           [r3] "+r"(r3), [lo] "=&r"(lo), [hi] "=&r"(hi), [x] "=&r"(x)
+                         : [w0] "r"(w0), [w1] "r"(w1), [w2] "r"(w2), [w3] "r"(w3),
+                           [tl] "r"(tl), [th] "r"(th), [e] "m"(end)
+                         : "cc", "memory");
+#undef ATTN_V4_ADD_T
+    }
+#undef ATTN_V4_COL
+#else
+    int32_t c;
+    for (c = 0; c < 4 * n4; c++) {
+        int64_t a = acc[c] + t;
+        a += (int64_t)w[0] * r0[c];
+        a += (int64_t)w[1] * r1[c];
+        a += (int64_t)w[2] * r2[c];
+        a += (int64_t)w[3] * r3[c];
+        acc[c] = a;
+    }
+#endif
+}
+
 /* acc[c] += t + sum over the n keys j of w[j] * vr_j[c], the keys' V rows
  * vstride apart (t = v_offset * sum w[j], added once per channel): the
  * portable loop's int64 sums re-associated, four keys per pass over the
- * channels (each accumulator loaded and stored once per four keys; LDRSB +
- * SMLAL per MAC). Exact: every partial sum is a subset sum of the portable
- * loop's terms, far inside int64 (|w| <= 2^30, |v| <= 128, at most block
- * keys). */
+ * channels (vrows4 on the channels in fours, then the rest). Exact: every
+ * partial sum is a subset sum of the portable loop's terms, far inside
+ * int64 (|w| <= 2^30, |v| <= 128, at most block keys). */
 static void add_weighted_rows(int64_t *acc, const int32_t *w, int32_t n, const int8_t *vr,
                               size_t vstride, int32_t dv, int64_t t)
 {
+    const int32_t dv4 = dv & ~3;
     int32_t j = 0, c;
-    if (n >= 4) {
-        const int32_t w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
-        const int8_t *const r0 = vr;
-        const int8_t *const r1 = vr + vstride;
-        const int8_t *const r2 = vr + 2 * vstride;
-        const int8_t *const r3 = vr + 3 * vstride;
-        for (c = 0; c < dv; c++) {
-            int64_t a = acc[c] + t;
-            a += (int64_t)w0 * r0[c];
-            a += (int64_t)w1 * r1[c];
-            a += (int64_t)w2 * r2[c];
-            a += (int64_t)w3 * r3[c];
-            acc[c] = a;
-        }
-        j = 4;
-        vr += 4 * vstride;
-    } else if (t != 0) {
-        for (c = 0; c < dv; c++) {
-            acc[c] += t;
-        }
-    }
     for (; j + 4 <= n; j += 4, vr += 4 * vstride) {
         const int32_t w0 = w[j], w1 = w[j + 1], w2 = w[j + 2], w3 = w[j + 3];
-        const int8_t *const r0 = vr;
-        const int8_t *const r1 = vr + vstride;
-        const int8_t *const r2 = vr + 2 * vstride;
-        const int8_t *const r3 = vr + 3 * vstride;
+        if (dv4 > 0) {
+            vrows4(acc, dv4 >> 2, w + j, vr, vstride, t);
+        }
+        for (c = dv4; c < dv; c++) {
+            acc[c] += t + (int64_t)w0 * vr[c] + (int64_t)w1 * vr[vstride + (size_t)c] +
+                      (int64_t)w2 * vr[2 * vstride + (size_t)c] +
+                      (int64_t)w3 * vr[3 * vstride + (size_t)c];
+        }
+        t = 0;
+    }
+    if (t != 0) {
         for (c = 0; c < dv; c++) {
-            int64_t a = acc[c];
-            a += (int64_t)w0 * r0[c];
-            a += (int64_t)w1 * r1[c];
-            a += (int64_t)w2 * r2[c];
-            a += (int64_t)w3 * r3[c];
-            acc[c] = a;
+            acc[c] += t;
         }
     }
     for (; j < n; j++, vr += vstride) {
