@@ -480,10 +480,11 @@ static inline int32_t exp2_q22_dsp(int32_t x)
     const uint32_t ip = neg >> PE_FX_EXP2_FRAC_BITS;
     const uint32_t frac = neg & (((uint32_t)1u << PE_FX_EXP2_FRAC_BITS) - 1u);
     const int32_t ib = PE_FX_EXP2_FRAC_BITS - PE_FX_EXP2_TABLE_BITS;
-    const int32_t *const tab = pe_fx_exp2_table + (frac >> ib);
-    const uint32_t hi = (uint32_t)tab[0], lo = (uint32_t)tab[1];
     const uint32_t t = frac & (((uint32_t)1u << ib) - 1u);
-    const uint32_t v = hi - (((hi - lo) * t + ((uint32_t)1u << (ib - 1))) >> ib);
+    uint32_t hl[2], v;
+    /* the two neighbouring entries in one LDRD (the table is word aligned) */
+    __builtin_memcpy(hl, pe_fx_exp2_table + (frac >> ib), 8);
+    v = hl[0] - (((hl[0] - hl[1]) * t + ((uint32_t)1u << (ib - 1))) >> ib);
     if (ip > 31u) {
         return 0;
     }
@@ -511,12 +512,11 @@ static int64_t weights_dsp(int32_t *s, int32_t n, int32_t mult, int32_t right, i
 {
     const int32_t ra = (int32_t)1 << (right - 33);
     const int32_t sh = right - 32;
+    const int32_t *const end = s + n;
     int64_t sum = 0;
-    int32_t j;
-    for (j = 0; j < n; j++) {
-        const int32_t t = smmla(s[j], mult, ra) >> sh;
-        const int32_t e = exp2_q22_dsp(__qsub(t, mq));
-        s[j] = e;
+    for (; s != end; s++) {
+        const int32_t e = exp2_q22_dsp(__qsub(smmla(*s, mult, ra) >> sh, mq));
+        *s = e;
         sum += e;
     }
     return sum;
@@ -754,7 +754,7 @@ static void early_pass_dsp(const attn_geom *g, const int16_t *qrow, int32_t corr
  * below 2 alpha by whole steps, each adding 1 to q. Then q == Q, the
  * rounded magnitude div_round_u64 gives (halves up), and the sign is
  * applied as there. */
-static void divide_row_dsp(int32_t *orow, const int64_t *acc, int32_t dv, int64_t alpha)
+__attribute__((noinline)) static void divide_row_dsp(int32_t *orow, const int64_t *acc, int32_t dv, int64_t alpha)
 {
     const uint64_t a = (uint64_t)alpha;
     const uint64_t den = a << 1;
@@ -785,14 +785,15 @@ static void divide_row_dsp(int32_t *orow, const int64_t *acc, int32_t dv, int64_
     for (c = 0; c < dv; c++) {
         const int64_t x = acc[c];
         const uint64_t mag = x < 0 ? (uint64_t)0u - (uint64_t)x : (uint64_t)x;
-        const uint64_t top = mag >> u;
+        const uint32_t mlo = (uint32_t)mag, mhi = (uint32_t)(mag >> 32);
         uint32_t q;
         uint64_t r;
-        if ((top >> 32) != 0u) {
+        if ((mhi >> u) != 0u) { /* |acc| >= 2^(b+8) (1 <= u <= 31) */
             orow[c] = div_round_s64(x, alpha, PE_ATTN_OUT_FRAC_BITS);
             continue;
         }
-        q = (uint32_t)(((uint64_t)(uint32_t)top * m) >> 39);
+        /* floor(|acc| / 2^u), below 2^32 */
+        q = (uint32_t)(((uint64_t)((mlo >> u) | (mhi << (32 - u))) * m) >> 39);
         r = (mag << 17) + a - (uint64_t)q * den;
         while (r >= den) {
             r -= den;
