@@ -8,6 +8,13 @@
  * base-2 weight feeds the norm and the V accumulators straight away. Only
  * the query row (int16), one block of scores and the dv accumulators live in
  * scratch, whatever the number of keys.
+ *
+ * On the Arm DSP extension (PE_DSP, pe_simd.h) the streaming kernel runs its
+ * own block loops (stream_pass_dsp, early_pass_dsp, divide_row_dsp): scores
+ * four keys per pass, logits by SMMLA, the exponent inlined in 32 bits, V
+ * four keys x four channels per loop, the late fold's divisions by a
+ * reciprocal with an exact correction. Same integers as the portable loops
+ * (tests/test_dsp_kernels.py runs both under QEMU), same scratch.
  */
 #include "pyembed/pe_attention.h"
 #include "pyembed/pe_fixed.h"
