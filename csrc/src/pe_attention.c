@@ -594,6 +594,19 @@ __attribute__((noinline)) static void vrows4(int64_t *acc, int32_t n4, const int
 #endif
 }
 
+/* vrows4's sums for the channels c0..dv-1 (past the last four). */
+__attribute__((noinline)) static void vrows4_tail(int64_t *acc, int32_t c0, int32_t dv,
+                                                  const int32_t *w, const int8_t *vr,
+                                                  size_t vstride, int64_t t)
+{
+    int32_t c;
+    for (c = c0; c < dv; c++) {
+        acc[c] += t + (int64_t)w[0] * vr[c] + (int64_t)w[1] * vr[vstride + (size_t)c] +
+                  (int64_t)w[2] * vr[2 * vstride + (size_t)c] +
+                  (int64_t)w[3] * vr[3 * vstride + (size_t)c];
+    }
+}
+
 /* acc[c] += t + sum over the n keys j of w[j] * vr_j[c], the keys' V rows
  * vstride apart (t = v_offset * sum w[j], added once per channel): the
  * portable loop's int64 sums re-associated, four keys per pass over the
@@ -605,17 +618,13 @@ static void add_weighted_rows(int64_t *acc, const int32_t *w, int32_t n, const i
 {
     const int32_t dv4 = dv & ~3;
     int32_t j = 0, c;
-    for (; j + 4 <= n; j += 4, vr += 4 * vstride) {
-        const int32_t w0 = w[j], w1 = w[j + 1], w2 = w[j + 2], w3 = w[j + 3];
+    for (; j + 4 <= n; j += 4, vr += 4 * vstride, t = 0) {
         if (dv4 > 0) {
             vrows4(acc, dv4 >> 2, w + j, vr, vstride, t);
         }
-        for (c = dv4; c < dv; c++) {
-            acc[c] += t + (int64_t)w0 * vr[c] + (int64_t)w1 * vr[vstride + (size_t)c] +
-                      (int64_t)w2 * vr[2 * vstride + (size_t)c] +
-                      (int64_t)w3 * vr[3 * vstride + (size_t)c];
+        if (dv4 < dv) {
+            vrows4_tail(acc, dv4, dv, w + j, vr, vstride, t);
         }
-        t = 0;
     }
     if (t != 0) {
         for (c = 0; c < dv; c++) {
