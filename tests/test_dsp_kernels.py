@@ -430,3 +430,14 @@ def test_dsp_build_takes_the_dsp_paths(rand):
     for i, c in enumerate(cases):
         if c.name.startswith("fc 1x64"):
             assert res["dsp"][i].instructions < res["portable"][i].instructions
+
+
+def test_attention_dsp_c_form_equals_host():
+    """The attention DSP path's C forms of its inline-assembly loops
+    (dot4_s16_s8, vrows4: PE_DSP_ASM is 0 without optimisation) on the
+    Cortex-M4 build at -O0, against the host build."""
+    cases = attention_cases(np.random.default_rng(11))
+    host = K.run(cases, "host")
+    assert all(r.status == 0 for r in host)
+    got = K.run(cases, "dsp", extra_cflags=("-O0",))
+    assert mismatches(got, [r.output for r in host], cases, "dsp -O0") == []
