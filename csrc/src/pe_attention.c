@@ -129,20 +129,25 @@ static int32_t load_query(const int8_t *q, int32_t d, int32_t q_offset, int32_t 
                           int16_t *qrow)
 {
     int32_t sum = 0;
-    int32_t c;
-    for (c = 0; c < d; c++) {
+    int32_t c = 0;
+#if PE_DSP
+    /* every whole group of four as (q0, q2, q1, q3) + q_offset: the two
+     * words SXTAB16 and SXTAB16 ROR #8 give (|q + q_offset| <= 255, no
+     * halfword wraps), summed by SMLAD with (1, 1) */
+    const uint32_t off2 = pe_dup16(q_offset);
+    for (; c + 4 <= d; c += 4) {
+        const uint32_t w = pe_rd32(q + c);
+        const uint32_t e = __sxtab16(off2, w), o = pe_sxtab16_ror8(off2, w);
+        __builtin_memcpy(qrow + c, &e, 4);
+        __builtin_memcpy(qrow + c + 2, &o, 4);
+        sum = __smlad(e, 0x00010001u, __smlad(o, 0x00010001u, sum));
+    }
+#endif
+    for (; c < d; c++) {
         const int32_t x = (int32_t)q[c] + q_offset;
         qrow[c] = (int16_t)x;
         sum += x;
     }
-#if PE_DSP
-    /* (q0, q1, q2, q3) -> (q0, q2, q1, q3) in every whole group of four */
-    for (c = 0; c + 4 <= d; c += 4) {
-        const int16_t t = qrow[c + 1];
-        qrow[c + 1] = qrow[c + 2];
-        qrow[c + 2] = t;
-    }
-#endif
     return k_offset * sum;
 }
 
