@@ -494,7 +494,7 @@ static inline int32_t exp2_q22_dsp(int32_t x)
     const int32_t ib = PE_FX_EXP2_FRAC_BITS - PE_FX_EXP2_TABLE_BITS;
     const uint32_t t = frac & (((uint32_t)1u << ib) - 1u);
     uint32_t hl[2], v;
-    /* the two neighbouring entries in one LDRD (the table is word aligned) */
+    /* the two neighbouring table entries */
     __builtin_memcpy(hl, pe_fx_exp2_table + (frac >> ib), 8);
     v = hl[0] - (((hl[0] - hl[1]) * t + ((uint32_t)1u << (ib - 1))) >> ib);
     if (ip > 31u) {
@@ -527,7 +527,7 @@ static int64_t weights_dsp(int32_t *s, int32_t n, int32_t mult, int32_t right, i
     const int32_t *const end = s + n;
     int64_t sum = 0;
     for (; s != end; s++) {
-        const int32_t e = exp2_q22_dsp(__qsub(smmla(*s, mult, ra) >> sh, mq));
+        const int32_t e = exp2_q22_dsp(__qsub(pe_fx_asr32(smmla(*s, mult, ra), sh), mq));
         *s = e;
         sum += e;
     }
