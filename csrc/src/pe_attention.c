@@ -599,6 +599,68 @@ __attribute__((noinline)) static void vrows4(int64_t *acc, int32_t n4, const int
 #endif
 }
 
+/* vrows4 without t over ng >= 1 groups of four keys, the group loop in
+ * the assembly as well (per group: the four weights by one LDM, the four
+ * row pointers, 14 instructions): job fields in this order, 32-bit each. */
+typedef struct {
+    int64_t *acc;        /* [sp + 0] */
+    int64_t *end;        /* [sp + 4]  acc + 4 * n4, n4 >= 1 */
+    const int32_t *w;    /* [sp + 8]  four weights per group */
+    const int8_t *vr;    /* [sp + 12] the group's first V row */
+    int32_t vstride;     /* [sp + 16] bytes between V rows */
+    int32_t ng;          /* [sp + 20] groups, >= 1 */
+} attn_v4_job;
+
+__attribute__((noinline)) static void vrows4_groups(const attn_v4_job *job)
+{
+#if PE_DSP_ASM
+#define ATTN_V4G_COL                                                          \
+    "ldrd   r1, r2, [r0]\n\t"                                                 \
+    "ldrsb  r3, [r8], #1\n\t"                                                 \
+    "smlal  r1, r2, r4, r3\n\t"                                               \
+    "ldrsb  r3, [r9], #1\n\t"                                                 \
+    "smlal  r1, r2, r5, r3\n\t"                                               \
+    "ldrsb  r3, [r10], #1\n\t"                                                \
+    "smlal  r1, r2, r6, r3\n\t"                                               \
+    "ldrsb  r3, [r11], #1\n\t"                                                \
+    "smlal  r1, r2, r7, r3\n\t"                                               \
+    "strd   r1, r2, [r0], #8\n\t"
+    register const attn_v4_job *r0_job __asm__("r0") = job;
+    __asm__ volatile("ldm    r0, {r4-r9}\n\t"
+                     "push   {r4-r9}\n\t"
+                     "1:\n\t"
+                     "ldr    r12, [sp, #8]\n\t"
+                     "ldm    r12!, {r4-r7}\n\t"
+                     "str    r12, [sp, #8]\n\t"
+                     "ldrd   r8, r12, [sp, #12]\n\t"
+                     "add    r9, r8, r12\n\t"
+                     "add    r10, r9, r12\n\t"
+                     "add    r11, r10, r12\n\t"
+                     "add    r12, r11, r12\n\t"
+                     "str    r12, [sp, #12]\n\t"
+                     "ldrd   r0, lr, [sp]\n\t"
+                     "2:\n\t" ATTN_V4G_COL ATTN_V4G_COL ATTN_V4G_COL ATTN_V4G_COL
+                     "cmp    r0, lr\n\t"
+                     "bne    2b\n\t"
+                     "ldr    r12, [sp, #20]\n\t"
+                     "subs   r12, r12, #1\n\t"
+                     "str    r12, [sp, #20]\n\t"
+                     "bne    1b\n\t"
+                     "add    sp, sp, #24\n\t"
+                     : "+r"(r0_job)
+                     :
+                     : "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11",
+                       "r12", "lr", "cc", "memory");
+#undef ATTN_V4G_COL
+#else
+    int32_t g;
+    for (g = 0; g < job->ng; g++) {
+        vrows4(job->acc, (int32_t)(job->end - job->acc) >> 2, job->w + 4 * g,
+               job->vr + (size_t)(4 * g) * (size_t)job->vstride, (size_t)job->vstride, 0);
+    }
+#endif
+}
+
 /* vrows4's sums for the channels c0..dv-1 (past the last four). */
 __attribute__((noinline)) static void vrows4_tail(int64_t *acc, int32_t c0, int32_t dv,
                                                   const int32_t *w, const int8_t *vr,
@@ -623,13 +685,35 @@ static void add_weighted_rows(int64_t *acc, const int32_t *w, int32_t n, const i
 {
     const int32_t dv4 = dv & ~3;
     int32_t j = 0, c;
-    for (; j + 4 <= n; j += 4, vr += 4 * vstride, t = 0) {
+    const int32_t ng = n >> 2;
+    if (ng > 0) {
         if (dv4 > 0) {
-            vrows4(acc, dv4 >> 2, w + j, vr, vstride, t);
+            int32_t g0 = 0;
+            if (t != 0) { /* the first group with t */
+                vrows4(acc, dv4 >> 2, w, vr, vstride, t);
+                g0 = 1;
+            }
+            if (ng > g0 && vstride <= (size_t)PE_INT32_MAX) {
+                attn_v4_job job;
+                job.acc = acc;
+                job.end = acc + dv4;
+                job.w = w + 4 * g0;
+                job.vr = vr + (size_t)(4 * g0) * vstride;
+                job.vstride = (int32_t)vstride;
+                job.ng = ng - g0;
+                vrows4_groups(&job);
+            } else {
+                for (j = 4 * g0; j < 4 * ng; j += 4) {
+                    vrows4(acc, dv4 >> 2, w + j, vr + (size_t)j * vstride, vstride, 0);
+                }
+            }
         }
-        if (dv4 < dv) {
-            vrows4_tail(acc, dv4, dv, w + j, vr, vstride, t);
+        for (j = 0; j < 4 * ng && dv4 < dv; j += 4, t = 0) {
+            vrows4_tail(acc, dv4, dv, w + j, vr + (size_t)j * vstride, vstride, t);
         }
+        j = 4 * ng;
+        vr += (size_t)j * vstride;
+        t = 0;
     }
     if (t != 0) {
         for (c = 0; c < dv; c++) {
