@@ -344,6 +344,7 @@ def random_cases(seed=7):
                                q_offset=int(rng.integers(-127, 129)), k_offset=-3, v_offset=9,
                                score_quant=(1500000000, -10), block=block, fold=fold,
                                name=f"attention {n}x{m} d{d}"))
+    out += attention_cases(rng)
     # shapes of the bundled audio models (input channel 1, wide kernels,
     # channel multiplier 8) and a 1x1 conv, for the gather kernel's DSP blocks
     m, sh = q(8)
@@ -382,6 +383,68 @@ def random_cases(seed=7):
             [rev_overlap_twin(c) for c in out if c.op == K.OP_CONV and c.params[1] == 1] +
             [rev_overlap_twin(min_scratch_twin(c)) for c in convs if c.params[1] == 1] +
             [stream_twin(c, fast) for c in convs if c.params[1] == 1 for fast in (True, False)])
+
+
+def attention_cases(rng):
+    """Streaming attention shapes for the DSP path of pe_attention.c: depths
+    that are multiples of 8 (the four-key block alone), 8 + 4 + 1 and 8 + 4
+    (its tails), below 8 (key pairs and single keys only), value depths not
+    a multiple of 4 and below 4, blocks not a multiple of 4 and key counts
+    not a multiple of the block, both folds and auto, several heads, offsets
+    at their limits and zero, score shifts on both sides of the SMMLA form
+    (shift <= -2) including -31, wide logits (weights underflowing to 0,
+    frequent rescales with a block of 2), few keys (alpha below 2^32: the
+    early fold's long normalisation), key ranges and a bias table (the
+    strided entry)."""
+    out = []
+
+    def i8(*shape):
+        return rng.integers(-128, 128, shape)
+
+    def case(n, m, d, dv, heads, block, fold, sq=(1500000000, -10), offs=None, kr=False,
+             bias=False, name=""):
+        qo, ko, vo = offs if offs is not None else (int(rng.integers(-127, 129)),
+                                                    int(rng.integers(-127, 129)),
+                                                    int(rng.integers(-127, 129)))
+        ranges = None
+        if kr:
+            b = rng.integers(0, m, n)
+            ranges = (b, [int(rng.integers(x + 1, m + 1)) for x in b])
+        bt = None
+        if bias:
+            lut = rng.integers(-(40 << 22), 3 << 22, 256)
+            lut[128] = 0
+            bt = (rng.integers(-3, 3, (n, heads, m)), lut)
+        out.append(K.attn_case(i8(n, heads * d), i8(m, heads * d), i8(m, heads * dv), heads,
+                               q_offset=qo, k_offset=ko, v_offset=vo, score_quant=sq,
+                               block=block, fold=fold, key_ranges=ranges, bias=bt,
+                               name=f"attention {name} n{n} m{m} d{d} dv{dv} h{heads} "
+                                    f"b{block} f{fold}"))
+
+    case(7, 37, 32, 32, 2, 16, 0, offs=(3, -2, 0), name="v offset 0")
+    case(6, 23, 13, 7, 1, 7, 0, name="d 8+4+1")
+    case(5, 30, 12, 3, 2, 9, 1, name="d 8+4, dv 3")
+    case(4, 11, 5, 9, 1, 5, 0, name="d 5")
+    case(3, 9, 3, 1, 2, 1, 0, name="d 3, block 1")
+    case(5, 37, 16, 16, 3, 64, 2, name="3 heads, block > m")
+    case(4, 19, 24, 12, 2, 6, 1, sq=(2147483647, -2), name="shift -2")
+    case(4, 19, 24, 12, 1, 6, 0, sq=(1900000000, -1), name="shift -1")
+    case(4, 19, 16, 8, 1, 8, 0, sq=(1300000000, 0), name="shift 0")
+    case(3, 10, 8, 8, 1, 4, 1, sq=(1 << 30, 3), name="shift 3")
+    case(4, 17, 40, 8, 1, 5, 0, sq=(2147483647, -31), name="shift -31")
+    case(4, 33, 32, 20, 2, 2, 0, sq=(2147483647, -3), name="wide logits")
+    case(4, 33, 32, 20, 1, 3, 1, sq=(2147483647, -3), name="wide logits")
+    case(5, 21, 16, 12, 2, 8, 0, offs=(128, -127, 128), name="offsets +")
+    case(5, 21, 16, 12, 2, 8, 1, offs=(-127, 128, -127), name="offsets -")
+    for m in (1, 2, 3):
+        case(3, m, 16, 8, 1, 4, 1, name="few keys")
+        case(3, m, 16, 8, 1, 4, 0, name="few keys")
+    case(6, 40, 32, 16, 2, 8, 1, name="many keys")
+    case(6, 29, 20, 12, 2, 8, 0, kr=True, name="key ranges")
+    case(6, 29, 20, 12, 2, 5, 1, kr=True, name="key ranges")
+    case(5, 26, 16, 8, 2, 8, 0, bias=True, name="bias")
+    case(5, 26, 16, 8, 2, 7, 1, bias=True, name="bias")
+    return out
 
 
 def min_scratch_twin(c):
@@ -502,4 +565,15 @@ def test_block_loops_intrinsic_fallback_equals_host():
     host = K.run(cases, "host")
     got = K.run(cases, "dsp", extra_cflags=["-O0"])
     assert all(r.status == 0 for r in host)
+    assert mismatches(got, [r.output for r in host], cases, "dsp -O0") == []
+
+
+def test_attention_dsp_c_form_equals_host():
+    """The attention DSP path's C forms of its inline-assembly loops
+    (dot4_s16_s8, vrows4: PE_DSP_ASM is 0 without optimisation) on the
+    Cortex-M4 build at -O0, against the host build."""
+    cases = attention_cases(np.random.default_rng(11))
+    host = K.run(cases, "host")
+    assert all(r.status == 0 for r in host)
+    got = K.run(cases, "dsp", extra_cflags=("-O0",))
     assert mismatches(got, [r.output for r in host], cases, "dsp -O0") == []

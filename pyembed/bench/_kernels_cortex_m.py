@@ -111,6 +111,11 @@ def cases():
     out.append(("attention (streaming)", "n=m=64 d=dv=32 2 heads", "MAC", K.attn_case(
         q, kk, v, 2, q_offset=3, k_offset=-2, v_offset=1, score_quant=(1 << 30, -12), block=16,
         name="attention")))
+    # the same with the early fold (two score passes, normalised weights times V);
+    # MACs counted as for the late fold (d per score + dv per weighted value row)
+    out.append(("attention (streaming, early fold)", "n=m=64 d=dv=32 2 heads", "MAC", K.attn_case(
+        q, kk, v, 2, q_offset=3, k_offset=-2, v_offset=1, score_quant=(1 << 30, -12), block=16,
+        fold=1, name="attention early fold")))
     # UNIDIRECTIONAL_SEQUENCE_LSTM (TFLM arithmetic), the bundled models'
     # shapes: DTLN's first layer (one step, 257 -> 128) and MNIST-LSTM's (28
     # steps, 28 -> 20); per MAC of the gate matmuls (4 * state * (input + state)

@@ -431,7 +431,10 @@ static void run_eltwise(const case_t *c, int op)
 }
 
 /* params: n, m, d, dv, heads, q_off, k_off, v_off, score mult, score shift,
- * block, fold; arrays: q, k, v. Output int32 [n, heads*dv]. */
+ * block, fold [, extra]; arrays: q, k, v, then with extra 1 the key ranges
+ * (int32 key_begin [n], key_end [n]), with extra 2 a bias (int8 index
+ * [n, heads, m], int32 lut [256]) run by pe_attention_nf_strided_s8 with
+ * the default strides. Output int32 [n, heads*dv]. */
 static void run_attn(const case_t *c)
 {
     const int32_t *p = c->p;
@@ -441,7 +444,10 @@ static void run_attn(const case_t *c)
     int32_t size = 0;
     pe_status st;
     uint64_t t0, ins;
-    NEED(c->np == 12 && c->na == 3);
+    int32_t extra;
+    NEED((c->np == 12 && c->na == 3) || (c->np == 13 && c->na == 5));
+    extra = c->np == 13 ? p[12] : 0;
+    NEED(extra == 0 || extra == 1 || extra == 2);
     dm.n = p[0];
     dm.m = p[1];
     dm.d = p[2];
@@ -456,6 +462,13 @@ static void run_attn(const case_t *c)
     ap.fold = (pe_attn_fold)p[11];
     ap.key_begin = NULL;
     ap.key_end = NULL;
+    if (extra == 1) {
+        NEED(c->nbytes[3] == 4 * dm.n && c->nbytes[4] == 4 * dm.n);
+        ap.key_begin = (const int32_t *)c->a[3];
+        ap.key_end = (const int32_t *)c->a[4];
+    } else if (extra == 2) {
+        NEED((int64_t)c->nbytes[3] == (int64_t)dm.n * dm.heads * dm.m && c->nbytes[4] == 4 * 256);
+    }
     NEED((int64_t)dm.n * dm.heads * dm.dv * 4 <= (int64_t)sizeof(out_payload));
     st = pe_attention_nf_get_buffer_size(&ap, &dm, &size);
     if (st != PE_OK || size > (int32_t)sizeof(scratch)) {
@@ -464,8 +477,24 @@ static void run_attn(const case_t *c)
     }
     ctx = make_ctx(size, NULL);
     t0 = now();
-    st = pe_attention_nf_s8(&ctx, &ap, &dm, (const int8_t *)c->a[0], (const int8_t *)c->a[1],
-                            (const int8_t *)c->a[2], out_payload);
+    if (extra == 2) {
+        pe_attn_strides sd;
+        pe_attn_bias bias;
+        sd.q_row = sd.k_row = dm.heads * dm.d;
+        sd.v_row = sd.out_row = dm.heads * dm.dv;
+        sd.q_head = sd.k_head = dm.d;
+        sd.v_head = sd.out_head = dm.dv;
+        bias.index = (const int8_t *)c->a[3];
+        bias.row = dm.heads * dm.m;
+        bias.head = dm.m;
+        bias.lut = (const int32_t *)c->a[4];
+        st = pe_attention_nf_strided_s8(&ctx, &ap, &dm, &sd, &bias, (const int8_t *)c->a[0],
+                                        (const int8_t *)c->a[1], (const int8_t *)c->a[2],
+                                        out_payload);
+    } else {
+        st = pe_attention_nf_s8(&ctx, &ap, &dm, (const int8_t *)c->a[0],
+                                (const int8_t *)c->a[1], (const int8_t *)c->a[2], out_payload);
+    }
     ins = since(t0);
     put_result(st, ins, out_payload, st == PE_OK ? dm.n * dm.heads * dm.dv * 4 : 0);
 }

@@ -150,14 +150,25 @@ def mul_case(x1, x2, out_shape, *, in1_offset, in2_offset, out_offset, qo, act=(
 
 
 def attn_case(q, k, v, heads, *, q_offset=0, k_offset=0, v_offset=0, score_quant=(1 << 30, -8),
-              block=64, fold=0, name=""):
-    """q [n, heads*d], k [m, heads*d], v [m, heads*dv] int8; output int32 [n, heads*dv]."""
+              block=64, fold=0, key_ranges=None, bias=None, name=""):
+    """q [n, heads*d], k [m, heads*d], v [m, heads*dv] int8; output int32 [n, heads*dv].
+    key_ranges: None or (key_begin, key_end), n int32 each; bias: None or (index int8
+    [n, heads, m], lut int32 [256]), run through pe_attention_nf_strided_s8 (not both)."""
     q, k, v = _i8(q), _i8(k), _i8(v)
     n, hd = q.shape
     m, hdv = v.shape
     d, dv = hd // heads, hdv // heads
     params = [n, m, d, dv, heads, q_offset, k_offset, v_offset, *score_quant, block, fold]
-    return Case(OP_ATTN, params, [q, k, v], name, n * m * heads * (d + dv))
+    arrays = [q, k, v]
+    if key_ranges is not None and bias is not None:
+        raise ValueError("attn_case: key_ranges and bias cannot be combined")
+    if key_ranges is not None:
+        params.append(1)
+        arrays += [_i32(key_ranges[0]), _i32(key_ranges[1])]
+    elif bias is not None:
+        params.append(2)
+        arrays += [_i8(bias[0]), _i32(bias[1])]
+    return Case(OP_ATTN, params, arrays, name, n * m * heads * (d + dv))
 
 
 def lstm_case(words, input, weights, rec, bias, hidden, cell, *, name=""):
