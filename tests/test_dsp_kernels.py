@@ -137,6 +137,38 @@ def depthwise_group_cases(rng):
     return out
 
 
+def fc_w16_cases(rng):
+    """Fully connected layers for the int16-weight kernel (pe_fc_w16_*), each
+    as an int8-filter case: depth and features that are and are not
+    multiples of 4 (the packed layout's zero padding), one feature, one
+    depth element, batches, filter offsets at their limits, per-tensor
+    quant, single rounding, narrow activations, shifts outside the SMMULR
+    requantization's range (left shifts, < -23), a bias beyond its
+    accumulator bound, and a depth (7400) whose bound leaves no room (every
+    feature takes the portable requantization)."""
+    out = []
+    for (b, depth, feats, fo, pc, rnd, act, shifts, big) in [
+            (1, 64, 16, 0, 1, 0, (-128, 127), None, 0), (2, 37, 11, 0, 1, 0, (-128, 127), None, 0),
+            (3, 129, 9, 5, 0, 1, (-128, 127), None, 0), (1, 8, 3, -255, 1, 0, (-60, 70), None, 0),
+            (1, 1, 1, 255, 1, 0, (-128, 127), None, 0), (2, 3, 5, 0, 1, 0, (-128, 127), None, 0),
+            (1, 100, 12, 0, 1, 0, (-128, 127), [-1, -23, -24, 0, 1, -5, -30, -2, 3, -12, -9, -7], 1),
+            (1, 7400, 6, 0, 1, 0, (-128, 127), None, 0), (4, 256, 7, -3, 1, 1, (-90, 110), None, 0)]:
+        m = rng.integers(1 << 30, (1 << 31) - 1, feats)
+        sh = rng.integers(-12, 2, feats) if shifts is None else np.asarray(shifts)
+        bias = rng.integers(-9000, 9000, feats)
+        if big:
+            bias[2] = (1 << 30) - 100
+            bias[3] = -(1 << 30) + 100
+        x, w = rng.integers(-128, 128, (b, depth)), rng.integers(-128, 128, (feats, depth))
+        kw = dict(input_offset=int(rng.integers(-255, 256)), filter_offset=fo,
+                  output_offset=int(rng.integers(-128, 128)), act=act, per_channel=bool(pc),
+                  rounding=rnd)
+        out.append(K.fc_case(x, w, bias, m, sh, name=f"fc w16 twin {b}x{depth}->{feats}", **kw))
+        out.append(K.fc_case(x, w, bias, m, sh, w16=True, name=f"fc w16 {b}x{depth}->{feats}",
+                             **kw))
+    return out
+
+
 def random_cases(seed=7):
     """Shapes that reach every DSP loop and its tails: channel counts that are
     and are not multiples of 4 / 8, groups, dilation, strides, channel
@@ -200,6 +232,7 @@ def random_cases(seed=7):
                              input_offset=int(rng.integers(-255, 256)), filter_offset=fo,
                              output_offset=4, per_channel=bool(pc), rounding=rnd,
                              name=f"fc {b}x{depth}->{feats}"))
+    out += fc_w16_cases(rng)
     for (h, w, c, k, s, pad) in [(25, 25, 8, 5, 2, 2), (12, 14, 16, 3, 3, 1), (9, 9, 5, 4, 1, 1),
                                  (3, 300, 8, 300, 1, 0), (6, 6, 24, 2, 2, 0)]:
         x = i8(1, h, w, c)
@@ -367,3 +400,23 @@ def test_dsp_build_takes_the_dsp_paths(rand):
     for i, c in enumerate(cases):
         if c.name.startswith("fc 1x64"):
             assert res["dsp"][i].instructions < res["portable"][i].instructions
+
+
+def test_fc_int16_weights_equal_int8_fc(rand):
+    """pe_fully_connected_w16_s8 on weights packed by pe_fc_w16_pack gives the
+    bytes of pe_fully_connected_s8 on the same int8 layer, on the host build
+    and on both target builds (each compared with ==), and its DSP build runs
+    fewer instructions than the int8 kernel's on the larger layers."""
+    cases, res = rand
+    names = [c.name for c in cases]
+    checked = 0
+    for i, c in enumerate(cases):
+        if c.op == K.OP_FC16:
+            j = names.index(c.name.replace("fc w16 ", "fc w16 twin "))
+            for v in K.VARIANTS:
+                assert res[v][i].status == 0 and res[v][j].status == 0, (c.name, v)
+                assert res[v][i].output == res[v][j].output, (c.name, v)
+            if c.macs >= 1000:
+                assert res["dsp"][i].instructions < res["dsp"][j].instructions, c.name
+            checked += 1
+    assert checked == 9
