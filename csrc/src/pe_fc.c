@@ -127,6 +127,161 @@ static inline __attribute__((always_inline)) int8_t fc_finish(
     return fc_finish_slow(params, quant, qi, dot, b);
 }
 
+/* The requantization of features o0 .. o0 + n - 1 from their int32 dot
+ * products (acc[0 .. n-1]): pe_dsp_requant where it applies (as fc_finish:
+ * double rounding, right shift 1..23, -lim < bias < lim), else
+ * fc_finish_slow. Constants in locals: the int8 stores may alias anything. */
+__attribute__((noinline)) static void fc_requant_run(const pe_fc_params *params,
+                                                     const pe_per_channel_quant *quant,
+                                                     const int32_t *acc, const int32_t *bias,
+                                                     int32_t o0, int32_t n, int32_t lim,
+                                                     int8_t *out)
+{
+    const int32_t amin = params->activation.min, amax = params->activation.max;
+    const int32_t ooff = params->output_offset, step = params->per_channel ? 1 : 0;
+    const int32_t *m = quant->multiplier + (step ? o0 : 0), *sp = quant->shift + (step ? o0 : 0);
+    const int32_t lim1 = lim > 0 ? lim - 1 : 0;
+    const uint32_t span = lim > 0 ? 2u * (uint32_t)lim - 1u : 0u;
+    const int32_t *const end = acc + n;
+    const int32_t *b = bias != NULL ? bias + o0 : NULL;
+    int32_t o = o0;
+    while (acc != end) {
+        const int32_t sh = *sp, bo = b != NULL ? *b++ : 0;
+        int8_t r;
+        /* right shift 1..23 and -lim < bo < lim (lim = 0: never) */
+        if ((uint32_t)(-sh - 1) < 23u && (uint32_t)(bo + lim1) < span) {
+            r = pe_dsp_requant(*acc + bo, *m, -sh, amin, amax, ooff);
+        } else {
+            r = fc_finish_slow(params, quant, o & -step, *acc, bo);
+        }
+        *out++ = r;
+        acc++;
+        o++;
+        m += step;
+        sp += step;
+    }
+}
+
+#if PE_DSP_ASM
+/* Blocks of four int8 weight rows against one int8 input run, the input
+ * offset applied while widening: for block i (rows w + 4i*depth ...) and
+ * the first d16 (multiple of 16) depth elements,
+ *   acc[4i + j] = sum_k (x[k] + off) * w_j[k],   j < 4   (stored)
+ * Per four depth elements 1 LDR, 2 SXTAB16 and per row 1 LDR, 2 SXTB16, 2
+ * SMLAD: 23 instructions for 16 MACs; the loop does 16 elements and ends on
+ * three instructions, a block on about 20. Fixed registers: r0-r3
+ * accumulators, r4-r7 row pointers, r8 x, r9 the offset pair, r10/r11 the
+ * widened input, r12/lr operands; the job's first five words on the stack. */
+typedef struct {
+    int32_t *acc;       /* [sp + 0] */
+    int32_t nblk;       /* [sp + 4] >= 1 */
+    const int8_t *x;    /* [sp + 8] */
+    const int8_t *xend; /* [sp + 12] x + d16, d16 >= 16 */
+    int32_t step;       /* [sp + 16] 4 * depth - d16 */
+    const int8_t *w;    /* row 0 of block 0 */
+    int32_t depth;
+    uint32_t off2;
+} fc8_job;
+
+#define FC8_ROW(acc, wp)                                                      \
+    "ldr    lr, [" wp "], #4\n\t"                                             \
+    "sxtb16 r12, lr\n\t"                                                      \
+    "sxtb16 lr, lr, ror #8\n\t"                                               \
+    "smlad  " acc ", r12, r10, " acc "\n\t"                                     \
+    "smlad  " acc ", lr, r11, " acc "\n\t"
+#define FC8_STEP                                                              \
+    "ldr    r11, [r8], #4\n\t"                                                \
+    "sxtab16 r10, r9, r11\n\t"                                                \
+    "sxtab16 r11, r9, r11, ror #8\n\t"                                        \
+    FC8_ROW("r0", "r4") FC8_ROW("r1", "r5") FC8_ROW("r2", "r6") FC8_ROW("r3", "r7")
+
+__attribute__((noinline)) static void fc8_blocks(const fc8_job *job)
+{
+    register const fc8_job *r0_job __asm__("r0") = job;
+    __asm__ volatile("mov    lr, r0\n\t"
+                     "ldm    lr, {r0-r3, r8}\n\t"
+                     "push   {r0-r3, r8}\n\t"
+                     "ldr    r4, [lr, #20]\n\t"
+                     "ldr    r12, [lr, #24]\n\t"
+                     "ldr    r9, [lr, #28]\n\t"
+                     "add    r5, r4, r12\n\t"
+                     "add    r6, r5, r12\n\t"
+                     "add    r7, r6, r12\n\t"
+                     "1:\n\t"
+                     "ldr    r8, [sp, #8]\n\t"
+                     "movs   r0, #0\n\t"
+                     "movs   r1, #0\n\t"
+                     "movs   r2, #0\n\t"
+                     "movs   r3, #0\n\t"
+                     "2:\n\t" FC8_STEP FC8_STEP FC8_STEP FC8_STEP
+                     "ldr    r12, [sp, #12]\n\t"
+                     "cmp    r8, r12\n\t"
+                     "bne    2b\n\t"
+                     "ldr    r12, [sp, #0]\n\t"
+                     "stmia  r12!, {r0-r3}\n\t"
+                     "str    r12, [sp, #0]\n\t"
+                     "ldr    r12, [sp, #16]\n\t"
+                     "add    r4, r4, r12\n\t"
+                     "add    r5, r5, r12\n\t"
+                     "add    r6, r6, r12\n\t"
+                     "add    r7, r7, r12\n\t"
+                     "ldr    r12, [sp, #4]\n\t"
+                     "subs   r12, r12, #1\n\t"
+                     "str    r12, [sp, #4]\n\t"
+                     "bne    1b\n\t"
+                     "add    sp, sp, #20\n\t"
+                     : "+r"(r0_job)
+                     :
+                     : "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11",
+                       "r12", "lr", "cc", "memory");
+}
+#undef FC8_STEP
+#undef FC8_ROW
+
+/* features per fc8_blocks call: the int32 dot products live on the stack */
+#define FC8_CHUNK 32
+
+/* One batch row, symmetric weights (filter_offset 0) and depth >= 16:
+ * fc8_blocks over up to FC8_CHUNK features at a time, the depth % 16 tail
+ * by bytes, then fc_requant_run; the features % 4 last ones by dot1_dsp. */
+static void fc_row_blocks(const pe_fc_params *params, const pe_per_channel_quant *quant,
+                          const int8_t *restrict x, const int8_t *restrict filter,
+                          const int32_t *bias, int32_t depth, int32_t features, int32_t lim,
+                          int8_t *restrict out)
+{
+    const int32_t xo = params->input_offset, d16 = depth & ~15, f4 = features & ~3;
+    int32_t acc[FC8_CHUNK], o, n, j, k;
+    fc8_job job;
+    job.x = x;
+    job.xend = x + d16;
+    job.step = 4 * depth - d16;
+    job.depth = depth;
+    job.off2 = pe_dup16(xo);
+    for (o = 0; o < f4; o += n) {
+        n = f4 - o < FC8_CHUNK ? f4 - o : FC8_CHUNK;
+        job.acc = acc;
+        job.nblk = n >> 2;
+        job.w = filter + (size_t)o * (size_t)depth;
+        fc8_blocks(&job);
+        if (d16 < depth) {
+            for (j = 0; j < n; j++) {
+                const int8_t *w = filter + (size_t)(o + j) * (size_t)depth;
+                int32_t a = acc[j];
+                for (k = d16; k < depth; k++) {
+                    a += w[k] * ((int32_t)x[k] + xo);
+                }
+                acc[j] = a;
+            }
+        }
+        fc_requant_run(params, quant, acc, bias, o, n, lim, out + o);
+    }
+    for (; o < features; o++) {
+        acc[0] = dot1_dsp(x, filter + (size_t)o * (size_t)depth, depth, xo, 0);
+        fc_requant_run(params, quant, acc, bias, o, 1, lim, out + o);
+    }
+}
+#endif
+
 /* One batch row on the DSP extension, features in fours: symmetric weights
  * (filter_offset 0, TFLite's int8 FC) through pe_simd.h's four-row block on
  * the multiple of 8 and bytes for the rest, else dot4_dsp; the last
@@ -144,6 +299,12 @@ __attribute__((noinline)) static void fc_row_dsp(const pe_fc_params *params,
     const int64_t room = ((int64_t)1 << 30) - (int64_t)depth * 146689; /* 146689 = 383^2 */
     const int32_t lim = params->rounding == PE_ROUND_DOUBLE && room > 0 ? (int32_t)room : 0;
     int32_t o, j, k;
+#if PE_DSP_ASM
+    if (fo == 0 && depth >= 16) {
+        fc_row_blocks(params, quant, x, filter, bias, depth, features, lim, out);
+        return;
+    }
+#endif
     for (o = 0; o + 4 <= features; o += 4) {
         const int8_t *const w = filter + (size_t)o * (size_t)depth;
         int32_t dots[4] = {0, 0, 0, 0};
@@ -368,17 +529,15 @@ pe_status pe_fully_connected_w16_s8(const pe_context *ctx, const pe_fc_params *p
                                     const int32_t *bias,
                                     const pe_dims *output_dims, int8_t *output)
 {
-    int32_t batches, depth, features, pbytes, sbytes, kp, ng, b, o;
+    int32_t batches, depth, features, pbytes, sbytes, kp, ng, b;
 #if !PE_DSP
-    int32_t j;
+    int32_t o, j;
 #endif
     int16_t *x16;
     uint64_t macs = 0;
     pe_status st;
 #if PE_DSP
-    int32_t lim, lim1, amin, amax, ooff, qmask, fp4, *acc;
-    uint32_t span;
-    const int32_t *mult, *shift;
+    int32_t lim, fp4, *acc;
     int64_t room;
 #endif
 
@@ -403,15 +562,6 @@ pe_status pe_fully_connected_w16_s8(const pe_context *ctx, const pe_fc_params *p
 #if PE_DSP
     room = ((int64_t)1 << 30) - (int64_t)depth * 146689; /* 146689 = 383^2 */
     lim = params->rounding == PE_ROUND_DOUBLE && room > 0 ? (int32_t)room : 0;
-    lim1 = lim > 0 ? lim - 1 : 0;
-    span = lim > 0 ? 2u * (uint32_t)lim - 1u : 0u;
-    /* locals: the int8 output stores may alias anything the pointers reach */
-    amin = params->activation.min;
-    amax = params->activation.max;
-    ooff = params->output_offset;
-    qmask = params->per_channel ? -1 : 0;
-    mult = quant->multiplier;
-    shift = quant->shift;
     fp4 = fc_w16_round4(features);
     acc = (int32_t *)(void *)(x16 + kp);
 #endif
@@ -430,14 +580,7 @@ pe_status pe_fully_connected_w16_s8(const pe_context *ctx, const pe_fc_params *p
         job.w = (const uint32_t *)(const void *)packed;
         pe_dsp_r4_run(&job, ng);
         macs += (uint64_t)depth * (uint64_t)features;
-        for (o = 0; o < features; o++) {
-            const int32_t qi = o & qmask, sh = shift[qi];
-            const int32_t bo = bias != NULL ? bias[o] : 0;
-            /* right shift 1..23 and -lim < bo < lim (lim = 0: never) */
-            out_row[o] = (uint32_t)(-sh - 1) < 23u && (uint32_t)(bo + lim1) < span
-                             ? pe_dsp_requant(acc[o] + bo, mult[qi], -sh, amin, amax, ooff)
-                             : fc_finish_slow(params, quant, qi, acc[o], bo);
-        }
+        fc_requant_run(params, quant, acc, bias, 0, features, lim, out_row);
 #else
         fc_w16_widen(x16, in_row, depth, params->input_offset);
         for (o = 0; o < features; o += 4) {
