@@ -134,6 +134,29 @@ def depthwise_group_cases(rng):
     case(20, 18, 1, 3, 3, s=(2, 2), pad=(0, 1, 0, 1), mult=8, name="multiplier 8")
     case(9, 8, 3, 3, 3, mult=4, act=(-100, 100), name="multiplier 4 narrow act")
     case(7, 9, 2, 4, 3, mult=12, shift=[-3] * 20 + [0, -25, -2, -4], name="multiplier 12 shifts")
+    # the requantization's SMMLAR form (sign of the accumulator, not of its
+    # high word): tiny accumulators (zero weights, bias -4..4) under
+    # multipliers 2^30 and below, where a < 0 meets a high word of 0; and
+    # accumulators within 1 of the fast path's bound |acc| < 2^30 (the
+    # largest bias it accepts plus nine taps of +-128 * 255), both signs
+    c = 8
+    out.append(K.conv_case(rng.integers(-128, 128, (1, 6, 7, c)), np.zeros((1, 3, 3, c), np.int64),
+                           np.array([-4, -1, -2, -3, 1, -1, 4, -1]),
+                           np.array([1 << 30, 1 << 30, 1000, 12345, 1 << 30, 0, 1 << 30, 1]),
+                           np.array([-1, -2, -1, -3, -1, -1, -5, -1]), padding=(1, 1, 1, 1),
+                           input_offset=128, output_offset=int(rng.integers(-20, 20)),
+                           depthwise=True, name="dw group tiny accumulators 6x7x8 k3x3"))
+    bound = (1 << 30) - 1 - 9 * 32640
+    x = np.full((1, 5, 6, c), 127)
+    x[..., 4:] = -128
+    w = np.full((1, 3, 3, c), -128)
+    off = np.array([128] * 4 + [-127] * 4)  # x + off = 255 / -255 per channel half
+    for name, o in (("upper", 128), ("lower", -127)):
+        b = np.where(off == o, -bound if o == 128 else bound, 7)
+        out.append(K.conv_case(x, w, b, np.full(c, (1 << 31) - 1), np.full(c, -23),
+                               padding=(0, 0, 0, 0), input_offset=o, output_offset=3,
+                               depthwise=True,
+                               name=f"dw group accumulators at the bound ({name}) 5x6x8 k3x3"))
     return out
 
 

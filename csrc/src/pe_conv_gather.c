@@ -855,12 +855,45 @@ static void dw4_clipped(int32_t *a, const int8_t *x00, const int8_t *w00, int32_
     "smlad  r1, r4, r8, r1\n\t"                                               \
     "smlad  r2, r4, r9, r2\n\t"                                               \
     "smlad  r3, r4, r10, r3\n\t"
+/* SMMLAR adds k + sign(a) as the high word: k + (a >> 31) + the rounded
+ * high word of a * m, where dw_rq adds the sign of that high word d
+ * instead. The two signs differ only when a < 0 and d = 0, and then
+ * (k - 1) >> r == k >> r (k = 2^(r-1) + ooff * 2^r, r >= 1): the same
+ * bytes, one instruction fewer (k is reloaded per pixel). */
 #define PE_DW_RQ(a, m, k, r)                                                  \
-    "smmulr " a ", " a ", " m "\n\t"                                          \
-    "add    " a ", " a ", " a ", asr #31\n\t"                                 \
-    "add    " a ", " a ", " k "\n\t"                                          \
+    "add    " k ", " k ", " a ", asr #31\n\t"                                 \
+    "smmlar " a ", " a ", " m ", " k "\n\t"                                     \
     "asr    " a ", " a ", " r "\n\t"                                          \
     "ssat   " a ", #8, " a "\n\t"
+/* the last, single tap of an odd tap count (3x3): its record's weights are
+ * (2w, 0) per channel, so SMLABB / SMLATB take the tap alone (8
+ * instructions instead of the pair's 13) */
+#define PE_DW_LAST                                                            \
+    "ldmia  r7!, {r4, r5, r6, r8, r9, r10}\n\t"                               \
+    "ldr    r4, [r11, r4]\n\t"                                                \
+    "sxtb16 r5, r4\n\t"                                                       \
+    "sxtb16 r4, r4, ror #8\n\t"                                               \
+    "smlabb r0, r5, r6, r0\n\t"                                               \
+    "smlatb r2, r5, r9, r2\n\t"                                               \
+    "smlabb r1, r4, r8, r1\n\t"                                               \
+    "smlatb r3, r4, r10, r3\n\t"
+/* PE_DW_TAIL with the output pointer kept in r12 (the unrolled form has no
+ * pair-end pointer) */
+#define PE_DW_TAIL12                                                          \
+    "ldmia  r7!, {r4, r5, r6, r8, r9, r10}\n\t"                               \
+    PE_DW_RQ("r0", "r4", "r5", "r6") PE_DW_RQ("r1", "r8", "r9", "r10")        \
+    "ldmia  r7!, {r4, r5, r6, r8, r9, r10}\n\t"                               \
+    PE_DW_RQ("r2", "r4", "r5", "r6") PE_DW_RQ("r3", "r8", "r9", "r10")        \
+    "strb   r0, [r12]\n\t"                                                    \
+    "strb   r1, [r12, #1]\n\t"                                                \
+    "strb   r2, [r12, #2]\n\t"                                                \
+    "strb   r3, [r12, #3]\n\t"                                                \
+    "ldmia  r7, {r4, r5}\n\t"                                                 \
+    "add    r12, r12, r4\n\t"                                                 \
+    "add    r11, r11, r5\n\t"                                                 \
+    "ldr    r4, %[dend]\n\t"                                                  \
+    "cmp    r12, r4\n\t"                                                      \
+    "bne    0b\n\t"
 #define PE_DW_TAIL                                                            \
     "ldmia  r7!, {r4, r5, r6, r8, r9, r10}\n\t"                               \
     PE_DW_RQ("r0", "r4", "r5", "r6") PE_DW_RQ("r1", "r8", "r9", "r10")        \
@@ -886,7 +919,7 @@ static void dw4_clipped(int32_t *a, const int8_t *x00, const int8_t *w00, int32_
 
 __attribute__((noinline)) static void dw_run_asm(int8_t *dst, int32_t n, const int8_t *win,
                                                  const int32_t *tab, int32_t npairs,
-                                                 int32_t bytes)
+                                                 int32_t bytes, int32_t taps)
 {
     const int32_t *const pend = tab + 4 + 6 * npairs;
     int8_t *const dend = dst + (size_t)n * (size_t)pend[12];
@@ -915,13 +948,22 @@ __attribute__((noinline)) static void dw_run_asm(int8_t *dst, int32_t n, const i
         }
         return;
     }
-    if (npairs == 5) {
+    if (npairs == 5 && taps == 9) {
         __asm__ volatile("ldr    r11, %[win]\n\t"
+                         "ldr    r12, %[dst]\n\t"
+                         "0:\n\t"
+                         "ldr    r7, %[tab]\n\t"
+                         "ldmia  r7!, {r0, r1, r2, r3}\n\t"
+                         PE_DW_PAIR PE_DW_PAIR PE_DW_PAIR PE_DW_PAIR PE_DW_LAST
+                         PE_DW_TAIL12 PE_DW_OPERANDS);
+    } else if (npairs == 5) {
+        __asm__ volatile("ldr    r11, %[win]\n\t"
+                         "ldr    r12, %[dst]\n\t"
                          "0:\n\t"
                          "ldr    r7, %[tab]\n\t"
                          "ldmia  r7!, {r0, r1, r2, r3}\n\t"
                          PE_DW_PAIR PE_DW_PAIR PE_DW_PAIR PE_DW_PAIR PE_DW_PAIR
-                         PE_DW_TAIL PE_DW_OPERANDS);
+                         PE_DW_TAIL12 PE_DW_OPERANDS);
     } else {
         __asm__ volatile("ldr    r11, %[win]\n\t"
                          "ldr    r12, %[end]\n\t"
@@ -938,6 +980,8 @@ __attribute__((noinline)) static void dw_run_asm(int8_t *dst, int32_t n, const i
 #undef PE_DW_PAIR
 #undef PE_DW_PAIR1
 #undef PE_DW_RQ
+#undef PE_DW_LAST
+#undef PE_DW_TAIL12
 #undef PE_DW_TAIL
 #undef PE_DW_OPERANDS
 #endif
@@ -1071,7 +1115,7 @@ static void dw_rect_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
                     ky_hi == kh - 1) {
                     dw_run_asm(d, ox_b - ox_a + 1,
                                img + (size_t)iy0 * row_px + (size_t)ix0 * (size_t)in_c + xc,
-                               tab, npairs, bytes);
+                               tab, npairs, bytes, kh * kw);
                     ox = ox_b;
                     continue;
                 }
