@@ -986,6 +986,57 @@ __attribute__((noinline)) static void dw_run_asm(int8_t *dst, int32_t n, const i
 #undef PE_DW_OPERANDS
 #endif
 
+#if PE_DSP_ASM
+/* windows clipped by the padding through dw_run_asm: tables for kernels of
+ * at most PE_DW_CLIP_PAIRS pairs, PE_DW_CLIP_SLOTS of them cached per group */
+#define PE_DW_CLIP_PAIRS 5
+#define PE_DW_CLIP_SLOTS 3
+#define PE_DW_TAB_WORDS(np) (4 + 6 * (np) + 14)
+
+/* dw_run_asm's table for windows whose taps inside the input are rows
+ * [ky_lo, ky_hi] x columns [kx_lo, kx_hi] of the kernel, read from the
+ * window pointer of tap (ky_lo, kx_lo): every offset relative to that tap;
+ * an outside tap gets weight 0 and that tap's offset (so every load stays
+ * inside the input), and its 2 * offset * w leaves the start value. The
+ * sum is then the padded window's int32 sum (outside taps contribute
+ * nothing, as x + offset = 0 for the padding), re-associated. */
+static void dw_clip_tab(int32_t *dst, const int32_t *tab, int32_t npairs, int32_t kw,
+                        int32_t taps, int32_t ky_lo, int32_t ky_hi, int32_t kx_lo, int32_t kx_hi,
+                        int32_t off)
+{
+    const int32_t len = PE_DW_TAB_WORDS(npairs), tb = ky_lo * kw + kx_lo;
+    const int32_t base = tab[4 + 6 * (tb / 2) + (tb & 1)];
+    int32_t *const rec = dst + 4;
+    int32_t i, t, j, ky = 0, kx = 0;
+    for (i = 0; i < len; i++) {
+        dst[i] = tab[i];
+    }
+    for (t = 0; t < taps; t++) {
+        int32_t *const r = rec + 6 * (t / 2);
+        const int32_t lane = t & 1;
+        if (ky >= ky_lo && ky <= ky_hi && kx >= kx_lo && kx <= kx_hi) {
+            r[lane] -= base;
+        } else {
+            r[lane] = 0;
+            for (j = 0; j < 4; j++) {
+                const uint32_t wv = (uint32_t)r[2 + j];
+                const int32_t w2 = lane ? (int32_t)(int16_t)(uint16_t)(wv >> 16)
+                                        : (int32_t)(int16_t)(uint16_t)(wv & 0xFFFFu);
+                dst[j] = (int32_t)((uint32_t)dst[j] - (uint32_t)off * (uint32_t)w2);
+                r[2 + j] = (int32_t)(lane ? (wv & 0xFFFFu) : (wv & 0xFFFF0000u));
+            }
+        }
+        if (++kx == kw) {
+            kx = 0;
+            ky++;
+        }
+    }
+    if (taps & 1) { /* the last tap's weight-0 partner reads the same word */
+        rec[6 * (taps / 2) + 1] = rec[6 * (taps / 2)];
+    }
+}
+#endif
+
 /* the pairs' records of channels [c, c + 4) at rec, and the group's
  * constants: in g, and around rec as dw_run_asm reads them (the start values
  * at rec[-4..-1], the requantization constants after the records) */
@@ -1092,6 +1143,11 @@ static void dw_rect_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
     int32_t ox_b = lim < 0 ? -1 : lim / s_w;
     dw_group g;
     int32_t c, oy, ox, j;
+#if PE_DSP_ASM
+    const int32_t clip_ok = !bytes && full && npairs <= PE_DW_CLIP_PAIRS;
+    int32_t ctab[PE_DW_CLIP_SLOTS][PE_DW_TAB_WORDS(PE_DW_CLIP_PAIRS)];
+    int32_t ckey[PE_DW_CLIP_SLOTS][4], cnext = 0;
+#endif
     ox_a = ox_a > ox0 ? ox_a : ox0;
     ox_b = ox_b < ox1 - 1 ? ox_b : ox1 - 1;
     rec[6 * npairs + 12] = c_n;
@@ -1101,6 +1157,11 @@ static void dw_rect_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
         /* the input channel of output channels c..c+3 (c + j for multiplier 1) */
         const size_t xc = (size_t)(bytes ? c / mult : c);
         dw_group_setup(&g, rec, p, q, f, filter, bias, c);
+#if PE_DSP_ASM
+        for (j = 0; j < PE_DW_CLIP_SLOTS; j++) {
+            ckey[j][0] = -1; /* the cached clipped tables hold another group's weights */
+        }
+#endif
         for (oy = oy0; oy < oy1; oy++) {
             const int32_t iy0 = oy * s_h - p->padding.top;
             int32_t ky_lo, ky_hi;
@@ -1121,6 +1182,36 @@ static void dw_rect_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
                 }
 #endif
                 tap_range(ix0, d_w, kw, in_w, &kx_lo, &kx_hi);
+#if PE_DSP_ASM
+                if (clip_ok && g.fast && ky_lo <= ky_hi && kx_lo <= kx_hi) {
+                    /* a clipped window (or, with clipped rows, the run of
+                     * columns [ox_a, ox_b] whose kernel columns are all
+                     * inside) through dw_run_asm with a cached table */
+                    const int32_t n = ox == ox_a && ox_a <= ox_b ? ox_b - ox_a + 1 : 1;
+                    int32_t sl = 0;
+                    while (sl < PE_DW_CLIP_SLOTS &&
+                           !(ckey[sl][0] == ky_lo && ckey[sl][1] == ky_hi &&
+                             ckey[sl][2] == kx_lo && ckey[sl][3] == kx_hi)) {
+                        sl++;
+                    }
+                    if (sl == PE_DW_CLIP_SLOTS) {
+                        sl = cnext;
+                        cnext = cnext + 1 < PE_DW_CLIP_SLOTS ? cnext + 1 : 0;
+                        dw_clip_tab(ctab[sl], tab, npairs, kw, kh * kw, ky_lo, ky_hi, kx_lo,
+                                    kx_hi, off);
+                        ckey[sl][0] = ky_lo;
+                        ckey[sl][1] = ky_hi;
+                        ckey[sl][2] = kx_lo;
+                        ckey[sl][3] = kx_hi;
+                    }
+                    dw_run_asm(d, n,
+                               img + (size_t)(iy0 + ky_lo * d_h) * row_px +
+                                   (size_t)(ix0 + kx_lo * d_w) * (size_t)in_c + xc,
+                               ctab[sl], npairs, 0, kh * kw);
+                    ox += n - 1;
+                    continue;
+                }
+#endif
                 if (ky_lo == 0 && ky_hi == kh - 1 && kx_lo == 0 && kx_hi == kw - 1 && g.fast) {
                     const int8_t *const win =
                         img + (size_t)iy0 * row_px + (size_t)ix0 * (size_t)in_c + xc;
