@@ -988,7 +988,8 @@ __attribute__((noinline)) static void dw_run_asm(int8_t *dst, int32_t n, const i
 
 #if PE_DSP_ASM
 /* windows clipped by the padding through dw_run_asm: tables for kernels of
- * at most PE_DW_CLIP_PAIRS pairs, PE_DW_CLIP_SLOTS of them cached per group */
+ * at most PE_DW_CLIP_PAIRS pairs, PE_DW_CLIP_SLOTS of them per group (the
+ * current run's, the left side's, the right side's) */
 #define PE_DW_CLIP_PAIRS 5
 #define PE_DW_CLIP_SLOTS 3
 #define PE_DW_TAB_WORDS(np) (4 + 6 * (np) + 14)
@@ -1000,39 +1001,57 @@ __attribute__((noinline)) static void dw_run_asm(int8_t *dst, int32_t n, const i
  * inside the input), and its 2 * offset * w leaves the start value. The
  * sum is then the padded window's int32 sum (outside taps contribute
  * nothing, as x + offset = 0 for the padding), re-associated. */
-static void dw_clip_tab(int32_t *dst, const int32_t *tab, int32_t npairs, int32_t kw,
-                        int32_t taps, int32_t ky_lo, int32_t ky_hi, int32_t kx_lo, int32_t kx_hi,
-                        int32_t off)
+static void dw_clip_tab(int32_t *restrict dst, const int32_t *restrict tab, int32_t npairs,
+                        int32_t kw, int32_t taps, int32_t ky_lo, int32_t ky_hi, int32_t kx_lo,
+                        int32_t kx_hi, int32_t off)
 {
-    const int32_t len = PE_DW_TAB_WORDS(npairs), tb = ky_lo * kw + kx_lo;
+    const int32_t tb = ky_lo * kw + kx_lo;
     const int32_t base = tab[4 + 6 * (tb / 2) + (tb & 1)];
-    int32_t *const rec = dst + 4;
-    int32_t i, t, j, ky = 0, kx = 0;
-    for (i = 0; i < len; i++) {
-        dst[i] = tab[i];
-    }
-    for (t = 0; t < taps; t++) {
-        int32_t *const r = rec + 6 * (t / 2);
-        const int32_t lane = t & 1;
-        if (ky >= ky_lo && ky <= ky_hi && kx >= kx_lo && kx <= kx_hi) {
-            r[lane] -= base;
-        } else {
-            r[lane] = 0;
-            for (j = 0; j < 4; j++) {
-                const uint32_t wv = (uint32_t)r[2 + j];
-                const int32_t w2 = lane ? (int32_t)(int16_t)(uint16_t)(wv >> 16)
-                                        : (int32_t)(int16_t)(uint16_t)(wv & 0xFFFFu);
-                dst[j] = (int32_t)((uint32_t)dst[j] - (uint32_t)off * (uint32_t)w2);
-                r[2 + j] = (int32_t)(lane ? (wv & 0xFFFFu) : (wv & 0xFFFF0000u));
+    const int32_t *restrict src = tab + 4;
+    int32_t *restrict r = dst + 4;
+    uint32_t i0 = (uint32_t)tab[0], i1 = (uint32_t)tab[1], i2 = (uint32_t)tab[2];
+    uint32_t i3 = (uint32_t)tab[3];
+    const uint32_t uoff = (uint32_t)off;
+    int32_t pr, lane, i, ky = 0, kx = 0, t = 0;
+    for (pr = 0; pr < npairs; pr++, src += 6, r += 6) {
+        const uint32_t w0 = (uint32_t)src[2], w1 = (uint32_t)src[3];
+        const uint32_t w2 = (uint32_t)src[4], w3 = (uint32_t)src[5];
+        uint32_t keep = 0;
+        int32_t o[2];
+        for (lane = 0; lane < 2; lane++, t++) {
+            const int32_t sh = 16 * lane;
+            if (t >= taps) { /* the weight-0 partner of an odd last tap */
+                o[1] = o[0];
+                break;
+            }
+            if (ky >= ky_lo && ky <= ky_hi && kx >= kx_lo && kx <= kx_hi) {
+                o[lane] = src[lane] - base;
+                keep |= 0xFFFFu << sh;
+            } else {
+                o[lane] = 0;
+                i0 -= uoff * (uint32_t)(int32_t)(int16_t)(uint16_t)(w0 >> sh);
+                i1 -= uoff * (uint32_t)(int32_t)(int16_t)(uint16_t)(w1 >> sh);
+                i2 -= uoff * (uint32_t)(int32_t)(int16_t)(uint16_t)(w2 >> sh);
+                i3 -= uoff * (uint32_t)(int32_t)(int16_t)(uint16_t)(w3 >> sh);
+            }
+            if (++kx == kw) {
+                kx = 0;
+                ky++;
             }
         }
-        if (++kx == kw) {
-            kx = 0;
-            ky++;
-        }
+        r[0] = o[0];
+        r[1] = o[1];
+        r[2] = (int32_t)(w0 & keep);
+        r[3] = (int32_t)(w1 & keep);
+        r[4] = (int32_t)(w2 & keep);
+        r[5] = (int32_t)(w3 & keep);
     }
-    if (taps & 1) { /* the last tap's weight-0 partner reads the same word */
-        rec[6 * (taps / 2) + 1] = rec[6 * (taps / 2)];
+    dst[0] = (int32_t)i0;
+    dst[1] = (int32_t)i1;
+    dst[2] = (int32_t)i2;
+    dst[3] = (int32_t)i3;
+    for (i = 0; i < 14; i++) { /* the requantization constants and the steps */
+        r[i] = src[i];
     }
 }
 #endif
@@ -1146,7 +1165,8 @@ static void dw_rect_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
 #if PE_DSP_ASM
     const int32_t clip_ok = !bytes && full && npairs <= PE_DW_CLIP_PAIRS;
     int32_t ctab[PE_DW_CLIP_SLOTS][PE_DW_TAB_WORDS(PE_DW_CLIP_PAIRS)];
-    int32_t ckey[PE_DW_CLIP_SLOTS][4], cnext = 0;
+    int32_t ckey[PE_DW_CLIP_SLOTS][4];
+    const int32_t many_rows = oy1 - oy0 >= 6;
 #endif
     ox_a = ox_a > ox0 ? ox_a : ox0;
     ox_b = ox_b < ox1 - 1 ? ox_b : ox1 - 1;
@@ -1183,20 +1203,24 @@ static void dw_rect_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
 #endif
                 tap_range(ix0, d_w, kw, in_w, &kx_lo, &kx_hi);
 #if PE_DSP_ASM
-                if (clip_ok && g.fast && ky_lo <= ky_hi && kx_lo <= kx_hi) {
-                    /* a clipped window (or, with clipped rows, the run of
-                     * columns [ox_a, ox_b] whose kernel columns are all
-                     * inside) through dw_run_asm with a cached table */
-                    const int32_t n = ox == ox_a && ox_a <= ox_b ? ox_b - ox_a + 1 : 1;
-                    int32_t sl = 0;
-                    while (sl < PE_DW_CLIP_SLOTS &&
-                           !(ckey[sl][0] == ky_lo && ckey[sl][1] == ky_hi &&
-                             ckey[sl][2] == kx_lo && ckey[sl][3] == kx_hi)) {
-                        sl++;
-                    }
-                    if (sl == PE_DW_CLIP_SLOTS) {
-                        sl = cnext;
-                        cnext = cnext + 1 < PE_DW_CLIP_SLOTS ? cnext + 1 : 0;
+                /* clipped windows through dw_run_asm with a table built by
+                 * dw_clip_tab: with clipped kernel rows the run of columns
+                 * [ox_a, ox_b] (kernel columns all inside, at least four:
+                 * slot 0, rebuilt when the pattern changes), and with all
+                 * kernel rows the clipped columns on each side (slots 1 and
+                 * 2: the first pattern met on that side, which recurs on
+                 * every row). A table costs about what it saves on one
+                 * window: other single windows take the loop below. */
+                if (clip_ok && g.fast && ky_lo <= ky_hi && kx_lo <= kx_hi &&
+                    ((ox == ox_a && ox_b - ox_a >= 3) ||
+                     (many_rows && ky_lo == 0 && ky_hi == kh - 1 &&
+                      (ckey[ox < ox_a ? 1 : 2][0] < 0 ||
+                       (ckey[ox < ox_a ? 1 : 2][2] == kx_lo &&
+                        ckey[ox < ox_a ? 1 : 2][3] == kx_hi))))) {
+                    const int32_t n = ox == ox_a && ox_b - ox_a >= 3 ? ox_b - ox_a + 1 : 1;
+                    const int32_t sl = n > 1 ? 0 : (ox < ox_a ? 1 : 2);
+                    if (!(ckey[sl][0] == ky_lo && ckey[sl][1] == ky_hi &&
+                          ckey[sl][2] == kx_lo && ckey[sl][3] == kx_hi)) {
                         dw_clip_tab(ctab[sl], tab, npairs, kw, kh * kw, ky_lo, ky_hi, kx_lo,
                                     kx_hi, off);
                         ckey[sl][0] = ky_lo;
