@@ -82,7 +82,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
     result = {"project": os.path.abspath(outdir), "profile": proj.profile.name, "regions": manifest["regions"],
               "segments": manifest["segments"], "segment_note": proj.segment_note, "attention": fused,
               "strategy": pipeline, "stream_input": streamed, "arena_bytes": manifest["arena_bytes"],
-              "pipeline": proj.pipeline_lines}
+              "pipeline": proj.pipeline_lines, "dsp_scratch": manifest["dsp_scratch"]}
     if not do_run:
         if as_json:
             click.echo(json.dumps(result, indent=1))
@@ -92,6 +92,8 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
                        f"{', input streamed row by row' if streamed else ''})")
             for line in proj.pipeline_lines:
                 click.echo(f"  {line}")
+            if proj.dsp_scratch:
+                click.echo(f"  {_dsp_scratch_line(proj.dsp_scratch)}")
             if proj.segment_note:
                 click.echo(f"  segments: {proj.segment_note}")
             if getattr(proj, "segment_plan", None) is not None:
@@ -134,6 +136,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
     d["stream_input"] = streamed
     d["arena_bytes"] = manifest["arena_bytes"]
     d["pipeline"] = proj.pipeline_lines
+    d["dsp_scratch"] = manifest["dsp_scratch"]
     d["mismatches"] = mismatches
     if as_json:
         click.echo(json.dumps(d, indent=1))
@@ -144,6 +147,8 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
                    f"{', input streamed row by row' if streamed else ''})")
         for line in proj.pipeline_lines:
             click.echo(f"  {line}")
+        if proj.dsp_scratch:
+            click.echo(f"  {_dsp_scratch_line(proj.dsp_scratch)}")
         if d.get("input_rows_given") is not None:
             click.echo(f"  input rows delivered by the pe_row_source callback: {d['input_rows_given']}")
         if proj.segment_note:
@@ -159,3 +164,10 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
             click.echo(f"  mismatch output {m['output']}[{m['element']}]: firmware {m['firmware']} host {m['host']}")
     if mismatches:
         raise SystemExit(1)
+
+
+def _dsp_scratch_line(granted):
+    extra = sum(new - old for old, new, _, _ in granted.values())
+    ops = ", ".join(f"#{k}" for k in sorted(granted))
+    return (f"DSP fast scratch: {len(granted)} convolution(s) ({ops}) get the int16 column blocks in bytes "
+            f"free at their step (+{extra:,} B of scratch, no region grows)")

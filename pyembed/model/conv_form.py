@@ -119,3 +119,21 @@ def scratch_table(graph):
                      "form": op.params.get("conv_form", "reverse"), "scratch": int(op.scratch_bytes),
                      "live": live[op.index], "bound": bound})
     return rows
+
+
+def dsp_scratch_wants(graph):
+    """{operator index: bytes} for every standard convolution whose reverse
+    kernel, built with the Arm DSP extension, runs faster with more scratch
+    than it has now: pe_conv2d_rev_s8_get_target_buffer_size(dsp=1), which the
+    host computes for the target whatever it was built for."""
+    from pyembed._ext import _graph
+    from pyembed.model.ops.base import dims4
+    want = {}
+    for op in _conv_ops(graph):
+        if op.type != "CONV_2D":
+            continue
+        x, w, y = (graph.tensors[op.inputs[k]] if k < 2 else graph.tensors[op.outputs[0]] for k in range(3))
+        size = int(_graph.conv_target_buffer_size(op.params, dims4(x.shape), dims4(w.shape), dims4(y.shape), True))
+        if size > int(op.params.get("reverse_scratch", op.scratch_bytes)):
+            want[op.index] = size
+    return want

@@ -88,7 +88,7 @@ pe_status pe_conv2d_rev_s8(const pe_context *ctx, const pe_conv_params *params,
  * int16 column blocks: the size above plus in_w * in_c * 2 bytes (the pushed
  * input row widened to int16 with the offset) and kernel_w * in_c * 8 bytes
  * (four output channels' kernel row widened), when the DSP build has that
- * path for the shape (groups 1, dilation.w 1, in_c % 4 == 0, out_c >= 4);
+ * path for the shape (groups 1, dilation.w 1, in_c % 4 == 0, out_c >= 4, out_w >= 2);
  * else, and on every other build, the same size as
  * pe_conv2d_rev_s8_get_buffer_size. Either size is accepted by the kernel
  * (the outputs are the same bytes); the larger one is faster. */
@@ -96,6 +96,16 @@ pe_status pe_conv2d_rev_s8_get_fast_buffer_size(const pe_conv_params *params,
                                                 const pe_dims *input_dims,
                                                 const pe_dims *filter_dims,
                                                 const pe_dims *output_dims, int32_t *size);
+
+/* The fast size of a given build, on any build: dsp 1 is the size
+ * pe_conv2d_rev_s8_get_fast_buffer_size returns on an Arm DSP build, dsp 0
+ * the minimum (PE_ERR_ARG for any other value). A host plans a DSP target's
+ * scratch with it (pyembed's firmware generator). */
+pe_status pe_conv2d_rev_s8_get_target_buffer_size(const pe_conv_params *params,
+                                                  const pe_dims *input_dims,
+                                                  const pe_dims *filter_dims,
+                                                  const pe_dims *output_dims, int32_t dsp,
+                                                  int32_t *size);
 
 pe_status pe_depthwise_conv2d_rev_s8_get_buffer_size(const pe_conv_params *params,
                                                      const pe_dims *input_dims,

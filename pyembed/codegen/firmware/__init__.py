@@ -86,6 +86,8 @@ class FirmwareProject:
     outputs: list        # [(tensor index, bytes, dtype, shape)]
     qemu_machine: str | None
     files: dict
+    # {op: (old, new, region, offset)}: convolutions given the DSP build's fast scratch
+    dsp_scratch: dict = dataclasses.field(default_factory=dict)
 
 
 def _require_profile(profile):
@@ -588,14 +590,19 @@ def _write(path, text, files, key):
 
 
 def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algorithm="auto",
-                     time_limit=5.0, copy_runtime=True, segments=None):
+                     time_limit=5.0, copy_runtime=True, segments=None, dsp_scratch=None):
     """Write the firmware project of graph for profile (a loaded firmware_sim
     profile) into outdir; returns a FirmwareProject. plan: a pyembed.plan Plan
     on the profile's regions (default: planned here). segments: a
     firmware_sim.segments.SegmentPlan (one layer per operator): the weights are
     loaded from flash into a RAM block segment by segment (pe_segload) while
     the model runs, the block placed after the planned buffers of the largest
-    zero-wait RAM region (where .data, .bss and the stack go too)."""
+    zero-wait RAM region (where .data, .bss and the stack go too).
+    dsp_scratch (default: the profile's core has the Arm DSP extension): every
+    standard convolution whose DSP reverse kernel runs faster with more scratch
+    gets it where the plan has those bytes free at its step (no region grows;
+    pyembed.plan.widen.dsp_conv_scratch); ``project.dsp_scratch`` lists them and
+    ``project.graph`` is the graph the tables describe."""
     from pyembed.codegen import emit
     from pyembed.codegen.firmware.files import _cmakelists, _main_source, _makefile
     from pyembed.model.graph import Graph
@@ -615,6 +622,13 @@ def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algor
                                f"(known: {', '.join(sorted(CORE_FLAGS))})")
     if plan is None:
         plan = plan_for_profile(graph, profile, algorithm=algorithm, time_limit=time_limit)
+    if dsp_scratch is None:
+        from pyembed.plan.widen import DSP_CORES
+        dsp_scratch = profile.core in DSP_CORES
+    granted = {}
+    if dsp_scratch:
+        from pyembed.plan.widen import dsp_conv_scratch
+        graph, plan, granted = dsp_conv_scratch(graph, plan)
     layout, arena_base, regions = firmware_layout(graph, plan)
     flash_name = profile.flash_region
     sys_region = system_region(profile)
@@ -672,6 +686,8 @@ def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algor
                 "arena_base": arena_base, "arena_span": layout.arena_size, "arena_bytes": int(plan.arena_size),
                 "pipeline": plan.info.get("pipeline"),
                 "streamed_inputs": streamed,
+                "dsp_scratch": {str(k): {"old": o, "new": n, "region": r, "offset": f}
+                                for k, (o, n, r, f) in granted.items()},
                 "regions": {k: {"base": b, "used": u} for k, (b, u) in regions.items()},
                 "operators": op_rows,
                 "segments": None if segments is None else {
@@ -682,4 +698,4 @@ def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algor
                 "inputs": [{"tensor": t, "bytes": b, "dtype": str(d)} for t, b, d in inputs],
                 "outputs": [{"tensor": t, "bytes": b, "dtype": str(d), "shape": list(s)} for t, b, d, s in outputs]}
     _write(out / "firmware.json", json.dumps(manifest, indent=1), files, "firmware.json")
-    return FirmwareProject(out, profile, graph, plan, layout, op_rows, inputs, outputs, machine, files)
+    return FirmwareProject(out, profile, graph, plan, layout, op_rows, inputs, outputs, machine, files, granted)

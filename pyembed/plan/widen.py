@@ -1,0 +1,181 @@
+"""Give operators a larger scratch where a finished plan has room for it.
+
+A kernel that runs faster with more scratch than its minimum (the reverse
+convolution's int16 column blocks on an Arm DSP build,
+``pe_conv2d_rev_s8_get_target_buffer_size``) gets it only when the bytes are
+free anyway: at the operator's step, some aligned range of a region below the
+bytes that region already uses touches no buffer live at that step. Nothing
+else moves, so no region grows and every other placement stays as planned.
+
+    plan2, granted = widen_scratch(plan, {op_index: bytes, ...})
+
+``granted`` maps each operator that got its size to (old bytes, new bytes,
+region name, offset); the others keep their scratch. Operators are tried in
+the order of ``want`` (put the most valuable first). An operator whose output
+is placed over its input (an output-over-input allowance of the plan, proven
+for the kernel form it was planned with) is left alone unless it is in
+``at_overlaps``: the caller then answers for the allowance (dsp_conv_scratch
+keeps it for a conv that stays in the reverse form, whose row order of reads
+and writes does not change, and proves it again by running the kernel for a
+conv that changes form).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from pyembed.errors import ArgumentError
+from pyembed.plan.core import Buffer, Plan, Problem, align_up
+
+__all__ = ["widen_scratch", "dsp_conv_scratch", "DSP_CORES"]
+
+# cores whose default -mcpu build has the Arm DSP extension (__ARM_FEATURE_DSP)
+DSP_CORES = ("cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55")
+
+
+def _overlapped_steps(plan):
+    """Steps where an allowance lets two buffers share bytes in this plan."""
+    bufs, steps = plan.problem.buffers, set()
+    for ov in plan.problem.overlaps:
+        if not (ov.proven and 0 <= ov.src < len(bufs) and 0 <= ov.dst < len(bufs)):
+            continue
+        (ra, oa), (rb, ob) = plan.placement[ov.src], plan.placement[ov.dst]
+        a, b = bufs[ov.src], bufs[ov.dst]
+        if ra == rb and oa < ob + b.size and ob < oa + a.size:
+            steps.add(ov.step)
+    return steps
+
+
+def _free_offset(busy, size, align, limit):
+    """Lowest aligned offset o with [o, o + size) inside [0, limit) and clear
+    of every (start, end) range in busy; None if there is none."""
+    o = 0
+    for start, end in sorted(busy):
+        if o + size <= start:
+            break
+        if end > o:
+            o = align_up(end, align)
+    return o if o + align_up(size, align) <= limit else None
+
+
+def widen_scratch(plan, want, at_overlaps=()):
+    """(new plan, granted): see the module docstring. plan is not modified."""
+    if not isinstance(plan, Plan):
+        raise ArgumentError(f"plan: expected a pyembed.plan Plan, got {type(plan).__name__}")
+    if not isinstance(want, dict) or not all(isinstance(k, int) and isinstance(v, int) and v >= 0
+                                            for k, v in want.items()):
+        raise ArgumentError("want: expected {operator index: scratch bytes (int >= 0)}")
+    order = list(plan.order)
+    step_of = {op: s for s, op in enumerate(order)}
+    problem = Problem(plan.problem._num_steps)
+    problem.buffers = list(plan.problem.buffers)
+    problem.overlaps = list(plan.problem.overlaps)
+    placement = list(plan.placement)
+    scratch_of = {b.op: i for i, b in enumerate(problem.buffers) if b.kind == "scratch" and b.op is not None}
+    used = plan.region_used()
+    shared = _overlapped_steps(plan)
+    granted = {}
+    for op, size in want.items():
+        s = step_of.get(op)
+        cur = scratch_of.get(op)
+        old = problem.buffers[cur].size if cur is not None else 0
+        if s is None or size <= old or (s in shared and op not in at_overlaps):
+            continue
+        align = problem.buffers[cur].alignment if cur is not None else 16
+        live = [i for i, b in enumerate(problem.buffers)
+                if i != cur and b.size > 0 and b.first <= s <= b.last]
+        for r, region in enumerate(plan.regions):
+            busy = [(placement[i][1], placement[i][1] + problem.buffers[i].size) for i in live
+                    if placement[i][0] == r]
+            off = _free_offset(busy, size, align, used.get(region.name, 0))
+            if off is None:
+                continue
+            if cur is None:
+                problem.buffers.append(Buffer(f"scratch_op{op}_widened", size, s, s, kind="scratch",
+                                              alignment=align, op=op))
+                placement.append((r, off))
+                scratch_of[op] = len(problem.buffers) - 1
+            else:
+                problem.buffers[cur] = dataclasses.replace(problem.buffers[cur], size=size)
+                placement[cur] = (r, off)
+            granted[op] = (old, size, region.name, off)
+            break
+    info = dict(plan.info)
+    info["widened_scratch"] = {int(k): list(v) for k, v in granted.items()}
+    new = dataclasses.replace(plan, problem=problem, placement=placement, info=info)
+    new.check()
+    return new, granted
+
+
+def _apply(graph, granted):
+    """A copy of graph whose granted convolutions run the reverse form with
+    their new scratch."""
+    import copy
+    if not granted:
+        return graph
+    g2 = copy.copy(graph)
+    g2.operators = list(graph.operators)
+    for op, (_, size, _, _) in granted.items():
+        old = graph.operators[op]
+        g2.operators[op] = dataclasses.replace(old, scratch_bytes=size, params=dict(old.params, conv_form="reverse"))
+    g2._runtime_cache = {}
+    return g2
+
+
+def _reprove(graph, plan, ops):
+    """Prove again, by running each operator in ops (its kernel form changed)
+    on the plan's exact offsets, every output-over-input allowance the plan
+    uses at its step; returns (plan with the allowances' evidence updated,
+    operators whose proof failed)."""
+    from pyembed.plan.overlap import OverlapProver
+    from pyembed.plan.report import used_overlaps
+    step_of = {op: s for s, op in enumerate(plan.order)}
+    todo = [(k, ov) for k, ov in enumerate(plan.problem.overlaps)
+            if any(ov is u for u, _ in used_overlaps(plan)) and ov.op in ops and ov.step == step_of.get(ov.op)]
+    if not todo:
+        return plan, set()
+    prover = OverlapProver(graph, plan.order, plan.tensor_buffer)
+    failed, overlaps = set(), list(plan.problem.overlaps)
+    for k, ov in todo:
+        op = graph.operators[ov.op]
+        src_t = next(t for t in op.inputs if t >= 0 and plan.tensor_buffer.get(t) == ov.src)
+        dst_t = next(t for t in op.outputs if t >= 0 and plan.tensor_buffer.get(t) == ov.dst)
+        d = plan.offset_of(ov.dst) - plan.offset_of(ov.src)
+        ok, msg = prover.prove(ov.op, src_t, dst_t, d)
+        if ok:
+            overlaps[k] = dataclasses.replace(ov, max_delta=d, evidence=f"reverse form with its DSP scratch, {msg}")
+        else:
+            failed.add(ov.op)
+    plan.problem.overlaps = overlaps
+    return plan, failed
+
+
+def dsp_conv_scratch(graph, plan):
+    """Widen the scratch of every standard convolution to what the Arm DSP
+    build's reverse kernel runs fastest with
+    (pyembed.model.conv_form.dsp_scratch_wants), where plan has the bytes free
+    at its step (widen_scratch; larger convolutions first). Returns (graph,
+    plan, granted): a copy of graph whose widened operators run the reverse form
+    with their new scratch_bytes, and the widened plan. Neither argument is
+    modified; the outputs are the same bytes (the kernel accepts any scratch
+    from its minimum up).
+
+    At a step where the plan writes the output over the input: a conv already in
+    the reverse form keeps its allowance (the DSP blocks only add an int16 copy
+    of each pushed input row, read before any output row is written); a gather
+    conv switching to the reverse form keeps its widened scratch only if the
+    reverse kernel is proven (run on the host at the plan's exact offsets, as
+    pyembed.plan.overlap does) to give the same bytes there."""
+    from pyembed.model.conv_form import dsp_scratch_wants
+    want = dsp_scratch_wants(graph)
+    want = dict(sorted(want.items(), key=lambda kv: -graph.operators[kv[0]].macs))
+    while True:
+        plan2, granted = widen_scratch(plan, want, at_overlaps=set(want))
+        g2 = _apply(graph, granted)
+        switched = {op for op in granted if graph.operators[op].scratch_bytes == 0}
+        plan2, failed = _reprove(g2, plan2, switched)
+        if not failed:
+            break
+        want = {k: v for k, v in want.items() if k not in failed}
+    if granted:
+        plan2.check()
+    return g2, (plan2 if granted else plan), granted

@@ -1,0 +1,148 @@
+"""pyembed.plan.widen: a finished plan gives an operator a larger scratch only
+in bytes free at its step (no region grows, nothing else moves), and the
+firmware generator gives the Arm DSP build's convolutions their fast scratch
+that way (pe_conv2d_rev_s8_get_target_buffer_size)."""
+import os
+
+import numpy as np
+import pytest
+
+from pyembed.data import MODELS_DIR
+from pyembed.errors import ArgumentError
+from pyembed.model.load import load_model
+from pyembed.plan.core import Overlap, Plan, Problem, Region
+from pyembed.plan.widen import dsp_conv_scratch, widen_scratch
+
+
+def _plan(buffers, placement, overlaps=(), size=None):
+    p = Problem()
+    for b in buffers:
+        p.add_buffer(*b[:3], name=b[3], kind=b[4] if len(b) > 4 else "activation",
+                     op=b[5] if len(b) > 5 else None)
+    p.overlaps.extend(overlaps)
+    steps = 1 + max(b[2] for b in buffers)
+    return Plan(p, [Region("sram", size)], [(0, o) for o in placement], order=list(range(steps)))
+
+
+def test_widen_uses_only_free_bytes_at_the_step():
+    # steps 0..2; at step 1 a 64-byte tensor lives at [0, 64) and op 1's 16-byte
+    # scratch at [64, 80); at step 0 a 256-byte tensor makes the region 256 B
+    plan = _plan([(256, 0, 0, "big"), (64, 0, 2, "t"), (16, 1, 1, "s1", "scratch", 1), (32, 2, 2, "u")],
+                 [0, 256, 320, 0])
+    used = plan.region_used()
+    new, granted = widen_scratch(plan, {1: 200})
+    assert granted == {1: (16, 200, "sram", 0)}          # [0, 200) is free at step 1 (big died at step 0)
+    assert new.region_used()["sram"] <= used["sram"]      # nothing grew (the old scratch was the top)
+    s1 = next(i for i, b in enumerate(new.buffers) if b.op == 1)
+    assert new.buffers[s1].size == 200 and new.placement[s1] == (0, 0)
+    # the given plan is untouched
+    assert plan.buffers[2].size == 16 and plan.placement[2] == (0, 320)
+    # more than the free bytes: refused, the plan keeps its scratch
+    new2, granted2 = widen_scratch(plan, {1: 400})
+    assert granted2 == {} and new2.buffers[2].size == 16
+    # an operator without scratch gets a new buffer; one not in the order is skipped
+    new3, granted3 = widen_scratch(plan, {2: 48, 7: 16})
+    assert granted3 == {2: (0, 48, "sram", 32)}           # step 2: only t [256, 320) and u [0, 32) live
+    assert any(b.op == 2 and b.size == 48 for b in new3.buffers)
+    assert new3.placement[-1] == (0, 32)
+
+
+def test_widen_skips_a_step_whose_output_overlaps_its_input():
+    # op 1 writes b over a (an allowance used by the plan): its kernel form must not change
+    ov = Overlap(src=0, dst=1, max_delta=0, step=1, op=1, proven=True, evidence="test")
+    plan = _plan([(64, 0, 1, "a"), (64, 1, 2, "b"), (512, 2, 2, "c")], [0, 0, 64], overlaps=[ov])
+    new, granted = widen_scratch(plan, {1: 32})
+    assert granted == {}
+    plan2 = _plan([(64, 0, 1, "a"), (64, 1, 2, "b"), (512, 2, 2, "c")], [0, 64, 128])
+    assert widen_scratch(plan2, {1: 32})[1] == {1: (0, 32, "sram", 128)}
+    # the caller may answer for the allowance
+    assert widen_scratch(plan, {1: 32}, at_overlaps={1})[1] == {1: (0, 32, "sram", 64)}
+
+
+def test_widen_rejects_bad_arguments():
+    plan = _plan([(16, 0, 0, "a")], [0])
+    with pytest.raises(ArgumentError, match="plan"):
+        widen_scratch("plan", {})
+    with pytest.raises(ArgumentError, match="want"):
+        widen_scratch(plan, {0: -1})
+    with pytest.raises(ArgumentError, match="want"):
+        widen_scratch(plan, [(0, 16)])
+
+
+def test_target_buffer_size_query():
+    from pyembed._ext import _graph
+    g = load_model(os.path.join(MODELS_DIR, "tflm_person_detect_int8.tflite"))
+    from pyembed.kernels.params import dims4
+    seen = 0
+    for op in g.operators:
+        if op.type != "CONV_2D":
+            continue
+        x, w, y = g.tensors[op.inputs[0]], g.tensors[op.inputs[1]], g.tensors[op.outputs[0]]
+        dims = (dims4(x.shape), dims4(w.shape), dims4(y.shape))
+        mn = _graph.conv_buffer_size(op.params, *dims, False)
+        assert _graph.conv_target_buffer_size(op.params, *dims, False) == mn
+        fast = _graph.conv_target_buffer_size(op.params, *dims, True)
+        c_in = x.shape[-1]
+        if c_in % 4 == 0 and y.shape[-1] >= 4 and y.shape[2] >= 2 and op.params.get("dilation", (1, 1))[1] == 1:
+            # the int16 input row and four output channels' kernel row (pe_conv.h)
+            assert fast == mn + x.shape[2] * c_in * 2 + w.shape[2] * c_in * 8
+            seen += 1
+        else:
+            assert fast == mn
+    assert seen >= 10
+
+
+def test_person_detect_dsp_scratch_is_free_and_bit_exact():
+    from firmware_sim.profiles import load_profile
+    from pyembed.codegen.firmware import plan_for_profile
+    from pyembed.model.conv_form import dsp_scratch_wants
+    g = load_model(os.path.join(MODELS_DIR, "tflm_person_detect_int8.tflite"))
+    before = {op.index: (op.scratch_bytes, dict(op.params)) for op in g.operators}
+    plan = plan_for_profile(g, load_profile("mps2-an386"))
+    want = dsp_scratch_wants(g)
+    g2, plan2, granted = dsp_conv_scratch(g, plan)
+    assert granted and set(granted) <= set(want)
+    for op, (old, new, region, off) in granted.items():
+        assert new == want[op] and g2.operators[op].scratch_bytes == new
+        assert g2.operators[op].params["conv_form"] == "reverse"
+    assert all(plan2.region_used()[r] <= u for r, u in plan.region_used().items())
+    plan2.check()
+    # the given graph is untouched
+    assert {op.index: (op.scratch_bytes, dict(op.params)) for op in g.operators} == before
+    # the host build (no DSP path) runs the widened graph to the same bytes
+    x = np.random.default_rng(3).integers(-128, 128, size=g.tensors[g.inputs[0]].shape).astype(np.int8)
+    a, b = np.asarray(g.run(x)), np.asarray(g2.run(x))
+    assert np.array_equal(a, b)
+
+
+def _kws_plan():
+    from firmware_sim.profiles import load_profile
+    from pyembed.codegen.firmware import plan_for_profile
+    g = load_model(os.path.join(MODELS_DIR, "tiny_kws_dscnn_int8.tflite"))
+    return g, plan_for_profile(g, load_profile("mps2-an386"))
+
+
+def test_kws_gather_convs_switch_form_only_with_a_new_proof():
+    """KWS's pointwise convs run the gather form with the output written over
+    the input; they get the reverse form with its DSP scratch only after the
+    reverse kernel is run at the plan's exact offsets."""
+    from pyembed.plan.report import used_overlaps
+    g, plan = _kws_plan()
+    g2, plan2, granted = dsp_conv_scratch(g, plan)
+    switched = [op for op, (old, _, _, _) in granted.items() if old == 0]
+    assert switched, "expected gather convs to switch"
+    evidence = {ov.op: ov.evidence for ov, _ in used_overlaps(plan2)}
+    for op in switched:
+        assert evidence[op].startswith("reverse form with its DSP scratch, bit-exact"), evidence[op]
+    x = np.random.default_rng(5).integers(-128, 128, size=g.tensors[g.inputs[0]].shape).astype(np.int8)
+    assert np.array_equal(np.asarray(g.run(x)), np.asarray(g2.run(x)))
+
+
+def test_failed_reproof_keeps_the_gather_form(monkeypatch):
+    from pyembed.plan import overlap
+    g, plan = _kws_plan()
+    monkeypatch.setattr(overlap.OverlapProver, "prove", lambda self, *a: (False, "refused in this test"))
+    g2, plan2, granted = dsp_conv_scratch(g, plan)
+    assert all(old > 0 for old, _, _, _ in granted.values())
+    assert all(g2.operators[op].scratch_bytes == g.operators[op].scratch_bytes
+               for op in range(len(g.operators)) if op not in granted)
