@@ -134,25 +134,27 @@ def depthwise_group_cases(rng):
     case(20, 18, 1, 3, 3, s=(2, 2), pad=(0, 1, 0, 1), mult=8, name="multiplier 8")
     case(9, 8, 3, 3, 3, mult=4, act=(-100, 100), name="multiplier 4 narrow act")
     case(7, 9, 2, 4, 3, mult=12, shift=[-3] * 20 + [0, -25, -2, -4], name="multiplier 12 shifts")
-    # windows clipped by the padding through the asm run (dw_clip_tab): every
-    # window clipped (3x3 input), padding 2 (two kernel rows outside, and
-    # windows with no tap inside), asymmetric padding with stride 2 and
-    # dilation 2, one-column images, more clipping patterns per group than
-    # cached tables (5x5 kernel with padding 2: pairs > the table limit, so
-    # the C path; 3x2 with mixed padding: many patterns)
+    # windows clipped by the padding through the asm run (dw_clip_tab: runs
+    # of >= 8 columns in clipped rows, side columns of >= 12-row outputs):
+    # padding 1, padding 2 (two side patterns, the second one by the loop,
+    # and windows with no tap inside), asymmetric padding with stride 2,
+    # dilation 2, 3x2 with mixed padding, 12 channels (3 groups, the table
+    # slots reset per group), and small images that keep the loop (all
+    # windows clipped, one column, a 5x5 kernel beyond the table size)
+    case(13, 12, 8, 3, 3, name="clipped 1")
+    case(14, 13, 12, 3, 3, pad=(2, 2, 2, 2), name="padding 2")
+    case(25, 22, 8, 3, 3, s=(2, 2), pad=(1, 2, 2, 1), name="stride 2 asymmetric padding")
+    case(14, 12, 8, 3, 2, pad=(2, 1, 1, 2), name="3x2 mixed padding")
     case(3, 3, 8, 3, 3, name="all clipped")
-    case(7, 8, 12, 3, 3, pad=(2, 2, 2, 2), name="padding 2")
-    case(9, 11, 8, 3, 3, s=(2, 2), pad=(1, 2, 2, 1), name="stride 2 asymmetric padding")
     case(5, 1, 8, 3, 3, name="one column")
-    case(6, 7, 8, 3, 2, pad=(2, 1, 1, 2), name="3x2 mixed padding")
     case(8, 8, 8, 5, 5, pad=(2, 2, 2, 2), name="5x5 padded")
     c = 8
-    out.append(K.conv_case(rng.integers(-128, 128, (1, 9, 10, c)),
+    out.append(K.conv_case(rng.integers(-128, 128, (1, 15, 13, c)),
                            rng.integers(-128, 128, (1, 3, 3, c)), rng.integers(-5000, 5000, c),
                            rng.integers(1 << 30, (1 << 31) - 1, c), rng.integers(-12, -1, c),
                            dilation=(2, 2), padding=(2, 1, 1, 2), input_offset=-5,
                            output_offset=2, depthwise=True,
-                           name="dw group dilation 2 padded 9x10x8 k3x3"))
+                           name="dw group dilation 2 padded 15x13x8 k3x3"))
     # the requantization's SMMLAR form (sign of the accumulator, not of its
     # high word): tiny accumulators (zero weights, bias -4..4) under
     # multipliers 2^30 and below, where a < 0 meets a high word of 0; and
