@@ -28,7 +28,7 @@ element, attention per MAC (d per score + dv per weighted value row).
 "fully connected (int16 weights)" runs pe_fully_connected_w16_s8 on weights
 packed once by pe_fc_w16_pack (not timed, as it runs offline); its row
 carries "weight_bytes", the packed weights' flash (round4(O) * round4(K) * 2
-bytes; the int8 filter is O * K bytes).
+bytes), the int8 rows the int8 filter's (O * K bytes).
 """
 import os
 import tempfile
@@ -79,6 +79,7 @@ def cases():
         m, s = quant(feats)
         bias = rng.integers(-700, 800, feats)
         c = K.fc_case(x, wt, bias, m, s, input_offset=7, output_offset=-2, name="fully connected")
+        c.weight_bytes = feats * depth
         out.append(("fully connected", f"{depth}->{feats}", "MAC", c))
         c = K.fc_case(x, wt, bias, m, s, input_offset=7, output_offset=-2, w16=True,
                       name="fully connected (int16 weights)")
