@@ -977,6 +977,62 @@ __attribute__((noinline)) static void dw_run_asm(int8_t *dst, int32_t n, const i
                          PE_DW_TAIL PE_DW_OPERANDS);
     }
 }
+/* dw_run_asm's unrolled five-pair forms (3x3 or ten taps, multiplier 1)
+ * over a rectangle: rows of n outputs each, the next row's outputs o_row
+ * bytes and its windows w_row bytes after the previous row's (one call per
+ * channel group instead of one per row) */
+#define PE_DW_ROWS                                                            \
+    "ldr    r4, %[rows]\n\t"                                                  \
+    "subs   r4, r4, #1\n\t"                                                   \
+    "beq    9f\n\t"                                                           \
+    "str    r4, %[rows]\n\t"                                                  \
+    "ldr    r4, %[dadv]\n\t"                                                  \
+    "add    r12, r12, r4\n\t"                                                 \
+    "ldr    r4, %[wadv]\n\t"                                                  \
+    "add    r11, r11, r4\n\t"                                                 \
+    "ldr    r4, %[dend]\n\t"                                                  \
+    "ldr    r5, %[orow]\n\t"                                                  \
+    "add    r4, r4, r5\n\t"                                                   \
+    "str    r4, %[dend]\n\t"                                                  \
+    "b      0b\n\t"                                                           \
+    "9:\n\t"
+#define PE_DW_ROWS_OPERANDS                                                   \
+    : [dst] "+m"(dst), [dend] "+m"(dend), [rows] "+m"(rows)                   \
+    : [tab] "m"(tab), [win] "m"(win), [dadv] "m"(dadv), [wadv] "m"(wadv),     \
+      [orow] "m"(o_row)                                                       \
+    : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", \
+      "r12", "lr", "cc", "memory"
+
+__attribute__((noinline)) static void dw_rows_asm(int8_t *dst, int32_t n, int32_t rows,
+                                                  const int8_t *win, const int32_t *tab,
+                                                  int32_t taps, int32_t o_row, int32_t w_row)
+{
+    const int32_t *const pend = tab + 4 + 6 * 5;
+    const int32_t dadv = o_row - n * pend[12], wadv = w_row - n * pend[13];
+    int8_t *dend = dst + (size_t)n * (size_t)pend[12];
+    if (n <= 0 || rows <= 0) {
+        return;
+    }
+    if (taps == 9) {
+        __asm__ volatile("ldr    r11, %[win]\n\t"
+                         "ldr    r12, %[dst]\n\t"
+                         "0:\n\t"
+                         "ldr    r7, %[tab]\n\t"
+                         "ldmia  r7!, {r0, r1, r2, r3}\n\t"
+                         PE_DW_PAIR PE_DW_PAIR PE_DW_PAIR PE_DW_PAIR PE_DW_LAST
+                         PE_DW_TAIL12 PE_DW_ROWS PE_DW_ROWS_OPERANDS);
+    } else {
+        __asm__ volatile("ldr    r11, %[win]\n\t"
+                         "ldr    r12, %[dst]\n\t"
+                         "0:\n\t"
+                         "ldr    r7, %[tab]\n\t"
+                         "ldmia  r7!, {r0, r1, r2, r3}\n\t"
+                         PE_DW_PAIR PE_DW_PAIR PE_DW_PAIR PE_DW_PAIR PE_DW_PAIR
+                         PE_DW_TAIL12 PE_DW_ROWS PE_DW_ROWS_OPERANDS);
+    }
+}
+#undef PE_DW_ROWS
+#undef PE_DW_ROWS_OPERANDS
 #undef PE_DW_PAIR
 #undef PE_DW_PAIR1
 #undef PE_DW_RQ
@@ -1167,10 +1223,19 @@ static void dw_rect_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
     int32_t ctab[PE_DW_CLIP_SLOTS][PE_DW_TAB_WORDS(PE_DW_CLIP_PAIRS)];
     int32_t ckey[PE_DW_CLIP_SLOTS][4];
     const int32_t many_rows = oy1 - oy0 >= 12;
-    int32_t cl_run = 0, cl_side = 0;
+    int32_t cl_run = 0, cl_side = 0, rect_done = 0;
+    /* output rows whose kernel rows all lie inside the input: [oy_a, oy_b],
+     * clipped to [oy0, oy1) */
+    const int32_t ylim = in_h - 1 + p->padding.top - (kh - 1) * d_h;
+    int32_t oy_a = p->padding.top / s_h + (p->padding.top % s_h != 0 ? 1 : 0);
+    int32_t oy_b = ylim < 0 ? -1 : ylim / s_h;
 #endif
     ox_a = ox_a > ox0 ? ox_a : ox0;
     ox_b = ox_b < ox1 - 1 ? ox_b : ox1 - 1;
+#if PE_DSP_ASM
+    oy_a = oy_a > oy0 ? oy_a : oy0;
+    oy_b = oy_b < oy1 - 1 ? oy_b : oy1 - 1;
+#endif
     rec[6 * npairs + 12] = c_n;
     rec[6 * npairs + 13] = s_w * in_c;
     dw_offsets(rec, p, in, f);
@@ -1184,6 +1249,20 @@ static void dw_rect_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
         }
         cl_run = clip_ok && g.fast && ox_b - ox_a >= 7;
         cl_side = clip_ok && g.fast && many_rows;
+        /* the rows whose kernel rows are all inside, [oy_a, oy_b], by one
+         * dw_rows_asm call over their inside columns (five pairs); the
+         * row loop below then skips those windows */
+        rect_done = 0;
+        if (npairs == 5 && !bytes && full && g.fast && ox_a <= ox_b && oy_a <= oy_b) {
+            const int32_t ix_a = ox_a * s_w - p->padding.left;
+            const int32_t iy_a = oy_a * s_h - p->padding.top;
+            dw_rows_asm(o + (size_t)(oy_a - oy0) * o_row + (size_t)(ox_a - ox0) * (size_t)c_n +
+                            (size_t)c,
+                        ox_b - ox_a + 1, oy_b - oy_a + 1,
+                        img + (size_t)iy_a * row_px + (size_t)ix_a * (size_t)in_c + xc, tab,
+                        kh * kw, (int32_t)o_row, (int32_t)((size_t)s_h * row_px));
+            rect_done = 1;
+        }
 #endif
         for (oy = oy0; oy < oy1; oy++) {
             const int32_t iy0 = oy * s_h - p->padding.top;
@@ -1197,9 +1276,11 @@ static void dw_rect_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
 #if PE_DSP_ASM
                 if (ox == ox_a && ox_a <= ox_b && full && g.fast && ky_lo == 0 &&
                     ky_hi == kh - 1) {
-                    dw_run_asm(d, ox_b - ox_a + 1,
-                               img + (size_t)iy0 * row_px + (size_t)ix0 * (size_t)in_c + xc,
-                               tab, npairs, bytes, kh * kw);
+                    if (!rect_done) {
+                        dw_run_asm(d, ox_b - ox_a + 1,
+                                   img + (size_t)iy0 * row_px + (size_t)ix0 * (size_t)in_c + xc,
+                                   tab, npairs, bytes, kh * kw);
+                    }
                     ox = ox_b;
                     continue;
                 }
