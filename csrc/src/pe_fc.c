@@ -300,7 +300,7 @@ __attribute__((noinline)) static void fc_row_dsp(const pe_fc_params *params,
     const int32_t lim = params->rounding == PE_ROUND_DOUBLE && room > 0 ? (int32_t)room : 0;
     int32_t o, j, k;
 #if PE_DSP_ASM
-    if (fo == 0 && depth >= 16) {
+    if (fo == 0 && depth >= 16 && features >= 8) { /* fewer features: below, less set-up */
         fc_row_blocks(params, quant, x, filter, bias, depth, features, lim, out);
         return;
     }
