@@ -140,6 +140,16 @@ def test_logistic_tanh(tmp_path, op, in_q):
     _check(_unary_model(op, in_q, out_q), tmp_path, [[_every_value()]], refs=("tflm", "litert"))
 
 
+@pytest.mark.parametrize("op", ["LOGISTIC", "TANH"])
+def test_logistic_tanh_repeated_values(tmp_path, op):
+    """Fewer than 512 elements with repeats: the table filled on demand
+    (pe_activations.c apply_costly_s8) gives each occurrence the value of the
+    first."""
+    out_q = (1 / 256, -128) if op == "LOGISTIC" else (1 / 128, 0)
+    x = np.random.default_rng(5).integers(-40, 90, (1, 300)).astype(np.int8)
+    _check(_unary_model(op, (0.05, 7), out_q, shape=x.shape), tmp_path, [[x]], refs=("tflm", "litert"))
+
+
 @pytest.mark.parametrize("in_q", QS)
 def test_hard_swish(tmp_path, in_q):
     for out_q in OUT_QS + [(0.03, -100)]:

@@ -60,18 +60,52 @@ static void apply_s8(s8_fn f, const void *p, int32_t size, const int8_t *input, 
     }
 }
 
+/* apply_s8 for the costly functions (LOGISTIC, TANH, RSQRT): a tensor of
+ * fewer than PE_ACT_TABLE_MIN elements still goes through a 256-entry stack
+ * table, filled on demand: each distinct input value is evaluated once, on
+ * its first occurrence (a 256-bit map marks the filled entries; ~8
+ * instructions per element against ~300 per evaluation). */
+static void apply_costly_s8(s8_fn f, const void *p, int32_t size, const int8_t *input, int8_t *output)
+{
+    int8_t table[256];
+    uint32_t seen[8] = {0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u};
+    int32_t i;
+    if (size >= PE_ACT_TABLE_MIN) {
+        apply_s8(f, p, size, input, output);
+        return;
+    }
+    for (i = 0; i < size; i++) {
+        const int32_t v = input[i];
+        const uint32_t k = (uint32_t)(v + 128);
+        const uint32_t bit = 1u << (k & 31u);
+        if ((seen[k >> 5] & bit) == 0u) {
+            table[k] = (int8_t)f(p, v);
+            seen[k >> 5] |= bit;
+        }
+        output[i] = table[k];
+    }
+}
+
 /* The body every element-wise kernel shares: refuse bad parameters (ok == 0)
  * or buffers, map each element through f, count. int16 results are already in
  * range (f saturates or clamps). */
-static pe_status unary_s8(const pe_context *ctx, int ok, s8_fn f, const void *p, int32_t size,
-                          const int8_t *input, int8_t *output)
+typedef void (*s8_apply)(s8_fn f, const void *p, int32_t size, const int8_t *input, int8_t *output);
+
+static pe_status unary_s8_via(s8_apply apply, const pe_context *ctx, int ok, s8_fn f, const void *p,
+                              int32_t size, const int8_t *input, int8_t *output)
 {
     if (!ok || check_io(size, input, output) != PE_OK) {
         return PE_ERR_ARG;
     }
-    apply_s8(f, p, size, input, output);
+    apply(f, p, size, input, output);
     count(ctx, size);
     return PE_OK;
+}
+
+static pe_status unary_s8(const pe_context *ctx, int ok, s8_fn f, const void *p, int32_t size,
+                          const int8_t *input, int8_t *output)
+{
+    return unary_s8_via(apply_s8, ctx, ok, f, p, size, input, output);
 }
 
 static pe_status unary_s16(const pe_context *ctx, int ok, s8_fn f, const void *p, int32_t size,
@@ -129,15 +163,15 @@ static int32_t tanh_one(const void *pv, int32_t v)
 pe_status pe_logistic_s8(const pe_context *ctx, const pe_sigmoid_params *p, int32_t size,
                          const int8_t *input, int8_t *output)
 {
-    return unary_s8(ctx, check_sigmoid(p, size, input, output) == PE_OK, logistic_one, p, size,
-                    input, output);
+    return unary_s8_via(apply_costly_s8, ctx, check_sigmoid(p, size, input, output) == PE_OK, logistic_one,
+                        p, size, input, output);
 }
 
 pe_status pe_tanh_s8(const pe_context *ctx, const pe_sigmoid_params *p, int32_t size,
                      const int8_t *input, int8_t *output)
 {
-    return unary_s8(ctx, check_sigmoid(p, size, input, output) == PE_OK, tanh_one, p, size, input,
-                    output);
+    return unary_s8_via(apply_costly_s8, ctx, check_sigmoid(p, size, input, output) == PE_OK, tanh_one, p,
+                        size, input, output);
 }
 
 static int32_t hard_swish_one(const void *pv, int32_t v)
@@ -354,7 +388,7 @@ pe_status pe_rsqrt_s8(const pe_context *ctx, const pe_unary_quant_params *p, int
             return PE_ERR_ARG;
         }
     }
-    apply_s8(rsqrt_one, p, size, input, output);
+    apply_costly_s8(rsqrt_one, p, size, input, output);
     count(ctx, size);
     return PE_OK;
 }

@@ -23,7 +23,8 @@ build's fast size is the minimum. The bundled models' plans give the minimum
 
 Units: conv and FC per layer MAC (padded taps included, as the host bench),
 pooling per tap (in-bounds window positions x channels), ADD/MUL per output
-element, attention per MAC (d per score + dv per weighted value row).
+element, attention per MAC (d per score + dv per weighted value row), LSTM
+per MAC of its gate matmuls (the gates' element-wise work included).
 
 "fully connected (int16 weights)" runs pe_fully_connected_w16_s8 on weights
 packed once by pe_fc_w16_pack (not timed, as it runs offline); its row
@@ -108,6 +109,20 @@ def cases():
     out.append(("attention (streaming)", "n=m=64 d=dv=32 2 heads", "MAC", K.attn_case(
         q, kk, v, 2, q_offset=3, k_offset=-2, v_offset=1, score_quant=(1 << 30, -12), block=16,
         name="attention")))
+    # UNIDIRECTIONAL_SEQUENCE_LSTM (TFLM arithmetic), the bundled models'
+    # shapes: DTLN's first layer (one step, 257 -> 128) and MNIST-LSTM's (28
+    # steps, 28 -> 20); per MAC of the gate matmuls (4 * state * (input + state)
+    # per step), the gate element-wise work included
+    for b, t, nd, ns in ((1, 1, 257, 128), (1, 28, 28, 20)):
+        words = [0, b, t, nd, ns, -128, 0, 0, 1, 20480]
+        for _ in range(4):
+            words += [int(rng.integers(1 << 30, (1 << 31) - 1)), 1,
+                      int(rng.integers(1 << 30, (1 << 31) - 1)), -1]
+        words += [1 << 30, -14, 1 << 30, -18, 1095936456, -22]
+        out.append(("lstm", f"{t} step{'s' if t > 1 else ''} {nd}->{ns}", "MAC", K.lstm_case(
+            words, rng.integers(-128, 128, b * t * nd), rng.integers(-40, 40, (4, ns, nd)),
+            rng.integers(-40, 40, (4, ns, ns)), rng.integers(-3000, 3000, (4, ns)),
+            rng.integers(-128, 128, b * ns), rng.integers(-20000, 20000, b * ns), name="lstm")))
     return out
 
 

@@ -21,6 +21,7 @@
 #include "pyembed/pe_conv_gather.h"
 #include "pyembed/pe_eltwise.h"
 #include "pyembed/pe_fc.h"
+#include "pyembed/pe_lstm.h"
 #include "pyembed/pe_pool.h"
 
 #ifdef PE_ON_TARGET
@@ -35,7 +36,10 @@
 #define SCRATCH_WORDS (1024u * 1024u)
 #endif
 
-enum { OP_CONV = 1, OP_FC = 2, OP_POOL = 3, OP_ADD = 4, OP_MUL = 5, OP_ATTN = 6, OP_FC16 = 7 };
+enum {
+    OP_CONV = 1, OP_FC = 2, OP_POOL = 3, OP_ADD = 4, OP_MUL = 5, OP_ATTN = 6, OP_LSTM = 7,
+    OP_FC16 = 8
+};
 
 static uint32_t blob_words[BLOB_BYTES / 4u];
 static uint32_t out_words[OUT_BYTES / 4u];
@@ -459,6 +463,51 @@ static void run_attn(const case_t *c)
     put_result(st, ins, out_payload, st == PE_OK ? dm.n * dm.heads * dm.dv * 4 : 0);
 }
 
+/* params: the 32 words of PE_GOP_UNIDIRECTIONAL_SEQUENCE_LSTM (pe_lstm.h);
+ * arrays: input, the 4 input weights, the 4 recurrent weights, the 4 biases
+ * (each group concatenated in gate order i, f, g, o), hidden, cell. Output:
+ * the output, then the hidden and cell states after the call. */
+static void run_lstm(const case_t *c)
+{
+    pe_lstm_params lp;
+    const int8_t *w[4], *r[4];
+    const int32_t *b[4];
+    int8_t *out = (int8_t *)out_payload;
+    int8_t *hidden;
+    int16_t *cell;
+    pe_context ctx;
+    int32_t size = 0, k, ny, nh;
+    pe_status st;
+    uint64_t t0, ins;
+    NEED(c->na == 6 && pe_lstm_params_from_words(c->p, c->np, &lp) == PE_OK);
+    ny = lp.batch * lp.time * lp.state_dim;
+    nh = lp.batch * lp.state_dim;
+    NEED(c->nbytes[0] == lp.batch * lp.time * lp.input_dim &&
+         c->nbytes[1] == 4 * lp.state_dim * lp.input_dim && c->nbytes[2] == 4 * lp.state_dim * lp.state_dim &&
+         c->nbytes[3] == 16 * lp.state_dim && c->nbytes[4] == nh && c->nbytes[5] == 2 * nh);
+    NEED((int64_t)ny + 3 * (int64_t)nh + 2 <= (int64_t)sizeof(out_payload));
+    for (k = 0; k < 4; k++) {
+        w[k] = (const int8_t *)c->a[1] + (size_t)k * (size_t)(lp.state_dim * lp.input_dim);
+        r[k] = (const int8_t *)c->a[2] + (size_t)k * (size_t)(lp.state_dim * lp.state_dim);
+        b[k] = (const int32_t *)c->a[3] + (size_t)k * (size_t)lp.state_dim;
+    }
+    /* the states are updated in place: copies behind the output (cell 2-aligned) */
+    hidden = out + ny;
+    cell = (int16_t *)(void *)(out + ((ny + nh + 1) & ~1));
+    memcpy(hidden, c->a[4], (size_t)nh);
+    memcpy(cell, c->a[5], (size_t)nh * 2u);
+    st = pe_lstm_s8s16_get_buffer_size(&lp, &size);
+    if (st != PE_OK || size > (int32_t)sizeof(scratch)) {
+        put_result(st != PE_OK ? st : -101, 0, 0, 0);
+        return;
+    }
+    ctx = make_ctx(size, NULL);
+    t0 = now();
+    st = pe_lstm_s8s16(&ctx, &lp, (const int8_t *)c->a[0], w, r, b, hidden, cell, out);
+    ins = since(t0);
+    put_result(st, ins, out_payload, st == PE_OK ? (int32_t)((int8_t *)(cell + nh) - out) : 0);
+}
+
 static int run_blob(size_t nbytes)
 {
     const uint32_t *w = blob_words;
@@ -507,6 +556,7 @@ static int run_blob(size_t nbytes)
         case OP_ADD: run_eltwise(&c, OP_ADD); break;
         case OP_MUL: run_eltwise(&c, OP_MUL); break;
         case OP_ATTN: run_attn(&c); break;
+        case OP_LSTM: run_lstm(&c); break;
         default: put_result(-102, 0, 0, 0); break;
         }
     }

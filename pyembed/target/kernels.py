@@ -40,11 +40,11 @@ CSRC = os.path.join(REPO, "csrc")
 PROGRAM = os.path.join(HERE, "kernel_cases.c")
 BUILD_DIR = os.path.join(REPO, "tools", "build", "target")
 
-OP_CONV, OP_FC, OP_POOL, OP_ADD, OP_MUL, OP_ATTN, OP_FC16 = 1, 2, 3, 4, 5, 6, 7
+OP_CONV, OP_FC, OP_POOL, OP_ADD, OP_MUL, OP_ATTN, OP_LSTM, OP_FC16 = 1, 2, 3, 4, 5, 6, 7, 8
 VARIANTS = ("host", "dsp", "portable")
 
 __all__ = ["Case", "Result", "VARIANTS", "conv_case", "fc_case", "pool_case", "add_case",
-           "mul_case", "attn_case", "pack", "unpack", "build", "run", "missing"]
+           "mul_case", "attn_case", "lstm_case", "pack", "unpack", "build", "run", "missing"]
 
 
 @dataclasses.dataclass
@@ -160,6 +160,20 @@ def attn_case(q, k, v, heads, *, q_offset=0, k_offset=0, v_offset=0, score_quant
     return Case(OP_ATTN, params, [q, k, v], name, n * m * heads * (d + dv))
 
 
+def lstm_case(words, input, weights, rec, bias, hidden, cell, *, name=""):
+    """UNIDIRECTIONAL_SEQUENCE_LSTM (pe_lstm_s8s16) with its 32 parameter words
+    (pe_lstm.h: flags, batch, time, input_dim, state_dim, ...); input int8
+    [batch * time * input_dim]; weights / rec / bias: the four gates' arrays in
+    gate order i, f, g, o ([4, state, input_dim] / [4, state, state] int8,
+    [4, state] int32); hidden int8 and cell int16 [batch * state], the states
+    before the call. Output bytes: the output, the hidden state after the
+    call, then the cell state (2-aligned)."""
+    words = [int(v) for v in words]
+    b, t, nd, ns = words[1:5]
+    return Case(OP_LSTM, words, [_i8(input), _i8(weights), _i8(rec), _i32(bias), _i8(hidden),
+                                 np.ascontiguousarray(cell, dtype=np.int16)],
+                name, b * t * 4 * ns * (nd + ns))
+
 def pack(cases) -> bytes:
     out = [b"PEKC", struct.pack("<i", len(cases))]
     for c in cases:
@@ -194,7 +208,8 @@ def missing(variant="dsp"):
 
 
 KERNEL_SOURCES = ("pe_attention.c", "pe_conv_gather.c", "pe_conv_rev.c", "pe_eltwise.c",
-                  "pe_exp2_table.c", "pe_fc.c", "pe_fixed.c", "pe_pool_rev.c")
+                  "pe_exp2_table.c", "pe_fc.c", "pe_fixed.c", "pe_lstm.c", "pe_pool_rev.c",
+                  "pe_sigmoid_table.c")
 
 
 def _sources():
@@ -225,7 +240,9 @@ def build(variant="dsp", extra_cflags=()):
     inc = os.path.join(CSRC, "include")
     if variant == "host":
         if not os.path.exists(exe):
-            cmd = ["gcc", "-std=c99", "-O2", f"-I{inc}", *extra_cflags, PROGRAM, *_sources(),
+            # sections collected: pe_lstm.c's graph runner (unused here) refers to pe_graph.c
+            cmd = ["gcc", "-std=c99", "-O2", "-ffunction-sections", "-fdata-sections",
+                   f"-I{inc}", *extra_cflags, PROGRAM, *_sources(), "-Wl,--gc-sections",
                    "-o", exe, "-lm"]
             r = subprocess.run(cmd, capture_output=True, text=True)
             if r.returncode != 0:

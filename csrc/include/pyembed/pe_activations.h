@@ -28,7 +28,8 @@
  * buffer. An int8 tensor of 512 or more elements is mapped through a 256-entry
  * table of the same per-element arithmetic, built on the stack (256 bytes;
  * results identical, the fixed-point functions evaluated 256 times instead of
- * once per element). ctx may be NULL; when ctx->stats is non-NULL the elements processed
+ * once per element); LOGISTIC, TANH and RSQRT fill that table on demand for
+ * smaller tensors (each distinct input value evaluated once). ctx may be NULL; when ctx->stats is non-NULL the elements processed
  * are added to stats->combines and stats->input_reads. No scratch.
  */
 #ifndef PYEMBED_PE_ACTIVATIONS_H

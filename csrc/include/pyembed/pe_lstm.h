@@ -50,6 +50,14 @@
  *   tanh(c) takes c with cell_int_bits integer bits.
  * out_mult / out_shift is then LiteRT's hidden multiplier (2^-30 over the
  * hidden scale, rounded to float32 first: pyembed.model.ops.lstm).
+ *
+ * On a target with the Arm DSP extension (pe_simd.h) pe_lstm_s8s16 computes
+ * the same integers in one pass per hidden unit: the four gates' weight rows
+ * of that unit as one SMLAD block (input zero point added while widening),
+ * then its requantizations (SMMULR where |acc| < 2^(30 - left shift), the
+ * portable function otherwise), activations, cell and hidden update. The
+ * scratch is the same; the new hidden row waits in it until every unit has
+ * read the old one.
  */
 #ifndef PYEMBED_PE_LSTM_H
 #define PYEMBED_PE_LSTM_H
