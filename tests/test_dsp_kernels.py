@@ -91,6 +91,99 @@ def rev_overlap_twin(c):
     return g
 
 
+def conv_block_cases(rng):
+    """Conv shapes for the DSP block loops (pe_conv_gather.c pe_cv_dsp_rows,
+    run by the gather kernel and the reverse kernel's whole-tensor call: one
+    group, in_c % 4 == 0, dilation.w 1): the bundled models' 1x1 shapes (in_c
+    8..256, out_c 16..256, small images, 1-pixel-wide columns, a single
+    pixel), out_c not a multiple of 4, odd widths, stride 2 with and without
+    padding, rectangular and dilated-in-height kernels, widened weight blocks
+    too large for the gather kernel's stack block (pieces), per-channel
+    shifts outside the fast range (0, left shifts, -31), single rounding, a
+    bias beyond the SMMULR bound, narrowed activations, input offsets -127
+    and 128, no bias; kernel rows of a multiple of 4 bytes with in_c not (as
+    the KWS DS-CNN's first conv: clipped edge taps off the word grid); and
+    kernel rows that are not (the other DSP loops)."""
+    out = []
+
+    def case(h, w, ic, oc, kh=1, kw=1, s=1, pad=(0, 0, 0, 0), dil=1, act=(-128, 127),
+             shift=None, rnd=0, bias=True, big_bias=False, off=128, zero_m=(), name=""):
+        m = rng.integers(1 << 30, (1 << 31) - 1, oc)
+        m[list(zero_m)] = 0
+        sh = rng.integers(-11, -5, oc) if shift is None else np.asarray(shift)
+        b = rng.integers(-5000, 5000, oc) if bias else None
+        if big_bias:
+            b[oc // 2] = (1 << 30) + 7
+        out.append(K.conv_case(rng.integers(-128, 128, (1, h, w, ic)),
+                               rng.integers(-128, 128, (oc, kh, kw, ic)), b, m, sh,
+                               stride=(s, s), dilation=(dil, 1), padding=pad, input_offset=off,
+                               output_offset=int(rng.integers(-128, 128)), act=act,
+                               rounding=rnd, name=name or f"conv {kh}x{kw} s{s} {h}x{w}x{ic}->{oc}"))
+
+    case(6, 6, 8, 16)
+    case(5, 5, 16, 32)
+    case(4, 4, 32, 36)
+    case(3, 3, 64, 64)
+    case(3, 3, 256, 24, name="conv 1x1 3x3x256->24 (pieces on the stack)")
+    case(2, 3, 320, 8, name="conv 1x1 2x3x320->8 (pieces)")
+    case(5, 5, 64, 64, name="conv 1x1 KWS-like 5x5x64->64")
+    case(9, 1, 40, 30, name="conv 1x1 9x1x40->30 (one-column image)")
+    case(1, 1, 128, 32, name="conv 1x1 one pixel 128->32")
+    case(7, 9, 12, 10, s=2, act=(-50, 90))
+    case(7, 7, 12, 6, s=2, pad=(1, 1, 1, 1), name="conv 1x1 s2 padded 7x7x12->6")
+    case(5, 7, 20, 7, shift=[0, -31, 3, -24, -1, -23, -9], name="conv 1x1 wide shifts 5x7x20->7")
+    case(5, 6, 4, 5, off=-127, bias=False)
+    # right shifts 24..31 and a zero multiplier with shift 0 (as VWW's later
+    # layers): the fused requantization's wide table
+    case(4, 5, 32, 12, shift=[-24, -27, -31, -30, -25, -26, -28, -29, 0, -31, -24, -9],
+         zero_m=(8,), name="conv 1x1 4x5x32->12 right shifts 24..31")
+    case(6, 6, 16, 8, kh=3, kw=3, pad=(1, 1, 1, 1), shift=[-31, -24, -9, -26, 0, -30, -1, -23],
+         zero_m=(4,), name="conv 3x3 6x6x16->8 right shifts 24..31")
+    case(6, 5, 8, 6, rnd=1, big_bias=True, name="conv 1x1 single rounding, big bias")
+    case(9, 11, 16, 9, kh=3, kw=3, pad=(1, 1, 1, 1), act=(-100, 120))
+    case(8, 8, 64, 8, kh=3, kw=3, pad=(1, 1, 1, 1), name="conv 3x3 8x8x64->8 (pieces on the stack)")
+    case(9, 10, 16, 12, kh=3, kw=3, s=2, pad=(0, 1, 0, 1), name="conv 3x3 s2 9x10x16->12")
+    case(9, 11, 12, 7, kh=3, kw=5, s=2, pad=(1, 1, 2, 2), shift=[-31, 0, -3, -12, 2, -8, -24])
+    case(7, 6, 4, 5, kh=2, kw=3, dil=2, pad=(2, 1, 1, 0), off=-127, bias=False,
+         name="conv 2x3 dilated rows 7x6x4->5")
+    case(6, 7, 8, 4, kh=4, kw=4, pad=(3, 3, 3, 3), name="conv 4x4 pad 3 6x7x8->4")
+    case(6, 5, 3, 6, kh=3, kw=3, pad=(1, 1, 1, 1), name="conv 3x3 6x5x3->6 (in_c % 4 != 0)")
+    case(13, 10, 1, 12, kh=5, kw=4, s=2, pad=(2, 2, 1, 1), off=-83,
+         name="conv 5x4 s2 KWS-like 13x10x1->12 (kernel rows of 4 bytes, clipped edges)")
+    case(7, 9, 3, 5, kh=3, kw=4, pad=(1, 1, 2, 1), name="conv 3x4 7x9x3->5 (12-byte rows)")
+    case(8, 6, 2, 6, kh=2, kw=2, s=2, pad=(0, 1, 1, 1), act=(-70, 70),
+         name="conv 2x2 s2 8x6x2->6 (4-byte rows)")
+    # windows gathered into patches (kernel rows under 16 bytes or off the
+    # word grid, windows up to 128 bytes): the first convs of image models
+    case(17, 16, 3, 8, kh=3, kw=3, s=2, pad=(0, 1, 0, 1), name="conv 3x3 s2 17x16x3->8 (patches)")
+    case(9, 9, 3, 16, kh=3, kw=3, pad=(1, 1, 1, 1), shift=rng.integers(-31, 2, 16),
+         name="conv 3x3 9x9x3->16 (patches, wide shifts)")
+    case(8, 9, 5, 7, kh=5, kw=5, pad=(2, 2, 2, 2), act=(-128, 100),
+         name="conv 5x5 8x9x5->7 (125-byte patches)")
+    case(7, 8, 6, 5, kh=5, kw=5, pad=(2, 2, 2, 2), name="conv 5x5 7x8x6->5 (150-byte windows)")
+    case(1, 1, 3, 9, kh=3, kw=3, pad=(1, 1, 1, 1), name="conv 3x3 one pixel 1x1x3->9")
+    case(5, 5, 10, 4, name="conv 1x1 5x5x10->4 (in_c % 4 != 0)")
+    return out
+
+
+def stream_twin(c, fast=None):
+    """The same reverse convolution through the row stream
+    (pe_conv2d_rev_stream_*): on the DSP build the per-row loops (conv_row_dsp,
+    and the int16 column blocks with the fast scratch), which the
+    whole-tensor call leaves to the block loops where those apply."""
+    import copy
+    g = copy.copy(c)
+    g.params = list(c.params)
+    g.params[29] = 4
+    if fast is not None:
+        g.params[31] = int(fast)
+    if fast is None:
+        g.name = c.name + " (stream)"
+    else:
+        g.name = c.name + (" (stream, fast scratch)" if fast else " (stream, minimum scratch)")
+    return g
+
+
 def depthwise_group_cases(rng):
     """Depthwise shapes for the DSP channel-group loops (pe_conv_gather.c,
     also run by the reverse kernel's whole-tensor call): 3x3 (five tap pairs,
@@ -360,11 +453,14 @@ def random_cases(seed=7):
                                sh, padding=(k // 2,) * 4, input_offset=-128 + 2 * k,
                                output_offset=5, name=f"conv {k}x{k} {h}x{w}x{ic} ->{oc} wide"))
     out += depthwise_group_cases(rng)
+    out += conv_block_cases(rng)
+    convs = [c for c in out if c.op == K.OP_CONV and not c.params[0]]
     return (out + [gather_twin(c) for c in out if c.op == K.OP_CONV] +
             [gather_twin(c, overlap=True) for c in out if c.op == K.OP_CONV] +
-            [min_scratch_twin(c) for c in out if c.op == K.OP_CONV and not c.params[0]] +
-            [rev_overlap_twin(c) for c in out if c.op == K.OP_CONV and c.params[0] == 1 and
-             c.params[1] == 1])
+            [min_scratch_twin(c) for c in convs] +
+            [rev_overlap_twin(c) for c in out if c.op == K.OP_CONV and c.params[1] == 1] +
+            [rev_overlap_twin(min_scratch_twin(c)) for c in convs if c.params[1] == 1] +
+            [stream_twin(c, fast) for c in convs if c.params[1] == 1 for fast in (True, False)])
 
 
 def min_scratch_twin(c):
@@ -422,17 +518,23 @@ def test_random_cases_equal_host(rand, variant):
 
 
 def test_fast_scratch_takes_the_int16_blocks(rand):
-    """With the fast scratch the DSP build runs the reverse conv's int16
-    column blocks: fewer instructions than the same case with the minimum
-    scratch (same outputs: test_random_cases_equal_host); the portable build
-    ignores the extra bytes (the same loops, within the SysTick's 40)."""
+    """With the fast scratch the DSP build's row stream runs the reverse
+    conv's int16 column blocks: fewer instructions than the same stream with
+    the minimum scratch (same outputs: test_random_cases_equal_host); the
+    portable build ignores the extra bytes (the same loops, within the
+    SysTick's 40). (The whole-tensor call takes the block loops with either
+    scratch.)"""
     cases, res = rand
     names = [c.name for c in cases]
     checked = 0
     for i, c in enumerate(cases):
-        if c.name.endswith(" blocks"):
-            j = names.index(c.name + " (minimum scratch)")
-            assert res["dsp"][i].instructions < res["dsp"][j].instructions, c.name
+        if c.name.endswith(" blocks (stream, fast scratch)"):
+            j = names.index(c.name.replace("fast scratch", "minimum scratch"))
+            if c.name.startswith("conv 1x1"):
+                # (1x1 kernel rows are too short for the blocks' gain)
+                assert res["dsp"][i].instructions <= res["dsp"][j].instructions + 40, c.name
+            else:
+                assert res["dsp"][i].instructions < res["dsp"][j].instructions, c.name
             assert abs(res["portable"][i].instructions - res["portable"][j].instructions) <= 40
             checked += 1
     assert checked == 4
@@ -466,3 +568,37 @@ def test_fc_int16_weights_equal_int8_fc(rand):
                 assert res["dsp"][i].instructions < res["dsp"][j].instructions, c.name
             checked += 1
     assert checked == 11
+
+
+def test_whole_tensor_conv_takes_the_block_loops(rand):
+    """On the DSP build the reverse kernel's whole-tensor conv runs the block
+    loops (widened 4-channel weight block, pe_cv_dsp_rows) where they apply:
+    fewer instructions than its own row stream with the same (minimum)
+    scratch on the MAC-heavy block cases; the portable build runs the same
+    stream loops either way. Same outputs: test_random_cases_equal_host."""
+    cases, res = rand
+    names = [c.name for c in cases]
+    checked = 0
+    for i, c in enumerate(cases):
+        if c.name in ("conv 1x1 KWS-like 5x5x64->64", "conv 3x3 s1 9x11x16->9",
+                      "conv 1x1 3x3x256->24 (pieces on the stack)"):
+            j = names.index(c.name + " (minimum scratch)")
+            k = names.index(c.name + " (stream, minimum scratch)")
+            assert res["dsp"][j].instructions < res["dsp"][k].instructions, c.name
+            checked += 1
+    assert checked == 3
+
+
+def test_block_loops_intrinsic_fallback_equals_host():
+    """Built without optimisation (PE_DSP_ASM 0: the frame pointer takes r7)
+    the DSP build runs the C/intrinsic forms of the block loops' inline
+    assembly (pw_run, pw_run_q): the same bytes as the host build, for the
+    block cases in the gather and both reverse forms."""
+    rng = np.random.default_rng(4321)
+    base = conv_block_cases(rng)
+    cases = (base + [gather_twin(c) for c in base] + [gather_twin(c, overlap=True) for c in base] +
+             [rev_overlap_twin(min_scratch_twin(c)) for c in base])
+    host = K.run(cases, "host")
+    got = K.run(cases, "dsp", extra_cflags=["-O0"])
+    assert all(r.status == 0 for r in host)
+    assert mismatches(got, [r.output for r in host], cases, "dsp -O0") == []

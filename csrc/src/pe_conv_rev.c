@@ -34,7 +34,9 @@
  * is SMLAL + QADD + SSAT. The whole-tensor depthwise call on the DSP path
  * (multiplier 1 or a multiple of 4) runs the gather kernel's channel-group
  * loops instead (dw_whole_dsp): no int32 rows, finished int8 rows held in
- * the scratch.
+ * the scratch. Likewise the whole-tensor conv where the gather kernel's
+ * block loops apply (cv_whole_dsp, pe_cv_dsp_rows: widened 4-channel weight
+ * blocks, accumulators in registers); the row stream keeps the loops above.
  */
 #include <stdint.h>
 
@@ -1519,6 +1521,147 @@ static pe_status dw_whole_dsp(const pe_context *ctx, const pe_conv_params *p,
 }
 #endif
 
+#if PE_DSP
+/* The whole-tensor conv on the DSP extension where the block loops of
+ * pe_conv_gather.c apply (pe_cv_dsp_applies: one group, in_c % 4 == 0,
+ * dilation.w 1): each output pixel's window is summed with its accumulators
+ * in registers, four output channels per pass, so no int32 rows are needed;
+ * the scratch holds the four channels' widened weights (8 * kernel_h *
+ * kernel_w * in_c bytes, or pieces of them) and, when the output overlaps
+ * the input, finished int8 output rows. Overlap as the stream allows it (a
+ * planner's row model: output row R is written once the input rows up to
+ * the last one R reads are consumed, and overwrites no input row after
+ * those): before row R is written, every output row that reads one of those
+ * input rows, up to R + (k_eff_h - 1) / stride.h, has been computed into the
+ * scratch (the scheme of dw_whole_dsp). Returns 1 when it ran (*status
+ * set), 0 when the scratch is too small for it (the stream runs then).
+ * Same bytes; stats count the (pixel, tap) pairs' MACs, the input read and
+ * the int8 rows held. */
+static void cv_copy_fwd(int8_t *d, const int8_t *s, size_t n)
+{
+    size_t i;
+    for (i = 0; i + 4 <= n; i += 4) {
+        __builtin_memcpy(d + i, s + i, 4);
+    }
+    for (; i < n; i++) {
+        d[i] = s[i];
+    }
+}
+
+#define PE_CV_REV_STACK 2048
+__attribute__((noinline)) static int32_t cv_whole_dsp(const pe_context *ctx, const pe_conv_params *p,
+                            const pe_per_channel_quant *q, const pe_dims *in,
+                            const int8_t *input, const pe_dims *f, const int8_t *filter,
+                            const int32_t *bias, const pe_dims *out, int8_t *output,
+                            pe_status *status)
+{
+    const size_t row_b = (size_t)out->w * (size_t)out->c;
+    const size_t in_img = (size_t)in->h * (size_t)in->w * (size_t)in->c;
+    const int32_t k_eff = (f->h - 1) * p->dilation.h + 1;
+    const int32_t ahead = (k_eff - 1) / p->stride.h;
+    int32_t least;
+    const int64_t wneed = pe_cv_dsp_bytes(p, in, f, &least);
+    int64_t avail, wbytes, region_size;
+    int32_t need, cap, n, a, c, e, w, i, lo, hi, peak = 0, disjoint = 1;
+    uint32_t stack_region[PE_CV_REV_STACK / 4];
+    int8_t *region;
+    uint64_t ny = 0, nx = 0;
+    pe_status s = scratch_bytes(p, in, f, out, 0, &need);
+    *status = s;
+    if (s != PE_OK) {
+        return 1;
+    }
+    if (ctx == NULL || filter == NULL || ctx->buf == NULL || ctx->size < need ||
+        ((uintptr_t)ctx->buf & 3u) != 0u) {
+        *status = filter == NULL ? PE_ERR_ARG : PE_ERR_SCRATCH;
+        return 1;
+    }
+    for (n = 0; n < in->n; n++) {
+        const int8_t *const img = input + (size_t)n * in_img;
+        const int8_t *const dst = output + (size_t)n * (size_t)out->h * row_b;
+        if (!((uintptr_t)dst >= (uintptr_t)(img + in_img) ||
+              (uintptr_t)(dst + (size_t)out->h * row_b) <= (uintptr_t)img)) {
+            disjoint = 0;
+        }
+    }
+    /* the weight block, whole or in pieces of at least 256 bytes; when the
+     * output overlaps the input, room for at least ahead + 1 output rows
+     * too */
+    region_size = ctx->size;
+    region = (int8_t *)ctx->buf;
+    if (region_size < (int64_t)sizeof stack_region) {
+        /* a smaller scratch than the stack block: the stack block (small
+         * weight pieces and few rows per batch cost more) */
+        region_size = (int64_t)sizeof stack_region;
+        region = (int8_t *)(void *)stack_region;
+    }
+    avail = region_size;
+    if (!disjoint) {
+        /* (the whole block beside the least rows beats pieces: a batch of
+         * rows widens each weight once, pieces once per row) */
+        avail -= (int64_t)(ahead + 1 < out->h ? ahead + 1 : out->h) * (int64_t)row_b;
+    }
+    wbytes = wneed <= avail ? wneed : avail / 32 * 32;
+    if (wbytes < wneed && wbytes < least) {
+        return 0;
+    }
+    s = pe_conv_check_quant(q, bias, out->c, (int64_t)f->h * f->w * in->c);
+    if (s != PE_OK) {
+        *status = s;
+        return 1;
+    }
+    wbytes = (wbytes + 3) / 4 * 4;
+    cap = (int32_t)((region_size - wbytes) / (int64_t)row_b);
+    cap = cap < out->h ? cap : out->h;
+    for (n = 0; n < in->n; n++) {
+        const int8_t *const img = input + (size_t)n * in_img;
+        int8_t *const dst = output + (size_t)n * (size_t)out->h * row_b;
+        uint32_t *const wblk = (uint32_t *)(void *)region;
+        int8_t *const buf = region + wbytes;
+        if (disjoint) {
+            pe_cv_dsp_rows(p, q, in, img, f, filter, bias, out, 0, out->h, dst, wblk,
+                           (int32_t)wbytes);
+            continue;
+        }
+        a = 0; /* first row not yet written; buf row 0 holds it */
+        c = 0; /* rows computed */
+        while (a < out->h) {
+            e = a + cap < out->h ? a + cap : out->h;
+            if (e > c) {
+                pe_cv_dsp_rows(p, q, in, img, f, filter, bias, out, c, e,
+                               buf + (size_t)(c - a) * row_b, wblk, (int32_t)wbytes);
+                c = e;
+            }
+            peak = c - a > peak ? c - a : peak;
+            w = c == out->h ? c : c - ahead; /* rows [a, w) may be written */
+            cv_copy_fwd(dst + (size_t)a * row_b, buf, (size_t)(w - a) * row_b);
+            cv_copy_fwd(buf, buf + (size_t)(w - a) * row_b, (size_t)(c - w) * row_b);
+            a = w;
+        }
+    }
+    if (ctx->stats != NULL) {
+        for (i = 0; i < out->h; i++) {
+            tap_range(i * p->stride.h - p->padding.top, f->h, p->dilation.h, in->h, &lo, &hi);
+            ny += (uint64_t)(hi >= lo ? hi - lo + 1 : 0);
+        }
+        for (i = 0; i < out->w; i++) {
+            tap_range(i * p->stride.w - p->padding.left, f->w, p->dilation.w, in->w, &lo, &hi);
+            nx += (uint64_t)(hi >= lo ? hi - lo + 1 : 0);
+        }
+        ctx->stats->macs += ny * nx * (uint64_t)out->c * (uint64_t)in->c * (uint64_t)in->n;
+        ctx->stats->input_reads += (uint64_t)in_img * (uint64_t)in->n;
+        if ((int64_t)peak * (int64_t)row_b > ctx->stats->peak_elems) {
+            ctx->stats->peak_elems = (int64_t)peak * (int64_t)row_b;
+        }
+        if ((int64_t)peak * (int64_t)row_b > ctx->stats->peak_bytes) {
+            ctx->stats->peak_bytes = (int64_t)peak * (int64_t)row_b;
+        }
+    }
+    *status = PE_OK;
+    return 1;
+}
+#endif
+
 static pe_status run_whole(const pe_context *ctx, const pe_conv_params *p,
                            const pe_per_channel_quant *q, const pe_dims *in,
                            const int8_t *input, const pe_dims *f, const int8_t *filter,
@@ -1537,6 +1680,11 @@ static pe_status run_whole(const pe_context *ctx, const pe_conv_params *p,
         check_geometry(p, in, f, out, 1) == PE_OK &&
         pe_dw_dsp_applies(p, in, f, out, bias)) {
         return dw_whole_dsp(ctx, p, q, in, input, f, filter, bias, out, output);
+    }
+    if (!depthwise && p != NULL && in != NULL && f != NULL && out != NULL &&
+        check_geometry(p, in, f, out, 0) == PE_OK && pe_cv_dsp_applies(p, in, f, out) &&
+        cv_whole_dsp(ctx, p, q, in, input, f, filter, bias, out, output, &s)) {
+        return s;
     }
 #endif
     s = stream_init(&st, ctx, p, q, in, f, filter, bias, out, depthwise);

@@ -18,8 +18,12 @@ which the graph runtime runs where the planner gives a convolution no scratch
 pe_conv2d_rev_s8_get_fast_buffer_size: on the DSP build (in_c % 4 == 0) that
 is in_w*in_c*2 + kernel_w*in_c*8 bytes more than the minimum (conv 3x3
 16->16 on 48x48: 9,304 + 1,920 B), for its int16 column blocks; the portable
-build's fast size is the minimum. The bundled models' plans give the minimum
-(or none), so their figures do not include these blocks.
+build's fast size is the minimum. On the DSP build the whole-tensor conv with
+one group, in_c % 4 == 0 and dilation.w 1 runs the block loops of
+pe_conv_gather.c (widened 4-channel weight block in the scratch or on the
+stack) with either scratch, as the gather kernel does; the int16 column
+blocks serve the row stream. The bundled models' plans give the minimum (or
+none).
 
 Units: conv and FC per layer MAC (padded taps included, as the host bench),
 pooling per tap (in-bounds window positions x channels), ADD/MUL per output
@@ -73,6 +77,14 @@ def cases():
     conv("conv 3x3", "8->8 25x25", 25, 25, 8, 8, 3)
     conv("conv 3x3", "16->16 48x48", 48, 48, 16, 16, 3)
     conv("conv 1x1", "16->16 48x48", 48, 48, 16, 16, 1)
+    # the 1x1 and 3x3 shapes that carry most MACs of the bundled models
+    # (person / VWW MobileNet, KWS DS-CNN, ResNet-8)
+    conv("conv 1x1", "8->16 48x48", 48, 48, 8, 16, 1)
+    conv("conv 1x1", "32->32 24x24", 24, 24, 32, 32, 1)
+    conv("conv 1x1", "64->64 25x5", 25, 5, 64, 64, 1)
+    conv("conv 1x1", "128->128 6x6", 6, 6, 128, 128, 1)
+    conv("conv 1x1", "256->256 3x3", 3, 3, 256, 256, 1)
+    conv("conv 3x3", "32->32 16x16", 16, 16, 32, 32, 3)
     conv("depthwise 3x3", "48x48x16", 48, 48, 16, 16, 3, depthwise=True)
     for depth, feats in ((256, 64), (1024, 32)):
         x = rng.integers(-128, 128, (1, depth))

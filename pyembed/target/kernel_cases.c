@@ -228,6 +228,38 @@ static void run_conv(const case_t *c)
         put_result(st, ins, y, st == PE_OK ? elems(out) : 0);
         return;
     }
+    if (p[29] == 4) {
+        /* the row stream (pe_conv2d_rev_stream_*, one image): each input
+         * row pushed, every ready output row popped */
+        pe_conv_rev_stream rs;
+        const size_t in_row = (size_t)in.w * (size_t)in.c;
+        const size_t out_row = (size_t)out.w * (size_t)out.c;
+        int32_t y, idx = -1, next = 0;
+        NEED(in.n == 1);
+        t0 = now();
+        st = dw ? pe_depthwise_conv2d_rev_stream_init_s8(&rs, &ctx, &cp, &q, &in, &f,
+                                                         (const int8_t *)c->a[1],
+                                                         p[28] ? (const int32_t *)c->a[2] : NULL,
+                                                         &out)
+                : pe_conv2d_rev_stream_init_s8(&rs, &ctx, &cp, &q, &in, &f,
+                                               (const int8_t *)c->a[1],
+                                               p[28] ? (const int32_t *)c->a[2] : NULL, &out);
+        for (y = 0; st == PE_OK && y <= in.h; y++) {
+            do {
+                st = pe_conv2d_rev_stream_pop_s8(&rs, (int8_t *)out_payload + (size_t)next * out_row,
+                                                 &idx);
+                if (st == PE_OK && idx >= 0) {
+                    next++;
+                }
+            } while (st == PE_OK && idx >= 0);
+            if (st == PE_OK && y < in.h) {
+                st = pe_conv2d_rev_stream_push_s8(&rs, (const int8_t *)c->a[0] + (size_t)y * in_row);
+            }
+        }
+        ins = since(t0);
+        put_result(st, ins, out_payload, st == PE_OK ? elems(out) : 0);
+        return;
+    }
     t0 = now();
     st = dw ? pe_depthwise_conv2d_rev_s8(&ctx, &cp, &q, &in, (const int8_t *)c->a[0], &f,
                                          (const int8_t *)c->a[1],

@@ -74,7 +74,7 @@ def _i32(a):
 def conv_case(input, weights, bias, mult, shift, *, stride=(1, 1), dilation=(1, 1),
               padding=(0, 0, 0, 0), input_offset=0, output_offset=0, act=(-128, 127),
               depthwise=False, ch_mult=1, out_hw=None, rounding=0, gather=False,
-              overlap=None, fast_scratch=True, name=""):
+              overlap=None, fast_scratch=True, stream=False, name=""):
     """input NHWC int8; weights OHWI (conv) or [1, kh, kw, out_c] (depthwise);
     padding (top, bottom, left, right); out_hw defaults to the floor rule;
     gather=True runs the scratch-free gather kernel (pe_conv_gather.h)
@@ -82,7 +82,10 @@ def conv_case(input, weights, bias, mult, shift, *, stride=(1, 1), dilation=(1, 
     after the start of the input in one buffer, as a plan with an
     output-over-input allowance (pyembed.plan.overlap) does. The reverse conv
     gets the scratch of pe_conv2d_rev_s8_get_fast_buffer_size (fast_scratch,
-    which enables the DSP build's int16 column blocks) or the minimum one."""
+    which enables the DSP build's int16 column blocks) or the minimum one.
+    stream=True runs the reverse kernel's row stream (pe_conv2d_rev_stream_*,
+    one image) instead of its whole-tensor call, which on the DSP build takes
+    the block loops of pe_conv_gather.c where they apply."""
     input, weights = _i8(input), _i8(weights)
     n, h, w, c = input.shape
     fn, kh, kw, fc = weights.shape
@@ -98,7 +101,8 @@ def conv_case(input, weights, bias, mult, shift, *, stride=(1, 1), dilation=(1, 
     params = [int(depthwise), n, h, w, c, fn, kh, kw, fc, n, oh, ow, out_c, *stride, *dilation,
               *padding, input_offset, output_offset, *act, groups, ch_mult, rounding,
               int(has_bias),
-              (2 if overlap is not None else 1) if gather else (3 if overlap is not None else 0),
+              (2 if overlap is not None else 1) if gather else
+              (4 if stream else 3 if overlap is not None else 0),
               int(overlap or 0), int(bool(fast_scratch))]
     macs = n * oh * ow * out_c * kh * kw * (1 if depthwise else fc)
     return Case(OP_CONV, params, [input, weights, bias, _i32(mult), _i32(shift)], name, macs)

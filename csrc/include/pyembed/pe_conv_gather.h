@@ -20,12 +20,21 @@
  * would raise the arena peak.
  *
  * On a core with the Arm DSP extension (pe_simd.h) the loops differ, not the
- * results: where output and input do not overlap, conv computes output
- * channel pairs outermost over the whole image, two whole-window columns at
- * a time (the input offset folded into the start value); where they overlap
- * (a plan's output-over-input allowance, pyembed.plan.overlap "pixels"),
- * both kernels keep the portable raster pixel order, every channel of a
- * pixel before the next pixel. No scratch either way.
+ * results. Conv with one group whose kernel rows are a multiple of 4 bytes
+ * (dilation.w 1; at least 16 bytes, or a one-row kernel such as 1x1), or
+ * whose windows are at most 128 bytes (gathered into patches), runs the
+ * block loops (pe_cv_dsp_rows below): blocks of four output channels
+ * outermost, their weights widened to int16 once per block into a 2 KB
+ * stack block (in pieces where a block is larger), each output pixel's
+ * window summed in registers (the input offset added while widening each
+ * input word, 8 SMLAD per 16 MACs) and requantized in the same loop; where
+ * the output overlaps the input (a plan's output-over-input allowance,
+ * pyembed.plan.overlap "pixels") whole output rows are computed into the
+ * stack block first and written once every window of the batch has been
+ * read. Other convs: output channel pairs outermost over the whole image
+ * where output and input do not overlap, else the portable raster pixel
+ * order, every channel of a pixel before the next pixel. No scratch either
+ * way (the DSP build's stack use: up to about 3.5 KB in these loops).
  *
  * ctx may be NULL (no counters); ctx->buf / ctx->size are not read.
  * get_buffer_size validates the geometry like the kernel and answers 0.
@@ -76,6 +85,27 @@ void pe_dw_dsp_rows(const pe_conv_params *params, const pe_per_channel_quant *qu
                     const pe_dims *input_dims, const int8_t *image, const pe_dims *filter_dims,
                     const int8_t *filter, const int32_t *bias, const pe_dims *output_dims,
                     int32_t oy0, int32_t oy1, int8_t *o, size_t o_row);
+
+/* Internal to csrc, Arm DSP-extension builds only (pe_conv_gather.c under
+ * PE_DSP; the reverse kernel's whole-tensor conv call uses them too): whether
+ * the conv block loops apply (one group; kernel rows of a multiple of 4
+ * and at least 16 bytes with dilation.w 1, or windows of at most 128 bytes,
+ * gathered into patches), and
+ * output rows [oy0, oy1), every column, written to
+ * o + (oy - oy0) * out_w * out_c, with wblk (4-byte aligned, wbytes >= 32)
+ * for the widened weights (8 * kernel_h * kernel_w * in_c bytes hold a
+ * four-channel block whole, less is used in pieces). Arguments are checked
+ * by the caller (geometry and pe_conv_check_quant). */
+int32_t pe_cv_dsp_applies(const pe_conv_params *params, const pe_dims *input_dims,
+                          const pe_dims *filter_dims, const pe_dims *output_dims);
+/* the workspace bytes pe_cv_dsp_rows prefers for the shape (returned) and
+ * the least it works with (*least) */
+int32_t pe_cv_dsp_bytes(const pe_conv_params *params, const pe_dims *input_dims,
+                        const pe_dims *filter_dims, int32_t *least);
+void pe_cv_dsp_rows(const pe_conv_params *params, const pe_per_channel_quant *quant,
+                    const pe_dims *input_dims, const int8_t *image, const pe_dims *filter_dims,
+                    const int8_t *filter, const int32_t *bias, const pe_dims *output_dims,
+                    int32_t oy0, int32_t oy1, int8_t *o, uint32_t *wblk, int32_t wbytes);
 
 #ifdef __cplusplus
 }
