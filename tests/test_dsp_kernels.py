@@ -227,6 +227,84 @@ def depthwise_group_cases(rng):
     case(20, 18, 1, 3, 3, s=(2, 2), pad=(0, 1, 0, 1), mult=8, name="multiplier 8")
     case(9, 8, 3, 3, 3, mult=4, act=(-100, 100), name="multiplier 4 narrow act")
     case(7, 9, 2, 4, 3, mult=12, shift=[-3] * 20 + [0, -25, -2, -4], name="multiplier 12 shifts")
+    # windows clipped by the padding through the asm run (dw_clip_tab: runs
+    # of >= 8 columns in clipped rows, side columns of >= 12-row outputs):
+    # padding 1, padding 2 (two side patterns, the second one by the loop,
+    # and windows with no tap inside), asymmetric padding with stride 2,
+    # dilation 2, 3x2 with mixed padding, 12 channels (3 groups, the table
+    # slots reset per group), and small images that keep the loop (all
+    # windows clipped, one column, a 5x5 kernel beyond the table size)
+    case(13, 12, 8, 3, 3, name="clipped 1")
+    case(14, 13, 12, 3, 3, pad=(2, 2, 2, 2), name="padding 2")
+    case(25, 22, 8, 3, 3, s=(2, 2), pad=(1, 2, 2, 1), name="stride 2 asymmetric padding")
+    case(14, 12, 8, 3, 2, pad=(2, 1, 1, 2), name="3x2 mixed padding")
+    case(3, 3, 8, 3, 3, name="all clipped")
+    case(5, 1, 8, 3, 3, name="one column")
+    case(8, 8, 8, 5, 5, pad=(2, 2, 2, 2), name="5x5 padded")
+    c = 8
+    out.append(K.conv_case(rng.integers(-128, 128, (1, 15, 13, c)),
+                           rng.integers(-128, 128, (1, 3, 3, c)), rng.integers(-5000, 5000, c),
+                           rng.integers(1 << 30, (1 << 31) - 1, c), rng.integers(-12, -1, c),
+                           dilation=(2, 2), padding=(2, 1, 1, 2), input_offset=-5,
+                           output_offset=2, depthwise=True,
+                           name="dw group dilation 2 padded 15x13x8 k3x3"))
+    # the requantization's SMMLAR form (sign of the accumulator, not of its
+    # high word): tiny accumulators (zero weights, bias -4..4) under
+    # multipliers 2^30 and below, where a < 0 meets a high word of 0; and
+    # accumulators within 1 of the fast path's bound |acc| < 2^30 (the
+    # largest bias it accepts plus nine taps of +-128 * 255), both signs
+    c = 8
+    out.append(K.conv_case(rng.integers(-128, 128, (1, 6, 7, c)), np.zeros((1, 3, 3, c), np.int64),
+                           np.array([-4, -1, -2, -3, 1, -1, 4, -1]),
+                           np.array([1 << 30, 1 << 30, 1000, 12345, 1 << 30, 0, 1 << 30, 1]),
+                           np.array([-1, -2, -1, -3, -1, -1, -5, -1]), padding=(1, 1, 1, 1),
+                           input_offset=128, output_offset=int(rng.integers(-20, 20)),
+                           depthwise=True, name="dw group tiny accumulators 6x7x8 k3x3"))
+    bound = (1 << 30) - 1 - 9 * 32640
+    x = np.full((1, 5, 6, c), 127)
+    x[..., 4:] = -128
+    w = np.full((1, 3, 3, c), -128)
+    off = np.array([128] * 4 + [-127] * 4)  # x + off = 255 / -255 per channel half
+    for name, o in (("upper", 128), ("lower", -127)):
+        b = np.where(off == o, -bound if o == 128 else bound, 7)
+        out.append(K.conv_case(x, w, b, np.full(c, (1 << 31) - 1), np.full(c, -23),
+                               padding=(0, 0, 0, 0), input_offset=o, output_offset=3,
+                               depthwise=True,
+                               name=f"dw group accumulators at the bound ({name}) 5x6x8 k3x3"))
+    return out
+
+
+def fc_w16_cases(rng):
+    """Fully connected layers for the int16-weight kernel (pe_fc_w16_*), each
+    as an int8-filter case: depth and features that are and are not
+    multiples of 4 (the packed layout's zero padding), one feature, one
+    depth element, batches, filter offsets at their limits, per-tensor
+    quant, single rounding, narrow activations, shifts outside the SMMULR
+    requantization's range (left shifts, < -23), a bias beyond its
+    accumulator bound, and a depth (7400) whose bound leaves no room (every
+    feature takes the portable requantization); more features than the int8
+    kernel's 32-feature stack chunk, depth 16 (its 16-byte blocks alone)."""
+    out = []
+    for (b, depth, feats, fo, pc, rnd, act, shifts, big) in [
+            (1, 64, 16, 0, 1, 0, (-128, 127), None, 0), (2, 37, 11, 0, 1, 0, (-128, 127), None, 0),
+            (3, 129, 9, 5, 0, 1, (-128, 127), None, 0), (1, 8, 3, -255, 1, 0, (-60, 70), None, 0),
+            (1, 1, 1, 255, 1, 0, (-128, 127), None, 0), (2, 3, 5, 0, 1, 0, (-128, 127), None, 0),
+            (1, 100, 12, 0, 1, 0, (-128, 127), [-1, -23, -24, 0, 1, -5, -30, -2, 3, -12, -9, -7], 1),
+            (1, 7400, 6, 0, 1, 0, (-128, 127), None, 0), (4, 256, 7, -3, 1, 1, (-90, 110), None, 0),
+            (2, 48, 70, 0, 1, 0, (-128, 127), None, 0), (1, 16, 36, 0, 0, 0, (-128, 127), None, 0)]:
+        m = rng.integers(1 << 30, (1 << 31) - 1, feats)
+        sh = rng.integers(-12, 2, feats) if shifts is None else np.asarray(shifts)
+        bias = rng.integers(-9000, 9000, feats)
+        if big:
+            bias[2] = (1 << 30) - 100
+            bias[3] = -(1 << 30) + 100
+        x, w = rng.integers(-128, 128, (b, depth)), rng.integers(-128, 128, (feats, depth))
+        kw = dict(input_offset=int(rng.integers(-255, 256)), filter_offset=fo,
+                  output_offset=int(rng.integers(-128, 128)), act=act, per_channel=bool(pc),
+                  rounding=rnd)
+        out.append(K.fc_case(x, w, bias, m, sh, name=f"fc w16 twin {b}x{depth}->{feats}", **kw))
+        out.append(K.fc_case(x, w, bias, m, sh, w16=True, name=f"fc w16 {b}x{depth}->{feats}",
+                             **kw))
     return out
 
 
@@ -293,6 +371,7 @@ def random_cases(seed=7):
                              input_offset=int(rng.integers(-255, 256)), filter_offset=fo,
                              output_offset=4, per_channel=bool(pc), rounding=rnd,
                              name=f"fc {b}x{depth}->{feats}"))
+    out += fc_w16_cases(rng)
     for (h, w, c, k, s, pad) in [(25, 25, 8, 5, 2, 2), (12, 14, 16, 3, 3, 1), (9, 9, 5, 4, 1, 1),
                                  (3, 300, 8, 300, 1, 0), (6, 6, 24, 2, 2, 0)]:
         x = i8(1, h, w, c)
@@ -532,6 +611,26 @@ def test_dsp_build_takes_the_dsp_paths(rand):
     for i, c in enumerate(cases):
         if c.name.startswith("fc 1x64"):
             assert res["dsp"][i].instructions < res["portable"][i].instructions
+
+
+def test_fc_int16_weights_equal_int8_fc(rand):
+    """pe_fully_connected_w16_s8 on weights packed by pe_fc_w16_pack gives the
+    bytes of pe_fully_connected_s8 on the same int8 layer, on the host build
+    and on both target builds (each compared with ==), and its DSP build runs
+    fewer instructions than the int8 kernel's on the larger layers."""
+    cases, res = rand
+    names = [c.name for c in cases]
+    checked = 0
+    for i, c in enumerate(cases):
+        if c.op == K.OP_FC16:
+            j = names.index(c.name.replace("fc w16 ", "fc w16 twin "))
+            for v in K.VARIANTS:
+                assert res[v][i].status == 0 and res[v][j].status == 0, (c.name, v)
+                assert res[v][i].output == res[v][j].output, (c.name, v)
+            if c.macs >= 1000:
+                assert res["dsp"][i].instructions < res["dsp"][j].instructions, c.name
+            checked += 1
+    assert checked == 11
 
 
 def test_whole_tensor_conv_takes_the_block_loops(rand):

@@ -1728,12 +1728,45 @@ static void dw4_clipped(int32_t *a, const int8_t *x00, const int8_t *w00, int32_
     "smlad  r1, r4, r8, r1\n\t"                                               \
     "smlad  r2, r4, r9, r2\n\t"                                               \
     "smlad  r3, r4, r10, r3\n\t"
+/* SMMLAR adds k + sign(a) as the high word: k + (a >> 31) + the rounded
+ * high word of a * m, where dw_rq adds the sign of that high word d
+ * instead. The two signs differ only when a < 0 and d = 0, and then
+ * (k - 1) >> r == k >> r (k = 2^(r-1) + ooff * 2^r, r >= 1): the same
+ * bytes, one instruction fewer (k is reloaded per pixel). */
 #define PE_DW_RQ(a, m, k, r)                                                  \
-    "smmulr " a ", " a ", " m "\n\t"                                          \
-    "add    " a ", " a ", " a ", asr #31\n\t"                                 \
-    "add    " a ", " a ", " k "\n\t"                                          \
+    "add    " k ", " k ", " a ", asr #31\n\t"                                 \
+    "smmlar " a ", " a ", " m ", " k "\n\t"                                     \
     "asr    " a ", " a ", " r "\n\t"                                          \
     "ssat   " a ", #8, " a "\n\t"
+/* the last, single tap of an odd tap count (3x3): its record's weights are
+ * (2w, 0) per channel, so SMLABB / SMLATB take the tap alone (8
+ * instructions instead of the pair's 13) */
+#define PE_DW_LAST                                                            \
+    "ldmia  r7!, {r4, r5, r6, r8, r9, r10}\n\t"                               \
+    "ldr    r4, [r11, r4]\n\t"                                                \
+    "sxtb16 r5, r4\n\t"                                                       \
+    "sxtb16 r4, r4, ror #8\n\t"                                               \
+    "smlabb r0, r5, r6, r0\n\t"                                               \
+    "smlatb r2, r5, r9, r2\n\t"                                               \
+    "smlabb r1, r4, r8, r1\n\t"                                               \
+    "smlatb r3, r4, r10, r3\n\t"
+/* PE_DW_TAIL with the output pointer kept in r12 (the unrolled form has no
+ * pair-end pointer) */
+#define PE_DW_TAIL12                                                          \
+    "ldmia  r7!, {r4, r5, r6, r8, r9, r10}\n\t"                               \
+    PE_DW_RQ("r0", "r4", "r5", "r6") PE_DW_RQ("r1", "r8", "r9", "r10")        \
+    "ldmia  r7!, {r4, r5, r6, r8, r9, r10}\n\t"                               \
+    PE_DW_RQ("r2", "r4", "r5", "r6") PE_DW_RQ("r3", "r8", "r9", "r10")        \
+    "strb   r0, [r12]\n\t"                                                    \
+    "strb   r1, [r12, #1]\n\t"                                                \
+    "strb   r2, [r12, #2]\n\t"                                                \
+    "strb   r3, [r12, #3]\n\t"                                                \
+    "ldmia  r7, {r4, r5}\n\t"                                                 \
+    "add    r12, r12, r4\n\t"                                                 \
+    "add    r11, r11, r5\n\t"                                                 \
+    "ldr    r4, %[dend]\n\t"                                                  \
+    "cmp    r12, r4\n\t"                                                      \
+    "bne    0b\n\t"
 #define PE_DW_TAIL                                                            \
     "ldmia  r7!, {r4, r5, r6, r8, r9, r10}\n\t"                               \
     PE_DW_RQ("r0", "r4", "r5", "r6") PE_DW_RQ("r1", "r8", "r9", "r10")        \
@@ -1759,7 +1792,7 @@ static void dw4_clipped(int32_t *a, const int8_t *x00, const int8_t *w00, int32_
 
 __attribute__((noinline)) static void dw_run_asm(int8_t *dst, int32_t n, const int8_t *win,
                                                  const int32_t *tab, int32_t npairs,
-                                                 int32_t bytes)
+                                                 int32_t bytes, int32_t taps)
 {
     const int32_t *const pend = tab + 4 + 6 * npairs;
     int8_t *const dend = dst + (size_t)n * (size_t)pend[12];
@@ -1788,13 +1821,22 @@ __attribute__((noinline)) static void dw_run_asm(int8_t *dst, int32_t n, const i
         }
         return;
     }
-    if (npairs == 5) {
+    if (npairs == 5 && taps == 9) {
         __asm__ volatile("ldr    r11, %[win]\n\t"
+                         "ldr    r12, %[dst]\n\t"
+                         "0:\n\t"
+                         "ldr    r7, %[tab]\n\t"
+                         "ldmia  r7!, {r0, r1, r2, r3}\n\t"
+                         PE_DW_PAIR PE_DW_PAIR PE_DW_PAIR PE_DW_PAIR PE_DW_LAST
+                         PE_DW_TAIL12 PE_DW_OPERANDS);
+    } else if (npairs == 5) {
+        __asm__ volatile("ldr    r11, %[win]\n\t"
+                         "ldr    r12, %[dst]\n\t"
                          "0:\n\t"
                          "ldr    r7, %[tab]\n\t"
                          "ldmia  r7!, {r0, r1, r2, r3}\n\t"
                          PE_DW_PAIR PE_DW_PAIR PE_DW_PAIR PE_DW_PAIR PE_DW_PAIR
-                         PE_DW_TAIL PE_DW_OPERANDS);
+                         PE_DW_TAIL12 PE_DW_OPERANDS);
     } else {
         __asm__ volatile("ldr    r11, %[win]\n\t"
                          "ldr    r12, %[end]\n\t"
@@ -1808,11 +1850,139 @@ __attribute__((noinline)) static void dw_run_asm(int8_t *dst, int32_t n, const i
                          PE_DW_TAIL PE_DW_OPERANDS);
     }
 }
+/* dw_run_asm's unrolled five-pair forms (3x3 or ten taps, multiplier 1)
+ * over a rectangle: rows of n outputs each, the next row's outputs o_row
+ * bytes and its windows w_row bytes after the previous row's (one call per
+ * channel group instead of one per row) */
+#define PE_DW_ROWS                                                            \
+    "ldr    r4, %[rows]\n\t"                                                  \
+    "subs   r4, r4, #1\n\t"                                                   \
+    "beq    9f\n\t"                                                           \
+    "str    r4, %[rows]\n\t"                                                  \
+    "ldr    r4, %[dadv]\n\t"                                                  \
+    "add    r12, r12, r4\n\t"                                                 \
+    "ldr    r4, %[wadv]\n\t"                                                  \
+    "add    r11, r11, r4\n\t"                                                 \
+    "ldr    r4, %[dend]\n\t"                                                  \
+    "ldr    r5, %[orow]\n\t"                                                  \
+    "add    r4, r4, r5\n\t"                                                   \
+    "str    r4, %[dend]\n\t"                                                  \
+    "b      0b\n\t"                                                           \
+    "9:\n\t"
+#define PE_DW_ROWS_OPERANDS                                                   \
+    : [dst] "+m"(dst), [dend] "+m"(dend), [rows] "+m"(rows)                   \
+    : [tab] "m"(tab), [win] "m"(win), [dadv] "m"(dadv), [wadv] "m"(wadv),     \
+      [orow] "m"(o_row)                                                       \
+    : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", \
+      "r12", "lr", "cc", "memory"
+
+__attribute__((noinline)) static void dw_rows_asm(int8_t *dst, int32_t n, int32_t rows,
+                                                  const int8_t *win, const int32_t *tab,
+                                                  int32_t taps, int32_t o_row, int32_t w_row)
+{
+    const int32_t *const pend = tab + 4 + 6 * 5;
+    const int32_t dadv = o_row - n * pend[12], wadv = w_row - n * pend[13];
+    int8_t *dend = dst + (size_t)n * (size_t)pend[12];
+    if (n <= 0 || rows <= 0) {
+        return;
+    }
+    if (taps == 9) {
+        __asm__ volatile("ldr    r11, %[win]\n\t"
+                         "ldr    r12, %[dst]\n\t"
+                         "0:\n\t"
+                         "ldr    r7, %[tab]\n\t"
+                         "ldmia  r7!, {r0, r1, r2, r3}\n\t"
+                         PE_DW_PAIR PE_DW_PAIR PE_DW_PAIR PE_DW_PAIR PE_DW_LAST
+                         PE_DW_TAIL12 PE_DW_ROWS PE_DW_ROWS_OPERANDS);
+    } else {
+        __asm__ volatile("ldr    r11, %[win]\n\t"
+                         "ldr    r12, %[dst]\n\t"
+                         "0:\n\t"
+                         "ldr    r7, %[tab]\n\t"
+                         "ldmia  r7!, {r0, r1, r2, r3}\n\t"
+                         PE_DW_PAIR PE_DW_PAIR PE_DW_PAIR PE_DW_PAIR PE_DW_PAIR
+                         PE_DW_TAIL12 PE_DW_ROWS PE_DW_ROWS_OPERANDS);
+    }
+}
+#undef PE_DW_ROWS
+#undef PE_DW_ROWS_OPERANDS
 #undef PE_DW_PAIR
 #undef PE_DW_PAIR1
 #undef PE_DW_RQ
+#undef PE_DW_LAST
+#undef PE_DW_TAIL12
 #undef PE_DW_TAIL
 #undef PE_DW_OPERANDS
+#endif
+
+#if PE_DSP_ASM
+/* windows clipped by the padding through dw_run_asm: tables for kernels of
+ * at most PE_DW_CLIP_PAIRS pairs, PE_DW_CLIP_SLOTS of them per group (the
+ * current run's, the left side's, the right side's) */
+#define PE_DW_CLIP_PAIRS 5
+#define PE_DW_CLIP_SLOTS 3
+#define PE_DW_TAB_WORDS(np) (4 + 6 * (np) + 14)
+
+/* dw_run_asm's table for windows whose taps inside the input are rows
+ * [ky_lo, ky_hi] x columns [kx_lo, kx_hi] of the kernel, read from the
+ * window pointer of tap (ky_lo, kx_lo): every offset relative to that tap;
+ * an outside tap gets weight 0 and that tap's offset (so every load stays
+ * inside the input), and its 2 * offset * w leaves the start value. The
+ * sum is then the padded window's int32 sum (outside taps contribute
+ * nothing, as x + offset = 0 for the padding), re-associated. */
+static void dw_clip_tab(int32_t *restrict dst, const int32_t *restrict tab, int32_t npairs,
+                        int32_t kw, int32_t taps, int32_t ky_lo, int32_t ky_hi, int32_t kx_lo,
+                        int32_t kx_hi, int32_t off)
+{
+    const int32_t tb = ky_lo * kw + kx_lo;
+    const int32_t base = tab[4 + 6 * (tb / 2) + (tb & 1)];
+    const int32_t *restrict src = tab + 4;
+    int32_t *restrict r = dst + 4;
+    uint32_t i0 = (uint32_t)tab[0], i1 = (uint32_t)tab[1], i2 = (uint32_t)tab[2];
+    uint32_t i3 = (uint32_t)tab[3];
+    const uint32_t uoff = (uint32_t)off;
+    int32_t pr, lane, i, ky = 0, kx = 0, t = 0;
+    for (pr = 0; pr < npairs; pr++, src += 6, r += 6) {
+        const uint32_t w0 = (uint32_t)src[2], w1 = (uint32_t)src[3];
+        const uint32_t w2 = (uint32_t)src[4], w3 = (uint32_t)src[5];
+        uint32_t keep = 0;
+        int32_t o[2];
+        for (lane = 0; lane < 2; lane++, t++) {
+            const int32_t sh = 16 * lane;
+            if (t >= taps) { /* the weight-0 partner of an odd last tap */
+                o[1] = o[0];
+                break;
+            }
+            if (ky >= ky_lo && ky <= ky_hi && kx >= kx_lo && kx <= kx_hi) {
+                o[lane] = src[lane] - base;
+                keep |= 0xFFFFu << sh;
+            } else {
+                o[lane] = 0;
+                i0 -= uoff * (uint32_t)(int32_t)(int16_t)(uint16_t)(w0 >> sh);
+                i1 -= uoff * (uint32_t)(int32_t)(int16_t)(uint16_t)(w1 >> sh);
+                i2 -= uoff * (uint32_t)(int32_t)(int16_t)(uint16_t)(w2 >> sh);
+                i3 -= uoff * (uint32_t)(int32_t)(int16_t)(uint16_t)(w3 >> sh);
+            }
+            if (++kx == kw) {
+                kx = 0;
+                ky++;
+            }
+        }
+        r[0] = o[0];
+        r[1] = o[1];
+        r[2] = (int32_t)(w0 & keep);
+        r[3] = (int32_t)(w1 & keep);
+        r[4] = (int32_t)(w2 & keep);
+        r[5] = (int32_t)(w3 & keep);
+    }
+    dst[0] = (int32_t)i0;
+    dst[1] = (int32_t)i1;
+    dst[2] = (int32_t)i2;
+    dst[3] = (int32_t)i3;
+    for (i = 0; i < 14; i++) { /* the requantization constants and the steps */
+        r[i] = src[i];
+    }
+}
 #endif
 
 /* the pairs' records of channels [c, c + 4) at rec, and the group's
@@ -1921,8 +2091,24 @@ static void dw_rect_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
     int32_t ox_b = lim < 0 ? -1 : lim / s_w;
     dw_group g;
     int32_t c, oy, ox, j;
+#if PE_DSP_ASM
+    const int32_t clip_ok = !bytes && full && npairs <= PE_DW_CLIP_PAIRS;
+    int32_t ctab[PE_DW_CLIP_SLOTS][PE_DW_TAB_WORDS(PE_DW_CLIP_PAIRS)];
+    int32_t ckey[PE_DW_CLIP_SLOTS][4];
+    const int32_t many_rows = oy1 - oy0 >= 12;
+    int32_t cl_run = 0, cl_side = 0, rect_done = 0;
+    /* output rows whose kernel rows all lie inside the input: [oy_a, oy_b],
+     * clipped to [oy0, oy1) */
+    const int32_t ylim = in_h - 1 + p->padding.top - (kh - 1) * d_h;
+    int32_t oy_a = p->padding.top / s_h + (p->padding.top % s_h != 0 ? 1 : 0);
+    int32_t oy_b = ylim < 0 ? -1 : ylim / s_h;
+#endif
     ox_a = ox_a > ox0 ? ox_a : ox0;
     ox_b = ox_b < ox1 - 1 ? ox_b : ox1 - 1;
+#if PE_DSP_ASM
+    oy_a = oy_a > oy0 ? oy_a : oy0;
+    oy_b = oy_b < oy1 - 1 ? oy_b : oy1 - 1;
+#endif
     rec[6 * npairs + 12] = c_n;
     rec[6 * npairs + 13] = s_w * in_c;
     dw_offsets(rec, p, in, f);
@@ -1930,6 +2116,27 @@ static void dw_rect_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
         /* the input channel of output channels c..c+3 (c + j for multiplier 1) */
         const size_t xc = (size_t)(bytes ? c / mult : c);
         dw_group_setup(&g, rec, p, q, f, filter, bias, c);
+#if PE_DSP_ASM
+        for (j = 0; j < PE_DW_CLIP_SLOTS; j++) {
+            ckey[j][0] = -1; /* the cached clipped tables hold another group's weights */
+        }
+        cl_run = clip_ok && g.fast && ox_b - ox_a >= 7;
+        cl_side = clip_ok && g.fast && many_rows;
+        /* the rows whose kernel rows are all inside, [oy_a, oy_b], by one
+         * dw_rows_asm call over their inside columns (five pairs); the
+         * row loop below then skips those windows */
+        rect_done = 0;
+        if (npairs == 5 && !bytes && full && g.fast && ox_a <= ox_b && oy_a <= oy_b) {
+            const int32_t ix_a = ox_a * s_w - p->padding.left;
+            const int32_t iy_a = oy_a * s_h - p->padding.top;
+            dw_rows_asm(o + (size_t)(oy_a - oy0) * o_row + (size_t)(ox_a - ox0) * (size_t)c_n +
+                            (size_t)c,
+                        ox_b - ox_a + 1, oy_b - oy_a + 1,
+                        img + (size_t)iy_a * row_px + (size_t)ix_a * (size_t)in_c + xc, tab,
+                        kh * kw, (int32_t)o_row, (int32_t)((size_t)s_h * row_px));
+            rect_done = 1;
+        }
+#endif
         for (oy = oy0; oy < oy1; oy++) {
             const int32_t iy0 = oy * s_h - p->padding.top;
             int32_t ky_lo, ky_hi;
@@ -1942,14 +2149,50 @@ static void dw_rect_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
 #if PE_DSP_ASM
                 if (ox == ox_a && ox_a <= ox_b && full && g.fast && ky_lo == 0 &&
                     ky_hi == kh - 1) {
-                    dw_run_asm(d, ox_b - ox_a + 1,
-                               img + (size_t)iy0 * row_px + (size_t)ix0 * (size_t)in_c + xc,
-                               tab, npairs, bytes);
+                    if (!rect_done) {
+                        dw_run_asm(d, ox_b - ox_a + 1,
+                                   img + (size_t)iy0 * row_px + (size_t)ix0 * (size_t)in_c + xc,
+                                   tab, npairs, bytes, kh * kw);
+                    }
                     ox = ox_b;
                     continue;
                 }
 #endif
                 tap_range(ix0, d_w, kw, in_w, &kx_lo, &kx_hi);
+#if PE_DSP_ASM
+                /* clipped windows through dw_run_asm with a table built by
+                 * dw_clip_tab: with clipped kernel rows the run of columns
+                 * [ox_a, ox_b] (kernel columns all inside, at least eight:
+                 * slot 0, rebuilt when the pattern changes), and with all
+                 * kernel rows the clipped columns on each side (slots 1 and
+                 * 2: the first pattern met on that side, which recurs on
+                 * row of a rectangle of at least 12 rows). Building a
+                 * table costs what about eight windows save (measured on
+                 * 6x6 to 48x48 images): other windows take the loop below. */
+                if ((cl_run && ox == ox_a && ky_lo <= ky_hi) ||
+                    (cl_side && ky_lo == 0 && ky_hi == kh - 1 && kx_lo <= kx_hi &&
+                     (ckey[ox < ox_a ? 1 : 2][0] < 0 ||
+                      (ckey[ox < ox_a ? 1 : 2][2] == kx_lo &&
+                       ckey[ox < ox_a ? 1 : 2][3] == kx_hi)))) {
+                    const int32_t n = cl_run && ox == ox_a ? ox_b - ox_a + 1 : 1;
+                    const int32_t sl = n > 1 ? 0 : (ox < ox_a ? 1 : 2);
+                    if (!(ckey[sl][0] == ky_lo && ckey[sl][1] == ky_hi &&
+                          ckey[sl][2] == kx_lo && ckey[sl][3] == kx_hi)) {
+                        dw_clip_tab(ctab[sl], tab, npairs, kw, kh * kw, ky_lo, ky_hi, kx_lo,
+                                    kx_hi, off);
+                        ckey[sl][0] = ky_lo;
+                        ckey[sl][1] = ky_hi;
+                        ckey[sl][2] = kx_lo;
+                        ckey[sl][3] = kx_hi;
+                    }
+                    dw_run_asm(d, n,
+                               img + (size_t)(iy0 + ky_lo * d_h) * row_px +
+                                   (size_t)(ix0 + kx_lo * d_w) * (size_t)in_c + xc,
+                               ctab[sl], npairs, 0, kh * kw);
+                    ox += n - 1;
+                    continue;
+                }
+#endif
                 if (ky_lo == 0 && ky_hi == kh - 1 && kx_lo == 0 && kx_hi == kw - 1 && g.fast) {
                     const int8_t *const win =
                         img + (size_t)iy0 * row_px + (size_t)ix0 * (size_t)in_c + xc;

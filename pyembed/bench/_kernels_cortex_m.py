@@ -29,6 +29,11 @@ Units: conv and FC per layer MAC (padded taps included, as the host bench),
 pooling per tap (in-bounds window positions x channels), ADD/MUL per output
 element, attention per MAC (d per score + dv per weighted value row), LSTM
 per MAC of its gate matmuls (the gates' element-wise work included).
+
+"fully connected (int16 weights)" runs pe_fully_connected_w16_s8 on weights
+packed once by pe_fc_w16_pack (not timed, as it runs offline); its row
+carries "weight_bytes", the packed weights' flash (round4(O) * round4(K) * 2
+bytes), the int8 rows the int8 filter's (O * K bytes).
 """
 import os
 import tempfile
@@ -85,9 +90,14 @@ def cases():
         x = rng.integers(-128, 128, (1, depth))
         wt = rng.integers(-128, 128, (feats, depth))
         m, s = quant(feats)
-        c = K.fc_case(x, wt, rng.integers(-700, 800, feats), m, s, input_offset=7,
-                      output_offset=-2, name="fully connected")
+        bias = rng.integers(-700, 800, feats)
+        c = K.fc_case(x, wt, bias, m, s, input_offset=7, output_offset=-2, name="fully connected")
+        c.weight_bytes = feats * depth
         out.append(("fully connected", f"{depth}->{feats}", "MAC", c))
+        c = K.fc_case(x, wt, bias, m, s, input_offset=7, output_offset=-2, w16=True,
+                      name="fully connected (int16 weights)")
+        c.weight_bytes = -(-feats // 4) * 4 * (-(-depth // 4) * 4) * 2
+        out.append(("fully connected (int16 weights)", f"{depth}->{feats}", "MAC", c))
     x = rng.integers(-128, 128, (1, 25, 25, 8))
     for kind, kid in (("avg", 1), ("max", 0)):
         for s in (5, 2):
@@ -205,6 +215,8 @@ def measure(models=True):
                      "portable_instructions": p, "dsp_instructions": d,
                      "portable_per_mac": p / c.macs, "dsp_per_mac": d / c.macs,
                      "speedup": p / d if d else None})
+        if getattr(c, "weight_bytes", None) is not None:
+            rows[-1]["weight_bytes"] = c.weight_bytes
     return {"target": "cortex-m4 (QEMU mps2-an386, -icount shift=0, SysTick: 40-instruction "
                       "resolution)",
             "flags": "arm-none-eabi-gcc -mcpu=cortex-m4 -mthumb -mfloat-abi=hard "
@@ -214,9 +226,11 @@ def measure(models=True):
 
 def render(res):
     from pyembed.bench.common import table
-    head = ["kernel", "shape", "unit", "portable instr/unit", "DSP instr/unit", "portable/DSP"]
+    head = ["kernel", "shape", "unit", "portable instr/unit", "DSP instr/unit", "portable/DSP",
+            "weight bytes"]
     body = [[r["kernel"], r["shape"], r["unit"], f"{r['portable_per_mac']:.2f}",
-             f"{r['dsp_per_mac']:.2f}", f"{r['speedup']:.2f}x"] for r in res["rows"]]
+             f"{r['dsp_per_mac']:.2f}", f"{r['speedup']:.2f}x", r.get("weight_bytes", "")]
+            for r in res["rows"]]
     text = [f"Thumb-2 instructions on {res['target']}", res["flags"], table(head, body),
             "outputs of both builds equal the host build's (compared with == before printing)"]
     if res["models"]:

@@ -36,7 +36,10 @@
 #define SCRATCH_WORDS (1024u * 1024u)
 #endif
 
-enum { OP_CONV = 1, OP_FC = 2, OP_POOL = 3, OP_ADD = 4, OP_MUL = 5, OP_ATTN = 6, OP_LSTM = 7 };
+enum {
+    OP_CONV = 1, OP_FC = 2, OP_POOL = 3, OP_ADD = 4, OP_MUL = 5, OP_ATTN = 6, OP_LSTM = 7,
+    OP_FC16 = 8
+};
 
 static uint32_t blob_words[BLOB_BYTES / 4u];
 static uint32_t out_words[OUT_BYTES / 4u];
@@ -270,8 +273,10 @@ static void run_conv(const case_t *c)
 }
 
 /* params: in[4], f[4], out[4], in_off, f_off, out_off, per_channel, act min max,
- * rounding, has_bias; arrays: input, filter, bias, mult, shift */
-static void run_fc(const case_t *c)
+ * rounding, has_bias; arrays: input, filter, bias, mult, shift. OP_FC16: the
+ * same layer through pe_fc_w16_pack (untimed: done once offline) and
+ * pe_fully_connected_w16_s8 (timed) */
+static void run_fc(const case_t *c, int w16)
 {
     const int32_t *p = c->p;
     pe_fc_params fp;
@@ -294,6 +299,26 @@ static void run_fc(const case_t *c)
     NEED(elems(out) <= (int32_t)sizeof(out_payload));
     q.multiplier = (const int32_t *)c->a[3];
     q.shift = (const int32_t *)c->a[4];
+    if (w16) {
+        int32_t pbytes = 0, sbytes = 0;
+        int16_t *packed = (int16_t *)(void *)scratch;
+        st = pe_fc_w16_get_buffer_sizes(&f, &pbytes, &sbytes);
+        if (st == PE_OK) {
+            NEED((int64_t)pbytes + sbytes + 8 <= (int64_t)sizeof(scratch));
+            st = pe_fc_w16_pack(&f, (const int8_t *)c->a[1], fp.filter_offset, packed, pbytes);
+        }
+        ctx = make_ctx(sbytes, NULL);
+        ctx.buf = (uint8_t *)(void *)scratch + ((size_t)pbytes + 7u) / 8u * 8u + 1u; /* odd */
+        t0 = now();
+        if (st == PE_OK) {
+            st = pe_fully_connected_w16_s8(&ctx, &fp, &q, &in, (const int8_t *)c->a[0], &f, packed,
+                                           p[19] ? (const int32_t *)c->a[2] : NULL, &out,
+                                           (int8_t *)out_payload);
+        }
+        ins = since(t0);
+        put_result(st, ins, out_payload, st == PE_OK ? elems(out) : 0);
+        return;
+    }
     ctx = make_ctx(0, NULL);
     t0 = now();
     st = pe_fully_connected_s8(&ctx, &fp, &q, &in, (const int8_t *)c->a[0], &f,
@@ -586,7 +611,8 @@ static int run_blob(size_t nbytes)
         }
         switch (op) {
         case OP_CONV: run_conv(&c); break;
-        case OP_FC: run_fc(&c); break;
+        case OP_FC: run_fc(&c, 0); break;
+        case OP_FC16: run_fc(&c, 1); break;
         case OP_POOL: run_pool(&c); break;
         case OP_ADD: run_eltwise(&c, OP_ADD); break;
         case OP_MUL: run_eltwise(&c, OP_MUL); break;

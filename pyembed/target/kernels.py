@@ -40,7 +40,7 @@ CSRC = os.path.join(REPO, "csrc")
 PROGRAM = os.path.join(HERE, "kernel_cases.c")
 BUILD_DIR = os.path.join(REPO, "tools", "build", "target")
 
-OP_CONV, OP_FC, OP_POOL, OP_ADD, OP_MUL, OP_ATTN, OP_LSTM = 1, 2, 3, 4, 5, 6, 7
+OP_CONV, OP_FC, OP_POOL, OP_ADD, OP_MUL, OP_ATTN, OP_LSTM, OP_FC16 = 1, 2, 3, 4, 5, 6, 7, 8
 VARIANTS = ("host", "dsp", "portable")
 
 __all__ = ["Case", "Result", "VARIANTS", "conv_case", "fc_case", "pool_case", "add_case",
@@ -109,8 +109,11 @@ def conv_case(input, weights, bias, mult, shift, *, stride=(1, 1), dilation=(1, 
 
 
 def fc_case(input, weights, bias, mult, shift, *, input_offset=0, filter_offset=0,
-            output_offset=0, act=(-128, 127), per_channel=True, rounding=0, name=""):
-    """input [batches, depth] int8, weights [features, depth] int8."""
+            output_offset=0, act=(-128, 127), per_channel=True, rounding=0, w16=False,
+            name=""):
+    """input [batches, depth] int8, weights [features, depth] int8. w16=True runs
+    pe_fully_connected_w16_s8 on the weights packed by pe_fc_w16_pack (packing
+    untimed, the kernel's scratch at an odd address)."""
     input, weights = _i8(input), _i8(weights)
     b, d = input.shape
     f = weights.shape[0]
@@ -118,7 +121,8 @@ def fc_case(input, weights, bias, mult, shift, *, input_offset=0, filter_offset=
     bias = _i32(bias if has_bias else np.zeros(f))
     params = [b, 1, 1, d, f, 1, 1, d, b, 1, 1, f, input_offset, filter_offset, output_offset,
               int(per_channel), *act, rounding, int(has_bias)]
-    return Case(OP_FC, params, [input, weights, bias, _i32(mult), _i32(shift)], name, b * d * f)
+    return Case(OP_FC16 if w16 else OP_FC, params, [input, weights, bias, _i32(mult), _i32(shift)],
+                name, b * d * f)
 
 
 def pool_case(input, kind, window, stride, padding, out_hw, *, act=(-128, 127), sum_quant=(0, 0),

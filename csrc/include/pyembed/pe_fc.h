@@ -71,6 +71,47 @@ pe_status pe_fully_connected_s8(const pe_context *ctx, const pe_fc_params *param
                                 const int32_t *bias,
                                 const pe_dims *output_dims, int8_t *output);
 
+/* ---- int16 weights (flash for speed on DSP targets) ----
+ *
+ * The same layer, bit-exact with pe_fully_connected_s8, from weights packed
+ * once (offline, on the host or at start-up) by pe_fc_w16_pack into int16
+ * values with the filter offset added: per block of four features (rows
+ * 4b..4b+3) and group of four depth elements (k = 4g..4g+3), 16 int16:
+ * for j = 0..3 the values of row 4b+j at k, k+2, k+1, k+3 (the halfword
+ * order of the Arm DSP extension's SXTB16 / SXTB16 ROR #8 words); features
+ * and depth padded to multiples of four with zeros. That is
+ * round4(O) * round4(K) * 2 bytes: about twice the int8 filter's flash.
+ * The kernel widens each input row once (offset added) into the scratch and
+ * on a DSP target runs the int16 column block of pe_simd.h: per four depth
+ * elements and four features 1 LDRD, 2 LDM and 8 SMLAD (16 MACs).
+ * The packed array must be 4-byte aligned (PE_ERR_ARG otherwise). */
+
+/* Bytes of the packed weights (round4(O) * round4(K) * 2) and of the
+ * kernel's scratch (round4(K) * 2 for the widened input + round4(O) * 4 for
+ * a row's int32 dot products + 3: any alignment of ctx->buf).
+ * PE_ERR_ARG for NULL pointers, non-positive dims or filter h, w != 1;
+ * PE_ERR_UNSUPPORTED for K > PE_FC_MAX_DEPTH; PE_ERR_OVERFLOW when the packed
+ * size exceeds int32. */
+pe_status pe_fc_w16_get_buffer_sizes(const pe_dims *filter_dims, int32_t *packed_bytes,
+                                     int32_t *scratch_bytes);
+
+/* Pack a row-major [O][K] int8 filter plus filter_offset (in [-255, 255])
+ * into `packed` (packed_bytes >= the size query's packed_bytes, else
+ * PE_ERR_SCRATCH). Runs on any target (plain C, integer only). */
+pe_status pe_fc_w16_pack(const pe_dims *filter_dims, const int8_t *filter, int32_t filter_offset,
+                         int16_t *packed, int32_t packed_bytes);
+
+/* pe_fully_connected_s8 from packed weights. params->filter_offset is
+ * checked for range but not used: the packed values already hold it.
+ * ctx is required: ctx->buf of at least the scratch size
+ * (PE_ERR_SCRATCH otherwise). Statuses as pe_fully_connected_s8. */
+pe_status pe_fully_connected_w16_s8(const pe_context *ctx, const pe_fc_params *params,
+                                    const pe_per_channel_quant *quant,
+                                    const pe_dims *input_dims, const int8_t *input,
+                                    const pe_dims *filter_dims, const int16_t *packed,
+                                    const int32_t *bias,
+                                    const pe_dims *output_dims, int8_t *output);
+
 #ifdef __cplusplus
 }
 #endif

@@ -277,6 +277,112 @@ static inline void pe_dsp_c4_run(pe_dsp_c4_job *job, int32_t ng)
 #endif
 }
 
+/* ---- int16 x int16 row blocks (fully connected with int16 weights) ----
+ * The transpose of the column block above: one widened input run x (ng
+ * groups of (even, odd) words, pe_dsp_widen_row's order) against nblk
+ * consecutive blocks of four weight rows in pe_dsp_widen_w4's interleaved
+ * order (8 words per group and block, blocks back to back). For block i:
+ * acc[4i + j] = sum over the ng = nit * U groups of w_j . x (j < 4),
+ * stored, not added. Per group 1 LDRD (x), 2 LDM (w) and 8 SMLAD for 16
+ * MACs, per block about 12 more instructions. The same int32 sums as a
+ * portable loop, re-associated (the caller bounds them). */
+typedef struct {
+    int32_t *acc;      /* [sp + 0]  4 * nblk int32 */
+    int32_t nblk;      /* [sp + 4]  >= 1 */
+    const uint32_t *x; /* [sp + 8]  */
+    int32_t nit;       /* [sp + 12] >= 1: iterations of U groups */
+    const uint32_t *w; /* first block */
+} pe_dsp_r4_job;
+
+#if PE_DSP_ASM
+/* registers as PE_DSP_C4_GROUP: r0-r3 accumulators, r4-r7 weights, r8/r9
+ * the input pair, r10 x, r11 w, lr the iteration count, r12 acc */
+#define PE_DSP_R4_GROUP                                                       \
+    "ldrd   r8, r9, [r10], #8\n\t"                                            \
+    "ldmia  r11!, {r4-r7}\n\t"                                                \
+    "smlad  r0, r4, r8, r0\n\t"                                               \
+    "smlad  r0, r5, r9, r0\n\t"                                               \
+    "smlad  r1, r6, r8, r1\n\t"                                               \
+    "smlad  r1, r7, r9, r1\n\t"                                               \
+    "ldmia  r11!, {r4-r7}\n\t"                                                \
+    "smlad  r2, r4, r8, r2\n\t"                                               \
+    "smlad  r2, r5, r9, r2\n\t"                                               \
+    "smlad  r3, r6, r8, r3\n\t"                                               \
+    "smlad  r3, r7, r9, r3\n\t"
+#define PE_DSP_R4_FN(name, body)                                              \
+    __attribute__((noinline, unused)) static void name(const pe_dsp_r4_job *job) \
+    {                                                                         \
+        register const pe_dsp_r4_job *r0_job __asm__("r0") = job;             \
+        __asm__ volatile("ldr    r11, [r0, #16]\n\t"                          \
+                         "ldm    r0, {r4-r7}\n\t"                             \
+                         "mov    r12, r4\n\t"                                 \
+                         "push   {r4-r7}\n\t"                                 \
+                         "1:\n\t"                                             \
+                         "movs   r0, #0\n\t"                                  \
+                         "movs   r1, #0\n\t"                                  \
+                         "movs   r2, #0\n\t"                                  \
+                         "movs   r3, #0\n\t"                                  \
+                         "ldrd   r10, lr, [sp, #8]\n\t"                       \
+                         "2:\n\t" body                                        \
+                         "subs   lr, lr, #1\n\t"                              \
+                         "bne    2b\n\t"                                      \
+                         "stmia  r12!, {r0-r3}\n\t"                           \
+                         "ldr    r4, [sp, #4]\n\t"                            \
+                         "subs   r4, r4, #1\n\t"                              \
+                         "str    r4, [sp, #4]\n\t"                            \
+                         "bne    1b\n\t"                                      \
+                         "add    sp, sp, #16\n\t"                             \
+                         : "+r"(r0_job)                                       \
+                         :                                                    \
+                         : "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8",    \
+                           "r9", "r10", "r11", "r12", "lr", "cc", "memory");  \
+    }
+PE_DSP_R4_FN(pe_dsp_r4_u1, PE_DSP_R4_GROUP)
+PE_DSP_R4_FN(pe_dsp_r4_u2, PE_DSP_R4_GROUP PE_DSP_R4_GROUP)
+PE_DSP_R4_FN(pe_dsp_r4_u3, PE_DSP_R4_GROUP PE_DSP_R4_GROUP PE_DSP_R4_GROUP)
+PE_DSP_R4_FN(pe_dsp_r4_u4, PE_DSP_R4_GROUP PE_DSP_R4_GROUP PE_DSP_R4_GROUP PE_DSP_R4_GROUP)
+#undef PE_DSP_R4_FN
+#undef PE_DSP_R4_GROUP
+#endif
+
+/* run a row-block job whose runs have ng >= 1 groups: the largest unroll U
+ * in {4, 3, 2, 1} dividing ng */
+static inline void pe_dsp_r4_run(pe_dsp_r4_job *job, int32_t ng)
+{
+#if PE_DSP_ASM
+    if ((ng & 3) == 0) {
+        job->nit = ng >> 2;
+        pe_dsp_r4_u4(job);
+    } else if (ng % 3 == 0) {
+        job->nit = ng / 3;
+        pe_dsp_r4_u3(job);
+    } else if ((ng & 1) == 0) {
+        job->nit = ng >> 1;
+        pe_dsp_r4_u2(job);
+    } else {
+        job->nit = ng;
+        pe_dsp_r4_u1(job);
+    }
+#else
+    const uint32_t *w = job->w;
+    int32_t i, g, j;
+    for (i = 0; i < job->nblk; i++) {
+        const uint32_t *x = job->x;
+        int32_t a[4] = {0, 0, 0, 0};
+        for (g = 0; g < ng; g++) {
+            for (j = 0; j < 4; j++) {
+                a[j] = __smlad(w[2 * j], x[0], __smlad(w[2 * j + 1], x[1], a[j]));
+            }
+            w += 8;
+            x += 2;
+        }
+        for (j = 0; j < 4; j++) {
+            job->acc[4 * i + j] = a[j];
+        }
+    }
+#endif
+}
+
 /* Widen n4 groups of a row of int8 (4-aligned groups) plus the offset into
  * (even, odd) int16 pair words: dst[2g] = (x[4g] + off, x[4g+2] + off), ... */
 static inline void pe_dsp_widen_row(uint32_t *restrict dst, const int8_t *restrict x, int32_t n4,
