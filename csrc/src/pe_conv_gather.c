@@ -560,34 +560,39 @@ typedef struct {
     "smlad  r2, r5, r9, r2\n\t"                                               \
     "smlad  r3, r6, r8, r3\n\t"                                               \
     "smlad  r3, r7, r9, r3\n\t"
+/* the run and column loops both forms share: the job's words 0-5 and 8-9
+ * pushed with a run counter, runs of rows summed by body into r0-r3, then
+ * the column's tail (label 4) */
+#define PE_PW_LOOPS(body)                                                     \
+    "ldr    r10, [r0, #24]\n\t"                                              \
+    "ldr    r12, [r0, #28]\n\t"                                              \
+    "ldrd   r4, r5, [r0, #32]\n\t"                                           \
+    "push   {r4, r5, r6}\n\t"                                                \
+    "ldm    r0, {r4-r9}\n\t"                                                 \
+    "push   {r4-r9}\n\t"                                                     \
+    "1:\n\t"                                                                 \
+    "ldm    r4, {r0-r3}\n\t"                                                 \
+    "ldr    r11, [sp, #16]\n\t"                                              \
+    "ldr    r9, [sp, #24]\n\t"                                               \
+    "str    r9, [sp, #32]\n\t"                                               \
+    "3:\n\t"                                                                 \
+    "ldr    lr, [sp, #20]\n\t"                                               \
+    "2:\n\t" body                                                            \
+    "subs   lr, lr, #1\n\t"                                                  \
+    "bne    2b\n\t"                                                          \
+    "ldr    r9, [sp, #32]\n\t"                                               \
+    "subs   r9, r9, #1\n\t"                                                  \
+    "beq    4f\n\t"                                                          \
+    "str    r9, [sp, #32]\n\t"                                               \
+    "ldr    r8, [sp, #28]\n\t"                                               \
+    "add    r10, r10, r8\n\t"                                                \
+    "b      3b\n\t"                                                          \
+    "4:\n\t"
 #define PE_PW_FN(name, body)                                                  \
     __attribute__((noinline)) static void name(const pw_job *job)             \
     {                                                                         \
         register const pw_job *r0_job __asm__("r0") = job;                    \
-        __asm__ volatile("ldr    r10, [r0, #24]\n\t"                          \
-                         "ldr    r12, [r0, #28]\n\t"                          \
-                         "ldrd   r4, r5, [r0, #32]\n\t"                       \
-                         "push   {r4, r5, r6}\n\t"                            \
-                         "ldm    r0, {r4-r9}\n\t"                             \
-                         "push   {r4-r9}\n\t"                                 \
-                         "1:\n\t"                                             \
-                         "ldm    r4, {r0-r3}\n\t"                             \
-                         "ldr    r11, [sp, #16]\n\t"                          \
-                         "ldr    r9, [sp, #24]\n\t"                           \
-                         "str    r9, [sp, #32]\n\t"                           \
-                         "3:\n\t"                                             \
-                         "ldr    lr, [sp, #20]\n\t"                           \
-                         "2:\n\t" body                                        \
-                         "subs   lr, lr, #1\n\t"                              \
-                         "bne    2b\n\t"                                      \
-                         "ldr    r9, [sp, #32]\n\t"                           \
-                         "subs   r9, r9, #1\n\t"                              \
-                         "beq    4f\n\t"                                      \
-                         "str    r9, [sp, #32]\n\t"                           \
-                         "ldr    r8, [sp, #28]\n\t"                           \
-                         "add    r10, r10, r8\n\t"                            \
-                         "b      3b\n\t"                                      \
-                         "4:\n\t"                                             \
+        __asm__ volatile(PE_PW_LOOPS(body)                                    \
                          "ldrd   r4, r5, [sp]\n\t"                            \
                          "stm    r4, {r0-r3}\n\t"                             \
                          "ldrd   r6, r7, [sp, #8]\n\t"                        \
@@ -624,30 +629,7 @@ PE_PW_FN(pw_u4, PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP)
         __asm__ volatile("add    r4, r0, #40\n\t"                              \
                          "ldm    r4, {r4-r6}\n\t"                              \
                          "push   {r4-r6}\n\t"                                  \
-                         "ldr    r10, [r0, #24]\n\t"                          \
-                         "ldr    r12, [r0, #28]\n\t"                          \
-                         "ldrd   r4, r5, [r0, #32]\n\t"                       \
-                         "push   {r4, r5, r6}\n\t"                            \
-                         "ldm    r0, {r4-r9}\n\t"                             \
-                         "push   {r4-r9}\n\t"                                 \
-                         "1:\n\t"                                             \
-                         "ldm    r4, {r0-r3}\n\t"                             \
-                         "ldr    r11, [sp, #16]\n\t"                          \
-                         "ldr    r9, [sp, #24]\n\t"                           \
-                         "str    r9, [sp, #32]\n\t"                           \
-                         "3:\n\t"                                             \
-                         "ldr    lr, [sp, #20]\n\t"                           \
-                         "2:\n\t" body                                        \
-                         "subs   lr, lr, #1\n\t"                              \
-                         "bne    2b\n\t"                                      \
-                         "ldr    r9, [sp, #32]\n\t"                           \
-                         "subs   r9, r9, #1\n\t"                              \
-                         "beq    4f\n\t"                                      \
-                         "str    r9, [sp, #32]\n\t"                           \
-                         "ldr    r8, [sp, #28]\n\t"                           \
-                         "add    r10, r10, r8\n\t"                            \
-                         "b      3b\n\t"                                      \
-                         "4:\n\t"                                             \
+                         PE_PW_LOOPS(body)                                    \
                          "ldr    r11, [sp, #36]\n\t"                          \
                          PE_PWQ_CH("r0") PE_PWQ_CH("r1") PE_PWQ_CH("r2")       \
                          PE_PWQ_CH("r3")                                      \
