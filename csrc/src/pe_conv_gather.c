@@ -711,16 +711,7 @@ PE_PWQ1_FN(pwq1_u4, PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP)
 static void pw_run(pw_job *job, int32_t ng)
 {
 #if PE_DSP_ASM
-    if ((ng & 3) == 0) {
-        job->nit = ng >> 2;
-        pw_u4(job);
-    } else if ((ng & 1) == 0) {
-        job->nit = ng >> 1;
-        pw_u2(job);
-    } else {
-        job->nit = ng;
-        pw_u1(job);
-    }
+    PE_DSP_UNROLL_421(job, ng, pw_u1, pw_u2, pw_u4);
 #else
     const int8_t *x = job->x;
     int32_t *acc = job->acc;
@@ -762,28 +753,10 @@ static void pw_run_q(pw_job *job, int32_t ng)
 #if PE_DSP_ASM
     job->acc_step = 0;
     if (job->rows == 1) {
-        if ((ng & 3) == 0) {
-            job->nit = ng >> 2;
-            pwq1_u4(job);
-        } else if ((ng & 1) == 0) {
-            job->nit = ng >> 1;
-            pwq1_u2(job);
-        } else {
-            job->nit = ng;
-            pwq1_u1(job);
-        }
+        PE_DSP_UNROLL_421(job, ng, pwq1_u1, pwq1_u2, pwq1_u4);
         return;
     }
-    if ((ng & 3) == 0) {
-        job->nit = ng >> 2;
-        pwq_u4(job);
-    } else if ((ng & 1) == 0) {
-        job->nit = ng >> 1;
-        pwq_u2(job);
-    } else {
-        job->nit = ng;
-        pwq_u1(job);
-    }
+    PE_DSP_UNROLL_421(job, ng, pwq_u1, pwq_u2, pwq_u4);
 #else
     int32_t *const start = job->acc;
     int8_t *o = job->out;

@@ -85,6 +85,38 @@ static inline uint32_t pe_dup16(int32_t v)
 #define PE_DSP_ASM 0
 #endif
 
+/* an asm loop family's call for ng groups: job->nit = ng / U for the
+ * largest unroll U of the family dividing ng, then its uU(job) */
+#define PE_DSP_UNROLL_4321(job, ng, u1, u2, u3, u4)                            \
+    do {                                                                      \
+        if (((ng) & 3) == 0) {                                                \
+            (job)->nit = (ng) >> 2;                                           \
+            u4(job);                                                          \
+        } else if ((ng) % 3 == 0) {                                           \
+            (job)->nit = (ng) / 3;                                            \
+            u3(job);                                                          \
+        } else if (((ng) & 1) == 0) {                                         \
+            (job)->nit = (ng) >> 1;                                           \
+            u2(job);                                                          \
+        } else {                                                              \
+            (job)->nit = (ng);                                                \
+            u1(job);                                                          \
+        }                                                                     \
+    } while (0)
+#define PE_DSP_UNROLL_421(job, ng, u1, u2, u4)                                 \
+    do {                                                                      \
+        if (((ng) & 3) == 0) {                                                \
+            (job)->nit = (ng) >> 2;                                           \
+            u4(job);                                                          \
+        } else if (((ng) & 1) == 0) {                                         \
+            (job)->nit = (ng) >> 1;                                           \
+            u2(job);                                                          \
+        } else {                                                              \
+            (job)->nit = (ng);                                                \
+            u1(job);                                                          \
+        }                                                                     \
+    } while (0)
+
 /* One step of the 2x2 int8 block (two pixels x0/x1 by two weight rows
  * wa/wb, four int8 each): both inputs and both weight words widened with
  * SXTB16 / SXTB16 ROR 8, eight SMLADs into a00 a01 a10 a11 (16 MACs). */
@@ -237,19 +269,7 @@ PE_DSP_C4_FN(pe_dsp_c4_u4, PE_DSP_C4_GROUP PE_DSP_C4_GROUP PE_DSP_C4_GROUP PE_DS
 static inline void pe_dsp_c4_run(pe_dsp_c4_job *job, int32_t ng)
 {
 #if PE_DSP_ASM
-    if ((ng & 3) == 0) {
-        job->nit = ng >> 2;
-        pe_dsp_c4_u4(job);
-    } else if (ng % 3 == 0) {
-        job->nit = ng / 3;
-        pe_dsp_c4_u3(job);
-    } else if ((ng & 1) == 0) {
-        job->nit = ng >> 1;
-        pe_dsp_c4_u2(job);
-    } else {
-        job->nit = ng;
-        pe_dsp_c4_u1(job);
-    }
+    PE_DSP_UNROLL_4321(job, ng, pe_dsp_c4_u1, pe_dsp_c4_u2, pe_dsp_c4_u3, pe_dsp_c4_u4);
 #else
     const uint8_t *x = (const uint8_t *)(const void *)job->x;
     int32_t *acc = job->acc;
@@ -350,19 +370,7 @@ PE_DSP_R4_FN(pe_dsp_r4_u4, PE_DSP_R4_GROUP PE_DSP_R4_GROUP PE_DSP_R4_GROUP PE_DS
 static inline void pe_dsp_r4_run(pe_dsp_r4_job *job, int32_t ng)
 {
 #if PE_DSP_ASM
-    if ((ng & 3) == 0) {
-        job->nit = ng >> 2;
-        pe_dsp_r4_u4(job);
-    } else if (ng % 3 == 0) {
-        job->nit = ng / 3;
-        pe_dsp_r4_u3(job);
-    } else if ((ng & 1) == 0) {
-        job->nit = ng >> 1;
-        pe_dsp_r4_u2(job);
-    } else {
-        job->nit = ng;
-        pe_dsp_r4_u1(job);
-    }
+    PE_DSP_UNROLL_4321(job, ng, pe_dsp_r4_u1, pe_dsp_r4_u2, pe_dsp_r4_u3, pe_dsp_r4_u4);
 #else
     const uint32_t *w = job->w;
     int32_t i, g, j;
