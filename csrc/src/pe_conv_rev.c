@@ -1444,6 +1444,32 @@ pe_status pe_conv2d_rev_stream_pop_s8(pe_conv_rev_stream *st, int8_t *output_row
 
 #if PE_DSP
 /* n bytes from s to d, forward, four at a time (d <= s - 4 or disjoint) */
+/* The statistics of a DSP whole-tensor call: MACs over the real (unpadded)
+ * taps of every output pixel, times out_c and the per-tap depth (in_c, or 1
+ * for depthwise); every input byte read once; peak: the int8 rows staged. */
+static void whole_stats(pe_stats *st, const pe_conv_params *p, const pe_dims *in, const pe_dims *f,
+                        const pe_dims *out, uint64_t depth, size_t in_img, int64_t peak)
+{
+    uint64_t ny = 0, nx = 0;
+    int32_t i, lo, hi;
+    for (i = 0; i < out->h; i++) {
+        tap_range(i * p->stride.h - p->padding.top, f->h, p->dilation.h, in->h, &lo, &hi);
+        ny += (uint64_t)(hi >= lo ? hi - lo + 1 : 0);
+    }
+    for (i = 0; i < out->w; i++) {
+        tap_range(i * p->stride.w - p->padding.left, f->w, p->dilation.w, in->w, &lo, &hi);
+        nx += (uint64_t)(hi >= lo ? hi - lo + 1 : 0);
+    }
+    st->macs += ny * nx * (uint64_t)out->c * depth * (uint64_t)in->n;
+    st->input_reads += (uint64_t)in_img * (uint64_t)in->n;
+    if (peak > st->peak_elems) {
+        st->peak_elems = peak;
+    }
+    if (peak > st->peak_bytes) {
+        st->peak_bytes = peak;
+    }
+}
+
 static void copy_fwd(int8_t *d, const int8_t *s, size_t n)
 {
     size_t i;
@@ -1476,8 +1502,7 @@ static pe_status dw_whole_dsp(const pe_context *ctx, const pe_conv_params *p,
     const size_t in_img = (size_t)in->h * (size_t)in->w * (size_t)in->c;
     const int32_t k_eff = (f->h - 1) * p->dilation.h + 1;
     const int32_t ahead = (k_eff - 1) / p->stride.h;
-    int32_t need, cap, n, a, c, e, w, i, lo, hi, peak = 0;
-    uint64_t ny = 0, nx = 0;
+    int32_t need, cap, n, a, c, e, w, peak = 0;
     pe_status s = scratch_bytes(p, in, f, out, 1, &need);
     if (s != PE_OK) {
         return s;
@@ -1524,22 +1549,7 @@ static pe_status dw_whole_dsp(const pe_context *ctx, const pe_conv_params *p,
         }
     }
     if (ctx->stats != NULL) {
-        for (i = 0; i < out->h; i++) {
-            tap_range(i * p->stride.h - p->padding.top, f->h, p->dilation.h, in->h, &lo, &hi);
-            ny += (uint64_t)(hi >= lo ? hi - lo + 1 : 0);
-        }
-        for (i = 0; i < out->w; i++) {
-            tap_range(i * p->stride.w - p->padding.left, f->w, p->dilation.w, in->w, &lo, &hi);
-            nx += (uint64_t)(hi >= lo ? hi - lo + 1 : 0);
-        }
-        ctx->stats->macs += ny * nx * (uint64_t)out->c * (uint64_t)in->n;
-        ctx->stats->input_reads += (uint64_t)in_img * (uint64_t)in->n;
-        if ((int64_t)peak * (int64_t)row_b > ctx->stats->peak_elems) {
-            ctx->stats->peak_elems = (int64_t)peak * (int64_t)row_b;
-        }
-        if ((int64_t)peak * (int64_t)row_b > ctx->stats->peak_bytes) {
-            ctx->stats->peak_bytes = (int64_t)peak * (int64_t)row_b;
-        }
+        whole_stats(ctx->stats, p, in, f, out, 1u, in_img, (int64_t)peak * (int64_t)row_b);
     }
     return PE_OK;
 }
@@ -1561,17 +1571,6 @@ static pe_status dw_whole_dsp(const pe_context *ctx, const pe_conv_params *p,
  * set), 0 when the scratch is too small for it (the stream runs then).
  * Same bytes; stats count the (pixel, tap) pairs' MACs, the input read and
  * the int8 rows held. */
-static void cv_copy_fwd(int8_t *d, const int8_t *s, size_t n)
-{
-    size_t i;
-    for (i = 0; i + 4 <= n; i += 4) {
-        __builtin_memcpy(d + i, s + i, 4);
-    }
-    for (; i < n; i++) {
-        d[i] = s[i];
-    }
-}
-
 #define PE_CV_REV_STACK 2048
 __attribute__((noinline)) static int32_t cv_whole_dsp(const pe_context *ctx, const pe_conv_params *p,
                             const pe_per_channel_quant *q, const pe_dims *in,
@@ -1586,10 +1585,9 @@ __attribute__((noinline)) static int32_t cv_whole_dsp(const pe_context *ctx, con
     int32_t least;
     const int64_t wneed = pe_cv_dsp_bytes(p, in, f, &least);
     int64_t avail, wbytes, region_size;
-    int32_t need, cap, n, a, c, e, w, i, lo, hi, peak = 0, disjoint = 1;
+    int32_t need, cap, n, a, c, e, w, peak = 0, disjoint = 1;
     uint32_t stack_region[PE_CV_REV_STACK / 4];
     int8_t *region;
-    uint64_t ny = 0, nx = 0;
     pe_status s = scratch_bytes(p, in, f, out, 0, &need);
     *status = s;
     if (s != PE_OK) {
@@ -1658,28 +1656,13 @@ __attribute__((noinline)) static int32_t cv_whole_dsp(const pe_context *ctx, con
             }
             peak = c - a > peak ? c - a : peak;
             w = c == out->h ? c : c - ahead; /* rows [a, w) may be written */
-            cv_copy_fwd(dst + (size_t)a * row_b, buf, (size_t)(w - a) * row_b);
-            cv_copy_fwd(buf, buf + (size_t)(w - a) * row_b, (size_t)(c - w) * row_b);
+            copy_fwd(dst + (size_t)a * row_b, buf, (size_t)(w - a) * row_b);
+            copy_fwd(buf, buf + (size_t)(w - a) * row_b, (size_t)(c - w) * row_b);
             a = w;
         }
     }
     if (ctx->stats != NULL) {
-        for (i = 0; i < out->h; i++) {
-            tap_range(i * p->stride.h - p->padding.top, f->h, p->dilation.h, in->h, &lo, &hi);
-            ny += (uint64_t)(hi >= lo ? hi - lo + 1 : 0);
-        }
-        for (i = 0; i < out->w; i++) {
-            tap_range(i * p->stride.w - p->padding.left, f->w, p->dilation.w, in->w, &lo, &hi);
-            nx += (uint64_t)(hi >= lo ? hi - lo + 1 : 0);
-        }
-        ctx->stats->macs += ny * nx * (uint64_t)out->c * (uint64_t)in->c * (uint64_t)in->n;
-        ctx->stats->input_reads += (uint64_t)in_img * (uint64_t)in->n;
-        if ((int64_t)peak * (int64_t)row_b > ctx->stats->peak_elems) {
-            ctx->stats->peak_elems = (int64_t)peak * (int64_t)row_b;
-        }
-        if ((int64_t)peak * (int64_t)row_b > ctx->stats->peak_bytes) {
-            ctx->stats->peak_bytes = (int64_t)peak * (int64_t)row_b;
-        }
+        whole_stats(ctx->stats, p, in, f, out, (uint64_t)in->c, in_img, (int64_t)peak * (int64_t)row_b);
     }
     *status = PE_OK;
     return 1;
