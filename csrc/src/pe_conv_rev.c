@@ -242,6 +242,46 @@ pe_status pe_depthwise_conv2d_rev_s8_get_buffer_size(const pe_conv_params *param
     return scratch_bytes(params, input_dims, filter_dims, output_dims, 1, size);
 }
 
+/* the minimum depthwise scratch plus the int16 planes of pe_dw3_dsp.c when
+ * dsp is set and the shape has them */
+static pe_status dw_sized(const pe_conv_params *p, const pe_dims *in, const pe_dims *f,
+                          const pe_dims *out, int32_t dsp, int32_t *size)
+{
+    int32_t least;
+    int64_t total;
+    const pe_status s = scratch_bytes(p, in, f, out, 1, size);
+    if (s != PE_OK) {
+        return s;
+    }
+    total = (int64_t)*size + (dsp ? pe_dw3_plane_bytes(p, in, f, out, &least) : 0);
+    if (total > PE_INT32_MAX) {
+        return PE_ERR_OVERFLOW;
+    }
+    *size = (int32_t)total;
+    return PE_OK;
+}
+
+pe_status pe_depthwise_conv2d_rev_s8_get_fast_buffer_size(const pe_conv_params *params,
+                                                          const pe_dims *input_dims,
+                                                          const pe_dims *filter_dims,
+                                                          const pe_dims *output_dims,
+                                                          int32_t *size)
+{
+    return dw_sized(params, input_dims, filter_dims, output_dims, PE_DSP, size);
+}
+
+pe_status pe_depthwise_conv2d_rev_s8_get_target_buffer_size(const pe_conv_params *params,
+                                                            const pe_dims *input_dims,
+                                                            const pe_dims *filter_dims,
+                                                            const pe_dims *output_dims,
+                                                            int32_t dsp, int32_t *size)
+{
+    if (dsp != 0 && dsp != 1) {
+        return PE_ERR_ARG;
+    }
+    return dw_sized(params, input_dims, filter_dims, output_dims, dsp, size);
+}
+
 pe_status pe_conv_check_quant(const pe_per_channel_quant *q, const int32_t *bias,
                               int32_t out_c, int64_t taps)
 {
@@ -1481,28 +1521,76 @@ static void copy_fwd(int8_t *d, const int8_t *s, size_t n)
     }
 }
 
+/* Where the int16 channel planes of pe_dw3_dsp.c apply (pe_dw3_applies)
+ * and ctx has room for bands of two rows of them, their bytes (else 0):
+ * the whole scratch when every image's output is disjoint from its input,
+ * else what is left beside the minimum (dw_whole_dsp's int8 output rows). */
+static int32_t dw3_plane_grant(const pe_context *ctx, const pe_conv_params *p,
+                               const pe_dims *in, const pe_dims *f, const pe_dims *out,
+                               const int32_t *bias, const int8_t *input, const int8_t *output)
+{
+    const size_t row_b = (size_t)out->w * (size_t)out->c;
+    const size_t in_img = (size_t)in->h * (size_t)in->w * (size_t)in->c;
+    int32_t need, least, n, avail;
+    int disjoint = 1;
+    if (ctx == NULL || ctx->buf == NULL || ((uintptr_t)ctx->buf & 3u) != 0u ||
+        scratch_bytes(p, in, f, out, 1, &need) != PE_OK || ctx->size < need ||
+        pe_dw3_plane_bytes(p, in, f, out, &least) == 0 || !pe_dw3_applies(p, in, f, out, bias)) {
+        return 0;
+    }
+    for (n = 0; n < in->n; n++) {
+        const int8_t *const img = input + (size_t)n * in_img;
+        const int8_t *const dst = output + (size_t)n * (size_t)out->h * row_b;
+        if (!((uintptr_t)dst >= (uintptr_t)(img + in_img) ||
+              (uintptr_t)(dst + (size_t)out->h * row_b) <= (uintptr_t)img)) {
+            disjoint = 0;
+        }
+    }
+    avail = (disjoint ? ctx->size : ctx->size - need) & ~3;
+    return avail >= least ? avail : 0;
+}
+
+/* output rows [oy0, oy1) of one image: from planes (pe_dw3_rows) given
+ * pbytes, else the channel-group loops (pe_dw_dsp_rows) */
+static void dw_rows(const pe_conv_params *p, const pe_per_channel_quant *q, const pe_dims *in,
+                    const int8_t *img, const pe_dims *f, const int8_t *filter,
+                    const int32_t *bias, const pe_dims *out, int32_t oy0, int32_t oy1,
+                    int8_t *o, size_t o_row, int16_t *planes, int32_t pbytes)
+{
+    if (pbytes > 0) {
+        pe_dw3_rows(p, q, in, img, f, filter, bias, out, oy0, oy1, o, o_row, planes, pbytes);
+    } else {
+        pe_dw_dsp_rows(p, q, in, img, f, filter, bias, out, oy0, oy1, o, o_row);
+    }
+}
+
 /* The whole-tensor depthwise call on the DSP extension, where the
- * channel-group loops of pe_conv_gather.c apply (pe_dw_dsp_applies): they
- * keep each window's accumulators in registers, so none of the stream's
- * int32 row traffic remains; the scratch holds finished int8 output rows
- * instead of accumulator rows. The output may lie over the input as the
- * stream allows it (a planner's row model: output row R is written once the
- * input rows up to the last one R reads are consumed, and overwrites no
- * input row after those): before row R is written, every output row that
- * reads one of those input rows, up to R + (k_eff - 1) / stride, has been
- * computed into the scratch, so everything read later lies in input rows
- * the stream would still read too. Same bytes; stats count the (pixel, tap)
- * pairs, the input rows read and the int8 rows held. */
+ * channel-group loops of pe_conv_gather.c apply (pe_dw_dsp_applies) or
+ * the scratch holds the int16 planes of pe_dw3_dsp.c (pbytes > 0, from
+ * dw3_plane_grant; the planes first in the scratch): they keep each
+ * window's accumulators in registers, so none of the stream's int32 row
+ * traffic remains; the scratch holds finished int8 output rows instead of
+ * accumulator rows (where the output overlaps the input). The output may
+ * lie over the input as the stream allows it (a planner's row model:
+ * output row R is written once the input rows up to the last one R reads
+ * are consumed, and overwrites no input row after those): before row R is
+ * written, every output row that reads one of those input rows, up to
+ * R + (k_eff - 1) / stride, has been computed into the scratch, so
+ * everything read later lies in input rows the stream would still read
+ * too. Same bytes; stats count the (pixel, tap) pairs, the input rows read
+ * and the int8 rows held. */
 static pe_status dw_whole_dsp(const pe_context *ctx, const pe_conv_params *p,
                               const pe_per_channel_quant *q, const pe_dims *in,
                               const int8_t *input, const pe_dims *f, const int8_t *filter,
-                              const int32_t *bias, const pe_dims *out, int8_t *output)
+                              const int32_t *bias, const pe_dims *out, int8_t *output,
+                              int32_t pbytes)
 {
     const size_t row_b = (size_t)out->w * (size_t)out->c;
     const size_t in_img = (size_t)in->h * (size_t)in->w * (size_t)in->c;
     const int32_t k_eff = (f->h - 1) * p->dilation.h + 1;
     const int32_t ahead = (k_eff - 1) / p->stride.h;
     int32_t need, cap, n, a, c, e, w, peak = 0;
+    int16_t *planes;
     pe_status s = scratch_bytes(p, in, f, out, 1, &need);
     if (s != PE_OK) {
         return s;
@@ -1515,21 +1603,23 @@ static pe_status dw_whole_dsp(const pe_context *ctx, const pe_conv_params *p,
     if (s != PE_OK) {
         return s;
     }
+    planes = (int16_t *)ctx->buf;
     /* rows the scratch holds: at least 4 x the ring's ceil(k_eff / stride)
-     * rows (int8 instead of int32), so more than ahead */
-    cap = (int32_t)((size_t)ctx->size / row_b);
+     * rows (int8 instead of int32), so more than ahead; none when the planes
+     * took more than size - need (dw3_plane_grant: every output disjoint) */
+    cap = (int32_t)((size_t)(ctx->size - pbytes) / row_b);
     cap = cap < out->h ? cap : out->h;
-    if (cap < out->h && cap <= ahead) {
+    if (cap < out->h && cap <= ahead && ctx->size - pbytes >= need) {
         return PE_ERR_SCRATCH;
     }
     for (n = 0; n < in->n; n++) {
         const int8_t *const img = input + (size_t)n * in_img;
         int8_t *const dst = output + (size_t)n * (size_t)out->h * row_b;
-        int8_t *const buf = (int8_t *)ctx->buf;
+        int8_t *const buf = (int8_t *)ctx->buf + pbytes;
         if ((uintptr_t)dst >= (uintptr_t)(img + in_img) ||
             (uintptr_t)(dst + (size_t)out->h * row_b) <= (uintptr_t)img) {
             /* output disjoint from this image: no rows held */
-            pe_dw_dsp_rows(p, q, in, img, f, filter, bias, out, 0, out->h, dst, row_b);
+            dw_rows(p, q, in, img, f, filter, bias, out, 0, out->h, dst, row_b, planes, pbytes);
             continue;
         }
         a = 0; /* first row not yet written; buf row 0 holds it */
@@ -1537,8 +1627,8 @@ static pe_status dw_whole_dsp(const pe_context *ctx, const pe_conv_params *p,
         while (a < out->h) {
             e = a + cap < out->h ? a + cap : out->h;
             if (e > c) {
-                pe_dw_dsp_rows(p, q, in, img, f, filter, bias, out, c, e,
-                               buf + (size_t)(c - a) * row_b, row_b);
+                dw_rows(p, q, in, img, f, filter, bias, out, c, e,
+                        buf + (size_t)(c - a) * row_b, row_b, planes, pbytes);
                 c = e;
             }
             peak = c - a > peak ? c - a : peak;
@@ -1697,9 +1787,11 @@ static pe_status run_whole(const pe_context *ctx, const pe_conv_params *p,
     }
 #if PE_DSP
     if (depthwise && p != NULL && in != NULL && f != NULL && out != NULL &&
-        check_geometry(p, in, f, out, 1) == PE_OK &&
-        pe_dw_dsp_applies(p, in, f, out, bias)) {
-        return dw_whole_dsp(ctx, p, q, in, input, f, filter, bias, out, output);
+        check_geometry(p, in, f, out, 1) == PE_OK) {
+        const int32_t pbytes = dw3_plane_grant(ctx, p, in, f, out, bias, input, output);
+        if (pbytes > 0 || pe_dw_dsp_applies(p, in, f, out, bias)) {
+            return dw_whole_dsp(ctx, p, q, in, input, f, filter, bias, out, output, pbytes);
+        }
     }
     /* given the fast scratch, where the row stream's int16 column blocks are
      * faster (whole_prefers_blocks), the stream below runs them */

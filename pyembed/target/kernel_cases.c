@@ -172,8 +172,10 @@ static void run_conv(const case_t *c)
     q.shift = (const int32_t *)c->a[4];
     memset(&stats, 0, sizeof(stats));
     /* p[31]: the reverse conv's scratch, 0 the minimum (get_buffer_size), 1
-     * the fast size (get_fast_buffer_size: the DSP build's int16 blocks) */
-    st = dw ? pe_depthwise_conv2d_rev_s8_get_buffer_size(&cp, &in, &f, &out, &size)
+     * the fast size (get_fast_buffer_size: the DSP build's int16 blocks, or
+     * the depthwise int16 planes) */
+    st = dw ? (p[31] == 1 ? pe_depthwise_conv2d_rev_s8_get_fast_buffer_size(&cp, &in, &f, &out, &size)
+                          : pe_depthwise_conv2d_rev_s8_get_buffer_size(&cp, &in, &f, &out, &size))
          : p[31] == 1 ? pe_conv2d_rev_s8_get_fast_buffer_size(&cp, &in, &f, &out, &size)
                       : pe_conv2d_rev_s8_get_buffer_size(&cp, &in, &f, &out, &size);
     if (st != PE_OK || size > (int32_t)sizeof(scratch)) {

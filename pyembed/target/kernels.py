@@ -222,7 +222,7 @@ def missing(variant="dsp"):
     return qemu.missing_tools()
 
 
-KERNEL_SOURCES = ("pe_attention.c", "pe_conv_gather.c", "pe_conv_rev.c", "pe_eltwise.c",
+KERNEL_SOURCES = ("pe_attention.c", "pe_conv_gather.c", "pe_conv_rev.c", "pe_dw3_dsp.c", "pe_eltwise.c",
                   "pe_exp2_table.c", "pe_fc.c", "pe_fixed.c", "pe_lstm.c", "pe_pool_rev.c",
                   "pe_sigmoid_table.c")
 

@@ -86,6 +86,26 @@ void pe_dw_dsp_rows(const pe_conv_params *params, const pe_per_channel_quant *qu
                     const int8_t *filter, const int32_t *bias, const pe_dims *output_dims,
                     int32_t oy0, int32_t oy1, int8_t *o, size_t o_row);
 
+/* Internal to csrc (pe_dw3_dsp.c): depthwise 3x3, stride 1, dilation 1,
+ * multiplier 1 from int16 channel planes. pe_dw3_plane_bytes (every build):
+ * the plane bytes the loops run best with for the shape (0 where they do
+ * not apply) and the least they take (*least). Arm DSP-extension builds
+ * only: pe_dw3_applies (the shape and |acc| < 2^30) and pe_dw3_rows: output
+ * rows [oy0, oy1), every column, to o + (oy - oy0) * o_row, widening into
+ * planes (4-byte aligned, plane_bytes >= *least). Arguments are checked by
+ * the caller (geometry and pe_conv_check_quant). */
+int32_t pe_dw3_plane_bytes(const pe_conv_params *params, const pe_dims *input_dims,
+                           const pe_dims *filter_dims, const pe_dims *output_dims,
+                           int32_t *least);
+int32_t pe_dw3_applies(const pe_conv_params *params, const pe_dims *input_dims,
+                       const pe_dims *filter_dims, const pe_dims *output_dims,
+                       const int32_t *bias);
+void pe_dw3_rows(const pe_conv_params *params, const pe_per_channel_quant *quant,
+                 const pe_dims *input_dims, const int8_t *image, const pe_dims *filter_dims,
+                 const int8_t *filter, const int32_t *bias, const pe_dims *output_dims,
+                 int32_t oy0, int32_t oy1, int8_t *o, size_t o_row, int16_t *planes,
+                 int32_t plane_bytes);
+
 /* Internal to csrc, Arm DSP-extension builds only (pe_conv_gather.c under
  * PE_DSP; the reverse kernel's whole-tensor conv call uses them too): whether
  * the conv block loops apply (one group; kernel rows of a multiple of 4
