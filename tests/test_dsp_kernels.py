@@ -676,3 +676,103 @@ def test_attention_dsp_c_form_equals_host():
     assert all(r.status == 0 for r in host)
     got = K.run(cases, "dsp", extra_cflags=("-O0",))
     assert mismatches(got, [r.output for r in host], cases, "dsp -O0") == []
+
+
+def dw3_cases(rng):
+    """Depthwise 3x3 shapes for the DSP build's int16 channel planes
+    (pe_dw3_dsp.c: stride 1, dilation 1, multiplier 1, taken by the reverse
+    kernel's whole-tensor call given the scratch): ragged channel counts (1,
+    3, 5, 17: planes for the last 1-3 channels), odd widths and heights (the
+    C tails of the 2x2 assembly), widths of 1 and 2, every plane row size
+    (32, 64, 128 bytes) and several column strips (width 130), valid,
+    'same' and asymmetric / wider-than-kernel padding, input offsets -127,
+    0 and 128, narrowed activation ranges, per-channel shifts outside the
+    fast range (0, a left shift, -24, -31) and single rounding (the C
+    requantization), no bias, two images; and the shapes the planes do not
+    take (stride 2, multiplier 2 and 4, a bias beyond the 2^30 bound)."""
+    out = []
+
+    def case(h, w, c, pad=(1, 1, 1, 1), off=128, act=(-128, 127), shift=None, rnd=0,
+             bias=True, big_bias=False, n=1, stride=1, mult=1, name=""):
+        oc = c * mult
+        m = rng.integers(1 << 30, (1 << 31) - 1, oc)
+        sh = rng.integers(-11, -5, oc) if shift is None else np.resize(np.asarray(shift), oc)
+        b = rng.integers(-5000, 5000, oc) if bias else None
+        if big_bias:
+            b[0] = (1 << 30) - 1000
+        out.append(K.conv_case(rng.integers(-128, 128, (n, h, w, c)),
+                               rng.integers(-128, 128, (1, 3, 3, oc)), b, m, sh,
+                               stride=(stride, stride), padding=pad, input_offset=off,
+                               output_offset=int(rng.integers(-128, 128)), act=act,
+                               rounding=rnd, depthwise=True, ch_mult=mult,
+                               name=name or f"dw3 {n}x{h}x{w}x{c} pad {pad} s{stride}*{mult}"))
+
+    case(48, 48, 16, name="dw3 48x48x16 (the bench shape)")
+    case(25, 5, 64, name="dw3 25x5x64 (KWS DS-CNN)")
+    case(9, 11, 17, off=-127)
+    case(7, 13, 5, pad=(0, 0, 0, 0), off=0)
+    case(6, 9, 3, pad=(0, 1, 1, 0))
+    case(5, 7, 1, pad=(2, 2, 2, 2))
+    case(1, 1, 8)
+    case(2, 2, 4)
+    case(3, 1, 6)
+    case(4, 30, 8, act=(-60, 90))
+    case(6, 130, 4, off=-3, name="dw3 6x130x4 (column strips)")
+    case(6, 33, 12, shift=[0, 2, -24, -31, -1, -23, -9, -7], name="dw3 6x33x12 wide shifts")
+    case(5, 8, 8, rnd=1, name="dw3 5x8x8 single rounding")
+    case(6, 6, 7, bias=False, act=(-128, 0))
+    case(4, 6, 8, n=2, name="dw3 two images 4x6x8")
+    case(8, 8, 8, big_bias=True, name="dw3 8x8x8 bias beyond the bound")
+    case(9, 10, 8, stride=2)
+    case(6, 7, 4, mult=2)
+    case(6, 7, 4, mult=4)
+    return out
+
+
+@pytest.fixture(scope="module")
+def dw3():
+    base = dw3_cases(np.random.default_rng(1903))
+    single = [c for c in base if c.params[1] == 1]
+    cases = (base + [min_scratch_twin(c) for c in base] + [rev_overlap_twin(c) for c in single] +
+             [rev_overlap_twin(min_scratch_twin(c)) for c in single] + [gather_twin(c) for c in base])
+    return cases, {v: K.run(cases, v) for v in K.VARIANTS}
+
+
+@pytest.mark.parametrize("variant", ["dsp", "portable"])
+def test_dw3_planes_equal_host(dw3, variant):
+    """The depthwise int16-plane path (and the shapes it leaves to the other
+    loops) on both target builds, with the fast and the minimum scratch, the
+    output disjoint from or over its input: the host build's bytes (==)."""
+    cases, res = dw3
+    host = res["host"]
+    assert all(r.status == 0 and r.output for r in host), [c.name for c, r in zip(cases, host)
+                                                          if r.status != 0]
+    assert mismatches(res[variant], [r.output for r in host], cases, variant) == []
+
+
+def test_dw3_planes_taken(dw3):
+    """The DSP build widens into planes where it has the bytes: the bench
+    shape with the fast scratch runs fewer instructions than its output-over-
+    input twin with the minimum scratch (no bytes beside the int8 rows: the
+    channel-group loops), and under 2.1 per MAC (the bench prints the exact
+    figure); the portable build runs its row stream either way."""
+    cases, res = dw3
+    names = [c.name for c in cases]
+    i = names.index("dw3 48x48x16 (the bench shape)")
+    j = names.index("dw3 48x48x16 (the bench shape) (minimum scratch)")
+    k = [n for n in names if n.startswith("dw3 48x48x16 (the bench shape) (minimum scratch) (output")]
+    k = names.index(k[0])
+    assert res["dsp"][i].instructions < res["dsp"][k].instructions
+    assert res["dsp"][j].instructions < res["dsp"][k].instructions
+    assert res["dsp"][i].instructions < 2.1 * cases[i].macs
+
+
+def test_dw3_planes_c_form_equals_host():
+    """Built without optimisation (PE_DSP_ASM 0) the planes path runs its C
+    forms (dw3_one, dw3_pair, dw3_finish): the host build's bytes."""
+    base = dw3_cases(np.random.default_rng(1904))
+    cases = base + [min_scratch_twin(c) for c in base]
+    host = K.run(cases, "host")
+    assert all(r.status == 0 for r in host)
+    got = K.run(cases, "dsp", extra_cflags=["-O0"])
+    assert mismatches(got, [r.output for r in host], cases, "dsp -O0") == []

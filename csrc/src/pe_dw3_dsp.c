@@ -390,7 +390,6 @@ static void dw3_widen(int16_t *planes, size_t ps, size_t rowb, int32_t g_n, cons
                       int32_t ncol, int32_t off)
 {
     const size_t c_n = (size_t)in->c, ps_h = ps / 2, row_h = rowb / 2;
-    const size_t in_row = (size_t)in->w * c_n;
     const uint32_t off2 = pe_dup16(off);
     int32_t r, j, g, a, e, r_a, r_b, done = 0;
     dw3_cols(in, ix0, ncol, &a, &e);
@@ -425,9 +424,9 @@ static void dw3_widen(int16_t *planes, size_t ps, size_t rowb, int32_t g_n, cons
         wb[5] = (int32_t)(intptr_t)(d0 + 2 * ps_h);
         wb[6] = (int32_t)(intptr_t)(d0 + 3 * ps_h);
         wb[7] = (int32_t)off2;
-        wb[8] = (int32_t)in_row - wb[2];
+        wb[8] = in->w * (int32_t)c_n - wb[2];
         wb[9] = (int32_t)rowb - 8 * n4;
-        wb[10] = (int32_t)in_row;
+        wb[10] = in->w * (int32_t)c_n;
         wb[11] = r_b - r_a;
         dw3_widen4_asm(wb);
         done = 4 * n4;
@@ -459,13 +458,18 @@ void pe_dw3_rows(const pe_conv_params *p, const pe_per_channel_quant *q, const p
 {
     const int32_t c_n = out->c, out_w = out->w;
     const int32_t rowb = dw3_rowb(out_w), max_cols = rowb / 2 - 4;
+#if PE_DSP_ASM
     const int32_t full = p->activation.min == -128 && p->activation.max == 127;
+#endif
     int32_t ox0, c, g, g_n, yb, nr, y, x, nrmax, zeroed;
     dw3_ch ch[4];
     (void)f;
     for (ox0 = 0; ox0 < out_w; ox0 += max_cols) {
         const int32_t nc = out_w - ox0 < max_cols ? out_w - ox0 : max_cols;
-        const int32_t nc2 = nc & ~1, ix0 = ox0 - p->padding.left;
+        const int32_t ix0 = ox0 - p->padding.left;
+#if PE_DSP_ASM
+        const int32_t nc2 = nc & ~1;
+#endif
         int32_t a, e, lead;
         /* plane column 0 at byte lead of a row: the first input column (a)
          * word-aligned for the widening's STRD */
