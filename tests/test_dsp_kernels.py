@@ -734,7 +734,8 @@ def dw3():
     base = dw3_cases(np.random.default_rng(1903))
     single = [c for c in base if c.params[1] == 1]
     cases = (base + [min_scratch_twin(c) for c in base] + [rev_overlap_twin(c) for c in single] +
-             [rev_overlap_twin(min_scratch_twin(c)) for c in single] + [gather_twin(c) for c in base])
+             [rev_overlap_twin(min_scratch_twin(c)) for c in single] + [gather_twin(c) for c in base] +
+             [g for g in (gather_twin(c, overlap=True) for c in single) if g.params[30] is not None])
     return cases, {v: K.run(cases, v) for v in K.VARIANTS}
 
 
@@ -742,7 +743,9 @@ def dw3():
 def test_dw3_planes_equal_host(dw3, variant):
     """The depthwise int16-plane path (and the shapes it leaves to the other
     loops) on both target builds, with the fast and the minimum scratch, the
-    output disjoint from or over its input: the host build's bytes (==)."""
+    output disjoint from or over its input, and the gather kernel (planes in
+    a stack block where its output is disjoint from its input): the host
+    build's bytes (==)."""
     cases, res = dw3
     host = res["host"]
     assert all(r.status == 0 and r.output for r in host), [c.name for c, r in zip(cases, host)

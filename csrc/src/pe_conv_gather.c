@@ -2266,6 +2266,34 @@ static void dw_copy(int8_t *d, const uint8_t *b, size_t n)
  * to PE_DW_BLOCK_BYTES / out_c pixels of one row, into a stack buffer and
  * copied out once every window of the block has been read, so no output
  * byte is written earlier than the raster order writes it. */
+/* stack bytes of the int16 channel planes (pe_dw3_dsp.c) a disjoint
+ * depthwise 3x3 stride-1 call widens into: bands of 4 output rows of up to
+ * 60 columns, 10 of up to 28, 22 of up to 12 */
+#define PE_DW3_STACK 3072
+
+/* whether dw_image_dsp takes the planes: output disjoint from the input (a
+ * band's outputs are written while other channels' input is still unread)
+ * and room for them in the stack block */
+static int32_t dw3_stack_ok(const pe_conv_params *p, const pe_dims *in, const pe_dims *f,
+                            const pe_dims *out, const int32_t *bias, int32_t disjoint)
+{
+    int32_t least;
+    return disjoint && pe_dw3_plane_bytes(p, in, f, out, &least) > 0 &&
+           least <= PE_DW3_STACK && pe_dw3_applies(p, in, f, out, bias);
+}
+
+__attribute__((noinline)) static void dw3_image_stack(const pe_conv_params *p,
+                                                      const pe_per_channel_quant *q,
+                                                      const pe_dims *in, const int8_t *img,
+                                                      const pe_dims *f, const int8_t *filter,
+                                                      const int32_t *bias, const pe_dims *out,
+                                                      int8_t *dst)
+{
+    uint32_t planes[PE_DW3_STACK / 4];
+    pe_dw3_rows(p, q, in, img, f, filter, bias, out, 0, out->h, dst,
+                (size_t)out->w * (size_t)out->c, (int16_t *)(void *)planes, PE_DW3_STACK);
+}
+
 static void dw_image_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
                          const pe_dims *in, const int8_t *img, const pe_dims *f,
                          const int8_t *filter, const int32_t *bias, const pe_dims *out,
@@ -2314,7 +2342,7 @@ static pe_status run(const pe_context *ctx, const pe_conv_params *p,
     uint64_t macs = 0, reads = 0;
     size_t in_img, out_img;
 #if PE_DSP
-    int32_t disjoint, dw_sm = 0, dw_img = 0;
+    int32_t disjoint, dw_sm = 0, dw_img = 0, dw_planes = 0;
 #endif
     const pe_status s = check_all(p, q, in, input, f, filter, bias, out, output, depthwise);
     if (s != PE_OK) {
@@ -2332,8 +2360,9 @@ static pe_status run(const pe_context *ctx, const pe_conv_params *p,
     if (depthwise) {
         dw_sm = dw_small(bias, out->c, (int64_t)f->h * f->w);
         /* (an overlapping call in blocks of at least 8 pixels or a row) */
-        dw_img = pe_dw_dsp_applies(p, in, f, out, bias) &&
-                 (disjoint || PE_DW_BLOCK_BYTES / out->c >= (out->w < 8 ? out->w : 8));
+        dw_planes = dw3_stack_ok(p, in, f, out, bias, disjoint);
+        dw_img = dw_planes || (pe_dw_dsp_applies(p, in, f, out, bias) &&
+                               (disjoint || PE_DW_BLOCK_BYTES / out->c >= (out->w < 8 ? out->w : 8)));
     }
 #endif
     for (n = 0; n < in->n; n++) {
@@ -2367,7 +2396,11 @@ static pe_status run(const pe_context *ctx, const pe_conv_params *p,
              * window clipping is separable */
             uint64_t ny = 0, nx = 0;
             int32_t lo, hi;
-            dw_image_dsp(p, q, in, img, f, filter, bias, out, dst, disjoint);
+            if (dw_planes) { /* (not inside dw_image_dsp: one stack block at a time) */
+                dw3_image_stack(p, q, in, img, f, filter, bias, out, dst);
+            } else {
+                dw_image_dsp(p, q, in, img, f, filter, bias, out, dst, disjoint);
+            }
             for (oy = 0; oy < out->h; oy++) {
                 tap_range(oy * p->stride.h - p->padding.top, p->dilation.h, f->h, in->h, &lo, &hi);
                 ny += (uint64_t)(hi >= lo ? hi - lo + 1 : 0);

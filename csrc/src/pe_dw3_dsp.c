@@ -457,13 +457,15 @@ void pe_dw3_rows(const pe_conv_params *p, const pe_per_channel_quant *q, const p
                  int16_t *planes, int32_t plane_bytes)
 {
     const int32_t c_n = out->c, out_w = out->w;
-    const int32_t rowb = dw3_rowb(out_w), max_cols = rowb / 2 - 4;
+    const int32_t rowb = dw3_rowb(out_w);
+    int32_t max_cols;
 #if PE_DSP_ASM
     const int32_t full = p->activation.min == -128 && p->activation.max == 127;
 #endif
     int32_t ox0, c, g, g_n, yb, nr, y, x, nrmax, zeroed;
     dw3_ch ch[4];
     (void)f;
+    max_cols = rowb / 2 - 4;
     for (ox0 = 0; ox0 < out_w; ox0 += max_cols) {
         const int32_t nc = out_w - ox0 < max_cols ? out_w - ox0 : max_cols;
         const int32_t ix0 = ox0 - p->padding.left;

@@ -122,18 +122,19 @@ def scratch_table(graph):
 
 
 def dsp_scratch_wants(graph):
-    """{operator index: bytes} for every standard convolution whose reverse
-    kernel, built with the Arm DSP extension, runs faster with more scratch
-    than it has now: pe_conv2d_rev_s8_get_target_buffer_size(dsp=1), which the
-    host computes for the target whatever it was built for."""
+    """{operator index: bytes} for every standard or depthwise convolution
+    whose reverse kernel, built with the Arm DSP extension, runs faster with
+    more scratch than it has now: pe_conv2d_rev_s8_get_target_buffer_size /
+    pe_depthwise_conv2d_rev_s8_get_target_buffer_size (dsp=1; the depthwise
+    int16 channel planes of a 3x3 stride-1 layer), which the host computes
+    for the target whatever it was built for."""
     from pyembed._ext import _graph
     from pyembed.model.ops.base import dims4
     want = {}
     for op in _conv_ops(graph):
-        if op.type != "CONV_2D":
-            continue
         x, w, y = (graph.tensors[op.inputs[k]] if k < 2 else graph.tensors[op.outputs[0]] for k in range(3))
-        size = int(_graph.conv_target_buffer_size(op.params, dims4(x.shape), dims4(w.shape), dims4(y.shape), True))
+        size = int(_graph.conv_target_buffer_size(op.params, dims4(x.shape), dims4(w.shape), dims4(y.shape), True,
+                                                  op.type == "DEPTHWISE_CONV_2D"))
         if size > int(op.params.get("reverse_scratch", op.scratch_bytes)):
             want[op.index] = size
     return want
