@@ -2266,32 +2266,67 @@ static void dw_copy(int8_t *d, const uint8_t *b, size_t n)
  * to PE_DW_BLOCK_BYTES / out_c pixels of one row, into a stack buffer and
  * copied out once every window of the block has been read, so no output
  * byte is written earlier than the raster order writes it. */
-/* stack bytes of the int16 channel planes (pe_dw3_dsp.c) a disjoint
- * depthwise 3x3 stride-1 call widens into: bands of 4 output rows of up to
- * 60 columns, 10 of up to 28, 22 of up to 12 */
+/* stack bytes of the int16 channel planes (pe_dw3_dsp.c) a depthwise 3x3
+ * stride-1 call widens into: bands of 4 output rows of up to 60 columns,
+ * 10 of up to 28, 22 of up to 12; an output placed over its input also
+ * holds a band's finished int8 rows there */
 #define PE_DW3_STACK 3072
 
-/* whether dw_image_dsp takes the planes: output disjoint from the input (a
- * band's outputs are written while other channels' input is still unread)
- * and room for them in the stack block */
-static int32_t dw3_stack_ok(const pe_conv_params *p, const pe_dims *in, const pe_dims *f,
-                            const pe_dims *out, const int32_t *bias, int32_t disjoint)
+/* output rows per band of dw3_image_stack for the shape (0: no planes): the
+ * whole block for planes when the output is disjoint from the input (a
+ * band's outputs of one channel group are written while other channels'
+ * input is still unread otherwise), else at least two rows of planes and
+ * finished int8 rows each */
+static int32_t dw3_stack_rows(const pe_conv_params *p, const pe_dims *in, const pe_dims *f,
+                              const pe_dims *out, const int32_t *bias, int32_t disjoint)
 {
-    int32_t least;
-    return disjoint && pe_dw3_plane_bytes(p, in, f, out, &least) > 0 &&
-           least <= PE_DW3_STACK && pe_dw3_applies(p, in, f, out, bias);
+    int32_t least, g, rowb, ns;
+    if (pe_dw3_plane_bytes(p, in, f, out, &least) == 0 || least > PE_DW3_STACK ||
+        !pe_dw3_applies(p, in, f, out, bias)) {
+        return 0;
+    }
+    if (disjoint) {
+        return out->h;
+    }
+    g = out->c < 4 ? out->c : 4;
+    rowb = least / (4 * g);
+    ns = (int32_t)((PE_DW3_STACK - 2 * g * rowb) / (out->w * out->c + g * rowb));
+    ns = ns < out->h ? ns : out->h;
+    /* (the staged rows are rounded up to whole words) */
+    while (ns > 0 && PE_DW3_STACK - (int32_t)(((size_t)ns * (size_t)out->w * (size_t)out->c + 3u) &
+                                              ~(size_t)3u) < g * (ns + 2) * rowb) {
+        ns--;
+    }
+    return ns >= 2 || (ns >= 1 && ns == out->h) ? ns : 0;
 }
 
+/* one image through the planes in a stack block: rows ns at a time, staged
+ * in the block and written in raster order once all of a band's windows
+ * are read (ns < out->h: the output overlaps the input as the "pixels" row
+ * model of pyembed.plan.overlap allows it, every later window's input
+ * still intact), else written in place */
 __attribute__((noinline)) static void dw3_image_stack(const pe_conv_params *p,
                                                       const pe_per_channel_quant *q,
                                                       const pe_dims *in, const int8_t *img,
                                                       const pe_dims *f, const int8_t *filter,
                                                       const int32_t *bias, const pe_dims *out,
-                                                      int8_t *dst)
+                                                      int8_t *dst, int32_t ns, int32_t disjoint)
 {
-    uint32_t planes[PE_DW3_STACK / 4];
-    pe_dw3_rows(p, q, in, img, f, filter, bias, out, 0, out->h, dst,
-                (size_t)out->w * (size_t)out->c, (int16_t *)(void *)planes, PE_DW3_STACK);
+    uint32_t block[PE_DW3_STACK / 4];
+    const size_t row_b = (size_t)out->w * (size_t)out->c;
+    int32_t oy, stage;
+    if (disjoint) {
+        pe_dw3_rows(p, q, in, img, f, filter, bias, out, 0, out->h, dst, row_b,
+                    (int16_t *)(void *)block, PE_DW3_STACK);
+        return;
+    }
+    stage = (int32_t)(((size_t)ns * row_b + 3u) & ~(size_t)3u);
+    for (oy = 0; oy < out->h; oy += ns) {
+        const int32_t ny = out->h - oy < ns ? out->h - oy : ns;
+        pe_dw3_rows(p, q, in, img, f, filter, bias, out, oy, oy + ny, (int8_t *)block, row_b,
+                    (int16_t *)(void *)((uint8_t *)block + stage), PE_DW3_STACK - stage);
+        dw_copy(dst + (size_t)oy * row_b, (const uint8_t *)block, (size_t)ny * row_b);
+    }
 }
 
 static void dw_image_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
@@ -2360,7 +2395,7 @@ static pe_status run(const pe_context *ctx, const pe_conv_params *p,
     if (depthwise) {
         dw_sm = dw_small(bias, out->c, (int64_t)f->h * f->w);
         /* (an overlapping call in blocks of at least 8 pixels or a row) */
-        dw_planes = dw3_stack_ok(p, in, f, out, bias, disjoint);
+        dw_planes = dw3_stack_rows(p, in, f, out, bias, disjoint);
         dw_img = dw_planes || (pe_dw_dsp_applies(p, in, f, out, bias) &&
                                (disjoint || PE_DW_BLOCK_BYTES / out->c >= (out->w < 8 ? out->w : 8)));
     }
@@ -2397,7 +2432,7 @@ static pe_status run(const pe_context *ctx, const pe_conv_params *p,
             uint64_t ny = 0, nx = 0;
             int32_t lo, hi;
             if (dw_planes) { /* (not inside dw_image_dsp: one stack block at a time) */
-                dw3_image_stack(p, q, in, img, f, filter, bias, out, dst);
+                dw3_image_stack(p, q, in, img, f, filter, bias, out, dst, dw_planes, disjoint);
             } else {
                 dw_image_dsp(p, q, in, img, f, filter, bias, out, dst, disjoint);
             }

@@ -483,6 +483,9 @@ void pe_dw3_rows(const pe_conv_params *p, const pe_per_channel_quant *q, const p
             size_t ps;
             g_n = c_n - c < 4 ? c_n - c : 4;
             nrmax = plane_bytes / (g_n * rowb) - 2;
+            if (nrmax < 1) {
+                return; /* (excluded by the callers: plane_bytes >= *least) */
+            }
             ps = (size_t)(nrmax + 2) * (size_t)rowb;
             if (zeroed != g_n) { /* the padding columns, once per plane layout */
                 dw3_zero_cols(pz, ps, (size_t)rowb, g_n, nrmax + 2, a, e, nc + 3);
