@@ -277,6 +277,34 @@ PE_DW3_ASM(dw3_asm128, 128)
 #undef PE_DW3_RQ
 #endif
 
+#if PE_DSP_ASM
+/* dw3_asm over row pairs [y0 / 2 .. + rows) x column pairs from x0 (pairs
+ * of them per row) of the planes pl (rows rowb bytes apart) to the output
+ * ob (pixels c_n, rows o_row bytes apart), with the record b */
+static void dw3_run(int32_t *b, int32_t rowb, const uint8_t *pl, int8_t *ob, size_t o_row,
+                    int32_t c_n, int32_t y0, int32_t rows, int32_t x0, int32_t pairs)
+{
+    int8_t *const o = ob + (size_t)y0 * o_row + (size_t)x0 * (size_t)c_n;
+    b[-8] = (int32_t)(intptr_t)(pl + (size_t)y0 * (size_t)rowb + 2 * (size_t)x0);
+    b[-7] = (int32_t)(intptr_t)o;
+    b[-6] = (int32_t)(intptr_t)(o + (size_t)(2 * pairs) * (size_t)c_n);
+    b[-2] = c_n;
+    b[-1] = (int32_t)o_row;
+    b[9] = (int32_t)(2 * o_row) - 2 * pairs * c_n;
+    b[10] = 2 * rowb - 4 * pairs;
+    b[11] = (int32_t)(2 * o_row);
+    b[12] = rows;
+    b[13] = pairs & 1; /* an odd pair count enters the unrolled loop half way */
+    if (rowb == 32) {
+        dw3_asm32(b);
+    } else if (rowb == 64) {
+        dw3_asm64(b);
+    } else {
+        dw3_asm128(b);
+    }
+}
+#endif
+
 /* two pixels x four channels to four planes (d, d + ps_h, d + 2 ps_h,
  * d + 3 ps_h halfwords): PKHBT / PKHTB pair the pixels' channel bytes,
  * SXTAB16 widens them with the offset; returns the next pixel pair */
@@ -469,9 +497,6 @@ void pe_dw3_rows(const pe_conv_params *p, const pe_per_channel_quant *q, const p
     for (ox0 = 0; ox0 < out_w; ox0 += max_cols) {
         const int32_t nc = out_w - ox0 < max_cols ? out_w - ox0 : max_cols;
         const int32_t ix0 = ox0 - p->padding.left;
-#if PE_DSP_ASM
-        const int32_t nc2 = nc & ~1;
-#endif
         int32_t a, e, lead;
         /* plane column 0 at byte lead of a row: the first input column (a)
          * word-aligned for the widening's STRD */
@@ -483,6 +508,7 @@ void pe_dw3_rows(const pe_conv_params *p, const pe_per_channel_quant *q, const p
             size_t ps;
             g_n = c_n - c < 4 ? c_n - c : 4;
             nrmax = plane_bytes / (g_n * rowb) - 2;
+            nrmax = nrmax >= 2 ? nrmax & ~1 : nrmax; /* odd rows only in the last band */
             if (nrmax < 1) {
                 return; /* (excluded by the callers: plane_bytes >= *least) */
             }
@@ -504,27 +530,23 @@ void pe_dw3_rows(const pe_conv_params *p, const pe_per_channel_quant *q, const p
                                        (size_t)(c + g);
                     int32_t y_c = 0, x_c = 0; /* rows / columns the assembly did */
 #if PE_DSP_ASM
-                    if (full && ch[g].fast && nr >= 2 && nc2 >= 2) {
+                    if (full && ch[g].fast && nr >= 2 && nc >= 2) {
+                        /* odd column / row counts: the last column / row
+                         * pair overlaps the one before it (its outputs are
+                         * written twice, the same bytes) */
                         int32_t *const b = ch[g].rec + 8;
-                        b[-8] = (int32_t)(intptr_t)pl;
-                        b[-7] = (int32_t)(intptr_t)ob;
-                        b[-6] = (int32_t)(intptr_t)(ob + (size_t)nc2 * (size_t)c_n);
-                        b[-2] = c_n;
-                        b[-1] = (int32_t)o_row;
-                        b[9] = (int32_t)(2 * o_row) - nc2 * c_n;
-                        b[10] = 2 * rowb - 2 * nc2;
-                        b[11] = (int32_t)(2 * o_row);
-                        b[12] = nr / 2;
-                        b[13] = (nc2 / 2) & 1; /* an odd pair count enters the unrolled loop half way */
-                        if (rowb == 32) {
-                            dw3_asm32(b);
-                        } else if (rowb == 64) {
-                            dw3_asm64(b);
-                        } else {
-                            dw3_asm128(b);
+                        dw3_run(b, rowb, pl, ob, o_row, c_n, 0, nr / 2, 0, nc / 2);
+                        if (nc & 1) {
+                            dw3_run(b, rowb, pl, ob, o_row, c_n, 0, nr / 2, nc - 2, 1);
                         }
-                        y_c = nr & ~1;
-                        x_c = nc2;
+                        if (nr & 1) {
+                            dw3_run(b, rowb, pl, ob, o_row, c_n, nr - 2, 1, 0, nc / 2);
+                            if (nc & 1) {
+                                dw3_run(b, rowb, pl, ob, o_row, c_n, nr - 2, 1, nc - 2, 1);
+                            }
+                        }
+                        y_c = nr;
+                        x_c = nc;
                     }
 #endif
                     if (y_c == nr && x_c == nc) {
