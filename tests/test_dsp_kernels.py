@@ -685,7 +685,8 @@ def dw3_cases(rng):
     3, 5, 17: planes for the last 1-3 channels), odd widths and heights (the
     C tails of the 2x2 assembly), widths of 1 and 2, every plane row size
     (32, 64, 128 bytes) and several column strips (width 130), valid,
-    'same' and asymmetric / wider-than-kernel padding, input offsets -127,
+    'same' and asymmetric / wider-than-kernel padding, outputs under 4 x 4
+    (left to the other loops), input offsets -127,
     0 and 128, narrowed activation ranges, per-channel shifts outside the
     fast range (0, a left shift, -24, -31) and single rounding (the C
     requantization), no bias, two images; and the shapes the planes do not
@@ -713,9 +714,12 @@ def dw3_cases(rng):
     case(7, 13, 5, pad=(0, 0, 0, 0), off=0)
     case(6, 9, 3, pad=(0, 1, 1, 0))
     case(5, 7, 1, pad=(2, 2, 2, 2))
+    case(5, 6, 8, pad=(1, 1, 0, 0))
+    case(4, 5, 3, off=-128 + 1)
     case(1, 1, 8)
     case(2, 2, 4)
     case(3, 1, 6)
+    case(3, 3, 12)
     case(4, 30, 8, act=(-60, 90))
     case(6, 130, 4, off=-3, name="dw3 6x130x4 (column strips)")
     case(6, 33, 12, shift=[0, 2, -24, -31, -1, -23, -9, -7], name="dw3 6x33x12 wide shifts")

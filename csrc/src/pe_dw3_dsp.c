@@ -56,13 +56,16 @@ static int32_t dw3_rowb(int32_t out_w)
     return out_w + 4 <= 16 ? 32 : out_w + 4 <= 32 ? 64 : 2 * PE_DW3_MAX_COLS;
 }
 
-/* the plane shape: kernel 3x3, stride 1, dilation 1, multiplier 1 */
+/* the plane shape: kernel 3x3, stride 1, dilation 1, multiplier 1, an
+ * output of at least 4 x 4 (on smaller ones the overlapping pairs and the
+ * set-up cost more than the channel-group loops: Cortex-M4, 3x3x256, 12.7
+ * against 10.9 instructions per MAC) */
 static int32_t dw3_shape(const pe_conv_params *p, const pe_dims *in, const pe_dims *f,
                          const pe_dims *out)
 {
     return p->ch_mult == 1 && f->h == 3 && f->w == 3 && p->stride.h == 1 && p->stride.w == 1 &&
            p->dilation.h == 1 && p->dilation.w == 1 && in->c == out->c && out->c >= 1 &&
-           out->w >= 1 && out->h >= 1;
+           out->w >= 4 && out->h >= 4;
 }
 
 int32_t pe_dw3_plane_bytes(const pe_conv_params *p, const pe_dims *in, const pe_dims *f,
