@@ -149,11 +149,11 @@ static inline __attribute__((always_inline)) int32_t fc_requant_tensor(
  * bias < lim with lim = 2^30 - depth * 383^2 computed once per row, 0 when
  * no feature qualifies), else fc_finish_slow; same bytes either way.
  * Constants in locals: the int8 stores may alias anything. */
-__attribute__((noinline)) static void fc_requant_run(const pe_fc_params *params,
-                                                     const pe_per_channel_quant *quant,
-                                                     const int32_t *acc, const int32_t *bias,
-                                                     int32_t o0, int32_t n, int32_t lim,
-                                                     int8_t *out)
+__attribute__((noinline)) static void fc_requant_general(const pe_fc_params *params,
+                                                         const pe_per_channel_quant *quant,
+                                                         const int32_t *acc, const int32_t *bias,
+                                                         int32_t o0, int32_t n, int32_t lim,
+                                                         int8_t *out)
 {
     const int32_t amin = params->activation.min, amax = params->activation.max;
     const int32_t ooff = params->output_offset, step = params->per_channel ? 1 : 0;
@@ -163,21 +163,6 @@ __attribute__((noinline)) static void fc_requant_run(const pe_fc_params *params,
     const int32_t *const end = acc + n;
     const int32_t *b = bias != NULL ? bias + o0 : NULL;
     int32_t o = o0;
-    if (step == 0 && lim > 0 && (uint32_t)(-*sp - 1) < 23u) {
-        /* per tensor: the register loop, then the general one from the first
-         * bias beyond its bound (if any) */
-        static const int32_t zero = 0;
-        const int32_t *bp = b != NULL ? b : &zero, bstep = b != NULL ? 1 : 0;
-        const int32_t done = amin == -128 && amax == 127
-                                 ? fc_requant_tensor(acc, bp, bstep, n, *m, -*sp, lim1, span,
-                                                     amin, amax, ooff, 1, out)
-                                 : fc_requant_tensor(acc, bp, bstep, n, *m, -*sp, lim1, span,
-                                                     amin, amax, ooff, 0, out);
-        acc += done;
-        out += done;
-        o += done;
-        b = b != NULL ? b + done : NULL;
-    }
     while (acc != end) {
         const int32_t sh = *sp, bo = b != NULL ? *b++ : 0;
         int8_t r;
@@ -193,6 +178,35 @@ __attribute__((noinline)) static void fc_requant_run(const pe_fc_params *params,
         m += step;
         sp += step;
     }
+}
+
+/* fc_requant_general's bytes: per-tensor quantization with a right shift
+ * 1..23 and double rounding through fc_requant_tensor's register loop, the
+ * rest (per channel, other shifts, single rounding, from the first bias
+ * beyond its bound) through fc_requant_general. */
+static void fc_requant_run(const pe_fc_params *params, const pe_per_channel_quant *quant,
+                           const int32_t *acc, const int32_t *bias, int32_t o0, int32_t n,
+                           int32_t lim, int8_t *out)
+{
+    int32_t done = 0;
+    if (!params->per_channel && lim > 0 && (uint32_t)(-quant->shift[0] - 1) < 23u) {
+        /* per tensor: the register loop, then the general one from the first
+         * bias beyond its bound (if any) */
+        static const int32_t zero = 0;
+        const int32_t amin = params->activation.min, amax = params->activation.max;
+        const int32_t *bp = bias != NULL ? bias + o0 : &zero, bstep = bias != NULL ? 1 : 0;
+        const int32_t lim1 = lim - 1;
+        const uint32_t span = 2u * (uint32_t)lim - 1u;
+        done = amin == -128 && amax == 127
+                   ? fc_requant_tensor(acc, bp, bstep, n, quant->multiplier[0], -quant->shift[0],
+                                       lim1, span, amin, amax, params->output_offset, 1, out)
+                   : fc_requant_tensor(acc, bp, bstep, n, quant->multiplier[0], -quant->shift[0],
+                                       lim1, span, amin, amax, params->output_offset, 0, out);
+        if (done == n) {
+            return;
+        }
+    }
+    fc_requant_general(params, quant, acc + done, bias, o0 + done, n - done, lim, out + done);
 }
 
 #if PE_DSP_ASM

@@ -41,7 +41,7 @@ int32_t pe_graph_dtype_size(pe_dtype t)
  * two factors below 2^31 is an unsigned 64-bit one (a single UMULL on a
  * Cortex-M) and is bounded before the next multiply, so corrupted dims
  * cannot overflow. */
-static int64_t dims_count(const pe_dims *d)
+static inline int64_t dims_count(const pe_dims *d)
 {
     uint64_t count;
     if (d->n <= 0 || d->h <= 0 || d->w <= 0 || d->c <= 0) {
@@ -59,8 +59,9 @@ static int64_t dims_count(const pe_dims *d)
     return count > (uint64_t)PE_INT32_MAX ? -1 : (int64_t)count;
 }
 
-/* Is tensor t well formed and inside an arena of arena_size bytes? */
-int pe_graph_tensor_valid(const pe_graph *g, int32_t t, int32_t arena_size)
+/* Is tensor t well formed and inside an arena of arena_size bytes? (inline
+ * in the pointer lookups every runner makes, once per tensor and call) */
+static inline int tensor_valid(const pe_graph *g, int32_t t, int32_t arena_size)
 {
     const pe_graph_tensor *x;
     int64_t count;
@@ -87,6 +88,11 @@ int pe_graph_tensor_valid(const pe_graph *g, int32_t t, int32_t arena_size)
            (x->offset & (es - 1)) == 0;
 }
 
+int pe_graph_tensor_valid(const pe_graph *g, int32_t t, int32_t arena_size)
+{
+    return tensor_valid(g, t, arena_size);
+}
+
 /* Multi-byte elements must sit at addresses that are multiples of their size. */
 static int aligned(const void *p, pe_dtype t)
 {
@@ -99,7 +105,7 @@ static int aligned(const void *p, pe_dtype t)
 static const void *tensor_in(const pe_graph *g, int32_t t, const pe_context *arena, pe_dtype want)
 {
     const pe_graph_tensor *x;
-    if (!pe_graph_tensor_valid(g, t, arena->size)) {
+    if (!tensor_valid(g, t, arena->size)) {
         return NULL;
     }
     x = &g->tensors[t];
@@ -122,7 +128,7 @@ static const void *tensor_in(const pe_graph *g, int32_t t, const pe_context *are
 static void *tensor_out(const pe_graph *g, int32_t t, const pe_context *arena, pe_dtype want)
 {
     const pe_graph_tensor *x;
-    if (!pe_graph_tensor_valid(g, t, arena->size)) {
+    if (!tensor_valid(g, t, arena->size)) {
         return NULL;
     }
     x = &g->tensors[t];
