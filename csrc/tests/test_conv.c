@@ -521,8 +521,65 @@ static void regressions(void)
     }
 }
 
+/* the depthwise fast and target scratch queries: on this (host, non-DSP)
+ * build the fast size is the minimum; the DSP target size adds the int16
+ * channel planes of a 3x3 stride-1 multiplier-1 layer with an output of at
+ * least 4x4 (min(out_c, 4) planes of min(out_h, 16) + 2 rows of 32, 64 or
+ * 128 bytes), nothing for other shapes; the errors of the minimum query */
+static void dw_scratch_queries(void)
+{
+    pe_conv_params p;
+    pe_dims in = {1, 48, 48, 16}, f = {1, 3, 3, 16}, out = {1, 48, 48, 16};
+    int32_t min = -1, fast = -2, t0 = -3, t1 = -4;
+    memset(&p, 0, sizeof(p));
+    p.stride.h = p.stride.w = 1;
+    p.dilation.h = p.dilation.w = 1;
+    p.padding.top = p.padding.bottom = p.padding.left = p.padding.right = 1;
+    p.groups = 1;
+    p.ch_mult = 1;
+    p.activation.min = -128;
+    p.activation.max = 127;
+    PE_CHECK_EQ(pe_depthwise_conv2d_rev_s8_get_buffer_size(&p, &in, &f, &out, &min), PE_OK);
+    PE_CHECK_EQ(pe_depthwise_conv2d_rev_s8_get_fast_buffer_size(&p, &in, &f, &out, &fast), PE_OK);
+    PE_CHECK_EQ(fast, min);
+    PE_CHECK_EQ(pe_depthwise_conv2d_rev_s8_get_target_buffer_size(&p, &in, &f, &out, 0, &t0), PE_OK);
+    PE_CHECK_EQ(t0, min);
+    PE_CHECK_EQ(pe_depthwise_conv2d_rev_s8_get_target_buffer_size(&p, &in, &f, &out, 1, &t1), PE_OK);
+    PE_CHECK_EQ(t1, min + 4 * 18 * 128);
+    PE_CHECK_EQ(pe_depthwise_conv2d_rev_s8_get_target_buffer_size(&p, &in, &f, &out, 2, &t1),
+                PE_ERR_ARG);
+    PE_CHECK_EQ(pe_depthwise_conv2d_rev_s8_get_target_buffer_size(&p, &in, &f, &out, 1, NULL),
+                PE_ERR_ARG);
+    PE_CHECK_EQ(pe_depthwise_conv2d_rev_s8_get_fast_buffer_size(&p, &in, &f, &out, NULL), PE_ERR_ARG);
+    {
+        /* KWS-like 25x5x3: 3 planes of 18 rows of 32 bytes */
+        pe_dims i2 = {1, 25, 5, 3}, f2 = {1, 3, 3, 3}, o2 = {1, 25, 5, 3};
+        PE_CHECK_EQ(pe_depthwise_conv2d_rev_s8_get_buffer_size(&p, &i2, &f2, &o2, &min), PE_OK);
+        PE_CHECK_EQ(pe_depthwise_conv2d_rev_s8_get_target_buffer_size(&p, &i2, &f2, &o2, 1, &t1),
+                    PE_OK);
+        PE_CHECK_EQ(t1, min + 3 * 18 * 32);
+    }
+    {
+        /* stride 2: no planes */
+        pe_conv_params s2 = p;
+        pe_dims o3 = {1, 24, 24, 16};
+        s2.stride.h = s2.stride.w = 2;
+        PE_CHECK_EQ(pe_depthwise_conv2d_rev_s8_get_buffer_size(&s2, &in, &f, &o3, &min), PE_OK);
+        PE_CHECK_EQ(pe_depthwise_conv2d_rev_s8_get_target_buffer_size(&s2, &in, &f, &o3, 1, &t1),
+                    PE_OK);
+        PE_CHECK_EQ(t1, min);
+    }
+    {
+        pe_conv_params big = p;
+        big.padding.top = PE_INT32_MAX - 2;
+        PE_CHECK_EQ(pe_depthwise_conv2d_rev_s8_get_target_buffer_size(&big, &in, &f, &out, 1, &t1),
+                    PE_ERR_OVERFLOW);
+    }
+}
+
 int main(void)
 {
+    dw_scratch_queries();
     random_cases(0);
     random_cases(1);
     status_checks();
