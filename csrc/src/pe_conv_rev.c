@@ -34,7 +34,9 @@
  * is SMLAL + QADD + SSAT. The whole-tensor depthwise call on the DSP path
  * (multiplier 1 or a multiple of 4) runs the gather kernel's channel-group
  * loops instead (dw_whole_dsp): no int32 rows, finished int8 rows held in
- * the scratch. Likewise the whole-tensor conv where the gather kernel's
+ * the scratch; a 3x3 stride-1 multiplier-1 layer, given room in the
+ * scratch for them, widens into the int16 channel planes of pe_dw3_dsp.c
+ * (dw3_plane_grant; the fast / target depthwise sizes add them). Likewise the whole-tensor conv where the gather kernel's
  * block loops apply (cv_whole_dsp, pe_cv_dsp_rows: widened 4-channel weight
  * blocks, accumulators in registers); the row stream keeps the loops above.
  */

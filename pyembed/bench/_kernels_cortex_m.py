@@ -18,7 +18,10 @@ which the graph runtime runs where the planner gives a convolution no scratch
 pe_conv2d_rev_s8_get_fast_buffer_size: on the DSP build (in_c % 4 == 0) that
 is in_w*in_c*2 + kernel_w*in_c*8 bytes more than the minimum (conv 3x3
 16->16 on 48x48: 9,304 + 1,920 B), for its int16 column blocks; the portable
-build's fast size is the minimum. On the DSP build the whole-tensor conv with
+build's fast size is the minimum; depthwise gets
+pe_depthwise_conv2d_rev_s8_get_fast_buffer_size (DSP build, 3x3 stride 1:
+the minimum + the int16 channel planes of pe_dw3_dsp.c, 48x48x16: 9,304 +
+9,216 B; the gather row widens into a 3 KB stack block). On the DSP build the whole-tensor conv with
 one group, in_c % 4 == 0 and dilation.w 1 runs the block loops of
 pe_conv_gather.c (widened 4-channel weight block in the scratch or on the
 stack) with either scratch, as the gather kernel does; the int16 column

@@ -2,7 +2,9 @@
 
 A kernel that runs faster with more scratch than its minimum (the reverse
 convolution's int16 column blocks on an Arm DSP build,
-``pe_conv2d_rev_s8_get_target_buffer_size``) gets it only when the bytes are
+``pe_conv2d_rev_s8_get_target_buffer_size``; the depthwise 3x3 stride-1
+int16 channel planes, ``pe_depthwise_conv2d_rev_s8_get_target_buffer_size``)
+gets it only when the bytes are
 free anyway: at the operator's step, some aligned range of a region below the
 bytes that region already uses touches no buffer live at that step. Nothing
 else moves, so no region grows and every other placement stays as planned.
@@ -150,8 +152,8 @@ def _reprove(graph, plan, ops):
 
 
 def dsp_conv_scratch(graph, plan):
-    """Widen the scratch of every standard convolution to what the Arm DSP
-    build's reverse kernel runs fastest with
+    """Widen the scratch of every standard or depthwise convolution to what
+    the Arm DSP build's reverse kernel runs fastest with
     (pyembed.model.conv_form.dsp_scratch_wants), where plan has the bytes free
     at its step (widen_scratch; larger convolutions first). Returns (graph,
     plan, granted): a copy of graph whose widened operators run the reverse form

@@ -82,7 +82,9 @@ def conv_case(input, weights, bias, mult, shift, *, stride=(1, 1), dilation=(1, 
     after the start of the input in one buffer, as a plan with an
     output-over-input allowance (pyembed.plan.overlap) does. The reverse conv
     gets the scratch of pe_conv2d_rev_s8_get_fast_buffer_size (fast_scratch,
-    which enables the DSP build's int16 column blocks) or the minimum one.
+    which enables the DSP build's int16 column blocks; for depthwise
+    pe_depthwise_conv2d_rev_s8_get_fast_buffer_size, the int16 channel
+    planes) or the minimum one.
     stream=True runs the reverse kernel's row stream (pe_conv2d_rev_stream_*,
     one image) instead of its whole-tensor call, which on the DSP build takes
     the block loops of pe_conv_gather.c where they apply."""

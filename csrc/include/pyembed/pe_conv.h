@@ -121,11 +121,11 @@ pe_status pe_depthwise_conv2d_rev_s8_get_buffer_size(const pe_conv_params *param
                                                      int32_t *size);
 
 /* The depthwise counterparts of the two queries above. Fast: the size above
- * plus, on an Arm DSP build for a 3x3 kernel with stride 1, dilation 1 and
- * multiplier 1, the int16 channel planes of pe_dw3_dsp.c: min(out_c, 4)
- * planes of min(out_h, 16) + 2 rows of 32, 64 or 128 bytes (out_w + 3 <= 16,
- * <= 32, else strips of 61 columns); the minimum on every other build or
- * shape. Target: the same for a DSP (dsp 1) or a portable (dsp 0) build, on
+ * plus, on an Arm DSP build for a 3x3 kernel with stride 1, dilation 1,
+ * multiplier 1 and an output of at least 4x4, the int16 channel planes of
+ * pe_dw3_dsp.c: min(out_c, 4) planes of min(out_h, 16) + 2 rows of 32, 64
+ * or 128 bytes (out_w + 4 <= 16, <= 32, else strips of 60 columns); the
+ * minimum on every other build or shape. Target: the same for a DSP (dsp 1) or a portable (dsp 0) build, on
  * any build (PE_ERR_ARG for another dsp). Any size from the minimum up is
  * accepted, with the same bytes out. The DSP build's whole-tensor call
  * widens into planes whatever of the scratch the int8 output rows it holds
