@@ -470,7 +470,7 @@ static void dw3_widen(int16_t *planes, size_t ps, size_t rowb, int32_t g_n, cons
         done = 4 * n4;
     }
 #endif
-    for (r = r_a; r < r_b; r++) {
+    for (r = r_a; r < r_b && a + done < e; r++) {
         int16_t *const d = planes + (size_t)r * row_h;
         const int8_t *s = img + ((size_t)(iy0 + r) * (size_t)in->w + (size_t)(ix0 + a + done)) * c_n +
                           (size_t)c;
@@ -478,6 +478,15 @@ static void dw3_widen(int16_t *planes, size_t ps, size_t rowb, int32_t g_n, cons
         if (g_n == 4) {
             for (; j + 2 <= e; j += 2) {
                 s = dw3_pair(d + j, s, c_n, ps_h, off2);
+            }
+            if (j < e) { /* one pixel: channels (0, 2) and (1, 3) by SXTAB16 */
+                const uint32_t px = pe_rd32(s);
+                const uint32_t v02 = __sxtab16(off2, px), v13 = pe_sxtab16_ror8(off2, px);
+                d[j] = (int16_t)(v02 & 0xFFFFu);
+                d[ps_h + (size_t)j] = (int16_t)(v13 & 0xFFFFu);
+                d[2 * ps_h + (size_t)j] = (int16_t)(v02 >> 16);
+                d[3 * ps_h + (size_t)j] = (int16_t)(v13 >> 16);
+                continue;
             }
         }
         for (; j < e; j++) {
