@@ -498,6 +498,32 @@ static void dw3_widen(int16_t *planes, size_t ps, size_t rowb, int32_t g_n, cons
     }
 }
 
+/* plane rows nr, nr + 1 to rows 0, 1 (2 * rowb bytes, 16-byte multiples,
+ * word aligned) in each of g_n planes */
+static void dw3_keep_rows(int16_t *planes, size_t ps, size_t rowb, int32_t g_n, int32_t nr)
+{
+    int32_t g;
+    for (g = 0; g < g_n; g++) {
+        uint32_t *d = (uint32_t *)(void *)((uint8_t *)planes + (size_t)g * ps);
+        const uint32_t *s = (const uint32_t *)(const void *)((const uint8_t *)d + (size_t)nr * rowb);
+        const uint32_t *const e = s + rowb / 2;
+#if PE_DSP_ASM
+        __asm__ volatile("1:\n\t"
+                         "ldmia   %[s]!, {r4, r5, r6, r7}\n\t"
+                         "stmia   %[d]!, {r4, r5, r6, r7}\n\t"
+                         "cmp     %[s], %[e]\n\t"
+                         "bne     1b\n\t"
+                         : [s] "+r"(s), [d] "+r"(d)
+                         : [e] "r"(e)
+                         : "r4", "r5", "r6", "r7", "cc", "memory");
+#else
+        for (; s != e; s++, d++) {
+            *d = *s;
+        }
+#endif
+    }
+}
+
 void pe_dw3_rows(const pe_conv_params *p, const pe_per_channel_quant *q, const pe_dims *in,
                  const int8_t *img, const pe_dims *f, const int8_t *filter, const int32_t *bias,
                  const pe_dims *out, int32_t oy0, int32_t oy1, int8_t *o, size_t o_row,
@@ -540,9 +566,15 @@ void pe_dw3_rows(const pe_conv_params *p, const pe_per_channel_quant *q, const p
                 dw3_setup(&ch[g], p, q, filter, bias, c + g, c_n);
             }
             for (yb = oy0; yb < oy1; yb += nr) {
+                /* after the first band, the last two plane rows of the band
+                 * before are this band's first two: moved, not widened again */
+                const int32_t kept = yb > oy0 ? 2 : 0;
+                if (kept) {
+                    dw3_keep_rows(planes, ps, (size_t)rowb, g_n, nr); /* (whole rows: lead too) */
+                }
                 nr = oy1 - yb < nrmax ? oy1 - yb : nrmax;
-                dw3_widen(pz, ps, (size_t)rowb, g_n, in, img, c, yb - p->padding.top, nr + 2,
-                          ix0, nc + 3, p->input_offset);
+                dw3_widen(pz + (size_t)kept * (size_t)rowb / 2, ps, (size_t)rowb, g_n, in, img, c,
+                          yb - p->padding.top + kept, nr + 2 - kept, ix0, nc + 3, p->input_offset);
                 for (g = 0; g < g_n; g++) {
                     const uint8_t *const pl = (const uint8_t *)pz + (size_t)g * ps;
                     int8_t *const ob = o + (size_t)(yb - oy0) * o_row + (size_t)ox0 * (size_t)c_n +
