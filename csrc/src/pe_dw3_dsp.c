@@ -27,9 +27,12 @@
  * overlapping the one before (those outputs written twice, same bytes).
  * The widening (dw3_widen4_asm): 24 instructions per 4 pixels x 4 channels
  * (4 LDR, 4 PKH, 8 SXTAB16, 4 STRD to word-aligned plane columns), every
- * value then used by 9 MACs. Cortex-M4, 3x3 on 48x48x16 with the fast
- * scratch: 1.97 instructions per MAC (the loop 1.69, the widening 0.21, the
- * rest set-up, bands and zeroing).
+ * value then used by 9 MACs; after the first band of a channel group, a
+ * band's first two plane rows are the last two of the band before, moved
+ * by LDM/STM. Cortex-M4, 3x3 on 48x48x16 with the fast scratch: 1.96
+ * instructions per MAC (the 2x2 loop 1.71 with its row-pair and call
+ * overheads, the widening 0.19, set-up, records and zeroing 0.05); the
+ * gather kernel's 3 KB stack block (bands of 4 rows): 2.04.
  *
  * Arithmetic: weights are stored doubled (2w, within int16) and each start
  * value is 2 * bias, so the loop's sum is twice the int32 accumulator, the
@@ -535,7 +538,7 @@ void pe_dw3_rows(const pe_conv_params *p, const pe_per_channel_quant *q, const p
 #if PE_DSP_ASM
     const int32_t full = p->activation.min == -128 && p->activation.max == 127;
 #endif
-    int32_t ox0, c, g, g_n, yb, nr, y, x, nrmax, zeroed;
+    int32_t ox0, c, g, g_n, yb, nr = 0, y, x, nrmax, zeroed;
     dw3_ch ch[4];
     (void)f;
     max_cols = rowb / 2 - 4;
