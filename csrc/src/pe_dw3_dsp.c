@@ -115,12 +115,13 @@ int32_t pe_dw3_applies(const pe_conv_params *p, const pe_dims *in, const pe_dims
  *   b[-8..-6] plane pointer, output pointer, end of the first row pair
  *   b[-5..-1] m, k, r, out_c, output row bytes   (LDMDB)
  *   b[0..8]   2 * bias (four times), P0, P1, P2, Q01, Q2   (LDMIA)
- *   b[9..13]  output / plane / end steps per row pair, row pairs, and
- *             1 when a row pair has an odd number of column pairs
+ *   b[9..14]  output / plane / end steps per row pair, row pairs, 1 when
+ *             a row pair has an odd number of column pairs, 1 when an odd
+ *             last column takes one more pass, a column back
  * P_i = (2 w[i][0], 2 w[i][1]), Q01 = (2 w[0][2], 2 w[1][2]),
  * Q2 = (2 w[2][2], 0); k = 2^(r-1) + output_offset * 2^r. */
 typedef struct {
-    int32_t rec[22 + 1];
+    int32_t rec[22 + 2];
     int32_t fast; /* double rounding with a right shift 1..23 */
     int32_t m, sh;
 } dw3_ch;
@@ -269,6 +270,15 @@ static inline int8_t dw3_finish(int32_t a2, const dw3_ch *ch, const pe_conv_para
             PE_DW3_BODY(R)                                                    \
             "cmp    r11, lr\n\t"                                              \
             "bne    1b\n\t"                                                   \
+            "ldr    r9, [r12, #56]\n\t"                                       \
+            "cmp    r9, #0\n\t"                                               \
+            "beq    3f\n\t"                                                   \
+            "sub    r11, r11, r7\n\t"                                         \
+            "sub    r10, r10, #2\n\t"                                         \
+            PE_DW3_BODY(R)                                                    \
+            "sub    r11, r11, r7\n\t"                                         \
+            "sub    r10, r10, #2\n\t"                                         \
+            "3:\n\t"                                                          \
             "add    r9, r12, #36\n\t"                                         \
             "ldmia  r9, {r0, r1, r2, r3}\n\t"                                 \
             "add    r11, r11, r0\n\t"                                         \
@@ -291,11 +301,13 @@ PE_DW3_ASM(dw3_asm128, 128)
 #endif
 
 #if PE_DSP_ASM
-/* dw3_asm over row pairs [y0 / 2 .. + rows) x column pairs from x0 (pairs
- * of them per row) of the planes pl (rows rowb bytes apart) to the output
- * ob (pixels c_n, rows o_row bytes apart), with the record b */
+/* dw3_asm over rows pairs of rows from y0 x column pairs from x0 (pairs of
+ * them per row, and with odd_col one more pair a column back from the
+ * last) of the planes pl (rows rowb bytes apart) to the output ob (pixels
+ * c_n, rows o_row bytes apart), with the record b */
 static void dw3_run(int32_t *b, int32_t rowb, const uint8_t *pl, int8_t *ob, size_t o_row,
-                    int32_t c_n, int32_t y0, int32_t rows, int32_t x0, int32_t pairs)
+                    int32_t c_n, int32_t y0, int32_t rows, int32_t x0, int32_t pairs,
+                    int32_t odd_col)
 {
     int8_t *const o = ob + (size_t)y0 * o_row + (size_t)x0 * (size_t)c_n;
     b[-8] = (int32_t)(intptr_t)(pl + (size_t)y0 * (size_t)rowb + 2 * (size_t)x0);
@@ -308,6 +320,7 @@ static void dw3_run(int32_t *b, int32_t rowb, const uint8_t *pl, int8_t *ob, siz
     b[11] = (int32_t)(2 * o_row);
     b[12] = rows;
     b[13] = pairs & 1; /* an odd pair count enters the unrolled loop half way */
+    b[14] = odd_col;   /* one more pass per row pair, one column back */
     if (rowb == 32) {
         dw3_asm32(b);
     } else if (rowb == 64) {
@@ -589,15 +602,9 @@ void pe_dw3_rows(const pe_conv_params *p, const pe_per_channel_quant *q, const p
                          * pair overlaps the one before it (its outputs are
                          * written twice, the same bytes) */
                         int32_t *const b = ch[g].rec + 8;
-                        dw3_run(b, rowb, pl, ob, o_row, c_n, 0, nr / 2, 0, nc / 2);
-                        if (nc & 1) {
-                            dw3_run(b, rowb, pl, ob, o_row, c_n, 0, nr / 2, nc - 2, 1);
-                        }
+                        dw3_run(b, rowb, pl, ob, o_row, c_n, 0, nr / 2, 0, nc / 2, nc & 1);
                         if (nr & 1) {
-                            dw3_run(b, rowb, pl, ob, o_row, c_n, nr - 2, 1, 0, nc / 2);
-                            if (nc & 1) {
-                                dw3_run(b, rowb, pl, ob, o_row, c_n, nr - 2, 1, nc - 2, 1);
-                            }
+                            dw3_run(b, rowb, pl, ob, o_row, c_n, nr - 2, 1, 0, nc / 2, nc & 1);
                         }
                         y_c = nr;
                         x_c = nc;
