@@ -56,7 +56,8 @@ def _skip_reason(graph, op):
 
 def widen_fc_weights(graph):
     """(a copy of graph with its int8 FULLY_CONNECTED layers on packed int16
-    weights, report); graph itself is not changed. See the module docstring."""
+    weights, report); graph itself is not changed. See the module docstring.
+    Applying it again to its result widens nothing more and reports the same."""
     from pyembed._ext import _graph
     from pyembed.model.graph import Graph, Operator, Tensor
     from pyembed.model.ops import prepare_operator
@@ -69,23 +70,20 @@ def widen_fc_weights(graph):
                    for op in graph.operators]
     g._runtime_cache = {}
     packed_of = {}      # int8 weight tensor index -> packed tensor index
-    widened_weights = set()
-    report = []
+    for op in g.operators:
+        if op.type == W16_TYPE:
+            packed_of.setdefault(op.options.get("int8_weights", -1), op.inputs[1])
+    widened = set()
     for k, op in enumerate(g.operators):
         if op.type != "FULLY_CONNECTED":
             continue
-        row = {"op": op.index, "output": graph.tensors[op.outputs[0]].name if op.outputs else "",
-               "shape": [], "result": "", "int8_bytes": 0, "int16_bytes": 0}
-        report.append(row)
         why = _skip_reason(g, op)
         if why is not None:
-            row["result"] = f"skipped: {why}"
+            op.options["fc_w16_skipped"] = why
             continue
         wi = op.inputs[1]
         w = g.tensors[wi]
         out_f, depth = (int(d) for d in w.shape)
-        row["shape"] = [out_f, depth]
-        row["int8_bytes"] = int(w.nbytes)
         if wi not in packed_of:
             packed = _graph.fc_w16_pack(np.ascontiguousarray(np.asarray(w.data, dtype=np.int8).reshape(out_f, depth)),
                                         0)
@@ -93,34 +91,54 @@ def widen_fc_weights(graph):
                        dtype=np.dtype(np.int16), data=packed, type_name="INT16")
             g.tensors.append(t)
             packed_of[wi] = t.index
-            row["int16_bytes"] = int(packed.nbytes)
-        opts = dict(op.options, depth=depth, features=out_f,
+        opts = dict(op.options, depth=depth, features=out_f, int8_weights=wi,
                     weight_scale=np.asarray(w.scale, dtype=np.float32).copy())
         ins = [op.inputs[0], packed_of[wi]] + ([op.inputs[2]] if len(op.inputs) > 2 and op.inputs[2] >= 0 else [])
         new = Operator(index=op.index, type=W16_TYPE, inputs=ins, outputs=list(op.outputs), options=opts,
                        version=op.version)
         prepare_operator(g, new, g.name)
         if not new.supported:
-            row["result"] = f"skipped: {new.reason}"
+            op.options["fc_w16_skipped"] = new.reason
             continue
         for key in ("multiplier", "shift", "act_min", "act_max", "input_offset", "output_offset"):
             if not np.array_equal(np.asarray(new.params[key]), np.asarray(op.params[key])):
                 raise AssertionError(f"operator {op.index}: FULLY_CONNECTED@w16 {key} differs from the int8 "
                                      f"layer's ({new.params[key]} vs {op.params[key]})")
         g.operators[k] = new
-        widened_weights.add(wi)
-        row["result"] = "widened"
+        widened.add(wi)
     # int8 weights nobody reads now: a typeless placeholder (no flash, indices kept)
     read = {t for op in g.operators for t in op.inputs if t >= 0} | set(g.inputs) | set(g.outputs)
-    for wi in sorted(widened_weights - read):
+    for wi in sorted(widened - read):
         w = g.tensors[wi]
         g.tensors[wi] = dataclasses.replace(w, data=None, dtype=None, scale=None, zero_point=None,
                                             type_name=f"INT8 (packed into tensor {packed_of[wi]})")
-        for row in report:
-            if row["result"] == "widened" and graph.operators[row["op"]].inputs[1] == wi:
-                row["int8_bytes_freed"] = int(w.nbytes)
     g.unsupported = [(op.index, op.type) for op in g.operators if not op.supported]
-    return g, report
+    return g, fc_w16_report(g)
+
+
+def fc_w16_report(graph):
+    """One row per FULLY_CONNECTED and FULLY_CONNECTED@w16 of graph (see the
+    module docstring), from the graph itself."""
+    report, seen = [], set()
+    for op in graph.operators:
+        if op.type not in ("FULLY_CONNECTED", W16_TYPE):
+            continue
+        row = {"op": op.index, "output": graph.tensors[op.outputs[0]].name if op.outputs else "",
+               "shape": [], "result": "", "int8_bytes": 0, "int16_bytes": 0}
+        report.append(row)
+        if op.type == "FULLY_CONNECTED":
+            why = op.options.get("fc_w16_skipped") or _skip_reason(graph, op) or "not rewritten (run widen_fc_weights)"
+            row["result"] = f"skipped: {why}"
+            continue
+        out_f, depth = int(op.options["features"]), int(op.options["depth"])
+        row.update(shape=[out_f, depth], result="widened", int8_bytes=out_f * depth)
+        if op.inputs[1] not in seen:
+            seen.add(op.inputs[1])
+            row["int16_bytes"] = int(graph.tensors[op.inputs[1]].nbytes)
+            wi = op.options.get("int8_weights", -1)
+            if 0 <= wi < len(graph.tensors) and not graph.tensors[wi].is_constant:
+                row["int8_bytes_freed"] = out_f * depth
+    return report
 
 
 def flash_delta(report):
