@@ -19,7 +19,7 @@ import tempfile
 import click
 import numpy as np
 
-from pyembed.cli.options import (attention_option, apply_attention, fc_int16_weights_option, max_extra_macs_option,
+from pyembed.cli.options import (apply_attention, attention_option, fc_int16_weights_option, max_extra_macs_option,
                                  stream_input_option, strategy_option)
 
 
