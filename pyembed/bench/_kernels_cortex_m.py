@@ -33,7 +33,13 @@ per MAC of its gate matmuls (the gates' element-wise work included).
 "fully connected (int16 weights)" runs pe_fully_connected_w16_s8 on weights
 packed once by pe_fc_w16_pack (not timed, as it runs offline); its row
 carries "weight_bytes", the packed weights' flash (round4(O) * round4(K) * 2
-bytes), the int8 rows the int8 filter's (O * K bytes).
+bytes), the int8 rows the int8 filter's (O * K bytes). A bundled model with
+int8 FULLY_CONNECTED layers is also built a third time, DSP with
+fc_int16_weights (pyembed.passes.fc_w16): its row adds
+dsp_fc_w16_instructions, the FC layers' MACs and instructions in both DSP
+runs (dsp_fc_instructions, dsp_fc_w16_fc_instructions) and the flash of the
+packed weights (fc_int8_weight_bytes, fc_w16_weight_bytes,
+fc_w16_flash_delta_bytes).
 """
 import os
 import tempfile
