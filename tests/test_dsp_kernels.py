@@ -283,7 +283,9 @@ def fc_w16_cases(rng):
     requantization's range (left shifts, < -23), a bias beyond its
     accumulator bound, and a depth (7400) whose bound leaves no room (every
     feature takes the portable requantization); more features than the int8
-    kernel's 32-feature stack chunk, depth 16 (its 16-byte blocks alone)."""
+    kernel's 32-feature stack chunk, depth 16 (its 16-byte blocks alone),
+    depths below 8 (the int8 kernel's plain per-feature loop under four,
+    its four-row form without 8-byte words) over more than one chunk."""
     out = []
     for (b, depth, feats, fo, pc, rnd, act, shifts, big) in [
             (1, 64, 16, 0, 1, 0, (-128, 127), None, 0), (2, 37, 11, 0, 1, 0, (-128, 127), None, 0),
@@ -291,7 +293,9 @@ def fc_w16_cases(rng):
             (1, 1, 1, 255, 1, 0, (-128, 127), None, 0), (2, 3, 5, 0, 1, 0, (-128, 127), None, 0),
             (1, 100, 12, 0, 1, 0, (-128, 127), [-1, -23, -24, 0, 1, -5, -30, -2, 3, -12, -9, -7], 1),
             (1, 7400, 6, 0, 1, 0, (-128, 127), None, 0), (4, 256, 7, -3, 1, 1, (-90, 110), None, 0),
-            (2, 48, 70, 0, 1, 0, (-128, 127), None, 0), (1, 16, 36, 0, 0, 0, (-128, 127), None, 0)]:
+            (2, 48, 70, 0, 1, 0, (-128, 127), None, 0), (1, 16, 36, 0, 0, 0, (-128, 127), None, 0),
+            (1, 1, 40, 0, 0, 0, (-128, 127), None, 0), (2, 6, 9, 0, 1, 1, (-128, 127), None, 0),
+            (1, 2, 37, -7, 1, 0, (-50, 127), None, 0)]:
         m = rng.integers(1 << 30, (1 << 31) - 1, feats)
         sh = rng.integers(-12, 2, feats) if shifts is None else np.asarray(shifts)
         bias = rng.integers(-9000, 9000, feats)
@@ -630,7 +634,7 @@ def test_fc_int16_weights_equal_int8_fc(rand):
             if c.macs >= 1000:
                 assert res["dsp"][i].instructions < res["dsp"][j].instructions, c.name
             checked += 1
-    assert checked == 11
+    assert checked == 14
 
 
 def test_whole_tensor_conv_takes_the_block_loops(rand):

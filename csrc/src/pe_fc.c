@@ -111,31 +111,49 @@ __attribute__((noinline)) static int8_t fc_finish_slow(const pe_fc_params *param
     return (int8_t)pe_fx_clamp(v, params->activation.min, params->activation.max);
 }
 
-/* requantization of one feature: pe_dsp_requant where it applies (double
- * rounding, right shift 1..23, |dot + bias| < 2^30: lim = 2^30 -
- * depth * 383^2 > 0 computed once per row, 0 when no feature qualifies),
- * else the portable arithmetic; same bytes either way */
-static inline __attribute__((always_inline)) int8_t fc_finish(
-    const pe_fc_params *params, const pe_per_channel_quant *quant, int32_t qi, int32_t dot,
-    int32_t b, int32_t lim)
+/* The per-tensor requantization loop of fc_requant_run (one multiplier, a
+ * right shift 1..23, double rounding): the multiplier, shift and rounding
+ * constant stay in registers; full = the activation range is all of int8,
+ * so one SSAT is the clamp. Runs up to the first bias at or beyond its
+ * bound (returns the outputs done). bstep is 1 with a bias, 0 on a zero. */
+static inline __attribute__((always_inline)) int32_t fc_requant_tensor(
+    const int32_t *restrict acc, const int32_t *restrict b, int32_t bstep, int32_t n,
+    int32_t mult, int32_t right, int32_t lim1, uint32_t span, int32_t amin, int32_t amax,
+    int32_t ooff, int full, int8_t *restrict out)
 {
-    const int32_t sh = quant->shift[qi];
-    if ((uint32_t)(-sh - 1) < 23u && b < lim && b > -lim) {
-        return pe_dsp_requant(dot + b, quant->multiplier[qi], -sh, params->activation.min,
-                              params->activation.max, params->output_offset);
+    const int32_t rnd = (int32_t)1 << (right - 1);
+    int32_t i;
+    for (i = 0; i < n; i++, b += bstep) {
+        const int32_t bo = *b;
+        int32_t d, v;
+        if ((uint32_t)(bo + lim1) >= span) {
+            break;
+        }
+        __asm__("smmulr %0, %1, %2" : "=r"(d) : "r"((int32_t)((uint32_t)(acc[i] + bo) << 1)),
+                "r"(mult));
+        v = pe_fx_asr32(__qadd(d + pe_fx_asr32(d, 31), rnd), right) + ooff;
+        if (full) {
+            v = __ssat(v, 8);
+        } else {
+            v = v > amin ? v : amin;
+            v = v < amax ? v : amax;
+        }
+        out[i] = (int8_t)v;
     }
-    return fc_finish_slow(params, quant, qi, dot, b);
+    return i;
 }
 
 /* The requantization of features o0 .. o0 + n - 1 from their int32 dot
- * products (acc[0 .. n-1]): pe_dsp_requant where it applies (as fc_finish:
- * double rounding, right shift 1..23, -lim < bias < lim), else
- * fc_finish_slow. Constants in locals: the int8 stores may alias anything. */
-__attribute__((noinline)) static void fc_requant_run(const pe_fc_params *params,
-                                                     const pe_per_channel_quant *quant,
-                                                     const int32_t *acc, const int32_t *bias,
-                                                     int32_t o0, int32_t n, int32_t lim,
-                                                     int8_t *out)
+ * products (acc[0 .. n-1]): pe_dsp_requant where it applies (double
+ * rounding, right shift 1..23, |dot + bias| < 2^30 guaranteed by -lim <
+ * bias < lim with lim = 2^30 - depth * 383^2 computed once per row, 0 when
+ * no feature qualifies), else fc_finish_slow; same bytes either way.
+ * Constants in locals: the int8 stores may alias anything. */
+__attribute__((noinline)) static void fc_requant_general(const pe_fc_params *params,
+                                                         const pe_per_channel_quant *quant,
+                                                         const int32_t *acc, const int32_t *bias,
+                                                         int32_t o0, int32_t n, int32_t lim,
+                                                         int8_t *out)
 {
     const int32_t amin = params->activation.min, amax = params->activation.max;
     const int32_t ooff = params->output_offset, step = params->per_channel ? 1 : 0;
@@ -160,6 +178,35 @@ __attribute__((noinline)) static void fc_requant_run(const pe_fc_params *params,
         m += step;
         sp += step;
     }
+}
+
+/* fc_requant_general's bytes: per-tensor quantization with a right shift
+ * 1..23 and double rounding through fc_requant_tensor's register loop, the
+ * rest (per channel, other shifts, single rounding, from the first bias
+ * beyond its bound) through fc_requant_general. */
+static void fc_requant_run(const pe_fc_params *params, const pe_per_channel_quant *quant,
+                           const int32_t *acc, const int32_t *bias, int32_t o0, int32_t n,
+                           int32_t lim, int8_t *out)
+{
+    int32_t done = 0;
+    if (!params->per_channel && lim > 0 && (uint32_t)(-quant->shift[0] - 1) < 23u) {
+        /* per tensor: the register loop, then the general one from the first
+         * bias beyond its bound (if any) */
+        static const int32_t zero = 0;
+        const int32_t amin = params->activation.min, amax = params->activation.max;
+        const int32_t *bp = bias != NULL ? bias + o0 : &zero, bstep = bias != NULL ? 1 : 0;
+        const int32_t lim1 = lim - 1;
+        const uint32_t span = 2u * (uint32_t)lim - 1u;
+        done = amin == -128 && amax == 127
+                   ? fc_requant_tensor(acc, bp, bstep, n, quant->multiplier[0], -quant->shift[0],
+                                       lim1, span, amin, amax, params->output_offset, 1, out)
+                   : fc_requant_tensor(acc, bp, bstep, n, quant->multiplier[0], -quant->shift[0],
+                                       lim1, span, amin, amax, params->output_offset, 0, out);
+        if (done == n) {
+            return;
+        }
+    }
+    fc_requant_general(params, quant, acc + done, bias, o0 + done, n - done, lim, out + done);
 }
 
 #if PE_DSP_ASM
@@ -282,11 +329,62 @@ static void fc_row_blocks(const pe_fc_params *params, const pe_per_channel_quant
 }
 #endif
 
-/* One batch row on the DSP extension, features in fours: symmetric weights
- * (filter_offset 0, TFLite's int8 FC) through pe_simd.h's four-row block on
- * the multiple of 8 and bytes for the rest, else dot4_dsp; the last
- * features % 4 singly (dot1_dsp). |x + offset|, |w + offset| <= 383 and
- * depth <= PE_FC_MAX_DEPTH keep every partial sum in int32. */
+/* The dot products of features o0 .. o0 + n - 1 (n <= FC_CHUNK) into
+ * acc[0 .. n-1]: in fours through pe_simd.h's four-row block (symmetric
+ * weights, depth >= 8) or dot4_dsp, the rest singly (dot1_dsp); a depth
+ * below four by a plain loop per feature (at most three multiplies, no SIMD
+ * set-up; depth 1, a Dense layer on a scalar, one multiply per feature).
+ * |x + offset|, |w + offset| <= 383 and depth <= PE_FC_MAX_DEPTH keep every
+ * partial sum in int32. */
+static void fc_dots_dsp(const int8_t *restrict x, const int8_t *restrict filter, int32_t depth,
+                        int32_t o0, int32_t n, int32_t xo, int32_t fo, int32_t *restrict acc)
+{
+    const int32_t d8 = depth & ~7;
+    const int8_t *w = filter + (size_t)o0 * (size_t)depth;
+    int32_t j, k, q;
+    if (depth == 1) {
+        const int32_t xv = (int32_t)x[0] + xo;
+        for (j = 0; j < n; j++) {
+            acc[j] = xv * ((int32_t)w[j] + fo);
+        }
+        return;
+    }
+    if (depth < 4) {
+        for (j = 0; j < n; j++, w += depth) {
+            int32_t a = 0;
+            for (k = 0; k < depth; k++) {
+                a += ((int32_t)x[k] + xo) * ((int32_t)w[k] + fo);
+            }
+            acc[j] = a;
+        }
+        return;
+    }
+    for (j = 0; j + 4 <= n; j += 4, w += 4 * (size_t)depth) {
+        if (fo == 0 && d8 > 0) {
+            acc[j] = acc[j + 1] = acc[j + 2] = acc[j + 3] = 0;
+            pe_dsp_dot_1x4_off(acc + j, w, w + depth, w + 2 * (size_t)depth,
+                               w + 3 * (size_t)depth, x, d8 >> 3, xo);
+            for (k = d8; k < depth; k++) {
+                const int32_t xv = (int32_t)x[k] + xo;
+                for (q = 0; q < 4; q++) {
+                    acc[j + q] += w[(size_t)q * (size_t)depth + (size_t)k] * xv;
+                }
+            }
+        } else {
+            dot4_dsp(x, w, depth, xo, fo, acc + j);
+        }
+    }
+    for (; j < n; j++, w += depth) {
+        acc[j] = dot1_dsp(x, w, depth, xo, fo);
+    }
+}
+
+/* features per fc_dots_dsp + fc_requant_run round (int32 dots on the stack) */
+#define FC_CHUNK 32
+
+/* One batch row on the DSP extension: symmetric weights with depth >= 16 and
+ * at least eight features through fc_row_blocks, else fc_dots_dsp per chunk
+ * of features; each chunk then requantized by fc_requant_run. */
 __attribute__((noinline)) static void fc_row_dsp(const pe_fc_params *params,
                                                  const pe_per_channel_quant *quant,
                                                  const int8_t *restrict x,
@@ -295,39 +393,19 @@ __attribute__((noinline)) static void fc_row_dsp(const pe_fc_params *params,
                                                  int32_t features, int8_t *restrict out)
 {
     const int32_t xo = params->input_offset, fo = params->filter_offset;
-    const int32_t d8 = depth & ~7, pc = params->per_channel;
     const int64_t room = ((int64_t)1 << 30) - (int64_t)depth * 146689; /* 146689 = 383^2 */
     const int32_t lim = params->rounding == PE_ROUND_DOUBLE && room > 0 ? (int32_t)room : 0;
-    int32_t o, j, k;
+    int32_t acc[FC_CHUNK], o, n;
 #if PE_DSP_ASM
     if (fo == 0 && depth >= 16 && features >= 8) { /* fewer features: below, less set-up */
         fc_row_blocks(params, quant, x, filter, bias, depth, features, lim, out);
         return;
     }
 #endif
-    for (o = 0; o + 4 <= features; o += 4) {
-        const int8_t *const w = filter + (size_t)o * (size_t)depth;
-        int32_t dots[4] = {0, 0, 0, 0};
-        if (fo == 0 && d8 > 0) {
-            pe_dsp_dot_1x4_off(dots, w, w + depth, w + 2 * (size_t)depth, w + 3 * (size_t)depth,
-                               x, d8 >> 3, xo);
-            for (k = d8; k < depth; k++) {
-                const int32_t xv = (int32_t)x[k] + xo;
-                for (j = 0; j < 4; j++) {
-                    dots[j] += w[(size_t)j * (size_t)depth + (size_t)k] * xv;
-                }
-            }
-        } else {
-            dot4_dsp(x, w, depth, xo, fo, dots);
-        }
-        for (j = 0; j < 4; j++) {
-            out[o + j] = fc_finish(params, quant, pc ? o + j : 0, dots[j],
-                                   bias != NULL ? bias[o + j] : 0, lim);
-        }
-    }
-    for (; o < features; o++) {
-        const int32_t dot = dot1_dsp(x, filter + (size_t)o * (size_t)depth, depth, xo, fo);
-        out[o] = fc_finish(params, quant, pc ? o : 0, dot, bias != NULL ? bias[o] : 0, lim);
+    for (o = 0; o < features; o += n) {
+        n = features - o < FC_CHUNK ? features - o : FC_CHUNK;
+        fc_dots_dsp(x, filter, depth, o, n, xo, fo, acc);
+        fc_requant_run(params, quant, acc, bias, o, n, lim, out + o);
     }
 }
 #endif

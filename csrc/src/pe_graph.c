@@ -38,28 +38,31 @@ int32_t pe_graph_dtype_size(pe_dtype t)
 }
 
 /* n * h * w * c, or -1 for a non-positive dim or a count above INT32_MAX
- * (no tensor that large fits an int32 byte size). Each factor is bounded
- * before the next multiply, so corrupted dims cannot overflow int64. */
-static int64_t dims_count(const pe_dims *d)
+ * (no tensor that large fits an int32 byte size). Each partial product of
+ * two factors below 2^31 is an unsigned 64-bit one (a single UMULL on a
+ * Cortex-M) and is bounded before the next multiply, so corrupted dims
+ * cannot overflow. */
+static inline int64_t dims_count(const pe_dims *d)
 {
-    int64_t count;
+    uint64_t count;
     if (d->n <= 0 || d->h <= 0 || d->w <= 0 || d->c <= 0) {
         return -1;
     }
-    count = (int64_t)d->n * d->h;
-    if (count > PE_INT32_MAX) {
+    count = (uint64_t)(uint32_t)d->n * (uint32_t)d->h;
+    if (count > (uint64_t)PE_INT32_MAX) {
         return -1;
     }
-    count *= d->w;
-    if (count > PE_INT32_MAX) {
+    count = (uint64_t)(uint32_t)count * (uint32_t)d->w;
+    if (count > (uint64_t)PE_INT32_MAX) {
         return -1;
     }
-    count *= d->c;
-    return count > PE_INT32_MAX ? -1 : count;
+    count = (uint64_t)(uint32_t)count * (uint32_t)d->c;
+    return count > (uint64_t)PE_INT32_MAX ? -1 : (int64_t)count;
 }
 
-/* Is tensor t well formed and inside an arena of arena_size bytes? */
-int pe_graph_tensor_valid(const pe_graph *g, int32_t t, int32_t arena_size)
+/* Is tensor t well formed and inside an arena of arena_size bytes? (inline
+ * in the pointer lookups every runner makes, once per tensor and call) */
+static inline int tensor_valid(const pe_graph *g, int32_t t, int32_t arena_size)
 {
     const pe_graph_tensor *x;
     int64_t count;
@@ -70,7 +73,9 @@ int pe_graph_tensor_valid(const pe_graph *g, int32_t t, int32_t arena_size)
     x = &g->tensors[t];
     es = pe_graph_dtype_size(x->dtype);
     count = dims_count(&x->dims);
-    if (es == 0 || count < 0 || count * es != (int64_t)x->bytes) {
+    /* count <= INT32_MAX and es <= 4: the product fits 64 bits unsigned */
+    if (es == 0 || count < 0 || x->bytes < 0 ||
+        (uint64_t)count * (uint32_t)es != (uint64_t)(uint32_t)x->bytes) {
         return 0;
     }
     if (x->data != NULL) {
@@ -79,8 +84,14 @@ int pe_graph_tensor_valid(const pe_graph *g, int32_t t, int32_t arena_size)
     if (x->offset == PE_GRAPH_STREAMED) {
         return x->dtype == PE_DT_INT8; /* rows from a pe_row_source, no arena bytes */
     }
+    /* es is 1, 2 or 4 */
     return x->offset >= 0 && (int64_t)x->offset + x->bytes <= (int64_t)arena_size &&
-           x->offset % es == 0;
+           (x->offset & (es - 1)) == 0;
+}
+
+int pe_graph_tensor_valid(const pe_graph *g, int32_t t, int32_t arena_size)
+{
+    return tensor_valid(g, t, arena_size);
 }
 
 /* Multi-byte elements must sit at addresses that are multiples of their size. */
@@ -95,7 +106,7 @@ static int aligned(const void *p, pe_dtype t)
 static const void *tensor_in(const pe_graph *g, int32_t t, const pe_context *arena, pe_dtype want)
 {
     const pe_graph_tensor *x;
-    if (!pe_graph_tensor_valid(g, t, arena->size)) {
+    if (!tensor_valid(g, t, arena->size)) {
         return NULL;
     }
     x = &g->tensors[t];
@@ -118,7 +129,7 @@ static const void *tensor_in(const pe_graph *g, int32_t t, const pe_context *are
 static void *tensor_out(const pe_graph *g, int32_t t, const pe_context *arena, pe_dtype want)
 {
     const pe_graph_tensor *x;
-    if (!pe_graph_tensor_valid(g, t, arena->size)) {
+    if (!tensor_valid(g, t, arena->size)) {
         return NULL;
     }
     x = &g->tensors[t];
@@ -330,13 +341,15 @@ static pe_status run_fc(const pe_graph *g, const pe_graph_op *op, const pe_conte
     if (in == NULL || w == NULL || out == NULL) {
         return PE_ERR_ARG;
     }
-    /* filter [O][K] whatever its declared rank: K = its last dim, O = the rest */
+    /* filter [O][K] whatever its declared rank: K = its last dim, O = the
+     * rest. Counts from the byte sizes of tensors tensor_in / tensor_out
+     * checked (count * element size == bytes): one load each. */
     depth = dims_of(g, IN(1))->c;
-    features = count_of(g, IN(1)) / depth;
-    count = count_of(g, IN(0));
+    features = g->tensors[IN(1)].bytes / depth;
+    count = g->tensors[IN(0)].bytes;
     if (IN(2) != -1) {
         bias = (const int32_t *)tensor_in(g, IN(2), arena, PE_DT_INT32);
-        if (bias == NULL || count_of(g, IN(2)) != features) {
+        if (bias == NULL || g->tensors[IN(2)].bytes != 4 * (int64_t)features) {
             return PE_ERR_ARG;
         }
     }
@@ -357,7 +370,7 @@ static pe_status run_fc(const pe_graph *g, const pe_graph_op *op, const pe_conte
     out_d.h = 1;
     out_d.w = 1;
     out_d.c = features;
-    if ((int64_t)out_d.n * features != (int64_t)count_of(g, OUT0)) {
+    if ((int64_t)out_d.n * features != (int64_t)g->tensors[OUT0].bytes) {
         return PE_ERR_ARG;
     }
     return pe_fully_connected_s8(ctx, &op->p.fc.params, &op->p.fc.quant.quant, &in_d, in, &w_d, w,
