@@ -210,3 +210,35 @@ def test_firmware_with_fc_int16_weights_equals_host(tmp_path):
         got = np.asarray(run.outputs[0]).reshape(want.shape)
         bad = np.flatnonzero(got.ravel() != want.ravel())
         assert bad.size == 0, f"sample {k}: firmware {got.tolist()} host {want.tolist()}"
+
+
+# -- the CLI flag ----------------------------------------------------------------
+
+def test_cli_plan_and_firmware_flag_report_the_flash(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from pyembed.cli import main
+    # pyembed plan: the emitted constants hold the packed int16 weights, not the int8 ones
+    res = CliRunner().invoke(main, ["plan", "tflm_hello_world_int8", "-o", str(tmp_path / "plan"),
+                                    "--fc-int16-weights", "--json"])
+    assert res.exit_code == 0, res.output
+    s = json.loads(res.output)
+    assert [r["result"] for r in s["fc_w16"]] == ["widened"] * 3
+    assert [r["int16_bytes"] for r in s["fc_w16"]] == [4 * 16 * 2, 16 * 16 * 2, 4 * 16 * 2]
+    src = (tmp_path / "plan" / "model_data.c").read_text()
+    assert src.count("const int16_t") == 3
+    res = CliRunner().invoke(main, ["plan", "tflm_hello_world_int8", "-o", str(tmp_path / "plan0"), "--json"])
+    assert json.loads(res.output)["fc_w16"] is None
+    assert (tmp_path / "plan0" / "model_data.c").read_text().count("const int16_t") == 0
+    # pyembed firmware (generation only): the lines and firmware.json
+    res = CliRunner().invoke(main, ["firmware", "tflm_hello_world_int8", "-p", "mps2-an386", "-o",
+                                    str(tmp_path / "fw"), "--fc-int16-weights"])
+    assert res.exit_code == 0, res.output
+    assert "int16 FC weights: 3 layer(s) widened, 0 skipped; packed 768 B for 288 B of int8 weights: " \
+           "flash +480 B" in res.output
+    manifest = json.loads((tmp_path / "fw" / "firmware.json").read_text())
+    assert [o["type"] for o in manifest["operators"]] == [W16_TYPE] * 3
+    assert flash_delta(manifest["fc_w16"])["delta"] == 480
+    assert "PE_GOP_FULLY_CONNECTED_W16" in (tmp_path / "fw" / "model" / "model_graph.c").read_text()
