@@ -203,6 +203,11 @@ def test_firmware_with_fc_int16_weights_equals_host(tmp_path):
     proj = generate(g, "mps2-an386", tmp_path / "fw", fc_int16_weights=True)
     assert [r["result"] for r in proj.fc_w16] == ["widened"] * 4
     assert [o["type"] for o in proj.ops] == [W16_TYPE] * 4
+    # the plan holds each operator's scratch, as pe_fc_w16_get_buffer_sizes asks
+    from pyembed._ext import _graph
+    scratch = {b.op: b.size for b in proj.plan.buffers if b.kind == "scratch"}
+    assert scratch == {op.index: _graph.fc_w16_sizes(op.options["features"], op.options["depth"])[1]
+                       for op in proj.graph.operators}
     build_project(proj.outdir)
     for k, x in enumerate(_inputs(g, 3, seed=4)):
         run = run_project(proj, [x])
