@@ -247,3 +247,18 @@ def test_cli_plan_and_firmware_flag_report_the_flash(tmp_path):
     assert [o["type"] for o in manifest["operators"]] == [W16_TYPE] * 3
     assert flash_delta(manifest["fc_w16"])["delta"] == 480
     assert "PE_GOP_FULLY_CONNECTED_W16" in (tmp_path / "fw" / "model" / "model_graph.c").read_text()
+
+
+def test_generate_project_refuses_a_plan_of_the_int8_graph(tmp_path):
+    from firmware_sim.profiles import load_profile
+
+    from pyembed.codegen.firmware import generate_project, plan_for_profile
+    g = load_tflite_bytes(_fc_model(), name="fc_w16_model")
+    prof = load_profile("mps2-an386")
+    plan = plan_for_profile(g, prof)
+    with pytest.raises(ArgumentError, match="plan: fc_int16_weights changes the graph"):
+        generate_project(g, prof, tmp_path / "a", plan=plan, fc_int16_weights=True, copy_runtime=False)
+    g2, _ = widen_fc_weights(g)
+    proj = generate_project(g2, prof, tmp_path / "b", plan=plan_for_profile(g2, prof), fc_int16_weights=True,
+                            copy_runtime=False)
+    assert [r["result"] for r in proj.fc_w16] == ["widened"] * 4

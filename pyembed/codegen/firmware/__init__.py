@@ -624,9 +624,12 @@ def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algor
         from pyembed.passes.fc_w16 import W16_TYPE, widen_fc_weights
         before = sum(op.type == W16_TYPE for op in graph.operators)
         graph, fc_w16 = widen_fc_weights(graph)
-        if plan is not None and sum(op.type == W16_TYPE for op in graph.operators) != before:
-            raise ArgumentError("plan: fc_int16_weights changes the graph's scratch and constants; plan the graph "
-                                "pyembed.passes.fc_w16.widen_fc_weights returns, or give no plan")
+        changed = sum(op.type == W16_TYPE for op in graph.operators) != before
+        if changed and (plan is not None or segments is not None):
+            raise ArgumentError(f"{'plan' if plan is not None else 'segments'}: fc_int16_weights changes the "
+                                f"graph's scratch and constants; plan / segment the graph "
+                                f"pyembed.passes.fc_w16.widen_fc_weights returns (pyembed.target.firmware.generate "
+                                f"does), or give none")
     streamed = [k for k, t in enumerate(graph.inputs) if graph.tensors[t].streamed]
     if streamed and streamed != [0]:
         raise UnsupportedError(f"graph: inputs {streamed} are streamed; the firmware harness streams input 0 only")
