@@ -262,3 +262,19 @@ def test_generate_project_refuses_a_plan_of_the_int8_graph(tmp_path):
     proj = generate_project(g2, prof, tmp_path / "b", plan=plan_for_profile(g2, prof), fc_int16_weights=True,
                             copy_runtime=False)
     assert [r["result"] for r in proj.fc_w16] == ["widened"] * 4
+
+
+def test_onnx_model_bit_exact(tmp_path):
+    """ONNX MatMul by int8 weights (QDQ and QLinearMatMul forms) imports as
+    FULLY_CONNECTED with several rows: widened, the same integers."""
+    pytest.importorskip("onnx")
+    from pyembed.bench._onnx_models import build_onnx_attention
+    for form in ("qdq", "qop"):
+        path = tmp_path / f"{form}.onnx"
+        path.write_bytes(build_onnx_attention(form=form)[0])
+        g = load_model(str(path))
+        g2, report = widen_fc_weights(g)
+        assert [r["result"] for r in report] == ["widened"] * 3
+        for x in random_inputs(g, 3, seed=1):
+            for a, b in zip(g2.run(x, layout="internal"), g.run(x, layout="internal")):
+                assert np.asarray(a).tolist() == np.asarray(b).tolist(), form
