@@ -22,10 +22,12 @@ ones, int16 activations (the @int16 variant), weights that are not a
 constant int8 tensor. Run it right after import (before the pipeline passes
 and planning: it changes scratch sizes and constants).
 
-report: one dict per FULLY_CONNECTED: {"op", "output", "shape" ([O, K]),
-"result" ("widened" or "skipped: why"), "int8_bytes", "int16_bytes"
-(the packed bytes it adds; 0 when it shares another layer's packing or is
-skipped)}. flash_delta(report) sums them.
+report: one dict per FULLY_CONNECTED (kept or widened) of the result, in
+operator order: {"op", "output", "shape" ([O, K]), "result" ("widened" or
+"skipped: why"), "int8_bytes" (O * K), "int16_bytes" (the packed bytes it
+adds; 0 when it shares another layer's packing or is skipped), and
+"int8_bytes_freed" when its int8 weights left the constants}.
+flash_delta(report) sums them, describe(report) prints them.
 """
 import copy
 import dataclasses
@@ -127,7 +129,8 @@ def fc_w16_report(graph):
                "shape": [], "result": "", "int8_bytes": 0, "int16_bytes": 0}
         report.append(row)
         if op.type == "FULLY_CONNECTED":
-            why = op.options.get("fc_w16_skipped") or _skip_reason(graph, op) or "not rewritten (run widen_fc_weights)"
+            why = (op.options.get("fc_w16_skipped") or _skip_reason(graph, op)
+                   or "not rewritten (run widen_fc_weights)")
             row["result"] = f"skipped: {why}"
             continue
         out_f, depth = int(op.options["features"]), int(op.options["depth"])
@@ -157,12 +160,12 @@ def describe(report):
     """Printable lines: one per FULLY_CONNECTED, then the flash total."""
     lines = []
     for r in report:
-        shape = "x".join(str(v) for v in r["shape"]) if r["shape"] else "?"
+        shape = f"[O={r['shape'][0]}, K={r['shape'][1]}]" if r["shape"] else ""
         extra = f": {r['int8_bytes']:,} B int8 -> {r['int16_bytes']:,} B int16" if r["int16_bytes"] else ""
         if r["result"] == "widened" and not r["int16_bytes"]:
             extra = ": shares an earlier layer's packed weights"
         lines.append(f"#{r['op']} FULLY_CONNECTED {shape} -> {r['output']}: {r['result']}{extra}")
     d = flash_delta(report)
-    lines.append(f"int16 FC weights: {d['widened']} layer(s) widened, {d['skipped']} skipped; packed {d['int16_bytes']:,} B "
-                 f"for {d['int8_bytes']:,} B of int8 weights: flash {d['delta']:+,} B")
+    lines.append(f"int16 FC weights: {d['widened']} layer(s) widened, {d['skipped']} skipped; packed "
+                 f"{d['int16_bytes']:,} B for {d['int8_bytes']:,} B of int8 weights: flash {d['delta']:+,} B")
     return lines
