@@ -134,6 +134,14 @@ def test_skipped_layers_are_reported():
     assert "not constant" in report[0]["result"]
     assert _fc_count(g2) == 1 and flash_delta(report) == {"widened": 0, "skipped": 1, "int8_bytes": 0,
                                                            "int16_bytes": 0, "delta": 0}
+    # depth beyond PE_FC_MAX_DEPTH (the int32 dot product bound)
+    k = 33026
+    t = [W.tensor((1, k), scale=0.05, zp=0), W.tensor((1, k), scale=0.01, zp=0, data=np.ones((1, k))),
+         W.tensor((1, 1), scale=0.1, zp=0)]
+    blob = W.build(t, [W.op(S.BuiltinOperator.FULLY_CONNECTED, [0, 1, -1], [2], "FullyConnectedOptions")], [0], [2])
+    g2, report = widen_fc_weights(load_tflite_bytes(blob, name="deep"))
+    assert report[0]["result"].startswith("skipped: not executed by pyembed (accumulation depth 33026 > 33025")
+    assert _fc_count(g2) == 1
     # int16 activations: the @int16 variant keeps its own kernel
     t = [W.tensor((1, 8), np.int16, scale=0.001, zp=0),
          W.tensor((4, 8), scale=0.01, zp=0, data=np.arange(32).reshape(4, 8) - 16),
