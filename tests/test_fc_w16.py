@@ -266,6 +266,9 @@ def test_generate_project_refuses_a_plan_of_the_int8_graph(tmp_path):
     plan = plan_for_profile(g, prof)
     with pytest.raises(ArgumentError, match="plan: fc_int16_weights changes the graph"):
         generate_project(g, prof, tmp_path / "a", plan=plan, fc_int16_weights=True, copy_runtime=False)
+    from pyembed.target.firmware import generate
+    with pytest.raises(ArgumentError, match="plan: fc_int16_weights changes the graph"):
+        generate(g, "mps2-an386", tmp_path / "c", plan=plan, fc_int16_weights=True, copy_runtime=False)
     g2, _ = widen_fc_weights(g)
     proj = generate_project(g2, prof, tmp_path / "b", plan=plan_for_profile(g2, prof), fc_int16_weights=True,
                             copy_runtime=False)

@@ -82,9 +82,11 @@ def generate(graph, profile, outdir, segments=None, strategy="none", max_extra_m
         raise ArgumentError(f"strategy: expected none, layers, stripes or auto, got {strategy!r}")
     source = graph
     lines = []
-    if fc_int16_weights:
+    if fc_int16_weights and kw.get("plan") is None and not hasattr(segments, "segments"):
+        # before planning (a given plan or segment plan is of the graph as given:
+        # generate_project refuses it when the pass changes that graph)
         from pyembed.passes.fc_w16 import widen_fc_weights
-        graph, _ = widen_fc_weights(graph)   # before planning; generate_project reports it
+        graph, _ = widen_fc_weights(graph)   # generate_project reports it
     if strategy != "none" or stream_input:
         from pyembed.codegen.firmware import plan_for_profile
         if kw.get("plan") is not None:
