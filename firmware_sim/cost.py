@@ -35,6 +35,7 @@ KERNEL_CLASS = {
     "CONV_2D": "conv", "TRANSPOSE_CONV": "conv", "CONV_3D": "conv",
     "DEPTHWISE_CONV_2D": "depthwise",
     "FULLY_CONNECTED": "fc", "BATCH_MATMUL": "fc", "UNIDIRECTIONAL_SEQUENCE_LSTM": "fc",
+    "FULLY_CONNECTED@w16": "fc",  # int16 packed weights (pyembed.passes.fc_w16)
     "AVERAGE_POOL_2D": "pool", "MAX_POOL_2D": "pool", "MEAN": "pool", "SUM": "pool",
     "ADD": "eltwise", "SUB": "eltwise", "MUL": "eltwise", "DIV": "eltwise", "MAXIMUM": "eltwise",
     "MINIMUM": "eltwise", "QUANTIZE": "eltwise", "DEQUANTIZE": "eltwise", "RELU": "eltwise",

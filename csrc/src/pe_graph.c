@@ -13,6 +13,7 @@
 #include "pyembed/pe_s16.h"
 #include "pyembed/pe_lstm.h"
 #include "pyembed/pe_gather.h"
+#include "pyembed/pe_fc_w16.h"
 #include "pyembed/pe_pool.h"
 #include "pyembed/pe_pipeline.h"
 #include "pyembed/pe_pipeline.h"
@@ -612,6 +613,8 @@ static pe_graph_runner runner_for(pe_graph_op_type type)
         return pe_graph_run_prelu_s16;
     case PE_GOP_GATHER_BATCHED:
         return pe_graph_run_gather_batched;
+    case PE_GOP_FULLY_CONNECTED_W16:
+        return pe_graph_run_fc_w16;
     case PE_GOP_ATTENTION:
         return pe_graph_run_attention;
     case PE_GOP_LUT:

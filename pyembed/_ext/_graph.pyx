@@ -39,6 +39,11 @@ cdef extern from "pyembed/pe_fc.h":
                                     const pe_dims *filter_dims, const int8_t *filter,
                                     const int32_t *bias, const pe_dims *output_dims, int8_t *output) nogil
 
+    pe_status pe_fc_w16_get_buffer_sizes(const pe_dims *filter_dims, int32_t *packed_bytes,
+                                         int32_t *scratch_bytes) nogil
+    pe_status pe_fc_w16_pack(const pe_dims *filter_dims, const int8_t *filter, int32_t filter_offset,
+                             int16_t *packed, int32_t packed_bytes) nogil
+
 cdef extern from "pyembed/pe_eltwise.h":
     ctypedef struct pe_add_params:
         int32_t input1_offset
@@ -564,6 +569,46 @@ def eltwise_buffer_size(output_dims):
     cdef int32_t size = 0
     check(pe_eltwise_s8_get_buffer_size(&a, &size), "pe_eltwise_s8_get_buffer_size", f"{tuple(output_dims)}")
     return size
+
+
+def fc_w16_sizes(int32_t features, int32_t depth):
+    """pe_fc_w16_get_buffer_sizes for an [features, depth] filter:
+    (packed_bytes, scratch_bytes)."""
+    cdef pe_dims d
+    cdef int32_t pb = 0, sb = 0
+    d.n = features
+    d.h = 1
+    d.w = 1
+    d.c = depth
+    check(pe_fc_w16_get_buffer_sizes(&d, &pb, &sb), "pe_fc_w16_get_buffer_sizes",
+          f"filter [{features}, {depth}]")
+    return pb, sb
+
+
+def fc_w16_pack(const int8_t[:, ::1] w, int32_t filter_offset=0):
+    """pe_fc_w16_pack: the int8 [O, K] filter plus filter_offset as the
+    1-D int16 array (round4(O) * round4(K) values, 4-byte aligned) that
+    pe_fully_connected_w16_s8 and the FULLY_CONNECTED@w16 operator read."""
+    cdef pe_dims d
+    cdef int32_t pb = 0, sb = 0
+    cdef int st
+    cdef cnp.ndarray buf
+    cdef int16_t *dst
+    cdef Py_ssize_t off
+    d.n = <int32_t>w.shape[0]
+    d.h = 1
+    d.w = 1
+    d.c = <int32_t>w.shape[1]
+    check(pe_fc_w16_get_buffer_sizes(&d, &pb, &sb), "pe_fc_w16_get_buffer_sizes",
+          f"filter {tuple(w.shape)}")
+    # 4 spare bytes: the packed values start at a 4-byte boundary whatever numpy gives
+    buf = np.zeros(pb + 4, dtype=np.uint8)
+    off = <Py_ssize_t>((0 - <uintptr_t>cnp.PyArray_DATA(buf)) & 3)
+    dst = <int16_t *>(<uint8_t *>cnp.PyArray_DATA(buf) + off)
+    with nogil:
+        st = pe_fc_w16_pack(&d, &w[0, 0], filter_offset, dst, pb)
+    check(st, "pe_fc_w16_pack", f"filter {tuple(w.shape)}, filter_offset {filter_offset}")
+    return buf[off:off + pb].view(np.int16)  # a view: keeps the 4-byte alignment
 
 
 def fully_connected_s8(const int8_t[:, ::1] x, const int8_t[:, ::1] w, bias, multiplier, shift,

@@ -36,7 +36,13 @@ per MAC of its gate matmuls (the gates' element-wise work included).
 "fully connected (int16 weights)" runs pe_fully_connected_w16_s8 on weights
 packed once by pe_fc_w16_pack (not timed, as it runs offline); its row
 carries "weight_bytes", the packed weights' flash (round4(O) * round4(K) * 2
-bytes), the int8 rows the int8 filter's (O * K bytes).
+bytes), the int8 rows the int8 filter's (O * K bytes). A bundled model with
+int8 FULLY_CONNECTED layers is also built a third time, DSP with
+fc_int16_weights (pyembed.passes.fc_w16): its row adds
+dsp_fc_w16_instructions, the FC layers' MACs and instructions in both DSP
+runs (dsp_fc_instructions, dsp_fc_w16_fc_instructions) and the flash of the
+packed weights (fc_int8_weight_bytes, fc_w16_weight_bytes,
+fc_w16_flash_delta_bytes).
 """
 import os
 import tempfile
@@ -198,10 +204,41 @@ def measure_models(names=None, workdir=None):
                          "macs": int(sum(op.macs for op in g.operators)),
                          "convs_with_dsp_scratch": widened,
                          "by_operator_type": by_type})
+            rows[-1].update(_fc_w16_run(name, g, xs, host, root, runs["dsp"]))
     return rows
 
 
-def measure(models=True):
+def _fc_w16_run(name, g, xs, host, root, dsp_run):
+    """A model with int8 FULLY_CONNECTED layers once more on the DSP build with
+    fc_int16_weights (pyembed.passes.fc_w16: weights packed into int16 offline):
+    dsp_fc_w16_instructions (whole model), the FC layers' instructions and
+    MACs in both DSP runs, and the flash the packed weights cost. {} for a
+    model the pass widens nothing in."""
+    from pyembed.passes.fc_w16 import flash_delta, widen_fc_weights
+    from pyembed.target.firmware import build_project, generate, run_project
+    _, report = widen_fc_weights(g)
+    if not any(r["result"] == "widened" for r in report):
+        return {}
+    proj = generate(g, "mps2-an386", os.path.join(root, f"{name}-dsp-fc-w16"), fc_int16_weights=True)
+    build_project(proj.outdir, make_vars={"OPT": "-O2", "RUNTIME_BUILD": os.path.join(root, "runtime-dsp")})
+    run = run_project(proj, xs)
+    for k, (o, h) in enumerate(zip(run.outputs, host)):
+        if not np.array_equal(o.ravel(), np.asarray(h).ravel()):
+            raise RuntimeError(f"{name}: the DSP firmware with int16 FC weights: output {k} differs from the host run")
+    fc_macs = int(sum(op.macs for op in proj.graph.operators if op.type == "FULLY_CONNECTED@w16"))
+    widened_ops = {o["op"] for o in proj.ops if o["type"] == "FULLY_CONNECTED@w16"}
+    fc_int8 = sum(o["instructions"] for o in dsp_run.operators if o["type"] == "FULLY_CONNECTED")
+    fc_w16 = sum(o["instructions"] for o in run.operators if o["type"] == "FULLY_CONNECTED@w16")
+    d = flash_delta(proj.fc_w16)
+    return {"dsp_fc_w16_instructions": run.total_instructions, "fc_w16_layers": len(widened_ops),
+            "fc_macs": fc_macs, "dsp_fc_instructions": fc_int8, "dsp_fc_w16_fc_instructions": fc_w16,
+            "fc_w16_flash_delta_bytes": d["delta"], "fc_int8_weight_bytes": d["int8_bytes"],
+            "fc_w16_weight_bytes": d["int16_bytes"],
+            # the widened graph is planned anew: its convs may get the DSP fast scratch elsewhere
+            "fc_w16_convs_with_dsp_scratch": len(proj.dsp_scratch)}
+
+
+def measure(models=True, model_names=None):
     spec = cases()
     cs = [c for *_, c in spec]
     host = K.run(cs, "host")
@@ -224,7 +261,7 @@ def measure(models=True):
                       "resolution)",
             "flags": "arm-none-eabi-gcc -mcpu=cortex-m4 -mthumb -mfloat-abi=hard "
                      "-mfpu=fpv4-sp-d16 -O2 (portable: + -DPE_FORCE_PORTABLE)",
-            "rows": rows, "models": measure_models() if models else []}
+            "rows": rows, "models": measure_models(model_names) if models else []}
 
 
 def render(res):
@@ -244,4 +281,18 @@ def render(res):
                  "outputs == host run; both builds run the same plan, in which the convolutions "
                  "counted got the DSP build's fast scratch in free bytes, pyembed/plan/widen.py)",
                  table(mh, mb)]
+        fh = ["model", "FC layers", "FC MACs", "DSP FC instr/MAC", "FC w16 instr/MAC", "DSP instr",
+              "DSP + FC w16 instr", "gain", "convs w/ DSP scratch", "flash int8 -> int16 (delta)"]
+        fb = [[m["model"], m["fc_w16_layers"], m["fc_macs"], f"{m['dsp_fc_instructions'] / m['fc_macs']:.2f}",
+               f"{m['dsp_fc_w16_fc_instructions'] / m['fc_macs']:.2f}", m["dsp_instructions"],
+               m["dsp_fc_w16_instructions"], f"{m['dsp_instructions'] / m['dsp_fc_w16_instructions']:.2f}x",
+               f"{m.get('convs_with_dsp_scratch', 0)} -> {m['fc_w16_convs_with_dsp_scratch']}",
+               f"{m['fc_int8_weight_bytes']:,} -> {m['fc_w16_weight_bytes']:,} ({m['fc_w16_flash_delta_bytes']:+,} B)"]
+              for m in res["models"] if "dsp_fc_w16_instructions" in m]
+        if fb:
+            text += ["", "--fc-int16-weights (pyembed.passes.fc_w16): the DSP build once more with every int8 "
+                     "FULLY_CONNECTED on int16 weights packed offline (outputs == host run); FC instr/MAC over "
+                     "the FC layers only (their per-operator counts, 40-instruction resolution); the widened "
+                     "graph is planned anew, so its convolutions may get the fast scratch "
+                     "(pyembed/plan/widen.py) elsewhere", table(fh, fb)]
     return "\n".join(text)

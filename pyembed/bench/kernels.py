@@ -228,10 +228,13 @@ def main(argv=None):
                     help="host (callgrind) or cortex-m4 (QEMU, portable vs DSP path)")
     ap.add_argument("--no-models", action="store_true",
                     help="cortex-m4: skip the bundled models (kernels only)")
+    ap.add_argument("--models", default=None, metavar="NAME,...",
+                    help="cortex-m4: only these bundled models (file names without .tflite)")
     args = ap.parse_args(argv)
     if args.target == "cortex-m4":
         from pyembed.bench import _kernels_cortex_m
-        emit(_kernels_cortex_m.measure(models=not args.no_models), args.json,
+        names = [n.strip() for n in args.models.split(",") if n.strip()] if args.models else None
+        emit(_kernels_cortex_m.measure(models=not args.no_models, model_names=names), args.json,
              _kernels_cortex_m.render)
         return 0
     emit(measure(args.opt), args.json, render)

@@ -1,5 +1,5 @@
 """``pyembed firmware MODEL --profile PROFILE -o DIR [--strategy auto|layers|stripes|none]
-[--stream-input] [--run --inputs X.npy] [--json]``.
+[--stream-input] [--fc-int16-weights] [--run --inputs X.npy] [--json]``.
 
 Writes a complete Cortex-M project (pyembed.codegen.firmware) of the graph the
 compiler pipeline leaves (--strategy, as ``pyembed plan``: stripe regions and
@@ -19,8 +19,8 @@ import tempfile
 import click
 import numpy as np
 
-from pyembed.cli.options import (apply_attention, attention_option, max_extra_macs_option, stream_input_option,
-                                 strategy_option)
+from pyembed.cli.options import (apply_attention, attention_option, fc_int16_weights_option, max_extra_macs_option,
+                                 stream_input_option, strategy_option)
 
 
 @click.command("firmware")
@@ -44,9 +44,11 @@ from pyembed.cli.options import (apply_attention, attention_option, max_extra_ma
 @stream_input_option("The model input is delivered row by row into the stripe region reading it (a camera or DMA "
                      "driver: pe_model_invoke_rows with a pe_row_source; the harness reads the rows from a frame "
                      "outside the planned RAM), so the arena holds no input bytes (stripes / auto only).")
+@fc_int16_weights_option()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable result.")
 def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs_path, seed, as_json,
-                     attention="none", pipeline="auto", max_extra_macs="10%", stream_input=False):
+                     attention="none", pipeline="auto", max_extra_macs="10%", stream_input=False,
+                     fc_int16_weights=False):
     """Generate a Cortex-M firmware project for MODEL (.tflite/.onnx or a
     bundled model name) on PROFILE; with --run, build it and run it on QEMU.
 
@@ -72,7 +74,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
         from pyembed.cli.plan import parse_size
         budget = parse_size(segments)
     proj = generate(g, profile, outdir, algorithm=algorithm, segments=budget, strategy=pipeline,
-                    max_extra_macs=extra, stream_input=stream_input)
+                    max_extra_macs=extra, stream_input=stream_input, fc_int16_weights=fc_int16_weights)
     with open(os.path.join(outdir, "firmware.json")) as f:
         manifest = json.load(f)
     streamed = bool(manifest["streamed_inputs"])
@@ -82,7 +84,8 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
     result = {"project": os.path.abspath(outdir), "profile": proj.profile.name, "regions": manifest["regions"],
               "segments": manifest["segments"], "segment_note": proj.segment_note, "attention": fused,
               "strategy": pipeline, "stream_input": streamed, "arena_bytes": manifest["arena_bytes"],
-              "pipeline": proj.pipeline_lines, "dsp_scratch": manifest["dsp_scratch"]}
+              "pipeline": proj.pipeline_lines, "dsp_scratch": manifest["dsp_scratch"],
+              "fc_w16": _fc_w16(proj)}
     if not do_run:
         if as_json:
             click.echo(json.dumps(result, indent=1))
@@ -94,6 +97,8 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
                 click.echo(f"  {line}")
             if proj.dsp_scratch:
                 click.echo(f"  {_dsp_scratch_line(proj.dsp_scratch)}")
+            for line in _fc_w16_lines(proj):
+                click.echo(f"  {line}")
             if proj.segment_note:
                 click.echo(f"  segments: {proj.segment_note}")
             if getattr(proj, "segment_plan", None) is not None:
@@ -137,6 +142,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
     d["arena_bytes"] = manifest["arena_bytes"]
     d["pipeline"] = proj.pipeline_lines
     d["dsp_scratch"] = manifest["dsp_scratch"]
+    d["fc_w16"] = _fc_w16(proj)
     d["mismatches"] = mismatches
     if as_json:
         click.echo(json.dumps(d, indent=1))
@@ -149,6 +155,8 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
             click.echo(f"  {line}")
         if proj.dsp_scratch:
             click.echo(f"  {_dsp_scratch_line(proj.dsp_scratch)}")
+        for line in _fc_w16_lines(proj):
+            click.echo(f"  {line}")
         if d.get("input_rows_given") is not None:
             click.echo(f"  input rows delivered by the pe_row_source callback: {d['input_rows_given']}")
         if proj.segment_note:
@@ -171,3 +179,19 @@ def _dsp_scratch_line(granted):
     ops = ", ".join(f"#{k}" for k in sorted(granted))
     return (f"DSP fast scratch: {len(granted)} convolution(s) ({ops}) get the int16 column blocks in bytes "
             f"free at their step (+{extra:,} B of scratch, no region grows)")
+
+
+def _fc_w16(proj):
+    """--fc-int16-weights: {"layers": the pass's report, "flash": its byte
+    totals}, else None."""
+    if proj.fc_w16 is None:
+        return None
+    from pyembed.passes.fc_w16 import flash_delta
+    return {"layers": proj.fc_w16, "flash": flash_delta(proj.fc_w16)}
+
+
+def _fc_w16_lines(proj):
+    if proj.fc_w16 is None:
+        return []
+    from pyembed.passes.fc_w16 import describe
+    return describe(proj.fc_w16)

@@ -158,3 +158,22 @@ def stream_input_option(help_text=None):
     return click.option("--stream-input", "stream_input", is_flag=True,
                         help=help_text or "The model input is delivered row by row (a camera) into the stripe region "
                                           "reading it, so it takes no arena bytes (stripes / auto only).")
+
+
+def fc_int16_weights_option():
+    """--fc-int16-weights: int8 FULLY_CONNECTED layers on int16 weights packed
+    offline (pyembed.passes.fc_w16), off by default."""
+    return click.option("--fc-int16-weights", "fc_int16_weights", is_flag=True, default=False,
+                        help="Flash for speed: run every int8 FULLY_CONNECTED from its weights packed offline into "
+                             "int16 (about twice their flash; fewer instructions per MAC on a Cortex-M with the DSP "
+                             "extension; same results). Prints each layer and the flash cost.")
+
+
+def apply_fc_int16_weights(graph, enabled):
+    """(graph rewritten by pyembed.passes.fc_w16.widen_fc_weights, report,
+    printable lines) when enabled, else (graph, None, [])."""
+    if not enabled:
+        return graph, None, []
+    from pyembed.passes.fc_w16 import describe, widen_fc_weights
+    g, report = widen_fc_weights(graph)
+    return g, report, describe(report)

@@ -8,8 +8,9 @@ import re
 
 import click
 
-from pyembed.cli.options import (apply_attention, attention_option, max_extra_macs_option, model_argument, profile_option,
-                                 require_quantized, stream_input_option, strategy_option)
+from pyembed.cli.options import (apply_attention, apply_fc_int16_weights, attention_option, fc_int16_weights_option,
+                                 max_extra_macs_option, model_argument, profile_option, require_quantized,
+                                 stream_input_option, strategy_option)
 from pyembed.errors import PlanError
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kKmM]?)(i?[bB])?\s*$")
@@ -96,9 +97,10 @@ def summary(plan):
 @stream_input_option("The model input is delivered row by row (a camera) into the stripe region reading it, "
                      "so it takes no arena bytes; the emitted C then takes a row callback (pe_row_source) and "
                      "plan.json records it (stripes / auto only).")
+@fc_int16_weights_option()
 def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_order, time_limit, section,
                  tflite_out, show_timeline, as_json, attention="none", pipeline="auto", max_extra_macs="10%",
-                 segment_budget=None, stream_input=False):
+                 segment_budget=None, stream_input=False, fc_int16_weights=False):
     """Plan the static memory of MODEL (.tflite / .onnx) and emit C headers.
 
     Prints the arena per region against the liveness lower bound; fails
@@ -115,6 +117,8 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
         raise click.UsageError("--tflite-out plans the .tflite as it is for TFLM: it cannot follow --attention")
     attention_lines = apply_attention(g, attention)
     require_executable(g, "plan")   # unsupported operators or a float model: exit 2 with the list
+    imported = g
+    g, fc_w16, fc_w16_lines = apply_fc_int16_weights(g, fc_int16_weights)
     budget = None
     if segment_budget is not None:
         from pyembed.errors import ArgumentError
@@ -126,7 +130,6 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
             raise ArgumentError(f"--segments {segment_budget!r}: expected bytes such as 32768 or 32K") from None
         if budget <= 0:
             raise ArgumentError(f"--segments {segment_budget!r}: expected a positive byte budget")
-    imported = g
     pipeline_lines = []
     regions = None
     if part:
@@ -190,12 +193,13 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
             seg_plan.to_json(seg_path)   # pyembed simulate --segments FILE runs this division
             paths["segments"] = seg_path
     s["attention"] = attention_lines
+    s["fc_w16"] = fc_w16
     if as_json:
         click.echo(json.dumps(s, indent=1))
     else:
         click.echo(f"{s['model']}: arena {s['arena']} B ({s['algorithm']}), liveness lower bound {s['lower_bound']} B, "
                    f"no reuse {s['no_reuse']} B, {s['buffers']} buffers")
-        for line in attention_lines + pipeline_lines:
+        for line in attention_lines + pipeline_lines + fc_w16_lines:
             click.echo(f"  {line}")
         for r in s["regions"]:
             cap = f" of {r['size']} B" if r["size"] is not None else ""

@@ -243,8 +243,11 @@ def build_runtime(graph, layout, rounding="double"):
     tensors, ops = runtime_tables(graph, layout)
     for spec in ops:
         op_type = graph.operators[spec["op"]].type
-        spec["rounding"] = table.get(op_type, table["*"])
+        # a rewritten form ("FULLY_CONNECTED@w16") rounds as its operator does
+        spec["rounding"] = table.get(op_type, table.get(op_type.split("@")[0], table["*"]))
         p = spec["params"]
+        if spec["rounding"] == "single" and "words_single" in p:
+            spec["params"] = p = dict(p, words=p["words_single"])
         if op_type == "FULLY_CONNECTED" and table.get("FC_SCALE_PRODUCT") == "float32" and "multiplier_f32" in p:
             spec["params"] = dict(p, multiplier=p["multiplier_f32"], shift=p["shift_f32"])
         if rounding == "litert" and "litert_unsupported" in (spec["params"] or {}):

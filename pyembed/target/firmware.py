@@ -53,7 +53,7 @@ class FirmwareRun:
 
 
 def generate(graph, profile, outdir, segments=None, strategy="none", max_extra_macs=0.10, stream_input=False,
-             **kw):
+             fc_int16_weights=False, **kw):
     """pyembed.codegen.firmware.generate_project with a profile name or path
     (case-insensitive bundled name, see firmware_sim.profiles.load_profile).
 
@@ -70,7 +70,11 @@ def generate(graph, profile, outdir, segments=None, strategy="none", max_extra_m
     in bytes for the weights (the execution block): the model is divided into
     segments by firmware_sim (segment_graph, one layer per operator) when its
     weights do not fit the budget; when they fit, no segments (say so with
-    ``project.segment_note``)."""
+    ``project.segment_note``).
+
+    fc_int16_weights: int8 FULLY_CONNECTED layers on int16 weights packed
+    offline (pyembed.passes.fc_w16, applied before the strategy and the plan;
+    ``project.fc_w16`` reports the layers and bytes)."""
     from firmware_sim.profiles import load_profile
     from pyembed.codegen.firmware import generate_project
     prof = load_profile(profile)
@@ -78,6 +82,11 @@ def generate(graph, profile, outdir, segments=None, strategy="none", max_extra_m
         raise ArgumentError(f"strategy: expected none, layers, stripes or auto, got {strategy!r}")
     source = graph
     lines = []
+    if fc_int16_weights and kw.get("plan") is None and not hasattr(segments, "segments"):
+        # before planning (a given plan or segment plan is of the graph as given:
+        # generate_project refuses it when the pass changes that graph)
+        from pyembed.passes.fc_w16 import widen_fc_weights
+        graph, _ = widen_fc_weights(graph)   # generate_project reports it
     if strategy != "none" or stream_input:
         from pyembed.codegen.firmware import plan_for_profile
         if kw.get("plan") is not None:
@@ -99,7 +108,7 @@ def generate(graph, profile, outdir, segments=None, strategy="none", max_extra_m
             # the firmware puts the block after .data/.bss in the system RAM: cost its loads there
             segments = segment_graph(graph, prof, budget, block_region=system_region(prof).name)
         note = segment_note(graph, budget, segments)
-    proj = generate_project(graph, prof, outdir, segments=segments, **kw)
+    proj = generate_project(graph, prof, outdir, segments=segments, fc_int16_weights=fc_int16_weights, **kw)
     proj.source_graph = source
     proj.pipeline_lines = lines
     proj.segment_note = note

@@ -32,6 +32,7 @@
 #include "pyembed/pe_s16.h"
 #include "pyembed/pe_lstm.h"
 #include "pyembed/pe_gather.h"
+#include "pyembed/pe_fc_w16.h"
 
 #define MAX_T 32
 #define MAX_OPS 8
@@ -374,6 +375,49 @@ static int32_t add_op(fz_reader *r, table *tb, pe_graph_op_type type, int32_t x)
         op->params = w;
         op->num_params = PE_GATHER_BATCHED_WORDS + (fz_bool(r) ? fz_range(r, -2, 1) : 0);
         y = add_tensor(r, tb, PE_DT_INT8, xd.n, xd.h, nc, xd.c, 0);
+        break;
+    }
+    case PE_GOP_FULLY_CONNECTED_W16: {
+        /* x as [batches n*h*w, depth c]; weights drawn as int8 and packed by
+         * pe_fc_w16_pack (offset folded in) into an exact-size constant */
+        int32_t *w = tb->words[i];
+        const int32_t depth = xd.c, batches = xd.n * xd.h * xd.w, o = fz_range(r, 1, 6);
+        const int32_t qc = fz_bool(r) ? o : 1;
+        int32_t k, pbytes = 0, sbytes = 0;
+        pe_dims fd;
+        int8_t filt[6 * 8];
+        fd.n = o;
+        fd.h = 1;
+        fd.w = 1;
+        fd.c = depth;
+        if (depth > 8 || pe_fc_w16_get_buffer_sizes(&fd, &pbytes, &sbytes) != PE_OK) {
+            return -1;
+        }
+        tb->io[i][1] = add_tensor(r, tb, PE_DT_INT16, 1, 1, 1, pbytes / 2, 1);
+        if (tb->io[i][1] < 0) {
+            return -1;
+        }
+        for (k = 0; k < o * depth; k++) {
+            filt[k] = (int8_t)fz_range(r, -128, 127);
+        }
+        (void)pe_fc_w16_pack(&fd, filt, fz_range(r, -128, 127), (int16_t *)tb->consts[tb->io[i][1]], pbytes);
+        tb->io[i][2] = fz_bool(r) ? add_tensor(r, tb, PE_DT_INT32, 1, 1, 1, o, 1) : -1;
+        w[0] = fz_wild(r, depth, depth);
+        w[1] = fz_wild(r, o, o);
+        w[2] = fz_wild(r, -128, 127);
+        w[3] = fz_wild(r, -128, 127);
+        w[4] = fz_wild(r, -128, 0);
+        w[5] = fz_wild(r, 0, 127);
+        w[6] = fz_wild(r, 0, 1);
+        w[7] = fz_wild(r, qc, qc);
+        for (k = 0; k < qc; k++) {
+            w[PE_FC_W16_WORDS + k] = fz_wild(r, 1 << 30, 0x7FFFFFFF);
+            w[PE_FC_W16_WORDS + qc + k] = fz_wild(r, -12, 2);
+        }
+        op->params = w;
+        op->num_params = PE_FC_W16_WORDS + 2 * qc + (fz_bool(r) ? fz_range(r, -2, 1) : 0);
+        y = add_tensor(r, tb, PE_DT_INT8, batches, 1, 1, o, 0);
+        size = sbytes;
         break;
     }
     case PE_GOP_SQUARED_DIFFERENCE_S16:
@@ -972,7 +1016,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
     }
     n_ops = fz_range(&r, 1, MAX_OPS);
     for (i = 0; i < n_ops; i++) {
-        const int32_t pick = fz_range(&r, 0, 17 + 16 + 4 + 6);
+        const int32_t pick = fz_range(&r, 0, 17 + 16 + 4 + 7); /* 44: FULLY_CONNECTED_W16 (112) */
         const pe_graph_op_type type = pick >= 41 ? (pe_graph_op_type)(PE_GOP_SQUARED_DIFFERENCE_S16 + pick - 41)
                                       : pick >= 38 ? (pe_graph_op_type)(PE_GOP_LOGISTIC_S16 + pick - 38)
                                       : (pick >= 12 ? (pe_graph_op_type)(PE_GOP_BATCH_MATMUL + pick - 12)

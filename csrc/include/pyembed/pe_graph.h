@@ -123,6 +123,7 @@ typedef enum {
     PE_GOP_SQUARED_DIFFERENCE_S16 = 109, /* pe_s16.h */
     PE_GOP_PRELU_S16 = 110,
     PE_GOP_GATHER_BATCHED = 111,   /* pe_gather.h */
+    PE_GOP_FULLY_CONNECTED_W16 = 112, /* int16 packed weights (pe_fc_w16.h) */
     PE_GOP_CONV_POOL = 140,     /* fused conv -> pool (pe_pipeline.h) */
     PE_GOP_STRIPE_REGION = 141, /* layers run in stripes with line stores (pe_pipeline.h) */
     PE_GOP_ATTENTION = 160, /* fused multi-head attention (pe_transformer.h) */

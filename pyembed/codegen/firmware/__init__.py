@@ -88,6 +88,8 @@ class FirmwareProject:
     files: dict
     # {op: (old, new, region, offset)}: convolutions given the DSP build's fast scratch
     dsp_scratch: dict = dataclasses.field(default_factory=dict)
+    # fc_int16_weights: pyembed.passes.fc_w16's report (one row per FULLY_CONNECTED), else None
+    fc_w16: list | None = None
 
 
 def _require_profile(profile):
@@ -590,7 +592,7 @@ def _write(path, text, files, key):
 
 
 def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algorithm="auto",
-                     time_limit=5.0, copy_runtime=True, segments=None, dsp_scratch=None):
+                     time_limit=5.0, copy_runtime=True, segments=None, dsp_scratch=None, fc_int16_weights=False):
     """Write the firmware project of graph for profile (a loaded firmware_sim
     profile) into outdir; returns a FirmwareProject. plan: a pyembed.plan Plan
     on the profile's regions (default: planned here). segments: a
@@ -602,7 +604,12 @@ def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algor
     standard convolution whose DSP reverse kernel runs faster with more scratch
     gets it where the plan has those bytes free at its step (no region grows;
     pyembed.plan.widen.dsp_conv_scratch); ``project.dsp_scratch`` lists them and
-    ``project.graph`` is the graph the tables describe."""
+    ``project.graph`` is the graph the tables describe.
+    fc_int16_weights: an opt-in trading flash for speed: every int8
+    FULLY_CONNECTED with constant weights runs from int16 weights packed here
+    (pyembed.passes.fc_w16.widen_fc_weights: about twice the int8 weights'
+    flash, bit-exact); ``project.fc_w16`` and firmware.json's "fc_w16" report
+    each layer and the bytes. A given plan must be of the widened graph."""
     from pyembed.codegen import emit
     from pyembed.codegen.firmware.files import _cmakelists, _main_source, _makefile
     from pyembed.model.graph import Graph
@@ -612,6 +619,17 @@ def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algor
     if not isinstance(outdir, (str, os.PathLike)):
         raise ArgumentError(f"outdir: expected a directory path, got {type(outdir).__name__}")
     graph.check_supported()
+    fc_w16 = None
+    if fc_int16_weights:
+        from pyembed.passes.fc_w16 import W16_TYPE, widen_fc_weights
+        before = sum(op.type == W16_TYPE for op in graph.operators)
+        graph, fc_w16 = widen_fc_weights(graph)
+        changed = sum(op.type == W16_TYPE for op in graph.operators) != before
+        if changed and (plan is not None or segments is not None):
+            raise ArgumentError(f"{'plan' if plan is not None else 'segments'}: fc_int16_weights changes the "
+                                f"graph's scratch and constants; plan / segment the graph "
+                                f"pyembed.passes.fc_w16.widen_fc_weights returns (pyembed.target.firmware.generate "
+                                f"does), or give none")
     streamed = [k for k, t in enumerate(graph.inputs) if graph.tensors[t].streamed]
     if streamed and streamed != [0]:
         raise UnsupportedError(f"graph: inputs {streamed} are streamed; the firmware harness streams input 0 only")
@@ -690,6 +708,7 @@ def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algor
                                 for k, (o, n, r, f) in granted.items()},
                 "regions": {k: {"base": b, "used": u} for k, (b, u) in regions.items()},
                 "operators": op_rows,
+                "fc_w16": fc_w16,
                 "segments": None if segments is None else {
                     "count": len(segments.segments), "block_bytes": segments.block_bytes,
                     "block_base": seg_block[0], "placement": segments.placement,
@@ -698,4 +717,5 @@ def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algor
                 "inputs": [{"tensor": t, "bytes": b, "dtype": str(d)} for t, b, d in inputs],
                 "outputs": [{"tensor": t, "bytes": b, "dtype": str(d), "shape": list(s)} for t, b, d, s in outputs]}
     _write(out / "firmware.json", json.dumps(manifest, indent=1), files, "firmware.json")
-    return FirmwareProject(out, profile, graph, plan, layout, op_rows, inputs, outputs, machine, files, granted)
+    return FirmwareProject(out, profile, graph, plan, layout, op_rows, inputs, outputs, machine, files, granted,
+                           fc_w16)

@@ -161,6 +161,37 @@ def prepare_max_pool_2d(c):
     _pool(c, "max")
 
 
+def fc_quantization(c, x, y, weight_scale, out_f):
+    """The requantization of an int8 FULLY_CONNECTED (shared with its
+    int16-weight form, pyembed.model.ops.fc_w16): {activation, act_min,
+    act_max, input_offset, filter_offset, output_offset, multiplier, shift}
+    plus multiplier_f32 / shift_f32 per tensor."""
+    op = c.op
+    xs, xz = c.qparams(x, "input")
+    ys, yz = c.qparams(y, "output")
+    ws = np.asarray(weight_scale, dtype=np.float32)
+    reals_f32 = None
+    if len(ws) == 1:
+        # TFLM (GetQuantizedConvolutionMultipler) multiplies the two scales in
+        # double; the LiteRT wheel's reference FULLY_CONNECTED multiplies them
+        # in float32 first. They differ on rare ties: keep both, the
+        # "litert" rounding preset picks the float32 one.
+        reals = [float(xs) * float(ws[0]) / float(ys)]
+        reals_f32 = [float(np.float32(xs) * np.float32(ws[0])) / float(ys)]
+    elif len(ws) == out_f:
+        reals = [float(xs) * float(s) / float(ys) for s in ws]
+    else:
+        raise c.error(f"weights have {len(ws)} scales, expected 1 or {out_f}")
+    mult_arr, shift_arr = _multipliers(reals)
+    act_min, act_max = activation_range(op.options.get("activation"), ys, yz)
+    params = {"activation": op.options.get("activation"), "act_min": act_min, "act_max": act_max,
+              "input_offset": -xz, "filter_offset": 0, "output_offset": yz,
+              "multiplier": mult_arr, "shift": shift_arr}
+    if reals_f32 is not None:
+        params["multiplier_f32"], params["shift_f32"] = _multipliers(reals_f32)
+    return params
+
+
 def prepare_fully_connected(c):
     op = c.op
     x = c.tensor(0, "input")
@@ -188,34 +219,13 @@ def prepare_fully_connected(c):
         raise c.error(f"bias shape {list(b.shape)} must hold {out_f} values")
     if depth > 33025:
         raise Unsupported(f"accumulation depth {depth} > 33025 (int32 dot product bound)")
-    xs, xz = c.qparams(x, "input")
-    ys, yz = c.qparams(y, "output")
     if not w.is_quantized:
         raise c.error(f"weights (tensor {w.index} {w.name!r}) are int8 but have no quantization parameters")
-    ws = np.asarray(w.scale, dtype=np.float32)
     wz = np.asarray(w.zero_point if w.zero_point is not None else [0], dtype=np.int64)
     if np.any(wz != 0):
         raise Unsupported("weight zero points other than 0")
-    reals_f32 = None
-    if len(ws) == 1:
-        # TFLM (GetQuantizedConvolutionMultipler) multiplies the two scales in
-        # double; the LiteRT wheel's reference FULLY_CONNECTED multiplies them
-        # in float32 first. They differ on rare ties: keep both, the
-        # "litert" rounding preset picks the float32 one.
-        reals = [float(xs) * float(ws[0]) / float(ys)]
-        reals_f32 = [float(np.float32(xs) * np.float32(ws[0])) / float(ys)]
-    elif len(ws) == out_f:
-        reals = [float(xs) * float(s) / float(ys) for s in ws]
-    else:
-        raise c.error(f"weights have {len(ws)} scales, expected 1 or {out_f}")
-    mult_arr, shift_arr = _multipliers(reals)
-    act_min, act_max = activation_range(op.options.get("activation"), ys, yz)
-    op.params = {"activation": op.options.get("activation"), "act_min": act_min, "act_max": act_max,
-                 "input_offset": -xz, "filter_offset": 0, "output_offset": yz,
-                 "multiplier": mult_arr, "shift": shift_arr, "batches": batches, "depth": depth,
-                 "keep_num_dims": bool(op.options.get("keep_num_dims", False))}
-    if reals_f32 is not None:
-        op.params["multiplier_f32"], op.params["shift_f32"] = _multipliers(reals_f32)
+    op.params = fc_quantization(c, x, y, w.scale, out_f)
+    op.params.update(batches=batches, depth=depth, keep_num_dims=bool(op.options.get("keep_num_dims", False)))
     op.macs = int(batches * out_f * depth)
     from pyembed._ext import _graph
     op.scratch_bytes = _graph.fc_buffer_size((batches, 1, 1, depth), (out_f, 1, 1, depth))
