@@ -33,7 +33,7 @@ def test_bundled_models_bit_exact_both_roundings(model):
     g = load_model(os.path.join(MODELS_DIR, model + ".tflite"))
     n_fc = _fc_count(g)
     assert n_fc > 0
-    g2, report = widen_fc_weights(g)
+    g2, report = widen_fc_weights(g, min_macs=0)
     assert _fc_count(g2) == 0 and _fc_count(g2, W16_TYPE) == n_fc
     assert [r["result"] for r in report] == ["widened"] * n_fc
     assert _fc_count(g) == n_fc              # the given graph is not changed
@@ -91,7 +91,7 @@ def _inputs(g, n, seed):
 
 def test_built_model_packs_shared_weights_once():
     g = load_tflite_bytes(_fc_model(), name="fc_w16_model")
-    g2, report = widen_fc_weights(g)
+    g2, report = widen_fc_weights(g, min_macs=0)
     assert [r["result"] for r in report] == ["widened"] * 4
     packed = {op.inputs[1] for op in g2.operators}
     assert len(packed) == 3                                   # FC3 and FC4 share one packed tensor
@@ -103,7 +103,7 @@ def test_built_model_packs_shared_weights_once():
     assert flash_delta(report)["delta"] == (256 + 128 + 128) - (91 + 35 + 25)
     assert "shares an earlier layer's packed weights" in "\n".join(describe(report))
     # applying it again changes nothing and reports the same
-    g3, report3 = widen_fc_weights(g2)
+    g3, report3 = widen_fc_weights(g2, min_macs=0)
     assert report3 == report and len(g3.tensors) == len(g2.tensors)
 
 
@@ -111,7 +111,7 @@ def test_built_model_packs_shared_weights_once():
 def test_built_model_equals_tflm_and_litert():
     blob = _fc_model(seed=1)
     g = load_tflite_bytes(blob, name="fc_w16_model")
-    g2, _ = widen_fc_weights(g)
+    g2, _ = widen_fc_weights(g, min_macs=0)
     for k, x in enumerate(_inputs(g, 6, seed=2)):
         want = W.tflm_run(blob, [x])[0]
         got = g2.run(x)[0]
@@ -129,7 +129,7 @@ def test_skipped_layers_are_reported():
     t = [W.tensor((2, 8), scale=0.05, zp=0), W.tensor((4, 8), scale=0.01, zp=0), W.tensor((2, 4), scale=0.1, zp=0)]
     blob = W.build(t, [W.op(S.BuiltinOperator.FULLY_CONNECTED, [0, 1, -1], [2], "FullyConnectedOptions")], [0, 1], [2])
     g = load_tflite_bytes(blob, name="varweights")
-    g2, report = widen_fc_weights(g)
+    g2, report = widen_fc_weights(g, min_macs=0)
     assert len(report) == 1 and report[0]["result"].startswith("skipped: not executed by pyembed")
     assert "not constant" in report[0]["result"]
     assert _fc_count(g2) == 1 and flash_delta(report) == {"widened": 0, "skipped": 1, "int8_bytes": 0,
@@ -139,7 +139,7 @@ def test_skipped_layers_are_reported():
     t = [W.tensor((1, k), scale=0.05, zp=0), W.tensor((1, k), scale=0.01, zp=0, data=np.ones((1, k))),
          W.tensor((1, 1), scale=0.1, zp=0)]
     blob = W.build(t, [W.op(S.BuiltinOperator.FULLY_CONNECTED, [0, 1, -1], [2], "FullyConnectedOptions")], [0], [2])
-    g2, report = widen_fc_weights(load_tflite_bytes(blob, name="deep"))
+    g2, report = widen_fc_weights(load_tflite_bytes(blob, name="deep"), min_macs=0)
     assert report[0]["result"].startswith("skipped: not executed by pyembed (accumulation depth 33026 > 33025")
     assert _fc_count(g2) == 1
     # int16 activations: the @int16 variant keeps its own kernel
@@ -148,10 +148,30 @@ def test_skipped_layers_are_reported():
          W.tensor((1, 4), np.int16, scale=0.002, zp=0)]
     blob = W.build(t, [W.op(S.BuiltinOperator.FULLY_CONNECTED, [0, 1, -1], [2], "FullyConnectedOptions")], [0], [2])
     g = load_tflite_bytes(blob, name="int16fc")
-    g2, report = widen_fc_weights(g)
+    g2, report = widen_fc_weights(g, min_macs=0)
     assert report[0]["result"] == "skipped: runs as FULLY_CONNECTED@int16 (not int8 activations)"
     x = np.arange(8, dtype=np.int16).reshape(1, 8) * 300
     assert g2.run(x)[0].tolist() == g.run(x)[0].tolist()
+
+
+def test_small_layers_below_min_macs_are_skipped():
+    """The default threshold (MIN_MACS per row) keeps layers too small to gain
+    on int8 weights and says why; a layer at the threshold is widened; the
+    outputs stay the same integers."""
+    from pyembed.passes.fc_w16 import MIN_MACS
+    g = load_model(os.path.join(MODELS_DIR, "tflm_hello_world_int8.tflite"))
+    g2, report = widen_fc_weights(g)
+    assert _fc_count(g2) == 3 and _fc_count(g2, W16_TYPE) == 0
+    assert [r["result"] for r in report] == [
+        f"skipped: {n} MACs per row < min_macs {MIN_MACS} (too small to gain)" for n in (16, 256, 16)]
+    assert flash_delta(report)["delta"] == 0
+    g3, report3 = widen_fc_weights(g, min_macs=256)
+    assert [r["result"].split(":")[0] for r in report3] == ["skipped", "widened", "skipped"]
+    x = random_inputs(g, 1, seed=2)[0]
+    assert np.asarray(g3.run(x)[0]).tolist() == np.asarray(g.run(x)[0]).tolist()
+    for bad in (-1, 2.5, True, "big"):
+        with pytest.raises(ArgumentError, match="min_macs: expected an integer >= 0"):
+            widen_fc_weights(g, min_macs=bad)
 
 
 def test_bad_input_errors():
@@ -169,19 +189,19 @@ def test_bad_input_errors():
     g = load_tflite_bytes(_fc_model(), name="fc_w16_model")
     x = _inputs(g, 1, seed=5)[0]
     # the operator's prepare: options the pass writes, the packed tensor's size
-    g2, _ = widen_fc_weights(g)
+    g2, _ = widen_fc_weights(g, min_macs=0)
     op = g2.operators[0]
     op.options.pop("depth")
     with pytest.raises(ModelError, match="options lack 'depth'"):
         prepare_operator(g2, op, "m")
-    g2, _ = widen_fc_weights(g)
+    g2, _ = widen_fc_weights(g, min_macs=0)
     op = g2.operators[0]
     op.options["features"] = 9
     with pytest.raises(ModelError, match="packed weights shape"):
         prepare_operator(g2, op, "m")
     # the C runner refuses bad parameter words (PE_ERR_ARG), never reads past them
     for k, bad in ((None, "short"), (6, 2), (7, 3), (0, 12), (1, 8)):
-        g2, _ = widen_fc_weights(g)
+        g2, _ = widen_fc_weights(g, min_macs=0)
         p = g2.operators[0].params
         words = list(p["words"])
         if k is None:
@@ -208,7 +228,7 @@ def test_firmware_with_fc_int16_weights_equals_host(tmp_path):
     int8 graph (== TFLM, tested above) on every sample."""
     from pyembed.target.firmware import build_project, generate, run_project
     g = load_tflite_bytes(_fc_model(seed=3, batches=2), name="fc_w16_model")
-    proj = generate(g, "mps2-an386", tmp_path / "fw", fc_int16_weights=True)
+    proj = generate(g, "mps2-an386", tmp_path / "fw", fc_int16_weights=True, fc_w16_min_macs=0)
     assert [r["result"] for r in proj.fc_w16] == ["widened"] * 4
     assert [o["type"] for o in proj.ops] == [W16_TYPE] * 4
     # the plan holds each operator's scratch, as pe_fc_w16_get_buffer_sizes asks
@@ -235,7 +255,7 @@ def test_cli_plan_and_firmware_flag_report_the_flash(tmp_path):
     from pyembed.cli import main
     # pyembed plan: the emitted constants hold the packed int16 weights, not the int8 ones
     res = CliRunner().invoke(main, ["plan", "tflm_hello_world_int8", "-o", str(tmp_path / "plan"),
-                                    "--fc-int16-weights", "--json"])
+                                    "--fc-int16-weights", "--fc-int16-min-macs", "0", "--json"])
     assert res.exit_code == 0, res.output
     s = json.loads(res.output)
     assert [r["result"] for r in s["fc_w16"]] == ["widened"] * 3
@@ -247,7 +267,7 @@ def test_cli_plan_and_firmware_flag_report_the_flash(tmp_path):
     assert (tmp_path / "plan0" / "model_data.c").read_text().count("const int16_t") == 0
     # pyembed firmware (generation only): the lines and firmware.json
     res = CliRunner().invoke(main, ["firmware", "tflm_hello_world_int8", "-p", "mps2-an386", "-o",
-                                    str(tmp_path / "fw"), "--fc-int16-weights"])
+                                    str(tmp_path / "fw"), "--fc-int16-weights", "--fc-int16-min-macs", "0"])
     assert res.exit_code == 0, res.output
     assert "int16 FC weights: 3 layer(s) widened, 0 skipped; packed 768 B for 288 B of int8 weights: " \
            "flash +480 B" in res.output
@@ -265,11 +285,13 @@ def test_generate_project_refuses_a_plan_of_the_int8_graph(tmp_path):
     prof = load_profile("mps2-an386")
     plan = plan_for_profile(g, prof)
     with pytest.raises(ArgumentError, match="plan: fc_int16_weights changes the graph"):
-        generate_project(g, prof, tmp_path / "a", plan=plan, fc_int16_weights=True, copy_runtime=False)
+        generate_project(g, prof, tmp_path / "a", plan=plan, fc_int16_weights=True, fc_w16_min_macs=0,
+                         copy_runtime=False)
     from pyembed.target.firmware import generate
     with pytest.raises(ArgumentError, match="plan: fc_int16_weights changes the graph"):
-        generate(g, "mps2-an386", tmp_path / "c", plan=plan, fc_int16_weights=True, copy_runtime=False)
-    g2, _ = widen_fc_weights(g)
+        generate(g, "mps2-an386", tmp_path / "c", plan=plan, fc_int16_weights=True, fc_w16_min_macs=0,
+                 copy_runtime=False)
+    g2, _ = widen_fc_weights(g, min_macs=0)
     proj = generate_project(g2, prof, tmp_path / "b", plan=plan_for_profile(g2, prof), fc_int16_weights=True,
                             copy_runtime=False)
     assert [r["result"] for r in proj.fc_w16] == ["widened"] * 4
@@ -284,7 +306,7 @@ def test_onnx_model_bit_exact(tmp_path):
         path = tmp_path / f"{form}.onnx"
         path.write_bytes(build_onnx_attention(form=form)[0])
         g = load_model(str(path))
-        g2, report = widen_fc_weights(g)
+        g2, report = widen_fc_weights(g, min_macs=0)
         assert [r["result"] for r in report] == ["widened"] * 3
         for x in random_inputs(g, 3, seed=1):
             for a, b in zip(g2.run(x, layout="internal"), g.run(x, layout="internal")):

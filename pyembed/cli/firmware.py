@@ -1,5 +1,5 @@
 """``pyembed firmware MODEL --profile PROFILE -o DIR [--strategy auto|layers|stripes|none]
-[--stream-input] [--fc-int16-weights] [--run --inputs X.npy] [--json]``.
+[--stream-input] [--fc-int16-weights [--fc-int16-min-macs N]] [--run --inputs X.npy] [--json]``.
 
 Writes a complete Cortex-M project (pyembed.codegen.firmware) of the graph the
 compiler pipeline leaves (--strategy, as ``pyembed plan``: stripe regions and
@@ -48,7 +48,7 @@ from pyembed.cli.options import (apply_attention, attention_option, fc_int16_wei
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable result.")
 def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs_path, seed, as_json,
                      attention="none", pipeline="auto", max_extra_macs="10%", stream_input=False,
-                     fc_int16_weights=False):
+                     fc_int16_weights=False, fc_w16_min_macs=None):
     """Generate a Cortex-M firmware project for MODEL (.tflite/.onnx or a
     bundled model name) on PROFILE; with --run, build it and run it on QEMU.
 
@@ -74,7 +74,8 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
         from pyembed.cli.plan import parse_size
         budget = parse_size(segments)
     proj = generate(g, profile, outdir, algorithm=algorithm, segments=budget, strategy=pipeline,
-                    max_extra_macs=extra, stream_input=stream_input, fc_int16_weights=fc_int16_weights)
+                    max_extra_macs=extra, stream_input=stream_input, fc_int16_weights=fc_int16_weights,
+                    fc_w16_min_macs=fc_w16_min_macs)
     with open(os.path.join(outdir, "firmware.json")) as f:
         manifest = json.load(f)
     streamed = bool(manifest["streamed_inputs"])

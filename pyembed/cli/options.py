@@ -162,18 +162,27 @@ def stream_input_option(help_text=None):
 
 def fc_int16_weights_option():
     """--fc-int16-weights: int8 FULLY_CONNECTED layers on int16 weights packed
-    offline (pyembed.passes.fc_w16), off by default."""
-    return click.option("--fc-int16-weights", "fc_int16_weights", is_flag=True, default=False,
-                        help="Flash for speed: run every int8 FULLY_CONNECTED from its weights packed offline into "
-                             "int16 (about twice their flash; fewer instructions per MAC on a Cortex-M with the DSP "
-                             "extension; same results). Prints each layer and the flash cost.")
+    offline (pyembed.passes.fc_w16), off by default; --fc-int16-min-macs N:
+    the smallest layer (MACs per row) it widens."""
+    def deco(f):
+        from pyembed.passes.fc_w16 import MIN_MACS
+        f = click.option("--fc-int16-min-macs", "fc_w16_min_macs", type=click.IntRange(min=0),
+                         default=MIN_MACS, show_default=True,
+                         help="With --fc-int16-weights: widen only layers of at least this many MACs per row "
+                              "(smaller ones gain nothing: the input is widened per call).")(f)
+        return click.option("--fc-int16-weights", "fc_int16_weights", is_flag=True, default=False,
+                            help="Flash for speed: run the int8 FULLY_CONNECTED layers from their weights packed "
+                                 "offline into int16 (about twice their flash; fewer instructions per MAC on a "
+                                 "Cortex-M with the DSP extension; same results). Prints each layer and the flash "
+                                 "cost.")(f)
+    return deco
 
 
-def apply_fc_int16_weights(graph, enabled):
+def apply_fc_int16_weights(graph, enabled, min_macs=None):
     """(graph rewritten by pyembed.passes.fc_w16.widen_fc_weights, report,
     printable lines) when enabled, else (graph, None, [])."""
     if not enabled:
         return graph, None, []
-    from pyembed.passes.fc_w16 import describe, widen_fc_weights
-    g, report = widen_fc_weights(graph)
+    from pyembed.passes.fc_w16 import MIN_MACS, describe, widen_fc_weights
+    g, report = widen_fc_weights(graph, MIN_MACS if min_macs is None else min_macs)
     return g, report, describe(report)

@@ -100,7 +100,8 @@ def summary(plan):
 @fc_int16_weights_option()
 def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_order, time_limit, section,
                  tflite_out, show_timeline, as_json, attention="none", pipeline="auto", max_extra_macs="10%",
-                 segment_budget=None, stream_input=False, fc_int16_weights=False):
+                 segment_budget=None, stream_input=False, fc_int16_weights=False,
+                 fc_w16_min_macs=None):
     """Plan the static memory of MODEL (.tflite / .onnx) and emit C headers.
 
     Prints the arena per region against the liveness lower bound; fails
@@ -118,7 +119,7 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
     attention_lines = apply_attention(g, attention)
     require_executable(g, "plan")   # unsupported operators or a float model: exit 2 with the list
     imported = g
-    g, fc_w16, fc_w16_lines = apply_fc_int16_weights(g, fc_int16_weights)
+    g, fc_w16, fc_w16_lines = apply_fc_int16_weights(g, fc_int16_weights, fc_w16_min_macs)
     budget = None
     if segment_budget is not None:
         from pyembed.errors import ArgumentError

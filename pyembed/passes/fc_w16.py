@@ -19,7 +19,12 @@ weight tensor no other operator reads any more leaves the graph's constants
 the flash holds the packed form instead of, not beside, the int8 one.
 Layers the pass cannot take stay as they are and are reported: unsupported
 ones, int16 activations (the @int16 variant), weights that are not a
-constant int8 tensor. Run it right after import (before the pipeline passes
+constant int8 tensor, and layers of fewer than min_macs (default
+MIN_MACS = 2048) MACs per row: the kernel widens each input row and sets up
+its scratch per call, which on Cortex-M4 costs more than the int16 weights
+save on small layers (measured with bench kernels --target cortex-m4:
+hello_world's 16x16 and 16x1 layers, VWW's 2x256 and KWS's 12x64 ran as many
+or more instructions; micro_speech's 4x4000 and MNIST-LSTM's 10x560 fewer). Run it right after import (before the pipeline passes
 and planning: it changes scratch sizes and constants).
 
 report: one dict per FULLY_CONNECTED (kept or widened) of the result, in
@@ -56,15 +61,21 @@ def _skip_reason(graph, op):
     return None
 
 
-def widen_fc_weights(graph):
-    """(a copy of graph with its int8 FULLY_CONNECTED layers on packed int16
-    weights, report); graph itself is not changed. See the module docstring.
-    Applying it again to its result widens nothing more and reports the same."""
+MIN_MACS = 2048
+
+
+def widen_fc_weights(graph, min_macs=MIN_MACS):
+    """(a copy of graph with its int8 FULLY_CONNECTED layers of at least
+    min_macs MACs per row (O * K) on packed int16 weights, report); graph
+    itself is not changed. See the module docstring. Applying it again to
+    its result widens nothing more and reports the same."""
     from pyembed._ext import _graph
     from pyembed.model.graph import Graph, Operator, Tensor
     from pyembed.model.ops import prepare_operator
     if not isinstance(graph, Graph):
         raise ArgumentError(f"graph: expected a pyembed Graph, got {type(graph).__name__}")
+    if isinstance(min_macs, bool) or not isinstance(min_macs, (int, np.integer)) or min_macs < 0:
+        raise ArgumentError(f"min_macs: expected an integer >= 0 (MACs per row), got {min_macs!r}")
     g = copy.copy(graph)
     g.tensors = list(graph.tensors)
     g.operators = [dataclasses.replace(op, inputs=list(op.inputs), outputs=list(op.outputs),
@@ -80,6 +91,9 @@ def widen_fc_weights(graph):
         if op.type != "FULLY_CONNECTED":
             continue
         why = _skip_reason(g, op)
+        if why is None and int(np.prod(g.tensors[op.inputs[1]].shape)) < min_macs:
+            why = (f"{int(np.prod(g.tensors[op.inputs[1]].shape))} MACs per row < min_macs {min_macs} "
+                   f"(too small to gain)")
         if why is not None:
             op.options["fc_w16_skipped"] = why
             continue

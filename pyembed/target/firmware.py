@@ -53,7 +53,7 @@ class FirmwareRun:
 
 
 def generate(graph, profile, outdir, segments=None, strategy="none", max_extra_macs=0.10, stream_input=False,
-             fc_int16_weights=False, **kw):
+             fc_int16_weights=False, fc_w16_min_macs=None, **kw):
     """pyembed.codegen.firmware.generate_project with a profile name or path
     (case-insensitive bundled name, see firmware_sim.profiles.load_profile).
 
@@ -74,7 +74,8 @@ def generate(graph, profile, outdir, segments=None, strategy="none", max_extra_m
 
     fc_int16_weights: int8 FULLY_CONNECTED layers on int16 weights packed
     offline (pyembed.passes.fc_w16, applied before the strategy and the plan;
-    ``project.fc_w16`` reports the layers and bytes)."""
+    ``project.fc_w16`` reports the layers and bytes) for layers of at least
+    fc_w16_min_macs MACs per row (None: the pass's MIN_MACS, 2048)."""
     from firmware_sim.profiles import load_profile
     from pyembed.codegen.firmware import generate_project
     prof = load_profile(profile)
@@ -85,8 +86,9 @@ def generate(graph, profile, outdir, segments=None, strategy="none", max_extra_m
     if fc_int16_weights and kw.get("plan") is None and not hasattr(segments, "segments"):
         # before planning (a given plan or segment plan is of the graph as given:
         # generate_project refuses it when the pass changes that graph)
-        from pyembed.passes.fc_w16 import widen_fc_weights
-        graph, _ = widen_fc_weights(graph)   # generate_project reports it
+        from pyembed.passes.fc_w16 import MIN_MACS, widen_fc_weights
+        graph, _ = widen_fc_weights(graph, MIN_MACS if fc_w16_min_macs is None else fc_w16_min_macs)
+        # generate_project reports it
     if strategy != "none" or stream_input:
         from pyembed.codegen.firmware import plan_for_profile
         if kw.get("plan") is not None:
@@ -108,7 +110,8 @@ def generate(graph, profile, outdir, segments=None, strategy="none", max_extra_m
             # the firmware puts the block after .data/.bss in the system RAM: cost its loads there
             segments = segment_graph(graph, prof, budget, block_region=system_region(prof).name)
         note = segment_note(graph, budget, segments)
-    proj = generate_project(graph, prof, outdir, segments=segments, fc_int16_weights=fc_int16_weights, **kw)
+    proj = generate_project(graph, prof, outdir, segments=segments, fc_int16_weights=fc_int16_weights,
+                            fc_w16_min_macs=fc_w16_min_macs, **kw)
     proj.source_graph = source
     proj.pipeline_lines = lines
     proj.segment_note = note

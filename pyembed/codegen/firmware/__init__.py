@@ -592,7 +592,8 @@ def _write(path, text, files, key):
 
 
 def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algorithm="auto",
-                     time_limit=5.0, copy_runtime=True, segments=None, dsp_scratch=None, fc_int16_weights=False):
+                     time_limit=5.0, copy_runtime=True, segments=None, dsp_scratch=None, fc_int16_weights=False,
+                     fc_w16_min_macs=None):
     """Write the firmware project of graph for profile (a loaded firmware_sim
     profile) into outdir; returns a FirmwareProject. plan: a pyembed.plan Plan
     on the profile's regions (default: planned here). segments: a
@@ -609,7 +610,9 @@ def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algor
     FULLY_CONNECTED with constant weights runs from int16 weights packed here
     (pyembed.passes.fc_w16.widen_fc_weights: about twice the int8 weights'
     flash, bit-exact); ``project.fc_w16`` and firmware.json's "fc_w16" report
-    each layer and the bytes. A given plan must be of the widened graph."""
+    each layer and the bytes. A given plan must be of the widened graph.
+    fc_w16_min_macs: the pass's min_macs (None: its MIN_MACS, 2048 MACs per
+    row; smaller layers are skipped and reported)."""
     from pyembed.codegen import emit
     from pyembed.codegen.firmware.files import _cmakelists, _main_source, _makefile
     from pyembed.model.graph import Graph
@@ -621,9 +624,9 @@ def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algor
     graph.check_supported()
     fc_w16 = None
     if fc_int16_weights:
-        from pyembed.passes.fc_w16 import W16_TYPE, widen_fc_weights
+        from pyembed.passes.fc_w16 import MIN_MACS, W16_TYPE, widen_fc_weights
         before = sum(op.type == W16_TYPE for op in graph.operators)
-        graph, fc_w16 = widen_fc_weights(graph)
+        graph, fc_w16 = widen_fc_weights(graph, MIN_MACS if fc_w16_min_macs is None else fc_w16_min_macs)
         changed = sum(op.type == W16_TYPE for op in graph.operators) != before
         if changed and (plan is not None or segments is not None):
             raise ArgumentError(f"{'plan' if plan is not None else 'segments'}: fc_int16_weights changes the "
