@@ -194,23 +194,15 @@ static int64_t simd_extra_bytes(const pe_conv_params *p, const pe_dims *in, cons
 #endif
 }
 
-pe_status pe_conv2d_rev_s8_get_target_buffer_size(const pe_conv_params *params,
-                                                  const pe_dims *input_dims,
-                                                  const pe_dims *filter_dims,
-                                                  const pe_dims *output_dims, int32_t dsp,
-                                                  int32_t *size)
+/* *size = the minimum scratch (depthwise or not) + extra, PE_ERR_OVERFLOW
+ * past int32; the minimum's own status otherwise */
+static pe_status plus_extra(pe_status minimum, int64_t extra, int32_t *size)
 {
     int64_t total;
-    const pe_status s = scratch_bytes(params, input_dims, filter_dims, output_dims, 0, size);
-    if (s != PE_OK) {
-        return s;
+    if (minimum != PE_OK) {
+        return minimum;
     }
-    if (dsp != 0 && dsp != 1) {
-        return PE_ERR_ARG;
-    }
-    total = (int64_t)*size + (dsp && whole_prefers_blocks(params, input_dims, filter_dims, output_dims)
-                                  ? dsp_extra_bytes(params, input_dims, filter_dims, output_dims)
-                                  : 0);
+    total = (int64_t)*size + extra;
     if (total > PE_INT32_MAX) {
         return PE_ERR_OVERFLOW;
     }
@@ -218,22 +210,31 @@ pe_status pe_conv2d_rev_s8_get_target_buffer_size(const pe_conv_params *params,
     return PE_OK;
 }
 
+pe_status pe_conv2d_rev_s8_get_target_buffer_size(const pe_conv_params *params,
+                                                  const pe_dims *input_dims,
+                                                  const pe_dims *filter_dims,
+                                                  const pe_dims *output_dims, int32_t dsp,
+                                                  int32_t *size)
+{
+    const pe_status s = scratch_bytes(params, input_dims, filter_dims, output_dims, 0, size);
+    if (s == PE_OK && dsp != 0 && dsp != 1) {
+        return PE_ERR_ARG;
+    }
+    return plus_extra(s, s == PE_OK && dsp && whole_prefers_blocks(params, input_dims, filter_dims,
+                                                                    output_dims)
+                             ? dsp_extra_bytes(params, input_dims, filter_dims, output_dims)
+                             : 0,
+                      size);
+}
+
 pe_status pe_conv2d_rev_s8_get_fast_buffer_size(const pe_conv_params *params,
                                                 const pe_dims *input_dims,
                                                 const pe_dims *filter_dims,
                                                 const pe_dims *output_dims, int32_t *size)
 {
-    int64_t total;
     const pe_status s = scratch_bytes(params, input_dims, filter_dims, output_dims, 0, size);
-    if (s != PE_OK) {
-        return s;
-    }
-    total = (int64_t)*size + simd_extra_bytes(params, input_dims, filter_dims, output_dims);
-    if (total > PE_INT32_MAX) {
-        return PE_ERR_OVERFLOW;
-    }
-    *size = (int32_t)total;
-    return PE_OK;
+    return plus_extra(s, s == PE_OK ? simd_extra_bytes(params, input_dims, filter_dims, output_dims) : 0,
+                      size);
 }
 
 pe_status pe_depthwise_conv2d_rev_s8_get_buffer_size(const pe_conv_params *params,
@@ -250,17 +251,8 @@ static pe_status dw_sized(const pe_conv_params *p, const pe_dims *in, const pe_d
                           const pe_dims *out, int32_t dsp, int32_t *size)
 {
     int32_t least;
-    int64_t total;
     const pe_status s = scratch_bytes(p, in, f, out, 1, size);
-    if (s != PE_OK) {
-        return s;
-    }
-    total = (int64_t)*size + (dsp ? pe_dw3_plane_bytes(p, in, f, out, &least) : 0);
-    if (total > PE_INT32_MAX) {
-        return PE_ERR_OVERFLOW;
-    }
-    *size = (int32_t)total;
-    return PE_OK;
+    return plus_extra(s, s == PE_OK && dsp ? pe_dw3_plane_bytes(p, in, f, out, &least) : 0, size);
 }
 
 pe_status pe_depthwise_conv2d_rev_s8_get_fast_buffer_size(const pe_conv_params *params,

@@ -192,6 +192,20 @@ def fc_quantization(c, x, y, weight_scale, out_f):
     return params
 
 
+def fc_rows(c, x, y, b, out_f, depth):
+    """The rows (batches) of a fully connected layer of out_f features on
+    depth inputs, once input, output and bias shapes agree with them."""
+    if depth <= 0 or x.size % depth != 0:
+        raise c.error(f"input shape {list(x.shape)} ({x.size} elements) is not a whole number of rows of "
+                      f"the weights' depth {depth}")
+    batches = x.size // depth
+    if y.size != batches * out_f or (len(y.shape) and y.shape[-1] != out_f):
+        raise c.error(f"output shape {list(y.shape)} disagrees with {batches} row(s) of {out_f} features")
+    if b is not None and b.size != out_f:
+        raise c.error(f"bias shape {list(b.shape)} must hold {out_f} values")
+    return batches
+
+
 def prepare_fully_connected(c):
     op = c.op
     x = c.tensor(0, "input")
@@ -209,14 +223,7 @@ def prepare_fully_connected(c):
         raise Unsupported("shuffled weights format")
     c.rank(w, "weights", 2)
     out_f, depth = w.shape
-    if depth <= 0 or x.size % depth != 0:
-        raise c.error(f"input shape {list(x.shape)} ({x.size} elements) is not a whole number of rows of "
-                      f"the weights' depth {depth}")
-    batches = x.size // depth
-    if y.size != batches * out_f or (len(y.shape) and y.shape[-1] != out_f):
-        raise c.error(f"output shape {list(y.shape)} disagrees with {batches} row(s) of {out_f} features")
-    if b is not None and b.size != out_f:
-        raise c.error(f"bias shape {list(b.shape)} must hold {out_f} values")
+    batches = fc_rows(c, x, y, b, out_f, depth)
     if depth > 33025:
         raise Unsupported(f"accumulation depth {depth} > 33025 (int32 dot product bound)")
     if not w.is_quantized:

@@ -21,7 +21,7 @@ per-tensor multiplier from the float32 product of the scales).
 import numpy as np
 
 from pyembed.model.ops.base import Unsupported
-from pyembed.model.ops.core import fc_quantization
+from pyembed.model.ops.core import fc_quantization, fc_rows
 from pyembed.model.ops.registry import register
 
 FC_MAX_DEPTH = 33025  # PE_FC_MAX_DEPTH
@@ -63,14 +63,7 @@ def prepare_fully_connected_w16(c):
     if len(w.shape) != 1 or w.size != round4(out_f) * round4(depth):
         raise c.error(f"packed weights shape {list(w.shape)}: expected [{round4(out_f) * round4(depth)}] "
                       f"(round4({out_f}) * round4({depth}) int16 values)")
-    if x.size % depth != 0:
-        raise c.error(f"input shape {list(x.shape)} ({x.size} elements) is not a whole number of rows of "
-                      f"depth {depth}")
-    batches = x.size // depth
-    if y.size != batches * out_f or (len(y.shape) and y.shape[-1] != out_f):
-        raise c.error(f"output shape {list(y.shape)} disagrees with {batches} row(s) of {out_f} features")
-    if b is not None and b.size != out_f:
-        raise c.error(f"bias shape {list(b.shape)} must hold {out_f} values")
+    batches = fc_rows(c, x, y, b, out_f, depth)
     p = fc_quantization(c, x, y, o["weight_scale"], out_f)
     p.update(batches=batches, depth=depth, features=out_f,
              words=_words(p, depth, out_f, False), words_single=_words(p, depth, out_f, True),
