@@ -1515,6 +1515,24 @@ static void copy_fwd(int8_t *d, const int8_t *s, size_t n)
     }
 }
 
+/* Is every image's output disjoint from its own input? */
+static int images_disjoint(const pe_dims *in, const int8_t *input, const pe_dims *out,
+                           const int8_t *output)
+{
+    const size_t row_b = (size_t)out->w * (size_t)out->c;
+    const size_t in_img = (size_t)in->h * (size_t)in->w * (size_t)in->c;
+    int32_t n;
+    for (n = 0; n < in->n; n++) {
+        const int8_t *const img = input + (size_t)n * in_img;
+        const int8_t *const dst = output + (size_t)n * (size_t)out->h * row_b;
+        if (!((uintptr_t)dst >= (uintptr_t)(img + in_img) ||
+              (uintptr_t)(dst + (size_t)out->h * row_b) <= (uintptr_t)img)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* Where the int16 channel planes of pe_dw3_dsp.c apply (pe_dw3_applies)
  * and ctx has room for bands of two rows of them, their bytes (else 0):
  * the whole scratch when every image's output is disjoint from its input,
@@ -1523,23 +1541,14 @@ static int32_t dw3_plane_grant(const pe_context *ctx, const pe_conv_params *p,
                                const pe_dims *in, const pe_dims *f, const pe_dims *out,
                                const int32_t *bias, const int8_t *input, const int8_t *output)
 {
-    const size_t row_b = (size_t)out->w * (size_t)out->c;
-    const size_t in_img = (size_t)in->h * (size_t)in->w * (size_t)in->c;
-    int32_t need, least, n, avail;
-    int disjoint = 1;
+    int32_t need, least, avail;
+    int disjoint;
     if (ctx == NULL || ctx->buf == NULL || ((uintptr_t)ctx->buf & 3u) != 0u ||
         scratch_bytes(p, in, f, out, 1, &need) != PE_OK || ctx->size < need ||
         pe_dw3_plane_bytes(p, in, f, out, &least) == 0 || !pe_dw3_applies(p, in, f, out, bias)) {
         return 0;
     }
-    for (n = 0; n < in->n; n++) {
-        const int8_t *const img = input + (size_t)n * in_img;
-        const int8_t *const dst = output + (size_t)n * (size_t)out->h * row_b;
-        if (!((uintptr_t)dst >= (uintptr_t)(img + in_img) ||
-              (uintptr_t)(dst + (size_t)out->h * row_b) <= (uintptr_t)img)) {
-            disjoint = 0;
-        }
-    }
+    disjoint = images_disjoint(in, input, out, output);
     avail = (disjoint ? ctx->size : ctx->size - need) & ~3;
     return avail >= least ? avail : 0;
 }
@@ -1682,14 +1691,7 @@ __attribute__((noinline)) static int32_t cv_whole_dsp(const pe_context *ctx, con
         *status = filter == NULL ? PE_ERR_ARG : PE_ERR_SCRATCH;
         return 1;
     }
-    for (n = 0; n < in->n; n++) {
-        const int8_t *const img = input + (size_t)n * in_img;
-        const int8_t *const dst = output + (size_t)n * (size_t)out->h * row_b;
-        if (!((uintptr_t)dst >= (uintptr_t)(img + in_img) ||
-              (uintptr_t)(dst + (size_t)out->h * row_b) <= (uintptr_t)img)) {
-            disjoint = 0;
-        }
-    }
+    disjoint = images_disjoint(in, input, out, output);
     /* the weight block, whole or in pieces of at least 256 bytes; when the
      * output overlaps the input, room for at least ahead + 1 output rows
      * too */
