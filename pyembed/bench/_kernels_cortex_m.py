@@ -38,8 +38,8 @@ packed once by pe_fc_w16_pack (not timed, as it runs offline); its row
 carries "weight_bytes", the packed weights' flash (round4(O) * round4(K) * 2
 bytes), the int8 rows the int8 filter's (O * K bytes). A bundled model with
 int8 FULLY_CONNECTED layers is also built a third time, DSP with
-fc_int16_weights (pyembed.passes.fc_w16): its row adds
-dsp_fc_w16_instructions, the FC layers' MACs and instructions in both DSP
+fc_int16_weights (pyembed.passes.fc_w16, default min_macs): its row adds
+dsp_fc_w16_instructions, the widened FC layers' MACs and instructions in both DSP
 runs (dsp_fc_instructions, dsp_fc_w16_fc_instructions) and the flash of the
 packed weights (fc_int8_weight_bytes, fc_w16_weight_bytes,
 fc_w16_flash_delta_bytes).
@@ -227,7 +227,11 @@ def _fc_w16_run(name, g, xs, host, root, dsp_run):
             raise RuntimeError(f"{name}: the DSP firmware with int16 FC weights: output {k} differs from the host run")
     fc_macs = int(sum(op.macs for op in proj.graph.operators if op.type == "FULLY_CONNECTED@w16"))
     widened_ops = {o["op"] for o in proj.ops if o["type"] == "FULLY_CONNECTED@w16"}
-    fc_int8 = sum(o["instructions"] for o in dsp_run.operators if o["type"] == "FULLY_CONNECTED")
+    # the same layers in the int8 run (the pass rewrites operators in place:
+    # same indices); layers below its min_macs stay int8 in both runs
+    widened_idx = {op.index for op in proj.graph.operators if op.type == "FULLY_CONNECTED@w16"}
+    fc_int8 = sum(o["instructions"] for o in dsp_run.operators
+                  if o["type"] == "FULLY_CONNECTED" and o["index"] in widened_idx)
     fc_w16 = sum(o["instructions"] for o in run.operators if o["type"] == "FULLY_CONNECTED@w16")
     d = flash_delta(proj.fc_w16)
     return {"dsp_fc_w16_instructions": run.total_instructions, "fc_w16_layers": len(widened_ops),
@@ -290,9 +294,10 @@ def render(res):
                f"{m['fc_int8_weight_bytes']:,} -> {m['fc_w16_weight_bytes']:,} ({m['fc_w16_flash_delta_bytes']:+,} B)"]
               for m in res["models"] if "dsp_fc_w16_instructions" in m]
         if fb:
-            text += ["", "--fc-int16-weights (pyembed.passes.fc_w16): the DSP build once more with every int8 "
-                     "FULLY_CONNECTED on int16 weights packed offline (outputs == host run); FC instr/MAC over "
-                     "the FC layers only (their per-operator counts, 40-instruction resolution); the widened "
+            text += ["", "--fc-int16-weights (pyembed.passes.fc_w16): the DSP build once more with the int8 "
+                     "FULLY_CONNECTED layers of at least 2,048 MACs per row (the pass's MIN_MACS) on int16 "
+                     "weights packed offline (outputs == host run); FC instr/MAC over the widened layers only "
+                     "(their per-operator counts in both runs, 40-instruction resolution); the widened "
                      "graph is planned anew, so its convolutions may get the fast scratch "
                      "(pyembed/plan/widen.py) elsewhere", table(fh, fb)]
     return "\n".join(text)
