@@ -1567,6 +1567,54 @@ static void dw_rows(const pe_conv_params *p, const pe_per_channel_quant *q, cons
     }
 }
 
+/* Output rows [oy0, oy1) of one image to o (rows row_b bytes apart). */
+typedef void (*rows_fn)(const void *job, int32_t oy0, int32_t oy1, int8_t *o, size_t row_b);
+
+/* One image's output rows computed into buf (cap rows) and written to dst
+ * once the input rows they overwrite are no longer read: row R waits until
+ * the rows up to R + ahead are computed (the row model of dw_whole_dsp and
+ * cv_whole_dsp). Returns the most rows held at once. */
+static int32_t staged_rows(int8_t *dst, int8_t *buf, int32_t out_h, size_t row_b, int32_t cap,
+                           int32_t ahead, rows_fn rows, const void *job)
+{
+    int32_t a = 0; /* first row not yet written; buf row 0 holds it */
+    int32_t c = 0; /* rows computed */
+    int32_t e, w, peak = 0;
+    while (a < out_h) {
+        e = a + cap < out_h ? a + cap : out_h;
+        if (e > c) {
+            rows(job, c, e, buf + (size_t)(c - a) * row_b, row_b);
+            c = e;
+        }
+        peak = c - a > peak ? c - a : peak;
+        w = c == out_h ? c : c - ahead; /* rows [a, w) may be written */
+        copy_fwd(dst + (size_t)a * row_b, buf, (size_t)(w - a) * row_b);
+        copy_fwd(buf, buf + (size_t)(w - a) * row_b, (size_t)(c - w) * row_b);
+        a = w;
+    }
+    return peak;
+}
+
+typedef struct {
+    const pe_conv_params *p;
+    const pe_per_channel_quant *q;
+    const pe_dims *in;
+    const int8_t *img;
+    const pe_dims *f;
+    const int8_t *filter;
+    const int32_t *bias;
+    const pe_dims *out;
+    int16_t *planes;
+    int32_t pbytes;
+} dw_job;
+
+static void dw_job_rows(const void *job, int32_t oy0, int32_t oy1, int8_t *o, size_t row_b)
+{
+    const dw_job *j = (const dw_job *)job;
+    dw_rows(j->p, j->q, j->in, j->img, j->f, j->filter, j->bias, j->out, oy0, oy1, o, row_b,
+            j->planes, j->pbytes);
+}
+
 /* The whole-tensor depthwise call on the DSP extension, where the
  * channel-group loops of pe_conv_gather.c apply (pe_dw_dsp_applies) or
  * the scratch holds the int16 planes of pe_dw3_dsp.c (pbytes > 0, from
@@ -1592,7 +1640,7 @@ static pe_status dw_whole_dsp(const pe_context *ctx, const pe_conv_params *p,
     const size_t in_img = (size_t)in->h * (size_t)in->w * (size_t)in->c;
     const int32_t k_eff = (f->h - 1) * p->dilation.h + 1;
     const int32_t ahead = (k_eff - 1) / p->stride.h;
-    int32_t need, cap, n, a, c, e, w, peak = 0;
+    int32_t need, cap, n, peak = 0;
     int16_t *planes;
     pe_status s = scratch_bytes(p, in, f, out, 1, &need);
     if (s != PE_OK) {
@@ -1625,20 +1673,10 @@ static pe_status dw_whole_dsp(const pe_context *ctx, const pe_conv_params *p,
             dw_rows(p, q, in, img, f, filter, bias, out, 0, out->h, dst, row_b, planes, pbytes);
             continue;
         }
-        a = 0; /* first row not yet written; buf row 0 holds it */
-        c = 0; /* rows computed */
-        while (a < out->h) {
-            e = a + cap < out->h ? a + cap : out->h;
-            if (e > c) {
-                dw_rows(p, q, in, img, f, filter, bias, out, c, e,
-                        buf + (size_t)(c - a) * row_b, row_b, planes, pbytes);
-                c = e;
-            }
-            peak = c - a > peak ? c - a : peak;
-            w = c == out->h ? c : c - ahead; /* rows [a, w) may be written */
-            copy_fwd(dst + (size_t)a * row_b, buf, (size_t)(w - a) * row_b);
-            copy_fwd(buf, buf + (size_t)(w - a) * row_b, (size_t)(c - w) * row_b);
-            a = w;
+        {
+            const dw_job job = {p, q, in, img, f, filter, bias, out, planes, pbytes};
+            const int32_t held = staged_rows(dst, buf, out->h, row_b, cap, ahead, dw_job_rows, &job);
+            peak = held > peak ? held : peak;
         }
     }
     if (ctx->stats != NULL) {
@@ -1649,6 +1687,27 @@ static pe_status dw_whole_dsp(const pe_context *ctx, const pe_conv_params *p,
 #endif
 
 #if PE_DSP
+typedef struct {
+    const pe_conv_params *p;
+    const pe_per_channel_quant *q;
+    const pe_dims *in;
+    const int8_t *img;
+    const pe_dims *f;
+    const int8_t *filter;
+    const int32_t *bias;
+    const pe_dims *out;
+    uint32_t *wblk;
+    int32_t wbytes;
+} cv_job;
+
+static void cv_job_rows(const void *job, int32_t oy0, int32_t oy1, int8_t *o, size_t row_b)
+{
+    const cv_job *j = (const cv_job *)job;
+    (void)row_b; /* pe_cv_dsp_rows writes whole rows of out->w * out->c bytes */
+    pe_cv_dsp_rows(j->p, j->q, j->in, j->img, j->f, j->filter, j->bias, j->out, oy0, oy1, o,
+                   j->wblk, j->wbytes);
+}
+
 /* The whole-tensor conv on the DSP extension where the block loops of
  * pe_conv_gather.c apply (pe_cv_dsp_applies: one group, in_c % 4 == 0,
  * dilation.w 1): each output pixel's window is summed with its accumulators
@@ -1678,7 +1737,7 @@ __attribute__((noinline)) static int32_t cv_whole_dsp(const pe_context *ctx, con
     int32_t least;
     const int64_t wneed = pe_cv_dsp_bytes(p, in, f, &least);
     int64_t avail, wbytes, region_size;
-    int32_t need, cap, n, a, c, e, w, peak = 0, disjoint = 1;
+    int32_t need, cap, n, peak = 0, disjoint = 1;
     uint32_t stack_region[PE_CV_REV_STACK / 4];
     int8_t *region;
     pe_status s = scratch_bytes(p, in, f, out, 0, &need);
@@ -1731,20 +1790,10 @@ __attribute__((noinline)) static int32_t cv_whole_dsp(const pe_context *ctx, con
                            (int32_t)wbytes);
             continue;
         }
-        a = 0; /* first row not yet written; buf row 0 holds it */
-        c = 0; /* rows computed */
-        while (a < out->h) {
-            e = a + cap < out->h ? a + cap : out->h;
-            if (e > c) {
-                pe_cv_dsp_rows(p, q, in, img, f, filter, bias, out, c, e,
-                               buf + (size_t)(c - a) * row_b, wblk, (int32_t)wbytes);
-                c = e;
-            }
-            peak = c - a > peak ? c - a : peak;
-            w = c == out->h ? c : c - ahead; /* rows [a, w) may be written */
-            copy_fwd(dst + (size_t)a * row_b, buf, (size_t)(w - a) * row_b);
-            copy_fwd(buf, buf + (size_t)(w - a) * row_b, (size_t)(c - w) * row_b);
-            a = w;
+        {
+            const cv_job job = {p, q, in, img, f, filter, bias, out, wblk, (int32_t)wbytes};
+            const int32_t held = staged_rows(dst, buf, out->h, row_b, cap, ahead, cv_job_rows, &job);
+            peak = held > peak ? held : peak;
         }
     }
     if (ctx->stats != NULL) {
