@@ -588,6 +588,21 @@ typedef struct {
     "add    r10, r10, r8\n\t"                                                \
     "b      3b\n\t"                                                          \
     "4:\n\t"
+/* the operands and clobbers of every pointwise asm loop (job in r0) */
+#define PE_PW_OPERANDS                                                        \
+    : "+r"(r0_job)                                                            \
+    :                                                                         \
+    : "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "cc", \
+      "memory"
+/* the fused loops' next column: the input pointer on by the column step,
+ * one column fewer, back to label 1 while any is left */
+#define PE_PWQ_NEXT_COLUMN                                                    \
+    "ldrd   r4, r5, [sp]\n\t"                                                 \
+    "ldr    r7, [sp, #12]\n\t"                                                \
+    "add    r10, r10, r7\n\t"                                                 \
+    "subs   r5, r5, #1\n\t"                                                   \
+    "str    r5, [sp, #4]\n\t"                                                 \
+    "bne    1b\n\t"
 #define PE_PW_FN(name, body)                                                  \
     __attribute__((noinline)) static void name(const pw_job *job)             \
     {                                                                         \
@@ -602,10 +617,7 @@ typedef struct {
                          "strd   r4, r5, [sp]\n\t"                            \
                          "bne    1b\n\t"                                      \
                          "add    sp, sp, #36\n\t"                             \
-                         : "+r"(r0_job)                                       \
-                         :                                                    \
-                         : "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8",    \
-                           "r9", "r10", "r11", "r12", "lr", "cc", "memory");  \
+                         PE_PW_OPERANDS);                                     \
     }
 PE_PW_FN(pw_u1, PE_PW_GROUP)
 PE_PW_FN(pw_u2, PE_PW_GROUP PE_PW_GROUP)
@@ -641,17 +653,9 @@ PE_PW_FN(pw_u4, PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP)
                          "str    r0, [r4]\n\t"                                \
                          "add    r4, r4, r5\n\t"                              \
                          "str    r4, [sp, #40]\n\t"                           \
-                         "ldrd   r4, r5, [sp]\n\t"                            \
-                         "ldr    r7, [sp, #12]\n\t"                           \
-                         "add    r10, r10, r7\n\t"                            \
-                         "subs   r5, r5, #1\n\t"                              \
-                         "str    r5, [sp, #4]\n\t"                            \
-                         "bne    1b\n\t"                                      \
+                         PE_PWQ_NEXT_COLUMN                                   \
                          "add    sp, sp, #48\n\t"                             \
-                         : "+r"(r0_job)                                       \
-                         :                                                    \
-                         : "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8",    \
-                           "r9", "r10", "r11", "r12", "lr", "cc", "memory");  \
+                         PE_PW_OPERANDS);                                     \
     }
 PE_PWQ_FN(pwq_u1, PE_PW_GROUP)
 PE_PWQ_FN(pwq_u2, PE_PW_GROUP PE_PW_GROUP)
@@ -685,23 +689,17 @@ PE_PWQ_FN(pwq_u4, PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP)
                          "strb   r3, [r4, #3]\n\t"                            \
                          "add    r4, r4, r5\n\t"                              \
                          "str    r4, [sp, #28]\n\t"                           \
-                         "ldrd   r4, r5, [sp]\n\t"                            \
-                         "ldr    r7, [sp, #12]\n\t"                           \
-                         "add    r10, r10, r7\n\t"                            \
-                         "subs   r5, r5, #1\n\t"                              \
-                         "str    r5, [sp, #4]\n\t"                            \
-                         "bne    1b\n\t"                                      \
+                         PE_PWQ_NEXT_COLUMN                                   \
                          "add    sp, sp, #36\n\t"                             \
-                         : "+r"(r0_job)                                       \
-                         :                                                    \
-                         : "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8",    \
-                           "r9", "r10", "r11", "r12", "lr", "cc", "memory");  \
+                         PE_PW_OPERANDS);                                     \
     }
 PE_PWQ1_FN(pwq1_u1, PE_PW_GROUP)
 PE_PWQ1_FN(pwq1_u2, PE_PW_GROUP PE_PW_GROUP)
 PE_PWQ1_FN(pwq1_u4, PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP)
 #undef PE_PWQ1_FN
 #undef PE_PWQ_FN
+#undef PE_PWQ_NEXT_COLUMN
+#undef PE_PW_OPERANDS
 #undef PE_PWQ_CH
 #undef PE_PW_FN
 #undef PE_PW_GROUP
