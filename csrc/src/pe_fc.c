@@ -336,8 +336,10 @@ static void fc_row_blocks(const pe_fc_params *params, const pe_per_channel_quant
  * set-up; depth 1, a Dense layer on a scalar, one multiply per feature).
  * |x + offset|, |w + offset| <= 383 and depth <= PE_FC_MAX_DEPTH keep every
  * partial sum in int32. */
-static void fc_dots_dsp(const int8_t *restrict x, const int8_t *restrict filter, int32_t depth,
-                        int32_t o0, int32_t n, int32_t xo, int32_t fo, int32_t *restrict acc)
+__attribute__((noinline)) static void fc_dots_dsp(const int8_t *restrict x,
+                                                 const int8_t *restrict filter, int32_t depth,
+                                                 int32_t o0, int32_t n, int32_t xo, int32_t fo,
+                                                 int32_t *restrict acc)
 {
     const int32_t d8 = depth & ~7;
     const int8_t *w = filter + (size_t)o0 * (size_t)depth;
@@ -410,8 +412,29 @@ __attribute__((noinline)) static void fc_row_dsp(const pe_fc_params *params,
 }
 #endif
 
-/* the argument checks shared by both FC kernels: batches, depth and
- * features on PE_OK */
+/* the parameter checks every FC entry makes: offsets, activation range,
+ * rounding, depth and the quantization entries for batches x depth ->
+ * features (all positive) */
+static pe_status check_fc_params(const pe_fc_params *params, const pe_per_channel_quant *quant,
+                                 int32_t depth, int32_t features)
+{
+    if (params->input_offset < -255 || params->input_offset > 255 ||
+        params->filter_offset < -255 || params->filter_offset > 255 ||
+        params->output_offset < -128 || params->output_offset > 127 ||
+        params->activation.min < -128 || params->activation.max > 127 ||
+        params->activation.min > params->activation.max ||
+        (params->per_channel != 0 && params->per_channel != 1) ||
+        (params->rounding != PE_ROUND_DOUBLE && params->rounding != PE_ROUND_SINGLE)) {
+        return PE_ERR_ARG;
+    }
+    if (depth > PE_FC_MAX_DEPTH) {
+        return PE_ERR_UNSUPPORTED;
+    }
+    return check_quant(quant, params->per_channel ? features : 1);
+}
+
+/* the argument checks shared by both dims-based FC kernels: batches, depth
+ * and features on PE_OK */
 static pe_status check_fc(const pe_fc_params *params, const pe_per_channel_quant *quant,
                           const pe_dims *input_dims, const void *input,
                           const pe_dims *filter_dims, const void *filter,
@@ -435,41 +458,20 @@ static pe_status check_fc(const pe_fc_params *params, const pe_per_channel_quant
         output_dims->c != *features) {
         return PE_ERR_ARG;
     }
-    if (params->input_offset < -255 || params->input_offset > 255 ||
-        params->filter_offset < -255 || params->filter_offset > 255 ||
-        params->output_offset < -128 || params->output_offset > 127 ||
-        params->activation.min < -128 || params->activation.max > 127 ||
-        params->activation.min > params->activation.max ||
-        (params->per_channel != 0 && params->per_channel != 1) ||
-        (params->rounding != PE_ROUND_DOUBLE && params->rounding != PE_ROUND_SINGLE)) {
-        return PE_ERR_ARG;
-    }
-    if (*depth > PE_FC_MAX_DEPTH) {
-        return PE_ERR_UNSUPPORTED;
-    }
-    return check_quant(quant, params->per_channel ? *features : 1);
+    return check_fc_params(params, quant, *depth, *features);
 }
 
-pe_status pe_fully_connected_s8(const pe_context *ctx, const pe_fc_params *params,
-                                const pe_per_channel_quant *quant,
-                                const pe_dims *input_dims, const int8_t *input,
-                                const pe_dims *filter_dims, const int8_t *filter,
-                                const int32_t *bias,
-                                const pe_dims *output_dims, int8_t *output)
+/* batches x depth -> features, arguments checked */
+static void fc_s8_run(const pe_context *ctx, const pe_fc_params *params,
+                      const pe_per_channel_quant *quant, int32_t batches, int32_t depth,
+                      int32_t features, const int8_t *input, const int8_t *filter,
+                      const int32_t *bias, int8_t *output)
 {
-    int32_t batches, depth, features, b;
+    int32_t b;
 #if !PE_DSP
     int32_t o, k;
 #endif
     uint64_t macs = 0;
-    pe_status st;
-
-    st = check_fc(params, quant, input_dims, input, filter_dims, filter, output_dims, output,
-                  &batches, &depth, &features);
-    if (st != PE_OK) {
-        return st;
-    }
-
     for (b = 0; b < batches; b++) {
         const int8_t *in_row = input + (size_t)b * (size_t)depth;
         int8_t *out_row = output + (size_t)b * (size_t)features;
@@ -503,7 +505,39 @@ pe_status pe_fully_connected_s8(const pe_context *ctx, const pe_fc_params *param
         ctx->stats->macs += macs;
         ctx->stats->input_reads += macs; /* one input element read per MAC */
     }
-    return PE_OK;
+}
+
+pe_status pe_fully_connected_s8(const pe_context *ctx, const pe_fc_params *params,
+                                const pe_per_channel_quant *quant,
+                                const pe_dims *input_dims, const int8_t *input,
+                                const pe_dims *filter_dims, const int8_t *filter,
+                                const int32_t *bias,
+                                const pe_dims *output_dims, int8_t *output)
+{
+    int32_t batches, depth, features;
+    const pe_status st = check_fc(params, quant, input_dims, input, filter_dims, filter,
+                                  output_dims, output, &batches, &depth, &features);
+    if (st == PE_OK) {
+        fc_s8_run(ctx, params, quant, batches, depth, features, input, filter, bias, output);
+    }
+    return st;
+}
+
+pe_status pe_fully_connected_s8_flat(const pe_context *ctx, const pe_fc_params *params,
+                                     const pe_per_channel_quant *quant, int32_t batches,
+                                     int32_t depth, int32_t features, const int8_t *input,
+                                     const int8_t *filter, const int32_t *bias, int8_t *output)
+{
+    pe_status st;
+    if (params == NULL || input == NULL || filter == NULL || output == NULL || batches <= 0 ||
+        depth <= 0 || features <= 0) {
+        return PE_ERR_ARG;
+    }
+    st = check_fc_params(params, quant, depth, features);
+    if (st == PE_OK) {
+        fc_s8_run(ctx, params, quant, batches, depth, features, input, filter, bias, output);
+    }
+    return st;
 }
 
 /* ---- int16-weight fully connected (pe_fc_w16_*) ---- */

@@ -1,7 +1,8 @@
-/* test_fc_w16.c - the int16-weight fully connected kernel (pe_fc_w16_*):
- * the bytes of pe_fully_connected_s8 on pseudo-random layers (buffers of
- * exactly the queried sizes, so the sanitizers see any overrun), and its
- * status codes. */
+/* test_fc_w16.c - the int16-weight fully connected kernel (pe_fc_w16_*)
+ * and the counts-based entry pe_fully_connected_s8_flat: the bytes of
+ * pe_fully_connected_s8 on pseudo-random layers (buffers of exactly the
+ * queried sizes, so the sanitizers see any overrun), and their status
+ * codes. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,15 @@ static void one_layer(int32_t batches, int32_t depth, int32_t features, int32_t 
     q.multiplier = mult;
     q.shift = shift;
     PE_CHECK_EQ(pe_fully_connected_s8(NULL, &p, &q, &in, x, &f, w, bias, &out, o8), PE_OK);
+    memset(o16, 0, (size_t)(batches * features));
+    memset(&stats, 0, sizeof(stats));
+    ctx.buf = NULL;
+    ctx.size = 0;
+    ctx.stats = &stats;
+    PE_CHECK_EQ(pe_fully_connected_s8_flat(&ctx, &p, &q, batches, depth, features, x, w, bias, o16),
+                PE_OK);
+    PE_CHECK(memcmp(o8, o16, (size_t)(batches * features)) == 0);
+    PE_CHECK_EQ(stats.macs, (uint64_t)batches * (uint64_t)depth * (uint64_t)features);
     PE_CHECK_EQ(pe_fc_w16_get_buffer_sizes(&f, &pbytes, &sbytes), PE_OK);
     PE_CHECK_EQ(pbytes, ((features + 3) / 4) * 4 * ((depth + 3) / 4) * 4 * 2);
     packed = malloc((size_t)pbytes);
@@ -138,6 +148,23 @@ static void statuses(void)
     out.c = 4;
     PE_CHECK_EQ(pe_fully_connected_w16_s8(&ctx, &p, &q, &in, x, &f, packed, NULL, &out, o),
                 PE_ERR_ARG);
+    /* the counts-based entry: 1 x 6 -> 5 */
+    PE_CHECK_EQ(pe_fully_connected_s8_flat(NULL, &p, &q, 1, 6, 5, x, w, NULL, o), PE_OK);
+    PE_CHECK_EQ(pe_fully_connected_s8_flat(NULL, NULL, &q, 1, 6, 5, x, w, NULL, o), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_fully_connected_s8_flat(NULL, &p, NULL, 1, 6, 5, x, w, NULL, o), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_fully_connected_s8_flat(NULL, &p, &q, 1, 6, 5, NULL, w, NULL, o), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_fully_connected_s8_flat(NULL, &p, &q, 1, 6, 5, x, NULL, NULL, o), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_fully_connected_s8_flat(NULL, &p, &q, 1, 6, 5, x, w, NULL, NULL), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_fully_connected_s8_flat(NULL, &p, &q, 0, 6, 5, x, w, NULL, o), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_fully_connected_s8_flat(NULL, &p, &q, 1, 0, 5, x, w, NULL, o), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_fully_connected_s8_flat(NULL, &p, &q, 1, 6, -1, x, w, NULL, o), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_fully_connected_s8_flat(NULL, &p, &q, 1, PE_FC_MAX_DEPTH + 1, 5, x, w, NULL, o),
+                PE_ERR_UNSUPPORTED);
+    p.input_offset = 256;
+    PE_CHECK_EQ(pe_fully_connected_s8_flat(NULL, &p, &q, 1, 6, 5, x, w, NULL, o), PE_ERR_ARG);
+    p.input_offset = 0;
+    shift[4] = 31; /* a quant entry out of range (per channel: all five read) */
+    PE_CHECK_EQ(pe_fully_connected_s8_flat(NULL, &p, &q, 1, 6, 5, x, w, NULL, o), PE_ERR_ARG);
 }
 
 int main(void)

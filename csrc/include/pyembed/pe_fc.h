@@ -71,6 +71,17 @@ pe_status pe_fully_connected_s8(const pe_context *ctx, const pe_fc_params *param
                                 const int32_t *bias,
                                 const pe_dims *output_dims, int8_t *output);
 
+/* pe_fully_connected_s8 on flat arrays: input [batches][depth], filter
+ * [features][depth], bias [features] (or NULL), output [batches][features],
+ * the shapes given as counts (no pe_dims to check against each other; the
+ * graph runtime's FC runner derives them from its checked tensor sizes).
+ * PE_ERR_ARG for NULL pointers, a count below 1 or the parameter checks of
+ * pe_fully_connected_s8; the same bytes. */
+pe_status pe_fully_connected_s8_flat(const pe_context *ctx, const pe_fc_params *params,
+                                     const pe_per_channel_quant *quant, int32_t batches,
+                                     int32_t depth, int32_t features, const int8_t *input,
+                                     const int8_t *filter, const int32_t *bias, int8_t *output);
+
 /* ---- int16 weights (flash for speed on DSP targets) ----
  *
  * The same layer, bit-exact with pe_fully_connected_s8, from weights packed
