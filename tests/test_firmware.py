@@ -118,6 +118,32 @@ def test_project_places_each_region_in_its_own_section(firmware_builds, tmp_path
         assert (proj.outdir / f).is_file(), f
 
 
+def test_graph_checked_once_build(firmware_builds, tmp_path):
+    """The project's default GRAPH_FLAGS (PE_GRAPH_TRUST_CHECKED: pe_model_init
+    checks the graph, operators skip those checks per call) against the
+    every-call-checked build (GRAPH_FLAGS empty): the same bytes, and every
+    operator runs fewer instructions in the default build."""
+    import shutil
+
+    from pyembed.target.firmware import build_project, run_project
+    g, proj = firmware_builds("tflm_hello_world_int8", "mps2-an386")
+    assert "GRAPH_FLAGS ?= -DPE_GRAPH_TRUST_CHECKED=1" in (proj.outdir / "Makefile").read_text()
+    assert "PE_GRAPH_TRUST_CHECKED=1" in (proj.outdir / "CMakeLists.txt").read_text()
+    xs = _random_inputs(g, seed=7)
+    once = run_project(proj, xs)
+    shutil.rmtree(proj.outdir / "build", ignore_errors=True)
+    build_project(proj.outdir, make_vars={"GRAPH_FLAGS": "", "RUNTIME_BUILD": str(tmp_path / "rt")})
+    try:
+        every = run_project(proj, xs)
+    finally:  # leave the shared project as the fixture built it
+        shutil.rmtree(proj.outdir / "build", ignore_errors=True)
+        build_project(proj.outdir, make_vars={"RUNTIME_BUILD": str(tmp_path / "rt-default")})
+    for a, b in zip(once.outputs, every.outputs):
+        assert np.array_equal(a, b)
+    per_op = [(a["instructions"], b["instructions"]) for a, b in zip(once.operators, every.operators)]
+    assert all(a < b for a, b in per_op), per_op
+
+
 def test_cli_firmware_run_json(tmp_path):
     from click.testing import CliRunner
 

@@ -94,18 +94,50 @@ int pe_graph_tensor_valid(const pe_graph *g, int32_t t, int32_t arena_size)
     return tensor_valid(g, t, arena_size);
 }
 
+/* PE_GRAPH_TRUST_CHECKED (default 0) is a build's promise that every graph
+ * it invokes passed pe_graph_check and has not changed since: the firmware
+ * project (pyembed.codegen.firmware) checks its constant graph once in
+ * pe_model_init and refuses to invoke before. The structural checks
+ * pe_graph_check made for the arena size the graph declares (each tensor's
+ * dims against its bytes, its arena bounds and offset alignment, each
+ * operator's tensor lists and scratch region) are then not repeated per call,
+ * as TFLite Micro checks in Prepare and not in Eval. What a call can still
+ * get wrong is checked every time: the operator index, the arena's address,
+ * size and alignment, each tensor's type and kind, the operator's own
+ * parameters. Builds without the promise (the Python bindings, the C tests,
+ * the fuzzers) check everything on every call. */
+#ifndef PE_GRAPH_TRUST_CHECKED
+#define PE_GRAPH_TRUST_CHECKED 0
+#endif
+
+#if !PE_GRAPH_TRUST_CHECKED
 /* Multi-byte elements must sit at addresses that are multiples of their size. */
 static int aligned(const void *p, pe_dtype t)
 {
     const int32_t es = pe_graph_dtype_size(t);
     return es > 0 && ((uintptr_t)p % (uintptr_t)es) == 0u;
 }
+#endif
 
 /* Pointer to tensor t's bytes for reading, or NULL if t is invalid or not
  * of type want. */
 static const void *tensor_in(const pe_graph *g, int32_t t, const pe_context *arena, pe_dtype want)
 {
     const pe_graph_tensor *x;
+#if PE_GRAPH_TRUST_CHECKED
+    if ((uint32_t)t >= (uint32_t)g->num_tensors) {
+        return NULL;
+    }
+    x = &g->tensors[t];
+    if (x->dtype != want) {
+        return NULL;
+    }
+    if (x->data != NULL) {
+        return x->data;
+    }
+    /* offset alignment checked at init, the arena's own in invoke_op */
+    return x->offset < 0 ? NULL : (const int8_t *)arena->buf + x->offset;
+#else
     if (!tensor_valid(g, t, arena->size)) {
         return NULL;
     }
@@ -123,12 +155,23 @@ static const void *tensor_in(const pe_graph *g, int32_t t, const pe_context *are
         return NULL;
     }
     return (const int8_t *)arena->buf + x->offset;
+#endif
 }
 
 /* Pointer for writing: activations only. */
 static void *tensor_out(const pe_graph *g, int32_t t, const pe_context *arena, pe_dtype want)
 {
     const pe_graph_tensor *x;
+#if PE_GRAPH_TRUST_CHECKED
+    if ((uint32_t)t >= (uint32_t)g->num_tensors) {
+        return NULL;
+    }
+    x = &g->tensors[t];
+    if (x->dtype != want || x->data != NULL || x->offset < 0) {
+        return NULL;
+    }
+    return (int8_t *)arena->buf + x->offset;
+#else
     if (!tensor_valid(g, t, arena->size)) {
         return NULL;
     }
@@ -137,6 +180,7 @@ static void *tensor_out(const pe_graph *g, int32_t t, const pe_context *arena, p
         return NULL;
     }
     return (int8_t *)arena->buf + x->offset;
+#endif
 }
 
 int32_t pe_graph_input_index(const pe_graph_op *op, int32_t k)
@@ -332,49 +376,36 @@ static pe_graph_runner runner_for(pe_graph_op_type type);
 static pe_status run_fc(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
                         const pe_context *arena)
 {
-    const int8_t *in = (const int8_t *)tensor_in(g, IN(0), arena, PE_DT_INT8);
-    const int8_t *w = (const int8_t *)tensor_in(g, IN(1), arena, PE_DT_INT8);
+    const int32_t ti = IN(0), tw = IN(1), tb = IN(2), to = OUT0;
+    const int8_t *in = (const int8_t *)tensor_in(g, ti, arena, PE_DT_INT8);
+    const int8_t *w = (const int8_t *)tensor_in(g, tw, arena, PE_DT_INT8);
     const int32_t *bias = NULL;
-    int8_t *out = (int8_t *)tensor_out(g, OUT0, arena, PE_DT_INT8);
-    pe_dims in_d, w_d, out_d;
-    int32_t depth, features, count;
+    int8_t *out = (int8_t *)tensor_out(g, to, arena, PE_DT_INT8);
+    int32_t depth, features, count, batches;
     if (in == NULL || w == NULL || out == NULL) {
         return PE_ERR_ARG;
     }
     /* filter [O][K] whatever its declared rank: K = its last dim, O = the
-     * rest. Counts from the byte sizes of tensors tensor_in / tensor_out
-     * checked (count * element size == bytes): one load each. */
-    depth = dims_of(g, IN(1))->c;
-    features = g->tensors[IN(1)].bytes / depth;
-    count = g->tensors[IN(0)].bytes;
-    if (IN(2) != -1) {
-        bias = (const int32_t *)tensor_in(g, IN(2), arena, PE_DT_INT32);
-        if (bias == NULL || g->tensors[IN(2)].bytes != 4 * (int64_t)features) {
+     * rest. Counts from the byte sizes of the checked tensors (count *
+     * element size == bytes): one load each. */
+    depth = g->tensors[tw].dims.c;
+    features = g->tensors[tw].bytes / depth;
+    count = g->tensors[ti].bytes;
+    if (tb != -1) {
+        bias = (const int32_t *)tensor_in(g, tb, arena, PE_DT_INT32);
+        if (bias == NULL || g->tensors[tb].bytes != 4 * (int64_t)features) {
             return PE_ERR_ARG;
         }
     }
-    if (count % depth != 0 ||
+    batches = count / depth;
+    if (batches * depth != count ||
         (op->p.fc.quant.count != 1 && op->p.fc.quant.count != features) ||
-        op->p.fc.params.per_channel != (op->p.fc.quant.count != 1 ? 1 : 0)) {
+        op->p.fc.params.per_channel != (op->p.fc.quant.count != 1 ? 1 : 0) ||
+        (int64_t)batches * features != (int64_t)g->tensors[to].bytes) {
         return PE_ERR_ARG;
     }
-    in_d.n = count / depth;
-    in_d.h = 1;
-    in_d.w = 1;
-    in_d.c = depth;
-    w_d.n = features;
-    w_d.h = 1;
-    w_d.w = 1;
-    w_d.c = depth;
-    out_d.n = in_d.n;
-    out_d.h = 1;
-    out_d.w = 1;
-    out_d.c = features;
-    if ((int64_t)out_d.n * features != (int64_t)g->tensors[OUT0].bytes) {
-        return PE_ERR_ARG;
-    }
-    return pe_fully_connected_s8(ctx, &op->p.fc.params, &op->p.fc.quant.quant, &in_d, in, &w_d, w,
-                                 bias, &out_d, out);
+    return pe_fully_connected_s8_flat(ctx, &op->p.fc.params, &op->p.fc.quant.quant, batches,
+                                      depth, features, in, w, bias, out);
 }
 
 static pe_status run_conv(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
@@ -693,6 +724,16 @@ static pe_status invoke_op(const pe_graph *g, int32_t i, const pe_context *arena
     }
     op = &g->ops[i];
     run = runner_for(op->type);
+#if PE_GRAPH_TRUST_CHECKED
+    /* lists and scratch checked at init; every tensor offset is a multiple
+     * of its element size (at most 4), so a 4-aligned arena aligns them all */
+    if (run == NULL || ((uintptr_t)arena->buf & 3u) != 0u) {
+        return PE_ERR_ARG;
+    }
+    ctx.buf = op->scratch_size > 0 ? (int8_t *)arena->buf + op->scratch_offset : NULL;
+    ctx.size = op->scratch_size;
+    ctx.stats = arena->stats;
+#else
     if (run == NULL || !io_lists_ok(g, op)) {
         return PE_ERR_ARG;
     }
@@ -711,6 +752,7 @@ static pe_status invoke_op(const pe_graph *g, int32_t i, const pe_context *arena
     } else if (op->scratch_size < 0) {
         return PE_ERR_ARG;
     }
+#endif
     if (rows != NULL && op->type == PE_GOP_STRIPE_REGION) {
         return pe_graph_run_stripe_region_rows(g, op, &ctx, arena, rows);
     }
