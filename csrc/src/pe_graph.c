@@ -128,19 +128,11 @@ static const void *tensor_in(const pe_graph *g, int32_t t, const pe_context *are
     if ((uint32_t)t >= (uint32_t)g->num_tensors) {
         return NULL;
     }
-    x = &g->tensors[t];
-    if (x->dtype != want) {
-        return NULL;
-    }
-    if (x->data != NULL) {
-        return x->data;
-    }
-    /* offset alignment checked at init, the arena's own in invoke_op */
-    return x->offset < 0 ? NULL : (const int8_t *)arena->buf + x->offset;
 #else
     if (!tensor_valid(g, t, arena->size)) {
         return NULL;
     }
+#endif
     x = &g->tensors[t];
     if (x->dtype != want) {
         return NULL;
@@ -151,11 +143,12 @@ static const void *tensor_in(const pe_graph *g, int32_t t, const pe_context *are
     if (x->offset < 0) {
         return NULL; /* streamed: only a stripe region's row source has it */
     }
+#if !PE_GRAPH_TRUST_CHECKED /* else: offsets checked at init, the arena in invoke_op */
     if (!aligned((const int8_t *)arena->buf + x->offset, x->dtype)) {
         return NULL;
     }
-    return (const int8_t *)arena->buf + x->offset;
 #endif
+    return (const int8_t *)arena->buf + x->offset;
 }
 
 /* Pointer for writing: activations only. */
@@ -166,21 +159,21 @@ static void *tensor_out(const pe_graph *g, int32_t t, const pe_context *arena, p
     if ((uint32_t)t >= (uint32_t)g->num_tensors) {
         return NULL;
     }
-    x = &g->tensors[t];
-    if (x->dtype != want || x->data != NULL || x->offset < 0) {
-        return NULL;
-    }
-    return (int8_t *)arena->buf + x->offset;
 #else
     if (!tensor_valid(g, t, arena->size)) {
         return NULL;
     }
+#endif
     x = &g->tensors[t];
-    if (x->dtype != want || x->data != NULL || x->offset < 0 || !aligned((int8_t *)arena->buf + x->offset, x->dtype)) {
+    if (x->dtype != want || x->data != NULL || x->offset < 0) {
         return NULL;
     }
-    return (int8_t *)arena->buf + x->offset;
+#if !PE_GRAPH_TRUST_CHECKED
+    if (!aligned((int8_t *)arena->buf + x->offset, x->dtype)) {
+        return NULL;
+    }
 #endif
+    return (int8_t *)arena->buf + x->offset;
 }
 
 int32_t pe_graph_input_index(const pe_graph_op *op, int32_t k)
