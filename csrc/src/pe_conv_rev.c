@@ -1595,6 +1595,8 @@ static int32_t staged_rows(int8_t *dst, int8_t *buf, int32_t out_h, size_t row_b
     return peak;
 }
 
+/* One layer's arguments for a rows_fn, work = the producer's own block
+ * (the depthwise int16 planes, the conv weight block) of work_bytes. */
 typedef struct {
     const pe_conv_params *p;
     const pe_per_channel_quant *q;
@@ -1604,15 +1606,15 @@ typedef struct {
     const int8_t *filter;
     const int32_t *bias;
     const pe_dims *out;
-    int16_t *planes;
-    int32_t pbytes;
-} dw_job;
+    void *work;
+    int32_t work_bytes;
+} rows_job;
 
 static void dw_job_rows(const void *job, int32_t oy0, int32_t oy1, int8_t *o, size_t row_b)
 {
-    const dw_job *j = (const dw_job *)job;
+    const rows_job *j = (const rows_job *)job;
     dw_rows(j->p, j->q, j->in, j->img, j->f, j->filter, j->bias, j->out, oy0, oy1, o, row_b,
-            j->planes, j->pbytes);
+            (int16_t *)j->work, j->work_bytes);
 }
 
 /* The whole-tensor depthwise call on the DSP extension, where the
@@ -1674,7 +1676,7 @@ static pe_status dw_whole_dsp(const pe_context *ctx, const pe_conv_params *p,
             continue;
         }
         {
-            const dw_job job = {p, q, in, img, f, filter, bias, out, planes, pbytes};
+            const rows_job job = {p, q, in, img, f, filter, bias, out, planes, pbytes};
             const int32_t held = staged_rows(dst, buf, out->h, row_b, cap, ahead, dw_job_rows, &job);
             peak = held > peak ? held : peak;
         }
@@ -1687,25 +1689,12 @@ static pe_status dw_whole_dsp(const pe_context *ctx, const pe_conv_params *p,
 #endif
 
 #if PE_DSP
-typedef struct {
-    const pe_conv_params *p;
-    const pe_per_channel_quant *q;
-    const pe_dims *in;
-    const int8_t *img;
-    const pe_dims *f;
-    const int8_t *filter;
-    const int32_t *bias;
-    const pe_dims *out;
-    uint32_t *wblk;
-    int32_t wbytes;
-} cv_job;
-
 static void cv_job_rows(const void *job, int32_t oy0, int32_t oy1, int8_t *o, size_t row_b)
 {
-    const cv_job *j = (const cv_job *)job;
+    const rows_job *j = (const rows_job *)job;
     (void)row_b; /* pe_cv_dsp_rows writes whole rows of out->w * out->c bytes */
     pe_cv_dsp_rows(j->p, j->q, j->in, j->img, j->f, j->filter, j->bias, j->out, oy0, oy1, o,
-                   j->wblk, j->wbytes);
+                   (uint32_t *)j->work, j->work_bytes);
 }
 
 /* The whole-tensor conv on the DSP extension where the block loops of
@@ -1791,7 +1780,7 @@ __attribute__((noinline)) static int32_t cv_whole_dsp(const pe_context *ctx, con
             continue;
         }
         {
-            const cv_job job = {p, q, in, img, f, filter, bias, out, wblk, (int32_t)wbytes};
+            const rows_job job = {p, q, in, img, f, filter, bias, out, wblk, (int32_t)wbytes};
             const int32_t held = staged_rows(dst, buf, out->h, row_b, cap, ahead, cv_job_rows, &job);
             peak = held > peak ? held : peak;
         }
