@@ -5,8 +5,9 @@ It is linked with the C files its first lines name, as
 
     # pyembed-csrc: pe_pool_rev.c pe_conv_rev.c
 
-(file names in csrc/src/), plus the core every kernel uses (CORE below); a .pyx
-without that line gets every file in csrc/src/. Each extension carries its own
+(file names under csrc/src/, whatever room they are in: pyembed/_csrc.py),
+plus the core every kernel uses (CORE below); a .pyx without that line gets
+every file in csrc/src/ with the full operator table. Each extension carries its own
 copy of the C it needs, which keeps the build a single step that an isolated
 `pip install .` can run.
 
@@ -24,8 +25,11 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-C_SOURCES = sorted(os.path.relpath(p, HERE) for p in glob.glob(os.path.join(HERE, "csrc", "src", "*.c")))
-C_HEADERS = sorted(os.path.relpath(p, HERE) for p in glob.glob(os.path.join(HERE, "csrc", "include", "pyembed", "*.h")))
+_CSRC = runpy.run_path(os.path.join(HERE, "pyembed", "_csrc.py"))
+_ROOT = os.path.join(HERE, "csrc")
+C_SOURCES = [os.path.relpath(p, HERE) for p in _CSRC["all_sources"](_ROOT)]
+C_HEADERS = sorted(os.path.relpath(p, HERE) for p in glob.glob(os.path.join(HERE, "csrc", "include", "pyembed", "*.h"))
+                   + glob.glob(os.path.join(HERE, "csrc", "src", "**", "*.h"), recursive=True))
 PYX = sorted(os.path.relpath(p, HERE) for p in glob.glob(os.path.join(HERE, "pyembed", "_ext", "_*.pyx")))
 
 CORE = ["pe_fixed.c", "pe_exp2_table.c"]
@@ -40,7 +44,7 @@ def c_sources_for(pyx):
     for line in head:
         if line.startswith("# pyembed-csrc:"):
             names = CORE + [n for n in line.split(":", 1)[1].split() if n not in CORE]
-            return [os.path.join("csrc", "src", n) for n in names]
+            return [os.path.relpath(p, HERE) for p in _CSRC["sources"](names, _ROOT)]
     return C_SOURCES
 
 

@@ -12,6 +12,7 @@ import pytest
 from pyembed.codegen.emit import graph_tables, memplan_header, model_data, write_plan_outputs
 from pyembed.errors import PlanError
 from pyembed.plan import Region, plan_graph
+from pyembed import _csrc
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODELS_DIR = os.path.join(ROOT, "pyembed", "data", "models")
@@ -135,7 +136,7 @@ def test_host_program_from_the_generated_files_matches_model_run(tmp_path, name)
     g = load(name)
     plan = plan_graph(g, overlaps=True)
     write_plan_outputs(g, plan, tmp_path)
-    srcs = sorted(os.path.join(CSRC, "src", f) for f in os.listdir(os.path.join(CSRC, "src")) if f.endswith(".c"))
+    srcs = _csrc.all_sources(CSRC)
     cc(["gcc", *STRICT, "-O1", f"-I{CSRC}/include", "-I.", "model_main.c", "model_graph.c", "model_data.c",
         *srcs, "-o", "model_main", "-lm"], tmp_path)
     for seed in range(2):

@@ -114,7 +114,7 @@ def test_project_places_each_region_in_its_own_section(firmware_builds, tmp_path
     m = re.search(r"^\.pe_flash\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)", mapfile, re.M)
     assert m and int(m.group(1), 16) < 0x400000 and int(m.group(2), 16) >= g.weights_bytes
     for f in ("Makefile", "CMakeLists.txt", "link.ld", "startup.c", "main.c", "model/pe_model.h",
-              "model/memplan.h", "pyembed/src/pe_graph.c", "pyembed/include/pyembed/pe_graph.h"):
+              "model/memplan.h", "pyembed/src/graph/pe_graph.c", "pyembed/include/pyembed/pe_graph.h"):
         assert (proj.outdir / f).is_file(), f
 
 

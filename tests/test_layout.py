@@ -23,6 +23,7 @@ RANK = {
     "pyembed": 0,            # pyembed/__init__.py: lazy public names only (imports by name at run time)
     "pyembed.errors": 0,
     "pyembed._validate": 0,
+    "pyembed._csrc": 0,
     "pyembed.data": 0,
     "pyembed._ext": 1,
     "pyembed.kernels": 2,

@@ -13,6 +13,7 @@ from pyembed.model import tflite_writer as W
 from pyembed.model.tflite_writer import lstm_model
 from pyembed.model.graph import random_inputs
 from pyembed.model.load import load_model, load_tflite_bytes
+from pyembed import _csrc
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -46,7 +47,7 @@ def test_sigmoid_table_c_file_is_what_the_generator_writes():
     assert len(values) == 256 and values[0] == 32768 and values[-1] == 65535
     assert all(b >= a for a, b in zip(values, values[1:]))
     assert gen.margin() > 1e-3       # no node sits near a rounding boundary
-    assert (ROOT / "csrc" / "src" / "pe_sigmoid_table.c").read_text() == gen.render(values)
+    assert (ROOT / "csrc" / "src" / "kernels" / "recurrent" / "pe_sigmoid_table.c").read_text() == gen.render(values)
 
 
 # -- int16 LOGISTIC / TANH over every input value ------------------------------------
@@ -195,7 +196,7 @@ def test_emitted_host_program_runs_the_dtln_lstms(tmp_path):
     assert any(t.is_variable and t.zero_point is not None and int(t.zero_point[0]) != 0 for t in g.tensors)
     write_plan_outputs(g, plan_graph(g), tmp_path)
     csrc = ROOT / "csrc"
-    srcs = sorted(str(p) for p in (csrc / "src").glob("*.c"))
+    srcs = _csrc.all_sources(csrc)
     r = subprocess.run(["gcc", "-std=c99", "-O1", f"-I{csrc}/include", "-I.", "model_main.c", "model_graph.c",
                         "model_data.c", *srcs, "-o", "model_main", "-lm"], cwd=tmp_path, capture_output=True,
                        text=True)

@@ -13,6 +13,7 @@ import pytest
 from pyembed.errors import ModelError
 from pyembed.kernels import shape_ref
 from pyembed.model.load import load_tflite_bytes
+from pyembed import _csrc
 
 runtime = pytest.importorskip("tflite_micro.python.tflite_micro.runtime")
 
@@ -492,7 +493,7 @@ def test_emitted_c_program_runs_the_data_movement_chain(tmp_path):
            ("RESIZE_NEAREST_NEIGHBOR", [6, 7], [8], {"half_pixel_centers": True})]
     g = load_tflite_bytes(build(tensors, ops, [0], [8]))
     write_plan_outputs(g, plan_graph(g), tmp_path)
-    srcs = sorted(os.path.join(csrc, "src", f) for f in os.listdir(os.path.join(csrc, "src")) if f.endswith(".c"))
+    srcs = _csrc.all_sources(csrc)
     r = subprocess.run(["gcc", "-std=c99", "-O1", f"-I{csrc}/include", "-I.", "model_main.c", "model_graph.c",
                         "model_data.c", *srcs, "-o", "model_main", "-lm"], cwd=tmp_path, capture_output=True,
                        text=True)

@@ -9,6 +9,7 @@ from pyembed.errors import ArgumentError
 from pyembed.model.conv_form import choose_conv_forms, scratch_table, step_live_bytes
 from pyembed.model.graph import random_inputs
 from pyembed.model.load import load_model
+from pyembed import _csrc
 
 
 def _tflm(path, xs):
@@ -233,7 +234,7 @@ def test_emitted_c_program_runs_the_heavy_operators_like_graph_run(tmp_path):
     blob = _chain_model(rng)
     g = load_tflite_bytes(blob)
     write_plan_outputs(g, plan_graph(g), tmp_path)
-    srcs = sorted(os.path.join(csrc, "src", f) for f in os.listdir(os.path.join(csrc, "src")) if f.endswith(".c"))
+    srcs = _csrc.all_sources(csrc)
     r = subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1", f"-I{csrc}/include", "-I.",
                         "model_main.c", "model_graph.c", "model_data.c", *srcs, "-o", "model_main", "-lm"],
                        cwd=tmp_path, capture_output=True, text=True)

@@ -29,6 +29,7 @@ import pytest
 
 from pyembed.errors import ModelError
 from pyembed.model import tflite_writer as W
+from pyembed import _csrc
 
 pytest.importorskip("tflite_micro")
 
@@ -457,7 +458,7 @@ def test_layernorm_emitted_c_and_simulator_match_tflm(tmp_path):
     write_plan_outputs(g, plan, tmp_path)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     csrc = os.path.join(root, "csrc")
-    srcs = sorted(os.path.join(csrc, "src", f) for f in os.listdir(os.path.join(csrc, "src")) if f.endswith(".c"))
+    srcs = _csrc.all_sources(csrc)
     cmd = ["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1", f"-I{csrc}/include", "-I.",
            "model_main.c", "model_graph.c", "model_data.c", *srcs, "-o", "model_main", "-lm"]
     res = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True)

@@ -11,6 +11,7 @@ from pyembed.bench._built import _Net
 from pyembed.errors import ArgumentError
 from pyembed.model.load import load_tflite_bytes
 from pyembed.passes.pipeline import CONV_POOL_OP, REGION_OP, apply_pipeline, arena_estimate
+from pyembed import _csrc
 
 
 def _small_net(seed=0, size=24):
@@ -171,7 +172,7 @@ def test_emitted_c_and_simulator_match_host_run(tmp_path):
     assert any("pe_stripe_region" in k for k in kinds) and any("pe_conv_pool" in k for k in kinds)
     write_plan_outputs(g2, plan, tmp_path)
     csrc = os.path.join(ROOT, "csrc")
-    srcs = sorted(os.path.join(csrc, "src", f) for f in os.listdir(os.path.join(csrc, "src")) if f.endswith(".c"))
+    srcs = _csrc.all_sources(csrc)
     r = subprocess.run(["gcc", *STRICT, "-O0", f"-I{csrc}/include", "-I.", "model_main.c", "model_graph.c",
                         "model_data.c", *srcs, "-o", "model_main", "-lm"], cwd=tmp_path, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-3000:]

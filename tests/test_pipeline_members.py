@@ -15,6 +15,7 @@ from pyembed.model.load import load_tflite_bytes
 from pyembed.passes.padfold import fold_pads, foldable
 from pyembed.passes.pipeline import REGION_OP, apply_pipeline
 from test_pipeline import ROOT, STRICT, _inputs, _tflm
+from pyembed import _csrc
 
 HAVE_TFLM = importlib.util.find_spec("tflite_micro") is not None
 
@@ -86,7 +87,7 @@ def test_pad_and_concat_region_on_emitted_c_and_simulator(tmp_path):
     assert [op.type for op in g2.operators] == [REGION_OP]
     write_plan_outputs(g2, plan, tmp_path)
     csrc = os.path.join(ROOT, "csrc")
-    srcs = sorted(os.path.join(csrc, "src", f) for f in os.listdir(os.path.join(csrc, "src")) if f.endswith(".c"))
+    srcs = _csrc.all_sources(csrc)
     r = subprocess.run(["gcc", *STRICT, "-O0", f"-I{csrc}/include", "-I.", "model_main.c", "model_graph.c",
                         "model_data.c", *srcs, "-o", "model_main", "-lm"], cwd=tmp_path, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-3000:]

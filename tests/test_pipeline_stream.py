@@ -13,6 +13,7 @@ from pyembed.errors import ArgumentError
 from pyembed.model.load import load_tflite_bytes
 from pyembed.passes.pipeline import REGION_OP, apply_pipeline
 from test_pipeline import ROOT, STRICT, _inputs, _small_net, _tflm
+from pyembed import _csrc
 
 HAVE_TFLM = importlib.util.find_spec("tflite_micro") is not None
 
@@ -59,7 +60,7 @@ def test_streamed_input_bit_exact_host_c_and_simulator(small, tmp_path):
     refs = _tflm(data, xs)
     write_plan_outputs(g2, plan, tmp_path)
     csrc = os.path.join(ROOT, "csrc")
-    srcs = sorted(os.path.join(csrc, "src", f) for f in os.listdir(os.path.join(csrc, "src")) if f.endswith(".c"))
+    srcs = _csrc.all_sources(csrc)
     r = subprocess.run(["gcc", *STRICT, "-O0", f"-I{csrc}/include", "-I.", "model_main.c", "model_graph.c",
                         "model_data.c", *srcs, "-o", "model_main", "-lm"], cwd=tmp_path, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-3000:]

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 
 import pytest
+from pyembed import _csrc
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FUZZ = ROOT / "tools" / "fuzz"
@@ -56,7 +57,7 @@ def regression_cases():
 def replay_bins(tmp_path_factory):
     """family -> replay binary, from objects of csrc/src built once with sanitizers."""
     out = tmp_path_factory.mktemp("fuzz_replay")
-    srcs = sorted((ROOT / "csrc" / "src").glob("*.c"))
+    srcs = [pathlib.Path(p) for p in _csrc.all_sources(ROOT / "csrc")]
 
     def compile_one(src):
         obj = out / (src.stem + ".o")

@@ -546,7 +546,7 @@ def test_emitted_header_compiles_and_runs_like_the_simulation(tmp_path, sched, d
     text = emit_header(s, tmp_path / "schedule.h")
     assert "PE_SCHEDULE_WINDOW_CYCLES 10800000u" in text
     inc = os.path.join(REPO, "csrc", "include")
-    src = os.path.join(REPO, "csrc", "src", "pe_sched.c")
+    src = os.path.join(REPO, "csrc", "src", "sched", "pe_sched.c")
     (tmp_path / "main.c").write_text(HOST_MAIN)
     windows = 60
     exe = tmp_path / "sched_host"

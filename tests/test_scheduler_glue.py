@@ -16,6 +16,7 @@ from pyembed.model.load import load_model
 from pyembed.schedule import LOW, Model, Platform, plan_schedule, run_kernels, simulate
 from pyembed.schedule.glue import emit_glue, glue_input_bytes, glue_inputs
 from pyembed.schedule.run import EV_PREFETCH
+from pyembed import _csrc
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CSRC = os.path.join(ROOT, "csrc")
@@ -60,7 +61,7 @@ def test_generated_program_runs_like_the_python_driven_schedule(tmp_path, graphs
     s = _schedules(graphs)[which]
     windows = 10 if which == "single" else 12
     paths = emit_glue(s, tmp_path, windows=windows)
-    srcs = sorted(os.path.join(CSRC, "src", f) for f in os.listdir(os.path.join(CSRC, "src")) if f.endswith(".c"))
+    srcs = _csrc.all_sources(CSRC)
     _cc(["gcc", *STRICT, "-O1", f"-I{CSRC}/include", "-I.", paths["main"], *paths["sources"], *srcs,
          "-o", "sched_host", "-lm"], tmp_path)
     out = subprocess.run([str(tmp_path / "sched_host")], capture_output=True, text=True, check=True).stdout
@@ -92,7 +93,7 @@ def test_generated_program_runs_like_the_python_driven_schedule(tmp_path, graphs
 def test_generated_glue_cross_compiles_for_cortex_m4(tmp_path, graphs):
     s = _schedules(graphs)["single"]
     paths = emit_glue(s, tmp_path)
-    for src in [*paths["sources"], os.path.join(CSRC, "src", "pe_sched.c"), os.path.join(CSRC, "src", "pe_graph.c")]:
+    for src in [*paths["sources"], *_csrc.sources(["pe_sched.c", "pe_graph.c"], CSRC)]:
         _cc(["arm-none-eabi-gcc", *STRICT, "-mcpu=cortex-m4", "-mthumb", "-O2", "-ffreestanding",
              f"-I{CSRC}/include", "-I.", "-c", src, "-o", os.path.basename(src) + ".o"],
             os.path.dirname(src) if src in paths["sources"] else tmp_path)

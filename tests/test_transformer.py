@@ -9,6 +9,7 @@ from pyembed.errors import ArgumentError
 from pyembed.model.float_ref import dequantize, run_float
 from pyembed.model.load import load_tflite_bytes
 from pyembed.passes.transformer import fuse_attention
+from pyembed import _csrc
 
 runtime = pytest.importorskip("tflite_micro.python.tflite_micro.runtime")
 
@@ -263,7 +264,7 @@ def test_emitted_c_program_runs_the_fused_graph(tmp_path):
     fuse_elementwise(g)
     plan = plan_graph(g)
     write_plan_outputs(g, plan, tmp_path)
-    srcs = sorted(os.path.join(csrc, "src", f) for f in os.listdir(os.path.join(csrc, "src")) if f.endswith(".c"))
+    srcs = _csrc.all_sources(csrc)
     r = subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1",
                         f"-I{csrc}/include", "-I.", "model_main.c", "model_graph.c", "model_data.c", *srcs,
                         "-o", "model_main", "-lm"], cwd=tmp_path, capture_output=True, text=True)

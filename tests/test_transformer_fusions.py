@@ -15,6 +15,7 @@ from pyembed.model.load import load_tflite_bytes
 from pyembed.model.tflite_writer import tflm_frames
 from pyembed.passes.layernorm import fuse_layernorm
 from pyembed.passes.transformer import fuse_transformer
+from pyembed import _csrc
 
 runtime = pytest.importorskip("tflite_micro.python.tflite_micro.runtime")
 
@@ -158,7 +159,7 @@ def test_layernorm_through_emitted_c_and_simulator(tmp_path):
     plan = plan_graph(g)
     write_plan_outputs(g, plan, tmp_path)
     csrc = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "csrc")
-    srcs = sorted(os.path.join(csrc, "src", f) for f in os.listdir(os.path.join(csrc, "src")) if f.endswith(".c"))
+    srcs = _csrc.all_sources(csrc)
     res = subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1", f"-I{csrc}/include",
                           "-I.", "model_main.c", "model_graph.c", "model_data.c", *srcs, "-o", "model_main", "-lm"],
                          cwd=tmp_path, capture_output=True, text=True)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # C checks beyond Python:
-#  1. every csrc/src/*.c compiles with -std=c99 -Wall -Wextra -Werror -pedantic;
+#  1. every csrc/src/**/*.c compiles with -std=c99 -Wall -Wextra -Werror -pedantic;
 #  2. every csrc/tests/test_*.c is built with AddressSanitizer + UBSan against
 #     all of csrc/src and run (a test prints 'N passed, M failed');
 #  3. the same sources cross-compile for a Cortex-M4 with arm-none-eabi-gcc
@@ -15,7 +15,7 @@ mkdir -p "$out/host" "$out/test" "$out/arm"
 CC=${CC:-gcc}
 WARN="-std=c99 -Wall -Wextra -Werror -pedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wconversion -Wno-sign-conversion"
 INC="-Icsrc/include"
-srcs=(csrc/src/*.c)
+mapfile -t srcs < <(find csrc/src -name "*.c" | LC_ALL=C sort)   # every room
 
 host() {
     echo "== host: strict C99 compile of ${#srcs[@]} files"

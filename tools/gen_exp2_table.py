@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate csrc/src/pe_exp2_table.c: round(2^30 * 2^(-i/1024)) for i = 0..1024.
+"""Generate csrc/src/core/pe_exp2_table.c: round(2^30 * 2^(-i/1024)) for i = 0..1024.
 
 The table backs pe_fx_exp2_neg_q22 (base-2 exponent of the streaming attention).
 It is computed with exact rational arithmetic in Python's decimal module, so the
@@ -20,7 +20,7 @@ from _c_table import generator_main, render_c_array  # noqa: E402
 
 TABLE_BITS = 10
 OUT_BITS = 30
-OUT = pathlib.Path(__file__).resolve().parent.parent / "csrc" / "src" / "pe_exp2_table.c"
+OUT = pathlib.Path(__file__).resolve().parent.parent / "csrc" / "src" / "core" / "pe_exp2_table.c"
 
 
 def exp2_table(table_bits=TABLE_BITS, out_bits=OUT_BITS):

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate csrc/src/pe_sigmoid_table.c: the 256-node sigmoid table (Q0.16,
+"""Generate csrc/src/kernels/recurrent/pe_sigmoid_table.c: the 256-node sigmoid table (Q0.16,
 node i at x = i/24) that the int16 LOGISTIC / TANH kernels interpolate
 (512 resp. 256 sub-steps between nodes, TFLite's int16 arithmetic).
 
@@ -41,7 +41,7 @@ from _c_table import generator_main, render_c_array  # noqa: E402
 
 NODES = 256
 STEPS_PER_UNIT = 24
-OUT = pathlib.Path(__file__).resolve().parent.parent / "csrc" / "src" / "pe_sigmoid_table.c"
+OUT = pathlib.Path(__file__).resolve().parent.parent / "csrc" / "src" / "kernels" / "recurrent" / "pe_sigmoid_table.c"
 
 
 def _f(x):

@@ -16,6 +16,8 @@ import shutil
 import subprocess
 import tempfile
 
+from pyembed import _csrc
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CSRC = os.path.join(REPO, "csrc")
 BUILD_DIR = os.path.join(REPO, "tools", "build", "bench")
@@ -36,11 +38,12 @@ def build_program(source, name, opt="-O2", cc="gcc", extra_flags=()):
     if not os.path.isdir(CSRC):
         raise BenchSetupError(f"csrc/ not found at {CSRC}: benchmarks need a source checkout")
     _require(cc)
-    srcs = sorted(glob.glob(os.path.join(CSRC, "src", "*.c")))
+    srcs = _csrc.all_sources(CSRC)
     h = hashlib.sha256()
     h.update(source.encode())
     h.update(" ".join([cc, opt, *extra_flags]).encode())
-    for p in srcs + sorted(glob.glob(os.path.join(CSRC, "include", "pyembed", "*.h"))):
+    for p in srcs + sorted(glob.glob(os.path.join(CSRC, "include", "pyembed", "*.h"))) + sorted(
+            glob.glob(os.path.join(CSRC, "src", "**", "*.h"), recursive=True)):
         with open(p, "rb") as f:
             h.update(f.read())
     os.makedirs(BUILD_DIR, exist_ok=True)

@@ -58,13 +58,14 @@ class _CLib:
     """The C sources compiled once (objects), for linking emitted programs."""
 
     def __init__(self, workdir):
-        import glob
         import os
         import subprocess
+
+        from pyembed import _csrc
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         self.include = os.path.join(root, "csrc", "include")
         self.objs = []
-        for src in sorted(glob.glob(os.path.join(root, "csrc", "src", "*.c"))):
+        for src in _csrc.all_sources(os.path.join(root, "csrc")):
             obj = os.path.join(workdir, os.path.basename(src)[:-2] + ".o")
             subprocess.run(["gcc", "-std=c99", "-O2", "-I" + self.include, "-c", src, "-o", obj], check=True)
             self.objs.append(obj)

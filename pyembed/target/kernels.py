@@ -32,6 +32,7 @@ import tempfile
 
 import numpy as np
 
+from pyembed import _csrc
 from pyembed.target import qemu
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -230,7 +231,7 @@ KERNEL_SOURCES = ("pe_attention.c", "pe_conv_gather.c", "pe_conv_rev.c", "pe_dw3
 
 
 def _sources():
-    return [os.path.join(CSRC, "src", n) for n in KERNEL_SOURCES]
+    return _csrc.sources(KERNEL_SOURCES, CSRC)
 
 
 def _digest(variant, extra=()):

@@ -39,7 +39,7 @@ fi
 
 out=tools/build/fuzz
 mkdir -p "$out"
-srcs=(csrc/src/*.c)
+mapfile -t srcs < <(find csrc/src -name "*.c" | LC_ALL=C sort)   # every room
 INC="-Icsrc/include -Itools/fuzz"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:symbolize=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}

@@ -114,6 +114,46 @@ pe_status pe_quantize_f32_s8(const pe_context *ctx, const pe_float_quant_params 
 pe_status pe_dequantize_s8_f32(const pe_context *ctx, const pe_float_quant_params *params,
                                int32_t size, const int8_t *input, float *output);
 
+/* Parameter words shared by the operators that take a requantized element-wise
+ * operator's parameters as int32 words (nothing is validated here: the
+ * kernel or the runner checks the values).
+ * PE_ADD_FROM_WORDS: 12 words, ADD / SUB / SQUARED_DIFFERENCE order: input1,
+ *   input2 and output offsets, left shift, input1, input2 and output
+ *   quantization (multiplier, shift each), activation min and max. P is a
+ *   pe_add_params or a pe_sub_params (the same field names).
+ * PE_MUL_FROM_WORDS: 7 words, MUL order: input1, input2 and output
+ *   offsets, output quantization (multiplier, shift), activation min, max.
+ *   P is a pe_mul_params.
+ * Neither sets rounding (SUB has none; the caller says which). */
+#define PE_ADD_FROM_WORDS(P, W)                  \
+    do {                                          \
+        (P).input1_offset = (W)[0];               \
+        (P).input2_offset = (W)[1];               \
+        (P).output_offset = (W)[2];               \
+        (P).left_shift = (W)[3];                  \
+        (P).input1_quant.multiplier = (W)[4];     \
+        (P).input1_quant.shift = (W)[5];          \
+        (P).input2_quant.multiplier = (W)[6];     \
+        (P).input2_quant.shift = (W)[7];          \
+        (P).output_quant.multiplier = (W)[8];     \
+        (P).output_quant.shift = (W)[9];          \
+        (P).activation.min = (W)[10];             \
+        (P).activation.max = (W)[11];             \
+    } while (0)
+#define PE_ADD_NUM_WORDS 12
+
+#define PE_MUL_FROM_WORDS(P, W)                  \
+    do {                                          \
+        (P).input1_offset = (W)[0];               \
+        (P).input2_offset = (W)[1];               \
+        (P).output_offset = (W)[2];               \
+        (P).output_quant.multiplier = (W)[3];     \
+        (P).output_quant.shift = (W)[4];          \
+        (P).activation.min = (W)[5];              \
+        (P).activation.max = (W)[6];              \
+    } while (0)
+#define PE_MUL_NUM_WORDS 7
+
 #ifdef __cplusplus
 }
 #endif

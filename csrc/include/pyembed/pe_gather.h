@@ -11,8 +11,6 @@
  */
 #ifndef PYEMBED_PE_GATHER_H
 #define PYEMBED_PE_GATHER_H
-
-#include "pe_graph.h"
 #include "pe_types.h"
 
 #ifdef __cplusplus
@@ -29,8 +27,9 @@ pe_status pe_gather_batched(int32_t elem_size, int32_t batch, int32_t outer, int
  *   batch * coords, the output batch * outer * coords * inner.
  */
 #define PE_GATHER_BATCHED_WORDS 5
-pe_status pe_graph_run_gather_batched(const pe_graph *g, const pe_graph_op *op,
-                                      const pe_context *scratch, const pe_context *arena);
+
+/* a * b * c * d for positive factors, or -1 once the product passes INT32_MAX. */
+int64_t pe_gather_count4(int32_t a, int32_t b, int32_t c, int32_t d);
 
 #ifdef __cplusplus
 }

@@ -54,45 +54,6 @@ void *pe_graph_state(const pe_graph *g, const pe_graph_op *op, int32_t k, const 
 const pe_dims *pe_graph_dims(const pe_graph *g, int32_t t);
 int32_t pe_graph_count(const pe_graph *g, int32_t t);
 
-/* Parameter words shared by the runners that take a requantized element-wise
- * operator's parameters as int32 words (nothing is validated here: the
- * kernel or the runner checks the values).
- * PE_GRAPH_ADD_WORDS: 12 words, ADD / SUB / SQUARED_DIFFERENCE order: input1,
- *   input2 and output offsets, left shift, input1, input2 and output
- *   quantization (multiplier, shift each), activation min and max. P is a
- *   pe_add_params or a pe_sub_params (the same field names).
- * PE_GRAPH_MUL_WORDS: 7 words, MUL order: input1, input2 and output
- *   offsets, output quantization (multiplier, shift), activation min, max.
- *   P is a pe_mul_params.
- * Neither sets rounding (SUB has none; the caller says which). */
-#define PE_GRAPH_ADD_WORDS(P, W)                  \
-    do {                                          \
-        (P).input1_offset = (W)[0];               \
-        (P).input2_offset = (W)[1];               \
-        (P).output_offset = (W)[2];               \
-        (P).left_shift = (W)[3];                  \
-        (P).input1_quant.multiplier = (W)[4];     \
-        (P).input1_quant.shift = (W)[5];          \
-        (P).input2_quant.multiplier = (W)[6];     \
-        (P).input2_quant.shift = (W)[7];          \
-        (P).output_quant.multiplier = (W)[8];     \
-        (P).output_quant.shift = (W)[9];          \
-        (P).activation.min = (W)[10];             \
-        (P).activation.max = (W)[11];             \
-    } while (0)
-#define PE_GRAPH_ADD_NUM_WORDS 12
-
-#define PE_GRAPH_MUL_WORDS(P, W)                  \
-    do {                                          \
-        (P).input1_offset = (W)[0];               \
-        (P).input2_offset = (W)[1];               \
-        (P).output_offset = (W)[2];               \
-        (P).output_quant.multiplier = (W)[3];     \
-        (P).output_quant.shift = (W)[4];          \
-        (P).activation.min = (W)[5];              \
-        (P).activation.max = (W)[6];              \
-    } while (0)
-#define PE_GRAPH_MUL_NUM_WORDS 7
 
 #ifdef __cplusplus
 }

@@ -40,7 +40,6 @@
 #define PYEMBED_PE_LAYERNORM_H
 
 #include "pe_types.h"
-#include "pe_graph.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -49,6 +48,16 @@ extern "C" {
 #define PE_LN_NONE ((int32_t)-1000000)
 #define PE_LN_MAX_SLOTS 64
 #define PE_LN_MAX_STEPS 64
+/* Step types of the row program: the graph runtime's ADD and MUL operator
+ * codes (its runner checks they agree with pe_graph_op_type) or a math
+ * operator code (pe_math_ops.h). */
+#define PE_LN_STEP_ADD 7
+#define PE_LN_STEP_MUL 8
+/* At most this many inputs (the graph's PE_GRAPH_MAX_IO). */
+#define PE_LN_MAX_INPUTS 64
+
+/* Rows and row length of a PE_LAYERNORM word list (PE_ERR_ARG if malformed). */
+pe_status pe_layernorm_shape(const int32_t *words, int32_t count, int32_t *rows, int32_t *depth);
 
 /* Scratch bytes of a PE_LAYERNORM word list (PE_ERR_ARG if malformed). */
 pe_status pe_layernorm_get_buffer_size(const int32_t *words, int32_t count, int32_t *size);
@@ -58,11 +67,6 @@ pe_status pe_layernorm_get_buffer_size(const int32_t *words, int32_t count, int3
 pe_status pe_layernorm_s8(const pe_context *ctx, const int32_t *words, int32_t count, const int8_t *x,
                           const int8_t *const *constants, const int32_t *const_counts, int32_t num_consts,
                           int8_t *out);
-
-/* Graph runner: input 0 x, inputs 1.. constants, one output (int8, the
- * element count of x); params: the words above; scratch as above. */
-pe_status pe_graph_run_layernorm(const pe_graph *graph, const pe_graph_op *op, const pe_context *scratch,
-                                 const pe_context *arena);
 
 /*
  * PE_LAYERNORM_HP (graph operator 163): LayerNorm evaluated once in integers
@@ -81,9 +85,6 @@ pe_status pe_graph_run_layernorm(const pe_graph *graph, const pe_graph_op *op, c
  */
 pe_status pe_layernorm_hp_s8(int32_t rows, int32_t depth, int32_t x_zp, int32_t out_zp, int64_t eps_q,
                              const int8_t *x, const int32_t *gamma_q16, const int32_t *beta_q16, int8_t *out);
-
-pe_status pe_graph_run_layernorm_hp(const pe_graph *graph, const pe_graph_op *op, const pe_context *scratch,
-                                    const pe_context *arena);
 
 #ifdef __cplusplus
 }

@@ -61,8 +61,6 @@
  */
 #ifndef PYEMBED_PE_LSTM_H
 #define PYEMBED_PE_LSTM_H
-
-#include "pe_graph.h"
 #include "pe_types.h"
 
 #ifdef __cplusplus
@@ -132,12 +130,6 @@ pe_status pe_lstm_s8s16(const pe_context *ctx, const pe_lstm_params *p, const in
 #define PE_LSTM_WORDS 32
 #define PE_LSTM_INPUTS 15
 pe_status pe_lstm_params_from_words(const int32_t *words, int32_t num_words, pe_lstm_params *p);
-pe_status pe_graph_run_logistic_s16(const pe_graph *g, const pe_graph_op *op,
-                                    const pe_context *scratch, const pe_context *arena);
-pe_status pe_graph_run_tanh_s16(const pe_graph *g, const pe_graph_op *op,
-                                const pe_context *scratch, const pe_context *arena);
-pe_status pe_graph_run_lstm(const pe_graph *g, const pe_graph_op *op,
-                            const pe_context *scratch, const pe_context *arena);
 
 #ifdef __cplusplus
 }

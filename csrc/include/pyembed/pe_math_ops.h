@@ -46,7 +46,6 @@
 #define PYEMBED_PE_MATH_OPS_H
 
 #include "pe_types.h"
-#include "pe_graph.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -89,13 +88,6 @@ int32_t pe_math_op_inputs(int32_t type);
 pe_status pe_math_invoke(const pe_context *ctx, int32_t type, const int32_t *params,
                          int32_t num_params, int32_t dtype, const void *in0, int32_t in0_count,
                          const void *in1, int32_t in1_count, void *out, int32_t out_count);
-
-/* The graph runner of every operator above (pe_graph.c's runner table): one
- * output; input 0 (and input 1 for the two-input operators: PRELU's alpha,
- * int8) fetched with the data type of the output, int8 or int16; the words
- * and counts then go to pe_math_invoke. No scratch. */
-pe_status pe_graph_run_math(const pe_graph *graph, const pe_graph_op *op, const pe_context *scratch,
-                            const pe_context *arena);
 
 #ifdef __cplusplus
 }

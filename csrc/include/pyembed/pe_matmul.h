@@ -31,8 +31,6 @@
  */
 #ifndef PYEMBED_PE_MATMUL_H
 #define PYEMBED_PE_MATMUL_H
-
-#include "pe_graph.h"
 #include "pe_types.h"
 
 #ifdef __cplusplus
@@ -79,8 +77,9 @@ pe_status pe_batch_matmul_s8(const pe_context *ctx, const pe_batch_matmul_params
  * A wrong count or value is PE_ERR_ARG (or the kernel's status).
  */
 #define PE_BATCH_MATMUL_WORDS 24
-pe_status pe_graph_run_batch_matmul(const pe_graph *g, const pe_graph_op *op,
-                                    const pe_context *scratch, const pe_context *arena);
+
+/* Element count of a shape, -1 if a dim is below 1 or the count exceeds int32. */
+int64_t pe_shape5_count(const pe_shape5 *s);
 
 #ifdef __cplusplus
 }

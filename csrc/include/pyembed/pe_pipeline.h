@@ -48,7 +48,6 @@
 
 #include "pe_types.h"
 #include "pe_stripe.h"
-#include "pe_graph.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -116,21 +115,6 @@ pe_status pe_conv_pool_op_run(const pe_context *ctx, const int32_t *params, int3
                               const pe_dims *filter_dims, const int8_t *filter, const int32_t *bias,
                               const int32_t *multiplier, const int32_t *shift,
                               const pe_dims *output_dims, int8_t *output);
-
-/* Graph runners (pe_graph.h, pe_graph_internal.h), in pe_pipeline_graph.c:
- * PE_GOP_STRIPE_REGION and PE_GOP_CONV_POOL. A region's input may share
- * arena bytes with its output only as pe_stripe_max_overlap_delta allows (one
- * stripe, the output far enough behind the rows still to be read;
- * PE_ERR_ARG otherwise, from pe_stripe_run_s8); a fused conv -> pool's may not
- * (PE_ERR_ARG). */
-pe_status pe_graph_run_stripe_region(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
-                                     const pe_context *arena);
-/* The same with a row source for a streamed input (pe_graph_invoke_op_rows). */
-pe_status pe_graph_run_stripe_region_rows(const pe_graph *g, const pe_graph_op *op,
-                                          const pe_context *scratch, const pe_context *arena,
-                                          const pe_row_source *rows);
-pe_status pe_graph_run_conv_pool(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
-                                 const pe_context *arena);
 
 #ifdef __cplusplus
 }

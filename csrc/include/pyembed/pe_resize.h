@@ -37,7 +37,6 @@
 #define PYEMBED_PE_RESIZE_H
 
 #include "pe_types.h"
-#include "pe_graph.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -57,15 +56,6 @@ pe_status pe_resize_nearest_x(int32_t elem_size, const int32_t *y_src, const int
 
 pe_status pe_resize_bilinear_s8(const pe_resize_params *params, const pe_dims *in_dims,
                                 const int8_t *input, const pe_dims *out_dims, int8_t *output);
-
-/* Graph runner of PE_GOP_RESIZE_NEAREST_NEIGHBOR and PE_GOP_RESIZE_BILINEAR:
- * one input, one output, NHWC dims from the tensors (int8; nearest also
- * int16 and int32). Words:
- *   RESIZE_NEAREST_NEIGHBOR  out h, out w, y_src[out h], x_src[out w]
- *                            (out h / out w must be the output's dims)
- *   RESIZE_BILINEAR          align_corners, half_pixel_centers */
-pe_status pe_graph_run_resize(const pe_graph *graph, const pe_graph_op *op, const pe_context *scratch,
-                              const pe_context *arena);
 
 #ifdef __cplusplus
 }

@@ -40,7 +40,6 @@
 #define PYEMBED_PE_S16_H
 
 #include "pe_eltwise.h"
-#include "pe_graph.h"
 #include "pe_types.h"
 
 #ifdef __cplusplus
@@ -118,18 +117,6 @@ pe_status pe_add_s16(const pe_context *ctx, const pe_add_params *params,
 #define PE_CONV_S16X8_WORDS 10
 #define PE_FC_S16X8_WORDS 5
 #define PE_ADD_S16_WORDS 11
-pe_status pe_graph_run_conv_s16x8(const pe_graph *g, const pe_graph_op *op,
-                                  const pe_context *scratch, const pe_context *arena);
-pe_status pe_graph_run_fc_s16x8(const pe_graph *g, const pe_graph_op *op,
-                                const pe_context *scratch, const pe_context *arena);
-pe_status pe_graph_run_add_s16(const pe_graph *g, const pe_graph_op *op,
-                               const pe_context *scratch, const pe_context *arena);
-pe_status pe_graph_run_softmax_s16(const pe_graph *g, const pe_graph_op *op,
-                                   const pe_context *scratch, const pe_context *arena);
-pe_status pe_graph_run_squared_difference_s16(const pe_graph *g, const pe_graph_op *op,
-                                              const pe_context *scratch, const pe_context *arena);
-pe_status pe_graph_run_prelu_s16(const pe_graph *g, const pe_graph_op *op,
-                                 const pe_context *scratch, const pe_context *arena);
 pe_status pe_squared_difference_s16(const pe_context *ctx, const int32_t *q, const pe_dims *d1,
                                     const int16_t *x1, const pe_dims *d2, const int16_t *x2,
                                     const pe_dims *od, int16_t *out);

@@ -50,7 +50,6 @@
 
 #include "pe_types.h"
 #include "pe_eltwise.h"
-#include "pe_graph.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -145,35 +144,6 @@ pe_status pe_depth_to_space_x(int32_t block, int32_t elem_size, const pe_dims *i
 
 pe_status pe_space_to_depth_x(int32_t block, int32_t elem_size, const pe_dims *in_dims,
                               const void *input, const pe_dims *out_dims, void *output);
-
-/* ---- graph runner ------------------------------------------------------------------ */
-
-/*
- * pe_graph_run_shape_ops runs PE_GOP_PAD .. PE_GOP_SPACE_TO_DEPTH and
- * PE_GOP_SQUEEZE / PE_GOP_EXPAND_DIMS (pe_graph.h). Tensors: input 0 and
- * every output int8, int16 or int32 (one type per operator); the N-D shapes
- * travel in the words (the runtime's tensor dims are a 4-D view) and must
- * describe exactly the tensors' element counts. Parameter words, in order
- * (rank r, "dims" r words, every list exactly as long as stated):
- *
- *   PAD, PADV2     r, in dims, before[r], after[r], pad value (1 input)
- *   MIRROR_PAD     r, in dims, before[r], after[r], mode (0 REFLECT, 1 SYMMETRIC)
- *   CONCATENATION  r, axis, out dims, then per input (num_inputs <=
- *                  PE_CONCAT_MAX_INPUTS): extent along axis, requantize (0/1),
- *                  input offset, output offset, multiplier, shift (int8 only
- *                  when any input requantizes; activation -128..127, double
- *                  rounding)
- *   SPLIT, SPLIT_V axis, r, in dims, extent of each output (num_outputs words)
- *   STRIDED_SLICE, SLICE  r, in dims, begin[r], stride[r], count[r]
- *   TRANSPOSE      r, in dims, perm[r]
- *   GATHER         r, in dims, axis; input 1: int32 positions (any shape),
- *                  each checked against the axis before anything is written
- *   DEPTH_TO_SPACE, SPACE_TO_DEPTH  block (NHWC dims of the tensors)
- *   SQUEEZE, EXPAND_DIMS  no words: the output holds the input's bytes
- *                  (aliased by the planner: nothing to do; otherwise copied)
- */
-pe_status pe_graph_run_shape_ops(const pe_graph *graph, const pe_graph_op *op,
-                                 const pe_context *scratch, const pe_context *arena);
 
 #ifdef __cplusplus
 }

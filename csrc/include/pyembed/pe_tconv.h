@@ -34,8 +34,6 @@
  */
 #ifndef PYEMBED_PE_TCONV_H
 #define PYEMBED_PE_TCONV_H
-
-#include "pe_graph.h"
 #include "pe_types.h"
 
 #ifdef __cplusplus
@@ -63,8 +61,6 @@ pe_status pe_transpose_conv_s8(const pe_context *ctx, const pe_conv_params *para
  *   [9 .. 9+out_c) multipliers, [9+out_c .. 9+2*out_c) shifts.
  */
 #define PE_TRANSPOSE_CONV_WORDS 9
-pe_status pe_graph_run_transpose_conv(const pe_graph *g, const pe_graph_op *op,
-                                      const pe_context *scratch, const pe_context *arena);
 
 #ifdef __cplusplus
 }

@@ -39,7 +39,6 @@
 #include "pe_attention.h"
 #include "pe_eltwise.h"
 #include "pe_softmax.h"
-#include "pe_graph.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -103,17 +102,6 @@ pe_status pe_xattn_s8(const pe_context *ctx, const pe_xattn_params *params, cons
  * element-wise chain folded into a 256-entry table at import time by
  * pyembed.passes.elementwise). input and output may be the same buffer. */
 pe_status pe_lut_s8(const int8_t *table, int32_t size, const int8_t *input, int8_t *output);
-
-/* Graph runners (pe_graph_runner). PE_GOP_ATTENTION: inputs Q, K, V, mask
- * (-1 = none), mask_lut (int32 [256], stream mode with a mask; else -1), one
- * output, int8 tensors; params: the PE_XATTN_NUM_WORDS words;
- * scratch: pe_xattn_get_buffer_size. PE_GOP_LUT: inputs x and the table
- * (256 int8), one int8 output of x's element count; params: 1 word, the
- * element count. */
-pe_status pe_graph_run_attention(const pe_graph *graph, const pe_graph_op *op,
-                                 const pe_context *scratch, const pe_context *arena);
-pe_status pe_graph_run_lut(const pe_graph *graph, const pe_graph_op *op,
-                           const pe_context *scratch, const pe_context *arena);
 
 #ifdef __cplusplus
 }

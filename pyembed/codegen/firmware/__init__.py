@@ -49,7 +49,6 @@ __all__ = ["CORE_FLAGS", "FirmwareProject", "generate_project", "firmware_layout
 _HERE = Path(__file__).resolve().parent
 _PKG = _HERE.parents[1]                       # pyembed/
 TARGET_TEMPLATES = _PKG / "target" / "templates"
-_CSRC_CANDIDATES = (_PKG.parent / "csrc", _PKG / "csrc")
 
 # gcc flags per core (hard-float ABI where the core has an FPU)
 CORE_FLAGS = {
@@ -68,10 +67,11 @@ TIMING_RECORD_BYTES = 16
 
 
 def csrc_dir() -> Path:
-    for c in _CSRC_CANDIDATES:
-        if (c / "src" / "pe_graph.c").is_file():
-            return c
-    raise UnsupportedError("pyembed's C sources (csrc/) were not found next to the package")
+    from pyembed import _csrc
+    c = _csrc.csrc_dir(required=False)
+    if c is None:
+        raise UnsupportedError("pyembed's C sources (csrc/) were not found next to the package")
+    return c
 
 
 @dataclasses.dataclass
@@ -678,6 +678,10 @@ def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algor
     ghdr, gsrc = emit.graph_tables(graph, plan, prefix=prefix, layout=layout, const_data=const_data)
     _write(mdir / "model_graph.h", ghdr, files, "model_graph.h")
     _write(mdir / "model_graph.c", gsrc, files, "model_graph.c")
+    from pyembed.codegen import optable
+    _write(mdir / optable.GENERATED_NAME,
+           optable.op_table_source(optable.op_types_in(gsrc), rows=bool(streamed), model_name=graph.name),
+           files, optable.GENERATED_NAME)
     op_rows = [{"table_index": k, "op": o["op"], "type": graph.operators[o["op"]].type} for k, o in enumerate(ops)]
     _write(mdir / "pe_model.h", _api_header(graph, prefix, segments is not None), files, "pe_model.h")
     _write(mdir / "pe_model.c", _api_source(graph, prefix, ops, regions, arena_base, sys_region.name, seg_text),
@@ -698,7 +702,9 @@ def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algor
         if dst.exists():
             shutil.rmtree(dst)
         shutil.copytree(cs / "include", dst / "include")
-        shutil.copytree(cs / "src", dst / "src")
+        # the whole runtime but the full operator table: model/model_ops.c is this model's
+        from pyembed import _csrc
+        shutil.copytree(cs / "src", dst / "src", ignore=shutil.ignore_patterns(_csrc.FULL_TABLE))
         files["pyembed"] = str(dst)
     inputs = [(t, int(graph.tensors[t].nbytes), graph.tensors[t].dtype) for t in graph.inputs]
     outputs = [(t, int(graph.tensors[t].nbytes), graph.tensors[t].dtype, tuple(graph.tensors[t].shape))

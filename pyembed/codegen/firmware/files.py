@@ -175,8 +175,10 @@ def _makefile(profile, core_flags, machine):
 #
 # Variables:
 #   PYEMBED_CSRC  directory holding pyembed's C runtime (include/pyembed/*.h and
-#                 src/*.c); default: the copy in ./pyembed. Point it at a pyembed
-#                 checkout's csrc/ to build against that instead.
+#                 src/<room>/**.c); default: the copy in ./pyembed. Point it at a
+#                 pyembed checkout's csrc/ to build against that instead (its full
+#                 operator table, src/graph/pe_graph_ops.c, is left out: this
+#                 model's table is model/model_ops.c)
 #   RUNTIME_BUILD where the runtime's objects go (default build/pyembed); several
 #                 projects for the same core may share one directory
 #   CROSS         toolchain prefix (default arm-none-eabi-)
@@ -200,9 +202,10 @@ CFLAGS := $(CPUFLAGS) $(OPT) $(GRAPH_FLAGS) -g -std=c99 -Wall -Wextra -Werror -f
 LDFLAGS := $(CPUFLAGS) --specs=rdimon.specs -nostartfiles -Wl,--gc-sections -Tlink.ld -Wl,-Map=firmware.map
 
 APP_SRCS := startup.c pe_target.c main.c $(wildcard model/*.c)
-RT_SRCS := $(wildcard $(PYEMBED_CSRC)/src/*.c)
+# every room of the runtime (core, kernels/<family>, pipeline, graph, sched, segload)
+RT_SRCS := $(filter-out %/pe_graph_ops.c,$(wildcard $(PYEMBED_CSRC)/src/*/*.c $(PYEMBED_CSRC)/src/*/*/*.c))
 APP_OBJS := $(patsubst %.c,build/%.o,$(notdir $(APP_SRCS)))
-RT_OBJS := $(patsubst %.c,$(RUNTIME_BUILD)/%.o,$(notdir $(RT_SRCS)))
+RT_OBJS := $(patsubst $(PYEMBED_CSRC)/src/%.c,$(RUNTIME_BUILD)/%.o,$(RT_SRCS))
 
 all: firmware.elf
 
@@ -213,6 +216,7 @@ build/%.o: model/%.c model/model_graph.h | build
 \t$(CC) $(CFLAGS) -c $< -o $@
 
 $(RUNTIME_BUILD)/%.o: $(PYEMBED_CSRC)/src/%.c | $(RUNTIME_BUILD)
+\t@mkdir -p $(dir $@)
 \t$(CC) $(CFLAGS) -c $< -o $@
 
 build $(RUNTIME_BUILD):
@@ -248,7 +252,8 @@ set(CPUFLAGS {core_flags})
 separate_arguments(CPUFLAGS)
 option(PE_GRAPH_TRUST_CHECKED "skip the per-call checks pe_graph_check made at init" ON)
 file(GLOB MODEL_SRCS "${{CMAKE_CURRENT_SOURCE_DIR}}/model/*.c")
-file(GLOB PYEMBED_SRCS "${{PYEMBED_CSRC}}/src/*.c")
+file(GLOB_RECURSE PYEMBED_SRCS "${{PYEMBED_CSRC}}/src/*.c")
+list(FILTER PYEMBED_SRCS EXCLUDE REGEX "/pe_graph_ops\\.c$")
 add_executable(firmware.elf startup.c pe_target.c main.c ${{MODEL_SRCS}} ${{PYEMBED_SRCS}})
 target_include_directories(firmware.elf PRIVATE . model ${{PYEMBED_CSRC}}/include)
 if(PE_GRAPH_TRUST_CHECKED)

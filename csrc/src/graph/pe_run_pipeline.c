@@ -8,6 +8,7 @@
 
 #include "pyembed/pe_pipeline.h"
 #include "pyembed/pe_graph_internal.h"
+#include "pyembed/pe_graph_runners.h"
 
 typedef struct {
     const pe_graph *g;

@@ -8,7 +8,6 @@
  */
 #include "pyembed/pe_transformer.h"
 #include "pyembed/pe_fixed.h"
-#include "pyembed/pe_graph_internal.h"
 
 #define XATTN_MAX_KEYS ((int32_t)1 << 15) /* int32 P.V sums: m * 255 * 255 < 2^31 */
 
@@ -356,12 +355,12 @@ pe_status pe_xattn_decode(const int32_t *w, int32_t count, pe_xattn_params *p)
         return PE_ERR_ARG;
     }
     p->scale_value = (int8_t)w[i++];
-    PE_GRAPH_MUL_WORDS(p->scale_mul, w + i);
-    i += PE_GRAPH_MUL_NUM_WORDS;
+    PE_MUL_FROM_WORDS(p->scale_mul, w + i);
+    i += PE_MUL_NUM_WORDS;
     p->scale_mul.rounding = PE_ROUND_DOUBLE;
     p->has_mask = w[i++];
-    PE_GRAPH_ADD_WORDS(p->mask_add, w + i);
-    i += PE_GRAPH_ADD_NUM_WORDS;
+    PE_ADD_FROM_WORDS(p->mask_add, w + i);
+    i += PE_ADD_NUM_WORDS;
     p->mask_add.rounding = PE_ROUND_DOUBLE;
     p->mask_row = w[i++];
     p->mask_head = w[i++];
@@ -421,77 +420,4 @@ pe_status pe_xattn_check_extents(const pe_xattn_params *p, int32_t q_elems, int3
         return PE_ERR_ARG;
     }
     return PE_OK;
-}
-
-/* ---------------------------------------------------------- graph runners */
-
-pe_status pe_graph_run_attention(const pe_graph *g, const pe_graph_op *op,
-                                 const pe_context *scratch, const pe_context *arena)
-{
-    pe_xattn_params p;
-    const int8_t *q, *k, *v, *mask = NULL;
-    const int32_t *lut = NULL;
-    int8_t *out;
-    int32_t mask_elems = 0;
-    pe_status st;
-    if (op->num_inputs != 5 || op->num_outputs != 1) {
-        return PE_ERR_ARG;
-    }
-    st = pe_xattn_decode(op->params, op->num_params, &p);
-    if (st != PE_OK) {
-        return st;
-    }
-    q = (const int8_t *)pe_graph_input(g, op, 0, arena, PE_DT_INT8);
-    k = (const int8_t *)pe_graph_input(g, op, 1, arena, PE_DT_INT8);
-    v = (const int8_t *)pe_graph_input(g, op, 2, arena, PE_DT_INT8);
-    out = (int8_t *)pe_graph_output(g, op, 0, arena, PE_DT_INT8);
-    if (q == NULL || k == NULL || v == NULL || out == NULL) {
-        return PE_ERR_ARG;
-    }
-    if (p.has_mask) {
-        mask = (const int8_t *)pe_graph_input(g, op, 3, arena, PE_DT_INT8);
-        if (mask == NULL) {
-            return PE_ERR_ARG;
-        }
-        mask_elems = pe_graph_count(g, pe_graph_input_index(op, 3));
-        if (p.mode == PE_XATTN_STREAM) {
-            lut = (const int32_t *)pe_graph_input(g, op, 4, arena, PE_DT_INT32);
-            if (lut == NULL || pe_graph_count(g, pe_graph_input_index(op, 4)) != 256) {
-                return PE_ERR_ARG;
-            }
-        }
-    }
-    st = pe_xattn_check_extents(&p, pe_graph_count(g, pe_graph_input_index(op, 0)),
-                                pe_graph_count(g, pe_graph_input_index(op, 1)),
-                                pe_graph_count(g, pe_graph_input_index(op, 2)), mask_elems,
-                                pe_graph_count(g, pe_graph_output_index(op, 0)));
-    if (st != PE_OK) {
-        return st;
-    }
-    return pe_xattn_s8(scratch, &p, q, k, v, mask, lut, out);
-}
-
-pe_status pe_graph_run_lut(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
-                           const pe_context *arena)
-{
-    const int8_t *x, *table;
-    int8_t *y;
-    int32_t n;
-    (void)scratch;
-    if (op->num_inputs != 2 || op->num_outputs != 1 || op->num_params != 1 || op->params == NULL) {
-        return PE_ERR_ARG;
-    }
-    x = (const int8_t *)pe_graph_input(g, op, 0, arena, PE_DT_INT8);
-    table = (const int8_t *)pe_graph_input(g, op, 1, arena, PE_DT_INT8);
-    y = (int8_t *)pe_graph_output(g, op, 0, arena, PE_DT_INT8);
-    if (x == NULL || table == NULL || y == NULL) {
-        return PE_ERR_ARG;
-    }
-    n = op->params[0];
-    if (pe_graph_count(g, pe_graph_input_index(op, 1)) != 256 ||
-        pe_graph_count(g, pe_graph_input_index(op, 0)) != n ||
-        pe_graph_count(g, pe_graph_output_index(op, 0)) != n) {
-        return PE_ERR_ARG;
-    }
-    return pe_lut_s8(table, n, x, y);
 }

@@ -29,7 +29,7 @@ static pe_status check_params(const pe_batch_matmul_params *p)
 }
 
 /* count of a shape, -1 if a dim < 1 or the count exceeds int32 */
-static int64_t count5(const pe_shape5 *s)
+int64_t pe_shape5_count(const pe_shape5 *s)
 {
     int64_t n = 1;
     int32_t i;
@@ -56,7 +56,7 @@ pe_status pe_batch_matmul_out_shape(const pe_batch_matmul_params *p, const pe_sh
     if (lhs == NULL || rhs == NULL || out == NULL) {
         return PE_ERR_ARG;
     }
-    if (count5(lhs) < 0 || count5(rhs) < 0) {
+    if (pe_shape5_count(lhs) < 0 || pe_shape5_count(rhs) < 0) {
         return PE_ERR_ARG;
     }
     for (i = 0; i < 3; i++) {
@@ -75,7 +75,7 @@ pe_status pe_batch_matmul_out_shape(const pe_batch_matmul_params *p, const pe_sh
     }
     out->dims[3] = rows;
     out->dims[4] = cols;
-    if (count5(out) < 0) {
+    if (pe_shape5_count(out) < 0) {
         return PE_ERR_OVERFLOW;
     }
     return PE_OK;
@@ -225,57 +225,4 @@ pe_status pe_batch_matmul_s8(const pe_context *ctx, const pe_batch_matmul_params
         ctx->stats->input_reads += mats * (uint64_t)mat * (uint64_t)depth * 2u;
     }
     return PE_OK;
-}
-
-/* -- graph runner ------------------------------------------------------------- */
-
-#include "pyembed/pe_graph_internal.h"
-
-static int64_t shape_count(const pe_shape5 *s)
-{
-    return count5(s);
-}
-
-pe_status pe_graph_run_batch_matmul(const pe_graph *g, const pe_graph_op *op,
-                                    const pe_context *scratch, const pe_context *arena)
-{
-    const int32_t *w;
-    pe_batch_matmul_params p;
-    pe_shape5 ls, rs, os;
-    const int8_t *lhs, *rhs;
-    int8_t *out;
-    int32_t i;
-    if (op->num_inputs != 2 || op->num_outputs != 1 || op->num_params != PE_BATCH_MATMUL_WORDS ||
-        op->params == NULL) {
-        return PE_ERR_ARG;
-    }
-    w = op->params;
-    for (i = 0; i < 5; i++) {
-        ls.dims[i] = w[i];
-        rs.dims[i] = w[5 + i];
-        os.dims[i] = w[10 + i];
-    }
-    p.lhs_offset = w[15];
-    p.rhs_offset = w[16];
-    p.output_offset = w[17];
-    p.multiplier = w[18];
-    p.shift = w[19];
-    p.activation.min = w[20];
-    p.activation.max = w[21];
-    p.adj_x = w[22];
-    p.adj_y = w[23];
-    p.rounding = PE_ROUND_DOUBLE;
-    lhs = (const int8_t *)pe_graph_input(g, op, 0, arena, PE_DT_INT8);
-    rhs = (const int8_t *)pe_graph_input(g, op, 1, arena, PE_DT_INT8);
-    out = (int8_t *)pe_graph_output(g, op, 0, arena, PE_DT_INT8);
-    if (lhs == NULL || rhs == NULL || out == NULL) {
-        return PE_ERR_ARG;
-    }
-    /* the words' shapes must describe the tensors' bytes */
-    if (shape_count(&ls) != pe_graph_count(g, op->inputs[0]) ||
-        shape_count(&rs) != pe_graph_count(g, op->inputs[1]) ||
-        shape_count(&os) != pe_graph_count(g, op->outputs[0])) {
-        return PE_ERR_ARG;
-    }
-    return pe_batch_matmul_s8(scratch, &p, &ls, lhs, &rs, rhs, &os, out);
 }

@@ -3,7 +3,7 @@
  * summed in a register, no scratch) and L2_NORMALIZATION (see pe_reduce.h).
  */
 #include "pyembed/pe_reduce.h"
-#include "pe_mathfx.h"
+#include "../../core/pe_mathfx.h"
 
 typedef struct {
     int32_t nk, nr;                        /* kept / reduced dimension counts */

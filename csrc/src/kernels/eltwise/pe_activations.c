@@ -4,7 +4,7 @@
  * first element is touched, so a corrupted parameter block is PE_ERR_ARG.
  */
 #include "pyembed/pe_activations.h"
-#include "pe_mathfx.h"
+#include "../../core/pe_mathfx.h"
 
 static int zp8_ok(int32_t zp)
 {

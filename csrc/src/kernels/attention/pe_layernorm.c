@@ -7,7 +7,6 @@
 #include "pyembed/pe_layernorm.h"
 #include "pyembed/pe_eltwise.h"
 #include "pyembed/pe_math_ops.h"
-#include "pyembed/pe_graph_internal.h"
 
 #define LN_HEADER 4
 #define LN_STEP_HEADER 5
@@ -27,7 +26,7 @@ typedef struct {
 
 static int ln_is_step_type(int32_t type)
 {
-    return type == (int32_t)PE_GOP_ADD || type == (int32_t)PE_GOP_MUL || pe_math_op_known(type);
+    return type == PE_LN_STEP_ADD || type == PE_LN_STEP_MUL || pe_math_op_known(type);
 }
 
 /* Parse and check everything that does not depend on the tensors. */
@@ -78,11 +77,11 @@ static pe_status ln_parse(const int32_t *w, int32_t count, ln_prog *p)
             return PE_ERR_ARG;
         }
         if (out < 1 || out >= p->num_slots || in0 >= p->num_slots || in0 == out || in1 == out ||
-            (in1 != PE_LN_NONE && in1 >= p->num_slots) || in0 < -PE_GRAPH_MAX_IO ||
-            (in1 != PE_LN_NONE && in1 < -PE_GRAPH_MAX_IO)) {
+            (in1 != PE_LN_NONE && in1 >= p->num_slots) || in0 < -PE_LN_MAX_INPUTS ||
+            (in1 != PE_LN_NONE && in1 < -PE_LN_MAX_INPUTS)) {
             return PE_ERR_ARG;
         }
-        if (type == (int32_t)PE_GOP_ADD || type == (int32_t)PE_GOP_MUL ||
+        if (type == PE_LN_STEP_ADD || type == PE_LN_STEP_MUL ||
             pe_math_op_inputs(type) == 2) {
             if (in1 == PE_LN_NONE) {
                 return PE_ERR_ARG;
@@ -90,8 +89,8 @@ static pe_status ln_parse(const int32_t *w, int32_t count, ln_prog *p)
         } else if (in1 != PE_LN_NONE) {
             return PE_ERR_ARG;
         }
-        if ((type == (int32_t)PE_GOP_ADD && nw != LN_ADD_WORDS) ||
-            (type == (int32_t)PE_GOP_MUL && nw != LN_MUL_WORDS)) {
+        if ((type == PE_LN_STEP_ADD && nw != LN_ADD_WORDS) ||
+            (type == PE_LN_STEP_MUL && nw != LN_MUL_WORDS)) {
             return PE_ERR_ARG;
         }
         /* a slot is read only after a step wrote it; the last step writes the output row */
@@ -107,6 +106,18 @@ static pe_status ln_parse(const int32_t *w, int32_t count, ln_prog *p)
         return PE_ERR_ARG;
     }
     p->scratch = (int32_t)scratch; /* <= 62 * depth, depth bounded by rows * depth above */
+    return PE_OK;
+}
+
+pe_status pe_layernorm_shape(const int32_t *words, int32_t count, int32_t *rows, int32_t *depth)
+{
+    ln_prog p;
+    const pe_status st = ln_parse(words, count, &p);
+    if (st != PE_OK || rows == NULL || depth == NULL) {
+        return st != PE_OK ? st : PE_ERR_ARG;
+    }
+    *rows = p.rows;
+    *depth = p.depth;
     return PE_OK;
 }
 
@@ -148,7 +159,7 @@ static pe_status ln_add(const pe_context *ctx, const int32_t *w, const int8_t *a
     if (!q_ok(w[4], w[5]) || !q_ok(w[6], w[7]) || !q_ok(w[8], w[9])) {
         return PE_ERR_ARG;
     }
-    PE_GRAPH_ADD_WORDS(p, w);
+    PE_ADD_FROM_WORDS(p, w);
     p.rounding = PE_ROUND_DOUBLE;
     row_dims(na, nb, nout, &da, &db, &dout);
     return pe_add_s8(ctx, &p, &da, a, &db, b, &dout, out);
@@ -162,7 +173,7 @@ static pe_status ln_mul(const pe_context *ctx, const int32_t *w, const int8_t *a
     if (!q_ok(w[3], w[4])) {
         return PE_ERR_ARG;
     }
-    PE_GRAPH_MUL_WORDS(p, w);
+    PE_MUL_FROM_WORDS(p, w);
     p.rounding = PE_ROUND_DOUBLE;
     row_dims(na, nb, nout, &da, &db, &dout);
     return pe_mul_s8(ctx, &p, &da, a, &db, b, &dout, out);
@@ -182,7 +193,7 @@ pe_status pe_layernorm_s8(const pe_context *ctx, const int32_t *words, int32_t c
     if (st != PE_OK) {
         return st;
     }
-    if (x == NULL || out == NULL || num_consts < 0 || num_consts >= PE_GRAPH_MAX_IO ||
+    if (x == NULL || out == NULL || num_consts < 0 || num_consts >= PE_LN_MAX_INPUTS ||
         (num_consts > 0 && (constants == NULL || const_counts == NULL))) {
         return PE_ERR_ARG;
     }
@@ -229,11 +240,11 @@ pe_status pe_layernorm_s8(const pe_context *ctx, const int32_t *words, int32_t c
                 b = in1 >= 0 ? rd[in1] : constants[-in1];
                 nb = in1 >= 0 ? p.slot_len[in1] : const_counts[-in1];
             }
-            if (type == (int32_t)PE_GOP_ADD || type == (int32_t)PE_GOP_MUL) {
+            if (type == PE_LN_STEP_ADD || type == PE_LN_STEP_MUL) {
                 if ((na != no && na != 1) || (nb != no && nb != 1) || (na != no && nb != no)) {
                     return PE_ERR_ARG;
                 }
-                st = type == (int32_t)PE_GOP_ADD ? ln_add(ctx, sw, a, na, b, nb, wr[o], no)
+                st = type == PE_LN_STEP_ADD ? ln_add(ctx, sw, a, na, b, nb, wr[o], no)
                                                  : ln_mul(ctx, sw, a, na, b, nb, wr[o], no);
             } else {
                 st = pe_math_invoke(ctx, type, sw, nw, PE_MATH_DT_INT8, a, na, b, nb, wr[o], no);
@@ -245,46 +256,6 @@ pe_status pe_layernorm_s8(const pe_context *ctx, const int32_t *words, int32_t c
         }
     }
     return PE_OK;
-}
-
-pe_status pe_graph_run_layernorm(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
-                                 const pe_context *arena)
-{
-    const int8_t *consts[PE_GRAPH_MAX_IO];
-    int32_t counts[PE_GRAPH_MAX_IO];
-    const int8_t *x;
-    int8_t *y;
-    int32_t k, n;
-    ln_prog p;
-    pe_status st;
-    if (op->num_inputs < 1 || op->num_inputs > PE_GRAPH_MAX_IO || op->num_outputs != 1 ||
-        op->params == NULL) {
-        return PE_ERR_ARG;
-    }
-    st = ln_parse(op->params, op->num_params, &p);
-    if (st != PE_OK) {
-        return st;
-    }
-    x = (const int8_t *)pe_graph_input(g, op, 0, arena, PE_DT_INT8);
-    y = (int8_t *)pe_graph_output(g, op, 0, arena, PE_DT_INT8);
-    if (x == NULL || y == NULL) {
-        return PE_ERR_ARG;
-    }
-    n = p.rows * p.depth;
-    if (pe_graph_count(g, pe_graph_input_index(op, 0)) != n ||
-        pe_graph_count(g, pe_graph_output_index(op, 0)) != n) {
-        return PE_ERR_ARG;
-    }
-    consts[0] = NULL;
-    counts[0] = 0;
-    for (k = 1; k < op->num_inputs; k++) {
-        consts[k] = (const int8_t *)pe_graph_input(g, op, k, arena, PE_DT_INT8);
-        if (consts[k] == NULL) {
-            return PE_ERR_ARG;
-        }
-        counts[k] = pe_graph_count(g, pe_graph_input_index(op, k));
-    }
-    return pe_layernorm_s8(scratch, op->params, op->num_params, x, consts, counts, op->num_inputs - 1, y);
 }
 
 /* floor(sqrt(v)) */
@@ -365,35 +336,4 @@ pe_status pe_layernorm_hp_s8(int32_t rows, int32_t depth, int32_t x_zp, int32_t 
         }
     }
     return PE_OK;
-}
-
-pe_status pe_graph_run_layernorm_hp(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
-                                    const pe_context *arena)
-{
-    const int8_t *x;
-    const int32_t *gq, *bq;
-    int8_t *y;
-    const int32_t *w = op->params;
-    int64_t eps;
-    (void)scratch;
-    if (op->num_inputs != 3 || op->num_outputs != 1 || op->num_params != 6 || w == NULL || w[1] < 2 ||
-        w[0] < 1 || w[4] < 0 || w[5] < 0 || w[5] >= ((int32_t)1 << 29)) {
-        return PE_ERR_ARG;
-    }
-    x = (const int8_t *)pe_graph_input(g, op, 0, arena, PE_DT_INT8);
-    gq = (const int32_t *)pe_graph_input(g, op, 1, arena, PE_DT_INT32);
-    bq = (const int32_t *)pe_graph_input(g, op, 2, arena, PE_DT_INT32);
-    y = (int8_t *)pe_graph_output(g, op, 0, arena, PE_DT_INT8);
-    if (x == NULL || gq == NULL || bq == NULL || y == NULL) {
-        return PE_ERR_ARG;
-    }
-    if ((int64_t)w[0] * w[1] > (int64_t)0x7FFFFFFF ||
-        pe_graph_count(g, pe_graph_input_index(op, 0)) != w[0] * w[1] ||
-        pe_graph_count(g, pe_graph_output_index(op, 0)) != w[0] * w[1] ||
-        pe_graph_count(g, pe_graph_input_index(op, 1)) != w[1] ||
-        pe_graph_count(g, pe_graph_input_index(op, 2)) != w[1]) {
-        return PE_ERR_ARG;
-    }
-    eps = (int64_t)w[4] + (int64_t)w[5] * ((int64_t)1 << 31);
-    return pe_layernorm_hp_s8(w[0], w[1], w[2], w[3], eps, x, gq, bq, y);
 }

@@ -8,14 +8,7 @@
 #include "pyembed/pe_activations.h"
 #include "pyembed/pe_binary.h"
 #include "pyembed/pe_reduce.h"
-#include "pyembed/pe_graph_internal.h"
-
-/* the two enumerations must agree (a negative array size fails the build) */
-typedef char pe_math_codes_agree[(PE_MOP_MEAN == (int)PE_GOP_MEAN &&
-                                  PE_MOP_L2_NORMALIZATION == (int)PE_GOP_L2_NORMALIZATION &&
-                                  PE_MOP_SUB == (int)PE_GOP_SUB && PE_MOP_GELU == (int)PE_GOP_GELU)
-                                     ? 1
-                                     : -1];
+#include "pyembed/pe_eltwise.h"
 
 int pe_math_op_known(int32_t type)
 {
@@ -168,7 +161,7 @@ static pe_status run_binary(const pe_context *ctx, int32_t type, const int32_t *
         if (read_shapes(w, n, 12, c0, c1, co, &b) != PE_OK) {
             return PE_ERR_ARG;
         }
-        PE_GRAPH_ADD_WORDS(p, w);
+        PE_ADD_FROM_WORDS(p, w);
         if (type == PE_MOP_SUB && dtype == PE_MATH_DT_INT16) {
             return pe_sub_s16(ctx, &p, &b.in0, (const int16_t *)in0, &b.in1, (const int16_t *)in1,
                               &b.out, (int16_t *)out);
@@ -324,44 +317,4 @@ pe_status pe_math_invoke(const pe_context *ctx, int32_t type, const int32_t *par
         return PE_ERR_ARG;
     }
     return run_unary(ctx, type, params, num_params, dtype, in0, in0_count, out);
-}
-
-pe_status pe_graph_run_math(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
-                            const pe_context *arena)
-{
-    const int32_t type = (int32_t)op->type;
-    const int32_t n_in = pe_math_op_inputs(type);
-    int32_t t_out, dtype;
-    pe_dtype dt;
-    const void *in0, *in1 = NULL;
-    int32_t c1 = 0;
-    void *out;
-    if (!pe_math_op_known(type) || op->num_outputs != 1 || op->num_inputs != n_in ||
-        (op->params == NULL && op->num_params != 0)) {
-        return PE_ERR_ARG;
-    }
-    t_out = pe_graph_output_index(op, 0);
-    if (!pe_graph_tensor_valid(g, t_out, arena->size)) {
-        return PE_ERR_ARG;
-    }
-    dt = g->tensors[t_out].dtype;
-    if (dt != PE_DT_INT8 && dt != PE_DT_INT16) {
-        return PE_ERR_ARG;
-    }
-    dtype = dt == PE_DT_INT8 ? PE_MATH_DT_INT8 : PE_MATH_DT_INT16;
-    out = pe_graph_output(g, op, 0, arena, dt);
-    in0 = pe_graph_input(g, op, 0, arena, dt);
-    if (n_in == 2) {
-        in1 = pe_graph_input(g, op, 1, arena, type == PE_MOP_PRELU ? PE_DT_INT8 : dt);
-        if (in1 == NULL) {
-            return PE_ERR_ARG;
-        }
-        c1 = pe_graph_count(g, pe_graph_input_index(op, 1));
-    }
-    if (out == NULL || in0 == NULL) {
-        return PE_ERR_ARG;
-    }
-    return pe_math_invoke(scratch, type, op->params, op->num_params, dtype, in0,
-                          pe_graph_count(g, pe_graph_input_index(op, 0)), in1, c1, out,
-                          pe_graph_count(g, t_out));
 }

@@ -4,11 +4,10 @@
 #include "pyembed/pe_gather.h"
 
 #include "pyembed/pe_fixed.h"
-#include "pyembed/pe_graph_internal.h"
 
 /* a * b * c * d for positive int32 factors, or -1 once the product passes
  * INT32_MAX (no int64 overflow: each step multiplies values < 2^31) */
-static int64_t count4(int32_t a, int32_t b, int32_t c, int32_t d)
+int64_t pe_gather_count4(int32_t a, int32_t b, int32_t c, int32_t d)
 {
     int64_t p = (int64_t)a * b;
     if (p > PE_INT32_MAX) {
@@ -33,8 +32,8 @@ pe_status pe_gather_batched(int32_t elem_size, int32_t batch, int32_t outer, int
         inner < 1 || coords < 1 || input == NULL || positions == NULL || output == NULL) {
         return PE_ERR_ARG;
     }
-    if (count4(batch, outer, axis, inner) < 0 || count4(batch, outer, coords, inner) < 0 ||
-        count4(batch, coords, 1, 1) < 0) {
+    if (pe_gather_count4(batch, outer, axis, inner) < 0 || pe_gather_count4(batch, outer, coords, inner) < 0 ||
+        pe_gather_count4(batch, coords, 1, 1) < 0) {
         return PE_ERR_OVERFLOW;
     }
     for (j = 0; j < (int64_t)batch * coords; j++) {
@@ -56,38 +55,4 @@ pe_status pe_gather_batched(int32_t elem_size, int32_t batch, int32_t outer, int
         }
     }
     return PE_OK;
-}
-
-pe_status pe_graph_run_gather_batched(const pe_graph *g, const pe_graph_op *op,
-                                      const pe_context *scratch, const pe_context *arena)
-{
-    const int32_t *w = op->params;
-    const void *x;
-    const int32_t *pos;
-    void *y;
-    int32_t ti, to;
-    pe_dtype dt;
-    (void)scratch;
-    if (op->num_inputs != 2 || op->num_outputs != 1 || w == NULL || op->num_params != PE_GATHER_BATCHED_WORDS) {
-        return PE_ERR_ARG;
-    }
-    ti = pe_graph_input_index(op, 0);
-    to = pe_graph_output_index(op, 0);
-    if (ti < 0 || to < 0 || !pe_graph_tensor_valid(g, ti, arena->size)) {
-        return PE_ERR_ARG;
-    }
-    dt = g->tensors[ti].dtype;
-    x = pe_graph_input(g, op, 0, arena, dt);
-    pos = (const int32_t *)pe_graph_input(g, op, 1, arena, PE_DT_INT32);
-    y = pe_graph_output(g, op, 0, arena, dt);
-    if (x == NULL || pos == NULL || y == NULL || w[0] < 1 || w[1] < 1 || w[2] < 1 || w[3] < 1 || w[4] < 1) {
-        return PE_ERR_ARG;
-    }
-    if (count4(w[0], w[1], w[2], w[3]) < 0 || count4(w[0], w[1], w[4], w[3]) < 0 || count4(w[0], w[4], 1, 1) < 0 ||
-        (int64_t)pe_graph_count(g, ti) != count4(w[0], w[1], w[2], w[3]) ||
-        (int64_t)pe_graph_count(g, op->inputs[1]) != count4(w[0], w[4], 1, 1) ||
-        (int64_t)pe_graph_count(g, to) != count4(w[0], w[1], w[4], w[3])) {
-        return PE_ERR_ARG;
-    }
-    return pe_gather_batched(pe_graph_dtype_size(dt), w[0], w[1], w[2], w[3], w[4], x, pos, y);
 }

@@ -4,7 +4,7 @@
  * and steps each input by its own stride, 0 along a broadcast dimension.
  */
 #include "pyembed/pe_binary.h"
-#include "pe_mathfx.h"
+#include "../../core/pe_mathfx.h"
 
 typedef struct {
     int32_t rank;

@@ -6,6 +6,7 @@
 
 #include "pyembed/pe_fc.h"
 #include "pyembed/pe_graph_internal.h"
+#include "pyembed/pe_graph_runners.h"
 
 pe_status pe_graph_run_fc_w16(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
                               const pe_context *arena)

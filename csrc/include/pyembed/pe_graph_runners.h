@@ -1,0 +1,184 @@
+/*
+ * pe_graph_runners.h - the graph runtime's operator runners and the table
+ * that names them.
+ *
+ * A runner (pe_graph_runner, pe_graph.h) executes one operator of a checked
+ * graph: it resolves the operator's tensors (pe_graph_internal.h), decodes and
+ * checks its parameter words and calls a kernel. Runners live in
+ * csrc/src/graph/pe_run_<family>.c; kernels (csrc/src/kernels/) know no graph
+ * types.
+ *
+ * pe_graph_runner_for() is not defined by the runtime core (pe_graph.c): the
+ * application links one operator table. csrc/src/graph/pe_graph_ops.c is the
+ * full table (the host build, the Python bindings, the C tests and the
+ * fuzzers link it); a generated firmware links model/model_ops.c, which names
+ * only the runners its model uses, so the linker's --gc-sections drops every
+ * other runner and kernel. A type the table does not name is refused by
+ * pe_graph_check and pe_graph_invoke_op (PE_ERR_ARG).
+ */
+#ifndef PYEMBED_PE_GRAPH_RUNNERS_H
+#define PYEMBED_PE_GRAPH_RUNNERS_H
+
+#include "pe_graph.h"
+#include "pe_stripe.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The runner of an operator type, or NULL when the linked table has none. */
+pe_graph_runner pe_graph_runner_for(pe_graph_op_type type);
+
+/* A runner that also takes a row source for a streamed graph input
+ * (pe_graph_invoke_op_rows); NULL for types that cannot take one. */
+typedef pe_status (*pe_graph_rows_runner)(const pe_graph *graph, const pe_graph_op *op,
+                                          const pe_context *scratch, const pe_context *arena,
+                                          const pe_row_source *rows);
+pe_graph_rows_runner pe_graph_rows_runner_for(pe_graph_op_type type);
+
+/* ---- the built-in operators (typed parameters, pe_graph_op.p) ------------------ */
+pe_status pe_graph_run_fc(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
+                          const pe_context *arena);
+pe_status pe_graph_run_conv(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
+                            const pe_context *arena);
+pe_status pe_graph_run_pool(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
+                            const pe_context *arena);
+pe_status pe_graph_run_softmax(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
+                               const pe_context *arena);
+pe_status pe_graph_run_reshape(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
+                               const pe_context *arena);
+pe_status pe_graph_run_binary(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
+                              const pe_context *arena);
+pe_status pe_graph_run_unary(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
+                             const pe_context *arena);
+
+/* ---- pe_gather.h ---------------------------------------------------------------- */
+pe_status pe_graph_run_gather_batched(const pe_graph *g, const pe_graph_op *op,
+                                      const pe_context *scratch, const pe_context *arena);
+
+/* ---- pe_layernorm.h ---------------------------------------------------------------- */
+
+/* Graph runner: input 0 x, inputs 1.. constants, one output (int8, the
+ * element count of x); params: the words above; scratch as above. */
+pe_status pe_graph_run_layernorm(const pe_graph *graph, const pe_graph_op *op, const pe_context *scratch,
+                                 const pe_context *arena);
+
+pe_status pe_graph_run_layernorm_hp(const pe_graph *graph, const pe_graph_op *op, const pe_context *scratch,
+                                    const pe_context *arena);
+
+/* ---- pe_lstm.h ---------------------------------------------------------------- */
+pe_status pe_graph_run_logistic_s16(const pe_graph *g, const pe_graph_op *op,
+                                    const pe_context *scratch, const pe_context *arena);
+pe_status pe_graph_run_tanh_s16(const pe_graph *g, const pe_graph_op *op,
+                                const pe_context *scratch, const pe_context *arena);
+pe_status pe_graph_run_lstm(const pe_graph *g, const pe_graph_op *op,
+                            const pe_context *scratch, const pe_context *arena);
+
+/* ---- pe_math_ops.h ---------------------------------------------------------------- */
+
+/* The graph runner of every operator above (pe_graph.c's runner table): one
+ * output; input 0 (and input 1 for the two-input operators: PRELU's alpha,
+ * int8) fetched with the data type of the output, int8 or int16; the words
+ * and counts then go to pe_math_invoke. No scratch. */
+pe_status pe_graph_run_math(const pe_graph *graph, const pe_graph_op *op, const pe_context *scratch,
+                            const pe_context *arena);
+
+/* ---- pe_matmul.h ---------------------------------------------------------------- */
+pe_status pe_graph_run_batch_matmul(const pe_graph *g, const pe_graph_op *op,
+                                    const pe_context *scratch, const pe_context *arena);
+
+/* ---- pe_pipeline.h ---------------------------------------------------------------- */
+
+/* Graph runners (pe_graph.h, pe_graph_internal.h), in pe_pipeline_graph.c:
+ * PE_GOP_STRIPE_REGION and PE_GOP_CONV_POOL. A region's input may share
+ * arena bytes with its output only as pe_stripe_max_overlap_delta allows (one
+ * stripe, the output far enough behind the rows still to be read;
+ * PE_ERR_ARG otherwise, from pe_stripe_run_s8); a fused conv -> pool's may not
+ * (PE_ERR_ARG). */
+pe_status pe_graph_run_stripe_region(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
+                                     const pe_context *arena);
+/* The same with a row source for a streamed input (pe_graph_invoke_op_rows). */
+pe_status pe_graph_run_stripe_region_rows(const pe_graph *g, const pe_graph_op *op,
+                                          const pe_context *scratch, const pe_context *arena,
+                                          const pe_row_source *rows);
+pe_status pe_graph_run_conv_pool(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
+                                 const pe_context *arena);
+
+/* ---- pe_resize.h ---------------------------------------------------------------- */
+
+/* Graph runner of PE_GOP_RESIZE_NEAREST_NEIGHBOR and PE_GOP_RESIZE_BILINEAR:
+ * one input, one output, NHWC dims from the tensors (int8; nearest also
+ * int16 and int32). Words:
+ *   RESIZE_NEAREST_NEIGHBOR  out h, out w, y_src[out h], x_src[out w]
+ *                            (out h / out w must be the output's dims)
+ *   RESIZE_BILINEAR          align_corners, half_pixel_centers */
+pe_status pe_graph_run_resize(const pe_graph *graph, const pe_graph_op *op, const pe_context *scratch,
+                              const pe_context *arena);
+
+/* ---- pe_s16.h ---------------------------------------------------------------- */
+pe_status pe_graph_run_conv_s16x8(const pe_graph *g, const pe_graph_op *op,
+                                  const pe_context *scratch, const pe_context *arena);
+pe_status pe_graph_run_fc_s16x8(const pe_graph *g, const pe_graph_op *op,
+                                const pe_context *scratch, const pe_context *arena);
+pe_status pe_graph_run_add_s16(const pe_graph *g, const pe_graph_op *op,
+                               const pe_context *scratch, const pe_context *arena);
+pe_status pe_graph_run_softmax_s16(const pe_graph *g, const pe_graph_op *op,
+                                   const pe_context *scratch, const pe_context *arena);
+pe_status pe_graph_run_squared_difference_s16(const pe_graph *g, const pe_graph_op *op,
+                                              const pe_context *scratch, const pe_context *arena);
+pe_status pe_graph_run_prelu_s16(const pe_graph *g, const pe_graph_op *op,
+                                 const pe_context *scratch, const pe_context *arena);
+
+/* ---- pe_shape_ops.h ---------------------------------------------------------------- */
+
+/* ---- graph runner ------------------------------------------------------------------ */
+
+/*
+ * pe_graph_run_shape_ops runs PE_GOP_PAD .. PE_GOP_SPACE_TO_DEPTH and
+ * PE_GOP_SQUEEZE / PE_GOP_EXPAND_DIMS (pe_graph.h). Tensors: input 0 and
+ * every output int8, int16 or int32 (one type per operator); the N-D shapes
+ * travel in the words (the runtime's tensor dims are a 4-D view) and must
+ * describe exactly the tensors' element counts. Parameter words, in order
+ * (rank r, "dims" r words, every list exactly as long as stated):
+ *
+ *   PAD, PADV2     r, in dims, before[r], after[r], pad value (1 input)
+ *   MIRROR_PAD     r, in dims, before[r], after[r], mode (0 REFLECT, 1 SYMMETRIC)
+ *   CONCATENATION  r, axis, out dims, then per input (num_inputs <=
+ *                  PE_CONCAT_MAX_INPUTS): extent along axis, requantize (0/1),
+ *                  input offset, output offset, multiplier, shift (int8 only
+ *                  when any input requantizes; activation -128..127, double
+ *                  rounding)
+ *   SPLIT, SPLIT_V axis, r, in dims, extent of each output (num_outputs words)
+ *   STRIDED_SLICE, SLICE  r, in dims, begin[r], stride[r], count[r]
+ *   TRANSPOSE      r, in dims, perm[r]
+ *   GATHER         r, in dims, axis; input 1: int32 positions (any shape),
+ *                  each checked against the axis before anything is written
+ *   DEPTH_TO_SPACE, SPACE_TO_DEPTH  block (NHWC dims of the tensors)
+ *   SQUEEZE, EXPAND_DIMS  no words: the output holds the input's bytes
+ *                  (aliased by the planner: nothing to do; otherwise copied)
+ */
+pe_status pe_graph_run_shape_ops(const pe_graph *graph, const pe_graph_op *op,
+                                 const pe_context *scratch, const pe_context *arena);
+
+/* ---- pe_tconv.h ---------------------------------------------------------------- */
+pe_status pe_graph_run_transpose_conv(const pe_graph *g, const pe_graph_op *op,
+                                      const pe_context *scratch, const pe_context *arena);
+
+/* ---- pe_transformer.h ---------------------------------------------------------------- */
+
+/* Graph runners (pe_graph_runner). PE_GOP_ATTENTION: inputs Q, K, V, mask
+ * (-1 = none), mask_lut (int32 [256], stream mode with a mask; else -1), one
+ * output, int8 tensors; params: the PE_XATTN_NUM_WORDS words;
+ * scratch: pe_xattn_get_buffer_size. PE_GOP_LUT: inputs x and the table
+ * (256 int8), one int8 output of x's element count; params: 1 word, the
+ * element count. */
+pe_status pe_graph_run_attention(const pe_graph *graph, const pe_graph_op *op,
+                                 const pe_context *scratch, const pe_context *arena);
+pe_status pe_graph_run_lut(const pe_graph *graph, const pe_graph_op *op,
+                           const pe_context *scratch, const pe_context *arena);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PYEMBED_PE_GRAPH_RUNNERS_H */

@@ -1,0 +1,106 @@
+/*
+ * pe_graph_ops.c - the full operator table: every runner the runtime has.
+ * The host build, the Python bindings, the C tests and the fuzzers link this
+ * file; a generated firmware links its model's own table instead
+ * (model/model_ops.c, written by pyembed.codegen.firmware), so that the
+ * linker drops every runner and kernel its model does not call.
+ */
+#include "pyembed/pe_graph_runners.h"
+#include "pyembed/pe_fc_w16.h"
+
+/* The runner of each operator type; NULL for a type the runtime does not
+ * know. Operator families added later list theirs here (one line each). */
+pe_graph_runner pe_graph_runner_for(pe_graph_op_type type)
+{
+    switch (type) {
+    case PE_GOP_FULLY_CONNECTED:
+        return pe_graph_run_fc;
+    case PE_GOP_SOFTMAX:
+        return pe_graph_run_softmax;
+    case PE_GOP_RESHAPE:
+        return pe_graph_run_reshape;
+    case PE_GOP_ADD:
+    case PE_GOP_MUL:
+        return pe_graph_run_binary;
+    case PE_GOP_REQUANTIZE:
+    case PE_GOP_QUANTIZE:
+    case PE_GOP_DEQUANTIZE:
+        return pe_graph_run_unary;
+    case PE_GOP_CONV_2D:
+    case PE_GOP_DEPTHWISE_CONV_2D:
+        return pe_graph_run_conv;
+    case PE_GOP_AVERAGE_POOL_2D:
+    case PE_GOP_MAX_POOL_2D:
+        return pe_graph_run_pool;
+    case PE_GOP_MEAN: case PE_GOP_SUM: case PE_GOP_LOGISTIC: case PE_GOP_TANH: /* pe_math_ops.c */
+    case PE_GOP_HARD_SWISH: case PE_GOP_LEAKY_RELU: case PE_GOP_PRELU: case PE_GOP_RELU:
+    case PE_GOP_RELU6: case PE_GOP_RELU_N1_TO_1: case PE_GOP_MINIMUM: case PE_GOP_MAXIMUM:
+    case PE_GOP_SUB: case PE_GOP_NEG: case PE_GOP_ABS: case PE_GOP_SQUARED_DIFFERENCE:
+    case PE_GOP_RSQRT: case PE_GOP_GELU: case PE_GOP_L2_NORMALIZATION:
+        return pe_graph_run_math;
+    case PE_GOP_CONV_POOL:
+        return pe_graph_run_conv_pool;
+    case PE_GOP_STRIPE_REGION:
+        return pe_graph_run_stripe_region;
+    case PE_GOP_PAD:
+    case PE_GOP_PADV2:
+    case PE_GOP_MIRROR_PAD:
+    case PE_GOP_CONCATENATION:
+    case PE_GOP_SPLIT:
+    case PE_GOP_SPLIT_V:
+    case PE_GOP_STRIDED_SLICE:
+    case PE_GOP_SLICE:
+    case PE_GOP_TRANSPOSE:
+    case PE_GOP_GATHER:
+    case PE_GOP_DEPTH_TO_SPACE:
+    case PE_GOP_SPACE_TO_DEPTH:
+    case PE_GOP_SQUEEZE:
+    case PE_GOP_EXPAND_DIMS:
+        return pe_graph_run_shape_ops;
+    case PE_GOP_RESIZE_NEAREST_NEIGHBOR:
+    case PE_GOP_RESIZE_BILINEAR:
+        return pe_graph_run_resize;
+    case PE_GOP_BATCH_MATMUL:
+        return pe_graph_run_batch_matmul;
+    case PE_GOP_TRANSPOSE_CONV:
+        return pe_graph_run_transpose_conv;
+    case PE_GOP_CONV_2D_S16X8:
+        return pe_graph_run_conv_s16x8;
+    case PE_GOP_FULLY_CONNECTED_S16X8:
+        return pe_graph_run_fc_s16x8;
+    case PE_GOP_ADD_S16:
+        return pe_graph_run_add_s16;
+    case PE_GOP_SOFTMAX_S16:
+        return pe_graph_run_softmax_s16;
+    case PE_GOP_LOGISTIC_S16:
+        return pe_graph_run_logistic_s16;
+    case PE_GOP_TANH_S16:
+        return pe_graph_run_tanh_s16;
+    case PE_GOP_UNIDIRECTIONAL_SEQUENCE_LSTM:
+        return pe_graph_run_lstm;
+    case PE_GOP_SQUARED_DIFFERENCE_S16:
+        return pe_graph_run_squared_difference_s16;
+    case PE_GOP_PRELU_S16:
+        return pe_graph_run_prelu_s16;
+    case PE_GOP_GATHER_BATCHED:
+        return pe_graph_run_gather_batched;
+    case PE_GOP_FULLY_CONNECTED_W16:
+        return pe_graph_run_fc_w16;
+    case PE_GOP_ATTENTION:
+        return pe_graph_run_attention;
+    case PE_GOP_LUT:
+        return pe_graph_run_lut;
+    case PE_GOP_LAYERNORM:
+        return pe_graph_run_layernorm;
+    case PE_GOP_LAYERNORM_HP:
+        return pe_graph_run_layernorm_hp;
+    default:
+        return NULL;
+    }
+}
+
+
+pe_graph_rows_runner pe_graph_rows_runner_for(pe_graph_op_type type)
+{
+    return type == PE_GOP_STRIPE_REGION ? pe_graph_run_stripe_region_rows : NULL;
+}

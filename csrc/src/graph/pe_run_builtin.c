@@ -1,0 +1,209 @@
+/*
+ * pe_run_builtin.c - runners of the first twelve operator types, whose
+ * parameters are typed (pe_graph_op.p): FULLY_CONNECTED, CONV_2D,
+ * DEPTHWISE_CONV_2D, the two pools, SOFTMAX, RESHAPE, ADD, MUL,
+ * REQUANTIZE, QUANTIZE, DEQUANTIZE.
+ */
+#include "pyembed/pe_graph_runners.h"
+#include "pyembed/pe_fc.h"
+#include "pyembed/pe_conv.h"
+#include "pyembed/pe_conv_gather.h"
+#include "pyembed/pe_pool.h"
+#include "pyembed/pe_softmax.h"
+#include "pyembed/pe_eltwise.h"
+#include "pe_graph_access.h"
+
+pe_status pe_graph_run_fc(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
+                        const pe_context *arena)
+{
+    const int32_t ti = IN(0), tw = IN(1), tb = IN(2), to = OUT0;
+    const int8_t *in = (const int8_t *)tensor_in(g, ti, arena, PE_DT_INT8);
+    const int8_t *w = (const int8_t *)tensor_in(g, tw, arena, PE_DT_INT8);
+    const int32_t *bias = NULL;
+    int8_t *out = (int8_t *)tensor_out(g, to, arena, PE_DT_INT8);
+    int32_t depth, features, count, batches;
+    if (in == NULL || w == NULL || out == NULL) {
+        return PE_ERR_ARG;
+    }
+    /* filter [O][K] whatever its declared rank: K = its last dim, O = the
+     * rest. Counts from the byte sizes of the checked tensors (count *
+     * element size == bytes): one load each. */
+    depth = g->tensors[tw].dims.c;
+    features = g->tensors[tw].bytes / depth;
+    count = g->tensors[ti].bytes;
+    if (tb != -1) {
+        bias = (const int32_t *)tensor_in(g, tb, arena, PE_DT_INT32);
+        if (bias == NULL || g->tensors[tb].bytes != 4 * (int64_t)features) {
+            return PE_ERR_ARG;
+        }
+    }
+    batches = count / depth;
+    if (batches * depth != count ||
+        (op->p.fc.quant.count != 1 && op->p.fc.quant.count != features) ||
+        op->p.fc.params.per_channel != (op->p.fc.quant.count != 1 ? 1 : 0) ||
+        (int64_t)batches * features != (int64_t)g->tensors[to].bytes) {
+        return PE_ERR_ARG;
+    }
+    return pe_fully_connected_s8_flat(ctx, &op->p.fc.params, &op->p.fc.quant.quant, batches,
+                                      depth, features, in, w, bias, out);
+}
+
+pe_status pe_graph_run_conv(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
+                          const pe_context *arena)
+{
+    const int8_t *in = (const int8_t *)tensor_in(g, IN(0), arena, PE_DT_INT8);
+    const int8_t *w = (const int8_t *)tensor_in(g, IN(1), arena, PE_DT_INT8);
+    const int32_t *bias = NULL;
+    int8_t *out = (int8_t *)tensor_out(g, OUT0, arena, PE_DT_INT8);
+    const pe_dims *od;
+    if (in == NULL || w == NULL || out == NULL) {
+        return PE_ERR_ARG;
+    }
+    od = dims_of(g, OUT0);
+    if (IN(2) != -1) {
+        bias = (const int32_t *)tensor_in(g, IN(2), arena, PE_DT_INT32);
+        if (bias == NULL || count_of(g, IN(2)) != od->c) {
+            return PE_ERR_ARG;
+        }
+    }
+    /* the kernels read quant[0 .. out_c - 1] */
+    if (op->p.conv.quant.count != od->c) {
+        return PE_ERR_ARG;
+    }
+    /* no scratch region planned: the gather form, which needs none
+     * (pe_conv_gather.h); else the reverse kernel in the planned scratch */
+    if (op->scratch_size == 0) {
+        if (op->type == PE_GOP_CONV_2D) {
+            return pe_conv2d_gather_s8(ctx, &op->p.conv.params, &op->p.conv.quant.quant,
+                                       dims_of(g, op->inputs[0]), in, dims_of(g, op->inputs[1]),
+                                       w, bias, od, out);
+        }
+        return pe_depthwise_conv2d_gather_s8(ctx, &op->p.conv.params, &op->p.conv.quant.quant,
+                                             dims_of(g, op->inputs[0]), in,
+                                             dims_of(g, op->inputs[1]), w, bias, od, out);
+    }
+    if (op->type == PE_GOP_CONV_2D) {
+        return pe_conv2d_rev_s8(ctx, &op->p.conv.params, &op->p.conv.quant.quant,
+                                dims_of(g, IN(0)), in, dims_of(g, IN(1)), w, bias, od,
+                                out);
+    }
+    return pe_depthwise_conv2d_rev_s8(ctx, &op->p.conv.params, &op->p.conv.quant.quant,
+                                      dims_of(g, IN(0)), in, dims_of(g, IN(1)), w,
+                                      bias, od, out);
+}
+
+pe_status pe_graph_run_pool(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
+                          const pe_context *arena)
+{
+    const int8_t *in = (const int8_t *)tensor_in(g, IN(0), arena, PE_DT_INT8);
+    int8_t *out = (int8_t *)tensor_out(g, OUT0, arena, PE_DT_INT8);
+    pe_pool_params params;
+    if (in == NULL || out == NULL) {
+        return PE_ERR_ARG;
+    }
+    params = op->p.pool;
+    params.kind = op->type == PE_GOP_MAX_POOL_2D ? PE_POOL_MAX : PE_POOL_AVG;
+    return pe_pool_rev_s8(ctx, &params, dims_of(g, IN(0)), in, dims_of(g, OUT0), out);
+}
+
+pe_status pe_graph_run_softmax(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
+                             const pe_context *arena)
+{
+    const int8_t *in = (const int8_t *)tensor_in(g, IN(0), arena, PE_DT_INT8);
+    int8_t *out = (int8_t *)tensor_out(g, OUT0, arena, PE_DT_INT8);
+    const pe_dims *d;
+    (void)ctx;
+    if (in == NULL || out == NULL || count_of(g, IN(0)) != count_of(g, OUT0)) {
+        return PE_ERR_ARG;
+    }
+    d = dims_of(g, IN(0));
+    return pe_softmax_s8(&op->p.softmax, d->n * d->h * d->w, d->c, in, out);
+}
+
+pe_status pe_graph_run_reshape(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
+                             const pe_context *arena)
+{
+    const pe_graph_tensor *src_t;
+    const uint8_t *src;
+    uint8_t *dst;
+    int32_t i, n;
+    (void)ctx;
+    if (!tensor_valid(g, IN(0), arena->size) || !tensor_valid(g, OUT0, arena->size)) {
+        return PE_ERR_ARG;
+    }
+    src_t = &g->tensors[IN(0)];
+    src = (const uint8_t *)tensor_in(g, IN(0), arena, src_t->dtype);
+    dst = (uint8_t *)tensor_out(g, OUT0, arena, src_t->dtype);
+    n = src_t->bytes;
+    if (src == NULL || dst == NULL || g->tensors[OUT0].bytes != n) {
+        return PE_ERR_ARG;
+    }
+    if (src == dst) {
+        return PE_OK; /* aliased: nothing to do */
+    }
+    /* a plan that did not alias: move the bytes, overlap-safe */
+    if (dst < src) {
+        for (i = 0; i < n; i++) {
+            dst[i] = src[i];
+        }
+    } else {
+        for (i = n; i > 0; i--) {
+            dst[i - 1] = src[i - 1];
+        }
+    }
+    return PE_OK;
+}
+
+pe_status pe_graph_run_binary(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
+                            const pe_context *arena)
+{
+    const int8_t *a = (const int8_t *)tensor_in(g, IN(0), arena, PE_DT_INT8);
+    const int8_t *b = (const int8_t *)tensor_in(g, IN(1), arena, PE_DT_INT8);
+    int8_t *out = (int8_t *)tensor_out(g, OUT0, arena, PE_DT_INT8);
+    if (a == NULL || b == NULL || out == NULL) {
+        return PE_ERR_ARG;
+    }
+    if (op->type == PE_GOP_ADD) {
+        return pe_add_s8(ctx, &op->p.add, dims_of(g, IN(0)), a, dims_of(g, IN(1)), b,
+                         dims_of(g, OUT0), out);
+    }
+    return pe_mul_s8(ctx, &op->p.mul, dims_of(g, IN(0)), a, dims_of(g, IN(1)), b,
+                     dims_of(g, OUT0), out);
+}
+
+pe_status pe_graph_run_unary(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
+                           const pe_context *arena)
+{
+    int32_t n;
+    /* indices checked before their dims are read */
+    if (!tensor_valid(g, IN(0), arena->size) || !tensor_valid(g, OUT0, arena->size)) {
+        return PE_ERR_ARG;
+    }
+    n = count_of(g, IN(0));
+    if (n != count_of(g, OUT0)) {
+        return PE_ERR_ARG;
+    }
+    if (op->type == PE_GOP_REQUANTIZE) {
+        const int8_t *in = (const int8_t *)tensor_in(g, IN(0), arena, PE_DT_INT8);
+        int8_t *out = (int8_t *)tensor_out(g, OUT0, arena, PE_DT_INT8);
+        if (in == NULL || out == NULL) {
+            return PE_ERR_ARG;
+        }
+        return pe_requantize_s8(ctx, &op->p.requant, n, in, out);
+    }
+    if (op->type == PE_GOP_QUANTIZE) {
+        const float *in = (const float *)tensor_in(g, IN(0), arena, PE_DT_FLOAT32);
+        int8_t *out = (int8_t *)tensor_out(g, OUT0, arena, PE_DT_INT8);
+        if (in == NULL || out == NULL) {
+            return PE_ERR_ARG;
+        }
+        return pe_quantize_f32_s8(ctx, &op->p.fquant, n, in, out);
+    } else {
+        const int8_t *in = (const int8_t *)tensor_in(g, IN(0), arena, PE_DT_INT8);
+        float *out = (float *)tensor_out(g, OUT0, arena, PE_DT_FLOAT32);
+        if (in == NULL || out == NULL) {
+            return PE_ERR_ARG;
+        }
+        return pe_dequantize_s8_f32(ctx, &op->p.fquant, n, in, out);
+    }
+}

@@ -1,0 +1,86 @@
+"""Flash of each bundled model's firmware, per part, from the link map: the
+runtime a firmware links with its model's own operator table
+(model/model_ops.c: only the runners, hence the kernels, its model calls)
+against the same project linked with the runtime's full table
+(csrc/src/graph/pe_graph_ops.c, which every firmware linked before the table
+was generated per model).
+
+    python -m pyembed.bench firmware_size [--json] [--models a,b] [--board mps2-an386]
+                                          [--strategy auto]
+
+Per model: runtime bytes (code + read-only data of pyembed's C runtime) with
+the full table and with the model's table, the model's tables (graph table,
+operator table, API) and weights, all from firmware.map
+(pyembed.target.linkmap). The projects are built with the Makefile's defaults
+(-O2, the checked-once graph build) for the board's core.
+"""
+import os
+import shutil
+import tempfile
+
+from pyembed.bench.common import emit, table
+
+
+def run(models=None, board="mps2-an386", strategy="auto", workdir=None, log=None):
+    from pyembed import _csrc
+    from pyembed.bench.calibrate_qemu import runnable_models
+    from pyembed.codegen import optable
+    from pyembed.target import linkmap
+    from pyembed.target.firmware import build_project, generate
+    if workdir is None:
+        with tempfile.TemporaryDirectory(prefix="pe_fwsize_") as tmp:
+            return run(models, board, strategy, tmp, log)
+    full_table = _csrc.csrc_dir() / "src" / "graph" / _csrc.FULL_TABLE
+    rt = {"RUNTIME_BUILD": os.path.join(workdir, f"runtime-{board}")}
+    rows = []
+    for name, g in runnable_models():
+        if models and name not in models:
+            continue
+        row = {"model": name, "board": board, "strategy": strategy}
+        try:
+            proj = generate(g, board, os.path.join(workdir, name), strategy=strategy)
+            ops_c = proj.outdir / "model" / optable.GENERATED_NAME
+            row["operator_types"] = optable.op_types_in((proj.outdir / "model" / "model_graph.c").read_text())
+            build_project(proj.outdir, make_vars=rt)
+            after = linkmap.breakdown(proj.outdir / "firmware.map")
+            shutil.copyfile(full_table, ops_c)
+            build_project(proj.outdir, make_vars=rt)
+            before = linkmap.breakdown(proj.outdir / "firmware.map")
+            row.update({"runtime_full_table": before["runtime"]["flash"],
+                        "runtime_model_table": after["runtime"]["flash"],
+                        "runtime_text_full_table": before["runtime"]["text"],
+                        "runtime_text_model_table": after["runtime"]["text"],
+                        "tables": after["tables"]["flash"], "weights": after["weights"]["flash"],
+                        "harness_libc": after["harness"]["flash"] + after["libc"]["flash"]})
+        except Exception as e:  # report the failure in the table, keep going
+            row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+        rows.append(row)
+        if log:
+            log(row)
+    return {"board": board, "strategy": strategy, "rows": rows}
+
+
+def render(result):
+    rows = []
+    for r in result["rows"]:
+        if "error" in r:
+            rows.append([r["model"], "error: " + r["error"], "", "", "", ""])
+            continue
+        b, a = r["runtime_full_table"], r["runtime_model_table"]
+        rows.append([r["model"], f"{b:,}", f"{a:,}", f"{1 - a / b:.0%}", f"{r['tables']:,}", f"{r['weights']:,}"])
+    return table(["model", "runtime, full table (B)", "runtime, model's table (B)", "saved",
+                  "model tables (B)", "weights (B)"], rows)
+
+
+def main(argv=None):
+    import argparse
+    ap = argparse.ArgumentParser(prog="python -m pyembed.bench firmware_size", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--models", default=None, help="comma-separated model names (default: all runnable)")
+    ap.add_argument("--board", default="mps2-an386")
+    ap.add_argument("--strategy", default="auto", choices=["auto", "layers", "stripes", "none"])
+    args = ap.parse_args(argv)
+    res = run(args.models.split(",") if args.models else None, args.board, args.strategy)
+    emit(res, args.json, render)
+    return 0 if all("error" not in r for r in res["rows"]) else 1

@@ -1,0 +1,62 @@
+"""The house rules of csrc/src/ (tools/check_c_layout.py, rooms in pyembed/_csrc.py):
+calls and includes flow only downward (graph -> pipeline / kernels -> core), no
+circle between files or kernel families, no .c file over 1,200 lines. Each rule
+is shown to fire on a tree with a planted violation."""
+import pathlib
+import runpy
+import shutil
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CHECK = runpy.run_path(str(ROOT / "tools" / "check_c_layout.py"))
+CACHE = ROOT / "tools" / "build" / "c_layout"
+
+pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not installed")
+
+
+def _check(csrc, toolchains=("host",)):
+    return CHECK["check"](csrc, toolchains=toolchains, cache=CACHE)
+
+
+def test_rooms_calls_includes_and_sizes_hold():
+    tcs = ("host", "cortex-m4") if shutil.which("arm-none-eabi-gcc") else ("host",)
+    bad = _check(ROOT / "csrc", tcs)
+    assert bad == [], "\n".join(bad)
+
+
+@pytest.fixture
+def tree(tmp_path):
+    dst = tmp_path / "csrc"
+    shutil.copytree(ROOT / "csrc", dst, ignore=shutil.ignore_patterns("tests"))
+    return dst
+
+
+def test_a_kernel_calling_the_graph_runtime_is_refused(tree):
+    f = tree / "src" / "kernels" / "eltwise" / "pe_softmax.c"
+    f.write_text(f.read_text() + '\n#include "pyembed/pe_graph.h"\n'
+                 "pe_status pe_planted_upward(const pe_graph *g);\n"
+                 "pe_status pe_planted_upward(const pe_graph *g)\n{\n    return pe_graph_check(g, NULL, NULL);\n}\n")
+    bad = _check(tree)
+    assert any("pe_softmax.c" in b and "includes pyembed/pe_graph.h (room graph) from room kernels" in b
+               for b in bad), bad
+    assert any("pe_softmax.c (room kernels) calls pe_graph_check" in b for b in bad), bad
+
+
+def test_a_circle_between_files_is_refused(tree):
+    # pe_graph.c already calls into pe_graph_tensors.c; a call back closes a circle
+    f = tree / "src" / "graph" / "pe_graph_tensors.c"
+    f.write_text(f.read_text() + "\npe_status pe_planted_back(const pe_graph *g, const pe_context *a);\n"
+                 "pe_status pe_planted_back(const pe_graph *g, const pe_context *a)\n{\n"
+                 "    return pe_graph_invoke(g, a);\n}\n")
+    bad = _check(tree)
+    assert any("circle" in b and "pe_graph.c" in b and "pe_graph_tensors.c" in b for b in bad), bad
+
+
+def test_a_long_file_and_a_file_outside_the_rooms_are_refused(tree):
+    f = tree / "src" / "kernels" / "eltwise" / "pe_softmax.c"
+    f.write_text(f.read_text() + "/* filler */\n" * 1200)
+    (tree / "src" / "pe_stray.c").write_text("int pe_stray(void);\nint pe_stray(void) { return 0; }\n")
+    bad = _check(tree)
+    assert any("pe_softmax.c" in b and "lines (at most 1200)" in b for b in bad), bad
+    assert any("pe_stray.c: not in a room" in b for b in bad), bad
