@@ -23,6 +23,7 @@ import runpy
 import numpy
 from Cython.Build import cythonize
 from setuptools import Extension, setup
+from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 _CSRC = runpy.run_path(os.path.join(HERE, "pyembed", "_csrc.py"))
@@ -66,7 +67,29 @@ for pyx in PYX:
         )
     )
 
+
+
+class build_py_with_csrc(build_py):
+    """Also copy the C runtime (csrc/include, csrc/src) into the package as
+    pyembed/_csrc_tree, where pyembed._csrc.csrc_dir() finds it: an installed
+    pyembed (a wheel, `pip install .`) builds firmware and runs the benchmarks
+    without a source checkout. An editable install uses csrc/ itself."""
+
+    def run(self):
+        super().run()
+        if getattr(self, "editable_mode", False):
+            return
+        import shutil
+        dst = os.path.join(self.build_lib, "pyembed", "_csrc_tree")
+        if os.path.isdir(dst):
+            shutil.rmtree(dst)
+        for part in ("include", "src"):
+            shutil.copytree(os.path.join(HERE, "csrc", part), os.path.join(dst, part),
+                            ignore=shutil.ignore_patterns("*.o", "__pycache__"))
+
+
 setup(
+    cmdclass={"build_py": build_py_with_csrc},
     ext_modules=cythonize(
         extensions,
         compiler_directives={"language_level": "3", "boundscheck": False, "wraparound": False},

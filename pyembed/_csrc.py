@@ -116,3 +116,13 @@ def family_of(path, root=None):
     except ValueError:
         return room_of(path, root)
     return "/".join(rel.parts[:2]) if rel.parts[0] == "kernels" and len(rel.parts) > 2 else rel.parts[0]
+
+
+def build_dir(name):
+    """Where a tool keeps its build products: tools/build/NAME in a source checkout,
+    else $XDG_CACHE_HOME/pyembed/NAME (~/.cache/pyembed/NAME) for an installed package."""
+    repo = _HERE.parent
+    if (repo / "csrc").is_dir() and (repo / "tools").is_dir():
+        return repo / "tools" / "build" / name
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "pyembed" / name

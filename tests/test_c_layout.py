@@ -60,3 +60,29 @@ def test_a_long_file_and_a_file_outside_the_rooms_are_refused(tree):
     bad = _check(tree)
     assert any("pe_softmax.c" in b and "lines (at most 1200)" in b for b in bad), bad
     assert any("pe_stray.c: not in a room" in b for b in bad), bad
+
+
+def test_a_model_operator_table_names_only_the_model_runners(tmp_path):
+    """pyembed.codegen.optable: the generated table references exactly the runners of
+    the types asked for (so the linker can drop the rest), read from the full table."""
+    import subprocess
+
+    from pyembed.codegen import optable
+    from pyembed.errors import UnsupportedError
+    src = tmp_path / "model_ops.c"
+    src.write_text(optable.op_table_source(["PE_GOP_FULLY_CONNECTED", "PE_GOP_SOFTMAX"], model_name="m */ x"))
+    obj = tmp_path / "model_ops.o"
+    subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", f"-I{ROOT / 'csrc' / 'include'}",
+                    "-c", str(src), "-o", str(obj)], check=True)
+    nm = subprocess.run(["nm", str(obj)], check=True, capture_output=True, text=True).stdout
+    undefined = sorted(line.split()[-1] for line in nm.splitlines()
+                       if line.split()[0] == "U" and line.split()[-1].startswith("pe_"))
+    assert undefined == ["pe_graph_run_fc", "pe_graph_run_softmax"]
+    # every runner the full table names is declared for applications
+    runners, rows = optable._full_table(str(ROOT / "csrc"))
+    declared = (ROOT / "csrc" / "include" / "pyembed" / "pe_graph_runners.h").read_text() + \
+        (ROOT / "csrc" / "include" / "pyembed" / "pe_fc_w16.h").read_text()
+    assert all(f" {fn}(" in declared for fn in set(runners.values()) | set(rows.values()))
+    assert len(runners) > 60
+    with pytest.raises(UnsupportedError, match="PE_GOP_NOT_A_TYPE"):
+        optable.op_table_source(["PE_GOP_NOT_A_TYPE"])

@@ -229,3 +229,24 @@ def test_segments_not_needed_when_weights_fit(tmp_path):
     proj = generate(g, "mps2-an386", tmp_path / "p", segments=1 << 20)
     assert proj.segment_note.startswith("weights (") and "not segmented" in proj.segment_note
     assert json.loads((proj.outdir / "firmware.json").read_text())["segments"] is None
+
+
+@pytest.mark.skipif(qemu.missing_tools() is not None, reason="arm-none-eabi-gcc not installed")
+def test_readme_firmware_size_row_is_measured(tmp_path):
+    """README's 'The C house' table: hello_world's row is what the link map gives
+    today (python -m pyembed.bench firmware_size regenerates the table), and the
+    model's own operator table links far less runtime than the full table."""
+    import re
+    from pyembed.bench.firmware_size import run
+    res = run(models=["tflm_hello_world_int8"], workdir=str(tmp_path))
+    (row,) = res["rows"]
+    assert "error" not in row, row.get("error")
+    text = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")).read()
+    m = re.search(r"^\| tflm_hello_world_int8 \| (\d+) \| ([\d,]+) \| ([\d,]+) \| \d+% \| ([\d,]+) \| ([\d,]+) \|$",
+                  text, re.M)
+    assert m, "README lacks hello_world's row in the firmware-size table"
+    readme = [int(m.group(1))] + [int(g.replace(",", "")) for g in m.groups()[1:]]
+    measured = [len(row["operator_types"]), row["runtime_full_table"], row["runtime_model_table"], row["tables"],
+                row["weights"]]
+    assert readme == measured, f"README {readme} != measured {measured}: run python -m pyembed.bench firmware_size"
+    assert row["runtime_model_table"] * 10 < row["runtime_full_table"]

@@ -19,8 +19,8 @@ import tempfile
 from pyembed import _csrc
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CSRC = os.path.join(REPO, "csrc")
-BUILD_DIR = os.path.join(REPO, "tools", "build", "bench")
+CSRC = str(_csrc.csrc_dir(required=False) or os.path.join(REPO, "csrc"))
+BUILD_DIR = str(_csrc.build_dir("bench"))
 
 
 class BenchSetupError(RuntimeError):
@@ -36,7 +36,7 @@ def build_program(source, name, opt="-O2", cc="gcc", extra_flags=()):
     """Compile source (C text with a main) with every csrc/src/*.c; returns the exe path.
     Cached by the hash of the source, flags and csrc contents."""
     if not os.path.isdir(CSRC):
-        raise BenchSetupError(f"csrc/ not found at {CSRC}: benchmarks need a source checkout")
+        raise BenchSetupError(f"pyembed's C runtime (csrc/) not found at {CSRC}")
     _require(cc)
     srcs = _csrc.all_sources(CSRC)
     h = hashlib.sha256()

@@ -62,10 +62,10 @@ class _CLib:
         import subprocess
 
         from pyembed import _csrc
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        self.include = os.path.join(root, "csrc", "include")
+        root = _csrc.csrc_dir()
+        self.include = os.path.join(root, "include")
         self.objs = []
-        for src in _csrc.all_sources(os.path.join(root, "csrc")):
+        for src in _csrc.all_sources(root):
             obj = os.path.join(workdir, os.path.basename(src)[:-2] + ".o")
             subprocess.run(["gcc", "-std=c99", "-O2", "-I" + self.include, "-c", src, "-o", obj], check=True)
             self.objs.append(obj)

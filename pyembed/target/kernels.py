@@ -37,9 +37,9 @@ from pyembed.target import qemu
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-CSRC = os.path.join(REPO, "csrc")
+CSRC = str(_csrc.csrc_dir(required=False) or os.path.join(REPO, "csrc"))
 PROGRAM = os.path.join(HERE, "kernel_cases.c")
-BUILD_DIR = os.path.join(REPO, "tools", "build", "target")
+BUILD_DIR = str(_csrc.build_dir("target"))
 
 OP_CONV, OP_FC, OP_POOL, OP_ADD, OP_MUL, OP_ATTN, OP_LSTM, OP_FC16 = 1, 2, 3, 4, 5, 6, 7, 8
 VARIANTS = ("host", "dsp", "portable")
@@ -219,7 +219,7 @@ def unpack(data: bytes, count: int):
 def missing(variant="dsp"):
     """None when the tools for a variant exist, else a sentence saying what is missing."""
     if not os.path.isdir(CSRC):
-        return f"csrc/ not found at {CSRC}: needs a source checkout"
+        return f"pyembed's C runtime (csrc/) not found at {CSRC}"
     if variant == "host":
         return None
     return qemu.missing_tools()
