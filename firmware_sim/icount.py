@@ -80,7 +80,7 @@ FEATURES = {
     "alias": ("call",),
     "other": ("call", "outputs"),
 }
-GATHER_DW_BLOCK = 16     # csrc/src/pe_conv_gather.c PE_GATHER_DW_BLOCK
+GATHER_DW_BLOCK = 16     # csrc/src/kernels/conv/pe_conv_gather.c PE_GATHER_DW_BLOCK
 
 
 def group_keys(graph, op, kc):

@@ -1,4 +1,4 @@
-"""Reverse convolution (pyembed.kernels.conv, csrc/src/pe_conv_rev.c) against a plain
+"""Reverse convolution (pyembed.kernels.conv, csrc/src/kernels/conv/pe_conv_rev.c) against a plain
 input-centric (gather) numpy reference with big-integer requantization,
 streaming against whole-tensor, the measured counters against counts taken
 from the reference, and bad input."""

@@ -1,4 +1,4 @@
-"""Reverse pooling (pyembed.kernels.pooling, csrc/src/pe_pool_rev.c) against a
+"""Reverse pooling (pyembed.kernels.pooling, csrc/src/kernels/pool/pe_pool_rev.c) against a
 straightforward gather-per-output numpy reference written here, the CMSIS-NN
 vectors, streaming == whole tensor bit for bit, the measured counters, the
 fusion scatter API and the bad-input errors."""

@@ -1,4 +1,4 @@
-"""Table I strategies (csrc/src/pe_fused.c): the counters the kernels measure
+"""Table I strategies (csrc/src/pipeline/pe_fused.c): the counters the kernels measure
 against closed-form counts computed here from the shapes alone, for the
 seed's layer and for random layers; every strategy (and the streaming fused
 kernel) gives the same bits as convolution then max pooling run separately."""

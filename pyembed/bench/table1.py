@@ -5,7 +5,7 @@
 A 3x3 convolution (8 -> 8 channels, padding 1) on a 25x25 input, followed by
 a 5x5 max pooling with stride 5 or 2 and ceil(25 / s) outputs per axis (the
 ceil rule with TFLite-SAME padding: 0 at stride 5, 2 on each side at stride
-2), run four ways by the C kernels in csrc/src/pe_fused.c: no fusion, naive
+2), run four ways by the C kernels in csrc/src/pipeline/pe_fused.c: no fusion, naive
 fused, striped fused and reverse fused. Every figure printed comes from the
 counters the kernels increment while they run (pe_fused.h):
 

@@ -2,7 +2,7 @@
 an integer model of the same arithmetic, and a float64 reference.
 
 softmax(Q.K^T * softmax_scale).V with int8 Q [N, heads*d], K [M, heads*d],
-V [M, heads*dv]. The C kernel (csrc/src/pe_attention.c, arithmetic spelled
+V [M, heads*dv]. The C kernel (csrc/src/kernels/attention/pe_attention.c, arithmetic spelled
 out in csrc/include/pyembed/pe_attention.h) streams over the keys of each
 query row in blocks: int32 scores become base-2 logits in Q22 through one
 fixed-point multiplier, the running maximum is an integer number of octaves

@@ -3,7 +3,7 @@
 Each input element is read once and scattered into every output it reaches,
 weighted by the tap it lands on (SPEC section 2); int32 accumulators are kept
 only for the ceil(k_eff / stride) output rows in flight. The kernels are C
-(csrc/src/pe_conv_rev.c, documented in csrc/include/pyembed/pe_conv.h); this
+(csrc/src/kernels/conv/pe_conv_rev.c, documented in csrc/include/pyembed/pe_conv.h); this
 module validates arguments and computes output sizes.
 
     conv2d(x, weights, bias, multiplier, shift, stride=1, padding=0, ...)

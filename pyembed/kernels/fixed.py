@@ -1,5 +1,5 @@
 """Fixed-point core, vectorised over numpy arrays; the arithmetic runs in C
-(csrc/src/pe_fixed.c, csrc/include/pyembed/pe_fixed.h).
+(csrc/src/core/pe_fixed.c, csrc/include/pyembed/pe_fixed.h).
 
 Every function broadcasts its arguments like a numpy ufunc and returns an
 array of the broadcast shape. Integer inputs must fit int32; anything else is

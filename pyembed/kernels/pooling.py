@@ -1,6 +1,6 @@
 """Reverse (output-centric) int8 pooling: max, average and sum over NHWC
 tensors, whole tensor or row by row; the arithmetic runs in C
-(csrc/src/pe_pool_rev.c, documented in csrc/include/pyembed/pe_pool.h).
+(csrc/src/kernels/pool/pe_pool_rev.c, documented in csrc/include/pyembed/pe_pool.h).
 
 Reverse pooling reads each input element once and combines it at once into
 every output whose window contains it (SPEC section 2); an output row leaves

@@ -1,5 +1,5 @@
 """TFLite's index arithmetic for the data movement operators, and numpy
-references of the C kernels in csrc/src/pe_shape_ops.c and pe_resize.c.
+references of the C kernels in csrc/src/kernels/shape/pe_shape_ops.c and pe_resize.c.
 
 Everything here is computed from constant operator parameters, the way
 TFLite (Micro) computes it in its Prepare step:

@@ -4,7 +4,7 @@ A chain of int8 layers (pyembed.kernels.layers) runs over an image without ever
 storing a whole feature map: the output is cut into vertical stripes, each
 stripe's rows flow through the layers in order, every layer keeps a ring of
 its last (k_h - 1) input rows, rows are cut into blocks processed depth-first,
-and every byte comes from one arena sized by a query (csrc/src/pe_stripe.c).
+and every byte comes from one arena sized by a query (csrc/src/pipeline/pe_stripe.c).
 
     run_stripes(layers, x, stripe_width, block_width=16, out=None)
     run_full_frame(layers, x)          the pure-numpy layer-by-layer reference

@@ -5,7 +5,7 @@ RESIZE_NEAREST_NEIGHBOR and RESIZE_BILINEAR.
 
 Each prepare function checks the operator the way TFLite Micro's Prepare
 does (types, constant parameter tensors, shapes) and computes the int32
-parameter words the C runner (csrc/src/pe_shape_ops.c, pe_resize.c) decodes:
+parameter words the C runner (csrc/src/kernels/shape/pe_shape_ops.c, pe_resize.c) decodes:
 
 ==========================  =========================================================
 PAD (20), PADV2 (21)        rank, in dims[rank], before[rank], after[rank], value
