@@ -202,3 +202,9 @@ def test_fake_graph_sizes_are_checked_without_data():
     g = types.SimpleNamespace(name="fake", tensors=T, operators=O, inputs=[0], outputs=[1], aliases={})
     with pytest.raises(OverflowSizeError, match="tensor 1 .* more than the C runtime's int32"):
         validate_graph(g)
+
+
+def test_a_zero_scale_is_a_model_error_not_a_crash():
+    # found by the mutation campaign (tests/test_mutants.py): the LSTM's LiteRT words divided by it
+    with pytest.raises(ModelError, match="kernel parameters cannot be derived"):
+        load_tflite_bytes(W.lstm_model(0, inter_hidden=(0.0, 3)), "lstm")
