@@ -50,6 +50,8 @@ def test_the_valid_chain_loads_and_plans():
     (lambda: _chain(rewire={0: ([2], [1]), 1: ([1], [2])}), "cycle"),
     (lambda: _chain(inputs=(0, 0)), "listed twice"),
     (lambda: _chain(inputs=(0, 1)), "graph input tensor 1 .* is also written by operator 0"),
+    (lambda: _chain(outputs=(3,)), "graph output tensor 3 .* is a constant"),     # the campaign's mutant #1907
+    (lambda: _chain(outputs=(2, 3)), "graph output tensor 3 .* is a constant"),
 ])
 def test_unsound_graphs_are_refused_at_load(blob, match):
     data = blob()

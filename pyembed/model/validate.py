@@ -12,7 +12,8 @@ What is refused (ModelError, naming the operator / tensor):
   inputs and outputs: 0..n-1 or -1 for an absent optional operand);
 * a graph input that is a constant or that an operator writes, the same
   tensor listed twice as a graph input;
-* a graph output that no operator writes and that is not a graph input;
+* a graph output that is a constant, or that no operator writes and is not
+  a graph input;
 * an operator reading its own output, a cycle through several operators,
   an operator reading an activation before any operator writes it (the
   operators are in execution order);
@@ -134,7 +135,10 @@ def check_data_flow(graph, label=None):
                              f"is neither a graph input, a constant nor written by any operator")
         written.update(t for t in op.outputs if t >= 0)
     for t in graph.outputs:
-        if t not in writer and t not in seen and not T[t].is_constant:
+        if T[t].is_constant:
+            raise ModelError(f"{label}: graph output tensor {t} ({T[t].name!r}) is a constant (it has data in "
+                             f"the model): an output must be an activation an operator writes")
+        if t not in writer and t not in seen:
             raise ModelError(f"{label}: graph output tensor {t} ({T[t].name!r}) is written by no operator")
 
 
