@@ -205,8 +205,12 @@ def order_by_breadth(problem):
     steps = sorted(range(problem.num_steps), key=lambda s: (-live[s], s))
     seen = set()
     order = []
+    alive = [[] for _ in range(problem.num_steps)]   # buffers live at each step, in index order
+    for i, b in enumerate(problem.buffers):
+        for s in range(max(b.first, 0), min(b.last, problem.num_steps - 1) + 1):
+            alive[s].append(i)
     for s in steps:
-        here = [i for i, b in enumerate(problem.buffers) if b.lives_at(s) and i not in seen]
+        here = [i for i in alive[s] if i not in seen]
         here.sort(key=lambda i: (-problem.buffers[i].aligned_size, problem.buffers[i].first, i))
         order += here
         seen.update(here)
