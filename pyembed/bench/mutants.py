@@ -38,7 +38,8 @@ from pyembed.bench.common import emit
 COMMANDS = ("plan", "check", "simulate", "firmware")
 STRUCTURAL = ("shape", "dim_huge", "tensor_index", "tensor_index_far", "opcode", "quant_drop", "quant_change",
               "buffer_cut", "no_inputs", "no_outputs", "drop_input", "drop_output", "const_input", "self_cycle",
-              "long_cycle", "empty_subgraph", "huge_tensor")
+              "long_cycle", "empty_subgraph", "huge_tensor", "extra_output", "unused_input", "output_is_input",
+              "dup_output", "swap_ops", "variable")
 # the small models keep the campaign quick; the big ones come in now and then
 SMALL = ("tflm_hello_world_int8", "tflm_micro_speech_int8", "tiny_kws_dscnn_int8", "tflm_mnist_lstm_int8",
          "tflm_audio_preprocessor_int8", "tiny_ic_resnet8_int8", "tiny_sww_int8")
@@ -187,6 +188,37 @@ def structural(data, kind, rng):
             what = f"operator {a} reads the output of operator {b} (a cycle through {b - a + 1} operators)"
     elif kind == "empty_subgraph":
         sg.operators = []
+    elif kind == "extra_output" and ops:
+        o = ops[rng.randrange(len(ops))]
+        if o.outputs is not None and len(o.outputs):
+            t = int(o.outputs[0])
+            sg.outputs = list(sg.outputs if sg.outputs is not None else []) + [t]
+            what = f"tensor {t} (operator {ops.index(o)}'s output) also a graph output"
+    elif kind == "unused_input":
+        tensors.append(copy.deepcopy(tensors[act[0]]) if act else S.TensorT())
+        tensors[-1].buffer, tensors[-1].name = 0, b"unused_input"
+        sg.inputs = list(sg.inputs if sg.inputs is not None else []) + [len(tensors) - 1]
+        what = f"a graph input no operator reads (tensor {len(tensors) - 1})"
+    elif kind == "output_is_input" and sg.inputs is not None and len(sg.inputs):
+        t = int(sg.inputs[rng.randrange(len(sg.inputs))])
+        outs = list(sg.outputs if sg.outputs is not None else [])
+        if outs and rng.random() < 0.5:
+            outs[rng.randrange(len(outs))] = t
+        else:
+            outs.append(t)
+        sg.outputs = outs
+        what = f"graph input tensor {t} also a graph output"
+    elif kind == "dup_output" and sg.outputs is not None and len(sg.outputs):
+        sg.outputs = list(sg.outputs) + [int(sg.outputs[0])]
+    elif kind == "swap_ops" and len(ops) >= 2:
+        a = rng.randrange(len(ops) - 1)
+        b = a + 1 if rng.random() < 0.7 else rng.randrange(a + 1, len(ops))
+        ops[a], ops[b] = ops[b], ops[a]
+        what = f"operators {a} and {b} swapped"
+    elif kind == "variable" and act:
+        i = rng.choice(act)
+        tensors[i].isVariable = not tensors[i].isVariable
+        what = f"tensor {i} isVariable -> {tensors[i].isVariable}"
     else:
         what = f"{kind}: nothing to mutate"
     return _pack(m), what
