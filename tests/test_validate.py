@@ -210,3 +210,14 @@ def test_a_zero_scale_is_a_model_error_not_a_crash():
     # found by the mutation campaign (tests/test_mutants.py): the LSTM's LiteRT words divided by it
     with pytest.raises(ModelError, match="kernel parameters cannot be derived"):
         load_tflite_bytes(W.lstm_model(0, inter_hidden=(0.0, 3)), "lstm")
+
+
+def test_an_operator_too_big_for_the_regions_is_refused_before_the_order_search(monkeypatch):
+    from pyembed.plan import Region, graphplan
+    g = load_tflite_bytes(_two_live(), "two")
+    monkeypatch.setattr(graphplan, "search_execution_order",
+                        lambda *a, **k: pytest.fail("no order search for a plan that cannot fit"))
+    import pyembed.plan as P
+    monkeypatch.setattr(P, "search_execution_order", graphplan.search_execution_order)
+    with pytest.raises(FitError, match="operator 1 \\(ADD\\) alone needs at least 65536 B"):
+        plan_graph(g, [Region("sram", 40000)], search_order=True)

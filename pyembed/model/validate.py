@@ -154,18 +154,26 @@ def check_sizes(graph, label=None):
                                     f"({INT32_MAX} B)")
     for op in graph.operators:
         scratch = int(getattr(op, "scratch_bytes", 0) or 0)
-        ram = {t for t in list(op.inputs) + list(op.outputs)
-               if t >= 0 and not graph.tensors[t].is_constant and graph.tensors[t].dtype is not None
-               and not getattr(graph.tensors[t], "streamed", False)}
-        need = scratch + sum(graph.tensors[t].nbytes for t in ram)
-        # an element-wise or row-streaming output may overlap one input: count the largest input once less
-        biggest_in = max((graph.tensors[t].nbytes for t in op.inputs if t in ram and t not in op.outputs),
-                         default=0)
-        if scratch > INT32_MAX or need - biggest_in > INT32_MAX:
+        need = operator_need(graph, op)
+        if scratch > INT32_MAX or need > INT32_MAX:
             raise OverflowSizeError(f"{label}: operator {op.index} ({op.type}) needs at least "
-                                    f"{need - biggest_in} B of arena at once (its activations and "
+                                    f"{need} B of arena at once (its activations and "
                                     f"{scratch} B of scratch), more than the C runtime's int32 byte offsets "
                                     f"allow ({INT32_MAX} B)")
+
+
+def operator_need(graph, op):
+    """Bytes an operator's own activations and scratch need at once in any
+    execution order: all of them, less its largest input (an element-wise or
+    row-streaming output may overlap one input)."""
+    scratch = int(getattr(op, "scratch_bytes", 0) or 0)
+    ram = {t for t in list(op.inputs) + list(op.outputs)
+           if t >= 0 and not graph.tensors[t].is_constant and graph.tensors[t].dtype is not None
+           and not getattr(graph.tensors[t], "streamed", False)}
+    need = scratch + sum(int(graph.tensors[t].nbytes) for t in ram)
+    biggest_in = max((int(graph.tensors[t].nbytes) for t in op.inputs if t in ram and t not in op.outputs),
+                     default=0)
+    return need - biggest_in
 
 
 def validate_graph(graph, label=None):

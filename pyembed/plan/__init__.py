@@ -62,9 +62,10 @@ def plan_graph(graph, regions=None, algorithm="auto", order=None, search_order=F
     The graph is validated first (pyembed.model.validate) and sizes no plan
     can hold are refused before any search or proof (pyembed.plan.limits)."""
     from pyembed.model.validate import validate_graph
-    from pyembed.plan.limits import refuse_oversized
+    from pyembed.plan.limits import refuse_operator_sizes, refuse_oversized
     validate_graph(graph)
     if search_order and order is None:
+        refuse_operator_sizes(graph, regions)
         order, _ = search_execution_order(graph, time_limit=order_time_limit, alignment=alignment,
                                           include_scratch=include_scratch, include_variables=include_variables,
                                           use_aliases=use_aliases)

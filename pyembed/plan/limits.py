@@ -6,6 +6,9 @@ are decided here from the planning problem alone, before the overlap prover
 runs the model on a no-reuse arena and before any placement search:
 
 * a buffer larger than every region it may go to (FitError);
+* before an execution order search: an operator whose own operands and
+  scratch (less its largest input) exceed the sized regions, whatever the
+  order (FitError);
 * an arena that must exceed the int32 ABI (OverflowSizeError) or the sum of
   the sized regions (FitError), by a lower bound every overlap the prover
   could still prove is already subtracted from: at each step, the live
@@ -13,7 +16,7 @@ runs the model on a no-reuse arena and before any placement search:
   it reads last (pyembed.plan.overlap.candidates), the smaller of the two.
 """
 from pyembed.errors import FitError, OverflowSizeError
-from pyembed.model.validate import INT32_MAX
+from pyembed.model.validate import INT32_MAX, operator_need
 
 
 def optimistic_lower_bound(graph, problem, tensor_buffer, order):
@@ -47,3 +50,22 @@ def refuse_oversized(graph, problem, tensor_buffer, order, regions=None):
                 raise FitError(f"{name}: the plan does not fit the regions ({caps}): the activations live at "
                                f"once need at least {bound} B, {bound - total} B more than the regions hold")
     return bound
+
+
+def refuse_operator_sizes(graph, regions=None):
+    """Before any execution order search: FitError when one operator's own
+    operands cannot fit the sized regions in any order."""
+    from pyembed.plan.solve import _validate_regions
+    if regions is None:
+        return
+    regions = _validate_regions(regions)
+    if not all(r.size is not None for r in regions):
+        return
+    total = sum(r.size for r in regions)
+    for op in graph.operators:
+        need = operator_need(graph, op)
+        if need > total:
+            caps = ", ".join(f"{r.name} {r.size} B" for r in regions)
+            raise FitError(f"{getattr(graph, 'name', '') or 'graph'}: the plan does not fit the regions ({caps}): "
+                           f"operator {op.index} ({op.type}) alone needs at least {need} B at once, "
+                           f"{need - total} B more than the regions hold")
