@@ -419,8 +419,12 @@ def check_accuracy(model, inputs=None, n=8, seed=0, min_snr_db=DEFAULT_MIN_SNR_D
     progress: optional callable(iterable, length, label) -> iterable, used to
     show progress over the samples."""
     from pyembed.model.load import load_model
+    from pyembed.model.validate import validate_graph
     graph = model if hasattr(model, "operators") else load_model(model)
+    validate_graph(graph)
     graph.check_supported()
+    # the int8 run uses the no-reuse layout: refuse sizes past the int32 ABI before making inputs
+    graph.linear_layout()
     synthetic = False
     if inputs is None:
         if int(n) < 1:

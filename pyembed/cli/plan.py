@@ -81,7 +81,9 @@ def summary(plan):
               help="Let row-streaming kernels write their output over finished input rows where running the "
                    "kernel proves it.")
 @click.option("--search-order", is_flag=True, help="Search for an execution order with a lower peak.")
-@click.option("--time-limit", default=10.0, show_default=True, help="Seconds for the CP-SAT search.")
+@click.option("--time-limit", default=10.0, show_default=True,
+              help="Work budget of the CP-SAT search in its deterministic seconds (a count of work, not the "
+                   "clock: the same plan on any machine).")
 @click.option("--section", default=".pe_flash", show_default=True,
               help="Linker section of the constant arrays in model_data.c.")
 @click.option("--tflite-out", default=None, type=click.Path(dir_okay=False),

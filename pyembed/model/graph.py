@@ -32,9 +32,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pyembed.errors import ArgumentError, ModelError, PlanError, UnsupportedError
+from pyembed.errors import ArgumentError, ModelError, OverflowSizeError, PlanError, UnsupportedError
 
 ALIGNMENT = 16
+INT32_MAX = 2**31 - 1   # the C runtime's byte sizes and offsets (pe_graph.h)
 
 
 @dataclass(eq=False)
@@ -270,6 +271,9 @@ class Graph:
             if op.scratch_bytes > 0:
                 scratch[op.index] = off
                 off += _align(op.scratch_bytes, alignment)
+        if off > INT32_MAX:
+            raise OverflowSizeError(f"{self.name}: running the model without memory reuse needs an arena of "
+                                    f"{off} B, more than the C runtime's int32 byte offsets allow ({INT32_MAX} B)")
         return Layout(max(off, 1), offsets, scratch, list(range(len(self.operators))), "linear")
 
     def layout_from_plan(self, plan):

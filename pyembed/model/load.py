@@ -6,6 +6,7 @@ from pyembed.model.conv_form import choose_conv_forms
 from pyembed.model.fold import fold_constants
 from pyembed.model.graph import Graph, Operator, Tensor
 from pyembed.model.ops import check_tensor_sizes, prepare_operator
+from pyembed.model.validate import check_data_flow, validate_graph
 
 
 def graph_from_raw(raw, label, source_format=""):
@@ -25,23 +26,18 @@ def graph_from_raw(raw, label, source_format=""):
                                  f"{len(tensors)}")
     g = Graph(raw["name"], tensors, operators, raw["inputs"], raw["outputs"], source_path=raw.get("source_path"),
               metadata=raw.get("metadata"), source_format=source_format)
+    # inputs, outputs, writers and cycles before any operator is prepared on them
+    check_data_flow(g, label)
     # shape arithmetic on constants (SHAPE, PACK, CAST, FILL, ...) is evaluated here, never run
     g.folded = fold_constants(g, label)
     operators = g.operators
     for op in operators:
         prepare_operator(g, op, label)
-    written = {}
     for op in operators:
         for t in op.outputs:
-            if t < 0:
-                continue
-            if t in written:
-                raise ModelError(f"{label}: tensor {t} ({tensors[t].name!r}) is written by operators "
-                                 f"{written[t]} and {op.index}")
-            if tensors[t].is_constant:
+            if t >= 0 and tensors[t].is_constant:
                 raise ModelError(f"{label}: operator {op.index} ({op.type}) writes tensor {t} "
                                  f"({tensors[t].name!r}), which is constant")
-            written[t] = op.index
     for op in operators:
         # RESHAPE, SQUEEZE and EXPAND_DIMS keep the bytes: the output aliases the input
         if op.type in ("RESHAPE", "SQUEEZE", "EXPAND_DIMS") and op.supported and op.inputs and op.inputs[0] >= 0:
@@ -50,6 +46,7 @@ def graph_from_raw(raw, label, source_format=""):
                 g.aliases[op.outputs[0]] = src
     g.unsupported = [(op.index, op.type) for op in operators if not op.supported]
     choose_conv_forms(g)
+    validate_graph(g, label)
     return g
 
 

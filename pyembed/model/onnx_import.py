@@ -316,6 +316,8 @@ class _Importer:
             outputs.append(tensor_index(vo.name))
         check_tensor_sizes(graph_tensors, self.label)
         g = Graph(self.name, graph_tensors, ops, inputs, outputs, source_path=self.label, source_format="onnx")
+        from pyembed.model.validate import check_data_flow, validate_graph
+        check_data_flow(g, self.label)
         g.input_perms = [_NCHW_TO_NHWC if self.tensors[vi.name].nhwc else None
                          for vi in self.g.input if vi.name not in self.consts]
         g.output_perms = [_NHWC_TO_NCHW if self.tensors[vo.name].nhwc else None for vo in self.g.output]
@@ -331,6 +333,7 @@ class _Importer:
         g.unsupported = [(op.index, op.type) for op in ops if not op.supported]
         from pyembed.model.conv_form import choose_conv_forms
         choose_conv_forms(g)
+        validate_graph(g, self.label)
         return g
 
     # -- one quantized operator ------------------------------------------------------

@@ -240,6 +240,11 @@ def build_runtime(graph, layout, rounding="double"):
     every fixed-point requantization."""
     table = rounding_table(rounding)
     from pyembed._ext import _graph
+    from pyembed.errors import OverflowSizeError
+    from pyembed.model.validate import INT32_MAX
+    if int(layout.arena_size) > INT32_MAX:
+        raise OverflowSizeError(f"{graph.name}: an arena of {int(layout.arena_size)} B is more than the C runtime's "
+                                f"int32 byte offsets allow ({INT32_MAX} B)")
     tensors, ops = runtime_tables(graph, layout)
     for spec in ops:
         op_type = graph.operators[spec["op"]].type

@@ -57,8 +57,15 @@ def plan_graph(graph, regions=None, algorithm="auto", order=None, search_order=F
     search_order: look for an order with a lower liveness bound first;
     overlaps: let row-streaming kernels write their output over input rows
     they have finished with, where running the kernel proves it (see
-    pyembed.plan.overlap; needs the kernels built)."""
+    pyembed.plan.overlap; needs the kernels built).
+
+    The graph is validated first (pyembed.model.validate) and sizes no plan
+    can hold are refused before any search or proof (pyembed.plan.limits)."""
+    from pyembed.model.validate import validate_graph
+    from pyembed.plan.limits import refuse_operator_sizes, refuse_oversized
+    validate_graph(graph)
     if search_order and order is None:
+        refuse_operator_sizes(graph, regions)
         order, _ = search_execution_order(graph, time_limit=order_time_limit, alignment=alignment,
                                           include_scratch=include_scratch, include_variables=include_variables,
                                           use_aliases=use_aliases)
@@ -67,6 +74,7 @@ def plan_graph(graph, regions=None, algorithm="auto", order=None, search_order=F
     problem, tensor_buffer, flash = build_problem(
         graph, order, alignment=alignment, include_scratch=include_scratch, include_variables=include_variables,
         use_aliases=use_aliases, extra_buffers=extra_buffers)
+    refuse_oversized(graph, problem, tensor_buffer, order, regions)
     info = {"op_types": {op.index: op.type for op in graph.operators}}
     if overlaps:
         from pyembed.plan.overlap import add_proven_overlaps

@@ -31,10 +31,24 @@ region never straddles into the next; a buffer pinned to a region may only be
 placed there.
 """
 import random
-import time
 
 from pyembed.errors import PlanError
 from pyembed.plan.core import align_down, align_up
+
+
+# Every search here is bounded by work, never by the clock, so the same
+# problem gives the same placement on any machine and under any load. The
+# time_limit arguments are budgets in nominal seconds, turned into work units
+# by work_budget: one unit is one buffer placed or one neighbour looked at by
+# a first-fit pass (about what this planner does per microsecond on a 2020s
+# x86 core; only the count matters). CP-SAT gets the same budget as its
+# deterministic time on one worker.
+WORK_PER_SECOND = 250_000
+
+
+def work_budget(time_limit):
+    """Work units of a budget of time_limit nominal seconds."""
+    return int(WORK_PER_SECOND * max(float(time_limit), 0.0))
 
 
 class DoesNotFit(Exception):
@@ -191,8 +205,12 @@ def order_by_breadth(problem):
     steps = sorted(range(problem.num_steps), key=lambda s: (-live[s], s))
     seen = set()
     order = []
+    alive = [[] for _ in range(problem.num_steps)]   # buffers live at each step, in index order
+    for i, b in enumerate(problem.buffers):
+        for s in range(max(b.first, 0), min(b.last, problem.num_steps - 1) + 1):
+            alive[s].append(i)
     for s in steps:
-        here = [i for i, b in enumerate(problem.buffers) if b.lives_at(s) and i not in seen]
+        here = [i for i in alive[s] if i not in seen]
         here.sort(key=lambda i: (-problem.buffers[i].aligned_size, problem.buffers[i].first, i))
         order += here
         seen.update(here)
@@ -222,12 +240,16 @@ def _seed_orders(problem):
     yield sorted(range(n), key=lambda i: (-B[i].aligned_size, -(B[i].last - B[i].first), i))
 
 
-def order_search(problem, regions, time_limit=2.0, seed=0, target=None, **_):
+def order_search(problem, regions, time_limit=2.0, seed=0, target=None, info=None, **_):
     """First fit over many orders; stops at `target` bytes (default: the
-    overlap-aware lower bound) or after time_limit seconds."""
+    overlap-aware lower bound), after a run of non-improving tries, or when
+    the work budget of time_limit nominal seconds (work_budget: each try costs
+    its buffers plus their neighbours) is spent."""
     if target is None:
         target = problem.lower_bound(with_overlaps=True)
-    start = time.perf_counter()
+    try_cost = len(problem.buffers) + sum(len(x) for x in problem.neighbours())
+    max_tries = max(1, work_budget(time_limit) // max(try_cost, 1))
+    tries = 0
     best, best_total, best_order = None, None, None
     last_error = None
     for order in _seed_orders(problem):
@@ -245,8 +267,9 @@ def order_search(problem, regions, time_limit=2.0, seed=0, target=None, **_):
     n = len(problem.buffers)
     stale = 0
     patience = max(300, 30 * n)  # non-improving tries before giving up early
-    while n > 1 and time.perf_counter() - start < time_limit \
+    while n > 1 and tries < max_tries \
             and (best is None or len(regions) > 1 or sum(best_total) > target) and stale < patience:
+        tries += 1
         stale += 1
         base = list(best_order) if best_order is not None else list(range(n))
         # a few random moves of one buffer to an earlier position
@@ -264,14 +287,18 @@ def order_search(problem, regions, time_limit=2.0, seed=0, target=None, **_):
             stale = 0
         if best is None or total <= best_total:  # accept ties: a random walk on plateaus
             best, best_total, best_order = pos, total, base
+    if info is not None:
+        info["tries"] = tries
     if best is None:
         raise last_error
     return best
 
 
-def cpsat(problem, regions, time_limit=10.0, hint=None, workers=2, max_buffers=200, info=None, **_):
+def cpsat(problem, regions, time_limit=10.0, hint=None, workers=1, max_buffers=200, info=None, **_):
     """Exact placement with OR-Tools CP-SAT (optimal when it finishes within
-    time_limit; otherwise the best placement found, never worse than hint)."""
+    time_limit deterministic seconds, CP-SAT's own measure of work: the same
+    answer on any machine; otherwise the best placement found, never worse
+    than hint). workers: 1, the deterministic search (more workers race)."""
     try:
         from ortools.sat.python import cp_model
     except ImportError as e:  # pragma: no cover - depends on the environment
@@ -367,20 +394,20 @@ def cpsat(problem, regions, time_limit=10.0, hint=None, workers=2, max_buffers=2
         for i, (k, o) in enumerate(hint):
             m.AddHint(unit[i], (base[k] + o) // B[i].alignment)
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = float(time_limit)
+    solver.parameters.max_deterministic_time = float(time_limit)
     solver.parameters.num_workers = int(workers)
     solver.parameters.random_seed = 0
     status = solver.Solve(m)
     if info is not None:
         info["status"] = solver.StatusName(status)
         info["optimal"] = status == cp_model.OPTIMAL
-        info["wall_time"] = solver.WallTime()
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         if hint is not None:
             return hint
         if status == cp_model.INFEASIBLE:
             raise DoesNotFit(max(range(n), key=lambda i: size[i]))
-        raise PlanError(f"cpsat found no placement within {time_limit} s ({solver.StatusName(status)})")
+        raise PlanError(f"cpsat found no placement within {time_limit} deterministic s "
+                        f"({solver.StatusName(status)})")
     out = []
     for i in range(n):
         o = solver.Value(unit[i]) * B[i].alignment

@@ -332,26 +332,32 @@ def check_plan(plan):
             continue
         if bufs[ov.src].last == ov.step == bufs[ov.dst].first:
             allowed[(ov.src, ov.dst)] = ov
-    # every pair, not the conflict sweep the algorithms use: O(n^2) is fine for a check
-    for i in range(len(bufs)):
-        a = bufs[i]
+    # every pair live at once, found by a sweep of this checker's own (buffers
+    # by first step; not the algorithms' Problem.conflicts), reported in pair order
+    by_first = sorted(range(len(bufs)), key=lambda k: (bufs[k].first, k))
+    clashes = []
+    for pos, k in enumerate(by_first):
+        for m in by_first[pos + 1:]:
+            if bufs[m].first > bufs[k].last:
+                break
+            clashes.append((min(k, m), max(k, m)))
+    for i, j in sorted(clashes):
+        a, b = bufs[i], bufs[j]
         ra, oa = plan.placement[i]
-        for j in range(i + 1, len(bufs)):
-            b = bufs[j]
-            rb, ob = plan.placement[j]
-            if ra != rb or a.last < b.first or b.last < a.first:
-                continue
-            if oa < ob + b.size and ob < oa + a.size and a.size and b.size:
-                ok = False
-                for src, dst, osrc, odst in ((i, j, oa, ob), (j, i, ob, oa)):
-                    ov = allowed.get((src, dst))
-                    if ov is not None and odst - osrc <= ov.max_delta:
-                        ok = True
-                if not ok:
-                    lo, hi = max(oa, ob), min(oa + a.size, ob + b.size)
-                    both = f"steps {max(a.first, b.first)}..{min(a.last, b.last)}"
-                    errors.append(f"{a.name} [{oa}, {oa + a.size}) and {b.name} [{ob}, {ob + b.size}) share "
-                                  f"bytes [{lo}, {hi}) of region {plan.regions[ra].name} while both are live ({both})")
+        rb, ob = plan.placement[j]
+        if ra != rb or a.last < b.first or b.last < a.first:
+            continue
+        if oa < ob + b.size and ob < oa + a.size and a.size and b.size:
+            ok = False
+            for src, dst, osrc, odst in ((i, j, oa, ob), (j, i, ob, oa)):
+                ov = allowed.get((src, dst))
+                if ov is not None and odst - osrc <= ov.max_delta:
+                    ok = True
+            if not ok:
+                lo, hi = max(oa, ob), min(oa + a.size, ob + b.size)
+                both = f"steps {max(a.first, b.first)}..{min(a.last, b.last)}"
+                errors.append(f"{a.name} [{oa}, {oa + a.size}) and {b.name} [{ob}, {ob + b.size}) share "
+                              f"bytes [{lo}, {hi}) of region {plan.regions[ra].name} while both are live ({both})")
     if errors:
         shown = errors[:20]
         more = f"\n  ... and {len(errors) - 20} more" if len(errors) > 20 else ""

@@ -11,7 +11,6 @@ whose lifetime then covers both. Constant tensors go to flash, and so do the
 operators' int32 parameter words (op.params["words"], items with tensor -1).
 """
 import random
-import time
 
 from pyembed.errors import PlanError
 from pyembed.plan.core import DEFAULT_ALIGNMENT, FlashItem, Problem, align_up
@@ -215,11 +214,20 @@ def order_peak(graph, order, alignment=DEFAULT_ALIGNMENT, **kw):
     return p.lower_bound()
 
 
+# work units (pyembed.plan.algorithms.work_budget) of scoring one operator of a random order
+ORDER_WORK_PER_OP = 25
+
+
 def search_execution_order(graph, time_limit=2.0, seed=0, alignment=DEFAULT_ALIGNMENT, **kw):
     """Look for an execution order with a lower liveness bound than the
     model's own. Greedy list scheduling (run next the ready operator that
     frees the most / allocates the least) plus random topological orders,
-    all scored by the exact bound. Returns (order, bound)."""
+    all scored by the exact bound. Returns (order, bound).
+
+    time_limit: a work budget in nominal seconds, not a clock: it allows
+    work_budget(time_limit) / (ORDER_WORK_PER_OP x operators) random orders,
+    so the answer is the same on any machine."""
+    from pyembed.plan.algorithms import work_budget
     deps = check_acyclic(graph)
     n = len(deps)
     default = list(range(n))
@@ -264,12 +272,12 @@ def search_execution_order(graph, time_limit=2.0, seed=0, alignment=DEFAULT_ALIG
     candidates = [topo(lambda r, d: max(r, key=lambda i: (gain(graph.operators[i], d), -i))),
                   topo(lambda r, d: min(r))]
     rng = random.Random(seed)
-    t0 = time.perf_counter()
+    max_orders = max(1, work_budget(time_limit) // (ORDER_WORK_PER_OP * n))
     for order in candidates:
         pk = order_peak(graph, order, alignment, **kw)
         if pk < best_peak:
             best, best_peak = order, pk
-    while time.perf_counter() - t0 < time_limit:
+    for _ in range(max_orders):
         order = topo(lambda r, d: rng.choice(r))
         pk = order_peak(graph, order, alignment, **kw)
         if pk < best_peak:

@@ -54,8 +54,20 @@ def plan_to_dict(plan):
         },
         # solver runs, overlap proofs, and what other tools store with the plan
         # (e.g. the simulator's segment metadata under "segments")
-        "info": {k: v for k, v in plan.info.items() if k != "op_types" and _jsonable(v)},
+        # (wall-clock timings stay out: the same inputs give the same file on any machine)
+        "info": _without_timings({k: v for k, v in plan.info.items() if k != "op_types" and _jsonable(v)}),
     }
+
+
+TIMINGS = ("seconds", "wall_time")
+
+
+def _without_timings(v):
+    if isinstance(v, dict):
+        return {k: _without_timings(x) for k, x in v.items() if k not in TIMINGS}
+    if isinstance(v, list):
+        return [_without_timings(x) for x in v]
+    return v
 
 
 def _jsonable(v):

@@ -2,7 +2,8 @@
 Plan, or into a PlanError that says how many bytes are missing."""
 import time
 
-from pyembed.errors import FitError, PlanError
+from pyembed.errors import FitError, OverflowSizeError, PlanError
+from pyembed.model.validate import INT32_MAX
 from pyembed.plan import algorithms as A
 from pyembed.plan.core import Plan, Region, check_plan
 
@@ -122,5 +123,9 @@ def plan_problem(problem, regions=None, algorithm="auto", time_limit=5.0, **plan
                         f"(the liveness lower bound is {lb} B)") from None
     info["seconds"] = round(time.perf_counter() - t0, 4)
     plan = Plan(problem, regions, placement, algorithm=chosen, info=info, **plan_fields)
+    used = plan.region_used()
+    if any(v > INT32_MAX for v in used.values()):
+        raise OverflowSizeError(f"the plan needs {max(used.values())} B in one region, more than the C runtime's "
+                                f"int32 byte offsets allow ({INT32_MAX} B)")
     check_plan(plan)
     return plan

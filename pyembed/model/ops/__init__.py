@@ -62,6 +62,11 @@ def prepare_operator(graph, op, label):
         # a derived kernel parameter out of range (e.g. a requantization
         # multiplier from absurd scales): the model is inconsistent
         raise ModelError(f"{label}: operator {op.index} ({op.type}): {e}") from None
+    except (ZeroDivisionError, OverflowError, FloatingPointError) as e:
+        # the same from arithmetic on impossible values (a zero or infinite scale)
+        raise ModelError(f"{label}: operator {op.index} ({op.type}): its kernel parameters cannot be derived "
+                         f"from the model's values ({type(e).__name__}: {e}); are its quantization scales "
+                         f"positive and finite?") from None
 
 
 def _dtype_variant(graph, op):
