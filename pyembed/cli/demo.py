@@ -226,6 +226,8 @@ def run_demo(outdir="pyembed-demo", profile="stm32f446", model="kws", echo=click
         echo(f"           {o.line()}")
     if acc.bit_exact is False:
         failed.append("not bit-exact with a TFLite reference interpreter")
+    for o in acc.oracle_errors:
+        failed.append(f"{o.name} cannot run the model")
 
     # 6. CMSIS-NN vectors
     results = V.check_directory(PEER_VECTORS_DIR)

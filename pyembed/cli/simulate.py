@@ -102,6 +102,7 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
     graph = load_model(model)
     require_quantized(graph, "simulate")
     seg = _parse_segments(segments)
+    plan_lines = []     # what the planning path chose, printed once the inputs are checked
     if plan_path:
         require_executable(graph, "simulate")   # unsupported operators or float activations: exit 2 with the list
         from pyembed.plan import load_plan
@@ -149,9 +150,7 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
                 click.echo(failure_verdict(e))
             raise
         graph, plan = tp.graph, tp.plan
-        if not as_json:
-            for line in tp.lines:
-                click.echo(line)
+        plan_lines = tp.lines
     split = None
     if split_bytes is not None:
         from pyembed.cli.plan import parse_size
@@ -167,6 +166,9 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
     if inputs_path:
         xs = one_sample(graph, inputs_path)
         x = xs[0] if len(xs) == 1 else xs
+    if not as_json:
+        for line in plan_lines:
+            click.echo(line)
     result, _, exact = run_with_progress(
         "simulating", lambda: simulate_file(graph, prof, plan=plan, x=x, segments=seg, strategy=strategy, seed=seed,
                                             trace_path=trace_path, memory_png=plot_memory, gantt_png=plot_gantt,
