@@ -81,6 +81,7 @@ def test_every_command_plans_the_same(tmp_path, stem):
     m = re.search(r"ms per inference \(([\d,]+) cycles\)", demo)
     assert int(m.group(1).replace(",", "")) == sim["cycles"]
     assert f"           {verdict}" in demo.splitlines()
+    assert _last_line(demo) == verdict
     # the parts table's row for the same part shows the same figures
     row = [ln for ln in demo.splitlines() if ln.strip().startswith(PROFILE + " ")]
     assert len(row) == 1 and row[0].endswith(verdict.split(" — ", 1)[1]), row

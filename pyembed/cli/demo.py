@@ -38,10 +38,6 @@ def _kb(n):
     return f"{n / 1024:.1f} KB"
 
 
-def _pct(a, b):
-    return f"{100.0 * a / b:.0f}%" if b else "-"
-
-
 def _outdir(outdir):
     try:
         os.makedirs(outdir, exist_ok=True)
@@ -132,7 +128,7 @@ def run_demo(outdir="pyembed-demo", profile="stm32f446", model="kws", echo=click
     t_start = time.perf_counter()
     failed = []
     outdir, note = _outdir(outdir)
-    prof, regions = regions_for_mcu(profile)
+    prof, _ = regions_for_mcu(profile)
     path = _model_path(model)
     echo("pyembed demonstration")
     echo("=====================")
@@ -166,14 +162,6 @@ def run_demo(outdir="pyembed-demo", profile="stm32f446", model="kws", echo=click
     if shared and plan.arena_size < lb:
         echo(f"           {len(shared)} output-over-input overlaps, proven by running the kernels, take the plan "
              f"{lb - plan.arena_size:,} B below the bound")
-    used = plan.region_used()
-    for r in regions:
-        if used.get(r.name):
-            echo(f"           RAM   {r.name:<8} {used[r.name]:>8,} B of {r.size:>9,} B ({_pct(used[r.name], r.size)}) "
-                 f"activations + scratch")
-    wreg = prof.defaults["weights"]
-    echo(f"           flash {wreg:<8} {plan.flash_size:>8,} B of {prof.regions[wreg].size:>9,} B "
-         f"({_pct(plan.flash_size, prof.regions[wreg].size)}) weights and constants")
     echo(f"           {tp.verdict()}")
     if not tp.fits():
         failed.append(f"the model does not fit {prof.name}")
@@ -256,6 +244,7 @@ def run_demo(outdir="pyembed-demo", profile="stm32f446", model="kws", echo=click
     echo(f"report: {rep['html']}   trace: {trace} (open in https://ui.perfetto.dev)")
     echo(f"done in {time.perf_counter() - t_start:.1f} s: " + ("all checks passed" if not failed else
                                                              "FAILED: " + "; ".join(failed)))
+    echo(tp.verdict())
     return 1 if failed else 0
 
 

@@ -176,7 +176,9 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
         expected_seconds=max(2.0, graph.macs / 4e6))
     missed = deadline_ms is not None and result.latency_ms > deadline_ms
     from pyembed.target.planning import fits, verdict_line
-    verdict, fit = verdict_line(plan, prof), fits(plan, prof)
+    # a segment block or streamed weights are part of the run: the verdict counts what the run placed
+    seg_used = (result.region_used, result.flash_bytes) if result.segments is not None else (None, None)
+    verdict, fit = verdict_line(plan, prof, *seg_used), fits(plan, prof, *seg_used)
     seg_note, seg_lines, seg_dict = None, [], None
     if isinstance(seg, int):   # a block the user named: say whether and how the model was divided
         from firmware_sim.autoseg import describe, segment_note, to_dict

@@ -165,24 +165,39 @@ def plan_for_target(model, profile=None, options=None, regions=None, action="pla
 
 # -- the verdict ----------------------------------------------------------------------------------
 
-def usage(plan, profile=None):
+def usage(plan, profile=None, ram_used=None, flash_used=None):
     """[(name, used bytes, capacity or None, kind)] for each RAM region of the
     plan and, last, the flash ("flash", plan.flash_size, the profile's weight
-    region's size or None, "flash")."""
+    region's size or None, "flash").
+
+    ram_used / flash_used ({region: bytes}, e.g. a simulation's region_used
+    and flash_bytes): what a run placed beyond the plan, counted where it
+    is larger (a weight segment block after the arena, weights streamed from
+    external flash instead of the internal one)."""
     used = plan.region_used()
-    rows = [(r.name, int(used.get(r.name, 0)), None if r.size is None else int(r.size), "ram")
-            for r in plan.regions]
-    cap = None
+    rows = []
+    for r in plan.regions:
+        n = max(int(used.get(r.name, 0)), int((ram_used or {}).get(r.name, 0)))
+        rows.append((r.name, n, None if r.size is None else int(r.size), "ram"))
+    for name, n in (ram_used or {}).items():
+        if name not in used and profile is not None and name in profile.regions:
+            rows.append((name, int(n), int(profile.regions[name].size), "ram"))
+    wreg = None
     if profile is not None:
         wreg = (profile.defaults or {}).get("weights") or profile.flash_region
-        cap = int(profile.regions[wreg].size)
-    rows.append(("flash", int(plan.flash_size), cap, "flash"))
+    if flash_used:
+        for name, n in flash_used.items():
+            cap = int(profile.regions[name].size) if profile is not None and name in profile.regions else None
+            rows.append(("flash" if name == wreg else f"flash {name}", int(n), cap, "flash"))
+    else:
+        cap = int(profile.regions[wreg].size) if wreg is not None else None
+        rows.append(("flash", int(plan.flash_size), cap, "flash"))
     return rows
 
 
-def fits(plan, profile=None):
+def fits(plan, profile=None, ram_used=None, flash_used=None):
     """True when every region, and the flash when its capacity is known, holds the plan."""
-    return all(cap is None or used <= cap for _, used, cap, _ in usage(plan, profile))
+    return all(cap is None or used <= cap for _, used, cap, _ in usage(plan, profile, ram_used, flash_used))
 
 
 def _figure(name, used, cap, kind):
@@ -193,12 +208,12 @@ def _figure(name, used, cap, kind):
     return f"{label} {used:,} / {cap:,} B{pct}"
 
 
-def verdict_line(plan, profile=None):
+def verdict_line(plan, profile=None, ram_used=None, flash_used=None):
     """'verdict: fits — DTCM 25,872 / 65,536 B (39.5 %), SRAM1 0 / 245,760 B,
     flash 80,912 / 1,048,576 B (7.7 %)': every RAM region of the plan and the
     flash, used of capacity (no capacity when the regions were given by hand
-    without a profile)."""
-    rows = usage(plan, profile)
+    without a profile); ram_used / flash_used as for usage."""
+    rows = usage(plan, profile, ram_used, flash_used)
     ok = all(cap is None or used <= cap for _, used, cap, _ in rows)
     over = [f"{name} over by {used - cap:,} B" for name, used, cap, _ in rows if cap is not None and used > cap]
     head = "fits" if ok else "does not fit (" + "; ".join(over) + ")"
