@@ -52,7 +52,9 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
     """Generate a Cortex-M firmware project for MODEL (.tflite/.onnx or a
     bundled model name) on PROFILE; with --run, build it and run it on QEMU.
 
-    Exit 1 when the firmware's outputs differ from the host run."""
+    The graph and its plan are the ones 'pyembed plan' makes with the same
+    options; the output ends with the same verdict line. Exit 1 when the
+    model does not fit or the firmware's outputs differ from the host run."""
     from pyembed.cli.model import _resolve
     from pyembed.target.firmware import generate
     from pyembed.cli.plan import parse_fraction

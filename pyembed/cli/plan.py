@@ -95,8 +95,10 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
                  fc_w16_min_macs=None):
     """Plan the static memory of MODEL (.tflite / .onnx) and emit C headers.
 
-    Prints the arena per region against the liveness lower bound; fails
-    (exit 1) with the number of missing bytes when the plan does not fit."""
+    Prints the arena per region against the liveness lower bound and ends
+    with the verdict line (fits / does not fit, each RAM region and the
+    flash used of capacity); fails (exit 1) with the number of missing bytes
+    when the plan does not fit. simulate, firmware and demo plan the same way."""
     from pyembed.codegen.emit import write_plan_outputs
     from pyembed.errors import ArgumentError, FitError
     from pyembed.model.load import load_model

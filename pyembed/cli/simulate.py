@@ -90,7 +90,9 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
     Prints the latency, RAM and flash use per region, whether the outputs
     are bit-exact with the host run, and the time of each operator. Exit 1
     if the plan does not fit the part, the firmware faults, the outputs
-    differ from the host run or the deadline is missed."""
+    differ from the host run or the deadline is missed. Without --plan the
+    model is planned as 'pyembed plan' plans it (same options, same
+    arena); the output ends with the same verdict line."""
     from firmware_sim.profiles import load_profile
     from firmware_sim.sim import simulate_file
     from pyembed.model.load import load_model
