@@ -147,6 +147,7 @@ class Placement:
         self.life = {}            # Buffer name -> (first step, last step)
         self.order = []
         self.flash = []           # flash Buffers
+        self.flash_extent = (None, 0)   # (weights region, bytes of the constants image, parameter words included)
 
     def region_used(self):
         used = {}
@@ -250,6 +251,8 @@ def place_plan(graph, plan, profile, region_map=None, weights_region=None):
         pl.tensor[int(it.tensor)] = buf
         pl.flash.append(buf)
         end = max(end, buf.end)
+    # the constants' extent: the plan's flash image (parameter words included) when it has one
+    pl.flash_extent = (wreg, max(_align(end), int(plan.flash_size) if getattr(plan, "flash", None) else 0))
     if end > spec.size:
         raise FitError(f"the model does not fit flash: its constants need {end} B, region {wreg} of "
                         f"{profile.name} has {spec.size} B")
@@ -504,6 +507,9 @@ def simulate(graph, plan=None, profile="stm32f446", x=None, *, segments=None, st
     flash_bytes = {}
     for b in pl.flash if seg_plan is None else []:
         flash_bytes[b.region] = max(flash_bytes.get(b.region, 0), _align(b.end))
+    if seg_plan is None and pl.flash:
+        wreg, extent = pl.flash_extent
+        flash_bytes[wreg] = max(flash_bytes.get(wreg, 0), extent)
     if seg_plan is not None:
         flash_bytes[seg_plan.source_region] = sum(_align(s.nbytes) for s in seg_plan.segments)
     used = pl.region_used()

@@ -91,7 +91,66 @@ class OracleResult:
         if self.status == "mismatch":
             return (f"{self.name}: MISMATCH, {self.mismatches} of {self.elements} output elements differ on "
                     f"{self.inputs} input(s) ({self.detail})")
-        return f"{self.name}: {self.status}" + (f" ({self.detail})" if self.detail else "")
+        if self.status == "error":
+            return f"{self.name}: FAILED, it cannot run the model" + (f" ({self.detail})" if self.detail else "")
+        # not installed / not applicable: nothing was compared, and the line says so
+        return f"{self.name}: not compared, {self.status}" + (f" ({self.detail})" if self.detail else "")
+
+
+TASKS = ("auto", "classify", "regress")
+CLASSIFIER_OPS = ("SOFTMAX", "LOG_SOFTMAX")
+
+
+def output_tasks(graph, task="auto", samples=None):
+    """"classify" or "regress" per graph output. task "classify" / "regress"
+    applies to every output; "auto": classify an output a SOFTMAX or
+    LOG_SOFTMAX writes (through a trailing QUANTIZE / DEQUANTIZE / RESHAPE),
+    or any output of a model whose bundled samples are a classifier's; the
+    others are regression outputs."""
+    if task not in TASKS:
+        raise ArgumentError(f"task: expected one of {', '.join(TASKS)}, got {task!r}")
+    if task != "auto":
+        return [task] * len(graph.outputs)
+    if getattr(samples, "kind", None) == "classifier":
+        return ["classify"] * len(graph.outputs)
+    writer = {o: op for op in graph.operators for o in op.outputs if o >= 0}
+    out = []
+    for t in graph.outputs:
+        op = writer.get(t)
+        while op is not None and op.type in ("QUANTIZE", "DEQUANTIZE", "RESHAPE") and op.inputs:
+            op = writer.get(op.inputs[0])
+        out.append("classify" if op is not None and op.type in CLASSIFIER_OPS else "regress")
+    return out
+
+
+@dataclasses.dataclass
+class OutputError:
+    """One graph output, int8 against the float64 model end to end."""
+    output: int
+    task: str                 # classify | regress
+    scale: float              # real units per LSB
+    snr_db: float
+    max_abs: float            # real units
+    mean_abs: float
+    max_abs_lsb: float
+    mean_abs_lsb: float
+    top_class_agree: float | None = None   # classifiers: share of inputs whose argmax agrees
+
+    def line(self):
+        snr = "exact" if self.snr_db == math.inf else f"{self.snr_db:.1f} dB"
+        err = (f"max abs error {self.max_abs:.4g} ({self.max_abs_lsb:.2f} LSB), mean abs error {self.mean_abs:.4g} "
+               f"({self.mean_abs_lsb:.3f} LSB), SNR {snr}")
+        if self.task == "classify":
+            agree = ("top class not comparable (one value)" if self.top_class_agree is None else
+                     f"the int8 and float top class agree on {100 * self.top_class_agree:.0f}% of inputs")
+            return f"output {self.output} (classifier): {agree}; {err}"
+        return f"output {self.output} (regression): {err}"
+
+    def to_dict(self):
+        d = dataclasses.asdict(self)
+        for k in ("snr_db", "max_abs", "mean_abs", "max_abs_lsb", "mean_abs_lsb"):
+            d[k] = _json_float(d[k])
+        return d
 
 
 @dataclasses.dataclass
@@ -105,6 +164,12 @@ class AccuracyReport:
     oracles: list
     output_agreement: list          # per graph output: share of inputs whose argmax agrees (classifiers)
     synthetic: bool = False         # random inputs, not real data
+    outputs: list = dataclasses.field(default_factory=list)   # OutputError per graph output
+
+    @property
+    def oracle_errors(self):
+        """The installed oracles that could not run the model."""
+        return [o for o in self.oracles if o.status == "error"]
 
     def flagged(self, mode="end_to_end"):
         return [r for r in self.layers[mode] if r.flagged]
@@ -119,8 +184,9 @@ class AccuracyReport:
 
     @property
     def ok(self):
-        """No oracle disagrees and no layer is below the threshold (end to end)."""
-        return self.bit_exact is not False and not self.flagged("end_to_end")
+        """No oracle disagrees or fails to run the model, and no layer is below
+        the threshold (end to end)."""
+        return self.bit_exact is not False and not self.oracle_errors and not self.flagged("end_to_end")
 
     def table(self, mode="end_to_end"):
         if mode not in MODES:
@@ -149,9 +215,12 @@ class AccuracyReport:
             snr = "exact" if last.snr_db == math.inf else f"{last.snr_db:.1f} dB"
             out.append(f"model output vs the float64 model run end to end: SNR {snr}, max error "
                        f"{last.max_abs_lsb:.2f} LSB, cosine {last.cosine:.5f}")
-        for k, agree in enumerate(self.output_agreement):
-            if agree is not None:
-                out.append(f"output {k}: the int8 and float top class agree on {100 * agree:.0f}% of inputs")
+        if self.outputs:
+            out.extend(o.line() for o in self.outputs)
+        else:
+            for k, agree in enumerate(self.output_agreement):
+                if agree is not None:
+                    out.append(f"output {k}: the int8 and float top class agree on {100 * agree:.0f}% of inputs")
         flagged = self.flagged(mode)
         out.append(f"layers below {self.min_snr_db:g} dB SNR ({mode.replace('_', ' ')}): "
                    + (", ".join(f"#{r.op} {r.type}" for r in flagged) if flagged else "none"))
@@ -167,6 +236,8 @@ class AccuracyReport:
             "oracles": [dataclasses.asdict(o) for o in self.oracles],
             "bit_exact": self.bit_exact,
             "output_agreement": self.output_agreement,
+            "outputs": [o.to_dict() for o in self.outputs],
+            "oracle_errors": [o.name for o in self.oracle_errors],
             "ok": self.ok,
         }
 
@@ -408,7 +479,7 @@ def calibrated_random_inputs(graph, n, seed=0):
 
 
 def check_accuracy(model, inputs=None, n=8, seed=0, min_snr_db=DEFAULT_MIN_SNR_DB, oracles=True,
-                   progress=None):
+                   progress=None, task="auto"):
     """Compare the int8 network with the float64 reference (both tables) and
     with the TFLite reference interpreters. Returns an AccuracyReport.
 
@@ -417,7 +488,9 @@ def check_accuracy(model, inputs=None, n=8, seed=0, min_snr_db=DEFAULT_MIN_SNR_D
     a pyembed.check.samples.Samples (bundled real samples), an array / list
     of arrays, or a .npy / .npz path (see load_inputs).
     progress: optional callable(iterable, length, label) -> iterable, used to
-    show progress over the samples."""
+    show progress over the samples. task: "auto", "classify" or "regress"
+    (output_tasks): top-class agreement only for classifier outputs; every
+    output gets its error statistics (report.outputs)."""
     from pyembed.model.load import load_model
     from pyembed.model.validate import validate_graph
     graph = model if hasattr(model, "operators") else load_model(model)
@@ -437,8 +510,10 @@ def check_accuracy(model, inputs=None, n=8, seed=0, min_snr_db=DEFAULT_MIN_SNR_D
     else:
         samples = load_inputs(graph, inputs)
         source = os.path.basename(os.fspath(inputs)) if isinstance(inputs, (str, os.PathLike)) else "given"
+    tasks = output_tasks(graph, task, inputs)
     rt = graph.compile()
     stats = {m: {} for m in MODES}
+    out_stats = [_Stats() for _ in graph.outputs]
     order = list(rt.order)
     agree = [[] for _ in graph.outputs]
     it = range(len(samples))
@@ -458,7 +533,9 @@ def check_accuracy(model, inputs=None, n=8, seed=0, min_snr_db=DEFAULT_MIN_SNR_D
                 stats[mode].setdefault(t, _Stats()).add(dequantize(tensor, q[t]), ref[mode][t], scale, lo, hi)
         for k, t in enumerate(graph.outputs):
             qa, ra = q[t], ref["end_to_end"][t]
-            if qa.size > 1 and qa.shape[-1] > 1:
+            scale, lo, hi = _output_range(graph.tensors[t])
+            out_stats[k].add(dequantize(graph.tensors[t], qa), ra, scale, lo, hi)
+            if tasks[k] == "classify" and qa.size > 1 and qa.shape[-1] > 1:
                 agree[k].append(float(np.mean(np.argmax(qa.reshape(-1, qa.shape[-1]), -1)
                                               == np.argmax(ra.reshape(-1, ra.shape[-1]), -1))))
     layers = {}
@@ -475,8 +552,13 @@ def check_accuracy(model, inputs=None, n=8, seed=0, min_snr_db=DEFAULT_MIN_SNR_D
                             rounding="double (TFLite reference / TFLM / CMSIS-NN)", min_snr_db=float(min_snr_db),
                             layers=layers, oracles=[], output_agreement=[float(np.mean(a)) if a else None
                                                                          for a in agree], synthetic=synthetic)
-    if getattr(inputs, "kind", "classifier") != "classifier":     # bundled samples of a non-classifier
+    if getattr(inputs, "kind", "classifier") != "classifier" and task == "auto":   # bundled non-classifier samples
         report.output_agreement = [None] * len(graph.outputs)
+    for k, t in enumerate(graph.outputs):
+        snr, mx, mean, _, _ = out_stats[k].result()
+        scale = _output_range(graph.tensors[t])[0]
+        report.outputs.append(OutputError(k, tasks[k], scale, snr, mx * scale, mean * scale, mx, mean,
+                                          report.output_agreement[k] if tasks[k] == "classify" else None))
     if oracles:
         report.oracles = check_oracles(graph, samples)
     return report
@@ -571,16 +653,52 @@ def _litert_oracle(graph, path, samples):
         return OracleResult(name, "error", f"LiteRT failed: {_first_line(e)}")
 
 
+class _CapturedStderr:
+    """The C library's own messages (fd 2) while the interpreter runs, kept to
+    say why it failed: tflite-micro prints the reason ("Type INT8 (9) not
+    supported.", "Failed to allocate ...") and raises a bare "failed"."""
+
+    def __enter__(self):
+        import sys
+        import tempfile
+        self.text = ""
+        try:
+            sys.stderr.flush()
+            self._file = tempfile.TemporaryFile()
+            self._saved = os.dup(2)
+            os.dup2(self._file.fileno(), 2)
+        except (OSError, ValueError):
+            self._file = None
+        return self
+
+    def __exit__(self, *exc):
+        if self._file is None:
+            return False
+        os.dup2(self._saved, 2)
+        os.close(self._saved)
+        self._file.seek(0)
+        self.text = self._file.read().decode("utf-8", "replace")
+        self._file.close()
+        return False
+
+    def reason(self):
+        lines = [ln.strip() for ln in self.text.splitlines() if ln.strip()]
+        return "; ".join(lines[-3:])
+
+
 def _tflm_oracle(graph, path, samples):
     name = "tflite-micro interpreter (reference kernels)"
     try:
         from tflite_micro.python.tflite_micro import runtime
     except ImportError:
         return OracleResult(name, "not installed", "pip install tflite-micro to compare bit for bit")
+    cap = _CapturedStderr()
     try:
-        it = runtime.Interpreter.from_file(path)
+        with cap:
+            it = runtime.Interpreter.from_file(path)
     except Exception as e:   # noqa: BLE001
-        return OracleResult(name, "error", f"tflite-micro cannot load the model: {_first_line(e)}")
+        why = f": {_first_line(cap.reason())}" if cap.reason() else ""
+        return OracleResult(name, "error", f"tflite-micro cannot load the model: {_first_line(e)}{why}")
 
     stateful = any(t.is_variable for t in graph.tensors)
 
@@ -591,10 +709,13 @@ def _tflm_oracle(graph, path, samples):
             it.set_input(v, k)
         it.invoke()
         return [it.get_output(k) for k in range(len(graph.outputs))]
+    cap = _CapturedStderr()
     try:
-        return _compare(name, graph, samples, "double", run, "pyembed's default double rounding")
+        with cap:
+            return _compare(name, graph, samples, "double", run, "pyembed's default double rounding")
     except Exception as e:   # noqa: BLE001
-        return OracleResult(name, "error", f"tflite-micro failed: {_first_line(e)}")
+        why = f": {_first_line(cap.reason())}" if cap.reason() else ""
+        return OracleResult(name, "error", f"tflite-micro failed: {_first_line(e)}{why}")
 
 
 def layer_errors_from_dict(d):
@@ -612,5 +733,5 @@ def layer_errors_from_dict(d):
     return out
 
 
-__all__ = ["check_accuracy", "calibrated_random_inputs", "load_inputs", "random_inputs", "check_oracles", "AccuracyReport", "LayerError",
+__all__ = ["check_accuracy", "output_tasks", "OutputError", "TASKS", "calibrated_random_inputs", "load_inputs", "random_inputs", "check_oracles", "AccuracyReport", "LayerError",
            "OracleResult", "MODES", "MODE_TITLES", "DEFAULT_MIN_SNR_DB"]

@@ -256,13 +256,15 @@ def _fmt_snr(v):
 
 
 def write_report(outdir, graph, result, plan=None, accuracy=None, bit_exact=None, deadline_ms=None,
-                 title=None):
+                 title=None, verdict=None):
     """Write report.html (self-contained) and report.md (+ PNGs) into outdir.
 
     graph: the pyembed Graph; result: firmware_sim Result; plan: the
     pyembed.plan Plan it ran with (memory map and bound sections);
     accuracy: a pyembed.check.accuracy AccuracyReport (accuracy section);
-    bit_exact: whether the simulated outputs equal the host run.
+    bit_exact: whether the simulated outputs equal the host run;
+    verdict: the fit line of pyembed.target.planning.verdict_line (None:
+    made here from plan and the result's profile, when there is a plan).
     Returns {"html": path, "markdown": path, <png name>: path, ...}."""
     os.makedirs(outdir, exist_ok=True)
     d = _Doc(outdir)
@@ -272,6 +274,11 @@ def write_report(outdir, graph, result, plan=None, accuracy=None, bit_exact=None
 
     # -- summary
     d.h2("summary", "Summary")
+    if verdict is None and plan is not None:
+        from pyembed.target.planning import verdict_line
+        verdict = verdict_line(plan, p)
+    if verdict is not None:
+        d.p(verdict)
     kpis = [("latency", f"{result.latency_ms:.3f} ms"), ("cycles", f"{result.cycles:,}"),
             ("part", f"{p.part}, {p.core} {p.clock_hz / 1e6:g} MHz"),
             ("RAM planned", ", ".join(f"{r} {b:,} B" for r, b in result.region_used.items())),
@@ -286,8 +293,12 @@ def write_report(outdir, graph, result, plan=None, accuracy=None, bit_exact=None
         checks.append((f"deadline {deadline_ms:g} ms", "met" if ok else "MISSED", ok))
     if accuracy is not None:
         for o in accuracy.oracles:
-            checks.append((o.name, o.status + (f" ({o.mismatches} of {o.elements} differ)" if o.mismatches else ""),
-                           o.status != "mismatch"))
+            # green only for a comparison that ran and agreed; an oracle that is not
+            # installed or not applicable compared nothing (amber); a mismatch or an
+            # oracle that could not run the model is a failure (red)
+            ok = {"bit-exact": True, "mismatch": False, "error": False}.get(o.status, "warn")
+            checks.append((o.name, o.status + (f" ({o.mismatches} of {o.elements} differ)" if o.mismatches else "")
+                           + (f" ({o.detail})" if o.status == "error" and o.detail else ""), ok))
         checks.extend(_accuracy_checks(accuracy))
     if checks:
         # ok: True (green), False (red), "warn" (amber: worth a look, not a failure)

@@ -41,9 +41,13 @@ from pyembed.cli.options import (apply_attention, attention_option, check_inputs
 @click.option("--oracle/--no-oracle", default=True, show_default=True,
               help="Compare the outputs bit for bit with LiteRT (BUILTIN_REF) and tflite-micro where installed.")
 @attention_option()
+@click.option("--task", type=click.Choice(["auto", "classify", "regress"]), default="auto", show_default=True,
+              help="What the outputs are: classify = top-class agreement plus error statistics, regress = error "
+                   "statistics (max / mean abs error in output units and LSB, SNR); auto = classify an output a "
+                   "SOFTMAX writes (or a bundled classifier's), regress the others.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable report (both tables).")
 def check_command(model, inputs_path, n, force_random, seed, min_snr, mode, output_dir, plot_path, no_plot, oracle,
-                  as_json, attention="none"):
+                  as_json, attention="none", task="auto"):
     """Fixed-point accuracy of MODEL: its int8 layers against a float64
     reference of the same network, and bit-exactness against the TensorFlow
     Lite reference interpreters.
@@ -54,7 +58,11 @@ def check_command(model, inputs_path, n, force_random, seed, min_snr, mode, outp
     what the int8 output can represent (saturation). On a bundled model the
     bundled real samples are used and each one's int8 and float64
     predictions are listed; otherwise random inputs, which the report calls
-    synthetic."""
+    synthetic.
+
+    Exit 1 when an installed TFLite interpreter (LiteRT, tflite-micro)
+    differs from pyembed or cannot run the model (the line says why), or,
+    with --min-snr, when a layer is below it."""
     from pyembed.check.accuracy import MODE_TITLES, check_accuracy
     from pyembed.check.samples import bundled_samples, predictions
     from pyembed.model.load import load_model
@@ -76,7 +84,7 @@ def check_command(model, inputs_path, n, force_random, seed, min_snr, mode, outp
         inputs = known
     threshold = DEFAULT_MIN_SNR_DB if min_snr is None else min_snr
     rep = check_accuracy(graph, inputs=inputs, n=n, seed=seed, min_snr_db=threshold, oracles=oracle,
-                         progress=progress_iter)
+                         progress=progress_iter, task=task)
     preds = predictions(graph, known) if known is not None else []
     png = None
     if not no_plot and (plot_path or output_dir):
@@ -87,7 +95,8 @@ def check_command(model, inputs_path, n, force_random, seed, min_snr, mode, outp
             png = os.path.join(output_dir, f"{graph.name}-snr.png")
         rep.plot_snr(png)
     below = bool(rep.flagged(key))
-    failed = rep.bit_exact is False or (min_snr is not None and below)
+    oracle_errors = rep.oracle_errors
+    failed = rep.bit_exact is False or bool(oracle_errors) or (min_snr is not None and below)
     if as_json:
         d = rep.to_dict()
         d.update({"table": key, "plot": png, "ok": not failed, "min_snr_set": min_snr is not None,
@@ -102,6 +111,8 @@ def check_command(model, inputs_path, n, force_random, seed, min_snr, mode, outp
         if oracle:
             for line in rep.oracle_lines():
                 click.echo(line)
+            if rep.bit_exact is None and not oracle_errors:
+                click.echo("bit-exactness: NOT CHECKED (no TFLite interpreter ran the model)")
         if preds:
             agree = sum(p.agree for p in preds)
             click.echo(f"bundled samples ({known.note}): int8 and float64 agree on {agree} of {len(preds)}")
@@ -114,6 +125,10 @@ def check_command(model, inputs_path, n, force_random, seed, min_snr, mode, outp
             click.echo(f"wrote per-layer SNR plot: {png}")
         elif not no_plot:
             click.echo("(add --output-dir DIR for the per-layer SNR plot)")
+    if oracle_errors:
+        # the reason on stderr too, as every failed check ends
+        click.echo("pyembed: error: " + "; ".join(f"{o.name} cannot run the model: {o.detail}" for o in oracle_errors)
+                   + " (pyembed's result is unconfirmed)", err=True)
     sys.exit(EXIT_CHECK_FAILED if failed else EXIT_OK)
 
 

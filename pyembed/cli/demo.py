@@ -38,10 +38,6 @@ def _kb(n):
     return f"{n / 1024:.1f} KB"
 
 
-def _pct(a, b):
-    return f"{100.0 * a / b:.0f}%" if b else "-"
-
-
 def _outdir(outdir):
     try:
         os.makedirs(outdir, exist_ok=True)
@@ -64,26 +60,28 @@ def _model_path(model):
     return path
 
 
-def _parts_table(graph, x):
-    """The same planning on every bundled profile: does it fit, how fast."""
+def _parts_table(graph, x, shown=None):
+    """The same planning on every bundled profile (pyembed.target.planning,
+    the one path every command plans with): does it fit, how fast. shown:
+    (profile name, TargetPlan) already planned for the demo's own part."""
     from firmware_sim.profiles import list_profiles
     from firmware_sim.sim import simulate
-    from pyembed.errors import PlanError
-    from pyembed.plan import plan_graph
-    from pyembed.cli.plan import regions_for_mcu
+    from pyembed.errors import FitError
+    from pyembed.target.planning import plan_for_target
     rows = []
     for name in list_profiles():
-        prof, regions = regions_for_mcu(name)
-        ram = sum(r.size for r in regions)
-        flash = prof.regions[prof.defaults["weights"]].size
         try:
-            plan = plan_graph(graph, regions, algorithm="greedy_size", overlaps=True)
-            r = simulate(graph, plan, prof, x)
-            fits = ", ".join(f"{reg} {b:,} of {prof.regions[reg].size:,} B" for reg, b in r.region_used.items())
-            fits += ", " + ", ".join(f"{reg} {b:,} of {prof.regions[reg].size:,} B" for reg, b in r.flash_bytes.items())
-            rows.append((prof, f"{r.latency_ms:9.2f} ms", fits, ram, flash))
-        except PlanError as e:
-            rows.append((prof, "does not fit", str(e).splitlines()[0][:60], ram, flash))
+            tp = shown[1] if shown is not None and name == shown[0] else plan_for_target(graph, name, action="demo")
+        except FitError as e:
+            from firmware_sim.profiles import load_profile
+            rows.append((load_profile(name), "does not fit", str(e).splitlines()[0][:60]))
+            continue
+        figures = tp.verdict().split(" — ", 1)[1]
+        if not tp.fits():
+            rows.append((tp.profile, "does not fit", figures))
+            continue
+        r = simulate(tp.graph, tp.plan, tp.profile, x)
+        rows.append((tp.profile, f"{r.latency_ms:9.2f} ms", figures))
     return rows
 
 
@@ -124,14 +122,13 @@ def run_demo(outdir="pyembed-demo", profile="stm32f446", model="kws", echo=click
     from pyembed.data import PEER_VECTORS_DIR
     from pyembed.codegen.emit import write_plan_outputs
     from pyembed.model.load import load_model
-    from pyembed.plan import plan_graph
     from pyembed.cli.plan import regions_for_mcu
     from pyembed.plan.report import used_overlaps
 
     t_start = time.perf_counter()
     failed = []
     outdir, note = _outdir(outdir)
-    prof, regions = regions_for_mcu(profile)
+    prof, _ = regions_for_mcu(profile)
     path = _model_path(model)
     echo("pyembed demonstration")
     echo("=====================")
@@ -150,24 +147,24 @@ def run_demo(outdir="pyembed-demo", profile="stm32f446", model="kws", echo=click
         echo(f"   cannot run: {', '.join(f'#{i} {t}' for i, t in g.unsupported)}")
         return 1
 
-    # 2. plan
-    plan = plan_graph(g, regions, algorithm="auto", overlaps=True, time_limit=2.0)
+    # 2. plan (the one planning path: pyembed plan / simulate / firmware plan the same way)
+    from pyembed.target.planning import plan_for_target
+    imported = g
+    tp = plan_for_target(g, prof, action="demo")
+    g, plan = tp.graph, tp.plan
     lb = plan.problem.lower_bound()
     shared = used_overlaps(plan)
     no_reuse = sum(b.aligned_size for b in plan.buffers)
-    echo(f"2. Plan     for {prof.name} ({prof.part}): arena {plan.arena_size:,} B ({plan.algorithm}); "
-         f"liveness lower bound {lb:,} B; no reuse {no_reuse:,} B")
-    if shared:
+    rewrite = (f"{sum(op.type == 'PE_STRIPE_REGION' for op in g.operators)} stripe region(s), "
+               f"{sum(op.type == 'PE_CONV_POOL' for op in g.operators)} fused conv->pool")
+    echo(f"2. Plan     for {prof.name} ({prof.part}): arena {plan.arena_size:,} B ({plan.algorithm}; --strategy auto: "
+         f"{rewrite}); liveness lower bound {lb:,} B; no reuse {no_reuse:,} B")
+    if shared and plan.arena_size < lb:
         echo(f"           {len(shared)} output-over-input overlaps, proven by running the kernels, take the plan "
              f"{lb - plan.arena_size:,} B below the bound")
-    used = plan.region_used()
-    for r in regions:
-        if used.get(r.name):
-            echo(f"           RAM   {r.name:<8} {used[r.name]:>8,} B of {r.size:>9,} B ({_pct(used[r.name], r.size)}) "
-                 f"activations + scratch")
-    wreg = prof.defaults["weights"]
-    echo(f"           flash {wreg:<8} {plan.flash_size:>8,} B of {prof.regions[wreg].size:>9,} B "
-         f"({_pct(plan.flash_size, prof.regions[wreg].size)}) weights and constants")
+    echo(f"           {tp.verdict()}")
+    if not tp.fits():
+        failed.append(f"the model does not fit {prof.name}")
 
     # 3. C headers
     paths = write_plan_outputs(g, plan, outdir)
@@ -176,8 +173,8 @@ def run_demo(outdir="pyembed-demo", profile="stm32f446", model="kws", echo=click
     # 4. simulate (on the first bundled real sample when there is one)
     from pyembed.check.accuracy import load_inputs
     from pyembed.check.samples import bundled_samples, predictions
-    samples = bundled_samples(g)
-    x = (load_inputs(g, samples.x[:1]) if samples is not None else random_inputs(g, 1, seed=0))[0][0]
+    samples = bundled_samples(imported)
+    x = (load_inputs(imported, samples.x[:1]) if samples is not None else random_inputs(imported, 1, seed=0))[0][0]
     res = simulate(g, plan, prof, x)
     exact = all(np.array_equal(a, b) for a, b in zip(res.outputs, g.run(x, layout="internal")))
     if not exact:
@@ -188,11 +185,12 @@ def run_demo(outdir="pyembed-demo", profile="stm32f446", model="kws", echo=click
     echo("           slowest: " + ", ".join(f"#{o.op} {o.type} {100 * o.cycles / max(1, res.compute_cycles()):.0f}%"
                                              for o in slowest))
     echo("           the same model on every bundled part:")
-    for p, lat, fits, ram, flash in _parts_table(g, x):
+    for p, lat, fits in _parts_table(imported, x, shown=(prof.name, tp)):
         echo(f"             {p.name:<14} {p.core:<13} {p.clock_hz / 1e6:>4g} MHz {lat:>13}   {fits}")
 
     # 5. accuracy
-    acc = check_accuracy(g, inputs=samples, n=4, seed=0)
+    # the pipeline's operators compute what the imported ones do: accuracy on the imported graph
+    acc = check_accuracy(imported, inputs=samples, n=4, seed=0)
     e2e = acc.layers["end_to_end"]
     per = acc.layers["per_layer"]
     worst = min(per, key=lambda r: r.snr_db)
@@ -202,7 +200,7 @@ def run_demo(outdir="pyembed-demo", profile="stm32f446", model="kws", echo=click
     echo(f"           final output SNR {e2e[-1].snr_db:.1f} dB end to end; worst layer on its own: "
          f"#{worst.op} {worst.type} {worst.snr_db:.1f} dB ({100 * worst.out_of_range:.1f}% saturated)")
     if samples is not None:
-        preds = predictions(g, samples)
+        preds = predictions(imported, samples)
         echo(f"           predictions, int8 vs float64 ({samples.note}):")
         for p in preds:
             echo("             " + p.line())
@@ -216,6 +214,8 @@ def run_demo(outdir="pyembed-demo", profile="stm32f446", model="kws", echo=click
         echo(f"           {o.line()}")
     if acc.bit_exact is False:
         failed.append("not bit-exact with a TFLite reference interpreter")
+    for o in acc.oracle_errors:
+        failed.append(f"{o.name} cannot run the model")
 
     # 6. CMSIS-NN vectors
     results = V.check_directory(PEER_VECTORS_DIR)
@@ -239,11 +239,12 @@ def run_demo(outdir="pyembed-demo", profile="stm32f446", model="kws", echo=click
     # the report
     trace = os.path.join(outdir, "trace.json")
     res.write_trace(trace)
-    rep = R.write_report(outdir, g, res, plan=plan, accuracy=acc, bit_exact=exact)
+    rep = R.write_report(outdir, g, res, plan=plan, accuracy=acc, bit_exact=exact, verdict=tp.verdict())
     echo("")
     echo(f"report: {rep['html']}   trace: {trace} (open in https://ui.perfetto.dev)")
     echo(f"done in {time.perf_counter() - t_start:.1f} s: " + ("all checks passed" if not failed else
                                                              "FAILED: " + "; ".join(failed)))
+    echo(tp.verdict())
     return 1 if failed else 0
 
 

@@ -19,7 +19,7 @@ import tempfile
 import click
 import numpy as np
 
-from pyembed.cli.options import (apply_attention, attention_option, fc_int16_weights_option, max_extra_macs_option,
+from pyembed.cli.options import (attention_option, fc_int16_weights_option, max_extra_macs_option,
                                  stream_input_option, strategy_option)
 
 
@@ -52,7 +52,9 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
     """Generate a Cortex-M firmware project for MODEL (.tflite/.onnx or a
     bundled model name) on PROFILE; with --run, build it and run it on QEMU.
 
-    Exit 1 when the firmware's outputs differ from the host run."""
+    The graph and its plan are the ones 'pyembed plan' makes with the same
+    options; the output ends with the same verdict line. Exit 1 when the
+    model does not fit or the firmware's outputs differ from the host run."""
     from pyembed.cli.model import _resolve
     from pyembed.target.firmware import generate
     from pyembed.cli.plan import parse_fraction
@@ -62,9 +64,10 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
     if stream_input and pipeline not in ("stripes", "auto"):
         raise ArgumentError(f"--stream-input with --strategy {pipeline}: the input is streamed into a stripe region; "
                             f"use --strategy stripes or auto")
+    from pyembed.errors import FitError
+    from pyembed.target.planning import PlanOptions, failure_verdict, plan_for_target
     extra = parse_fraction(max_extra_macs)
     g = load_model(_resolve(model))
-    fused = apply_attention(g, attention)
     if outdir is None:
         if not do_run:
             raise click.UsageError("-o/--outdir is required without --run")
@@ -73,9 +76,22 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
     if segments is not None:
         from pyembed.cli.plan import parse_size
         budget = parse_size(segments)
-    proj = generate(g, profile, outdir, algorithm=algorithm, segments=budget, strategy=pipeline,
-                    max_extra_macs=extra, stream_input=stream_input, fc_int16_weights=fc_int16_weights,
-                    fc_w16_min_macs=fc_w16_min_macs)
+    # the one planning path (pyembed.target.planning): the graph and plan pyembed plan / simulate make
+    options = PlanOptions(strategy=pipeline, max_extra_macs=extra, algorithm=algorithm, stream_input=stream_input,
+                          attention=attention, fc_int16_weights=fc_int16_weights, fc_w16_min_macs=fc_w16_min_macs,
+                          weight_block=budget)
+    try:
+        tp = plan_for_target(g, profile, options, action="build firmware for")
+    except FitError as e:
+        if not as_json:
+            click.echo(failure_verdict(e))
+        raise
+    fused = tp.attention_lines
+    g = tp.imported    # the host reference of --run: the model as loaded (after the attention passes)
+    proj = generate(tp.graph, tp.profile, outdir, plan=tp.plan, segments=budget, strategy="none",
+                    fc_int16_weights=fc_int16_weights, fc_w16_min_macs=fc_w16_min_macs)
+    proj.pipeline_lines = tp.pipeline_lines
+    verdict = tp.verdict()
     with open(os.path.join(outdir, "firmware.json")) as f:
         manifest = json.load(f)
     streamed = bool(manifest["streamed_inputs"])
@@ -86,7 +102,11 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
               "segments": manifest["segments"], "segment_note": proj.segment_note, "attention": fused,
               "strategy": pipeline, "stream_input": streamed, "arena_bytes": manifest["arena_bytes"],
               "pipeline": proj.pipeline_lines, "dsp_scratch": manifest["dsp_scratch"],
-              "fc_w16": _fc_w16(proj)}
+              "fc_w16": _fc_w16(proj), "flash": int(tp.plan.flash_size), "verdict": verdict, "fits": tp.fits()}
+    if not tp.fits():
+        if not as_json:
+            click.echo(verdict)
+        raise FitError(f"{g.name} does not fit {tp.profile.name}: {verdict[len('verdict: '):]}")
     if not do_run:
         if as_json:
             click.echo(json.dumps(result, indent=1))
@@ -111,6 +131,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
                     click.echo(f"  region {name}: {r['used']} B at 0x{r['base']:08X}")
             click.echo(f"  build: make -C {outdir}" + (f"; run under QEMU: make -C {outdir} run"
                                                          if proj.qemu_machine else ""))
+            click.echo(verdict)
         return
     from pyembed.target.firmware import build_project, run_project
     if inputs_path:
@@ -145,6 +166,10 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
     d["dsp_scratch"] = manifest["dsp_scratch"]
     d["fc_w16"] = _fc_w16(proj)
     d["mismatches"] = mismatches
+    d["regions"] = manifest["regions"]
+    d["flash"] = int(tp.plan.flash_size)
+    d["verdict"] = verdict
+    d["fits"] = tp.fits()
     if as_json:
         click.echo(json.dumps(d, indent=1))
     else:
@@ -171,6 +196,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
                    f"resolution 40 instructions per operator (SysTick 25 MHz)")
         for m in mismatches[:20]:
             click.echo(f"  mismatch output {m['output']}[{m['element']}]: firmware {m['firmware']} host {m['host']}")
+        click.echo(verdict)
     if mismatches:
         raise SystemExit(1)
 

@@ -34,20 +34,11 @@ def parse_region(text):
 
 
 def regions_for_mcu(part):
-    """RAM regions (TCM / SRAM, in the profile's order) of a firmware_sim profile."""
-    from pyembed.plan.core import Region
-    try:
-        from firmware_sim.profiles import load_profile
-    except ImportError as e:  # pragma: no cover - firmware_sim ships with pyembed
-        raise PlanError(f"--profile needs the firmware simulator's profiles ({e})") from None
-    prof = load_profile(part)
-    regions = [Region(r.name, int(r.size), int(r.base), r.kind) for r in prof.ram_regions()]
-    if not regions:
-        raise PlanError(f"profile {prof.name} has no RAM region")
-    # the region the profile uses for activations first, then the others in file order
-    act = (prof.defaults or {}).get("activations")
-    regions.sort(key=lambda r: (r.name != act and r.kind != "tcm", r.kind != "tcm"))
-    return prof, regions
+    """RAM regions (TCM / SRAM, in the profile's order) of a firmware_sim
+    profile: pyembed.target.planning.profile_regions, the regions of the one
+    planning path."""
+    from pyembed.target.planning import profile_regions
+    return profile_regions(part)
 
 
 def summary(plan):
@@ -106,25 +97,22 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
                  fc_w16_min_macs=None):
     """Plan the static memory of MODEL (.tflite / .onnx) and emit C headers.
 
-    Prints the arena per region against the liveness lower bound; fails
-    (exit 1) with the number of missing bytes when the plan does not fit."""
+    Prints the arena per region against the liveness lower bound and ends
+    with the verdict line (fits / does not fit, each RAM region and the
+    flash used of capacity); fails (exit 1) with the number of missing bytes
+    when the plan does not fit. simulate, firmware and demo plan the same way."""
     from pyembed.codegen.emit import write_plan_outputs
+    from pyembed.errors import ArgumentError, FitError
     from pyembed.model.load import load_model
     from pyembed.plan import plan_graph
-
-    from pyembed.model.support import require_executable
+    from pyembed.target.planning import PlanOptions, failure_verdict, plan_for_target
 
     g = load_model(model)
     require_quantized(g, "plan")
     if attention != "none" and tflite_out:
         raise click.UsageError("--tflite-out plans the .tflite as it is for TFLM: it cannot follow --attention")
-    attention_lines = apply_attention(g, attention)
-    require_executable(g, "plan")   # unsupported operators or a float model: exit 2 with the list
-    imported = g
-    g, fc_w16, fc_w16_lines = apply_fc_int16_weights(g, fc_int16_weights, fc_w16_min_macs)
     budget = None
     if segment_budget is not None:
-        from pyembed.errors import ArgumentError
         if not part:
             raise ArgumentError("--segments: needs --profile (the part whose flash and DMA load the segments)")
         try:
@@ -133,26 +121,22 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
             raise ArgumentError(f"--segments {segment_budget!r}: expected bytes such as 32768 or 32K") from None
         if budget <= 0:
             raise ArgumentError(f"--segments {segment_budget!r}: expected a positive byte budget")
-    pipeline_lines = []
-    regions = None
-    if part:
-        _, regions = regions_for_mcu(part)
-    if region_specs:
-        regions = [parse_region(r) for r in region_specs]
-    if pipeline != "none":
-        from pyembed.plan.pipeline import plan_with_strategy
-        g, plan, pipeline_lines = plan_with_strategy(
-            g, pipeline, parse_fraction(max_extra_macs), overlaps=overlaps, regions=regions, algorithm=algorithm,
-            search_order=search_order, time_limit=time_limit, stream_input=stream_input, max_region_weights=budget)
-    elif stream_input:
-        from pyembed.errors import ArgumentError
+    if stream_input and pipeline not in ("stripes", "auto"):
         raise ArgumentError("--stream-input: needs --strategy stripes or auto (a stripe region reads the rows)")
-    use_overlaps = overlaps and not g.unsupported
-    if pipeline == "none":
-        plan = plan_graph(g, regions, algorithm=algorithm, overlaps=use_overlaps, search_order=search_order,
-                          time_limit=time_limit)
-    if attention != "none":
-        plan.info["attention"] = attention
+    regions = [parse_region(r) for r in region_specs] if region_specs else None
+    options = PlanOptions(strategy=pipeline, max_extra_macs=parse_fraction(max_extra_macs), overlaps=overlaps,
+                          algorithm=algorithm, search_order=search_order, time_limit=float(time_limit),
+                          stream_input=stream_input, attention=attention, fc_int16_weights=fc_int16_weights,
+                          fc_w16_min_macs=fc_w16_min_macs, weight_block=budget)
+    try:
+        tp = plan_for_target(g, part, options, regions=regions, action="plan")
+    except FitError as e:
+        if not as_json:
+            click.echo(failure_verdict(e))
+        raise
+    g, plan, imported = tp.graph, tp.plan, tp.imported
+    attention_lines, pipeline_lines, fc_w16, fc_w16_lines = tp.attention_lines, tp.pipeline_lines, tp.fc_w16, \
+        tp.fc_w16_lines
     paths = write_plan_outputs(g, plan, outdir, section=section)
     notes = []
     if overlaps and g.unsupported:
@@ -160,8 +144,8 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
     if tflite_out:
         if g is not imported:
             # TFLM runs the .tflite as it is, not the rewritten graph: plan the imported one for it
-            tplan, note = plan_for_tflm(imported, plan_graph(imported, regions, algorithm=algorithm, overlaps=False,
-                                                             time_limit=time_limit), time_limit)
+            tplan, note = plan_for_tflm(imported, plan_graph(imported, plan.regions, algorithm=algorithm,
+                                                             overlaps=False, time_limit=time_limit), time_limit)
         else:
             tplan, note = plan_for_tflm(g, plan, time_limit)
         if note:
@@ -197,6 +181,8 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
             paths["segments"] = seg_path
     s["attention"] = attention_lines
     s["fc_w16"] = fc_w16
+    s["verdict"] = tp.verdict()
+    s["fits"] = tp.fits()
     if as_json:
         click.echo(json.dumps(s, indent=1))
     else:
@@ -218,6 +204,9 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
             click.echo(f"  wrote {p}")
         if show_timeline:
             click.echo(plan.timeline())
+        click.echo(s["verdict"])
+    if not s["fits"]:
+        raise FitError(f"{s['model']} does not fit: {s['verdict'][len('verdict: '):]}")
 
 
 def parse_fraction(text, name="--max-extra-macs"):

@@ -46,7 +46,7 @@ def _weight_block(seg):
 @model_argument()
 @profile_option()
 @click.option("--plan", "plan_path", type=click.Path(exists=True, dir_okay=False),
-              help="plan.json from 'pyembed plan' (default: a greedy plan in the profile's activation RAM).")
+              help="plan.json from 'pyembed plan' (default: planned here as 'pyembed plan' plans it, on every RAM region of the profile).")
 @click.option("--segments", metavar="BYTES|FILE",
               help="Run from external flash: a RAM budget for weight segments (e.g. 96K), loaded by DMA, or a "
                    "segments.json. Default: weights resident in internal flash (or the segments stored in "
@@ -90,7 +90,9 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
     Prints the latency, RAM and flash use per region, whether the outputs
     are bit-exact with the host run, and the time of each operator. Exit 1
     if the plan does not fit the part, the firmware faults, the outputs
-    differ from the host run or the deadline is missed."""
+    differ from the host run or the deadline is missed. Without --plan the
+    model is planned as 'pyembed plan' plans it (same options, same
+    arena); the output ends with the same verdict line."""
     from firmware_sim.profiles import load_profile
     from firmware_sim.sim import simulate_file
     from pyembed.model.load import load_model
@@ -101,15 +103,17 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
     prof = load_profile(profile)
     graph = load_model(model)
     require_quantized(graph, "simulate")
-    require_executable(graph, "simulate")   # unsupported operators or float activations: exit 2 with the list
-    plan = None
+    seg = _parse_segments(segments)
+    plan_lines = []     # what the planning path chose, printed once the inputs are checked
     if plan_path:
+        require_executable(graph, "simulate")   # unsupported operators or float activations: exit 2 with the list
         from pyembed.plan import load_plan
         try:
-            recorded = load_plan(plan_path).info.get("pipeline")
+            plan = load_plan(plan_path)
         except PlanError as e:
-            raise PlanError(f"--plan {plan_path}: {e}") from None
-        rec_att = load_plan(plan_path).info.get("attention")
+            raise PlanError(f"--plan {plan_path}: {e}") from None   # a malformed file: bad input (2)
+        recorded = plan.info.get("pipeline")
+        rec_att = plan.info.get("attention")
         if rec_att in ("tflm", "stream"):
             attention = rec_att   # the plan was made for the fused graph: the same passes
         if isinstance(recorded, dict) and recorded.get("strategy") in ("layers", "stripes", "auto"):
@@ -118,26 +122,37 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
             stream_input = bool(recorded.get("stream_input", False))
         else:
             pipeline, stream_input = "none", False   # a plan of the graph as imported
-    for line in apply_attention(graph, attention):
-        if not as_json:
-            click.echo(line)
-    seg = _parse_segments(segments)
-    if pipeline != "none":
-        from pyembed.cli.plan import apply_strategy
-        graph, pipeline_lines = apply_strategy(graph, pipeline, max_extra_macs, stream_input=stream_input,
-                                               max_region_weights=_weight_block(seg))
-        if not as_json:
-            for line in pipeline_lines:
+        for line in apply_attention(graph, attention):
+            if not as_json:
                 click.echo(line)
-    if plan_path:
-        from pyembed.plan import load_plan
-        try:
-            plan = load_plan(plan_path)
-        except PlanError as e:
-            raise PlanError(f"--plan {plan_path}: {e}") from None   # a malformed file: bad input (2)
+        if pipeline != "none":
+            from pyembed.cli.plan import apply_strategy
+            graph, pipeline_lines = apply_strategy(graph, pipeline, max_extra_macs, stream_input=stream_input,
+                                                   max_region_weights=_weight_block(seg))
+            if not as_json:
+                for line in pipeline_lines:
+                    click.echo(line)
         if plan.graph_name and plan.graph_name != graph.name:
             from pyembed.errors import ArgumentError
             raise ArgumentError(f"--plan {plan_path} was made for model {plan.graph_name!r}, not {graph.name!r}")
+    else:
+        # the one planning path (pyembed.target.planning), as pyembed plan / firmware / demo plan it
+        from pyembed.cli.plan import parse_fraction
+        from pyembed.errors import FitError
+        from pyembed.target.planning import PlanOptions, failure_verdict, plan_for_target
+        if stream_input and pipeline not in ("stripes", "auto"):
+            from pyembed.errors import ArgumentError
+            raise ArgumentError("--stream-input: needs --pipeline stripes or auto (a stripe region reads the rows)")
+        options = PlanOptions(strategy=pipeline, max_extra_macs=parse_fraction(max_extra_macs, "--max-extra-macs"),
+                              stream_input=stream_input, attention=attention, weight_block=_weight_block(seg))
+        try:
+            tp = plan_for_target(graph, prof, options, action="simulate")
+        except FitError as e:
+            if not as_json:
+                click.echo(failure_verdict(e))
+            raise
+        graph, plan = tp.graph, tp.plan
+        plan_lines = tp.lines
     split = None
     if split_bytes is not None:
         from pyembed.cli.plan import parse_size
@@ -153,12 +168,19 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
     if inputs_path:
         xs = one_sample(graph, inputs_path)
         x = xs[0] if len(xs) == 1 else xs
+    if not as_json:
+        for line in plan_lines:
+            click.echo(line)
     result, _, exact = run_with_progress(
         "simulating", lambda: simulate_file(graph, prof, plan=plan, x=x, segments=seg, strategy=strategy, seed=seed,
                                             trace_path=trace_path, memory_png=plot_memory, gantt_png=plot_gantt,
                                             split_bytes=split, contention=contention),
         expected_seconds=max(2.0, graph.macs / 4e6))
     missed = deadline_ms is not None and result.latency_ms > deadline_ms
+    from pyembed.target.planning import fits, verdict_line
+    # a segment block or streamed weights are part of the run: the verdict counts what the run placed
+    seg_used = (result.region_used, result.flash_bytes) if result.segments is not None else (None, None)
+    verdict, fit = verdict_line(plan, prof, *seg_used), fits(plan, prof, *seg_used)
     seg_note, seg_lines, seg_dict = None, [], None
     if isinstance(seg, int):   # a block the user named: say whether and how the model was divided
         from firmware_sim.autoseg import describe, segment_note, to_dict
@@ -180,16 +202,15 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
             source = getattr(graph, "pipeline_source", graph)
             known = bundled_samples(source)
             accuracy = check_accuracy(source, inputs=known, n=calibration, seed=seed, progress=progress_iter)
-        if plan is None:
-            from firmware_sim.sim import default_plan
-            plan, _ = default_plan(graph, prof)
         report_paths = R.write_report(report_dir, graph, result, plan=plan, accuracy=accuracy, bit_exact=exact,
-                                      deadline_ms=deadline_ms)
+                                      deadline_ms=deadline_ms, verdict=verdict)
     if as_json:
         d = result.to_dict()
         d.update({"bit_exact_with_host": exact, "deadline_ms": deadline_ms, "segment_note": seg_note,
                   "segmentation": seg_dict, "cycle_model": cost_line,
                   "meets_deadline": None if deadline_ms is None else not missed,
+                  "arena": int(plan.arena_size), "plan_regions": plan.region_used(), "flash": int(plan.flash_size),
+                  "verdict": verdict, "fits": fit,
                   "files": {k: v for k, v in (("trace", trace_path), ("memory_png", plot_memory),
                                               ("gantt_png", plot_gantt)) if v}})
         if report_paths:
@@ -215,7 +236,8 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
                 click.echo(f"wrote {what}: {p}")
         if report_paths:
             click.echo(f"wrote report: {report_paths['html']} (and {report_paths['markdown']})")
-    sys.exit(EXIT_CHECK_FAILED if (missed or not exact) else EXIT_OK)
+        click.echo(verdict)
+    sys.exit(EXIT_CHECK_FAILED if (missed or not exact or not fit) else EXIT_OK)
 
 
 # -- check -------------------------------------------------------------------------------------------

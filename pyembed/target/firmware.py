@@ -58,8 +58,9 @@ def generate(graph, profile, outdir, segments=None, strategy="none", max_extra_m
     (case-insensitive bundled name, see firmware_sim.profiles.load_profile).
 
     strategy: the compiler pipeline before planning, as ``pyembed plan
-    --strategy`` (pyembed.plan.pipeline.plan_with_strategy on the profile's RAM
-    regions): "none" (the graph as imported, the default here), "layers",
+    --strategy`` (without a plan in kw, the graph is planned by
+    pyembed.target.planning.plan_for_target on the profile's RAM regions,
+    as every command plans): "none" (the graph as imported, the default here), "layers",
     "stripes" or "auto" (within max_extra_macs, a fraction). The project runs
     the rewritten graph (``project.graph``; ``project.source_graph`` is the
     one given) on its plan, and ``project.pipeline_lines`` say what was chosen.
@@ -89,13 +90,15 @@ def generate(graph, profile, outdir, segments=None, strategy="none", max_extra_m
         from pyembed.passes.fc_w16 import MIN_MACS, widen_fc_weights
         graph, _ = widen_fc_weights(graph, MIN_MACS if fc_w16_min_macs is None else fc_w16_min_macs)
         # generate_project reports it
-    if strategy != "none" or stream_input:
-        from pyembed.codegen.firmware import plan_for_profile
-        if kw.get("plan") is not None:
-            raise ArgumentError("plan: give either a plan or a strategy (the strategy plans the rewritten graph)")
-        graph, kw["plan"], lines = plan_for_profile(graph, prof, algorithm=kw.pop("algorithm", "auto"),
-                                                    time_limit=kw.pop("time_limit", 5.0), strategy=strategy,
-                                                    max_extra_macs=max_extra_macs, stream_input=stream_input)
+    if (strategy != "none" or stream_input) and kw.get("plan") is not None:
+        raise ArgumentError("plan: give either a plan or a strategy (the strategy plans the rewritten graph)")
+    if kw.get("plan") is None:
+        # the one planning path (pyembed.target.planning), as pyembed plan / simulate / firmware plan
+        from pyembed.target.planning import TIME_LIMIT, PlanOptions, plan_for_target
+        options = PlanOptions(strategy=strategy, max_extra_macs=float(max_extra_macs), stream_input=stream_input,
+                              algorithm=kw.pop("algorithm", "auto"), time_limit=kw.pop("time_limit", TIME_LIMIT))
+        tp = plan_for_target(graph, prof, options, action="build firmware for")
+        graph, kw["plan"], lines = tp.graph, tp.plan, tp.pipeline_lines
     note = None
     if segments is not None and not hasattr(segments, "segments"):
         budget = int(segments)

@@ -1,0 +1,226 @@
+"""One planning path: (model, profile, options) -> the rewritten graph, its
+plan on the profile's RAM regions, and one verdict line.
+
+    tp = plan_for_target(graph, "stm32f746")            # PlanOptions() defaults
+    tp.graph, tp.plan, tp.lines                          # what runs, where, and why
+    print(tp.verdict())      # verdict: fits — DTCM 25,872 / 65,536 B (39.5 %), ...
+
+``pyembed plan``, ``simulate`` (without --plan), ``firmware``, ``demo`` and the
+report all call plan_for_target with the same defaults, so one model, profile
+and options give one arena, one region placement and one flash size
+everywhere (and, since the simulator runs that plan, one latency). The steps,
+in this order: the transformer passes (--attention), int16 FC weights
+(--fc-int16-weights), the compiler pipeline and the planner on every RAM
+region of the profile, the activation region or a TCM first
+(pyembed.plan.pipeline.plan_with_strategy; strategy "none" plans the graph as
+imported).
+
+verdict_line formats the fit of a plan on a profile; ``fits`` says whether
+the RAM and flash both hold it.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from pyembed.errors import ArgumentError
+
+STRATEGIES = ("none", "layers", "stripes", "auto")
+ALGORITHMS = ("auto", "linear", "greedy_size", "greedy_conflicts", "order_search", "cpsat")
+# the planner's search budget: one figure for every command (the search is
+# time-bounded, so two budgets could give two arenas for the same model)
+TIME_LIMIT = 10.0
+
+
+@dataclasses.dataclass(frozen=True)
+class PlanOptions:
+    """The options every planning command shares; the defaults are the ones
+    every command uses when the user gives none."""
+    strategy: str = "auto"            # compiler pipeline: none | layers | stripes | auto
+    max_extra_macs: float = 0.10      # MAC budget of auto (a fraction)
+    overlaps: bool = True             # proven output-over-input overlaps
+    algorithm: str = "auto"
+    search_order: bool = False
+    time_limit: float = TIME_LIMIT
+    stream_input: bool = False
+    attention: str = "none"           # none | tflm | stream
+    fc_int16_weights: bool = False
+    fc_w16_min_macs: int | None = None
+    weight_block: int | None = None   # --segments BYTES: no stripe region holds more constants
+
+    def __post_init__(self):
+        if self.strategy not in STRATEGIES:
+            raise ArgumentError(f"strategy: expected one of {', '.join(STRATEGIES)}, got {self.strategy!r}")
+        if self.algorithm not in ALGORITHMS:
+            raise ArgumentError(f"algorithm: expected one of {', '.join(ALGORITHMS)}, got {self.algorithm!r}")
+        if self.attention not in ("none", "tflm", "stream"):
+            raise ArgumentError(f"attention: expected none, tflm or stream, got {self.attention!r}")
+        if isinstance(self.max_extra_macs, bool) or not (isinstance(self.max_extra_macs, (int, float))
+                                                         and self.max_extra_macs >= 0):
+            raise ArgumentError(f"max_extra_macs: expected a fraction >= 0, got {self.max_extra_macs!r}")
+        if not (isinstance(self.time_limit, (int, float)) and self.time_limit > 0):
+            raise ArgumentError(f"time_limit: expected seconds > 0, got {self.time_limit!r}")
+        if self.stream_input and self.strategy not in ("stripes", "auto"):
+            raise ArgumentError(f"stream_input: needs strategy stripes or auto (a stripe region reads the rows), "
+                                f"not {self.strategy!r}")
+        if self.weight_block is not None and not (isinstance(self.weight_block, int) and self.weight_block > 0):
+            raise ArgumentError(f"weight_block: expected a positive byte count, got {self.weight_block!r}")
+
+
+@dataclasses.dataclass
+class TargetPlan:
+    """What plan_for_target returns: the graph to run, its plan, the profile
+    (None when the regions were given by hand) and the report lines."""
+    graph: object                 # the rewritten graph the plan is for
+    plan: object                  # pyembed.plan Plan
+    profile: object | None        # firmware_sim profile, or None
+    source: object                # the graph before the pipeline (after attention and int16 FC weights)
+    imported: object              # the graph as loaded (after attention)
+    options: PlanOptions
+    attention_lines: list = dataclasses.field(default_factory=list)
+    pipeline_lines: list = dataclasses.field(default_factory=list)
+    fc_w16: list | None = None
+    fc_w16_lines: list = dataclasses.field(default_factory=list)
+
+    @property
+    def lines(self):
+        return self.attention_lines + self.pipeline_lines + self.fc_w16_lines
+
+    def verdict(self):
+        return verdict_line(self.plan, self.profile)
+
+    def fits(self):
+        return fits(self.plan, self.profile)
+
+    def usage(self):
+        return usage(self.plan, self.profile)
+
+
+def profile_regions(profile):
+    """The plan's RAM regions for a firmware_sim profile (a loaded one, or a
+    name / .json path): every RAM region, the profile's activation region or a
+    TCM first, then the others in the profile's order. Returns (profile,
+    [pyembed.plan Region])."""
+    from firmware_sim.profiles import load_profile
+    from pyembed.errors import PlanError
+    from pyembed.plan.core import Region
+    prof = load_profile(profile) if isinstance(profile, str) else profile
+    if not hasattr(prof, "ram_regions"):
+        raise ArgumentError(f"profile: expected a profile name, a .json path or a loaded firmware_sim profile, "
+                            f"got {type(profile).__name__}")
+    regions = [Region(r.name, int(r.size), int(r.base), r.kind) for r in prof.ram_regions()]
+    if not regions:
+        raise PlanError(f"profile {prof.name} has no RAM region")
+    act = (prof.defaults or {}).get("activations")
+    regions.sort(key=lambda r: (r.name != act and r.kind != "tcm", r.kind != "tcm"))
+    return prof, regions
+
+
+def plan_for_target(model, profile=None, options=None, regions=None, action="plan"):
+    """The one planning path. model: a Graph (options.attention rewrites it
+    in place, as the transformer passes do; nothing else changes it) or a
+    model path;
+    profile: a firmware_sim profile (name, path or loaded) whose RAM regions
+    the plan fills, or None with regions (a list of pyembed.plan Region) given
+    by hand (then no flash capacity is known); options: PlanOptions (None: the
+    defaults). action: the verb of the UnsupportedError raised when the
+    runtime cannot execute the graph (after the attention passes). Raises FitError (with the missing bytes) when the RAM regions
+    cannot hold the plan. Returns a TargetPlan."""
+    from pyembed.model.graph import Graph
+    options = PlanOptions() if options is None else options
+    if not isinstance(options, PlanOptions):
+        raise ArgumentError(f"options: expected a PlanOptions, got {type(options).__name__}")
+    if isinstance(model, Graph):
+        graph = model
+    elif isinstance(model, str):
+        from pyembed.model.load import load_model
+        graph = load_model(model)
+    else:
+        raise ArgumentError(f"model: expected a pyembed Graph or a model path, got {type(model).__name__}")
+    prof = None
+    if profile is not None:
+        prof, prof_regions = profile_regions(profile)
+        regions = regions or prof_regions
+    attention_lines = []
+    if options.attention != "none":
+        from pyembed.passes.transformer import fuse_transformer
+        attention_lines = fuse_transformer(graph, attention=options.attention)
+    from pyembed.model.support import require_executable
+    require_executable(graph, action)
+    imported = graph
+    fc_w16, fc_w16_lines = None, []
+    if options.fc_int16_weights:
+        from pyembed.passes.fc_w16 import MIN_MACS, describe, widen_fc_weights
+        graph, fc_w16 = widen_fc_weights(graph, MIN_MACS if options.fc_w16_min_macs is None
+                                         else options.fc_w16_min_macs)
+        fc_w16_lines = describe(fc_w16)
+    from pyembed.plan.pipeline import plan_with_strategy
+    g, plan, lines = plan_with_strategy(
+        graph, options.strategy, max_extra_macs=float(options.max_extra_macs), overlaps=options.overlaps,
+        stream_input=options.stream_input, max_region_weights=options.weight_block, regions=regions,
+        algorithm=options.algorithm, search_order=options.search_order, time_limit=float(options.time_limit))
+    if options.attention != "none":
+        plan.info["attention"] = options.attention
+    return TargetPlan(g, plan, prof, graph, imported, options, attention_lines, lines, fc_w16, fc_w16_lines)
+
+
+# -- the verdict ----------------------------------------------------------------------------------
+
+def usage(plan, profile=None, ram_used=None, flash_used=None):
+    """[(name, used bytes, capacity or None, kind)] for each RAM region of the
+    plan and, last, the flash ("flash", plan.flash_size, the profile's weight
+    region's size or None, "flash").
+
+    ram_used / flash_used ({region: bytes}, e.g. a simulation's region_used
+    and flash_bytes): what a run placed beyond the plan, counted where it
+    is larger (a weight segment block after the arena, weights streamed from
+    external flash instead of the internal one)."""
+    used = plan.region_used()
+    rows = []
+    for r in plan.regions:
+        n = max(int(used.get(r.name, 0)), int((ram_used or {}).get(r.name, 0)))
+        rows.append((r.name, n, None if r.size is None else int(r.size), "ram"))
+    for name, n in (ram_used or {}).items():
+        if name not in used and profile is not None and name in profile.regions:
+            rows.append((name, int(n), int(profile.regions[name].size), "ram"))
+    wreg = None
+    if profile is not None:
+        wreg = (profile.defaults or {}).get("weights") or profile.flash_region
+    if flash_used:
+        for name, n in flash_used.items():
+            cap = int(profile.regions[name].size) if profile is not None and name in profile.regions else None
+            rows.append(("flash" if name == wreg else f"flash {name}", int(n), cap, "flash"))
+    else:
+        cap = int(profile.regions[wreg].size) if wreg is not None else None
+        rows.append(("flash", int(plan.flash_size), cap, "flash"))
+    return rows
+
+
+def fits(plan, profile=None, ram_used=None, flash_used=None):
+    """True when every region, and the flash when its capacity is known, holds the plan."""
+    return all(cap is None or used <= cap for _, used, cap, _ in usage(plan, profile, ram_used, flash_used))
+
+
+def _figure(name, used, cap, kind):
+    label = name.upper() if kind == "ram" else name
+    if cap is None:
+        return f"{label} {used:,} B"
+    pct = f" ({100.0 * used / cap:.1f} %)" if used else ""
+    return f"{label} {used:,} / {cap:,} B{pct}"
+
+
+def verdict_line(plan, profile=None, ram_used=None, flash_used=None):
+    """'verdict: fits — DTCM 25,872 / 65,536 B (39.5 %), SRAM1 0 / 245,760 B,
+    flash 80,912 / 1,048,576 B (7.7 %)': every RAM region of the plan and the
+    flash, used of capacity (no capacity when the regions were given by hand
+    without a profile); ram_used / flash_used as for usage."""
+    rows = usage(plan, profile, ram_used, flash_used)
+    ok = all(cap is None or used <= cap for _, used, cap, _ in rows)
+    over = [f"{name} over by {used - cap:,} B" for name, used, cap, _ in rows if cap is not None and used > cap]
+    head = "fits" if ok else "does not fit (" + "; ".join(over) + ")"
+    return f"verdict: {head} — " + ", ".join(_figure(*r) for r in rows)
+
+
+def failure_verdict(exc):
+    """The verdict line of a plan that could not be made (a FitError)."""
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return f"verdict: does not fit — {first}"
