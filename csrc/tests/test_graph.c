@@ -9,6 +9,7 @@
 #include "pyembed/pe_fc.h"
 #include "pyembed/pe_eltwise.h"
 #include "pyembed/pe_graph.h"
+#include "pyembed/pe_graph_runners.h"
 #include "pyembed/pe_conv.h"
 #include "pyembed/pe_pool.h"
 #include "pe_test.h"
@@ -765,6 +766,57 @@ static void test_graph_regressions(void)
     }
 }
 
+/* The convolution runners a generated operator table may name instead of
+ * pe_graph_run_conv: each runs its own type and form bit-exactly as the full
+ * runner does and refuses the others. */
+static void test_conv_form_runners(void)
+{
+    static pe_graph_tensor t[T_COUNT];
+    static pe_graph_op ops[6];
+    static int32_t arena_words[1024];
+    static int32_t ref_words[1024];
+    int8_t *arena = (int8_t *)arena_words;
+    pe_graph g;
+    pe_context a, ra, sctx;
+    int32_t i, base, conv_scratch = 0, form;
+    build(t, ops, &base);
+    PE_CHECK_EQ(pe_conv2d_rev_s8_get_buffer_size(&ops[0].p.conv.params, &t[T_IN].dims, &t[T_CW].dims,
+                                                 &t[T_CONV].dims, &conv_scratch),
+                PE_OK);
+    g.tensors = t;
+    g.num_tensors = T_COUNT;
+    g.ops = ops;
+    g.num_ops = 1;
+    g.arena_size = base + align16(conv_scratch);
+    PE_CHECK(g.arena_size <= (int32_t)sizeof(arena_words));
+    for (form = 0; form < 2; form++) { /* 0: gather (no scratch), 1: reverse */
+        ops[0].scratch_offset = form ? base : -1;
+        ops[0].scratch_size = form ? conv_scratch : 0;
+        memset(arena_words, 0, sizeof(arena_words));
+        for (i = 0; i < 72; i++) {
+            arena[t[T_IN].offset + i] = rnd_s8();
+        }
+        memcpy(ref_words, arena_words, sizeof(arena_words));
+        a.buf = arena;
+        a.size = (int32_t)sizeof(arena_words);
+        a.stats = NULL;
+        ra = a;
+        ra.buf = ref_words;
+        sctx.buf = form ? (int8_t *)ref_words + base : NULL;
+        sctx.size = ops[0].scratch_size;
+        sctx.stats = NULL;
+        PE_CHECK_EQ(pe_graph_run_conv(&g, &ops[0], &sctx, &ra), PE_OK);
+        sctx.buf = form ? arena + base : NULL;
+        PE_CHECK_EQ((form ? pe_graph_run_conv2d_rev : pe_graph_run_conv2d_gather)(&g, &ops[0], &sctx, &a), PE_OK);
+        PE_CHECK(memcmp(arena + t[T_CONV].offset, (int8_t *)ref_words + t[T_CONV].offset, 144) == 0);
+        /* the other form, and the depthwise runners, refuse it */
+        PE_CHECK_EQ((form ? pe_graph_run_conv2d_gather : pe_graph_run_conv2d_rev)(&g, &ops[0], &sctx, &a),
+                    PE_ERR_ARG);
+        PE_CHECK_EQ(pe_graph_run_dwconv_rev(&g, &ops[0], &sctx, &a), PE_ERR_ARG);
+        PE_CHECK_EQ(pe_graph_run_dwconv_gather(&g, &ops[0], &sctx, &a), PE_ERR_ARG);
+    }
+}
+
 int main(void)
 {
     test_fc_random(0, 0);
@@ -777,6 +829,7 @@ int main(void)
     test_mul();
     test_requant_and_float();
     test_graph_runtime();
+    test_conv_form_runners();
     test_reshape_copy();
     test_graph_regressions();
     return PE_TEST_END("test_graph");

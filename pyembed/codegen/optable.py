@@ -47,21 +47,50 @@ def _full_table(root):
     return runners, rows
 
 
+# Convolutions run in one of two kernel forms, chosen per operator by its plan
+# (a scratch region: the reverse kernels; none: the gather kernels). A table
+# names the runner of the one form its model's operators of that type use, so
+# the other form's kernels are not linked (pe_graph_runners.h).
+NARROW = {
+    "PE_GOP_CONV_2D": {"rev": "pe_graph_run_conv2d_rev", "gather": "pe_graph_run_conv2d_gather"},
+    "PE_GOP_DEPTHWISE_CONV_2D": {"rev": "pe_graph_run_dwconv_rev", "gather": "pe_graph_run_dwconv_gather"},
+}
+
+
 def op_types_in(graph_source):
     """The operator type names (PE_GOP_...) a generated model_graph.c uses, sorted."""
     return sorted(set(re.findall(r"\.type = (PE_GOP_\w+)", graph_source)))
 
 
+def op_uses(graph_source):
+    """{type name: set of kernel forms} of a generated model_graph.c: "rev" / "gather" for the
+    convolution types (by each operator's scratch size), an empty set for the others."""
+    uses = {}
+    for m in re.finditer(r"\{ \.type = (PE_GOP_\w+),[^\n]*?\.scratch_size = (-?\d+)", graph_source):
+        forms = uses.setdefault(m.group(1), set())
+        if m.group(1) in NARROW:
+            forms.add("gather" if int(m.group(2)) == 0 else "rev")
+    for t in op_types_in(graph_source):
+        uses.setdefault(t, set())
+    return uses
+
+
 def op_table_source(type_names, rows=False, model_name="model", root=None):
     """C source of pe_graph_runner_for / pe_graph_rows_runner_for naming only the runners of
-    type_names (rows: also the row-source runner where one exists, for a streamed input)."""
+    type_names (a list of type names, or op_uses' {type: forms}: a convolution type whose
+    operators all use one kernel form gets that form's runner; rows: also the row-source runner
+    where one exists, for a streamed input)."""
     runners, row_runners = _full_table(str(root or _csrc.csrc_dir()))
+    uses = type_names if isinstance(type_names, dict) else {t: set() for t in type_names}
+    type_names = sorted(uses)
     unknown = [t for t in type_names if t not in runners]
     if unknown:
         raise UnsupportedError(f"operator type(s) {', '.join(unknown)} have no runner in the C runtime")
     by_runner = {}
-    for t in sorted(type_names):
-        by_runner.setdefault(runners[t], []).append(t)
+    for t in type_names:
+        forms = uses[t]
+        fn = NARROW[t][next(iter(forms))] if t in NARROW and len(forms) == 1 else runners[t]
+        by_runner.setdefault(fn, []).append(t)
     cases = []
     for fn, types in sorted(by_runner.items()):
         cases.append("".join(f"    case {t}:\n" for t in types) + f"        return {fn};\n")

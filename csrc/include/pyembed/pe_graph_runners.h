@@ -41,6 +41,18 @@ pe_status pe_graph_run_fc(const pe_graph *g, const pe_graph_op *op, const pe_con
                           const pe_context *arena);
 pe_status pe_graph_run_conv(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
                             const pe_context *arena);
+/* The same restricted to one operator type and one kernel form (an operator of
+ * another type or form is PE_ERR_ARG): rev = a planned scratch region, the
+ * reverse kernels; gather = no scratch region, the gather kernels. A generated
+ * operator table names the narrowest of these its model's operators need. */
+pe_status pe_graph_run_conv2d_rev(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
+                                  const pe_context *arena);
+pe_status pe_graph_run_conv2d_gather(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
+                                     const pe_context *arena);
+pe_status pe_graph_run_dwconv_rev(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
+                                  const pe_context *arena);
+pe_status pe_graph_run_dwconv_gather(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
+                                     const pe_context *arena);
 pe_status pe_graph_run_pool(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
                             const pe_context *arena);
 pe_status pe_graph_run_softmax(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,

@@ -28,6 +28,7 @@
 #include "pe_attention.h"
 #include "pe_stripe.h"
 #include "pe_graph.h"
+#include "pe_graph_runners.h"
 #include "pe_sched.h"
 #include "pe_segload.h"
 

@@ -48,15 +48,29 @@ pe_status pe_graph_run_fc(const pe_graph *g, const pe_graph_op *op, const pe_con
                                       depth, features, in, w, bias, out);
 }
 
-pe_status pe_graph_run_conv(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
-                          const pe_context *arena)
+/* Forms a convolution runner links: the reverse kernels (a scratch region
+ * planned) and / or the gather kernels (none planned, pe_conv_gather.h); and
+ * the operator types it takes. */
+#define CONV_REV 1
+#define CONV_GATHER 2
+#define CONV_ONLY_2D 4
+#define CONV_ONLY_DW 8
+
+/* The CONV_2D / DEPTHWISE_CONV_2D runner restricted to the forms in `forms`
+ * (and to CONV_2D or DEPTHWISE_CONV_2D alone with CONV_ONLY_2D / CONV_ONLY_DW):
+ * an operator of a form or type this build left out is PE_ERR_ARG. A generated operator table picks
+ * the narrowest runner its model's operators need, so the linker leaves the
+ * other kernels out; the full table uses pe_graph_run_conv (every form). */
+static inline pe_status run_conv_forms(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
+                                       const pe_context *arena, int forms)
 {
     const int8_t *in = (const int8_t *)tensor_in(g, IN(0), arena, PE_DT_INT8);
     const int8_t *w = (const int8_t *)tensor_in(g, IN(1), arena, PE_DT_INT8);
     const int32_t *bias = NULL;
     int8_t *out = (int8_t *)tensor_out(g, OUT0, arena, PE_DT_INT8);
     const pe_dims *od;
-    if (in == NULL || w == NULL || out == NULL) {
+    if (in == NULL || w == NULL || out == NULL || ((forms & CONV_ONLY_2D) != 0 && op->type != PE_GOP_CONV_2D) ||
+        ((forms & CONV_ONLY_DW) != 0 && op->type != PE_GOP_DEPTHWISE_CONV_2D)) {
         return PE_ERR_ARG;
     }
     od = dims_of(g, OUT0);
@@ -73,6 +87,9 @@ pe_status pe_graph_run_conv(const pe_graph *g, const pe_graph_op *op, const pe_c
     /* no scratch region planned: the gather form, which needs none
      * (pe_conv_gather.h); else the reverse kernel in the planned scratch */
     if (op->scratch_size == 0) {
+        if ((forms & CONV_GATHER) == 0) {
+            return PE_ERR_ARG;
+        }
         if (op->type == PE_GOP_CONV_2D) {
             return pe_conv2d_gather_s8(ctx, &op->p.conv.params, &op->p.conv.quant.quant,
                                        dims_of(g, op->inputs[0]), in, dims_of(g, op->inputs[1]),
@@ -82,6 +99,9 @@ pe_status pe_graph_run_conv(const pe_graph *g, const pe_graph_op *op, const pe_c
                                              dims_of(g, op->inputs[0]), in,
                                              dims_of(g, op->inputs[1]), w, bias, od, out);
     }
+    if ((forms & CONV_REV) == 0) {
+        return PE_ERR_ARG;
+    }
     if (op->type == PE_GOP_CONV_2D) {
         return pe_conv2d_rev_s8(ctx, &op->p.conv.params, &op->p.conv.quant.quant,
                                 dims_of(g, IN(0)), in, dims_of(g, IN(1)), w, bias, od,
@@ -90,6 +110,36 @@ pe_status pe_graph_run_conv(const pe_graph *g, const pe_graph_op *op, const pe_c
     return pe_depthwise_conv2d_rev_s8(ctx, &op->p.conv.params, &op->p.conv.quant.quant,
                                       dims_of(g, IN(0)), in, dims_of(g, IN(1)), w,
                                       bias, od, out);
+}
+
+pe_status pe_graph_run_conv(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
+                            const pe_context *arena)
+{
+    return run_conv_forms(g, op, ctx, arena, CONV_REV | CONV_GATHER);
+}
+
+pe_status pe_graph_run_conv2d_rev(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
+                                  const pe_context *arena)
+{
+    return run_conv_forms(g, op, ctx, arena, CONV_REV | CONV_ONLY_2D);
+}
+
+pe_status pe_graph_run_conv2d_gather(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
+                                     const pe_context *arena)
+{
+    return run_conv_forms(g, op, ctx, arena, CONV_GATHER | CONV_ONLY_2D);
+}
+
+pe_status pe_graph_run_dwconv_rev(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
+                                  const pe_context *arena)
+{
+    return run_conv_forms(g, op, ctx, arena, CONV_REV | CONV_ONLY_DW);
+}
+
+pe_status pe_graph_run_dwconv_gather(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
+                                     const pe_context *arena)
+{
+    return run_conv_forms(g, op, ctx, arena, CONV_GATHER | CONV_ONLY_DW);
 }
 
 pe_status pe_graph_run_pool(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,

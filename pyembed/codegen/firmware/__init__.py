@@ -680,7 +680,7 @@ def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algor
     _write(mdir / "model_graph.c", gsrc, files, "model_graph.c")
     from pyembed.codegen import optable
     _write(mdir / optable.GENERATED_NAME,
-           optable.op_table_source(optable.op_types_in(gsrc), rows=bool(streamed), model_name=graph.name),
+           optable.op_table_source(optable.op_uses(gsrc), rows=bool(streamed), model_name=graph.name),
            files, optable.GENERATED_NAME)
     op_rows = [{"table_index": k, "op": o["op"], "type": graph.operators[o["op"]].type} for k, o in enumerate(ops)]
     _write(mdir / "pe_model.h", _api_header(graph, prefix, segments is not None), files, "pe_model.h")
