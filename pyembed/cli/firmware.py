@@ -19,8 +19,8 @@ import tempfile
 import click
 import numpy as np
 
-from pyembed.cli.options import (apply_attention, attention_option, fc_int16_weights_option, max_extra_macs_option,
-                                 stream_input_option, strategy_option)
+from pyembed.cli.options import (apply_attention, attention_option, fc_int16_weights_option, force_option,
+                                 max_extra_macs_option, stream_input_option, strategy_option)
 
 
 @click.command("firmware")
@@ -45,12 +45,17 @@ from pyembed.cli.options import (apply_attention, attention_option, fc_int16_wei
                      "driver: pe_model_invoke_rows with a pe_row_source; the harness reads the rows from a frame "
                      "outside the planned RAM), so the arena holds no input bytes (stripes / auto only).")
 @fc_int16_weights_option()
+@force_option()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable result.")
 def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs_path, seed, as_json,
                      attention="none", pipeline="auto", max_extra_macs="10%", stream_input=False,
-                     fc_int16_weights=False, fc_w16_min_macs=None):
+                     fc_int16_weights=False, fc_w16_min_macs=None, force=False):
     """Generate a Cortex-M firmware project for MODEL (.tflite/.onnx or a
     bundled model name) on PROFILE; with --run, build it and run it on QEMU.
+
+    DIR keeps a manifest of the files pyembed wrote (.pyembed-manifest.json):
+    a rerun replaces those, anything else in the way is refused (exit 2)
+    unless --force, and a failed run leaves DIR as it was.
 
     Exit 1 when the firmware's outputs differ from the host run."""
     from pyembed.cli.model import _resolve
@@ -75,7 +80,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
         budget = parse_size(segments)
     proj = generate(g, profile, outdir, algorithm=algorithm, segments=budget, strategy=pipeline,
                     max_extra_macs=extra, stream_input=stream_input, fc_int16_weights=fc_int16_weights,
-                    fc_w16_min_macs=fc_w16_min_macs)
+                    fc_w16_min_macs=fc_w16_min_macs, force=force)
     with open(os.path.join(outdir, "firmware.json")) as f:
         manifest = json.load(f)
     streamed = bool(manifest["streamed_inputs"])
