@@ -161,7 +161,7 @@ class OutputDir:
             _unlink(self._staged.pop(rel))
         else:
             self._check_target(rel, os.path.join(d, name))
-        tmp = os.path.join(d, f".{name}{_TMP}{secrets.token_hex(4)}")
+        tmp = os.path.join(d, f"{_TMP}{secrets.token_hex(4)}-{name}")   # same suffix: savefig reads it
         self._staged[rel] = tmp
         self._hashes.pop(rel, None)
         return tmp
@@ -230,7 +230,7 @@ class OutputDir:
                 backup = None
                 if os.path.lexists(target):
                     backup = os.path.join(os.path.dirname(target),
-                                          f".{os.path.basename(target)}{_OLD}{secrets.token_hex(4)}")
+                                          f"{_OLD}{secrets.token_hex(4)}-{os.path.basename(target)}")
                     os.rename(target, backup)
                 done.append((target, backup))
                 os.replace(tmp, target)
