@@ -303,7 +303,7 @@ def model_data(graph, section=".pe_flash", prefix="pe_model"):
             arr = np.asarray(t.data)
             ct = _c_type(arr.dtype, f"tensor {t.index} ({t.name})")
             n = max(arr.size, 1)
-            h.append(f"/* tensor {t.index} {c_comment(repr(t.name))}: {arr.dtype} {tuple(t.shape)} */")
+            h.append(f"/* tensor {t.index} '{c_comment(t.name)}': {arr.dtype} {tuple(t.shape)} */")
             h.append(f"extern const {ct} {tname}[{n}];")
             vals = arr.astype(np.uint8) if arr.dtype == np.bool_ else arr
             c.append(c_array(ct, tname, vals, attr=attr_macro))
