@@ -24,6 +24,10 @@ rewritten by the compiler pipeline, ``plan_for_profile(..., strategy=...)``)::
                                        pe_output.bin (semihosting; replace it on a real board)
     DIR/pyembed/include, DIR/pyembed/src  a copy of pyembed's C runtime (the Makefile's
                                        PYEMBED_CSRC variable points elsewhere if you prefer)
+    DIR/.pyembed-manifest.json         what pyembed wrote (pyembed.codegen.outdir): a rerun
+                                       replaces these files only, a user's file is refused
+                                       unless force; the Makefile builds model/'s generated
+                                       sources by name, not model/*.c
 
 Addressing: the C graph runtime addresses every activation as ``arena + offset``.
 The project's arena base is the lowest planned RAM region's base address and each
