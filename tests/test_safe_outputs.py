@@ -293,6 +293,11 @@ def test_firmware_into_a_folder_with_the_users_build_files_is_refused(tmp_path):
     code, out = _run_cli(["firmware", HELLO, "--profile", "mps2-an386", "-o", str(d)])
     assert code == 2 and "Makefile (not written by pyembed)" in out and "pyembed/src/pe_graph.c" in out, out
     assert _snapshot(d) == before
+    code, out = _run_cli(["firmware", HELLO, "--profile", "mps2-an386", "-o", str(d), "--force"])
+    assert code == 0, out
+    assert "model/model_data.c" in (d / "Makefile").read_text()
+    assert (d / "pyembed" / "src" / "pe_graph.c").read_bytes() == open(os.path.join(CSRC, "src", "pe_graph.c"),
+                                                                       "rb").read()
 
 
 def _plan_outputs(name):
