@@ -344,3 +344,16 @@ def test_a_failure_while_generating_leaves_the_folder_as_it_was(tmp_path, monkey
     with pytest.raises(RuntimeError, match="simulated"):
         emit.write_plan_outputs(g, plan, tmp_path / "new" / "deep")
     assert not (tmp_path / "new").exists()          # the folders it created are gone too
+
+
+@pytest.mark.skipif(not HAVE_GCC, reason="gcc not installed")
+def test_region_names_that_differ_in_case_get_distinct_macros(tmp_path):
+    from pyembed.codegen.emit import memplan_header
+    from pyembed.model.load import load_model
+    from pyembed.plan import Region, plan_graph
+    g = load_model(HELLO)
+    text = memplan_header(plan_graph(g, [Region("ram_a", 64), Region("RAM_A", 1 << 16)]))
+    assert "#define PE_PLAN_REGION_RAM_A_REGION0 0" in text and "#define PE_PLAN_REGION_RAM_A_REGION1 1" in text
+    (tmp_path / "m.c").write_text('#include "memplan.h"\nint f(void);\nint f(void) { return PE_PLAN_NUM_REGIONS; }\n')
+    (tmp_path / "memplan.h").write_text(text)
+    subprocess.run(["gcc", *STRICT, "-c", "m.c"], cwd=tmp_path, check=True)
