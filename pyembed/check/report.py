@@ -19,7 +19,6 @@ import base64
 import datetime
 import html
 import math
-import os
 
 SECTIONS = ("summary", "memory-map", "plan", "latency", "gantt", "segments", "accuracy")
 
@@ -212,11 +211,11 @@ class _Doc:
         self.md.append("")
 
     def image(self, name, make, alt):
-        path = os.path.join(self.outdir, name)
+        path = self.outdir.stage_path(name)     # a temporary name, moved into place when the report is complete
         make(path)
         with open(path, "rb") as f:
             data = base64.b64encode(f.read()).decode("ascii")
-        self.images[name] = path
+        self.images[name] = self.outdir.path(name)
         self.html.append(f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">')
         self.md.append(f"![{alt}]({name})\n")
 
@@ -256,8 +255,11 @@ def _fmt_snr(v):
 
 
 def write_report(outdir, graph, result, plan=None, accuracy=None, bit_exact=None, deadline_ms=None,
-                 title=None, verdict=None):
-    """Write report.html (self-contained) and report.md (+ PNGs) into outdir.
+                 title=None, verdict=None, force=False):
+    """Write report.html (self-contained) and report.md (+ PNGs) into outdir
+    (a folder path, written through pyembed.codegen.outdir: files pyembed did
+    not write there are refused unless force, all files or none; or an
+    OutputDir the caller commits).
 
     graph: the pyembed Graph; result: firmware_sim Result; plan: the
     pyembed.plan Plan it ran with (memory map and bound sections);
@@ -266,7 +268,12 @@ def write_report(outdir, graph, result, plan=None, accuracy=None, bit_exact=None
     verdict: the fit line of pyembed.target.planning.verdict_line (None:
     made here from plan and the result's profile, when there is a plan).
     Returns {"html": path, "markdown": path, <png name>: path, ...}."""
-    os.makedirs(outdir, exist_ok=True)
+    from pyembed.codegen.outdir import staged
+    with staged(outdir, force=force) as out:
+        return _write_report(out, graph, result, plan, accuracy, bit_exact, deadline_ms, title, verdict)
+
+
+def _write_report(outdir, graph, result, plan, accuracy, bit_exact, deadline_ms, title, verdict):
     d = _Doc(outdir)
     p = result.profile
     name = graph.name
@@ -425,12 +432,9 @@ def write_report(outdir, graph, result, plan=None, accuracy=None, bit_exact=None
             f"<style>{_CSS}</style></head><body>\n<h1>{html.escape(title)}</h1>\n"
             f"<p class=\"sub\">{html.escape(p.part)} &middot; written by pyembed on {stamp} &middot; "
             f"model {html.escape(str(graph.source_path or name))}</p>\n<nav>{nav}</nav>\n")
-    html_path = os.path.join(outdir, "report.html")
-    with open(html_path, "w", encoding="utf-8") as f:
-        f.write(head + "\n".join(d.html) + "\n</body></html>\n")
-    md_path = os.path.join(outdir, "report.md")
-    with open(md_path, "w", encoding="utf-8") as f:
-        f.write(f"# {title}\n\n{p.part}, written by pyembed on {stamp}\n" + "\n".join(d.md) + "\n")
+    html_path = outdir.write_text("report.html", head + "\n".join(d.html) + "\n</body></html>\n")
+    md_path = outdir.write_text("report.md", f"# {title}\n\n{p.part}, written by pyembed on {stamp}\n"
+                                + "\n".join(d.md) + "\n")
     out = {"html": html_path, "markdown": md_path}
     out.update(d.images)
     return out

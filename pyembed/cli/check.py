@@ -1,14 +1,13 @@
 """`pyembed check`: fixed-point accuracy against float64 and bit-exactness."""
 import dataclasses
-import os
 import sys
 
 import click
 
 from pyembed.check.accuracy import DEFAULT_MIN_SNR_DB
 from pyembed.cli.app import EXIT_CHECK_FAILED, EXIT_OK, _echo_json, _jsonable, progress_iter, run_with_progress  # noqa: F401
-from pyembed.cli.options import (apply_attention, attention_option, check_inputs_file, inputs_option, model_argument,
-                                 require_quantized)
+from pyembed.cli.options import (apply_attention, attention_option, check_inputs_file, force_option, inputs_option,
+                                 model_argument, require_quantized)
 
 
 @click.command("check", short_help="Accuracy: int8 vs float64 per layer (SNR, LSB error), bit-exactness with TFLite.",
@@ -46,8 +45,9 @@ from pyembed.cli.options import (apply_attention, attention_option, check_inputs
                    "statistics (max / mean abs error in output units and LSB, SNR); auto = classify an output a "
                    "SOFTMAX writes (or a bundled classifier's), regress the others.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable report (both tables).")
+@force_option()
 def check_command(model, inputs_path, n, force_random, seed, min_snr, mode, output_dir, plot_path, no_plot, oracle,
-                  as_json, attention="none", task="auto"):
+                  as_json, attention="none", task="auto", force=False):
     """Fixed-point accuracy of MODEL: its int8 layers against a float64
     reference of the same network, and bit-exactness against the TensorFlow
     Lite reference interpreters.
@@ -90,10 +90,14 @@ def check_command(model, inputs_path, n, force_random, seed, min_snr, mode, outp
     if not no_plot and (plot_path or output_dir):
         if plot_path:
             png = plot_path
+            rep.plot_snr(png)
         else:
-            os.makedirs(output_dir, exist_ok=True)
-            png = os.path.join(output_dir, f"{graph.name}-snr.png")
-        rep.plot_snr(png)
+            from pyembed.codegen.outdir import OutputDir
+            # the model's name as one file name (no separator or control character from the model)
+            name = "".join("_" if c in "/\\" or ord(c) < 32 else c for c in graph.name) + "-snr.png"
+            with OutputDir(output_dir, force=force, what="-o/--output-dir") as out:
+                rep.plot_snr(out.stage_path(name))
+            png = out.path(name)
     below = bool(rep.flagged(key))
     oracle_errors = rep.oracle_errors
     failed = rep.bit_exact is False or bool(oracle_errors) or (min_snr is not None and below)

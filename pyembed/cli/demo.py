@@ -41,9 +41,8 @@ def _kb(n):
 def _outdir(outdir):
     try:
         os.makedirs(outdir, exist_ok=True)
-        probe = os.path.join(outdir, ".pyembed-write-test")
-        with open(probe, "w"):
-            pass
+        fd, probe = tempfile.mkstemp(prefix=".pyembed-write-test-", dir=outdir)   # a new name: nobody's file
+        os.close(fd)
         os.remove(probe)
         return outdir, ""
     except OSError as e:
@@ -113,8 +112,21 @@ def _other_models(shown_path):
     return lines
 
 
-def run_demo(outdir="pyembed-demo", profile="stm32f446", model="kws", echo=click.echo):
-    """Run the demonstration; returns the exit code (0 when every check passed)."""
+def run_demo(outdir="pyembed-demo", profile="stm32f446", model="kws", echo=click.echo, force=False):
+    """Run the demonstration; returns the exit code (0 when every check passed).
+    Its files go to outdir through pyembed.codegen.outdir (files pyembed did not
+    write there are refused unless force), all at the end."""
+    from pyembed.codegen.outdir import OutputDir
+    t_start = time.perf_counter()
+    outdir, note = _outdir(outdir)
+    out = OutputDir(outdir, force=force, what="-o/--outdir")
+    try:
+        return _run_demo(out, outdir, note, profile, model, echo, t_start)
+    finally:
+        out.abort()    # nothing staged stays behind when the demo stopped before its commit
+
+
+def _run_demo(out, outdir, note, profile, model, echo, t_start):
     from firmware_sim.sim import simulate
     from pyembed.check import report as R
     from pyembed.check import vectors as V
@@ -125,9 +137,7 @@ def run_demo(outdir="pyembed-demo", profile="stm32f446", model="kws", echo=click
     from pyembed.cli.plan import regions_for_mcu
     from pyembed.plan.report import used_overlaps
 
-    t_start = time.perf_counter()
     failed = []
-    outdir, note = _outdir(outdir)
     prof, _ = regions_for_mcu(profile)
     path = _model_path(model)
     echo("pyembed demonstration")
@@ -167,7 +177,7 @@ def run_demo(outdir="pyembed-demo", profile="stm32f446", model="kws", echo=click
         failed.append(f"the model does not fit {prof.name}")
 
     # 3. C headers
-    paths = write_plan_outputs(g, plan, outdir)
+    paths = write_plan_outputs(g, plan, out)
     echo(f"3. Emit     {', '.join(os.path.basename(p) for p in paths.values())}")
 
     # 4. simulate (on the first bundled real sample when there is one)
@@ -237,9 +247,10 @@ def run_demo(outdir="pyembed-demo", profile="stm32f446", model="kws", echo=click
         echo("           " + line)
 
     # the report
-    trace = os.path.join(outdir, "trace.json")
-    res.write_trace(trace)
-    rep = R.write_report(outdir, g, res, plan=plan, accuracy=acc, bit_exact=exact, verdict=tp.verdict())
+    trace = out.path("trace.json")
+    res.write_trace(out.stage_path("trace.json"))
+    rep = R.write_report(out, g, res, plan=plan, accuracy=acc, bit_exact=exact, verdict=tp.verdict())
+    out.commit()
     echo("")
     echo(f"report: {rep['html']}   trace: {trace} (open in https://ui.perfetto.dev)")
     echo(f"done in {time.perf_counter() - t_start:.1f} s: " + ("all checks passed" if not failed else
@@ -252,7 +263,7 @@ import sys as _sys  # noqa: E402
 
 import click  # noqa: E402
 
-from pyembed.cli.options import profile_option  # noqa: E402
+from pyembed.cli.options import force_option, profile_option  # noqa: E402
 
 
 @click.command("demo", short_help="The built-in demonstration, with a choice of directory, MCU and model.")
@@ -261,8 +272,9 @@ from pyembed.cli.options import profile_option  # noqa: E402
 @profile_option()
 @click.option("--model", default="kws", show_default=True,
               help="A bundled model name (see 'pyembed model list') or a .tflite/.onnx path.")
-def demo_command(outdir, profile, model):
+@force_option()
+def demo_command(outdir, profile, model, force=False):
     """The built-in demonstration (what 'pyembed' alone runs), with a
     choice of output directory, MCU and model."""
     from pyembed.cli.demo import run_demo
-    _sys.exit(run_demo(outdir=outdir, profile=profile, model=model))
+    _sys.exit(run_demo(outdir=outdir, profile=profile, model=model, force=force))

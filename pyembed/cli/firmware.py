@@ -19,7 +19,7 @@ import tempfile
 import click
 import numpy as np
 
-from pyembed.cli.options import (attention_option, fc_int16_weights_option, max_extra_macs_option,
+from pyembed.cli.options import (attention_option, fc_int16_weights_option, force_option, max_extra_macs_option,
                                  stream_input_option, strategy_option)
 
 
@@ -45,16 +45,23 @@ from pyembed.cli.options import (attention_option, fc_int16_weights_option, max_
                      "driver: pe_model_invoke_rows with a pe_row_source; the harness reads the rows from a frame "
                      "outside the planned RAM), so the arena holds no input bytes (stripes / auto only).")
 @fc_int16_weights_option()
+@force_option()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable result.")
 def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs_path, seed, as_json,
                      attention="none", pipeline="auto", max_extra_macs="10%", stream_input=False,
-                     fc_int16_weights=False, fc_w16_min_macs=None):
+                     fc_int16_weights=False, fc_w16_min_macs=None, force=False):
     """Generate a Cortex-M firmware project for MODEL (.tflite/.onnx or a
     bundled model name) on PROFILE; with --run, build it and run it on QEMU.
 
     The graph and its plan are the ones 'pyembed plan' makes with the same
-    options; the output ends with the same verdict line. Exit 1 when the
-    model does not fit or the firmware's outputs differ from the host run."""
+    options; the output ends with the same verdict line.
+
+    DIR keeps a manifest of the files pyembed wrote (.pyembed-manifest.json):
+    a rerun replaces those, anything else in the way is refused (exit 2)
+    unless --force, and a failed run leaves DIR as it was.
+
+    Exit 1 when the model does not fit or the firmware's outputs differ from
+    the host run."""
     from pyembed.cli.model import _resolve
     from pyembed.target.firmware import generate
     from pyembed.cli.plan import parse_fraction
@@ -89,7 +96,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
     fused = tp.attention_lines
     g = tp.imported    # the host reference of --run: the model as loaded (after the attention passes)
     proj = generate(tp.graph, tp.profile, outdir, plan=tp.plan, segments=budget, strategy="none",
-                    fc_int16_weights=fc_int16_weights, fc_w16_min_macs=fc_w16_min_macs)
+                    fc_int16_weights=fc_int16_weights, fc_w16_min_macs=fc_w16_min_macs, force=force)
     proj.pipeline_lines = tp.pipeline_lines
     verdict = tp.verdict()
     with open(os.path.join(outdir, "firmware.json")) as f:

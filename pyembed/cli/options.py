@@ -113,6 +113,15 @@ def check_deadline(deadline_ms, option="--deadline-ms"):
     return deadline_ms
 
 
+def force_option():
+    """--force: an output folder may hold files pyembed did not write (or that
+    were changed since) at the paths it writes; they are replaced. Without it
+    they are refused (pyembed.codegen.outdir)."""
+    return click.option("--force", is_flag=True,
+                        help="Replace files in the output folder that pyembed did not write (or that changed since "
+                             "it wrote them); without it they are refused (exit 2). Nothing else is removed.")
+
+
 def attention_option():
     """--attention none|tflm|stream: the transformer passes before anything else
     (pyembed.passes.transformer.fuse_transformer: LayerNorm and element-wise

@@ -9,7 +9,7 @@ import re
 import click
 
 from pyembed.cli.options import (apply_attention, apply_fc_int16_weights, attention_option, fc_int16_weights_option,
-                                 max_extra_macs_option, model_argument, profile_option, require_quantized,
+                                 force_option, max_extra_macs_option, model_argument, profile_option, require_quantized,
                                  stream_input_option, strategy_option)
 from pyembed.errors import PlanError
 
@@ -76,7 +76,7 @@ def summary(plan):
               help="Work budget of the CP-SAT search in its deterministic seconds (a count of work, not the "
                    "clock: the same plan on any machine).")
 @click.option("--section", default=".pe_flash", show_default=True,
-              help="Linker section of the constant arrays in model_data.c.")
+              help="Linker section of the constant arrays in model_data.c (letters, digits, '_' and '.').")
 @click.option("--tflite-out", default=None, type=click.Path(dir_okay=False),
               help="Also write the .tflite model with the plan as OfflineMemoryAllocation metadata.")
 @click.option("--timeline", "show_timeline", is_flag=True, help="Print the plan's timeline.")
@@ -91,10 +91,11 @@ def summary(plan):
                      "so it takes no arena bytes; the emitted C then takes a row callback (pe_row_source) and "
                      "plan.json records it (stripes / auto only).")
 @fc_int16_weights_option()
+@force_option()
 def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_order, time_limit, section,
                  tflite_out, show_timeline, as_json, attention="none", pipeline="auto", max_extra_macs="10%",
                  segment_budget=None, stream_input=False, fc_int16_weights=False,
-                 fc_w16_min_macs=None):
+                 fc_w16_min_macs=None, force=False):
     """Plan the static memory of MODEL (.tflite / .onnx) and emit C headers.
 
     Prints the arena per region against the liveness lower bound and ends
@@ -103,10 +104,13 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
     when the plan does not fit. simulate, firmware and demo plan the same way."""
     from pyembed.codegen.emit import write_plan_outputs
     from pyembed.errors import ArgumentError, FitError
+    from pyembed.codegen.escape import check_section
+    from pyembed.codegen.outdir import OutputDir
     from pyembed.model.load import load_model
     from pyembed.plan import plan_graph
     from pyembed.target.planning import PlanOptions, failure_verdict, plan_for_target
 
+    check_section(section, "--section")
     g = load_model(model)
     require_quantized(g, "plan")
     if attention != "none" and tflite_out:
@@ -137,7 +141,6 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
     g, plan, imported = tp.graph, tp.plan, tp.imported
     attention_lines, pipeline_lines, fc_w16, fc_w16_lines = tp.attention_lines, tp.pipeline_lines, tp.fc_w16, \
         tp.fc_w16_lines
-    paths = write_plan_outputs(g, plan, outdir, section=section)
     notes = []
     if overlaps and g.unsupported:
         notes.append("overlaps not attempted: the graph has operators pyembed cannot run, so none can be proven")
@@ -156,11 +159,8 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
         tplan, head = tune_for_tflm(data, tplan)
         if head is not None:
             notes.append(f"TFLM's arena head with this plan: {head} B (measured with tflite-micro)")
-        with open(tflite_out, "wb") as f:
-            f.write(add_offline_plan(data, tplan))
-        paths["tflite"] = tflite_out
+        tflite_bytes = add_offline_plan(data, tplan)
     s = summary(plan)
-    s["files"] = paths
     s["notes"] = notes
     s["pipeline"] = pipeline_lines
     seg_lines = []
@@ -174,11 +174,16 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
                                          block_region=block_region_for(plan, prof, None, budget))
         s["segments"] = autoseg.to_dict(g, budget, seg_plan)
         seg_lines = [s["segments"]["note"]] + (autoseg.describe(g, seg_plan) if seg_plan is not None else [])
-        if seg_plan is not None:
-            import os
-            seg_path = os.path.join(outdir, "segments.json")
-            seg_plan.to_json(seg_path)   # pyembed simulate --segments FILE runs this division
-            paths["segments"] = seg_path
+    # every file of the folder at the end, all or none (pyembed.codegen.outdir)
+    with OutputDir(outdir, force=force, what="-o/--outdir") as out:
+        paths = write_plan_outputs(g, plan, out, section=section)
+        if budget is not None and seg_plan is not None:
+            # pyembed simulate --segments FILE runs this division
+            paths["segments"] = out.write_text("segments.json", seg_plan.to_json())
+    if tflite_out:
+        _write_file(tflite_out, tflite_bytes)
+        paths["tflite"] = tflite_out
+    s["files"] = paths
     s["attention"] = attention_lines
     s["fc_w16"] = fc_w16
     s["verdict"] = tp.verdict()
@@ -207,6 +212,23 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
         click.echo(s["verdict"])
     if not s["fits"]:
         raise FitError(f"{s['model']} does not fit: {s['verdict'][len('verdict: '):]}")
+
+
+def _write_file(path, data):
+    """One file the user named (--tflite-out): written to a temporary name
+    beside it and moved into place, so a failure leaves no half file."""
+    import os
+    import tempfile
+    d = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".pyembed-tmp-", dir=d)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
 
 
 def parse_fraction(text, name="--max-extra-macs"):

@@ -5,13 +5,16 @@
 
 Plans the schedule, runs it on the timing model, and writes DIR/schedule.h
 (the static table), DIR/schedule.json (items, constraints, persistent
-buffers, memory, figures), DIR/gantt.png and DIR/trace.json.
+buffers, memory, figures), DIR/gantt.png and DIR/trace.json (through
+pyembed.codegen.outdir: files pyembed did not write there are refused unless
+--force).
 """
 import json
 import os
 
 import click
 
+from pyembed.cli.options import force_option
 from pyembed.errors import ArgumentError
 
 
@@ -80,11 +83,13 @@ def schedule_to_dict(s, run=None):
 @click.option("--no-prefetch", is_flag=True, help="Fetch intermediates synchronously (no DMA prefetch).")
 @click.option("--c-glue", is_flag=True,
               help="Also write the C program of the schedule (graph tables, work functions, host main) to OUT/glue.")
+@force_option()
 def schedule_command(priority, low, profile, units, window_ms, fps, split, windows, outdir, as_json, no_prefetch,
-                     c_glue):
+                     c_glue, force=False):
     """Plan a cooperative periodic schedule with sub-model splitting, check it
     on the timing model and write the C table, a JSON description, a Gantt
     chart and a Perfetto trace to OUT."""
+    from pyembed.codegen.outdir import OutputDir
     from pyembed.schedule.plan import plan_schedule
     from pyembed.schedule.run import simulate
     from pyembed.schedule.table import emit_header
@@ -95,16 +100,16 @@ def schedule_command(priority, low, profile, units, window_ms, fps, split, windo
     s = plan_schedule(models, platform=plat, window_ms=window_ms, frame_rate=fps, split=split,
                       prefetch=not no_prefetch)
     run = simulate(s, windows)
-    os.makedirs(outdir, exist_ok=True)
-    emit_header(s, os.path.join(outdir, "schedule.h"))
     d = schedule_to_dict(s, run)
-    with open(os.path.join(outdir, "schedule.json"), "w") as f:
-        json.dump(d, f, indent=1, default=str)
-    run.plot_gantt(os.path.join(outdir, "gantt.png"), 0, min(6, windows))
-    run.trace(0, min(20, windows)).write(os.path.join(outdir, "trace.json"))
-    if c_glue:
-        from pyembed.schedule.glue import emit_glue
-        emit_glue(s, os.path.join(outdir, "glue"))
+    # every file at the end, all or none (pyembed.codegen.outdir)
+    with OutputDir(outdir, force=force, what="-o/--out") as out:
+        out.write_text("schedule.h", emit_header(s))
+        out.write_text("schedule.json", json.dumps(d, indent=1, default=str))
+        run.plot_gantt(out.stage_path("gantt.png"), 0, min(6, windows))
+        run.trace(0, min(20, windows)).write(out.stage_path("trace.json"))
+        if c_glue:
+            from pyembed.schedule.glue import emit_glue
+            emit_glue(s, out.sub("glue"))
     if as_json:
         click.echo(json.dumps(d["run"], indent=1, default=str))
         return

@@ -7,8 +7,8 @@ import click
 from pyembed.errors import PlanError
 
 from pyembed.cli.app import EXIT_CHECK_FAILED, EXIT_OK, _echo_json, _jsonable, progress_iter, run_with_progress  # noqa: F401
-from pyembed.cli.options import (apply_attention, attention_option, check_deadline, inputs_option, model_argument, one_sample, profile_option,
-                                 max_extra_macs_option, require_quantized, stream_input_option, strategy_option)
+from pyembed.cli.options import (apply_attention, attention_option, check_deadline, force_option, inputs_option,
+                                 model_argument, one_sample, profile_option, max_extra_macs_option, require_quantized, stream_input_option, strategy_option)
 
 
 # -- simulate ------------------------------------------------------------------------------------------
@@ -81,9 +81,10 @@ def _weight_block(seg):
 @max_extra_macs_option("--pipeline")
 @stream_input_option("The input arrives row by row into the stripe region reading it (as 'pyembed plan "
                      "--stream-input'; a plan.json made with it implies it).")
+@force_option()
 def simulate_command(model, profile, plan_path, segments, strategy, split_bytes, contention, inputs_path, seed,
                      deadline_ms, trace_path, plot_memory, plot_gantt, report_dir, calibration, show_ops, as_json,
-                     attention="none", pipeline="auto", max_extra_macs="10%", stream_input=False):
+                     attention="none", pipeline="auto", max_extra_macs="10%", stream_input=False, force=False):
     """Run MODEL on a simulated microcontroller: the real C kernels on the
     profile's RAM and flash, with its cycle cost model and DMA.
 
@@ -203,7 +204,7 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
             known = bundled_samples(source)
             accuracy = check_accuracy(source, inputs=known, n=calibration, seed=seed, progress=progress_iter)
         report_paths = R.write_report(report_dir, graph, result, plan=plan, accuracy=accuracy, bit_exact=exact,
-                                      deadline_ms=deadline_ms, verdict=verdict)
+                                      deadline_ms=deadline_ms, verdict=verdict, force=force)
     if as_json:
         d = result.to_dict()
         d.update({"bit_exact_with_host": exact, "deadline_ms": deadline_ms, "segment_note": seg_note,

@@ -78,10 +78,14 @@ def _jsonable(v):
         return False
 
 
+def plan_json_text(plan):
+    """plan.json's text."""
+    return json.dumps(plan_to_dict(plan), indent=1, default=_json_default) + "\n"
+
+
 def save_plan(plan, path):
     with open(path, "w") as f:
-        json.dump(plan_to_dict(plan), f, indent=1, default=_json_default)
-        f.write("\n")
+        f.write(plan_json_text(plan))
 
 
 def _json_default(o):

@@ -27,6 +27,8 @@ import os
 import numpy as np
 
 from pyembed.codegen.emit import c_identifier, graph_tables, model_data
+from pyembed.codegen.escape import c_comment
+from pyembed.codegen.outdir import staged
 from pyembed.errors import ArgumentError
 from pyembed.schedule.table import emit_header
 
@@ -109,42 +111,39 @@ def glue_inputs(schedule):
     return inputs
 
 
-def emit_glue(schedule, outdir, prefix="pe_schedule", windows=8, section=".pe_flash"):
+def emit_glue(schedule, outdir, prefix="pe_schedule", windows=8, section=".pe_flash", force=False):
     """Write the schedule header, the models' graph tables, the glue and the
-    host main into outdir. Returns {what: path} (the .c files to build are
-    paths["sources"]; paths["main"] is the host program)."""
-    if not isinstance(outdir, (str, os.PathLike)):
+    host main into outdir (a folder path, written through
+    pyembed.codegen.outdir: files pyembed did not write there are refused
+    unless force; or an OutputDir the caller commits). Returns {what: path}
+    (the .c files to build are paths["sources"]; paths["main"] is the host
+    program)."""
+    if not hasattr(outdir, "write_text") and not isinstance(outdir, (str, os.PathLike)):
         raise ArgumentError(f"outdir: expected a directory path, got {type(outdir).__name__}")
     if not isinstance(windows, int) or windows < 1:
         raise ArgumentError(f"windows: expected a positive number of windows, got {windows!r}")
-    os.makedirs(outdir, exist_ok=True)
     P = prefix.upper()
     paths = {"sources": []}
     header = f"{prefix}.h"
-    paths["header"] = os.path.join(outdir, header)
-    emit_header(schedule, paths["header"], prefix=prefix)
-    dirs = _model_dirs(schedule)
-    plans = _plans(schedule)
-    layouts = [lay for _, lay in plans]
-    for mi, m in enumerate(schedule.models):
-        d = os.path.join(outdir, dirs[mi])
-        os.makedirs(d, exist_ok=True)
-        mp = f"{prefix}_{dirs[mi]}"
-        dh, dc = model_data(m.graph, section=section, prefix=mp)
-        gh, gc = graph_tables(m.graph, plans[mi][0], prefix=mp)
-        for name, text in (("model_data.h", dh), ("model_data.c", dc), ("model_graph.h", gh), ("model_graph.c", gc)):
-            with open(os.path.join(d, name), "w") as f:
-                f.write(text)
-        paths["sources"] += [os.path.join(d, "model_data.c"), os.path.join(d, "model_graph.c")]
-    gh, gc = _glue_sources(schedule, prefix, header, dirs, layouts)
-    for name, text in ((f"{prefix}_glue.h", gh), (f"{prefix}_glue.c", gc)):
-        with open(os.path.join(outdir, name), "w") as f:
-            f.write(text)
-    paths["glue"] = os.path.join(outdir, f"{prefix}_glue.c")
-    paths["sources"].append(paths["glue"])
-    paths["main"] = os.path.join(outdir, f"{prefix}_main.c")
-    with open(paths["main"], "w") as f:
-        f.write(_main_source(schedule, prefix, windows))
+    with staged(outdir, force=force) as out:
+        paths["header"] = out.write_text(header, emit_header(schedule, prefix=prefix))
+        dirs = _model_dirs(schedule)
+        plans = _plans(schedule)
+        layouts = [lay for _, lay in plans]
+        for mi, m in enumerate(schedule.models):
+            mp = f"{prefix}_{dirs[mi]}"
+            dh, dc = model_data(m.graph, section=section, prefix=mp)
+            gh, gc = graph_tables(m.graph, plans[mi][0], prefix=mp)
+            for name, text in (("model_data.h", dh), ("model_data.c", dc), ("model_graph.h", gh),
+                               ("model_graph.c", gc)):
+                out.write_text(f"{dirs[mi]}/{name}", text)
+            paths["sources"] += [out.path(f"{dirs[mi]}/model_data.c"), out.path(f"{dirs[mi]}/model_graph.c")]
+        gh, gc = _glue_sources(schedule, prefix, header, dirs, layouts)
+        for name, text in ((f"{prefix}_glue.h", gh), (f"{prefix}_glue.c", gc)):
+            out.write_text(name, text)
+        paths["glue"] = out.path(f"{prefix}_glue.c")
+        paths["sources"].append(paths["glue"])
+        paths["main"] = out.write_text(f"{prefix}_main.c", _main_source(schedule, prefix, windows))
     paths["prefix"] = P
     return paths
 
@@ -230,10 +229,10 @@ uint8_t *{prefix}_glue_arena(int32_t item, int32_t *bytes);
         io_arrays.append(f"static const {prefix}_io {mp}_outputs[{len(outs)}] = {{"
                          + ", ".join(f"{{{o}u, {n}u}}" for o, n in outs) + "};")
         models.append(f"    {{&{mp}_graph, {len(g.operators)}, {mp}_step_of, {len(ins)}, {mp}_inputs, {len(outs)}, "
-                      f"{mp}_outputs}}, /* {m.name} */")
+                      f"{mp}_outputs}}, /* {c_comment(m.name)} */")
     rec_rows = ",\n".join(f"    {{{s}u, {d}u, {n}u}}" for s, d, n in recs) or "    {0u, 0u, 0u}"
     io_rows = ",\n".join(f"    {{{schedule.arena_block(p)}, {a}, {b}, {c}, {d}}}"
-                         f" /* {k}: {schedule.models[p.model].name} s{p.sub} */"
+                         f" /* {k}: {c_comment(schedule.models[p.model].name)} s{p.sub} */"
                          for k, (p, (a, b, c, d)) in enumerate(zip(schedule.items, item_io)))
     arena_sizes = ", ".join(f"{max(1, n)}" for n in block_size)
     c = f"""/*

@@ -11,6 +11,7 @@ import re
 
 import numpy as np
 
+from pyembed.codegen.escape import c_comment
 from pyembed.errors import ArgumentError
 from pyembed.schedule.plan import FLAG_CARRY, FLAG_FIRST, FLAG_LAST, FLAG_PREFETCH, PRIORITY
 
@@ -134,7 +135,7 @@ def emit_header(schedule, path=None, prefix="pe_schedule"):
         lines.append(f"    {{{r['model']}, {r['sub']}, {kind}, {r['unit']}, {r['work']}, {r['phase']}, {r['instance']}, "
                      f"{fl}, {r['first_op']}, {r['last_op']}, {r['first_after']}, {r['n_after']}, "
                      f"{r['est_cycles']}u, {r['deadline_cycles']}u, {r['prefetch_cycles']}u}}, "
-                     f"/* {k}: {names[r['model']]} */")
+                     f"/* {k}: {c_comment(names[r['model']])} */")
     lines.append("};")
     n_after = max(1, len(after))
     lines += ["", f"static const pe_sched_after {prefix}_after[{n_after}] = {{",
