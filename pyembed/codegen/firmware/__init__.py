@@ -259,8 +259,16 @@ SECTIONS
     . = ALIGN(8);
     end = .;
     __end__ = .;
+    /* the stack: PE_STACK_RESERVE bytes at the top of {sys_name} (stack.ld, from the static
+     * bound of the compiled project: pyembed.target.stackbound), the heap between end and it */
+    INCLUDE stack.ld
     __stack_top = ORIGIN(RAM) + LENGTH(RAM);
-    ASSERT(end + 0x4000 <= __stack_top, "less than 16 KB left for heap and stack in {sys_name}")
+    __stack_limit = __stack_top - PE_STACK_RESERVE;
+    .stack __stack_limit (NOLOAD) :
+    {{
+        . = . + PE_STACK_RESERVE;
+    }} > RAM
+    ASSERT(end + PE_HEAP_MIN <= __stack_limit, "{sys_name} is too small: the stack reserve (stack.ld PE_STACK_RESERVE) and PE_HEAP_MIN of heap do not fit after .data and .bss")
 }}
 """
 
@@ -692,6 +700,8 @@ def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algor
     frame = None if not streamed else ("FLASH" if machine else "RAM")
     _write(out / "link.ld", _linker_script(profile, regions, flash_name, sys_region.name, seg_block, frame),
            files, "link.ld")
+    from pyembed.codegen.firmware.stack import stack_script
+    _write(out / "stack.ld", stack_script(), files, "stack.ld")
     for name in ("startup.c", "pe_target.c", "pe_target.h"):
         _write(out / name, (TARGET_TEMPLATES / name).read_text(), files, name)
     _write(out / "Makefile", _makefile(profile, core_flags, machine), files, "Makefile")
