@@ -128,6 +128,11 @@ def generate(graph, profile, outdir, segments=None, strategy="none", max_extra_m
         note = segment_note(graph, budget, segments)
     proj = generate_project(graph, prof, outdir, segments=segments, fc_int16_weights=fc_int16_weights,
                             fc_w16_min_macs=fc_w16_min_macs, **kw)
+    layers = [int(op.params["layers"]) for op in proj.graph.operators
+              if op.type == "PE_STRIPE_REGION" and "layers" in (op.params or {})]
+    if layers:
+        # the stripe executor's recursion is one level per layer (pyembed.target.stackbound.recursion_depths)
+        _update_manifest(proj.outdir, {"stripe_layers_max": max(layers)})
     proj.source_graph = source
     proj.pipeline_lines = lines
     proj.segment_note = note

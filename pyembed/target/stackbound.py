@@ -238,13 +238,15 @@ def _elf_funcs(elf):
     return _disassembly(str(elf), Path(elf).stat().st_mtime_ns)
 
 
-def bound(project_dir, runtime_build=None, elf=None, root=None, core=None):
+def bound(project_dir, runtime_build=None, elf=None, root=None, core=None, depths=None):
     """StackBound of the firmware project in project_dir (built with the
     Makefile's STACK_FLAGS). runtime_build: where the runtime's objects are
     (the Makefile's RUNTIME_BUILD, default project/build/pyembed); elf: the
     linked firmware (default project/firmware.elf; read for functions with no
     .ci node); root: default pe_model_invoke, pe_model_invoke_rows for a
-    streamed input (firmware.json); core: default firmware.json's."""
+    streamed input (firmware.json); core: default firmware.json's; depths:
+    {source file name: maximum recursion depth} (default recursion_depths:
+    the stripe executor's layer recursion)."""
     d = Path(project_dir)
     manifest = {}
     if (d / "firmware.json").is_file():
@@ -298,21 +300,27 @@ def bound(project_dir, runtime_build=None, elf=None, root=None, core=None):
         if not changed:
             break
 
-    memo, reasons = {}, []
+    reasons = []
 
     def callees(f):
+        if f not in g.frames:
+            return list(elf_funcs[f][1]) if f in elf_funcs else []
         out = []
         for c, s in g.edges.get(f, []):
             if c == INDIRECT:
                 cand = resolved.get((f, s), [])
                 if not cand and (f, s) not in by_table:
-                    reasons.append(f"unknown indirect call at {s} in {_short(f)}")
-                out += [(x, s) for x in cand]
+                    out.append(f"{INDIRECT}@{s}@{_short(f)}")   # no frame: makes the bound unbounded
+                out += cand
             else:
-                out.append((c, s))
-        return out
+                out.append(c)
+        return list(dict.fromkeys(out))
 
     def frame(f):
+        if f.startswith(INDIRECT + "@"):
+            _, site, caller = f.split("@", 2)
+            reasons.append(f"unknown indirect call at {site} in {caller}")
+            return None
         if f in g.frames:
             n, q = g.frames[f]
             if q.startswith("dynamic") and q != "dynamic,bounded":
@@ -326,49 +334,127 @@ def bound(project_dir, runtime_build=None, elf=None, root=None, core=None):
         reasons.append(f"{f}: no .ci node and not in the ELF (frame unknown)")
         return None
 
-    def elf_callees(f):
-        return [] if f in g.frames or f not in elf_funcs else [(c, "elf") for c in elf_funcs[f][1]]
+    if depths is None:
+        depths = recursion_depths(d, manifest)
 
-    on_path = []
+    def deepest_from(start):
+        comps, comp_of, succ = _sccs(start, callees)
+        memo = {}
 
-    def deepest(f):
-        if f in memo:
-            return memo[f]
-        if f in on_path:
-            reasons.append("recursion: " + " > ".join(_short(x) for x in on_path[on_path.index(f):] + [f]))
-            return None, []
-        on_path.append(f)
-        own = frame(f)
-        best, best_path, bad = 0, [], own is None
-        for c, _ in callees(f) + elf_callees(f):
-            n, p = deepest(c)
-            if n is None:
-                bad = True
-                continue
-            if n > best:
-                best, best_path = n, p
-        on_path.pop()
-        res = (None, []) if bad else (own + best, [(f, own)] + best_path)
-        memo[f] = res
-        return res
+        def cost(ci):
+            if ci in memo:
+                return memo[ci]
+            members = comps[ci]
+            frames = [frame(f) for f in members]
+            res = None
+            if None not in frames:
+                mult, label = 1, None
+                recursive = len(members) > 1 or members[0] in succ[members[0]]
+                if recursive:
+                    files = {Path(g.src_of.get(g.obj_of.get(f, ""), "")).name for f in members}
+                    k = depths.get(files.pop()) if len(files) == 1 else None
+                    cyc = " > ".join(_short(f) for f in members)
+                    if k is None:
+                        reasons.append(f"recursion: {cyc}")
+                        mult = None
+                    else:
+                        mult, label = k, f"[{cyc}] x{k}"
+                if mult is not None:
+                    best, best_path, ok = 0, [], True
+                    for f in members:
+                        for c in succ[f]:
+                            cj = comp_of[c]
+                            if cj == ci:
+                                continue
+                            n, p = cost(cj)
+                            if n is None:
+                                ok = False
+                            elif n > best:
+                                best, best_path = n, p
+                    if ok:
+                        own = mult * sum(frames)
+                        head = [(label, own)] if label else [(members[0], own)]
+                        res = (own + best, head + best_path)
+            memo[ci] = res if res is not None else (None, [])
+            return memo[ci]
 
-    n, path = deepest(root)
-    if n is None:
-        # still report the deepest known path, treating unknown frames as 0
-        path = []
-    irq = 0
-    handlers = [h for h in vectors if _short(h) not in ("Reset_Handler",)]
-    hf = [deepest(h)[0] for h in handlers if h in g.frames]
+        return cost(comp_of[start]), set(comp_of)
+
+    (n, path), reached = deepest_from(root)
+    root_reasons = list(dict.fromkeys(reasons)) if n is None else []
+    # an interrupt at the deepest point: the exception frame and the handler the harness enables (SysTick)
+    hf = [deepest_from(h)[0][0] for h in ("SysTick_Handler",) if h in g.frames]
     irq = (EXCEPTION_FRAME_FPU if core in _FPU_CORES else EXCEPTION_FRAME) + max([x for x in hf if x is not None]
                                                                                  or [0])
     ind = {f"{s} in {_short(f)}": [_short(c) for c in cand] for (f, s), cand in sorted(resolved.items())
-           if _reachable(f, memo)}
-    uniq = list(dict.fromkeys(reasons)) if n is None else []
-    return StackBound(root, n, path, irq, uniq, ind, len(memo))
+           if f in reached}
+    return StackBound(root, n, path if n is not None else [], irq, root_reasons, ind, len(reached))
 
 
-def _reachable(f, memo):
-    return f in memo
+def recursion_depths(project_dir, manifest=None):
+    """{source file name: the most nested calls a recursion in it can make}.
+
+    The stripe executor (pe_stripe.c) recurses by design: a row finished by
+    layer L is handed to layer L + 1 by a call (advance / deliver / emit_row,
+    and dry_input_row / dry_emit in its analysis), one level per layer, and
+    the level after the last layer returns at once: at most layers + 1 levels,
+    each passing every function of the cycle at most once. The layers are the
+    largest stripe region of the model (firmware.json "stripe_layers_max",
+    written by pyembed.target.firmware.generate), else PE_STRIPE_MAX_LAYERS
+    read from the project's pe_stripe.h."""
+    layers = (manifest or {}).get("stripe_layers_max")
+    if layers is None:
+        for h in (Path(project_dir) / "pyembed" / "include" / "pyembed" / "pe_stripe.h",):
+            m = re.search(r"#define\s+PE_STRIPE_MAX_LAYERS\s+(\d+)", h.read_text()) if h.is_file() else None
+            if m:
+                layers = int(m.group(1))
+    return {} if layers is None else {"pe_stripe.c": int(layers) + 1}
+
+
+def _sccs(start, callees):
+    """Strongly connected components reachable from start (Tarjan, iterative):
+    (components, {function: component index}, {function: [callees]})."""
+    index, low, stack, on, comps, comp_of, succ = {}, {}, [], set(), [], {}, {}
+    counter = [0]
+
+    def visit(v0):
+        work = [(v0, 0)]
+        while work:
+            v, i = work.pop()
+            if i == 0:
+                index[v] = low[v] = counter[0]
+                counter[0] += 1
+                stack.append(v)
+                on.add(v)
+                succ[v] = callees(v)
+            recurse = False
+            for j in range(i, len(succ[v])):
+                w = succ[v][j]
+                if w not in index:
+                    work.append((v, j + 1))
+                    work.append((w, 0))
+                    recurse = True
+                    break
+                if w in on:
+                    low[v] = min(low[v], index[w])
+            if recurse:
+                continue
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp_of[w] = len(comps)
+                    comp.append(w)
+                    if w == v:
+                        break
+                comps.append(comp)
+            if work:
+                u = work[-1][0]
+                low[u] = min(low[u], low[v])
+
+    visit(start)
+    return comps, comp_of, succ
 
 
 def _reverse(g, resolved):
