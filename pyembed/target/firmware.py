@@ -179,7 +179,12 @@ def build_project(project_dir, jobs=2, make_vars=None, stack=True):
     _replace_text(d / "stack.ld", stack_script(0, note="provisional, no reserve: the link the stack bound is read "
                                                      "from (pyembed.target.firmware.build_project)"))
     make()
-    info = stack_info(d, (make_vars or {}).get("RUNTIME_BUILD"))
+    # the runtime's objects (and .ci files) where make put them: make_vars, else the environment make inherits
+    try:
+        info = stack_info(d, (make_vars or {}).get("RUNTIME_BUILD") or os.environ.get("RUNTIME_BUILD") or None)
+    except (OSError, ValueError) as e:   # no .ci files (STACK_FLAGS emptied), binutils missing
+        info = {"bound_bytes": None, "interrupt_bytes": None, "bound_total_bytes": None, "root": None, "path": [],
+                "path_text": "", "unbounded": [str(e)], "indirect_calls": {}}
     if info["bound_total_bytes"] is not None:
         reserve = reserve_for(info["bound_total_bytes"])
         note = (f"the static bound of pe_model_invoke, {info['bound_bytes']} B, + {info['interrupt_bytes']} B for an "

@@ -213,7 +213,7 @@ def _disassembly(elf, mtime):
             funcs[cur][1].append(t)
         elif op in ("blx",) and re.match(r"r\d+|ip|lr", args):
             funcs[cur][2].append(f"{cur}: indirect call ({ins})")
-        elif op in ("b.w", "b") and re.search(r"<([^>+]+)>$", args):
+        elif op in ("b.w", "b", "b.n") and re.search(r"<([^>+]+)>$", args):
             t = re.search(r"<([^>+]+)>$", args).group(1)
             if t != cur:
                 funcs[cur][1].append(t)      # a tail call
@@ -330,7 +330,7 @@ def bound(project_dir, runtime_build=None, elf=None, root=None, core=None, depth
         if f in elf_funcs:
             n, _, why = elf_funcs[f]
             reasons.extend(why)
-            return n
+            return None if why else n
         reasons.append(f"{f}: no .ci node and not in the ELF (frame unknown)")
         return None
 
