@@ -10,7 +10,10 @@ it (make) and runs it under QEMU (mps2-an386 / mps2-an500 profiles), printing
 the outputs, whether they equal the host run (Graph.run of the imported model)
 element for element,
 and the instructions of each operator (SysTick ticks * 40 under -icount
-shift=0: 40-instruction resolution).
+shift=0: 40-instruction resolution), the peak stack of pe_model_invoke
+measured by paint and scan beside its static bound (pyembed.target.stackbound)
+and the flash per part from the link map; --build builds without running and
+prints the bound and the flash.
 """
 import json
 import os
@@ -35,6 +38,8 @@ from pyembed.cli.options import (attention_option, fc_int16_weights_option, forc
               help="RAM budget for the weights (the execution block, e.g. 8K): when the weights do not fit, the "
                    "model is divided into segments loaded from flash while it runs (pe_segload).")
 @click.option("--run", "do_run", is_flag=True, help="Build with make and run under QEMU.")
+@click.option("--build", "do_build", is_flag=True,
+              help="Build with make (no run): the static stack bound, the stack reserved and the flash per part.")
 @click.option("--inputs", "inputs_path", type=click.Path(exists=True, dir_okay=False),
               help="With --run: input .npy/.npz (the first sample is run); default: seeded random int8.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the random input.")
@@ -47,7 +52,7 @@ from pyembed.cli.options import (attention_option, fc_int16_weights_option, forc
 @fc_int16_weights_option()
 @force_option()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable result.")
-def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs_path, seed, as_json,
+def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs_path, seed, as_json, do_build=False,
                      attention="none", pipeline="auto", max_extra_macs="10%", stream_input=False,
                      fc_int16_weights=False, fc_w16_min_macs=None, force=False):
     """Generate a Cortex-M firmware project for MODEL (.tflite/.onnx or a
@@ -114,6 +119,12 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
         if not as_json:
             click.echo(verdict)
         raise FitError(f"{g.name} does not fit {tp.profile.name}: {verdict[len('verdict: '):]}")
+    if do_build and not do_run:
+        from pyembed.target.firmware import build_project
+        build_project(outdir)
+        with open(os.path.join(outdir, "firmware.json")) as f:
+            manifest = json.load(f)
+        result.update(_stack_flash(manifest))
     if not do_run:
         if as_json:
             click.echo(json.dumps(result, indent=1))
@@ -136,6 +147,9 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
             for name, r in result["regions"].items():
                 if r["used"]:
                     click.echo(f"  region {name}: {r['used']} B at 0x{r['base']:08X}")
+            for line in _stack_flash_lines(manifest) or ["stack bound and flash per part: after a build "
+                                                          "(--build, --run)"]:
+                click.echo(f"  {line}")
             click.echo(f"  build: make -C {outdir}" + (f"; run under QEMU: make -C {outdir} run"
                                                          if proj.qemu_machine else ""))
             click.echo(verdict)
@@ -154,6 +168,8 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
                       else rng.standard_normal(tt.shape).astype(tt.dtype))
     build_project(outdir)
     run = run_project(proj, xs)
+    with open(os.path.join(outdir, "firmware.json")) as f:
+        manifest = json.load(f)
     host = g.run(xs if len(xs) > 1 else xs[0])
     host = list(host) if isinstance(host, (list, tuple)) else [host]
     mismatches = []
@@ -177,6 +193,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
     d["flash"] = int(tp.plan.flash_size)
     d["verdict"] = verdict
     d["fits"] = tp.fits()
+    d.update(_stack_flash(manifest))
     if as_json:
         click.echo(json.dumps(d, indent=1))
     else:
@@ -201,6 +218,8 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
             click.echo(f"  {o['index']:>4} {o['type']:<22} {o['instructions']:>14,}")
         click.echo(f"  total {d['total_instructions']:,} instructions (whole invoke {d['invoke_instructions']:,}); "
                    f"resolution 40 instructions per operator (SysTick 25 MHz)")
+        for line in _stack_flash_lines(manifest):
+            click.echo(f"  {line}")
         for m in mismatches[:20]:
             click.echo(f"  mismatch output {m['output']}[{m['element']}]: firmware {m['firmware']} host {m['host']}")
         click.echo(verdict)
@@ -229,3 +248,36 @@ def _fc_w16_lines(proj):
         return []
     from pyembed.passes.fc_w16 import describe
     return describe(proj.fc_w16)
+
+
+def _stack_flash(manifest):
+    """The stack and flash fields of a built project's firmware.json for the
+    command's result: stack_bytes (measured, after a run), stack_bound_bytes
+    (static, with an interrupt at the deepest point), the reserve, the deepest
+    path, and the flash per part."""
+    st = manifest.get("stack") or {}
+    return {"stack_bytes": manifest.get("stack_bytes"), "stack_main_bytes": manifest.get("stack_main_bytes"),
+            "stack_bound_bytes": st.get("bound_total_bytes"), "stack_bound_path_bytes": st.get("bound_bytes"),
+            "stack_interrupt_bytes": st.get("interrupt_bytes"), "stack_reserved_bytes": st.get("reserved_bytes"),
+            "stack_deepest_path": st.get("path_text"), "stack_unbounded": st.get("unbounded"),
+            "flash_linked": {k: v for k, v in (manifest.get("flash") or {}).items() if k != "parts"} or None}
+
+
+def _stack_flash_lines(manifest):
+    st, fl = manifest.get("stack"), manifest.get("flash")
+    lines = []
+    if st:
+        measured = manifest.get("stack_bytes")
+        if st.get("bound_total_bytes") is not None:
+            bound = (f"static bound {st['bound_total_bytes']:,} B ({st['bound_bytes']:,} B deepest path + "
+                     f"{st['interrupt_bytes']} B interrupt)")
+        else:
+            bound = f"static bound: unbounded ({'; '.join(st.get('unbounded', [])[:3])})"
+        lines.append(f"stack of pe_model_invoke: " + (f"measured {measured:,} B, " if measured is not None else "")
+                     + f"{bound}; reserved {st.get('reserved_bytes', 0):,} B (stack.ld)")
+        if st.get("path_text"):
+            lines.append(f"  deepest path: {st['path_text']}")
+    if fl:
+        lines.append(f"flash {fl['total']:,} B: runtime code {fl['runtime_code']:,}, model tables "
+                     f"{fl['model_tables']:,}, weights {fl['weights']:,}, harness + libc {fl['harness_libc']:,}")
+    return lines

@@ -40,7 +40,7 @@ import secrets
 
 from pyembed.errors import ArgumentError
 
-__all__ = ["MANIFEST", "OutputDir", "staged", "copy_tree"]
+__all__ = ["MANIFEST", "OutputDir", "staged", "copy_tree", "refresh"]
 
 MANIFEST = ".pyembed-manifest.json"
 _TMP = ".pyembed-tmp-"
@@ -371,3 +371,28 @@ def copy_tree(out, rel_dir, src_dir, skip=()):
             sub = os.path.relpath(src, src_dir).replace(os.sep, "/")
             out.copy_file(f"{rel_dir}/{sub}", src)
 
+
+
+def refresh(root, rel):
+    """Record in root's manifest the new content of rel, a file pyembed itself rewrote
+    after the folder was committed (build_project's stack.ld and firmware.json), so
+    that a later run still counts it as pyembed's. A file the manifest does not list
+    stays unlisted."""
+    p = os.path.join(os.path.abspath(os.fspath(root)), MANIFEST)
+    if os.path.islink(p) or not os.path.isfile(p):
+        return False
+    try:
+        with open(p, encoding="utf-8") as f:
+            m = json.load(f)
+    except (OSError, ValueError):
+        return False
+    files = m.get("files")
+    key = "/".join(_split(rel))
+    if not isinstance(files, dict) or key not in files:
+        return False
+    files[key] = _sha256(os.path.join(os.path.dirname(p), *key.split("/")))
+    tmp = p + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(m, f, indent=1)
+    os.replace(tmp, p)
+    return True

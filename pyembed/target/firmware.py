@@ -5,6 +5,14 @@ under QEMU: outputs and per-operator instruction counts.
     elf = build_project(proj.outdir)                 # runs `make` in the project
     res = run_project(proj, [x])                     # FirmwareRun
 
+build_project also bounds the stack statically (pyembed.target.stackbound:
+the deepest call path from pe_model_invoke, from GCC's -fstack-usage /
+-fcallgraph-info output), reserves it in the link (stack.ld: the bound with an
+interrupt at its deepest point, plus a margin) and records the bound and the
+flash per part (pyembed.target.linkmap) in firmware.json ("stack", "flash");
+run_project measures the invoke's peak stack by paint and scan
+(``FirmwareRun.stack_bytes``) and records it there too ("stack_bytes").
+
 Instruction counts are SysTick ticks * 40 (25 MHz SysTick, QEMU -icount
 shift=0: one instruction per ns), so they have a 40-instruction resolution;
 the count of an operator includes the few instructions of the timing hooks
@@ -24,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from pyembed.errors import ArgumentError, PyEmbedError
+from pyembed.codegen.firmware.stack import STACK_RECORD_BYTES
 from pyembed.target import qemu
 
 __all__ = ["FirmwareRun", "FirmwareError", "generate", "build_project", "run_project", "load_manifest"]
@@ -42,6 +51,10 @@ class FirmwareRun:
     status: int
     board: str
     input_rows: int | None = None  # rows the harness's pe_row_source delivered (a streamed input), else None
+    stack_bytes: int | None = None  # peak stack of pe_model_invoke, painted and scanned (None: overflowed)
+    stack_main_bytes: int | None = None  # peak stack of main before the invoke (init, input reads)
+    stack_reserved: int | None = None    # bytes link.ld reserved (.stack)
+    stack_bound: dict | None = None      # firmware.json's "stack" (the static bound) when built here
 
     def to_dict(self):
         return {"outputs": [np.asarray(o).reshape(-1).tolist() for o in self.outputs],
@@ -49,7 +62,10 @@ class FirmwareRun:
                 "total_instructions": self.total_instructions,
                 "invoke_instructions": self.invoke_instructions,
                 "instruction_resolution": qemu.INSTRUCTIONS_PER_TICK,
-                "board": self.board, "input_rows_given": self.input_rows}
+                "board": self.board, "input_rows_given": self.input_rows,
+                "stack_bytes": self.stack_bytes, "stack_main_bytes": self.stack_main_bytes,
+                "stack_reserved_bytes": self.stack_reserved,
+                "stack_bound_bytes": (self.stack_bound or {}).get("bound_total_bytes")}
 
 
 def generate(graph, profile, outdir, segments=None, strategy="none", max_extra_macs=0.10, stream_input=False,
@@ -115,6 +131,11 @@ def generate(graph, profile, outdir, segments=None, strategy="none", max_extra_m
         note = segment_note(graph, budget, segments)
     proj = generate_project(graph, prof, outdir, segments=segments, fc_int16_weights=fc_int16_weights,
                             fc_w16_min_macs=fc_w16_min_macs, **kw)
+    layers = [int(op.params["layers"]) for op in proj.graph.operators
+              if op.type == "PE_STRIPE_REGION" and "layers" in (op.params or {})]
+    if layers:
+        # the stripe executor's recursion is one level per layer (pyembed.target.stackbound.recursion_depths)
+        _update_manifest(proj.outdir, {"stripe_layers_max": max(layers)})
     proj.source_graph = source
     proj.pipeline_lines = lines
     proj.segment_note = note
@@ -127,10 +148,18 @@ def load_manifest(project_dir):
         return json.load(f)
 
 
-def build_project(project_dir, jobs=2, make_vars=None):
+def build_project(project_dir, jobs=2, make_vars=None, stack=True):
     """`make` in the project directory; returns the ELF path. make_vars: extra
     variables for make (e.g. {"RUNTIME_BUILD": dir} to share the runtime's
-    objects between projects for the same core)."""
+    objects between projects for the same core).
+
+    stack (default): link once with no stack reserve, bound the stack from the
+    objects' call graph and frames (pyembed.target.stackbound), write stack.ld
+    with the bound plus a margin (pyembed.codegen.firmware.stack) and link
+    again, so a RAM too small for it fails the link; firmware.json then holds
+    "stack" (the bound, its deepest path, the reserve) and "flash" (bytes per
+    part from the link map). An unbounded stack (recursion, an unresolved
+    indirect call) keeps the default reserve and says why."""
     if shutil.which("make") is None:
         raise FirmwareError("make is not installed")
     if shutil.which(qemu.CC) is None:
@@ -139,10 +168,83 @@ def build_project(project_dir, jobs=2, make_vars=None):
     if not (d / "Makefile").is_file():
         raise ArgumentError(f"project_dir: {d} has no Makefile (generate the project first)")
     extra = [f"{k}={v}" for k, v in (make_vars or {}).items()]
-    proc = subprocess.run(["make", "-s", f"-j{int(jobs)}", *extra, "firmware.elf"], cwd=d, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise FirmwareError(f"building the firmware in {d} failed:\n{proc.stdout}{proc.stderr}")
+
+    def make():
+        proc = subprocess.run(["make", "-s", f"-j{int(jobs)}", *extra, "firmware.elf"], cwd=d, capture_output=True,
+                              text=True)
+        if proc.returncode != 0:
+            raise FirmwareError(f"building the firmware in {d} failed:\n{proc.stdout}{proc.stderr}")
+
+    if not stack or not (d / "stack.ld").is_file():
+        make()
+        return d / "firmware.elf"
+    from pyembed.codegen.firmware.stack import DEFAULT_RESERVE, HEAP_MIN, MARGIN, reserve_for, stack_script
+    _replace_text(d / "stack.ld", stack_script(0, note="provisional, no reserve: the link the stack bound is read "
+                                                     "from (pyembed.target.firmware.build_project)"))
+    make()
+    # the runtime's objects (and .ci files) where make put them: make_vars, else the environment make inherits
+    try:
+        info = stack_info(d, (make_vars or {}).get("RUNTIME_BUILD") or os.environ.get("RUNTIME_BUILD") or None)
+    except (OSError, ValueError) as e:   # no .ci files (STACK_FLAGS emptied), binutils missing
+        info = {"bound_bytes": None, "interrupt_bytes": None, "bound_total_bytes": None, "root": None, "path": [],
+                "path_text": "", "unbounded": [str(e)], "indirect_calls": {}}
+    if info["bound_total_bytes"] is not None:
+        reserve = reserve_for(info["bound_total_bytes"])
+        note = (f"the static bound of pe_model_invoke, {info['bound_bytes']} B, + {info['interrupt_bytes']} B for an "
+                f"interrupt at its deepest point, rounded up to 8 B, + {MARGIN} B margin "
+                f"(pyembed.target.stackbound; deepest path {info['path_text']})")
+    else:
+        reserve = DEFAULT_RESERVE
+        note = f"the default: the stack is not bounded ({'; '.join(info['unbounded'][:3])})"
+    info["reserved_bytes"] = reserve
+    info["heap_min_bytes"] = HEAP_MIN
+    _replace_text(d / "stack.ld", stack_script(reserve, note=note))
+    (d / "firmware.elf").unlink()
+    make()
+    flash = flash_info(d / "firmware.map")
+    _update_manifest(d, {"stack": info, "flash": flash})
     return d / "firmware.elf"
+
+
+def stack_info(project_dir, runtime_build=None):
+    """firmware.json's "stack" record of a project built with STACK_FLAGS."""
+    from pyembed.target import stackbound
+    d = Path(project_dir)
+    rt = None if runtime_build is None else Path(runtime_build)
+    b = stackbound.bound(d, runtime_build=rt)
+    return {"bound_bytes": b.bytes, "interrupt_bytes": b.interrupt_bytes, "bound_total_bytes": b.total,
+            "root": b.root, "path": [[f, n] for f, n in b.path], "path_text": b.path_text(),
+            "unbounded": b.unbounded, "indirect_calls": b.indirect}
+
+
+def flash_info(map_path):
+    """Flash bytes per part of the linked firmware (pyembed.target.linkmap.breakdown):
+    runtime code, model tables, weights, harness + libc, total."""
+    from pyembed.target import linkmap
+    parts = linkmap.breakdown(map_path)
+    out = {"runtime_code": parts["runtime"]["flash"], "model_tables": parts["tables"]["flash"],
+           "weights": parts["weights"]["flash"],
+           "harness_libc": parts["harness"]["flash"] + parts["libc"]["flash"]}
+    out["total"] = sum(out.values())
+    out["parts"] = parts
+    return out
+
+
+def _replace_text(path, text):
+    """Rewrite a project file pyembed generated, keeping the folder's manifest in step."""
+    from pyembed.codegen.outdir import refresh
+    path = Path(path)
+    tmp = Path(str(path) + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+    refresh(path.parent, path.name)
+
+
+def _update_manifest(project_dir, fields):
+    path = Path(project_dir) / "firmware.json"
+    m = json.loads(path.read_text()) if path.is_file() else {}
+    m.update(fields)
+    _replace_text(path, json.dumps(m, indent=1))
 
 
 def _input_bytes(manifest, inputs):
@@ -203,6 +305,17 @@ def run_project(project, inputs, elf=None, timeout=600.0):
                             f"{res.exit_code})")
     out = res.stdout.decode("latin-1") if isinstance(res.stdout, bytes) else (res.stdout or "")
     rows = re.search(r"^pe_input_rows_given (\d+)\r?$", out, re.M)
-    return FirmwareRun(outputs, ops, sum(o["instructions"] for o in ops),
-                       ((thi << 32) | tlo) * qemu.INSTRUCTIONS_PER_TICK, status, board,
-                       int(rows.group(1)) if rows else None)
+    run = FirmwareRun(outputs, ops, sum(o["instructions"] for o in ops),
+                      ((thi << 32) | tlo) * qemu.INSTRUCTIONS_PER_TICK, status, board,
+                      int(rows.group(1)) if rows else None)
+    if blob[pos:pos + 4] == b"PESK" and len(blob) >= pos + STACK_RECORD_BYTES:
+        peak, main_peak, reserved = struct.unpack_from("<III", blob, pos + 4)
+        run.stack_bytes = None if peak == 0xFFFFFFFF else peak
+        run.stack_main_bytes = main_peak
+        run.stack_reserved = reserved
+        if run.stack_bytes is None or main_peak >= reserved:
+            raise FirmwareError(f"the firmware's stack reached the lowest word of its {reserved} B reserve (it may "
+                                f"have overflowed; stack.ld)")
+        run.stack_bound = manifest.get("stack")
+        _update_manifest(d, {"stack_bytes": run.stack_bytes, "stack_main_bytes": main_peak})
+    return run

@@ -263,8 +263,16 @@ SECTIONS
     . = ALIGN(8);
     end = .;
     __end__ = .;
+    /* the stack: PE_STACK_RESERVE bytes at the top of {sys_name} (stack.ld, from the static
+     * bound of the compiled project: pyembed.target.stackbound), the heap between end and it */
+    INCLUDE stack.ld
     __stack_top = ORIGIN(RAM) + LENGTH(RAM);
-    ASSERT(end + 0x4000 <= __stack_top, "less than 16 KB left for heap and stack in {sys_name}")
+    __stack_limit = __stack_top - PE_STACK_RESERVE;
+    .stack __stack_limit (NOLOAD) :
+    {{
+        . = . + PE_STACK_RESERVE;
+    }} > RAM
+    ASSERT(end + PE_HEAP_MIN <= __stack_limit, "{sys_name} is too small: the stack reserve (stack.ld PE_STACK_RESERVE) and PE_HEAP_MIN of heap do not fit after .data and .bss")
 }}
 """
 
@@ -642,6 +650,9 @@ def _write_project(out, graph, profile, plan, prefix, layout, arena_base, region
     # the harness's frame of a streamed input: in code memory where QEMU makes it RAM, else in .data's RAM
     frame = None if not streamed else ("FLASH" if machine else "RAM")
     w("link.ld", _linker_script(profile, regions, profile.flash_region, sys_region.name, seg_block, frame))
+    # the stack reserve the link keeps (build_project rewrites it from the static bound)
+    from pyembed.codegen.firmware.stack import stack_script
+    w("stack.ld", stack_script())
     for name in ("startup.c", "pe_target.c", "pe_target.h"):
         w(name, (TARGET_TEMPLATES / name).read_text())
     w("Makefile", _makefile(profile, core_flags, machine))

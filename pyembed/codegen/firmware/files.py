@@ -43,6 +43,7 @@ static pe_status input_rows(void *user, int32_t row, int32_t col, int32_t n_cols
         st = pe_model_invoke_rows(&src);
     }
     total = pe_ticks_now() - t0;
+    stack_low = pe_stack_lowest();
     printf("pe_input_rows_given %lu\\n", (unsigned long)rows_given);"""
     return decl, read, invoke
 
@@ -51,14 +52,21 @@ def _main_source(graph, prefix, ops):
     streamed = bool(graph.inputs) and graph.tensors[graph.inputs[0]].streamed
     decl, read, invoke = (_streamed_parts(graph, prefix) if streamed else
                           ("", "        void *p = pe_model_input(k, &n);",
-                           "    st = pe_model_invoke();\n    total = pe_ticks_now() - t0;"))
+                           "    st = pe_model_invoke();\n    total = pe_ticks_now() - t0;\n"
+                           "    stack_low = pe_stack_lowest();"))
     return f"""/*
  * main.c - test harness for model "{c_comment(graph.name)}" under QEMU (semihosting):
  * reads the inputs from pe_input.bin (concatenated, in input order), runs the
  * model once with per-operator SysTick timing, writes pe_output.bin:
  *   "PEFW", int32 status, uint32 number of table entries, uint32 ticks of the
  *   whole invoke (low, high), the outputs (concatenated), then per table
- *   entry: uint32 entry, uint32 model operator, uint32 ticks (low, high).
+ *   entry: uint32 entry, uint32 model operator, uint32 ticks (low, high),
+ *   then "PESK", uint32 peak stack of the invoke (painted just before it,
+ *   scanned just after: pe_target.h), uint32 peak stack of main before the
+ *   invoke (init and input reads; painted by the reset handler), uint32
+ *   stack reserve (link.ld .stack). The lowest word of the reserve
+ *   overwritten (the stack may have overflowed): the invoke's peak is
+ *   0xFFFFFFFF, main's the whole reserve.
  * One tick = 40 instructions under qemu-system-arm -icount shift=0 (SysTick on
  * the 25 MHz processor clock). Exit code 0, or 10 + |status| on a failure.
  * A streamed input ({prefix.upper()}_INPUT0_STREAMED) is read into a frame outside the
@@ -109,6 +117,9 @@ int main(void)
     uint32_t head[5];
     uint64_t t0;
     uint64_t total;
+    uintptr_t sp0;
+    uintptr_t stack_low;
+    uint32_t stack_main;
     pe_status st = pe_model_init();
     if (st != PE_OK) {{
         return 10 - (int)st;
@@ -126,6 +137,9 @@ int main(void)
     }}
     fclose(in);
     pe_model_set_hooks(before_op, after_op, NULL);
+    stack_main = (uint32_t)(pe_stack_top() - pe_stack_lowest());
+    sp0 = pe_stack_pointer();
+    pe_stack_paint();
     t0 = pe_ticks_now();
 {invoke}
     out = fopen("pe_output.bin", "wb");
@@ -154,6 +168,17 @@ int main(void)
         rec[1] = (uint32_t)pe_model_op_index(k);
         rec[2] = op_ticks[k][0];
         rec[3] = op_ticks[k][1];
+        if (put(out, rec, sizeof rec) != 0) {{
+            fclose(out);
+            return 5;
+        }}
+    }}
+    {{
+        uint32_t rec[4];
+        memcpy(&rec[0], "PESK", 4);
+        rec[1] = stack_low > pe_stack_limit() ? (uint32_t)(sp0 - stack_low) : 0xFFFFFFFFu;
+        rec[2] = stack_main;
+        rec[3] = (uint32_t)(pe_stack_top() - pe_stack_limit());
         if (put(out, rec, sizeof rec) != 0) {{
             fclose(out);
             return 5;
@@ -194,6 +219,9 @@ def _makefile(profile, core_flags, machine):
 #                 constant graph once (pe_graph_check), so the runtime does not
 #                 repeat those structural checks on every operator call (see
 #                 pe_graph.c); set it empty to check everything on every call
+#   STACK_FLAGS   default -fstack-usage -fcallgraph-info=su: GCC writes each object's
+#                 frames (.su) and call graph (.ci) beside it, read by
+#                 pyembed.target.stackbound for the static stack bound (stack.ld)
 
 CROSS ?= arm-none-eabi-
 CC := $(CROSS)gcc
@@ -202,8 +230,9 @@ PYEMBED_CSRC ?= pyembed
 RUNTIME_BUILD ?= build/pyembed
 OPT ?= -O2
 GRAPH_FLAGS ?= -DPE_GRAPH_TRUST_CHECKED=1
+STACK_FLAGS ?= -fstack-usage -fcallgraph-info=su
 CPUFLAGS := {core_flags}
-CFLAGS := $(CPUFLAGS) $(OPT) $(GRAPH_FLAGS) -g -std=c99 -Wall -Wextra -Werror -ffunction-sections -fdata-sections \\
+CFLAGS := $(CPUFLAGS) $(OPT) $(GRAPH_FLAGS) $(STACK_FLAGS) -g -std=c99 -Wall -Wextra -Werror -ffunction-sections -fdata-sections \\
           -I. -Imodel -I$(PYEMBED_CSRC)/include
 # newlib with semihosting (stdio and exit through the debugger / QEMU); startup.c is crt0
 LDFLAGS := $(CPUFLAGS) --specs=rdimon.specs -nostartfiles -Wl,--gc-sections -Tlink.ld -Wl,-Map=firmware.map
@@ -230,7 +259,7 @@ $(RUNTIME_BUILD)/%.o: $(PYEMBED_CSRC)/src/%.c | $(RUNTIME_BUILD)
 build $(RUNTIME_BUILD):
 \tmkdir -p $@
 
-firmware.elf: $(APP_OBJS) $(RT_OBJS) link.ld
+firmware.elf: $(APP_OBJS) $(RT_OBJS) link.ld stack.ld
 \t$(CC) $(LDFLAGS) $(APP_OBJS) $(RT_OBJS) -lm -o $@
 \t$(SIZE) $@
 
@@ -272,6 +301,7 @@ endif()
 target_compile_options(firmware.elf PRIVATE ${{CPUFLAGS}} -O2 -g -std=c99 -Wall -Wextra -Werror
                        -ffunction-sections -fdata-sections)
 target_link_options(firmware.elf PRIVATE ${{CPUFLAGS}} --specs=rdimon.specs -nostartfiles -Wl,--gc-sections
-                    -T${{CMAKE_CURRENT_SOURCE_DIR}}/link.ld)
+                    -T${{CMAKE_CURRENT_SOURCE_DIR}}/link.ld
+                    -L${{CMAKE_CURRENT_SOURCE_DIR}})
 target_link_libraries(firmware.elf PRIVATE m)
 """

@@ -53,6 +53,31 @@ long pe_read_input(void *buf, size_t n)
     return (long)got;
 }
 
+extern uint32_t __stack_limit;
+extern uint32_t __stack_top;
+
+void pe_stack_paint(void)
+{
+    volatile uint32_t *p = &__stack_limit;
+    uint32_t *const sp = (uint32_t *)pe_stack_pointer();
+    while ((uint32_t *)p < sp) {
+        *p++ = PE_STACK_PATTERN;
+    }
+}
+
+uintptr_t pe_stack_lowest(void)
+{
+    const volatile uint32_t *p = &__stack_limit;
+    while ((const uint32_t *)p < &__stack_top && *p == PE_STACK_PATTERN) {
+        p++;
+    }
+    return (uintptr_t)p;
+}
+
+uintptr_t pe_stack_limit(void) { return (uintptr_t)&__stack_limit; }
+
+uintptr_t pe_stack_top(void) { return (uintptr_t)&__stack_top; }
+
 static int pe_output_started;
 
 int pe_write_output(const void *buf, size_t n)

@@ -10,6 +10,18 @@
  * I/O: pe_read_input / pe_write_output move raw bytes through semihosting
  * files ("pe_input.bin", "pe_output.bin" in QEMU's working directory);
  * printf goes to semihosting stdout.
+ *
+ * Stack (paint and scan): the linker script defines __stack_limit, the lowest
+ * address of the stack reserve below __stack_top (pyembed.target.qemu's
+ * script reserves none: __stack_limit == __stack_top and these report 0).
+ * The reset handler paints the reserve below its own frame with
+ * PE_STACK_PATTERN before main; pe_stack_paint() paints it again below the
+ * caller's frame; pe_stack_lowest() is the lowest word no longer holding the
+ * pattern, so (stack pointer when painted) - pe_stack_lowest() is the peak
+ * stack of what ran in between (exception frames of interrupts taken there
+ * included). A word the code wrote with the pattern itself would hide usage
+ * below it: with a 32-bit pattern that is not a small integer nor an
+ * address of this map, not expected.
  */
 #ifndef PE_TARGET_H
 #define PE_TARGET_H
@@ -41,6 +53,24 @@ long pe_read_input(void *buf, size_t n);
 /* Appends `n` bytes to the output file (created empty at the first call);
  * returns 0 or -1. */
 int pe_write_output(const void *buf, size_t n);
+
+#define PE_STACK_PATTERN 0xC5A7E6D1u
+
+/* The current stack pointer (inlined: the caller's). */
+static inline uintptr_t pe_stack_pointer(void)
+{
+    uintptr_t sp;
+    __asm volatile("mov %0, sp" : "=r"(sp));
+    return sp;
+}
+
+/* Paints [__stack_limit, this function's stack pointer) with PE_STACK_PATTERN. */
+void pe_stack_paint(void);
+/* The lowest address in [__stack_limit, __stack_top) not holding the pattern. */
+uintptr_t pe_stack_lowest(void);
+/* __stack_limit and __stack_top. */
+uintptr_t pe_stack_limit(void);
+uintptr_t pe_stack_top(void);
 
 #ifdef __cplusplus
 }

@@ -71,6 +71,8 @@ void Reset_Handler(void)
     for (dst = &__bss_start; dst < &__bss_end; ++dst) {
         *dst = 0u;
     }
+    /* the stack reserve below this frame holds PE_STACK_PATTERN: main's peak stack can be read */
+    pe_stack_paint();
     initialise_monitor_handles();
     pe_timer_init();
     exit(main());
