@@ -92,7 +92,7 @@ def rev_overlap_twin(c):
 
 
 def conv_block_cases(rng):
-    """Conv shapes for the DSP block loops (pe_conv_gather.c pe_cv_dsp_rows,
+    """Conv shapes for the DSP block loops (pe_conv_dsp_pw.c pe_cv_dsp_rows,
     run by the gather kernel and the reverse kernel's whole-tensor call: one
     group, in_c % 4 == 0, dilation.w 1): the bundled models' 1x1 shapes (in_c
     8..256, out_c 16..256, small images, 1-pixel-wide columns, a single
@@ -185,7 +185,7 @@ def stream_twin(c, fast=None):
 
 
 def depthwise_group_cases(rng):
-    """Depthwise shapes for the DSP channel-group loops (pe_conv_gather.c,
+    """Depthwise shapes for the DSP channel-group loops (pe_conv_dsp.c,
     also run by the reverse kernel's whole-tensor call): 3x3 (five tap pairs,
     unrolled), even and odd tap counts, tall one-column images (kh x 1
     kernels, as tiny_sww), stride 2 with SAME-style padding, a narrowed

@@ -1,4 +1,4 @@
-# pyembed-csrc: pe_conv_rev.c pe_dw3_dsp.c pe_fused.c pe_pool_rev.c
+# pyembed-csrc: pe_conv_rev.c pe_conv_rev_whole.c pe_conv_check.c pe_conv_dsp.c pe_conv_dsp_pw.c pe_conv_gather.c pe_dw3_dsp.c pe_fused.c pe_pool_rev.c pe_pool_scatter.c
 # cython: language_level=3, boundscheck=False, wraparound=False
 """Bindings for reverse convolution (pe_conv.h).
 

@@ -23,7 +23,7 @@ pe_depthwise_conv2d_rev_s8_get_fast_buffer_size (DSP build, 3x3 stride 1:
 the minimum + the int16 channel planes of pe_dw3_dsp.c, 48x48x16: 9,304 +
 9,216 B; the gather row widens into a 3 KB stack block). On the DSP build the whole-tensor conv with
 one group, in_c % 4 == 0 and dilation.w 1 runs the block loops of
-pe_conv_gather.c (widened 4-channel weight block in the scratch or on the
+pe_conv_dsp_pw.c (widened 4-channel weight block in the scratch or on the
 stack) with either scratch, as the gather kernel does; the int16 column
 blocks serve the row stream. The bundled models' plans give the minimum (or
 none).

@@ -88,7 +88,7 @@ def conv_case(input, weights, bias, mult, shift, *, stride=(1, 1), dilation=(1, 
     planes) or the minimum one.
     stream=True runs the reverse kernel's row stream (pe_conv2d_rev_stream_*,
     one image) instead of its whole-tensor call, which on the DSP build takes
-    the block loops of pe_conv_gather.c where they apply."""
+    the block loops of pe_conv_dsp_pw.c where they apply."""
     input, weights = _i8(input), _i8(weights)
     n, h, w, c = input.shape
     fn, kh, kw, fc = weights.shape
@@ -225,9 +225,10 @@ def missing(variant="dsp"):
     return qemu.missing_tools()
 
 
-KERNEL_SOURCES = ("pe_attention.c", "pe_conv_gather.c", "pe_conv_rev.c", "pe_dw3_dsp.c", "pe_eltwise.c",
-                  "pe_exp2_table.c", "pe_fc.c", "pe_fixed.c", "pe_lstm.c", "pe_pool_rev.c",
-                  "pe_sigmoid_table.c")
+KERNEL_SOURCES = ("pe_attention.c", "pe_attention_dsp.c", "pe_conv_check.c", "pe_conv_dsp.c",
+                  "pe_conv_dsp_pw.c", "pe_conv_gather.c", "pe_conv_rev.c", "pe_conv_rev_whole.c",
+                  "pe_dw3_dsp.c", "pe_eltwise.c", "pe_exp2_table.c", "pe_fc.c", "pe_fixed.c",
+                  "pe_lstm.c", "pe_pool_rev.c", "pe_pool_scatter.c", "pe_sigmoid_table.c")
 
 
 def _sources():

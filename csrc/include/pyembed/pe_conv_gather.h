@@ -72,10 +72,11 @@ pe_status pe_depthwise_conv2d_gather_s8(const pe_context *ctx, const pe_conv_par
                                         const int32_t *bias, const pe_dims *output_dims,
                                         int8_t *output);
 
-/* Internal to csrc, Arm DSP-extension builds only (defined in
- * pe_conv_gather.c under PE_DSP, pe_simd.h; the reverse kernel's whole-tensor
- * depthwise call uses them): whether the channel-group depthwise loops apply
- * (multiplier 1, at least 4 channels, at most 64 taps, |acc| < 2^30), and
+/* Internal to csrc, Arm DSP-extension builds only (under PE_DSP, pe_simd.h,
+ * in pe_conv_gather.c and pe_conv_dsp.c; the gather kernel and the reverse
+ * kernel's whole-tensor depthwise call use them): whether the channel-group
+ * depthwise loops apply (multiplier 1, at least 4 channels, at most 64 taps,
+ * |acc| < 2^30), and
  * output rows [oy0, oy1), every column, written to o + (oy - oy0) * o_row
  * (pixels out_c bytes apart). Arguments are checked by the caller. */
 int32_t pe_dw_dsp_applies(const pe_conv_params *params, const pe_dims *input_dims,
@@ -106,11 +107,11 @@ void pe_dw3_rows(const pe_conv_params *params, const pe_per_channel_quant *quant
                  int32_t oy0, int32_t oy1, int8_t *o, size_t o_row, int16_t *planes,
                  int32_t plane_bytes);
 
-/* Internal to csrc, Arm DSP-extension builds only (pe_conv_gather.c under
- * PE_DSP; the reverse kernel's whole-tensor conv call uses them too): whether
- * the conv block loops apply (one group; kernel rows of a multiple of 4
- * and at least 16 bytes with dilation.w 1, or windows of at most 128 bytes,
- * gathered into patches), and
+/* Internal to csrc, Arm DSP-extension builds only (pe_conv_gather.c and
+ * pe_conv_dsp_pw.c under PE_DSP; the gather kernel and the reverse kernel's
+ * whole-tensor conv call use them): whether the conv block loops apply
+ * (one group; kernel rows of a multiple of 4 and at least 16 bytes with
+ * dilation.w 1, or windows of at most 128 bytes, gathered into patches), and
  * output rows [oy0, oy1), every column, written to
  * o + (oy - oy0) * out_w * out_c, with wblk (4-byte aligned, wbytes >= 32)
  * for the widened weights (8 * kernel_h * kernel_w * in_c bytes hold a
