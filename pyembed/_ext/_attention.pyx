@@ -1,4 +1,4 @@
-# pyembed-csrc: pe_attention.c
+# pyembed-csrc: pe_attention.c pe_attention_dsp.c
 # cython: language_level=3, boundscheck=False, wraparound=False
 """Bindings for the streaming attention and its baseline (pe_attention.h).
 

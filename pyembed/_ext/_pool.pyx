@@ -1,4 +1,4 @@
-# pyembed-csrc: pe_pool_rev.c
+# pyembed-csrc: pe_pool_rev.c pe_pool_scatter.c
 # cython: language_level=3, boundscheck=False, wraparound=False
 """Bindings for reverse pooling (csrc/include/pyembed/pe_pool.h).
 

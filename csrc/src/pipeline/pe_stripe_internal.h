@@ -1,0 +1,99 @@
+/*
+ * pe_stripe_internal.h - private to csrc/src/pipeline/: what the stripe
+ * executor (pe_stripe.c) takes from its planner (pe_stripe_plan.c). The
+ * geometry and arena types, the small rules both sides apply (inline: the
+ * executor calls them per row), and the planner's network analysis, stripe
+ * column ranges and arena layout. Not a public header.
+ */
+#ifndef PE_STRIPE_INTERNAL_H
+#define PE_STRIPE_INTERNAL_H
+
+#include <stdint.h>
+
+#include "pyembed/pe_stripe.h"
+
+/* ------------------------------------------------------------------------ */
+/* Geometry                                                                 */
+
+typedef struct {
+    int32_t in_h, in_w, in_c, out_h, out_w, out_c;
+    int32_t kh, kw, sh, sw, pt, pb, pl, pr;
+    int32_t ring_rows;    /* line store rows */
+    int32_t branch_rows;  /* add: rows kept of the branch input */
+} layer_geo;
+
+/* Everything derived from a network; ranges a[i], b[i] are the output column
+ * range of producer i - 1 in the current stripe (i = 0: the network input). */
+typedef struct {
+    int32_t n;
+    int32_t out_h, out_w, out_c;
+    layer_geo g[PE_STRIPE_MAX_LAYERS];
+    int32_t a[PE_STRIPE_MAX_LAYERS + 1];
+    int32_t b[PE_STRIPE_MAX_LAYERS + 1];
+} net_geo;
+
+static inline int32_t min32(int32_t x, int32_t y) { return x < y ? x : y; }
+static inline int32_t max32(int32_t x, int32_t y) { return x > y ? x : y; }
+
+static inline int is_windowed(pe_stripe_op op)
+{
+    return op == PE_STRIPE_CONV || op == PE_STRIPE_DEPTHWISE || op == PE_STRIPE_POOL;
+}
+
+/* A layer reading an earlier layer's output through a branch store (row
+ * delay line): residual add, channel concatenation. */
+static inline int is_branch_op(pe_stripe_op op)
+{
+    return op == PE_STRIPE_ADD || op == PE_STRIPE_CONCAT;
+}
+
+/* Last input row output row o reads (inclusive, clipped to the image). */
+static inline int32_t last_needed_row(const layer_geo *g, int32_t o)
+{
+    const int64_t last = (int64_t)o * g->sh - g->pt + g->kh - 1;
+    return last < (int64_t)g->in_h - 1 ? (int32_t)last : g->in_h - 1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Arena layout                                                             */
+
+typedef struct {
+    int32_t in_a, in_b, out_a, out_b; /* column ranges in the current stripe */
+    int32_t in_row;                    /* input row being received */
+    int32_t arrived;                   /* its columns [in_a, arrived) are written */
+    int32_t committed;                 /* ... and [in_a, committed) are in the ring */
+    int32_t triggering;                /* this input row completes an output row */
+    int32_t next_out;                  /* next output row to start */
+    int32_t prod_row;                  /* output row being (or last) produced */
+    int32_t prod_done;                 /* its columns [out_a, prod_done) are done */
+    int32_t rows_done;                 /* output rows completed in this stripe */
+    int32_t listener;                  /* first add whose branch is this output, or -1 */
+    int32_t next_listener;             /* add: next add with the same branch, or -1 */
+    int8_t *ring;
+    int8_t *temp;
+    int8_t *branch;
+    int32_t ring_w, temp_cols;         /* ring row capacity (columns), temp columns */
+    int32_t branch_w;
+    int32_t hw_ring, hw_temp, hw_branch; /* high-water marks, bytes */
+} stripe_state;
+
+/* The planner (pe_stripe_plan.c) */
+
+/* Validates the network and fills G (geometry, line store and branch rows). */
+pe_status pe_stripe_analyse(const pe_stripe_net *net, net_geo *G);
+
+/* G->a / G->b: the column range of every producer's output that output
+ * columns [x0, x1) of the last layer need (clipped to the images). */
+void pe_stripe_ranges(const pe_stripe_net *net, net_geo *G, int32_t x0, int32_t x1);
+
+/* Total arena bytes; when base != NULL also carves the buffers into *states
+ * (streamed: and the row buffer of a streamed input into *rowbuf). */
+pe_status pe_stripe_layout(const pe_stripe_net *net, net_geo *G, int32_t stripe_w, int32_t block_w,
+                           int streamed, int8_t *base, stripe_state **states, int8_t **rowbuf,
+                           int64_t *total);
+
+/* pe_stripe_max_overlap_delta for an analysed network. */
+pe_status pe_stripe_overlap_bound(const pe_stripe_net *net, const net_geo *G, int32_t stripe_w,
+                                  int64_t *max_delta);
+
+#endif /* PE_STRIPE_INTERNAL_H */

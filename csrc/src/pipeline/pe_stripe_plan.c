@@ -1,0 +1,713 @@
+/*
+ * pe_stripe_plan.c - the stripe executor's planning side (see pe_stripe.h):
+ * network validation and geometry (pe_stripe_analyse, with the dry run of
+ * the row schedule that sizes each residual branch's row store), the column
+ * ranges of a stripe (backward pass over the layers), the arena layout, and
+ * the size queries built on them: output dims, scratch bytes and their
+ * breakdown, the largest input / output overlap, the predicted MACs. The
+ * executor (pe_stripe.c) calls the analysis, the ranges and the layout
+ * through pe_stripe_internal.h; nothing here calls the executor.
+ */
+#include "pyembed/pe_stripe.h"
+
+#include "pyembed/pe_fixed.h"
+#include "pe_stripe_internal.h"
+
+/* ------------------------------------------------------------------------ */
+/* Geometry                                                                 */
+
+/* floor(x / d) for d > 0 */
+static int64_t floordiv64(int64_t x, int64_t d)
+{
+    int64_t q = x / d;
+    if ((x % d) != 0 && x < 0) {
+        q -= 1;
+    }
+    return q;
+}
+
+/* Channels of the branch store of layer l (the earlier layer's channels). */
+static int32_t branch_channels(const pe_stripe_layer *l)
+{
+    return l->op == PE_STRIPE_CONCAT ? l->out_c - l->in_c : l->out_c;
+}
+
+static int is_conv_family(pe_stripe_op op)
+{
+    return op == PE_STRIPE_CONV || op == PE_STRIPE_DEPTHWISE || op == PE_STRIPE_POINTWISE;
+}
+
+/* Input interval [*ia, *ib) (64-bit, unclipped when clip == 0) that output
+ * interval [a, b) needs, along columns (axis 1) or rows (axis 0). */
+static void need_input(const pe_stripe_layer *l, const layer_geo *g, int axis, int clip,
+                       int64_t a, int64_t b, int64_t *ia, int64_t *ib)
+{
+    const int64_t k = axis ? g->kw : g->kh;
+    const int64_t s = axis ? g->sw : g->sh;
+    const int64_t p = axis ? g->pl : g->pt;
+    const int64_t d = axis ? g->in_w : g->in_h;
+    if (l->op == PE_STRIPE_UPSAMPLE2X) {
+        *ia = floordiv64(a, 2);
+        *ib = floordiv64(b - 1, 2) + 1;
+    } else if (is_windowed(l->op)) {
+        *ia = a * s - p;
+        *ib = (b - 1) * s - p + k;
+    } else {
+        *ia = a;
+        *ib = b;
+    }
+    if (clip) {
+        *ia = *ia < 0 ? 0 : *ia;
+        *ib = *ib > d ? d : *ib;
+    }
+}
+
+static void hull64(int64_t *a, int64_t *b, int64_t na, int64_t nb)
+{
+    if (nb <= na) {
+        return;
+    }
+    if (*b <= *a) {
+        *a = na;
+        *b = nb;
+        return;
+    }
+    *a = na < *a ? na : *a;
+    *b = nb > *b ? nb : *b;
+}
+
+/* Backward pass: the interval of every producer's output that output
+ * interval [x0, x1) of the last layer needs (hull over consumers). */
+static void backward_ranges(const pe_stripe_net *net, const net_geo *G, int axis, int clip,
+                            int64_t x0, int64_t x1, int64_t *ra, int64_t *rb)
+{
+    int32_t i;
+    int32_t L;
+    for (i = 0; i <= G->n; i++) {
+        ra[i] = 0;
+        rb[i] = 0;
+    }
+    ra[G->n] = x0;
+    rb[G->n] = x1;
+    for (L = G->n - 1; L >= 0; L--) {
+        const pe_stripe_layer *l = &net->layers[L];
+        int64_t ia;
+        int64_t ib;
+        need_input(l, &G->g[L], axis, clip, ra[L + 1], rb[L + 1], &ia, &ib);
+        hull64(&ra[L], &rb[L], ia, ib);
+        if (is_branch_op(l->op)) {
+            const int32_t p = l->add.from_layer + 1;
+            hull64(&ra[p], &rb[p], ra[L + 1], rb[L + 1]);
+        }
+    }
+}
+
+void pe_stripe_ranges(const pe_stripe_net *net, net_geo *G, int32_t x0, int32_t x1)
+{
+    int64_t ra[PE_STRIPE_MAX_LAYERS + 1];
+    int64_t rb[PE_STRIPE_MAX_LAYERS + 1];
+    int32_t i;
+    backward_ranges(net, G, 1, 1, x0, x1, ra, rb);
+    for (i = 0; i <= G->n; i++) {
+        G->a[i] = (int32_t)ra[i];
+        G->b[i] = (int32_t)rb[i];
+    }
+}
+
+static int act_ok(const pe_activation *a)
+{
+    return a->min >= -128 && a->max <= 127 && a->min <= a->max;
+}
+
+static int quant_ok(int32_t m, int32_t s)
+{
+    return m >= 0 && s >= -31 && s <= 30;
+}
+
+static pe_status check_layer_params(const pe_stripe_layer *l, int32_t L)
+{
+    int32_t o;
+    if (l->op != PE_STRIPE_UPSAMPLE2X && !act_ok(&l->activation)) {
+        return PE_ERR_ARG;
+    }
+    if (l->rounding != PE_ROUND_DOUBLE && l->rounding != PE_ROUND_SINGLE) {
+        return PE_ERR_ARG;
+    }
+    if (is_conv_family(l->op)) {
+        if (l->weights == NULL || l->quant.multiplier == NULL || l->quant.shift == NULL) {
+            return PE_ERR_ARG;
+        }
+        if (l->input_offset < -127 || l->input_offset > 128 || l->output_offset < -128 ||
+            l->output_offset > 127) {
+            return PE_ERR_ARG;
+        }
+        for (o = 0; o < l->out_c; o++) {
+            if (!quant_ok(l->quant.multiplier[o], l->quant.shift[o])) {
+                return PE_ERR_ARG;
+            }
+        }
+    }
+    if (l->op == PE_STRIPE_CONCAT) {
+        if (l->add.from_layer < -1 || l->add.from_layer >= L || l->add.left_shift < 0 ||
+            l->add.left_shift > 1) {
+            return PE_ERR_ARG;
+        }
+    }
+    if (l->op == PE_STRIPE_ADD) {
+        const pe_stripe_add_params *p = &l->add;
+        if (p->from_layer < -1 || p->from_layer >= L) {
+            return PE_ERR_ARG;
+        }
+        if (p->left_shift < 0 || p->left_shift > 22 || p->main_offset < -127 ||
+            p->main_offset > 128 || p->branch_offset < -127 || p->branch_offset > 128 ||
+            l->output_offset < -128 || l->output_offset > 127) {
+            return PE_ERR_ARG;
+        }
+        if (!quant_ok(p->main_quant.multiplier, p->main_quant.shift) ||
+            !quant_ok(p->branch_quant.multiplier, p->branch_quant.shift) ||
+            !quant_ok(p->out_quant.multiplier, p->out_quant.shift)) {
+            return PE_ERR_ARG;
+        }
+    }
+    if (l->op == PE_STRIPE_POOL && l->pool_kind != PE_POOL_MAX && l->pool_kind != PE_POOL_AVG) {
+        return PE_ERR_ARG;
+    }
+    return PE_OK;
+}
+
+/* The int32 accumulator of a conv-family layer cannot overflow: taps * 128 *
+ * 255 + |bias| <= INT32_MAX for every output channel (the bound pe_conv.h
+ * states for the reverse kernels). Called once the kernel size is checked. */
+static int accumulator_fits(const pe_stripe_layer *l)
+{
+    int64_t taps;
+    int32_t o;
+    if (l->op == PE_STRIPE_POINTWISE) {
+        taps = l->in_c;
+    } else if (l->op == PE_STRIPE_DEPTHWISE) {
+        taps = (int64_t)l->kernel.h * l->kernel.w;
+    } else {
+        taps = (int64_t)l->kernel.h * l->kernel.w * l->in_c;
+    }
+    for (o = 0; o < l->out_c; o++) {
+        const int64_t b = l->bias != NULL ? (int64_t)l->bias[o] : 0;
+        if (taps * 128 * 255 + (b < 0 ? -b : b) > (int64_t)PE_INT32_MAX) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Dry run of the row schedule (no arithmetic): sizes the branch stores and
+ * checks that every branch row exists before its add reads it. */
+typedef struct {
+    const pe_stripe_net *net;
+    net_geo *G;
+    int32_t next_out[PE_STRIPE_MAX_LAYERS];
+    int32_t cur[PE_STRIPE_MAX_LAYERS + 1]; /* row each producer started last */
+    pe_status err;
+} dry_run;
+
+static void dry_input_row(dry_run *d, int32_t L, int32_t r);
+
+static void dry_emit(dry_run *d, int32_t L, int32_t o)
+{
+    const pe_stripe_layer *l = &d->net->layers[L];
+    d->cur[L + 1] = o;
+    if (is_branch_op(l->op)) {
+        const int32_t p = l->add.from_layer + 1;
+        if (d->cur[p] < o) {
+            d->err = PE_ERR_UNSUPPORTED;
+            return;
+        }
+        d->G->g[L].branch_rows = max32(d->G->g[L].branch_rows, d->cur[p] - o + 1);
+    }
+    dry_input_row(d, L + 1, o);
+}
+
+static void dry_input_row(dry_run *d, int32_t L, int32_t r)
+{
+    const layer_geo *g;
+    if (L >= d->G->n || d->err != PE_OK) {
+        return;
+    }
+    g = &d->G->g[L];
+    if (d->net->layers[L].op == PE_STRIPE_UPSAMPLE2X) {
+        dry_emit(d, L, 2 * r);
+        dry_emit(d, L, 2 * r + 1);
+        return;
+    }
+    while (d->err == PE_OK && d->next_out[L] < g->out_h &&
+           last_needed_row(g, d->next_out[L]) <= r) {
+        const int32_t o = d->next_out[L]++;
+        dry_emit(d, L, o);
+    }
+}
+
+/* Validates the network and fills G (geometry, line store and branch rows). */
+pe_status pe_stripe_analyse(const pe_stripe_net *net, net_geo *G)
+{
+    int32_t h, w, c, L, r;
+    pe_status st;
+    dry_run d;
+    int64_t ra[PE_STRIPE_MAX_LAYERS + 1];
+    int64_t rb[PE_STRIPE_MAX_LAYERS + 1];
+
+    if (net == NULL || net->layers == NULL || G == NULL) {
+        return PE_ERR_ARG;
+    }
+    if (net->n_layers < 1 || net->n_layers > PE_STRIPE_MAX_LAYERS) {
+        return PE_ERR_ARG;
+    }
+    if (net->input.n != 1 || net->input.h < 1 || net->input.w < 1 || net->input.c < 1) {
+        return PE_ERR_ARG;
+    }
+    G->n = net->n_layers;
+    h = net->input.h;
+    w = net->input.w;
+    c = net->input.c;
+    for (L = 0; L < G->n; L++) {
+        const pe_stripe_layer *l = &net->layers[L];
+        layer_geo *g = &G->g[L];
+        if (l->in_c != c || l->out_c < 1) {
+            return PE_ERR_ARG;
+        }
+        st = check_layer_params(l, L);
+        if (st != PE_OK) {
+            return st;
+        }
+        g->in_h = h;
+        g->in_w = w;
+        g->in_c = c;
+        g->out_c = l->out_c;
+        g->kh = g->kw = g->sh = g->sw = 1;
+        g->pt = g->pb = g->pl = g->pr = 0;
+        g->branch_rows = 0;
+        g->ring_rows = 0;
+        switch (l->op) {
+        case PE_STRIPE_CONV:
+        case PE_STRIPE_DEPTHWISE:
+        case PE_STRIPE_POOL: {
+            int64_t oh, ow;
+            if (l->kernel.h < 1 || l->kernel.w < 1 || l->stride.h < 1 || l->stride.w < 1) {
+                return PE_ERR_ARG;
+            }
+            if (l->kernel.h > PE_STRIPE_MAX_KERNEL || l->kernel.w > PE_STRIPE_MAX_KERNEL ||
+                l->kernel.h * l->kernel.w > PE_STRIPE_MAX_TAPS) {
+                return PE_ERR_UNSUPPORTED;
+            }
+            if (l->padding.top < 0 || l->padding.top >= l->kernel.h || l->padding.bottom < 0 ||
+                l->padding.bottom >= l->kernel.h || l->padding.left < 0 ||
+                l->padding.left >= l->kernel.w || l->padding.right < 0 ||
+                l->padding.right >= l->kernel.w) {
+                return PE_ERR_ARG;
+            }
+            if (l->op == PE_STRIPE_DEPTHWISE && (l->out_c % l->in_c) != 0) {
+                return PE_ERR_ARG;
+            }
+            if (l->op == PE_STRIPE_POOL && l->out_c != l->in_c) {
+                return PE_ERR_ARG;
+            }
+            g->kh = l->kernel.h;
+            g->kw = l->kernel.w;
+            g->sh = l->stride.h;
+            g->sw = l->stride.w;
+            g->pt = l->padding.top;
+            g->pb = l->padding.bottom;
+            g->pl = l->padding.left;
+            g->pr = l->padding.right;
+            oh = (int64_t)h + g->pt + g->pb - g->kh;
+            ow = (int64_t)w + g->pl + g->pr - g->kw;
+            if (oh < 0 || ow < 0) {
+                return PE_ERR_ARG; /* window larger than the padded input */
+            }
+            g->out_h = (int32_t)(oh / g->sh + 1);
+            g->out_w = (int32_t)(ow / g->sw + 1);
+            g->ring_rows = g->kh - 1;
+            break;
+        }
+        case PE_STRIPE_POINTWISE:
+            g->out_h = h;
+            g->out_w = w;
+            break;
+        case PE_STRIPE_ADD: {
+            const int32_t p = l->add.from_layer;
+            const int32_t ph = p < 0 ? net->input.h : G->g[p].out_h;
+            const int32_t pw = p < 0 ? net->input.w : G->g[p].out_w;
+            const int32_t pc = p < 0 ? net->input.c : G->g[p].out_c;
+            if (l->out_c != c || ph != h || pw != w || pc != c) {
+                return PE_ERR_ARG;
+            }
+            g->out_h = h;
+            g->out_w = w;
+            break;
+        }
+        case PE_STRIPE_CONCAT: {
+            const int32_t p = l->add.from_layer;
+            const int32_t ph = p < 0 ? net->input.h : G->g[p].out_h;
+            const int32_t pw = p < 0 ? net->input.w : G->g[p].out_w;
+            const int32_t pc = p < 0 ? net->input.c : G->g[p].out_c;
+            if ((int64_t)l->out_c != (int64_t)c + pc || ph != h || pw != w) {
+                return PE_ERR_ARG;
+            }
+            g->out_h = h;
+            g->out_w = w;
+            break;
+        }
+        case PE_STRIPE_UPSAMPLE2X:
+            if (l->out_c != c) {
+                return PE_ERR_ARG;
+            }
+            if (h > PE_INT32_MAX / 2 || w > PE_INT32_MAX / 2) {
+                return PE_ERR_OVERFLOW;
+            }
+            g->out_h = 2 * h;
+            g->out_w = 2 * w;
+            g->ring_rows = 1;
+            break;
+        default:
+            return PE_ERR_ARG;
+        }
+        if (is_conv_family(l->op) && !accumulator_fits(l)) {
+            return PE_ERR_UNSUPPORTED;
+        }
+        if ((int64_t)g->out_h * g->out_w * g->out_c > (int64_t)PE_INT32_MAX) {
+            return PE_ERR_OVERFLOW;
+        }
+        h = g->out_h;
+        w = g->out_w;
+        c = g->out_c;
+    }
+    G->out_h = h;
+    G->out_w = w;
+    G->out_c = c;
+    if ((int64_t)net->input.h * net->input.w * net->input.c > (int64_t)PE_INT32_MAX) {
+        return PE_ERR_OVERFLOW;
+    }
+
+    /* Receptive field of one output pixel (padding positions included) must
+     * fit inside the input image, in both directions. */
+    backward_ranges(net, G, 1, 0, G->out_w / 2, G->out_w / 2 + 1, ra, rb);
+    if (rb[0] - ra[0] > net->input.w) {
+        return PE_ERR_ARG;
+    }
+    backward_ranges(net, G, 0, 0, G->out_h / 2, G->out_h / 2 + 1, ra, rb);
+    if (rb[0] - ra[0] > net->input.h) {
+        return PE_ERR_ARG;
+    }
+
+    /* Row schedule dry run. */
+    d.net = net;
+    d.G = G;
+    d.err = PE_OK;
+    for (L = 0; L <= G->n; L++) {
+        d.cur[L] = -1;
+        if (L < G->n) {
+            d.next_out[L] = 0;
+        }
+    }
+    for (r = 0; r < net->input.h && d.err == PE_OK; r++) {
+        d.cur[0] = r;
+        dry_input_row(&d, 0, r);
+    }
+    return d.err;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Arena layout                                                             */
+
+#define PE_STRIPE_ALIGN 8
+
+static int64_t align_up(int64_t v)
+{
+    return (v + (PE_STRIPE_ALIGN - 1)) & ~(int64_t)(PE_STRIPE_ALIGN - 1);
+}
+
+/* Maximum, over the stripes, of every layer's input range width and every
+ * add's output range width. */
+static void max_widths(const pe_stripe_net *net, net_geo *G, int32_t stripe_w, int32_t *in_w,
+                       int32_t *add_w)
+{
+    int32_t L;
+    int32_t x0;
+    for (L = 0; L < G->n; L++) {
+        in_w[L] = 0;
+        add_w[L] = 0;
+    }
+    for (x0 = 0; x0 < G->out_w; x0 += stripe_w) {
+        const int32_t x1 = (int32_t)((int64_t)x0 + stripe_w < G->out_w ? x0 + stripe_w : G->out_w);
+        pe_stripe_ranges(net, G, x0, x1);
+        for (L = 0; L < G->n; L++) {
+            in_w[L] = max32(in_w[L], G->b[L] - G->a[L]);
+            if (is_branch_op(net->layers[L].op)) {
+                add_w[L] = max32(add_w[L], G->b[L + 1] - G->a[L + 1]);
+            }
+        }
+        if ((int64_t)x0 + stripe_w >= G->out_w) {
+            break;
+        }
+    }
+}
+
+/* Bytes of each buffer of layer L. */
+static void buffer_bytes(const pe_stripe_net *net, const net_geo *G, int32_t L, int32_t in_w,
+                         int32_t add_w, int32_t block_w, int64_t *ring, int64_t *temp,
+                         int64_t *branch, int32_t *temp_cols)
+{
+    const layer_geo *g = &G->g[L];
+    *ring = (int64_t)g->ring_rows * in_w * g->in_c;
+    /* an upsampling layer's input goes straight into its one-row store */
+    *temp_cols = net->layers[L].op == PE_STRIPE_UPSAMPLE2X ? 0 : g->kw - 1 + block_w;
+    *temp = (int64_t)*temp_cols * g->in_c;
+    *branch = (int64_t)g->branch_rows * add_w * branch_channels(&net->layers[L]);
+}
+
+/* Total arena bytes; when base != NULL also carves the buffers into st. */
+/* streamed: also a buffer for one input row range (the row source writes
+ * into it), returned in *rowbuf when base != NULL. */
+pe_status pe_stripe_layout(const pe_stripe_net *net, net_geo *G, int32_t stripe_w, int32_t block_w,
+                           int streamed, int8_t *base, stripe_state **states, int8_t **rowbuf,
+                           int64_t *total)
+{
+    int32_t in_w[PE_STRIPE_MAX_LAYERS];
+    int32_t add_w[PE_STRIPE_MAX_LAYERS];
+    int64_t off;
+    int32_t L;
+    int8_t *aligned = NULL;
+    stripe_state *st = NULL;
+
+    max_widths(net, G, stripe_w, in_w, add_w);
+    off = align_up((int64_t)(G->n + 1) * (int64_t)sizeof(stripe_state));
+    if (base != NULL) {
+        const uintptr_t p = (uintptr_t)base;
+        aligned = base + ((PE_STRIPE_ALIGN - (p % PE_STRIPE_ALIGN)) % PE_STRIPE_ALIGN);
+        st = (stripe_state *)(void *)aligned;
+        *states = st;
+    }
+    for (L = 0; L < G->n; L++) {
+        int64_t ring, temp, branch;
+        int32_t temp_cols;
+        buffer_bytes(net, G, L, in_w[L], add_w[L], block_w, &ring, &temp, &branch, &temp_cols);
+        if (st != NULL) {
+            stripe_state *s = &st[L + 1];
+            s->ring = aligned + off;
+            s->temp = aligned + off + ring;
+            s->branch = aligned + off + ring + temp;
+            s->ring_w = in_w[L];
+            s->temp_cols = temp_cols;
+            s->branch_w = add_w[L];
+        }
+        off += ring + temp + branch;
+        if (off > (int64_t)PE_INT32_MAX) {
+            return PE_ERR_OVERFLOW;
+        }
+    }
+    if (streamed) {
+        /* in_w[0]: the widest input column range of a stripe */
+        off = align_up(off);
+        if (base != NULL && rowbuf != NULL) {
+            *rowbuf = aligned + off;
+        }
+        off += (int64_t)in_w[0] * net->input.c;
+        if (off > (int64_t)PE_INT32_MAX) {
+            return PE_ERR_OVERFLOW;
+        }
+    }
+    off += PE_STRIPE_ALIGN - 1; /* slack for an unaligned caller buffer */
+    if (off > (int64_t)PE_INT32_MAX) {
+        return PE_ERR_OVERFLOW;
+    }
+    *total = off;
+    return PE_OK;
+}
+
+pe_status pe_stripe_output_dims(const pe_stripe_net *net, pe_dims *output)
+{
+    net_geo G;
+    pe_status st;
+    if (output == NULL) {
+        return PE_ERR_ARG;
+    }
+    st = pe_stripe_analyse(net, &G);
+    if (st != PE_OK) {
+        return st;
+    }
+    output->n = 1;
+    output->h = G.out_h;
+    output->w = G.out_w;
+    output->c = G.out_c;
+    return PE_OK;
+}
+
+/* The geometry and total scratch bytes of a stripe width / block width
+ * (block_w clamped to PE_STRIPE_MAX_BLOCK) */
+static pe_status sized_layout(const pe_stripe_net *net, net_geo *G, int32_t stripe_w,
+                              int32_t *block_w, int streamed, int64_t *total)
+{
+    pe_status st;
+    if (stripe_w < 1 || *block_w < 1) {
+        return PE_ERR_ARG;
+    }
+    st = pe_stripe_analyse(net, G);
+    if (st != PE_OK) {
+        return st;
+    }
+    *block_w = min32(*block_w, PE_STRIPE_MAX_BLOCK);
+    return pe_stripe_layout(net, G, stripe_w, *block_w, streamed, NULL, NULL, NULL, total);
+}
+
+static pe_status buffer_size(const pe_stripe_net *net, int32_t stripe_w, int32_t block_w,
+                             int streamed, int32_t *size)
+{
+    net_geo G;
+    pe_status st;
+    int64_t total;
+    if (size == NULL) {
+        return PE_ERR_ARG;
+    }
+    st = sized_layout(net, &G, stripe_w, &block_w, streamed, &total);
+    if (st != PE_OK) {
+        return st;
+    }
+    *size = (int32_t)total;
+    return PE_OK;
+}
+
+pe_status pe_stripe_get_buffer_size_s8(const pe_stripe_net *net, int32_t stripe_w,
+                                       int32_t block_w, int32_t *size)
+{
+    return buffer_size(net, stripe_w, block_w, 0, size);
+}
+
+pe_status pe_stripe_get_buffer_size_rows_s8(const pe_stripe_net *net, int32_t stripe_w,
+                                            int32_t block_w, int32_t *size)
+{
+    return buffer_size(net, stripe_w, block_w, 1, size);
+}
+
+pe_status pe_stripe_buffer_breakdown(const pe_stripe_net *net, int32_t stripe_w, int32_t block_w,
+                                     int streamed, int32_t *ring, int32_t *temp, int32_t *branch,
+                                     int32_t *branch_rows, int32_t *fixed)
+{
+    net_geo G;
+    pe_status st;
+    int64_t total, parts = 0;
+    int32_t in_w[PE_STRIPE_MAX_LAYERS];
+    int32_t add_w[PE_STRIPE_MAX_LAYERS];
+    int32_t L;
+    if (ring == NULL || temp == NULL || branch == NULL || branch_rows == NULL || fixed == NULL) {
+        return PE_ERR_ARG;
+    }
+    st = sized_layout(net, &G, stripe_w, &block_w, streamed, &total);
+    if (st != PE_OK) {
+        return st;
+    }
+    max_widths(net, &G, stripe_w, in_w, add_w);
+    for (L = 0; L < G.n; L++) {
+        int64_t r, t, b;
+        int32_t temp_cols;
+        buffer_bytes(net, &G, L, in_w[L], add_w[L], block_w, &r, &t, &b, &temp_cols);
+        ring[L] = (int32_t)r; /* each part <= total <= INT32_MAX (layout checked) */
+        temp[L] = (int32_t)t;
+        branch[L] = (int32_t)b;
+        branch_rows[L] = G.g[L].branch_rows;
+        parts += r + t + b;
+    }
+    *fixed = (int32_t)(total - parts);
+    return PE_OK;
+}
+
+/* Largest delta (bytes) for which one stripe may write its output at
+ * input + delta: output row o is written while input row last(o) (the last
+ * one its receptive field reaches) or a later one is being read, rows
+ * arriving in order, each once; counting that row as unread, the bytes
+ * written so far, (o + 1) * out_row, must end by last(o) * in_row. */
+pe_status pe_stripe_overlap_bound(const pe_stripe_net *net, const net_geo *G, int32_t stripe_w,
+                                  int64_t *max_delta)
+{
+    int64_t ra[PE_STRIPE_MAX_LAYERS + 1];
+    int64_t rb[PE_STRIPE_MAX_LAYERS + 1];
+    const int64_t in_row = (int64_t)net->input.w * net->input.c;
+    const int64_t out_row = (int64_t)G->out_w * G->out_c;
+    int64_t best = INT64_MAX;
+    int32_t o;
+    if (stripe_w < G->out_w) {
+        return PE_ERR_UNSUPPORTED; /* every stripe reads the input again */
+    }
+    for (o = 0; o < G->out_h; o++) {
+        int64_t last, v;
+        backward_ranges(net, G, 0, 1, o, (int64_t)o + 1, ra, rb);
+        last = rb[0] - 1 < 0 ? 0 : rb[0] - 1;
+        v = last * in_row - ((int64_t)o + 1) * out_row;
+        best = v < best ? v : best;
+    }
+    *max_delta = best;
+    return PE_OK;
+}
+
+pe_status pe_stripe_max_overlap_delta(const pe_stripe_net *net, int32_t stripe_w, int64_t *max_delta)
+{
+    net_geo G;
+    pe_status st;
+    if (max_delta == NULL || stripe_w < 1) {
+        return PE_ERR_ARG;
+    }
+    st = pe_stripe_analyse(net, &G);
+    if (st != PE_OK) {
+        return st;
+    }
+    return pe_stripe_overlap_bound(net, &G, stripe_w, max_delta);
+}
+
+/* Sum over outputs o in [a, b) of the number of taps inside [0, d). */
+static int64_t valid_taps(int64_t a, int64_t b, int32_t k, int32_t s, int32_t p, int32_t d)
+{
+    int64_t o;
+    int64_t n = 0;
+    for (o = a; o < b; o++) {
+        const int64_t lo = o * s - p;
+        const int64_t hi = lo + k;
+        n += (hi < d ? hi : d) - (lo > 0 ? lo : 0);
+    }
+    return n;
+}
+
+pe_status pe_stripe_predict_macs(const pe_stripe_net *net, int32_t stripe_w, int64_t *macs)
+{
+    net_geo G;
+    pe_status st;
+    int32_t x0, L;
+    int64_t total = 0;
+    int64_t row_taps[PE_STRIPE_MAX_LAYERS];
+    if (macs == NULL || stripe_w < 1) {
+        return PE_ERR_ARG;
+    }
+    st = pe_stripe_analyse(net, &G);
+    if (st != PE_OK) {
+        return st;
+    }
+    for (L = 0; L < G.n; L++) {
+        const layer_geo *g = &G.g[L];
+        row_taps[L] = valid_taps(0, g->out_h, g->kh, g->sh, g->pt, g->in_h);
+    }
+    for (x0 = 0; x0 < G.out_w; x0 += stripe_w) {
+        const int32_t x1 = (int32_t)((int64_t)x0 + stripe_w < G.out_w ? x0 + stripe_w : G.out_w);
+        pe_stripe_ranges(net, &G, x0, x1);
+        for (L = 0; L < G.n; L++) {
+            const pe_stripe_layer *l = &net->layers[L];
+            const layer_geo *g = &G.g[L];
+            int64_t per_tap;
+            if (!is_conv_family(l->op)) {
+                continue;
+            }
+            per_tap = l->op == PE_STRIPE_DEPTHWISE ? g->out_c : (int64_t)g->in_c * g->out_c;
+            total += per_tap * row_taps[L] *
+                     valid_taps(G.a[L + 1], G.b[L + 1], g->kw, g->sw, g->pl, g->in_w);
+        }
+        if ((int64_t)x0 + stripe_w >= G.out_w) {
+            break;
+        }
+    }
+    *macs = total;
+    return PE_OK;
+}
