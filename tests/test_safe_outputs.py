@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from pyembed.codegen import escape, outdir
 from pyembed.data import MODELS_DIR
 from pyembed.errors import ArgumentError
+from pyembed import _csrc
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CSRC = os.path.join(ROOT, "csrc")
@@ -120,7 +121,7 @@ def test_hostile_model_and_tensor_names_stay_data_in_the_host_program(tmp_path):
     assert "'* / #error boom / *\"\\n? ?/\\\\'" in hdr       # the tensor name, escaped in its comment
     assert '#define PE_MODEL_NAME "evil\\012\\"model\\?\\?"' in hdr   # the model name as a C string
     assert '#define PE_PLAN_MODEL "evil\\012\\"model\\?\\?"' in (d / "memplan.h").read_text()
-    srcs = sorted(os.path.join(CSRC, "src", f) for f in os.listdir(os.path.join(CSRC, "src")) if f.endswith(".c"))
+    srcs = _csrc.all_sources(CSRC)
     r = subprocess.run(["gcc", *STRICT, "-trigraphs", "-O1", f"-I{CSRC}/include", "-I.", "model_main.c",
                         "model_graph.c", "model_data.c", *srcs, "-o", "model_main", "-lm"],
                        cwd=d, capture_output=True, text=True)

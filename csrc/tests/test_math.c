@@ -12,7 +12,7 @@
 #include "pyembed/pe_binary.h"
 #include "pyembed/pe_math_ops.h"
 #include "pyembed/pe_reduce.h"
-#include "../src/pe_mathfx.h"
+#include "../src/core/pe_mathfx.h"
 
 static void test_fixed_helpers(void)
 {
