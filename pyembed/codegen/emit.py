@@ -434,6 +434,8 @@ def graph_tables(graph, plan, prefix="pe_model", layout=None, const_data=None):
     regions at their real addresses), constants pointing into model_data.c
     (or, for a tensor in const_data {tensor: C expression}, at that address:
     the firmware's segment block)."""
+    from pyembed.model.validate import validate_graph
+    validate_graph(graph)
     graph.check_supported()
     if layout is None:
         layout = graph.layout_from_plan(plan)
@@ -650,8 +652,10 @@ def write_plan_outputs(graph, plan, outdir, section=".pe_flash", tflite_out=None
     """Write memplan.h, model_data.c/.h and plan.json into outdir (and the
     .tflite with OfflineMemoryAllocation metadata when tflite_out is given).
     Returns {what: path}."""
+    from pyembed.model.validate import validate_graph
     from pyembed.plan.planjson import save_plan
     _require_plan(plan)
+    validate_graph(graph)
     if not isinstance(outdir, (str, os.PathLike)):
         raise ArgumentError(f"outdir: expected a directory path, got {type(outdir).__name__}")
     os.makedirs(outdir, exist_ok=True)
