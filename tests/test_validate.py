@@ -221,3 +221,16 @@ def test_an_operator_too_big_for_the_regions_is_refused_before_the_order_search(
     monkeypatch.setattr(P, "search_execution_order", graphplan.search_execution_order)
     with pytest.raises(FitError, match="operator 1 \\(ADD\\) alone needs at least 65536 B"):
         plan_graph(g, [Region("sram", 40000)], search_order=True)
+
+
+def test_emit_refuses_a_graph_made_unsound_after_planning(tmp_path):
+    # the C emitters take a Graph too: without inputs they used to fail with an IndexError
+    from pyembed.codegen.emit import graph_tables, write_plan_outputs
+    g = load_tflite_bytes(_chain(), "chain")
+    plan = plan_graph(g)
+    write_plan_outputs(g, plan, tmp_path / "ok")
+    g.inputs, g.input_perms = [], []
+    with pytest.raises(ModelError, match="has no inputs"):
+        write_plan_outputs(g, plan, tmp_path / "bad")
+    with pytest.raises(ModelError, match="has no inputs"):
+        graph_tables(g, plan)

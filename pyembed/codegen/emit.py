@@ -450,6 +450,8 @@ def graph_tables(graph, plan, prefix="pe_model", layout=None, const_data=None):
     (or, for a tensor in const_data {tensor: C expression}, at that address:
     the firmware's segment block)."""
     check_identifier(prefix, "prefix")
+    from pyembed.model.validate import validate_graph
+    validate_graph(graph)
     graph.check_supported()
     if layout is None:
         layout = graph.layout_from_plan(plan)
@@ -671,8 +673,10 @@ def write_plan_outputs(graph, plan, outdir, section=".pe_flash", tflite_out=None
     or an OutputDir of a larger output the caller commits.
     Returns {what: path}."""
     from pyembed.codegen.outdir import staged
+    from pyembed.model.validate import validate_graph
     from pyembed.plan.planjson import plan_json_text
     _require_plan(plan)
+    validate_graph(graph)
     if not hasattr(outdir, "write_text") and not isinstance(outdir, (str, os.PathLike)):
         raise ArgumentError(f"outdir: expected a directory path, got {type(outdir).__name__}")
     check_section(section, "section")

@@ -252,7 +252,7 @@ def _members(graph, tensor_buffer, t):
 def _layout_with_overlap(graph, tensor_buffer, order, src_t, dst_t, delta, alignment=DEFAULT_ALIGNMENT):
     """A no-reuse layout of the whole graph except that dst starts delta
     bytes after src. (What the prover ran on before it ran one operator on
-    its own: kept as the reference of tests/test_planner.py, which checks the
+    its own: kept as the reference of tests/test_plan_repeat.py, which checks the
     one-operator proofs give the same answers.)"""
     from pyembed.model.graph import Layout
     s_bytes = align_up(max(graph.tensors[t].nbytes for t in _members(graph, tensor_buffer, src_t)), alignment)

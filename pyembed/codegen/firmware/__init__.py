@@ -717,6 +717,8 @@ def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algor
 
     if not isinstance(graph, Graph):
         raise ArgumentError(f"graph: expected a pyembed Graph, got {type(graph).__name__}")
+    from pyembed.model.validate import validate_graph
+    validate_graph(graph)
     if not isinstance(outdir, (str, os.PathLike)):
         raise ArgumentError(f"outdir: expected a directory path, got {type(outdir).__name__}")
     graph.check_supported()
