@@ -281,7 +281,7 @@ def test_firmware_replaces_its_runtime_copy_file_by_file(tmp_path):
     assert code == 0, out
     assert (d / "pyembed" / "src" / "MY_NOTES.txt").read_text() == "keep me\n"
     assert (d / "pyembed" / "mine" / "x.c").exists()
-    assert (d / "pyembed" / "src" / "pe_graph.c").read_bytes() == open(os.path.join(CSRC, "src", "pe_graph.c"),
+    assert (d / "pyembed" / "src" / "graph" / "pe_graph.c").read_bytes() == open(os.path.join(CSRC, "src", "graph", "pe_graph.c"),
                                                                        "rb").read()
 
 
@@ -289,15 +289,15 @@ def test_firmware_into_a_folder_with_the_users_build_files_is_refused(tmp_path):
     d = tmp_path / "fw"
     (d / "pyembed" / "src").mkdir(parents=True)
     (d / "Makefile").write_text("all:\n\techo mine\n")
-    (d / "pyembed" / "src" / "pe_graph.c").write_text("/* my patched copy */\n")
+    (d / "pyembed" / "src" / "graph" / "pe_graph.c").write_text("/* my patched copy */\n")
     before = _snapshot(d)
     code, out = _run_cli(["firmware", HELLO, "--profile", "mps2-an386", "-o", str(d)])
-    assert code == 2 and "Makefile (not written by pyembed)" in out and "pyembed/src/pe_graph.c" in out, out
+    assert code == 2 and "Makefile (not written by pyembed)" in out and "pyembed/src/graph/pe_graph.c" in out, out
     assert _snapshot(d) == before
     code, out = _run_cli(["firmware", HELLO, "--profile", "mps2-an386", "-o", str(d), "--force"])
     assert code == 0, out
     assert "model/model_data.c" in (d / "Makefile").read_text()
-    assert (d / "pyembed" / "src" / "pe_graph.c").read_bytes() == open(os.path.join(CSRC, "src", "pe_graph.c"),
+    assert (d / "pyembed" / "src" / "graph" / "pe_graph.c").read_bytes() == open(os.path.join(CSRC, "src", "graph", "pe_graph.c"),
                                                                        "rb").read()
 
 

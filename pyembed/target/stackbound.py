@@ -394,7 +394,7 @@ def bound(project_dir, runtime_build=None, elf=None, root=None, core=None, depth
 def recursion_depths(project_dir, manifest=None):
     """{source file name: the most nested calls a recursion in it can make}.
 
-    The stripe executor (pe_stripe.c) recurses by design: a row finished by
+    The stripe executor (pe_stripe.c, its analysis in pe_stripe_plan.c) recurses by design: a row finished by
     layer L is handed to layer L + 1 by a call (advance / deliver / emit_row,
     and dry_input_row / dry_emit in its analysis), one level per layer, and
     the level after the last layer returns at once: at most layers + 1 levels,
@@ -408,7 +408,7 @@ def recursion_depths(project_dir, manifest=None):
             m = re.search(r"#define\s+PE_STRIPE_MAX_LAYERS\s+(\d+)", h.read_text()) if h.is_file() else None
             if m:
                 layers = int(m.group(1))
-    return {} if layers is None else {"pe_stripe.c": int(layers) + 1}
+    return {} if layers is None else {"pe_stripe.c": int(layers) + 1, "pe_stripe_plan.c": int(layers) + 1}
 
 
 def _sccs(start, callees):
