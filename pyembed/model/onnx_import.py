@@ -68,8 +68,9 @@ def load_onnx(path):
     """Load an ONNX model file into a Graph (ModelError for unreadable files)."""
     try:
         import onnx
-    except ImportError:  # pragma: no cover - onnx is a declared dependency
-        raise ModelError(f"{path}: the 'onnx' package is needed to read .onnx files") from None
+    except ImportError:
+        raise ModelError(f"{path}: reading .onnx models needs the 'onnx' package: "
+                         f"pip install 'pyembed[onnx]'") from None
     path = os.fspath(path)
     try:
         model = onnx.load(path)
