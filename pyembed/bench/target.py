@@ -22,6 +22,9 @@ The goals (each printed pass / FAIL per model):
   3 runtime code + model tables + weights <= TFLM code + .tflite
   4 measured peak stack of the invoke <= 2,048 B
   5 outputs equal to TFLM's (0 mismatching elements)
+
+Exit status 1 when a model fails to build or run or its outputs differ from
+TFLM's; a goal not met is a figure, reported, and does not change it.
 """
 import json
 import math
