@@ -331,8 +331,44 @@ static const pe_segload_plan pe_segment_plan = {{ pe_segment_table, {len(rows)},
     return text, where
 
 
+def _io_defines(graph, kind, tensors):
+    """pe_model.h's description of each input or output k (kind "INPUT" /
+    "OUTPUT"): its tensor name, dims, element type and quantization, as
+    PE_MODEL_<kind><k>_* macros."""
+    from pyembed.codegen.emit import _GDT, _float_literal
+    from pyembed.codegen.escape import c_string
+    out = []
+    for k, t in enumerate(tensors):
+        tt = graph.tensors[t]
+        m = f"PE_MODEL_{kind}{k}"
+        dims = ",".join(str(int(d)) for d in tt.shape) or "1"
+        out.append(f"/* {kind.lower()} {k}: tensor {t} {c_comment(tt.name)} */")
+        out.append(f"#define {m}_NAME {c_string(tt.name)}")
+        out.append(f"#define {m}_RANK {len(tt.shape)}")
+        out.append(f"#define {m}_DIMS {{{dims}}}")
+        out.append(f"#define {m}_DTYPE {_GDT[np.dtype(tt.dtype)]}")
+        if not tt.is_quantized:
+            out.append(f"#define {m}_QUANTIZED 0")
+        else:
+            scales = np.asarray(tt.scale, dtype=np.float32).ravel()
+            zps = (np.zeros(scales.size, dtype=np.int64) if tt.zero_point is None or not np.size(tt.zero_point)
+                   else np.asarray(tt.zero_point, dtype=np.int64).ravel())
+            out.append(f"#define {m}_QUANTIZED 1")
+            if scales.size == 1:
+                out.append(f"#define {m}_SCALE {_float_literal(scales[0], 'float')}")
+                out.append(f"#define {m}_ZERO_POINT {int(zps[0])}")
+            else:
+                # per channel along QUANT_AXIS: one scale and zero point per channel
+                out.append(f"#define {m}_QUANT_AXIS {int(tt.quant_axis)}")
+                out.append(f"#define {m}_NUM_SCALES {scales.size}")
+                out.append(f"#define {m}_SCALES {{{','.join(_float_literal(v, 'float') for v in scales)}}}")
+                out.append(f"#define {m}_ZERO_POINTS {{{','.join(str(int(v)) for v in zps)}}}")
+    return "\n".join(out) + "\n"
+
+
 def _api_header(graph, prefix, segmented=False):
     P = prefix.upper()
+    io = _io_defines(graph, "INPUT", graph.inputs) + _io_defines(graph, "OUTPUT", graph.outputs)
     stream = "".join(f"#define PE_MODEL_INPUT{k}_STREAMED {int(bool(graph.tensors[t].streamed))}\n"
                      for k, t in enumerate(graph.inputs))
     seg_api = ("""
@@ -370,6 +406,12 @@ extern "C" {{
 #endif
 {seg_api}
 {stream}
+/* Each input and output k: the model's tensor name, its dims (pyembed's layout of
+ * the buffer pe_model_input / pe_model_output give, NHWC for an image), element type
+ * (pe_dtype) and quantization, real = SCALE * (q - ZERO_POINT); per-channel tensors
+ * give SCALES / ZERO_POINTS along QUANT_AXIS instead. Sizes in bytes are
+ * {P}_INPUT<k>_BYTES / {P}_OUTPUT<k>_BYTES (model_graph.h). */
+{io}
 typedef void (*pe_model_hook)(int32_t table_index, int32_t op_index, void *user);
 
 pe_status pe_model_init(void);
