@@ -1,5 +1,7 @@
-"""Firmware usability (issue #34): pe_model.h describes each input and
-output (name, dims, type, quantization)."""
+"""Firmware usability (issue #34): which profiles QEMU runs; a project
+generated with its run's input keeps it (pe_input.bin, in the folder's
+manifest) and `make run` without it says what to do; pe_model.h describes
+each input and output (name, dims, type, quantization)."""
 import os
 import shutil
 import subprocess
@@ -16,6 +18,41 @@ BOARD = "mps2-an386"
 
 def _graph():
     return load_model(os.path.join(MODELS_DIR, MODEL + ".tflite"))
+
+
+# -- 1. which profiles QEMU runs -----------------------------------------------------------------
+
+def test_qemu_machine_of_a_profile():
+    from firmware_sim.profiles import load_profile
+    from pyembed.codegen.firmware import qemu_machine
+    assert qemu_machine("MPS2-AN386") == "mps2-an386"
+    assert qemu_machine(load_profile("mps2-an500")) == "mps2-an500"
+    assert qemu_machine(load_profile("stm32f746")) is None
+
+
+# -- 2. the input a --run project keeps ----------------------------------------------------------
+
+def test_rerun_replaces_the_kept_input_and_refuses_a_users(tmp_path):
+    """pe_input.bin is pyembed's file: a rerun replaces it (and drops it when it
+    runs nothing); one the user wrote is refused, as any file in the way."""
+    from pyembed.errors import ArgumentError
+    from pyembed.target.firmware import generate
+    g = _graph()
+    out = tmp_path / "p"
+    generate(g, BOARD, out, run_input={"data": b"\x05", "source": "test"})
+    assert (out / "pe_input.bin").read_bytes() == b"\x05"
+    generate(g, BOARD, out, run_input={"data": b"\x07", "source": "test"})
+    assert (out / "pe_input.bin").read_bytes() == b"\x07"
+    (out / "pe_input.bin").write_bytes(b"\x09")
+    with pytest.raises(ArgumentError, match="pe_input.bin"):
+        generate(g, BOARD, out, run_input={"data": b"\x05"})
+    assert (out / "pe_input.bin").read_bytes() == b"\x09"
+    generate(g, BOARD, out, run_input={"data": b"\x05"}, force=True)
+    assert (out / "pe_input.bin").read_bytes() == b"\x05"
+    generate(g, BOARD, out)
+    assert not (out / "pe_input.bin").exists()
+    with pytest.raises(ArgumentError, match="run_input: 2 B of input"):
+        generate(g, BOARD, tmp_path / "q", run_input={"data": b"\x05\x06"})
 
 
 # -- 4. pe_model.h describes each input and output -----------------------------------------------
@@ -100,3 +137,24 @@ int main(void)
     assert int(f[5]) == to.shape[1]
     assert np.float32(float(f[6])) == np.float32(to.scale[0]) and int(f[7]) == int(to.zero_point[0])
     assert int(f[8]) == 0     # PE_DT_INT8
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make not installed")
+def test_make_run_message_keeps_hostile_names_as_data(tmp_path):
+    """The model's file name and its input's tensor name reach `make run`'s
+    message literally: nothing in them runs (the build is skipped: make -o)."""
+    from pyembed.target.firmware import generate
+    src = tmp_path / "m'; touch PWNED; '$(touch PWNED2).tflite"
+    shutil.copy(os.path.join(MODELS_DIR, MODEL + ".tflite"), src)
+    g = load_model(str(src))
+    g.tensors[g.inputs[0]].name = "in\\put$(touch PWNED3)'\""
+    proj = tmp_path / "p"
+    generate(g, BOARD, proj)
+    p = subprocess.run(["make", "-o", "firmware.elf", "run"], cwd=proj, capture_output=True, text=True)
+    assert p.returncode != 0
+    line = [ln for ln in p.stdout.splitlines() if ln.startswith("make run:")]
+    assert len(line) == 1, p.stdout + p.stderr
+    assert f"pyembed firmware {src} --profile {BOARD}" in line[0]
+    assert "input 0 'in\\\\put$(touch PWNED3)'\"' int8 (1, 1)" in line[0]
+    for d in (proj, tmp_path):
+        assert not any((d / n).exists() for n in ("PWNED", "PWNED2", "PWNED3"))
