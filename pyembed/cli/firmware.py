@@ -13,7 +13,11 @@ and the instructions of each operator (SysTick ticks * 40 under -icount
 shift=0: 40-instruction resolution), the peak stack of pe_model_invoke
 measured by paint and scan beside its static bound (pyembed.target.stackbound)
 and the flash per part from the link map; --build builds without running and
-prints the bound and the flash.
+prints the bound and the flash. --run --inputs with a batch (one more leading
+axis than the model's input) runs every sample and reports each (--json:
+"samples"); the first sample stays in the project as pe_input.bin, so `make
+run` there runs it again. --run on a profile no QEMU machine emulates is exit
+2 before the model is loaded.
 """
 import json
 import os
@@ -41,7 +45,9 @@ from pyembed.cli.options import (attention_option, fc_int16_weights_option, forc
 @click.option("--build", "do_build", is_flag=True,
               help="Build with make (no run): the static stack bound, the stack reserved and the flash per part.")
 @click.option("--inputs", "inputs_path", type=click.Path(exists=True, dir_okay=False),
-              help="With --run: input .npy/.npz (the first sample is run); default: seeded random int8.")
+              help="With --run: input .npy/.npz, one sample or a batch (one more leading axis: every sample is "
+                   "run); the first is kept as the project's pe_input.bin for `make run`; default: seeded "
+                   "random int8.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the random input.")
 @attention_option()
 @strategy_option()
@@ -78,11 +84,29 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
                             f"use --strategy stripes or auto")
     from pyembed.errors import FitError
     from pyembed.target.planning import PlanOptions, failure_verdict, plan_for_target
+    if do_run:
+        # before loading, planning or generating anything: can this profile run at all?
+        from firmware_sim.profiles import load_profile
+        from pyembed.codegen.firmware import QEMU_MACHINES, qemu_machine
+        prof = load_profile(profile)
+        if qemu_machine(prof) is None:
+            raise ArgumentError(f"--run: no QEMU machine emulates profile {prof.name} (QEMU runs "
+                                f"{', '.join(sorted(QEMU_MACHINES))}); leave out --run to generate the project "
+                                f"(--build to compile it) and flash firmware.elf with your tools")
     extra = parse_fraction(max_extra_macs)
     g = load_model(_resolve(model))
     if outdir is None:
         if not do_run:
             raise click.UsageError("-o/--outdir is required without --run")
+    samples, run_input = None, None
+    if do_run:
+        # the samples to run, checked before planning; the first is kept in the project (pe_input.bin)
+        samples = _samples(g, inputs_path, seed)
+        from pyembed.target.firmware import input_bytes
+        run_input = {"data": input_bytes(g, samples[0]),
+                     "source": os.path.abspath(inputs_path) if inputs_path else f"random int8, --seed {seed}",
+                     "sample": 0, "samples": len(samples)}
+    if outdir is None:
         outdir = tempfile.mkdtemp(prefix="pyembed_fw_")
     budget = None
     if segments is not None:
@@ -101,7 +125,8 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
     fused = tp.attention_lines
     g = tp.imported    # the host reference of --run: the model as loaded (after the attention passes)
     proj = generate(tp.graph, tp.profile, outdir, plan=tp.plan, segments=budget, strategy="none",
-                    fc_int16_weights=fc_int16_weights, fc_w16_min_macs=fc_w16_min_macs, force=force)
+                    fc_int16_weights=fc_int16_weights, fc_w16_min_macs=fc_w16_min_macs, force=force,
+                    run_input=run_input)
     proj.pipeline_lines = tp.pipeline_lines
     verdict = tp.verdict()
     with open(os.path.join(outdir, "firmware.json")) as f:
@@ -155,31 +180,34 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
             click.echo(verdict)
         return
     from pyembed.target.firmware import build_project, run_project
-    if inputs_path:
-        from pyembed.check.accuracy import load_inputs
-        xs = list(load_inputs(g, inputs_path)[0])
-    else:
-        rng = np.random.default_rng(seed)
-        xs = []
-        for t in g.inputs:
-            tt = g.tensors[t]
-            info = np.iinfo(tt.dtype) if np.issubdtype(tt.dtype, np.integer) else None
-            xs.append(rng.integers(info.min, info.max + 1, size=tt.shape).astype(tt.dtype) if info is not None
-                      else rng.standard_normal(tt.shape).astype(tt.dtype))
     build_project(outdir)
-    run = run_project(proj, xs)
+    per_sample = []
+    for i, xs in enumerate(samples):
+        run = run_project(proj, xs)
+        host = g.run(xs if len(xs) > 1 else xs[0])
+        host = list(host) if isinstance(host, (list, tuple)) else [host]
+        mismatches = []
+        for k, (a, b) in enumerate(zip(run.outputs, host)):
+            b = np.asarray(b).reshape(a.shape)
+            bad = np.flatnonzero(a.ravel() != b.ravel())
+            mismatches += [{"output": k, "element": int(e), "firmware": a.ravel()[e].item(),
+                            "host": b.ravel()[e].item()} for e in bad]
+        r = run.to_dict()
+        r["sample"] = i
+        r["bit_exact_with_host"] = not mismatches
+        r["mismatches"] = mismatches
+        per_sample.append((run, r))
     with open(os.path.join(outdir, "firmware.json")) as f:
         manifest = json.load(f)
-    host = g.run(xs if len(xs) > 1 else xs[0])
-    host = list(host) if isinstance(host, (list, tuple)) else [host]
-    mismatches = []
-    for k, (a, b) in enumerate(zip(run.outputs, host)):
-        b = np.asarray(b).reshape(a.shape)
-        bad = np.flatnonzero(a.ravel() != b.ravel())
-        mismatches += [{"output": k, "element": int(i), "firmware": a.ravel()[i].item(), "host": b.ravel()[i].item()}
-                       for i in bad]
-    d = run.to_dict()
+    run, d = per_sample[0]
+    d = dict(d)    # sample 0 at the top level, as for one sample; every sample under "samples"
+    mismatches = [dict(m, sample=r["sample"]) for _, r in per_sample for m in r["mismatches"]]
     d["bit_exact_with_host"] = not mismatches
+    d["mismatches"] = mismatches
+    d["samples"] = [{k: r[k] for k in ("sample", "outputs", "bit_exact_with_host", "mismatches",
+                                       "total_instructions", "invoke_instructions", "operators", "stack_bytes")}
+                    for _, r in per_sample]
+    d["input_file"] = manifest.get("input_file")
     d["segments"] = manifest["segments"]
     d["segment_note"] = proj.segment_note
     d["strategy"] = pipeline
@@ -188,7 +216,6 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
     d["pipeline"] = proj.pipeline_lines
     d["dsp_scratch"] = manifest["dsp_scratch"]
     d["fc_w16"] = _fc_w16(proj)
-    d["mismatches"] = mismatches
     d["regions"] = manifest["regions"]
     d["flash"] = int(tp.plan.flash_size)
     d["verdict"] = verdict
@@ -197,8 +224,12 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
     if as_json:
         click.echo(json.dumps(d, indent=1))
     else:
-        click.echo(f"{g.name} on {run.board} (QEMU, -icount shift=0): "
-                   f"{'bit-exact with the host run' if not mismatches else f'{len(mismatches)} MISMATCHES'}")
+        n_bad = sum(not r["bit_exact_with_host"] for _, r in per_sample)
+        what = ("bit-exact with the host run" if not mismatches else f"{len(mismatches)} MISMATCHES")
+        if len(per_sample) > 1:
+            what = (f"{len(per_sample)} samples, " + ("each bit-exact with the host run" if not n_bad else
+                                                      f"{n_bad} with MISMATCHES ({len(mismatches)} elements)"))
+        click.echo(f"{g.name} on {run.board} (QEMU, -icount shift=0): {what}")
         click.echo(f"  arena {manifest['arena_bytes']} B (--strategy {pipeline}"
                    f"{', input streamed row by row' if streamed else ''})")
         for line in proj.pipeline_lines:
@@ -211,8 +242,16 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
             click.echo(f"  input rows delivered by the pe_row_source callback: {d['input_rows_given']}")
         if proj.segment_note:
             click.echo(f"  segments: {proj.segment_note}")
-        for k, o in enumerate(d["outputs"]):
-            click.echo(f"  output {k}: {' '.join(str(v) for v in o[:64])}{' ...' if len(o) > 64 else ''}")
+        if len(per_sample) > 1:
+            for _, r in per_sample:
+                click.echo(f"  sample {r['sample']}: {'bit-exact' if r['bit_exact_with_host'] else 'MISMATCH'}, "
+                           f"{r['total_instructions']:,} instructions (whole invoke {r['invoke_instructions']:,})")
+                for k, o in enumerate(r["outputs"]):
+                    click.echo(f"    output {k}: {' '.join(str(v) for v in o[:64])}{' ...' if len(o) > 64 else ''}")
+            click.echo(f"  per operator, sample 0:")
+        else:
+            for k, o in enumerate(d["outputs"]):
+                click.echo(f"  output {k}: {' '.join(str(v) for v in o[:64])}{' ...' if len(o) > 64 else ''}")
         click.echo(f"  {'op':>4} {'type':<22} {'instructions':>14}")
         for o in d["operators"]:
             click.echo(f"  {o['index']:>4} {o['type']:<22} {o['instructions']:>14,}")
@@ -221,10 +260,32 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
         for line in _stack_flash_lines(manifest):
             click.echo(f"  {line}")
         for m in mismatches[:20]:
-            click.echo(f"  mismatch output {m['output']}[{m['element']}]: firmware {m['firmware']} host {m['host']}")
+            click.echo(f"  mismatch {'sample ' + str(m['sample']) + ' ' if len(per_sample) > 1 else ''}"
+                       f"output {m['output']}[{m['element']}]: firmware {m['firmware']} host {m['host']}")
+        inp = manifest.get("input_file")
+        if inp:
+            click.echo(f"  {inp['name']}: sample 0 kept in the project ({inp['bytes']} B); make -C {outdir} run "
+                       f"runs it again")
         click.echo(verdict)
     if mismatches:
         raise SystemExit(1)
+
+
+def _samples(g, inputs_path, seed):
+    """The samples --run runs: every sample of --inputs (a batch: one more
+    leading axis than the model's input), else one seeded random sample; each
+    a list with one array per graph input."""
+    if inputs_path:
+        from pyembed.check.accuracy import load_inputs
+        return [list(s) for s in load_inputs(g, inputs_path)]
+    rng = np.random.default_rng(seed)
+    xs = []
+    for t in g.inputs:
+        tt = g.tensors[t]
+        info = np.iinfo(tt.dtype) if np.issubdtype(tt.dtype, np.integer) else None
+        xs.append(rng.integers(info.min, info.max + 1, size=tt.shape).astype(tt.dtype) if info is not None
+                  else rng.standard_normal(tt.shape).astype(tt.dtype))
+    return [xs]
 
 
 def _dsp_scratch_line(granted):

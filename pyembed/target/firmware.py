@@ -35,7 +35,8 @@ from pyembed.errors import ArgumentError, PyEmbedError
 from pyembed.codegen.firmware.stack import STACK_RECORD_BYTES
 from pyembed.target import qemu
 
-__all__ = ["FirmwareRun", "FirmwareError", "generate", "build_project", "run_project", "load_manifest"]
+__all__ = ["FirmwareRun", "FirmwareError", "generate", "build_project", "run_project", "load_manifest",
+           "input_bytes"]
 
 
 class FirmwareError(PyEmbedError):
@@ -245,6 +246,14 @@ def _update_manifest(project_dir, fields):
     m = json.loads(path.read_text()) if path.is_file() else {}
     m.update(fields)
     _replace_text(path, json.dumps(m, indent=1))
+
+
+def input_bytes(graph, inputs):
+    """The bytes of the harness's input file (pe_input.bin) for one sample of
+    graph: inputs (an array or a list, one per graph input, each of the input's
+    dtype and size) concatenated in input order."""
+    specs = [{"bytes": int(graph.tensors[t].nbytes), "dtype": str(graph.tensors[t].dtype)} for t in graph.inputs]
+    return _input_bytes({"inputs": specs}, inputs)
 
 
 def _input_bytes(manifest, inputs):

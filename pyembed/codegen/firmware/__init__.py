@@ -48,7 +48,7 @@ from pyembed.codegen.escape import c_comment, check_identifier
 from pyembed.errors import ArgumentError, PlanError, UnsupportedError
 
 __all__ = ["CORE_FLAGS", "FirmwareProject", "generate_project", "firmware_layout", "plan_for_profile",
-           "TIMING_RECORD_BYTES"]
+           "TIMING_RECORD_BYTES", "QEMU_MACHINES", "qemu_machine", "INPUT_FILE", "input_layout"]
 
 _HERE = Path(__file__).resolve().parent
 _PKG = _HERE.parents[1]                       # pyembed/
@@ -64,6 +64,17 @@ CORE_FLAGS = {
 }
 # QEMU machine for a profile name (only these can `make run`)
 QEMU_MACHINES = {"mps2-an386": "mps2-an386", "mps2-an500": "mps2-an500"}
+
+# the harness's input file (main.c reads it from the directory QEMU runs in); a --run project keeps
+# the input it ran so that `make run` repeats the run
+INPUT_FILE = "pe_input.bin"
+
+
+def qemu_machine(profile):
+    """The QEMU machine emulating profile (a loaded profile or a profile name,
+    case-insensitive), or None when no QEMU machine does."""
+    name = getattr(profile, "name", profile)
+    return QEMU_MACHINES.get(str(name).lower())
 
 # main.c's timing record after the outputs: uint32 graph-table index, uint32
 # model operator index, uint32 ticks (low), uint32 ticks (high)
@@ -331,8 +342,59 @@ static const pe_segload_plan pe_segment_plan = {{ pe_segment_table, {len(rows)},
     return text, where
 
 
+def input_layout(graph):
+    """What the harness's input file holds: one row per graph input, in order
+    (its bytes follow the previous input's), {"index", "name", "shape",
+    "dtype", "bytes"}; and the same as one line of text."""
+    rows = []
+    for k, t in enumerate(graph.inputs):
+        tt = graph.tensors[t]
+        rows.append({"index": k, "name": tt.name, "shape": [int(d) for d in tt.shape], "dtype": str(tt.dtype),
+                     "bytes": int(tt.nbytes)})
+    total = sum(r["bytes"] for r in rows)
+    text = f"{total} B: " + ", then ".join(
+        f"input {r['index']} '{r['name']}' {r['dtype']} {tuple(r['shape'])} ({r['bytes']} B)" for r in rows)
+    return rows, text
+
+
+def _io_defines(graph, kind, tensors):
+    """pe_model.h's description of each input or output k (kind "INPUT" /
+    "OUTPUT"): its tensor name, dims, element type and quantization, as
+    PE_MODEL_<kind><k>_* macros."""
+    from pyembed.codegen.emit import _GDT, _float_literal
+    from pyembed.codegen.escape import c_string
+    out = []
+    for k, t in enumerate(tensors):
+        tt = graph.tensors[t]
+        m = f"PE_MODEL_{kind}{k}"
+        dims = ",".join(str(int(d)) for d in tt.shape) or "1"
+        out.append(f"/* {kind.lower()} {k}: tensor {t} {c_comment(tt.name)} */")
+        out.append(f"#define {m}_NAME {c_string(tt.name)}")
+        out.append(f"#define {m}_RANK {len(tt.shape)}")
+        out.append(f"#define {m}_DIMS {{{dims}}}")
+        out.append(f"#define {m}_DTYPE {_GDT[np.dtype(tt.dtype)]}")
+        if not tt.is_quantized:
+            out.append(f"#define {m}_QUANTIZED 0")
+        else:
+            scales = np.asarray(tt.scale, dtype=np.float32).ravel()
+            zps = (np.zeros(scales.size, dtype=np.int64) if tt.zero_point is None or not np.size(tt.zero_point)
+                   else np.asarray(tt.zero_point, dtype=np.int64).ravel())
+            out.append(f"#define {m}_QUANTIZED 1")
+            if scales.size == 1:
+                out.append(f"#define {m}_SCALE {_float_literal(scales[0], 'float')}")
+                out.append(f"#define {m}_ZERO_POINT {int(zps[0])}")
+            else:
+                # per channel along QUANT_AXIS: one scale and zero point per channel
+                out.append(f"#define {m}_QUANT_AXIS {int(tt.quant_axis)}")
+                out.append(f"#define {m}_NUM_SCALES {scales.size}")
+                out.append(f"#define {m}_SCALES {{{','.join(_float_literal(v, 'float') for v in scales)}}}")
+                out.append(f"#define {m}_ZERO_POINTS {{{','.join(str(int(v)) for v in zps)}}}")
+    return "\n".join(out) + "\n"
+
+
 def _api_header(graph, prefix, segmented=False):
     P = prefix.upper()
+    io = _io_defines(graph, "INPUT", graph.inputs) + _io_defines(graph, "OUTPUT", graph.outputs)
     stream = "".join(f"#define PE_MODEL_INPUT{k}_STREAMED {int(bool(graph.tensors[t].streamed))}\n"
                      for k, t in enumerate(graph.inputs))
     seg_api = ("""
@@ -370,6 +432,12 @@ extern "C" {{
 #endif
 {seg_api}
 {stream}
+/* Each input and output k: the model's tensor name, its dims (pyembed's layout of
+ * the buffer pe_model_input / pe_model_output give, NHWC for an image), element type
+ * (pe_dtype) and quantization, real = SCALE * (q - ZERO_POINT); per-channel tensors
+ * give SCALES / ZERO_POINTS along QUANT_AXIS instead. Sizes in bytes are
+ * {P}_INPUT<k>_BYTES / {P}_OUTPUT<k>_BYTES (model_graph.h). */
+{io}
 typedef void (*pe_model_hook)(int32_t table_index, int32_t op_index, void *user);
 
 pe_status pe_model_init(void);
@@ -611,16 +679,17 @@ def _check_names(profile, prefix):
 
 
 def _write_project(out, graph, profile, plan, prefix, layout, arena_base, regions, sys_region, segments, granted,
-                   fc_w16, streamed, core_flags, copy_runtime):
+                   fc_w16, streamed, core_flags, copy_runtime, run_input=None):
     """Stage every file of the project in out (a pyembed.codegen.outdir.OutputDir);
-    returns ({key: final path}, operator rows)."""
+    returns ({key: final path}, operator rows). run_input: generate_project's."""
     from pyembed.codegen import emit
     from pyembed.codegen.firmware.files import MODEL_SOURCES, _cmakelists, _main_source, _makefile
     from pyembed.codegen.outdir import copy_tree
     files = {}
 
     def w(rel, text):
-        files[rel.rsplit("/", 1)[-1]] = out.write_text(rel, text)
+        write = out.write_bytes if isinstance(text, bytes) else out.write_text
+        files[rel.rsplit("/", 1)[-1]] = write(rel, text)
 
     w("model/memplan.h", emit.memplan_header(plan, num_tensors=len(graph.tensors)))
     hdr, src = emit.model_data(graph, section=".pe_flash", prefix=prefix)
@@ -646,7 +715,7 @@ def _write_project(out, graph, profile, plan, prefix, layout, arena_base, region
     # the Makefile and CMakeLists compile exactly these model sources (no user file in model/)
     assert sorted(r for r in files if r.endswith(".c")) == sorted(MODEL_SOURCES)
     w("main.c", _main_source(graph, prefix, ops))
-    machine = QEMU_MACHINES.get(profile.name.lower())
+    machine = qemu_machine(profile)
     # the harness's frame of a streamed input: in code memory where QEMU makes it RAM, else in .data's RAM
     frame = None if not streamed else ("FLASH" if machine else "RAM")
     w("link.ld", _linker_script(profile, regions, profile.flash_region, sys_region.name, seg_block, frame))
@@ -655,7 +724,7 @@ def _write_project(out, graph, profile, plan, prefix, layout, arena_base, region
     w("stack.ld", stack_script())
     for name in ("startup.c", "pe_target.c", "pe_target.h"):
         w(name, (TARGET_TEMPLATES / name).read_text())
-    w("Makefile", _makefile(profile, core_flags, machine))
+    w("Makefile", _makefile(profile, core_flags, machine, graph))
     w("CMakeLists.txt", _cmakelists(profile, core_flags))
     if copy_runtime:
         # file by file through the manifest: a file of the user's in pyembed/ stays (or is refused)
@@ -668,6 +737,13 @@ def _write_project(out, graph, profile, plan, prefix, layout, arena_base, region
     inputs = [(t, int(graph.tensors[t].nbytes), graph.tensors[t].dtype) for t in graph.inputs]
     outputs = [(t, int(graph.tensors[t].nbytes), graph.tensors[t].dtype, tuple(graph.tensors[t].shape))
                for t in graph.outputs]
+    input_file = None
+    if run_input is not None:
+        # the input of the run (one sample): kept in the project, in its manifest, for `make run`
+        data = run_input["data"]
+        w(INPUT_FILE, data)
+        input_file = {"name": INPUT_FILE, "bytes": len(data),
+                      **{k: v for k, v in run_input.items() if k != "data"}}
     manifest = {"model": graph.name, "profile": profile.name, "core": profile.core, "qemu_machine": machine,
                 "arena_base": arena_base, "arena_span": layout.arena_size, "arena_bytes": int(plan.arena_size),
                 "pipeline": plan.info.get("pipeline"),
@@ -683,14 +759,15 @@ def _write_project(out, graph, profile, plan, prefix, layout, arena_base, region
                     "ops": [[o for la in segments.layers[s.first:s.last + 1] for o in la.ops]
                             for s in segments.segments]},
                 "inputs": [{"tensor": t, "bytes": b, "dtype": str(d)} for t, b, d in inputs],
-                "outputs": [{"tensor": t, "bytes": b, "dtype": str(d), "shape": list(s)} for t, b, d, s in outputs]}
+                "outputs": [{"tensor": t, "bytes": b, "dtype": str(d), "shape": list(s)} for t, b, d, s in outputs],
+                "input_file": input_file}
     w("firmware.json", json.dumps(manifest, indent=1))
     return files, op_rows
 
 
 def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algorithm="auto",
                      time_limit=5.0, copy_runtime=True, segments=None, dsp_scratch=None, fc_int16_weights=False,
-                     fc_w16_min_macs=None, force=False):
+                     fc_w16_min_macs=None, force=False, run_input=None):
     """Write the firmware project of graph for profile (a loaded firmware_sim
     profile) into outdir; returns a FirmwareProject. plan: a pyembed.plan Plan
     on the profile's regions (default: planned here). segments: a
@@ -712,7 +789,12 @@ def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algor
     row; smaller layers are skipped and reported).
     outdir is written through pyembed.codegen.outdir: files pyembed wrote
     there before (its manifest) are replaced, anything else in the way is
-    refused (ArgumentError) unless force; the whole project or nothing."""
+    refused (ArgumentError) unless force; the whole project or nothing.
+    run_input: None, or {"data": bytes, ...}: the harness's input file
+    (INPUT_FILE, pe_input.bin: every input's bytes in input order, one sample)
+    written into the project with it, so that `make run` there runs that
+    input; the dict's other keys (e.g. "source", "sample") are recorded in
+    firmware.json's "input_file"."""
     from pyembed.model.graph import Graph
 
     if not isinstance(graph, Graph):
@@ -760,11 +842,19 @@ def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algor
         cap = profile.regions[name].size
         if used > cap:
             raise PlanError(f"region {name}: plan uses {used} B of {cap} B")
+    if run_input is not None:
+        if not isinstance(run_input, dict) or not isinstance(run_input.get("data"), (bytes, bytearray)):
+            raise ArgumentError(f"run_input: expected a dict with the input bytes under 'data', got "
+                                f"{type(run_input).__name__}")
+        rows, text = input_layout(graph)
+        if len(run_input["data"]) != sum(r["bytes"] for r in rows):
+            raise ArgumentError(f"run_input: {len(run_input['data'])} B of input; the harness reads {text}")
+        run_input = dict(run_input, data=bytes(run_input["data"]))
     from pyembed.codegen.outdir import OutputDir
     with OutputDir(outdir, force=force) as out:
         files, op_rows = _write_project(out, graph, profile, plan, prefix, layout, arena_base, regions, sys_region,
-                                        segments, granted, fc_w16, streamed, core_flags, copy_runtime)
-    machine = QEMU_MACHINES.get(profile.name.lower())
+                                        segments, granted, fc_w16, streamed, core_flags, copy_runtime, run_input)
+    machine = qemu_machine(profile)
     inputs = [(t, int(graph.tensors[t].nbytes), graph.tensors[t].dtype) for t in graph.inputs]
     outputs = [(t, int(graph.tensors[t].nbytes), graph.tensors[t].dtype, tuple(graph.tensors[t].shape))
                for t in graph.outputs]
