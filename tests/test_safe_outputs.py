@@ -287,7 +287,7 @@ def test_firmware_replaces_its_runtime_copy_file_by_file(tmp_path):
 
 def test_firmware_into_a_folder_with_the_users_build_files_is_refused(tmp_path):
     d = tmp_path / "fw"
-    (d / "pyembed" / "src").mkdir(parents=True)
+    (d / "pyembed" / "src" / "graph").mkdir(parents=True)
     (d / "Makefile").write_text("all:\n\techo mine\n")
     (d / "pyembed" / "src" / "graph" / "pe_graph.c").write_text("/* my patched copy */\n")
     before = _snapshot(d)
