@@ -10,7 +10,7 @@ What is refused (ModelError, naming the operator / tensor):
 * no operators (an empty subgraph), no graph input, no graph output;
 * a tensor index out of range (graph inputs and outputs: 0..n-1; operator
   inputs and outputs: 0..n-1 or -1 for an absent optional operand);
-* a graph input that is a constant or that an operator writes, the same
+* a graph input that is a constant, a variable or that an operator writes, the same
   tensor listed twice as a graph input;
 * a graph output that is a constant, or that no operator writes and is not
   a graph input;
@@ -95,6 +95,9 @@ def check_data_flow(graph, label=None):
         if T[t].is_constant:
             raise ModelError(f"{label}: graph input tensor {t} ({T[t].name!r}) is a constant (it has data in "
                              f"the model): an input must be an activation the caller fills")
+        if T[t].is_variable:
+            raise ModelError(f"{label}: graph input tensor {t} ({T[t].name!r}) is a variable (state the runtime "
+                             f"resets and keeps between runs): an input must be an activation the caller fills")
     writer = {}
     for op in ops:
         for t in op.outputs:
