@@ -189,8 +189,7 @@ def test_every_command_refuses_the_big_model_early_and_cleanly(tmp_path, command
     args = {"plan": ["plan", str(path), "-o", str(tmp_path / "o"), "--strategy", "none"],
             "check": ["check", str(path), "--random", "--no-oracle"],
             "simulate": ["simulate", str(path)],
-            "firmware": ["firmware", str(path), "--profile", "mps2-an386", "-o", str(tmp_path / "fw"),
-                         "--strategy", "none"]}[command]
+            "firmware": ["firmware", str(path), "--profile", "mps2-an386", "-o", str(tmp_path / "fw")]}[command]
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t0 = time.perf_counter()
     r = CliRunner().invoke(main, args)
@@ -198,8 +197,9 @@ def test_every_command_refuses_the_big_model_early_and_cleanly(tmp_path, command
     lines = [ln for ln in r.output.splitlines() if ln.strip()]
     assert lines[-1].startswith("pyembed: error:"), r.output
     assert "int32" in lines[-1] or "larger than every region" in lines[-1]
-    # refused before a 1 GiB tensor was ever allocated or run
-    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 400_000   # KiB
+    # refused before a 1 GiB tensor was ever allocated or run (firmware: before the stripe pass too)
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < (100_000 if command == "firmware"
+                                                                          else 400_000)   # KiB
     assert time.perf_counter() - t0 < 30
 
 
