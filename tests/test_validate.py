@@ -52,6 +52,7 @@ def test_the_valid_chain_loads_and_plans():
     (lambda: _chain(inputs=(0, 1)), "graph input tensor 1 .* is also written by operator 0"),
     (lambda: _chain(outputs=(3,)), "graph output tensor 3 .* is a constant"),     # the campaign's mutant #1907
     (lambda: _variable_input(), "graph input tensor 0 .* is a variable"),        # mutant #976: outputs DIFFER
+    (lambda: _variable_output(), "operator 0 \\(RELU\\) writes tensor 1 .* but it is a variable"),  # seed 2 #1144
     (lambda: _chain(outputs=(2, 3)), "graph output tensor 3 .* is a constant"),
 ])
 def test_unsound_graphs_are_refused_at_load(blob, match):
@@ -89,6 +90,13 @@ def test_reading_an_activation_nobody_writes_is_refused():
 def _variable_input():
     t = [W.tensor((1, 8), scale=0.05, zp=-3, variable=True), W.tensor((1, 8), scale=0.05, zp=-3)]
     return W.build(t, [W.op(S.BuiltinOperator.RELU, [0], [1])], inputs=[0], outputs=[1])
+
+
+def _variable_output():
+    t = [W.tensor((1, 8), scale=0.05, zp=-3), W.tensor((1, 8), scale=0.05, zp=-3, variable=True),
+         W.tensor((1, 8), scale=0.05, zp=-3)]
+    ops = [W.op(S.BuiltinOperator.RELU, [0], [1]), W.op(S.BuiltinOperator.RELU, [1], [2])]
+    return W.build(t, ops, inputs=[0], outputs=[2])
 
 
 def _chain_unwritten():
