@@ -2,7 +2,8 @@
 bundled models (pyembed.bench.mutants: flatbuffer bytes and structural
 fields) through load_model and the ``pyembed`` commands, in-process. A
 command may succeed, fail a check or refuse the input (exit 0 / 1 / 2); an
-internal error (exit 3) or an exception escaping the command is a bug.
+internal error (exit 3), an exception escaping the command or a simulation
+whose outputs differ from the host run is a bug.
 ``python -m pyembed.bench mutants --count 2000`` runs the full campaign."""
 from pyembed.bench import mutants as M
 

@@ -22,7 +22,8 @@ Every mutant goes through ``pyembed.load_model`` and ``pyembed plan``; one
 in --every also through ``check``, ``simulate`` and ``firmware`` (generate
 only), all run in-process through the click entry point. A command may
 succeed (0), find a failed check (1) or refuse the input (2); exit 3 (an
-internal error) or an exception escaping the command is a bug, listed with
+internal error), an exception escaping the command or a simulation whose
+outputs differ from the host run of the same graph is a bug, listed with
 its mutant's seed so it can be replayed (``--seed S --count 1`` with
 ``--first K``).
 """
@@ -309,7 +310,9 @@ def campaign(count, seed=0, commands=COMMANDS, every=4, models=None, first=0, pr
                 code, msg = run_command(c, path, outdir)
                 counts.setdefault(c, {}).setdefault(str(code), 0)
                 counts[c][str(code)] += 1
-                if code in (3, "exception"):
+                # exit 3 is a bug; so is a simulated run that differs from the host run of the
+                # same graph (a graph both accept but lay out differently)
+                if code in (3, "exception") or (code == 1 and "DIFFER" in msg):
                     failures.append({"mutant": k, "model": name, "what": what, "stage": c, "error": msg})
             os.remove(path)
             if progress:
@@ -354,7 +357,7 @@ def render(res, show=20):
     for stage, c in res["counts"].items():
         what = "outcomes" if stage == "load_model" else "exit codes"
         lines.append(f"  {stage:<11} {what}: " + ", ".join(f"{k}: {v}" for k, v in sorted(c.items())))
-    lines.append(f"  failures (exit 3 or an escaped exception): {res['failures']}")
+    lines.append(f"  failures (exit 3, an escaped exception, simulate's outputs DIFFER): {res['failures']}")
     for f in res["failure_list"][:show]:
         lines.append(f"    #{f['mutant']} {f['model']} {f['stage']}: {f['what'][:120]} -> {f['error'][:200]}")
     return "\n".join(lines)

@@ -10,8 +10,9 @@ What is refused (ModelError, naming the operator / tensor):
 * no operators (an empty subgraph), no graph input, no graph output;
 * a tensor index out of range (graph inputs and outputs: 0..n-1; operator
   inputs and outputs: 0..n-1 or -1 for an absent optional operand);
-* a graph input that is a constant or that an operator writes, the same
-  tensor listed twice as a graph input;
+* a graph input that is a constant, a variable or that an operator writes, the same
+  tensor listed twice as a graph input; a variable written as an operator's
+  output;
 * a graph output that is a constant, or that no operator writes and is not
   a graph input;
 * an operator reading its own output, a cycle through several operators,
@@ -95,6 +96,9 @@ def check_data_flow(graph, label=None):
         if T[t].is_constant:
             raise ModelError(f"{label}: graph input tensor {t} ({T[t].name!r}) is a constant (it has data in "
                              f"the model): an input must be an activation the caller fills")
+        if T[t].is_variable:
+            raise ModelError(f"{label}: graph input tensor {t} ({T[t].name!r}) is a variable (state the runtime "
+                             f"resets and keeps between runs): an input must be an activation the caller fills")
     writer = {}
     for op in ops:
         for t in op.outputs:
@@ -106,6 +110,10 @@ def check_data_flow(graph, label=None):
             if t in seen:
                 raise ModelError(f"{label}: graph input tensor {t} ({T[t].name!r}) is also written by operator "
                                  f"{op.index} ({op.type})")
+            if T[t].is_variable:
+                raise ModelError(f"{label}: operator {op.index} ({op.type}) writes tensor {t} ({T[t].name!r}) as "
+                                 f"its output, but it is a variable (state the runtime resets; a stateful "
+                                 f"operator takes it as an input and updates it in place)")
             writer[t] = op.index
     for op in ops:
         own = [t for t in op.inputs if t >= 0 and t in op.outputs and not T[t].is_variable]

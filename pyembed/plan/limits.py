@@ -69,3 +69,26 @@ def refuse_operator_sizes(graph, regions=None):
             raise FitError(f"{getattr(graph, 'name', '') or 'graph'}: the plan does not fit the regions ({caps}): "
                            f"operator {op.index} ({op.type}) alone needs at least {need} B at once, "
                            f"{need - total} B more than the regions hold")
+
+
+def refuse_io_sizes(graph, regions=None, stream_input=False):
+    """Before a graph rewrite (pyembed.plan.pipeline): FitError when a graph
+    input (unless it may be streamed) or output, which every rewrite keeps in
+    RAM whole, is larger than every sized region."""
+    from pyembed.model.graph import ALIGNMENT
+    from pyembed.plan.core import align_up
+    from pyembed.plan.solve import _validate_regions
+    if regions is None:
+        return
+    regions = _validate_regions(regions)
+    if any(r.size is None for r in regions):
+        return
+    biggest = max(regions, key=lambda r: r.size)
+    for what, lst in (("input", [] if stream_input else graph.inputs), ("output", graph.outputs)):
+        for t in lst:
+            tensor = graph.tensors[t]
+            need = align_up(int(tensor.nbytes), ALIGNMENT)
+            if not getattr(tensor, "streamed", False) and need > biggest.size:
+                raise FitError(f"{getattr(graph, 'name', '') or 'graph'}: graph {what} tensor {t} ({tensor.name!r}, "
+                               f"{need} B) is larger than every region: the largest, {biggest.name}, has "
+                               f"{biggest.size} B ({need - biggest.size} B missing)")

@@ -21,6 +21,12 @@ def plan_with_strategy(graph, strategy="auto", max_extra_macs=0.10, overlaps=Tru
     (apply_pipeline); plan.info["pipeline"]["stream_input"] records it.
     max_region_weights: no stripe region with more constant bytes (a weight
     segment block, apply_pipeline)."""
+    from pyembed.model.validate import validate_graph
+    from pyembed.plan.limits import refuse_io_sizes
+    # refused before the rewrite: what no rewrite can make fit
+    validate_graph(graph)
+    refuse_io_sizes(graph, plan_kw.get("regions"), stream_input)
+
     def _plan(g):
         return plan_graph(g, overlaps=overlaps and not g.unsupported, **plan_kw)
     if strategy == "none":
