@@ -136,7 +136,7 @@ def _mix(ops):
 def fit(rows):
     """{core: {build: {group: {"coef": {feature: instructions per unit}, "mix": {class: fraction}, "n": ops}}}}.
     Every operator is a sample of each of its group keys (type/form, type, class, other)."""
-    from firmware_sim.icount import FEATURES
+    from firmware_sim.icount import feature_names
     out = {}
     for core in BOARDS:
         for build in sorted({r["build"] for r in rows}):
@@ -149,8 +149,8 @@ def fit(rows):
                         samples.setdefault(key, []).append(o)
             table = {}
             for key, ops in sorted(samples.items()):
-                kclass = next(k for k in ops[0]["group_keys"] if k.startswith("class:"))[6:]
-                names = FEATURES.get(kclass, FEATURES["other"]) if key != "class:other" else ("call", "outputs")
+                kclass = next((k for k in ops[0]["group_keys"] if k.startswith("class:")), "class:other")[6:]
+                names = (feature_names(kclass, key) if key != "class:other" else ("call", "outputs"))
                 table[key] = {"coef": _fit_group(ops, names), "mix": _mix(ops), "n": len(ops)}
             out.setdefault(core, {})[build] = table
     return out
