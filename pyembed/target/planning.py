@@ -182,7 +182,8 @@ def _plan_one(graph, options, regions, strategy, cache=None):
 
 
 def _signature(g, plan):
-    return (int(plan.arena_size), tuple((op.type, tuple(op.inputs), tuple(op.outputs)) for op in g.operators))
+    from pyembed.plan.pipeline import _signature as graph_signature
+    return int(plan.arena_size), graph_signature(g)
 
 
 def _plan_pipeline(graph, options, regions, prof):
