@@ -127,3 +127,14 @@ def test_cli_plan_prints_the_candidates(tmp_path):
     # the plan.json records the strategy chosen, so simulate --plan redoes the same rewrite
     pj = json.loads((tmp_path / "p" / "plan.json").read_text())
     assert pj["info"]["optimize"]["strategy"] == opt["strategy"]
+
+
+def test_firmware_run_prints_measured_beside_predicted():
+    from types import SimpleNamespace
+
+    from pyembed.cli.firmware import _predicted_line
+    tp = SimpleNamespace(predicted=(1100.0, "instructions", "instruction model cortex-m4 dsp"))
+    line = _predicted_line(tp, 1000)
+    assert "predicted 1,100 instructions" in line and "measured 1,000" in line and "+10.0 %" in line
+    tp = SimpleNamespace(predicted=(5000.0, "cycles", "the simulator's cycle model"))
+    assert "5,000 cycles" in _predicted_line(tp, 1000) and "measured 1,000 instructions" in _predicted_line(tp, 1000)
