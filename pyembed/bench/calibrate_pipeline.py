@@ -10,7 +10,10 @@ Each conv model (PIPELINE_MODELS) is built with ``pyembed firmware
 and run under ``qemu-system-arm -icount shift=0`` (per-operator SysTick
 counts, 40-instruction resolution; outputs compared with the host run); a
 strategy whose rewritten graph has no PE_STRIPE_REGION / PE_CONV_POOL, or
-repeats another's, is not run. The features of each operator
+repeats another's, is not run. ``--models`` may also name the bench's built
+networks (pyembed.bench._built: mobilenetv2_035_96, unet_64, unet_64_concat;
+random weights), which give the fit region shapes the bundled models lack
+(inverted residuals, decoder ADDs). The features of each operator
 (firmware_sim.icount.GROUP_FEATURES: a region's layers read from its
 parameter words) are fitted per group as calibrate_qemu fits the others
 (non-negative least squares on relative error). Printed: per (model,
@@ -51,9 +54,12 @@ def measure_pipeline(models=PIPELINE_MODELS, strategies=("stripes", "layers", "a
             return measure_pipeline(models, strategies, board, build, tmp, log)
     core = next(c for c, b in BOARDS.items() if b == board)
     rows, seen = [], set()
-    for name, g in runnable_models():
-        if models and name not in models:
-            continue
+    from pyembed.bench import _built
+    from pyembed.model.load import load_tflite_bytes
+    todo = [(n, g) for n, g in runnable_models() if not models or n in models]
+    # the bench's built networks (random weights: MobileNetV2 inverted residuals, U-Nets), when named
+    todo += [(n, load_tflite_bytes(_built.BUILDERS[n](), name=n)) for n in (models or ()) if n in _built.BUILDERS]
+    for name, g in todo:
         rng = np.random.default_rng(0)
         xs = [rng.integers(-128, 128, size=g.tensors[t].shape).astype(g.tensors[t].dtype) for t in g.inputs]
         host = g.run(xs if len(xs) > 1 else xs[0])
@@ -196,12 +202,16 @@ def render(result):
     return "\n".join(lines)
 
 
-def run(models=PIPELINE_MODELS, write=False, load=None, save=None, board="mps2-an386", build="dsp", log=None):
+def run(models=PIPELINE_MODELS, write=False, load=None, save=None, board="mps2-an386", build="dsp", log=None,
+        strategies=("stripes", "layers", "auto")):
+    """load: one or more files saved with save (their rows are fitted together)."""
     if load:
-        with open(load) as f:
-            rows = json.load(f)
+        rows = []
+        for path in ([load] if isinstance(load, str) else load):
+            with open(path) as f:
+                rows += json.load(f)
     else:
-        rows = measure_pipeline(models, board=board, build=build, log=log)
+        rows = measure_pipeline(models, strategies=tuple(strategies), board=board, build=build, log=log)
         if save:
             with open(save, "w") as f:
                 json.dump(rows, f)
@@ -223,11 +233,15 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m pyembed.bench calibrate_pipeline", description=__doc__.split("\n")[0])
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--write", action="store_true", help=f"merge the fitted groups into firmware_sim/profiles/{TABLE_FILE}")
-    ap.add_argument("--models", default=None, help="comma-separated bundled model names (default: the conv models)")
+    ap.add_argument("--models", default=None, help="comma-separated bundled model names (default: the conv models; "
+                                                   "also the built mobilenetv2_035_96, unet_64, unet_64_concat)")
+    ap.add_argument("--strategies", default="stripes,layers,auto", help="strategies built (default stripes,layers,auto)")
     ap.add_argument("--save", default=None, help="save the raw measurements to this JSON file")
-    ap.add_argument("--load", default=None, help="fit raw measurements saved with --save (no QEMU run)")
+    ap.add_argument("--load", default=None, help="fit raw measurements saved with --save (no QEMU run); "
+                                                 "comma-separated files are fitted together")
     args = ap.parse_args(argv)
     result = run(tuple(args.models.split(",")) if args.models else PIPELINE_MODELS, write=args.write,
-                 load=args.load, save=args.save, log=lambda s: print(s, file=sys.stderr, flush=True))
+                 load=args.load.split(",") if args.load else None, save=args.save,
+                 strategies=args.strategies.split(","), log=lambda s: print(s, file=sys.stderr, flush=True))
     emit(result, args.json, render)
     return 0
