@@ -137,7 +137,8 @@ class CostModel:
                 if t >= 0:
                     operands.append((self._where(graph.tensors[t], locate), graph.tensors[t].nbytes, "w"))
         im = getattr(self.profile, "instruction_model", None)
-        if im is not None and not (isinstance(params, dict) and "work_elements" in params):
+        # the pipeline's operators (work_elements) only with a group of their own (icount.GROUP_FEATURES)
+        if im is not None and (not (isinstance(params, dict) and "work_elements" in params) or op.type in im["table"]):
             from firmware_sim import icount
             cyc, _n, key, _cpi = icount.cycles(im["table"], im["core"], graph, op, kclass)
             if key is not None and key != "class:other":   # unmeasured kinds keep the class table

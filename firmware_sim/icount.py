@@ -22,6 +22,20 @@ dot products the gather kernels run: positions x output-channel blocks x taps),
 ``mult_macs`` (MACs of a depthwise with channel multiplier > 1), ``odd_col_macs``
 (MACs of the output column a convolution of odd output width cannot pair), ``batches``.
 
+The compiler pipeline's operators (pyembed.passes.pipeline) have groups of
+their own, never a kernel class's (their cost is not a convolution's):
+``PE_STRIPE_REGION`` reads its layers from its parameter words (kind,
+channels, kernel, stride, padding per layer; the output shape of each
+follows from the region's input): ``layers``, MACs per layer kind
+(``conv_macs``, ``dw_macs``, ``pw_macs``, ``pool_macs``: the pooling taps,
+all scaled by the region's MACs over the layers' own, which adds the halo
+columns the stripes recompute), ``outputs`` (every layer's output elements),
+``layer_rows`` (output rows of every layer x stripes) and ``blocks`` (the
+executor's column blocks: rows x stripes x blocks per stripe row, summed over
+layers). ``PE_CONV_POOL`` (its words): ``macs`` (the convolution's),
+``outputs`` (convolution outputs, never stored), ``pool_outputs``, ``rows``
+(convolution rows) and ``pool_taps``.
+
 CPI tables. Cortex-M4: ARM Cortex-M4 Processor Technical Reference Manual
 r0p1 (ARM 100166_0001_00), section 3.3.1 "Table of processor instructions",
 Table 3-1, and section 3.3.2 "Load/store timings" (zero-wait memory):
@@ -80,12 +94,23 @@ FEATURES = {
     "alias": ("call",),
     "other": ("call", "outputs"),
 }
+# groups with their own features (and no kernel-class fallback)
+GROUP_FEATURES = {
+    "PE_STRIPE_REGION": ("call", "layers", "conv_macs", "dw_macs", "pw_macs", "pool_macs", "outputs",
+                         "layer_rows", "blocks"),
+    "PE_CONV_POOL": ("call", "macs", "outputs", "pool_outputs", "rows", "pool_taps"),
+}
+# pe_pipeline.h
+_REGION_HEADER, _REGION_LAYER = 5, 32
+_KIND = {0: "conv", 1: "dw", 2: "pw", 3: "pool", 4: "add", 5: "upsample", 6: "concat"}
 GATHER_DW_BLOCK = 16     # csrc/src/kernels/conv/pe_conv_gather.c PE_GATHER_DW_BLOCK
 
 
 def group_keys(graph, op, kc):
     """Most to least specific: 'TYPE/form', 'TYPE', kernel class kc (firmware_sim.cost.kernel_class),
     'other'."""
+    if op.type in GROUP_FEATURES:
+        return [op.type]
     keys = []
     form = (op.params or {}).get("conv_form") if isinstance(op.params, dict) else None
     if form:
@@ -93,6 +118,53 @@ def group_keys(graph, op, kc):
     keys.append(op.type if kc != "alias" else "alias")
     keys += [f"class:{kc}", "class:other"]
     return keys
+
+
+def region_layers(graph, op):
+    """[(kind, out_h, out_w, out_c, macs)] of a PE_STRIPE_REGION's layers, from its words and the
+    shape of its input; kind one of conv, dw, pw, pool (macs = taps), add, upsample, concat."""
+    w = [int(v) for v in np.asarray(op.params["words"]).ravel()]
+    x = graph.tensors[op.inputs[0]].shape
+    h, wd = int(x[-3]), int(x[-2])
+    out = []
+    for i in range(w[1]):
+        lw = w[_REGION_HEADER + _REGION_LAYER * i:_REGION_HEADER + _REGION_LAYER * (i + 1)]
+        kind, in_c, out_c, kh, kw, sh, sw = _KIND.get(lw[0], "other"), lw[1], lw[2], lw[3], lw[4], lw[5], lw[6]
+        pt, pb, pl, pr = lw[7:11]
+        if kind == "upsample":
+            h, wd = 2 * h, 2 * wd
+        elif kind in ("conv", "dw", "pw", "pool"):
+            h, wd = (h + pt + pb - kh) // max(sh, 1) + 1, (wd + pl + pr - kw) // max(sw, 1) + 1
+        taps = kh * kw
+        macs = h * wd * out_c * (taps * in_c if kind in ("conv", "pw") else taps if kind in ("dw", "pool") else 0)
+        out.append((kind, h, wd, out_c, macs))
+    return out
+
+
+def _region_features(graph, op, f):
+    p = op.params
+    layers = region_layers(graph, op)
+    stripe_w, block_w = max(int(p["words"][2]), 1), max(int(p["words"][3]), 1)
+    stripes = math.ceil(layers[-1][2] / stripe_w) if layers else 1
+    own = sum(m for k, _, _, _, m in layers if k != "pool")
+    scale = f["macs"] / own if own else 1.0        # halo columns recomputed by the stripes
+    f["layers"] = float(len(layers))
+    for name in ("conv", "dw", "pw", "pool"):
+        f[f"{name}_macs"] = float(sum(m for k, _, _, _, m in layers if k == name)) * (scale if name != "pool" else 1)
+    f["outputs"] = float(sum(h * w * c for _, h, w, c, _ in layers))
+    f["layer_rows"] = float(sum(h for _, h, _, _, _ in layers) * stripes)
+    f["blocks"] = float(sum(h * stripes * math.ceil(math.ceil(w / stripes) / block_w) for _, h, w, _, _ in layers))
+
+
+def _conv_pool_features(graph, op, f):
+    w = [int(v) for v in np.asarray(op.params["words"]).ravel()]
+    ch, cw = w[13], w[14]
+    y = graph.tensors[op.outputs[0]].shape
+    oc = int(y[-1])
+    f["outputs"] = float(ch * cw * oc)
+    f["pool_outputs"] = float(int(np.prod(y)))
+    f["rows"] = float(ch)
+    f["pool_taps"] = float(int(np.prod(y)) * w[16] * w[17])
 
 
 def features(graph, op):
@@ -124,10 +196,17 @@ def features(graph, op):
             f["dot_loops"] = f["pixels"] * math.ceil(c / GATHER_DW_BLOCK) * taps
             if int(params.get("depth_multiplier", 1) or 1) > 1:
                 f["mult_macs"] = f["macs"]
+    if op.type == "PE_STRIPE_REGION" and "words" in params:
+        _region_features(graph, op, f)
+    elif op.type == "PE_CONV_POOL" and "words" in params:
+        _conv_pool_features(graph, op, f)
     return f
 
 
-def feature_names(kc):
+def feature_names(kc, group=None):
+    """The features of a group (group key, kernel class kc)."""
+    if group in GROUP_FEATURES:
+        return GROUP_FEATURES[group]
     return FEATURES.get(kc, FEATURES["other"])
 
 

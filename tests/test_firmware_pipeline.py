@@ -39,12 +39,12 @@ def _firmware(tmp_path, *args):
 
 
 def test_firmware_reserves_the_plan_of_the_rewritten_graph(tmp_path):
-    """Default --strategy auto, as plan: the tables hold the stripe region and the
-    regions the project reserves are the plan of the rewritten graph on the
-    board's RAM, below the plan of the graph as imported (what the firmware
-    reserved before it applied the pipeline)."""
+    """--optimize ram picks --strategy auto here, as plan: the tables hold the stripe
+    region and the regions the project reserves are the plan of the rewritten
+    graph on the board's RAM, below the plan of the graph as imported (what the
+    firmware reserved before it applied the pipeline)."""
     g = _graph()
-    res, d = _firmware(tmp_path)
+    res, d = _firmware(tmp_path, "--optimize", "ram")
     assert res.exit_code == 0, res.output
     g2, plan, _ = _profile_plan(g, "auto")
     _, plan0, _ = _profile_plan(g, "none")
@@ -124,7 +124,7 @@ def test_firmware_max_extra_macs_as_plan(tmp_path):
     and a bad value is exit 2 naming the option."""
     from firmware_sim.profiles import load_profile
     from pyembed.codegen.firmware import plan_for_profile
-    res, d = _firmware(tmp_path, "--max-extra-macs", "0%")
+    res, d = _firmware(tmp_path, "--strategy", "auto", "--max-extra-macs", "0%")
     assert res.exit_code == 0, res.output
     _, plan, _ = plan_for_profile(_graph(), load_profile("mps2-an386"), strategy="auto", max_extra_macs=0.0)
     assert d["arena_bytes"] == plan.arena_size

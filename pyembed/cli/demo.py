@@ -167,8 +167,8 @@ def _run_demo(out, outdir, note, profile, model, echo, t_start):
     no_reuse = sum(b.aligned_size for b in plan.buffers)
     rewrite = (f"{sum(op.type == 'PE_STRIPE_REGION' for op in g.operators)} stripe region(s), "
                f"{sum(op.type == 'PE_CONV_POOL' for op in g.operators)} fused conv->pool")
-    echo(f"2. Plan     for {prof.name} ({prof.part}): arena {plan.arena_size:,} B ({plan.algorithm}; --strategy auto: "
-         f"{rewrite}); liveness lower bound {lb:,} B; no reuse {no_reuse:,} B")
+    echo(f"2. Plan     for {prof.name} ({prof.part}): arena {plan.arena_size:,} B ({plan.algorithm}; --optimize "
+         f"{tp.options.optimize}: --strategy {tp.strategy}, {rewrite}); liveness lower bound {lb:,} B; no reuse {no_reuse:,} B")
     if shared and plan.arena_size < lb:
         echo(f"           {len(shared)} output-over-input overlaps, proven by running the kernels, take the plan "
              f"{lb - plan.arena_size:,} B below the bound")

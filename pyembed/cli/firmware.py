@@ -27,7 +27,7 @@ import click
 import numpy as np
 
 from pyembed.cli.options import (attention_option, fc_int16_weights_option, force_option, max_extra_macs_option,
-                                 stream_input_option, strategy_option)
+                                 optimize_option, optimize_summary, stream_input_option, strategy_option)
 
 
 @click.command("firmware")
@@ -51,6 +51,7 @@ from pyembed.cli.options import (attention_option, fc_int16_weights_option, forc
 @click.option("--seed", default=0, show_default=True, help="Seed of the random input.")
 @attention_option()
 @strategy_option()
+@optimize_option()
 @max_extra_macs_option()
 @stream_input_option("The model input is delivered row by row into the stripe region reading it (a camera or DMA "
                      "driver: pe_model_invoke_rows with a pe_row_source; the harness reads the rows from a frame "
@@ -59,7 +60,7 @@ from pyembed.cli.options import (attention_option, fc_int16_weights_option, forc
 @force_option()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable result.")
 def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs_path, seed, as_json, do_build=False,
-                     attention="none", pipeline="auto", max_extra_macs="10%", stream_input=False,
+                     attention="none", pipeline=None, optimize="balanced", max_extra_macs="10%", stream_input=False,
                      fc_int16_weights=False, fc_w16_min_macs=None, force=False):
     """Generate a Cortex-M firmware project for MODEL (.tflite/.onnx or a
     bundled model name) on PROFILE; with --run, build it and run it on QEMU.
@@ -79,7 +80,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
     from pyembed.errors import ArgumentError
     from pyembed.model.load import load_model
 
-    if stream_input and pipeline not in ("stripes", "auto"):
+    if stream_input and pipeline not in ("stripes", "auto", None):
         raise ArgumentError(f"--stream-input with --strategy {pipeline}: the input is streamed into a stripe region; "
                             f"use --strategy stripes or auto")
     from pyembed.errors import FitError
@@ -113,7 +114,8 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
         from pyembed.cli.plan import parse_size
         budget = parse_size(segments)
     # the one planning path (pyembed.target.planning): the graph and plan pyembed plan / simulate make
-    options = PlanOptions(strategy=pipeline, max_extra_macs=extra, algorithm=algorithm, stream_input=stream_input,
+    options = PlanOptions(strategy=pipeline, optimize=optimize, max_extra_macs=extra, algorithm=algorithm,
+                          stream_input=stream_input,
                           attention=attention, fc_int16_weights=fc_int16_weights, fc_w16_min_macs=fc_w16_min_macs,
                           weight_block=budget)
     try:
@@ -123,6 +125,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
             click.echo(failure_verdict(e))
         raise
     fused = tp.attention_lines
+    pipeline = tp.strategy     # the strategy planned (chosen by --optimize when --strategy was not given)
     g = tp.imported    # the host reference of --run: the model as loaded (after the attention passes)
     proj = generate(tp.graph, tp.profile, outdir, plan=tp.plan, segments=budget, strategy="none",
                     fc_int16_weights=fc_int16_weights, fc_w16_min_macs=fc_w16_min_macs, force=force,
@@ -139,7 +142,8 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
               "segments": manifest["segments"], "segment_note": proj.segment_note, "attention": fused,
               "strategy": pipeline, "stream_input": streamed, "arena_bytes": manifest["arena_bytes"],
               "pipeline": proj.pipeline_lines, "dsp_scratch": manifest["dsp_scratch"],
-              "fc_w16": _fc_w16(proj), "flash": int(tp.plan.flash_size), "verdict": verdict, "fits": tp.fits()}
+              "fc_w16": _fc_w16(proj), "flash": int(tp.plan.flash_size), "verdict": verdict, "fits": tp.fits(),
+              "optimize": optimize_summary(tp)}
     if not tp.fits():
         if not as_json:
             click.echo(verdict)
@@ -220,6 +224,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
     d["flash"] = int(tp.plan.flash_size)
     d["verdict"] = verdict
     d["fits"] = tp.fits()
+    d["optimize"] = optimize_summary(tp)
     d.update(_stack_flash(manifest))
     if as_json:
         click.echo(json.dumps(d, indent=1))
@@ -257,6 +262,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
             click.echo(f"  {o['index']:>4} {o['type']:<22} {o['instructions']:>14,}")
         click.echo(f"  total {d['total_instructions']:,} instructions (whole invoke {d['invoke_instructions']:,}); "
                    f"resolution 40 instructions per operator (SysTick 25 MHz)")
+        click.echo(f"  {_predicted_line(tp, d['total_instructions'])}")
         for line in _stack_flash_lines(manifest):
             click.echo(f"  {line}")
         for m in mismatches[:20]:
@@ -286,6 +292,17 @@ def _samples(g, inputs_path, seed):
         xs.append(rng.integers(info.min, info.max + 1, size=tt.shape).astype(tt.dtype) if info is not None
                   else rng.standard_normal(tt.shape).astype(tt.dtype))
     return [xs]
+
+
+def _predicted_line(tp, measured):
+    """The plan's predicted cost beside the measured instructions of the run."""
+    if tp.predicted is None:
+        return "predicted: no cost model for this profile"
+    cost, metric, source = tp.predicted
+    if metric != "instructions":
+        return f"predicted {cost:,.0f} {metric} ({source}); measured {measured:,} instructions"
+    err = 100.0 * (cost - measured) / measured if measured else 0.0
+    return f"predicted {cost:,.0f} instructions ({source}), measured {measured:,}: {err:+.1f} %"
 
 
 def _dsp_scratch_line(granted):

@@ -147,13 +147,27 @@ STRATEGIES = ("none", "layers", "stripes", "auto")
 
 
 def strategy_option(flag="--strategy", dest="pipeline", help_extra=""):
-    """--strategy none|layers|stripes|auto (default auto): the compiler pipeline
-    between import and planning. simulate spells it --pipeline (its --strategy
-    is the segment loader's)."""
-    return click.option(flag, dest, default="auto", show_default=True, type=click.Choice(list(STRATEGIES)),
+    """--strategy none|layers|stripes|auto: the compiler pipeline between import
+    and planning; not given (default): every one is planned and --optimize
+    picks. simulate spells it --pipeline (its --strategy is the segment
+    loader's)."""
+    return click.option(flag, dest, default=None, type=click.Choice(list(STRATEGIES)),
                         help="Compiler pipeline before planning: none = the model as imported; layers = conv->pool "
-                             "pairs fused; stripes = stripe regions wherever they lower the arena; auto (default) = "
-                             "the smallest arena within --max-extra-macs." + (" " + help_extra if help_extra else ""))
+                             "pairs fused; stripes = stripe regions wherever they lower the arena; auto = the "
+                             "smallest arena within --max-extra-macs. Default: all four are planned and --optimize "
+                             "picks one (auto when no --profile names the core)."
+                             + (" " + help_extra if help_extra else ""))
+
+
+def optimize_option():
+    """--optimize balanced|ram|speed (default balanced): which strategy's plan
+    (pyembed.target.objective), when --strategy is not given."""
+    return click.option("--optimize", "optimize", default="balanced", show_default=True,
+                        type=click.Choice(["balanced", "ram", "speed"]),
+                        help="Without --strategy: ram = the smallest arena; speed = the fewest predicted "
+                             "instructions (the core's QEMU-calibrated instruction model, else the simulator's "
+                             "cycles); balanced = the smallest arena within 10 % of the fastest. Prints the chosen "
+                             "plan beside the rejected ones.")
 
 
 def max_extra_macs_option(flag="--strategy"):
@@ -195,3 +209,12 @@ def apply_fc_int16_weights(graph, enabled, min_macs=None):
     from pyembed.passes.fc_w16 import MIN_MACS, describe, widen_fc_weights
     g, report = widen_fc_weights(graph, MIN_MACS if min_macs is None else min_macs)
     return g, report, describe(report)
+
+
+def optimize_summary(tp):
+    """--json's "optimize" of a pyembed.target.planning.TargetPlan: the objective (None when
+    --strategy was given), the strategy planned, its prediction and every candidate (chosen first)."""
+    pred = tp.predicted
+    return {"objective": tp.options.optimize if tp.options.strategy is None else None, "strategy": tp.strategy,
+            "predicted": None if pred is None else {"value": round(pred[0]), "metric": pred[1], "source": pred[2]},
+            "candidates": [dict(c.to_dict(), chosen=(i == 0)) for i, c in enumerate(tp.candidates)]}

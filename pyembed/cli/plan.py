@@ -10,7 +10,7 @@ import click
 
 from pyembed.cli.options import (apply_attention, apply_fc_int16_weights, attention_option, fc_int16_weights_option,
                                  force_option, max_extra_macs_option, model_argument, profile_option, require_quantized,
-                                 stream_input_option, strategy_option)
+                                 optimize_option, optimize_summary, stream_input_option, strategy_option)
 from pyembed.errors import PlanError
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kKmM]?)(i?[bB])?\s*$")
@@ -83,6 +83,7 @@ def summary(plan):
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable summary.")
 @attention_option()
 @strategy_option()
+@optimize_option()
 @max_extra_macs_option()
 @click.option("--segments", "segment_budget", metavar="BYTES", default=None,
               help="The RAM block for the weights (e.g. 32K; needs --profile): when the weights do not fit it, the "
@@ -93,8 +94,8 @@ def summary(plan):
 @fc_int16_weights_option()
 @force_option()
 def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_order, time_limit, section,
-                 tflite_out, show_timeline, as_json, attention="none", pipeline="auto", max_extra_macs="10%",
-                 segment_budget=None, stream_input=False, fc_int16_weights=False,
+                 tflite_out, show_timeline, as_json, attention="none", pipeline=None, optimize="balanced",
+                 max_extra_macs="10%", segment_budget=None, stream_input=False, fc_int16_weights=False,
                  fc_w16_min_macs=None, force=False):
     """Plan the static memory of MODEL (.tflite / .onnx) and emit C headers.
 
@@ -125,10 +126,11 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
             raise ArgumentError(f"--segments {segment_budget!r}: expected bytes such as 32768 or 32K") from None
         if budget <= 0:
             raise ArgumentError(f"--segments {segment_budget!r}: expected a positive byte budget")
-    if stream_input and pipeline not in ("stripes", "auto"):
+    if stream_input and pipeline not in ("stripes", "auto", None):
         raise ArgumentError("--stream-input: needs --strategy stripes or auto (a stripe region reads the rows)")
     regions = [parse_region(r) for r in region_specs] if region_specs else None
-    options = PlanOptions(strategy=pipeline, max_extra_macs=parse_fraction(max_extra_macs), overlaps=overlaps,
+    options = PlanOptions(strategy=pipeline, optimize=optimize, max_extra_macs=parse_fraction(max_extra_macs),
+                          overlaps=overlaps,
                           algorithm=algorithm, search_order=search_order, time_limit=float(time_limit),
                           stream_input=stream_input, attention=attention, fc_int16_weights=fc_int16_weights,
                           fc_w16_min_macs=fc_w16_min_macs, weight_block=budget)
@@ -163,6 +165,7 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
     s = summary(plan)
     s["notes"] = notes
     s["pipeline"] = pipeline_lines
+    s["optimize"] = optimize_summary(tp)
     seg_lines = []
     if budget is not None:
         from firmware_sim import autoseg

@@ -8,7 +8,8 @@ from pyembed.errors import PlanError
 
 from pyembed.cli.app import EXIT_CHECK_FAILED, EXIT_OK, _echo_json, _jsonable, progress_iter, run_with_progress  # noqa: F401
 from pyembed.cli.options import (apply_attention, attention_option, check_deadline, force_option, inputs_option,
-                                 model_argument, one_sample, profile_option, max_extra_macs_option, require_quantized, stream_input_option, strategy_option)
+                                 model_argument, one_sample, profile_option, max_extra_macs_option, require_quantized, stream_input_option, strategy_option,
+                                 optimize_option, optimize_summary)
 
 
 # -- simulate ------------------------------------------------------------------------------------------
@@ -78,13 +79,15 @@ def _weight_block(seg):
 @attention_option()
 @strategy_option("--pipeline", help_extra="With --plan, the one the plan.json records (none for a plan that "
                  "records none).")
+@optimize_option()
 @max_extra_macs_option("--pipeline")
 @stream_input_option("The input arrives row by row into the stripe region reading it (as 'pyembed plan "
                      "--stream-input'; a plan.json made with it implies it).")
 @force_option()
 def simulate_command(model, profile, plan_path, segments, strategy, split_bytes, contention, inputs_path, seed,
                      deadline_ms, trace_path, plot_memory, plot_gantt, report_dir, calibration, show_ops, as_json,
-                     attention="none", pipeline="auto", max_extra_macs="10%", stream_input=False, force=False):
+                     attention="none", pipeline=None, max_extra_macs="10%", stream_input=False, force=False,
+                     optimize="balanced"):
     """Run MODEL on a simulated microcontroller: the real C kernels on the
     profile's RAM and flash, with its cycle cost model and DMA.
 
@@ -106,6 +109,7 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
     require_quantized(graph, "simulate")
     seg = _parse_segments(segments)
     plan_lines = []     # what the planning path chose, printed once the inputs are checked
+    optimize_info = None
     if plan_path:
         require_executable(graph, "simulate")   # unsupported operators or float activations: exit 2 with the list
         from pyembed.plan import load_plan
@@ -141,10 +145,11 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
         from pyembed.cli.plan import parse_fraction
         from pyembed.errors import FitError
         from pyembed.target.planning import PlanOptions, failure_verdict, plan_for_target
-        if stream_input and pipeline not in ("stripes", "auto"):
+        if stream_input and pipeline not in ("stripes", "auto", None):
             from pyembed.errors import ArgumentError
             raise ArgumentError("--stream-input: needs --pipeline stripes or auto (a stripe region reads the rows)")
-        options = PlanOptions(strategy=pipeline, max_extra_macs=parse_fraction(max_extra_macs, "--max-extra-macs"),
+        options = PlanOptions(strategy=pipeline, optimize=optimize,
+                              max_extra_macs=parse_fraction(max_extra_macs, "--max-extra-macs"),
                               stream_input=stream_input, attention=attention, weight_block=_weight_block(seg))
         try:
             tp = plan_for_target(graph, prof, options, action="simulate")
@@ -154,6 +159,7 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
             raise
         graph, plan = tp.graph, tp.plan
         plan_lines = tp.lines
+        optimize_info = optimize_summary(tp)
     split = None
     if split_bytes is not None:
         from pyembed.cli.plan import parse_size
@@ -211,7 +217,7 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
                   "segmentation": seg_dict, "cycle_model": cost_line,
                   "meets_deadline": None if deadline_ms is None else not missed,
                   "arena": int(plan.arena_size), "plan_regions": plan.region_used(), "flash": int(plan.flash_size),
-                  "verdict": verdict, "fits": fit,
+                  "verdict": verdict, "fits": fit, "optimize": optimize_info,
                   "files": {k: v for k, v in (("trace", trace_path), ("memory_png", plot_memory),
                                               ("gantt_png", plot_gantt)) if v}})
         if report_paths:

@@ -10,17 +10,27 @@ smaller planned arena wins (both are within the MAC budget); the same for
 "stripes" (regions only where they lower the planned arena); the lines say
 which and why. Other strategies are planned as the pass leaves them.
 """
+import copy
+
 from pyembed.passes.pipeline import apply_pipeline
 from pyembed.plan import plan_graph
 
 
+def _signature(g):
+    return tuple((op.type, tuple(op.inputs), tuple(op.outputs), int(op.scratch_bytes or 0),
+                  tuple(int(v) for v in (op.params.get("words", ()) if isinstance(op.params, dict) else ())))
+                 for op in g.operators)
+
+
 def plan_with_strategy(graph, strategy="auto", max_extra_macs=0.10, overlaps=True, stream_input=False,
-                       max_region_weights=None, **plan_kw):
+                       max_region_weights=None, cache=None, **plan_kw):
     """(rewritten graph, its plan, report lines). strategy "none" plans the
     graph as imported. stream_input: the graph input arrives row by row
     (apply_pipeline); plan.info["pipeline"]["stream_input"] records it.
     max_region_weights: no stripe region with more constant bytes (a weight
-    segment block, apply_pipeline)."""
+    segment block, apply_pipeline). cache: a dict shared by calls on the same
+    graph and planner options (pyembed.target.planning plans every strategy):
+    a rewritten graph planned before is not planned again."""
     from pyembed.model.validate import validate_graph
     from pyembed.plan.limits import refuse_io_sizes
     # refused before the rewrite: what no rewrite can make fit
@@ -28,12 +38,21 @@ def plan_with_strategy(graph, strategy="auto", max_extra_macs=0.10, overlaps=Tru
     refuse_io_sizes(graph, plan_kw.get("regions"), stream_input)
 
     def _plan(g):
-        return plan_graph(g, overlaps=overlaps and not g.unsupported, **plan_kw)
+        if cache is None:
+            return plan_graph(g, overlaps=overlaps and not g.unsupported, **plan_kw)
+        key = _signature(g)
+        if key not in cache:
+            cache[key] = plan_graph(g, overlaps=overlaps and not g.unsupported, **plan_kw)
+        p = copy.copy(cache[key])
+        p.info = dict(p.info)      # each strategy records its own pipeline
+        return p
     if strategy == "none":
         if stream_input:
             from pyembed.errors import ArgumentError
             raise ArgumentError("stream_input: needs a strategy with stripe regions (auto or stripes), not 'none'")
-        return graph, _plan(graph), []
+        plan = _plan(graph)
+        plan.info["pipeline"] = {"strategy": "none", "max_extra_macs": float(max_extra_macs), "stream_input": False}
+        return graph, plan, []
     res = apply_pipeline(graph, strategy, max_extra_macs=max_extra_macs, stream_input=stream_input,
                          max_region_weights=max_region_weights)
     plan = _plan(res.graph)

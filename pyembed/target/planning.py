@@ -15,6 +15,12 @@ region of the profile, the activation region or a TCM first
 (pyembed.plan.pipeline.plan_with_strategy; strategy "none" plans the graph as
 imported).
 
+With no strategy given (the default, ``strategy=None``) and a profile, the
+strategies none / layers / auto / stripes are all planned and the objective
+``optimize`` (balanced | ram | speed, pyembed.target.objective) picks one:
+the arena against the predicted instructions of the profile's core (or the
+simulator's cycles); the lines name the chosen plan and every rejected one.
+
 verdict_line formats the fit of a plan on a profile; ``fits`` says whether
 the RAM and flash both hold it.
 """
@@ -35,7 +41,8 @@ TIME_LIMIT = 10.0
 class PlanOptions:
     """The options every planning command shares; the defaults are the ones
     every command uses when the user gives none."""
-    strategy: str = "auto"            # compiler pipeline: none | layers | stripes | auto
+    strategy: str | None = None       # compiler pipeline: none | layers | stripes | auto; None: chosen by optimize
+    optimize: str = "balanced"        # balanced | ram | speed (pyembed.target.objective), when strategy is None
     max_extra_macs: float = 0.10      # MAC budget of auto (a fraction)
     overlaps: bool = True             # proven output-over-input overlaps
     algorithm: str = "auto"
@@ -48,7 +55,10 @@ class PlanOptions:
     weight_block: int | None = None   # --segments BYTES: no stripe region holds more constants
 
     def __post_init__(self):
-        if self.strategy not in STRATEGIES:
+        from pyembed.target.objective import OBJECTIVES
+        if self.optimize not in OBJECTIVES:
+            raise ArgumentError(f"optimize: expected one of {', '.join(OBJECTIVES)}, got {self.optimize!r}")
+        if self.strategy is not None and self.strategy not in STRATEGIES:
             raise ArgumentError(f"strategy: expected one of {', '.join(STRATEGIES)}, got {self.strategy!r}")
         if self.algorithm not in ALGORITHMS:
             raise ArgumentError(f"algorithm: expected one of {', '.join(ALGORITHMS)}, got {self.algorithm!r}")
@@ -59,7 +69,7 @@ class PlanOptions:
             raise ArgumentError(f"max_extra_macs: expected a fraction >= 0, got {self.max_extra_macs!r}")
         if not (isinstance(self.time_limit, (int, float)) and self.time_limit > 0):
             raise ArgumentError(f"time_limit: expected seconds > 0, got {self.time_limit!r}")
-        if self.stream_input and self.strategy not in ("stripes", "auto"):
+        if self.stream_input and self.strategy not in ("stripes", "auto", None):
             raise ArgumentError(f"stream_input: needs strategy stripes or auto (a stripe region reads the rows), "
                                 f"not {self.strategy!r}")
         if self.weight_block is not None and not (isinstance(self.weight_block, int) and self.weight_block > 0):
@@ -80,6 +90,9 @@ class TargetPlan:
     pipeline_lines: list = dataclasses.field(default_factory=list)
     fc_w16: list | None = None
     fc_w16_lines: list = dataclasses.field(default_factory=list)
+    strategy: str | None = None   # the strategy planned (chosen by the objective when options.strategy is None)
+    candidates: list = dataclasses.field(default_factory=list)   # pyembed.target.objective.Candidate, chosen first
+    predicted: tuple | None = None   # (cost, metric, source) of the chosen plan, when a profile is known
 
     @property
     def lines(self):
@@ -153,14 +166,62 @@ def plan_for_target(model, profile=None, options=None, regions=None, action="pla
         graph, fc_w16 = widen_fc_weights(graph, MIN_MACS if options.fc_w16_min_macs is None
                                          else options.fc_w16_min_macs)
         fc_w16_lines = describe(fc_w16)
-    from pyembed.plan.pipeline import plan_with_strategy
-    g, plan, lines = plan_with_strategy(
-        graph, options.strategy, max_extra_macs=float(options.max_extra_macs), overlaps=options.overlaps,
-        stream_input=options.stream_input, max_region_weights=options.weight_block, regions=regions,
-        algorithm=options.algorithm, search_order=options.search_order, time_limit=float(options.time_limit))
+    g, plan, lines, strategy, candidates, predicted = _plan_pipeline(graph, options, regions, prof)
     if options.attention != "none":
         plan.info["attention"] = options.attention
-    return TargetPlan(g, plan, prof, graph, imported, options, attention_lines, lines, fc_w16, fc_w16_lines)
+    return TargetPlan(g, plan, prof, graph, imported, options, attention_lines, lines, fc_w16, fc_w16_lines,
+                      strategy, candidates, predicted)
+
+
+def _plan_one(graph, options, regions, strategy, cache=None):
+    from pyembed.plan.pipeline import plan_with_strategy
+    return plan_with_strategy(
+        graph, strategy, max_extra_macs=float(options.max_extra_macs), overlaps=options.overlaps,
+        stream_input=options.stream_input, max_region_weights=options.weight_block, cache=cache, regions=regions,
+        algorithm=options.algorithm, search_order=options.search_order, time_limit=float(options.time_limit))
+
+
+def _signature(g, plan):
+    from pyembed.plan.pipeline import _signature as graph_signature
+    return int(plan.arena_size), graph_signature(g)
+
+
+def _plan_pipeline(graph, options, regions, prof):
+    """(graph, plan, lines, strategy, candidates, predicted): the given strategy's plan, or, with
+    strategy None, the plan the objective picks among none / layers / auto / stripes (each
+    planned; a candidate that does not fit the regions is left out)."""
+    from pyembed.target import objective
+    if options.strategy is not None or prof is None:
+        strategy = options.strategy or "auto"     # regions by hand: no core to predict for
+        g, plan, lines = _plan_one(graph, options, regions, strategy)
+        predicted = objective.predicted_cost(g, prof) if prof is not None else None
+        return g, plan, lines, strategy, [], predicted
+    from pyembed.errors import FitError
+    names = ("auto", "stripes") if options.stream_input else objective.STRATEGY_ORDER
+    cands, seen, errors, source, cache = [], {}, {}, None, {}
+    for name in names:
+        try:
+            g, plan, lines = _plan_one(graph, options, regions, name, cache)
+        except FitError as e:
+            errors[name] = e
+            continue
+        sig = _signature(g, plan)
+        cands.append(objective.Candidate(name, int(plan.arena_size), 0.0, "", int(plan.flash_size), g, plan,
+                                         list(lines), same_as=seen.get(sig)))
+        seen.setdefault(sig, name)
+    if not cands:
+        raise errors.get("auto") or next(iter(errors.values()))
+    # one metric for all: instructions when the core's model covers every candidate's operators
+    metric = "instructions" if all(objective.covered(c.graph, prof) for c in cands) else "cycles"
+    for c in cands:
+        c.cost, c.metric, source = objective.predicted_cost(c.graph, prof, metric)
+    best = objective.choose(cands, options.optimize)
+    lines = list(best.lines) + objective.describe(cands, best, options.optimize, source)
+    lines += [f"  rejected {name:<8} does not fit: {str(e).splitlines()[0]}" for name, e in errors.items()]
+    best.plan.info["optimize"] = {"objective": options.optimize, "strategy": best.strategy, "metric": best.metric,
+                                  "candidates": [c.to_dict() for c in cands]}
+    order = [best] + [c for c in cands if c is not best]
+    return best.graph, best.plan, lines, best.strategy, order, (best.cost, best.metric, source)
 
 
 # -- the verdict ----------------------------------------------------------------------------------
