@@ -6,13 +6,14 @@ against the same project linked with the runtime's full table
 was generated per model).
 
     python -m pyembed.bench firmware_size [--json] [--models a,b] [--board mps2-an386]
-                                          [--strategy auto]
 
 Per model: runtime bytes (code + read-only data of pyembed's C runtime) with
 the full table and with the model's table, the model's tables (graph table,
 operator table, API) and weights, all from firmware.map
 (pyembed.target.linkmap). The projects are built with the Makefile's defaults
-(-O2, the checked-once graph build) for the board's core.
+(-O2, the checked-once graph build) for the board's core, each on the plan
+`pyembed firmware M --profile BOARD` makes with its default options
+(pyembed.target.planning.plan_for_target with PlanOptions()).
 """
 import os
 import shutil
@@ -21,24 +22,28 @@ import tempfile
 from pyembed.bench.common import emit, table
 
 
-def run(models=None, board="mps2-an386", strategy="auto", workdir=None, log=None):
+def run(models=None, board="mps2-an386", workdir=None, log=None):
     from pyembed import _csrc
     from pyembed.bench.calibrate_qemu import runnable_models
     from pyembed.codegen import optable
     from pyembed.target import linkmap
     from pyembed.target.firmware import build_project, generate
+    from pyembed.target.planning import PlanOptions, plan_for_target
     if workdir is None:
         with tempfile.TemporaryDirectory(prefix="pe_fwsize_") as tmp:
-            return run(models, board, strategy, tmp, log)
+            return run(models, board, tmp, log)
     full_table = _csrc.csrc_dir() / "src" / "graph" / _csrc.FULL_TABLE
     rt = {"RUNTIME_BUILD": os.path.join(workdir, f"runtime-{board}")}
     rows = []
     for name, g in runnable_models():
         if models and name not in models:
             continue
-        row = {"model": name, "board": board, "strategy": strategy}
+        row = {"model": name, "board": board}
         try:
-            proj = generate(g, board, os.path.join(workdir, name), strategy=strategy)
+            # the plan of `pyembed firmware NAME --profile BOARD` (default options)
+            tp = plan_for_target(g, board, PlanOptions(), action="build firmware for")
+            row["strategy"] = (tp.plan.info.get("pipeline") or {}).get("strategy")
+            proj = generate(tp.graph, tp.profile, os.path.join(workdir, name), plan=tp.plan, strategy="none")
             ops_c = proj.outdir / "model" / optable.GENERATED_NAME
             row["operator_types"] = optable.op_types_in((proj.outdir / "model" / "model_graph.c").read_text())
             build_project(proj.outdir, make_vars=rt)
@@ -57,7 +62,7 @@ def run(models=None, board="mps2-an386", strategy="auto", workdir=None, log=None
         rows.append(row)
         if log:
             log(row)
-    return {"board": board, "strategy": strategy, "rows": rows}
+    return {"board": board, "rows": rows}
 
 
 def render(result):
@@ -79,8 +84,7 @@ def main(argv=None):
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--models", default=None, help="comma-separated model names (default: all runnable)")
     ap.add_argument("--board", default="mps2-an386")
-    ap.add_argument("--strategy", default="auto", choices=["auto", "layers", "stripes", "none"])
     args = ap.parse_args(argv)
-    res = run(args.models.split(",") if args.models else None, args.board, args.strategy)
+    res = run(args.models.split(",") if args.models else None, args.board)
     emit(res, args.json, render)
     return 0 if all("error" not in r for r in res["rows"]) else 1
