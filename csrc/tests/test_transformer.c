@@ -7,6 +7,7 @@
 #include "pe_test.h"
 #include "pyembed/pe_fixed.h"
 #include "pyembed/pe_transformer.h"
+#include "pyembed/pe_graph_runners.h"
 
 #define N 5
 #define M 7
