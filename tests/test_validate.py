@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from pyembed.cli import main
 from pyembed.errors import FitError, ModelError, OverflowSizeError
 from pyembed.model import tflite_writer as W
-from pyembed.model.graph import Graph, Operator, Tensor
+from pyembed.model.graph import Graph, Operator
 from pyembed.model.load import load_tflite_bytes
 from pyembed.model.validate import INT32_MAX, validate_graph
 from pyembed.plan import plan_graph

@@ -253,7 +253,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
                            f"{r['total_instructions']:,} instructions (whole invoke {r['invoke_instructions']:,})")
                 for k, o in enumerate(r["outputs"]):
                     click.echo(f"    output {k}: {' '.join(str(v) for v in o[:64])}{' ...' if len(o) > 64 else ''}")
-            click.echo(f"  per operator, sample 0:")
+            click.echo("  per operator, sample 0:")
         else:
             for k, o in enumerate(d["outputs"]):
                 click.echo(f"  output {k}: {' '.join(str(v) for v in o[:64])}{' ...' if len(o) > 64 else ''}")
@@ -351,7 +351,7 @@ def _stack_flash_lines(manifest):
                      f"{st['interrupt_bytes']} B interrupt)")
         else:
             bound = f"static bound: unbounded ({'; '.join(st.get('unbounded', [])[:3])})"
-        lines.append(f"stack of pe_model_invoke: " + (f"measured {measured:,} B, " if measured is not None else "")
+        lines.append("stack of pe_model_invoke: " + (f"measured {measured:,} B, " if measured is not None else "")
                      + f"{bound}; reserved {st.get('reserved_bytes', 0):,} B (stack.ld)")
         if st.get("path_text"):
             lines.append(f"  deepest path: {st['path_text']}")

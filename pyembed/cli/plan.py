@@ -8,7 +8,7 @@ import re
 
 import click
 
-from pyembed.cli.options import (apply_attention, apply_fc_int16_weights, attention_option, fc_int16_weights_option,
+from pyembed.cli.options import (attention_option, fc_int16_weights_option,
                                  force_option, max_extra_macs_option, model_argument, profile_option, require_quantized,
                                  optimize_option, optimize_summary, stream_input_option, strategy_option)
 from pyembed.errors import PlanError

@@ -210,7 +210,9 @@ class OutputDir:
         for rel, tmp in self._staged.items():
             if rel not in self._hashes:
                 self._hashes[rel] = _sha256(tmp)
-        made = {os.path.relpath(d, self.root).replace(os.sep, "/") for d in self._made if d != self.root}
+        # folders made inside the root (the root itself and folders above it are not the manifest's)
+        made = {os.path.relpath(d, self.root).replace(os.sep, "/") for d in self._made
+                if d != self.root and d.startswith(self.root + os.sep)}
         dirs = sorted({d for d in self._old_dirs if os.path.isdir(os.path.join(self.root, d))} | made)
         manifest = {"generator": "pyembed",
                     "note": "files pyembed wrote here (sha256); it replaces only these, and only unchanged",

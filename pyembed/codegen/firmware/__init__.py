@@ -67,7 +67,7 @@ QEMU_MACHINES = {"mps2-an386": "mps2-an386", "mps2-an500": "mps2-an500"}
 
 # the harness's input file (main.c reads it from the directory QEMU runs in); a --run project keeps
 # the input it ran so that `make run` repeats the run
-INPUT_FILE = "pe_input.bin"
+from pyembed.codegen.firmware.files import INPUT_FILE, input_layout  # noqa: E402 (re-exported)
 
 
 def qemu_machine(profile):
@@ -340,21 +340,6 @@ static const pe_segload_plan pe_segment_plan = {{ pe_segment_table, {len(rows)},
                                                   {len(copy_rows)}, {seg_plan.block_bytes}u }};
 """
     return text, where
-
-
-def input_layout(graph):
-    """What the harness's input file holds: one row per graph input, in order
-    (its bytes follow the previous input's), {"index", "name", "shape",
-    "dtype", "bytes"}; and the same as one line of text."""
-    rows = []
-    for k, t in enumerate(graph.inputs):
-        tt = graph.tensors[t]
-        rows.append({"index": k, "name": tt.name, "shape": [int(d) for d in tt.shape], "dtype": str(tt.dtype),
-                     "bytes": int(tt.nbytes)})
-    total = sum(r["bytes"] for r in rows)
-    text = f"{total} B: " + ", then ".join(
-        f"input {r['index']} '{r['name']}' {r['dtype']} {tuple(r['shape'])} ({r['bytes']} B)" for r in rows)
-    return rows, text
 
 
 def _io_defines(graph, kind, tensors):

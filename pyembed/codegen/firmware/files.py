@@ -6,6 +6,24 @@ from pyembed.codegen.escape import c_comment, cmake_comment, make_comment, make_
 # CMakeLists compile these by name, never whatever else is in model/
 MODEL_SOURCES = ("model_data.c", "model_graph.c", "model_ops.c", "pe_model.c")
 
+# the harness's input file (main.c reads it; a --run project keeps it)
+INPUT_FILE = "pe_input.bin"
+
+
+def input_layout(graph):
+    """What the harness's input file holds: one row per graph input, in order
+    (its bytes follow the previous input's), {"index", "name", "shape",
+    "dtype", "bytes"}; and the same as one line of text."""
+    rows = []
+    for k, t in enumerate(graph.inputs):
+        tt = graph.tensors[t]
+        rows.append({"index": k, "name": tt.name, "shape": [int(d) for d in tt.shape], "dtype": str(tt.dtype),
+                     "bytes": int(tt.nbytes)})
+    total = sum(r["bytes"] for r in rows)
+    text = f"{total} B: " + ", then ".join(
+        f"input {r['index']} '{r['name']}' {r['dtype']} {tuple(r['shape'])} ({r['bytes']} B)" for r in rows)
+    return rows, text
+
 
 def _streamed_parts(graph, prefix):
     """main.c pieces for a streamed input 0: the frame outside the planned RAM
@@ -214,7 +232,6 @@ def _run_rule(profile, machine, graph):
     if not machine:
         no_qemu = f"profile {profile.name}: no QEMU machine; flash firmware.elf with your tools"
         return f"run:\n\t@printf '%s\\n' {make_shell_word(no_qemu)}; false\n"
-    from pyembed.codegen.firmware import INPUT_FILE, input_layout
     rows, layout = input_layout(graph)
     total = sum(r["bytes"] for r in rows)
     how = (f"main.c reads the model's input from it, {layout}; write those bytes there, or run: pyembed firmware "
