@@ -57,7 +57,7 @@ def test_installed_package_runs_demo_plan_and_firmware_from_an_empty_folder(inst
     assert Path(pkg).is_relative_to(target) and Path(csrc).is_relative_to(target), probe.stdout
     demo = _run(target, tmp_path)
     assert demo.returncode == 0, demo.stdout[-2000:] + demo.stderr[-2000:]
-    plan = _run(target, tmp_path, "plan", "tiny_kws_dscnn_int8", "--profile", "mps2-an386")
+    plan = _run(target, tmp_path, "plan", "tiny_kws_dscnn_int8", "--profile", "mps2-an386", "-o", "plan")
     assert plan.returncode == 0, plan.stdout[-2000:] + plan.stderr[-2000:]
     if shutil.which("arm-none-eabi-gcc") is None or shutil.which("qemu-system-arm") is None:
         pytest.skip("arm-none-eabi-gcc / qemu-system-arm not installed: firmware --run not tried")
