@@ -25,7 +25,7 @@ links FULL_TABLE.
 import os
 from pathlib import Path
 
-ROOMS = ("core", "kernels", "pipeline", "graph", "sched", "segload")
+ROOMS = ("core", "kernels", "pipeline", "graph", "sched", "segload")   # lowest first
 # the rooms each room may call into or include from (besides its own)
 ALLOWED = {
     "core": (),
@@ -95,27 +95,6 @@ def sources(names, root=None):
         raise FileNotFoundError(f"no C file named {', '.join(missing)} under csrc/src")
     return [m[n] for n in names]
 
-
-def room_of(path, root=None):
-    """The room of a .c/.h file under csrc/src, or of a public header (by name)."""
-    p = Path(path)
-    src = (Path(root or csrc_dir()) / "src").resolve()
-    try:
-        rel = p.resolve().relative_to(src)
-    except ValueError:
-        return HEADER_ROOMS.get(p.name, "kernels")
-    return rel.parts[0]
-
-
-def family_of(path, root=None):
-    """kernels/<family> for a kernel file, else the room."""
-    p = Path(path)
-    src = (Path(root or csrc_dir()) / "src").resolve()
-    try:
-        rel = p.resolve().relative_to(src)
-    except ValueError:
-        return room_of(path, root)
-    return "/".join(rel.parts[:2]) if rel.parts[0] == "kernels" and len(rel.parts) > 2 else rel.parts[0]
 
 
 def build_dir(name):

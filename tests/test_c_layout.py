@@ -37,8 +37,12 @@ def test_a_kernel_calling_the_graph_runtime_is_refused(tree):
     f.write_text(f.read_text() + '\n#include "pyembed/pe_graph.h"\n'
                  "pe_status pe_planted_upward(const pe_graph *g);\n"
                  "pe_status pe_planted_upward(const pe_graph *g)\n{\n    return pe_graph_check(g, NULL, NULL);\n}\n")
+    h = tree / "include" / "pyembed" / "pe_gather.h"
+    h.write_text(h.read_text().replace('#include "pe_types.h"', '#include "pe_types.h"\n#include "pe_graph.h"', 1))
     bad = _check(tree)
     assert any("pe_softmax.c" in b and "includes pyembed/pe_graph.h (room graph) from room kernels" in b
+               for b in bad), bad
+    assert any("include/pyembed/pe_gather.h" in b and "includes pe_graph.h (room graph) from room kernels" in b
                for b in bad), bad
     assert any("pe_softmax.c (room kernels) calls pe_graph_check" in b for b in bad), bad
 

@@ -168,6 +168,18 @@ def check(csrc, toolchains=("host", "cortex-m4"), cache=None):
                 bad.append(f"{p.relative_to(csrc)}:{k}: includes the umbrella header {m.group(1)}")
             elif hr and hr != room and hr not in ALLOWED.get(room, ()):
                 bad.append(f"{p.relative_to(csrc)}:{k}: includes {m.group(1)} (room {hr}) from room {room}")
+    # the public headers: a kernel family's header includes no graph or pipeline header
+    for h in sorted((csrc / "include" / "pyembed").glob("*.h")):
+        room = HEADER_ROOMS.get(h.name, "kernels")
+        if room is None:
+            continue   # the umbrella header includes everything, for applications
+        for k, line in enumerate(h.read_text().splitlines(), 1):
+            m = re.match(r'\s*#\s*include\s+"(?:pyembed/)?([^"/]+)"', line)
+            if not m:
+                continue
+            hr = HEADER_ROOMS.get(m.group(1), "kernels")
+            if hr is None or (hr != room and hr not in ALLOWED.get(room, ())):
+                bad.append(f"{h.relative_to(csrc)}:{k}: includes {m.group(1)} (room {hr}) from room {room}")
     # symbols
     with tempfile.TemporaryDirectory() as work:
         for tc in toolchains:
