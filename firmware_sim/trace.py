@@ -195,10 +195,8 @@ class Trace:
 
 
 def _pyplot():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
+    from pyembed._extras import pyplot
+    return pyplot("plots (PNG)")
 
 
 def _jsonable(x):

@@ -244,9 +244,8 @@ class AccuracyReport:
     def plot_snr(self, path, title=None):
         """Per-layer SNR of both tables as a PNG (matplotlib Agg); identical
         tensors are drawn at the top of the axis and marked 'exact'."""
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        from pyembed._extras import pyplot
+        plt = pyplot("the per-layer SNR plot")
         finite = [r.snr_db for rows in self.layers.values() for r in rows if math.isfinite(r.snr_db)]
         top = max([self.min_snr_db] + finite) + 10
         bottom = min([0.0] + finite) - 2

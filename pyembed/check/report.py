@@ -49,10 +49,8 @@ code { background: #f1f3f5; padding: 0 3px; }
 
 
 def _plt():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
+    from pyembed._extras import pyplot
+    return pyplot("the report's charts")
 
 
 # -- plots -------------------------------------------------------------------------------------
@@ -184,6 +182,7 @@ class _Doc:
         self.outdir = outdir
         self.html, self.md = [], []
         self.images = {}
+        self.missing = []     # charts not drawn for want of an optional dependency
 
     def h2(self, anchor, text):
         self.html.append(f'<h2 id="{anchor}">{html.escape(text)}</h2>')
@@ -211,6 +210,15 @@ class _Doc:
         self.md.append("")
 
     def image(self, name, make, alt):
+        from pyembed._extras import have, install_hint
+        if not have("matplotlib"):
+            # every chart is matplotlib's: the report stays complete in its tables, and the
+            # chart's place says what is missing
+            why = f"charts need matplotlib, which is not installed: {install_hint('matplotlib')}"
+            self.missing.append(why)
+            self.html.append(f'<p class="warn">{html.escape(alt)}: not drawn ({html.escape(why)})</p>')
+            self.md.append(f"*{alt}: not drawn ({why})*\n")
+            return
         path = self.outdir.stage_path(name)     # a temporary name, moved into place when the report is complete
         make(path)
         with open(path, "rb") as f:
@@ -267,7 +275,9 @@ def write_report(outdir, graph, result, plan=None, accuracy=None, bit_exact=None
     bit_exact: whether the simulated outputs equal the host run;
     verdict: the fit line of pyembed.target.planning.verdict_line (None:
     made here from plan and the result's profile, when there is a plan).
-    Returns {"html": path, "markdown": path, <png name>: path, ...}."""
+    Returns {"html": path, "markdown": path, <png name>: path, ...}; without
+    matplotlib (``pyembed[report]``) the charts are left out, each place says
+    so, and "missing" lists why."""
     from pyembed.codegen.outdir import staged
     with staged(outdir, force=force) as out:
         return _write_report(out, graph, result, plan, accuracy, bit_exact, deadline_ms, title, verdict)
@@ -437,4 +447,6 @@ def _write_report(outdir, graph, result, plan, accuracy, bit_exact, deadline_ms,
                                 + "\n".join(d.md) + "\n")
     out = {"html": html_path, "markdown": md_path}
     out.update(d.images)
+    if d.missing:
+        out["missing"] = sorted(set(d.missing))    # why charts were left out (an extra not installed)
     return out

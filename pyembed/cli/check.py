@@ -82,6 +82,9 @@ def check_command(model, inputs_path, n, force_random, seed, min_snr, mode, outp
     if inputs is None and not force_random:
         known = bundled_samples(graph)
         inputs = known
+    if not no_plot and (plot_path or output_dir):
+        from pyembed._extras import require
+        require("matplotlib", "the per-layer SNR plot (--plot / -o)")   # before the work, not after
     threshold = DEFAULT_MIN_SNR_DB if min_snr is None else min_snr
     rep = check_accuracy(graph, inputs=inputs, n=n, seed=seed, min_snr_db=threshold, oracles=oracle,
                          progress=progress_iter, task=task)

@@ -253,6 +253,8 @@ def _run_demo(out, outdir, note, profile, model, echo, t_start):
     out.commit()
     echo("")
     echo(f"report: {rep['html']}   trace: {trace} (open in https://ui.perfetto.dev)")
+    for why in rep.get("missing", ()):
+        echo(f"        charts left out of the report: {why}")
     echo(f"done in {time.perf_counter() - t_start:.1f} s: " + ("all checks passed" if not failed else
                                                              "FAILED: " + "; ".join(failed)))
     echo(tp.verdict())

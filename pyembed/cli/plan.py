@@ -144,6 +144,8 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
     attention_lines, pipeline_lines, fc_w16, fc_w16_lines = tp.attention_lines, tp.pipeline_lines, tp.fc_w16, \
         tp.fc_w16_lines
     notes = []
+    if plan.info.get("note"):
+        notes.append(plan.info["note"])
     if overlaps and g.unsupported:
         notes.append("overlaps not attempted: the graph has operators pyembed cannot run, so none can be proven")
     if tflite_out:

@@ -105,7 +105,11 @@ def schedule_command(priority, low, profile, units, window_ms, fps, split, windo
     with OutputDir(outdir, force=force, what="-o/--out") as out:
         out.write_text("schedule.h", emit_header(s))
         out.write_text("schedule.json", json.dumps(d, indent=1, default=str))
-        run.plot_gantt(out.stage_path("gantt.png"), 0, min(6, windows))
+        from pyembed._extras import have, install_hint
+        wrote = ["schedule.h", "schedule.json", "trace.json"]
+        if have("matplotlib"):
+            run.plot_gantt(out.stage_path("gantt.png"), 0, min(6, windows))
+            wrote.insert(2, "gantt.png")
         run.trace(0, min(20, windows)).write(out.stage_path("trace.json"))
         if c_glue:
             from pyembed.schedule.glue import emit_glue
@@ -123,7 +127,9 @@ def schedule_command(priority, low, profile, units, window_ms, fps, split, windo
         if v.get("results"):
             click.echo(f"  {name}: {v['results']} results, latency {v['latency_windows_mean']:.2f} windows "
                        f"(max {v['latency_windows_max']:.2f})")
-    click.echo(f"wrote schedule.h, schedule.json, gantt.png, trace.json{', glue/' if c_glue else ''} to {outdir}")
+    click.echo(f"wrote {', '.join(wrote)}{', glue/' if c_glue else ''} to {outdir}")
+    if "gantt.png" not in wrote:
+        click.echo(f"  gantt.png left out: plots need matplotlib ({install_hint('matplotlib')})")
 
 
 # -- schedule (the scheduler engineer's command: progress bar, exit 1 on missed deadlines) ---------------

@@ -243,6 +243,8 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
                 click.echo(f"wrote {what}: {p}")
         if report_paths:
             click.echo(f"wrote report: {report_paths['html']} (and {report_paths['markdown']})")
+            for why in report_paths.get("missing", ()):
+                click.echo(f"  charts left out of the report: {why}")
         click.echo(verdict)
     sys.exit(EXIT_CHECK_FAILED if (missed or not exact or not fit) else EXIT_OK)
 

@@ -299,10 +299,8 @@ def cpsat(problem, regions, time_limit=10.0, hint=None, workers=1, max_buffers=2
     time_limit deterministic seconds, CP-SAT's own measure of work: the same
     answer on any machine; otherwise the best placement found, never worse
     than hint). workers: 1, the deterministic search (more workers race)."""
-    try:
-        from ortools.sat.python import cp_model
-    except ImportError as e:  # pragma: no cover - depends on the environment
-        raise PlanError("the cpsat algorithm needs OR-Tools (pip install ortools)") from e
+    from pyembed._extras import require
+    cp_model = require("ortools.sat.python.cp_model", "the cpsat planning algorithm")
     n = len(problem.buffers)
     if n > max_buffers:
         raise PlanError(f"cpsat: {n} buffers is more than max_buffers={max_buffers}; use order_search")
