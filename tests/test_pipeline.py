@@ -223,7 +223,12 @@ def test_plan_and_simulate_commands_report_the_regions(tmp_path):
     # plan.json records the rewrite: simulate redoes it without being told
     r = CliRunner().invoke(main, ["simulate", str(model), "--plan", str(tmp_path / "out" / "plan.json"), "--no-ops"])
     assert r.exit_code == 0, r.output
-    assert "region ops" in r.output and "bit-exact" in r.output
+    assert "stripe regions: ops" in r.output and "bit-exact" in r.output
+    assert "region ops" not in r.output and "line stores" not in r.output   # the internals are behind -v
+    r = CliRunner().invoke(main, ["simulate", str(model), "--plan", str(tmp_path / "out" / "plan.json"), "--no-ops",
+                                  "-v"])
+    assert r.exit_code == 0, r.output
+    assert "region ops" in r.output and "line stores" in r.output
     r = CliRunner().invoke(main, ["plan", str(model), "--strategy", "auto", "--max-extra-macs", "ten",
                                   "-o", str(tmp_path / "o2")])
     assert r.exit_code == 2 and "--max-extra-macs" in r.output

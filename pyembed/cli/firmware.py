@@ -26,7 +26,8 @@ import tempfile
 import click
 import numpy as np
 
-from pyembed.cli.options import (attention_option, fc_int16_weights_option, force_option, max_extra_macs_option,
+from pyembed.target.planning import brief
+from pyembed.cli.options import (verbose_option, attention_option, fc_int16_weights_option, force_option, max_extra_macs_option,
                                  optimize_option, optimize_summary, stream_input_option, strategy_option)
 
 
@@ -58,10 +59,11 @@ from pyembed.cli.options import (attention_option, fc_int16_weights_option, forc
                      "outside the planned RAM), so the arena holds no input bytes (stripes / auto only).")
 @fc_int16_weights_option()
 @force_option()
+@verbose_option()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable result.")
 def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs_path, seed, as_json, do_build=False,
                      attention="none", pipeline=None, optimize="balanced", max_extra_macs="10%", stream_input=False,
-                     fc_int16_weights=False, fc_w16_min_macs=None, force=False):
+                     fc_int16_weights=False, fc_w16_min_macs=None, force=False, verbose=False):
     """Generate a Cortex-M firmware project for MODEL (.tflite/.onnx or a
     bundled model name) on PROFILE; with --run, build it and run it on QEMU.
 
@@ -161,7 +163,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
             click.echo(f"{g.name}: firmware project for {proj.profile.name} ({proj.profile.core}) in {outdir}")
             click.echo(f"  arena {manifest['arena_bytes']} B (--strategy {pipeline}"
                        f"{', input streamed row by row' if streamed else ''})")
-            for line in proj.pipeline_lines:
+            for line in (proj.pipeline_lines if verbose else brief(proj.pipeline_lines)):
                 click.echo(f"  {line}")
             if proj.dsp_scratch:
                 click.echo(f"  {_dsp_scratch_line(proj.dsp_scratch)}")
@@ -237,7 +239,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
         click.echo(f"{g.name} on {run.board} (QEMU, -icount shift=0): {what}")
         click.echo(f"  arena {manifest['arena_bytes']} B (--strategy {pipeline}"
                    f"{', input streamed row by row' if streamed else ''})")
-        for line in proj.pipeline_lines:
+        for line in (proj.pipeline_lines if verbose else brief(proj.pipeline_lines)):
             click.echo(f"  {line}")
         if proj.dsp_scratch:
             click.echo(f"  {_dsp_scratch_line(proj.dsp_scratch)}")

@@ -218,3 +218,11 @@ def optimize_summary(tp):
     return {"objective": tp.options.optimize if tp.options.strategy is None else None, "strategy": tp.strategy,
             "predicted": None if pred is None else {"value": round(pred[0]), "metric": pred[1], "source": pred[2]},
             "candidates": [dict(c.to_dict(), chosen=(i == 0)) for i, c in enumerate(tp.candidates)]}
+
+def verbose_option():
+    """-v/--verbose: the stripe regions' per-region internals (line stores,
+    scratch breakdown, reasons) in the strategy report; without it one line
+    names the regions (pyembed.target.planning.brief). JSON always has all."""
+    return click.option("-v", "--verbose", is_flag=True,
+                        help="Print every stripe region's internals (line stores, scratch breakdown, why it was "
+                             "chosen); without it one line names the regions.")

@@ -8,7 +8,7 @@ import re
 
 import click
 
-from pyembed.cli.options import (attention_option, fc_int16_weights_option,
+from pyembed.cli.options import (verbose_option, attention_option, fc_int16_weights_option,
                                  force_option, max_extra_macs_option, model_argument, profile_option, require_quantized,
                                  optimize_option, optimize_summary, stream_input_option, strategy_option)
 from pyembed.errors import PlanError
@@ -93,10 +93,11 @@ def summary(plan):
                      "plan.json records it (stripes / auto only).")
 @fc_int16_weights_option()
 @force_option()
+@verbose_option()
 def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_order, time_limit, section,
                  tflite_out, show_timeline, as_json, attention="none", pipeline=None, optimize="balanced",
                  max_extra_macs="10%", segment_budget=None, stream_input=False, fc_int16_weights=False,
-                 fc_w16_min_macs=None, force=False):
+                 fc_w16_min_macs=None, force=False, verbose=False):
     """Plan the static memory of MODEL (.tflite / .onnx) and emit C headers.
 
     Prints the arena per region against the liveness lower bound and ends
@@ -198,7 +199,7 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
     else:
         click.echo(f"{s['model']}: arena {s['arena']} B ({s['algorithm']}), liveness lower bound {s['lower_bound']} B, "
                    f"no reuse {s['no_reuse']} B, {s['buffers']} buffers")
-        for line in attention_lines + pipeline_lines + fc_w16_lines:
+        for line in tp.brief_lines(verbose):
             click.echo(f"  {line}")
         for r in s["regions"]:
             cap = f" of {r['size']} B" if r["size"] is not None else ""

@@ -7,7 +7,8 @@ import click
 from pyembed.errors import PlanError
 
 from pyembed.cli.app import EXIT_CHECK_FAILED, EXIT_OK, _echo_json, _jsonable, progress_iter, run_with_progress  # noqa: F401
-from pyembed.cli.options import (apply_attention, attention_option, check_deadline, force_option, inputs_option,
+from pyembed.target.planning import brief
+from pyembed.cli.options import (verbose_option, apply_attention, attention_option, check_deadline, force_option, inputs_option,
                                  model_argument, one_sample, profile_option, max_extra_macs_option, require_quantized, stream_input_option, strategy_option,
                                  optimize_option, optimize_summary)
 
@@ -84,10 +85,11 @@ def _weight_block(seg):
 @stream_input_option("The input arrives row by row into the stripe region reading it (as 'pyembed plan "
                      "--stream-input'; a plan.json made with it implies it).")
 @force_option()
+@verbose_option()
 def simulate_command(model, profile, plan_path, segments, strategy, split_bytes, contention, inputs_path, seed,
                      deadline_ms, trace_path, plot_memory, plot_gantt, report_dir, calibration, show_ops, as_json,
                      attention="none", pipeline=None, max_extra_macs="10%", stream_input=False, force=False,
-                     optimize="balanced"):
+                     optimize="balanced", verbose=False):
     """Run MODEL on a simulated microcontroller: the real C kernels on the
     profile's RAM and flash, with its cycle cost model and DMA.
 
@@ -135,7 +137,7 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
             graph, pipeline_lines = apply_strategy(graph, pipeline, max_extra_macs, stream_input=stream_input,
                                                    max_region_weights=_weight_block(seg))
             if not as_json:
-                for line in pipeline_lines:
+                for line in (pipeline_lines if verbose else brief(pipeline_lines)):
                     click.echo(line)
         if plan.graph_name and plan.graph_name != graph.name:
             from pyembed.errors import ArgumentError
@@ -158,7 +160,7 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
                 click.echo(failure_verdict(e))
             raise
         graph, plan = tp.graph, tp.plan
-        plan_lines = tp.lines
+        plan_lines = tp.brief_lines(verbose)
         optimize_info = optimize_summary(tp)
     split = None
     if split_bytes is not None:

@@ -98,6 +98,11 @@ class TargetPlan:
     def lines(self):
         return self.attention_lines + self.pipeline_lines + self.fc_w16_lines
 
+    def brief_lines(self, verbose=False):
+        """``lines`` for a terminal: every line with verbose, else the stripe
+        regions' internals folded into one line (see brief)."""
+        return self.lines if verbose else brief(self.lines)
+
     def verdict(self):
         return verdict_line(self.plan, self.profile)
 
@@ -285,3 +290,44 @@ def failure_verdict(exc):
     """The verdict line of a plan that could not be made (a FitError)."""
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return f"verdict: does not fit — {first}"
+
+
+def brief(lines):
+    """A strategy report (pyembed.passes.pipeline's, headed "strategy ...")
+    without its per-region internals: the headline, one line naming the regions
+    and fused pairs, the input-streaming and auto-choice lines, and a pointer to
+    -v. Lines outside that block pass unchanged. The full lines stay in every
+    JSON output."""
+    out, i = [], 0
+    while i < len(lines):
+        line = lines[i]
+        if not line.startswith("strategy "):
+            out.append(line)
+            i += 1
+            continue
+        out.append(line)
+        i += 1
+        regions, fused, kept, hidden = [], [], [], 0
+        while i < len(lines) and lines[i].startswith("  "):
+            body = lines[i].strip()
+            if body.startswith("region ops "):
+                regions.append(body.split(" ", 3)[2])
+            elif body.startswith("fused ops "):
+                a, b = body[len("fused ops "):].split(":")[0].split(" -> ")
+                fused.append(f"{a.split()[0]}->{b}")
+            elif lines[i].startswith("  ") and not lines[i].startswith("   ") and \
+                    body.startswith(("input streamed", "input not streamed", "auto:")):
+                kept.append(lines[i])
+                i += 1
+                continue
+            hidden += 1
+            i += 1
+        parts = []
+        if regions:
+            parts.append("stripe regions: ops " + ", ".join(regions))
+        if fused:
+            parts.append("fused conv->pool: ops " + ", ".join(fused))
+        if parts or hidden:
+            out.append("  " + "; ".join(parts + [f"per-region detail and reasons: -v"]))
+        out += kept
+    return out
