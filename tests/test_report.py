@@ -145,3 +145,33 @@ def test_gantt_labels_do_not_overlap_and_there_is_a_legend(tmp_path, monkeypatch
     assert legend is not None
     labels = [t.get_text() for t in legend.get_texts()]
     assert "kernel running on the CPU" in labels and "DMA loading weights" in labels
+
+
+def test_charts_stay_page_sized_at_300_operators(tmp_path):
+    """A 300-operator model: the SNR figure wraps into rows (page width), the
+    latency chart keeps the longest operators and one bar for the rest, the
+    plan chart labels at most 40 steps; every PNG is at most 1,500 px wide."""
+    import io
+
+    from PIL import Image
+
+    from firmware_sim.sim import simulate
+    from pyembed.bench.plan_chain import chain_model
+    from pyembed.check import accuracy as A
+    from pyembed.check import report as R
+    from pyembed.plan import Region, plan_graph
+    path = tmp_path / "chain.tflite"
+    path.write_bytes(chain_model(300, shape=(1, 2, 2, 4)))
+    g = load_model(str(path))
+    assert len(g.operators) == 300
+    plan = plan_graph(g, [Region("sram", 64 * 1024)], algorithm="greedy_size", overlaps=False)
+    x = np.random.default_rng(0).integers(-128, 128, g.tensors[g.inputs[0]].shape, dtype=np.int8)
+    res = simulate(g, plan, "stm32f446", x)
+    acc = A.check_accuracy(g, n=1, oracles=False)
+    page = open(write_report(tmp_path / "rep", g, res, plan=plan, accuracy=acc)["html"]).read()
+    sizes = [Image.open(io.BytesIO(base64.b64decode(b))).size for b in _images(page)]
+    assert sizes and max(w for w, _ in sizes) <= 1500, sizes
+    snr = Image.open(acc.plot_snr(str(tmp_path / "snr.png"))).size
+    assert snr[0] <= 1500 and snr[1] >= 6 * 300, snr          # six rows of 50 layers, stacked
+    lat = Image.open(R.plot_op_latency(res, str(tmp_path / "lat.png"))).size
+    assert lat[1] <= (0.26 * R.LATENCY_BARS + 1.4) * 110 + 2, lat

@@ -250,31 +250,43 @@ class AccuracyReport:
         top = max([self.min_snr_db] + finite) + 10
         bottom = min([0.0] + finite) - 2
         labels = [f"#{r.op} {r.type}" for r in self.layers["end_to_end"]]
-        x = np.arange(len(labels))
-        fig, ax = plt.subplots(figsize=(max(7, 0.38 * len(labels) + 3), 4.2))
+        # at most PANEL layers per row of the figure, rows stacked: the width stays that of a page
+        # however many layers the model has (a 300-layer model is six rows, not a 12,000-pixel strip)
+        panels = [(lo, min(lo + SNR_PANEL, len(labels))) for lo in range(0, max(1, len(labels)), SNR_PANEL)]
+        width_in = max(7, 0.2 * min(len(labels), SNR_PANEL) + 3) if len(panels) == 1 else 13
+        fig, axes = plt.subplots(len(panels), 1, figsize=(width_in, 3.6 * len(panels) + 0.6), squeeze=False)
         width = 0.4
-        for k, (mode, colour) in enumerate((("end_to_end", "tab:blue"), ("per_layer", "tab:orange"))):
-            vals = [min(r.snr_db, top) if r.snr_db != -math.inf else bottom for r in self.layers[mode]]
-            bars = ax.bar(x + (k - 0.5) * width, [v - bottom for v in vals], width, bottom=bottom, color=colour,
-                          label=mode.replace("_", " "))
-            for b, r in zip(bars, self.layers[mode]):
-                if r.snr_db == math.inf:
-                    # inside the bar, from its top down: above it the label ran out of the axes
-                    ax.text(b.get_x() + b.get_width() / 2, top - 0.5, "exact", ha="center", va="top", fontsize=6,
-                            rotation=90, color="white", fontweight="bold")
-        ax.axhline(self.min_snr_db, color="red", linestyle="--", linewidth=1,
-                   label=f"threshold {self.min_snr_db:g} dB")
-        ax.set_xticks(x)
-        ax.set_xticklabels(labels, rotation=60, ha="right", fontsize=7)
-        ax.set_ylabel("SNR (dB) vs float64")
-        ax.set_ylim(bottom, top + 6)
-        ax.set_title(title or f"{self.model}: int8 vs float64 reference per layer ({self.inputs} inputs)")
-        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.005, 1.0))
-        ax.grid(axis="y", alpha=0.3)
+        for (lo, hi), ax in zip(panels, axes[:, 0]):
+            x = np.arange(lo, hi)
+            for k, (mode, colour) in enumerate((("end_to_end", "tab:blue"), ("per_layer", "tab:orange"))):
+                rows = self.layers[mode][lo:hi]
+                vals = [min(r.snr_db, top) if r.snr_db != -math.inf else bottom for r in rows]
+                bars = ax.bar(x[:len(rows)] + (k - 0.5) * width, [v - bottom for v in vals], width, bottom=bottom,
+                              color=colour, label=mode.replace("_", " "))
+                for b, r in zip(bars, rows):
+                    if r.snr_db == math.inf:
+                        # inside the bar, from its top down: above it the label ran out of the axes
+                        ax.text(b.get_x() + b.get_width() / 2, top - 0.5, "exact", ha="center", va="top",
+                                fontsize=6, rotation=90, color="white", fontweight="bold")
+            ax.axhline(self.min_snr_db, color="red", linestyle="--", linewidth=1,
+                       label=f"threshold {self.min_snr_db:g} dB")
+            ax.set_xticks(x)
+            ax.set_xticklabels(labels[lo:hi], rotation=60, ha="right", fontsize=7 if hi - lo <= 40 else 6)
+            ax.set_xlim(lo - 0.7, lo + max(hi - lo, min(len(labels), SNR_PANEL)) - 0.3)
+            ax.set_ylabel("SNR (dB) vs float64")
+            ax.set_ylim(bottom, top + 6)
+            ax.grid(axis="y", alpha=0.3)
+        rows_note = f", layers {len(labels)} in rows of {SNR_PANEL}" if len(panels) > 1 else ""
+        axes[0, 0].set_title(title or f"{self.model}: int8 vs float64 reference per layer "
+                                      f"({self.inputs} inputs{rows_note})")
+        axes[0, 0].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.005, 1.0))
         fig.tight_layout()
         fig.savefig(path, dpi=110)
         plt.close(fig)
         return path
+
+
+SNR_PANEL = 50    # layers per row of the per-layer SNR figure
 
 
 def _json_float(v):

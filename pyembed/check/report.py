@@ -135,9 +135,13 @@ def plot_plan_bound(plan, path, title=None):
         ax.axhline(lbo / 1024, color="tab:purple", linestyle=":", linewidth=1.4,
                    label=f"bound with proven overlaps: {lbo:,} B")
     types = plan.info.get("op_types", {})
-    ax.set_xticks(steps)
-    ax.set_xticklabels([f"{s}:{types.get(r[1], '')[:10]}" for s, r in zip(steps, rows)], rotation=60, ha="right",
-                       fontsize=7)
+    # every step labelled up to 40 steps; beyond, every k-th, so the labels never overlap
+    every = max(1, -(-len(steps) // 40))
+    ax.set_xticks(steps[::every])
+    ax.set_xticklabels([f"{s}:{types.get(r[1], '')[:10]}" for s, r in list(zip(steps, rows))[::every]],
+                       rotation=60, ha="right", fontsize=7)
+    if every > 1:
+        ax.set_xlabel(f"execution step (every {every}th labelled; the report's step table has them all)")
     ax.set_ylabel("KiB")
     ax.set_title(title or f"{plan.graph_name}: plan against its lower bound", fontsize=11)
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.005, 1.0))
@@ -148,18 +152,33 @@ def plot_plan_bound(plan, path, title=None):
     return path
 
 
+LATENCY_BARS = 60   # bars of the per-operator latency chart (the longest operators, the rest as one)
+
+
 def plot_op_latency(result, path, title=None):
-    """Simulated time of each operator, longest bars first in reading order."""
+    """Simulated time of each operator in execution order; above LATENCY_BARS
+    operators, the longest LATENCY_BARS - 1 and one bar for all the others."""
     plt = _plt()
-    ops = result.op_times
     ms = result.profile.cycles_to_ms
+    ops = list(result.op_times)
+    rest = []
+    if len(ops) > LATENCY_BARS:
+        # the longest operators by name, the others as one bar: readable at 300 operators
+        keep = set(sorted(range(len(ops)), key=lambda i: -ops[i].cycles)[:LATENCY_BARS - 1])
+        rest = [o for i, o in enumerate(ops) if i not in keep]
+        ops = [ops[i] for i in sorted(keep)]
     labels = [f"#{o.op} {o.type}" for o in ops]
-    fig, ax = plt.subplots(figsize=(10, 0.26 * len(ops) + 1.4))
+    cycles = [o.cycles for o in ops]
     colours = {"conv": "tab:blue", "depthwise": "tab:cyan", "fc": "tab:orange", "pool": "tab:green",
                "softmax": "tab:purple", "eltwise": "tab:olive"}
-    ax.barh(range(len(ops)), [ms(o.cycles) for o in ops], color=[colours.get(o.kernel_class, "tab:gray") for o in ops],
-            edgecolor="black", linewidth=0.3)
-    ax.set_yticks(range(len(ops)))
+    cols = [colours.get(o.kernel_class, "tab:gray") for o in ops]
+    if rest:
+        labels.append(f"the other {len(rest)} operators")
+        cycles.append(sum(o.cycles for o in rest))
+        cols.append("white")
+    fig, ax = plt.subplots(figsize=(10, 0.26 * len(labels) + 1.4))
+    ax.barh(range(len(labels)), [ms(c) for c in cycles], color=cols, edgecolor="black", linewidth=0.3)
+    ax.set_yticks(range(len(labels)))
     ax.set_yticklabels(labels, fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("ms")
