@@ -78,6 +78,7 @@ class Result:
     dma_bytes: int = 0
     split_work_bytes: int = 0     # temporaries of split operators' partial pieces (after the block)
     contention_cycles: int = 0    # CPU cycles lost to DMA bus contention (included in cycles)
+    origin: dict | None = None    # the graph's imported operator numbers per operator (Graph.origin)
 
     def write_trace(self, path):
         """Chrome / Perfetto trace-event JSON of the run."""
@@ -101,7 +102,8 @@ class Result:
              "flash_bytes": dict(self.flash_bytes), "dma_bytes": self.dma_bytes,
              "split_work_bytes": self.split_work_bytes, "contention_cycles": self.contention_cycles,
              "outputs": [o.tolist() for o in self.outputs],
-             "ops": [dataclasses.asdict(o) for o in self.op_times]}
+             "ops": [dict(dataclasses.asdict(o), imported=list((self.origin or {}).get(o.op, (o.op,))))
+                     for o in self.op_times]}
         if self.segments is not None:
             d["segments"] = self.segments.to_dict()["segments"]
             d["segment_block_bytes"] = self.segments.block_bytes
@@ -110,12 +112,14 @@ class Result:
     def op_table(self):
         """Per-operator start, cycles and share of the run, as text."""
         ms = self.profile.cycles_to_ms
-        lines = [f"{'step':>4} {'op':>4} {'type':<20} {'class':<9} {'start ms':>9} {'cycles':>10} "
+        from pyembed.model.graph import origin_label
+        lines = [f"{'step':>4} {'op':>4} {'imported':>8} {'type':<20} {'class':<9} {'start ms':>9} {'cycles':>10} "
                  f"{'ms':>8} {'MACs':>10} {'share':>6}"]
         total = max(1, self.compute_cycles())
         for o in self.op_times:
-            lines.append(f"{o.step:>4} {o.op:>4} {o.type:<20} {o.kernel_class:<9} {ms(o.start):>9.3f} "
-                         f"{o.cycles:>10} {ms(o.cycles):>8.3f} {o.macs:>10} {100 * o.cycles / total:>5.1f}%")
+            lines.append(f"{o.step:>4} {o.op:>4} {origin_label(self.origin, o.op):>8} {o.type:<20} "
+                         f"{o.kernel_class:<9} {ms(o.start):>9.3f} {o.cycles:>10} {ms(o.cycles):>8.3f} {o.macs:>10} "
+                         f"{100 * o.cycles / total:>5.1f}%")
         return "\n".join(lines)
 
     def summary(self):
@@ -520,7 +524,7 @@ def simulate(graph, plan=None, profile="stm32f446", x=None, *, segments=None, st
                   peak_bytes=usage.peak, region_used=used, flash_bytes=flash_bytes, op_times=op_times,
                   trace=trace, profile=profile, strategy=strategy if seg_plan is not None else "resident",
                   segments=seg_plan, dma_bytes=dma.bytes_moved, split_work_bytes=work.nbytes if work else 0,
-                  contention_cycles=dma.stolen_cycles)
+                  contention_cycles=dma.stolen_cycles, origin=getattr(graph, "origin", None))
 
 
 class _Usage:

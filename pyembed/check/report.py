@@ -167,7 +167,9 @@ def plot_op_latency(result, path, title=None):
         keep = set(sorted(range(len(ops)), key=lambda i: -ops[i].cycles)[:LATENCY_BARS - 1])
         rest = [o for i, o in enumerate(ops) if i not in keep]
         ops = [ops[i] for i in sorted(keep)]
-    labels = [f"#{o.op} {o.type}" for o in ops]
+    from pyembed.model.graph import origin_label
+    # the imported operator numbers (the accuracy table's), not the fused graph's
+    labels = [f"#{origin_label(result.origin, o.op)} {o.type}" for o in ops]
     cycles = [o.cycles for o in ops]
     colours = {"conv": "tab:blue", "depthwise": "tab:cyan", "fc": "tab:orange", "pool": "tab:green",
                "softmax": "tab:purple", "eltwise": "tab:olive"}
@@ -403,9 +405,14 @@ def _write_report(outdir, graph, result, plan, accuracy, bit_exact, deadline_ms,
     d.image("op_latency.png", lambda path: plot_op_latency(result, path), "time per operator")
     ms = p.cycles_to_ms
     total = max(1, result.compute_cycles())
-    d.table(["step", "op", "type", "kernel class", "start ms", "cycles", "ms", "MACs", "share"],
-            [(o.step, o.op, o.type, o.kernel_class, f"{ms(o.start):.3f}", f"{o.cycles:,}", f"{ms(o.cycles):.3f}",
-              f"{o.macs:,}", f"{100 * o.cycles / total:.1f}%") for o in result.op_times], left=(2, 3))
+    from pyembed.model.graph import origin_label
+    if result.origin is not None:
+        d.p("op: the operator as it runs (after fusion and stripe regions); imported: the model's operator "
+            "number(s) it runs, as the accuracy table and `pyembed model info` number them.")
+    d.table(["step", "op", "imported", "type", "kernel class", "start ms", "cycles", "ms", "MACs", "share"],
+            [(o.step, o.op, origin_label(result.origin, o.op), o.type, o.kernel_class, f"{ms(o.start):.3f}",
+              f"{o.cycles:,}", f"{ms(o.cycles):.3f}", f"{o.macs:,}", f"{100 * o.cycles / total:.1f}%")
+             for o in result.op_times], left=(3, 4))
 
     # -- Gantt
     d.h2("gantt", "Compute and DMA")

@@ -199,6 +199,9 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
             mismatches += [{"output": k, "element": int(e), "firmware": a.ravel()[e].item(),
                             "host": b.ravel()[e].item()} for e in bad]
         r = run.to_dict()
+        for o in r["operators"]:
+            # the model's operator numbers this one runs (pyembed.model.graph.imported_ops)
+            o["imported"] = list((tp.graph.origin or {}).get(o["index"], (o["index"],)))
         r["sample"] = i
         r["bit_exact_with_host"] = not mismatches
         r["mismatches"] = mismatches
@@ -259,9 +262,11 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
         else:
             for k, o in enumerate(d["outputs"]):
                 click.echo(f"  output {k}: {' '.join(str(v) for v in o[:64])}{' ...' if len(o) > 64 else ''}")
-        click.echo(f"  {'op':>4} {'type':<22} {'instructions':>14}")
+        from pyembed.model.graph import origin_label
+        click.echo(f"  {'op':>4} {'imported':>8} {'type':<22} {'instructions':>14}")
         for o in d["operators"]:
-            click.echo(f"  {o['index']:>4} {o['type']:<22} {o['instructions']:>14,}")
+            click.echo(f"  {o['index']:>4} {origin_label(tp.graph.origin, o['index']):>8} {o['type']:<22} "
+                       f"{o['instructions']:>14,}")
         click.echo(f"  total {d['total_instructions']:,} instructions (whole invoke {d['invoke_instructions']:,}); "
                    f"resolution 40 instructions per operator (SysTick 25 MHz)")
         click.echo(f"  {_predicted_line(tp, d['total_instructions'])}")

@@ -259,6 +259,8 @@ def apply_strategy(graph, strategy, max_extra_macs="10%", stream_input=False, ma
                          max_region_weights=max_region_weights)
     changed = res.regions or res.fused or res.streamed_tensor >= 0 or stream_input or any(
         n.startswith(("gather", "PAD")) for n in res.notes)
+    from pyembed.model.graph import imported_ops
+    res.graph.origin = imported_ops(res.graph, graph)
     # the rewritten graph always (a plan.json of it must match); its report only when it changed anything
     return res.graph, res.report() if changed else []
 

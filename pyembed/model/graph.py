@@ -145,6 +145,9 @@ class Graph:
         self.input_perms = [None] * len(self.inputs)
         self.output_perms = [None] * len(self.outputs)
         self._runtime_cache = {}
+        # {operator index: imported operator indices it runs} for a graph rewritten by the passes
+        # (imported_ops; set by pyembed.target.planning); None: the operators are the imported ones
+        self.origin = None
 
     # -- facts -------------------------------------------------------------
     @property
@@ -439,3 +442,47 @@ def random_inputs(graph, n, seed=0):
                 xs.append(rng.standard_normal(tensor.shape).astype(tensor.dtype))
         samples.append(xs)
     return samples
+
+
+def imported_ops(graph, imported):
+    """{operator index of graph: tuple of imported operator indices it runs}
+    for a graph rewritten from ``imported`` by pyembed's passes (fusion,
+    stripe regions, conv -> pool), which keep every tensor index of the
+    imported graph. An operator runs the imported operator producing each of
+    its outputs, and, walking back through tensors no operator of graph
+    produces any more (they were fused away), the imported operators that
+    produced those. This is the one numbering the tables share: the imported
+    index (what `pyembed model info` and `check` print) beside the operator
+    it went into."""
+    if graph is imported:
+        return {op.index: (op.index,) for op in graph.operators}
+    producer = {}
+    for op in imported.operators:
+        for t in op.outputs:
+            if t >= 0:
+                producer[t] = op.index
+    produced_now = {t for op in graph.operators for t in op.outputs if t >= 0}
+    out = {}
+    for op in graph.operators:
+        seen, stack = set(), [t for t in op.outputs if t in producer]
+        while stack:
+            i = producer[stack.pop()]
+            if i in seen:
+                continue
+            seen.add(i)
+            for u in imported.operators[i].inputs:
+                if u in producer and u not in produced_now:
+                    stack.append(u)
+        out[op.index] = tuple(sorted(seen))
+    return out
+
+
+def origin_label(origin, index):
+    """'4' for an operator that is imported operator 4, '1-4' / '1,3,5' for one
+    that runs several, '-' for one added by a pass (no imported operator)."""
+    ids = origin.get(index, ()) if origin is not None else (index,)
+    if not ids:
+        return "-"
+    if len(ids) > 1 and list(ids) == list(range(ids[0], ids[-1] + 1)):
+        return f"{ids[0]}-{ids[-1]}"
+    return ",".join(str(i) for i in ids)

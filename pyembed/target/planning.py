@@ -172,6 +172,8 @@ def plan_for_target(model, profile=None, options=None, regions=None, action="pla
                                          else options.fc_w16_min_macs)
         fc_w16_lines = describe(fc_w16)
     g, plan, lines, strategy, candidates, predicted = _plan_pipeline(graph, options, regions, prof)
+    from pyembed.model.graph import imported_ops
+    g.origin = imported_ops(g, imported)      # the imported operator numbers each operator runs
     if options.attention != "none":
         plan.info["attention"] = options.attention
     return TargetPlan(g, plan, prof, graph, imported, options, attention_lines, lines, fc_w16, fc_w16_lines,
