@@ -142,8 +142,7 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
             click.echo(failure_verdict(e))
         raise
     g, plan, imported = tp.graph, tp.plan, tp.imported
-    attention_lines, pipeline_lines, fc_w16, fc_w16_lines = tp.attention_lines, tp.pipeline_lines, tp.fc_w16, \
-        tp.fc_w16_lines
+    attention_lines, pipeline_lines, fc_w16 = tp.attention_lines, tp.pipeline_lines, tp.fc_w16
     notes = []
     if plan.info.get("note"):
         notes.append(plan.info["note"])

@@ -330,6 +330,6 @@ def brief(lines):
         if fused:
             parts.append("fused conv->pool: ops " + ", ".join(fused))
         if parts or hidden:
-            out.append("  " + "; ".join(parts + [f"per-region detail and reasons: -v"]))
+            out.append("  " + "; ".join(parts + ["per-region detail and reasons: -v"]))
         out += kept
     return out
