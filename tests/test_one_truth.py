@@ -258,3 +258,14 @@ def test_help_lists_every_registered_command():
     registered = {name for name, c in main.commands.items() if not c.hidden}
     assert listed == registered
     assert "vectors" in listed and "firmware" in listed
+
+
+@pytest.mark.skipif(__import__("shutil").which("arm-none-eabi-gcc") is None,
+                    reason="needs arm-none-eabi-gcc (apt: gcc-arm-none-eabi libnewlib-arm-none-eabi)")
+def test_a_built_firmware_verdict_adds_its_stack_to_the_plan_verdict(tmp_path):
+    plan = json.loads(_ok(run(["plan", "tflm_hello_world_int8", "--profile", "mps2-an386", "-o", tmp_path / "p",
+                               "--json"])))
+    fw = json.loads(_ok(run(["firmware", "tflm_hello_world_int8", "--profile", "mps2-an386", "-o", tmp_path / "fw",
+                             "--build", "--json"])))
+    assert fw["verdict"].startswith(plan["verdict"] + ", stack ")
+    assert f"{fw['stack_bound_bytes']:,} B bound of {fw['stack_reserved_bytes']:,} B reserved" in fw["verdict"]

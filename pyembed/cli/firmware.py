@@ -156,6 +156,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
         with open(os.path.join(outdir, "firmware.json")) as f:
             manifest = json.load(f)
         result.update(_stack_flash(manifest))
+        result["verdict"] = _with_stack(verdict, manifest)
     if not do_run:
         if as_json:
             click.echo(json.dumps(result, indent=1))
@@ -183,7 +184,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
                 click.echo(f"  {line}")
             click.echo(f"  build: make -C {outdir}" + (f"; run under QEMU: make -C {outdir} run"
                                                          if proj.qemu_machine else ""))
-            click.echo(verdict)
+            click.echo(_with_stack(verdict, manifest))
         return
     from pyembed.target.firmware import build_project, run_project
     build_project(outdir)
@@ -227,6 +228,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
     d["fc_w16"] = _fc_w16(proj)
     d["regions"] = manifest["regions"]
     d["flash"] = int(tp.plan.flash_size)
+    verdict = _with_stack(verdict, manifest)
     d["verdict"] = verdict
     d["fits"] = tp.fits()
     d["optimize"] = optimize_summary(tp)
@@ -346,6 +348,19 @@ def _stack_flash(manifest):
             "stack_interrupt_bytes": st.get("interrupt_bytes"), "stack_reserved_bytes": st.get("reserved_bytes"),
             "stack_deepest_path": st.get("path_text"), "stack_unbounded": st.get("unbounded"),
             "flash_linked": {k: v for k, v in (manifest.get("flash") or {}).items() if k != "parts"} or None}
+
+
+def _with_stack(verdict, manifest):
+    """The verdict line with the built firmware's stack: measured (after a run),
+    the static bound and the reserve stack.ld makes (the plan's RAM excludes it)."""
+    st = manifest.get("stack") or {}
+    if not st or not verdict.startswith("verdict: fits"):
+        return verdict
+    measured = manifest.get("stack_bytes")
+    bound = st.get("bound_total_bytes")
+    parts = ([f"{measured:,} B measured"] if measured is not None else []) + \
+        ([f"{bound:,} B bound"] if bound is not None else ["unbounded"])
+    return f"{verdict}, stack {' / '.join(parts)} of {st.get('reserved_bytes', 0):,} B reserved"
 
 
 def _stack_flash_lines(manifest):
