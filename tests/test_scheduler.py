@@ -742,3 +742,32 @@ def test_measured_jitter_on_the_simulator_comes_from_dma_contention(sched):
     # every priority run starts at its release here: completion jitter = spread of the stretches
     spread = max(stretched) - (0 if plain else min(stretched))
     assert run.priority_stats()["kws"]["jitter_ms"] == pytest.approx(sched.ms(spread))
+
+
+def test_models_without_units_spread_over_the_units(graphs):
+    """--units 2 with no unit named: the low models go to the least loaded unit, so the second
+    unit works and the low models return more results than on one unit; an idle unit is said."""
+    def plan(n):
+        ms = [Model(graphs["kws"], "kws", latency_sensitive=True), Model(graphs["ic"], "ic"),
+              Model(graphs["vww"], "vww", rate="max")]
+        return plan_schedule(ms, platform=Platform.from_profile("stm32f746", units=n), window_ms=50)
+    one, two = plan(1), plan(2)
+    assert {p.unit for p in two.items} == {0, 1}
+    assert not two.notes
+    units = {mp.name: mp.units for mp in two.model_plans}
+    assert units["kws"] == (0,) and units["ic"] != units["vww"]
+    r1, r2 = simulate(one, 200).summary(), simulate(two, 200).summary()
+    assert r2["priority_deadline_misses"] == 0
+    for name in ("ic", "vww"):
+        assert r2["low"][name]["results"] > r1["low"][name]["results"], (name, r1["low"], r2["low"])
+    lone = plan_schedule([Model(graphs["kws"], "kws", latency_sensitive=True)],
+                         platform=Platform.from_profile("stm32f746", units=2), window_ms=50)
+    assert lone.notes and "unit 1 has no work" in lone.notes[0] and "note: unit 1" in lone.describe()
+
+
+def test_cli_unit_suffix():
+    from pyembed.cli.schedule import _model
+    m = _model("tiny_ic_resnet8_int8:4@0+1", priority="low")
+    assert m.units == (0, 1) and m.rate == 4
+    with pytest.raises(ArgumentError, match="after '@'"):
+        _model("tiny_ic_resnet8_int8@x", priority="low")

@@ -19,10 +19,20 @@ from pyembed.errors import ArgumentError
 
 
 def _model(spec, **kw):
-    """NAME_OR_PATH[:RATE] -> Model; RATE is max, auto or a period in windows."""
+    """NAME_OR_PATH[:RATE][@UNITS] -> Model; RATE is max, auto or a period in
+    windows; UNITS the units it runs on, 0 or 0+1 (a pipeline over both);
+    without it, plan_schedule gives it the least loaded unit."""
     from pyembed.data import model_path
     from pyembed.model.load import load_model
     from pyembed.schedule.workload import Model
+    spec_units = None
+    if "@" in spec:
+        spec, _, u = spec.rpartition("@")
+        try:
+            spec_units = tuple(int(x) for x in u.split("+"))
+        except ValueError:
+            raise ArgumentError(f"{spec}@{u}: the units after '@' must be unit numbers such as 0 or 0+1") from None
+        kw["units"] = spec_units
     path, _, rate = spec.partition(":")
     if rate:
         if rate not in ("max", "auto"):
@@ -71,9 +81,12 @@ def schedule_to_dict(s, run=None):
 @click.command("schedule")
 @click.option("--priority", "priority", multiple=True, required=True,
               help="A priority model (bundled name or path), run every frame. Repeatable.")
-@click.option("--low", "low", multiple=True, help="A low-priority model, NAME[:max|auto|PERIOD]. Repeatable.")
+@click.option("--low", "low", multiple=True,
+              help="A low-priority model, NAME[:max|auto|PERIOD][@UNIT[+UNIT]] (@0+1: a pipeline over units 0 and 1). "
+                   "Repeatable.")
 @click.option("--profile", default="stm32f746", show_default=True, help="firmware_sim MCU profile.")
-@click.option("--units", default=1, show_default=True, help="Processing units (identical cores).")
+@click.option("--units", default=1, show_default=True,
+              help="Processing units (identical cores); a model given no @UNIT goes to the least loaded one.")
 @click.option("--window-ms", type=float, default=None, help="Window per frame (default 50 ms).")
 @click.option("--fps", type=float, default=None, help="Frame rate instead of --window-ms.")
 @click.option("--split", type=click.Choice(["fit", "balanced"]), default="fit", show_default=True)

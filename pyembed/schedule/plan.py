@@ -195,6 +195,31 @@ def _lcm(a, b):
 # ---------------------------------------------------------------------------
 # the planner
 
+def assign_units(models, costs, classes, order, n_units):
+    """Models given no unit on a platform of several: each goes to the unit
+    with the least work so far (priority models first, then low models by
+    rank, longest first within a class), so no unit stays idle while another
+    holds every model. A model with units keeps them. Returns (models with
+    units set, notes: one per unit left without work)."""
+    import dataclasses as _dc
+    load = [0] * n_units
+    out = list(models)
+    for i in order:
+        if models[i].units:
+            for u in models[i].units:
+                load[u] += costs[i].total(u) // len(models[i].units)
+    free = [i for i in order if not models[i].units]
+    free.sort(key=lambda i: (classes[i] != "priority", models[i].rate == "max", -costs[i].total(0)))
+    for i in free:
+        u = min(range(n_units), key=lambda k: (load[k], k))
+        load[u] += costs[i].total(u)
+        out[i] = _dc.replace(models[i], units=(u,))
+    idle = [u for u in range(n_units) if load[u] == 0]
+    notes = [f"unit {u} has no work: {len(models)} model(s) for {n_units} units (give a model two units, "
+             f"NAME@0+1, to pipeline it)" for u in idle]
+    return out, notes
+
+
 def plan_schedule(models, platform="stm32f746", window_ms=None, frame_rate=None, split="fit", fill=0.97,
                   guard_us=0.0, tick_us=100.0, max_hyper=64, strict=True, plan_memory=True, overrun_tolerance=0.02,
                   max_lag=0, layer_scale=None, prefetch=True):
@@ -270,6 +295,11 @@ def plan_schedule(models, platform="stm32f746", window_ms=None, frame_rate=None,
         c.scale(factors)
     order, classes = rank_models(models)
     problems = []
+    notes = []
+    if n_units > 1:
+        models, notes = assign_units(models, costs, classes, order, n_units)
+        for c, m in zip(costs, models):
+            c.model = m     # the costs do not depend on the unit list (identical units)
 
     def fault(msg):
         if strict:
@@ -434,6 +464,7 @@ def plan_schedule(models, platform="stm32f746", window_ms=None, frame_rate=None,
         if mp.kind == LOW:
             mi = models.index(next(m for m in models if m.name == mp.name))
             mp.instances = n_inst.get(mi, 0)
+    sched.notes = list(notes)
     sched.memory = _memory_summary(sched, plan_memory)
     sched.options = dict(window_ms=window_ms, split=split, fill=fill, guard_us=guard_us, tick_us=tick_us,
                          max_hyper=max_hyper, strict=strict, plan_memory=plan_memory,

@@ -114,6 +114,7 @@ class Schedule:
     overrun_tolerance: float = 0.02   # share over the estimate that is not yet an overrun
     max_lag: int = 0                  # windows a low item may slip before its instance is dropped
     options: dict = dataclasses.field(default_factory=dict)   # plan_schedule's arguments (for replan)
+    notes: list = dataclasses.field(default_factory=list)      # warnings that are not faults (an idle unit)
 
     @property
     def prefetch_units(self):
@@ -181,7 +182,7 @@ class Schedule:
         for mp in self.model_plans:
             cls = "priority" if mp.kind == PRIORITY else "low"
             est = ", ".join(f"unit {u}: {self.ms(c):.2f} ms" for u, c in mp.estimate.items())
-            line = f"  #{mp.rank} {mp.name:<28} {cls:<8} est {est}"
+            line = f"  #{mp.rank} {mp.name:<28} {cls:<8} unit {'+'.join(str(u) for u in mp.units)}, est {est}"
             if mp.kind == LOW:
                 per = "back to back" if mp.rate == "max" else f"every {mp.period} window(s)"
                 line += f"; {len(mp.groups)} sub-model(s), {mp.instances} run(s) per table ({per})"
@@ -191,4 +192,6 @@ class Schedule:
         lines.append(f"  planned utilisation of the remaining periods: {100 * self.planned_utilisation():.1f} %")
         for p in self.problems:
             lines.append(f"  PROBLEM: {p}")
+        for n in self.notes:
+            lines.append(f"  note: {n}")
         return "\n".join(lines)
