@@ -158,7 +158,7 @@ PE_GOP_LUT = 161
 
 @register("PE_LUT", code=161, c_name="PE_GOP_LUT")
 def prepare_pe_lut(c):
-    """PE_LUT (pyembed.passes.elementwise): out[i] = table[in[i] + 128]."""
+    """PE_LUT (pyembed.passes.elementwise, pyembed.passes.float_islands): out[i] = table[in[i] + 128]."""
     op = c.op
     x, table, y = c.tensor(0, "input"), c.tensor(1, "table"), c.output()
     for t, what in ((x, "input"), (table, "table"), (y, "output")):
