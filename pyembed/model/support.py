@@ -61,7 +61,9 @@ def executable_problems(graph):
                     if any(t in fset for t in list(op.inputs) + list(op.outputs) if t >= 0)]
         ops = ", ".join(f"#{op.index} {op.type} ({_signature(graph, op)})" for op in touching[:6])
         ops += f" and {len(touching) - 6} more" if len(touching) > 6 else ""
-        left = [r for r in getattr(graph, "float_islands", None) or [] if r["result"] != "fused"]
+        float_names = {graph.tensors[t].name for t in floats}
+        left = [r for r in getattr(graph, "float_islands", None) or []
+                if r["result"] != "fused" and r["output"] in float_names]
         why = ("; not folded into an int8 table: " + "; ".join(f"{r['output']!r} {r['result']}" for r in left[:3])
                if left else "")
         problems.append(f"{len(floats)} float32 tensor(s) between operators (tensors {names}{more}) written or "

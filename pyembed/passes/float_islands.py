@@ -192,8 +192,9 @@ def _island_from(graph, deq, users):
         for u in users.get(t, []):
             if u in ops or u in exits:
                 continue
-            if u.type == "QUANTIZE" and graph.tensors[u.outputs[0]].dtype == np.int8 \
-                    and graph.tensors[u.outputs[0]].size == n:
+            qo = graph.tensors[u.outputs[0]] if u.outputs and u.outputs[0] >= 0 else None
+            if u.type == "QUANTIZE" and qo is not None and qo.dtype == np.int8 and qo.size == n \
+                    and qo.is_quantized and np.size(qo.scale) == 1:
                 exits.append(u)
                 continue
             out = graph.tensors[u.outputs[0]] if u.outputs and u.outputs[0] >= 0 else None
@@ -319,6 +320,10 @@ def fold_float_islands(graph):
             seen.add(id(op))
             x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
             if x.is_constant or x.dtype != np.int8 or not _is_f32(y) or not x.is_quantized:
+                continue
+            if np.size(x.scale) != 1:
+                report.append({"output": y.name, "ops": ["DEQUANTIZE"],
+                               "result": "left as it is: per-channel quantization of its int8 input"})
                 continue
             got, why = _island_from(graph, op, users)
             if got is None:
