@@ -279,3 +279,43 @@ def test_emitted_c_program_runs_an_island_bit_exact_with_tflm(tmp_path):
     want = tflm(model, EVERY)[0].astype(np.int64)
     bad = mismatches(got, want, EVERY)
     assert not bad, bad
+
+
+def test_converter_layernorm_with_a_float_neg_island_fuses_into_one_row_operator(tmp_path):
+    """Keras 3's LayerNorm as an int8 converter writes it (NEG of the mean as
+    DEQUANTIZE -> NEG -> QUANTIZE): the island loads as a table, the
+    transformer passes take the table into PE_LAYERNORM (a LUT step), bit-exact
+    with the interpreter, through Graph.run and the emitted C on the host,
+    with a smaller arena than layer by layer."""
+    from pyembed import _csrc
+    from pyembed.bench import _transformer_models as tm
+    from pyembed.codegen.emit import write_plan_outputs
+    from pyembed.passes.transformer import fuse_transformer
+    from pyembed.plan import plan_graph
+    model, _ = tm.build_norm_block(tokens=8, dim=16, variant="keras3_island", seed=5)
+    g = load_tflite_bytes(model)
+    assert "PE_LUT" in [op.type for op in g.operators] and g.unsupported == []
+    layers = plan_graph(g).arena_size
+    fuse_transformer(g, attention="tflm")
+    assert [op.type for op in g.operators] == ["FULLY_CONNECTED", "PE_LAYERNORM", "FULLY_CONNECTED"]
+    assert "PE_LUT" in g.operators[1].options["ops"]
+    plan = plan_graph(g, overlaps=True)
+    assert plan.arena_size < layers, (plan.arena_size, layers)
+    rng = np.random.default_rng(31)
+    shape = g.tensors[g.inputs[0]].shape
+    xs = [rng.integers(-128, 128, shape).astype(np.int8) for _ in range(4)]
+    wants = tflm(model, *xs)
+    failures = [f"input {k}: {mismatches(g.run(x)[0], w, x)}" for k, (x, w) in enumerate(zip(xs, wants))
+                if mismatches(g.run(x)[0], w, x)]
+    assert not failures, failures
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    csrc = os.path.join(root, "csrc")
+    write_plan_outputs(g, plan, tmp_path)
+    r = subprocess.run(["gcc", "-std=c99", "-O1", f"-I{csrc}/include", "-I.", "model_main.c", "model_graph.c",
+                        "model_data.c", *_csrc.all_sources(csrc), "-o", "model_main", "-lm"], cwd=tmp_path,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    for x, want in zip(xs, wants):
+        out = subprocess.run([str(tmp_path / "model_main")], input=x.tobytes(), capture_output=True, check=True)
+        got = np.array(out.stdout.decode().split(), dtype=np.int64).reshape(want.shape)
+        assert not mismatches(got, want.astype(np.int64), x)
