@@ -262,12 +262,14 @@ def sample_inputs(name, tokens, count, seed):
     return rng.normal(0.0, 1.0, (count, tokens, cfg["features"]))
 
 
-def build(name, tokens, seed=0, calib=4, mask=False, norm=True, gelu=True):
+def build(name, tokens, seed=0, calib=4, mask=False, norm=True, gelu=True, norm_variant="keras2"):
     """(tflite bytes, info) of model ``name`` at ``tokens`` tokens (the ViT
     adds a class token: its attention runs over tokens + 1 rows). Each
     layer is pre-LN: LayerNorm -> attention -> residual ADD, LayerNorm ->
     FC -> GELU (tanh-approximation chain) -> FC -> residual ADD; a final
-    LayerNorm. norm / gelu False: no LayerNorm, ReLU instead of GELU. info
+    LayerNorm. norm / gelu False: no LayerNorm, ReLU instead of GELU;
+    norm_variant: how the LayerNorms are written (_Builder.layernorm;
+    "keras3_island": with float islands, as int8 converters write ViTs). info
     has the input scale / zero point, the number of attention chains, of
     LayerNorms and of GELU chains."""
     cfg = CONFIGS[name]
@@ -294,7 +296,7 @@ def build(name, tokens, seed=0, calib=4, mask=False, norm=True, gelu=True):
     def norm_of(t):
         if not norm:
             return t
-        return b.layernorm(t, rng.uniform(0.8, 1.2, D), rng.normal(0, 0.1, D))
+        return b.layernorm(t, rng.uniform(0.8, 1.2, D), rng.normal(0, 0.1, D), variant=norm_variant)
 
     for _ in range(cfg["layers"]):
         a_in = norm_of(h)
