@@ -473,7 +473,7 @@ def _within_half_a_step(blob, xs):
     reference and the kernel compute the same operator."""
     from pyembed.model.float_ref import dequantize, run_float
     g = load_tflite_bytes(blob)
-    x_t, y_t = g.tensors[g.inputs[0]], g.tensors[g.outputs[0]]
+    y_t = g.tensors[g.outputs[0]]
     q = g.run(xs if len(xs) > 1 else xs[0])[0]
     ref = run_float(g, [dequantize(g.tensors[t], x) for t, x in zip(g.inputs, xs)])[g.outputs[0]]
     s, z = float(y_t.scale[0]), int(y_t.zero_point[0])
