@@ -442,7 +442,8 @@ def test_plan_refuses_a_float_model(tmp_path):
     path.write_bytes(m)
     r = _cli(["plan", str(path), "-o", str(tmp_path / "out")])
     assert r.exit_code == 2 and "float model" in r.output, r.output
-    # int8 at the boundary, float in between: the float activations are listed
+    # int8 at the boundary, float PAD in between (not element-wise, so not a
+    # table): the operator is named with its types, the model is not called float
     m = build([T((1, 4, 4, 2)), dict(T((1, 4, 4, 2), f32), scale=None), pads,
                dict(T((1, 6, 6, 2), f32), scale=None), T((1, 6, 6, 2))],
               [("DEQUANTIZE", [0], [1], {}), ("PAD", [1, 2], [3], {}), ("QUANTIZE", [3], [4], {})], [0], [4])
@@ -450,7 +451,8 @@ def test_plan_refuses_a_float_model(tmp_path):
     for args in (["plan", str(path), "-o", str(tmp_path / "out")], ["simulate", str(path)]):
         r = _cli(args)
         assert r.exit_code == 2, r.output
-        assert "float model" in r.output and "float32 activation" in r.output and "PAD" in r.output
+        assert "float model" not in r.output and "quantize it first" not in r.output, r.output
+        assert "#1 PAD (float32 -> float32" in r.output and "float32 tensor(s) between operators" in r.output
 
 
 def test_ops_command_lists_every_registered_operator():

@@ -461,3 +461,39 @@ def test_litert_int16_fc_reads_an_int32_bias_as_int64():
         assert _mismatches(ref[:, :O // 2], want_half) == []
         assert not np.array_equal(ref, g32.run([x])[0])     # so not TFLM's int32-bias result
         assert _mismatches(g32.run([x])[0], run(blob32, x, OpResolverType.BUILTIN)) == []
+
+
+# -- float64 references (pyembed check, simulate --report) ------------------------------------------
+
+def _within_half_a_step(blob, xs):
+    """How far the int8 output lies from the float64 reference fed the same
+    (dequantized) int8 input (clamped to the output's range), in output
+    steps, minus what the kernel's two roundings allow (half a step, plus
+    2^(shift - 1) for the first rounding of a right shift): <= 0 when the
+    reference and the kernel compute the same operator."""
+    from pyembed.model.float_ref import dequantize, run_float
+    g = load_tflite_bytes(blob)
+    y_t = g.tensors[g.outputs[0]]
+    q = g.run(xs if len(xs) > 1 else xs[0])[0]
+    ref = run_float(g, [dequantize(g.tensors[t], x) for t, x in zip(g.inputs, xs)])[g.outputs[0]]
+    s, z = float(y_t.scale[0]), int(y_t.zero_point[0])
+    ref = np.clip(ref, (-128 - z) * s, (127 - z) * s)
+    err = np.abs(dequantize(y_t, q) - ref) / s
+    shifts = np.atleast_1d(g.operators[0].params["shift"])
+    allowed = 0.5 + max(2.0 ** (int(v) - 1) if v < 0 else 0.0 for v in shifts) + 1e-6
+    return float(err.max()) - allowed
+
+
+def test_transpose_conv_float_reference_matches_the_int8_kernel():
+    rng = np.random.default_rng(13)
+    worst = []
+    for k in range(24):
+        blob, xs = _tconv_case(rng, k, bias=k % 4 != 1, act=[None, "RELU", "RELU6"][k % 3])
+        worst.append(_within_half_a_step(blob, xs))
+    assert max(worst) <= 0, worst
+
+
+def test_batch_matmul_float_reference_matches_the_int8_kernel():
+    rng = np.random.default_rng(14)
+    worst = [_within_half_a_step(*_bmm_case(rng, k)) for k in range(24)]
+    assert max(worst) <= 0, worst

@@ -2,7 +2,7 @@
  * the same kernels run on whole tensors: MEAN over the last axis (pe_reduce
  * through pe_math_invoke), MUL broadcasting one value per row, ADD of a row
  * constant; malformed words, missing constants and short scratch refused;
- * PE_LAYERNORM_HP against its formula in double. */
+ * a LUT step against its table; PE_LAYERNORM_HP against its formula in double. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -203,9 +203,62 @@ static void hp_against_double(void)
     PE_CHECK_EQ(pe_layernorm_hp_s8(R, DD, 0, 0, eps, x, g, b, out), PE_ERR_ARG);
 }
 
+/* A LUT step (a float island's table): rows x through a 256-entry table
+ * given as constant 1; a slot as the table, words, or a short table refused. */
+static void lut_step(void)
+{
+    int32_t w[16], k;
+    int8_t x[ROWS * DEPTH], table[256], got[ROWS * DEPTH];
+    const int8_t *consts[2];
+    int32_t counts[2];
+    pe_context ctx = {NULL, 0, NULL};
+    const int32_t n = 4 + 2 + 5;
+    w[0] = ROWS;
+    w[1] = DEPTH;
+    w[2] = 2;
+    w[3] = 1;
+    w[4] = DEPTH;
+    w[5] = DEPTH;
+    w[6] = PE_LN_STEP_LUT;
+    w[7] = 0;
+    w[8] = -1;
+    w[9] = 1;
+    w[10] = 0;
+    for (k = 0; k < 256; k++) {
+        table[k] = rnd8();
+    }
+    for (k = 0; k < ROWS * DEPTH; k++) {
+        x[k] = rnd8();
+    }
+    x[0] = -128;
+    x[1] = 127;
+    consts[0] = NULL;
+    consts[1] = table;
+    counts[0] = 0;
+    counts[1] = 256;
+    PE_CHECK_EQ(pe_layernorm_s8(&ctx, w, n, x, consts, counts, 1, got), PE_OK);
+    for (k = 0; k < ROWS * DEPTH; k++) {
+        PE_CHECK_EQ(got[k], table[(int32_t)x[k] + 128]);
+    }
+    counts[1] = 255; /* not a table */
+    PE_CHECK_EQ(pe_layernorm_s8(&ctx, w, n, x, consts, counts, 1, got), PE_ERR_ARG);
+    counts[1] = DEPTH; /* a row, not a table */
+    PE_CHECK_EQ(pe_layernorm_s8(&ctx, w, n, x, consts, counts, 1, got), PE_ERR_ARG);
+    counts[1] = 256;
+    w[8] = 0; /* the table must be a constant */
+    PE_CHECK_EQ(pe_layernorm_s8(&ctx, w, n, x, consts, counts, 1, got), PE_ERR_ARG);
+    w[8] = PE_LN_NONE;
+    PE_CHECK_EQ(pe_layernorm_s8(&ctx, w, n, x, consts, counts, 1, got), PE_ERR_ARG);
+    w[8] = -1;
+    w[10] = 1; /* no words */
+    w[11] = 0;
+    PE_CHECK_EQ(pe_layernorm_s8(&ctx, w, n + 1, x, consts, counts, 1, got), PE_ERR_ARG);
+}
+
 int main(void)
 {
     matches_whole_tensor_kernels();
+    lut_step();
     malformed_words();
     hp_against_double();
     return PE_TEST_END("test_layernorm");

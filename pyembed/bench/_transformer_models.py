@@ -171,6 +171,8 @@ class _Builder:
         keras2 (tf.nn.batch_normalization): MEAN, SQUARED_DIFFERENCE, MEAN,
         ADD eps, RSQRT, MUL gamma, MUL x, MUL mean, SUB from beta, ADD;
         keras3: ... RSQRT, MUL gamma, NEG mean, MUL, ADD beta, MUL x, ADD;
+        keras3_island: keras3 with NEG as a float island (DEQUANTIZE, NEG in
+        float32, QUANTIZE), as converters write int8 ViTs;
         manual: SUB mean, MUL (square), MEAN, ADD eps, RSQRT, MUL, MUL gamma,
         ADD beta; rms (RMSNorm, no beta): MUL (square), MEAN, ADD eps, RSQRT,
         MUL x, MUL gamma."""
@@ -189,13 +191,25 @@ class _Builder:
         if variant == "manual":
             return self.add(self.mul(self.mul(d, r), g), bt)
         inv = self.mul(r, g)
-        if variant == "keras3":
-            nm = self.unary("NEG", mean, lambda v: -v,
-                            fixed=(self.tensors[mean]["scale"], min(127, -self.tensors[mean]["zp"])))
+        if variant in ("keras3", "keras3_island"):
+            fixed = (self.tensors[mean]["scale"], min(127, -self.tensors[mean]["zp"]))
+            if variant == "keras3":
+                nm = self.unary("NEG", mean, lambda v: -v, fixed=fixed)
+            else:
+                nm = self.float_neg(mean, fixed)
             res = self.add(self.mul(nm, inv), bt)
             return self.add(self.mul(x, inv), res)
         sh = self.binary("SUB", bt, self.mul(mean, inv), lambda a, b: a - b, "SubOptions")
         return self.add(self.mul(x, inv), sh)
+
+    def float_neg(self, x, fixed):
+        """NEG as a float island: DEQUANTIZE -> NEG (float32) -> QUANTIZE, as
+        the converter writes it inside a ViT's LayerNorm."""
+        f = self._add(self.tensors[x]["shape"], np.float32)
+        nf = self._add(self.tensors[x]["shape"], np.float32)
+        out = self.act(-self.vals[x], fixed)
+        self.ops += [("DEQUANTIZE", [x], [f], {}), ("NEG", [f], [nf], {}), ("QUANTIZE", [nf], [out], {})]
+        return out
 
     def gelu_tanh(self, x):
         """GELU, tanh approximation, as converters write it without a GELU
@@ -248,12 +262,14 @@ def sample_inputs(name, tokens, count, seed):
     return rng.normal(0.0, 1.0, (count, tokens, cfg["features"]))
 
 
-def build(name, tokens, seed=0, calib=4, mask=False, norm=True, gelu=True):
+def build(name, tokens, seed=0, calib=4, mask=False, norm=True, gelu=True, norm_variant="keras2"):
     """(tflite bytes, info) of model ``name`` at ``tokens`` tokens (the ViT
     adds a class token: its attention runs over tokens + 1 rows). Each
     layer is pre-LN: LayerNorm -> attention -> residual ADD, LayerNorm ->
     FC -> GELU (tanh-approximation chain) -> FC -> residual ADD; a final
-    LayerNorm. norm / gelu False: no LayerNorm, ReLU instead of GELU. info
+    LayerNorm. norm / gelu False: no LayerNorm, ReLU instead of GELU;
+    norm_variant: how the LayerNorms are written (_Builder.layernorm;
+    "keras3_island": with float islands, as int8 converters write ViTs). info
     has the input scale / zero point, the number of attention chains, of
     LayerNorms and of GELU chains."""
     cfg = CONFIGS[name]
@@ -280,7 +296,7 @@ def build(name, tokens, seed=0, calib=4, mask=False, norm=True, gelu=True):
     def norm_of(t):
         if not norm:
             return t
-        return b.layernorm(t, rng.uniform(0.8, 1.2, D), rng.normal(0, 0.1, D))
+        return b.layernorm(t, rng.uniform(0.8, 1.2, D), rng.normal(0, 0.1, D), variant=norm_variant)
 
     for _ in range(cfg["layers"]):
         a_in = norm_of(h)
@@ -432,7 +448,8 @@ def serialize(tensors, ops, inputs, outputs):
     import flatbuffers
     from pyembed.codegen.tflite_offline import _schema
     S = _schema()
-    types = {np.dtype(np.int8): S.TensorType.INT8, np.dtype(np.int32): S.TensorType.INT32}
+    types = {np.dtype(np.int8): S.TensorType.INT8, np.dtype(np.int32): S.TensorType.INT32,
+             np.dtype(np.float32): S.TensorType.FLOAT32}
     m = S.ModelT()
     m.version, m.buffers, m.operatorCodes = 3, [S.BufferT()], []
     sg = S.SubGraphT()

@@ -7,7 +7,9 @@ For every bundled model (pyembed/data/models) and the small models the test
 suite builds (:func:`built_models`, one per data movement operator family
 plus shape arithmetic folded at import):
 
-  ops         the operator types, and those pyembed cannot run
+  ops         the operator types (after loading: float islands are PE_LUT
+              tables, pyembed.passes.float_islands), and those pyembed
+              cannot run
   bit-exact   measured here: N random inputs (seeded) through pyembed's C
               graph runtime and through the tflite-micro interpreter, every
               output compared with ==; "n/a" when pyembed cannot run it
@@ -43,7 +45,7 @@ def _c(values):
     return _t(v.shape, np.int32, data=v)
 
 
-_TABLES = {"PADV2": "PadV2Options", "SPLIT_V": "SplitVOptions"}
+_TABLES = {"PADV2": "PadV2Options", "SPLIT_V": "SplitVOptions", "MEAN": "ReducerOptions"}
 _ACT = {None: 0, "RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3}
 
 
@@ -81,7 +83,10 @@ def build_named(tensors, ops, inputs, outputs):
 
 
 def built_models():
-    """(name, .tflite bytes) of the small models tests/test_ops_data.py builds."""
+    """(name, .tflite bytes) of the small models tests/test_ops_data.py builds,
+    and an int8 model with two float islands (x - mean as DEQUANTIZE -> NEG ->
+    QUANTIZE, and DEQUANTIZE -> SQUARE -> ADD 1e-3 -> RSQRT -> QUANTIZE), which
+    load as PE_LUT tables (tests/test_float_islands.py)."""
     build_model = build_named
     out = []
     out.append(("built_pad_concat_resize", build_model(
@@ -107,6 +112,17 @@ def built_models():
         [("SHAPE", [0], [1], {"out_type": 2}), ("STRIDED_SLICE", [1, 2, 3, 4], [5], {"shrink_axis_mask": 1}),
          ("PACK", [5, 6], [7], {"axis": 0, "values_count": 2}), ("RESHAPE", [0, 7], [8], {}),
          ("RESHAPE", [8, 11], [12], {}), ("RESIZE_NEAREST_NEIGHBOR", [12, 9], [10], {})], [0], [10])))
+    f32 = np.float32
+    out.append(("built_float_islands", build_model(
+        [_t((1, 16, 8), zp=2), _c([2]), _t((1, 16, 1), zp=2), _t((1, 16, 1), f32, scale=None),
+         _t((1, 16, 1), f32, scale=None), _t((1, 16, 1), zp=-2), _t((1, 16, 8), scale=0.1),
+         _t((1, 16, 8), f32, scale=None), _t((1, 16, 8), f32, scale=None),
+         _t((), f32, scale=None, data=np.array(1e-3, f32)), _t((1, 16, 8), f32, scale=None),
+         _t((1, 16, 8), f32, scale=None), _t((1, 16, 8), scale=0.1, zp=-128)],
+        [("MEAN", [0, 1], [2], {"keep_dims": True}), ("DEQUANTIZE", [2], [3], {}), ("NEG", [3], [4], {}),
+         ("QUANTIZE", [4], [5], {}), ("ADD", [0, 5], [6], {}), ("DEQUANTIZE", [6], [7], {}),
+         ("SQUARE", [7], [8], {}), ("ADD", [8, 9], [10], {}), ("RSQRT", [10], [11], {}),
+         ("QUANTIZE", [11], [12], {})], [0], [12])))
     return out
 
 
@@ -133,6 +149,7 @@ def bench_model(name, data, n_inputs, seed=0):
         return row
     row["ops"] = sorted({op.type for op in g.operators})
     row["folded"] = list(getattr(g, "folded", []))
+    row["float_islands"] = sum(1 for r in getattr(g, "float_islands", []) if r["result"] == "fused")
     row["unsupported"] = sorted({t for _, t in g.unsupported})
     row["tflm"] = tflm_head(data)
     row["arena"] = None
@@ -179,7 +196,9 @@ def render(res):
     s = res["summary"]
     return "\n".join([table(heads, rows), "",
                       f"runs {s['runnable']}/{s['models']} models; bit-exact with TFLM on {s['bit_exact']}/"
-                      f"{s['runnable']}; arena <= TFLM head on {s['arena_le_tflm']}/{s['arena_compared']}"])
+                      f"{s['runnable']}; arena <= TFLM head on {s['arena_le_tflm']}/{s['arena_compared']}"
+                      + (f"; float islands run as int8 tables: {s['float_islands']} in "
+                         f"{s['float_island_models']} model(s)" if s.get("float_islands") else "")])
 
 
 def main(argv):
@@ -201,6 +220,8 @@ def main(argv):
     both = [r for r in runnable if r["tflm"]]
     res["summary"] = {"models": len(res["models"]), "runnable": len(runnable),
                       "bit_exact": sum(1 for r in runnable if r["bit_exact"]),
-                      "arena_compared": len(both), "arena_le_tflm": sum(1 for r in both if _head(r) <= r["tflm"])}
+                      "arena_compared": len(both), "arena_le_tflm": sum(1 for r in both if _head(r) <= r["tflm"]),
+                      "float_islands": sum(r.get("float_islands", 0) for r in res["models"]),
+                      "float_island_models": sum(1 for r in res["models"] if r.get("float_islands"))}
     emit(res, a.json, render)
     return 0

@@ -38,6 +38,10 @@ def graph_from_raw(raw, label, source_format=""):
             if t >= 0 and tensors[t].is_constant:
                 raise ModelError(f"{label}: operator {op.index} ({op.type}) writes tensor {t} "
                                  f"({tensors[t].name!r}), which is constant")
+    # DEQUANTIZE -> float32 element-wise -> QUANTIZE islands: int8 tables
+    from pyembed.passes.float_islands import fold_float_islands
+    g.float_islands = fold_float_islands(g)
+    operators = g.operators
     for op in operators:
         # RESHAPE, SQUEEZE and EXPAND_DIMS keep the bytes: the output aliases the input
         if op.type in ("RESHAPE", "SQUEEZE", "EXPAND_DIMS") and op.supported and op.inputs and op.inputs[0] >= 0:

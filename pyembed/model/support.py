@@ -1,8 +1,9 @@
 """Can the C graph runtime execute a graph? The check ``pyembed plan`` and
 ``pyembed simulate`` make before planning: a plan for a graph with operators
 the runtime does not implement would leave out their scratch (and their
-kernels), and a float model (float activations flowing between operators)
-is not what pyembed's integer kernels run."""
+kernels). Float32 tensors between operators are run only inside
+element-wise float islands, which loading folds into int8 tables
+(pyembed.passes.float_islands); anything else is named with its types."""
 import numpy as np
 
 from pyembed.errors import UnsupportedError
@@ -19,20 +20,56 @@ def float_activations(graph):
                   if graph.tensors[t].dtype is not None and np.issubdtype(graph.tensors[t].dtype, np.floating))
 
 
+def _type_name(t):
+    return (t.type_name or (np.dtype(t.dtype).name if t.dtype is not None else "?")).lower()
+
+
+def _signature(graph, op):
+    """An operator's element types, e.g. "float32 -> float32" (constants left out)."""
+    def names(ts):
+        return ", ".join(_type_name(graph.tensors[t]) for t in ts
+                         if t >= 0 and not graph.tensors[t].is_constant) or "-"
+    return f"{names(op.inputs)} -> {names(op.outputs)}"
+
+
 def executable_problems(graph):
-    """Plain-text reasons the runtime cannot execute graph (empty if it can)."""
+    """Plain-text reasons the runtime cannot execute graph (empty if it can):
+    the operators it cannot run, each with its element types and why, and
+    float32 tensors between operators with the operators writing and reading
+    them (an int8 model's float island that is not element-wise, which
+    pyembed.passes.float_islands could not fold into a table)."""
     problems = []
     if graph.unsupported:
-        listed = ", ".join(f"#{i} {t}" for i, t in graph.unsupported)
+        by_index = {op.index: op for op in graph.operators}
+        parts = []
+        for i, t in graph.unsupported:
+            op = by_index.get(i)
+            if op is None:
+                parts.append(f"#{i} {t}")
+                continue
+            why = f": {op.reason}" if getattr(op, "reason", "") else ""
+            parts.append(f"#{i} {t} ({_signature(graph, op)}{why})")
         kinds = sorted({t for _, t in graph.unsupported})
         problems.append(f"{len(graph.unsupported)} operator(s) the runtime does not implement "
-                        f"({', '.join(kinds)}): {listed}")
+                        f"({', '.join(kinds)}): {'; '.join(parts)}")
     floats = float_activations(graph)
     if floats:
         names = ", ".join(f"{t} {graph.tensors[t].name!r}" for t in floats[:5])
         more = f" and {len(floats) - 5} more" if len(floats) > 5 else ""
-        problems.append(f"a float model: {len(floats)} float32 activation(s) between operators "
-                        f"(tensors {names}{more}); pyembed runs int8 models (quantize it first)")
+        fset = set(floats)
+        touching = [op for op in graph.operators
+                    if any(t in fset for t in list(op.inputs) + list(op.outputs) if t >= 0)]
+        ops = ", ".join(f"#{op.index} {op.type} ({_signature(graph, op)})" for op in touching[:6])
+        ops += f" and {len(touching) - 6} more" if len(touching) > 6 else ""
+        float_names = {graph.tensors[t].name for t in floats}
+        left = [r for r in getattr(graph, "float_islands", None) or []
+                if r["result"] != "fused" and r["output"] in float_names]
+        why = ("; not folded into an int8 table: " + "; ".join(f"{r['output']!r} {r['result']}" for r in left[:3])
+               if left else "")
+        problems.append(f"{len(floats)} float32 tensor(s) between operators (tensors {names}{more}) written or "
+                        f"read by {ops}: pyembed runs float32 only inside element-wise islands "
+                        f"(DEQUANTIZE -> element-wise float32 operators -> QUANTIZE, folded into int8 tables)"
+                        f"{why}")
     return problems
 
 

@@ -356,6 +356,9 @@ def _options(op, op_type):
     if op_type in ("ADD", "SUB") and otype in (B.AddOptions, B.SubOptions):
         o = load(tflite.AddOptions)
         return {"activation": _ACTIVATION.get(int(o.FusedActivationFunction()), int(o.FusedActivationFunction()))}
+    if op_type == "DIV" and otype == B.DivOptions:
+        o = load(tflite.DivOptions)
+        return {"activation": _ACTIVATION.get(int(o.FusedActivationFunction()), int(o.FusedActivationFunction()))}
     if op_type == "MUL" and otype == B.MulOptions:
         o = load(tflite.MulOptions)
         return {"activation": _ACTIVATION.get(int(o.FusedActivationFunction()), int(o.FusedActivationFunction()))}

@@ -16,8 +16,9 @@ acts inside one row.
 (keep_dims) of an int8 activation x, grows the set of operators whose
 non-constant inputs are x or earlier chain outputs (ADD, MUL, SUB,
 SQUARED_DIFFERENCE, RSQRT, NEG, MEAN over the last axis, and the other
-element-wise math operators), whose constants are one value or one row of D
-values, and whose outputs are rows of x's shape or one value per row; it
+element-wise math operators, and PE_LUT tables: the converter's float
+islands, DEQUANTIZE -> NEG -> QUANTIZE, loaded as tables), whose constants
+are one value or one row of D values, and whose outputs are rows of x's shape or one value per row; it
 keeps the longest prefix (graph order) that ends in exactly one tensor read
 outside it, of x's shape (less a pointwise tail with scalar constants: an
 activation after the norm is left to pyembed.passes.elementwise), and replaces it by one ``PE_LAYERNORM`` operator
@@ -32,7 +33,7 @@ import numpy as np
 from pyembed.passes._splice import splice_fused
 
 ROW_OPS = ("ADD", "MUL", "SUB", "SQUARED_DIFFERENCE", "RSQRT", "NEG", "MEAN", "ABS", "RELU", "RELU6",
-           "MINIMUM", "MAXIMUM", "LOGISTIC", "TANH", "GELU", "HARD_SWISH", "LEAKY_RELU")
+           "MINIMUM", "MAXIMUM", "LOGISTIC", "TANH", "GELU", "HARD_SWISH", "LEAKY_RELU", "PE_LUT")
 
 
 def _is_last_axis_mean(graph, op):
@@ -75,6 +76,8 @@ def _candidates(graph, x):
                 ins = ins[:1]
             if not ins or not any(t in inside for t in ins):
                 continue
+            if op.type == "PE_LUT":
+                ins = ins[:1]   # its table is a constant of 256 entries
             if not all(t in inside or _row_const(graph, t, depth) for t in ins):
                 continue
             y = graph.tensors[op.outputs[0]]

@@ -23,7 +23,8 @@
  *   K steps, each: type, in0, in1, out, num_words, num_words words.
  * A step operand (in0, in1) is a slot (>= 0) or -k for the operator's input
  * k (k >= 1: a constant of 1 or D int8 values, the same for every row);
- * in1 = PE_LN_NONE for one-input operators. out is a slot >= 1; a step may
+ * in1 = PE_LN_NONE for one-input operators. A constant holds 1 or D values,
+ * or 256 (a LUT step's table). out is a slot >= 1; a step may
  * not write a slot it reads. Types and their words:
  *   7  ADD   in1_off, in2_off, out_off, left_shift, m1, s1, m2, s2, m_out,
  *            s_out, act_min, act_max (pe_add_params, double rounding)
@@ -31,6 +32,9 @@
  *   60..78   the math operators (pe_math_ops.h), their words for row
  *            shapes (MEAN: rank 1, dims [D], axis_mask 1; broadcasting
  *            operators: the shape block of [len_out], [len0], [len1])
+ *   161 LUT  no words; in1 = -k, a constant of 256 int8 values (the
+ *            table); out[i] = table[in0[i] + 128] (PE_LUT, a float island
+ *            of the converter's LayerNorm, pyembed.passes.float_islands)
  * Broadcasting inside a row: an operand of length 1 against one of D.
  *
  * Scratch: the sum of the lengths of slots 2..S-1 (bytes), independent of
@@ -53,6 +57,9 @@ extern "C" {
  * operator code (pe_math_ops.h). */
 #define PE_LN_STEP_ADD 7
 #define PE_LN_STEP_MUL 8
+/* A 256-entry int8 table (the graph runtime's PE_GOP_LUT code). */
+#define PE_LN_STEP_LUT 161
+#define PE_LN_LUT_ENTRIES 256
 /* At most this many inputs (the graph's PE_GRAPH_MAX_IO). */
 #define PE_LN_MAX_INPUTS 64
 

@@ -16,6 +16,9 @@ Prepare steps compute it (csrc/include/pyembed/pe_matmul.h, pe_tconv.h).
 Neither needs scratch: both C kernels read their operands in place (TFLM's
 TRANSPOSE_CONV asks for an int32 copy of its output, out elements * 4 bytes;
 BATCH_MATMUL keeps transposed copies in its persistent arena).
+
+float_reference: both in float64 from the model's options (the float
+reference of pyembed check and simulate --report).
 """
 import numpy as np
 
@@ -165,3 +168,50 @@ def prepare_transpose_conv(c):
                  + [int(v) for v in shift]}
     op.macs = int(n * _taps(oh, ih, kh, sh, pt) * _taps(ow, iw, kw, sw, pl) * ic * oc)
     op.scratch_bytes = 0
+
+
+# -- float64 references (pyembed.model.float_ref calls float_reference) ----------
+
+def _tconv_float(graph, op, x):
+    """TRANSPOSE_CONV in float64 from the model's options: every input pixel
+    scatters x * w[oc, ky, kx, :] to output (iy * sh + ky - pad_top,
+    ix * sw + kx - pad_left); bias in the accumulator's unit; fused activation."""
+    from pyembed.model.float_ref import _activation, _bias, dequantize
+    o = op.options
+    w_t = graph.tensors[op.inputs[1]]
+    w = dequantize(w_t)
+    n, oh, ow, oc = (int(d) for d in graph.tensors[op.outputs[0]].shape)
+    _, kh, kw, ic = w.shape
+    sh, sw = (int(v) for v in o["stride"])
+    pt, pl = _tconv_pad(o["padding"], oh, kh, sh), _tconv_pad(o["padding"], ow, kw, sw)
+    x = np.asarray(x, dtype=np.float64).reshape(graph.tensors[op.inputs[2]].shape)
+    ih, iw = x.shape[1:3]
+    full = np.zeros((n, max((ih - 1) * sh + kh, pt + oh), max((iw - 1) * sw + kw, pl + ow), oc))
+    for ky in range(kh):
+        for kx in range(kw):
+            full[:, ky:ky + (ih - 1) * sh + 1:sh, kx:kx + (iw - 1) * sw + 1:sw, :] += x @ w[:, ky, kx, :].T
+    y = full[:, pt:pt + oh, pl:pl + ow, :] + _bias(graph, op, 3, graph.tensors[op.inputs[2]], w_t, oc)
+    return _activation(y, o.get("activation"))
+
+
+def _bmm_float(graph, op, a, b):
+    """BATCH_MATMUL in float64: ranks extended to 5, adj_x / adj_y, batch
+    dimensions broadcast."""
+    o = op.options
+    a = np.asarray(a, dtype=np.float64).reshape(_extend5(graph.tensors[op.inputs[0]].shape))
+    b = np.asarray(b, dtype=np.float64).reshape(_extend5(graph.tensors[op.inputs[1]].shape))
+    if o.get("adj_x"):
+        a = np.swapaxes(a, -1, -2)
+    if o.get("adj_y"):
+        b = np.swapaxes(b, -1, -2)
+    return np.matmul(a, b).reshape(graph.tensors[op.outputs[0]].shape)
+
+
+def float_reference(graph, op, inputs):
+    """The real (float64) output of BATCH_MATMUL / TRANSPOSE_CONV on real inputs."""
+    from pyembed.errors import UnsupportedError
+    if op.type == "TRANSPOSE_CONV":
+        return _tconv_float(graph, op, inputs[2])
+    if op.type == "BATCH_MATMUL":
+        return _bmm_float(graph, op, inputs[0], inputs[1])
+    raise UnsupportedError(f"float reference: operator {op.index} ({op.type}) is not modelled")

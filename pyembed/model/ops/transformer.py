@@ -158,7 +158,7 @@ PE_GOP_LUT = 161
 
 @register("PE_LUT", code=161, c_name="PE_GOP_LUT")
 def prepare_pe_lut(c):
-    """PE_LUT (pyembed.passes.elementwise): out[i] = table[in[i] + 128]."""
+    """PE_LUT (pyembed.passes.elementwise, pyembed.passes.float_islands): out[i] = table[in[i] + 128]."""
     op = c.op
     x, table, y = c.tensor(0, "input"), c.tensor(1, "table"), c.output()
     for t, what in ((x, "input"), (table, "table"), (y, "output")):
@@ -177,6 +177,8 @@ PE_GOP_LAYERNORM = 162
 LN_NONE = -1000000          # pe_layernorm.h's PE_LN_NONE: no second operand
 LN_MAX_SLOTS = 64
 LN_MAX_STEPS = 64
+LN_STEP_LUT = 161           # pe_layernorm.h's PE_LN_STEP_LUT (a PE_LUT step, its table a constant)
+LN_LUT_ENTRIES = 256
 _ADD_WORDS = ("input1_offset", "input2_offset", "output_offset", "left_shift", "input1_multiplier",
               "input1_shift", "input2_multiplier", "input2_shift", "output_multiplier", "output_shift",
               "act_min", "act_max")
@@ -193,6 +195,8 @@ def _step_words(c, sub, lens, litert):
         return [int(p[k]) for k in _ADD_WORDS]
     if sub.type == "MUL":
         return [int(p[k]) for k in _MUL_WORDS]
+    if sub.type == "PE_LUT":
+        return []
     if sub.type not in mp.MATH_OPS or "words" not in p:
         raise Unsupported(f"{sub.type} cannot run inside a row chain")
     words = list(p["words_litert"] if litert and "words_litert" in p else p["words"])
@@ -223,7 +227,8 @@ def prepare_pe_layernorm(c):
     ADD, RSQRT, MUL, SUB, NEG, ...) run one row of the last axis at a time
     with the unfused operators' parameters (pe_layernorm.h); options["chain"] holds the
     absorbed operators (prepared), input 0 is the row source, inputs 1.. the
-    chain's constants (1 or D values each)."""
+    chain's constants (1 or D values each, or the 256 entries of a PE_LUT
+    step: a float island of the chain, pyembed.passes.float_islands)."""
     op = c.op
     g = c.graph
     x, y = c.tensor(0, "input"), c.output()
@@ -234,14 +239,17 @@ def prepare_pe_layernorm(c):
     depth = int(x.shape[-1])
     rows = int(x.size) // depth
     consts = {}
+    chain = op.options.get("chain") or []
+    tables = {s.inputs[1] for s in chain if s.type == "PE_LUT" and len(s.inputs) > 1}
     for k in range(1, len(op.inputs)):
         t = c.tensor(k, f"constant {k}")
         c.dtype(t, f"constant {k}")
         c.constant(t, f"constant {k}")
-        if t.size not in (1, depth) or any(int(s) != 1 for s in tuple(t.shape)[:-1]):
+        if op.inputs[k] in tables and t.size == LN_LUT_ENTRIES:
+            pass   # a PE_LUT step's table
+        elif t.size not in (1, depth) or any(int(s) != 1 for s in tuple(t.shape)[:-1]):
             raise c.error(f"constant {k} has shape {list(t.shape)}: expected one value or a row of {depth}")
         consts[op.inputs[k]] = -k
-    chain = op.options.get("chain") or []
     if not chain or len(chain) > LN_MAX_STEPS:
         raise c.error(f"options: chain must hold 1..{LN_MAX_STEPS} operators, has {len(chain)}")
     slots = {op.inputs[0]: 0, op.outputs[0]: 1}
@@ -286,7 +294,8 @@ def prepare_pe_layernorm(c):
             in0 = ins[0]
             in1 = ins[1] if len(ins) > 1 else -1
             sw = _step_words(c, sub, (length(sub.outputs[0]), length(in0), length(in1)), litert)
-            code = 7 if sub.type == "ADD" else 8 if sub.type == "MUL" else None
+            code = 7 if sub.type == "ADD" else 8 if sub.type == "MUL" else LN_STEP_LUT if sub.type == "PE_LUT" \
+                else None
             if code is None:
                 from pyembed.kernels import math_params as mp
                 code = mp.MATH_OPS[sub.type]

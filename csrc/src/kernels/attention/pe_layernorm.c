@@ -26,7 +26,7 @@ typedef struct {
 
 static int ln_is_step_type(int32_t type)
 {
-    return type == PE_LN_STEP_ADD || type == PE_LN_STEP_MUL || pe_math_op_known(type);
+    return type == PE_LN_STEP_ADD || type == PE_LN_STEP_MUL || type == PE_LN_STEP_LUT || pe_math_op_known(type);
 }
 
 /* Parse and check everything that does not depend on the tensors. */
@@ -81,7 +81,12 @@ static pe_status ln_parse(const int32_t *w, int32_t count, ln_prog *p)
             (in1 != PE_LN_NONE && in1 < -PE_LN_MAX_INPUTS)) {
             return PE_ERR_ARG;
         }
-        if (type == PE_LN_STEP_ADD || type == PE_LN_STEP_MUL ||
+        if (type == PE_LN_STEP_LUT) {
+            /* the table is a constant operand, no words */
+            if (in1 == PE_LN_NONE || in1 >= 0 || nw != 0) {
+                return PE_ERR_ARG;
+            }
+        } else if (type == PE_LN_STEP_ADD || type == PE_LN_STEP_MUL ||
             pe_math_op_inputs(type) == 2) {
             if (in1 == PE_LN_NONE) {
                 return PE_ERR_ARG;
@@ -198,7 +203,8 @@ pe_status pe_layernorm_s8(const pe_context *ctx, const int32_t *words, int32_t c
         return PE_ERR_ARG;
     }
     for (k = 1; k <= num_consts; k++) {
-        if (constants[k] == NULL || (const_counts[k] != 1 && const_counts[k] != p.depth)) {
+        if (constants[k] == NULL ||
+            (const_counts[k] != 1 && const_counts[k] != p.depth && const_counts[k] != PE_LN_LUT_ENTRIES)) {
             return PE_ERR_ARG;
         }
     }
@@ -240,7 +246,16 @@ pe_status pe_layernorm_s8(const pe_context *ctx, const int32_t *words, int32_t c
                 b = in1 >= 0 ? rd[in1] : constants[-in1];
                 nb = in1 >= 0 ? p.slot_len[in1] : const_counts[-in1];
             }
-            if (type == PE_LN_STEP_ADD || type == PE_LN_STEP_MUL) {
+            if (type == PE_LN_STEP_LUT) {
+                int32_t j;
+                if (nb != PE_LN_LUT_ENTRIES || na != no) {
+                    return PE_ERR_ARG;
+                }
+                for (j = 0; j < no; j++) {
+                    wr[o][j] = b[(int32_t)a[j] + 128];
+                }
+                st = PE_OK;
+            } else if (type == PE_LN_STEP_ADD || type == PE_LN_STEP_MUL) {
                 if ((na != no && na != 1) || (nb != no && nb != 1) || (na != no && nb != no)) {
                     return PE_ERR_ARG;
                 }
