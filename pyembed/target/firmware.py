@@ -13,8 +13,9 @@ flash per part (pyembed.target.linkmap) in firmware.json ("stack", "flash");
 run_project measures the invoke's peak stack by paint and scan
 (``FirmwareRun.stack_bytes``) and records it there too ("stack_bytes").
 
-Instruction counts are SysTick ticks * 40 (25 MHz SysTick, QEMU -icount
-shift=0: one instruction per ns), so they have a 40-instruction resolution;
+Instruction counts are SysTick ticks * 1e9 / the board's SysTick clock (QEMU
+-icount shift=0: one instruction per ns; 40 per tick on the 25 MHz MPS2
+boards, 62.5 on the 16 MHz micro:bit), so they have a one-tick resolution;
 the count of an operator includes the few instructions of the timing hooks
 and of the dispatch loop around it.
 """
@@ -62,7 +63,7 @@ class FirmwareRun:
                 "operators": [{k: o[k] for k in ("index", "type", "instructions")} for o in self.operators],
                 "total_instructions": self.total_instructions,
                 "invoke_instructions": self.invoke_instructions,
-                "instruction_resolution": qemu.INSTRUCTIONS_PER_TICK,
+                "instruction_resolution": float(qemu.BOARDS[self.board].instructions_per_tick),
                 "board": self.board, "input_rows_given": self.input_rows,
                 "stack_bytes": self.stack_bytes, "stack_main_bytes": self.stack_main_bytes,
                 "stack_reserved_bytes": self.stack_reserved,
@@ -282,7 +283,7 @@ def run_project(project, inputs, elf=None, timeout=600.0):
     board = manifest.get("qemu_machine")
     if not board:
         raise FirmwareError(f"profile {manifest['profile']}: no QEMU machine emulates it (run --run with "
-                            f"mps2-an386 or mps2-an500)")
+                            f"one of {', '.join(qemu.BOARDS)})")
     data = _input_bytes(manifest, inputs)
     elf = Path(elf) if elf is not None else d / "firmware.elf"
     if not elf.is_file():
@@ -308,14 +309,14 @@ def run_project(project, inputs, elf=None, timeout=600.0):
         k, op, lo, hi = struct.unpack_from("<IIII", blob, pos)
         pos += 16
         ops.append({"table_index": k, "index": op, "type": types.get(k, "?"),
-                    "instructions": ((hi << 32) | lo) * qemu.INSTRUCTIONS_PER_TICK})
+                    "instructions": qemu.BOARDS[board].instructions((hi << 32) | lo)})
     if status != 0 or res.exit_code != 0:
         raise FirmwareError(f"the firmware's pe_model_invoke returned status {status} (exit code "
                             f"{res.exit_code})")
     out = res.stdout.decode("latin-1") if isinstance(res.stdout, bytes) else (res.stdout or "")
     rows = re.search(r"^pe_input_rows_given (\d+)\r?$", out, re.M)
     run = FirmwareRun(outputs, ops, sum(o["instructions"] for o in ops),
-                      ((thi << 32) | tlo) * qemu.INSTRUCTIONS_PER_TICK, status, board,
+                      qemu.BOARDS[board].instructions((thi << 32) | tlo), status, board,
                       int(rows.group(1)) if rows else None)
     if blob[pos:pos + 4] == b"PESK" and len(blob) >= pos + STACK_RECORD_BYTES:
         peak, main_peak, reserved = struct.unpack_from("<III", blob, pos + 4)

@@ -54,16 +54,13 @@ _HERE = Path(__file__).resolve().parent
 _PKG = _HERE.parents[1]                       # pyembed/
 TARGET_TEMPLATES = _PKG / "target" / "templates"
 
-# gcc flags per core (hard-float ABI where the core has an FPU)
-CORE_FLAGS = {
-    "cortex-m4": "-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16",
-    "cortex-m7": "-mcpu=cortex-m7 -mthumb -mfloat-abi=hard -mfpu=fpv5-d16",
-    "cortex-m33": "-mcpu=cortex-m33 -mthumb -mfloat-abi=hard -mfpu=fpv5-sp-d16",
-    "cortex-m0plus": "-mcpu=cortex-m0plus -mthumb -mfloat-abi=soft",
-    "cortex-m3": "-mcpu=cortex-m3 -mthumb -mfloat-abi=soft",
-}
-# QEMU machine for a profile name (only these can `make run`)
-QEMU_MACHINES = {"mps2-an386": "mps2-an386", "mps2-an500": "mps2-an500"}
+# gcc flags per core (hard-float ABI where the core has an FPU; one table with pyembed.target.qemu)
+from pyembed.target.qemu import BOARDS as _QEMU_BOARDS, CORE_FLAGS as _CORE_FLAGS  # noqa: E402
+
+CORE_FLAGS = {core: " ".join(flags) for core, flags in _CORE_FLAGS.items()}
+# QEMU machine for a profile name (only these can `make run`): each board of pyembed.target.qemu has a
+# bundled profile of the same name with its memory map
+QEMU_MACHINES = {name: name for name in _QEMU_BOARDS}
 
 # the harness's input file (main.c reads it from the directory QEMU runs in); a --run project keeps
 # the input it ran so that `make run` repeats the run

@@ -38,7 +38,10 @@ uint64_t pe_cycles_start(void) { return pe_ticks_now(); }
 
 uint64_t pe_instructions_since(uint64_t start)
 {
-    return (pe_ticks_now() - start) * (uint64_t)PE_INSTRUCTIONS_PER_TICK;
+    const uint64_t hz = (uint64_t)PE_TICK_HZ;
+    const uint64_t ticks = pe_ticks_now() - start;
+    /* ticks * 1e9 / hz without overflowing 64 bits */
+    return (ticks / hz) * 1000000000u + ((ticks % hz) * 1000000000u + hz / 2u) / hz;
 }
 
 long pe_read_input(void *buf, size_t n)
