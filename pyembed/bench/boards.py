@@ -10,7 +10,8 @@ mps3-an547) and each bundled model (pyembed/data/models): the firmware
 arm-none-eabi-gcc for the board's core and run once under QEMU -icount
 shift=0 on the command's seeded random input. Reported per row:
 
-  fits           "yes", or "no" with the refusal (the planner's verdict naming the
+  fits           "yes", "-" for a model pyembed cannot execute at all (its unsupported
+                 operators, as the host run refuses it), or "no" with the refusal (the planner's verdict naming the
                  region and the sizes, or the link's)
   instructions   the whole pe_model_invoke, SysTick ticks * 1e9 / the board's SysTick
                  clock (resolution: 40 instructions at 25 MHz, 62.5 on the 16 MHz
@@ -47,6 +48,10 @@ def _one(name, board, workdir, rt, seed):
     from pyembed.target.firmware import FirmwareError, build_project, generate, load_manifest, run_project
     from pyembed.target.planning import PlanOptions, plan_for_target
     g = load_model(os.path.join(MODELS_DIR, name + ".tflite"))
+    if g.unsupported:
+        # pyembed cannot execute the model on any target (the host refuses it too): not a board's row to fill
+        ops = sorted({u[1] for u in g.unsupported})
+        return {"fits": None, "skipped": f"pyembed cannot execute {', '.join(ops)}"}
     try:
         tp = plan_for_target(g, board, PlanOptions(), action="build firmware for")
     except FitError as e:
@@ -107,6 +112,7 @@ def run(boards=None, models=None, seed=0, workdir=None, log=None):
     return {"seed": seed, "options": "pyembed firmware M --profile BOARD --run (default options)",
             "rows": rows,
             "summary": {"rows": len(rows), "fit": sum(bool(r.get("fits")) for r in rows), "ran": len(ran),
+                        "not_runnable": sum(r.get("fits") is None for r in rows),
                         "bit_exact": sum(r["mismatches"] == 0 for r in ran),
                         "errors": [f"{r['board']}/{r['model']}" for r in rows if "error" in r],
                         "mismatching": [f"{r['board']}/{r['model']}" for r in ran if r["mismatches"]]}}
@@ -117,6 +123,8 @@ def render(result):
     for r in result["rows"]:
         if "error" in r:
             rows.append([r["board"], r["core"], r["model"], "yes", "error: " + r["error"][:100], "", "", ""])
+        elif r["fits"] is None:
+            rows.append([r["board"], r["core"], r["model"], "-", "not run: " + r["skipped"][:100], "", "", ""])
         elif not r["fits"]:
             rows.append([r["board"], r["core"], r["model"], "no", r["refusal"][:110], "", "", ""])
         else:
@@ -128,7 +136,8 @@ def render(result):
                       f"pe_model_invoke under QEMU -icount shift=0 (one SysTick tick of resolution)",
                       table(["board", "core", "model", "fits", "instructions / refusal", "mismatches", "arena B",
                              "flash B"], rows), "",
-                      f"{s['rows']} board x model pairs: {s['fit']} fit, {s['ran']} ran, {s['bit_exact']} bit-exact "
+                      f"{s['rows']} board x model pairs: {s['not_runnable']} not runnable by pyembed anywhere, "
+                      f"{s['fit']} fit, {s['ran']} ran, {s['bit_exact']} bit-exact "
                       f"with the host; errors: {', '.join(s['errors']) or 'none'}; mismatching: "
                       f"{', '.join(s['mismatching']) or 'none'}"])
 
@@ -151,6 +160,8 @@ def main(argv=None):
             return
         if "error" in r:
             what = "error: " + r["error"][-200:]
+        elif r["fits"] is None:
+            what = "not run: " + r["skipped"]
         elif not r["fits"]:
             what = "does not fit: " + r["refusal"][:200]
         else:
