@@ -101,3 +101,66 @@ def test_bad_arguments(tmp_path):
         bad = tmp_path / "bad.c"
         bad.write_text("int main(void) { return undeclared; }\n")
         qemu.build([bad], tmp_path / "bad.elf")
+
+
+PORT_C = r"""
+#include <stdio.h>
+#include <string.h>
+#include "pe_port.h"
+#include "pe_target.h"
+static char logged[64];
+static size_t logged_n;
+static void hook(void *user, const char *text, size_t n)
+{
+    size_t *calls = (size_t *)user;
+    (*calls)++;
+    if (logged_n + n < sizeof logged) {
+        memcpy(logged + logged_n, text, n);
+        logged_n += n;
+    }
+}
+int main(void)
+{
+    size_t calls = 0;
+    uint64_t t0, t1;
+    volatile uint32_t i;
+    pe_port_log("dropped: no hook yet");
+    pe_port_set_log(hook, &calls);
+    pe_port_log("abc");
+    pe_port_log("de");
+    pe_port_set_log(NULL, NULL);
+    pe_port_log("dropped again");
+    t0 = pe_port_now();
+    for (i = 0; i < 20000u; i++) {
+    }
+    t1 = pe_port_now();
+    printf("%d %u %.*s %d %llu\n", pe_port_clock_source(), (unsigned)calls, (int)logged_n, logged,
+           pe_port_dma() == NULL, (unsigned long long)(t1 - t0));
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("clock", ["PE_PORT_CLOCK_SYSTICK", "PE_PORT_CLOCK_DWT"])
+def test_port_layer_clock_and_log_hook(tmp_path, clock):
+    """pe_port.h: the log hook gets exactly the texts logged while it is set; the clock runs.
+    QEMU reads the DWT as zero, so PE_PORT_CLOCK_DWT finds CYCCNT not counting and falls back
+    to SysTick (source 1) instead of timing nothing."""
+    src = tmp_path / "port.c"
+    src.write_text(PORT_C)
+    elf = qemu.build([src], tmp_path / "port.elf", board="mps2-an386", defines={"PE_PORT_CLOCK": clock})
+    res = qemu.run(elf, board="mps2-an386", timeout=60)
+    assert res.exit_code == 0, res.stderr
+    source, calls, text, no_dma, ticks = res.stdout.split()
+    assert int(source) == 1
+    assert (int(calls), text, int(no_dma)) == (2, b"abcde", 1)
+    assert int(ticks) > 20000 // qemu.INSTRUCTIONS_PER_TICK   # the loop runs over 20,000 instructions
+
+
+def test_port_layer_dwt_refused_on_cortex_m0(tmp_path):
+    """Armv6-M has no DWT cycle counter: choosing it is a compile error naming the fix."""
+    src = tmp_path / "port.c"
+    src.write_text(PORT_C)
+    with pytest.raises(qemu.QemuError, match="no DWT cycle counter"):
+        qemu.build([src], tmp_path / "port.elf", board="microbit",
+                   defines={"PE_PORT_CLOCK": "PE_PORT_CLOCK_DWT"})

@@ -10,22 +10,29 @@ A low-level runner with a small API::
     res.exit_code, res.stdout, res.output   # output: bytes the program wrote
                                             # with pe_write_output()
 
-Boards (``BOARDS``): ``mps2-an386`` (Cortex-M4 with DSP and single-precision FPU)
-and ``mps2-an500`` (Cortex-M7, double-precision FPU). Programs are compiled with
+Boards (``BOARDS``, one per Cortex-M class; each has a bundled profile of the
+same name): ``microbit`` (Cortex-M0, nRF51), ``mps2-an385`` (Cortex-M3),
+``mps2-an386`` (Cortex-M4 with DSP and single-precision FPU), ``netduinoplus2``
+(Cortex-M4, STM32F405), ``mps2-an500`` (Cortex-M7, double-precision FPU),
+``mps2-an505`` (Cortex-M33, run Secure), ``mps3-an547`` (Cortex-M55). Programs are compiled with
 ``arm-none-eabi-gcc -O2 -Werror`` and newlib's ``--specs=rdimon.specs`` (semihosting:
 ``printf`` goes to the host's stdout, files open on the host, ``exit(code)`` ends
 QEMU with that code). ``build`` adds the target support from ``templates/``:
 ``startup.c`` (vector table, reset handler: FPU on, ``.data``/``.bss``, semihosting,
-SysTick, ``exit(main())``), ``pe_target.c``/``pe_target.h`` (timing and I/O, see
-below) and a linker script for the board's memory map (``linker_script()``; pass
+SysTick, ``exit(main())``), ``pe_port.c``/``pe_port.h`` (the port layer: the clock,
+SysTick or the DWT cycle counter, a log hook, the segment loader's DMA hook),
+``pe_target.c``/``pe_target.h`` (timing and I/O, see below) and a linker script for the board's memory map (``linker_script()``; pass
 your own with ``linker_script=``).
 
 Timing (``pe_target.h``): ``pe_cycles_start()`` / ``pe_instructions_since(t0)``.
-SysTick counts the 25 MHz processor clock of the MPS2 images; ``run`` starts
-QEMU with ``-icount shift=0`` (one instruction = 1 ns of virtual time), so a tick
-is exactly 40 instructions and ``pe_instructions_since`` returns ticks * 40:
-instruction counts with a 40-instruction resolution (not cycles: QEMU does not
-model pipeline or memory timing).
+SysTick counts the board's processor clock (``Board.systick_hz``: 25 MHz on the
+MPS2 images, 20 MHz AN505, 32 MHz AN547, 16 MHz micro:bit, 168 MHz STM32F405;
+``build`` defines ``PE_TICK_HZ``); ``run`` starts QEMU with ``-icount shift=0``
+(one instruction = 1 ns of virtual time), so a tick is 1e9 / systick_hz
+instructions (``Board.instructions_per_tick``: exactly 40 at 25 MHz) and
+``pe_instructions_since`` returns ticks converted so: instruction counts with a
+one-tick resolution (not cycles: QEMU does not model pipeline or memory timing).
+``INSTRUCTIONS_PER_TICK`` (40) is the 25 MHz boards' figure.
 
 Input/output: ``run(input_bytes=...)`` writes them to ``pe_input.bin`` in QEMU's
 working directory, where ``pe_read_input(buf, n)`` reads them; bytes written with
@@ -212,8 +219,11 @@ def build(sources: Iterable[str | os.PathLike], out_elf: str | os.PathLike,
             raise ValueError(f"sources: {s} is not a file")
     incs = [Path(i) for i in include_dirs]
     if with_runtime:
-        srcs = [TEMPLATES / "startup.c", TEMPLATES / "pe_target.c", *srcs]
-        incs = [TEMPLATES, *incs]
+        srcs = [TEMPLATES / "startup.c", TEMPLATES / "pe_port.c", TEMPLATES / "pe_target.c", *srcs]
+        # pe_port.h names the segment loader's DMA hook type (pyembed/pe_segload.h)
+        from pyembed import _csrc
+        csrc = _csrc.csrc_dir(required=False)
+        incs = [TEMPLATES, *incs, *([csrc / "include"] if csrc is not None else [])]
     if isinstance(defines, Mapping):
         dflags = [f"-D{k}" if v is None else f"-D{k}={v}" for k, v in defines.items()]
     else:

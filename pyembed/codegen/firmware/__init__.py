@@ -9,7 +9,9 @@ rewritten by the compiler pipeline, ``plan_for_profile(..., strategy=...)``)::
                                        region holding that region's planned buffers at its
                                        base, weights in .pe_flash in the flash region
     DIR/startup.c                      vector table and reset handler (FPU, .data/.bss, SysTick)
-    DIR/pe_target.c, pe_target.h       SysTick instruction counting, semihosting file I/O
+    DIR/pe_port.c, pe_port.h           the port layer: the clock (SysTick, or DWT CYCCNT where the
+                                       core has it), a log hook, the segment loader's DMA hook
+    DIR/pe_target.c, pe_target.h       instruction counting (through pe_port), semihosting file I/O
     DIR/model/memplan.h                the static memory plan (pyembed.emit.memplan_header)
     DIR/model/model_data.c/.h          weights and parameters (pyembed.emit.model_data)
     DIR/model/model_graph.c/.h         the graph runtime's tables (pyembed.emit.graph_tables)
@@ -704,7 +706,7 @@ def _write_project(out, graph, profile, plan, prefix, layout, arena_base, region
     # the stack reserve the link keeps (build_project rewrites it from the static bound)
     from pyembed.codegen.firmware.stack import stack_script
     w("stack.ld", stack_script())
-    for name in ("startup.c", "pe_target.c", "pe_target.h"):
+    for name in ("startup.c", "pe_port.c", "pe_port.h", "pe_target.c", "pe_target.h"):
         w(name, (TARGET_TEMPLATES / name).read_text())
     w("Makefile", _makefile(profile, core_flags, machine, graph))
     w("CMakeLists.txt", _cmakelists(profile, core_flags))

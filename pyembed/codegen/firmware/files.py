@@ -60,7 +60,7 @@ static pe_status input_rows(void *user, int32_t row, int32_t col, int32_t n_cols
         src.user = NULL;
         st = pe_model_invoke_rows(&src);
     }
-    total = pe_ticks_now() - t0;
+    total = pe_port_now() - t0;
     stack_low = pe_stack_lowest();
     printf("pe_input_rows_given %lu\\n", (unsigned long)rows_given);"""
     return decl, read, invoke
@@ -70,12 +70,13 @@ def _main_source(graph, prefix, ops):
     streamed = bool(graph.inputs) and graph.tensors[graph.inputs[0]].streamed
     decl, read, invoke = (_streamed_parts(graph, prefix) if streamed else
                           ("", "        void *p = pe_model_input(k, &n);",
-                           "    st = pe_model_invoke();\n    total = pe_ticks_now() - t0;\n"
+                           "    st = pe_model_invoke();\n    total = pe_port_now() - t0;\n"
                            "    stack_low = pe_stack_lowest();"))
     return f"""/*
  * main.c - test harness for model "{c_comment(graph.name)}" under QEMU (semihosting):
  * reads the inputs from pe_input.bin (concatenated, in input order), runs the
- * model once with per-operator SysTick timing, writes pe_output.bin:
+ * model once with per-operator timing (the port layer's clock, pe_port_now:
+ * SysTick by default), writes pe_output.bin:
  *   "PEFW", int32 status, uint32 number of table entries, uint32 ticks of the
  *   whole invoke (low, high), the outputs (concatenated), then per table
  *   entry: uint32 entry, uint32 model operator, uint32 ticks (low, high),
@@ -96,6 +97,7 @@ def _main_source(graph, prefix, ops):
 #include <string.h>
 #include "pe_model.h"
 #include "model_data.h"
+#include "pe_port.h"
 #include "pe_target.h"
 
 #define NUM_OPS {max(len(ops), 1)}
@@ -108,12 +110,12 @@ static void before_op(int32_t k, int32_t op, void *user)
     (void)k;
     (void)op;
     (void)user;
-    op_start = pe_ticks_now();
+    op_start = pe_port_now();
 }}
 
 static void after_op(int32_t k, int32_t op, void *user)
 {{
-    uint64_t t = pe_ticks_now() - op_start;
+    uint64_t t = pe_port_now() - op_start;
     (void)op;
     (void)user;
     if (k >= 0 && k < NUM_OPS) {{
@@ -139,7 +141,12 @@ int main(void)
     uintptr_t sp0;
     uintptr_t stack_low;
     uint32_t stack_main;
-    pe_status st = pe_model_init();
+    pe_status st;
+#if PE_MODEL_SEGMENTED
+    /* the port layer's DMA hook for the segment loader (pe_port.h; none: memcpy) */
+    pe_model_set_segment_dma(pe_port_dma());
+#endif
+    st = pe_model_init();
     if (st != PE_OK) {{
         return 10 - (int)st;
     }}
@@ -159,7 +166,7 @@ int main(void)
     stack_main = (uint32_t)(pe_stack_top() - pe_stack_lowest());
     sp0 = pe_stack_pointer();
     pe_stack_paint();
-    t0 = pe_ticks_now();
+    t0 = pe_port_now();
 {invoke}
     out = fopen("pe_output.bin", "wb");
     if (out == NULL) {{
@@ -296,7 +303,7 @@ CFLAGS := $(CPUFLAGS) $(OPT) $(GRAPH_FLAGS) $(STACK_FLAGS) $(TARGET_FLAGS) -g -s
 LDFLAGS := $(CPUFLAGS) --specs=rdimon.specs -nostartfiles -Wl,--gc-sections -Tlink.ld -Wl,-Map=firmware.map
 
 # the generated sources by name: a .c file added to model/ is not built unless listed here
-APP_SRCS := startup.c pe_target.c main.c {model_srcs}
+APP_SRCS := startup.c pe_port.c pe_target.c main.c {model_srcs}
 # every room of the runtime (core, kernels/<family>, pipeline, graph, sched, segload)
 RT_SRCS := $(filter-out %/pe_graph_ops.c,$(wildcard $(PYEMBED_CSRC)/src/*/*.c $(PYEMBED_CSRC)/src/*/*/*.c))
 APP_OBJS := $(patsubst %.c,build/%.o,$(notdir $(APP_SRCS)))
@@ -351,7 +358,7 @@ option(PE_GRAPH_TRUST_CHECKED "skip the per-call checks pe_graph_check made at i
 set(MODEL_SRCS {model_srcs})
 file(GLOB_RECURSE PYEMBED_SRCS "${{PYEMBED_CSRC}}/src/*.c")
 list(FILTER PYEMBED_SRCS EXCLUDE REGEX "/pe_graph_ops\\.c$")
-add_executable(firmware.elf startup.c pe_target.c main.c ${{MODEL_SRCS}} ${{PYEMBED_SRCS}})
+add_executable(firmware.elf startup.c pe_port.c pe_target.c main.c ${{MODEL_SRCS}} ${{PYEMBED_SRCS}})
 target_include_directories(firmware.elf PRIVATE . model ${{PYEMBED_CSRC}}/include)
 if(PE_GRAPH_TRUST_CHECKED)
   target_compile_definitions(firmware.elf PRIVATE PE_GRAPH_TRUST_CHECKED=1)

@@ -1,40 +1,17 @@
-/* pe_target.c - SysTick timing and semihosting file I/O (see pe_target.h). */
+/* pe_target.c - timing through the port layer (pe_port.c: SysTick, or the DWT
+ * cycle counter) and semihosting file I/O (see pe_target.h). */
 #include "pe_target.h"
 
 #include <stdio.h>
 
-#define SYST_CSR (*(volatile uint32_t *)0xE000E010u)
-#define SYST_RVR (*(volatile uint32_t *)0xE000E014u)
-#define SYST_CVR (*(volatile uint32_t *)0xE000E018u)
-#define SYST_RELOAD 0x00FFFFFFu
-
-static volatile uint32_t pe_systick_wraps;
-
 void SysTick_Handler(void);
-void SysTick_Handler(void) { pe_systick_wraps++; }
+void SysTick_Handler(void) { pe_port_systick_isr(); }
 
-void pe_timer_init(void)
-{
-    SYST_CSR = 0u;
-    SYST_RVR = SYST_RELOAD;
-    SYST_CVR = 0u;
-    pe_systick_wraps = 0u;
-    /* ENABLE | TICKINT | CLKSOURCE = processor clock */
-    SYST_CSR = 0x7u;
-}
+void pe_timer_init(void) { (void)pe_port_clock_init(); }
 
-uint64_t pe_ticks_now(void)
-{
-    uint32_t hi;
-    uint32_t cur;
-    do {
-        hi = pe_systick_wraps;
-        cur = SYST_CVR;
-    } while (hi != pe_systick_wraps);
-    return ((uint64_t)hi << 24) + (uint64_t)(SYST_RELOAD - (cur & SYST_RELOAD));
-}
+uint64_t pe_ticks_now(void) { return pe_port_now(); }
 
-uint64_t pe_cycles_start(void) { return pe_ticks_now(); }
+uint64_t pe_cycles_start(void) { return pe_port_now(); }
 
 uint64_t pe_instructions_since(uint64_t start)
 {

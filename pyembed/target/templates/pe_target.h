@@ -1,7 +1,9 @@
 /* pe_target.h - tiny target support for pyembed programs run under QEMU
  * (the Cortex-M boards of pyembed.target.qemu) with newlib semihosting.
  *
- * Timing: SysTick runs from the processor clock, PE_TICK_HZ (the build
+ * Timing: through the port layer (pe_port.h): SysTick by default, the DWT
+ * cycle counter with -DPE_PORT_CLOCK=PE_PORT_CLOCK_DWT where it counts (QEMU
+ * reads it as zero: SysTick then). SysTick runs from the processor clock, PE_TICK_HZ (the build
  * defines it per board: 25 MHz on the MPS2 AN385/AN386/AN500 images, 20 MHz
  * on AN505, 32 MHz on AN547, 16 MHz on the micro:bit, 168 MHz on the
  * Netduino Plus 2). Under `qemu-system-arm -icount shift=0` every
@@ -32,18 +34,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pe_port.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* SysTick ticks per second (the board's processor clock in QEMU). */
-#ifndef PE_TICK_HZ
-#define PE_TICK_HZ 25000000u
-#endif
+/* PE_TICK_HZ (pe_port.h): ticks per second, the board's processor clock in QEMU. */
 
-/* Starts SysTick (called by the startup code before main). */
+/* Starts the port layer's clock (pe_port_clock_init; called by the startup
+ * code before main). */
 void pe_timer_init(void);
-/* 64-bit tick count since pe_timer_init. */
+/* 64-bit tick count since pe_timer_init (pe_port_now). */
 uint64_t pe_ticks_now(void);
 /* Start a measurement: returns the current tick count. */
 uint64_t pe_cycles_start(void);
