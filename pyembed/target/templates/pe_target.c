@@ -38,11 +38,23 @@ extern uint32_t __stack_top;
 
 void pe_stack_paint(void)
 {
-    volatile uint32_t *p = &__stack_limit;
-    uint32_t *const sp = (uint32_t *)pe_stack_pointer();
-    while ((uint32_t *)p < sp) {
-        *p++ = PE_STACK_PATTERN;
-    }
+    /* The loop is assembly that reads SP itself: in C, the stack pointer read
+     * first and the prologue's push placed after it (gcc's shrink-wrapping,
+     * seen for the Cortex-M55) would paint this function's saved return
+     * address. Armv6-M instructions only; low registers for Thumb-1. */
+    uint32_t *p = &__stack_limit;
+    const uint32_t pattern = PE_STACK_PATTERN;
+    __asm volatile(".syntax unified\n"
+                   "    mov r2, sp\n"
+                   "1:  cmp %0, r2\n"
+                   "    bhs 2f\n"
+                   "    str %1, [%0]\n"
+                   "    adds %0, %0, #4\n"
+                   "    b 1b\n"
+                   "2:\n"
+                   : "+l"(p)
+                   : "l"(pattern)
+                   : "r2", "cc", "memory");
 }
 
 uintptr_t pe_stack_lowest(void)
