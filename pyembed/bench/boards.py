@@ -1,6 +1,7 @@
 """Every bundled model on every QEMU board (issue #35): fits, instructions, bit-exact.
 
     python -m pyembed.bench boards [--json] [--boards microbit,mps3-an547] [--models a,b] [--seed 0]
+                                   [--trap-unaligned]
 
 For each board of pyembed.target.qemu.BOARDS (Cortex-M0 microbit, M3 mps2-an385,
 M4 mps2-an386 and netduinoplus2, M7 mps2-an500, M33 mps2-an505, M55
@@ -38,6 +39,11 @@ from pyembed.bench.common import emit, table
 def bundled_models():
     from pyembed.data import MODELS_DIR
     return sorted(os.path.splitext(os.path.basename(p))[0] for p in glob.glob(os.path.join(MODELS_DIR, "*.tflite")))
+
+
+# --trap-unaligned: gcc makes no unaligned access itself and the startup code sets CCR.UNALIGN_TRP, so
+# an unaligned word / halfword access in the C faults on any core, as it does on the Cortex-M0
+TRAP_UNALIGNED = {"OPT": "-O2 -mno-unaligned-access -DPE_TRAP_UNALIGNED"}
 
 
 def _one(name, board, workdir, rt, seed):
@@ -82,7 +88,7 @@ def _one(name, board, workdir, rt, seed):
             "strategy": tp.strategy}
 
 
-def run(boards=None, models=None, seed=0, workdir=None, log=None):
+def run(boards=None, models=None, seed=0, workdir=None, log=None, trap_unaligned=False):
     from pyembed.target import qemu
     boards = list(boards or qemu.BOARDS)
     unknown = [b for b in boards if b not in qemu.BOARDS]
@@ -91,11 +97,12 @@ def run(boards=None, models=None, seed=0, workdir=None, log=None):
     models = list(models or bundled_models())
     if workdir is None:
         with tempfile.TemporaryDirectory(prefix="pe_boards_") as tmp:
-            return run(boards, models, seed, tmp, log)
+            return run(boards, models, seed, tmp, log, trap_unaligned)
     rows = []
     for board in boards:
         # the runtime's objects are shared by the projects of one board (same core flags)
-        rt = {"RUNTIME_BUILD": os.path.join(workdir, f"runtime-{board}")}
+        rt = {"RUNTIME_BUILD": os.path.join(workdir, f"runtime-{board}{'-trap' if trap_unaligned else ''}"),
+              **(TRAP_UNALIGNED if trap_unaligned else {})}
         for name in models:
             row = {"board": board, "core": qemu.BOARDS[board].cpu, "model": name}
             t0 = time.time()
@@ -109,7 +116,9 @@ def run(boards=None, models=None, seed=0, workdir=None, log=None):
             if log:
                 log(row)
     ran = [r for r in rows if r.get("fits") and "error" not in r]
-    return {"seed": seed, "options": "pyembed firmware M --profile BOARD --run (default options)",
+    return {"seed": seed, "options": "pyembed firmware M --profile BOARD --run (default options)"
+                                     + (f", built with {TRAP_UNALIGNED['OPT']} (unaligned accesses trap)"
+                                        if trap_unaligned else ""),
             "rows": rows,
             "summary": {"rows": len(rows), "fit": sum(bool(r.get("fits")) for r in rows), "ran": len(ran),
                         "not_runnable": sum(r.get("fits") is None for r in rows),
@@ -148,6 +157,9 @@ def main(argv=None):
     ap.add_argument("--boards", default=None, help="comma-separated QEMU boards (default: all)")
     ap.add_argument("--models", default=None, help="comma-separated bundled models (default: all)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--trap-unaligned", action="store_true",
+                    help="build with -mno-unaligned-access and trap unaligned accesses (CCR.UNALIGN_TRP): "
+                         "the C's unaligned word/halfword accesses fault on every core, as on the Cortex-M0")
     ap.add_argument("--workdir", default=None, help="keep the projects here (default: a temporary directory)")
     a = ap.parse_args(argv)
     from pyembed.target import qemu
@@ -167,7 +179,7 @@ def main(argv=None):
         else:
             what = f"{r['invoke_instructions']:,} instructions, {r['mismatches']} mismatching of {r['output_elements']}"
         print(f"  {r['board']:<14} {r['model']:<36} {what} ({r['seconds']} s)", flush=True)
-    result = run(split(a.boards), split(a.models), a.seed, a.workdir, log)
+    result = run(split(a.boards), split(a.models), a.seed, a.workdir, log, a.trap_unaligned)
     emit(result, a.json, render)
     s = result["summary"]
     return 1 if s["errors"] or s["mismatching"] else 0

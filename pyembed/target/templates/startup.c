@@ -70,6 +70,13 @@ void Reset_Handler(void)
     *(volatile uint32_t *)0xE000ED88u |= (0xFu << 20);
     __asm volatile("dsb\n\tisb" ::: "memory");
 #endif
+#if defined(PE_TRAP_UNALIGNED) && __ARM_ARCH >= 7
+    /* CCR.UNALIGN_TRP: an unaligned word or halfword access faults (HardFault, exit code
+     * 0x7F) as it always does on Armv6-M. With -mno-unaligned-access (gcc then makes none
+     * itself) a Cortex-M3+ build finds the C that would fault on a Cortex-M0. */
+    *(volatile uint32_t *)0xE000ED14u |= (1u << 3);
+    __asm volatile("dsb\n\tisb" ::: "memory");
+#endif
     while (dst < &__data_end) {
         *dst++ = *src++;
     }
