@@ -4,6 +4,7 @@ the STM32F405 map, M33 mps2-an505, M55 mps3-an547) each run a small bundled
 model's generated firmware bit-exact with the host. The full sweep (every
 bundled model on every board) is ``python -m pyembed.bench boards``."""
 import os
+import re
 import shutil
 import subprocess
 
@@ -111,3 +112,16 @@ def test_micro_speech_bit_exact_on_cortex_m0(runtime_dirs):
     """Convolutions, depthwise and softmax on Armv6-M (no unaligned access, no DSP): the runtime's
     objects of the hello_world test are reused."""
     _run_bit_exact("tflm_micro_speech_int8", "microbit", runtime_dirs)
+
+
+@needs_tools
+def test_link_refusal_names_the_region_and_sizes(runtime_dirs):
+    """keyword spotting plans into the micro:bit's 16 KB but leaves too little for the heap and the
+    stack: the link refuses, and the error gives the addresses and the bytes missing."""
+    from pyembed.target.firmware import FirmwareError, build_project, generate
+    g = load_model(os.path.join(MODELS_DIR, "tiny_kws_dscnn_int8.tflite"))
+    proj = generate(g, "microbit", runtime_dirs / "kws-microbit")
+    with pytest.raises(FirmwareError) as e:
+        build_project(proj.outdir, make_vars={"RUNTIME_BUILD": str(runtime_dirs / "runtime-microbit")})
+    msg = str(e.value)
+    assert "sram is too small" in msg and re.search(r"need \d+ B: \d+ B short", msg), msg

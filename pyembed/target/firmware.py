@@ -175,7 +175,9 @@ def build_project(project_dir, jobs=2, make_vars=None, stack=True):
         proc = subprocess.run(["make", "-s", f"-j{int(jobs)}", *extra, "firmware.elf"], cwd=d, capture_output=True,
                               text=True)
         if proc.returncode != 0:
-            raise FirmwareError(f"building the firmware in {d} failed:\n{proc.stdout}{proc.stderr}")
+            why = _too_small(d / "firmware.map") if "is too small" in proc.stderr else None
+            raise FirmwareError(f"building the firmware in {d} failed:{' ' + why if why else ''}\n"
+                                f"{proc.stdout}{proc.stderr}")
 
     if not stack or not (d / "stack.ld").is_file():
         make()
@@ -206,6 +208,25 @@ def build_project(project_dir, jobs=2, make_vars=None, stack=True):
     flash = flash_info(d / "firmware.map")
     _update_manifest(d, {"stack": info, "flash": flash})
     return d / "firmware.elf"
+
+
+def _too_small(map_path):
+    """The sizes behind link.ld's "too small" ASSERT, from the failed link's map: a sentence, or None."""
+    try:
+        text = Path(map_path).read_text(errors="replace")
+    except OSError:
+        return None
+    v = {m.group(2): int(m.group(1), 16)
+         for m in re.finditer(r"^\s+0x([0-9a-f]+)\s+(end|__stack_top|PE_STACK_RESERVE|PE_HEAP_MIN) = ", text, re.M)}
+    if len(v) < 4:
+        return None
+    need = v["PE_STACK_RESERVE"] + v["PE_HEAP_MIN"]
+    free = v["__stack_top"] - v["end"]
+    return (f"the system RAM is too small: the planned buffers, .data and .bss end at 0x{v['end']:08X} and the "
+            f"region at 0x{v['__stack_top']:08X}, {free} B free; the stack reserve ({v['PE_STACK_RESERVE']} B) "
+            f"and the heap ({v['PE_HEAP_MIN']} B) need {need} B: {need - free} B short"
+            + (" (the provisional link, which reserves no stack: the static bound is read from it)"
+               if v["PE_STACK_RESERVE"] == 0 else ""))
 
 
 def stack_info(project_dir, runtime_build=None):
