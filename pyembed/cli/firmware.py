@@ -6,11 +6,13 @@ compiler pipeline leaves (--strategy, as ``pyembed plan``: stripe regions and
 fused conv->pool pairs in the model tables, the arena planned for that graph on
 the profile's RAM; --stream-input: the input reaches the model row by row
 through a pe_row_source and is not in the arena); with --run builds
-it (make) and runs it under QEMU (mps2-an386 / mps2-an500 profiles), printing
+it (make) and runs it under QEMU (the profiles named after a QEMU machine:
+microbit, mps2-an385, mps2-an386, netduinoplus2, mps2-an500, mps2-an505,
+mps3-an547), printing
 the outputs, whether they equal the host run (Graph.run of the imported model)
 element for element,
-and the instructions of each operator (SysTick ticks * 40 under -icount
-shift=0: 40-instruction resolution), the peak stack of pe_model_invoke
+and the instructions of each operator (SysTick ticks * 1e9 / the SysTick
+clock under -icount shift=0: 40-instruction resolution at 25 MHz), the peak stack of pe_model_invoke
 measured by paint and scan beside its static bound (pyembed.target.stackbound)
 and the flash per part from the link map; --build builds without running and
 prints the bound and the flash. --run --inputs with a batch (one more leading
@@ -33,7 +35,7 @@ from pyembed.cli.options import (verbose_option, attention_option, fc_int16_weig
 
 @click.command("firmware")
 @click.argument("model")
-@click.option("-p", "--profile", required=True, help="MCU profile (e.g. mps2-an386, mps2-an500; case-insensitive).")
+@click.option("-p", "--profile", required=True, help="MCU profile (e.g. mps2-an386, microbit, mps3-an547; case-insensitive).")
 @click.option("-o", "--outdir", type=click.Path(file_okay=False), default=None,
               help="Project directory (default with --run: a temporary directory).")
 @click.option("--algorithm", default="auto", show_default=True,
@@ -270,7 +272,8 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
             click.echo(f"  {o['index']:>4} {origin_label(tp.graph.origin, o['index']):>8} {o['type']:<22} "
                        f"{o['instructions']:>14,}")
         click.echo(f"  total {d['total_instructions']:,} instructions (whole invoke {d['invoke_instructions']:,}); "
-                   f"resolution 40 instructions per operator (SysTick 25 MHz)")
+                   f"resolution {d['instruction_resolution']:g} instructions per operator (SysTick "
+                   f"{proj.profile.clock_hz / 1e6:g} MHz)")
         click.echo(f"  {_predicted_line(tp, d['total_instructions'])}")
         for line in _stack_flash_lines(manifest):
             click.echo(f"  {line}")

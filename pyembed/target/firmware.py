@@ -13,8 +13,9 @@ flash per part (pyembed.target.linkmap) in firmware.json ("stack", "flash");
 run_project measures the invoke's peak stack by paint and scan
 (``FirmwareRun.stack_bytes``) and records it there too ("stack_bytes").
 
-Instruction counts are SysTick ticks * 40 (25 MHz SysTick, QEMU -icount
-shift=0: one instruction per ns), so they have a 40-instruction resolution;
+Instruction counts are SysTick ticks * 1e9 / the board's SysTick clock (QEMU
+-icount shift=0: one instruction per ns; 40 per tick on the 25 MHz MPS2
+boards, 62.5 on the 16 MHz micro:bit), so they have a one-tick resolution;
 the count of an operator includes the few instructions of the timing hooks
 and of the dispatch loop around it.
 """
@@ -62,7 +63,7 @@ class FirmwareRun:
                 "operators": [{k: o[k] for k in ("index", "type", "instructions")} for o in self.operators],
                 "total_instructions": self.total_instructions,
                 "invoke_instructions": self.invoke_instructions,
-                "instruction_resolution": qemu.INSTRUCTIONS_PER_TICK,
+                "instruction_resolution": float(qemu.BOARDS[self.board].instructions_per_tick),
                 "board": self.board, "input_rows_given": self.input_rows,
                 "stack_bytes": self.stack_bytes, "stack_main_bytes": self.stack_main_bytes,
                 "stack_reserved_bytes": self.stack_reserved,
@@ -174,7 +175,9 @@ def build_project(project_dir, jobs=2, make_vars=None, stack=True):
         proc = subprocess.run(["make", "-s", f"-j{int(jobs)}", *extra, "firmware.elf"], cwd=d, capture_output=True,
                               text=True)
         if proc.returncode != 0:
-            raise FirmwareError(f"building the firmware in {d} failed:\n{proc.stdout}{proc.stderr}")
+            why = _too_small(d / "firmware.map") if "is too small" in proc.stderr else None
+            raise FirmwareError(f"building the firmware in {d} failed:{' ' + why if why else ''}\n"
+                                f"{proc.stdout}{proc.stderr}")
 
     if not stack or not (d / "stack.ld").is_file():
         make()
@@ -205,6 +208,25 @@ def build_project(project_dir, jobs=2, make_vars=None, stack=True):
     flash = flash_info(d / "firmware.map")
     _update_manifest(d, {"stack": info, "flash": flash})
     return d / "firmware.elf"
+
+
+def _too_small(map_path):
+    """The sizes behind link.ld's "too small" ASSERT, from the failed link's map: a sentence, or None."""
+    try:
+        text = Path(map_path).read_text(errors="replace")
+    except OSError:
+        return None
+    v = {m.group(2): int(m.group(1), 16)
+         for m in re.finditer(r"^\s+0x([0-9a-f]+)\s+(end|__stack_top|PE_STACK_RESERVE|PE_HEAP_MIN) = ", text, re.M)}
+    if len(v) < 4:
+        return None
+    need = v["PE_STACK_RESERVE"] + v["PE_HEAP_MIN"]
+    free = v["__stack_top"] - v["end"]
+    return (f"the system RAM is too small: the planned buffers, .data and .bss end at 0x{v['end']:08X} and the "
+            f"region at 0x{v['__stack_top']:08X}, {free} B free; the stack reserve ({v['PE_STACK_RESERVE']} B) "
+            f"and the heap ({v['PE_HEAP_MIN']} B) need {need} B: {need - free} B short"
+            + (" (the provisional link, which reserves no stack: the static bound is read from it)"
+               if v["PE_STACK_RESERVE"] == 0 else ""))
 
 
 def stack_info(project_dir, runtime_build=None):
@@ -282,7 +304,7 @@ def run_project(project, inputs, elf=None, timeout=600.0):
     board = manifest.get("qemu_machine")
     if not board:
         raise FirmwareError(f"profile {manifest['profile']}: no QEMU machine emulates it (run --run with "
-                            f"mps2-an386 or mps2-an500)")
+                            f"one of {', '.join(qemu.BOARDS)})")
     data = _input_bytes(manifest, inputs)
     elf = Path(elf) if elf is not None else d / "firmware.elf"
     if not elf.is_file():
@@ -308,14 +330,14 @@ def run_project(project, inputs, elf=None, timeout=600.0):
         k, op, lo, hi = struct.unpack_from("<IIII", blob, pos)
         pos += 16
         ops.append({"table_index": k, "index": op, "type": types.get(k, "?"),
-                    "instructions": ((hi << 32) | lo) * qemu.INSTRUCTIONS_PER_TICK})
+                    "instructions": qemu.BOARDS[board].instructions((hi << 32) | lo)})
     if status != 0 or res.exit_code != 0:
         raise FirmwareError(f"the firmware's pe_model_invoke returned status {status} (exit code "
                             f"{res.exit_code})")
     out = res.stdout.decode("latin-1") if isinstance(res.stdout, bytes) else (res.stdout or "")
     rows = re.search(r"^pe_input_rows_given (\d+)\r?$", out, re.M)
     run = FirmwareRun(outputs, ops, sum(o["instructions"] for o in ops),
-                      ((thi << 32) | tlo) * qemu.INSTRUCTIONS_PER_TICK, status, board,
+                      qemu.BOARDS[board].instructions((thi << 32) | tlo), status, board,
                       int(rows.group(1)) if rows else None)
     if blob[pos:pos + 4] == b"PESK" and len(blob) >= pos + STACK_RECORD_BYTES:
         peak, main_peak, reserved = struct.unpack_from("<III", blob, pos + 4)

@@ -235,8 +235,9 @@ def _sources():
     return _csrc.sources(KERNEL_SOURCES, CSRC)
 
 
-def _digest(variant, extra=()):
+def _digest(variant, extra=(), board="mps2-an386"):
     h = hashlib.sha256(variant.encode())
+    h.update(board.encode())
     h.update(" ".join(extra).encode())
     for p in [PROGRAM, *_sources(), *sorted(glob.glob(os.path.join(CSRC, "include", "pyembed", "*.h"))),
               *sorted(glob.glob(os.path.join(qemu.TEMPLATES, "*")))]:
@@ -245,9 +246,11 @@ def _digest(variant, extra=()):
     return h.hexdigest()[:12]
 
 
-def build(variant="dsp", extra_cflags=()):
-    """Build the case runner for a variant ('host', 'dsp', 'portable'); returns its path
-    (cached under tools/build/target by the hash of the sources and flags)."""
+def build(variant="dsp", extra_cflags=(), board="mps2-an386"):
+    """Build the case runner for a variant ('host', 'dsp', 'portable') and a QEMU board
+    (pyembed.target.qemu.BOARDS; 'dsp' on a core without the DSP extension compiles the
+    portable path too); returns its path (cached under tools/build/target by the hash of
+    the sources, the board and the flags)."""
     if variant not in VARIANTS:
         raise ValueError(f"variant: expected one of {VARIANTS}, got {variant!r}")
     why = missing(variant)
@@ -255,7 +258,7 @@ def build(variant="dsp", extra_cflags=()):
         raise qemu.QemuError(why)
     os.makedirs(BUILD_DIR, exist_ok=True)
     extra_cflags = tuple(extra_cflags)
-    exe = os.path.join(BUILD_DIR, f"kernel_cases-{variant}-{_digest(variant, extra_cflags)}")
+    exe = os.path.join(BUILD_DIR, f"kernel_cases-{variant}-{_digest(variant, extra_cflags, board)}")
     inc = os.path.join(CSRC, "include")
     if variant == "host":
         if not os.path.exists(exe):
@@ -272,15 +275,15 @@ def build(variant="dsp", extra_cflags=()):
         defines = {"PE_ON_TARGET": None}
         if variant == "portable":
             defines["PE_FORCE_PORTABLE"] = None
-        qemu.build([PROGRAM, *_sources()], elf, board="mps2-an386", include_dirs=[inc],
+        qemu.build([PROGRAM, *_sources()], elf, board=board, include_dirs=[inc],
                    defines=defines, extra_cflags=extra_cflags)
     return elf
 
 
-def run(cases, variant="dsp", timeout=600.0, extra_cflags=()):
-    """Run the cases on a variant; returns one Result per case."""
+def run(cases, variant="dsp", timeout=600.0, extra_cflags=(), board="mps2-an386"):
+    """Run the cases on a variant (on a QEMU board but for 'host'); returns one Result per case."""
     blob = pack(cases)
-    prog = build(variant, extra_cflags)
+    prog = build(variant, extra_cflags, board)
     if variant == "host":
         with tempfile.TemporaryDirectory(prefix="pe_cases_") as td:
             src, dst = os.path.join(td, "in.bin"), os.path.join(td, "out.bin")
@@ -292,7 +295,7 @@ def run(cases, variant="dsp", timeout=600.0, extra_cflags=()):
             with open(dst, "rb") as f:
                 data = f.read()
     else:
-        rr = qemu.run(prog, board="mps2-an386", input_bytes=blob, timeout=timeout)
+        rr = qemu.run(prog, board=board, input_bytes=blob, timeout=timeout)
         if rr.exit_code != 0:
             raise qemu.QemuError(f"{prog} exited with {rr.exit_code} under QEMU: "
                                  f"{rr.stdout!r} {rr.stderr!r}")

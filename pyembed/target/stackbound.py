@@ -209,8 +209,10 @@ def _disassembly(elf, mtime):
         elif re.match(r"str(d)?(\.w)?$", op) and re.search(r"\[sp,\s*#-(\d+)\]!", args):
             funcs[cur][0] += int(re.search(r"#-(\d+)\]!", args).group(1))
         elif op in ("bl", "blx") and "<" in args:
-            t = re.search(r"<([^>+]+)>", args).group(1)
-            funcs[cur][1].append(t)
+            t = re.search(r"<([^>+]+)(\+0x[0-9a-f]+)?>", args)
+            if t.group(2) and t.group(1) == cur:
+                continue    # Armv6-M far branch inside the function (BL as a long jump; LR saved in the prologue)
+            funcs[cur][1].append(t.group(1))
         elif op in ("blx",) and re.match(r"r\d+|ip|lr", args):
             funcs[cur][2].append(f"{cur}: indirect call ({ins})")
         elif op in ("b.w", "b", "b.n") and re.search(r"<([^>+]+)>$", args):

@@ -9,7 +9,9 @@ rewritten by the compiler pipeline, ``plan_for_profile(..., strategy=...)``)::
                                        region holding that region's planned buffers at its
                                        base, weights in .pe_flash in the flash region
     DIR/startup.c                      vector table and reset handler (FPU, .data/.bss, SysTick)
-    DIR/pe_target.c, pe_target.h       SysTick instruction counting, semihosting file I/O
+    DIR/pe_port.c, pe_port.h           the port layer: the clock (SysTick, or DWT CYCCNT where the
+                                       core has it), a log hook, the segment loader's DMA hook
+    DIR/pe_target.c, pe_target.h       instruction counting (through pe_port), semihosting file I/O
     DIR/model/memplan.h                the static memory plan (pyembed.emit.memplan_header)
     DIR/model/model_data.c/.h          weights and parameters (pyembed.emit.model_data)
     DIR/model/model_graph.c/.h         the graph runtime's tables (pyembed.emit.graph_tables)
@@ -54,16 +56,13 @@ _HERE = Path(__file__).resolve().parent
 _PKG = _HERE.parents[1]                       # pyembed/
 TARGET_TEMPLATES = _PKG / "target" / "templates"
 
-# gcc flags per core (hard-float ABI where the core has an FPU)
-CORE_FLAGS = {
-    "cortex-m4": "-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16",
-    "cortex-m7": "-mcpu=cortex-m7 -mthumb -mfloat-abi=hard -mfpu=fpv5-d16",
-    "cortex-m33": "-mcpu=cortex-m33 -mthumb -mfloat-abi=hard -mfpu=fpv5-sp-d16",
-    "cortex-m0plus": "-mcpu=cortex-m0plus -mthumb -mfloat-abi=soft",
-    "cortex-m3": "-mcpu=cortex-m3 -mthumb -mfloat-abi=soft",
-}
-# QEMU machine for a profile name (only these can `make run`)
-QEMU_MACHINES = {"mps2-an386": "mps2-an386", "mps2-an500": "mps2-an500"}
+# gcc flags per core (hard-float ABI where the core has an FPU; one table with pyembed.target.qemu)
+from pyembed.target.qemu import BOARDS as _QEMU_BOARDS, CORE_FLAGS as _CORE_FLAGS  # noqa: E402
+
+CORE_FLAGS = {core: " ".join(flags) for core, flags in _CORE_FLAGS.items()}
+# QEMU machine for a profile name (only these can `make run`): each board of pyembed.target.qemu has a
+# bundled profile of the same name with its memory map
+QEMU_MACHINES = {name: name for name in _QEMU_BOARDS}
 
 # the harness's input file (main.c reads it from the directory QEMU runs in); a --run project keeps
 # the input it ran so that `make run` repeats the run
@@ -707,7 +706,7 @@ def _write_project(out, graph, profile, plan, prefix, layout, arena_base, region
     # the stack reserve the link keeps (build_project rewrites it from the static bound)
     from pyembed.codegen.firmware.stack import stack_script
     w("stack.ld", stack_script())
-    for name in ("startup.c", "pe_target.c", "pe_target.h"):
+    for name in ("startup.c", "pe_port.c", "pe_port.h", "pe_target.c", "pe_target.h"):
         w(name, (TARGET_TEMPLATES / name).read_text())
     w("Makefile", _makefile(profile, core_flags, machine, graph))
     w("CMakeLists.txt", _cmakelists(profile, core_flags))

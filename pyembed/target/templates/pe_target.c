@@ -1,44 +1,24 @@
-/* pe_target.c - SysTick timing and semihosting file I/O (see pe_target.h). */
+/* pe_target.c - timing through the port layer (pe_port.c: SysTick, or the DWT
+ * cycle counter) and semihosting file I/O (see pe_target.h). */
 #include "pe_target.h"
 
 #include <stdio.h>
 
-#define SYST_CSR (*(volatile uint32_t *)0xE000E010u)
-#define SYST_RVR (*(volatile uint32_t *)0xE000E014u)
-#define SYST_CVR (*(volatile uint32_t *)0xE000E018u)
-#define SYST_RELOAD 0x00FFFFFFu
-
-static volatile uint32_t pe_systick_wraps;
-
 void SysTick_Handler(void);
-void SysTick_Handler(void) { pe_systick_wraps++; }
+void SysTick_Handler(void) { pe_port_systick_isr(); }
 
-void pe_timer_init(void)
-{
-    SYST_CSR = 0u;
-    SYST_RVR = SYST_RELOAD;
-    SYST_CVR = 0u;
-    pe_systick_wraps = 0u;
-    /* ENABLE | TICKINT | CLKSOURCE = processor clock */
-    SYST_CSR = 0x7u;
-}
+void pe_timer_init(void) { (void)pe_port_clock_init(); }
 
-uint64_t pe_ticks_now(void)
-{
-    uint32_t hi;
-    uint32_t cur;
-    do {
-        hi = pe_systick_wraps;
-        cur = SYST_CVR;
-    } while (hi != pe_systick_wraps);
-    return ((uint64_t)hi << 24) + (uint64_t)(SYST_RELOAD - (cur & SYST_RELOAD));
-}
+uint64_t pe_ticks_now(void) { return pe_port_now(); }
 
-uint64_t pe_cycles_start(void) { return pe_ticks_now(); }
+uint64_t pe_cycles_start(void) { return pe_port_now(); }
 
 uint64_t pe_instructions_since(uint64_t start)
 {
-    return (pe_ticks_now() - start) * (uint64_t)PE_INSTRUCTIONS_PER_TICK;
+    const uint64_t hz = (uint64_t)PE_TICK_HZ;
+    const uint64_t ticks = pe_ticks_now() - start;
+    /* ticks * 1e9 / hz without overflowing 64 bits */
+    return (ticks / hz) * 1000000000u + ((ticks % hz) * 1000000000u + hz / 2u) / hz;
 }
 
 long pe_read_input(void *buf, size_t n)
@@ -58,11 +38,23 @@ extern uint32_t __stack_top;
 
 void pe_stack_paint(void)
 {
-    volatile uint32_t *p = &__stack_limit;
-    uint32_t *const sp = (uint32_t *)pe_stack_pointer();
-    while ((uint32_t *)p < sp) {
-        *p++ = PE_STACK_PATTERN;
-    }
+    /* The loop is assembly that reads SP itself: in C, the stack pointer read
+     * first and the prologue's push placed after it (gcc's shrink-wrapping,
+     * seen for the Cortex-M55) would paint this function's saved return
+     * address. Armv6-M instructions only; low registers for Thumb-1. */
+    uint32_t *p = &__stack_limit;
+    const uint32_t pattern = PE_STACK_PATTERN;
+    __asm volatile(".syntax unified\n"
+                   "    mov r2, sp\n"
+                   "1:  cmp %0, r2\n"
+                   "    bhs 2f\n"
+                   "    str %1, [%0]\n"
+                   "    adds %0, %0, #4\n"
+                   "    b 1b\n"
+                   "2:\n"
+                   : "+l"(p)
+                   : "l"(pattern)
+                   : "r2", "cc", "memory");
 }
 
 uintptr_t pe_stack_lowest(void)

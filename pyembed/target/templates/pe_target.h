@@ -1,11 +1,16 @@
 /* pe_target.h - tiny target support for pyembed programs run under QEMU
- * (MPS2 boards) with newlib semihosting.
+ * (the Cortex-M boards of pyembed.target.qemu) with newlib semihosting.
  *
- * Timing: SysTick runs from the 25 MHz processor clock of the MPS2 FPGA
- * images. Under `qemu-system-arm -icount shift=0` every instruction advances
- * the virtual clock by 1 ns, so one SysTick tick is exactly 40 instructions.
- * The 24-bit counter is extended to 64 bits by counting wraps in the SysTick
- * interrupt. Resolution: 40 instructions.
+ * Timing: through the port layer (pe_port.h): SysTick by default, the DWT
+ * cycle counter with -DPE_PORT_CLOCK=PE_PORT_CLOCK_DWT where it counts (QEMU
+ * reads it as zero: SysTick then). SysTick runs from the processor clock, PE_TICK_HZ (the build
+ * defines it per board: 25 MHz on the MPS2 AN385/AN386/AN500 images, 20 MHz
+ * on AN505, 32 MHz on AN547, 16 MHz on the micro:bit, 168 MHz on the
+ * Netduino Plus 2). Under `qemu-system-arm -icount shift=0` every
+ * instruction advances the virtual clock by 1 ns, so one SysTick tick is
+ * 1e9 / PE_TICK_HZ instructions (exactly 40 at 25 MHz). The 24-bit counter
+ * is extended to 64 bits by counting wraps in the SysTick interrupt.
+ * Resolution: one tick.
  *
  * I/O: pe_read_input / pe_write_output move raw bytes through semihosting
  * files ("pe_input.bin", "pe_output.bin" in QEMU's working directory);
@@ -29,22 +34,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pe_port.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* SysTick ticks per second and instructions per tick under -icount shift=0. */
-#define PE_TICK_HZ 25000000u
-#define PE_INSTRUCTIONS_PER_TICK 40u
+/* PE_TICK_HZ (pe_port.h): ticks per second, the board's processor clock in QEMU. */
 
-/* Starts SysTick (called by the startup code before main). */
+/* Starts the port layer's clock (pe_port_clock_init; called by the startup
+ * code before main). */
 void pe_timer_init(void);
-/* 64-bit tick count since pe_timer_init. */
+/* 64-bit tick count since pe_timer_init (pe_port_now). */
 uint64_t pe_ticks_now(void);
 /* Start a measurement: returns the current tick count. */
 uint64_t pe_cycles_start(void);
 /* Instructions executed since `start` (a pe_cycles_start value), as
- * ticks * 40: exact to 40 instructions under -icount shift=0. */
+ * ticks * 1e9 / PE_TICK_HZ rounded to the nearest: exact to one tick under
+ * -icount shift=0. */
 uint64_t pe_instructions_since(uint64_t start);
 
 /* Reads up to `n` bytes of the input file into `buf`; returns the number of

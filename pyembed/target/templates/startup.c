@@ -1,6 +1,10 @@
-/* startup.c - vector table and reset handler for the MPS2 Cortex-M FPGA
- * images (AN386 Cortex-M4, AN500 Cortex-M7) with newlib semihosting
- * (--specs=rdimon.specs, linked with -nostartfiles: this file is crt0). */
+/* startup.c - vector table and reset handler for the Cortex-M boards of
+ * pyembed.target.qemu (Cortex-M0 micro:bit; MPS2 AN385 M3, AN386 M4, AN500
+ * M7, AN505 M33; MPS3 AN547 M55; Netduino Plus 2 M4) with newlib
+ * semihosting (--specs=rdimon.specs, linked with -nostartfiles: this file is
+ * crt0). The table sits at the start of the code memory, where each machine
+ * reads its reset vector (VTOR 0, the AN505's Secure VTOR 0x10000000, the
+ * STM32F405's flash aliased at 0); the code is Armv6-M clean (Cortex-M0). */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -30,7 +34,8 @@ void HardFault_Handler(void)
 
 typedef void (*pe_vector)(void);
 
-/* 16 system exceptions + 32 external interrupts (num-irq of the MPS2 images). */
+/* 16 system exceptions + 32 external interrupts (Armv6-M has no MemManage,
+ * BusFault or UsageFault: those entries are reserved there and never taken). */
 __attribute__((section(".vectors"), used))
 const pe_vector pe_vector_table[48] = {
     (pe_vector)(uintptr_t)&__stack_top,
@@ -63,6 +68,13 @@ void Reset_Handler(void)
 #if defined(__ARM_FP)
     /* CPACR: full access to CP10/CP11 (the FPU) before any FP instruction. */
     *(volatile uint32_t *)0xE000ED88u |= (0xFu << 20);
+    __asm volatile("dsb\n\tisb" ::: "memory");
+#endif
+#if defined(PE_TRAP_UNALIGNED) && __ARM_ARCH >= 7
+    /* CCR.UNALIGN_TRP: an unaligned word or halfword access faults (HardFault, exit code
+     * 0x7F) as it always does on Armv6-M. With -mno-unaligned-access (gcc then makes none
+     * itself) a Cortex-M3+ build finds the C that would fault on a Cortex-M0. */
+    *(volatile uint32_t *)0xE000ED14u |= (1u << 3);
     __asm volatile("dsb\n\tisb" ::: "memory");
 #endif
     while (dst < &__data_end) {
