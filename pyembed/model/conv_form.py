@@ -138,3 +138,30 @@ def dsp_scratch_wants(graph):
         if size > int(op.params.get("reverse_scratch", op.scratch_bytes)):
             want[op.index] = size
     return want
+
+
+def gather_work_wants(graph):
+    """{operator index: bytes} for every convolution in the gather form
+    (scratch 0) whose Arm DSP build loops take a work block:
+    pe_conv2d_gather_s8_get_target_buffer_size /
+    pe_depthwise_conv2d_gather_s8_get_target_buffer_size (dsp=1), which the
+    host computes for the target whatever it was built for. Capped below the
+    reverse kernel's minimum scratch (``reverse_scratch``), to 4-byte
+    multiples, because the graph runtime runs the reverse form from that size
+    up (pe_graph.h); the gather kernel takes any work block and runs the loops
+    that fit."""
+    from pyembed._ext import _graph
+    from pyembed.model.ops.base import dims4
+    want = {}
+    for op in _conv_ops(graph):
+        if int(op.scratch_bytes) != 0 or op.params.get("conv_form") != "gather":
+            continue
+        x, w, y = (graph.tensors[op.inputs[k]] if k < 2 else graph.tensors[op.outputs[0]] for k in range(3))
+        size = int(_graph.gather_target_buffer_size(op.params, dims4(x.shape), dims4(w.shape), dims4(y.shape), True,
+                                                    op.type == "DEPTHWISE_CONV_2D"))
+        rev = int(op.params.get("reverse_scratch", 0))
+        if rev > 0:
+            size = min(size, (rev - 1) // 4 * 4)
+        if size > 0:
+            want[op.index] = size
+    return want

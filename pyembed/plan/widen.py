@@ -59,8 +59,11 @@ def _free_offset(busy, size, align, limit):
     return o if o + align_up(size, align) <= limit else None
 
 
-def widen_scratch(plan, want, at_overlaps=()):
-    """(new plan, granted): see the module docstring. plan is not modified."""
+def widen_scratch(plan, want, at_overlaps=(), grow=False):
+    """(new plan, granted): see the module docstring. plan is not modified.
+    grow=True: an operator that finds no free range below the bytes a region
+    already uses gets one past them, in the first region whose size allows it
+    (that region grows by the range)."""
     if not isinstance(plan, Plan):
         raise ArgumentError(f"plan: expected a pyembed.plan Plan, got {type(plan).__name__}")
     if not isinstance(want, dict) or not all(isinstance(k, int) and isinstance(v, int) and v >= 0
@@ -88,7 +91,11 @@ def widen_scratch(plan, want, at_overlaps=()):
         for r, region in enumerate(plan.regions):
             busy = [(placement[i][1], placement[i][1] + problem.buffers[i].size) for i in live
                     if placement[i][0] == r]
-            off = _free_offset(busy, size, align, used.get(region.name, 0))
+            limit = used.get(region.name, 0)
+            off = _free_offset(busy, size, align, limit)
+            if off is None and grow:
+                cap = region.size
+                off = _free_offset(busy, size, align, cap if cap is not None else limit + align_up(size, align) + align)
             if off is None:
                 continue
             if cur is None:
@@ -108,9 +115,9 @@ def widen_scratch(plan, want, at_overlaps=()):
     return new, granted
 
 
-def _apply(graph, granted):
-    """A copy of graph whose granted convolutions run the reverse form with
-    their new scratch."""
+def _apply(graph, granted, form="reverse"):
+    """A copy of graph whose granted convolutions run `form` (the reverse
+    form, or the gather form with a work block) with their new scratch."""
     import copy
     if not granted:
         return graph
@@ -118,7 +125,7 @@ def _apply(graph, granted):
     g2.operators = list(graph.operators)
     for op, (_, size, _, _) in granted.items():
         old = graph.operators[op]
-        g2.operators[op] = dataclasses.replace(old, scratch_bytes=size, params=dict(old.params, conv_form="reverse"))
+        g2.operators[op] = dataclasses.replace(old, scratch_bytes=size, params=dict(old.params, conv_form=form))
     g2._runtime_cache = {}
     return g2
 
@@ -178,6 +185,25 @@ def dsp_conv_scratch(graph, plan):
         if not failed:
             break
         want = {k: v for k, v in want.items() if k not in failed}
+    plan2 = plan2 if granted else plan
+    # the gather convolutions left: their DSP loops' work block
+    # (gather_work_wants), below the reverse kernel's minimum so that the
+    # runtime keeps the gather form (pe_graph.h); the gather form's order of
+    # reads and writes does not depend on it, so an output-over-input
+    # allowance stays proven; free bytes first, else past a region's end
+    from pyembed.model.conv_form import gather_work_wants
+    gwant = gather_work_wants(g2)
+    gwant = dict(sorted(gwant.items(), key=lambda kv: -g2.operators[kv[0]].macs))
+    if gwant:
+        plan3, ggranted = widen_scratch(plan2, gwant, at_overlaps=set(gwant))
+        rest = {k: v for k, v in gwant.items() if k not in ggranted}
+        if rest:
+            plan3, more = widen_scratch(plan3, rest, at_overlaps=set(rest), grow=True)
+            ggranted.update(more)
+        if ggranted:
+            g2 = _apply(g2, ggranted, form="gather")
+            plan2 = plan3
+            granted = dict(granted, **ggranted)
     if granted:
         plan2.check()
-    return g2, (plan2 if granted else plan), granted
+    return g2, plan2, granted

@@ -762,7 +762,9 @@ def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algor
     zero-wait RAM region (where .data, .bss and the stack go too).
     dsp_scratch (default: the profile's core has the Arm DSP extension): every
     standard convolution whose DSP reverse kernel runs faster with more scratch
-    gets it where the plan has those bytes free at its step (no region grows;
+    gets it where the plan has those bytes free at its step (no region grows),
+    and every convolution left in the gather form gets its DSP loops' work
+    block (free bytes, else past a region's end: that region grows by it;
     pyembed.plan.widen.dsp_conv_scratch); ``project.dsp_scratch`` lists them and
     ``project.graph`` is the graph the tables describe.
     fc_int16_weights: an opt-in trading flash for speed: every int8

@@ -434,7 +434,9 @@ static void cv_widen_pad(uint32_t *restrict dst, const int8_t *restrict w, size_
     }
 }
 
-static void cv_patch_rows(const pe_conv_params *p, const pe_per_channel_quant *q,
+/* (not inlined into pe_cv_dsp_rows: the two accumulator blocks would then
+ * share one frame) */
+__attribute__((noinline)) static void cv_patch_rows(const pe_conv_params *p, const pe_per_channel_quant *q,
                           const pe_dims *in, const int8_t *image, const pe_dims *f,
                           const int8_t *filter, const int32_t *bias, const pe_dims *out,
                           int32_t oy0, int32_t oy1, int8_t *o, uint32_t *wblk, int32_t wbytes)
