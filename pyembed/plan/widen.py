@@ -161,8 +161,15 @@ def _reprove(graph, plan, ops):
 def dsp_conv_scratch(graph, plan):
     """Widen the scratch of every standard or depthwise convolution to what
     the Arm DSP build's reverse kernel runs fastest with
-    (pyembed.model.conv_form.dsp_scratch_wants), where plan has the bytes free
-    at its step (widen_scratch; larger convolutions first). Returns (graph,
+    (pyembed.model.conv_form.dsp_scratch_wants; a gather conv whose DSP work
+    block is at least its reverse minimum asks for the reverse form with that
+    block, gather_switch_wants), where plan has the bytes free at its step
+    (widen_scratch; larger convolutions first). Then every convolution still
+    in the gather form gets its DSP loops' work block (gather_work_wants,
+    capped below the reverse minimum so that the runtime keeps the gather
+    form): in free bytes, else past a region's end (that region grows by it).
+    The granted dict holds both kinds (a gather work block keeps
+    params["conv_form"] == "gather"). Returns (graph,
     plan, granted): a copy of graph whose widened operators run the reverse form
     with their new scratch_bytes, and the widened plan. Neither argument is
     modified; the outputs are the same bytes (the kernel accepts any scratch
@@ -174,8 +181,10 @@ def dsp_conv_scratch(graph, plan):
     conv switching to the reverse form keeps its widened scratch only if the
     reverse kernel is proven (run on the host at the plan's exact offsets, as
     pyembed.plan.overlap does) to give the same bytes there."""
-    from pyembed.model.conv_form import dsp_scratch_wants
+    from pyembed.model.conv_form import dsp_scratch_wants, gather_switch_wants
     want = dsp_scratch_wants(graph)
+    for k, v in gather_switch_wants(graph).items():
+        want[k] = max(want.get(k, 0), v)
     want = dict(sorted(want.items(), key=lambda kv: -graph.operators[kv[0]].macs))
     while True:
         plan2, granted = widen_scratch(plan, want, at_overlaps=set(want))
@@ -203,7 +212,7 @@ def dsp_conv_scratch(graph, plan):
         if ggranted:
             g2 = _apply(g2, ggranted, form="gather")
             plan2 = plan3
-            granted = dict(granted, **ggranted)
+            granted = {**granted, **ggranted}
     if granted:
         plan2.check()
     return g2, plan2, granted

@@ -564,7 +564,7 @@ static int32_t cv_next_seg(const pe_conv_params *p, const pe_dims *in, const pe_
     return ox + sg->n;
 }
 
-void pe_cv_dsp_rows(const pe_conv_params *p, const pe_per_channel_quant *q, const pe_dims *in,
+__attribute__((noinline)) static void cv_block_rows(const pe_conv_params *p, const pe_per_channel_quant *q, const pe_dims *in,
                     const int8_t *image, const pe_dims *f, const int8_t *filter,
                     const int32_t *bias, const pe_dims *out, int32_t oy0, int32_t oy1, int8_t *o,
                     uint32_t *wblk, int32_t wbytes)
@@ -597,10 +597,6 @@ void pe_cv_dsp_rows(const pe_conv_params *p, const pe_per_channel_quant *q, cons
     int32_t oc, nb, j, oy, ox, c, ns, si, ky, ky_lo, ky_hi, k0, kn, n_done, fuse;
     if (ox_b > out_w - 1) {
         ox_b = out_w - 1;
-    }
-    if (cv_patch_len(p, in, f) > 0 && (int64_t)(oy1 - oy0) * out_w >= 2) {
-        cv_patch_rows(p, q, in, image, f, filter, bias, out, oy0, oy1, o, wblk, wbytes);
-        return;
     }
     if ((int64_t)(oy1 - oy0) * out_w < 2) {
         /* one pixel: each weight is used once, widening it first costs
@@ -773,6 +769,19 @@ void pe_cv_dsp_rows(const pe_conv_params *p, const pe_per_channel_quant *q, cons
             }
         }
     }
+}
+
+void pe_cv_dsp_rows(const pe_conv_params *p, const pe_per_channel_quant *q, const pe_dims *in,
+                    const int8_t *image, const pe_dims *f, const int8_t *filter,
+                    const int32_t *bias, const pe_dims *out, int32_t oy0, int32_t oy1, int8_t *o,
+                    uint32_t *wblk, int32_t wbytes)
+{
+    /* (two out-of-line bodies: their accumulator blocks never share a frame) */
+    if (cv_patch_len(p, in, f) > 0 && (int64_t)(oy1 - oy0) * out->w >= 2) {
+        cv_patch_rows(p, q, in, image, f, filter, bias, out, oy0, oy1, o, wblk, wbytes);
+        return;
+    }
+    cv_block_rows(p, q, in, image, f, filter, bias, out, oy0, oy1, o, wblk, wbytes);
 }
 
 #else

@@ -248,7 +248,7 @@ static inline int32_t add_wrap(int32_t a, int32_t b)
     return (int32_t)((uint32_t)a + (uint32_t)b);
 }
 
-static void conv_dsp(const pe_conv_params *p, const pe_per_channel_quant *q, const pe_dims *in,
+__attribute__((noinline)) static void conv_dsp(const pe_conv_params *p, const pe_per_channel_quant *q, const pe_dims *in,
                      const int8_t *img, const pe_dims *f, const int8_t *filter,
                      const int32_t *bias, const pe_dims *out, int8_t *dst)
 {
@@ -698,16 +698,90 @@ static void dw_image_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
 
 #endif /* PE_DSP */
 
+/* one image pixel by pixel, in raster order (the portable loops, and the
+ * DSP build's per-pixel ones); MACs and input reads added to *macs, *reads.
+ * Out of line, once per image: its locals stay off the stack of the
+ * whole-image DSP loops. dsp_flags (DSP build): bit 0 the depthwise image
+ * loops ran (count only), bit 1 |acc| < 2^30 (dw_small), bit 2 the output is
+ * disjoint from the input. */
+__attribute__((noinline)) static void pixels(const pe_conv_params *p, const pe_per_channel_quant *q,
+                                             const pe_dims *in, const int8_t *img,
+                                             const pe_dims *f, const int8_t *filter,
+                                             const int32_t *bias, const pe_dims *out, int8_t *dst,
+                                             int32_t depthwise, int32_t dsp_flags, uint64_t *macs_p,
+                                             uint64_t *reads_p)
+{
+    uint64_t macs = 0, reads = 0;
+    int32_t oy, ox;
+#if PE_DSP
+    const int32_t dw_img = dsp_flags & 1, dw_sm = (dsp_flags >> 1) & 1, disjoint = (dsp_flags >> 2) & 1;
+#else
+    (void)dsp_flags;
+#endif
+    for (oy = 0; oy < out->h; oy++) {
+        const int32_t iy0 = oy * p->stride.h - p->padding.top;
+        int32_t ky_lo, ky_hi;
+        tap_range(iy0, p->dilation.h, f->h, in->h, &ky_lo, &ky_hi);
+        for (ox = 0; ox < out->w; ox++) {
+            const int32_t ix0 = ox * p->stride.w - p->padding.left;
+            int32_t kx_lo, kx_hi, y_lo = ky_lo, y_hi = ky_hi;
+            uint64_t taps = 0;
+            tap_range(ix0, p->dilation.w, f->w, in->w, &kx_lo, &kx_hi);
+            if (y_lo > y_hi || kx_lo > kx_hi) {
+                y_lo = 1; /* window wholly in padding: bias only */
+                y_hi = 0;
+            } else {
+                taps = (uint64_t)(y_hi - y_lo + 1) * (uint64_t)(kx_hi - kx_lo + 1);
+            }
+            if (depthwise) {
+#if PE_DSP
+                if (dw_img) {
+                    reads += taps * (uint64_t)out->c;
+                } else if (dw_dsp_ok(p, out)) {
+                    depthwise_pixel_dsp(p, q, in, img, f, filter, bias, out, iy0, ix0,
+                                        y_lo, y_hi, kx_lo, kx_hi, dst, dw_sm);
+                    reads += taps * (uint64_t)out->c;
+                } else
+#endif
+                {
+                    depthwise_pixel(p, q, in, img, f, filter, bias, out, iy0, ix0, y_lo,
+                                    y_hi, kx_lo, kx_hi, dst, &reads);
+                }
+                macs += taps * (uint64_t)out->c;
+            } else {
+#if PE_DSP
+                if (p->groups == 1) {
+                    if (!disjoint) {
+                        conv_pixel_dsp(p, q, in, img, f, filter, bias, out, iy0, ix0, y_lo,
+                                       y_hi, kx_lo, kx_hi, dst);
+                    }
+                    reads += taps * (uint64_t)f->c * (uint64_t)((out->c + 3) / 4);
+                } else
+#endif
+                {
+                    conv_pixel(p, q, in, img, f, filter, bias, out, iy0, ix0, y_lo, y_hi,
+                               kx_lo, kx_hi, dst, &reads);
+                }
+                macs += taps * (uint64_t)out->c * (uint64_t)f->c;
+            }
+            dst += out->c;
+        }
+    }
+    *macs_p += macs;
+    *reads_p += reads;
+}
+
 static pe_status run(const pe_context *ctx, const pe_conv_params *p,
                      const pe_per_channel_quant *q, const pe_dims *in, const int8_t *input,
                      const pe_dims *f, const int8_t *filter, const int32_t *bias,
                      const pe_dims *out, int8_t *output, int32_t depthwise)
 {
-    int32_t n, oy, ox;
+    int32_t n;
     uint64_t macs = 0, reads = 0;
     size_t in_img, out_img;
+    int32_t dsp_flags = 0;
 #if PE_DSP
-    int32_t disjoint, dw_sm = 0, dw_img = 0, dw_planes = 0, wbytes = 0;
+    int32_t oy, ox, disjoint, dw_sm = 0, dw_img = 0, dw_planes = 0, wbytes = 0;
     uint32_t *work = NULL;
 #endif
     const pe_status s = check_all(p, q, in, input, f, filter, bias, out, output, depthwise);
@@ -735,6 +809,7 @@ static pe_status run(const pe_context *ctx, const pe_conv_params *p,
         dw_img = dw_planes || (pe_dw_dsp_applies(p, in, f, out, bias) &&
                                (disjoint || wbytes / out->c >= (out->w < 8 ? out->w : 8)));
     }
+    dsp_flags = (dw_img ? 1 : 0) | (dw_sm ? 2 : 0) | (disjoint ? 4 : 0);
 #endif
     for (n = 0; n < in->n; n++) {
         const int8_t *img = input + (size_t)n * in_img;
@@ -787,55 +862,7 @@ static pe_status run(const pe_context *ctx, const pe_conv_params *p,
             continue;
         }
 #endif
-        for (oy = 0; oy < out->h; oy++) {
-            const int32_t iy0 = oy * p->stride.h - p->padding.top;
-            int32_t ky_lo, ky_hi;
-            tap_range(iy0, p->dilation.h, f->h, in->h, &ky_lo, &ky_hi);
-            for (ox = 0; ox < out->w; ox++) {
-                const int32_t ix0 = ox * p->stride.w - p->padding.left;
-                int32_t kx_lo, kx_hi, y_lo = ky_lo, y_hi = ky_hi;
-                uint64_t taps = 0;
-                tap_range(ix0, p->dilation.w, f->w, in->w, &kx_lo, &kx_hi);
-                if (y_lo > y_hi || kx_lo > kx_hi) {
-                    y_lo = 1; /* window wholly in padding: bias only */
-                    y_hi = 0;
-                } else {
-                    taps = (uint64_t)(y_hi - y_lo + 1) * (uint64_t)(kx_hi - kx_lo + 1);
-                }
-                if (depthwise) {
-#if PE_DSP
-                    if (dw_img) {
-                        reads += taps * (uint64_t)out->c;
-                    } else if (dw_dsp_ok(p, out)) {
-                        depthwise_pixel_dsp(p, q, in, img, f, filter, bias, out, iy0, ix0,
-                                            y_lo, y_hi, kx_lo, kx_hi, dst, dw_sm);
-                        reads += taps * (uint64_t)out->c;
-                    } else
-#endif
-                    {
-                        depthwise_pixel(p, q, in, img, f, filter, bias, out, iy0, ix0, y_lo,
-                                        y_hi, kx_lo, kx_hi, dst, &reads);
-                    }
-                    macs += taps * (uint64_t)out->c;
-                } else {
-#if PE_DSP
-                    if (p->groups == 1) {
-                        if (!disjoint) {
-                            conv_pixel_dsp(p, q, in, img, f, filter, bias, out, iy0, ix0, y_lo,
-                                           y_hi, kx_lo, kx_hi, dst);
-                        }
-                        reads += taps * (uint64_t)f->c * (uint64_t)((out->c + 3) / 4);
-                    } else
-#endif
-                    {
-                        conv_pixel(p, q, in, img, f, filter, bias, out, iy0, ix0, y_lo, y_hi,
-                                   kx_lo, kx_hi, dst, &reads);
-                    }
-                    macs += taps * (uint64_t)out->c * (uint64_t)f->c;
-                }
-                dst += out->c;
-            }
-        }
+        pixels(p, q, in, img, f, filter, bias, out, dst, depthwise, dsp_flags, &macs, &reads);
     }
     if (ctx != NULL && ctx->stats != NULL) {
         ctx->stats->macs += macs;
