@@ -186,3 +186,26 @@ def gather_work_wants(graph):
         if size > 0:
             want[op.index] = size
     return want
+
+
+def reverse_work_wants(graph):
+    """{operator index: bytes} for every standard convolution in the reverse
+    form whose scratch is smaller than the DSP block loops' work block
+    (pe_conv2d_gather_s8_get_target_buffer_size, dsp=1: the reverse
+    whole-tensor call runs the same loops, pe_conv.h, and with a small
+    scratch widens its weights in pieces or for few rows at a time); none
+    for a one-pixel output (the per-pixel loops widen nothing)."""
+    from pyembed._ext import _graph
+    from pyembed.model.ops.base import dims4
+    want = {}
+    for op in _conv_ops(graph):
+        if op.type != "CONV_2D" or int(op.scratch_bytes) == 0 or op.params.get("conv_form") == "gather":
+            continue
+        x, w, y = (graph.tensors[op.inputs[k]] if k < 2 else graph.tensors[op.outputs[0]] for k in range(3))
+        if int(y.shape[1]) * int(y.shape[2]) < 2:
+            continue
+        size = int(_graph.gather_target_buffer_size(op.params, dims4(x.shape), dims4(w.shape), dims4(y.shape), True,
+                                                    False))
+        if size > int(op.scratch_bytes):
+            want[op.index] = size
+    return want

@@ -183,11 +183,18 @@ def dsp_conv_scratch(graph, plan):
     pyembed.plan.overlap does) to give the same bytes there."""
     from pyembed.model.conv_form import dsp_scratch_wants, gather_switch_wants
     want = dsp_scratch_wants(graph)
-    for k, v in gather_switch_wants(graph).items():
+    switch = gather_switch_wants(graph)
+    for k, v in switch.items():
         want[k] = max(want.get(k, 0), v)
     want = dict(sorted(want.items(), key=lambda kv: -graph.operators[kv[0]].macs))
     while True:
         plan2, granted = widen_scratch(plan, want, at_overlaps=set(want))
+        # a gather conv whose work block covers its reverse minimum and found
+        # no free bytes: past a region's end (it needs the block either way)
+        rest = {k: v for k, v in want.items() if k in switch and k not in granted}
+        if rest:
+            plan2, more = widen_scratch(plan2, rest, at_overlaps=set(rest), grow=True)
+            granted.update(more)
         g2 = _apply(graph, granted)
         switched = {op for op in granted if graph.operators[op].scratch_bytes == 0}
         plan2, failed = _reprove(g2, plan2, switched)
@@ -200,17 +207,22 @@ def dsp_conv_scratch(graph, plan):
     # runtime keeps the gather form (pe_graph.h); the gather form's order of
     # reads and writes does not depend on it, so an output-over-input
     # allowance stays proven; free bytes first, else past a region's end
-    from pyembed.model.conv_form import gather_work_wants
+    # (and the reverse convs whose scratch is below that block: the same
+    # loops, which widen their weights for few rows at a time in less; their
+    # row order does not change either)
+    from pyembed.model.conv_form import gather_work_wants, reverse_work_wants
     gwant = gather_work_wants(g2)
-    gwant = dict(sorted(gwant.items(), key=lambda kv: -g2.operators[kv[0]].macs))
-    if gwant:
-        plan3, ggranted = widen_scratch(plan2, gwant, at_overlaps=set(gwant))
-        rest = {k: v for k, v in gwant.items() if k not in ggranted}
+    rwant = reverse_work_wants(g2)
+    allw = dict(sorted({**gwant, **rwant}.items(), key=lambda kv: -g2.operators[kv[0]].macs))
+    if allw:
+        plan3, ggranted = widen_scratch(plan2, allw, at_overlaps=set(allw))
+        rest = {k: v for k, v in allw.items() if k not in ggranted}
         if rest:
             plan3, more = widen_scratch(plan3, rest, at_overlaps=set(rest), grow=True)
             ggranted.update(more)
         if ggranted:
-            g2 = _apply(g2, ggranted, form="gather")
+            g2 = _apply(g2, {k: v for k, v in ggranted.items() if k in gwant}, form="gather")
+            g2 = _apply(g2, {k: v for k, v in ggranted.items() if k in rwant}, form="reverse")
             plan2 = plan3
             granted = {**granted, **ggranted}
     if granted:

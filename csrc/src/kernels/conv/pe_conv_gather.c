@@ -236,7 +236,7 @@ static int32_t dw_shape_ok(const pe_conv_params *p, const pe_dims *in, const pe_
  * conv_1x2_window, pe_conv_internal.h).
  * depthwise: channel groups of four outermost (dw_image_dsp, below: tap
  * pairs, one SMLAD per channel and pair, multiplier 1 or a multiple of 4,
- * also for overlapping outputs through a stack block); otherwise per pixel,
+ * also for overlapping outputs through the work block); otherwise per pixel,
  * four output channels at a time with SMLABB/SMLATT on SXTB16-widened words:
  * channel multiplier 1 (four input channels per word) or a multiplier
  * divisible by 4 (four outputs of one input channel, one input byte per

@@ -352,7 +352,7 @@ static int32_t dw3_plane_grant(const pe_context *ctx, const pe_conv_params *p,
 }
 
 /* output rows [oy0, oy1) of one image: from planes (pe_dw3_rows) given
- * pbytes, else the channel-group loops (pe_dw_dsp_rows) */
+ * pbytes, else the channel-group loops (pe_dw_dsp_rect, every column) */
 static void dw_rows(const pe_conv_params *p, const pe_per_channel_quant *q, const pe_dims *in,
                     const int8_t *img, const pe_dims *f, const int8_t *filter,
                     const int32_t *bias, const pe_dims *out, int32_t oy0, int32_t oy1,
@@ -361,19 +361,23 @@ static void dw_rows(const pe_conv_params *p, const pe_per_channel_quant *q, cons
     if (pbytes > 0) {
         pe_dw3_rows(p, q, in, img, f, filter, bias, out, oy0, oy1, o, o_row, planes, pbytes);
     } else {
-        pe_dw_dsp_rows(p, q, in, img, f, filter, bias, out, oy0, oy1, o, o_row);
+        pe_dw_dsp_rect(p, q, in, img, f, filter, bias, oy0, oy1, 0, out->w, o, o_row);
     }
 }
 
 /* Output rows [oy0, oy1) of one image to o (rows row_b bytes apart). */
 typedef void (*rows_fn)(const void *job, int32_t oy0, int32_t oy1, int8_t *o, size_t row_b);
 
-/* One image's output rows computed into buf (cap rows) and written to dst
+/* (inlined into each caller, so that the call through rows is a direct
+ * call of that caller's producer: the static stack bound then sees which)
+ * One image's output rows computed into buf (cap rows) and written to dst
  * once the input rows they overwrite are no longer read: row R waits until
  * the rows up to R + ahead are computed (the row model of dw_whole_dsp and
  * cv_whole_dsp). Returns the most rows held at once. */
-static int32_t staged_rows(int8_t *dst, int8_t *buf, int32_t out_h, size_t row_b, int32_t cap,
-                           int32_t ahead, rows_fn rows, const void *job)
+static inline __attribute__((always_inline)) int32_t staged_rows(int8_t *dst, int8_t *buf, int32_t out_h,
+                                                                  size_t row_b, int32_t cap,
+                                                                  int32_t ahead, rows_fn rows,
+                                                                  const void *job)
 {
     int32_t a = 0; /* first row not yet written; buf row 0 holds it */
     int32_t c = 0; /* rows computed */
