@@ -1,6 +1,7 @@
 /*
  * pe_conv_gather.c - gather-form convolution and depthwise convolution
- * without scratch (pe_conv_gather.h).
+ * without scratch (pe_conv_gather.h; the DSP build's loops take a work block
+ * from the caller's scratch where given, never from the stack).
  *
  * For each output pixel the kernel window is clipped to the input once
  * (ky, kx ranges whose taps land inside the image, so padding is skipped
