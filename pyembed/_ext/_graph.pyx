@@ -106,6 +106,16 @@ cdef extern from "pyembed/pe_conv.h":
                                                                 const pe_dims *output_dims,
                                                                 int32_t dsp, int32_t *size) nogil
 
+cdef extern from "pyembed/pe_conv_gather.h":
+    pe_status pe_conv2d_gather_s8_get_target_buffer_size(const pe_conv_params *params, const pe_dims *input_dims,
+                                                         const pe_dims *filter_dims, const pe_dims *output_dims,
+                                                         int32_t dsp, int32_t *size) nogil
+    pe_status pe_depthwise_conv2d_gather_s8_get_target_buffer_size(const pe_conv_params *params,
+                                                                   const pe_dims *input_dims,
+                                                                   const pe_dims *filter_dims,
+                                                                   const pe_dims *output_dims,
+                                                                   int32_t dsp, int32_t *size) nogil
+
 cdef extern from "pyembed/pe_pool.h":
     pe_status pe_pool_rev_get_buffer_size(const pe_pool_params *params, const pe_dims *in_dims,
                                           const pe_dims *out_dims, int32_t *size) nogil
@@ -543,6 +553,26 @@ def conv_target_buffer_size(dict p, input_dims, filter_dims, output_dims, bint d
     else:
         check(pe_conv2d_rev_s8_get_target_buffer_size(&c, &a, &f, &o, 1 if dsp else 0, &size),
               "pe_conv2d_rev_s8_get_target_buffer_size", f"{tuple(input_dims)} -> {tuple(output_dims)}")
+    return size
+
+
+def gather_target_buffer_size(dict p, input_dims, filter_dims, output_dims, bint dsp,
+                              bint depthwise=False):
+    """Work block bytes the gather conv (or, depthwise True, depthwise)
+    kernel of a DSP (dsp True) or a portable build runs its loops with
+    (pe_conv2d_gather_s8_get_target_buffer_size /
+    pe_depthwise_conv2d_gather_s8_get_target_buffer_size), on any host: the
+    scratch a firmware plan for that target gives a gather operator."""
+    cdef pe_conv_params c = _conv_params(p, depthwise)
+    cdef pe_dims a = _dims(input_dims), f = _dims(filter_dims), o = _dims(output_dims)
+    cdef int32_t size = 0
+    if depthwise:
+        check(pe_depthwise_conv2d_gather_s8_get_target_buffer_size(&c, &a, &f, &o, 1 if dsp else 0, &size),
+              "pe_depthwise_conv2d_gather_s8_get_target_buffer_size",
+              f"{tuple(input_dims)} -> {tuple(output_dims)}")
+    else:
+        check(pe_conv2d_gather_s8_get_target_buffer_size(&c, &a, &f, &o, 1 if dsp else 0, &size),
+              "pe_conv2d_gather_s8_get_target_buffer_size", f"{tuple(input_dims)} -> {tuple(output_dims)}")
     return size
 
 

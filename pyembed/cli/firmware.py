@@ -320,8 +320,9 @@ def _predicted_line(tp, measured):
 def _dsp_scratch_line(granted):
     extra = sum(new - old for old, new, _, _ in granted.values())
     ops = ", ".join(f"#{k}" for k in sorted(granted))
-    return (f"DSP fast scratch: {len(granted)} convolution(s) ({ops}) get the int16 column blocks in bytes "
-            f"free at their step (+{extra:,} B of scratch, no region grows)")
+    return (f"DSP fast scratch: {len(granted)} convolution(s) ({ops}) get the int16 column blocks or planes, or "
+            f"the gather form's work block (instead of stack), in bytes free at their step, a gather work block "
+            f"past a region's end where none are (+{extra:,} B of scratch)")
 
 
 def _fc_w16(proj):

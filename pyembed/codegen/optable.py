@@ -63,14 +63,18 @@ def op_types_in(graph_source):
     return sorted(set(re.findall(r"\.type = (PE_GOP_\w+)", graph_source)))
 
 
-def op_uses(graph_source):
+def op_uses(graph_source, gather_rows=()):
     """{type name: set of kernel forms} of a generated model_graph.c: "rev" / "gather" for the
-    convolution types (by each operator's scratch size), an empty set for the others."""
+    convolution types (by each operator's scratch size: none runs the gather form; and the
+    operator table rows in gather_rows, whose scratch is a gather work block below the reverse
+    kernel's minimum, pe_graph.h), an empty set for the others."""
     uses = {}
-    for m in re.finditer(r"\{ \.type = (PE_GOP_\w+),[^\n]*?\.scratch_size = (-?\d+)", graph_source):
+    gather_rows = set(gather_rows)
+    for k, m in enumerate(re.finditer(r"\{ \.type = (PE_GOP_\w+),[^\n]*?\.scratch_size = (-?\d+)",
+                                      graph_source)):
         forms = uses.setdefault(m.group(1), set())
         if m.group(1) in NARROW:
-            forms.add("gather" if int(m.group(2)) == 0 else "rev")
+            forms.add("gather" if int(m.group(2)) == 0 or k in gather_rows else "rev")
     for t in op_types_in(graph_source):
         uses.setdefault(t, set())
     return uses

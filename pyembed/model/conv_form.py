@@ -138,3 +138,74 @@ def dsp_scratch_wants(graph):
         if size > int(op.params.get("reverse_scratch", op.scratch_bytes)):
             want[op.index] = size
     return want
+
+
+def gather_switch_wants(graph):
+    """{operator index: bytes} for every convolution in the gather form whose
+    DSP work block (pe_..._gather_s8_get_target_buffer_size, dsp=1) is at
+    least its reverse kernel's minimum scratch: given that many bytes, the
+    reverse form's whole-tensor call runs the same DSP loops with them (the
+    graph runtime runs the reverse form from the minimum up), so it asks for
+    the reverse form with the work block as its scratch."""
+    want = {}
+    for k, size in _gather_targets(graph).items():
+        if size >= int(graph.operators[k].params.get("reverse_scratch", 0)) > 0:
+            want[k] = size
+    return want
+
+
+def _gather_targets(graph):
+    from pyembed._ext import _graph
+    from pyembed.model.ops.base import dims4
+    out = {}
+    for op in _conv_ops(graph):
+        if int(op.scratch_bytes) != 0 or op.params.get("conv_form") != "gather":
+            continue
+        x, w, y = (graph.tensors[op.inputs[k]] if k < 2 else graph.tensors[op.outputs[0]] for k in range(3))
+        out[op.index] = int(_graph.gather_target_buffer_size(op.params, dims4(x.shape), dims4(w.shape),
+                                                             dims4(y.shape), True, op.type == "DEPTHWISE_CONV_2D"))
+    return out
+
+
+def gather_work_wants(graph):
+    """{operator index: bytes} for every convolution in the gather form
+    (scratch 0) whose Arm DSP build loops take a work block:
+    pe_conv2d_gather_s8_get_target_buffer_size /
+    pe_depthwise_conv2d_gather_s8_get_target_buffer_size (dsp=1), which the
+    host computes for the target whatever it was built for. Capped below the
+    reverse kernel's minimum scratch (``reverse_scratch``), to 4-byte
+    multiples, because the graph runtime runs the reverse form from that size
+    up (pe_graph.h); the gather kernel takes any work block and runs the loops
+    that fit."""
+    want = {}
+    for k, size in _gather_targets(graph).items():
+        op = graph.operators[k]
+        rev = int(op.params.get("reverse_scratch", 0))
+        if rev > 0:
+            size = min(size, (rev - 1) // 4 * 4)
+        if size > 0:
+            want[op.index] = size
+    return want
+
+
+def reverse_work_wants(graph):
+    """{operator index: bytes} for every standard convolution in the reverse
+    form whose scratch is smaller than the DSP block loops' work block
+    (pe_conv2d_gather_s8_get_target_buffer_size, dsp=1: the reverse
+    whole-tensor call runs the same loops, pe_conv.h, and with a small
+    scratch widens its weights in pieces or for few rows at a time); none
+    for a one-pixel output (the per-pixel loops widen nothing)."""
+    from pyembed._ext import _graph
+    from pyembed.model.ops.base import dims4
+    want = {}
+    for op in _conv_ops(graph):
+        if op.type != "CONV_2D" or int(op.scratch_bytes) == 0 or op.params.get("conv_form") == "gather":
+            continue
+        x, w, y = (graph.tensors[op.inputs[k]] if k < 2 else graph.tensors[op.outputs[0]] for k in range(3))
+        if int(y.shape[1]) * int(y.shape[2]) < 2:
+            continue
+        size = int(_graph.gather_target_buffer_size(op.params, dims4(x.shape), dims4(w.shape), dims4(y.shape), True,
+                                                    False))
+        if size > int(op.scratch_bytes):
+            want[op.index] = size
+    return want

@@ -59,8 +59,11 @@ def _free_offset(busy, size, align, limit):
     return o if o + align_up(size, align) <= limit else None
 
 
-def widen_scratch(plan, want, at_overlaps=()):
-    """(new plan, granted): see the module docstring. plan is not modified."""
+def widen_scratch(plan, want, at_overlaps=(), grow=False):
+    """(new plan, granted): see the module docstring. plan is not modified.
+    grow=True: an operator that finds no free range below the bytes a region
+    already uses gets one past them, in the first region whose size allows it
+    (that region grows by the range)."""
     if not isinstance(plan, Plan):
         raise ArgumentError(f"plan: expected a pyembed.plan Plan, got {type(plan).__name__}")
     if not isinstance(want, dict) or not all(isinstance(k, int) and isinstance(v, int) and v >= 0
@@ -88,7 +91,11 @@ def widen_scratch(plan, want, at_overlaps=()):
         for r, region in enumerate(plan.regions):
             busy = [(placement[i][1], placement[i][1] + problem.buffers[i].size) for i in live
                     if placement[i][0] == r]
-            off = _free_offset(busy, size, align, used.get(region.name, 0))
+            limit = used.get(region.name, 0)
+            off = _free_offset(busy, size, align, limit)
+            if off is None and grow:
+                cap = region.size
+                off = _free_offset(busy, size, align, cap if cap is not None else limit + align_up(size, align) + align)
             if off is None:
                 continue
             if cur is None:
@@ -108,9 +115,9 @@ def widen_scratch(plan, want, at_overlaps=()):
     return new, granted
 
 
-def _apply(graph, granted):
-    """A copy of graph whose granted convolutions run the reverse form with
-    their new scratch."""
+def _apply(graph, granted, form="reverse"):
+    """A copy of graph whose granted convolutions run `form` (the reverse
+    form, or the gather form with a work block) with their new scratch."""
     import copy
     if not granted:
         return graph
@@ -118,7 +125,7 @@ def _apply(graph, granted):
     g2.operators = list(graph.operators)
     for op, (_, size, _, _) in granted.items():
         old = graph.operators[op]
-        g2.operators[op] = dataclasses.replace(old, scratch_bytes=size, params=dict(old.params, conv_form="reverse"))
+        g2.operators[op] = dataclasses.replace(old, scratch_bytes=size, params=dict(old.params, conv_form=form))
     g2._runtime_cache = {}
     return g2
 
@@ -154,8 +161,15 @@ def _reprove(graph, plan, ops):
 def dsp_conv_scratch(graph, plan):
     """Widen the scratch of every standard or depthwise convolution to what
     the Arm DSP build's reverse kernel runs fastest with
-    (pyembed.model.conv_form.dsp_scratch_wants), where plan has the bytes free
-    at its step (widen_scratch; larger convolutions first). Returns (graph,
+    (pyembed.model.conv_form.dsp_scratch_wants; a gather conv whose DSP work
+    block is at least its reverse minimum asks for the reverse form with that
+    block, gather_switch_wants), where plan has the bytes free at its step
+    (widen_scratch; larger convolutions first). Then every convolution still
+    in the gather form gets its DSP loops' work block (gather_work_wants,
+    capped below the reverse minimum so that the runtime keeps the gather
+    form): in free bytes, else past a region's end (that region grows by it).
+    The granted dict holds both kinds (a gather work block keeps
+    params["conv_form"] == "gather"). Returns (graph,
     plan, granted): a copy of graph whose widened operators run the reverse form
     with their new scratch_bytes, and the widened plan. Neither argument is
     modified; the outputs are the same bytes (the kernel accepts any scratch
@@ -167,17 +181,50 @@ def dsp_conv_scratch(graph, plan):
     conv switching to the reverse form keeps its widened scratch only if the
     reverse kernel is proven (run on the host at the plan's exact offsets, as
     pyembed.plan.overlap does) to give the same bytes there."""
-    from pyembed.model.conv_form import dsp_scratch_wants
+    from pyembed.model.conv_form import dsp_scratch_wants, gather_switch_wants
     want = dsp_scratch_wants(graph)
+    switch = gather_switch_wants(graph)
+    for k, v in switch.items():
+        want[k] = max(want.get(k, 0), v)
     want = dict(sorted(want.items(), key=lambda kv: -graph.operators[kv[0]].macs))
     while True:
         plan2, granted = widen_scratch(plan, want, at_overlaps=set(want))
+        # a gather conv whose work block covers its reverse minimum and found
+        # no free bytes: past a region's end (it needs the block either way)
+        rest = {k: v for k, v in want.items() if k in switch and k not in granted}
+        if rest:
+            plan2, more = widen_scratch(plan2, rest, at_overlaps=set(rest), grow=True)
+            granted.update(more)
         g2 = _apply(graph, granted)
         switched = {op for op in granted if graph.operators[op].scratch_bytes == 0}
         plan2, failed = _reprove(g2, plan2, switched)
         if not failed:
             break
         want = {k: v for k, v in want.items() if k not in failed}
+    plan2 = plan2 if granted else plan
+    # the gather convolutions left: their DSP loops' work block
+    # (gather_work_wants), below the reverse kernel's minimum so that the
+    # runtime keeps the gather form (pe_graph.h); the gather form's order of
+    # reads and writes does not depend on it, so an output-over-input
+    # allowance stays proven; free bytes first, else past a region's end
+    # (and the reverse convs whose scratch is below that block: the same
+    # loops, which widen their weights for few rows at a time in less; their
+    # row order does not change either)
+    from pyembed.model.conv_form import gather_work_wants, reverse_work_wants
+    gwant = gather_work_wants(g2)
+    rwant = reverse_work_wants(g2)
+    allw = dict(sorted({**gwant, **rwant}.items(), key=lambda kv: -g2.operators[kv[0]].macs))
+    if allw:
+        plan3, ggranted = widen_scratch(plan2, allw, at_overlaps=set(allw))
+        rest = {k: v for k, v in allw.items() if k not in ggranted}
+        if rest:
+            plan3, more = widen_scratch(plan3, rest, at_overlaps=set(rest), grow=True)
+            ggranted.update(more)
+        if ggranted:
+            g2 = _apply(g2, {k: v for k, v in ggranted.items() if k in gwant}, form="gather")
+            g2 = _apply(g2, {k: v for k, v in ggranted.items() if k in rwant}, form="reverse")
+            plan2 = plan3
+            granted = {**granted, **ggranted}
     if granted:
         plan2.check()
-    return g2, (plan2 if granted else plan), granted
+    return g2, plan2, granted

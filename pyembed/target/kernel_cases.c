@@ -131,10 +131,11 @@ static pe_context make_ctx(int32_t size, pe_stats *stats)
 
 /* params: depthwise, in[4], f[4], out[4], stride h w, dil h w, pad t b l r,
  * in_off, out_off, act min max, groups, ch_mult, rounding, has_bias, form
- * (0 reverse, 1 gather: pe_conv_gather.h, no scratch, 2 gather with the
+ * (0 reverse, 1 gather: pe_conv_gather.h, 2 gather with the
  * output p[30] bytes after the input in one buffer, 3 reverse with the
  * output p[30] bytes after the input in one buffer); p[31] the reverse
- * scratch (0 minimum, 1 fast, reverse conv only);
+ * scratch (0 minimum, 1 fast) or the gather work block (0 none, 1 the
+ * target size);
  * arrays: input, filter, bias, mult, shift */
 static void run_conv(const case_t *c)
 {
@@ -185,20 +186,39 @@ static void run_conv(const case_t *c)
     ctx = make_ctx(size, &stats);
     if (p[29] == 1 || p[29] == 2) {
         /* form 2: the output placed p[30] bytes after the start of a copy of
-         * the input in one buffer (the planner's output-over-input layout) */
+         * the input in one buffer (the planner's output-over-input layout);
+         * p[31] 1: the gather kernel's DSP work block
+         * (get_target_buffer_size for this build) at the end of scratch, as
+         * a firmware plan gives it; 0: none */
         const int8_t *x = (const int8_t *)c->a[0];
         int8_t *y = (int8_t *)out_payload;
+        int32_t work = 0;
+#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP && !defined(PE_FORCE_PORTABLE)
+        const int32_t dsp = 1;
+#else
+        const int32_t dsp = 0;
+#endif
+        if (p[31] == 1) {
+            st = dw ? pe_depthwise_conv2d_gather_s8_get_target_buffer_size(&cp, &in, &f, &out, dsp, &work)
+                    : pe_conv2d_gather_s8_get_target_buffer_size(&cp, &in, &f, &out, dsp, &work);
+            NEED(st == PE_OK && work >= 0 && work <= (int32_t)(sizeof(scratch) / 2u));
+            work = work / 8 * 8;
+        }
         if (p[29] == 2) {
             const int32_t delta = p[30];
             const int32_t base = delta < 0 ? -delta : 0;
             int8_t *arena = (int8_t *)scratch;
-            NEED((int64_t)base + elems(in) <= (int64_t)sizeof(scratch) &&
-                 (int64_t)base + delta + elems(out) <= (int64_t)sizeof(scratch));
+            NEED((int64_t)base + elems(in) <= (int64_t)sizeof(scratch) - work &&
+                 (int64_t)base + delta + elems(out) <= (int64_t)sizeof(scratch) - work);
             memcpy(arena + base, x, (size_t)elems(in));
             x = arena + base;
             y = arena + base + delta;
         }
         ctx = make_ctx(0, &stats);
+        if (work > 0) {
+            ctx.buf = (int8_t *)scratch + sizeof(scratch) - (size_t)work;
+            ctx.size = work;
+        }
         t0 = now();
         st = dw ? pe_depthwise_conv2d_gather_s8(&ctx, &cp, &q, &in, x, &f,
                                                 (const int8_t *)c->a[1],

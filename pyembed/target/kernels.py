@@ -78,8 +78,10 @@ def conv_case(input, weights, bias, mult, shift, *, stride=(1, 1), dilation=(1, 
               overlap=None, fast_scratch=True, stream=False, name=""):
     """input NHWC int8; weights OHWI (conv) or [1, kh, kw, out_c] (depthwise);
     padding (top, bottom, left, right); out_hw defaults to the floor rule;
-    gather=True runs the scratch-free gather kernel (pe_conv_gather.h)
-    instead of the reverse one; overlap=delta places its output delta bytes
+    gather=True runs the gather kernel (pe_conv_gather.h) instead of the
+    reverse one, with the DSP work block of
+    pe_*_gather_s8_get_target_buffer_size as its scratch where fast_scratch
+    (as a firmware plan gives it; none otherwise); overlap=delta places its output delta bytes
     after the start of the input in one buffer, as a plan with an
     output-over-input allowance (pyembed.plan.overlap) does. The reverse conv
     gets the scratch of pe_conv2d_rev_s8_get_fast_buffer_size (fast_scratch,

@@ -94,9 +94,10 @@ pe_status pe_conv2d_rev_s8(const pe_context *ctx, const pe_conv_params *params,
  * (the outputs are the same bytes); the larger one is faster for the row
  * stream. The DSP build's whole-tensor conv (pe_conv2d_rev_s8) takes the
  * block loops of pe_conv_gather.h instead wherever they apply, with either
- * size: no int32 rows, the scratch (or a 2 KB stack block, whichever is
- * larger) holding the widened weight block and, where the output overlaps
- * the input, finished int8 rows. */
+ * size: no int32 rows, the scratch (never the stack) holding the widened
+ * weight block (in pieces where it is small) and, where the output overlaps
+ * the input, finished int8 rows; a scratch too small for a useful piece runs
+ * the row stream. */
 pe_status pe_conv2d_rev_s8_get_fast_buffer_size(const pe_conv_params *params,
                                                 const pe_dims *input_dims,
                                                 const pe_dims *filter_dims,

@@ -24,20 +24,32 @@
  * (dilation.w 1; at least 16 bytes, or a one-row kernel such as 1x1), or
  * whose windows are at most 128 bytes (gathered into patches), runs the
  * block loops (pe_cv_dsp_rows below): blocks of four output channels
- * outermost, their weights widened to int16 once per block into a 2 KB
- * stack block (in pieces where a block is larger), each output pixel's
+ * outermost, their weights widened to int16 once per block into the work
+ * block (in pieces where a block is larger), each output pixel's
  * window summed in registers (the input offset added while widening each
  * input word, 8 SMLAD per 16 MACs) and requantized in the same loop; where
  * the output overlaps the input (a plan's output-over-input allowance,
  * pyembed.plan.overlap "pixels") whole output rows are computed into the
- * stack block first and written once every window of the batch has been
+ * work block first and written once every window of the batch has been
  * read. Other convs: output channel pairs outermost over the whole image
  * where output and input do not overlap, else the portable raster pixel
- * order, every channel of a pixel before the next pixel. No scratch either
- * way (the DSP build's stack use: up to about 3.5 KB in these loops).
+ * order, every channel of a pixel before the next pixel.
  *
- * ctx may be NULL (no counters); ctx->buf / ctx->size are not read.
- * get_buffer_size validates the geometry like the kernel and answers 0.
+ * The work block: the DSP loops that hold weights, int16 planes or staged
+ * rows take them from ctx->buf (ctx->size bytes, 4-byte aligned; disjoint
+ * from the input and the output), never from the stack. The size
+ * ..._get_target_buffer_size answers for dsp 1 is what they run with as
+ * designed (conv block loops 2,048 B; depthwise 3x3 stride 1 planes
+ * 3,072 B; other depthwise channel-group loops 1,024 B; 0 where none
+ * applies); less (or none: ctx NULL, ctx->buf NULL, size 0) is accepted and
+ * runs the loops that fit, down to those that need none (conv channel
+ * pairs or pixels, depthwise pixels), with the same results. A portable
+ * build reads neither (dsp 0 answers 0). The graph runtime gives a gather
+ * operator its planned scratch region as the work block (pe_graph.h).
+ *
+ * ctx may be NULL (no counters, no work block).
+ * get_buffer_size validates the geometry like the kernel and answers 0 (the
+ * minimum: no scratch).
  */
 #ifndef PYEMBED_PE_CONV_GATHER_H
 #define PYEMBED_PE_CONV_GATHER_H
@@ -58,6 +70,21 @@ pe_status pe_conv2d_gather_s8(const pe_context *ctx, const pe_conv_params *param
                               const int8_t *input, const pe_dims *filter_dims,
                               const int8_t *filter, const int32_t *bias,
                               const pe_dims *output_dims, int8_t *output);
+
+/* the work block of a DSP (dsp 1) or portable (dsp 0) build's loops for the
+ * shape, on any build (a host plans a target's scratch); PE_ERR_ARG for
+ * another dsp */
+pe_status pe_conv2d_gather_s8_get_target_buffer_size(const pe_conv_params *params,
+                                                     const pe_dims *input_dims,
+                                                     const pe_dims *filter_dims,
+                                                     const pe_dims *output_dims, int32_t dsp,
+                                                     int32_t *size);
+
+pe_status pe_depthwise_conv2d_gather_s8_get_target_buffer_size(const pe_conv_params *params,
+                                                               const pe_dims *input_dims,
+                                                               const pe_dims *filter_dims,
+                                                               const pe_dims *output_dims,
+                                                               int32_t dsp, int32_t *size);
 
 pe_status pe_depthwise_conv2d_gather_s8_get_buffer_size(const pe_conv_params *params,
                                                         const pe_dims *input_dims,
@@ -107,9 +134,9 @@ void pe_dw3_rows(const pe_conv_params *params, const pe_per_channel_quant *quant
                  int32_t oy0, int32_t oy1, int8_t *o, size_t o_row, int16_t *planes,
                  int32_t plane_bytes);
 
-/* Internal to csrc, Arm DSP-extension builds only (pe_conv_gather.c and
- * pe_conv_dsp_pw.c under PE_DSP; the gather kernel and the reverse kernel's
- * whole-tensor conv call use them): whether the conv block loops apply
+/* Internal to csrc (pe_conv_gather.c and pe_conv_dsp_pw.c; the gather
+ * kernel and the reverse kernel's whole-tensor conv call use them; every
+ * build has pe_cv_dsp_applies, Arm DSP-extension builds the others): whether the conv block loops apply
  * (one group; kernel rows of a multiple of 4 and at least 16 bytes with
  * dilation.w 1, or windows of at most 128 bytes, gathered into patches), and
  * output rows [oy0, oy1), every column, written to

@@ -19,9 +19,11 @@
  *    own input or output tensors (the kernel writes it while reading the inputs
  *    and writing the output): pe_graph_check and pe_graph_invoke_op refuse
  *    such an operator with PE_ERR_ARG.
- *    CONV_2D / DEPTHWISE_CONV_2D with scratch_size 0 run the gather kernels
- *    (pe_conv_gather.h, no scratch, same results); with a region they run
- *    the faster reverse kernels, which need their size query's answer.
+ *    CONV_2D / DEPTHWISE_CONV_2D with scratch_size 0, or a region smaller
+ *    than the reverse kernel's size query answers, run the gather kernels
+ *    (pe_conv_gather.h, no scratch needed, same results; a region is their
+ *    work block: pe_..._gather_s8_get_target_buffer_size); with a region of
+ *    at least that size they run the faster reverse kernels.
  *
  * pe_graph_check() validates the whole table once against an arena size
  * (every region inside the arena, tensor byte sizes consistent with their

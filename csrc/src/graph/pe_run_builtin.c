@@ -56,6 +56,20 @@ pe_status pe_graph_run_fc(const pe_graph *g, const pe_graph_op *op, const pe_con
 #define CONV_ONLY_2D 4
 #define CONV_ONLY_DW 8
 
+/* whether op's scratch region is smaller than its reverse kernel's minimum
+ * (a gather work block); a shape the size query refuses counts as not, so
+ * the reverse kernel reports it */
+static int gather_sized(const pe_graph *g, const pe_graph_op *op)
+{
+    int32_t need = 0;
+    const pe_dims *in = dims_of(g, IN(0)), *f = dims_of(g, IN(1)), *od = dims_of(g, OUT0);
+    const pe_status s = op->type == PE_GOP_CONV_2D
+                            ? pe_conv2d_rev_s8_get_buffer_size(&op->p.conv.params, in, f, od, &need)
+                            : pe_depthwise_conv2d_rev_s8_get_buffer_size(&op->p.conv.params, in, f,
+                                                                         od, &need);
+    return s == PE_OK && op->scratch_size < need;
+}
+
 /* The CONV_2D / DEPTHWISE_CONV_2D runner restricted to the forms in `forms`
  * (and to CONV_2D or DEPTHWISE_CONV_2D alone with CONV_ONLY_2D / CONV_ONLY_DW):
  * an operator of a form or type this build left out is PE_ERR_ARG. A generated operator table picks
@@ -84,9 +98,11 @@ static inline pe_status run_conv_forms(const pe_graph *g, const pe_graph_op *op,
     if (op->p.conv.quant.count != od->c) {
         return PE_ERR_ARG;
     }
-    /* no scratch region planned: the gather form, which needs none
-     * (pe_conv_gather.h); else the reverse kernel in the planned scratch */
-    if (op->scratch_size == 0) {
+    /* a scratch region below the reverse kernel's minimum (none, or a
+     * gather work block): the gather form, which needs none and takes the
+     * region as its work block (pe_conv_gather.h); else the reverse kernel
+     * in the planned scratch */
+    if (op->scratch_size == 0 || gather_sized(g, op)) {
         if ((forms & CONV_GATHER) == 0) {
             return PE_ERR_ARG;
         }

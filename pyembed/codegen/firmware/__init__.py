@@ -662,6 +662,18 @@ def _check_names(profile, prefix):
         upper[r.name.upper()] = r.name
 
 
+def _gather_rows(graph, ops):
+    """Operator table rows (in ops order) of convolutions whose scratch is a
+    gather work block (pyembed.plan.widen.dsp_conv_scratch)."""
+    rows = []
+    for k, o in enumerate(ops):
+        op = graph.operators[o["op"]]
+        if op.type in ("CONV_2D", "DEPTHWISE_CONV_2D") and isinstance(op.params, dict) \
+                and op.params.get("conv_form") == "gather" and op.scratch_bytes > 0:
+            rows.append(k)
+    return rows
+
+
 def _write_project(out, graph, profile, plan, prefix, layout, arena_base, regions, sys_region, segments, granted,
                    fc_w16, streamed, core_flags, copy_runtime, run_input=None):
     """Stage every file of the project in out (a pyembed.codegen.outdir.OutputDir);
@@ -692,7 +704,8 @@ def _write_project(out, graph, profile, plan, prefix, layout, arena_base, region
     # the operator table: only the runners (hence kernels) this model's operators use
     from pyembed.codegen import optable
     w(f"model/{optable.GENERATED_NAME}",
-      optable.op_table_source(optable.op_uses(gsrc), rows=bool(streamed), model_name=graph.name))
+      optable.op_table_source(optable.op_uses(gsrc, _gather_rows(graph, ops)), rows=bool(streamed),
+                              model_name=graph.name))
     op_rows = [{"table_index": k, "op": o["op"], "type": graph.operators[o["op"]].type} for k, o in enumerate(ops)]
     w("model/pe_model.h", _api_header(graph, prefix, segments is not None))
     w("model/pe_model.c", _api_source(graph, prefix, ops, regions, arena_base, sys_region.name, seg_text))
@@ -761,7 +774,9 @@ def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algor
     zero-wait RAM region (where .data, .bss and the stack go too).
     dsp_scratch (default: the profile's core has the Arm DSP extension): every
     standard convolution whose DSP reverse kernel runs faster with more scratch
-    gets it where the plan has those bytes free at its step (no region grows;
+    gets it where the plan has those bytes free at its step (no region grows),
+    and every convolution left in the gather form gets its DSP loops' work
+    block (free bytes, else past a region's end: that region grows by it;
     pyembed.plan.widen.dsp_conv_scratch); ``project.dsp_scratch`` lists them and
     ``project.graph`` is the graph the tables describe.
     fc_int16_weights: an opt-in trading flash for speed: every int8

@@ -434,6 +434,13 @@ __attribute__((noinline)) static void dw_rows_asm(int8_t *dst, int32_t n, int32_
 #define PE_DW_CLIP_PAIRS 5
 #define PE_DW_CLIP_SLOTS 3
 #define PE_DW_TAB_WORDS(np) (4 + 6 * (np) + 14)
+/* (pe_dw_dsp_rect keeps them in its table's tail: they fit beside a table of
+ * PE_DW_CLIP_PAIRS pairs in one of PE_DW_MAX_PAIRS) */
+typedef char pe_dw_clip_tables_fit[PE_DW_TAB_WORDS(PE_DW_CLIP_PAIRS) * (1 + PE_DW_CLIP_SLOTS) +
+                                           4 * PE_DW_CLIP_SLOTS <=
+                                       PE_DW_TAB_WORDS(PE_DW_MAX_PAIRS)
+                                   ? 1
+                                   : -1];
 
 /* dw_run_asm's table for windows whose taps inside the input are rows
  * [ky_lo, ky_hi] x columns [kx_lo, kx_hi] of the kernel, read from the
@@ -605,8 +612,13 @@ void pe_dw_dsp_rect(const pe_conv_params *p, const pe_per_channel_quant *q,
     int32_t c, oy, ox, j;
 #if PE_DSP_ASM
     const int32_t clip_ok = !bytes && full && npairs <= PE_DW_CLIP_PAIRS;
-    int32_t ctab[PE_DW_CLIP_SLOTS][PE_DW_TAB_WORDS(PE_DW_CLIP_PAIRS)];
-    int32_t ckey[PE_DW_CLIP_SLOTS][4];
+    /* the clipped tables and their keys in tab's tail, which a kernel of at
+     * most PE_DW_CLIP_PAIRS pairs (clip_ok) leaves unused: one frame of
+     * tables, not two (touched only when clip_ok) */
+    int32_t(*const ctab)[PE_DW_TAB_WORDS(PE_DW_CLIP_PAIRS)] =
+        (int32_t(*)[PE_DW_TAB_WORDS(PE_DW_CLIP_PAIRS)])(void *)(tab + PE_DW_TAB_WORDS(PE_DW_CLIP_PAIRS));
+    int32_t(*const ckey)[4] =
+        (int32_t(*)[4])(void *)(tab + PE_DW_TAB_WORDS(PE_DW_CLIP_PAIRS) * (1 + PE_DW_CLIP_SLOTS));
     const int32_t many_rows = oy1 - oy0 >= 12;
     int32_t cl_run = 0, cl_side = 0, rect_done = 0;
     /* output rows whose kernel rows all lie inside the input: [oy_a, oy_b],
@@ -629,7 +641,7 @@ void pe_dw_dsp_rect(const pe_conv_params *p, const pe_per_channel_quant *q,
         const size_t xc = (size_t)(bytes ? c / mult : c);
         dw_group_setup(&g, rec, p, q, f, filter, bias, c);
 #if PE_DSP_ASM
-        for (j = 0; j < PE_DW_CLIP_SLOTS; j++) {
+        for (j = 0; clip_ok && j < PE_DW_CLIP_SLOTS; j++) {
             ckey[j][0] = -1; /* the cached clipped tables hold another group's weights */
         }
         cl_run = clip_ok && g.fast && ox_b - ox_a >= 7;

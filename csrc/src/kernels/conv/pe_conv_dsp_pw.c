@@ -434,7 +434,9 @@ static void cv_widen_pad(uint32_t *restrict dst, const int8_t *restrict w, size_
     }
 }
 
-static void cv_patch_rows(const pe_conv_params *p, const pe_per_channel_quant *q,
+/* (not inlined into pe_cv_dsp_rows: the two accumulator blocks would then
+ * share one frame) */
+__attribute__((noinline)) static void cv_patch_rows(const pe_conv_params *p, const pe_per_channel_quant *q,
                           const pe_dims *in, const int8_t *image, const pe_dims *f,
                           const int8_t *filter, const int32_t *bias, const pe_dims *out,
                           int32_t oy0, int32_t oy1, int8_t *o, uint32_t *wblk, int32_t wbytes)
@@ -538,9 +540,14 @@ int32_t pe_cv_dsp_bytes(const pe_conv_params *p, const pe_dims *in, const pe_dim
     return (int32_t)((int64_t)f->h * f->w * in->c * 8);
 }
 
+/* columns per group of the block loops below (their accumulator and
+ * segment arrays: 16 columns keep the frame near 1 KB; the fused jobs of a
+ * whole-image 1x1 conv are not limited by it) */
+#define PE_CV_COLS 16
+
 /* the output columns of one output row in segments of equal tap ranges
  * [kx_lo, kx_hi]: the interior ones (every tap inside the input row) in
- * pieces of at most PE_PW_COLS, every other column alone */
+ * pieces of at most PE_CV_COLS, every other column alone */
 typedef struct {
     int32_t ox, n, lo, hi;
 } cv_seg;
@@ -551,7 +558,7 @@ static int32_t cv_next_seg(const pe_conv_params *p, const pe_dims *in, const pe_
 {
     sg->ox = ox;
     if (ox >= ox_a && ox <= ox_b) {
-        sg->n = ox_b - ox + 1 < PE_PW_COLS ? ox_b - ox + 1 : PE_PW_COLS;
+        sg->n = ox_b - ox + 1 < PE_CV_COLS ? ox_b - ox + 1 : PE_CV_COLS;
         sg->lo = 0;
         sg->hi = f->w - 1;
     } else {
@@ -562,7 +569,7 @@ static int32_t cv_next_seg(const pe_conv_params *p, const pe_dims *in, const pe_
     return ox + sg->n;
 }
 
-void pe_cv_dsp_rows(const pe_conv_params *p, const pe_per_channel_quant *q, const pe_dims *in,
+__attribute__((noinline)) static void cv_block_rows(const pe_conv_params *p, const pe_per_channel_quant *q, const pe_dims *in,
                     const int8_t *image, const pe_dims *f, const int8_t *filter,
                     const int32_t *bias, const pe_dims *out, int32_t oy0, int32_t oy1, int8_t *o,
                     uint32_t *wblk, int32_t wbytes)
@@ -586,36 +593,15 @@ void pe_cv_dsp_rows(const pe_conv_params *p, const pe_per_channel_quant *q, cons
     const int32_t ox_a = pad_l / s_w + (pad_l % s_w != 0 ? 1 : 0);
     const int32_t room = in->w - kw + pad_l;
     int32_t ox_b = room < 0 ? -1 : room / s_w;
-    int32_t acc[PE_PW_COLS * 4];
+    int32_t acc[PE_CV_COLS * 4];
     int32_t start[4];
     pw_rq rq[4];
     pw_job job;
-    cv_seg seg[PE_PW_COLS];
+    cv_seg seg[PE_CV_COLS];
     int32_t rqw[12];
     int32_t oc, nb, j, oy, ox, c, ns, si, ky, ky_lo, ky_hi, k0, kn, n_done, fuse;
     if (ox_b > out_w - 1) {
         ox_b = out_w - 1;
-    }
-    if (cv_patch_len(p, in, f) > 0 && (int64_t)(oy1 - oy0) * out_w >= 2) {
-        cv_patch_rows(p, q, in, image, f, filter, bias, out, oy0, oy1, o, wblk, wbytes);
-        return;
-    }
-    if ((int64_t)(oy1 - oy0) * out_w < 2) {
-        /* one pixel: each weight is used once, widening it first costs
-         * more than it saves; the per-pixel loops (SXTB16 on both) */
-        for (oy = oy0; oy < oy1; oy++) {
-            for (ox = 0; ox < out_w; ox++) {
-                const int32_t iy0 = oy * s_h - p->padding.top, ix0 = ox * s_w - pad_l;
-                int32_t kx_lo, kx_hi;
-                tap_range(iy0, d_h, kh, in->h, &ky_lo, &ky_hi);
-                tap_range(ix0, 1, kw, in->w, &kx_lo, &kx_hi);
-                conv_pixel_dsp(p, q, in, image, f, filter, bias, out, iy0, ix0, ky_lo, ky_hi,
-                               kx_lo, kx_hi,
-                               o + ((size_t)(oy - oy0) * (size_t)out_w + (size_t)ox) *
-                                       (size_t)oc_n);
-            }
-        }
-        return;
     }
     job.off2 = pe_dup16(p->input_offset);
     job.rq = rqw;
@@ -664,19 +650,19 @@ void pe_cv_dsp_rows(const pe_conv_params *p, const pe_per_channel_quant *q, cons
             n_done = 0;
             ox = 0;
             while (ox < (flat ? (oy1 - oy0) * out_w : out_w)) {
-                /* a group of segments with at most PE_PW_COLS columns */
+                /* a group of segments with at most PE_CV_COLS columns */
                 ns = 0;
                 c = 0;
-                while (ns < PE_PW_COLS && ox < (flat ? (oy1 - oy0) * out_w : out_w)) {
+                while (ns < PE_CV_COLS && ox < (flat ? (oy1 - oy0) * out_w : out_w)) {
                     if (flat) {
                         const int32_t left = (oy1 - oy0) * out_w - ox;
                         seg[ns].ox = ox;
-                        seg[ns].n = left < PE_PW_COLS - c ? left : PE_PW_COLS - c;
+                        seg[ns].n = left < PE_CV_COLS - c ? left : PE_CV_COLS - c;
                         seg[ns].lo = 0;
                         seg[ns].hi = 0;
                         ox += seg[ns].n;
                     } else {
-                        if (ox >= ox_a && ox <= ox_b && ox_b - ox + 1 > PE_PW_COLS - c) {
+                        if (ox >= ox_a && ox <= ox_b && ox_b - ox + 1 > PE_CV_COLS - c) {
                             if (c > 0) {
                                 break; /* the interior piece starts the next group */
                             }
@@ -685,7 +671,7 @@ void pe_cv_dsp_rows(const pe_conv_params *p, const pe_per_channel_quant *q, cons
                     }
                     c += seg[ns].n;
                     ns++;
-                    if (c >= PE_PW_COLS) {
+                    if (c >= PE_CV_COLS) {
                         break;
                     }
                 }
@@ -771,6 +757,44 @@ void pe_cv_dsp_rows(const pe_conv_params *p, const pe_per_channel_quant *q, cons
             }
         }
     }
+}
+
+/* one pixel: each weight is used once, widening it first costs more than
+ * it saves; the per-pixel loops (SXTB16 on both) */
+static void cv_pixels(const pe_conv_params *p, const pe_per_channel_quant *q, const pe_dims *in,
+                      const int8_t *image, const pe_dims *f, const int8_t *filter,
+                      const int32_t *bias, const pe_dims *out, int32_t oy0, int32_t oy1, int8_t *o)
+{
+    int32_t oy, ox, ky_lo, ky_hi;
+    for (oy = oy0; oy < oy1; oy++) {
+        for (ox = 0; ox < out->w; ox++) {
+            const int32_t iy0 = oy * p->stride.h - p->padding.top, ix0 = ox * p->stride.w - p->padding.left;
+            int32_t kx_lo, kx_hi;
+            tap_range(iy0, p->dilation.h, f->h, in->h, &ky_lo, &ky_hi);
+            tap_range(ix0, 1, f->w, in->w, &kx_lo, &kx_hi);
+            conv_pixel_dsp(p, q, in, image, f, filter, bias, out, iy0, ix0, ky_lo, ky_hi,
+                           kx_lo, kx_hi,
+                           o + ((size_t)(oy - oy0) * (size_t)out->w + (size_t)ox) *
+                                   (size_t)out->c);
+        }
+    }
+}
+
+void pe_cv_dsp_rows(const pe_conv_params *p, const pe_per_channel_quant *q, const pe_dims *in,
+                    const int8_t *image, const pe_dims *f, const int8_t *filter,
+                    const int32_t *bias, const pe_dims *out, int32_t oy0, int32_t oy1, int8_t *o,
+                    uint32_t *wblk, int32_t wbytes)
+{
+    /* (two out-of-line bodies: their accumulator blocks never share a frame) */
+    if (cv_patch_len(p, in, f) > 0 && (int64_t)(oy1 - oy0) * out->w >= 2) {
+        cv_patch_rows(p, q, in, image, f, filter, bias, out, oy0, oy1, o, wblk, wbytes);
+        return;
+    }
+    if ((int64_t)(oy1 - oy0) * out->w < 2) {
+        cv_pixels(p, q, in, image, f, filter, bias, out, oy0, oy1, o);
+        return;
+    }
+    cv_block_rows(p, q, in, image, f, filter, bias, out, oy0, oy1, o, wblk, wbytes);
 }
 
 #else

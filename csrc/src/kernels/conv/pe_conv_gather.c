@@ -1,6 +1,7 @@
 /*
  * pe_conv_gather.c - gather-form convolution and depthwise convolution
- * without scratch (pe_conv_gather.h).
+ * without scratch (pe_conv_gather.h; the DSP build's loops take a work block
+ * from the caller's scratch where given, never from the stack).
  *
  * For each output pixel the kernel window is clipped to the input once
  * (ky, kx ranges whose taps land inside the image, so padding is skipped
@@ -183,6 +184,45 @@ static void depthwise_pixel(const pe_conv_params *p, const pe_per_channel_quant 
     }
 }
 
+/* whether pe_cv_dsp_rows (pe_conv_dsp_pw.c) applies: the shape alone, on
+ * every build (the target size query below answers for a DSP build on any
+ * host) */
+int32_t pe_cv_dsp_applies(const pe_conv_params *p, const pe_dims *in, const pe_dims *f,
+                          const pe_dims *out)
+{
+    const int64_t run = (int64_t)f->w * in->c;
+    (void)out;
+    if (p->groups != 1 || f->c != in->c || run > ((int64_t)1 << 24)) {
+        return 0;
+    }
+    if ((run & 3) == 0 && p->dilation.w == 1 && (run >= 16 || f->h == 1)) {
+        return 1;
+    }
+    /* patches of at most 128 bytes (PE_PW_COLS of them beside the widened
+     * block fit 5 KB; 2 KB hold 10) */
+    return (int64_t)f->h * run <= 128;
+}
+
+/* The DSP build's work blocks (pe_conv_gather.h: the caller's ctx->buf, of
+ * the size pe_..._gather_s8_get_target_buffer_size answers for dsp 1):
+ * conv block loops, the widened weight block and staged rows; depthwise 3x3
+ * stride 1, the int16 channel planes and staged rows; other depthwise
+ * channel-group loops, staged rows of an output placed over its input. */
+#define PE_CV_WORK 2048
+#define PE_DW3_WORK 3072
+#define PE_DW_WORK 1024
+
+/* depthwise shapes of the channel-group loops (pe_dw_dsp_applies without
+ * the bias bound, which a size query cannot see) */
+static int32_t dw_shape_ok(const pe_conv_params *p, const pe_dims *in, const pe_dims *f,
+                           const pe_dims *out)
+{
+    return ((p->ch_mult == 1 && out->c >= 4) || p->ch_mult % 4 == 0) && out->c <= PE_DW_WORK &&
+           (int64_t)f->h * f->w <= 2 * PE_DW_MAX_PAIRS &&
+           ((int64_t)(f->h - 1) * p->dilation.h * in->w + (int64_t)(f->w - 1) * p->dilation.w) *
+                   in->c <= PE_INT32_MAX;
+}
+
 #if PE_DSP
 /* ---- Arm DSP-extension path (pe_simd.h) ----
  * conv (one group): output channels in pairs, outermost, so each channel's
@@ -197,7 +237,7 @@ static void depthwise_pixel(const pe_conv_params *p, const pe_per_channel_quant 
  * conv_1x2_window, pe_conv_internal.h).
  * depthwise: channel groups of four outermost (dw_image_dsp, below: tap
  * pairs, one SMLAD per channel and pair, multiplier 1 or a multiple of 4,
- * also for overlapping outputs through a stack block); otherwise per pixel,
+ * also for overlapping outputs through the work block); otherwise per pixel,
  * four output channels at a time with SMLABB/SMLATT on SXTB16-widened words:
  * channel multiplier 1 (four input channels per word) or a multiplier
  * divisible by 4 (four outputs of one input channel, one input byte per
@@ -209,7 +249,7 @@ static inline int32_t add_wrap(int32_t a, int32_t b)
     return (int32_t)((uint32_t)a + (uint32_t)b);
 }
 
-static void conv_dsp(const pe_conv_params *p, const pe_per_channel_quant *q, const pe_dims *in,
+__attribute__((noinline)) static void conv_dsp(const pe_conv_params *p, const pe_per_channel_quant *q, const pe_dims *in,
                      const int8_t *img, const pe_dims *f, const int8_t *filter,
                      const int32_t *bias, const pe_dims *out, int8_t *dst)
 {
@@ -337,32 +377,14 @@ static void conv_dsp(const pe_conv_params *p, const pe_per_channel_quant *q, con
     }
 }
 
-/* whether pe_cv_dsp_rows (pe_conv_dsp_pw.c) applies; here, beside run, its
- * caller in this file, so that gcc compiles run as before the split */
-int32_t pe_cv_dsp_applies(const pe_conv_params *p, const pe_dims *in, const pe_dims *f,
-                          const pe_dims *out)
-{
-    const int64_t run = (int64_t)f->w * in->c;
-    (void)out;
-    if (p->groups != 1 || f->c != in->c || run > ((int64_t)1 << 24)) {
-        return 0;
-    }
-    if ((run & 3) == 0 && p->dilation.w == 1 && (run >= 16 || f->h == 1)) {
-        return 1;
-    }
-    /* patches of at most 128 bytes (PE_PW_COLS of them beside the widened
-     * block fit 5 KB; 2 KB hold 10) */
-    return (int64_t)f->h * run <= 128;
-}
-
-/* whole output rows of every image through pe_cv_dsp_rows on the stack:
- * PE_CV_STACK bytes for the widened weight block and, where the output
- * overlaps the input (the planner's "pixels" model, pe_conv_gather.h),
- * batches of finished int8 rows, written once every window of the batch has
- * been read (so every later window still reads only bytes the raster order
- * would not have overwritten yet). Returns 0 (nothing done) where the block
- * cannot hold a useful piece of weights and one output row. */
-#define PE_CV_STACK 2048
+/* whole output rows of every image through pe_cv_dsp_rows in the work
+ * block (buf, bytes: 4-byte aligned): the widened weight block and, where
+ * the output overlaps the input (the planner's "pixels" model,
+ * pe_conv_gather.h), batches of finished int8 rows, written once every
+ * window of the batch has been read (so every later window still reads only
+ * bytes the raster order would not have overwritten yet). Returns 0 (nothing
+ * done) where the block cannot hold a useful piece of weights (and one
+ * output row). */
 static void cv_copy(int8_t *restrict d, const int8_t *restrict s, size_t n)
 {
     size_t i;
@@ -379,28 +401,34 @@ __attribute__((noinline)) static int32_t cv_image(const pe_conv_params *p,
                                                   const pe_dims *in, const int8_t *img,
                                                   const pe_dims *f, const int8_t *filter,
                                                   const int32_t *bias, const pe_dims *out,
-                                                  int8_t *dst, int32_t disjoint)
+                                                  int8_t *dst, int32_t disjoint, uint32_t *buf,
+                                                  int32_t bytes)
 {
-    uint32_t buf[PE_CV_STACK / 4];
     const size_t row_b = (size_t)out->w * (size_t)out->c;
     int32_t least;
     const int64_t need = pe_cv_dsp_bytes(p, in, f, &least);
     int32_t wb, cap, a, e;
-    if (disjoint) {
-        pe_cv_dsp_rows(p, q, in, img, f, filter, bias, out, 0, out->h, dst, buf, PE_CV_STACK);
-        return 1;
-    }
-    if (row_b > PE_CV_STACK - 256) {
+    if (buf == NULL || bytes < 32) {
         return 0;
     }
-    wb = (int32_t)((PE_CV_STACK - row_b) / 32u * 32u);
+    if (disjoint) {
+        if (bytes < least && bytes < need) {
+            return 0;
+        }
+        pe_cv_dsp_rows(p, q, in, img, f, filter, bias, out, 0, out->h, dst, buf, bytes);
+        return 1;
+    }
+    if (bytes < 256 || row_b > (size_t)bytes - 256u) {
+        return 0;
+    }
+    wb = (int32_t)(((size_t)bytes - row_b) / 32u * 32u);
     if (need <= wb) {
         wb = (int32_t)((need + 31) / 32 * 32);
     }
     if (wb < least && wb < need) {
         return 0;
     }
-    cap = (int32_t)((PE_CV_STACK - (size_t)wb) / row_b);
+    cap = (int32_t)(((size_t)bytes - (size_t)wb) / row_b);
     for (a = 0; a < out->h; a = e) {
         int8_t *const stage = (int8_t *)(void *)buf + wb;
         e = a + cap < out->h ? a + cap : out->h;
@@ -536,8 +564,6 @@ static int32_t dw_small(const int32_t *bias, int32_t out_c, int64_t taps)
     return acc_small(taps, mb);
 }
 
-/* bytes of the stack block an overlapping call computes before writing it */
-#define PE_DW_BLOCK_BYTES 1024
 
 /* whether pe_dw_dsp_rows / pe_dw_dsp_rect (pe_conv_dsp.c) apply; here,
  * beside run, for the reason of pe_cv_dsp_applies */
@@ -545,7 +571,7 @@ int32_t pe_dw_dsp_applies(const pe_conv_params *p, const pe_dims *in, const pe_d
                           const pe_dims *out, const int32_t *bias)
 {
     return ((p->ch_mult == 1 && out->c >= 4) || p->ch_mult % 4 == 0) &&
-           out->c <= PE_DW_BLOCK_BYTES &&
+           out->c <= PE_DW_WORK &&
            (int64_t)f->h * f->w <= 2 * PE_DW_MAX_PAIRS &&
            ((int64_t)(f->h - 1) * p->dilation.h * in->w + (int64_t)(f->w - 1) * p->dilation.w) *
                    in->c <= PE_INT32_MAX &&
@@ -568,25 +594,26 @@ static void dw_copy(int8_t *d, const uint8_t *b, size_t n)
  * in place, the whole image at once. An output placed over its input (the
  * planner's "pixels" allowance: pixel p may overwrite input bytes before the
  * window of every pixel >= p) is computed in blocks of whole rows, or of up
- * to PE_DW_BLOCK_BYTES / out_c pixels of one row, into a stack buffer and
+ * to bytes / out_c pixels of one row, into the work block and
  * copied out once every window of the block has been read, so no output
  * byte is written earlier than the raster order writes it. */
-/* stack bytes of the int16 channel planes (pe_dw3_dsp.c) a depthwise 3x3
- * stride-1 call widens into: bands of 4 output rows of up to 60 columns,
- * 10 of up to 28, 22 of up to 12; an output placed over its input also
- * holds a band's finished int8 rows there */
-#define PE_DW3_STACK 3072
+/* the int16 channel planes (pe_dw3_dsp.c) a depthwise 3x3 stride-1 call
+ * widens into, in the work block: of PE_DW3_WORK bytes, bands of 4 output
+ * rows of up to 60 columns, 10 of up to 28, 22 of up to 12; an output placed
+ * over its input also holds a band's finished int8 rows there */
 
-/* output rows per band of dw3_image_stack for the shape (0: no planes): the
+/* output rows per band of dw3_image_work for the shape and a work block of
+ * `bytes` (0: no planes): the
  * whole block for planes when the output is disjoint from the input (a
  * band's outputs of one channel group are written while other channels'
  * input is still unread otherwise), else at least two rows of planes and
  * finished int8 rows each */
 static int32_t dw3_stack_rows(const pe_conv_params *p, const pe_dims *in, const pe_dims *f,
-                              const pe_dims *out, const int32_t *bias, int32_t disjoint)
+                              const pe_dims *out, const int32_t *bias, int32_t disjoint,
+                              int32_t bytes)
 {
     int32_t least, g, rowb, ns;
-    if (pe_dw3_plane_bytes(p, in, f, out, &least) == 0 || least > PE_DW3_STACK ||
+    if (pe_dw3_plane_bytes(p, in, f, out, &least) == 0 || least > bytes ||
         !pe_dw3_applies(p, in, f, out, bias)) {
         return 0;
     }
@@ -595,41 +622,41 @@ static int32_t dw3_stack_rows(const pe_conv_params *p, const pe_dims *in, const 
     }
     g = out->c < 4 ? out->c : 4;
     rowb = least / (4 * g);
-    ns = (int32_t)((PE_DW3_STACK - 2 * g * rowb) / (out->w * out->c + g * rowb));
+    ns = (int32_t)((bytes - 2 * g * rowb) / (out->w * out->c + g * rowb));
     ns = ns < out->h ? ns : out->h;
     /* (the staged rows are rounded up to whole words) */
-    while (ns > 0 && PE_DW3_STACK - (int32_t)(((size_t)ns * (size_t)out->w * (size_t)out->c + 3u) &
+    while (ns > 0 && bytes - (int32_t)(((size_t)ns * (size_t)out->w * (size_t)out->c + 3u) &
                                               ~(size_t)3u) < g * (ns + 2) * rowb) {
         ns--;
     }
     return ns >= 2 || (ns >= 1 && ns == out->h) ? ns : 0;
 }
 
-/* one image through the planes in a stack block: rows ns at a time, staged
+/* one image through the planes in the work block: rows ns at a time, staged
  * in the block and written in raster order once all of a band's windows
  * are read (ns < out->h: the output overlaps the input as the "pixels" row
  * model of pyembed.plan.overlap allows it, every later window's input
  * still intact), else written in place */
-__attribute__((noinline)) static void dw3_image_stack(const pe_conv_params *p,
+__attribute__((noinline)) static void dw3_image_work(const pe_conv_params *p,
                                                       const pe_per_channel_quant *q,
                                                       const pe_dims *in, const int8_t *img,
                                                       const pe_dims *f, const int8_t *filter,
                                                       const int32_t *bias, const pe_dims *out,
-                                                      int8_t *dst, int32_t ns, int32_t disjoint)
+                                                      int8_t *dst, int32_t ns, int32_t disjoint,
+                                                      uint32_t *block, int32_t bytes)
 {
-    uint32_t block[PE_DW3_STACK / 4];
     const size_t row_b = (size_t)out->w * (size_t)out->c;
     int32_t oy, stage;
     if (disjoint) {
         pe_dw3_rows(p, q, in, img, f, filter, bias, out, 0, out->h, dst, row_b,
-                    (int16_t *)(void *)block, PE_DW3_STACK);
+                    (int16_t *)(void *)block, bytes);
         return;
     }
     stage = (int32_t)(((size_t)ns * row_b + 3u) & ~(size_t)3u);
     for (oy = 0; oy < out->h; oy += ns) {
         const int32_t ny = out->h - oy < ns ? out->h - oy : ns;
         pe_dw3_rows(p, q, in, img, f, filter, bias, out, oy, oy + ny, (int8_t *)block, row_b,
-                    (int16_t *)(void *)((uint8_t *)block + stage), PE_DW3_STACK - stage);
+                    (int16_t *)(void *)((uint8_t *)block + stage), bytes - stage);
         dw_copy(dst + (size_t)oy * row_b, (const uint8_t *)block, (size_t)ny * row_b);
     }
 }
@@ -637,11 +664,10 @@ __attribute__((noinline)) static void dw3_image_stack(const pe_conv_params *p,
 static void dw_image_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
                          const pe_dims *in, const int8_t *img, const pe_dims *f,
                          const int8_t *filter, const int32_t *bias, const pe_dims *out,
-                         int8_t *dst, int32_t disjoint)
+                         int8_t *dst, int32_t disjoint, uint32_t *buf, int32_t bytes)
 {
     const int32_t out_w = out->w, c_n = out->c;
-    const int32_t k = PE_DW_BLOCK_BYTES / c_n;
-    uint32_t buf[PE_DW_BLOCK_BYTES / 4];
+    const int32_t k = bytes / c_n;
     int32_t oy, ox;
     if (disjoint) {
         pe_dw_dsp_rect(p, q, in, img, f, filter, bias, 0, out->h, 0, out_w, dst,
@@ -673,16 +699,91 @@ static void dw_image_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
 
 #endif /* PE_DSP */
 
+/* one image pixel by pixel, in raster order (the portable loops, and the
+ * DSP build's per-pixel ones); MACs and input reads added to *macs, *reads.
+ * Out of line, once per image: its locals stay off the stack of the
+ * whole-image DSP loops. dsp_flags (DSP build): bit 0 the depthwise image
+ * loops ran (count only), bit 1 |acc| < 2^30 (dw_small), bit 2 the output is
+ * disjoint from the input. */
+__attribute__((noinline)) static void pixels(const pe_conv_params *p, const pe_per_channel_quant *q,
+                                             const pe_dims *in, const int8_t *img,
+                                             const pe_dims *f, const int8_t *filter,
+                                             const int32_t *bias, const pe_dims *out, int8_t *dst,
+                                             int32_t depthwise, int32_t dsp_flags, uint64_t *macs_p,
+                                             uint64_t *reads_p)
+{
+    uint64_t macs = 0, reads = 0;
+    int32_t oy, ox;
+#if PE_DSP
+    const int32_t dw_img = dsp_flags & 1, dw_sm = (dsp_flags >> 1) & 1, disjoint = (dsp_flags >> 2) & 1;
+#else
+    (void)dsp_flags;
+#endif
+    for (oy = 0; oy < out->h; oy++) {
+        const int32_t iy0 = oy * p->stride.h - p->padding.top;
+        int32_t ky_lo, ky_hi;
+        tap_range(iy0, p->dilation.h, f->h, in->h, &ky_lo, &ky_hi);
+        for (ox = 0; ox < out->w; ox++) {
+            const int32_t ix0 = ox * p->stride.w - p->padding.left;
+            int32_t kx_lo, kx_hi, y_lo = ky_lo, y_hi = ky_hi;
+            uint64_t taps = 0;
+            tap_range(ix0, p->dilation.w, f->w, in->w, &kx_lo, &kx_hi);
+            if (y_lo > y_hi || kx_lo > kx_hi) {
+                y_lo = 1; /* window wholly in padding: bias only */
+                y_hi = 0;
+            } else {
+                taps = (uint64_t)(y_hi - y_lo + 1) * (uint64_t)(kx_hi - kx_lo + 1);
+            }
+            if (depthwise) {
+#if PE_DSP
+                if (dw_img) {
+                    reads += taps * (uint64_t)out->c;
+                } else if (dw_dsp_ok(p, out)) {
+                    depthwise_pixel_dsp(p, q, in, img, f, filter, bias, out, iy0, ix0,
+                                        y_lo, y_hi, kx_lo, kx_hi, dst, dw_sm);
+                    reads += taps * (uint64_t)out->c;
+                } else
+#endif
+                {
+                    depthwise_pixel(p, q, in, img, f, filter, bias, out, iy0, ix0, y_lo,
+                                    y_hi, kx_lo, kx_hi, dst, &reads);
+                }
+                macs += taps * (uint64_t)out->c;
+            } else {
+#if PE_DSP
+                if (p->groups == 1) {
+                    if (!disjoint) {
+                        conv_pixel_dsp(p, q, in, img, f, filter, bias, out, iy0, ix0, y_lo,
+                                       y_hi, kx_lo, kx_hi, dst);
+                    }
+                    reads += taps * (uint64_t)f->c * (uint64_t)((out->c + 3) / 4);
+                } else
+#endif
+                {
+                    conv_pixel(p, q, in, img, f, filter, bias, out, iy0, ix0, y_lo, y_hi,
+                               kx_lo, kx_hi, dst, &reads);
+                }
+                macs += taps * (uint64_t)out->c * (uint64_t)f->c;
+            }
+            dst += out->c;
+        }
+    }
+    *macs_p += macs;
+    *reads_p += reads;
+}
+
 static pe_status run(const pe_context *ctx, const pe_conv_params *p,
                      const pe_per_channel_quant *q, const pe_dims *in, const int8_t *input,
                      const pe_dims *f, const int8_t *filter, const int32_t *bias,
                      const pe_dims *out, int8_t *output, int32_t depthwise)
 {
-    int32_t n, oy, ox;
+    int32_t n;
     uint64_t macs = 0, reads = 0;
     size_t in_img, out_img;
+    int32_t dsp_flags = 0;
 #if PE_DSP
-    int32_t disjoint, dw_sm = 0, dw_img = 0, dw_planes = 0;
+    int32_t oy, ox, disjoint, dw_sm = 0, dw_img = 0, dw_planes = 0, wbytes = 0;
+    uint32_t *work = NULL;
 #endif
     const pe_status s = check_all(p, q, in, input, f, filter, bias, out, output, depthwise);
     if (s != PE_OK) {
@@ -697,20 +798,26 @@ static pe_status run(const pe_context *ctx, const pe_conv_params *p,
      * that order (the per-pixel DSP loops). */
     disjoint = (uintptr_t)output >= (uintptr_t)(input + (size_t)in->n * in_img) ||
                (uintptr_t)(output + (size_t)in->n * out_img) <= (uintptr_t)input;
+    /* the work block: the caller's scratch (none: the loops that need none) */
+    if (ctx != NULL && ctx->buf != NULL && ctx->size >= 4 && ((uintptr_t)ctx->buf & 3u) == 0u) {
+        work = (uint32_t *)ctx->buf;
+        wbytes = ctx->size & ~3;
+    }
     if (depthwise) {
         dw_sm = dw_small(bias, out->c, (int64_t)f->h * f->w);
         /* (an overlapping call in blocks of at least 8 pixels or a row) */
-        dw_planes = dw3_stack_rows(p, in, f, out, bias, disjoint);
+        dw_planes = work != NULL ? dw3_stack_rows(p, in, f, out, bias, disjoint, wbytes) : 0;
         dw_img = dw_planes || (pe_dw_dsp_applies(p, in, f, out, bias) &&
-                               (disjoint || PE_DW_BLOCK_BYTES / out->c >= (out->w < 8 ? out->w : 8)));
+                               (disjoint || wbytes / out->c >= (out->w < 8 ? out->w : 8)));
     }
+    dsp_flags = (dw_img ? 1 : 0) | (dw_sm ? 2 : 0) | (disjoint ? 4 : 0);
 #endif
     for (n = 0; n < in->n; n++) {
         const int8_t *img = input + (size_t)n * in_img;
         int8_t *dst = output + (size_t)n * out_img;
 #if PE_DSP
         if (!depthwise && pe_cv_dsp_applies(p, in, f, out) &&
-            cv_image(p, q, in, img, f, filter, bias, out, dst, disjoint)) {
+            cv_image(p, q, in, img, f, filter, bias, out, dst, disjoint, work, wbytes)) {
             /* the in-bounds taps of every window, counted per axis (the
              * counts of the loop below, without walking it) */
             uint64_t ny = 0, nx = 0;
@@ -736,10 +843,11 @@ static pe_status run(const pe_context *ctx, const pe_conv_params *p,
              * window clipping is separable */
             uint64_t ny = 0, nx = 0;
             int32_t lo, hi;
-            if (dw_planes) { /* (not inside dw_image_dsp: one stack block at a time) */
-                dw3_image_stack(p, q, in, img, f, filter, bias, out, dst, dw_planes, disjoint);
+            if (dw_planes) {
+                dw3_image_work(p, q, in, img, f, filter, bias, out, dst, dw_planes, disjoint, work,
+                               wbytes);
             } else {
-                dw_image_dsp(p, q, in, img, f, filter, bias, out, dst, disjoint);
+                dw_image_dsp(p, q, in, img, f, filter, bias, out, dst, disjoint, work, wbytes);
             }
             for (oy = 0; oy < out->h; oy++) {
                 tap_range(oy * p->stride.h - p->padding.top, p->dilation.h, f->h, in->h, &lo, &hi);
@@ -755,55 +863,7 @@ static pe_status run(const pe_context *ctx, const pe_conv_params *p,
             continue;
         }
 #endif
-        for (oy = 0; oy < out->h; oy++) {
-            const int32_t iy0 = oy * p->stride.h - p->padding.top;
-            int32_t ky_lo, ky_hi;
-            tap_range(iy0, p->dilation.h, f->h, in->h, &ky_lo, &ky_hi);
-            for (ox = 0; ox < out->w; ox++) {
-                const int32_t ix0 = ox * p->stride.w - p->padding.left;
-                int32_t kx_lo, kx_hi, y_lo = ky_lo, y_hi = ky_hi;
-                uint64_t taps = 0;
-                tap_range(ix0, p->dilation.w, f->w, in->w, &kx_lo, &kx_hi);
-                if (y_lo > y_hi || kx_lo > kx_hi) {
-                    y_lo = 1; /* window wholly in padding: bias only */
-                    y_hi = 0;
-                } else {
-                    taps = (uint64_t)(y_hi - y_lo + 1) * (uint64_t)(kx_hi - kx_lo + 1);
-                }
-                if (depthwise) {
-#if PE_DSP
-                    if (dw_img) {
-                        reads += taps * (uint64_t)out->c;
-                    } else if (dw_dsp_ok(p, out)) {
-                        depthwise_pixel_dsp(p, q, in, img, f, filter, bias, out, iy0, ix0,
-                                            y_lo, y_hi, kx_lo, kx_hi, dst, dw_sm);
-                        reads += taps * (uint64_t)out->c;
-                    } else
-#endif
-                    {
-                        depthwise_pixel(p, q, in, img, f, filter, bias, out, iy0, ix0, y_lo,
-                                        y_hi, kx_lo, kx_hi, dst, &reads);
-                    }
-                    macs += taps * (uint64_t)out->c;
-                } else {
-#if PE_DSP
-                    if (p->groups == 1) {
-                        if (!disjoint) {
-                            conv_pixel_dsp(p, q, in, img, f, filter, bias, out, iy0, ix0, y_lo,
-                                           y_hi, kx_lo, kx_hi, dst);
-                        }
-                        reads += taps * (uint64_t)f->c * (uint64_t)((out->c + 3) / 4);
-                    } else
-#endif
-                    {
-                        conv_pixel(p, q, in, img, f, filter, bias, out, iy0, ix0, y_lo, y_hi,
-                                   kx_lo, kx_hi, dst, &reads);
-                    }
-                    macs += taps * (uint64_t)out->c * (uint64_t)f->c;
-                }
-                dst += out->c;
-            }
-        }
+        pixels(p, q, in, img, f, filter, bias, out, dst, depthwise, dsp_flags, &macs, &reads);
     }
     if (ctx != NULL && ctx->stats != NULL) {
         ctx->stats->macs += macs;
@@ -824,6 +884,50 @@ static pe_status size_query(const pe_conv_params *p, const pe_dims *in, const pe
     }
     *size = 0;
     return PE_OK;
+}
+
+/* the work block a DSP build's loops take (dsp 1; 0 for dsp 0): see
+ * pe_conv_gather.h */
+static pe_status target_query(const pe_conv_params *p, const pe_dims *in, const pe_dims *f,
+                              const pe_dims *out, int32_t depthwise, int32_t dsp, int32_t *size)
+{
+    int32_t least;
+    const pe_status s = size_query(p, in, f, out, depthwise, size);
+    if (s != PE_OK) {
+        return s;
+    }
+    if (dsp != 0 && dsp != 1) {
+        return PE_ERR_ARG;
+    }
+    if (!dsp) {
+        return PE_OK;
+    }
+    if (!depthwise) {
+        *size = pe_cv_dsp_applies(p, in, f, out) ? PE_CV_WORK : 0;
+    } else if (pe_dw3_plane_bytes(p, in, f, out, &least) > 0 && least <= PE_DW3_WORK) {
+        *size = PE_DW3_WORK;
+    } else {
+        *size = dw_shape_ok(p, in, f, out) ? PE_DW_WORK : 0;
+    }
+    return PE_OK;
+}
+
+pe_status pe_conv2d_gather_s8_get_target_buffer_size(const pe_conv_params *params,
+                                                     const pe_dims *input_dims,
+                                                     const pe_dims *filter_dims,
+                                                     const pe_dims *output_dims, int32_t dsp,
+                                                     int32_t *size)
+{
+    return target_query(params, input_dims, filter_dims, output_dims, 0, dsp, size);
+}
+
+pe_status pe_depthwise_conv2d_gather_s8_get_target_buffer_size(const pe_conv_params *params,
+                                                               const pe_dims *input_dims,
+                                                               const pe_dims *filter_dims,
+                                                               const pe_dims *output_dims,
+                                                               int32_t dsp, int32_t *size)
+{
+    return target_query(params, input_dims, filter_dims, output_dims, 1, dsp, size);
 }
 
 pe_status pe_conv2d_gather_s8_get_buffer_size(const pe_conv_params *params,

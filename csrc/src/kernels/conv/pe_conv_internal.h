@@ -82,6 +82,11 @@ static inline int8_t finish(int32_t acc, int32_t m, int32_t sh, pe_rounding mode
     return (int8_t)((v < lo ? lo : (v > hi ? hi : v)) + off);
 }
 
+/* at most this many tap pairs for the depthwise channel-group loops
+ * (pe_conv_dsp.c; pe_dw_dsp_applies, pe_conv_gather.c, checks the kernel;
+ * every build: the gather target size query) */
+#define PE_DW_MAX_PAIRS 32
+
 #if PE_DSP
 typedef struct {
     int32_t m, sh, fast;
@@ -124,10 +129,6 @@ static inline int8_t gq_finish(int32_t acc, const gq *r, pe_rounding mode, int32
     }
     return finish_slow(acc, r->m, r->sh, mode, amin, amax, off);
 }
-
-/* at most this many tap pairs for the depthwise channel-group loops
- * (pe_conv_dsp.c; pe_dw_dsp_applies, pe_conv_gather.c, checks the kernel) */
-#define PE_DW_MAX_PAIRS 32
 
 /* conv, one pixel: conv_1x2_window (two output channels over a clipped
  * window; also the clipped windows of the gather kernel's conv_dsp) and

@@ -352,7 +352,7 @@ static int32_t dw3_plane_grant(const pe_context *ctx, const pe_conv_params *p,
 }
 
 /* output rows [oy0, oy1) of one image: from planes (pe_dw3_rows) given
- * pbytes, else the channel-group loops (pe_dw_dsp_rows) */
+ * pbytes, else the channel-group loops (pe_dw_dsp_rect, every column) */
 static void dw_rows(const pe_conv_params *p, const pe_per_channel_quant *q, const pe_dims *in,
                     const int8_t *img, const pe_dims *f, const int8_t *filter,
                     const int32_t *bias, const pe_dims *out, int32_t oy0, int32_t oy1,
@@ -361,19 +361,23 @@ static void dw_rows(const pe_conv_params *p, const pe_per_channel_quant *q, cons
     if (pbytes > 0) {
         pe_dw3_rows(p, q, in, img, f, filter, bias, out, oy0, oy1, o, o_row, planes, pbytes);
     } else {
-        pe_dw_dsp_rows(p, q, in, img, f, filter, bias, out, oy0, oy1, o, o_row);
+        pe_dw_dsp_rect(p, q, in, img, f, filter, bias, oy0, oy1, 0, out->w, o, o_row);
     }
 }
 
 /* Output rows [oy0, oy1) of one image to o (rows row_b bytes apart). */
 typedef void (*rows_fn)(const void *job, int32_t oy0, int32_t oy1, int8_t *o, size_t row_b);
 
-/* One image's output rows computed into buf (cap rows) and written to dst
+/* (inlined into each caller, so that the call through rows is a direct
+ * call of that caller's producer: the static stack bound then sees which)
+ * One image's output rows computed into buf (cap rows) and written to dst
  * once the input rows they overwrite are no longer read: row R waits until
  * the rows up to R + ahead are computed (the row model of dw_whole_dsp and
  * cv_whole_dsp). Returns the most rows held at once. */
-static int32_t staged_rows(int8_t *dst, int8_t *buf, int32_t out_h, size_t row_b, int32_t cap,
-                           int32_t ahead, rows_fn rows, const void *job)
+static inline __attribute__((always_inline)) int32_t staged_rows(int8_t *dst, int8_t *buf, int32_t out_h,
+                                                                  size_t row_b, int32_t cap,
+                                                                  int32_t ahead, rows_fn rows,
+                                                                  const void *job)
 {
     int32_t a = 0; /* first row not yet written; buf row 0 holds it */
     int32_t c = 0; /* rows computed */
@@ -499,8 +503,8 @@ static void cv_job_rows(const void *job, int32_t oy0, int32_t oy1, int8_t *o, si
  * pe_conv_dsp_pw.c apply (pe_cv_dsp_applies: one group, in_c % 4 == 0,
  * dilation.w 1): each output pixel's window is summed with its accumulators
  * in registers, four output channels per pass, so no int32 rows are needed;
- * the scratch holds the four channels' widened weights (8 * kernel_h *
- * kernel_w * in_c bytes, or pieces of them) and, when the output overlaps
+ * the scratch (never a stack block) holds the four channels' widened weights
+ * (8 * kernel_h * kernel_w * in_c bytes, or pieces of them) and, when the output overlaps
  * the input, finished int8 output rows. Overlap as the stream allows it (a
  * planner's row model: output row R is written once the input rows up to
  * the last one R reads are consumed, and overwrites no input row after
@@ -510,7 +514,6 @@ static void cv_job_rows(const void *job, int32_t oy0, int32_t oy1, int8_t *o, si
  * set), 0 when the scratch is too small for it (the stream runs then).
  * Same bytes; stats count the (pixel, tap) pairs' MACs, the input read and
  * the int8 rows held. */
-#define PE_CV_REV_STACK 2048
 __attribute__((noinline)) static int32_t cv_whole_dsp(const pe_context *ctx, const pe_conv_params *p,
                             const pe_per_channel_quant *q, const pe_dims *in,
                             const int8_t *input, const pe_dims *f, const int8_t *filter,
@@ -525,7 +528,6 @@ __attribute__((noinline)) static int32_t cv_whole_dsp(const pe_context *ctx, con
     const int64_t wneed = pe_cv_dsp_bytes(p, in, f, &least);
     int64_t avail, wbytes, region_size;
     int32_t need, cap, n, peak = 0, disjoint = 1;
-    uint32_t stack_region[PE_CV_REV_STACK / 4];
     int8_t *region;
     pe_status s = scratch_bytes(p, in, f, out, 0, &need);
     *status = s;
@@ -541,14 +543,8 @@ __attribute__((noinline)) static int32_t cv_whole_dsp(const pe_context *ctx, con
     /* the weight block, whole or in pieces of at least 256 bytes; when the
      * output overlaps the input, room for at least ahead + 1 output rows
      * too */
-    region_size = ctx->size;
+    region_size = ctx->size & ~3;
     region = (int8_t *)ctx->buf;
-    if (region_size < (int64_t)sizeof stack_region) {
-        /* a smaller scratch than the stack block: the stack block (small
-         * weight pieces and few rows per batch cost more) */
-        region_size = (int64_t)sizeof stack_region;
-        region = (int8_t *)(void *)stack_region;
-    }
     avail = region_size;
     if (!disjoint) {
         /* (the whole block beside the least rows beats pieces: a batch of
@@ -604,36 +600,19 @@ static int fast_blocks_given(const pe_context *ctx, const pe_conv_params *p, con
 }
 #endif
 
-static pe_status run_whole(const pe_context *ctx, const pe_conv_params *p,
-                           const pe_per_channel_quant *q, const pe_dims *in,
-                           const int8_t *input, const pe_dims *f, const int8_t *filter,
-                           const int32_t *bias, const pe_dims *out, int8_t *output,
-                           int32_t depthwise)
+/* every image through the row stream (not inlined into run_whole: the
+ * stream's state stays off the stack of the DSP paths) */
+__attribute__((noinline)) static pe_status run_stream(const pe_context *ctx, const pe_conv_params *p,
+                                                      const pe_per_channel_quant *q,
+                                                      const pe_dims *in, const int8_t *input,
+                                                      const pe_dims *f, const int8_t *filter,
+                                                      const int32_t *bias, const pe_dims *out,
+                                                      int8_t *output, int32_t depthwise)
 {
     pe_conv_rev_stream st;
     pe_status s;
     int32_t n, y, idx;
     size_t in_row, out_row;
-    if (input == NULL || output == NULL) {
-        return PE_ERR_ARG;
-    }
-#if PE_DSP
-    if (depthwise && p != NULL && in != NULL && f != NULL && out != NULL &&
-        pe_conv_check_geometry(p, in, f, out, 1) == PE_OK) {
-        const int32_t pbytes = dw3_plane_grant(ctx, p, in, f, out, bias, input, output);
-        if (pbytes > 0 || pe_dw_dsp_applies(p, in, f, out, bias)) {
-            return dw_whole_dsp(ctx, p, q, in, input, f, filter, bias, out, output, pbytes);
-        }
-    }
-    /* given the fast scratch, where the row stream's int16 column blocks are
-     * faster (whole_prefers_blocks), the stream below runs them */
-    if (!depthwise && p != NULL && in != NULL && f != NULL && out != NULL &&
-        pe_conv_check_geometry(p, in, f, out, 0) == PE_OK && pe_cv_dsp_applies(p, in, f, out) &&
-        !fast_blocks_given(ctx, p, in, f, out) &&
-        cv_whole_dsp(ctx, p, q, in, input, f, filter, bias, out, output, &s)) {
-        return s;
-    }
-#endif
     s = stream_init(&st, ctx, p, q, in, f, filter, bias, out, depthwise);
     if (s != PE_OK) {
         return s;
@@ -664,6 +643,38 @@ static pe_status run_whole(const pe_context *ctx, const pe_conv_params *p,
         }
     }
     return PE_OK;
+}
+
+static pe_status run_whole(const pe_context *ctx, const pe_conv_params *p,
+                           const pe_per_channel_quant *q, const pe_dims *in,
+                           const int8_t *input, const pe_dims *f, const int8_t *filter,
+                           const int32_t *bias, const pe_dims *out, int8_t *output,
+                           int32_t depthwise)
+{
+#if PE_DSP
+    pe_status s;
+#endif
+    if (input == NULL || output == NULL) {
+        return PE_ERR_ARG;
+    }
+#if PE_DSP
+    if (depthwise && p != NULL && in != NULL && f != NULL && out != NULL &&
+        pe_conv_check_geometry(p, in, f, out, 1) == PE_OK) {
+        const int32_t pbytes = dw3_plane_grant(ctx, p, in, f, out, bias, input, output);
+        if (pbytes > 0 || pe_dw_dsp_applies(p, in, f, out, bias)) {
+            return dw_whole_dsp(ctx, p, q, in, input, f, filter, bias, out, output, pbytes);
+        }
+    }
+    /* given the fast scratch, where the row stream's int16 column blocks are
+     * faster (whole_prefers_blocks), the stream below runs them */
+    if (!depthwise && p != NULL && in != NULL && f != NULL && out != NULL &&
+        pe_conv_check_geometry(p, in, f, out, 0) == PE_OK && pe_cv_dsp_applies(p, in, f, out) &&
+        !fast_blocks_given(ctx, p, in, f, out) &&
+        cv_whole_dsp(ctx, p, q, in, input, f, filter, bias, out, output, &s)) {
+        return s;
+    }
+#endif
+    return run_stream(ctx, p, q, in, input, f, filter, bias, out, output, depthwise);
 }
 
 pe_status pe_conv2d_rev_s8(const pe_context *ctx, const pe_conv_params *params,

@@ -3,7 +3,7 @@
  * output at least 4x4, on the Arm DSP extension from int16 channel planes
  * (internal to csrc, declared in pe_conv_gather.h; the reverse kernel's
  * whole-tensor depthwise call runs it when its scratch has room for the
- * planes, the gather kernel with a stack block).
+ * planes, the gather kernel with its work block, pe_conv_gather.h).
  *
  * The input is widened once per band of output rows (and per column strip
  * of at most PE_DW3_MAX_COLS - 4 columns), four channels at a time, into
@@ -32,7 +32,7 @@
  * by LDM/STM. Cortex-M4, 3x3 on 48x48x16 with the fast scratch: 1.96
  * instructions per MAC (the 2x2 loop 1.71 with its row-pair and call
  * overheads, the widening 0.19, set-up, records and zeroing 0.05); the
- * gather kernel's 3 KB stack block (bands of 4 rows): 2.04.
+ * gather kernel's 3 KB work block (bands of 4 rows): 2.04.
  *
  * Arithmetic: weights are stored doubled (2w, within int16) and each start
  * value is 2 * bias, so the loop's sum is twice the int32 accumulator, the
