@@ -139,6 +139,9 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
             if not as_json:
                 for line in (pipeline_lines if verbose else brief(pipeline_lines)):
                     click.echo(line)
+        if plan.info.get("dsp_granted"):
+            from pyembed.plan.widen import replay
+            graph = replay(graph, plan.info["dsp_granted"])   # the DSP scratch the plan was made with
         if plan.graph_name and plan.graph_name != graph.name:
             from pyembed.errors import ArgumentError
             raise ArgumentError(f"--plan {plan_path} was made for model {plan.graph_name!r}, not {graph.name!r}")

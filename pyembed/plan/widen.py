@@ -130,6 +130,32 @@ def _apply(graph, granted, form="reverse"):
     return g2
 
 
+def record(graph, granted):
+    """granted (dsp_conv_scratch's) as JSON for plan.info["dsp_granted"]: per
+    operator the old and new scratch, its region and offset, and the form it
+    runs, so a plan.json replays them (replay) and the firmware reuses them."""
+    return {str(k): {"old": int(o), "new": int(n), "region": r, "offset": int(f),
+                     "form": graph.operators[k].params.get("conv_form", "reverse")}
+            for k, (o, n, r, f) in sorted(granted.items())}
+
+
+def replay(graph, recorded):
+    """graph with the grants of a plan.info["dsp_granted"] applied (the forms
+    and scratch sizes dsp_conv_scratch chose when the plan was made)."""
+    if not recorded:
+        return graph
+    for form in ("reverse", "gather"):
+        part = {int(k): (v["old"], v["new"], v["region"], v["offset"]) for k, v in recorded.items()
+                if v.get("form", "reverse") == form}
+        graph = _apply(graph, part, form=form)
+    return graph
+
+
+def granted_from(recorded):
+    """The granted dict of a plan.info["dsp_granted"]."""
+    return {int(k): (v["old"], v["new"], v["region"], v["offset"]) for k, v in (recorded or {}).items()}
+
+
 def _reprove(graph, plan, ops):
     """Prove again, by running each operator in ops (its kernel form changed)
     on the plan's exact offsets, every output-over-input allowance the plan

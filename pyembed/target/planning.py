@@ -180,12 +180,31 @@ def plan_for_target(model, profile=None, options=None, regions=None, action="pla
                       strategy, candidates, predicted)
 
 
-def _plan_one(graph, options, regions, strategy, cache=None):
+def _plan_one(graph, options, regions, strategy, cache=None, prof=None):
     from pyembed.plan.pipeline import plan_with_strategy
-    return plan_with_strategy(
+    g, plan, lines = plan_with_strategy(
         graph, strategy, max_extra_macs=float(options.max_extra_macs), overlaps=options.overlaps,
         stream_input=options.stream_input, max_region_weights=options.weight_block, cache=cache, regions=regions,
         algorithm=options.algorithm, search_order=options.search_order, time_limit=float(options.time_limit))
+    g, plan = dsp_widen(g, plan, prof)
+    return g, plan, lines
+
+
+def dsp_widen(g, plan, prof):
+    """On a core with the DSP extension, the convolutions' DSP scratch
+    (pyembed.plan.widen.dsp_conv_scratch: the reverse kernel's int16 blocks,
+    the gather kernels' work blocks instead of stack), granted here so that
+    plan, simulate, the demo and the firmware see the same graph and arena;
+    plan.info["dsp_granted"] records it (the firmware reuses it, simulate
+    --plan replays it). Other cores: unchanged."""
+    from pyembed.plan.widen import DSP_CORES, dsp_conv_scratch, record
+    if prof is None or prof.core not in DSP_CORES:
+        return g, plan
+    g2, plan2, granted = dsp_conv_scratch(g, plan)
+    if plan2 is plan:
+        plan2 = dataclasses.replace(plan, info=dict(plan.info))
+    plan2.info["dsp_granted"] = record(g2, granted)
+    return g2, plan2
 
 
 def _signature(g, plan):
@@ -200,7 +219,7 @@ def _plan_pipeline(graph, options, regions, prof):
     from pyembed.target import objective
     if options.strategy is not None or prof is None:
         strategy = options.strategy or "auto"     # regions by hand: no core to predict for
-        g, plan, lines = _plan_one(graph, options, regions, strategy)
+        g, plan, lines = _plan_one(graph, options, regions, strategy, prof=prof)
         predicted = objective.predicted_cost(g, prof) if prof is not None else None
         return g, plan, lines, strategy, [], predicted
     from pyembed.errors import FitError
@@ -208,7 +227,7 @@ def _plan_pipeline(graph, options, regions, prof):
     cands, seen, errors, source, cache = [], {}, {}, None, {}
     for name in names:
         try:
-            g, plan, lines = _plan_one(graph, options, regions, name, cache)
+            g, plan, lines = _plan_one(graph, options, regions, name, cache, prof=prof)
         except FitError as e:
             errors[name] = e
             continue

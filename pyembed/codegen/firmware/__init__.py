@@ -829,7 +829,11 @@ def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algor
         from pyembed.plan.widen import DSP_CORES
         dsp_scratch = profile.core in DSP_CORES
     granted = {}
-    if dsp_scratch:
+    if "dsp_granted" in plan.info:
+        # widened by the planning path already (pyembed.target.planning): graph is the widened one
+        from pyembed.plan.widen import granted_from
+        granted = granted_from(plan.info["dsp_granted"])
+    elif dsp_scratch:
         from pyembed.plan.widen import dsp_conv_scratch
         graph, plan, granted = dsp_conv_scratch(graph, plan)
     layout, arena_base, regions = firmware_layout(graph, plan)
