@@ -53,6 +53,12 @@ pe_status pe_graph_run_dwconv_rev(const pe_graph *g, const pe_graph_op *op, cons
                                   const pe_context *arena);
 pe_status pe_graph_run_dwconv_gather(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
                                      const pe_context *arena);
+/* DEPTHWISE_CONV_2D of a one-channel input only (pe_depthwise_conv2d_c1_s8;
+ * any other operator is PE_ERR_ARG), in either plan form: a scratch region,
+ * if planned, is left unused. The table of a model whose depthwise operators
+ * all read one channel names it, so neither conv form is linked. */
+pe_status pe_graph_run_dwconv_c1(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
+                                 const pe_context *arena);
 pe_status pe_graph_run_pool(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
                             const pe_context *arena);
 pe_status pe_graph_run_softmax(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,

@@ -142,6 +142,31 @@ pe_status pe_graph_run_dwconv_gather(const pe_graph *g, const pe_graph_op *op, c
     return run_conv_forms(g, op, ctx, arena, CONV_GATHER | CONV_ONLY_DW);
 }
 
+pe_status pe_graph_run_dwconv_c1(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
+                                 const pe_context *arena)
+{
+    const int8_t *in = (const int8_t *)tensor_in(g, IN(0), arena, PE_DT_INT8);
+    const int8_t *w = (const int8_t *)tensor_in(g, IN(1), arena, PE_DT_INT8);
+    const int32_t *bias = NULL;
+    int8_t *out = (int8_t *)tensor_out(g, OUT0, arena, PE_DT_INT8);
+    const pe_dims *od;
+    if (in == NULL || w == NULL || out == NULL || op->type != PE_GOP_DEPTHWISE_CONV_2D) {
+        return PE_ERR_ARG;
+    }
+    od = dims_of(g, OUT0);
+    if (IN(2) != -1) {
+        bias = (const int32_t *)tensor_in(g, IN(2), arena, PE_DT_INT32);
+        if (bias == NULL || count_of(g, IN(2)) != od->c) {
+            return PE_ERR_ARG;
+        }
+    }
+    if (op->p.conv.quant.count != od->c) {
+        return PE_ERR_ARG;
+    }
+    return pe_depthwise_conv2d_c1_s8(ctx, &op->p.conv.params, &op->p.conv.quant.quant,
+                                     dims_of(g, IN(0)), in, dims_of(g, IN(1)), w, bias, od, out);
+}
+
 pe_status pe_graph_run_pool(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
                           const pe_context *arena)
 {
