@@ -76,11 +76,13 @@ pe_status pe_depthwise_conv2d_gather_s8(const pe_context *ctx, const pe_conv_par
  * out_c == ch_mult): the same parameters, checks and results as
  * pe_depthwise_conv2d_gather_s8 (PE_ERR_ARG for input_dims->c != 1), no
  * scratch, raster pixel order (an output-over-input plan holds), loops made
- * for the shape (pe_dw_c1.c): each pixel's window widened to int16 once and
- * summed against every channel's re-ordered weights, two channels per pass
- * (SMLAD on the DSP build). Stack: up to about 1 KB (a window of up to 96
- * taps, kernel rows rounded up to 4, and up to 768 bytes of re-ordered
- * weights; larger shapes run a tap-by-tap loop). A generated firmware whose
+ * for the shape (pe_dw_c1.c): the kernel rows of each output row copied once
+ * with the zero point in the padding, each window's words widened with the
+ * input offset as they are summed against the re-ordered weights, four
+ * channels per pass (SMLAD on the DSP build). Stack: about 1.2 KB (the kernel rows of one
+ * output row, padded, up to 480 bytes, and up to 640 bytes of re-ordered
+ * weights; larger shapes, dilation.w != 1 or an input offset outside
+ * [-127, 128] run a tap-by-tap loop). A generated firmware whose
  * depthwise operators all have one input channel links this kernel alone
  * (pe_graph_run_dwconv_c1, pe_graph_runners.h). */
 pe_status pe_depthwise_conv2d_c1_s8(const pe_context *ctx, const pe_conv_params *params,

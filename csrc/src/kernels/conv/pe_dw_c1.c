@@ -35,8 +35,8 @@
 #include "pyembed/pe_fixed.h"
 #include "pyembed/pe_simd.h"
 
-#define PE_DW_C1_MAX_ROWS 640
-#define PE_DW_C1_MAX_WEIGHTS 768
+#define PE_DW_C1_MAX_ROWS 480
+#define PE_DW_C1_MAX_WEIGHTS 640
 
 /* [lo, hi] of the taps k in [0, k_n) with 0 <= v0 + k * d < n (hi < lo: none) */
 static void c1_tap_range(int32_t v0, int32_t d, int32_t k_n, int32_t n, int32_t *lo, int32_t *hi)
@@ -137,9 +137,12 @@ static void c1_dot4(int32_t *acc, const int8_t *xw, int32_t bw, int32_t kh, int3
     int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3], ky, g;
 #if PE_DSP
     const uint32_t off2 = pe_dup16(off);
-    for (ky = 0; ky < kh; ky++, xw += bw) {
-        const int8_t *xp = xw;
-        for (g = 0; g < n4; g++, xp += 4, w += 16) {
+    const int32_t step = bw - 4 * n4;
+    const int8_t *xp = xw;
+    /* (rows counted down and one pointer walking the block: few enough live
+     * values that the four accumulators stay in registers) */
+    for (ky = kh; ky > 0; ky--, xp += step) {
+        for (g = n4; g > 0; g--, xp += 4, w += 16) {
             const uint32_t xv = pe_rd32(xp);
             const uint32_t x02 = __sxtab16(off2, xv), x13 = pe_sxtab16_ror8(off2, xv);
             uint32_t v = pe_rd32(w);
