@@ -39,6 +39,10 @@ pe_graph_rows_runner pe_graph_rows_runner_for(pe_graph_op_type type);
 /* ---- the built-in operators (typed parameters, pe_graph_op.p) ------------------ */
 pe_status pe_graph_run_fc(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
                           const pe_context *arena);
+/* The checks pe_graph_run_fc makes on a FULLY_CONNECTED operator's counts
+ * and parameters; a PE_GRAPH_TRUST_CHECKED build makes them in
+ * pe_graph_check instead of on every call. */
+pe_status pe_graph_check_fc(const pe_graph *g, const pe_graph_op *op);
 pe_status pe_graph_run_conv(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
                             const pe_context *arena);
 /* The same restricted to one operator type and one kernel form (an operator of
