@@ -54,8 +54,12 @@ static void c1_tap_range(int32_t v0, int32_t d, int32_t k_n, int32_t n, int32_t 
 
 static int8_t c1_requant(int32_t acc, const pe_conv_params *p, int32_t m, int32_t s)
 {
-    const int32_t v = pe_fx_requant_mode(acc, m, s, p->rounding) + p->output_offset;
-    return (int8_t)pe_fx_clamp(v, p->activation.min, p->activation.max);
+    /* clamped before the offset is added (the requantized value may be
+     * near the int32 limits), as the other conv kernels do */
+    const int32_t v = pe_fx_requant_mode(acc, m, s, p->rounding);
+    return (int8_t)(pe_fx_clamp(v, p->activation.min - p->output_offset,
+                                p->activation.max - p->output_offset) +
+                    p->output_offset);
 }
 
 /* c1_requant, on the DSP build through pe_dsp_requant where its conditions
