@@ -56,8 +56,9 @@ NARROW = {
     "PE_GOP_CONV_2D": {"rev": "pe_graph_run_conv2d_rev", "gather": "pe_graph_run_conv2d_gather"},
     "PE_GOP_DEPTHWISE_CONV_2D": {"rev": "pe_graph_run_dwconv_rev", "gather": "pe_graph_run_dwconv_gather"},
 }
-# Depthwise operators that all read a one-channel input (micro_speech's) run on the kernel made
-# for that shape, in either form (pe_depthwise_conv2d_c1_s8): neither conv form is linked.
+# Depthwise operators that all read a one-channel input (micro_speech's) in the gather form run on
+# the kernel made for that shape (pe_depthwise_conv2d_c1_s8, which every conv runner calls for them
+# in that form): neither conv form's kernels are linked.
 C1_RUNNER = "pe_graph_run_dwconv_c1"
 
 
@@ -114,7 +115,7 @@ def op_table_source(type_names, rows=False, model_name="model", root=None):
     for t in type_names:
         forms = uses[t]
         kernel_forms = forms & {"rev", "gather"}
-        if t == "PE_GOP_DEPTHWISE_CONV_2D" and "c1" in forms and "any" not in forms:
+        if t == "PE_GOP_DEPTHWISE_CONV_2D" and forms == {"c1", "gather"}:
             fn = C1_RUNNER
         elif t in NARROW and len(kernel_forms) == 1:
             fn = NARROW[t][next(iter(kernel_forms))]

@@ -57,10 +57,11 @@ pe_status pe_graph_run_dwconv_rev(const pe_graph *g, const pe_graph_op *op, cons
                                   const pe_context *arena);
 pe_status pe_graph_run_dwconv_gather(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
                                      const pe_context *arena);
-/* DEPTHWISE_CONV_2D of a one-channel input only (pe_depthwise_conv2d_c1_s8;
- * any other operator is PE_ERR_ARG), in either plan form: a scratch region,
- * if planned, is left unused. The table of a model whose depthwise operators
- * all read one channel names it, so neither conv form is linked. */
+/* DEPTHWISE_CONV_2D of a one-channel input in the gather form (no scratch
+ * region) only, pe_depthwise_conv2d_c1_s8 (any other operator is
+ * PE_ERR_ARG; the other conv runners run such an operator in the gather form
+ * with the same kernel). The table of a model whose depthwise operators all
+ * are such names it, so neither conv form's kernels are linked. */
 pe_status pe_graph_run_dwconv_c1(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
                                  const pe_context *arena);
 pe_status pe_graph_run_pool(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
