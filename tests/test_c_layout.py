@@ -94,8 +94,9 @@ def test_a_model_operator_table_names_only_the_model_runners(tmp_path):
 
 def test_a_one_channel_depthwise_model_links_only_the_c1_kernel():
     """A graph whose depthwise operators all read one channel in the gather form
-    (micro_speech) gets pe_graph_run_dwconv_c1 in its table; one more depthwise
-    with more channels, or one in the reverse form, takes the conv form runners."""
+    (micro_speech) gets pe_graph_run_dwconv_c1 in its table; one more gathered
+    depthwise with more channels the gather runner that also calls that kernel;
+    one in the reverse form the full runner; none the plain gather runner."""
     from pyembed.codegen import optable
 
     def graph_src(ops):
@@ -113,6 +114,6 @@ def test_a_one_channel_depthwise_model_links_only_the_c1_kernel():
 
     assert optable.op_uses(graph_src([(0, 0)])) == {"PE_GOP_DEPTHWISE_CONV_2D": {"c1", "gather"}}
     assert runner([(0, 0)]) == "pe_graph_run_dwconv_c1"
-    assert runner([(0, 0), (2, 0)]) == "pe_graph_run_dwconv_gather"   # tensor 2 has 2 channels
+    assert runner([(0, 0), (2, 0)]) == "pe_graph_run_dwconv_gather_c1"   # tensor 2 has 2 channels
     assert runner([(0, 0), (0, 64)]) == "pe_graph_run_conv"            # one in the reverse form
     assert runner([(2, 0)]) == "pe_graph_run_dwconv_gather"

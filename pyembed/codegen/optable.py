@@ -57,9 +57,12 @@ NARROW = {
     "PE_GOP_DEPTHWISE_CONV_2D": {"rev": "pe_graph_run_dwconv_rev", "gather": "pe_graph_run_dwconv_gather"},
 }
 # Depthwise operators that all read a one-channel input (micro_speech's) in the gather form run on
-# the kernel made for that shape (pe_depthwise_conv2d_c1_s8, which every conv runner calls for them
-# in that form): neither conv form's kernels are linked.
+# the kernel made for that shape (pe_depthwise_conv2d_c1_s8, which the full runner calls for them in
+# that form): neither conv form's kernels are linked.
 C1_RUNNER = "pe_graph_run_dwconv_c1"
+# ... and beside depthwise operators of more channels, all gathered: the gather runner that also
+# calls that kernel (the plain gather runner leaves it out: no flash for models without such ops).
+C1_GATHER_RUNNER = "pe_graph_run_dwconv_gather_c1"
 
 
 def op_types_in(graph_source):
@@ -117,6 +120,8 @@ def op_table_source(type_names, rows=False, model_name="model", root=None):
         kernel_forms = forms & {"rev", "gather"}
         if t == "PE_GOP_DEPTHWISE_CONV_2D" and forms == {"c1", "gather"}:
             fn = C1_RUNNER
+        elif t == "PE_GOP_DEPTHWISE_CONV_2D" and forms == {"c1", "any", "gather"}:
+            fn = C1_GATHER_RUNNER
         elif t in NARROW and len(kernel_forms) == 1:
             fn = NARROW[t][next(iter(kernel_forms))]
         else:

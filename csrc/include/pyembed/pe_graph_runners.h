@@ -57,10 +57,16 @@ pe_status pe_graph_run_dwconv_rev(const pe_graph *g, const pe_graph_op *op, cons
                                   const pe_context *arena);
 pe_status pe_graph_run_dwconv_gather(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
                                      const pe_context *arena);
+/* The gather one with the one-channel depthwise kernel too, as the full runner
+ * (pe_graph_run_conv) runs it: for a model whose gathered depthwise operators
+ * read one channel in some and more in others (the other conv runners leave
+ * pe_depthwise_conv2d_c1_s8 out and run the gather kernel). */
+pe_status pe_graph_run_dwconv_gather_c1(const pe_graph *g, const pe_graph_op *op,
+                                        const pe_context *scratch, const pe_context *arena);
 /* DEPTHWISE_CONV_2D of a one-channel input in the gather form (no scratch
  * region) only, pe_depthwise_conv2d_c1_s8 (any other operator is
- * PE_ERR_ARG; the other conv runners run such an operator in the gather form
- * with the same kernel). The table of a model whose depthwise operators all
+ * PE_ERR_ARG; pe_graph_run_conv and pe_graph_run_dwconv_gather_c1 run such an
+ * operator with the same kernel). The table of a model whose depthwise operators all
  * are such names it, so neither conv form's kernels are linked. */
 pe_status pe_graph_run_dwconv_c1(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
                                  const pe_context *arena);

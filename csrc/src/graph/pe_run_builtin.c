@@ -88,6 +88,8 @@ pe_status pe_graph_run_fc(const pe_graph *g, const pe_graph_op *op, const pe_con
 #define CONV_GATHER 2
 #define CONV_ONLY_2D 4
 #define CONV_ONLY_DW 8
+/* a one-channel depthwise in the gather form on pe_depthwise_conv2d_c1_s8 */
+#define CONV_C1 16
 
 /* The CONV_2D / DEPTHWISE_CONV_2D runner restricted to the forms in `forms`
  * (and to CONV_2D or DEPTHWISE_CONV_2D alone with CONV_ONLY_2D / CONV_ONLY_DW):
@@ -130,7 +132,7 @@ static inline pe_status run_conv_forms(const pe_graph *g, const pe_graph_op *op,
         }
         /* one input channel: the kernel made for it (same bytes, same
          * raster pixel order, fewer instructions on the DSP build) */
-        if (dims_of(g, IN(0))->c == 1) {
+        if ((forms & CONV_C1) != 0 && dims_of(g, IN(0))->c == 1) {
             return pe_depthwise_conv2d_c1_s8(ctx, &op->p.conv.params, &op->p.conv.quant.quant,
                                              dims_of(g, IN(0)), in, dims_of(g, IN(1)), w, bias, od,
                                              out);
@@ -155,7 +157,7 @@ static inline pe_status run_conv_forms(const pe_graph *g, const pe_graph_op *op,
 pe_status pe_graph_run_conv(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
                             const pe_context *arena)
 {
-    return run_conv_forms(g, op, ctx, arena, CONV_REV | CONV_GATHER);
+    return run_conv_forms(g, op, ctx, arena, CONV_REV | CONV_GATHER | CONV_C1);
 }
 
 pe_status pe_graph_run_conv2d_rev(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
@@ -180,6 +182,12 @@ pe_status pe_graph_run_dwconv_gather(const pe_graph *g, const pe_graph_op *op, c
                                      const pe_context *arena)
 {
     return run_conv_forms(g, op, ctx, arena, CONV_GATHER | CONV_ONLY_DW);
+}
+
+pe_status pe_graph_run_dwconv_gather_c1(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
+                                        const pe_context *arena)
+{
+    return run_conv_forms(g, op, ctx, arena, CONV_GATHER | CONV_ONLY_DW | CONV_C1);
 }
 
 pe_status pe_graph_run_dwconv_c1(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
