@@ -117,3 +117,4 @@ def test_a_one_channel_depthwise_model_links_only_the_c1_kernel():
     assert runner([(0, 0), (2, 0)]) == "pe_graph_run_dwconv_gather_c1"   # tensor 2 has 2 channels
     assert runner([(0, 0), (0, 64)]) == "pe_graph_run_conv"            # one in the reverse form
     assert runner([(2, 0)]) == "pe_graph_run_dwconv_gather"
+    assert runner([(2, 0), (2, 64)]) == "pe_graph_run_conv_no_c1"

@@ -126,6 +126,8 @@ def op_table_source(type_names, rows=False, model_name="model", root=None):
             fn = NARROW[t][next(iter(kernel_forms))]
         else:
             fn = runners[t]
+        if fn == "pe_graph_run_conv" and "c1" not in uses.get("PE_GOP_DEPTHWISE_CONV_2D", set()):
+            fn = "pe_graph_run_conv_no_c1"   # (no one-channel depthwise: its kernel left out)
         by_runner.setdefault(fn, []).append(t)
     cases = []
     for fn, types in sorted(by_runner.items()):

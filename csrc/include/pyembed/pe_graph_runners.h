@@ -45,6 +45,10 @@ pe_status pe_graph_run_fc(const pe_graph *g, const pe_graph_op *op, const pe_con
 pe_status pe_graph_check_fc(const pe_graph *g, const pe_graph_op *op);
 pe_status pe_graph_run_conv(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
                             const pe_context *arena);
+/* pe_graph_run_conv without the one-channel depthwise kernel (such an operator
+ * runs the gather kernel): a model with none of them links this one. */
+pe_status pe_graph_run_conv_no_c1(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
+                                  const pe_context *arena);
 /* The same restricted to one operator type and one kernel form (an operator of
  * another type or form is PE_ERR_ARG): rev = a planned scratch region, the
  * reverse kernels; gather = no scratch region, the gather kernels. A generated

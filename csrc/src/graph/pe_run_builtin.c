@@ -160,6 +160,12 @@ pe_status pe_graph_run_conv(const pe_graph *g, const pe_graph_op *op, const pe_c
     return run_conv_forms(g, op, ctx, arena, CONV_REV | CONV_GATHER | CONV_C1);
 }
 
+pe_status pe_graph_run_conv_no_c1(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
+                                  const pe_context *arena)
+{
+    return run_conv_forms(g, op, ctx, arena, CONV_REV | CONV_GATHER);
+}
+
 pe_status pe_graph_run_conv2d_rev(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
                                   const pe_context *arena)
 {
