@@ -88,8 +88,6 @@ pe_status pe_graph_run_fc(const pe_graph *g, const pe_graph_op *op, const pe_con
 #define CONV_GATHER 2
 #define CONV_ONLY_2D 4
 #define CONV_ONLY_DW 8
-/* a one-channel depthwise in the gather form on pe_depthwise_conv2d_c1_s8 */
-#define CONV_C1 16
 
 /* The CONV_2D / DEPTHWISE_CONV_2D runner restricted to the forms in `forms`
  * (and to CONV_2D or DEPTHWISE_CONV_2D alone with CONV_ONLY_2D / CONV_ONLY_DW):
@@ -130,13 +128,6 @@ static inline pe_status run_conv_forms(const pe_graph *g, const pe_graph_op *op,
                                        dims_of(g, op->inputs[0]), in, dims_of(g, op->inputs[1]),
                                        w, bias, od, out);
         }
-        /* one input channel: the kernel made for it (same bytes, same
-         * raster pixel order, fewer instructions on the DSP build) */
-        if ((forms & CONV_C1) != 0 && dims_of(g, IN(0))->c == 1) {
-            return pe_depthwise_conv2d_c1_s8(ctx, &op->p.conv.params, &op->p.conv.quant.quant,
-                                             dims_of(g, IN(0)), in, dims_of(g, IN(1)), w, bias, od,
-                                             out);
-        }
         return pe_depthwise_conv2d_gather_s8(ctx, &op->p.conv.params, &op->p.conv.quant.quant,
                                              dims_of(g, op->inputs[0]), in,
                                              dims_of(g, op->inputs[1]), w, bias, od, out);
@@ -154,10 +145,22 @@ static inline pe_status run_conv_forms(const pe_graph *g, const pe_graph_op *op,
                                       bias, od, out);
 }
 
+/* a DEPTHWISE_CONV_2D of a one-channel input in the gather form (no scratch) */
+static int is_c1(const pe_graph *g, const pe_graph_op *op)
+{
+    return op->type == PE_GOP_DEPTHWISE_CONV_2D && op->scratch_size == 0 && op->num_inputs > 0 &&
+           (uint32_t)IN(0) < (uint32_t)g->num_tensors && dims_of(g, IN(0))->c == 1;
+}
+
 pe_status pe_graph_run_conv(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
                             const pe_context *arena)
 {
-    return run_conv_forms(g, op, ctx, arena, CONV_REV | CONV_GATHER | CONV_C1);
+    /* one input channel, gathered: the kernel made for it (same bytes, same
+     * raster pixel order, fewer instructions on the DSP build) */
+    if (is_c1(g, op)) {
+        return pe_graph_run_dwconv_c1(g, op, ctx, arena);
+    }
+    return run_conv_forms(g, op, ctx, arena, CONV_REV | CONV_GATHER);
 }
 
 pe_status pe_graph_run_conv_no_c1(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
@@ -193,7 +196,10 @@ pe_status pe_graph_run_dwconv_gather(const pe_graph *g, const pe_graph_op *op, c
 pe_status pe_graph_run_dwconv_gather_c1(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
                                         const pe_context *arena)
 {
-    return run_conv_forms(g, op, ctx, arena, CONV_GATHER | CONV_ONLY_DW | CONV_C1);
+    if (is_c1(g, op)) {
+        return pe_graph_run_dwconv_c1(g, op, ctx, arena);
+    }
+    return run_conv_forms(g, op, ctx, arena, CONV_GATHER | CONV_ONLY_DW);
 }
 
 pe_status pe_graph_run_dwconv_c1(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
