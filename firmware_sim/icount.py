@@ -106,13 +106,23 @@ _KIND = {0: "conv", 1: "dw", 2: "pw", 3: "pool", 4: "add", 5: "upsample", 6: "co
 GATHER_DW_BLOCK = 16     # csrc/src/kernels/conv/pe_conv_gather.c PE_GATHER_DW_BLOCK
 
 
+def _input_channels(graph, op):
+    if not op.inputs or op.inputs[0] < 0:
+        return None
+    shape = graph.tensors[op.inputs[0]].shape
+    return int(shape[-1]) if len(shape) else None
+
+
 def group_keys(graph, op, kc):
-    """Most to least specific: 'TYPE/form', 'TYPE', kernel class kc (firmware_sim.cost.kernel_class),
-    'other'."""
+    """Most to least specific: 'DEPTHWISE_CONV_2D/c1' (a one-channel input in the gather form, which
+    runs pe_depthwise_conv2d_c1_s8), 'TYPE/form', 'TYPE', kernel class kc
+    (firmware_sim.cost.kernel_class), 'other'."""
     if op.type in GROUP_FEATURES:
         return [op.type]
     keys = []
     form = (op.params or {}).get("conv_form") if isinstance(op.params, dict) else None
+    if form == "gather" and op.type == "DEPTHWISE_CONV_2D" and _input_channels(graph, op) == 1:
+        keys.append(f"{op.type}/c1")    # the runtime runs it on pe_depthwise_conv2d_c1_s8
     if form:
         keys.append(f"{op.type}/{form}")
     keys.append(op.type if kc != "alias" else "alias")

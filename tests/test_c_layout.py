@@ -90,3 +90,31 @@ def test_a_model_operator_table_names_only_the_model_runners(tmp_path):
     assert len(runners) > 60
     with pytest.raises(UnsupportedError, match="PE_GOP_NOT_A_TYPE"):
         optable.op_table_source(["PE_GOP_NOT_A_TYPE"])
+
+
+def test_a_one_channel_depthwise_model_links_only_the_c1_kernel():
+    """A graph whose depthwise operators all read one channel in the gather form
+    (micro_speech) gets pe_graph_run_dwconv_c1 in its table; one more gathered
+    depthwise with more channels the gather runner that also calls that kernel;
+    one in the reverse form the full runner; none the plain gather runner."""
+    from pyembed.codegen import optable
+
+    def graph_src(ops):
+        tensors = "\n".join(f"    {{ NULL, 0, 16, {{1, 4, 4, {c}}}, PE_DT_INT8 }}, /* tensor {k} */"
+                            for k, c in enumerate([1, 8, 2, 4]))
+        arrays = "".join(f"static const int32_t m_op{k}_in[1] = {{\n    {t},\n}};\n" for k, (t, _) in enumerate(ops))
+        lines = "\n".join(f"    {{ .type = PE_GOP_DEPTHWISE_CONV_2D, .inputs = m_op{k}_in, .num_inputs = 1, "
+                          f".outputs = NULL, .num_outputs = 1, .scratch_offset = -1, .scratch_size = {s}, }},"
+                          for k, (_, s) in enumerate(ops))
+        return f"{arrays}\nstatic const pe_graph_tensor t[4] = {{\n{tensors}\n}};\n{lines}\n"
+
+    def runner(ops):
+        src = optable.op_table_source(optable.op_uses(graph_src(ops)))
+        return src.split("case PE_GOP_DEPTHWISE_CONV_2D:\n        return ")[1].split(";")[0]
+
+    assert optable.op_uses(graph_src([(0, 0)])) == {"PE_GOP_DEPTHWISE_CONV_2D": {"c1", "gather"}}
+    assert runner([(0, 0)]) == "pe_graph_run_dwconv_c1"
+    assert runner([(0, 0), (2, 0)]) == "pe_graph_run_dwconv_gather_c1"   # tensor 2 has 2 channels
+    assert runner([(0, 0), (0, 64)]) == "pe_graph_run_conv"            # one in the reverse form
+    assert runner([(2, 0)]) == "pe_graph_run_dwconv_gather"
+    assert runner([(2, 0), (2, 64)]) == "pe_graph_run_conv_no_c1"

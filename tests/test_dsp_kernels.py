@@ -787,3 +787,57 @@ def test_dw3_planes_c_form_equals_host():
     assert all(r.status == 0 for r in host)
     got = K.run(cases, "dsp", extra_cflags=["-O0"])
     assert mismatches(got, [r.output for r in host], cases, "dsp -O0") == []
+
+
+def c1_cases(seed=11):
+    """One-channel depthwise shapes for pe_depthwise_conv2d_c1_s8: micro_speech's
+    (10x8, x8, stride 2, SAME padding, output over the input), kernel rows that
+    are not a multiple of 4, channel counts that are not a multiple of 4,
+    dilation and blocks too large for its stack arrays (its tap-by-tap loop),
+    no bias, single rounding, offsets at their limits; each beside the gather
+    kernel on the same case, whose host output is the reference."""
+    from pyembed.plan.overlap import max_delta_pixels
+    rng = np.random.default_rng(seed)
+    shapes = [  # h, w, kh, kw, mult, stride, dilation, padding, in_off, rounding, bias
+        (49, 40, 10, 8, 8, (2, 2), (1, 1), (4, 5, 3, 3), 128, 0, True),
+        (13, 11, 3, 5, 3, (1, 2), (1, 1), (1, 1, 2, 2), -127, 0, True),
+        (9, 17, 4, 3, 5, (2, 1), (2, 1), (2, 1, 0, 1), 0, 1, False),
+        (12, 12, 3, 3, 4, (1, 1), (1, 2), (1, 1, 2, 2), 5, 0, True),
+        (40, 90, 5, 7, 2, (1, 1), (1, 1), (2, 2, 3, 3), 3, 0, True),
+        (10, 10, 6, 6, 40, (1, 1), (1, 1), (0, 0, 0, 0), -3, 0, True),
+        (8, 8, 3, 3, 8, (1, 1), (1, 1), (1, 1, 1, 1), 127, 0, True),
+    ]
+    cases = []
+    for i, (h, w, kh, kw, mult, stride, dil, pad, off, rnd, has_bias) in enumerate(shapes):
+        x = rng.integers(-128, 128, (1, h, w, 1))
+        wt = rng.integers(-128, 128, (1, kh, kw, mult))
+        bias = rng.integers(-50000, 50000, mult) if has_bias else None
+        m = rng.integers(1 << 30, (1 << 31) - 1, mult)
+        s = rng.integers(-12, -5, mult)
+        kw_args = dict(stride=stride, dilation=dil, padding=pad, input_offset=off, output_offset=-3,
+                       act=(-120, 125), depthwise=True, ch_mult=mult, rounding=rnd)
+        name = f"c1 {h}x{w} k{kh}x{kw} x{mult} s{stride} d{dil}"
+        ref = K.conv_case(x, wt, bias, m, s, gather=True, name=name + " (gather)", **kw_args)
+        cases += [ref, K.conv_case(x, wt, bias, m, s, c1=True, name=name, **kw_args)]
+        if i == 0:
+            delta = max_delta_pixels(case_geometry(ref.params))
+            cases.append(K.conv_case(x, wt, bias, m, s, c1=True, overlap=delta,
+                                     name=name + f" (output {delta} bytes after the input)", **kw_args))
+    return cases
+
+
+def test_one_channel_depthwise_equals_gather():
+    """pe_depthwise_conv2d_c1_s8 gives the gather kernel's bytes on every
+    build (host, DSP and portable on QEMU), also with micro_speech's output
+    placed over its input as far as the planner allows; and on the DSP build
+    it runs micro_speech's shape in fewer instructions than the gather kernel."""
+    cases = c1_cases()
+    res = {v: K.run(cases, v) for v in K.VARIANTS}
+    host = res["host"]
+    refs = {c.name: r.output for c, r in zip(cases, host) if c.name.endswith("(gather)")}
+    assert all(r.status == 0 and r.output for r in host), [c.name for c, r in zip(cases, host) if r.status]
+    for v in K.VARIANTS:
+        want = [refs[c.name.split(" (")[0] + " (gather)"] for c in cases]
+        assert mismatches(res[v], want, cases, v) == []
+    ms = [i for i, c in enumerate(cases) if c.name.startswith("c1 49x40")]
+    assert res["dsp"][ms[1]].instructions < res["dsp"][ms[0]].instructions

@@ -25,6 +25,9 @@ static int32_t scratch[MAX_SCRATCH / 4];
 #define PE_CONV_REF_SEED 0x9E3779B97F4A7C15ull
 #include "pe_conv_ref.h"
 
+/* 1: depthwise cases draw a one-channel input (pe_depthwise_conv2d_c1_s8) */
+static int force_c1 = 0;
+
 static int draw_case(pe_conv_params *p, pe_dims *in, pe_dims *f, pe_dims *out, int depthwise)
 {
     int32_t i, shape = rnd_in(0, 3);
@@ -43,8 +46,8 @@ static int draw_case(pe_conv_params *p, pe_dims *in, pe_dims *f, pe_dims *out, i
     }
     draw_conv_params(p, 4);
     if (depthwise) {
-        in->c = rnd_in(1, 12);
-        p->ch_mult = rnd_in(1, 3);
+        in->c = force_c1 ? 1 : rnd_in(1, 12);
+        p->ch_mult = force_c1 ? rnd_in(1, 12) : rnd_in(1, 3);
         out->c = in->c * p->ch_mult;
         f->n = 1;
         f->c = out->c;
@@ -125,6 +128,61 @@ static void random_cases(int depthwise)
         PE_CHECK_EQ(memcmp(out_rev, out_got, (size_t)(out.n * out.h * out.w * out.c)), 0);
         done++;
     }
+    PE_CHECK(done > 200);
+}
+
+/* pe_depthwise_conv2d_c1_s8 on one-channel depthwise cases: the reference's
+ * bytes, the gather kernel's MAC count, NULL context, and PE_ERR_ARG for an
+ * input of more than one channel */
+static void c1_cases(void)
+{
+    int iter, done = 0;
+    force_c1 = 1;
+    for (iter = 0; iter < 600; iter++) {
+        pe_conv_params p;
+        pe_dims in, f, out, in2, f2, out2;
+        pe_stats stats, stats_g;
+        pe_context ctx;
+        const pe_per_channel_quant q = {mult, shift};
+        int32_t i, bad = 0;
+        const int32_t *b;
+        pe_status s;
+        if (!draw_case(&p, &in, &f, &out, 1)) continue;
+        b = (rnd() & 1u) ? bias : NULL;
+        ref_conv(&p, &in, &f, &out, 1, b, out_ref);
+        memset(&stats, 0, sizeof(stats));
+        memset(&stats_g, 0, sizeof(stats_g));
+        ctx.buf = NULL;
+        ctx.size = 0;
+        ctx.stats = &stats;
+        s = pe_depthwise_conv2d_c1_s8(&ctx, &p, &q, &in, input, &f, weights, b, &out, out_got);
+        PE_CHECK_EQ(s, PE_OK);
+        for (i = 0; i < out.n * out.h * out.w * out.c; i++) bad += out_got[i] != out_ref[i];
+        PE_CHECK_EQ(bad, 0);
+        ctx.stats = &stats_g;
+        s = pe_depthwise_conv2d_gather_s8(&ctx, &p, &q, &in, input, &f, weights, b, &out, out_rev);
+        PE_CHECK_EQ(s, PE_OK);
+        PE_CHECK_EQ(stats.macs, stats_g.macs);
+        memset(out_rev, 0, sizeof(out_rev));
+        s = pe_depthwise_conv2d_c1_s8(NULL, &p, &q, &in, input, &f, weights, b, &out, out_rev);
+        PE_CHECK_EQ(s, PE_OK);
+        PE_CHECK_EQ(memcmp(out_rev, out_got, (size_t)(out.n * out.h * out.w * out.c)), 0);
+        /* two input channels (a valid depthwise): not this kernel's */
+        in2 = in;
+        f2 = f;
+        out2 = out;
+        in2.c = 2;
+        out2.c = 2 * p.ch_mult;
+        f2.c = out2.c;
+        if (in2.n * in2.h * in2.w * 2 <= MAX_IN && f2.h * f2.w * f2.c <= MAX_W &&
+            out2.n * out2.h * out2.w * out2.c <= MAX_OUT && out2.c <= MAX_C) {
+            PE_CHECK_EQ(pe_depthwise_conv2d_c1_s8(NULL, &p, &q, &in2, input, &f2, weights, NULL, &out2,
+                                                  out_rev),
+                        PE_ERR_ARG);
+        }
+        done++;
+    }
+    force_c1 = 0;
     PE_CHECK(done > 200);
 }
 
@@ -264,6 +322,7 @@ int main(void)
 {
     random_cases(0);
     random_cases(1);
+    c1_cases();
     status_checks();
     {
         int k;

@@ -56,6 +56,13 @@ NARROW = {
     "PE_GOP_CONV_2D": {"rev": "pe_graph_run_conv2d_rev", "gather": "pe_graph_run_conv2d_gather"},
     "PE_GOP_DEPTHWISE_CONV_2D": {"rev": "pe_graph_run_dwconv_rev", "gather": "pe_graph_run_dwconv_gather"},
 }
+# Depthwise operators that all read a one-channel input (micro_speech's) in the gather form run on
+# the kernel made for that shape (pe_depthwise_conv2d_c1_s8, which the full runner calls for them in
+# that form): neither conv form's kernels are linked.
+C1_RUNNER = "pe_graph_run_dwconv_c1"
+# ... and beside depthwise operators of more channels, all gathered: the gather runner that also
+# calls that kernel (the plain gather runner leaves it out: no flash for models without such ops).
+C1_GATHER_RUNNER = "pe_graph_run_dwconv_gather_c1"
 
 
 def op_types_in(graph_source):
@@ -63,18 +70,37 @@ def op_types_in(graph_source):
     return sorted(set(re.findall(r"\.type = (PE_GOP_\w+)", graph_source)))
 
 
+def _input_channels(graph_source):
+    """{op array name: channels of its first input} from a generated model_graph.c (the
+    tensor table's rows in order, each operator's input array by name); operators whose
+    first input cannot be read are left out."""
+    rows = re.findall(r"^\s*\{ [^\n]*?\{(-?\d+), (-?\d+), (-?\d+), (-?\d+)\}, PE_DT_\w+ \}, /\* tensor",
+                      graph_source, re.M)
+    chans = {}
+    for m in re.finditer(r"static const int32_t (\w+_in)\[\d+\] = \{\s*(-?\d+)", graph_source):
+        k = int(m.group(2))
+        if 0 <= k < len(rows):
+            chans[m.group(1)] = int(rows[k][3])
+    return chans
+
+
 def op_uses(graph_source, gather_rows=()):
     """{type name: set of kernel forms} of a generated model_graph.c: "rev" / "gather" for the
     convolution types (by each operator's scratch size: none runs the gather form; and the
     operator table rows in gather_rows, whose scratch is a gather work block below the reverse
-    kernel's minimum, pe_graph.h), an empty set for the others."""
+    kernel's minimum, pe_graph.h), and for DEPTHWISE_CONV_2D also "c1"
+    (its input has one channel: pe_graph_run_dwconv_c1 runs it) or "any" (it has more, or
+    they cannot be read); an empty set for the other types."""
     uses = {}
     gather_rows = set(gather_rows)
-    for k, m in enumerate(re.finditer(r"\{ \.type = (PE_GOP_\w+),[^\n]*?\.scratch_size = (-?\d+)",
-                                      graph_source)):
+    chans = _input_channels(graph_source)
+    for k, m in enumerate(re.finditer(r"\{ \.type = (PE_GOP_\w+),[^\n]*?\.inputs = (\w+),[^\n]*?"
+                                      r"\.scratch_size = (-?\d+)", graph_source)):
         forms = uses.setdefault(m.group(1), set())
         if m.group(1) in NARROW:
-            forms.add("gather" if int(m.group(2)) == 0 or k in gather_rows else "rev")
+            forms.add("gather" if int(m.group(3)) == 0 or k in gather_rows else "rev")
+        if m.group(1) == "PE_GOP_DEPTHWISE_CONV_2D":
+            forms.add("c1" if chans.get(m.group(2)) == 1 else "any")
     for t in op_types_in(graph_source):
         uses.setdefault(t, set())
     return uses
@@ -94,7 +120,17 @@ def op_table_source(type_names, rows=False, model_name="model", root=None):
     by_runner = {}
     for t in type_names:
         forms = uses[t]
-        fn = NARROW[t][next(iter(forms))] if t in NARROW and len(forms) == 1 else runners[t]
+        kernel_forms = forms & {"rev", "gather"}
+        if t == "PE_GOP_DEPTHWISE_CONV_2D" and forms == {"c1", "gather"}:
+            fn = C1_RUNNER
+        elif t == "PE_GOP_DEPTHWISE_CONV_2D" and forms == {"c1", "any", "gather"}:
+            fn = C1_GATHER_RUNNER
+        elif t in NARROW and len(kernel_forms) == 1:
+            fn = NARROW[t][next(iter(kernel_forms))]
+        else:
+            fn = runners[t]
+        if fn == "pe_graph_run_conv" and "c1" not in uses.get("PE_GOP_DEPTHWISE_CONV_2D", set()):
+            fn = "pe_graph_run_conv_no_c1"   # (no one-channel depthwise: its kernel left out)
         by_runner.setdefault(fn, []).append(t)
     cases = []
     for fn, types in sorted(by_runner.items()):

@@ -133,9 +133,10 @@ static pe_context make_ctx(int32_t size, pe_stats *stats)
  * in_off, out_off, act min max, groups, ch_mult, rounding, has_bias, form
  * (0 reverse, 1 gather: pe_conv_gather.h, 2 gather with the
  * output p[30] bytes after the input in one buffer, 3 reverse with the
- * output p[30] bytes after the input in one buffer); p[31] the reverse
- * scratch (0 minimum, 1 fast) or the gather work block (0 none, 1 the
- * target size);
+ * output p[30] bytes after the input in one buffer, 5 the one-channel
+ * depthwise kernel, its output p[30] bytes after the input where p[30] != 0);
+ * p[31] the reverse scratch (0 minimum, 1 fast) or the gather work block
+ * (0 none, 1 the target size);
  * arrays: input, filter, bias, mult, shift */
 static void run_conv(const case_t *c)
 {
@@ -225,6 +226,30 @@ static void run_conv(const case_t *c)
                                                 p[28] ? (const int32_t *)c->a[2] : NULL, &out, y)
                 : pe_conv2d_gather_s8(&ctx, &cp, &q, &in, x, &f, (const int8_t *)c->a[1],
                                       p[28] ? (const int32_t *)c->a[2] : NULL, &out, y);
+        ins = since(t0);
+        put_result(st, ins, y, st == PE_OK ? elems(out) : 0);
+        return;
+    }
+    if (p[29] == 5) {
+        /* the one-channel depthwise kernel (pe_depthwise_conv2d_c1_s8), its
+         * output p[30] bytes after the start of a copy of the input in one
+         * buffer where p[30] != 0 (an output-over-input plan) */
+        const int8_t *x = (const int8_t *)c->a[0];
+        int8_t *y = (int8_t *)out_payload;
+        if (p[30] != 0) {
+            const int32_t delta = p[30];
+            const int32_t base = delta < 0 ? -delta : 0;
+            int8_t *arena = (int8_t *)scratch;
+            NEED((int64_t)base + elems(in) <= (int64_t)sizeof(scratch) &&
+                 (int64_t)base + delta + elems(out) <= (int64_t)sizeof(scratch));
+            memcpy(arena + base, x, (size_t)elems(in));
+            x = arena + base;
+            y = arena + base + delta;
+        }
+        ctx = make_ctx(0, &stats);
+        t0 = now();
+        st = pe_depthwise_conv2d_c1_s8(&ctx, &cp, &q, &in, x, &f, (const int8_t *)c->a[1],
+                                       p[28] ? (const int32_t *)c->a[2] : NULL, &out, y);
         ins = since(t0);
         put_result(st, ins, y, st == PE_OK ? elems(out) : 0);
         return;

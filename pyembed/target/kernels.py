@@ -75,7 +75,7 @@ def _i32(a):
 def conv_case(input, weights, bias, mult, shift, *, stride=(1, 1), dilation=(1, 1),
               padding=(0, 0, 0, 0), input_offset=0, output_offset=0, act=(-128, 127),
               depthwise=False, ch_mult=1, out_hw=None, rounding=0, gather=False,
-              overlap=None, fast_scratch=True, stream=False, name=""):
+              overlap=None, fast_scratch=True, stream=False, c1=False, name=""):
     """input NHWC int8; weights OHWI (conv) or [1, kh, kw, out_c] (depthwise);
     padding (top, bottom, left, right); out_hw defaults to the floor rule;
     gather=True runs the gather kernel (pe_conv_gather.h) instead of the
@@ -90,7 +90,10 @@ def conv_case(input, weights, bias, mult, shift, *, stride=(1, 1), dilation=(1, 
     planes) or the minimum one.
     stream=True runs the reverse kernel's row stream (pe_conv2d_rev_stream_*,
     one image) instead of its whole-tensor call, which on the DSP build takes
-    the block loops of pe_conv_dsp_pw.c where they apply."""
+    the block loops of pe_conv_dsp_pw.c where they apply.
+    c1=True runs the one-channel depthwise kernel (pe_depthwise_conv2d_c1_s8;
+    depthwise, input channels 1), its output overlap bytes after the input
+    when overlap is given."""
     input, weights = _i8(input), _i8(weights)
     n, h, w, c = input.shape
     fn, kh, kw, fc = weights.shape
@@ -106,7 +109,7 @@ def conv_case(input, weights, bias, mult, shift, *, stride=(1, 1), dilation=(1, 
     params = [int(depthwise), n, h, w, c, fn, kh, kw, fc, n, oh, ow, out_c, *stride, *dilation,
               *padding, input_offset, output_offset, *act, groups, ch_mult, rounding,
               int(has_bias),
-              (2 if overlap is not None else 1) if gather else
+              5 if c1 else (2 if overlap is not None else 1) if gather else
               (4 if stream else 3 if overlap is not None else 0),
               int(overlap or 0), int(bool(fast_scratch))]
     macs = n * oh * ow * out_c * kh * kw * (1 if depthwise else fc)
@@ -229,7 +232,7 @@ def missing(variant="dsp"):
 
 KERNEL_SOURCES = ("pe_attention.c", "pe_attention_dsp.c", "pe_conv_check.c", "pe_conv_dsp.c",
                   "pe_conv_dsp_pw.c", "pe_conv_gather.c", "pe_conv_rev.c", "pe_conv_rev_whole.c",
-                  "pe_dw3_dsp.c", "pe_eltwise.c", "pe_exp2_table.c", "pe_fc.c", "pe_fixed.c",
+                  "pe_dw3_dsp.c", "pe_dw_c1.c", "pe_eltwise.c", "pe_exp2_table.c", "pe_fc.c", "pe_fixed.c",
                   "pe_lstm.c", "pe_pool_rev.c", "pe_pool_scatter.c", "pe_sigmoid_table.c")
 
 

@@ -99,6 +99,26 @@ pe_status pe_depthwise_conv2d_gather_s8(const pe_context *ctx, const pe_conv_par
                                         const int32_t *bias, const pe_dims *output_dims,
                                         int8_t *output);
 
+/* Depthwise convolution of a one-channel input (input_dims->c == 1, so
+ * out_c == ch_mult): the same parameters, checks and results as
+ * pe_depthwise_conv2d_gather_s8 (PE_ERR_ARG for input_dims->c != 1), no
+ * scratch, raster pixel order (an output-over-input plan holds), loops made
+ * for the shape (pe_dw_c1.c): the kernel rows of each output row copied once
+ * with the zero point in the padding, each window's words widened with the
+ * input offset as they are summed against the re-ordered weights, four
+ * channels per pass (SMLAD on the DSP build). Stack: about 1.2 KB (the kernel rows of one
+ * output row, padded, up to 480 bytes, and up to 640 bytes of re-ordered
+ * weights; larger shapes, dilation.w != 1 or an input offset outside
+ * [-127, 128] run a tap-by-tap loop). A generated firmware whose
+ * depthwise operators all have one input channel links this kernel alone
+ * (pe_graph_run_dwconv_c1, pe_graph_runners.h). */
+pe_status pe_depthwise_conv2d_c1_s8(const pe_context *ctx, const pe_conv_params *params,
+                                    const pe_per_channel_quant *quant,
+                                    const pe_dims *input_dims, const int8_t *input,
+                                    const pe_dims *filter_dims, const int8_t *filter,
+                                    const int32_t *bias, const pe_dims *output_dims,
+                                    int8_t *output);
+
 /* Internal to csrc, Arm DSP-extension builds only (under PE_DSP, pe_simd.h,
  * in pe_conv_gather.c and pe_conv_dsp.c; the gather kernel and the reverse
  * kernel's whole-tensor depthwise call use them): whether the channel-group

@@ -82,6 +82,20 @@ pe_status pe_fully_connected_s8_flat(const pe_context *ctx, const pe_fc_params *
                                      int32_t depth, int32_t features, const int8_t *input,
                                      const int8_t *filter, const int32_t *bias, int8_t *output);
 
+/* pe_fully_connected_s8_flat in two halves, for a caller that checks once
+ * what cannot change between calls (the firmware's constant graph, checked
+ * in pe_model_init): _check makes the flat kernel's argument checks on the
+ * parameters and counts (PE_OK or its error), _run computes, no checks, the
+ * same bytes as the flat kernel for arguments _check accepted and non-NULL
+ * pointers to arrays of the counted sizes. */
+pe_status pe_fully_connected_s8_flat_check(const pe_fc_params *params,
+                                           const pe_per_channel_quant *quant, int32_t batches,
+                                           int32_t depth, int32_t features);
+void pe_fully_connected_s8_flat_run(const pe_context *ctx, const pe_fc_params *params,
+                                    const pe_per_channel_quant *quant, int32_t batches,
+                                    int32_t depth, int32_t features, const int8_t *input,
+                                    const int8_t *filter, const int32_t *bias, int8_t *output);
+
 /* ---- int16 weights (flash for speed on DSP targets) ----
  *
  * The same layer, bit-exact with pe_fully_connected_s8, from weights packed

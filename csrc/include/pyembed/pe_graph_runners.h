@@ -39,8 +39,16 @@ pe_graph_rows_runner pe_graph_rows_runner_for(pe_graph_op_type type);
 /* ---- the built-in operators (typed parameters, pe_graph_op.p) ------------------ */
 pe_status pe_graph_run_fc(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
                           const pe_context *arena);
+/* The checks pe_graph_run_fc makes on a FULLY_CONNECTED operator's counts
+ * and parameters; a PE_GRAPH_TRUST_CHECKED build makes them in
+ * pe_graph_check instead of on every call. */
+pe_status pe_graph_check_fc(const pe_graph *g, const pe_graph_op *op);
 pe_status pe_graph_run_conv(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
                             const pe_context *arena);
+/* pe_graph_run_conv without the one-channel depthwise kernel (such an operator
+ * runs the gather kernel): a model with none of them links this one. */
+pe_status pe_graph_run_conv_no_c1(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
+                                  const pe_context *arena);
 /* The same restricted to one operator type and one kernel form (an operator of
  * another type or form is PE_ERR_ARG): rev = a planned scratch region, the
  * reverse kernels; gather = no scratch region, the gather kernels. A generated
@@ -53,6 +61,19 @@ pe_status pe_graph_run_dwconv_rev(const pe_graph *g, const pe_graph_op *op, cons
                                   const pe_context *arena);
 pe_status pe_graph_run_dwconv_gather(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
                                      const pe_context *arena);
+/* The gather one with the one-channel depthwise kernel too, as the full runner
+ * (pe_graph_run_conv) runs it: for a model whose gathered depthwise operators
+ * read one channel in some and more in others (the other conv runners leave
+ * pe_depthwise_conv2d_c1_s8 out and run the gather kernel). */
+pe_status pe_graph_run_dwconv_gather_c1(const pe_graph *g, const pe_graph_op *op,
+                                        const pe_context *scratch, const pe_context *arena);
+/* DEPTHWISE_CONV_2D of a one-channel input in the gather form (no scratch
+ * region) only, pe_depthwise_conv2d_c1_s8 (any other operator is
+ * PE_ERR_ARG; pe_graph_run_conv and pe_graph_run_dwconv_gather_c1 run such an
+ * operator with the same kernel). The table of a model whose depthwise operators all
+ * are such names it, so neither conv form's kernels are linked. */
+pe_status pe_graph_run_dwconv_c1(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
+                                 const pe_context *arena);
 pe_status pe_graph_run_pool(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
                             const pe_context *arena);
 pe_status pe_graph_run_softmax(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,

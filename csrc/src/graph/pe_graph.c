@@ -190,6 +190,12 @@ pe_status pe_graph_check(const pe_graph *g, int32_t *bad_op, int32_t *bad_tensor
         if (ok && is_legacy(op->type)) {
             ok = legacy_ok(g, op);
         }
+#if PE_GRAPH_TRUST_CHECKED
+        /* what the FC runner of such a build no longer checks per call */
+        if (ok && op->type == PE_GOP_FULLY_CONNECTED) {
+            ok = pe_graph_check_fc(g, op) == PE_OK;
+        }
+#endif
         if (!ok) {
             if (bad_op != NULL) {
                 *bad_op = i;

@@ -77,7 +77,9 @@ static inline int tensor_valid(const pe_graph *g, int32_t t, int32_t arena_size)
  * as TFLite Micro checks in Prepare and not in Eval. What a call can still
  * get wrong is checked every time: the operator index, the arena's address,
  * size and alignment, each tensor's type and kind, the operator's own
- * parameters. Builds without the promise (the Python bindings, the C tests,
+ * parameters (except FULLY_CONNECTED's, whose counts and parameters
+ * pe_graph_check checks in such a build, pe_graph_check_fc: on a model of
+ * small layers those per-call checks were a tenth of the invoke). Builds without the promise (the Python bindings, the C tests,
  * the fuzzers) check everything on every call. */
 #ifndef PE_GRAPH_TRUST_CHECKED
 #define PE_GRAPH_TRUST_CHECKED 0

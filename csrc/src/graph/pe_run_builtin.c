@@ -13,39 +13,72 @@
 #include "pyembed/pe_eltwise.h"
 #include "pe_graph_access.h"
 
+/* The FULLY_CONNECTED operator's counts from its tensors (filter [O][K]
+ * whatever its declared rank: K = its last dim, O = the rest; from the byte
+ * sizes of the checked tensors, count * element size == bytes) and the
+ * kernel's argument checks on them and on the parameters. */
+static pe_status fc_counts(const pe_graph *g, const pe_graph_op *op, int32_t *batches,
+                           int32_t *depth, int32_t *features)
+{
+    const int32_t ti = IN(0), tw = IN(1), tb = IN(2), to = OUT0;
+    *depth = g->tensors[tw].dims.c;
+    if (*depth <= 0) {
+        return PE_ERR_ARG;
+    }
+    *features = g->tensors[tw].bytes / *depth;
+    *batches = g->tensors[ti].bytes / *depth;
+    if ((int64_t)*batches * *depth != g->tensors[ti].bytes ||
+        (tb != -1 && g->tensors[tb].bytes != 4 * (int64_t)*features) ||
+        (op->p.fc.quant.count != 1 && op->p.fc.quant.count != *features) ||
+        op->p.fc.params.per_channel != (op->p.fc.quant.count != 1 ? 1 : 0) ||
+        (int64_t)*batches * *features != (int64_t)g->tensors[to].bytes) {
+        return PE_ERR_ARG;
+    }
+    return pe_fully_connected_s8_flat_check(&op->p.fc.params, &op->p.fc.quant.quant, *batches,
+                                            *depth, *features);
+}
+
+pe_status pe_graph_check_fc(const pe_graph *g, const pe_graph_op *op)
+{
+    int32_t batches, depth, features;
+    return fc_counts(g, op, &batches, &depth, &features);
+}
+
 pe_status pe_graph_run_fc(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
                         const pe_context *arena)
 {
-    const int32_t ti = IN(0), tw = IN(1), tb = IN(2), to = OUT0;
-    const int8_t *in = (const int8_t *)tensor_in(g, ti, arena, PE_DT_INT8);
-    const int8_t *w = (const int8_t *)tensor_in(g, tw, arena, PE_DT_INT8);
+    const int32_t tb = IN(2);
+    const int8_t *in = (const int8_t *)tensor_in(g, IN(0), arena, PE_DT_INT8);
+    const int8_t *w = (const int8_t *)tensor_in(g, IN(1), arena, PE_DT_INT8);
     const int32_t *bias = NULL;
-    int8_t *out = (int8_t *)tensor_out(g, to, arena, PE_DT_INT8);
-    int32_t depth, features, count, batches;
+    int8_t *out = (int8_t *)tensor_out(g, OUT0, arena, PE_DT_INT8);
+    int32_t depth, features, batches;
     if (in == NULL || w == NULL || out == NULL) {
         return PE_ERR_ARG;
     }
-    /* filter [O][K] whatever its declared rank: K = its last dim, O = the
-     * rest. Counts from the byte sizes of the checked tensors (count *
-     * element size == bytes): one load each. */
-    depth = g->tensors[tw].dims.c;
-    features = g->tensors[tw].bytes / depth;
-    count = g->tensors[ti].bytes;
     if (tb != -1) {
         bias = (const int32_t *)tensor_in(g, tb, arena, PE_DT_INT32);
-        if (bias == NULL || g->tensors[tb].bytes != 4 * (int64_t)features) {
+        if (bias == NULL) {
             return PE_ERR_ARG;
         }
     }
-    batches = count / depth;
-    if (batches * depth != count ||
-        (op->p.fc.quant.count != 1 && op->p.fc.quant.count != features) ||
-        op->p.fc.params.per_channel != (op->p.fc.quant.count != 1 ? 1 : 0) ||
-        (int64_t)batches * features != (int64_t)g->tensors[to].bytes) {
-        return PE_ERR_ARG;
+#if PE_GRAPH_TRUST_CHECKED
+    /* counts and parameters checked once, by pe_graph_check (pe_graph_check_fc):
+     * the graph is the build's constant */
+    depth = g->tensors[IN(1)].dims.c;
+    features = g->tensors[IN(1)].bytes / depth;
+    batches = g->tensors[IN(0)].bytes / depth;
+#else
+    {
+        const pe_status st = fc_counts(g, op, &batches, &depth, &features);
+        if (st != PE_OK) {
+            return st;
+        }
     }
-    return pe_fully_connected_s8_flat(ctx, &op->p.fc.params, &op->p.fc.quant.quant, batches,
-                                      depth, features, in, w, bias, out);
+#endif
+    pe_fully_connected_s8_flat_run(ctx, &op->p.fc.params, &op->p.fc.quant.quant, batches, depth,
+                                   features, in, w, bias, out);
+    return PE_OK;
 }
 
 /* Forms a convolution runner links: the reverse kernels (a scratch region
@@ -128,8 +161,26 @@ static inline pe_status run_conv_forms(const pe_graph *g, const pe_graph_op *op,
                                       bias, od, out);
 }
 
+/* a DEPTHWISE_CONV_2D of a one-channel input in the gather form (no scratch) */
+static int is_c1(const pe_graph *g, const pe_graph_op *op)
+{
+    return op->type == PE_GOP_DEPTHWISE_CONV_2D && op->scratch_size == 0 && op->num_inputs > 0 &&
+           (uint32_t)IN(0) < (uint32_t)g->num_tensors && dims_of(g, IN(0))->c == 1;
+}
+
 pe_status pe_graph_run_conv(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
                             const pe_context *arena)
+{
+    /* one input channel, gathered: the kernel made for it (same bytes, same
+     * raster pixel order, fewer instructions on the DSP build) */
+    if (is_c1(g, op)) {
+        return pe_graph_run_dwconv_c1(g, op, ctx, arena);
+    }
+    return run_conv_forms(g, op, ctx, arena, CONV_REV | CONV_GATHER);
+}
+
+pe_status pe_graph_run_conv_no_c1(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
+                                  const pe_context *arena)
 {
     return run_conv_forms(g, op, ctx, arena, CONV_REV | CONV_GATHER);
 }
@@ -156,6 +207,43 @@ pe_status pe_graph_run_dwconv_gather(const pe_graph *g, const pe_graph_op *op, c
                                      const pe_context *arena)
 {
     return run_conv_forms(g, op, ctx, arena, CONV_GATHER | CONV_ONLY_DW);
+}
+
+pe_status pe_graph_run_dwconv_gather_c1(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
+                                        const pe_context *arena)
+{
+    if (is_c1(g, op)) {
+        return pe_graph_run_dwconv_c1(g, op, ctx, arena);
+    }
+    return run_conv_forms(g, op, ctx, arena, CONV_GATHER | CONV_ONLY_DW);
+}
+
+pe_status pe_graph_run_dwconv_c1(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
+                                 const pe_context *arena)
+{
+    const int8_t *in = (const int8_t *)tensor_in(g, IN(0), arena, PE_DT_INT8);
+    const int8_t *w = (const int8_t *)tensor_in(g, IN(1), arena, PE_DT_INT8);
+    const int32_t *bias = NULL;
+    int8_t *out = (int8_t *)tensor_out(g, OUT0, arena, PE_DT_INT8);
+    const pe_dims *od;
+    /* the gather form only (no scratch region): the reverse form's plans may
+     * place the output over input rows the raster order still reads */
+    if (in == NULL || w == NULL || out == NULL || op->type != PE_GOP_DEPTHWISE_CONV_2D ||
+        op->scratch_size != 0) {
+        return PE_ERR_ARG;
+    }
+    od = dims_of(g, OUT0);
+    if (IN(2) != -1) {
+        bias = (const int32_t *)tensor_in(g, IN(2), arena, PE_DT_INT32);
+        if (bias == NULL || count_of(g, IN(2)) != od->c) {
+            return PE_ERR_ARG;
+        }
+    }
+    if (op->p.conv.quant.count != od->c) {
+        return PE_ERR_ARG;
+    }
+    return pe_depthwise_conv2d_c1_s8(ctx, &op->p.conv.params, &op->p.conv.quant.quant,
+                                     dims_of(g, IN(0)), in, dims_of(g, IN(1)), w, bias, od, out);
 }
 
 pe_status pe_graph_run_pool(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,

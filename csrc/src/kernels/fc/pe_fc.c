@@ -523,17 +523,34 @@ pe_status pe_fully_connected_s8(const pe_context *ctx, const pe_fc_params *param
     return st;
 }
 
+pe_status pe_fully_connected_s8_flat_check(const pe_fc_params *params,
+                                           const pe_per_channel_quant *quant, int32_t batches,
+                                           int32_t depth, int32_t features)
+{
+    if (params == NULL || batches <= 0 || depth <= 0 || features <= 0) {
+        return PE_ERR_ARG;
+    }
+    return check_fc_params(params, quant, depth, features);
+}
+
+void pe_fully_connected_s8_flat_run(const pe_context *ctx, const pe_fc_params *params,
+                                    const pe_per_channel_quant *quant, int32_t batches,
+                                    int32_t depth, int32_t features, const int8_t *input,
+                                    const int8_t *filter, const int32_t *bias, int8_t *output)
+{
+    fc_s8_run(ctx, params, quant, batches, depth, features, input, filter, bias, output);
+}
+
 pe_status pe_fully_connected_s8_flat(const pe_context *ctx, const pe_fc_params *params,
                                      const pe_per_channel_quant *quant, int32_t batches,
                                      int32_t depth, int32_t features, const int8_t *input,
                                      const int8_t *filter, const int32_t *bias, int8_t *output)
 {
     pe_status st;
-    if (params == NULL || input == NULL || filter == NULL || output == NULL || batches <= 0 ||
-        depth <= 0 || features <= 0) {
+    if (input == NULL || filter == NULL || output == NULL) {
         return PE_ERR_ARG;
     }
-    st = check_fc_params(params, quant, depth, features);
+    st = pe_fully_connected_s8_flat_check(params, quant, batches, depth, features);
     if (st == PE_OK) {
         fc_s8_run(ctx, params, quant, batches, depth, features, input, filter, bias, output);
     }
