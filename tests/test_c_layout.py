@@ -118,3 +118,8 @@ def test_a_one_channel_depthwise_model_links_only_the_c1_kernel():
     assert runner([(0, 0), (0, 64)]) == "pe_graph_run_conv"            # one in the reverse form
     assert runner([(2, 0)]) == "pe_graph_run_dwconv_gather"
     assert runner([(2, 0), (2, 64)]) == "pe_graph_run_conv_no_c1"
+    # a one-channel depthwise in the reverse form runs the reverse kernel: no c1 kernel linked
+    assert optable.op_uses(graph_src([(0, 64)])) == {"PE_GOP_DEPTHWISE_CONV_2D": {"any", "rev"}}
+    assert runner([(0, 64), (2, 0)]) == "pe_graph_run_conv_no_c1"
+    # ... nor in a gather-form row whose scratch is a work block (gather_rows)
+    assert runner([(0, 64), (0, 0)]) == "pe_graph_run_conv"

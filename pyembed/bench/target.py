@@ -207,12 +207,33 @@ def render(result):
     return "\n".join(out)
 
 
+def render_markdown(result):
+    """The README's table (between its bench-target-table markers) of a run."""
+    head = ("| model | instr/invoke | TFLM instr* | TFLM/ours | arena (B) | TFLM arena* | stack measured / bound+irq (B) "
+            "| runtime / tables / weights = sum (B) | TFLM code + .tflite* (B) | != TFLM | 1 instr | 2 arena | 3 flash "
+            "| 4 stack | 5 outputs |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---|---|")
+    lines = [head]
+    for r in result["rows"]:
+        if "error" in r:
+            lines.append(f"| {r['model']} | error: {r['error'][:90]} |" + " |" * 14)
+            continue
+        t, f, g = r["tflm"], r["flash"], r["goals"]
+        bound = "unbounded" if r["stack_bound_irq_bytes"] is None else f"{r['stack_bound_irq_bytes']:,}"
+        lines.append(f"| {r['model']} | {r['invoke_instructions']:,} | {t['instructions']:,} | "
+                     f"{r['ratios']['instructions']:.2f}x | {r['arena_bytes']:,} | {t['arena_bytes']:,} | "
+                     f"{r['stack_bytes']:,} / {bound} | {f['runtime_code']:,} / {f['model_tables']:,} / "
+                     f"{f['weights']:,} = {f['model_total']:,} | {t['code_and_model_bytes']:,} | {r['tflm_mismatches']} | "
+                     + " | ".join("pass" if g[k] else "**FAIL**" for k in GOALS) + " |")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     import argparse
     import sys
     ap = argparse.ArgumentParser(prog="python -m pyembed.bench target", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--markdown", action="store_true", help="The README's table (Markdown) after the text report.")
     ap.add_argument("--models", default=None, help="comma-separated model names (default: every model of the "
                                                    "TFLM data file)")
     ap.add_argument("--board", default="mps2-an386")
@@ -237,4 +258,6 @@ def main(argv=None):
               file=sys.stderr, flush=True)
     res = run(names, args.board, args.seed, log=log if args.progress else None)
     emit(res, args.json, render)
+    if args.markdown and not args.json:
+        print("\n" + render_markdown(res))
     return 0 if not res["summary"]["errors"] and all(r["tflm_mismatches"] == 0 for r in res["rows"]) else 1

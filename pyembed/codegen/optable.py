@@ -88,7 +88,7 @@ def op_uses(graph_source, gather_rows=()):
     """{type name: set of kernel forms} of a generated model_graph.c: "rev" / "gather" for the
     convolution types (by each operator's scratch size: none runs the gather form; and the
     operator table rows in gather_rows, whose scratch is a gather work block below the reverse
-    kernel's minimum, pe_graph.h), and for DEPTHWISE_CONV_2D also "c1"
+    kernel's minimum, pe_graph.h), and for DEPTHWISE_CONV_2D also "c1" (in the gather form)
     (its input has one channel: pe_graph_run_dwconv_c1 runs it) or "any" (it has more, or
     they cannot be read); an empty set for the other types."""
     uses = {}
@@ -97,10 +97,13 @@ def op_uses(graph_source, gather_rows=()):
     for k, m in enumerate(re.finditer(r"\{ \.type = (PE_GOP_\w+),[^\n]*?\.inputs = (\w+),[^\n]*?"
                                       r"\.scratch_size = (-?\d+)", graph_source)):
         forms = uses.setdefault(m.group(1), set())
+        gather = int(m.group(3)) == 0 or k in gather_rows
         if m.group(1) in NARROW:
-            forms.add("gather" if int(m.group(3)) == 0 or k in gather_rows else "rev")
+            forms.add("gather" if gather else "rev")
         if m.group(1) == "PE_GOP_DEPTHWISE_CONV_2D":
-            forms.add("c1" if chans.get(m.group(2)) == 1 else "any")
+            # the one-channel kernel runs only the gather form's one-channel operators; one in the
+            # reverse form runs the reverse kernel, and needs no c1 kernel linked
+            forms.add("c1" if gather and chans.get(m.group(2)) == 1 else "any")
     for t in op_types_in(graph_source):
         uses.setdefault(t, set())
     return uses
