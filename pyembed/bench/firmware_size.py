@@ -77,14 +77,31 @@ def render(result):
                   "model tables (B)", "weights (B)"], rows)
 
 
+def render_markdown(result):
+    """The README's table (between its firmware-size-table markers), smallest runtime first."""
+    lines = ["| model | operator types | runtime, full table (B) | runtime, the model's table (B) | saved "
+             "| model tables (B) | weights (B) |", "|---|---:|---:|---:|---:|---:|---:|"]
+    ok = sorted((r for r in result["rows"] if "error" not in r),
+                key=lambda r: (r["runtime_model_table"], r["model"]))
+    for r in ok:
+        b, a = r["runtime_full_table"], r["runtime_model_table"]
+        lines.append(f"| {r['model']} | {len(r['operator_types'])} | {b:,} | {a:,} | {1 - a / b:.0%} | "
+                     f"{r['tables']:,} | {r['weights']:,} |")
+    lines += [f"| {r['model']} | error: {r['error'][:90]} | | | | | |" for r in result["rows"] if "error" in r]
+    return "\n".join(lines)
+
+
 def main(argv=None):
     import argparse
     ap = argparse.ArgumentParser(prog="python -m pyembed.bench firmware_size", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--markdown", action="store_true", help="The README's table (Markdown) after the text table.")
     ap.add_argument("--models", default=None, help="comma-separated model names (default: all runnable)")
     ap.add_argument("--board", default="mps2-an386")
     args = ap.parse_args(argv)
     res = run(args.models.split(",") if args.models else None, args.board)
     emit(res, args.json, render)
+    if args.markdown and not args.json:
+        print("\n" + render_markdown(res))
     return 0 if all("error" not in r for r in res["rows"]) else 1
