@@ -101,9 +101,10 @@ def op_uses(graph_source, gather_rows=()):
         if m.group(1) in NARROW:
             forms.add("gather" if gather else "rev")
         if m.group(1) == "PE_GOP_DEPTHWISE_CONV_2D":
-            # the one-channel kernel runs only the gather form's one-channel operators; one in the
-            # reverse form runs the reverse kernel, and needs no c1 kernel linked
-            forms.add("c1" if gather and chans.get(m.group(2)) == 1 else "any")
+            # the one-channel kernel runs the one-channel operators with no scratch (the runtime's
+            # rule, is_c1 in pe_run_builtin.c); one in the reverse form, or given a gather work
+            # block, runs the conv kernels, and needs no c1 kernel linked
+            forms.add("c1" if int(m.group(3)) == 0 and chans.get(m.group(2)) == 1 else "any")
     for t in op_types_in(graph_source):
         uses.setdefault(t, set())
     return uses
