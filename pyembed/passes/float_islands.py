@@ -59,7 +59,12 @@ def _libm():
     """The host C library's float functions (expf, logf, sinf, cosf, tanhf)."""
     global _LIBM
     if _LIBM is None:
-        lib = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+        try:
+            lib = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+        except OSError as e:
+            from pyembed.errors import UnsupportedError
+            raise UnsupportedError(f"a float island with {'/'.join(_LIBM_FUNCS)}: its table needs the C library's "
+                                   f"float functions (libm), which could not be loaded ({e})") from None
         funcs = {}
         for name in _LIBM_FUNCS:
             f = getattr(lib, name)
