@@ -1,6 +1,6 @@
 """Float islands of int8 models (issue 30): DEQUANTIZE -> float32 element-wise
 operators -> QUANTIZE, folded at load into PE_LUT int8 tables
-(pyembed.passes.float_islands), bit-exact with the tflite-micro interpreter.
+(pyembed.model.float_islands), bit-exact with the tflite-micro interpreter.
 
 Models are written in-process with pyembed.model.tflite_writer. Every test
 feeds the island all 256 int8 values and compares pyembed's output with the
@@ -16,7 +16,7 @@ import pytest
 
 from pyembed.model import tflite_writer as W
 from pyembed.model.load import load_tflite_bytes
-from pyembed.passes import float_islands as FI
+from pyembed.model import float_islands as FI
 
 pytest.importorskip("tflite_micro")
 

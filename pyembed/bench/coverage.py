@@ -8,7 +8,7 @@ suite builds (:func:`built_models`, one per data movement operator family
 plus shape arithmetic folded at import):
 
   ops         the operator types (after loading: float islands are PE_LUT
-              tables, pyembed.passes.float_islands), and those pyembed
+              tables, pyembed.model.float_islands), and those pyembed
               cannot run
   bit-exact   measured here: N random inputs (seeded) through pyembed's C
               graph runtime and through the tflite-micro interpreter, every

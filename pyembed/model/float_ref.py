@@ -251,7 +251,7 @@ def _lut(graph, op, ins):
     """Float64 reference of PE_LUT and PE_LAYERNORM: the unfused chain it
     replaced, in float64 (a float island's table: its float operators)."""
     if "island" in op.options:
-        from pyembed.passes.float_islands import reference64
+        from pyembed.model.float_islands import reference64
         return reference64(graph, op, ins[0])
     vals = {op.inputs[0]: ins[0]}
     for sub in op.options["chain"]:

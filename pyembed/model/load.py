@@ -39,7 +39,7 @@ def graph_from_raw(raw, label, source_format=""):
                 raise ModelError(f"{label}: operator {op.index} ({op.type}) writes tensor {t} "
                                  f"({tensors[t].name!r}), which is constant")
     # DEQUANTIZE -> float32 element-wise -> QUANTIZE islands: int8 tables
-    from pyembed.passes.float_islands import fold_float_islands
+    from pyembed.model.float_islands import fold_float_islands
     g.float_islands = fold_float_islands(g)
     operators = g.operators
     for op in operators:

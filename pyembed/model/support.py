@@ -3,7 +3,7 @@
 the runtime does not implement would leave out their scratch (and their
 kernels). Float32 tensors between operators are run only inside
 element-wise float islands, which loading folds into int8 tables
-(pyembed.passes.float_islands); anything else is named with its types."""
+(pyembed.model.float_islands); anything else is named with its types."""
 import numpy as np
 
 from pyembed.errors import UnsupportedError
@@ -37,7 +37,7 @@ def executable_problems(graph):
     the operators it cannot run, each with its element types and why, and
     float32 tensors between operators with the operators writing and reading
     them (an int8 model's float island that is not element-wise, which
-    pyembed.passes.float_islands could not fold into a table)."""
+    pyembed.model.float_islands could not fold into a table)."""
     problems = []
     if graph.unsupported:
         by_index = {op.index: op for op in graph.operators}

@@ -57,7 +57,7 @@ _PKG = _HERE.parents[1]                       # pyembed/
 TARGET_TEMPLATES = _PKG / "target" / "templates"
 
 # gcc flags per core (hard-float ABI where the core has an FPU; one table with pyembed.target.qemu)
-from pyembed.target.qemu import BOARDS as _QEMU_BOARDS, CORE_FLAGS as _CORE_FLAGS  # noqa: E402
+from pyembed.codegen.firmware.boards import BOARDS as _QEMU_BOARDS, CORE_FLAGS as _CORE_FLAGS  # noqa: E402
 
 CORE_FLAGS = {core: " ".join(flags) for core, flags in _CORE_FLAGS.items()}
 # QEMU machine for a profile name (only these can `make run`): each board of pyembed.target.qemu has a

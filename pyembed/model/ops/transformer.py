@@ -158,7 +158,7 @@ PE_GOP_LUT = 161
 
 @register("PE_LUT", code=161, c_name="PE_GOP_LUT")
 def prepare_pe_lut(c):
-    """PE_LUT (pyembed.passes.elementwise, pyembed.passes.float_islands): out[i] = table[in[i] + 128]."""
+    """PE_LUT (pyembed.passes.elementwise, pyembed.model.float_islands): out[i] = table[in[i] + 128]."""
     op = c.op
     x, table, y = c.tensor(0, "input"), c.tensor(1, "table"), c.output()
     for t, what in ((x, "input"), (table, "table"), (y, "output")):
@@ -228,7 +228,7 @@ def prepare_pe_layernorm(c):
     with the unfused operators' parameters (pe_layernorm.h); options["chain"] holds the
     absorbed operators (prepared), input 0 is the row source, inputs 1.. the
     chain's constants (1 or D values each, or the 256 entries of a PE_LUT
-    step: a float island of the chain, pyembed.passes.float_islands)."""
+    step: a float island of the chain, pyembed.model.float_islands)."""
     op = c.op
     g = c.graph
     x, y = c.tensor(0, "input"), c.output()
