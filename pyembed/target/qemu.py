@@ -46,12 +46,11 @@ import os
 import shutil
 import subprocess
 import tempfile
-from fractions import Fraction
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 __all__ = [
-    "BOARDS", "Board", "QemuError", "RunResult", "TEMPLATES", "INSTRUCTIONS_PER_TICK",
+    "BOARDS", "Board", "CORE_FLAGS", "QemuError", "RunResult", "TEMPLATES", "INSTRUCTIONS_PER_TICK",
     "missing_tools", "linker_script", "compile_flags", "build", "run", "qemu_command",
 ]
 
