@@ -313,11 +313,7 @@ def fold_float_islands(graph):
     report = []
     seen = set()
     while True:
-        users = {}
-        for op in graph.operators:
-            for t in op.inputs:
-                if t >= 0:
-                    users.setdefault(t, []).append(op)
+        users = {t: [graph.operators[i] for i in idx] for t, idx in graph.consumers().items()}
         found = None
         for op in graph.operators:
             if op.type != "DEQUANTIZE" or id(op) in seen or not op.inputs or op.inputs[0] < 0:
