@@ -108,7 +108,7 @@ def test_stripe_regions_cost_instructions_in_the_prediction(kws_plans):
     """The issue: auto's stripe regions used to look free; now their predicted
     instructions differ from layer by layer's (their own group's fit)."""
     balanced, _, _ = kws_plans
-    by = {c.strategy: c for c in balanced.candidates}
+    by = {c.label: c for c in balanced.candidates}
     assert by["stripes"].cost != by["layers"].cost
 
 
@@ -117,11 +117,13 @@ def test_cli_plan_prints_the_candidates(tmp_path):
     assert r.exit_code == 0, r.output
     s = json.loads(r.output)
     opt = s["optimize"]
-    assert opt["objective"] == "balanced" and len(opt["candidates"]) == 4
+    # each strategy twice on a DSP core: as planned, and lean (gather forms, DSP blocks where there is room)
+    assert opt["objective"] == "balanced" and len(opt["candidates"]) == 8
+    assert sorted(c["variant"] for c in opt["candidates"]) == [""] * 4 + ["lean"] * 4
     assert opt["candidates"][0]["chosen"] and opt["candidates"][0]["arena_bytes"] == s["arena"]
     text = "\n".join(s["pipeline"])
     assert "optimize balanced" in text
-    assert text.count(" chosen ") == 1 and text.count(" rejected ") == 3
+    assert text.count(" chosen ") == 1 and text.count(" rejected ") == 7
     for c in opt["candidates"]:
         assert f"arena {c['arena_bytes']:>9,} B" in text
     # the plan.json records the strategy chosen, so simulate --plan redoes the same rewrite

@@ -2,6 +2,7 @@
 in bytes free at its step (no region grows, nothing else moves), and the
 firmware generator gives the Arm DSP build's convolutions their fast scratch
 that way (pe_conv2d_rev_s8_get_target_buffer_size)."""
+import json
 import os
 
 import numpy as np
@@ -212,3 +213,86 @@ def test_gather_work_blocks_agree_with_the_size_query():
     plan2.check()
     x = np.random.default_rng(7).integers(-128, 128, size=g.tensors[g.inputs[0]].shape).astype(np.int8)
     assert np.array_equal(np.asarray(g.run(x)), np.asarray(g2.run(x)))
+
+
+# -- lean plans: work blocks from their least size up ---------------------------------------------
+
+def test_widen_with_least_takes_the_largest_free_range_then_grows_by_the_least():
+    # at step 1, [0, 64) is taken by t and [64, 80) by op 1's own scratch (which the wider one
+    # replaces); the region is 256 B (big, step 0): [64, 256) is free at step 1, 192 B
+    plan = _plan([(256, 0, 0, "big"), (64, 1, 2, "t"), (16, 1, 1, "s1", "scratch", 1)], [0, 0, 64])
+    # the wanted 400 B are not free: the largest free range from the least (100) up, 16-byte steps
+    new, granted = widen_scratch(plan, {1: 400}, least={1: 100})
+    assert granted[1][1] == 192 and new.region_used()["sram"] == 256       # nothing grew
+    # a least larger than anything free: without grow nothing; with grow, the least past the end
+    assert widen_scratch(plan, {1: 400}, least={1: 300})[1] == {}
+    new, granted = widen_scratch(plan, {1: 400}, least={1: 300}, grow=True)
+    assert granted[1][1] == 300 and new.region_used()["sram"] == 64 + 304   # 300 (16-aligned), not 400
+    # without least for the operator: the wanted size or nothing (the earlier behaviour)
+    assert widen_scratch(plan, {1: 400}, least={2: 100})[1] == {}
+
+
+def test_least_work_block_query_is_at_most_the_target_and_runs_the_loops():
+    from pyembed._ext import _graph
+    from pyembed.model.conv_form import all_gather, gather_least_wants, gather_work_wants
+    from pyembed.model.ops.base import dims4
+    g = all_gather(load_model(os.path.join(MODELS_DIR, "tiny_kws_dscnn_int8.tflite")))
+    want = gather_work_wants(g)
+    assert want, "KWS has gather convolutions with DSP work blocks"
+    for overlapped in (False, True):
+        least = gather_least_wants(g, set(want) if overlapped else ())
+        for k, n in least.items():
+            assert 0 < n <= want[k] and n % 4 == 0, (k, n, want[k])
+    # the output over its input needs staged rows on top: never less than a disjoint output
+    dis, ovl = gather_least_wants(g), gather_least_wants(g, set(want))
+    assert all(ovl[k] >= dis.get(k, 0) for k in ovl)
+    # a 1x1 conv 64 -> 64 on 25x5 with a disjoint output: the widened weights of one four-channel
+    # block (8 bytes per input channel), whole
+    op = next(op for op in g.operators if op.type == "CONV_2D" and op.params.get("kernel") == (1, 1))
+    x, w, y = (g.tensors[op.inputs[i]] if i < 2 else g.tensors[op.outputs[0]] for i in range(3))
+    assert _graph.gather_least_buffer_size(op.params, dims4(x.shape), dims4(w.shape), dims4(y.shape),
+                                           False) == 8 * x.shape[-1]
+    with pytest.raises(Exception):
+        _graph.gather_least_buffer_size(op.params, (1, 2, 2, 3), dims4(w.shape), dims4(y.shape), False)
+
+
+def test_lean_candidate_on_kws_lowers_the_arena_and_simulate_replays_it(tmp_path):
+    from click.testing import CliRunner
+
+    from pyembed.cli import main
+    from pyembed.target.planning import PlanOptions, plan_for_target
+    tp = plan_for_target(os.path.join(MODELS_DIR, "tiny_kws_dscnn_int8.tflite"), "mps2-an386", PlanOptions())
+    by_label = {c.label: c for c in tp.candidates}
+    assert "none+lean" in by_label and "none" in by_label
+    lean, full = by_label["none+lean"], by_label["none"]
+    assert lean.arena < full.arena
+    assert lean.plan.info["conv_forms"] == "gather"
+    # every gather convolution of the lean graph whose DSP loops take a work block got one, of at
+    # least the size they keep their speed with (none is left to run without its loops)
+    from pyembed._ext import _graph
+    from pyembed.model.ops.base import dims4
+    checked = 0
+    for op in lean.graph.operators:
+        if op.type not in ("CONV_2D", "DEPTHWISE_CONV_2D") or op.params.get("conv_form") != "gather":
+            continue
+        x, w, y = (lean.graph.tensors[op.inputs[i]] if i < 2 else lean.graph.tensors[op.outputs[0]]
+                   for i in range(3))
+        dims = (dims4(x.shape), dims4(w.shape), dims4(y.shape))
+        dw = op.type == "DEPTHWISE_CONV_2D"
+        if _graph.gather_target_buffer_size(op.params, *dims, True, dw) == 0:
+            continue
+        least = _graph.gather_least_buffer_size(op.params, *dims, False, dw)   # the smaller of the two cases
+        assert op.scratch_bytes >= least > 0, (op.index, op.scratch_bytes, least)
+        checked += 1
+    assert checked >= 4
+    # the chosen plan's JSON replays to the same arena in simulate --plan
+    out = tmp_path / "p"
+    r = CliRunner().invoke(main, ["plan", "tiny_kws_dscnn_int8", "--profile", "mps2-an386", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    chosen = json.loads((out / "plan.json").read_text())
+    assert chosen["info"]["optimize"]["variant"] == "lean"
+    r = CliRunner().invoke(main, ["simulate", "tiny_kws_dscnn_int8", "--profile", "mps2-an386", "--plan",
+                                  str(out / "plan.json"), "--json"])
+    assert r.exit_code == 0, r.output
+    sim = json.loads(r.output[r.output.index("{"):])
+    assert sim["region_used"] == {k: v for k, v in chosen["totals"]["per_region"].items() if v}

@@ -115,6 +115,11 @@ cdef extern from "pyembed/pe_conv_gather.h":
                                                                    const pe_dims *filter_dims,
                                                                    const pe_dims *output_dims,
                                                                    int32_t dsp, int32_t *size) nogil
+    pe_status pe_conv2d_gather_s8_get_least_buffer_size(const pe_conv_params *params, const pe_dims *input_dims,
+        const pe_dims *filter_dims, const pe_dims *output_dims, int32_t overlap, int32_t *size)
+    pe_status pe_depthwise_conv2d_gather_s8_get_least_buffer_size(const pe_conv_params *params,
+        const pe_dims *input_dims, const pe_dims *filter_dims, const pe_dims *output_dims, int32_t overlap,
+        int32_t *size)
 
 cdef extern from "pyembed/pe_pool.h":
     pe_status pe_pool_rev_get_buffer_size(const pe_pool_params *params, const pe_dims *in_dims,
@@ -573,6 +578,26 @@ def gather_target_buffer_size(dict p, input_dims, filter_dims, output_dims, bint
     else:
         check(pe_conv2d_gather_s8_get_target_buffer_size(&c, &a, &f, &o, 1 if dsp else 0, &size),
               "pe_conv2d_gather_s8_get_target_buffer_size", f"{tuple(input_dims)} -> {tuple(output_dims)}")
+    return size
+
+
+def gather_least_buffer_size(dict p, input_dims, filter_dims, output_dims, bint overlap,
+                             bint depthwise=False):
+    """The least work block with which a DSP build's gather conv (or,
+    depthwise True, depthwise) runs the loops it runs with the target size
+    (pe_conv2d_gather_s8_get_least_buffer_size /
+    pe_depthwise_conv2d_gather_s8_get_least_buffer_size; overlap True: the
+    output placed over the input), on any host; 0 when none is needed or none
+    up to the target helps."""
+    cdef pe_conv_params c = _conv_params(p, depthwise)
+    cdef pe_dims a = _dims(input_dims), f = _dims(filter_dims), o = _dims(output_dims)
+    cdef int32_t size = 0
+    if depthwise:
+        check(pe_depthwise_conv2d_gather_s8_get_least_buffer_size(&c, &a, &f, &o, 1 if overlap else 0, &size),
+              "pe_depthwise_conv2d_gather_s8_get_least_buffer_size", f"{tuple(input_dims)} -> {tuple(output_dims)}")
+    else:
+        check(pe_conv2d_gather_s8_get_least_buffer_size(&c, &a, &f, &o, 1 if overlap else 0, &size),
+              "pe_conv2d_gather_s8_get_least_buffer_size", f"{tuple(input_dims)} -> {tuple(output_dims)}")
     return size
 
 

@@ -132,6 +132,8 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
         for line in apply_attention(graph, attention):
             if not as_json:
                 click.echo(line)
+        from pyembed.plan.widen import replay_forms
+        graph = replay_forms(graph, plan.info)   # a lean plan: the forms it started from
         if pipeline != "none":
             from pyembed.cli.plan import apply_strategy
             graph, pipeline_lines = apply_strategy(graph, pipeline, max_extra_macs, stream_input=stream_input,

@@ -209,3 +209,69 @@ def reverse_work_wants(graph):
         if size > int(op.scratch_bytes):
             want[op.index] = size
     return want
+
+
+def gather_least_wants(graph, overlapped=()):
+    """{operator index: bytes} for the convolutions of gather_work_wants: the
+    least work block with which their DSP loops still run
+    at about their speed (pe_..._gather_s8_get_least_buffer_size;
+    overlapped: the operators whose output the plan places over their
+    input), never above their gather_work_wants size. A planner short of
+    bytes may give any size from this one up (the same bytes out); 0-sized
+    ones are left out."""
+    from pyembed._ext import _graph
+    from pyembed.model.ops.base import dims4
+    want = gather_work_wants(graph)
+    least = {}
+    for k, size in want.items():
+        op = graph.operators[k]
+        x, w, y = (graph.tensors[op.inputs[i]] if i < 2 else graph.tensors[op.outputs[0]] for i in range(3))
+        n = int(_graph.gather_least_buffer_size(op.params, dims4(x.shape), dims4(w.shape), dims4(y.shape),
+                                                k in overlapped, op.type == "DEPTHWISE_CONV_2D"))
+        if n > 0:
+            least[k] = min(n, size)
+    return least
+
+
+def gather_keeps_speed(graph, op):
+    """Whether op's gather form keeps its DSP loops' speed with a work block
+    the runtime still runs in the gather form: the least block for that
+    (gather_least_wants' query, output over input, the worse case) is below
+    the reverse kernel's minimum scratch (from which size up the graph
+    runtime runs the reverse form, pe_graph.h)."""
+    from pyembed._ext import _graph
+    from pyembed.model.ops.base import dims4
+    x, w, y = (graph.tensors[op.inputs[i]] if i < 2 else graph.tensors[op.outputs[0]] for i in range(3))
+    dw = op.type == "DEPTHWISE_CONV_2D"
+    shapes = (dims4(x.shape), dims4(w.shape), dims4(y.shape))
+    target = int(_graph.gather_target_buffer_size(op.params, *shapes, True, dw))
+    rev = int(op.params.get("reverse_scratch", op.scratch_bytes))
+    if target == 0 or rev == 0:
+        return True
+    least = int(_graph.gather_least_buffer_size(op.params, *shapes, True, dw))
+    return least < rev
+
+
+def all_gather(graph):
+    """A copy of graph whose convolutions in the reverse form run the gather
+    form (scratch 0) where that form keeps its DSP loops' speed in less than
+    the reverse kernel's scratch (_gather_keeps_speed): the lean plans'
+    starting point (pyembed.target.planning), which then gives them only
+    the DSP work blocks the plan has room for. graph is not modified; graph
+    itself when no convolution changes."""
+    import copy
+    import dataclasses
+    convs = [op.index for op in _conv_ops(graph) if op.params.get("conv_form", "reverse") != "gather"
+             or int(op.scratch_bytes) != 0]
+    convs = [k for k in convs if gather_keeps_speed(graph, graph.operators[k])]
+    if not convs:
+        return graph
+    g2 = copy.copy(graph)
+    g2.operators = list(graph.operators)
+    for k in convs:
+        old = graph.operators[k]
+        params = dict(old.params, conv_form="gather")
+        params.setdefault("reverse_scratch", int(old.scratch_bytes))
+        g2.operators[k] = dataclasses.replace(old, scratch_bytes=0, params=params)
+    g2._runtime_cache = {}
+    return g2

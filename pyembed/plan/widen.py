@@ -59,11 +59,14 @@ def _free_offset(busy, size, align, limit):
     return o if o + align_up(size, align) <= limit else None
 
 
-def widen_scratch(plan, want, at_overlaps=(), grow=False):
+def widen_scratch(plan, want, at_overlaps=(), grow=False, least=None):
     """(new plan, granted): see the module docstring. plan is not modified.
     grow=True: an operator that finds no free range below the bytes a region
     already uses gets one past them, in the first region whose size allows it
-    (that region grows by the range)."""
+    (that region grows by the range). least ({operator index: bytes}): an
+    operator in it that finds no free range of its wanted size takes the
+    largest free one of at least least[op] bytes (16-byte steps), and with
+    grow, grows a region by least[op] only."""
     if not isinstance(plan, Plan):
         raise ArgumentError(f"plan: expected a pyembed.plan Plan, got {type(plan).__name__}")
     if not isinstance(want, dict) or not all(isinstance(k, int) and isinstance(v, int) and v >= 0
@@ -88,16 +91,44 @@ def widen_scratch(plan, want, at_overlaps=(), grow=False):
         align = problem.buffers[cur].alignment if cur is not None else 16
         live = [i for i, b in enumerate(problem.buffers)
                 if i != cur and b.size > 0 and b.first <= s <= b.last]
+        fit = None
+        spans = []
         for r, region in enumerate(plan.regions):
             busy = [(placement[i][1], placement[i][1] + problem.buffers[i].size) for i in live
                     if placement[i][0] == r]
-            limit = used.get(region.name, 0)
-            off = _free_offset(busy, size, align, limit)
-            if off is None and grow:
-                cap = region.size
-                off = _free_offset(busy, size, align, cap if cap is not None else limit + align_up(size, align) + align)
-            if off is None:
-                continue
+            spans.append((r, region, busy, used.get(region.name, 0)))
+        if least is None or op not in least:
+            for r, region, busy, limit in spans:
+                off = _free_offset(busy, size, align, limit)
+                if off is None and grow:
+                    cap = region.size
+                    off = _free_offset(busy, size, align,
+                                       cap if cap is not None else limit + align_up(size, align) + align)
+                if off is not None:
+                    fit = (r, off, size)
+                    break
+        else:
+            low = min(size, int(least[op]))
+            # the wanted size in free bytes, else the largest free range from
+            # the least size up, else (grow) the least size past a region's end
+            for n in [size] + list(range((size - 1) // 16 * 16, low, -16)) + ([low] if low < size else []):
+                for r, region, busy, limit in spans:
+                    off = _free_offset(busy, n, align, limit)
+                    if off is not None:
+                        fit = (r, off, n)
+                        break
+                if fit is not None:
+                    break
+            if fit is None and grow:
+                for r, region, busy, limit in spans:
+                    cap = region.size
+                    off = _free_offset(busy, low, align, cap if cap is not None else limit + align_up(low, align) + align)
+                    if off is not None:
+                        fit = (r, off, low)
+                        break
+        if fit is not None and fit[2] > old:
+            r, off, size = fit
+            region = plan.regions[r]
             if cur is None:
                 problem.buffers.append(Buffer(f"scratch_op{op}_widened", size, s, s, kind="scratch",
                                               alignment=align, op=op))
@@ -107,7 +138,6 @@ def widen_scratch(plan, want, at_overlaps=(), grow=False):
                 problem.buffers[cur] = dataclasses.replace(problem.buffers[cur], size=size)
                 placement[cur] = (r, off)
             granted[op] = (old, size, region.name, off)
-            break
     info = dict(plan.info)
     info["widened_scratch"] = {int(k): list(v) for k, v in granted.items()}
     new = dataclasses.replace(plan, problem=problem, placement=placement, info=info)
@@ -141,7 +171,10 @@ def record(graph, granted):
 
 def replay(graph, recorded):
     """graph with the grants of a plan.info["dsp_granted"] applied (the forms
-    and scratch sizes dsp_conv_scratch chose when the plan was made)."""
+    and scratch sizes dsp_conv_scratch chose when the plan was made). A lean
+    plan (plan.info["conv_forms"] == "gather") starts from
+    pyembed.model.conv_form.all_gather before its rewrite: see
+    replay_forms."""
     if not recorded:
         return graph
     for form in ("reverse", "gather"):
@@ -184,7 +217,7 @@ def _reprove(graph, plan, ops):
     return plan, failed
 
 
-def dsp_conv_scratch(graph, plan):
+def dsp_conv_scratch(graph, plan, lean=False):
     """Widen the scratch of every standard or depthwise convolution to what
     the Arm DSP build's reverse kernel runs fastest with
     (pyembed.model.conv_form.dsp_scratch_wants; a gather conv whose DSP work
@@ -206,7 +239,15 @@ def dsp_conv_scratch(graph, plan):
     of each pushed input row, read before any output row is written); a gather
     conv switching to the reverse form keeps its widened scratch only if the
     reverse kernel is proven (run on the host at the plan's exact offsets, as
-    pyembed.plan.overlap does) to give the same bytes there."""
+    pyembed.plan.overlap does) to give the same bytes there.
+
+    lean=True (the arena first, for a graph from conv_form.all_gather, whose
+    convolutions still in the reverse form are those whose gather form would
+    be slower): every reverse-form conv gets its DSP blocks, past a region's
+    end where no bytes are free; a gather work block short of free bytes takes the largest free range
+    from its least size up (conv_form.gather_least_wants: the same DSP
+    loops, in more pieces), and only a block whose least size finds no free
+    bytes grows a region, by that least size."""
     from pyembed.model.conv_form import dsp_scratch_wants, gather_switch_wants
     want = dsp_scratch_wants(graph)
     switch = gather_switch_wants(graph)
@@ -217,7 +258,16 @@ def dsp_conv_scratch(graph, plan):
         plan2, granted = widen_scratch(plan, want, at_overlaps=set(want))
         # a gather conv whose work block covers its reverse minimum and found
         # no free bytes: past a region's end (it needs the block either way)
-        rest = {k: v for k, v in want.items() if k in switch and k not in granted}
+        # lean: every reverse-form conv (pyembed.model.conv_form.all_gather
+        # left it in that form: its gather form would be slower) gets its DSP
+        # blocks, past a region's end where no bytes are free; a gather conv
+        # switches to the reverse form only in free bytes
+        rest = {k: v for k, v in want.items() if k not in granted and (k in switch or lean)}
+        if lean:
+            from pyembed.model.conv_form import gather_keeps_speed
+            rest = {k: v for k, v in rest.items()
+                    if graph.operators[k].params.get("conv_form") == "reverse"
+                    or not gather_keeps_speed(graph, graph.operators[k])}
         if rest:
             plan2, more = widen_scratch(plan2, rest, at_overlaps=set(rest), grow=True)
             granted.update(more)
@@ -243,7 +293,15 @@ def dsp_conv_scratch(graph, plan):
     if allw:
         plan3, ggranted = widen_scratch(plan2, allw, at_overlaps=set(allw))
         rest = {k: v for k, v in allw.items() if k not in ggranted}
-        if rest:
+        if rest and lean:
+            from pyembed.model.conv_form import gather_least_wants
+            over = {plan2.order[st] for st in _overlapped_steps(plan2)}
+            least = gather_least_wants(g2, over)
+            # (a reverse conv's block at its size: its gather form was slower)
+            plan3, more = widen_scratch(plan3, {k: v for k, v in rest.items() if k in least or k in rwant},
+                                        at_overlaps=set(rest), grow=True, least=least)
+            ggranted.update(more)
+        elif rest:
             plan3, more = widen_scratch(plan3, rest, at_overlaps=set(rest), grow=True)
             ggranted.update(more)
         if ggranted:
@@ -254,3 +312,13 @@ def dsp_conv_scratch(graph, plan):
     if granted:
         plan2.check()
     return g2, plan2, granted
+
+
+def replay_forms(graph, info):
+    """graph as a plan with plan.info info was made from, before the
+    compiler pipeline: every convolution in the gather form for a lean plan
+    (pyembed.target.planning), else graph itself."""
+    if (info or {}).get("conv_forms") == "gather":
+        from pyembed.model.conv_form import all_gather
+        return all_gather(graph)
+    return graph

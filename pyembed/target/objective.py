@@ -42,14 +42,20 @@ class Candidate:
     plan: object = dataclasses.field(default=None, repr=False, compare=False)
     lines: list = dataclasses.field(default_factory=list, repr=False, compare=False)
     same_as: str | None = None     # another candidate gave this very plan
+    variant: str = ""              # "lean": convolutions in the gather form, DSP blocks where the plan has room
+
+    @property
+    def label(self):
+        return self.strategy + (f"+{self.variant}" if self.variant else "")
 
     def to_dict(self):
-        return {"strategy": self.strategy, "arena_bytes": int(self.arena), f"predicted_{self.metric}": round(self.cost),
-                "flash_bytes": self.flash, "same_as": self.same_as}
+        return {"strategy": self.strategy, "variant": self.variant, "arena_bytes": int(self.arena),
+                f"predicted_{self.metric}": round(self.cost), "flash_bytes": self.flash, "same_as": self.same_as}
 
 
 def _order(c):
-    return STRATEGY_ORDER.index(c.strategy) if c.strategy in STRATEGY_ORDER else len(STRATEGY_ORDER)
+    base = STRATEGY_ORDER.index(c.strategy) if c.strategy in STRATEGY_ORDER else len(STRATEGY_ORDER)
+    return (base, c.variant != "")
 
 
 def choose(candidates, objective="balanced", slack=BALANCED_SLACK):
@@ -112,6 +118,6 @@ def describe(candidates, chosen, objective, source, slack=BALANCED_SLACK):
         tag = "chosen  " if c is chosen else "rejected"
         same = f" (same plan as {c.same_as})" if c.same_as else ""
         flash = f", flash {c.flash:,} B" if c.flash is not None else ""
-        lines.append(f"  {tag} {c.strategy:<8} arena {c.arena:>9,} B, predicted {c.cost:>13,.0f} {c.metric} "
+        lines.append(f"  {tag} {c.label:<13} arena {c.arena:>9,} B, predicted {c.cost:>13,.0f} {c.metric} "
                      f"({over:+.1f} % vs the fastest){flash}{same}")
     return lines

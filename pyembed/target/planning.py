@@ -180,27 +180,33 @@ def plan_for_target(model, profile=None, options=None, regions=None, action="pla
                       strategy, candidates, predicted)
 
 
-def _plan_one(graph, options, regions, strategy, cache=None, prof=None):
+def _plan_one(graph, options, regions, strategy, cache=None, prof=None, lean=False):
     from pyembed.plan.pipeline import plan_with_strategy
+    if lean:
+        from pyembed.model.conv_form import all_gather
+        graph = all_gather(graph)
     g, plan, lines = plan_with_strategy(
         graph, strategy, max_extra_macs=float(options.max_extra_macs), overlaps=options.overlaps,
         stream_input=options.stream_input, max_region_weights=options.weight_block, cache=cache, regions=regions,
         algorithm=options.algorithm, search_order=options.search_order, time_limit=float(options.time_limit))
-    g, plan = dsp_widen(g, plan, prof)
+    g, plan = dsp_widen(g, plan, prof, lean=lean)
+    if lean:
+        plan.info["conv_forms"] = "gather"   # simulate --plan starts from the same forms (replay)
     return g, plan, lines
 
 
-def dsp_widen(g, plan, prof):
+def dsp_widen(g, plan, prof, lean=False):
     """On a core with the DSP extension, the convolutions' DSP scratch
     (pyembed.plan.widen.dsp_conv_scratch: the reverse kernel's int16 blocks,
     the gather kernels' work blocks instead of stack), granted here so that
     plan, simulate, the demo and the firmware see the same graph and arena;
     plan.info["dsp_granted"] records it (the firmware reuses it, simulate
-    --plan replays it). Other cores: unchanged."""
+    --plan replays it). lean: the arena first (dsp_conv_scratch's lean
+    mode). Other cores: unchanged."""
     from pyembed.plan.widen import DSP_CORES, dsp_conv_scratch, record
     if prof is None or prof.core not in DSP_CORES:
         return g, plan
-    g2, plan2, granted = dsp_conv_scratch(g, plan)
+    g2, plan2, granted = dsp_conv_scratch(g, plan, lean=lean)
     if plan2 is plan:
         plan2 = dataclasses.replace(plan, info=dict(plan.info))
     plan2.info["dsp_granted"] = record(g2, granted)
@@ -225,16 +231,22 @@ def _plan_pipeline(graph, options, regions, prof):
     from pyembed.errors import FitError
     names = ("auto", "stripes") if options.stream_input else objective.STRATEGY_ORDER
     cands, seen, errors, source, cache = [], {}, {}, None, {}
-    for name in names:
+    from pyembed.plan.widen import DSP_CORES
+    # on a DSP core, each strategy also as a lean plan: every convolution in the
+    # gather form with only the DSP work blocks the plan has room for
+    variants = [(name, lean) for lean in ((False, True) if prof.core in DSP_CORES else (False,))
+                for name in names]
+    for name, lean in variants:
+        label = name + ("+lean" if lean else "")
         try:
-            g, plan, lines = _plan_one(graph, options, regions, name, cache, prof=prof)
+            g, plan, lines = _plan_one(graph, options, regions, name, cache, prof=prof, lean=lean)
         except FitError as e:
-            errors[name] = e
+            errors[label] = e
             continue
         sig = _signature(g, plan)
         cands.append(objective.Candidate(name, int(plan.arena_size), 0.0, "", int(plan.flash_size), g, plan,
-                                         list(lines), same_as=seen.get(sig)))
-        seen.setdefault(sig, name)
+                                         list(lines), same_as=seen.get(sig), variant="lean" if lean else ""))
+        seen.setdefault(sig, label)
     if not cands:
         raise errors.get("auto") or next(iter(errors.values()))
     # one metric for all: instructions when the core's model covers every candidate's operators
@@ -244,7 +256,8 @@ def _plan_pipeline(graph, options, regions, prof):
     best = objective.choose(cands, options.optimize)
     lines = list(best.lines) + objective.describe(cands, best, options.optimize, source)
     lines += [f"  rejected {name:<8} does not fit: {str(e).splitlines()[0]}" for name, e in errors.items()]
-    best.plan.info["optimize"] = {"objective": options.optimize, "strategy": best.strategy, "metric": best.metric,
+    best.plan.info["optimize"] = {"objective": options.optimize, "strategy": best.strategy,
+                                  "variant": best.variant, "metric": best.metric,
                                   "candidates": [c.to_dict() for c in cands]}
     order = [best] + [c for c in cands if c is not best]
     return best.graph, best.plan, lines, best.strategy, order, (best.cost, best.metric, source)

@@ -86,6 +86,27 @@ pe_status pe_depthwise_conv2d_gather_s8_get_target_buffer_size(const pe_conv_par
                                                                const pe_dims *output_dims,
                                                                int32_t dsp, int32_t *size);
 
+/* the least work block (a multiple of 4, at most the target size; 0 where
+ * the target is 0) with which a DSP build runs the loops of the target size
+ * at about their speed, for an output disjoint from the input (overlap 0) or
+ * placed over it (overlap 1, a plan's output-over-input allowance): conv
+ * weights widened whole per four-channel block and at least 32 pixels per
+ * batch of staged rows, depthwise planes in bands of at least 4 rows,
+ * channel-group blocks of at least a row. Any size from it up gives the
+ * same bytes; less runs the loops in smaller pieces (slower). On any build
+ * (a host plans a target's scratch); PE_ERR_ARG for another overlap */
+pe_status pe_conv2d_gather_s8_get_least_buffer_size(const pe_conv_params *params,
+                                                    const pe_dims *input_dims,
+                                                    const pe_dims *filter_dims,
+                                                    const pe_dims *output_dims, int32_t overlap,
+                                                    int32_t *size);
+
+pe_status pe_depthwise_conv2d_gather_s8_get_least_buffer_size(const pe_conv_params *params,
+                                                              const pe_dims *input_dims,
+                                                              const pe_dims *filter_dims,
+                                                              const pe_dims *output_dims,
+                                                              int32_t overlap, int32_t *size);
+
 pe_status pe_depthwise_conv2d_gather_s8_get_buffer_size(const pe_conv_params *params,
                                                         const pe_dims *input_dims,
                                                         const pe_dims *filter_dims,

@@ -17,6 +17,33 @@
 
 #include "pe_conv_internal.h"
 
+/* pixels per batch of the patch loops (their accumulator block on the
+ * stack); also sizes the work block pe_cv_dsp_bytes asks for */
+#define PE_PW_COLS 32
+
+/* cv_patch_len and pe_cv_dsp_bytes are on every build: a host answers
+ * the size queries for a DSP target (pe_conv_gather.c) */
+static int32_t cv_patch_len(const pe_conv_params *p, const pe_dims *in, const pe_dims *f)
+{
+    const int64_t run = (int64_t)f->w * in->c;
+    if ((run & 3) == 0 && p->dilation.w == 1 && (run >= 16 || f->h == 1)) {
+        return 0; /* the block loops (a one-row kernel needs no patch) */
+    }
+    return (int32_t)(((int64_t)f->h * run + 3) & ~(int64_t)3);
+}
+
+int32_t pe_cv_dsp_bytes(const pe_conv_params *p, const pe_dims *in, const pe_dims *f,
+                        int32_t *least)
+{
+    const int32_t L4 = cv_patch_len(p, in, f);
+    if (L4 > 0) {
+        *least = 12 * L4;
+        return (8 + PE_PW_COLS) * L4;
+    }
+    *least = 256;
+    return (int32_t)((int64_t)f->h * f->w * in->c * 8);
+}
+
 #if PE_DSP
 /* ---- pointwise (1x1) conv on the DSP extension ----
  * A 1x1 convolution without padding is a matrix product: output pixel
@@ -35,7 +62,6 @@
  * allows it, see pw_rq). Every partial sum is a sum of some of the
  * products plus the bias, bounded by pe_conv_check_quant, so SMLAD never
  * wraps. */
-#define PE_PW_COLS 32
 
 typedef struct {
     int32_t *acc;      /* [0]  first column's four accumulators (read, added to, written) */
@@ -399,14 +425,6 @@ static void cv_edge(int32_t *acc, int32_t n, const int8_t *x, size_t x_step, con
  * time, then each 4-channel block (weights widened once per batch of
  * patches, the last partial word padded with zeros) runs the column loops
  * over the patches as one contiguous run each. */
-static int32_t cv_patch_len(const pe_conv_params *p, const pe_dims *in, const pe_dims *f)
-{
-    const int64_t run = (int64_t)f->w * in->c;
-    if ((run & 3) == 0 && p->dilation.w == 1 && (run >= 16 || f->h == 1)) {
-        return 0; /* the block loops (a one-row kernel needs no patch) */
-    }
-    return (int32_t)(((int64_t)f->h * run + 3) & ~(int64_t)3);
-}
 
 /* nb channels' first len bytes (rows ws apart) widened, zero weights up to
  * len rounded up to 4 and for channels nb..3 */
@@ -528,17 +546,6 @@ __attribute__((noinline)) static void cv_patch_rows(const pe_conv_params *p, con
     }
 }
 
-int32_t pe_cv_dsp_bytes(const pe_conv_params *p, const pe_dims *in, const pe_dims *f,
-                        int32_t *least)
-{
-    const int32_t L4 = cv_patch_len(p, in, f);
-    if (L4 > 0) {
-        *least = 12 * L4;
-        return (8 + PE_PW_COLS) * L4;
-    }
-    *least = 256;
-    return (int32_t)((int64_t)f->h * f->w * in->c * 8);
-}
 
 /* columns per group of the block loops below (their accumulator and
  * segment arrays: 16 columns keep the frame near 1 KB; the fused jobs of a

@@ -223,6 +223,78 @@ static int32_t dw_shape_ok(const pe_conv_params *p, const pe_dims *in, const pe_
                    in->c <= PE_INT32_MAX;
 }
 
+/* How a work block of `bytes` (a multiple of 4) serves the conv block
+ * loops (cv_image): disjoint output, the weights in pieces; an output over
+ * its input, *wb bytes of widened weights and *cap staged output rows.
+ * 0: the block is too small for them. Every build: the least-size query
+ * below asks it for a DSP target. */
+static int32_t cv_work_split(const pe_conv_params *p, const pe_dims *in, const pe_dims *f,
+                             const pe_dims *out, int32_t disjoint, int32_t bytes, int32_t *wb,
+                             int32_t *cap)
+{
+    const size_t row_b = (size_t)out->w * (size_t)out->c;
+    int32_t least;
+    const int64_t need = pe_cv_dsp_bytes(p, in, f, &least);
+    int32_t w;
+    *wb = 0;
+    *cap = 0;
+    if (bytes < 32) {
+        return 0;
+    }
+    if (disjoint) {
+        return bytes >= least || bytes >= need;
+    }
+    if (bytes < 256 || row_b > (size_t)bytes - 256u) {
+        return 0;
+    }
+    w = (int32_t)(((size_t)bytes - row_b) / 32u * 32u);
+    if (need <= w) {
+        w = (int32_t)((need + 31) / 32 * 32);
+    }
+    if (w < least && w < need) {
+        return 0;
+    }
+    *wb = w;
+    *cap = (int32_t)(((size_t)bytes - (size_t)w) / row_b);
+    return 1;
+}
+
+/* output rows per band of the depthwise 3x3 planes (dw3_image_work) with a
+ * work block of `bytes` (0: no planes), the bias bound aside (see
+ * dw3_stack_rows): the whole block for planes when the output is disjoint
+ * from the input (a band's outputs of one channel group are written while
+ * other channels' input is still unread otherwise), else at least two rows
+ * of planes and finished int8 rows each */
+static int32_t dw3_rows(const pe_conv_params *p, const pe_dims *in, const pe_dims *f,
+                        const pe_dims *out, int32_t disjoint, int32_t bytes)
+{
+    int32_t least, g, rowb, ns;
+    if (pe_dw3_plane_bytes(p, in, f, out, &least) == 0 || least > bytes) {
+        return 0;
+    }
+    if (disjoint) {
+        return out->h;
+    }
+    g = out->c < 4 ? out->c : 4;
+    rowb = least / (4 * g);
+    ns = (int32_t)((bytes - 2 * g * rowb) / (out->w * out->c + g * rowb));
+    ns = ns < out->h ? ns : out->h;
+    /* (the staged rows are rounded up to whole words) */
+    while (ns > 0 && bytes - (int32_t)(((size_t)ns * (size_t)out->w * (size_t)out->c + 3u) &
+                                              ~(size_t)3u) < g * (ns + 2) * rowb) {
+        ns--;
+    }
+    return ns >= 2 || (ns >= 1 && ns == out->h) ? ns : 0;
+}
+
+/* whether the depthwise channel-group loops (dw_image_dsp) run with
+ * `bytes`: always on a disjoint output, else blocks of at least 8 pixels
+ * or a whole row */
+static int32_t dw_group_runs(const pe_dims *out, int32_t disjoint, int32_t bytes)
+{
+    return disjoint || bytes / out->c >= (out->w < 8 ? out->w : 8);
+}
+
 #if PE_DSP
 /* ---- Arm DSP-extension path (pe_simd.h) ----
  * conv (one group): output channels in pairs, outermost, so each channel's
@@ -405,30 +477,14 @@ __attribute__((noinline)) static int32_t cv_image(const pe_conv_params *p,
                                                   int32_t bytes)
 {
     const size_t row_b = (size_t)out->w * (size_t)out->c;
-    int32_t least;
-    const int64_t need = pe_cv_dsp_bytes(p, in, f, &least);
     int32_t wb, cap, a, e;
-    if (buf == NULL || bytes < 32) {
+    if (buf == NULL || !cv_work_split(p, in, f, out, disjoint, bytes, &wb, &cap)) {
         return 0;
     }
     if (disjoint) {
-        if (bytes < least && bytes < need) {
-            return 0;
-        }
         pe_cv_dsp_rows(p, q, in, img, f, filter, bias, out, 0, out->h, dst, buf, bytes);
         return 1;
     }
-    if (bytes < 256 || row_b > (size_t)bytes - 256u) {
-        return 0;
-    }
-    wb = (int32_t)(((size_t)bytes - row_b) / 32u * 32u);
-    if (need <= wb) {
-        wb = (int32_t)((need + 31) / 32 * 32);
-    }
-    if (wb < least && wb < need) {
-        return 0;
-    }
-    cap = (int32_t)(((size_t)bytes - (size_t)wb) / row_b);
     for (a = 0; a < out->h; a = e) {
         int8_t *const stage = (int8_t *)(void *)buf + wb;
         e = a + cap < out->h ? a + cap : out->h;
@@ -602,34 +658,12 @@ static void dw_copy(int8_t *d, const uint8_t *b, size_t n)
  * rows of up to 60 columns, 10 of up to 28, 22 of up to 12; an output placed
  * over its input also holds a band's finished int8 rows there */
 
-/* output rows per band of dw3_image_work for the shape and a work block of
- * `bytes` (0: no planes): the
- * whole block for planes when the output is disjoint from the input (a
- * band's outputs of one channel group are written while other channels'
- * input is still unread otherwise), else at least two rows of planes and
- * finished int8 rows each */
+/* dw3_rows where the DSP planes apply to the call (the bias bound) */
 static int32_t dw3_stack_rows(const pe_conv_params *p, const pe_dims *in, const pe_dims *f,
                               const pe_dims *out, const int32_t *bias, int32_t disjoint,
                               int32_t bytes)
 {
-    int32_t least, g, rowb, ns;
-    if (pe_dw3_plane_bytes(p, in, f, out, &least) == 0 || least > bytes ||
-        !pe_dw3_applies(p, in, f, out, bias)) {
-        return 0;
-    }
-    if (disjoint) {
-        return out->h;
-    }
-    g = out->c < 4 ? out->c : 4;
-    rowb = least / (4 * g);
-    ns = (int32_t)((bytes - 2 * g * rowb) / (out->w * out->c + g * rowb));
-    ns = ns < out->h ? ns : out->h;
-    /* (the staged rows are rounded up to whole words) */
-    while (ns > 0 && bytes - (int32_t)(((size_t)ns * (size_t)out->w * (size_t)out->c + 3u) &
-                                              ~(size_t)3u) < g * (ns + 2) * rowb) {
-        ns--;
-    }
-    return ns >= 2 || (ns >= 1 && ns == out->h) ? ns : 0;
+    return pe_dw3_applies(p, in, f, out, bias) ? dw3_rows(p, in, f, out, disjoint, bytes) : 0;
 }
 
 /* one image through the planes in the work block: rows ns at a time, staged
@@ -807,8 +841,8 @@ static pe_status run(const pe_context *ctx, const pe_conv_params *p,
         dw_sm = dw_small(bias, out->c, (int64_t)f->h * f->w);
         /* (an overlapping call in blocks of at least 8 pixels or a row) */
         dw_planes = work != NULL ? dw3_stack_rows(p, in, f, out, bias, disjoint, wbytes) : 0;
-        dw_img = dw_planes || (pe_dw_dsp_applies(p, in, f, out, bias) &&
-                               (disjoint || wbytes / out->c >= (out->w < 8 ? out->w : 8)));
+        dw_img = dw_planes ||
+                 (pe_dw_dsp_applies(p, in, f, out, bias) && dw_group_runs(out, disjoint, wbytes));
     }
     dsp_flags = (dw_img ? 1 : 0) | (dw_sm ? 2 : 0) | (disjoint ? 4 : 0);
 #endif
@@ -910,6 +944,83 @@ static pe_status target_query(const pe_conv_params *p, const pe_dims *in, const 
         *size = dw_shape_ok(p, in, f, out) ? PE_DW_WORK : 0;
     }
     return PE_OK;
+}
+
+/* Whether a DSP build runs, with a work block of `bytes`, the loops the
+ * target size runs (target_query's choice; the bias bound aside) at about
+ * their speed: the conv block loops with each four-channel block's weights
+ * widened whole and, on an output over its input, at least 32 pixels (or
+ * every row) per batch of staged rows (a batch widens the weights again);
+ * the depthwise planes in bands of at least 4 rows (a band widens two halo
+ * rows again); the channel-group loops in blocks of at least a row. A
+ * smaller block still runs these loops (cv_work_split, dw3_rows,
+ * dw_group_runs), in pieces the planner's instruction model does not see. */
+static int32_t target_loops_run(const pe_conv_params *p, const pe_dims *in, const pe_dims *f,
+                                const pe_dims *out, int32_t depthwise, int32_t disjoint,
+                                int32_t bytes)
+{
+    int32_t wb, cap, least, need, ns;
+    if (!depthwise) {
+        if (!cv_work_split(p, in, f, out, disjoint, bytes, &wb, &cap)) {
+            return 0;
+        }
+        need = pe_cv_dsp_bytes(p, in, f, &least);
+        if (disjoint) {
+            return bytes >= need;
+        }
+        return wb >= need && (cap >= out->h || (int64_t)cap * out->w >= 32);
+    }
+    if (pe_dw3_plane_bytes(p, in, f, out, &least) > 0 && least <= PE_DW3_WORK) {
+        ns = dw3_rows(p, in, f, out, disjoint, bytes);
+        return ns >= (out->h < 4 ? out->h : 4);
+    }
+    return dw_group_runs(out, disjoint, bytes) && (disjoint || bytes / out->c >= out->w);
+}
+
+static pe_status least_query(const pe_conv_params *p, const pe_dims *in, const pe_dims *f,
+                             const pe_dims *out, int32_t depthwise, int32_t overlap,
+                             int32_t *size)
+{
+    int32_t target, b;
+    const pe_status s = target_query(p, in, f, out, depthwise, 1, &target);
+    if (s != PE_OK) {
+        return s;
+    }
+    if (overlap != 0 && overlap != 1) {
+        return PE_ERR_ARG;
+    }
+    *size = 0;
+    if (target == 0) {
+        return PE_OK;
+    }
+    /* the conditions are monotonic in the block size: the first multiple
+     * of 4 that meets them; the target itself where none below it does */
+    *size = target;
+    for (b = 0; b < target; b += 4) {
+        if (target_loops_run(p, in, f, out, depthwise, !overlap, b)) {
+            *size = b;
+            break;
+        }
+    }
+    return PE_OK;
+}
+
+pe_status pe_conv2d_gather_s8_get_least_buffer_size(const pe_conv_params *params,
+                                                    const pe_dims *input_dims,
+                                                    const pe_dims *filter_dims,
+                                                    const pe_dims *output_dims, int32_t overlap,
+                                                    int32_t *size)
+{
+    return least_query(params, input_dims, filter_dims, output_dims, 0, overlap, size);
+}
+
+pe_status pe_depthwise_conv2d_gather_s8_get_least_buffer_size(const pe_conv_params *params,
+                                                              const pe_dims *input_dims,
+                                                              const pe_dims *filter_dims,
+                                                              const pe_dims *output_dims,
+                                                              int32_t overlap, int32_t *size)
+{
+    return least_query(params, input_dims, filter_dims, output_dims, 1, overlap, size);
 }
 
 pe_status pe_conv2d_gather_s8_get_target_buffer_size(const pe_conv_params *params,
