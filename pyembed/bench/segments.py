@@ -68,15 +68,8 @@ def _arena(graph, profile):
 
 
 def _layers(graph, profile, split_bytes=None):
-    from firmware_sim.cost import CostModel
-    from firmware_sim.segments import graph_layers
-    cm = CostModel(profile)
-    block = profile.defaults["activations"]
-
-    def locate(t):
-        return block if graph.tensors[t].data is not None else None
-    return graph_layers(graph, lambda op: cm.op_cost(graph, op, locate).cycles, split_bytes=split_bytes,
-                        cost_model=cm, locate=locate)
+    from firmware_sim.sim import model_layers
+    return model_layers(graph, profile, split_bytes=split_bytes)
 
 
 def load_all_baseline(whole_layers, profile):
@@ -119,15 +112,10 @@ def fluid_time(whole_layers, profile, budget, slices=32):
 
 
 def _plans(layers, profile, budget, criteria):
-    from firmware_sim.segments import plan_segments
+    from firmware_sim.sim import divide_layers
     src, blk = profile.defaults["segment_source"], profile.defaults["activations"]
-
-    def lc(nb):
-        return profile.transfer_cycles(nb, src, blk)
-    plan = plan_segments(layers, budget, lc, criteria, prefetch=False)
-    fast = plan_segments(layers, budget, lc, criteria, prefetch=True)
-    for p in (plan, fast):
-        p.source_region, p.block_region = src, blk
+    plan = divide_layers(layers, profile, budget, criteria, blk, src, prefetch=False)
+    fast = divide_layers(layers, profile, budget, criteria, blk, src, prefetch=True)
     return plan, fast
 
 
