@@ -19,3 +19,7 @@ def test_schedule_run_executes_kernels(tmp_path):
     assert int(m.group(5).replace(",", "")) > 0 and int(m.group(6).replace(",", "")) > 0
     assert re.search(r"intermediates: \d+ fetched, \d+ stored, 0 mismatch\(es\)", r.output)
     assert "simulator, not hardware" in r.output
+    # one inference per model on firmware_sim: a cycle count and outputs bit-exact with Graph.run
+    sims = re.findall(r"one inference: timing model ([\d,]+) cycles, simulator \(firmware_sim, real kernels on "
+                      r"simulated memory\) ([\d,]+) \(([+-][\d.]+) %\), outputs (bit-exact|DIFFER)", r.output)
+    assert len(sims) == 3 and all(x[3] == "bit-exact" and int(x[1].replace(",", "")) > 0 for x in sims)

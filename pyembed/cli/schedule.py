@@ -99,8 +99,9 @@ def schedule_to_dict(s, run=None):
 @click.option("--run", "run_windows", type=click.IntRange(min=1), default=None, metavar="WINDOWS",
               help="Also execute the real kernels (the host C runtime, each item's operators on its planned arena) "
                    "for this many windows: per model the inferences executed, their outputs against Graph.run of "
-                   "the same inputs, and the cycles the timing model predicted against what the dispatcher "
-                   "counted on that run (the simulator's count, not a hardware measurement).")
+                   "the same inputs, the cycles the timing model predicted against what the dispatcher counted on "
+                   "that run, and one inference per model on the simulated MCU (firmware_sim: its cycle count "
+                   "and bit-exactness; a simulator's count, not a hardware measurement).")
 @force_option()
 def schedule_command(priority, low, profile, units, window_ms, fps, split, windows, outdir, as_json, no_prefetch,
                      c_glue, force=False, run_windows=None):
@@ -153,6 +154,11 @@ def schedule_command(priority, low, profile, units, window_ms, fps, split, windo
             click.echo(f"  {name}: {k['inferences']} inference(s) executed, outputs {k['outputs_equal']}/"
                        f"{k['inferences']} equal to Graph.run; {k['items_run']} item run(s), predicted "
                        f"{k['predicted_cycles']:,} cycles, counted {k['counted_cycles']:,}")
+            dev = 100.0 * (k["simulator_cycles_per_inference"] - k["model_cycles_per_inference"]) / \
+                max(1, k["model_cycles_per_inference"])
+            click.echo(f"    one inference: timing model {k['model_cycles_per_inference']:,} cycles, simulator "
+                       f"(firmware_sim, real kernels on simulated memory) {k['simulator_cycles_per_inference']:,} "
+                       f"({dev:+.1f} %), outputs {'bit-exact' if k['simulator_bit_exact'] else 'DIFFER'}")
         click.echo(f"  intermediates: {kernel['fetches']} fetched, {kernel['stores']} stored, "
                    f"{len(kernel['mismatches'])} mismatch(es)")
         for m in kernel["mismatches"][:5]:
@@ -166,7 +172,10 @@ def _run_kernels(s, windows):
     """schedule --run: pyembed.schedule.run.run_kernels for `windows` windows;
     per model the inferences that completed, how many outputs equal Graph.run
     of the same inputs (integers, ==), and predicted (the items' estimates)
-    against counted (the dispatcher's end - start of each item run) cycles."""
+    against counted (the dispatcher's end - start of each item run) cycles,
+    and one inference of each model on firmware_sim's simulated MCU (real
+    kernels, simulated memory): its cycles against the timing model's
+    (layer_cycles) and whether its outputs equal Graph.run."""
     import numpy as np
 
     from pyembed.schedule.run import random_inputs, run_kernels
@@ -188,8 +197,22 @@ def _run_kernels(s, windows):
         sel = np.isin(e["item"], items)
         predicted = int(sum(int(s.items[k].est) for k in e["item"][sel]))
         counted = int((e["end"][sel] - e["start"][sel]).sum())
-        out["models"][m.name] = {"inferences": len(done), "outputs_equal": int(equal), "items_run": int(sel.sum()),
-                                 "predicted_cycles": predicted, "counted_cycles": counted}
+        # one inference of frame 0's input on the simulated MCU: the real kernels on simulated memory, cycles
+        # from firmware_sim's cost model with the tensors where the simulator placed them
+        from firmware_sim.sim import simulate
+        from pyembed.schedule.workload import layer_cycles
+        unit = s.platform.units[s.items[items[0]].unit if items else 0]
+        xs = inputs(m.name, 0)
+        sim = simulate(m.graph, None, unit.profile, xs if len(xs) > 1 else xs[0])
+        ref = m.graph.run(xs if len(xs) > 1 else xs[0])
+        ref = list(ref) if isinstance(ref, (list, tuple)) else [ref]
+        out["models"][m.name] = {
+            "inferences": len(done), "outputs_equal": int(equal), "items_run": int(sel.sum()),
+            "predicted_cycles": predicted, "counted_cycles": counted,
+            "model_cycles_per_inference": int(sum(layer_cycles(m.graph, unit))),
+            "simulator_cycles_per_inference": int(sim.cycles),
+            "simulator_bit_exact": all(np.array_equal(np.asarray(a).reshape(-1), np.asarray(b).reshape(-1))
+                                       for a, b in zip(sim.outputs, ref))}
     return out
 
 
