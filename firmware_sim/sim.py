@@ -332,17 +332,31 @@ def segment_chain(graphs, profile, budget_bytes, criteria=("latency",), block_re
     rule added to criteria (a cut at every model boundary, no segment spans two
     models). A model's layers are named by its graph name (with its position
     when a name repeats). Returns the SegmentPlan."""
+    layers = chained_layers(graphs, profile, block_region, orders, split_bytes)
+    return divide_layers(layers, profile, budget_bytes, use_case_criteria(criteria), block_region, source_region,
+                         prefetch)
+
+
+def chained_layers(graphs, profile, block_region=None, orders=None, split_bytes=None):
+    """The layers of several models run one after the other, as one list
+    (model_layers of each, in orders[k], chained by segments.chain); a model's
+    layers carry its graph name (with its position when a name repeats), which
+    the "models" cut rule separates."""
     names = [g.name for g in graphs]
     lists = []
     for k, g in enumerate(graphs):
         name = g.name if names.count(g.name) == 1 else f"{g.name}#{k}"
         lists.append(model_layers(g, profile, block_region, (orders or [None] * len(graphs))[k], split_bytes,
                                   model=name))
+    return chain(*lists)
+
+
+def use_case_criteria(criteria):
+    """criteria (a tuple of names or a {name: weight} dict) with the "models"
+    hard rule added: a cut at every model boundary of chained layers."""
     if isinstance(criteria, dict):
-        criteria = dict(criteria, models=1.0)
-    else:
-        criteria = tuple(dict.fromkeys(tuple(criteria) + ("models",)))
-    return divide_layers(chain(*lists), profile, budget_bytes, criteria, block_region, source_region, prefetch)
+        return dict(criteria, models=1.0)
+    return tuple(dict.fromkeys(tuple(criteria) + ("models",)))
 
 
 # --- the simulation ------------------------------------------------------------------------------

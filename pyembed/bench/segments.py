@@ -192,7 +192,7 @@ def with_stall(profile, stall_per_word):
 
 def run(quick=False, split=True, stall_per_word=None):
     from firmware_sim.profiles import load_profile
-    from firmware_sim.segments import chain
+    from firmware_sim.sim import chained_layers, use_case_criteria
     rows, checks = [], []
     models = MODELS[:2] if quick else MODELS
     graphs = {m: _graph(m) for m in set(models) | set(CHAIN)}
@@ -209,15 +209,16 @@ def run(quick=False, split=True, stall_per_word=None):
                 whole = _layers(graphs[m], prof)
                 cut = _layers(graphs[m], prof, graphs[m].weights_bytes / SPLIT_DIVISOR) if split else whole
                 cases.append((m, whole, cut, _arena(graphs[m], prof)))
-            whole = chain(_layers(graphs[kws], prof), _layers(graphs[vww], prof))
-            cut = chain(*(_layers(graphs[g], prof, chained_bytes / SPLIT_DIVISOR) for g in CHAIN)) if split else whole
+            whole = chained_layers([graphs[g] for g in CHAIN], prof)
+            cut = chained_layers([graphs[g] for g in CHAIN], prof, split_bytes=chained_bytes / SPLIT_DIVISOR) \
+                if split else whole
             act = max(_arena(graphs[kws], prof), _arena(graphs[vww], prof))
             cases.append(("kws->vww (chained)", whole, cut, act))
             for name, whole, cut, activations in cases:
                 total = sum(la.weight_bytes for la in whole)
                 for frac in BUDGETS:
                     budget = int(total * frac)
-                    crit = ("latency", "models") if "chained" in name else ("latency",)
+                    crit = use_case_criteria(("latency",)) if "chained" in name else ("latency",)
                     row = {}
                     try:
                         row = evaluate(name, cut, prof, budget, activations, crit, whole=whole)
