@@ -138,6 +138,9 @@ def test_several_models_as_one_use_case(tmp_path):
     assert sum(s["weight_bytes"] for s in segs) >= kws.weights_bytes + ms.weights_bytes
     assert all(s["weight_bytes"] <= d["block_bytes"] <= 32 * 1024 for s in segs)
     assert d["criteria"].get("models", 0) > 0
+    # RAM: one arena at a time plus the block, in the block's region
+    assert d["arena_bytes"] == max(d["arenas"].values())
+    assert d["fits"] and d["block_region_free_bytes"] >= d["block_bytes"]
     assert (tmp_path / "uc" / "segments.json").is_file()
     assert (tmp_path / "uc" / "tiny_kws_dscnn_int8" / "plan.json").is_file()
     text = CliRunner().invoke(main, ["simulate", "kws", "micro_speech", "--profile", "mps2-an500", "--segments",

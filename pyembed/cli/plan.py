@@ -270,7 +270,7 @@ def _plan_use_case(models, part, outdir, segment_budget, segment_cut, algorithm,
         for what, p in write_plan_outputs(tp.graph, tp.plan, os.path.join(outdir, name), section=section,
                                           force=force).items():
             paths[f"{name}/{what}"] = p
-    fits = all(tp.fits() for tp in uc.plans)
+    fits = uc.fits()
     if as_json:
         d = uc.to_dict()
         d.update({"files": paths, "fits": fits,
@@ -288,8 +288,12 @@ def _plan_use_case(models, part, outdir, segment_budget, segment_cut, algorithm,
         for p in paths.values():
             click.echo(f"  wrote {p}")
     if not fits:
-        raise FitError("the use case does not fit: " + "; ".join(
-            f"{n}: {tp.verdict()[len('verdict: '):]}" for n, tp in zip(names, uc.plans) if not tp.fits()))
+        free, need = uc.block_room()
+        why = [f"{n}: {tp.verdict()[len('verdict: '):]}" for n, tp in zip(names, uc.plans) if not tp.fits()]
+        if need > free:
+            why.append(f"the {need:,} B block does not fit {uc.segments.block_region} beside the arenas "
+                       f"({free:,} B free)")
+        raise FitError("the use case does not fit: " + "; ".join(why))
 
 
 def _write_file(path, data):

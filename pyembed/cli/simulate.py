@@ -293,7 +293,7 @@ def _simulate_use_case(models, profile, segments, segment_cut, pipeline, optimiz
     uc = plan_use_case(list(models), profile, options)
     t = simulate_use_case(uc, contention=contention)
     ms = uc.profile.cycles_to_ms
-    fit = all(tp.fits() for tp in uc.plans)
+    fit = uc.fits()
     if as_json:
         d = uc.to_dict()
         d.update({"simulated_cycles": t, "simulated_ms": {k: ms(v) for k, v in t.items()}, "fits": fit,

@@ -47,6 +47,20 @@ class UseCase:
     def arena_bytes(self):
         return max(int(tp.plan.arena_size) for tp in self.plans)
 
+    def block_room(self):
+        """(free bytes, needed bytes) in the block's region: its size less the
+        most any model's plan uses there (one model runs at a time), against
+        the block."""
+        sp = self.segments
+        size = int(self.profile.regions[sp.block_region].size)
+        used = max(int(tp.plan.region_used().get(sp.block_region, 0)) for tp in self.plans)
+        return size - (used + 15) // 16 * 16, int(sp.block_bytes)
+
+    def fits(self):
+        """Every model's plan fits the profile and the block fits beside the arenas."""
+        free, need = self.block_room()
+        return all(tp.fits() for tp in self.plans) and need <= free
+
     def lines(self):
         sp = self.segments
         head = (f"{len(self.names)} models chained ({' -> '.join(self.names)}): {len(sp.segments)} segments, "
@@ -64,8 +78,10 @@ class UseCase:
         out.append(f"  prefetch (segment k+1 loads while k runs): {ov['pipelined_cycles']:,} cycles against "
                    f"{ov['serial_cycles']:,} load-then-run; {ov['hidden_load_cycles']:,} of {ov['load_cycles']:,} "
                    f"load cycles hidden ({100 * ov['hidden_fraction']:.0f}%)")
+        free, need = self.block_room()
         out.append(f"  RAM: the largest arena {self.arena_bytes():,} B (the models run one after the other) + the "
-                   f"block {sp.block_bytes:,} B")
+                   f"block {sp.block_bytes:,} B; {sp.block_region} has {free:,} B free beside the arenas: "
+                   + ("the block fits" if need <= free else f"the block does NOT fit (short by {need - free:,} B)"))
         return out
 
     def to_dict(self):
@@ -75,7 +91,8 @@ class UseCase:
                 "block_region": sp.block_region, "source_region": sp.source_region, "placement": sp.placement,
                 "criteria": dict(sp.criteria or {}), "arena_bytes": self.arena_bytes(),
                 "arenas": {n: int(tp.plan.arena_size) for n, tp in zip(self.names, self.plans)},
-                "segments": self.rows(), "prefetch": overlap_figures(sp)}
+                "segments": self.rows(), "prefetch": overlap_figures(sp),
+                "block_region_free_bytes": self.block_room()[0], "fits": self.fits()}
 
 
 def plan_use_case(models, profile, options):
