@@ -126,6 +126,70 @@ def plan_use_case(models, profile, options):
     return UseCase([tp.graph.name for tp in plans], plans, seg, prof, budget)
 
 
+def model_part(uc, k):
+    """Model k's part of the chained division as a SegmentPlan of that model
+    alone: its segments (a cut at every model boundary makes them whole), its
+    layers with their own tensor ids (segments.chain offsets them by
+    k * 1,000,000), its flash image from offset 0, and a wait for an earlier
+    model's segment dropped (that model has finished when this one starts).
+    The block, its region, the placement and the load / compute figures are
+    the chained plan's."""
+    import dataclasses
+
+    from firmware_sim.segments import SegmentPlan
+    sp = uc.segments
+    off = k * 1_000_000
+    mine = [s for s in sp.segments if any(la.model == _model_name(uc, k) for la in sp.layers[s.first:s.last + 1])]
+    if not mine:
+        raise ArgumentError(f"model {k}: no segment of the use case runs it")
+    first_seg, first_layer, src0 = mine[0].index, mine[0].first, mine[0].source_offset
+    layers = [dataclasses.replace(la, tensors=tuple((e[0] - off,) + tuple(e[1:]) for e in la.tensors))
+              for la in sp.layers[first_layer:mine[-1].last + 1]]
+    segs = []
+    for s in mine:
+        segs.append(dataclasses.replace(
+            s, index=s.index - first_seg, first=s.first - first_layer, last=s.last - first_layer,
+            wait_for=s.wait_for - first_seg if s.wait_for >= first_seg else -1,
+            source_offset=s.source_offset - src0, tensors=tuple((e[0] - off,) + tuple(e[1:]) for e in s.tensors)))
+    part = SegmentPlan(block_bytes=sp.block_bytes, budget_bytes=sp.budget_bytes, segments=segs, layers=layers,
+                       criteria=dict(sp.criteria), source_region=sp.source_region, block_region=sp.block_region,
+                       clock_hz=sp.clock_hz, placement=sp.placement)
+    return part.validate()
+
+
+def _model_name(uc, k):
+    names = uc.names
+    return names[k] if names.count(names[k]) == 1 else f"{names[k]}#{k}"
+
+
+def run_models(uc, seed=0, strategy="overlap", contention=True):
+    """Each model's part of the chained division (model_part) run with the real
+    kernels on the simulated MCU (firmware_sim.sim.simulate on its plan, a
+    seeded random input), each from a cold start: [{model, cycles,
+    bit_exact (outputs == Graph.run of the same input), dma_bytes}]."""
+    import numpy as np
+
+    from firmware_sim.sim import simulate
+    out = []
+    for k, tp in enumerate(uc.plans):
+        g = tp.graph
+        rng = np.random.default_rng([seed, k])
+        xs = []
+        for t in g.inputs:
+            tt = g.tensors[t]
+            info = np.iinfo(tt.dtype)
+            xs.append(rng.integers(info.min, info.max + 1, size=tt.shape).astype(tt.dtype))
+        x = xs if len(xs) > 1 else xs[0]
+        r = simulate(g, tp.plan, uc.profile, x, segments=model_part(uc, k), strategy=strategy, contention=contention)
+        ref = g.run(x)
+        ref = list(ref) if isinstance(ref, (list, tuple)) else [ref]
+        exact = len(r.outputs) == len(ref) and all(
+            np.array_equal(np.asarray(a).reshape(-1), np.asarray(b).reshape(-1)) for a, b in zip(r.outputs, ref))
+        out.append({"model": uc.names[k], "cycles": int(r.cycles), "bit_exact": bool(exact),
+                    "dma_bytes": int(r.dma_bytes), "segments": len(model_part(uc, k).segments)})
+    return out
+
+
 def simulate_use_case(uc, contention=True):
     """The chained division run on the simulator's event core with layer costs
     (firmware_sim.segments.run_abstract: the DMA loads and the kernels' modelled
