@@ -38,8 +38,8 @@ from firmware_sim.cost import CostModel
 from firmware_sim.dma import DmaEngine
 from firmware_sim.memory import Buffer, Memory, WriteWatch, fault
 from firmware_sim.profiles import load_profile
-from firmware_sim.segments import (SegmentPlan, SegmentRunner, graph_layers, is_partial, piece_cycles, pieces,
-                                   plan_segments)
+from firmware_sim.segments import (SegmentPlan, SegmentRunner, chain, graph_layers, is_partial, piece_cycles,
+                                   pieces, plan_segments)
 from firmware_sim.trace import Trace
 from pyembed.errors import FitError, PlanError, PyEmbedError, SimulationFault
 
@@ -278,17 +278,13 @@ def default_plan(graph, profile, algorithm="greedy_size"):
 
 # --- segments of a graph ----------------------------------------------------------------------
 
-def segment_graph(graph, profile, budget_bytes, criteria=("latency",), block_region=None, source_region=None,
-                  prefetch=True, order=None, split_bytes=None):
-    """Divide a graph's operators into segments for ``budget_bytes`` of RAM (the block).
-    Layer costs are the cost model's, with the weights in the block region. With
-    prefetch the whole budget may hold more than two segments in flight (see
-    firmware_sim.segments.plan_segments); without, the block is at most the two
-    largest neighbouring segments. With split_bytes, convolution / depthwise / FC
-    weights larger than that are cut into output-channel groups the division may
-    separate (firmware_sim.split)."""
+def model_layers(graph, profile, block_region=None, order=None, split_bytes=None, model=None):
+    """The segmentation layers of a graph (firmware_sim.segments.graph_layers):
+    one per operator (or per output-channel group with split_bytes), in
+    ``order``, costed by the profile's cost model with the weights in
+    block_region (default: the activation region). model: the name the
+    "models" cut rule knows the layers by (default: the graph's name)."""
     block_region = block_region or profile.defaults["activations"]
-    source_region = source_region or profile.defaults.get("segment_source") or profile.flash_region
     cm = CostModel(profile)
     ops = [graph.operators[i] for i in (order or range(len(graph.operators)))]
 
@@ -298,12 +294,69 @@ def segment_graph(graph, profile, budget_bytes, criteria=("latency",), block_reg
     if order is not None and list(order) != list(range(len(graph.operators))):
         g = copy.copy(graph)
         g.operators = ops
-    layers = graph_layers(g, lambda op: cm.op_cost(graph, op, locate).cycles, split_bytes=split_bytes,
-                          cost_model=cm, locate=locate)
+    return graph_layers(g, lambda op: cm.op_cost(graph, op, locate).cycles, model=model, split_bytes=split_bytes,
+                        cost_model=cm, locate=locate)
+
+
+def divide_layers(layers, profile, budget_bytes, criteria=("latency",), block_region=None, source_region=None,
+                  prefetch=True):
+    """firmware_sim.segments.plan_segments over layers (one model's, or several
+    chained with segments.chain), the loads costed from source_region into
+    block_region; the plan records both regions and the clock."""
+    block_region = block_region or profile.defaults["activations"]
+    source_region = source_region or profile.defaults.get("segment_source") or profile.flash_region
     plan = plan_segments(layers, budget_bytes, lambda nb: profile.transfer_cycles(nb, source_region, block_region),
                          criteria, prefetch)
     plan.source_region, plan.block_region, plan.clock_hz = source_region, block_region, profile.clock_hz
     return plan
+
+
+def segment_graph(graph, profile, budget_bytes, criteria=("latency",), block_region=None, source_region=None,
+                  prefetch=True, order=None, split_bytes=None):
+    """Divide a graph's operators into segments for ``budget_bytes`` of RAM (the block).
+    Layer costs are the cost model's, with the weights in the block region. With
+    prefetch the whole budget may hold more than two segments in flight (see
+    firmware_sim.segments.plan_segments); without, the block is at most the two
+    largest neighbouring segments. With split_bytes, convolution / depthwise / FC
+    weights larger than that are cut into output-channel groups the division may
+    separate (firmware_sim.split)."""
+    layers = model_layers(graph, profile, block_region, order, split_bytes)
+    return divide_layers(layers, profile, budget_bytes, criteria, block_region, source_region, prefetch)
+
+
+def segment_chain(graphs, profile, budget_bytes, criteria=("latency",), block_region=None, source_region=None,
+                  prefetch=True, orders=None, split_bytes=None):
+    """Several models run one after the other as one use case, their weights
+    through one block: the layers of each (model_layers, in orders[k]) chained
+    (segments.chain, tensor ids kept apart) and divided with the "models" hard
+    rule added to criteria (a cut at every model boundary, no segment spans two
+    models). A model's layers are named by its graph name (with its position
+    when a name repeats). Returns the SegmentPlan."""
+    layers = chained_layers(graphs, profile, block_region, orders, split_bytes)
+    return divide_layers(layers, profile, budget_bytes, use_case_criteria(criteria), block_region, source_region,
+                         prefetch)
+
+
+def chained_layers(graphs, profile, block_region=None, orders=None, split_bytes=None):
+    """The layers of several models run one after the other, as one list
+    (model_layers of each, in orders[k], chained by segments.chain); a model's
+    layers carry its graph name (with its position when a name repeats), which
+    the "models" cut rule separates."""
+    names = [g.name for g in graphs]
+    lists = []
+    for k, g in enumerate(graphs):
+        name = g.name if names.count(g.name) == 1 else f"{g.name}#{k}"
+        lists.append(model_layers(g, profile, block_region, (orders or [None] * len(graphs))[k], split_bytes,
+                                  model=name))
+    return chain(*lists)
+
+
+def use_case_criteria(criteria):
+    """criteria (a tuple of names or a {name: weight} dict) with the "models"
+    hard rule added: a cut at every model boundary of chained layers."""
+    if isinstance(criteria, dict):
+        return dict(criteria, models=1.0)
+    return tuple(dict.fromkeys(tuple(criteria) + ("models",)))
 
 
 # --- the simulation ------------------------------------------------------------------------------

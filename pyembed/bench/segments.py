@@ -68,15 +68,8 @@ def _arena(graph, profile):
 
 
 def _layers(graph, profile, split_bytes=None):
-    from firmware_sim.cost import CostModel
-    from firmware_sim.segments import graph_layers
-    cm = CostModel(profile)
-    block = profile.defaults["activations"]
-
-    def locate(t):
-        return block if graph.tensors[t].data is not None else None
-    return graph_layers(graph, lambda op: cm.op_cost(graph, op, locate).cycles, split_bytes=split_bytes,
-                        cost_model=cm, locate=locate)
+    from firmware_sim.sim import model_layers
+    return model_layers(graph, profile, split_bytes=split_bytes)
 
 
 def load_all_baseline(whole_layers, profile):
@@ -119,15 +112,10 @@ def fluid_time(whole_layers, profile, budget, slices=32):
 
 
 def _plans(layers, profile, budget, criteria):
-    from firmware_sim.segments import plan_segments
+    from firmware_sim.sim import divide_layers
     src, blk = profile.defaults["segment_source"], profile.defaults["activations"]
-
-    def lc(nb):
-        return profile.transfer_cycles(nb, src, blk)
-    plan = plan_segments(layers, budget, lc, criteria, prefetch=False)
-    fast = plan_segments(layers, budget, lc, criteria, prefetch=True)
-    for p in (plan, fast):
-        p.source_region, p.block_region = src, blk
+    plan = divide_layers(layers, profile, budget, criteria, blk, src, prefetch=False)
+    fast = divide_layers(layers, profile, budget, criteria, blk, src, prefetch=True)
     return plan, fast
 
 
@@ -204,7 +192,7 @@ def with_stall(profile, stall_per_word):
 
 def run(quick=False, split=True, stall_per_word=None):
     from firmware_sim.profiles import load_profile
-    from firmware_sim.segments import chain
+    from firmware_sim.sim import chained_layers, use_case_criteria
     rows, checks = [], []
     models = MODELS[:2] if quick else MODELS
     graphs = {m: _graph(m) for m in set(models) | set(CHAIN)}
@@ -221,15 +209,16 @@ def run(quick=False, split=True, stall_per_word=None):
                 whole = _layers(graphs[m], prof)
                 cut = _layers(graphs[m], prof, graphs[m].weights_bytes / SPLIT_DIVISOR) if split else whole
                 cases.append((m, whole, cut, _arena(graphs[m], prof)))
-            whole = chain(_layers(graphs[kws], prof), _layers(graphs[vww], prof))
-            cut = chain(*(_layers(graphs[g], prof, chained_bytes / SPLIT_DIVISOR) for g in CHAIN)) if split else whole
+            whole = chained_layers([graphs[g] for g in CHAIN], prof)
+            cut = chained_layers([graphs[g] for g in CHAIN], prof, split_bytes=chained_bytes / SPLIT_DIVISOR) \
+                if split else whole
             act = max(_arena(graphs[kws], prof), _arena(graphs[vww], prof))
             cases.append(("kws->vww (chained)", whole, cut, act))
             for name, whole, cut, activations in cases:
                 total = sum(la.weight_bytes for la in whole)
                 for frac in BUDGETS:
                     budget = int(total * frac)
-                    crit = ("latency", "models") if "chained" in name else ("latency",)
+                    crit = use_case_criteria(("latency",)) if "chained" in name else ("latency",)
                     row = {}
                     try:
                         row = evaluate(name, cut, prof, budget, activations, crit, whole=whole)

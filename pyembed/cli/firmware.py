@@ -30,11 +30,11 @@ import numpy as np
 
 from pyembed.target.planning import brief
 from pyembed.cli.options import (verbose_option, attention_option, fc_int16_weights_option, force_option, max_extra_macs_option,
-                                 optimize_option, optimize_summary, stream_input_option, strategy_option)
+                                 optimize_option, optimize_summary, stream_input_option, strategy_option, cut_option)
 
 
 @click.command("firmware")
-@click.argument("model")
+@click.argument("model", nargs=-1, required=True)
 @click.option("-p", "--profile", required=True, help="MCU profile (e.g. mps2-an386, microbit, mps3-an547; case-insensitive).")
 @click.option("-o", "--outdir", type=click.Path(file_okay=False), default=None,
               help="Project directory (default with --run: a temporary directory).")
@@ -44,6 +44,7 @@ from pyembed.cli.options import (verbose_option, attention_option, fc_int16_weig
 @click.option("--segments", "segments", metavar="BYTES", default=None,
               help="RAM budget for the weights (the execution block, e.g. 8K): when the weights do not fit, the "
                    "model is divided into segments loaded from flash while it runs (pe_segload).")
+@cut_option()
 @click.option("--run", "do_run", is_flag=True, help="Build with make and run under QEMU.")
 @click.option("--build", "do_build", is_flag=True,
               help="Build with make (no run): the static stack bound, the stack reserved and the flash per part.")
@@ -65,9 +66,12 @@ from pyembed.cli.options import (verbose_option, attention_option, fc_int16_weig
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable result.")
 def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs_path, seed, as_json, do_build=False,
                      attention="none", pipeline=None, optimize="balanced", max_extra_macs="10%", stream_input=False,
-                     fc_int16_weights=False, fc_w16_min_macs=None, force=False, verbose=False):
+                     fc_int16_weights=False, fc_w16_min_macs=None, force=False, verbose=False, segment_cut="latency"):
     """Generate a Cortex-M firmware project for MODEL (.tflite/.onnx or a
     bundled model name) on PROFILE; with --run, build it and run it on QEMU.
+    One model per project: several models as one segmented use case are
+    planned and simulated (pyembed plan / simulate A B --segments BYTES), not
+    yet generated.
 
     The graph and its plan are the ones 'pyembed plan' makes with the same
     options; the output ends with the same verdict line.
@@ -84,6 +88,12 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
     from pyembed.errors import ArgumentError
     from pyembed.model.load import load_model
 
+    if len(model) > 1:
+        from pyembed.errors import UnsupportedError
+        raise UnsupportedError(f"MODEL: {len(model)} models in one firmware project is not supported yet; plan and "
+                               f"simulate them as one segmented use case with 'pyembed plan|simulate "
+                               f"{' '.join(model)} --segments BYTES', or generate one project per model")
+    model = model[0]
     if stream_input and pipeline not in ("stripes", "auto", None):
         raise ArgumentError(f"--stream-input with --strategy {pipeline}: the input is streamed into a stripe region; "
                             f"use --strategy stripes or auto")
@@ -121,7 +131,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
     options = PlanOptions(strategy=pipeline, optimize=optimize, max_extra_macs=extra, algorithm=algorithm,
                           stream_input=stream_input,
                           attention=attention, fc_int16_weights=fc_int16_weights, fc_w16_min_macs=fc_w16_min_macs,
-                          weight_block=budget)
+                          weight_block=budget, segment_cut=segment_cut)
     try:
         tp = plan_for_target(g, profile, options, action="build firmware for")
     except FitError as e:
@@ -131,7 +141,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
     fused = tp.attention_lines
     pipeline = tp.strategy     # the strategy planned (chosen by --optimize when --strategy was not given)
     g = tp.imported    # the host reference of --run: the model as loaded (after the attention passes)
-    proj = generate(tp.graph, tp.profile, outdir, plan=tp.plan, segments=budget, strategy="none",
+    proj = generate(tp.graph, tp.profile, outdir, plan=tp.plan, segments=budget, strategy="none", cut=segment_cut,
                     fc_int16_weights=fc_int16_weights, fc_w16_min_macs=fc_w16_min_macs, force=force,
                     run_input=run_input)
     proj.pipeline_lines = tp.pipeline_lines

@@ -226,3 +226,32 @@ def verbose_option():
     return click.option("-v", "--verbose", is_flag=True,
                         help="Print every stripe region's internals (line stores, scratch breakdown, why it was "
                              "chosen); without it one line names the regions.")
+
+
+def models_argument(name="model"):
+    """MODEL...: one model, or several chained as one segmented use case
+    (then --segments is required; see pyembed.target.usecase)."""
+    return click.argument(name, type=ModelPath(), nargs=-1, required=True)
+
+
+def cut_option():
+    """--cut: the rule that places the weight segments' cuts (with --segments)."""
+    return click.option("--cut", "segment_cut", type=click.Choice(["latency", "boundaries", "state", "balanced"]),
+                        default="latency", show_default=True,
+                        help="With --segments: where the segments are cut. latency = the fastest pipeline (each "
+                             "segment's load hidden behind the previous one's compute); boundaries = a cut at every "
+                             "model boundary, the rest by latency (with one model: the same as latency); state = the "
+                             "fewest activation bytes carried across the cuts; balanced = segments of equal weight "
+                             "bytes. With several models a cut is always made at each model boundary.")
+
+
+def single_model(models, budget, command):
+    """The one model of MODEL... when only one is given, else None (several:
+    a chained use case, which needs --segments). Raises ArgumentError when
+    several models are given without a segment block."""
+    if len(models) == 1:
+        return models[0]
+    if budget is None:
+        raise ArgumentError(f"MODEL: {command} with {len(models)} models runs them as one segmented use case and "
+                            f"needs --segments BYTES (the RAM block for their weights)")
+    return None

@@ -8,8 +8,9 @@ import re
 
 import click
 
-from pyembed.cli.options import (verbose_option, attention_option, fc_int16_weights_option,
-                                 force_option, max_extra_macs_option, model_argument, profile_option, require_quantized,
+from pyembed.cli.options import (verbose_option, attention_option, cut_option, fc_int16_weights_option,
+                                 force_option, max_extra_macs_option, models_argument, profile_option, require_quantized,
+                                 single_model,
                                  optimize_option, optimize_summary, stream_input_option, strategy_option)
 from pyembed.errors import PlanError
 
@@ -60,7 +61,7 @@ def summary(plan):
 
 
 @click.command("plan")
-@model_argument()
+@models_argument()
 @profile_option(default=None, dest="part", help_extra="Its RAM regions become the plan's regions.")
 @click.option("--region", "region_specs", multiple=True, metavar="NAME=SIZE",
               help="A RAM region, e.g. dtcm=64K (repeatable, filled in order; overrides --profile's).")
@@ -87,7 +88,9 @@ def summary(plan):
 @max_extra_macs_option()
 @click.option("--segments", "segment_budget", metavar="BYTES", default=None,
               help="The RAM block for the weights (e.g. 32K; needs --profile): when the weights do not fit it, the "
-                   "model is divided into segments loaded from flash while it runs, and the division is printed.")
+                   "model is divided into segments loaded from flash while it runs, and the division is printed. "
+                   "Required with several models.")
+@cut_option()
 @stream_input_option("The model input is delivered row by row (a camera) into the stripe region reading it, "
                      "so it takes no arena bytes; the emitted C then takes a row callback (pe_row_source) and "
                      "plan.json records it (stripes / auto only).")
@@ -97,8 +100,13 @@ def summary(plan):
 def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_order, time_limit, section,
                  tflite_out, show_timeline, as_json, attention="none", pipeline=None, optimize="balanced",
                  max_extra_macs="10%", segment_budget=None, stream_input=False, fc_int16_weights=False,
-                 fc_w16_min_macs=None, force=False, verbose=False):
+                 fc_w16_min_macs=None, force=False, verbose=False, segment_cut="latency"):
     """Plan the static memory of MODEL (.tflite / .onnx) and emit C headers.
+
+    Several models (MODEL MODEL ...) with --segments are one use case run one
+    after the other, their weights through one block: each is planned into
+    DIR/<model>/, the chained division (a cut at every model boundary) is
+    printed segment by segment and written to DIR/segments.json.
 
     Prints the arena per region against the liveness lower bound and ends
     with the verdict line (fits / does not fit, each RAM region and the
@@ -113,6 +121,12 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
     from pyembed.target.planning import PlanOptions, failure_verdict, plan_for_target
 
     check_section(section, "--section")
+    models = model
+    model = single_model(models, segment_budget, "plan")
+    if model is None:
+        return _plan_use_case(models, part, outdir, segment_budget, segment_cut, algorithm, pipeline, optimize,
+                              max_extra_macs, attention, section, as_json, force, region_specs, tflite_out,
+                              stream_input)
     g = load_model(model)
     require_quantized(g, "plan")
     if attention != "none" and tflite_out:
@@ -134,7 +148,7 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
                           overlaps=overlaps,
                           algorithm=algorithm, search_order=search_order, time_limit=float(time_limit),
                           stream_input=stream_input, attention=attention, fc_int16_weights=fc_int16_weights,
-                          fc_w16_min_macs=fc_w16_min_macs, weight_block=budget)
+                          fc_w16_min_macs=fc_w16_min_macs, weight_block=budget, segment_cut=segment_cut)
     try:
         tp = plan_for_target(g, part, options, regions=regions, action="plan")
     except FitError as e:
@@ -171,12 +185,9 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
     seg_lines = []
     if budget is not None:
         from firmware_sim import autoseg
-        from firmware_sim.profiles import load_profile
-        from firmware_sim.sim import block_region_for
-        prof = load_profile(part)
-        # the block goes where the plan leaves room for it (the activation RAM first)
-        seg_plan = autoseg.auto_segments(g, prof, budget, order=list(plan.order) or None,
-                                         block_region=block_region_for(plan, prof, None, budget))
+        # the one division (pyembed.target.planning.segment_division): the block goes where the plan
+        # leaves room for it (the activation RAM first)
+        seg_plan = tp.segment_plan()
         s["segments"] = autoseg.to_dict(g, budget, seg_plan)
         seg_lines = [s["segments"]["note"]] + (autoseg.describe(g, seg_plan) if seg_plan is not None else [])
     # every file of the folder at the end, all or none (pyembed.codegen.outdir)
@@ -217,6 +228,72 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
         click.echo(s["verdict"])
     if not s["fits"]:
         raise FitError(f"{s['model']} does not fit: {s['verdict'][len('verdict: '):]}")
+
+
+def use_case_budget(part, segment_budget):
+    """--segments BYTES of a multi-model command (needs --profile)."""
+    from pyembed.errors import ArgumentError
+    if not part:
+        raise ArgumentError("--segments: needs --profile (the part whose flash and DMA load the segments)")
+    try:
+        budget = parse_size(segment_budget)
+    except PlanError:
+        raise ArgumentError(f"--segments {segment_budget!r}: expected bytes such as 32768 or 32K") from None
+    if budget <= 0:
+        raise ArgumentError(f"--segments {segment_budget!r}: expected a positive byte budget")
+    return budget
+
+
+def _plan_use_case(models, part, outdir, segment_budget, segment_cut, algorithm, pipeline, optimize, max_extra_macs,
+                   attention, section, as_json, force, region_specs, tflite_out, stream_input):
+    """plan MODEL MODEL ... --segments BYTES: pyembed.target.usecase."""
+    import os
+    from pyembed.codegen.emit import write_plan_outputs
+    from pyembed.codegen.escape import check_section
+    from pyembed.codegen.outdir import OutputDir
+    from pyembed.errors import ArgumentError, FitError
+    from pyembed.target.planning import PlanOptions
+    from pyembed.target.usecase import plan_use_case
+    check_section(section, "--section")
+    if region_specs or tflite_out or stream_input:
+        raise ArgumentError("several models: --region, --tflite-out and --stream-input plan one model; "
+                            "give one MODEL for them")
+    budget = use_case_budget(part, segment_budget)
+    options = PlanOptions(strategy=pipeline, optimize=optimize, max_extra_macs=parse_fraction(max_extra_macs),
+                          algorithm=algorithm, attention=attention, weight_block=budget, segment_cut=segment_cut)
+    uc = plan_use_case(list(models), part, options)
+    names = [n if uc.names.count(n) == 1 else f"{n}_{k}" for k, n in enumerate(uc.names)]
+    paths = {}
+    with OutputDir(outdir, force=force, what="-o/--outdir") as out:
+        paths["segments"] = out.write_text("segments.json", uc.segments.to_json())
+    for name, tp in zip(names, uc.plans):
+        for what, p in write_plan_outputs(tp.graph, tp.plan, os.path.join(outdir, name), section=section,
+                                          force=force).items():
+            paths[f"{name}/{what}"] = p
+    fits = uc.fits()
+    if as_json:
+        d = uc.to_dict()
+        d.update({"files": paths, "fits": fits,
+                  "plans": {n: {"strategy": tp.strategy, "arena": int(tp.plan.arena_size), "verdict": tp.verdict()}
+                            for n, tp in zip(names, uc.plans)}})
+        click.echo(json.dumps(d, indent=1))
+    else:
+        for n, tp in zip(names, uc.plans):
+            click.echo(f"{n}: arena {int(tp.plan.arena_size):,} B (--strategy {tp.strategy}), "
+                       f"{sum(int(t.nbytes) for t in tp.graph.tensors if t.is_constant):,} B of weights; "
+                       f"{tp.verdict()}")
+        click.echo(f"segments ({segment_cut} cuts):")
+        for line in uc.lines():
+            click.echo(f"  {line}")
+        for p in paths.values():
+            click.echo(f"  wrote {p}")
+    if not fits:
+        free, need = uc.block_room()
+        why = [f"{n}: {tp.verdict()[len('verdict: '):]}" for n, tp in zip(names, uc.plans) if not tp.fits()]
+        if need > free:
+            why.append(f"the {need:,} B block does not fit {uc.segments.block_region} beside the arenas "
+                       f"({free:,} B free)")
+        raise FitError("the use case does not fit: " + "; ".join(why))
 
 
 def _write_file(path, data):

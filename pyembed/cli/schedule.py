@@ -96,9 +96,15 @@ def schedule_to_dict(s, run=None):
 @click.option("--no-prefetch", is_flag=True, help="Fetch intermediates synchronously (no DMA prefetch).")
 @click.option("--c-glue", is_flag=True,
               help="Also write the C program of the schedule (graph tables, work functions, host main) to OUT/glue.")
+@click.option("--run", "run_windows", type=click.IntRange(min=1), default=None, metavar="WINDOWS",
+              help="Also execute the real kernels (the host C runtime, each item's operators on its planned arena) "
+                   "for this many windows: per model the inferences executed, their outputs against Graph.run of "
+                   "the same inputs, the cycles the timing model predicted against what the dispatcher counted on "
+                   "that run, and one inference per model on the simulated MCU (firmware_sim: its cycle count "
+                   "and bit-exactness; a simulator's count, not a hardware measurement).")
 @force_option()
 def schedule_command(priority, low, profile, units, window_ms, fps, split, windows, outdir, as_json, no_prefetch,
-                     c_glue, force=False):
+                     c_glue, force=False, run_windows=None):
     """Plan a cooperative periodic schedule with sub-model splitting, check it
     on the timing model and write the C table, a JSON description, a Gantt
     chart and a Perfetto trace to OUT."""
@@ -127,8 +133,9 @@ def schedule_command(priority, low, profile, units, window_ms, fps, split, windo
         if c_glue:
             from pyembed.schedule.glue import emit_glue
             emit_glue(s, out.sub("glue"))
+    kernel = _run_kernels(s, run_windows) if run_windows else None
     if as_json:
-        click.echo(json.dumps(d["run"], indent=1, default=str))
+        click.echo(json.dumps(dict(d["run"], kernels=kernel) if kernel else d["run"], indent=1, default=str))
         return
     f = d["run"]
     click.echo(s.describe())
@@ -140,9 +147,73 @@ def schedule_command(priority, low, profile, units, window_ms, fps, split, windo
         if v.get("results"):
             click.echo(f"  {name}: {v['results']} results, latency {v['latency_windows_mean']:.2f} windows "
                        f"(max {v['latency_windows_max']:.2f})")
+    if kernel:
+        click.echo(f"--run {run_windows} window(s) with the real kernels (host C runtime); cycles: predicted = the "
+                   f"plan's estimates, counted = the dispatcher's item times on this run (simulator, not hardware):")
+        for name, k in kernel["models"].items():
+            click.echo(f"  {name}: {k['inferences']} inference(s) executed, outputs {k['outputs_equal']}/"
+                       f"{k['inferences']} equal to Graph.run; {k['items_run']} item run(s), predicted "
+                       f"{k['predicted_cycles']:,} cycles, counted {k['counted_cycles']:,}")
+            dev = 100.0 * (k["simulator_cycles_per_inference"] - k["model_cycles_per_inference"]) / \
+                max(1, k["model_cycles_per_inference"])
+            click.echo(f"    one inference: timing model {k['model_cycles_per_inference']:,} cycles, simulator "
+                       f"(firmware_sim, real kernels on simulated memory) {k['simulator_cycles_per_inference']:,} "
+                       f"({dev:+.1f} %), outputs {'bit-exact' if k['simulator_bit_exact'] else 'DIFFER'}")
+        click.echo(f"  intermediates: {kernel['fetches']} fetched, {kernel['stores']} stored, "
+                   f"{len(kernel['mismatches'])} mismatch(es)")
+        for m in kernel["mismatches"][:5]:
+            click.echo(f"    {m}")
     click.echo(f"wrote {', '.join(wrote)}{', glue/' if c_glue else ''} to {outdir}")
     if "gantt.png" not in wrote:
         click.echo(f"  gantt.png left out: plots need matplotlib ({install_hint('matplotlib')})")
+
+
+def _run_kernels(s, windows):
+    """schedule --run: pyembed.schedule.run.run_kernels for `windows` windows;
+    per model the inferences that completed, how many outputs equal Graph.run
+    of the same inputs (integers, ==), and predicted (the items' estimates)
+    against counted (the dispatcher's end - start of each item run) cycles,
+    and one inference of each model on firmware_sim's simulated MCU (real
+    kernels, simulated memory): its cycles against the timing model's
+    (layer_cycles) and whether its outputs equal Graph.run."""
+    import numpy as np
+
+    from pyembed.schedule.run import random_inputs, run_kernels
+    inputs = random_inputs(s, 0)
+    run = run_kernels(s, windows, inputs=inputs)
+    e = run.ran()
+    out = {"windows": windows, "models": {}, "fetches": run.checks["fetches"], "stores": run.checks["stores"],
+           "mismatches": [" ".join(str(x) for x in m) for m in run.checks["mismatches"]]}
+    for mi, m in enumerate(s.models):
+        done = [(fr, outs) for (name, fr), outs in run.results.items() if name == m.name]
+        equal = 0
+        for fr, outs in done:
+            xs = inputs(m.name, fr)
+            ref = m.graph.run(xs if len(xs) > 1 else xs[0])
+            ref = list(ref) if isinstance(ref, (list, tuple)) else [ref]
+            equal += all(np.array_equal(np.asarray(a).reshape(-1), np.asarray(b).reshape(-1))
+                         for a, b in zip(outs, ref))
+        items = [k for k, p in enumerate(s.items) if p.model == mi]
+        sel = np.isin(e["item"], items)
+        predicted = int(sum(int(s.items[k].est) for k in e["item"][sel]))
+        counted = int((e["end"][sel] - e["start"][sel]).sum())
+        # one inference of frame 0's input on the simulated MCU: the real kernels on simulated memory, cycles
+        # from firmware_sim's cost model with the tensors where the simulator placed them
+        from firmware_sim.sim import simulate
+        from pyembed.schedule.workload import layer_cycles
+        unit = s.platform.units[s.items[items[0]].unit if items else 0]
+        xs = inputs(m.name, 0)
+        sim = simulate(m.graph, None, unit.profile, xs if len(xs) > 1 else xs[0])
+        ref = m.graph.run(xs if len(xs) > 1 else xs[0])
+        ref = list(ref) if isinstance(ref, (list, tuple)) else [ref]
+        out["models"][m.name] = {
+            "inferences": len(done), "outputs_equal": int(equal), "items_run": int(sel.sum()),
+            "predicted_cycles": predicted, "counted_cycles": counted,
+            "model_cycles_per_inference": int(sum(layer_cycles(m.graph, unit))),
+            "simulator_cycles_per_inference": int(sim.cycles),
+            "simulator_bit_exact": all(np.array_equal(np.asarray(a).reshape(-1), np.asarray(b).reshape(-1))
+                                       for a, b in zip(sim.outputs, ref))}
+    return out
 
 
 # -- schedule (the scheduler engineer's command: progress bar, exit 1 on missed deadlines) ---------------

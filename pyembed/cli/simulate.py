@@ -7,9 +7,9 @@ import click
 from pyembed.errors import PlanError
 
 from pyembed.cli.app import EXIT_CHECK_FAILED, EXIT_OK, _echo_json, _jsonable, progress_iter, run_with_progress  # noqa: F401
-from pyembed.target.planning import brief
+from pyembed.target.planning import CUTS, brief
 from pyembed.cli.options import (verbose_option, apply_attention, attention_option, check_deadline, force_option, inputs_option,
-                                 model_argument, one_sample, profile_option, max_extra_macs_option, require_quantized, stream_input_option, strategy_option,
+                                 models_argument, cut_option, single_model, one_sample, profile_option, max_extra_macs_option, require_quantized, stream_input_option, strategy_option,
                                  optimize_option, optimize_summary)
 
 
@@ -45,14 +45,15 @@ def _weight_block(seg):
 
 
 @click.command("simulate", short_help="Run a model on a simulated MCU: latency, RAM and flash, bit-exactness, report.")
-@model_argument()
+@models_argument()
 @profile_option()
 @click.option("--plan", "plan_path", type=click.Path(exists=True, dir_okay=False),
               help="plan.json from 'pyembed plan' (default: planned here as 'pyembed plan' plans it, on every RAM region of the profile).")
 @click.option("--segments", metavar="BYTES|FILE",
               help="Run from external flash: a RAM budget for weight segments (e.g. 96K), loaded by DMA, or a "
                    "segments.json. Default: weights resident in internal flash (or the segments stored in "
-                   "plan.json).")
+                   "plan.json). Required with several models.")
+@cut_option()
 @click.option("--strategy", type=click.Choice(["overlap", "serial", "all"]), default="overlap", show_default=True,
               help="With --segments: load the next segment while this one runs (overlap), load then run each "
                    "(serial), or load everything first (all).")
@@ -89,9 +90,17 @@ def _weight_block(seg):
 def simulate_command(model, profile, plan_path, segments, strategy, split_bytes, contention, inputs_path, seed,
                      deadline_ms, trace_path, plot_memory, plot_gantt, report_dir, calibration, show_ops, as_json,
                      attention="none", pipeline=None, max_extra_macs="10%", stream_input=False, force=False,
-                     optimize="balanced", verbose=False):
+                     optimize="balanced", verbose=False, segment_cut="latency"):
     """Run MODEL on a simulated microcontroller: the real C kernels on the
     profile's RAM and flash, with its cycle cost model and DMA.
+
+    Several models (MODEL MODEL ... --segments BYTES) are one use case run one
+    after the other through one weight block: planned as 'pyembed plan'
+    plans them, the chained division is run on the simulator's event core
+    with the layers' modelled cycles (DMA loads and compute), serial and
+    overlapped; then each model's part of that division runs with the real
+    kernels on the simulated MCU (from a cold start, a seeded random input):
+    its cycles and whether its outputs equal the host run (exit 1 if not).
 
     Prints the latency, RAM and flash use per region, whether the outputs
     are bit-exact with the host run, and the time of each operator. Exit 1
@@ -106,10 +115,17 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
     from pyembed.model.support import require_executable
 
     check_deadline(deadline_ms)
+    models = model
+    model = single_model(models, segments, "simulate")
+    if model is None:
+        return _simulate_use_case(models, profile, segments, segment_cut, pipeline, optimize, max_extra_macs,
+                                  attention, contention, as_json,
+                                  plan_path or split_bytes or inputs_path or trace_path or report_dir or stream_input)
     prof = load_profile(profile)
     graph = load_model(model)
     require_quantized(graph, "simulate")
     seg = _parse_segments(segments)
+    seg_run = seg if not isinstance(seg, int) else None   # what the simulation runs: a division, a file, or None
     plan_lines = []     # what the planning path chose, printed once the inputs are checked
     optimize_info = None
     if plan_path:
@@ -157,7 +173,8 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
             raise ArgumentError("--stream-input: needs --pipeline stripes or auto (a stripe region reads the rows)")
         options = PlanOptions(strategy=pipeline, optimize=optimize,
                               max_extra_macs=parse_fraction(max_extra_macs, "--max-extra-macs"),
-                              stream_input=stream_input, attention=attention, weight_block=_weight_block(seg))
+                              stream_input=stream_input, attention=attention, weight_block=_weight_block(seg),
+                              segment_cut=segment_cut)
         try:
             tp = plan_for_target(graph, prof, options, action="simulate")
         except FitError as e:
@@ -166,6 +183,9 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
             raise
         graph, plan = tp.graph, tp.plan
         plan_lines = tp.brief_lines(verbose)
+        if isinstance(seg, int) and split_bytes is None:
+            # the one division plan and firmware make (pyembed.target.planning.segment_division)
+            seg_run = tp.segment_plan()
         optimize_info = optimize_summary(tp)
     split = None
     if split_bytes is not None:
@@ -178,6 +198,8 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
     if split is not None and not isinstance(seg, int):
         from pyembed.errors import ArgumentError
         raise ArgumentError("--split-bytes: needs --segments BYTES (a RAM budget for the weight segments)")
+    if seg_run is None and isinstance(seg, int) and (plan_path or split is not None):
+        seg_run = seg   # divided by simulate_file (with --split-bytes, or for a plan.json given)
     x = None
     if inputs_path:
         xs = one_sample(graph, inputs_path)
@@ -186,9 +208,9 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
         for line in plan_lines:
             click.echo(line)
     result, _, exact = run_with_progress(
-        "simulating", lambda: simulate_file(graph, prof, plan=plan, x=x, segments=seg, strategy=strategy, seed=seed,
+        "simulating", lambda: simulate_file(graph, prof, plan=plan, x=x, segments=seg_run, strategy=strategy, seed=seed,
                                             trace_path=trace_path, memory_png=plot_memory, gantt_png=plot_gantt,
-                                            split_bytes=split, contention=contention),
+                                            split_bytes=split, contention=contention, criteria=CUTS[segment_cut]),
         expected_seconds=max(2.0, graph.macs / 4e6))
     missed = deadline_ms is not None and result.latency_ms > deadline_ms
     from pyembed.target.planning import fits, verdict_line
@@ -254,6 +276,56 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
                 click.echo(f"  charts left out of the report: {why}")
         click.echo(verdict)
     sys.exit(EXIT_CHECK_FAILED if (missed or not exact or not fit) else EXIT_OK)
+
+
+def _simulate_use_case(models, profile, segments, segment_cut, pipeline, optimize, max_extra_macs, attention,
+                       contention, as_json, single_only):
+    """simulate MODEL MODEL ... --segments BYTES (pyembed.target.usecase)."""
+    from pyembed.cli.plan import parse_fraction, use_case_budget
+    from pyembed.errors import ArgumentError
+    from pyembed.target.planning import PlanOptions
+    from pyembed.target.usecase import plan_use_case, simulate_use_case
+    if single_only:
+        raise ArgumentError("several models: --plan, --split-bytes, --inputs, --trace, --report and --stream-input "
+                            "take one MODEL")
+    if os.path.isfile(str(segments)):
+        raise ArgumentError("--segments: several models take a byte budget (e.g. 96K), not a segments.json")
+    budget = use_case_budget(profile, segments)
+    options = PlanOptions(strategy=pipeline, optimize=optimize,
+                          max_extra_macs=parse_fraction(max_extra_macs, "--max-extra-macs"), attention=attention,
+                          weight_block=budget, segment_cut=segment_cut)
+    uc = plan_use_case(list(models), profile, options)
+    t = simulate_use_case(uc, contention=contention)
+    from pyembed.target.usecase import run_models
+    runs = run_models(uc, contention=contention)
+    exact = all(r["bit_exact"] for r in runs)
+    ms = uc.profile.cycles_to_ms
+    fit = uc.fits()
+    if as_json:
+        d = uc.to_dict()
+        d.update({"simulated_cycles": t, "simulated_ms": {k: ms(v) for k, v in t.items()}, "fits": fit,
+                  "measured_by": "firmware_sim event core with the layers' modelled cycles",
+                  "kernel_runs": runs, "bit_exact_with_host": exact,
+                  "verdicts": {n: tp.verdict() for n, tp in zip(uc.names, uc.plans)}})
+        _echo_json(d)
+    else:
+        for n, tp in zip(uc.names, uc.plans):
+            click.echo(f"{n}: arena {int(tp.plan.arena_size):,} B (--pipeline {tp.strategy}); {tp.verdict()}")
+        click.echo(f"segments ({segment_cut} cuts):")
+        for line in uc.lines():
+            click.echo(f"  {line}")
+        click.echo(f"simulated on {uc.profile.name} ({uc.profile.clock_hz / 1e6:g} MHz), the event core with the "
+                   f"layers' modelled cycles{' and bus contention' if contention else ''}:")
+        click.echo(f"  overlap (segment k+1 loads while k runs): {t['overlap']:,} cycles = {ms(t['overlap']):.3f} ms")
+        click.echo(f"  serial (load a segment, then run it):     {t['serial']:,} cycles = {ms(t['serial']):.3f} ms")
+        click.echo(f"  analytic bound L1 + sum max(C_k, L_k+1) + C_n: {t['bound']:,} cycles = {ms(t['bound']):.3f} ms")
+        click.echo("each model's segments with the real kernels on the simulated MCU (from a cold start, seeded "
+                   "random input):")
+        for r in runs:
+            click.echo(f"  {r['model']}: {r['segments']} segments, {r['cycles']:,} cycles = {ms(r['cycles']):.3f} ms, "
+                       f"{r['dma_bytes']:,} B by DMA, outputs "
+                       f"{'bit-exact with' if r['bit_exact'] else 'DIFFER from'} the host run")
+    sys.exit(EXIT_OK if fit and exact else EXIT_CHECK_FAILED)
 
 
 # -- check -------------------------------------------------------------------------------------------

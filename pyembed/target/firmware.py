@@ -71,7 +71,7 @@ class FirmwareRun:
 
 
 def generate(graph, profile, outdir, segments=None, strategy="none", max_extra_macs=0.10, stream_input=False,
-             fc_int16_weights=False, fc_w16_min_macs=None, **kw):
+             fc_int16_weights=False, fc_w16_min_macs=None, cut="latency", **kw):
     """pyembed.codegen.firmware.generate_project with a profile name or path
     (case-insensitive bundled name, see firmware_sim.profiles.load_profile).
 
@@ -89,7 +89,11 @@ def generate(graph, profile, outdir, segments=None, strategy="none", max_extra_m
     in bytes for the weights (the execution block): the model is divided into
     segments by firmware_sim (segment_graph, one layer per operator) when its
     weights do not fit the budget; when they fit, no segments (say so with
-    ``project.segment_note``).
+    ``project.segment_note``). The division is
+    pyembed.target.planning.segment_division's (the one plan and simulate
+    make) with the cut rule ``cut`` (planning.CUTS: latency, boundaries,
+    state, balanced); without a plan in kw, the plan caps the stripe regions'
+    weights for the block as plan_for_target does.
 
     fc_int16_weights: int8 FULLY_CONNECTED layers on int16 weights packed
     offline (pyembed.passes.fc_w16, applied before the strategy and the plan;
@@ -113,8 +117,10 @@ def generate(graph, profile, outdir, segments=None, strategy="none", max_extra_m
     if kw.get("plan") is None:
         # the one planning path (pyembed.target.planning), as pyembed plan / simulate / firmware plan
         from pyembed.target.planning import TIME_LIMIT, PlanOptions, plan_for_target
+        block = None if segments is None or hasattr(segments, "segments") else int(segments)
         options = PlanOptions(strategy=strategy, max_extra_macs=float(max_extra_macs), stream_input=stream_input,
-                              algorithm=kw.pop("algorithm", "auto"), time_limit=kw.pop("time_limit", TIME_LIMIT))
+                              algorithm=kw.pop("algorithm", "auto"), time_limit=kw.pop("time_limit", TIME_LIMIT),
+                              weight_block=block if block and block > 0 else None, segment_cut=cut)
         tp = plan_for_target(graph, prof, options, action="build firmware for")
         graph, kw["plan"], lines = tp.graph, tp.plan, tp.pipeline_lines
     note = None
@@ -122,14 +128,13 @@ def generate(graph, profile, outdir, segments=None, strategy="none", max_extra_m
         budget = int(segments)
         if budget <= 0:
             raise ArgumentError(f"segments: expected a positive byte budget, got {segments!r}")
-        from firmware_sim.autoseg import needs_segments, segment_note
-        if not needs_segments(graph, budget):
-            segments = None
-        else:
-            from firmware_sim.sim import segment_graph
-            from pyembed.codegen.firmware import system_region
-            # the firmware puts the block after .data/.bss in the system RAM: cost its loads there
-            segments = segment_graph(graph, prof, budget, block_region=system_region(prof).name)
+        from firmware_sim.autoseg import segment_note
+        from pyembed.codegen.firmware import system_region
+        from pyembed.target.planning import segment_division
+        # the one division plan and simulate make (pyembed.target.planning.segment_division); the
+        # firmware puts the block after .data/.bss in the system RAM: cost its loads there
+        segments = segment_division(graph, kw["plan"], prof, budget, block_region=system_region(prof).name,
+                                    cut=cut)
         note = segment_note(graph, budget, segments)
     proj = generate_project(graph, prof, outdir, segments=segments, fc_int16_weights=fc_int16_weights,
                             fc_w16_min_macs=fc_w16_min_macs, **kw)

@@ -32,6 +32,13 @@ from pyembed.errors import ArgumentError
 
 STRATEGIES = ("none", "layers", "stripes", "auto")
 ALGORITHMS = ("auto", "linear", "greedy_size", "greedy_conflicts", "order_search", "cpsat")
+# --cut: the segment cut rules (firmware_sim.segments criteria). latency: the
+# fastest load/compute pipeline; boundaries: a cut at every model boundary
+# (the "models" hard rule; with one model the same as latency); state: the
+# least activation bytes carried across the cuts; balanced: segments of equal
+# weight bytes. Several chained models always get the "models" rule as well.
+CUTS = {"latency": ("latency",), "boundaries": ("latency", "models"), "state": ("carry",),
+        "balanced": ("balance",)}
 # the planner's search budget: one figure for every command (the search is
 # time-bounded, so two budgets could give two arenas for the same model)
 TIME_LIMIT = 10.0
@@ -53,6 +60,7 @@ class PlanOptions:
     fc_int16_weights: bool = False
     fc_w16_min_macs: int | None = None
     weight_block: int | None = None   # --segments BYTES: no stripe region holds more constants
+    segment_cut: str = "latency"      # --cut: the rule that places the segment cuts (CUTS)
 
     def __post_init__(self):
         from pyembed.target.objective import OBJECTIVES
@@ -74,6 +82,8 @@ class PlanOptions:
                                 f"not {self.strategy!r}")
         if self.weight_block is not None and not (isinstance(self.weight_block, int) and self.weight_block > 0):
             raise ArgumentError(f"weight_block: expected a positive byte count, got {self.weight_block!r}")
+        if self.segment_cut not in CUTS:
+            raise ArgumentError(f"segment_cut: expected one of {', '.join(CUTS)}, got {self.segment_cut!r}")
 
 
 @dataclasses.dataclass
@@ -111,6 +121,33 @@ class TargetPlan:
 
     def usage(self):
         return usage(self.plan, self.profile)
+
+    def segment_plan(self, block_region=None):
+        """The weight segments of this plan for options.weight_block (None
+        without a block or when the weights fit it): segment_division, the one
+        division plan, simulate and firmware use."""
+        if self.options.weight_block is None or self.profile is None:
+            return None
+        return segment_division(self.graph, self.plan, self.profile, self.options.weight_block,
+                                block_region=block_region, cut=self.options.segment_cut)
+
+
+def segment_division(graph, plan, profile, budget, block_region=None, cut="latency"):
+    """The one division of a planned graph into weight segments for a block of
+    budget bytes (firmware_sim.autoseg.auto_segments in the plan's operator
+    order, cut rule CUTS[cut]): None when the weights fit the block. The block
+    is costed in block_region (default: where the plan leaves room for it,
+    firmware_sim.sim.block_region_for; the firmware passes its system RAM,
+    where it puts the block). Raises FitError naming the layer and its bytes
+    when one layer alone exceeds the block, or when no division fits."""
+    from firmware_sim import autoseg
+    from firmware_sim.sim import block_region_for
+    if cut not in CUTS:
+        raise ArgumentError(f"cut: expected one of {', '.join(CUTS)}, got {cut!r}")
+    if block_region is None:
+        block_region = block_region_for(plan, profile, None, int(budget))
+    return autoseg.auto_segments(graph, profile, int(budget), order=list(plan.order) or None,
+                                 block_region=block_region, criteria=CUTS[cut])
 
 
 def profile_regions(profile):
@@ -185,14 +222,45 @@ def _plan_one(graph, options, regions, strategy, cache=None, prof=None, lean=Fal
     if lean:
         from pyembed.model.conv_form import all_gather
         graph = all_gather(graph)
-    g, plan, lines = plan_with_strategy(
-        graph, strategy, max_extra_macs=float(options.max_extra_macs), overlaps=options.overlaps,
-        stream_input=options.stream_input, max_region_weights=options.weight_block, cache=cache, regions=regions,
-        algorithm=options.algorithm, search_order=options.search_order, time_limit=float(options.time_limit))
-    g, plan = dsp_widen(g, plan, prof, lean=lean)
-    if lean:
-        plan.info["conv_forms"] = "gather"   # simulate --plan starts from the same forms (replay)
-    return g, plan, lines
+    cap = options.weight_block
+    while True:
+        g, plan, lines = plan_with_strategy(
+            graph, strategy, max_extra_macs=float(options.max_extra_macs), overlaps=options.overlaps,
+            stream_input=options.stream_input, max_region_weights=cap, cache=cache, regions=regions,
+            algorithm=options.algorithm, search_order=options.search_order, time_limit=float(options.time_limit))
+        g, plan = dsp_widen(g, plan, prof, lean=lean)
+        if lean:
+            plan.info["conv_forms"] = "gather"   # simulate --plan starts from the same forms (replay)
+        cap2 = _segment_cap(g, plan, prof, options, cap)
+        if cap2 is None:
+            return g, plan, lines
+        cap, cache = cap2, None    # the regions were chosen for the larger cap: plan again
+
+
+def _segment_cap(g, plan, prof, options, cap):
+    """With a weight block (--segments): None when the planned graph can be
+    divided into segments (segment_division), else a smaller cap on the stripe
+    regions' weights to plan again with -- a region is loaded whole, and two
+    neighbouring segments share the block, so regions each within the block may
+    still leave no division. Raises the division's FitError (the refusal names
+    the layer and its bytes) when there is no stripe region to shrink, when an
+    operator outside them alone exceeds the block, or after three halvings."""
+    from pyembed.errors import FitError
+    if options.weight_block is None or prof is None:
+        return None
+    try:
+        segment_division(g, plan, prof, options.weight_block, cut=options.segment_cut)
+        return None
+    except FitError:
+        if cap <= options.weight_block // 8 or not any(op.type == "PE_STRIPE_REGION" for op in g.operators):
+            raise
+        # an operator outside the stripe regions alone larger than the block: no cap helps
+        for op in g.operators:
+            if op.type != "PE_STRIPE_REGION" and sum(
+                    -(-int(g.tensors[t].nbytes) // 16) * 16 for t in set(op.inputs)
+                    if t >= 0 and g.tensors[t].data is not None) > options.weight_block:
+                raise
+        return cap // 2
 
 
 def dsp_widen(g, plan, prof, lean=False):
