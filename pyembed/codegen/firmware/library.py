@@ -66,8 +66,9 @@ def _strip(text):
 
 
 def runtime_closure(model_texts, root):
-    """The runtime's .c files (paths relative to root/src, sorted) and headers
-    (relative to root/include, sorted) that sources with the texts model_texts
+    """The runtime's .c files (paths relative to root/src, sorted), public
+    headers (relative to root/include, sorted) and private headers (beside the
+    sources, relative to root/src) that sources with the texts model_texts
     need: the project build's selection (every room, the model's operator table
     instead of the full one, pyembed._csrc.FULL_TABLE) reduced to the files
     defining a name the model's sources use, then a name those use, until no new
@@ -76,14 +77,33 @@ def runtime_closure(model_texts, root):
     selection over-approximates what a link keeps and never under-approximates it."""
     from pyembed import _csrc
     root = Path(root)
-    defs, uses, incs = {}, {}, {}
+    src_root = root / "src"
+    defs, uses, incs, local = {}, {}, {}, {}
+
+    def local_headers(path):
+        """The headers beside the sources (src/**.h) path includes, transitively, relative to src/."""
+        found, todo = set(), [path]
+        while todo:
+            f = todo.pop()
+            for h in _INCLUDE.findall(f.read_text()):
+                q = (f.parent / h).resolve()
+                if q.is_file() and q.is_relative_to(src_root.resolve()):
+                    r = q.relative_to(src_root.resolve()).as_posix()
+                    if r not in found:
+                        found.add(r)
+                        todo.append(q)
+        return found
+
     for p in _csrc.all_sources(root, table=False):
         p = Path(p)
-        rel = p.relative_to(root / "src").as_posix()
+        rel = p.relative_to(src_root).as_posix()
         raw = p.read_text()
         text = _strip(raw)
-        incs[rel] = _INCLUDE.findall(raw)
-        uses[rel] = set(_IDENT.findall(text))
+        local[rel] = local_headers(p)
+        # a private header's inline functions use names too: they count for the file including it
+        raw_all = raw + "".join((src_root / h).read_text() for h in sorted(local[rel]))
+        incs[rel] = _INCLUDE.findall(raw_all)
+        uses[rel] = set(_IDENT.findall(_strip(raw_all)))
         for name in _DEF.findall(text):
             defs.setdefault(name, set()).add(rel)
     need = set()
@@ -111,7 +131,8 @@ def runtime_closure(model_texts, root):
             continue
         headers.add(h)
         todo += _INCLUDE.findall((inc_root / h).read_text())
-    return sorted(need), sorted(headers)
+    private = sorted({h for rel in need for h in local[rel]})
+    return sorted(need), sorted(headers), private
 
 
 def _linker_fragment(profile, graph, arenas, flash_bytes):
@@ -349,8 +370,8 @@ def write_library(w, out, graph, profile, plan, prefix, layout, regions, granted
     for f in PORT_FILES:
         wm(f"port/{f}", (TARGET_TEMPLATES / f).read_text())
     cs = csrc_dir()
-    rt_srcs, rt_hdrs = runtime_closure(list(texts.values()), cs)
-    for rel in rt_srcs:
+    rt_srcs, rt_hdrs, rt_private = runtime_closure(list(texts.values()), cs)
+    for rel in rt_srcs + rt_private:
         w(f"pyembed/src/{rel}", (cs / "src" / rel).read_text())
     for rel in rt_hdrs:
         w(f"pyembed/include/{rel}", (cs / "include" / rel).read_text())
