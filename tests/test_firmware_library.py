@@ -316,6 +316,26 @@ def test_cli_layout_library(tmp_path):
     assert r.exit_code == 2 and "--layout library" in r.output, r.output
 
 
+def test_plan_over_several_regions(tmp_path):
+    """keyword spotting's plan on mps2-an386 spans block RAM and SSRAM2/3: the Python API refuses it
+    for a library (one base for the activations), the command plans again on one region alone."""
+    from pyembed.cli import main
+    from pyembed.errors import UnsupportedError
+    from pyembed.target.firmware import generate
+    g = _graph("tiny_kws_dscnn_int8")
+    with pytest.raises(UnsupportedError, match=r"--layout library: the plan uses 2 RAM regions \(blockram, ssram23\)"):
+        generate(g, "mps2-an386", tmp_path / "api", library=True)
+    r = CliRunner().invoke(main, ["firmware", "tiny_kws_dscnn_int8", "--profile", "mps2-an386", "--layout", "library",
+                                  "-o", str(tmp_path / "lib"), "--strategy", "none", "--json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert list(d["sections"]) == [".pe_arena_blockram"] and d["fits"]
+    assert any("planned on region blockram alone" in ln for ln in d["pipeline"])
+    j = json.loads((tmp_path / "lib" / "firmware.json").read_text())
+    assert [n for n, r in j["regions"].items() if r["used"]] == ["blockram"]
+    assert j["sections"][".pe_arena_blockram"]["bytes"] >= j["regions"]["blockram"]["used"] > 0
+
+
 # ---------------------------------------------------------------- built into an application, run under QEMU
 
 @needs_tools
@@ -357,3 +377,38 @@ def test_region_too_small_fails_the_link(tmp_path):
     assert b.returncode != 0
     assert f"pyembed: memory region PE_RAM_BLOCKRAM is smaller than the {arena} B planned for region blockram" \
         in b.stdout + b.stderr, b.stdout + b.stderr
+
+
+@needs_tools
+def test_makefile_fragment_links(tmp_path):
+    """The plain-Makefile route: a user's Makefile including pyembed_model.mk builds and links the
+    same application (no QEMU run: the CMake tests run it); the arena section sits inside the
+    user's region at an address the link chose, of the planned size."""
+    if shutil.which("make") is None:
+        pytest.skip("make not installed")
+    from pyembed.codegen.firmware.boards import BOARDS
+    graph = _graph("tflm_hello_world_int8")
+    proj = _library("tflm_hello_world_int8", "microbit", tmp_path / "lib")
+    _, data = _input(graph, 2)
+    app = tmp_path / "app"
+    _write_app(app, tmp_path / "lib", "microbit", graph, data)
+    flags = " ".join(BOARDS["microbit"].cpu_flags)
+    (app / "Makefile").write_text(f"""include {tmp_path / 'lib'}/pyembed_model.mk
+CC := {qemu.CC}
+CPU := {flags}
+SRCS := main.c startup.c $(PYEMBED_MODEL_SRCS)
+CFLAGS := $(CPU) -O2 $(PYEMBED_MODEL_INC) $(PYEMBED_MODEL_CFLAGS)
+LDFLAGS := $(CPU) -nostartfiles --specs=nosys.specs -Wl,--gc-sections $(PYEMBED_MODEL_LDFLAGS) -Tapp.ld
+app.elf: $(SRCS) app.ld
+\t$(CC) $(CFLAGS) $(SRCS) $(LDFLAGS) -lm -o $@
+""")
+    b = subprocess.run(["make", "-s"], cwd=app, capture_output=True, text=True)
+    assert b.returncode == 0, b.stdout + b.stderr
+    secs = subprocess.run([qemu.CC.replace("gcc", "readelf"), "-SW", str(app / "app.elf")], capture_output=True,
+                          text=True, check=True).stdout
+    m = re.search(r"\.pe_arena_sram\s+NOBITS\s+([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)", secs)
+    assert m, secs
+    addr, size = int(m.group(1), 16), int(m.group(2), 16)
+    sram = load_profile("microbit").regions["sram"]
+    want = json.loads((proj.outdir / "firmware.json").read_text())["sections"][".pe_arena_sram"]["bytes"]
+    assert size == want and addr % 16 == 0 and sram.base <= addr and addr + size <= sram.base + sram.size

@@ -4,7 +4,9 @@
 
 --layout library writes the model as a library for the user's own firmware
 instead (pyembed.codegen.firmware.library): no harness, startup or fixed
-address; --run, --build and --segments are refused with it.
+address, the activations planned on one RAM region (planned again on one
+region alone when the profile's plan spans several); --run, --build and
+--segments are refused with it.
 
 Writes a complete Cortex-M project (pyembed.codegen.firmware) of the graph the
 compiler pipeline leaves (--strategy, as ``pyembed plan``: stripe regions and
@@ -138,6 +140,8 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
                           weight_block=budget)
     try:
         tp = plan_for_target(g, profile, options, action="build firmware for")
+        if library:
+            tp = _one_region_plan(g, profile, options, tp)
     except FitError as e:
         if not as_json:
             click.echo(failure_verdict(e))
@@ -304,6 +308,31 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
         click.echo(verdict)
     if mismatches:
         raise SystemExit(1)
+
+
+def _one_region_plan(g, profile, options, tp):
+    """--layout library: the graph runtime addresses every activation from one base, which a library
+    cannot fix across the user's memories before the link; a plan over several RAM regions is made
+    again on one region alone, the first of the profile's planning order it fits (FitError: none)."""
+    from pyembed.errors import FitError
+    from pyembed.target.planning import plan_for_target, profile_regions
+    used = [n for n, b in tp.plan.region_used().items() if b > 0]
+    if len(used) <= 1:
+        return tp
+    _, regions = profile_regions(tp.profile)
+    tried = []
+    for r in regions:
+        try:
+            one = plan_for_target(g, tp.profile, options, regions=[r], action="build firmware for")
+        except FitError as e:
+            tried.append(f"{r.name}: {e}")
+            continue
+        one.pipeline_lines = list(one.pipeline_lines) + [
+            f"--layout library: planned on region {r.name} alone (the plan over {', '.join(used)} needs one base "
+            f"address for the activations; the library's arena is one array)"]
+        return one
+    raise FitError(f"--layout library: the plan needs several RAM regions ({', '.join(used)}) and no single "
+                   f"region of {tp.profile.name} holds it ({'; '.join(tried)})")
 
 
 def _library_report(g, proj, tp, manifest, outdir, as_json, verbose):

@@ -337,7 +337,8 @@ def write_library(w, out, graph, profile, plan, prefix, layout, regions, granted
         raise UnsupportedError(
             f"--layout library: the plan uses {len(live)} RAM regions ({', '.join(n for n, _ in live)}); the "
             f"graph runtime addresses them from one base, which the library cannot fix before your link: plan "
-            f"on one region (a profile with one RAM region, or a model that fits the first)")
+            f"on one region (plan_for_target(..., regions=[one region]); `pyembed firmware --layout library` "
+            f"does so)")
     if not live:
         live = [(next(iter(regions)), 0)]
     name, used = live[0]
