@@ -783,7 +783,7 @@ def _write_project(out, graph, profile, plan, prefix, layout, arena_base, region
 
 def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algorithm="auto",
                      time_limit=5.0, copy_runtime=True, segments=None, dsp_scratch=None, fc_int16_weights=False,
-                     fc_w16_min_macs=None, force=False, run_input=None, library=False):
+                     fc_w16_min_macs=None, force=False, run_input=None, library_writer=None):
     """Write the firmware project of graph for profile (a loaded firmware_sim
     profile) into outdir; returns a FirmwareProject. plan: a pyembed.plan Plan
     on the profile's regions (default: planned here). segments: a
@@ -813,10 +813,8 @@ def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algor
     written into the project with it, so that `make run` there runs that
     input; the dict's other keys (e.g. "source", "sample") are recorded in
     firmware.json's "input_file".
-    library: write the model as a library for the user's own firmware instead
-    of the QEMU project (``--layout library``, pyembed.codegen.firmware.library:
-    no main, startup or fixed address; one planned RAM region; no segments, no
-    run_input)."""
+    library_writer: None (the QEMU project), or the library layout's writer
+    (``--layout library``: pyembed.codegen.firmware.library.generate_library)."""
     from pyembed.model.graph import Graph
 
     if not isinstance(graph, Graph):
@@ -877,24 +875,9 @@ def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algor
             raise ArgumentError(f"run_input: {len(run_input['data'])} B of input; the harness reads {text}")
         run_input = dict(run_input, data=bytes(run_input["data"]))
     from pyembed.codegen.outdir import OutputDir
-    if library:
-        if segments is not None:
-            raise UnsupportedError("--layout library: segmented execution (--segments) is for the project layout")
-        if run_input is not None:
-            raise ArgumentError("run_input: the library layout has no harness to run (--layout project)")
-        from pyembed.codegen.firmware.library import write_library
-        files = {}
-        with OutputDir(outdir, force=force) as out:
-            def w(rel, text):
-                write = out.write_bytes if isinstance(text, bytes) else out.write_text
-                files[rel] = write(rel, text)
-            op_rows = write_library(w, out, graph, profile, plan, prefix, layout, regions, granted, fc_w16,
-                                    streamed, core_flags)
-        inputs = [(t, int(graph.tensors[t].nbytes), graph.tensors[t].dtype) for t in graph.inputs]
-        outputs = [(t, int(graph.tensors[t].nbytes), graph.tensors[t].dtype, tuple(graph.tensors[t].shape))
-                   for t in graph.outputs]
-        return FirmwareProject(Path(out.root), profile, graph, plan, layout, op_rows, inputs, outputs,
-                               qemu_machine(profile), files, granted, fc_w16)
+    if library_writer is not None:
+        return library_writer(outdir, force, graph, profile, plan, prefix, layout, regions, granted, fc_w16, streamed,
+                              core_flags, segments, run_input)
     with OutputDir(outdir, force=force) as out:
         files, op_rows = _write_project(out, graph, profile, plan, prefix, layout, arena_base, regions, sys_region,
                                         segments, granted, fc_w16, streamed, core_flags, copy_runtime, run_input)

@@ -1,9 +1,9 @@
 """The model as a library for a firmware engineer's own project
 (``pyembed firmware MODEL --profile P --layout library -o DIR``).
 
-``generate_project(..., library=True)`` (pyembed.codegen.firmware) plans and
-prepares the model exactly as for the QEMU project, then ``write_library``
-writes::
+``generate_library(graph, profile, outdir, **kw)`` takes generate_project's
+arguments (pyembed.codegen.firmware): it prepares the model exactly as for the
+QEMU project, then ``write_library`` writes::
 
     DIR/model/          memplan.h, model_data.c/.h, model_graph.c/.h, model_ops.c,
                         pe_model.c/.h: the project's model sources (same API), except
@@ -35,7 +35,7 @@ from pathlib import Path
 from pyembed.codegen.escape import c_comment, cmake_comment, make_comment
 from pyembed.errors import UnsupportedError
 
-__all__ = ["runtime_closure", "write_library", "section_names", "region_alias", "FLASH_ALIAS",
+__all__ = ["generate_library", "runtime_closure", "write_library", "section_names", "region_alias", "FLASH_ALIAS",
            "LINKER_FRAGMENT", "MAKE_FRAGMENT"]
 
 FLASH_ALIAS = "PE_FLASH"
@@ -326,9 +326,40 @@ LDFLAGS += $(PYEMBED_MODEL_LDFLAGS)
 """
 
 
-def write_library(w, out, graph, profile, plan, prefix, layout, regions, granted, fc_w16, streamed, core_flags):
-    """Stage the library's files through w(rel, text) (generate_project's
-    writer into the OutputDir out); returns the operator rows."""
+def generate_library(graph, profile, outdir, **kw):
+    """The model as a library in outdir (see the module's text); kw: generate_project's
+    (not segments or run_input). Returns the FirmwareProject."""
+    from pyembed.codegen.firmware import generate_project
+    return generate_project(graph, profile, outdir, library_writer=_write, **kw)
+
+
+def _write(outdir, force, graph, profile, plan, prefix, layout, regions, granted, fc_w16, streamed, core_flags,
+           segments, run_input):
+    """generate_project's last step for the library layout: its files written through an OutputDir
+    (the whole library or nothing); returns the FirmwareProject."""
+    from pyembed.codegen.firmware import FirmwareProject, qemu_machine
+    from pyembed.codegen.outdir import OutputDir
+    from pyembed.errors import ArgumentError
+    if segments is not None:
+        raise UnsupportedError("--layout library: segmented execution (--segments) is for the project layout")
+    if run_input is not None:
+        raise ArgumentError("run_input: the library layout has no harness to run (--layout project)")
+    files = {}
+    with OutputDir(outdir, force=force) as out:
+        def w(rel, text):
+            write = out.write_bytes if isinstance(text, bytes) else out.write_text
+            files[rel] = write(rel, text)
+        op_rows = write_library(w, graph, profile, plan, prefix, layout, regions, granted, fc_w16, streamed,
+                                core_flags)
+    io = [(t, int(graph.tensors[t].nbytes), graph.tensors[t].dtype) for t in graph.inputs]
+    outputs = [(t, int(graph.tensors[t].nbytes), graph.tensors[t].dtype, tuple(graph.tensors[t].shape))
+               for t in graph.outputs]
+    return FirmwareProject(Path(out.root), profile, graph, plan, layout, op_rows, io, outputs,
+                           qemu_machine(profile), files, granted, fc_w16)
+
+
+def write_library(w, graph, profile, plan, prefix, layout, regions, granted, fc_w16, streamed, core_flags):
+    """Stage the library's files through w(rel, text); returns the operator rows."""
     from pyembed.codegen import emit, optable
     from pyembed.codegen.firmware import (TARGET_TEMPLATES, _align, _api_header, _api_source, _gather_rows,
                                           csrc_dir, qemu_machine)
