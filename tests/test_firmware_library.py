@@ -280,6 +280,7 @@ def test_library_holds_no_harness_and_no_address(tmp_path):
     assert used == proj.plan.region_used()["blockram"] > 0
     assert j["flash_section"][".pe_flash"]["bytes"] == int(proj.plan.flash_size)
     pe_model = (d / "model/pe_model.c").read_text()
+    assert "memory map" not in (d / "model/pe_model.h").read_text() and "ARENA_BASE" not in pe_model
     assert (f'static uint8_t pe_arena_blockram[{(used + 15) // 16 * 16}]\n    __attribute__((section('
             f'".pe_arena_blockram"), aligned(16), used));') in pe_model
     ld = (d / "pyembed_sections.ld").read_text()

@@ -281,6 +281,11 @@ pe_model_invoke();
 const int8_t *out = pe_model_output(0, &n);         /* {P}_OUTPUT0_BYTES */
 ```
 
+`pe_model.h` describes each input and output (dims, type, scale and zero point). The per-operator
+hooks (`pe_model_set_hooks`) may time with the port layer: `pe_port_clock_init()` once, then
+`pe_port_now()`; with the default SysTick clock your `SysTick_Handler` calls
+`pe_port_systick_isr()`, and `pe_port_set_log` routes `pe_port_log` to your UART or console.
+
 ## 1. Memory: the linker-script fragment (every route needs it)
 
 The weights ({flash_bytes} B) are in section `.pe_flash`; each planned RAM region is one
@@ -397,7 +402,9 @@ def write_library(w, graph, profile, plan, prefix, layout, regions, granted, fc_
     wm(f"model/{optable.GENERATED_NAME}",
        optable.op_table_source(optable.op_uses(gsrc, _gather_rows(graph, ops)), rows=bool(streamed),
                                model_name=graph.name))
-    wm("model/pe_model.h", _api_header(graph, prefix, False))
+    # (pe_model_init checks no address here: the link places the arena)
+    wm("model/pe_model.h", _api_header(graph, prefix, False).replace("once: checks the memory map and the tables,",
+                                                                     "once: checks the tables,", 1))
     wm("model/pe_model.c", _api_source(graph, prefix, ops, regions, 0, "", None, library_arena=(name, arena_bytes)))
     for f in PORT_FILES:
         wm(f"port/{f}", (TARGET_TEMPLATES / f).read_text())
