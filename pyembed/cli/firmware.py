@@ -1,5 +1,12 @@
 """``pyembed firmware MODEL --profile PROFILE -o DIR [--strategy auto|layers|stripes|none]
-[--stream-input] [--fc-int16-weights [--fc-int16-min-macs N]] [--run --inputs X.npy] [--json]``.
+[--stream-input] [--fc-int16-weights [--fc-int16-min-macs N]] [--run --inputs X.npy] [--json]
+[--layout project|library]``.
+
+--layout library writes the model as a library for the user's own firmware
+instead (pyembed.codegen.firmware.library): no harness, startup or fixed
+address, the activations planned on one RAM region (planned again on one
+region alone when the profile's plan spans several); --run, --build and
+--segments are refused with it.
 
 Writes a complete Cortex-M project (pyembed.codegen.firmware) of the graph the
 compiler pipeline leaves (--strategy, as ``pyembed plan``: stripe regions and
@@ -45,6 +52,10 @@ from pyembed.cli.options import (verbose_option, attention_option, fc_int16_weig
               help="RAM budget for the weights (the execution block, e.g. 8K): when the weights do not fit, the "
                    "model is divided into segments loaded from flash while it runs (pe_segload).")
 @cut_option()
+@click.option("--layout", "layout", type=click.Choice(["project", "library"]), default="project", show_default=True,
+              help="project: a complete QEMU project (main.c harness, startup, link.ld, Makefile); library: the "
+                   "model for your own firmware (CMake target pyembed_model, Makefile fragment pyembed_model.mk, "
+                   "linker fragment pyembed_sections.ld; no main, startup or fixed address; DIR/README.md).")
 @click.option("--run", "do_run", is_flag=True, help="Build with make and run under QEMU.")
 @click.option("--build", "do_build", is_flag=True,
               help="Build with make (no run): the static stack bound, the stack reserved and the flash per part.")
@@ -66,7 +77,8 @@ from pyembed.cli.options import (verbose_option, attention_option, fc_int16_weig
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable result.")
 def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs_path, seed, as_json, do_build=False,
                      attention="none", pipeline=None, optimize="balanced", max_extra_macs="10%", stream_input=False,
-                     fc_int16_weights=False, fc_w16_min_macs=None, force=False, verbose=False, segment_cut="latency"):
+                     fc_int16_weights=False, fc_w16_min_macs=None, force=False, verbose=False, segment_cut="latency",
+                     layout="project"):
     """Generate a Cortex-M firmware project for MODEL (.tflite/.onnx or a
     bundled model name) on PROFILE; with --run, build it and run it on QEMU.
     One model per project: several models as one segmented use case are
@@ -99,6 +111,11 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
                             f"use --strategy stripes or auto")
     from pyembed.errors import FitError
     from pyembed.target.planning import PlanOptions, failure_verdict, plan_for_target
+    library = layout == "library"
+    if library and (do_run or do_build or segments is not None):
+        what = "--run" if do_run else ("--build" if do_build else "--segments")
+        raise ArgumentError(f"{what} with --layout library: the library has no harness or segment loader; build it "
+                            f"into your firmware (DIR/README.md), or use --layout project")
     if do_run:
         # before loading, planning or generating anything: can this profile run at all?
         from firmware_sim.profiles import load_profile
@@ -134,6 +151,8 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
                           weight_block=budget, segment_cut=segment_cut)
     try:
         tp = plan_for_target(g, profile, options, action="build firmware for")
+        if library:
+            tp = _one_region_plan(g, profile, options, tp)
     except FitError as e:
         if not as_json:
             click.echo(failure_verdict(e))
@@ -143,7 +162,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
     g = tp.imported    # the host reference of --run: the model as loaded (after the attention passes)
     proj = generate(tp.graph, tp.profile, outdir, plan=tp.plan, segments=budget, strategy="none", cut=segment_cut,
                     fc_int16_weights=fc_int16_weights, fc_w16_min_macs=fc_w16_min_macs, force=force,
-                    run_input=run_input)
+                    run_input=run_input, library=library)
     proj.pipeline_lines = tp.pipeline_lines
     verdict = tp.verdict()
     with open(os.path.join(outdir, "firmware.json")) as f:
@@ -152,6 +171,9 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
     if stream_input and not streamed:
         lines = [ln.strip() for ln in proj.pipeline_lines if "not streamed" in ln] or ["no stripe region reads it"]
         raise ArgumentError(f"--stream-input: {g.name}'s input cannot be streamed ({lines[0]})")
+    if library:
+        _library_report(g, proj, tp, manifest, outdir, as_json, verbose)
+        return
     result = {"project": os.path.abspath(outdir), "profile": proj.profile.name, "regions": manifest["regions"],
               "segments": manifest["segments"], "segment_note": proj.segment_note, "attention": fused,
               "strategy": pipeline, "stream_input": streamed, "arena_bytes": manifest["arena_bytes"],
@@ -297,6 +319,60 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
         click.echo(verdict)
     if mismatches:
         raise SystemExit(1)
+
+
+def _one_region_plan(g, profile, options, tp):
+    """--layout library: the graph runtime addresses every activation from one base, which a library
+    cannot fix across the user's memories before the link; a plan over several RAM regions is made
+    again on one region alone, the first of the profile's planning order it fits (FitError: none)."""
+    from pyembed.errors import FitError
+    from pyembed.target.planning import plan_for_target, profile_regions
+    used = [n for n, b in tp.plan.region_used().items() if b > 0]
+    if len(used) <= 1:
+        return tp
+    _, regions = profile_regions(tp.profile)
+    tried = []
+    for r in regions:
+        try:
+            one = plan_for_target(g, tp.profile, options, regions=[r], action="build firmware for")
+        except FitError as e:
+            tried.append(f"{r.name}: {e}")
+            continue
+        one.pipeline_lines = list(one.pipeline_lines) + [
+            f"--layout library: planned on region {r.name} alone (the plan over {', '.join(used)} needs one base "
+            f"address for the activations; the library's arena is one array)"]
+        return one
+    raise FitError(f"--layout library: the plan needs several RAM regions ({', '.join(used)}) and no single "
+                   f"region of {tp.profile.name} holds it ({'; '.join(tried)})")
+
+
+def _library_report(g, proj, tp, manifest, outdir, as_json, verbose):
+    """--layout library: what was written, the sections and the verdict (exit 1 when it does not fit)."""
+    from pyembed.errors import FitError
+    verdict = tp.verdict()
+    if as_json:
+        click.echo(json.dumps({"library": os.path.abspath(outdir), "layout": "library", "profile": proj.profile.name,
+                               "sections": manifest["sections"], "flash_section": manifest["flash_section"],
+                               "sources": manifest["sources"], "cpu_flags_assumed": manifest["cpu_flags_assumed"],
+                               "arena_bytes": manifest["arena_bytes"], "strategy": tp.strategy,
+                               "pipeline": tp.pipeline_lines, "verdict": verdict, "fits": tp.fits()}, indent=1))
+    else:
+        click.echo(f"{g.name}: library for {proj.profile.name} ({proj.profile.core}) in {outdir} (CMake target "
+                   f"pyembed_model, {manifest['make_fragment']}, {manifest['linker_fragment']}; see README.md there)")
+        click.echo(f"  arena {manifest['arena_bytes']} B (--strategy {tp.strategy}); CPU flags assumed: "
+                   f"{manifest['cpu_flags_assumed']}")
+        for line in (tp.pipeline_lines if verbose else brief(tp.pipeline_lines)):
+            click.echo(f"  {line}")
+        for name, sec in manifest["sections"].items():
+            click.echo(f"  section {name} (NOLOAD): {sec['bytes']} B in region alias {sec['region_alias']} "
+                       f"(planned region {sec['region']})")
+        for name, sec in manifest["flash_section"].items():
+            click.echo(f"  section {name}: {sec['bytes']} B of weights in region alias {sec['region_alias']}")
+        click.echo(f"  runtime: {sum(s.startswith('pyembed/') for s in manifest['sources'])} C files of pyembed's "
+                   f"runtime the model needs")
+        click.echo(verdict)
+    if not tp.fits():
+        raise FitError(f"{g.name} does not fit {tp.profile.name}: {verdict[len('verdict: '):]}")
 
 
 def _samples(g, inputs_path, seed):

@@ -95,6 +95,9 @@ def generate(graph, profile, outdir, segments=None, strategy="none", max_extra_m
     state, balanced); without a plan in kw, the plan caps the stripe regions'
     weights for the block as plan_for_target does.
 
+    library=True (in kw): the model as a library for the user's own firmware
+    (pyembed.codegen.firmware.library.generate_library) instead of the project.
+
     fc_int16_weights: int8 FULLY_CONNECTED layers on int16 weights packed
     offline (pyembed.passes.fc_w16, applied before the strategy and the plan;
     ``project.fc_w16`` reports the layers and bytes) for layers of at least
@@ -136,8 +139,13 @@ def generate(graph, profile, outdir, segments=None, strategy="none", max_extra_m
         segments = segment_division(graph, kw["plan"], prof, budget, block_region=system_region(prof).name,
                                     cut=cut)
         note = segment_note(graph, budget, segments)
-    proj = generate_project(graph, prof, outdir, segments=segments, fc_int16_weights=fc_int16_weights,
-                            fc_w16_min_macs=fc_w16_min_macs, **kw)
+    write = generate_project
+    if kw.pop("library", False):
+        # --layout library: the model for the user's own firmware (pyembed.codegen.firmware.library)
+        from pyembed.codegen.firmware.library import generate_library
+        write = generate_library
+    proj = write(graph, prof, outdir, segments=segments, fc_int16_weights=fc_int16_weights,
+                 fc_w16_min_macs=fc_w16_min_macs, **kw)
     layers = [int(op.params["layers"]) for op in proj.graph.operators
               if op.type == "PE_STRIPE_REGION" and "layers" in (op.params or {})]
     if layers:
