@@ -19,7 +19,9 @@ rewritten by the compiler pipeline, ``plan_for_profile(..., strategy=...)``)::
     DIR/model/pe_model.c/.h            the API: pe_model_init, pe_model_input, pe_model_invoke,
                                        pe_model_output, per-operator hooks; pe_model_invoke_rows
                                        for a streamed input (a pe_row_source delivers its rows)
-    DIR/main.c                         a harness: input from the host file pe_input.bin (a
+    DIR/main.c                         (io "uart" / "none": pyembed.codegen.firmware.io, the input
+                                       compiled in as pe_input.c, a generated startup.c, pe_uart.c)
+                                       a harness: input from the host file pe_input.bin (a
                                        streamed input: into a frame outside the planned RAM,
                                        section .pe_input_frame, handed over row by row),
                                        outputs and per-operator instruction counts to
@@ -675,9 +677,9 @@ def _gather_rows(graph, ops):
 
 
 def _write_project(out, graph, profile, plan, prefix, layout, arena_base, regions, sys_region, segments, granted,
-                   fc_w16, streamed, core_flags, copy_runtime, run_input=None):
+                   fc_w16, streamed, core_flags, copy_runtime, run_input=None, io="semihost"):
     """Stage every file of the project in out (a pyembed.codegen.outdir.OutputDir);
-    returns ({key: final path}, operator rows). run_input: generate_project's."""
+    returns ({key: final path}, operator rows). run_input, io: generate_project's."""
     from pyembed.codegen import emit
     from pyembed.codegen.firmware.files import MODEL_SOURCES, _cmakelists, _main_source, _makefile
     from pyembed.codegen.outdir import copy_tree
@@ -711,7 +713,19 @@ def _write_project(out, graph, profile, plan, prefix, layout, arena_base, region
     w("model/pe_model.c", _api_source(graph, prefix, ops, regions, arena_base, sys_region.name, seg_text))
     # the Makefile and CMakeLists compile exactly these model sources (no user file in model/)
     assert sorted(r for r in files if r.endswith(".c")) == sorted(MODEL_SOURCES)
-    w("main.c", _main_source(graph, prefix, ops))
+    from pyembed.codegen.firmware import io as fwio
+    if io == "semihost":
+        w("main.c", _main_source(graph, prefix, ops))
+    else:
+        # no semihosting: the input compiled in, the board's own start-up (and UART)
+        from pyembed.codegen.firmware.files import _streamed_parts
+        decl = _streamed_parts(graph, prefix)[0] if streamed else ""
+        w("main.c", fwio.main_source(graph, prefix, ops, io, decl))
+        w("pe_input.c", fwio.input_source(run_input["data"]))
+        w("startup.c", fwio.startup_source(profile.name.lower(), io))
+        if io == "uart":
+            w("pe_uart.c", fwio.uart_source(profile.name.lower()))
+            w("pe_uart.h", fwio.uart_header())
     machine = qemu_machine(profile)
     # the harness's frame of a streamed input: in code memory where QEMU makes it RAM, else in .data's RAM
     frame = None if not streamed else ("FLASH" if machine else "RAM")
@@ -720,9 +734,11 @@ def _write_project(out, graph, profile, plan, prefix, layout, arena_base, region
     from pyembed.codegen.firmware.stack import stack_script
     w("stack.ld", stack_script())
     for name in ("startup.c", "pe_port.c", "pe_port.h", "pe_target.c", "pe_target.h"):
+        if name == "startup.c" and io != "semihost":
+            continue
         w(name, (TARGET_TEMPLATES / name).read_text())
-    w("Makefile", _makefile(profile, core_flags, machine, graph))
-    w("CMakeLists.txt", _cmakelists(profile, core_flags))
+    w("Makefile", _makefile(profile, core_flags, machine, graph, io))
+    w("CMakeLists.txt", _cmakelists(profile, core_flags, io))
     if copy_runtime:
         # file by file through the manifest: a file of the user's in pyembed/ stays (or is refused)
         cs = csrc_dir()
@@ -741,7 +757,11 @@ def _write_project(out, graph, profile, plan, prefix, layout, arena_base, region
         w(INPUT_FILE, data)
         input_file = {"name": INPUT_FILE, "bytes": len(data),
                       **{k: v for k, v in run_input.items() if k != "data"}}
+    uart = fwio.UART_BOARDS.get(profile.name.lower()) if io == "uart" else None
     manifest = {"model": graph.name, "profile": profile.name, "core": profile.core, "qemu_machine": machine,
+                "io": io,
+                "uart": None if uart is None else {"device": uart.device, "base": uart.base,
+                                                   "baud": fwio.UART_BAUD},
                 "arena_base": arena_base, "arena_span": layout.arena_size, "arena_bytes": int(plan.arena_size),
                 "pipeline": plan.info.get("pipeline"),
                 "streamed_inputs": streamed,
@@ -764,7 +784,7 @@ def _write_project(out, graph, profile, plan, prefix, layout, arena_base, region
 
 def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algorithm="auto",
                      time_limit=5.0, copy_runtime=True, segments=None, dsp_scratch=None, fc_int16_weights=False,
-                     fc_w16_min_macs=None, force=False, run_input=None):
+                     fc_w16_min_macs=None, force=False, run_input=None, io="semihost"):
     """Write the firmware project of graph for profile (a loaded firmware_sim
     profile) into outdir; returns a FirmwareProject. plan: a pyembed.plan Plan
     on the profile's regions (default: planned here). segments: a
@@ -793,7 +813,14 @@ def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algor
     (INPUT_FILE, pe_input.bin: every input's bytes in input order, one sample)
     written into the project with it, so that `make run` there runs that
     input; the dict's other keys (e.g. "source", "sample") are recorded in
-    firmware.json's "input_file"."""
+    firmware.json's "input_file".
+    io: how the harness talks (pyembed.codegen.firmware.io): "semihost"
+    (the default: pe_input.bin / pe_output.bin through semihosting), "uart"
+    (the input compiled into the image from run_input, the results printed on
+    the board's UART; the boards of io.UART_BOARDS) or "none" (the input
+    compiled in, no output: the results in main.c's pe_result_* globals for a
+    debugger); uart and none need run_input. A part whose boot needs a stage
+    pyembed cannot generate (RP2040's boot2) is refused (UnsupportedError)."""
     from pyembed.model.graph import Graph
 
     if not isinstance(graph, Graph):
@@ -819,6 +846,12 @@ def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algor
         raise UnsupportedError(f"graph: inputs {streamed} are streamed; the firmware harness streams input 0 only")
     profile = _require_profile(profile)
     _check_names(profile, prefix)
+    from pyembed.codegen.firmware import io as fwio
+    fwio.check_boot(profile.name)
+    fwio.check_io(io, profile.name)
+    if io != "semihost" and run_input is None:
+        raise ArgumentError(f"io={io!r}: the input is compiled into the image (no host files without semihosting); "
+                            f"give run_input (the CLI passes --inputs or a seeded random sample)")
     core_flags = CORE_FLAGS.get(profile.core)
     if core_flags is None:
         raise UnsupportedError(f"profile {profile.name}: no compiler flags for core {profile.core!r} "
@@ -856,7 +889,8 @@ def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algor
     from pyembed.codegen.outdir import OutputDir
     with OutputDir(outdir, force=force) as out:
         files, op_rows = _write_project(out, graph, profile, plan, prefix, layout, arena_base, regions, sys_region,
-                                        segments, granted, fc_w16, streamed, core_flags, copy_runtime, run_input)
+                                        segments, granted, fc_w16, streamed, core_flags, copy_runtime, run_input,
+                                        io)
     machine = qemu_machine(profile)
     inputs = [(t, int(graph.tensors[t].nbytes), graph.tensors[t].dtype) for t in graph.inputs]
     outputs = [(t, int(graph.tensors[t].nbytes), graph.tensors[t].dtype, tuple(graph.tensors[t].shape))
