@@ -312,8 +312,9 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
                        f"output {m['output']}[{m['element']}]: firmware {m['firmware']} host {m['host']}")
         inp = manifest.get("input_file")
         if inp:
-            click.echo(f"  {inp['name']}: sample 0 kept in the project ({inp['bytes']} B); make -C {outdir} run "
-                       f"runs it again")
+            kept = (f"kept in the project ({inp['bytes']} B)" if io == "semihost" else
+                    f"compiled into the image (pe_input.c, {inp['bytes']} B)")
+            click.echo(f"  {inp['name']}: sample 0 {kept}; make -C {outdir} run runs it again")
         click.echo(verdict)
     if mismatches:
         raise SystemExit(1)
