@@ -4,7 +4,8 @@ semihosting) and, run under QEMU with the UART on stdout, give outputs `==`
 the host runtime's on mps2-an386, microbit and netduinoplus2; --io none
 builds an image with no semihosting and no output; --run refuses --io none;
 a part without a UART driver refuses --io uart; rp2040 is refused (it needs
-the Pico SDK's boot2); the boot2 CRC check. --io semihost is the default and
+the Pico SDK's boot2) unless --boot2 gives one, which is then linked at the
+flash's first 256 bytes; the boot2 CRC check. --io semihost is the default and
 is covered by the other firmware tests. Four QEMU runs in all (three UART
 runs, one silent run)."""
 import json
@@ -173,15 +174,63 @@ def test_uart_batch_is_refused(tmp_path):
 
 @pytest.mark.parametrize("io", ["semihost", "uart", "none"])
 def test_rp2040_is_refused(io, tmp_path):
-    """Exit 2, naming what is missing, whatever --io."""
+    """Without --boot2: exit 2, naming what is missing, whatever --io."""
     out = tmp_path / "p"
     res = CliRunner().invoke(main, ["firmware", "tflm_hello_world_int8", "--profile", "rp2040", "-o", str(out),
                                     "--io", io])
     assert res.exit_code == 2, res.output
     msg = res.output
     assert "RP2040 needs the Raspberry Pi Pico SDK's boot2 (boot_stage2) for its QSPI flash" in msg, msg
-    assert "--layout library" in msg and "Pico SDK" in msg
+    assert "--layout library" in msg and "Pico SDK" in msg and "--boot2 FILE" in msg
     assert not out.exists()
+
+
+def _boot2_blob(seed=7):
+    """252 bytes (not a real boot2: only the boot ROM's check is tested here) and their CRC-32/MPEG-2,
+    computed by the table form below, little-endian."""
+    code = np.random.default_rng(seed).integers(0, 256, size=252, dtype=np.uint8).tobytes()
+    return code + struct.pack("<I", _crc32_mpeg2_table(code))
+
+
+@needs_tools
+def test_rp2040_with_boot2_links_it_first(root, tmp_path, monkeypatch):
+    """--boot2 FILE (CRC checked): the image's first 256 bytes at the flash base 0x10000000 are the file's,
+    the vector table follows at 0x10000100 (where boot2 enters the program); Cortex-M0+ code. A file whose
+    CRC word is wrong is exit 2. (No QEMU machine runs the RP2040.)"""
+    blob = _boot2_blob()
+    good = tmp_path / "boot2.bin"
+    good.write_bytes(blob)
+    bad = tmp_path / "bad.bin"
+    bad.write_bytes(blob[:-1] + bytes([blob[-1] ^ 0x80]))
+    res = CliRunner().invoke(main, ["firmware", "tflm_hello_world_int8", "--profile", "rp2040", "-o",
+                                    str(tmp_path / "bad"), "--boot2", str(bad)])
+    assert res.exit_code == 2 and "CRC-32/MPEG-2" in res.output, res.output
+    res = CliRunner().invoke(main, ["firmware", "tflm_hello_world_int8", "--profile", "mps2-an386", "-o",
+                                    str(tmp_path / "an386"), "--boot2", str(good)])
+    assert res.exit_code == 2 and "boots without a second stage" in res.output, res.output
+    from pyembed.codegen.firmware import csrc_dir
+    monkeypatch.setenv("RUNTIME_BUILD", str(root / "runtime-cortex-m0plus"))
+    monkeypatch.setenv("PYEMBED_CSRC", str(csrc_dir()))
+    out = tmp_path / "rp"
+    res = CliRunner().invoke(main, ["firmware", "tflm_hello_world_int8", "--profile", "rp2040", "-o", str(out),
+                                    "--boot2", str(good), "--io", "none", "--build"])
+    assert res.exit_code == 0, res.output
+    elf = out / "firmware.elf"
+    dumped = tmp_path / "boot2.out"
+    subprocess.run([qemu.CC.replace("gcc", "objcopy"), "-O", "binary", "--only-section=.boot2", str(elf),
+                    str(dumped)], check=True)
+    assert dumped.read_bytes() == blob
+    heads = subprocess.run([qemu.CC.replace("gcc", "objdump"), "-h", str(elf)], capture_output=True, text=True,
+                           check=True).stdout
+    assert re.search(r"\.boot2\s+00000100\s+10000000\s+10000000", heads), heads
+    syms = subprocess.run([qemu.CC.replace("gcc", "nm"), str(elf)], capture_output=True, text=True,
+                          check=True).stdout
+    assert re.search(r"^10000100 [TR] pe_vector_table$", syms, re.M), syms
+    attrs = subprocess.run([qemu.CC.replace("gcc", "readelf"), "-A", str(elf)], capture_output=True, text=True,
+                           check=True).stdout
+    assert "Tag_CPU_arch: v6S-M" in attrs
+    m = json.loads((out / "firmware.json").read_text())
+    assert m["boot2"]["bytes"] == 256 and m["boot2"]["crc32_mpeg2"] == struct.unpack("<I", blob[252:])[0]
 
 
 def test_generate_project_needs_the_input_for_uart(tmp_path):
@@ -215,6 +264,7 @@ def test_boot2_crc():
     code = rng.integers(0, 256, size=252, dtype=np.uint8).tobytes()
     assert fwio.boot2_crc(code) == _crc32_mpeg2_table(code)
     blob = code + struct.pack("<I", _crc32_mpeg2_table(code))
+    assert blob == _boot2_blob()
     assert fwio.check_boot2(blob) == blob
     bad = bytearray(blob)
     bad[100] ^= 0x01

@@ -27,7 +27,8 @@ input (--inputs' one sample, else the seeded random one) is compiled into the
 image and main.c prints the outputs and the SysTick counts on the board's UART
 (--run reads them from QEMU's serial port); none: the same image without any
 output, for a debugger (--run refuses it). A part that cannot boot the image
-pyembed links (rp2040: it needs the Pico SDK's boot2) is refused, exit 2.
+pyembed links (rp2040: it needs the Pico SDK's boot2) is refused, exit 2,
+unless --boot2 FILE gives that 256-byte stage (its CRC-32/MPEG-2 checked).
 """
 import json
 import os
@@ -66,6 +67,10 @@ from pyembed.cli.options import (verbose_option, attention_option, fc_int16_weig
                    "SysTick cycle counts printed on the board's UART: microbit, mps2-an385/386/500/505, mps3-an547, "
                    "netduinoplus2) or none (the input compiled in, no output: the results stay in pe_result_* "
                    "globals for a debugger; not with --run).")
+@click.option("--boot2", "boot2_path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="rp2040: your flash chip's 256-byte second-stage bootloader (boot2, e.g. the Pico SDK's "
+                   "boot_stage2 image), its CRC-32/MPEG-2 checked as the boot ROM does; linked at the flash's first "
+                   "256 bytes. Without it rp2040 is refused (exit 2).")
 @attention_option()
 @strategy_option()
 @optimize_option()
@@ -79,7 +84,8 @@ from pyembed.cli.options import (verbose_option, attention_option, fc_int16_weig
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable result.")
 def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs_path, seed, as_json, do_build=False,
                      attention="none", pipeline=None, optimize="balanced", max_extra_macs="10%", stream_input=False,
-                     fc_int16_weights=False, fc_w16_min_macs=None, force=False, verbose=False, io="semihost"):
+                     fc_int16_weights=False, fc_w16_min_macs=None, force=False, verbose=False, io="semihost",
+                     boot2_path=None):
     """Generate a Cortex-M firmware project for MODEL (.tflite/.onnx or a
     bundled model name) on PROFILE; with --run, build it and run it on QEMU.
 
@@ -107,7 +113,11 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
     from firmware_sim.profiles import load_profile as _load_profile
     from pyembed.codegen.firmware import io as fwio
     _prof = _load_profile(profile)
-    fwio.check_boot(_prof.name)
+    boot2 = None
+    if boot2_path is not None:
+        with open(boot2_path, "rb") as f:
+            boot2 = f.read()
+    boot2 = fwio.check_boot(_prof.name, boot2)
     fwio.check_io(io, _prof.name)
     if do_run and io == "none":
         raise ArgumentError("--run with --io none: the firmware prints nothing, so there is no result to read; use "
@@ -161,7 +171,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
     g = tp.imported    # the host reference of --run: the model as loaded (after the attention passes)
     proj = generate(tp.graph, tp.profile, outdir, plan=tp.plan, segments=budget, strategy="none",
                     fc_int16_weights=fc_int16_weights, fc_w16_min_macs=fc_w16_min_macs, force=force,
-                    run_input=run_input, io=io)
+                    run_input=run_input, io=io, boot2=boot2)
     proj.pipeline_lines = tp.pipeline_lines
     verdict = tp.verdict()
     with open(os.path.join(outdir, "firmware.json")) as f:

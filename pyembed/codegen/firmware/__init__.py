@@ -179,7 +179,7 @@ def firmware_layout(graph, plan):
 _GDT_BYTES = {np.dtype(np.int8): 1, np.dtype(np.int16): 2, np.dtype(np.int32): 4, np.dtype(np.float32): 4}
 
 
-def _linker_script(profile, regions, flash_name, sys_name, seg_block=None, frame_memory=None):
+def _linker_script(profile, regions, flash_name, sys_name, seg_block=None, frame_memory=None, boot2=False):
     mem, sections = [], []
     for r in profile.regions.values():
         attr = "rx" if r.is_flash else "rwx"
@@ -229,7 +229,7 @@ MEMORY
 
 SECTIONS
 {{
-    .text :
+{_BOOT2_SECTION if boot2 else ""}    .text :
     {{
         KEEP(*(.vectors))
         *(.text*)
@@ -286,6 +286,18 @@ SECTIONS
     }} > RAM
     ASSERT(end + PE_HEAP_MIN <= __stack_limit, "{sys_name} is too small: the stack reserve (stack.ld PE_STACK_RESERVE) and PE_HEAP_MIN of heap do not fit after .data and .bss")
 }}
+"""
+
+
+# --boot2 (pyembed.codegen.firmware.io): the boot ROM's second stage, the flash's first 256 bytes
+_BOOT2_SECTION = """    /* the boot ROM's second stage (pe_boot2.c, --boot2): the first 256 bytes of the flash; the
+     * vector table follows at the flash's base + 256, where boot2 enters the program */
+    .boot2 :
+    {
+        KEEP(*(.boot2))
+    } > FLASH
+    ASSERT(ADDR(.boot2) == ORIGIN(FLASH) && SIZEOF(.boot2) == 256, "boot2 must be the flash's first 256 bytes")
+
 """
 
 
@@ -677,7 +689,7 @@ def _gather_rows(graph, ops):
 
 
 def _write_project(out, graph, profile, plan, prefix, layout, arena_base, regions, sys_region, segments, granted,
-                   fc_w16, streamed, core_flags, copy_runtime, run_input=None, io="semihost"):
+                   fc_w16, streamed, core_flags, copy_runtime, run_input=None, io="semihost", boot2=None):
     """Stage every file of the project in out (a pyembed.codegen.outdir.OutputDir);
     returns ({key: final path}, operator rows). run_input, io: generate_project's."""
     from pyembed.codegen import emit
@@ -729,7 +741,10 @@ def _write_project(out, graph, profile, plan, prefix, layout, arena_base, region
     machine = qemu_machine(profile)
     # the harness's frame of a streamed input: in code memory where QEMU makes it RAM, else in .data's RAM
     frame = None if not streamed else ("FLASH" if machine else "RAM")
-    w("link.ld", _linker_script(profile, regions, profile.flash_region, sys_region.name, seg_block, frame))
+    w("link.ld", _linker_script(profile, regions, profile.flash_region, sys_region.name, seg_block, frame,
+                                boot2=boot2 is not None))
+    if boot2 is not None:
+        w("pe_boot2.c", fwio.boot2_source(boot2))
     # the stack reserve the link keeps (build_project rewrites it from the static bound)
     from pyembed.codegen.firmware.stack import stack_script
     w("stack.ld", stack_script())
@@ -737,8 +752,8 @@ def _write_project(out, graph, profile, plan, prefix, layout, arena_base, region
         if name == "startup.c" and io != "semihost":
             continue
         w(name, (TARGET_TEMPLATES / name).read_text())
-    w("Makefile", _makefile(profile, core_flags, machine, graph, io))
-    w("CMakeLists.txt", _cmakelists(profile, core_flags, io))
+    w("Makefile", _makefile(profile, core_flags, machine, graph, io, boot2 is not None))
+    w("CMakeLists.txt", _cmakelists(profile, core_flags, io, boot2 is not None))
     if copy_runtime:
         # file by file through the manifest: a file of the user's in pyembed/ stays (or is refused)
         cs = csrc_dir()
@@ -760,6 +775,8 @@ def _write_project(out, graph, profile, plan, prefix, layout, arena_base, region
     uart = fwio.UART_BOARDS.get(profile.name.lower()) if io == "uart" else None
     manifest = {"model": graph.name, "profile": profile.name, "core": profile.core, "qemu_machine": machine,
                 "io": io,
+                "boot2": None if boot2 is None else {"file": "pe_boot2.c", "bytes": len(boot2),
+                                                     "crc32_mpeg2": fwio.boot2_crc(boot2[:252])},
                 "uart": None if uart is None else {"device": uart.device, "base": uart.base,
                                                    "baud": fwio.UART_BAUD},
                 "arena_base": arena_base, "arena_span": layout.arena_size, "arena_bytes": int(plan.arena_size),
@@ -784,7 +801,7 @@ def _write_project(out, graph, profile, plan, prefix, layout, arena_base, region
 
 def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algorithm="auto",
                      time_limit=5.0, copy_runtime=True, segments=None, dsp_scratch=None, fc_int16_weights=False,
-                     fc_w16_min_macs=None, force=False, run_input=None, io="semihost"):
+                     fc_w16_min_macs=None, force=False, run_input=None, io="semihost", boot2=None):
     """Write the firmware project of graph for profile (a loaded firmware_sim
     profile) into outdir; returns a FirmwareProject. plan: a pyembed.plan Plan
     on the profile's regions (default: planned here). segments: a
@@ -820,7 +837,10 @@ def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algor
     the board's UART; the boards of io.UART_BOARDS) or "none" (the input
     compiled in, no output: the results in main.c's pe_result_* globals for a
     debugger); uart and none need run_input. A part whose boot needs a stage
-    pyembed cannot generate (RP2040's boot2) is refused (UnsupportedError)."""
+    pyembed cannot generate (RP2040's boot2) is refused (UnsupportedError)
+    unless boot2 (bytes: the user's 256-byte image, its CRC checked as the
+    boot ROM does) is given: it is linked at the flash's first 256 bytes
+    (pe_boot2.c, section .boot2) and the vector table follows it."""
     from pyembed.model.graph import Graph
 
     if not isinstance(graph, Graph):
@@ -847,7 +867,7 @@ def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algor
     profile = _require_profile(profile)
     _check_names(profile, prefix)
     from pyembed.codegen.firmware import io as fwio
-    fwio.check_boot(profile.name)
+    boot2 = fwio.check_boot(profile.name, boot2)
     fwio.check_io(io, profile.name)
     if io != "semihost" and run_input is None:
         raise ArgumentError(f"io={io!r}: the input is compiled into the image (no host files without semihosting); "
@@ -890,7 +910,7 @@ def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algor
     with OutputDir(outdir, force=force) as out:
         files, op_rows = _write_project(out, graph, profile, plan, prefix, layout, arena_base, regions, sys_region,
                                         segments, granted, fc_w16, streamed, core_flags, copy_runtime, run_input,
-                                        io)
+                                        io, boot2)
     machine = qemu_machine(profile)
     inputs = [(t, int(graph.tensors[t].nbytes), graph.tensors[t].dtype) for t in graph.inputs]
     outputs = [(t, int(graph.tensors[t].nbytes), graph.tensors[t].dtype, tuple(graph.tensors[t].shape))
