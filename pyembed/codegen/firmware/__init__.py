@@ -730,9 +730,7 @@ def _write_project(out, graph, profile, plan, prefix, layout, arena_base, region
         w("main.c", _main_source(graph, prefix, ops))
     else:
         # no semihosting: the input compiled in, the board's own start-up (and UART)
-        from pyembed.codegen.firmware.files import _streamed_parts
-        decl = _streamed_parts(graph, prefix)[0] if streamed else ""
-        w("main.c", fwio.main_source(graph, prefix, ops, io, decl))
+        w("main.c", fwio.main_source(graph, prefix, ops, io, bool(streamed)))
         w("pe_input.c", fwio.input_source(run_input["data"]))
         w("startup.c", fwio.startup_source(profile.name.lower(), io))
         if io == "uart":
@@ -740,7 +738,8 @@ def _write_project(out, graph, profile, plan, prefix, layout, arena_base, region
             w("pe_uart.h", fwio.uart_header())
     machine = qemu_machine(profile)
     # the harness's frame of a streamed input: in code memory where QEMU makes it RAM, else in .data's RAM
-    frame = None if not streamed else ("FLASH" if machine else "RAM")
+    # (io uart / none: the built-in input in flash is the frame, read in place)
+    frame = None if not streamed or io != "semihost" else ("FLASH" if machine else "RAM")
     w("link.ld", _linker_script(profile, regions, profile.flash_region, sys_region.name, seg_block, frame,
                                 boot2=boot2 is not None))
     if boot2 is not None:

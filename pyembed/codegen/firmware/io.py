@@ -497,20 +497,46 @@ static uint64_t instructions(uint64_t ticks)
 """
 
 
-def main_source(graph, prefix, ops, io, streamed_decl=""):
+def _streamed_decl(P):
+    """A streamed input 0 read in place from the built-in input (in flash, as a
+    sample in flash or a camera's frame memory), row by row."""
+    return f"""
+/* The streamed input's frame: the built-in input itself (input 0 is its first
+ * {P}_INPUT0_BYTES bytes), read in place from flash. The model never sees it
+ * whole: it asks input_rows for one row range at a time, as a camera or DMA
+ * driver would deliver it, and no byte of it is in the arena. */
+#define input_frame ((const int8_t *)pe_input_data)
+static uint32_t rows_given;
+
+/* pe_row_source callback: columns [col, col + n_cols) of input row `row`. */
+static pe_status input_rows(void *user, int32_t row, int32_t col, int32_t n_cols, int8_t *dst)
+{{
+    (void)user;
+    if (row < 0 || row >= {P}_INPUT0_H || col < 0 || n_cols < 1 || col + n_cols > {P}_INPUT0_W) {{
+        return PE_ERR_ARG;
+    }}
+    memcpy(dst, input_frame + ((size_t)row * {P}_INPUT0_W + (size_t)col) * {P}_INPUT0_C,
+           (size_t)n_cols * {P}_INPUT0_C);
+    rows_given++;
+    return PE_OK;
+}}
+"""
+
+
+def main_source(graph, prefix, ops, io, streamed=False):
     """main.c for io uart / none: the built-in input, one timed invoke, the
-    results in globals and (uart) printed."""
+    results in globals and (uart) printed. streamed: input 0 is streamed
+    (read in place from the built-in input, row by row)."""
     from pyembed.codegen.escape import c_comment
     P = prefix.upper()
     uart = io == "uart"
-    streamed = bool(streamed_decl)
+    streamed_decl = _streamed_decl(P) if streamed else ""
     copy_in = (f"""        if (k == 0) {{
-            /* the streamed input: into its frame; input_rows hands it to the model row by row */
-            p = (void *)input_frame;
-            n = (uint32_t){P}_INPUT0_BYTES;
-        }} else {{
-            p = pe_model_input(k, &n);
-        }}""" if streamed else "        p = pe_model_input(k, &n);")
+            /* the streamed input is read in place: input_frame is pe_input_data itself */
+            at += (uint32_t){P}_INPUT0_BYTES;
+            continue;
+        }}
+        p = pe_model_input(k, &n);""" if streamed else "        p = pe_model_input(k, &n);")
     invoke = ("""    {
         pe_row_source src;
         src.read = input_rows;
@@ -630,6 +656,7 @@ int main(void)
     st = pe_model_init();
     for (k = 0; st == PE_OK && k < {P}_NUM_INPUTS; k++) {{
         void *p;
+        n = 0u;
 {copy_in}
         if (p == NULL || at + n > pe_input_bytes) {{
             st = PE_ERR_ARG;
