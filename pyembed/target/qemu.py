@@ -37,6 +37,9 @@ one-tick resolution (not cycles: QEMU does not model pipeline or memory timing).
 Input/output: ``run(input_bytes=...)`` writes them to ``pe_input.bin`` in QEMU's
 working directory, where ``pe_read_input(buf, n)`` reads them; bytes written with
 ``pe_write_output(buf, n)`` come back as ``RunResult.output``.
+``run_serial`` runs a program without semihosting that prints on the board's
+first UART (``pyembed firmware --io uart``): QEMU with ``-serial stdio``, read
+until an end line, then stopped (such a program never exits by itself).
 """
 
 from __future__ import annotations

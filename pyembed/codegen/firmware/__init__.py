@@ -20,7 +20,8 @@ rewritten by the compiler pipeline, ``plan_for_profile(..., strategy=...)``)::
                                        pe_model_output, per-operator hooks; pe_model_invoke_rows
                                        for a streamed input (a pe_row_source delivers its rows)
     DIR/main.c                         (io "uart" / "none": pyembed.codegen.firmware.io, the input
-                                       compiled in as pe_input.c, a generated startup.c, pe_uart.c)
+                                       compiled in as pe_input.c, a generated startup.c, pe_uart.c;
+                                       rp2040 with boot2: pe_boot2.c, the flash's first 256 bytes)
                                        a harness: input from the host file pe_input.bin (a
                                        streamed input: into a frame outside the planned RAM,
                                        section .pe_input_frame, handed over row by row),
