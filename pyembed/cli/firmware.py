@@ -1,6 +1,6 @@
 """``pyembed firmware MODEL --profile PROFILE -o DIR [--strategy auto|layers|stripes|none]
-[--stream-input] [--fc-int16-weights [--fc-int16-min-macs N]] [--run --inputs X.npy] [--json]
-[--layout project|library]``.
+[--stream-input] [--fc-int16-weights [--fc-int16-min-macs N]] [--io semihost|uart|none]
+[--run --inputs X.npy] [--json] [--layout project|library]``.
 
 --layout library writes the model as a library for the user's own firmware
 instead (pyembed.codegen.firmware.library): no harness, startup or fixed
@@ -27,6 +27,14 @@ axis than the model's input) runs every sample and reports each (--json:
 "samples"); the first sample stays in the project as pe_input.bin, so `make
 run` there runs it again. --run on a profile no QEMU machine emulates is exit
 2 before the model is loaded.
+
+--io (pyembed.codegen.firmware.io): semihost (default) as above; uart: the
+input (--inputs' one sample, else the seeded random one) is compiled into the
+image and main.c prints the outputs and the SysTick counts on the board's UART
+(--run reads them from QEMU's serial port); none: the same image without any
+output, for a debugger (--run refuses it). A part that cannot boot the image
+pyembed links (rp2040: it needs the Pico SDK's boot2) is refused, exit 2,
+unless --boot2 FILE gives that 256-byte stage (its CRC-32/MPEG-2 checked).
 """
 import json
 import os
@@ -64,6 +72,16 @@ from pyembed.cli.options import (verbose_option, attention_option, fc_int16_weig
                    "run); the first is kept as the project's pe_input.bin for `make run`; default: seeded "
                    "random int8.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the random input.")
+@click.option("--io", "io", type=click.Choice(["semihost", "uart", "none"]), default="semihost", show_default=True,
+              help="How the firmware talks: semihost (reads pe_input.bin, writes pe_output.bin through "
+                   "semihosting: QEMU or a debugger), uart (the input compiled into the image, the results and "
+                   "SysTick cycle counts printed on the board's UART: microbit, mps2-an385/386/500/505, mps3-an547, "
+                   "netduinoplus2) or none (the input compiled in, no output: the results stay in pe_result_* "
+                   "globals for a debugger; not with --run).")
+@click.option("--boot2", "boot2_path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="rp2040: your flash chip's 256-byte second-stage bootloader (boot2, e.g. the Pico SDK's "
+                   "boot_stage2 image), its CRC-32/MPEG-2 checked as the boot ROM does; linked at the flash's first "
+                   "256 bytes. Without it rp2040 is refused (exit 2).")
 @attention_option()
 @strategy_option()
 @optimize_option()
@@ -78,7 +96,7 @@ from pyembed.cli.options import (verbose_option, attention_option, fc_int16_weig
 def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs_path, seed, as_json, do_build=False,
                      attention="none", pipeline=None, optimize="balanced", max_extra_macs="10%", stream_input=False,
                      fc_int16_weights=False, fc_w16_min_macs=None, force=False, verbose=False, segment_cut="latency",
-                     layout="project"):
+                     layout="project", io="semihost", boot2_path=None):
     """Generate a Cortex-M firmware project for MODEL (.tflite/.onnx or a
     bundled model name) on PROFILE; with --run, build it and run it on QEMU.
     One model per project: several models as one segmented use case are
@@ -116,6 +134,24 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
         what = "--run" if do_run else ("--build" if do_build else "--segments")
         raise ArgumentError(f"{what} with --layout library: the library has no harness or segment loader; build it "
                             f"into your firmware (DIR/README.md), or use --layout project")
+    if library and (io != "semihost" or boot2_path is not None):
+        raise ArgumentError(f"{'--io ' + io if io != 'semihost' else '--boot2'} with --layout library: the library "
+                            f"has no main, startup or I/O (your firmware has them); use --layout project for a board "
+                            f"example")
+    # --io (pyembed.codegen.firmware.io): what the part and the run need, before loading the model
+    from firmware_sim.profiles import load_profile as _load_profile
+    from pyembed.codegen.firmware import io as fwio
+    _prof = _load_profile(profile)
+    boot2 = None
+    if boot2_path is not None:
+        with open(boot2_path, "rb") as f:
+            boot2 = f.read()
+    boot2 = fwio.check_boot(_prof.name, boot2)
+    fwio.check_io(io, _prof.name)
+    if do_run and io == "none":
+        raise ArgumentError("--run with --io none: the firmware prints nothing, so there is no result to read; use "
+                            "--io uart or semihost to run it, or --build and attach a debugger (results in "
+                            "pe_result_*)")
     if do_run:
         # before loading, planning or generating anything: can this profile run at all?
         from firmware_sim.profiles import load_profile
@@ -131,9 +167,13 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
         if not do_run:
             raise click.UsageError("-o/--outdir is required without --run")
     samples, run_input = None, None
-    if do_run:
-        # the samples to run, checked before planning; the first is kept in the project (pe_input.bin)
+    if do_run or io != "semihost":
+        # the samples to run, checked before planning; the first is kept in the project (pe_input.bin;
+        # --io uart / none: compiled into the image)
         samples = _samples(g, inputs_path, seed)
+        if io != "semihost" and len(samples) > 1:
+            raise ArgumentError(f"--inputs: {len(samples)} samples; --io {io} compiles one input into the image "
+                                f"(give one sample, or --io semihost to run a batch)")
         from pyembed.target.firmware import input_bytes
         run_input = {"data": input_bytes(g, samples[0]),
                      "source": os.path.abspath(inputs_path) if inputs_path else f"random int8, --seed {seed}",
@@ -162,7 +202,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
     g = tp.imported    # the host reference of --run: the model as loaded (after the attention passes)
     proj = generate(tp.graph, tp.profile, outdir, plan=tp.plan, segments=budget, strategy="none", cut=segment_cut,
                     fc_int16_weights=fc_int16_weights, fc_w16_min_macs=fc_w16_min_macs, force=force,
-                    run_input=run_input, library=library)
+                    run_input=run_input, library=library, io=io, boot2=boot2)
     proj.pipeline_lines = tp.pipeline_lines
     verdict = tp.verdict()
     with open(os.path.join(outdir, "firmware.json")) as f:
@@ -179,7 +219,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
               "strategy": pipeline, "stream_input": streamed, "arena_bytes": manifest["arena_bytes"],
               "pipeline": proj.pipeline_lines, "dsp_scratch": manifest["dsp_scratch"],
               "fc_w16": _fc_w16(proj), "flash": int(tp.plan.flash_size), "verdict": verdict, "fits": tp.fits(),
-              "optimize": optimize_summary(tp)}
+              "optimize": optimize_summary(tp), "io": io}
     if not tp.fits():
         if not as_json:
             click.echo(verdict)
@@ -216,6 +256,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
             for line in _stack_flash_lines(manifest) or ["stack bound and flash per part: after a build "
                                                           "(--build, --run)"]:
                 click.echo(f"  {line}")
+            click.echo(f"  io: {_io_line(io, manifest)}")
             click.echo(f"  build: make -C {outdir}" + (f"; run under QEMU: make -C {outdir} run"
                                                          if proj.qemu_machine else ""))
             click.echo(_with_stack(verdict, manifest))
@@ -266,6 +307,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
     d["verdict"] = verdict
     d["fits"] = tp.fits()
     d["optimize"] = optimize_summary(tp)
+    d["io"] = io
     d.update(_stack_flash(manifest))
     if as_json:
         click.echo(json.dumps(d, indent=1))
@@ -275,7 +317,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
         if len(per_sample) > 1:
             what = (f"{len(per_sample)} samples, " + ("each bit-exact with the host run" if not n_bad else
                                                       f"{n_bad} with MISMATCHES ({len(mismatches)} elements)"))
-        click.echo(f"{g.name} on {run.board} (QEMU, -icount shift=0): {what}")
+        click.echo(f"{g.name} on {run.board} (QEMU, -icount shift=0{', --io ' + io if io != 'semihost' else ''}): {what}")
         click.echo(f"  arena {manifest['arena_bytes']} B (--strategy {pipeline}"
                    f"{', input streamed row by row' if streamed else ''})")
         for line in (proj.pipeline_lines if verbose else brief(proj.pipeline_lines)):
@@ -314,8 +356,9 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
                        f"output {m['output']}[{m['element']}]: firmware {m['firmware']} host {m['host']}")
         inp = manifest.get("input_file")
         if inp:
-            click.echo(f"  {inp['name']}: sample 0 kept in the project ({inp['bytes']} B); make -C {outdir} run "
-                       f"runs it again")
+            kept = (f"kept in the project ({inp['bytes']} B)" if io == "semihost" else
+                    f"compiled into the image (pe_input.c, {inp['bytes']} B)")
+            click.echo(f"  {inp['name']}: sample 0 {kept}; make -C {outdir} run runs it again")
         click.echo(verdict)
     if mismatches:
         raise SystemExit(1)
@@ -373,6 +416,16 @@ def _library_report(g, proj, tp, manifest, outdir, as_json, verbose):
         click.echo(verdict)
     if not tp.fits():
         raise FitError(f"{g.name} does not fit {tp.profile.name}: {verdict[len('verdict: '):]}")
+
+
+def _io_line(io, manifest):
+    if io == "uart":
+        u = manifest.get("uart") or {}
+        return (f"uart: the input compiled in (pe_input.c), results printed on {u.get('device')} at "
+                f"0x{u.get('base', 0):08X}, {u.get('baud')} baud")
+    if io == "none":
+        return "none: the input compiled in (pe_input.c), no output: results in pe_result_* (a debugger)"
+    return "semihost: pe_input.bin in, pe_output.bin out (QEMU or a debugger)"
 
 
 def _samples(g, inputs_path, seed):

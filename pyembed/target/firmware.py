@@ -319,9 +319,21 @@ def run_project(project, inputs, elf=None, timeout=600.0):
         raise FirmwareError(f"profile {manifest['profile']}: no QEMU machine emulates it (run --run with "
                             f"one of {', '.join(qemu.BOARDS)})")
     data = _input_bytes(manifest, inputs)
+    io = manifest.get("io", "semihost")
+    if io == "none":
+        raise FirmwareError("the project was generated with --io none: the firmware prints nothing, so a run has "
+                            "no results to read (attach a debugger: make run; or generate it with --io uart or "
+                            "semihost)")
+    if io == "uart":
+        built_in = d / "pe_input.bin"
+        if not built_in.is_file() or built_in.read_bytes() != data:
+            raise FirmwareError("--io uart: the input is compiled into the image (pe_input.c, from the project's "
+                                "pe_input.bin) and this input is not it; generate the project with this input")
     elf = Path(elf) if elf is not None else d / "firmware.elf"
     if not elf.is_file():
         elf = build_project(d)
+    if io == "uart":
+        return _run_uart(d, manifest, elf, board, timeout)
     try:
         res = qemu.run(elf, board=board, input_bytes=data, timeout=timeout)
     except qemu.QemuError as e:
@@ -354,6 +366,47 @@ def run_project(project, inputs, elf=None, timeout=600.0):
                       int(rows.group(1)) if rows else None)
     if blob[pos:pos + 4] == b"PESK" and len(blob) >= pos + STACK_RECORD_BYTES:
         peak, main_peak, reserved = struct.unpack_from("<III", blob, pos + 4)
+        run.stack_bytes = None if peak == 0xFFFFFFFF else peak
+        run.stack_main_bytes = main_peak
+        run.stack_reserved = reserved
+        if run.stack_bytes is None or main_peak >= reserved:
+            raise FirmwareError(f"the firmware's stack reached the lowest word of its {reserved} B reserve (it may "
+                                f"have overflowed; stack.ld)")
+        run.stack_bound = manifest.get("stack")
+        _update_manifest(d, {"stack_bytes": run.stack_bytes, "stack_main_bytes": main_peak})
+    return run
+
+
+def _run_uart(d, manifest, elf, board, timeout):
+    """run_project for a --io uart project: QEMU with the UART on stdout, its
+    text lines parsed (pyembed.codegen.firmware.io.parse_uart_output)."""
+    from pyembed.codegen.firmware.io import parse_uart_output
+    try:
+        res = qemu.run_serial(elf, board=board, timeout=timeout)
+        r = parse_uart_output(res.stdout)
+    except (qemu.QemuError, ArgumentError) as e:
+        raise FirmwareError(str(e)) from None
+    if r["fault"]:
+        raise FirmwareError(f"the firmware stopped on a {r['fault']} (UART: {res.stdout[-300:]!r})")
+    b = qemu.BOARDS[board]
+    if r["tick_hz"] != b.systick_hz:
+        raise FirmwareError(f"the firmware counts SysTick at {r['tick_hz']} Hz, board {board} at {b.systick_hz} Hz")
+    outputs = []
+    for k, s in enumerate(manifest["outputs"]):
+        if k not in r["outputs"] or len(r["outputs"][k]) != s["bytes"]:
+            raise FirmwareError(f"the UART output lacks output {k} ({s['bytes']} B)")
+        outputs.append(np.frombuffer(r["outputs"][k], dtype=np.dtype(s["dtype"])).reshape(s["shape"]).copy())
+    types = {o["table_index"]: o["type"] for o in manifest["operators"]}
+    ops = [{"table_index": k, "index": op, "type": types.get(k, "?"), "instructions": b.instructions(t)}
+           for k, op, t in r["ops"]]
+    if r["status"] != 0:
+        raise FirmwareError(f"the firmware's pe_model_invoke returned status {r['status']}")
+    run = FirmwareRun(outputs, ops, sum(o["instructions"] for o in ops), b.instructions(r["invoke_ticks"]),
+                      r["status"], board, r["rows_given"])
+    run.uart_text = res.stdout.decode("latin-1")
+    run.uart_instructions = r["instructions"]
+    if r["stack"] is not None:
+        peak, main_peak, reserved = r["stack"]
         run.stack_bytes = None if peak == 0xFFFFFFFF else peak
         run.stack_main_bytes = main_peak
         run.stack_reserved = reserved

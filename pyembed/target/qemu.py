@@ -37,6 +37,9 @@ one-tick resolution (not cycles: QEMU does not model pipeline or memory timing).
 Input/output: ``run(input_bytes=...)`` writes them to ``pe_input.bin`` in QEMU's
 working directory, where ``pe_read_input(buf, n)`` reads them; bytes written with
 ``pe_write_output(buf, n)`` come back as ``RunResult.output``.
+``run_serial`` runs a program without semihosting that prints on the board's
+first UART (``pyembed firmware --io uart``): QEMU with ``-serial stdio``, read
+until an end line, then stopped (such a program never exits by itself).
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ from typing import Iterable, Mapping, Sequence
 __all__ = [
     "BOARDS", "Board", "CORE_FLAGS", "QemuError", "RunResult", "TEMPLATES", "INSTRUCTIONS_PER_TICK",
     "missing_tools", "linker_script", "compile_flags", "build", "run", "qemu_command",
+    "serial_command", "run_serial",
 ]
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -212,3 +216,68 @@ def run(elf: str | os.PathLike, board: str = "mps2-an386", input_bytes: bytes = 
     finally:
         if tmp is not None:
             tmp.cleanup()
+
+
+def serial_command(elf: str | os.PathLike, board: str = "mps2-an386") -> list[str]:
+    """The qemu-system-arm command line ``run_serial`` uses: no semihosting, the
+    board's first UART on stdout."""
+    b = _board(board)
+    return [QEMU, "-M", b.name, "-display", "none", "-monitor", "none", "-serial", "stdio",
+            "-icount", "shift=0", "-kernel", str(Path(elf).resolve())]
+
+
+def run_serial(elf: str | os.PathLike, board: str = "mps2-an386", end: bytes = b"pe_end\n",
+               timeout: float = 120.0) -> RunResult:
+    """Run an ELF that prints on the board's UART (no semihosting: it never
+    exits by itself): reads QEMU's stdout (the UART) until the line ``end``
+    arrives, then stops QEMU. RunResult.stdout holds what the UART sent
+    (exit_code: QEMU's, after it was stopped). Raises QemuError when QEMU
+    exits or ``timeout`` seconds pass before ``end``."""
+    import selectors
+    import time
+    if shutil.which(QEMU) is None:
+        raise QemuError(missing_tools() or f"{QEMU} not found")
+    elf = Path(elf)
+    if not elf.is_file():
+        raise ValueError(f"elf: {elf} is not a file")
+    cmd = serial_command(elf, board)
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    got = b""
+    err = b""
+    deadline = time.monotonic() + timeout
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    sel.register(proc.stderr, selectors.EVENT_READ)
+    done = False
+    try:
+        while not done:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise QemuError(f"QEMU run of {elf}: no {end!r} from the UART within {timeout} s "
+                                f"(received {got[-300:]!r})")
+            events = sel.select(timeout=min(left, 1.0))
+            for key, _ in events:
+                chunk = os.read(key.fileobj.fileno(), 65536)
+                if key.fileobj is proc.stderr:
+                    err += chunk
+                    if not chunk:
+                        sel.unregister(proc.stderr)
+                    continue
+                if not chunk:
+                    raise QemuError(f"QEMU exited ({proc.poll()}) before the UART sent {end!r}: "
+                                    f"{got[-300:]!r} {err[-400:]!r}")
+                got += chunk
+                if end in got:
+                    done = True
+    finally:
+        sel.close()
+        if proc.poll() is None:
+            proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+    return RunResult(proc.returncode, got, err, b"", cmd)

@@ -1,8 +1,11 @@
 /* pe_target.c - timing through the port layer (pe_port.c: SysTick, or the DWT
- * cycle counter) and semihosting file I/O (see pe_target.h). */
+ * cycle counter) and semihosting file I/O (see pe_target.h; left out when
+ * PE_TARGET_NO_FILES is defined: a firmware without semihosting). */
 #include "pe_target.h"
 
+#if !PE_TARGET_NO_FILES
 #include <stdio.h>
+#endif
 
 void SysTick_Handler(void);
 void SysTick_Handler(void) { pe_port_systick_isr(); }
@@ -21,6 +24,7 @@ uint64_t pe_instructions_since(uint64_t start)
     return (ticks / hz) * 1000000000u + ((ticks % hz) * 1000000000u + hz / 2u) / hz;
 }
 
+#if !PE_TARGET_NO_FILES
 long pe_read_input(void *buf, size_t n)
 {
     FILE *f = fopen("pe_input.bin", "rb");
@@ -32,6 +36,7 @@ long pe_read_input(void *buf, size_t n)
     fclose(f);
     return (long)got;
 }
+#endif
 
 extern uint32_t __stack_limit;
 extern uint32_t __stack_top;
@@ -70,6 +75,7 @@ uintptr_t pe_stack_limit(void) { return (uintptr_t)&__stack_limit; }
 
 uintptr_t pe_stack_top(void) { return (uintptr_t)&__stack_top; }
 
+#if !PE_TARGET_NO_FILES
 static int pe_output_started;
 
 int pe_write_output(const void *buf, size_t n)
@@ -84,3 +90,4 @@ int pe_write_output(const void *buf, size_t n)
     fclose(f);
     return put == n ? 0 : -1;
 }
+#endif

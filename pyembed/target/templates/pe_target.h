@@ -14,7 +14,9 @@
  *
  * I/O: pe_read_input / pe_write_output move raw bytes through semihosting
  * files ("pe_input.bin", "pe_output.bin" in QEMU's working directory);
- * printf goes to semihosting stdout.
+ * printf goes to semihosting stdout. Built with -DPE_TARGET_NO_FILES=1 (a
+ * firmware without semihosting: pyembed firmware --io uart / none) pe_target.c
+ * leaves both out.
  *
  * Stack (paint and scan): the linker script defines __stack_limit, the lowest
  * address of the stack reserve below __stack_top (pyembed.target.qemu's
@@ -54,12 +56,14 @@ uint64_t pe_cycles_start(void);
  * -icount shift=0. */
 uint64_t pe_instructions_since(uint64_t start);
 
+#if !PE_TARGET_NO_FILES
 /* Reads up to `n` bytes of the input file into `buf`; returns the number of
  * bytes read, or -1 if there is no input file. */
 long pe_read_input(void *buf, size_t n);
 /* Appends `n` bytes to the output file (created empty at the first call);
  * returns 0 or -1. */
 int pe_write_output(const void *buf, size_t n);
+#endif
 
 #define PE_STACK_PATTERN 0xC5A7E6D1u
 
