@@ -31,7 +31,7 @@ def _plan(data, structured):
     g = load_tflite_bytes(data)
     report = fuse_attention(g, attention="stream", structured=structured)
     tp = plan_for_target(g, None, PlanOptions(attention="none"), action="plan")
-    op = [o for o in tp.graph.operators if o.type == "PE_ATTENTION"][0]
+    op = next(o for o in tp.graph.operators if o.type == "PE_ATTENTION")
     return {"flash": int(tp.plan.flash_size), "arena": int(tp.plan.arena_size), "scratch": int(op.scratch_bytes),
             "macs": int(op.macs), "mask": report[0].get("mask", "-")}
 
