@@ -21,7 +21,9 @@ runtime = pytest.importorskip("tflite_micro.python.tflite_micro.runtime")
 
 N = 64
 HEADS, DH = 2, 8
-KINDS = {"causal": {}, "band": {"below": 3, "above": 5}, "padding": {"length": 41}}
+KINDS = {"causal": {}, "band": {"below": 3, "above": 5}, "padding": {"length": 41},
+         "stereo": {"width": 8, "disparity": (0, 5)}}
+NAMES = {"causal": "causal", "band": "band", "padding": "padding", "stereo": "rows+band"}
 
 
 def _tflm(data, xs):
@@ -45,10 +47,12 @@ def _model(kind, n=N, m=None, **kw):
 
 
 def test_mask_structure_recognises_the_kinds_and_refuses_the_rest():
-    n, m = 10, 13
+    n = 10
     cases = [("causal", {"offset": 0}, 2), ("causal", {"offset": 3}, 2), ("band", {"below": 2, "above": 1}, 3),
-             ("padding", {"length": 6}, 4), ("causal+padding", {"offset": 1, "length": 7}, 6)]
+             ("padding", {"length": 6}, 4), ("causal+padding", {"offset": 1, "length": 7}, 6),
+             ("stereo", {"width": 5, "disparity": (0, 3)}, 11)]   # image rows: n == m keys
     for kind, kw, bits in cases:
+        m = n if kind == "stereo" else 13
         allowed = tm.allowed_keys(kind, n, m, **kw)
         codes = np.where(allowed, 127, -128).astype(np.int8)
         r = mask_structure(codes)
@@ -58,6 +62,7 @@ def test_mask_structure_recognises_the_kinds_and_refuses_the_rest():
         lo, hi = key_ranges(n, m, r)
         j = np.arange(m)
         assert np.array_equal((j >= lo[:, None]) & (j < hi[:, None]), allowed)
+    m = 13
     holes = tm.allowed_keys("causal", n, m)
     holes = holes.copy()
     holes[5, 2] = False
@@ -74,9 +79,9 @@ def test_tflm_mode_structured_mask_bit_exact_and_cheaper(kind):
     g = load_tflite_bytes(data)
     report = fuse_attention(g, attention="tflm")
     assert [r["result"] for r in report] == ["fused"]
-    assert report[0]["mask"].startswith(kind), report
+    assert report[0]["mask"].startswith(NAMES[kind]), report
     op = g.operators[0]
-    assert op.inputs[3] == -1 and op.options["range"]["name"] == kind
+    assert op.inputs[3] == -1 and op.options["range"]["name"] == NAMES[kind]
     # the tensor path on the same model, for the same inputs
     gt = load_tflite_bytes(data)
     assert fuse_attention(gt, attention="tflm", structured=False)[0]["mask"].startswith("kept")
@@ -115,7 +120,7 @@ def test_stream_mode_structured_mask_equals_the_reference_on_the_ranges(kind, fo
     data, allowed = _model(kind)
     g = load_tflite_bytes(data)
     report = fuse_attention(g, attention="stream", fold=fold)
-    assert report[0]["result"] == "fused" and report[0]["mask"].startswith(kind), report
+    assert report[0]["result"] == "fused" and report[0]["mask"].startswith(NAMES[kind]), report
     op = g.operators[0]
     assert op.inputs[3] == -1 and op.inputs[4] == -1   # no mask tensor, no logit table
     for seed in range(2):

@@ -380,13 +380,17 @@ static void range_params(pe_xattn_params *p, pe_xattn_mode mode)
  * keys in range are counted (macs). */
 static void structured_key_ranges(void)
 {
-    /* kind, lo, hi, len, and the expected [lo, hi) of rows 0 and RN-1 */
-    static const int32_t cases[][8] = {
+    /* kind, lo, hi, len, and the expected [lo, hi) of rows 0 and RN-1,
+     * row width (ROWS only) */
+    static const int32_t cases[][9] = {
         {PE_XATTN_RANGE_UPPER, 0, 0, RM, 0, 1, 0, RN},                /* causal j <= i */
         {PE_XATTN_RANGE_UPPER, 0, 2, RM, 0, 3, 0, RM},                /* causal, offset 2 */
         {PE_XATTN_RANGE_LOWER | PE_XATTN_RANGE_UPPER, -2, 1, RM, 0, 2, 8, 12}, /* band */
         {PE_XATTN_RANGE_PADDING, 0, 0, 9, 0, 9, 0, 9},                /* keys >= 9 masked */
-        {PE_XATTN_RANGE_UPPER | PE_XATTN_RANGE_PADDING, 0, 0, 7, 0, 1, 0, 7}};
+        {PE_XATTN_RANGE_UPPER | PE_XATTN_RANGE_PADDING, 0, 0, 7, 0, 1, 0, 7},
+        /* stereo: image rows of 4, disparity 0..2 (keys x_q - 2 .. x_q of the row) */
+        {PE_XATTN_RANGE_ROWS | PE_XATTN_RANGE_LOWER | PE_XATTN_RANGE_UPPER, -2, 0, RM, 0, 1, 8, 11,
+         4}};
     int8_t q[RN * RH * RD], k[RM * RH * RD], v[RM * RH * RDV], mask[RN * RM];
     int8_t got[RN * RH * RDV], want[RN * RH * RDV];
     int32_t acc[RN * RH * RDV], kb[RN], ke[RN];
@@ -406,6 +410,7 @@ static void structured_key_ranges(void)
         ranged.range_hi = cases[c][2];
         ranged.range_len = cases[c][3];
         ranged.range_code = 127;
+        ranged.range_width = cases[c][8];
         pe_xattn_key_range(&ranged, 0, &lo, &hi);
         PE_CHECK_EQ(lo, cases[c][4]);
         PE_CHECK_EQ(hi, cases[c][5]);
@@ -490,6 +495,14 @@ static void structured_key_ranges(void)
         p.range_lo = -3;
         p.range_code = 128;
         PE_CHECK_EQ(pe_xattn_get_buffer_size(&p, &need), PE_ERR_ARG);
+        p.range_code = 0;
+        p.range_kind = PE_XATTN_RANGE_ROWS;
+        p.range_width = 0; /* rows need a width in 1..m */
+        PE_CHECK_EQ(pe_xattn_get_buffer_size(&p, &need), PE_ERR_ARG);
+        p.range_width = RM + 1;
+        PE_CHECK_EQ(pe_xattn_get_buffer_size(&p, &need), PE_ERR_ARG);
+        p.range_width = 4;
+        PE_CHECK_EQ(pe_xattn_get_buffer_size(&p, &need), PE_OK);
     }
 }
 

@@ -268,7 +268,7 @@ static void encode(const pe_xattn_params *p, int32_t *w)
     w[i++] = p->p_offset; w[i++] = p->logit_quant.multiplier; w[i++] = p->logit_quant.shift;
     w[i++] = p->block; w[i++] = (int32_t)p->fold;
     w[i++] = p->range_kind; w[i++] = p->range_lo; w[i++] = p->range_hi; w[i++] = p->range_len;
-    w[i++] = p->range_code;
+    w[i++] = p->range_code; w[i++] = p->range_width;
     PE_CHECK_EQ(i, PE_XATTN_NUM_WORDS);
 }
 

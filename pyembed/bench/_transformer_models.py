@@ -333,12 +333,18 @@ def build(name, tokens, seed=0, calib=4, mask=False, norm=True, gelu=True, norm_
     return data, info
 
 
-def allowed_keys(kind, n, m, offset=0, below=2, above=2, length=None):
+def allowed_keys(kind, n, m, offset=0, below=2, above=2, length=None, width=8, disparity=(0, 4)):
     """bool [n, m]: the keys query i may see under a structured mask kind
     "causal" (j <= i + offset), "band" (i - below <= j <= i + above),
-    "padding" (j < length) or "causal+padding"."""
+    "padding" (j < length), "causal+padding" or "stereo" (queries and keys
+    the pixels of two width-wide images, row-major: key j allowed iff on
+    query i's image row with disparity x_i - x_j in the disparity range)."""
     i = np.arange(n)[:, None]
     j = np.arange(m)[None, :]
+    if kind == "stereo":
+        dmin, dmax = disparity
+        d = (i % width) - (j % width)
+        return (i // width == j // width) & (d >= dmin) & (d <= dmax)
     if kind == "causal":
         return np.broadcast_to(j <= i + offset, (n, m))
     if kind == "band":

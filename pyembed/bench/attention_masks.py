@@ -1,14 +1,17 @@
 """Structured attention masks (issue 32): flash, scratch and MACs of one
-multi-head attention with no mask, a causal mask and a banded mask, planned
-with the attention fused in stream mode.
+multi-head attention with no mask, a causal, a banded and a stereo mask,
+planned with the attention fused in stream mode.
 
     python -m pyembed.bench attention_masks [--json] [--tokens 1024]
                                             [--heads 2] [--dh 8] [--band 16]
+                                            [--width 32] [--disparity 8]
 
 The model is pyembed.bench._transformer_models.build_attention (Q, K, V graph
 inputs, [tokens, heads*dh]); the masks are constant int8 tensors (0 where
 allowed, -60 elsewhere) added to the scores, as a converter writes them.
 Rows: ``none`` (no mask), ``causal`` (j <= i), ``band`` (|i - j| <= band),
+``stereo`` (tokens = pixels of width-wide images, key on the query's image
+row with disparity 0..disparity),
 each with the mask recognised as a key range (what ``pyembed plan
 --attention stream`` does), and ``causal-tensor`` / ``band-tensor``: the same
 masks kept as n x m tensors (fuse_attention(structured=False), the path an
@@ -36,9 +39,10 @@ def _plan(data, structured):
             "macs": int(op.macs), "mask": report[0].get("mask", "-")}
 
 
-def run(tokens, heads, dh, band):
+def run(tokens, heads, dh, band, width=32, disparity=8):
     masks = {"none": None, "causal": tm.allowed_keys("causal", tokens, tokens),
-             "band": tm.allowed_keys("band", tokens, tokens, below=band, above=band)}
+             "band": tm.allowed_keys("band", tokens, tokens, below=band, above=band),
+             "stereo": tm.allowed_keys("stereo", tokens, tokens, width=width, disparity=(0, disparity))}
     rows = []
     for name, allowed in masks.items():
         data, _ = tm.build_attention(tokens, heads=heads, dh=dh, seed=7, calib=1,
@@ -51,12 +55,14 @@ def run(tokens, heads, dh, band):
     base = rows[0]["macs"]
     for r in rows:
         r["macs_ratio"] = r["macs"] / base
-    return {"tokens": tokens, "heads": heads, "dh": dh, "band": band, "rows": rows}
+    return {"tokens": tokens, "heads": heads, "dh": dh, "band": band, "width": width, "disparity": disparity,
+            "rows": rows}
 
 
 def _render(res):
     head = (f"attention masks: {res['tokens']} tokens, {res['heads']} heads of {res['dh']}, "
-            f"band |i - j| <= {res['band']}, stream mode")
+            f"band |i - j| <= {res['band']}, stereo rows of {res['width']} with disparity 0..{res['disparity']}, "
+            f"stream mode")
     rows = [(r["model"], r["flash"], r["arena"], r["scratch"], r["macs"], f"{r['macs_ratio']:.4f}", r["mask"])
             for r in res["rows"]]
     return head + "\n" + table(["model", "flash B", "arena B", "scratch B", "MACs", "MACs/none", "mask"], rows)
@@ -70,8 +76,12 @@ def main(argv=None):
     ap.add_argument("--heads", type=int, default=2)
     ap.add_argument("--dh", type=int, default=8)
     ap.add_argument("--band", type=int, default=16)
+    ap.add_argument("--width", type=int, default=32)
+    ap.add_argument("--disparity", type=int, default=8)
     a = ap.parse_args(argv)
-    if a.tokens < 2 or a.heads < 1 or a.dh < 1 or a.band < 0:
-        ap.error("--tokens >= 2, --heads >= 1, --dh >= 1, --band >= 0")
-    emit(run(a.tokens, a.heads, a.dh, a.band), a.json, _render)
+    if a.tokens < 2 or a.heads < 1 or a.dh < 1 or a.band < 0 or a.disparity < 0:
+        ap.error("--tokens >= 2, --heads >= 1, --dh >= 1, --band >= 0, --disparity >= 0")
+    if not 2 <= a.width < a.tokens or a.tokens % a.width:
+        ap.error(f"--width: a divisor of --tokens ({a.tokens}) in [2, tokens)")
+    emit(run(a.tokens, a.heads, a.dh, a.band, a.width, a.disparity), a.json, _render)
     return 0

@@ -24,7 +24,9 @@ not fit is left as it is (``report`` says why).
 
 A constant mask that is structured - causal (key j allowed iff j <= i + k),
 banded (i - w1 <= j <= i + w2), key padding (keys >= L masked for every
-query) or a combination - is recognised from its int8 codes (two codes: the
+query), per image row (stereo: queries and keys the pixels of two W-wide
+images, a key allowed iff on the query's row within a disparity range) or a
+combination - is recognised from its int8 codes (two codes: the
 larger one allowed, the smaller one masked, the same pattern for every
 head) and becomes four integers in the operator's options["range"] instead
 of an input: the kernel then computes only the keys in each row's range,
@@ -296,13 +298,15 @@ def _mask_lut(graph, mask, beta, name):
     return lt.index
 
 
-_RANGE_LOWER, _RANGE_UPPER, _RANGE_PADDING = 1, 2, 4
+_RANGE_LOWER, _RANGE_UPPER, _RANGE_PADDING, _RANGE_ROWS = 1, 2, 4, 8
 _MASK_OCTAVES = 32.0
 
 
 def range_name(kind):
     """A readable name of a structured-mask kind (PE_XATTN_RANGE_* bits)."""
     base = "band" if kind & _RANGE_LOWER else "causal" if kind & _RANGE_UPPER else ""
+    if kind & _RANGE_ROWS:
+        return "rows" + (f"+{base}" if base else "")
     pad = "padding" if kind & _RANGE_PADDING else ""
     return "+".join(x for x in (base, pad) if x) or "none"
 
@@ -324,29 +328,60 @@ def mask_structure(codes):
     hi = m - np.argmax(allow[:, ::-1], axis=1).astype(np.int64)
     if not np.array_equal(allow.sum(axis=1), hi - lo):
         return "a row's allowed keys are not one contiguous range"
+    found = _fit_ranges(lo, hi, m, None)
+    if isinstance(found, str) and n == m:
+        # per image row (stereo): try the row widths that divide the sequence
+        for width in range(2, n):
+            if n % width == 0:
+                rows = _fit_ranges(lo, hi, m, width)
+                if isinstance(rows, dict):
+                    found = rows
+                    break
+    if isinstance(found, str):
+        return found
+    found.update(allowed_code=allowed_code, masked_code=masked_code, name=range_name(found["kind"]))
+    return found
+
+
+def _fit_ranges(lo, hi, m, width):
+    """(kind, lo, hi, len[, width]) reproducing the per-row ranges [lo, hi)
+    with pe_transformer.h's formula (image rows of width if not None), or why not."""
+    n = len(lo)
     i = np.arange(n, dtype=np.int64)
     length = int(hi.max())
     kind, a, b = 0, 0, 0
-    if np.any(lo > 0):
+    if width is None:
+        base, top = np.zeros(n, np.int64), np.full(n, length, np.int64)
+    else:
+        kind |= _RANGE_ROWS
+        base = (i // width) * width
+        top = np.minimum(length, base + width)
+    if np.any(lo > base):
         kind |= _RANGE_LOWER
-        first = int(np.flatnonzero(lo > 0)[0])
+        first = int(np.flatnonzero(lo > base)[0])
         a = int(lo[first] - first)
-        if not np.array_equal(lo, np.maximum(0, i + a)):
-            return "the first allowed key is not max(0, i + const)"
-    if np.any(hi < length):
+        if not np.array_equal(lo, np.maximum(base, i + a)):
+            return "the first allowed key is not max(row start, i + const)"
+    elif not np.array_equal(lo, base):
+        return "the first allowed key is not the row's first"
+    if np.any(hi < top):
         kind |= _RANGE_UPPER
-        first = int(np.flatnonzero(hi < length)[0])
+        first = int(np.flatnonzero(hi < top)[0])
         b = int(hi[first] - first - 1)
-        if not np.array_equal(hi, np.minimum(length, i + b + 1)):
-            return "the last allowed key is not min(L, i + const)"
-        if np.array_equal(hi, np.minimum(m, i + b + 1)):
+        if not np.array_equal(hi, np.minimum(top, i + b + 1)):
+            return "the last allowed key is not min(row end, i + const)"
+        if width is None and np.array_equal(hi, np.minimum(m, i + b + 1)):
             length = m   # the upper limit alone (causal with n < m keys is no padding)
+    elif not np.array_equal(hi, top):
+        return "the last allowed key is not the row's last"
     if length < m:
         kind |= _RANGE_PADDING
     if kind == 0:
         return "the mask allows every key"
-    return {"kind": kind, "lo": a, "hi": b, "len": length, "allowed_code": allowed_code,
-            "masked_code": masked_code, "name": range_name(kind)}
+    out = {"kind": kind, "lo": a, "hi": b, "len": length}
+    if width is not None:
+        out["width"] = width
+    return out
 
 
 def _structured_mask(graph, mask, desc, attention):

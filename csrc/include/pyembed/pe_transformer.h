@@ -36,12 +36,18 @@
  * allows, for query row i, the keys [lo(i), hi(i)) and adds the same value
  * to each of them is carried as a few integers instead of an n x m tensor,
  * and only the keys inside the range are computed:
- *   lo(i) = max(0, i + range_lo)            if range_kind & PE_XATTN_RANGE_LOWER, else 0
- *   hi(i) = min(range_len, i + range_hi + 1) if range_kind & PE_XATTN_RANGE_UPPER,
- *           else range_len                   (1 <= range_len <= m)
+ *   lo(i) = max(base(i), i + range_lo)      if range_kind & PE_XATTN_RANGE_LOWER, else base(i)
+ *   hi(i) = min(top(i), i + range_hi + 1)   if range_kind & PE_XATTN_RANGE_UPPER, else top(i)
+ *   base(i) = 0, top(i) = range_len         (1 <= range_len <= m), or with
+ *   PE_XATTN_RANGE_ROWS: base(i) = (i / range_width) * range_width and
+ *   top(i) = min(range_len, base(i) + range_width) (1 <= range_width <= m)
  * e.g. causal j <= i + k: UPPER, range_hi = k; band i - w1 <= j <= i + w2:
  * LOWER | UPPER, range_lo = -w1, range_hi = w2; key padding (keys >= L
- * masked): PADDING, range_len = L. Every row must have a key. TFLM mode
+ * masked): PADDING, range_len = L; per image row (stereo: queries and keys
+ * are the pixels of two W-wide images, row-major, key allowed iff on the
+ * query's image row with disparity x_q - x_k in [dmin, dmax]): ROWS | LOWER
+ * | UPPER, range_width = W, range_lo = -dmax, range_hi = -dmin. Every row
+ * must have a key. TFLM mode
  * applies the ADD of the mask with the allowed entries' code range_code
  * (mask_add) to the keys in range and runs the softmax and P.V over them
  * only: identical bytes to the full row whenever every masked key's masked
@@ -71,6 +77,7 @@ typedef enum {
 #define PE_XATTN_RANGE_LOWER 1   /* keys below i + range_lo masked */
 #define PE_XATTN_RANGE_UPPER 2   /* keys above i + range_hi masked */
 #define PE_XATTN_RANGE_PADDING 4 /* keys >= range_len masked (descriptive: range_len always applies) */
+#define PE_XATTN_RANGE_ROWS 8    /* keys outside the query's image row of range_width masked */
 
 typedef struct {
     pe_xattn_mode mode;
@@ -103,6 +110,7 @@ typedef struct {
     int32_t range_hi;
     int32_t range_len;       /* 1..m (m when range_kind is 0) */
     int32_t range_code;      /* TFLM mode: the int8 mask code added to keys in range */
+    int32_t range_width;     /* image row width with PE_XATTN_RANGE_ROWS, else ignored */
 } pe_xattn_params;
 
 /* Keys [*lo, *hi) of query row i under params' structured mask (all m keys
@@ -111,7 +119,7 @@ typedef struct {
 void pe_xattn_key_range(const pe_xattn_params *params, int32_t i, int32_t *lo, int32_t *hi);
 
 /* Number of int32 params words of the PE_ATTENTION graph operator. */
-#define PE_XATTN_NUM_WORDS 60
+#define PE_XATTN_NUM_WORDS 61
 
 /* The PE_ATTENTION operator's params words (the order of
  * pyembed.model.ops.transformer.WORDS) into params; PE_ERR_ARG on a wrong

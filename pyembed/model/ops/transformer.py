@@ -53,20 +53,26 @@ WORDS = ("mode", "n", "m", "d", "dv", "heads",
          "add_output_multiplier", "add_output_shift", "add_act_min", "add_act_max", "mask_row", "mask_head",
          "softmax_multiplier", "softmax_shift", "softmax_diff_min", "p_offset",
          "logit_multiplier", "logit_shift", "block", "fold",
-         "range_kind", "range_lo", "range_hi", "range_len", "range_code")
-RANGE_LOWER, RANGE_UPPER, RANGE_PADDING = 1, 2, 4   # pe_transformer.h's PE_XATTN_RANGE_*
+         "range_kind", "range_lo", "range_hi", "range_len", "range_code", "range_width")
+RANGE_LOWER, RANGE_UPPER, RANGE_PADDING, RANGE_ROWS = 1, 2, 4, 8   # pe_transformer.h's PE_XATTN_RANGE_*
 
 
 def key_ranges(n, m, rng):
     """(lo, hi) int64 arrays [n]: the keys [lo[i], hi[i]) query row i sees
-    under a structured mask rng = {"kind", "lo", "hi", "len"} (or None: all
-    m keys), the formula of pe_xattn_key_range."""
+    under a structured mask rng = {"kind", "lo", "hi", "len"[, "width"]} (or
+    None: all m keys), the formula of pe_xattn_key_range."""
     i = np.arange(n, dtype=np.int64)
     if not rng:
         return np.zeros(n, np.int64), np.full(n, m, np.int64)
     kind, length = int(rng["kind"]), int(rng["len"])
-    lo = np.maximum(0, i + int(rng["lo"])) if kind & RANGE_LOWER else np.zeros(n, np.int64)
-    hi = np.minimum(length, i + int(rng["hi"]) + 1) if kind & RANGE_UPPER else np.full(n, length, np.int64)
+    base = np.zeros(n, np.int64)
+    top = np.full(n, length, np.int64)
+    if kind & RANGE_ROWS:
+        width = int(rng["width"])
+        base = (i // width) * width
+        top = np.minimum(top, base + width)
+    lo = np.maximum(base, i + int(rng["lo"])) if kind & RANGE_LOWER else base
+    hi = np.minimum(top, i + int(rng["hi"]) + 1) if kind & RANGE_UPPER else top
     return np.minimum(lo, length), np.maximum(hi, 0)
 
 
@@ -130,9 +136,12 @@ def prepare_pe_attention(c):
              q_offset=-qz, k_offset=-kz, v_offset=-vz, out_zero_point=yz, block=o.get("block", 64),
              fold=FOLDS[o.get("fold", "auto")])
     if rng is not None:
-        p.update(range_kind=rng["kind"], range_lo=rng["lo"], range_hi=rng["hi"], range_len=rng["len"])
+        p.update(range_kind=rng["kind"], range_lo=rng["lo"], range_hi=rng["hi"], range_len=rng["len"],
+                 range_width=rng.get("width", 0))
         if not 1 <= int(rng["len"]) <= o["m"]:
             raise c.error(f"options: range length {rng['len']} outside [1, {o['m']}]")
+        if int(rng["kind"]) & RANGE_ROWS and not 1 <= int(rng.get("width", 0)) <= o["m"]:
+            raise c.error(f"options: range row width {rng.get('width')} outside [1, {o['m']}]")
     lo_keys, hi_keys = key_ranges(o["n"], o["m"], rng)
     if np.any(lo_keys >= hi_keys):
         raise c.error("options: the structured mask leaves a query row without keys")

@@ -23,17 +23,22 @@ static int quant_ok(const pe_per_tensor_quant *q)
 
 void pe_xattn_key_range(const pe_xattn_params *p, int32_t i, int32_t *lo, int32_t *hi)
 {
-    int64_t a = 0;
-    int64_t b;
+    int64_t base = 0;
+    int64_t a, b;
     if (p->range_kind == 0) {
         *lo = 0;
         *hi = p->dims.m;
         return;
     }
     b = p->range_len;
+    if (p->range_kind & PE_XATTN_RANGE_ROWS) {
+        base = (int64_t)(i / p->range_width) * p->range_width;
+        b = base + p->range_width < b ? base + p->range_width : b;
+    }
+    a = base;
     if (p->range_kind & PE_XATTN_RANGE_LOWER) {
-        a = (int64_t)i + p->range_lo;
-        a = a < 0 ? 0 : a;
+        const int64_t first = (int64_t)i + p->range_lo;
+        a = first > base ? first : base;
     }
     if (p->range_kind & PE_XATTN_RANGE_UPPER) {
         const int64_t top = (int64_t)i + p->range_hi + 1;
@@ -50,8 +55,10 @@ static pe_status check_range(const pe_xattn_params *p)
     if (p->range_kind == 0) {
         return PE_OK;
     }
-    if (p->range_kind < 0 || p->range_kind > 7 || p->has_mask || p->range_len < 1 ||
-        p->range_len > p->dims.m || p->range_code < -128 || p->range_code > 127) {
+    if (p->range_kind < 0 || p->range_kind > 15 || p->has_mask || p->range_len < 1 ||
+        p->range_len > p->dims.m || p->range_code < -128 || p->range_code > 127 ||
+        ((p->range_kind & PE_XATTN_RANGE_ROWS) &&
+         (p->range_width < 1 || p->range_width > p->dims.m))) {
         return PE_ERR_ARG;
     }
     for (i = 0; i < p->dims.n; i++) {
@@ -444,6 +451,7 @@ pe_status pe_xattn_decode(const int32_t *w, int32_t count, pe_xattn_params *p)
     p->range_hi = w[i++];
     p->range_len = w[i++];
     p->range_code = w[i++];
+    p->range_width = w[i++];
     if (p->range_kind == 0) {
         p->range_len = p->dims.m; /* the other range words are ignored */
     }
