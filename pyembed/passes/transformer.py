@@ -472,7 +472,8 @@ def fuse_attention(graph, attention="tflm", block=64, fold="auto", structured=Tr
             prepare_operator(graph, fused, graph.name)
         if "range" in desc:
             r = desc["range"]
-            mask_note = (f"{r['name']} (range kind {r['kind']}, lo {r['lo']}, hi {r['hi']}, len {r['len']}): "
+            width = f", row width {r['width']}" if "width" in r else ""
+            mask_note = (f"{r['name']} (range kind {r['kind']}, lo {r['lo']}, hi {r['hi']}, len {r['len']}{width}): "
                          f"only keys in range")
         graph.unsupported = [(op.index, op.type) for op in graph.operators if not op.supported]
         entry = {"softmax": name, "result": "fused" if fused.supported else
