@@ -160,16 +160,21 @@ class CostModel:
         """Fused attention (pyembed.passes.transformer): the two matmuls'
         MACs at the fc rate, one exponent per score at the softmax per-element
         rate (two passes over the row in tflm mode, TFLite's softmax), and K
-        and V read once per query row (nothing else is buffered)."""
+        and V read once per query row (nothing else is buffered); under a
+        structured mask only the keys in each row's range (params["keys"])."""
         o = op.options
         fc = self.profile.kernel_cost("fc")
         sm = self.profile.kernel_cost("softmax")
-        scores = int(o["heads"]) * int(o["n"]) * int(o["m"])
+        # keys computed per head: fewer than n * m under a structured mask
+        params = getattr(op, "params", None) or {}
+        keys = int(params.get("keys", int(o["n"]) * int(o["m"])))
+        scores = int(o["heads"]) * keys
         exps = scores * (2 if o.get("mode") == "tflm" else 1)
         macs = int(getattr(op, "macs", 0) or 0)
         compute = fc.call_cycles + fc.cycles_per_mac * macs + sm.cycles_per_element * exps
         mem = 0.0
-        reads = [(op.inputs[0], 1), (op.inputs[1], int(o["n"])), (op.inputs[2], int(o["n"]))]
+        rows = keys / int(o["m"])   # K and V read once per query row, over its range only
+        reads = [(op.inputs[0], 1), (op.inputs[1], rows), (op.inputs[2], rows)]
         if len(op.inputs) > 3 and op.inputs[3] >= 0:
             reads.append((op.inputs[3], 1))
         for t, times in reads:

@@ -10,6 +10,7 @@
 #include <string.h>
 #include "pyembed/pe_attention.h"
 #include "pyembed/pe_fixed.h"
+#include "pyembed/pe_transformer.h"
 #include "pe_test.h"
 
 static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
@@ -312,6 +313,199 @@ static void scratch_independent_of_keys(void)
     PE_CHECK_EQ(s2.exps, (uint64_t)MBIG);
 }
 
+/* ---------------------------------------------- structured masks (#32) */
+
+#define RN 11
+#define RM 13
+#define RH 2
+#define RD 4
+#define RDV 3
+
+static void range_params(pe_xattn_params *p, pe_xattn_mode mode)
+{
+    memset(p, 0, sizeof(*p));
+    p->mode = mode;
+    p->dims.n = RN;
+    p->dims.m = RM;
+    p->dims.d = RD;
+    p->dims.dv = RDV;
+    p->dims.heads = RH;
+    p->strides.q_row = RH * RD;
+    p->strides.k_row = RH * RD;
+    p->strides.v_row = RH * RDV;
+    p->strides.out_row = RH * RDV;
+    p->strides.q_head = RD;
+    p->strides.k_head = RD;
+    p->strides.v_head = RDV;
+    p->strides.out_head = RDV;
+    p->q_offset = 3;
+    p->k_offset = -5;
+    p->v_offset = 7;
+    p->out_zero_point = -2;
+    p->out_quant.multiplier = 1402433700;
+    p->out_quant.shift = -9;
+    p->score_quant.multiplier = 1288490189;
+    p->score_quant.shift = -7;
+    p->score_zero_point = 4;
+    /* ADD: out = (s + 0) / 4 + (mask - 127) / 2 + 30: allowed code 127 gives
+     * [-2, 62], masked code -128 at most -66, below every allowed value by
+     * more than |diff_min| = 60: masked keys weigh exactly 0 */
+    p->mask_add.input1_offset = 0;
+    p->mask_add.input2_offset = -127;
+    p->mask_add.output_offset = 30;
+    p->mask_add.left_shift = 20;
+    p->mask_add.input1_quant.multiplier = 1073741824;
+    p->mask_add.input1_quant.shift = -1;
+    p->mask_add.input2_quant.multiplier = 1073741824;
+    p->mask_add.input2_quant.shift = 0;
+    p->mask_add.output_quant.multiplier = 1073741824;
+    p->mask_add.output_quant.shift = -19;
+    p->mask_add.activation.min = -128;
+    p->mask_add.activation.max = 127;
+    p->mask_add.rounding = PE_ROUND_DOUBLE;
+    p->softmax.mult = 1539316278;
+    p->softmax.shift = 25;
+    p->softmax.diff_min = -60;
+    p->p_offset = 128;
+    p->logit_quant.multiplier = 1500000000;
+    p->logit_quant.shift = 14;
+    p->block = 4;
+    p->fold = PE_ATTN_FOLD_LATE;
+    p->range_len = RM;
+}
+
+/* The per-query key range of each structured kind: TFLM mode equals the
+ * full-row path with the equivalent n x m mask tensor, stream mode equals
+ * pe_attention_nf_s8 with explicit per-row key_begin / key_end, and only
+ * keys in range are counted (macs). */
+static void structured_key_ranges(void)
+{
+    /* kind, lo, hi, len, and the expected [lo, hi) of rows 0 and RN-1,
+     * row width (ROWS only) */
+    static const int32_t cases[][9] = {
+        {PE_XATTN_RANGE_UPPER, 0, 0, RM, 0, 1, 0, RN},                /* causal j <= i */
+        {PE_XATTN_RANGE_UPPER, 0, 2, RM, 0, 3, 0, RM},                /* causal, offset 2 */
+        {PE_XATTN_RANGE_LOWER | PE_XATTN_RANGE_UPPER, -2, 1, RM, 0, 2, 8, 12}, /* band */
+        {PE_XATTN_RANGE_PADDING, 0, 0, 9, 0, 9, 0, 9},                /* keys >= 9 masked */
+        {PE_XATTN_RANGE_UPPER | PE_XATTN_RANGE_PADDING, 0, 0, 7, 0, 1, 0, 7},
+        /* stereo: image rows of 4, disparity 0..2 (keys x_q - 2 .. x_q of the row) */
+        {PE_XATTN_RANGE_ROWS | PE_XATTN_RANGE_LOWER | PE_XATTN_RANGE_UPPER, -2, 0, RM, 0, 1, 8, 11,
+         4}};
+    int8_t q[RN * RH * RD], k[RM * RH * RD], v[RM * RH * RDV], mask[RN * RM];
+    int8_t got[RN * RH * RDV], want[RN * RH * RDV];
+    int32_t acc[RN * RH * RDV], kb[RN], ke[RN];
+    uint8_t scratch[512];
+    pe_context ctx = {scratch, (int32_t)sizeof(scratch), NULL};
+    pe_stats stats;
+    size_t c;
+    int32_t i, j, x, lo, hi, keys;
+    fill(q, sizeof(q));
+    fill(k, sizeof(k));
+    fill(v, sizeof(v));
+    for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        pe_xattn_params full, ranged;
+        range_params(&ranged, PE_XATTN_TFLM);
+        ranged.range_kind = cases[c][0];
+        ranged.range_lo = cases[c][1];
+        ranged.range_hi = cases[c][2];
+        ranged.range_len = cases[c][3];
+        ranged.range_code = 127;
+        ranged.range_width = cases[c][8];
+        pe_xattn_key_range(&ranged, 0, &lo, &hi);
+        PE_CHECK_EQ(lo, cases[c][4]);
+        PE_CHECK_EQ(hi, cases[c][5]);
+        pe_xattn_key_range(&ranged, RN - 1, &lo, &hi);
+        PE_CHECK_EQ(lo, cases[c][6]);
+        PE_CHECK_EQ(hi, cases[c][7]);
+        keys = 0;
+        for (i = 0; i < RN; i++) {
+            pe_xattn_key_range(&ranged, i, &lo, &hi);
+            kb[i] = lo;
+            ke[i] = hi;
+            keys += hi - lo;
+            for (j = 0; j < RM; j++) {
+                mask[i * RM + j] = (int8_t)(j >= lo && j < hi ? 127 : -128);
+            }
+        }
+        range_params(&full, PE_XATTN_TFLM);
+        full.has_mask = 1;
+        full.mask_row = RM;
+        PE_CHECK_EQ(pe_xattn_s8(&ctx, &full, q, k, v, mask, NULL, want), PE_OK);
+        memset(&stats, 0, sizeof(stats));
+        ctx.stats = &stats;
+        PE_CHECK_EQ(pe_xattn_s8(&ctx, &ranged, q, k, v, NULL, NULL, got), PE_OK);
+        ctx.stats = NULL;
+        PE_CHECK_EQ(memcmp(got, want, sizeof(got)), 0);
+        PE_CHECK_EQ(stats.macs, (uint64_t)RH * (uint64_t)keys * (RD + RDV));
+        PE_CHECK(keys < RN * RM);
+        /* stream mode: the streaming kernel on explicit per-row ranges */
+        ranged.mode = PE_XATTN_STREAM;
+        PE_CHECK_EQ(pe_xattn_s8(&ctx, &ranged, q, k, v, NULL, NULL, got), PE_OK);
+        {
+            pe_attn_params ap;
+            pe_attn_dims ad = {RN, RM, RD, RDV, RH};
+            int32_t need;
+            uint8_t *buf;
+            memset(&ap, 0, sizeof(ap));
+            ap.q_offset = ranged.q_offset;
+            ap.k_offset = ranged.k_offset;
+            ap.v_offset = ranged.v_offset;
+            ap.score_quant = ranged.logit_quant;
+            ap.block = ranged.block;
+            ap.fold = ranged.fold;
+            ap.key_begin = kb;
+            ap.key_end = ke;
+            PE_CHECK_EQ(pe_attention_nf_get_buffer_size(&ap, &ad, &need), PE_OK);
+            buf = (uint8_t *)malloc((size_t)need);
+            {
+                pe_context nctx = {buf, need, NULL};
+                PE_CHECK_EQ(pe_attention_nf_s8(&nctx, &ap, &ad, q, k, v, acc), PE_OK);
+            }
+            free(buf);
+            for (x = 0; x < RN * RH * RDV; x++) {
+                int32_t y = pe_fx_requant(acc[x], ranged.out_quant.multiplier,
+                                          ranged.out_quant.shift) + ranged.out_zero_point;
+                want[x] = (int8_t)pe_fx_clamp(y, -128, 127);
+            }
+            PE_CHECK_EQ(memcmp(got, want, sizeof(got)), 0);
+        }
+    }
+    {
+        /* malformed ranges: a row without keys, a length beyond m, a mask
+         * tensor as well, an unknown kind */
+        pe_xattn_params p;
+        int32_t need;
+        range_params(&p, PE_XATTN_TFLM);
+        p.range_kind = PE_XATTN_RANGE_UPPER;
+        p.range_hi = -1; /* row 0 would see no key */
+        PE_CHECK_EQ(pe_xattn_get_buffer_size(&p, &need), PE_ERR_ARG);
+        p.range_hi = 0;
+        PE_CHECK_EQ(pe_xattn_get_buffer_size(&p, &need), PE_OK);
+        p.range_len = RM + 1;
+        PE_CHECK_EQ(pe_xattn_get_buffer_size(&p, &need), PE_ERR_ARG);
+        p.range_len = RM;
+        p.has_mask = 1;
+        PE_CHECK_EQ(pe_xattn_get_buffer_size(&p, &need), PE_ERR_ARG);
+        p.has_mask = 0;
+        p.range_kind = 8;
+        PE_CHECK_EQ(pe_xattn_get_buffer_size(&p, &need), PE_ERR_ARG);
+        p.range_kind = PE_XATTN_RANGE_LOWER;
+        p.range_lo = RM; /* row 0 starts past the last key */
+        PE_CHECK_EQ(pe_xattn_get_buffer_size(&p, &need), PE_ERR_ARG);
+        p.range_lo = -3;
+        p.range_code = 128;
+        PE_CHECK_EQ(pe_xattn_get_buffer_size(&p, &need), PE_ERR_ARG);
+        p.range_code = 0;
+        p.range_kind = PE_XATTN_RANGE_ROWS;
+        p.range_width = 0; /* rows need a width in 1..m */
+        PE_CHECK_EQ(pe_xattn_get_buffer_size(&p, &need), PE_ERR_ARG);
+        p.range_width = RM + 1;
+        PE_CHECK_EQ(pe_xattn_get_buffer_size(&p, &need), PE_ERR_ARG);
+        p.range_width = 4;
+        PE_CHECK_EQ(pe_xattn_get_buffer_size(&p, &need), PE_OK);
+    }
+}
+
 int main(void)
 {
     bad_arguments();
@@ -319,5 +513,6 @@ int main(void)
     dominant_key();
     folds_heads_and_baselines();
     scratch_independent_of_keys();
+    structured_key_ranges();
     return PE_TEST_END("test_attention");
 }

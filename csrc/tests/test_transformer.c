@@ -267,6 +267,8 @@ static void encode(const pe_xattn_params *p, int32_t *w)
     w[i++] = p->softmax.mult; w[i++] = p->softmax.shift; w[i++] = p->softmax.diff_min;
     w[i++] = p->p_offset; w[i++] = p->logit_quant.multiplier; w[i++] = p->logit_quant.shift;
     w[i++] = p->block; w[i++] = (int32_t)p->fold;
+    w[i++] = p->range_kind; w[i++] = p->range_lo; w[i++] = p->range_hi; w[i++] = p->range_len;
+    w[i++] = p->range_code; w[i++] = p->range_width;
     PE_CHECK_EQ(i, PE_XATTN_NUM_WORDS);
 }
 
@@ -303,7 +305,7 @@ static void words_and_lut(void)
     w[24] = 300; /* scale_value outside int8 */
     PE_CHECK_EQ(pe_xattn_decode(w, PE_XATTN_NUM_WORDS, &d), PE_ERR_ARG);
     encode(&p, w);
-    w[PE_XATTN_NUM_WORDS - 1] = 5; /* fold */
+    w[54] = 5; /* fold */
     PE_CHECK_EQ(pe_xattn_decode(w, PE_XATTN_NUM_WORDS, &d), PE_ERR_ARG);
     encode(&p, w);
     w[1] = 0; /* n */

@@ -333,13 +333,39 @@ def build(name, tokens, seed=0, calib=4, mask=False, norm=True, gelu=True, norm_
     return data, info
 
 
+def allowed_keys(kind, n, m, offset=0, below=2, above=2, length=None, width=8, disparity=(0, 4)):
+    """bool [n, m]: the keys query i may see under a structured mask kind
+    "causal" (j <= i + offset), "band" (i - below <= j <= i + above),
+    "padding" (j < length), "causal+padding" or "stereo" (queries and keys
+    the pixels of two width-wide images, row-major: key j allowed iff on
+    query i's image row with disparity x_i - x_j in the disparity range)."""
+    i = np.arange(n)[:, None]
+    j = np.arange(m)[None, :]
+    if kind == "stereo":
+        dmin, dmax = disparity
+        d = (i % width) - (j % width)
+        return (i // width == j // width) & (d >= dmin) & (d <= dmax)
+    if kind == "causal":
+        return np.broadcast_to(j <= i + offset, (n, m))
+    if kind == "band":
+        return (j >= i - below) & (j <= i + above)
+    if kind == "padding":
+        return np.broadcast_to(j < length, (n, m))
+    if kind == "causal+padding":
+        return (j <= i + offset) & (j < length)
+    raise ValueError(f"unknown mask kind {kind!r}")
+
+
 def build_attention(tokens, heads=2, dh=8, seed=0, mask=False, scale=True, kv_tokens=None, calib=4,
-                    adj_y=False, batch=False):
+                    adj_y=False, batch=False, mask_value=-60.0):
     """(tflite bytes, float inputs) of one multi-head attention whose Q, K, V
     ([tokens, heads*dh], [kv_tokens, heads*dh] twice) are graph inputs.
     adj_y: K^T by BATCH_MATMUL's adj_y instead of a TRANSPOSE; batch: 4-D
     views with a leading batch of 1 ([1, heads, tokens, dh]), as Keras
-    models convert."""
+    models convert. mask: False, True (random int8 codes) or a bool
+    [tokens, kv_tokens] array of allowed keys (allowed_keys()): a constant
+    int8 mask of 0 where allowed and mask_value elsewhere (the int8 minimum
+    code), shared by the heads."""
     rng = np.random.default_rng(seed)
     m = tokens if kv_tokens is None else kv_tokens
     D = heads * dh
@@ -359,7 +385,14 @@ def build_attention(tokens, heads=2, dh=8, seed=0, mask=False, scale=True, kv_to
     s = b.batch_matmul(qh, kh, adj_y=adj_y)
     if scale:
         s = b.mul_const(s, 1.0 / np.sqrt(dh))
-    if mask:
+    if isinstance(mask, np.ndarray):
+        mshape = (1, 1, tokens, m) if batch else (1, tokens, m)
+        mq = np.where(mask, 127, -128).astype(np.int8).reshape(mshape)
+        ms = float(np.float32(-mask_value / 255.0))
+        mt = b._add(mshape, np.int8, data=mq, scale=ms, zp=127)
+        b.vals[mt] = ((mq.astype(np.float64) - 127) * ms)[None]
+        s = b.add(s, mt)
+    elif mask:
         mshape = (1, 1, tokens, m) if batch else (1, tokens, m)
         mq = rng.integers(-128, 128, mshape).astype(np.int8)
         ms = float(np.float32(8.0 / 255.0))

@@ -226,7 +226,8 @@ def _with_implied_relu(graph, op):
 
 def _attention(op, ins):
     """Float64 reference of PE_ATTENTION: softmax(beta * c * Q.K^T + mask).V per head,
-    from the real values of the inputs (None = absent mask)."""
+    from the real values of the inputs (None = absent mask); a structured
+    mask (options["range"]) excludes the keys outside each row's range."""
     o = op.options
     q, k, v = (np.asarray(x, dtype=np.float64).reshape(-1) for x in ins[:3])
     h = np.arange(o["heads"])[:, None, None]
@@ -237,6 +238,12 @@ def _attention(op, ins):
     if len(ins) > 3 and ins[3] is not None:
         mk = np.asarray(ins[3], dtype=np.float64).reshape(-1)
         s = s + mk[h * o["mask_head"] + np.arange(o["n"])[None, :, None] * o["mask_row"] + np.arange(o["m"])]
+    if o.get("range"):
+        # a structured mask: only keys [lo(i), hi(i)) of each row count
+        from pyembed.model.ops.transformer import key_ranges
+        lo, hi = key_ranges(o["n"], o["m"], o["range"])
+        j = np.arange(o["m"])[None, None, :]
+        s = np.where((j >= lo[None, :, None]) & (j < hi[None, :, None]), s, -np.inf)
     s = o["beta"] * s
     e = np.exp(s - s.max(axis=-1, keepdims=True))
     pr = e / e.sum(axis=-1, keepdims=True)

@@ -22,6 +22,22 @@ column stride) and writing ``out``. Every absorbed intermediate tensor must
 have exactly one reader and must not be a graph output; a chain that does
 not fit is left as it is (``report`` says why).
 
+A constant mask that is structured - causal (key j allowed iff j <= i + k),
+banded (i - w1 <= j <= i + w2), key padding (keys >= L masked for every
+query), per image row (stereo: queries and keys the pixels of two W-wide
+images, a key allowed iff on the query's row within a disparity range) or a
+combination - is recognised from its int8 codes (two codes: the
+larger one allowed, the smaller one masked, the same pattern for every
+head) and becomes four integers in the operator's options["range"] instead
+of an input: the kernel then computes only the keys in each row's range,
+the MACs fall with the band and the n x m tensor leaves the constants. In
+tflm mode this is done only when it is provably the same bytes
+(pyembed.model.ops.transformer.range_is_exact: every masked key's score
+falls below the softmax cut-off whatever the scores are); in stream mode
+when the allowed entries are exactly 0 and the masked ones at most -32
+octaves (beta * mask * log2(e) <= -32: a weight below the kernel's 2^-31
+resolution). Anything else keeps the mask tensor.
+
 The fused operator never forms the n x m score matrix: in ``tflm`` mode it
 keeps one int8 score row (m bytes) and reproduces the unfused arithmetic of
 TFLite Micro bit for bit; in ``stream`` mode it runs the norm-folded
@@ -282,11 +298,125 @@ def _mask_lut(graph, mask, beta, name):
     return lt.index
 
 
-def fuse_attention(graph, attention="tflm", block=64, fold="auto"):
+_RANGE_LOWER, _RANGE_UPPER, _RANGE_PADDING, _RANGE_ROWS = 1, 2, 4, 8
+_MASK_OCTAVES = 32.0
+
+
+def range_name(kind):
+    """A readable name of a structured-mask kind (PE_XATTN_RANGE_* bits)."""
+    base = "band" if kind & _RANGE_LOWER else "causal" if kind & _RANGE_UPPER else ""
+    if kind & _RANGE_ROWS:
+        return "rows" + (f"+{base}" if base else "")
+    pad = "padding" if kind & _RANGE_PADDING else ""
+    return "+".join(x for x in (base, pad) if x) or "none"
+
+
+def mask_structure(codes):
+    """The structured form of an int8 mask codes[n, m] (the same for every
+    head): {"kind", "lo", "hi", "len", "allowed_code", "masked_code"} with
+    pe_transformer.h's range formula, or a string saying why it is not one."""
+    codes = np.asarray(codes)
+    n, m = codes.shape
+    vals = np.unique(codes)
+    if len(vals) != 2:
+        return f"the mask has {len(vals)} distinct values, not 2 (allowed / masked)"
+    masked_code, allowed_code = int(vals[0]), int(vals[1])
+    allow = codes == allowed_code
+    if not allow.any(axis=1).all():
+        return "a query row has every key masked"
+    lo = np.argmax(allow, axis=1).astype(np.int64)
+    hi = m - np.argmax(allow[:, ::-1], axis=1).astype(np.int64)
+    if not np.array_equal(allow.sum(axis=1), hi - lo):
+        return "a row's allowed keys are not one contiguous range"
+    found = _fit_ranges(lo, hi, m, None)
+    if isinstance(found, str) and n == m:
+        # per image row (stereo): try the row widths that divide the sequence
+        for width in range(2, n):
+            if n % width == 0:
+                rows = _fit_ranges(lo, hi, m, width)
+                if isinstance(rows, dict):
+                    found = rows
+                    break
+    if isinstance(found, str):
+        return found
+    found.update(allowed_code=allowed_code, masked_code=masked_code, name=range_name(found["kind"]))
+    return found
+
+
+def _fit_ranges(lo, hi, m, width):
+    """(kind, lo, hi, len[, width]) reproducing the per-row ranges [lo, hi)
+    with pe_transformer.h's formula (image rows of width if not None), or why not."""
+    n = len(lo)
+    i = np.arange(n, dtype=np.int64)
+    length = int(hi.max())
+    kind, a, b = 0, 0, 0
+    if width is None:
+        base, top = np.zeros(n, np.int64), np.full(n, length, np.int64)
+    else:
+        kind |= _RANGE_ROWS
+        base = (i // width) * width
+        top = np.minimum(length, base + width)
+    if np.any(lo > base):
+        kind |= _RANGE_LOWER
+        first = int(np.flatnonzero(lo > base)[0])
+        a = int(lo[first] - first)
+        if not np.array_equal(lo, np.maximum(base, i + a)):
+            return "the first allowed key is not max(row start, i + const)"
+    elif not np.array_equal(lo, base):
+        return "the first allowed key is not the row's first"
+    if np.any(hi < top):
+        kind |= _RANGE_UPPER
+        first = int(np.flatnonzero(hi < top)[0])
+        b = int(hi[first] - first - 1)
+        if not np.array_equal(hi, np.minimum(top, i + b + 1)):
+            return "the last allowed key is not min(row end, i + const)"
+        if width is None and np.array_equal(hi, np.minimum(m, i + b + 1)):
+            length = m   # the upper limit alone (causal with n < m keys is no padding)
+    elif not np.array_equal(hi, top):
+        return "the last allowed key is not the row's last"
+    if length < m:
+        kind |= _RANGE_PADDING
+    if kind == 0:
+        return "the mask allows every key"
+    out = {"kind": kind, "lo": a, "hi": b, "len": length}
+    if width is not None:
+        out["width"] = width
+    return out
+
+
+def _structured_mask(graph, mask, desc, attention):
+    """options["range"] for the mask tensor of desc, or why not."""
+    t = graph.tensors[mask]
+    if not t.is_constant or t.dtype != np.int8 or not t.is_quantized:
+        return "the mask is not a constant int8 tensor"
+    heads, n, m = desc["heads"], desc["n"], desc["m"]
+    flat = np.asarray(t.data).reshape(-1)
+    h = np.arange(heads)[:, None, None] * desc["mask_head"]
+    codes = flat[h + np.arange(n)[None, :, None] * desc["mask_row"] + np.arange(m)[None, None, :]]
+    if heads > 1 and not (codes == codes[:1]).all():
+        return "the mask differs between heads"
+    found = mask_structure(codes[0])
+    if isinstance(found, str):
+        return found
+    if attention == "stream":
+        zp = int(t.zero_point[0]) if t.zero_point is not None and len(t.zero_point) else 0
+        allowed = float(t.scale[0]) * (found["allowed_code"] - zp)
+        masked = float(t.scale[0]) * (found["masked_code"] - zp)
+        if allowed != 0.0:
+            return f"the allowed entries are {allowed}, not 0"
+        if not desc["beta"] * masked * np.log2(np.e) <= -_MASK_OCTAVES:
+            return f"the masked entries ({masked}) are not at most {_MASK_OCTAVES:g} octaves"
+    found["mask_tensor"] = mask
+    return found
+
+
+def fuse_attention(graph, attention="tflm", block=64, fold="auto", structured=True):
     """Replace each recognised attention chain of graph (in place) by one
     PE_ATTENTION operator in the given numeric mode. Returns a report: one
     {"softmax": output tensor name, "result": "fused" | why it was left
-    alone} per SOFTMAX."""
+    alone} per SOFTMAX; a fused chain with a mask also has "mask": the
+    structured kind ("causal", "band", "padding", ...) or why the tensor
+    stays. structured=False keeps every mask as a tensor."""
     if attention not in MODES:
         raise ArgumentError(f"attention: expected one of {', '.join(MODES)}, got {attention!r}")
     if fold not in ("late", "early", "auto"):
@@ -297,6 +427,7 @@ def fuse_attention(graph, attention="tflm", block=64, fold="auto"):
     from pyembed.model.ops import prepare_operator
     report = []
     seen = set()
+    ranged_masks = set()
     while True:
         prod, users = _producers(graph), _consumers(graph)
         found = None
@@ -315,6 +446,15 @@ def fuse_attention(graph, attention="tflm", block=64, fold="auto"):
             break
         sm, name, (absorbed, inputs, out_t, desc) = found
         inputs.append(-1)
+        mask, mask_note = inputs[3], None
+        if mask >= 0:
+            rng = _structured_mask(graph, mask, desc, attention) if structured else "structured=False"
+            if isinstance(rng, dict):
+                desc["range"] = rng
+                inputs[3] = -1
+                ranged_masks.add(mask)
+            else:
+                mask_note = f"kept as a tensor: {rng}"
         if attention == "stream" and inputs[3] >= 0:
             inputs[4] = _mask_lut(graph, inputs[3], desc["beta"], name)
         desc.update(mode=attention, block=int(block), fold=fold)
@@ -324,9 +464,28 @@ def fuse_attention(graph, attention="tflm", block=64, fold="auto"):
         graph.aliases = {a: b for a, b in graph.aliases.items()
                          if a in prod and prod[a].type == "RESHAPE" and prod[a].inputs[0] == b}
         prepare_operator(graph, fused, graph.name)
+        if "range" in desc and fused.supported and fused.params.get("range_exact") is False:
+            # TFLM's softmax might give a masked key weight: keep the tensor
+            del desc["range"]
+            fused.inputs[3] = mask
+            mask_note = "kept as a tensor: skipping the masked keys is not provably exact here"
+            prepare_operator(graph, fused, graph.name)
+        if "range" in desc:
+            r = desc["range"]
+            width = f", row width {r['width']}" if "width" in r else ""
+            mask_note = (f"{r['name']} (range kind {r['kind']}, lo {r['lo']}, hi {r['hi']}, len {r['len']}{width}): "
+                         f"only keys in range")
         graph.unsupported = [(op.index, op.type) for op in graph.operators if not op.supported]
-        report.append({"softmax": name, "result": "fused" if fused.supported else
-                       f"fused, but the operator is unsupported: {fused.reason}"})
+        entry = {"softmax": name, "result": "fused" if fused.supported else
+                 f"fused, but the operator is unsupported: {fused.reason}"}
+        if mask_note is not None:
+            entry["mask"] = mask_note
+        report.append(entry)
+    # a mask tensor no operator reads any more leaves the constants (flash):
+    # its quantization stays for the operators' preparation
+    read = {t for op in graph.operators for t in op.inputs if t >= 0}
+    for t in ranged_masks - read - set(graph.outputs):
+        graph.tensors[t].data = None
     return report
 
 
@@ -346,7 +505,8 @@ def fuse_transformer(graph, attention="tflm", block=64, fold="auto", layernorm="
         lines.append(f"layernorm {r['output']}: {r['result']}" + (f" ({' '.join(r['ops'])})" if r["ops"] else ""))
     for r in fuse_attention(graph, attention=attention, block=block, fold=fold):
         lines.append(f"attention {r['softmax']}: {r['result']}" + (f" ({attention} mode)"
-                                                                   if r["result"] == "fused" else ""))
+                                                                   if r["result"] == "fused" else "")
+                     + (f"; mask {r['mask']}" if "mask" in r else ""))
     for r in fuse_elementwise(graph):
         lines.append(f"element-wise {r['output']}: {r['result']} ({' '.join(r['ops'])})")
     return lines

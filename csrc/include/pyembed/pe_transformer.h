@@ -31,6 +31,30 @@
  * a mask enters as a bias on those logits through mask_lut (256 int32,
  * Q22: beta * log2(e) * 2^22 * the mask's real value of each int8 code).
  * Scratch: pe_attention_nf_get_buffer_size for (d, dv, block) + 4 * dv bytes.
+ *
+ * Structured masks (range_kind != 0, has_mask 0): a constant mask that only
+ * allows, for query row i, the keys [lo(i), hi(i)) and adds the same value
+ * to each of them is carried as a few integers instead of an n x m tensor,
+ * and only the keys inside the range are computed:
+ *   lo(i) = max(base(i), i + range_lo)      if range_kind & PE_XATTN_RANGE_LOWER, else base(i)
+ *   hi(i) = min(top(i), i + range_hi + 1)   if range_kind & PE_XATTN_RANGE_UPPER, else top(i)
+ *   base(i) = 0, top(i) = range_len         (1 <= range_len <= m), or with
+ *   PE_XATTN_RANGE_ROWS: base(i) = (i / range_width) * range_width and
+ *   top(i) = min(range_len, base(i) + range_width) (1 <= range_width <= m)
+ * e.g. causal j <= i + k: UPPER, range_hi = k; band i - w1 <= j <= i + w2:
+ * LOWER | UPPER, range_lo = -w1, range_hi = w2; key padding (keys >= L
+ * masked): PADDING, range_len = L; per image row (stereo: queries and keys
+ * are the pixels of two W-wide images, row-major, key allowed iff on the
+ * query's image row with disparity x_q - x_k in [dmin, dmax]): ROWS | LOWER
+ * | UPPER, range_width = W, range_lo = -dmax, range_hi = -dmin. Every row
+ * must have a key. TFLM mode
+ * applies the ADD of the mask with the allowed entries' code range_code
+ * (mask_add) to the keys in range and runs the softmax and P.V over them
+ * only: identical bytes to the full row whenever every masked key's masked
+ * score lies below the row maximum by more than softmax.diff_min (then its
+ * exponent and probability are exactly 0) - pyembed's pass only emits a
+ * range when that holds for every possible score. Stream mode runs the
+ * streaming kernel on the key range, no bias.
  */
 #ifndef PYEMBED_PE_TRANSFORMER_H
 #define PYEMBED_PE_TRANSFORMER_H
@@ -48,6 +72,12 @@ typedef enum {
     PE_XATTN_TFLM = 0,
     PE_XATTN_STREAM = 1
 } pe_xattn_mode;
+
+/* range_kind bits (combinations allowed) */
+#define PE_XATTN_RANGE_LOWER 1   /* keys below i + range_lo masked */
+#define PE_XATTN_RANGE_UPPER 2   /* keys above i + range_hi masked */
+#define PE_XATTN_RANGE_PADDING 4 /* keys >= range_len masked (descriptive: range_len always applies) */
+#define PE_XATTN_RANGE_ROWS 8    /* keys outside the query's image row of range_width masked */
 
 typedef struct {
     pe_xattn_mode mode;
@@ -74,10 +104,22 @@ typedef struct {
     pe_per_tensor_quant logit_quant;
     int32_t block;
     pe_attn_fold fold;
+    /* structured mask (both modes; has_mask must be 0 when range_kind != 0) */
+    int32_t range_kind;      /* 0 = every row sees keys [0, m); else PE_XATTN_RANGE_* bits */
+    int32_t range_lo;
+    int32_t range_hi;
+    int32_t range_len;       /* 1..m (m when range_kind is 0) */
+    int32_t range_code;      /* TFLM mode: the int8 mask code added to keys in range */
+    int32_t range_width;     /* image row width with PE_XATTN_RANGE_ROWS, else ignored */
 } pe_xattn_params;
 
+/* Keys [*lo, *hi) of query row i under params' structured mask (all m keys
+ * without one); *lo >= *hi means the row has no key (pe_xattn_decode rejects
+ * such params). */
+void pe_xattn_key_range(const pe_xattn_params *params, int32_t i, int32_t *lo, int32_t *hi);
+
 /* Number of int32 params words of the PE_ATTENTION graph operator. */
-#define PE_XATTN_NUM_WORDS 55
+#define PE_XATTN_NUM_WORDS 61
 
 /* The PE_ATTENTION operator's params words (the order of
  * pyembed.model.ops.transformer.WORDS) into params; PE_ERR_ARG on a wrong

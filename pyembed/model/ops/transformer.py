@@ -23,6 +23,11 @@ and its output multiplier v_scale / out_scale / 2^16 (the kernel's Q16
 result is in units of V); a mask is input 4's table of Q22 logit biases
 (one per int8 mask code, made by the pass).
 
+A structured constant mask (causal, banded, key padding: options["range"],
+found by the pass) is no input at all: the range words give each query row
+its keys [lo(i), hi(i)) (key_ranges), only those are computed, and in tflm
+mode the mask's allowed code is added to them with the ADD arithmetic above.
+
 The params words (pe_transformer.h's pe_xattn_params, in this order) are
 WORDS; the C runner decodes and validates them.
 """
@@ -47,7 +52,51 @@ WORDS = ("mode", "n", "m", "d", "dv", "heads",
          "add_input1_multiplier", "add_input1_shift", "add_input2_multiplier", "add_input2_shift",
          "add_output_multiplier", "add_output_shift", "add_act_min", "add_act_max", "mask_row", "mask_head",
          "softmax_multiplier", "softmax_shift", "softmax_diff_min", "p_offset",
-         "logit_multiplier", "logit_shift", "block", "fold")
+         "logit_multiplier", "logit_shift", "block", "fold",
+         "range_kind", "range_lo", "range_hi", "range_len", "range_code", "range_width")
+RANGE_LOWER, RANGE_UPPER, RANGE_PADDING, RANGE_ROWS = 1, 2, 4, 8   # pe_transformer.h's PE_XATTN_RANGE_*
+
+
+def key_ranges(n, m, rng):
+    """(lo, hi) int64 arrays [n]: the keys [lo[i], hi[i]) query row i sees
+    under a structured mask rng = {"kind", "lo", "hi", "len"[, "width"]} (or
+    None: all m keys), the formula of pe_xattn_key_range."""
+    i = np.arange(n, dtype=np.int64)
+    if not rng:
+        return np.zeros(n, np.int64), np.full(n, m, np.int64)
+    kind, length = int(rng["kind"]), int(rng["len"])
+    base = np.zeros(n, np.int64)
+    top = np.full(n, length, np.int64)
+    if kind & RANGE_ROWS:
+        width = int(rng["width"])
+        base = (i // width) * width
+        top = np.minimum(top, base + width)
+    lo = np.maximum(base, i + int(rng["lo"])) if kind & RANGE_LOWER else base
+    hi = np.minimum(top, i + int(rng["hi"]) + 1) if kind & RANGE_UPPER else top
+    return np.minimum(lo, length), np.maximum(hi, 0)
+
+
+def _add_words(p):
+    return {"input1_offset": p["add_input1_offset"], "input2_offset": p["add_input2_offset"],
+            "output_offset": p["add_output_offset"], "left_shift": p["add_left_shift"],
+            "input1_multiplier": p["add_input1_multiplier"], "input1_shift": p["add_input1_shift"],
+            "input2_multiplier": p["add_input2_multiplier"], "input2_shift": p["add_input2_shift"],
+            "output_multiplier": p["add_output_multiplier"], "output_shift": p["add_output_shift"],
+            "act_min": p["add_act_min"], "act_max": p["add_act_max"]}
+
+
+def range_is_exact(p, allowed_code, masked_code):
+    """True when skipping the masked keys is provably the same bytes in
+    TFLM's arithmetic: for every pair of int8 scores, the ADD of the masked
+    code lies below the ADD of the allowed code by more than the softmax's
+    diff_min cut-off, so a masked key is never the row maximum and its
+    exponent and probability are exactly 0 (p + p_offset = 0 in P.V)."""
+    from pyembed.model.runtime import add
+    s = np.arange(-128, 128, dtype=np.int8)
+    words = _add_words(p)
+    allowed = add(s, np.array([allowed_code], np.int8), words).astype(np.int64)
+    masked = add(s, np.array([masked_code], np.int8), words).astype(np.int64)
+    return int(masked.max()) - int(allowed.min()) < int(p["softmax_diff_min"])
 
 
 def _fc_real(a_scale, b_scale, out_scale):
@@ -65,6 +114,9 @@ def prepare_pe_attention(c):
     g = c.graph
     q, k, v = c.tensor(0, "Q"), c.tensor(1, "K"), c.tensor(2, "V")
     mask = c.tensor(3, "mask", optional=True)
+    rng = o.get("range")
+    if rng is not None and mask is not None:
+        raise c.error("options: a structured mask (range) and a mask tensor together")
     out = c.output()
     for t, what in ((q, "Q"), (k, "K"), (v, "V"), (out, "output")):
         c.dtype(t, what)
@@ -83,6 +135,16 @@ def prepare_pe_attention(c):
              q_head=o["q_head"], k_head=o["k_head"], v_head=o["v_head"], out_head=o["out_head"],
              q_offset=-qz, k_offset=-kz, v_offset=-vz, out_zero_point=yz, block=o.get("block", 64),
              fold=FOLDS[o.get("fold", "auto")])
+    if rng is not None:
+        p.update(range_kind=rng["kind"], range_lo=rng["lo"], range_hi=rng["hi"], range_len=rng["len"],
+                 range_width=rng.get("width", 0))
+        if not 1 <= int(rng["len"]) <= o["m"]:
+            raise c.error(f"options: range length {rng['len']} outside [1, {o['m']}]")
+        if int(rng["kind"]) & RANGE_ROWS and not 1 <= int(rng.get("width", 0)) <= o["m"]:
+            raise c.error(f"options: range row width {rng.get('width')} outside [1, {o['m']}]")
+    lo_keys, hi_keys = key_ranges(o["n"], o["m"], rng)
+    if np.any(lo_keys >= hi_keys):
+        raise c.error("options: the structured mask leaves a query row without keys")
     if o["m"] > 32768:
         raise Unsupported(f"{o['m']} keys > 32768 (int32 P.V sums)")
     scale_real = 1.0
@@ -113,6 +175,19 @@ def prepare_pe_attention(c):
                      add_output_shift=sho, add_act_min=lo, add_act_max=hi,
                      mask_row=o["mask_row"], mask_head=o["mask_head"])
             cur_s = so
+        elif rng is not None:
+            # the constant mask's quantization (its tensor stays in the list,
+            # unreferenced) gives the ADD applied to the keys in range
+            mt = g.tensors[rng["mask_tensor"]]
+            s2, z2 = c.qparams(mt, "mask")
+            so, zo = c.qparams(g.tensors[o["mask_sum"]], "masked scores")
+            m1, sh1, m2, sh2, mo, sho = add_rescale(cur_s, s2, so, 20)
+            lo, hi = activation_range(o.get("mask_activation"), so, zo)
+            p.update(add_input1_offset=-cur_z, add_input2_offset=-z2, add_output_offset=zo,
+                     add_left_shift=20, add_input1_multiplier=m1, add_input1_shift=sh1,
+                     add_input2_multiplier=m2, add_input2_shift=sh2, add_output_multiplier=mo,
+                     add_output_shift=sho, add_act_min=lo, add_act_max=hi, range_code=rng["allowed_code"])
+            cur_s = so
         xs, _ = c.qparams(g.tensors[o["softmax_in"]], "softmax input")
         if float(xs) != float(cur_s):
             raise c.error("softmax input quantization disagrees with the scores chain")
@@ -122,6 +197,8 @@ def prepare_pe_attention(c):
             raise Unsupported("int8 softmax output must have scale 1/256 and zero point -128")
         p["p_offset"] = -pz
         p["out_multiplier"], p["out_shift"] = quantize_multiplier(_fc_real(ps, vs, ys))
+        if rng is not None:
+            p["range_exact"] = range_is_exact(p, rng["allowed_code"], rng["masked_code"])
         scratch = o["m"]
     else:
         if mask is not None:
@@ -149,7 +226,9 @@ def prepare_pe_attention(c):
             raise Unsupported(f"{key} {p[key]} outside [-31, 30] (scales too far apart)")
     op.params = p
     op.params["words"] = [int(p[name]) for name in WORDS]
-    op.macs = int(o["heads"] * o["n"] * o["m"] * (o["d"] + o["dv"]))
+    # keys actually computed per head (n * m without a structured mask)
+    op.params["keys"] = int((hi_keys - lo_keys).sum())
+    op.macs = int(o["heads"] * op.params["keys"] * (o["d"] + o["dv"]))
     op.scratch_bytes = int(scratch)
 
 

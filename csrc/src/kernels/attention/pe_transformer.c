@@ -21,6 +21,55 @@ static int quant_ok(const pe_per_tensor_quant *q)
     return q->multiplier >= 0 && q->shift >= -31 && q->shift <= 30;
 }
 
+void pe_xattn_key_range(const pe_xattn_params *p, int32_t i, int32_t *lo, int32_t *hi)
+{
+    int64_t base = 0;
+    int64_t a, b;
+    if (p->range_kind == 0) {
+        *lo = 0;
+        *hi = p->dims.m;
+        return;
+    }
+    b = p->range_len;
+    if (p->range_kind & PE_XATTN_RANGE_ROWS) {
+        base = (int64_t)(i / p->range_width) * p->range_width;
+        b = base + p->range_width < b ? base + p->range_width : b;
+    }
+    a = base;
+    if (p->range_kind & PE_XATTN_RANGE_LOWER) {
+        const int64_t first = (int64_t)i + p->range_lo;
+        a = first > base ? first : base;
+    }
+    if (p->range_kind & PE_XATTN_RANGE_UPPER) {
+        const int64_t top = (int64_t)i + p->range_hi + 1;
+        b = top < b ? top : b;
+    }
+    /* 0 <= a, b <= range_len <= m: both fit int32 (an empty row keeps a >= b) */
+    *lo = (int32_t)(a > p->range_len ? p->range_len : a);
+    *hi = (int32_t)(b < 0 ? 0 : b);
+}
+
+static pe_status check_range(const pe_xattn_params *p)
+{
+    int32_t i, lo, hi;
+    if (p->range_kind == 0) {
+        return PE_OK;
+    }
+    if (p->range_kind < 0 || p->range_kind > 15 || p->has_mask || p->range_len < 1 ||
+        p->range_len > p->dims.m || p->range_code < -128 || p->range_code > 127 ||
+        ((p->range_kind & PE_XATTN_RANGE_ROWS) &&
+         (p->range_width < 1 || p->range_width > p->dims.m))) {
+        return PE_ERR_ARG;
+    }
+    for (i = 0; i < p->dims.n; i++) {
+        pe_xattn_key_range(p, i, &lo, &hi);
+        if (lo >= hi) {
+            return PE_ERR_ARG; /* a row without keys */
+        }
+    }
+    return PE_OK;
+}
+
 static pe_status check_params(const pe_xattn_params *p)
 {
     const pe_attn_dims *dm;
@@ -79,7 +128,7 @@ static pe_status check_params(const pe_xattn_params *p)
             return PE_ERR_ARG;
         }
     }
-    return PE_OK;
+    return check_range(p);
 }
 
 /* The streaming kernel's parameters for one query row of one head. */
@@ -141,10 +190,12 @@ pe_status pe_xattn_get_buffer_size(const pe_xattn_params *params, int32_t *size)
 }
 
 static pe_status tflm_row(const pe_context *ctx, const pe_xattn_params *p, const int8_t *qr,
-                          const int8_t *kh, const int8_t *vh, const int8_t *mr, int8_t *row,
-                          int8_t *orow)
+                          const int8_t *kh, const int8_t *vh, const int8_t *mr, int32_t lo,
+                          int32_t hi, int8_t *row, int8_t *orow)
 {
-    const int32_t m = p->dims.m;
+    /* keys lo .. hi-1 only (all m without a structured mask); row[j] holds
+     * key lo + j */
+    const int32_t m = hi - lo;
     const int32_t d = p->dims.d;
     pe_context sub;
     pe_dims rdims;
@@ -157,6 +208,8 @@ static pe_status tflm_row(const pe_context *ctx, const pe_xattn_params *p, const
     rdims.h = 1;
     rdims.w = 1;
     rdims.c = m;
+    kh += (size_t)lo * (size_t)p->strides.k_row;
+    vh += (size_t)lo * (size_t)p->strides.v_row;
     for (j = 0; j < m; j++) {
         const int8_t *kr = kh + (size_t)j * (size_t)p->strides.k_row;
         int32_t acc = 0;
@@ -186,6 +239,18 @@ static pe_status tflm_row(const pe_context *ctx, const pe_xattn_params *p, const
         if (st != PE_OK) {
             return st;
         }
+    } else if (p->range_kind != 0) {
+        /* the allowed entries' mask code, the same for every key in range */
+        const int8_t code = (int8_t)p->range_code;
+        pe_dims one;
+        one.n = 1;
+        one.h = 1;
+        one.w = 1;
+        one.c = 1;
+        st = pe_add_s8(&sub, &p->mask_add, &rdims, row, &one, &code, &rdims, row);
+        if (st != PE_OK) {
+            return st;
+        }
     }
     st = pe_softmax_s8(&p->softmax, 1, m, row, row);
     if (st != PE_OK) {
@@ -211,7 +276,7 @@ static pe_status tflm_row(const pe_context *ctx, const pe_xattn_params *p, const
 
 static pe_status stream_row(const pe_context *ctx, const pe_xattn_params *p, int32_t *acc,
                             const int8_t *qr, const int8_t *kh, const int8_t *vh, const int8_t *mr,
-                            const int32_t *mask_lut, int8_t *orow)
+                            const int32_t *mask_lut, int32_t lo, int32_t hi, int8_t *orow)
 {
     pe_attn_params ap;
     pe_attn_dims ad;
@@ -221,6 +286,10 @@ static pe_status stream_row(const pe_context *ctx, const pe_xattn_params *p, int
     int32_t c;
     pe_status st;
     stream_setup(p, &ap, &ad, &as);
+    if (p->range_kind != 0) {
+        ap.key_begin = &lo; /* the kernel skips every key outside [lo, hi) */
+        ap.key_end = &hi;
+    }
     /* the kernel's scratch follows the (4-aligned) int32 row */
     sub.buf = (uint8_t *)ctx->buf + 4 * (size_t)p->dims.dv;
     sub.size = ctx->size - 4 * p->dims.dv;
@@ -246,7 +315,7 @@ pe_status pe_xattn_s8(const pe_context *ctx, const pe_xattn_params *params, cons
                       const int32_t *mask_lut, int8_t *out)
 {
     const pe_attn_strides *s;
-    int32_t need, h, i;
+    int32_t need, h, i, lo, hi;
     int8_t *row = NULL;
     int32_t *acc = NULL;
     pe_status st;
@@ -282,10 +351,11 @@ pe_status pe_xattn_s8(const pe_context *ctx, const pe_xattn_params *params, cons
                     params->has_mask ? mask + (size_t)i * (size_t)params->mask_row +
                                            (size_t)h * (size_t)params->mask_head
                                      : NULL;
+                pe_xattn_key_range(params, i, &lo, &hi);
                 st = stream_row(&shifted, params, acc,
                                 q + (size_t)i * (size_t)s->q_row + (size_t)h * (size_t)s->q_head,
                                 k + (size_t)h * (size_t)s->k_head, v + (size_t)h * (size_t)s->v_head,
-                                mr, mask_lut,
+                                mr, mask_lut, lo, hi,
                                 out + (size_t)i * (size_t)s->out_row +
                                     (size_t)h * (size_t)s->out_head);
                 if (st != PE_OK) {
@@ -301,10 +371,11 @@ pe_status pe_xattn_s8(const pe_context *ctx, const pe_xattn_params *params, cons
                 params->has_mask ? mask + (size_t)i * (size_t)params->mask_row +
                                        (size_t)h * (size_t)params->mask_head
                                  : NULL;
+            pe_xattn_key_range(params, i, &lo, &hi);
             st = tflm_row(ctx, params,
                           q + (size_t)i * (size_t)s->q_row + (size_t)h * (size_t)s->q_head,
                           k + (size_t)h * (size_t)s->k_head, v + (size_t)h * (size_t)s->v_head, mr,
-                          row, out + (size_t)i * (size_t)s->out_row + (size_t)h * (size_t)s->out_head);
+                          lo, hi, row, out + (size_t)i * (size_t)s->out_row + (size_t)h * (size_t)s->out_head);
             if (st != PE_OK) {
                 return st;
             }
@@ -375,6 +446,15 @@ pe_status pe_xattn_decode(const int32_t *w, int32_t count, pe_xattn_params *p)
         return PE_ERR_ARG;
     }
     p->fold = (pe_attn_fold)w[i++];
+    p->range_kind = w[i++];
+    p->range_lo = w[i++];
+    p->range_hi = w[i++];
+    p->range_len = w[i++];
+    p->range_code = w[i++];
+    p->range_width = w[i++];
+    if (p->range_kind == 0) {
+        p->range_len = p->dims.m; /* the other range words are ignored */
+    }
     return i == PE_XATTN_NUM_WORDS ? check_params(p) : PE_ERR_ARG;
 }
 
