@@ -365,16 +365,21 @@ def run_project(project, inputs, elf=None, timeout=600.0):
                       qemu.BOARDS[board].instructions((thi << 32) | tlo), status, board,
                       int(rows.group(1)) if rows else None)
     if blob[pos:pos + 4] == b"PESK" and len(blob) >= pos + STACK_RECORD_BYTES:
-        peak, main_peak, reserved = struct.unpack_from("<III", blob, pos + 4)
-        run.stack_bytes = None if peak == 0xFFFFFFFF else peak
-        run.stack_main_bytes = main_peak
-        run.stack_reserved = reserved
-        if run.stack_bytes is None or main_peak >= reserved:
-            raise FirmwareError(f"the firmware's stack reached the lowest word of its {reserved} B reserve (it may "
-                                f"have overflowed; stack.ld)")
-        run.stack_bound = manifest.get("stack")
-        _update_manifest(d, {"stack_bytes": run.stack_bytes, "stack_main_bytes": main_peak})
+        _record_stack(d, manifest, run, *struct.unpack_from("<III", blob, pos + 4))
     return run
+
+
+def _record_stack(d, manifest, run, peak, main_peak, reserved):
+    """The harness's stack record (peak of the invoke, of main, the reserve) into run and
+    firmware.json; FirmwareError when the stack reached the reserve's lowest word."""
+    run.stack_bytes = None if peak == 0xFFFFFFFF else peak
+    run.stack_main_bytes = main_peak
+    run.stack_reserved = reserved
+    if run.stack_bytes is None or main_peak >= reserved:
+        raise FirmwareError(f"the firmware's stack reached the lowest word of its {reserved} B reserve (it may "
+                            f"have overflowed; stack.ld)")
+    run.stack_bound = manifest.get("stack")
+    _update_manifest(d, {"stack_bytes": run.stack_bytes, "stack_main_bytes": main_peak})
 
 
 def _run_uart(d, manifest, elf, board, timeout):
@@ -406,13 +411,5 @@ def _run_uart(d, manifest, elf, board, timeout):
     run.uart_text = res.stdout.decode("latin-1")
     run.uart_instructions = r["instructions"]
     if r["stack"] is not None:
-        peak, main_peak, reserved = r["stack"]
-        run.stack_bytes = None if peak == 0xFFFFFFFF else peak
-        run.stack_main_bytes = main_peak
-        run.stack_reserved = reserved
-        if run.stack_bytes is None or main_peak >= reserved:
-            raise FirmwareError(f"the firmware's stack reached the lowest word of its {reserved} B reserve (it may "
-                                f"have overflowed; stack.ld)")
-        run.stack_bound = manifest.get("stack")
-        _update_manifest(d, {"stack_bytes": run.stack_bytes, "stack_main_bytes": main_peak})
+        _record_stack(d, manifest, run, *r["stack"])
     return run

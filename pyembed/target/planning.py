@@ -300,10 +300,12 @@ def _plan_pipeline(graph, options, regions, prof):
     names = ("auto", "stripes") if options.stream_input else objective.STRATEGY_ORDER
     cands, seen, errors, source, cache = [], {}, {}, None, {}
     from pyembed.plan.widen import DSP_CORES
-    # on a DSP core, each strategy also as a lean plan: every convolution in the
-    # gather form with only the DSP work blocks the plan has room for
-    variants = [(name, lean) for lean in ((False, True) if prof.core in DSP_CORES else (False,))
-                for name in names]
+    # on a DSP core whose profile has the QEMU-calibrated instruction model (which
+    # prices the two forms apart; the class tables of the cycle model do not),
+    # each strategy also as a lean plan: every convolution in the gather form
+    # where that keeps its speed, with the DSP work blocks the plan has room for
+    lean_too = prof.core in DSP_CORES and getattr(prof, "instruction_model", None) is not None
+    variants = [(name, lean) for lean in ((False, True) if lean_too else (False,)) for name in names]
     for name, lean in variants:
         label = name + ("+lean" if lean else "")
         try:

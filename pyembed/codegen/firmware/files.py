@@ -10,6 +10,32 @@ MODEL_SOURCES = ("model_data.c", "model_graph.c", "model_ops.c", "pe_model.c")
 INPUT_FILE = "pe_input.bin"
 
 
+
+def op_timing_hooks(*store):
+    """C text of main.c's per-operator timing hooks (before_op / after_op with
+    pe_port_now, the op_start they share): after_op runs the statements in
+    store with t, the operator's ticks, for table index k < NUM_OPS."""
+    body = "\n".join(f"        {line}" for line in store)
+    return f"""static uint64_t op_start;
+
+static void before_op(int32_t k, int32_t op, void *user)
+{{
+    (void)k;
+    (void)op;
+    (void)user;
+    op_start = pe_port_now();
+}}
+
+static void after_op(int32_t k, int32_t op, void *user)
+{{
+    uint64_t t = pe_port_now() - op_start;
+    (void)op;
+    (void)user;
+    if (k >= 0 && k < NUM_OPS) {{
+{body}
+    }}
+}}"""
+
 def input_layout(graph):
     """What the harness's input file holds: one row per graph input, in order
     (its bytes follow the previous input's), {"index", "name", "shape",
@@ -102,27 +128,9 @@ def _main_source(graph, prefix, ops):
 
 #define NUM_OPS {max(len(ops), 1)}
 
-static uint64_t op_start;
 static uint32_t op_ticks[NUM_OPS][2];
 {decl}
-static void before_op(int32_t k, int32_t op, void *user)
-{{
-    (void)k;
-    (void)op;
-    (void)user;
-    op_start = pe_port_now();
-}}
-
-static void after_op(int32_t k, int32_t op, void *user)
-{{
-    uint64_t t = pe_port_now() - op_start;
-    (void)op;
-    (void)user;
-    if (k >= 0 && k < NUM_OPS) {{
-        op_ticks[k][0] = (uint32_t)t;
-        op_ticks[k][1] = (uint32_t)(t >> 32);
-    }}
-}}
+{op_timing_hooks("op_ticks[k][0] = (uint32_t)t;", "op_ticks[k][1] = (uint32_t)(t >> 32);")}
 
 static int put(FILE *f, const void *p, size_t n)
 {{

@@ -37,6 +37,7 @@ import dataclasses
 import re
 import struct
 
+from pyembed.codegen.firmware.files import op_timing_hooks
 from pyembed.errors import ArgumentError, UnsupportedError
 
 IO_MODES = ("semihost", "uart", "none")
@@ -617,26 +618,9 @@ volatile uint64_t pe_result_ticks;
 volatile uint32_t pe_result_stack[3]; /* peak of the invoke (0xFFFFFFFF: overflowed), of main, reserve */
 volatile uint32_t pe_result_done;
 
-static uint64_t op_start;
 static uint64_t op_ticks[NUM_OPS];
 {streamed_decl}
-static void before_op(int32_t k, int32_t op, void *user)
-{{
-    (void)k;
-    (void)op;
-    (void)user;
-    op_start = pe_port_now();
-}}
-
-static void after_op(int32_t k, int32_t op, void *user)
-{{
-    uint64_t t = pe_port_now() - op_start;
-    (void)op;
-    (void)user;
-    if (k >= 0 && k < NUM_OPS) {{
-        op_ticks[k] = t;
-    }}
-}}
+{op_timing_hooks("op_ticks[k] = t;")}
 
 {_INSTRUCTIONS_FN if uart else ""}
 int main(void)
