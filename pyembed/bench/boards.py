@@ -1,7 +1,7 @@
 """Every bundled model on every QEMU board (issue #35): fits, instructions, bit-exact.
 
-    python -m pyembed.bench boards [--json] [--boards microbit,mps3-an547] [--models a,b] [--seed 0]
-                                   [--trap-unaligned]
+    python -m pyembed.bench boards [--json] [--markdown] [--boards microbit,mps3-an547] [--models a,b]
+                                   [--seed 0] [--trap-unaligned] [--workdir DIR]
 
 For each board of pyembed.target.qemu.BOARDS (Cortex-M0 microbit, M3 mps2-an385,
 M4 mps2-an386 and netduinoplus2, M7 mps2-an500, M33 mps2-an505, M55
@@ -12,13 +12,16 @@ arm-none-eabi-gcc for the board's core and run once under QEMU -icount
 shift=0 on the command's seeded random input. Reported per row:
 
   fits           "yes", "-" for a model pyembed cannot execute at all (its unsupported
-                 operators, as the host run refuses it), or "no" with the refusal (the planner's verdict naming the
-                 region and the sizes, or the link's)
+                 operators, as the host run refuses it), or "no" with the refusal (the planner's FitError
+                 or verdict naming the region and the sizes, or the link's)
   instructions   the whole pe_model_invoke, SysTick ticks * 1e9 / the board's SysTick
                  clock (resolution: 40 instructions at 25 MHz, 62.5 on the 16 MHz
                  micro:bit, 50 on AN505, 31.25 on AN547, ~6 on the 168 MHz STM32F405)
   mismatches     output elements differing from the host run (Graph.run): 0 is bit-exact
   arena, flash   firmware.json's arena_bytes and the linked flash total (link map)
+
+--markdown adds the README's table: instructions per invoke, a row per model
+and a column per board, or who refused the model (plan, flash, link).
 
 Exit status 1 when a model that fits fails to build or run, or its outputs
 differ from the host run; a model that does not fit is a row, not a failure.
@@ -49,7 +52,12 @@ def bundled_models():
 TRAP_UNALIGNED = {"OPT": "-O2 -mno-unaligned-access -DPE_TRAP_UNALIGNED"}
 
 
-def _one(name, board, workdir, rt, seed):
+def _one(name, board, workdir, rt, seed, keep=False):
+    """One (model, board) row. "refused_by" says who refused a model that does not fit: "planner"
+    (plan_for_target's FitError), "verdict" (a plan whose usage exceeds a region, e.g. the flash)
+    or "link" (the linker's ASSERT / overflow). keep: the row also holds "_run", "_project",
+    "_host" and "_graph" (the FirmwareRun, the project, the host outputs, the imported graph) for
+    the tests' further checks."""
     from pyembed.bench.target import _inputs, _mismatches
     from pyembed.data import MODELS_DIR
     from pyembed.errors import FitError
@@ -64,9 +72,9 @@ def _one(name, board, workdir, rt, seed):
     try:
         tp = plan_for_target(g, board, PlanOptions(), action="build firmware for")
     except FitError as e:
-        return {"fits": False, "refusal": str(e)}
+        return {"fits": False, "refused_by": "planner", "refusal": str(e)}
     if not tp.fits():
-        return {"fits": False, "refusal": tp.verdict()}
+        return {"fits": False, "refused_by": "verdict", "refusal": tp.verdict()}
     proj = generate(tp.graph, tp.profile, os.path.join(workdir, board, name), plan=tp.plan, strategy="none")
     try:
         build_project(proj.outdir, make_vars=rt)
@@ -76,22 +84,30 @@ def _one(name, board, workdir, rt, seed):
         if "overflowed" in text or "too small" in text or "will not fit" in text:
             lines = [ln.strip() for ln in text.splitlines()
                      if "overflowed" in ln or "too small" in ln or "will not fit" in ln]
-            return {"fits": False, "refusal": "link: " + "; ".join(dict.fromkeys(lines))[:400]}
+            return {"fits": False, "refused_by": "link", "refusal": "link: " + "; ".join(dict.fromkeys(lines))[:800]}
         raise
     xs = _inputs(tp.imported, seed)
     run = run_project(proj, xs)
     host = tp.imported.run(xs if len(xs) > 1 else xs[0])
     host = list(host) if isinstance(host, (list, tuple)) else [host]
     m = load_manifest(proj.outdir)
-    return {"fits": True, "invoke_instructions": run.invoke_instructions,
+    extra = {"_run": run, "_project": proj, "_host": host, "_graph": tp.imported} if keep else {}
+    return {**extra, "fits": True, "invoke_instructions": run.invoke_instructions,
             "operator_instructions": run.total_instructions,
             "mismatches": _mismatches(run.outputs, [np.asarray(b).reshape(a.shape) for a, b in zip(run.outputs, host)]),
             "output_elements": int(sum(np.asarray(a).size for a in run.outputs)),
             "arena_bytes": m["arena_bytes"], "flash_bytes": m["flash"]["total"], "stack_bytes": run.stack_bytes,
+            "output_mismatches": [_where(a, np.asarray(b).reshape(a.shape)) for a, b in zip(run.outputs, host)],
             "strategy": tp.strategy}
 
 
-def run(boards=None, models=None, seed=0, workdir=None, log=None, trap_unaligned=False):
+def _where(fw, host):
+    """The flat indices (at most 20) where a firmware output differs from the host's, and how many."""
+    bad = np.flatnonzero(np.asarray(fw).ravel() != np.asarray(host).ravel())
+    return {"count": int(bad.size), "first": bad[:20].tolist()}
+
+
+def run(boards=None, models=None, seed=0, workdir=None, log=None, trap_unaligned=False, keep=False):
     from pyembed.target import qemu
     boards = list(boards or qemu.BOARDS)
     unknown = [b for b in boards if b not in qemu.BOARDS]
@@ -100,7 +116,7 @@ def run(boards=None, models=None, seed=0, workdir=None, log=None, trap_unaligned
     models = list(models or bundled_models())
     if workdir is None:
         with tempfile.TemporaryDirectory(prefix="pe_boards_") as tmp:
-            return run(boards, models, seed, tmp, log, trap_unaligned)
+            return run(boards, models, seed, tmp, log, trap_unaligned, keep)
     rows = []
     for board in boards:
         # the runtime's objects are shared by the projects of one board (same core flags)
@@ -110,7 +126,7 @@ def run(boards=None, models=None, seed=0, workdir=None, log=None, trap_unaligned
             row = {"board": board, "core": qemu.BOARDS[board].cpu, "model": name}
             t0 = time.time()
             try:
-                row.update(_one(name, board, workdir, rt, seed))
+                row.update(_one(name, board, workdir, rt, seed, keep))
             except Exception as e:  # report it in the table, keep going
                 row["fits"] = True
                 row["error"] = f"{type(e).__name__}: {str(e)[-400:]}"
@@ -154,6 +170,38 @@ def render(result):
                       f"{', '.join(s['mismatching']) or 'none'}"])
 
 
+REFUSED = {"planner": "no fit (plan)", "verdict": "no fit (flash)", "link": "no fit (link)"}
+
+
+def render_markdown(result):
+    """The README's table: instructions per invoke, one row per model, one column per board; a
+    model that does not fit says who refused it, one pyembed cannot execute is left out."""
+    from pyembed.target import qemu
+    boards = list(dict.fromkeys(r["board"] for r in result["rows"]))
+    models = list(dict.fromkeys(r["model"] for r in result["rows"]
+                                if r.get("fits") is not None or "error" in r))
+    cell = {}
+    for r in result["rows"]:
+        if "error" in r:
+            c = "error"
+        elif r.get("fits") is None:
+            continue
+        elif not r["fits"]:
+            c = REFUSED.get(r.get("refused_by"), "no fit")
+        else:
+            c = f"{r['invoke_instructions']:,}" + ("" if r["mismatches"] == 0 else f" ({r['mismatches']} differ)")
+        cell[r["model"], r["board"]] = c
+    lines = ["| model | " + " | ".join(f"`{b}` {qemu.BOARDS[b].cpu.replace('cortex-', '').upper()}" for b in boards)
+             + " |", "|---|" + "---:|" * len(boards)]
+    for m in models:
+        lines.append(f"| {m} | " + " | ".join(cell.get((m, b), "") for b in boards) + " |")
+    skipped = sorted({r["model"] for r in result["rows"] if r.get("fits") is None and "error" not in r})
+    s = result["summary"]
+    foot = (f"{s['ran']} of {s['rows']} pairs ran, {s['bit_exact']} bit-exact with the host run (seed {result['seed']})"
+            + (f"; not runnable by pyembed, left out: {', '.join(skipped)}" if skipped else ""))
+    return "\n".join(lines) + "\n\n" + foot
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m pyembed.bench boards", description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true")
@@ -163,6 +211,9 @@ def main(argv=None):
     ap.add_argument("--trap-unaligned", action="store_true",
                     help="build with -mno-unaligned-access and trap unaligned accesses (CCR.UNALIGN_TRP): "
                          "the C's unaligned word/halfword accesses fault on every core, as on the Cortex-M0")
+    ap.add_argument("--markdown", action="store_true",
+                    help="after the text table, the README's table (Markdown): instructions per invoke per model "
+                         "and board, or who refused the model")
     ap.add_argument("--workdir", default=None, help="keep the projects here (default: a temporary directory)")
     a = ap.parse_args(argv)
     from pyembed.target import qemu
@@ -184,5 +235,7 @@ def main(argv=None):
         print(f"  {r['board']:<14} {r['model']:<36} {what} ({r['seconds']} s)", flush=True)
     result = run(split(a.boards), split(a.models), a.seed, a.workdir, log, a.trap_unaligned)
     emit(result, a.json, render)
+    if a.markdown and not a.json:
+        print("\n" + render_markdown(result))
     s = result["summary"]
     return 1 if s["errors"] or s["mismatching"] else 0
