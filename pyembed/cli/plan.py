@@ -131,16 +131,7 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
     require_quantized(g, "plan")
     if attention != "none" and tflite_out:
         raise click.UsageError("--tflite-out plans the .tflite as it is for TFLM: it cannot follow --attention")
-    budget = None
-    if segment_budget is not None:
-        if not part:
-            raise ArgumentError("--segments: needs --profile (the part whose flash and DMA load the segments)")
-        try:
-            budget = parse_size(segment_budget)
-        except PlanError:
-            raise ArgumentError(f"--segments {segment_budget!r}: expected bytes such as 32768 or 32K") from None
-        if budget <= 0:
-            raise ArgumentError(f"--segments {segment_budget!r}: expected a positive byte budget")
+    budget = None if segment_budget is None else use_case_budget(part, segment_budget)
     if stream_input and pipeline not in ("stripes", "auto", None):
         raise ArgumentError("--stream-input: needs --strategy stripes or auto (a stripe region reads the rows)")
     regions = [parse_region(r) for r in region_specs] if region_specs else None
@@ -231,7 +222,7 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
 
 
 def use_case_budget(part, segment_budget):
-    """--segments BYTES of a multi-model command (needs --profile)."""
+    """--segments BYTES (needs --profile), in bytes; ArgumentError naming the option otherwise."""
     from pyembed.errors import ArgumentError
     if not part:
         raise ArgumentError("--segments: needs --profile (the part whose flash and DMA load the segments)")
