@@ -36,6 +36,27 @@ static void after_op(int32_t k, int32_t op, void *user)
     }}
 }}"""
 
+
+def input_rows_callback(P):
+    """C text of main.c's pe_row_source callback input_rows (and the
+    rows_given counter it bumps): the rows of input 0 copied from
+    input_frame, which the caller declares (model macros prefixed P)."""
+    return f"""static uint32_t rows_given;
+
+/* pe_row_source callback: columns [col, col + n_cols) of input row `row`. */
+static pe_status input_rows(void *user, int32_t row, int32_t col, int32_t n_cols, int8_t *dst)
+{{
+    (void)user;
+    if (row < 0 || row >= {P}_INPUT0_H || col < 0 || n_cols < 1 || col + n_cols > {P}_INPUT0_W) {{
+        return PE_ERR_ARG;
+    }}
+    memcpy(dst, input_frame + ((size_t)row * {P}_INPUT0_W + (size_t)col) * {P}_INPUT0_C,
+           (size_t)n_cols * {P}_INPUT0_C);
+    rows_given++;
+    return PE_OK;
+}}
+"""
+
 def input_layout(graph):
     """What the harness's input file holds: one row per graph input, in order
     (its bytes follow the previous input's), {"index", "name", "shape",
@@ -63,21 +84,7 @@ def _streamed_parts(graph, prefix):
  * camera or DMA driver would deliver it, and no byte of it is in the arena. */
 static int8_t input_frame[{P}_INPUT0_BYTES]
     __attribute__((section(".pe_input_frame"), aligned(4), used));
-static uint32_t rows_given;
-
-/* pe_row_source callback: columns [col, col + n_cols) of input row `row`. */
-static pe_status input_rows(void *user, int32_t row, int32_t col, int32_t n_cols, int8_t *dst)
-{{
-    (void)user;
-    if (row < 0 || row >= {P}_INPUT0_H || col < 0 || n_cols < 1 || col + n_cols > {P}_INPUT0_W) {{
-        return PE_ERR_ARG;
-    }}
-    memcpy(dst, input_frame + ((size_t)row * {P}_INPUT0_W + (size_t)col) * {P}_INPUT0_C,
-           (size_t)n_cols * {P}_INPUT0_C);
-    rows_given++;
-    return PE_OK;
-}}
-"""
+{input_rows_callback(P)}"""
     read = f"""        void *p = k == 0 ? (void *)input_frame : pe_model_input(k, &n);
         n = k == 0 ? (uint32_t){P}_INPUT0_BYTES : n;"""
     invoke = """    {

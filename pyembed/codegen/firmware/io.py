@@ -37,7 +37,7 @@ import dataclasses
 import re
 import struct
 
-from pyembed.codegen.firmware.files import op_timing_hooks
+from pyembed.codegen.firmware.files import input_rows_callback, op_timing_hooks
 from pyembed.errors import ArgumentError, UnsupportedError
 
 IO_MODES = ("semihost", "uart", "none")
@@ -507,21 +507,7 @@ def _streamed_decl(P):
  * whole: it asks input_rows for one row range at a time, as a camera or DMA
  * driver would deliver it, and no byte of it is in the arena. */
 #define input_frame ((const int8_t *)pe_input_data)
-static uint32_t rows_given;
-
-/* pe_row_source callback: columns [col, col + n_cols) of input row `row`. */
-static pe_status input_rows(void *user, int32_t row, int32_t col, int32_t n_cols, int8_t *dst)
-{{
-    (void)user;
-    if (row < 0 || row >= {P}_INPUT0_H || col < 0 || n_cols < 1 || col + n_cols > {P}_INPUT0_W) {{
-        return PE_ERR_ARG;
-    }}
-    memcpy(dst, input_frame + ((size_t)row * {P}_INPUT0_W + (size_t)col) * {P}_INPUT0_C,
-           (size_t)n_cols * {P}_INPUT0_C);
-    rows_given++;
-    return PE_OK;
-}}
-"""
+{input_rows_callback(P)}"""
 
 
 def main_source(graph, prefix, ops, io, streamed=False):
