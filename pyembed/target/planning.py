@@ -411,7 +411,7 @@ def brief(lines):
             continue
         out.append(line)
         i += 1
-        regions, fused, kept, hidden = [], [], [], 0
+        regions, fused, streams, kept, hidden = [], [], [], [], 0
         while i < len(lines) and lines[i].startswith("  "):
             body = lines[i].strip()
             if body.startswith("region ops "):
@@ -419,6 +419,9 @@ def brief(lines):
             elif body.startswith("fused ops "):
                 a, b = body[len("fused ops "):].split(":")[0].split(" -> ")
                 fused.append(f"{a.split()[0]}->{b}")
+            elif body.startswith("conv->fc ops "):
+                a, b = body[len("conv->fc ops "):].split(":")[0].split(" -> ")
+                streams.append(f"{a.split()[0]}->{b.split()[0]}")
             elif lines[i].startswith("  ") and not lines[i].startswith("   ") and \
                     body.startswith(("input streamed", "input not streamed", "auto:")):
                 kept.append(lines[i])
@@ -431,6 +434,8 @@ def brief(lines):
             parts.append("stripe regions: ops " + ", ".join(regions))
         if fused:
             parts.append("fused conv->pool: ops " + ", ".join(fused))
+        if streams:
+            parts.append("conv streamed into fc: ops " + ", ".join(streams))
         if parts or hidden:
             out.append("  " + "; ".join(parts + ["per-region detail and reasons: -v"]))
         out += kept
