@@ -56,7 +56,7 @@ class PlanOptions:
     search_order: bool = False
     time_limit: float = TIME_LIMIT
     stream_input: bool = False
-    attention: str = "none"           # none | tflm | stream
+    attention: str = "auto"           # auto (= tflm where a chain is found) | none | tflm | stream
     fc_int16_weights: bool = False
     fc_w16_min_macs: int | None = None
     weight_block: int | None = None   # --segments BYTES: no stripe region holds more constants
@@ -70,8 +70,8 @@ class PlanOptions:
             raise ArgumentError(f"strategy: expected one of {', '.join(STRATEGIES)}, got {self.strategy!r}")
         if self.algorithm not in ALGORITHMS:
             raise ArgumentError(f"algorithm: expected one of {', '.join(ALGORITHMS)}, got {self.algorithm!r}")
-        if self.attention not in ("none", "tflm", "stream"):
-            raise ArgumentError(f"attention: expected none, tflm or stream, got {self.attention!r}")
+        if self.attention not in ("auto", "none", "tflm", "stream"):
+            raise ArgumentError(f"attention: expected auto, none, tflm or stream, got {self.attention!r}")
         if isinstance(self.max_extra_macs, bool) or not (isinstance(self.max_extra_macs, (int, float))
                                                          and self.max_extra_macs >= 0):
             raise ArgumentError(f"max_extra_macs: expected a fraction >= 0, got {self.max_extra_macs!r}")
@@ -198,7 +198,8 @@ def plan_for_target(model, profile=None, options=None, regions=None, action="pla
     attention_lines = []
     if options.attention != "none":
         from pyembed.passes.transformer import fuse_transformer
-        attention_lines = fuse_transformer(graph, attention=options.attention)
+        attention_lines = fuse_transformer(graph, attention="tflm" if options.attention == "auto"
+                                           else options.attention)
     from pyembed.model.support import require_executable
     require_executable(graph, action)
     imported = graph
@@ -211,8 +212,10 @@ def plan_for_target(model, profile=None, options=None, regions=None, action="pla
     g, plan, lines, strategy, candidates, predicted = _plan_pipeline(graph, options, regions, prof)
     from pyembed.model.graph import imported_ops
     g.origin = imported_ops(g, imported)      # the imported operator numbers each operator runs
-    if options.attention != "none":
+    if options.attention in ("tflm", "stream"):
         plan.info["attention"] = options.attention
+    elif options.attention == "auto" and any(": fused" in line for line in attention_lines):
+        plan.info["attention"] = "tflm"   # what auto ran (simulate --plan replays it)
     return TargetPlan(g, plan, prof, graph, imported, options, attention_lines, lines, fc_w16, fc_w16_lines,
                       strategy, candidates, predicted)
 
