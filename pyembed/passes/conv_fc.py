@@ -140,3 +140,20 @@ def scratch_bytes(graph, op, tensors):
     x, f = tensors[op.inputs[0]], tensors[op.inputs[1]]
     return int(_graph.conv_fc_buffer_size(op.params["words"], tuple(int(d) for d in x.shape),
                                           tuple(int(d) for d in f.shape), int(op.params["features"])))
+
+
+def chain_weight_bytes(graph, chain):
+    """Constant bytes the fused operator reads (16-byte aligned, as
+    pyembed.passes.pipeline.region_weight_bytes counts a region's): both
+    layers' weights and biases, the convolution's multiplier and shift
+    tables and the layer's."""
+    conv_i, _, fc_i = chain
+    total = 0
+    for i in (conv_i, fc_i):
+        op = graph.operators[i]
+        for t in op.inputs[1:3]:
+            if t >= 0 and graph.tensors[t].data is not None:
+                total += -(-int(graph.tensors[t].nbytes) // 16) * 16
+    oc = int(graph.tensors[graph.operators[conv_i].outputs[0]].shape[-1])
+    fm = np.asarray(graph.operators[fc_i].params["multiplier"]).size
+    return total + 2 * (-(-4 * oc // 16) * 16) + 2 * (-(-4 * fm // 16) * 16)

@@ -617,6 +617,10 @@ def apply_pipeline(graph, strategy="auto", max_extra_macs=0.10, fuse=True, round
     pairs = fusable_pairs(graph, skip=covered) if fuse else []
     from pyembed.passes.conv_fc import conv_fc_chains
     chains = conv_fc_chains(graph, skip=covered | {i for p in pairs for i in p}) if fuse else []
+    if chains and max_region_weights is not None:
+        # one operator holds both layers' constants: a weight segment must hold it whole
+        from pyembed.passes.conv_fc import chain_weight_bytes
+        chains = [c for c in chains if chain_weight_bytes(graph, c) <= max_region_weights]
     if chains:
         # keep a conv -> fc stream only where it lowers the arena estimate (on a small
         # image a band and the dot products can outweigh the output they replace)
