@@ -50,7 +50,7 @@ KERNEL_CLASS = {
     # the compiler pipeline's operators (pyembed.passes.pipeline): MAC-bound
     # like a convolution; their intermediate elements are charged through
     # params["work_elements"] (every layer output they compute)
-    "PE_STRIPE_REGION": "conv", "PE_CONV_POOL": "conv",
+    "PE_STRIPE_REGION": "conv", "PE_CONV_POOL": "conv", "PE_CONV_FC": "conv",
     # ops-data (python -m pyembed.bench data_ops counts their host instructions per element
     # against an "eltwise" yardstick): the copies cost 6-25 host instructions per element, an
     # eighth to a half of the yardstick's 50, so "copy"; RESIZE_BILINEAR (33) is "eltwise"
@@ -138,8 +138,9 @@ class CostModel:
                     operands.append((self._where(graph.tensors[t], locate), graph.tensors[t].nbytes, "w"))
         im = getattr(self.profile, "instruction_model", None)
         # the pipeline's operators (work_elements) only with a group of their own (icount.GROUP_FEATURES)
-        if im is not None and (not (isinstance(params, dict) and "work_elements" in params) or op.type in im["table"]):
-            from firmware_sim import icount
+        from firmware_sim import icount
+        if im is not None and (not (isinstance(params, dict) and "work_elements" in params) or op.type in im["table"]
+                               or op.type in icount.MEMBER_GROUPS):
             cyc, _n, key, _cpi = icount.cycles(im["table"], im["core"], graph, op, kclass)
             if key is not None and key != "class:other":   # unmeasured kinds keep the class table
                 return self._with_memory(cyc, kclass, int(getattr(op, "macs", 0) or 0), elements, operands)

@@ -220,9 +220,29 @@ def feature_names(kc, group=None):
     return FEATURES.get(kc, FEATURES["other"])
 
 
+# operators predicted as the sum of the operators they run (params["members"]): a
+# convolution streamed into a fully connected layer (pyembed.passes.conv_fc) runs the
+# convolution's kernel band by band and the layer's dot products slice by slice
+MEMBER_GROUPS = ("PE_CONV_FC",)
+
+
+def _members(op):
+    params = op.params if isinstance(op.params, dict) else {}
+    return params.get("members") or ()
+
+
 def instructions(table, graph, op, kc):
     """Predicted instructions of op (kernel class kc) with a fitted table ({group: {"coef": {...},
     "mix": {...}}}); returns (instructions, group used)."""
+    if op.type in MEMBER_GROUPS and _members(op):
+        from firmware_sim.cost import kernel_class
+        total = 0.0
+        for m in _members(op):
+            n, key = instructions(table, graph, m, kernel_class(m.type))
+            if key is None:
+                return 0.0, None
+            total += n
+        return total, op.type
     f = features(graph, op)
     for key in group_keys(graph, op, kc):
         g = table.get(key)
@@ -241,6 +261,15 @@ def cpi_of_mix(core, mix):
 def cycles(table, core, graph, op, kc):
     """(cycles, instructions, group, CPI) of op (kernel class kc): predicted instructions x the CPI of
     the group's mix."""
+    if op.type in MEMBER_GROUPS and _members(op):
+        from firmware_sim.cost import kernel_class
+        cyc = n = 0.0
+        for m in _members(op):
+            c, k, key, _cpi = cycles(table, core, graph, m, kernel_class(m.type))
+            if key is None:
+                return 0.0, 0.0, None, 0.0
+            cyc, n = cyc + c, n + k
+        return cyc, n, op.type, (cyc / n if n else 0.0)
     n, key = instructions(table, graph, op, kc)
     if key is None:
         return 0.0, 0.0, None, 0.0

@@ -42,6 +42,7 @@ HEADER_ROOMS = {
     "pe_simd.h": "core",
     "pe_stripe.h": "pipeline",
     "pe_fused.h": "pipeline",
+    "pe_conv_fc.h": "pipeline",
     "pe_pipeline.h": "pipeline",
     "pe_graph.h": "graph",
     "pe_graph_internal.h": "graph",

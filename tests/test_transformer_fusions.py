@@ -200,9 +200,19 @@ def test_cli_attention_switch(tmp_path):
     import json
     s = json.loads(r.output)
     assert sum("fused" in line for line in s["attention"]) == 2 + 5 + 2
-    r = CliRunner().invoke(main, ["plan", str(path), "-o", str(tmp_path / "q"), "--json"])
+    r = CliRunner().invoke(main, ["plan", str(path), "--attention", "none", "-o", str(tmp_path / "q"), "--json"])
     assert r.exit_code == 0, r.output
-    assert json.loads(r.output)["arena"] > s["arena"]
+    unfused = json.loads(r.output)
+    assert unfused["arena"] > s["arena"] and not unfused["attention"]
+    # the default (auto) is tflm: the same fused lines and arena as asking for it
+    r = CliRunner().invoke(main, ["plan", str(path), "-o", str(tmp_path / "d"), "--json"])
+    assert r.exit_code == 0, r.output
+    default = json.loads(r.output)
+    r = CliRunner().invoke(main, ["plan", str(path), "--attention", "tflm", "-o", str(tmp_path / "t"), "--json"])
+    assert r.exit_code == 0, r.output
+    tflm = json.loads(r.output)
+    assert default["attention"] == tflm["attention"] and default["arena"] == tflm["arena"] < unfused["arena"]
+    assert json.load(open(tmp_path / "d" / "plan.json"))["info"].get("attention") == "tflm"
     # simulate takes the plan of the fused graph and fuses the same way (recorded in plan.json)
     r = CliRunner().invoke(main, ["simulate", str(path), "--plan", str(tmp_path / "p" / "plan.json"), "--no-ops"])
     assert r.exit_code == 0, r.output

@@ -738,3 +738,17 @@ def add_s8(const int8_t[::1] a, a_dims, const int8_t[::1] b, b_dims, out_dims, d
             st = pe_add_s8(NULL, &ap, &da, &a[0], &db, &b[0], &do, &o[0])
         check(st, "pe_add_s8", "")
     return out
+
+
+cdef extern from "pyembed/pe_conv_fc.h":
+    pe_status pe_conv_fc_get_buffer_size(const int32_t *words, int32_t num_words, const pe_dims *input_dims,
+                                         const pe_dims *filter_dims, int32_t features, int32_t *size)
+
+
+def conv_fc_buffer_size(const int32_t[::1] words, input_shape, filter_shape, int32_t features):
+    """pe_conv_fc_get_buffer_size: the scratch of a PE_CONV_FC operator."""
+    cdef pe_dims a = _dims(input_shape), f = _dims(filter_shape)
+    cdef int32_t size = 0
+    check(pe_conv_fc_get_buffer_size(&words[0], <int32_t>words.shape[0], &a, &f, features, &size),
+          "pe_conv_fc_get_buffer_size", f"conv -> fc words, input {tuple(input_shape)}, {features} features")
+    return size

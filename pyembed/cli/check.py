@@ -47,7 +47,7 @@ from pyembed.cli.options import (apply_attention, attention_option, check_inputs
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable report (both tables).")
 @force_option()
 def check_command(model, inputs_path, n, force_random, seed, min_snr, mode, output_dir, plot_path, no_plot, oracle,
-                  as_json, attention="none", task="auto", force=False):
+                  as_json, attention="auto", task="auto", force=False):
     """Fixed-point accuracy of MODEL: its int8 layers against a float64
     reference of the same network, and bit-exactness against the TensorFlow
     Lite reference interpreters.

@@ -94,7 +94,7 @@ from pyembed.cli.options import (verbose_option, attention_option, fc_int16_weig
 @verbose_option()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable result.")
 def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs_path, seed, as_json, do_build=False,
-                     attention="none", pipeline=None, optimize="balanced", max_extra_macs="10%", stream_input=False,
+                     attention="auto", pipeline=None, optimize="balanced", max_extra_macs="10%", stream_input=False,
                      fc_int16_weights=False, fc_w16_min_macs=None, force=False, verbose=False, segment_cut="latency",
                      layout="project", io="semihost", boot2_path=None):
     """Generate a Cortex-M firmware project for MODEL (.tflite/.onnx or a

@@ -89,7 +89,7 @@ def info(path, as_json):
 @attention_option()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
-def run(ctx, path, inputs_path, seed, runs, check, as_json, attention="none"):
+def run(ctx, path, inputs_path, seed, runs, check, as_json, attention="auto"):
     """Run MODEL on random int8 inputs; print the outputs (and mismatches with --check)."""
     from pyembed.model.load import load_model
     path = _resolve(path)

@@ -123,22 +123,37 @@ def force_option():
 
 
 def attention_option():
-    """--attention none|tflm|stream: the transformer passes before anything else
-    (pyembed.passes.transformer.fuse_transformer: LayerNorm and element-wise
-    chains fused, attention in that numeric mode); none = the graph as imported."""
-    return click.option("--attention", "attention", type=click.Choice(["none", "tflm", "stream"]), default="none",
+    """--attention auto|none|tflm|stream: the transformer passes before anything
+    else (pyembed.passes.transformer.fuse_transformer: LayerNorm and
+    element-wise chains fused, attention in that numeric mode); auto (the
+    default) = tflm, which changes no output bit and fuses only what it finds;
+    none = the graph as imported."""
+    return click.option("--attention", "attention", type=click.Choice(list(ATTENTION_CHOICES)), default="auto",
                         show_default=True,
                         help="Fuse transformer blocks first: LayerNorm and GELU chains, and attention as one "
-                             "streaming operator, bit-exact with TFLM (tflm) or with >=24-bit probabilities "
-                             "(stream).")
+                             "streaming operator, bit-exact with TFLM (tflm; auto, the default, is tflm wherever "
+                             "such a chain is found) or with >=24-bit probabilities (stream); none keeps the "
+                             "graph as imported.")
+
+
+ATTENTION_CHOICES = ("auto", "none", "tflm", "stream")
+
+
+def attention_mode(attention):
+    """The fuse_transformer mode of an --attention choice (auto -> tflm), or
+    None for none."""
+    if attention in (None, "none"):
+        return None
+    return "tflm" if attention == "auto" else attention
 
 
 def apply_attention(graph, attention):
     """Run the transformer passes on graph for --attention; returns the report lines."""
-    if attention in (None, "none"):
+    mode = attention_mode(attention)
+    if mode is None:
         return []
     from pyembed.passes.transformer import fuse_transformer
-    return fuse_transformer(graph, attention=attention)
+    return fuse_transformer(graph, attention=mode)
 
 
 # -- the compiler pipeline (pyembed.passes.pipeline), shared by plan, simulate and firmware ---------

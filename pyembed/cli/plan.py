@@ -98,7 +98,7 @@ def summary(plan):
 @force_option()
 @verbose_option()
 def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_order, time_limit, section,
-                 tflite_out, show_timeline, as_json, attention="none", pipeline=None, optimize="balanced",
+                 tflite_out, show_timeline, as_json, attention="auto", pipeline=None, optimize="balanced",
                  max_extra_macs="10%", segment_budget=None, stream_input=False, fc_int16_weights=False,
                  fc_w16_min_macs=None, force=False, verbose=False, segment_cut="latency"):
     """Plan the static memory of MODEL (.tflite / .onnx) and emit C headers.
@@ -129,8 +129,10 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
                               stream_input)
     g = load_model(model)
     require_quantized(g, "plan")
-    if attention != "none" and tflite_out:
+    if attention in ("tflm", "stream") and tflite_out:
         raise click.UsageError("--tflite-out plans the .tflite as it is for TFLM: it cannot follow --attention")
+    if tflite_out:
+        attention = "none"   # the default (auto) gives way: the .tflite is planned as it is
     budget = None if segment_budget is None else use_case_budget(part, segment_budget)
     if stream_input and pipeline not in ("stripes", "auto", None):
         raise ArgumentError("--stream-input: needs --strategy stripes or auto (a stripe region reads the rows)")

@@ -89,7 +89,7 @@ def _weight_block(seg):
 @verbose_option()
 def simulate_command(model, profile, plan_path, segments, strategy, split_bytes, contention, inputs_path, seed,
                      deadline_ms, trace_path, plot_memory, plot_gantt, report_dir, calibration, show_ops, as_json,
-                     attention="none", pipeline=None, max_extra_macs="10%", stream_input=False, force=False,
+                     attention="auto", pipeline=None, max_extra_macs="10%", stream_input=False, force=False,
                      optimize="balanced", verbose=False, segment_cut="latency"):
     """Run MODEL on a simulated microcontroller: the real C kernels on the
     profile's RAM and flash, with its cycle cost model and DMA.

@@ -323,9 +323,10 @@ def conv_pool_scratch(graph, op, tensors):
 # ---------------------------------------------------------------------------
 # Rewriting
 
-def rewrite(graph, regions=(), pairs=(), rounding="double"):
-    """A new Graph where every region and fused pair is one operator (the
-    original graph is left as it is)."""
+def rewrite(graph, regions=(), pairs=(), rounding="double", conv_fc=()):
+    """A new Graph where every region, fused pair and conv -> fc chain
+    (pyembed.passes.conv_fc) is one operator (the original graph is left as
+    it is)."""
     from pyembed.model.graph import Graph
     tensors = list(graph.tensors)
     start = {}
@@ -333,17 +334,24 @@ def rewrite(graph, regions=(), pairs=(), rounding="double"):
         start[r.first] = ("region", r)
     for a, b in pairs:
         start[a] = ("pair", (a, b))
+    for chain in conv_fc:
+        start[chain[0]] = ("conv_fc", chain)
     covered = set()
     for r in regions:
         covered.update(r.ops)
     for a, b in pairs:
         covered.update((a, b))
+    for conv_i, hops, fc_i in conv_fc:
+        covered.update([conv_i, fc_i, *hops])
     new_ops = []
     for i, op in enumerate(graph.operators):
         if i in start:
             kind, what = start[i]
             if kind == "region":
                 nop = region_operator(graph, what, tensors)
+            elif kind == "conv_fc":
+                from pyembed.passes.conv_fc import conv_fc_operator
+                nop = conv_fc_operator(graph, what, tensors, rounding)
             else:
                 nop = conv_pool_operator(graph, what[0], what[1], tensors, rounding)
         elif i in covered:
@@ -460,6 +468,7 @@ class PipelineResult:
     stream_input: bool = False    # asked for
     streamed_tensor: int = -1     # the graph input delivered row by row (-1: none)
     breakdown: bool = True        # report(): also where each region's scratch goes (region_memory)
+    conv_fc: list = field(default_factory=list)   # (conv, [reshapes], fc) streamed (pyembed.passes.conv_fc)
 
     @property
     def extra_macs(self):
@@ -468,7 +477,7 @@ class PipelineResult:
     def report(self):
         """Lines saying what was chosen per region and why."""
         lines = [f"strategy {self.strategy}: {len(self.regions)} stripe region(s), {len(self.fused)} fused "
-                 f"conv->pool pair(s); arena estimate {self.estimate} B (layer by layer "
+                 f"conv->pool pair(s){f', {len(self.conv_fc)} conv->fc stream(s)' if self.conv_fc else ''}; arena estimate {self.estimate} B (layer by layer "
                  f"{self.base_estimate} B), MACs {self.macs} ({100 * self.extra_macs:+.1f} %)"]
         for r in self.regions:
             lines.append(f"  region ops {r.first}..{r.last} ({len(r.ops)} layers): stripes of {r.stripe_width} "
@@ -487,6 +496,9 @@ class PipelineResult:
         for a, b in self.fused:
             lines.append(f"  fused ops {a} ({'CONV_2D'}) -> {b}: pooling consumes convolution rows, "
                          f"the intermediate tensor is not stored")
+        for a, _, b in self.conv_fc:
+            lines.append(f"  conv->fc ops {a} (DEPTHWISE_CONV_2D) -> {b} (FULLY_CONNECTED): the layer multiplies in "
+                         f"each band of convolution rows as it is computed, the convolution output is not stored")
         lines += [f"  {n}" for n in self.notes]
         return lines
 
@@ -603,7 +615,23 @@ def apply_pipeline(graph, strategy="auto", max_extra_macs=0.10, fuse=True, round
         notes += more
     covered = {i for r in regions for i in r.ops}
     pairs = fusable_pairs(graph, skip=covered) if fuse else []
-    g = rewrite(graph, regions, pairs, rounding)
+    from pyembed.passes.conv_fc import conv_fc_chains
+    chains = conv_fc_chains(graph, skip=covered | {i for p in pairs for i in p}) if fuse else []
+    if chains and max_region_weights is not None:
+        # one operator holds both layers' constants: a weight segment must hold it whole
+        from pyembed.passes.conv_fc import chain_weight_bytes
+        chains = [c for c in chains if chain_weight_bytes(graph, c) <= max_region_weights]
+    if chains:
+        # keep a conv -> fc stream only where it lowers the arena estimate (on a small
+        # image a band and the dot products can outweigh the output they replace)
+        kept = []
+        best = arena_estimate(rewrite(graph, regions, pairs, rounding))
+        for chain in chains:
+            est = arena_estimate(rewrite(graph, regions, pairs, rounding, conv_fc=kept + [chain]))
+            if est < best:
+                kept, best = kept + [chain], est
+        chains = kept
+    g = rewrite(graph, regions, pairs, rounding, conv_fc=chains)
     g.pipeline_source = source
     if gather:
         kept = _restore_conv_scratch(g, source)
@@ -613,7 +641,7 @@ def apply_pipeline(graph, strategy="auto", max_extra_macs=0.10, fuse=True, round
     streamed = next((r.chain.input_tensor for r in regions if r.streamed), -1)
     return PipelineResult(graph=g, strategy=strategy, regions=regions, fused=pairs, base_macs=base_macs,
                           macs=int(g.macs), base_estimate=base_est, estimate=arena_estimate(g), notes=notes,
-                          stream_input=bool(stream_input), streamed_tensor=int(streamed))
+                          stream_input=bool(stream_input), streamed_tensor=int(streamed), conv_fc=chains)
 
 
 def _ranges(xs):

@@ -58,7 +58,7 @@ def plan_with_strategy(graph, strategy="auto", max_extra_macs=0.10, overlaps=Tru
     plan = _plan(res.graph)
     lines = res.report()
     if strategy in ("auto", "stripes") and res.regions:
-        alt = apply_pipeline(graph, "layers")
+        alt = apply_pipeline(graph, "layers", max_region_weights=max_region_weights)
         alt_plan = _plan(alt.graph)
         if alt_plan.arena_size < plan.arena_size:
             lines = alt.report() + [f"  {strategy}: the stripe regions' plan ({plan.arena_size} B) is larger than "

@@ -56,7 +56,7 @@ class PlanOptions:
     search_order: bool = False
     time_limit: float = TIME_LIMIT
     stream_input: bool = False
-    attention: str = "none"           # none | tflm | stream
+    attention: str = "auto"           # auto (= tflm where a chain is found) | none | tflm | stream
     fc_int16_weights: bool = False
     fc_w16_min_macs: int | None = None
     weight_block: int | None = None   # --segments BYTES: no stripe region holds more constants
@@ -70,8 +70,8 @@ class PlanOptions:
             raise ArgumentError(f"strategy: expected one of {', '.join(STRATEGIES)}, got {self.strategy!r}")
         if self.algorithm not in ALGORITHMS:
             raise ArgumentError(f"algorithm: expected one of {', '.join(ALGORITHMS)}, got {self.algorithm!r}")
-        if self.attention not in ("none", "tflm", "stream"):
-            raise ArgumentError(f"attention: expected none, tflm or stream, got {self.attention!r}")
+        if self.attention not in ("auto", "none", "tflm", "stream"):
+            raise ArgumentError(f"attention: expected auto, none, tflm or stream, got {self.attention!r}")
         if isinstance(self.max_extra_macs, bool) or not (isinstance(self.max_extra_macs, (int, float))
                                                          and self.max_extra_macs >= 0):
             raise ArgumentError(f"max_extra_macs: expected a fraction >= 0, got {self.max_extra_macs!r}")
@@ -198,7 +198,8 @@ def plan_for_target(model, profile=None, options=None, regions=None, action="pla
     attention_lines = []
     if options.attention != "none":
         from pyembed.passes.transformer import fuse_transformer
-        attention_lines = fuse_transformer(graph, attention=options.attention)
+        attention_lines = fuse_transformer(graph, attention="tflm" if options.attention == "auto"
+                                           else options.attention)
     from pyembed.model.support import require_executable
     require_executable(graph, action)
     imported = graph
@@ -211,8 +212,10 @@ def plan_for_target(model, profile=None, options=None, regions=None, action="pla
     g, plan, lines, strategy, candidates, predicted = _plan_pipeline(graph, options, regions, prof)
     from pyembed.model.graph import imported_ops
     g.origin = imported_ops(g, imported)      # the imported operator numbers each operator runs
-    if options.attention != "none":
+    if options.attention in ("tflm", "stream"):
         plan.info["attention"] = options.attention
+    elif options.attention == "auto" and any(": fused" in line for line in attention_lines):
+        plan.info["attention"] = "tflm"   # what auto ran (simulate --plan replays it)
     return TargetPlan(g, plan, prof, graph, imported, options, attention_lines, lines, fc_w16, fc_w16_lines,
                       strategy, candidates, predicted)
 
@@ -411,7 +414,7 @@ def brief(lines):
             continue
         out.append(line)
         i += 1
-        regions, fused, kept, hidden = [], [], [], 0
+        regions, fused, streams, kept, hidden = [], [], [], [], 0
         while i < len(lines) and lines[i].startswith("  "):
             body = lines[i].strip()
             if body.startswith("region ops "):
@@ -419,6 +422,9 @@ def brief(lines):
             elif body.startswith("fused ops "):
                 a, b = body[len("fused ops "):].split(":")[0].split(" -> ")
                 fused.append(f"{a.split()[0]}->{b}")
+            elif body.startswith("conv->fc ops "):
+                a, b = body[len("conv->fc ops "):].split(":")[0].split(" -> ")
+                streams.append(f"{a.split()[0]}->{b.split()[0]}")
             elif lines[i].startswith("  ") and not lines[i].startswith("   ") and \
                     body.startswith(("input streamed", "input not streamed", "auto:")):
                 kept.append(lines[i])
@@ -431,6 +437,8 @@ def brief(lines):
             parts.append("stripe regions: ops " + ", ".join(regions))
         if fused:
             parts.append("fused conv->pool: ops " + ", ".join(fused))
+        if streams:
+            parts.append("conv streamed into fc: ops " + ", ".join(streams))
         if parts or hidden:
             out.append("  " + "; ".join(parts + ["per-region detail and reasons: -v"]))
         out += kept

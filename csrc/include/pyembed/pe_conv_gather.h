@@ -140,6 +140,22 @@ pe_status pe_depthwise_conv2d_c1_s8(const pe_context *ctx, const pe_conv_params 
                                     const int32_t *bias, const pe_dims *output_dims,
                                     int8_t *output);
 
+/* The kernel above run many times on one filter (pe_conv_fc.c runs it band
+ * by band): pe_depthwise_conv2d_c1_s8_weights puts the filter in the order
+ * its fast loops read into wr (PE_DW_C1_WEIGHT_BYTES bytes, e.g. on the
+ * caller's stack) and answers 1, or 0 (wr untouched) for a filter too large
+ * for them; ..._with_weights is pe_depthwise_conv2d_c1_s8 reading those
+ * weights instead of ordering them on every call (the same bytes; PE_ERR_ARG
+ * for a NULL wr). Pass only wr from a call that answered 1 for this filter. */
+#define PE_DW_C1_WEIGHT_BYTES 640
+int32_t pe_depthwise_conv2d_c1_s8_weights(const pe_dims *filter_dims, const int8_t *filter, int8_t *wr);
+pe_status pe_depthwise_conv2d_c1_s8_with_weights(const pe_context *ctx, const pe_conv_params *params,
+                                                 const pe_per_channel_quant *quant,
+                                                 const pe_dims *input_dims, const int8_t *input,
+                                                 const pe_dims *filter_dims, const int8_t *filter,
+                                                 const int32_t *bias, const pe_dims *output_dims,
+                                                 int8_t *output, const int8_t *wr);
+
 /* Internal to csrc, Arm DSP-extension builds only (under PE_DSP, pe_simd.h,
  * in pe_conv_gather.c and pe_conv_dsp.c; the gather kernel and the reverse
  * kernel's whole-tensor depthwise call use them): whether the channel-group

@@ -96,6 +96,21 @@ void pe_fully_connected_s8_flat_run(const pe_context *ctx, const pe_fc_params *p
                                     int32_t depth, int32_t features, const int8_t *input,
                                     const int8_t *filter, const int32_t *bias, int8_t *output);
 
+/* The layer in pieces, for a caller that produces its input a slice at a
+ * time (pe_conv_fc.c): pe_fc_s8_accumulate adds the slice's products,
+ *   acc[o] += sum_{k < n} (x[k] + input_offset) * (filter[o * stride + k] + filter_offset)
+ * for o < features (filter points at the slice's first weight of row 0,
+ * stride is the whole depth); pe_fc_s8_finish turns whole dot products
+ * into outputs with the bias, requantization, output offset and clamp of
+ * pe_fully_connected_s8 (the same bytes). Arguments are the caller's to
+ * check (pe_fully_connected_s8_flat_check on the whole layer); the slices
+ * must cover the depth once, and the depth be at most PE_FC_MAX_DEPTH, so
+ * no sum leaves int32. */
+void pe_fc_s8_accumulate(const pe_fc_params *params, int32_t features, int32_t n, int32_t stride,
+                         const int8_t *x, const int8_t *filter, int32_t *acc);
+void pe_fc_s8_finish(const pe_fc_params *params, const pe_per_channel_quant *quant,
+                     int32_t features, const int32_t *acc, const int32_t *bias, int8_t *out);
+
 /* ---- int16 weights (flash for speed on DSP targets) ----
  *
  * The same layer, bit-exact with pe_fully_connected_s8, from weights packed

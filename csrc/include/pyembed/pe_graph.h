@@ -128,6 +128,7 @@ typedef enum {
     PE_GOP_FULLY_CONNECTED_W16 = 112, /* int16 packed weights (pe_fc_w16.h) */
     PE_GOP_CONV_POOL = 140,     /* fused conv -> pool (pe_pipeline.h) */
     PE_GOP_STRIPE_REGION = 141, /* layers run in stripes with line stores (pe_pipeline.h) */
+    PE_GOP_CONV_FC = 142,       /* a conv streamed into a fully connected layer (pe_conv_fc.h) */
     PE_GOP_ATTENTION = 160, /* fused multi-head attention (pe_transformer.h) */
     PE_GOP_LUT = 161,       /* int8 -> int8 through a 256-entry table (pe_transformer.h) */
     PE_GOP_LAYERNORM = 162, /* a row-wise chain (LayerNorm) run row by row (pe_layernorm.h) */

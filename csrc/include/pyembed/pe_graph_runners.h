@@ -137,6 +137,13 @@ pe_status pe_graph_run_stripe_region_rows(const pe_graph *g, const pe_graph_op *
 pe_status pe_graph_run_conv_pool(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
                                  const pe_context *arena);
 
+/* ---- pe_conv_fc.h ---------------------------------------------------------------- */
+
+/* PE_GOP_CONV_FC (pe_run_conv_fc.c): a one-channel depthwise convolution
+ * streamed into the FULLY_CONNECTED layer reading its whole output. */
+pe_status pe_graph_run_conv_fc(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
+                               const pe_context *arena);
+
 /* ---- pe_resize.h ---------------------------------------------------------------- */
 
 /* Graph runner of PE_GOP_RESIZE_NEAREST_NEIGHBOR and PE_GOP_RESIZE_BILINEAR:

@@ -23,6 +23,7 @@
 #include "pe_pool.h"
 #include "pe_conv.h"
 #include "pe_fused.h"
+#include "pe_conv_fc.h"
 #include "pe_fc.h"
 #include "pe_eltwise.h"
 #include "pe_attention.h"

@@ -42,6 +42,8 @@ pe_graph_runner pe_graph_runner_for(pe_graph_op_type type)
         return pe_graph_run_conv_pool;
     case PE_GOP_STRIPE_REGION:
         return pe_graph_run_stripe_region;
+    case PE_GOP_CONV_FC:
+        return pe_graph_run_conv_fc;
     case PE_GOP_PAD:
     case PE_GOP_PADV2:
     case PE_GOP_MIRROR_PAD:

@@ -36,7 +36,7 @@
 #include "pyembed/pe_simd.h"
 
 #define PE_DW_C1_MAX_ROWS 480
-#define PE_DW_C1_MAX_WEIGHTS 640
+#define PE_DW_C1_MAX_WEIGHTS PE_DW_C1_WEIGHT_BYTES
 
 /* [lo, hi] of the taps k in [0, k_n) with 0 <= v0 + k * d < n (hi < lo: none) */
 static void c1_tap_range(int32_t v0, int32_t d, int32_t k_n, int32_t n, int32_t *lo, int32_t *hi)
@@ -220,15 +220,56 @@ static void c1_dot4(int32_t *acc, const int8_t *xw, int32_t bw, int32_t kh, int3
     acc[3] = a3;
 }
 
-pe_status pe_depthwise_conv2d_c1_s8(const pe_context *ctx, const pe_conv_params *params,
-                                    const pe_per_channel_quant *quant,
-                                    const pe_dims *input_dims, const int8_t *input,
-                                    const pe_dims *filter_dims, const int8_t *filter,
-                                    const int32_t *bias, const pe_dims *output_dims,
-                                    int8_t *output)
+/* The fast loops' weight order: [channel block of 4][group of 4 taps]
+ * [channel in block][tap in group], taps kx >= kw and channels >= out_c zero
+ * (kw4 = kw rounded up to 4, n4 = kh * kw4 / 4 groups). */
+static void c1_order_weights(const int8_t *filter, int32_t kh, int32_t kw, int32_t kw4, int32_t out_c,
+                             int32_t out_c4, int32_t n4, int8_t *wr)
+{
+    int32_t m, ky, kx;
+    for (m = 0; m < out_c4; m++) {
+        /* tap t = ky * kw4 + kx goes to wb[(t / 4) * 16 + t % 4] (kw4 is a multiple of 4) */
+        int8_t *wb = wr + ((size_t)(m >> 2) * (size_t)n4 * 4 + (size_t)(m & 3)) * 4;
+        const int8_t *fm = filter + m;
+        for (ky = 0; ky < kh; ky++) {
+            for (kx = 0; kx < kw4; kx += 4, wb += 16) {
+                int32_t j;
+                for (j = 0; j < 4; j++) {
+                    wb[j] = kx + j < kw && m < out_c ? fm[(size_t)(ky * kw + kx + j) * (size_t)out_c] : 0;
+                }
+            }
+        }
+    }
+}
+
+int32_t pe_depthwise_conv2d_c1_s8_weights(const pe_dims *filter_dims, const int8_t *filter, int8_t *wr)
+{
+    int32_t kw4, out_c4;
+    if (filter_dims == NULL || filter == NULL || wr == NULL || filter_dims->h <= 0 ||
+        filter_dims->w <= 0 || filter_dims->c <= 0) {
+        return 0;
+    }
+    kw4 = (filter_dims->w + 3) & ~3;
+    out_c4 = (filter_dims->c + 3) & ~3;
+    if ((int64_t)filter_dims->h * kw4 * out_c4 > PE_DW_C1_MAX_WEIGHTS) {
+        return 0;
+    }
+    c1_order_weights(filter, filter_dims->h, filter_dims->w, kw4, filter_dims->c, out_c4,
+                     filter_dims->h * kw4 / 4, wr);
+    return 1;
+}
+
+/* the kernel; wr_pre: the weights in the fast loops' order (from
+ * pe_depthwise_conv2d_c1_s8_weights) or NULL, then ordered into wr_own
+ * (PE_DW_C1_MAX_WEIGHTS bytes) where the fast loops apply */
+static pe_status c1_body(const pe_context *ctx, const pe_conv_params *params,
+                         const pe_per_channel_quant *quant, const pe_dims *input_dims,
+                         const int8_t *input, const pe_dims *filter_dims, const int8_t *filter,
+                         const int32_t *bias, const pe_dims *output_dims, int8_t *output,
+                         const int8_t *wr_pre, int8_t *wr_own)
 {
     int8_t blk[PE_DW_C1_MAX_ROWS];
-    int8_t wr[PE_DW_C1_MAX_WEIGHTS];
+    const int8_t *wr = wr_pre != NULL ? wr_pre : wr_own;
     const pe_conv_params *p = params;
     int32_t kh, kw, kw4, out_c, out_c4, n4, bw, n, oy, ox, m, lo, hi, fast, small;
     int64_t bound;
@@ -264,19 +305,8 @@ pe_status pe_depthwise_conv2d_c1_s8(const pe_context *ctx, const pe_conv_params 
     bw = (output_dims->w - 1) * p->stride.w + kw4;
     fast = p->dilation.w == 1 && p->input_offset >= -127 && p->input_offset <= 128 &&
            (int64_t)kh * bw <= PE_DW_C1_MAX_ROWS && taps4 * out_c4 <= PE_DW_C1_MAX_WEIGHTS;
-    if (fast) {
-        /* [channel block of 4][group of 4 taps][channel in block][tap in group],
-         * taps kx >= kw and channels >= out_c zero */
-        int32_t t;
-        for (m = 0; m < out_c4; m++) {
-            for (t = 0; t < (int32_t)taps4; t++) {
-                const int32_t ky = t / kw4, kx = t % kw4;
-                wr[(((size_t)(m / 4) * (size_t)n4 + (size_t)(t / 4)) * 4 + (size_t)(m % 4)) * 4 +
-                   (size_t)(t % 4)] =
-                    kx < kw && m < out_c ? filter[(size_t)(ky * kw + kx) * (size_t)out_c + (size_t)m]
-                                         : 0;
-            }
-        }
+    if (fast && wr_pre == NULL) {
+        c1_order_weights(filter, kh, kw, kw4, out_c, out_c4, n4, wr_own);
     }
     in_img = (size_t)input_dims->h * (size_t)input_dims->w;
     out_img = (size_t)output_dims->h * (size_t)output_dims->w * (size_t)out_c;
@@ -326,4 +356,30 @@ pe_status pe_depthwise_conv2d_c1_s8(const pe_context *ctx, const pe_conv_params 
         ctx->stats->input_reads += ny * nx * (uint64_t)out_c * (uint64_t)input_dims->n;
     }
     return PE_OK;
+}
+
+pe_status pe_depthwise_conv2d_c1_s8(const pe_context *ctx, const pe_conv_params *params,
+                                    const pe_per_channel_quant *quant,
+                                    const pe_dims *input_dims, const int8_t *input,
+                                    const pe_dims *filter_dims, const int8_t *filter,
+                                    const int32_t *bias, const pe_dims *output_dims,
+                                    int8_t *output)
+{
+    int8_t wr[PE_DW_C1_MAX_WEIGHTS];
+    return c1_body(ctx, params, quant, input_dims, input, filter_dims, filter, bias, output_dims,
+                   output, NULL, wr);
+}
+
+pe_status pe_depthwise_conv2d_c1_s8_with_weights(const pe_context *ctx, const pe_conv_params *params,
+                                                 const pe_per_channel_quant *quant,
+                                                 const pe_dims *input_dims, const int8_t *input,
+                                                 const pe_dims *filter_dims, const int8_t *filter,
+                                                 const int32_t *bias, const pe_dims *output_dims,
+                                                 int8_t *output, const int8_t *wr)
+{
+    if (wr == NULL) {
+        return PE_ERR_ARG;
+    }
+    return c1_body(ctx, params, quant, input_dims, input, filter_dims, filter, bias, output_dims,
+                   output, wr, NULL);
 }

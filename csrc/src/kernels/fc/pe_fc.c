@@ -46,12 +46,12 @@ static pe_status check_quant(const pe_per_channel_quant *q, int32_t count)
  * SMLAD per row and word. |x + offset|, |w + offset| <= 383 fit a halfword
  * and the sums are the portable path's exact int32 sums, re-associated. */
 static void dot4_dsp(const int8_t *restrict x, const int8_t *restrict w, int32_t depth,
-                     int32_t x_off, int32_t w_off, int32_t *dots)
+                     int32_t stride, int32_t x_off, int32_t w_off, int32_t *dots)
 {
     const uint32_t xo2 = pe_dup16(x_off), wo2 = pe_dup16(w_off);
-    const int8_t *restrict w1 = w + depth;
-    const int8_t *restrict w2 = w1 + depth;
-    const int8_t *restrict w3 = w2 + depth;
+    const int8_t *restrict w1 = w + stride;
+    const int8_t *restrict w2 = w1 + stride;
+    const int8_t *restrict w3 = w2 + stride;
     int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, k;
     for (k = 0; k + 4 <= depth; k += 4) {
         const uint32_t raw = pe_rd32(x + k);
@@ -373,7 +373,7 @@ __attribute__((noinline)) static void fc_dots_dsp(const int8_t *restrict x,
                 }
             }
         } else {
-            dot4_dsp(x, w, depth, xo, fo, acc + j);
+            dot4_dsp(x, w, depth, depth, xo, fo, acc + j);
         }
     }
     for (; j < n; j++, w += depth) {
@@ -555,6 +555,64 @@ pe_status pe_fully_connected_s8_flat(const pe_context *ctx, const pe_fc_params *
         fc_s8_run(ctx, params, quant, batches, depth, features, input, filter, bias, output);
     }
     return st;
+}
+
+void pe_fc_s8_accumulate(const pe_fc_params *params, int32_t features, int32_t n, int32_t stride,
+                         const int8_t *x, const int8_t *filter, int32_t *acc)
+{
+    const int32_t xo = params->input_offset, fo = params->filter_offset;
+    int32_t o = 0;
+#if PE_DSP
+    const int32_t n8 = n & ~7;
+    for (; o + 4 <= features; o += 4) {
+        const int8_t *w = filter + (size_t)o * (size_t)stride;
+        if (fo == 0 && n8 > 0) {
+            /* the four-row block of pe_simd.h (adds to acc), then the tail */
+            int32_t k, q;
+            pe_dsp_dot_1x4_off(acc + o, w, w + stride, w + 2 * (size_t)stride, w + 3 * (size_t)stride, x,
+                               n8 >> 3, xo);
+            for (k = n8; k < n; k++) {
+                const int32_t xv = (int32_t)x[k] + xo;
+                for (q = 0; q < 4; q++) {
+                    acc[o + q] += w[(size_t)q * (size_t)stride + (size_t)k] * xv;
+                }
+            }
+        } else {
+            int32_t d[4];
+            dot4_dsp(x, w, n, stride, xo, fo, d);
+            acc[o] += d[0];
+            acc[o + 1] += d[1];
+            acc[o + 2] += d[2];
+            acc[o + 3] += d[3];
+        }
+    }
+#endif
+    for (; o < features; o++) {
+        const int8_t *w = filter + (size_t)o * (size_t)stride;
+#if PE_DSP
+        acc[o] += dot1_dsp(x, w, n, xo, fo);
+#else
+        const int16_t io16 = (int16_t)xo, fo16 = (int16_t)fo;
+        int32_t dot = 0, k;
+        for (k = 0; k < n; k++) {
+            dot += (int32_t)(int16_t)(x[k] + io16) * (int32_t)(int16_t)(w[k] + fo16);
+        }
+        acc[o] += dot;
+#endif
+    }
+}
+
+void pe_fc_s8_finish(const pe_fc_params *params, const pe_per_channel_quant *quant,
+                     int32_t features, const int32_t *acc, const int32_t *bias, int8_t *out)
+{
+    int32_t o;
+    for (o = 0; o < features; o++) {
+        const int32_t qi = params->per_channel ? o : 0;
+        const int32_t a = pe_fx_sat_s32_from_s64((int64_t)acc[o] + (bias != NULL ? bias[o] : 0));
+        int32_t v = pe_fx_requant_mode(a, quant->multiplier[qi], quant->shift[qi], params->rounding);
+        v = pe_fx_clamp(v, PE_INT32_MIN + 128, PE_INT32_MAX - 128) + params->output_offset;
+        out[o] = (int8_t)pe_fx_clamp(v, params->activation.min, params->activation.max);
+    }
 }
 
 /* ---- int16-weight fully connected (pe_fc_w16_*) ---- */
