@@ -247,3 +247,80 @@ def test_float_reference():
     g = load_tflite_bytes(_reduce("REDUCE_MIN", (2, 3, 4), [0, 2], False))
     real = run_float(g, dequantize(g.tensors[g.inputs[0]], x))
     assert np.allclose(real[g.outputs[0]], (x.astype(np.float64) + 3).min(axis=(0, 2)) * 0.1)
+
+
+# -- emitted C and firmware ---------------------------------------------------------
+
+def _chain_model():
+    """x [4, 8] int8 -> LESS(x, constant row) -> LOGICAL_NOT -> SELECT_V2(., x,
+    constant column) -> REDUCE_MAX over axis 1 -> [4] int8, and ARG_MIN of x
+    along axis 1 -> [4] int32; the bool tensors live in the arena."""
+    q = (0.05, 1)
+    t = [_t((4, 8), np.int8, q), _t((8,), np.int8, (0.08, -5), data=RNG.integers(-128, 128, 8)),
+         _t((4, 8), np.bool_), _t((4, 8), np.bool_), _t((4, 1), np.int8, q, data=np.array([[-100], [0], [50], [127]])),
+         _t((4, 8), np.int8, q), _t((1,), np.int32, data=np.array([1], np.int32)), _t((4,), np.int8, q),
+         _t((4,), np.int32)]
+    ops = [W.op(_op("LESS"), [0, 1], [2]), W.op(_op("LOGICAL_NOT"), [2], [3]),
+           W.op(_op("SELECT_V2"), [3, 0, 4], [5]), W.op(_op("REDUCE_MAX"), [5, 6], [7], "ReducerOptions", keepDims=False),
+           W.op(_op("ARG_MIN"), [0, 6], [8], "ArgMinOptions", outputType=S.TensorType.INT32)]
+    return W.build(t, ops, [0], [7, 8])
+
+
+def test_chain_two_outputs_equals_tflm():
+    blob = _chain_model()
+    g = load_tflite_bytes(blob)
+    assert g.unsupported == []
+    for seed in range(3):
+        x = np.random.default_rng(seed).integers(-128, 128, (4, 8)).astype(np.int8)
+        want = W.tflm_run(blob, [x], arena_size=1 << 20)
+        got = g.run(x)
+        for w, o in zip(want, got):
+            assert w.dtype == o.dtype and np.array_equal(w, o)
+
+
+def test_emitted_c_program_runs_the_chain(tmp_path):
+    """The generated C tables (bool tensors as PE_DT_BOOL) built into the host
+    program give Graph.run's first output."""
+    import os
+    import shutil
+    import subprocess
+
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc not installed")
+    from pyembed import _csrc
+    from pyembed.codegen.emit import write_plan_outputs
+    from pyembed.plan import plan_graph
+    csrc = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "csrc")
+    g = load_tflite_bytes(_chain_model())
+    write_plan_outputs(g, plan_graph(g), tmp_path)
+    assert "PE_DT_BOOL" in (tmp_path / "model_graph.c").read_text()
+    r = subprocess.run(["gcc", "-std=c99", "-O1", f"-I{csrc}/include", "-I.", "model_main.c", "model_graph.c",
+                        "model_data.c", *_csrc.all_sources(csrc), "-o", "model_main", "-lm"], check=False, cwd=tmp_path,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    x = np.random.default_rng(5).integers(-128, 128, (4, 8)).astype(np.int8)
+    out = subprocess.run([str(tmp_path / "model_main")], input=x.tobytes(), capture_output=True, check=True)
+    got = np.array(out.stdout.decode().split(), dtype=np.int64)
+    assert np.array_equal(got, g.run(x)[0].ravel().astype(np.int64))
+
+
+def _qemu_missing():
+    from pyembed.target import qemu
+    return qemu.missing_tools()
+
+
+@pytest.mark.skipif(_qemu_missing() is not None, reason=str(_qemu_missing()))
+def test_firmware_runs_the_chain_under_qemu(tmp_path):
+    """One Cortex-M4 (mps2-an386) firmware of the chain: both outputs (int8
+    maxima, int32 indices) equal the host run (== TFLM, above) on two inputs."""
+    from pyembed.target.firmware import build_project, generate, run_project
+    g = load_tflite_bytes(_chain_model(), name="logic_chain")
+    proj = generate(g, "mps2-an386", tmp_path / "fw")
+    build_project(proj.outdir)
+    for seed in (7, 8):
+        x = np.random.default_rng(seed).integers(-128, 128, (4, 8)).astype(np.int8)
+        run = run_project(proj, [x])
+        want = g.run(x)
+        for k in range(2):
+            got = np.asarray(run.outputs[k]).reshape(want[k].shape)
+            assert np.array_equal(got.astype(np.int64), want[k].astype(np.int64)), (seed, k, got, want[k])
