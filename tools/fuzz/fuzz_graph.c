@@ -1062,7 +1062,7 @@ static void corrupt(fz_reader *r, table *tb)
     case 1: x->bytes = v; break;
     case 2: x->dims.n = v; break;
     case 3: x->dims.c = v; break;
-    case 4: x->dtype = (pe_dtype)fz_range(r, 0, 4); break;
+    case 4: x->dtype = (pe_dtype)fz_range(r, 0, 5); break; /* 5: no type */
     case 5: tb->io[k][fz_range(r, 0, 2)] = v; break;
     case 6: tb->io[k][3] = v; break;
     case 7: {
