@@ -72,9 +72,11 @@ QPAIRS = [((0.1, 3), (0.1, 3)), ((0.1, 3), (0.2, -1)), ((0.05, -128), (0.0123, 1
 def test_compare_int8_every_pair(op):
     a = np.arange(-128, 128, dtype=np.int8).reshape(256, 1)
     b = np.arange(-128, 128, dtype=np.int8)
-    for qa, qb in QPAIRS:
+    for k, (qa, qb) in enumerate(QPAIRS):
         blob = _binary(op, (256, 1), (256,), (256, 256), np.int8, qa, qb)
         _check(blob, [a, b])
+        if k < 2:   # LiteRT's reference comparisons rescale the same way
+            _check(blob, [a, b], ref="litert")
 
 
 @pytest.mark.parametrize("op", COMPARISONS)
@@ -198,6 +200,21 @@ def test_arg_minmax(op):
             _check(blob, [_rand(shape, np.int8)])
             # few distinct values: ties, where the first index wins
             _check(blob, [RNG.integers(-1, 2, shape).astype(np.int8)])
+
+
+def test_arg_minmax_refusals():
+    """TFLM's ARG_MAX / ARG_MIN take an int32 axis and write int32 only (an
+    int64 output is refused by its Eval); a computed axis is not supported."""
+    t = [_t((3, 4), np.int8, (0.1, 0)), _t((1,), np.int32, data=np.array([1], np.int32)), _t((3,), np.int64)]
+    g = load_tflite_bytes(W.build(t, [W.op(_op("ARG_MAX"), [0, 1], [2], "ArgMaxOptions",
+                                           outputType=S.TensorType.INT64)], [0], [2]))
+    assert [t for _, t in g.unsupported] == ["ARG_MAX"] and "int64" in g.operators[0].reason.lower()
+    t = [_t((3, 4), np.int8, (0.1, 0)), _t((1,), np.int32), _t((3,), np.int32)]
+    g = load_tflite_bytes(W.build(t, [W.op(_op("ARG_MIN"), [0, 1], [2])], [0, 1], [2]))
+    assert "non-constant axis" in g.operators[0].reason
+    t = [_t((3, 4), np.int8, (0.1, 0)), _t((1,), np.int32, data=np.array([2], np.int32)), _t((3,), np.int32)]
+    with pytest.raises(ModelError, match="axis 2 is out of range"):
+        load_tflite_bytes(W.build(t, [W.op(_op("ARG_MIN"), [0, 1], [2])], [0], [2]))
 
 
 # -- REDUCE_MAX / REDUCE_MIN -------------------------------------------------------

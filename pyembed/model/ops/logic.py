@@ -50,8 +50,8 @@ CONSTRAINTS = {
     "LOGICAL_OR": "bool; broadcasting up to 6-D",
     "LOGICAL_NOT": "bool",
     "SELECT_V2": "bool condition; int8 / int16 / int32 values (raw copies); condition, x, y broadcasting up to 6-D",
-    "ARG_MAX": "int8 -> int32; constant int32 axis; rank 1-6; first index of equal values",
-    "ARG_MIN": "int8 -> int32; constant int32 axis; rank 1-6; first index of equal values",
+    "ARG_MAX": "int8 -> int32 (TFLM writes no int64); constant int32 axis; rank 1-6; first index of equal values",
+    "ARG_MIN": "int8 -> int32 (TFLM writes no int64); constant int32 axis; rank 1-6; first index of equal values",
     "REDUCE_MAX": "int8 (output quantized as the input); constant axes; keep_dims; rank 1-6",
     "REDUCE_MIN": "int8 (output quantized as the input); constant axes; keep_dims; rank 1-6",
 }
