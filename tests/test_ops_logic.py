@@ -172,6 +172,15 @@ def test_select_v2(dtype):
         _check(blob, [_rand(sc, np.bool_), _rand(sx, dtype), _rand(sy, dtype)], ref=ref)
 
 
+def test_select_v2_copies_raw_values_across_quantizations():
+    """TFLM's SELECT_V2 copies raw int8 values whatever the quantization of x,
+    y and the output (it never requantizes); pyembed does the same."""
+    t = [_t((2, 5), np.bool_), _t((2, 5), np.int8, (0.1, 2)), _t((2, 5), np.int8, (0.3, -7)),
+         _t((2, 5), np.int8, (0.05, 0))]
+    blob = W.build(t, [W.op(_op("SELECT_V2"), [0, 1, 2], [3])], [0, 1, 2], [3])
+    _check(blob, [_rand((2, 5), np.bool_), _rand((2, 5), np.int8), _rand((2, 5), np.int8)])
+
+
 def test_comparison_chain_with_bool_intermediates():
     """LESS -> LOGICAL_NOT -> SELECT_V2: bool tensors planned in the arena between operators."""
     t = [_t((4, 8), np.int8, (0.05, 1)), _t((4, 8), np.int8, (0.08, -5)), _t((4, 8), np.bool_),
