@@ -129,6 +129,7 @@ static void test_arg_reduce(void)
     PE_CHECK(idx[0] == 2 && idx[1] == 0 && idx[2] == 0 && idx[3] == 0);
     PE_CHECK_EQ(pe_arg_minmax_s8(NULL, 1, 0, 3, 2, x, idx), PE_ERR_ARG);
     PE_CHECK_EQ(pe_arg_minmax_s8(NULL, 1, 1 << 20, 1 << 20, 1 << 20, x, idx), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_arg_minmax_s8(NULL, 1, PE_INT32_MAX, PE_INT32_MAX, PE_INT32_MAX, x, idx), PE_ERR_ARG);
     /* REDUCE_MAX over axes 0 and 2 -> 3 values; REDUCE_MIN over axis 1 -> 4 */
     PE_CHECK_EQ(pe_reduce_minmax_s8(NULL, 1, dims, 3, 5u, x, 3, r), PE_OK);
     PE_CHECK(r[0] == 7 && r[1] == 7 && r[2] == 127);

@@ -290,7 +290,8 @@ pe_status pe_arg_minmax_s8(const pe_context *ctx, int32_t is_max, int32_t outer,
 {
     int32_t o, j, a;
     if ((is_max != 0 && is_max != 1) || outer < 1 || axis_size < 1 || inner < 1 || in == NULL ||
-        out == NULL || (int64_t)outer * axis_size * inner > PE_INT32_MAX) {
+        out == NULL || (int64_t)outer * axis_size > PE_INT32_MAX ||
+        (int64_t)outer * axis_size * inner > PE_INT32_MAX) {
         return PE_ERR_ARG;
     }
     for (o = 0; o < outer; o++) {
