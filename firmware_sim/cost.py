@@ -60,6 +60,13 @@ KERNEL_CLASS = {
     # PE_LAYERNORM runs its chain's element-wise kernels row by row: charged per
     # intermediate element through params["work_elements"]; PE_LUT one lookup per element
     "PE_LAYERNORM": "eltwise", "PE_LUT": "copy",
+    # comparisons, logical operators, SELECT_V2 (pyembed.model.ops.logic): one compare or
+    # pick per output element; ARG_MAX / ARG_MIN and REDUCE_MAX / REDUCE_MIN read every
+    # input element once, as MEAN does ("pool"; macs = input elements)
+    "EQUAL": "eltwise", "NOT_EQUAL": "eltwise", "GREATER": "eltwise", "GREATER_EQUAL": "eltwise",
+    "LESS": "eltwise", "LESS_EQUAL": "eltwise", "LOGICAL_AND": "eltwise", "LOGICAL_OR": "eltwise",
+    "LOGICAL_NOT": "eltwise", "SELECT_V2": "eltwise", "ARG_MAX": "pool", "ARG_MIN": "pool",
+    "REDUCE_MAX": "pool", "REDUCE_MIN": "pool",
 }
 
 

@@ -131,6 +131,7 @@ cdef extern from "pyembed/pe_graph.h":
         PE_DT_INT16
         PE_DT_INT32
         PE_DT_FLOAT32
+        PE_DT_BOOL
     ctypedef enum pe_graph_op_type:
         PE_GOP_CONV_2D
         PE_GOP_DEPTHWISE_CONV_2D
@@ -244,6 +245,7 @@ DTYPE_CODES = {
     np.dtype(np.int16): PE_DT_INT16,
     np.dtype(np.int32): PE_DT_INT32,
     np.dtype(np.float32): PE_DT_FLOAT32,
+    np.dtype(np.bool_): PE_DT_BOOL,
 }
 
 

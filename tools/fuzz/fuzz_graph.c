@@ -33,6 +33,7 @@
 #include "pyembed/pe_lstm.h"
 #include "pyembed/pe_gather.h"
 #include "pyembed/pe_fc_w16.h"
+#include "pyembed/pe_logic.h"
 
 #define MAX_T 32
 #define MAX_OPS 8
@@ -55,7 +56,7 @@ typedef struct {
 
 static int32_t esize(pe_dtype d)
 {
-    return d == PE_DT_INT8 ? 1 : (d == PE_DT_INT16 ? 2 : 4);
+    return d == PE_DT_INT8 || d == PE_DT_BOOL ? 1 : (d == PE_DT_INT16 ? 2 : 4);
 }
 
 static int32_t align4(int32_t x)
@@ -869,6 +870,113 @@ static int32_t add_math_op(fz_reader *r, table *tb, int32_t x)
     return y;
 }
 
+/* Appends an operator of pe_logic.h (types 80-93) reading activation x
+ * (int8 [n, h, w, c]): comparisons of x against a constant broadcasting along
+ * n, h, w (int8 rescaled or raw; sometimes words naming another input type),
+ * LOGICAL_AND / OR / NOT on constant bool tensors (any byte values),
+ * SELECT_V2 of x and a constant by a constant condition broadcasting along c,
+ * ARG_MAX / ARG_MIN along a drawn axis, REDUCE_MAX / MIN over a drawn mask.
+ * Words of the documented layout, values mostly in range. Returns its output
+ * or -1. */
+static int32_t add_logic_op(fz_reader *r, table *tb, int32_t x)
+{
+    const int32_t i = tb->nops;
+    pe_graph_op *op = &tb->ops[i];
+    const pe_dims xd = tb->t[x].dims;
+    const int32_t type = fz_range(r, PE_LOP_EQUAL, PE_LOP_REDUCE_MIN);
+    const int32_t dx[4] = {xd.n, xd.h, xd.w, xd.c};
+    int32_t *w = tb->words[i];
+    int32_t n = 0, k, y, a = x, b = -1, c = -1;
+    int32_t dy[4] = {xd.n, xd.h, xd.w, xd.c};
+    pe_dtype out_dt = PE_DT_BOOL;
+    memset(op, 0, sizeof(*op));
+    op->type = (pe_graph_op_type)type;
+    op->inputs = tb->io[i];
+    op->outputs = &tb->io[i][3];
+    op->num_outputs = 1;
+    op->num_inputs = pe_logic_op_inputs(type);
+    op->scratch_offset = -1;
+    if (type <= PE_LOP_LOGICAL_OR) {
+        /* two inputs, the second [1, 1, 1, c]; shape block of rank 4 */
+        int32_t scaled = 0;
+        if (type <= PE_LOP_LESS_EQUAL) {
+            scaled = fz_bool(r);
+            w[n++] = (fz_u8(r) & 15u) == 15u ? fz_range(r, 0, 5) : PE_DT_INT8;
+            w[n++] = scaled;
+            for (k = 0; k < 2; k++) {
+                w[n++] = scaled ? fz_wild(r, -127, 128) : 0;
+                w[n++] = scaled ? fz_wild(r, 0, 0x7FFFFFFF) : 0;
+                w[n++] = scaled ? fz_wild(r, -31, 0) : 0;
+            }
+            w[n++] = scaled ? fz_wild(r, 0, 8) : 0;
+            b = add_tensor(r, tb, PE_DT_INT8, 1, 1, 1, xd.c, 1);
+        } else {
+            a = add_tensor(r, tb, PE_DT_BOOL, xd.n, xd.h, xd.w, xd.c, 1);
+            b = add_tensor(r, tb, PE_DT_BOOL, 1, 1, 1, xd.c, 1);
+        }
+        w[n++] = 4;
+        for (k = 0; k < 4; k++) {
+            w[n + k] = dx[k];
+            w[n + 4 + k] = dx[k];
+            w[n + 8 + k] = k == 3 ? xd.c : 1;
+        }
+        n += 12;
+    } else if (type == PE_LOP_LOGICAL_NOT) {
+        a = add_tensor(r, tb, PE_DT_BOOL, xd.n, xd.h, xd.w, xd.c, 1);
+    } else if (type == PE_LOP_SELECT_V2) {
+        /* condition [1, 1, 1, c], x, y [1, h, w, 1] */
+        a = add_tensor(r, tb, PE_DT_BOOL, 1, 1, 1, xd.c, 1);
+        b = x;
+        c = add_tensor(r, tb, PE_DT_INT8, 1, xd.h, xd.w, 1, 1);
+        out_dt = PE_DT_INT8;
+        w[n++] = (fz_u8(r) & 15u) == 15u ? fz_range(r, 0, 5) : PE_DT_INT8;
+        w[n++] = 4;
+        for (k = 0; k < 4; k++) {
+            w[n + k] = dx[k];
+            w[n + 4 + k] = k == 3 ? xd.c : 1;
+            w[n + 8 + k] = dx[k];
+            w[n + 12 + k] = k == 1 || k == 2 ? dx[k] : 1;
+        }
+        n += 16;
+    } else if (type == PE_LOP_ARG_MAX || type == PE_LOP_ARG_MIN) {
+        const int32_t axis = fz_range(r, 0, 3);
+        int32_t outer = 1, inner = 1;
+        for (k = 0; k < 4; k++) {
+            outer *= k < axis ? dx[k] : 1;
+            inner *= k > axis ? dx[k] : 1;
+        }
+        w[n++] = fz_wild(r, outer, outer);
+        w[n++] = fz_wild(r, dx[axis], dx[axis]);
+        w[n++] = fz_wild(r, inner, inner);
+        dy[axis] = 1;
+        out_dt = PE_DT_INT32;
+    } else {
+        const int32_t mask = fz_range(r, 0, 15);
+        w[n++] = (fz_u8(r) & 15u) == 15u ? (int32_t)fz_u32(r) : mask;
+        w[n++] = 4;
+        for (k = 0; k < 4; k++) {
+            w[n++] = dx[k];
+            dy[k] = (mask >> k) & 1 ? 1 : dx[k];
+        }
+        out_dt = PE_DT_INT8;
+    }
+    if (a < 0 || (op->num_inputs >= 2 && b < 0) || (op->num_inputs == 3 && c < 0)) {
+        return -1;
+    }
+    tb->io[i][0] = a;
+    tb->io[i][1] = b;
+    tb->io[i][2] = c;
+    op->params = w;
+    op->num_params = n;
+    y = add_tensor(r, tb, out_dt, dy[0], dy[1], dy[2], dy[3], 0);
+    if (y < 0) {
+        return -1;
+    }
+    tb->io[i][3] = y;
+    tb->nops++;
+    return y;
+}
+
 /* UNIDIRECTIONAL_SEQUENCE_LSTM reading x as [batch n, time h * w, input c]
  * (or time major), with constant weights / biases, variable hidden (int8)
  * and cell (int16) state tensors and mostly valid words. */
@@ -954,7 +1062,7 @@ static void corrupt(fz_reader *r, table *tb)
     case 1: x->bytes = v; break;
     case 2: x->dims.n = v; break;
     case 3: x->dims.c = v; break;
-    case 4: x->dtype = (pe_dtype)fz_range(r, 0, 4); break;
+    case 4: x->dtype = (pe_dtype)fz_range(r, 0, 5); break; /* 5: no type */
     case 5: tb->io[k][fz_range(r, 0, 2)] = v; break;
     case 6: tb->io[k][3] = v; break;
     case 7: {
@@ -1016,12 +1124,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
     }
     n_ops = fz_range(&r, 1, MAX_OPS);
     for (i = 0; i < n_ops; i++) {
-        const int32_t pick = fz_range(&r, 0, 17 + 16 + 4 + 7); /* 44: FULLY_CONNECTED_W16 (112) */
+        const int32_t pick = fz_range(&r, 0, 17 + 16 + 4 + 8); /* 44: FULLY_CONNECTED_W16 (112), 45: pe_logic.h */
         const pe_graph_op_type type = pick >= 41 ? (pe_graph_op_type)(PE_GOP_SQUARED_DIFFERENCE_S16 + pick - 41)
                                       : pick >= 38 ? (pe_graph_op_type)(PE_GOP_LOGISTIC_S16 + pick - 38)
                                       : (pick >= 12 ? (pe_graph_op_type)(PE_GOP_BATCH_MATMUL + pick - 12)
                                                     : (pe_graph_op_type)pick);
-        const int32_t y = pick == 40 ? add_lstm_op(&r, &tb, x)
+        const int32_t y = pick == 45 ? add_logic_op(&r, &tb, x)
+                          : pick == 40 ? add_lstm_op(&r, &tb, x)
                           : (pick >= 38 && pick != 40) ? add_op(&r, &tb, type, x)
                           : pick >= 34 ? add_math_op(&r, &tb, x)
                           : (pick >= 18 ? add_data_op(&r, &tb, data_ops[pick - 18], x) : add_op(&r, &tb, type, x));

@@ -53,7 +53,8 @@ typedef enum {
     PE_DT_INT8 = 0,
     PE_DT_INT16 = 1,
     PE_DT_INT32 = 2,
-    PE_DT_FLOAT32 = 3
+    PE_DT_FLOAT32 = 3,
+    PE_DT_BOOL = 4 /* one byte per element, 0 or 1 (pe_logic.h) */
 } pe_dtype;
 
 /* Operator kinds the runtime executes. */
@@ -107,6 +108,21 @@ typedef enum {
     PE_GOP_RSQRT = 76,
     PE_GOP_GELU = 77,
     PE_GOP_L2_NORMALIZATION = 78,
+    /* 80-93: comparisons, logical, select, arg / reduce max-min (pe_logic.h) */
+    PE_GOP_EQUAL = 80,
+    PE_GOP_NOT_EQUAL = 81,
+    PE_GOP_GREATER = 82,
+    PE_GOP_GREATER_EQUAL = 83,
+    PE_GOP_LESS = 84,
+    PE_GOP_LESS_EQUAL = 85,
+    PE_GOP_LOGICAL_AND = 86,
+    PE_GOP_LOGICAL_OR = 87,
+    PE_GOP_LOGICAL_NOT = 88,
+    PE_GOP_SELECT_V2 = 89,
+    PE_GOP_ARG_MAX = 90,
+    PE_GOP_ARG_MIN = 91,
+    PE_GOP_REDUCE_MAX = 92,
+    PE_GOP_REDUCE_MIN = 93,
     /* Operators added after the first twelve take int32 parameter words (pe_graph_op
      * .params), documented in their family's header. The values are stable
      * (emitted tables hold them) and reserved by range: 20-59 data movement,

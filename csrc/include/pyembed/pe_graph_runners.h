@@ -116,6 +116,14 @@ pe_status pe_graph_run_lstm(const pe_graph *g, const pe_graph_op *op,
 pe_status pe_graph_run_math(const pe_graph *graph, const pe_graph_op *op, const pe_context *scratch,
                             const pe_context *arena);
 
+/* ---- pe_logic.h (operators 80-93) ------------------------------------------------ */
+
+/* Comparisons, logical operators, SELECT_V2, ARG_MAX / ARG_MIN, REDUCE_MAX /
+ * REDUCE_MIN: each tensor fetched with the type pe_logic_op_types derives from
+ * the words, then pe_logic_invoke. No scratch. */
+pe_status pe_graph_run_logic(const pe_graph *graph, const pe_graph_op *op, const pe_context *scratch,
+                             const pe_context *arena);
+
 /* ---- pe_matmul.h ---------------------------------------------------------------- */
 pe_status pe_graph_run_batch_matmul(const pe_graph *g, const pe_graph_op *op,
                                     const pe_context *scratch, const pe_context *arena);

@@ -1,5 +1,6 @@
 /*
- * pe_reduce.h - MEAN and SUM over any set of axes (int8, int16), and
+ * pe_reduce.h - MEAN and SUM over any set of axes (int8, int16), REDUCE_MAX
+ * and REDUCE_MIN (int8), and
  * L2_NORMALIZATION over the last axis (int8), bit-exact with the integer
  * reference kernels of TensorFlow Lite for Microcontrollers (and, with the
  * LiteRT modes, with LiteRT's reference MEAN).
@@ -87,6 +88,13 @@ pe_status pe_reduce_s8(const pe_context *ctx, const pe_reduce_params *params,
 pe_status pe_reduce_s16(const pe_context *ctx, const pe_reduce_params *params,
                         const int32_t *dims, int32_t rank, uint32_t axis_mask,
                         const int16_t *input, int32_t output_count, int16_t *output);
+
+/* REDUCE_MAX (is_max 1) / REDUCE_MIN (0) over the axes of axis_mask, int8
+ * raw values (TFLM's int8 REDUCE_MAX / REDUCE_MIN require the input's
+ * quantization on the output). Same shape rules as pe_reduce_s8. */
+pe_status pe_reduce_minmax_s8(const pe_context *ctx, int32_t is_max, const int32_t *dims,
+                              int32_t rank, uint32_t axis_mask, const int8_t *input,
+                              int32_t output_count, int8_t *output);
 
 pe_status pe_l2norm_s8(const pe_context *ctx, int32_t input_zero_point, int32_t outer,
                        int32_t depth, const int8_t *input, int8_t *output);

@@ -38,6 +38,11 @@ pe_graph_runner pe_graph_runner_for(pe_graph_op_type type)
     case PE_GOP_SUB: case PE_GOP_NEG: case PE_GOP_ABS: case PE_GOP_SQUARED_DIFFERENCE:
     case PE_GOP_RSQRT: case PE_GOP_GELU: case PE_GOP_L2_NORMALIZATION:
         return pe_graph_run_math;
+    case PE_GOP_EQUAL: case PE_GOP_NOT_EQUAL: case PE_GOP_GREATER: /* pe_logic.c */
+    case PE_GOP_GREATER_EQUAL: case PE_GOP_LESS: case PE_GOP_LESS_EQUAL: case PE_GOP_LOGICAL_AND:
+    case PE_GOP_LOGICAL_OR: case PE_GOP_LOGICAL_NOT: case PE_GOP_SELECT_V2: case PE_GOP_ARG_MAX:
+    case PE_GOP_ARG_MIN: case PE_GOP_REDUCE_MAX: case PE_GOP_REDUCE_MIN:
+        return pe_graph_run_logic;
     case PE_GOP_CONV_POOL:
         return pe_graph_run_conv_pool;
     case PE_GOP_STRIPE_REGION:

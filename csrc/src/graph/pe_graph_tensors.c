@@ -14,6 +14,7 @@ int32_t pe_graph_dtype_size(pe_dtype t)
 {
     switch (t) {
     case PE_DT_INT8:
+    case PE_DT_BOOL:
         return 1;
     case PE_DT_INT16:
         return 2;

@@ -1,6 +1,7 @@
 /*
  * pe_reduce.c - MEAN / SUM over any axes in gather form (each output element
- * summed in a register, no scratch) and L2_NORMALIZATION (see pe_reduce.h).
+ * summed in a register, no scratch), REDUCE_MAX / REDUCE_MIN the same way,
+ * and L2_NORMALIZATION (see pe_reduce.h).
  */
 #include "pyembed/pe_reduce.h"
 #include "../../core/pe_mathfx.h"
@@ -205,6 +206,63 @@ pe_status pe_reduce_s16(const pe_context *ctx, const pe_reduce_params *params,
     }
     return reduce_any(ctx, params, dims, rank, axis_mask, NULL, input, output_count, NULL,
                       output, -32768, 32767);
+}
+
+pe_status pe_reduce_minmax_s8(const pe_context *ctx, int32_t is_max, const int32_t *dims,
+                              int32_t rank, uint32_t axis_mask, const int8_t *input,
+                              int32_t output_count, int8_t *output)
+{
+    reduce_plan pl;
+    int32_t kidx[PE_REDUCE_MAX_RANK], ridx[PE_REDUCE_MAX_RANK];
+    int32_t o, d, base = 0;
+    pe_status st;
+    if ((is_max != 0 && is_max != 1) || input == NULL || output == NULL) {
+        return PE_ERR_ARG;
+    }
+    st = make_plan(dims, rank, axis_mask, &pl);
+    if (st != PE_OK) {
+        return st;
+    }
+    if (output_count != pl.out_count) {
+        return PE_ERR_ARG;
+    }
+    for (d = 0; d < pl.nk; d++) {
+        kidx[d] = 0;
+    }
+    for (o = 0; o < output_count; o++) {
+        /* TFLM starts from the type's lowest (max) or highest (min) value */
+        int32_t best = is_max ? -128 : 127, r, off = base;
+        for (d = 0; d < pl.nr; d++) {
+            ridx[d] = 0;
+        }
+        for (r = 0; r < pl.red_count; r++) {
+            const int32_t v = input[off];
+            best = is_max ? (v > best ? v : best) : (v < best ? v : best);
+            for (d = 0; d < pl.nr; d++) {
+                off += pl.rstride[d];
+                if (++ridx[d] < pl.rdim[d]) {
+                    break;
+                }
+                off -= pl.rstride[d] * pl.rdim[d];
+                ridx[d] = 0;
+            }
+        }
+        output[o] = (int8_t)best;
+        for (d = 0; d < pl.nk; d++) {
+            base += pl.kstride[d];
+            if (++kidx[d] < pl.kdim[d]) {
+                break;
+            }
+            base -= pl.kstride[d] * pl.kdim[d];
+            kidx[d] = 0;
+        }
+    }
+    if (ctx != NULL && ctx->stats != NULL) {
+        const uint64_t n = (uint64_t)output_count * (uint64_t)pl.red_count;
+        ctx->stats->combines += n;
+        ctx->stats->input_reads += n;
+    }
+    return PE_OK;
 }
 
 pe_status pe_l2norm_s8(const pe_context *ctx, int32_t zp, int32_t outer, int32_t depth,
