@@ -153,7 +153,11 @@ def apply_attention(graph, attention):
     if mode is None:
         return []
     from pyembed.passes.transformer import fuse_transformer
-    return fuse_transformer(graph, attention=mode)
+    lines = fuse_transformer(graph, attention=mode)
+    if attention == "auto":
+        from pyembed.passes.transformer import auto_attention_lines
+        return auto_attention_lines(lines)
+    return lines
 
 
 # -- the compiler pipeline (pyembed.passes.pipeline), shared by plan, simulate and firmware ---------

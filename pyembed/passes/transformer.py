@@ -510,3 +510,10 @@ def fuse_transformer(graph, attention="tflm", block=64, fold="auto", layernorm="
     for r in fuse_elementwise(graph):
         lines.append(f"element-wise {r['output']}: {r['result']} ({' '.join(r['ops'])})")
     return lines
+
+
+def auto_attention_lines(lines):
+    """The report of the CLI's --attention auto (tflm mode, the default): the
+    chains fuse_transformer fused; a chain it left is news only to a user who
+    asked for the passes."""
+    return [line for line in lines if ": fused" in line]

@@ -200,6 +200,9 @@ def plan_for_target(model, profile=None, options=None, regions=None, action="pla
         from pyembed.passes.transformer import fuse_transformer
         attention_lines = fuse_transformer(graph, attention="tflm" if options.attention == "auto"
                                            else options.attention)
+        if options.attention == "auto":
+            from pyembed.passes.transformer import auto_attention_lines
+            attention_lines = auto_attention_lines(attention_lines)
     from pyembed.model.support import require_executable
     require_executable(graph, action)
     imported = graph
