@@ -241,6 +241,16 @@ pe_status pe_graph_invoke_op_rows(const pe_graph *graph, int32_t i, const pe_con
                                   const pe_row_source *rows);
 pe_status pe_graph_invoke_rows(const pe_graph *graph, const pe_context *arena, const pe_row_source *rows);
 
+/* The same for a graph whose input and / or output is streamed: a streamed
+ * output (offset PE_GRAPH_STREAMED, written by a stripe region flagged for
+ * it) is never in the arena; the region hands each output row, whole and in
+ * order, to sink as soon as it is final (pe_row_sink, pe_stripe.h). rows or
+ * sink may be NULL when the graph has no such end. */
+pe_status pe_graph_invoke_op_io(const pe_graph *graph, int32_t i, const pe_context *arena,
+                                const pe_row_source *rows, const pe_row_sink *sink);
+pe_status pe_graph_invoke_io(const pe_graph *graph, const pe_context *arena, const pe_row_source *rows,
+                             const pe_row_sink *sink);
+
 #ifdef __cplusplus
 }
 #endif

@@ -462,12 +462,23 @@ static void buffer_bytes(const pe_stripe_net *net, const net_geo *G, int32_t L, 
     *branch = (int64_t)g->branch_rows * add_w * branch_channels(&net->layers[L]);
 }
 
+/* A streamed output's one-row buffer (the whole output width: a sink needs
+ * one stripe) at off; returns the end, and the buffer in *outrow when given. */
+static int64_t out_row_layout(const net_geo *G, int64_t off, int8_t *aligned, int8_t **outrow)
+{
+    off = align_up(off);
+    if (outrow != NULL) {
+        *outrow = aligned + off;
+    }
+    return off + (int64_t)G->out_w * G->out_c;
+}
+
 /* Total arena bytes; when base != NULL also carves the buffers into st. */
 /* streamed: also a buffer for one input row range (the row source writes
  * into it), returned in *rowbuf when base != NULL. */
 pe_status pe_stripe_layout(const pe_stripe_net *net, net_geo *G, int32_t stripe_w, int32_t block_w,
                            int streamed, int8_t *base, stripe_state **states, int8_t **rowbuf,
-                           int64_t *total)
+                           int8_t **outrow, int64_t *total)
 {
     int32_t in_w[PE_STRIPE_MAX_LAYERS];
     int32_t add_w[PE_STRIPE_MAX_LAYERS];
@@ -502,13 +513,19 @@ pe_status pe_stripe_layout(const pe_stripe_net *net, net_geo *G, int32_t stripe_
             return PE_ERR_OVERFLOW;
         }
     }
-    if (streamed) {
+    if (streamed & PE_STRIPE_STREAM_IN) {
         /* in_w[0]: the widest input column range of a stripe */
         off = align_up(off);
         if (base != NULL && rowbuf != NULL) {
             *rowbuf = aligned + off;
         }
         off += (int64_t)in_w[0] * net->input.c;
+        if (off > (int64_t)PE_INT32_MAX) {
+            return PE_ERR_OVERFLOW;
+        }
+    }
+    if (streamed & PE_STRIPE_STREAM_OUT) {
+        off = out_row_layout(G, off, aligned, base != NULL ? outrow : NULL);
         if (off > (int64_t)PE_INT32_MAX) {
             return PE_ERR_OVERFLOW;
         }
@@ -553,7 +570,7 @@ static pe_status sized_layout(const pe_stripe_net *net, net_geo *G, int32_t stri
         return st;
     }
     *block_w = min32(*block_w, PE_STRIPE_MAX_BLOCK);
-    return pe_stripe_layout(net, G, stripe_w, *block_w, streamed, NULL, NULL, NULL, total);
+    return pe_stripe_layout(net, G, stripe_w, *block_w, streamed, NULL, NULL, NULL, NULL, total);
 }
 
 static pe_status buffer_size(const pe_stripe_net *net, int32_t stripe_w, int32_t block_w,
@@ -583,6 +600,15 @@ pe_status pe_stripe_get_buffer_size_rows_s8(const pe_stripe_net *net, int32_t st
                                             int32_t block_w, int32_t *size)
 {
     return buffer_size(net, stripe_w, block_w, 1, size);
+}
+
+pe_status pe_stripe_get_buffer_size_io_s8(const pe_stripe_net *net, int32_t stripe_w, int32_t block_w,
+                                          int32_t streams, int32_t *size)
+{
+    if ((streams & ~(PE_STRIPE_STREAM_IN | PE_STRIPE_STREAM_OUT)) != 0) {
+        return PE_ERR_ARG;
+    }
+    return buffer_size(net, stripe_w, block_w, (int)streams, size);
 }
 
 pe_status pe_stripe_buffer_breakdown(const pe_stripe_net *net, int32_t stripe_w, int32_t block_w,
