@@ -82,7 +82,8 @@ def region_breakdown(region):
     """A RegionBreakdown of region (see the module docstring)."""
     from pyembed.kernels.layers import BRANCH_TYPES, Add
     net, shapes = _net_and_shapes(region)
-    b = net.buffer_breakdown(region.stripe_width, region.block_width, bool(region.streamed))
+    b = net.buffer_breakdown(region.stripe_width, region.block_width, bool(region.streamed),
+                             bool(getattr(region, "streamed_out", False)))
     layers = list(region.chain)
     parts = sum(b["ring"]) + sum(b["temp"]) + sum(b["branch"])
     delays = []

@@ -23,10 +23,12 @@ def _signature(g):
 
 
 def plan_with_strategy(graph, strategy="auto", max_extra_macs=0.10, overlaps=True, stream_input=False,
-                       max_region_weights=None, cache=None, **plan_kw):
+                       max_region_weights=None, cache=None, stream_output=False, **plan_kw):
     """(rewritten graph, its plan, report lines). strategy "none" plans the
     graph as imported. stream_input: the graph input arrives row by row
     (apply_pipeline); plan.info["pipeline"]["stream_input"] records it.
+    stream_output: the graph output leaves row by row through a row sink
+    (apply_pipeline); plan.info["pipeline"]["stream_output"] records it.
     max_region_weights: no stripe region with more constant bytes (a weight
     segment block, apply_pipeline). cache: a dict shared by calls on the same
     graph and planner options (pyembed.target.planning plans every strategy):
@@ -35,7 +37,7 @@ def plan_with_strategy(graph, strategy="auto", max_extra_macs=0.10, overlaps=Tru
     from pyembed.plan.limits import refuse_io_sizes
     # refused before the rewrite: what no rewrite can make fit
     validate_graph(graph)
-    refuse_io_sizes(graph, plan_kw.get("regions"), stream_input)
+    refuse_io_sizes(graph, plan_kw.get("regions"), stream_input, stream_output)
 
     def _plan(g):
         if cache is None:
@@ -47,14 +49,16 @@ def plan_with_strategy(graph, strategy="auto", max_extra_macs=0.10, overlaps=Tru
         p.info = dict(p.info)      # each strategy records its own pipeline
         return p
     if strategy == "none":
-        if stream_input:
+        if stream_input or stream_output:
             from pyembed.errors import ArgumentError
-            raise ArgumentError("stream_input: needs a strategy with stripe regions (auto or stripes), not 'none'")
+            what = "stream_input" if stream_input else "stream_output"
+            raise ArgumentError(f"{what}: needs a strategy with stripe regions (auto or stripes), not 'none'")
         plan = _plan(graph)
-        plan.info["pipeline"] = {"strategy": "none", "max_extra_macs": float(max_extra_macs), "stream_input": False}
+        plan.info["pipeline"] = {"strategy": "none", "max_extra_macs": float(max_extra_macs), "stream_input": False,
+                                 "stream_output": False}
         return graph, plan, []
     res = apply_pipeline(graph, strategy, max_extra_macs=max_extra_macs, stream_input=stream_input,
-                         max_region_weights=max_region_weights)
+                         max_region_weights=max_region_weights, stream_output=stream_output)
     plan = _plan(res.graph)
     lines = res.report()
     if strategy in ("auto", "stripes") and res.regions:
@@ -65,11 +69,12 @@ def plan_with_strategy(graph, strategy="auto", max_extra_macs=0.10, overlaps=Tru
                                     f"layer by layer with proven overlaps ({alt_plan.arena_size} B); layer by layer "
                                     f"chosen"]
             alt_plan.info["pipeline"] = {"strategy": "layers", "max_extra_macs": float(max_extra_macs),
-                                         "stream_input": False}
+                                         "stream_input": False, "stream_output": False}
             return alt.graph, alt_plan, lines
         lines.append(f"  {strategy}: planned {plan.arena_size} B with the stripe regions, {alt_plan.arena_size} B "
                      f"layer by layer (proven overlaps included); stripe regions chosen")
     # which rewrite this plan is for (plan.json keeps it; simulate --plan redoes it)
     plan.info["pipeline"] = {"strategy": strategy, "max_extra_macs": float(max_extra_macs),
-                             "stream_input": res.streamed_tensor >= 0}
+                             "stream_input": res.streamed_tensor >= 0,
+                             "stream_output": res.streamed_out_tensor >= 0}
     return res.graph, plan, lines
