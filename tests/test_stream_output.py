@@ -70,7 +70,7 @@ def test_denoiser_arena_with_and_without_streaming(big):
     most 8 KB of arena; each flag alone leaves the other frame in it."""
     arenas = {}
     for si, so in ((False, False), (True, False), (False, True), (True, True)):
-        g2, plan, lines = _plan(big, stream_input=si, stream_output=so)
+        _, plan, _ = _plan(big, stream_input=si, stream_output=so)
         arenas[si, so] = plan.arena_size
         assert plan.info["pipeline"]["stream_input"] is si and plan.info["pipeline"]["stream_output"] is so
         placed = {m for b in plan.buffers for m in (getattr(b, "tensors", None) or ())}
@@ -148,3 +148,36 @@ def test_streamed_output_refusals(small):
     rt = g2.compile(plan)
     with pytest.raises(ArgumentError, match="streamed output"):
         rt.get_output(rt.new_arena(), 0)
+
+
+@pytest.mark.skipif(__import__("pyembed.target.qemu", fromlist=["missing_tools"]).missing_tools() is not None,
+                    reason="QEMU / arm-none-eabi-gcc missing")
+def test_streamed_output_firmware_bit_exact_under_qemu(tmp_path):
+    """firmware --stream-input --stream-output --run on mps2-an386: the
+    harness's pe_row_sink takes every output row once, in order, into a frame
+    outside the planned RAM; the outputs equal the host run of the imported
+    model; the model's tables give the output no arena offset."""
+    import json
+    import re
+    from click.testing import CliRunner
+    from pyembed.cli import main
+    blob = denoiser(32, 40, (1, 4, 4, 1), seed=7)
+    (tmp_path / "den.tflite").write_bytes(blob)
+    g = load_tflite_bytes(blob, name="den")
+    x = _x(g, 9)
+    np.save(tmp_path / "x.npy", x)
+    res = CliRunner().invoke(main, ["firmware", str(tmp_path / "den.tflite"), "--profile", "mps2-an386", "-o",
+                                    str(tmp_path / "proj"), "--stream-input", "--stream-output", "--run",
+                                    "--inputs", str(tmp_path / "x.npy"), "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.output)
+    assert d["bit_exact_with_host"] is True and not d["mismatches"]
+    assert d["outputs"][0] == g.run(x)[0].ravel().tolist()
+    assert d["stream_input"] is True and d["stream_output"] is True
+    assert d["input_rows_given"] == 32 and d["output_rows_taken"] == 32
+    g2, plan, _ = _plan(g, stream_input=True, stream_output=True)
+    assert d["arena_bytes"] == plan.arena_size < _plan(g)[1].arena_size
+    proj = tmp_path / "proj"
+    assert "#define PE_MODEL_OUTPUT0_OFFSET PE_GRAPH_STREAMED" in (proj / "model" / "model_graph.h").read_text()
+    m = re.search(r"^\.pe_output_frame\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)", (proj / "firmware.map").read_text(), re.M)
+    assert m and int(m.group(1), 16) < 0x400000 and int(m.group(2), 16) >= 40 * 32   # ssram1, not planned RAM
