@@ -93,7 +93,7 @@ from pyembed.cli.options import (verbose_option, attention_option, fc_int16_weig
 @stream_output_option("The model output leaves row by row from the stripe region writing it (a display or DMA "
                       "driver: pe_model_invoke_io with a pe_row_sink; the harness's sink copies each row, checked "
                       "in order, into a frame outside the planned RAM for the bit-exactness check), so the arena "
-                      "holds no output bytes (stripes / auto only; --io semihost).")
+                      "holds no output bytes (stripes / auto only).")
 @fc_int16_weights_option()
 @force_option()
 @verbose_option()

@@ -412,7 +412,7 @@ def _run_uart(d, manifest, elf, board, timeout):
     if r["status"] != 0:
         raise FirmwareError(f"the firmware's pe_model_invoke returned status {r['status']}")
     run = FirmwareRun(outputs, ops, sum(o["instructions"] for o in ops), b.instructions(r["invoke_ticks"]),
-                      r["status"], board, r["rows_given"])
+                      r["status"], board, r["rows_given"], output_rows=r["rows_taken"])
     run.uart_text = res.stdout.decode("latin-1")
     run.uart_instructions = r["instructions"]
     if r["stack"] is not None:
