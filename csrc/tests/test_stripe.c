@@ -590,12 +590,110 @@ static void test_stream_output(void)
     PE_CHECK_EQ(pe_stripe_get_buffer_size_io_s8(&net, W, 4, 4, &plain), PE_ERR_ARG);
 }
 
+/* Memories per part: the line stores and delay lines in a block of their
+ * own (a second memory), the rest in ctx; the same bytes as the full-frame
+ * reference at several stripe and block widths, with an image output and
+ * with a row sink; the two sizes add up to the one-block query (give or take
+ * the second block's alignment slack) and the line-store block holds
+ * exactly the rings and branch stores of pe_stripe_buffer_breakdown. */
+static int8_t lines_mem[1 << 15];
+
+static void test_split_memories(void)
+{
+    static const int32_t stripes[] = {1, 5, W};
+    static const int32_t blocks[] = {1, 3};
+    pe_stripe_net net = make_net();
+    pe_dims in_d = {1, H, W, 3};
+    pe_dims out_d;
+    int32_t ring[NL], temp[NL], branch[NL], brows[NL], fixed;
+    int oh, ow;
+    size_t si, bi;
+    reference(&oh, &ow);
+    PE_CHECK_EQ(pe_stripe_output_dims(&net, &out_d), PE_OK);
+    for (si = 0; si < sizeof(stripes) / sizeof(stripes[0]); si++) {
+        for (bi = 0; bi < sizeof(blocks) / sizeof(blocks[0]); bi++) {
+            pe_context ctx, lc;
+            pe_stats stats;
+            int32_t plain = 0, scratch = 0, lines = 0, stores = 0;
+            int L;
+            PE_CHECK_EQ(pe_stripe_get_buffer_size_s8(&net, stripes[si], blocks[bi], &plain), PE_OK);
+            PE_CHECK_EQ(pe_stripe_get_buffer_sizes_split_s8(&net, stripes[si], blocks[bi], 0, &scratch, &lines),
+                        PE_OK);
+            PE_CHECK_EQ(pe_stripe_buffer_breakdown(&net, stripes[si], blocks[bi], 0, ring, temp, branch, brows,
+                                                   &fixed), PE_OK);
+            for (L = 0; L < NL; L++) {
+                stores += ring[L] + branch[L];
+            }
+            PE_CHECK_EQ(lines, stores + 7);
+            PE_CHECK(scratch + lines >= plain && scratch + lines <= plain + 7 + 7);
+            PE_CHECK(scratch < plain && lines <= (int32_t)sizeof(lines_mem));
+            memset(arena_mem, 0x7F, sizeof(arena_mem));
+            memset(lines_mem, 0x80, sizeof(lines_mem));
+            memset(output, 0x55, sizeof(output));
+            memset(&stats, 0, sizeof(stats));
+            ctx.buf = arena_mem + 3;
+            ctx.size = scratch;
+            ctx.stats = &stats;
+            lc.buf = lines_mem + 5;
+            lc.size = lines;
+            lc.stats = NULL;
+            PE_CHECK_EQ(pe_stripe_run_split_s8(&ctx, &lc, &net, stripes[si], blocks[bi], &in_d, input, NULL, &out_d,
+                                               output, NULL), PE_OK);
+            PE_CHECK_EQ(count_mismatches(output, maps[NL - 1], oh * ow * 2), 0);
+            PE_CHECK(stats.peak_bytes > 0 && stats.peak_bytes <= scratch + lines);
+            lc.size = lines - 1;
+            PE_CHECK_EQ(pe_stripe_run_split_s8(&ctx, &lc, &net, stripes[si], blocks[bi], &in_d, input, NULL, &out_d,
+                                               output, NULL), PE_ERR_SCRATCH);
+            lc.size = lines;
+            ctx.size = scratch - 1;
+            PE_CHECK_EQ(pe_stripe_run_split_s8(&ctx, &lc, &net, stripes[si], blocks[bi], &in_d, input, NULL, &out_d,
+                                               output, NULL), PE_ERR_SCRATCH);
+            /* the blocks must not overlap */
+            ctx.size = scratch;
+            lc.buf = arena_mem + 3 + scratch - 8;
+            PE_CHECK_EQ(pe_stripe_run_split_s8(&ctx, &lc, &net, stripes[si], blocks[bi], &in_d, input, NULL, &out_d,
+                                               output, NULL), PE_ERR_ARG);
+        }
+    }
+    /* with a streamed input and output: one stripe */
+    {
+        pe_context ctx, lc;
+        pe_row_source src;
+        pe_row_sink snk;
+        sink_frame f;
+        int32_t scratch = 0, lines = 0;
+        PE_CHECK_EQ(pe_stripe_get_buffer_sizes_split_s8(&net, W, 4, PE_STRIPE_STREAM_IN | PE_STRIPE_STREAM_OUT,
+                                                        &scratch, &lines), PE_OK);
+        src.read = image_rows;
+        src.user = NULL;
+        snk.write = frame_sink;
+        snk.user = &f;
+        memset(&f, 0, sizeof(f));
+        memset(output, 0x55, sizeof(output));
+        f.frame = output;
+        f.row_bytes = ow * 2;
+        f.rows = oh;
+        f.fail_at = -1;
+        ctx.buf = arena_mem;
+        ctx.size = scratch;
+        ctx.stats = NULL;
+        lc.buf = lines_mem;
+        lc.size = lines;
+        lc.stats = NULL;
+        PE_CHECK_EQ(pe_stripe_run_split_s8(&ctx, &lc, &net, W, 4, &in_d, NULL, &src, &out_d, NULL, &snk), PE_OK);
+        PE_CHECK_EQ(f.calls, oh);
+        PE_CHECK_EQ(count_mismatches(output, maps[NL - 1], oh * ow * 2), 0);
+        PE_CHECK_EQ(pe_stripe_get_buffer_sizes_split_s8(&net, W, 4, 8, &scratch, &lines), PE_ERR_ARG);
+    }
+}
+
 int main(void)
 {
     build();
     fill8(input, (int)sizeof(input));
     test_concat();
     test_stream_output();
+    test_split_memories();
     test_bit_exact();
     test_arena_poison_and_alignment();
     test_errors();

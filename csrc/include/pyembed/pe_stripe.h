@@ -271,6 +271,24 @@ pe_status pe_stripe_run_io_s8(const pe_context *ctx, const pe_stripe_net *net, i
                               const pe_row_source *rows, const pe_dims *output_dims, int8_t *output,
                               const pe_row_sink *sink);
 
+/* Memories per part: the same run with its bytes in two blocks, so a planner
+ * may put them in different memories (line stores in a DTCM, temporaries in
+ * SRAM, or the other way round). *lines gets the bytes of every line store
+ * and delay line (the rings and branch stores of pe_stripe_buffer_breakdown,
+ * + 7 bytes of alignment slack), *scratch the rest (layer states, row
+ * temporaries, the row buffers of the streamed ends, + slack). */
+pe_status pe_stripe_get_buffer_sizes_split_s8(const pe_stripe_net *net, int32_t stripe_w, int32_t block_w,
+                                              int32_t streams, int32_t *scratch, int32_t *lines);
+
+/* pe_stripe_run_io_s8 with the line stores in lines->buf (lines->size at
+ * least the *lines of pe_stripe_get_buffer_sizes_split_s8) and the rest in
+ * ctx->buf (at least its *scratch); the two blocks must not overlap
+ * (PE_ERR_ARG). Bit-exact with pe_stripe_run_io_s8. */
+pe_status pe_stripe_run_split_s8(const pe_context *ctx, const pe_context *lines, const pe_stripe_net *net,
+                                 int32_t stripe_w, int32_t block_w, const pe_dims *input_dims, const int8_t *input,
+                                 const pe_row_source *rows, const pe_dims *output_dims, int8_t *output,
+                                 const pe_row_sink *sink);
+
 /* Runs the network over input (NHWC, dims equal to net->input) in stripes and
  * writes output (NHWC, dims equal to pe_stripe_output_dims). ctx->buf must hold
  * pe_stripe_get_buffer_size_s8(net, stripe_w, block_w) bytes (PE_ERR_SCRATCH

@@ -707,8 +707,9 @@ static void run_stripe(stripe_run *R, int32_t x0, int32_t x1)
 static pe_status run_impl(const pe_context *ctx, const pe_stripe_net *net, int32_t stripe_w,
                           int32_t block_w, const pe_dims *input_dims, const int8_t *input,
                           const pe_row_source *rows, const pe_dims *output_dims, int8_t *output,
-                          const pe_row_sink *sink)
+                          const pe_row_sink *sink, const pe_context *lines)
 {
+    int64_t ltotal = 0;
     net_geo G;
     stripe_run R;
     stripe_state *st = NULL;
@@ -751,15 +752,27 @@ static pe_status run_impl(const pe_context *ctx, const pe_stripe_net *net, int32
         }
     }
     block_w = min32(block_w, PE_STRIPE_MAX_BLOCK);
-    status = pe_stripe_layout(net, &G, stripe_w, block_w, streamed, NULL, NULL, NULL, NULL, &total);
+    status = pe_stripe_layout_split(net, &G, stripe_w, block_w, streamed, NULL, NULL, NULL, NULL, &total, NULL,
+                                    lines != NULL ? &ltotal : NULL);
     if (status != PE_OK) {
         return status;
     }
     if (ctx->buf == NULL || (int64_t)ctx->size < total) {
         return PE_ERR_SCRATCH;
     }
-    status = pe_stripe_layout(net, &G, stripe_w, block_w, streamed, (int8_t *)ctx->buf, &st,
-                              &rowbuf, &outrow, &total);
+    if (lines != NULL) {
+        const uintptr_t a0 = (uintptr_t)ctx->buf, a1 = a0 + (uintptr_t)ctx->size;
+        const uintptr_t b0 = (uintptr_t)lines->buf, b1 = b0 + (uintptr_t)lines->size;
+        if (lines->buf == NULL || (int64_t)lines->size < ltotal) {
+            return PE_ERR_SCRATCH;
+        }
+        if (a0 < b1 && b0 < a1) {
+            return PE_ERR_ARG; /* the two blocks overlap */
+        }
+    }
+    status = pe_stripe_layout_split(net, &G, stripe_w, block_w, streamed, (int8_t *)ctx->buf, &st,
+                                    &rowbuf, &outrow, &total, lines != NULL ? (int8_t *)lines->buf : NULL,
+                                    lines != NULL ? &ltotal : NULL);
     if (status != PE_OK) {
         return status;
     }
@@ -827,7 +840,7 @@ pe_status pe_stripe_run_s8(const pe_context *ctx, const pe_stripe_net *net, int3
     if (input == NULL) {
         return PE_ERR_ARG;
     }
-    return run_impl(ctx, net, stripe_w, block_w, input_dims, input, NULL, output_dims, output, NULL);
+    return run_impl(ctx, net, stripe_w, block_w, input_dims, input, NULL, output_dims, output, NULL, NULL);
 }
 
 pe_status pe_stripe_run_rows_s8(const pe_context *ctx, const pe_stripe_net *net, int32_t stripe_w,
@@ -837,7 +850,7 @@ pe_status pe_stripe_run_rows_s8(const pe_context *ctx, const pe_stripe_net *net,
     if (rows == NULL || net == NULL) {
         return PE_ERR_ARG;
     }
-    return run_impl(ctx, net, stripe_w, block_w, &net->input, NULL, rows, output_dims, output, NULL);
+    return run_impl(ctx, net, stripe_w, block_w, &net->input, NULL, rows, output_dims, output, NULL, NULL);
 }
 
 pe_status pe_stripe_run_io_s8(const pe_context *ctx, const pe_stripe_net *net, int32_t stripe_w,
@@ -849,5 +862,17 @@ pe_status pe_stripe_run_io_s8(const pe_context *ctx, const pe_stripe_net *net, i
         return PE_ERR_ARG;
     }
     return run_impl(ctx, net, stripe_w, block_w, rows != NULL && input_dims == NULL ? &net->input : input_dims,
-                    input, rows, output_dims, output, sink);
+                    input, rows, output_dims, output, sink, NULL);
+}
+
+pe_status pe_stripe_run_split_s8(const pe_context *ctx, const pe_context *lines, const pe_stripe_net *net,
+                                 int32_t stripe_w, int32_t block_w, const pe_dims *input_dims, const int8_t *input,
+                                 const pe_row_source *rows, const pe_dims *output_dims, int8_t *output,
+                                 const pe_row_sink *sink)
+{
+    if (net == NULL || lines == NULL) {
+        return PE_ERR_ARG;
+    }
+    return run_impl(ctx, net, stripe_w, block_w, rows != NULL && input_dims == NULL ? &net->input : input_dims,
+                    input, rows, output_dims, output, sink, lines);
 }
