@@ -13,7 +13,11 @@
  *       pe_stripe_get_buffer_size_rows_s8); bit 1
  *       PE_STRIPE_REGION_STREAMED_OUT = its output may be streamed to a
  *       pe_row_sink (one stripe; the scratch includes one output row,
- *       pe_stripe_get_buffer_size_io_s8); other bits 0
+ *       pe_stripe_get_buffer_size_io_s8); bit 2 PE_STRIPE_REGION_SPLIT = the
+ *       line stores and delay lines are not in the scratch but in the
+ *       operator's output 1, an int8 activation tensor the planner places
+ *       like any other (in another memory if it likes; sizes:
+ *       pe_stripe_region_get_buffer_sizes_split); other bits 0
  *   then n_layers groups of PE_STRIPE_REGION_LAYER_WORDS words:
  *    0 op (pe_stripe_op)   1 in_c   2 out_c   3 k_h   4 k_w   5 s_h   6 s_w
  *    7 pad top   8 pad bottom   9 pad left   10 pad right
@@ -62,6 +66,7 @@ extern "C" {
 #define PE_STRIPE_REGION_HEADER_WORDS 5
 #define PE_STRIPE_REGION_STREAMED 1
 #define PE_STRIPE_REGION_STREAMED_OUT 2
+#define PE_STRIPE_REGION_SPLIT 4
 #define PE_STRIPE_REGION_LAYER_WORDS 32
 #define PE_CONV_POOL_WORDS 26
 
@@ -113,6 +118,20 @@ pe_status pe_stripe_region_run_io(const pe_context *ctx, const int32_t *params, 
 pe_status pe_stripe_region_get_buffer_size(const int32_t *params, int32_t num_params,
                                            pe_const_lookup lookup, const void *user,
                                            const pe_dims *input_dims, int32_t *size);
+
+/* Bytes of a region flagged PE_STRIPE_REGION_SPLIT: *scratch its scratch
+ * (table + states, row temporaries and row buffers), *lines its line-store
+ * tensor (output 1). PE_ERR_ARG if the flag is not set. */
+pe_status pe_stripe_region_get_buffer_sizes_split(const int32_t *params, int32_t num_params,
+                                                  pe_const_lookup lookup, const void *user,
+                                                  const pe_dims *input_dims, int32_t *scratch, int32_t *lines);
+
+/* pe_stripe_region_run_io with the line stores in lines (a region flagged
+ * PE_STRIPE_REGION_SPLIT; lines NULL otherwise). */
+pe_status pe_stripe_region_run_split(const pe_context *ctx, const pe_context *lines, const int32_t *params,
+                                     int32_t num_params, pe_const_lookup lookup, const void *user,
+                                     const pe_dims *input_dims, const int8_t *input, const pe_row_source *rows,
+                                     const pe_dims *output_dims, int8_t *output, const pe_row_sink *sink);
 
 /* Decodes conv -> pool words. */
 pe_status pe_conv_pool_decode(const int32_t *params, int32_t num_params, pe_conv_params *conv,

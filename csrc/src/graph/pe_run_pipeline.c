@@ -60,8 +60,25 @@ pe_status pe_graph_run_stripe_region_rows(const pe_graph *g, const pe_graph_op *
     int32_t ti, to;
     int streamed, streamed_out;
     lookup_ctx lc;
-    if (op->num_inputs < 1 || op->num_outputs != 1 || op->params == NULL) {
+    pe_context lines;
+    const pe_context *linesp = NULL;
+    if (op->num_inputs < 1 || op->num_outputs < 1 || op->num_outputs > 2 || op->params == NULL ||
+        op->num_params < PE_STRIPE_REGION_HEADER_WORDS) {
         return PE_ERR_ARG;
+    }
+    if (op->num_outputs == 2) {
+        /* memories per part (PE_STRIPE_REGION_SPLIT): the line stores are output 1 */
+        const int32_t tl = pe_graph_output_index(op, 1);
+        if ((op->params[4] & PE_STRIPE_REGION_SPLIT) == 0 || tl < 0) {
+            return PE_ERR_ARG;
+        }
+        lines.buf = pe_graph_output(g, op, 1, arena, PE_DT_INT8);
+        if (lines.buf == NULL) {
+            return PE_ERR_ARG;
+        }
+        lines.size = pe_graph_count(g, tl);
+        lines.stats = NULL;
+        linesp = &lines;
     }
     ti = pe_graph_input_index(op, 0);
     to = pe_graph_output_index(op, 0);
@@ -90,6 +107,11 @@ pe_status pe_graph_run_stripe_region_rows(const pe_graph *g, const pe_graph_op *
     lc.g = g;
     lc.op = op;
     lc.arena = arena;
+    if (linesp != NULL) {
+        return pe_stripe_region_run_split(scratch, linesp, op->params, op->num_params, graph_lookup, &lc,
+                                          pe_graph_dims(g, ti), streamed ? NULL : x, streamed ? rows : NULL,
+                                          pe_graph_dims(g, to), streamed_out ? NULL : y, streamed_out ? sink : NULL);
+    }
     if (streamed_out) {
         return pe_stripe_region_run_io(scratch, op->params, op->num_params, graph_lookup, &lc,
                                        pe_graph_dims(g, ti), x, streamed ? rows : NULL, pe_graph_dims(g, to), NULL,
