@@ -187,3 +187,50 @@ def test_streamed_output_firmware_bit_exact_under_qemu(tmp_path, io, stream_inpu
         m = re.search(r"^\.pe_output_frame\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)", (proj / "firmware.map").read_text(),
                       re.M)
         assert m and int(m.group(1), 16) < 0x400000 and int(m.group(2), 16) >= 40 * 32   # ssram1, not planned RAM
+
+
+def test_split_line_stores_in_their_own_memory(big):
+    """Memories per part: with split_stores a region's line stores are a
+    planned buffer apart from its scratch. On two small regions (a 5,600 B
+    "dtcm" and a 2,048 B "sram") the plan puts the line stores in one and
+    the scratch in the other, where the one-block region does not fit at
+    all; the run on that plan is bit-exact with the imported model."""
+    from pyembed.errors import FitError
+    from pyembed.plan.core import Region
+    from pyembed.plan.pipeline import plan_with_strategy
+    regs = [Region("dtcm", 5600), Region("sram", 2048)]
+    g2, plan, _ = plan_with_strategy(big, "auto", stream_input=True, stream_output=True, split_stores=True,
+                                     regions=regs)
+    assert plan.info["pipeline"]["split_stores"] is True
+    op = next(op for op in g2.operators if op.type == REGION_OP)
+    assert int(op.params["words"][4]) == 1 | 2 | 4 and len(op.outputs) == 2
+    lines_t = op.outputs[1]
+    where = {}
+    for i, b in enumerate(plan.buffers):
+        if lines_t in (getattr(b, "tensors", None) or ()):
+            where["lines"] = (plan.regions[plan.placement[i][0]].name, b.size)
+        elif b.kind == "scratch":
+            where["scratch"] = (plan.regions[plan.placement[i][0]].name, b.size)
+    print("\nsplit line stores:", where)
+    assert where["lines"][0] == "dtcm" and where["scratch"][0] == "sram"
+    assert where["lines"][1] == int(op.params["line_store_bytes"]) > 5000 and where["scratch"][1] < 2048
+    for seed in (1, 2):
+        x = _x(big, seed)
+        assert np.array_equal(g2.run(x, plan=plan)[0], big.run(x)[0])
+    with pytest.raises(FitError):
+        plan_with_strategy(big, "auto", stream_input=True, stream_output=True, regions=regs)
+
+
+def test_split_line_stores_simulated_on_a_dtcm_sram_part(small):
+    """The planning path with PlanOptions(split_stores=True) on stm32f746
+    (DTCM + SRAM1 + SRAM2): the region operator carries its line-store
+    tensor, and the simulator (the real kernels on the part's memories) is
+    bit-exact with the host run."""
+    from firmware_sim.sim import simulate
+    from pyembed.target.planning import PlanOptions, plan_for_target
+    tp = plan_for_target(small, "stm32f746", PlanOptions(strategy="auto", split_stores=True), action="plan")
+    op = next(op for op in tp.graph.operators if op.type == REGION_OP)
+    assert len(op.outputs) == 2 and op.params["line_store_bytes"] > 0
+    x = _x(small, 6)
+    sim = simulate(tp.graph, tp.plan, "stm32f746", x=x)
+    assert np.array_equal(np.asarray(sim.outputs[0]).reshape(small.run(x)[0].shape), small.run(x)[0])

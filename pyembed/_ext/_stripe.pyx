@@ -66,6 +66,8 @@ cdef extern from "pyembed/pe_stripe.h":
                                                 int32_t block_w, int32_t *size) nogil
     pe_status pe_stripe_get_buffer_size_io_s8(const pe_stripe_net *net, int32_t stripe_w, int32_t block_w,
                                               int32_t streams, int32_t *size) nogil
+    pe_status pe_stripe_get_buffer_sizes_split_s8(const pe_stripe_net *net, int32_t stripe_w, int32_t block_w,
+                                                  int32_t streams, int32_t *scratch, int32_t *lines) nogil
     pe_status pe_stripe_get_buffer_size_s8(const pe_stripe_net *net, int32_t stripe_w,
                                            int32_t block_w, int32_t *size) nogil
     pe_status pe_stripe_buffer_breakdown(const pe_stripe_net *net, int32_t stripe_w, int32_t block_w,
@@ -200,6 +202,18 @@ cdef class Network:
         check(st, "pe_stripe_get_buffer_size_s8",
               "stripe_w and block_w must be >= 1; " + _NET_DETAIL)
         return size
+
+    def buffer_sizes_split(self, int32_t stripe_w, int32_t block_w, bint streamed=False, bint streamed_out=False):
+        """(scratch, lines): the bytes of a run with its line stores and delay
+        lines in a block of their own (pe_stripe_get_buffer_sizes_split_s8),
+        lines that block, scratch the rest."""
+        cdef int32_t scratch = 0, lines = 0
+        cdef int st
+        cdef int32_t streams = (1 if streamed else 0) | (2 if streamed_out else 0)
+        with nogil:
+            st = pe_stripe_get_buffer_sizes_split_s8(&self.net, stripe_w, block_w, streams, &scratch, &lines)
+        check(st, "pe_stripe_get_buffer_sizes_split_s8", "stripe_w and block_w must be >= 1; " + _NET_DETAIL)
+        return int(scratch), int(lines)
 
     def buffer_breakdown(self, int32_t stripe_w, int32_t block_w, bint streamed=False, bint streamed_out=False):
         """Where buffer_size's bytes go (pe_stripe_buffer_breakdown): a dict

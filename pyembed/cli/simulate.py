@@ -147,8 +147,10 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
             pipeline, max_extra_macs = recorded["strategy"], str(recorded.get("max_extra_macs", 0.1))
             stream_input = bool(recorded.get("stream_input", False))
             stream_output = bool(recorded.get("stream_output", False))
+            split_stores = bool(recorded.get("split_stores", False))
         else:
             pipeline, stream_input, stream_output = "none", False, False   # a plan of the graph as imported
+            split_stores = False
         for line in apply_attention(graph, attention):
             if not as_json:
                 click.echo(line)
@@ -157,7 +159,8 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
         if pipeline != "none":
             from pyembed.cli.plan import apply_strategy
             graph, pipeline_lines = apply_strategy(graph, pipeline, max_extra_macs, stream_input=stream_input,
-                                                   max_region_weights=_weight_block(seg), stream_output=stream_output)
+                                                   max_region_weights=_weight_block(seg), stream_output=stream_output,
+                                                   split_stores=split_stores)
             if not as_json:
                 for line in (pipeline_lines if verbose else brief(pipeline_lines)):
                     click.echo(line)

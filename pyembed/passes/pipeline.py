@@ -47,6 +47,7 @@ REGION_VERSION = 2
 HEADER_WORDS = 5
 REGION_STREAMED = 1   # header flag: the region's input may be streamed (pe_pipeline.h)
 REGION_STREAMED_OUT = 2   # header flag: its output may be streamed to a row sink (pe_pipeline.h)
+REGION_SPLIT = 4   # header flag: its line stores are its output 1, a tensor of their own (pe_pipeline.h)
 LAYER_WORDS = 32
 CONV_POOL_WORDS = 26
 BLOCK_WIDTHS = (1, 2, 4, 8, 16)
@@ -113,6 +114,7 @@ class Region:
     reason: str = ""
     streamed: bool = False        # its input is the graph input, delivered row by row
     streamed_out: bool = False    # its output is the graph output, handed row by row to a sink
+    line_store_bytes: int = 0     # split: its line stores and delay lines, a planned buffer of their own
     net: object = field(default=None, repr=False, compare=False)   # the compiled stripe network
 
     @property
@@ -168,12 +170,15 @@ class _RegionCache:
         self.graph = graph
         self.nets = {}
 
-    def region(self, first, last, stripe_width=None, block_width=None, streamed=False, streamed_out=False):
+    def region(self, first, last, stripe_width=None, block_width=None, streamed=False, streamed_out=False,
+               split=False):
         """Region over operators first..last; stripe_width None = full width,
         block_width None = the smallest scratch of BLOCK_WIDTHS; streamed:
         its input arrives row by row (the scratch holds one input row);
         streamed_out: its output rows go to a row sink (one stripe; the
-        scratch holds one output row)."""
+        scratch holds one output row); split: its line stores and delay
+        lines are a buffer of their own (line_store_bytes), the scratch
+        holds the rest (memories per part)."""
         st = _stripe()
         key = (first, last)
         if key not in self.nets:
@@ -189,12 +194,23 @@ class _RegionCache:
         out_w = net.output_shape()[1]
         sw = out_w if stripe_width is None else int(stripe_width)
         blocks = BLOCK_WIDTHS if block_width is None else (int(block_width),)
-        size, bw = min((net.buffer_size(sw, b, bool(streamed), bool(streamed_out)), -b) for b in blocks)
+        lines = 0
+        if split:
+            best = None
+            for b in blocks:
+                scr, lin = net.buffer_sizes_split(sw, b, bool(streamed), bool(streamed_out))
+                key = (scr + lin, -b)
+                if best is None or key < best[0]:
+                    best = (key, scr, lin)
+            (_, bw), size, lines = best
+        else:
+            size, bw = min((net.buffer_size(sw, b, bool(streamed), bool(streamed_out)), -b) for b in blocks)
         bw = -bw
         full = st.full_frame_macs(chain, chain.input_shape)
         return Region(ops=list(chain.ops), chain=chain, stripe_width=sw, block_width=bw,
                       scratch_bytes=_table_bytes(len(chain)) + int(size), macs=int(net.predict_macs(sw)),
-                      full_macs=int(full), streamed=bool(streamed), streamed_out=bool(streamed_out), net=net)
+                      full_macs=int(full), streamed=bool(streamed), streamed_out=bool(streamed_out),
+                      line_store_bytes=int(lines), net=net)
 
 
 def region_operator(graph, region, tensors):
@@ -206,7 +222,8 @@ def region_operator(graph, region, tensors):
     shapes = st.check_network(chain, chain.input_shape)
     inputs = [chain.input_tensor]
     words = [REGION_VERSION, len(chain), region.stripe_width, region.block_width,
-             (REGION_STREAMED if region.streamed else 0) | (REGION_STREAMED_OUT if region.streamed_out else 0)]
+             (REGION_STREAMED if region.streamed else 0) | (REGION_STREAMED_OUT if region.streamed_out else 0)
+             | (REGION_SPLIT if region.line_store_bytes else 0)]
     for i, layer in enumerate(chain):
         spec = st._spec(layer, shapes[i][0])
         slots = None
@@ -230,12 +247,22 @@ def region_operator(graph, region, tensors):
               "last_input_row": last_input_rows(chain, shapes), "overlap_delta": _region_overlap(region),
               "stripe_width": region.stripe_width, "block_width": region.block_width,
               "full_macs": region.full_macs, "streamed_input": bool(region.streamed),
-              "streamed_output": bool(region.streamed_out),
+              "streamed_output": bool(region.streamed_out), "line_store_bytes": int(region.line_store_bytes),
               "work_elements": int(sum(int(np.prod(out)) for _, out in shapes))}
     # the graph counts MACs its own way (padded taps included); the region
     # adds what the stripes recompute (halo columns) on top of that count
     graph_macs = sum(int(graph.operators[i].macs) for i in region.ops) + region.macs - region.full_macs
-    return Operator(index=-1, type=REGION_OP, inputs=inputs, outputs=[chain.output_tensor], params=params,
+    outputs = [chain.output_tensor]
+    if region.line_store_bytes:
+        # memories per part: the line stores are a tensor of their own, which only this
+        # operator writes and reads (its life is this step), so the planner may put it in
+        # another memory region than the scratch
+        from pyembed.model.graph import Tensor
+        t = Tensor(index=len(tensors), name=f"region{region.first}_line_stores", shape=(int(region.line_store_bytes),),
+                   dtype=np.dtype(np.int8), type_name="INT8")
+        tensors.append(t)
+        outputs.append(t.index)
+    return Operator(index=-1, type=REGION_OP, inputs=inputs, outputs=outputs, params=params,
                     scratch_bytes=region.scratch_bytes, macs=graph_macs,
                     options={"ops": list(region.ops)})
 
@@ -482,7 +509,9 @@ class PipelineResult:
                  f"{self.base_estimate} B), MACs {self.macs} ({100 * self.extra_macs:+.1f} %)"]
         for r in self.regions:
             lines.append(f"  region ops {r.first}..{r.last} ({len(r.ops)} layers): stripes of {r.stripe_width} "
-                         f"columns, blocks of {r.block_width}, line stores {r.scratch_bytes} B, MACs "
+                         f"columns, blocks of {r.block_width}, "
+                         + (f"scratch {r.scratch_bytes} B + line stores {r.line_store_bytes} B in a buffer of their "
+                            f"own" if r.line_store_bytes else f"line stores {r.scratch_bytes} B") + ", MACs "
                          f"{r.macs} ({100 * (r.macs / r.full_macs - 1) if r.full_macs else 0:+.1f} %): {r.reason}")
             if self.breakdown:
                 from pyembed.passes.region_memory import breakdown_lines, region_breakdown
@@ -591,7 +620,7 @@ def _restore_conv_scratch(g, source):
 
 
 def apply_pipeline(graph, strategy="auto", max_extra_macs=0.10, fuse=True, rounding="double", stream_input=False,
-                   gather=True, max_region_weights=None, stream_output=False):
+                   gather=True, max_region_weights=None, stream_output=False, split_stores=False):
     """Rewrite graph with the chosen strategy; see the module docstring.
 
     stream_input: the graph input is delivered row by row (a camera
@@ -606,6 +635,13 @@ def apply_pipeline(graph, strategy="auto", max_extra_macs=0.10, fuse=True, round
     (pe_graph_invoke_op_io) and the output tensor, marked streamed, takes no
     arena bytes. With stream_input a region reading the input and writing
     the output holds neither frame.
+
+    split_stores (memories per part): every chosen region keeps its line
+    stores and delay lines in a buffer of their own (the operator's output
+    1, a tensor the planner places), apart from its scratch (states, row
+    temporaries, row buffers), so a plan on a profile with several RAM
+    regions (a DTCM and an SRAM) may put the two in different memories. Such
+    a region's output is not laid over its input (no proven overlap).
 
     gather: a CONV_2D / DEPTHWISE_CONV_2D whose reverse kernel's scratch
     raises the arena estimate runs the gather kernel instead (no scratch,
@@ -647,6 +683,11 @@ def apply_pipeline(graph, strategy="auto", max_extra_macs=0.10, fuse=True, round
         regions, more = choose_regions(graph, limit, fuse=fuse, rounding=rounding, stream=stream,
                                        max_weights=max_region_weights, stream_out=stream_out)
         notes += more
+    if split_stores and regions:
+        cache = _RegionCache(graph)
+        regions = [dataclasses.replace(cache.region(r.first, r.last, r.stripe_width, r.block_width, r.streamed,
+                                                    r.streamed_out, split=True), reason=r.reason)
+                   for r in regions]
     covered = {i for r in regions for i in r.ops}
     pairs = fusable_pairs(graph, skip=covered) if fuse else []
     g = rewrite(graph, regions, pairs, rounding)
@@ -679,7 +720,8 @@ def _region_overlap(r):
     """How far a region's output may start after its input (bytes; None:
     several stripes or a streamed input), pe_stripe_max_overlap_delta. The
     planner proves it by running (pyembed.plan.overlap)."""
-    if r.streamed or r.streamed_out or r.net is None or r.stripe_width < r.chain.output_shape[1]:
+    if r.streamed or r.streamed_out or r.line_store_bytes or r.net is None or \
+            r.stripe_width < r.chain.output_shape[1]:
         return None
     return r.net.max_overlap_delta(r.stripe_width)
 

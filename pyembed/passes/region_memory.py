@@ -100,8 +100,10 @@ def region_breakdown(region):
         d.alternatives = recompute_alternatives(layers, shapes, d, b)
         delays.append(d)
     full = sum(layer.macs(shapes[k][0]) for k, layer in enumerate(layers))
-    return RegionBreakdown(first=region.first, last=region.last, total=int(region.scratch_bytes), ring=list(b["ring"]),
-                           temp=list(b["temp"]), branch=list(b["branch"]), fixed=int(region.scratch_bytes) - parts,
+    # memories per part: the line stores' own buffer counts here too (its alignment slack in fixed)
+    total = int(region.scratch_bytes) + int(getattr(region, "line_store_bytes", 0) or 0)
+    return RegionBreakdown(first=region.first, last=region.last, total=total, ring=list(b["ring"]),
+                           temp=list(b["temp"]), branch=list(b["branch"]), fixed=total - parts,
                            delays=delays, kinds=[type(layer).__name__ for layer in layers], macs=int(full))
 
 

@@ -57,6 +57,7 @@ class PlanOptions:
     time_limit: float = TIME_LIMIT
     stream_input: bool = False
     stream_output: bool = False       # the model output leaves row by row through a pe_row_sink
+    split_stores: bool = False        # stripe regions' line stores a planned buffer apart from their scratch
     attention: str = "none"           # none | tflm | stream
     fc_int16_weights: bool = False
     fc_w16_min_macs: int | None = None
@@ -231,7 +232,7 @@ def _plan_one(graph, options, regions, strategy, cache=None, prof=None, lean=Fal
         g, plan, lines = plan_with_strategy(
             graph, strategy, max_extra_macs=float(options.max_extra_macs), overlaps=options.overlaps,
             stream_input=options.stream_input, max_region_weights=cap, cache=cache, regions=regions,
-            stream_output=options.stream_output,
+            stream_output=options.stream_output, split_stores=options.split_stores,
             algorithm=options.algorithm, search_order=options.search_order, time_limit=float(options.time_limit))
         g, plan = dsp_widen(g, plan, prof, lean=lean)
         if lean:
