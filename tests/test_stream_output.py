@@ -152,10 +152,11 @@ def test_streamed_output_refusals(small):
 
 @pytest.mark.skipif(__import__("pyembed.target.qemu", fromlist=["missing_tools"]).missing_tools() is not None,
                     reason="QEMU / arm-none-eabi-gcc missing")
-@pytest.mark.parametrize("io,stream_input", [("semihost", True), ("uart", False)])
-def test_streamed_output_firmware_bit_exact_under_qemu(tmp_path, io, stream_input):
+@pytest.mark.parametrize("io,stream_input,split", [("semihost", True, False), ("uart", False, True)])
+def test_streamed_output_firmware_bit_exact_under_qemu(tmp_path, io, stream_input, split):
     """firmware --stream-output --run on mps2-an386 (semihost with a streamed
-    input too, uart without): the harness's pe_row_sink takes every output
+    input too; uart without, with --split-line-stores: the region's line
+    stores a tensor of their own): the harness's pe_row_sink takes every output
     row once, in order, into a frame outside the planned RAM; the outputs
     equal the host run of the imported model; the model's tables give the
     output no arena offset."""
@@ -171,7 +172,8 @@ def test_streamed_output_firmware_bit_exact_under_qemu(tmp_path, io, stream_inpu
     res = CliRunner().invoke(main, ["firmware", str(tmp_path / "den.tflite"), "--profile", "mps2-an386", "-o",
                                     str(tmp_path / "proj"), "--stream-output", "--run", "--io", io,
                                     "--inputs", str(tmp_path / "x.npy"), "--json"]
-                             + (["--stream-input"] if stream_input else []))
+                             + (["--stream-input"] if stream_input else [])
+                             + (["--split-line-stores"] if split else []))
     assert res.exit_code == 0, res.output
     d = json.loads(res.output)
     assert d["bit_exact_with_host"] is True and not d["mismatches"]
@@ -179,8 +181,14 @@ def test_streamed_output_firmware_bit_exact_under_qemu(tmp_path, io, stream_inpu
     assert d["stream_input"] is stream_input and d["stream_output"] is True
     assert d["output_rows_taken"] == 32
     assert d["input_rows_given"] == (32 if stream_input else None)
-    _, plan, _ = _plan(g, stream_input=stream_input, stream_output=True)
-    assert d["arena_bytes"] == plan.arena_size < _plan(g, stream_input=stream_input)[1].arena_size
+    g2, plan, _ = _plan(g, stream_input=stream_input, stream_output=True, split_stores=split)
+    assert d["arena_bytes"] == plan.arena_size
+    if stream_input:   # in and out streamed: neither frame in the arena
+        assert plan.arena_size < _plan(g)[1].arena_size
+    region = next(op for op in g2.operators if op.type == REGION_OP)
+    assert len(region.outputs) == (2 if split else 1)
+    # the region's table entry writes its output and, split, its line-store tensor
+    assert f".num_outputs = {2 if split else 1}," in (tmp_path / "proj" / "model" / "model_graph.c").read_text()
     proj = tmp_path / "proj"
     assert "#define PE_MODEL_OUTPUT0_OFFSET PE_GRAPH_STREAMED" in (proj / "model" / "model_graph.h").read_text()
     if io == "semihost":

@@ -46,7 +46,7 @@ import numpy as np
 from pyembed.target.planning import brief
 from pyembed.cli.options import (verbose_option, attention_option, fc_int16_weights_option, force_option, max_extra_macs_option,
                                  optimize_option, optimize_summary, stream_input_option, strategy_option, cut_option,
-                                 stream_output_option)
+                                 stream_output_option, split_line_stores_option)
 
 
 @click.command("firmware")
@@ -94,6 +94,7 @@ from pyembed.cli.options import (verbose_option, attention_option, fc_int16_weig
                       "driver: pe_model_invoke_io with a pe_row_sink; the harness's sink copies each row, checked "
                       "in order, into a frame outside the planned RAM for the bit-exactness check), so the arena "
                       "holds no output bytes (stripes / auto only).")
+@split_line_stores_option()
 @fc_int16_weights_option()
 @force_option()
 @verbose_option()
@@ -101,7 +102,7 @@ from pyembed.cli.options import (verbose_option, attention_option, fc_int16_weig
 def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs_path, seed, as_json, do_build=False,
                      attention="none", pipeline=None, optimize="balanced", max_extra_macs="10%", stream_input=False,
                      fc_int16_weights=False, fc_w16_min_macs=None, force=False, verbose=False, segment_cut="latency",
-                     layout="project", io="semihost", boot2_path=None, stream_output=False):
+                     layout="project", io="semihost", boot2_path=None, stream_output=False, split_stores=False):
     """Generate a Cortex-M firmware project for MODEL (.tflite/.onnx or a
     bundled model name) on PROFILE; with --run, build it and run it on QEMU.
     One model per project: several models as one segmented use case are
@@ -194,7 +195,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
         budget = parse_size(segments)
     # the one planning path (pyembed.target.planning): the graph and plan pyembed plan / simulate make
     options = PlanOptions(strategy=pipeline, optimize=optimize, max_extra_macs=extra, algorithm=algorithm,
-                          stream_input=stream_input, stream_output=stream_output,
+                          stream_input=stream_input, stream_output=stream_output, split_stores=split_stores,
                           attention=attention, fc_int16_weights=fc_int16_weights, fc_w16_min_macs=fc_w16_min_macs,
                           weight_block=budget, segment_cut=segment_cut)
     try:

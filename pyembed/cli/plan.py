@@ -12,7 +12,7 @@ from pyembed.cli.options import (verbose_option, attention_option, cut_option, f
                                  force_option, max_extra_macs_option, models_argument, profile_option, require_quantized,
                                  single_model,
                                  optimize_option, optimize_summary, stream_input_option, strategy_option,
-                                 stream_output_option)
+                                 stream_output_option, split_line_stores_option)
 from pyembed.errors import PlanError
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kKmM]?)(i?[bB])?\s*$")
@@ -99,13 +99,15 @@ def summary(plan):
                       "writing it hands each row to a row callback (pe_row_sink) as soon as it is final, so it "
                       "takes no arena bytes; with --stream-input such a region holds neither frame. plan.json "
                       "records it (stripes / auto only).")
+@split_line_stores_option()
 @fc_int16_weights_option()
 @force_option()
 @verbose_option()
 def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_order, time_limit, section,
                  tflite_out, show_timeline, as_json, attention="none", pipeline=None, optimize="balanced",
                  max_extra_macs="10%", segment_budget=None, stream_input=False, fc_int16_weights=False,
-                 fc_w16_min_macs=None, force=False, verbose=False, segment_cut="latency", stream_output=False):
+                 fc_w16_min_macs=None, force=False, verbose=False, segment_cut="latency", stream_output=False,
+                 split_stores=False):
     """Plan the static memory of MODEL (.tflite / .onnx) and emit C headers.
 
     Several models (MODEL MODEL ...) with --segments are one use case run one
@@ -131,7 +133,7 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
     if model is None:
         return _plan_use_case(models, part, outdir, segment_budget, segment_cut, algorithm, pipeline, optimize,
                               max_extra_macs, attention, section, as_json, force, region_specs, tflite_out,
-                              stream_input or stream_output)
+                              stream_input or stream_output or split_stores)
     g = load_model(model)
     require_quantized(g, "plan")
     if attention != "none" and tflite_out:
@@ -147,7 +149,7 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
                           algorithm=algorithm, search_order=search_order, time_limit=float(time_limit),
                           stream_input=stream_input, attention=attention, fc_int16_weights=fc_int16_weights,
                           fc_w16_min_macs=fc_w16_min_macs, weight_block=budget, segment_cut=segment_cut,
-                          stream_output=stream_output)
+                          stream_output=stream_output, split_stores=split_stores)
     try:
         tp = plan_for_target(g, part, options, regions=regions, action="plan")
     except FitError as e:
@@ -255,7 +257,8 @@ def _plan_use_case(models, part, outdir, segment_budget, segment_cut, algorithm,
     from pyembed.target.usecase import plan_use_case
     check_section(section, "--section")
     if region_specs or tflite_out or stream_input:
-        raise ArgumentError("several models: --region, --tflite-out, --stream-input and --stream-output plan one model; "
+        raise ArgumentError("several models: --region, --tflite-out, --stream-input, --stream-output and "
+                            "--split-line-stores plan one model; "
                             "give one MODEL for them")
     budget = use_case_budget(part, segment_budget)
     options = PlanOptions(strategy=pipeline, optimize=optimize, max_extra_macs=parse_fraction(max_extra_macs),
