@@ -141,7 +141,10 @@ typedef enum {
  * arena. Only a stripe region (PE_GOP_STRIPE_REGION, flagged for it) reads it,
  * pulling its rows from the pe_row_source (pe_stripe.h) given to
  * pe_graph_invoke_rows / pe_graph_invoke_op_rows; any other reader, or a
- * run without a source, is PE_ERR_ARG. */
+ * run without a source, is PE_ERR_ARG. The same offset marks a streamed graph
+ * output: only a stripe region writes it, handing its rows to the pe_row_sink
+ * given to pe_graph_invoke_io / pe_graph_invoke_op_io (any other writer, or a
+ * run without a sink, is PE_ERR_ARG). */
 #define PE_GRAPH_STREAMED (-2)
 
 typedef struct {
