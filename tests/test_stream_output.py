@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from pyembed import _csrc
-from pyembed.errors import ArgumentError
+from pyembed.errors import ArgumentError, PyEmbedError
 from pyembed.model import tflite_writer as W
 from pyembed.model.load import load_tflite_bytes
 from pyembed.passes.pipeline import REGION_OP, apply_pipeline
@@ -148,6 +148,12 @@ def test_streamed_output_refusals(small):
     rt = g2.compile(plan)
     with pytest.raises(ArgumentError, match="streamed output"):
         rt.get_output(rt.new_arena(), 0)
+    # the C runtime refuses to run the region writing a streamed output without a row sink
+    arena = rt.new_arena()
+    rt.set_input(arena, 0, _x(small, 1))
+    step = next(k for k, i in enumerate(rt.order) if g2.operators[i].type == REGION_OP)
+    with pytest.raises(PyEmbedError):
+        rt.compiled.invoke_op(step, arena)
 
 
 @pytest.mark.skipif(__import__("pyembed.target.qemu", fromlist=["missing_tools"]).missing_tools() is not None,
