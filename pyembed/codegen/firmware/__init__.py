@@ -800,9 +800,6 @@ def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algor
     if streamed_outputs(graph) not in ([], [0]):
         raise UnsupportedError(f"graph: outputs {streamed_outputs(graph)} are streamed; the firmware harness "
                                f"streams output 0 only")
-    if streamed_outputs(graph) and library_writer is not None:
-        raise UnsupportedError("a streamed output (--stream-output) with --layout library is not supported yet: "
-                               "generate the project (its pe_model_invoke_io takes your pe_row_sink)")
     profile = _require_profile(profile)
     _check_names(profile, prefix)
     from pyembed.codegen.firmware import io as fwio
