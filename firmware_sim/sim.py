@@ -559,6 +559,11 @@ def simulate(graph, plan=None, profile="stm32f446", x=None, *, segments=None, st
     outputs = []
     for t in graph.outputs:
         tensor = graph.tensors[t]
+        if tensor.streamed:
+            # a display-style output: not in RAM; the stripe region writing it
+            # handed its rows (pe_row_sink) out of a one-row buffer in its scratch
+            outputs.append(rt.tensor_value(None, t))
+            continue
         v = mem.view(pl.tensor[t].region, pl.tensor[t].offset, tensor.nbytes, tensor.dtype, tensor.shape)
         outputs.append(v.copy())
     flash_bytes = {}

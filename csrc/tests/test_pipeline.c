@@ -244,7 +244,7 @@ static void test_region_rows(void)
                 PE_ERR_STATE);
     src.read = NULL;
     PE_CHECK_EQ(pe_stripe_region_run_rows(&ca, words, NW, lookup, &consts, &din, &src, &dout, out_a), PE_ERR_ARG);
-    words[4] = 2; /* unknown flag */
+    words[4] = 8; /* unknown flag (1: streamed input, 2: streamed output, 4: split stores) */
     PE_CHECK_EQ(pe_stripe_region_get_buffer_size(words, NW, lookup, &consts, &din, &size_rows), PE_ERR_ARG);
     words[4] = 0;
     words[2] = 4;

@@ -483,11 +483,217 @@ static void test_concat(void)
     }
 }
 
+/* Streamed output: a row sink that copies each row into a frame, counts the
+ * calls and the rows that came out of order or with the wrong length. */
+typedef struct {
+    int8_t *frame;
+    int32_t row_bytes, rows, calls, next, bad, fail_at;
+} sink_frame;
+
+static pe_status frame_sink(void *user, int32_t row, const int8_t *src, int32_t n)
+{
+    sink_frame *f = (sink_frame *)user;
+    f->calls++;
+    if (row != f->next || n != f->row_bytes || row < 0 || row >= f->rows) {
+        f->bad++;
+        return PE_ERR_ARG;
+    }
+    if (row == f->fail_at) {
+        return PE_ERR_STATE;
+    }
+    memcpy(f->frame + (size_t)row * (size_t)n, src, (size_t)n);
+    f->next = row + 1;
+    return PE_OK;
+}
+
+/* The 9-layer network (and the U-Net of test_concat's kind is the graph
+ * tests' business) with its output streamed to a sink: the same bytes as the
+ * full-frame reference from an image and from a row source, every block
+ * width; one call per row, in order; the query counts exactly one output
+ * row more (aligned); several stripes, a bad mask, a small arena and a
+ * failing sink are refused. */
+static void test_stream_output(void)
+{
+    static const int32_t blocks[] = {1, 3, 16};
+    pe_stripe_net net = make_net();
+    pe_dims in_d = {1, H, W, 3};
+    pe_dims out_d;
+    pe_row_source src;
+    pe_row_sink snk;
+    sink_frame f;
+    pe_context ctx;
+    pe_stats stats;
+    int32_t plain = 0, in_only = 0, out_only = 0, both = 0;
+    int oh, ow, from_rows;
+    size_t bi;
+    reference(&oh, &ow);
+    PE_CHECK_EQ(pe_stripe_output_dims(&net, &out_d), PE_OK);
+    src.read = image_rows;
+    src.user = NULL;
+    snk.write = frame_sink;
+    snk.user = &f;
+    for (bi = 0; bi < sizeof(blocks) / sizeof(blocks[0]); bi++) {
+        PE_CHECK_EQ(pe_stripe_get_buffer_size_io_s8(&net, W, blocks[bi], 0, &plain), PE_OK);
+        PE_CHECK_EQ(pe_stripe_get_buffer_size_io_s8(&net, W, blocks[bi], PE_STRIPE_STREAM_IN, &in_only), PE_OK);
+        PE_CHECK_EQ(pe_stripe_get_buffer_size_io_s8(&net, W, blocks[bi], PE_STRIPE_STREAM_OUT, &out_only), PE_OK);
+        PE_CHECK_EQ(pe_stripe_get_buffer_size_io_s8(&net, W, blocks[bi], PE_STRIPE_STREAM_IN | PE_STRIPE_STREAM_OUT,
+                                                    &both), PE_OK);
+        /* one output row (26 x 2 bytes), placed 8-aligned after the rest */
+        PE_CHECK(out_only - plain >= ow * 2 && out_only - plain < ow * 2 + 8);
+        PE_CHECK(both - in_only >= ow * 2 && both - in_only < ow * 2 + 8);
+        for (from_rows = 0; from_rows < 2; from_rows++) {
+            const int32_t size = from_rows ? both : out_only;
+            memset(&f, 0, sizeof(f));
+            memset(output, 0x55, sizeof(output));
+            memset(arena_mem, 0x7F, sizeof(arena_mem));
+            memset(&stats, 0, sizeof(stats));
+            f.frame = output;
+            f.row_bytes = ow * 2;
+            f.rows = oh;
+            f.fail_at = -1;
+            ctx.buf = arena_mem + 1; /* any alignment */
+            ctx.size = size;
+            ctx.stats = &stats;
+            PE_CHECK_EQ(pe_stripe_run_io_s8(&ctx, &net, W, blocks[bi], &in_d, from_rows ? NULL : input,
+                                            from_rows ? &src : NULL, &out_d, NULL, &snk), PE_OK);
+            PE_CHECK_EQ(f.calls, oh);
+            PE_CHECK_EQ(f.bad, 0);
+            PE_CHECK_EQ(count_mismatches(output, maps[NL - 1], oh * ow * 2), 0);
+            PE_CHECK(stats.peak_bytes > 0 && stats.peak_bytes <= size);
+            /* one byte short of the query */
+            ctx.size = size - 1;
+            PE_CHECK_EQ(pe_stripe_run_io_s8(&ctx, &net, W, blocks[bi], &in_d, from_rows ? NULL : input,
+                                            from_rows ? &src : NULL, &out_d, NULL, &snk), PE_ERR_SCRATCH);
+        }
+    }
+    ctx.buf = arena_mem;
+    ctx.size = (int32_t)sizeof(arena_mem);
+    ctx.stats = NULL;
+    /* a failing sink stops the run with its status, after the rows before it */
+    memset(&f, 0, sizeof(f));
+    f.frame = output;
+    f.row_bytes = ow * 2;
+    f.rows = oh;
+    f.fail_at = 5;
+    PE_CHECK_EQ(pe_stripe_run_io_s8(&ctx, &net, W, 4, &in_d, input, NULL, &out_d, NULL, &snk), PE_ERR_STATE);
+    PE_CHECK_EQ(f.calls, 6);
+    /* several stripes: rows are not final when a stripe ends */
+    f.fail_at = -1;
+    PE_CHECK_EQ(pe_stripe_run_io_s8(&ctx, &net, W - 1, 4, &in_d, input, NULL, &out_d, NULL, &snk),
+                PE_ERR_UNSUPPORTED);
+    /* exactly one of output / sink, of input / rows; a sink without write */
+    PE_CHECK_EQ(pe_stripe_run_io_s8(&ctx, &net, W, 4, &in_d, input, NULL, &out_d, output, &snk), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_stripe_run_io_s8(&ctx, &net, W, 4, &in_d, input, NULL, &out_d, NULL, NULL), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_stripe_run_io_s8(&ctx, &net, W, 4, &in_d, input, &src, &out_d, NULL, &snk), PE_ERR_ARG);
+    snk.write = NULL;
+    PE_CHECK_EQ(pe_stripe_run_io_s8(&ctx, &net, W, 4, &in_d, input, NULL, &out_d, NULL, &snk), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_stripe_get_buffer_size_io_s8(&net, W, 4, 4, &plain), PE_ERR_ARG);
+}
+
+/* Memories per part: the line stores and delay lines in a block of their
+ * own (a second memory), the rest in ctx; the same bytes as the full-frame
+ * reference at several stripe and block widths, with an image output and
+ * with a row sink; the two sizes add up to the one-block query (give or take
+ * the second block's alignment slack) and the line-store block holds
+ * exactly the rings and branch stores of pe_stripe_buffer_breakdown. */
+static int8_t lines_mem[1 << 15];
+
+static void test_split_memories(void)
+{
+    static const int32_t stripes[] = {1, 5, W};
+    static const int32_t blocks[] = {1, 3};
+    pe_stripe_net net = make_net();
+    pe_dims in_d = {1, H, W, 3};
+    pe_dims out_d;
+    int32_t ring[NL], temp[NL], branch[NL], brows[NL], fixed;
+    int oh, ow;
+    size_t si, bi;
+    reference(&oh, &ow);
+    PE_CHECK_EQ(pe_stripe_output_dims(&net, &out_d), PE_OK);
+    for (si = 0; si < sizeof(stripes) / sizeof(stripes[0]); si++) {
+        for (bi = 0; bi < sizeof(blocks) / sizeof(blocks[0]); bi++) {
+            pe_context ctx, lc;
+            pe_stats stats;
+            int32_t plain = 0, scratch = 0, lines = 0, stores = 0;
+            int L;
+            PE_CHECK_EQ(pe_stripe_get_buffer_size_s8(&net, stripes[si], blocks[bi], &plain), PE_OK);
+            PE_CHECK_EQ(pe_stripe_get_buffer_sizes_split_s8(&net, stripes[si], blocks[bi], 0, &scratch, &lines),
+                        PE_OK);
+            PE_CHECK_EQ(pe_stripe_buffer_breakdown(&net, stripes[si], blocks[bi], 0, ring, temp, branch, brows,
+                                                   &fixed), PE_OK);
+            for (L = 0; L < NL; L++) {
+                stores += ring[L] + branch[L];
+            }
+            PE_CHECK_EQ(lines, stores + 7);
+            PE_CHECK(scratch + lines >= plain && scratch + lines <= plain + 7 + 7);
+            PE_CHECK(scratch < plain && lines <= (int32_t)sizeof(lines_mem));
+            memset(arena_mem, 0x7F, sizeof(arena_mem));
+            memset(lines_mem, 0x80, sizeof(lines_mem));
+            memset(output, 0x55, sizeof(output));
+            memset(&stats, 0, sizeof(stats));
+            ctx.buf = arena_mem + 3;
+            ctx.size = scratch;
+            ctx.stats = &stats;
+            lc.buf = lines_mem + 5;
+            lc.size = lines;
+            lc.stats = NULL;
+            PE_CHECK_EQ(pe_stripe_run_split_s8(&ctx, &lc, &net, stripes[si], blocks[bi], &in_d, input, NULL, &out_d,
+                                               output, NULL), PE_OK);
+            PE_CHECK_EQ(count_mismatches(output, maps[NL - 1], oh * ow * 2), 0);
+            PE_CHECK(stats.peak_bytes > 0 && stats.peak_bytes <= scratch + lines);
+            lc.size = lines - 1;
+            PE_CHECK_EQ(pe_stripe_run_split_s8(&ctx, &lc, &net, stripes[si], blocks[bi], &in_d, input, NULL, &out_d,
+                                               output, NULL), PE_ERR_SCRATCH);
+            lc.size = lines;
+            ctx.size = scratch - 1;
+            PE_CHECK_EQ(pe_stripe_run_split_s8(&ctx, &lc, &net, stripes[si], blocks[bi], &in_d, input, NULL, &out_d,
+                                               output, NULL), PE_ERR_SCRATCH);
+            /* the blocks must not overlap */
+            ctx.size = scratch;
+            lc.buf = arena_mem + 3 + scratch - 8;
+            PE_CHECK_EQ(pe_stripe_run_split_s8(&ctx, &lc, &net, stripes[si], blocks[bi], &in_d, input, NULL, &out_d,
+                                               output, NULL), PE_ERR_ARG);
+        }
+    }
+    /* with a streamed input and output: one stripe */
+    {
+        pe_context ctx, lc;
+        pe_row_source src;
+        pe_row_sink snk;
+        sink_frame f;
+        int32_t scratch = 0, lines = 0;
+        PE_CHECK_EQ(pe_stripe_get_buffer_sizes_split_s8(&net, W, 4, PE_STRIPE_STREAM_IN | PE_STRIPE_STREAM_OUT,
+                                                        &scratch, &lines), PE_OK);
+        src.read = image_rows;
+        src.user = NULL;
+        snk.write = frame_sink;
+        snk.user = &f;
+        memset(&f, 0, sizeof(f));
+        memset(output, 0x55, sizeof(output));
+        f.frame = output;
+        f.row_bytes = ow * 2;
+        f.rows = oh;
+        f.fail_at = -1;
+        ctx.buf = arena_mem;
+        ctx.size = scratch;
+        ctx.stats = NULL;
+        lc.buf = lines_mem;
+        lc.size = lines;
+        lc.stats = NULL;
+        PE_CHECK_EQ(pe_stripe_run_split_s8(&ctx, &lc, &net, W, 4, &in_d, NULL, &src, &out_d, NULL, &snk), PE_OK);
+        PE_CHECK_EQ(f.calls, oh);
+        PE_CHECK_EQ(count_mismatches(output, maps[NL - 1], oh * ow * 2), 0);
+        PE_CHECK_EQ(pe_stripe_get_buffer_sizes_split_s8(&net, W, 4, 8, &scratch, &lines), PE_ERR_ARG);
+    }
+}
+
 int main(void)
 {
     build();
     fill8(input, (int)sizeof(input));
     test_concat();
+    test_stream_output();
+    test_split_memories();
     test_bit_exact();
     test_arena_poison_and_alignment();
     test_errors();

@@ -192,6 +192,8 @@ cdef extern from "pyembed/pe_graph.h":
     pe_status pe_graph_invoke(const pe_graph *graph, const pe_context *arena) nogil
     pe_status pe_graph_invoke_op_rows(const pe_graph *graph, int32_t i, const pe_context *arena,
                                       const pe_row_source *rows) nogil
+    pe_status pe_graph_invoke_op_io(const pe_graph *graph, int32_t i, const pe_context *arena,
+                                    const pe_row_source *rows, const pe_row_sink *sink) nogil
     int32_t PE_GRAPH_STREAMED
 
 
@@ -200,6 +202,10 @@ cdef extern from "pyembed/pe_stripe.h":
                                          int8_t *dst) noexcept nogil
     ctypedef struct pe_row_source:
         pe_row_read_fn read
+        void *user
+    ctypedef pe_status (*pe_row_write_fn)(void *user, int32_t row, const int8_t *src, int32_t n) noexcept nogil
+    ctypedef struct pe_row_sink:
+        pe_row_write_fn write
         void *user
 
 
@@ -220,6 +226,26 @@ cdef pe_status _read_image_rows(void *user, int32_t row, int32_t col, int32_t n_
     im.next_row = row + 1
     im.calls += 1
     memcpy(dst, im.data + (<size_t>row * im.w + col) * im.c, <size_t>n_cols * im.c)
+    return PE_OK
+
+
+# A row sink writing into an image held by Python (the host's stand-in for
+# a display): counts the calls and the rows that came out of order.
+ctypedef struct _image_sink:
+    int8_t *data
+    int32_t h, w, c
+    int32_t calls, next_row, out_of_order
+
+
+cdef pe_status _write_image_rows(void *user, int32_t row, const int8_t *src, int32_t n) noexcept nogil:
+    cdef _image_sink *im = <_image_sink *>user
+    if row < 0 or row >= im.h or n != im.w * im.c:
+        return PE_ERR_ARG
+    if row != im.next_row:
+        im.out_of_order += 1
+    im.next_row = row + 1
+    im.calls += 1
+    memcpy(im.data + <size_t>row * <size_t>n, src, <size_t>n)
     return PE_OK
 
 STREAMED_OFFSET = PE_GRAPH_STREAMED
@@ -436,46 +462,73 @@ cdef class CompiledGraph:
             st = pe_graph_check(&self.g, &bad_op, &bad_tensor)
         check(st, "pe_graph_check", f"first bad operator {bad_op}, first bad tensor {bad_tensor}")
 
-    def invoke_op(self, int32_t i, cnp.ndarray arena, bint stats=False, rows=None):
+    def invoke_op(self, int32_t i, cnp.ndarray arena, bint stats=False, rows=None, sink=None):
         """Run table entry i on arena (uint8, C-contiguous). Returns the
         kernel counters as a dict when stats is true, else None.
         rows: the image a streamed graph input (PE_GRAPH_STREAMED) delivers
         row by row (int8 [h, w, c], C-contiguous), or None; with it the
         counters also hold row_calls (rows handed over) and
         rows_out_of_order (row requests that did not follow the previous
-        one, restarting at 0 for every stripe)."""
+        one, restarting at 0 for every stripe).
+        sink: an image (int8 [h, w, c], C-contiguous, writable) a streamed
+        graph output is written into row by row through a pe_row_sink
+        (pe_graph_invoke_op_io), or None; with it the counters also hold
+        sink_calls (rows handed over) and sink_out_of_order."""
         cdef pe_context ctx
         cdef pe_stats s
         cdef int st
         cdef pe_row_source src
+        cdef pe_row_sink snk
         cdef _image_rows im
-        cdef cnp.ndarray img
+        cdef _image_sink om
+        cdef cnp.ndarray img, oimg
+        cdef const pe_row_source *srcp = NULL
         _check_arena(arena, self.arena_size)
         memset(&s, 0, sizeof(s))
         ctx.buf = cnp.PyArray_DATA(arena)
         ctx.size = <int32_t>min(arena.shape[0], 2**31 - 1)
         ctx.stats = &s if stats else NULL
-        if rows is None:
+        if rows is None and sink is None:
             with nogil:
                 st = pe_graph_invoke_op(&self.g, i, &ctx)
             check(st, "pe_graph_invoke_op", f"operator table entry {i}")
             return stats_to_dict(&s) if stats else None
         from pyembed.errors import ArgumentError
-        if not isinstance(rows, np.ndarray) or rows.dtype != np.int8 or rows.ndim != 3 \
-                or not rows.flags.c_contiguous:
-            raise ArgumentError("rows: expected a C-contiguous int8 array [h, w, c]")
-        img = rows
         memset(&im, 0, sizeof(im))
-        im.data = <const int8_t *>cnp.PyArray_DATA(img)
-        im.h, im.w, im.c = <int32_t>img.shape[0], <int32_t>img.shape[1], <int32_t>img.shape[2]
-        src.read = _read_image_rows
-        src.user = &im
-        with nogil:
-            st = pe_graph_invoke_op_rows(&self.g, i, &ctx, &src)
-        check(st, "pe_graph_invoke_op_rows", f"operator table entry {i}")
+        memset(&om, 0, sizeof(om))
+        if rows is not None:
+            if not isinstance(rows, np.ndarray) or rows.dtype != np.int8 or rows.ndim != 3 \
+                    or not rows.flags.c_contiguous:
+                raise ArgumentError("rows: expected a C-contiguous int8 array [h, w, c]")
+            img = rows
+            im.data = <const int8_t *>cnp.PyArray_DATA(img)
+            im.h, im.w, im.c = <int32_t>img.shape[0], <int32_t>img.shape[1], <int32_t>img.shape[2]
+            src.read = _read_image_rows
+            src.user = &im
+            srcp = &src
+        if sink is not None:
+            if not isinstance(sink, np.ndarray) or sink.dtype != np.int8 or sink.ndim != 3 \
+                    or not sink.flags.c_contiguous or not sink.flags.writeable:
+                raise ArgumentError("sink: expected a writable C-contiguous int8 array [h, w, c]")
+            oimg = sink
+            om.data = <int8_t *>cnp.PyArray_DATA(oimg)
+            om.h, om.w, om.c = <int32_t>oimg.shape[0], <int32_t>oimg.shape[1], <int32_t>oimg.shape[2]
+            snk.write = _write_image_rows
+            snk.user = &om
+            with nogil:
+                st = pe_graph_invoke_op_io(&self.g, i, &ctx, srcp, &snk)
+            check(st, "pe_graph_invoke_op_io", f"operator table entry {i}")
+        else:
+            with nogil:
+                st = pe_graph_invoke_op_rows(&self.g, i, &ctx, srcp)
+            check(st, "pe_graph_invoke_op_rows", f"operator table entry {i}")
         out = stats_to_dict(&s) if stats else {}
-        out["row_calls"] = int(im.calls)
-        out["rows_out_of_order"] = int(im.out_of_order)
+        if rows is not None:
+            out["row_calls"] = int(im.calls)
+            out["rows_out_of_order"] = int(im.out_of_order)
+        if sink is not None:
+            out["sink_calls"] = int(om.calls)
+            out["sink_out_of_order"] = int(om.out_of_order)
         return out
 
     def invoke(self, cnp.ndarray arena, bint stats=False):

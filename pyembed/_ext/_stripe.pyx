@@ -64,6 +64,10 @@ cdef extern from "pyembed/pe_stripe.h":
     pe_status pe_stripe_output_dims(const pe_stripe_net *net, pe_dims *output) nogil
     pe_status pe_stripe_get_buffer_size_rows_s8(const pe_stripe_net *net, int32_t stripe_w,
                                                 int32_t block_w, int32_t *size) nogil
+    pe_status pe_stripe_get_buffer_size_io_s8(const pe_stripe_net *net, int32_t stripe_w, int32_t block_w,
+                                              int32_t streams, int32_t *size) nogil
+    pe_status pe_stripe_get_buffer_sizes_split_s8(const pe_stripe_net *net, int32_t stripe_w, int32_t block_w,
+                                                  int32_t streams, int32_t *scratch, int32_t *lines) nogil
     pe_status pe_stripe_get_buffer_size_s8(const pe_stripe_net *net, int32_t stripe_w,
                                            int32_t block_w, int32_t *size) nogil
     pe_status pe_stripe_buffer_breakdown(const pe_stripe_net *net, int32_t stripe_w, int32_t block_w,
@@ -180,13 +184,18 @@ cdef class Network:
         check(st, "pe_stripe_output_dims", _NET_DETAIL)
         return (d.h, d.w, d.c)
 
-    def buffer_size(self, int32_t stripe_w, int32_t block_w, bint streamed=False):
+    def buffer_size(self, int32_t stripe_w, int32_t block_w, bint streamed=False, bint streamed_out=False):
         """Arena bytes of a run (streamed: with the row buffer of an input
-        pulled from a row source, pe_stripe_get_buffer_size_rows_s8)."""
+        pulled from a row source, pe_stripe_get_buffer_size_rows_s8;
+        streamed_out: with the one-row buffer of an output handed to a row
+        sink, pe_stripe_get_buffer_size_io_s8)."""
         cdef int32_t size = 0
         cdef int st
+        cdef int32_t streams = (1 if streamed else 0) | (2 if streamed_out else 0)
         with nogil:
-            if streamed:
+            if streamed_out:
+                st = pe_stripe_get_buffer_size_io_s8(&self.net, stripe_w, block_w, streams, &size)
+            elif streamed:
                 st = pe_stripe_get_buffer_size_rows_s8(&self.net, stripe_w, block_w, &size)
             else:
                 st = pe_stripe_get_buffer_size_s8(&self.net, stripe_w, block_w, &size)
@@ -194,9 +203,23 @@ cdef class Network:
               "stripe_w and block_w must be >= 1; " + _NET_DETAIL)
         return size
 
-    def buffer_breakdown(self, int32_t stripe_w, int32_t block_w, bint streamed=False):
+    def buffer_sizes_split(self, int32_t stripe_w, int32_t block_w, bint streamed=False, bint streamed_out=False):
+        """(scratch, lines): the bytes of a run with its line stores and delay
+        lines in a block of their own (pe_stripe_get_buffer_sizes_split_s8),
+        lines that block, scratch the rest."""
+        cdef int32_t scratch = 0, lines = 0
+        cdef int st
+        cdef int32_t streams = (1 if streamed else 0) | (2 if streamed_out else 0)
+        with nogil:
+            st = pe_stripe_get_buffer_sizes_split_s8(&self.net, stripe_w, block_w, streams, &scratch, &lines)
+        check(st, "pe_stripe_get_buffer_sizes_split_s8", "stripe_w and block_w must be >= 1; " + _NET_DETAIL)
+        return int(scratch), int(lines)
+
+    def buffer_breakdown(self, int32_t stripe_w, int32_t block_w, bint streamed=False, bint streamed_out=False):
         """Where buffer_size's bytes go (pe_stripe_buffer_breakdown): a dict
-        of per-layer lists ring, temp, branch, branch_rows and the int fixed."""
+        of per-layer lists ring, temp, branch, branch_rows and the int fixed
+        (which holds the row buffers of the streamed ends)."""
+        cdef int mask = (1 if streamed else 0) | (2 if streamed_out else 0)
         cdef int32_t[::1] ring = np.zeros(self.net.n_layers, dtype=np.int32)
         cdef int32_t[::1] temp = np.zeros(self.net.n_layers, dtype=np.int32)
         cdef int32_t[::1] branch = np.zeros(self.net.n_layers, dtype=np.int32)
@@ -204,7 +227,7 @@ cdef class Network:
         cdef int32_t fixed = 0
         cdef int st
         with nogil:
-            st = pe_stripe_buffer_breakdown(&self.net, stripe_w, block_w, streamed, &ring[0], &temp[0],
+            st = pe_stripe_buffer_breakdown(&self.net, stripe_w, block_w, mask, &ring[0], &temp[0],
                                             &branch[0], &rows[0], &fixed)
         check(st, "pe_stripe_buffer_breakdown", "stripe_w and block_w must be >= 1; " + _NET_DETAIL)
         return {"ring": list(np.asarray(ring).tolist()), "temp": list(np.asarray(temp).tolist()),

@@ -45,7 +45,8 @@ import numpy as np
 
 from pyembed.target.planning import brief
 from pyembed.cli.options import (verbose_option, attention_option, fc_int16_weights_option, force_option, max_extra_macs_option,
-                                 optimize_option, optimize_summary, stream_input_option, strategy_option, cut_option)
+                                 optimize_option, optimize_summary, stream_input_option, strategy_option, cut_option,
+                                 stream_output_option, split_line_stores_option)
 
 
 @click.command("firmware")
@@ -89,6 +90,11 @@ from pyembed.cli.options import (verbose_option, attention_option, fc_int16_weig
 @stream_input_option("The model input is delivered row by row into the stripe region reading it (a camera or DMA "
                      "driver: pe_model_invoke_rows with a pe_row_source; the harness reads the rows from a frame "
                      "outside the planned RAM), so the arena holds no input bytes (stripes / auto only).")
+@stream_output_option("The model output leaves row by row from the stripe region writing it (a display or DMA "
+                      "driver: pe_model_invoke_io with a pe_row_sink; the harness's sink copies each row, checked "
+                      "in order, into a frame outside the planned RAM for the bit-exactness check), so the arena "
+                      "holds no output bytes (stripes / auto only).")
+@split_line_stores_option()
 @fc_int16_weights_option()
 @force_option()
 @verbose_option()
@@ -96,7 +102,7 @@ from pyembed.cli.options import (verbose_option, attention_option, fc_int16_weig
 def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs_path, seed, as_json, do_build=False,
                      attention="auto", pipeline=None, optimize="balanced", max_extra_macs="10%", stream_input=False,
                      fc_int16_weights=False, fc_w16_min_macs=None, force=False, verbose=False, segment_cut="latency",
-                     layout="project", io="semihost", boot2_path=None):
+                     layout="project", io="semihost", boot2_path=None, stream_output=False, split_stores=False):
     """Generate a Cortex-M firmware project for MODEL (.tflite/.onnx or a
     bundled model name) on PROFILE; with --run, build it and run it on QEMU.
     One model per project: several models as one segmented use case are
@@ -127,6 +133,9 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
     if stream_input and pipeline not in ("stripes", "auto", None):
         raise ArgumentError(f"--stream-input with --strategy {pipeline}: the input is streamed into a stripe region; "
                             f"use --strategy stripes or auto")
+    if stream_output and pipeline not in ("stripes", "auto", None):
+        raise ArgumentError(f"--stream-output with --strategy {pipeline}: the output is streamed from a stripe "
+                            f"region; use --strategy stripes or auto")
     from pyembed.errors import FitError
     from pyembed.target.planning import PlanOptions, failure_verdict, plan_for_target
     library = layout == "library"
@@ -186,7 +195,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
         budget = parse_size(segments)
     # the one planning path (pyembed.target.planning): the graph and plan pyembed plan / simulate make
     options = PlanOptions(strategy=pipeline, optimize=optimize, max_extra_macs=extra, algorithm=algorithm,
-                          stream_input=stream_input,
+                          stream_input=stream_input, stream_output=stream_output, split_stores=split_stores,
                           attention=attention, fc_int16_weights=fc_int16_weights, fc_w16_min_macs=fc_w16_min_macs,
                           weight_block=budget, segment_cut=segment_cut)
     try:
@@ -211,12 +220,18 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
     if stream_input and not streamed:
         lines = [ln.strip() for ln in proj.pipeline_lines if "not streamed" in ln] or ["no stripe region reads it"]
         raise ArgumentError(f"--stream-input: {g.name}'s input cannot be streamed ({lines[0]})")
+    streamed_out = bool(manifest.get("streamed_outputs"))
+    if stream_output and not streamed_out:
+        lines = [ln.strip() for ln in proj.pipeline_lines if "output not streamed" in ln] or \
+            ["no stripe region writes it"]
+        raise ArgumentError(f"--stream-output: {g.name}'s output cannot be streamed ({lines[0]})")
     if library:
         _library_report(g, proj, tp, manifest, outdir, as_json, verbose)
         return
     result = {"project": os.path.abspath(outdir), "profile": proj.profile.name, "regions": manifest["regions"],
               "segments": manifest["segments"], "segment_note": proj.segment_note, "attention": fused,
-              "strategy": pipeline, "stream_input": streamed, "arena_bytes": manifest["arena_bytes"],
+              "strategy": pipeline, "stream_input": streamed, "stream_output": streamed_out,
+              "arena_bytes": manifest["arena_bytes"],
               "pipeline": proj.pipeline_lines, "dsp_scratch": manifest["dsp_scratch"],
               "fc_w16": _fc_w16(proj), "flash": int(tp.plan.flash_size), "verdict": verdict, "fits": tp.fits(),
               "optimize": optimize_summary(tp), "io": io}
@@ -237,7 +252,8 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
         else:
             click.echo(f"{g.name}: firmware project for {proj.profile.name} ({proj.profile.core}) in {outdir}")
             click.echo(f"  arena {manifest['arena_bytes']} B (--strategy {pipeline}"
-                       f"{', input streamed row by row' if streamed else ''})")
+                       f"{', input streamed row by row' if streamed else ''}"
+                       f"{', output streamed row by row' if streamed_out else ''})")
             for line in (proj.pipeline_lines if verbose else brief(proj.pipeline_lines)):
                 click.echo(f"  {line}")
             if proj.dsp_scratch:
@@ -297,6 +313,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
     d["segment_note"] = proj.segment_note
     d["strategy"] = pipeline
     d["stream_input"] = streamed
+    d["stream_output"] = streamed_out
     d["arena_bytes"] = manifest["arena_bytes"]
     d["pipeline"] = proj.pipeline_lines
     d["dsp_scratch"] = manifest["dsp_scratch"]
@@ -319,7 +336,8 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
                                                       f"{n_bad} with MISMATCHES ({len(mismatches)} elements)"))
         click.echo(f"{g.name} on {run.board} (QEMU, -icount shift=0{', --io ' + io if io != 'semihost' else ''}): {what}")
         click.echo(f"  arena {manifest['arena_bytes']} B (--strategy {pipeline}"
-                   f"{', input streamed row by row' if streamed else ''})")
+                   f"{', input streamed row by row' if streamed else ''}"
+                   f"{', output streamed row by row' if streamed_out else ''})")
         for line in (proj.pipeline_lines if verbose else brief(proj.pipeline_lines)):
             click.echo(f"  {line}")
         if proj.dsp_scratch:
@@ -328,6 +346,8 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
             click.echo(f"  {line}")
         if d.get("input_rows_given") is not None:
             click.echo(f"  input rows delivered by the pe_row_source callback: {d['input_rows_given']}")
+        if d.get("output_rows_taken") is not None:
+            click.echo(f"  output rows taken by the pe_row_sink callback: {d['output_rows_taken']}")
         if proj.segment_note:
             click.echo(f"  segments: {proj.segment_note}")
         if len(per_sample) > 1:

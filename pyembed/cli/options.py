@@ -202,6 +202,24 @@ def stream_input_option(help_text=None):
                                           "reading it, so it takes no arena bytes (stripes / auto only).")
 
 
+def stream_output_option(help_text=None):
+    """--stream-output: the model output leaves row by row (pe_row_sink)."""
+    return click.option("--stream-output", "stream_output", is_flag=True,
+                        help=help_text or "The model output leaves row by row (a display, a DMA to the next "
+                                          "stage): the stripe region writing it hands each row to a row sink "
+                                          "(pe_row_sink) as soon as it is final, so the output takes no arena "
+                                          "bytes (stripes / auto only).")
+
+
+def split_line_stores_option():
+    """--split-line-stores: each stripe region's line stores a planned buffer of their own."""
+    return click.option("--split-line-stores", "split_stores", is_flag=True,
+                        help="Memories per part: each stripe region keeps its line stores (and delay lines) in a "
+                             "planned buffer of their own, apart from its scratch (row temporaries, states), so "
+                             "the plan may put them in different RAM regions (a DTCM and an SRAM). Such a region's "
+                             "output is not laid over its input.")
+
+
 def fc_int16_weights_option():
     """--fc-int16-weights: int8 FULLY_CONNECTED layers on int16 weights packed
     offline (pyembed.passes.fc_w16), off by default; --fc-int16-min-macs N:

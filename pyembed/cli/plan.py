@@ -11,7 +11,8 @@ import click
 from pyembed.cli.options import (verbose_option, attention_option, cut_option, fc_int16_weights_option,
                                  force_option, max_extra_macs_option, models_argument, profile_option, require_quantized,
                                  single_model,
-                                 optimize_option, optimize_summary, stream_input_option, strategy_option)
+                                 optimize_option, optimize_summary, stream_input_option, strategy_option,
+                                 stream_output_option, split_line_stores_option)
 from pyembed.errors import PlanError
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kKmM]?)(i?[bB])?\s*$")
@@ -94,13 +95,19 @@ def summary(plan):
 @stream_input_option("The model input is delivered row by row (a camera) into the stripe region reading it, "
                      "so it takes no arena bytes; the emitted C then takes a row callback (pe_row_source) and "
                      "plan.json records it (stripes / auto only).")
+@stream_output_option("The model output leaves row by row (a display, a DMA to the next stage): the stripe region "
+                      "writing it hands each row to a row callback (pe_row_sink) as soon as it is final, so it "
+                      "takes no arena bytes; with --stream-input such a region holds neither frame. plan.json "
+                      "records it (stripes / auto only).")
+@split_line_stores_option()
 @fc_int16_weights_option()
 @force_option()
 @verbose_option()
 def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_order, time_limit, section,
                  tflite_out, show_timeline, as_json, attention="auto", pipeline=None, optimize="balanced",
                  max_extra_macs="10%", segment_budget=None, stream_input=False, fc_int16_weights=False,
-                 fc_w16_min_macs=None, force=False, verbose=False, segment_cut="latency"):
+                 fc_w16_min_macs=None, force=False, verbose=False, segment_cut="latency", stream_output=False,
+                 split_stores=False):
     """Plan the static memory of MODEL (.tflite / .onnx) and emit C headers.
 
     Several models (MODEL MODEL ...) with --segments are one use case run one
@@ -126,7 +133,7 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
     if model is None:
         return _plan_use_case(models, part, outdir, segment_budget, segment_cut, algorithm, pipeline, optimize,
                               max_extra_macs, attention, section, as_json, force, region_specs, tflite_out,
-                              stream_input)
+                              stream_input or stream_output or split_stores)
     g = load_model(model)
     require_quantized(g, "plan")
     if attention in ("tflm", "stream") and tflite_out:
@@ -136,12 +143,15 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
     budget = None if segment_budget is None else use_case_budget(part, segment_budget)
     if stream_input and pipeline not in ("stripes", "auto", None):
         raise ArgumentError("--stream-input: needs --strategy stripes or auto (a stripe region reads the rows)")
+    if stream_output and pipeline not in ("stripes", "auto", None):
+        raise ArgumentError("--stream-output: needs --strategy stripes or auto (a stripe region writes the rows)")
     regions = [parse_region(r) for r in region_specs] if region_specs else None
     options = PlanOptions(strategy=pipeline, optimize=optimize, max_extra_macs=parse_fraction(max_extra_macs),
                           overlaps=overlaps,
                           algorithm=algorithm, search_order=search_order, time_limit=float(time_limit),
                           stream_input=stream_input, attention=attention, fc_int16_weights=fc_int16_weights,
-                          fc_w16_min_macs=fc_w16_min_macs, weight_block=budget, segment_cut=segment_cut)
+                          fc_w16_min_macs=fc_w16_min_macs, weight_block=budget, segment_cut=segment_cut,
+                          stream_output=stream_output, split_stores=split_stores)
     try:
         tp = plan_for_target(g, part, options, regions=regions, action="plan")
     except FitError as e:
@@ -249,7 +259,8 @@ def _plan_use_case(models, part, outdir, segment_budget, segment_cut, algorithm,
     from pyembed.target.usecase import plan_use_case
     check_section(section, "--section")
     if region_specs or tflite_out or stream_input:
-        raise ArgumentError("several models: --region, --tflite-out and --stream-input plan one model; "
+        raise ArgumentError("several models: --region, --tflite-out, --stream-input, --stream-output and "
+                            "--split-line-stores plan one model; "
                             "give one MODEL for them")
     budget = use_case_budget(part, segment_budget)
     options = PlanOptions(strategy=pipeline, optimize=optimize, max_extra_macs=parse_fraction(max_extra_macs),
@@ -319,14 +330,16 @@ def parse_fraction(text, name="--max-extra-macs"):
     return v
 
 
-def apply_strategy(graph, strategy, max_extra_macs="10%", stream_input=False, max_region_weights=None):
+def apply_strategy(graph, strategy, max_extra_macs="10%", stream_input=False, max_region_weights=None,
+                   stream_output=False, split_stores=False):
     """The compiler pipeline (pyembed.passes.pipeline) on graph: returns the
     rewritten graph and the lines saying what was chosen per region and why
     (max_region_weights: a weight segment block, see apply_pipeline)."""
     from pyembed.passes.pipeline import apply_pipeline
     res = apply_pipeline(graph, strategy, max_extra_macs=parse_fraction(max_extra_macs), stream_input=stream_input,
-                         max_region_weights=max_region_weights)
-    changed = res.regions or res.fused or res.streamed_tensor >= 0 or stream_input or any(
+                         max_region_weights=max_region_weights, stream_output=stream_output,
+                         split_stores=split_stores)
+    changed = res.regions or res.fused or res.streamed_tensor >= 0 or stream_input or stream_output or any(
         n.startswith(("gather", "PAD")) for n in res.notes)
     from pyembed.model.graph import imported_ops
     res.graph.origin = imported_ops(res.graph, graph)

@@ -55,7 +55,9 @@ class Tensor:
     is_variable: bool = False
     type_name: str = ""   # the source format's type name (e.g. "INT8", "STRING")
     # a graph input delivered row by row to the stripe region reading it
-    # (pyembed.passes.pipeline, stream_input=True): never placed in the arena
+    # (pyembed.passes.pipeline, stream_input=True), or a graph output the
+    # stripe region writing it hands row by row to a sink (stream_output=True):
+    # never placed in the arena
     streamed: bool = False
 
     @property
@@ -368,7 +370,8 @@ class Graph:
         values = {}
         if keep_intermediates:
             for k, t in enumerate(self.inputs):
-                values[t] = np.array(xs[k]) if self.tensors[t].streamed else rt.tensor_value(arena, t)
+                values[t] = np.array(xs[k]) if self.tensors[t].streamed and t not in self.outputs \
+                    else rt.tensor_value(arena, t)
         for step in range(len(rt.order)):
             rt.invoke_op(step, arena)
             if keep_intermediates:

@@ -12,7 +12,7 @@ from pyembed.model.ops.base import INT8_MAX, INT8_MIN, dims4  # noqa: F401
 
 _DTYPES = (np.dtype(np.int8), np.dtype(np.int16), np.dtype(np.int32), np.dtype(np.float32),
            np.dtype(np.bool_))   # bool: one byte, 0 / 1 (PE_DT_BOOL)
-STREAMED_OFFSET = -2   # PE_GRAPH_STREAMED (pe_graph.h): a graph input delivered row by row
+STREAMED_OFFSET = -2   # PE_GRAPH_STREAMED (pe_graph.h): a graph input / output delivered row by row
 
 
 class GraphRuntime:
@@ -36,6 +36,14 @@ class GraphRuntime:
         self.rows = None
         self.row_calls = 0
         self.rows_out_of_order = 0
+        # a streamed output is not in the arena either: the stripe region
+        # writing it hands its rows to a C row sink (pe_graph_invoke_op_io),
+        # which writes them into frames[t]; tensor_value / get_output read it
+        self.streamed_out = [k for k, t in enumerate(graph.outputs) if graph.tensors[t].streamed
+                             and t not in graph.inputs]
+        self.frames = {}
+        self.sink_calls = 0
+        self.sink_out_of_order = 0
 
     def new_arena(self):
         """A zeroed arena with the variable tensors (recurrent states) reset
@@ -74,6 +82,13 @@ class GraphRuntime:
         tensor = self.graph.tensors[t]
         if tensor.is_constant:
             return np.array(tensor.data)
+        if tensor.streamed and t in self.graph.outputs and t not in self.graph.inputs:
+            if t not in self.frames:
+                raise ArgumentError(f"tensor {t} ({tensor.name!r}) is a streamed output: it exists only as the "
+                                    f"rows its region handed over; run the operator writing it first")
+            return np.array(self.frames[t]).reshape(tensor.shape)
+        if tensor.streamed and self.rows is not None:
+            return np.array(self.rows).reshape(tensor.shape)
         return np.array(self.tensor_view(arena, t))
 
     def set_input(self, arena, k, x):
@@ -102,18 +117,30 @@ class GraphRuntime:
         hands the image given to set_input over row by row (the counters
         then also hold row_calls and rows_out_of_order; the runtime keeps
         their totals)."""
-        if not self.streamed or not any(t >= 0 and self.graph.tensors[t].streamed
-                                        for t in self.graph.operators[self.order[int(step)]].inputs):
+        op = self.graph.operators[self.order[int(step)]]
+        reads = bool(self.streamed) and any(t >= 0 and self.graph.tensors[t].streamed for t in op.inputs)
+        writes = [t for t in op.outputs if t >= 0 and self.graph.tensors[t].streamed]
+        if not reads and not writes:
             return self.compiled.invoke_op(int(step), arena, stats)
-        if self.rows is None:
+        if reads and self.rows is None:
             raise ArgumentError("the graph's input is streamed: give it with set_input before running")
-        out = self.compiled.invoke_op(int(step), arena, stats, self.rows)
-        self.row_calls += out["row_calls"]
-        self.rows_out_of_order += out["rows_out_of_order"]
+        sink = None
+        if writes:
+            tensor = self.graph.tensors[writes[0]]
+            sink = np.zeros(tuple(int(d) for d in tensor.shape)[-3:], dtype=np.int8)   # NHWC, n = 1
+            self.frames.pop(writes[0], None)
+        out = self.compiled.invoke_op(int(step), arena, stats, self.rows if reads else None, sink)
+        if reads:
+            self.row_calls += out["row_calls"]
+            self.rows_out_of_order += out["rows_out_of_order"]
+        if writes:
+            self.frames[writes[0]] = sink
+            self.sink_calls += out["sink_calls"]
+            self.sink_out_of_order += out["sink_out_of_order"]
         return out if stats else None
 
     def invoke(self, arena, stats=False):
-        if self.streamed:
+        if self.streamed or self.streamed_out:
             total = {}
             for step in range(len(self.order)):
                 for key, v in (self.invoke_op(step, arena, True) or {}).items():

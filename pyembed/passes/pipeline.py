@@ -46,6 +46,8 @@ STRATEGIES = ("auto", "layers", "stripes")
 REGION_VERSION = 2
 HEADER_WORDS = 5
 REGION_STREAMED = 1   # header flag: the region's input may be streamed (pe_pipeline.h)
+REGION_STREAMED_OUT = 2   # header flag: its output may be streamed to a row sink (pe_pipeline.h)
+REGION_SPLIT = 4   # header flag: its line stores are its output 1, a tensor of their own (pe_pipeline.h)
 LAYER_WORDS = 32
 CONV_POOL_WORDS = 26
 BLOCK_WIDTHS = (1, 2, 4, 8, 16)
@@ -111,6 +113,8 @@ class Region:
     full_macs: int                # the same operators layer by layer
     reason: str = ""
     streamed: bool = False        # its input is the graph input, delivered row by row
+    streamed_out: bool = False    # its output is the graph output, handed row by row to a sink
+    line_store_bytes: int = 0     # split: its line stores and delay lines, a planned buffer of their own
     net: object = field(default=None, repr=False, compare=False)   # the compiled stripe network
 
     @property
@@ -166,10 +170,15 @@ class _RegionCache:
         self.graph = graph
         self.nets = {}
 
-    def region(self, first, last, stripe_width=None, block_width=None, streamed=False):
+    def region(self, first, last, stripe_width=None, block_width=None, streamed=False, streamed_out=False,
+               split=False):
         """Region over operators first..last; stripe_width None = full width,
         block_width None = the smallest scratch of BLOCK_WIDTHS; streamed:
-        its input arrives row by row (the scratch holds one input row)."""
+        its input arrives row by row (the scratch holds one input row);
+        streamed_out: its output rows go to a row sink (one stripe; the
+        scratch holds one output row); split: its line stores and delay
+        lines are a buffer of their own (line_store_bytes), the scratch
+        holds the rest (memories per part)."""
         st = _stripe()
         key = (first, last)
         if key not in self.nets:
@@ -185,12 +194,23 @@ class _RegionCache:
         out_w = net.output_shape()[1]
         sw = out_w if stripe_width is None else int(stripe_width)
         blocks = BLOCK_WIDTHS if block_width is None else (int(block_width),)
-        size, bw = min((net.buffer_size(sw, b, bool(streamed)), -b) for b in blocks)
+        lines = 0
+        if split:
+            best = None
+            for b in blocks:
+                scr, lin = net.buffer_sizes_split(sw, b, bool(streamed), bool(streamed_out))
+                key = (scr + lin, -b)
+                if best is None or key < best[0]:
+                    best = (key, scr, lin)
+            (_, bw), size, lines = best
+        else:
+            size, bw = min((net.buffer_size(sw, b, bool(streamed), bool(streamed_out)), -b) for b in blocks)
         bw = -bw
         full = st.full_frame_macs(chain, chain.input_shape)
         return Region(ops=list(chain.ops), chain=chain, stripe_width=sw, block_width=bw,
                       scratch_bytes=_table_bytes(len(chain)) + int(size), macs=int(net.predict_macs(sw)),
-                      full_macs=int(full), streamed=bool(streamed), net=net)
+                      full_macs=int(full), streamed=bool(streamed), streamed_out=bool(streamed_out),
+                      line_store_bytes=int(lines), net=net)
 
 
 def region_operator(graph, region, tensors):
@@ -202,7 +222,8 @@ def region_operator(graph, region, tensors):
     shapes = st.check_network(chain, chain.input_shape)
     inputs = [chain.input_tensor]
     words = [REGION_VERSION, len(chain), region.stripe_width, region.block_width,
-             REGION_STREAMED if region.streamed else 0]
+             (REGION_STREAMED if region.streamed else 0) | (REGION_STREAMED_OUT if region.streamed_out else 0)
+             | (REGION_SPLIT if region.line_store_bytes else 0)]
     for i, layer in enumerate(chain):
         spec = st._spec(layer, shapes[i][0])
         slots = None
@@ -226,11 +247,22 @@ def region_operator(graph, region, tensors):
               "last_input_row": last_input_rows(chain, shapes), "overlap_delta": _region_overlap(region),
               "stripe_width": region.stripe_width, "block_width": region.block_width,
               "full_macs": region.full_macs, "streamed_input": bool(region.streamed),
+              "streamed_output": bool(region.streamed_out), "line_store_bytes": int(region.line_store_bytes),
               "work_elements": int(sum(int(np.prod(out)) for _, out in shapes))}
     # the graph counts MACs its own way (padded taps included); the region
     # adds what the stripes recompute (halo columns) on top of that count
     graph_macs = sum(int(graph.operators[i].macs) for i in region.ops) + region.macs - region.full_macs
-    return Operator(index=-1, type=REGION_OP, inputs=inputs, outputs=[chain.output_tensor], params=params,
+    outputs = [chain.output_tensor]
+    if region.line_store_bytes:
+        # memories per part: the line stores are a tensor of their own, which only this
+        # operator writes and reads (its life is this step), so the planner may put it in
+        # another memory region than the scratch
+        from pyembed.model.graph import Tensor
+        t = Tensor(index=len(tensors), name=f"region{region.first}_line_stores", shape=(int(region.line_store_bytes),),
+                   dtype=np.dtype(np.int8), type_name="INT8")
+        tensors.append(t)
+        outputs.append(t.index)
+    return Operator(index=-1, type=REGION_OP, inputs=inputs, outputs=outputs, params=params,
                     scratch_bytes=region.scratch_bytes, macs=graph_macs,
                     options={"ops": list(region.ops)})
 
@@ -376,6 +408,9 @@ def rewrite(graph, regions=(), pairs=(), rounding="double", conv_fc=()):
         if r.streamed:
             t = r.chain.input_tensor
             tensors[t] = dataclasses.replace(tensors[t], streamed=True)
+        if r.streamed_out:
+            t = r.chain.output_tensor
+            tensors[t] = dataclasses.replace(tensors[t], streamed=True)
     g = Graph(graph.name, tensors, new_ops, graph.inputs, graph.outputs, source_path=graph.source_path,
               aliases=graph.aliases, unsupported=[(op.index, op.type) for op in new_ops if not op.supported],
               metadata=graph.metadata, source_format=graph.source_format)
@@ -467,6 +502,8 @@ class PipelineResult:
     notes: list = field(default_factory=list)
     stream_input: bool = False    # asked for
     streamed_tensor: int = -1     # the graph input delivered row by row (-1: none)
+    stream_output: bool = False   # asked for
+    streamed_out_tensor: int = -1  # the graph output handed row by row to a sink (-1: none)
     breakdown: bool = True        # report(): also where each region's scratch goes (region_memory)
     conv_fc: list = field(default_factory=list)   # (conv, [reshapes], fc) streamed (pyembed.passes.conv_fc)
 
@@ -481,7 +518,9 @@ class PipelineResult:
                  f"{self.base_estimate} B), MACs {self.macs} ({100 * self.extra_macs:+.1f} %)"]
         for r in self.regions:
             lines.append(f"  region ops {r.first}..{r.last} ({len(r.ops)} layers): stripes of {r.stripe_width} "
-                         f"columns, blocks of {r.block_width}, line stores {r.scratch_bytes} B, MACs "
+                         f"columns, blocks of {r.block_width}, "
+                         + (f"scratch {r.scratch_bytes} B + line stores {r.line_store_bytes} B in a buffer of their "
+                            f"own" if r.line_store_bytes else f"line stores {r.scratch_bytes} B") + ", MACs "
                          f"{r.macs} ({100 * (r.macs / r.full_macs - 1) if r.full_macs else 0:+.1f} %): {r.reason}")
             if self.breakdown:
                 from pyembed.passes.region_memory import breakdown_lines, region_breakdown
@@ -493,6 +532,14 @@ class PipelineResult:
                          f"arena bytes beyond one row in the region's scratch")
         elif self.stream_input:
             lines.append("  input not streamed: no stripe region reads the graph input (it stays in the arena)")
+        if self.streamed_out_tensor >= 0:
+            r = next(r for r in self.regions if r.streamed_out)
+            lines.append(f"  output streamed: tensor {self.streamed_out_tensor} leaves the region of ops "
+                         f"{r.first}..{r.last} row by row through a row sink (one stripe, each row handed over "
+                         f"once, in order, as soon as it is final); it takes no arena bytes beyond one row in "
+                         f"the region's scratch")
+        elif self.stream_output:
+            lines.append("  output not streamed: no stripe region writes the graph output (it stays in the arena)")
         for a, b in self.fused:
             lines.append(f"  fused ops {a} ({'CONV_2D'}) -> {b}: pooling consumes convolution rows, "
                          f"the intermediate tensor is not stored")
@@ -526,6 +573,23 @@ def streamable_input(graph):
     if len(readers) != 1 or graph.operators[readers[0]].inputs[0] != t:
         return None
     return t, readers[0]
+
+
+def streamable_output(graph):
+    """(tensor, writer operator) of a graph output that can be streamed: the
+    only output, int8 NHWC with n = 1, written by one operator and read by
+    none (not a graph input, no alias); None otherwise."""
+    if len(graph.outputs) != 1:
+        return None
+    t = graph.outputs[0]
+    tensor = graph.tensors[t]
+    if tensor.dtype != np.int8 or len(tensor.shape) != 4 or int(tensor.shape[0]) != 1 or t in graph.inputs \
+            or t in graph.aliases or t in set(graph.aliases.values()):
+        return None
+    writers = [op.index for op in graph.operators if t in op.outputs]
+    if len(writers) != 1 or any(t in op.inputs for op in graph.operators):
+        return None
+    return t, writers[0]
 
 
 GATHER_TYPES = ("CONV_2D", "DEPTHWISE_CONV_2D")
@@ -568,7 +632,7 @@ def _restore_conv_scratch(g, source):
 
 
 def apply_pipeline(graph, strategy="auto", max_extra_macs=0.10, fuse=True, rounding="double", stream_input=False,
-                   gather=True, max_region_weights=None):
+                   gather=True, max_region_weights=None, stream_output=False, split_stores=False):
     """Rewrite graph with the chosen strategy; see the module docstring.
 
     stream_input: the graph input is delivered row by row (a camera
@@ -576,6 +640,20 @@ def apply_pipeline(graph, strategy="auto", max_extra_macs=0.10, fuse=True, round
     (each row requested once, in order), the input tensor is marked
     streamed (Tensor.streamed) and takes no arena bytes; the C runtime pulls
     its rows through a pe_row_source (pe_graph_invoke_op_rows).
+
+    stream_output: the graph output leaves row by row (a display, a DMA to
+    the next stage) when a stripe region writes it: that region runs as one
+    stripe, hands each output row to a pe_row_sink as soon as it is final
+    (pe_graph_invoke_op_io) and the output tensor, marked streamed, takes no
+    arena bytes. With stream_input a region reading the input and writing
+    the output holds neither frame.
+
+    split_stores (memories per part): every chosen region keeps its line
+    stores and delay lines in a buffer of their own (the operator's output
+    1, a tensor the planner places), apart from its scratch (states, row
+    temporaries, row buffers), so a plan on a profile with several RAM
+    regions (a DTCM and an SRAM) may put the two in different memories. Such
+    a region's output is not laid over its input (no proven overlap).
 
     gather: a CONV_2D / DEPTHWISE_CONV_2D whose reverse kernel's scratch
     raises the arena estimate runs the gather kernel instead (no scratch,
@@ -608,11 +686,20 @@ def apply_pipeline(graph, strategy="auto", max_extra_macs=0.10, fuse=True, round
     stream = streamable_input(graph) if stream_input else None
     if stream_input and stream is None:
         notes.append("input not streamed: the graph input is not one int8 NHWC tensor read by one operator")
+    stream_out = streamable_output(graph) if stream_output else None
+    if stream_output and stream_out is None:
+        notes.append("output not streamed: the graph output is not one int8 NHWC tensor written by one operator "
+                     "and read by none")
     if strategy != "layers":
         limit = None if strategy == "stripes" else budget * base_macs
         regions, more = choose_regions(graph, limit, fuse=fuse, rounding=rounding, stream=stream,
-                                       max_weights=max_region_weights)
+                                       max_weights=max_region_weights, stream_out=stream_out)
         notes += more
+    if split_stores and regions:
+        cache = _RegionCache(graph)
+        regions = [dataclasses.replace(cache.region(r.first, r.last, r.stripe_width, r.block_width, r.streamed,
+                                                    r.streamed_out, split=True), reason=r.reason)
+                   for r in regions]
     covered = {i for r in regions for i in r.ops}
     pairs = fusable_pairs(graph, skip=covered) if fuse else []
     from pyembed.passes.conv_fc import conv_fc_chains
@@ -639,9 +726,11 @@ def apply_pipeline(graph, strategy="auto", max_extra_macs=0.10, fuse=True, round
             notes.append(f"gather kernels (no scratch, same results, slower) for ops {_ranges(kept)}: their reverse "
                          f"kernels' scratch would raise the arena estimate")
     streamed = next((r.chain.input_tensor for r in regions if r.streamed), -1)
+    streamed_out = next((r.chain.output_tensor for r in regions if r.streamed_out), -1)
     return PipelineResult(graph=g, strategy=strategy, regions=regions, fused=pairs, base_macs=base_macs,
                           macs=int(g.macs), base_estimate=base_est, estimate=arena_estimate(g), notes=notes,
-                          stream_input=bool(stream_input), streamed_tensor=int(streamed), conv_fc=chains)
+                          stream_input=bool(stream_input), streamed_tensor=int(streamed),
+                          stream_output=bool(stream_output), streamed_out_tensor=int(streamed_out), conv_fc=chains)
 
 
 def _ranges(xs):
@@ -659,7 +748,8 @@ def _region_overlap(r):
     """How far a region's output may start after its input (bytes; None:
     several stripes or a streamed input), pe_stripe_max_overlap_delta. The
     planner proves it by running (pyembed.plan.overlap)."""
-    if r.streamed or r.net is None or r.stripe_width < r.chain.output_shape[1]:
+    if r.streamed or r.streamed_out or r.line_store_bytes or r.net is None or \
+            r.stripe_width < r.chain.output_shape[1]:
         return None
     return r.net.max_overlap_delta(r.stripe_width)
 
@@ -681,7 +771,8 @@ def region_weight_bytes(graph, region):
     return total
 
 
-def choose_regions(graph, extra_mac_limit, fuse=True, rounding="double", stream=None, max_weights=None):
+def choose_regions(graph, extra_mac_limit, fuse=True, rounding="double", stream=None, max_weights=None,
+                   stream_out=None):
     """Greedy left-to-right search with one region of lookahead: at each
     operator, the region (end, stripe width) which, alone or followed by
     one more region right after it, lowers the whole graph's arena estimate
@@ -692,7 +783,9 @@ def choose_regions(graph, extra_mac_limit, fuse=True, rounding="double", stream=
     reader) of a streamed graph input (streamable_input): regions reading
     it run as one stripe with a row buffer, and the tensor takes no bytes
     when one of them is chosen. max_weights: bytes, no region with more
-    constant bytes (region_weight_bytes)."""
+    constant bytes (region_weight_bytes). stream_out: (tensor, writer) of
+    a streamed graph output (streamable_output): the region writing it runs
+    as one stripe with a row sink and the tensor takes no bytes."""
     cache = _RegionCache(graph)
     n = len(graph.operators)
     chosen, notes = [], []
@@ -704,7 +797,8 @@ def choose_regions(graph, extra_mac_limit, fuse=True, rounding="double", stream=
         building the operators (the same rule as live_bytes)."""
         covered = {i for r in regs for i in r.ops}
         start = {r.first: r for r in regs}
-        skip = {r.chain.input_tensor for r in regs if r.streamed}
+        skip = {r.chain.input_tensor for r in regs if r.streamed} | \
+            {r.chain.output_tensor for r in regs if r.streamed_out}
         pairs = dict(fusable_pairs(graph, skip=covered)) if fuse else {}
         ops_io = []
         overlaps = {}
@@ -740,9 +834,12 @@ def choose_regions(graph, extra_mac_limit, fuse=True, rounding="double", stream=
                 heavy.append(first)
                 break
             out_w = base.chain.output_shape[1]
-            if stream is not None and base.chain.input_tensor == stream[0]:
-                # a streamed input is read once, row by row: one stripe
-                out.append(cache.region(first, end, streamed=True))
+            sin = stream is not None and base.chain.input_tensor == stream[0]
+            sout = stream_out is not None and base.chain.output_tensor == stream_out[0]
+            if sin or sout:
+                # a streamed input is read once, row by row, a streamed
+                # output's rows are final when made: one stripe
+                out.append(cache.region(first, end, streamed=sin, streamed_out=sout))
                 continue
             for sw in _widths(out_w):
                 out.append(base if sw == out_w else cache.region(first, end, sw))

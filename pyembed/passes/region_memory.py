@@ -82,7 +82,8 @@ def region_breakdown(region):
     """A RegionBreakdown of region (see the module docstring)."""
     from pyembed.kernels.layers import BRANCH_TYPES, Add
     net, shapes = _net_and_shapes(region)
-    b = net.buffer_breakdown(region.stripe_width, region.block_width, bool(region.streamed))
+    b = net.buffer_breakdown(region.stripe_width, region.block_width, bool(region.streamed),
+                             bool(getattr(region, "streamed_out", False)))
     layers = list(region.chain)
     parts = sum(b["ring"]) + sum(b["temp"]) + sum(b["branch"])
     delays = []
@@ -99,8 +100,10 @@ def region_breakdown(region):
         d.alternatives = recompute_alternatives(layers, shapes, d, b)
         delays.append(d)
     full = sum(layer.macs(shapes[k][0]) for k, layer in enumerate(layers))
-    return RegionBreakdown(first=region.first, last=region.last, total=int(region.scratch_bytes), ring=list(b["ring"]),
-                           temp=list(b["temp"]), branch=list(b["branch"]), fixed=int(region.scratch_bytes) - parts,
+    # memories per part: the line stores' own buffer counts here too (its alignment slack in fixed)
+    total = int(region.scratch_bytes) + int(getattr(region, "line_store_bytes", 0) or 0)
+    return RegionBreakdown(first=region.first, last=region.last, total=total, ring=list(b["ring"]),
+                           temp=list(b["temp"]), branch=list(b["branch"]), fixed=total - parts,
                            delays=delays, kinds=[type(layer).__name__ for layer in layers], macs=int(full))
 
 

@@ -124,7 +124,8 @@ def tensor_lifetimes(graph, order):
             if t >= 0 and _is_ram(graph.tensors[t]):
                 touch(t, s)
     for t in graph.outputs:
-        life[t] = (life.get(t, (n - 1, n - 1))[0], max(n - 1, 0))
+        if _is_ram(graph.tensors[t]):   # a streamed output leaves through a row sink
+            life[t] = (life.get(t, (n - 1, n - 1))[0], max(n - 1, 0))
     for t, tensor in enumerate(graph.tensors):
         if tensor.is_variable and _is_ram(tensor):
             life[t] = (0, max(n - 1, 0))

@@ -71,9 +71,9 @@ def refuse_operator_sizes(graph, regions=None):
                            f"{need - total} B more than the regions hold")
 
 
-def refuse_io_sizes(graph, regions=None, stream_input=False):
+def refuse_io_sizes(graph, regions=None, stream_input=False, stream_output=False):
     """Before a graph rewrite (pyembed.plan.pipeline): FitError when a graph
-    input (unless it may be streamed) or output, which every rewrite keeps in
+    input or output (unless it may be streamed), which every rewrite keeps in
     RAM whole, is larger than every sized region."""
     from pyembed.model.graph import ALIGNMENT
     from pyembed.plan.core import align_up
@@ -84,7 +84,7 @@ def refuse_io_sizes(graph, regions=None, stream_input=False):
     if any(r.size is None for r in regions):
         return
     biggest = max(regions, key=lambda r: r.size)
-    for what, lst in (("input", [] if stream_input else graph.inputs), ("output", graph.outputs)):
+    for what, lst in (("input", [] if stream_input else graph.inputs), ("output", [] if stream_output else graph.outputs)):
         for t in lst:
             tensor = graph.tensors[t]
             need = align_up(int(tensor.nbytes), ALIGNMENT)

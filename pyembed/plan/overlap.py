@@ -154,7 +154,7 @@ def max_delta_region(graph, op, src_tensor, dst_tensor):
     p = op.params or {}
     rows = p.get("last_input_row")
     ti, to = graph.tensors[src_tensor], graph.tensors[dst_tensor]
-    if not rows or p.get("streamed_input") or op.inputs[0] != src_tensor or len(ti.shape) != 4 \
+    if not rows or p.get("streamed_input") or p.get("streamed_output") or op.inputs[0] != src_tensor or len(ti.shape) != 4 \
             or len(to.shape) != 4 or int(ti.shape[0]) != 1 or int(to.shape[0]) != 1:
         return None
     _, h, w, c = (int(v) for v in ti.shape)

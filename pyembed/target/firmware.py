@@ -57,6 +57,7 @@ class FirmwareRun:
     stack_main_bytes: int | None = None  # peak stack of main before the invoke (init, input reads)
     stack_reserved: int | None = None    # bytes link.ld reserved (.stack)
     stack_bound: dict | None = None      # firmware.json's "stack" (the static bound) when built here
+    output_rows: int | None = None  # rows the harness's pe_row_sink took (a streamed output), else None
 
     def to_dict(self):
         return {"outputs": [np.asarray(o).reshape(-1).tolist() for o in self.outputs],
@@ -64,14 +65,14 @@ class FirmwareRun:
                 "total_instructions": self.total_instructions,
                 "invoke_instructions": self.invoke_instructions,
                 "instruction_resolution": float(qemu.BOARDS[self.board].instructions_per_tick),
-                "board": self.board, "input_rows_given": self.input_rows,
+                "board": self.board, "input_rows_given": self.input_rows, "output_rows_taken": self.output_rows,
                 "stack_bytes": self.stack_bytes, "stack_main_bytes": self.stack_main_bytes,
                 "stack_reserved_bytes": self.stack_reserved,
                 "stack_bound_bytes": (self.stack_bound or {}).get("bound_total_bytes")}
 
 
 def generate(graph, profile, outdir, segments=None, strategy="none", max_extra_macs=0.10, stream_input=False,
-             fc_int16_weights=False, fc_w16_min_macs=None, cut="latency", **kw):
+             fc_int16_weights=False, fc_w16_min_macs=None, cut="latency", stream_output=False, **kw):
     """pyembed.codegen.firmware.generate_project with a profile name or path
     (case-insensitive bundled name, see firmware_sim.profiles.load_profile).
 
@@ -84,6 +85,8 @@ def generate(graph, profile, outdir, segments=None, strategy="none", max_extra_m
     one given) on its plan, and ``project.pipeline_lines`` say what was chosen.
     stream_input: the graph input is delivered row by row through a
     pe_row_source (stripes / auto only); it takes no arena bytes.
+    stream_output: the graph output leaves row by row through a pe_row_sink
+    (stripes / auto only; pe_model_invoke_io); it takes no arena bytes.
 
     segments: None (weights resident in flash), a SegmentPlan, or a RAM budget
     in bytes for the weights (the execution block): the model is divided into
@@ -115,7 +118,7 @@ def generate(graph, profile, outdir, segments=None, strategy="none", max_extra_m
         from pyembed.passes.fc_w16 import MIN_MACS, widen_fc_weights
         graph, _ = widen_fc_weights(graph, MIN_MACS if fc_w16_min_macs is None else fc_w16_min_macs)
         # generate_project reports it
-    if (strategy != "none" or stream_input) and kw.get("plan") is not None:
+    if (strategy != "none" or stream_input or stream_output) and kw.get("plan") is not None:
         raise ArgumentError("plan: give either a plan or a strategy (the strategy plans the rewritten graph)")
     if kw.get("plan") is None:
         # the one planning path (pyembed.target.planning), as pyembed plan / simulate / firmware plan
@@ -123,7 +126,8 @@ def generate(graph, profile, outdir, segments=None, strategy="none", max_extra_m
         block = None if segments is None or hasattr(segments, "segments") else int(segments)
         options = PlanOptions(strategy=strategy, max_extra_macs=float(max_extra_macs), stream_input=stream_input,
                               algorithm=kw.pop("algorithm", "auto"), time_limit=kw.pop("time_limit", TIME_LIMIT),
-                              weight_block=block if block and block > 0 else None, segment_cut=cut)
+                              weight_block=block if block and block > 0 else None, segment_cut=cut,
+                              stream_output=stream_output)
         tp = plan_for_target(graph, prof, options, action="build firmware for")
         graph, kw["plan"], lines = tp.graph, tp.plan, tp.pipeline_lines
     note = None
@@ -361,9 +365,10 @@ def run_project(project, inputs, elf=None, timeout=600.0):
                             f"{res.exit_code})")
     out = res.stdout.decode("latin-1") if isinstance(res.stdout, bytes) else (res.stdout or "")
     rows = re.search(r"^pe_input_rows_given (\d+)\r?$", out, re.M)
+    taken = re.search(r"^pe_output_rows_taken (\d+)\r?$", out, re.M)
     run = FirmwareRun(outputs, ops, sum(o["instructions"] for o in ops),
                       qemu.BOARDS[board].instructions((thi << 32) | tlo), status, board,
-                      int(rows.group(1)) if rows else None)
+                      int(rows.group(1)) if rows else None, output_rows=int(taken.group(1)) if taken else None)
     if blob[pos:pos + 4] == b"PESK" and len(blob) >= pos + STACK_RECORD_BYTES:
         _record_stack(d, manifest, run, *struct.unpack_from("<III", blob, pos + 4))
     return run
@@ -407,7 +412,7 @@ def _run_uart(d, manifest, elf, board, timeout):
     if r["status"] != 0:
         raise FirmwareError(f"the firmware's pe_model_invoke returned status {r['status']}")
     run = FirmwareRun(outputs, ops, sum(o["instructions"] for o in ops), b.instructions(r["invoke_ticks"]),
-                      r["status"], board, r["rows_given"])
+                      r["status"], board, r["rows_given"], output_rows=r["rows_taken"])
     run.uart_text = res.stdout.decode("latin-1")
     run.uart_instructions = r["instructions"]
     if r["stack"] is not None:

@@ -56,6 +56,8 @@ class PlanOptions:
     search_order: bool = False
     time_limit: float = TIME_LIMIT
     stream_input: bool = False
+    stream_output: bool = False       # the model output leaves row by row through a pe_row_sink
+    split_stores: bool = False        # stripe regions' line stores a planned buffer apart from their scratch
     attention: str = "auto"           # auto (= tflm where a chain is found) | none | tflm | stream
     fc_int16_weights: bool = False
     fc_w16_min_macs: int | None = None
@@ -79,6 +81,9 @@ class PlanOptions:
             raise ArgumentError(f"time_limit: expected seconds > 0, got {self.time_limit!r}")
         if self.stream_input and self.strategy not in ("stripes", "auto", None):
             raise ArgumentError(f"stream_input: needs strategy stripes or auto (a stripe region reads the rows), "
+                                f"not {self.strategy!r}")
+        if self.stream_output and self.strategy not in ("stripes", "auto", None):
+            raise ArgumentError(f"stream_output: needs strategy stripes or auto (a stripe region writes the rows), "
                                 f"not {self.strategy!r}")
         if self.weight_block is not None and not (isinstance(self.weight_block, int) and self.weight_block > 0):
             raise ArgumentError(f"weight_block: expected a positive byte count, got {self.weight_block!r}")
@@ -233,6 +238,7 @@ def _plan_one(graph, options, regions, strategy, cache=None, prof=None, lean=Fal
         g, plan, lines = plan_with_strategy(
             graph, strategy, max_extra_macs=float(options.max_extra_macs), overlaps=options.overlaps,
             stream_input=options.stream_input, max_region_weights=cap, cache=cache, regions=regions,
+            stream_output=options.stream_output, split_stores=options.split_stores,
             algorithm=options.algorithm, search_order=options.search_order, time_limit=float(options.time_limit))
         g, plan = dsp_widen(g, plan, prof, lean=lean)
         if lean:
@@ -303,7 +309,7 @@ def _plan_pipeline(graph, options, regions, prof):
         predicted = objective.predicted_cost(g, prof) if prof is not None else None
         return g, plan, lines, strategy, [], predicted
     from pyembed.errors import FitError
-    names = ("auto", "stripes") if options.stream_input else objective.STRATEGY_ORDER
+    names = ("auto", "stripes") if options.stream_input or options.stream_output else objective.STRATEGY_ORDER
     cands, seen, errors, source, cache = [], {}, {}, None, {}
     from pyembed.plan.widen import DSP_CORES
     # on a DSP core whose profile has the QEMU-calibrated instruction model (which
@@ -429,7 +435,8 @@ def brief(lines):
                 a, b = body[len("conv->fc ops "):].split(":")[0].split(" -> ")
                 streams.append(f"{a.split()[0]}->{b.split()[0]}")
             elif lines[i].startswith("  ") and not lines[i].startswith("   ") and \
-                    body.startswith(("input streamed", "input not streamed", "auto:")):
+                    body.startswith(("input streamed", "input not streamed", "output streamed", "output not streamed",
+                                    "auto:")):
                 kept.append(lines[i])
                 i += 1
                 continue

@@ -6,7 +6,8 @@ of every function) and ``NAME.ci`` (a VCG graph: a node per function with its
 frame in bytes, "static" / "dynamic" / "dynamic,bounded", and an edge per call
 site, ``__indirect_call`` for a call through a pointer). ``bound(project)``
 reads them, builds the program's call graph and returns the deepest path from
-``pe_model_invoke`` (``pe_model_invoke_rows`` for a streamed input), summing
+``pe_model_invoke`` (``pe_model_invoke_rows`` for a streamed input, ``pe_model_invoke_io`` for a
+streamed output), summing
 the frames along it.
 
 Indirect calls are resolved, per call site:
@@ -254,7 +255,9 @@ def bound(project_dir, runtime_build=None, elf=None, root=None, core=None, depth
     if (d / "firmware.json").is_file():
         manifest = json.loads((d / "firmware.json").read_text())
     if root is None:
-        root = "pe_model_invoke_rows" if manifest.get("streamed_inputs") else "pe_model_invoke"
+        # the entry point the harness calls: a streamed output's (pe_model_invoke_io), a streamed input's
+        root = ("pe_model_invoke_io" if manifest.get("streamed_outputs") else
+                "pe_model_invoke_rows" if manifest.get("streamed_inputs") else "pe_model_invoke")
     core = core or manifest.get("core", "")
     rt = Path(runtime_build) if runtime_build is not None else d / "build" / "pyembed"
     if not rt.is_absolute():

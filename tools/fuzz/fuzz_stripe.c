@@ -8,6 +8,9 @@
  * layer-by-layer model written here from the header's arithmetic (every
  * intermediate map stored whole); its measured MACs must equal
  * pe_stripe_predict_macs, and with one stripe at most the full-frame count.
+ * The same network also runs with its line stores in a block of their own
+ * (pe_stripe_run_split_s8) and, with one stripe, its output streamed to a
+ * row sink: the same bytes, every row once and in order.
  * Parameters are sometimes out of range (fz_wild) so the network checks are
  * fuzzed too; a network pe_stripe_output_dims accepts must run.
  */
@@ -304,6 +307,24 @@ static void draw_layer(fz_reader *r, net_store *s, int32_t L, shape si, const sh
     }
 }
 
+/* A row sink filling a frame: rows must come once, in order, whole. */
+typedef struct {
+    int8_t *frame;
+    int32_t row_bytes, rows, next, bad;
+} sink_frame;
+
+static pe_status frame_sink(void *user, int32_t row, const int8_t *src, int32_t n)
+{
+    sink_frame *f = (sink_frame *)user;
+    if (row != f->next || row >= f->rows || n != f->row_bytes) {
+        f->bad++;
+        return PE_ERR_ARG;
+    }
+    memcpy(f->frame + (size_t)row * (size_t)n, src, (size_t)n);
+    f->next = row + 1;
+    return PE_OK;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
@@ -316,6 +337,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
     int8_t *maps[MAX_LAYERS + 1];
     int8_t *got = NULL;
     uint8_t *block = NULL;
+    uint8_t *split_a = NULL;
+    uint8_t *split_b = NULL;
     int32_t L, stripe_w, block_w, size = -1;
     int64_t predicted = -1;
     uint64_t ref_macs = 0, work = 0;
@@ -467,12 +490,51 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
              (unsigned long long)ref_macs);
     FZ_CHECK(stats.peak_bytes <= size, "peak_bytes %lld > %d", (long long)stats.peak_bytes,
              size);
+    /* memories per part: the line stores in a block of their own; with one
+     * stripe also the output streamed to a row sink. The same bytes. */
+    {
+        const int sink_ok = stripe_w >= out_dims.w;
+        int32_t scratch = 0, lines = 0;
+        pe_context lc;
+        pe_row_sink snk;
+        sink_frame f;
+        st = pe_stripe_get_buffer_sizes_split_s8(&net, stripe_w, block_w, sink_ok ? PE_STRIPE_STREAM_OUT : 0,
+                                                 &scratch, &lines);
+        FZ_CHECK(st == PE_OK, "split size query status %d on an accepted network", st);
+        split_a = (uint8_t *)fz_alloc((size_t)scratch);
+        split_b = (uint8_t *)fz_alloc((size_t)lines);
+        fz_poison(split_a, (size_t)scratch);
+        fz_poison(split_b, (size_t)lines);
+        memset(got, 0x5A, (size_t)out_dims.h * out_dims.w * out_dims.c);
+        ctx.buf = split_a;
+        ctx.size = scratch;
+        ctx.stats = NULL;
+        lc.buf = split_b;
+        lc.size = lines;
+        lc.stats = NULL;
+        memset(&f, 0, sizeof(f));
+        f.frame = got;
+        f.row_bytes = out_dims.w * out_dims.c;
+        f.rows = out_dims.h;
+        snk.write = frame_sink;
+        snk.user = &f;
+        st = pe_stripe_run_split_s8(&ctx, &lc, &net, stripe_w, block_w, &in_dims, maps[0], NULL, &out_dims,
+                                    sink_ok ? NULL : got, sink_ok ? &snk : NULL);
+        FZ_CHECK(st == PE_OK, "split run status %d", st);
+        FZ_CHECK(!sink_ok || (f.next == out_dims.h && f.bad == 0), "row sink: %d rows, %d bad", f.next, f.bad);
+        if (!fz_compare_s8("split / streamed output", got, maps[s.n],
+                           (size_t)out_dims.h * out_dims.w * out_dims.c)) {
+            FZ_FAIL("split line stores (or the row sink) differ from the full-frame model");
+        }
+    }
 done:
     for (L = 0; L <= MAX_LAYERS; L++) {
         free(maps[L]);
     }
     free(got);
     free(block);
+    free(split_a);
+    free(split_b);
     free_net(&s);
     return 0;
 }

@@ -158,7 +158,10 @@ typedef enum {
  * arena. Only a stripe region (PE_GOP_STRIPE_REGION, flagged for it) reads it,
  * pulling its rows from the pe_row_source (pe_stripe.h) given to
  * pe_graph_invoke_rows / pe_graph_invoke_op_rows; any other reader, or a
- * run without a source, is PE_ERR_ARG. */
+ * run without a source, is PE_ERR_ARG. The same offset marks a streamed graph
+ * output: only a stripe region writes it, handing its rows to the pe_row_sink
+ * given to pe_graph_invoke_io / pe_graph_invoke_op_io (any other writer, or a
+ * run without a sink, is PE_ERR_ARG). */
 #define PE_GRAPH_STREAMED (-2)
 
 typedef struct {
@@ -257,6 +260,16 @@ pe_status pe_graph_invoke(const pe_graph *graph, const pe_context *arena);
 pe_status pe_graph_invoke_op_rows(const pe_graph *graph, int32_t i, const pe_context *arena,
                                   const pe_row_source *rows);
 pe_status pe_graph_invoke_rows(const pe_graph *graph, const pe_context *arena, const pe_row_source *rows);
+
+/* The same for a graph whose input and / or output is streamed: a streamed
+ * output (offset PE_GRAPH_STREAMED, written by a stripe region flagged for
+ * it) is never in the arena; the region hands each output row, whole and in
+ * order, to sink as soon as it is final (pe_row_sink, pe_stripe.h). rows or
+ * sink may be NULL when the graph has no such end. */
+pe_status pe_graph_invoke_op_io(const pe_graph *graph, int32_t i, const pe_context *arena,
+                                const pe_row_source *rows, const pe_row_sink *sink);
+pe_status pe_graph_invoke_io(const pe_graph *graph, const pe_context *arena, const pe_row_source *rows,
+                             const pe_row_sink *sink);
 
 #ifdef __cplusplus
 }

@@ -29,11 +29,12 @@ extern "C" {
 /* The runner of an operator type, or NULL when the linked table has none. */
 pe_graph_runner pe_graph_runner_for(pe_graph_op_type type);
 
-/* A runner that also takes a row source for a streamed graph input
- * (pe_graph_invoke_op_rows); NULL for types that cannot take one. */
+/* A runner that also takes a row source for a streamed graph input and a
+ * row sink for a streamed graph output (pe_graph_invoke_op_io; either may be
+ * NULL); NULL for types that cannot take them. */
 typedef pe_status (*pe_graph_rows_runner)(const pe_graph *graph, const pe_graph_op *op,
                                           const pe_context *scratch, const pe_context *arena,
-                                          const pe_row_source *rows);
+                                          const pe_row_source *rows, const pe_row_sink *sink);
 pe_graph_rows_runner pe_graph_rows_runner_for(pe_graph_op_type type);
 
 /* ---- the built-in operators (typed parameters, pe_graph_op.p) ------------------ */
@@ -138,10 +139,11 @@ pe_status pe_graph_run_batch_matmul(const pe_graph *g, const pe_graph_op *op,
  * (PE_ERR_ARG). */
 pe_status pe_graph_run_stripe_region(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
                                      const pe_context *arena);
-/* The same with a row source for a streamed input (pe_graph_invoke_op_rows). */
+/* The same with a row source for a streamed input and a row sink for a
+ * streamed output (pe_graph_invoke_op_io). */
 pe_status pe_graph_run_stripe_region_rows(const pe_graph *g, const pe_graph_op *op,
                                           const pe_context *scratch, const pe_context *arena,
-                                          const pe_row_source *rows);
+                                          const pe_row_source *rows, const pe_row_sink *sink);
 pe_status pe_graph_run_conv_pool(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
                                  const pe_context *arena);
 

@@ -10,7 +10,14 @@
  *   [0] PE_STRIPE_REGION_VERSION   [1] n_layers   [2] stripe_w   [3] block_w
  *   [4] flags: bit 0 PE_STRIPE_REGION_STREAMED = the region's input may be
  *       streamed (its scratch then includes one input row range, see
- *       pe_stripe_get_buffer_size_rows_s8); other bits 0
+ *       pe_stripe_get_buffer_size_rows_s8); bit 1
+ *       PE_STRIPE_REGION_STREAMED_OUT = its output may be streamed to a
+ *       pe_row_sink (one stripe; the scratch includes one output row,
+ *       pe_stripe_get_buffer_size_io_s8); bit 2 PE_STRIPE_REGION_SPLIT = the
+ *       line stores and delay lines are not in the scratch but in the
+ *       operator's output 1, an int8 activation tensor the planner places
+ *       like any other (in another memory if it likes; sizes:
+ *       pe_stripe_region_get_buffer_sizes_split); other bits 0
  *   then n_layers groups of PE_STRIPE_REGION_LAYER_WORDS words:
  *    0 op (pe_stripe_op)   1 in_c   2 out_c   3 k_h   4 k_w   5 s_h   6 s_w
  *    7 pad top   8 pad bottom   9 pad left   10 pad right
@@ -28,7 +35,9 @@
  * The operator's input 0 is the region input (int8 NHWC), output 0 its
  * output. A streamed graph input (tensor offset PE_GRAPH_STREAMED, pe_graph.h)
  * is never in the arena: the region pulls its rows from the pe_row_source
- * given to pe_graph_invoke_op_rows (flag bit 0 required). Scratch: the decoded layer table followed by the stripe
+ * given to pe_graph_invoke_op_rows (flag bit 0 required); a streamed graph
+ * output likewise is never in the arena: the region hands its rows to the
+ * pe_row_sink given to pe_graph_invoke_op_io (flag bit 1 required). Scratch: the decoded layer table followed by the stripe
  * executor's arena (pe_stripe_region_get_buffer_size).
  *
  * Conv -> pool parameter words (PE_CONV_POOL_WORDS):
@@ -56,6 +65,8 @@ extern "C" {
 #define PE_STRIPE_REGION_VERSION 2
 #define PE_STRIPE_REGION_HEADER_WORDS 5
 #define PE_STRIPE_REGION_STREAMED 1
+#define PE_STRIPE_REGION_STREAMED_OUT 2
+#define PE_STRIPE_REGION_SPLIT 4
 #define PE_STRIPE_REGION_LAYER_WORDS 32
 #define PE_CONV_POOL_WORDS 26
 
@@ -92,13 +103,35 @@ pe_status pe_stripe_region_run_rows(const pe_context *ctx, const int32_t *params
                                     pe_const_lookup lookup, const void *user, const pe_dims *input_dims,
                                     const pe_row_source *rows, const pe_dims *output_dims, int8_t *output);
 
-/* Scratch bytes of a stripe region (table + executor arena, + the row buffer
- * of a streamed input when flagged). A planning-time
+/* The general run: input from an image or a row source (exactly one of
+ * input, rows), output to an image or a row sink (exactly one of output,
+ * sink; pe_row_sink, pe_stripe.h). A source needs flag bit 0, a sink bit 1. */
+pe_status pe_stripe_region_run_io(const pe_context *ctx, const int32_t *params, int32_t num_params,
+                                  pe_const_lookup lookup, const void *user, const pe_dims *input_dims,
+                                  const int8_t *input, const pe_row_source *rows, const pe_dims *output_dims,
+                                  int8_t *output, const pe_row_sink *sink);
+
+/* Scratch bytes of a stripe region (table + executor arena, + the row buffers
+ * of a streamed input / output when flagged). A planning-time
  * query: it decodes into a PE_STRIPE_MAX_LAYERS table on the stack (about
  * 4 KB on a Cortex-M); the runner decodes into the region's scratch instead. */
 pe_status pe_stripe_region_get_buffer_size(const int32_t *params, int32_t num_params,
                                            pe_const_lookup lookup, const void *user,
                                            const pe_dims *input_dims, int32_t *size);
+
+/* Bytes of a region flagged PE_STRIPE_REGION_SPLIT: *scratch its scratch
+ * (table + states, row temporaries and row buffers), *lines its line-store
+ * tensor (output 1). PE_ERR_ARG if the flag is not set. */
+pe_status pe_stripe_region_get_buffer_sizes_split(const int32_t *params, int32_t num_params,
+                                                  pe_const_lookup lookup, const void *user,
+                                                  const pe_dims *input_dims, int32_t *scratch, int32_t *lines);
+
+/* pe_stripe_region_run_io with the line stores in lines (a region flagged
+ * PE_STRIPE_REGION_SPLIT; lines NULL otherwise). */
+pe_status pe_stripe_region_run_split(const pe_context *ctx, const pe_context *lines, const int32_t *params,
+                                     int32_t num_params, pe_const_lookup lookup, const void *user,
+                                     const pe_dims *input_dims, const int8_t *input, const pe_row_source *rows,
+                                     const pe_dims *output_dims, int8_t *output, const pe_row_sink *sink);
 
 /* Decodes conv -> pool words. */
 pe_status pe_conv_pool_decode(const int32_t *params, int32_t num_params, pe_conv_params *conv,

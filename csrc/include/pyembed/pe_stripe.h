@@ -183,8 +183,9 @@ pe_status pe_stripe_get_buffer_size_s8(const pe_stripe_net *net, int32_t stripe_
  * branch_rows[L] the rows that delay line holds: 1 + the most rows the
  * branch's producer is ahead of the row the add / concatenation consumes in
  * the depth-first row schedule (the decoder's row latency + 1). *fixed gets
- * the rest (decoded per-layer states, alignment, a streamed input's row
- * buffer when streamed != 0), so the parts add up to the size query's total. */
+ * the rest (decoded per-layer states, alignment, the row buffers of the
+ * streamed ends: streamed is a PE_STRIPE_STREAM_IN / PE_STRIPE_STREAM_OUT
+ * mask, 1 = a streamed input), so the parts add up to the size query's total. */
 pe_status pe_stripe_buffer_breakdown(const pe_stripe_net *net, int32_t stripe_w, int32_t block_w,
                                      int streamed, int32_t *ring, int32_t *temp, int32_t *branch,
                                      int32_t *branch_rows, int32_t *fixed);
@@ -233,6 +234,60 @@ pe_status pe_stripe_get_buffer_size_rows_s8(const pe_stripe_net *net, int32_t st
 pe_status pe_stripe_run_rows_s8(const pe_context *ctx, const pe_stripe_net *net, int32_t stripe_w,
                                 int32_t block_w, const pe_row_source *rows, const pe_dims *output_dims,
                                 int8_t *output);
+
+/* Streamed output (a display, a DMA to the next stage): write(user, row, src,
+ * n) receives output row `row` whole (n = out_w * out_c int8 values, NHWC
+ * order) as soon as it is final, rows in order 0..out_h-1, each once; any
+ * status other than PE_OK stops the run and is returned. src is the
+ * executor's one-row buffer in ctx->buf, valid during the call only. Output
+ * rows are final only when one stripe covers the output: a sink needs
+ * stripe_w at least the output width (PE_ERR_UNSUPPORTED otherwise). The
+ * output image is then never stored anywhere. */
+typedef pe_status (*pe_row_write_fn)(void *user, int32_t row, const int8_t *src, int32_t n);
+typedef struct {
+    pe_row_write_fn write;
+    void *user;
+} pe_row_sink;
+
+/* Which ends of a run are streamed (a bit mask): the input from a
+ * pe_row_source, the output to a pe_row_sink. */
+#define PE_STRIPE_STREAM_IN 1
+#define PE_STRIPE_STREAM_OUT 2
+
+/* pe_stripe_get_buffer_size_s8 plus the row buffers of the streamed ends
+ * (streams: PE_STRIPE_STREAM_IN and / or PE_STRIPE_STREAM_OUT; 0 is
+ * pe_stripe_get_buffer_size_s8, PE_STRIPE_STREAM_IN
+ * pe_stripe_get_buffer_size_rows_s8). PE_ERR_ARG for other bits. */
+pe_status pe_stripe_get_buffer_size_io_s8(const pe_stripe_net *net, int32_t stripe_w, int32_t block_w,
+                                          int32_t streams, int32_t *size);
+
+/* The general run: the input from the image input (rows NULL) or from the
+ * row source rows (input NULL), the output to the image output (sink NULL)
+ * or to the row sink (output NULL; stripe_w at least the output width).
+ * ctx->buf must hold pe_stripe_get_buffer_size_io_s8 bytes for the streamed
+ * ends. Bit-exact with pe_stripe_run_s8 on the same image. */
+pe_status pe_stripe_run_io_s8(const pe_context *ctx, const pe_stripe_net *net, int32_t stripe_w,
+                              int32_t block_w, const pe_dims *input_dims, const int8_t *input,
+                              const pe_row_source *rows, const pe_dims *output_dims, int8_t *output,
+                              const pe_row_sink *sink);
+
+/* Memories per part: the same run with its bytes in two blocks, so a planner
+ * may put them in different memories (line stores in a DTCM, temporaries in
+ * SRAM, or the other way round). *lines gets the bytes of every line store
+ * and delay line (the rings and branch stores of pe_stripe_buffer_breakdown,
+ * + 7 bytes of alignment slack), *scratch the rest (layer states, row
+ * temporaries, the row buffers of the streamed ends, + slack). */
+pe_status pe_stripe_get_buffer_sizes_split_s8(const pe_stripe_net *net, int32_t stripe_w, int32_t block_w,
+                                              int32_t streams, int32_t *scratch, int32_t *lines);
+
+/* pe_stripe_run_io_s8 with the line stores in lines->buf (lines->size at
+ * least the *lines of pe_stripe_get_buffer_sizes_split_s8) and the rest in
+ * ctx->buf (at least its *scratch); the two blocks must not overlap
+ * (PE_ERR_ARG). Bit-exact with pe_stripe_run_io_s8. */
+pe_status pe_stripe_run_split_s8(const pe_context *ctx, const pe_context *lines, const pe_stripe_net *net,
+                                 int32_t stripe_w, int32_t block_w, const pe_dims *input_dims, const int8_t *input,
+                                 const pe_row_source *rows, const pe_dims *output_dims, int8_t *output,
+                                 const pe_row_sink *sink);
 
 /* Runs the network over input (NHWC, dims equal to net->input) in stripes and
  * writes output (NHWC, dims equal to pe_stripe_output_dims). ctx->buf must hold

@@ -66,8 +66,8 @@ static int io_lists_ok(const pe_graph *g, const pe_graph_op *op)
     for (k = 0; k < op->num_outputs; k++) {
         const int32_t t = op->outputs[k];
         if (t < 0 || t >= g->num_tensors || g->tensors[t].data != NULL ||
-            g->tensors[t].offset == PE_GRAPH_STREAMED) {
-            return 0;
+            (g->tensors[t].offset == PE_GRAPH_STREAMED && op->type != PE_GOP_STRIPE_REGION)) {
+            return 0; /* only a stripe region writes a streamed output (to its row sink) */
         }
     }
     return 1;
@@ -206,7 +206,8 @@ pe_status pe_graph_check(const pe_graph *g, int32_t *bad_op, int32_t *bad_tensor
     return PE_OK;
 }
 
-static pe_status invoke_op(const pe_graph *g, int32_t i, const pe_context *arena, const pe_row_source *rows)
+static pe_status invoke_op(const pe_graph *g, int32_t i, const pe_context *arena, const pe_row_source *rows,
+                           const pe_row_sink *sink)
 {
     const pe_graph_op *op;
     pe_graph_runner run;
@@ -249,10 +250,10 @@ static pe_status invoke_op(const pe_graph *g, int32_t i, const pe_context *arena
         return PE_ERR_ARG;
     }
 #endif
-    if (rows != NULL) {
+    if (rows != NULL || sink != NULL) {
         const pe_graph_rows_runner run_rows = pe_graph_rows_runner_for(op->type);
         if (run_rows != NULL) {
-            return run_rows(g, op, &ctx, arena, rows);
+            return run_rows(g, op, &ctx, arena, rows, sink);
         }
     }
     return run(g, op, &ctx, arena);
@@ -260,26 +261,38 @@ static pe_status invoke_op(const pe_graph *g, int32_t i, const pe_context *arena
 
 pe_status pe_graph_invoke_op(const pe_graph *g, int32_t i, const pe_context *arena)
 {
-    return invoke_op(g, i, arena, NULL);
+    return invoke_op(g, i, arena, NULL, NULL);
 }
 
 pe_status pe_graph_invoke_op_rows(const pe_graph *g, int32_t i, const pe_context *arena,
                                   const pe_row_source *rows)
 {
-    if (rows != NULL && rows->read == NULL) {
+    return pe_graph_invoke_op_io(g, i, arena, rows, NULL);
+}
+
+pe_status pe_graph_invoke_op_io(const pe_graph *g, int32_t i, const pe_context *arena,
+                                const pe_row_source *rows, const pe_row_sink *sink)
+{
+    if ((rows != NULL && rows->read == NULL) || (sink != NULL && sink->write == NULL)) {
         return PE_ERR_ARG;
     }
-    return invoke_op(g, i, arena, rows);
+    return invoke_op(g, i, arena, rows, sink);
 }
 
 pe_status pe_graph_invoke_rows(const pe_graph *g, const pe_context *arena, const pe_row_source *rows)
+{
+    return pe_graph_invoke_io(g, arena, rows, NULL);
+}
+
+pe_status pe_graph_invoke_io(const pe_graph *g, const pe_context *arena, const pe_row_source *rows,
+                             const pe_row_sink *sink)
 {
     int32_t i;
     if (g == NULL) {
         return PE_ERR_ARG;
     }
     for (i = 0; i < g->num_ops; i++) {
-        const pe_status st = pe_graph_invoke_op_rows(g, i, arena, rows);
+        const pe_status st = pe_graph_invoke_op_io(g, i, arena, rows, sink);
         if (st != PE_OK) {
             return st;
         }

@@ -53,20 +53,41 @@ static int shares_bytes(const pe_graph *g, int32_t a, int32_t b)
 
 pe_status pe_graph_run_stripe_region_rows(const pe_graph *g, const pe_graph_op *op,
                                           const pe_context *scratch, const pe_context *arena,
-                                          const pe_row_source *rows)
+                                          const pe_row_source *rows, const pe_row_sink *sink)
 {
     const int8_t *x = NULL;
-    int8_t *y;
+    int8_t *y = NULL;
     int32_t ti, to;
-    int streamed;
+    int streamed, streamed_out;
     lookup_ctx lc;
-    if (op->num_inputs < 1 || op->num_outputs != 1 || op->params == NULL) {
+    pe_context lines;
+    const pe_context *linesp = NULL;
+    if (op->num_inputs < 1 || op->num_outputs < 1 || op->num_outputs > 2 || op->params == NULL ||
+        op->num_params < PE_STRIPE_REGION_HEADER_WORDS) {
         return PE_ERR_ARG;
+    }
+    if (op->num_outputs == 2) {
+        /* memories per part (PE_STRIPE_REGION_SPLIT): the line stores are output 1 */
+        const int32_t tl = pe_graph_output_index(op, 1);
+        if ((op->params[4] & PE_STRIPE_REGION_SPLIT) == 0 || tl < 0) {
+            return PE_ERR_ARG;
+        }
+        lines.buf = pe_graph_output(g, op, 1, arena, PE_DT_INT8);
+        if (lines.buf == NULL) {
+            return PE_ERR_ARG;
+        }
+        lines.size = pe_graph_count(g, tl);
+        lines.stats = NULL;
+        linesp = &lines;
     }
     ti = pe_graph_input_index(op, 0);
     to = pe_graph_output_index(op, 0);
-    if (ti < 0 || ti >= g->num_tensors) {
+    if (ti < 0 || ti >= g->num_tensors || to < 0 || to >= g->num_tensors) {
         return PE_ERR_ARG;
+    }
+    streamed_out = g->tensors[to].offset == PE_GRAPH_STREAMED && g->tensors[to].data == NULL;
+    if (streamed_out && (sink == NULL || sink->write == NULL || !pe_graph_tensor_valid(g, to, arena->size))) {
+        return PE_ERR_ARG; /* a streamed output needs its row sink */
     }
     streamed = g->tensors[ti].offset == PE_GRAPH_STREAMED && g->tensors[ti].data == NULL;
     if (streamed) {
@@ -76,14 +97,26 @@ pe_status pe_graph_run_stripe_region_rows(const pe_graph *g, const pe_graph_op *
     } else {
         x = (const int8_t *)pe_graph_input(g, op, 0, arena, PE_DT_INT8);
     }
-    y = (int8_t *)pe_graph_output(g, op, 0, arena, PE_DT_INT8);
+    if (!streamed_out) {
+        y = (int8_t *)pe_graph_output(g, op, 0, arena, PE_DT_INT8);
+    }
     /* x and y may share bytes: pe_stripe_run_s8 checks the overlap is one it allows */
-    if ((x == NULL && !streamed) || y == NULL) {
+    if ((x == NULL && !streamed) || (y == NULL && !streamed_out)) {
         return PE_ERR_ARG;
     }
     lc.g = g;
     lc.op = op;
     lc.arena = arena;
+    if (linesp != NULL) {
+        return pe_stripe_region_run_split(scratch, linesp, op->params, op->num_params, graph_lookup, &lc,
+                                          pe_graph_dims(g, ti), streamed ? NULL : x, streamed ? rows : NULL,
+                                          pe_graph_dims(g, to), streamed_out ? NULL : y, streamed_out ? sink : NULL);
+    }
+    if (streamed_out) {
+        return pe_stripe_region_run_io(scratch, op->params, op->num_params, graph_lookup, &lc,
+                                       pe_graph_dims(g, ti), x, streamed ? rows : NULL, pe_graph_dims(g, to), NULL,
+                                       sink);
+    }
     if (streamed) {
         return pe_stripe_region_run_rows(scratch, op->params, op->num_params, graph_lookup, &lc,
                                          pe_graph_dims(g, ti), rows, pe_graph_dims(g, to), y);
@@ -95,7 +128,7 @@ pe_status pe_graph_run_stripe_region_rows(const pe_graph *g, const pe_graph_op *
 pe_status pe_graph_run_stripe_region(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
                                      const pe_context *arena)
 {
-    return pe_graph_run_stripe_region_rows(g, op, scratch, arena, NULL);
+    return pe_graph_run_stripe_region_rows(g, op, scratch, arena, NULL, NULL);
 }
 
 pe_status pe_graph_run_conv_pool(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,

@@ -132,7 +132,7 @@ pe_status pe_stripe_region_decode(const int32_t *params, int32_t num_params, pe_
     }
     n = params[1];
     if (params[0] != PE_STRIPE_REGION_VERSION || n < 1 || n > PE_STRIPE_MAX_LAYERS || n > max_layers ||
-        params[2] < 1 || params[3] < 1 || (params[4] & ~PE_STRIPE_REGION_STREAMED) != 0) {
+        params[2] < 1 || params[3] < 1 || (params[4] & ~(PE_STRIPE_REGION_STREAMED | PE_STRIPE_REGION_STREAMED_OUT | PE_STRIPE_REGION_SPLIT)) != 0) {
         return PE_ERR_ARG;
     }
     if (num_params != PE_STRIPE_REGION_HEADER_WORDS + n * PE_STRIPE_REGION_LAYER_WORDS) {
@@ -171,8 +171,13 @@ pe_status pe_stripe_region_get_buffer_size(const int32_t *params, int32_t num_pa
     net.layers = layers;
     net.n_layers = n;
     net.input = *input_dims;
-    s = (flags & PE_STRIPE_REGION_STREAMED) ? pe_stripe_get_buffer_size_rows_s8(&net, sw, bw, &arena)
-                                            : pe_stripe_get_buffer_size_s8(&net, sw, bw, &arena);
+    /* the flag bits are the executor's PE_STRIPE_STREAM_IN / _OUT */
+    if (flags & PE_STRIPE_REGION_SPLIT) {
+        int32_t lines;
+        s = pe_stripe_get_buffer_sizes_split_s8(&net, sw, bw, flags & ~PE_STRIPE_REGION_SPLIT, &arena, &lines);
+    } else {
+        s = pe_stripe_get_buffer_size_io_s8(&net, sw, bw, flags, &arena);
+    }
     if (s != PE_OK) {
         return s;
     }
@@ -187,7 +192,7 @@ pe_status pe_stripe_region_get_buffer_size(const int32_t *params, int32_t num_pa
 static pe_status region_run(const pe_context *ctx, const int32_t *params, int32_t num_params,
                             pe_const_lookup lookup, const void *user, const pe_dims *input_dims,
                             const int8_t *input, const pe_row_source *rows, const pe_dims *output_dims,
-                            int8_t *output)
+                            int8_t *output, const pe_row_sink *sink, const pe_context *lines)
 {
     pe_stripe_layer *layers;
     pe_stripe_net net;
@@ -195,7 +200,8 @@ static pe_status region_run(const pe_context *ctx, const int32_t *params, int32_
     int32_t n, sw, bw, flags, table;
     pe_status s;
     if (ctx == NULL || params == NULL || num_params < PE_STRIPE_REGION_HEADER_WORDS ||
-        input_dims == NULL || output_dims == NULL || (input == NULL && rows == NULL) || output == NULL) {
+        input_dims == NULL || output_dims == NULL || (input == NULL && rows == NULL) ||
+        (output == NULL && sink == NULL)) {
         return PE_ERR_ARG;
     }
     n = params[1];
@@ -211,8 +217,12 @@ static pe_status region_run(const pe_context *ctx, const int32_t *params, int32_
     if (s != PE_OK) {
         return s;
     }
-    if (rows != NULL && (flags & PE_STRIPE_REGION_STREAMED) == 0) {
+    if ((rows != NULL && (flags & PE_STRIPE_REGION_STREAMED) == 0) ||
+        (sink != NULL && (flags & PE_STRIPE_REGION_STREAMED_OUT) == 0)) {
         return PE_ERR_ARG; /* its scratch has no row buffer */
+    }
+    if ((lines != NULL) != ((flags & PE_STRIPE_REGION_SPLIT) != 0)) {
+        return PE_ERR_ARG; /* the line stores are where the flag says */
     }
     net.layers = layers;
     net.n_layers = n;
@@ -220,6 +230,14 @@ static pe_status region_run(const pe_context *ctx, const int32_t *params, int32_
     sub.buf = (unsigned char *)ctx->buf + table;
     sub.size = ctx->size - table;
     sub.stats = ctx->stats;
+    if (lines != NULL) {
+        return pe_stripe_run_split_s8(&sub, lines, &net, sw, bw, input_dims, rows != NULL ? NULL : input, rows,
+                                      output_dims, sink != NULL ? NULL : output, sink);
+    }
+    if (sink != NULL) {
+        return pe_stripe_run_io_s8(&sub, &net, sw, bw, input_dims, rows != NULL ? NULL : input, rows, output_dims,
+                                   NULL, sink);
+    }
     if (rows != NULL) {
         return pe_stripe_run_rows_s8(&sub, &net, sw, bw, rows, output_dims, output);
     }
@@ -233,7 +251,7 @@ pe_status pe_stripe_region_run(const pe_context *ctx, const int32_t *params, int
     if (input == NULL) {
         return PE_ERR_ARG;
     }
-    return region_run(ctx, params, num_params, lookup, user, input_dims, input, NULL, output_dims, output);
+    return region_run(ctx, params, num_params, lookup, user, input_dims, input, NULL, output_dims, output, NULL, NULL);
 }
 
 pe_status pe_stripe_region_run_rows(const pe_context *ctx, const int32_t *params, int32_t num_params,
@@ -243,7 +261,66 @@ pe_status pe_stripe_region_run_rows(const pe_context *ctx, const int32_t *params
     if (rows == NULL || rows->read == NULL) {
         return PE_ERR_ARG;
     }
-    return region_run(ctx, params, num_params, lookup, user, input_dims, NULL, rows, output_dims, output);
+    return region_run(ctx, params, num_params, lookup, user, input_dims, NULL, rows, output_dims, output, NULL, NULL);
+}
+
+pe_status pe_stripe_region_run_io(const pe_context *ctx, const int32_t *params, int32_t num_params,
+                                  pe_const_lookup lookup, const void *user, const pe_dims *input_dims,
+                                  const int8_t *input, const pe_row_source *rows, const pe_dims *output_dims,
+                                  int8_t *output, const pe_row_sink *sink)
+{
+    if ((input == NULL) == (rows == NULL) || (output == NULL) == (sink == NULL) ||
+        (rows != NULL && rows->read == NULL) || (sink != NULL && sink->write == NULL)) {
+        return PE_ERR_ARG;
+    }
+    return region_run(ctx, params, num_params, lookup, user, input_dims, input, rows, output_dims, output, sink, NULL);
+}
+
+pe_status pe_stripe_region_run_split(const pe_context *ctx, const pe_context *lines, const int32_t *params,
+                                     int32_t num_params, pe_const_lookup lookup, const void *user,
+                                     const pe_dims *input_dims, const int8_t *input, const pe_row_source *rows,
+                                     const pe_dims *output_dims, int8_t *output, const pe_row_sink *sink)
+{
+    if ((input == NULL) == (rows == NULL) || (output == NULL) == (sink == NULL) ||
+        (rows != NULL && rows->read == NULL) || (sink != NULL && sink->write == NULL)) {
+        return PE_ERR_ARG;
+    }
+    return region_run(ctx, params, num_params, lookup, user, input_dims, input, rows, output_dims, output, sink,
+                      lines);
+}
+
+pe_status pe_stripe_region_get_buffer_sizes_split(const int32_t *params, int32_t num_params,
+                                                  pe_const_lookup lookup, const void *user,
+                                                  const pe_dims *input_dims, int32_t *scratch, int32_t *lines)
+{
+    pe_stripe_layer layers[PE_STRIPE_MAX_LAYERS];
+    pe_stripe_net net;
+    int32_t n, sw, bw, flags, arena, table;
+    pe_status s;
+    if (input_dims == NULL || scratch == NULL || lines == NULL) {
+        return PE_ERR_ARG;
+    }
+    s = pe_stripe_region_decode(params, num_params, lookup, user, layers, PE_STRIPE_MAX_LAYERS, &n, &sw, &bw,
+                                &flags);
+    if (s != PE_OK) {
+        return s;
+    }
+    if ((flags & PE_STRIPE_REGION_SPLIT) == 0) {
+        return PE_ERR_ARG;
+    }
+    net.layers = layers;
+    net.n_layers = n;
+    net.input = *input_dims;
+    s = pe_stripe_get_buffer_sizes_split_s8(&net, sw, bw, flags & ~PE_STRIPE_REGION_SPLIT, &arena, lines);
+    if (s != PE_OK) {
+        return s;
+    }
+    table = pe_stripe_region_table_bytes(n);
+    if (arena > PE_INT32_MAX - table - PIPE_ALIGN) {
+        return PE_ERR_OVERFLOW;
+    }
+    *scratch = table + arena;
+    return PE_OK;
 }
 
 /* ---- fused conv -> pool ---------------------------------------------------------- */

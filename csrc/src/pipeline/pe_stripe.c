@@ -35,6 +35,8 @@ typedef struct {
     int8_t *rowbuf;               /* streamed input: the current row's column range */
     int64_t row_hw;               /* streamed input: high-water mark of rowbuf, bytes */
     int8_t *output;
+    const pe_row_sink *sink;      /* streamed output: where finished rows go */
+    int8_t *outrow;               /* streamed output: the row being produced */
     uint64_t macs, combines, reads;
     pe_status err;
 } stripe_run;
@@ -48,6 +50,16 @@ static void note_hw(int32_t *hw, int32_t end)
 
 static void begin_input_row(stripe_run *R, int32_t L, int32_t r);
 static void deliver(stripe_run *R, int32_t L, int32_t upto);
+
+/* Streamed output: the last layer finished output row o (one stripe, so the
+ * whole row) in R->outrow; hand it to the sink. */
+static void sink_row(stripe_run *R, int32_t o)
+{
+    const pe_status st = R->sink->write(R->sink->user, o, R->outrow, R->G->out_w * R->G->out_c);
+    if (st != PE_OK && R->err == PE_OK) {
+        R->err = st;
+    }
+}
 
 /* Where column col of layer L's current input row is written. */
 static int8_t *in_slot(stripe_run *R, int32_t L, int32_t col)
@@ -81,6 +93,9 @@ static int8_t *out_slot(stripe_run *R, int32_t L, int32_t o, int32_t x)
 {
     if (L == R->G->n - 1) {
         const net_geo *G = R->G;
+        if (R->sink != NULL) {
+            return R->outrow + (size_t)x * (size_t)G->out_c; /* one stripe: x from 0 */
+        }
         return R->output + ((size_t)o * (size_t)G->out_w + (size_t)x) * (size_t)G->out_c;
     }
     return in_slot(R, L + 1, x);
@@ -549,6 +564,8 @@ static void emit_row(stripe_run *R, int32_t L, int32_t o)
         s->prod_done = end;
         if (L + 1 < R->G->n) {
             deliver(R, L + 1, end);
+        } else if (R->sink != NULL && end == s->out_b) {
+            sink_row(R, o);
         }
     }
     s->rows_done++;
@@ -593,6 +610,8 @@ static void advance(stripe_run *R, int32_t L)
             s->prod_done = end;
             if (L + 1 < R->G->n) {
                 deliver(R, L + 1, end);
+            } else if (R->sink != NULL && end == s->out_b) {
+                sink_row(R, s->prod_row);
             }
         }
         if (R->err != PE_OK) {
@@ -687,20 +706,23 @@ static void run_stripe(stripe_run *R, int32_t x0, int32_t x1)
 
 static pe_status run_impl(const pe_context *ctx, const pe_stripe_net *net, int32_t stripe_w,
                           int32_t block_w, const pe_dims *input_dims, const int8_t *input,
-                          const pe_row_source *rows, const pe_dims *output_dims, int8_t *output)
+                          const pe_row_source *rows, const pe_dims *output_dims, int8_t *output,
+                          const pe_row_sink *sink, const pe_context *lines)
 {
+    int64_t ltotal = 0;
     net_geo G;
     stripe_run R;
     stripe_state *st = NULL;
     int8_t *rowbuf = NULL;
+    int8_t *outrow = NULL;
     pe_status status;
     int64_t total;
     int32_t L, x0;
-    const int streamed = rows != NULL;
+    const int streamed = (rows != NULL ? PE_STRIPE_STREAM_IN : 0) | (sink != NULL ? PE_STRIPE_STREAM_OUT : 0);
 
-    if (ctx == NULL || input_dims == NULL || (input == NULL && !streamed) ||
-        (streamed && rows->read == NULL) || output_dims == NULL || output == NULL ||
-        stripe_w < 1 || block_w < 1) {
+    if (ctx == NULL || input_dims == NULL || (input == NULL) == (rows == NULL) ||
+        (rows != NULL && rows->read == NULL) || output_dims == NULL || (output == NULL) == (sink == NULL) ||
+        (sink != NULL && sink->write == NULL) || stripe_w < 1 || block_w < 1) {
         return PE_ERR_ARG;
     }
     status = pe_stripe_analyse(net, &G);
@@ -712,7 +734,10 @@ static pe_status run_impl(const pe_context *ctx, const pe_stripe_net *net, int32
         output_dims->w != G.out_w || output_dims->c != G.out_c) {
         return PE_ERR_ARG;
     }
-    if (!streamed) {
+    if (sink != NULL && stripe_w < G.out_w) {
+        return PE_ERR_UNSUPPORTED; /* rows are final only with one stripe */
+    }
+    if (streamed == 0) {
         /* input and output share bytes only as pe_stripe_max_overlap_delta allows */
         const uintptr_t xi = (uintptr_t)input;
         const uintptr_t yo = (uintptr_t)output;
@@ -727,15 +752,27 @@ static pe_status run_impl(const pe_context *ctx, const pe_stripe_net *net, int32
         }
     }
     block_w = min32(block_w, PE_STRIPE_MAX_BLOCK);
-    status = pe_stripe_layout(net, &G, stripe_w, block_w, streamed, NULL, NULL, NULL, &total);
+    status = pe_stripe_layout_split(net, &G, stripe_w, block_w, streamed, NULL, NULL, NULL, NULL, &total, NULL,
+                                    lines != NULL ? &ltotal : NULL);
     if (status != PE_OK) {
         return status;
     }
     if (ctx->buf == NULL || (int64_t)ctx->size < total) {
         return PE_ERR_SCRATCH;
     }
-    status = pe_stripe_layout(net, &G, stripe_w, block_w, streamed, (int8_t *)ctx->buf, &st,
-                              &rowbuf, &total);
+    if (lines != NULL) {
+        const uintptr_t a0 = (uintptr_t)ctx->buf, a1 = a0 + (uintptr_t)ctx->size;
+        const uintptr_t b0 = (uintptr_t)lines->buf, b1 = b0 + (uintptr_t)lines->size;
+        if (lines->buf == NULL || (int64_t)lines->size < ltotal) {
+            return PE_ERR_SCRATCH;
+        }
+        if (a0 < b1 && b0 < a1) {
+            return PE_ERR_ARG; /* the two blocks overlap */
+        }
+    }
+    status = pe_stripe_layout_split(net, &G, stripe_w, block_w, streamed, (int8_t *)ctx->buf, &st,
+                                    &rowbuf, &outrow, &total, lines != NULL ? (int8_t *)lines->buf : NULL,
+                                    lines != NULL ? &ltotal : NULL);
     if (status != PE_OK) {
         return status;
     }
@@ -759,11 +796,13 @@ static pe_status run_impl(const pe_context *ctx, const pe_stripe_net *net, int32
     R.G = &G;
     R.st = st;
     R.block_w = block_w;
-    R.input = streamed ? NULL : input;
+    R.input = rows != NULL ? NULL : input;
     R.rows = rows;
     R.rowbuf = rowbuf;
     R.row_hw = 0;
     R.output = output;
+    R.sink = sink;
+    R.outrow = outrow;
     R.macs = R.combines = R.reads = 0;
     R.err = PE_OK;
     for (x0 = 0; x0 < G.out_w && R.err == PE_OK; x0 += stripe_w) {
@@ -783,7 +822,7 @@ static pe_status run_impl(const pe_context *ctx, const pe_stripe_net *net, int32
         for (L = 0; L < G.n; L++) {
             elems += (int64_t)st[L + 1].hw_ring + st[L + 1].hw_temp + st[L + 1].hw_branch;
         }
-        bytes = elems + R.row_hw + ((int8_t *)st - (int8_t *)ctx->buf) +
+        bytes = elems + R.row_hw + (sink != NULL ? (int64_t)G.out_w * G.out_c : 0) + ((int8_t *)st - (int8_t *)ctx->buf) +
                 (int64_t)(G.n + 1) * (int64_t)sizeof(stripe_state);
         s->macs += R.macs;
         s->combines += R.combines;
@@ -801,7 +840,7 @@ pe_status pe_stripe_run_s8(const pe_context *ctx, const pe_stripe_net *net, int3
     if (input == NULL) {
         return PE_ERR_ARG;
     }
-    return run_impl(ctx, net, stripe_w, block_w, input_dims, input, NULL, output_dims, output);
+    return run_impl(ctx, net, stripe_w, block_w, input_dims, input, NULL, output_dims, output, NULL, NULL);
 }
 
 pe_status pe_stripe_run_rows_s8(const pe_context *ctx, const pe_stripe_net *net, int32_t stripe_w,
@@ -811,5 +850,29 @@ pe_status pe_stripe_run_rows_s8(const pe_context *ctx, const pe_stripe_net *net,
     if (rows == NULL || net == NULL) {
         return PE_ERR_ARG;
     }
-    return run_impl(ctx, net, stripe_w, block_w, &net->input, NULL, rows, output_dims, output);
+    return run_impl(ctx, net, stripe_w, block_w, &net->input, NULL, rows, output_dims, output, NULL, NULL);
+}
+
+pe_status pe_stripe_run_io_s8(const pe_context *ctx, const pe_stripe_net *net, int32_t stripe_w,
+                              int32_t block_w, const pe_dims *input_dims, const int8_t *input,
+                              const pe_row_source *rows, const pe_dims *output_dims, int8_t *output,
+                              const pe_row_sink *sink)
+{
+    if (net == NULL) {
+        return PE_ERR_ARG;
+    }
+    return run_impl(ctx, net, stripe_w, block_w, rows != NULL && input_dims == NULL ? &net->input : input_dims,
+                    input, rows, output_dims, output, sink, NULL);
+}
+
+pe_status pe_stripe_run_split_s8(const pe_context *ctx, const pe_context *lines, const pe_stripe_net *net,
+                                 int32_t stripe_w, int32_t block_w, const pe_dims *input_dims, const int8_t *input,
+                                 const pe_row_source *rows, const pe_dims *output_dims, int8_t *output,
+                                 const pe_row_sink *sink)
+{
+    if (net == NULL || lines == NULL) {
+        return PE_ERR_ARG;
+    }
+    return run_impl(ctx, net, stripe_w, block_w, rows != NULL && input_dims == NULL ? &net->input : input_dims,
+                    input, rows, output_dims, output, sink, lines);
 }

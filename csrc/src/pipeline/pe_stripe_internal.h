@@ -87,10 +87,20 @@ pe_status pe_stripe_analyse(const pe_stripe_net *net, net_geo *G);
 void pe_stripe_ranges(const pe_stripe_net *net, net_geo *G, int32_t x0, int32_t x1);
 
 /* Total arena bytes; when base != NULL also carves the buffers into *states
- * (streamed: and the row buffer of a streamed input into *rowbuf). */
+ * (streamed, a PE_STRIPE_STREAM_IN / _OUT mask: the row buffer of a streamed
+ * input into *rowbuf, of a streamed output into *outrow). */
 pe_status pe_stripe_layout(const pe_stripe_net *net, net_geo *G, int32_t stripe_w, int32_t block_w,
                            int streamed, int8_t *base, stripe_state **states, int8_t **rowbuf,
-                           int64_t *total);
+                           int8_t **outrow, int64_t *total);
+
+/* pe_stripe_layout with the line stores and delay lines (every ring and
+ * branch store) in a block of their own: *lines_total gets its bytes (with
+ * alignment slack) and, when base != NULL, lines_base holds them; *total
+ * then counts the rest (states, row temporaries, row buffers). lines_total
+ * NULL: pe_stripe_layout. */
+pe_status pe_stripe_layout_split(const pe_stripe_net *net, net_geo *G, int32_t stripe_w, int32_t block_w,
+                                 int streamed, int8_t *base, stripe_state **states, int8_t **rowbuf,
+                                 int8_t **outrow, int64_t *total, int8_t *lines_base, int64_t *lines_total);
 
 /* pe_stripe_max_overlap_delta for an analysed network. */
 pe_status pe_stripe_overlap_bound(const pe_stripe_net *net, const net_geo *G, int32_t stripe_w,

@@ -462,19 +462,40 @@ static void buffer_bytes(const pe_stripe_net *net, const net_geo *G, int32_t L, 
     *branch = (int64_t)g->branch_rows * add_w * branch_channels(&net->layers[L]);
 }
 
+/* A streamed output's one-row buffer (the whole output width: a sink needs
+ * one stripe) at off; returns the end, and the buffer in *outrow when given. */
+static int64_t out_row_layout(const net_geo *G, int64_t off, int8_t *aligned, int8_t **outrow)
+{
+    off = align_up(off);
+    if (outrow != NULL) {
+        *outrow = aligned + off;
+    }
+    return off + (int64_t)G->out_w * G->out_c;
+}
+
 /* Total arena bytes; when base != NULL also carves the buffers into st. */
 /* streamed: also a buffer for one input row range (the row source writes
  * into it), returned in *rowbuf when base != NULL. */
 pe_status pe_stripe_layout(const pe_stripe_net *net, net_geo *G, int32_t stripe_w, int32_t block_w,
                            int streamed, int8_t *base, stripe_state **states, int8_t **rowbuf,
-                           int64_t *total)
+                           int8_t **outrow, int64_t *total)
+{
+    return pe_stripe_layout_split(net, G, stripe_w, block_w, streamed, base, states, rowbuf, outrow, total, NULL,
+                                  NULL);
+}
+
+pe_status pe_stripe_layout_split(const pe_stripe_net *net, net_geo *G, int32_t stripe_w, int32_t block_w,
+                                 int streamed, int8_t *base, stripe_state **states, int8_t **rowbuf,
+                                 int8_t **outrow, int64_t *total, int8_t *lines_base, int64_t *lines_total)
 {
     int32_t in_w[PE_STRIPE_MAX_LAYERS];
     int32_t add_w[PE_STRIPE_MAX_LAYERS];
-    int64_t off;
+    int64_t off, loff = 0;
     int32_t L;
     int8_t *aligned = NULL;
+    int8_t *laligned = NULL;
     stripe_state *st = NULL;
+    const int split = lines_total != NULL;
 
     max_widths(net, G, stripe_w, in_w, add_w);
     off = align_up((int64_t)(G->n + 1) * (int64_t)sizeof(stripe_state));
@@ -483,11 +504,33 @@ pe_status pe_stripe_layout(const pe_stripe_net *net, net_geo *G, int32_t stripe_
         aligned = base + ((PE_STRIPE_ALIGN - (p % PE_STRIPE_ALIGN)) % PE_STRIPE_ALIGN);
         st = (stripe_state *)(void *)aligned;
         *states = st;
+        if (split) {
+            const uintptr_t q = (uintptr_t)lines_base;
+            laligned = lines_base + ((PE_STRIPE_ALIGN - (q % PE_STRIPE_ALIGN)) % PE_STRIPE_ALIGN);
+        }
     }
     for (L = 0; L < G->n; L++) {
         int64_t ring, temp, branch;
         int32_t temp_cols;
         buffer_bytes(net, G, L, in_w[L], add_w[L], block_w, &ring, &temp, &branch, &temp_cols);
+        if (split) {
+            /* line stores and delay lines in their own block, the row temporaries here */
+            if (st != NULL) {
+                stripe_state *s = &st[L + 1];
+                s->ring = laligned + loff;
+                s->branch = laligned + loff + ring;
+                s->temp = aligned + off;
+                s->ring_w = in_w[L];
+                s->temp_cols = temp_cols;
+                s->branch_w = add_w[L];
+            }
+            loff += ring + branch;
+            off += temp;
+            if (off > (int64_t)PE_INT32_MAX || loff > (int64_t)PE_INT32_MAX - PE_STRIPE_ALIGN) {
+                return PE_ERR_OVERFLOW;
+            }
+            continue;
+        }
         if (st != NULL) {
             stripe_state *s = &st[L + 1];
             s->ring = aligned + off;
@@ -502,13 +545,22 @@ pe_status pe_stripe_layout(const pe_stripe_net *net, net_geo *G, int32_t stripe_
             return PE_ERR_OVERFLOW;
         }
     }
-    if (streamed) {
+    if (split) {
+        *lines_total = loff + PE_STRIPE_ALIGN - 1; /* slack for an unaligned caller buffer */
+    }
+    if (streamed & PE_STRIPE_STREAM_IN) {
         /* in_w[0]: the widest input column range of a stripe */
         off = align_up(off);
         if (base != NULL && rowbuf != NULL) {
             *rowbuf = aligned + off;
         }
         off += (int64_t)in_w[0] * net->input.c;
+        if (off > (int64_t)PE_INT32_MAX) {
+            return PE_ERR_OVERFLOW;
+        }
+    }
+    if (streamed & PE_STRIPE_STREAM_OUT) {
+        off = out_row_layout(G, off, aligned, base != NULL ? outrow : NULL);
         if (off > (int64_t)PE_INT32_MAX) {
             return PE_ERR_OVERFLOW;
         }
@@ -553,7 +605,7 @@ static pe_status sized_layout(const pe_stripe_net *net, net_geo *G, int32_t stri
         return st;
     }
     *block_w = min32(*block_w, PE_STRIPE_MAX_BLOCK);
-    return pe_stripe_layout(net, G, stripe_w, *block_w, streamed, NULL, NULL, NULL, total);
+    return pe_stripe_layout(net, G, stripe_w, *block_w, streamed, NULL, NULL, NULL, NULL, total);
 }
 
 static pe_status buffer_size(const pe_stripe_net *net, int32_t stripe_w, int32_t block_w,
@@ -583,6 +635,40 @@ pe_status pe_stripe_get_buffer_size_rows_s8(const pe_stripe_net *net, int32_t st
                                             int32_t block_w, int32_t *size)
 {
     return buffer_size(net, stripe_w, block_w, 1, size);
+}
+
+pe_status pe_stripe_get_buffer_size_io_s8(const pe_stripe_net *net, int32_t stripe_w, int32_t block_w,
+                                          int32_t streams, int32_t *size)
+{
+    if ((streams & ~(PE_STRIPE_STREAM_IN | PE_STRIPE_STREAM_OUT)) != 0) {
+        return PE_ERR_ARG;
+    }
+    return buffer_size(net, stripe_w, block_w, (int)streams, size);
+}
+
+pe_status pe_stripe_get_buffer_sizes_split_s8(const pe_stripe_net *net, int32_t stripe_w, int32_t block_w,
+                                              int32_t streams, int32_t *scratch, int32_t *lines)
+{
+    net_geo G;
+    pe_status st;
+    int64_t total = 0, ltotal = 0;
+    if (scratch == NULL || lines == NULL || (streams & ~(PE_STRIPE_STREAM_IN | PE_STRIPE_STREAM_OUT)) != 0 ||
+        stripe_w < 1 || block_w < 1) {
+        return PE_ERR_ARG;
+    }
+    st = pe_stripe_analyse(net, &G);
+    if (st != PE_OK) {
+        return st;
+    }
+    block_w = min32(block_w, PE_STRIPE_MAX_BLOCK);
+    st = pe_stripe_layout_split(net, &G, stripe_w, block_w, (int)streams, NULL, NULL, NULL, NULL, &total, NULL,
+                                &ltotal);
+    if (st != PE_OK) {
+        return st;
+    }
+    *scratch = (int32_t)total;
+    *lines = (int32_t)ltotal;
+    return PE_OK;
 }
 
 pe_status pe_stripe_buffer_breakdown(const pe_stripe_net *net, int32_t stripe_w, int32_t block_w,

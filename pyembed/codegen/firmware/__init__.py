@@ -270,11 +270,19 @@ def _io_defines(graph, kind, tensors):
     return "\n".join(out) + "\n"
 
 
+def streamed_outputs(graph):
+    """Indices of the graph outputs a stripe region hands row by row to a
+    pe_row_sink (Tensor.streamed; 'firmware --stream-output')."""
+    return [k for k, t in enumerate(graph.outputs) if graph.tensors[t].streamed]
+
+
 def _api_header(graph, prefix, segmented=False):
     P = prefix.upper()
     io = _io_defines(graph, "INPUT", graph.inputs) + _io_defines(graph, "OUTPUT", graph.outputs)
     stream = "".join(f"#define PE_MODEL_INPUT{k}_STREAMED {int(bool(graph.tensors[t].streamed))}\n"
                      for k, t in enumerate(graph.inputs))
+    stream += "".join(f"#define PE_MODEL_OUTPUT{k}_STREAMED {int(bool(graph.tensors[t].streamed))}\n"
+                      for k, t in enumerate(graph.outputs))
     seg_api = ("""
 /* Segmented execution: the weights are copied from flash into a RAM block
  * segment by segment while the model runs (pe_segload.h). By default the
@@ -290,7 +298,9 @@ void pe_model_set_segment_dma(const pe_segload_dma *dma);
  *                                                  resets the recurrent states (variable tensors)
  *   memcpy(pe_model_input(0, &n), frame, n);       fill each input
  *   pe_model_invoke();                             run every operator
- *                                                  (a streamed input: pe_model_invoke_rows(&src))
+ *                                                  (a streamed input: pe_model_invoke_rows(&src);
+ *                                                  a streamed output: pe_model_invoke_io(&src or
+ *                                                  NULL, &sink))
  *   out = pe_model_output(0, &n);                  read each output
  *
  * Per-operator hooks (timing, tracing): pe_model_set_hooks(before, after, user)
@@ -321,7 +331,8 @@ typedef void (*pe_model_hook)(int32_t table_index, int32_t op_index, void *user)
 pe_status pe_model_init(void);
 /* Pointer to input `index` in RAM and its size in bytes (NULL: bad index). */
 void *pe_model_input(int32_t index, uint32_t *bytes);
-/* Pointer to output `index` and its size in bytes (NULL: bad index). */
+/* Pointer to output `index` and its size in bytes (NULL: bad index, or a
+ * streamed output, which is never in the arena). */
 const void *pe_model_output(int32_t index, uint32_t *bytes);
 pe_status pe_model_invoke(void);
 /* pe_model_invoke for a model whose input is streamed (PE_MODEL_INPUT0_STREAMED
@@ -331,6 +342,14 @@ pe_status pe_model_invoke(void);
  * input takes no arena bytes and pe_model_input returns NULL for it.
  * rows NULL: as pe_model_invoke. */
 pe_status pe_model_invoke_rows(const pe_row_source *rows);
+/* pe_model_invoke_rows for a model whose output is streamed too
+ * (PE_MODEL_OUTPUT0_STREAMED 1, 'pyembed firmware --stream-output'): the
+ * stripe region writing the output hands each row, whole and in order, to
+ * sink as soon as it is final (pe_row_sink, pe_stripe.h: a display or a DMA
+ * to the next stage; write(user, row, src, n) with n = W * C int8 values,
+ * src valid during the call only). The output takes no arena bytes and
+ * pe_model_output returns NULL for it. rows / sink NULL: none. */
+pe_status pe_model_invoke_io(const pe_row_source *rows, const pe_row_sink *sink);
 void pe_model_set_hooks(pe_model_hook before, pe_model_hook after, void *user);
 /* Number of graph-table entries and the model operator each one runs. */
 int32_t pe_model_num_ops(void);
@@ -371,7 +390,9 @@ def _api_source(graph, prefix, ops, regions, arena_base, sys_name, seg_text=None
     # a streamed input has no arena offset (PE_GRAPH_STREAMED): bytes 0 here, pe_model_input gives NULL
     in_rows = ", ".join(f"{{{P}_INPUT{k}_OFFSET, {P}_INPUT{k}_BYTES}}" if not graph.tensors[t].streamed
                         else "{0, 0}" for k, t in enumerate(graph.inputs))
-    out_rows = ", ".join(f"{{{P}_OUTPUT{k}_OFFSET, {P}_OUTPUT{k}_BYTES}}" for k in range(nout))
+    # a streamed output likewise: bytes 0, pe_model_output gives NULL
+    out_rows = ", ".join(f"{{{P}_OUTPUT{k}_OFFSET, {P}_OUTPUT{k}_BYTES}}" if not graph.tensors[t].streamed
+                         else "{0, 0}" for k, t in enumerate(graph.outputs))
     if library_arena is None:
         where = (f" * The graph runtime addresses activations as arena + offset with the arena at\n"
                  f" * 0x{arena_base:08X} (the lowest planned region); each region's planned buffers\n"
@@ -408,6 +429,7 @@ static pe_model_hook pe_model_before;
 static pe_model_hook pe_model_after;
 static void *pe_model_user;
 static const pe_row_source *pe_model_rows;
+static const pe_row_sink *pe_model_sink;
 static int pe_model_ready;
 
 static uint8_t *pe_model_arena(void)
@@ -446,8 +468,8 @@ void *pe_model_input(int32_t index, uint32_t *bytes)
 
 const void *pe_model_output(int32_t index, uint32_t *bytes)
 {{
-    if (index < 0 || index >= {P}_NUM_OUTPUTS) {{
-        return NULL;
+    if (index < 0 || index >= {P}_NUM_OUTPUTS || pe_model_outputs[index][1] == 0u) {{
+        return NULL;   /* a bad index, or a streamed output (not in the arena) */
     }}
     if (bytes != NULL) {{
         *bytes = pe_model_outputs[index][1];
@@ -481,7 +503,7 @@ static pe_status pe_model_run_op(int32_t k)
     if (pe_model_before != NULL) {{
         pe_model_before(k, pe_model_op_table[k], pe_model_user);
     }}
-    st = pe_graph_invoke_op_rows(&{prefix}_graph, k, &pe_model_ctx, pe_model_rows);
+    st = pe_graph_invoke_op_io(&{prefix}_graph, k, &pe_model_ctx, pe_model_rows, pe_model_sink);
     if (pe_model_after != NULL) {{
         pe_model_after(k, pe_model_op_table[k], pe_model_user);
     }}
@@ -511,16 +533,23 @@ pe_status pe_model_invoke(void)
 
 pe_status pe_model_invoke_rows(const pe_row_source *rows)
 {{
+    return pe_model_invoke_io(rows, NULL);
+}}
+
+pe_status pe_model_invoke_io(const pe_row_source *rows, const pe_row_sink *sink)
+{{
     pe_status st;
     if (!pe_model_ready) {{
         return PE_ERR_STATE;
     }}
-    if (rows != NULL && rows->read == NULL) {{
+    if ((rows != NULL && rows->read == NULL) || (sink != NULL && sink->write == NULL)) {{
         return PE_ERR_ARG;
     }}
     pe_model_rows = rows;
+    pe_model_sink = sink;
     st = pe_model_run();
     pe_model_rows = NULL;
+    pe_model_sink = NULL;
     return st;
 }}
 
@@ -617,8 +646,8 @@ def _write_project(out, graph, profile, plan, prefix, layout, arena_base, region
     # the operator table: only the runners (hence kernels) this model's operators use
     from pyembed.codegen import optable
     w(f"model/{optable.GENERATED_NAME}",
-      optable.op_table_source(optable.op_uses(gsrc, _gather_rows(graph, ops)), rows=bool(streamed),
-                              model_name=graph.name))
+      optable.op_table_source(optable.op_uses(gsrc, _gather_rows(graph, ops)),
+                              rows=bool(streamed) or bool(streamed_outputs(graph)), model_name=graph.name))
     op_rows = [{"table_index": k, "op": o["op"], "type": graph.operators[o["op"]].type} for k, o in enumerate(ops)]
     w("model/pe_model.h", _api_header(graph, prefix, segments is not None))
     w("model/pe_model.c", _api_source(graph, prefix, ops, regions, arena_base, sys_region.name, seg_text))
@@ -639,8 +668,10 @@ def _write_project(out, graph, profile, plan, prefix, layout, arena_base, region
     # the harness's frame of a streamed input: in code memory where QEMU makes it RAM, else in .data's RAM
     # (io uart / none: the built-in input in flash is the frame, read in place)
     frame = None if not streamed or io != "semihost" else ("FLASH" if machine else "RAM")
+    # the harness's frame of a streamed output (semihost: the sink copies the rows there for pe_output.bin)
+    out_frame = None if not streamed_outputs(graph) or io != "semihost" else ("FLASH" if machine else "RAM")
     w("link.ld", _linker_script(profile, regions, profile.flash_region, sys_region.name, seg_block, frame,
-                                boot2=boot2 is not None))
+                                boot2=boot2 is not None, out_frame_memory=out_frame))
     if boot2 is not None:
         w("pe_boot2.c", fwio.boot2_source(boot2))
     # the stack reserve the link keeps (build_project rewrites it from the static bound)
@@ -680,6 +711,7 @@ def _write_project(out, graph, profile, plan, prefix, layout, arena_base, region
                 "arena_base": arena_base, "arena_span": layout.arena_size, "arena_bytes": int(plan.arena_size),
                 "pipeline": plan.info.get("pipeline"),
                 "streamed_inputs": streamed,
+                "streamed_outputs": streamed_outputs(graph),
                 "dsp_scratch": {str(k): {"old": o, "new": n, "region": r, "offset": f}
                                 for k, (o, n, r, f) in granted.items()},
                 "regions": {k: {"base": b, "used": u} for k, (b, u) in regions.items()},
@@ -765,6 +797,9 @@ def generate_project(graph, profile, outdir, plan=None, prefix="pe_model", algor
     streamed = [k for k, t in enumerate(graph.inputs) if graph.tensors[t].streamed]
     if streamed and streamed != [0]:
         raise UnsupportedError(f"graph: inputs {streamed} are streamed; the firmware harness streams input 0 only")
+    if streamed_outputs(graph) not in ([], [0]):
+        raise UnsupportedError(f"graph: outputs {streamed_outputs(graph)} are streamed; the firmware harness "
+                               f"streams output 0 only")
     profile = _require_profile(profile)
     _check_names(profile, prefix)
     from pyembed.codegen.firmware import io as fwio

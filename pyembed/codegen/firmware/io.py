@@ -37,7 +37,7 @@ import dataclasses
 import re
 import struct
 
-from pyembed.codegen.firmware.files import input_rows_callback, op_timing_hooks
+from pyembed.codegen.firmware.files import input_rows_callback, op_timing_hooks, output_rows_callback
 from pyembed.errors import ArgumentError, UnsupportedError
 
 IO_MODES = ("semihost", "uart", "none")
@@ -530,9 +530,30 @@ def main_source(graph, prefix, ops, io, streamed=False):
         src.user = NULL;
         st = pe_model_invoke_rows(&src);
     }""" if streamed else "    st = pe_model_invoke();")
+    streamed_out = bool(graph.outputs) and graph.tensors[graph.outputs[0]].streamed
+    get_out = "        const void *q = pe_model_output(k, &n);"
+    if streamed_out:
+        # a streamed output 0: the row sink copies each row into output_frame (in .bss, outside the
+        # planned RAM), which is printed (uart) or left for a debugger (none) as output 0
+        streamed_decl += f"""
+/* The streamed output's frame, outside the planned RAM (.bss), standing for a display or the
+ * next stage's buffer: the model hands each row to output_rows as soon as it is final and
+ * never stores the output in its arena. */
+static int8_t output_frame[{P}_OUTPUT0_BYTES] __attribute__((aligned(4)));
+{output_rows_callback(P)}"""
+        src = ("        pe_row_source src;\n", "        src.read = input_rows;\n        src.user = NULL;\n") \
+            if streamed else ("", "")
+        invoke = ("    {\n" + src[0] + "        pe_row_sink sink;\n" + src[1] + "        sink.write = output_rows;\n"
+                  f"        sink.user = NULL;\n        st = pe_model_invoke_io({'&src' if streamed else 'NULL'}, "
+                  "&sink);\n    }")
+        get_out = (f"        const void *q = k == 0 ? (const void *)output_frame : pe_model_output(k, &n);\n"
+                   f"        n = k == 0 ? (uint32_t){P}_OUTPUT0_BYTES : n;")
     prints = ""
     rows_line = ("    pe_uart_puts(\"pe_input_rows_given \");\n    pe_uart_dec(rows_given);\n"
                  "    pe_uart_puts(\"\\n\");\n") if streamed else ""
+    if streamed_out:
+        rows_line += ("    pe_uart_puts(\"pe_output_rows_taken \");\n    pe_uart_dec(rows_taken);\n"
+                      "    pe_uart_puts(\"\\n\");\n")
     if uart:
         prints = f"""
     pe_uart_puts("pe_begin {_bare_name(graph.name)}\\n");
@@ -540,7 +561,7 @@ def main_source(graph, prefix, ops, io, streamed=False):
     pe_uart_sdec(st);
     pe_uart_puts("\\n");
     for (k = 0; k < {P}_NUM_OUTPUTS; k++) {{
-        const void *q = pe_model_output(k, &n);
+{get_out}
         pe_uart_puts("pe_output ");
         pe_uart_dec((uint64_t)k);
         pe_uart_puts(" ");
@@ -664,6 +685,7 @@ def parse_uart_output(text):
     """The UART lines of a --io uart run as a dict: status, outputs {k: bytes},
     ops [(table index, op, ticks)], invoke_ticks, tick_hz, instructions,
     stack (peak, main, reserve), rows_given (a streamed input, else None),
+    rows_taken (a streamed output, else None),
     fault (None, or what faulted). Raises ArgumentError when pe_begin or
     pe_end is missing."""
     if isinstance(text, bytes):
@@ -674,7 +696,7 @@ def parse_uart_output(text):
     if "pe_end" not in lines:
         raise ArgumentError(f"UART output: no pe_end line (the run stopped early?) in {text[-300:]!r}")
     r = {"status": None, "outputs": {}, "ops": [], "invoke_ticks": None, "tick_hz": None, "instructions": None,
-         "stack": None, "rows_given": None, "fault": None}
+         "stack": None, "rows_given": None, "rows_taken": None, "fault": None}
     for ln in lines:
         f = ln.split(" ")
         key = f[0]
@@ -698,6 +720,8 @@ def parse_uart_output(text):
             r["stack"] = tuple(int(x) for x in f[1:4])
         elif key == "pe_input_rows_given":
             r["rows_given"] = int(f[1])
+        elif key == "pe_output_rows_taken":
+            r["rows_taken"] = int(f[1])
         elif key == "pe_fault":
             r["fault"] = " ".join(f[1:]) or "fault"
     return r

@@ -400,7 +400,8 @@ def write_library(w, graph, profile, plan, prefix, layout, regions, granted, fc_
     wm("model/model_graph.h", ghdr)
     wm("model/model_graph.c", gsrc)
     wm(f"model/{optable.GENERATED_NAME}",
-       optable.op_table_source(optable.op_uses(gsrc, _gather_rows(graph, ops)), rows=bool(streamed),
+       optable.op_table_source(optable.op_uses(gsrc, _gather_rows(graph, ops)),
+                               rows=bool(streamed) or any(graph.tensors[t].streamed for t in graph.outputs),
                                model_name=graph.name))
     # (pe_model_init checks no address here: the link places the arena)
     wm("model/pe_model.h", _api_header(graph, prefix, False).replace("once: checks the memory map and the tables,",
@@ -429,6 +430,7 @@ def write_library(w, graph, profile, plan, prefix, layout, regions, granted, fc_
         "cpu_flags_assumed": core_flags, "dsp_extension": _has_dsp(profile), "qemu_machine": qemu_machine(profile),
         "arena_bytes": int(plan.arena_size), "arena_span": layout.arena_size,
         "pipeline": plan.info.get("pipeline"), "streamed_inputs": streamed,
+        "streamed_outputs": [k for k, t in enumerate(graph.outputs) if graph.tensors[t].streamed],
         "dsp_scratch": {str(k): {"old": o, "new": n, "region": r, "offset": f} for k, (o, n, r, f) in granted.items()},
         "regions": {k: {"used": u} for k, (_, u) in regions.items()},
         "sections": {section_names(n): {"region": n, "bytes": b, "used": u, "region_alias": region_alias(n),
