@@ -102,7 +102,7 @@ GROUP_FEATURES = {
 }
 # pe_pipeline.h
 _REGION_HEADER, _REGION_LAYER = 5, 32
-_KIND = {0: "conv", 1: "dw", 2: "pw", 3: "pool", 4: "add", 5: "upsample", 6: "concat"}
+_KIND = {0: "conv", 1: "dw", 2: "pw", 3: "pool", 4: "add", 5: "upsample", 6: "concat", 7: "table"}
 GATHER_DW_BLOCK = 16     # csrc/src/kernels/conv/pe_conv_gather.c PE_GATHER_DW_BLOCK
 
 
@@ -132,7 +132,7 @@ def group_keys(graph, op, kc):
 
 def region_layers(graph, op):
     """[(kind, out_h, out_w, out_c, macs)] of a PE_STRIPE_REGION's layers, from its words and the
-    shape of its input; kind one of conv, dw, pw, pool (macs = taps), add, upsample, concat."""
+    shape of its input; kind one of conv, dw, pw, pool (macs = taps), add, upsample, concat, table."""
     w = [int(v) for v in np.asarray(op.params["words"]).ravel()]
     x = graph.tensors[op.inputs[0]].shape
     h, wd = int(x[-3]), int(x[-2])

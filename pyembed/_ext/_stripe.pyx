@@ -29,6 +29,7 @@ cdef extern from "pyembed/pe_stripe.h":
         PE_STRIPE_ADD
         PE_STRIPE_UPSAMPLE2X
         PE_STRIPE_CONCAT
+        PE_STRIPE_TABLE
 
     ctypedef struct pe_stripe_add_params:
         int32_t from_layer
@@ -55,6 +56,8 @@ cdef extern from "pyembed/pe_stripe.h":
         pe_per_channel_quant quant
         pe_pool_kind pool_kind
         pe_stripe_add_params add
+        const int8_t *table
+        int32_t table_channels
 
     ctypedef struct pe_stripe_net:
         const pe_stripe_layer *layers
@@ -97,6 +100,7 @@ OPS = {
     "add": PE_STRIPE_ADD,
     "upsample2x": PE_STRIPE_UPSAMPLE2X,
     "concat": PE_STRIPE_CONCAT,
+    "table": PE_STRIPE_TABLE,
 }
 
 _NET_DETAIL = ("network rejected: channels must chain, padding in [0, kernel), add inputs of "
@@ -165,6 +169,9 @@ cdef class Network:
             elif s["op"] == "concat":
                 l.add.from_layer = s["from_layer"]
                 l.add.left_shift = s["branch_first"]
+            elif s["op"] == "table":
+                l.table = _i8(self.keep, s["table"])
+                l.table_channels = s["table_channels"]
         self.net.layers = self.layers
         self.net.n_layers = <int32_t>n
         self.net.input.n = 1

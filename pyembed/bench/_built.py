@@ -42,6 +42,14 @@ def _conv_float(x, w, b, stride, depthwise):
     return np.einsum("hwcij,oijc->hwo", win, w, optimize=True) + b
 
 
+# float models of the stand-alone activations _Net.activation builds
+_ACT_FLOAT = {"RELU": lambda v, a: np.maximum(v, 0.0), "RELU6": lambda v, a: np.clip(v, 0.0, 6.0),
+              "RELU_N1_TO_1": lambda v, a: np.clip(v, -1.0, 1.0),
+              "LEAKY_RELU": lambda v, a: np.where(v >= 0, v, a * v),
+              "HARD_SWISH": lambda v, a: v * np.clip(v + 3.0, 0.0, 6.0) / 6.0,
+              "LOGISTIC": lambda v, a: 1.0 / (1.0 + np.exp(-v)), "TANH": lambda v, a: np.tanh(v)}
+
+
 class _Net:
     """A little graph builder: int8 activations, per-channel int8 weights.
     A float64 copy of every activation (from one random input) calibrates
@@ -200,6 +208,38 @@ class _Net:
         self.ops.append(("FULLY_CONNECTED", [x, wt, bt], [out], {"act": None}))
         return out
 
+    # element-wise operators (stripe regions run them as 256-entry tables)
+    def activation(self, x, kind, alpha=0.2):
+        """A stand-alone activation: RELU, RELU6, RELU_N1_TO_1, LEAKY_RELU
+        (alpha), HARD_SWISH, LOGISTIC or TANH (the last two with TFLite's
+        fixed int8 output quantization 1/256, -128 and 1/128, 0)."""
+        y = _ACT_FLOAT[kind](self.val[x], alpha)
+        if kind == "LOGISTIC":
+            out = self.act(self.shape(x), 1.0 / 256, -128)
+        elif kind == "TANH":
+            out = self.act(self.shape(x), 1.0 / 128, 0)
+        else:
+            out = self._out(self.shape(x), y, None)
+        s, z = self.q(out)
+        self.val[out] = (np.clip(np.round(y / s) + z, -128, 127) - z) * s
+        self.ops.append((kind, [x], [out], {"alpha": alpha}))
+        return out
+
+    def const_op(self, x, kind, per_channel=True):
+        """MUL or ADD of x by an int8 constant, one value per channel
+        (shape (C,)) or a scalar (shape (1,))."""
+        c = self.shape(x)[3]
+        n = c if per_channel else 1
+        v = self.rng.uniform(0.5, 1.5, size=n) * self.rng.choice([-1.0, 1.0], size=n)
+        sc = float(np.abs(v).max()) / 127.0
+        q = np.clip(np.round(v / sc), -127, 127).astype(np.int8)
+        k = self.tensor((n,), data=q, scale=np.float32(sc), zp=0)
+        kv = q.astype(np.float64) * np.float32(sc)
+        y = self.val[x] * kv if kind == "MUL" else self.val[x] + kv
+        out = self._out(self.shape(x), y, None)
+        self.ops.append((kind, [x, k], [out], {"act": None}))
+        return out
+
     def to_bytes(self, inputs, outputs):
         return _serialize(self.tensors, self.ops, inputs, outputs)
 
@@ -241,6 +281,12 @@ def _serialize(tensors, ops, inputs, outputs):
             wops.append(W.op(code, ins, outs, "ReshapeOptions", newShape=list(o["new_shape"])))
         elif name == "FULLY_CONNECTED":
             wops.append(W.op(code, ins, outs, "FullyConnectedOptions", fusedActivationFunction=acts[o["act"]]))
+        elif name == "LEAKY_RELU":
+            wops.append(W.op(code, ins, outs, "LeakyReluOptions", alpha=float(o["alpha"])))
+        elif name in ("RELU", "RELU6", "RELU_N1_TO_1", "HARD_SWISH", "LOGISTIC", "TANH"):
+            wops.append(W.op(code, ins, outs))
+        elif name == "MUL":
+            wops.append(W.op(code, ins, outs, "MulOptions", fusedActivationFunction=acts[o["act"]]))
         else:  # pragma: no cover - the builders use only the above
             raise ValueError(name)
     return W.build(ts, wops, inputs=list(inputs), outputs=list(outputs))

@@ -496,7 +496,42 @@ class Concat(Layer):
         return np.ascontiguousarray(np.concatenate(parts, axis=2))
 
 
-LAYER_TYPES = (Conv2D, Pointwise, DepthwiseConv2D, Pool2D, Add, Upsample2x, Concat)
+@dataclass
+class Table(Layer):
+    """An element-wise int8 -> int8 table: out[y, x, c] = table[c, in[y, x, c] + 128]
+    (table of shape (256,) for every channel, or (channels, 256), one row per
+    channel). Any operator whose output depends only on the input value and
+    its channel is one: activations (LEAKY_RELU, HARD_SWISH, LOGISTIC, ...),
+    multiplying or adding a constant scalar or per-channel tensor. 1x1,
+    stride 1, as many output channels as input channels."""
+    table: np.ndarray = None
+
+    def __post_init__(self):
+        t = self.table
+        if not isinstance(t, np.ndarray) or t.dtype != np.int8 or t.ndim not in (1, 2) or t.shape[-1] != 256 \
+                or t.size == 0:
+            raise ArgumentError(f"table: expected an int8 array of shape (256,) or (channels, 256), got "
+                                f"{getattr(t, 'dtype', type(t).__name__)} {getattr(t, 'shape', '')}")
+        self.table = np.ascontiguousarray(t)
+
+    @property
+    def table_channels(self):
+        """1 (one table for every channel) or the channel count."""
+        return 1 if self.table.ndim == 1 else int(self.table.shape[0])
+
+    @property
+    def in_channels(self):
+        return None if self.table.ndim == 1 else int(self.table.shape[0])
+
+    def reference(self, x):
+        _check_input(x, self.in_channels)
+        idx = x.astype(np.int64) + 128
+        if self.table.ndim == 1:
+            return self.table[idx]
+        return np.ascontiguousarray(self.table[np.arange(x.shape[2]), idx])
+
+
+LAYER_TYPES = (Conv2D, Pointwise, DepthwiseConv2D, Pool2D, Add, Upsample2x, Concat, Table)
 BRANCH_TYPES = (Add, Concat)   # layers that also read an earlier layer's output
 
 

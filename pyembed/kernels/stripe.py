@@ -31,8 +31,8 @@ import numpy as np
 from pyembed._ext import _stripe as _c
 from pyembed._validate import int_in_range
 from pyembed.errors import ArgumentError, PlanError, UnsupportedError
-from pyembed.kernels.layers import (BRANCH_TYPES, Add, Concat, Conv2D, DepthwiseConv2D, Pointwise, Pool2D, Upsample2x,
-                            backward_intervals, infer_shapes, macs_per_tap,
+from pyembed.kernels.layers import (BRANCH_TYPES, Add, Concat, Conv2D, DepthwiseConv2D, Pointwise, Pool2D, Table,
+                            Upsample2x, backward_intervals, infer_shapes, macs_per_tap,
                             receptive_field, run_layers, valid_tap_count)
 from pyembed.kernels.quant import quantize_multiplier_array
 
@@ -114,6 +114,8 @@ def _spec(layer, in_shape):
         s.update(op="upsample2x", kernel=(1, 1), stride=(1, 1), padding=(0, 0, 0, 0))
     elif isinstance(layer, Concat):
         s.update(op="concat", from_layer=layer.from_layer, branch_first=int(layer.branch_first))
+    elif isinstance(layer, Table):
+        s.update(op="table", table=layer.table, table_channels=layer.table_channels)
     return s
 
 

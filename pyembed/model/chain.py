@@ -1,15 +1,19 @@
 """Layer objects from a model's operators: ``from_operator(graph, op)`` builds
 the pyembed.kernels.layers object computing one CONV_2D / DEPTHWISE_CONV_2D /
-AVERAGE_POOL_2D / MAX_POOL_2D / ADD operator from the kernel parameters
+AVERAGE_POOL_2D / MAX_POOL_2D / ADD operator (or, as a Table, an element-wise
+activation or constant multiply / add, ``table_layer``) from the kernel parameters
 pyembed.model.ops derived at load (the graph runtime's own), and
 ``chain_from_graph(graph, first, last)`` (or ``Graph.layers``) the LayerChain
 of consecutive operators, ready for the stripe executor (pyembed.kernels.stripe).
 """
+import weakref
+
 import numpy as np
 
 from pyembed._validate import int_in_range
 from pyembed.errors import ArgumentError, ModelError, UnsupportedError
-from pyembed.kernels.layers import Add, Concat, Conv2D, DepthwiseConv2D, Pointwise, Pool2D, Upsample2x, infer_shapes
+from pyembed.kernels.layers import (Add, Concat, Conv2D, DepthwiseConv2D, Pointwise, Pool2D, Table, Upsample2x,
+                                    infer_shapes)
 from pyembed.model.runtime import rounding_table
 
 
@@ -23,6 +27,11 @@ from pyembed.model.runtime import rounding_table
 # and the layer executors share one derivation of every formula.
 
 LAYER_OP_TYPES = ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D", "ADD")
+# element-wise operators that become a Table layer when every input but one
+# activation is a constant scalar or per-channel tensor (elementwise_input)
+TABLE_OP_TYPES = ("LEAKY_RELU", "PRELU", "RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1", "HARD_SWISH", "LOGISTIC",
+                  "TANH", "GELU", "ABS", "NEG", "QUANTIZE", "MUL", "ADD", "SUB", "MAXIMUM", "MINIMUM",
+                  "SQUARED_DIFFERENCE")
 
 
 def _operator(graph, op):
@@ -61,6 +70,9 @@ def from_operator(graph, op, *, rounding="double", main_input=0, from_layer=-1):
     ADD only: main_input (0 or 1) is the input on the main path (the
     previous layer's output), the other is the branch, which the layer
     reads from layer from_layer's output (-1: the chain's input).
+    An element-wise operator of TABLE_OP_TYPES with one activation input
+    and otherwise constant scalars or per-channel tensors (elementwise_input)
+    is a Table layer (table_layer).
     Raises UnsupportedError for an operator no layer object computes
     (another type, dilation, grouped convolution, broadcasting ADD, batch > 1)."""
     op = _operator(graph, op)
@@ -69,6 +81,8 @@ def from_operator(graph, op, *, rounding="double", main_input=0, from_layer=-1):
     where = _where(graph, op)
     if op.type == "RESIZE_NEAREST_NEIGHBOR":
         return _upsample(graph, op, where)
+    if elementwise_input(graph, op) is not None:
+        return table_layer(graph, op, rounding=rounding)
     if not op.supported:
         raise UnsupportedError(f"{where}: {op.reason}")
     if op.type not in LAYER_OP_TYPES:
@@ -123,6 +137,79 @@ def from_operator(graph, op, *, rounding="double", main_input=0, from_layer=-1):
     if got != y_shape:
         raise ModelError(f"{where}: the layer computes shape {got} from input {x_shape}, the graph says {y_shape}")
     return layer
+
+
+def elementwise_input(graph, op):
+    """The position of op's one activation input when op is an element-wise
+    operator a Table layer computes: a supported operator of TABLE_OP_TYPES
+    whose output, int8 NHWC with batch 1, has the shape of that int8 input,
+    and whose other inputs are constants broadcasting as a scalar or along
+    the channel axis only (shape (), (1,), (C,), (1, 1, 1, C), ...). None
+    otherwise (an ADD of two activations is a residual Add)."""
+    if op.type not in TABLE_OP_TYPES or not op.supported or len(op.outputs) != 1 or not op.inputs:
+        return None
+    acts = [k for k, t in enumerate(op.inputs) if t >= 0 and not graph.tensors[t].is_constant]
+    if len(acts) != 1:
+        return None
+    x, y = graph.tensors[op.inputs[acts[0]]], graph.tensors[op.outputs[0]]
+    if x.dtype != np.int8 or y.dtype != np.int8 or len(y.shape) != 4 or y.shape[0] != 1 \
+            or tuple(x.shape) != tuple(y.shape):
+        return None
+    c = int(y.shape[3])
+    for k, t in enumerate(op.inputs):
+        if k == acts[0] or t < 0:
+            continue
+        shape = tuple(int(d) for d in graph.tensors[t].shape)
+        if len(shape) > 4 or any(d != 1 for d in shape[:-1]) or (shape and shape[-1] not in (1, c)):
+            return None
+    return acts[0]
+
+
+_TABLES = weakref.WeakKeyDictionary()   # graph -> {(op position, op identity, rounding): table}
+
+
+def table_layer(graph, op, *, rounding="double"):
+    """The Table layer computing element-wise operator op (elementwise_input):
+    its 256-entry int8 table per channel (one table when every channel's is
+    the same) is what the graph runtime's own operator computes for each
+    of the 256 int8 inputs in each channel, run on inputs covering them all;
+    an operator whose output turns out to depend on anything but the value
+    and the channel (its position) is refused. rounding: as Graph.run's."""
+    op = _operator(graph, op)
+    k = elementwise_input(graph, op)
+    where = _where(graph, op)
+    if k is None:
+        raise UnsupportedError(f"{where}: not an element-wise operator of one int8 activation and constant "
+                               f"scalars or per-channel tensors (a Table layer takes {', '.join(TABLE_OP_TYPES)})")
+    pos = next(i for i, o in enumerate(graph.operators) if o is op)
+    cache = _TABLES.setdefault(graph, {})
+    key = (pos, id(op), repr(rounding))
+    if key in cache:
+        return Table(cache[key].copy())
+    x = graph.tensors[op.inputs[k]]
+    shape = tuple(int(d) for d in x.shape)
+    c, n = shape[3], shape[1] * shape[2]
+    sub = graph.subgraph([pos], outputs=[op.outputs[0]])
+    table = np.zeros((c, 256), dtype=np.int16)
+    seen = np.zeros((c, 256), dtype=bool)
+    flat = np.arange(n, dtype=np.int64)
+    for run in range(-(-256 // n)):
+        v = (flat + run * n) % 256                       # value - (-128) at each position
+        xs = np.repeat(v[:, None], c, axis=1)
+        y = sub.run((xs - 128).astype(np.int8).reshape(shape), rounding=rounding, layout="internal")[0]
+        y = y.reshape(n, c).astype(np.int16)
+        for ch in range(c):
+            first = ~seen[ch, v]
+            table[ch, v[first]] = y[first, ch]
+            seen[ch, v[first]] = True
+            if np.any(table[ch, v] != y[:, ch]):
+                raise UnsupportedError(f"{where}: its output depends on more than the input value and the "
+                                       f"channel; no table computes it")
+    table = table.astype(np.int8)
+    if np.all(table == table[:1]):
+        table = table[0].copy()
+    cache[key] = table
+    return Table(table.copy())
 
 
 def _concat(graph, op, main_input, from_layer):
@@ -241,9 +328,10 @@ def chain_from_graph(graph, first_op=0, last_op=None, rounding="double"):
     first = int_in_range(first_op, "first_op", 0, n - 1)
     last = n - 1 if last_op is None else int_in_range(last_op, "last_op", first, n - 1)
     start = graph.operators[first]
-    if start.type in ("ADD", "CONCATENATION") or not start.inputs or start.inputs[0] < 0:
+    k0 = elementwise_input(graph, start)
+    if k0 is None and (start.type in ("ADD", "CONCATENATION") or not start.inputs or start.inputs[0] < 0):
         raise UnsupportedError(f"{_where(graph, start)}: a chain starts with an operator of one activation input")
-    input_tensor = start.inputs[0]
+    input_tensor = start.inputs[k0 or 0]
     produced = {input_tensor: -1}
     layers, tensors, used = [], [], []
     for k in range(first, last + 1):
@@ -253,6 +341,11 @@ def chain_from_graph(graph, first_op=0, last_op=None, rounding="double"):
             if op.type == "CONCATENATION" and len(op.inputs) == 2:
                 main, other = _main_and_branch(graph, op, prev, produced)
                 layer, _ = _concat(graph, op, main, produced[other])
+            elif elementwise_input(graph, op) is not None:
+                if op.inputs[elementwise_input(graph, op)] != prev:
+                    raise UnsupportedError(f"{_where(graph, op)}: does not read the previous layer's output "
+                                           f"(tensor {prev})")
+                layer = table_layer(graph, op, rounding=rounding)
             elif op.type == "ADD":
                 main, other = _main_and_branch(graph, op, prev, produced)
                 layer = from_operator(graph, op, rounding=rounding, main_input=main, from_layer=produced[other])

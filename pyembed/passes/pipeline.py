@@ -9,7 +9,9 @@ words, constants as input tensors):
   reverse pooling consuming convolution output rows as they become final;
   the convolution output tensor disappears from the plan.
 * ``PE_STRIPE_REGION`` (SPEC section 4): a run of layers the stripe
-  executor takes (conv, depthwise, pointwise, pooling, residual ADD) runs
+  executor takes (conv, depthwise, pointwise, pooling, residual ADD,
+  CONCATENATION, x2 nearest upsampling, and element-wise activations or
+  constant multiplies / adds as 256-entry tables, pyembed.model.chain.table_layer) runs
   row by row in vertical stripes with per-layer line stores, blocks
   depth-first (pe_stripe_run_s8); its intermediate tensors disappear from
   the plan and its line stores are the operator's scratch, which the
@@ -51,7 +53,7 @@ REGION_SPLIT = 4   # header flag: its line stores are its output 1, a tensor of 
 LAYER_WORDS = 32
 CONV_POOL_WORDS = 26
 BLOCK_WIDTHS = (1, 2, 4, 8, 16)
-_OPS = {"conv": 0, "depthwise": 1, "pointwise": 2, "pool": 3, "add": 4, "upsample2x": 5, "concat": 6}
+_OPS = {"conv": 0, "depthwise": 1, "pointwise": 2, "pool": 3, "add": 4, "upsample2x": 5, "concat": 6, "table": 7}
 
 
 # ---------------------------------------------------------------------------
@@ -85,6 +87,8 @@ def _layer_words(spec, slots):
     elif spec["op"] == "concat":
         w[17] = int(spec["from_layer"])
         w[18] = int(spec["branch_first"])
+    elif spec["op"] == "table":
+        w[17] = int(spec["table_channels"])
     w[27:31] = list(slots) if slots else [-1, -1, -1, -1]
     return w
 
@@ -242,6 +246,11 @@ def region_operator(graph, region, tensors):
                 arr = np.broadcast_to(np.asarray(spec[name], dtype=np.int32), (out_c,))
                 slots.append(len(inputs))
                 inputs.append(_new_const(tensors, f"region{region.first}_l{i}_{name}", arr.copy()))
+        if spec["op"] == "table":
+            # the layer's 256-entry table(s), computed by the graph runtime's own operator
+            slots = [len(inputs), -1, -1, -1]
+            inputs.append(_new_const(tensors, f"region{region.first}_l{i}_table",
+                                     np.asarray(spec["table"], dtype=np.int8).copy()))
         words += _layer_words(spec, slots)
     params = {"words": np.asarray(words, dtype=np.int32), "layers": len(chain), "ops": list(region.ops),
               "last_input_row": last_input_rows(chain, shapes), "overlap_delta": _region_overlap(region),
@@ -756,11 +765,15 @@ def _region_overlap(r):
 
 def region_weight_bytes(graph, region):
     """Constant bytes the region's operator reads (16-byte aligned): the
-    layers' weights and biases and its per-channel multiplier and shift
-    tables."""
+    layers' weights and biases, its per-channel multiplier and shift
+    tables and its element-wise layers' 256-entry tables."""
+    from pyembed.kernels.layers import Table
     seen, total = set(), 0
-    for i in region.ops:
+    for k, i in enumerate(region.ops):
         op = graph.operators[i]
+        if isinstance(region.chain[k], Table):
+            total += -(-int(region.chain[k].table.nbytes) // 16) * 16   # its table, not the operator's constants
+            continue
         for t in op.inputs:
             if t >= 0 and t not in seen and graph.tensors[t].data is not None:
                 seen.add(t)

@@ -23,14 +23,15 @@
  *    7 pad top   8 pad bottom   9 pad left   10 pad right
  *   11 input_offset   12 output_offset   13 act min   14 act max
  *   15 rounding (pe_rounding)   16 pool kind (pe_pool_kind)
- *   17 add / concat from_layer   18 add left_shift (concat: 1 = branch channels
- *      first)   19 add main_offset
+ *   17 add / concat from_layer; table: its table count (1 or in_c)
+ *   18 add left_shift (concat: 1 = branch channels first)   19 add main_offset
  *   20 add main multiplier   21 add main shift   22 add branch_offset
  *   23 add branch multiplier   24 add branch shift
  *   25 add out multiplier   26 add out shift
  *   27..30 slots (operator input positions) of the layer's weights (int8),
  *          bias (int32, -1 = none), multipliers (int32), shifts (int32);
- *          -1 for a layer without them (pool, add, upsample)
+ *          -1 for a layer without them (pool, add, upsample); a table layer:
+ *          27 the slot of its 256 * count int8 values, 28..30 -1
  *   31 reserved, 0
  * The operator's input 0 is the region input (int8 NHWC), output 0 its
  * output. A streamed graph input (tensor offset PE_GRAPH_STREAMED, pe_graph.h)

@@ -44,6 +44,11 @@
  *                    out = clamp(requant(a + b, out_quant) + output_offset, act)
  *    (a + b saturates to int32.)
  *  upsample2x: nearest neighbour, out[y][x] = in[y / 2][x / 2].
+ *  table (an element-wise operator whose output depends only on the input
+ *    value and its channel: an activation, a multiply or add by a constant
+ *    scalar or per-channel tensor): out = table[c * 256 + x + 128], c the
+ *    channel (0 for a per-tensor table). 1x1, stride 1, out_c == in_c; it
+ *    runs on each block of columns as soon as its producer wrote it.
  *  concat (TFLite CONCATENATION on channels, int8, one scale and zero point):
  *    out = the previous layer's channels then layer add.from_layer's (-1: the
  *    network input), or the branch's first when add.left_shift is 1; a copy.
@@ -56,7 +61,8 @@
  *      out = floor((in + p_before + p_after - k) / s) + 1
  * with 0 <= p_before, p_after < k, so every window holds at least one image
  * pixel. Upsampling doubles both sizes. Pointwise and add have k = 1, s = 1,
- * no padding. An add's two inputs must have identical shapes.
+ * no padding (so do table layers). An add's two inputs must have identical
+ * shapes.
  *
  * Memory: every byte (layer states, line stores, temporaries, branch stores)
  * comes from ctx->buf, whose size pe_stripe_get_buffer_size_s8 gives for the
@@ -96,7 +102,8 @@ typedef enum {
     PE_STRIPE_POOL = 3,       /* max or average pooling */
     PE_STRIPE_ADD = 4,        /* residual add of an earlier layer's output */
     PE_STRIPE_UPSAMPLE2X = 5, /* nearest-neighbour x2 upsampling */
-    PE_STRIPE_CONCAT = 6      /* channel concatenation with an earlier layer's output */
+    PE_STRIPE_CONCAT = 6,     /* channel concatenation with an earlier layer's output */
+    PE_STRIPE_TABLE = 7       /* element-wise int8 -> int8 table, per tensor or per channel */
 } pe_stripe_op;
 
 /* Residual add parameters (TFLite ADD), also the branch of a concat
@@ -127,7 +134,12 @@ typedef struct {
  *                  >= 0, shifts in [-31, 30]. Pointers stay owned by the
  *                  caller (typically const data in flash).
  *  pool_kind       PE_POOL_MAX or PE_POOL_AVG
- *  add             add only */
+ *  add             add only
+ *  table, table_channels   table only: table_channels is 1 (one table for
+ *                  every channel) or in_c (one per channel); table holds
+ *                  256 * table_channels int8 values, channel c's output for
+ *                  input x being table[c * 256 + x + 128] (c = 0 when
+ *                  table_channels is 1). */
 typedef struct {
     pe_stripe_op op;
     int32_t in_c;
@@ -144,6 +156,8 @@ typedef struct {
     pe_per_channel_quant quant;
     pe_pool_kind pool_kind;
     pe_stripe_add_params add;
+    const int8_t *table;
+    int32_t table_channels;
 } pe_stripe_layer;
 
 /* A network: n_layers layers run in order on an input of dims input

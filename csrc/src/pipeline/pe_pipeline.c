@@ -45,12 +45,27 @@ static int64_t weight_count(const pe_stripe_layer *l)
     }
 }
 
+/* A table layer: word 17 its table count (1 or in_c), word 27 the slot of
+ * its 256 * count int8 values, words 28..30 -1. */
+static pe_status decode_table(const int32_t *w, pe_const_lookup lookup, const void *user,
+                              pe_stripe_layer *l)
+{
+    if ((w[17] != 1 && w[17] != l->in_c) || w[28] != -1 || w[29] != -1 || w[30] != -1 ||
+        lookup == NULL || l->in_c > (1 << 20)) {
+        return PE_ERR_ARG;
+    }
+    l->table_channels = w[17];
+    l->add.from_layer = 0;
+    l->table = (const int8_t *)lookup(user, w[27], 1, 256 * l->table_channels);
+    return l->table != NULL ? PE_OK : PE_ERR_ARG;
+}
+
 static pe_status decode_layer(const int32_t *w, pe_const_lookup lookup, const void *user,
                               pe_stripe_layer *l)
 {
     int64_t nw;
     int is_conv;
-    if (!in_range(w[0], PE_STRIPE_CONV, PE_STRIPE_CONCAT) || !in_range(w[15], 0, 1) ||
+    if (!in_range(w[0], PE_STRIPE_CONV, PE_STRIPE_TABLE) || !in_range(w[15], 0, 1) ||
         !in_range(w[16], PE_POOL_MAX, PE_POOL_AVG) || w[31] != 0) {
         return PE_ERR_ARG;
     }
@@ -88,6 +103,11 @@ static pe_status decode_layer(const int32_t *w, pe_const_lookup lookup, const vo
     l->bias = NULL;
     l->quant.multiplier = NULL;
     l->quant.shift = NULL;
+    l->table = NULL;
+    l->table_channels = 0;
+    if (l->op == PE_STRIPE_TABLE) {
+        return decode_table(w, lookup, user, l);
+    }
     is_conv = l->op == PE_STRIPE_CONV || l->op == PE_STRIPE_DEPTHWISE || l->op == PE_STRIPE_POINTWISE;
     if (!is_conv) {
         return (w[27] == -1 && w[28] == -1 && w[29] == -1 && w[30] == -1) ? PE_OK : PE_ERR_ARG;

@@ -436,9 +436,41 @@ static void compute_upsample(stripe_run *R, int32_t L, int32_t o, int32_t x0, in
     }
 }
 
+/* Element-wise table: each value of the block its producer just wrote
+ * (still in this layer's temporary) looked up once into the consumer's
+ * slot; no row of it is stored. */
+static void compute_table(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
+{
+    const pe_stripe_layer *l = &R->net->layers[L];
+    const layer_geo *g = &R->G->g[L];
+    const stripe_state *s = &R->st[L + 1];
+    const int32_t c = g->out_c;
+    const int8_t *base = l->table + 128; /* base[x] = table[x + 128] */
+    int32_t x, i;
+    for (x = x0; x < x1; x++) {
+        const int8_t *src = in_pixel(s, g, o, x);
+        int8_t *dst = out_slot(R, L, o, x);
+        if (l->table_channels == 1) {
+            for (i = 0; i < c; i++) {
+                dst[i] = base[src[i]];
+            }
+        } else {
+            const int8_t *t = base;
+            for (i = 0; i < c; i++, t += 256) {
+                dst[i] = t[src[i]];
+            }
+        }
+        publish(R, L + 1, o, x, dst, c);
+    }
+    R->combines += (uint64_t)(x1 - x0) * (uint64_t)c;
+}
+
 static void compute(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
 {
     switch (R->net->layers[L].op) {
+    case PE_STRIPE_TABLE:
+        compute_table(R, L, o, x0, x1);
+        break;
     case PE_STRIPE_ADD:
         compute_add(R, L, o, x0, x1);
         break;

@@ -124,6 +124,14 @@ static int quant_ok(int32_t m, int32_t s)
     return m >= 0 && s >= -31 && s <= 30;
 }
 
+/* An element-wise table layer: a table, one per tensor or one per channel,
+ * and as many output channels as input channels. */
+static int table_ok(const pe_stripe_layer *l)
+{
+    return l->table != NULL && l->out_c == l->in_c &&
+           (l->table_channels == 1 || l->table_channels == l->in_c);
+}
+
 static pe_status check_layer_params(const pe_stripe_layer *l, int32_t L)
 {
     int32_t o;
@@ -170,6 +178,9 @@ static pe_status check_layer_params(const pe_stripe_layer *l, int32_t L)
         }
     }
     if (l->op == PE_STRIPE_POOL && l->pool_kind != PE_POOL_MAX && l->pool_kind != PE_POOL_AVG) {
+        return PE_ERR_ARG;
+    }
+    if (l->op == PE_STRIPE_TABLE && !table_ok(l)) {
         return PE_ERR_ARG;
     }
     return PE_OK;
@@ -327,6 +338,7 @@ pe_status pe_stripe_analyse(const pe_stripe_net *net, net_geo *G)
             break;
         }
         case PE_STRIPE_POINTWISE:
+        case PE_STRIPE_TABLE: /* out_c == in_c checked by table_ok */
             g->out_h = h;
             g->out_w = w;
             break;
