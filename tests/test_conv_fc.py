@@ -61,17 +61,20 @@ CASES = [
 
 @pytest.mark.parametrize("i", range(len(CASES)))
 def test_conv_fc_bit_exact_with_tflm(i):
+    from pyembed.passes.conv_fc import conv_fc_chains
+    from pyembed.passes.pipeline import rewrite
     blob = _model(100 + i, **CASES[i])
     g = load_tflite_bytes(blob, f"conv_fc_{i}")
-    res = apply_pipeline(g, "layers")
-    assert [op.type for op in res.graph.operators].count("PE_CONV_FC") == 1, res.report()
+    # the operator itself (the pass keeps it only where the arena falls: test_micro_speech_...)
+    fused = rewrite(g, conv_fc=conv_fc_chains(g))
+    assert [op.type for op in fused.operators].count("PE_CONV_FC") == 1
     rng = np.random.default_rng(i)
     shape = tuple(g.tensors[g.inputs[0]].shape)
     bad = []
     for k in range(6):
         x = rng.integers(-128, 128, shape, dtype=np.int8)
         want = np.asarray(tw.tflm_run(blob, [x])[0]).reshape(-1)
-        got = np.asarray(res.graph.run(x)).reshape(-1)
+        got = np.asarray(fused.run(x)).reshape(-1)
         alone = np.asarray(g.run(x)).reshape(-1)
         bad += [(k, j, int(a), int(b), int(c)) for j, (a, b, c) in enumerate(zip(got, want, alone))
                 if not (a == b == c)]
@@ -115,19 +118,22 @@ def test_micro_speech_streamed_arena_and_samples():
                 np.asarray(tw.tflm_run(blob, [x])[0]).reshape(-1)).all()
     fused = plan_with_strategy(g, "layers")
     alone = plan_with_strategy(g, "none")
-    # the 4,000-byte convolution output is gone: a band of rows and 4 dot products instead
-    assert fused[1].arena_size + 1000 < alone[1].arena_size, (fused[1].arena_size, alone[1].arena_size)
+    # the 4,000-byte convolution output is gone: a band of rows, the ordered filter and 4 dot
+    # products instead (issue #29's goal for this model: at most half of TFLM's 6,836 B)
+    assert fused[1].arena_size + 800 < alone[1].arena_size, (fused[1].arena_size, alone[1].arena_size)
 
 
 def test_litert_rounding_matches_unfused():
     """rounding='litert' (single-rounded FC from the float32 scale product) fused
     as the FULLY_CONNECTED alone computes it."""
+    from pyembed.passes.conv_fc import conv_fc_chains
+    from pyembed.passes.pipeline import rewrite
     blob = _model(11, features=7)
     g = load_tflite_bytes(blob, "litert")
-    res = apply_pipeline(g, "layers", rounding="litert")
-    from pyembed.model.runtime import build_runtime  # noqa: F401  (the rounding path under test)
+    fused = rewrite(g, conv_fc=conv_fc_chains(g), rounding="litert")
+    assert "PE_CONV_FC" in [op.type for op in fused.operators]
     x = np.random.default_rng(5).integers(-128, 128, tuple(g.tensors[g.inputs[0]].shape), dtype=np.int8)
-    got = np.asarray(res.graph.run(x, rounding="litert")).reshape(-1)
+    got = np.asarray(fused.run(x, rounding="litert")).reshape(-1)
     want = np.asarray(g.run(x, rounding="litert")).reshape(-1)
     assert (got == want).all(), (got, want)
 

@@ -24,7 +24,7 @@ import numpy as np
 
 OP = "PE_CONV_FC"
 WORDS = 26
-BAND_BYTES = 1024   # a band of output rows at most this large (at least one row)
+BAND_BYTES = 640    # a band of output rows at most this large (at least one row)
 C1_WEIGHT_BYTES = 640   # PE_DW_C1_WEIGHT_BYTES (pe_conv_gather.h)
 
 

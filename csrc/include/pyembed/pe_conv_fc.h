@@ -20,7 +20,7 @@
  * kernel's. Today the convolution is a DEPTHWISE_CONV_2D of a one-channel
  * input (pe_depthwise_conv2d_c1_s8, which needs no work block) whose filter
  * fits that kernel's fast loops (kh * round4(kw) * round4(out_c) <=
- * PE_DW_C1_WEIGHT_BYTES; ordered once per call on the stack, not per band;
+ * PE_DW_C1_WEIGHT_BYTES; ordered once per call, not per band;
  * PE_ERR_UNSUPPORTED otherwise): a keyword spotter's front layer feeding its
  * classifier (TFLM's micro_speech).
  *
@@ -41,8 +41,10 @@
  * bias (int32 or absent), 7 fc multipliers, 8 fc shifts (int32, O entries,
  * or one with per_channel 0). Output: the fc output [1, O].
  *
- * Scratch (pe_conv_fc_get_buffer_size): O int32 dot products, then one band
- * of output rows (band_rows * W * C bytes), 4-byte aligned.
+ * Scratch (pe_conv_fc_get_buffer_size): O int32 dot products, the filter in
+ * the kernel's fast-loop order (kh * round4(kw) * round4(C) bytes, ordered
+ * once per call; in the scratch rather than on the stack), then one band of
+ * output rows (band_rows * W * C bytes), each part 4-byte aligned.
  */
 #ifndef PYEMBED_PE_CONV_FC_H
 #define PYEMBED_PE_CONV_FC_H

@@ -70,6 +70,13 @@ static int32_t align4(int64_t v)
     return (int32_t)((v + 3) & ~(int64_t)3);
 }
 
+/* bytes of the filter in the one-channel kernel's fast-loop order (its rows
+ * of round4(kw) taps, round4(out_c) channels), kept in the scratch */
+static int32_t conv_fc_weight_bytes(const pe_dims *f)
+{
+    return align4((int64_t)f->h * ((f->w + 3) & ~3) * ((f->c + 3) & ~3));
+}
+
 pe_status pe_conv_fc_get_buffer_size(const int32_t *words, int32_t num_words,
                                      const pe_dims *input_dims, const pe_dims *filter_dims,
                                      int32_t features, int32_t *size)
@@ -105,7 +112,8 @@ pe_status pe_conv_fc_get_buffer_size(const int32_t *words, int32_t num_words,
         (int64_t)(mid.h - 1) * cp.stride.h - cp.padding.top >= input_dims->h) {
         return PE_ERR_ARG;
     }
-    *size = align4((int64_t)features * 4) + align4((int64_t)band * mid.w * mid.c);
+    *size = align4((int64_t)features * 4) + conv_fc_weight_bytes(filter_dims) +
+            align4((int64_t)band * mid.w * mid.c);
     return PE_OK;
 }
 
@@ -119,7 +127,7 @@ pe_status pe_conv_fc_s8(const pe_context *ctx, const int32_t *words, int32_t num
     pe_conv_params cp;
     pe_fc_params fp;
     pe_dims mid;
-    int8_t wr[PE_DW_C1_WEIGHT_BYTES];
+    int8_t *wr;
     int32_t band = 1, need, r0, o, keff_h, row_bytes, depth;
     int32_t *acc;
     int8_t *rows;
@@ -144,13 +152,14 @@ pe_status pe_conv_fc_s8(const pe_context *ctx, const int32_t *words, int32_t num
         return st;
     }
     keff_h = (filter_dims->h - 1) * cp.dilation.h + 1;
-    /* the kernel's weight order once for every band (a filter too large for
-     * its fast loops is not fused: pyembed.passes.conv_fc) */
+    acc = (int32_t *)ctx->buf;
+    wr = (int8_t *)ctx->buf + align4((int64_t)features * 4);
+    rows = wr + conv_fc_weight_bytes(filter_dims);
+    /* the kernel's weight order once for every band, in the scratch (a
+     * filter too large for its fast loops is not fused: pyembed.passes.conv_fc) */
     if (!pe_depthwise_conv2d_c1_s8_weights(filter_dims, filter, wr)) {
         return PE_ERR_UNSUPPORTED;
     }
-    acc = (int32_t *)ctx->buf;
-    rows = (int8_t *)ctx->buf + align4((int64_t)features * 4);
     for (o = 0; o < features; o++) {
         acc[o] = 0;
     }
