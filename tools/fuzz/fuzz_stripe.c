@@ -54,6 +54,15 @@ static int ref_layer(const pe_stripe_layer *l, const int8_t *in, shape si, const
         }
         return 1;
     }
+    if (l->op == PE_STRIPE_TABLE) {
+        for (i = 0; i < (int64_t)so.h * so.w; i++) {
+            for (o = 0; o < so.c; o++) {
+                const int64_t t = l->table_channels == 1 ? 0 : o;
+                out[i * so.c + o] = l->table[t * 256 + in[i * si.c + o] + 128];
+            }
+        }
+        return 1;
+    }
     if (l->op == PE_STRIPE_CONCAT) {
         const int64_t cb = so.c - si.c;
         const int64_t mf = l->add.left_shift ? cb : 0, bf = l->add.left_shift ? 0 : si.c;
@@ -158,6 +167,7 @@ static int layer_shape(const pe_stripe_layer *l, shape si, shape *so)
     case PE_STRIPE_POINTWISE:
     case PE_STRIPE_ADD:
     case PE_STRIPE_CONCAT:
+    case PE_STRIPE_TABLE:
         *so = si;
         so->c = l->out_c;
         return 1;
@@ -208,7 +218,7 @@ static void draw_layer(fz_reader *r, net_store *s, int32_t L, shape si, const sh
     size_t nw = 0;
     int32_t o, j;
     memset(l, 0, sizeof(*l));
-    l->op = (pe_stripe_op)fz_wild(r, 0, 6);
+    l->op = (pe_stripe_op)fz_wild(r, 0, 7);
     l->in_c = fz_bool(r) ? si.c : fz_wild(r, 1, 6); /* usually chained */
     l->kernel.h = fz_wild(r, 1, 5);
     l->kernel.w = fz_wild(r, 1, 5);
@@ -267,6 +277,21 @@ static void draw_layer(fz_reader *r, net_store *s, int32_t L, shape si, const sh
         }
         l->add.left_shift = fz_wild(r, 0, 1);
         break;
+    case PE_STRIPE_TABLE: {
+        /* one table for every channel or one per channel (a wild count now and then) */
+        const int32_t tc = fz_bool(r) ? 1 : (fz_u8(r) == 7 ? fz_wild(r, 1, 6) : l->in_c);
+        l->out_c = l->in_c;
+        l->kernel.h = l->kernel.w = 1;
+        l->stride.h = l->stride.w = 1;
+        l->padding.top = l->padding.bottom = l->padding.left = l->padding.right = 0;
+        l->table_channels = tc;
+        if (tc >= 1 && tc <= 64) {
+            s->weights[L] = (int8_t *)fz_alloc((size_t)tc * 256u);
+            fz_fill_s8(r, s->weights[L], (size_t)tc * 256u);
+            l->table = s->weights[L];
+        }
+        return;
+    }
     default: /* pool, upsample */
         l->out_c = l->in_c;
         break;
