@@ -611,6 +611,27 @@ int main(void)
 """
 
 
+def _input_rows_source(prefix):
+    """The host programs' streamed-input frame and its pe_row_source callback
+    (stdin's frame handed over row by row)."""
+    P = prefix.upper()
+    return f"""static int8_t frame[{P}_INPUT0_BYTES];
+static long rows_given;
+
+/* pe_row_source callback: columns [col, col + n_cols) of input row `row`. */
+static pe_status {prefix}_input_rows(void *user, int32_t row, int32_t col, int32_t n_cols, int8_t *dst)
+{{
+    (void)user;
+    if (row < 0 || row >= {P}_INPUT0_H || col < 0 || n_cols < 1 || col + n_cols > {P}_INPUT0_W) {{
+        return PE_ERR_ARG;
+    }}
+    memcpy(dst, frame + ((size_t)row * {P}_INPUT0_W + (size_t)col) * {P}_INPUT0_C, (size_t)n_cols * {P}_INPUT0_C);
+    rows_given++;
+    return PE_OK;
+}}
+"""
+
+
 def _streamed_main_source(graph, prefix, ctype, fmt, cast):
     """host_main_source for a streamed input: stdin stands in for the camera;
     its frame is read outside the arena and handed over row by row."""
@@ -625,21 +646,7 @@ def _streamed_main_source(graph, prefix, ctype, fmt, cast):
 #include "model_graph.h"
 
 static uint8_t arena[{P}_ARENA_BYTES] __attribute__((aligned(16)));
-static int8_t frame[{P}_INPUT0_BYTES];
-static long rows_given;
-
-/* pe_row_source callback: columns [col, col + n_cols) of input row `row`. */
-static pe_status {prefix}_input_rows(void *user, int32_t row, int32_t col, int32_t n_cols, int8_t *dst)
-{{
-    (void)user;
-    if (row < 0 || row >= {P}_INPUT0_H || col < 0 || n_cols < 1 || col + n_cols > {P}_INPUT0_W) {{
-        return PE_ERR_ARG;
-    }}
-    memcpy(dst, frame + ((size_t)row * {P}_INPUT0_W + (size_t)col) * {P}_INPUT0_C, (size_t)n_cols * {P}_INPUT0_C);
-    rows_given++;
-    return PE_OK;
-}}
-
+{_input_rows_source(prefix)}
 int main(void)
 {{
     pe_context ctx;
@@ -683,21 +690,7 @@ def _streamed_out_main_source(graph, prefix):
     P = prefix.upper()
     streamed_in = graph.tensors[graph.inputs[0]].streamed
     if streamed_in:
-        frame_decl = f"""static int8_t frame[{P}_INPUT0_BYTES];
-static long rows_given;
-
-/* pe_row_source callback: columns [col, col + n_cols) of input row `row`. */
-static pe_status {prefix}_input_rows(void *user, int32_t row, int32_t col, int32_t n_cols, int8_t *dst)
-{{
-    (void)user;
-    if (row < 0 || row >= {P}_INPUT0_H || col < 0 || n_cols < 1 || col + n_cols > {P}_INPUT0_W) {{
-        return PE_ERR_ARG;
-    }}
-    memcpy(dst, frame + ((size_t)row * {P}_INPUT0_W + (size_t)col) * {P}_INPUT0_C, (size_t)n_cols * {P}_INPUT0_C);
-    rows_given++;
-    return PE_OK;
-}}
-"""
+        frame_decl = _input_rows_source(prefix)
         read_in, src_decl = "frame", "    pe_row_source src;\n"
         src_set, src_arg = f"    src.read = {prefix}_input_rows;\n    src.user = NULL;\n", "&src"
         tail = '    fprintf(stderr, "input rows given: %ld\\n", rows_given);\n'
