@@ -148,7 +148,7 @@ class CostModel:
         from firmware_sim import icount
         if im is not None and (not (isinstance(params, dict) and "work_elements" in params) or op.type in im["table"]
                                or op.type in icount.MEMBER_GROUPS):
-            cyc, _n, key, _cpi = icount.cycles(im["table"], im["core"], graph, op, kclass)
+            cyc, _n, key, _cpi = icount.cycles(im["table"], im["core"], graph, op, kclass, kernel_class)
             if key is not None and key != "class:other":   # unmeasured kinds keep the class table
                 return self._with_memory(cyc, kclass, int(getattr(op, "macs", 0) or 0), elements, operands)
         return self.cycles(kclass, int(getattr(op, "macs", 0) or 0), elements, operands,

@@ -231,14 +231,14 @@ def _members(op):
     return params.get("members") or ()
 
 
-def instructions(table, graph, op, kc):
+def instructions(table, graph, op, kc, kind_of=None):
     """Predicted instructions of op (kernel class kc) with a fitted table ({group: {"coef": {...},
-    "mix": {...}}}); returns (instructions, group used)."""
+    "mix": {...}}}); returns (instructions, group used). kind_of(op type) -> kernel class
+    (firmware_sim.cost.kernel_class) for the members of a MEMBER_GROUPS operator (default: kc)."""
     if op.type in MEMBER_GROUPS and _members(op):
-        from firmware_sim.cost import kernel_class
         total = 0.0
         for m in _members(op):
-            n, key = instructions(table, graph, m, kernel_class(m.type))
+            n, key = instructions(table, graph, m, kind_of(m.type) if kind_of else kc, kind_of)
             if key is None:
                 return 0.0, None
             total += n
@@ -258,14 +258,13 @@ def cpi_of_mix(core, mix):
     return sum(cpi[k] * v for k, v in mix.items() if k in cpi)
 
 
-def cycles(table, core, graph, op, kc):
+def cycles(table, core, graph, op, kc, kind_of=None):
     """(cycles, instructions, group, CPI) of op (kernel class kc): predicted instructions x the CPI of
-    the group's mix."""
+    the group's mix (kind_of: as instructions')."""
     if op.type in MEMBER_GROUPS and _members(op):
-        from firmware_sim.cost import kernel_class
         cyc = n = 0.0
         for m in _members(op):
-            c, k, key, _cpi = cycles(table, core, graph, m, kernel_class(m.type))
+            c, k, key, _cpi = cycles(table, core, graph, m, kind_of(m.type) if kind_of else kc, kind_of)
             if key is None:
                 return 0.0, 0.0, None, 0.0
             cyc, n = cyc + c, n + k

@@ -147,7 +147,7 @@ def load_table(path=DATA_FILE):
 
 def pyembed_names():
     """{name: code or None} of every operator type pyembed runs."""
-    from pyembed.cli.ops import operator_table
+    from pyembed.model.ops.table import operator_table
     return {r["name"]: r["code"] for r in operator_table()}
 
 
@@ -155,7 +155,7 @@ def compare(table=None):
     """[{name, tflm_types, status, detail}] for each TFLM operator: status
     "runs" (detail: pyembed's code and constraints), "gap" (detail: the
     reason in DELIBERATE_GAPS) or "missing" (neither)."""
-    from pyembed.cli.ops import operator_table
+    from pyembed.model.ops.table import operator_table
     table = table or load_table()
     ours = {r["name"]: r for r in operator_table()}
     out = []

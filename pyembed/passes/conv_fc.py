@@ -95,7 +95,7 @@ def conv_fc_operator(graph, chain, tensors, rounding="double"):
     """The PE_CONV_FC Operator replacing chain (conv, reshapes, fc)."""
     from pyembed.model.graph import Operator
     from pyembed.model.runtime import rounding_table
-    from pyembed.passes.pipeline import _new_const
+    from pyembed.passes.liveness import new_const as _new_const
     conv_i, hops, fc_i = chain
     conv, fc = graph.operators[conv_i], graph.operators[fc_i]
     p, q = conv.params, fc.params

@@ -101,7 +101,8 @@ def predicted_cost(graph, profile, metric=None):
         total = 0.0
         for op in graph.operators:
             aliased = any(graph.aliases.get(t) is not None for t in op.outputs)
-            total += icount.instructions(im["table"], graph, op, kernel_class(op.type, aliased))[0]
+            total += icount.instructions(im["table"], graph, op, kernel_class(op.type, aliased),
+                                       kernel_class)[0]
         return total, "instructions", f"instruction model {im['core']} {im['build']} (pyembed_icount.json)"
     cyc = sum(c.cycles for c in CostModel(profile).graph_cycles(graph))
     return float(cyc), "cycles", f"the simulator's cycle model ({profile.core})"
