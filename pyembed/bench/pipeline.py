@@ -43,7 +43,7 @@ from pyembed.model.tflite_writer import tflm_frames
 MODELS = [
     "tiny_kws_dscnn_int8", "tiny_vww_mobilenetv1_96_int8", "tiny_ic_resnet8_int8", "tiny_ad_autoencoder_int8",
     "tiny_sww_int8", "tflm_hello_world_int8", "tflm_micro_speech_int8", "tflm_person_detect_int8",
-    "tflm_mnist_lstm_int8", "tflm_dtln_noise_suppression", "tflm_audio_preprocessor_int8",
+    "tflm_mnist_lstm_int8", "tflm_dtln_noise_suppression", "tflm_audio_preprocessor_int8", "pe_denoiser_int8",
 ]
 STRATEGIES = ("none", "layers", "stripes", "auto", "stripes+stream", "auto+stream")
 

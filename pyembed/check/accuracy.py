@@ -698,6 +698,7 @@ class _CapturedStderr:
 
 
 def _tflm_oracle(graph, path, samples):
+    from pyembed.model.tflite_writer import default_arena_size
     name = "tflite-micro interpreter (reference kernels)"
     try:
         from tflite_micro.python.tflite_micro import runtime
@@ -706,7 +707,8 @@ def _tflm_oracle(graph, path, samples):
     cap = _CapturedStderr()
     try:
         with cap:
-            it = runtime.Interpreter.from_file(path)
+            with open(path, "rb") as f:
+                it = runtime.Interpreter.from_file(path, arena_size=default_arena_size(f.read()))
     except Exception as e:   # noqa: BLE001
         why = f": {_first_line(cap.reason())}" if cap.reason() else ""
         return OracleResult(name, "error", f"tflite-micro cannot load the model: {_first_line(e)}{why}")

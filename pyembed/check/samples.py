@@ -15,7 +15,10 @@ provide; pyembed/data/samples/README.md says where each comes from.
 runtime) and the float64 reference (pyembed.float_ref, from the same
 dequantized input) and reads the outputs the way the model is used: the top
 class for classifiers, the value for hello_world's sine, the reconstruction
-error (anomaly score) for the autoencoder, the mean mask for DTLN.
+error (anomaly score) for the autoencoder, the mean mask for DTLN, and for an
+image-to-image model (kind "image", samples with their ``clean`` images) the
+PSNR of each output against the clean image, and of the int8 output against
+the float64 one.
 """
 import dataclasses
 import hashlib
@@ -25,7 +28,7 @@ import numpy as np
 
 from pyembed.data import MODELS_DIR, SAMPLES_DIR
 
-KINDS = ("classifier", "regression", "autoencoder", "mask", "features")
+KINDS = ("classifier", "regression", "autoencoder", "mask", "features", "image")
 
 
 @dataclasses.dataclass
@@ -38,6 +41,7 @@ class Samples:
     kind: str
     note: str
     path: str
+    clean: np.ndarray = None   # kind "image": the images the noisy inputs x were made from (x's type and shape)
 
     def __len__(self):
         return int(self.x.shape[0])
@@ -79,7 +83,8 @@ def load_samples_file(path, stem=None):
     with np.load(path, allow_pickle=False) as z:
         return Samples(model=stem or os.path.basename(path)[:-4], x=z["x"], names=[str(s) for s in z["names"]],
                        expected=[str(s) for s in z["expected"]], labels=[str(s) for s in z["labels"]],
-                       kind=str(z["kind"]), note=str(z["note"]), path=path)
+                       kind=str(z["kind"]), note=str(z["note"]), path=path,
+                       clean=z["clean"] if "clean" in z.files else None)
 
 
 def bundled_samples(model):
@@ -127,6 +132,31 @@ def _real(tensor, v):
     return dequantize(tensor, v)
 
 
+def psnr(a, b, peak=1.0):
+    """Peak signal-to-noise ratio in dB of two real images with values in [0, peak]."""
+    mse = float(np.mean((np.asarray(a, np.float64) - np.asarray(b, np.float64)) ** 2))
+    return float("inf") if mse == 0 else 10.0 * np.log10(peak * peak / mse)
+
+
+def _image_prediction(graph, samples, k, name, expected, x_real, q, r):
+    """An image-to-image model's sample k: PSNR of the int8 and float64 outputs
+    against the clean image (real values clipped to the input's range, [0, 1] for
+    the bundled denoiser) and of the int8 output against the float64 one."""
+    t_in = graph.tensors[graph.inputs[0]]
+    lo, hi = (_real(t_in, np.array([-128, 127], t_in.dtype)) if t_in.dtype == np.int8 else (0.0, 1.0))
+    peak = float(hi - lo)
+    clip = lambda v: np.clip(v, lo, hi)  # noqa: E731
+    if samples.clean is None:
+        return Prediction(name, expected, f"{q.size} values", f"{r.size} values", False, "no clean images")
+    clean = _real(t_in, samples.clean[k]).reshape(-1)
+    pq, pr = psnr(clip(q), clean, peak), psnr(clip(r), clean, peak)
+    pn = psnr(x_real[0].reshape(-1), clean, peak)
+    pqr = psnr(clip(q), clip(r), peak)
+    # the int8 network does what the float64 one does: within 1 dB of its PSNR against the clean image
+    return Prediction(name, expected, f"PSNR {pq:.2f} dB", f"PSNR {pr:.2f} dB", pq >= pr - 1.0,
+                      f"noisy input {pn:.2f} dB; int8 against float64 {pqr:.2f} dB")
+
+
 def predictions(graph, samples):
     """Prediction per sample: int8 network vs float64 reference."""
     from pyembed.check.accuracy import load_inputs
@@ -161,6 +191,8 @@ def predictions(graph, samples):
             preds.append(Prediction(name, expected, f"score {sq:.1f}", f"score {sr:.1f}",
                                     abs(sq - sr) <= 0.1 * max(sr, 1e-9), "anomaly score = mean squared "
                                     "reconstruction error"))
+        elif samples.kind == "image":
+            preds.append(_image_prediction(graph, samples, k, name, expected, x_real, q, r))
         else:
             lsb = float(out_tensor.scale[0]) if out_tensor.is_quantized else 1.0
             err = float(np.max(np.abs(q - r))) / lsb

@@ -84,8 +84,9 @@ def _parts_table(graph, x, shown=None):
     return rows
 
 
-def _other_models(shown_path):
-    """One line per other bundled model: its samples' int8 answers and the agreement with float64."""
+def _other_models(shown_path, prof=None):
+    """One line per other bundled model: its samples' int8 answers and the agreement with float64; for an
+    image-to-image model also its plan on prof (stripe regions, arena) against TFLM's arena."""
     from pyembed.check.samples import available, bundled_samples, predictions
     from pyembed.data import bundled_models, model_path
     from pyembed.model.load import load_model
@@ -109,7 +110,37 @@ def _other_models(shown_path):
         answers = ", ".join(answer(p) for p in preds[:6])
         more = ", ..." if len(preds) > 6 else ""
         lines.append(f"{name:<15} int8 = float64 on {sum(p.agree for p in preds)} of {len(preds)}: {answers}{more}")
+        if s.kind == "image" and prof is not None:
+            # the plan --optimize ram makes (its stripe regions), beside the default's
+            from pyembed.target.planning import PlanOptions, plan_for_target
+            tflm = _tflm_arena(path)
+            seen = None
+            for opt in ("ram", "balanced"):
+                tp = plan_for_target(g, prof, PlanOptions(optimize=opt), action="demo")
+                regions = sum(op.type == "PE_STRIPE_REGION" for op in tp.graph.operators)
+                if (tp.strategy, tp.plan.arena_size) == seen:
+                    lines.append(f"{'':<15} (the default, --optimize balanced, picks the same plan)")
+                    continue
+                seen = (tp.strategy, tp.plan.arena_size)
+                vs = f" ({tflm / max(tp.plan.arena_size, 1):.1f}x below TFLite Micro's head, {tflm:,} B)" if tflm else ""
+                lines.append(f"{'':<15} --optimize {opt} on {prof.name}: arena {tp.plan.arena_size:,} B{vs}, "
+                             f"{regions} stripe region(s) (--strategy {tp.strategy})")
+            lines.append(f"{'':<15} PSNR of the noisy inputs: "
+                         + ", ".join(p.detail.split(";")[0].replace("noisy input ", "") for p in preds[:6]))
     return lines
+
+
+def _tflm_arena(path):
+    """TFLM's non-persistent arena for the model file (None without tflite-micro or when it cannot
+    allocate it)."""
+    from pyembed.codegen.tflite_offline import tflm_head
+    if not str(path).endswith(".tflite"):
+        return None
+    try:
+        with open(path, "rb") as f:
+            return tflm_head(f.read())
+    except (OSError, RuntimeError):
+        return None
 
 
 def run_demo(outdir="pyembed-demo", profile="stm32f446", model="kws", echo=click.echo, force=False):
@@ -172,6 +203,11 @@ def _run_demo(out, outdir, note, profile, model, echo, t_start):
     if shared and plan.arena_size < lb:
         echo(f"           {len(shared)} output-over-input overlaps, proven by running the kernels, take the plan "
              f"{lb - plan.arena_size:,} B below the bound")
+    tflm = _tflm_arena(path)
+    if tflm:
+        echo(f"           TFLite Micro's planner puts the same model's tensors in {tflm:,} B "
+             f"({tflm / max(plan.arena_size, 1):.1f}x pyembed's; its arena head, measured now by the tflite-micro "
+             f"package; its whole arena also holds its persistent allocations)")
     echo(f"           {tp.verdict()}")
     if not tp.fits():
         failed.append(f"the model does not fit {prof.name}")
@@ -243,7 +279,7 @@ def _run_demo(out, outdir, note, profile, model, echo, t_start):
 
     # 7. the other bundled models on their samples
     echo("7. Samples  the other bundled models on their bundled samples: int8 answers (float64's where it differs)")
-    for line in _other_models(path):
+    for line in _other_models(path, prof):
         echo("           " + line)
 
     # the report

@@ -22,6 +22,7 @@ MODEL_ALIASES = {
     "audio_preprocessor": "tflm_audio_preprocessor_int8",
     "mnist_lstm": "tflm_mnist_lstm_int8",
     "dtln": "tflm_dtln_noise_suppression",
+    "denoiser": "pe_denoiser_int8",
 }
 
 

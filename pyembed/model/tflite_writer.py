@@ -184,16 +184,36 @@ def lstm_model(seed, batch=2, time=3, in_dim=5, state=4, time_major=False, cell_
     return build(t, ops, inputs=[0], outputs=[cur])
 
 
+def default_arena_size(blob):
+    """An arena for the tflite-micro interpreter that holds the model's tensors (twice every tensor
+    of subgraph 0 without constant data, plus 1 MB for TFLM's own allocations): the package's own
+    default is sized for small models, and a 160x120 image alone does not fit in it."""
+    S = schema()
+    m = S.Model.GetRootAs(bytes(blob), 0)
+    sg = m.Subgraphs(0)
+    total = 0
+    for i in range(sg.TensorsLength()):
+        t = sg.Tensors(i)
+        buf = m.Buffers(t.Buffer()) if t.Buffer() < m.BuffersLength() else None
+        if buf is not None and buf.DataLength() > 0:
+            continue
+        n = 1
+        for d in t.ShapeAsNumpy() if t.ShapeLength() else ():
+            n *= max(int(d), 1)
+        total += 8 * n          # (8: the widest element type)
+    return 2 * total + (1 << 20)
+
+
 def tflm_run(blob, inputs, n_outputs=None, arena_size=None):
     """Run .tflite bytes on the tflite-micro interpreter (the bit-exact
     oracle): a list of output arrays for a list of input arrays. n_outputs
-    defaults to the model's subgraph output count; arena_size (bytes) to the
-    interpreter's own choice."""
+    defaults to the model's subgraph output count; arena_size (bytes) to
+    default_arena_size(blob)."""
     from tflite_micro.python.tflite_micro import runtime
     if n_outputs is None:
         S = schema()
         n_outputs = len(S.ModelT.InitFromObj(S.Model.GetRootAs(blob, 0)).subgraphs[0].outputs)
-    interp = runtime.Interpreter.from_bytes(blob, arena_size=arena_size)
+    interp = runtime.Interpreter.from_bytes(blob, arena_size=arena_size or default_arena_size(blob))
     for k, x in enumerate(inputs):
         interp.set_input(np.ascontiguousarray(x), k)
     interp.invoke()
@@ -221,7 +241,7 @@ def tflm_frames(blob, frames, arena_size=None, reset=False):
     before each frame, so each output is that of one invocation from the
     initial state, as Graph.run computes it."""
     from tflite_micro.python.tflite_micro import runtime
-    interp = runtime.Interpreter.from_bytes(bytes(blob), arena_size=arena_size)
+    interp = runtime.Interpreter.from_bytes(bytes(blob), arena_size=arena_size or default_arena_size(blob))
     outs = []
     for x in frames:
         if reset:
