@@ -90,3 +90,14 @@ def test_check_command_reports_psnr():
     r = CliRunner().invoke(main, ["check", "denoiser", "--no-plot"])
     assert r.exit_code == 0, r.output
     assert "PSNR" in r.output and "int8 against float64" in r.output and "bit-exact" in r.output, r.output
+
+
+def test_streamed_in_and_out_within_8_kb(model):
+    """The issue's goal on the trained model: streamed input and output, at most
+    8 KB of arena (the bench row's own figures: plan, host run, simulator)."""
+    from pyembed.bench.pipeline import measure_model
+    _, blob, _ = model
+    (row,) = measure_model("pe_denoiser_int8", blob, n_inputs=1, strategies=("stripes+stream-io",))
+    print(row["arena_bytes"], row["tflm_arena_bytes"])
+    assert row["input"] == "streamed in and out" and row["bit_exact"] is True
+    assert row["arena_bytes"] <= 8 * 1024 and row["mismatches_simulator"] == 0

@@ -11,7 +11,9 @@ stripes; auto: smallest arena within the MAC budget; "+stream": the same
 with the model input streamed, i.e. delivered row by row by the host / a
 camera into the stripe region reading it, so the input image is NOT in the
 arena -- TFLM's figure always holds the whole input; a "+stream" row is
-left out when no region reads the input):
+left out when no region reads the input; "stripes+stream-io": the output
+streamed too, each row handed to a row sink as it becomes final, so neither
+frame is in the arena, left out when no region writes the output):
 
   arena_bytes       pyembed.plan.pipeline.plan_with_strategy's arena of the rewritten graph
                     (activations, kernel scratch, line stores; 16-byte aligned;
@@ -45,7 +47,7 @@ MODELS = [
     "tiny_sww_int8", "tflm_hello_world_int8", "tflm_micro_speech_int8", "tflm_person_detect_int8",
     "tflm_mnist_lstm_int8", "tflm_dtln_noise_suppression", "tflm_audio_preprocessor_int8", "pe_denoiser_int8",
 ]
-STRATEGIES = ("none", "layers", "stripes", "auto", "stripes+stream", "auto+stream")
+STRATEGIES = ("none", "layers", "stripes", "auto", "stripes+stream", "auto+stream", "stripes+stream-io")
 
 
 def _tflm_outputs(model_bytes, xs):
@@ -109,9 +111,11 @@ def measure_model(name, model_bytes, n_inputs=2, max_extra_macs=0.10, strategies
     rows = []
     for strategy in strategies:
         base, _, stream = strategy.partition("+")
-        g2, plan, report = plan_with_strategy(g, base, max_extra_macs=max_extra_macs, stream_input=bool(stream))
+        g2, plan, report = plan_with_strategy(g, base, max_extra_macs=max_extra_macs, stream_input=bool(stream),
+                                              stream_output=stream == "stream-io")
         streamed = bool(plan.info.get("pipeline", {}).get("stream_input"))
-        if stream and not streamed:
+        streamed_out = bool(plan.info.get("pipeline", {}).get("stream_output"))
+        if stream and not streamed or stream == "stream-io" and not streamed_out:
             continue
         macs = g2.macs
         runs = not g2.unsupported
@@ -131,7 +135,8 @@ def measure_model(name, model_bytes, n_inputs=2, max_extra_macs=0.10, strategies
                 out = sim(g2, plan, "stm32h743", x=x).outputs[0]
                 mism_sim += int(np.sum(np.asarray(out).reshape(ref.shape) != ref))
         states = int(sum(t.nbytes for t in g2.tensors if t.is_variable and not t.is_constant))
-        rows.append({"model": name, "strategy": strategy, "input": "streamed" if streamed else "whole",
+        rows.append({"model": name, "strategy": strategy,
+                     "input": ("streamed in and out" if streamed_out else "streamed") if streamed else "whole",
                      "arena_bytes": arena, "tflm_arena_bytes": tflm, "state_bytes": states,
                      "reduction": (tflm / (arena - states)) if tflm else None,
                      "extra_macs": macs / g.macs - 1.0 if g.macs else 0.0,
@@ -164,7 +169,8 @@ def render(result):
                  rows)
     return (text + "\n\n* built in this benchmark with pyembed.model.tflite_writer, random int8 weights\n"
             "input: whole = the input tensor is in the arena (as in TFLM's figure, which always holds it); "
-            "streamed = delivered row by row (camera-style) into the stripe region reading it, not in the arena\n"
+            "streamed = delivered row by row (camera-style) into the stripe region reading it, not in the arena; "
+            "streamed in and out = the output rows also leave through a row sink (display-style), not in the arena\n"
             "states: variable tensors (recurrent state) in our arena; TFLM keeps them outside its head, so the "
             "reduction leaves them out of ours\n"
             f"bit-exact: {result['inputs']} random input(s) per model, every output element compared with == on the "
