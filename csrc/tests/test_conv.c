@@ -442,6 +442,72 @@ static void fused_cases(void)
     PE_CHECK(done > 100);
 }
 
+/* pe_conv_pool_rev_table_s8: conv, an element-wise table (one, or one per
+ * channel), then max pool, against the reference conv mapped through the
+ * table then pooled; a bad table channel count is refused. */
+static int8_t mid_tab[MAX_OUT], table_buf[8 * 256];
+static void fused_table_cases(void)
+{
+    int iter, done = 0;
+    for (iter = 0; iter < 200; iter++) {
+        pe_conv_params p;
+        pe_pool_params pp;
+        pe_dims in, f, co, po;
+        pe_context ctx;
+        const pe_per_channel_quant q = {mult, shift};
+        int32_t size = 0, i, tc, bad;
+        pe_status s;
+        if (!draw_case(&p, &in, &f, &co, 0) || co.c > 8) {
+            continue;
+        }
+        memset(&pp, 0, sizeof(pp));
+        pp.kind = PE_POOL_MAX;
+        pp.window.h = rnd_in(1, 3);
+        pp.window.w = rnd_in(1, 3);
+        pp.stride.h = rnd_in(1, 3);
+        pp.stride.w = rnd_in(1, 3);
+        pp.activation.min = -128;
+        pp.activation.max = 127;
+        po = co;
+        po.h = (co.h - pp.window.h) / pp.stride.h + 1;
+        po.w = (co.w - pp.window.w) / pp.stride.w + 1;
+        if (po.h < 1 || po.w < 1) {
+            continue;
+        }
+        tc = rnd_in(0, 1) ? co.c : 1;
+        for (i = 0; i < tc * 256; i++) {
+            table_buf[i] = (int8_t)rnd_in(-128, 127);
+        }
+        ref_conv(&p, &in, &f, &co, 0, bias, out_ref);
+        for (i = 0; i < co.n * co.h * co.w * co.c; i++) {
+            const int32_t ch = tc == 1 ? 0 : i % co.c;
+            mid_tab[i] = table_buf[ch * 256 + (out_ref[i] + 128)];
+        }
+        ref_maxpool(&pp, &co, &po, mid_tab, pool_ref);
+        PE_CHECK_EQ(pe_conv_pool_rev_get_buffer_size(&p, &pp, &in, &f, &co, &po, &size), PE_OK);
+        if (size > MAX_SCRATCH) {
+            continue;
+        }
+        ctx.buf = scratch;
+        ctx.size = size;
+        ctx.stats = NULL;
+        memset(pool_got, 0x55, sizeof(pool_got));
+        s = pe_conv_pool_rev_table_s8(&ctx, &p, &q, &pp, &in, input, &f, weights, bias, table_buf, tc,
+                                      &co, &po, pool_got);
+        PE_CHECK_EQ(s, PE_OK);
+        bad = 0;
+        for (i = 0; i < po.n * po.h * po.w * po.c; i++) {
+            bad += pool_got[i] != pool_ref[i];
+        }
+        PE_CHECK_EQ(bad, 0);
+        PE_CHECK_EQ(pe_conv_pool_rev_table_s8(&ctx, &p, &q, &pp, &in, input, &f, weights, bias,
+                                              table_buf, co.c + 1, &co, &po, pool_got),
+                    co.c + 1 == 1 ? PE_OK : PE_ERR_ARG);
+        done++;
+    }
+    PE_CHECK(done > 50);
+}
+
 /* One given case with random tensors, whole tensor against ref_conv;
  * returns the mismatching elements, or -1 when a call fails. */
 static int32_t run_case(const pe_conv_params *p, const pe_dims *in, const pe_dims *f,
@@ -584,6 +650,7 @@ int main(void)
     random_cases(1);
     status_checks();
     fused_cases();
+    fused_table_cases();
     regressions();
     return PE_TEST_END("test_conv");
 }

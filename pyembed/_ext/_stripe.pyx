@@ -314,8 +314,8 @@ cdef extern from "pyembed/pe_pipeline.h":
                                   const pe_dims *input_dims, const int8_t *input,
                                   const pe_dims *filter_dims, const int8_t *filter,
                                   const int32_t *bias, const int32_t *multiplier,
-                                  const int32_t *shift, const pe_dims *output_dims,
-                                  int8_t *output) nogil
+                                  const int32_t *shift, const int8_t *table, int32_t table_channels,
+                                  const pe_dims *output_dims, int8_t *output) nogil
 
 REGION_HEADER_WORDS = PE_STRIPE_REGION_HEADER_WORDS
 REGION_LAYER_WORDS = PE_STRIPE_REGION_LAYER_WORDS

@@ -285,30 +285,55 @@ def last_input_rows(layers, shapes):
 def fusable_pairs(graph, skip=()):
     """(conv index, pool index) pairs: a CONV_2D (no groups, no dilation,
     int8) whose output only the next operator, a MAX/AVERAGE_POOL_2D, reads
-    and which is not a graph output."""
+    and which is not a graph output; or only the next operator reads it, an
+    element-wise operator a 256-entry table computes (a stand-alone
+    activation, a multiply / add by constants: pyembed.model.chain.table_layer),
+    whose output only the pooling after it reads (pool index = conv + 2: the
+    three run as one PE_CONV_POOL with the table between)."""
+    from pyembed.model.chain import elementwise_input, table_layer
     cons = graph.consumers()
     pairs = []
     ops = graph.operators
+
+    def feeds(a, b):     # a's output read by b alone (as its data input), and no graph output
+        t = a.outputs[0]
+        return t not in graph.outputs and cons.get(t, []) == [b.index]
+
     for i in range(len(ops) - 1):
-        a, b = ops[i], ops[i + 1]
-        if i in skip or i + 1 in skip:
+        a = ops[i]
+        if i in skip or a.type != "CONV_2D" or not a.supported:
             continue
-        if a.type != "CONV_2D" or b.type not in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
-            continue
-        if not (a.supported and b.supported):
+        j = i + 1
+        if ops[j].type not in ("AVERAGE_POOL_2D", "MAX_POOL_2D") and j + 1 < len(ops):
+            m = ops[j]
+            k = elementwise_input(graph, m) if m.supported and feeds(a, m) else None
+            if k is None or m.inputs[k] != a.outputs[0] or j in skip:
+                continue
+            try:
+                table_layer(graph, m)
+            except (UnsupportedError, ArgumentError):
+                continue
+            j += 1
+        b = ops[j]
+        if j in skip or b.type not in ("AVERAGE_POOL_2D", "MAX_POOL_2D") or not b.supported:
             continue
         t = a.outputs[0]
-        if t in graph.outputs or cons.get(t, []) != [b.index] or b.inputs[0] != t:
+        if not feeds(ops[j - 1], b) or b.inputs[0] != ops[j - 1].outputs[0] or (j == i + 1 and not feeds(a, b)):
             continue
         p = a.params
         if tuple(p.get("dilation", (1, 1))) != (1, 1) or p.get("groups", 1) != 1:
             continue
         if graph.tensors[a.inputs[0]].dtype != np.int8 or len(graph.tensors[t].shape) != 4:
             continue
-        if pairs and pairs[-1][1] == i:
+        if pairs and pairs[-1][1] >= i:
             continue
-        pairs.append((i, i + 1))
+        pairs.append((i, j))
     return pairs
+
+
+def pair_ops(pairs):
+    """Every operator index a list of fused (conv, pool) pairs covers (a table between included)."""
+    return {i for a, b in pairs for i in range(a, b + 1)}
 
 
 def _rounding_code(op, rounding="double"):
@@ -335,10 +360,19 @@ def conv_pool_operator(graph, conv_i, pool_i, tensors, rounding="double"):
     for name in ("multiplier", "shift"):
         arr = np.broadcast_to(np.asarray(p[name], dtype=np.int32), (out_c,)).copy()
         inputs.append(_new_const(tensors, f"convpool{conv_i}_{name}", arr))
-    params = {"words": np.asarray(words, dtype=np.int32), "ops": [conv_i, pool_i],
+    ops = list(range(conv_i, pool_i + 1))
+    macs = int(conv.macs) + int(pool.macs)
+    if pool_i == conv_i + 2:
+        # the element-wise operator between: its table (pyembed.model.chain.table_layer), input 5
+        from pyembed.model.chain import table_layer
+        act = graph.operators[conv_i + 1]
+        table = np.asarray(table_layer(graph, act, rounding=rounding).table, dtype=np.int8)
+        inputs.append(_new_const(tensors, f"convpool{conv_i}_table", table.reshape(-1)))
+        macs += int(act.macs)
+    params = {"words": np.asarray(words, dtype=np.int32), "ops": ops,
               "work_elements": int(np.prod(mid.shape)) + int(np.prod(graph.tensors[pool.outputs[0]].shape))}
     op = Operator(index=-1, type=CONV_POOL_OP, inputs=inputs, outputs=[pool.outputs[0]], params=params,
-                  macs=int(conv.macs) + int(pool.macs), options={"ops": [conv_i, pool_i]})
+                  macs=macs, options={"ops": ops})
     op.scratch_bytes = conv_pool_scratch(graph, op, tensors)
     return op
 
@@ -372,8 +406,7 @@ def rewrite(graph, regions=(), pairs=(), rounding="double", conv_fc=()):
     covered = set()
     for r in regions:
         covered.update(r.ops)
-    for a, b in pairs:
-        covered.update((a, b))
+    covered.update(pair_ops(pairs))
     for conv_i, hops, fc_i in conv_fc:
         covered.update([conv_i, fc_i, *hops])
     new_ops = []
@@ -638,7 +671,7 @@ def apply_pipeline(graph, strategy="auto", max_extra_macs=0.10, fuse=True, round
     covered = {i for r in regions for i in r.ops}
     pairs = fusable_pairs(graph, skip=covered) if fuse else []
     from pyembed.passes.conv_fc import conv_fc_chains
-    chains = conv_fc_chains(graph, skip=covered | {i for p in pairs for i in p}) if fuse else []
+    chains = conv_fc_chains(graph, skip=covered | pair_ops(pairs)) if fuse else []
     if chains and max_region_weights is not None:
         # one operator holds both layers' constants: a weight segment must hold it whole
         from pyembed.passes.conv_fc import chain_weight_bytes
@@ -739,6 +772,7 @@ def choose_regions(graph, extra_mac_limit, fuse=True, rounding="double", stream=
         skip = {r.chain.input_tensor for r in regs if r.streamed} | \
             {r.chain.output_tensor for r in regs if r.streamed_out}
         pairs = dict(fusable_pairs(graph, skip=covered)) if fuse else {}
+        in_pairs = pair_ops(pairs.items())
         ops_io = []
         overlaps = {}
         for i, op in enumerate(graph.operators):
@@ -753,7 +787,7 @@ def choose_regions(graph, extra_mac_limit, fuse=True, rounding="double", stream=
                     pop = conv_pool_operator(graph, i, pairs[i], list(graph.tensors), rounding)
                     pair_io[i] = ([pop.inputs[0]], list(pop.outputs), pop.scratch_bytes)
                 ops_io.append(pair_io[i])
-            elif i in covered or (i - 1) in pairs:
+            elif i in covered or i in in_pairs:
                 continue
             else:
                 ops_io.append((op.inputs, op.outputs, op.scratch_bytes))

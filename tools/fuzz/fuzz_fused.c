@@ -1,7 +1,8 @@
 /*
  * fuzz_fused.c - libFuzzer harness for convolution -> pooling without the
  * intermediate tensor (pe_fused.h): the fused reverse kernel
- * pe_conv_pool_rev_s8 (every pooling kind) and the four Table I strategies
+ * pe_conv_pool_rev_s8 (every pooling kind; also with an element-wise table between,
+ * pe_conv_pool_rev_table_s8) and the four Table I strategies
  * (max pooling).
  *
  * The reference is the composition of two naive models written here: a
@@ -217,6 +218,35 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
         FZ_FAIL("pe_conv_pool_rev_s8 differs from conv then pool");
     }
     FZ_CHECK(stats.peak_bytes <= size, "peak_bytes %lld > %d", (long long)stats.peak_bytes, size);
+
+    /* an element-wise table between the two (one, or one per channel): the
+     * reference maps the convolution output through it, then pools */
+    if (fz_bool(&r)) {
+        const int32_t tc = fz_bool(&r) ? co.c : 1;
+        const size_t nt = (size_t)tc * 256u;
+        int8_t *table = (int8_t *)fz_alloc(nt);
+        int8_t *tmid = (int8_t *)fz_alloc(n_mid);
+        int8_t *twant = (int8_t *)fz_alloc(n_out);
+        size_t k;
+        fz_fill_s8(&r, table, nt);
+        for (k = 0; k < n_mid; k++) {
+            const size_t ch = tc == 1 ? 0u : k % (size_t)co.c;
+            tmid[k] = table[ch * 256u + (size_t)(uint8_t)((int32_t)mid[k] + 128)];
+        }
+        ref_pool(&pp, &co, tmid, &po, twant);
+        st = pe_conv_pool_rev_table_s8(&ctx, &cp, &q, &pp, &in, x, &f, w, b, table, tc + (tc == 1 ? 0 : 1), &co,
+                                       &po, got);
+        FZ_CHECK(tc != 1 ? st == PE_ERR_ARG : st == PE_OK, "table of %d channels (given %d): status %d", tc,
+                 tc + (tc == 1 ? 0 : 1), st);
+        st = pe_conv_pool_rev_table_s8(&ctx, &cp, &q, &pp, &in, x, &f, w, b, table, tc, &co, &po, got);
+        FZ_CHECK(st == PE_OK, "fused kernel with a table: status %d", st);
+        if (!fz_compare_s8("fused conv->table->pool", got, twant, n_out)) {
+            FZ_FAIL("pe_conv_pool_rev_table_s8 differs from conv, table, then pool");
+        }
+        free(table);
+        free(tmid);
+        free(twant);
+    }
     free(block);
 
     /* The strategies walk only the pooling windows' real positions (the

@@ -94,6 +94,21 @@ pe_status pe_conv_pool_rev_s8(const pe_context *ctx, const pe_conv_params *conv_
                               const pe_dims *conv_out_dims, const pe_dims *pool_out_dims,
                               int8_t *output);
 
+/* pe_conv_pool_rev_s8 with an element-wise operator between the two (a
+ * stand-alone activation such as LEAKY_RELU, or a multiply / add by
+ * constants): each convolution output byte v of channel c becomes
+ * table[c * 256 + (v + 128)] (table_channels == conv_out_dims->c) or
+ * table[v + 128] (table_channels == 1) before it is pooled. table NULL:
+ * pe_conv_pool_rev_s8. Same scratch (pe_conv_pool_rev_get_buffer_size);
+ * PE_ERR_ARG for another table_channels. */
+pe_status pe_conv_pool_rev_table_s8(const pe_context *ctx, const pe_conv_params *conv_params,
+                                    const pe_per_channel_quant *quant,
+                                    const pe_pool_params *pool_params, const pe_dims *input_dims,
+                                    const int8_t *input, const pe_dims *filter_dims,
+                                    const int8_t *filter, const int32_t *bias, const int8_t *table,
+                                    int32_t table_channels, const pe_dims *conv_out_dims,
+                                    const pe_dims *pool_out_dims, int8_t *output);
+
 typedef enum {
     PE_FUSE_NONE = 0,
     PE_FUSE_NAIVE = 1,

@@ -143,12 +143,14 @@ pe_status pe_conv_pool_op_get_buffer_size(const int32_t *params, int32_t num_par
                                           const pe_dims *input_dims, const pe_dims *filter_dims,
                                           const pe_dims *output_dims, int32_t *size);
 
-/* Runs the fused pair (pe_conv_pool_rev_s8) from its words. */
+/* Runs the fused pair (pe_conv_pool_rev_table_s8) from its words; table NULL
+ * (table_channels ignored) when no element-wise operator sits between the
+ * convolution and the pooling. */
 pe_status pe_conv_pool_op_run(const pe_context *ctx, const int32_t *params, int32_t num_params,
                               const pe_dims *input_dims, const int8_t *input,
                               const pe_dims *filter_dims, const int8_t *filter, const int32_t *bias,
-                              const int32_t *multiplier, const int32_t *shift,
-                              const pe_dims *output_dims, int8_t *output);
+                              const int32_t *multiplier, const int32_t *shift, const int8_t *table,
+                              int32_t table_channels, const pe_dims *output_dims, int8_t *output);
 
 #ifdef __cplusplus
 }

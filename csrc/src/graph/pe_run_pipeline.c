@@ -134,11 +134,11 @@ pe_status pe_graph_run_stripe_region(const pe_graph *g, const pe_graph_op *op, c
 pe_status pe_graph_run_conv_pool(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
                                  const pe_context *arena)
 {
-    const int8_t *x, *f;
+    const int8_t *x, *f, *table = NULL;
     const int32_t *b = NULL, *m, *s;
     int8_t *y;
-    int32_t ti, tf, to, oc;
-    if (op->num_inputs != 5 || op->num_outputs != 1 || op->params == NULL) {
+    int32_t ti, tf, to, oc, table_channels = 1;
+    if ((op->num_inputs != 5 && op->num_inputs != 6) || op->num_outputs != 1 || op->params == NULL) {
         return PE_ERR_ARG;
     }
     x = (const int8_t *)pe_graph_input(g, op, 0, arena, PE_DT_INT8);
@@ -162,6 +162,15 @@ pe_status pe_graph_run_conv_pool(const pe_graph *g, const pe_graph_op *op, const
             return PE_ERR_ARG;
         }
     }
+    if (op->num_inputs == 6 && pe_graph_input_index(op, 5) >= 0) {
+        /* input 5: the element-wise table between the two (256 bytes, or 256 per channel) */
+        const int32_t tt = pe_graph_input_index(op, 5);
+        table = (const int8_t *)pe_graph_input(g, op, 5, arena, PE_DT_INT8);
+        if (table == NULL || (pe_graph_count(g, tt) != 256 && pe_graph_count(g, tt) != 256 * oc)) {
+            return PE_ERR_ARG;
+        }
+        table_channels = pe_graph_count(g, tt) / 256;
+    }
     return pe_conv_pool_op_run(scratch, op->params, op->num_params, pe_graph_dims(g, ti), x, pe_graph_dims(g, tf), f,
-                               b, m, s, pe_graph_dims(g, to), y);
+                               b, m, s, table, table_channels, pe_graph_dims(g, to), y);
 }

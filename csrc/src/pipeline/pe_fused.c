@@ -124,6 +124,32 @@ pe_status pe_conv_pool_rev_s8(const pe_context *ctx, const pe_conv_params *conv_
                               const pe_dims *conv_out_dims, const pe_dims *pool_out_dims,
                               int8_t *output)
 {
+    return pe_conv_pool_rev_table_s8(ctx, conv_params, quant, pool_params, input_dims, input,
+                                     filter_dims, filter, bias, NULL, 1, conv_out_dims,
+                                     pool_out_dims, output);
+}
+
+/* the element-wise table over one convolution output row of w pixels, c channels */
+static void table_row(int8_t *row, int32_t w, int32_t c, const int8_t *table, int32_t per_channel)
+{
+    int32_t x, k;
+    for (x = 0; x < w; x++) {
+        int8_t *px = row + (size_t)x * (size_t)c;
+        for (k = 0; k < c; k++) {
+            const uint8_t v = (uint8_t)((int32_t)px[k] + 128);
+            px[k] = table[(per_channel ? (size_t)k * 256u : 0u) + v];
+        }
+    }
+}
+
+pe_status pe_conv_pool_rev_table_s8(const pe_context *ctx, const pe_conv_params *conv_params,
+                                    const pe_per_channel_quant *quant,
+                                    const pe_pool_params *pool_params, const pe_dims *input_dims,
+                                    const int8_t *input, const pe_dims *filter_dims,
+                                    const int8_t *filter, const int32_t *bias, const int8_t *table,
+                                    int32_t table_channels, const pe_dims *conv_out_dims,
+                                    const pe_dims *pool_out_dims, int8_t *output)
+{
     int32_t conv_bytes, pool_bytes, total, n, y, idx, first, nrows, pool_rows_done = 0;
     pe_stats conv_stats = {0, 0, 0, 0, 0, 0, 0};
     pe_stats pool_stats = {0, 0, 0, 0, 0, 0, 0};
@@ -142,6 +168,9 @@ pe_status pe_conv_pool_rev_s8(const pe_context *ctx, const pe_conv_params *conv_
                     pool_out_dims, &conv_bytes, &pool_bytes, &total);
     if (s != PE_OK) {
         return s;
+    }
+    if (table != NULL && table_channels != 1 && table_channels != conv_out_dims->c) {
+        return PE_ERR_ARG;
     }
     if (ctx->buf == NULL || ctx->size < total || ((uintptr_t)ctx->buf & (FUSED_ALIGN - 1)) != 0u) {
         return PE_ERR_SCRATCH;
@@ -181,7 +210,10 @@ pe_status pe_conv_pool_rev_s8(const pe_context *ctx, const pe_conv_params *conv_
                 if (idx < 0) {
                     break;
                 }
-                /* the convolution row is final: pool it now */
+                /* the convolution row is final: pool it now (through the table first) */
+                if (table != NULL) {
+                    table_row(row, co1.w, co1.c, table, table_channels != 1);
+                }
                 s = pe_pool_rev_begin_row(&pctx);
                 if (s == PE_OK) {
                     s = pe_pool_rev_scatter_s8(&pctx, 0, co1.w, row);

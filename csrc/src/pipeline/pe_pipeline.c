@@ -433,8 +433,8 @@ pe_status pe_conv_pool_op_get_buffer_size(const int32_t *params, int32_t num_par
 pe_status pe_conv_pool_op_run(const pe_context *ctx, const int32_t *params, int32_t num_params,
                               const pe_dims *input_dims, const int8_t *input,
                               const pe_dims *filter_dims, const int8_t *filter, const int32_t *bias,
-                              const int32_t *multiplier, const int32_t *shift,
-                              const pe_dims *output_dims, int8_t *output)
+                              const int32_t *multiplier, const int32_t *shift, const int8_t *table,
+                              int32_t table_channels, const pe_dims *output_dims, int8_t *output)
 {
     pe_conv_params conv;
     pe_pool_params pool;
@@ -450,6 +450,6 @@ pe_status pe_conv_pool_op_run(const pe_context *ctx, const int32_t *params, int3
     }
     q.multiplier = multiplier;
     q.shift = shift;
-    return pe_conv_pool_rev_s8(ctx, &conv, &q, &pool, input_dims, input, filter_dims, filter, bias, &co,
-                               output_dims, output);
+    return pe_conv_pool_rev_table_s8(ctx, &conv, &q, &pool, input_dims, input, filter_dims, filter, bias,
+                                     table, table_channels, &co, output_dims, output);
 }
