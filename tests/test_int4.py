@@ -193,6 +193,33 @@ def test_bad_input_errors():
         prepare_operator(g, op, "m")
 
 
+@needs_tflm
+@pytest.mark.parametrize("per_channel", [True, False])
+def test_conv_2d_on_int4_weights_runs_on_the_unpacked_values(per_channel):
+    """CONV_2D on an INT4 filter: imported unpacked, it runs as the int8
+    CONV_2D (no packed operator yet: its flash holds the int8 values), == TFLM
+    and LiteRT."""
+    S = W.schema()
+    rng = np.random.default_rng(7 + per_channel)
+    co, kh, kw, ci = 6, 3, 3, 5
+    w = rng.integers(-8, 8, size=(co, kh, kw, ci))
+    ws = [float(v) for v in rng.uniform(0.02, 0.1, size=co)] if per_channel else [0.05] * co
+    t = [W.tensor((1, 7, 7, ci), scale=0.05, zp=-3),
+         W.tensor((co, kh, kw, ci), scale=ws, zp=[0] * co, axis=0, data=w, int4=True),
+         W.tensor((co,), np.int32, scale=0.0025, zp=0, data=rng.integers(-300, 300, size=co)),
+         W.tensor((1, 7, 7, co), scale=0.25, zp=1)]
+    blob = W.build(t, [W.op(S.BuiltinOperator.CONV_2D, [0, 1, 2], [3], "Conv2DOptions", padding=S.Padding.SAME,
+                            strideH=1, strideW=1, dilationHFactor=1, dilationWFactor=1)], [0], [3])
+    g = load_tflite_bytes(blob, name="conv4")
+    assert [op.type for op in g.operators] == ["CONV_2D"] and g.tensors[1].type_name == "INT4"
+    assert g.tensors[1].data.tolist() == w.tolist()
+    for x in _inputs(1, 7 * 7 * ci, 2, seed=3):
+        x = x.reshape(1, 7, 7, ci)
+        assert np.asarray(g.run(x)[0]).tolist() == W.tflm_run(blob, [x])[0].tolist()
+        if HAVE_LITERT:
+            assert np.asarray(g.run(x, rounding="litert")[0]).tolist() == W.litert_run(blob, [x])[0].tolist()
+
+
 def _qemu_missing():
     from pyembed.target import qemu
     return qemu.missing_tools()
