@@ -72,6 +72,19 @@ void pe_fc_w4_unpack(const uint8_t *restrict packed, int32_t first, int32_t n, i
     if (first & 1) { /* starts on a high nibble */
         dst[i++] = w4_nibble((uint32_t)*p++ >> 4);
     }
+    /* four values from two bytes in word operations: the bytes spread to
+     * bits 0-7 and 16-23, each nibble moved to its own byte, then every byte
+     * v (0..15) sign-extended at once as ((v ^ 8) - 8) mod 256 (the 0x80 bits
+     * keep the per-byte subtractions from borrowing across bytes) */
+    for (; i + 4 <= n; i += 4, p += 2) {
+        uint32_t x = (uint32_t)p[0] | ((uint32_t)p[1] << 16);
+        x = (x | (x << 4)) & 0x0F0F0F0Fu;
+        x = (((x ^ 0x08080808u) | 0x80808080u) - 0x08080808u) ^ 0x80808080u;
+        dst[i] = (int8_t)(uint8_t)x;
+        dst[i + 1] = (int8_t)(uint8_t)(x >> 8);
+        dst[i + 2] = (int8_t)(uint8_t)(x >> 16);
+        dst[i + 3] = (int8_t)(uint8_t)(x >> 24);
+    }
     for (; i + 2 <= n; i += 2) {
         const uint32_t b = *p++;
         dst[i] = w4_nibble(b);
