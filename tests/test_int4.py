@@ -227,31 +227,37 @@ def _qemu_missing():
 
 @pytest.mark.skipif(_qemu_missing() is not None, reason=str(_qemu_missing()))
 def test_firmware_on_cortex_m4_equals_host_and_tflm(tmp_path):
-    """One mps2-an386 (Cortex-M4, DSP build) firmware of a two-layer int4 MLP
-    (odd depth, fused RELU, a layer without bias): its outputs == the host
-    run == TFLM on two samples."""
+    """One mps2-an386 (Cortex-M4, DSP build) firmware of a three-layer int4
+    MLP, 600 -> 40 (RELU; a depth past one unpacked slice) -> 9 (no bias) ->
+    5 (odd depth, rows starting mid-byte): its outputs == the host run ==
+    TFLM on two samples."""
     from pyembed.target.firmware import build_project, generate, run_project
     S = W.schema()
     rng = np.random.default_rng(3)
-    t = [W.tensor((1, 123), scale=0.05, zp=-3),
-         W.tensor((40, 123), scale=0.04, zp=0, data=rng.integers(-8, 8, size=(40, 123)), int4=True),
-         W.tensor((40,), np.int32, scale=0.002, zp=0, data=rng.integers(-500, 500, size=40)),
-         W.tensor((1, 40), scale=0.3, zp=2),
+    t = [W.tensor((1, 600), scale=0.05, zp=-3),
+         W.tensor((40, 600), scale=0.02, zp=0, data=rng.integers(-8, 8, size=(40, 600)), int4=True),
+         W.tensor((40,), np.int32, scale=0.001, zp=0, data=rng.integers(-500, 500, size=40)),
+         W.tensor((1, 40), scale=0.3, zp=-100),
          W.tensor((9, 40), scale=0.05, zp=0, data=rng.integers(-8, 8, size=(9, 40)), int4=True),
-         W.tensor((1, 9), scale=0.4, zp=-1)]
+         W.tensor((1, 9), scale=0.4, zp=-1),
+         W.tensor((5, 9), scale=0.07, zp=0, data=rng.integers(-8, 8, size=(5, 9)), int4=True),
+         W.tensor((5,), np.int32, scale=0.028, zp=0, data=rng.integers(-50, 50, size=5)),
+         W.tensor((1, 5), scale=0.2, zp=4)]
     ops = [W.op(S.BuiltinOperator.FULLY_CONNECTED, [0, 1, 2], [3], "FullyConnectedOptions",
                 fusedActivationFunction=S.ActivationFunctionType.RELU),
-           W.op(S.BuiltinOperator.FULLY_CONNECTED, [3, 4, -1], [5], "FullyConnectedOptions")]
-    blob = W.build(t, ops, [0], [5], name="int4_mlp")
+           W.op(S.BuiltinOperator.FULLY_CONNECTED, [3, 4, -1], [5], "FullyConnectedOptions"),
+           W.op(S.BuiltinOperator.FULLY_CONNECTED, [5, 6, 7], [8], "FullyConnectedOptions")]
+    blob = W.build(t, ops, [0], [8], name="int4_mlp")
     g = load_tflite_bytes(blob, name="int4_mlp")
     proj = generate(g, "mps2-an386", tmp_path / "fw")
-    assert [o["type"] for o in proj.ops] == [W4_TYPE] * 2
+    assert [o["type"] for o in proj.ops] == [W4_TYPE] * 3
     assert "PE_GOP_FULLY_CONNECTED_W4" in (tmp_path / "fw" / "model" / "model_graph.c").read_text()
     build_project(proj.outdir)
-    for k, x in enumerate(_inputs(1, 123, 2, seed=8)):
+    for k, x in enumerate(_inputs(1, 600, 2, seed=8)):
         run = run_project(proj, [x])
         want = np.asarray(g.run(x)[0])
         got = np.asarray(run.outputs[0]).reshape(want.shape)
+        assert len(set(want.ravel().tolist())) > 1
         assert got.tolist() == want.tolist(), f"sample {k}: firmware {got.tolist()} host {want.tolist()}"
         if HAVE_TFLM:
             assert got.tolist() == W.tflm_run(blob, [x])[0].tolist()
