@@ -228,9 +228,11 @@ def _qemu_missing():
 @pytest.mark.skipif(_qemu_missing() is not None, reason=str(_qemu_missing()))
 def test_firmware_on_cortex_m4_equals_host_and_tflm(tmp_path):
     """One mps2-an386 (Cortex-M4, DSP build) firmware of a three-layer int4
-    MLP, 600 -> 40 (RELU; a depth past one unpacked slice) -> 9 (no bias) ->
-    5 (odd depth, rows starting mid-byte): its outputs == the host run ==
-    TFLM on two samples."""
+    MLP, 600 -> 40 (RELU) -> 9 (no bias) -> 5 (odd depth, rows starting
+    mid-byte), all on the DSP path reading the packed words, and beside it
+    600 -> 1 (its widened input does not fit the tile scratch: unpacked
+    tiles, a depth past one slice): its outputs == the host run == TFLM on
+    two samples."""
     from pyembed.target.firmware import build_project, generate, run_project
     S = W.schema()
     rng = np.random.default_rng(3)
@@ -242,22 +244,27 @@ def test_firmware_on_cortex_m4_equals_host_and_tflm(tmp_path):
          W.tensor((1, 9), scale=0.4, zp=-1),
          W.tensor((5, 9), scale=0.07, zp=0, data=rng.integers(-8, 8, size=(5, 9)), int4=True),
          W.tensor((5,), np.int32, scale=0.028, zp=0, data=rng.integers(-50, 50, size=5)),
-         W.tensor((1, 5), scale=0.2, zp=4)]
+         W.tensor((1, 5), scale=0.2, zp=4),
+         W.tensor((1, 600), scale=0.02, zp=0, data=rng.integers(-8, 8, size=(1, 600)), int4=True),
+         W.tensor((1, 1), scale=0.3, zp=-5)]
     ops = [W.op(S.BuiltinOperator.FULLY_CONNECTED, [0, 1, 2], [3], "FullyConnectedOptions",
                 fusedActivationFunction=S.ActivationFunctionType.RELU),
            W.op(S.BuiltinOperator.FULLY_CONNECTED, [3, 4, -1], [5], "FullyConnectedOptions"),
-           W.op(S.BuiltinOperator.FULLY_CONNECTED, [5, 6, 7], [8], "FullyConnectedOptions")]
-    blob = W.build(t, ops, [0], [8], name="int4_mlp")
+           W.op(S.BuiltinOperator.FULLY_CONNECTED, [5, 6, 7], [8], "FullyConnectedOptions"),
+           W.op(S.BuiltinOperator.FULLY_CONNECTED, [0, 9, -1], [10], "FullyConnectedOptions")]
+    blob = W.build(t, ops, [0], [8, 10], name="int4_mlp")
     g = load_tflite_bytes(blob, name="int4_mlp")
     proj = generate(g, "mps2-an386", tmp_path / "fw")
-    assert [o["type"] for o in proj.ops] == [W4_TYPE] * 3
+    assert [o["type"] for o in proj.ops] == [W4_TYPE] * 4
     assert "PE_GOP_FULLY_CONNECTED_W4" in (tmp_path / "fw" / "model" / "model_graph.c").read_text()
     build_project(proj.outdir)
     for k, x in enumerate(_inputs(1, 600, 2, seed=8)):
         run = run_project(proj, [x])
-        want = np.asarray(g.run(x)[0])
-        got = np.asarray(run.outputs[0]).reshape(want.shape)
-        assert len(set(want.ravel().tolist())) > 1
-        assert got.tolist() == want.tolist(), f"sample {k}: firmware {got.tolist()} host {want.tolist()}"
-        if HAVE_TFLM:
-            assert got.tolist() == W.tflm_run(blob, [x])[0].tolist()
+        host = g.run(x)
+        tflm = W.tflm_run(blob, [x]) if HAVE_TFLM else host
+        assert len(set(np.asarray(host[0]).ravel().tolist())) > 1
+        for i in range(2):
+            want = np.asarray(host[i])
+            got = np.asarray(run.outputs[i]).reshape(want.shape)
+            assert got.tolist() == want.tolist(), f"sample {k} output {i}: firmware {got.tolist()} host {want.tolist()}"
+            assert got.tolist() == np.asarray(tflm[i]).tolist()

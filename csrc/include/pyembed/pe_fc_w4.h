@@ -17,6 +17,12 @@
  * Cortex-M with it, portable C elsewhere); then the requantization,
  * output offset and clamp of pe_fully_connected_s8. When the whole depth
  * fits one slice, a tile is unpacked once for all batch rows.
+ * On a Cortex-M with the DSP extension, filter_offset 0 and when the input
+ * row widened to int16 (2 * K bytes, 4 * K with an odd K) fits the same
+ * scratch (at least 2 rows, or 4 with an odd K, up to K = 2064 / 1032), the
+ * packed words are read directly instead: SXTB16 of the nibbles moved to
+ * the high half of each byte gives 16 * w, four SMLAD per eight weights
+ * (pe_fc_w4.c). Same bytes either way.
  *
  * Parameters, ranges and statuses are pe_fully_connected_s8's (pe_fc.h);
  * filter_offset applies to the unpacked values as there (0 for TFLite).

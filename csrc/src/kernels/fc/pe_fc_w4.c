@@ -4,6 +4,8 @@
  * and requantization of pe_fc.c on them.
  */
 #include "pyembed/pe_fc_w4.h"
+#include "pyembed/pe_fixed.h"
+#include "pyembed/pe_simd.h"
 
 static int32_t w4_min(int32_t a, int32_t b)
 {
@@ -105,6 +107,96 @@ static void w4_tile(const uint8_t *packed, int32_t depth, int32_t o0, int32_t n,
     }
 }
 
+#if PE_DSP
+/* The DSP path, reading the packed bytes directly (filter offset 0). A word
+ * of packed weights holds eight nibbles n0..n7 (n0 the low nibble of byte
+ * 0); masking it with 0xF0F0F0F0, as it is and shifted left by four, puts
+ * every nibble in the high half of a byte, where SXTB16 (and SXTB16 ROR 8)
+ * sign-extends it as 16 * w: (w0, w4), (w2, w6), (w1, w5), (w3, w7) in 2 +
+ * 4 instructions for eight weights. The input row is widened once (offset
+ * added, int16) in the matching order, [x0 x4 x2 x6 x1 x5 x3 x7] per group
+ * of eight, so four SMLAD do the eight MACs. The sums are 16 times the dot
+ * product, exactly: |16 * w * (x + offset)| <= 128 * 383 and depth <=
+ * PE_FC_MAX_DEPTH keep them in int32, and the shift back by four is exact.
+ * A row starting mid-byte (odd row of an odd depth) takes its first value
+ * alone and the groups from element 1 (the second widened set); the last
+ * depth % 8 values go one by one. */
+/* bytes of the DSP path's widened input rows: groups of eight int16 from
+ * element 0, and with an odd depth a second set from element 1 */
+static int32_t w4_perm_bytes(int32_t depth)
+{
+    return 16 * (depth / 8) + ((depth & 1) ? 16 * ((depth - 1) / 8) : 0);
+}
+
+static void w4_widen(const int8_t *x, int32_t start, int32_t groups, int32_t xo, int16_t *xp)
+{
+    int32_t g;
+    for (g = 0; g < groups; g++, x += 8, xp += 8) {
+        const int8_t *v = x + start;
+        xp[0] = (int16_t)(v[0] + xo);
+        xp[1] = (int16_t)(v[4] + xo);
+        xp[2] = (int16_t)(v[2] + xo);
+        xp[3] = (int16_t)(v[6] + xo);
+        xp[4] = (int16_t)(v[1] + xo);
+        xp[5] = (int16_t)(v[5] + xo);
+        xp[6] = (int16_t)(v[3] + xo);
+        xp[7] = (int16_t)(v[7] + xo);
+    }
+}
+
+static int32_t w4_row_dsp(const uint8_t *restrict wp, const uint32_t *restrict xp, int32_t groups)
+{
+    int32_t a = 0, g;
+    for (g = 0; g < groups; g++, wp += 4, xp += 4) {
+        const uint32_t b = pe_rd32(wp);
+        const uint32_t hi = b & 0xF0F0F0F0u, lo = (b << 4) & 0xF0F0F0F0u;
+        a = __smlad(__sxtb16(lo), xp[0], a);
+        a = __smlad(pe_sxtb16_ror8(lo), xp[1], a);
+        a = __smlad(__sxtb16(hi), xp[2], a);
+        a = __smlad(pe_sxtb16_ror8(hi), xp[3], a);
+    }
+    return pe_fx_asr32(a, 4);
+}
+
+#define W4_CHUNK 32 /* features per requantization call (int32 dots on the stack) */
+
+static void w4_run_dsp(const pe_fc_params *params, const pe_per_channel_quant *quant, int32_t batches,
+                       int32_t depth, int32_t features, const int8_t *input, const uint8_t *packed,
+                       const int32_t *bias, int8_t *output, void *buf)
+{
+    const int32_t xo = params->input_offset, g0 = depth / 8, g1 = (depth & 1) ? (depth - 1) / 8 : 0;
+    int16_t *xp0 = (int16_t *)(void *)(((uintptr_t)buf + 3u) & ~(uintptr_t)3u);
+    int16_t *xp1 = xp0 + 8 * g0;
+    int32_t acc[W4_CHUNK], b, o0, j, k;
+    for (b = 0; b < batches; b++) {
+        const int8_t *x = input + (size_t)b * (size_t)depth;
+        w4_widen(x, 0, g0, xo, xp0);
+        w4_widen(x, 1, g1, xo, xp1);
+        for (o0 = 0; o0 < features; o0 += W4_CHUNK) {
+            const int32_t n = w4_min(W4_CHUNK, features - o0);
+            pe_per_channel_quant q;
+            for (j = 0; j < n; j++) {
+                const int32_t e0 = (o0 + j) * depth, s = e0 & 1, groups = s ? g1 : g0;
+                const int16_t *xp = s ? xp1 : xp0;
+                int32_t a = w4_row_dsp(packed + (e0 + s) / 2, (const uint32_t *)(const void *)xp, groups);
+                if (s) {
+                    a += ((int32_t)x[0] + xo) * w4_nibble((uint32_t)packed[e0 / 2] >> 4);
+                }
+                for (k = s + 8 * groups; k < depth; k++) {
+                    const int32_t e = e0 + k;
+                    a += ((int32_t)x[k] + xo) * w4_nibble((uint32_t)packed[e / 2] >> ((e & 1) ? 4 : 0));
+                }
+                acc[j] = a;
+            }
+            q.multiplier = quant->multiplier + (params->per_channel ? o0 : 0);
+            q.shift = quant->shift + (params->per_channel ? o0 : 0);
+            pe_fc_s8_finish(params, &q, n, acc, bias != NULL ? bias + o0 : NULL,
+                            output + (size_t)b * (size_t)features + (size_t)o0);
+        }
+    }
+}
+#endif
+
 pe_status pe_fully_connected_w4_s8(const pe_context *ctx, const pe_fc_params *params,
                                    const pe_per_channel_quant *quant,
                                    const pe_dims *input_dims, const int8_t *input,
@@ -141,6 +233,17 @@ pe_status pe_fully_connected_w4_s8(const pe_context *ctx, const pe_fc_params *pa
     if (ctx->buf == NULL || ctx->size < sbytes) {
         return PE_ERR_SCRATCH;
     }
+#if PE_DSP
+    if (params->filter_offset == 0 && w4_perm_bytes(depth) + 3 <= sbytes) {
+        w4_run_dsp(params, quant, batches, depth, features, input, packed, bias, output, ctx->buf);
+        if (ctx->stats != NULL) {
+            const uint64_t macs = (uint64_t)batches * (uint64_t)depth * (uint64_t)features;
+            ctx->stats->macs += macs;
+            ctx->stats->input_reads += macs;
+        }
+        return PE_OK;
+    }
+#endif
     rows = w4_min(features, PE_FC_W4_ROWS);
     slice = w4_min(depth, PE_FC_W4_SLICE);
     acc = (int32_t *)(void *)(((uintptr_t)ctx->buf + 3u) & ~(uintptr_t)3u);
