@@ -57,7 +57,8 @@ def test_import_rewrites_onto_the_packed_bytes():
     assert unpacked_weights(g, op).tolist() == twin.tensors[1].data.tolist()
     # the packed bytes are the file's (the writer packs in numpy, the C pe_fc_w4_pack here)
     assert packed.data.view(np.uint8).tolist() == W.pack_int4(twin.tensors[1].data).tolist()
-    assert g.int4_fc == [{"op": 0, "shape": [7, 13], "result": "packed", "int8_bytes": 91, "int4_bytes": 46}]
+    assert g.int4_fc == [{"op": 0, "type": "FULLY_CONNECTED", "shape": [7, 13], "result": "packed", "int8_bytes": 91,
+                          "int4_bytes": 46}]
     assert g.weights_bytes == twin.weights_bytes - 91 + 46
     from pyembed._ext import _graph
     assert op.scratch_bytes == _graph.fc_w4_sizes(7, 13)[1] == 4 * 7 + 7 * 13 + 3
@@ -193,31 +194,56 @@ def test_bad_input_errors():
         prepare_operator(g, op, "m")
 
 
-@needs_tflm
-@pytest.mark.parametrize("per_channel", [True, False])
-def test_conv_2d_on_int4_weights_runs_on_the_unpacked_values(per_channel):
-    """CONV_2D on an INT4 filter: imported unpacked, it runs as the int8
-    CONV_2D (no packed operator yet: its flash holds the int8 values), == TFLM
-    and LiteRT."""
+def _conv_model(kh, kw, stride, per_channel, relu, seed, int4=True):
     S = W.schema()
-    rng = np.random.default_rng(7 + per_channel)
-    co, kh, kw, ci = 6, 3, 3, 5
+    rng = np.random.default_rng(seed)
+    co, ci = 6, 5
     w = rng.integers(-8, 8, size=(co, kh, kw, ci))
-    ws = [float(v) for v in rng.uniform(0.02, 0.1, size=co)] if per_channel else [0.05] * co
+    ws = [float(v) for v in rng.uniform(0.02, 0.1, size=co)] if per_channel else 0.05
+    oh = (7 + stride - 1) // stride
     t = [W.tensor((1, 7, 7, ci), scale=0.05, zp=-3),
-         W.tensor((co, kh, kw, ci), scale=ws, zp=[0] * co, axis=0, data=w, int4=True),
+         W.tensor((co, kh, kw, ci), scale=ws, zp=[0] * co if per_channel else 0, axis=0, data=w, int4=int4),
          W.tensor((co,), np.int32, scale=0.0025, zp=0, data=rng.integers(-300, 300, size=co)),
-         W.tensor((1, 7, 7, co), scale=0.25, zp=1)]
-    blob = W.build(t, [W.op(S.BuiltinOperator.CONV_2D, [0, 1, 2], [3], "Conv2DOptions", padding=S.Padding.SAME,
-                            strideH=1, strideW=1, dilationHFactor=1, dilationWFactor=1)], [0], [3])
+         W.tensor((1, oh, oh, co), scale=0.25 if kh > 1 else 0.1, zp=1)]
+    f = {"fusedActivationFunction": S.ActivationFunctionType.RELU} if relu else {}
+    op = W.op(S.BuiltinOperator.CONV_2D, [0, 1, 2], [3], "Conv2DOptions", padding=S.Padding.SAME,
+              strideH=stride, strideW=stride, dilationHFactor=1, dilationWFactor=1, **f)
+    return W.build(t, [op], [0], [3])
+
+
+@needs_tflm
+@pytest.mark.parametrize("kh, stride, per_channel, relu, packed", [
+    (1, 1, True, False, True), (1, 1, False, True, True),      # pointwise: FULLY_CONNECTED@w4 over the pixels
+    (3, 1, True, False, False), (3, 1, False, True, False),    # 3x3: the int8 CONV_2D on the unpacked values
+    (1, 2, True, False, False)])                               # strided pointwise: int8 CONV_2D
+def test_conv_2d_on_int4_weights(kh, stride, per_channel, relu, packed):
+    """CONV_2D on an INT4 filter == TFLM and LiteRT: a 1x1 stride-1 one runs
+    as FULLY_CONNECTED@w4 on the packed bytes (half the filter's flash), the
+    others as the int8 CONV_2D on the unpacked values, reported."""
+    seed = kh * 10 + stride + 2 * per_channel
+    blob = _conv_model(kh, kh, stride, per_channel, relu, seed)
     g = load_tflite_bytes(blob, name="conv4")
-    assert [op.type for op in g.operators] == ["CONV_2D"] and g.tensors[1].type_name == "INT4"
-    assert g.tensors[1].data.tolist() == w.tolist()
-    for x in _inputs(1, 7 * 7 * ci, 2, seed=3):
-        x = x.reshape(1, 7, 7, ci)
-        assert np.asarray(g.run(x)[0]).tolist() == W.tflm_run(blob, [x])[0].tolist()
+    twin = load_tflite_bytes(_conv_model(kh, kh, stride, per_channel, relu, seed, int4=False), name="conv8")
+    n_w = 6 * kh * kh * 5
+    assert [op.type for op in g.operators] == [W4_TYPE if packed else "CONV_2D"]
+    row = g.int4_fc[0]
+    assert row["type"] == "CONV_2D" and row["shape"] == [6, kh, kh, 5]
+    if packed:
+        assert row["result"] == "packed" and row["int4_bytes"] == n_w // 2
+        assert g.weights_bytes == twin.weights_bytes - n_w // 2
+    else:
+        assert row["result"].startswith("skipped: ") and g.tensors[1].type_name == "INT4"
+        assert g.weights_bytes == twin.weights_bytes
+    for x in _inputs(1, 7 * 7 * 5, 2, seed=3):
+        x = x.reshape(1, 7, 7, 5)
+        got = np.asarray(g.run(x)[0])
+        assert got.tolist() == W.tflm_run(blob, [x])[0].tolist()
+        assert len(set(got.ravel().tolist())) > 4
         if HAVE_LITERT:
             assert np.asarray(g.run(x, rounding="litert")[0]).tolist() == W.litert_run(blob, [x])[0].tolist()
+    from pyembed.model.float_ref import dequantize, run_float
+    xr = dequantize(g.tensors[g.inputs[0]], x)
+    assert np.allclose(run_float(g, xr)[g.outputs[0]], run_float(twin, xr)[twin.outputs[0]], rtol=0, atol=1e-12)
 
 
 def _qemu_missing():

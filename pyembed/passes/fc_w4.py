@@ -15,12 +15,17 @@ tensor no operator reads any more leaves the constants (a typeless
 placeholder, so tensor indices do not move); weights shared by several
 layers are packed once.
 
+A 1x1 CONV_2D with stride 1 on such weights is the same matrix product over
+the pixels ([N*H*W, Cin] by [Cout, Cin], the same per-channel
+requantization), so it becomes FULLY_CONNECTED@w4 too; other convolutions
+run as the int8 CONV_2D on the unpacked values (no flash saving), reported.
+
 Layers it leaves on the unpacked int8 values (they run, without the flash
 saving) are reported with the reason: operators pyembed does not execute,
 int16 activations (the @int16 variant), a non-zero weight zero point.
 
-report: one dict per FULLY_CONNECTED whose weights came as INT4, in operator
-order: {"op", "shape" ([O, K]), "result" ("packed" or "skipped: why"),
+report: one dict per FULLY_CONNECTED or CONV_2D whose weights came as INT4, in
+operator order: {"op", "type", "shape" (the weights'), "result" ("packed" or "skipped: why"),
 "int8_bytes" (O * K), "int4_bytes" (the packed bytes, 0 when shared or
 skipped)}. The graph keeps it as graph.int4_fc.
 """
@@ -39,15 +44,31 @@ def _skip_reason(graph, op):
     if (op.params or {}).get("variant"):
         return f"runs as {op.params['variant']} (not int8 activations)"
     w = graph.tensors[op.inputs[1]]
-    if w.dtype != np.int8 or len(w.shape) != 2:
+    if op.type == "CONV_2D":
+        x = graph.tensors[op.inputs[0]]
+        if len(w.shape) != 4 or tuple(w.shape[1:3]) != (1, 1):
+            return f"a {list(w.shape)} filter: only 1x1 (pointwise) convolutions run on packed int4 weights"
+        if tuple(op.options.get("stride", (1, 1))) != (1, 1):
+            return f"stride {tuple(op.options['stride'])}: only stride 1 is a matrix product over the pixels"
+        if len(x.shape) != 4 or x.shape[-1] != w.shape[-1]:
+            return "a grouped convolution"
+    elif w.dtype != np.int8 or len(w.shape) != 2:
         return f"weights are {w.dtype} {list(w.shape)}, not a 2-D tensor"
     if w.zero_point is not None and np.any(np.asarray(w.zero_point) != 0):
         return "the int4 weights have a non-zero zero point"
     return None
 
 
+def _weight_scale(op, w, out_f):
+    """The weights' scales; a convolution's per-tensor scale once per output
+    channel (the int8 CONV_2D requantizes per channel, in double: the same
+    multipliers)."""
+    ws = np.asarray(w.scale, dtype=np.float32).reshape(-1).copy()
+    return np.repeat(ws, out_f) if op.type == "CONV_2D" and ws.size == 1 else ws
+
+
 def _is_int4_weights(graph, op):
-    if op.type != "FULLY_CONNECTED" or len(op.inputs) < 2 or op.inputs[1] < 0:
+    if op.type not in ("FULLY_CONNECTED", "CONV_2D") or len(op.inputs) < 2 or op.inputs[1] < 0:
         return False
     w = graph.tensors[op.inputs[1]]
     return w.is_constant and w.type_name == INT4_NAME
@@ -64,14 +85,14 @@ def pack_int4_fc(graph, label="model"):
             continue
         wi = op.inputs[1]
         w = graph.tensors[wi]
-        row = {"op": op.index, "shape": [int(d) for d in w.shape], "result": "packed",
+        row = {"op": op.index, "type": op.type, "shape": [int(d) for d in w.shape], "result": "packed",
                "int8_bytes": int(w.size), "int4_bytes": 0}
         report.append(row)
         why = _skip_reason(graph, op)
         if why is not None:
             row["result"] = f"skipped: {why}"
             continue
-        out_f, depth = (int(d) for d in w.shape)
+        out_f, depth = int(w.shape[0]), int(w.shape[-1])   # [O, K], or a pointwise filter [O, 1, 1, K]
         if wi not in packed_of:
             packed = _graph.fc_w4_pack(np.ascontiguousarray(np.asarray(w.data, dtype=np.int8).ravel()))
             t = Tensor(index=len(graph.tensors), name=f"{w.name}/int4", shape=(int(packed.size),),
@@ -79,8 +100,8 @@ def pack_int4_fc(graph, label="model"):
             graph.tensors.append(t)
             packed_of[wi] = t.index
             row["int4_bytes"] = int(packed.size)
-        opts = dict(op.options, depth=depth, features=out_f, int4_weights=wi,
-                    weight_scale=np.asarray(w.scale, dtype=np.float32).copy())
+        opts = dict(op.options, depth=depth, features=out_f, int4_weights=wi, rewritten_from=op.type,
+                    weight_scale=_weight_scale(op, w, out_f))
         ins = [op.inputs[0], packed_of[wi]] + ([op.inputs[2]] if len(op.inputs) > 2 and op.inputs[2] >= 0 else [])
         new = Operator(index=op.index, type=W4_TYPE, inputs=ins, outputs=list(op.outputs), options=opts,
                        version=op.version)
@@ -107,9 +128,9 @@ def describe(report):
     lines = []
     for r in report:
         extra = f": {r['int8_bytes']:,} values in {r['int4_bytes']:,} B" if r["int4_bytes"] else ""
-        lines.append(f"#{r['op']} FULLY_CONNECTED [O={r['shape'][0]}, K={r['shape'][1]}] int4: {r['result']}{extra}")
+        lines.append(f"#{r['op']} {r['type']} {r['shape']} int4: {r['result']}{extra}")
     packed = [r for r in report if r["result"] == "packed"]
-    lines.append(f"int4 FC weights: {len(packed)} layer(s) on packed bytes, {len(report) - len(packed)} skipped; "
+    lines.append(f"int4 weights: {len(packed)} layer(s) on packed bytes, {len(report) - len(packed)} skipped; "
                  f"{sum(r['int4_bytes'] for r in packed):,} B of flash for "
                  f"{sum(r['int8_bytes'] for r in packed if r['int4_bytes']):,} weights")
     return lines

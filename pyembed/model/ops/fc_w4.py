@@ -14,7 +14,8 @@ of the unpacked int8 tensor the importer made) and the original
 FULLY_CONNECTED's options. The requantization is the int8 operator's
 (pyembed.model.ops.core.fc_quantization): the rounding presets of Graph.run
 apply as to FULLY_CONNECTED (words: double rounding as TFLM, words_single,
-words_litert).
+words_litert), or, for a 1x1 CONV_2D rewritten into it
+(options["rewritten_from"]), as to CONV_2D (LiteRT: double rounding).
 """
 import numpy as np
 
@@ -65,9 +66,12 @@ def prepare_fully_connected_w4(c):
                       f"(ceil({out_f} * {depth} / 2) bytes)")
     batches = fc_rows(c, x, y, b, out_f, depth)
     p = fc_quantization(c, x, y, o["weight_scale"], out_f)
+    # LiteRT rounds FULLY_CONNECTED once (its float32 scale product per tensor) but
+    # CONV_2D twice: a pointwise conv rewritten here keeps the conv's (double) words
+    from_conv = o.get("rewritten_from") == "CONV_2D"
     p.update(batches=batches, depth=depth, features=out_f,
              words=_words(p, depth, out_f, False), words_single=_words(p, depth, out_f, True),
-             words_litert=_words(p, depth, out_f, True, f32=True))
+             words_litert=_words(p, depth, out_f, not from_conv, f32=not from_conv))
     op.params = p
     op.macs = int(batches * out_f * depth)
     from pyembed._ext import _graph
