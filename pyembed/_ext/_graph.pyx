@@ -44,6 +44,12 @@ cdef extern from "pyembed/pe_fc.h":
     pe_status pe_fc_w16_pack(const pe_dims *filter_dims, const int8_t *filter, int32_t filter_offset,
                              int16_t *packed, int32_t packed_bytes) nogil
 
+cdef extern from "pyembed/pe_fc_w4.h":
+    pe_status pe_fc_w4_get_buffer_sizes(const pe_dims *filter_dims, int32_t *packed_bytes,
+                                        int32_t *scratch_bytes) nogil
+    pe_status pe_fc_w4_pack(const int8_t *values, int32_t count, uint8_t *packed, int32_t packed_bytes) nogil
+    void pe_fc_w4_unpack(const uint8_t *packed, int32_t first, int32_t n, int8_t *dst) nogil
+
 cdef extern from "pyembed/pe_eltwise.h":
     ctypedef struct pe_add_params:
         int32_t input1_offset
@@ -719,6 +725,50 @@ def fc_w16_pack(const int8_t[:, ::1] w, int32_t filter_offset=0):
         st = pe_fc_w16_pack(&d, &w[0, 0], filter_offset, dst, pb)
     check(st, "pe_fc_w16_pack", f"filter {tuple(w.shape)}, filter_offset {filter_offset}")
     return buf[off:off + pb].view(np.int16)  # a view: keeps the 4-byte alignment
+
+
+def fc_w4_sizes(int32_t features, int32_t depth):
+    """pe_fc_w4_get_buffer_sizes for an [features, depth] filter:
+    (packed_bytes, scratch_bytes)."""
+    cdef pe_dims d
+    cdef int32_t pb = 0, sb = 0
+    d.n = features
+    d.h = 1
+    d.w = 1
+    d.c = depth
+    check(pe_fc_w4_get_buffer_sizes(&d, &pb, &sb), "pe_fc_w4_get_buffer_sizes",
+          f"filter [{features}, {depth}]")
+    return pb, sb
+
+
+def fc_w4_pack(const int8_t[::1] values):
+    """pe_fc_w4_pack: int8 values in [-8, 7] as TFLite's packed INT4 bytes
+    (element 2i in the low nibble of byte i), a uint8 array of
+    ceil(n / 2) bytes."""
+    cdef int32_t n = <int32_t>values.shape[0]
+    cdef int st
+    cdef cnp.ndarray out = np.zeros((n + 1) // 2, dtype=np.uint8)
+    from pyembed.errors import ArgumentError
+    if n < 1:
+        raise ArgumentError("values: expected at least one int4 value")
+    with nogil:
+        st = pe_fc_w4_pack(&values[0], n, <uint8_t *>cnp.PyArray_DATA(out), (n + 1) // 2)
+    check(st, "pe_fc_w4_pack", f"{n} values (each must be in [-8, 7])")
+    return out
+
+
+def fc_w4_unpack(const uint8_t[::1] packed, int32_t count):
+    """pe_fc_w4_unpack: the first count int4 values of TFLite's packed
+    INT4 bytes as an int8 array."""
+    cdef cnp.ndarray out
+    from pyembed.errors import ArgumentError
+    if count < 0 or 2 * <int64_t>packed.shape[0] < count:
+        raise ArgumentError(f"count: expected 0..{2 * packed.shape[0]} (two values per packed byte), got {count}")
+    out = np.zeros(count, dtype=np.int8)
+    if count:
+        with nogil:
+            pe_fc_w4_unpack(&packed[0], 0, count, <int8_t *>cnp.PyArray_DATA(out))
+    return out
 
 
 def fully_connected_s8(const int8_t[:, ::1] x, const int8_t[:, ::1] w, bias, multiplier, shift,

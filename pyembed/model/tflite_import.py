@@ -39,7 +39,22 @@ _TENSOR_TYPE_NAMES = {
     7: "INT16", 8: "COMPLEX64", 9: "INT8", 10: "FLOAT64", 11: "COMPLEX128", 12: "UINT64",
     13: "RESOURCE", 14: "VARIANT", 15: "UINT32", 16: "UINT16", 17: "INT4",
 }
+_INT4 = 17
 _PADDING = {0: "SAME", 1: "VALID"}
+
+
+def _unpack_int4(raw, count, shape, what, bi):
+    """The int8 values (-8..7) of a packed INT4 constant of `count` elements:
+    element 2i in the low nibble of byte i, 2i+1 in the high nibble, over
+    the whole tensor (TFLite's layout; C pe_fc_w4_unpack)."""
+    from pyembed._ext import _graph
+    need = (count + 1) // 2
+    if len(raw) != need:
+        raise ModelError(f"{what} has shape {shape} ({count} int4 values, {need} packed bytes) but its "
+                         f"buffer {bi} holds {len(raw)} bytes")
+    data = _graph.fc_w4_unpack(np.frombuffer(raw, dtype=np.uint8), count).reshape(shape)
+    data.setflags(write=False)
+    return data
 _ACTIVATION = {0: None, 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT"}
 
 
@@ -247,7 +262,13 @@ def _read(buf, label, source, name):
         bi = int(t.Buffer())
         raw = buffer_bytes(bi) if bi != 0 else b""
         count = int(np.prod(shape, dtype=np.int64)) if shape else 1
-        if raw:
+        if raw and ttype == _INT4:
+            # packed int4 constants (two values a byte, pe_fc_w4.h's layout): held
+            # unpacked as int8 values, type_name "INT4" marks them;
+            # pyembed.passes.fc_w4 puts FULLY_CONNECTED layers back on the packed bytes
+            data = _unpack_int4(raw, count, shape, f"{label}: tensor {ti} ({tname!r})", bi)
+            np_type = np.int8
+        elif raw:
             if np_type is None:
                 raise ModelError(f"{label}: tensor {ti} ({tname!r}) holds constant data of type "
                                  f"{_TENSOR_TYPE_NAMES.get(ttype, ttype)}, which pyembed cannot represent")

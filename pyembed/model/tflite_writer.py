@@ -49,13 +49,30 @@ def _types():
 
 
 def tensor(shape, dtype=np.int8, scale=None, zp=None, data=None, axis=0, name=None, variable=False,
-           shape_signature=None):
+           shape_signature=None, int4=False):
     """A tensor description for build(): shape, dtype, optional quantization
     (scale / zero point, scalars or per-channel lists, quantized axis) and
-    optional constant data."""
+    optional constant data. int4=True writes int8 constant data (values in
+    [-8, 7]) as TensorType INT4, packed two values a byte over the whole
+    tensor (element 2i in the low nibble of byte i), as TFLite stores it."""
+    if int4 and (np.dtype(dtype) != np.int8 or data is None):
+        raise ValueError("int4=True: expected dtype int8 with constant data")
     return {"shape": tuple(int(d) for d in shape), "dtype": np.dtype(dtype), "scale": scale, "zp": zp,
             "data": data, "axis": int(axis), "name": name, "variable": bool(variable),
-            "shape_signature": shape_signature}
+            "shape_signature": shape_signature, "int4": bool(int4)}
+
+
+def pack_int4(values):
+    """TFLite's packed INT4 bytes of int values in [-8, 7] (flattened):
+    element 2i in the low nibble of byte i, 2i+1 in the high nibble; an odd
+    count leaves the last high nibble 0."""
+    v = np.asarray(values).ravel().astype(np.int64)
+    if v.size and (v.min() < -8 or v.max() > 7):
+        raise ValueError(f"int4 values must lie in [-8, 7], got {int(v.min())}..{int(v.max())}")
+    v = v & 15
+    if v.size % 2:
+        v = np.append(v, 0)
+    return (v[0::2] | (v[1::2] << 4)).astype(np.uint8)
 
 
 def options(table, **fields):
@@ -100,7 +117,9 @@ def build(tensors, ops, inputs, outputs, name="model"):
         if t["data"] is not None:
             b = S.BufferT()
             arr = np.ascontiguousarray(np.asarray(t["data"]).astype(t["dtype"]).reshape(t["shape"]))
-            b.data = np.frombuffer(arr.tobytes(), np.uint8)
+            b.data = pack_int4(t["data"]) if t.get("int4") else np.frombuffer(arr.tobytes(), np.uint8)
+            if t.get("int4"):
+                T.type = S.TensorType.INT4
             m.buffers.append(b)
             T.buffer = len(m.buffers) - 1
         if t["scale"] is not None:

@@ -227,6 +227,26 @@ pe_status pe_graph_run_attention(const pe_graph *graph, const pe_graph_op *op,
 pe_status pe_graph_run_lut(const pe_graph *graph, const pe_graph_op *op,
                            const pe_context *scratch, const pe_context *arena);
 
+/* ---- pe_fc_w4.h ---------------------------------------------------------------- */
+
+/* PE_GOP_FULLY_CONNECTED_W4 (pe_run_fc_w4.c, code 113): an int8 FULLY_CONNECTED
+ * whose weights are TFLite's packed int4 (pe_fc_w4.h), run by
+ * pe_fully_connected_w4_s8.
+ * Inputs: [0] input int8 (any rank; batches = count / K rows of K),
+ *         [1] the packed weights, int8 tensor of ceil(O * K / 2) bytes,
+ *         [2] bias int32 [O], -1 or left out.
+ * Output: [0] int8, batches * O values.
+ * Words (PE_FC_W4_WORDS + 2 * quant_count):
+ *   [0] K [1] O [2] input_offset [3] output_offset [4] act.min [5] act.max
+ *   [6] rounding (0 double, 1 single) [7] quant_count (1 or O), then
+ *   quant_count multipliers, then quant_count shifts.
+ * Scratch: at least pe_fc_w4_get_buffer_sizes' scratch_bytes (PE_ERR_SCRATCH).
+ * PE_ERR_ARG for wrong list lengths, a word out of range or tensor counts
+ * that disagree with K, O. */
+#define PE_FC_W4_WORDS 8
+pe_status pe_graph_run_fc_w4(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
+                             const pe_context *arena);
+
 #ifdef __cplusplus
 }
 #endif

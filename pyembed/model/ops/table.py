@@ -10,7 +10,8 @@ CORE = {
                              "dilation; fused activations"),
     "AVERAGE_POOL_2D": (2, "int8 NHWC 4-D; SAME / VALID; fused activations"),
     "MAX_POOL_2D": (3, "int8 NHWC 4-D; SAME / VALID; fused activations"),
-    "FULLY_CONNECTED": (4, "int8; per-tensor or per-channel weights; keep_num_dims; fused activations"),
+    "FULLY_CONNECTED": (4, "int8; per-tensor or per-channel weights (int8, or TFLite INT4 packed: w4); "
+                               "keep_num_dims; fused activations"),
     "SOFTMAX": (5, "int8 in / int8 out; beta; over the last axis"),
     "RESHAPE": (6, "int8 / int16 / int32 / float32; aliased (no copy)"),
     "ADD": (7, "int8; numpy broadcasting up to 4-D; fused activations"),
