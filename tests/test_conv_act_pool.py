@@ -23,7 +23,7 @@ def _model(kind, pool="MAX", seed=0, size=20, per_channel=True):
     x = n.input((1, size, size, 3))
     a = n.conv(x, 8, act=None)
     a = n.const_op(a, kind, per_channel) if kind in ("MUL", "ADD") else n.activation(a, kind)
-    b = n.pool(a, pool, 2, 2)
+    b = n.pool(a, pool.lower(), 2, 2)
     y = n.conv(b, 4, act=None)
     return n.to_bytes([x], [y])
 
@@ -59,8 +59,8 @@ def test_not_fused_when_the_activation_has_another_reader():
     n = _Net(3)
     x = n.input((1, 12, 12, 3))
     a = n.activation(n.conv(x, 8, act=None), "LEAKY_RELU")
-    b = n.pool(a, "MAX", 2, 2)
-    c = n.pool(a, "AVG", 2, 2)
+    b = n.pool(a, "max", 2, 2)
+    c = n.pool(a, "avg", 2, 2)
     g = load_tflite_bytes(n.to_bytes([x], [b, c]), name="cap_two_readers")
     assert fusable_pairs(g) == []
 
@@ -77,3 +77,48 @@ def test_planned_and_simulated_bit_exact():
     x = np.random.default_rng(2).integers(-128, 128, (1, 20, 20, 3), dtype=np.int8)
     out = simulate(g2, plan, "stm32h743", x=x).outputs[0]
     assert np.array_equal(np.asarray(out).reshape(-1), g.run(x)[0].reshape(-1))
+
+
+@pytest.mark.parametrize("act", [None, "LEAKY_RELU"])
+@pytest.mark.parametrize("pool", ["MAX", "AVG"])
+def test_depthwise_then_pool_fused_bit_exact(act, pool):
+    """DEPTHWISE_CONV_2D -> (element-wise ->) pool fused like conv -> pool: the
+    depthwise filter runs as the grouped convolution with a group per input
+    channel (its [1, kh, kw, C] filter as OHWI [C, kh, kw, 1])."""
+    from pyembed.bench._built import RELU6
+    n = _Net(11 + (act is None) + 2 * (pool == "MAX"))
+    x = n.input((1, 24, 24, 16))
+    a = n.dwconv(x, act=None if act else RELU6)
+    if act:
+        a = n.activation(a, act)
+    b = n.pool(a, pool.lower(), 2, 2)
+    y = n.conv(b, 4, act=None)
+    data = n.to_bytes([x], [y])
+    g = load_tflite_bytes(data, name=f"dwpool_{act}_{pool}")
+    assert g.operators[0].type == "DEPTHWISE_CONV_2D"
+    res = apply_pipeline(g, "layers")
+    fused = res.graph.operators[0]
+    assert fused.type == CONV_POOL_OP, [op.type for op in res.graph.operators]
+    assert int(fused.params["words"][26]) == 16        # a group per channel
+    assert arena_estimate(res.graph) < arena_estimate(g)
+    rng = np.random.default_rng(3)
+    for _ in range(2):
+        xi = rng.integers(-128, 128, (1, 24, 24, 16), dtype=np.int8)
+        y1 = res.graph.run(xi)[0]
+        assert np.array_equal(y1, g.run(xi)[0])
+        ref = tflm_run(data, [xi])[0]
+        assert np.array_equal(y1.reshape(ref.shape), ref)
+
+
+def test_depthwise_pool_not_fused_where_the_arena_would_rise():
+    """On a small image the reverse convolution's accumulator rows outweigh the
+    output they replace: the pair stays apart (the arena estimate decides)."""
+    from pyembed.bench._built import RELU6
+    n = _Net(5)
+    x = n.input((1, 16, 16, 4))
+    b = n.pool(n.dwconv(x, act=RELU6), "max", 2, 2)
+    g = load_tflite_bytes(n.to_bytes([x], [n.conv(b, 4, act=None)]), name="dwpool_small")
+    assert fusable_pairs(g) == [(0, 1)]
+    res = apply_pipeline(g, "layers")
+    assert [op.type for op in res.graph.operators] == ["DEPTHWISE_CONV_2D", "MAX_POOL_2D", "CONV_2D"]
+    assert arena_estimate(res.graph) == arena_estimate(g)

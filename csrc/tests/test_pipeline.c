@@ -261,6 +261,18 @@ static void test_conv_pool_words(void)
     w[0] = w[1] = 1; w[2] = w[3] = w[4] = w[5] = 1; w[6] = w[7] = 1;
     w[10] = -128; w[11] = 127; w[13] = 8; w[14] = 8;
     w[15] = PE_POOL_MAX; w[16] = w[17] = 2; w[18] = w[19] = 2; w[24] = -128; w[25] = 127;
+    w[26] = 0; /* groups 0: refused */
+    PE_CHECK_EQ(pe_conv_pool_decode(w, PE_CONV_POOL_WORDS, &cp, &pp, &ch, &cw), PE_ERR_ARG);
+    w[26] = 3; /* depthwise: 3 groups of one input channel, 4 outputs is not a multiple of 3 */
+    {
+        pe_dims dw = {4, 3, 3, 1};
+        PE_CHECK_EQ(pe_conv_pool_op_get_buffer_size(w, PE_CONV_POOL_WORDS, &din, &dw, &dout, &size), PE_ERR_ARG);
+        dw.n = 3;
+        dout.c = 3;
+        PE_CHECK_EQ(pe_conv_pool_op_get_buffer_size(w, PE_CONV_POOL_WORDS, &din, &dw, &dout, &size), PE_OK);
+        dout.c = 4;
+    }
+    w[26] = 1;
     PE_CHECK_EQ(pe_conv_pool_decode(w, PE_CONV_POOL_WORDS, &cp, &pp, &ch, &cw), PE_OK);
     PE_CHECK_EQ(ch, 8);
     PE_CHECK_EQ(pp.window.h, 2);

@@ -52,7 +52,7 @@ REGION_STREAMED = 1   # header flag: the region's input may be streamed (pe_pipe
 REGION_STREAMED_OUT = 2   # header flag: its output may be streamed to a row sink (pe_pipeline.h)
 REGION_SPLIT = 4   # header flag: its line stores are its output 1, a tensor of their own (pe_pipeline.h)
 LAYER_WORDS = 32
-CONV_POOL_WORDS = 26
+CONV_POOL_WORDS = 27
 BLOCK_WIDTHS = (1, 2, 4, 8, 16)
 _OPS = {"conv": 0, "depthwise": 1, "pointwise": 2, "pool": 3, "add": 4, "upsample2x": 5, "concat": 6, "table": 7}
 
@@ -283,8 +283,9 @@ def last_input_rows(layers, shapes):
 # Conv -> pool fusion
 
 def fusable_pairs(graph, skip=()):
-    """(conv index, pool index) pairs: a CONV_2D (no groups, no dilation,
-    int8) whose output only the next operator, a MAX/AVERAGE_POOL_2D, reads
+    """(conv index, pool index) pairs: a CONV_2D or DEPTHWISE_CONV_2D (no
+    dilation, int8; a depthwise one runs as the grouped convolution with a
+    group per channel) whose output only the next operator, a MAX/AVERAGE_POOL_2D, reads
     and which is not a graph output; or only the next operator reads it, an
     element-wise operator a 256-entry table computes (a stand-alone
     activation, a multiply / add by constants: pyembed.model.chain.table_layer),
@@ -301,7 +302,7 @@ def fusable_pairs(graph, skip=()):
 
     for i in range(len(ops) - 1):
         a = ops[i]
-        if i in skip or a.type != "CONV_2D" or not a.supported:
+        if i in skip or a.type not in ("CONV_2D", "DEPTHWISE_CONV_2D") or not a.supported:
             continue
         j = i + 1
         if ops[j].type not in ("AVERAGE_POOL_2D", "MAX_POOL_2D") and j + 1 < len(ops):
@@ -321,7 +322,7 @@ def fusable_pairs(graph, skip=()):
         if not feeds(ops[j - 1], b) or b.inputs[0] != ops[j - 1].outputs[0] or (j == i + 1 and not feeds(a, b)):
             continue
         p = a.params
-        if tuple(p.get("dilation", (1, 1))) != (1, 1) or p.get("groups", 1) != 1:
+        if tuple(p.get("dilation", (1, 1))) != (1, 1):
             continue
         if graph.tensors[a.inputs[0]].dtype != np.int8 or len(graph.tensors[t].shape) != 4:
             continue
@@ -353,10 +354,18 @@ def conv_pool_operator(graph, conv_i, pool_i, tensors, rounding="double"):
         1, 1, int(p["input_offset"]), int(p["output_offset"]), int(p["act_min"]), int(p["act_max"]),
         _rounding_code(conv, rounding), int(mid.shape[1]), int(mid.shape[2]),
         1 if q["kind"] == "avg" else 0, int(q["filter"][0]), int(q["filter"][1]), int(q["stride"][0]),
-        int(q["stride"][1])] + [int(v) for v in q["pad"]] + [int(q["act_min"]), int(q["act_max"])]
+        int(q["stride"][1])] + [int(v) for v in q["pad"]] + [int(q["act_min"]), int(q["act_max"]),
+                                                             int(p.get("groups", 1) or 1)]
     assert len(words) == CONV_POOL_WORDS
     bias = conv.inputs[2] if len(conv.inputs) > 2 else -1
-    inputs = [conv.inputs[0], conv.inputs[1], bias]
+    filt = conv.inputs[1]
+    if conv.type == "DEPTHWISE_CONV_2D":
+        # a depthwise convolution is the grouped one with a group per input channel: its
+        # [1, kh, kw, C*m] filter as OHWI [C*m, kh, kw, 1]
+        w = tensors[filt]
+        filt = _new_const(tensors, f"convpool{conv_i}_filter",
+                          np.ascontiguousarray(np.asarray(w.data).transpose(3, 1, 2, 0)))
+    inputs = [conv.inputs[0], filt, bias]
     for name in ("multiplier", "shift"):
         arr = np.broadcast_to(np.asarray(p[name], dtype=np.int32), (out_c,)).copy()
         inputs.append(_new_const(tensors, f"convpool{conv_i}_{name}", arr))
@@ -670,6 +679,12 @@ def apply_pipeline(graph, strategy="auto", max_extra_macs=0.10, fuse=True, round
                    for r in regions]
     covered = {i for r in regions for i in r.ops}
     pairs = fusable_pairs(graph, skip=covered) if fuse else []
+    for pair in [p for p in pairs if p[1] > p[0] + 1 or graph.operators[p[0]].type != "CONV_2D"]:
+        # a table between or a depthwise convolution: fused only where the arena estimate falls
+        rest = [p for p in pairs if p != pair]
+        if arena_estimate(rewrite(graph, regions, pairs, rounding)) >= arena_estimate(rewrite(graph, regions, rest,
+                                                                                              rounding)):
+            pairs = rest
     from pyembed.passes.conv_fc import conv_fc_chains
     chains = conv_fc_chains(graph, skip=covered | pair_ops(pairs)) if fuse else []
     if chains and max_region_weights is not None:

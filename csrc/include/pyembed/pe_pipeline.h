@@ -48,9 +48,12 @@
  *   13 conv out h   14 conv out w
  *   15 pool kind   16 window h   17 window w   18 pool stride h   19 pool stride w
  *   20 pool pad top   21 pool pad bottom   22 pool pad left   23 pool pad right
- *   24 pool act min   25 pool act max
- * Inputs: 0 input (int8 NHWC), 1 filter (int8 OHWI), 2 bias (int32 or
- * absent), 3 multipliers, 4 shifts (int32, one per output channel).
+ *   24 pool act min   25 pool act max   26 convolution groups (1; the input
+ *   channels for a depthwise convolution, its filter given as OHWI with I = 1)
+ * Inputs: 0 input (int8 NHWC), 1 filter (int8 OHWI, I = input channels /
+ * groups), 2 bias (int32 or absent), 3 multipliers, 4 shifts (int32, one per
+ * output channel), 5 (optional) an element-wise table applied between the two:
+ * 256 int8, or 256 per output channel (pe_conv_pool_rev_table_s8).
  * Output: the pooled tensor. The convolution output is never stored.
  */
 #ifndef PYEMBED_PE_PIPELINE_H
@@ -69,7 +72,7 @@ extern "C" {
 #define PE_STRIPE_REGION_STREAMED_OUT 2
 #define PE_STRIPE_REGION_SPLIT 4
 #define PE_STRIPE_REGION_LAYER_WORDS 32
-#define PE_CONV_POOL_WORDS 26
+#define PE_CONV_POOL_WORDS 27
 
 /* Looks up constant input `slot` of the operator: returns its data if the
  * slot holds a constant tensor of exactly `count` elements of `elem_bytes`

@@ -354,7 +354,7 @@ pe_status pe_conv_pool_decode(const int32_t *params, int32_t num_params, pe_conv
         return PE_ERR_ARG;
     }
     if (!in_range(w[12], 0, 1) || !in_range(w[15], PE_POOL_MAX, PE_POOL_AVG) || w[13] < 1 ||
-        w[14] < 1) {
+        w[14] < 1 || w[26] < 1) {
         return PE_ERR_ARG;
     }
     conv->stride.h = w[0];
@@ -370,7 +370,7 @@ pe_status pe_conv_pool_decode(const int32_t *params, int32_t num_params, pe_conv
     conv->activation.min = w[10];
     conv->activation.max = w[11];
     conv->rounding = (pe_rounding)w[12];
-    conv->groups = 1;
+    conv->groups = w[26];
     conv->ch_mult = 1;
     *conv_out_h = w[13];
     *conv_out_w = w[14];
@@ -404,8 +404,8 @@ static pe_status conv_pool_setup(const int32_t *params, int32_t num_params, cons
     if (s != PE_OK) {
         return s;
     }
-    if (filter_dims->c != input_dims->c || output_dims->c != filter_dims->n ||
-        output_dims->n != input_dims->n) {
+    if ((int64_t)filter_dims->c * conv->groups != input_dims->c || filter_dims->n % conv->groups != 0 ||
+        output_dims->c != filter_dims->n || output_dims->n != input_dims->n) {
         return PE_ERR_ARG;
     }
     conv_out->n = input_dims->n;
