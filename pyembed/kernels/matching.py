@@ -55,10 +55,11 @@ def quantize_symmetric(x):
 
 def _coordinates(values, extent):
     """Integer coordinates 0..extent-1 as int8 with zero point -128: exact up
-    to 256, else a scale of (extent-1)/255 (coordinates rounded)."""
+    to 256, else a scale of (extent-1)/255 (coordinates rounded half up in
+    integers: pe_xattn_coord, the values the PE_ATTENTION kernel generates)."""
+    from pyembed.model.ops.transformer import coord_codes
     scale = 1.0 if extent <= 256 else (extent - 1) / 255.0
-    q = np.clip(np.rint(values / scale) - 128, -128, 127).astype(np.int8)
-    return q, scale
+    return coord_codes(np.rint(values).astype(np.int64), extent), scale
 
 
 def patch_features(image, radius=2, factor=1):

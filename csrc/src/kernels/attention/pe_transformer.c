@@ -21,6 +21,48 @@ static int quant_ok(const pe_per_tensor_quant *q)
     return q->multiplier >= 0 && q->shift >= -31 && q->shift <= 30;
 }
 
+int8_t pe_xattn_coord(int32_t t, int32_t extent)
+{
+    int64_t q = t;
+    if (extent > 256) {
+        q = (510 * (int64_t)t + extent - 1) / (2 * (int64_t)extent - 2);
+    }
+    q = q < 0 ? 0 : q > 255 ? 255 : q;
+    return (int8_t)(q - 128);
+}
+
+/* The widest key range of any query row. */
+static int32_t max_keys(const pe_xattn_params *p)
+{
+    int32_t i, lo, hi, most = 0;
+    if (p->range_kind == 0) {
+        return p->dims.m;
+    }
+    for (i = 0; i < p->dims.n; i++) {
+        pe_xattn_key_range(p, i, &lo, &hi);
+        most = hi - lo > most ? hi - lo : most;
+    }
+    return most;
+}
+
+/* Generated V of keys lo .. hi-1 into buf (dv values per key). */
+static void gen_values(const pe_xattn_params *p, int32_t lo, int32_t hi, int8_t *buf)
+{
+    int32_t x = lo % p->v_width;
+    int32_t y = lo / p->v_width;
+    int32_t j;
+    for (j = lo; j < hi; j++) {
+        *buf++ = pe_xattn_coord(x, p->v_extent);
+        if (p->v_kind == PE_XATTN_V_GRID) {
+            *buf++ = pe_xattn_coord(y, p->v_extent);
+        }
+        if (++x == p->v_width) {
+            x = 0;
+            y++;
+        }
+    }
+}
+
 void pe_xattn_key_range(const pe_xattn_params *p, int32_t i, int32_t *lo, int32_t *hi)
 {
     int64_t base = 0;
@@ -128,6 +170,14 @@ static pe_status check_params(const pe_xattn_params *p)
             return PE_ERR_ARG;
         }
     }
+    if (p->v_kind != PE_XATTN_V_TENSOR) {
+        if ((p->v_kind != PE_XATTN_V_INDEX && p->v_kind != PE_XATTN_V_GRID) ||
+            dm->dv != (p->v_kind == PE_XATTN_V_GRID ? 2 : 1) || p->v_width < 1 ||
+            p->v_extent < 1 || p->v_extent > PE_XATTN_V_MAX_EXTENT ||
+            (p->mode == PE_XATTN_STREAM && p->has_mask)) {
+            return PE_ERR_ARG;
+        }
+    }
     return check_range(p);
 }
 
@@ -181,10 +231,16 @@ pe_status pe_xattn_get_buffer_size(const pe_xattn_params *params, int32_t *size)
         }
         /* up to 3 bytes to align the int32 output row, the row, then the
          * kernel's scratch */
-        if ((int64_t)nf + 4 * (int64_t)params->dims.dv + 3 > (int64_t)PE_INT32_MAX) {
-            return PE_ERR_OVERFLOW;
+        {
+            /* generated V: the row's key range of values after the kernel's scratch */
+            const int64_t gen = params->v_kind != PE_XATTN_V_TENSOR
+                                    ? (int64_t)max_keys(params) * params->dims.dv
+                                    : 0;
+            if ((int64_t)nf + 4 * (int64_t)params->dims.dv + 3 + gen > (int64_t)PE_INT32_MAX) {
+                return PE_ERR_OVERFLOW;
+            }
+            *size = nf + 4 * params->dims.dv + 3 + (int32_t)gen;
         }
-        *size = nf + 4 * params->dims.dv + 3;
     }
     return PE_OK;
 }
@@ -209,7 +265,9 @@ static pe_status tflm_row(const pe_context *ctx, const pe_xattn_params *p, const
     rdims.w = 1;
     rdims.c = m;
     kh += (size_t)lo * (size_t)p->strides.k_row;
-    vh += (size_t)lo * (size_t)p->strides.v_row;
+    if (p->v_kind == PE_XATTN_V_TENSOR) {
+        vh += (size_t)lo * (size_t)p->strides.v_row;
+    }
     for (j = 0; j < m; j++) {
         const int8_t *kr = kh + (size_t)j * (size_t)p->strides.k_row;
         int32_t acc = 0;
@@ -261,11 +319,25 @@ static pe_status tflm_row(const pe_context *ctx, const pe_xattn_params *p, const
         ctx->stats->macs += (uint64_t)m * (uint64_t)p->dims.dv;
     }
     for (c = 0; c < p->dims.dv; c++) {
-        const int8_t *vc = vh + c;
         int32_t acc = 0;
-        for (j = 0; j < m; j++) {
-            acc += ((int32_t)row[j] + p->p_offset) *
-                   ((int32_t)vc[(size_t)j * (size_t)p->strides.v_row] + p->v_offset);
+        if (p->v_kind == PE_XATTN_V_TENSOR) {
+            const int8_t *vc = vh + c;
+            for (j = 0; j < m; j++) {
+                acc += ((int32_t)row[j] + p->p_offset) *
+                       ((int32_t)vc[(size_t)j * (size_t)p->strides.v_row] + p->v_offset);
+            }
+        } else {
+            /* generated V: column c of key lo + j is x (c = 0) or y (c = 1) */
+            int32_t x = lo % p->v_width;
+            int32_t y = lo / p->v_width;
+            for (j = 0; j < m; j++) {
+                acc += ((int32_t)row[j] + p->p_offset) *
+                       ((int32_t)pe_xattn_coord(c == 0 ? x : y, p->v_extent) + p->v_offset);
+                if (++x == p->v_width) {
+                    x = 0;
+                    y++;
+                }
+            }
         }
         acc = pe_fx_requant(acc, p->out_quant.multiplier, p->out_quant.shift);
         acc = pe_fx_clamp(acc, PE_INT32_MIN + 128, PE_INT32_MAX - 128) + p->out_zero_point;
@@ -285,6 +357,7 @@ static pe_status stream_row(const pe_context *ctx, const pe_xattn_params *p, int
     pe_context sub;
     int32_t c;
     pe_status st;
+    int32_t zero = 0, count = hi - lo;
     stream_setup(p, &ap, &ad, &as);
     if (p->range_kind != 0) {
         ap.key_begin = &lo; /* the kernel skips every key outside [lo, hi) */
@@ -293,6 +366,20 @@ static pe_status stream_row(const pe_context *ctx, const pe_xattn_params *p, int
     /* the kernel's scratch follows the (4-aligned) int32 row */
     sub.buf = (uint8_t *)ctx->buf + 4 * (size_t)p->dims.dv;
     sub.size = ctx->size - 4 * p->dims.dv;
+    if (p->v_kind != PE_XATTN_V_TENSOR) {
+        /* generated V: keys lo .. hi-1 become keys 0 .. count-1 of a K view
+         * starting at key lo and of the values written at the scratch's end
+         * (the blocks start at lo either way: the same arithmetic) */
+        int8_t *vals;
+        sub.size -= max_keys(p) * p->dims.dv;
+        vals = (int8_t *)sub.buf + sub.size;
+        gen_values(p, lo, hi, vals);
+        kh += (size_t)lo * (size_t)p->strides.k_row;
+        vh = vals;
+        as.v_row = p->dims.dv;
+        ap.key_begin = &zero;
+        ap.key_end = &count;
+    }
     sub.stats = ctx->stats;
     bias.index = mr;
     bias.row = 0;
@@ -319,7 +406,8 @@ pe_status pe_xattn_s8(const pe_context *ctx, const pe_xattn_params *params, cons
     int8_t *row = NULL;
     int32_t *acc = NULL;
     pe_status st;
-    if (ctx == NULL || q == NULL || k == NULL || v == NULL || out == NULL) {
+    if (ctx == NULL || q == NULL || k == NULL || out == NULL || params == NULL ||
+        (v == NULL && params->v_kind == PE_XATTN_V_TENSOR)) {
         return PE_ERR_ARG;
     }
     st = pe_xattn_get_buffer_size(params, &need);
@@ -354,7 +442,8 @@ pe_status pe_xattn_s8(const pe_context *ctx, const pe_xattn_params *params, cons
                 pe_xattn_key_range(params, i, &lo, &hi);
                 st = stream_row(&shifted, params, acc,
                                 q + (size_t)i * (size_t)s->q_row + (size_t)h * (size_t)s->q_head,
-                                k + (size_t)h * (size_t)s->k_head, v + (size_t)h * (size_t)s->v_head,
+                                k + (size_t)h * (size_t)s->k_head,
+                                v != NULL ? v + (size_t)h * (size_t)s->v_head : NULL,
                                 mr, mask_lut, lo, hi,
                                 out + (size_t)i * (size_t)s->out_row +
                                     (size_t)h * (size_t)s->out_head);
@@ -374,7 +463,8 @@ pe_status pe_xattn_s8(const pe_context *ctx, const pe_xattn_params *params, cons
             pe_xattn_key_range(params, i, &lo, &hi);
             st = tflm_row(ctx, params,
                           q + (size_t)i * (size_t)s->q_row + (size_t)h * (size_t)s->q_head,
-                          k + (size_t)h * (size_t)s->k_head, v + (size_t)h * (size_t)s->v_head, mr,
+                          k + (size_t)h * (size_t)s->k_head,
+                          v != NULL ? v + (size_t)h * (size_t)s->v_head : NULL, mr,
                           lo, hi, row, out + (size_t)i * (size_t)s->out_row + (size_t)h * (size_t)s->out_head);
             if (st != PE_OK) {
                 return st;
@@ -452,6 +542,9 @@ pe_status pe_xattn_decode(const int32_t *w, int32_t count, pe_xattn_params *p)
     p->range_len = w[i++];
     p->range_code = w[i++];
     p->range_width = w[i++];
+    p->v_kind = w[i++];
+    p->v_width = w[i++];
+    p->v_extent = w[i++];
     if (p->range_kind == 0) {
         p->range_len = p->dims.m; /* the other range words are ignored */
     }
@@ -491,7 +584,8 @@ pe_status pe_xattn_check_extents(const pe_xattn_params *p, int32_t q_elems, int3
     s = &p->strides;
     if (extent(dm->n, s->q_row, dm->heads, s->q_head, dm->d) > q_elems ||
         extent(dm->m, s->k_row, dm->heads, s->k_head, dm->d) > k_elems ||
-        extent(dm->m, s->v_row, dm->heads, s->v_head, dm->dv) > v_elems ||
+        (p->v_kind == PE_XATTN_V_TENSOR &&
+         extent(dm->m, s->v_row, dm->heads, s->v_head, dm->dv) > v_elems) ||
         extent(dm->n, s->out_row, dm->heads, s->out_head, dm->dv) > out_elems) {
         return PE_ERR_ARG;
     }
