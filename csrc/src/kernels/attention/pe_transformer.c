@@ -348,7 +348,8 @@ static pe_status tflm_row(const pe_context *ctx, const pe_xattn_params *p, const
 
 static pe_status stream_row(const pe_context *ctx, const pe_xattn_params *p, int32_t *acc,
                             const int8_t *qr, const int8_t *kh, const int8_t *vh, const int8_t *mr,
-                            const int32_t *mask_lut, int32_t lo, int32_t hi, int8_t *orow)
+                            const int32_t *mask_lut, int32_t lo, int32_t hi, int32_t gen_bytes,
+                            int8_t *orow)
 {
     pe_attn_params ap;
     pe_attn_dims ad;
@@ -371,7 +372,7 @@ static pe_status stream_row(const pe_context *ctx, const pe_xattn_params *p, int
          * starting at key lo and of the values written at the scratch's end
          * (the blocks start at lo either way: the same arithmetic) */
         int8_t *vals;
-        sub.size -= max_keys(p) * p->dims.dv;
+        sub.size -= gen_bytes; /* max_keys * dv, reserved by the size query */
         vals = (int8_t *)sub.buf + sub.size;
         gen_values(p, lo, hi, vals);
         kh += (size_t)lo * (size_t)p->strides.k_row;
@@ -402,7 +403,7 @@ pe_status pe_xattn_s8(const pe_context *ctx, const pe_xattn_params *params, cons
                       const int32_t *mask_lut, int8_t *out)
 {
     const pe_attn_strides *s;
-    int32_t need, h, i, lo, hi;
+    int32_t need, h, i, lo, hi, gen_bytes = 0;
     int8_t *row = NULL;
     int32_t *acc = NULL;
     pe_status st;
@@ -433,6 +434,9 @@ pe_status pe_xattn_s8(const pe_context *ctx, const pe_xattn_params *params, cons
         shifted.size = ctx->size - (int32_t)pad;
         shifted.stats = ctx->stats;
         acc = (int32_t *)shifted.buf;
+        if (params->v_kind != PE_XATTN_V_TENSOR) {
+            gen_bytes = max_keys(params) * params->dims.dv; /* once: it visits every row */
+        }
         for (h = 0; h < params->dims.heads; h++) {
             for (i = 0; i < params->dims.n; i++) {
                 const int8_t *mr =
@@ -444,7 +448,7 @@ pe_status pe_xattn_s8(const pe_context *ctx, const pe_xattn_params *params, cons
                                 q + (size_t)i * (size_t)s->q_row + (size_t)h * (size_t)s->q_head,
                                 k + (size_t)h * (size_t)s->k_head,
                                 v != NULL ? v + (size_t)h * (size_t)s->v_head : NULL,
-                                mr, mask_lut, lo, hi,
+                                mr, mask_lut, lo, hi, gen_bytes,
                                 out + (size_t)i * (size_t)s->out_row +
                                     (size_t)h * (size_t)s->out_head);
                 if (st != PE_OK) {
