@@ -137,7 +137,7 @@ def test_bad_arguments_are_named(tmp_path):
                         ((tmp_path / "a.npy", tmp_path / "b.npy"), "sizes differ"),
                         ((tmp_path / "a.txt", tmp_path / "b.npy"), "LEFT: expected a .png or .npy"),
                         (("motorcycle", "motorcycle", "--mode", "flow", "--max-disparity", 4), "--max-disparity"),
-                        (("motorcycle", "motorcycle", "--mode", "flow", "--factor", 1), "32768"),
+                        (("motorcycle", "motorcycle", "--mode", "flow", "--factor", 1), "65536 pixels"),
                         (("motorcycle", "motorcycle", "--factor", 0), "--factor")]:
         code, text = _cli(*args, "-o", tmp_path / "o")
         assert code != 0 and words in text, (args, text)

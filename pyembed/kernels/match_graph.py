@@ -47,9 +47,12 @@ def matching_graph(mode, h, w, c, q_scale, k_scale, max_disparity=None, temperat
     k_scale = positive_finite(k_scale, "k_scale")
     beta = 1.0 / math.sqrt(c) if temperature is None else positive_finite(temperature, "temperature")
     n = h * w
-    if n > 32768:
-        raise ArgumentError(f"h, w: {h} x {w} = {n} keys; the operator takes at most 32768 (int32 sums): "
+    if n > 1 << 24:
+        raise ArgumentError(f"h, w: {h} x {w} = {n} keys; the operator takes at most 2^24: "
                             f"reduce the images (--factor) or match a stripe of rows")
+    if mode == "flow" and n > 1 << 16:
+        raise ArgumentError(f"h, w: {h} x {w} = {n} pixels for flow, every pixel against every pixel "
+                            f"({n * n:,} scores): at most 65536 pixels here; reduce the images (--factor)")
     if mode == "stereo":
         dmax = w - 1 if max_disparity is None else int_in_range(max_disparity, "max_disparity", 0)
         dv, extent, kind = 1, w, V_INDEX

@@ -31,6 +31,8 @@
  * a mask enters as a bias on those logits through mask_lut (256 int32,
  * Q22: beta * log2(e) * 2^22 * the mask's real value of each int8 code).
  * Scratch: pe_attention_nf_get_buffer_size for (d, dv, block) + 4 * dv bytes.
+ * Keys: m <= 32768 in TFLM mode (int32 P.V sums), m <= PE_ATTN_MAX_KEYS in
+ * stream mode (the streaming kernel's int64 accumulators).
  *
  * Structured masks (range_kind != 0, has_mask 0): a constant mask that only
  * allows, for query row i, the keys [lo(i), hi(i)) and adds the same value

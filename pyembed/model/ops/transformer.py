@@ -193,8 +193,10 @@ def prepare_pe_attention(c):
     lo_keys, hi_keys = key_ranges(o["n"], o["m"], rng)
     if np.any(lo_keys >= hi_keys):
         raise c.error("options: the structured mask leaves a query row without keys")
-    if o["m"] > 32768:
+    if o["mode"] == "tflm" and o["m"] > 32768:
         raise Unsupported(f"{o['m']} keys > 32768 (int32 P.V sums)")
+    if o["m"] > 1 << 24:
+        raise Unsupported(f"{o['m']} keys > 2^24 (the streaming kernel's int64 sums)")
     scale_real = 1.0
     if o["mode"] == "tflm":
         st, sz = c.qparams(g.tensors[o["scores"]], "scores")

@@ -9,7 +9,8 @@
 #include "pyembed/pe_transformer.h"
 #include "pyembed/pe_fixed.h"
 
-#define XATTN_MAX_KEYS ((int32_t)1 << 15) /* int32 P.V sums: m * 255 * 255 < 2^31 */
+#define XATTN_MAX_KEYS ((int32_t)1 << 15) /* TFLM mode's int32 P.V sums: m * 255 * 255 < 2^31
+                                            * (stream mode: the kernel's PE_ATTN_MAX_KEYS) */
 
 static int offset_ok(int32_t off)
 {
@@ -125,7 +126,8 @@ static pe_status check_params(const pe_xattn_params *p)
         return PE_ERR_ARG;
     }
     if (dm->n < 1 || dm->m < 1 || dm->d < 1 || dm->dv < 1 || dm->heads < 1 ||
-        dm->m > XATTN_MAX_KEYS || dm->d > PE_ATTN_MAX_DEPTH) {
+        dm->m > (p->mode == PE_XATTN_TFLM ? XATTN_MAX_KEYS : PE_ATTN_MAX_KEYS) ||
+        dm->d > PE_ATTN_MAX_DEPTH) {
         return PE_ERR_ARG;
     }
     if (s->q_row < 1 || s->k_row < 1 || s->v_row < 1 || s->out_row < 1 || s->q_head < 1 ||
