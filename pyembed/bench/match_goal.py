@@ -13,7 +13,7 @@ operator of pyembed.kernels.match_graph (stream mode, per-row range, V
 generated in the kernel).
 
 Printed: the operator's scratch from the planner (the graph planned in one
-unbounded region: Q and K of 640x480x25 are 7.5 MB each, more than the
+unbounded region: Q and K of 640x480x25 are 7,680,000 B each, more than the
 board's RAM) and from the C size query, and the board plan of a stripe of
 rows (its scratch is the same: independent of the rows); the host run of the
 whole frame on the C runtime (time, end-point error against the float64
