@@ -448,8 +448,9 @@ static void stream_mask_equals_key_ranges(void)
 
 /* Generated V (v_kind): the same outputs as a V tensor holding the grid's
  * int8 values (stored per head), in both modes, with and without a per-row
- * key range, for extents <= 256 and > 256 (rounded coordinates); the
- * scratch query includes the generated range; bad v words are refused. */
+ * key range, every fold, for extents <= 256 and > 256 (rounded
+ * coordinates); the scratch query includes one block of generated values;
+ * bad v words are refused. */
 #define GW 5  /* image width: keys of 2 rows of 5 = 10 = GM */
 #define GM 10
 static void generated_v_equals_stored(void)
@@ -483,6 +484,7 @@ static void generated_v_equals_stored(void)
                     p.strides.out_row = H * kind;
                     p.strides.out_head = kind;
                     p.v_offset = 128;
+                    p.fold = (pe_attn_fold)((kind + ranged + e) % 3); /* late, early, auto */
                     if (ranged) {
                         /* stereo: the query's image row of GW keys, disparity 0..2 */
                         p.range_kind = PE_XATTN_RANGE_ROWS | PE_XATTN_RANGE_LOWER | PE_XATTN_RANGE_UPPER;
@@ -509,8 +511,8 @@ static void generated_v_equals_stored(void)
                     g.v_width = GW;
                     g.v_extent = extents[e];
                     PE_CHECK_EQ(pe_xattn_get_buffer_size(&g, &need), PE_OK);
-                    /* stream mode: + the widest range's values (3 keys ranged, else all GM) */
-                    PE_CHECK_EQ(need - need_stored, mode == 1 ? (ranged ? 3 : GM) * kind : 0);
+                    /* stream mode: + one block of generated values */
+                    PE_CHECK_EQ(need - need_stored, mode == 1 ? p.block * kind : 0);
                     memset(got, 0x33, sizeof(got));
                     PE_CHECK_EQ(pe_xattn_s8(&ctx, &g, q, k, NULL, NULL, NULL, got), PE_OK);
                     for (x = 0; x < N * H * kind; x++) {

@@ -66,16 +66,15 @@
  * -128; v_offset still applies):
  *   PE_XATTN_V_INDEX (dv = 1): V[j] = coord(x)      stereo: the key's column
  *   PE_XATTN_V_GRID  (dv = 2): V[j] = (coord(x), coord(y))   flow
- *   coord(t, E) = min(t, 255) - 128 for E <= 256, else
+ *   coord(t, E) = pe_attn_coord(t, E) = min(t, 255) - 128 for E <= 256, else
  *                 min(floor((510 t + E - 1) / (2 (E - 1))), 255) - 128
  *                 (t * 255 / (E - 1) rounded half up: scale (E - 1) / 255),
  * the int8 values pyembed.kernels.matching._coordinates stores, so the
  * outputs equal those of the stored tensor bit for bit. TFLM mode makes the
- * values inside its P.V loop (no scratch); stream mode writes the values of
- * the row's key range (at most max_keys * dv bytes, max_keys the widest
- * row's range: dmax + 1 for stereo, m without a range) after its scratch
- * and hands them to the streaming kernel. Stream mode with a mask tensor
- * (has_mask) keeps a V tensor.
+ * values inside its P.V loop (no scratch); stream mode has the streaming
+ * kernel make them one block of keys at a time (pe_attention_nf_strided_vgen_s8:
+ * block * dv bytes of scratch, independent of n and m). Stream mode with a
+ * mask tensor (has_mask) keeps a V tensor.
  */
 #ifndef PYEMBED_PE_TRANSFORMER_H
 #define PYEMBED_PE_TRANSFORMER_H
@@ -166,7 +165,7 @@ pe_status pe_xattn_check_extents(const pe_xattn_params *params, int32_t q_elems,
                                  int32_t v_elems, int32_t mask_elems, int32_t out_elems);
 
 /* Scratch bytes for pe_xattn_s8 (independent of n; m bytes in TFLM mode;
- * stream mode with generated V adds the widest key range times dv). */
+ * stream mode with generated V adds block * dv). */
 pe_status pe_xattn_get_buffer_size(const pe_xattn_params *params, int32_t *size);
 
 /* mask may be NULL unless has_mask; mask_lut is read in the stream mode

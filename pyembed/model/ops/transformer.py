@@ -272,8 +272,8 @@ def prepare_pe_attention(c):
         # of scores (pe_attention_nf_get_buffer_size), the int32 row, alignment
         scratch = (7 + 8 * o["dv"] + 2 * o["d"] + 4 * p["block"]) + 4 * o["dv"] + 3
         if vgen is not None:
-            # the widest row's key range of generated values
-            scratch += int((hi_keys - lo_keys).max()) * o["dv"]
+            # pe_attention_nf_vgen_get_buffer_size: one block of generated values
+            scratch += p["block"] * o["dv"]
     for key in ("score_shift", "out_shift", "logit_shift", "mul_shift"):
         if not -31 <= p[key] <= 30:
             raise Unsupported(f"{key} {p[key]} outside [-31, 30] (scales too far apart)")

@@ -24,44 +24,17 @@ static int quant_ok(const pe_per_tensor_quant *q)
 
 int8_t pe_xattn_coord(int32_t t, int32_t extent)
 {
-    int64_t q = t;
-    if (extent > 256) {
-        q = (510 * (int64_t)t + extent - 1) / (2 * (int64_t)extent - 2);
-    }
-    q = q < 0 ? 0 : q > 255 ? 255 : q;
-    return (int8_t)(q - 128);
+    return pe_attn_coord(t, extent);
 }
 
-/* The widest key range of any query row. */
-static int32_t max_keys(const pe_xattn_params *p)
+/* The streaming kernel's V generator for params' v words. */
+static pe_attn_vgen vgen_of(const pe_xattn_params *p)
 {
-    int32_t i, lo, hi, most = 0;
-    if (p->range_kind == 0) {
-        return p->dims.m;
-    }
-    for (i = 0; i < p->dims.n; i++) {
-        pe_xattn_key_range(p, i, &lo, &hi);
-        most = hi - lo > most ? hi - lo : most;
-    }
-    return most;
-}
-
-/* Generated V of keys lo .. hi-1 into buf (dv values per key). */
-static void gen_values(const pe_xattn_params *p, int32_t lo, int32_t hi, int8_t *buf)
-{
-    int32_t x = lo % p->v_width;
-    int32_t y = lo / p->v_width;
-    int32_t j;
-    for (j = lo; j < hi; j++) {
-        *buf++ = pe_xattn_coord(x, p->v_extent);
-        if (p->v_kind == PE_XATTN_V_GRID) {
-            *buf++ = pe_xattn_coord(y, p->v_extent);
-        }
-        if (++x == p->v_width) {
-            x = 0;
-            y++;
-        }
-    }
+    pe_attn_vgen vg;
+    vg.kind = p->v_kind == PE_XATTN_V_GRID ? PE_ATTN_VGEN_GRID : PE_ATTN_VGEN_INDEX;
+    vg.width = p->v_width;
+    vg.extent = p->v_extent;
+    return vg;
 }
 
 void pe_xattn_key_range(const pe_xattn_params *p, int32_t i, int32_t *lo, int32_t *hi)
@@ -227,22 +200,22 @@ pe_status pe_xattn_get_buffer_size(const pe_xattn_params *params, int32_t *size)
         pe_attn_strides as;
         int32_t nf;
         stream_setup(params, &ap, &ad, &as);
-        st = pe_attention_nf_get_buffer_size(&ap, &ad, &nf);
+        if (params->v_kind != PE_XATTN_V_TENSOR) {
+            /* generated V: + one block of values */
+            const pe_attn_vgen vg = vgen_of(params);
+            st = pe_attention_nf_vgen_get_buffer_size(&ap, &ad, &vg, &nf);
+        } else {
+            st = pe_attention_nf_get_buffer_size(&ap, &ad, &nf);
+        }
         if (st != PE_OK) {
             return st;
         }
         /* up to 3 bytes to align the int32 output row, the row, then the
          * kernel's scratch */
-        {
-            /* generated V: the row's key range of values after the kernel's scratch */
-            const int64_t gen = params->v_kind != PE_XATTN_V_TENSOR
-                                    ? (int64_t)max_keys(params) * params->dims.dv
-                                    : 0;
-            if ((int64_t)nf + 4 * (int64_t)params->dims.dv + 3 + gen > (int64_t)PE_INT32_MAX) {
-                return PE_ERR_OVERFLOW;
-            }
-            *size = nf + 4 * params->dims.dv + 3 + (int32_t)gen;
+        if ((int64_t)nf + 4 * (int64_t)params->dims.dv + 3 > (int64_t)PE_INT32_MAX) {
+            return PE_ERR_OVERFLOW;
         }
+        *size = nf + 4 * params->dims.dv + 3;
     }
     return PE_OK;
 }
@@ -350,8 +323,7 @@ static pe_status tflm_row(const pe_context *ctx, const pe_xattn_params *p, const
 
 static pe_status stream_row(const pe_context *ctx, const pe_xattn_params *p, int32_t *acc,
                             const int8_t *qr, const int8_t *kh, const int8_t *vh, const int8_t *mr,
-                            const int32_t *mask_lut, int32_t lo, int32_t hi, int32_t gen_bytes,
-                            int8_t *orow)
+                            const int32_t *mask_lut, int32_t lo, int32_t hi, int8_t *orow)
 {
     pe_attn_params ap;
     pe_attn_dims ad;
@@ -360,7 +332,6 @@ static pe_status stream_row(const pe_context *ctx, const pe_xattn_params *p, int
     pe_context sub;
     int32_t c;
     pe_status st;
-    int32_t zero = 0, count = hi - lo;
     stream_setup(p, &ap, &ad, &as);
     if (p->range_kind != 0) {
         ap.key_begin = &lo; /* the kernel skips every key outside [lo, hi) */
@@ -369,26 +340,20 @@ static pe_status stream_row(const pe_context *ctx, const pe_xattn_params *p, int
     /* the kernel's scratch follows the (4-aligned) int32 row */
     sub.buf = (uint8_t *)ctx->buf + 4 * (size_t)p->dims.dv;
     sub.size = ctx->size - 4 * p->dims.dv;
-    if (p->v_kind != PE_XATTN_V_TENSOR) {
-        /* generated V: keys lo .. hi-1 become keys 0 .. count-1 of a K view
-         * starting at key lo and of the values written at the scratch's end
-         * (the blocks start at lo either way: the same arithmetic) */
-        int8_t *vals;
-        sub.size -= gen_bytes; /* max_keys * dv, reserved by the size query */
-        vals = (int8_t *)sub.buf + sub.size;
-        gen_values(p, lo, hi, vals);
-        kh += (size_t)lo * (size_t)p->strides.k_row;
-        vh = vals;
-        as.v_row = p->dims.dv;
-        ap.key_begin = &zero;
-        ap.key_end = &count;
-    }
+
     sub.stats = ctx->stats;
     bias.index = mr;
     bias.row = 0;
     bias.head = 0;
     bias.lut = mask_lut;
-    st = pe_attention_nf_strided_s8(&sub, &ap, &ad, &as, mr != NULL ? &bias : NULL, qr, kh, vh, acc);
+    if (p->v_kind != PE_XATTN_V_TENSOR) {
+        /* generated V: the kernel makes each block's values */
+        const pe_attn_vgen vg = vgen_of(p);
+        st = pe_attention_nf_strided_vgen_s8(&sub, &ap, &ad, &as, mr != NULL ? &bias : NULL, &vg, qr, kh,
+                                             acc);
+    } else {
+        st = pe_attention_nf_strided_s8(&sub, &ap, &ad, &as, mr != NULL ? &bias : NULL, qr, kh, vh, acc);
+    }
     if (st != PE_OK) {
         return st;
     }
@@ -405,7 +370,7 @@ pe_status pe_xattn_s8(const pe_context *ctx, const pe_xattn_params *params, cons
                       const int32_t *mask_lut, int8_t *out)
 {
     const pe_attn_strides *s;
-    int32_t need, h, i, lo, hi, gen_bytes = 0;
+    int32_t need, h, i, lo, hi;
     int8_t *row = NULL;
     int32_t *acc = NULL;
     pe_status st;
@@ -436,9 +401,6 @@ pe_status pe_xattn_s8(const pe_context *ctx, const pe_xattn_params *params, cons
         shifted.size = ctx->size - (int32_t)pad;
         shifted.stats = ctx->stats;
         acc = (int32_t *)shifted.buf;
-        if (params->v_kind != PE_XATTN_V_TENSOR) {
-            gen_bytes = max_keys(params) * params->dims.dv; /* once: it visits every row */
-        }
         for (h = 0; h < params->dims.heads; h++) {
             for (i = 0; i < params->dims.n; i++) {
                 const int8_t *mr =
@@ -450,7 +412,7 @@ pe_status pe_xattn_s8(const pe_context *ctx, const pe_xattn_params *params, cons
                                 q + (size_t)i * (size_t)s->q_row + (size_t)h * (size_t)s->q_head,
                                 k + (size_t)h * (size_t)s->k_head,
                                 v != NULL ? v + (size_t)h * (size_t)s->v_head : NULL,
-                                mr, mask_lut, lo, hi, gen_bytes,
+                                mr, mask_lut, lo, hi,
                                 out + (size_t)i * (size_t)s->out_row +
                                     (size_t)h * (size_t)s->out_head);
                 if (st != PE_OK) {
