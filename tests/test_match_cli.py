@@ -138,7 +138,9 @@ def test_bad_arguments_are_named(tmp_path):
                         ((tmp_path / "a.txt", tmp_path / "b.npy"), "LEFT: expected a .png or .npy"),
                         (("motorcycle", "motorcycle", "--mode", "flow", "--max-disparity", 4), "--max-disparity"),
                         (("motorcycle", "motorcycle", "--mode", "flow", "--factor", 1), "65536 pixels"),
-                        (("motorcycle", "motorcycle", "--factor", 0), "--factor")]:
+                        (("motorcycle", "motorcycle", "--factor", 0), "--factor"),
+                        (("motorcycle", "motorcycle", "--temperature", -1), "--temperature"),
+                        (("motorcycle", "motorcycle", "--run-rows", 0), "--run-rows")]:
         code, text = _cli(*args, "-o", tmp_path / "o")
         assert code != 0 and words in text, (args, text)
 

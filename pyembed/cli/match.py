@@ -149,11 +149,14 @@ def match_command(left, right, mode, max_disparity, factor, radius, temperature,
     """Stereo disparity or optical flow between LEFT and RIGHT (.png / .npy, or
     `motorcycle` twice for the bundled pair) as one attention operator on the C
     runtime: no cost volume, coordinates generated in the kernel."""
-    from pyembed._validate import int_in_range
+    from pyembed._validate import int_in_range, positive_finite
     from pyembed.kernels.match_graph import field_from_output, matching_graph
     from pyembed.kernels.matching import match_disparity, match_flow, patch_features, quantize_symmetric
     factor = int_in_range(DEFAULT_FACTOR[mode] if factor is None else factor, "--factor", 1)
     radius = int_in_range(radius, "--radius", 0)
+    temperature = positive_finite(temperature, "--temperature")
+    if run_rows is not None:
+        run_rows = int_in_range(run_rows, "--run-rows", 1)
     a, b, disp = _images(left, right)
     f1, f2 = patch_features(a, radius, factor), patch_features(b, radius, factor)
     h, w, c = f1.shape
