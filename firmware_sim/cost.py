@@ -187,6 +187,8 @@ class CostModel:
         if len(op.inputs) > 3 and op.inputs[3] >= 0:
             reads.append((op.inputs[3], 1))
         for t, times in reads:
+            if t < 0:
+                continue   # a generated V (pyembed.passes.transformer): no tensor read
             tensor = graph.tensors[t]
             r = self.profile.region(self._where(tensor, locate))
             mem += r.read_wait * math.ceil(tensor.nbytes / 4) * times

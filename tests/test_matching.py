@@ -16,14 +16,22 @@ FACTOR, RADIUS, TEMPERATURE = 4, 2, 20.0
 
 
 def test_stereo_motorcycle_ships_offline():
+    # bundled with pyembed (no scikit-image): the pair and its ground truth
+    root = os.path.join(os.path.dirname(pyembed.__file__), "data", "stereo")
+    for name in ("motorcycle_left.png", "motorcycle_right.png", "motorcycle_disp.npz", "PROVENANCE.md"):
+        assert os.path.exists(os.path.join(root, name)), name
+    from pyembed.kernels.matching import motorcycle_pair
+    left, right, disp = motorcycle_pair()
+    assert left.shape == right.shape == (250, 370, 3) and disp.shape == (250, 370)
     skdata = pytest.importorskip("skimage.data")
-    for name in ("motorcycle_left.png", "motorcycle_right.png", "motorcycle_disp.npz"):
-        assert os.path.exists(os.path.join(skdata.data_dir, name)), name
+    # the bundled copy is the original block-averaged by 2
+    orig = skdata.stereo_motorcycle()[0].astype(np.float64)
+    half = orig[:500, :740].reshape(250, 2, 370, 2, 3).mean(axis=(1, 3))
+    assert np.array_equal(left, np.rint(half).astype(np.uint8))
 
 
 @pytest.fixture(scope="module")
 def motorcycle():
-    pytest.importorskip("skimage.data")
     fl, fr, gt, valid, dmax = stereo_motorcycle(FACTOR, RADIUS)
     assert 0.5 < valid.mean() < 1.0  # unknown (inf) ground truth is masked out, not zero
     return fl, fr, gt, valid, dmax
@@ -68,8 +76,8 @@ def test_disparity_propagation(motorcycle):
 @pytest.fixture(scope="module")
 def shifted_pair():
     """Image 2 is image 1 moved by (dx, dy) = (3, -2) tokens: exact flow."""
-    skdata = pytest.importorskip("skimage.data")
-    feats = patch_features(skdata.stereo_motorcycle()[0], RADIUS, 8)
+    from pyembed.kernels.matching import motorcycle_pair
+    feats = patch_features(motorcycle_pair()[0], RADIUS, 4)
     h, w, dx, dy, a, b = 56, 80, 3, -2, 4, 4
     f1 = feats[a:a + h, b:b + w]
     f2 = feats[a - dy:a - dy + h, b - dx:b - dx + w]

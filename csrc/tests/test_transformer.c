@@ -269,6 +269,7 @@ static void encode(const pe_xattn_params *p, int32_t *w)
     w[i++] = p->block; w[i++] = (int32_t)p->fold;
     w[i++] = p->range_kind; w[i++] = p->range_lo; w[i++] = p->range_hi; w[i++] = p->range_len;
     w[i++] = p->range_code; w[i++] = p->range_width;
+    w[i++] = p->v_kind; w[i++] = p->v_width; w[i++] = p->v_extent;
     PE_CHECK_EQ(i, PE_XATTN_NUM_WORDS);
 }
 
@@ -445,8 +446,120 @@ static void stream_mask_equals_key_ranges(void)
     }
 }
 
+/* Generated V (v_kind): the same outputs as a V tensor holding the grid's
+ * int8 values (stored per head), in both modes, with and without a per-row
+ * key range, every fold, for extents <= 256 and > 256 (rounded
+ * coordinates); the scratch query includes one block of generated values;
+ * bad v words are refused. */
+#define GW 5  /* image width: keys of 2 rows of 5 = 10 = GM */
+#define GM 10
+static void generated_v_equals_stored(void)
+{
+    int8_t q[N * H * D], k[GM * H * D], v[GM * H * 2];
+    int8_t got[N * H * 2], want[N * H * 2];
+    uint8_t scratch[512];
+    pe_context ctx = {scratch, (int32_t)sizeof(scratch), NULL};
+    pe_xattn_params p, g;
+    int32_t x, j, h, mode, kind, ranged, e, need, need_stored;
+    const int32_t extents[2] = {6, 300};
+    for (x = 0; x < N * H * D; x++) q[x] = rnd8();
+    for (x = 0; x < GM * H * D; x++) k[x] = rnd8();
+    /* the formula by hand: t * 255 / 299 rounded half up for E = 300 */
+    PE_CHECK_EQ(pe_xattn_coord(0, 300), -128);
+    PE_CHECK_EQ(pe_xattn_coord(3, 300), -128 + 3); /* 2.558 -> 3 */
+    PE_CHECK_EQ(pe_xattn_coord(299, 300), 127);
+    PE_CHECK_EQ(pe_xattn_coord(1, 511), -128 + 1); /* 0.5 -> 1 (half up) */
+    PE_CHECK_EQ(pe_xattn_coord(4, 6), -124);
+    PE_CHECK_EQ(pe_xattn_coord(400, 6), 127);      /* clamped */
+    for (mode = 0; mode < 2; mode++) {
+        for (kind = 1; kind <= 2; kind++) {
+            for (ranged = 0; ranged < 2; ranged++) {
+                for (e = 0; e < 2; e++) {
+                    base_params(&p, (pe_xattn_mode)mode);
+                    p.has_mask = 0;
+                    p.dims.m = GM;
+                    p.dims.dv = kind;
+                    p.strides.v_row = H * kind;
+                    p.strides.v_head = kind;
+                    p.strides.out_row = H * kind;
+                    p.strides.out_head = kind;
+                    p.v_offset = 128;
+                    p.fold = (pe_attn_fold)((kind + ranged + e) % 3); /* late, early, auto */
+                    if (ranged) {
+                        /* stereo: the query's image row of GW keys, disparity 0..2 */
+                        p.range_kind = PE_XATTN_RANGE_ROWS | PE_XATTN_RANGE_LOWER | PE_XATTN_RANGE_UPPER;
+                        p.range_lo = -2;
+                        p.range_hi = 0;
+                        p.range_len = GM;
+                        p.range_width = GW;
+                        p.range_code = 127;
+                        p.mask_add.input2_offset = -127;
+                    }
+                    for (j = 0; j < GM; j++) {
+                        for (h = 0; h < H; h++) {
+                            v[j * H * kind + h * kind] = pe_xattn_coord(j % GW, extents[e]);
+                            if (kind == 2) {
+                                v[j * H * kind + h * kind + 1] = pe_xattn_coord(j / GW, extents[e]);
+                            }
+                        }
+                    }
+                    memset(want, 0x55, sizeof(want));
+                    PE_CHECK_EQ(pe_xattn_get_buffer_size(&p, &need_stored), PE_OK);
+                    PE_CHECK_EQ(pe_xattn_s8(&ctx, &p, q, k, v, NULL, NULL, want), PE_OK);
+                    g = p;
+                    g.v_kind = kind;
+                    g.v_width = GW;
+                    g.v_extent = extents[e];
+                    PE_CHECK_EQ(pe_xattn_get_buffer_size(&g, &need), PE_OK);
+                    /* stream mode: + one block of generated values */
+                    PE_CHECK_EQ(need - need_stored, mode == 1 ? p.block * kind : 0);
+                    memset(got, 0x33, sizeof(got));
+                    PE_CHECK_EQ(pe_xattn_s8(&ctx, &g, q, k, NULL, NULL, NULL, got), PE_OK);
+                    for (x = 0; x < N * H * kind; x++) {
+                        PE_CHECK_EQ(got[x], want[x]);
+                    }
+                    /* the scratch the size query asked for is enough, one byte less is not */
+                    ctx.size = need;
+                    PE_CHECK_EQ(pe_xattn_s8(&ctx, &g, q, k, NULL, NULL, NULL, got), PE_OK);
+                    ctx.size = need - 1;
+                    PE_CHECK_EQ(pe_xattn_s8(&ctx, &g, q, k, NULL, NULL, NULL, got), PE_ERR_SCRATCH);
+                    ctx.size = (int32_t)sizeof(scratch);
+                }
+            }
+        }
+    }
+    /* refused: dv not matching the kind, no width, extent 0, unknown kind,
+     * stream mode with a mask tensor, V NULL without generation */
+    base_params(&p, PE_XATTN_TFLM);
+    p.has_mask = 0;
+    p.v_kind = PE_XATTN_V_INDEX; /* dv = DV = 4 */
+    p.v_width = GW;
+    p.v_extent = 6;
+    PE_CHECK_EQ(pe_xattn_get_buffer_size(&p, &need), PE_ERR_ARG);
+    p.dims.dv = 1;
+    PE_CHECK_EQ(pe_xattn_get_buffer_size(&p, &need), PE_OK);
+    p.v_width = 0;
+    PE_CHECK_EQ(pe_xattn_get_buffer_size(&p, &need), PE_ERR_ARG);
+    p.v_width = GW;
+    p.v_extent = 0;
+    PE_CHECK_EQ(pe_xattn_get_buffer_size(&p, &need), PE_ERR_ARG);
+    p.v_extent = 6;
+    p.v_kind = 3;
+    PE_CHECK_EQ(pe_xattn_get_buffer_size(&p, &need), PE_ERR_ARG);
+    base_params(&p, PE_XATTN_STREAM);
+    p.dims.dv = 1;
+    p.v_kind = PE_XATTN_V_INDEX;
+    p.v_width = GW;
+    p.v_extent = 6;
+    PE_CHECK_EQ(pe_xattn_get_buffer_size(&p, &need), PE_ERR_ARG); /* has_mask */
+    base_params(&p, PE_XATTN_TFLM);
+    p.has_mask = 0;
+    PE_CHECK_EQ(pe_xattn_s8(&ctx, &p, q, k, NULL, NULL, NULL, got), PE_ERR_ARG);
+}
+
 int main(void)
 {
+    generated_v_equals_stored();
     stream_mask_equals_key_ranges();
     graph_runner();
     words_and_lut();

@@ -15,3 +15,5 @@ main.add_command(vectors.vectors)
 main.add_command(ops.ops_command)
 firmware.firmware_command.short_help = "Write a Cortex-M firmware project; --run builds it and runs it under QEMU."
 main.add_command(firmware.firmware_command)
+from pyembed.cli import match  # noqa: E402  (issue 32: matching on the device)
+main.add_command(match.match_command)

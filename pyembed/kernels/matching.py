@@ -55,10 +55,11 @@ def quantize_symmetric(x):
 
 def _coordinates(values, extent):
     """Integer coordinates 0..extent-1 as int8 with zero point -128: exact up
-    to 256, else a scale of (extent-1)/255 (coordinates rounded)."""
+    to 256, else a scale of (extent-1)/255 (coordinates rounded half up in
+    integers: pe_xattn_coord, the values the PE_ATTENTION kernel generates)."""
+    from pyembed.model.ops.transformer import coord_codes
     scale = 1.0 if extent <= 256 else (extent - 1) / 255.0
-    q = np.clip(np.rint(values / scale) - 128, -128, 127).astype(np.int8)
-    return q, scale
+    return coord_codes(np.rint(values).astype(np.int64), extent), scale
 
 
 def patch_features(image, radius=2, factor=1):
@@ -87,20 +88,44 @@ def patch_features(image, radius=2, factor=1):
     return f
 
 
+MOTORCYCLE_BASE = 2   # the bundled pair's reduction of the 741x500 original
+
+
+def motorcycle_pair():
+    """The bundled Middlebury 2014 motorcycle pair (scikit-image's copy,
+    block-averaged by 2: pyembed/data/stereo/PROVENANCE.md): (left, right)
+    uint8 [250, 370, 3] and the ground-truth disparity float [250, 370] in
+    the bundled pixels (inf where unknown). No scikit-image needed."""
+    import os
+    from pyembed._png import read_png
+    d = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "stereo")
+    left = read_png(os.path.join(d, "motorcycle_left.png"))
+    right = read_png(os.path.join(d, "motorcycle_right.png"))
+    with np.load(os.path.join(d, "motorcycle_disp.npz")) as z:
+        disp = z["disparity"].astype(np.float64)
+    return left, right, disp
+
+
 def stereo_motorcycle(factor=4, radius=2):
-    """scikit-image's Middlebury 2014 motorcycle pair (shipped with the package,
-    no download) as patch_features at 1/factor resolution, with the ground
-    truth: returns (left_feat, right_feat, disparity [h, w] in reduced pixels,
-    valid mask [h, w] - False where any pixel of the block is unknown (inf) -
-    and the largest disparity to search)."""
-    from skimage import data
-    left, right, disp = data.stereo_motorcycle()
-    fl = patch_features(left, radius, factor)
-    fr = patch_features(right, radius, factor)
+    """scikit-image's Middlebury 2014 motorcycle pair (bundled with the package,
+    no download, no scikit-image: motorcycle_pair) as patch_features at
+    1/factor of the original 741x500 resolution (factor a multiple of 2, the
+    bundled copy's reduction), with the ground truth: returns (left_feat,
+    right_feat, disparity [h, w] in reduced pixels, valid mask [h, w] - False
+    where any pixel of the block is unknown (inf) - and the largest disparity
+    to search)."""
+    factor = int_in_range(factor, "factor", MOTORCYCLE_BASE)
+    if factor % MOTORCYCLE_BASE:
+        raise ArgumentError(f"factor: expected a multiple of {MOTORCYCLE_BASE} (the bundled pair is the "
+                            f"original at 1/{MOTORCYCLE_BASE}), got {factor}")
+    left, right, disp = motorcycle_pair()
+    f = factor // MOTORCYCLE_BASE
+    fl = patch_features(left, radius, f)
+    fr = patch_features(right, radius, f)
     h, w = fl.shape[:2]
-    blocks = disp[:h * factor, :w * factor].reshape(h, factor, w, factor)
+    blocks = disp[:h * f, :w * f].reshape(h, f, w, f)
     valid = np.isfinite(blocks).all(axis=(1, 3))
-    gt = np.where(valid, np.nan_to_num(blocks, posinf=0.0).mean(axis=(1, 3)) / factor, 0.0)
+    gt = np.where(valid, np.nan_to_num(blocks, posinf=0.0).mean(axis=(1, 3)) / f, 0.0)
     return fl, fr, gt, valid, int(np.ceil(gt[valid].max())) + 2
 
 

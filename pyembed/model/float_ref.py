@@ -224,11 +224,21 @@ def _with_implied_relu(graph, op):
     return op
 
 
-def _attention(op, ins):
+def _attention(op, ins, graph=None):
     """Float64 reference of PE_ATTENTION: softmax(beta * c * Q.K^T + mask).V per head,
     from the real values of the inputs (None = absent mask); a structured
-    mask (options["range"]) excludes the keys outside each row's range."""
+    mask (options["range"]) excludes the keys outside each row's range; a
+    generated V (options["v_gen"], no input) is the coordinate grid's real
+    values in the replaced constant's quantization."""
     o = op.options
+    if ins[2] is None and o.get("v_gen"):
+        from pyembed.model.ops.transformer import generated_values
+        vg = o["v_gen"]
+        scale, zp = graph.tensors[vg["tensor"]].qparams()
+        vals = generated_values(int(vg["kind"]), int(vg["width"]), int(vg["extent"]), o["m"])
+        ins = list(ins)
+        ins[2] = scale * (vals.astype(np.float64) - zp)
+        o = dict(o, v_row=o["dv"], v_head=0)
     q, k, v = (np.asarray(x, dtype=np.float64).reshape(-1) for x in ins[:3])
     h = np.arange(o["heads"])[:, None, None]
     qh = q[h * o["q_head"] + np.arange(o["n"])[None, :, None] * o["q_row"] + np.arange(o["d"])]
@@ -306,7 +316,7 @@ def evaluate(graph, op, inputs):
     if kind == "TANH":
         return np.tanh(x).reshape(out_t.shape)
     if kind == "PE_ATTENTION":
-        return _attention(op, inputs).reshape(out_t.shape)
+        return _attention(op, inputs, graph).reshape(out_t.shape)
     if kind in ("PE_LUT", "PE_LAYERNORM", "PE_LAYERNORM_HP"):
         return np.asarray(_lut(graph, op, inputs)).reshape(out_t.shape)
     ref = _family_reference(kind)

@@ -166,6 +166,38 @@ pe_status pe_attention_nf_strided_s8(const pe_context *ctx, const pe_attn_params
                                      const pe_attn_bias *bias, const int8_t *q, const int8_t *k,
                                      const int8_t *v, int32_t *out);
 
+/* Values generated per key instead of read from V (pe_transformer.h's
+ * coordinate V, issue 32): key j of an image of `width` columns has
+ * x = j % width, y = j / width; PE_ATTN_VGEN_INDEX (dv = 1): V[j] =
+ * pe_attn_coord(x, extent); PE_ATTN_VGEN_GRID (dv = 2): (pe_attn_coord(x,
+ * extent), pe_attn_coord(y, extent)). v_offset applies as to a V tensor. */
+#define PE_ATTN_VGEN_INDEX 1
+#define PE_ATTN_VGEN_GRID 2
+#define PE_ATTN_VGEN_MAX_EXTENT ((int32_t)1 << 20)
+typedef struct {
+    int32_t kind;   /* PE_ATTN_VGEN_INDEX or PE_ATTN_VGEN_GRID (= dv) */
+    int32_t width;  /* image columns, >= 1 */
+    int32_t extent; /* coordinate extent E, 1..PE_ATTN_VGEN_MAX_EXTENT */
+} pe_attn_vgen;
+
+/* The int8 coordinate value of t (0 <= t < 2^24) with extent E: t - 128 for
+ * E <= 256, else floor((510 t + E - 1) / (2 (E - 1))) - 128 (t * 255 / (E - 1)
+ * rounded half up), clamped to [-128, 127]. */
+int8_t pe_attn_coord(int32_t t, int32_t extent);
+
+/* Scratch of pe_attention_nf_strided_vgen_s8: the streaming kernel's plus one
+ * block of generated values (block * dv bytes), independent of n and m. */
+pe_status pe_attention_nf_vgen_get_buffer_size(const pe_attn_params *params, const pe_attn_dims *dims,
+                                               const pe_attn_vgen *vgen, int32_t *size);
+
+/* pe_attention_nf_strided_s8 with V generated per block of keys (no V
+ * tensor; strides->v_row / v_head are ignored): the same arithmetic as with a
+ * V tensor holding the generated values. */
+pe_status pe_attention_nf_strided_vgen_s8(const pe_context *ctx, const pe_attn_params *params,
+                                          const pe_attn_dims *dims, const pe_attn_strides *strides,
+                                          const pe_attn_bias *bias, const pe_attn_vgen *vgen,
+                                          const int8_t *q, const int8_t *k, int32_t *out);
+
 /* Scratch bytes for pe_attention_conv_s8: 4*m (+ row state) for ROW,
  * 4*n*m (+ row state) for MATRIX; PE_ERR_OVERFLOW beyond INT32_MAX. */
 pe_status pe_attention_conv_get_buffer_size(const pe_attn_params *params,

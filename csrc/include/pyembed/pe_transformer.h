@@ -31,6 +31,8 @@
  * a mask enters as a bias on those logits through mask_lut (256 int32,
  * Q22: beta * log2(e) * 2^22 * the mask's real value of each int8 code).
  * Scratch: pe_attention_nf_get_buffer_size for (d, dv, block) + 4 * dv bytes.
+ * Keys: m <= 32768 in TFLM mode (int32 P.V sums), m <= PE_ATTN_MAX_KEYS in
+ * stream mode (the streaming kernel's int64 accumulators).
  *
  * Structured masks (range_kind != 0, has_mask 0): a constant mask that only
  * allows, for query row i, the keys [lo(i), hi(i)) and adds the same value
@@ -55,6 +57,24 @@
  * exponent and probability are exactly 0) - pyembed's pass only emits a
  * range when that holds for every possible score. Stream mode runs the
  * streaming kernel on the key range, no bias.
+ *
+ * Generated V (v_kind != PE_XATTN_V_TENSOR, issue 32): a constant V that is
+ * a pixel-coordinate grid is no input at all; the kernel computes each key's
+ * values (v may be NULL, v_row / v_head are ignored, every head sees the
+ * same values). Key j of an image of v_width columns has x = j % v_width,
+ * y = j / v_width, quantized with pe_xattn_coord(., v_extent) (zero point
+ * -128; v_offset still applies):
+ *   PE_XATTN_V_INDEX (dv = 1): V[j] = coord(x)      stereo: the key's column
+ *   PE_XATTN_V_GRID  (dv = 2): V[j] = (coord(x), coord(y))   flow
+ *   coord(t, E) = pe_attn_coord(t, E) = min(t, 255) - 128 for E <= 256, else
+ *                 min(floor((510 t + E - 1) / (2 (E - 1))), 255) - 128
+ *                 (t * 255 / (E - 1) rounded half up: scale (E - 1) / 255),
+ * the int8 values pyembed.kernels.matching._coordinates stores, so the
+ * outputs equal those of the stored tensor bit for bit. TFLM mode makes the
+ * values inside its P.V loop (no scratch); stream mode has the streaming
+ * kernel make them one block of keys at a time (pe_attention_nf_strided_vgen_s8:
+ * block * dv bytes of scratch, independent of n and m). Stream mode with a
+ * mask tensor (has_mask) keeps a V tensor.
  */
 #ifndef PYEMBED_PE_TRANSFORMER_H
 #define PYEMBED_PE_TRANSFORMER_H
@@ -78,6 +98,12 @@ typedef enum {
 #define PE_XATTN_RANGE_UPPER 2   /* keys above i + range_hi masked */
 #define PE_XATTN_RANGE_PADDING 4 /* keys >= range_len masked (descriptive: range_len always applies) */
 #define PE_XATTN_RANGE_ROWS 8    /* keys outside the query's image row of range_width masked */
+
+/* v_kind */
+#define PE_XATTN_V_TENSOR 0 /* V read from the v tensor */
+#define PE_XATTN_V_INDEX 1  /* dv = 1: the key's image column */
+#define PE_XATTN_V_GRID 2   /* dv = 2: the key's (column, row) */
+#define PE_XATTN_V_MAX_EXTENT ((int32_t)1 << 20)
 
 typedef struct {
     pe_xattn_mode mode;
@@ -111,7 +137,14 @@ typedef struct {
     int32_t range_len;       /* 1..m (m when range_kind is 0) */
     int32_t range_code;      /* TFLM mode: the int8 mask code added to keys in range */
     int32_t range_width;     /* image row width with PE_XATTN_RANGE_ROWS, else ignored */
+    /* generated V (both modes) */
+    int32_t v_kind;          /* PE_XATTN_V_* */
+    int32_t v_width;         /* image columns of the key grid, >= 1 (v_kind != 0) */
+    int32_t v_extent;        /* coordinate extent E giving the quantization, 1..PE_XATTN_V_MAX_EXTENT */
 } pe_xattn_params;
+
+/* The int8 value of coordinate t (0 <= t < 2^24) with extent E (formula above). */
+int8_t pe_xattn_coord(int32_t t, int32_t extent);
 
 /* Keys [*lo, *hi) of query row i under params' structured mask (all m keys
  * without one); *lo >= *hi means the row has no key (pe_xattn_decode rejects
@@ -119,7 +152,7 @@ typedef struct {
 void pe_xattn_key_range(const pe_xattn_params *params, int32_t i, int32_t *lo, int32_t *hi);
 
 /* Number of int32 params words of the PE_ATTENTION graph operator. */
-#define PE_XATTN_NUM_WORDS 61
+#define PE_XATTN_NUM_WORDS 64
 
 /* The PE_ATTENTION operator's params words (the order of
  * pyembed.model.ops.transformer.WORDS) into params; PE_ERR_ARG on a wrong
@@ -131,11 +164,12 @@ pe_status pe_xattn_decode(const int32_t *words, int32_t count, pe_xattn_params *
 pe_status pe_xattn_check_extents(const pe_xattn_params *params, int32_t q_elems, int32_t k_elems,
                                  int32_t v_elems, int32_t mask_elems, int32_t out_elems);
 
-/* Scratch bytes for pe_xattn_s8 (independent of n; m bytes in TFLM mode). */
+/* Scratch bytes for pe_xattn_s8 (independent of n; m bytes in TFLM mode;
+ * stream mode with generated V adds block * dv). */
 pe_status pe_xattn_get_buffer_size(const pe_xattn_params *params, int32_t *size);
 
 /* mask may be NULL unless has_mask; mask_lut is read in the stream mode
- * with a mask only. out must not overlap the inputs. */
+ * with a mask only; v may be NULL when v_kind != PE_XATTN_V_TENSOR. out must not overlap the inputs. */
 pe_status pe_xattn_s8(const pe_context *ctx, const pe_xattn_params *params, const int8_t *q,
                       const int8_t *k, const int8_t *v, const int8_t *mask,
                       const int32_t *mask_lut, int8_t *out);

@@ -29,9 +29,11 @@ pe_status pe_graph_run_attention(const pe_graph *g, const pe_graph_op *op,
     }
     q = (const int8_t *)pe_graph_input(g, op, 0, arena, PE_DT_INT8);
     k = (const int8_t *)pe_graph_input(g, op, 1, arena, PE_DT_INT8);
-    v = (const int8_t *)pe_graph_input(g, op, 2, arena, PE_DT_INT8);
+    /* generated V (v_kind != 0): no V input */
+    v = p.v_kind == PE_XATTN_V_TENSOR ? (const int8_t *)pe_graph_input(g, op, 2, arena, PE_DT_INT8)
+                                      : NULL;
     out = (int8_t *)pe_graph_output(g, op, 0, arena, PE_DT_INT8);
-    if (q == NULL || k == NULL || v == NULL || out == NULL) {
+    if (q == NULL || k == NULL || (v == NULL && p.v_kind == PE_XATTN_V_TENSOR) || out == NULL) {
         return PE_ERR_ARG;
     }
     if (p.has_mask) {
@@ -49,7 +51,8 @@ pe_status pe_graph_run_attention(const pe_graph *g, const pe_graph_op *op,
     }
     st = pe_xattn_check_extents(&p, pe_graph_count(g, pe_graph_input_index(op, 0)),
                                 pe_graph_count(g, pe_graph_input_index(op, 1)),
-                                pe_graph_count(g, pe_graph_input_index(op, 2)), mask_elems,
+                                v != NULL ? pe_graph_count(g, pe_graph_input_index(op, 2)) : 0,
+                                mask_elems,
                                 pe_graph_count(g, pe_graph_output_index(op, 0)));
     if (st != PE_OK) {
         return st;

@@ -28,6 +28,13 @@ found by the pass) is no input at all: the range words give each query row
 its keys [lo(i), hi(i)) (key_ranges), only those are computed, and in tflm
 mode the mask's allowed code is added to them with the ADD arithmetic above.
 
+A constant V that is a pixel-coordinate grid (options["v_gen"]: kind
+V_INDEX - the key's image column, stereo - or V_GRID - its (column, row),
+flow -, the image width and the coordinate extent; found by the pass) is no
+input either: the kernel generates each key's int8 values (coord_codes, the
+values pyembed.kernels.matching._coordinates stores), the constant's
+quantization still gives V's scale and zero point.
+
 The params words (pe_transformer.h's pe_xattn_params, in this order) are
 WORDS; the C runner decodes and validates them.
 """
@@ -53,8 +60,32 @@ WORDS = ("mode", "n", "m", "d", "dv", "heads",
          "add_output_multiplier", "add_output_shift", "add_act_min", "add_act_max", "mask_row", "mask_head",
          "softmax_multiplier", "softmax_shift", "softmax_diff_min", "p_offset",
          "logit_multiplier", "logit_shift", "block", "fold",
-         "range_kind", "range_lo", "range_hi", "range_len", "range_code", "range_width")
+         "range_kind", "range_lo", "range_hi", "range_len", "range_code", "range_width",
+         "v_kind", "v_width", "v_extent")
 RANGE_LOWER, RANGE_UPPER, RANGE_PADDING, RANGE_ROWS = 1, 2, 4, 8   # pe_transformer.h's PE_XATTN_RANGE_*
+V_TENSOR, V_INDEX, V_GRID = 0, 1, 2   # pe_transformer.h's PE_XATTN_V_*
+V_MAX_EXTENT = 1 << 20
+
+
+def coord_codes(t, extent):
+    """pe_xattn_coord: the int8 value of integer coordinates t (array) with
+    extent E: t - 128 for E <= 256, else t * 255 / (E - 1) rounded half up,
+    minus 128 (clamped to the int8 range)."""
+    t = np.asarray(t, dtype=np.int64)
+    q = t if extent <= 256 else (510 * t + extent - 1) // (2 * extent - 2)
+    return (np.clip(q, 0, 255) - 128).astype(np.int8)
+
+
+def generated_values(kind, width, extent, m):
+    """The int8 V [m, dv] the kernel generates for v_kind kind (V_INDEX: the
+    key's column j % width; V_GRID: (column, row j // width))."""
+    j = np.arange(m, dtype=np.int64)
+    x, y = j % width, j // width
+    if kind == V_INDEX:
+        return coord_codes(x, extent)[:, None]
+    if kind == V_GRID:
+        return np.stack([coord_codes(x, extent), coord_codes(y, extent)], axis=1)
+    raise ValueError(f"v_kind {kind} generates nothing")
 
 
 def key_ranges(n, m, rng):
@@ -112,7 +143,15 @@ def prepare_pe_attention(c):
     op = c.op
     o = op.options
     g = c.graph
-    q, k, v = c.tensor(0, "Q"), c.tensor(1, "K"), c.tensor(2, "V")
+    q, k = c.tensor(0, "Q"), c.tensor(1, "K")
+    vgen = o.get("v_gen")
+    if vgen is not None:
+        # generated V: no input; the replaced constant's quantization
+        if len(op.inputs) > 2 and op.inputs[2] >= 0:
+            raise c.error("options: a generated V (v_gen) and a V tensor together")
+        v = g.tensors[vgen["tensor"]]
+    else:
+        v = c.tensor(2, "V")
     mask = c.tensor(3, "mask", optional=True)
     rng = o.get("range")
     if rng is not None and mask is not None:
@@ -142,11 +181,22 @@ def prepare_pe_attention(c):
             raise c.error(f"options: range length {rng['len']} outside [1, {o['m']}]")
         if int(rng["kind"]) & RANGE_ROWS and not 1 <= int(rng.get("width", 0)) <= o["m"]:
             raise c.error(f"options: range row width {rng.get('width')} outside [1, {o['m']}]")
+    if vgen is not None:
+        kind, width, extent = int(vgen["kind"]), int(vgen["width"]), int(vgen["extent"])
+        if kind not in (V_INDEX, V_GRID) or o["dv"] != kind:
+            raise c.error(f"options: v_gen kind {kind} with dv {o['dv']} (index: dv 1, grid: dv 2)")
+        if not 1 <= width or not 1 <= extent <= V_MAX_EXTENT:
+            raise c.error(f"options: v_gen width {width} / extent {extent} out of range")
+        if o["mode"] == "stream" and mask is not None:
+            raise Unsupported("a generated V with a mask tensor in stream mode")
+        p.update(v_kind=kind, v_width=width, v_extent=extent)
     lo_keys, hi_keys = key_ranges(o["n"], o["m"], rng)
     if np.any(lo_keys >= hi_keys):
         raise c.error("options: the structured mask leaves a query row without keys")
-    if o["m"] > 32768:
+    if o["mode"] == "tflm" and o["m"] > 32768:
         raise Unsupported(f"{o['m']} keys > 32768 (int32 P.V sums)")
+    if o["m"] > 1 << 24:
+        raise Unsupported(f"{o['m']} keys > 2^24 (the streaming kernel's int64 sums)")
     scale_real = 1.0
     if o["mode"] == "tflm":
         st, sz = c.qparams(g.tensors[o["scores"]], "scores")
@@ -221,6 +271,9 @@ def prepare_pe_attention(c):
         # pe_xattn_get_buffer_size: the streaming kernel's row state and block
         # of scores (pe_attention_nf_get_buffer_size), the int32 row, alignment
         scratch = (7 + 8 * o["dv"] + 2 * o["d"] + 4 * p["block"]) + 4 * o["dv"] + 3
+        if vgen is not None:
+            # pe_attention_nf_vgen_get_buffer_size: one block of generated values
+            scratch += p["block"] * o["dv"]
     for key in ("score_shift", "out_shift", "logit_shift", "mul_shift"):
         if not -31 <= p[key] <= 30:
             raise Unsupported(f"{key} {p[key]} outside [-31, 30] (scales too far apart)")

@@ -42,6 +42,9 @@ typedef struct {
      * current row adds bias_lut[bias_row[j] + 128]; bias_lut NULL = none */
     const int8_t *bias_row;
     const int32_t *bias_lut;
+    /* generated V (pe_attn_vgen), NULL = read V; vblk: one block of its values */
+    const pe_attn_vgen *vgen;
+    int8_t *vblk;
 } attn_geom;
 
 typedef struct {
@@ -163,6 +166,38 @@ static int64_t normalise(int32_t e, const attn_norm *nm)
     return (int64_t)(((uint64_t)e * nm->r + ((uint64_t)1u << (nm->b - 1))) >> nm->b);
 }
 
+int8_t pe_attn_coord(int32_t t, int32_t extent)
+{
+    int64_t q = t;
+    if (extent > 256) {
+        q = (510 * (int64_t)t + extent - 1) / (2 * (int64_t)extent - 2);
+    }
+    q = q < 0 ? 0 : q > 255 ? 255 : q;
+    return (int8_t)(q - 128);
+}
+
+/* The generated values of keys first .. first+count-1 into g->vblk (dv per
+ * key); returns g->vblk. */
+static const int8_t *gen_block(const attn_geom *g, int32_t first, int32_t count)
+{
+    const int32_t width = g->vgen->width;
+    int32_t x = first % width;
+    int32_t y = first / width;
+    int8_t *dst = g->vblk;
+    int32_t j;
+    for (j = 0; j < count; j++) {
+        *dst++ = pe_attn_coord(x, g->vgen->extent);
+        if (g->vgen->kind == PE_ATTN_VGEN_GRID) {
+            *dst++ = pe_attn_coord(y, g->vgen->extent);
+        }
+        if (++x == width) {
+            x = 0;
+            y++;
+        }
+    }
+    return g->vblk;
+}
+
 static void add_weighted_row(int64_t *acc, int64_t w, const int8_t *vr, int32_t dv,
                              int32_t v_offset)
 {
@@ -223,11 +258,18 @@ static void stream_pass(const attn_geom *g, const int16_t *qrow, int32_t corr, c
             cnt->rescales++;
         }
         mq = top * ((int64_t)1 << PE_ATTN_LOG2_FRAC_BITS);
-        for (j = b0; j < b1; j++) {
-            const int32_t e = exp2_weight(logit(g, sbuf[j - b0], j) - mq);
-            alpha += e;
-            if (acc != NULL) {
-                add_weighted_row(acc, e, v + (size_t)j * g->v_stride, g->dv, g->v_offset);
+        if (acc != NULL) {
+            /* the block's V rows: read, or generated into vblk */
+            const int8_t *vb = g->vgen != NULL ? gen_block(g, b0, b1 - b0) : v + (size_t)b0 * g->v_stride;
+            const size_t vs = g->vgen != NULL ? (size_t)g->dv : g->v_stride;
+            for (j = b0; j < b1; j++) {
+                const int32_t e = exp2_weight(logit(g, sbuf[j - b0], j) - mq);
+                alpha += e;
+                add_weighted_row(acc, e, vb + (size_t)(j - b0) * vs, g->dv, g->v_offset);
+            }
+        } else {
+            for (j = b0; j < b1; j++) {
+                alpha += exp2_weight(logit(g, sbuf[j - b0], j) - mq);
             }
         }
         cnt->exps += (uint64_t)(b1 - b0);
@@ -249,7 +291,8 @@ static void early_pass(const attn_geom *g, const int16_t *qrow, int32_t corr, co
     for (j = lo; j < hi; j++) {
         const int32_t s = dot_s16_s8(qrow, k + (size_t)j * g->k_stride, g->d) + corr;
         const int32_t e = exp2_weight(logit(g, s, j) - mq);
-        add_weighted_row(acc, normalise(e, nm), v + (size_t)j * g->v_stride, g->dv, g->v_offset);
+        const int8_t *vr = g->vgen != NULL ? gen_block(g, j, 1) : v + (size_t)j * g->v_stride;
+        add_weighted_row(acc, normalise(e, nm), vr, g->dv, g->v_offset);
     }
     cnt->macs += (uint64_t)(hi - lo) * (uint64_t)(g->d + g->dv);
     cnt->exps += (uint64_t)(hi - lo);
@@ -319,8 +362,13 @@ static void stream_pass_dsp(const attn_geom *g, const int16_t *qrow, int32_t cor
         }
         alpha += bsum;
         if (acc != NULL) {
-            pe_attn_add_weighted_rows(acc, sbuf, nb, v + (size_t)b0 * g->v_stride, g->v_stride,
-                                      g->dv, bsum * g->v_offset);
+            if (g->vgen != NULL) {
+                pe_attn_add_weighted_rows(acc, sbuf, nb, gen_block(g, b0, nb), (size_t)g->dv, g->dv,
+                                          bsum * g->v_offset);
+            } else {
+                pe_attn_add_weighted_rows(acc, sbuf, nb, v + (size_t)b0 * g->v_stride, g->v_stride,
+                                          g->dv, bsum * g->v_offset);
+            }
             cnt->macs += (uint64_t)nb * (uint64_t)g->dv;
         }
         cnt->exps += (uint64_t)nb;
@@ -375,8 +423,13 @@ static void early_pass_dsp(const attn_geom *g, const int16_t *qrow, int32_t corr
                 sbuf[j] = p;
             }
         }
-        pe_attn_add_weighted_rows(acc, sbuf, nb, v + (size_t)b0 * g->v_stride, g->v_stride, g->dv,
-                                  psum * g->v_offset);
+        if (g->vgen != NULL) {
+            pe_attn_add_weighted_rows(acc, sbuf, nb, gen_block(g, b0, nb), (size_t)g->dv, g->dv,
+                                      psum * g->v_offset);
+        } else {
+            pe_attn_add_weighted_rows(acc, sbuf, nb, v + (size_t)b0 * g->v_stride, g->v_stride,
+                                      g->dv, psum * g->v_offset);
+        }
     }
     cnt->macs += (uint64_t)(hi - lo) * (uint64_t)(g->d + g->dv);
     cnt->exps += (uint64_t)(hi - lo);
@@ -463,6 +516,8 @@ static attn_geom make_geom(const pe_attn_params *p, const pe_attn_dims *dm)
     g.shift = p->score_quant.shift;
     g.bias_row = NULL; /* no per-key bias unless the strided entry sets one */
     g.bias_lut = NULL;
+    g.vgen = NULL;
+    g.vblk = NULL;
     return g;
 }
 
@@ -557,7 +612,7 @@ static pe_status nf_run(const pe_context *ctx, const pe_attn_params *params,
     int32_t h, i, c;
     pe_status st;
 
-    if (ctx == NULL || q == NULL || k == NULL || v == NULL || out == NULL) {
+    if (ctx == NULL || q == NULL || k == NULL || (v == NULL && gp->vgen == NULL) || out == NULL) {
         return PE_ERR_ARG;
     }
     st = pe_attention_nf_choose_fold(params, dims, &fold);
@@ -567,6 +622,9 @@ static pe_status nf_run(const pe_context *ctx, const pe_attn_params *params,
     st = pe_attention_nf_get_buffer_size(params, dims, &need);
     if (st != PE_OK) {
         return st;
+    }
+    if (gp->vgen != NULL) {
+        need += params->block * dims->dv; /* within INT32_MAX: pe_attention_nf_vgen_get_buffer_size */
     }
     if (ctx->buf == NULL || ctx->size < need) {
         return PE_ERR_SCRATCH;
@@ -581,10 +639,16 @@ static pe_status nf_run(const pe_context *ctx, const pe_attn_params *params,
     if (acc == NULL || sbuf == NULL || qrow == NULL) {
         return PE_ERR_SCRATCH;
     }
+    if (g.vgen != NULL) {
+        g.vblk = (int8_t *)arena_take(&ar, (int64_t)params->block * dims->dv, 1);
+        if (g.vblk == NULL) {
+            return PE_ERR_SCRATCH;
+        }
+    }
 
     for (h = 0; h < dims->heads; h++) {
         const int8_t *kh = k + (size_t)h * g.k_head;
-        const int8_t *vh = v + (size_t)h * g.v_head;
+        const int8_t *vh = v != NULL ? v + (size_t)h * g.v_head : NULL;
         for (i = 0; i < dims->n; i++) {
             int32_t *orow = out + (size_t)i * g.o_stride + (size_t)h * g.o_head;
             const int32_t corr = load_query(q + (size_t)i * g.q_stride + (size_t)h * g.q_head,
@@ -697,6 +761,64 @@ pe_status pe_attention_nf_strided_s8(const pe_context *ctx, const pe_attn_params
     g.v_head = (size_t)strides->v_head;
     g.o_head = (size_t)strides->out_head;
     return nf_run(ctx, params, dims, &g, bias, q, k, v, out);
+}
+
+static pe_status check_vgen(const pe_attn_dims *dm, const pe_attn_vgen *vgen)
+{
+    if (vgen == NULL || (vgen->kind != PE_ATTN_VGEN_INDEX && vgen->kind != PE_ATTN_VGEN_GRID) ||
+        dm->dv != vgen->kind || vgen->width < 1 || vgen->extent < 1 ||
+        vgen->extent > PE_ATTN_VGEN_MAX_EXTENT) {
+        return PE_ERR_ARG;
+    }
+    return PE_OK;
+}
+
+pe_status pe_attention_nf_vgen_get_buffer_size(const pe_attn_params *params, const pe_attn_dims *dims,
+                                               const pe_attn_vgen *vgen, int32_t *size)
+{
+    pe_status st = check_common(params, dims);
+    if (st == PE_OK) {
+        st = check_vgen(dims, vgen);
+    }
+    if (st != PE_OK) {
+        return st;
+    }
+    if (size == NULL) {
+        return PE_ERR_ARG;
+    }
+    return size_result(row_state_bytes(dims) + 4 * (int64_t)params->block +
+                           (int64_t)params->block * dims->dv,
+                       size);
+}
+
+pe_status pe_attention_nf_strided_vgen_s8(const pe_context *ctx, const pe_attn_params *params,
+                                          const pe_attn_dims *dims, const pe_attn_strides *strides,
+                                          const pe_attn_bias *bias, const pe_attn_vgen *vgen,
+                                          const int8_t *q, const int8_t *k, int32_t *out)
+{
+    attn_geom g;
+    int32_t need;
+    pe_status st = pe_attention_nf_vgen_get_buffer_size(params, dims, vgen, &need);
+    if (st == PE_OK) {
+        st = check_strides(dims, strides);
+    }
+    if (st == PE_OK && bias != NULL &&
+        (bias->index == NULL || bias->lut == NULL || bias->row < 0 || bias->head < 0 ||
+         params->key_begin != NULL)) {
+        st = PE_ERR_ARG;
+    }
+    if (st != PE_OK) {
+        return st;
+    }
+    g = make_geom(params, dims);
+    g.q_stride = (size_t)strides->q_row;
+    g.k_stride = (size_t)strides->k_row;
+    g.o_stride = (size_t)strides->out_row;
+    g.q_head = (size_t)strides->q_head;
+    g.k_head = (size_t)strides->k_head;
+    g.o_head = (size_t)strides->out_head;
+    g.vgen = vgen;
+    return nf_run(ctx, params, dims, &g, bias, q, k, NULL, out);
 }
 
 pe_status pe_attention_conv_get_buffer_size(const pe_attn_params *params,

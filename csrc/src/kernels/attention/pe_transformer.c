@@ -9,7 +9,8 @@
 #include "pyembed/pe_transformer.h"
 #include "pyembed/pe_fixed.h"
 
-#define XATTN_MAX_KEYS ((int32_t)1 << 15) /* int32 P.V sums: m * 255 * 255 < 2^31 */
+#define XATTN_MAX_KEYS ((int32_t)1 << 15) /* TFLM mode's int32 P.V sums: m * 255 * 255 < 2^31
+                                            * (stream mode: the kernel's PE_ATTN_MAX_KEYS) */
 
 static int offset_ok(int32_t off)
 {
@@ -19,6 +20,21 @@ static int offset_ok(int32_t off)
 static int quant_ok(const pe_per_tensor_quant *q)
 {
     return q->multiplier >= 0 && q->shift >= -31 && q->shift <= 30;
+}
+
+int8_t pe_xattn_coord(int32_t t, int32_t extent)
+{
+    return pe_attn_coord(t, extent);
+}
+
+/* The streaming kernel's V generator for params' v words. */
+static pe_attn_vgen vgen_of(const pe_xattn_params *p)
+{
+    pe_attn_vgen vg;
+    vg.kind = p->v_kind == PE_XATTN_V_GRID ? PE_ATTN_VGEN_GRID : PE_ATTN_VGEN_INDEX;
+    vg.width = p->v_width;
+    vg.extent = p->v_extent;
+    return vg;
 }
 
 void pe_xattn_key_range(const pe_xattn_params *p, int32_t i, int32_t *lo, int32_t *hi)
@@ -83,7 +99,8 @@ static pe_status check_params(const pe_xattn_params *p)
         return PE_ERR_ARG;
     }
     if (dm->n < 1 || dm->m < 1 || dm->d < 1 || dm->dv < 1 || dm->heads < 1 ||
-        dm->m > XATTN_MAX_KEYS || dm->d > PE_ATTN_MAX_DEPTH) {
+        dm->m > (p->mode == PE_XATTN_TFLM ? XATTN_MAX_KEYS : PE_ATTN_MAX_KEYS) ||
+        dm->d > PE_ATTN_MAX_DEPTH) {
         return PE_ERR_ARG;
     }
     if (s->q_row < 1 || s->k_row < 1 || s->v_row < 1 || s->out_row < 1 || s->q_head < 1 ||
@@ -125,6 +142,14 @@ static pe_status check_params(const pe_xattn_params *p)
         if (!quant_ok(&p->logit_quant) || p->block < 1 ||
             (p->fold != PE_ATTN_FOLD_LATE && p->fold != PE_ATTN_FOLD_EARLY &&
              p->fold != PE_ATTN_FOLD_AUTO)) {
+            return PE_ERR_ARG;
+        }
+    }
+    if (p->v_kind != PE_XATTN_V_TENSOR) {
+        if ((p->v_kind != PE_XATTN_V_INDEX && p->v_kind != PE_XATTN_V_GRID) ||
+            dm->dv != (p->v_kind == PE_XATTN_V_GRID ? 2 : 1) || p->v_width < 1 ||
+            p->v_extent < 1 || p->v_extent > PE_XATTN_V_MAX_EXTENT ||
+            (p->mode == PE_XATTN_STREAM && p->has_mask)) {
             return PE_ERR_ARG;
         }
     }
@@ -175,7 +200,13 @@ pe_status pe_xattn_get_buffer_size(const pe_xattn_params *params, int32_t *size)
         pe_attn_strides as;
         int32_t nf;
         stream_setup(params, &ap, &ad, &as);
-        st = pe_attention_nf_get_buffer_size(&ap, &ad, &nf);
+        if (params->v_kind != PE_XATTN_V_TENSOR) {
+            /* generated V: + one block of values */
+            const pe_attn_vgen vg = vgen_of(params);
+            st = pe_attention_nf_vgen_get_buffer_size(&ap, &ad, &vg, &nf);
+        } else {
+            st = pe_attention_nf_get_buffer_size(&ap, &ad, &nf);
+        }
         if (st != PE_OK) {
             return st;
         }
@@ -209,7 +240,9 @@ static pe_status tflm_row(const pe_context *ctx, const pe_xattn_params *p, const
     rdims.w = 1;
     rdims.c = m;
     kh += (size_t)lo * (size_t)p->strides.k_row;
-    vh += (size_t)lo * (size_t)p->strides.v_row;
+    if (p->v_kind == PE_XATTN_V_TENSOR) {
+        vh += (size_t)lo * (size_t)p->strides.v_row;
+    }
     for (j = 0; j < m; j++) {
         const int8_t *kr = kh + (size_t)j * (size_t)p->strides.k_row;
         int32_t acc = 0;
@@ -261,11 +294,25 @@ static pe_status tflm_row(const pe_context *ctx, const pe_xattn_params *p, const
         ctx->stats->macs += (uint64_t)m * (uint64_t)p->dims.dv;
     }
     for (c = 0; c < p->dims.dv; c++) {
-        const int8_t *vc = vh + c;
         int32_t acc = 0;
-        for (j = 0; j < m; j++) {
-            acc += ((int32_t)row[j] + p->p_offset) *
-                   ((int32_t)vc[(size_t)j * (size_t)p->strides.v_row] + p->v_offset);
+        if (p->v_kind == PE_XATTN_V_TENSOR) {
+            const int8_t *vc = vh + c;
+            for (j = 0; j < m; j++) {
+                acc += ((int32_t)row[j] + p->p_offset) *
+                       ((int32_t)vc[(size_t)j * (size_t)p->strides.v_row] + p->v_offset);
+            }
+        } else {
+            /* generated V: column c of key lo + j is x (c = 0) or y (c = 1) */
+            int32_t x = lo % p->v_width;
+            int32_t y = lo / p->v_width;
+            for (j = 0; j < m; j++) {
+                acc += ((int32_t)row[j] + p->p_offset) *
+                       ((int32_t)pe_xattn_coord(c == 0 ? x : y, p->v_extent) + p->v_offset);
+                if (++x == p->v_width) {
+                    x = 0;
+                    y++;
+                }
+            }
         }
         acc = pe_fx_requant(acc, p->out_quant.multiplier, p->out_quant.shift);
         acc = pe_fx_clamp(acc, PE_INT32_MIN + 128, PE_INT32_MAX - 128) + p->out_zero_point;
@@ -293,12 +340,20 @@ static pe_status stream_row(const pe_context *ctx, const pe_xattn_params *p, int
     /* the kernel's scratch follows the (4-aligned) int32 row */
     sub.buf = (uint8_t *)ctx->buf + 4 * (size_t)p->dims.dv;
     sub.size = ctx->size - 4 * p->dims.dv;
+
     sub.stats = ctx->stats;
     bias.index = mr;
     bias.row = 0;
     bias.head = 0;
     bias.lut = mask_lut;
-    st = pe_attention_nf_strided_s8(&sub, &ap, &ad, &as, mr != NULL ? &bias : NULL, qr, kh, vh, acc);
+    if (p->v_kind != PE_XATTN_V_TENSOR) {
+        /* generated V: the kernel makes each block's values */
+        const pe_attn_vgen vg = vgen_of(p);
+        st = pe_attention_nf_strided_vgen_s8(&sub, &ap, &ad, &as, mr != NULL ? &bias : NULL, &vg, qr, kh,
+                                             acc);
+    } else {
+        st = pe_attention_nf_strided_s8(&sub, &ap, &ad, &as, mr != NULL ? &bias : NULL, qr, kh, vh, acc);
+    }
     if (st != PE_OK) {
         return st;
     }
@@ -319,7 +374,8 @@ pe_status pe_xattn_s8(const pe_context *ctx, const pe_xattn_params *params, cons
     int8_t *row = NULL;
     int32_t *acc = NULL;
     pe_status st;
-    if (ctx == NULL || q == NULL || k == NULL || v == NULL || out == NULL) {
+    if (ctx == NULL || q == NULL || k == NULL || out == NULL || params == NULL ||
+        (v == NULL && params->v_kind == PE_XATTN_V_TENSOR)) {
         return PE_ERR_ARG;
     }
     st = pe_xattn_get_buffer_size(params, &need);
@@ -354,7 +410,8 @@ pe_status pe_xattn_s8(const pe_context *ctx, const pe_xattn_params *params, cons
                 pe_xattn_key_range(params, i, &lo, &hi);
                 st = stream_row(&shifted, params, acc,
                                 q + (size_t)i * (size_t)s->q_row + (size_t)h * (size_t)s->q_head,
-                                k + (size_t)h * (size_t)s->k_head, v + (size_t)h * (size_t)s->v_head,
+                                k + (size_t)h * (size_t)s->k_head,
+                                v != NULL ? v + (size_t)h * (size_t)s->v_head : NULL,
                                 mr, mask_lut, lo, hi,
                                 out + (size_t)i * (size_t)s->out_row +
                                     (size_t)h * (size_t)s->out_head);
@@ -374,7 +431,8 @@ pe_status pe_xattn_s8(const pe_context *ctx, const pe_xattn_params *params, cons
             pe_xattn_key_range(params, i, &lo, &hi);
             st = tflm_row(ctx, params,
                           q + (size_t)i * (size_t)s->q_row + (size_t)h * (size_t)s->q_head,
-                          k + (size_t)h * (size_t)s->k_head, v + (size_t)h * (size_t)s->v_head, mr,
+                          k + (size_t)h * (size_t)s->k_head,
+                          v != NULL ? v + (size_t)h * (size_t)s->v_head : NULL, mr,
                           lo, hi, row, out + (size_t)i * (size_t)s->out_row + (size_t)h * (size_t)s->out_head);
             if (st != PE_OK) {
                 return st;
@@ -452,6 +510,9 @@ pe_status pe_xattn_decode(const int32_t *w, int32_t count, pe_xattn_params *p)
     p->range_len = w[i++];
     p->range_code = w[i++];
     p->range_width = w[i++];
+    p->v_kind = w[i++];
+    p->v_width = w[i++];
+    p->v_extent = w[i++];
     if (p->range_kind == 0) {
         p->range_len = p->dims.m; /* the other range words are ignored */
     }
@@ -491,7 +552,8 @@ pe_status pe_xattn_check_extents(const pe_xattn_params *p, int32_t q_elems, int3
     s = &p->strides;
     if (extent(dm->n, s->q_row, dm->heads, s->q_head, dm->d) > q_elems ||
         extent(dm->m, s->k_row, dm->heads, s->k_head, dm->d) > k_elems ||
-        extent(dm->m, s->v_row, dm->heads, s->v_head, dm->dv) > v_elems ||
+        (p->v_kind == PE_XATTN_V_TENSOR &&
+         extent(dm->m, s->v_row, dm->heads, s->v_head, dm->dv) > v_elems) ||
         extent(dm->n, s->out_row, dm->heads, s->out_head, dm->dv) > out_elems) {
         return PE_ERR_ARG;
     }
