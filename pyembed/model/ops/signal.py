@@ -345,7 +345,9 @@ def _prepare_binary_s32(c):
         if t.size != 1 and tuple(t.shape) != tuple(y.shape):
             raise Unsupported(f"int32 {c.op.type}: {what} {list(t.shape)} must have the output's shape "
                               f"{list(y.shape)} or one element (general broadcasting is not supported)")
-    lo, hi = _act_range(c) if c.op.type in ("ADD", "MUL", "DIV") else (INT32_MIN, INT32_MAX)
+    # TFLM clamps int32 MUL and DIV to their fused activation's range; its int32
+    # ADD runs with the whole int32 range whatever the activation says
+    lo, hi = _act_range(c) if c.op.type in ("MUL", "DIV") else (INT32_MIN, INT32_MAX)
     if c.op.type == "DIV" and b.is_constant and (np.asarray(b.data) == 0).any():
         raise c.error("divides by a constant zero")
     c.op.params = {"kind": BINARY_KIND[c.op.type], "act": (lo, hi)}
