@@ -11,7 +11,7 @@ import pytest
 
 from pyembed.errors import ModelError
 from pyembed.model.load import load_model, load_tflite_bytes
-from pyembed.model.tflite_writer import build, custom_op, op, options, schema, tensor
+from pyembed.model.tflite_writer import build, custom_op, op, schema, tensor
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 MODEL = ROOT / "pyembed" / "data" / "models" / "tflm_audio_preprocessor_int8.tflite"
