@@ -437,6 +437,25 @@ def float_reference(graph, op, inputs):
     raise UnsupportedError(f"float reference: {t} is not modelled")
 
 
+def float_reference_extra(graph, op, inputs):
+    """The outputs after the first, in float64: FftAutoScale's scale bits and
+    the spectral subtraction's noise estimate (from the reset estimate)."""
+    t = op.type
+    x = np.asarray(inputs[0], dtype=np.float64)
+    p = op.params or {}
+    if t == "CUSTOM:SignalFftAutoScale":
+        m = int(np.abs(x).max()) if x.size else 0
+        return [np.array(max(0, 15 - m.bit_length()) if m else 0, dtype=np.float64)]
+    if t == "CUSTOM:SignalFilterBankSpectralSubtraction":
+        ssb = p["spectral_subtraction_bits"]
+        sm = np.where(np.arange(x.size) % 2 == 0, p["smoothing"], p["alternate_smoothing"]) / 2.0 ** ssb
+        noise = x * sm * 2.0 ** p["smoothing_bits"]   # the estimate is kept scaled up by smoothing_bits
+        if p["clamping"]:
+            noise = np.minimum(noise, x * 2.0 ** p["smoothing_bits"])
+        return [noise]
+    return []
+
+
 def pcan_numpy(x, noise, lut, snr_shift):
     """PCAN in numpy integers (uint64 arrays in, uint32 values out): the
     gain from the noise estimate's bit length (piecewise quadratic through
