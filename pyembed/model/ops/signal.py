@@ -189,8 +189,8 @@ def prepare_rfft(c):
         raise c.error(f"output shape {list(y.shape)}: expected rows of fft_length + 2 = {n + 2} (re, im) "
                       f"values, one per input row")
     c.op.params = {"fft_length": n}
-    _finish(c, rfft_words(n, in_len), (x.size // in_len) * n * max(1, int(math.log2(n))),
-            scratch=n * 2 + (n // 2) * 4)   # pe_signal_rfft_get_buffer_size
+    # no scratch (pe_signal_rfft_get_buffer_size): the transform is computed in the output row
+    _finish(c, rfft_words(n, in_len), (x.size // in_len) * n * max(1, int(math.log2(n))))
 
 
 @register("CUSTOM:SignalEnergy", code=183, c_name="PE_GOP_SIGNAL_ENERGY")

@@ -78,60 +78,82 @@ static pe_cpx16 csub(pe_cpx16 a, pe_cpx16 b)
     return s;
 }
 
-static void butterfly2(pe_cpx16 *out, int32_t fstride, const int32_t *tw, int32_t m)
+/* complex element k of an int16 (re, im) array */
+static pe_cpx16 ld(const int16_t *z, int32_t k)
+{
+    pe_cpx16 c;
+    c.r = z[2 * k];
+    c.i = z[2 * k + 1];
+    return c;
+}
+
+static void st(int16_t *z, int32_t k, pe_cpx16 c)
+{
+    z[2 * k] = c.r;
+    z[2 * k + 1] = c.i;
+}
+
+static void butterfly2(int16_t *out, int32_t fstride, const int32_t *tw, int32_t m)
 {
     int32_t k;
     for (k = 0; k < m; k++) {
-        pe_cpx16 t;
-        out[k] = fixdiv(out[k], 2);
-        out[k + m] = fixdiv(out[k + m], 2);
-        t = cmul(out[k + m], twiddle(tw, k * fstride));
-        out[k + m] = csub(out[k], t);
-        out[k] = cadd(out[k], t);
+        const pe_cpx16 a = fixdiv(ld(out, k), 2);
+        const pe_cpx16 t = cmul(fixdiv(ld(out, k + m), 2), twiddle(tw, k * fstride));
+        st(out, k + m, csub(a, t));
+        st(out, k, cadd(a, t));
     }
 }
 
-static void butterfly4(pe_cpx16 *out, int32_t fstride, const int32_t *tw, int32_t m)
+static void butterfly4(int16_t *out, int32_t fstride, const int32_t *tw, int32_t m)
 {
     int32_t k;
     for (k = 0; k < m; k++) {
-        pe_cpx16 s0, s1, s2, s3, s4, s5;
-        out[k] = fixdiv(out[k], 4);
-        out[k + m] = fixdiv(out[k + m], 4);
-        out[k + 2 * m] = fixdiv(out[k + 2 * m], 4);
-        out[k + 3 * m] = fixdiv(out[k + 3 * m], 4);
-        s0 = cmul(out[k + m], twiddle(tw, k * fstride));
-        s1 = cmul(out[k + 2 * m], twiddle(tw, 2 * k * fstride));
-        s2 = cmul(out[k + 3 * m], twiddle(tw, 3 * k * fstride));
-        s5 = csub(out[k], s1);
-        out[k] = cadd(out[k], s1);
+        pe_cpx16 f0, s0, s1, s2, s3, s4, s5, r;
+        f0 = fixdiv(ld(out, k), 4);
+        s0 = cmul(fixdiv(ld(out, k + m), 4), twiddle(tw, k * fstride));
+        s1 = cmul(fixdiv(ld(out, k + 2 * m), 4), twiddle(tw, 2 * k * fstride));
+        s2 = cmul(fixdiv(ld(out, k + 3 * m), 4), twiddle(tw, 3 * k * fstride));
+        s5 = csub(f0, s1);
+        f0 = cadd(f0, s1);
         s3 = cadd(s0, s2);
         s4 = csub(s0, s2);
-        out[k + 2 * m] = csub(out[k], s3);
-        out[k] = cadd(out[k], s3);
-        /* forward transform: multiply s4 by -i */
-        out[k + m].r = wrap16((int32_t)s5.r + s4.i);
-        out[k + m].i = wrap16((int32_t)s5.i - s4.r);
-        out[k + 3 * m].r = wrap16((int32_t)s5.r - s4.i);
-        out[k + 3 * m].i = wrap16((int32_t)s5.i + s4.r);
+        st(out, k + 2 * m, csub(f0, s3));
+        st(out, k, cadd(f0, s3));
+        /* forward transform: s5 -/+ i * s4 */
+        r.r = wrap16((int32_t)s5.r + s4.i);
+        r.i = wrap16((int32_t)s5.i - s4.r);
+        st(out, k + m, r);
+        r.r = wrap16((int32_t)s5.r - s4.i);
+        r.i = wrap16((int32_t)s5.i + s4.r);
+        st(out, k + 3 * m, r);
     }
+}
+
+/* complex sample j of a row of n int16 samples zero-padded: (x[2j], x[2j + 1]) */
+static pe_cpx16 sample(const int16_t *x, int32_t n, int32_t j)
+{
+    pe_cpx16 c;
+    c.r = 2 * j < n ? x[2 * j] : 0;
+    c.i = 2 * j + 1 < n ? x[2 * j + 1] : 0;
+    return c;
 }
 
 /* one stage of the decimation in time: radices[0] sub-transforms of length m
- * (over the input taken every fstride * radix), then their butterflies */
-static void fft_stage(pe_cpx16 *out, const pe_cpx16 *in, int32_t fstride, const int32_t *radices,
-                      int32_t n_stages, int32_t m, const int32_t *tw)
+ * (over the samples from `first`, taken every fstride * radix), then their
+ * butterflies */
+static void fft_stage(int16_t *out, const int16_t *x, int32_t n, int32_t first, int32_t fstride,
+                      const int32_t *radices, int32_t n_stages, int32_t m, const int32_t *tw)
 {
     const int32_t p = radices[0];
     int32_t q;
     if (n_stages == 1) {
         for (q = 0; q < p; q++) {
-            out[q] = in[q * fstride];
+            st(out, q, sample(x, n, first + q * fstride));
         }
     } else {
         for (q = 0; q < p; q++) {
-            fft_stage(out + q * m, in + q * fstride, fstride * p, radices + 1, n_stages - 1, m / radices[1],
-                      tw);
+            fft_stage(out + 2 * q * m, x, n, first + q * fstride, fstride * p, radices + 1, n_stages - 1,
+                      m / radices[1], tw);
         }
     }
     if (p == 4) {
@@ -146,8 +168,10 @@ pe_status pe_signal_rfft_get_buffer_size(int32_t fft_length, int32_t *size)
     if (size == NULL || fft_length < 4 || fft_length > (1 << 20) || (fft_length & 1) != 0) {
         return PE_ERR_ARG;
     }
-    /* the zero-padded row (fft_length int16) and the complex transform (ncfft pairs) */
-    *size = fft_length * 2 + (fft_length / 2) * 4;
+    /* none: the transform reads the input row in place (zero padding on the
+     * fly) and is computed in the output row, which then takes the split into
+     * real bins in place (bins k and ncfft - k are read and written together) */
+    *size = 0;
     return PE_OK;
 }
 
@@ -157,7 +181,7 @@ pe_status pe_signal_rfft_s16(const pe_context *ctx, int32_t fft_length, int32_t 
                              int16_t *output)
 {
     int32_t need, ncfft, prod = 1, s, b, k;
-    pe_cpx16 *row, *tmp;
+    (void)ctx;
     if (pe_signal_rfft_get_buffer_size(fft_length, &need) != PE_OK || radices == NULL || twiddles == NULL ||
         super_twiddles == NULL || input == NULL || output == NULL || batches < 0 || input_length < 0 ||
         input_length > fft_length || n_stages < 1 || n_stages > PE_SIGNAL_MAX_FFT_STAGES) {
@@ -176,31 +200,29 @@ pe_status pe_signal_rfft_s16(const pe_context *ctx, int32_t fft_length, int32_t 
     if (prod != ncfft) {
         return PE_ERR_ARG;
     }
-    if (ctx == NULL || ctx->buf == NULL || ctx->size < need) {
-        return PE_ERR_SCRATCH;
+    {
+        /* the output is written while the input is read: they must not overlap */
+        const uintptr_t i0 = (uintptr_t)input, i1 = i0 + (uintptr_t)batches * input_length * 2u;
+        const uintptr_t o0 = (uintptr_t)output, o1 = o0 + (uintptr_t)batches * (ncfft + 1) * 4u;
+        if (batches > 0 && i0 < o1 && o0 < i1) {
+            return PE_ERR_ARG;
+        }
     }
-    row = (pe_cpx16 *)ctx->buf;
-    tmp = row + ncfft;
     for (b = 0; b < batches; b++) {
         const int16_t *x = input + (int32_t)b * input_length;
         int16_t *y = output + (int32_t)b * (ncfft + 1) * 2;
         pe_cpx16 dc;
-        for (k = 0; k < ncfft; k++) {
-            const int32_t e = 2 * k, o = 2 * k + 1;
-            row[k].r = e < input_length ? x[e] : 0;
-            row[k].i = o < input_length ? x[o] : 0;
-        }
-        fft_stage(tmp, row, 1, radices, n_stages, ncfft / radices[0], twiddles);
+        /* the complex transform, computed in the output row */
+        fft_stage(y, x, input_length, 0, 1, radices, n_stages, ncfft / radices[0], twiddles);
         /* DC and Nyquist from the even / odd sums */
-        dc = fixdiv(tmp[0], 2);
+        dc = fixdiv(ld(y, 0), 2);
         y[0] = wrap16((int32_t)dc.r + dc.i);
         y[1] = 0;
         y[2 * ncfft] = wrap16((int32_t)dc.r - dc.i);
         y[2 * ncfft + 1] = 0;
         for (k = 1; k <= ncfft / 2; k++) {
-            pe_cpx16 fpk = tmp[k], fpnk, f1k, f2k, tw;
-            fpnk.r = tmp[ncfft - k].r;
-            fpnk.i = wrap16(-(int32_t)tmp[ncfft - k].i);
+            pe_cpx16 fpk = ld(y, k), fpnk = ld(y, ncfft - k), f1k, f2k, tw;
+            fpnk.i = wrap16(-(int32_t)fpnk.i);
             fpk = fixdiv(fpk, 2);
             fpnk = fixdiv(fpnk, 2);
             f1k = cadd(fpk, fpnk);
