@@ -138,28 +138,42 @@ static pe_cpx16 sample(const int16_t *x, int32_t n, int32_t j)
     return c;
 }
 
-/* one stage of the decimation in time: radices[0] sub-transforms of length m
- * (over the samples from `first`, taken every fstride * radix), then their
- * butterflies */
-static void fft_stage(int16_t *out, const int16_t *x, int32_t n, int32_t first, int32_t fstride,
-                      const int32_t *radices, int32_t n_stages, int32_t m, const int32_t *tw)
+/* The complex FFT of the row's ncfft samples into out, decimation in time
+ * as kissfft orders it, without recursion: stage s (0 the outermost) has
+ * radix radices[s], m_s = the product of the later radices, stride_s = the
+ * product of the earlier ones; out[i] starts as sample j, where the digits of
+ * i over (m_0, m_1, ...) are the digits of j over (1, stride_1, ...); then the
+ * butterflies run from the innermost stage out, stride_s blocks of
+ * radix * m_s each (blocks of one stage share no data, so their order is
+ * free). */
+static void fft_complex(int16_t *out, const int16_t *x, int32_t n, const int32_t *radices, int32_t n_stages,
+                        int32_t ncfft, const int32_t *tw)
 {
-    const int32_t p = radices[0];
-    int32_t q;
-    if (n_stages == 1) {
-        for (q = 0; q < p; q++) {
-            st(out, q, sample(x, n, first + q * fstride));
+    int32_t i, s, blk;
+    for (i = 0; i < ncfft; i++) {
+        int32_t rest = i, m = ncfft, stride = 1, j = 0;
+        for (s = 0; s < n_stages; s++) {
+            m /= radices[s];
+            j += (rest / m) * stride;
+            rest %= m;
+            stride *= radices[s];
         }
-    } else {
-        for (q = 0; q < p; q++) {
-            fft_stage(out + 2 * q * m, x, n, first + q * fstride, fstride * p, radices + 1, n_stages - 1,
-                      m / radices[1], tw);
-        }
+        st(out, i, sample(x, n, j));
     }
-    if (p == 4) {
-        butterfly4(out, fstride, tw, m);
-    } else {
-        butterfly2(out, fstride, tw, m);
+    for (s = n_stages - 1; s >= 0; s--) {
+        int32_t stride = 1, m = ncfft, k;
+        for (k = 0; k < s; k++) {
+            stride *= radices[k];
+        }
+        m = ncfft / (stride * radices[s]);
+        for (blk = 0; blk < stride; blk++) {
+            int16_t *o = out + 2 * blk * radices[s] * m;
+            if (radices[s] == 4) {
+                butterfly4(o, stride, tw, m);
+            } else {
+                butterfly2(o, stride, tw, m);
+            }
+        }
     }
 }
 
@@ -213,7 +227,7 @@ pe_status pe_signal_rfft_s16(const pe_context *ctx, int32_t fft_length, int32_t 
         int16_t *y = output + (int32_t)b * (ncfft + 1) * 2;
         pe_cpx16 dc;
         /* the complex transform, computed in the output row */
-        fft_stage(y, x, input_length, 0, 1, radices, n_stages, ncfft / radices[0], twiddles);
+        fft_complex(y, x, input_length, radices, n_stages, ncfft, twiddles);
         /* DC and Nyquist from the even / odd sums */
         dc = fixdiv(ld(y, 0), 2);
         y[0] = wrap16((int32_t)dc.r + dc.i);
