@@ -35,6 +35,7 @@ import math
 
 import numpy as np
 
+from pyembed.errors import ModelError
 from pyembed.model.graph import Tensor
 from pyembed.model.ops.base import Unsupported
 from pyembed.model.ops.registry import register
@@ -78,7 +79,9 @@ def custom_options(c):
         if not root.IsMap:
             raise c.error("custom options are not a flexbuffer map")
         return dict(root.Value)
-    except (IndexError, ValueError, TypeError, KeyError) as e:
+    except Exception as e:   # noqa: BLE001 - the flexbuffer reader raises anything on corrupt bytes
+        if isinstance(e, ModelError):
+            raise
         raise c.error(f"custom options are not a readable flexbuffer ({type(e).__name__}: {e})") from None
 
 
