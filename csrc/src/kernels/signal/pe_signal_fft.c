@@ -24,16 +24,26 @@ static int16_t wrap16(int32_t v)
     return (int16_t)(u <= 0x7FFFu ? (int32_t)u : (int32_t)u - 0x10000);
 }
 
-/* floor(v / 2^s) for a signed 64-bit v (an arithmetic shift, written portably) */
-static int64_t asr64(int64_t v, int32_t s)
+/* two's-complement reinterpretation of 32 bits */
+static int32_t s32_of(uint32_t v)
 {
-    return v >= 0 ? v >> s : -((-(v + 1)) >> s) - 1;
+    return v <= 0x7FFFFFFFu ? (int32_t)v : -(int32_t)(~v) - 1;
 }
 
-/* Q15 rounding of a product sum: (x + 2^14) >> 15, narrowed to int16 */
-static int16_t q15_round(int64_t x)
+/* floor(v / 2^s) for a signed 32-bit v */
+static int32_t asr32(int32_t v, int32_t s)
 {
-    return wrap16((int32_t)asr64(x + 16384, 15));
+    return v >= 0 ? v >> s : -(int32_t)(((uint32_t)(-(v + 1))) >> s) - 1;
+}
+
+/* Q15 rounding of a sum of int16 products: (x + 2^14) >> 15, narrowed to
+ * int16. The sum is formed in 32 bits as kissfft's SAMPPROD does (each
+ * product fits; the sum wraps only for twiddles of -32768, which Q15 cosines
+ * never are): 32x32 multiplies, cheap on a Cortex-M0 too. */
+static int16_t q15_sum(int32_t p, int32_t q, int sub)
+{
+    const uint32_t x = sub ? (uint32_t)p - (uint32_t)q : (uint32_t)p + (uint32_t)q;
+    return wrap16(asr32(s32_of(x + 16384u), 15));
 }
 
 static pe_cpx16 twiddle(const int32_t *words, int32_t k)
@@ -48,8 +58,8 @@ static pe_cpx16 twiddle(const int32_t *words, int32_t k)
 static pe_cpx16 cmul(pe_cpx16 a, pe_cpx16 b)
 {
     pe_cpx16 m;
-    m.r = q15_round((int64_t)a.r * b.r - (int64_t)a.i * b.i);
-    m.i = q15_round((int64_t)a.r * b.i + (int64_t)a.i * b.r);
+    m.r = q15_sum((int32_t)a.r * b.r, (int32_t)a.i * b.i, 1);
+    m.i = q15_sum((int32_t)a.r * b.i, (int32_t)a.i * b.r, 0);
     return m;
 }
 
@@ -57,8 +67,8 @@ static pe_cpx16 cmul(pe_cpx16 a, pe_cpx16 b)
 static pe_cpx16 fixdiv(pe_cpx16 c, int32_t radix)
 {
     const int32_t k = 32767 / radix;
-    c.r = q15_round((int64_t)c.r * k);
-    c.i = q15_round((int64_t)c.i * k);
+    c.r = q15_sum((int32_t)c.r * k, 0, 0);
+    c.i = q15_sum((int32_t)c.i * k, 0, 0);
     return c;
 }
 
@@ -149,13 +159,19 @@ static pe_cpx16 sample(const int16_t *x, int32_t n, int32_t j)
 static void fft_complex(int16_t *out, const int16_t *x, int32_t n, const int32_t *radices, int32_t n_stages,
                         int32_t ncfft, const int32_t *tw)
 {
-    int32_t i, s, blk;
+    int32_t i, s, blk, shift[PE_SIGNAL_MAX_FFT_STAGES], log_n = 0;
+    /* radices 2 and 4 only: every m_s is a power of two, its digit a shift and a mask */
+    while ((1 << log_n) < ncfft) {
+        log_n++;
+    }
+    for (s = 0; s < n_stages; s++) {
+        log_n -= radices[s] == 4 ? 2 : 1;
+        shift[s] = log_n;
+    }
     for (i = 0; i < ncfft; i++) {
-        int32_t rest = i, m = ncfft, stride = 1, j = 0;
+        int32_t stride = 1, j = 0;
         for (s = 0; s < n_stages; s++) {
-            m /= radices[s];
-            j += (rest / m) * stride;
-            rest %= m;
+            j += ((i >> shift[s]) & (radices[s] - 1)) * stride;
             stride *= radices[s];
         }
         st(out, i, sample(x, n, j));
@@ -242,10 +258,10 @@ pe_status pe_signal_rfft_s16(const pe_context *ctx, int32_t fft_length, int32_t 
             f1k = cadd(fpk, fpnk);
             f2k = csub(fpk, fpnk);
             tw = cmul(f2k, twiddle(super_twiddles, k - 1));
-            y[2 * k] = wrap16((int32_t)asr64((int64_t)f1k.r + tw.r, 1));
-            y[2 * k + 1] = wrap16((int32_t)asr64((int64_t)f1k.i + tw.i, 1));
-            y[2 * (ncfft - k)] = wrap16((int32_t)asr64((int64_t)f1k.r - tw.r, 1));
-            y[2 * (ncfft - k) + 1] = wrap16((int32_t)asr64((int64_t)tw.i - f1k.i, 1));
+            y[2 * k] = wrap16(asr32((int32_t)f1k.r + tw.r, 1));
+            y[2 * k + 1] = wrap16(asr32((int32_t)f1k.i + tw.i, 1));
+            y[2 * (ncfft - k)] = wrap16(asr32((int32_t)f1k.r - tw.r, 1));
+            y[2 * (ncfft - k) + 1] = wrap16(asr32((int32_t)tw.i - f1k.i, 1));
         }
     }
     return PE_OK;
