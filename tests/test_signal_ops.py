@@ -268,3 +268,19 @@ def test_log_table_is_current():
     from pyembed.model.ops import signal
     assert signal.kiss_radices(256) == [4, 4, 4, 4] and signal.kiss_radices(128) == [4, 4, 4, 2]
     assert signal.rfft_words(8, 8)[3:5] == [1, 4]   # ncfft 4: one radix-4 stage
+
+
+def test_check_plan_and_simulate_commands():
+    """`pyembed check` confirms the bundled model against the tflite-micro
+    interpreter (LiteRT has no signal operators: not applicable, not a
+    failure); `pyembed simulate` runs it."""
+    from click.testing import CliRunner
+
+    from pyembed.cli import main
+    r = CliRunner().invoke(main, ["check", "tflm_audio_preprocessor_int8"])
+    assert r.exit_code == 0, r.output
+    assert "tflite-micro interpreter (reference kernels): bit-exact on 5 input(s)" in r.output
+    assert "LiteRT (TFLite reference kernels, BUILTIN_REF): not compared, not applicable" in r.output
+    r = CliRunner().invoke(main, ["simulate", "tflm_audio_preprocessor_int8"])
+    assert r.exit_code == 0, r.output
+    assert "CUSTOM:SignalRfft" in r.output and "verdict: fits" in r.output
