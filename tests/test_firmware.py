@@ -173,10 +173,7 @@ def test_cli_firmware_bad_profile(tmp_path):
 
 # segmented execution: every runnable model on the Cortex-M4 board, two of them on the
 # Cortex-M7 board too (python -m pyembed.bench firmware_segments runs the full sweep)
-# (not the audio preprocessor: two of its segments would read one shared constant, which the
-# graph table cannot place twice; tests/test_signal_ops.py checks that refusal)
-SEGMENTED = [(m, "mps2-an386") for m in MODELS if m != "tflm_audio_preprocessor_int8"] + [
-    ("tiny_kws_dscnn_int8", "mps2-an500"),
+SEGMENTED = [(m, "mps2-an386") for m in MODELS] + [("tiny_kws_dscnn_int8", "mps2-an500"),
                                                   ("tflm_person_detect_int8", "mps2-an500")]
 
 

@@ -285,17 +285,3 @@ def test_check_plan_and_simulate_commands():
     assert r.exit_code == 0, r.output
     assert "CUSTOM:SignalRfft" in r.output and "verdict: fits" in r.output
 
-
-def test_segmented_firmware_refuses_a_shared_constant(tmp_path):
-    """Not yet: weight segments for this model. Its int32 constant -128 is read by
-    an ADD and a MAXIMUM that a division puts in two segments, and the graph
-    table has one address per tensor: generation refuses it, naming the tensor."""
-    from pyembed.errors import UnsupportedError
-    from pyembed.target.firmware import generate
-    g = load_model(MODEL)
-    largest = max(sum((g.tensors[t].nbytes + 15) // 16 * 16 for t in set(op.inputs)
-                      if t >= 0 and g.tensors[t].is_constant) for op in g.operators)
-    budget = max(g.weights_bytes // 3, 2 * largest)   # tests/test_firmware.py's segment_budget
-    budget = budget if budget < g.weights_bytes else g.weights_bytes - 1
-    with pytest.raises(UnsupportedError, match="constant tensor 16 is loaded by two segments"):
-        generate(g, "mps2-an386", tmp_path / "seg", segments=budget)
