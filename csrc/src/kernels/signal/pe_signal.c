@@ -9,13 +9,14 @@
  * written in unsigned arithmetic with an explicit two's-complement
  * reinterpretation, which is well defined C99 and gives the same bits.
  */
+#include "pyembed/pe_fixed.h"
 #include "pyembed/pe_signal.h"
 #include "pe_signal_internal.h"
 
 /* two's-complement reinterpretations (well defined, no implementation-defined casts) */
 static int32_t s32_of(uint32_t v)
 {
-    return v <= 0x7FFFFFFFu ? (int32_t)v : -(int32_t)(~v) - 1;
+    return v <= 0x7FFFFFFFu ? (int32_t)v : (int32_t)(v - 0x80000000u) - PE_INT32_MAX - 1;
 }
 
 static int16_t s16_of(uint32_t v)
@@ -28,12 +29,6 @@ static int8_t s8_of(uint32_t v)
 {
     v &= 0xFFu;
     return (int8_t)(v <= 0x7Fu ? (int32_t)v : (int32_t)v - 0x100);
-}
-
-/* arithmetic right shift of a signed value (floor division by 2^s) */
-static int32_t asr32(int32_t v, int32_t s)
-{
-    return v >= 0 ? v >> s : -(int32_t)((((uint32_t)(-(v + 1))) >> s)) - 1;
 }
 
 /* bit length of x: 1 + index of the highest set bit; TFLM's GCC build answers 32 for 0 */
@@ -72,7 +67,7 @@ pe_status pe_signal_window_s16(const int16_t *input, int32_t count, const int16_
         return PE_ERR_ARG;
     }
     for (i = 0; i < count; i++) {
-        int32_t raw = asr32((int32_t)input[i] * (int32_t)window[i % n], shift);
+        int32_t raw = pe_fx_asr32((int32_t)input[i] * (int32_t)window[i % n], shift);
         output[i] = (int16_t)(raw < -32768 ? -32768 : (raw > 32767 ? 32767 : raw));
     }
     return PE_OK;
@@ -267,10 +262,10 @@ static int16_t pcan_gain(uint32_t x, const int16_t *lut)
     interval = msb32(x);
     seg = lut + 4 * interval - 6;
     frac = (int32_t)(((interval < 11) ? (x << (11 - interval)) : (x >> (interval - 11))) & 0x3FFu);
-    r = asr32((int32_t)seg[2] * frac, 5);
+    r = pe_fx_asr32((int32_t)seg[2] * frac, 5);
     r = s32_of((uint32_t)r + ((uint32_t)(int32_t)seg[1] << 5));
     r = s32_of((uint32_t)r * (uint32_t)frac);
-    r = asr32(s32_of((uint32_t)r + (1u << 14)), 15);
+    r = pe_fx_asr32(s32_of((uint32_t)r + (1u << 14)), 15);
     return s16_of((uint32_t)r + (uint32_t)(int32_t)seg[0]);
 }
 
@@ -312,7 +307,7 @@ uint32_t pe_signal_log32(uint32_t x, uint32_t out_scale)
     if (integer < 16) {
         frac = s32_of((uint32_t)frac << (16 - integer));
     } else {
-        frac = asr32(frac, integer - 16);
+        frac = pe_fx_asr32(frac, integer - 16);
     }
     seg = (uint32_t)frac >> (16 - 7);
     if (seg > PE_SIGNAL_LOG_NODES - 2) {
@@ -320,7 +315,7 @@ uint32_t pe_signal_log32(uint32_t x, uint32_t out_scale)
     }
     c0 = pe_signal_log_table[seg];
     c1 = pe_signal_log_table[seg + 1];
-    rel = asr32(s32_of((uint32_t)(c1 - c0) * (uint32_t)(frac - (int32_t)(512u * seg))), 16);
+    rel = pe_fx_asr32(s32_of((uint32_t)(c1 - c0) * (uint32_t)(frac - (int32_t)(512u * seg))), 16);
     log2v = ((uint32_t)integer << 16) + (uint32_t)(frac + c0 + rel);
     loge = (uint32_t)(((uint64_t)45426u * log2v + 32768u) >> 16);
     return (out_scale * loge + 32768u) >> 16;

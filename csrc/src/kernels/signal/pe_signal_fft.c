@@ -11,6 +11,7 @@
  * preparation in double precision) arrive as parameter words; nothing here
  * uses floating point.
  */
+#include "pyembed/pe_fixed.h"
 #include "pyembed/pe_signal.h"
 
 typedef struct {
@@ -27,13 +28,7 @@ static int16_t wrap16(int32_t v)
 /* two's-complement reinterpretation of 32 bits */
 static int32_t s32_of(uint32_t v)
 {
-    return v <= 0x7FFFFFFFu ? (int32_t)v : -(int32_t)(~v) - 1;
-}
-
-/* floor(v / 2^s) for a signed 32-bit v */
-static int32_t asr32(int32_t v, int32_t s)
-{
-    return v >= 0 ? v >> s : -(int32_t)(((uint32_t)(-(v + 1))) >> s) - 1;
+    return v <= 0x7FFFFFFFu ? (int32_t)v : (int32_t)(v - 0x80000000u) - PE_INT32_MAX - 1;
 }
 
 /* Q15 rounding of a sum of int16 products: (x + 2^14) >> 15, narrowed to
@@ -43,7 +38,7 @@ static int32_t asr32(int32_t v, int32_t s)
 static int16_t q15_sum(int32_t p, int32_t q, int sub)
 {
     const uint32_t x = sub ? (uint32_t)p - (uint32_t)q : (uint32_t)p + (uint32_t)q;
-    return wrap16(asr32(s32_of(x + 16384u), 15));
+    return wrap16(pe_fx_asr32(s32_of(x + 16384u), 15));
 }
 
 static pe_cpx16 twiddle(const int32_t *words, int32_t k)
@@ -258,10 +253,10 @@ pe_status pe_signal_rfft_s16(const pe_context *ctx, int32_t fft_length, int32_t 
             f1k = cadd(fpk, fpnk);
             f2k = csub(fpk, fpnk);
             tw = cmul(f2k, twiddle(super_twiddles, k - 1));
-            y[2 * k] = wrap16(asr32((int32_t)f1k.r + tw.r, 1));
-            y[2 * k + 1] = wrap16(asr32((int32_t)f1k.i + tw.i, 1));
-            y[2 * (ncfft - k)] = wrap16(asr32((int32_t)f1k.r - tw.r, 1));
-            y[2 * (ncfft - k) + 1] = wrap16(asr32((int32_t)tw.i - f1k.i, 1));
+            y[2 * k] = wrap16(pe_fx_asr32((int32_t)f1k.r + tw.r, 1));
+            y[2 * k + 1] = wrap16(pe_fx_asr32((int32_t)f1k.i + tw.i, 1));
+            y[2 * (ncfft - k)] = wrap16(pe_fx_asr32((int32_t)f1k.r - tw.r, 1));
+            y[2 * (ncfft - k) + 1] = wrap16(pe_fx_asr32((int32_t)tw.i - f1k.i, 1));
         }
     }
     return PE_OK;
