@@ -68,6 +68,14 @@ KERNEL_CLASS = {
     "LESS": "eltwise", "LESS_EQUAL": "eltwise", "LOGICAL_AND": "eltwise", "LOGICAL_OR": "eltwise",
     "LOGICAL_NOT": "eltwise", "SELECT_V2": "eltwise", "ARG_MAX": "pool", "ARG_MIN": "pool",
     "REDUCE_MAX": "pool", "REDUCE_MIN": "pool",
+    # the signal library (pyembed.model.ops.signal; macs = its work count): the FFT's
+    # butterflies and the filter bank's weighted sums multiply-accumulate ("fc"), the
+    # others are per-element integer arithmetic ("eltwise"; the square root, PCAN and
+    # log count several steps per element); CAST and the int32 forms are listed above
+    "CUSTOM:SignalRfft": "fc", "CUSTOM:SignalFilterBank": "fc",
+    "CUSTOM:SignalWindow": "eltwise", "CUSTOM:SignalFftAutoScale": "eltwise", "CUSTOM:SignalEnergy": "eltwise",
+    "CUSTOM:SignalFilterBankSquareRoot": "eltwise", "CUSTOM:SignalFilterBankSpectralSubtraction": "eltwise",
+    "CUSTOM:SignalPCAN": "eltwise", "CUSTOM:SignalFilterBankLog": "eltwise",
 }
 
 

@@ -179,9 +179,18 @@ def test_float_softmax_fc_add_and_per_channel_dequantize():
     np.testing.assert_allclose(v[5], np.clip(v[4] + fc, 0, 6), rtol=1e-12)
 
 
+def _unsupported_model_blob():
+    """A model with an operator pyembed does not run (the signal library's
+    OverlapAdd, not implemented)."""
+    from pyembed.model.tflite_writer import build, custom_op, tensor
+    return build([tensor((8,), np.int16), tensor((4,), np.int16)],
+                 [custom_op("SignalOverlapAdd", [0], [1], {"frame_step": 4})], [0], [1])
+
+
 def test_float_ref_refuses_unsupported_and_bad_arguments():
-    g = load_model(model_path("tflm_audio_preprocessor_int8"))
-    with pytest.raises(UnsupportedError, match="CUSTOM:SignalWindow"):
+    from pyembed.model.load import load_tflite_bytes
+    g = load_tflite_bytes(_unsupported_model_blob())
+    with pytest.raises(UnsupportedError, match="CUSTOM:SignalOverlapAdd"):
         run_float(g, np.zeros(g.tensors[g.inputs[0]].shape))
     k = load_model(model_path("tflm_hello_world_int8"))
     with pytest.raises(ArgumentError, match="feed"):

@@ -138,6 +138,8 @@ cdef extern from "pyembed/pe_graph.h":
         PE_DT_INT32
         PE_DT_FLOAT32
         PE_DT_BOOL
+        PE_DT_UINT32
+        PE_DT_UINT64
     ctypedef enum pe_graph_op_type:
         PE_GOP_CONV_2D
         PE_GOP_DEPTHWISE_CONV_2D
@@ -278,6 +280,8 @@ DTYPE_CODES = {
     np.dtype(np.int32): PE_DT_INT32,
     np.dtype(np.float32): PE_DT_FLOAT32,
     np.dtype(np.bool_): PE_DT_BOOL,
+    np.dtype(np.uint32): PE_DT_UINT32,   # the signal library (pe_signal.h)
+    np.dtype(np.uint64): PE_DT_UINT64,
 }
 
 

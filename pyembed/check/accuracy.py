@@ -637,6 +637,11 @@ def _first_line(e, limit=140):
 
 def _litert_oracle(graph, path, samples):
     name = "LiteRT (TFLite reference kernels, BUILTIN_REF)"
+    signal = sorted({op.type for op in graph.operators if op.type.startswith("CUSTOM:Signal")})
+    if signal:
+        # TFLM's signal library (pyembed.model.ops.signal) has no LiteRT kernels
+        return OracleResult(name, "not applicable", f"{', '.join(signal)} are TFLite Micro's signal-library "
+                                                    f"custom operators, which LiteRT does not have")
     try:
         from ai_edge_litert.interpreter import Interpreter, OpResolverType
     except ImportError:

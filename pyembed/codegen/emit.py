@@ -347,7 +347,8 @@ _GOP = {"CONV_2D": "PE_GOP_CONV_2D", "DEPTHWISE_CONV_2D": "PE_GOP_DEPTHWISE_CONV
         "ADD": "PE_GOP_ADD", "MUL": "PE_GOP_MUL", "REQUANTIZE": "PE_GOP_REQUANTIZE",
         "QUANTIZE": "PE_GOP_QUANTIZE", "DEQUANTIZE": "PE_GOP_DEQUANTIZE"}
 _GDT = {np.dtype(np.int8): "PE_DT_INT8", np.dtype(np.int16): "PE_DT_INT16", np.dtype(np.int32): "PE_DT_INT32",
-        np.dtype(np.float32): "PE_DT_FLOAT32", np.dtype(np.bool_): "PE_DT_BOOL"}
+        np.dtype(np.float32): "PE_DT_FLOAT32", np.dtype(np.bool_): "PE_DT_BOOL",
+        np.dtype(np.uint32): "PE_DT_UINT32", np.dtype(np.uint64): "PE_DT_UINT64"}
 
 
 def runtime_tables(graph, layout):

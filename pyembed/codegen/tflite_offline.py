@@ -66,10 +66,12 @@ def offline_offsets(plan, num_tensors):
                         f"({', '.join(r.name for r in plan.regions)}); plan with a single region")
     offsets = np.full(num_tensors, -1, dtype=np.int64)
     for t, b in plan.tensor_buffer.items():
+        if plan.buffers[b].kind == "variable":
+            # TFLM keeps variables in its persistent tail (and pyembed's own state tensors,
+            # e.g. the spectral subtraction's noise estimate, are not in the file at all)
+            continue
         if not 0 <= t < num_tensors:
             raise PlanError(f"plan places tensor {t}, but the model's subgraph has {num_tensors} tensors")
-        if plan.buffers[b].kind == "variable":
-            continue  # TFLM keeps variables in its persistent tail
         offsets[t] = plan.placement[b][1]
     if offsets.max(initial=0) >= 2**31:
         raise PlanError("an offset does not fit int32")

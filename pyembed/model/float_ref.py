@@ -320,21 +320,23 @@ def evaluate(graph, op, inputs):
     if kind in ("PE_LUT", "PE_LAYERNORM", "PE_LAYERNORM_HP"):
         return np.asarray(_lut(graph, op, inputs)).reshape(out_t.shape)
     ref = _family_reference(kind)
+    if ref is None and (op.params or {}).get("variant"):
+        ref = _family_reference(op.params["variant"])   # e.g. "DIV@int32" (pyembed.model.ops.signal)
     if ref is not None:
         return ref(graph, op, inputs)
     raise UnsupportedError(f"float reference: operator {op.index} ({kind}) is not modelled")
 
 
-def _family_reference(kind):
-    """float_reference(graph, op, inputs) of a registered operator's family
-    module (pyembed.model.ops.<family>), or None."""
+def _family_reference(kind, name="float_reference"):
+    """float_reference(graph, op, inputs) (or another function `name`) of a
+    registered operator's family module (pyembed.model.ops.<family>), or None."""
     import importlib
 
     from pyembed.model.ops.registry import lookup
     d = lookup(kind)
     if d is None:
         return None
-    return getattr(importlib.import_module(d.family), "float_reference", None)
+    return getattr(importlib.import_module(d.family), name, None)
 
 
 def _input_values(graph, op, values):
@@ -391,4 +393,10 @@ def run_float(graph, x, feed="float", int8_values=None, order=None):
             ins = _input_values(graph, op, values)
         y = evaluate(graph, op, ins)
         values[op.outputs[0]] = np.asarray(y, dtype=np.float64).reshape(graph.tensors[op.outputs[0]].shape)
+        if len(op.outputs) > 1:
+            # outputs after the first, for families that model them (float_reference_extra)
+            extra = _family_reference(op.type, "float_reference_extra")
+            for t, v in zip(op.outputs[1:], extra(graph, op, ins) if extra is not None else ()):
+                if t >= 0:
+                    values[t] = np.asarray(v, dtype=np.float64).reshape(graph.tensors[t].shape)
     return values

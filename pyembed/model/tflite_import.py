@@ -312,6 +312,9 @@ def _read(buf, label, source, name):
         ins = tensor_list(op.InputsLength(), op.Inputs, f"operator {oi} ({op_type}) input")
         outs = tensor_list(op.OutputsLength(), op.Outputs, f"operator {oi} ({op_type}) output")
         options = _options(op, op_type)
+        if op_type.startswith("CUSTOM:") and op.CustomOptionsLength() > 0:
+            # a custom operator's flexbuffer options (pyembed.model.ops.signal parses them)
+            options = dict(options, custom_options=op.CustomOptionsAsNumpy().tobytes())
         if op.IntermediatesLength():
             # TFLite's integer LSTM reads the quantization of these
             options = dict(options, intermediates=tensor_list(op.IntermediatesLength(), op.Intermediates,

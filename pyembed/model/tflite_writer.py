@@ -44,7 +44,8 @@ def _types():
         _TYPES = {np.dtype(np.int8): S.TensorType.INT8, np.dtype(np.int16): S.TensorType.INT16,
                   np.dtype(np.int32): S.TensorType.INT32, np.dtype(np.int64): S.TensorType.INT64,
                   np.dtype(np.float32): S.TensorType.FLOAT32, np.dtype(np.uint8): S.TensorType.UINT8,
-                  np.dtype(np.bool_): S.TensorType.BOOL}
+                  np.dtype(np.bool_): S.TensorType.BOOL, np.dtype(np.uint32): S.TensorType.UINT32,
+                  np.dtype(np.uint64): S.TensorType.UINT64}
     return _TYPES
 
 
@@ -97,6 +98,17 @@ def op(code, inputs, outputs, table=None, intermediates=None, **fields):
     return (code, list(inputs), list(outputs), otype, options(table, **fields)) + extra
 
 
+def custom_op(name, inputs, outputs, options=None):
+    """A custom operator for build(): its name (e.g. "SignalWindow", written as
+    custom code "SignalWindow") and its options as a dict, written as a
+    flexbuffer map (TFLM's signal kernels read them)."""
+    raw = b""
+    if options is not None:
+        from flatbuffers import flexbuffers
+        raw = bytes(flexbuffers.Dumps(dict(options)))
+    return ("CUSTOM:" + name, list(inputs), list(outputs), None, raw)
+
+
 def build(tensors, ops, inputs, outputs, name="model"):
     """The .tflite flatbuffer bytes of one subgraph."""
     import flatbuffers
@@ -134,12 +146,20 @@ def build(tensors, ops, inputs, outputs, name="model"):
     for code, ins, outs, otype, opts, *inter in ops:
         if code not in codes:
             c = S.OperatorCodeT()
-            c.builtinCode, c.deprecatedBuiltinCode, c.version = code, min(code, 127), 1
+            if isinstance(code, str):   # custom_op(): "CUSTOM:<name>"
+                c.builtinCode = c.deprecatedBuiltinCode = S.BuiltinOperator.CUSTOM
+                c.customCode, c.version = code.split(":", 1)[1].encode(), 1
+            else:
+                c.builtinCode, c.deprecatedBuiltinCode, c.version = code, min(code, 127), 1
             codes[code] = len(m.operatorCodes)
             m.operatorCodes.append(c)
         o = S.OperatorT()
         o.opcodeIndex, o.inputs, o.outputs = codes[code], list(ins), list(outs)
-        if otype is not None:
+        if isinstance(code, str):
+            if opts:
+                o.customOptions = list(opts)
+            o.customOptionsFormat = S.CustomOptionsFormat.FLEXBUFFERS
+        elif otype is not None:
             o.builtinOptionsType, o.builtinOptions = otype, opts
         if inter:
             o.intermediates = list(inter[0])

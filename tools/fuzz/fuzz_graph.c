@@ -34,6 +34,7 @@
 #include "pyembed/pe_gather.h"
 #include "pyembed/pe_fc_w16.h"
 #include "pyembed/pe_logic.h"
+#include "pyembed/pe_signal.h"
 
 #define MAX_T 32
 #define MAX_OPS 8
@@ -47,6 +48,7 @@ typedef struct {
     int32_t io[MAX_OPS][4]; /* per operator: inputs 0..2, then the output */
     int32_t dio[MAX_OPS][8]; /* data movement operators: inputs 0..3, outputs 4..7 */
     int32_t lio[MAX_OPS][PE_LSTM_INPUTS + 1]; /* LSTM: 15 inputs, then the output */
+    int32_t sio[MAX_OPS][8]; /* signal operators (pe_signal.h): inputs 0..5, outputs 6..7 */
     void *consts[MAX_T];
     int32_t *quant[MAX_OPS][2];
     int32_t words[MAX_OPS][MAX_WORDS]; /* parameter words of the generic operators */
@@ -56,7 +58,7 @@ typedef struct {
 
 static int32_t esize(pe_dtype d)
 {
-    return d == PE_DT_INT8 || d == PE_DT_BOOL ? 1 : (d == PE_DT_INT16 ? 2 : 4);
+    return d == PE_DT_INT8 || d == PE_DT_BOOL ? 1 : (d == PE_DT_INT16 ? 2 : (d == PE_DT_UINT64 ? 8 : 4));
 }
 
 static int32_t align4(int32_t x)
@@ -977,6 +979,160 @@ static int32_t add_logic_op(fz_reader *r, table *tb, int32_t x)
     return y;
 }
 
+/* Appends an operator of pe_signal.h (types 180-194) on tensors of its own
+ * (activations filled from the input, constant tables of drawn values):
+ * lengths and words mostly consistent, sometimes wild; the RFFT's twiddles
+ * are arbitrary words and its radices sometimes wrong. Returns its first
+ * output or -1. */
+static int32_t add_signal_op(fz_reader *r, table *tb)
+{
+    const int32_t i = tb->nops;
+    pe_graph_op *op = &tb->ops[i];
+    const int32_t type = fz_range(r, PE_GOP_SIGNAL_WINDOW, PE_GOP_MAXIMUM_S32);
+    const int32_t n = fz_range(r, 1, 24);
+    int32_t *w = tb->words[i];
+    int32_t *io = tb->sio[i];
+    int32_t nw = 0, nin = 1, nout = 1, k;
+    memset(op, 0, sizeof(*op));
+    op->type = (pe_graph_op_type)type;
+    op->scratch_offset = -1;
+    for (k = 0; k < 8; k++) {
+        io[k] = -1;
+    }
+    switch (type) {
+    case PE_GOP_SIGNAL_WINDOW: {
+        const int32_t rows = fz_range(r, 1, 3);
+        io[0] = add_tensor(r, tb, PE_DT_INT16, 1, 1, rows, n, 0);
+        io[1] = add_tensor(r, tb, PE_DT_INT16, 1, 1, 1, n, 1);
+        io[6] = add_tensor(r, tb, PE_DT_INT16, 1, 1, rows, n, 0);
+        w[nw++] = fz_wild(r, 0, 31);
+        w[nw++] = fz_wild(r, n, n);
+        nin = 2;
+        break;
+    }
+    case PE_GOP_SIGNAL_FFT_AUTO_SCALE:
+        io[0] = add_tensor(r, tb, PE_DT_INT16, 1, 1, 1, n, 0);
+        io[6] = add_tensor(r, tb, PE_DT_INT16, 1, 1, 1, n, 0);
+        io[7] = add_tensor(r, tb, PE_DT_INT32, 1, 1, 1, 1, 0);
+        nout = 2;
+        break;
+    case PE_GOP_SIGNAL_RFFT: {
+        const int32_t len = 8 << fz_range(r, 0, 3), ncfft = len / 2, in_len = fz_range(r, 1, len);
+        const int32_t rows = fz_range(r, 1, 2);
+        int32_t m = ncfft;
+        io[0] = add_tensor(r, tb, PE_DT_INT16, 1, 1, rows, in_len, 0);
+        io[6] = add_tensor(r, tb, PE_DT_INT16, 1, 1, rows, len + 2, 0);
+        w[nw++] = fz_wild(r, len, len);
+        w[nw++] = fz_wild(r, in_len, in_len);
+        w[nw++] = fz_wild(r, ncfft, ncfft);
+        nw++; /* the stage count, below */
+        while (m > 1) {
+            const int32_t p = m % 4 == 0 ? 4 : 2;
+            w[nw++] = (fz_u8(r) & 15u) == 15u ? fz_range(r, 1, 5) : p;
+            m /= p;
+        }
+        w[3] = fz_wild(r, nw - 4, nw - 4);
+        for (k = 0; k < ncfft + ncfft / 2; k++) {
+            w[nw++] = (int32_t)fz_u32(r);
+        }
+        break;
+    }
+    case PE_GOP_SIGNAL_ENERGY:
+        io[0] = add_tensor(r, tb, PE_DT_INT16, 1, 1, 1, 2 * n, 0);
+        io[6] = add_tensor(r, tb, PE_DT_UINT32, 1, 1, 1, fz_range(r, 1, n + 2), 0);
+        w[nw++] = fz_wild(r, 0, n);
+        w[nw++] = fz_wild(r, 0, n);
+        break;
+    case PE_GOP_SIGNAL_FILTER_BANK: {
+        const int32_t nch = fz_range(r, 0, 6);
+        io[0] = add_tensor(r, tb, PE_DT_UINT32, 1, 1, 1, n, 0);
+        for (k = 1; k <= 5; k++) {
+            io[k] = add_tensor(r, tb, PE_DT_INT16, 1, 1, 1, k <= 2 ? n : nch + 1, 1);
+            if (k >= 3 && io[k] >= 0 && fz_bool(r)) {
+                /* mostly small non-negative starts and widths */
+                int16_t *d = (int16_t *)tb->consts[io[k]];
+                int32_t j;
+                for (j = 0; j <= nch; j++) {
+                    d[j] = (int16_t)(d[j] & 7);
+                }
+            }
+        }
+        io[6] = add_tensor(r, tb, PE_DT_UINT64, 1, 1, 1, nch > 0 ? nch : 1, 0);
+        w[nw++] = fz_wild(r, nch, nch);
+        nin = 6;
+        break;
+    }
+    case PE_GOP_SIGNAL_FILTER_BANK_SQRT:
+        io[0] = add_tensor(r, tb, PE_DT_UINT64, 1, 1, 1, n, 0);
+        io[1] = add_tensor(r, tb, PE_DT_INT32, 1, 1, 1, 1, 1);
+        io[6] = add_tensor(r, tb, PE_DT_UINT32, 1, 1, 1, n, 0);
+        nin = 2;
+        break;
+    case PE_GOP_SIGNAL_SPECTRAL_SUBTRACTION:
+        io[0] = add_tensor(r, tb, PE_DT_UINT32, 1, 1, 1, n, 0);
+        io[1] = add_tensor(r, tb, PE_DT_UINT32, 1, 1, 1, n, 0); /* the state, updated in place */
+        io[6] = add_tensor(r, tb, PE_DT_UINT32, 1, 1, 1, n, 0);
+        io[7] = add_tensor(r, tb, PE_DT_UINT32, 1, 1, 1, n, 0);
+        w[nw++] = fz_wild(r, n, n);
+        for (k = 0; k < 5; k++) {
+            w[nw++] = (int32_t)fz_u32(r);
+        }
+        w[nw++] = fz_wild(r, 0, 31);
+        w[nw++] = fz_wild(r, 0, 63);
+        w[nw++] = fz_bool(r);
+        nin = 2;
+        nout = 2;
+        break;
+    case PE_GOP_SIGNAL_PCAN:
+        io[0] = add_tensor(r, tb, PE_DT_UINT32, 1, 1, 1, n, 0);
+        io[1] = add_tensor(r, tb, PE_DT_UINT32, 1, 1, 1, n, 0);
+        io[2] = add_tensor(r, tb, PE_DT_INT16, 1, 1, 1, fz_bool(r) ? 125 : fz_range(r, 1, 130), 1);
+        io[6] = add_tensor(r, tb, PE_DT_UINT32, 1, 1, 1, n, 0);
+        w[nw++] = fz_wild(r, 0, 63);
+        nin = 3;
+        break;
+    case PE_GOP_SIGNAL_FILTER_BANK_LOG:
+        io[0] = add_tensor(r, tb, PE_DT_UINT32, 1, 1, 1, n, 0);
+        io[6] = add_tensor(r, tb, PE_DT_INT16, 1, 1, 1, n, 0);
+        w[nw++] = fz_wild(r, 0, 31);
+        w[nw++] = (int32_t)fz_u32(r);
+        break;
+    case PE_GOP_CAST: {
+        static const pe_dtype dts[5] = {PE_DT_INT8, PE_DT_INT16, PE_DT_INT32, PE_DT_UINT32, PE_DT_BOOL};
+        const pe_dtype a = dts[fz_range(r, 0, 4)], b = dts[fz_range(r, 0, 3)];
+        io[0] = add_tensor(r, tb, a, 1, 1, 1, n, 0);
+        io[6] = add_tensor(r, tb, b, 1, 1, 1, n, 0);
+        w[nw++] = fz_wild(r, (int32_t)a, (int32_t)a);
+        w[nw++] = fz_wild(r, (int32_t)b, (int32_t)b);
+        break;
+    }
+    default: /* int32 ADD, MUL, DIV, MINIMUM, MAXIMUM; the second operand sometimes one element */
+        io[0] = add_tensor(r, tb, PE_DT_INT32, 1, 1, 1, n, 0);
+        io[1] = add_tensor(r, tb, PE_DT_INT32, 1, 1, 1, fz_bool(r) ? 1 : n, 1);
+        io[6] = add_tensor(r, tb, PE_DT_INT32, 1, 1, 1, n, 0);
+        w[nw++] = fz_wild(r, -100, 0);
+        w[nw++] = fz_wild(r, 0, 100);
+        nin = 2;
+        break;
+    }
+    for (k = 0; k < nin; k++) {
+        if (io[k] < 0) {
+            return -1;
+        }
+    }
+    if (io[6] < 0 || (nout == 2 && io[7] < 0)) {
+        return -1;
+    }
+    op->inputs = io;
+    op->num_inputs = nin;
+    op->outputs = &io[6];
+    op->num_outputs = nout;
+    op->params = nw > 0 ? w : NULL;
+    op->num_params = nw;
+    tb->nops++;
+    return io[6];
+}
+
 /* UNIDIRECTIONAL_SEQUENCE_LSTM reading x as [batch n, time h * w, input c]
  * (or time major), with constant weights / biases, variable hidden (int8)
  * and cell (int16) state tensors and mostly valid words. */
@@ -1062,7 +1218,7 @@ static void corrupt(fz_reader *r, table *tb)
     case 1: x->bytes = v; break;
     case 2: x->dims.n = v; break;
     case 3: x->dims.c = v; break;
-    case 4: x->dtype = (pe_dtype)fz_range(r, 0, 5); break; /* 5: no type */
+    case 4: x->dtype = (pe_dtype)fz_range(r, 0, 7); break; /* 7: no type */
     case 5: tb->io[k][fz_range(r, 0, 2)] = v; break;
     case 6: tb->io[k][3] = v; break;
     case 7: {
@@ -1124,12 +1280,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
     }
     n_ops = fz_range(&r, 1, MAX_OPS);
     for (i = 0; i < n_ops; i++) {
-        const int32_t pick = fz_range(&r, 0, 17 + 16 + 4 + 8); /* 44: FULLY_CONNECTED_W16 (112), 45: pe_logic.h */
+        const int32_t pick = fz_range(&r, 0, 17 + 16 + 4 + 9); /* 44: FULLY_CONNECTED_W16 (112), 45: pe_logic.h,
+                                                                   46: pe_signal.h */
         const pe_graph_op_type type = pick >= 41 ? (pe_graph_op_type)(PE_GOP_SQUARED_DIFFERENCE_S16 + pick - 41)
                                       : pick >= 38 ? (pe_graph_op_type)(PE_GOP_LOGISTIC_S16 + pick - 38)
                                       : (pick >= 12 ? (pe_graph_op_type)(PE_GOP_BATCH_MATMUL + pick - 12)
                                                     : (pe_graph_op_type)pick);
-        const int32_t y = pick == 45 ? add_logic_op(&r, &tb, x)
+        const int32_t y = pick == 46 ? add_signal_op(&r, &tb)
+                          : pick == 45 ? add_logic_op(&r, &tb, x)
                           : pick == 40 ? add_lstm_op(&r, &tb, x)
                           : (pick >= 38 && pick != 40) ? add_op(&r, &tb, type, x)
                           : pick >= 34 ? add_math_op(&r, &tb, x)
@@ -1184,7 +1342,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
             continue;
         }
         /* only the output tensors and the scratch region may have changed */
-        FZ_CHECK(op->num_outputs >= 1 && op->num_outputs <= (is_data_op(&tb, i) ? 4 : 1),
+        FZ_CHECK(op->num_outputs >= 1 &&
+                 op->num_outputs <= (is_data_op(&tb, i) ? 4 : (op->type >= PE_GOP_SIGNAL_WINDOW ? 2 : 1)),
                  "op %d ran with %d outputs", i, op->num_outputs);
         for (k = 0; k < op->num_outputs; k++) {
             FZ_CHECK(op->outputs[k] >= 0 && op->outputs[k] < tb.nt && tb.t[op->outputs[k]].data == NULL,
@@ -1198,6 +1357,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
             for (j = 0; j < op->num_outputs; j++) {
                 const pe_graph_tensor *y = &tb.t[op->outputs[j]];
                 in_out |= k >= y->offset && k < y->offset + y->bytes;
+            }
+            /* spectral subtraction updates its state input in place */
+            if (op->type == PE_GOP_SIGNAL_SPECTRAL_SUBTRACTION && op->num_inputs >= 2 && op->inputs[1] >= 0 &&
+                op->inputs[1] < tb.nt && tb.t[op->inputs[1]].data == NULL) {
+                const pe_graph_tensor *st_t = &tb.t[op->inputs[1]];
+                in_out |= k >= st_t->offset && k < st_t->offset + st_t->bytes;
             }
             /* the LSTM also updates its two state inputs in place */
             for (j = 13; op->type == PE_GOP_UNIDIRECTIONAL_SEQUENCE_LSTM && j < 15 && j < op->num_inputs; j++) {

@@ -54,7 +54,9 @@ typedef enum {
     PE_DT_INT16 = 1,
     PE_DT_INT32 = 2,
     PE_DT_FLOAT32 = 3,
-    PE_DT_BOOL = 4 /* one byte per element, 0 or 1 (pe_logic.h) */
+    PE_DT_BOOL = 4, /* one byte per element, 0 or 1 (pe_logic.h) */
+    PE_DT_UINT32 = 5, /* the signal library's spectra and filter-bank channels (pe_signal.h) */
+    PE_DT_UINT64 = 6
 } pe_dtype;
 
 /* Operator kinds the runtime executes. */
@@ -149,7 +151,23 @@ typedef enum {
     PE_GOP_ATTENTION = 160, /* fused multi-head attention (pe_transformer.h) */
     PE_GOP_LUT = 161,       /* int8 -> int8 through a 256-entry table (pe_transformer.h) */
     PE_GOP_LAYERNORM = 162, /* a row-wise chain (LayerNorm) run row by row (pe_layernorm.h) */
-    PE_GOP_LAYERNORM_HP = 163 /* LayerNorm in integers, one rounding (pe_layernorm.h) */
+    PE_GOP_LAYERNORM_HP = 163, /* LayerNorm in integers, one rounding (pe_layernorm.h) */
+    /* 180-219: the signal library (audio front end) and its integer glue (pe_signal.h) */
+    PE_GOP_SIGNAL_WINDOW = 180,
+    PE_GOP_SIGNAL_FFT_AUTO_SCALE = 181,
+    PE_GOP_SIGNAL_RFFT = 182,
+    PE_GOP_SIGNAL_ENERGY = 183,
+    PE_GOP_SIGNAL_FILTER_BANK = 184,
+    PE_GOP_SIGNAL_FILTER_BANK_SQRT = 185,
+    PE_GOP_SIGNAL_SPECTRAL_SUBTRACTION = 186,
+    PE_GOP_SIGNAL_PCAN = 187,
+    PE_GOP_SIGNAL_FILTER_BANK_LOG = 188,
+    PE_GOP_CAST = 189,
+    PE_GOP_ADD_S32 = 190,
+    PE_GOP_MUL_S32 = 191,
+    PE_GOP_DIV_S32 = 192,
+    PE_GOP_MINIMUM_S32 = 193,
+    PE_GOP_MAXIMUM_S32 = 194
 } pe_graph_op_type;
 
 /* Bound on an operator's inputs or outputs (a sanity limit for the checks). */

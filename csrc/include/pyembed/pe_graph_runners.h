@@ -125,6 +125,13 @@ pe_status pe_graph_run_math(const pe_graph *graph, const pe_graph_op *op, const 
 pe_status pe_graph_run_logic(const pe_graph *graph, const pe_graph_op *op, const pe_context *scratch,
                              const pe_context *arena);
 
+/* ---- pe_signal.h ---------------------------------------------------------------- */
+/* Codes 180-194: the signal library operators, CAST and the int32 binary
+ * operators. The real FFT's work area is the operator's scratch; spectral
+ * subtraction updates its state input (a variable tensor) in place. */
+pe_status pe_graph_run_signal(const pe_graph *graph, const pe_graph_op *op, const pe_context *scratch,
+                              const pe_context *arena);
+
 /* ---- pe_matmul.h ---------------------------------------------------------------- */
 pe_status pe_graph_run_batch_matmul(const pe_graph *g, const pe_graph_op *op,
                                     const pe_context *scratch, const pe_context *arena);

@@ -133,6 +133,11 @@ static int legacy_ok(const pe_graph *g, const pe_graph_op *op)
     int32_t out_t, k, t;
     int ok = op->num_inputs <= LEGACY_MAX_INPUTS && op->num_outputs == 1;
     op_signature(op->type, in_t, &out_t);
+    if (ok && op->type == PE_GOP_RESHAPE && IN(0) != -1 && pe_graph_dtype_size(g->tensors[IN(0)].dtype) > 0) {
+        /* RESHAPE moves bytes: any element type, the output's the input's */
+        in_t[0] = (int32_t)g->tensors[IN(0)].dtype;
+        out_t = in_t[0];
+    }
     for (k = 0; k < LEGACY_MAX_INPUTS && ok; k++) {
         t = IN(k);
         if (t == -1) {

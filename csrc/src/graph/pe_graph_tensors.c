@@ -20,7 +20,10 @@ int32_t pe_graph_dtype_size(pe_dtype t)
         return 2;
     case PE_DT_INT32:
     case PE_DT_FLOAT32:
+    case PE_DT_UINT32:
         return 4;
+    case PE_DT_UINT64:
+        return 8;
     default:
         return 0;
     }

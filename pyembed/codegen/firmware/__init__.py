@@ -191,6 +191,13 @@ def segment_tables(graph, ops, seg_plan, block_base, prefix):
         raise UnsupportedError("segmented firmware: operators split into channel groups are not supported on the "
                                "target yet (plan the segments without split_bytes)")
     seg_rows, copy_rows, where = [], [], {}
+    # a constant that two segments read (a shared scalar such as the audio front end's
+    # -128) has one address in the graph table: it stays in flash, read in place
+    loads = {}
+    for s in seg_plan.segments:
+        for entry in s.tensors:
+            loads[entry[0]] = loads.get(entry[0], 0) + 1
+    shared = {t for t, n in loads.items() if n > 1}
     for s in seg_plan.segments:
         op_ids = sorted({i for la in seg_plan.layers[s.first:s.last + 1] for i in la.ops})
         if s.offset % 4:
@@ -200,6 +207,8 @@ def segment_tables(graph, ops, seg_plan, block_base, prefix):
             if len(entry) != 3:
                 raise UnsupportedError("segmented firmware: channel slices are not supported on the target yet")
             t, off, nb = entry
+            if t in shared:
+                continue
             if t in where:
                 raise UnsupportedError(f"constant tensor {t} is loaded by two segments; the graph table has one "
                                        f"address per tensor")

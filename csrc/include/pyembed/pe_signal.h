@@ -1,0 +1,127 @@
+/*
+ * pe_signal.h - audio front-end kernels: the operators of TFLite Micro's
+ * signal library (window, FFT auto-scale, real FFT, energy, filter bank,
+ * filter-bank square root, spectral subtraction, PCAN gain control,
+ * filter-bank log) and the integer glue the converter puts around them
+ * (CAST between integer types, int32 ADD / MUL / DIV / MINIMUM / MAXIMUM).
+ *
+ * Every kernel is integer-only and reproduces TFLM's arithmetic bit for bit,
+ * including its wrap-around on overflow (done here in unsigned arithmetic so
+ * the C is well defined). No kernel allocates or prints; the real FFT takes
+ * its work area as a pe_context sized by pe_signal_rfft_get_buffer_size().
+ *
+ * Graph operator codes 180-194 (pe_graph.h) and their int32 parameter words:
+ *   180 SIGNAL_WINDOW      [shift, weight_count]        in int16, weights int16 -> int16
+ *   181 FFT_AUTO_SCALE     []                           int16 -> int16, scale bits int32 scalar
+ *   182 RFFT               [fft_length, input_length, ncfft, n_stages,
+ *                           stage radices (n_stages), twiddles (ncfft words),
+ *                           super twiddles (ncfft / 2 words)]   int16 -> int16 complex pairs
+ *                          (a twiddle word is real | imag << 16, both int16)
+ *   183 ENERGY             [start_index, end_index]     int16 complex pairs -> uint32
+ *   184 FILTER_BANK        [num_channels]               uint32 + 5 int16 tables -> uint64
+ *   185 FILTER_BANK_SQRT   []                           uint64, int32 shift -> uint32
+ *   186 SPECTRAL_SUBTRACT  [num_channels, smoothing, one_minus_smoothing, min_signal_remaining,
+ *                           alternate_smoothing, alternate_one_minus_smoothing, smoothing_bits,
+ *                           spectral_subtraction_bits, clamping]
+ *                          in uint32, state uint32 (updated in place) -> out uint32, noise uint32
+ *   187 PCAN               [snr_shift]                  uint32, noise uint32, lut int16 -> uint32
+ *   188 FILTER_BANK_LOG    [input_correction_bits, output_scale]  uint32 -> int16
+ *   189 CAST               [input pe_dtype, output pe_dtype]
+ *   190-194 int32 ADD, MUL, DIV, MINIMUM, MAXIMUM   [activation_min, activation_max]
+ *                          (an operand of one element broadcasts)
+ */
+#ifndef PYEMBED_PE_SIGNAL_H
+#define PYEMBED_PE_SIGNAL_H
+
+#include "pyembed/pe_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* element types of CAST (the pe_dtype values of pe_graph.h) */
+enum {
+    PE_SIGNAL_DT_INT8 = 0,
+    PE_SIGNAL_DT_INT16 = 1,
+    PE_SIGNAL_DT_INT32 = 2,
+    PE_SIGNAL_DT_BOOL = 4,
+    PE_SIGNAL_DT_UINT32 = 5
+};
+
+/* int32 binary operators (codes 190-194 minus 190) */
+enum {
+    PE_SIGNAL_I32_ADD = 0,
+    PE_SIGNAL_I32_MUL = 1,
+    PE_SIGNAL_I32_DIV = 2,
+    PE_SIGNAL_I32_MIN = 3,
+    PE_SIGNAL_I32_MAX = 4
+};
+
+#define PE_SIGNAL_MAX_FFT_STAGES 16
+#define PE_SIGNAL_PCAN_LUT_MIN 125 /* entries WideDynamicFunction may read */
+
+/* output[i] = sat16((input[i] * window[i % n]) >> shift), count a multiple of n */
+pe_status pe_signal_window_s16(const int16_t *input, int32_t count, const int16_t *window, int32_t n,
+                               int32_t shift, int16_t *output);
+
+/* output = input << s with s the headroom of max |input| (TFLM's FftAutoScale) */
+pe_status pe_signal_fft_auto_scale_s16(const int16_t *input, int32_t count, int16_t *output,
+                                       int32_t *scale_bits);
+
+/* Real FFT of `batches` rows of input_length int16 samples zero-padded to
+ * fft_length = 2 * ncfft, kissfft's 16-bit fixed-point algorithm: ncfft + 1
+ * complex int16 outputs per row. radices: the stages' radices (2 or 4, their
+ * product ncfft); twiddles: ncfft words; super: ncfft / 2 words. */
+pe_status pe_signal_rfft_get_buffer_size(int32_t fft_length, int32_t *size);
+pe_status pe_signal_rfft_s16(const pe_context *ctx, int32_t fft_length, int32_t input_length,
+                             int32_t n_stages, const int32_t *radices, const int32_t *twiddles,
+                             const int32_t *super_twiddles, const int16_t *input, int32_t batches,
+                             int16_t *output);
+
+/* output[i] = re^2 + im^2 for start <= i < end (others set to 0) */
+pe_status pe_signal_energy_s16(const int16_t *spectrum, int32_t n_complex, int32_t start, int32_t end,
+                               uint32_t *output, int32_t out_count);
+
+pe_status pe_signal_filter_bank(const uint32_t *input, int32_t n_input, const int16_t *weights,
+                                const int16_t *unweights, int32_t n_weights, const int16_t *freq_starts,
+                                const int16_t *weight_starts, const int16_t *widths, int32_t num_channels,
+                                uint64_t *output);
+
+pe_status pe_signal_filter_bank_sqrt(const uint64_t *input, int32_t count, int32_t shift, uint32_t *output);
+
+typedef struct {
+    int32_t num_channels;
+    uint32_t smoothing;
+    uint32_t one_minus_smoothing;
+    uint32_t min_signal_remaining;
+    uint32_t alternate_smoothing;
+    uint32_t alternate_one_minus_smoothing;
+    int32_t smoothing_bits;
+    int32_t spectral_subtraction_bits;
+    int32_t clamping;
+} pe_signal_spectral_params;
+
+/* noise (the persistent state) is updated in place and copied to noise_out */
+pe_status pe_signal_spectral_subtraction(const pe_signal_spectral_params *p, const uint32_t *input,
+                                         uint32_t *noise, uint32_t *output, uint32_t *noise_out);
+
+pe_status pe_signal_pcan(const uint32_t *input, const uint32_t *noise, int32_t count, const int16_t *lut,
+                         int32_t lut_count, int32_t snr_shift, uint32_t *output);
+
+pe_status pe_signal_filter_bank_log(const uint32_t *input, int32_t count, int32_t correction_bits,
+                                    int32_t output_scale, int16_t *output);
+
+/* the integer pieces, exposed for tests */
+uint32_t pe_signal_sqrt64(uint64_t x);
+uint32_t pe_signal_log32(uint32_t x, uint32_t out_scale);
+
+pe_status pe_signal_cast(int32_t in_dt, const void *input, int32_t out_dt, void *output, int32_t count);
+
+pe_status pe_signal_binary_s32(int32_t kind, const int32_t *a, int32_t n_a, const int32_t *b, int32_t n_b,
+                               int32_t act_min, int32_t act_max, int32_t *output, int32_t count);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PYEMBED_PE_SIGNAL_H */
