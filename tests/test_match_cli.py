@@ -15,7 +15,7 @@ from pyembed._png import read_png, write_png
 from pyembed.cli import main
 from pyembed.kernels.attention import attention_fixed
 from pyembed.kernels.fixed import requantize
-from pyembed.kernels.match_graph import field_from_output, matching_graph
+from pyembed.model.match_graph import field_from_output, matching_graph
 from pyembed.kernels.matching import (_coordinates, _stereo_ranges, match_disparity, match_flow, motorcycle_pair,
                                       patch_features, quantize_symmetric)
 from pyembed.model.ops.transformer import key_ranges

@@ -9,7 +9,7 @@ The pair: scikit-image's Middlebury motorcycle pair (741x500) cropped to
 bundled copy (370x250) upsampled by 2 (pixel repeat) and cropped, without
 ground truth. Features: pyembed.kernels.matching.patch_features (radius 2:
 25 per pixel) at full resolution. The matcher is the one PE_ATTENTION
-operator of pyembed.kernels.match_graph (stream mode, per-row range, V
+operator of pyembed.model.match_graph (stream mode, per-row range, V
 generated in the kernel).
 
 Printed: the operator's scratch from the planner (the graph planned in one
@@ -50,7 +50,7 @@ def _pair():
 
 def run(rows=8, profile="mps2-an386", board=True):
     from pyembed._ext import _transformer
-    from pyembed.kernels.match_graph import field_from_output, matching_graph
+    from pyembed.model.match_graph import field_from_output, matching_graph
     from pyembed.kernels.matching import match_disparity, patch_features, quantize_symmetric
     from pyembed.plan import Region
     from pyembed.target.planning import PlanOptions, plan_for_target

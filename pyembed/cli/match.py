@@ -1,7 +1,7 @@
 """``pyembed match LEFT RIGHT --mode stereo|flow [--max-disparity D] [--factor F]
 [--profile P] [--run] [-o OUT]``: stereo disparity or optical flow between two
 images without a cost volume, run as one PE_ATTENTION graph operator on the C
-runtime (pyembed.kernels.match_graph: per-row key range, coordinates generated
+runtime (pyembed.model.match_graph: per-row key range, coordinates generated
 in the kernel).
 
 LEFT / RIGHT are image files (.png, or .npy arrays [H, W] / [H, W, C]) or the
@@ -150,7 +150,7 @@ def match_command(left, right, mode, max_disparity, factor, radius, temperature,
     `motorcycle` twice for the bundled pair) as one attention operator on the C
     runtime: no cost volume, coordinates generated in the kernel."""
     from pyembed._validate import int_in_range, positive_finite
-    from pyembed.kernels.match_graph import field_from_output, matching_graph
+    from pyembed.model.match_graph import field_from_output, matching_graph
     from pyembed.kernels.matching import match_disparity, match_flow, patch_features, quantize_symmetric
     factor = int_in_range(DEFAULT_FACTOR[mode] if factor is None else factor, "--factor", 1)
     radius = int_in_range(radius, "--radius", 0)
@@ -208,7 +208,7 @@ def match_command(left, right, mode, max_disparity, factor, radius, temperature,
 
 def _firmware_run(mode, q, k, qs, ks, h, w, c, max_disparity, temperature, profile, run_rows, host_out, outdir):
     from firmware_sim.profiles import load_profile
-    from pyembed.kernels.match_graph import matching_graph
+    from pyembed.model.match_graph import matching_graph
     from pyembed.target import qemu
     from pyembed.target.firmware import build_project, generate, run_project
     prof = load_profile(profile)

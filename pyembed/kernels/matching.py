@@ -53,11 +53,19 @@ def quantize_symmetric(x):
     return np.clip(np.rint(x / scale), -127, 127).astype(np.int8), scale
 
 
+def coord_codes(t, extent):
+    """pe_xattn_coord: the int8 value of integer coordinates t (array) with
+    extent E: t - 128 for E <= 256, else t * 255 / (E - 1) rounded half up,
+    minus 128 (clamped to the int8 range)."""
+    t = np.asarray(t, dtype=np.int64)
+    q = t if extent <= 256 else (510 * t + extent - 1) // (2 * extent - 2)
+    return (np.clip(q, 0, 255) - 128).astype(np.int8)
+
+
 def _coordinates(values, extent):
     """Integer coordinates 0..extent-1 as int8 with zero point -128: exact up
     to 256, else a scale of (extent-1)/255 (coordinates rounded half up in
     integers: pe_xattn_coord, the values the PE_ATTENTION kernel generates)."""
-    from pyembed.model.ops.transformer import coord_codes
     scale = 1.0 if extent <= 256 else (extent - 1) / 255.0
     return coord_codes(np.rint(values).astype(np.int64), extent), scale
 

@@ -40,7 +40,7 @@ def graph_from_raw(raw, label, source_format=""):
                                  f"({tensors[t].name!r}), which is constant")
     # FULLY_CONNECTED on TFLite INT4 weights: back onto the packed bytes (half the flash)
     if any(t.type_name == "INT4" and t.is_constant for t in tensors):
-        from pyembed.passes.fc_w4 import pack_int4_fc
+        from pyembed.model.fc_w4_pack import pack_int4_fc
         g.int4_fc = pack_int4_fc(g, label)
         tensors = g.tensors
     # DEQUANTIZE -> float32 element-wise -> QUANTIZE islands: int8 tables

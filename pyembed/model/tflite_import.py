@@ -265,7 +265,7 @@ def _read(buf, label, source, name):
         if raw and ttype == _INT4:
             # packed int4 constants (two values a byte, pe_fc_w4.h's layout): held
             # unpacked as int8 values, type_name "INT4" marks them;
-            # pyembed.passes.fc_w4 puts FULLY_CONNECTED layers back on the packed bytes
+            # pyembed.model.fc_w4_pack puts FULLY_CONNECTED layers back on the packed bytes
             data = _unpack_int4(raw, count, shape, f"{label}: tensor {ti} ({tname!r})", bi)
             np_type = np.int8
         elif raw:

@@ -2,7 +2,7 @@
 TFLite's packed int4 (TensorType INT4: two values a byte, element 2i in the
 low nibble of byte i, over the whole [O, K] tensor), run by the C
 pe_fully_connected_w4_s8 (csrc/include/pyembed/pe_fc_w4.h): the flash holds
-ceil(O * K / 2) bytes instead of O * K. pyembed.passes.fc_w4 writes it at
+ceil(O * K / 2) bytes instead of O * K. pyembed.model.fc_w4_pack writes it at
 import in place of a FULLY_CONNECTED on an INT4 constant; the results are
 the integers of the int8 layer on the same values (and TFLM's).
 
@@ -41,7 +41,7 @@ def _words(p, depth, out_f, single, f32=False):
 
 @register(W4_TYPE, code=113, c_name="PE_GOP_FULLY_CONNECTED_W4")
 def prepare_fully_connected_w4(c):
-    """int8 FULLY_CONNECTED on packed int4 weights (TFLite INT4; pyembed.passes.fc_w4 at import)."""
+    """int8 FULLY_CONNECTED on packed int4 weights (TFLite INT4; pyembed.model.fc_w4_pack at import)."""
     op = c.op
     x, w, y = c.tensor(0, "input"), c.tensor(1, "packed weights"), c.output()
     b = c.tensor(2, "bias", optional=True)
@@ -55,7 +55,7 @@ def prepare_fully_connected_w4(c):
     o = op.options
     for key in ("depth", "features", "weight_scale"):
         if key not in o:
-            raise c.error(f"options lack {key!r} (written by pyembed.passes.fc_w4.pack_int4_fc)")
+            raise c.error(f"options lack {key!r} (written by pyembed.model.fc_w4_pack.pack_int4_fc)")
     depth, out_f = int(o["depth"]), int(o["features"])
     if depth < 1 or out_f < 1:
         raise c.error(f"depth {depth} and features {out_f} must be >= 1")

@@ -42,6 +42,7 @@ import math
 
 import numpy as np
 
+from pyembed.kernels.matching import coord_codes  # noqa: F401  (pe_xattn_coord, shared with the matcher)
 from pyembed.kernels.quant import quantize_multiplier
 from pyembed.model.ops.base import Unsupported, activation_range, add_rescale, softmax_params
 from pyembed.model.ops.registry import register
@@ -65,15 +66,6 @@ WORDS = ("mode", "n", "m", "d", "dv", "heads",
 RANGE_LOWER, RANGE_UPPER, RANGE_PADDING, RANGE_ROWS = 1, 2, 4, 8   # pe_transformer.h's PE_XATTN_RANGE_*
 V_TENSOR, V_INDEX, V_GRID = 0, 1, 2   # pe_transformer.h's PE_XATTN_V_*
 V_MAX_EXTENT = 1 << 20
-
-
-def coord_codes(t, extent):
-    """pe_xattn_coord: the int8 value of integer coordinates t (array) with
-    extent E: t - 128 for E <= 256, else t * 255 / (E - 1) rounded half up,
-    minus 128 (clamped to the int8 range)."""
-    t = np.asarray(t, dtype=np.int64)
-    q = t if extent <= 256 else (510 * t + extent - 1) // (2 * extent - 2)
-    return (np.clip(q, 0, 255) - 128).astype(np.int8)
 
 
 def generated_values(kind, width, extent, m):
