@@ -185,3 +185,17 @@ def test_stm32f405_clock_setup_under_qemu(tmp_path):
     assert fwio.STM32_CLOCK_STATUS[run.uart_clock[0]].startswith("HSE not ready")
     host = np.asarray(g.run(x)).reshape(run.outputs[0].shape)
     assert run.outputs[0].tobytes() == host.tobytes()
+
+
+def test_m33_m55_profiles_use_their_own_instruction_tables():
+    """mps2-an505 (Cortex-M33) and mps3-an547 (Cortex-M55) price pyembed's kernels with instruction tables
+    fitted on their own QEMU counts (pyembed.bench.calibrate_qemu --cores cortex-m33,cortex-m55), not the
+    Cortex-M4's: the stored tables differ from the M4's, and their mixes say they are borrowed."""
+    for board, core in (("mps2-an505", "cortex-m33"), ("mps3-an547", "cortex-m55")):
+        im = load_profile(board).instruction_model
+        assert im is not None and (im["core"], im["build"]) == (core, "dsp"), board
+        m4 = load_profile("mps2-an386").instruction_model["table"]
+        own = im["table"]
+        assert own["CONV_2D"]["n"] > 0 and own["CONV_2D"]["coef"] != m4["CONV_2D"]["coef"]
+        assert all(g.get("mix_from") == "cortex-m4 dsp" for k, g in own.items()
+                   if k not in ("PE_STRIPE_REGION", "PE_CONV_POOL"))
