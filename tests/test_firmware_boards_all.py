@@ -28,9 +28,9 @@ new, so make found the shared RUNTIME_BUILD's objects out of date: ~15 s of CPU
 per pair whatever the model). build_project now compiles the runtime of a shared
 RUNTIME_BUILD from csrc/ itself when the project's copy is byte-identical to it,
 so each board's runtime is compiled once; the full module then measured 373 s
-user + 15 s system (``/usr/bin/time -v``, PE_BOARDS_ALL unset, this machine),
-the seven runtime builds (~15 s each) and the big models' QEMU runs the bulk of
-it. So the full matrix is the default. PE_BOARDS_ALL=0 runs the former reduced
+user + 15 s system, and 453 + 21 s in a second run on the shared machine
+(``/usr/bin/time -v``, PE_BOARDS_ALL unset), the seven runtime builds (~15 s
+each) and the big models' QEMU runs the bulk of it. So the full matrix is the default. PE_BOARDS_ALL=0 runs the former reduced
 set (every model on the micro:bit, hello_world, micro_speech and one further
 model, EXTRA, on each other board). Its figures are README's boards table
 (``python -m pyembed.bench boards --markdown``).
