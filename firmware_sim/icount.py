@@ -75,12 +75,19 @@ CPI = {
                   "ldrd_strd": 1.0, "ldm_stm": 1.0, "ldm_stm_regs": 0.5, "branch_taken": 1.0,
                   "branch_not_taken": 0.5, "div": 7.0, "other": 1.0},
 }
+# Cortex-M33 / M55: no timing table is used for them yet; the Cortex-M4's is assumed (their instruction
+# tables, pyembed_icount.json, are fitted on their own QEMU counts: python -m pyembed.bench calibrate_qemu
+# --cores cortex-m33,cortex-m55 --builds dsp --no-trace --write)
+CPI["cortex-m33"] = dict(CPI["cortex-m4"])
+CPI["cortex-m55"] = dict(CPI["cortex-m4"])
 CPI_SOURCE = {
     "cortex-m4": "ARM Cortex-M4 TRM r0p1 (ARM 100166_0001_00) section 3.3.1 Table 3-1 and 3.3.2 load/store "
                  "timings; assumed P (pipeline refill) = 2, SDIV/UDIV = 7 of 2-12",
     "cortex-m7": "assumption (ARM publishes no Cortex-M7 timing table; TRM ARM DDI 0489 describes the dual-issue "
                  "pipeline): ALU and not-taken branches pair (0.5), one load/store and one MAC pipe (1), "
                  "LDM/STM 2 registers per cycle, taken branches predicted (1), divide 7",
+    "cortex-m33": "assumption: the Cortex-M4 table (ARM Cortex-M4 TRM r0p1 Table 3-1), not the Cortex-M33's",
+    "cortex-m55": "assumption: the Cortex-M4 table (ARM Cortex-M4 TRM r0p1 Table 3-1), not the Cortex-M55's",
 }
 
 FEATURES = {

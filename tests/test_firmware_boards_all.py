@@ -22,17 +22,18 @@ Models pyembed cannot execute at all (unsupported operators: the host run
 refuses them too) are no board's row; the test checks they are refused as
 such.
 
-CPU budget: the full matrix (77 pairs, 64 run) measured 1,273 s user + 58 s
-system CPU (``/usr/bin/time -v python -m pyembed.bench boards``, the same
-work), far over the ~8 minutes CI allows: each pair costs about 15 s of CPU
-whatever the model (generate, two links for the stack bound, QEMU). So by
-default (CI) the module runs every model on the microbit (where the refusals
-are: plan, flash verdict, link), hello_world and micro_speech on the six other
-boards, and one further model per board (EXTRA); left out by default are the
-other 7 runnable models on each of those six boards (42 pairs: on mps2-an386
-and mps2-an500 tests/test_firmware.py runs them, strategy none). The full
-matrix runs with PE_BOARDS_ALL=1 (about 22 min CPU), and its figures are
-README's boards table (``python -m pyembed.bench boards --markdown``).
+CPU budget: the full matrix (77 pairs, 64 run) took 1,273 s user + 58 s system
+CPU while every project recompiled the whole C runtime (its pyembed/ copy is
+new, so make found the shared RUNTIME_BUILD's objects out of date: ~15 s of CPU
+per pair whatever the model). build_project now compiles the runtime of a shared
+RUNTIME_BUILD from csrc/ itself when the project's copy is byte-identical to it,
+so each board's runtime is compiled once; the full module then measured 373 s
+user + 15 s system, and 453 + 21 s in a second run on the shared machine
+(``/usr/bin/time -v``, PE_BOARDS_ALL unset), the seven runtime builds (~15 s
+each) and the big models' QEMU runs the bulk of it. So the full matrix is the default. PE_BOARDS_ALL=0 runs the former reduced
+set (every model on the micro:bit, hello_world, micro_speech and one further
+model, EXTRA, on each other board). Its figures are README's boards table
+(``python -m pyembed.bench boards --markdown``).
 """
 import os
 import re
@@ -51,8 +52,8 @@ MUST_RUN = ("tflm_hello_world_int8", "tflm_micro_speech_int8")
 ARCH = {"microbit": "v6S-M", "mps2-an385": "v7", "mps2-an386": "v7E-M", "netduinoplus2": "v7E-M",
         "mps2-an500": "v7E-M", "mps2-an505": "v8-M.mainline", "mps3-an547": "v8.1-M.mainline"}
 SEED = 0
-FULL = os.environ.get("PE_BOARDS_ALL") == "1"
-# the further model each board runs by default (a different one per board, none of the two largest)
+FULL = os.environ.get("PE_BOARDS_ALL", "1") != "0"
+# the further model each board runs with PE_BOARDS_ALL=0 (a different one per board, none of the two largest)
 EXTRA = {"mps2-an385": "tflm_mnist_lstm_int8", "mps2-an386": "tiny_ad_autoencoder_int8",
          "netduinoplus2": "tflm_dtln_noise_suppression", "mps2-an500": "tiny_sww_int8",
          "mps2-an505": "tiny_kws_dscnn_int8", "mps3-an547": "tiny_ic_resnet8_int8"}

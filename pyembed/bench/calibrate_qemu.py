@@ -36,6 +36,12 @@ import tempfile
 import numpy as np
 
 BOARDS = {"cortex-m4": "mps2-an386", "cortex-m7": "mps2-an500"}
+# --cores: further cores fitted the same way on their QEMU boards (issue #35). Their runs are not traced
+# (--no-trace: SysTick counts, 50 / 31.25-instruction resolution per operator): the instruction counts are
+# fitted on their own measurements, the instruction mix of each group is the Cortex-M4 dsp table's (the same
+# C and the same DSP-extension path: the mix that prices the instructions, not the count, is borrowed)
+MORE_BOARDS = {"cortex-m33": "mps2-an505", "cortex-m55": "mps3-an547"}
+ALL_BOARDS = {**BOARDS, **MORE_BOARDS}
 BUILDS = {"dsp": "-O2", "portable": "-O2 -DPE_FORCE_PORTABLE"}
 
 
@@ -51,7 +57,8 @@ def runnable_models():
     return out
 
 
-def measure(models=None, builds=tuple(BUILDS), workdir=None, trace=True, log=None, calibration_set=True):
+def measure(models=None, builds=tuple(BUILDS), workdir=None, trace=True, log=None, calibration_set=True,
+            cores=tuple(BOARDS)):
     """[{model, calibration, core, board, build, bit_exact, total_instructions, operators: [{index, type,
     group_keys, features, systick_instructions, traced_instructions, mix_counts}]}]. calibration_set adds
     the small operators of pyembed.bench._calib_models (always fitted, never validated)."""
@@ -61,7 +68,7 @@ def measure(models=None, builds=tuple(BUILDS), workdir=None, trace=True, log=Non
     from pyembed.target.firmware import _input_bytes, build_project, generate, load_manifest, run_project
     if workdir is None:
         with tempfile.TemporaryDirectory(prefix="pe_calib_qemu_") as tmp:
-            return measure(models, builds, tmp, trace, log, calibration_set)
+            return measure(models, builds, tmp, trace, log, calibration_set, cores)
     rows = []
     todo = [(n, g, False) for n, g in runnable_models() if not models or n in models]
     if calibration_set:
@@ -72,7 +79,7 @@ def measure(models=None, builds=tuple(BUILDS), workdir=None, trace=True, log=Non
         xs = [rng.integers(-128, 128, size=g.tensors[t].shape).astype(g.tensors[t].dtype) for t in g.inputs]
         host = g.run(xs if len(xs) > 1 else xs[0])
         host = list(host) if isinstance(host, (list, tuple)) else [host]
-        for core, board in BOARDS.items():
+        for core, board in ((c, ALL_BOARDS[c]) for c in cores):
             for build in builds:
                 proj = generate(g, board, os.path.join(workdir, f"{name}-{board}-{build}"))
                 build_project(proj.outdir, make_vars={
@@ -133,12 +140,22 @@ def _mix(ops):
     return {k: round(v / n, 6) for k, v in sorted(tot.items())} if n else {"alu": 1.0}
 
 
+def _borrowed_mix(key):
+    """The Cortex-M4 dsp table's mix of group key (stored pyembed_icount.json), for an untraced core."""
+    import firmware_sim.profiles as fp
+    path = os.path.join(os.path.dirname(fp.__file__), TABLE_FILE)
+    with open(path) as f:
+        m4 = json.load(f)["tables"]["cortex-m4"]["dsp"]
+    return dict(m4.get(key, m4["class:other"])["mix"])
+
+
 def fit(rows):
     """{core: {build: {group: {"coef": {feature: instructions per unit}, "mix": {class: fraction}, "n": ops}}}}.
-    Every operator is a sample of each of its group keys (type/form, type, class, other)."""
+    Every operator is a sample of each of its group keys (type/form, type, class, other). A core whose runs
+    were not traced takes each group's mix from the Cortex-M4 dsp table (its "mix_from" says so)."""
     from firmware_sim.icount import feature_names
     out = {}
-    for core in BOARDS:
+    for core in dict.fromkeys(r["core"] for r in rows):
         for build in sorted({r["build"] for r in rows}):
             samples = {}
             for r in rows:
@@ -151,7 +168,11 @@ def fit(rows):
             for key, ops in sorted(samples.items()):
                 kclass = next((k for k in ops[0]["group_keys"] if k.startswith("class:")), "class:other")[6:]
                 names = (feature_names(kclass, key) if key != "class:other" else ("call", "outputs"))
-                table[key] = {"coef": _fit_group(ops, names), "mix": _mix(ops), "n": len(ops)}
+                traced = any("mix_counts" in o for o in ops)
+                table[key] = {"coef": _fit_group(ops, names), "mix": _mix(ops) if traced else _borrowed_mix(key),
+                              "n": len(ops)}
+                if not traced:
+                    table[key]["mix_from"] = "cortex-m4 dsp"
             out.setdefault(core, {})[build] = table
     return out
 
@@ -220,11 +241,13 @@ def write_table(fitted, path=None):
     from firmware_sim.icount import CPI, CPI_SOURCE
     path = path or os.path.join(os.path.dirname(fp.__file__), TABLE_FILE)
     # the compiler pipeline's groups are fitted by calibrate_pipeline on other builds: kept unless refitted
-    kept, note = {}, None
+    kept, note, other_cores = {}, None, {}
     if os.path.isfile(path):
         with open(path) as f:
             old = json.load(f)
         note = old.get("_doc_pipeline")
+        # the tables of cores not refitted now stay (--cores fits some cores only)
+        other_cores = {c: t for c, t in old.get("tables", {}).items() if c not in fitted}
         for core, builds in old.get("tables", {}).items():
             for build, t in builds.items():
                 for k in ("PE_STRIPE_REGION", "PE_CONV_POOL"):
@@ -236,11 +259,29 @@ def write_table(fitted, path=None):
                    "every bundled model; mix = measured fraction of executed instructions per class "
                    "(pyembed/target/imix.py); cycles = instructions x sum mix x CPI (firmware_sim.icount.CPI).",
            "cpi": CPI, "cpi_source": CPI_SOURCE,
-           "tables": {core: {build: {k: {"coef": v["coef"], "mix": v["mix"], "n": v["n"]} for k, v in t.items()}
-                             for build, t in builds.items()} for core, builds in fitted.items()}}
+           "tables": {**other_cores,
+                      **{core: {build: {k: {"coef": v["coef"], "mix": v["mix"], "n": v["n"],
+                                            **({"mix_from": v["mix_from"]} if "mix_from" in v else {})}
+                                        for k, v in t.items()}
+                                for build, t in builds.items()} for core, builds in fitted.items()}}}
     for (core, build), groups in kept.items():
         if build in doc["tables"].get(core, {}):
             doc["tables"][core][build].update(groups)
+    # a core of MORE_BOARDS has no pipeline groups of its own (calibrate_pipeline fits the Cortex-M4's):
+    # it takes the Cortex-M4 dsp table's, marked, rather than none (which would price its stripe regions
+    # by the kernel classes and change the plans the optimizer picks)
+    m4 = doc["tables"].get("cortex-m4", {}).get("dsp", {})
+    if any(core in doc["tables"] for core in MORE_BOARDS):
+        doc["_doc_more_cores"] = ("cortex-m33 / cortex-m55 (mps2-an505 / mps3-an547): 'python -m pyembed.bench "
+                                  "calibrate_qemu --cores cortex-m33,cortex-m55 --builds dsp --no-trace --write': "
+                                  "coefficients fitted to their own QEMU SysTick counts (not traced); each group's mix "
+                                  "('mix_from') and the pipeline groups ('from') are the cortex-m4 dsp table's; CPI: "
+                                  "the Cortex-M4's, assumed")
+    for core in MORE_BOARDS:
+        for build, t in doc["tables"].get(core, {}).items():
+            for k in ("PE_STRIPE_REGION", "PE_CONV_POOL"):
+                if k not in t and k in m4:
+                    t[k] = {**m4[k], "from": "cortex-m4 dsp"}
     if note and kept:
         doc["_doc_pipeline"] = note
     with open(path, "w") as f:
@@ -323,14 +364,15 @@ def render(result):
     return "\n".join(lines)
 
 
-def run(models=None, write=False, builds=tuple(BUILDS), load=None, save=None, log=None, calibration_set=True):
+def run(models=None, write=False, builds=tuple(BUILDS), load=None, save=None, log=None, calibration_set=True,
+        cores=tuple(BOARDS), trace=True):
     if load:
         with open(load) as f:
             rows = json.load(f)
         if not calibration_set:
             rows = [r for r in rows if not r.get("calibration")]
     else:
-        rows = measure(models, builds, log=log, calibration_set=calibration_set)
+        rows = measure(models, builds, log=log, calibration_set=calibration_set, cores=cores, trace=trace)
         if save:
             with open(save, "w") as f:
                 json.dump(rows, f)
@@ -367,10 +409,20 @@ def main(argv=None):
     ap.add_argument("--load", default=None, help="fit raw measurements saved with --save (no QEMU run)")
     ap.add_argument("--no-calibration-set", action="store_true",
                     help="fit the bundled models only (without the small operators of pyembed.bench._calib_models)")
+    ap.add_argument("--cores", default=",".join(BOARDS),
+                    help=f"cores to measure and fit, of {', '.join(ALL_BOARDS)} (default {','.join(BOARDS)}); "
+                         f"--write keeps the stored tables of the others")
+    ap.add_argument("--no-trace", action="store_true",
+                    help="SysTick counts only, no instruction tracing: each group's mix is the Cortex-M4 dsp "
+                         "table's (how the M33 / M55 tables are fitted)")
     args = ap.parse_args(argv)
+    cores = tuple(c.strip() for c in args.cores.split(",") if c.strip())
+    bad = [c for c in cores if c not in ALL_BOARDS]
+    if bad:
+        ap.error(f"--cores: unknown {', '.join(bad)} (known: {', '.join(ALL_BOARDS)})")
     result = run(args.models.split(",") if args.models else None, write=args.write,
                  builds=tuple(args.builds.split(",")), load=args.load, save=args.save,
-                 calibration_set=not args.no_calibration_set,
+                 calibration_set=not args.no_calibration_set, cores=cores, trace=not args.no_trace,
                  log=lambda s: print(s, file=sys.stderr, flush=True))
     emit(result, args.json, render)
     return 0

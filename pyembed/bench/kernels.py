@@ -6,8 +6,9 @@ Thumb-2 instruction counts under QEMU, portable C beside the DSP-extension path
 
     python -m pyembed.bench kernels [--json] [--opt=-O2]
     python -m pyembed.bench kernels --target cortex-m4 [--json] [--no-models]
-    (--target cortex-m3 / m4 / m7 / m33 / m55: that core's QEMU board; the Cortex-M0's
-    micro:bit has too little RAM for the case runner)
+    (--target cortex-m0 / m3 / m4 / m7 / m33 / m55: that core's QEMU board; the Cortex-M0's
+    micro:bit with its nRF51 SRAM enlarged to 4 MiB for the case runner,
+    pyembed.target.kernels.RUNNER_SRAM)
 
 Host builds: every case is measured twice, built
   * "bench":     gcc -std=c99 <--opt> (default -O2), the harness flags;
@@ -227,9 +228,9 @@ def main(argv=None):
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--opt", default="-O2", help="bench build optimisation flag (write --opt=-O3)")
     ap.add_argument("--target", default="host",
-                    choices=["host", "cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55"],
+                    choices=["host", "cortex-m0", "cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55"],
                     help="host (callgrind) or a Cortex-M core under QEMU (portable vs DSP path; the portable "
-                         "path only on the M3; the bundled models end to end on the DSP cores)")
+                         "path only on the M0 and M3; the bundled models end to end on the DSP cores)")
     ap.add_argument("--no-models", action="store_true",
                     help="cortex-m4: skip the bundled models (kernels only)")
     ap.add_argument("--models", default=None, metavar="NAME,...",

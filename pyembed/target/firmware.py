@@ -170,7 +170,11 @@ def load_manifest(project_dir):
 def build_project(project_dir, jobs=2, make_vars=None, stack=True):
     """`make` in the project directory; returns the ELF path. make_vars: extra
     variables for make (e.g. {"RUNTIME_BUILD": dir} to share the runtime's
-    objects between projects for the same core).
+    objects between projects for the same core). With a shared RUNTIME_BUILD
+    (and no PYEMBED_CSRC given), a project whose pyembed/ copy is csrc/'s
+    files byte for byte builds the runtime from csrc/ itself: make then
+    compiles each runtime object once per RUNTIME_BUILD, not once per project
+    (the copy's files are new, so their objects would look out of date).
 
     stack (default): link once with no stack reserve, bound the stack from the
     objects' call graph and frames (pyembed.target.stackbound), write stack.ld
@@ -186,7 +190,15 @@ def build_project(project_dir, jobs=2, make_vars=None, stack=True):
     d = Path(project_dir)
     if not (d / "Makefile").is_file():
         raise ArgumentError(f"project_dir: {d} has no Makefile (generate the project first)")
-    extra = [f"{k}={v}" for k, v in (make_vars or {}).items()]
+    make_vars = dict(make_vars or {})
+    if make_vars.get("RUNTIME_BUILD") and "PYEMBED_CSRC" not in make_vars:
+        # a runtime build shared between projects: compile it from csrc/ itself when the project's copy
+        # is that csrc/ byte for byte (the copy's fresh modification times would make make rebuild every
+        # shared object for each project, ~15 s of CPU per project)
+        same = _runtime_copy_is_csrc(d)
+        if same is not None:
+            make_vars["PYEMBED_CSRC"] = str(same)
+    extra = [f"{k}={v}" for k, v in make_vars.items()]
 
     def make():
         proc = subprocess.run(["make", "-s", f"-j{int(jobs)}", *extra, "firmware.elf"], cwd=d, capture_output=True,
@@ -205,7 +217,7 @@ def build_project(project_dir, jobs=2, make_vars=None, stack=True):
     make()
     # the runtime's objects (and .ci files) where make put them: make_vars, else the environment make inherits
     try:
-        info = stack_info(d, (make_vars or {}).get("RUNTIME_BUILD") or os.environ.get("RUNTIME_BUILD") or None)
+        info = stack_info(d, make_vars.get("RUNTIME_BUILD") or os.environ.get("RUNTIME_BUILD") or None)
     except (OSError, ValueError) as e:   # no .ci files (STACK_FLAGS emptied), binutils missing
         info = {"bound_bytes": None, "interrupt_bytes": None, "bound_total_bytes": None, "root": None, "path": [],
                 "path_text": "", "unbounded": [str(e)], "indirect_calls": {}}
@@ -225,6 +237,33 @@ def build_project(project_dir, jobs=2, make_vars=None, stack=True):
     flash = flash_info(d / "firmware.map")
     _update_manifest(d, {"stack": info, "flash": flash})
     return d / "firmware.elf"
+
+
+def _runtime_copy_is_csrc(project_dir):
+    """pyembed's csrc/ directory when project_dir/pyembed (the runtime copy the project builds from)
+    holds exactly csrc/'s include/ and src/ files (the full operator table aside), byte for byte;
+    else None (no copy, a csrc/ not found, a file added, removed or edited)."""
+    from pyembed import _csrc
+    cs = _csrc.csrc_dir(required=False)
+    copy = Path(project_dir) / "pyembed"
+    if cs is None or not copy.is_dir():
+        return None
+
+    def files(root, skip):
+        out = {}
+        for sub in ("include", "src"):
+            for p in (Path(root) / sub).rglob("*"):
+                if p.is_file() and not p.name.startswith(".") and not p.name.endswith((".o", ".pyc")) \
+                        and p.name not in skip:
+                    out[p.relative_to(root).as_posix()] = p
+        return out
+    mine, theirs = files(copy, ()), files(cs, (_csrc.FULL_TABLE,))
+    if set(mine) != set(theirs):
+        return None
+    for rel, p in mine.items():
+        if p.stat().st_size != theirs[rel].stat().st_size or p.read_bytes() != theirs[rel].read_bytes():
+            return None
+    return Path(cs).resolve()
 
 
 def _too_small(map_path):
@@ -415,6 +454,7 @@ def _run_uart(d, manifest, elf, board, timeout):
                       r["status"], board, r["rows_given"], output_rows=r["rows_taken"])
     run.uart_text = res.stdout.decode("latin-1")
     run.uart_instructions = r["instructions"]
+    run.uart_clock = r["clock"]   # (pe_clock_status, SYSCLK Hz) on the STM32F405, else None
     if r["stack"] is not None:
         _record_stack(d, manifest, run, *r["stack"])
     return run

@@ -43,6 +43,14 @@ BUILD_DIR = str(_csrc.build_dir("target"))
 
 OP_CONV, OP_FC, OP_POOL, OP_ADD, OP_MUL, OP_ATTN, OP_LSTM, OP_FC16 = 1, 2, 3, 4, 5, 6, 7, 8
 VARIANTS = ("host", "dsp", "portable")
+# The case runner's static buffers (kernel_cases.c: 2 MiB of cases, 512 KiB of outputs, 512 KiB of
+# scratch) and the benchmarked shapes (48x48x16 tensors, 36 KiB each) need a few MiB of RAM. QEMU 7.2
+# emulates the Cortex-M0 only as the micro:bit's nRF51 (the MPS2 machines refuse -cpu cortex-m0), whose
+# SRAM is 16 KiB; its SoC model takes the SRAM size as a property, so the runner runs on the same
+# nRF51 memory map (flash 256 KiB at 0x0, SRAM at 0x20000000, peripherals from 0x40000000) with the
+# SRAM enlarged to this size (-global nrf51-soc.sram-size=N). Only the case runner does: firmware
+# projects keep the board's 16 KiB. The Cortex-M0's instruction set and timing are unchanged.
+RUNNER_SRAM = {"microbit": 4 * 1024 * 1024}
 
 __all__ = ["Case", "Result", "VARIANTS", "conv_case", "fc_case", "pool_case", "add_case",
            "mul_case", "attn_case", "lstm_case", "pack", "unpack", "build", "run", "missing"]
@@ -240,9 +248,26 @@ def _sources():
     return _csrc.sources(KERNEL_SOURCES, CSRC)
 
 
+def machine_args(board):
+    """QEMU options the case runner needs on board (RUNNER_SRAM), else ()."""
+    n = RUNNER_SRAM.get(board)
+    return ("-global", f"nrf51-soc.sram-size={n}") if n else ()
+
+
+def _runner_linker_script(board):
+    """The board's linker script with the RAM the case runner gets (RUNNER_SRAM), or None (the board's own)."""
+    n = RUNNER_SRAM.get(board)
+    if not n:
+        return None
+    b = qemu.BOARDS[board]
+    return qemu.linker_script(board, memory=(f"    FLASH (rx)  : ORIGIN = 0x{b.flash_base:08X}, LENGTH = 0x{b.flash_size:X}\n"
+                                             f"    RAM   (rwx) : ORIGIN = 0x{b.ram_base:08X}, LENGTH = 0x{n:X}"))
+
+
 def _digest(variant, extra=(), board="mps2-an386"):
     h = hashlib.sha256(variant.encode())
     h.update(board.encode())
+    h.update(str(RUNNER_SRAM.get(board)).encode())
     h.update(" ".join(extra).encode())
     for p in [PROGRAM, *_sources(), *sorted(glob.glob(os.path.join(CSRC, "include", "pyembed", "*.h"))),
               *sorted(glob.glob(os.path.join(qemu.TEMPLATES, "*")))]:
@@ -280,8 +305,14 @@ def build(variant="dsp", extra_cflags=(), board="mps2-an386"):
         defines = {"PE_ON_TARGET": None}
         if variant == "portable":
             defines["PE_FORCE_PORTABLE"] = None
+        script = _runner_linker_script(board)
+        ld = None
+        if script is not None:
+            ld = exe + ".ld"
+            with open(ld, "w") as f:
+                f.write(script)
         qemu.build([PROGRAM, *_sources()], elf, board=board, include_dirs=[inc],
-                   defines=defines, extra_cflags=extra_cflags)
+                   defines=defines, extra_cflags=extra_cflags, linker_script_path=ld)
     return elf
 
 
@@ -300,7 +331,7 @@ def run(cases, variant="dsp", timeout=600.0, extra_cflags=(), board="mps2-an386"
             with open(dst, "rb") as f:
                 data = f.read()
     else:
-        rr = qemu.run(prog, board=board, input_bytes=blob, timeout=timeout)
+        rr = qemu.run(prog, board=board, input_bytes=blob, timeout=timeout, machine_args=machine_args(board))
         if rr.exit_code != 0:
             raise qemu.QemuError(f"{prog} exited with {rr.exit_code} under QEMU: "
                                  f"{rr.stdout!r} {rr.stderr!r}")

@@ -171,17 +171,21 @@ class RunResult:
     command: list[str]
 
 
-def qemu_command(elf: str | os.PathLike, board: str = "mps2-an386") -> list[str]:
-    """The qemu-system-arm command line ``run`` uses (Debian's QEMU 7.2)."""
+def qemu_command(elf: str | os.PathLike, board: str = "mps2-an386",
+                 machine_args: Sequence[str] = ()) -> list[str]:
+    """The qemu-system-arm command line ``run`` uses (Debian's QEMU 7.2).
+    machine_args: further options for the machine (e.g. ``-global nrf51-soc.sram-size=N``)."""
     b = _board(board)
-    return [QEMU, "-M", b.name, "-nographic", "-monitor", "none", "-serial", "none",
+    return [QEMU, "-M", b.name, *machine_args, "-nographic", "-monitor", "none", "-serial", "none",
             "-semihosting-config", "enable=on,target=native",
             "-icount", "shift=0", "-kernel", str(Path(elf).resolve())]
 
 
 def run(elf: str | os.PathLike, board: str = "mps2-an386", input_bytes: bytes = b"",
-        timeout: float = 120.0, workdir: str | os.PathLike | None = None) -> RunResult:
+        timeout: float = 120.0, workdir: str | os.PathLike | None = None,
+        machine_args: Sequence[str] = ()) -> RunResult:
     """Run an ELF under QEMU; returns exit code, stdout, stderr and output bytes.
+    machine_args: further QEMU options for the machine (``qemu_command``).
 
     ``input_bytes`` become ``pe_input.bin`` in the working directory (a fresh
     temporary one unless ``workdir`` is given). Raises QemuError when QEMU is
@@ -194,7 +198,7 @@ def run(elf: str | os.PathLike, board: str = "mps2-an386", input_bytes: bytes = 
     elf = Path(elf)
     if not elf.is_file():
         raise ValueError(f"elf: {elf} is not a file")
-    cmd = qemu_command(elf, board)
+    cmd = qemu_command(elf, board, machine_args)
     tmp = None
     if workdir is None:
         tmp = tempfile.TemporaryDirectory(prefix="pe_qemu_")

@@ -667,7 +667,7 @@ def _write_project(out, graph, profile, plan, prefix, layout, arena_base, region
         w("main.c", _main_source(graph, prefix, ops))
     else:
         # no semihosting: the input compiled in, the board's own start-up (and UART)
-        w("main.c", fwio.main_source(graph, prefix, ops, io, bool(streamed)))
+        w("main.c", fwio.main_source(graph, prefix, ops, io, bool(streamed), board=profile.name.lower()))
         w("pe_input.c", fwio.input_source(run_input["data"]))
         w("startup.c", fwio.startup_source(profile.name.lower(), io))
         if io == "uart":

@@ -29,6 +29,7 @@ The UART lines (``parse_uart_output`` reads them)::
     pe_tick_hz <PE_TICK_HZ>
     pe_instructions <ticks * 1e9 / PE_TICK_HZ: instructions under QEMU -icount shift=0>
     pe_stack <peak of the invoke> <peak of main before it> <reserve>
+    pe_clock <status> <SYSCLK Hz>   (STM32F405 only: STM32_CLOCK_STATUS)
     pe_end
 """
 from __future__ import annotations
@@ -255,19 +256,21 @@ void pe_uart_flush(void)
 }}
 """
     # STM32F4 USART
-    brr = (b.uart_clock_hz + UART_BAUD // 2) // UART_BAUD
     return f"""/* {b.device} at 0x{b.base:08X} ({b.note}): SR 0x00 (bit 7 TXE, bit 6 TC), DR 0x04,
  * BRR 0x08, CR1 0x0C (bit 13 UE, bit 3 TE). Its clock and the GPIO port's are enabled in RCC
- * by pe_board_init (startup.c); BRR divides APB2's clock: the 16 MHz HSI the part starts on
- * (startup.c leaves the clock tree as at reset). */
+ * by pe_board_init (startup.c); BRR divides APB2's clock, pe_apb2_hz: 84 MHz after startup.c's
+ * clock set-up, the {b.uart_clock_hz // 1_000_000} MHz HSI when it fell back (pe_clock_status). */
 #define USART_SR (*(volatile uint32_t *)0x{b.base:08X}u)
 #define USART_DR (*(volatile uint32_t *)0x{b.base + 4:08X}u)
 #define USART_BRR (*(volatile uint32_t *)0x{b.base + 8:08X}u)
 #define USART_CR1 (*(volatile uint32_t *)0x{b.base + 0xC:08X}u)
 
+extern volatile uint32_t pe_apb2_hz;
+
 void pe_uart_init(void)
 {{
-    USART_BRR = {brr}u; /* {b.uart_clock_hz} Hz / {UART_BAUD} baud, rounded (mantissa {brr >> 4}, fraction {brr & 15}) */
+    /* oversampling by 16: BRR = f / baud, rounded (mantissa [15:4], fraction [3:0]) */
+    USART_BRR = (pe_apb2_hz + {UART_BAUD // 2}u) / {UART_BAUD}u;
     USART_CR1 = (1u << 13) | (1u << 3);
 }}
 
@@ -336,14 +339,110 @@ void pe_uart_sdec(int64_t v)
 """
 
 
+# pe_clock_status of the STM32F405's clock set-up (startup.c, pe_board_init): 0 the PLL runs SYSCLK at 168 MHz,
+# else the step whose ready bit or read-back never came within PE_CLOCK_WAIT polls (the part then stays
+# on its 16 MHz HSI, as at reset). Under QEMU 7.2 the RCC is an unimplemented device (reads 0): status 1.
+STM32_CLOCK_STATUS = {0: "PLL: SYSCLK 168 MHz", 1: "HSE not ready (HSI 16 MHz kept)",
+                      2: "PLL not locked (HSI 16 MHz kept)", 3: "flash wait states not taken (HSI 16 MHz kept)",
+                      4: "switch to the PLL not confirmed (HSI 16 MHz kept)"}
+
+# the clock set-up for the STM32F405 (RM0090 rev 19, section 6 "Reset and clock control" and 3.5.1
+# "Relation between CPU clock frequency and Flash memory read time", table 10)
+_STM32_CLOCK = r"""
+/* The STM32F405's clock tree (RM0090): the Netduino Plus 2's 25 MHz crystal (HSE; PE_HSE_HZ, any whole
+ * number of MHz from 4 to 26) through the main PLL: M = PE_HSE_HZ / 1 MHz (1 MHz into the VCO),
+ * N 336 (VCO 336 MHz), P 2 (SYSCLK 168 MHz), Q 7 (48 MHz for USB / SDIO); AHB 168 MHz, APB1 / 4
+ * (42 MHz), APB2 / 2 (84 MHz: USART1); the flash at 5 wait states (168 MHz at 2.7-3.6 V) with
+ * prefetch and the instruction and data caches, set and read back before SYSCLK switches. Every wait
+ * polls at most PE_CLOCK_WAIT times: a ready bit that never comes undoes the step and leaves the part
+ * on its 16 MHz HSI, with pe_clock_status naming the step (1 HSE not ready, 2 PLL not locked, 3 flash
+ * latency not taken, 4 switch not confirmed; 0: 168 MHz). QEMU 7.2 does not model this RCC (its reads
+ * return 0): there the status is 1 and the part's model clocks SysTick at 168 MHz regardless. */
+#ifndef PE_HSE_HZ
+#define PE_HSE_HZ 25000000u
+#endif
+#ifndef PE_CLOCK_WAIT
+#define PE_CLOCK_WAIT 200000u
+#endif
+#if (PE_HSE_HZ % 1000000u) != 0u || PE_HSE_HZ < 4000000u || PE_HSE_HZ > 26000000u
+#error "PE_HSE_HZ: a whole number of MHz from 4 to 26 MHz (the PLL divides it to 1 MHz)"
+#endif
+#define RCC_CR (*(volatile uint32_t *)0x40023800u)
+#define RCC_PLLCFGR (*(volatile uint32_t *)0x40023804u)
+#define RCC_CFGR (*(volatile uint32_t *)0x40023808u)
+#define RCC_APB1ENR (*(volatile uint32_t *)0x40023840u)
+#define PWR_CR (*(volatile uint32_t *)0x40007000u)
+#define FLASH_ACR (*(volatile uint32_t *)0x40023C00u)
+
+volatile uint32_t pe_clock_status;
+volatile uint32_t pe_sysclk_hz;
+volatile uint32_t pe_apb2_hz;
+
+/* 1 when (*reg & mask) == value within PE_CLOCK_WAIT reads, else 0 */
+static int wait_for(volatile uint32_t *reg, uint32_t mask, uint32_t value)
+{
+    uint32_t n;
+    for (n = 0u; n < PE_CLOCK_WAIT; n++) {
+        if ((*reg & mask) == value) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static uint32_t clock_init(void)
+{
+    RCC_CR |= 1u << 16; /* HSEON */
+    if (!wait_for(&RCC_CR, 1u << 17, 1u << 17)) { /* HSERDY */
+        RCC_CR &= ~(1u << 16);
+        return 1u;
+    }
+    RCC_APB1ENR |= 1u << 28; /* PWREN */
+    (void)RCC_APB1ENR;
+    PWR_CR |= 1u << 14; /* VOS: regulator scale 1, for 168 MHz */
+    /* PLLM [5:0], PLLN [14:6], PLLP [17:16] (0: / 2), PLLSRC [22] (1: HSE), PLLQ [27:24]; the rest kept */
+    RCC_PLLCFGR = (RCC_PLLCFGR & 0xF0BC8000u) | (7u << 24) | (1u << 22) | (336u << 6) | (PE_HSE_HZ / 1000000u);
+    RCC_CR |= 1u << 24; /* PLLON */
+    if (!wait_for(&RCC_CR, 1u << 25, 1u << 25)) { /* PLLRDY */
+        RCC_CR &= ~((1u << 24) | (1u << 16));
+        return 2u;
+    }
+    FLASH_ACR = (1u << 10) | (1u << 9) | (1u << 8) | 5u; /* DCEN, ICEN, PRFTEN, LATENCY 5 */
+    if (!wait_for(&FLASH_ACR, 7u, 5u)) {                 /* RM0090: read back before raising the clock */
+        FLASH_ACR = 0u;
+        RCC_CR &= ~((1u << 24) | (1u << 16));
+        return 3u;
+    }
+    /* HPRE [7:4] 0: AHB / 1; PPRE1 [12:10] 5: APB1 / 4; PPRE2 [15:13] 4: APB2 / 2 */
+    RCC_CFGR = (RCC_CFGR & ~((0xFu << 4) | (7u << 10) | (7u << 13))) | (5u << 10) | (4u << 13);
+    RCC_CFGR = (RCC_CFGR & ~3u) | 2u; /* SW: the PLL */
+    if (!wait_for(&RCC_CFGR, 3u << 2, 2u << 2)) { /* SWS */
+        RCC_CFGR &= ~(3u | (7u << 10) | (7u << 13)); /* back to the HSI, APB prescalers / 1 */
+        RCC_CR &= ~((1u << 24) | (1u << 16));
+        return 4u;
+    }
+    return 0u;
+}
+"""
+
+
+def board_clock_source(board):
+    """C definitions the board's pe_board_init calls before its statements (the STM32F405's clock
+    set-up, _STM32_CLOCK), or ""."""
+    b = UART_BOARDS.get(board)
+    return _STM32_CLOCK if b is not None and b.kind == "stm32" else ""
+
+
 def _board_init(board):
     """C statements of pe_board_init: what the board needs before the UART works."""
     b = UART_BOARDS.get(board)
     if b is not None and b.kind == "stm32":
-        return """    /* RCC (0x40023800): AHB1ENR bit 0 GPIOA, APB2ENR bit 4 USART1; then PA9 as alternate
-     * function 7 (USART1_TX): GPIOA MODER bits 19:18 = 2, AFRH bits 7:4 = 7. The clock tree stays as
-     * at reset (HSI 16 MHz, no PLL): SysTick then counts 16 MHz cycles on the part (QEMU's model
-     * clocks it at 168 MHz). */
+        return """    pe_clock_status = clock_init();
+    pe_sysclk_hz = pe_clock_status == 0u ? 168000000u : 16000000u;
+    pe_apb2_hz = pe_clock_status == 0u ? 84000000u : 16000000u; /* USART1's clock (pe_uart.c's BRR) */
+    /* RCC (0x40023800): AHB1ENR bit 0 GPIOA, APB2ENR bit 4 USART1; then PA9 as alternate
+     * function 7 (USART1_TX): GPIOA MODER bits 19:18 = 2, AFRH bits 7:4 = 7. SysTick counts the
+     * SYSCLK: pe_sysclk_hz on the part (QEMU's model clocks it at 168 MHz whatever the RCC says). */
     *(volatile uint32_t *)0x40023830u |= 1u;
     *(volatile uint32_t *)0x40023844u |= 1u << 4;
     (void)*(volatile uint32_t *)0x40023844u; /* the enable takes effect before the first access */
@@ -422,6 +521,7 @@ void HardFault_Handler(void)
     fault(1u, "hardfault");
 }}
 
+{board_clock_source(board)}
 void pe_board_init(void)
 {{
 {_board_init(board)}}}
@@ -510,13 +610,15 @@ def _streamed_decl(P):
 {input_rows_callback(P)}"""
 
 
-def main_source(graph, prefix, ops, io, streamed=False):
+def main_source(graph, prefix, ops, io, streamed=False, board=None):
     """main.c for io uart / none: the built-in input, one timed invoke, the
     results in globals and (uart) printed. streamed: input 0 is streamed
-    (read in place from the built-in input, row by row)."""
+    (read in place from the built-in input, row by row). board: a board with
+    a clock set-up (the STM32F405) also prints its pe_clock line."""
     from pyembed.codegen.escape import c_comment
     P = prefix.upper()
     uart = io == "uart"
+    clock = uart and bool(board_clock_source(board))
     streamed_decl = _streamed_decl(P) if streamed else ""
     copy_in = (f"""        if (k == 0) {{
             /* the streamed input is read in place: input_frame is pe_input_data itself */
@@ -554,6 +656,8 @@ static int8_t output_frame[{P}_OUTPUT0_BYTES] __attribute__((aligned(4)));
     if streamed_out:
         rows_line += ("    pe_uart_puts(\"pe_output_rows_taken \");\n    pe_uart_dec(rows_taken);\n"
                       "    pe_uart_puts(\"\\n\");\n")
+    clock_line = ('    pe_uart_puts("\\npe_clock ");\n    pe_uart_dec(pe_clock_status);\n    pe_uart_puts(" ");\n'
+                  '    pe_uart_dec(pe_sysclk_hz);\n') if clock else ""
     if uart:
         prints = f"""
     pe_uart_puts("pe_begin {_bare_name(graph.name)}\\n");
@@ -593,7 +697,7 @@ static int8_t output_frame[{P}_OUTPUT0_BYTES] __attribute__((aligned(4)));
     pe_uart_dec(pe_result_stack[1]);
     pe_uart_puts(" ");
     pe_uart_dec(pe_result_stack[2]);
-    pe_uart_puts("\\npe_end\\n");
+{clock_line}    pe_uart_puts("\\npe_end\\n");
     pe_uart_flush();"""
     how = ("prints the results as text lines on the board's UART (pe_uart.c; the format: "
            "pyembed.codegen.firmware.io)" if uart else
@@ -613,7 +717,7 @@ static int8_t output_frame[{P}_OUTPUT0_BYTES] __attribute__((aligned(4)));
 #include "pe_port.h"
 #include "pe_target.h"
 {'#include "pe_uart.h"' if uart else ''}
-
+{'extern volatile uint32_t pe_clock_status, pe_sysclk_hz; /* startup.c: the clock set-up */' if clock else ''}
 #define NUM_OPS {max(len(ops), 1)}
 
 extern const uint32_t pe_input_bytes;
@@ -685,7 +789,8 @@ def parse_uart_output(text):
     """The UART lines of a --io uart run as a dict: status, outputs {k: bytes},
     ops [(table index, op, ticks)], invoke_ticks, tick_hz, instructions,
     stack (peak, main, reserve), rows_given (a streamed input, else None),
-    rows_taken (a streamed output, else None),
+    rows_taken (a streamed output, else None), clock ((pe_clock_status,
+    SYSCLK Hz) on a board with a clock set-up, else None),
     fault (None, or what faulted). Raises ArgumentError when pe_begin or
     pe_end is missing."""
     if isinstance(text, bytes):
@@ -696,7 +801,7 @@ def parse_uart_output(text):
     if "pe_end" not in lines:
         raise ArgumentError(f"UART output: no pe_end line (the run stopped early?) in {text[-300:]!r}")
     r = {"status": None, "outputs": {}, "ops": [], "invoke_ticks": None, "tick_hz": None, "instructions": None,
-         "stack": None, "rows_given": None, "rows_taken": None, "fault": None}
+         "stack": None, "rows_given": None, "rows_taken": None, "fault": None, "clock": None}
     for ln in lines:
         f = ln.split(" ")
         key = f[0]
@@ -724,4 +829,6 @@ def parse_uart_output(text):
             r["rows_taken"] = int(f[1])
         elif key == "pe_fault":
             r["fault"] = " ".join(f[1:]) or "fault"
+        elif key == "pe_clock":
+            r["clock"] = (int(f[1]), int(f[2]))
     return r
