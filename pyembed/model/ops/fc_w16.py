@@ -38,28 +38,37 @@ def _words(p, depth, out_f, single, f32=False):
             int(bool(single)), len(m)] + [int(v) for v in m] + [int(v) for v in s]
 
 
-@register("FULLY_CONNECTED@w16", code=112, c_name="PE_GOP_FULLY_CONNECTED_W16")
-def prepare_fully_connected_w16(c):
-    """int8 FULLY_CONNECTED from int16 weights packed offline (pyembed.passes.fc_w16; opt-in)."""
-    op = c.op
+def packed_fc_operands(c, weight_dtype, writer):
+    """(x, w, y, b, depth, features) of a FULLY_CONNECTED on packed weights (@w16, @w4): int8 input
+    and output, constant packed weights of weight_dtype, optional constant int32 bias, and the
+    options writer (the pass named in the error) left: depth, features, weight_scale."""
     x, w, y = c.tensor(0, "input"), c.tensor(1, "packed weights"), c.output()
     b = c.tensor(2, "bias", optional=True)
     c.dtype(x, "input")
     c.dtype(y, "output")
-    c.dtype(w, "packed weights", (np.int16,))
+    c.dtype(w, "packed weights", (weight_dtype,))
     c.constant(w, "packed weights")
     if b is not None:
         c.dtype(b, "bias", (np.int32,))
         c.constant(b, "bias")
-    o = op.options
+    o = c.op.options
     for key in ("depth", "features", "weight_scale"):
         if key not in o:
-            raise c.error(f"options lack {key!r} (written by pyembed.passes.fc_w16.widen_fc_weights)")
+            raise c.error(f"options lack {key!r} (written by {writer})")
     depth, out_f = int(o["depth"]), int(o["features"])
     if depth < 1 or out_f < 1:
         raise c.error(f"depth {depth} and features {out_f} must be >= 1")
     if depth > FC_MAX_DEPTH:
         raise Unsupported(f"accumulation depth {depth} > {FC_MAX_DEPTH} (int32 dot product bound)")
+    return x, w, y, b, depth, out_f
+
+
+@register("FULLY_CONNECTED@w16", code=112, c_name="PE_GOP_FULLY_CONNECTED_W16")
+def prepare_fully_connected_w16(c):
+    """int8 FULLY_CONNECTED from int16 weights packed offline (pyembed.passes.fc_w16; opt-in)."""
+    op = c.op
+    x, w, y, b, depth, out_f = packed_fc_operands(c, np.int16, "pyembed.passes.fc_w16.widen_fc_weights")
+    o = op.options
     if len(w.shape) != 1 or w.size != round4(out_f) * round4(depth):
         raise c.error(f"packed weights shape {list(w.shape)}: expected [{round4(out_f) * round4(depth)}] "
                       f"(round4({out_f}) * round4({depth}) int16 values)")

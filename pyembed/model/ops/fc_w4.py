@@ -19,11 +19,10 @@ words_litert), or, for a 1x1 CONV_2D rewritten into it
 """
 import numpy as np
 
-from pyembed.model.ops.base import Unsupported
 from pyembed.model.ops.core import fc_quantization, fc_rows
+from pyembed.model.ops.fc_w16 import packed_fc_operands
 from pyembed.model.ops.registry import register
 
-FC_MAX_DEPTH = 33025  # PE_FC_MAX_DEPTH
 W4_TYPE = "FULLY_CONNECTED@w4"
 
 
@@ -43,24 +42,8 @@ def _words(p, depth, out_f, single, f32=False):
 def prepare_fully_connected_w4(c):
     """int8 FULLY_CONNECTED on packed int4 weights (TFLite INT4; pyembed.model.fc_w4_pack at import)."""
     op = c.op
-    x, w, y = c.tensor(0, "input"), c.tensor(1, "packed weights"), c.output()
-    b = c.tensor(2, "bias", optional=True)
-    c.dtype(x, "input")
-    c.dtype(y, "output")
-    c.dtype(w, "packed weights", (np.int8,))
-    c.constant(w, "packed weights")
-    if b is not None:
-        c.dtype(b, "bias", (np.int32,))
-        c.constant(b, "bias")
+    x, w, y, b, depth, out_f = packed_fc_operands(c, np.int8, "pyembed.model.fc_w4_pack.pack_int4_fc")
     o = op.options
-    for key in ("depth", "features", "weight_scale"):
-        if key not in o:
-            raise c.error(f"options lack {key!r} (written by pyembed.model.fc_w4_pack.pack_int4_fc)")
-    depth, out_f = int(o["depth"]), int(o["features"])
-    if depth < 1 or out_f < 1:
-        raise c.error(f"depth {depth} and features {out_f} must be >= 1")
-    if depth > FC_MAX_DEPTH:
-        raise Unsupported(f"accumulation depth {depth} > {FC_MAX_DEPTH} (int32 dot product bound)")
     if len(w.shape) != 1 or w.size != packed_bytes(out_f, depth):
         raise c.error(f"packed weights shape {list(w.shape)}: expected [{packed_bytes(out_f, depth)}] "
                       f"(ceil({out_f} * {depth} / 2) bytes)")
