@@ -123,7 +123,7 @@ def test_cut_rules_change_the_division():
 def test_several_models_as_one_use_case(tmp_path):
     """plan / simulate A B --segments: one chained division, a cut at the model
     boundary, each segment listed; without --segments a clear error; firmware
-    refuses several models."""
+    writes one project of the same division."""
     r = CliRunner().invoke(main, ["plan", "kws", "micro_speech", "--profile", "mps2-an500", "--segments", "32K",
                                   "-o", str(tmp_path / "uc"), "--json"])
     assert r.exit_code == 0, r.output
@@ -163,6 +163,14 @@ def test_several_models_as_one_use_case(tmp_path):
     assert int(runs[0][1]) + int(runs[1][1]) == len(segs)
     r = CliRunner().invoke(main, ["plan", "kws", "micro_speech", "--profile", "mps2-an500", "-o", str(tmp_path / "x")])
     assert r.exit_code == 2 and "needs --segments BYTES" in r.output
+    # the firmware of the same use case (pyembed.codegen.firmware.usecase; run under QEMU in
+    # tests/test_firmware_usecase.py): one project, the same segments per model
     r = CliRunner().invoke(main, ["firmware", "kws", "micro_speech", "--profile", "mps2-an500", "--segments", "32K",
-                                  "-o", str(tmp_path / "fw")])
-    assert r.exit_code == 2 and "not supported yet" in r.output
+                                  "-o", str(tmp_path / "fw"), "--json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert [m["model"] for m in d["models"]] == ["tiny_kws_dscnn_int8", "tflm_micro_speech_int8"]
+    assert len(d["use_case"]["segments"]) == len(segs)
+    r = CliRunner().invoke(main, ["firmware", "kws", "micro_speech", "--profile", "mps2-an500",
+                                  "-o", str(tmp_path / "fw2")])
+    assert r.exit_code == 2 and "give --segments BYTES" in r.output

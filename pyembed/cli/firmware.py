@@ -105,9 +105,9 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
                      layout="project", io="semihost", boot2_path=None, stream_output=False, split_stores=False):
     """Generate a Cortex-M firmware project for MODEL (.tflite/.onnx or a
     bundled model name) on PROFILE; with --run, build it and run it on QEMU.
-    One model per project: several models as one segmented use case are
-    planned and simulated (pyembed plan / simulate A B --segments BYTES), not
-    yet generated.
+    Several models (MODEL MODEL ... --segments BYTES) make one project that
+    runs them one after the other as one segmented use case, the one
+    'pyembed plan|simulate A B --segments BYTES' make (pyembed.cli.firmware_usecase).
 
     The graph and its plan are the ones 'pyembed plan' makes with the same
     options; the output ends with the same verdict line.
@@ -125,10 +125,16 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
     from pyembed.model.load import load_model
 
     if len(model) > 1:
-        from pyembed.errors import UnsupportedError
-        raise UnsupportedError(f"MODEL: {len(model)} models in one firmware project is not supported yet; plan and "
-                               f"simulate them as one segmented use case with 'pyembed plan|simulate "
-                               f"{' '.join(model)} --segments BYTES', or generate one project per model")
+        # several models, one after the other, as one segmented use case (pyembed.cli.firmware_usecase)
+        from pyembed.cli.firmware_usecase import firmware_use_case
+        single = [opt for opt, on in (("--inputs", inputs_path), ("--layout library", layout == "library"),
+                                      ("--io " + io, io != "semihost"), ("--boot2", boot2_path),
+                                      ("--stream-input", stream_input), ("--stream-output", stream_output),
+                                      ("--split-line-stores", split_stores),
+                                      ("--fc-int16-weights", fc_int16_weights)) if on]
+        firmware_use_case(model, profile, outdir, segments, segment_cut, pipeline, optimize, max_extra_macs,
+                          attention, do_run, do_build, seed, as_json, force, ", ".join(single))
+        return
     model = model[0]
     if stream_input and pipeline not in ("stripes", "auto", None):
         raise ArgumentError(f"--stream-input with --strategy {pipeline}: the input is streamed into a stripe region; "
@@ -179,6 +185,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
     if do_run or io != "semihost":
         # the samples to run, checked before planning; the first is kept in the project (pe_input.bin;
         # --io uart / none: compiled into the image)
+        from pyembed.cli.firmware_usecase import samples as _samples
         samples = _samples(g, inputs_path, seed)
         if io != "semihost" and len(samples) > 1:
             raise ArgumentError(f"--inputs: {len(samples)} samples; --io {io} compiles one input into the image "
@@ -446,23 +453,6 @@ def _io_line(io, manifest):
     if io == "none":
         return "none: the input compiled in (pe_input.c), no output: results in pe_result_* (a debugger)"
     return "semihost: pe_input.bin in, pe_output.bin out (QEMU or a debugger)"
-
-
-def _samples(g, inputs_path, seed):
-    """The samples --run runs: every sample of --inputs (a batch: one more
-    leading axis than the model's input), else one seeded random sample; each
-    a list with one array per graph input."""
-    if inputs_path:
-        from pyembed.check.accuracy import load_inputs
-        return [list(s) for s in load_inputs(g, inputs_path)]
-    rng = np.random.default_rng(seed)
-    xs = []
-    for t in g.inputs:
-        tt = g.tensors[t]
-        info = np.iinfo(tt.dtype) if np.issubdtype(tt.dtype, np.integer) else None
-        xs.append(rng.integers(info.min, info.max + 1, size=tt.shape).astype(tt.dtype) if info is not None
-                  else rng.standard_normal(tt.shape).astype(tt.dtype))
-    return [xs]
 
 
 def _predicted_line(tp, measured):

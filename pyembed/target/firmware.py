@@ -290,7 +290,9 @@ def stack_info(project_dir, runtime_build=None):
     from pyembed.target import stackbound
     d = Path(project_dir)
     rt = None if runtime_build is None else Path(runtime_build)
-    b = stackbound.bound(d, runtime_build=rt)
+    # a use case (pyembed.codegen.firmware.usecase) names each model's invoke: the deepest bounds the stack
+    bounds = [stackbound.bound(d, runtime_build=rt, root=r) for r in load_manifest(d).get("stack_roots") or [None]]
+    b = next((x for x in bounds if x.total is None), None) or max(bounds, key=lambda x: x.total)
     return {"bound_bytes": b.bytes, "interrupt_bytes": b.interrupt_bytes, "bound_total_bytes": b.total,
             "root": b.root, "path": [[f, n] for f, n in b.path], "path_text": b.path_text(),
             "unbounded": b.unbounded, "indirect_calls": b.indirect}
@@ -382,35 +384,88 @@ def run_project(project, inputs, elf=None, timeout=600.0):
     except qemu.QemuError as e:
         raise FirmwareError(str(e)) from None
     blob = res.output
-    if len(blob) < 20 or blob[:4] != b"PEFW":
-        raise FirmwareError(f"the firmware exited with code {res.exit_code} without writing its results "
-                            f"(stdout {res.stdout[-200:]!r}, stderr {res.stderr[-400:]!r})")
-    status, nops, tlo, thi = struct.unpack_from("<iIII", blob, 4)
-    pos = 20
-    outputs = []
-    for s in manifest["outputs"]:
-        n = s["bytes"]
-        outputs.append(np.frombuffer(blob[pos:pos + n], dtype=np.dtype(s["dtype"])).reshape(s["shape"]).copy())
-        pos += n
-    types = {o["table_index"]: o["type"] for o in manifest["operators"]}
-    ops = []
-    for _ in range(nops):
-        k, op, lo, hi = struct.unpack_from("<IIII", blob, pos)
-        pos += 16
-        ops.append({"table_index": k, "index": op, "type": types.get(k, "?"),
-                    "instructions": qemu.BOARDS[board].instructions((hi << 32) | lo)})
+    status, outputs, ops, ticks, pos, stack = _parse_record(blob, 0, manifest, board, res)
     if status != 0 or res.exit_code != 0:
         raise FirmwareError(f"the firmware's pe_model_invoke returned status {status} (exit code "
                             f"{res.exit_code})")
     out = res.stdout.decode("latin-1") if isinstance(res.stdout, bytes) else (res.stdout or "")
     rows = re.search(r"^pe_input_rows_given (\d+)\r?$", out, re.M)
     taken = re.search(r"^pe_output_rows_taken (\d+)\r?$", out, re.M)
-    run = FirmwareRun(outputs, ops, sum(o["instructions"] for o in ops),
-                      qemu.BOARDS[board].instructions((thi << 32) | tlo), status, board,
+    run = FirmwareRun(outputs, ops, sum(o["instructions"] for o in ops), ticks, status, board,
                       int(rows.group(1)) if rows else None, output_rows=int(taken.group(1)) if taken else None)
-    if blob[pos:pos + 4] == b"PESK" and len(blob) >= pos + STACK_RECORD_BYTES:
-        _record_stack(d, manifest, run, *struct.unpack_from("<III", blob, pos + 4))
+    if stack is not None:
+        _record_stack(d, manifest, run, *stack)
     return run
+
+
+def run_use_case(project_dir, inputs, timeout=600.0):
+    """Run a use-case project (pyembed.codegen.firmware.usecase: several models one after the other)
+    on its QEMU machine; inputs: one entry per model (an array, or a list per graph input). Returns a
+    FirmwareRun per model; the stack figures are the project's (the deepest of the models' invokes)."""
+    d = Path(project_dir)
+    manifest = load_manifest(d)
+    models = manifest.get("models")
+    if not manifest.get("use_case") or not models:
+        raise ArgumentError(f"project_dir: {d} is not a use-case project (firmware.json has no models)")
+    if len(inputs) != len(models):
+        raise ArgumentError(f"inputs: {len(models)} models, got {len(inputs)} input sets")
+    data = b"".join(_input_bytes(m, x) for m, x in zip(models, inputs))
+    board = manifest.get("qemu_machine")
+    if not board:
+        raise FirmwareError(f"profile {manifest['profile']}: no QEMU machine emulates it")
+    elf = d / "firmware.elf"
+    if not elf.is_file():
+        elf = build_project(d)
+    try:
+        res = qemu.run(elf, board=board, input_bytes=data, timeout=timeout)
+    except qemu.QemuError as e:
+        raise FirmwareError(str(e)) from None
+    runs, pos, stacks = [], 0, []
+    for m in models:
+        status, outputs, ops, ticks, pos, stack = _parse_record(res.output, pos, m, board, res)
+        if status != 0:
+            raise FirmwareError(f"model {m['model']}: its invoke returned status {status} (exit code "
+                                f"{res.exit_code})")
+        runs.append(FirmwareRun(outputs, ops, sum(o["instructions"] for o in ops), ticks, status, board, None))
+        if stack is not None:
+            stacks.append((runs[-1], stack))
+    if res.exit_code != 0:
+        raise FirmwareError(f"the firmware exited with code {res.exit_code}")
+    for run, stack in stacks:
+        _record_stack(d, manifest, run, *stack)    # each model's own peak (raises on an overflow)
+    if stacks:
+        # the project's: the deepest of the models' invokes
+        _update_manifest(d, {"stack_bytes": max(r.stack_bytes for r, _ in stacks),
+                             "stack_main_bytes": max(r.stack_main_bytes for r, _ in stacks)})
+    return runs
+
+
+def _parse_record(blob, pos, spec, board, res):
+    """One harness record of pe_output.bin at pos ("PEFW", status, table entries, invoke ticks, the
+    outputs of spec["outputs"], per entry its ticks, then "PESK" and the stack words when present):
+    (status, outputs, operator rows, invoke instructions, position after it, stack words or None)."""
+    if len(blob) < pos + 20 or blob[pos:pos + 4] != b"PEFW":
+        raise FirmwareError(f"the firmware exited with code {res.exit_code} without writing its results "
+                            f"(stdout {res.stdout[-200:]!r}, stderr {res.stderr[-400:]!r})")
+    status, nops, tlo, thi = struct.unpack_from("<iIII", blob, pos + 4)
+    pos += 20
+    outputs = []
+    for s in spec["outputs"]:
+        n = s["bytes"]
+        outputs.append(np.frombuffer(blob[pos:pos + n], dtype=np.dtype(s["dtype"])).reshape(s["shape"]).copy())
+        pos += n
+    types = {o["table_index"]: o["type"] for o in spec["operators"]}
+    ops = []
+    for _ in range(nops):
+        k, op, lo, hi = struct.unpack_from("<IIII", blob, pos)
+        pos += 16
+        ops.append({"table_index": k, "index": op, "type": types.get(k, "?"),
+                    "instructions": qemu.BOARDS[board].instructions((hi << 32) | lo)})
+    stack = None
+    if blob[pos:pos + 4] == b"PESK" and len(blob) >= pos + STACK_RECORD_BYTES:
+        stack = struct.unpack_from("<III", blob, pos + 4)
+        pos += STACK_RECORD_BYTES
+    return status, outputs, ops, qemu.BOARDS[board].instructions((thi << 32) | tlo), pos, stack
 
 
 def _record_stack(d, manifest, run, peak, main_peak, reserved):

@@ -32,6 +32,10 @@ def _part(obj, runtime):
     name = o.rsplit("/", 1)[-1]
     if "(" in name or o.endswith(".a") or "/lib/" in o or "/arm-none-eabi/" in o:
         return "libc"
+    if name == "pe_usecase.o":
+        return "tables"     # a use case's shared reservations (pyembed.codegen.firmware.usecase)
+    # model k of a use case: m<k>_model_data.o, m<k>_model_graph.o, m<k>_pe_model.o, m<k>_main.o
+    name = re.sub(r"^m\d+_(?=(model_data|model_graph|pe_model|main)\.o$)", "", name)
     if name in _TABLES:
         return "tables"
     if name in runtime:

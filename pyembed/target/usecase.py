@@ -95,10 +95,12 @@ class UseCase:
                 "block_region_free_bytes": self.block_room()[0], "fits": self.fits()}
 
 
-def plan_use_case(models, profile, options):
+def plan_use_case(models, profile, options, block_region=None):
     """Plan each model (paths, bundled names or Graphs) on profile with
     options (a PlanOptions whose weight_block is the segment block) and divide
-    the chained layers. Raises ArgumentError without a block or with fewer than
+    the chained layers. block_region: the RAM region of the segment block
+    (default: firmware_sim.sim.block_region_for the largest arena; the
+    firmware puts it in the system RAM, pyembed.codegen.firmware.system_region). Raises ArgumentError without a block or with fewer than
     two models, FitError when a model does not fit or no division exists (the
     message names the layer and its bytes when one layer alone exceeds the
     block)."""
@@ -120,7 +122,8 @@ def plan_use_case(models, profile, options):
     budget = int(options.weight_block)
     # the block goes beside the largest arena (the arenas share one RAM: one model runs at a time)
     big = max(plans, key=lambda tp: int(tp.plan.arena_size))
-    block_region = block_region_for(big.plan, prof, None, budget)
+    if block_region is None:
+        block_region = block_region_for(big.plan, prof, None, budget)
     seg = segment_chain([tp.graph for tp in plans], prof, budget, CUTS[options.segment_cut],
                         block_region=block_region, orders=[list(tp.plan.order) or None for tp in plans])
     return UseCase([tp.graph.name for tp in plans], plans, seg, prof, budget)
@@ -155,6 +158,17 @@ def model_part(uc, k):
                        criteria=dict(sp.criteria), source_region=sp.source_region, block_region=sp.block_region,
                        clock_hz=sp.clock_hz, placement=sp.placement)
     return part.validate()
+
+
+def write_firmware(uc, outdir, run_input=None, force=False):
+    """The use case as one firmware project (pyembed.codegen.firmware.usecase):
+    each model's part of the division (model_part) on its plan. uc must be
+    planned with its block in the system RAM (plan_use_case(...,
+    block_region=pyembed.codegen.firmware.system_region(profile).name)).
+    Returns firmware.json as a dict."""
+    from pyembed.codegen.firmware.usecase import generate_use_case
+    return generate_use_case(uc, [model_part(uc, k) for k in range(len(uc.plans))], outdir, run_input=run_input,
+                             force=force)
 
 
 def _model_name(uc, k):

@@ -133,7 +133,11 @@ static int8_t input_frame[{P}_INPUT0_BYTES]
     return decl, read, invoke
 
 
-def _main_source(graph, prefix, ops):
+def _main_source(graph, prefix, ops, harness=None):
+    """main.c of the semihost harness. harness: None (a main of its own that
+    opens pe_input.bin and pe_output.bin), or the name of a function
+    ``int harness(FILE *in, FILE *out)`` doing the same on files its caller
+    opened (a use case's main runs one per model: usecase.py)."""
     streamed = bool(graph.inputs) and graph.tensors[graph.inputs[0]].streamed
     decl, read, invoke = (_streamed_parts(graph, prefix) if streamed else
                           ("", "        void *p = pe_model_input(k, &n);",
@@ -155,6 +159,18 @@ def _main_source(graph, prefix, ops):
         invoke += '\n    printf("pe_output_rows_taken %lu\\n", (unsigned long)rows_taken);'
         get_out = (f"        const void *p = k == 0 ? (const void *)output_frame : pe_model_output(k, &n);\n"
                    f"        n = k == 0 ? (uint32_t){P}_OUTPUT0_BYTES : n;")
+    own = harness is None
+    head = "int main(void)" if own else f"int {harness}(FILE *in, FILE *out)"
+    files = "    FILE *in;\n    FILE *out;\n" if own else ""
+    open_in = ('    in = fopen("pe_input.bin", "rb");\n    if (in == NULL) {\n        return 2;\n    }\n'
+               if own else "")
+    open_out = ('    out = fopen("pe_output.bin", "wb");\n    if (out == NULL) {\n        return 4;\n    }\n'
+                if own else "")
+    close_in = "            fclose(in);\n" if own else ""
+    close_in_end = "    fclose(in);\n" if own else ""
+    close_out_e = "            fclose(out);\n" if own else ""
+    close_out_f = "        fclose(out);\n" if own else ""
+    close_out = "    fclose(out);\n" if own else ""
     return f"""/*
  * main.c - test harness for model "{c_comment(graph.name)}" under QEMU (semihosting):
  * reads the inputs from pe_input.bin (concatenated, in input order), runs the
@@ -196,11 +212,9 @@ static int put(FILE *f, const void *p, size_t n)
     return fwrite(p, 1, n, f) == n ? 0 : -1;
 }}
 
-int main(void)
+{head}
 {{
-    FILE *in;
-    FILE *out;
-    int32_t k;
+{files}    int32_t k;
     uint32_t n;
     uint32_t head[5];
     uint64_t t0;
@@ -217,42 +231,30 @@ int main(void)
     if (st != PE_OK) {{
         return 10 - (int)st;
     }}
-    in = fopen("pe_input.bin", "rb");
-    if (in == NULL) {{
-        return 2;
-    }}
-    for (k = 0; k < {prefix.upper()}_NUM_INPUTS; k++) {{
+{open_in}    for (k = 0; k < {prefix.upper()}_NUM_INPUTS; k++) {{
 {read}
         if (p == NULL || fread(p, 1, n, in) != n) {{
-            fclose(in);
-            return 3;
+{close_in}            return 3;
         }}
     }}
-    fclose(in);
-    pe_model_set_hooks(before_op, after_op, NULL);
+{close_in_end}    pe_model_set_hooks(before_op, after_op, NULL);
     stack_main = (uint32_t)(pe_stack_top() - pe_stack_lowest());
     sp0 = pe_stack_pointer();
     pe_stack_paint();
     t0 = pe_port_now();
 {invoke}
-    out = fopen("pe_output.bin", "wb");
-    if (out == NULL) {{
-        return 4;
-    }}
-    memcpy(&head[0], "PEFW", 4);
+{open_out}    memcpy(&head[0], "PEFW", 4);
     head[1] = (uint32_t)(int32_t)st;
     head[2] = (uint32_t)pe_model_num_ops();
     head[3] = (uint32_t)total;
     head[4] = (uint32_t)(total >> 32);
     if (put(out, head, sizeof head) != 0) {{
-        fclose(out);
-        return 5;
+{close_out_f}        return 5;
     }}
     for (k = 0; k < {prefix.upper()}_NUM_OUTPUTS; k++) {{
 {get_out}
         if (p == NULL || put(out, p, n) != 0) {{
-            fclose(out);
-            return 5;
+{close_out_e}            return 5;
         }}
     }}
     for (k = 0; k < pe_model_num_ops(); k++) {{
@@ -262,8 +264,7 @@ int main(void)
         rec[2] = op_ticks[k][0];
         rec[3] = op_ticks[k][1];
         if (put(out, rec, sizeof rec) != 0) {{
-            fclose(out);
-            return 5;
+{close_out_e}            return 5;
         }}
     }}
     {{
@@ -273,12 +274,10 @@ int main(void)
         rec[2] = stack_main;
         rec[3] = (uint32_t)(pe_stack_top() - pe_stack_limit());
         if (put(out, rec, sizeof rec) != 0) {{
-            fclose(out);
-            return 5;
+{close_out_e}            return 5;
         }}
     }}
-    fclose(out);
-    return st == PE_OK ? 0 : 10 - (int)st;
+{close_out}    return st == PE_OK ? 0 : 10 - (int)st;
 }}
 """
 
