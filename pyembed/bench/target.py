@@ -53,15 +53,9 @@ def tflm_reference(path=DATA):
 
 
 def _inputs(g, seed):
-    """The seeded random input of ``pyembed firmware --run`` (pyembed/cli/firmware.py)."""
-    rng = np.random.default_rng(seed)
-    xs = []
-    for t in g.inputs:
-        tt = g.tensors[t]
-        info = np.iinfo(tt.dtype) if np.issubdtype(tt.dtype, np.integer) else None
-        xs.append(rng.integers(info.min, info.max + 1, size=tt.shape).astype(tt.dtype) if info is not None
-                  else rng.standard_normal(tt.shape).astype(tt.dtype))
-    return xs
+    """The seeded random input of ``pyembed firmware --run`` (pyembed.target.firmware.random_inputs)."""
+    from pyembed.target.firmware import random_inputs
+    return random_inputs(g, seed)
 
 
 def _mismatches(outs, refs):

@@ -20,14 +20,8 @@ def samples(g, inputs_path, seed):
     if inputs_path:
         from pyembed.check.accuracy import load_inputs
         return [list(s) for s in load_inputs(g, inputs_path)]
-    rng = np.random.default_rng(seed)
-    xs = []
-    for t in g.inputs:
-        tt = g.tensors[t]
-        info = np.iinfo(tt.dtype) if np.issubdtype(tt.dtype, np.integer) else None
-        xs.append(rng.integers(info.min, info.max + 1, size=tt.shape).astype(tt.dtype) if info is not None
-                  else rng.standard_normal(tt.shape).astype(tt.dtype))
-    return [xs]
+    from pyembed.target.firmware import random_inputs
+    return [random_inputs(g, seed)]
 
 
 def firmware_use_case(models, profile, outdir, segments, segment_cut, pipeline, optimize, max_extra_macs, attention,

@@ -328,6 +328,19 @@ def _update_manifest(project_dir, fields):
     _replace_text(path, json.dumps(m, indent=1))
 
 
+def random_inputs(graph, seed):
+    """The seeded random input of ``pyembed firmware --run`` without --inputs: one array per graph
+    input, integers over the dtype's whole range (standard normal for a float input)."""
+    rng = np.random.default_rng(seed)
+    xs = []
+    for t in graph.inputs:
+        tt = graph.tensors[t]
+        info = np.iinfo(tt.dtype) if np.issubdtype(tt.dtype, np.integer) else None
+        xs.append(rng.integers(info.min, info.max + 1, size=tt.shape).astype(tt.dtype) if info is not None
+                  else rng.standard_normal(tt.shape).astype(tt.dtype))
+    return xs
+
+
 def input_bytes(graph, inputs):
     """The bytes of the harness's input file (pe_input.bin) for one sample of
     graph: inputs (an array or a list, one per graph input, each of the input's

@@ -372,12 +372,29 @@ int32_t pe_model_op_index(int32_t table_index);
 """
 
 
+def region_reservations(regions, what="section .pe_region_{name}"):
+    """([C declaration], [C check]) of the planned RAM regions {name: (base, bytes used)}: each used
+    region an array in section .pe_region_<name> (link.ld places it at the region's base), and the
+    check that it is there (a status PE_ERR_ARG from the enclosing function when not)."""
+    decls, checks = [], []
+    for name, (base, used) in regions.items():
+        if used == 0:
+            continue
+        decls.append(f"/* region {name}: {used} B at 0x{base:08X} ({what.format(name=name)}) */\n"
+                     f"static uint8_t pe_region_{name}[{_align(used, 16)}]\n"
+                     f"    __attribute__((section(\".pe_region_{name}\"), aligned(16), used));")
+        checks.append(f"    if ((uintptr_t)pe_region_{name} != (uintptr_t)0x{base:08X}u) {{\n"
+                      f"        return PE_ERR_ARG; /* the linker script did not put region {name} at its base */\n"
+                      f"    }}")
+    return decls, checks
+
+
 def _api_source(graph, prefix, ops, regions, arena_base, sys_name, seg_text=None, library_arena=None):
     """pe_model.c. library_arena: (region, bytes) for --layout library (pyembed.codegen.firmware.library):
     the one planned region is an array in section .pe_arena_<region> the user's link places, the arena
     is that array and nothing checks an address."""
     P = prefix.upper()
-    decls, checks = [], []
+    decls = []
     if library_arena is not None:
         lib_name, lib_bytes = library_arena
         decls.append(f"/* region {lib_name}: the planned buffers, {lib_bytes} B, in section .pe_arena_{lib_name} "
@@ -385,15 +402,8 @@ def _api_source(graph, prefix, ops, regions, arena_base, sys_name, seg_text=None
                      f"static uint8_t pe_arena_{lib_name}[{lib_bytes}]\n"
                      f"    __attribute__((section(\".pe_arena_{lib_name}\"), aligned(16), used));")
         regions = {}
-    for name, (base, used) in regions.items():
-        if used == 0:
-            continue
-        decls.append(f"/* region {name}: {used} B at 0x{base:08X} (section .pe_region_{name}) */\n"
-                     f"static uint8_t pe_region_{name}[{_align(used, 16)}]\n"
-                     f"    __attribute__((section(\".pe_region_{name}\"), aligned(16), used));")
-        checks.append(f"    if ((uintptr_t)pe_region_{name} != (uintptr_t)0x{base:08X}u) {{\n"
-                      f"        return PE_ERR_ARG; /* the linker script did not put region {name} at its base */\n"
-                      f"    }}")
+    more, checks = region_reservations(regions)
+    decls += more
     op_index = ", ".join(str(o["op"]) for o in ops) or "0"
     nin, nout = len(graph.inputs), len(graph.outputs)
     # a streamed input has no arena offset (PE_GRAPH_STREAMED): bytes 0 here, pe_model_input gives NULL
