@@ -765,6 +765,35 @@ def test_models_without_units_spread_over_the_units(graphs):
     assert lone.notes and "unit 1 has no work" in lone.notes[0] and "note: unit 1" in lone.describe()
 
 
+def test_background_model_fills_the_other_units_leftover(graphs):
+    """The bundled mix on two units with no unit named: VWW (back to back) goes to unit 0 beside KWS and
+    ResNet-8 to unit 1, whose windows its large operators cannot fill; VWW also runs whole instances
+    (each on one unit) in what ResNet-8 leaves there, so unit 1's planned and simulated utilisation
+    rise and VWW returns more results, with no priority miss (against the same plan with spread=False).
+    A model pinned with @UNIT never moves."""
+    def plan(vww_units=None, spread=True):
+        ms = [Model(graphs["kws"], "kws", latency_sensitive=True), Model(graphs["ic"], "ic"),
+              Model(graphs["vww"], "vww", rate="max", units=vww_units)]
+        return plan_schedule(ms, platform=Platform.from_profile("stm32f746", units=2), window_ms=50, spread=spread)
+    free, alone = plan(), plan(spread=False)
+    mp = {m.name: m for m in free.model_plans}
+    assert mp["vww"].units == (0,) and mp["ic"].units == (1,) and set(mp["vww"].fills) == {1}
+    assert all(not m.fills for m in plan((0,)).model_plans) and all(not m.fills for m in alone.model_plans)
+    vww = [p for p in free.items if p.kind == LOW and free.models[p.model].name == "vww"]
+    per_instance = {}
+    for p in vww:
+        per_instance.setdefault(p.instance, set()).add(p.unit)
+    assert all(len(u) == 1 for u in per_instance.values())               # each instance on one unit
+    assert sum(u == {1} for u in per_instance.values()) == mp["vww"].fills[1]
+    assert "on unit 1, in its leftover" in free.describe()
+    assert free.hyper_windows == alone.hyper_windows
+    r_free, r_alone = simulate(free, 1000).summary(), simulate(alone, 1000).summary()
+    assert r_free["priority_deadline_misses"] == 0
+    assert r_free["low"]["vww"]["results"] > r_alone["low"]["vww"]["results"]
+    assert r_free["low"]["ic"]["results"] == r_alone["low"]["ic"]["results"]
+    assert r_free["utilisation"]["per_unit"][1] > r_alone["utilisation"]["per_unit"][1]
+
+
 def test_cli_unit_suffix():
     from pyembed.cli.schedule import _model
     m = _model("tiny_ic_resnet8_int8:4@0+1", priority="low")

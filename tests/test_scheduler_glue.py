@@ -35,7 +35,11 @@ def _schedules(graphs):
     dual = plan_schedule([Model(graphs["kws"], "kws", latency_sensitive=True),
                           Model(graphs["ic"], "ic", units=(0, 1))],
                          platform=Platform.from_profile("stm32f746", units=2), window_ms=50)
-    return {"single": single, "dual": dual}
+    # no unit given on two units: VWW (back to back) also runs whole instances in ResNet-8's leftover
+    fill = plan_schedule([Model(graphs["kws"], "kws", latency_sensitive=True), Model(graphs["ic"], "ic"),
+                          Model(graphs["vww"], "vww", rate="max")],
+                         platform=Platform.from_profile("stm32f746", units=2), window_ms=50)
+    return {"single": single, "dual": dual, "fill": fill}
 
 
 def _cc(args, cwd):
@@ -56,7 +60,7 @@ def test_input_generator_is_the_c_one():
     assert [int(v) for v in got] == [ref(2, 1, 123456, i) for i in range(300)]
 
 
-@pytest.mark.parametrize("which", ["single", "dual"])
+@pytest.mark.parametrize("which", ["single", "dual", "fill"])
 def test_generated_program_runs_like_the_python_driven_schedule(tmp_path, graphs, which):
     s = _schedules(graphs)[which]
     windows = 10 if which == "single" else 12

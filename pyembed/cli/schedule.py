@@ -142,7 +142,9 @@ def schedule_command(priority, low, profile, units, window_ms, fps, split, windo
     click.echo(f"{windows} windows: {f['priority_deadline_misses']} priority deadline misses, jitter "
                f"{f['priority_jitter_pct_window']:.2f} % of the window (timing model with an assumed +-1 % "
                f"run-to-run variation), utilisation of the remaining periods "
-               f"{100 * f['utilisation']['overall']:.1f} %")
+               f"{100 * f['utilisation']['overall']:.1f} %"
+               + (" (" + ", ".join(f"unit {u} {100 * x:.1f} %" for u, x in enumerate(f["utilisation"]["per_unit"]))
+                  + ")" if len(f["utilisation"].get("per_unit") or ()) > 1 else ""))
     for name, v in f["low"].items():
         if v.get("results"):
             click.echo(f"  {name}: {v['results']} results, latency {v['latency_windows_mean']:.2f} windows "

@@ -222,7 +222,7 @@ def assign_units(models, costs, classes, order, n_units):
 
 def plan_schedule(models, platform="stm32f746", window_ms=None, frame_rate=None, split="fit", fill=0.97,
                   guard_us=0.0, tick_us=100.0, max_hyper=64, strict=True, plan_memory=True, overrun_tolerance=0.02,
-                  max_lag=0, layer_scale=None, prefetch=True):
+                  max_lag=0, layer_scale=None, prefetch=True, spread=True):
     """Plan the static schedule of `models` (Model objects, or graphs) on
     `platform` (a Platform or a firmware_sim profile name) with one window per
     frame (window_ms, or 1000 / frame_rate; default 50 ms).
@@ -239,6 +239,9 @@ def plan_schedule(models, platform="stm32f746", window_ms=None, frame_rate=None,
     prefetch: copy the inputs of the first low group after a priority
     period by DMA during that period (step 7 above); False: every fetch is a
     synchronous copy charged to the group.
+    spread: a background model (rate "max") whose unit the planner chose
+    also runs whole instances, each on one unit, in what the other models
+    leave on the other units (ModelPlan.fills); False: only on its unit.
     strict: raise ScheduleError on a fault;
     with strict=False the faults are listed in Schedule.problems and what can
     be planned is (a priority model larger than the window still runs every
@@ -296,6 +299,7 @@ def plan_schedule(models, platform="stm32f746", window_ms=None, frame_rate=None,
     order, classes = rank_models(models)
     problems = []
     notes = []
+    chosen = [not m.units for m in models]     # units the planner chooses (no @UNIT given)
     if n_units > 1:
         models, notes = assign_units(models, costs, classes, order, n_units)
         for c, m in zip(costs, models):
@@ -423,6 +427,16 @@ def plan_schedule(models, platform="stm32f746", window_ms=None, frame_rate=None,
                   f"within {max_hyper} windows (left after the models before it: "
                   f"{sum(left[units[0]]) * 1e3 / clock / max(1, len(left[units[0]])):.2f} ms per window on average)")
 
+    # 6. a background model ("max") whose unit was chosen for it also runs whole instances, each on one
+    # unit, in what every other model leaves on the other units (no unit idles while one has work)
+    for i in low_models:
+        if spread and models[i].rate == "max" and chosen[i] and i in n_inst and len(by_model[i].units) == 1:
+            for u in range(n_units):
+                if u != by_model[i].units[0] and caps_unit[u] > 0:
+                    got = _fill_unit(i, costs[i], platform, u, left, H, take, n_inst)
+                    if got:
+                        by_model[i].fills[u] = got
+
     # items in table order
     pieces = []
     for w in range(H):
@@ -469,7 +483,7 @@ def plan_schedule(models, platform="stm32f746", window_ms=None, frame_rate=None,
     sched.options = dict(window_ms=window_ms, split=split, fill=fill, guard_us=guard_us, tick_us=tick_us,
                          max_hyper=max_hyper, strict=strict, plan_memory=plan_memory,
                          overrun_tolerance=overrun_tolerance, max_lag=max_lag, layer_scale=layer_scale,
-                         prefetch=prefetch)
+                         prefetch=prefetch, spread=spread)
     return sched
 
 
@@ -574,6 +588,35 @@ def _place_background(i, c, platform, u, left, get_h, tile, take, n_inst, max_hy
     mp.period = None
     mp.groups = [(a, b) for _, a, b in pieces[0]]
     return True
+
+
+def _fill_unit(i, c, platform, u, left, H, take, n_inst):
+    """More whole instances of background model i on unit u, back to back through what is left of
+    u's remaining periods over the current table (not lengthened); an instance not finished within
+    the table is not placed. Returns how many were placed."""
+    sp = _Splitter(c, platform, u)
+    done, cur, a, w = [], [], 0, 0
+    room = left[u][0] if H else 0
+    while w < H:
+        b = a
+        while b < c.n_ops and sp.est(a, b + 1) <= room:
+            b += 1
+        if b > a:
+            cur.append((w, a, b))
+            room -= sp.est(a, b)
+            a = b
+            if a == c.n_ops:
+                done.append(cur)
+                cur, a = [], 0
+            continue
+        w += 1
+        room = left[u][w] if w < H else 0
+    k0 = n_inst[i]
+    for k, inst_pieces in enumerate(done):
+        for sub, (win, a, b) in enumerate(inst_pieces):
+            take(i, k0 + k, sub, u, win, a, b, sp.est(a, b))
+    n_inst[i] = k0 + len(done)
+    return len(done)
 
 
 def _place_pipeline(i, c, platform, units, rate, left, get_h, tile, take, n_inst, max_hyper, mp, split):

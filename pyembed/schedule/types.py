@@ -87,6 +87,9 @@ class ModelPlan:
     rate: object = None
     instances: int = 0          # per table period
     groups: list = dataclasses.field(default_factory=list)  # (first_op, last_op) of instance 0
+    # a background model whose unit was chosen for it: {other unit: its whole instances there, per table},
+    # run in what the other models leave on that unit (plan_schedule's fill step)
+    fills: dict = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -186,6 +189,9 @@ class Schedule:
             if mp.kind == LOW:
                 per = "back to back" if mp.rate == "max" else f"every {mp.period} window(s)"
                 line += f"; {len(mp.groups)} sub-model(s), {mp.instances} run(s) per table ({per})"
+                if mp.fills:
+                    line += "; " + ", ".join(f"{n} of them on unit {u}, in its leftover"
+                                             for u, n in sorted(mp.fills.items()))
             lines.append(line)
         lines.append(f"  persistent buffers: {len(self.buffers)}, {self.persistent_bytes} B planned "
                      f"({self.persistent_bytes_unshared} B without sharing)")
