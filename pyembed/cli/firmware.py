@@ -2,6 +2,10 @@
 [--stream-input] [--fc-int16-weights [--fc-int16-min-macs N]] [--io semihost|uart|none]
 [--run --inputs X.npy] [--json] [--layout project|library]``.
 
+``pyembed firmware A B ... --profile PROFILE --segments BYTES [-o DIR] [--build | --run]``
+writes several models as one segmented use case, run one after the other
+(pyembed.cli.firmware_usecase).
+
 --layout library writes the model as a library for the user's own firmware
 instead (pyembed.codegen.firmware.library): no harness, startup or fixed
 address, the activations planned on one RAM region (planned again on one
