@@ -434,12 +434,13 @@ def _api_source(graph, prefix, ops, regions, arena_base, sys_name, seg_text=None
                  " * array below (the plan's offsets inside it), wherever the link puts it.")
         base_define = ""
         arena_expr = f"pe_arena_{library_arena[0][0]}"
-    size_expr, reloc_call = f"{P}_ARENA_BYTES", ""
+    size_expr, reloc_call, unplaced, unplaced_why = f"{P}_ARENA_BYTES", "", "", ""
     if library_reloc:
         where = (" * The graph runtime addresses activations as arena + offset: the arena starts at the\n"
                  " * lowest of the region arrays below, wherever the link puts them, and pe_model_init\n"
                  " * relocates the graph tables' offsets (in RAM) to the addresses the link chose.")
         arena_expr, size_expr = "pe_model_base", "pe_model_span"
+        unplaced, unplaced_why = " || pe_model_base == NULL", ", or before pe_model_init"
         decls.append(library_reloc)
         reloc_call = ("    st = pe_model_relocate();   /* the regions' link addresses into the tables */\n"
                       "    if (st != PE_OK) {\n        return st;\n    }\n")
@@ -496,8 +497,8 @@ pe_status pe_model_init(void)
 
 void *pe_model_input(int32_t index, uint32_t *bytes)
 {{
-    if (index < 0 || index >= {P}_NUM_INPUTS || pe_model_inputs[index][1] == 0u) {{
-        return NULL;   /* a bad index, or a streamed input (not in the arena) */
+    if (index < 0 || index >= {P}_NUM_INPUTS || pe_model_inputs[index][1] == 0u{unplaced}) {{
+        return NULL;   /* a bad index, or a streamed input (not in the arena){unplaced_why} */
     }}
     if (bytes != NULL) {{
         *bytes = pe_model_inputs[index][1];
@@ -507,8 +508,8 @@ void *pe_model_input(int32_t index, uint32_t *bytes)
 
 const void *pe_model_output(int32_t index, uint32_t *bytes)
 {{
-    if (index < 0 || index >= {P}_NUM_OUTPUTS || pe_model_outputs[index][1] == 0u) {{
-        return NULL;   /* a bad index, or a streamed output (not in the arena) */
+    if (index < 0 || index >= {P}_NUM_OUTPUTS || pe_model_outputs[index][1] == 0u{unplaced}) {{
+        return NULL;   /* a bad index, or a streamed output (not in the arena){unplaced_why} */
     }}
     if (bytes != NULL) {{
         *bytes = pe_model_outputs[index][1];

@@ -410,8 +410,12 @@ def write_library(w, graph, profile, plan, prefix, layout, regions, granted, fc_
                                rows=bool(streamed) or any(graph.tensors[t].streamed for t in graph.outputs),
                                model_name=graph.name))
     # (pe_model_init checks no address here: the link places the arena)
-    wm("model/pe_model.h", _api_header(graph, prefix, False).replace("once: checks the memory map and the tables,",
-                                                                     "once: checks the tables,", 1))
+    api_h = _api_header(graph, prefix, False).replace("once: checks the memory map and the tables,",
+                                                      "once: checks the tables,", 1)
+    if reloc is not None:   # the arena is known once pe_model_init has relocated the tables
+        api_h = api_h.replace("(NULL: bad index).", "(NULL: bad index, or before pe_model_init).", 1).replace(
+            "(NULL: bad index, or a\n", "(NULL: bad index, before pe_model_init, or a\n", 1)
+    wm("model/pe_model.h", api_h)
     wm("model/pe_model.c", _api_source(graph, prefix, ops, regions, 0, "", None,
                                        library_arena=[(n, b) for n, b, _ in arenas],
                                        library_reloc=reloc and reloc_source(prefix, reloc)))
