@@ -7,7 +7,9 @@ target_link_libraries(app pyembed_model), main.c, startup.c and a linker
 script that INCLUDEs the library's pyembed_sections.ld inside its own memory
 regions) is built with CMake for a Cortex-M0 (microbit), M4 (mps2-an386) and
 M55 (mps3-an547) and run under QEMU: its outputs equal the host runtime's,
-integer for integer. A region smaller than the planned arena fails the link
+integer for integer; on the M4 also a library over two regions (block RAM and
+SSRAM2/3), whose pe_model_init relocates the tables: every buffer lies in its
+region's section. A region smaller than the planned arena fails the link
 with the fragment's ASSERT message."""
 import json
 import os
@@ -92,7 +94,55 @@ void Reset_Handler(void)
 """
 
 
-def _main_c(graph, data):
+def _placement_check(sections):
+    """C for the application's main after the invoke (the test of a library over several regions):
+    every activation and scratch buffer the relocated tables address (from the arena, the lowest
+    section, which the link script names __app_arena_lo) lies inside one of the sections (the link's
+    __app_sec<k>_start / _end); prints PLACED and the count in each; exit 6 if one lies outside."""
+    ext = "".join(f"extern uint8_t __app_sec{k}_start[], __app_sec{k}_end[];\n" for k in range(len(sections)))
+    rng = ", ".join(f"{{(uintptr_t)__app_sec{k}_start, (uintptr_t)__app_sec{k}_end}}" for k in range(len(sections)))
+    return ext + "extern uint8_t __app_arena_lo[];\n", f"""    {{
+        static const uintptr_t secs[{len(sections)}][2] = {{ {rng} }};
+        uint32_t count[{len(sections)}] = {{0}};
+        int32_t i, s, nb = pe_model_graph.num_tensors + pe_model_graph.num_ops;
+        for (i = 0; i < nb; i++) {{
+            int32_t off, bytes;
+            int in = 0;
+            if (i < pe_model_graph.num_tensors) {{
+                off = pe_model_graph.tensors[i].offset;
+                bytes = pe_model_graph.tensors[i].bytes;
+            }} else {{
+                off = pe_model_graph.ops[i - pe_model_graph.num_tensors].scratch_offset;
+                bytes = pe_model_graph.ops[i - pe_model_graph.num_tensors].scratch_size;
+            }}
+            if (off < 0 || bytes <= 0) {{
+                continue;   /* a constant, a streamed tensor, no scratch */
+            }}
+            for (s = 0; s < {len(sections)}; s++) {{
+                uintptr_t a = (uintptr_t)__app_arena_lo + (uint32_t)off;
+                if (a >= secs[s][0] && a + (uint32_t)bytes <= secs[s][1]) {{
+                    count[s]++;
+                    in = 1;
+                }}
+            }}
+            if (!in) {{
+                return 6;
+            }}
+        }}
+        pe_port_log("PLACED");
+        for (s = 0; s < {len(sections)}; s++) {{
+            line[0] = ' ';
+            line[1] = hex[(count[s] >> 4) & 15u];
+            line[2] = hex[count[s] & 15u];
+            line[3] = 0;
+            pe_port_log(line);
+        }}
+        pe_port_log("\\n");
+    }}
+"""
+
+
+def _main_c(graph, data, check=("", "")):
     ins = ", ".join(str(int(b)) for b in np.frombuffer(data, dtype=np.uint8))
     return f"""/* the application: runs the model once on a fixed input, prints each output's bytes (semihosting) */
 #include <stdint.h>
@@ -101,7 +151,7 @@ def _main_c(graph, data):
 #include "pe_port.h"
 
 static const uint8_t app_input[{len(data)}] = {{ {ins} }};
-
+{check[0]}
 static void write0(const char *s)
 {{
     register uint32_t r0 __asm__("r0") = 0x04u; /* SYS_WRITE0 */
@@ -140,7 +190,7 @@ int main(void)
         pe_port_log("invoke failed\\n");
         return 4;
     }}
-    for (k = 0; k < PE_MODEL_NUM_OUTPUTS; k++) {{
+{check[1]}    for (k = 0; k < PE_MODEL_NUM_OUTPUTS; k++) {{
         const uint8_t *p = (const uint8_t *)pe_model_output(k, &n);
         uint32_t i;
         pe_port_log("OUT");
@@ -158,7 +208,7 @@ int main(void)
 """
 
 
-def _app_ld(profile, sizes=None):
+def _app_ld(profile, sizes=None, sections=()):
     """The application's linker script on the profile's memory map (the user's MEMORY), naming
     the library's region aliases and INCLUDEing its fragment inside SECTIONS. sizes: {region:
     LENGTH} overrides."""
@@ -176,6 +226,13 @@ def _app_ld(profile, sizes=None):
         if not r.is_flash:
             alias.append(f'REGION_ALIAS("{region_alias(r.name)}", {name});')
     alias.append(f'REGION_ALIAS("RAM", MEM_{sysr.upper()});')
+    marks = "".join(f"    __app_sec{k}_start = ADDR({s});\n    __app_sec{k}_end = ADDR({s}) + SIZEOF({s});\n"
+                    for k, s in enumerate(sections))
+    if sections:
+        lo = f"ADDR({sections[0]})"
+        for s in sections[1:]:
+            lo = f"MIN({lo}, ADDR({s}))"
+        marks += f"    __app_arena_lo = {lo};\n"
     return f"""ENTRY(Reset_Handler)
 MEMORY
 {{
@@ -187,7 +244,7 @@ SECTIONS
     .text : {{ KEEP(*(.vectors)) *(.text*) *(.rodata*) . = ALIGN(4); }} > FLASH
     .ARM.exidx : {{ *(.ARM.exidx* .gnu.linkonce.armexidx.*) }} > FLASH
     INCLUDE pyembed_sections.ld
-    .data : {{ . = ALIGN(4); __data_start = .; *(.data*) . = ALIGN(4); __data_end = .; }} > RAM AT > FLASH
+{marks}    .data : {{ . = ALIGN(4); __data_start = .; *(.data*) . = ALIGN(4); __data_end = .; }} > RAM AT > FLASH
     __data_load = LOADADDR(.data);
     .bss (NOLOAD) : {{ . = ALIGN(4); __bss_start = .; *(.bss*) *(COMMON) . = ALIGN(4); __bss_end = .; }} > RAM
     __stack_top = ORIGIN(RAM) + LENGTH(RAM);
@@ -196,7 +253,7 @@ SECTIONS
 """
 
 
-def _write_app(app, lib, board, graph, data, sizes=None):
+def _write_app(app, lib, board, graph, data, sizes=None, sections=()):
     from pyembed.codegen.firmware.boards import BOARDS
     profile = load_profile(board)
     app.mkdir(parents=True, exist_ok=True)
@@ -218,9 +275,9 @@ target_link_options(app.elf PRIVATE -nostartfiles --specs=nosys.specs -Wl,--gc-s
                     -T${{CMAKE_CURRENT_SOURCE_DIR}}/app.ld)
 set_target_properties(app.elf PROPERTIES LINK_DEPENDS ${{CMAKE_CURRENT_SOURCE_DIR}}/app.ld)
 """)
-    (app / "main.c").write_text(_main_c(graph, data))
+    (app / "main.c").write_text(_main_c(graph, data, _placement_check(sections) if sections else ("", "")))
     (app / "startup.c").write_text(_STARTUP)
-    (app / "app.ld").write_text(_app_ld(profile, sizes))
+    (app / "app.ld").write_text(_app_ld(profile, sizes, sections))
 
 
 def _cmake_build(app):
@@ -239,19 +296,8 @@ def _input(graph, seed):
 
 # ---------------------------------------------------------------- the library's contents
 
-def test_library_holds_no_harness_and_no_address(tmp_path):
-    """No main, startup, semihosting or absolute address in any generated file (the port layer's
-    Cortex-M system registers, 0xE000xxxx, are the architecture's, not a memory plan's);
-    the sections and sizes in firmware.json; only the runtime the model needs."""
-    from pyembed import _csrc
-    proj = _library("tflm_micro_speech_int8", "mps2-an386", tmp_path / "lib")
-    d = proj.outdir
-    files = [p for p in d.rglob("*") if p.is_file()]
-    names = {p.relative_to(d).as_posix() for p in files}
-    for n in ("CMakeLists.txt", "pyembed_model.mk", "pyembed_sections.ld", "README.md", "firmware.json",
-              "model/pe_model.c", "model/pe_model.h", "model/model_ops.c", "port/pe_port.h", "port/pe_port.c"):
-        assert n in names, n
-    assert not any(n in names for n in ("main.c", "startup.c", "link.ld", "Makefile", "pe_target.c"))
+def _assert_no_harness_or_address(files):
+    """No semihosting, main, startup or absolute address in the library's files."""
     for p in files:
         if p.suffix not in (".c", ".h", ".ld", ".txt", ".mk"):
             continue
@@ -272,6 +318,22 @@ def test_library_holds_no_harness_and_no_address(tmp_path):
                 assert int(m, 16) >> 16 == 0xE000, f"{p}: address 0x{m}"
             if p.parent.name == "model" and p.name != "model_data.c":   # model_data.c: weight bytes in hex
                 assert not re.search(r"0x[0-9A-Fa-f]{5,}", code), p
+
+
+def test_library_holds_no_harness_and_no_address(tmp_path):
+    """No main, startup, semihosting or absolute address in any generated file (the port layer's
+    Cortex-M system registers, 0xE000xxxx, are the architecture's, not a memory plan's);
+    the sections and sizes in firmware.json; only the runtime the model needs."""
+    from pyembed import _csrc
+    proj = _library("tflm_micro_speech_int8", "mps2-an386", tmp_path / "lib")
+    d = proj.outdir
+    files = [p for p in d.rglob("*") if p.is_file()]
+    names = {p.relative_to(d).as_posix() for p in files}
+    for n in ("CMakeLists.txt", "pyembed_model.mk", "pyembed_sections.ld", "README.md", "firmware.json",
+              "model/pe_model.c", "model/pe_model.h", "model/model_ops.c", "port/pe_port.h", "port/pe_port.c"):
+        assert n in names, n
+    assert not any(n in names for n in ("main.c", "startup.c", "link.ld", "Makefile", "pe_target.c"))
+    _assert_no_harness_or_address(files)
     j = json.loads((d / "firmware.json").read_text())
     assert j["layout"] == "library"
     used = j["regions"]["blockram"]["used"]
@@ -318,23 +380,49 @@ def test_cli_layout_library(tmp_path):
 
 
 def test_plan_over_several_regions(tmp_path):
-    """keyword spotting's plan on mps2-an386 spans block RAM and SSRAM2/3: the Python API refuses it
-    for a library (one base for the activations), the command plans again on one region alone."""
+    """keyword spotting's plan on mps2-an386 spans block RAM and SSRAM2/3: the library keeps both
+    regions (the API and the command alike), each its own array, section, region alias and
+    ASSERTs; the tables pe_model_init relocates are in RAM and firmware.json counts them; no
+    address in any file (the stand-in offsets are small numbers, not addresses)."""
     from pyembed.cli import main
-    from pyembed.errors import UnsupportedError
+    from pyembed.codegen.firmware.library import relocations
     from pyembed.target.firmware import generate
     g = _graph("tiny_kws_dscnn_int8")
-    with pytest.raises(UnsupportedError, match=r"--layout library: the plan uses 2 RAM regions \(blockram, ssram23\)"):
-        generate(g, "mps2-an386", tmp_path / "api", library=True)
+    proj = generate(g, "mps2-an386", tmp_path / "api", library=True)
+    used = proj.plan.region_used()
+    assert used["blockram"] > 0 and used["ssram23"] > 0
+    j = json.loads((tmp_path / "api" / "firmware.json").read_text())
+    assert list(j["sections"]) == [".pe_arena_blockram", ".pe_arena_ssram23"]
+    for n in ("blockram", "ssram23"):
+        assert j["sections"][f".pe_arena_{n}"] == {"region": n, "bytes": (used[n] + 15) // 16 * 16, "used": used[n],
+                                                    "region_alias": f"PE_RAM_{n.upper()}", "noload": True}
+    rel = j["relocation"]
+    assert rel["regions"] == {"blockram": {"stand_in_offset": 0, "bytes": j["sections"][".pe_arena_blockram"]["bytes"]},
+                              "ssram23": {"stand_in_offset": j["sections"][".pe_arena_blockram"]["bytes"],
+                                          "bytes": j["sections"][".pe_arena_ssram23"]["bytes"]}}
+    # every activation of the table and every scratch buffer is relocated, none twice
+    _, reloc = relocations(proj.graph, proj.plan, [(n, b["bytes"]) for n, b in rel["regions"].items()])
+    from pyembed.codegen import emit
+    tensors, ops = emit.runtime_tables(proj.graph, proj.layout)
+    assert [k for k, _ in reloc["tensors"]] == [k for k, t in enumerate(tensors) if t["offset"] >= 0]
+    assert [k for k, _ in reloc["scratch"]] == [k for k, o in enumerate(ops) if o["scratch_size"] > 0]
+    assert {r for _, r in reloc["tensors"] + reloc["scratch"]} == {0, 1}
+    assert rel["tensor_offsets"] == len(reloc["tensors"]) and rel["scratch_offsets"] == len(reloc["scratch"])
+    assert rel["ram_bytes"] == sum(rel["ram_tables"].values()) > 0
+    ld = (tmp_path / "api" / "pyembed_sections.ld").read_text()
+    for n in ("blockram", "ssram23"):
+        assert f".pe_arena_{n} (NOLOAD) : ALIGN(16)" in ld and f"}} > PE_RAM_{n.upper()}" in ld
+        assert f'"pyembed: memory region PE_RAM_{n.upper()} is smaller than' in ld
+    pe_model = (tmp_path / "api" / "model" / "pe_model.c").read_text()
+    assert "pe_model_relocate" in pe_model and "static uint8_t pe_arena_ssram23[" in pe_model
+    _assert_no_harness_or_address([p for p in (tmp_path / "api").rglob("*") if p.is_file()])
     r = CliRunner().invoke(main, ["firmware", "tiny_kws_dscnn_int8", "--profile", "mps2-an386", "--layout", "library",
                                   "-o", str(tmp_path / "lib"), "--strategy", "none", "--json"])
     assert r.exit_code == 0, r.output
     d = json.loads(r.output)
-    assert list(d["sections"]) == [".pe_arena_blockram"] and d["fits"]
-    assert any("planned on region blockram alone" in ln for ln in d["pipeline"])
-    j = json.loads((tmp_path / "lib" / "firmware.json").read_text())
-    assert [n for n, r in j["regions"].items() if r["used"]] == ["blockram"]
-    assert j["sections"][".pe_arena_blockram"]["bytes"] >= j["regions"]["blockram"]["used"] > 0
+    assert list(d["sections"]) == [".pe_arena_blockram", ".pe_arena_ssram23"] and d["fits"]
+    assert d["relocation"]["ram_bytes"] > 0
+    assert not any("alone" in ln for ln in d["pipeline"])
 
 
 # ---------------------------------------------------------------- built into an application, run under QEMU
@@ -366,12 +454,70 @@ def test_application_bit_exact_under_qemu(board, model, tmp_path):
 
 @needs_tools
 @needs_cmake
-def test_region_too_small_fails_the_link(tmp_path):
+def test_two_regions_bit_exact_under_qemu(tmp_path):
+    """keyword spotting's library over block RAM and SSRAM2/3 on mps2-an386: the application's link
+    puts each section in its own memory, pe_model_init relocates the tables, the outputs equal
+    the host runtime's; the tables in .data are the bytes firmware.json counts."""
+    from pyembed.codegen.firmware.library import GRAPH_BYTES, OP_ROW_BYTES, TENSOR_ROW_BYTES
+    board, model = "mps2-an386", "tiny_kws_dscnn_int8"
+    graph = _graph(model)
+    proj = _library(model, board, tmp_path / "lib")
+    j = json.loads((proj.outdir / "firmware.json").read_text())
+    xs, data = _input(graph, 35)
+    sections = list(j["sections"])
+    _write_app(tmp_path / "app", tmp_path / "lib", board, graph, data, sections=sections)
+    b = _cmake_build(tmp_path / "app")
+    assert b.returncode == 0, b.stdout + b.stderr
+    elf = tmp_path / "app" / "build" / "app.elf"
+    secs = subprocess.run([qemu.CC.replace("gcc", "readelf"), "-SW", str(elf)], capture_output=True, text=True,
+                          check=True).stdout
+    profile = load_profile(board)
+    for n in ("blockram", "ssram23"):
+        m = re.search(rf"\.pe_arena_{n}\s+NOBITS\s+([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)", secs)
+        assert m, secs
+        addr, size = int(m.group(1), 16), int(m.group(2), 16)
+        reg = profile.regions[n]
+        assert size == j["sections"][f".pe_arena_{n}"]["bytes"] and reg.base <= addr < addr + size <= reg.base + reg.size
+    syms = subprocess.run([qemu.CC.replace("gcc", "nm"), "-S", str(elf)], capture_output=True, text=True,
+                          check=True).stdout
+    sizes = {ln.split()[3]: (int(ln.split()[1], 16), ln.split()[2]) for ln in syms.splitlines() if len(ln.split()) == 4}
+    ram = j["relocation"]["ram_tables"]
+    assert sizes["pe_model_tensors"] == (ram["tensor_table"], "D") and ram["tensor_table"] % TENSOR_ROW_BYTES == 0
+    assert sizes["pe_model_ops"] == (ram["op_table"], "D") and ram["op_table"] % OP_ROW_BYTES == 0
+    assert sizes["pe_model_graph"] == (GRAPH_BYTES, "D") == (ram["graph"], "D")
+    run = qemu.run(elf, board, timeout=60)
+    text = (run.stdout + run.stderr).decode(errors="replace")
+    assert run.exit_code == 0, (run.exit_code, text)
+    # each buffer the relocated tables address lies in the section of the region the plan put it in
+    from pyembed.codegen import emit
+    plan = proj.plan
+    tensors, ops = emit.runtime_tables(proj.graph, proj.layout)
+    scratch_region = {int(buf.op): plan.regions[plan.placement[i][0]].name for i, buf in enumerate(plan.buffers)
+                      if getattr(buf, "kind", "") == "scratch" and getattr(buf, "op", None) is not None}
+    want = [plan.tensor_location(t["tensor"])[0] for t in tensors if t["offset"] >= 0 and t["bytes"] > 0]
+    want += [scratch_region[o["op"]] for o in ops if o["scratch_offset"] >= 0 and o["scratch_size"] > 0]
+    placed = [ln.split()[1:] for ln in text.splitlines() if ln.startswith("PLACED")]
+    assert placed == [[f"{want.count(s[len('.pe_arena_'):]):02x}" for s in sections]], (placed, text)
+    assert all(want.count(s[len(".pe_arena_"):]) > 0 for s in sections)
+    outs = [bytes(int(v, 16) for v in ln.split()[1:]) for ln in text.splitlines() if ln.startswith("OUT")]
+    host = np.asarray(graph.run(xs[0]))
+    assert len(outs) == 1 == len(graph.outputs)
+    fw = np.frombuffer(outs[0], dtype=host.dtype)
+    assert fw.size == host.size and np.array_equal(fw, host.ravel()), (fw, host.ravel())
+
+
+@needs_tools
+@needs_cmake
+@pytest.mark.parametrize("model", ["tflm_micro_speech_int8", "tiny_kws_dscnn_int8"])
+def test_region_too_small_fails_the_link(model, tmp_path):
     """The user's memory region holding .pe_arena_blockram made 16 B smaller than the planned
-    arena: the link fails with the fragment's ASSERT message."""
-    graph = _graph("tflm_micro_speech_int8")
-    proj = _library("tflm_micro_speech_int8", "mps2-an386", tmp_path / "lib")
-    arena = json.loads((proj.outdir / "firmware.json").read_text())["sections"][".pe_arena_blockram"]["bytes"]
+    section: the link fails with the fragment's ASSERT message; for keyword spotting, a library
+    over two regions (block RAM and SSRAM2/3), the other region being large enough."""
+    graph = _graph(model)
+    proj = _library(model, "mps2-an386", tmp_path / "lib")
+    secs = json.loads((proj.outdir / "firmware.json").read_text())["sections"]
+    assert len(secs) == (2 if model == "tiny_kws_dscnn_int8" else 1)
+    arena = secs[".pe_arena_blockram"]["bytes"]
     _, data = _input(graph, 1)
     _write_app(tmp_path / "app", tmp_path / "lib", "mps2-an386", graph, data, sizes={"blockram": arena - 16})
     b = _cmake_build(tmp_path / "app")

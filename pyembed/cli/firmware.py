@@ -8,8 +8,9 @@ writes several models as one segmented use case, run one after the other
 
 --layout library writes the model as a library for the user's own firmware
 instead (pyembed.codegen.firmware.library): no harness, startup or fixed
-address, the activations planned on one RAM region (planned again on one
-region alone when the profile's plan spans several); --run, --build and
+address, the activations planned on the profile's RAM regions as for the
+project, each region its own section the user's link places (pe_model_init
+relocates the tables' offsets when there are several); --run, --build and
 --segments are refused with it.
 
 Writes a complete Cortex-M project (pyembed.codegen.firmware) of the graph the
@@ -211,8 +212,6 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
                           weight_block=budget, segment_cut=segment_cut)
     try:
         tp = plan_for_target(g, profile, options, action="build firmware for")
-        if library:
-            tp = _one_region_plan(g, profile, options, tp)
     except FitError as e:
         if not as_json:
             click.echo(failure_verdict(e))
@@ -395,31 +394,6 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
         raise SystemExit(1)
 
 
-def _one_region_plan(g, profile, options, tp):
-    """--layout library: the graph runtime addresses every activation from one base, which a library
-    cannot fix across the user's memories before the link; a plan over several RAM regions is made
-    again on one region alone, the first of the profile's planning order it fits (FitError: none)."""
-    from pyembed.errors import FitError
-    from pyembed.target.planning import plan_for_target, profile_regions
-    used = [n for n, b in tp.plan.region_used().items() if b > 0]
-    if len(used) <= 1:
-        return tp
-    _, regions = profile_regions(tp.profile)
-    tried = []
-    for r in regions:
-        try:
-            one = plan_for_target(g, tp.profile, options, regions=[r], action="build firmware for")
-        except FitError as e:
-            tried.append(f"{r.name}: {e}")
-            continue
-        one.pipeline_lines = list(one.pipeline_lines) + [
-            f"--layout library: planned on region {r.name} alone (the plan over {', '.join(used)} needs one base "
-            f"address for the activations; the library's arena is one array)"]
-        return one
-    raise FitError(f"--layout library: the plan needs several RAM regions ({', '.join(used)}) and no single "
-                   f"region of {tp.profile.name} holds it ({'; '.join(tried)})")
-
-
 def _library_report(g, proj, tp, manifest, outdir, as_json, verbose):
     """--layout library: what was written, the sections and the verdict (exit 1 when it does not fit)."""
     from pyembed.errors import FitError
@@ -429,6 +403,7 @@ def _library_report(g, proj, tp, manifest, outdir, as_json, verbose):
                                "sections": manifest["sections"], "flash_section": manifest["flash_section"],
                                "sources": manifest["sources"], "cpu_flags_assumed": manifest["cpu_flags_assumed"],
                                "arena_bytes": manifest["arena_bytes"], "strategy": tp.strategy,
+                               "relocation": manifest.get("relocation"),
                                "pipeline": tp.pipeline_lines, "verdict": verdict, "fits": tp.fits()}, indent=1))
     else:
         click.echo(f"{g.name}: library for {proj.profile.name} ({proj.profile.core}) in {outdir} (CMake target "
@@ -440,6 +415,9 @@ def _library_report(g, proj, tp, manifest, outdir, as_json, verbose):
         for name, sec in manifest["sections"].items():
             click.echo(f"  section {name} (NOLOAD): {sec['bytes']} B in region alias {sec['region_alias']} "
                        f"(planned region {sec['region']})")
+        if manifest.get("relocation"):
+            click.echo(f"  {len(manifest['sections'])} regions: pe_model_init relocates the graph tables' offsets, "
+                       f"which are in RAM (.data: {manifest['relocation']['ram_bytes']} B)")
         for name, sec in manifest["flash_section"].items():
             click.echo(f"  section {name}: {sec['bytes']} B of weights in region alias {sec['region_alias']}")
         click.echo(f"  runtime: {sum(s.startswith('pyembed/') for s in manifest['sources'])} C files of pyembed's "

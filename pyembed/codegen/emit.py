@@ -443,13 +443,17 @@ def _op_initializer(spec, prefix, arrays):
     return head + (", " + body if body else "") + " }"
 
 
-def graph_tables(graph, plan, prefix="pe_model", layout=None, const_data=None):
+def graph_tables(graph, plan, prefix="pe_model", layout=None, const_data=None, writable=False):
     """(model_graph.h, model_graph.c): the pe_graph tables of graph on the
     plan's arena (regions laid end to end, as Graph.layout_from_plan does,
     unless a Layout is given: the firmware project passes one with the
     regions at their real addresses), constants pointing into model_data.c
     (or, for a tensor in const_data {tensor: C expression}, at that address:
-    the firmware's segment block)."""
+    the firmware's segment block). writable: the tensor table, the operator
+    table and the graph in RAM (not const), the first two as {prefix}_tensors /
+    {prefix}_ops, and reset_states reading the offsets from the tensor table:
+    for the library over several regions, whose pe_model_init relocates the
+    offsets once the link has placed the regions (pyembed.codegen.firmware.library)."""
     check_identifier(prefix, "prefix")
     from pyembed.model.validate import validate_graph
     validate_graph(graph)
@@ -512,17 +516,25 @@ def graph_tables(graph, plan, prefix="pe_model", layout=None, const_data=None):
             d = dims4(tt.shape)
             h += (f"#define {P}_OUTPUT{k}_STREAMED 1\n#define {P}_OUTPUT{k}_H {d[1]}\n#define {P}_OUTPUT{k}_W {d[2]}\n"
                   f"#define {P}_OUTPUT{k}_C {d[3]}\n")
-    h += (f"\nextern const pe_graph {prefix}_graph;\n"
+    cq = "" if writable else "const "
+    if writable:
+        h += (f"\n/* In RAM: pe_model_init relocates the arena offsets in them (the library's regions). */\n"
+              f"extern pe_graph_tensor {prefix}_tensors[{max(len(tensors), 1)}];\n"
+              f"extern pe_graph_op {prefix}_ops[{max(len(ops), 1)}];\n")
+    h += (f"\nextern {cq}pe_graph {prefix}_graph;\n"
           f"/* Set the variable tensors (recurrent states) of arena as TFLM resets them: an\n"
           f" * int8 one to its zero point, others to 0. Call before the first invoke. */\n"
           f"void {prefix}_reset_states(uint8_t *arena);\n\n#endif /* {P}_GRAPH_H */\n")
     resets = []
     for t, tensor in enumerate(graph.tensors):
-        if tensor.is_variable and not tensor.is_constant and t in layout.tensor_offsets:
+        if tensor.is_variable and not tensor.is_constant and t in layout.tensor_offsets and \
+                (not writable or t in t_index):   # writable: only a tensor of the table is relocated
+            where = (f"(uint32_t){prefix}_tensors[{t_index[t]}].offset" if writable and t in t_index
+                     else f"{layout.tensor_offsets[t]}u")
             zp = int(tensor.zero_point[0]) if (tensor.dtype == np.int8 and tensor.zero_point is not None
                                                 and len(tensor.zero_point)) else 0
             resets.append(f"    for (i = 0; i < {tensor.nbytes}u; i++) {{\n"
-                          f"        arena[{layout.tensor_offsets[t]}u + i] = (uint8_t){zp & 0xFF}u; /* tensor {t} */\n"
+                          f"        arena[{where} + i] = (uint8_t){zp & 0xFF}u; /* tensor {t} */\n"
                           f"    }}\n")
     reset_fn = (f"void {prefix}_reset_states(uint8_t *arena)\n{{\n"
                 + (f"    uint32_t i;\n{''.join(resets)}" if resets else "    (void)arena;\n") + "}\n")
@@ -545,15 +557,15 @@ def graph_tables(graph, plan, prefix="pe_model", layout=None, const_data=None):
 #include "model_graph.h"
 
 {''.join(arrays)}
-static const pe_graph_tensor {prefix}_tensors[{max(len(tensors), 1)}] = {{
+{'' if writable else 'static const '}pe_graph_tensor {prefix}_tensors[{max(len(tensors), 1)}] = {{
 {chr(10).join(trows)}
 }};
 
-static const pe_graph_op {prefix}_ops[{max(len(ops), 1)}] = {{
+{'' if writable else 'static const '}pe_graph_op {prefix}_ops[{max(len(ops), 1)}] = {{
 {chr(10).join(orows)}
 }};
 
-const pe_graph {prefix}_graph = {{ {prefix}_tensors, {len(tensors)}, {prefix}_ops, {len(ops)}, {layout.arena_size} }};
+{cq}pe_graph {prefix}_graph = {{ {prefix}_tensors, {len(tensors)}, {prefix}_ops, {len(ops)}, {layout.arena_size} }};
 
 {reset_fn}"""
     return h, c

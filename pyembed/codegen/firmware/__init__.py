@@ -151,14 +151,18 @@ def _align(x, a):
     return (x + a - 1) // a * a
 
 
-def firmware_layout(graph, plan):
+def firmware_layout(graph, plan, bases=None, origin=None):
     """The graph Layout with offsets relative to the lowest used region's base
-    address (regions at their real addresses), and {region: (base, used)}."""
+    address (regions at their real addresses), and {region: (base, used)}.
+    bases: {region: address} instead of the regions' own (the library layout's
+    stand-in addresses, relocated by pe_model_init: pyembed.codegen.firmware.library);
+    origin: the address the offsets count from instead of the lowest used region's."""
     from pyembed.model.graph import Layout
     used = plan.region_used()
+    base = {r.name: int(r.base if bases is None else bases.get(r.name, r.base)) for r in plan.regions}
     live = [r for r in plan.regions if used.get(r.name, 0) > 0] or list(plan.regions[:1])
-    arena_base = min(int(r.base) for r in live)
-    rel = {r.name: int(r.base) - arena_base for r in plan.regions}
+    arena_base = min(base[r.name] for r in live) if origin is None else int(origin)
+    rel = {r.name: base[r.name] - arena_base for r in plan.regions}
     offsets, scratch = {}, {}
     for t in graph.activation_tensors():
         loc = plan.tensor_location(t)
@@ -174,7 +178,7 @@ def firmware_layout(graph, plan):
         raise PlanError(f"the planned regions span {span} B of address space: over the graph runtime's "
                         f"int32 offsets")
     order = list(plan.order) if getattr(plan, "order", None) else list(range(len(graph.operators)))
-    regions = {r.name: (int(r.base), int(used.get(r.name, 0))) for r in plan.regions}
+    regions = {r.name: (base[r.name], int(used.get(r.name, 0))) for r in plan.regions}
     return Layout(max(span, 1), offsets, scratch, order, "firmware"), arena_base, regions
 
 
@@ -389,29 +393,36 @@ def region_reservations(regions, what="section .pe_region_{name}"):
     return decls, checks
 
 
-def _api_source(graph, prefix, ops, regions, arena_base, sys_name, seg_text=None, library_arena=None):
-    """pe_model.c. library_arena: (region, bytes) for --layout library (pyembed.codegen.firmware.library):
-    the one planned region is an array in section .pe_arena_<region> the user's link places, the arena
-    is that array and nothing checks an address."""
+def _api_source(graph, prefix, ops, regions, arena_base, sys_name, seg_text=None, library_arena=None,
+                library_reloc=None):
+    """pe_model.c. library_arena: [(region, bytes)] for --layout library (pyembed.codegen.firmware.library):
+    each planned region is an array in section .pe_arena_<region> the user's link places and nothing
+    checks an address; one region: the arena is its array; several: library_reloc, the C text of
+    pe_model_relocate (which pe_model_init calls first: it sets pe_model_base and pe_model_span, the
+    arena, and relocates the graph tables' offsets), and the inputs and outputs are found through
+    the (relocated) tensor table."""
     P = prefix.upper()
     decls = []
     if library_arena is not None:
-        lib_name, lib_bytes = library_arena
-        decls.append(f"/* region {lib_name}: the planned buffers, {lib_bytes} B, in section .pe_arena_{lib_name} "
-                     f"(placed by your link: pyembed_sections.ld) */\n"
-                     f"static uint8_t pe_arena_{lib_name}[{lib_bytes}]\n"
-                     f"    __attribute__((section(\".pe_arena_{lib_name}\"), aligned(16), used));")
+        for lib_name, lib_bytes in library_arena:
+            decls.append(f"/* region {lib_name}: the planned buffers, {lib_bytes} B, in section .pe_arena_{lib_name} "
+                         f"(placed by your link: pyembed_sections.ld) */\n"
+                         f"static uint8_t pe_arena_{lib_name}[{lib_bytes}]\n"
+                         f"    __attribute__((section(\".pe_arena_{lib_name}\"), aligned(16), used));")
         regions = {}
     more, checks = region_reservations(regions)
     decls += more
     op_index = ", ".join(str(o["op"]) for o in ops) or "0"
     nin, nout = len(graph.inputs), len(graph.outputs)
     # a streamed input has no arena offset (PE_GRAPH_STREAMED): bytes 0 here, pe_model_input gives NULL
-    in_rows = ", ".join(f"{{{P}_INPUT{k}_OFFSET, {P}_INPUT{k}_BYTES}}" if not graph.tensors[t].streamed
+    at = "TENSOR" if library_reloc else "OFFSET"   # relocated: the offset is the tensor table's
+    in_rows = ", ".join(f"{{{P}_INPUT{k}_{at}, {P}_INPUT{k}_BYTES}}" if not graph.tensors[t].streamed
                         else "{0, 0}" for k, t in enumerate(graph.inputs))
     # a streamed output likewise: bytes 0, pe_model_output gives NULL
-    out_rows = ", ".join(f"{{{P}_OUTPUT{k}_OFFSET, {P}_OUTPUT{k}_BYTES}}" if not graph.tensors[t].streamed
+    out_rows = ", ".join(f"{{{P}_OUTPUT{k}_{at}, {P}_OUTPUT{k}_BYTES}}" if not graph.tensors[t].streamed
                          else "{0, 0}" for k, t in enumerate(graph.outputs))
+    io_off = (f"(uint32_t){prefix}_graph.tensors[pe_model_{{}}[index][0]].offset" if library_reloc
+              else "pe_model_{}[index][0]")
     if library_arena is None:
         where = (f" * The graph runtime addresses activations as arena + offset with the arena at\n"
                  f" * 0x{arena_base:08X} (the lowest planned region); each region's planned buffers\n"
@@ -422,7 +433,17 @@ def _api_source(graph, prefix, ops, regions, arena_base, sys_name, seg_text=None
         where = (" * The graph runtime addresses activations as arena + offset, the arena being the\n"
                  " * array below (the plan's offsets inside it), wherever the link puts it.")
         base_define = ""
-        arena_expr = f"pe_arena_{library_arena[0]}"
+        arena_expr = f"pe_arena_{library_arena[0][0]}"
+    size_expr, reloc_call, unplaced, unplaced_why = f"{P}_ARENA_BYTES", "", "", ""
+    if library_reloc:
+        where = (" * The graph runtime addresses activations as arena + offset: the arena starts at the\n"
+                 " * lowest of the region arrays below, wherever the link puts them, and pe_model_init\n"
+                 " * relocates the graph tables' offsets (in RAM) to the addresses the link chose.")
+        arena_expr, size_expr = "pe_model_base", "pe_model_span"
+        unplaced, unplaced_why = " || pe_model_base == NULL", ", or before pe_model_init"
+        decls.append(library_reloc)
+        reloc_call = ("    st = pe_model_relocate();   /* the regions' link addresses into the tables */\n"
+                      "    if (st != PE_OK) {\n        return st;\n    }\n")
     return f"""/*
  * pe_model.c - the firmware API of model "{c_comment(graph.name)}" (see pe_model.h).
  * Generated by pyembed; do not edit, regenerate.
@@ -462,12 +483,12 @@ pe_status pe_model_init(void)
     int32_t bad_tensor = -1;
     pe_status st;
 {chr(10).join(checks)}
-    st = pe_graph_check(&{prefix}_graph, &bad_op, &bad_tensor);
+{reloc_call}    st = pe_graph_check(&{prefix}_graph, &bad_op, &bad_tensor);
     if (st != PE_OK) {{
         return st;
     }}
     pe_model_ctx.buf = pe_model_arena();
-    pe_model_ctx.size = {P}_ARENA_BYTES;
+    pe_model_ctx.size = {size_expr};
     pe_model_ctx.stats = NULL;
     {prefix}_reset_states(pe_model_arena());   /* recurrent states, as TFLM resets them */
     pe_model_ready = 1;
@@ -476,24 +497,24 @@ pe_status pe_model_init(void)
 
 void *pe_model_input(int32_t index, uint32_t *bytes)
 {{
-    if (index < 0 || index >= {P}_NUM_INPUTS || pe_model_inputs[index][1] == 0u) {{
-        return NULL;   /* a bad index, or a streamed input (not in the arena) */
+    if (index < 0 || index >= {P}_NUM_INPUTS || pe_model_inputs[index][1] == 0u{unplaced}) {{
+        return NULL;   /* a bad index, or a streamed input (not in the arena){unplaced_why} */
     }}
     if (bytes != NULL) {{
         *bytes = pe_model_inputs[index][1];
     }}
-    return pe_model_arena() + pe_model_inputs[index][0];
+    return pe_model_arena() + {io_off.format("inputs")};
 }}
 
 const void *pe_model_output(int32_t index, uint32_t *bytes)
 {{
-    if (index < 0 || index >= {P}_NUM_OUTPUTS || pe_model_outputs[index][1] == 0u) {{
-        return NULL;   /* a bad index, or a streamed output (not in the arena) */
+    if (index < 0 || index >= {P}_NUM_OUTPUTS || pe_model_outputs[index][1] == 0u{unplaced}) {{
+        return NULL;   /* a bad index, or a streamed output (not in the arena){unplaced_why} */
     }}
     if (bytes != NULL) {{
         *bytes = pe_model_outputs[index][1];
     }}
-    return pe_model_arena() + pe_model_outputs[index][0];
+    return pe_model_arena() + {io_off.format("outputs")};
 }}
 
 void pe_model_set_hooks(pe_model_hook before, pe_model_hook after, void *user)

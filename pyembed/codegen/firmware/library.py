@@ -9,7 +9,9 @@ QEMU project, then ``write_library`` writes::
                         pe_model.c/.h: the project's model sources (same API), except
                         that each planned RAM region is a C array in section
                         .pe_arena_<region> placed by the user's link, and
-                        pe_model_init checks no address
+                        pe_model_init checks no address; over several regions
+                        the graph tables are in RAM and pe_model_init relocates
+                        their offsets (relocations(), reloc_source())
     DIR/port/           pe_port.c/.h: the port layer (clock, log hook, DMA hook), the
                         project's, with defaults that compile on every Cortex-M
     DIR/pyembed/        the C runtime files the model needs: the project build's selection
@@ -21,7 +23,8 @@ QEMU project, then ``write_library`` writes::
                         section .pe_flash in region alias PE_FLASH, each .pe_arena_<region>
                         (NOLOAD) in region alias PE_RAM_<REGION>, ASSERTs on the sizes
     DIR/README.md       the three integration routes, line by line
-    DIR/firmware.json   layout "library", the sections and their sizes
+    DIR/firmware.json   layout "library", the sections and their sizes, the relocation (its
+                        RAM) when there are several regions
 
 No semihosting, no main, no startup code, no fixed address: the application
 (its vector table, reset handler, linker script and I/O) is the user's.
@@ -36,7 +39,7 @@ from pyembed.codegen.escape import c_comment, cmake_comment, make_comment
 from pyembed.errors import UnsupportedError
 
 __all__ = ["generate_library", "runtime_closure", "write_library", "section_names", "region_alias", "FLASH_ALIAS",
-           "LINKER_FRAGMENT", "MAKE_FRAGMENT"]
+           "LINKER_FRAGMENT", "MAKE_FRAGMENT", "relocations", "reloc_source", "relocation_ram"]
 
 FLASH_ALIAS = "PE_FLASH"
 LINKER_FRAGMENT = "pyembed_sections.ld"
@@ -253,8 +256,12 @@ PYEMBED_MODEL_LDSCRIPT := $(PYEMBED_MODEL_DIR){LINKER_FRAGMENT}
 """
 
 
-def _readme(profile, graph, prefix, arenas, flash_bytes, core_flags):
+def _readme(profile, graph, prefix, arenas, flash_bytes, core_flags, ram_bytes=None):
     P = prefix.upper()
+    reloc_note = "" if ram_bytes is None else (
+        f"\nThe plan uses {len(arenas)} regions, which your link may put anywhere: `pe_model_init`\n"
+        f"relocates the graph tables' offsets to their addresses, so the tables are in RAM\n"
+        f"(`.data`, {ram_bytes} B).")
     aliases = "\n".join(f'REGION_ALIAS("{region_alias(n)}", RAM);   /* region {n}: {b} B, section '
                         f'{section_names(n)} */' for n, b, _ in arenas)
     return f"""# {graph.name}: the model as a library (pyembed)
@@ -289,8 +296,8 @@ hooks (`pe_model_set_hooks`) may time with the port layer: `pe_port_clock_init()
 ## 1. Memory: the linker-script fragment (every route needs it)
 
 The weights ({flash_bytes} B) are in section `.pe_flash`; each planned RAM region is one
-array (the plan's offsets inside it) in its own NOLOAD section. In your linker script, before
-`SECTIONS`, say which of your memory regions hold them:
+array (the plan's offsets inside it) in its own NOLOAD section.{reloc_note} In your linker
+script, before `SECTIONS`, say which of your memory regions hold them:
 
 ```
 REGION_ALIAS("{FLASH_ALIAS}", FLASH);
@@ -368,18 +375,11 @@ def write_library(w, graph, profile, plan, prefix, layout, regions, granted, fc_
     from pyembed.codegen import emit, optable
     from pyembed.codegen.firmware import (TARGET_TEMPLATES, _align, _api_header, _api_source, _gather_rows,
                                           csrc_dir, qemu_machine)
-    live = [(n, u) for n, (_, u) in regions.items() if u > 0]
-    if len(live) > 1:
-        raise UnsupportedError(
-            f"--layout library: the plan uses {len(live)} RAM regions ({', '.join(n for n, _ in live)}); the "
-            f"graph runtime addresses them from one base, which the library cannot fix before your link: plan "
-            f"on one region (plan_for_target(..., regions=[one region]); `pyembed firmware --layout library` "
-            f"does so)")
-    if not live:
-        live = [(next(iter(regions)), 0)]
-    name, used = live[0]
-    arena_bytes = max(_align(used, 16), 16)
-    arenas = [(name, arena_bytes, used)]
+    live = [(n, u) for n, (_, u) in regions.items() if u > 0] or [(next(iter(regions)), 0)]
+    arenas = [(n, max(_align(u, 16), 16), u) for n, u in live]
+    reloc = None
+    if len(arenas) > 1:
+        layout, reloc = relocations(graph, plan, [(n, b) for n, b, _ in arenas])
     texts = {}
 
     def wm(rel, text):
@@ -395,8 +395,14 @@ def write_library(w, graph, profile, plan, prefix, layout, regions, granted, fc_
     hdr, src = emit.model_data(graph, section=".pe_flash", prefix=prefix)
     wm("model/model_data.h", hdr)
     wm("model/model_data.c", src)
-    _, ops = emit.runtime_tables(graph, layout)
-    ghdr, gsrc = emit.graph_tables(graph, plan, prefix=prefix, layout=layout)
+    tensors, ops = emit.runtime_tables(graph, layout)
+    ghdr, gsrc = emit.graph_tables(graph, plan, prefix=prefix, layout=layout, writable=reloc is not None)
+    if reloc is not None:
+        # the offsets in model_graph.h are the stand-in layout's: pe_model_input / _output give the addresses
+        ghdr = re.sub(r"^#define \w+_(?:IN|OUT)PUT\d+_OFFSET .*\n|^#define \w+_ARENA_BYTES .*\n", "", ghdr,
+                      flags=re.M)
+        ghdr = ghdr.replace("#define", "/* The arena offsets are relocated by pe_model_init (the library's regions\n"
+                            " * are placed by the link): use pe_model_input / pe_model_output. */\n#define", 1)
     wm("model/model_graph.h", ghdr)
     wm("model/model_graph.c", gsrc)
     wm(f"model/{optable.GENERATED_NAME}",
@@ -404,9 +410,15 @@ def write_library(w, graph, profile, plan, prefix, layout, regions, granted, fc_
                                rows=bool(streamed) or any(graph.tensors[t].streamed for t in graph.outputs),
                                model_name=graph.name))
     # (pe_model_init checks no address here: the link places the arena)
-    wm("model/pe_model.h", _api_header(graph, prefix, False).replace("once: checks the memory map and the tables,",
-                                                                     "once: checks the tables,", 1))
-    wm("model/pe_model.c", _api_source(graph, prefix, ops, regions, 0, "", None, library_arena=(name, arena_bytes)))
+    api_h = _api_header(graph, prefix, False).replace("once: checks the memory map and the tables,",
+                                                      "once: checks the tables,", 1)
+    if reloc is not None:   # the arena is known once pe_model_init has relocated the tables
+        api_h = api_h.replace("(NULL: bad index).", "(NULL: bad index, or before pe_model_init).", 1).replace(
+            "(NULL: bad index, or a\n", "(NULL: bad index, before pe_model_init, or a\n", 1)
+    wm("model/pe_model.h", api_h)
+    wm("model/pe_model.c", _api_source(graph, prefix, ops, regions, 0, "", None,
+                                       library_arena=[(n, b) for n, b, _ in arenas],
+                                       library_reloc=reloc and reloc_source(prefix, reloc)))
     for f in PORT_FILES:
         wm(f"port/{f}", (TARGET_TEMPLATES / f).read_text())
     cs = csrc_dir()
@@ -423,7 +435,8 @@ def write_library(w, graph, profile, plan, prefix, layout, regions, granted, fc_
     w(LINKER_FRAGMENT, _linker_fragment(profile, graph, arenas, flash_bytes))
     w("CMakeLists.txt", _cmake(profile, graph, srcs, tick, core_flags))
     w(MAKE_FRAGMENT, _makefile_fragment(profile, graph, srcs, incs, tick, core_flags))
-    w("README.md", _readme(profile, graph, prefix, arenas, flash_bytes, core_flags))
+    w("README.md", _readme(profile, graph, prefix, arenas, flash_bytes, core_flags,
+                           None if reloc is None else sum(relocation_ram(reloc, len(tensors), len(ops)).values())))
     op_rows = [{"table_index": k, "op": o["op"], "type": graph.operators[o["op"]].type} for k, o in enumerate(ops)]
     manifest = {
         "layout": "library", "model": graph.name, "profile": profile.name, "core": profile.core,
@@ -436,6 +449,11 @@ def write_library(w, graph, profile, plan, prefix, layout, regions, granted, fc_
         "sections": {section_names(n): {"region": n, "bytes": b, "used": u, "region_alias": region_alias(n),
                                         "noload": True} for n, b, u in arenas},
         "flash_section": {".pe_flash": {"bytes": flash_bytes, "region_alias": FLASH_ALIAS}},
+        # several regions: pe_model_init relocates the tables' offsets, which puts the tables in RAM (.data)
+        "relocation": None if reloc is None else {
+            "regions": {n: {"stand_in_offset": o, "bytes": b} for n, o, b in reloc["regions"]},
+            "tensor_offsets": len(reloc["tensors"]), "scratch_offsets": len(reloc["scratch"]),
+            "ram_tables": (ram := relocation_ram(reloc, len(tensors), len(ops))), "ram_bytes": sum(ram.values())},
         "linker_fragment": LINKER_FRAGMENT, "make_fragment": MAKE_FRAGMENT, "cmake_target": "pyembed_model",
         "sources": srcs, "runtime_headers": [f"pyembed/include/{h}" for h in rt_hdrs],
         "operators": op_rows, "fc_w16": fc_w16,
@@ -446,3 +464,132 @@ def write_library(w, graph, profile, plan, prefix, layout, regions, granted, fc_
     }
     w("firmware.json", json.dumps(manifest, indent=1))
     return op_rows
+
+
+# How far relocations() moves one region's stand-in address to find the words that follow it: a
+# multiple of every alignment the tables could depend on, and small enough for int32 offsets.
+_PROBE_SHIFT = 1 << 24
+
+
+def _differences(a, b, path=()):
+    """(path, a, b) for each scalar that differs between two runtime_tables results."""
+    if a is b:
+        return
+    if isinstance(a, dict):
+        for k in a:
+            yield from _differences(a[k], b[k], path + (k,))
+    elif isinstance(a, (list, tuple)):
+        if len(a) != len(b):
+            yield path, len(a), len(b)
+            return
+        for k, (x, y) in enumerate(zip(a, b)):
+            yield from _differences(x, y, path + (k,))
+    elif hasattr(a, "shape") and hasattr(a, "ravel"):
+        import numpy as np
+        x, y = np.asarray(a).ravel(), np.asarray(b).ravel()
+        if x.shape != y.shape:
+            yield path, x.shape, y.shape
+            return
+        for k in np.flatnonzero(x != y):
+            yield path + (int(k),), int(x[k]), int(y[k])
+    elif a != b:
+        yield path, a, b
+
+
+def relocations(graph, plan, arenas):
+    """The library's graph Layout over several regions and its relocations. arenas: [(region, bytes)]
+    in the plan's order, each laid at a stand-in address (end to end from 0, the offsets counted
+    from 0); the link puts the arrays elsewhere, so pe_model_init adds to each offset of region r
+    (its link address - the lowest array's) - its stand-in address. Which words are offsets, and of
+    which region, is not listed by hand: each region's stand-in address is moved by _PROBE_SHIFT and
+    the tables runtime_tables makes (the one translation every layout goes through) compared; a
+    word that moves is an offset of that region and must move by exactly the shift, in a tensor's
+    offset or an operator's scratch_offset (UnsupportedError otherwise: nothing else is relocated).
+    Returns (layout, {"regions": [(region, stand-in, bytes)], "tensors": [(table index, region index)],
+    "scratch": [(table index, region index)]})."""
+    from pyembed.codegen import emit
+    from pyembed.codegen.firmware import firmware_layout
+    bases, at = {}, 0
+    for n, b in arenas:
+        bases[n] = at
+        at += int(b)
+    layout = firmware_layout(graph, plan, bases=bases, origin=0)[0]
+    tables = emit.runtime_tables(graph, layout)
+    found = {}
+    for ri, (n, _) in enumerate(arenas):
+        moved = firmware_layout(graph, plan, bases=dict(bases, **{n: bases[n] + _PROBE_SHIFT}), origin=0)[0]
+        for path, a, b in _differences(tables, emit.runtime_tables(graph, moved)):
+            kind = {(0, "offset"): "tensors", (1, "scratch_offset"): "scratch"}.get((path[0], path[-1]))
+            if kind is None or len(path) != 3 or b - a != _PROBE_SHIFT or (kind, path[1]) in found:
+                raise UnsupportedError(
+                    f"--layout library: the graph tables hold a value that depends on region {n}'s address "
+                    f"at {'/'.join(map(str, path))} ({a} -> {b} when the region moves by {_PROBE_SHIFT}), which "
+                    f"pe_model_init cannot relocate (only tensor offsets and operator scratch offsets are)")
+            found[(kind, path[1])] = ri
+    return layout, {"regions": [(n, bases[n], int(b)) for n, b in arenas],
+                    "tensors": sorted((key[1], ri) for key, ri in found.items() if key[0] == "tensors"),
+                    "scratch": sorted((key[1], ri) for key, ri in found.items() if key[0] == "scratch")}
+
+
+# sizeof the tables relocation moves to RAM on every Cortex-M (ILP32, AAPCS: pe_graph.h's structs hold
+# 4-byte members only); tests/test_firmware_library.py checks them against the linked application
+TENSOR_ROW_BYTES, OP_ROW_BYTES, GRAPH_BYTES = 32, 108, 20
+
+
+def relocation_ram(reloc, num_tensors, num_ops):
+    """Bytes of RAM the relocatable tables take (.data: the tensor table, the operator table and the
+    pe_graph), which the single-region library keeps in flash."""
+    return {"tensor_table": TENSOR_ROW_BYTES * max(num_tensors, 1), "op_table": OP_ROW_BYTES * max(num_ops, 1),
+            "graph": GRAPH_BYTES}
+
+
+def reloc_source(prefix, reloc):
+    """The C of pe_model_relocate (pe_model.c of a library over several regions)."""
+    regs = reloc["regions"]
+    nr = len(regs)
+
+    def rows(pairs):
+        return ", ".join(f"{{{k}, {r}}}" for k, r in pairs) or "{0, 0}"
+    addrs = ", ".join(f"(uintptr_t)pe_arena_{n}" for n, _, _ in regs)
+    return f"""/* The tables (model_graph.c, in RAM) were written with region k at stand-in offset
+ * pe_model_planned[k] of an arena counted from 0; pe_model_relocate moves each offset of
+ * region k by (its array's link address - the lowest array's) - pe_model_planned[k]. */
+static const uint32_t pe_model_planned[{nr}] = {{ {', '.join(f'{b}u' for _, b, _ in regs)} }};
+static const uint32_t pe_model_region_bytes[{nr}] = {{ {', '.join(f'{s}u' for _, _, s in regs)} }};
+/* {{tensor table index, region}}: the activations' offsets */
+static const int32_t pe_model_reloc_tensors[{max(len(reloc['tensors']), 1)}][2] = {{ {rows(reloc['tensors'])} }};
+/* {{operator table index, region}}: the scratch offsets */
+static const int32_t pe_model_reloc_scratch[{max(len(reloc['scratch']), 1)}][2] = {{ {rows(reloc['scratch'])} }};
+static uint8_t *pe_model_base;   /* the arena: the lowest region array (NULL until relocated) */
+static int32_t pe_model_span;    /* from it to the end of the highest */
+
+static pe_status pe_model_relocate(void)
+{{
+    const uintptr_t at[{nr}] = {{ {addrs} }};
+    uintptr_t lo = at[0], hi = at[0] + pe_model_region_bytes[0];
+    int32_t delta[{nr}];
+    int32_t k;
+    if (pe_model_base != NULL) {{
+        return PE_OK;   /* relocated once already: the link addresses do not move */
+    }}
+    for (k = 1; k < {nr}; k++) {{
+        lo = at[k] < lo ? at[k] : lo;
+        hi = at[k] + pe_model_region_bytes[k] > hi ? at[k] + pe_model_region_bytes[k] : hi;
+    }}
+    if (hi - lo > (uintptr_t)INT32_MAX) {{
+        return PE_ERR_ARG;   /* the regions span more than the runtime's int32 offsets reach */
+    }}
+    for (k = 0; k < {nr}; k++) {{
+        delta[k] = (int32_t)(at[k] - lo) - (int32_t)pe_model_planned[k];
+    }}
+    for (k = 0; k < {len(reloc['tensors'])}; k++) {{
+        {prefix}_tensors[pe_model_reloc_tensors[k][0]].offset += delta[pe_model_reloc_tensors[k][1]];
+    }}
+    for (k = 0; k < {len(reloc['scratch'])}; k++) {{
+        {prefix}_ops[pe_model_reloc_scratch[k][0]].scratch_offset += delta[pe_model_reloc_scratch[k][1]];
+    }}
+    {prefix}_graph.arena_size = (int32_t)(hi - lo);
+    pe_model_span = (int32_t)(hi - lo);
+    pe_model_base = (uint8_t *)lo;
+    return PE_OK;
+}}"""
