@@ -117,8 +117,24 @@ pe_status pe_concat_requant_s8(int32_t axis, int32_t num_inputs,
                                const int32_t *requantize, const pe_requant_params *requant,
                                const pe_shape_nd *out_shape, int8_t *output);
 
-/* Inputs a requantizing or plain concatenation takes at most in the graph
- * runtime (its per-input state lives on the stack; TFLM allows 10). */
+/* One input of a concatenation: input (in_shape) written into its slot of
+ * output (out_shape), the slot starting at offset along axis (0 <= offset,
+ * offset + in dims[axis] <= out dims[axis]; every other dim equal, one
+ * rank). rq != NULL (elem_size 1 only): the elements are requantized with
+ * pe_requantize_s8's arithmetic, else copied. The graph runtime concatenates
+ * input by input with it, so no per-input table sits on its stack.
+ * pe_concat_part_check makes the same checks and writes nothing (a caller
+ * checks every input before writing any). */
+pe_status pe_concat_part_x(int32_t axis, int32_t offset, int32_t elem_size, const pe_shape_nd *in_shape,
+                           const void *input, const pe_requant_params *rq, const pe_shape_nd *out_shape,
+                           void *output);
+pe_status pe_concat_part_check(int32_t axis, int32_t offset, int32_t elem_size, const pe_shape_nd *in_shape,
+                               const void *input, const pe_requant_params *rq, const pe_shape_nd *out_shape,
+                               const void *output);
+
+/* Inputs a concatenation takes at most in the graph runtime (TFLM allows
+ * 10); the runner keeps no per-input state, it reads each input's words
+ * twice (check all, then write). */
 #define PE_CONCAT_MAX_INPUTS 16
 
 /* ---- TRANSPOSE ------------------------------------------------------------------ */

@@ -140,15 +140,18 @@ static pe_status run_pad(const pe_graph *g, const pe_graph_op *op, const pe_cont
     }
 }
 
+/* CONCATENATION input by input (pe_concat_part_x): the words are read twice,
+ * a first pass checks every input and the output (nothing written on a
+ * refusal), the second writes each input into its slot. No per-input table:
+ * the frame stays small whatever the number of inputs (the tables of 16
+ * shapes, pointers and requantizations were 1.2 KB of stack). */
 static pe_status run_concat(const pe_graph *g, const pe_graph_op *op, const pe_context *arena,
                             words *r, int32_t dt)
 {
-    pe_shape_nd out_s, shapes[PE_CONCAT_MAX_INPUTS];
-    const pe_shape_nd *sp[PE_CONCAT_MAX_INPUTS];
-    const void *ins[PE_CONCAT_MAX_INPUTS];
-    int32_t requantize[PE_CONCAT_MAX_INPUTS];
-    pe_requant_params rq[PE_CONCAT_MAX_INPUTS];
-    int32_t rank, axis, i, any_rq = 0;
+    pe_shape_nd out_s, in_s;
+    pe_requant_params rq;
+    words first;
+    int32_t rank, axis, i, pass, offset = 0, any_rq = 0;
     void *out;
     const int32_t n = op->num_inputs;
     if (n < 1 || n > PE_CONCAT_MAX_INPUTS || op->num_outputs != 1) {
@@ -164,39 +167,54 @@ static pe_status run_concat(const pe_graph *g, const pe_graph_op *op, const pe_c
     for (i = rank; i < RANK; i++) {
         out_s.dims[i] = 1;
     }
-    for (i = 0; i < n; i++) {
-        shapes[i] = out_s;
-        shapes[i].dims[axis] = take(r);
-        sp[i] = &shapes[i];
-        requantize[i] = take(r);
-        rq[i].input_offset = take(r);
-        rq[i].output_offset = take(r);
-        rq[i].quant.multiplier = take(r);
-        rq[i].quant.shift = take(r);
-        rq[i].activation.min = -128;
-        rq[i].activation.max = 127;
-        rq[i].rounding = PE_ROUND_DOUBLE;
-        if (requantize[i] != 0 && requantize[i] != 1) {
-            return PE_ERR_ARG;
-        }
-        any_rq |= requantize[i];
-        ins[i] = pe_graph_input(g, op, i, arena, (pe_dtype)dt);
-        if (ins[i] == NULL || !shape_is_tensor(g, pe_graph_input_index(op, i), &shapes[i])) {
-            return PE_ERR_ARG;
-        }
-    }
     out = pe_graph_output(g, op, 0, arena, (pe_dtype)dt);
-    if (!words_done(r) || out == NULL || !shape_is_tensor(g, pe_graph_output_index(op, 0), &out_s)) {
+    if (out == NULL || !shape_is_tensor(g, pe_graph_output_index(op, 0), &out_s)) {
         return PE_ERR_ARG;
     }
-    if (any_rq) {
-        if (dt != PE_DT_INT8) {
+    first = *r;
+    rq.activation.min = -128;
+    rq.activation.max = 127;
+    rq.rounding = PE_ROUND_DOUBLE;
+    for (pass = 0; pass < 2; pass++) {
+        *r = first;
+        offset = 0;
+        for (i = 0; i < n; i++) {
+            const void *in;
+            int32_t requantize;
+            pe_status st;
+            in_s = out_s;
+            in_s.dims[axis] = take(r);
+            requantize = take(r);
+            rq.input_offset = take(r);
+            rq.output_offset = take(r);
+            rq.quant.multiplier = take(r);
+            rq.quant.shift = take(r);
+            if (requantize != 0 && requantize != 1) {
+                return PE_ERR_ARG;
+            }
+            in = pe_graph_input(g, op, i, arena, (pe_dtype)dt);
+            if (in == NULL || (pass == 0 && !shape_is_tensor(g, pe_graph_input_index(op, i), &in_s))) {
+                return PE_ERR_ARG;
+            }
+            if (pass == 0) {
+                any_rq |= requantize;
+                st = pe_concat_part_check(axis, offset, pe_graph_dtype_size((pe_dtype)dt), &in_s, in,
+                                          requantize ? &rq : NULL, &out_s, out);
+            } else {
+                /* with any input requantizing the whole operator is int8 (checked below) */
+                st = pe_concat_part_x(axis, offset, pe_graph_dtype_size((pe_dtype)dt), &in_s, in,
+                                      requantize ? &rq : NULL, &out_s, out);
+            }
+            if (st != PE_OK) {
+                return st;
+            }
+            offset += in_s.dims[axis];
+        }
+        if (pass == 0 && (!words_done(r) || offset != out_s.dims[axis] || (any_rq && dt != PE_DT_INT8))) {
             return PE_ERR_ARG;
         }
-        return pe_concat_requant_s8(axis, n, sp, (const int8_t *const *)ins, requantize, rq, &out_s,
-                                    (int8_t *)out);
     }
-    return pe_concat_x(axis, pe_graph_dtype_size((pe_dtype)dt), n, sp, ins, &out_s, out);
+    return PE_OK;
 }
 
 static pe_status run_split(const pe_graph *g, const pe_graph_op *op, const pe_context *arena,

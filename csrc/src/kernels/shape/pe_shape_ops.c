@@ -550,6 +550,63 @@ pe_status pe_concat_requant_s8(int32_t axis, int32_t num_inputs,
                       requant, out_shape, output);
 }
 
+/* One input of a concatenation on its own: its shape against the output's
+ * (same rank, every dim but the axis equal, its slot offset .. offset +
+ * dims[axis] inside the output's axis), the pointers, the requantization's
+ * parameters and the walk. *w is the walk to run. Nothing is written. */
+static pe_status concat_part_check(int32_t axis, int32_t offset, int32_t es, const pe_shape_nd *in_shape,
+                                   const void *input, const pe_requant_params *rq,
+                                   const pe_shape_nd *out_shape, const void *output, walk *w)
+{
+    int32_t in_n, out_n, k;
+    int32_t os[RANK];
+    pe_status st;
+    if ((rq != NULL && es != 1) || in_shape == NULL || out_shape == NULL) {
+        return PE_ERR_ARG;
+    }
+    st = io_check(es, in_shape, input, out_shape, output, &in_n, &out_n);
+    if (st != PE_OK) {
+        return st;
+    }
+    if (axis < 0 || axis >= out_shape->rank || in_shape->rank != out_shape->rank || offset < 0 ||
+        (int64_t)offset + in_shape->dims[axis] > (int64_t)out_shape->dims[axis]) {
+        return PE_ERR_ARG;
+    }
+    for (k = 0; k < out_shape->rank; k++) {
+        if (k != axis && in_shape->dims[k] != out_shape->dims[k]) {
+            return PE_ERR_ARG;
+        }
+    }
+    /* a zero-length call validates the parameters */
+    if (rq != NULL && pe_requantize_s8(NULL, rq, 0, (const int8_t *)input, (int8_t *)output) != PE_OK) {
+        return PE_ERR_ARG;
+    }
+    contiguous_strides(out_shape, os);
+    concat_walk(w, axis, offset, in_shape, os);
+    return walk_ok(w, in_n, out_n) ? PE_OK : PE_ERR_ARG;
+}
+
+pe_status pe_concat_part_check(int32_t axis, int32_t offset, int32_t elem_size, const pe_shape_nd *in_shape,
+                               const void *input, const pe_requant_params *rq, const pe_shape_nd *out_shape,
+                               const void *output)
+{
+    walk w;
+    return concat_part_check(axis, offset, elem_size, in_shape, input, rq, out_shape, output, &w);
+}
+
+pe_status pe_concat_part_x(int32_t axis, int32_t offset, int32_t elem_size, const pe_shape_nd *in_shape,
+                           const void *input, const pe_requant_params *rq, const pe_shape_nd *out_shape,
+                           void *output)
+{
+    walk w;
+    const pe_status st = concat_part_check(axis, offset, elem_size, in_shape, input, rq, out_shape, output, &w);
+    if (st != PE_OK) {
+        return st;
+    }
+    walk_run(&w, elem_size, input, output, rq);
+    return PE_OK;
+}
+
 /* ---- transpose --------------------------------------------------------------------- */
 
 pe_status pe_transpose_x(const int32_t *perm, int32_t elem_size, const pe_shape_nd *in_shape,
