@@ -1,7 +1,7 @@
 """The compiler pipeline (stripe regions, conv -> pool fusion) on every model.
 
     python -m pyembed.bench pipeline [--json] [--inputs N] [--model NAME ...]
-                                     [--max-extra-macs 0.1] [--no-built]
+                                     [--max-extra-macs 0.1] [--no-built] [--board mps2-an386]
 
 For every bundled model that runs and for two models built here with
 pyembed.model.tflite_writer (random int8 weights, see pyembed.bench._built:
@@ -14,6 +14,11 @@ arena -- TFLM's figure always holds the whole input; a "+stream" row is
 left out when no region reads the input; "stripes+stream-io": the output
 streamed too, each row handed to a row sink as it becomes final, so neither
 frame is in the arena, left out when no region writes the output):
+
+  --board B         also each row's firmware for QEMU board B (mps2-an386: the Cortex-M4),
+                    planned on the board's RAM by pyembed.target.firmware.generate with the
+                    row's strategy, run under QEMU on the first input: instructions per
+                    invoke and whether its outputs == TFLM's
 
   arena_bytes       pyembed.plan.pipeline.plan_with_strategy's arena of the rewritten graph
                     (activations, kernel scratch, line stores; 16-byte aligned;
@@ -92,10 +97,14 @@ def _c_outputs(exe, x):
 
 
 def measure_model(name, model_bytes, n_inputs=2, max_extra_macs=0.10, strategies=STRATEGIES, built=False,
-                  clib=None, workdir=None, simulate=True):
+                  clib=None, workdir=None, simulate=True, board=None):
     """Rows of one model (a list of dicts), one per strategy. clib / workdir:
     also compile the emitted C program and compare its outputs; simulate:
-    also run the simulator (stm32h743) on the plan and compare."""
+    also run the simulator (stm32h743) on the plan and compare; board (a QEMU
+    profile, e.g. mps2-an386, with workdir): also build the firmware of the
+    same strategy for it (pyembed.target.firmware.generate: the plan on the
+    board's RAM) and run the first input under QEMU: instructions per invoke,
+    outputs == TFLM's."""
     from pyembed.codegen.tflite_offline import tflm_head
     from pyembed.model.load import load_tflite_bytes
     from pyembed.plan.pipeline import plan_with_strategy
@@ -134,6 +143,8 @@ def measure_model(name, model_bytes, n_inputs=2, max_extra_macs=0.10, strategies
                 from firmware_sim.sim import simulate as sim
                 out = sim(g2, plan, "stm32h743", x=x).outputs[0]
                 mism_sim += int(np.sum(np.asarray(out).reshape(ref.shape) != ref))
+        fw = _firmware(g, base, max_extra_macs, stream, board, workdir, f"{name}-{strategy}", xs[0], refs[0]) \
+            if runs and board and workdir else None
         states = int(sum(t.nbytes for t in g2.tensors if t.is_variable and not t.is_constant))
         rows.append({"model": name, "strategy": strategy,
                      "input": ("streamed in and out" if streamed_out else "streamed") if streamed else "whole",
@@ -146,8 +157,25 @@ def measure_model(name, model_bytes, n_inputs=2, max_extra_macs=0.10, strategies
                      "inputs_checked": len(xs) if runs else 0,
                      "not_run": "" if runs else "unsupported outside a region: " + ", ".join(
                          f"#{i} {t}" for i, t in g2.unsupported),
-                     "built_here": built, "regions": [ln.strip() for ln in report[1:]]})
+                     "built_here": built, "regions": [ln.strip() for ln in report[1:]], "firmware": fw})
     return rows
+
+
+def _firmware(g, strategy, max_extra_macs, stream, board, workdir, tag, x, ref):
+    """The firmware of the strategy on board under QEMU for input x: {board, arena_bytes,
+    invoke_instructions, mismatches (against TFLM's output ref)} or {board, error}."""
+    import os
+    from pyembed.target.firmware import build_project, generate, run_project
+    try:
+        proj = generate(g, board, os.path.join(workdir, "fw-" + tag), strategy=strategy,
+                        max_extra_macs=max_extra_macs, stream_input=bool(stream), stream_output=stream == "stream-io")
+        build_project(proj.outdir, make_vars={"RUNTIME_BUILD": os.path.join(workdir, "runtime-" + board)})
+        r = run_project(proj, [x])
+        return {"board": board, "arena_bytes": int(proj.plan.arena_size),
+                "invoke_instructions": int(r.invoke_instructions),
+                "mismatches": int(np.sum(np.asarray(r.outputs[0]).reshape(ref.shape) != ref))}
+    except Exception as e:  # reported in the table, the sweep goes on
+        return {"board": board, "error": f"{type(e).__name__}: {str(e)[:200]}"}
 
 
 def render(result):
@@ -165,8 +193,15 @@ def render(result):
                                r["mismatches_simulator"] is not None else " (host)"))
                      if r["bit_exact"] else f"NO ({r['mismatches']} host, {r['mismatches_emitted_c']} C, "
                                             f"{r['mismatches_simulator']} sim mismatches)"])
-    text = table(["model", "strategy", "input", "arena B", "TFLM arena B", "reduction", "extra MACs", "bit-exact vs TFLM"],
-                 rows)
+    board = next((r["firmware"]["board"] for r in result["rows"] if r.get("firmware")), None)
+    head = ["model", "strategy", "input", "arena B", "TFLM arena B", "reduction", "extra MACs", "bit-exact vs TFLM"]
+    if board:
+        head.append(f"{board} instr (== TFLM)")
+        for row, r in zip(rows, result["rows"]):
+            f = r.get("firmware")
+            row.append("-" if not f else f"error: {f['error'][:50]}" if "error" in f else
+                       f"{f['invoke_instructions']:,} ({'yes' if f['mismatches'] == 0 else 'NO'})")
+    text = table(head, rows)
     return (text + "\n\n* built in this benchmark with pyembed.model.tflite_writer, random int8 weights\n"
             "input: whole = the input tensor is in the arena (as in TFLM's figure, which always holds it); "
             "streamed = delivered row by row (camera-style) into the stripe region reading it, not in the arena; "
@@ -185,6 +220,8 @@ def main(argv):
                     "unet_64)")
     ap.add_argument("--max-extra-macs", type=float, default=0.10)
     ap.add_argument("--no-built", action="store_true", help="skip the models built in the benchmark")
+    ap.add_argument("--board", default=None, help="also build each row's firmware for this QEMU profile (e.g. "
+                    "mps2-an386, the Cortex-M4) and run it: instructions per invoke, outputs == TFLM's")
     ap.add_argument("--host-only", action="store_true", help="check bit-exactness on the host run only (not the "
                     "emitted C program nor the simulator)")
     args = ap.parse_args(argv)
@@ -201,6 +238,6 @@ def main(argv):
             with open(model_path(name), "rb") as f:
                 data, built = f.read(), False
         rows += measure_model(name, data, max(1, args.inputs), args.max_extra_macs, built=built, clib=clib,
-                              workdir=tmp.name, simulate=not args.host_only)
+                              workdir=tmp.name, simulate=not args.host_only, board=args.board)
     emit({"inputs": args.inputs, "max_extra_macs": args.max_extra_macs, "rows": rows}, args.json, render)
     return 0
