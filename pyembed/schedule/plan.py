@@ -553,22 +553,7 @@ def _place_background(i, c, platform, u, left, get_h, tile, take, n_inst, max_hy
     for reps in range(1, max_hyper // H0 + 1):
         Hn = H0 * reps
         caps = [left[u][w % H0] for w in range(Hn)]
-        pieces, inst, a, w, cur = [], 0, 0, 0, []
-        room = caps[0]
-        while w < Hn:
-            b = a
-            while b < c.n_ops and sp.est(a, b + 1) <= room:
-                b += 1
-            if b > a:
-                cur.append((w, a, b))
-                room -= sp.est(a, b)
-                a = b
-                if a == c.n_ops:
-                    pieces.append(cur)
-                    cur, a, inst = [], 0, inst + 1
-                    continue
-            w += 1
-            room = caps[w] if w < Hn else 0
+        pieces = _back_to_back(sp, c.n_ops, caps)
         if not pieces:
             continue
         used = sum(sp.est(a, b) for inst_pieces in pieces for _, a, b in inst_pieces)
@@ -590,27 +575,35 @@ def _place_background(i, c, platform, u, left, get_h, tile, take, n_inst, max_hy
     return True
 
 
-def _fill_unit(i, c, platform, u, left, H, take, n_inst):
-    """More whole instances of background model i on unit u, back to back through what is left of
-    u's remaining periods over the current table (not lengthened); an instance not finished within
-    the table is not placed. Returns how many were placed."""
-    sp = _Splitter(c, platform, u)
+def _back_to_back(sp, n_ops, caps):
+    """Instances of a model (its _Splitter sp, n_ops operators) back to back through the windows'
+    capacities caps, each group of operators as long as the room left in its window allows:
+    [[(window, first, last), ...] per whole instance]; an unfinished last instance is dropped."""
     done, cur, a, w = [], [], 0, 0
-    room = left[u][0] if H else 0
-    while w < H:
+    room = caps[0] if caps else 0
+    while w < len(caps):
         b = a
-        while b < c.n_ops and sp.est(a, b + 1) <= room:
+        while b < n_ops and sp.est(a, b + 1) <= room:
             b += 1
         if b > a:
             cur.append((w, a, b))
             room -= sp.est(a, b)
             a = b
-            if a == c.n_ops:
+            if a == n_ops:
                 done.append(cur)
                 cur, a = [], 0
             continue
         w += 1
-        room = left[u][w] if w < H else 0
+        room = caps[w] if w < len(caps) else 0
+    return done
+
+
+def _fill_unit(i, c, platform, u, left, H, take, n_inst):
+    """More whole instances of background model i on unit u, back to back through what is left of
+    u's remaining periods over the current table (not lengthened); an instance not finished within
+    the table is not placed. Returns how many were placed."""
+    sp = _Splitter(c, platform, u)
+    done = _back_to_back(sp, c.n_ops, [left[u][w] for w in range(H)])
     k0 = n_inst[i]
     for k, inst_pieces in enumerate(done):
         for sub, (win, a, b) in enumerate(inst_pieces):
