@@ -35,6 +35,7 @@
 #include "pyembed/pe_fc_w16.h"
 #include "pyembed/pe_logic.h"
 #include "pyembed/pe_signal.h"
+#include "pyembed/pe_batch3.h"
 
 #define MAX_T 32
 #define MAX_OPS 8
@@ -684,6 +685,13 @@ static int32_t add_data_op(fz_reader *r, table *tb, pe_graph_op_type type, int32
         }
         break;
     }
+    case PE_GOP_REVERSE_V2: /* pe_batch3.h: rank, dims, a 0/1 flip per axis */
+        push_dims(tb, i, &nw, d);
+        for (k = 0; k < 4; k++) {
+            const int32_t f = fz_bool(r);
+            push(tb, i, &nw, fz_wild(r, f, f));
+        }
+        break;
     case PE_GOP_TRANSPOSE: {
         int32_t perm[4] = {0, 1, 2, 3};
         for (k = 3; k > 0; k--) {
@@ -1291,7 +1299,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
                           : pick == 40 ? add_lstm_op(&r, &tb, x)
                           : (pick >= 38 && pick != 40) ? add_op(&r, &tb, type, x)
                           : pick >= 34 ? add_math_op(&r, &tb, x)
-                          : (pick >= 18 ? add_data_op(&r, &tb, data_ops[pick - 18], x) : add_op(&r, &tb, type, x));
+                          : (pick >= 18 ? add_data_op(&r, &tb, (pick == 33 && fz_bool(&r)) ? PE_GOP_REVERSE_V2  /* 33: or issue #30's */
+                                                                     : data_ops[pick - 18], x)
+                                       : add_op(&r, &tb, type, x));
         if (y < 0) {
             break;
         }
