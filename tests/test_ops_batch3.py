@@ -69,3 +69,83 @@ def test_reverse_v2_refuses_bad_axes():
         load_tflite_bytes(_reverse_model((2, 3, 4), [0, 2], np.int8), name="bad")
     with pytest.raises(ModelError):   # a zero-length axis tensor holds no data: the loader refuses it first
         load_tflite_bytes(_reverse_model((2, 3, 4), [], np.int8), name="bad")
+
+
+# -- PACK / UNPACK ----------------------------------------------------------------------------
+
+def _pack_model(piece, n, axis, dtype):
+    S = W.schema()
+    rank = len(piece) + 1
+    a = axis % rank
+    whole = list(piece[:a]) + [n] + list(piece[a:])
+    t = [W.tensor(piece, dtype, **_q(dtype)) for _ in range(n)] + [W.tensor(whole, dtype, **_q(dtype))]
+    ops = [W.op(S.BuiltinOperator.PACK, list(range(n)), [n], "PackOptions", valuesCount=n, axis=axis)]
+    return W.build(t, ops, inputs=list(range(n)), outputs=[n])
+
+
+def _unpack_model(whole, axis, dtype):
+    S = W.schema()
+    a = axis % len(whole)
+    n = whole[a]
+    piece = list(whole[:a]) + list(whole[a + 1:])
+    t = [W.tensor(whole, dtype, **_q(dtype))] + [W.tensor(piece, dtype, **_q(dtype)) for _ in range(n)]
+    ops = [W.op(S.BuiltinOperator.UNPACK, [0], list(range(1, n + 1)), "UnpackOptions", num=n, axis=axis)]
+    return W.build(t, ops, inputs=[0], outputs=list(range(1, n + 1)))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32])
+@pytest.mark.parametrize("case", [((5,), 3, 0), ((5,), 2, 1), ((2, 3), 4, 1), ((2, 3, 4), 2, -1), ((3, 1, 2), 3, 2)])
+def test_pack_bit_exact_with_tflm(case, dtype):
+    piece, n, axis = case
+    rng = np.random.default_rng(n * 11 + len(piece))
+    lo, hi = _INFO[dtype]
+    xs = [rng.integers(lo, hi, piece, dtype=np.int64).astype(dtype) for _ in range(n)]
+    blob = _pack_model(piece, n, axis, dtype)
+    g = load_tflite_bytes(blob, name="pack")
+    assert not g.unsupported, g.summary()
+    assert [op.type for op in g.operators] == ["PACK"]
+    got = g.run(xs)[0]
+    want = np.asarray(_tflm(blob, xs)[0]).reshape(got.shape)
+    assert got.dtype == want.dtype == dtype
+    assert np.array_equal(got, want)
+    assert np.array_equal(got, np.stack(xs, axis=axis))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32])
+@pytest.mark.parametrize("case", [((3,), 0), ((2, 3), 0), ((2, 3), 1), ((2, 3, 4), -1), ((2, 4, 3), 1)])
+def test_unpack_bit_exact_with_tflm(case, dtype):
+    whole, axis = case
+    n = whole[axis % len(whole)]
+    rng = np.random.default_rng(n * 13 + len(whole))
+    lo, hi = _INFO[dtype]
+    x = rng.integers(lo, hi, whole, dtype=np.int64).astype(dtype)
+    blob = _unpack_model(whole, axis, dtype)
+    g = load_tflite_bytes(blob, name="unpack")
+    assert not g.unsupported, g.summary()
+    got = g.run([x])
+    want = _tflm(blob, [x], n)
+    assert len(got) == len(want) == n
+    for k in range(n):
+        assert got[k].dtype == dtype
+        assert np.array_equal(got[k], np.asarray(want[k]).reshape(got[k].shape))
+        assert np.array_equal(got[k].reshape(np.take(x, k, axis=axis).shape), np.take(x, k, axis=axis))
+
+
+def test_pack_unpack_float_reference():
+    g = load_tflite_bytes(_unpack_model((2, 3, 4), 1, np.int8), name="unpack")
+    x = np.arange(24, dtype=np.float64).reshape(2, 3, 4) * 0.05
+    vals = run_float(g, x)
+    for k, t in enumerate(g.operators[0].outputs):
+        assert np.array_equal(vals[t], x[:, k, :])
+    g = load_tflite_bytes(_pack_model((2, 3), 2, 1, np.int8), name="pack")
+    a, b = np.ones((2, 3)), np.arange(6.0).reshape(2, 3)
+    assert np.array_equal(run_float(g, [a, b])[g.operators[0].outputs[0]], np.stack([a, b], axis=1))
+
+
+def test_pack_refuses_mismatched_inputs():
+    S = W.schema()
+    t = [W.tensor((2, 3)), W.tensor((3, 2)), W.tensor((2, 2, 3))]
+    blob = W.build(t, [W.op(S.BuiltinOperator.PACK, [0, 1], [2], "PackOptions", valuesCount=2, axis=0)],
+                   inputs=[0, 1], outputs=[2])
+    with pytest.raises(ModelError, match="input 1"):
+        load_tflite_bytes(blob, name="bad")

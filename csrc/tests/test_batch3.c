@@ -1,6 +1,6 @@
 /* test_batch3.c - C unit tests of issue #30's third batch (pe_batch3.h):
  * REVERSE_V2 against a naive index computation for every subset of flipped
- * axes and every element size, and the refused arguments. Bit-exactness with
+ * axes and every element size, PACK / UNPACK slots, and the refused arguments. Bit-exactness with
  * the TFLM interpreter is tested from Python (tests/test_ops_batch3.py). */
 #include <string.h>
 
@@ -53,9 +53,39 @@ static void test_refused(void)
     PE_CHECK_EQ(pe_batch3_count(2, dims), 6);
 }
 
+static void test_pack(void)
+{
+    /* packed [2, 3, 4] from 3 pieces of [2, 4] and back */
+    int16_t pieces[3][8], packed[24], back[8];
+    int32_t k, o, i;
+    for (k = 0; k < 3; k++) {
+        for (i = 0; i < 8; i++) {
+            pieces[k][i] = (int16_t)(100 * k + i - 50);
+        }
+        PE_CHECK_EQ(pe_pack_slot(2, 2, 3, k, 4, pieces[k], packed), PE_OK);
+    }
+    for (o = 0; o < 2; o++) {
+        for (k = 0; k < 3; k++) {
+            for (i = 0; i < 4; i++) {
+                PE_CHECK_EQ(packed[(o * 3 + k) * 4 + i], pieces[k][o * 4 + i]);
+            }
+        }
+    }
+    for (k = 0; k < 3; k++) {
+        PE_CHECK_EQ(pe_unpack_slot(2, 2, 3, k, 4, packed, back), PE_OK);
+        PE_CHECK(memcmp(back, pieces[k], sizeof(back)) == 0);
+    }
+    PE_CHECK_EQ(pe_pack_slot(2, 2, 3, 3, 4, pieces[0], packed), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_pack_slot(2, 2, 3, -1, 4, pieces[0], packed), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_unpack_slot(3, 2, 3, 0, 4, packed, back), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_unpack_slot(2, 0, 3, 0, 4, packed, back), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_unpack_slot(2, 2, 3, 0, 4, NULL, back), PE_ERR_ARG);
+}
+
 int main(void)
 {
     test_reverse();
+    test_pack();
     test_refused();
     return PE_TEST_END("test_batch3");
 }

@@ -685,6 +685,44 @@ static int32_t add_data_op(fz_reader *r, table *tb, pe_graph_op_type type, int32
         }
         break;
     }
+    case PE_GOP_PACK:   /* pe_batch3.h: outer, n, inner; x and constant pieces of its dims */
+    case PE_GOP_UNPACK: { /* x split into its d[axis] slices (more than 4: refused by the count check) */
+        const int32_t axis = fz_range(r, 0, 3);
+        int32_t outer = 1, inner = 1, n;
+        for (k = 0; k < 4; k++) {
+            if (k < axis) {
+                outer *= d[k];
+            } else if (k > axis || type == PE_GOP_PACK) {
+                inner *= d[k];
+            }
+        }
+        n = type == PE_GOP_PACK ? fz_range(r, 1, 4) : (d[axis] < 4 ? d[axis] : 4);
+        push(tb, i, &nw, fz_wild(r, outer, outer));
+        push(tb, i, &nw, fz_wild(r, n, n));
+        push(tb, i, &nw, fz_wild(r, inner, inner));
+        if (type == PE_GOP_PACK) {
+            n_in = n;
+            for (k = 1; k < n; k++) {
+                tb->dio[i][k] = add_tensor(r, tb, PE_DT_INT8, d[0], d[1], d[2], d[3], 1);
+                if (tb->dio[i][k] < 0) {
+                    return -1;
+                }
+            }
+            o[3] = d[3] * n;
+        } else {
+            n_out = n;
+            for (k = 0; k < n; k++) {
+                int32_t sd[4] = {d[0], d[1], d[2], d[3]};
+                sd[axis] = 1;
+                tb->dio[i][4 + k] = add_tensor(r, tb, PE_DT_INT8, sd[0], sd[1], sd[2], sd[3], 0);
+                if (tb->dio[i][4 + k] < 0) {
+                    return -1;
+                }
+            }
+            y = tb->dio[i][4];
+        }
+        break;
+    }
     case PE_GOP_REVERSE_V2: /* pe_batch3.h: rank, dims, a 0/1 flip per axis */
         push_dims(tb, i, &nw, d);
         for (k = 0; k < 4; k++) {
@@ -789,6 +827,16 @@ static const pe_graph_op_type data_ops[16] = {
     PE_GOP_STRIDED_SLICE, PE_GOP_SLICE, PE_GOP_TRANSPOSE, PE_GOP_GATHER, PE_GOP_DEPTH_TO_SPACE,
     PE_GOP_SPACE_TO_DEPTH, PE_GOP_RESIZE_NEAREST_NEIGHBOR, PE_GOP_RESIZE_BILINEAR, PE_GOP_SQUEEZE,
     PE_GOP_EXPAND_DIMS};
+
+/* issue #30's operators ride on three data movement picks: half the time
+ * CONCATENATION -> PACK, SPLIT -> UNPACK, EXPAND_DIMS -> REVERSE_V2. */
+static pe_graph_op_type batch3_or(fz_reader *r, pe_graph_op_type t)
+{
+    const pe_graph_op_type alt = t == PE_GOP_CONCATENATION ? PE_GOP_PACK
+                                 : t == PE_GOP_SPLIT ? PE_GOP_UNPACK
+                                 : t == PE_GOP_EXPAND_DIMS ? PE_GOP_REVERSE_V2 : t;
+    return alt != t && fz_bool(r) ? alt : t;
+}
 
 static int is_data_op(const table *tb, int32_t k)
 {
@@ -1299,8 +1347,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
                           : pick == 40 ? add_lstm_op(&r, &tb, x)
                           : (pick >= 38 && pick != 40) ? add_op(&r, &tb, type, x)
                           : pick >= 34 ? add_math_op(&r, &tb, x)
-                          : (pick >= 18 ? add_data_op(&r, &tb, (pick == 33 && fz_bool(&r)) ? PE_GOP_REVERSE_V2  /* 33: or issue #30's */
-                                                                     : data_ops[pick - 18], x)
+                          : (pick >= 18 ? add_data_op(&r, &tb, batch3_or(&r, data_ops[pick - 18]), x)
                                        : add_op(&r, &tb, type, x));
         if (y < 0) {
             break;

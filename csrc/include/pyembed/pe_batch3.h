@@ -4,6 +4,13 @@
  * REVERSE_V2: the output is the input with the order of elements reversed
  *   along every axis k with flip[k] != 0 (any number of axes). Elements of
  *   1, 2 or 4 bytes, rank 1..PE_BATCH3_MAX_RANK, every dim >= 1; no scratch.
+ *
+ * PACK / UNPACK: with the packed tensor viewed as [outer, n, inner] and each
+ *   piece as [outer, inner], piece k is the packed tensor's slot k:
+ *   packed[o, k, i] = piece_k[o, i]. pe_pack_slot writes one piece into its
+ *   slot, pe_unpack_slot reads one slot into a piece (the runner calls them
+ *   once per piece, so no table of pointers is needed). Elements of 1, 2 or
+ *   4 bytes; outer, n, inner >= 1, 0 <= k < n, outer * n * inner <= INT32_MAX.
  */
 #ifndef PYEMBED_PE_BATCH3_H
 #define PYEMBED_PE_BATCH3_H
@@ -27,6 +34,18 @@ pe_status pe_reverse_v2(int32_t elem_size, int32_t rank, const int32_t *dims, co
  *   words [0] rank, [1..rank] dims, [1+rank..1+2*rank) flip (0 or 1 per axis).
  */
 #define PE_REVERSE_V2_WORDS(rank) (1 + 2 * (rank))
+
+pe_status pe_pack_slot(int32_t elem_size, int32_t outer, int32_t n, int32_t k, int32_t inner,
+                       const void *piece, void *packed);
+pe_status pe_unpack_slot(int32_t elem_size, int32_t outer, int32_t n, int32_t k, int32_t inner,
+                         const void *packed, void *piece);
+
+/*
+ * PE_GOP_PACK: n inputs of one type (int8 / int16 / int32), one output;
+ * PE_GOP_UNPACK: one input, n outputs of its type.
+ *   words [0] outer, [1] n (the number of pieces), [2] inner.
+ */
+#define PE_PACK_WORDS 3
 
 #ifdef __cplusplus
 }

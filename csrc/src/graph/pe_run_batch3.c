@@ -46,3 +46,64 @@ pe_status pe_graph_run_reverse_v2(const pe_graph *g, const pe_graph_op *op,
     }
     return pe_reverse_v2(pe_graph_dtype_size(dt), rank, w + 1, w + 1 + rank, x, y);
 }
+
+pe_status pe_graph_run_pack(const pe_graph *g, const pe_graph_op *op,
+                            const pe_context *scratch, const pe_context *arena)
+{
+    const int32_t *w = op->params;
+    const int pack = op->type == PE_GOP_PACK;
+    const int32_t n_pieces = pack ? op->num_inputs : op->num_outputs;
+    int32_t whole, k, esize;
+    int64_t count;
+    pe_dtype dt;
+    (void)scratch;
+    if (w == NULL || op->num_params != PE_PACK_WORDS || (pack ? op->num_outputs : op->num_inputs) != 1 ||
+        n_pieces < 1 || n_pieces > PE_GRAPH_MAX_IO || w[1] != n_pieces || w[0] < 1 || w[2] < 1) {
+        return PE_ERR_ARG;
+    }
+    whole = pack ? pe_graph_output_index(op, 0) : pe_graph_input_index(op, 0);
+    if (whole < 0 || !pe_graph_tensor_valid(g, whole, arena->size)) {
+        return PE_ERR_ARG;
+    }
+    dt = g->tensors[whole].dtype;
+    if (dt != PE_DT_INT8 && dt != PE_DT_INT16 && dt != PE_DT_INT32) {
+        return PE_ERR_ARG;
+    }
+    count = pe_batch3_count(3, w);
+    if (count < 0 || (int64_t)pe_graph_count(g, whole) != count) {
+        return PE_ERR_ARG;
+    }
+    esize = pe_graph_dtype_size(dt);
+    /* every piece is checked before anything is written */
+    for (k = 0; k < n_pieces; ++k) {
+        const int32_t t = pack ? pe_graph_input_index(op, k) : pe_graph_output_index(op, k);
+        const void *p = pack ? pe_graph_input(g, op, k, arena, dt) : (const void *)pe_graph_output(g, op, k, arena, dt);
+        if (t < 0 || p == NULL || (int64_t)pe_graph_count(g, t) != (int64_t)w[0] * w[2]) {
+            return PE_ERR_ARG;
+        }
+    }
+    if (pack) {
+        void *y = pe_graph_output(g, op, 0, arena, dt);
+        if (y == NULL) {
+            return PE_ERR_ARG;
+        }
+        for (k = 0; k < n_pieces; ++k) {
+            const pe_status s = pe_pack_slot(esize, w[0], w[1], k, w[2], pe_graph_input(g, op, k, arena, dt), y);
+            if (s != PE_OK) {
+                return s;
+            }
+        }
+    } else {
+        const void *x = pe_graph_input(g, op, 0, arena, dt);
+        if (x == NULL) {
+            return PE_ERR_ARG;
+        }
+        for (k = 0; k < n_pieces; ++k) {
+            const pe_status s = pe_unpack_slot(esize, w[0], w[1], k, w[2], x, pe_graph_output(g, op, k, arena, dt));
+            if (s != PE_OK) {
+                return s;
+            }
+        }
+    }
+    return PE_OK;
+}

@@ -70,3 +70,46 @@ pe_status pe_reverse_v2(int32_t elem_size, int32_t rank, const int32_t *dims, co
     }
     return PE_OK;
 }
+
+/* Checks shared by PACK / UNPACK; the element count of the packed tensor or -1. */
+static int64_t pack_check(int32_t elem_size, int32_t outer, int32_t n, int32_t k, int32_t inner,
+                          const void *a, const void *b)
+{
+    const int32_t dims[3] = {outer, n, inner};
+    if (a == NULL || b == NULL || (elem_size != 1 && elem_size != 2 && elem_size != 4) || k < 0 || k >= n) {
+        return -1;
+    }
+    return pe_batch3_count(3, dims);
+}
+
+pe_status pe_pack_slot(int32_t elem_size, int32_t outer, int32_t n, int32_t k, int32_t inner,
+                       const void *piece, void *packed)
+{
+    const uint8_t *x = (const uint8_t *)piece;
+    uint8_t *y = (uint8_t *)packed;
+    const size_t row = (size_t)inner * (size_t)elem_size;
+    int32_t o;
+    if (pack_check(elem_size, outer, n, k, inner, piece, packed) < 0) {
+        return PE_ERR_ARG;
+    }
+    for (o = 0; o < outer; ++o) {
+        memcpy(y + ((size_t)o * (size_t)n + (size_t)k) * row, x + (size_t)o * row, row);
+    }
+    return PE_OK;
+}
+
+pe_status pe_unpack_slot(int32_t elem_size, int32_t outer, int32_t n, int32_t k, int32_t inner,
+                         const void *packed, void *piece)
+{
+    const uint8_t *x = (const uint8_t *)packed;
+    uint8_t *y = (uint8_t *)piece;
+    const size_t row = (size_t)inner * (size_t)elem_size;
+    int32_t o;
+    if (pack_check(elem_size, outer, n, k, inner, packed, piece) < 0) {
+        return PE_ERR_ARG;
+    }
+    for (o = 0; o < outer; ++o) {
+        memcpy(y + (size_t)o * row, x + ((size_t)o * (size_t)n + (size_t)k) * row, row);
+    }
+    return PE_OK;
+}
