@@ -149,3 +149,39 @@ def test_pack_refuses_mismatched_inputs():
                    inputs=[0, 1], outputs=[2])
     with pytest.raises(ModelError, match="input 1"):
         load_tflite_bytes(blob, name="bad")
+
+
+# -- BROADCAST_TO -----------------------------------------------------------------------------
+
+def _broadcast_model(in_shape, shape, dtype):
+    S = W.schema()
+    t = [W.tensor(in_shape, dtype, **_q(dtype)), W.tensor([len(shape)], np.int32, data=np.array(shape, np.int32)),
+         W.tensor(shape, dtype, **_q(dtype))]
+    ops = [W.op(S.BuiltinOperator.BROADCAST_TO, [0, 1], [2], "BroadcastToOptions")]
+    return W.build(t, ops, inputs=[0], outputs=[2])
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32])
+@pytest.mark.parametrize("case", [((1,), (5,)), ((3,), (2, 3)), ((2, 1), (2, 4)), ((1, 3, 1), (2, 3, 4)),
+                                  ((4, 1, 2), (3, 4, 5, 2)), ((1, 2, 1, 3, 1), (2, 2, 2, 3, 2)), ((2, 3), (2, 3))])
+def test_broadcast_to_bit_exact_with_tflm(case, dtype):
+    in_shape, shape = case
+    rng = np.random.default_rng(len(in_shape) * 5 + len(shape))
+    lo, hi = _INFO[dtype]
+    x = rng.integers(lo, hi, in_shape, dtype=np.int64).astype(dtype)
+    blob = _broadcast_model(in_shape, shape, dtype)
+    g = load_tflite_bytes(blob, name="bcast")
+    assert not g.unsupported, g.summary()
+    assert [op.type for op in g.operators] == ["BROADCAST_TO"]
+    got = g.run([x])[0]
+    want = np.asarray(_tflm(blob, [x])[0]).reshape(got.shape)
+    assert got.dtype == want.dtype == dtype
+    assert np.array_equal(got, want)
+    assert np.array_equal(got, np.broadcast_to(x, shape))
+    f = run_float(g, x.astype(np.float64))[g.operators[0].outputs[0]]
+    assert np.array_equal(f, np.broadcast_to(x.astype(np.float64), shape))
+
+
+def test_broadcast_to_refuses_incompatible_shape():
+    with pytest.raises(ModelError, match="does not broadcast"):
+        load_tflite_bytes(_broadcast_model((3,), (2, 4), np.int8), name="bad")

@@ -1,6 +1,7 @@
 /* test_batch3.c - C unit tests of issue #30's third batch (pe_batch3.h):
  * REVERSE_V2 against a naive index computation for every subset of flipped
- * axes and every element size, PACK / UNPACK slots, and the refused arguments. Bit-exactness with
+ * axes and every element size, PACK / UNPACK slots,
+ * BROADCAST_TO, and the refused arguments. Bit-exactness with
  * the TFLM interpreter is tested from Python (tests/test_ops_batch3.py). */
 #include <string.h>
 
@@ -82,8 +83,30 @@ static void test_pack(void)
     PE_CHECK_EQ(pe_unpack_slot(2, 2, 3, 0, 4, NULL, back), PE_ERR_ARG);
 }
 
+static void test_broadcast(void)
+{
+    /* [3, 1] -> [2, 3, 4]: strides (0, 1, 0) */
+    const int32_t dims[3] = {2, 3, 4}, stride[3] = {0, 1, 0}, over[3] = {0, 2, 0};
+    const int8_t x[3] = {-128, 5, 127};
+    int8_t y[24];
+    int32_t i, j, k;
+    PE_CHECK_EQ(pe_broadcast_to(1, 3, dims, stride, 3, x, y), PE_OK);
+    for (i = 0; i < 2; i++) {
+        for (j = 0; j < 3; j++) {
+            for (k = 0; k < 4; k++) {
+                PE_CHECK_EQ(y[(i * 3 + j) * 4 + k], x[j]);
+            }
+        }
+    }
+    PE_CHECK_EQ(pe_broadcast_to(1, 3, dims, over, 3, x, y), PE_ERR_ARG);   /* would read x[4] */
+    PE_CHECK_EQ(pe_broadcast_to(1, 3, dims, stride, 2, x, y), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_broadcast_to(1, 3, dims, stride, 0, x, y), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_broadcast_to(5, 3, dims, stride, 3, x, y), PE_ERR_ARG);
+}
+
 int main(void)
 {
+    test_broadcast();
     test_reverse();
     test_pack();
     test_refused();

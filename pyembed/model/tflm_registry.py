@@ -45,7 +45,7 @@ _SIGNAL = "not yet: the rest of the TFLM signal library (issue #30)"
 # pyembed now runs (remove it then).
 DELIBERATE_GAPS = {
     "ADD_N": _NOT_YET, "ASSIGN_VARIABLE": _NOT_YET + " (resource variables)",
-    "BATCH_TO_SPACE_ND": _NOT_YET, "BROADCAST_ARGS": _FOLDED, "BROADCAST_TO": _NOT_YET,
+    "BATCH_TO_SPACE_ND": _NOT_YET, "BROADCAST_ARGS": _FOLDED,
     "CALL_ONCE": _NOT_YET + " (resource variables)", "CEIL": _NOT_YET, "COS": _NOT_YET,
     "CUMSUM": _NOT_YET, "DIV": "int32 only (pyembed.model.ops.signal); int8 and float32 DIV not yet: issue #30",
     "DYNAMIC_UPDATE_SLICE": _NOT_YET, "ELU": _NOT_YET,

@@ -723,6 +723,22 @@ static int32_t add_data_op(fz_reader *r, table *tb, pe_graph_op_type type, int32
         }
         break;
     }
+    case PE_GOP_BROADCAST_TO: { /* pe_batch3.h: rank, output dims, input strides (0: broadcast) */
+        int32_t st[4], step = 1;
+        for (k = 3; k >= 0; k--) {
+            st[k] = d[k] == 1 ? 0 : step;
+            o[k] = d[k] == 1 ? fz_range(r, 1, 3) : d[k];
+            step *= d[k];
+        }
+        push(tb, i, &nw, 4);
+        for (k = 0; k < 4; k++) {
+            push(tb, i, &nw, o[k]);
+        }
+        for (k = 0; k < 4; k++) {
+            push(tb, i, &nw, fz_wild(r, st[k], st[k]));
+        }
+        break;
+    }
     case PE_GOP_REVERSE_V2: /* pe_batch3.h: rank, dims, a 0/1 flip per axis */
         push_dims(tb, i, &nw, d);
         for (k = 0; k < 4; k++) {
@@ -829,12 +845,14 @@ static const pe_graph_op_type data_ops[16] = {
     PE_GOP_EXPAND_DIMS};
 
 /* issue #30's operators ride on three data movement picks: half the time
- * CONCATENATION -> PACK, SPLIT -> UNPACK, EXPAND_DIMS -> REVERSE_V2. */
+ * CONCATENATION -> PACK, SPLIT -> UNPACK, EXPAND_DIMS -> REVERSE_V2,
+ * TRANSPOSE -> BROADCAST_TO. */
 static pe_graph_op_type batch3_or(fz_reader *r, pe_graph_op_type t)
 {
     const pe_graph_op_type alt = t == PE_GOP_CONCATENATION ? PE_GOP_PACK
                                  : t == PE_GOP_SPLIT ? PE_GOP_UNPACK
-                                 : t == PE_GOP_EXPAND_DIMS ? PE_GOP_REVERSE_V2 : t;
+                                 : t == PE_GOP_EXPAND_DIMS ? PE_GOP_REVERSE_V2
+                                 : t == PE_GOP_TRANSPOSE ? PE_GOP_BROADCAST_TO : t;
     return alt != t && fz_bool(r) ? alt : t;
 }
 

@@ -11,6 +11,11 @@
  *   slot, pe_unpack_slot reads one slot into a piece (the runner calls them
  *   once per piece, so no table of pointers is needed). Elements of 1, 2 or
  *   4 bytes; outer, n, inner >= 1, 0 <= k < n, outer * n * inner <= INT32_MAX.
+ *
+ * BROADCAST_TO: out[c] = in[sum_k c[k] * in_stride[k]] over the output's
+ *   coordinates c (dims[0..rank)); a broadcast axis has stride 0. The input
+ *   must hold more than sum_k (dims[k] - 1) * in_stride[k] elements
+ *   (in_count; PE_ERR_ARG otherwise, before anything is written).
  */
 #ifndef PYEMBED_PE_BATCH3_H
 #define PYEMBED_PE_BATCH3_H
@@ -46,6 +51,16 @@ pe_status pe_unpack_slot(int32_t elem_size, int32_t outer, int32_t n, int32_t k,
  *   words [0] outer, [1] n (the number of pieces), [2] inner.
  */
 #define PE_PACK_WORDS 3
+
+pe_status pe_broadcast_to(int32_t elem_size, int32_t rank, const int32_t *dims, const int32_t *in_stride,
+                          int32_t in_count, const void *input, void *output);
+
+/*
+ * PE_GOP_BROADCAST_TO: input 0 (int8 / int16 / int32), output of its type;
+ *   words [0] rank, [1..rank] output dims, [1+rank..1+2*rank) input strides
+ *   (elements; 0 along broadcast axes).
+ */
+#define PE_BROADCAST_TO_WORDS(rank) (1 + 2 * (rank))
 
 #ifdef __cplusplus
 }

@@ -4,6 +4,8 @@
 REVERSE_V2 (220)            rank, in dims[rank], flip[rank] (1: the axis is reversed)
 PACK (221), UNPACK (222)    outer, n, inner (the packed tensor as [outer, n, inner],
                             each piece as [outer, inner])
+BROADCAST_TO (223)          rank, out dims[rank], input strides[rank] (elements; 0 along
+                            broadcast axes)
 ==========================  =========================================================
 
 (the pe_graph_op_type codes in parentheses; 220-259 are this batch's range).
@@ -127,7 +129,42 @@ def prepare_unpack(c):
     op.scratch_bytes = 0
 
 
+@register("BROADCAST_TO", code=223)
+def prepare_broadcast_to(c):
+    """BROADCAST_TO: int8 / int16 / int32 input broadcast to a constant shape (numpy rules, rank <= 6)."""
+    x, y = c.tensor(0, "input"), c.output()
+    c.dtype(x, "input", _DATA_TYPES)
+    if y.dtype != x.dtype:
+        raise c.error(f"output type {y.type_name or y.dtype} differs from the input type {x.type_name or x.dtype}")
+    s = c.tensor(1, "shape")
+    c.constant(s, "shape")
+    if s.dtype not in (np.dtype(np.int32), np.dtype(np.int64)):
+        raise c.error(f"shape (tensor {s.index}) must be int32 or int64, is {s.type_name or s.dtype}")
+    shape = [int(v) for v in np.asarray(s.data).ravel()]
+    rank = len(shape)
+    if not 1 <= rank <= MAX_RANK:
+        raise Unsupported(f"output rank {rank}, BROADCAST_TO supports 1..{MAX_RANK}")
+    if len(x.shape) > rank:
+        raise c.error(f"input rank {len(x.shape)} exceeds the target shape {shape}'s")
+    if min(shape) < 1 or min([int(d) for d in x.shape] or [1]) < 1:
+        raise c.error(f"empty shape {shape} or input {list(x.shape)}")
+    if list(y.shape) != shape:
+        raise c.error(f"output shape {list(y.shape)} differs from the target shape {shape}")
+    xin = [1] * (rank - len(x.shape)) + [int(d) for d in x.shape]
+    strides, step = [0] * rank, 1
+    for k in range(rank - 1, -1, -1):
+        if xin[k] != shape[k] and xin[k] != 1:
+            raise c.error(f"input shape {list(x.shape)} does not broadcast to {shape} (axis {k}: {xin[k]} vs {shape[k]})")
+        strides[k] = step if xin[k] != 1 else 0
+        step *= xin[k]
+    c.op.params = {"words": [rank, *shape, *strides], "c_inputs": [0], "shape": shape}
+    c.op.macs = 0
+    c.op.scratch_bytes = 0
+
+
 CONSTRAINTS = {
+    "BROADCAST_TO": "int8 / int16 / int32; constant shape (int32 / int64), output rank 1-6; numpy broadcasting; "
+                    "raw copy",
     "PACK": "int8 / int16 / int32; inputs of one shape and type; any axis; raw copy (constant PACKs are folded)",
     "UNPACK": "int8 / int16 / int32; any axis; one output per slice; raw copy",
     "REVERSE_V2": "int8 / int16 / int32; rank 1-6; constant int32 axes, contiguous once sorted (negative allowed); "
@@ -142,6 +179,8 @@ def float_reference(graph, op, inputs):
         return np.stack(list(inputs), axis=op.params["axis"])
     if op.type == "UNPACK":
         return np.take(x, 0, axis=op.params["axis"])
+    if op.type == "BROADCAST_TO":
+        return np.broadcast_to(x, tuple(op.params["shape"])).copy()
     if op.type == "REVERSE_V2":
         return np.flip(x, axis=tuple(op.params["axes"])) if op.params["axes"] else x.copy()
     from pyembed.errors import UnsupportedError

@@ -113,3 +113,45 @@ pe_status pe_unpack_slot(int32_t elem_size, int32_t outer, int32_t n, int32_t k,
     }
     return PE_OK;
 }
+
+pe_status pe_broadcast_to(int32_t elem_size, int32_t rank, const int32_t *dims, const int32_t *in_stride,
+                          int32_t in_count, const void *input, void *output)
+{
+    const uint8_t *x = (const uint8_t *)input;
+    uint8_t *y = (uint8_t *)output;
+    int32_t coord[PE_BATCH3_MAX_RANK];
+    int64_t count, last = 0;
+    int32_t n, i, k, src = 0;
+    if (input == NULL || output == NULL || in_stride == NULL || in_count < 1 ||
+        (elem_size != 1 && elem_size != 2 && elem_size != 4)) {
+        return PE_ERR_ARG;
+    }
+    count = pe_batch3_count(rank, dims);
+    if (count < 0) {
+        return PE_ERR_ARG;
+    }
+    for (k = 0; k < rank; ++k) {
+        if (in_stride[k] < 0 || in_stride[k] > in_count) {
+            return PE_ERR_ARG;
+        }
+        last += (int64_t)(dims[k] - 1) * in_stride[k];
+        coord[k] = 0;
+    }
+    if (last >= in_count) {
+        return PE_ERR_ARG;
+    }
+    n = (int32_t)count;
+    for (i = 0; i < n; ++i) {
+        memcpy(y + (size_t)i * (size_t)elem_size, x + (size_t)src * (size_t)elem_size, (size_t)elem_size);
+        for (k = rank - 1; k >= 0; --k) {
+            if (coord[k] + 1 < dims[k]) {
+                coord[k] += 1;
+                src += in_stride[k];
+                break;
+            }
+            src -= in_stride[k] * (dims[k] - 1);
+            coord[k] = 0;
+        }
+    }
+    return PE_OK;
+}
