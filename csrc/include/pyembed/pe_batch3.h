@@ -5,6 +5,10 @@
  *   along every axis k with flip[k] != 0 (any number of axes). Elements of
  *   1, 2 or 4 bytes, rank 1..PE_BATCH3_MAX_RANK, every dim >= 1; no scratch.
  *
+ * The kernels below expect input and output not to overlap (the planner
+ * never places them so); if they do, the copies stay memory-safe (memmove)
+ * but the result is unspecified.
+ *
  * PACK / UNPACK: with the packed tensor viewed as [outer, n, inner] and each
  *   piece as [outer, inner], piece k is the packed tensor's slot k:
  *   packed[o, k, i] = piece_k[o, i]. pe_pack_slot writes one piece into its

@@ -55,7 +55,7 @@ pe_status pe_reverse_v2(int32_t elem_size, int32_t rank, const int32_t *dims, co
         }
     }
     for (i = 0; i < n; ++i) {
-        memcpy(y + (size_t)i * (size_t)elem_size, x + (size_t)src * (size_t)elem_size, (size_t)elem_size);
+        memmove(y + (size_t)i * (size_t)elem_size, x + (size_t)src * (size_t)elem_size, (size_t)elem_size);
         /* odometer step of the output coordinate, moving the source with it */
         for (k = rank - 1; k >= 0; --k) {
             int32_t step = flip[k] != 0 ? -stride[k] : stride[k];
@@ -93,7 +93,7 @@ pe_status pe_pack_slot(int32_t elem_size, int32_t outer, int32_t n, int32_t k, i
         return PE_ERR_ARG;
     }
     for (o = 0; o < outer; ++o) {
-        memcpy(y + ((size_t)o * (size_t)n + (size_t)k) * row, x + (size_t)o * row, row);
+        memmove(y + ((size_t)o * (size_t)n + (size_t)k) * row, x + (size_t)o * row, row);
     }
     return PE_OK;
 }
@@ -109,7 +109,7 @@ pe_status pe_unpack_slot(int32_t elem_size, int32_t outer, int32_t n, int32_t k,
         return PE_ERR_ARG;
     }
     for (o = 0; o < outer; ++o) {
-        memcpy(y + (size_t)o * row, x + ((size_t)o * (size_t)n + (size_t)k) * row, row);
+        memmove(y + (size_t)o * row, x + ((size_t)o * (size_t)n + (size_t)k) * row, row);
     }
     return PE_OK;
 }
@@ -142,7 +142,7 @@ pe_status pe_broadcast_to(int32_t elem_size, int32_t rank, const int32_t *dims, 
     }
     n = (int32_t)count;
     for (i = 0; i < n; ++i) {
-        memcpy(y + (size_t)i * (size_t)elem_size, x + (size_t)src * (size_t)elem_size, (size_t)elem_size);
+        memmove(y + (size_t)i * (size_t)elem_size, x + (size_t)src * (size_t)elem_size, (size_t)elem_size);
         for (k = rank - 1; k >= 0; --k) {
             if (coord[k] + 1 < dims[k]) {
                 coord[k] += 1;
