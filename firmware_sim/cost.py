@@ -76,6 +76,8 @@ KERNEL_CLASS = {
     "CUSTOM:SignalWindow": "eltwise", "CUSTOM:SignalFftAutoScale": "eltwise", "CUSTOM:SignalEnergy": "eltwise",
     "CUSTOM:SignalFilterBankSquareRoot": "eltwise", "CUSTOM:SignalFilterBankSpectralSubtraction": "eltwise",
     "CUSTOM:SignalPCAN": "eltwise", "CUSTOM:SignalFilterBankLog": "eltwise",
+    # issue #30's third batch (pyembed.model.ops.batch3): REVERSE_V2 copies one element per output
+    "REVERSE_V2": "copy",
 }
 
 

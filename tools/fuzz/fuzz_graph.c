@@ -35,6 +35,7 @@
 #include "pyembed/pe_fc_w16.h"
 #include "pyembed/pe_logic.h"
 #include "pyembed/pe_signal.h"
+#include "pyembed/pe_batch3.h"
 
 #define MAX_T 32
 #define MAX_OPS 8
@@ -684,6 +685,67 @@ static int32_t add_data_op(fz_reader *r, table *tb, pe_graph_op_type type, int32
         }
         break;
     }
+    case PE_GOP_PACK:   /* pe_batch3.h: outer, n, inner; x and constant pieces of its dims */
+    case PE_GOP_UNPACK: { /* x split into its d[axis] slices (more than 4: refused by the count check) */
+        const int32_t axis = fz_range(r, 0, 3);
+        int32_t outer = 1, inner = 1, n;
+        for (k = 0; k < 4; k++) {
+            if (k < axis) {
+                outer *= d[k];
+            } else if (k > axis || type == PE_GOP_PACK) {
+                inner *= d[k];
+            }
+        }
+        n = type == PE_GOP_PACK ? fz_range(r, 1, 4) : (d[axis] < 4 ? d[axis] : 4);
+        push(tb, i, &nw, fz_wild(r, outer, outer));
+        push(tb, i, &nw, fz_wild(r, n, n));
+        push(tb, i, &nw, fz_wild(r, inner, inner));
+        if (type == PE_GOP_PACK) {
+            n_in = n;
+            for (k = 1; k < n; k++) {
+                tb->dio[i][k] = add_tensor(r, tb, PE_DT_INT8, d[0], d[1], d[2], d[3], 1);
+                if (tb->dio[i][k] < 0) {
+                    return -1;
+                }
+            }
+            o[3] = d[3] * n;
+        } else {
+            n_out = n;
+            for (k = 0; k < n; k++) {
+                int32_t sd[4] = {d[0], d[1], d[2], d[3]};
+                sd[axis] = 1;
+                tb->dio[i][4 + k] = add_tensor(r, tb, PE_DT_INT8, sd[0], sd[1], sd[2], sd[3], 0);
+                if (tb->dio[i][4 + k] < 0) {
+                    return -1;
+                }
+            }
+            y = tb->dio[i][4];
+        }
+        break;
+    }
+    case PE_GOP_BROADCAST_TO: { /* pe_batch3.h: rank, output dims, input strides (0: broadcast) */
+        int32_t st[4], step = 1;
+        for (k = 3; k >= 0; k--) {
+            st[k] = d[k] == 1 ? 0 : step;
+            o[k] = d[k] == 1 ? fz_range(r, 1, 3) : d[k];
+            step *= d[k];
+        }
+        push(tb, i, &nw, 4);
+        for (k = 0; k < 4; k++) {
+            push(tb, i, &nw, o[k]);
+        }
+        for (k = 0; k < 4; k++) {
+            push(tb, i, &nw, fz_wild(r, st[k], st[k]));
+        }
+        break;
+    }
+    case PE_GOP_REVERSE_V2: /* pe_batch3.h: rank, dims, a 0/1 flip per axis */
+        push_dims(tb, i, &nw, d);
+        for (k = 0; k < 4; k++) {
+            const int32_t f = fz_bool(r);
+            push(tb, i, &nw, fz_wild(r, f, f));
+        }
+        break;
     case PE_GOP_TRANSPOSE: {
         int32_t perm[4] = {0, 1, 2, 3};
         for (k = 3; k > 0; k--) {
@@ -781,6 +843,18 @@ static const pe_graph_op_type data_ops[16] = {
     PE_GOP_STRIDED_SLICE, PE_GOP_SLICE, PE_GOP_TRANSPOSE, PE_GOP_GATHER, PE_GOP_DEPTH_TO_SPACE,
     PE_GOP_SPACE_TO_DEPTH, PE_GOP_RESIZE_NEAREST_NEIGHBOR, PE_GOP_RESIZE_BILINEAR, PE_GOP_SQUEEZE,
     PE_GOP_EXPAND_DIMS};
+
+/* issue #30's operators ride on three data movement picks: half the time
+ * CONCATENATION -> PACK, SPLIT -> UNPACK, EXPAND_DIMS -> REVERSE_V2,
+ * TRANSPOSE -> BROADCAST_TO. */
+static pe_graph_op_type batch3_or(fz_reader *r, pe_graph_op_type t)
+{
+    const pe_graph_op_type alt = t == PE_GOP_CONCATENATION ? PE_GOP_PACK
+                                 : t == PE_GOP_SPLIT ? PE_GOP_UNPACK
+                                 : t == PE_GOP_EXPAND_DIMS ? PE_GOP_REVERSE_V2
+                                 : t == PE_GOP_TRANSPOSE ? PE_GOP_BROADCAST_TO : t;
+    return alt != t && fz_bool(r) ? alt : t;
+}
 
 static int is_data_op(const table *tb, int32_t k)
 {
@@ -1291,7 +1365,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
                           : pick == 40 ? add_lstm_op(&r, &tb, x)
                           : (pick >= 38 && pick != 40) ? add_op(&r, &tb, type, x)
                           : pick >= 34 ? add_math_op(&r, &tb, x)
-                          : (pick >= 18 ? add_data_op(&r, &tb, data_ops[pick - 18], x) : add_op(&r, &tb, type, x));
+                          : (pick >= 18 ? add_data_op(&r, &tb, batch3_or(&r, data_ops[pick - 18]), x)
+                                       : add_op(&r, &tb, type, x));
         if (y < 0) {
             break;
         }

@@ -167,7 +167,12 @@ typedef enum {
     PE_GOP_MUL_S32 = 191,
     PE_GOP_DIV_S32 = 192,
     PE_GOP_MINIMUM_S32 = 193,
-    PE_GOP_MAXIMUM_S32 = 194
+    PE_GOP_MAXIMUM_S32 = 194,
+    /* 220-259: issue #30's third batch of TFLM operators (pe_batch3.h) */
+    PE_GOP_REVERSE_V2 = 220,
+    PE_GOP_PACK = 221,
+    PE_GOP_UNPACK = 222,
+    PE_GOP_BROADCAST_TO = 223
 } pe_graph_op_type;
 
 /* Bound on an operator's inputs or outputs (a sanity limit for the checks). */

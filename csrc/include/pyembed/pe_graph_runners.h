@@ -86,6 +86,14 @@ pe_status pe_graph_run_binary(const pe_graph *g, const pe_graph_op *op, const pe
 pe_status pe_graph_run_unary(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
                              const pe_context *arena);
 
+/* ---- pe_batch3.h (issue #30's third batch) ------------------------------------ */
+pe_status pe_graph_run_reverse_v2(const pe_graph *g, const pe_graph_op *op,
+                                  const pe_context *scratch, const pe_context *arena);
+/* PACK (its inputs into one output) and UNPACK (one input into its outputs) */
+pe_status pe_graph_run_pack(const pe_graph *g, const pe_graph_op *op,
+                            const pe_context *scratch, const pe_context *arena);
+pe_status pe_graph_run_broadcast_to(const pe_graph *g, const pe_graph_op *op,
+                                    const pe_context *scratch, const pe_context *arena);
 /* ---- pe_gather.h ---------------------------------------------------------------- */
 pe_status pe_graph_run_gather_batched(const pe_graph *g, const pe_graph_op *op,
                                       const pe_context *scratch, const pe_context *arena);

@@ -97,6 +97,13 @@ pe_graph_runner pe_graph_runner_for(pe_graph_op_type type)
         return pe_graph_run_prelu_s16;
     case PE_GOP_GATHER_BATCHED:
         return pe_graph_run_gather_batched;
+    case PE_GOP_REVERSE_V2:
+        return pe_graph_run_reverse_v2;
+    case PE_GOP_PACK:
+    case PE_GOP_UNPACK:
+        return pe_graph_run_pack;
+    case PE_GOP_BROADCAST_TO:
+        return pe_graph_run_broadcast_to;
     case PE_GOP_FULLY_CONNECTED_W16:
         return pe_graph_run_fc_w16;
     case PE_GOP_FULLY_CONNECTED_W4:
