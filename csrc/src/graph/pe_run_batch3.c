@@ -6,6 +6,26 @@
 #include "pyembed/pe_graph_runners.h"
 #include "pyembed/pe_batch3.h"
 
+/* The one input and one output of a one-to-one operator: their tensor indices, the input checked
+ * against the arena, its element type (int8, int16 or int32) and both buffers (NULL when a check
+ * of pe_graph_input / pe_graph_output fails). 0 when an index or the type is wrong. */
+static int one_io(const pe_graph *g, const pe_graph_op *op, const pe_context *arena, int32_t *ti,
+                  int32_t *to, pe_dtype *dt, const void **x, void **y)
+{
+    *ti = pe_graph_input_index(op, 0);
+    *to = pe_graph_output_index(op, 0);
+    if (*ti < 0 || *to < 0 || !pe_graph_tensor_valid(g, *ti, arena->size)) {
+        return 0;
+    }
+    *dt = g->tensors[*ti].dtype;
+    if (*dt != PE_DT_INT8 && *dt != PE_DT_INT16 && *dt != PE_DT_INT32) {
+        return 0;
+    }
+    *x = pe_graph_input(g, op, 0, arena, *dt);
+    *y = pe_graph_output(g, op, 0, arena, *dt);
+    return 1;
+}
+
 pe_status pe_graph_run_reverse_v2(const pe_graph *g, const pe_graph_op *op,
                                   const pe_context *scratch, const pe_context *arena)
 {
@@ -28,17 +48,9 @@ pe_status pe_graph_run_reverse_v2(const pe_graph *g, const pe_graph_op *op,
             return PE_ERR_ARG;
         }
     }
-    ti = pe_graph_input_index(op, 0);
-    to = pe_graph_output_index(op, 0);
-    if (ti < 0 || to < 0 || !pe_graph_tensor_valid(g, ti, arena->size)) {
+    if (!one_io(g, op, arena, &ti, &to, &dt, &x, &y)) {
         return PE_ERR_ARG;
     }
-    dt = g->tensors[ti].dtype;
-    if (dt != PE_DT_INT8 && dt != PE_DT_INT16 && dt != PE_DT_INT32) {
-        return PE_ERR_ARG;
-    }
-    x = pe_graph_input(g, op, 0, arena, dt);
-    y = pe_graph_output(g, op, 0, arena, dt);
     count = pe_batch3_count(rank, w + 1);
     if (x == NULL || y == NULL || count < 0 || (int64_t)pe_graph_count(g, ti) != count ||
         (int64_t)pe_graph_count(g, to) != count) {
@@ -125,17 +137,9 @@ pe_status pe_graph_run_broadcast_to(const pe_graph *g, const pe_graph_op *op,
     if (rank < 1 || rank > PE_BATCH3_MAX_RANK || op->num_params != PE_BROADCAST_TO_WORDS(rank)) {
         return PE_ERR_ARG;
     }
-    ti = pe_graph_input_index(op, 0);
-    to = pe_graph_output_index(op, 0);
-    if (ti < 0 || to < 0 || !pe_graph_tensor_valid(g, ti, arena->size)) {
+    if (!one_io(g, op, arena, &ti, &to, &dt, &x, &y)) {
         return PE_ERR_ARG;
     }
-    dt = g->tensors[ti].dtype;
-    if (dt != PE_DT_INT8 && dt != PE_DT_INT16 && dt != PE_DT_INT32) {
-        return PE_ERR_ARG;
-    }
-    x = pe_graph_input(g, op, 0, arena, dt);
-    y = pe_graph_output(g, op, 0, arena, dt);
     count = pe_batch3_count(rank, w + 1);
     if (x == NULL || y == NULL || count < 0 || (int64_t)pe_graph_count(g, to) != count) {
         return PE_ERR_ARG;
