@@ -266,7 +266,7 @@ def test_lean_candidate_on_kws_lowers_the_arena_and_simulate_replays_it(tmp_path
     assert "none+lean" in by_label and "none" in by_label
     lean, full = by_label["none+lean"], by_label["none"]
     assert lean.arena < full.arena
-    assert lean.plan.info["conv_forms"] == "gather"
+    assert lean.plan.info["conv_forms"] in ("gather", "gather+least")
     # every gather convolution of the lean graph whose DSP loops take a work block got one, of at
     # least the size they keep their speed with (none is left to run without its loops)
     from pyembed._ext import _graph

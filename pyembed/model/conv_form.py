@@ -211,6 +211,17 @@ def reverse_work_wants(graph):
     return want
 
 
+def gather_least_size(graph, op, overlapped):
+    """The least work block with which op's DSP block loops run at about
+    their speed (pe_..._gather_s8_get_least_buffer_size; overlapped: its
+    output placed over its input), uncapped; 0 where none apply."""
+    from pyembed._ext import _graph
+    from pyembed.model.ops.base import dims4
+    x, w, y = (graph.tensors[op.inputs[i]] if i < 2 else graph.tensors[op.outputs[0]] for i in range(3))
+    return int(_graph.gather_least_buffer_size(op.params, dims4(x.shape), dims4(w.shape), dims4(y.shape),
+                                               bool(overlapped), op.type == "DEPTHWISE_CONV_2D"))
+
+
 def gather_least_wants(graph, overlapped=()):
     """{operator index: bytes} for the convolutions of gather_work_wants: the
     least work block with which their DSP loops still run
@@ -252,13 +263,18 @@ def gather_keeps_speed(graph, op):
     return least < rev
 
 
-def all_gather(graph):
+def all_gather(graph, least=False):
     """A copy of graph whose convolutions in the reverse form run the gather
     form (scratch 0) where that form keeps its DSP loops' speed in less than
     the reverse kernel's scratch (_gather_keeps_speed): the lean plans'
     starting point (pyembed.target.planning), which then gives them only
-    the DSP work blocks the plan has room for. graph is not modified; graph
-    itself when no convolution changes."""
+    the DSP work blocks the plan has room for. least=True: each of those
+    convolutions starts with the least work block its loops keep their speed
+    with beside a disjoint output (gather_least_size) as its scratch, so the
+    planner places that block with the tensors (the plan may then put the
+    layer's input where the block would otherwise go past the peak: KWS's
+    first convolution) instead of the widening adding it afterwards. graph
+    is not modified; graph itself when no convolution changes."""
     import copy
     import dataclasses
     convs = [op.index for op in _conv_ops(graph) if op.params.get("conv_form", "reverse") != "gather"
@@ -272,6 +288,9 @@ def all_gather(graph):
         old = graph.operators[k]
         params = dict(old.params, conv_form="gather")
         params.setdefault("reverse_scratch", int(old.scratch_bytes))
-        g2.operators[k] = dataclasses.replace(old, scratch_bytes=0, params=params)
+        block = gather_least_size(graph, old, False) if least else 0
+        if block >= int(params["reverse_scratch"]):
+            block = 0   # (from that size up the runtime runs the reverse form)
+        g2.operators[k] = dataclasses.replace(old, scratch_bytes=block, params=params)
     g2._runtime_cache = {}
     return g2

@@ -247,7 +247,10 @@ def dsp_conv_scratch(graph, plan, lean=False):
     end where no bytes are free; a gather work block short of free bytes takes the largest free range
     from its least size up (conv_form.gather_least_wants: the same DSP
     loops, in more pieces), and only a block whose least size finds no free
-    bytes grows a region, by that least size."""
+    bytes grows a region, by that least size. The same for a gather conv
+    switching to the reverse form (its least size in the overlapped case,
+    never below the reverse minimum), and a reverse conv whose block already
+    reaches its least size grows no region for a larger one."""
     from pyembed.model.conv_form import dsp_scratch_wants, gather_switch_wants
     want = dsp_scratch_wants(graph)
     switch = gather_switch_wants(graph)
@@ -269,7 +272,19 @@ def dsp_conv_scratch(graph, plan, lean=False):
                     if graph.operators[k].params.get("conv_form") == "reverse"
                     or not gather_keeps_speed(graph, graph.operators[k])}
         if rest:
-            plan2, more = widen_scratch(plan2, rest, at_overlaps=set(rest), grow=True)
+            least = None
+            if lean:
+                # a switching conv whose block loops run at about their speed
+                # in less than its want (the overlapped case, the worse one)
+                # takes the largest free range from that least size up, and
+                # grows a region by that size only; never below the reverse
+                # minimum, from which the runtime runs the reverse form
+                from pyembed.model.conv_form import gather_least_size
+                least = {k: max(gather_least_size(graph, graph.operators[k], True),
+                                int(graph.operators[k].params.get("reverse_scratch", 0)))
+                         for k in rest if k in switch}
+                least = {k: v for k, v in least.items() if v < rest[k]}
+            plan2, more = widen_scratch(plan2, rest, at_overlaps=set(rest), grow=True, least=least or None)
             granted.update(more)
         g2 = _apply(graph, granted)
         switched = {op for op in granted if graph.operators[op].scratch_bytes == 0}
@@ -294,9 +309,15 @@ def dsp_conv_scratch(graph, plan, lean=False):
         plan3, ggranted = widen_scratch(plan2, allw, at_overlaps=set(allw))
         rest = {k: v for k, v in allw.items() if k not in ggranted}
         if rest and lean:
-            from pyembed.model.conv_form import gather_least_wants
+            from pyembed.model.conv_form import gather_least_size, gather_least_wants
             over = {plan2.order[st] for st in _overlapped_steps(plan2)}
             least = gather_least_wants(g2, over)
+            # a reverse conv already holding a block at least its least size
+            # keeps it where no free bytes give more (no region grows for it)
+            for k in rwant:
+                have = int(g2.operators[k].scratch_bytes)
+                if have >= gather_least_size(g2, g2.operators[k], k in over):
+                    least[k] = have
             # (a reverse conv's block at its size: its gather form was slower)
             plan3, more = widen_scratch(plan3, {k: v for k, v in rest.items() if k in least or k in rwant},
                                         at_overlaps=set(rest), grow=True, least=least)
@@ -317,8 +338,10 @@ def dsp_conv_scratch(graph, plan, lean=False):
 def replay_forms(graph, info):
     """graph as a plan with plan.info info was made from, before the
     compiler pipeline: every convolution in the gather form for a lean plan
-    (pyembed.target.planning), else graph itself."""
-    if (info or {}).get("conv_forms") == "gather":
+    (pyembed.target.planning; "gather+least": with their least blocks,
+    all_gather(least=True)), else graph itself."""
+    forms = (info or {}).get("conv_forms")
+    if forms in ("gather", "gather+least"):
         from pyembed.model.conv_form import all_gather
-        return all_gather(graph)
+        return all_gather(graph, least=forms == "gather+least")
     return graph

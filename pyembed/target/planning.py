@@ -229,10 +229,29 @@ def plan_for_target(model, profile=None, options=None, regions=None, action="pla
 
 
 def _plan_one(graph, options, regions, strategy, cache=None, prof=None, lean=False):
+    """(graph, plan, report lines) of one strategy. lean: from
+    conv_form.all_gather's graph, planned twice -- the converted
+    convolutions' work blocks added by the widening, and their least blocks
+    planned with the tensors (all_gather(least=True)) -- keeping the
+    smaller arena (the first on a tie); plan.info["conv_forms"] records
+    which, so simulate --plan replays it."""
+    if not lean:
+        return _plan_forms(graph, options, regions, strategy, cache, prof, None)
+    from pyembed.model.conv_form import all_gather
+    best = None
+    for forms in ("gather", "gather+least"):
+        g = all_gather(graph, least=forms == "gather+least")
+        if best is not None and g is best[3]:
+            continue    # no converted convolution: the same graph
+        out = _plan_forms(g, options, regions, strategy, cache, prof, forms)
+        if best is None or out[1].arena_size < best[0][1].arena_size:
+            best = (out, forms, None, g)
+    return best[0]
+
+
+def _plan_forms(graph, options, regions, strategy, cache, prof, forms):
     from pyembed.plan.pipeline import plan_with_strategy
-    if lean:
-        from pyembed.model.conv_form import all_gather
-        graph = all_gather(graph)
+    lean = forms is not None
     cap = options.weight_block
     while True:
         g, plan, lines = plan_with_strategy(
@@ -242,7 +261,7 @@ def _plan_one(graph, options, regions, strategy, cache=None, prof=None, lean=Fal
             algorithm=options.algorithm, search_order=options.search_order, time_limit=float(options.time_limit))
         g, plan = dsp_widen(g, plan, prof, lean=lean)
         if lean:
-            plan.info["conv_forms"] = "gather"   # simulate --plan starts from the same forms (replay)
+            plan.info["conv_forms"] = forms   # simulate --plan starts from the same forms (replay)
         cap2 = _segment_cap(g, plan, prof, options, cap)
         if cap2 is None:
             return g, plan, lines

@@ -90,7 +90,7 @@ pe_status pe_depthwise_conv2d_gather_s8_get_target_buffer_size(const pe_conv_par
  * the target is 0) with which a DSP build runs the loops of the target size
  * at about their speed, for an output disjoint from the input (overlap 0) or
  * placed over it (overlap 1, a plan's output-over-input allowance): conv
- * weights widened whole per four-channel block and at least 32 pixels per
+ * weights widened whole per four-channel block and at least 16 pixels per
  * batch of staged rows, depthwise planes in bands of at least 2 rows,
  * channel-group blocks of at least a row. Any size from it up gives the
  * same bytes; less runs the loops in smaller pieces (slower). On any build

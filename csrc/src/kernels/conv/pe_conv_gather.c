@@ -949,14 +949,15 @@ static pe_status target_query(const pe_conv_params *p, const pe_dims *in, const 
 /* Whether a DSP build runs, with a work block of `bytes`, the loops the
  * target size runs (target_query's choice; the bias bound aside) at about
  * their speed: the conv block loops with each four-channel block's weights
- * widened whole and, on an output over its input, at least 32 pixels (or
+ * widened whole and, on an output over its input, at least 16 pixels (or
  * every row) per batch of staged rows (a batch widens the weights again);
  * the depthwise planes in bands of at least 2 rows (each band moves its two
- * halo plane rows and has its own set-up: on KWS's 25x5x64 layers bands of
- * 2 rows instead of 4 cost about 4 % of the invoke and save 448 B of its
- * arena, mps2-an386); the channel-group loops in blocks of at least a row. A
+ * halo plane rows and has its own set-up); the channel-group loops in blocks of at least a row. A
  * smaller block still runs these loops (cv_work_split, dw3_rows,
- * dw_group_runs), in pieces the planner's instruction model does not see. */
+ * dw_group_runs), in pieces the planner's instruction model does not see.
+ * (16 pixels and 2-row bands, down from 32 and 4, take KWS's lean plan from
+ * 12,096 to 11,392 B of arena for 4.62 -> 4.97 M instructions on
+ * mps2-an386: python -m pyembed.bench target.) */
 static int32_t target_loops_run(const pe_conv_params *p, const pe_dims *in, const pe_dims *f,
                                 const pe_dims *out, int32_t depthwise, int32_t disjoint,
                                 int32_t bytes)
@@ -970,7 +971,7 @@ static int32_t target_loops_run(const pe_conv_params *p, const pe_dims *in, cons
         if (disjoint) {
             return bytes >= need;
         }
-        return wb >= need && (cap >= out->h || (int64_t)cap * out->w >= 32);
+        return wb >= need && (cap >= out->h || (int64_t)cap * out->w >= 16);
     }
     if (pe_dw3_plane_bytes(p, in, f, out, &least) > 0 && least <= PE_DW3_WORK) {
         ns = dw3_rows(p, in, f, out, disjoint, bytes);
