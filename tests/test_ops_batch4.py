@@ -351,3 +351,48 @@ def test_dynamic_update_slice_bit_exact_with_tflm(shape, u_shape, dtype):
 def test_dynamic_update_slice_refuses_an_oversized_update():
     with pytest.raises(ModelError, match="must be non-empty and fit"):
         load_tflite_bytes(_dus_model((3, 4), (4, 1), np.int8), name="bad")
+
+
+# -- one Cortex-M4 firmware under QEMU ----------------------------------------------------------
+
+def _qemu_missing():
+    from pyembed.target import qemu
+    return qemu.missing_tools()
+
+
+def _chain_model():
+    """x -> SPACE_TO_BATCH_ND (padded) -> BATCH_TO_SPACE_ND (cropping the padding away) -> GATHER_ND
+    (constant indices, one of them [0, 5] read through TFLM's flat position) -> DYNAMIC_UPDATE_SLICE
+    (constant update, start indices clamped on two axes)."""
+    q = {"scale": 0.05, "zp": 3}
+
+    def i32(v):
+        a = np.array(v, np.int32)
+        return W.tensor(list(a.shape), np.int32, data=a)
+    t = [W.tensor([1, 6, 6, 4], np.int8, **q), i32([2, 2]), i32([[1, 1], [1, 1]]),
+         W.tensor([4, 4, 4, 4], np.int8, **q), W.tensor([1, 6, 6, 4], np.int8, **q),
+         i32([[0, 1], [0, 5], [0, 3]]), W.tensor([3, 6, 4], np.int8, **q),
+         W.tensor([1, 2, 4], np.int8, data=np.arange(8, dtype=np.int8).reshape(1, 2, 4) * 9, **q),
+         i32([1, 5, -3]), W.tensor([3, 6, 4], np.int8, **q)]
+    ops = [W.op(B.SPACE_TO_BATCH_ND, [0, 1, 2], [3], "SpaceToBatchNDOptions"),
+           W.op(B.BATCH_TO_SPACE_ND, [3, 1, 2], [4], "BatchToSpaceNDOptions"),
+           W.op(B.GATHER_ND, [4, 5], [6], "GatherNdOptions"),
+           W.op(B.DYNAMIC_UPDATE_SLICE, [6, 7, 8], [9], "DynamicUpdateSliceOptions")]
+    return W.build(t, ops, inputs=[0], outputs=[9])
+
+
+@pytest.mark.skipif(_qemu_missing() is not None, reason=str(_qemu_missing()))
+def test_firmware_of_the_batch4_chain_equals_host_and_tflm(tmp_path):
+    from pyembed.target.firmware import build_project, generate, run_project
+    blob = _chain_model()
+    g = _load(blob, ["SPACE_TO_BATCH_ND", "BATCH_TO_SPACE_ND", "GATHER_ND", "DYNAMIC_UPDATE_SLICE"])
+    proj = generate(g, "mps2-an386", tmp_path / "fw")
+    build_project(proj.outdir)
+    tflm = _Tflm(blob)
+    rng = np.random.default_rng(9)
+    for _ in range(2):
+        x = _rand(rng, (1, 6, 6, 4), np.int8)
+        want = tflm([x])[0]
+        _same(g.run([x])[0], want)
+        run = run_project(proj, [x])
+        _same(np.asarray(run.outputs[0]).reshape(want.shape), want)
