@@ -108,6 +108,7 @@ static void test_gather_nd(void)
     /* params [3, 4] int8 0..11; nd 2, slices of 1 element */
     const int32_t stride2[2] = {4, 1}, stride1[1] = {4};
     const int32_t idx[6] = {0, 5, 1, -1, 2, 3}, rows[2] = {2, 0}, bad[2] = {2, 4}, neg[2] = {-1, 3};
+    const int32_t stride84[2] = {8, 4}, huge[2] = {1 << 29, -(1 << 30)}; /* terms +-2^32, sum 0 */
     int8_t p[12], y[8];
     int32_t i;
     for (i = 0; i < 12; i++) {
@@ -124,6 +125,7 @@ static void test_gather_nd(void)
     }
     PE_CHECK_EQ(pe_gather_nd(1, 1, 2, 1, 12, stride2, bad, p, y), PE_ERR_ARG);
     PE_CHECK_EQ(pe_gather_nd(1, 1, 2, 1, 12, stride2, neg, p, y), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_gather_nd(1, 1, 2, 1, 12, stride84, huge, p, y), PE_ERR_ARG);
     PE_CHECK_EQ(pe_gather_nd(1, 1, 0, 1, 12, stride2, bad, p, y), PE_ERR_ARG);
     PE_CHECK_EQ(pe_gather_nd(1, 1, 2, 13, 12, stride2, idx, p, y), PE_ERR_ARG);
 }

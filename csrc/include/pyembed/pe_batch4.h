@@ -70,7 +70,8 @@ pe_status pe_batch_to_space_nd(int32_t elem_size, const int32_t *geom, const voi
  * flat position sum_j indices[i * nd + j] * stride[j] of the params
  * (params_count elements), as TFLM computes it: a position < 0 or a slice
  * running past the params' end is PE_ERR_ARG (TFLM's "gather_nd index out of
- * bounds"). 1 <= nd <= PE_BATCH4_MAX_RANK.
+ * bounds"), and so is a term index * stride outside int32 (where TFLM's int
+ * arithmetic overflows). 1 <= nd <= PE_BATCH4_MAX_RANK.
  */
 pe_status pe_gather_nd(int32_t elem_size, int32_t n_slices, int32_t nd, int32_t slice_size, int32_t params_count,
                        const int32_t *stride, const int32_t *indices, const void *params, void *output);

@@ -113,12 +113,22 @@ pe_status pe_graph_run_space_to_batch_nd(const pe_graph *g, const pe_graph_op *o
         return PE_ERR_ARG;
     }
     /* the kernel checks the words; here the tensors must hold what they describe */
+    if (w[0] < 1 || w[1] < 1 || w[2] < 1 || w[3] < 1 || w[8] < 1 || w[9] < 1 || w[10] < 1) {
+        return PE_ERR_ARG;
+    }
     space = (int64_t)w[0] * w[1];
-    space = space * w[2] * w[3];
     batch = (int64_t)w[8] * w[9];
-    batch = batch * w[10] * w[3];
-    if (w[0] < 1 || w[1] < 1 || w[2] < 1 || w[3] < 1 || w[8] < 1 || w[9] < 1 || w[10] < 1 ||
-        space > INT32_MAX || batch > INT32_MAX ||
+    if (space > INT32_MAX || batch > INT32_MAX) {
+        return PE_ERR_ARG;
+    }
+    space *= w[2];
+    batch *= w[10];
+    if (space > INT32_MAX || batch > INT32_MAX) {
+        return PE_ERR_ARG;
+    }
+    space *= w[3];
+    batch *= w[3];
+    if (space > INT32_MAX || batch > INT32_MAX ||
         pe_graph_count(g, pe_graph_input_index(op, 0)) != (s2b ? space : batch) ||
         pe_graph_count(g, pe_graph_output_index(op, 0)) != (s2b ? batch : space)) {
         return PE_ERR_ARG;

@@ -193,7 +193,12 @@ pe_status pe_gather_nd(int32_t elem_size, int32_t n_slices, int32_t nd, int32_t 
     for (i = 0; i < n_slices; ++i) {
         int64_t from = 0;
         for (j = 0; j < nd; ++j) {
-            from += (int64_t)indices[(size_t)i * (size_t)nd + (size_t)j] * stride[j];
+            /* TFLM multiplies in int; a term past int32 is out of range there too */
+            const int64_t term = (int64_t)indices[(size_t)i * (size_t)nd + (size_t)j] * stride[j];
+            if (term > INT32_MAX || term < INT32_MIN) {
+                return PE_ERR_ARG;
+            }
+            from += term;
         }
         if (from < 0 || from + slice_size > params_count) {
             return PE_ERR_ARG;
