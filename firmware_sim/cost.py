@@ -78,6 +78,9 @@ KERNEL_CLASS = {
     "CUSTOM:SignalPCAN": "eltwise", "CUSTOM:SignalFilterBankLog": "eltwise",
     # issue #30's third batch (pyembed.model.ops.batch3): REVERSE_V2 copies one element per output
     "REVERSE_V2": "copy",
+    # issue #30's fourth batch (pyembed.model.ops.batch4): data movement, one copy per output element
+    "FILL": "copy", "ZEROS_LIKE": "copy", "SHAPE": "copy", "BROADCAST_ARGS": "copy", "SPACE_TO_BATCH_ND": "copy",
+    "BATCH_TO_SPACE_ND": "copy", "GATHER_ND": "copy", "DYNAMIC_UPDATE_SLICE": "copy",
 }
 
 

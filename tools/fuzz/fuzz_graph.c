@@ -36,6 +36,7 @@
 #include "pyembed/pe_logic.h"
 #include "pyembed/pe_signal.h"
 #include "pyembed/pe_batch3.h"
+#include "pyembed/pe_batch4.h"
 
 #define MAX_T 32
 #define MAX_OPS 8
@@ -739,6 +740,149 @@ static int32_t add_data_op(fz_reader *r, table *tb, pe_graph_op_type type, int32
         }
         break;
     }
+    case PE_GOP_SPACE_TO_BATCH_ND: { /* pe_batch4.h: geom of x padded to blocks of 1-2, a pad byte */
+        const int32_t bh = fz_range(r, 1, 2), bw = fz_range(r, 1, 2);
+        const int32_t pt = fz_range(r, 0, 1), pl = fz_range(r, 0, 1);
+        const int32_t pb = (bh - (d[1] + pt) % bh) % bh, pr = (bw - (d[2] + pl) % bw) % bw;
+        o[0] = d[0] * bh * bw;
+        o[1] = (d[1] + pt + pb) / bh;
+        o[2] = (d[2] + pl + pr) / bw;
+        for (k = 0; k < 4; k++) {
+            push(tb, i, &nw, fz_wild(r, d[k], d[k]));
+        }
+        push(tb, i, &nw, fz_wild(r, bh, bh));
+        push(tb, i, &nw, fz_wild(r, bw, bw));
+        push(tb, i, &nw, fz_wild(r, pt, pt));
+        push(tb, i, &nw, fz_wild(r, pl, pl));
+        for (k = 0; k < 3; k++) {
+            push(tb, i, &nw, fz_wild(r, o[k], o[k]));
+        }
+        push(tb, i, &nw, fz_wild(r, -128, 127));
+        break;
+    }
+    case PE_GOP_BATCH_TO_SPACE_ND: { /* pe_batch4.h: x's batch spread over blocks (1x1, 2x1 or 1x2), crops 0-1 */
+        const int32_t two = d[0] % 2 == 0 && fz_bool(r), tall = fz_bool(r);
+        const int32_t bh = two && tall ? 2 : 1, bw = two && !tall ? 2 : 1;
+        const int32_t ct = d[1] * bh > 1 ? fz_range(r, 0, 1) : 0, cl = d[2] * bw > 1 ? fz_range(r, 0, 1) : 0;
+        o[0] = d[0] / (bh * bw);
+        o[1] = d[1] * bh - ct;
+        o[2] = d[2] * bw - cl;
+        for (k = 0; k < 4; k++) {
+            push(tb, i, &nw, fz_wild(r, o[k], o[k]));
+        }
+        push(tb, i, &nw, fz_wild(r, bh, bh));
+        push(tb, i, &nw, fz_wild(r, bw, bw));
+        push(tb, i, &nw, fz_wild(r, ct, ct));
+        push(tb, i, &nw, fz_wild(r, cl, cl));
+        for (k = 0; k < 3; k++) {
+            push(tb, i, &nw, fz_wild(r, d[k], d[k]));
+        }
+        push(tb, i, &nw, fz_wild(r, 0, 0));
+        break;
+    }
+    case PE_GOP_GATHER_ND: { /* pe_batch4.h: m rows of nd constant indices into x, mostly in range */
+        const int32_t nd = fz_range(r, 1, 4), m = fz_range(r, 1, 4);
+        int32_t slice = 1, *idx, j;
+        for (k = nd; k < 4; k++) {
+            slice *= d[k];
+        }
+        n_in = 2;
+        tb->dio[i][1] = add_tensor(r, tb, PE_DT_INT32, 1, 1, m, nd, 1);
+        if (tb->dio[i][1] < 0) {
+            return -1;
+        }
+        idx = (int32_t *)tb->consts[tb->dio[i][1]];
+        for (k = 0; k < m; k++) {
+            for (j = 0; j < nd; j++) {
+                idx[k * nd + j] = fz_wild(r, 0, d[j] - 1);
+            }
+        }
+        push(tb, i, &nw, fz_wild(r, m, m));
+        push(tb, i, &nw, fz_wild(r, nd, nd));
+        push(tb, i, &nw, fz_wild(r, slice, slice));
+        push(tb, i, &nw, d[0] * d[1] * d[2] * d[3]);
+        for (j = 0; j < nd; j++) {
+            int32_t st = 1;
+            for (k = j + 1; k < 4; k++) {
+                st *= d[k];
+            }
+            push(tb, i, &nw, fz_wild(r, st, st));
+        }
+        o[0] = 1;
+        o[1] = 1;
+        o[2] = m;
+        o[3] = slice;
+        break;
+    }
+    case PE_GOP_DYNAMIC_UPDATE_SLICE: { /* pe_batch4.h: a constant update and start indices (clamped) */
+        int32_t u[4], *st;
+        for (k = 0; k < 4; k++) {
+            u[k] = fz_range(r, 1, d[k]);
+        }
+        n_in = 3;
+        tb->dio[i][1] = add_tensor(r, tb, PE_DT_INT8, u[0], u[1], u[2], u[3], 1);
+        tb->dio[i][2] = add_tensor(r, tb, PE_DT_INT32, 1, 1, 1, 4, 1);
+        if (tb->dio[i][1] < 0 || tb->dio[i][2] < 0) {
+            return -1;
+        }
+        st = (int32_t *)tb->consts[tb->dio[i][2]];
+        for (k = 0; k < 4; k++) {
+            st[k] = fz_wild(r, -2, d[k]);
+        }
+        push_dims(tb, i, &nw, d);
+        for (k = 0; k < 4; k++) {
+            push(tb, i, &nw, fz_wild(r, u[k], u[k]));
+        }
+        break;
+    }
+    case PE_GOP_FILL: /* pe_batch4.h: a constant scalar repeated over x's shape */
+    case PE_GOP_ZEROS_LIKE: /* zeros of x's shape */
+        if (type == PE_GOP_FILL) {
+            tb->dio[i][0] = add_tensor(r, tb, PE_DT_INT8, 1, 1, 1, 1, 1);
+            if (tb->dio[i][0] < 0) {
+                return -1;
+            }
+        }
+        push(tb, i, &nw, fz_wild(r, d[0] * d[1] * d[2] * d[3], d[0] * d[1] * d[2] * d[3]));
+        break;
+    case PE_GOP_SHAPE: /* pe_batch4.h: x's dims into an int32 vector */
+        push(tb, i, &nw, fz_wild(r, 4, 4));
+        for (k = 0; k < 4; k++) {
+            push(tb, i, &nw, fz_wild(r, d[k], d[k]));
+        }
+        y = add_tensor(r, tb, PE_DT_INT32, 1, 1, 1, 4, 0);
+        if (y < 0) {
+            return -1;
+        }
+        tb->dio[i][4] = y;
+        break;
+    case PE_GOP_BROADCAST_ARGS: { /* pe_batch4.h: two constant shape vectors of 1-4 entries in 1..3 */
+        const int32_t na = fz_range(r, 1, 4), nb = fz_range(r, 1, 4);
+        int32_t *a, *b;
+        n_in = 2;
+        tb->dio[i][0] = add_tensor(r, tb, PE_DT_INT32, 1, 1, 1, na, 1);
+        tb->dio[i][1] = add_tensor(r, tb, PE_DT_INT32, 1, 1, 1, nb, 1);
+        if (tb->dio[i][0] < 0 || tb->dio[i][1] < 0) {
+            return -1;
+        }
+        a = (int32_t *)tb->consts[tb->dio[i][0]];
+        b = (int32_t *)tb->consts[tb->dio[i][1]];
+        for (k = 0; k < na; k++) {
+            a[k] = fz_wild(r, 1, 3);
+        }
+        for (k = 0; k < nb; k++) {
+            b[k] = fz_wild(r, 1, 3);
+        }
+        push(tb, i, &nw, na);
+        push(tb, i, &nw, nb);
+        push(tb, i, &nw, fz_wild(r, na > nb ? na : nb, na > nb ? na : nb));
+        y = add_tensor(r, tb, PE_DT_INT32, 1, 1, 1, na > nb ? na : nb, 0);
+        if (y < 0) {
+            return -1;
+        }
+        tb->dio[i][4] = y;
+        break;
+    }
     case PE_GOP_REVERSE_V2: /* pe_batch3.h: rank, dims, a 0/1 flip per axis */
         push_dims(tb, i, &nw, d);
         for (k = 0; k < 4; k++) {
@@ -854,6 +998,25 @@ static pe_graph_op_type batch3_or(fz_reader *r, pe_graph_op_type t)
                                  : t == PE_GOP_EXPAND_DIMS ? PE_GOP_REVERSE_V2
                                  : t == PE_GOP_TRANSPOSE ? PE_GOP_BROADCAST_TO : t;
     return alt != t && fz_bool(r) ? alt : t;
+}
+
+/* issue #30's fourth batch (pe_batch4.h) rides on seven more picks, half the time:
+ * PAD -> SPACE_TO_BATCH_ND, DEPTH_TO_SPACE -> BATCH_TO_SPACE_ND, GATHER -> GATHER_ND,
+ * SLICE -> DYNAMIC_UPDATE_SLICE, SQUEEZE -> FILL or ZEROS_LIKE, SPLIT_V -> SHAPE,
+ * RESIZE_BILINEAR -> BROADCAST_ARGS. */
+static pe_graph_op_type batch4_or(fz_reader *r, pe_graph_op_type t)
+{
+    const pe_graph_op_type alt = t == PE_GOP_PAD ? PE_GOP_SPACE_TO_BATCH_ND
+                                 : t == PE_GOP_DEPTH_TO_SPACE ? PE_GOP_BATCH_TO_SPACE_ND
+                                 : t == PE_GOP_GATHER ? PE_GOP_GATHER_ND
+                                 : t == PE_GOP_SLICE ? PE_GOP_DYNAMIC_UPDATE_SLICE
+                                 : t == PE_GOP_SQUEEZE ? PE_GOP_FILL
+                                 : t == PE_GOP_SPLIT_V ? PE_GOP_SHAPE
+                                 : t == PE_GOP_RESIZE_BILINEAR ? PE_GOP_BROADCAST_ARGS : t;
+    if (alt == t || !fz_bool(r)) {
+        return t;
+    }
+    return alt == PE_GOP_FILL && fz_bool(r) ? PE_GOP_ZEROS_LIKE : alt;
 }
 
 static int is_data_op(const table *tb, int32_t k)
@@ -1365,7 +1528,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
                           : pick == 40 ? add_lstm_op(&r, &tb, x)
                           : (pick >= 38 && pick != 40) ? add_op(&r, &tb, type, x)
                           : pick >= 34 ? add_math_op(&r, &tb, x)
-                          : (pick >= 18 ? add_data_op(&r, &tb, batch3_or(&r, data_ops[pick - 18]), x)
+                          : (pick >= 18 ? add_data_op(&r, &tb, batch4_or(&r, batch3_or(&r, data_ops[pick - 18])), x)
                                        : add_op(&r, &tb, type, x));
         if (y < 0) {
             break;

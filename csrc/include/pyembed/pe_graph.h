@@ -172,7 +172,16 @@ typedef enum {
     PE_GOP_REVERSE_V2 = 220,
     PE_GOP_PACK = 221,
     PE_GOP_UNPACK = 222,
-    PE_GOP_BROADCAST_TO = 223
+    PE_GOP_BROADCAST_TO = 223,
+    /* 224-239: issue #30's fourth batch, data movement (pe_batch4.h) */
+    PE_GOP_FILL = 224,
+    PE_GOP_ZEROS_LIKE = 225,
+    PE_GOP_SHAPE = 226,
+    PE_GOP_BROADCAST_ARGS = 227,
+    PE_GOP_SPACE_TO_BATCH_ND = 228,
+    PE_GOP_BATCH_TO_SPACE_ND = 229,
+    PE_GOP_GATHER_ND = 230,
+    PE_GOP_DYNAMIC_UPDATE_SLICE = 231
 } pe_graph_op_type;
 
 /* Bound on an operator's inputs or outputs (a sanity limit for the checks). */

@@ -94,6 +94,21 @@ pe_status pe_graph_run_pack(const pe_graph *g, const pe_graph_op *op,
                             const pe_context *scratch, const pe_context *arena);
 pe_status pe_graph_run_broadcast_to(const pe_graph *g, const pe_graph_op *op,
                                     const pe_context *scratch, const pe_context *arena);
+/* ---- pe_batch4.h (issue #30's fourth batch) ------------------------------------ */
+/* FILL (its scalar input repeated) and ZEROS_LIKE (zeros) */
+pe_status pe_graph_run_fill(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
+                            const pe_context *arena);
+pe_status pe_graph_run_shape(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
+                             const pe_context *arena);
+pe_status pe_graph_run_broadcast_args(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
+                                      const pe_context *arena);
+/* SPACE_TO_BATCH_ND and BATCH_TO_SPACE_ND */
+pe_status pe_graph_run_space_to_batch_nd(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
+                                         const pe_context *arena);
+pe_status pe_graph_run_gather_nd(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
+                                 const pe_context *arena);
+pe_status pe_graph_run_dynamic_update_slice(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
+                                            const pe_context *arena);
 /* ---- pe_gather.h ---------------------------------------------------------------- */
 pe_status pe_graph_run_gather_batched(const pe_graph *g, const pe_graph_op *op,
                                       const pe_context *scratch, const pe_context *arena);

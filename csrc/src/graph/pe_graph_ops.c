@@ -104,6 +104,20 @@ pe_graph_runner pe_graph_runner_for(pe_graph_op_type type)
         return pe_graph_run_pack;
     case PE_GOP_BROADCAST_TO:
         return pe_graph_run_broadcast_to;
+    case PE_GOP_FILL:
+    case PE_GOP_ZEROS_LIKE:
+        return pe_graph_run_fill;
+    case PE_GOP_SHAPE:
+        return pe_graph_run_shape;
+    case PE_GOP_BROADCAST_ARGS:
+        return pe_graph_run_broadcast_args;
+    case PE_GOP_SPACE_TO_BATCH_ND:
+    case PE_GOP_BATCH_TO_SPACE_ND:
+        return pe_graph_run_space_to_batch_nd;
+    case PE_GOP_GATHER_ND:
+        return pe_graph_run_gather_nd;
+    case PE_GOP_DYNAMIC_UPDATE_SLICE:
+        return pe_graph_run_dynamic_update_slice;
     case PE_GOP_FULLY_CONNECTED_W16:
         return pe_graph_run_fc_w16;
     case PE_GOP_FULLY_CONNECTED_W4:
