@@ -78,6 +78,9 @@ KERNEL_CLASS = {
     "CUSTOM:SignalPCAN": "eltwise", "CUSTOM:SignalFilterBankLog": "eltwise",
     # issue #30's third batch (pyembed.model.ops.batch3): REVERSE_V2 copies one element per output
     "REVERSE_V2": "copy",
+    # issue #30's fifth batch (pyembed.model.ops.batch5): ADD_N / CUMSUM requantize every term
+    # (macs = terms), ELU is one table lookup per element, EMBEDDING_LOOKUP copies rows
+    "ADD_N": "eltwise", "CUMSUM": "eltwise", "ELU": "copy", "EMBEDDING_LOOKUP": "copy",
 }
 
 

@@ -172,7 +172,12 @@ typedef enum {
     PE_GOP_REVERSE_V2 = 220,
     PE_GOP_PACK = 221,
     PE_GOP_UNPACK = 222,
-    PE_GOP_BROADCAST_TO = 223
+    PE_GOP_BROADCAST_TO = 223,
+    /* 240-259: issue #30's fifth batch, int8 arithmetic (pe_batch5.h) */
+    PE_GOP_ADD_N = 240,
+    PE_GOP_CUMSUM = 241,
+    PE_GOP_ELU = 242,
+    PE_GOP_EMBEDDING_LOOKUP = 244
 } pe_graph_op_type;
 
 /* Bound on an operator's inputs or outputs (a sanity limit for the checks). */

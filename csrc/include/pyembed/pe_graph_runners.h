@@ -94,6 +94,15 @@ pe_status pe_graph_run_pack(const pe_graph *g, const pe_graph_op *op,
                             const pe_context *scratch, const pe_context *arena);
 pe_status pe_graph_run_broadcast_to(const pe_graph *g, const pe_graph_op *op,
                                     const pe_context *scratch, const pe_context *arena);
+/* ---- pe_batch5.h (issue #30's fifth batch) ------------------------------------ */
+pe_status pe_graph_run_add_n(const pe_graph *g, const pe_graph_op *op,
+                             const pe_context *scratch, const pe_context *arena);
+pe_status pe_graph_run_cumsum(const pe_graph *g, const pe_graph_op *op,
+                              const pe_context *scratch, const pe_context *arena);
+pe_status pe_graph_run_elu(const pe_graph *g, const pe_graph_op *op,
+                           const pe_context *scratch, const pe_context *arena);
+pe_status pe_graph_run_embedding_lookup(const pe_graph *g, const pe_graph_op *op,
+                                        const pe_context *scratch, const pe_context *arena);
 /* ---- pe_gather.h ---------------------------------------------------------------- */
 pe_status pe_graph_run_gather_batched(const pe_graph *g, const pe_graph_op *op,
                                       const pe_context *scratch, const pe_context *arena);
