@@ -1,5 +1,5 @@
 """Issue #30's fifth batch of TFLM operators (pyembed.model.ops.batch5: ADD_N,
-CUMSUM, ELU, EMBEDDING_LOOKUP, int8) against the tflite-micro interpreter (==),
+CUMSUM, ELU, LOG_SOFTMAX, EMBEDDING_LOOKUP, int8) against the tflite-micro interpreter (==),
 with their float64 references, the types TFLM refuses, and refused models."""
 import numpy as np
 import pytest
@@ -146,6 +146,45 @@ def test_elu_bit_exact_with_tflm_on_every_input(q):
     assert np.all(np.abs(deq - ref)[inside] <= 0.5 * yq[0] + 1e-6)
 
 
+# -- LOG_SOFTMAX ------------------------------------------------------------------------------
+
+def _log_softmax_model(shape, xq, yq=(16.0 / 256, 127)):
+    S = W.schema()
+    t = [W.tensor(shape, np.int8, scale=xq[0], zp=xq[1]), W.tensor(shape, np.int8, scale=yq[0], zp=yq[1])]
+    return W.build(t, [W.op(S.BuiltinOperator.LOG_SOFTMAX, [0], [1], "LogSoftmaxOptions")], inputs=[0], outputs=[1])
+
+
+@pytest.mark.parametrize("case", [((1, 10), (0.05, 3)), ((4, 7), (0.1, -20)), ((2, 3, 16), (0.02, 0)),
+                                  ((3, 1), (0.3, 5)), ((2, 300), (0.0625, -128)), ((5, 33), (1.5, 10)),
+                                  ((1, 5000), (0.01, 0))])
+def test_log_softmax_bit_exact_with_tflm(case):
+    shape, xq = case
+    rng = np.random.default_rng(int(np.prod(shape)))
+    x = _rand(rng, shape)
+    if shape[-1] >= 3:   # ties at the maximum, the far end of diff_min
+        x.reshape(-1, shape[-1])[0, :3] = [127, 127, -128]
+    g, got = _check(_log_softmax_model(shape, xq), [x], "log_softmax")
+    assert [op.type for op in g.operators] == ["LOG_SOFTMAX"]
+    real = (x.astype(np.float64) - xq[1]) * xq[0]
+    ref = real - real.max(-1, keepdims=True)
+    ref = ref - np.log(np.exp(ref).sum(-1, keepdims=True))
+    assert np.allclose(run_float(g, real)[g.operators[0].outputs[0]], ref)
+    deq = (got.astype(np.float64) - 127) / 16
+    inside = ref > -15.9
+    assert np.all(np.abs(deq - ref)[inside] <= 2 / 16)
+
+
+def test_log_softmax_every_row_pattern_of_a_small_depth():
+    # all 256 values against a row of constants: each lands at every distance from the maximum
+    x = np.stack([np.array([v, 0, -60, 90], np.int8) for v in range(-128, 128)])
+    _check(_log_softmax_model(x.shape, (0.07, -3)), [x], "log_softmax")
+
+
+def test_log_softmax_refuses_other_output_quantization():
+    with pytest.raises(ModelError, match="16/256"):
+        load_tflite_bytes(_log_softmax_model((2, 5), (0.05, 0), (0.1, 127)), name="bad")
+
+
 # -- EMBEDDING_LOOKUP -------------------------------------------------------------------------
 
 def _lookup_model(rows, row_shape, n, out_dtype=np.int8):
@@ -188,7 +227,7 @@ def test_embedding_lookup_float_output_is_unsupported():
 # -- what TFLM itself refuses ------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", [np.int16, np.int32])
-@pytest.mark.parametrize("kind", ["ADD_N", "CUMSUM", "ELU", "FLOOR_DIV"])
+@pytest.mark.parametrize("kind", ["ADD_N", "CUMSUM", "ELU", "LOG_SOFTMAX", "FLOOR_DIV"])
 def test_tflm_runs_only_int8_and_float32(kind, dtype):
     """The types left out here are refused by TFLM itself (so there is nothing to be bit-exact with)."""
     S = W.schema()
@@ -197,8 +236,8 @@ def test_tflm_runs_only_int8_and_float32(kind, dtype):
     if kind == "CUMSUM":
         t[1] = W.tensor([], np.int32, data=np.array(0, np.int32))
         ops, ins = [W.op(B.CUMSUM, [0, 1], [2], "CumsumOptions")], [0]
-    elif kind == "ELU":
-        ops, ins = [W.op(B.ELU, [0], [2])], [0]
+    elif kind in ("ELU", "LOG_SOFTMAX"):
+        ops, ins = [W.op(getattr(B, kind), [0], [2])], [0]
     else:
         ops, ins = [W.op(getattr(B, kind), [0, 1], [2], "AddNOptions" if kind == "ADD_N" else None)], [0, 1]
     blob = W.build(t, ops, inputs=ins, outputs=[2])

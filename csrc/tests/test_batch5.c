@@ -2,7 +2,7 @@
  * ADD_N and CUMSUM with equal input and output scales (where TFLM's
  * requantization reduces to a saturated integer sum, plus its extra -zp_in
  * term), every exclusive / reverse combination against naive loops, the
- * packed table lookup, EMBEDDING_LOOKUP rows and its out-of-range index, and
+ * packed table lookup, LOG_SOFTMAX rows of known value, EMBEDDING_LOOKUP rows and its out-of-range index, and
  * the refused arguments. Bit-exactness with the TFLM interpreter is tested
  * from Python (tests/test_ops_batch5.py). */
 #include <string.h>
@@ -130,6 +130,35 @@ static void test_lut(void)
     PE_CHECK_EQ(pe_lut_packed_s8(packed, -1, x, y), PE_ERR_ARG);
 }
 
+/* LOG_SOFTMAX with TFLM's parameters of input scale 0.05 (pyembed.model.ops.batch5.log_softmax_words):
+ * a one-element row is log 1 = 0 (127), a uniform row of 4 is -log 4 * 16 = -22.2 (105 within one step),
+ * an element 12.75 below two maxima is -12.75 - log 2 = -13.44 (-88 within one step). */
+static void test_log_softmax(void)
+{
+    const pe_log_softmax_q8 q = {1717986944, 22, 1342177260, 21, -496};
+    const int8_t one[1] = {-40}, flat[4] = {9, 9, 9, 9}, far[3] = {127, -128, 127};
+    int8_t y[4];
+    int32_t i;
+    PE_CHECK_EQ(pe_log_softmax_s8(&q, 1, 1, one, y), PE_OK);
+    PE_CHECK_EQ(y[0], 127);
+    PE_CHECK_EQ(pe_log_softmax_s8(&q, 1, 4, flat, y), PE_OK);
+    for (i = 0; i < 4; i++) {
+        PE_CHECK(y[i] >= 104 && y[i] <= 106);
+        PE_CHECK_EQ(y[i], y[0]);
+    }
+    /* two maxima: -log 2 * 16 = -11.1; the -128 is 12.75 below them in real terms */
+    PE_CHECK_EQ(pe_log_softmax_s8(&q, 1, 3, far, y), PE_OK);
+    PE_CHECK(y[0] >= 115 && y[0] <= 117);
+    PE_CHECK_EQ(y[2], y[0]);
+    PE_CHECK(y[1] >= -89 && y[1] <= -87);
+    /* in place */
+    memcpy(y, flat, 4);
+    PE_CHECK_EQ(pe_log_softmax_s8(&q, 2, 2, y, y), PE_OK);
+    PE_CHECK(y[0] >= 115 && y[0] <= 117 && y[3] == y[0]);
+    PE_CHECK_EQ(pe_log_softmax_s8(&q, 1, 0, flat, y), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_log_softmax_s8(NULL, 1, 4, flat, y), PE_ERR_ARG);
+}
+
 static void test_embedding(void)
 {
     int8_t value[4][3], y[3][3], keep[3][3];
@@ -159,6 +188,7 @@ int main(void)
     test_cumsum();
     test_sum_q8_check();
     test_lut();
+    test_log_softmax();
     test_embedding();
     return PE_TEST_END("test_batch5");
 }

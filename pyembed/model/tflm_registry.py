@@ -52,7 +52,7 @@ DELIBERATE_GAPS = {
     "DYNAMIC_UPDATE_SLICE": _NOT_YET,
     "EXP": _NOT_YET, "FILL": _FOLDED, "FLOOR": _NOT_YET, "FLOOR_DIV": _FLOAT_ONLY,
     "FLOOR_MOD": _FLOAT_ONLY, "GATHER_ND": _NOT_YET, "IF": _NOT_YET + " (control flow)", "L2_POOL_2D": _FLOAT_ONLY,
-    "LOG": _NOT_YET, "LOG_SOFTMAX": _NOT_YET, "READ_VARIABLE": _NOT_YET + " (resource variables)",
+    "LOG": _NOT_YET, "READ_VARIABLE": _NOT_YET + " (resource variables)",
     "REDUCE_ALL": _NOT_YET, "ROUND": _NOT_YET, "SHAPE": _FOLDED, "SIN": _NOT_YET,
     "SPACE_TO_BATCH_ND": _NOT_YET, "SQRT": _NOT_YET, "SQUARE": _NOT_YET, "SVDF": _NOT_YET,
     "VAR_HANDLE": _NOT_YET + " (resource variables)", "WHILE": _NOT_YET + " (control flow)", "ZEROS_LIKE": _FOLDED,

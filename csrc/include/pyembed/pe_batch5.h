@@ -13,6 +13,7 @@
  *
  * ELU: a 256-entry int8 table (computed at preparation as TFLM computes it
  *   at Prepare, float32 with the C library's expf), out = table[in + 128].
+ * LOG_SOFTMAX: TFLM's fixed-point path over the last axis (below).
  * EMBEDDING_LOOKUP: out row i = value row idx[i]; an index outside
  *   [0, rows) is PE_ERR_ARG, checked for every index before anything is
  *   written (TFLM stops with an error).
@@ -81,6 +82,30 @@ pe_status pe_lut_packed_s8(const int32_t *packed, int32_t count, const int8_t *i
  * PE_GOP_ELU: input 0 int8, int8 output; words [0..64) the packed table.
  */
 #define PE_ELU_WORDS 64
+
+/* The parameters of TFLM's int8 LOG_SOFTMAX, as its Prepare computes them
+ * (beta 1, 5 integer bits of the scaled differences). */
+typedef struct {
+    int32_t input_multiplier;            /* Q0.31, >= 0 */
+    int32_t input_left_shift;            /* 0..30 */
+    int32_t reverse_scaling_divisor;     /* Q0.31, >= 0 */
+    int32_t reverse_scaling_right_shift; /* 0..31 */
+    int32_t diff_min;                    /* <= 0: differences below it add no exp term */
+} pe_log_softmax_q8;
+
+#define PE_LOG_SOFTMAX_Q8_WORDS 5
+
+/* log(softmax(x)) of every row of x viewed as [outer, depth], int8 output of
+ * scale 16/256 and zero point 127: TFLM's fixed-point path (the exps summed
+ * in Q12.19, their log in Q5.26, rows cut at diff_min as TFLM cuts them). */
+pe_status pe_log_softmax_s8(const pe_log_softmax_q8 *q, int32_t outer, int32_t depth, const int8_t *input,
+                            int8_t *output);
+
+/*
+ * PE_GOP_LOG_SOFTMAX: input 0 int8, int8 output; words [0] outer, [1] depth
+ *   (the last axis), [2..7) pe_log_softmax_q8.
+ */
+#define PE_LOG_SOFTMAX_WORDS (2 + PE_LOG_SOFTMAX_Q8_WORDS)
 
 /* out row i (row_elems elements of elem_size 1, 2 or 4 bytes) = value row
  * idx[i], i < n; rows >= 1. */

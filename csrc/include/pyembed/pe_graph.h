@@ -177,6 +177,7 @@ typedef enum {
     PE_GOP_ADD_N = 240,
     PE_GOP_CUMSUM = 241,
     PE_GOP_ELU = 242,
+    PE_GOP_LOG_SOFTMAX = 243,
     PE_GOP_EMBEDDING_LOOKUP = 244
 } pe_graph_op_type;
 

@@ -101,6 +101,8 @@ pe_status pe_graph_run_cumsum(const pe_graph *g, const pe_graph_op *op,
                               const pe_context *scratch, const pe_context *arena);
 pe_status pe_graph_run_elu(const pe_graph *g, const pe_graph_op *op,
                            const pe_context *scratch, const pe_context *arena);
+pe_status pe_graph_run_log_softmax(const pe_graph *g, const pe_graph_op *op,
+                                   const pe_context *scratch, const pe_context *arena);
 pe_status pe_graph_run_embedding_lookup(const pe_graph *g, const pe_graph_op *op,
                                         const pe_context *scratch, const pe_context *arena);
 /* ---- pe_gather.h ---------------------------------------------------------------- */

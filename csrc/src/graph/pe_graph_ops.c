@@ -110,6 +110,8 @@ pe_graph_runner pe_graph_runner_for(pe_graph_op_type type)
         return pe_graph_run_cumsum;
     case PE_GOP_ELU:
         return pe_graph_run_elu;
+    case PE_GOP_LOG_SOFTMAX:
+        return pe_graph_run_log_softmax;
     case PE_GOP_EMBEDDING_LOOKUP:
         return pe_graph_run_embedding_lookup;
     case PE_GOP_FULLY_CONNECTED_W16:

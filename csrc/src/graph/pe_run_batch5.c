@@ -72,7 +72,7 @@ pe_status pe_graph_run_cumsum(const pe_graph *g, const pe_graph_op *op,
     pe_sum_q8 q;
     (void)scratch;
     if (w == NULL || op->num_params != PE_CUMSUM_WORDS || w[0] < 1 || w[1] < 1 || w[2] < 1 ||
-        (int64_t)w[0] * w[1] * w[2] > INT32_MAX) {
+        (int64_t)w[0] * w[1] > INT32_MAX || (int64_t)w[0] * w[1] * w[2] > INT32_MAX) {
         return PE_ERR_ARG;
     }
     if (!int8_io(g, op, arena, (int64_t)w[0] * w[1] * w[2], &x, &y)) {
@@ -125,4 +125,27 @@ pe_status pe_graph_run_embedding_lookup(const pe_graph *g, const pe_graph_op *op
         return PE_ERR_ARG;
     }
     return pe_embedding_lookup(1, w[0], w[1], w[2], idx, v, y);
+}
+
+pe_status pe_graph_run_log_softmax(const pe_graph *g, const pe_graph_op *op,
+                                   const pe_context *scratch, const pe_context *arena)
+{
+    const int32_t *w = op->params;
+    const int8_t *x;
+    int8_t *y;
+    pe_log_softmax_q8 q;
+    (void)scratch;
+    if (w == NULL || op->num_params != PE_LOG_SOFTMAX_WORDS || w[0] < 1 || w[1] < 1 ||
+        (int64_t)w[0] * w[1] > INT32_MAX) {
+        return PE_ERR_ARG;
+    }
+    if (!int8_io(g, op, arena, (int64_t)w[0] * w[1], &x, &y)) {
+        return PE_ERR_ARG;
+    }
+    q.input_multiplier = w[2];
+    q.input_left_shift = w[3];
+    q.reverse_scaling_divisor = w[4];
+    q.reverse_scaling_right_shift = w[5];
+    q.diff_min = w[6];
+    return pe_log_softmax_s8(&q, w[0], w[1], x, y);
 }

@@ -8,6 +8,8 @@ ADD_N (240)                 n, pe_sum_q8 (8 words: input offset, input multiplie
 CUMSUM (241)                outer, depth, inner (the input as [outer, depth, inner],
                             summed along depth), exclusive, reverse, pe_sum_q8
 ELU (242)                   the 256-entry int8 table packed four to a word (64 words)
+LOG_SOFTMAX (243)           outer, depth (the last axis), input multiplier, input left
+                            shift, reverse scaling divisor, its right shift, diff_min
 EMBEDDING_LOOKUP (244)      rows, row elements, number of lookups
 ==========================  =========================================================
 
@@ -158,6 +160,36 @@ def prepare_elu(c):
     c.op.scratch_bytes = 0
 
 
+def log_softmax_words(c, xscale):
+    """TFLM's int8 LOG_SOFTMAX Prepare (PreprocessLogSoftmaxScalingExp, beta 1, 5 integer bits):
+    [input multiplier, input left shift, reverse scaling divisor, its right shift, diff_min]."""
+    from pyembed.kernels.params import softmax_params
+    mult, shift, diff_min = softmax_params(1.0, float(xscale), 5)
+    if not 1 <= shift <= 30:
+        raise Unsupported(f"input scale {float(xscale)!r}: left shift {shift} outside 1..30 (TFLM's Prepare "
+                          f"needs input scale * 2^26 > 1)")
+    rdiv, rshift = _smaller_than_one(c, float(1 << (31 - shift)) / mult, "reverse scaling divisor")
+    return [mult, shift, rdiv, -rshift, diff_min]
+
+
+@register("LOG_SOFTMAX", code=243)
+def prepare_log_softmax(c):
+    """LOG_SOFTMAX int8 over the last axis: output scale 16/256 and zero point 127 (TFLM checks them)."""
+    x, y = c.tensor(0, "input"), c.output()
+    _same_int8(c, x, y)
+    if len(x.shape) < 1:
+        raise c.error("LOG_SOFTMAX of a scalar")
+    xq, yq = c.qparams(x, "input"), c.qparams(y, "output")
+    if yq[0] != np.float32(16.0 / 256) or yq[1] != 127:
+        raise c.error(f"output quantized as (scale {float(yq[0])!r}, zero point {yq[1]}): TFLM's int8 LOG_SOFTMAX "
+                      f"needs scale 16/256 and zero point 127")
+    depth = int(x.shape[-1])
+    outer = int(np.prod(x.shape[:-1], dtype=np.int64))
+    c.op.params = {"words": [outer, depth, *log_softmax_words(c, xq[0])]}
+    c.op.macs = 2 * outer * depth
+    c.op.scratch_bytes = 0
+
+
 @register("EMBEDDING_LOOKUP", code=244)
 def prepare_embedding_lookup(c):
     """EMBEDDING_LOOKUP: int32 1-D indices, int8 values of rank >= 2 -> int8 rows (TFLM's raw copy;
@@ -193,6 +225,8 @@ CONSTRAINTS = {
              "(2^20 left shift, its accumulator start)",
     "CUMSUM": "int8 (TFLM: int8 / float32); constant int32 axis; exclusive / reverse; TFLM's requantization",
     "ELU": "int8 (TFLM: int8 / float32); TFLM's 256-entry table (float32, libm expf)",
+    "LOG_SOFTMAX": "int8 (TFLM: int8 / float32); last axis; output scale 16/256, zero point 127; TFLM's "
+                   "fixed-point exp / log",
     "EMBEDDING_LOOKUP": "int32 1-D indices, int8 values (rank >= 2) -> int8; raw row copy; an index out of "
                         "range is an error status",
 }
@@ -215,6 +249,10 @@ def float_reference(graph, op, inputs):
     if op.type == "ELU":
         x = np.asarray(inputs[0], np.float64)
         return np.where(x < 0, np.expm1(np.minimum(x, 0.0)), x)
+    if op.type == "LOG_SOFTMAX":
+        x = np.asarray(inputs[0], np.float64)
+        m = np.max(x, axis=-1, keepdims=True)
+        return x - m - np.log(np.sum(np.exp(x - m), axis=-1, keepdims=True))
     if op.type == "EMBEDDING_LOOKUP":
         idx = graph.tensors[op.inputs[0]]
         ids = np.asarray(idx.data if idx.is_constant else inputs[0]).astype(np.int64).ravel()
