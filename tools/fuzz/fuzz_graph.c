@@ -963,8 +963,8 @@ static void draw_sum_q8(fz_reader *r, int32_t *w)
 /* Appends an operator of pe_batch5.h (issue #30's fifth batch) reading
  * activation x (int8 [n, h, w, c]): ADD_N of x and up to three constants of
  * its shape, CUMSUM along a drawn axis with drawn flags, ELU with any table,
- * or EMBEDDING_LOOKUP of x viewed as [n * h, w * c] rows by constant int32
- * indices (mostly in range). Io lists in tb->dio (so the data movement
+ * LOG_SOFTMAX over c with drawn parameters, or EMBEDDING_LOOKUP of x viewed
+ * as [n * h, w * c] rows by constant int32 indices (mostly in range). Io lists in tb->dio (so the data movement
  * corruptions reach them). Returns its output or -1. */
 static int32_t add_batch5_op(fz_reader *r, table *tb, int32_t x)
 {
@@ -972,7 +972,7 @@ static int32_t add_batch5_op(fz_reader *r, table *tb, int32_t x)
     pe_graph_op *op = &tb->ops[i];
     const pe_dims xd = tb->t[x].dims;
     const int32_t dx[4] = {xd.n, xd.h, xd.w, xd.c};
-    const int32_t pick = fz_range(r, 0, 3);
+    const int32_t pick = fz_range(r, 0, 4);
     int32_t *w = tb->words[i];
     int32_t *io = tb->dio[i];
     int32_t n = 0, k, y, dy[4] = {xd.n, xd.h, xd.w, xd.c};
@@ -1011,6 +1011,16 @@ static int32_t add_batch5_op(fz_reader *r, table *tb, int32_t x)
         w[n++] = fz_wild(r, 0, 1);
         draw_sum_q8(r, w + n);
         n += PE_SUM_Q8_WORDS;
+    } else if (pick == 4) {
+        const int32_t depth = xd.c, outer = xd.n * xd.h * xd.w;
+        op->type = PE_GOP_LOG_SOFTMAX;
+        w[n++] = fz_wild(r, outer, outer);
+        w[n++] = fz_wild(r, depth, depth);
+        w[n++] = fz_wild(r, 1 << 30, 0x7FFFFFFF);
+        w[n++] = fz_wild(r, 1, 30);
+        w[n++] = fz_wild(r, 1 << 30, 0x7FFFFFFF);
+        w[n++] = fz_wild(r, 0, 31);
+        w[n++] = fz_wild(r, -(1 << 30), 0);
     } else if (pick == 2) {
         op->type = PE_GOP_ELU;
         for (k = 0; k < PE_ELU_WORDS; k++) {
