@@ -243,3 +243,43 @@ def test_tflm_runs_only_int8_and_float32(kind, dtype):
     blob = W.build(t, ops, inputs=ins, outputs=[2])
     with pytest.raises(RuntimeError):
         _tflm(blob, [np.ones((2, 3), dtype)] * len(ins))
+
+
+# -- a chain of them: TFLM on the host, then a Cortex-M4 firmware under QEMU ---------------------
+
+def _chain_model():
+    """ELU -> CUMSUM (reverse) -> ADD_N (the sum twice and the ELU output: one quantization) -> LOG_SOFTMAX."""
+    S = W.schema()
+    B = S.BuiltinOperator
+    t = [W.tensor((4, 8), np.int8, scale=0.05, zp=3), W.tensor((4, 8), np.int8, scale=0.1, zp=-20),
+         W.tensor((4, 8), np.int8, scale=0.1, zp=-20), W.tensor([], np.int32, data=np.array(1, np.int32)),
+         W.tensor((4, 8), np.int8, scale=0.2, zp=5), W.tensor((4, 8), np.int8, scale=1 / 16, zp=127)]
+    ops = [W.op(B.ELU, [0], [1]), W.op(B.CUMSUM, [1, 3], [2], "CumsumOptions", exclusive=False, reverse=True),
+           W.op(B.ADD_N, [2, 2, 1], [4], "AddNOptions"), W.op(B.LOG_SOFTMAX, [4], [5], "LogSoftmaxOptions")]
+    return W.build(t, ops, inputs=[0], outputs=[5])
+
+
+def test_chain_bit_exact_with_tflm():
+    for seed in (1, 2):
+        x = np.random.default_rng(seed).integers(-128, 128, (4, 8)).astype(np.int8)
+        g, _ = _check(_chain_model(), [x], "chain")
+    assert [op.type for op in g.operators] == ["ELU", "CUMSUM", "ADD_N", "LOG_SOFTMAX"]
+
+
+def _qemu_missing():
+    from pyembed.target import qemu
+    return qemu.missing_tools()
+
+
+@pytest.mark.skipif(_qemu_missing() is not None, reason=str(_qemu_missing()))
+def test_chain_firmware_under_qemu(tmp_path):
+    """A Cortex-M4 (mps2-an386) firmware of the chain gives the host run (== TFLM, above)."""
+    from pyembed.target.firmware import build_project, generate, run_project
+    g = load_tflite_bytes(_chain_model(), name="batch5_chain")
+    proj = generate(g, "mps2-an386", tmp_path / "fw")
+    build_project(proj.outdir)
+    x = np.random.default_rng(3).integers(-128, 128, (4, 8)).astype(np.int8)
+    want = g.run(x)[0]
+    assert np.array_equal(want, np.asarray(_tflm(_chain_model(), [x])[0]).reshape(want.shape))
+    got = np.asarray(run_project(proj, [x]).outputs[0]).reshape(want.shape)
+    assert np.array_equal(got.astype(np.int64), want.astype(np.int64))
