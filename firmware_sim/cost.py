@@ -81,6 +81,9 @@ KERNEL_CLASS = {
     # issue #30's fourth batch (pyembed.model.ops.batch4): data movement, one copy per output element
     "FILL": "copy", "ZEROS_LIKE": "copy", "SHAPE": "copy", "BROADCAST_ARGS": "copy", "SPACE_TO_BATCH_ND": "copy",
     "BATCH_TO_SPACE_ND": "copy", "GATHER_ND": "copy", "DYNAMIC_UPDATE_SLICE": "copy",
+    # issue #30's fifth batch (pyembed.model.ops.batch5): ADD_N / CUMSUM requantize every term
+    # (macs = terms), ELU is one table lookup per element, EMBEDDING_LOOKUP copies rows
+    "ADD_N": "eltwise", "CUMSUM": "eltwise", "ELU": "copy", "EMBEDDING_LOOKUP": "copy",
 }
 
 

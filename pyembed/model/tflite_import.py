@@ -417,6 +417,9 @@ def _options(op, op_type):
                 "proj_clip": float(o.ProjClip()), "time_major": bool(o.TimeMajor()),
                 "asymmetric_quantize_inputs": bool(o.AsymmetricQuantizeInputs()),
                 "diagonal_recurrent_tensors": bool(o.DiagonalRecurrentTensors())}
+    if op_type == "CUMSUM" and otype == B.CumsumOptions:   # issue #30's fifth batch
+        o = load(tflite.CumsumOptions)
+        return {"exclusive": bool(o.Exclusive()), "reverse": bool(o.Reverse())}
     data = data_options(op_type, otype, load, lambda n, what: _count(n, what, 4, table.Bytes))
     if data is not None:
         return data

@@ -37,6 +37,7 @@
 #include "pyembed/pe_signal.h"
 #include "pyembed/pe_batch3.h"
 #include "pyembed/pe_batch4.h"
+#include "pyembed/pe_batch5.h"
 
 #define MAX_T 32
 #define MAX_OPS 8
@@ -1109,6 +1110,117 @@ static int32_t add_math_op(fz_reader *r, table *tb, int32_t x)
     return y;
 }
 
+/* The 8 pe_sum_q8 words (pe_batch5.h), mostly in range. */
+static void draw_sum_q8(fz_reader *r, int32_t *w)
+{
+    w[0] = fz_wild(r, -127, 128);
+    w[1] = fz_wild(r, 1 << 30, 0x7FFFFFFF);
+    w[2] = fz_wild(r, -31, 0);
+    w[3] = fz_wild(r, 1 << 30, 0x7FFFFFFF);
+    w[4] = fz_wild(r, -31, 0);
+    w[5] = fz_wild(r, -128, 127);
+    w[6] = fz_wild(r, -128, 127);
+    w[7] = fz_wild(r, w[6] < 127 ? w[6] : 127, 127);
+}
+
+/* Appends an operator of pe_batch5.h (issue #30's fifth batch) reading
+ * activation x (int8 [n, h, w, c]): ADD_N of x and up to three constants of
+ * its shape, CUMSUM along a drawn axis with drawn flags, ELU with any table,
+ * LOG_SOFTMAX over c with drawn parameters, or EMBEDDING_LOOKUP of x viewed
+ * as [n * h, w * c] rows by constant int32 indices (mostly in range). Io lists in tb->dio (so the data movement
+ * corruptions reach them). Returns its output or -1. */
+static int32_t add_batch5_op(fz_reader *r, table *tb, int32_t x)
+{
+    const int32_t i = tb->nops;
+    pe_graph_op *op = &tb->ops[i];
+    const pe_dims xd = tb->t[x].dims;
+    const int32_t dx[4] = {xd.n, xd.h, xd.w, xd.c};
+    const int32_t pick = fz_range(r, 0, 4);
+    int32_t *w = tb->words[i];
+    int32_t *io = tb->dio[i];
+    int32_t n = 0, k, y, dy[4] = {xd.n, xd.h, xd.w, xd.c};
+    memset(op, 0, sizeof(*op));
+    op->inputs = io;
+    op->outputs = &io[4];
+    op->num_inputs = 1;
+    op->num_outputs = 1;
+    op->scratch_offset = -1;
+    io[0] = x;
+    if (pick == 0) {
+        const int32_t m = fz_range(r, 1, 4);
+        op->type = PE_GOP_ADD_N;
+        for (k = 1; k < m; k++) {
+            io[k] = fz_bool(r) ? x : add_tensor(r, tb, PE_DT_INT8, xd.n, xd.h, xd.w, xd.c, 1);
+            if (io[k] < 0) {
+                return -1;
+            }
+        }
+        op->num_inputs = m;
+        w[n++] = fz_wild(r, m, m);
+        draw_sum_q8(r, w + n);
+        n += PE_SUM_Q8_WORDS;
+    } else if (pick == 1) {
+        const int32_t axis = fz_range(r, 0, 3);
+        int32_t outer = 1, inner = 1;
+        op->type = PE_GOP_CUMSUM;
+        for (k = 0; k < 4; k++) {
+            outer *= k < axis ? dx[k] : 1;
+            inner *= k > axis ? dx[k] : 1;
+        }
+        w[n++] = fz_wild(r, outer, outer);
+        w[n++] = fz_wild(r, dx[axis], dx[axis]);
+        w[n++] = fz_wild(r, inner, inner);
+        w[n++] = fz_wild(r, 0, 1);
+        w[n++] = fz_wild(r, 0, 1);
+        draw_sum_q8(r, w + n);
+        n += PE_SUM_Q8_WORDS;
+    } else if (pick == 4) {
+        const int32_t depth = xd.c, outer = xd.n * xd.h * xd.w;
+        op->type = PE_GOP_LOG_SOFTMAX;
+        w[n++] = fz_wild(r, outer, outer);
+        w[n++] = fz_wild(r, depth, depth);
+        w[n++] = fz_wild(r, 1 << 30, 0x7FFFFFFF);
+        w[n++] = fz_wild(r, 1, 30);
+        w[n++] = fz_wild(r, 1 << 30, 0x7FFFFFFF);
+        w[n++] = fz_wild(r, 0, 31);
+        w[n++] = fz_wild(r, -(1 << 30), 0);
+    } else if (pick == 2) {
+        op->type = PE_GOP_ELU;
+        for (k = 0; k < PE_ELU_WORDS; k++) {
+            w[n++] = (int32_t)fz_u32(r);
+        }
+    } else {
+        const int32_t rows = xd.n * xd.h, row = xd.w * xd.c, cnt = fz_range(r, 1, 4);
+        const int32_t ix = add_tensor(r, tb, PE_DT_INT32, 1, 1, 1, cnt, 1);
+        if (ix < 0) {
+            return -1;
+        }
+        for (k = 0; k < cnt; k++) {
+            ((int32_t *)tb->consts[ix])[k] = fz_wild(r, 0, rows - 1);
+        }
+        op->type = PE_GOP_EMBEDDING_LOOKUP;
+        op->num_inputs = 2;
+        io[0] = ix;
+        io[1] = x;
+        w[n++] = fz_wild(r, rows, rows);
+        w[n++] = fz_wild(r, row, row);
+        w[n++] = fz_wild(r, cnt, cnt);
+        dy[0] = 1;
+        dy[1] = 1;
+        dy[2] = cnt;
+        dy[3] = row;
+    }
+    op->params = w;
+    op->num_params = n;
+    y = add_tensor(r, tb, PE_DT_INT8, dy[0], dy[1], dy[2], dy[3], 0);
+    if (y < 0) {
+        return -1;
+    }
+    io[4] = y;
+    tb->nops++;
+    return y;
+}
+
 /* Appends an operator of pe_logic.h (types 80-93) reading activation x
  * (int8 [n, h, w, c]): comparisons of x against a constant broadcasting along
  * n, h, w (int8 rescaled or raw; sometimes words naming another input type),
@@ -1527,7 +1639,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
                           : pick == 45 ? add_logic_op(&r, &tb, x)
                           : pick == 40 ? add_lstm_op(&r, &tb, x)
                           : (pick >= 38 && pick != 40) ? add_op(&r, &tb, type, x)
-                          : pick >= 34 ? add_math_op(&r, &tb, x)
+                          : pick >= 34 ? (fz_u8(&r) < 64 ? add_batch5_op(&r, &tb, x) /* a quarter: pe_batch5.h */
+                                                         : add_math_op(&r, &tb, x))
                           : (pick >= 18 ? add_data_op(&r, &tb, batch4_or(&r, batch3_or(&r, data_ops[pick - 18])), x)
                                        : add_op(&r, &tb, type, x));
         if (y < 0) {

@@ -168,7 +168,7 @@ typedef enum {
     PE_GOP_DIV_S32 = 192,
     PE_GOP_MINIMUM_S32 = 193,
     PE_GOP_MAXIMUM_S32 = 194,
-    /* 220-259: issue #30's third batch of TFLM operators (pe_batch3.h) */
+    /* 220-223: issue #30's third batch of TFLM operators (pe_batch3.h) */
     PE_GOP_REVERSE_V2 = 220,
     PE_GOP_PACK = 221,
     PE_GOP_UNPACK = 222,
@@ -181,7 +181,13 @@ typedef enum {
     PE_GOP_SPACE_TO_BATCH_ND = 228,
     PE_GOP_BATCH_TO_SPACE_ND = 229,
     PE_GOP_GATHER_ND = 230,
-    PE_GOP_DYNAMIC_UPDATE_SLICE = 231
+    PE_GOP_DYNAMIC_UPDATE_SLICE = 231,
+    /* 240-259: issue #30's fifth batch, int8 arithmetic (pe_batch5.h) */
+    PE_GOP_ADD_N = 240,
+    PE_GOP_CUMSUM = 241,
+    PE_GOP_ELU = 242,
+    PE_GOP_LOG_SOFTMAX = 243,
+    PE_GOP_EMBEDDING_LOOKUP = 244
 } pe_graph_op_type;
 
 /* Bound on an operator's inputs or outputs (a sanity limit for the checks). */

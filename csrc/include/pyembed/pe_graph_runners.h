@@ -109,6 +109,17 @@ pe_status pe_graph_run_gather_nd(const pe_graph *g, const pe_graph_op *op, const
                                  const pe_context *arena);
 pe_status pe_graph_run_dynamic_update_slice(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
                                             const pe_context *arena);
+/* ---- pe_batch5.h (issue #30's fifth batch) ------------------------------------ */
+pe_status pe_graph_run_add_n(const pe_graph *g, const pe_graph_op *op,
+                             const pe_context *scratch, const pe_context *arena);
+pe_status pe_graph_run_cumsum(const pe_graph *g, const pe_graph_op *op,
+                              const pe_context *scratch, const pe_context *arena);
+pe_status pe_graph_run_elu(const pe_graph *g, const pe_graph_op *op,
+                           const pe_context *scratch, const pe_context *arena);
+pe_status pe_graph_run_log_softmax(const pe_graph *g, const pe_graph_op *op,
+                                   const pe_context *scratch, const pe_context *arena);
+pe_status pe_graph_run_embedding_lookup(const pe_graph *g, const pe_graph_op *op,
+                                        const pe_context *scratch, const pe_context *arena);
 /* ---- pe_gather.h ---------------------------------------------------------------- */
 pe_status pe_graph_run_gather_batched(const pe_graph *g, const pe_graph_op *op,
                                       const pe_context *scratch, const pe_context *arena);

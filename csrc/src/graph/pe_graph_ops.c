@@ -118,6 +118,16 @@ pe_graph_runner pe_graph_runner_for(pe_graph_op_type type)
         return pe_graph_run_gather_nd;
     case PE_GOP_DYNAMIC_UPDATE_SLICE:
         return pe_graph_run_dynamic_update_slice;
+    case PE_GOP_ADD_N:
+        return pe_graph_run_add_n;
+    case PE_GOP_CUMSUM:
+        return pe_graph_run_cumsum;
+    case PE_GOP_ELU:
+        return pe_graph_run_elu;
+    case PE_GOP_LOG_SOFTMAX:
+        return pe_graph_run_log_softmax;
+    case PE_GOP_EMBEDDING_LOOKUP:
+        return pe_graph_run_embedding_lookup;
     case PE_GOP_FULLY_CONNECTED_W16:
         return pe_graph_run_fc_w16;
     case PE_GOP_FULLY_CONNECTED_W4:

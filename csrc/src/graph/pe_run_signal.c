@@ -47,7 +47,7 @@ static pe_status run_rfft(const pe_graph *g, const pe_graph_op *op, const pe_con
     input_length = w[1];
     ncfft = w[2];
     n_stages = w[3];
-    if (fft_length < 4 || fft_length > (1 << 20) || ncfft * 2 != fft_length || n_stages < 1 ||
+    if (fft_length < 4 || fft_length > (1 << 20) || (int64_t)ncfft * 2 != fft_length || n_stages < 1 ||
         n_stages > PE_SIGNAL_MAX_FFT_STAGES || input_length < 1 || input_length > fft_length ||
         op->num_params != 4 + n_stages + ncfft + ncfft / 2) {
         return PE_ERR_ARG;
