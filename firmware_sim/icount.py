@@ -148,10 +148,12 @@ def region_layers(graph, op):
         lw = w[_REGION_HEADER + _REGION_LAYER * i:_REGION_HEADER + _REGION_LAYER * (i + 1)]
         kind, in_c, out_c, kh, kw, sh, sw = _KIND.get(lw[0], "other"), lw[1], lw[2], lw[3], lw[4], lw[5], lw[6]
         pt, pb, pl, pr = lw[7:11]
+        dh, dw = (lw[31] // 256, lw[31] % 256) if lw[31] else (1, 1)   # conv / depthwise dilation
         if kind == "upsample":
             h, wd = 2 * h, 2 * wd
         elif kind in ("conv", "dw", "pw", "pool"):
-            h, wd = (h + pt + pb - kh) // max(sh, 1) + 1, (wd + pl + pr - kw) // max(sw, 1) + 1
+            eh, ew = (kh - 1) * dh + 1, (kw - 1) * dw + 1                 # the window's extent
+            h, wd = (h + pt + pb - eh) // max(sh, 1) + 1, (wd + pl + pr - ew) // max(sw, 1) + 1
         taps = kh * kw
         macs = h * wd * out_c * (taps * in_c if kind in ("conv", "pw") else taps if kind in ("dw", "pool") else 0)
         out.append((kind, h, wd, out_c, macs))

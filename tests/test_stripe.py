@@ -619,13 +619,17 @@ def test_operators_without_a_layer_object():
         r8.layers(3)
 
 
-def test_dilated_convolution_has_no_layer_object():
+def test_dilated_convolution_layer_object():
+    """A dilated CONV_2D is a Conv2D with its dilation (stripe regions take it,
+    tests/test_stripe_dilation.py) computing the graph runtime's bytes."""
     from test_tflite_models import _build, _case_conv_dilated
     from pyembed.model.load import load_tflite_bytes
     tensors, ops = _case_conv_dilated(np.random.default_rng(0))
     g = load_tflite_bytes(_build(tensors, ops, [0], [len(tensors) - 1]), name="dilated")
-    with pytest.raises(UnsupportedError, match="dilation"):
-        from_operator(g, 0)
+    layer = from_operator(g, 0)
+    assert tuple(layer.dilation) == (2, 1) and layer.extent == (5, 3)
+    values = g.run(model_input(g, 1), keep_intermediates=True)
+    assert_same(layer.reference(values[0][0]), values[g.operators[0].outputs[0]][0], "dilated CONV_2D")
 
 
 def test_benchmark_model_prefix_section(capsys):

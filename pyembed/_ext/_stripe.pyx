@@ -58,6 +58,7 @@ cdef extern from "pyembed/pe_stripe.h":
         pe_stripe_add_params add
         const int8_t *table
         int32_t table_channels
+        pe_tile dilation
 
     ctypedef struct pe_stripe_net:
         const pe_stripe_layer *layers
@@ -146,6 +147,7 @@ cdef class Network:
             l.out_c = s["out_c"]
             l.kernel.h, l.kernel.w = s.get("kernel", (1, 1))
             l.stride.h, l.stride.w = s.get("stride", (1, 1))
+            l.dilation.h, l.dilation.w = s.get("dilation", (1, 1))
             l.padding.top, l.padding.bottom, l.padding.left, l.padding.right = s.get("padding", (0, 0, 0, 0))
             l.input_offset = s.get("input_offset", 0)
             l.output_offset = s.get("output_offset", 0)

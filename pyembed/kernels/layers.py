@@ -140,10 +140,34 @@ def _windows(x, kernel, stride, pad, fill):
     return np.moveaxis(win[:oh, :ow], 2, -1)
 
 
-def _valid_taps(shape_hw, kernel, stride, pad):
-    """Number of in-image taps of every output pixel, [oh, ow]."""
+def _valid_taps(shape_hw, kernel, stride, pad, dilation=(1, 1)):
+    """Number of in-image taps of every output pixel, [oh, ow]; kernel is the
+    window's extent, with a tap every dilation[0] rows and dilation[1] columns."""
     ones = np.ones(shape_hw + (1,), dtype=np.int64)
-    return _windows(ones, kernel, stride, pad, 0).sum(axis=(2, 3, 4))
+    mask = np.zeros(kernel, dtype=np.int64)
+    mask[::dilation[0], ::dilation[1]] = 1
+    return (_windows(ones, kernel, stride, pad, 0)[..., 0] * mask).sum(axis=(2, 3))
+
+
+def _extent(kernel, dilation):
+    """The window a dilated kernel spans: (k - 1) * d + 1 along each axis."""
+    return ((kernel[0] - 1) * dilation[0] + 1, (kernel[1] - 1) * dilation[1] + 1)
+
+
+def _dilate(weights, axes, dilation):
+    """weights with dilation - 1 zeros between taps along the two kernel axes
+    (a zero tap adds nothing to the int32 sum: the same accumulator)."""
+    if tuple(dilation) == (1, 1):
+        return weights
+    shape = list(weights.shape)
+    shape[axes[0]] = (shape[axes[0]] - 1) * dilation[0] + 1
+    shape[axes[1]] = (shape[axes[1]] - 1) * dilation[1] + 1
+    out = np.zeros(shape, dtype=weights.dtype)
+    idx = [slice(None)] * weights.ndim
+    idx[axes[0]] = slice(None, None, dilation[0])
+    idx[axes[1]] = slice(None, None, dilation[1])
+    out[tuple(idx)] = weights
+    return out
 
 
 def _finish(acc, mult, shift, out_zp, act_min, act_max, rounding):
@@ -187,6 +211,12 @@ class Layer:
     stride = (1, 1)
 
     @property
+    def extent(self):
+        """The window's size in input pixels (the kernel's, spread by a
+        convolution's dilation)."""
+        return self.kernel
+
+    @property
     def in_channels(self) -> Optional[int]:
         """Input channels this layer requires, or None for any."""
         return None
@@ -199,16 +229,16 @@ class Layer:
         if pad == "valid":
             return (0, 0, 0, 0)
         if pad == "same":
-            t, b = _same_padding(h, self.kernel[0], self.stride[0])
-            l, r = _same_padding(w, self.kernel[1], self.stride[1])
+            t, b = _same_padding(h, self.extent[0], self.stride[0])
+            l, r = _same_padding(w, self.extent[1], self.stride[1])
             return (t, b, l, r)
         return tuple(pad)
 
     def output_shape(self, shape: tuple) -> tuple:
         h, w, c = shape
         t, b, l, r = self.resolve_padding(h, w)
-        oh = _win_out(h, self.kernel[0], self.stride[0], t, b)
-        ow = _win_out(w, self.kernel[1], self.stride[1], l, r)
+        oh = _win_out(h, self.extent[0], self.stride[0], t, b)
+        ow = _win_out(w, self.extent[1], self.stride[1], l, r)
         return (oh, ow, self.out_channels(c))
 
     def macs(self, shape: tuple) -> int:
@@ -218,7 +248,9 @@ class Layer:
 
 @dataclass
 class Conv2D(Layer):
-    """k_h x k_w convolution; weights OHWI int8, per-channel requantization."""
+    """k_h x k_w convolution; weights OHWI int8, per-channel requantization;
+    dilation (d_h, d_w): taps every d_h rows and d_w columns (TFLite's
+    dilation factors)."""
     weights: np.ndarray
     bias: Optional[np.ndarray]
     multiplier: np.ndarray
@@ -230,18 +262,24 @@ class Conv2D(Layer):
     act_min: int = -128
     act_max: int = 127
     rounding: str = "double"
+    dilation: tuple = (1, 1)
 
     def __post_init__(self):
         self.weights = exact_array(self.weights, "weights", np.int8, ndim=4)
         if min(self.weights.shape) < 1:
             raise ArgumentError(f"weights: expected a non-empty [out_c, k_h, k_w, in_c] array, got {self.weights.shape}")
         self.stride = _pair(self.stride, "stride")
-        self.padding = _check_padding(self.padding, self.kernel)
+        self.dilation = _pair(self.dilation, "dilation")
+        self.padding = _check_padding(self.padding, self.extent)
         _check_quant(self, self.weights.shape[0])
 
     @property
     def kernel(self):
         return (self.weights.shape[1], self.weights.shape[2])
+
+    @property
+    def extent(self):
+        return _extent(self.kernel, self.dilation)
 
     @property
     def in_channels(self):
@@ -252,10 +290,10 @@ class Conv2D(Layer):
 
     def _acc(self, x):
         pad = self.resolve_padding(x.shape[0], x.shape[1])
-        win = _windows(x, self.kernel, self.stride, pad, self.input_zero_point)  # a view
+        win = _windows(x, self.extent, self.stride, pad, self.input_zero_point)  # a view
         oh, ow = win.shape[:2]
         co = self.weights.shape[0]
-        w = self.weights.astype(np.float64).reshape(co, -1).T
+        w = _dilate(self.weights, (1, 2), self.dilation).astype(np.float64).reshape(co, -1).T
         k = w.shape[0]
         acc = np.empty((oh, ow, co), dtype=np.int64)
         band = max(1, 1_000_000 // max(1, ow * k))  # bounded temporaries on large images
@@ -271,7 +309,7 @@ class Conv2D(Layer):
                        self.act_min, self.act_max, self.rounding)
 
     def macs(self, shape):
-        taps = _valid_taps(shape[:2], self.kernel, self.stride, self.resolve_padding(*shape[:2]))
+        taps = _valid_taps(shape[:2], self.extent, self.stride, self.resolve_padding(*shape[:2]), self.dilation)
         return int(taps.sum()) * self.weights.shape[0] * self.weights.shape[3]
 
 
@@ -286,6 +324,8 @@ class Pointwise(Conv2D):
         self.weights = w.reshape(w.shape[0], 1, 1, w.shape[1])
         if tuple(_pair(self.stride, "stride")) != (1, 1):
             raise ArgumentError(f"stride: a Pointwise layer has stride 1, got {self.stride}")
+        if tuple(_pair(self.dilation, "dilation")) != (1, 1):
+            raise ArgumentError(f"dilation: a Pointwise layer has none, got {self.dilation}")
         super().__post_init__()
         self.padding = "valid"
 
@@ -306,6 +346,7 @@ class DepthwiseConv2D(Layer):
     act_max: int = 127
     rounding: str = "double"
     ch_mult: int = 1
+    dilation: tuple = (1, 1)
 
     def __post_init__(self):
         self.weights = exact_array(self.weights, "weights", np.int8, ndim=3)
@@ -315,12 +356,17 @@ class DepthwiseConv2D(Layer):
         if self.weights.shape[2] % self.ch_mult:
             raise ArgumentError(f"ch_mult: out_c {self.weights.shape[2]} is not a multiple of ch_mult {self.ch_mult}")
         self.stride = _pair(self.stride, "stride")
-        self.padding = _check_padding(self.padding, self.kernel)
+        self.dilation = _pair(self.dilation, "dilation")
+        self.padding = _check_padding(self.padding, self.extent)
         _check_quant(self, self.weights.shape[2])
 
     @property
     def kernel(self):
         return (self.weights.shape[0], self.weights.shape[1])
+
+    @property
+    def extent(self):
+        return _extent(self.kernel, self.dilation)
 
     @property
     def in_channels(self):
@@ -332,14 +378,15 @@ class DepthwiseConv2D(Layer):
     def reference(self, x):
         _check_input(x, self.in_channels)
         pad = self.resolve_padding(x.shape[0], x.shape[1])
-        win = _windows(x.astype(np.int64), self.kernel, self.stride, pad, self.input_zero_point)
+        win = _windows(x.astype(np.int64), self.extent, self.stride, pad, self.input_zero_point)
         win = np.repeat(win - self.input_zero_point, self.ch_mult, axis=-1)  # [oh, ow, kh, kw, out_c]
-        acc = (win * self.weights.astype(np.int64)).sum(axis=(2, 3)) + self.bias.astype(np.int64)
+        w = _dilate(self.weights, (0, 1), self.dilation).astype(np.int64)
+        acc = (win * w).sum(axis=(2, 3)) + self.bias.astype(np.int64)
         return _finish(acc, self.multiplier, self.shift, self.output_zero_point,
                        self.act_min, self.act_max, self.rounding)
 
     def macs(self, shape):
-        taps = _valid_taps(shape[:2], self.kernel, self.stride, self.resolve_padding(*shape[:2]))
+        taps = _valid_taps(shape[:2], self.extent, self.stride, self.resolve_padding(*shape[:2]), self.dilation)
         return int(taps.sum()) * self.weights.shape[2]
 
 
@@ -575,7 +622,7 @@ def infer_shapes(layers, input_shape):
             elif tuple(src) != tuple(shape):
                 raise ArgumentError(f"layers[{i}] (Add): branch from layer {layer.from_layer} has shape "
                                     f"{tuple(src)}, main input has shape {shape}")
-        k = layer.kernel
+        k = layer.extent
         pad = layer.resolve_padding(shape[0], shape[1])
         if shape[0] + pad[0] + pad[1] < k[0] or shape[1] + pad[2] + pad[3] < k[1]:
             raise ArgumentError(f"layers[{i}] ({type(layer).__name__}): window {k} is larger than its "
@@ -611,7 +658,7 @@ def backward_intervals(layers, shapes, axis, a, b, clip=True):
         else:
             p = layer.resolve_padding(*shapes[i][0][:2])[2 * axis]
             n0 = x0 * layer.stride[axis] - p
-            n1 = (x1 - 1) * layer.stride[axis] - p + layer.kernel[axis]
+            n1 = (x1 - 1) * layer.stride[axis] - p + layer.extent[axis]
         if clip:
             n0, n1 = max(n0, 0), min(n1, shapes[i][0][axis])
         merge(i, n0, n1)
@@ -621,14 +668,19 @@ def backward_intervals(layers, shapes, axis, a, b, clip=True):
 
 
 def valid_tap_count(layer, in_shape, axis, a, b):
-    """Sum over outputs [a, b) along axis of the in-image taps of layer's window."""
+    """Sum over outputs [a, b) along axis of the in-image taps of layer's window
+    (with a convolution's dilation, only every dilation-th position is a tap)."""
     if isinstance(layer, Upsample2x):
         return b - a
     p = layer.resolve_padding(*in_shape[:2])[2 * axis]
-    k, s, d = layer.kernel[axis], layer.stride[axis], in_shape[axis]
+    k, s, d = layer.extent[axis], layer.stride[axis], in_shape[axis]
+    dil = getattr(layer, "dilation", (1, 1))[axis]
     o = np.arange(a, b, dtype=np.int64)
     lo = o * s - p
-    return int((np.minimum(lo + k, d) - np.maximum(lo, 0)).sum())
+    t0 = np.where(lo >= 0, 0, (-lo + dil - 1) // dil)          # first tap inside the image
+    span = np.minimum(lo + k, d) - lo
+    t1 = np.where(span > 0, (span - 1) // dil + 1, 0)          # one past the last
+    return int(np.maximum(t1 - t0, 0).sum())
 
 
 def macs_per_tap(layer, in_shape):

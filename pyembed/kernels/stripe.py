@@ -60,9 +60,10 @@ def check_network(layers, input_shape):
         raise ArgumentError(f"layers: the network's receptive field is {rf[0]}x{rf[1]} pixels, larger than "
                             f"the {input_shape[0]}x{input_shape[1]} image")
     for i, layer in enumerate(layers):
-        if max(layer.kernel) > _c.MAX_KERNEL or layer.kernel[0] * layer.kernel[1] > _c.MAX_TAPS:
-            raise ArgumentError(f"layers[{i}]: kernel {layer.kernel} is larger than the executor's "
-                                f"{_c.MAX_KERNEL}x{_c.MAX_KERNEL} maximum or has more than {_c.MAX_TAPS} taps")
+        if max(layer.extent) > _c.MAX_KERNEL or layer.kernel[0] * layer.kernel[1] > _c.MAX_TAPS:
+            raise ArgumentError(f"layers[{i}]: kernel {layer.kernel} (window {layer.extent}) is larger than the "
+                                f"executor's {_c.MAX_KERNEL}x{_c.MAX_KERNEL} maximum or has more than "
+                                f"{_c.MAX_TAPS} taps")
     if len(layers) > _c.MAX_LAYERS:
         raise ArgumentError(f"layers: at most {_c.MAX_LAYERS} layers, got {len(layers)}")
     _check_branches_causal(layers, shapes)
@@ -98,6 +99,8 @@ def _spec(layer, in_shape):
                  weights=layer.weights, bias=layer.bias, multiplier=layer.multiplier, shift=layer.shift,
                  input_offset=-layer.input_zero_point, output_offset=layer.output_zero_point,
                  act_min=layer.act_min, act_max=layer.act_max, rounding=layer.rounding)
+        if tuple(layer.dilation) != (1, 1):
+            s["dilation"] = tuple(layer.dilation)
         if isinstance(layer, Pointwise):
             s.update(kernel=(1, 1), stride=(1, 1), padding=(0, 0, 0, 0))
     elif isinstance(layer, Pool2D):
@@ -441,12 +444,14 @@ KINDS = ("conv", "depthwise", "pointwise", "pool", "add", "upsample")
 
 
 def random_network(rng, input_shape, n_layers=4, channels=(4, 8), kinds=KINDS, kernels=(1, 3, 5),
-                   strides=(1, 2), output_channels=None):
+                   strides=(1, 2), output_channels=None, dilations=(1,)):
     """A random chain of n_layers int8 layers that fits input_shape (h, w, c):
     kinds drawn from `kinds` (an Add only where an earlier tensor has the same
     shape; strides and upsampling only while the receptive field stays inside
     the image). Quantization parameters keep outputs spread over int8.
-    output_channels: force the last layer to be a conv with that many."""
+    output_channels: force the last layer to be a conv with that many.
+    dilations: each conv and depthwise layer's dilation per axis drawn from
+    them (the default draws nothing)."""
     rng = np.random.default_rng(rng)
     h, w, c = input_shape
     layers = []
@@ -477,6 +482,9 @@ def random_network(rng, input_shape, n_layers=4, channels=(4, 8), kinds=KINDS, k
                 if not ok:
                     continue
                 cand = random_add(rng, int(rng.choice(ok)))
+            if tuple(dilations) != (1,) and kind in ("conv", "depthwise"):
+                import dataclasses
+                cand = dataclasses.replace(cand, dilation=(int(rng.choice(dilations)), int(rng.choice(dilations))))
             trial = layers + [cand]
             try:
                 check_network(trial, input_shape)

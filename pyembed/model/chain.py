@@ -74,7 +74,7 @@ def from_operator(graph, op, *, rounding="double", main_input=0, from_layer=-1):
     and otherwise constant scalars or per-channel tensors (elementwise_input)
     is a Table layer (table_layer).
     Raises UnsupportedError for an operator no layer object computes
-    (another type, dilation, grouped convolution, broadcasting ADD, batch > 1)."""
+    (another type, grouped convolution, broadcasting ADD, batch > 1)."""
     op = _operator(graph, op)
     main_input = int_in_range(main_input, "main_input", 0, 1)
     from_layer = int_in_range(from_layer, "from_layer", -1)
@@ -95,8 +95,7 @@ def from_operator(graph, op, *, rounding="double", main_input=0, from_layer=-1):
     y_shape = _hwc(graph, op, op.outputs[0], "output")
     try:
         if op.type in ("CONV_2D", "DEPTHWISE_CONV_2D"):
-            if tuple(p["dilation"]) != (1, 1):
-                raise UnsupportedError(f"{where}: dilation {tuple(p['dilation'])}, layers have none")
+            dil = tuple(int(v) for v in p["dilation"])
             if p["groups"] != 1 and op.type == "CONV_2D":
                 raise UnsupportedError(f"{where}: grouped convolution ({p['groups']} groups)")
             w = graph.tensors[op.inputs[1]].data
@@ -107,11 +106,11 @@ def from_operator(graph, op, *, rounding="double", main_input=0, from_layer=-1):
             pad = tuple(int(v) for v in p["pad"])
             if op.type == "DEPTHWISE_CONV_2D":
                 layer = DepthwiseConv2D(w.reshape(w.shape[1:]), ch_mult=p["depth_multiplier"],
-                                        stride=tuple(p["stride"]), padding=pad, **common)
+                                        stride=tuple(p["stride"]), padding=pad, dilation=dil, **common)
             elif tuple(p["kernel"]) == (1, 1) and tuple(p["stride"]) == (1, 1) and pad == (0, 0, 0, 0):
-                layer = Pointwise(w.reshape(w.shape[0], w.shape[3]), **common)
+                layer = Pointwise(w.reshape(w.shape[0], w.shape[3]), **common)   # (a 1x1 dilates nothing)
             else:
-                layer = Conv2D(w, stride=tuple(p["stride"]), padding=pad, **common)
+                layer = Conv2D(w, stride=tuple(p["stride"]), padding=pad, dilation=dil, **common)
         elif op.type in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
             layer = Pool2D(kind=p["kind"], window=tuple(p["filter"]), stride=tuple(p["stride"]),
                            padding=tuple(int(v) for v in p["pad"]), act_min=p["act_min"],

@@ -91,6 +91,9 @@ def _layer_words(spec, slots):
     elif spec["op"] == "table":
         w[17] = int(spec["table_channels"])
     w[27:31] = list(slots) if slots else [-1, -1, -1, -1]
+    dil = tuple(int(v) for v in spec.get("dilation", (1, 1)))
+    if dil != (1, 1):
+        w[31] = dil[0] * 256 + dil[1]   # pe_pipeline.h: conv / depthwise dilation
     return w
 
 

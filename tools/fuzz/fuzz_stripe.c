@@ -102,11 +102,13 @@ static int ref_layer(const pe_stripe_layer *l, const int8_t *in, shape si, const
                 const int64_t kh = pw ? 1 : l->kernel.h, kw = pw ? 1 : l->kernel.w;
                 const int64_t sh = pw ? 1 : l->stride.h, sw = pw ? 1 : l->stride.w;
                 const int64_t pt = pw ? 0 : l->padding.top, pl = pw ? 0 : l->padding.left;
+                const int64_t dh = l->dilation.h > 1 ? l->dilation.h : 1;
+                const int64_t dw = l->dilation.w > 1 ? l->dilation.w : 1;
                 int64_t acc = l->bias != NULL && l->op != PE_STRIPE_POOL ? l->bias[o] : 0;
                 int64_t mx = -128, cnt = 0;
                 for (ky = 0; ky < kh; ky++) {
                     for (kx = 0; kx < kw; kx++) {
-                        const int64_t iy = oy * sh - pt + ky, ix = ox * sw - pl + kx;
+                        const int64_t iy = oy * sh - pt + ky * dh, ix = ox * sw - pl + kx * dw;
                         const int8_t *px;
                         if (iy < 0 || iy >= si.h || ix < 0 || ix >= si.w) {
                             continue;
@@ -175,8 +177,11 @@ static int layer_shape(const pe_stripe_layer *l, shape si, shape *so)
         if (l->stride.h < 1 || l->stride.w < 1) {
             return 0;
         }
-        h = ((int64_t)si.h + l->padding.top + l->padding.bottom - l->kernel.h);
-        w = ((int64_t)si.w + l->padding.left + l->padding.right - l->kernel.w);
+        /* the window's extent: (k - 1) * dilation + 1 */
+        h = ((int64_t)si.h + l->padding.top + l->padding.bottom -
+             (((int64_t)l->kernel.h - 1) * (l->dilation.h > 1 ? l->dilation.h : 1) + 1));
+        w = ((int64_t)si.w + l->padding.left + l->padding.right -
+             (((int64_t)l->kernel.w - 1) * (l->dilation.w > 1 ? l->dilation.w : 1) + 1));
         if (h < 0 || w < 0 || h / l->stride.h >= INT32_MAX || w / l->stride.w >= INT32_MAX) {
             return 0;
         }
@@ -329,6 +334,11 @@ static void draw_layer(fz_reader *r, net_store *s, int32_t L, shape si, const sh
         l->bias = s->bias[L];
         l->quant.multiplier = s->mult[L];
         l->quant.shift = s->shift[L];
+    }
+    /* now and then a dilated conv / depthwise (a wild value on any kind) */
+    if (fz_u8(r) % 4 == 1) {
+        l->dilation.h = fz_wild(r, 1, 3);
+        l->dilation.w = fz_wild(r, 1, 3);
     }
 }
 

@@ -32,7 +32,8 @@
  *          bias (int32, -1 = none), multipliers (int32), shifts (int32);
  *          -1 for a layer without them (pool, add, upsample); a table layer:
  *          27 the slot of its 256 * count int8 values, 28..30 -1
- *   31 reserved, 0
+ *   31 conv / depthwise dilation: dilation.h * 256 + dilation.w (each 1..255;
+ *      0 = no dilation, as for every other kind)
  * The operator's input 0 is the region input (int8 NHWC), output 0 its
  * output. A streamed graph input (tensor offset PE_GRAPH_STREAMED, pe_graph.h)
  * is never in the arena: the region pulls its rows from the pe_row_source

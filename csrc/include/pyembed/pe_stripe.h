@@ -135,6 +135,11 @@ typedef struct {
  *                  caller (typically const data in flash).
  *  pool_kind       PE_POOL_MAX or PE_POOL_AVG
  *  add             add only
+ *  dilation        conv and depthwise: taps every dilation.h rows and
+ *                  dilation.w columns (TFLite's dilation factors), so the
+ *                  window spans (k - 1) * d + 1 pixels, which the padding,
+ *                  the line stores and PE_STRIPE_MAX_KERNEL count; 0 or 1
+ *                  (a zeroed field) is no dilation; other kinds need 0 or 1.
  *  table, table_channels   table only: table_channels is 1 (one table for
  *                  every channel) or in_c (one per channel); table holds
  *                  256 * table_channels int8 values, channel c's output for
@@ -158,6 +163,7 @@ typedef struct {
     pe_stripe_add_params add;
     const int8_t *table;
     int32_t table_channels;
+    pe_tile dilation;
 } pe_stripe_layer;
 
 /* A network: n_layers layers run in order on an input of dims input

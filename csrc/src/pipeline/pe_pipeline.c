@@ -66,7 +66,7 @@ static pe_status decode_layer(const int32_t *w, pe_const_lookup lookup, const vo
     int64_t nw;
     int is_conv;
     if (!in_range(w[0], PE_STRIPE_CONV, PE_STRIPE_TABLE) || !in_range(w[15], 0, 1) ||
-        !in_range(w[16], PE_POOL_MAX, PE_POOL_AVG) || w[31] != 0) {
+        !in_range(w[16], PE_POOL_MAX, PE_POOL_AVG)) {
         return PE_ERR_ARG;
     }
     if (!in_range(w[1], 1, 1 << 20) || !in_range(w[2], 1, 1 << 20)) {
@@ -99,6 +99,17 @@ static pe_status decode_layer(const int32_t *w, pe_const_lookup lookup, const vo
     l->add.branch_quant.shift = w[24];
     l->add.out_quant.multiplier = w[25];
     l->add.out_quant.shift = w[26];
+    l->dilation.h = 0;
+    l->dilation.w = 0;
+    if (w[31] != 0) {
+        /* dilation.h * 256 + dilation.w, each 1..255, conv and depthwise only */
+        if ((l->op != PE_STRIPE_CONV && l->op != PE_STRIPE_DEPTHWISE) || !in_range(w[31], 257, 65535) ||
+            w[31] % 256 == 0) {
+            return PE_ERR_ARG;
+        }
+        l->dilation.h = w[31] / 256;
+        l->dilation.w = w[31] % 256;
+    }
     l->weights = NULL;
     l->bias = NULL;
     l->quant.multiplier = NULL;

@@ -281,7 +281,9 @@ static void compute_windowed(stripe_run *R, int32_t L, int32_t o, int32_t x0, in
     uint8_t rlen[PE_STRIPE_MAX_TAPS];
     int32_t roff[PE_STRIPE_MAX_KERNEL]; /* ring offset of window row ky, less in_a columns */
     const int32_t row0 = o * g->sh - g->pt;
-    const int32_t ky0 = max32(0, -row0);
+    /* window rows [ky0, ky1) inside the image; with dilation only every
+     * dh-th of them is a tap (ky0 rounded up to one) */
+    const int32_t ky0 = (max32(0, -row0) + g->dh - 1) / g->dh * g->dh;
     const int32_t ky1 = min32(g->kh, g->in_h - row0);
     const int32_t ci = g->in_c;
     const int32_t co = g->out_c;
@@ -289,29 +291,32 @@ static void compute_windowed(stripe_run *R, int32_t L, int32_t o, int32_t x0, in
     /* the row still partly in temp (in_pixel's rule), or none */
     const int32_t temp_row = s->temp_cols > 0 ? s->in_row : -1;
     const int conv = l->op == PE_STRIPE_CONV || l->op == PE_STRIPE_POINTWISE;
-    const int32_t fsize = g->kh * g->kw * ci;
+    /* the kernel's own size (the window without the dilation's gaps) */
+    const int32_t kw_taps = (g->kw - 1) / g->dw + 1;
+    const int32_t fsize = ((g->kh - 1) / g->dh + 1) * kw_taps * ci;
     int32_t x, ky;
 
-    for (ky = ky0; ky < ky1; ky++) {
+    for (ky = ky0; ky < ky1; ky += g->dh) {
         const int32_t r = row0 + ky;
         const int32_t slot = g->ring_rows > 1 ? r % g->ring_rows : 0;
         roff[ky] = (slot * ring_w - s->in_a) * ci;
     }
     for (x = x0; x < x1; x++) {
         const int32_t col0 = x * g->sw - g->pl;
-        const int32_t kx0 = max32(0, -col0);
+        const int32_t kx0 = (max32(0, -col0) + g->dw - 1) / g->dw * g->dw;
         const int32_t kx1 = min32(g->kw, g->in_w - col0);
         int32_t ntap = 0, nrun = 0;
         int32_t kx, t, oc;
         int8_t *dst;
-        for (ky = ky0; ky < ky1; ky++) {
+        for (ky = ky0; ky < ky1; ky += g->dh) {
             const int32_t r = row0 + ky;
-            for (kx = kx0; kx < kx1; kx++) {
+            for (kx = kx0; kx < kx1; kx += g->dw) {
                 const int32_t c = col0 + kx;
                 const int8_t *px = (r == temp_row && c >= s->committed)
                                        ? s->temp + (c % s->temp_cols) * ci
                                        : s->ring + roff[ky] + c * ci;
-                const int32_t w = ky * g->kw + kx;
+                /* the tap's index in the (undilated) kernel */
+                const int32_t w = ky / g->dh * kw_taps + kx / g->dw;
                 if (conv) {
                     /* extend the current run when pixel and weights follow on */
                     if (nrun > 0 && kx > kx0 && px == tap[nrun - 1] + rlen[nrun - 1] * ci &&

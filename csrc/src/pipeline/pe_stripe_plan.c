@@ -292,25 +292,35 @@ pe_status pe_stripe_analyse(const pe_stripe_net *net, net_geo *G)
         g->in_c = c;
         g->out_c = l->out_c;
         g->kh = g->kw = g->sh = g->sw = 1;
+        g->dh = g->dw = 1;
         g->pt = g->pb = g->pl = g->pr = 0;
+        if (l->dilation.h < 0 || l->dilation.w < 0 ||
+            ((l->dilation.h > 1 || l->dilation.w > 1) && l->op != PE_STRIPE_CONV &&
+             l->op != PE_STRIPE_DEPTHWISE)) {
+            return PE_ERR_ARG;
+        }
         g->branch_rows = 0;
         g->ring_rows = 0;
         switch (l->op) {
         case PE_STRIPE_CONV:
         case PE_STRIPE_DEPTHWISE:
         case PE_STRIPE_POOL: {
-            int64_t oh, ow;
+            int64_t oh, ow, eh, ew;
             if (l->kernel.h < 1 || l->kernel.w < 1 || l->stride.h < 1 || l->stride.w < 1) {
                 return PE_ERR_ARG;
             }
-            if (l->kernel.h > PE_STRIPE_MAX_KERNEL || l->kernel.w > PE_STRIPE_MAX_KERNEL ||
+            g->dh = l->dilation.h > 1 ? l->dilation.h : 1;
+            g->dw = l->dilation.w > 1 ? l->dilation.w : 1;
+            /* the window's extent (int64: no overflow on any field value) */
+            eh = (int64_t)(l->kernel.h - 1) * g->dh + 1;
+            ew = (int64_t)(l->kernel.w - 1) * g->dw + 1;
+            if (eh > PE_STRIPE_MAX_KERNEL || ew > PE_STRIPE_MAX_KERNEL ||
                 l->kernel.h * l->kernel.w > PE_STRIPE_MAX_TAPS) {
                 return PE_ERR_UNSUPPORTED;
             }
-            if (l->padding.top < 0 || l->padding.top >= l->kernel.h || l->padding.bottom < 0 ||
-                l->padding.bottom >= l->kernel.h || l->padding.left < 0 ||
-                l->padding.left >= l->kernel.w || l->padding.right < 0 ||
-                l->padding.right >= l->kernel.w) {
+            if (l->padding.top < 0 || l->padding.top >= eh || l->padding.bottom < 0 ||
+                l->padding.bottom >= eh || l->padding.left < 0 || l->padding.left >= ew ||
+                l->padding.right < 0 || l->padding.right >= ew) {
                 return PE_ERR_ARG;
             }
             if (l->op == PE_STRIPE_DEPTHWISE && (l->out_c % l->in_c) != 0) {
@@ -319,8 +329,8 @@ pe_status pe_stripe_analyse(const pe_stripe_net *net, net_geo *G)
             if (l->op == PE_STRIPE_POOL && l->out_c != l->in_c) {
                 return PE_ERR_ARG;
             }
-            g->kh = l->kernel.h;
-            g->kw = l->kernel.w;
+            g->kh = (int32_t)eh;
+            g->kw = (int32_t)ew;
             g->sh = l->stride.h;
             g->sw = l->stride.w;
             g->pt = l->padding.top;
@@ -757,15 +767,21 @@ pe_status pe_stripe_max_overlap_delta(const pe_stripe_net *net, int32_t stripe_w
     return pe_stripe_overlap_bound(net, &G, stripe_w, max_delta);
 }
 
-/* Sum over outputs o in [a, b) of the number of taps inside [0, d). */
-static int64_t valid_taps(int64_t a, int64_t b, int32_t k, int32_t s, int32_t p, int32_t d)
+/* Sum over outputs o in [a, b) of the number of taps inside [0, d): a
+ * window of extent k from o * s - p with a tap every dil positions. */
+static int64_t valid_taps(int64_t a, int64_t b, int32_t k, int32_t s, int32_t p, int32_t d,
+                          int32_t dil)
 {
     int64_t o;
     int64_t n = 0;
     for (o = a; o < b; o++) {
         const int64_t lo = o * s - p;
-        const int64_t hi = lo + k;
-        n += (hi < d ? hi : d) - (lo > 0 ? lo : 0);
+        const int64_t hi = lo + k; /* exclusive */
+        /* first tap index inside the image, one past the last */
+        const int64_t t0 = lo >= 0 ? 0 : (-lo + dil - 1) / dil;
+        const int64_t t1 = (hi < d ? hi : d) - lo;
+        const int64_t t1n = t1 > 0 ? (t1 - 1) / dil + 1 : 0;
+        n += t1n > t0 ? t1n - t0 : 0;
     }
     return n;
 }
@@ -786,7 +802,7 @@ pe_status pe_stripe_predict_macs(const pe_stripe_net *net, int32_t stripe_w, int
     }
     for (L = 0; L < G.n; L++) {
         const layer_geo *g = &G.g[L];
-        row_taps[L] = valid_taps(0, g->out_h, g->kh, g->sh, g->pt, g->in_h);
+        row_taps[L] = valid_taps(0, g->out_h, g->kh, g->sh, g->pt, g->in_h, g->dh);
     }
     for (x0 = 0; x0 < G.out_w; x0 += stripe_w) {
         const int32_t x1 = (int32_t)((int64_t)x0 + stripe_w < G.out_w ? x0 + stripe_w : G.out_w);
@@ -800,7 +816,7 @@ pe_status pe_stripe_predict_macs(const pe_stripe_net *net, int32_t stripe_w, int
             }
             per_tap = l->op == PE_STRIPE_DEPTHWISE ? g->out_c : (int64_t)g->in_c * g->out_c;
             total += per_tap * row_taps[L] *
-                     valid_taps(G.a[L + 1], G.b[L + 1], g->kw, g->sw, g->pl, g->in_w);
+                     valid_taps(G.a[L + 1], G.b[L + 1], g->kw, g->sw, g->pl, g->in_w, g->dw);
         }
         if ((int64_t)x0 + stripe_w >= G.out_w) {
             break;
