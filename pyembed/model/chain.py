@@ -72,7 +72,9 @@ def from_operator(graph, op, *, rounding="double", main_input=0, from_layer=-1):
     reads from layer from_layer's output (-1: the chain's input).
     An element-wise operator of TABLE_OP_TYPES with one activation input
     and otherwise constant scalars or per-channel tensors (elementwise_input)
-    is a Table layer (table_layer).
+    is a Table layer (table_layer). RESIZE_NEAREST_NEIGHBOR by integer
+    factors (align_corners false) is an Upsample2x / Upsample, DEPTH_TO_SPACE
+    a DepthToSpace (both int8, the output quantized as the input).
     Raises UnsupportedError for an operator no layer object computes
     (another type, dilation, grouped convolution, broadcasting ADD, batch > 1)."""
     op = _operator(graph, op)

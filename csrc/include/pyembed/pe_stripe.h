@@ -140,12 +140,17 @@ typedef struct {
 /* One layer. Fields a kind does not use are ignored.
  *  in_c, out_c     channels; in_c must equal the previous layer's out_c (the
  *                  network input's c for layer 0). Pool, add and upsample
- *                  have out_c == in_c; depthwise has out_c = in_c * ch_mult.
+ *                  have out_c == in_c; depthwise has out_c = in_c * ch_mult;
+ *                  depth_to_space in_c = block * block * out_c.
  *  kernel, stride, padding   conv, depthwise, pool (ignored for pointwise,
- *                  add and upsample, which are 1x1, stride 1, unpadded).
+ *                  add and upsample2x, which are 1x1, stride 1, unpadded).
+ *                  upsample: stride.h, stride.w are the factors fh, fw;
+ *                  depth_to_space: stride.h = stride.w is the block (both
+ *                  in [1, PE_STRIPE_MAX_FACTOR], kernel and padding ignored).
  *  input_offset    -input zero point, in [-127, 128] (conv family)
  *  output_offset   output zero point, in [-128, 127] (conv family, add)
- *  activation      final clamp, -128 <= min <= max <= 127 (all but upsample)
+ *  activation      final clamp, -128 <= min <= max <= 127 (all but the
+ *                  upsamplings and depth_to_space, plain copies)
  *  weights, bias, quant   conv family; bias may be NULL (zero); multipliers
  *                  >= 0, shifts in [-31, 30]. Pointers stay owned by the
  *                  caller (typically const data in flash).
