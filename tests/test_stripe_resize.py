@@ -298,3 +298,17 @@ def test_firmware_bit_exact_under_qemu(tmp_path):
     assert d["outputs"][0] == host.tolist()
     if HAVE_TFLM:
         assert d["outputs"][0] == _tflm(data, x).ravel().tolist()
+
+
+def test_instruction_model_reads_the_expanding_layers():
+    """firmware_sim.icount decodes the new kinds' shapes from the region words."""
+    from firmware_sim.icount import region_layers
+    g = apply_pipeline(load_tflite_bytes(_both_net(), name="both"), "stripes").graph
+    kinds = set()
+    for op in [op for op in g.operators if op.type == REGION_OP]:
+        layers = region_layers(g, op)
+        kinds.update(k for k, *_ in layers)
+        _, h, w, c, _ = layers[-1]
+        assert (1, h, w, c) == tuple(g.tensors[op.outputs[0]].shape)
+        assert sum(h * w * c for _, h, w, c, _ in layers) == op.params["work_elements"]
+    assert {"upsample", "depth_to_space"} <= kinds
