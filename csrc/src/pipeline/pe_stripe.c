@@ -9,8 +9,8 @@
  * block tells the next layer (deliver -> advance, one recursion level per
  * layer: depth-first). When its input row is complete, a layer moves the
  * row into its ring and emits the further output rows that row completes
- * (the bottom rows of the image, the second row of an upsampling), now
- * entirely from the ring. Which input row completes which output row is the
+ * (the bottom rows of the image, the further rows of an upsampling or a
+ * depth to space), now entirely from the ring. Which input row completes which output row is the
  * same rule everywhere (last_needed_row); the arena query runs that rule dry
  * over the image height to size each residual branch's row store.
  */
