@@ -109,7 +109,8 @@ GROUP_FEATURES = {
 }
 # pe_pipeline.h
 _REGION_HEADER, _REGION_LAYER = 5, 32
-_KIND = {0: "conv", 1: "dw", 2: "pw", 3: "pool", 4: "add", 5: "upsample", 6: "concat", 7: "table"}
+_KIND = {0: "conv", 1: "dw", 2: "pw", 3: "pool", 4: "add", 5: "upsample", 6: "concat", 7: "table", 8: "upsample",
+         9: "depth_to_space"}
 GATHER_DW_BLOCK = 16     # csrc/src/kernels/conv/pe_conv_gather.c PE_GATHER_DW_BLOCK
 
 
@@ -139,7 +140,8 @@ def group_keys(graph, op, kc):
 
 def region_layers(graph, op):
     """[(kind, out_h, out_w, out_c, macs)] of a PE_STRIPE_REGION's layers, from its words and the
-    shape of its input; kind one of conv, dw, pw, pool (macs = taps), add, upsample, concat, table."""
+    shape of its input; kind one of conv, dw, pw, pool (macs = taps), add, upsample, concat, table,
+    depth_to_space."""
     w = [int(v) for v in np.asarray(op.params["words"]).ravel()]
     x = graph.tensors[op.inputs[0]].shape
     h, wd = int(x[-3]), int(x[-2])
@@ -149,8 +151,10 @@ def region_layers(graph, op):
         kind, in_c, out_c, kh, kw, sh, sw = _KIND.get(lw[0], "other"), lw[1], lw[2], lw[3], lw[4], lw[5], lw[6]
         pt, pb, pl, pr = lw[7:11]
         dh, dw = (lw[31] // 256, lw[31] % 256) if lw[31] else (1, 1)   # conv / depthwise dilation
-        if kind == "upsample":
+        if lw[0] == 5:                               # PE_STRIPE_UPSAMPLE2X
             h, wd = 2 * h, 2 * wd
+        elif kind in ("upsample", "depth_to_space"):   # factors / block in the stride words
+            h, wd = h * max(sh, 1), wd * max(sw, 1)
         elif kind in ("conv", "dw", "pw", "pool"):
             eh, ew = (kh - 1) * dh + 1, (kw - 1) * dw + 1                 # the window's extent
             h, wd = (h + pt + pb - eh) // max(sh, 1) + 1, (wd + pl + pr - ew) // max(sw, 1) + 1

@@ -2,7 +2,8 @@
  * full-frame layer-by-layer implementation written here, over a network with
  * every layer kind (conv 3x3 and 5x5 stride 2, depthwise with a channel
  * multiplier, average pooling, pointwise, x2 upsampling, a residual add, max
- * pooling) for many stripe and block widths; plus arena poisoning, an
+ * pooling) for many stripe and block widths; nearest-neighbour upsampling
+ * by factors (3, 1) and depth to space (block 2); plus arena poisoning, an
  * unaligned arena and the error statuses. Built with
  * -fsanitize=address,undefined by tools/check_c.sh. */
 #include <stdint.h>
@@ -483,6 +484,107 @@ static void test_concat(void)
     }
 }
 
+/* Naive full-frame UPSAMPLE (fh = stride.h, fw = stride.w) and
+ * DEPTH_TO_SPACE (block stride.h): out[y][x][c] = in[y / fh][x / fw][c]
+ * and in[y / b][x / b][((y % b) * b + x % b) * co + c]. */
+static void ref_expand(const pe_stripe_layer *l, const int8_t *in, int ih, int iw, int8_t *out, int *oh,
+                       int *ow)
+{
+    const int fh = l->stride.h, fw = l->stride.w, ci = l->in_c, co = l->out_c;
+    int y, x, c;
+    for (y = 0; y < ih * fh; y++)
+        for (x = 0; x < iw * fw; x++)
+            for (c = 0; c < co; c++) {
+                const int sub = l->op == PE_STRIPE_DEPTH_TO_SPACE ? ((y % fh) * fw + x % fw) * co : 0;
+                out[(y * iw * fw + x) * co + c] = in[((y / fh) * iw + x / fw) * ci + sub + c];
+            }
+    *oh = ih * fh;
+    *ow = iw * fw;
+}
+
+/* conv3 (4) -> max pool 2x2 s2 (10x13) -> upsample (3, 1) (30x13) -> conv3
+ * (4) -> depth to space 2 (60x26x1): every stripe and block width against
+ * the reference (arena poisoned), from the image and from the row source,
+ * then the parameter errors. */
+static void test_expand(void)
+{
+    static pe_stripe_layer el[5];
+    static int8_t emaps[5][MAXE];
+    static int8_t eout[MAXE];
+    static const int32_t stripes[] = {1, 2, 5, 7, 1000};
+    static const int32_t blocks[] = {1, 3, 16};
+    pe_stripe_net net;
+    pe_dims in_d = {1, H, W, 3}, out_d;
+    pe_row_source src;
+    const int8_t *in = input;
+    int L, h = H, w = W;
+    size_t si, bi;
+    src.read = image_rows;
+    src.user = NULL;
+    el[0] = conv(PE_STRIPE_CONV, 3, 4, 3, 1, 1, w0, b0, m0, s0);
+    el[1] = conv(PE_STRIPE_POOL, 4, 4, 2, 2, 0, NULL, NULL, NULL, NULL);
+    el[1].pool_kind = PE_POOL_MAX;
+    el[2] = conv(PE_STRIPE_UPSAMPLE, 4, 4, 1, 1, 0, NULL, NULL, NULL, NULL);
+    el[2].stride.h = 3;
+    el[2].stride.w = 1;
+    el[3] = conv(PE_STRIPE_CONV, 4, 4, 3, 1, 1, w1, b1, m1, s1); /* 4x5x5x4 weights hold a 4x3x3x4 filter */
+    el[4] = conv(PE_STRIPE_DEPTH_TO_SPACE, 4, 1, 1, 2, 0, NULL, NULL, NULL, NULL);
+    for (L = 0; L < 5; L++) {
+        if (el[L].op == PE_STRIPE_UPSAMPLE || el[L].op == PE_STRIPE_DEPTH_TO_SPACE) {
+            ref_expand(&el[L], in, h, w, emaps[L], &h, &w);
+        } else {
+            ref_layer(&el[L], in, h, w, NULL, emaps[L], &h, &w);
+        }
+        in = emaps[L];
+    }
+    PE_CHECK_EQ(h, 60);
+    PE_CHECK_EQ(w, 26);
+    net.layers = el;
+    net.n_layers = 5;
+    net.input = in_d;
+    PE_CHECK_EQ(pe_stripe_output_dims(&net, &out_d), PE_OK);
+    PE_CHECK_EQ(out_d.h, 60);
+    PE_CHECK_EQ(out_d.w, 26);
+    PE_CHECK_EQ(out_d.c, 1);
+    for (si = 0; si < sizeof(stripes) / sizeof(stripes[0]); si++) {
+        for (bi = 0; bi < sizeof(blocks) / sizeof(blocks[0]); bi++) {
+            pe_context ctx;
+            int32_t size = 0;
+            PE_CHECK_EQ(pe_stripe_get_buffer_size_s8(&net, stripes[si], blocks[bi], &size), PE_OK);
+            PE_CHECK(size > 0 && size <= (int32_t)sizeof(arena_mem));
+            ctx.buf = arena_mem;
+            ctx.size = size;
+            ctx.stats = NULL;
+            memset(arena_mem, 0xA5, sizeof(arena_mem));
+            memset(eout, 0x55, sizeof(eout));
+            PE_CHECK_EQ(pe_stripe_run_s8(&ctx, &net, stripes[si], blocks[bi], &in_d, input, &out_d, eout), PE_OK);
+            PE_CHECK_EQ(count_mismatches(eout, emaps[4], 60 * 26), 0);
+            PE_CHECK_EQ(pe_stripe_get_buffer_size_rows_s8(&net, stripes[si], blocks[bi], &size), PE_OK);
+            ctx.size = size;
+            memset(eout, 0x55, sizeof(eout));
+            PE_CHECK_EQ(pe_stripe_run_rows_s8(&ctx, &net, stripes[si], blocks[bi], &src, &out_d, eout), PE_OK);
+            PE_CHECK_EQ(count_mismatches(eout, emaps[4], 60 * 26), 0);
+        }
+    }
+    /* factors below 1 or above PE_STRIPE_MAX_FACTOR; a depth to space whose
+     * channels are not block^2 * out_c or whose block differs per axis */
+    el[2].stride.w = 0;
+    PE_CHECK_EQ(pe_stripe_output_dims(&net, &out_d), PE_ERR_ARG);
+    el[2].stride.w = PE_STRIPE_MAX_FACTOR + 1;
+    PE_CHECK_EQ(pe_stripe_output_dims(&net, &out_d), PE_ERR_UNSUPPORTED);
+    el[2].stride.w = 1;
+    el[2].out_c = 3;
+    PE_CHECK_EQ(pe_stripe_output_dims(&net, &out_d), PE_ERR_ARG);
+    el[2].out_c = 4;
+    el[4].out_c = 2;
+    PE_CHECK_EQ(pe_stripe_output_dims(&net, &out_d), PE_ERR_ARG);
+    el[4].out_c = 1;
+    el[4].stride.w = 1;
+    PE_CHECK_EQ(pe_stripe_output_dims(&net, &out_d), PE_ERR_ARG);
+    el[4].stride.w = 2;
+    PE_CHECK_EQ(pe_stripe_output_dims(&net, &out_d), PE_OK);
+}
+
 /* Streamed output: a row sink that copies each row into a frame, counts the
  * calls and the rows that came out of order or with the wrong length. */
 typedef struct {
@@ -692,6 +794,7 @@ int main(void)
     build();
     fill8(input, (int)sizeof(input));
     test_concat();
+    test_expand();
     test_stream_output();
     test_split_memories();
     test_bit_exact();

@@ -30,6 +30,8 @@ cdef extern from "pyembed/pe_stripe.h":
         PE_STRIPE_UPSAMPLE2X
         PE_STRIPE_CONCAT
         PE_STRIPE_TABLE
+        PE_STRIPE_UPSAMPLE
+        PE_STRIPE_DEPTH_TO_SPACE
 
     ctypedef struct pe_stripe_add_params:
         int32_t from_layer
@@ -102,6 +104,8 @@ OPS = {
     "upsample2x": PE_STRIPE_UPSAMPLE2X,
     "concat": PE_STRIPE_CONCAT,
     "table": PE_STRIPE_TABLE,
+    "upsample": PE_STRIPE_UPSAMPLE,
+    "depth_to_space": PE_STRIPE_DEPTH_TO_SPACE,
 }
 
 _NET_DETAIL = ("network rejected: channels must chain, padding in [0, kernel), add inputs of "

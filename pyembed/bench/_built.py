@@ -178,13 +178,24 @@ class _Net:
         self.ops.append(("CONCATENATION", [a, b], [y], {"axis": 3}))
         return y
 
-    def upsample(self, x):
+    def upsample(self, x, fh=2, fw=2, half_pixel_centers=False):
+        """RESIZE_NEAREST_NEIGHBOR by integer factors fh, fw (align_corners false)."""
         n, h, w, c = self.shape(x)
         s, z = self.q(x)
-        size = self.tensor((2,), np.int32, data=np.array([2 * h, 2 * w], np.int32))
-        y = self.act((1, 2 * h, 2 * w, c), s, z)
-        self.val[y] = self.val[x].repeat(2, axis=0).repeat(2, axis=1)
-        self.ops.append(("RESIZE_NEAREST_NEIGHBOR", [x, size], [y], {}))
+        size = self.tensor((2,), np.int32, data=np.array([fh * h, fw * w], np.int32))
+        y = self.act((1, fh * h, fw * w, c), s, z)
+        self.val[y] = self.val[x].repeat(fh, axis=0).repeat(fw, axis=1)
+        self.ops.append(("RESIZE_NEAREST_NEIGHBOR", [x, size], [y], {"half": bool(half_pixel_centers)}))
+        return y
+
+    def depth_to_space(self, x, b):
+        """DEPTH_TO_SPACE (pixel shuffle) by block b: channels c -> c / b^2."""
+        n, h, w, c = self.shape(x)
+        s, z = self.q(x)
+        co = c // (b * b)
+        y = self.act((1, h * b, w * b, co), s, z)
+        self.val[y] = self.val[x].reshape(h, w, b, b, co).transpose(0, 2, 1, 3, 4).reshape(h * b, w * b, co)
+        self.ops.append(("DEPTH_TO_SPACE", [x], [y], {"block": b}))
         return y
 
     def reshape(self, x, shape):
@@ -276,7 +287,9 @@ def _serialize(tensors, ops, inputs, outputs):
                              fusedActivationFunction=S.ActivationFunctionType.NONE))
         elif name == "RESIZE_NEAREST_NEIGHBOR":
             wops.append(W.op(code, ins, outs, "ResizeNearestNeighborOptions", alignCorners=False,
-                             halfPixelCenters=False))
+                             halfPixelCenters=bool(o.get("half", False))))
+        elif name == "DEPTH_TO_SPACE":
+            wops.append(W.op(code, ins, outs, "DepthToSpaceOptions", blockSize=o["block"]))
         elif name == "RESHAPE":
             wops.append(W.op(code, ins, outs, "ReshapeOptions", newShape=list(o["new_shape"])))
         elif name == "FULLY_CONNECTED":

@@ -13,7 +13,9 @@ without the batch axis) int8 arrays.
     Pool2D(kind="max"|"avg", window, stride, padding)
     Add(from_layer=i, ...)    adds layer i's output (-1: the network input)
     Concat(from_layer=i, branch_channels=c)   appends layer i's channels
-    Upsample2x()              nearest neighbour
+    Upsample2x()              nearest neighbour x2
+    Upsample(factor=(fh, fw)) nearest neighbour by integer factors
+    DepthToSpace(block=b)     pixel shuffle (TFLite DEPTH_TO_SPACE)
 
 Padding is "same" (TFLite SAME: the odd pixel at the bottom / right),
 "valid", or explicit (top, bottom, left, right); it is resolved against the
@@ -499,6 +501,7 @@ class Add(Layer):
 class Upsample2x(Layer):
     """Nearest-neighbour x2 upsampling: out[y, x] = in[y // 2, x // 2]."""
     channels: Optional[int] = None
+    expand = (2, 2)   # output rows, columns per input row, column
 
     def __post_init__(self):
         if self.channels is not None:
@@ -514,6 +517,82 @@ class Upsample2x(Layer):
     def reference(self, x):
         _check_input(x, self.channels)
         return np.repeat(np.repeat(x, 2, axis=0), 2, axis=1)
+
+
+MAX_FACTOR = 64   # PE_STRIPE_MAX_FACTOR
+
+
+@dataclass
+class Upsample(Layer):
+    """Nearest-neighbour upsampling by integer factors (fh, fw), each in
+    [1, MAX_FACTOR]: out[y, x] = in[y // fh, x // fw] (TFLite
+    RESIZE_NEAREST_NEIGHBOR, align_corners false, at an integer scale)."""
+    factor: tuple = (2, 2)
+    channels: Optional[int] = None
+
+    def __post_init__(self):
+        f = self.factor
+        if not isinstance(f, (tuple, list)) or len(f) != 2:
+            raise ArgumentError(f"factor: expected (fh, fw), got {f!r}")
+        self.factor = tuple(int_in_range(v, "factor", 1, MAX_FACTOR) for v in f)
+        if self.channels is not None:
+            self.channels = int_in_range(self.channels, "channels", 1)
+
+    @property
+    def expand(self):
+        return self.factor
+
+    @property
+    def in_channels(self):
+        return self.channels
+
+    def output_shape(self, shape):
+        return (self.factor[0] * shape[0], self.factor[1] * shape[1], shape[2])
+
+    def reference(self, x):
+        _check_input(x, self.channels)
+        return np.repeat(np.repeat(x, self.factor[0], axis=0), self.factor[1], axis=1)
+
+
+@dataclass
+class DepthToSpace(Layer):
+    """Pixel shuffle by block b in [1, MAX_FACTOR] (TFLite DEPTH_TO_SPACE):
+    out[y * b + i, x * b + j, c] = in[y, x, (i * b + j) * out_c + c], with
+    in_c = b * b * out_c (channels: the input's, None for any multiple of b * b)."""
+    block: int = 2
+    channels: Optional[int] = None
+
+    def __post_init__(self):
+        self.block = int_in_range(self.block, "block", 1, MAX_FACTOR)
+        if self.channels is not None:
+            self.channels = int_in_range(self.channels, "channels", 1)
+            if self.channels % (self.block * self.block):
+                raise ArgumentError(f"channels: expected a multiple of block^2 = {self.block ** 2}, "
+                                    f"got {self.channels}")
+
+    @property
+    def expand(self):
+        return (self.block, self.block)
+
+    @property
+    def in_channels(self):
+        return self.channels
+
+    def out_channels(self, in_c):
+        b2 = self.block * self.block
+        if in_c % b2:
+            raise ArgumentError(f"DepthToSpace: input channels {in_c} are not a multiple of block^2 = {b2}")
+        return in_c // b2
+
+    def output_shape(self, shape):
+        return (self.block * shape[0], self.block * shape[1], self.out_channels(shape[2]))
+
+    def reference(self, x):
+        _check_input(x, self.channels)
+        h, w, c = x.shape
+        b = self.block
+        co = self.out_channels(c)
+        return np.ascontiguousarray(x.reshape(h, w, b, b, co).transpose(0, 2, 1, 3, 4).reshape(h * b, w * b, co))
 
 
 @dataclass
@@ -578,7 +657,7 @@ class Table(Layer):
         return np.ascontiguousarray(self.table[np.arange(x.shape[2]), idx])
 
 
-LAYER_TYPES = (Conv2D, Pointwise, DepthwiseConv2D, Pool2D, Add, Upsample2x, Concat, Table)
+LAYER_TYPES = (Conv2D, Pointwise, DepthwiseConv2D, Pool2D, Add, Upsample2x, Concat, Table, Upsample, DepthToSpace)
 BRANCH_TYPES = (Add, Concat)   # layers that also read an earlier layer's output
 
 
@@ -653,8 +732,9 @@ def backward_intervals(layers, shapes, axis, a, b, clip=True):
     for i in range(n - 1, -1, -1):
         layer = layers[i]
         x0, x1 = lo[i + 1], hi[i + 1]
-        if isinstance(layer, Upsample2x):
-            n0, n1 = x0 // 2, (x1 - 1) // 2 + 1
+        f = getattr(layer, "expand", None)
+        if f is not None:   # Upsample2x, Upsample, DepthToSpace
+            n0, n1 = x0 // f[axis], (x1 - 1) // f[axis] + 1
         else:
             p = layer.resolve_padding(*shapes[i][0][:2])[2 * axis]
             n0 = x0 * layer.stride[axis] - p
@@ -670,7 +750,7 @@ def backward_intervals(layers, shapes, axis, a, b, clip=True):
 def valid_tap_count(layer, in_shape, axis, a, b):
     """Sum over outputs [a, b) along axis of the in-image taps of layer's window
     (with a convolution's dilation, only every dilation-th position is a tap)."""
-    if isinstance(layer, Upsample2x):
+    if getattr(layer, "expand", None) is not None:
         return b - a
     p = layer.resolve_padding(*in_shape[:2])[2 * axis]
     k, s, d = layer.extent[axis], layer.stride[axis], in_shape[axis]

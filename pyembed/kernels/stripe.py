@@ -31,7 +31,8 @@ import numpy as np
 from pyembed._ext import _stripe as _c
 from pyembed._validate import int_in_range
 from pyembed.errors import ArgumentError, PlanError, UnsupportedError
-from pyembed.kernels.layers import (BRANCH_TYPES, Add, Concat, Conv2D, DepthwiseConv2D, Pointwise, Pool2D, Table,
+from pyembed.kernels.layers import (BRANCH_TYPES, Add, Concat, Conv2D, DepthToSpace, DepthwiseConv2D, Pointwise, Pool2D,
+                            Table, Upsample,
                             Upsample2x, backward_intervals, infer_shapes, macs_per_tap,
                             receptive_field, run_layers, valid_tap_count)
 from pyembed.kernels.quant import quantize_multiplier_array
@@ -115,6 +116,10 @@ def _spec(layer, in_shape):
                  rounding=layer.rounding)
     elif isinstance(layer, Upsample2x):
         s.update(op="upsample2x", kernel=(1, 1), stride=(1, 1), padding=(0, 0, 0, 0))
+    elif isinstance(layer, Upsample):
+        s.update(op="upsample", kernel=(1, 1), stride=tuple(layer.factor), padding=(0, 0, 0, 0))
+    elif isinstance(layer, DepthToSpace):
+        s.update(op="depth_to_space", kernel=(1, 1), stride=(layer.block, layer.block), padding=(0, 0, 0, 0))
     elif isinstance(layer, Concat):
         s.update(op="concat", from_layer=layer.from_layer, branch_first=int(layer.branch_first))
     elif isinstance(layer, Table):
@@ -441,6 +446,7 @@ def random_add(rng, from_layer):
 
 
 KINDS = ("conv", "depthwise", "pointwise", "pool", "add", "upsample")
+# also accepted by random_network: "resize" (Upsample, factors 1..3 per axis), "depth_to_space" (block 1..3)
 
 
 def random_network(rng, input_shape, n_layers=4, channels=(4, 8), kinds=KINDS, kernels=(1, 3, 5),
@@ -474,6 +480,14 @@ def random_network(rng, input_shape, n_layers=4, channels=(4, 8), kinds=KINDS, k
                 cand = Pool2D(str(rng.choice(["max", "avg"])), (kp, kp), (min(s, kp), min(s, kp)))
             elif kind == "upsample":
                 cand = Upsample2x()
+            elif kind == "resize":      # any integer factors per axis
+                cand = Upsample((int(rng.integers(1, 4)), int(rng.integers(1, 4))))
+            elif kind == "depth_to_space":
+                b = int(rng.integers(1, 4))
+                if shape[2] % (b * b):
+                    cand = random_pointwise(rng, shape[2], b * b * int(rng.integers(1, 3)))
+                else:
+                    cand = DepthToSpace(b)
             else:
                 outs = [tuple(input_shape)]
                 if layers:

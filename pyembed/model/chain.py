@@ -12,8 +12,8 @@ import numpy as np
 
 from pyembed._validate import int_in_range
 from pyembed.errors import ArgumentError, ModelError, UnsupportedError
-from pyembed.kernels.layers import (Add, Concat, Conv2D, DepthwiseConv2D, Pointwise, Pool2D, Table, Upsample2x,
-                                    infer_shapes)
+from pyembed.kernels.layers import (MAX_FACTOR, Add, Concat, Conv2D, DepthToSpace, DepthwiseConv2D, Pointwise,
+                                    Pool2D, Table, Upsample, Upsample2x, infer_shapes)
 from pyembed.model.runtime import rounding_table
 
 
@@ -72,7 +72,9 @@ def from_operator(graph, op, *, rounding="double", main_input=0, from_layer=-1):
     reads from layer from_layer's output (-1: the chain's input).
     An element-wise operator of TABLE_OP_TYPES with one activation input
     and otherwise constant scalars or per-channel tensors (elementwise_input)
-    is a Table layer (table_layer).
+    is a Table layer (table_layer). RESIZE_NEAREST_NEIGHBOR by integer
+    factors (align_corners false) is an Upsample2x / Upsample, DEPTH_TO_SPACE
+    a DepthToSpace (both int8, the output quantized as the input).
     Raises UnsupportedError for an operator no layer object computes
     (another type, grouped convolution, broadcasting ADD, batch > 1)."""
     op = _operator(graph, op)
@@ -81,6 +83,8 @@ def from_operator(graph, op, *, rounding="double", main_input=0, from_layer=-1):
     where = _where(graph, op)
     if op.type == "RESIZE_NEAREST_NEIGHBOR":
         return _upsample(graph, op, where)
+    if op.type == "DEPTH_TO_SPACE":
+        return _depth_to_space(graph, op, where)
     if elementwise_input(graph, op) is not None:
         return table_layer(graph, op, rounding=rounding)
     if not op.supported:
@@ -232,24 +236,53 @@ def _concat(graph, op, main_input, from_layer):
     return Concat(from_layer=from_layer, branch_channels=b_shape[2], branch_first=main_input == 1), x_shape
 
 
+def _same_quant(graph, op, where):
+    tx, ty = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    if tx.dtype != np.int8 or ty.dtype != np.int8:
+        raise UnsupportedError(f"{where}: int8 only")
+    if not (tx.is_quantized and ty.is_quantized) or tx.qparams() != ty.qparams():
+        raise UnsupportedError(f"{where}: input and output quantization differ")
+
+
 def _upsample(graph, op, where):
-    """RESIZE_NEAREST_NEIGHBOR by exactly 2 in both directions with
-    align_corners false (out[y][x] = in[y / 2][x / 2], half-pixel centres
-    or not), int8 with the output quantized as the input: Upsample2x. The
-    stripe executor runs it inside a region even where the graph runtime
-    has no kernel for the operator."""
+    """RESIZE_NEAREST_NEIGHBOR by integer factors fh, fw >= 1 (each axis on
+    its own) with align_corners false, half-pixel centres or not, int8 with
+    the output quantized as the input: Upsample2x for x2 in both directions,
+    else Upsample((fh, fw)). The source indices the graph runtime uses
+    (pyembed.model.ops.data.nearest_indices, TFLM's rule) are checked to be
+    y // fh and x // fw. The stripe executor runs it inside a region."""
+    from pyembed.kernels.shape_ref import nearest_indices
     opts = op.options or {}
     if opts.get("align_corners") is not False:
         raise UnsupportedError(f"{where}: only align_corners=false nearest-neighbour resizing is a layer "
                                f"(options {opts})")
     x_shape = _hwc(graph, op, op.inputs[0], "input")
     y_shape = _hwc(graph, op, op.outputs[0], "output")
-    if y_shape != (2 * x_shape[0], 2 * x_shape[1], x_shape[2]):
-        raise UnsupportedError(f"{where}: resizes {x_shape} to {y_shape}; the layer doubles both sizes")
-    tx, ty = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-    if not (tx.is_quantized and ty.is_quantized) or tx.qparams() != ty.qparams():
-        raise UnsupportedError(f"{where}: input and output quantization differ")
-    return Upsample2x()
+    fh, fw = y_shape[0] // x_shape[0], y_shape[1] // x_shape[1]
+    if y_shape != (fh * x_shape[0], fw * x_shape[1], x_shape[2]) or fh < 1 or fw < 1:
+        raise UnsupportedError(f"{where}: resizes {x_shape} to {y_shape}; the layer scales each size by an "
+                               f"integer factor")
+    if max(fh, fw) > MAX_FACTOR:
+        raise UnsupportedError(f"{where}: factor {(fh, fw)} above {MAX_FACTOR}")
+    half = bool(opts.get("half_pixel_centers", False))
+    for axis, f in ((1, fh), (2, fw)):
+        src = nearest_indices(x_shape[axis - 1], y_shape[axis - 1], False, half)
+        if not np.array_equal(np.asarray(src), np.arange(y_shape[axis - 1]) // f):
+            raise UnsupportedError(f"{where}: source indices are not out // {f} along axis {axis}")
+    _same_quant(graph, op, where)
+    return Upsample2x() if (fh, fw) == (2, 2) else Upsample((fh, fw))
+
+
+def _depth_to_space(graph, op, where):
+    """DEPTH_TO_SPACE (int8, output quantized as the input): DepthToSpace."""
+    if not op.supported:
+        raise UnsupportedError(f"{where}: {op.reason}")
+    x_shape = _hwc(graph, op, op.inputs[0], "input")
+    b = int((op.options or {}).get("block_size", 0))
+    if b < 1 or b > MAX_FACTOR or x_shape[2] % (b * b):
+        raise UnsupportedError(f"{where}: block_size {b} with {x_shape[2]} input channels")
+    _same_quant(graph, op, where)
+    return DepthToSpace(b, channels=x_shape[2])
 
 
 class LayerChain(list):

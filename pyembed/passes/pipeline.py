@@ -54,7 +54,8 @@ REGION_SPLIT = 4   # header flag: its line stores are its output 1, a tensor of 
 LAYER_WORDS = 32
 CONV_POOL_WORDS = 27
 BLOCK_WIDTHS = (1, 2, 4, 8, 16)
-_OPS = {"conv": 0, "depthwise": 1, "pointwise": 2, "pool": 3, "add": 4, "upsample2x": 5, "concat": 6, "table": 7}
+_OPS = {"conv": 0, "depthwise": 1, "pointwise": 2, "pool": 3, "add": 4, "upsample2x": 5, "concat": 6, "table": 7,
+        "upsample": 8, "depth_to_space": 9}
 
 
 # ---------------------------------------------------------------------------

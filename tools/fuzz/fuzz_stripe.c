@@ -2,7 +2,8 @@
  * fuzz_stripe.c - libFuzzer harness for the stripe executor (pe_stripe.h).
  *
  * Each input is a random chain of up to 8 layers (conv, depthwise,
- * pointwise, pooling, residual add, x2 upsampling) with weights, biases and
+ * pointwise, pooling, residual add, x2 upsampling, upsampling by factors
+ * 1..3 per axis, depth to space, concatenation, tables) with weights, biases and
  * requantization, an input image, a stripe width and a block width. The
  * executor's output must equal, bit for bit, a naive full-frame
  * layer-by-layer model written here from the header's arithmetic (every
@@ -44,11 +45,16 @@ static int ref_layer(const pe_stripe_layer *l, const int8_t *in, shape si, const
                      int8_t *out, shape so, uint64_t *macs)
 {
     int64_t oy, ox, o, ky, kx, i;
-    if (l->op == PE_STRIPE_UPSAMPLE2X) {
+    if (l->op == PE_STRIPE_UPSAMPLE2X || l->op == PE_STRIPE_UPSAMPLE || l->op == PE_STRIPE_DEPTH_TO_SPACE) {
+        /* out[y][x] = in[y / fh][x / fw]; depth to space takes channel block
+         * (y % fh) * fw + x % fw of the input pixel */
+        const int64_t fh = l->op == PE_STRIPE_UPSAMPLE2X ? 2 : l->stride.h;
+        const int64_t fw = l->op == PE_STRIPE_UPSAMPLE2X ? 2 : l->stride.w;
         for (oy = 0; oy < so.h; oy++) {
             for (ox = 0; ox < so.w; ox++) {
+                const int64_t sub = l->op == PE_STRIPE_DEPTH_TO_SPACE ? ((oy % fh) * fw + ox % fw) * so.c : 0;
                 for (o = 0; o < so.c; o++) {
-                    out[(oy * so.w + ox) * so.c + o] = in[((oy / 2) * si.w + ox / 2) * si.c + o];
+                    out[(oy * so.w + ox) * so.c + o] = in[((oy / fh) * si.w + ox / fw) * si.c + sub + o];
                 }
             }
         }
@@ -166,6 +172,15 @@ static int layer_shape(const pe_stripe_layer *l, shape si, shape *so)
         so->h = 2 * si.h;
         so->w = 2 * si.w;
         return 1;
+    case PE_STRIPE_UPSAMPLE:
+    case PE_STRIPE_DEPTH_TO_SPACE:
+        if (l->stride.h < 1 || l->stride.w < 1 || si.h > INT32_MAX / l->stride.h ||
+            si.w > INT32_MAX / l->stride.w) {
+            return 0;
+        }
+        so->h = si.h * l->stride.h;
+        so->w = si.w * l->stride.w;
+        return 1;
     case PE_STRIPE_POINTWISE:
     case PE_STRIPE_ADD:
     case PE_STRIPE_CONCAT:
@@ -223,7 +238,7 @@ static void draw_layer(fz_reader *r, net_store *s, int32_t L, shape si, const sh
     size_t nw = 0;
     int32_t o, j;
     memset(l, 0, sizeof(*l));
-    l->op = (pe_stripe_op)fz_wild(r, 0, 7);
+    l->op = (pe_stripe_op)fz_wild(r, 0, 9);
     l->in_c = fz_bool(r) ? si.c : fz_wild(r, 1, 6); /* usually chained */
     l->kernel.h = fz_wild(r, 1, 5);
     l->kernel.w = fz_wild(r, 1, 5);
@@ -297,7 +312,21 @@ static void draw_layer(fz_reader *r, net_store *s, int32_t L, shape si, const sh
         }
         return;
     }
-    default: /* pool, upsample */
+    case PE_STRIPE_DEPTH_TO_SPACE: {
+        /* block stride.h, the same along both axes unless a byte says
+         * otherwise; often the largest block whose square divides in_c */
+        int64_t b2;
+        if (fz_bool(r)) {
+            l->stride.h = l->in_c % 9 == 0 ? 3 : (l->in_c % 4 == 0 ? 2 : l->stride.h);
+        }
+        b2 = (int64_t)l->stride.h * l->stride.h;
+        if (fz_u8(r) != 5) {
+            l->stride.w = l->stride.h;
+        }
+        l->out_c = b2 > 0 && l->in_c % b2 == 0 ? (int32_t)(l->in_c / b2) : fz_wild(r, 1, 6);
+        break;
+    }
+    default: /* pool, upsample (factors stride.h, stride.w) */
         l->out_c = l->in_c;
         break;
     }

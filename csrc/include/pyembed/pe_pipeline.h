@@ -20,6 +20,7 @@
  *       pe_stripe_region_get_buffer_sizes_split); other bits 0
  *   then n_layers groups of PE_STRIPE_REGION_LAYER_WORDS words:
  *    0 op (pe_stripe_op)   1 in_c   2 out_c   3 k_h   4 k_w   5 s_h   6 s_w
+ *      (upsample: 5, 6 the factors; depth_to_space: both the block)
  *    7 pad top   8 pad bottom   9 pad left   10 pad right
  *   11 input_offset   12 output_offset   13 act min   14 act max
  *   15 rounding (pe_rounding)   16 pool kind (pe_pool_kind)
@@ -30,7 +31,7 @@
  *   25 add out multiplier   26 add out shift
  *   27..30 slots (operator input positions) of the layer's weights (int8),
  *          bias (int32, -1 = none), multipliers (int32), shifts (int32);
- *          -1 for a layer without them (pool, add, upsample); a table layer:
+ *          -1 for a layer without them (pool, add, upsamplings, depth_to_space); a table layer:
  *          27 the slot of its 256 * count int8 values, 28..30 -1
  *   31 conv / depthwise dilation: dilation.h * 256 + dilation.w (each 1..255;
  *      0 = no dilation, as for every other kind)

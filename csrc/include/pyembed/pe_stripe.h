@@ -44,6 +44,15 @@
  *                    out = clamp(requant(a + b, out_quant) + output_offset, act)
  *    (a + b saturates to int32.)
  *  upsample2x: nearest neighbour, out[y][x] = in[y / 2][x / 2].
+ *  upsample (factors fh = stride.h, fw = stride.w, each >= 1): nearest
+ *    neighbour, out[y][x] = in[y / fh][x / fw] (TFLite RESIZE_NEAREST_NEIGHBOR
+ *    with align_corners false at an integer scale, with or without
+ *    half_pixel_centers: both source index rules give y / fh there).
+ *    upsample2x is upsample with fh = fw = 2.
+ *  depth_to_space (block b = stride.h = stride.w, in_c = b * b * out_c):
+ *    out[y][x][c] = in[y / b][x / b][((y % b) * b + x % b) * out_c + c]
+ *    (TFLite DEPTH_TO_SPACE). Like an upsampling it stores its one input row
+ *    and emits b output rows from it; a copy, no arithmetic.
  *  table (an element-wise operator whose output depends only on the input
  *    value and its channel: an activation, a multiply or add by a constant
  *    scalar or per-channel tensor): out = table[c * 256 + x + 128], c the
@@ -61,7 +70,8 @@
  *      out = floor((in + p_before + p_after - k) / s) + 1
  * with 0 <= p_before, p_after < k, so every window holds at least one image
  * pixel. Upsampling doubles both sizes. Pointwise and add have k = 1, s = 1,
- * no padding (so do table layers). An add's two inputs must have identical
+ * no padding (so do table layers); upsample and depth_to_space multiply the
+ * height by fh (b) and the width by fw (b). An add's two inputs must have identical
  * shapes.
  *
  * Memory: every byte (layer states, line stores, temporaries, branch stores)
@@ -103,8 +113,14 @@ typedef enum {
     PE_STRIPE_ADD = 4,        /* residual add of an earlier layer's output */
     PE_STRIPE_UPSAMPLE2X = 5, /* nearest-neighbour x2 upsampling */
     PE_STRIPE_CONCAT = 6,     /* channel concatenation with an earlier layer's output */
-    PE_STRIPE_TABLE = 7       /* element-wise int8 -> int8 table, per tensor or per channel */
+    PE_STRIPE_TABLE = 7,      /* element-wise int8 -> int8 table, per tensor or per channel */
+    PE_STRIPE_UPSAMPLE = 8,   /* nearest-neighbour upsampling by integer factors (stride.h, stride.w) */
+    PE_STRIPE_DEPTH_TO_SPACE = 9 /* pixel shuffle, block stride.h == stride.w */
 } pe_stripe_op;
+
+/* Largest factor of an UPSAMPLE layer and block of a DEPTH_TO_SPACE layer
+ * (PE_ERR_UNSUPPORTED above). */
+#define PE_STRIPE_MAX_FACTOR 64
 
 /* Residual add parameters (TFLite ADD), also the branch of a concat
  * (from_layer; left_shift 1 = branch channels first). The main input is the previous
@@ -124,12 +140,17 @@ typedef struct {
 /* One layer. Fields a kind does not use are ignored.
  *  in_c, out_c     channels; in_c must equal the previous layer's out_c (the
  *                  network input's c for layer 0). Pool, add and upsample
- *                  have out_c == in_c; depthwise has out_c = in_c * ch_mult.
+ *                  have out_c == in_c; depthwise has out_c = in_c * ch_mult;
+ *                  depth_to_space in_c = block * block * out_c.
  *  kernel, stride, padding   conv, depthwise, pool (ignored for pointwise,
- *                  add and upsample, which are 1x1, stride 1, unpadded).
+ *                  add and upsample2x, which are 1x1, stride 1, unpadded).
+ *                  upsample: stride.h, stride.w are the factors fh, fw;
+ *                  depth_to_space: stride.h = stride.w is the block (both
+ *                  in [1, PE_STRIPE_MAX_FACTOR], kernel and padding ignored).
  *  input_offset    -input zero point, in [-127, 128] (conv family)
  *  output_offset   output zero point, in [-128, 127] (conv family, add)
- *  activation      final clamp, -128 <= min <= max <= 127 (all but upsample)
+ *  activation      final clamp, -128 <= min <= max <= 127 (all but the
+ *                  upsamplings and depth_to_space, plain copies)
  *  weights, bias, quant   conv family; bias may be NULL (zero); multipliers
  *                  >= 0, shifts in [-31, 30]. Pointers stay owned by the
  *                  caller (typically const data in flash).

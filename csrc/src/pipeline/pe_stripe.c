@@ -9,8 +9,8 @@
  * block tells the next layer (deliver -> advance, one recursion level per
  * layer: depth-first). When its input row is complete, a layer moves the
  * row into its ring and emits the further output rows that row completes
- * (the bottom rows of the image, the second row of an upsampling), now
- * entirely from the ring. Which input row completes which output row is the
+ * (the bottom rows of the image, the further rows of an upsampling or a
+ * depth to space), now entirely from the ring. Which input row completes which output row is the
  * same rule everywhere (last_needed_row); the arena query runs that rule dry
  * over the image height to size each residual branch's row store.
  */
@@ -425,15 +425,23 @@ static void compute_concat(stripe_run *R, int32_t L, int32_t o, int32_t x0, int3
     }
 }
 
-static void compute_upsample(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
+/* Nearest-neighbour upsampling (fh x fw) and depth to space (block fh = fw):
+ * output pixel (o, x) copies input pixel (o / fh, x / fw) of the stored row,
+ * for depth to space its channels from ((o % fh) * fw + x % fw) * out_c. */
+static void compute_expand(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
 {
     const layer_geo *g = &R->G->g[L];
     const stripe_state *s = &R->st[L + 1];
     const int32_t c = g->out_c;
+    const int d2s = R->net->layers[L].op == PE_STRIPE_DEPTH_TO_SPACE;
+    const int32_t sub_row = d2s ? (o % g->fh) * g->fw : 0;
     int32_t x, i;
     for (x = x0; x < x1; x++) {
-        const int8_t *src = in_pixel(s, g, o / 2, x / 2);
+        const int8_t *src = in_pixel(s, g, o / g->fh, x / g->fw);
         int8_t *dst = out_slot(R, L, o, x);
+        if (d2s) {
+            src += (sub_row + x % g->fw) * c;
+        }
         for (i = 0; i < c; i++) {
             dst[i] = src[i];
         }
@@ -483,7 +491,9 @@ static void compute(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
         compute_concat(R, L, o, x0, x1);
         break;
     case PE_STRIPE_UPSAMPLE2X:
-        compute_upsample(R, L, o, x0, x1);
+    case PE_STRIPE_UPSAMPLE:
+    case PE_STRIPE_DEPTH_TO_SPACE:
+        compute_expand(R, L, o, x0, x1);
         break;
     default:
         compute_windowed(R, L, o, x0, x1);
@@ -518,9 +528,9 @@ static void begin_input_row(stripe_run *R, int32_t L, int32_t r)
     s->in_row = r;
     s->arrived = s->in_a;
     s->committed = s->in_a;
-    if (R->net->layers[L].op == PE_STRIPE_UPSAMPLE2X) {
+    if (is_expand(R->net->layers[L].op)) {
         s->triggering = 1;
-        begin_output_row(R, L + 1, 2 * r);
+        begin_output_row(R, L + 1, g->fh * r);
         return;
     }
     s->triggering = s->next_out < g->out_h && last_needed_row(g, s->next_out) <= r;
@@ -538,8 +548,8 @@ static int32_t computable_limit(const stripe_run *R, int32_t L)
     int32_t lim;
     if (s->arrived >= s->in_b) {
         lim = s->out_b;
-    } else if (l->op == PE_STRIPE_UPSAMPLE2X) {
-        lim = 2 * s->arrived;
+    } else if (is_expand(l->op)) {
+        lim = g->fw * s->arrived;
     } else if (is_windowed(l->op)) {
         const int32_t num = s->arrived + g->pl - g->kw;
         lim = num < 0 ? 0 : num / g->sw + 1;
@@ -621,8 +631,11 @@ static void end_input_row(stripe_run *R, int32_t L)
         return;
     }
     s->rows_done++;
-    if (R->net->layers[L].op == PE_STRIPE_UPSAMPLE2X) {
-        emit_row(R, L, 2 * s->in_row + 1);
+    if (is_expand(R->net->layers[L].op)) {
+        int32_t i;
+        for (i = 1; i < g->fh && R->err == PE_OK; i++) {
+            emit_row(R, L, g->fh * s->in_row + i);
+        }
         return;
     }
     while (R->err == PE_OK && s->next_out < g->out_h && last_needed_row(g, s->next_out) <= s->in_row) {

@@ -21,6 +21,7 @@ typedef struct {
     int32_t dh, dw;       /* dilation: taps at multiples of dh, dw inside the window */
     int32_t ring_rows;    /* line store rows */
     int32_t branch_rows;  /* add: rows kept of the branch input */
+    int32_t fh, fw;       /* expanding layers: output rows (columns) per input row (column); 1 otherwise */
 } layer_geo;
 
 /* Everything derived from a network; ranges a[i], b[i] are the output column
@@ -39,6 +40,14 @@ static inline int32_t max32(int32_t x, int32_t y) { return x > y ? x : y; }
 static inline int is_windowed(pe_stripe_op op)
 {
     return op == PE_STRIPE_CONV || op == PE_STRIPE_DEPTHWISE || op == PE_STRIPE_POOL;
+}
+
+/* A layer emitting fh whole output rows per input row from its one stored
+ * input row, output pixel (y, x) reading input pixel (y / fh, x / fw):
+ * nearest-neighbour upsampling, depth to space. */
+static inline int is_expand(pe_stripe_op op)
+{
+    return op == PE_STRIPE_UPSAMPLE2X || op == PE_STRIPE_UPSAMPLE || op == PE_STRIPE_DEPTH_TO_SPACE;
 }
 
 /* A layer reading an earlier layer's output through a branch store (row

@@ -46,9 +46,10 @@ static void need_input(const pe_stripe_layer *l, const layer_geo *g, int axis, i
     const int64_t s = axis ? g->sw : g->sh;
     const int64_t p = axis ? g->pl : g->pt;
     const int64_t d = axis ? g->in_w : g->in_h;
-    if (l->op == PE_STRIPE_UPSAMPLE2X) {
-        *ia = floordiv64(a, 2);
-        *ib = floordiv64(b - 1, 2) + 1;
+    if (is_expand(l->op)) {
+        const int64_t f = axis ? g->fw : g->fh;
+        *ia = floordiv64(a, f);
+        *ib = floordiv64(b - 1, f) + 1;
     } else if (is_windowed(l->op)) {
         *ia = a * s - p;
         *ib = (b - 1) * s - p + k;
@@ -135,7 +136,7 @@ static int table_ok(const pe_stripe_layer *l)
 static pe_status check_layer_params(const pe_stripe_layer *l, int32_t L)
 {
     int32_t o;
-    if (l->op != PE_STRIPE_UPSAMPLE2X && !act_ok(&l->activation)) {
+    if (!is_expand(l->op) && !act_ok(&l->activation)) {
         return PE_ERR_ARG;
     }
     if (l->rounding != PE_ROUND_DOUBLE && l->rounding != PE_ROUND_SINGLE) {
@@ -209,6 +210,33 @@ static int accumulator_fits(const pe_stripe_layer *l)
     return 1;
 }
 
+/* Geometry of an UPSAMPLE (factors stride.h, stride.w) or DEPTH_TO_SPACE
+ * (block stride.h == stride.w, in_c = block^2 * out_c) layer; g->in_* set. */
+static pe_status expand_geometry(const pe_stripe_layer *l, layer_geo *g)
+{
+    const int32_t fh = l->stride.h;
+    const int32_t fw = l->stride.w;
+    if (fh < 1 || fw < 1) {
+        return PE_ERR_ARG;
+    }
+    if (fh > PE_STRIPE_MAX_FACTOR || fw > PE_STRIPE_MAX_FACTOR) {
+        return PE_ERR_UNSUPPORTED;
+    }
+    if (l->op == PE_STRIPE_UPSAMPLE ? l->out_c != g->in_c
+                                    : (fh != fw || (int64_t)fh * fh * l->out_c != g->in_c)) {
+        return PE_ERR_ARG;
+    }
+    if ((int64_t)g->in_h * fh > PE_INT32_MAX || (int64_t)g->in_w * fw > PE_INT32_MAX) {
+        return PE_ERR_OVERFLOW;
+    }
+    g->fh = fh;
+    g->fw = fw;
+    g->out_h = g->in_h * fh;
+    g->out_w = g->in_w * fw;
+    g->ring_rows = 1;
+    return PE_OK;
+}
+
 /* Dry run of the row schedule (no arithmetic): sizes the branch stores and
  * checks that every branch row exists before its add reads it. */
 typedef struct {
@@ -243,9 +271,11 @@ static void dry_input_row(dry_run *d, int32_t L, int32_t r)
         return;
     }
     g = &d->G->g[L];
-    if (d->net->layers[L].op == PE_STRIPE_UPSAMPLE2X) {
-        dry_emit(d, L, 2 * r);
-        dry_emit(d, L, 2 * r + 1);
+    if (is_expand(d->net->layers[L].op)) {
+        int32_t i;
+        for (i = 0; i < g->fh && d->err == PE_OK; i++) {
+            dry_emit(d, L, g->fh * r + i);
+        }
         return;
     }
     while (d->err == PE_OK && d->next_out[L] < g->out_h &&
@@ -301,6 +331,7 @@ pe_status pe_stripe_analyse(const pe_stripe_net *net, net_geo *G)
         }
         g->branch_rows = 0;
         g->ring_rows = 0;
+        g->fh = g->fw = 1;
         switch (l->op) {
         case PE_STRIPE_CONV:
         case PE_STRIPE_DEPTHWISE:
@@ -385,7 +416,15 @@ pe_status pe_stripe_analyse(const pe_stripe_net *net, net_geo *G)
             }
             g->out_h = 2 * h;
             g->out_w = 2 * w;
+            g->fh = g->fw = 2;
             g->ring_rows = 1;
+            break;
+        case PE_STRIPE_UPSAMPLE:
+        case PE_STRIPE_DEPTH_TO_SPACE:
+            st = expand_geometry(l, g);
+            if (st != PE_OK) {
+                return st;
+            }
             break;
         default:
             return PE_ERR_ARG;
@@ -478,8 +517,8 @@ static void buffer_bytes(const pe_stripe_net *net, const net_geo *G, int32_t L, 
 {
     const layer_geo *g = &G->g[L];
     *ring = (int64_t)g->ring_rows * in_w * g->in_c;
-    /* an upsampling layer's input goes straight into its one-row store */
-    *temp_cols = net->layers[L].op == PE_STRIPE_UPSAMPLE2X ? 0 : g->kw - 1 + block_w;
+    /* an expanding layer's input goes straight into its one-row store */
+    *temp_cols = is_expand(net->layers[L].op) ? 0 : g->kw - 1 + block_w;
     *temp = (int64_t)*temp_cols * g->in_c;
     *branch = (int64_t)g->branch_rows * add_w * branch_channels(&net->layers[L]);
 }
