@@ -7,14 +7,10 @@ layer, the stripe region the pipeline pass makes, the emitted C and the
 simulator, and QEMU firmware."""
 import dataclasses
 import importlib.util
-import json
-import os
-import subprocess
 
 import numpy as np
 import pytest
 
-from pyembed import _csrc
 from pyembed.errors import ArgumentError
 from pyembed.kernels import stripe
 from pyembed.kernels.layers import Conv2D, DepthwiseConv2D, Pointwise, run_layers
@@ -24,8 +20,6 @@ from pyembed.model.load import load_tflite_bytes
 from pyembed.passes.pipeline import REGION_OP, apply_pipeline
 
 HAVE_TFLM = importlib.util.find_spec("tflite_micro") is not None
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 
 
 def _tflm(data, x):
@@ -167,9 +161,7 @@ def test_dilated_model_bit_exact_and_in_a_region():
 
 def test_emitted_c_simulator_and_instruction_model(tmp_path):
     from firmware_sim.icount import region_layers
-    from firmware_sim.sim import simulate
-    from pyembed.codegen.emit import write_plan_outputs
-    from pyembed.plan import plan_graph
+    from test_stripe_resize import emitted_and_simulated_match
     g = load_tflite_bytes(_dilated_model(), name="dilated")
     g2 = apply_pipeline(g, "stripes").graph
     (op,) = g2.operators
@@ -177,20 +169,7 @@ def test_emitted_c_simulator_and_instruction_model(tmp_path):
     assert [int(words[5 + 32 * i + 31]) for i in range(3)] == [2 * 256 + 2, 1 * 256 + 3, 3 * 256 + 1]
     layers = region_layers(g2, op)
     assert [(h, w, c) for _, h, w, c, _ in layers] == [(20, 16, 8), (20, 16, 8), (10, 8, 4)]
-    plan = plan_graph(g2)
-    write_plan_outputs(g2, plan, tmp_path)
-    csrc = os.path.join(ROOT, "csrc")
-    r = subprocess.run(["gcc", *STRICT, "-O0", f"-I{csrc}/include", "-I.", "model_main.c", "model_graph.c",
-                        "model_data.c", *_csrc.all_sources(csrc), "-o", "model_main", "-lm"], cwd=tmp_path,
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr[-3000:]
-    x = _x(g, 9)
-    want = g.run(x)[0].ravel().astype(np.int64)
-    out = subprocess.run([str(tmp_path / "model_main")], input=x.tobytes(), capture_output=True, check=True)
-    assert np.array_equal(np.array(out.stdout.decode().split(), dtype=np.int64), want)
-    sim = simulate(g2, plan, "stm32f446", x=x)
-    ys = sim.outputs[0] if isinstance(sim.outputs, (list, tuple)) else sim.outputs
-    assert np.array_equal(np.asarray(ys).ravel().astype(np.int64), want)
+    emitted_and_simulated_match(g, g2, _x(g, 9), tmp_path)
 
 
 def test_region_words_refuse_a_bad_dilation():
@@ -212,23 +191,7 @@ def test_region_words_refuse_a_bad_dilation():
 
 
 def test_firmware_bit_exact_under_qemu(tmp_path):
-    from click.testing import CliRunner
-    from pyembed.cli import main
-    from pyembed.target import qemu
-    if qemu.missing_tools() is not None:
-        pytest.skip(str(qemu.missing_tools()))
-    data = _dilated_model()
-    model = tmp_path / "dilated.tflite"
-    model.write_bytes(data)
-    g = load_tflite_bytes(data, name="dilated")
-    x = _x(g, 11)
-    np.save(tmp_path / "x.npy", x)
-    res = CliRunner().invoke(main, ["firmware", str(model), "--profile", "mps2-an386", "-o", str(tmp_path / "proj"),
-                                    "--json", "--strategy", "stripes", "--run", "--inputs", str(tmp_path / "x.npy")])
-    assert res.exit_code == 0, res.output
-    d = json.loads(res.output)
-    assert d["bit_exact_with_host"] is True and not d["mismatches"]
+    """The whole dilated model as one region on the Cortex-M4 board."""
+    from test_stripe_resize import stripes_firmware_run
+    d = stripes_firmware_run(_dilated_model(), "dilated", tmp_path)
     assert [o["type"] for o in d["operators"]] == ["PE_STRIPE_REGION"]
-    assert d["outputs"][0] == g.run(x)[0].ravel().tolist()
-    if HAVE_TFLM:
-        assert d["outputs"][0] == _tflm(data, x).ravel().tolist()

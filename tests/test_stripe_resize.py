@@ -248,15 +248,12 @@ def test_depth_to_space_tail_bit_exact_and_in_a_region(b):
 STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 
 
-def test_emitted_c_and_simulator_match_host_run(tmp_path):
+def emitted_and_simulated_match(g, g2, x, tmp_path):
+    """The host program built (gcc, strict C99) from the files emitted for the
+    rewritten graph g2, and the simulator, give g.run(x)'s output (==)."""
     from firmware_sim.sim import simulate
     from pyembed.codegen.emit import write_plan_outputs
     from pyembed.plan import plan_graph
-    g = load_tflite_bytes(_both_net(), name="both")
-    res = apply_pipeline(g, "stripes")
-    g2 = res.graph
-    covered = {i for r in res.regions for i in range(r.first, r.last + 1)}
-    assert {op.index for op in g.operators if op.type in ("RESIZE_NEAREST_NEIGHBOR", "DEPTH_TO_SPACE")} <= covered
     plan = plan_graph(g2)
     write_plan_outputs(g2, plan, tmp_path)
     csrc = os.path.join(ROOT, "csrc")
@@ -264,7 +261,6 @@ def test_emitted_c_and_simulator_match_host_run(tmp_path):
                         "model_data.c", *_csrc.all_sources(csrc), "-o", "model_main", "-lm"], cwd=tmp_path,
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-3000:]
-    x = _x(g, 9)
     want = g.run(x)[0].ravel().astype(np.int64)
     out = subprocess.run([str(tmp_path / "model_main")], input=x.tobytes(), capture_output=True, check=True)
     assert np.array_equal(np.array(out.stdout.decode().split(), dtype=np.int64), want)
@@ -273,31 +269,45 @@ def test_emitted_c_and_simulator_match_host_run(tmp_path):
     assert np.array_equal(np.asarray(ys).ravel().astype(np.int64), want)
 
 
-def test_firmware_bit_exact_under_qemu(tmp_path):
-    """One QEMU run covers both kinds: the model's RESIZE (3, 2) and its
-    DEPTH_TO_SPACE tail run inside stripe regions on the Cortex-M4 board."""
+def test_emitted_c_and_simulator_match_host_run(tmp_path):
+    g = load_tflite_bytes(_both_net(), name="both")
+    res = apply_pipeline(g, "stripes")
+    covered = {i for r in res.regions for i in range(r.first, r.last + 1)}
+    assert {op.index for op in g.operators if op.type in ("RESIZE_NEAREST_NEIGHBOR", "DEPTH_TO_SPACE")} <= covered
+    emitted_and_simulated_match(g, res.graph, _x(g, 9), tmp_path)
+
+
+def stripes_firmware_run(data, name, tmp_path, seed=11):
+    """`pyembed firmware` of the model bytes with --strategy stripes, run under
+    QEMU on mps2-an386: its outputs equal the host run's (and TFLM's, where
+    installed); returns the --json record."""
     from click.testing import CliRunner
 
     from pyembed.cli import main
     from pyembed.target import qemu
     if qemu.missing_tools() is not None:
         pytest.skip(str(qemu.missing_tools()))
-    data = _both_net()
-    model = tmp_path / "both.tflite"
+    model = tmp_path / f"{name}.tflite"
     model.write_bytes(data)
-    g = load_tflite_bytes(data, name="both")
-    x = _x(g, 11)
+    g = load_tflite_bytes(data, name=name)
+    x = _x(g, seed)
     np.save(tmp_path / "x.npy", x)
     res = CliRunner().invoke(main, ["firmware", str(model), "--profile", "mps2-an386", "-o", str(tmp_path / "proj"),
                                     "--json", "--strategy", "stripes", "--run", "--inputs", str(tmp_path / "x.npy")])
     assert res.exit_code == 0, res.output
     d = json.loads(res.output)
     assert d["bit_exact_with_host"] is True and not d["mismatches"]
-    assert "PE_STRIPE_REGION" in [o["type"] for o in d["operators"]]
-    host = g.run(x)[0].ravel()
-    assert d["outputs"][0] == host.tolist()
+    assert d["outputs"][0] == g.run(x)[0].ravel().tolist()
     if HAVE_TFLM:
         assert d["outputs"][0] == _tflm(data, x).ravel().tolist()
+    return d
+
+
+def test_firmware_bit_exact_under_qemu(tmp_path):
+    """One QEMU run covers both kinds: the model's RESIZE (3, 2) and its
+    DEPTH_TO_SPACE tail run inside stripe regions on the Cortex-M4 board."""
+    d = stripes_firmware_run(_both_net(), "both", tmp_path)
+    assert "PE_STRIPE_REGION" in [o["type"] for o in d["operators"]]
 
 
 def test_instruction_model_reads_the_expanding_layers():
