@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_the_normaliser_keeps_every_figure_but_elapsed_time():
+def test_the_normaliser_keeps_every_figure_but_elapsed_time_and_the_algorithm_name():
     sys.path.insert(0, str(ROOT / "tools"))
     try:
         import readme_tour
@@ -23,6 +23,7 @@ def test_the_normaliser_keeps_every_figure_but_elapsed_time():
     assert readme_tour.normalised("done in 61.2 s: all checks passed") == \
         readme_tour.normalised("done in 3 s: all checks passed")
     assert readme_tour.normalised("arena 11232 B") != readme_tour.normalised("arena 11233 B")
+    assert readme_tour.normalised("arena 11392 B (cpsat)") == readme_tour.normalised("arena 11392 B (order_search)")
 
 
 @pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None or shutil.which("qemu-system-arm") is None,

@@ -199,6 +199,8 @@ def candidates(graph, problem, tensor_buffer, order, derive=True):
         op = graph.operators[opi]
         if op.type not in ROW_STREAMING_OPS + ELEMENTWISE_OPS + REGION_OPS or not getattr(op, "supported", True):
             continue
+        if (op.params or {}).get("disjoint_output"):
+            continue  # its scratch was sized for an output apart from its input (conv_form.all_gather)
         outs = [t for t in op.outputs if t >= 0]
         if len(outs) != 1 or outs[0] not in tensor_buffer:
             continue
