@@ -230,15 +230,10 @@ def gather_least_wants(graph, overlapped=()):
     input), never above their gather_work_wants size. A planner short of
     bytes may give any size from this one up (the same bytes out); 0-sized
     ones are left out."""
-    from pyembed._ext import _graph
-    from pyembed.model.ops.base import dims4
     want = gather_work_wants(graph)
     least = {}
     for k, size in want.items():
-        op = graph.operators[k]
-        x, w, y = (graph.tensors[op.inputs[i]] if i < 2 else graph.tensors[op.outputs[0]] for i in range(3))
-        n = int(_graph.gather_least_buffer_size(op.params, dims4(x.shape), dims4(w.shape), dims4(y.shape),
-                                                k in overlapped, op.type == "DEPTHWISE_CONV_2D"))
+        n = gather_least_size(graph, graph.operators[k], k in overlapped)
         if n > 0:
             least[k] = min(n, size)
     return least
@@ -259,8 +254,7 @@ def gather_keeps_speed(graph, op):
     rev = int(op.params.get("reverse_scratch", op.scratch_bytes))
     if target == 0 or rev == 0:
         return True
-    least = int(_graph.gather_least_buffer_size(op.params, *shapes, True, dw))
-    return least < rev
+    return gather_least_size(graph, op, True) < rev
 
 
 def all_gather(graph, least=False):

@@ -238,15 +238,16 @@ def _plan_one(graph, options, regions, strategy, cache=None, prof=None, lean=Fal
     if not lean:
         return _plan_forms(graph, options, regions, strategy, cache, prof, None)
     from pyembed.model.conv_form import all_gather
-    best = None
+    best = seen = None
     for forms in ("gather", "gather+least"):
         g = all_gather(graph, least=forms == "gather+least")
-        if best is not None and g is best[3]:
+        if g is seen:
             continue    # no converted convolution: the same graph
+        seen = g
         out = _plan_forms(g, options, regions, strategy, cache, prof, forms)
-        if best is None or out[1].arena_size < best[0][1].arena_size:
-            best = (out, forms, None, g)
-    return best[0]
+        if best is None or out[1].arena_size < best[1].arena_size:
+            best = out
+    return best
 
 
 def _plan_forms(graph, options, regions, strategy, cache, prof, forms):
