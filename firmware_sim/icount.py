@@ -159,6 +159,8 @@ def region_layers(graph, op):
             eh, ew = (kh - 1) * dh + 1, (kw - 1) * dw + 1                 # the window's extent
             h, wd = (h + pt + pb - eh) // max(sh, 1) + 1, (wd + pl + pr - ew) // max(sw, 1) + 1
         taps = kh * kw
+        if kind == "conv" and lw[17] > 1:             # a grouped conv: in_c / groups per output
+            in_c //= lw[17]
         macs = h * wd * out_c * (taps * in_c if kind in ("conv", "pw") else taps if kind in ("dw", "pool") else 0)
         out.append((kind, h, wd, out_c, macs))
     return out

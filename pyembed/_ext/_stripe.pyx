@@ -61,6 +61,7 @@ cdef extern from "pyembed/pe_stripe.h":
         const int8_t *table
         int32_t table_channels
         pe_tile dilation
+        int32_t groups
 
     ctypedef struct pe_stripe_net:
         const pe_stripe_layer *layers
@@ -152,6 +153,7 @@ cdef class Network:
             l.kernel.h, l.kernel.w = s.get("kernel", (1, 1))
             l.stride.h, l.stride.w = s.get("stride", (1, 1))
             l.dilation.h, l.dilation.w = s.get("dilation", (1, 1))
+            l.groups = s.get("groups", 1)
             l.padding.top, l.padding.bottom, l.padding.left, l.padding.right = s.get("padding", (0, 0, 0, 0))
             l.input_offset = s.get("input_offset", 0)
             l.output_offset = s.get("output_offset", 0)

@@ -252,7 +252,10 @@ class Layer:
 class Conv2D(Layer):
     """k_h x k_w convolution; weights OHWI int8, per-channel requantization;
     dilation (d_h, d_w): taps every d_h rows and d_w columns (TFLite's
-    dilation factors)."""
+    dilation factors); groups: a grouped convolution (weights OHWI with
+    I = in_c / groups; output channel o reads the input channels of group
+    o // (out_c / groups), as TFLite's CONV_2D does when the filter has fewer
+    input channels than the input)."""
     weights: np.ndarray
     bias: Optional[np.ndarray]
     multiplier: np.ndarray
@@ -265,11 +268,17 @@ class Conv2D(Layer):
     act_max: int = 127
     rounding: str = "double"
     dilation: tuple = (1, 1)
+    groups: int = 1
 
     def __post_init__(self):
         self.weights = exact_array(self.weights, "weights", np.int8, ndim=4)
         if min(self.weights.shape) < 1:
             raise ArgumentError(f"weights: expected a non-empty [out_c, k_h, k_w, in_c] array, got {self.weights.shape}")
+        if isinstance(self.groups, bool) or not isinstance(self.groups, (int, np.integer)) or self.groups < 1:
+            raise ArgumentError(f"groups: expected an integer >= 1, got {self.groups!r}")
+        self.groups = int(self.groups)
+        if self.weights.shape[0] % self.groups:
+            raise ArgumentError(f"groups: out_c {self.weights.shape[0]} is not a multiple of groups {self.groups}")
         self.stride = _pair(self.stride, "stride")
         self.dilation = _pair(self.dilation, "dilation")
         self.padding = _check_padding(self.padding, self.extent)
@@ -285,12 +294,22 @@ class Conv2D(Layer):
 
     @property
     def in_channels(self):
-        return self.weights.shape[3]
+        return self.weights.shape[3] * self.groups
 
     def out_channels(self, in_c):
         return self.weights.shape[0]
 
     def _acc(self, x):
+        if self.groups > 1:
+            # each group: the ordinary convolution of its input channels with its filters
+            cig, cog = self.weights.shape[3], self.weights.shape[0] // self.groups
+            parts = [Conv2D(self.weights[g * cog:(g + 1) * cog], self.bias[g * cog:(g + 1) * cog],
+                            self.multiplier[g * cog:(g + 1) * cog], self.shift[g * cog:(g + 1) * cog],
+                            self.input_zero_point, self.output_zero_point, self.stride, self.padding,
+                            self.act_min, self.act_max, self.rounding, self.dilation)._acc(
+                                x[..., g * cig:(g + 1) * cig])
+                     for g in range(self.groups)]
+            return np.concatenate(parts, axis=-1)
         pad = self.resolve_padding(x.shape[0], x.shape[1])
         win = _windows(x, self.extent, self.stride, pad, self.input_zero_point)  # a view
         oh, ow = win.shape[:2]

@@ -102,6 +102,8 @@ def _spec(layer, in_shape):
                  act_min=layer.act_min, act_max=layer.act_max, rounding=layer.rounding)
         if tuple(layer.dilation) != (1, 1):
             s["dilation"] = tuple(layer.dilation)
+        if getattr(layer, "groups", 1) != 1:
+            s["groups"] = int(layer.groups)
         if isinstance(layer, Pointwise):
             s.update(kernel=(1, 1), stride=(1, 1), padding=(0, 0, 0, 0))
     elif isinstance(layer, Pool2D):
@@ -450,14 +452,16 @@ KINDS = ("conv", "depthwise", "pointwise", "pool", "add", "upsample")
 
 
 def random_network(rng, input_shape, n_layers=4, channels=(4, 8), kinds=KINDS, kernels=(1, 3, 5),
-                   strides=(1, 2), output_channels=None, dilations=(1,)):
+                   strides=(1, 2), output_channels=None, dilations=(1,), groups=(1,)):
     """A random chain of n_layers int8 layers that fits input_shape (h, w, c):
     kinds drawn from `kinds` (an Add only where an earlier tensor has the same
     shape; strides and upsampling only while the receptive field stays inside
     the image). Quantization parameters keep outputs spread over int8.
     output_channels: force the last layer to be a conv with that many.
     dilations: each conv and depthwise layer's dilation per axis drawn from
-    them (the default draws nothing)."""
+    them (the default draws nothing). groups: each conv's groups drawn from
+    them where they divide its input and output channels (a grouped
+    convolution; the default draws nothing)."""
     rng = np.random.default_rng(rng)
     h, w, c = input_shape
     layers = []
@@ -499,6 +503,13 @@ def random_network(rng, input_shape, n_layers=4, channels=(4, 8), kinds=KINDS, k
             if tuple(dilations) != (1,) and kind in ("conv", "depthwise"):
                 import dataclasses
                 cand = dataclasses.replace(cand, dilation=(int(rng.choice(dilations)), int(rng.choice(dilations))))
+            if tuple(groups) != (1,) and kind == "conv":
+                ng = int(rng.choice(groups))
+                oc = cand.weights.shape[0]
+                if ng > 1 and shape[2] % ng == 0 and oc % ng == 0:
+                    import dataclasses
+                    cand = dataclasses.replace(cand, groups=ng,
+                                               weights=np.ascontiguousarray(cand.weights[..., :shape[2] // ng]))
             trial = layers + [cand]
             try:
                 check_network(trial, input_shape)

@@ -63,7 +63,8 @@ def _hwc(graph, op, t, what):
 def from_operator(graph, op, *, rounding="double", main_input=0, from_layer=-1):
     """The layer object computing graph operator op (an index or an
     Operator of graph) bit-exactly as the C graph runtime does: Conv2D
-    (Pointwise for a 1x1, stride-1 unpadded CONV_2D), DepthwiseConv2D,
+    (grouped where the filter has fewer input channels than the input;
+    Pointwise for an ungrouped 1x1, stride-1 unpadded CONV_2D), DepthwiseConv2D,
     Pool2D or Add, with the kernel parameters pyembed.model.ops derived.
 
     rounding: as Graph.run's (a preset name or {op type: mode}).
@@ -76,7 +77,7 @@ def from_operator(graph, op, *, rounding="double", main_input=0, from_layer=-1):
     factors (align_corners false) is an Upsample2x / Upsample, DEPTH_TO_SPACE
     a DepthToSpace (both int8, the output quantized as the input).
     Raises UnsupportedError for an operator no layer object computes
-    (another type, grouped convolution, broadcasting ADD, batch > 1)."""
+    (another type, broadcasting ADD, batch > 1)."""
     op = _operator(graph, op)
     main_input = int_in_range(main_input, "main_input", 0, 1)
     from_layer = int_in_range(from_layer, "from_layer", -1)
@@ -100,8 +101,7 @@ def from_operator(graph, op, *, rounding="double", main_input=0, from_layer=-1):
     try:
         if op.type in ("CONV_2D", "DEPTHWISE_CONV_2D"):
             dil = tuple(int(v) for v in p["dilation"])
-            if p["groups"] != 1 and op.type == "CONV_2D":
-                raise UnsupportedError(f"{where}: grouped convolution ({p['groups']} groups)")
+            groups = int(p["groups"]) if op.type == "CONV_2D" else 1
             w = graph.tensors[op.inputs[1]].data
             b = graph.tensors[op.inputs[2]].data if len(op.inputs) > 2 and op.inputs[2] >= 0 else None
             common = dict(bias=b, multiplier=p["multiplier"], shift=p["shift"],
@@ -111,10 +111,11 @@ def from_operator(graph, op, *, rounding="double", main_input=0, from_layer=-1):
             if op.type == "DEPTHWISE_CONV_2D":
                 layer = DepthwiseConv2D(w.reshape(w.shape[1:]), ch_mult=p["depth_multiplier"],
                                         stride=tuple(p["stride"]), padding=pad, dilation=dil, **common)
-            elif tuple(p["kernel"]) == (1, 1) and tuple(p["stride"]) == (1, 1) and pad == (0, 0, 0, 0):
+            elif (tuple(p["kernel"]) == (1, 1) and tuple(p["stride"]) == (1, 1) and pad == (0, 0, 0, 0)
+                  and groups == 1):
                 layer = Pointwise(w.reshape(w.shape[0], w.shape[3]), **common)   # (a 1x1 dilates nothing)
             else:
-                layer = Conv2D(w, stride=tuple(p["stride"]), padding=pad, dilation=dil, **common)
+                layer = Conv2D(w, stride=tuple(p["stride"]), padding=pad, dilation=dil, groups=groups, **common)
         elif op.type in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
             layer = Pool2D(kind=p["kind"], window=tuple(p["filter"]), stride=tuple(p["stride"]),
                            padding=tuple(int(v) for v in p["pad"]), act_min=p["act_min"],

@@ -91,6 +91,8 @@ def _layer_words(spec, slots):
         w[18] = int(spec["branch_first"])
     elif spec["op"] == "table":
         w[17] = int(spec["table_channels"])
+    elif spec["op"] == "conv" and int(spec.get("groups", 1)) != 1:
+        w[17] = int(spec["groups"])   # pe_pipeline.h: a grouped convolution
     w[27:31] = list(slots) if slots else [-1, -1, -1, -1]
     dil = tuple(int(v) for v in spec.get("dilation", (1, 1)))
     if dil != (1, 1):

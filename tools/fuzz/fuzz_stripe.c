@@ -41,6 +41,13 @@ static int32_t clamp_act(int64_t v, const pe_activation *a)
 
 /* One layer over a whole map. Returns 0 if the int32 accumulator of an
  * accepted network would overflow (reported by the caller). */
+/* input channels per group of a conv: in_c / groups when groups > 1
+ * divides in_c (the executor refuses any other groups), else in_c */
+static int32_t group_c(const pe_stripe_layer *l)
+{
+    return l->groups > 1 && l->in_c % l->groups == 0 ? l->in_c / l->groups : l->in_c;
+}
+
 static int ref_layer(const pe_stripe_layer *l, const int8_t *in, shape si, const int8_t *branch,
                      int8_t *out, shape so, uint64_t *macs)
 {
@@ -121,11 +128,14 @@ static int ref_layer(const pe_stripe_layer *l, const int8_t *in, shape si, const
                         }
                         px = in + (iy * si.w + ix) * si.c;
                         if (l->op == PE_STRIPE_CONV || pw) {
-                            const int8_t *wk = l->weights + ((o * kh + ky) * kw + kx) * si.c;
-                            for (i = 0; i < si.c; i++) {
-                                acc += (int64_t)wk[i] * (px[i] + l->input_offset);
+                            /* a grouped conv reads its group's cg input channels */
+                            const int64_t cg = pw ? si.c : group_c(l);
+                            const int8_t *wk = l->weights + ((o * kh + ky) * kw + kx) * cg;
+                            const int8_t *pg = px + o / (so.c / (si.c / cg)) * cg;
+                            for (i = 0; i < cg; i++) {
+                                acc += (int64_t)wk[i] * (pg[i] + l->input_offset);
                             }
-                            *macs += (uint64_t)si.c;
+                            *macs += (uint64_t)cg;
                         } else if (l->op == PE_STRIPE_DEPTHWISE) {
                             acc += (int64_t)l->weights[(ky * kw + kx) * so.c + o] *
                                    (px[o / (so.c / si.c)] + l->input_offset);
@@ -333,11 +343,20 @@ static void draw_layer(fz_reader *r, net_store *s, int32_t L, shape si, const sh
     if (fz_u8(r) == 3) {
         l->out_c = fz_wild(r, 1, 6); /* an out_c that may not fit the kind */
     }
+    /* now and then a grouped conv: often groups dividing both channel
+     * counts, sometimes a wild value (on any kind) the executor must refuse */
+    if (fz_u8(r) % 4 == 2) {
+        l->groups = fz_wild(r, 1, 4);
+        if (l->op == PE_STRIPE_CONV && fz_bool(r) && l->in_c >= 2 && l->in_c % 2 == 0 &&
+            l->out_c % 2 == 0) {
+            l->groups = l->in_c % 4 == 0 && l->out_c % 4 == 0 && fz_bool(r) ? 4 : 2;
+        }
+    }
     /* weights sized by the layout the header gives for the final out_c */
     if (l->kernel.h >= 1 && l->kernel.w >= 1 && l->in_c >= 1 && l->out_c >= 1 &&
         l->kernel.h <= 64 && l->kernel.w <= 64 && l->in_c <= 4096 && l->out_c <= 4096) {
         if (l->op == PE_STRIPE_CONV) {
-            nw = (size_t)l->out_c * (size_t)l->kernel.h * (size_t)l->kernel.w * (size_t)l->in_c;
+            nw = (size_t)l->out_c * (size_t)l->kernel.h * (size_t)l->kernel.w * (size_t)group_c(l);
         } else if (l->op == PE_STRIPE_DEPTHWISE) {
             nw = (size_t)l->kernel.h * (size_t)l->kernel.w * (size_t)l->out_c;
         } else if (l->op == PE_STRIPE_POINTWISE) {

@@ -24,7 +24,9 @@
  *    7 pad top   8 pad bottom   9 pad left   10 pad right
  *   11 input_offset   12 output_offset   13 act min   14 act max
  *   15 rounding (pe_rounding)   16 pool kind (pe_pool_kind)
- *   17 add / concat from_layer; table: its table count (1 or in_c)
+ *   17 add / concat from_layer; table: its table count (1 or in_c); conv:
+ *      its groups (0 or 1 = one group; in_c and out_c multiples of it, the
+ *      weights OHWI with I = in_c / groups)
  *   18 add left_shift (concat: 1 = branch channels first)   19 add main_offset
  *   20 add main multiplier   21 add main shift   22 add branch_offset
  *   23 add branch multiplier   24 add branch shift

@@ -161,6 +161,12 @@ typedef struct {
  *                  window spans (k - 1) * d + 1 pixels, which the padding,
  *                  the line stores and PE_STRIPE_MAX_KERNEL count; 0 or 1
  *                  (a zeroed field) is no dilation; other kinds need 0 or 1.
+ *  groups          conv only: a grouped convolution (TFLite's CONV_2D whose
+ *                  filter has in_c / groups input channels): in_c and out_c
+ *                  are multiples of groups, output channel oc reads the
+ *                  input channels of its group oc / (out_c / groups), and
+ *                  weights are OHWI with I = in_c / groups. 0 or 1 (a zeroed
+ *                  field) is one group; other kinds need 0 or 1.
  *  table, table_channels   table only: table_channels is 1 (one table for
  *                  every channel) or in_c (one per channel); table holds
  *                  256 * table_channels int8 values, channel c's output for
@@ -185,6 +191,7 @@ typedef struct {
     const int8_t *table;
     int32_t table_channels;
     pe_tile dilation;
+    int32_t groups;
 } pe_stripe_layer;
 
 /* A network: n_layers layers run in order on an input of dims input

@@ -35,7 +35,7 @@ static int64_t weight_count(const pe_stripe_layer *l)
 {
     switch (l->op) {
     case PE_STRIPE_CONV:
-        return (int64_t)l->out_c * l->kernel.h * l->kernel.w * l->in_c;
+        return (int64_t)l->out_c * l->kernel.h * l->kernel.w * (l->in_c / l->groups);
     case PE_STRIPE_DEPTHWISE:
         return (int64_t)l->kernel.h * l->kernel.w * l->out_c;
     case PE_STRIPE_POINTWISE:
@@ -109,6 +109,19 @@ static pe_status decode_layer(const int32_t *w, pe_const_lookup lookup, const vo
         }
         l->dilation.h = w[31] / 256;
         l->dilation.w = w[31] % 256;
+    }
+    l->groups = 1;
+    if (l->op == PE_STRIPE_CONV) {
+        /* word 17: the groups (0 or 1: one), dividing both channel counts */
+        if (w[17] > 1) {
+            if (w[17] > l->in_c || l->in_c % w[17] != 0 || l->out_c % w[17] != 0) {
+                return PE_ERR_ARG;
+            }
+            l->groups = w[17];
+        } else if (w[17] < 0) {
+            return PE_ERR_ARG;
+        }
+        l->add.from_layer = 0;
     }
     l->weights = NULL;
     l->bias = NULL;

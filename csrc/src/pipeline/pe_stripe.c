@@ -207,6 +207,68 @@ static void conv_pixel(const pe_stripe_layer *l, int32_t ci, int32_t co, int32_t
     }
 }
 
+/* One output pixel of a grouped conv (groups > 1): conv_pixel's runs, but
+ * output channel oc reads only the cig = ci / groups input channels of its
+ * group, so each pixel of a run is its own dot product of cig bytes (the
+ * weights of tap t at t * cig in the channel's filter of fsize bytes). */
+static void conv_pixel_grouped(const pe_stripe_layer *l, int32_t ci, int32_t co, int32_t groups,
+                               int32_t fsize, const int8_t *const *run_px, const int32_t *woff,
+                               const uint8_t *rlen, int32_t nrun, int8_t *dst)
+{
+    const int32_t off = l->input_offset;
+    const int32_t cig = ci / groups, cog = co / groups;
+    int32_t g, r, p;
+    for (g = 0; g < groups; g++) {
+        const int32_t oc_end = (g + 1) * cog;
+        int32_t oc = g * cog;
+#if PE_DSP
+        for (; oc + 4 <= oc_end; oc += 4) {
+            const int8_t *w0 = l->weights + (size_t)oc * (size_t)fsize;
+            int32_t acc[4];
+            int32_t j;
+            for (j = 0; j < 4; j++) {
+                acc[j] = l->bias != NULL ? l->bias[oc + j] : 0;
+            }
+            for (r = 0; r < nrun; r++) {
+                for (p = 0; p < (int32_t)rlen[r]; p++) {
+                    const int8_t *px = run_px[r] + p * ci + g * cig;
+                    const int8_t *wt = w0 + (woff[r] + p) * cig;
+                    const int32_t n8 = cig >> 3;
+                    if (n8 > 0) {
+                        pe_dsp_dot_1x4_off(acc, wt, wt + fsize, wt + 2 * fsize, wt + 3 * fsize, px, n8,
+                                           off);
+                    }
+                    if ((cig & 7) != 0) {
+                        const int32_t i = n8 * 8;
+                        pe_dsp_dot_1x2_off(acc, wt + i, wt + fsize + i, px + i, cig - i, off);
+                        pe_dsp_dot_1x2_off(acc + 2, wt + 2 * fsize + i, wt + 3 * fsize + i, px + i,
+                                           cig - i, off);
+                    }
+                }
+            }
+            for (j = 0; j < 4; j++) {
+                dst[oc + j] = requant_s8(l, acc[j], oc + j);
+            }
+        }
+#endif
+        for (; oc < oc_end; oc++) {
+            const int8_t *wf = l->weights + (size_t)oc * (size_t)fsize;
+            int32_t acc = l->bias != NULL ? l->bias[oc] : 0;
+            for (r = 0; r < nrun; r++) {
+                for (p = 0; p < (int32_t)rlen[r]; p++) {
+                    const int8_t *px = run_px[r] + p * ci + g * cig;
+                    const int8_t *wt = wf + (woff[r] + p) * cig;
+                    int32_t i;
+                    for (i = 0; i < cig; i++) {
+                        acc += (int32_t)wt[i] * ((int32_t)px[i] + off);
+                    }
+                }
+            }
+            dst[oc] = requant_s8(l, acc, oc);
+        }
+    }
+}
+
 /* One output pixel of a depthwise conv over ntap taps. Channel multiplier 1:
  * four channels at a time, each tap one word of input and one of weights
  * (on the DSP extension widened by SXTAB16 / SXTB16 and accumulated by
@@ -293,7 +355,7 @@ static void compute_windowed(stripe_run *R, int32_t L, int32_t o, int32_t x0, in
     const int conv = l->op == PE_STRIPE_CONV || l->op == PE_STRIPE_POINTWISE;
     /* the kernel's own size (the window without the dilation's gaps) */
     const int32_t kw_taps = (g->kw - 1) / g->dw + 1;
-    const int32_t fsize = ((g->kh - 1) / g->dh + 1) * kw_taps * ci;
+    const int32_t fsize = ((g->kh - 1) / g->dh + 1) * kw_taps * (ci / g->groups);
     int32_t x, ky;
 
     for (ky = ky0; ky < ky1; ky += g->dh) {
@@ -337,8 +399,12 @@ static void compute_windowed(stripe_run *R, int32_t L, int32_t o, int32_t x0, in
         }
         dst = out_slot(R, L, o, x);
         if (conv) {
-            conv_pixel(l, ci, co, fsize, tap, woff, rlen, nrun, dst);
-            R->macs += (uint64_t)ntap * (uint64_t)ci * (uint64_t)co;
+            if (g->groups > 1) {
+                conv_pixel_grouped(l, ci, co, g->groups, fsize, tap, woff, rlen, nrun, dst);
+            } else {
+                conv_pixel(l, ci, co, fsize, tap, woff, rlen, nrun, dst);
+            }
+            R->macs += (uint64_t)ntap * (uint64_t)(ci / g->groups) * (uint64_t)co;
         } else if (l->op == PE_STRIPE_DEPTHWISE) {
             dw_pixel(l, ci, co, tap, woff, ntap, dst);
             R->macs += (uint64_t)ntap * (uint64_t)co;

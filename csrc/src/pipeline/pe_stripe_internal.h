@@ -19,6 +19,7 @@ typedef struct {
     int32_t in_h, in_w, in_c, out_h, out_w, out_c;
     int32_t kh, kw, sh, sw, pt, pb, pl, pr; /* kh, kw: the window's extent (k - 1) * d + 1 */
     int32_t dh, dw;       /* dilation: taps at multiples of dh, dw inside the window */
+    int32_t groups;       /* conv: channel groups (1 = an ordinary convolution) */
     int32_t ring_rows;    /* line store rows */
     int32_t branch_rows;  /* add: rows kept of the branch input */
     int32_t fh, fw;       /* expanding layers: output rows (columns) per input row (column); 1 otherwise */

@@ -199,7 +199,7 @@ static int accumulator_fits(const pe_stripe_layer *l)
     } else if (l->op == PE_STRIPE_DEPTHWISE) {
         taps = (int64_t)l->kernel.h * l->kernel.w;
     } else {
-        taps = (int64_t)l->kernel.h * l->kernel.w * l->in_c;
+        taps = (int64_t)l->kernel.h * l->kernel.w * (l->in_c / (l->groups > 1 ? l->groups : 1));
     }
     for (o = 0; o < l->out_c; o++) {
         const int64_t b = l->bias != NULL ? (int64_t)l->bias[o] : 0;
@@ -329,6 +329,12 @@ pe_status pe_stripe_analyse(const pe_stripe_net *net, net_geo *G)
              l->op != PE_STRIPE_DEPTHWISE)) {
             return PE_ERR_ARG;
         }
+        /* groups: conv only, dividing both channel counts */
+        if (l->groups < 0 || (l->groups > 1 && (l->op != PE_STRIPE_CONV || l->in_c % l->groups != 0 ||
+                                                l->out_c % l->groups != 0))) {
+            return PE_ERR_ARG;
+        }
+        g->groups = l->groups > 1 ? l->groups : 1;
         g->branch_rows = 0;
         g->ring_rows = 0;
         g->fh = g->fw = 1;
@@ -853,7 +859,7 @@ pe_status pe_stripe_predict_macs(const pe_stripe_net *net, int32_t stripe_w, int
             if (!is_conv_family(l->op)) {
                 continue;
             }
-            per_tap = l->op == PE_STRIPE_DEPTHWISE ? g->out_c : (int64_t)g->in_c * g->out_c;
+            per_tap = l->op == PE_STRIPE_DEPTHWISE ? g->out_c : (int64_t)g->in_c / g->groups * g->out_c;
             total += per_tap * row_taps[L] *
                      valid_taps(G.a[L + 1], G.b[L + 1], g->kw, g->sw, g->pl, g->in_w, g->dw);
         }
