@@ -42,6 +42,7 @@ import numpy as np
 
 from pyembed.errors import ArgumentError, PyEmbedError, UnsupportedError
 from pyembed.passes.liveness import _live, arena_estimate, live_bytes, new_const as _new_const  # noqa: F401
+from pyembed.passes.region_words import LAYER_WORDS, layer_words as _layer_words  # noqa: F401
 
 REGION_OP = "PE_STRIPE_REGION"
 CONV_POOL_OP = "PE_CONV_POOL"
@@ -51,53 +52,8 @@ HEADER_WORDS = 5
 REGION_STREAMED = 1   # header flag: the region's input may be streamed (pe_pipeline.h)
 REGION_STREAMED_OUT = 2   # header flag: its output may be streamed to a row sink (pe_pipeline.h)
 REGION_SPLIT = 4   # header flag: its line stores are its output 1, a tensor of their own (pe_pipeline.h)
-LAYER_WORDS = 32
 CONV_POOL_WORDS = 27
 BLOCK_WIDTHS = (1, 2, 4, 8, 16)
-_OPS = {"conv": 0, "depthwise": 1, "pointwise": 2, "pool": 3, "add": 4, "upsample2x": 5, "concat": 6, "table": 7,
-        "upsample": 8, "depth_to_space": 9}
-
-
-# ---------------------------------------------------------------------------
-# Parameter words
-
-def _layer_words(spec, slots):
-    """The 32 words of one layer (pe_pipeline.h) from a pyembed.stripe spec."""
-    pad = spec.get("padding", (0, 0, 0, 0))
-    kern = spec.get("kernel", (1, 1))
-    strd = spec.get("stride", (1, 1))
-    w = [0] * LAYER_WORDS
-    w[0] = _OPS[spec["op"]]
-    w[1], w[2] = int(spec["in_c"]), int(spec["out_c"])
-    w[3], w[4] = int(kern[0]), int(kern[1])
-    w[5], w[6] = int(strd[0]), int(strd[1])
-    w[7:11] = [int(v) for v in pad]
-    w[11] = int(spec.get("input_offset", 0))
-    w[12] = int(spec.get("output_offset", 0))
-    w[13] = int(spec.get("act_min", -128))
-    w[14] = int(spec.get("act_max", 127))
-    w[15] = 1 if spec.get("rounding", "double") == "single" else 0
-    w[16] = 1 if spec.get("pool_kind") == "avg" else 0
-    if spec["op"] == "add":
-        w[17] = int(spec["from_layer"])
-        w[18] = int(spec["left_shift"])
-        w[19] = int(spec["main_offset"])
-        w[20], w[21] = (int(v) for v in spec["main_quant"])
-        w[22] = int(spec["branch_offset"])
-        w[23], w[24] = (int(v) for v in spec["branch_quant"])
-        w[25], w[26] = (int(v) for v in spec["out_quant"])
-    elif spec["op"] == "concat":
-        w[17] = int(spec["from_layer"])
-        w[18] = int(spec["branch_first"])
-    elif spec["op"] == "table":
-        w[17] = int(spec["table_channels"])
-    elif spec["op"] == "conv" and int(spec.get("groups", 1)) != 1:
-        w[17] = int(spec["groups"])   # pe_pipeline.h: a grouped convolution
-    w[27:31] = list(slots) if slots else [-1, -1, -1, -1]
-    dil = tuple(int(v) for v in spec.get("dilation", (1, 1)))
-    if dil != (1, 1):
-        w[31] = dil[0] * 256 + dil[1]   # pe_pipeline.h: conv / depthwise dilation
-    return w
 
 
 # ---------------------------------------------------------------------------
