@@ -12,6 +12,8 @@ quantization scales are chosen so activations spread over the int8 range).
                          connections (ADD rather than CONCATENATION), a 3x3
                          conv back to one channel
     unet_64_concat       the same with CONCATENATION skips (the usual U-Net)
+    unet_64_tconv        the CONCATENATION U-Net upsampling by TRANSPOSE_CONV
+                         (kernel 2, stride 2), as converters write decoders
 
 Both are serialized as TFLite flatbuffers with pyembed.model.tflite_writer.
 """
@@ -251,6 +253,18 @@ class _Net:
         self.ops.append((kind, [x, k], [out], {"act": None}))
         return out
 
+    def tconv(self, x, out_c, s=2, act=RELU6, full_range=False):
+        """TRANSPOSE_CONV with kernel = stride = s (SAME, the output s times the
+        input): input pixel (i, j) alone writes output pixels (i*s + dy, j*s + dx)
+        through tap (dy, dx), as Conv2DTranspose(kernel_size=s, strides=s)."""
+        n, h, w, c = self.shape(x)
+        wt, bt, wf, bf = self._weights((out_c, s, s, c), 0, x)
+        y = np.einsum("ijc,oabc->iajbo", self.val[x], wf).reshape(h * s, w * s, out_c) + bf
+        out = self._out((1, h * s, w * s, out_c), y, act, full_range)
+        shp = self.tensor((4,), np.int32, data=np.array([1, h * s, w * s, out_c], np.int32))
+        self.ops.append(("TRANSPOSE_CONV", [shp, wt, x, bt], [out], {"stride": s, "act": act}))
+        return out
+
     def to_bytes(self, inputs, outputs):
         return _serialize(self.tensors, self.ops, inputs, outputs)
 
@@ -288,6 +302,9 @@ def _serialize(tensors, ops, inputs, outputs):
         elif name == "RESIZE_NEAREST_NEIGHBOR":
             wops.append(W.op(code, ins, outs, "ResizeNearestNeighborOptions", alignCorners=False,
                              halfPixelCenters=bool(o.get("half", False))))
+        elif name == "TRANSPOSE_CONV":
+            wops.append(W.op(code, ins, outs, "TransposeConvOptions", padding=S.Padding.SAME, strideH=o["stride"],
+                             strideW=o["stride"], fusedActivationFunction=acts[o["act"]]))
         elif name == "DEPTH_TO_SPACE":
             wops.append(W.op(code, ins, outs, "DepthToSpaceOptions", blockSize=o["block"]))
         elif name == "RESHAPE":
@@ -371,4 +388,24 @@ def unet_64_concat(seed=0):
     return net.to_bytes([x], [y])
 
 
-BUILDERS = {"mobilenetv2_035_96": mobilenetv2_035_96, "unet_64": unet_64, "unet_64_concat": unet_64_concat}
+def unet_64_tconv(seed=0):
+    """The CONCATENATION U-Net with the converter's usual decoder: each
+    upsampling a TRANSPOSE_CONV with kernel 2, stride 2 (Conv2DTranspose)
+    instead of a nearest-neighbour resize."""
+    net = _Net(seed)
+    x = net.input((1, 64, 64, 1))
+    e1 = net.conv(net.conv(x, 16), 16, full_range=True)
+    p1 = net.pool(e1, "max", 2, 2)
+    e2 = net.conv(net.conv(p1, 32), 32, full_range=True)
+    p2 = net.pool(e2, "max", 2, 2)
+    b = net.conv(net.conv(p2, 64), 64)
+    u2 = net.concat(net.tconv(b, 32, 2, full_range=True), e2)
+    d2 = net.conv(net.conv(u2, 32), 32)
+    u1 = net.concat(net.tconv(d2, 16, 2, full_range=True), e1)
+    d1 = net.conv(net.conv(u1, 16), 16)
+    y = net.conv(d1, 1, act=None)
+    return net.to_bytes([x], [y])
+
+
+BUILDERS = {"mobilenetv2_035_96": mobilenetv2_035_96, "unet_64": unet_64, "unet_64_concat": unet_64_concat,
+            "unet_64_tconv": unet_64_tconv}

@@ -3,9 +3,10 @@
     python -m pyembed.bench pipeline [--json] [--inputs N] [--model NAME ...]
                                      [--max-extra-macs 0.1] [--no-built] [--board mps2-an386]
 
-For every bundled model that runs and for two models built here with
+For every bundled model that runs and for the models built here with
 pyembed.model.tflite_writer (random int8 weights, see pyembed.bench._built:
-a MobileNetV2-0.35 at 96x96 and a small 64x64 U-Net), and for every
+a MobileNetV2-0.35 at 96x96 and small 64x64 U-Nets with ADD or
+CONCATENATION skips, one with a TRANSPOSE_CONV decoder), and for every
 strategy (none: the graph as imported; layers: conv -> pool pairs fused;
 stripes; auto: smallest arena within the MAC budget; "+stream": the same
 with the model input streamed, i.e. delivered row by row by the host / a
@@ -217,7 +218,7 @@ def main(argv):
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--inputs", type=int, default=2, help="random inputs checked against TFLM")
     ap.add_argument("--model", action="append", help="only this model (repeatable; built: mobilenetv2_035_96, "
-                    "unet_64)")
+                    "unet_64, unet_64_concat, unet_64_tconv)")
     ap.add_argument("--max-extra-macs", type=float, default=0.10)
     ap.add_argument("--no-built", action="store_true", help="skip the models built in the benchmark")
     ap.add_argument("--board", default=None, help="also build each row's firmware for this QEMU profile (e.g. "

@@ -570,8 +570,16 @@ def _restore_conv_scratch(g, source):
     return gathered
 
 
-def apply_pipeline(graph, strategy="auto", max_extra_macs=0.10, fuse=True, rounding="double", stream_input=False,
-                   gather=True, max_region_weights=None, stream_output=False, split_stores=False):
+def apply_pipeline(graph, strategy="auto", *args, **kwargs):
+    """Rewrite graph with the chosen strategy (_apply_strategy's arguments),
+    with its kernel = stride TRANSPOSE_CONVs split where that lowers the arena
+    estimate (pyembed.passes.tconv_split)."""
+    from pyembed.passes.tconv_split import better_with_split
+    return better_with_split(_apply_strategy, graph, strategy, *args, **kwargs)
+
+
+def _apply_strategy(graph, strategy="auto", max_extra_macs=0.10, fuse=True, rounding="double", stream_input=False,
+                    gather=True, max_region_weights=None, stream_output=False, split_stores=False):
     """Rewrite graph with the chosen strategy; see the module docstring.
 
     stream_input: the graph input is delivered row by row (a camera
