@@ -6,28 +6,18 @@ run bit-exact (==) by the tflite-micro interpreter, the graph runtime layer by
 layer, the stripe region the pipeline pass makes, the emitted C and the
 simulator, and QEMU firmware."""
 import dataclasses
-import importlib.util
 
 import numpy as np
 import pytest
 
 from pyembed.errors import ArgumentError
 from pyembed.kernels import stripe
-from pyembed.kernels.layers import Conv2D, DepthwiseConv2D, Pointwise, run_layers
+from pyembed.kernels.layers import Conv2D, DepthwiseConv2D, Pointwise
 from pyembed.model import tflite_writer as W
-from pyembed.model.chain import chain_from_graph
 from pyembed.model.load import load_tflite_bytes
-from pyembed.passes.pipeline import REGION_OP, apply_pipeline
+from pyembed.passes.pipeline import apply_pipeline
 
-HAVE_TFLM = importlib.util.find_spec("tflite_micro") is not None
-
-
-def _tflm(data, x):
-    from tflite_micro.python.tflite_micro import runtime
-    it = runtime.Interpreter.from_bytes(data, arena_size=1 << 20)
-    it.set_input(x, 0)
-    it.invoke()
-    return np.array(it.get_output(0))
+from test_stripe_resize import HAVE_TFLM, _x, stripes_match_full_frame  # noqa: F401  (shared helpers)
 
 
 def _opts(cls, **fields):
@@ -69,17 +59,14 @@ def _dilated_model(seed=0):
     return W.build(t, ops, [0], [9])
 
 
-def _x(g, seed):
-    t = g.tensors[g.inputs[0]]
-    return np.random.default_rng(seed).integers(-128, 128, t.shape, dtype=np.int8)
-
-
 def _taps_conv(layer, x):
-    """The int32 sums of a (dilated) Conv2D by a plain tap loop."""
+    """The int32 sums of a (dilated, grouped) Conv2D by a plain tap loop."""
     h, w, _ = x.shape
     oh, ow, co = layer.output_shape(x.shape)
     t, _, lft, _ = layer.resolve_padding(h, w)
     kh, kw = layer.kernel
+    groups, cig = layer.groups, layer.weights.shape[3]
+    cog = co // groups
     acc = np.zeros((oh, ow, co), dtype=np.int64) + layer.bias.astype(np.int64)
     for oy in range(oh):
         for ox in range(ow):
@@ -89,7 +76,10 @@ def _taps_conv(layer, x):
                     ix = ox * layer.stride[1] - lft + kx * layer.dilation[1]
                     if 0 <= iy < h and 0 <= ix < w:
                         px = x[iy, ix].astype(np.int64) - layer.input_zero_point
-                        acc[oy, ox] += layer.weights[:, ky, kx, :].astype(np.int64) @ px
+                        for g in range(groups):   # a grouped conv: each group its own channels
+                            acc[oy, ox, g * cog:(g + 1) * cog] += \
+                                layer.weights[g * cog:(g + 1) * cog, ky, kx, :].astype(np.int64) @ \
+                                px[g * cig:(g + 1) * cig]
     return acc
 
 
@@ -126,38 +116,14 @@ def test_stripe_executor_matches_full_frame_on_random_dilated_networks():
         shape = (int(rng.integers(6, 14)), int(rng.integers(6, 14)), int(rng.integers(1, 5)))
         layers = stripe.random_network(rng, shape, n_layers=int(rng.integers(2, 5)), dilations=(1, 2, 3))
         dilated += sum(1 for layer in layers if tuple(getattr(layer, "dilation", (1, 1))) != (1, 1))
-        x = rng.integers(-128, 128, shape, dtype=np.int8)
-        ref = run_layers(layers, x)
-        for sw in (1, 3, ref.output.shape[1]):
-            for bw in (1, 4):
-                got, stats = stripe.run_stripes(layers, x, sw, bw, return_stats=True)
-                assert np.array_equal(got, ref.output), (layers, sw, bw)
-                assert stats.macs == stripe.predict_macs(layers, shape, sw)
-                assert stats.peak_bytes <= stats.arena_bytes
+        stripes_match_full_frame(layers, rng.integers(-128, 128, shape, dtype=np.int8))
     assert dilated >= 10
 
 
 def test_dilated_model_bit_exact_and_in_a_region():
-    data = _dilated_model()
-    g = load_tflite_bytes(data, name="dilated")
-    chain = chain_from_graph(g)
+    from test_stripe_resize import one_region_bit_exact
+    chain = one_region_bit_exact(_dilated_model(), "dilated", ((1, 1), (3, 2), (8, 4)))
     assert [tuple(layer.dilation) for layer in chain] == [(2, 2), (1, 3), (3, 1)]
-    res = apply_pipeline(g, "stripes")
-    assert [op.type for op in res.graph.operators] == [REGION_OP], res.report()
-    for seed in (3, 4):
-        x = _x(g, seed)
-        vals = g.run(x, keep_intermediates=True)
-        ref = run_layers(list(chain), chain.input_array(vals), keep_outputs=True)
-        for i in range(len(chain)):
-            assert np.array_equal(ref.outputs[i], chain.output_array(vals, i)), i
-        host = g.run(x)[0]
-        for sw, bw in ((1, 1), (3, 2), (8, 4)):
-            assert np.array_equal(stripe.run_stripes(list(chain), chain.input_array(vals), sw, bw),
-                                  chain.output_array(vals))
-        assert np.array_equal(res.graph.run(x)[0].reshape(host.shape), host)
-        if HAVE_TFLM:
-            assert np.array_equal(_tflm(data, x).reshape(host.shape), host)
-
 
 def test_emitted_c_simulator_and_instruction_model(tmp_path):
     from firmware_sim.icount import region_layers
@@ -175,20 +141,8 @@ def test_emitted_c_simulator_and_instruction_model(tmp_path):
 def test_region_words_refuse_a_bad_dilation():
     """The C decoder (run by the graph runtime) refuses a dilation word out of
     range or on a kind without one; the words as made run."""
-    import copy
-    g = apply_pipeline(load_tflite_bytes(_dilated_model(), name="dilated"), "stripes").graph
-    x = _x(g, 1)
-    g.run(x)
-    (op,) = g.operators
-    for layer, value in ((0, 256), (0, 2), (1, 65536), (1, -1)):
-        words = np.asarray(op.params["words"]).ravel().astype(np.int32).copy()
-        words[5 + 32 * layer + 31] = value
-        g2 = copy.copy(g)
-        g2.operators = [dataclasses.replace(op, params=dict(op.params, words=words))]
-        g2._runtime_cache = {}
-        with pytest.raises(Exception, match="PE_ERR_ARG|invalid|argument"):
-            g2.run(x)
-
+    from test_stripe_resize import region_words_refused
+    region_words_refused(_dilated_model(), "dilated", 31, ((0, 256), (0, 2), (1, 65536), (1, -1)))
 
 def test_firmware_bit_exact_under_qemu(tmp_path):
     """The whole dilated model as one region on the Cortex-M4 board."""

@@ -7,37 +7,21 @@ model written with pyembed.model.tflite_writer run bit-exact (==) by the
 tflite-micro interpreter, the graph runtime layer by layer, the stripe region
 the pipeline pass makes, the emitted C and the simulator, the C decoder's
 refusals, and QEMU firmware (the DSP path)."""
-import copy
 import dataclasses
-import importlib.util
 
 import numpy as np
 import pytest
 
 from pyembed.errors import ArgumentError
 from pyembed.kernels import stripe
-from pyembed.kernels.layers import Conv2D, run_layers
+from pyembed.kernels.layers import Conv2D
 from pyembed.model import tflite_writer as W
 from pyembed.model.chain import chain_from_graph
 from pyembed.model.load import load_tflite_bytes
 from pyembed.passes.pipeline import REGION_OP, apply_pipeline
 
-HAVE_TFLM = importlib.util.find_spec("tflite_micro") is not None
-
-
-def _tflm(data, x):
-    from tflite_micro.python.tflite_micro import runtime
-    it = runtime.Interpreter.from_bytes(data, arena_size=1 << 20)
-    it.set_input(x, 0)
-    it.invoke()
-    return np.array(it.get_output(0))
-
-
-def _opts(cls, **fields):
-    o = getattr(W.schema(), cls)()
-    for k, v in fields.items():
-        setattr(o, k, v)
-    return o
+from test_stripe_dilation import _taps_conv  # shared helpers
+from test_stripe_resize import _x, stripes_match_full_frame
 
 
 def _grouped_model(seed=0):
@@ -61,51 +45,13 @@ def _grouped_model(seed=0):
          wq((16, 3, 3, 12)), bias(16), W.tensor((1, 14, 12, 16), scale=0.05, zp=6),       # 4-6 groups 2, d(2,1)
          wq((12, 1, 1, 4)), bias(12), W.tensor((1, 14, 12, 12), scale=0.03, zp=-3),       # 7-9 1x1 groups 4
          wq((4, 3, 3, 6)), bias(4), W.tensor((1, 7, 6, 4), scale=0.06, zp=2)]             # 10-12 groups 2 s2
-    conv = (S.BuiltinOperator.CONV_2D, S.BuiltinOptions.Conv2DOptions)
-    ops = [
-        (conv[0], [0, 1, 2], [3], conv[1],
-         _opts("Conv2DOptionsT", padding=S.Padding.SAME, strideH=1, strideW=1, dilationHFactor=1,
-               dilationWFactor=1, fusedActivationFunction=S.ActivationFunctionType.RELU6)),
-        (conv[0], [3, 4, 5], [6], conv[1],
-         _opts("Conv2DOptionsT", padding=S.Padding.SAME, strideH=1, strideW=1, dilationHFactor=2,
-               dilationWFactor=1)),
-        (conv[0], [6, 7, 8], [9], conv[1],
-         _opts("Conv2DOptionsT", padding=S.Padding.SAME, strideH=1, strideW=1, dilationHFactor=1,
-               dilationWFactor=1)),
-        (conv[0], [9, 10, 11], [12], conv[1],
-         _opts("Conv2DOptionsT", padding=S.Padding.SAME, strideH=2, strideW=2, dilationHFactor=1,
-               dilationWFactor=1)),
-    ]
+    def conv(ins, out, stride=1, dil_h=1, act=S.ActivationFunctionType.NONE):
+        return W.op(S.BuiltinOperator.CONV_2D, ins, [out], "Conv2DOptions", padding=S.Padding.SAME, strideH=stride,
+                    strideW=stride, dilationHFactor=dil_h, dilationWFactor=1, fusedActivationFunction=act)
+
+    ops = [conv([0, 1, 2], 3, act=S.ActivationFunctionType.RELU6), conv([3, 4, 5], 6, dil_h=2),
+           conv([6, 7, 8], 9), conv([9, 10, 11], 12, stride=2)]
     return W.build(t, ops, [0], [12])
-
-
-def _x(g, seed):
-    t = g.tensors[g.inputs[0]]
-    return np.random.default_rng(seed).integers(-128, 128, t.shape, dtype=np.int8)
-
-
-def _taps_grouped(layer, x):
-    """The int32 sums of a grouped Conv2D by a plain tap loop over each
-    output channel's own input channels."""
-    h, w, _ = x.shape
-    oh, ow, co = layer.output_shape(x.shape)
-    t, _, lft, _ = layer.resolve_padding(h, w)
-    kh, kw = layer.kernel
-    cig = layer.weights.shape[3]
-    cog = co // layer.groups
-    acc = np.zeros((oh, ow, co), dtype=np.int64) + layer.bias.astype(np.int64)
-    for oy in range(oh):
-        for ox in range(ow):
-            for ky in range(kh):
-                for kx in range(kw):
-                    iy = oy * layer.stride[0] - t + ky * layer.dilation[0]
-                    ix = ox * layer.stride[1] - lft + kx * layer.dilation[1]
-                    if 0 <= iy < h and 0 <= ix < w:
-                        for o in range(co):
-                            g = o // cog
-                            px = x[iy, ix, g * cig:(g + 1) * cig].astype(np.int64) - layer.input_zero_point
-                            acc[oy, ox, o] += int(layer.weights[o, ky, kx, :].astype(np.int64) @ px)
-    return acc
 
 
 def test_grouped_layer_object():
@@ -115,10 +61,10 @@ def test_grouped_layer_object():
     assert layer.in_channels == 6 and layer.out_channels(6) == 6
     x = rng.integers(-128, 128, (7, 9, 6), dtype=np.int8)
     assert layer.output_shape(x.shape) == (4, 9, 6)
-    assert np.array_equal(layer._acc(x), _taps_grouped(layer, x))
+    assert np.array_equal(layer._acc(x), _taps_conv(layer, x))
     # MACs count each output channel's own input channels only: with all-one
     # weights and input the tap loop's sums are those counts
-    ones = _taps_grouped(dataclasses.replace(layer, bias=np.zeros(6, np.int32), weights=np.ones_like(layer.weights),
+    ones = _taps_conv(dataclasses.replace(layer, bias=np.zeros(6, np.int32), weights=np.ones_like(layer.weights),
                                              input_zero_point=0), np.ones_like(x))
     assert int(ones.max()) == 9 * 2 and layer.macs(x.shape) == int(ones.sum())
     with pytest.raises(ArgumentError, match="groups"):
@@ -139,37 +85,14 @@ def test_stripe_executor_matches_full_frame_on_random_grouped_networks():
         layers = stripe.random_network(rng, shape, n_layers=int(rng.integers(2, 5)), channels=(4, 16),
                                        groups=(1, 2, 4), dilations=(1, 2))
         grouped += sum(1 for layer in layers if getattr(layer, "groups", 1) > 1)
-        x = rng.integers(-128, 128, shape, dtype=np.int8)
-        ref = run_layers(layers, x)
-        for sw in (1, 3, ref.output.shape[1]):
-            for bw in (1, 4):
-                got, stats = stripe.run_stripes(layers, x, sw, bw, return_stats=True)
-                assert np.array_equal(got, ref.output), (layers, sw, bw)
-                assert stats.macs == stripe.predict_macs(layers, shape, sw)
+        stripes_match_full_frame(layers, rng.integers(-128, 128, shape, dtype=np.int8))
     assert grouped >= 5
 
 
 def test_grouped_model_bit_exact_and_in_a_region():
-    data = _grouped_model()
-    g = load_tflite_bytes(data, name="grouped")
-    chain = chain_from_graph(g)
+    from test_stripe_resize import one_region_bit_exact
+    chain = one_region_bit_exact(_grouped_model(), "grouped", ((1, 1), (3, 2), (6, 4)))
     assert [layer.groups for layer in chain] == [2, 2, 4, 2]
-    res = apply_pipeline(g, "stripes")
-    assert [op.type for op in res.graph.operators] == [REGION_OP], res.report()
-    for seed in (3, 4):
-        x = _x(g, seed)
-        vals = g.run(x, keep_intermediates=True)
-        ref = run_layers(list(chain), chain.input_array(vals), keep_outputs=True)
-        for i in range(len(chain)):
-            assert np.array_equal(ref.outputs[i], chain.output_array(vals, i)), i
-        host = g.run(x)[0]
-        for sw, bw in ((1, 1), (3, 2), (6, 4)):
-            assert np.array_equal(stripe.run_stripes(list(chain), chain.input_array(vals), sw, bw),
-                                  chain.output_array(vals))
-        assert np.array_equal(res.graph.run(x)[0].reshape(host.shape), host)
-        if HAVE_TFLM:
-            assert np.array_equal(_tflm(data, x).reshape(host.shape), host)
-
 
 def test_emitted_c_simulator_and_instruction_model(tmp_path):
     from firmware_sim.icount import region_layers
@@ -196,21 +119,9 @@ def test_emitted_c_simulator_and_instruction_model(tmp_path):
 
 def test_region_words_refuse_bad_groups():
     """The C decoder (run by the graph runtime) refuses groups that do not
-    divide both channel counts, negative groups and groups on another kind;
-    the words as made run."""
-    g = apply_pipeline(load_tflite_bytes(_grouped_model(), name="grouped"), "stripes").graph
-    x = _x(g, 1)
-    g.run(x)
-    (op,) = g.operators
-    for layer, value in ((0, 4), (0, -1), (1, 24), (2, 8), (3, 3)):
-        words = np.asarray(op.params["words"]).ravel().astype(np.int32).copy()
-        words[5 + 32 * layer + 17] = value
-        g2 = copy.copy(g)
-        g2.operators = [dataclasses.replace(op, params=dict(op.params, words=words))]
-        g2._runtime_cache = {}
-        with pytest.raises(Exception, match="PE_ERR_ARG|invalid|argument"):
-            g2.run(x)
-
+    divide both channel counts and negative groups; the words as made run."""
+    from test_stripe_resize import region_words_refused
+    region_words_refused(_grouped_model(), "grouped", 17, ((0, 4), (0, -1), (1, 24), (2, 8), (3, 3)))
 
 def test_firmware_bit_exact_under_qemu(tmp_path):
     """The grouped model's region on the Cortex-M4 board: the DSP path of

@@ -121,6 +121,19 @@ def test_bad_layer_arguments():
         stripe.output_shape([DepthToSpace(3)], (4, 4, 8))
 
 
+def stripes_match_full_frame(layers, x):
+    """Stripes 1, 3 and the output width wide, blocks 1 and 4: the stripe
+    executor gives the full-frame reference's bytes, with the MACs the
+    geometry predicts and its peak inside the arena it asked for."""
+    ref = run_layers(layers, x)
+    for sw in (1, 3, ref.output.shape[1]):
+        for bw in (1, 4):
+            got, stats = stripe.run_stripes(layers, x, sw, bw, return_stats=True)
+            assert np.array_equal(got, ref.output), (layers, sw, bw)
+            assert stats.macs == stripe.predict_macs(layers, x.shape, sw)
+            assert stats.peak_bytes <= stats.arena_bytes
+
+
 def test_stripe_executor_matches_full_frame_on_random_networks():
     """Random chains with Upsample (factors 1..3 per axis) and DepthToSpace
     (block 1..3) among convolutions, pools and adds: every stripe and block
@@ -133,15 +146,7 @@ def test_stripe_executor_matches_full_frame_on_random_networks():
         layers = stripe.random_network(rng, shape, n_layers=int(rng.integers(2, 6)), kinds=kinds)
         seen.update((type(layer).__name__, getattr(layer, "expand", None)) for layer in layers
                     if isinstance(layer, (Upsample, DepthToSpace)))
-        x = rng.integers(-128, 128, shape, dtype=np.int8)
-        ref = run_layers(layers, x)
-        out_w = ref.output.shape[1]
-        for sw in (1, 3, out_w):
-            for bw in (1, 4):
-                got, stats = stripe.run_stripes(layers, x, sw, bw, return_stats=True)
-                assert np.array_equal(got, ref.output), (layers, sw, bw)
-                assert stats.macs == stripe.predict_macs(layers, shape, sw)
-                assert stats.peak_bytes <= stats.arena_bytes
+        stripes_match_full_frame(layers, rng.integers(-128, 128, shape, dtype=np.int8))
     # non-square factors and blocks above 1 were drawn
     assert any(n == "Upsample" and f[0] != f[1] for n, f in seen), seen
     assert any(n == "DepthToSpace" and f[0] > 1 for n, f in seen), seen
@@ -275,6 +280,51 @@ def test_emitted_c_and_simulator_match_host_run(tmp_path):
     covered = {i for r in res.regions for i in range(r.first, r.last + 1)}
     assert {op.index for op in g.operators if op.type in ("RESIZE_NEAREST_NEIGHBOR", "DEPTH_TO_SPACE")} <= covered
     emitted_and_simulated_match(g, res.graph, _x(g, 9), tmp_path)
+
+
+def one_region_bit_exact(data, name, widths, seeds=(3, 4)):
+    """The model bytes as one stripe region (--strategy stripes): the layer
+    objects == the graph runtime's intermediates, the stripe executor at each
+    (stripe, block) width of widths == the chain's output, the rewritten graph
+    == the imported one, and == tflite-micro where installed. Returns the chain."""
+    g = load_tflite_bytes(data, name=name)
+    chain = chain_from_graph(g)
+    res = apply_pipeline(g, "stripes")
+    assert [op.type for op in res.graph.operators] == [REGION_OP], res.report()
+    for seed in seeds:
+        x = _x(g, seed)
+        vals = g.run(x, keep_intermediates=True)
+        ref = run_layers(list(chain), chain.input_array(vals), keep_outputs=True)
+        for i in range(len(chain)):
+            assert np.array_equal(ref.outputs[i], chain.output_array(vals, i)), i
+        host = g.run(x)[0]
+        for sw, bw in widths:
+            assert np.array_equal(stripe.run_stripes(list(chain), chain.input_array(vals), sw, bw),
+                                  chain.output_array(vals))
+        assert np.array_equal(res.graph.run(x)[0].reshape(host.shape), host)
+        if HAVE_TFLM:
+            assert np.array_equal(_tflm(data, x).reshape(host.shape), host)
+    return chain
+
+
+def region_words_refused(data, name, word, edits):
+    """The model bytes as one region: its words run as made, and with word
+    `word` of layer L set to v, for each (L, v) of edits, the C decoder (run
+    by the graph runtime) refuses them."""
+    import copy
+    import dataclasses
+    g = apply_pipeline(load_tflite_bytes(data, name=name), "stripes").graph
+    x = _x(g, 1)
+    g.run(x)
+    (op,) = g.operators
+    for layer, value in edits:
+        words = np.asarray(op.params["words"]).ravel().astype(np.int32).copy()
+        words[5 + 32 * layer + word] = value
+        g2 = copy.copy(g)
+        g2.operators = [dataclasses.replace(op, params=dict(op.params, words=words))]
+        g2._runtime_cache = {}
+        with pytest.raises(Exception, match="PE_ERR_ARG|invalid|argument"):
+            g2.run(x)
 
 
 def stripes_firmware_run(data, name, tmp_path, seed=11):

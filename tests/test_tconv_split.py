@@ -4,7 +4,6 @@ Conv2DTranspose(kernel_size=s, strides=s) run in stripe regions (issue #31):
 the split graph == the imported one == tflite-micro, the pass keeps the split
 only where the arena estimate falls, and the region runs in the emitted C,
 the simulator and QEMU firmware."""
-import importlib.util
 
 import numpy as np
 import pytest
@@ -14,15 +13,7 @@ from pyembed.model.load import load_tflite_bytes
 from pyembed.passes.pipeline import REGION_OP, apply_pipeline
 from pyembed.passes.tconv_split import split_tconvs, splittable
 
-HAVE_TFLM = importlib.util.find_spec("tflite_micro") is not None
-
-
-def _tflm(data, x):
-    from tflite_micro.python.tflite_micro import runtime
-    it = runtime.Interpreter.from_bytes(data, arena_size=1 << 20)
-    it.set_input(x, 0)
-    it.invoke()
-    return np.array(it.get_output(0))
+from test_stripe_resize import HAVE_TFLM, _tflm, _x  # shared helpers
 
 
 def _decoder(seed=0, s=2, bias=True, per_channel=True, act=None, padding=None, k=None, h=12, w=10):
@@ -56,11 +47,6 @@ def _decoder(seed=0, s=2, bias=True, per_channel=True, act=None, padding=None, k
            W.op(S.BuiltinOperator.CONV_2D, [7, 8], [9], "Conv2DOptions", padding=S.Padding.SAME, strideH=1,
                 strideW=1)]
     return W.build(t, ops, [0], [9], name="decoder")
-
-
-def _x(g, seed):
-    t = g.tensors[g.inputs[0]]
-    return np.random.default_rng(seed).integers(-128, 128, t.shape, dtype=np.int8)
 
 
 @pytest.mark.parametrize("kw", [dict(), dict(bias=False), dict(per_channel=False), dict(s=3),

@@ -369,16 +369,23 @@ def unet_64(seed=0):
     return net.to_bytes([x], [y])
 
 
-def unet_64_concat(seed=0):
-    """The same U-Net with the usual CONCATENATION skips (the skip and the
-    upsampled tensors share one quantization, as TFLM's int8
-    CONCATENATION needs)."""
+def _concat_encoder(seed):
+    """The concatenation U-Nets' encoder on 64x64x1: (net, input, level-1 and
+    level-2 skips, the level-2 pooled tensor); the skips' RELU6 outputs are
+    quantized over all of [0, 6] so the decoder's tensors can share it."""
     net = _Net(seed)
     x = net.input((1, 64, 64, 1))
     e1 = net.conv(net.conv(x, 16), 16, full_range=True)
     p1 = net.pool(e1, "max", 2, 2)
     e2 = net.conv(net.conv(p1, 32), 32, full_range=True)
-    p2 = net.pool(e2, "max", 2, 2)
+    return net, x, e1, e2, net.pool(e2, "max", 2, 2)
+
+
+def unet_64_concat(seed=0):
+    """The same U-Net with the usual CONCATENATION skips (the skip and the
+    upsampled tensors share one quantization, as TFLM's int8
+    CONCATENATION needs)."""
+    net, x, e1, e2, p2 = _concat_encoder(seed)
     b = net.conv(net.conv(p2, 64), 32, full_range=True)
     u2 = net.concat(net.upsample(b), e2)
     d2 = net.conv(u2, 16, full_range=True)
@@ -392,12 +399,7 @@ def unet_64_tconv(seed=0):
     """The CONCATENATION U-Net with the converter's usual decoder: each
     upsampling a TRANSPOSE_CONV with kernel 2, stride 2 (Conv2DTranspose)
     instead of a nearest-neighbour resize."""
-    net = _Net(seed)
-    x = net.input((1, 64, 64, 1))
-    e1 = net.conv(net.conv(x, 16), 16, full_range=True)
-    p1 = net.pool(e1, "max", 2, 2)
-    e2 = net.conv(net.conv(p1, 32), 32, full_range=True)
-    p2 = net.pool(e2, "max", 2, 2)
+    net, x, e1, e2, p2 = _concat_encoder(seed)
     b = net.conv(net.conv(p2, 64), 64)
     u2 = net.concat(net.tconv(b, 32, 2, full_range=True), e2)
     d2 = net.conv(net.conv(u2, 32), 32)
