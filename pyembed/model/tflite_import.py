@@ -417,6 +417,11 @@ def _options(op, op_type):
                 "proj_clip": float(o.ProjClip()), "time_major": bool(o.TimeMajor()),
                 "asymmetric_quantize_inputs": bool(o.AsymmetricQuantizeInputs()),
                 "diagonal_recurrent_tensors": bool(o.DiagonalRecurrentTensors())}
+    if op_type == "SVDF" and otype == B.SVDFOptions:
+        o = load(tflite.SVDFOptions)
+        act = int(o.FusedActivationFunction())
+        return {"rank": int(o.Rank()), "activation": _ACTIVATION.get(act, act),
+                "asymmetric_quantize_inputs": bool(o.AsymmetricQuantizeInputs())}
     if op_type == "CUMSUM" and otype == B.CumsumOptions:   # issue #30's fifth batch
         o = load(tflite.CumsumOptions)
         return {"exclusive": bool(o.Exclusive()), "reverse": bool(o.Reverse())}

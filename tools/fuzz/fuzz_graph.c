@@ -38,6 +38,7 @@
 #include "pyembed/pe_batch3.h"
 #include "pyembed/pe_batch4.h"
 #include "pyembed/pe_batch5.h"
+#include "pyembed/pe_svdf.h"
 
 #define MAX_T 32
 #define MAX_OPS 8
@@ -1127,7 +1128,8 @@ static void draw_sum_q8(fz_reader *r, int32_t *w)
  * activation x (int8 [n, h, w, c]): ADD_N of x and up to three constants of
  * its shape, CUMSUM along a drawn axis with drawn flags, ELU with any table,
  * LOG_SOFTMAX over c with drawn parameters, or EMBEDDING_LOOKUP of x viewed
- * as [n * h, w * c] rows by constant int32 indices (mostly in range). Io lists in tb->dio (so the data movement
+ * as [n * h, w * c] rows by constant int32 indices (mostly in range), or SVDF
+ * of x as [n * h, w * c] (pe_svdf.h). Io lists in tb->dio (so the data movement
  * corruptions reach them). Returns its output or -1. */
 static int32_t add_batch5_op(fz_reader *r, table *tb, int32_t x)
 {
@@ -1135,10 +1137,11 @@ static int32_t add_batch5_op(fz_reader *r, table *tb, int32_t x)
     pe_graph_op *op = &tb->ops[i];
     const pe_dims xd = tb->t[x].dims;
     const int32_t dx[4] = {xd.n, xd.h, xd.w, xd.c};
-    const int32_t pick = fz_range(r, 0, 4);
+    const int32_t pick = fz_range(r, 0, 5);
     int32_t *w = tb->words[i];
     int32_t *io = tb->dio[i];
     int32_t n = 0, k, y, dy[4] = {xd.n, xd.h, xd.w, xd.c};
+    int32_t scratch = 0;
     memset(op, 0, sizeof(*op));
     op->inputs = io;
     op->outputs = &io[4];
@@ -1184,6 +1187,44 @@ static int32_t add_batch5_op(fz_reader *r, table *tb, int32_t x)
         w[n++] = fz_wild(r, 1 << 30, 0x7FFFFFFF);
         w[n++] = fz_wild(r, 0, 31);
         w[n++] = fz_wild(r, -(1 << 30), 0);
+    } else if (pick == 5) {
+        /* SVDF (pe_svdf.h) of x viewed as [n * h, w * c]: constant feature,
+         * time (int16 or int8) and bias tensors, a state in the arena */
+        const int32_t batch = xd.n * xd.h, in = xd.w * xd.c, rank = fz_range(r, 1, 3);
+        const int32_t units = fz_range(r, 1, 4), filters = rank * units, mem = fz_range(r, 1, 5);
+        const int32_t sb = fz_bool(r) ? 2 : 1;
+        const pe_dtype sdt = sb == 2 ? PE_DT_INT16 : PE_DT_INT8;
+        pe_svdf_params sp;
+        op->type = PE_GOP_SVDF;
+        op->num_inputs = 5;
+        op->outputs = &io[5];
+        io[1] = add_tensor(r, tb, PE_DT_INT8, 1, 1, filters, in, 1);
+        io[2] = add_tensor(r, tb, sdt, 1, 1, filters, mem, 1);
+        io[3] = fz_bool(r) ? add_tensor(r, tb, PE_DT_INT32, 1, 1, 1, units, 1) : -1;
+        io[4] = add_tensor(r, tb, sdt, 1, 1, batch, filters * mem, 0);
+        if (io[1] < 0 || io[2] < 0 || io[4] < 0) {
+            return -1;
+        }
+        w[n++] = fz_wild(r, batch, batch);
+        w[n++] = fz_wild(r, in, in);
+        w[n++] = fz_wild(r, filters, filters);
+        w[n++] = fz_wild(r, rank, rank);
+        w[n++] = fz_wild(r, mem, mem);
+        w[n++] = fz_wild(r, -128, 127);
+        w[n++] = fz_wild(r, sb == 2 ? -300 : -128, sb == 2 ? 300 : 127);
+        w[n++] = fz_wild(r, -128, 127);
+        w[n++] = fz_wild(r, 1 << 30, 0x7FFFFFFF);
+        w[n++] = fz_wild(r, -20, 4);
+        w[n++] = fz_wild(r, 1 << 30, 0x7FFFFFFF);
+        w[n++] = fz_wild(r, -20, 4);
+        w[n++] = fz_wild(r, sb, sb);
+        dy[0] = 1;
+        dy[1] = 1;
+        dy[2] = batch;
+        dy[3] = units;
+        if (pe_svdf_params_from_words(w, n, &sp) == PE_OK) {
+            scratch = pe_svdf_s8_get_buffer_size(&sp);
+        }
     } else if (pick == 2) {
         op->type = PE_GOP_ELU;
         for (k = 0; k < PE_ELU_WORDS; k++) {
@@ -1216,7 +1257,12 @@ static int32_t add_batch5_op(fz_reader *r, table *tb, int32_t x)
     if (y < 0) {
         return -1;
     }
-    io[4] = y;
+    io[op->type == PE_GOP_SVDF ? 5 : 4] = y;
+    if (scratch > 0 && scratch <= 65536) {
+        op->scratch_offset = tb->bump;
+        op->scratch_size = scratch;
+        tb->bump = align4(tb->bump + scratch);
+    }
     tb->nops++;
     return y;
 }
@@ -1713,6 +1759,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
             if (op->type == PE_GOP_SIGNAL_SPECTRAL_SUBTRACTION && op->num_inputs >= 2 && op->inputs[1] >= 0 &&
                 op->inputs[1] < tb.nt && tb.t[op->inputs[1]].data == NULL) {
                 const pe_graph_tensor *st_t = &tb.t[op->inputs[1]];
+                in_out |= k >= st_t->offset && k < st_t->offset + st_t->bytes;
+            }
+            /* SVDF updates its state input (4) in place */
+            if (op->type == PE_GOP_SVDF && op->num_inputs == 5 && op->inputs[4] >= 0 && op->inputs[4] < tb.nt &&
+                tb.t[op->inputs[4]].data == NULL) {
+                const pe_graph_tensor *st_t = &tb.t[op->inputs[4]];
                 in_out |= k >= st_t->offset && k < st_t->offset + st_t->bytes;
             }
             /* the LSTM also updates its two state inputs in place */

@@ -182,6 +182,8 @@ typedef enum {
     PE_GOP_BATCH_TO_SPACE_ND = 229,
     PE_GOP_GATHER_ND = 230,
     PE_GOP_DYNAMIC_UPDATE_SLICE = 231,
+    /* 232: SVDF, the integer form (pe_svdf.h) */
+    PE_GOP_SVDF = 232,
     /* 240-259: issue #30's fifth batch, int8 arithmetic (pe_batch5.h) */
     PE_GOP_ADD_N = 240,
     PE_GOP_CUMSUM = 241,
