@@ -122,3 +122,17 @@ def test_firmware_bit_exact_under_qemu(tmp_path):
     from test_stripe_resize import stripes_firmware_run
     d = stripes_firmware_run(_s2d_net(2), "s2d", tmp_path)
     assert "PE_STRIPE_REGION" in [o["type"] for o in d["operators"]]
+
+
+def test_random_networks_with_space_to_depth():
+    """random_network's "space_to_depth" kind among convolutions, pools and
+    adds: every stripe and block width gives the full-frame reference's bytes."""
+    rng = np.random.default_rng(11)
+    kinds = ("conv", "depthwise", "pointwise", "pool", "add", "space_to_depth")
+    blocks = set()
+    for _ in range(30):
+        shape = (int(rng.choice([6, 12, 18])), int(rng.choice([6, 12])), int(rng.integers(1, 4)))
+        layers = stripe.random_network(rng, shape, n_layers=int(rng.integers(2, 5)), kinds=kinds, strides=(1,))
+        blocks.update(layer.block for layer in layers if isinstance(layer, SpaceToDepth))
+        stripes_match_full_frame(layers, rng.integers(-128, 128, shape, dtype=np.int8))
+    assert {2, 3} <= blocks, blocks
