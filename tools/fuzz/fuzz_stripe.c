@@ -357,11 +357,14 @@ static void draw_layer(fz_reader *r, net_store *s, int32_t L, shape si, const sh
         /* block kernel.h, mostly with the stride, no padding and b * b * in_c
          * outputs its kind asks for, now and then not (the executor refuses) */
         const int64_t b = l->kernel.h < 2 ? 2 : l->kernel.h;
+        int64_t oc;
         if (fz_u8(r) != 5) {
             l->kernel.h = l->kernel.w = l->stride.h = l->stride.w = (int32_t)b;
             l->padding.top = l->padding.bottom = l->padding.left = l->padding.right = 0;
         }
-        l->out_c = (int32_t)(b * b * l->in_c);
+        /* a wild block or in_c: keep the product in int64 and out_c in int32 */
+        oc = b <= 65536 && l->in_c >= 0 && l->in_c <= 65536 ? b * b * l->in_c : 0x7FFFFFFF;
+        l->out_c = oc > 0x7FFFFFFF ? 0x7FFFFFFF : (int32_t)oc;
         break;
     }
     default: /* pool, upsample (factors stride.h, stride.w) */
