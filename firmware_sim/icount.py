@@ -110,7 +110,7 @@ GROUP_FEATURES = {
 # pe_pipeline.h
 _REGION_HEADER, _REGION_LAYER = 5, 32
 _KIND = {0: "conv", 1: "dw", 2: "pw", 3: "pool", 4: "add", 5: "upsample", 6: "concat", 7: "table", 8: "upsample",
-         9: "depth_to_space"}
+         9: "depth_to_space", 10: "space_to_depth"}
 GATHER_DW_BLOCK = 16     # csrc/src/kernels/conv/pe_conv_gather.c PE_GATHER_DW_BLOCK
 
 
@@ -155,7 +155,7 @@ def region_layers(graph, op):
             h, wd = 2 * h, 2 * wd
         elif kind in ("upsample", "depth_to_space"):   # factors / block in the stride words
             h, wd = h * max(sh, 1), wd * max(sw, 1)
-        elif kind in ("conv", "dw", "pw", "pool"):
+        elif kind in ("conv", "dw", "pw", "pool", "space_to_depth"):   # space to depth: b x b at stride b
             eh, ew = (kh - 1) * dh + 1, (kw - 1) * dw + 1                 # the window's extent
             h, wd = (h + pt + pb - eh) // max(sh, 1) + 1, (wd + pl + pr - ew) // max(sw, 1) + 1
         taps = kh * kw

@@ -585,6 +585,88 @@ static void test_expand(void)
     PE_CHECK_EQ(pe_stripe_output_dims(&net, &out_d), PE_OK);
 }
 
+/* conv3 (4, 20x26) -> space to depth 2 (10x13x16) -> max pool 3x3 s1
+ * pad 1: every stripe and block width against a naive full-frame
+ * reference (out[y][x][(i * 2 + j) * 4 + c] = in[2y + i][2x + j][c]), image
+ * and row source, arena poisoned; then the parameter errors. */
+static void test_space_to_depth(void)
+{
+    static pe_stripe_layer sl[3];
+    static int8_t smaps[3][MAXE];
+    static int8_t sout[MAXE];
+    static const int32_t stripes[] = {1, 2, 5, 1000};
+    static const int32_t blocks[] = {1, 3, 16};
+    pe_stripe_net net;
+    pe_dims in_d = {1, H, W, 3}, out_d;
+    pe_row_source src;
+    int h = H, w = W, y, x, i, j, c;
+    size_t si, bi;
+    src.read = image_rows;
+    src.user = NULL;
+    sl[0] = conv(PE_STRIPE_CONV, 3, 4, 3, 1, 1, w0, b0, m0, s0);
+    sl[1] = conv(PE_STRIPE_SPACE_TO_DEPTH, 4, 16, 2, 2, 0, NULL, NULL, NULL, NULL);
+    sl[2] = conv(PE_STRIPE_POOL, 16, 16, 3, 1, 1, NULL, NULL, NULL, NULL);
+    sl[2].pool_kind = PE_POOL_MAX;
+    ref_layer(&sl[0], input, h, w, NULL, smaps[0], &h, &w);
+    for (y = 0; y < H / 2; y++)
+        for (x = 0; x < W / 2; x++)
+            for (i = 0; i < 2; i++)
+                for (j = 0; j < 2; j++)
+                    for (c = 0; c < 4; c++)
+                        smaps[1][(y * (W / 2) + x) * 16 + (i * 2 + j) * 4 + c] =
+                            smaps[0][((2 * y + i) * W + 2 * x + j) * 4 + c];
+    h = H / 2;
+    w = W / 2;
+    ref_layer(&sl[2], smaps[1], h, w, NULL, smaps[2], &h, &w);
+    PE_CHECK_EQ(h, 10);
+    PE_CHECK_EQ(w, 13);
+    net.layers = sl;
+    net.n_layers = 3;
+    net.input = in_d;
+    PE_CHECK_EQ(pe_stripe_output_dims(&net, &out_d), PE_OK);
+    PE_CHECK_EQ(out_d.h, 10);
+    PE_CHECK_EQ(out_d.w, 13);
+    PE_CHECK_EQ(out_d.c, 16);
+    for (si = 0; si < sizeof(stripes) / sizeof(stripes[0]); si++) {
+        for (bi = 0; bi < sizeof(blocks) / sizeof(blocks[0]); bi++) {
+            pe_context ctx;
+            int32_t size = 0;
+            PE_CHECK_EQ(pe_stripe_get_buffer_size_s8(&net, stripes[si], blocks[bi], &size), PE_OK);
+            PE_CHECK(size > 0 && size <= (int32_t)sizeof(arena_mem));
+            ctx.buf = arena_mem;
+            ctx.size = size;
+            ctx.stats = NULL;
+            memset(arena_mem, 0xA5, sizeof(arena_mem));
+            memset(sout, 0x55, sizeof(sout));
+            PE_CHECK_EQ(pe_stripe_run_s8(&ctx, &net, stripes[si], blocks[bi], &in_d, input, &out_d, sout), PE_OK);
+            PE_CHECK_EQ(count_mismatches(sout, smaps[2], 10 * 13 * 16), 0);
+            PE_CHECK_EQ(pe_stripe_get_buffer_size_rows_s8(&net, stripes[si], blocks[bi], &size), PE_OK);
+            ctx.size = size;
+            memset(sout, 0x55, sizeof(sout));
+            PE_CHECK_EQ(pe_stripe_run_rows_s8(&ctx, &net, stripes[si], blocks[bi], &src, &out_d, sout), PE_OK);
+            PE_CHECK_EQ(count_mismatches(sout, smaps[2], 10 * 13 * 16), 0);
+        }
+    }
+    /* the stride unlike the block, padding, out_c other than b * b * in_c,
+     * a block of 1, a block not dividing the input (26 % 4 != 0) */
+    sl[1].stride.w = 1;
+    PE_CHECK_EQ(pe_stripe_output_dims(&net, &out_d), PE_ERR_ARG);
+    sl[1].stride.w = 2;
+    sl[1].padding.top = 1;
+    PE_CHECK_EQ(pe_stripe_output_dims(&net, &out_d), PE_ERR_ARG);
+    sl[1].padding.top = 0;
+    sl[1].out_c = 12;
+    PE_CHECK_EQ(pe_stripe_output_dims(&net, &out_d), PE_ERR_ARG);
+    sl[1] = conv(PE_STRIPE_SPACE_TO_DEPTH, 4, 4, 1, 1, 0, NULL, NULL, NULL, NULL);
+    PE_CHECK_EQ(pe_stripe_output_dims(&net, &out_d), PE_ERR_ARG);
+    sl[1] = conv(PE_STRIPE_SPACE_TO_DEPTH, 4, 64, 4, 4, 0, NULL, NULL, NULL, NULL);
+    net.n_layers = 2;
+    PE_CHECK_EQ(pe_stripe_output_dims(&net, &out_d), PE_ERR_ARG);
+    net.n_layers = 3;
+    sl[1] = conv(PE_STRIPE_SPACE_TO_DEPTH, 4, 16, 2, 2, 0, NULL, NULL, NULL, NULL);
+    PE_CHECK_EQ(pe_stripe_output_dims(&net, &out_d), PE_OK);
+}
+
 /* Streamed output: a row sink that copies each row into a frame, counts the
  * calls and the rows that came out of order or with the wrong length. */
 typedef struct {
@@ -795,6 +877,7 @@ int main(void)
     fill8(input, (int)sizeof(input));
     test_concat();
     test_expand();
+    test_space_to_depth();
     test_stream_output();
     test_split_memories();
     test_bit_exact();

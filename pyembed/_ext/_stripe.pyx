@@ -32,6 +32,7 @@ cdef extern from "pyembed/pe_stripe.h":
         PE_STRIPE_TABLE
         PE_STRIPE_UPSAMPLE
         PE_STRIPE_DEPTH_TO_SPACE
+        PE_STRIPE_SPACE_TO_DEPTH
 
     ctypedef struct pe_stripe_add_params:
         int32_t from_layer
@@ -107,6 +108,7 @@ OPS = {
     "table": PE_STRIPE_TABLE,
     "upsample": PE_STRIPE_UPSAMPLE,
     "depth_to_space": PE_STRIPE_DEPTH_TO_SPACE,
+    "space_to_depth": PE_STRIPE_SPACE_TO_DEPTH,
 }
 
 _NET_DETAIL = ("network rejected: channels must chain, padding in [0, kernel), add inputs of "

@@ -200,6 +200,16 @@ class _Net:
         self.ops.append(("DEPTH_TO_SPACE", [x], [y], {"block": b}))
         return y
 
+    def space_to_depth(self, x, b):
+        """SPACE_TO_DEPTH by block b: channels c -> c * b^2, height and width / b."""
+        n, h, w, c = self.shape(x)
+        s, z = self.q(x)
+        y = self.act((1, h // b, w // b, c * b * b), s, z)
+        self.val[y] = self.val[x].reshape(h // b, b, w // b, b, c).transpose(0, 2, 1, 3, 4).reshape(
+            h // b, w // b, c * b * b)
+        self.ops.append(("SPACE_TO_DEPTH", [x], [y], {"block": b}))
+        return y
+
     def reshape(self, x, shape):
         s, z = self.q(x)
         st = self.tensor((len(shape),), np.int32, data=np.array(shape, np.int32))
@@ -307,6 +317,8 @@ def _serialize(tensors, ops, inputs, outputs):
                              strideW=o["stride"], fusedActivationFunction=acts[o["act"]]))
         elif name == "DEPTH_TO_SPACE":
             wops.append(W.op(code, ins, outs, "DepthToSpaceOptions", blockSize=o["block"]))
+        elif name == "SPACE_TO_DEPTH":
+            wops.append(W.op(code, ins, outs, "SpaceToDepthOptions", blockSize=o["block"]))
         elif name == "RESHAPE":
             wops.append(W.op(code, ins, outs, "ReshapeOptions", newShape=list(o["new_shape"])))
         elif name == "FULLY_CONNECTED":

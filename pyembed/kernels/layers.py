@@ -615,6 +615,49 @@ class DepthToSpace(Layer):
 
 
 @dataclass
+class SpaceToDepth(Layer):
+    """Inverse pixel shuffle by block b >= 2 (TFLite SPACE_TO_DEPTH): a b x b
+    window at stride b, out[y, x, (i * b + j) * in_c + c] = in[y * b + i, x * b + j, c];
+    the input's height and width are multiples of b (channels: the input's, None for any)."""
+    block: int = 2
+    channels: Optional[int] = None
+
+    def __post_init__(self):
+        self.block = int_in_range(self.block, "block", 2, MAX_FACTOR)
+        if self.channels is not None:
+            self.channels = int_in_range(self.channels, "channels", 1)
+
+    @property
+    def kernel(self):
+        return (self.block, self.block)
+
+    @property
+    def stride(self):
+        return (self.block, self.block)
+
+    @property
+    def in_channels(self):
+        return self.channels
+
+    def out_channels(self, in_c):
+        return in_c * self.block * self.block
+
+    def output_shape(self, shape):
+        b = self.block
+        if shape[0] % b or shape[1] % b:
+            raise ArgumentError(f"SpaceToDepth: input {shape[0]}x{shape[1]} is not a multiple of block {b}")
+        return (shape[0] // b, shape[1] // b, self.out_channels(shape[2]))
+
+    def reference(self, x):
+        _check_input(x, self.channels)
+        h, w, c = x.shape
+        b = self.block
+        self.output_shape(x.shape)
+        return np.ascontiguousarray(x.reshape(h // b, b, w // b, b, c).transpose(0, 2, 1, 3, 4)
+                                    .reshape(h // b, w // b, b * b * c))
+
+
+@dataclass
 class Concat(Layer):
     """Channel concatenation (TFLite CONCATENATION on the channel axis, int8
     inputs and output sharing one scale and zero point): the previous
@@ -676,7 +719,8 @@ class Table(Layer):
         return np.ascontiguousarray(self.table[np.arange(x.shape[2]), idx])
 
 
-LAYER_TYPES = (Conv2D, Pointwise, DepthwiseConv2D, Pool2D, Add, Upsample2x, Concat, Table, Upsample, DepthToSpace)
+LAYER_TYPES = (Conv2D, Pointwise, DepthwiseConv2D, Pool2D, Add, Upsample2x, Concat, Table, Upsample, DepthToSpace,
+               SpaceToDepth)
 BRANCH_TYPES = (Add, Concat)   # layers that also read an earlier layer's output
 
 

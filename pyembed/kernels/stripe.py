@@ -32,6 +32,7 @@ from pyembed._ext import _stripe as _c
 from pyembed._validate import int_in_range
 from pyembed.errors import ArgumentError, PlanError, UnsupportedError
 from pyembed.kernels.layers import (BRANCH_TYPES, Add, Concat, Conv2D, DepthToSpace, DepthwiseConv2D, Pointwise, Pool2D,
+                            SpaceToDepth,
                             Table, Upsample,
                             Upsample2x, backward_intervals, infer_shapes, macs_per_tap,
                             receptive_field, run_layers, valid_tap_count)
@@ -122,6 +123,8 @@ def _spec(layer, in_shape):
         s.update(op="upsample", kernel=(1, 1), stride=tuple(layer.factor), padding=(0, 0, 0, 0))
     elif isinstance(layer, DepthToSpace):
         s.update(op="depth_to_space", kernel=(1, 1), stride=(layer.block, layer.block), padding=(0, 0, 0, 0))
+    elif isinstance(layer, SpaceToDepth):
+        s.update(op="space_to_depth", padding=(0, 0, 0, 0))
     elif isinstance(layer, Concat):
         s.update(op="concat", from_layer=layer.from_layer, branch_first=int(layer.branch_first))
     elif isinstance(layer, Table):
@@ -448,7 +451,8 @@ def random_add(rng, from_layer):
 
 
 KINDS = ("conv", "depthwise", "pointwise", "pool", "add", "upsample")
-# also accepted by random_network: "resize" (Upsample, factors 1..3 per axis), "depth_to_space" (block 1..3)
+# also accepted by random_network: "resize" (Upsample, factors 1..3 per axis), "depth_to_space" (block 1..3),
+# "space_to_depth" (block 2..3 where it divides the shape)
 
 
 def random_network(rng, input_shape, n_layers=4, channels=(4, 8), kinds=KINDS, kernels=(1, 3, 5),
@@ -492,6 +496,11 @@ def random_network(rng, input_shape, n_layers=4, channels=(4, 8), kinds=KINDS, k
                     cand = random_pointwise(rng, shape[2], b * b * int(rng.integers(1, 3)))
                 else:
                     cand = DepthToSpace(b)
+            elif kind == "space_to_depth":
+                b = int(rng.integers(2, 4))
+                if shape[0] % b or shape[1] % b:
+                    continue
+                cand = SpaceToDepth(b)
             else:
                 outs = [tuple(input_shape)]
                 if layers:

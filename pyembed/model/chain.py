@@ -13,7 +13,7 @@ import numpy as np
 from pyembed._validate import int_in_range
 from pyembed.errors import ArgumentError, ModelError, UnsupportedError
 from pyembed.kernels.layers import (MAX_FACTOR, Add, Concat, Conv2D, DepthToSpace, DepthwiseConv2D, Pointwise,
-                                    Pool2D, Table, Upsample, Upsample2x, infer_shapes)
+                                    Pool2D, SpaceToDepth, Table, Upsample, Upsample2x, infer_shapes)
 from pyembed.model.runtime import rounding_table
 
 
@@ -75,7 +75,8 @@ def from_operator(graph, op, *, rounding="double", main_input=0, from_layer=-1):
     and otherwise constant scalars or per-channel tensors (elementwise_input)
     is a Table layer (table_layer). RESIZE_NEAREST_NEIGHBOR by integer
     factors (align_corners false) is an Upsample2x / Upsample, DEPTH_TO_SPACE
-    a DepthToSpace (both int8, the output quantized as the input).
+    a DepthToSpace, SPACE_TO_DEPTH a SpaceToDepth (int8, the output quantized
+    as the input).
     Raises UnsupportedError for an operator no layer object computes
     (another type, broadcasting ADD, batch > 1)."""
     op = _operator(graph, op)
@@ -86,6 +87,8 @@ def from_operator(graph, op, *, rounding="double", main_input=0, from_layer=-1):
         return _upsample(graph, op, where)
     if op.type == "DEPTH_TO_SPACE":
         return _depth_to_space(graph, op, where)
+    if op.type == "SPACE_TO_DEPTH":
+        return _space_to_depth(graph, op, where)
     if elementwise_input(graph, op) is not None:
         return table_layer(graph, op, rounding=rounding)
     if not op.supported:
@@ -284,6 +287,19 @@ def _depth_to_space(graph, op, where):
         raise UnsupportedError(f"{where}: block_size {b} with {x_shape[2]} input channels")
     _same_quant(graph, op, where)
     return DepthToSpace(b, channels=x_shape[2])
+
+
+def _space_to_depth(graph, op, where):
+    """SPACE_TO_DEPTH (int8, output quantized as the input, height and width
+    multiples of the block): SpaceToDepth."""
+    if not op.supported:
+        raise UnsupportedError(f"{where}: {op.reason}")
+    x_shape = _hwc(graph, op, op.inputs[0], "input")
+    b = int((op.options or {}).get("block_size", 0))
+    if b < 2 or b > MAX_FACTOR or x_shape[0] % b or x_shape[1] % b:
+        raise UnsupportedError(f"{where}: block_size {b} with a {x_shape[0]}x{x_shape[1]} input")
+    _same_quant(graph, op, where)
+    return SpaceToDepth(b, channels=x_shape[2])
 
 
 class LayerChain(list):

@@ -67,6 +67,23 @@ static int ref_layer(const pe_stripe_layer *l, const int8_t *in, shape si, const
         }
         return 1;
     }
+    if (l->op == PE_STRIPE_SPACE_TO_DEPTH) {
+        /* out[y][x][(i * b + j) * in_c + c] = in[y * b + i][x * b + j][c] */
+        const int64_t b = l->kernel.h;
+        for (oy = 0; oy < so.h; oy++) {
+            for (ox = 0; ox < so.w; ox++) {
+                for (ky = 0; ky < b; ky++) {
+                    for (kx = 0; kx < b; kx++) {
+                        for (o = 0; o < si.c; o++) {
+                            out[((oy * so.w + ox) * so.c) + (ky * b + kx) * si.c + o] =
+                                in[((oy * b + ky) * si.w + ox * b + kx) * si.c + o];
+                        }
+                    }
+                }
+            }
+        }
+        return 1;
+    }
     if (l->op == PE_STRIPE_TABLE) {
         for (i = 0; i < (int64_t)so.h * so.w; i++) {
             for (o = 0; o < so.c; o++) {
@@ -248,7 +265,7 @@ static void draw_layer(fz_reader *r, net_store *s, int32_t L, shape si, const sh
     size_t nw = 0;
     int32_t o, j;
     memset(l, 0, sizeof(*l));
-    l->op = (pe_stripe_op)fz_wild(r, 0, 9);
+    l->op = (pe_stripe_op)fz_wild(r, 0, 10);
     l->in_c = fz_bool(r) ? si.c : fz_wild(r, 1, 6); /* usually chained */
     l->kernel.h = fz_wild(r, 1, 5);
     l->kernel.w = fz_wild(r, 1, 5);
@@ -334,6 +351,20 @@ static void draw_layer(fz_reader *r, net_store *s, int32_t L, shape si, const sh
             l->stride.w = l->stride.h;
         }
         l->out_c = b2 > 0 && l->in_c % b2 == 0 ? (int32_t)(l->in_c / b2) : fz_wild(r, 1, 6);
+        break;
+    }
+    case PE_STRIPE_SPACE_TO_DEPTH: {
+        /* block kernel.h, mostly with the stride, no padding and b * b * in_c
+         * outputs its kind asks for, now and then not (the executor refuses) */
+        const int64_t b = l->kernel.h < 2 ? 2 : l->kernel.h;
+        int64_t oc;
+        if (fz_u8(r) != 5) {
+            l->kernel.h = l->kernel.w = l->stride.h = l->stride.w = (int32_t)b;
+            l->padding.top = l->padding.bottom = l->padding.left = l->padding.right = 0;
+        }
+        /* a wild block or in_c: keep the product in int64 and out_c in int32 */
+        oc = b <= 65536 && l->in_c >= 0 && l->in_c <= 65536 ? b * b * l->in_c : 0x7FFFFFFF;
+        l->out_c = oc > 0x7FFFFFFF ? 0x7FFFFFFF : (int32_t)oc;
         break;
     }
     default: /* pool, upsample (factors stride.h, stride.w) */

@@ -115,7 +115,9 @@ typedef enum {
     PE_STRIPE_CONCAT = 6,     /* channel concatenation with an earlier layer's output */
     PE_STRIPE_TABLE = 7,      /* element-wise int8 -> int8 table, per tensor or per channel */
     PE_STRIPE_UPSAMPLE = 8,   /* nearest-neighbour upsampling by integer factors (stride.h, stride.w) */
-    PE_STRIPE_DEPTH_TO_SPACE = 9 /* pixel shuffle, block stride.h == stride.w */
+    PE_STRIPE_DEPTH_TO_SPACE = 9, /* pixel shuffle, block stride.h == stride.w */
+    PE_STRIPE_SPACE_TO_DEPTH = 10 /* inverse pixel shuffle: a b x b window at stride b
+                                    (kernel == stride == b, no padding), out_c = b * b * in_c */
 } pe_stripe_op;
 
 /* Largest factor of an UPSAMPLE layer and block of a DEPTH_TO_SPACE layer

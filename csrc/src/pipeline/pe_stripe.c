@@ -408,6 +408,14 @@ static void compute_windowed(stripe_run *R, int32_t L, int32_t o, int32_t x0, in
         } else if (l->op == PE_STRIPE_DEPTHWISE) {
             dw_pixel(l, ci, co, tap, woff, ntap, dst);
             R->macs += (uint64_t)ntap * (uint64_t)co;
+        } else if (l->op == PE_STRIPE_SPACE_TO_DEPTH) {
+            /* no padding: all b * b taps, row-major, tap t to channels [t * ci, (t + 1) * ci) */
+            for (t = 0; t < ntap; t++) {
+                for (oc = 0; oc < ci; oc++) {
+                    dst[t * ci + oc] = tap[t][oc];
+                }
+            }
+            R->combines += (uint64_t)ntap * (uint64_t)ci;
         } else { /* pool */
             for (oc = 0; oc < co; oc++) {
                 int32_t v;

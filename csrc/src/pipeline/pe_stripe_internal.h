@@ -40,7 +40,8 @@ static inline int32_t max32(int32_t x, int32_t y) { return x > y ? x : y; }
 
 static inline int is_windowed(pe_stripe_op op)
 {
-    return op == PE_STRIPE_CONV || op == PE_STRIPE_DEPTHWISE || op == PE_STRIPE_POOL;
+    return op == PE_STRIPE_CONV || op == PE_STRIPE_DEPTHWISE || op == PE_STRIPE_POOL ||
+           op == PE_STRIPE_SPACE_TO_DEPTH;
 }
 
 /* A layer emitting fh whole output rows per input row from its one stored

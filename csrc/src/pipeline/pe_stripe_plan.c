@@ -341,7 +341,8 @@ pe_status pe_stripe_analyse(const pe_stripe_net *net, net_geo *G)
         switch (l->op) {
         case PE_STRIPE_CONV:
         case PE_STRIPE_DEPTHWISE:
-        case PE_STRIPE_POOL: {
+        case PE_STRIPE_POOL:
+        case PE_STRIPE_SPACE_TO_DEPTH: {
             int64_t oh, ow, eh, ew;
             if (l->kernel.h < 1 || l->kernel.w < 1 || l->stride.h < 1 || l->stride.w < 1) {
                 return PE_ERR_ARG;
@@ -364,6 +365,16 @@ pe_status pe_stripe_analyse(const pe_stripe_net *net, net_geo *G)
                 return PE_ERR_ARG;
             }
             if (l->op == PE_STRIPE_POOL && l->out_c != l->in_c) {
+                return PE_ERR_ARG;
+            }
+            /* space to depth: a b x b window at stride b, no padding, no
+             * dilation, the input a whole number of blocks, b * b * in_c out */
+            if (l->op == PE_STRIPE_SPACE_TO_DEPTH &&
+                (l->kernel.h < 2 || l->kernel.w != l->kernel.h || l->stride.h != l->kernel.h ||
+                 l->stride.w != l->kernel.h || g->dh != 1 || g->dw != 1 || l->padding.top != 0 ||
+                 l->padding.bottom != 0 || l->padding.left != 0 || l->padding.right != 0 ||
+                 h % l->kernel.h != 0 || w % l->kernel.h != 0 ||
+                 (int64_t)l->out_c != (int64_t)l->in_c * l->kernel.h * l->kernel.h)) {
                 return PE_ERR_ARG;
             }
             g->kh = (int32_t)eh;
