@@ -76,6 +76,7 @@ KERNEL_CLASS = {
     "CUSTOM:SignalWindow": "eltwise", "CUSTOM:SignalFftAutoScale": "eltwise", "CUSTOM:SignalEnergy": "eltwise",
     "CUSTOM:SignalFilterBankSquareRoot": "eltwise", "CUSTOM:SignalFilterBankSpectralSubtraction": "eltwise",
     "CUSTOM:SignalPCAN": "eltwise", "CUSTOM:SignalFilterBankLog": "eltwise",
+    "CUSTOM:SignalDelay": "copy",   # a delay line moves samples, no arithmetic
     # issue #30's third batch (pyembed.model.ops.batch3): REVERSE_V2 copies one element per output
     "REVERSE_V2": "copy",
     # issue #30's fourth batch (pyembed.model.ops.batch4): data movement, one copy per output element

@@ -214,6 +214,41 @@ static void test_cast_and_int32(void)
     PE_CHECK_EQ(pe_signal_binary_s32(5, a, 3, a, 3, INT32_MIN, INT32_MAX, o32, 3), PE_ERR_ARG);
 }
 
+static void test_delay(void)
+{
+    /* two rows of 4, delay 3: the first frame comes out behind 3 zeros, the
+     * second behind the first's last 3; delay 6 > frame 4 spans two frames */
+    const int16_t a[8] = {1, 2, 3, 4, -1, -2, -3, -4};
+    const int16_t b[8] = {5, 6, 7, 8, -5, -6, -7, -8};
+    int16_t h[12] = {0}, out[8];
+    int16_t h6[6] = {0}, o6[4];
+    const int16_t want_a[8] = {0, 0, 0, 1, 0, 0, 0, -1};
+    const int16_t want_b[8] = {2, 3, 4, 5, -2, -3, -4, -5};
+    int k;
+    PE_CHECK_EQ(pe_signal_delay_s16(a, 2, 4, 3, h, out), PE_OK);
+    for (k = 0; k < 8; k++) {
+        PE_CHECK_EQ(out[k], want_a[k]);
+    }
+    PE_CHECK_EQ(pe_signal_delay_s16(b, 2, 4, 3, h, out), PE_OK);
+    for (k = 0; k < 8; k++) {
+        PE_CHECK_EQ(out[k], want_b[k]);
+    }
+    PE_CHECK_EQ(h[0], 6);
+    PE_CHECK_EQ(h[5], -8);
+    PE_CHECK_EQ(pe_signal_delay_s16(a, 1, 4, 6, h6, o6), PE_OK);
+    PE_CHECK_EQ(o6[3], 0);
+    PE_CHECK_EQ(pe_signal_delay_s16(b, 1, 4, 6, h6, o6), PE_OK);
+    PE_CHECK_EQ(o6[0], 0);
+    PE_CHECK_EQ(o6[1], 0);
+    PE_CHECK_EQ(o6[2], 1);
+    PE_CHECK_EQ(o6[3], 2);
+    PE_CHECK_EQ(pe_signal_delay_s16(a, 1, 4, 0, NULL, o6), PE_OK); /* no delay: a copy */
+    PE_CHECK_EQ(o6[3], 4);
+    PE_CHECK_EQ(pe_signal_delay_s16(a, 1, 0, 3, h, out), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_signal_delay_s16(a, 1, 4, -1, h, out), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_signal_delay_s16(a, 1, 4, 3, NULL, out), PE_ERR_ARG);
+}
+
 int main(void)
 {
     test_sqrt_and_log();
@@ -221,5 +256,6 @@ int main(void)
     test_rfft();
     test_filter_bank_and_friends();
     test_cast_and_int32();
+    test_delay();
     return PE_TEST_END("test_signal");
 }

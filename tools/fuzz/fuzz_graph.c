@@ -1374,7 +1374,7 @@ static int32_t add_logic_op(fz_reader *r, table *tb, int32_t x)
     return y;
 }
 
-/* Appends an operator of pe_signal.h (types 180-194) on tensors of its own
+/* Appends an operator of pe_signal.h (types 180-195) on tensors of its own
  * (activations filled from the input, constant tables of drawn values):
  * lengths and words mostly consistent, sometimes wild; the RFFT's twiddles
  * are arbitrary words and its radices sometimes wrong. Returns its first
@@ -1383,7 +1383,7 @@ static int32_t add_signal_op(fz_reader *r, table *tb)
 {
     const int32_t i = tb->nops;
     pe_graph_op *op = &tb->ops[i];
-    const int32_t type = fz_range(r, PE_GOP_SIGNAL_WINDOW, PE_GOP_MAXIMUM_S32);
+    const int32_t type = fz_range(r, PE_GOP_SIGNAL_WINDOW, PE_GOP_SIGNAL_DELAY);
     const int32_t n = fz_range(r, 1, 24);
     int32_t *w = tb->words[i];
     int32_t *io = tb->sio[i];
@@ -1492,6 +1492,18 @@ static int32_t add_signal_op(fz_reader *r, table *tb)
         w[nw++] = fz_wild(r, 0, 31);
         w[nw++] = (int32_t)fz_u32(r);
         break;
+    case PE_GOP_SIGNAL_DELAY: {
+        const int32_t rows = fz_range(r, 1, 3), d = fz_range(r, 0, 30);
+        io[0] = add_tensor(r, tb, PE_DT_INT16, 1, 1, rows, n, 0);
+        io[6] = add_tensor(r, tb, PE_DT_INT16, 1, 1, rows, n, 0);
+        w[nw++] = fz_wild(r, n, n);
+        w[nw++] = fz_wild(r, d, d);
+        if (d > 0) { /* the history, updated in place */
+            io[1] = add_tensor(r, tb, PE_DT_INT16, 1, 1, 1, fz_bool(r) ? rows * d : fz_range(r, 1, 90), 0);
+            nin = 2;
+        }
+        break;
+    }
     case PE_GOP_CAST: {
         static const pe_dtype dts[5] = {PE_DT_INT8, PE_DT_INT16, PE_DT_INT32, PE_DT_UINT32, PE_DT_BOOL};
         const pe_dtype a = dts[fz_range(r, 0, 4)], b = dts[fz_range(r, 0, 3)];
@@ -1755,8 +1767,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
                 const pe_graph_tensor *y = &tb.t[op->outputs[j]];
                 in_out |= k >= y->offset && k < y->offset + y->bytes;
             }
-            /* spectral subtraction updates its state input in place */
-            if (op->type == PE_GOP_SIGNAL_SPECTRAL_SUBTRACTION && op->num_inputs >= 2 && op->inputs[1] >= 0 &&
+            /* spectral subtraction and delay update their state input in place */
+            if ((op->type == PE_GOP_SIGNAL_SPECTRAL_SUBTRACTION || op->type == PE_GOP_SIGNAL_DELAY) &&
+                op->num_inputs >= 2 && op->inputs[1] >= 0 &&
                 op->inputs[1] < tb.nt && tb.t[op->inputs[1]].data == NULL) {
                 const pe_graph_tensor *st_t = &tb.t[op->inputs[1]];
                 in_out |= k >= st_t->offset && k < st_t->offset + st_t->bytes;

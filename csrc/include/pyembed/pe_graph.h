@@ -168,6 +168,7 @@ typedef enum {
     PE_GOP_DIV_S32 = 192,
     PE_GOP_MINIMUM_S32 = 193,
     PE_GOP_MAXIMUM_S32 = 194,
+    PE_GOP_SIGNAL_DELAY = 195,
     /* 220-223: issue #30's third batch of TFLM operators (pe_batch3.h) */
     PE_GOP_REVERSE_V2 = 220,
     PE_GOP_PACK = 221,

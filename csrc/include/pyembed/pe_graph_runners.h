@@ -163,9 +163,9 @@ pe_status pe_graph_run_logic(const pe_graph *graph, const pe_graph_op *op, const
                              const pe_context *arena);
 
 /* ---- pe_signal.h ---------------------------------------------------------------- */
-/* Codes 180-194: the signal library operators, CAST and the int32 binary
+/* Codes 180-195: the signal library operators, CAST and the int32 binary
  * operators. The real FFT's work area is the operator's scratch; spectral
- * subtraction updates its state input (a variable tensor) in place. */
+ * subtraction and delay update their state input (a variable tensor) in place. */
 pe_status pe_graph_run_signal(const pe_graph *graph, const pe_graph_op *op, const pe_context *scratch,
                               const pe_context *arena);
 

@@ -2,7 +2,7 @@
  * pe_signal.h - audio front-end kernels: the operators of TFLite Micro's
  * signal library (window, FFT auto-scale, real FFT, energy, filter bank,
  * filter-bank square root, spectral subtraction, PCAN gain control,
- * filter-bank log) and the integer glue the converter puts around them
+ * filter-bank log, delay) and the integer glue the converter puts around them
  * (CAST between integer types, int32 ADD / MUL / DIV / MINIMUM / MAXIMUM).
  *
  * Every kernel is integer-only and reproduces TFLM's arithmetic bit for bit,
@@ -10,7 +10,7 @@
  * the C is well defined). No kernel allocates or prints; the real FFT takes
  * its work area as a pe_context sized by pe_signal_rfft_get_buffer_size().
  *
- * Graph operator codes 180-194 (pe_graph.h) and their int32 parameter words:
+ * Graph operator codes 180-195 (pe_graph.h) and their int32 parameter words:
  *   180 SIGNAL_WINDOW      [shift, weight_count]        in int16, weights int16 -> int16
  *   181 FFT_AUTO_SCALE     []                           int16 -> int16, scale bits int32 scalar
  *   182 RFFT               [fft_length, input_length, ncfft, n_stages,
@@ -29,6 +29,8 @@
  *   189 CAST               [input pe_dtype, output pe_dtype]
  *   190-194 int32 ADD, MUL, DIV, MINIMUM, MAXIMUM   [activation_min, activation_max]
  *                          (an operand of one element broadcasts)
+ *   195 SIGNAL_DELAY       [frame_size, delay_length]   int16 [.., frame_size] -> int16, history
+ *                          int16 [rows * delay_length] a variable tensor updated in place
  */
 #ifndef PYEMBED_PE_SIGNAL_H
 #define PYEMBED_PE_SIGNAL_H
@@ -110,6 +112,11 @@ pe_status pe_signal_pcan(const uint32_t *input, const uint32_t *noise, int32_t c
 
 pe_status pe_signal_filter_bank_log(const uint32_t *input, int32_t count, int32_t correction_bits,
                                     int32_t output_scale, int16_t *output);
+
+/* rows frames of frame_size samples, each delayed by delay_length samples;
+ * history (rows * delay_length, zeros after a reset) is updated in place */
+pe_status pe_signal_delay_s16(const int16_t *input, int32_t rows, int32_t frame_size, int32_t delay_length,
+                              int16_t *history, int16_t *output);
 
 /* the integer pieces, exposed for tests */
 uint32_t pe_signal_sqrt64(uint64_t x);

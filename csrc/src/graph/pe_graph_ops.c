@@ -47,7 +47,7 @@ pe_graph_runner pe_graph_runner_for(pe_graph_op_type type)
     case PE_GOP_SIGNAL_ENERGY: case PE_GOP_SIGNAL_FILTER_BANK: case PE_GOP_SIGNAL_FILTER_BANK_SQRT:
     case PE_GOP_SIGNAL_SPECTRAL_SUBTRACTION: case PE_GOP_SIGNAL_PCAN: case PE_GOP_SIGNAL_FILTER_BANK_LOG:
     case PE_GOP_CAST: case PE_GOP_ADD_S32: case PE_GOP_MUL_S32: case PE_GOP_DIV_S32: case PE_GOP_MINIMUM_S32:
-    case PE_GOP_MAXIMUM_S32:
+    case PE_GOP_MAXIMUM_S32: case PE_GOP_SIGNAL_DELAY:
         return pe_graph_run_signal;
     case PE_GOP_CONV_POOL:
         return pe_graph_run_conv_pool;

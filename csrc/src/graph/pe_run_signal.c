@@ -1,5 +1,5 @@
 /*
- * pe_run_signal.c - the graph runner of operators 180-194 (kernels in
+ * pe_run_signal.c - the graph runner of operators 180-195 (kernels in
  * kernels/signal/, words in pe_signal.h): checks the io list lengths, the
  * parameter words and the element counts, fetches each tensor with the type
  * the operator requires, and calls the kernel.
@@ -124,6 +124,38 @@ static pe_status run_spectral(const pe_graph *g, const pe_graph_op *op, const pe
         return PE_ERR_ARG;
     }
     return pe_signal_spectral_subtraction(&p, in, state, out, noise);
+}
+
+static pe_status run_delay(const pe_graph *g, const pe_graph_op *op, const pe_context *arena)
+{
+    const int32_t *w = op->params;
+    const int16_t *in;
+    int16_t *history = NULL, *out;
+    int32_t frame_size, delay_length, n;
+    if (op->num_outputs != 1 || op->num_params != 2 || w == NULL) {
+        return PE_ERR_ARG;
+    }
+    frame_size = w[0];
+    delay_length = w[1];
+    if (frame_size < 1 || delay_length < 0 || op->num_inputs != (delay_length > 0 ? 2 : 1)) {
+        return PE_ERR_ARG;
+    }
+    in = (const int16_t *)pe_graph_input(g, op, 0, arena, PE_DT_INT16);
+    out = (int16_t *)pe_graph_output(g, op, 0, arena, PE_DT_INT16);
+    if (in == NULL || out == NULL) {
+        return PE_ERR_ARG;
+    }
+    n = in_count(g, op, 0);
+    if (n % frame_size != 0 || out_count(g, op, 0) != n) {
+        return PE_ERR_ARG;
+    }
+    if (delay_length > 0) {
+        history = (int16_t *)pe_graph_state(g, op, 1, arena, PE_DT_INT16);
+        if (history == NULL || (int64_t)in_count(g, op, 1) != (int64_t)(n / frame_size) * delay_length) {
+            return PE_ERR_ARG;
+        }
+    }
+    return pe_signal_delay_s16(in, n / frame_size, frame_size, delay_length, history, out);
 }
 
 static pe_status run_cast(const pe_graph *g, const pe_graph_op *op, const pe_context *arena)
@@ -268,6 +300,8 @@ pe_status pe_graph_run_signal(const pe_graph *g, const pe_graph_op *op, const pe
     }
     case PE_GOP_CAST:
         return run_cast(g, op, arena);
+    case PE_GOP_SIGNAL_DELAY:
+        return run_delay(g, op, arena);
     case PE_GOP_ADD_S32:
     case PE_GOP_MUL_S32:
     case PE_GOP_DIV_S32:

@@ -1,5 +1,5 @@
 """Preparation of TFLite Micro's signal-library operators (the audio front
-end's custom operators) and the integer glue around them: C codes 180-194,
+end's custom operators) and the integer glue around them: C codes 180-195,
 csrc/include/pyembed/pe_signal.h.
 
   CUSTOM:SignalWindow                       180  int16 x int16 window -> int16
@@ -14,6 +14,7 @@ csrc/include/pyembed/pe_signal.h.
   CUSTOM:SignalFilterBankLog                188  uint32 -> int16
   CAST                                      189  between int8 / int16 / int32 / uint32 (bool in)
   ADD / MUL / DIV / MINIMUM / MAXIMUM, int32 190-194
+  CUSTOM:SignalDelay                        195  int16 -> int16, history int16 (state)
 
 Each custom operator's parameters come from its flexbuffer options, read
 by key (TFLM reads them by position in the key-sorted map, the same
@@ -26,7 +27,10 @@ buffer of its own, zeroed when the interpreter is reset, and copies it to
 its second output on every call. Here that buffer is a variable tensor the
 preparation adds to the graph as the operator's second input (uint32,
 num_channels): planned for the whole run like an LSTM's state, reset to 0
-by GraphRuntime.new_arena / reset_variables, updated in place.
+by GraphRuntime.new_arena / reset_variables, updated in place. SignalDelay's
+per-row history (TFLM: a ring buffer primed with delay_length zeros) is kept
+the same way, an int16 variable tensor of rows * delay_length samples
+(tests/test_signal_delay.py).
 
 SignalEnergy writes only bins start_index .. end_index - 1 (TFLM leaves the
 others as they were in its arena); pyembed writes 0 there.
@@ -63,6 +67,8 @@ CONSTRAINTS = {
                                                   "in a variable tensor",
     "CUSTOM:SignalPCAN": "uint32, uint32 noise, int16 gain table of >= 125 entries -> uint32",
     "CUSTOM:SignalFilterBankLog": "uint32 1-D -> int16",
+    "CUSTOM:SignalDelay": "int16 [.., frame_size] -> int16; delay_length samples of history per row kept "
+                          "in a variable tensor",
     "CAST": "int8 / int16 / int32 / uint32 / bool -> int8 / int16 / int32 / uint32 (wraps as C++'s "
             "static_cast)",
 }
@@ -291,6 +297,41 @@ def prepare_spectral_subtraction(c):
     _finish(c, [vals[k] for k in SPECTRAL_KEYS], 4 * n)
 
 
+@register("CUSTOM:SignalDelay", code=195, c_name="PE_GOP_SIGNAL_DELAY")
+def prepare_delay(c):
+    """Each row (last dimension, frame_size samples) delayed by delay_length
+    samples. TFLM keeps the history in a ring buffer per row that Prepare and
+    reset() fill with delay_length zeros; here it is a variable int16 tensor
+    [rows * delay_length] (zeroed by a new arena / reset_variables), added as
+    the operator's second input."""
+    x, y = c.tensor(0, "input"), c.output(0)
+    _need(c, x, "input", np.int16)
+    _need(c, y, "output", np.int16)
+    if len(x.shape) < 1 or x.shape[-1] < 1:
+        raise c.error(f"input must have a last dimension of at least 1, has shape {list(x.shape)}")
+    if tuple(y.shape) != tuple(x.shape):
+        raise c.error(f"output shape {list(y.shape)} must equal the input's {list(x.shape)}")
+    d = _opt_int(c, custom_options(c), "delay_length", 0, 1 << 20)
+    f = int(x.shape[-1])
+    rows = x.size // f
+    g, op = c.graph, c.op
+    if d > 0:
+        if len(op.inputs) >= 2:
+            t = g.tensors[op.inputs[1]]
+            if not (len(op.inputs) == 2 and t.is_variable and not t.is_constant and t.dtype == np.int16
+                    and t.size == rows * d):
+                raise c.error(f"expects one input, got {len(op.inputs)}")
+        else:
+            t = Tensor(index=len(g.tensors), name=f"{y.name}/delay_history", shape=(rows * d,),
+                       dtype=np.dtype(np.int16), is_variable=True, type_name="INT16")
+            g.tensors.append(t)
+            op.inputs = list(op.inputs) + [t.index]
+    elif len(op.inputs) != 1:
+        raise c.error(f"expects one input, got {len(op.inputs)}")
+    c.op.params = {"frame_size": f, "delay_length": d}
+    _finish(c, [f, d], x.size + rows * d)
+
+
 @register("CUSTOM:SignalPCAN", code=187, c_name="PE_GOP_SIGNAL_PCAN")
 def prepare_pcan(c):
     x, noise, lut, y = c.tensor(0, "input"), c.tensor(1, "noise estimate"), c.tensor(2, "gain table"), c.output()
@@ -410,6 +451,10 @@ def float_reference(graph, op, inputs):
         sm = np.where(np.arange(x.size) % 2 == 0, p["smoothing"], p["alternate_smoothing"]) / 2.0 ** ssb
         noise = np.minimum(x * sm, x)   # from the reset (zero) estimate
         return np.maximum(x - noise, x * p["min_signal_remaining"] / 2.0 ** ssb)
+    if t == "CUSTOM:SignalDelay":   # from the reset (zero) history: a shift along the last axis
+        f, d = p["frame_size"], p["delay_length"]
+        rows = x.reshape(-1, f)
+        return np.concatenate([np.zeros((rows.shape[0], d)), rows], axis=1)[:, :f].reshape(y.shape)
     if t == "CUSTOM:SignalPCAN":
         lut = np.asarray(graph.tensors[op.inputs[2]].data)
         return pcan_numpy(np.asarray(inputs[0]).astype(np.uint64), np.asarray(inputs[1]).astype(np.uint64), lut,

@@ -432,3 +432,41 @@ pe_status pe_signal_binary_s32(int32_t kind, const int32_t *a, int32_t n_a, cons
     }
     return PE_OK;
 }
+
+/* Delay: each row of frame_size samples comes out delay_length samples late.
+ * Read the row as the tail of the stream [history (delay_length) | input
+ * (frame_size)]: the output is that stream's first frame_size samples and the
+ * new history its last delay_length. The history is the operator's state (a
+ * variable tensor, all zeros after a reset as TFLM's primed ring buffer is).
+ * Output first (reads the old history), then the history moves forward in
+ * place: position j takes stream position frame_size + j >= j, so no sample
+ * is overwritten before it is read. No scratch. */
+pe_status pe_signal_delay_s16(const int16_t *input, int32_t rows, int32_t frame_size, int32_t delay_length,
+                              int16_t *history, int16_t *output)
+{
+    int32_t r, i;
+    if (rows < 0 || frame_size < 1 || delay_length < 0 || (rows > 0 && (input == NULL || output == NULL)) ||
+        (rows > 0 && delay_length > 0 && history == NULL)) {
+        return PE_ERR_ARG;
+    }
+    for (r = 0; r < rows; r++) {
+        const int16_t *in = input + (int64_t)r * frame_size;
+        int16_t *out = output + (int64_t)r * frame_size;
+        int16_t *h;
+        if (delay_length == 0) { /* no history at all (it may be NULL): a copy */
+            for (i = 0; i < frame_size; i++) {
+                out[i] = in[i];
+            }
+            continue;
+        }
+        h = history + (int64_t)r * delay_length;
+        for (i = 0; i < frame_size; i++) {
+            out[i] = i < delay_length ? h[i] : in[i - delay_length];
+        }
+        for (i = 0; i < delay_length; i++) {
+            int64_t k = (int64_t)frame_size + i;
+            h[i] = k < delay_length ? h[k] : in[k - delay_length];
+        }
+    }
+    return PE_OK;
+}
