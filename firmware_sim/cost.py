@@ -84,6 +84,8 @@ KERNEL_CLASS = {
     # issue #30's fifth batch (pyembed.model.ops.batch5): ADD_N / CUMSUM requantize every term
     # (macs = terms), ELU is one table lookup per element, EMBEDDING_LOOKUP copies rows
     "ADD_N": "eltwise", "CUMSUM": "eltwise", "ELU": "copy", "EMBEDDING_LOOKUP": "copy",
+    # issue #30's sixth batch (pyembed.model.ops.batch6): REDUCE_ALL reads each input byte once
+    "REDUCE_ALL": "copy",
 }
 
 
