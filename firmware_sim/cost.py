@@ -87,6 +87,8 @@ KERNEL_CLASS = {
     "ADD_N": "eltwise", "CUMSUM": "eltwise", "ELU": "copy", "EMBEDDING_LOOKUP": "copy",
     # SVDF: feature and time dot products (macs = batch * filters * (input + memory))
     "SVDF": "fc",
+    # issue #30's sixth batch (pyembed.model.ops.batch6): REDUCE_ALL reads each input byte once
+    "REDUCE_ALL": "copy",
 }
 
 

@@ -386,7 +386,7 @@ def _options(op, op_type):
     if op_type == "MUL" and otype == B.MulOptions:
         o = load(tflite.MulOptions)
         return {"activation": _ACTIVATION.get(int(o.FusedActivationFunction()), int(o.FusedActivationFunction()))}
-    if op_type in ("MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN") and otype == B.ReducerOptions:
+    if op_type in ("MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_ALL") and otype == B.ReducerOptions:
         return {"keep_dims": bool(load(tflite.ReducerOptions).KeepDims())}
     if op_type == "LEAKY_RELU" and otype == B.LeakyReluOptions:
         return {"alpha": float(load(tflite.LeakyReluOptions).Alpha())}

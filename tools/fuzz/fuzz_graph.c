@@ -38,6 +38,7 @@
 #include "pyembed/pe_batch3.h"
 #include "pyembed/pe_batch4.h"
 #include "pyembed/pe_batch5.h"
+#include "pyembed/pe_batch6.h"
 #include "pyembed/pe_svdf.h"
 
 #define MAX_T 32
@@ -1111,6 +1112,49 @@ static int32_t add_math_op(fz_reader *r, table *tb, int32_t x)
     return y;
 }
 
+/* Appends an operator of pe_batch6.h (issue #30's sixth batch) shaped by
+ * activation x ([n, h, w, c]): REDUCE_ALL of a bool constant of x's shape
+ * (any bytes: nonzero is true) over a drawn axis mask, keep_dims output.
+ * Io lists in tb->dio. Returns its output (bool) or -1. */
+static int32_t add_batch6_op(fz_reader *r, table *tb, int32_t x)
+{
+    const int32_t i = tb->nops;
+    pe_graph_op *op = &tb->ops[i];
+    const pe_dims xd = tb->t[x].dims;
+    const int32_t dx[4] = {xd.n, xd.h, xd.w, xd.c};
+    const int32_t mask = fz_range(r, 0, 15);
+    int32_t *w = tb->words[i];
+    int32_t *io = tb->dio[i];
+    int32_t n = 0, k, a, y, dy[4];
+    memset(op, 0, sizeof(*op));
+    op->inputs = io;
+    op->outputs = &io[4];
+    op->num_inputs = 1;
+    op->num_outputs = 1;
+    op->scratch_offset = -1;
+    a = add_tensor(r, tb, PE_DT_BOOL, xd.n, xd.h, xd.w, xd.c, 1);
+    if (a < 0) {
+        return -1;
+    }
+    io[0] = a;
+    op->type = PE_GOP_REDUCE_ALL;
+    w[n++] = fz_wild(r, mask, mask);
+    w[n++] = fz_wild(r, 4, 4);
+    for (k = 0; k < 4; k++) {
+        w[n++] = fz_wild(r, dx[k], dx[k]);
+        dy[k] = ((mask >> k) & 1) ? 1 : dx[k];
+    }
+    op->params = w;
+    op->num_params = n;
+    y = add_tensor(r, tb, PE_DT_BOOL, dy[0], dy[1], dy[2], dy[3], 0);
+    if (y < 0) {
+        return -1;
+    }
+    io[4] = y;
+    tb->nops++;
+    return y;
+}
+
 /* The 8 pe_sum_q8 words (pe_batch5.h), mostly in range. */
 static void draw_sum_q8(fz_reader *r, int32_t *w)
 {
@@ -1697,8 +1741,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
                           : pick == 45 ? add_logic_op(&r, &tb, x)
                           : pick == 40 ? add_lstm_op(&r, &tb, x)
                           : (pick >= 38 && pick != 40) ? add_op(&r, &tb, type, x)
-                          : pick >= 34 ? (fz_u8(&r) < 64 ? add_batch5_op(&r, &tb, x) /* a quarter: pe_batch5.h */
-                                                         : add_math_op(&r, &tb, x))
+                          : pick >= 34 ? (fz_u8(&r) < 64 ? (fz_u8(&r) < 224 ? add_batch5_op(&r, &tb, x) /* a quarter: */
+                                                                                   : add_batch6_op(&r, &tb, x))
+                                                         : add_math_op(&r, &tb, x)) /* pe_batch5/6.h */
                           : (pick >= 18 ? add_data_op(&r, &tb, batch4_or(&r, batch3_or(&r, data_ops[pick - 18])), x)
                                        : add_op(&r, &tb, type, x));
         if (y < 0) {

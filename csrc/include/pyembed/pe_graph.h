@@ -190,7 +190,9 @@ typedef enum {
     PE_GOP_CUMSUM = 241,
     PE_GOP_ELU = 242,
     PE_GOP_LOG_SOFTMAX = 243,
-    PE_GOP_EMBEDDING_LOOKUP = 244
+    PE_GOP_EMBEDDING_LOOKUP = 244,
+    /* 245-255: issue #30's sixth batch (pe_batch6.h) */
+    PE_GOP_REDUCE_ALL = 247
 } pe_graph_op_type;
 
 /* Bound on an operator's inputs or outputs (a sanity limit for the checks). */

@@ -123,6 +123,9 @@ pe_status pe_graph_run_log_softmax(const pe_graph *g, const pe_graph_op *op,
                                    const pe_context *scratch, const pe_context *arena);
 pe_status pe_graph_run_embedding_lookup(const pe_graph *g, const pe_graph_op *op,
                                         const pe_context *scratch, const pe_context *arena);
+/* ---- pe_batch6.h (issue #30's sixth batch) ------------------------------------ */
+pe_status pe_graph_run_reduce_all(const pe_graph *g, const pe_graph_op *op,
+                                  const pe_context *scratch, const pe_context *arena);
 /* ---- pe_gather.h ---------------------------------------------------------------- */
 pe_status pe_graph_run_gather_batched(const pe_graph *g, const pe_graph_op *op,
                                       const pe_context *scratch, const pe_context *arena);

@@ -130,6 +130,8 @@ pe_graph_runner pe_graph_runner_for(pe_graph_op_type type)
         return pe_graph_run_log_softmax;
     case PE_GOP_EMBEDDING_LOOKUP:
         return pe_graph_run_embedding_lookup;
+    case PE_GOP_REDUCE_ALL:
+        return pe_graph_run_reduce_all;
     case PE_GOP_FULLY_CONNECTED_W16:
         return pe_graph_run_fc_w16;
     case PE_GOP_FULLY_CONNECTED_W4:
