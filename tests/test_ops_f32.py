@@ -113,3 +113,15 @@ def test_bad_arguments_name_the_argument():
     with pytest.raises(ArgumentError, match="at most 6"):
         f32.binary("ADD", np.zeros((1,) * 7, np.float32), x)
     assert f32._ext().scratch_size() == (0, 0)
+
+
+@pytest.mark.parametrize("name", f32.UNARY)
+def test_kernel_agrees_with_the_float_island_tables(name):
+    # the folded-island tables (pyembed.model.float_islands.unary_f32, numpy + ctypes libm)
+    # and the run-time C kernel must give the same float32 bits, NaN included
+    from pyembed.model.float_islands import unary_f32
+    rng = np.random.default_rng(5 + len(name))
+    x = _inputs(rng, (4096,))
+    a, b = _bits(f32.unary(name, x)), _bits(unary_f32(name, x))
+    bad = np.nonzero(a != b)[0]
+    assert bad.size == 0, [(x[i], a[i], b[i]) for i in bad[:8]]
