@@ -13,7 +13,7 @@ compiled with (see ``effective_flags``).
 import re
 import subprocess
 
-EXT_CFLAGS = ["-O3", "-fno-wrapv", "-frecord-gcc-switches"]
+EXT_CFLAGS = ["-O3", "-fno-wrapv", "-frecord-gcc-switches", "-ffp-contract=off"]   # fp-contract: float32 kernels (pe_f32.h) round each operation as TFLM
 
 
 def recorded_switches(path):

@@ -46,6 +46,9 @@ def graph_from_raw(raw, label, source_format=""):
     # DEQUANTIZE -> float32 element-wise -> QUANTIZE islands: int8 tables
     from pyembed.model.float_islands import fold_float_islands
     g.float_islands = fold_float_islands(g)
+    # int8 EXP / LOG (LiteRT's tables; TFLM runs them on float32 only)
+    from pyembed.model.int8_tables import fold_int8_exp_log
+    fold_int8_exp_log(g)
     operators = g.operators
     for op in operators:
         # RESHAPE, SQUEEZE and EXPAND_DIMS keep the bytes: the output aliases the input

@@ -1,0 +1,86 @@
+/* test_f32.c - C unit tests of the float32 element-wise kernels (pe_f32.h):
+ * exact results (ROUND's ties to even, ABS/NEG/CEIL/FLOOR/SQUARE of known
+ * values), broadcasting against a naive index computation, the fused clamp,
+ * MAXIMUM/MINIMUM/SQUARED_DIFFERENCE, and the refused arguments. Bit-exactness
+ * with the TFLM interpreter is tested from Python (tests/test_ops_f32.py). */
+#include <string.h>
+
+#include "pe_test.h"
+#include "pyembed/pe_f32.h"
+
+static void test_unary_exact(void)
+{
+    const float x[8] = {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.25f, 3.75f, -7.0f};
+    const float round_want[8] = {0.0f, 2.0f, 2.0f, -0.0f, -2.0f, -2.0f, 4.0f, -7.0f};
+    const float ceil_want[8] = {1.0f, 2.0f, 3.0f, -0.0f, -1.0f, -2.0f, 4.0f, -7.0f};
+    const float floor_want[8] = {0.0f, 1.0f, 2.0f, -1.0f, -2.0f, -3.0f, 3.0f, -7.0f};
+    float y[8];
+    int i;
+    int32_t size = -1;
+    PE_CHECK_EQ(pe_f32_scratch_size(&size), PE_OK);
+    PE_CHECK_EQ(size, 0);
+    PE_CHECK_EQ(pe_f32_unary(PE_F32_ROUND, x, y, 8), PE_OK);
+    for (i = 0; i < 8; i++) PE_CHECK(y[i] == round_want[i]);
+    PE_CHECK_EQ(pe_f32_unary(PE_F32_CEIL, x, y, 8), PE_OK);
+    for (i = 0; i < 8; i++) PE_CHECK(y[i] == ceil_want[i]);
+    PE_CHECK_EQ(pe_f32_unary(PE_F32_FLOOR, x, y, 8), PE_OK);
+    for (i = 0; i < 8; i++) PE_CHECK(y[i] == floor_want[i]);
+    PE_CHECK_EQ(pe_f32_unary(PE_F32_ABS, x, y, 8), PE_OK);
+    for (i = 0; i < 8; i++) PE_CHECK(y[i] == (x[i] < 0.0f ? -x[i] : x[i]));
+    PE_CHECK_EQ(pe_f32_unary(PE_F32_SQUARE, x, y, 8), PE_OK);
+    for (i = 0; i < 8; i++) PE_CHECK(y[i] == x[i] * x[i]);
+    memcpy(y, x, sizeof y);   /* in place */
+    PE_CHECK_EQ(pe_f32_unary(PE_F32_NEG, y, y, 8), PE_OK);
+    for (i = 0; i < 8; i++) PE_CHECK(y[i] == -x[i]);
+    PE_CHECK_EQ(pe_f32_unary(PE_F32_SQRT, round_want + 1, y, 2), PE_OK);   /* sqrt(2)^2 ~ 2 */
+    PE_CHECK(y[0] > 1.4142f && y[0] < 1.4143f);
+    PE_CHECK_EQ(pe_f32_unary(PE_F32_EXP, x, y, 0), PE_OK);
+    PE_CHECK_EQ(pe_f32_unary(PE_F32_UNARY_COUNT, x, y, 8), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_f32_unary(-1, x, y, 8), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_f32_unary(PE_F32_EXP, x, y, -1), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_f32_unary(PE_F32_EXP, NULL, y, 2), PE_ERR_ARG);
+}
+
+static void test_binary_broadcast(void)
+{
+    /* a: 2x1x4, b: 3x1, y: 2x3x4 */
+    const int32_t as[3] = {2, 1, 4}, bs[3] = {1, 3, 1}, ys[3] = {2, 3, 4};
+    float a[8], b[3], y[24];
+    int32_t i, j, k;
+    for (i = 0; i < 8; i++) a[i] = (float)i - 3.5f;
+    for (i = 0; i < 3; i++) b[i] = (float)(i + 1) * 0.75f;
+    PE_CHECK_EQ(pe_f32_binary(PE_F32_SUB, a, as, b, bs, y, ys, 3, -2.0f, 2.0f), PE_OK);
+    for (i = 0; i < 2; i++)
+        for (j = 0; j < 3; j++)
+            for (k = 0; k < 4; k++) {
+                float r = a[i * 4 + k] - b[j];
+                r = r < -2.0f ? -2.0f : (r > 2.0f ? 2.0f : r);
+                PE_CHECK(y[(i * 3 + j) * 4 + k] == r);
+            }
+    PE_CHECK_EQ(pe_f32_binary(PE_F32_MAXIMUM, a, as, b, bs, y, ys, 3, 0.0f, 0.0f), PE_OK);
+    PE_CHECK(y[0] == 0.75f && y[23] == 3.5f);
+    PE_CHECK_EQ(pe_f32_binary(PE_F32_SQUARED_DIFFERENCE, a, as, b, bs, y, ys, 3, 0.0f, 0.0f), PE_OK);
+    PE_CHECK(y[0] == (-3.5f - 0.75f) * (-3.5f - 0.75f));
+    PE_CHECK_EQ(pe_f32_binary(PE_F32_MINIMUM, b, bs, a, as, y, ys, 3, 0.0f, 0.0f), PE_OK);
+    PE_CHECK(y[0] == -3.5f && y[23] == 2.25f);
+    /* refused: a dim that is neither the output's nor 1, a bad rank, op */
+    {
+        const int32_t bad[3] = {2, 2, 4};
+        PE_CHECK_EQ(pe_f32_binary(PE_F32_ADD, a, bad, b, bs, y, ys, 3, 0.0f, 1.0f), PE_ERR_ARG);
+        PE_CHECK_EQ(pe_f32_binary(PE_F32_ADD, a, as, b, bs, y, ys, 0, 0.0f, 1.0f), PE_ERR_ARG);
+        PE_CHECK_EQ(pe_f32_binary(PE_F32_ADD, a, as, b, bs, y, ys, PE_F32_MAX_RANK + 1, 0.0f, 1.0f), PE_ERR_ARG);
+        PE_CHECK_EQ(pe_f32_binary(PE_F32_BINARY_COUNT, a, as, b, bs, y, ys, 3, 0.0f, 1.0f), PE_ERR_ARG);
+        PE_CHECK_EQ(pe_f32_binary(PE_F32_ADD, NULL, as, b, bs, y, ys, 3, 0.0f, 1.0f), PE_ERR_ARG);
+    }
+    {
+        const int32_t big[2] = {65536, 65536};
+        PE_CHECK_EQ(pe_f32_binary(PE_F32_ADD, a, big, b, big, y, big, 2, 0.0f, 1.0f), PE_ERR_OVERFLOW);
+    }
+}
+
+int main(void)
+{
+    test_unary_exact();
+    test_binary_broadcast();
+    return PE_TEST_END("test_f32");
+}
