@@ -12,7 +12,7 @@ SVDF and CUSTOM:CIRCULAR_BUFFER are not in this module yet (issue #30).
 import numpy as np
 
 from pyembed.model.ops.base import Unsupported
-from pyembed.model.ops.logic import MAX_RANK
+from pyembed.model.ops.logic import reduced_axes
 from pyembed.model.ops.registry import register
 
 CODES = {"REDUCE_ALL": 247}
@@ -36,21 +36,7 @@ def prepare_reduce_all(c):
         raise Unsupported(f"axis tensor is {np.dtype(a.dtype).name}, only int32 is supported (as TFLM)")
     axes = [int(v) for v in np.asarray(a.data).ravel()]
     rank = len(x.shape)
-    if rank < 1 or rank > MAX_RANK:
-        raise Unsupported(f"REDUCE_ALL of a {rank}-D input (1 to {MAX_RANK} dimensions)")
-    resolved = set()
-    for v in axes:
-        if not -rank <= v < rank:
-            raise c.error(f"axis {v} is out of range for a {rank}-D input")
-        resolved.add(v % rank)
-    keep = bool(c.op.options.get("keep_dims", False))
-    if keep:
-        expect = [1 if d in resolved else int(s) for d, s in enumerate(x.shape)]
-    else:
-        expect = [int(s) for d, s in enumerate(x.shape) if d not in resolved]
-    if [int(s) for s in y.shape] != expect and not (expect == [] and [int(s) for s in y.shape] == [1]):
-        raise c.error(f"output shape {list(y.shape)} disagrees with input {list(x.shape)}, axes {axes}, "
-                      f"keep_dims {keep}: expected {expect}")
+    resolved, keep = reduced_axes(c, "REDUCE_ALL", x, y, axes)
     dims = [int(d) for d in x.shape]
     if min(dims) < 1 or int(np.prod(dims, dtype=np.int64)) >= 1 << 31:
         raise c.error(f"empty or oversized input {dims}")

@@ -206,12 +206,10 @@ def prepare_arg_minmax(c):
     c.op.params["axis"] = axis
 
 
-def prepare_reduce_minmax(c):
-    kind = c.op.type
-    x, y = c.tensor(0, "input"), c.output()
-    c.dtype(x, "input", (np.int8,))
-    c.dtype(y, "output", (np.int8,))
-    axes = _const_ints(c, 1, "axis")
+def reduced_axes(c, kind, x, y, axes):
+    """(set of axes reduced, keep_dims) of a REDUCE_* operator over constant
+    axes (negative counted from the end, repeats allowed), checking the rank
+    (1 to MAX_RANK) and the output shape TFLM gives it."""
     rank = len(x.shape)
     if rank < 1 or rank > MAX_RANK:
         raise Unsupported(f"{kind} of a {rank}-D input (1 to {MAX_RANK} dimensions)")
@@ -228,12 +226,22 @@ def prepare_reduce_minmax(c):
     if [int(s) for s in y.shape] != expect and not (expect == [] and [int(s) for s in y.shape] == [1]):
         raise c.error(f"output shape {list(y.shape)} disagrees with input {list(x.shape)}, axes {axes}, "
                       f"keep_dims {keep}: expected {expect}")
+    return resolved, keep
+
+
+def prepare_reduce_minmax(c):
+    kind = c.op.type
+    x, y = c.tensor(0, "input"), c.output()
+    c.dtype(x, "input", (np.int8,))
+    c.dtype(y, "output", (np.int8,))
+    axes = _const_ints(c, 1, "axis")
+    resolved, keep = reduced_axes(c, kind, x, y, axes)
     (xs, xz), (ys, yz) = c.qparams(x, "input"), c.qparams(y, "output")
     if np.float32(xs) != np.float32(ys) or xz != yz:
         raise c.error(f"int8 {kind} needs the output quantized as the input (TFLM checks it): input scale "
                       f"{float(xs)!r} zero point {xz}, output scale {float(ys)!r} zero point {yz}")
     mask = sum(1 << d for d in resolved)
-    _finish(c, [mask, rank] + [int(d) for d in x.shape], elements=int(np.prod(x.shape)))
+    _finish(c, [mask, len(x.shape)] + [int(d) for d in x.shape], elements=int(np.prod(x.shape)))
     c.op.params["c_inputs"] = [0]   # the axes are folded into the words
     c.op.params["axes"] = sorted(resolved)
 
