@@ -8,7 +8,7 @@ import pytest
 from pyembed.errors import ModelError
 from pyembed.model.load import load_tflite_bytes
 from pyembed.model.tflite_writer import build, custom_op, tensor
-from tests.test_signal_ops import assert_same, ours_sequence, rand, tflm_sequence
+from test_signal_ops import assert_same, ours_sequence, rand, tflm_sequence
 
 
 def delay_model(shape, delay):
