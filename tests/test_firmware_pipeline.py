@@ -170,3 +170,50 @@ def test_firmware_stripe_dsp_paths_bit_exact_under_qemu(tmp_path, monkeypatch, r
     ops = [o["type"] for o in d["operators"]]
     assert "PE_STRIPE_REGION" in ops and "DEPTHWISE_CONV_2D" not in ops, ops
     _check_run(d, g, x)
+
+
+def _conv_rows_net():
+    """Convolutions the stripe executor's conv row loops take (one group, a
+    multiple of 4 input channels): 3x3 stride 1 and 2, a 1x1, a 5x5 VALID,
+    6 output channels (a four-channel block and a two-channel tail), on rows
+    40 wide, so the blocks meet the circular row temporary's wrap."""
+    from pyembed.bench._built import _Net
+    n = _Net(5)
+    x = n.input((1, 22, 40, 4))
+    a = n.conv(x, 8, 3, 1)
+    b = n.conv(a, 12, 3, 2)
+    c = n.conv(b, 8, 1, 1, act=None)
+    d = n.conv(c, 6, 5, 1, padding="VALID")
+    e = n.conv(d, 4, 3, 1)
+    y = n.fc(n.reshape(e, (1, int(np.prod(n.shape(e)[1:])))), 3)
+    return n.to_bytes([x], [y])
+
+
+@NEEDS_QEMU
+def test_firmware_stripe_conv_rows_bit_exact_under_qemu(tmp_path, monkeypatch, runtime_objects):
+    """Wide blocks (32 columns): the conv layers of the region run the conv
+    row loops on the Cortex-M4 (weights widened per kernel row into the
+    region's work block, pe_cv_dsp_cols): outputs == host run == TFLM, and
+    the work block is in the region's scratch (blocks of 32 ask for it and
+    wider temporaries; blocks of 16 reserve none)."""
+    import pyembed.passes.pipeline as pipeline
+    monkeypatch.setenv("RUNTIME_BUILD", runtime_objects)
+    monkeypatch.setattr(pipeline, "BLOCK_WIDTHS", (pipeline.WIDE_BLOCK,))
+    data = _conv_rows_net()
+    path = tmp_path / "rows.tflite"
+    path.write_bytes(data)
+    g = load_model(str(path))
+    region = pipeline.apply_pipeline(g, "stripes").regions[0]
+    assert region.block_width == pipeline.WIDE_BLOCK
+    # the work block: 8 bytes per byte of the widest kernel row (5 x 8) + 16 x 4 accumulators
+    grow = region.net.buffer_size(region.stripe_width, 32) - region.net.buffer_size(region.stripe_width, 16)
+    assert grow >= 8 * 5 * 8 + 16 * 16, grow
+    x = np.random.default_rng(12).integers(-128, 128, size=g.tensors[g.inputs[0]].shape).astype(np.int8)
+    np.save(tmp_path / "x.npy", x)
+    res = CliRunner().invoke(main, ["firmware", str(path), "--profile", "mps2-an386", "-o", str(tmp_path / "proj"),
+                                    "--json", "--strategy", "stripes", "--run", "--inputs", str(tmp_path / "x.npy")])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.output)
+    ops = [o["type"] for o in d["operators"]]
+    assert "PE_STRIPE_REGION" in ops, ops
+    _check_run(d, g, x)

@@ -3,7 +3,7 @@ with ``pyembed firmware --strategy`` none / layers / auto / stripes and with
 ``--stream-input``, run under QEMU, outputs against the host run and TFLM.
 
     python -m pyembed.bench firmware_pipeline [--json] [--models a,b] [--board mps2-an386]
-                                              [--strategies none,layers,auto,stripes,streamed]
+                                              [--strategies none,layers,auto,stripes,streamed[,wide]]
 
 Per (model, strategy): the arena the firmware project reserves (the plan of
 the rewritten graph on the board's RAM regions, firmware.json "arena_bytes"),
@@ -14,6 +14,9 @@ interpreter (both must be 0), and the seconds to generate, build and run.
 "streamed" is --strategy auto --stream-input: the input reaches the stripe
 region row by row from a frame outside the planned RAM (main.c's pe_row_source)
 and takes no arena bytes; a model whose input cannot be streamed says so.
+"wide" (asked for by name, not in the default sweep) is --strategy auto with
+the stripe regions as full-width stripes in wide blocks (generate(...,
+wide_blocks=True)), where the C executor runs its convolution row loops.
 """
 import importlib.util
 import os
@@ -26,6 +29,7 @@ from pyembed.bench.common import emit, table
 from pyembed.model.tflite_writer import tflm_run
 
 STRATEGIES = ("none", "layers", "auto", "stripes", "streamed")
+KNOWN = STRATEGIES + ("wide",)
 
 
 def _tflm(g, xs):
@@ -55,12 +59,12 @@ def run(models=None, board="mps2-an386", strategies=STRATEGIES, workdir=None, lo
         host = list(host) if isinstance(host, (list, tuple)) else [host]
         ref = _tflm(g, xs) if have_tflm else None
         for s in strategies:
-            strategy, stream = ("auto", True) if s == "streamed" else (s, False)
+            strategy, stream = ("auto", True) if s == "streamed" else ("auto", False) if s == "wide" else (s, False)
             row = {"model": name, "board": board, "strategy": s}
             t0 = time.time()
             try:
                 proj = generate(g, board, os.path.join(workdir, f"{name}-{s}"), strategy=strategy,
-                                stream_input=stream)
+                                stream_input=stream, wide_blocks=s == "wide")
                 man = load_manifest(proj.outdir)
                 row["arena_bytes"] = man["arena_bytes"]
                 row["stripe_regions"] = sum(o["type"] == "PE_STRIPE_REGION" for o in man["operators"])
@@ -119,9 +123,9 @@ def main(argv=None):
     if missing_tools():
         emit({"skipped": missing_tools()}, args.json, lambda r: f"skipped: {r['skipped']}")
         return 0
-    bad = set(args.strategies.split(",")) - set(STRATEGIES)
+    bad = set(args.strategies.split(",")) - set(KNOWN)
     if bad:
-        ap.error(f"--strategies: unknown {', '.join(sorted(bad))} (known: {', '.join(STRATEGIES)})")
+        ap.error(f"--strategies: unknown {', '.join(sorted(bad))} (known: {', '.join(KNOWN)})")
 
     def log(r):
         print(" ".join(f"{k}={v}" for k, v in r.items()), file=sys.stderr, flush=True)

@@ -54,6 +54,11 @@ REGION_STREAMED_OUT = 2   # header flag: its output may be streamed to a row sin
 REGION_SPLIT = 4   # header flag: its line stores are its output 1, a tensor of their own (pe_pipeline.h)
 CONV_POOL_WORDS = 27
 BLOCK_WIDTHS = (1, 2, 4, 8, 16)
+# wide blocks (wide_blocks=True): full-width stripes in blocks of 32 columns, where the
+# C executor runs its convolutions' row loops (pe_stripe.c conv_rows: weights widened per
+# kernel row, 16 columns per call; PE_STRIPE_CONV_MIN_COLS) for a work block and wider row
+# temporaries in the region's scratch
+WIDE_BLOCK = 32
 
 
 # ---------------------------------------------------------------------------
@@ -579,7 +584,8 @@ def apply_pipeline(graph, strategy="auto", *args, **kwargs):
 
 
 def _apply_strategy(graph, strategy="auto", max_extra_macs=0.10, fuse=True, rounding="double", stream_input=False,
-                    gather=True, max_region_weights=None, stream_output=False, split_stores=False):
+                    gather=True, max_region_weights=None, stream_output=False, split_stores=False,
+                    wide_blocks=False):
     """Rewrite graph with the chosen strategy; see the module docstring.
 
     stream_input: the graph input is delivered row by row (a camera
@@ -605,6 +611,11 @@ def _apply_strategy(graph, strategy="auto", max_extra_macs=0.10, fuse=True, roun
     gather: a CONV_2D / DEPTHWISE_CONV_2D whose reverse kernel's scratch
     raises the arena estimate runs the gather kernel instead (no scratch,
     same results and MACs, slower); the report lists them.
+
+    wide_blocks: every chosen region runs as one full-width stripe in
+    blocks of WIDE_BLOCK columns, where the C executor's convolution row
+    loops apply (faster on a Cortex-M with the DSP extension; more scratch:
+    the row temporaries of wide blocks and the loops' work block).
 
     max_region_weights: bytes; no stripe region whose constants (weights,
     biases, requantization tables, 16-byte aligned) exceed it (a region is
@@ -642,10 +653,11 @@ def _apply_strategy(graph, strategy="auto", max_extra_macs=0.10, fuse=True, roun
         regions, more = choose_regions(graph, limit, fuse=fuse, rounding=rounding, stream=stream,
                                        max_weights=max_region_weights, stream_out=stream_out)
         notes += more
-    if split_stores and regions:
+    if (split_stores or wide_blocks) and regions:
         cache = _RegionCache(graph)
-        regions = [dataclasses.replace(cache.region(r.first, r.last, r.stripe_width, r.block_width, r.streamed,
-                                                    r.streamed_out, split=True), reason=r.reason)
+        regions = [dataclasses.replace(cache.region(r.first, r.last, None if wide_blocks else r.stripe_width,
+                                                    WIDE_BLOCK if wide_blocks else r.block_width, r.streamed,
+                                                    r.streamed_out, split=split_stores), reason=r.reason)
                    for r in regions]
     covered = {i for r in regions for i in r.ops}
     pairs = fusable_pairs(graph, skip=covered) if fuse else []

@@ -23,7 +23,8 @@ def _signature(g):
 
 
 def plan_with_strategy(graph, strategy="auto", max_extra_macs=0.10, overlaps=True, stream_input=False,
-                       max_region_weights=None, cache=None, stream_output=False, split_stores=False, **plan_kw):
+                       max_region_weights=None, cache=None, stream_output=False, split_stores=False,
+                       wide_blocks=False, **plan_kw):
     """(rewritten graph, its plan, report lines). strategy "none" plans the
     graph as imported. stream_input: the graph input arrives row by row
     (apply_pipeline); plan.info["pipeline"]["stream_input"] records it.
@@ -31,7 +32,9 @@ def plan_with_strategy(graph, strategy="auto", max_extra_macs=0.10, overlaps=Tru
     (apply_pipeline); plan.info["pipeline"]["stream_output"] records it.
     split_stores: every stripe region's line stores are a planned buffer of
     their own, apart from its scratch (memories per part, apply_pipeline);
-    plan.info["pipeline"]["split_stores"] records it.
+    plan.info["pipeline"]["split_stores"] records it. wide_blocks: stripe
+    regions as full-width stripes in wide blocks (apply_pipeline),
+    plan.info["pipeline"]["wide_blocks"].
     max_region_weights: no stripe region with more constant bytes (a weight
     segment block, apply_pipeline). cache: a dict shared by calls on the same
     graph and planner options (pyembed.target.planning plans every strategy):
@@ -62,7 +65,7 @@ def plan_with_strategy(graph, strategy="auto", max_extra_macs=0.10, overlaps=Tru
         return graph, plan, []
     res = apply_pipeline(graph, strategy, max_extra_macs=max_extra_macs, stream_input=stream_input,
                          max_region_weights=max_region_weights, stream_output=stream_output,
-                         split_stores=split_stores)
+                         split_stores=split_stores, wide_blocks=wide_blocks)
     plan = _plan(res.graph)
     lines = res.report()
     if strategy in ("auto", "stripes") and res.regions:
@@ -88,4 +91,6 @@ def plan_with_strategy(graph, strategy="auto", max_extra_macs=0.10, overlaps=Tru
                              "stream_input": res.streamed_tensor >= 0,
                              "stream_output": res.streamed_out_tensor >= 0,
                              "split_stores": bool(split_stores and res.regions)}
+    if wide_blocks and res.regions:
+        plan.info["pipeline"]["wide_blocks"] = True
     return res.graph, plan, lines

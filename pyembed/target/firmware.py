@@ -104,7 +104,13 @@ def generate(graph, profile, outdir, segments=None, strategy="none", max_extra_m
     fc_int16_weights: int8 FULLY_CONNECTED layers on int16 weights packed
     offline (pyembed.passes.fc_w16, applied before the strategy and the plan;
     ``project.fc_w16`` reports the layers and bytes) for layers of at least
-    fc_w16_min_macs MACs per row (None: the pass's MIN_MACS, 2048)."""
+    fc_w16_min_macs MACs per row (None: the pass's MIN_MACS, 2048).
+
+    wide_blocks=True (in kw): stripe regions as full-width stripes in wide
+    blocks, where the C executor runs its convolution row loops
+    (pyembed.passes.pipeline WIDE_BLOCK; python -m pyembed.bench
+    firmware_pipeline --strategies wide measures it)."""
+    wide_blocks = bool(kw.pop("wide_blocks", False))
     from firmware_sim.profiles import load_profile
     from pyembed.codegen.firmware import generate_project
     prof = load_profile(profile)
@@ -127,7 +133,7 @@ def generate(graph, profile, outdir, segments=None, strategy="none", max_extra_m
         options = PlanOptions(strategy=strategy, max_extra_macs=float(max_extra_macs), stream_input=stream_input,
                               algorithm=kw.pop("algorithm", "auto"), time_limit=kw.pop("time_limit", TIME_LIMIT),
                               weight_block=block if block and block > 0 else None, segment_cut=cut,
-                              stream_output=stream_output)
+                              stream_output=stream_output, wide_blocks=wide_blocks)
         tp = plan_for_target(graph, prof, options, action="build firmware for")
         graph, kw["plan"], lines = tp.graph, tp.plan, tp.pipeline_lines
     note = None

@@ -58,6 +58,7 @@ class PlanOptions:
     stream_input: bool = False
     stream_output: bool = False       # the model output leaves row by row through a pe_row_sink
     split_stores: bool = False        # stripe regions' line stores a planned buffer apart from their scratch
+    wide_blocks: bool = False         # stripe regions as full-width stripes in wide blocks (the C conv row loops)
     attention: str = "auto"           # auto (= tflm where a chain is found) | none | tflm | stream
     fc_int16_weights: bool = False
     fc_w16_min_macs: int | None = None
@@ -259,7 +260,7 @@ def _plan_forms(graph, options, regions, strategy, cache, prof, forms):
             graph, strategy, max_extra_macs=float(options.max_extra_macs), overlaps=options.overlaps,
             stream_input=options.stream_input, max_region_weights=cap, cache=cache, regions=regions,
             stream_output=options.stream_output, split_stores=options.split_stores,
-            algorithm=options.algorithm, search_order=options.search_order, time_limit=float(options.time_limit))
+            wide_blocks=options.wide_blocks, algorithm=options.algorithm, search_order=options.search_order, time_limit=float(options.time_limit))
         g, plan = dsp_widen(g, plan, prof, lean=lean)
         if lean:
             plan.info["conv_forms"] = forms   # simulate --plan starts from the same forms (replay)

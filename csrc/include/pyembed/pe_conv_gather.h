@@ -212,6 +212,19 @@ void pe_cv_dsp_rows(const pe_conv_params *params, const pe_per_channel_quant *qu
                     const int8_t *filter, const int32_t *bias, const pe_dims *output_dims,
                     int32_t oy0, int32_t oy1, int8_t *o, uint32_t *wblk, int32_t wbytes);
 
+/* The block loop's two steps, for callers that hold their input rows
+ * elsewhere (the stripe executor's line stores; Arm DSP-extension builds):
+ * pe_cv_dsp_widen widens weights [0, kn) (kn % 4 == 0) of nb (1..4) output
+ * channels, whose rows start at w, w + ws, ..., into the interleaved int16
+ * block dst (8 * kn bytes; channels nb..3 get zero weights);
+ * pe_cv_dsp_cols adds to acc[4 j .. 4 j + 3] (column j's four channels) the
+ * dot products of len bytes (len % 4 == 0, >= 4) from x + j * x_step,
+ * input offset added, with the widened block w, for j in [0, ncol). The
+ * caller bounds the sums (pe_conv_check_quant). */
+void pe_cv_dsp_widen(uint32_t *dst, const int8_t *w, int32_t ws, int32_t kn, int32_t nb);
+void pe_cv_dsp_cols(int32_t *acc, int32_t ncol, const int8_t *x, int32_t x_step, const uint32_t *w,
+                    int32_t len, int32_t input_offset);
+
 #ifdef __cplusplus
 }
 #endif

@@ -18,6 +18,7 @@
 
 #include <string.h>
 
+#include "pyembed/pe_conv_gather.h"
 #include "pyembed/pe_fixed.h"
 #include "pyembed/pe_simd.h"
 #include "pe_stripe_internal.h"
@@ -37,6 +38,7 @@ typedef struct {
     int8_t *output;
     const pe_row_sink *sink;      /* streamed output: where finished rows go */
     int8_t *outrow;               /* streamed output: the row being produced */
+    uint32_t *work;               /* the conv row loops' work block (pe_stripe_work_bytes), or NULL */
     uint64_t macs, combines, reads;
     pe_status err;
 } stripe_run;
@@ -439,6 +441,162 @@ static void compute_windowed(stripe_run *R, int32_t L, int32_t o, int32_t x0, in
     }
 }
 
+#if PE_DSP
+/* Output columns [x0, x1) of row o of a conv / pointwise that
+ * conv_rows_apply accepts: the whole-tensor block loop's structure in a
+ * region (pe_cv_dsp_widen / pe_cv_dsp_cols, pe_conv_gather.h). Columns go
+ * in groups of PE_STRIPE_CONV_COLS; per group, four output channels at a
+ * time, and per kernel row the block's weights of that row are widened once
+ * into the work block, then each column's window row is summed from its
+ * store: a ring row, or the current row's temporary, where a window row
+ * may be split (committed columns in the ring, the rest in the circular
+ * temporary) into contiguous pieces. Columns whose pieces have the same
+ * length and taps and lie one stride apart are one call. The int32 sums
+ * are conv_pixel's in another order (accumulator_fits bounds them). */
+/* The pe_cv_dsp_cols calls of input row r for output columns [xa, xa + n)
+ * (acc: column j's four sums at acc + 4 j), the kernel row's weights
+ * widened in R->work. Columns whose windows lie one stride apart in one
+ * store share a call: in a ring row every window inside the image; in the
+ * current row's temporary (its first kw - 1 slots repeated past the end,
+ * so a window never wraps) the windows up to the wrap. A window with
+ * columns in the ring and in the temporary (committed in between) is
+ * summed piece by piece. */
+static void conv_row_calls(stripe_run *R, int32_t L, int32_t r, int32_t xa, int32_t n, int32_t *acc)
+{
+    const pe_stripe_layer *l = &R->net->layers[L];
+    const layer_geo *g = &R->G->g[L];
+    const stripe_state *s = &R->st[L + 1];
+    const int32_t ci = g->in_c, kw = g->kw, run = kw * ci, step = g->sw * ci;
+    const int in_temp = s->temp_cols > 0 && r == s->in_row;
+    const int8_t *const ring_row =
+        g->ring_rows > 0
+            ? s->ring + (size_t)(g->ring_rows > 1 ? r % g->ring_rows : 0) * (size_t)(s->in_b - s->in_a) * (size_t)ci
+            : NULL;
+    const uint32_t *const wblk = R->work;
+    int32_t j = 0;
+    while (j < n) {
+        const int32_t col0 = (xa + j) * g->sw - g->pl;
+        const int32_t c_lo = max32(col0, 0), c_hi = min32(col0 + kw, g->in_w);
+        if (c_lo >= c_hi) {
+            j++;
+            continue;
+        }
+        if (c_lo == col0 && c_hi == col0 + kw && (!in_temp || c_lo >= s->committed)) {
+            /* a whole window in one store: this and the next columns while theirs are too */
+            const int8_t *p;
+            int32_t m = 1;
+            int32_t most = n - j;
+            /* windows inside the image: col0 + i * sw + kw <= in_w */
+            const int32_t inside = (g->in_w - kw - col0) / g->sw + 1;
+            most = min32(most, inside);
+            if (in_temp) {
+                const int32_t t = col0 % s->temp_cols;
+                /* no wrap: the window starts t + i * sw stay below temp_cols */
+                most = min32(most, (s->temp_cols - 1 - t) / g->sw + 1);
+                p = s->temp + (size_t)t * (size_t)ci;
+            } else {
+                p = ring_row + (size_t)(col0 - s->in_a) * (size_t)ci;
+            }
+            m = max32(most, 1);
+            pe_cv_dsp_cols(acc + 4 * j, m, p, step, wblk, run, l->input_offset);
+            j += m;
+            continue;
+        }
+        {
+            /* a clipped or split window: its pieces one by one */
+            int32_t c = c_lo;
+            while (c < c_hi) {
+                const int8_t *p;
+                int32_t e;
+                if (in_temp && c >= s->committed) {
+                    const int32_t t = c % s->temp_cols;
+                    e = min32(c_hi, c + s->temp_cols + temp_mirror(l, g, R->block_w) - t);
+                    p = s->temp + (size_t)t * (size_t)ci;
+                } else {
+                    e = in_temp ? min32(c_hi, s->committed) : c_hi;
+                    p = ring_row + (size_t)(c - s->in_a) * (size_t)ci;
+                }
+                pe_cv_dsp_cols(acc + 4 * j, 1, p, step, wblk + 2 * (c - col0) * ci, (e - c) * ci,
+                               l->input_offset);
+                c = e;
+            }
+        }
+        j++;
+    }
+}
+
+static void conv_rows(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
+{
+    const pe_stripe_layer *l = &R->net->layers[L];
+    const layer_geo *g = &R->G->g[L];
+    const int32_t ci = g->in_c, co = g->out_c, kw = g->kw;
+    const int32_t run = kw * ci; /* bytes of a kernel row */
+    const int32_t fsize = ((g->kh - 1) / g->dh + 1) * run;
+    const int32_t row0 = o * g->sh - g->pt;
+    const int32_t ky0 = (max32(0, -row0) + g->dh - 1) / g->dh * g->dh;
+    const int32_t ky1 = min32(g->kh, g->in_h - row0);
+    uint32_t *const wblk = R->work;
+    int32_t *const acc = (int32_t *)(void *)(R->work + 2 * run);
+    const int32_t nky = ky1 > ky0 ? (ky1 - ky0 - 1) / g->dh + 1 : 0;
+    int32_t xa, oc, ky, j, c;
+    for (xa = x0; xa < x1; xa += PE_STRIPE_CONV_COLS) {
+        const int32_t n = min32(x1 - xa, PE_STRIPE_CONV_COLS);
+        int8_t *dst[PE_STRIPE_CONV_COLS];
+        for (j = 0; j < n; j++) {
+            const int32_t col0 = (xa + j) * g->sw - g->pl;
+            dst[j] = out_slot(R, L, o, xa + j);
+            R->macs += (uint64_t)(min32(col0 + kw, g->in_w) - max32(col0, 0)) * (uint64_t)nky * (uint64_t)ci *
+                       (uint64_t)co;
+        }
+        for (oc = 0; oc < co; oc += 4) {
+            const int32_t nb = min32(4, co - oc);
+            {
+                int32_t b4[4];
+                for (c = 0; c < 4; c++) {
+                    b4[c] = (l->bias != NULL && c < nb) ? l->bias[oc + c] : 0;
+                }
+                for (j = 0; j < n; j++) {
+                    memcpy(acc + 4 * j, b4, sizeof b4);
+                }
+            }
+            for (ky = ky0; ky < ky1; ky += g->dh) {
+                pe_cv_dsp_widen(wblk, l->weights + (size_t)oc * (size_t)fsize + (size_t)(ky / g->dh) * (size_t)run,
+                                fsize, run, nb);
+                conv_row_calls(R, L, row0 + ky, xa, n, acc);
+            }
+            for (c = 0; c < nb; c++) {
+                /* channel oc + c: pe_dsp_requant's bytes with its constants
+                 * set up once (the rounding constant and the output offset
+                 * folded into k; |acc| < 2^30 keeps the sum in int32), else
+                 * requant_s8 */
+                const int32_t m = l->quant.multiplier[oc + c], sh = l->quant.shift[oc + c];
+                const int fast = l->rounding != PE_ROUND_SINGLE && m >= 0 && sh <= -1 && sh >= -23;
+                const int32_t right = fast ? -sh : 1;
+                const int32_t k = ((int32_t)1 << (right - 1)) + (int32_t)((uint32_t)l->output_offset << right);
+                const int32_t amin = l->activation.min, amax = l->activation.max;
+                for (j = 0; j < n; j++) {
+                    const int32_t a = acc[4 * j + c];
+                    int32_t v;
+                    if (fast && a > -(1 << 30) && a < (1 << 30)) {
+                        int32_t d;
+                        __asm__("smmulr %0, %1, %2" : "=r"(d) : "r"((int32_t)((uint32_t)a << 1)), "r"(m));
+                        v = pe_fx_asr32(d + pe_fx_asr32(d, 31) + k, right);
+                        v = v > amin ? v : amin;
+                        v = v < amax ? v : amax;
+                    } else {
+                        v = requant_s8(l, a, oc + c);
+                    }
+                    dst[j][oc + c] = (int8_t)v;
+                }
+            }
+        }
+        for (j = 0; j < n; j++) {
+            publish(R, L + 1, o, xa + j, dst[j], co);
+        }
+    }
+}
+#endif
+
 static void compute_add(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
 {
     const pe_stripe_layer *l = &R->net->layers[L];
@@ -570,6 +728,13 @@ static void compute(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
         compute_expand(R, L, o, x0, x1);
         break;
     default:
+#if PE_DSP
+        if (R->work != NULL && x1 - x0 >= PE_STRIPE_CONV_MIN_CALL &&
+            conv_rows_apply(&R->net->layers[L], &R->G->g[L])) {
+            conv_rows(R, L, o, x0, x1);
+            break;
+        }
+#endif
         compute_windowed(R, L, o, x0, x1);
         break;
     }
@@ -751,6 +916,20 @@ static void advance(stripe_run *R, int32_t L)
 static void deliver(stripe_run *R, int32_t L, int32_t upto)
 {
     stripe_state *s = &R->st[L + 1];
+    const int32_t mirror = temp_mirror(&R->net->layers[L], &R->G->g[L], R->block_w);
+    if (mirror > 0 && s->temp_cols > 0 && !(!s->triggering && R->G->g[L].ring_rows > 0)) {
+        /* the new columns in the temporary's first mirror slots, again past its end */
+        const int32_t ci = R->G->g[L].in_c;
+        int32_t col;
+        for (col = s->arrived; col < upto; col++) {
+            const int32_t t = col % s->temp_cols;
+            if (t < mirror) {
+                memcpy(s->temp + (size_t)(s->temp_cols + t) * (size_t)ci, s->temp + (size_t)t * (size_t)ci,
+                       (size_t)ci);
+                note_hw(&s->hw_temp, (s->temp_cols + t + 1) * ci);
+            }
+        }
+    }
     s->arrived = upto;
     if (s->triggering && s->temp_cols > 0 && s->arrived - s->committed > s->temp_cols) {
         R->err = PE_ERR_UNSUPPORTED; /* temporary overrun: a blocked add */
@@ -877,7 +1056,7 @@ static pe_status run_impl(const pe_context *ctx, const pe_stripe_net *net, int32
     }
     block_w = min32(block_w, PE_STRIPE_MAX_BLOCK);
     status = pe_stripe_layout_split(net, &G, stripe_w, block_w, streamed, NULL, NULL, NULL, NULL, &total, NULL,
-                                    lines != NULL ? &ltotal : NULL);
+                                    lines != NULL ? &ltotal : NULL, NULL);
     if (status != PE_OK) {
         return status;
     }
@@ -896,7 +1075,7 @@ static pe_status run_impl(const pe_context *ctx, const pe_stripe_net *net, int32
     }
     status = pe_stripe_layout_split(net, &G, stripe_w, block_w, streamed, (int8_t *)ctx->buf, &st,
                                     &rowbuf, &outrow, &total, lines != NULL ? (int8_t *)lines->buf : NULL,
-                                    lines != NULL ? &ltotal : NULL);
+                                    lines != NULL ? &ltotal : NULL, &R.work);
     if (status != PE_OK) {
         return status;
     }

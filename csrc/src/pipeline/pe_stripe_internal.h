@@ -66,6 +66,36 @@ static inline int32_t last_needed_row(const layer_geo *g, int32_t o)
     return last < (int64_t)g->in_h - 1 ? (int32_t)last : g->in_h - 1;
 }
 
+/* The convolution row loops (pe_stripe.c conv_rows, on the Arm DSP
+ * extension): a conv / pointwise layer of one group, no column dilation and
+ * a multiple of 4 input channels computes up to PE_STRIPE_CONV_COLS output
+ * columns per pass, four output channels at a time, with that block's
+ * weights of one kernel row widened to int16 once into the region's work
+ * block (the pointwise block loop of pe_conv_dsp_pw.c). */
+#define PE_STRIPE_CONV_COLS 16
+/* ... in blocks of at least this many columns (the planner's wide blocks,
+ * pyembed.passes.pipeline WIDE_BLOCK; its default block widths are
+ * narrower): a narrower block width reserves no work block and runs the
+ * per-pixel loops */
+#define PE_STRIPE_CONV_MIN_COLS 32
+/* (a call with fewer columns than this, the end of a row, a layer's lag
+ * behind a strided producer, takes the per-pixel loops) */
+#define PE_STRIPE_CONV_MIN_CALL 4
+
+static inline int conv_rows_apply(const pe_stripe_layer *l, const layer_geo *g)
+{
+    return (l->op == PE_STRIPE_CONV || l->op == PE_STRIPE_POINTWISE) && g->groups == 1 &&
+           g->dw == 1 && (g->in_c & 3) == 0;
+}
+
+/* Columns of a layer's row temporary repeated past its end (its first
+ * kw - 1 slots, written again by the executor as they arrive): with the conv
+ * row loops a window is read from the temporary in one piece */
+static inline int32_t temp_mirror(const pe_stripe_layer *l, const layer_geo *g, int32_t block_w)
+{
+    return block_w >= PE_STRIPE_CONV_MIN_COLS && conv_rows_apply(l, g) ? g->kw - 1 : 0;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Arena layout                                                             */
 
@@ -98,6 +128,13 @@ pe_status pe_stripe_analyse(const pe_stripe_net *net, net_geo *G);
  * columns [x0, x1) of the last layer need (clipped to the images). */
 void pe_stripe_ranges(const pe_stripe_net *net, net_geo *G, int32_t x0, int32_t x1);
 
+/* The work block of the conv row loops: 8 bytes per weight byte of one
+ * kernel row (four output channels widened) of the widest layer they run,
+ * and their PE_STRIPE_CONV_COLS x 4 accumulators; 0 when no layer takes them
+ * or block_w < PE_STRIPE_CONV_MIN_COLS. Every build reserves it, so a host
+ * plans a Cortex-M region's bytes. */
+int64_t pe_stripe_work_bytes(const pe_stripe_net *net, const net_geo *G, int32_t block_w);
+
 /* Total arena bytes; when base != NULL also carves the buffers into *states
  * (streamed, a PE_STRIPE_STREAM_IN / _OUT mask: the row buffer of a streamed
  * input into *rowbuf, of a streamed output into *outrow). */
@@ -112,7 +149,8 @@ pe_status pe_stripe_layout(const pe_stripe_net *net, net_geo *G, int32_t stripe_
  * NULL: pe_stripe_layout. */
 pe_status pe_stripe_layout_split(const pe_stripe_net *net, net_geo *G, int32_t stripe_w, int32_t block_w,
                                  int streamed, int8_t *base, stripe_state **states, int8_t **rowbuf,
-                                 int8_t **outrow, int64_t *total, int8_t *lines_base, int64_t *lines_total);
+                                 int8_t **outrow, int64_t *total, int8_t *lines_base, int64_t *lines_total,
+                                 uint32_t **work);
 
 /* pe_stripe_max_overlap_delta for an analysed network. */
 pe_status pe_stripe_overlap_bound(const pe_stripe_net *net, const net_geo *G, int32_t stripe_w,

@@ -536,7 +536,7 @@ static void buffer_bytes(const pe_stripe_net *net, const net_geo *G, int32_t L, 
     *ring = (int64_t)g->ring_rows * in_w * g->in_c;
     /* an expanding layer's input goes straight into its one-row store */
     *temp_cols = is_expand(net->layers[L].op) ? 0 : g->kw - 1 + block_w;
-    *temp = (int64_t)*temp_cols * g->in_c;
+    *temp = (int64_t)(*temp_cols + temp_mirror(&net->layers[L], g, block_w)) * g->in_c;
     *branch = (int64_t)g->branch_rows * add_w * branch_channels(&net->layers[L]);
 }
 
@@ -559,12 +559,30 @@ pe_status pe_stripe_layout(const pe_stripe_net *net, net_geo *G, int32_t stripe_
                            int8_t **outrow, int64_t *total)
 {
     return pe_stripe_layout_split(net, G, stripe_w, block_w, streamed, base, states, rowbuf, outrow, total, NULL,
-                                  NULL);
+                                  NULL, NULL);
+}
+
+int64_t pe_stripe_work_bytes(const pe_stripe_net *net, const net_geo *G, int32_t block_w)
+{
+    int64_t most = 0;
+    int32_t L;
+    if (block_w < PE_STRIPE_CONV_MIN_COLS) {
+        return 0;
+    }
+    for (L = 0; L < G->n; L++) {
+        const layer_geo *g = &G->g[L];
+        if (conv_rows_apply(&net->layers[L], g)) {
+            const int64_t w = 8 * (int64_t)g->kw * g->in_c;
+            most = w > most ? w : most;
+        }
+    }
+    return most > 0 ? most + 16 * PE_STRIPE_CONV_COLS : 0;
 }
 
 pe_status pe_stripe_layout_split(const pe_stripe_net *net, net_geo *G, int32_t stripe_w, int32_t block_w,
                                  int streamed, int8_t *base, stripe_state **states, int8_t **rowbuf,
-                                 int8_t **outrow, int64_t *total, int8_t *lines_base, int64_t *lines_total)
+                                 int8_t **outrow, int64_t *total, int8_t *lines_base, int64_t *lines_total,
+                                 uint32_t **work)
 {
     int32_t in_w[PE_STRIPE_MAX_LAYERS];
     int32_t add_w[PE_STRIPE_MAX_LAYERS];
@@ -577,6 +595,14 @@ pe_status pe_stripe_layout_split(const pe_stripe_net *net, net_geo *G, int32_t s
 
     max_widths(net, G, stripe_w, in_w, add_w);
     off = align_up((int64_t)(G->n + 1) * (int64_t)sizeof(stripe_state));
+    {
+        /* the conv row loops' work block, after the states */
+        const int64_t wb = pe_stripe_work_bytes(net, G, block_w);
+        if (work != NULL) {
+            *work = (base != NULL && wb > 0) ? (uint32_t *)(void *)(base + ((PE_STRIPE_ALIGN - ((uintptr_t)base % PE_STRIPE_ALIGN)) % PE_STRIPE_ALIGN) + off) : NULL;
+        }
+        off = align_up(off + wb);
+    }
     if (base != NULL) {
         const uintptr_t p = (uintptr_t)base;
         aligned = base + ((PE_STRIPE_ALIGN - (p % PE_STRIPE_ALIGN)) % PE_STRIPE_ALIGN);
@@ -740,7 +766,7 @@ pe_status pe_stripe_get_buffer_sizes_split_s8(const pe_stripe_net *net, int32_t 
     }
     block_w = min32(block_w, PE_STRIPE_MAX_BLOCK);
     st = pe_stripe_layout_split(net, &G, stripe_w, block_w, (int)streams, NULL, NULL, NULL, NULL, &total, NULL,
-                                &ltotal);
+                                &ltotal, NULL);
     if (st != PE_OK) {
         return st;
     }

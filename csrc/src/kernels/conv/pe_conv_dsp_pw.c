@@ -766,6 +766,27 @@ __attribute__((noinline)) static void cv_block_rows(const pe_conv_params *p, con
     }
 }
 
+void pe_cv_dsp_widen(uint32_t *dst, const int8_t *w, int32_t ws, int32_t kn, int32_t nb)
+{
+    pw_widen(dst, w, ws, kn, nb);
+}
+
+void pe_cv_dsp_cols(int32_t *acc, int32_t ncol, const int8_t *x, int32_t x_step, const uint32_t *w,
+                    int32_t len, int32_t input_offset)
+{
+    pw_job job;
+    job.acc = acc;
+    job.ncol = ncol;
+    job.acc_step = 16;
+    job.x_adv = x_step - len;
+    job.w = w;
+    job.x = x;
+    job.off2 = pe_dup16(input_offset);
+    job.rows = 1;
+    job.row_adv = 0;
+    pw_run(&job, len >> 2);
+}
+
 /* one pixel: each weight is used once, widening it first costs more than
  * it saves; the per-pixel loops (SXTB16 on both) */
 static void cv_pixels(const pe_conv_params *p, const pe_per_channel_quant *q, const pe_dims *in,
