@@ -230,3 +230,30 @@ def test_kernel3_firmware_bit_exact_under_qemu(tmp_path):
     d = stripes_firmware_run(_decoder(h=24, w=20, k=3), "decoder", tmp_path)
     assert "PE_STRIPE_REGION" in [o["type"] for o in d["operators"]]
     assert "TRANSPOSE_CONV" not in [o["type"] for o in d["operators"]]
+
+
+def test_unet_with_kernel3_decoders_runs_in_a_region():
+    """The bench's unet_64_tconv3 (two Conv2DTranspose(3, strides=2, 'same')
+    decoder steps): auto splits both, the whole network lands in a region,
+    the arena estimate falls below layer by layer and the unsplit plan, and
+    the rewritten graph == the imported one == tflite-micro."""
+    from pyembed.bench._built import unet_64_tconv3
+    from pyembed.passes.pipeline import _apply_strategy
+    data = unet_64_tconv3()
+    g = load_tflite_bytes(data, name="unet_64_tconv3")
+    tc = [op.index for op in g.operators if op.type == "TRANSPOSE_CONV"]
+    assert len(tc) == 2 and all(tuple(g.operators[i].params["kernel"]) == (3, 3) for i in tc)
+    assert splittable(g) == tc
+    res = apply_pipeline(g, "auto")
+    types = [op.type for op in res.graph.operators]
+    assert "TRANSPOSE_CONV" not in types and REGION_OP in types, res.report()
+    layers = apply_pipeline(g, "layers").estimate
+    assert res.estimate < _apply_strategy(g, "auto").estimate and res.estimate < layers
+    g2, split = split_tconvs(g)
+    before, after = split_macs(g, g2, split)
+    assert before < after < 2 * before          # 2x2 taps per phase for at most 9 real ones of 4 phases
+    x = _x(g, 1)
+    host = g.run(x)[0]
+    assert np.array_equal(res.graph.run(x)[0].reshape(host.shape), host)
+    if HAVE_TFLM:
+        assert np.array_equal(_tflm(data, x).reshape(host.shape), host)
