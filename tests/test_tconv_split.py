@@ -257,3 +257,23 @@ def test_unet_with_kernel3_decoders_runs_in_a_region():
     assert np.array_equal(res.graph.run(x)[0].reshape(host.shape), host)
     if HAVE_TFLM:
         assert np.array_equal(_tflm(data, x).reshape(host.shape), host)
+
+
+def test_zero_taps_count_against_the_mac_budget():
+    """auto's max_extra_macs covers the MACs the zero-weight taps add: with
+    no budget the kernel-3 decoder stays a TRANSPOSE_CONV (kernel = stride,
+    which adds none, is still split); with the default the split's extra
+    MACs show in the result, counted against the imported graph."""
+    g3 = load_tflite_bytes(_decoder(h=24, w=20, k=3), name="decoder")
+    g2s = load_tflite_bytes(_decoder(h=24, w=20), name="decoder")
+    assert "TRANSPOSE_CONV" in [op.type for op in apply_pipeline(g3, "auto", max_extra_macs=0.0).graph.operators]
+    assert "TRANSPOSE_CONV" in [op.type for op in apply_pipeline(g3, "auto", 0.0).graph.operators]
+    assert "TRANSPOSE_CONV" not in [op.type for op in apply_pipeline(g2s, "auto", max_extra_macs=0.0).graph.operators]
+    res = apply_pipeline(g3, "auto", max_extra_macs=1.0)
+    assert "TRANSPOSE_CONV" not in [op.type for op in res.graph.operators]
+    split_g, split = split_tconvs(g3)
+    before, after = split_macs(g3, split_g, split)
+    assert res.base_macs == g3.macs and res.macs >= g3.macs - before + after
+    assert 0 < res.extra_macs <= 1.0
+    # stripes has no budget: split whatever the taps cost
+    assert "TRANSPOSE_CONV" not in [op.type for op in apply_pipeline(g3, "stripes").graph.operators]

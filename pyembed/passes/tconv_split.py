@@ -208,18 +208,32 @@ def split_macs(graph, g2, split):
 def better_with_split(apply, graph, strategy, *args, **kwargs):
     """apply(graph, strategy, ...) (pyembed.passes.pipeline's strategy), and
     the same on the graph with its transposed convolutions split: the result
-    with the lower arena estimate (the unsplit one on a tie)."""
+    with the lower arena estimate (the unsplit one on a tie). The MACs the
+    split's zero-weight taps add count against max_extra_macs (auto): the
+    split graph is planned with what is left of the budget, and not split
+    when the zero taps alone exceed it; the result's extra MACs are counted
+    against the imported graph."""
     res = apply(graph, strategy, *args, **kwargs)
     if strategy == "layers":
         return res
     g2, split = split_tconvs(graph)
     if not split:
         return res
+    if strategy != "stripes":
+        budget = float(args[0] if args else kwargs.get("max_extra_macs", 0.10))
+        left = (1.0 + budget) * int(graph.macs) / int(g2.macs) - 1.0 if int(g2.macs) else budget
+        if left < 0:
+            return res
+        if args:
+            args = (left,) + tuple(args[1:])
+        else:
+            kwargs = dict(kwargs, max_extra_macs=left)
     res2 = apply(g2, strategy, *args, **kwargs)
     if res2.estimate >= res.estimate:
         return res
     res2.graph.pipeline_source = graph
     res2.base_estimate = res.base_estimate      # layer by layer means the imported graph's operators
+    res2.base_macs = res.base_macs              # and its MACs: the zero taps count as extra
     before, after = split_macs(graph, g2, split)
     extra = f"+{100.0 * (after - before) / before:.1f}% MACs" if before else "MACs"
     res2.notes.insert(0, "TRANSPOSE_CONV split into a stride-1 CONV_2D and a DEPTH_TO_SPACE (bit-exact; "
