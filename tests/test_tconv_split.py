@@ -1,9 +1,10 @@
-"""TRANSPOSE_CONV with kernel = stride as a 1x1 CONV_2D and a DEPTH_TO_SPACE
+"""TRANSPOSE_CONV as a stride-1 CONV_2D and a DEPTH_TO_SPACE
 (pyembed.passes.tconv_split), so that U-Net decoders upsampling with
-Conv2DTranspose(kernel_size=s, strides=s) run in stripe regions (issue #31):
-the split graph == the imported one == tflite-micro, the pass keeps the split
-only where the arena estimate falls, and the region runs in the emitted C,
-the simulator and QEMU firmware."""
+Conv2DTranspose(kernel_size=s, strides=s) or, sub-pixel, with kernel 3 or 4
+at stride 2 run in stripe regions (issue #31): the split graph == the
+imported one == tflite-micro, the pass keeps the split only where the arena
+estimate falls (the zero taps' MACs within auto's budget), and the region
+runs in the emitted C, the simulator and QEMU firmware."""
 
 import numpy as np
 import pytest

@@ -1,7 +1,7 @@
-"""TRANSPOSE_CONV whose kernel equals its stride, split into a 1x1 CONV_2D and
-a DEPTH_TO_SPACE (a pass of pyembed.passes.pipeline), so that the usual
-U-Net upsampling (Conv2DTranspose(kernel_size=s, strides=s)) can run inside
-a stripe region, which takes both layers and not the transposed convolution.
+"""TRANSPOSE_CONV split into a stride-1 CONV_2D and a DEPTH_TO_SPACE (a pass
+of pyembed.passes.pipeline), so that U-Net upsampling (Conv2DTranspose) can
+run inside a stripe region, which takes both layers and not the transposed
+convolution.
 
 With kernel = stride = s (and the output s times the input, so no padding),
 the output pixels (i*s + dy, j*s + dx) for dy, dx < s are written by input
@@ -12,10 +12,29 @@ pixel (i, j) alone, through filter tap (dy, dx):
 which is a 1x1 convolution with s*s*C outputs, output channel (dy*s + dx)*C + c
 having the filter row w[c, dy, dx, :], the bias and the requantization of
 channel c, followed by DEPTH_TO_SPACE(s) (TFLite's channel order: block row,
-block column, channel). The int32 sums are the same, the multipliers are
+block column, channel).
+
+With a kernel k > s (Keras' Conv2DTranspose(kernel_size=3, strides=2,
+padding='same')) the windows overlap; along one axis, output o = u*s + r
+(phase r) sums input i through tap f = o + pad - i*s (pad: TFLite's leading
+transposed-convolution padding). With r + pad = a*s + b, phase r's taps are
+f = j*s + b on input u + a - j: fixed offsets from u. One stride-1
+convolution reading inputs u + lo .. u + hi (lo, hi over all phases) holds
+every phase, the offsets a phase does not use weighing 0, with padding -lo
+before and what the output size asks after (_phase_taps). Kernel 3, stride
+2, SAME: a 2x2 kernel, padding (1, 0, 1, 0); kernel 4 SAME (pad 1, which
+moves phase 1 one input on): 3x3, padding 1; kernel 4 VALID: 2x2, padding 1.
+No crop is needed when the output is a multiple of s; otherwise (VALID
+kernel 3, stride 2: 2h + 1 rows) the layer stays a TRANSPOSE_CONV, as
+DEPTH_TO_SPACE makes whole s x s blocks and no stripe layer drops a row.
+
+Either way the int32 sums are the same (a zero weight adds 0, a padded input
+adds 0 as TFLM's skipped out-of-range pixel does), the multipliers are
 derived by the same arithmetic from the same scales, the intermediate tensor
 carries the output's quantization and DEPTH_TO_SPACE copies bytes: the
-result is bit-exact, with the same MACs.
+result is bit-exact. The MACs are the same for kernel = stride; a larger
+kernel multiplies its zero taps too (split_macs; kernel 3, stride 2: 16
+products per input pixel and channel pair for at most 9 real ones).
 
     g2, split = split_tconvs(graph)     # split: [TRANSPOSE_CONV op index of graph]
 
@@ -23,7 +42,8 @@ Operator indices of g2 are renumbered; op.options["ops"] keeps the imported
 operators each one stands for (both new operators stand for the transposed
 convolution). pyembed.passes.pipeline plans a strategy with and without the
 split and keeps the split where the arena estimate falls (layer by layer the
-intermediate tensor would only add bytes).
+intermediate tensor would only add bytes), the zero taps' MACs counted
+against auto's max_extra_macs.
 """
 import copy
 import dataclasses
