@@ -14,6 +14,7 @@ quantization scales are chosen so activations spread over the int8 range).
     unet_64_concat       the same with CONCATENATION skips (the usual U-Net)
     unet_64_tconv        the CONCATENATION U-Net upsampling by TRANSPOSE_CONV
                          (kernel 2, stride 2), as converters write decoders
+    unet_64_tconv3       the same with kernel-3, stride-2 TRANSPOSE_CONVs
 
 Both are serialized as TFLite flatbuffers with pyembed.model.tflite_writer.
 """
@@ -263,13 +264,26 @@ class _Net:
         self.ops.append((kind, [x, k], [out], {"act": None}))
         return out
 
-    def tconv(self, x, out_c, s=2, act=RELU6, full_range=False):
-        """TRANSPOSE_CONV with kernel = stride = s (SAME, the output s times the
-        input): input pixel (i, j) alone writes output pixels (i*s + dy, j*s + dx)
-        through tap (dy, dx), as Conv2DTranspose(kernel_size=s, strides=s)."""
+    def tconv(self, x, out_c, s=2, act=RELU6, full_range=False, k=None):
+        """TRANSPOSE_CONV, SAME, the output s times the input, kernel k
+        (default s). With kernel = stride = s input pixel (i, j) alone writes
+        output pixels (i*s + dy, j*s + dx) through tap (dy, dx), as
+        Conv2DTranspose(kernel_size=s, strides=s); with k > s (Keras'
+        Conv2DTranspose(kernel_size=3, strides=2, padding='same')) input pixel i
+        writes output i*s - p + f through tap f, p = (k - s) // 2 (TFLite's
+        transposed-convolution padding), the windows overlapping."""
+        k = s if k is None else k
         n, h, w, c = self.shape(x)
-        wt, bt, wf, bf = self._weights((out_c, s, s, c), 0, x)
-        y = np.einsum("ijc,oabc->iajbo", self.val[x], wf).reshape(h * s, w * s, out_c) + bf
+        wt, bt, wf, bf = self._weights((out_c, k, k, c), 0, x)
+        if k == s:
+            y = np.einsum("ijc,oabc->iajbo", self.val[x], wf).reshape(h * s, w * s, out_c) + bf
+        else:
+            p = max(0, (h - 1) * s + k - h * s) // 2, max(0, (w - 1) * s + k - w * s) // 2
+            full = np.zeros(((h - 1) * s + k, (w - 1) * s + k, out_c))
+            for fy in range(k):
+                for fx in range(k):
+                    full[fy:fy + (h - 1) * s + 1:s, fx:fx + (w - 1) * s + 1:s] += self.val[x] @ wf[:, fy, fx, :].T
+            y = full[p[0]:p[0] + h * s, p[1]:p[1] + w * s] + bf
         out = self._out((1, h * s, w * s, out_c), y, act, full_range)
         shp = self.tensor((4,), np.int32, data=np.array([1, h * s, w * s, out_c], np.int32))
         self.ops.append(("TRANSPOSE_CONV", [shp, wt, x, bt], [out], {"stride": s, "act": act}))
@@ -407,19 +421,26 @@ def unet_64_concat(seed=0):
     return net.to_bytes([x], [y])
 
 
-def unet_64_tconv(seed=0):
+def unet_64_tconv(seed=0, k=2):
     """The CONCATENATION U-Net with the converter's usual decoder: each
-    upsampling a TRANSPOSE_CONV with kernel 2, stride 2 (Conv2DTranspose)
-    instead of a nearest-neighbour resize."""
+    upsampling a TRANSPOSE_CONV with kernel k (default 2), stride 2, SAME
+    (Conv2DTranspose) instead of a nearest-neighbour resize."""
     net, x, e1, e2, p2 = _concat_encoder(seed)
     b = net.conv(net.conv(p2, 64), 64)
-    u2 = net.concat(net.tconv(b, 32, 2, full_range=True), e2)
+    u2 = net.concat(net.tconv(b, 32, 2, full_range=True, k=k), e2)
     d2 = net.conv(net.conv(u2, 32), 32)
-    u1 = net.concat(net.tconv(d2, 16, 2, full_range=True), e1)
+    u1 = net.concat(net.tconv(d2, 16, 2, full_range=True, k=k), e1)
     d1 = net.conv(net.conv(u1, 16), 16)
     y = net.conv(d1, 1, act=None)
     return net.to_bytes([x], [y])
 
 
+def unet_64_tconv3(seed=0):
+    """unet_64_tconv with kernel-3, stride-2 SAME decoders (Keras'
+    Conv2DTranspose(kernel_size=3, strides=2, padding='same'), the common
+    converter output; pyembed.passes.tconv_split's sub-pixel split)."""
+    return unet_64_tconv(seed, k=3)
+
+
 BUILDERS = {"mobilenetv2_035_96": mobilenetv2_035_96, "unet_64": unet_64, "unet_64_concat": unet_64_concat,
-            "unet_64_tconv": unet_64_tconv}
+            "unet_64_tconv": unet_64_tconv, "unet_64_tconv3": unet_64_tconv3}

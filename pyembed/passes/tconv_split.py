@@ -1,7 +1,7 @@
-"""TRANSPOSE_CONV whose kernel equals its stride, split into a 1x1 CONV_2D and
-a DEPTH_TO_SPACE (a pass of pyembed.passes.pipeline), so that the usual
-U-Net upsampling (Conv2DTranspose(kernel_size=s, strides=s)) can run inside
-a stripe region, which takes both layers and not the transposed convolution.
+"""TRANSPOSE_CONV split into a stride-1 CONV_2D and a DEPTH_TO_SPACE (a pass
+of pyembed.passes.pipeline), so that U-Net upsampling (Conv2DTranspose) can
+run inside a stripe region, which takes both layers and not the transposed
+convolution.
 
 With kernel = stride = s (and the output s times the input, so no padding),
 the output pixels (i*s + dy, j*s + dx) for dy, dx < s are written by input
@@ -12,10 +12,29 @@ pixel (i, j) alone, through filter tap (dy, dx):
 which is a 1x1 convolution with s*s*C outputs, output channel (dy*s + dx)*C + c
 having the filter row w[c, dy, dx, :], the bias and the requantization of
 channel c, followed by DEPTH_TO_SPACE(s) (TFLite's channel order: block row,
-block column, channel). The int32 sums are the same, the multipliers are
+block column, channel).
+
+With a kernel k > s (Keras' Conv2DTranspose(kernel_size=3, strides=2,
+padding='same')) the windows overlap; along one axis, output o = u*s + r
+(phase r) sums input i through tap f = o + pad - i*s (pad: TFLite's leading
+transposed-convolution padding). With r + pad = a*s + b, phase r's taps are
+f = j*s + b on input u + a - j: fixed offsets from u. One stride-1
+convolution reading inputs u + lo .. u + hi (lo, hi over all phases) holds
+every phase, the offsets a phase does not use weighing 0, with padding -lo
+before and what the output size asks after (_phase_taps). Kernel 3, stride
+2, SAME: a 2x2 kernel, padding (1, 0, 1, 0); kernel 4 SAME (pad 1, which
+moves phase 1 one input on): 3x3, padding 1; kernel 4 VALID: 2x2, padding 1.
+No crop is needed when the output is a multiple of s; otherwise (VALID
+kernel 3, stride 2: 2h + 1 rows) the layer stays a TRANSPOSE_CONV, as
+DEPTH_TO_SPACE makes whole s x s blocks and no stripe layer drops a row.
+
+Either way the int32 sums are the same (a zero weight adds 0, a padded input
+adds 0 as TFLM's skipped out-of-range pixel does), the multipliers are
 derived by the same arithmetic from the same scales, the intermediate tensor
 carries the output's quantization and DEPTH_TO_SPACE copies bytes: the
-result is bit-exact, with the same MACs.
+result is bit-exact. The MACs are the same for kernel = stride; a larger
+kernel multiplies its zero taps too (split_macs; kernel 3, stride 2: 16
+products per input pixel and channel pair for at most 9 real ones).
 
     g2, split = split_tconvs(graph)     # split: [TRANSPOSE_CONV op index of graph]
 
@@ -23,7 +42,8 @@ Operator indices of g2 are renumbered; op.options["ops"] keeps the imported
 operators each one stands for (both new operators stand for the transposed
 convolution). pyembed.passes.pipeline plans a strategy with and without the
 split and keeps the split where the arena estimate falls (layer by layer the
-intermediate tensor would only add bytes).
+intermediate tensor would only add bytes), the zero taps' MACs counted
+against auto's max_extra_macs.
 """
 import copy
 import dataclasses
@@ -33,8 +53,63 @@ import numpy as np
 from pyembed.passes.liveness import new_const
 
 
+def _phase_taps(out, inp, k, s, pad):
+    """Along one axis of a TRANSPOSE_CONV (input size inp, output size out,
+    kernel k, stride s, TFLite's leading padding pad): (K, lead, trail, taps)
+    of the stride-1 convolution standing for it, or None when there is none
+    (out not a multiple of s, k < s, or a padding the convolution cannot
+    take). taps[r][t] is the filter tap output phase r (output index
+    = u * s + r) applies at convolution tap t, or -1 (weight 0).
+
+    Output index o = u*s + r is reached from input index i through tap
+    f = o + pad - i*s. Writing r + pad = a*s + b (0 <= b < s), the taps of
+    phase r are f = j*s + b (j >= 0, f < k) on input i = u + a - j: a fixed
+    input offset a - j per tap, the same for every u, so one convolution
+    reading inputs u + lo .. u + hi (lo, hi over all phases' offsets) holds
+    every phase; the offsets a phase does not use get weight 0."""
+    if out % s or k < s:
+        return None
+    offs = []
+    for r in range(s):
+        a, b = divmod(r + pad, s)
+        offs.append([(a - j, j * s + b) for j in range(-(-(k - b) // s))])
+    lo = min(d for ph in offs for d, _ in ph)
+    hi = max(d for ph in offs for d, _ in ph)
+    kk = hi - lo + 1
+    lead = -lo
+    trail = out // s - inp - lead + kk - 1
+    if not (0 <= lead < kk and 0 <= trail < kk):
+        return None
+    taps = []
+    for ph in offs:
+        row = [-1] * kk
+        for d, f in ph:
+            row[d - lo] = f
+        taps.append(row)
+    return kk, lead, trail, taps
+
+
+def _geometry(graph, op):
+    """((kh, th), (kw, tw), (top, bottom, left, right)) of the split
+    convolution of TRANSPOSE_CONV op, or None when it has none."""
+    p = op.params
+    x = graph.tensors[op.inputs[2]]
+    y = graph.tensors[op.outputs[0]]
+    s = int(p["stride"][0])
+    kh, kw = (int(v) for v in p["kernel"])
+    pt, pl = (int(v) for v in p["pad"])
+    gh = _phase_taps(int(y.shape[1]), int(x.shape[1]), kh, s, pt)
+    gw = _phase_taps(int(y.shape[2]), int(x.shape[2]), kw, s, pl)
+    if gh is None or gw is None:
+        return None
+    return (gh[0], gh[3]), (gw[0], gw[3]), (gh[1], gh[2], gw[1], gw[2])
+
+
 def splittable(graph):
-    """Indices of the TRANSPOSE_CONV operators split_tconvs splits."""
+    """Indices of the TRANSPOSE_CONV operators split_tconvs splits: int8,
+    square stride s, kernel >= s on both axes, the output a multiple of s
+    (DEPTH_TO_SPACE makes s x s blocks and no stripe layer crops: VALID with
+    kernel 3, stride 2 gives 2h + 1 rows and stays a TRANSPOSE_CONV)."""
     out = []
     for op in graph.operators:
         if op.type != "TRANSPOSE_CONV" or not op.supported:
@@ -46,10 +121,9 @@ def splittable(graph):
         if x.dtype != np.int8 or y.dtype != np.int8 or w.dtype != np.int8 or len(x.shape) != 4:
             continue
         s = tuple(int(v) for v in p["stride"])
-        if s[0] != s[1] or tuple(int(v) for v in p["kernel"]) != s or tuple(int(v) for v in p["pad"]) != (0, 0):
+        if s[0] != s[1]:
             continue
-        n, h, wd, _ = (int(d) for d in x.shape)
-        if tuple(int(d) for d in y.shape) != (n, h * s[0], wd * s[1], int(w.shape[0])):
+        if _geometry(graph, op) is None:
             continue
         out.append(op.index)
     return out
@@ -64,9 +138,18 @@ def _conv_and_d2s(graph, tensors, op):
     x = graph.tensors[op.inputs[2]]
     y = graph.tensors[op.outputs[0]]
     co, _, _, ci = (int(d) for d in w.shape)
-    # output channel (dy * s + dx) * co + c: filter row w[c, dy, dx, :]
-    wd = np.asarray(w.data, dtype=np.int8).transpose(1, 2, 0, 3).reshape(s * s * co, 1, 1, ci)
-    fi = new_const(tensors, f"{w.name}/split1x1", wd)
+    (kh, th), (kw, tw), pad = _geometry(graph, op)
+    # output channel (py * s + px) * co + c, tap (u, v): filter w[c, th[py][u], tw[px][v], :] or 0
+    wsrc = np.asarray(w.data, dtype=np.int8)
+    wd = np.zeros((s, s, co, kh, kw, ci), dtype=np.int8)
+    for py in range(s):
+        for px in range(s):
+            for u in range(kh):
+                for v in range(kw):
+                    if th[py][u] >= 0 and tw[px][v] >= 0:
+                        wd[py, px, :, u, v, :] = wsrc[:, th[py][u], tw[px][v], :]
+    wd = wd.reshape(s * s * co, kh, kw, ci)
+    fi = new_const(tensors, f"{w.name}/split{kh}x{kw}", wd)
     ft = tensors[fi]
     scale = np.asarray(w.scale, dtype=np.float32).reshape(-1)
     ft.scale = np.tile(np.broadcast_to(scale, (co,)), s * s).astype(scale.dtype)
@@ -75,21 +158,25 @@ def _conv_and_d2s(graph, tensors, op):
     inputs = [op.inputs[2], fi]
     if len(op.inputs) > 3 and op.inputs[3] >= 0:
         b = graph.tensors[op.inputs[3]]
-        bi = new_const(tensors, f"{b.name}/split1x1", np.tile(np.asarray(b.data, dtype=np.int32), s * s))
+        bi = new_const(tensors, f"{b.name}/split{kh}x{kw}", np.tile(np.asarray(b.data, dtype=np.int32), s * s))
         bt = tensors[bi]
         if b.scale is not None:
             bt.scale = np.tile(np.broadcast_to(np.asarray(b.scale).reshape(-1), (co,)), s * s)
             bt.zero_point = np.zeros(s * s * co, dtype=np.int64)
         inputs.append(bi)
     mid = Tensor(index=len(tensors), name=f"{y.name}/before_depth_to_space",
-                 shape=(int(x.shape[0]), int(x.shape[1]), int(x.shape[2]), s * s * co), dtype=np.dtype(np.int8),
+                 shape=(int(x.shape[0]), int(y.shape[1]) // s, int(y.shape[2]) // s, s * s * co),
+                 dtype=np.dtype(np.int8),
                  scale=None if y.scale is None else np.asarray(y.scale).copy(),
                  zero_point=None if y.zero_point is None else np.asarray(y.zero_point).copy(), type_name="INT8")
     tensors.append(mid)
     ops = list(op.options.get("ops", [op.index]))
+    t, bo, le, ri = pad
+    geo = ({"padding": "VALID"} if pad == (0, 0, 0, 0)
+           else {"padding": "EXPLICIT", "explicit_pad": (t, le, bo, ri)})      # ONNX order: top, left, bottom, right
     conv = Operator(index=-1, type="CONV_2D", inputs=inputs, outputs=[mid.index],
-                    options={"padding": "VALID", "stride": (1, 1), "dilation": (1, 1),
-                             "activation": op.options.get("activation"), "ops": ops})
+                    options=dict(geo, stride=(1, 1), dilation=(1, 1),
+                                 activation=op.options.get("activation"), ops=ops, split_from=op.index))
     d2s = Operator(index=-1, type="DEPTH_TO_SPACE", inputs=[mid.index], outputs=[op.outputs[0]],
                    options={"block_size": s, "ops": list(ops)})
     return conv, d2s
@@ -128,22 +215,49 @@ def split_tconvs(graph):
     return g, sorted(which)
 
 
+def split_macs(graph, g2, split):
+    """(MACs of the TRANSPOSE_CONVs split, MACs of the CONV_2Ds standing for
+    them): the convolution also multiplies its zero-weight taps (kernel >
+    stride), and reaches padding taps the transposed convolution skips."""
+    which = set(split)
+    before = sum(int(graph.operators[i].macs) for i in which)
+    after = sum(int(op.macs) for op in g2.operators if op.options.get("split_from") in which)
+    return before, after
+
+
 def better_with_split(apply, graph, strategy, *args, **kwargs):
     """apply(graph, strategy, ...) (pyembed.passes.pipeline's strategy), and
     the same on the graph with its transposed convolutions split: the result
-    with the lower arena estimate (the unsplit one on a tie)."""
+    with the lower arena estimate (the unsplit one on a tie). The MACs the
+    split's zero-weight taps add count against max_extra_macs (auto): the
+    split graph is planned with what is left of the budget, and not split
+    when the zero taps alone exceed it; the result's extra MACs are counted
+    against the imported graph."""
     res = apply(graph, strategy, *args, **kwargs)
     if strategy == "layers":
         return res
     g2, split = split_tconvs(graph)
     if not split:
         return res
+    if strategy != "stripes":
+        budget = float(args[0] if args else kwargs.get("max_extra_macs", 0.10))
+        left = (1.0 + budget) * int(graph.macs) / int(g2.macs) - 1.0 if int(g2.macs) else budget
+        if left < 0:
+            return res
+        if args:
+            args = (left,) + tuple(args[1:])
+        else:
+            kwargs = dict(kwargs, max_extra_macs=left)
     res2 = apply(g2, strategy, *args, **kwargs)
     if res2.estimate >= res.estimate:
         return res
     res2.graph.pipeline_source = graph
     res2.base_estimate = res.base_estimate      # layer by layer means the imported graph's operators
-    res2.notes.insert(0, "TRANSPOSE_CONV with kernel = stride split into a 1x1 CONV_2D and a DEPTH_TO_SPACE "
-                         f"(bit-exact, same MACs) for op(s) {', '.join(str(i) for i in split)}, so stripe regions "
-                         "take them; operator numbers below are after the split")
+    res2.base_macs = res.base_macs              # and its MACs: the zero taps count as extra
+    before, after = split_macs(graph, g2, split)
+    extra = f"+{100.0 * (after - before) / before:.1f}% MACs" if before else "MACs"
+    res2.notes.insert(0, "TRANSPOSE_CONV split into a stride-1 CONV_2D and a DEPTH_TO_SPACE (bit-exact; "
+                         f"{extra} from zero-weight taps: {after} vs {before}) for op(s) "
+                         f"{', '.join(str(i) for i in split)}, so stripe regions take them; operator numbers "
+                         "below are after the split")
     return res2
