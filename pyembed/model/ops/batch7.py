@@ -46,7 +46,7 @@ DIV_SHIFT_RANGE = (-24, 21)
 _PERIOD_ONE_SLOTS = (5, 13, 25)
 
 CONSTRAINTS = {
-    "DIV": "int8 (int32: code 192); numpy broadcasting up to 6-D; fused activations; a zero divisor computes as "
+    "DIV": "int8; numpy broadcasting up to 6-D; fused activations; a zero divisor computes as "
            "TFLM does",
     "CUSTOM:CIRCULAR_BUFFER": "int8 [1, 1, w, d] -> [1, slots, w, d] variable output (the buffer); cycles_max > 1 "
                               "only as the model's last operator",
