@@ -1786,6 +1786,14 @@ static void corrupt(fz_reader *r, table *tb)
     }
 }
 
+/* One operator of pe_batch5.h (5/8 of the draws), pe_batch6.h (1/8) or
+ * pe_batch7.h (1/4). */
+static int32_t batch567_op(fz_reader *r, table *tb, int32_t x)
+{
+    const uint32_t k = fz_u8(r);
+    return k < 160 ? add_batch5_op(r, tb, x) : k < 192 ? add_batch6_op(r, tb, x) : add_batch7_op(r, tb, x);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
@@ -1816,10 +1824,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
                           : pick == 45 ? add_logic_op(&r, &tb, x)
                           : pick == 40 ? add_lstm_op(&r, &tb, x)
                           : (pick >= 38 && pick != 40) ? add_op(&r, &tb, type, x)
-                          : pick >= 34 ? (fz_u8(&r) < 64 ? (fz_u8(&r) < 224 ? add_batch5_op(&r, &tb, x) /* a quarter: */
-                                                                                   : fz_bool(&r) ? add_batch6_op(&r, &tb, x)
-                                                                                   : add_batch7_op(&r, &tb, x))
-                                                         : add_math_op(&r, &tb, x)) /* pe_batch5/6.h */
+                          : pick >= 34 ? (fz_u8(&r) < 64 ? batch567_op(&r, &tb, x) /* a quarter: */
+                                                         : add_math_op(&r, &tb, x)) /* pe_batch5/6/7.h */
                           : (pick >= 18 ? add_data_op(&r, &tb, batch4_or(&r, batch3_or(&r, data_ops[pick - 18])), x)
                                        : add_op(&r, &tb, type, x));
         if (y < 0) {
