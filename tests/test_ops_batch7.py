@@ -88,6 +88,23 @@ def test_div_random_scales_bit_exact():
         _same_div(blob, rng.integers(-128, 128, (3, 40)).astype(np.int8), rng.integers(-128, 128, 40).astype(np.int8))
 
 
+def test_div_by_a_constant_with_zero_divisors_bit_exact():
+    """The divisor a constant tensor (as converters write x / c), some of its values at its zero point."""
+    rng = np.random.default_rng(9)
+    c = rng.integers(-128, 128, (1, 1, 6)).astype(np.int8)
+    c[0, 0, :2] = -20                                   # zero point: zero divisors
+    t = [W.tensor((2, 3, 6), np.int8, 0.07, 11), W.tensor((1, 1, 6), np.int8, 0.03, -20, data=c),
+         W.tensor((2, 3, 6), np.int8, 0.12, -1)]
+    blob = W.build(t, [W.op(S.BuiltinOperator.DIV, [0, 1], [2], "DivOptions")], [0], [2])
+    g = load_tflite_bytes(blob)
+    assert not g.unsupported, g.summary()
+    for _ in range(5):
+        a = rng.integers(-128, 128, (2, 3, 6)).astype(np.int8)
+        got = g.run([a])[0]
+        want = W.tflm_run(blob, [a], 1, arena_size=1 << 18)[0]
+        assert np.array_equal(got, want), (got, want)
+
+
 def test_div_float_reference_and_int32_path_kept():
     blob = div_model((4, 8), (8,), (4, 8), (0.05, 0), (0.05, 0), (0.05, 0))
     g = load_tflite_bytes(blob)
