@@ -283,6 +283,18 @@ def test_chain_frames_bit_exact():
         assert np.array_equal(rt.get_output(arena, 0), np.array(it.get_output(0)))
 
 
+def test_check_command_confirms_the_chain(tmp_path):
+    """`pyembed check` compares DIV -> CIRCULAR_BUFFER with the tflite-micro interpreter (bit-exact);
+    LiteRT has no CIRCULAR_BUFFER kernel: not applicable, not a failure."""
+    from pyembed.cli.app import main
+    path = tmp_path / "div_cbuf.tflite"
+    path.write_bytes(bytes(_chain_model()))
+    r = CliRunner().invoke(main, ["check", str(path)])
+    assert r.exit_code == 0, r.output
+    assert "tflite-micro interpreter (reference kernels): bit-exact on" in r.output
+    assert "LiteRT (TFLite reference kernels, BUILTIN_REF): not compared, not applicable" in r.output
+
+
 @pytest.mark.skipif(_qemu_missing() is not None, reason=str(_qemu_missing()))
 def test_chain_firmware_under_qemu(tmp_path):
     """A Cortex-M4 (mps2-an386) firmware of DIV -> CIRCULAR_BUFFER gives the host run (== TFLM) on its first invoke."""
