@@ -89,6 +89,9 @@ KERNEL_CLASS = {
     "SVDF": "fc",
     # issue #30's sixth batch (pyembed.model.ops.batch6): REDUCE_ALL reads each input byte once
     "REDUCE_ALL": "copy",
+    # issue #30's seventh batch (pyembed.model.ops.batch7): int8 DIV is "eltwise" above (its reciprocal
+    # and two requantizations per element); CIRCULAR_BUFFER moves every slot of its buffer once
+    "CUSTOM:CIRCULAR_BUFFER": "copy",
 }
 
 

@@ -54,6 +54,9 @@ def test_every_tflm_operator_runs_or_is_a_listed_gap():
     unknown = sorted(n for n in R.DELIBERATE_GAPS if n not in tflm)
     assert not unknown, f"DELIBERATE_GAPS lists operators TFLM does not register: {unknown}"
     assert all(isinstance(v, str) and len(v) > 8 for v in R.DELIBERATE_GAPS.values())
+    # a type gap belongs to an operator pyembed runs (else it is a DELIBERATE_GAPS entry)
+    assert all(n in ours and n in tflm for n in R.TYPE_GAPS), sorted(R.TYPE_GAPS)
+    assert all(isinstance(v, str) and len(v) > 8 for t in R.TYPE_GAPS.values() for v in t.values())
     # this operators run
     runs = {r["name"] for r in rows if r["status"] == "runs"}
     assert {"EQUAL", "NOT_EQUAL", "GREATER", "GREATER_EQUAL", "LESS", "LESS_EQUAL", "LOGICAL_AND", "LOGICAL_OR",

@@ -642,6 +642,10 @@ def _litert_oracle(graph, path, samples):
         # TFLM's signal library (pyembed.model.ops.signal) has no LiteRT kernels
         return OracleResult(name, "not applicable", f"{', '.join(signal)} are TFLite Micro's signal-library "
                                                     f"custom operators, which LiteRT does not have")
+    if any(op.type == "CUSTOM:CIRCULAR_BUFFER" for op in graph.operators):
+        # TFLM's streaming custom operator (pyembed.model.ops.batch7) has no LiteRT kernel either
+        return OracleResult(name, "not applicable", "CUSTOM:CIRCULAR_BUFFER is TFLite Micro's streaming custom "
+                                                    "operator, which LiteRT does not have")
     try:
         from ai_edge_litert.interpreter import Interpreter, OpResolverType
     except ImportError:

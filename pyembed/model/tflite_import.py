@@ -333,6 +333,8 @@ def _read(buf, label, source, name):
         bi = int(m.Buffer())
         if 0 <= bi < n_buffers:
             metadata[mname] = buffer_bytes(bi)
+    from pyembed.model.ops.batch7 import split_circular_buffers
+    split_circular_buffers(tensors, operators)
     return {"name": name, "source_path": source, "tensors": tensors, "operators": operators,
             "inputs": inputs, "outputs": outputs, "metadata": metadata}
 

@@ -39,6 +39,7 @@
 #include "pyembed/pe_batch4.h"
 #include "pyembed/pe_batch5.h"
 #include "pyembed/pe_batch6.h"
+#include "pyembed/pe_batch7.h"
 #include "pyembed/pe_svdf.h"
 
 #define MAX_T 32
@@ -1155,6 +1156,80 @@ static int32_t add_batch6_op(fz_reader *r, table *tb, int32_t x)
     return y;
 }
 
+/* Appends an operator of pe_batch7.h (issue #30's seventh batch) shaped by
+ * activation x ([n, h, w, c], int8): DIV of x by an int8 constant of x's
+ * shape or broadcast along the channels ([1, 1, 1, c]), its words mostly in
+ * range (zero divisors among the constant's bytes); or CIRCULAR_BUFFER of x
+ * into a buffer of slots x (n h w c) values (a state tensor of a sometimes
+ * wrong length, updated in place). Io lists in tb->dio. Returns its output
+ * (int8) or -1. */
+static int32_t add_batch7_op(fz_reader *r, table *tb, int32_t x)
+{
+    const int32_t i = tb->nops;
+    pe_graph_op *op = &tb->ops[i];
+    const pe_dims xd = tb->t[x].dims;
+    const int32_t dx[4] = {xd.n, xd.h, xd.w, xd.c};
+    int32_t *w = tb->words[i];
+    int32_t *io = tb->dio[i];
+    int32_t n = 0, k, y;
+    memset(op, 0, sizeof(*op));
+    op->inputs = io;
+    op->outputs = &io[4];
+    op->num_outputs = 1;
+    op->scratch_offset = -1;
+    io[0] = x;
+    if (fz_bool(r)) {
+        const int bcast = fz_bool(r);
+        const int32_t b = bcast ? add_tensor(r, tb, PE_DT_INT8, 1, 1, 1, xd.c, 1)
+                                : add_tensor(r, tb, PE_DT_INT8, xd.n, xd.h, xd.w, xd.c, 1);
+        if (b < 0) {
+            return -1;
+        }
+        io[1] = b;
+        op->num_inputs = 2;
+        op->type = PE_GOP_DIV;
+        w[n++] = fz_wild(r, -127, 128);
+        w[n++] = fz_wild(r, -127, 128);
+        w[n++] = fz_wild(r, -128, 127);
+        w[n++] = fz_wild(r, 1 << 30, 0x7fffffff);
+        w[n++] = fz_wild(r, -24, 21);
+        w[n++] = fz_wild(r, -128, 0);
+        w[n++] = fz_wild(r, 0, 127);
+        w[n++] = fz_wild(r, 4, 4);
+        for (k = 0; k < 4; k++) {
+            w[n++] = fz_wild(r, dx[k], dx[k]);
+        }
+        for (k = 0; k < 4; k++) {
+            w[n++] = fz_wild(r, dx[k], dx[k]);
+        }
+        for (k = 0; k < 4; k++) {
+            w[n++] = bcast && k < 3 ? fz_wild(r, 1, 1) : fz_wild(r, dx[k], dx[k]);
+        }
+        y = add_tensor(r, tb, PE_DT_INT8, xd.n, xd.h, xd.w, xd.c, 0);
+    } else {
+        const int32_t depth = xd.n * xd.h * xd.w * xd.c, slots = fz_range(r, 1, 6);
+        const int32_t st = add_tensor(r, tb, PE_DT_INT8, 1, fz_bool(r) ? slots : fz_range(r, 1, 8), 1, depth, 0);
+        if (st < 0) {
+            return -1;
+        }
+        io[1] = st;
+        op->num_inputs = 2;
+        op->type = PE_GOP_CIRCULAR_BUFFER;
+        w[n++] = fz_wild(r, slots, slots);
+        w[n++] = fz_wild(r, depth, depth);
+        w[n++] = fz_wild(r, 1, 3);
+        y = add_tensor(r, tb, PE_DT_INT8, 1, slots, 1, depth, 0);
+    }
+    op->params = w;
+    op->num_params = n;
+    if (y < 0) {
+        return -1;
+    }
+    io[4] = y;
+    tb->nops++;
+    return y;
+}
+
 /* The 8 pe_sum_q8 words (pe_batch5.h), mostly in range. */
 static void draw_sum_q8(fz_reader *r, int32_t *w)
 {
@@ -1711,6 +1786,14 @@ static void corrupt(fz_reader *r, table *tb)
     }
 }
 
+/* One operator of pe_batch5.h (5/8 of the draws), pe_batch6.h (1/8) or
+ * pe_batch7.h (1/4). */
+static int32_t batch567_op(fz_reader *r, table *tb, int32_t x)
+{
+    const uint32_t k = fz_u8(r);
+    return k < 160 ? add_batch5_op(r, tb, x) : k < 192 ? add_batch6_op(r, tb, x) : add_batch7_op(r, tb, x);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
@@ -1741,9 +1824,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
                           : pick == 45 ? add_logic_op(&r, &tb, x)
                           : pick == 40 ? add_lstm_op(&r, &tb, x)
                           : (pick >= 38 && pick != 40) ? add_op(&r, &tb, type, x)
-                          : pick >= 34 ? (fz_u8(&r) < 64 ? (fz_u8(&r) < 224 ? add_batch5_op(&r, &tb, x) /* a quarter: */
-                                                                                   : add_batch6_op(&r, &tb, x))
-                                                         : add_math_op(&r, &tb, x)) /* pe_batch5/6.h */
+                          : pick >= 34 ? (fz_u8(&r) < 64 ? batch567_op(&r, &tb, x) /* a quarter: */
+                                                         : add_math_op(&r, &tb, x)) /* pe_batch5/6/7.h */
                           : (pick >= 18 ? add_data_op(&r, &tb, batch4_or(&r, batch3_or(&r, data_ops[pick - 18])), x)
                                        : add_op(&r, &tb, type, x));
         if (y < 0) {
@@ -1815,6 +1897,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
             /* spectral subtraction and delay update their state input in place */
             if ((op->type == PE_GOP_SIGNAL_SPECTRAL_SUBTRACTION || op->type == PE_GOP_SIGNAL_DELAY) &&
                 op->num_inputs >= 2 && op->inputs[1] >= 0 &&
+                op->inputs[1] < tb.nt && tb.t[op->inputs[1]].data == NULL) {
+                const pe_graph_tensor *st_t = &tb.t[op->inputs[1]];
+                in_out |= k >= st_t->offset && k < st_t->offset + st_t->bytes;
+            }
+            /* CIRCULAR_BUFFER updates its buffer input (1) in place */
+            if (op->type == PE_GOP_CIRCULAR_BUFFER && op->num_inputs == 2 && op->inputs[1] >= 0 &&
                 op->inputs[1] < tb.nt && tb.t[op->inputs[1]].data == NULL) {
                 const pe_graph_tensor *st_t = &tb.t[op->inputs[1]];
                 in_out |= k >= st_t->offset && k < st_t->offset + st_t->bytes;

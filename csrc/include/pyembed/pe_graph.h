@@ -185,6 +185,9 @@ typedef enum {
     PE_GOP_DYNAMIC_UPDATE_SLICE = 231,
     /* 232: SVDF, the integer form (pe_svdf.h) */
     PE_GOP_SVDF = 232,
+    /* 233-234: issue #30's seventh batch (pe_batch7.h) */
+    PE_GOP_DIV = 233,
+    PE_GOP_CIRCULAR_BUFFER = 234,
     /* 240-259: issue #30's fifth batch, int8 arithmetic (pe_batch5.h) */
     PE_GOP_ADD_N = 240,
     PE_GOP_CUMSUM = 241,

@@ -126,6 +126,11 @@ pe_status pe_graph_run_embedding_lookup(const pe_graph *g, const pe_graph_op *op
 /* ---- pe_batch6.h (issue #30's sixth batch) ------------------------------------ */
 pe_status pe_graph_run_reduce_all(const pe_graph *g, const pe_graph_op *op,
                                   const pe_context *scratch, const pe_context *arena);
+/* ---- pe_batch7.h (issue #30's seventh batch) ----------------------------------- */
+pe_status pe_graph_run_div_s8(const pe_graph *g, const pe_graph_op *op,
+                              const pe_context *scratch, const pe_context *arena);
+pe_status pe_graph_run_circular_buffer(const pe_graph *g, const pe_graph_op *op,
+                                       const pe_context *scratch, const pe_context *arena);
 /* ---- pe_gather.h ---------------------------------------------------------------- */
 pe_status pe_graph_run_gather_batched(const pe_graph *g, const pe_graph_op *op,
                                       const pe_context *scratch, const pe_context *arena);

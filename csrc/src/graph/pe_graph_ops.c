@@ -132,6 +132,10 @@ pe_graph_runner pe_graph_runner_for(pe_graph_op_type type)
         return pe_graph_run_embedding_lookup;
     case PE_GOP_REDUCE_ALL:
         return pe_graph_run_reduce_all;
+    case PE_GOP_DIV:
+        return pe_graph_run_div_s8;
+    case PE_GOP_CIRCULAR_BUFFER:
+        return pe_graph_run_circular_buffer;
     case PE_GOP_FULLY_CONNECTED_W16:
         return pe_graph_run_fc_w16;
     case PE_GOP_FULLY_CONNECTED_W4:
