@@ -79,6 +79,7 @@ KERNEL_CLASS = {
     "CUSTOM:SignalDelay": "copy",   # a delay line moves samples, no arithmetic
     # pyembed.model.ops.signal_stream: the framer and stacker move samples; overlap-add adds and saturates
     "CUSTOM:SignalFramer": "copy", "CUSTOM:SignalStacker": "copy", "CUSTOM:SignalOverlapAdd": "eltwise",
+    "CUSTOM:SignalIrfft": "fc",   # butterflies of multiply-accumulates, as the forward RFFT
     # issue #30's third batch (pyembed.model.ops.batch3): REVERSE_V2 copies one element per output
     "REVERSE_V2": "copy",
     # issue #30's fourth batch (pyembed.model.ops.batch4): data movement, one copy per output element

@@ -10,7 +10,7 @@
  * the C is well defined). No kernel allocates or prints; the real FFT takes
  * its work area as a pe_context sized by pe_signal_rfft_get_buffer_size().
  *
- * Graph operator codes 180-198 (pe_graph.h) and their int32 parameter words:
+ * Graph operator codes 180-199 (pe_graph.h) and their int32 parameter words:
  *   180 SIGNAL_WINDOW      [shift, weight_count]        in int16, weights int16 -> int16
  *   181 FFT_AUTO_SCALE     []                           int16 -> int16, scale bits int32 scalar
  *   182 RFFT               [fft_length, input_length, ncfft, n_stages,
@@ -43,6 +43,9 @@
  *                          int16 [.., n_frames, frame_size] -> int16 [.., n_frames * frame_step];
  *                          when frame_size > frame_step also the int16 [rows * (frame_size -
  *                          frame_step)] pending sums (state)
+ *   199 SIGNAL_IRFFT       [fft_length, ncfft, n_stages, radices..., twiddles (ncfft),
+ *                           super twiddles (ncfft / 2)]   int16 [.., fft_length + 2] -> int16
+ *                          [.., fft_length]; scratch pe_signal_irfft_get_buffer_size
  */
 #ifndef PYEMBED_PE_SIGNAL_H
 #define PYEMBED_PE_SIGNAL_H
@@ -91,6 +94,16 @@ pe_status pe_signal_rfft_s16(const pe_context *ctx, int32_t fft_length, int32_t 
                              int32_t n_stages, const int32_t *radices, const int32_t *twiddles,
                              const int32_t *super_twiddles, const int16_t *input, int32_t batches,
                              int16_t *output);
+
+/* Inverse real FFT (TFLM's SignalIrfft, int16): `batches` rows of ncfft + 1
+ * complex int16 bins to rows of fft_length = 2 * ncfft samples, kissfft's
+ * 16-bit fixed-point kiss_fftri (every stage divides by its radix, the fold
+ * by 2). Words as the RFFT's with the inverse angles (twiddles e^{+2 pi i k /
+ * ncfft}, super twiddles negated). Scratch: pe_signal_irfft_get_buffer_size. */
+pe_status pe_signal_irfft_get_buffer_size(int32_t fft_length, int32_t *size);
+pe_status pe_signal_irfft_s16(const pe_context *ctx, int32_t fft_length, int32_t n_stages, const int32_t *radices,
+                              const int32_t *twiddles, const int32_t *super_twiddles, const int16_t *input,
+                              int32_t batches, int16_t *output);
 
 /* output[i] = re^2 + im^2 for start <= i < end (others set to 0) */
 pe_status pe_signal_energy_s16(const int16_t *spectrum, int32_t n_complex, int32_t start, int32_t end,

@@ -51,6 +51,8 @@ pe_graph_runner pe_graph_runner_for(pe_graph_op_type type)
         return pe_graph_run_signal;
     case PE_GOP_SIGNAL_FRAMER: case PE_GOP_SIGNAL_STACKER: case PE_GOP_SIGNAL_OVERLAP_ADD:
         return pe_graph_run_signal_stream;
+    case PE_GOP_SIGNAL_IRFFT:
+        return pe_graph_run_signal_irfft;
     case PE_GOP_CONV_POOL:
         return pe_graph_run_conv_pool;
     case PE_GOP_STRIPE_REGION:
