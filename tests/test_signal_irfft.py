@@ -1,9 +1,9 @@
-"""CUSTOM:SignalIrfft int16 (code 199, pyembed.model.ops.signal): kissfft's
-16-bit fixed-point inverse real FFT, bit-exact (==) with the tflite-micro
-interpreter on every power-of-two length from 4 to 1024 over several
-consecutive invokes (full-scale bins that wrap, small ones, silence) and
-after reset(); an Rfft -> Irfft chain on the host and on a Cortex-M4 firmware
-under QEMU."""
+"""CUSTOM:SignalIrfft int16 and int32 (code 199, pyembed.model.ops.signal):
+kissfft's 16- and 32-bit fixed-point inverse real FFT, bit-exact (==) with
+the tflite-micro interpreter on every power-of-two length from 4 to 1024 over
+several consecutive invokes (full-scale bins that wrap, small ones, silence)
+and after reset(); an Rfft -> Irfft chain on the host and on a Cortex-M4
+firmware under QEMU."""
 import numpy as np
 import pytest
 
@@ -32,6 +32,19 @@ def test_irfft_bit_exact(n, rows):
     assert_same(irfft_model(rows, n), frames)
 
 
+@pytest.mark.parametrize("n,rows", [(4, 2), (8, 1), (16, 3), (32, 1), (128, 2), (512, 1), (1024, 1)])
+def test_irfft_int32_bit_exact(n, rows):
+    """T = INT32: Q31 twiddles, 64-bit products; full-range bins (wrapping
+    sums and 64-bit products near 2^63), small ones, zeros, extremes."""
+    rng = np.random.default_rng(100 + n + rows)
+    shape = (rows, n + 2)
+    frames = [[rand(rng, np.int32, shape)] for _ in range(3)]
+    frames += [[rand(rng, np.int32, shape, -100000, 100000)] for _ in range(2)]
+    frames += [[np.zeros(shape, np.int32)], [np.full(shape, -2**31, np.int32)], [np.full(shape, 2**31 - 1, np.int32)]]
+    g = assert_same(irfft_model(rows, n, t=2), frames)
+    assert g.operators[0].scratch_bytes == 4 * n
+
+
 def test_irfft_after_reset_and_scratch():
     """Stateless: after reset() the same outputs; the fold needs 2 * fft_length bytes of scratch."""
     rng = np.random.default_rng(1)
@@ -52,21 +65,23 @@ def test_irfft_float_reference():
     from pyembed.model.ops.signal import float_reference
     rng = np.random.default_rng(3)
     for n in (16, 128, 512):
-        g = load_tflite_bytes(irfft_model(1, n))
-        x = rand(rng, np.int16, (1, n + 2), -4000, 4000)
-        x[0, 1] = x[0, -1] = 0     # DC and Nyquist are real
-        ref = float_reference(g, g.operators[0], [x])
-        got = ours_sequence(g, [[x]])[0][0].astype(np.float64)
-        err = np.abs(ref - got).max()
-        assert err <= 2 + np.log2(n), (n, err)
-        assert np.abs(ref).max() > 20 * (2 + np.log2(n))   # not a vacuous comparison
+        for t, dt, amp in ((7, np.int16, 4000), (2, np.int32, 4000 << 16)):
+            g = load_tflite_bytes(irfft_model(1, n, t=t))
+            x = rand(rng, dt, (1, n + 2), -amp, amp)
+            x[0, 1] = x[0, -1] = 0     # DC and Nyquist are real
+            ref = float_reference(g, g.operators[0], [x])
+            got = ours_sequence(g, [[x]])[0][0].astype(np.float64)
+            err = np.abs(ref - got).max()
+            assert err <= 2 + np.log2(n), (n, t, err)
+            assert np.abs(ref).max() > 20 * (2 + np.log2(n))   # not a vacuous comparison
 
 
 def test_irfft_refusals():
-    g = load_tflite_bytes(irfft_model(1, 16, t=2))
-    assert g.unsupported and "only INT16" in g.operators[0].reason
     g = load_tflite_bytes(irfft_model(1, 16, t=0))
-    assert g.unsupported
+    assert g.unsupported and "only INT16" in g.operators[0].reason
+    g = load_tflite_bytes(build([tensor((1, 18), np.int16), tensor((1, 16), np.int16)],
+                                [custom_op("SignalIrfft", [0], [1], {"T": 2, "fft_length": 16})], [0], [1]))
+    assert g.unsupported and "only int32" in g.operators[0].reason   # T says int32, the tensors int16
     g = load_tflite_bytes(build([tensor((1, 14), np.int16), tensor((1, 12), np.int16)],
                                 [custom_op("SignalIrfft", [0], [1], {"T": 7, "fft_length": 12})], [0], [1]))
     assert g.unsupported and "powers of two" in g.operators[0].reason

@@ -191,6 +191,54 @@ static void test_irfft(void)
     }
 }
 
+/* Q31 (re, im) pairs of the inverse tables */
+static void irfft_tables32(int32_t n, int32_t *tw, int32_t *sup)
+{
+    const int32_t ncfft = n / 2;
+    const double pi = 3.14159265358979323846;
+    int32_t i;
+    for (i = 0; i < ncfft; i++) {
+        tw[2 * i] = (int32_t)floor(0.5 + 2147483647.0 * cos(2.0 * pi * i / ncfft));
+        tw[2 * i + 1] = (int32_t)floor(0.5 + 2147483647.0 * sin(2.0 * pi * i / ncfft));
+    }
+    for (i = 0; i < ncfft / 2; i++) {
+        const double ph = pi * ((double)(i + 1) / ncfft + 0.5);
+        sup[2 * i] = (int32_t)floor(0.5 + 2147483647.0 * cos(ph));
+        sup[2 * i + 1] = (int32_t)floor(0.5 + 2147483647.0 * sin(ph));
+    }
+}
+
+static void test_irfft_s32(void)
+{
+    enum { N = 64, NC = N / 2 };
+    const int32_t radices[3] = {4, 4, 2};
+    int32_t tw[2 * NC], sup[NC], spec[N + 2], back[N], scratch[N], k, size = -1;
+    pe_context ctx = {scratch, (int32_t)sizeof scratch, NULL};
+    pe_context small = {scratch, (int32_t)sizeof scratch - 4, NULL};
+    irfft_tables32(N, tw, sup);
+    PE_CHECK_EQ(pe_signal_irfft_s32_get_buffer_size(N, &size), PE_OK);
+    PE_CHECK_EQ(size, 4 * N);
+    /* bin 5 of 2^30 (real) and bin 9 of -2^29 i: 2 / N * (2^30 cos - (-2^29) * -sin ...) */
+    memset(spec, 0, sizeof spec);
+    spec[10] = 1 << 30;
+    spec[19] = -(1 << 29);
+    PE_CHECK_EQ(pe_signal_irfft_s32(&ctx, N, 3, radices, tw, sup, spec, 1, back), PE_OK);
+    for (k = 0; k < N; k++) {
+        const double pi = 3.14159265358979323846;
+        const double want = 2.0 * (1073741824.0 * cos(2.0 * pi * 5.0 * k / N) +
+                                   536870912.0 * sin(2.0 * pi * 9.0 * k / N)) / N;
+        PE_CHECK(fabs(back[k] - want) <= 8.0);
+    }
+    {
+        const int32_t bad3[3] = {4, 4, 3};
+        PE_CHECK_EQ(pe_signal_irfft_s32(&ctx, N, 3, bad3, tw, sup, spec, 1, back), PE_ERR_UNSUPPORTED);
+        PE_CHECK_EQ(pe_signal_irfft_s32(&ctx, N, 2, radices, tw, sup, spec, 1, back), PE_ERR_ARG);
+        PE_CHECK_EQ(pe_signal_irfft_s32(&small, N, 3, radices, tw, sup, spec, 1, back), PE_ERR_SCRATCH);
+        PE_CHECK_EQ(pe_signal_irfft_s32(&ctx, N, 3, radices, tw, sup, NULL, 1, back), PE_ERR_ARG);
+        PE_CHECK_EQ(pe_signal_irfft_s32_get_buffer_size(2, &size), PE_ERR_ARG);
+    }
+}
+
 static void test_filter_bank_and_friends(void)
 {
     const uint32_t in[6] = {1, 2, 3, 4, 5, 6};
@@ -314,6 +362,7 @@ int main(void)
     test_window_and_scale();
     test_rfft();
     test_irfft();
+    test_irfft_s32();
     test_filter_bank_and_friends();
     test_cast_and_int32();
     test_delay();

@@ -1476,11 +1476,14 @@ static int32_t add_signal_op(fz_reader *r, table *tb)
         }
         break;
     }
-    case PE_GOP_SIGNAL_IRFFT: { /* bins -> samples; scratch from the size query, sometimes short */
-        const int32_t len = 4 << fz_range(r, 0, 4), ncfft = len / 2, rows = fz_range(r, 1, 2);
+    case PE_GOP_SIGNAL_IRFFT: { /* bins -> samples, int16 or int32; scratch from the size query, sometimes short */
+        const int32_t len = 4 << fz_range(r, 0, 3), ncfft = len / 2, rows = fz_range(r, 1, 2);
+        const int wide = fz_bool(r);
+        const pe_dtype dt = wide ? PE_DT_INT32 : PE_DT_INT16;
         int32_t m = ncfft, size = 0;
-        io[0] = add_tensor(r, tb, PE_DT_INT16, 1, 1, rows, fz_bool(r) ? len + 2 : fz_range(r, 1, 80), 0);
-        io[6] = add_tensor(r, tb, PE_DT_INT16, 1, 1, rows, fz_bool(r) ? len : fz_range(r, 1, 80), 0);
+        io[0] = add_tensor(r, tb, dt, 1, 1, rows, fz_bool(r) ? len + 2 : fz_range(r, 1, 80), 0);
+        io[6] = add_tensor(r, tb, fz_u8(r) == 255u ? PE_DT_INT16 : dt, 1, 1, rows,
+                           fz_bool(r) ? len : fz_range(r, 1, 80), 0);
         w[nw++] = fz_wild(r, len, len);
         w[nw++] = fz_wild(r, ncfft, ncfft);
         nw++; /* the stage count, below */
@@ -1490,10 +1493,11 @@ static int32_t add_signal_op(fz_reader *r, table *tb)
             m /= p;
         }
         w[2] = fz_wild(r, nw - 3, nw - 3);
-        for (k = 0; k < ncfft + ncfft / 2; k++) {
+        for (k = 0; k < (wide ? 2 : 1) * (ncfft + ncfft / 2); k++) {
             w[nw++] = (int32_t)fz_u32(r);
         }
-        if (pe_signal_irfft_get_buffer_size(len, &size) == PE_OK && !(fz_u8(r) == 255u)) {
+        if ((wide ? pe_signal_irfft_s32_get_buffer_size(len, &size) : pe_signal_irfft_get_buffer_size(len, &size)) ==
+                PE_OK && !(fz_u8(r) == 255u)) {
             op->scratch_offset = tb->bump;
             op->scratch_size = size - (fz_u8(r) == 254u ? 2 : 0);
             tb->bump = align4(tb->bump + size);

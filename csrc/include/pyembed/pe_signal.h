@@ -45,7 +45,9 @@
  *                          frame_step)] pending sums (state)
  *   199 SIGNAL_IRFFT       [fft_length, ncfft, n_stages, radices..., twiddles (ncfft),
  *                           super twiddles (ncfft / 2)]   int16 [.., fft_length + 2] -> int16
- *                          [.., fft_length]; scratch pe_signal_irfft_get_buffer_size
+ *                          [.., fft_length]; scratch pe_signal_irfft_get_buffer_size. On int32
+ *                          tensors the twiddles are Q31 (re, im) pairs (2 ncfft + ncfft words)
+ *                          and the scratch pe_signal_irfft_s32_get_buffer_size
  */
 #ifndef PYEMBED_PE_SIGNAL_H
 #define PYEMBED_PE_SIGNAL_H
@@ -104,6 +106,13 @@ pe_status pe_signal_irfft_get_buffer_size(int32_t fft_length, int32_t *size);
 pe_status pe_signal_irfft_s16(const pe_context *ctx, int32_t fft_length, int32_t n_stages, const int32_t *radices,
                               const int32_t *twiddles, const int32_t *super_twiddles, const int16_t *input,
                               int32_t batches, int16_t *output);
+/* The same in kissfft's 32-bit fixed point (TFLM's int32 SignalIrfft,
+ * kernels/signal/pe_signal_fft32.c): int32 bins and samples, Q31 twiddles as
+ * (re, im) word pairs (ncfft pairs, then ncfft / 2 super twiddle pairs). */
+pe_status pe_signal_irfft_s32_get_buffer_size(int32_t fft_length, int32_t *size);
+pe_status pe_signal_irfft_s32(const pe_context *ctx, int32_t fft_length, int32_t n_stages, const int32_t *radices,
+                              const int32_t *twiddles, const int32_t *super_twiddles, const int32_t *input,
+                              int32_t batches, int32_t *output);
 
 /* output[i] = re^2 + im^2 for start <= i < end (others set to 0) */
 pe_status pe_signal_energy_s16(const int16_t *spectrum, int32_t n_complex, int32_t start, int32_t end,
