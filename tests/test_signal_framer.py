@@ -35,7 +35,8 @@ def stacker_model(nc, left, right, step):
 
 
 def overlap_add_model(shape, step, t=7):
-    ts = [tensor(shape, np.int16), tensor(tuple(shape[:-2]) + (shape[-2] * step,), np.int16)]
+    dt = np.float32 if t == 0 else np.int16
+    ts = [tensor(shape, dt), tensor(tuple(shape[:-2]) + (shape[-2] * step,), dt)]
     return build(ts, [custom_op("SignalOverlapAdd", [0], [1], {"T": t, "frame_step": step})], [0], [1])
 
 
@@ -233,6 +234,31 @@ def test_overlap_add_sequence_bit_exact(shape, step):
     assert state == ([("int16", rows * (shape[-1] - step))] if shape[-1] > step else [])
 
 
+@pytest.mark.parametrize("shape,step", [((3, 8), 4), ((2, 3, 8), 2), ((1, 5), 5), ((4, 6), 1)])
+def test_overlap_add_float32_sequence_bit_exact(shape, step):
+    """T = FLOAT32: eight invokes of values of every magnitude (sums that
+    round, cancel to -0.0 / +0.0, overflow to inf), bit for bit (the float32
+    bits compared as integers), then after reset()."""
+    rng = np.random.default_rng(shape[-1] * 5 + step)
+    blob = overlap_add_model(shape, step, t=0)
+
+    def draw():
+        v = (rng.standard_normal(shape) * 10.0 ** rng.integers(-30, 39, size=shape)).astype(np.float32)
+        v[rng.random(shape) < 0.1] = -0.0
+        return v
+    frames = [[draw()] for _ in range(8)]
+    g = load_tflite_bytes(blob)
+    assert not g.unsupported, g.unsupported
+    for ref, got in ((tflm_sequence(blob, frames), ours_sequence(g, frames)),
+                     (tflm_sequence(blob, frames, reset=True), [ours_sequence(g, [f])[0] for f in frames])):
+        for k, (r, o) in enumerate(zip(ref, got)):
+            assert r[0].dtype == o[0].dtype == np.float32 and r[0].shape == o[0].shape
+            assert np.array_equal(r[0].view(np.uint32), o[0].view(np.uint32)), (k, r[0], o[0])
+    state = [(t.dtype.name, t.size) for t in g.tensors if t.is_variable]
+    rows = int(np.prod(shape[:-2], dtype=np.int64))
+    assert state == ([("float32", rows * (shape[-1] - step))] if shape[-1] > step else [])
+
+
 def test_overlap_add_after_reset_and_float_reference():
     from pyembed.model.ops.signal_stream import float_reference
     rng = np.random.default_rng(8)
@@ -256,9 +282,12 @@ def test_overlap_add_refusals():
                 [custom_op("SignalOverlapAdd", [0], [1], {"T": 7, "frame_step": 4})], [0], [1])
     with pytest.raises(ModelError, match="expected \\[12\\]"):
         load_tflite_bytes(bad)
-    g = load_tflite_bytes(build([tensor((3, 8), np.float32), tensor((12,), np.float32)],
-                                [custom_op("SignalOverlapAdd", [0], [1], {"T": 0, "frame_step": 4})], [0], [1]))
+    g = load_tflite_bytes(build([tensor((3, 8), np.int32), tensor((12,), np.int32)],
+                                [custom_op("SignalOverlapAdd", [0], [1], {"T": 2, "frame_step": 4})], [0], [1]))
     assert g.unsupported and "INT16" in g.operators[0].reason
+    g = load_tflite_bytes(build([tensor((3, 8), np.int16), tensor((12,), np.int16)],
+                                [custom_op("SignalOverlapAdd", [0], [1], {"T": 0, "frame_step": 4})], [0], [1]))
+    assert g.unsupported and "only float32" in g.operators[0].reason   # T says float32, the tensors int16
 
 
 # -- a chain: frames -> overlap-add -> stack ----------------------------------------------

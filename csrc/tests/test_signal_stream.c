@@ -6,9 +6,11 @@
  * shifted frames), state updated in place, every refused argument.
  * Bit-exactness with the TFLM interpreter is tested from Python
  * (tests/test_signal_framer.py). */
+#include <math.h>
 #include <string.h>
 
 #include "pe_test.h"
+#include "pyembed/pe_f32.h"
 #include "pyembed/pe_signal.h"
 
 #define STREAM 480
@@ -212,10 +214,38 @@ static void test_overlap_add(void)
     PE_CHECK_EQ(pe_signal_overlap_add_s16(a, -1, 1, 4, 2, p, o), PE_ERR_ARG);
 }
 
+/* float32: the same sums (exact for these small integers), a -0.0 input comes
+ * out +0.0 (added onto TFLM's +0.0 tail), refusals */
+static void test_overlap_add_f32(void)
+{
+    float in[2 * 6], pending[4], out[4];
+    int32_t k;
+    for (k = 0; k < 12; k++) {
+        in[k] = (float)(k + 1);
+    }
+    memset(pending, 0, sizeof pending);
+    /* two frames of 6 at step 2 */
+    PE_CHECK_EQ(pe_f32_overlap_add(in, 1, 2, 6, 2, pending, out), PE_OK);
+    PE_CHECK(out[0] == 1.0f && out[1] == 2.0f && out[2] == 3.0f + 7.0f && out[3] == 4.0f + 8.0f);
+    PE_CHECK(pending[0] == 5.0f + 9.0f && pending[1] == 6.0f + 10.0f && pending[2] == 11.0f &&
+             pending[3] == 12.0f);
+    PE_CHECK_EQ(pe_f32_overlap_add(in, 1, 1, 6, 2, pending, out), PE_OK);
+    PE_CHECK(out[0] == 14.0f + 1.0f && out[1] == 16.0f + 2.0f && pending[2] == 5.0f && pending[3] == 6.0f);
+    {
+        float z[2] = {-0.0f, -0.0f}, o[2], none_p[1];
+        PE_CHECK_EQ(pe_f32_overlap_add(z, 1, 1, 2, 2, NULL, o), PE_OK);
+        PE_CHECK(o[0] == 0.0f && !signbit(o[0]));
+        PE_CHECK_EQ(pe_f32_overlap_add(z, 1, 1, 2, 3, none_p, o), PE_ERR_ARG);
+        PE_CHECK_EQ(pe_f32_overlap_add(z, 1, 1, 3, 2, NULL, o), PE_ERR_ARG);
+        PE_CHECK_EQ(pe_f32_overlap_add(z, -1, 1, 2, 2, NULL, o), PE_ERR_ARG);
+    }
+}
+
 int main(void)
 {
     test_framer();
     test_stacker();
     test_overlap_add();
+    test_overlap_add_f32();
     return PE_TEST_END("test_signal_stream");
 }

@@ -58,8 +58,8 @@ DELIBERATE_GAPS = {
     "CUSTOM:BasicClassifier": "deliberately not: a TFLM test operator no converter writes",
     "CUSTOM:TFLM_DECODE": "not yet: TFLM's compressed-tensor decoding (DECODE), issue #30",
     # the whole signal library runs: the audio preprocessor's nine, SignalDelay and int16 / int32
-    # SignalIrfft (pyembed.model.ops.signal), Framer, Stacker and int16 OverlapAdd
-    # (pyembed.model.ops.signal_stream); float32 Irfft / OverlapAdd and int32 / float32 Rfft not yet
+    # SignalIrfft (pyembed.model.ops.signal), Framer, Stacker and int16 / float32 OverlapAdd
+    # (pyembed.model.ops.signal_stream); float32 Irfft and int32 / float32 Rfft not yet
     # (the operators' constraints say so)
 }
 

@@ -1614,16 +1614,18 @@ static int32_t add_signal_op(fz_reader *r, table *tb)
         }
         break;
     }
-    case PE_GOP_SIGNAL_OVERLAP_ADD: { /* [frames, pending] -> [samples] */
+    case PE_GOP_SIGNAL_OVERLAP_ADD: { /* [frames, pending] -> [samples], int16 or float32 */
         const int32_t rows = fz_range(r, 1, 3), nf = fz_range(r, 1, 3), fs = fz_range(r, 1, 16);
         const int32_t step = fz_range(r, 1, fs);
-        io[0] = add_tensor(r, tb, PE_DT_INT16, 1, rows, nf, fs, 0);
-        io[6] = add_tensor(r, tb, PE_DT_INT16, 1, 1, rows, fz_bool(r) ? nf * step : fz_range(r, 1, 40), 0);
+        const pe_dtype dt = fz_bool(r) ? PE_DT_FLOAT32 : PE_DT_INT16;
+        io[0] = add_tensor(r, tb, dt, 1, rows, nf, fs, 0);
+        io[6] = add_tensor(r, tb, fz_u8(r) == 255u ? PE_DT_INT16 : dt, 1, 1, rows,
+                           fz_bool(r) ? nf * step : fz_range(r, 1, 40), 0);
         w[nw++] = fz_wild(r, fs, fs);
         w[nw++] = fz_wild(r, step, step);
         w[nw++] = fz_wild(r, nf, nf);
         if (fs > step) {
-            io[1] = add_tensor(r, tb, PE_DT_INT16, 1, 1, rows, fz_bool(r) ? fs - step : fz_range(r, 1, 16), 0);
+            io[1] = add_tensor(r, tb, dt, 1, 1, rows, fz_bool(r) ? fs - step : fz_range(r, 1, 16), 0);
             nin = 2;
         }
         break;

@@ -1,13 +1,15 @@
 /*
  * pe_run_signal_stream.c - the graph runner of the signal library's
  * streaming operators 196-198 (framer, stacker, overlap-add; kernels in
- * kernels/signal/pe_signal_stream.c, words in pe_signal.h). Their state
+ * kernels/signal/pe_signal_stream.c, float32 overlap-add in
+ * kernels/f32/pe_f32_signal.c, words in pe_signal.h). Their state
  * lives in variable tensors (zeros after a reset) updated in place. A runner
  * of its own, apart from pe_run_signal.c, so that a model without them (the
  * audio preprocessor) does not link these kernels.
  */
 #include "pyembed/pe_graph_internal.h"
 #include "pyembed/pe_graph_runners.h"
+#include "pyembed/pe_f32.h"
 #include "pyembed/pe_signal.h"
 
 static int32_t in_count(const pe_graph *g, const pe_graph_op *op, int32_t k)
@@ -107,13 +109,15 @@ static pe_status run_stacker(const pe_graph *g, const pe_graph_op *op, const pe_
     return pe_signal_stacker_s16(in, nc, left, right, step, history, count, out, valid);
 }
 
-/* inputs: x, then (frame_size > frame_step) int16 [rows * (frame_size - frame_step)] */
+/* inputs: x, then (frame_size > frame_step) [rows * (frame_size - frame_step)] pending sums;
+ * int16 tensors, or float32 ones (pe_f32_overlap_add) */
 static pe_status run_overlap_add(const pe_graph *g, const pe_graph_op *op, const pe_context *arena)
 {
     const int32_t *w = op->params;
     int32_t frame_size, frame_step, n_frames, n, rows;
-    const int16_t *in;
-    int16_t *out, *pending = NULL;
+    const void *in;
+    void *out, *pending = NULL;
+    pe_dtype dt = PE_DT_INT16;
     if (op->num_outputs != 1 || op->num_params != 3 || w == NULL) {
         return PE_ERR_ARG;
     }
@@ -124,8 +128,12 @@ static pe_status run_overlap_add(const pe_graph *g, const pe_graph_op *op, const
         op->num_inputs != (frame_size > frame_step ? 2 : 1)) {
         return PE_ERR_ARG;
     }
-    in = (const int16_t *)pe_graph_input(g, op, 0, arena, PE_DT_INT16);
-    out = (int16_t *)pe_graph_output(g, op, 0, arena, PE_DT_INT16);
+    in = pe_graph_input(g, op, 0, arena, PE_DT_INT16);
+    if (in == NULL) {
+        dt = PE_DT_FLOAT32;
+        in = pe_graph_input(g, op, 0, arena, dt);
+    }
+    out = pe_graph_output(g, op, 0, arena, dt);
     if (in == NULL || out == NULL) {
         return PE_ERR_ARG;
     }
@@ -138,12 +146,17 @@ static pe_status run_overlap_add(const pe_graph *g, const pe_graph_op *op, const
         return PE_ERR_ARG;
     }
     if (frame_size > frame_step) {
-        pending = (int16_t *)pe_graph_state(g, op, 1, arena, PE_DT_INT16);
+        pending = pe_graph_state(g, op, 1, arena, dt);
         if (pending == NULL || (int64_t)in_count(g, op, 1) != (int64_t)rows * (frame_size - frame_step)) {
             return PE_ERR_ARG;
         }
     }
-    return pe_signal_overlap_add_s16(in, rows, n_frames, frame_size, frame_step, pending, out);
+    if (dt == PE_DT_FLOAT32) {
+        return pe_f32_overlap_add((const float *)in, rows, n_frames, frame_size, frame_step, (float *)pending,
+                                  (float *)out);
+    }
+    return pe_signal_overlap_add_s16((const int16_t *)in, rows, n_frames, frame_size, frame_step,
+                                     (int16_t *)pending, (int16_t *)out);
 }
 
 pe_status pe_graph_run_signal_stream(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,

@@ -4,7 +4,7 @@ csrc/src/kernels/signal/pe_signal_stream.c).
 
   CUSTOM:SignalFramer      196  int16 [.., n * frame_step] -> int16 [.., n, frame_size], bool valid
   CUSTOM:SignalStacker     197  int16 [num_channels] -> int16 [num_channels * (l + r + 1)], bool valid
-  CUSTOM:SignalOverlapAdd  198  int16 [.., n, frame_size] -> int16 [.., n * frame_step]
+  CUSTOM:SignalOverlapAdd  198  int16 / float32 [.., n, frame_size] -> [.., n * frame_step]
 
 State. TFLM keeps a ring buffer per row (framer, overlap-add) or per
 operator (stacker) in persistent memory that Prepare and reset() clear. Here
@@ -19,8 +19,9 @@ updated in place by the kernel, as SignalDelay's history is
               multiple of frame_step below frame_size
   Stacker     int32 [1] frames held (0: no frame since the reset), int16
               [num_channels * (left + right)] (when not empty): the newest frames
-  OverlapAdd  int16 [rows * (frame_size - frame_step)] (when not empty): the
-              pending sums
+  OverlapAdd  int16 / float32 [rows * (frame_size - frame_step)] (when not
+              empty): the pending sums (float32: pe_f32.h's room, one float32
+              rounding per addition as TFLM)
 
 Outputs TFLM does not write: a framer frame, or the stacker's output, that is
 not available yet (valid false) keeps what TFLM's arena held; pyembed writes
@@ -41,9 +42,9 @@ CONSTRAINTS = {
                            "prefill needs frame_step <= frame_size; ring buffer kept in variable tensors",
     "CUSTOM:SignalStacker": "int16 [num_channels] -> int16 [num_channels * (left + right + 1)], bool scalar "
                             "valid; 1 <= stacker_step <= left + right + 1; frames kept in variable tensors",
-    "CUSTOM:SignalOverlapAdd": "int16 (T = INT16) [.., n, frame_size] -> [.., n * frame_step], saturating; "
-                               "frame_step <= frame_size; pending sums kept in a variable tensor "
-                               "(float32 not yet)",
+    "CUSTOM:SignalOverlapAdd": "int16 / float32 (T = INT16 / FLOAT32) [.., n, frame_size] -> [.., n * "
+                               "frame_step], int16 saturating; frame_step <= frame_size; pending sums kept in "
+                               "a variable tensor",
 }
 
 
@@ -143,10 +144,13 @@ def prepare_overlap_add(c):
     """Each frame added onto the pending sums; frame_step samples out per frame."""
     x, y = c.tensor(0, "input"), c.output(0)
     opts = custom_options(c)
-    if _opt_int(c, opts, "T") != TFL_INT16:
-        raise Unsupported(f"OverlapAdd of TensorType {opts.get('T')} (only INT16, {TFL_INT16}, is supported)")
-    _need(c, x, "input", np.int16)
-    _need(c, y, "output", np.int16)
+    t = _opt_int(c, opts, "T")
+    if t not in (TFL_INT16, TFL_FLOAT32):
+        raise Unsupported(f"OverlapAdd of TensorType {t} (only INT16, {TFL_INT16}, and FLOAT32, {TFL_FLOAT32}, "
+                          f"are supported)")
+    dt = np.int16 if t == TFL_INT16 else np.float32
+    _need(c, x, "input", dt)
+    _need(c, y, "output", dt)
     step = _opt_int(c, opts, "frame_step", 1, MAX_LEN)
     if len(x.shape) < 2:
         raise c.error(f"input must be at least 2-D [.., n_frames, frame_size], has shape {list(x.shape)}")
@@ -160,7 +164,7 @@ def prepare_overlap_add(c):
         raise c.error(f"output shape {list(y.shape)}: expected {list(want)} (n_frames * frame_step)")
     rows = x.size // (n * fs)
     if fs > step:
-        _state(c, 1, "overlap_add_pending", np.int16, rows * (fs - step))
+        _state(c, 1, "overlap_add_pending", dt, rows * (fs - step))
     else:
         _one_input(c)
     c.op.params = {"frame_size": fs, "frame_step": step, "n_frames": n}
