@@ -1,6 +1,6 @@
 /*
  * pe_run_signal_irfft.c - the graph runner of SIGNAL_IRFFT (code 199,
- * kernels pe_signal_irfft_s16 in kernels/signal/pe_signal_fft.c and
+ * kernels pe_signal_irfft_s16 in kernels/signal/pe_signal_ifft.c and
  * pe_signal_irfft_s32 in pe_signal_fft32.c, words in
  * pe_signal.h): checks the words and the row counts, passes the operator's
  * scratch. A runner of its own so that a model without it (the audio

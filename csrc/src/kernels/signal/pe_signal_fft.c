@@ -109,7 +109,7 @@ static void butterfly2(int16_t *out, int32_t fstride, const int32_t *tw, int32_t
     }
 }
 
-static void butterfly4(int16_t *out, int32_t fstride, const int32_t *tw, int32_t m, int inverse)
+static void butterfly4(int16_t *out, int32_t fstride, const int32_t *tw, int32_t m)
 {
     int32_t k;
     for (k = 0; k < m; k++) {
@@ -124,12 +124,12 @@ static void butterfly4(int16_t *out, int32_t fstride, const int32_t *tw, int32_t
         s4 = csub(s0, s2);
         st(out, k + 2 * m, csub(f0, s3));
         st(out, k, cadd(f0, s3));
-        /* forward transform: s5 -/+ i * s4; the inverse: s5 +/- i * s4 */
-        r.r = wrap16(inverse ? (int32_t)s5.r - s4.i : (int32_t)s5.r + s4.i);
-        r.i = wrap16(inverse ? (int32_t)s5.i + s4.r : (int32_t)s5.i - s4.r);
+        /* forward transform: s5 -/+ i * s4 */
+        r.r = wrap16((int32_t)s5.r + s4.i);
+        r.i = wrap16((int32_t)s5.i - s4.r);
         st(out, k + m, r);
-        r.r = wrap16(inverse ? (int32_t)s5.r + s4.i : (int32_t)s5.r - s4.i);
-        r.i = wrap16(inverse ? (int32_t)s5.i - s4.r : (int32_t)s5.i + s4.r);
+        r.r = wrap16((int32_t)s5.r - s4.i);
+        r.i = wrap16((int32_t)s5.i + s4.r);
         st(out, k + 3 * m, r);
     }
 }
@@ -152,7 +152,7 @@ static pe_cpx16 sample(const int16_t *x, int32_t n, int32_t j)
  * radix * m_s each (blocks of one stage share no data, so their order is
  * free). */
 static void fft_complex(int16_t *out, const int16_t *x, int32_t n, const int32_t *radices, int32_t n_stages,
-                        int32_t ncfft, const int32_t *tw, int inverse)
+                        int32_t ncfft, const int32_t *tw)
 {
     int32_t i, s, blk, shift[PE_SIGNAL_MAX_FFT_STAGES], log_n = 0;
     /* radices 2 and 4 only: every m_s is a power of two, its digit a shift and a mask */
@@ -180,7 +180,7 @@ static void fft_complex(int16_t *out, const int16_t *x, int32_t n, const int32_t
         for (blk = 0; blk < stride; blk++) {
             int16_t *o = out + 2 * blk * radices[s] * m;
             if (radices[s] == 4) {
-                butterfly4(o, stride, tw, m, inverse);
+                butterfly4(o, stride, tw, m);
             } else {
                 butterfly2(o, stride, tw, m);
             }
@@ -198,22 +198,6 @@ pe_status pe_signal_rfft_get_buffer_size(int32_t fft_length, int32_t *size)
      * real bins in place (bins k and ncfft - k are read and written together) */
     *size = 0;
     return PE_OK;
-}
-
-/* radices 2 / 4 only, their product ncfft */
-static pe_status check_radices(const int32_t *radices, int32_t n_stages, int32_t ncfft)
-{
-    int32_t prod = 1, s;
-    for (s = 0; s < n_stages; s++) {
-        if (radices[s] != 2 && radices[s] != 4) {
-            return PE_ERR_UNSUPPORTED;
-        }
-        prod *= radices[s];
-        if (prod > ncfft) {
-            return PE_ERR_ARG;
-        }
-    }
-    return prod == ncfft ? PE_OK : PE_ERR_ARG;
 }
 
 pe_status pe_signal_rfft_s16(const pe_context *ctx, int32_t fft_length, int32_t input_length,
@@ -254,7 +238,7 @@ pe_status pe_signal_rfft_s16(const pe_context *ctx, int32_t fft_length, int32_t 
         int16_t *y = output + (int32_t)b * (ncfft + 1) * 2;
         pe_cpx16 dc;
         /* the complex transform, computed in the output row */
-        fft_complex(y, x, input_length, radices, n_stages, ncfft, twiddles, 0);
+        fft_complex(y, x, input_length, radices, n_stages, ncfft, twiddles);
         /* DC and Nyquist from the even / odd sums */
         dc = fixdiv(ld(y, 0), 2);
         y[0] = wrap16((int32_t)dc.r + dc.i);
@@ -274,65 +258,6 @@ pe_status pe_signal_rfft_s16(const pe_context *ctx, int32_t fft_length, int32_t 
             y[2 * (ncfft - k)] = wrap16(pe_fx_asr32((int32_t)f1k.r - tw.r, 1));
             y[2 * (ncfft - k) + 1] = wrap16(pe_fx_asr32((int32_t)tw.i - f1k.i, 1));
         }
-    }
-    return PE_OK;
-}
-
-pe_status pe_signal_irfft_get_buffer_size(int32_t fft_length, int32_t *size)
-{
-    if (size == NULL || fft_length < 4 || fft_length > (1 << 20) || (fft_length & 1) != 0) {
-        return PE_ERR_ARG;
-    }
-    /* the ncfft complex values the split computes, the complex transform's input */
-    *size = fft_length * 2;
-    return PE_OK;
-}
-
-/* Inverse: kissfft's kiss_fftri in 16-bit fixed point. The ncfft + 1 bins
- * fold into ncfft complex values (bins k and ncfft - k, each halved, their
- * difference turned by the inverse super twiddle; DC and Nyquist into value
- * 0), then the inverse complex FFT (each stage divides by its radix) whose
- * ncfft complex results are the fft_length real samples in order. */
-pe_status pe_signal_irfft_s16(const pe_context *ctx, int32_t fft_length, int32_t n_stages, const int32_t *radices,
-                              const int32_t *twiddles, const int32_t *super_twiddles, const int16_t *input,
-                              int32_t batches, int16_t *output)
-{
-    int32_t need, ncfft, b, k;
-    pe_status s;
-    int16_t *tmp;
-    if (pe_signal_irfft_get_buffer_size(fft_length, &need) != PE_OK || radices == NULL || twiddles == NULL ||
-        super_twiddles == NULL || input == NULL || output == NULL || batches < 0 || n_stages < 1 ||
-        n_stages > PE_SIGNAL_MAX_FFT_STAGES) {
-        return PE_ERR_ARG;
-    }
-    ncfft = fft_length / 2;
-    s = check_radices(radices, n_stages, ncfft);
-    if (s != PE_OK) {
-        return s;
-    }
-    if (ctx == NULL || ctx->buf == NULL || ctx->size < need) {
-        return PE_ERR_SCRATCH;
-    }
-    tmp = (int16_t *)ctx->buf;
-    for (b = 0; b < batches; b++) {
-        const int16_t *z = input + (int64_t)b * (ncfft + 1) * 2;
-        int16_t *y = output + (int64_t)b * fft_length;
-        pe_cpx16 t0;
-        t0.r = wrap16((int32_t)z[0] + z[2 * ncfft]);
-        t0.i = wrap16((int32_t)z[0] - z[2 * ncfft]);
-        st(tmp, 0, fixdiv(t0, 2));
-        for (k = 1; k <= ncfft / 2; k++) {
-            pe_cpx16 fk = fixdiv(ld(z, k), 2), fnkc = ld(z, ncfft - k), fek, fok, d;
-            fnkc.i = wrap16(-(int32_t)fnkc.i);
-            fnkc = fixdiv(fnkc, 2);
-            fek = cadd(fk, fnkc);
-            fok = cmul(csub(fk, fnkc), twiddle(super_twiddles, k - 1));
-            st(tmp, k, cadd(fek, fok));
-            d = csub(fek, fok); /* at k = ncfft / 2 this one is kept, as kissfft writes it last */
-            d.i = wrap16(-(int32_t)d.i);
-            st(tmp, ncfft - k, d);
-        }
-        fft_complex(y, tmp, 2 * ncfft, radices, n_stages, ncfft, twiddles, 1);
     }
     return PE_OK;
 }

@@ -5,7 +5,8 @@
  * and rounded half up by 31 bits, every butterfly input divided by its radix
  * (Q31 multiply by 2147483647 / radix), sums narrowed to int32 with
  * wrap-around (done here in unsigned arithmetic so that the C is defined).
- * The same stage structure as the int16 transform in pe_signal_fft.c.
+ * The same stage structure as the int16 transforms (pe_signal_fft.c,
+ * pe_signal_ifft.c).
  * Twiddles arrive as parameter words (re, im pairs); nothing here uses
  * floating point.
  */
@@ -125,7 +126,7 @@ static void butterfly4(int32_t *out, int32_t fstride, const int32_t *tw, int32_t
 }
 
 /* the inverse complex FFT of src (ncfft values) into out, kissfft's order
- * (see fft_complex in pe_signal_fft.c: the same digit permutation, then the
+ * (fft_complex in pe_signal_fft.c: the same digit permutation, then the
  * stages from the innermost out) */
 static void ifft_complex(int32_t *out, const int32_t *src, const int32_t *radices, int32_t n_stages, int32_t ncfft,
                          const int32_t *tw)
