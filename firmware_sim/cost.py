@@ -77,6 +77,9 @@ KERNEL_CLASS = {
     "CUSTOM:SignalFilterBankSquareRoot": "eltwise", "CUSTOM:SignalFilterBankSpectralSubtraction": "eltwise",
     "CUSTOM:SignalPCAN": "eltwise", "CUSTOM:SignalFilterBankLog": "eltwise",
     "CUSTOM:SignalDelay": "copy",   # a delay line moves samples, no arithmetic
+    # pyembed.model.ops.signal_stream: the framer and stacker move samples; overlap-add adds and saturates
+    "CUSTOM:SignalFramer": "copy", "CUSTOM:SignalStacker": "copy", "CUSTOM:SignalOverlapAdd": "eltwise",
+    "CUSTOM:SignalIrfft": "fc",   # butterflies of multiply-accumulates, as the forward RFFT
     # issue #30's third batch (pyembed.model.ops.batch3): REVERSE_V2 copies one element per output
     "REVERSE_V2": "copy",
     # issue #30's fourth batch (pyembed.model.ops.batch4): data movement, one copy per output element

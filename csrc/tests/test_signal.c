@@ -1,7 +1,8 @@
 /* test_signal.c - C unit tests of the signal kernels (pe_signal.h): the
  * integer square root and log against libm within their rounding, window
  * saturation, FFT auto-scale's shift, the real FFT of constant and single-tone
- * rows against the exact transform within the fixed-point error, wrap-around
+ * rows against the exact transform within the fixed-point error, the
+ * inverse FFT of one bin and of the forward one's output, wrap-around
  * of CAST and the int32 operators, and every refused argument.
  * Bit-exactness with the TFLM interpreter is tested from Python
  * (tests/test_signal_ops.py). */
@@ -132,6 +133,112 @@ static void test_rfft(void)
     }
 }
 
+/* the inverse's tables: every angle of rfft_tables negated (kissfft's inverse configuration) */
+static void irfft_tables(int32_t n, int32_t *tw, int32_t *sup)
+{
+    const int32_t ncfft = n / 2;
+    const double pi = 3.14159265358979323846;
+    int32_t i;
+    for (i = 0; i < ncfft; i++) {
+        tw[i] = q15_word(2.0 * pi * i / ncfft);
+    }
+    for (i = 0; i < ncfft / 2; i++) {
+        sup[i] = q15_word(pi * ((double)(i + 1) / ncfft + 0.5));
+    }
+}
+
+static void test_irfft(void)
+{
+    enum { N = 32, NC = N / 2 };
+    const int32_t radices[2] = {4, 4};
+    int32_t tw[NC], sup[NC / 2], itw[NC], isup[NC / 2], k;
+    int16_t in[N], spec[N + 2], back[N], scratch[N];
+    pe_context none = {NULL, 0, NULL}, ctx = {scratch, (int32_t)sizeof scratch, NULL};
+    pe_context small = {scratch, (int32_t)sizeof scratch - 2, NULL};
+    int32_t size = -1;
+    rfft_tables(N, tw, sup);
+    irfft_tables(N, itw, isup);
+    PE_CHECK_EQ(pe_signal_irfft_get_buffer_size(N, &size), PE_OK);
+    PE_CHECK_EQ(size, 2 * N);
+    /* one real bin 3 of 16000: the inverse divides by N in all (numpy's
+     * irfft), so x[k] ~ 2 * 16000 * cos(2 pi 3 k / N) / N (measured within 1) */
+    memset(spec, 0, sizeof spec);
+    spec[6] = 16000;
+    PE_CHECK_EQ(pe_signal_irfft_s16(&ctx, N, 2, radices, itw, isup, spec, 1, back), PE_OK);
+    for (k = 0; k < N; k++) {
+        const double want = 2.0 * 16000.0 * cos(2.0 * 3.14159265358979323846 * 3.0 * k / N) / N;
+        PE_CHECK(fabs(back[k] - want) <= 4.0);
+    }
+    /* the round trip: rfft then irfft gives the row divided by N (two 16-bit
+     * transforms' rounding: measured within 3.2) */
+    for (k = 0; k < N; k++) {
+        in[k] = (int16_t)floor(0.5 + 16000.0 * sin(2.0 * 3.14159265358979323846 * 5.0 * k / N) + 300.0 * k);
+    }
+    PE_CHECK_EQ(pe_signal_rfft_s16(&none, N, N, 2, radices, tw, sup, in, 1, spec), PE_OK);
+    PE_CHECK_EQ(pe_signal_irfft_s16(&ctx, N, 2, radices, itw, isup, spec, 1, back), PE_OK);
+    for (k = 0; k < N; k++) {
+        PE_CHECK(fabs(back[k] - in[k] / (double)N) <= 4.0);
+    }
+    /* refusals */
+    {
+        const int32_t bad3[2] = {4, 3}, short1[1] = {4};
+        PE_CHECK_EQ(pe_signal_irfft_s16(&ctx, N, 2, bad3, itw, isup, spec, 1, back), PE_ERR_UNSUPPORTED);
+        PE_CHECK_EQ(pe_signal_irfft_s16(&ctx, N, 1, short1, itw, isup, spec, 1, back), PE_ERR_ARG);
+        PE_CHECK_EQ(pe_signal_irfft_s16(&small, N, 2, radices, itw, isup, spec, 1, back), PE_ERR_SCRATCH);
+        PE_CHECK_EQ(pe_signal_irfft_s16(&none, N, 2, radices, itw, isup, spec, 1, back), PE_ERR_SCRATCH);
+        PE_CHECK_EQ(pe_signal_irfft_s16(&ctx, N, 2, radices, itw, isup, spec, -1, back), PE_ERR_ARG);
+        PE_CHECK_EQ(pe_signal_irfft_get_buffer_size(7, &size), PE_ERR_ARG);
+    }
+}
+
+/* Q31 (re, im) pairs of the inverse tables */
+static void irfft_tables32(int32_t n, int32_t *tw, int32_t *sup)
+{
+    const int32_t ncfft = n / 2;
+    const double pi = 3.14159265358979323846;
+    int32_t i;
+    for (i = 0; i < ncfft; i++) {
+        tw[2 * i] = (int32_t)floor(0.5 + 2147483647.0 * cos(2.0 * pi * i / ncfft));
+        tw[2 * i + 1] = (int32_t)floor(0.5 + 2147483647.0 * sin(2.0 * pi * i / ncfft));
+    }
+    for (i = 0; i < ncfft / 2; i++) {
+        const double ph = pi * ((double)(i + 1) / ncfft + 0.5);
+        sup[2 * i] = (int32_t)floor(0.5 + 2147483647.0 * cos(ph));
+        sup[2 * i + 1] = (int32_t)floor(0.5 + 2147483647.0 * sin(ph));
+    }
+}
+
+static void test_irfft_s32(void)
+{
+    enum { N = 64, NC = N / 2 };
+    const int32_t radices[3] = {4, 4, 2};
+    int32_t tw[2 * NC], sup[NC], spec[N + 2], back[N], scratch[N], k, size = -1;
+    pe_context ctx = {scratch, (int32_t)sizeof scratch, NULL};
+    pe_context small = {scratch, (int32_t)sizeof scratch - 4, NULL};
+    irfft_tables32(N, tw, sup);
+    PE_CHECK_EQ(pe_signal_irfft_s32_get_buffer_size(N, &size), PE_OK);
+    PE_CHECK_EQ(size, 4 * N);
+    /* bin 5 of 2^30 (real) and bin 9 of -2^29 i: 2 / N * (2^30 cos - (-2^29) * -sin ...) */
+    memset(spec, 0, sizeof spec);
+    spec[10] = 1 << 30;
+    spec[19] = -(1 << 29);
+    PE_CHECK_EQ(pe_signal_irfft_s32(&ctx, N, 3, radices, tw, sup, spec, 1, back), PE_OK);
+    for (k = 0; k < N; k++) {
+        const double pi = 3.14159265358979323846;
+        const double want = 2.0 * (1073741824.0 * cos(2.0 * pi * 5.0 * k / N) +
+                                   536870912.0 * sin(2.0 * pi * 9.0 * k / N)) / N;
+        PE_CHECK(fabs(back[k] - want) <= 8.0);
+    }
+    {
+        const int32_t bad3[3] = {4, 4, 3};
+        PE_CHECK_EQ(pe_signal_irfft_s32(&ctx, N, 3, bad3, tw, sup, spec, 1, back), PE_ERR_UNSUPPORTED);
+        PE_CHECK_EQ(pe_signal_irfft_s32(&ctx, N, 2, radices, tw, sup, spec, 1, back), PE_ERR_ARG);
+        PE_CHECK_EQ(pe_signal_irfft_s32(&small, N, 3, radices, tw, sup, spec, 1, back), PE_ERR_SCRATCH);
+        PE_CHECK_EQ(pe_signal_irfft_s32(&ctx, N, 3, radices, tw, sup, NULL, 1, back), PE_ERR_ARG);
+        PE_CHECK_EQ(pe_signal_irfft_s32_get_buffer_size(2, &size), PE_ERR_ARG);
+    }
+}
+
 static void test_filter_bank_and_friends(void)
 {
     const uint32_t in[6] = {1, 2, 3, 4, 5, 6};
@@ -254,6 +361,8 @@ int main(void)
     test_sqrt_and_log();
     test_window_and_scale();
     test_rfft();
+    test_irfft();
+    test_irfft_s32();
     test_filter_bank_and_friends();
     test_cast_and_int32();
     test_delay();

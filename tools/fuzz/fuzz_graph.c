@@ -1493,7 +1493,7 @@ static int32_t add_logic_op(fz_reader *r, table *tb, int32_t x)
     return y;
 }
 
-/* Appends an operator of pe_signal.h (types 180-195) on tensors of its own
+/* Appends an operator of pe_signal.h (types 180-199) on tensors of its own
  * (activations filled from the input, constant tables of drawn values):
  * lengths and words mostly consistent, sometimes wild; the RFFT's twiddles
  * are arbitrary words and its radices sometimes wrong. Returns its first
@@ -1502,7 +1502,7 @@ static int32_t add_signal_op(fz_reader *r, table *tb)
 {
     const int32_t i = tb->nops;
     pe_graph_op *op = &tb->ops[i];
-    const int32_t type = fz_range(r, PE_GOP_SIGNAL_WINDOW, PE_GOP_SIGNAL_DELAY);
+    const int32_t type = fz_range(r, PE_GOP_SIGNAL_WINDOW, PE_GOP_SIGNAL_IRFFT);
     const int32_t n = fz_range(r, 1, 24);
     int32_t *w = tb->words[i];
     int32_t *io = tb->sio[i];
@@ -1548,6 +1548,34 @@ static int32_t add_signal_op(fz_reader *r, table *tb)
         w[3] = fz_wild(r, nw - 4, nw - 4);
         for (k = 0; k < ncfft + ncfft / 2; k++) {
             w[nw++] = (int32_t)fz_u32(r);
+        }
+        break;
+    }
+    case PE_GOP_SIGNAL_IRFFT: { /* bins -> samples, int16 or int32; scratch from the size query, sometimes short */
+        const int32_t len = 4 << fz_range(r, 0, 3), ncfft = len / 2, rows = fz_range(r, 1, 2);
+        const int wide = fz_bool(r);
+        const pe_dtype dt = wide ? PE_DT_INT32 : PE_DT_INT16;
+        int32_t m = ncfft, size = 0;
+        io[0] = add_tensor(r, tb, dt, 1, 1, rows, fz_bool(r) ? len + 2 : fz_range(r, 1, 80), 0);
+        io[6] = add_tensor(r, tb, fz_u8(r) == 255u ? PE_DT_INT16 : dt, 1, 1, rows,
+                           fz_bool(r) ? len : fz_range(r, 1, 80), 0);
+        w[nw++] = fz_wild(r, len, len);
+        w[nw++] = fz_wild(r, ncfft, ncfft);
+        nw++; /* the stage count, below */
+        while (m > 1) {
+            const int32_t p = m % 4 == 0 ? 4 : 2;
+            w[nw++] = (fz_u8(r) & 15u) == 15u ? fz_range(r, 1, 5) : p;
+            m /= p;
+        }
+        w[2] = fz_wild(r, nw - 3, nw - 3);
+        for (k = 0; k < (wide ? 2 : 1) * (ncfft + ncfft / 2); k++) {
+            w[nw++] = (int32_t)fz_u32(r);
+        }
+        if ((wide ? pe_signal_irfft_s32_get_buffer_size(len, &size) : pe_signal_irfft_get_buffer_size(len, &size)) ==
+                PE_OK && !(fz_u8(r) == 255u)) {
+            op->scratch_offset = tb->bump;
+            op->scratch_size = size - (fz_u8(r) == 254u ? 2 : 0);
+            tb->bump = align4(tb->bump + size);
         }
         break;
     }
@@ -1619,6 +1647,60 @@ static int32_t add_signal_op(fz_reader *r, table *tb)
         w[nw++] = fz_wild(r, d, d);
         if (d > 0) { /* the history, updated in place */
             io[1] = add_tensor(r, tb, PE_DT_INT16, 1, 1, 1, fz_bool(r) ? rows * d : fz_range(r, 1, 90), 0);
+            nin = 2;
+        }
+        break;
+    }
+    case PE_GOP_SIGNAL_FRAMER: { /* [x, count, history] -> [frames, valid]; the count drawn from the input */
+        const int32_t rows = fz_range(r, 1, 3), step = fz_range(r, 1, 8), nf = fz_range(r, 1, 3);
+        const int32_t fs = fz_range(r, 1, 20), prefill = fz_bool(r) && step <= fs;
+        const int32_t hist = pe_signal_framer_history(fs, step, prefill);
+        io[0] = add_tensor(r, tb, PE_DT_INT16, 1, 1, rows, nf * step, 0);
+        io[6] = add_tensor(r, tb, PE_DT_INT16, 1, rows, nf, fz_bool(r) ? fs : fz_range(r, 1, 20), 0);
+        io[7] = add_tensor(r, tb, PE_DT_BOOL, 1, 1, 1, 1, 0);
+        nout = 2;
+        w[nw++] = fz_wild(r, fs, fs);
+        w[nw++] = fz_wild(r, step, step);
+        w[nw++] = fz_wild(r, prefill, prefill);
+        w[nw++] = fz_wild(r, nf, nf);
+        if (hist > 0) {
+            io[1] = add_tensor(r, tb, PE_DT_INT32, 1, 1, 1, 1, 0);
+            io[2] = add_tensor(r, tb, PE_DT_INT16, 1, 1, 1, fz_bool(r) ? rows * hist : fz_range(r, 1, 60), 0);
+            nin = 3;
+        }
+        break;
+    }
+    case PE_GOP_SIGNAL_STACKER: { /* [x, count, history] -> [stack, valid] */
+        const int32_t left = fz_range(r, 0, 3), right = fz_range(r, 0, 3), step = fz_range(r, 1, left + right + 1);
+        const int32_t span = left + right + 1;
+        io[0] = add_tensor(r, tb, PE_DT_INT16, 1, 1, 1, n, 0);
+        io[6] = add_tensor(r, tb, PE_DT_INT16, 1, 1, 1, fz_bool(r) ? n * span : fz_range(r, 1, 90), 0);
+        io[7] = add_tensor(r, tb, PE_DT_BOOL, 1, 1, 1, 1, 0);
+        nout = 2;
+        w[nw++] = fz_wild(r, n, n);
+        w[nw++] = fz_wild(r, left, left);
+        w[nw++] = fz_wild(r, right, right);
+        w[nw++] = fz_wild(r, step, step);
+        io[1] = add_tensor(r, tb, PE_DT_INT32, 1, 1, 1, 1, 0);
+        nin = 2;
+        if (span > 1) {
+            io[2] = add_tensor(r, tb, PE_DT_INT16, 1, 1, 1, fz_bool(r) ? n * (span - 1) : fz_range(r, 1, 90), 0);
+            nin = 3;
+        }
+        break;
+    }
+    case PE_GOP_SIGNAL_OVERLAP_ADD: { /* [frames, pending] -> [samples], int16 or float32 */
+        const int32_t rows = fz_range(r, 1, 3), nf = fz_range(r, 1, 3), fs = fz_range(r, 1, 16);
+        const int32_t step = fz_range(r, 1, fs);
+        const pe_dtype dt = fz_bool(r) ? PE_DT_FLOAT32 : PE_DT_INT16;
+        io[0] = add_tensor(r, tb, dt, 1, rows, nf, fs, 0);
+        io[6] = add_tensor(r, tb, fz_u8(r) == 255u ? PE_DT_INT16 : dt, 1, 1, rows,
+                           fz_bool(r) ? nf * step : fz_range(r, 1, 40), 0);
+        w[nw++] = fz_wild(r, fs, fs);
+        w[nw++] = fz_wild(r, step, step);
+        w[nw++] = fz_wild(r, nf, nf);
+        if (fs > step) {
+            io[1] = add_tensor(r, tb, dt, 1, 1, rows, fz_bool(r) ? fs - step : fz_range(r, 1, 16), 0);
             nin = 2;
         }
         break;
@@ -1894,12 +1976,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
                 const pe_graph_tensor *y = &tb.t[op->outputs[j]];
                 in_out |= k >= y->offset && k < y->offset + y->bytes;
             }
-            /* spectral subtraction and delay update their state input in place */
-            if ((op->type == PE_GOP_SIGNAL_SPECTRAL_SUBTRACTION || op->type == PE_GOP_SIGNAL_DELAY) &&
-                op->num_inputs >= 2 && op->inputs[1] >= 0 &&
-                op->inputs[1] < tb.nt && tb.t[op->inputs[1]].data == NULL) {
-                const pe_graph_tensor *st_t = &tb.t[op->inputs[1]];
-                in_out |= k >= st_t->offset && k < st_t->offset + st_t->bytes;
+            /* spectral subtraction, delay, overlap-add (input 1), framer and stacker
+             * (inputs 1 and 2) update their state inputs in place */
+            for (j = 1; j < 3 && j < op->num_inputs; j++) {
+                const int stateful = ((op->type == PE_GOP_SIGNAL_SPECTRAL_SUBTRACTION ||
+                                       op->type == PE_GOP_SIGNAL_DELAY ||
+                                       op->type == PE_GOP_SIGNAL_OVERLAP_ADD) && j == 1) ||
+                                     op->type == PE_GOP_SIGNAL_FRAMER || op->type == PE_GOP_SIGNAL_STACKER;
+                if (stateful && op->inputs[j] >= 0 && op->inputs[j] < tb.nt && tb.t[op->inputs[j]].data == NULL) {
+                    const pe_graph_tensor *st_t = &tb.t[op->inputs[j]];
+                    in_out |= k >= st_t->offset && k < st_t->offset + st_t->bytes;
+                }
             }
             /* CIRCULAR_BUFFER updates its buffer input (1) in place */
             if (op->type == PE_GOP_CIRCULAR_BUFFER && op->num_inputs == 2 && op->inputs[1] >= 0 &&

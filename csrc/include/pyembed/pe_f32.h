@@ -62,4 +62,11 @@ pe_status pe_f32_binary(int32_t op, const float *a, const int32_t *a_shape,
                         float *y, const int32_t *y_shape, int32_t rank,
                         float act_min, float act_max);
 
+/* SignalOverlapAdd on float32 (kernels/f32/pe_f32_signal.c): rows of n_frames
+ * frames of frame_size samples, each added onto the pending sums (one float32
+ * rounding per addition, TFLM's order), frame_step of them out per frame.
+ * pending: float [rows * (frame_size - frame_step)], zeros after a reset. */
+pe_status pe_f32_overlap_add(const float *input, int32_t rows, int32_t n_frames, int32_t frame_size,
+                             int32_t frame_step, float *pending, float *output);
+
 #endif

@@ -169,6 +169,10 @@ typedef enum {
     PE_GOP_MINIMUM_S32 = 193,
     PE_GOP_MAXIMUM_S32 = 194,
     PE_GOP_SIGNAL_DELAY = 195,
+    PE_GOP_SIGNAL_FRAMER = 196,
+    PE_GOP_SIGNAL_STACKER = 197,
+    PE_GOP_SIGNAL_OVERLAP_ADD = 198,
+    PE_GOP_SIGNAL_IRFFT = 199,
     /* 220-223: issue #30's third batch of TFLM operators (pe_batch3.h) */
     PE_GOP_REVERSE_V2 = 220,
     PE_GOP_PACK = 221,

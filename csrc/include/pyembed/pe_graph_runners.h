@@ -176,6 +176,13 @@ pe_status pe_graph_run_logic(const pe_graph *graph, const pe_graph_op *op, const
  * subtraction and delay update their state input (a variable tensor) in place. */
 pe_status pe_graph_run_signal(const pe_graph *graph, const pe_graph_op *op, const pe_context *scratch,
                               const pe_context *arena);
+/* Codes 196-198 (pe_run_signal_stream.c): framer, stacker, overlap-add, their
+ * state inputs (variable tensors) updated in place; no scratch. */
+pe_status pe_graph_run_signal_stream(const pe_graph *graph, const pe_graph_op *op, const pe_context *scratch,
+                                     const pe_context *arena);
+/* Code 199 (pe_run_signal_irfft.c): the int16 inverse real FFT, its fold in the scratch. */
+pe_status pe_graph_run_signal_irfft(const pe_graph *graph, const pe_graph_op *op, const pe_context *scratch,
+                                    const pe_context *arena);
 
 /* ---- pe_matmul.h ---------------------------------------------------------------- */
 pe_status pe_graph_run_batch_matmul(const pe_graph *g, const pe_graph_op *op,

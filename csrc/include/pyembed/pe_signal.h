@@ -2,7 +2,7 @@
  * pe_signal.h - audio front-end kernels: the operators of TFLite Micro's
  * signal library (window, FFT auto-scale, real FFT, energy, filter bank,
  * filter-bank square root, spectral subtraction, PCAN gain control,
- * filter-bank log, delay) and the integer glue the converter puts around them
+ * filter-bank log, delay, framer, stacker, overlap-add) and the integer glue the converter puts around them
  * (CAST between integer types, int32 ADD / MUL / DIV / MINIMUM / MAXIMUM).
  *
  * Every kernel is integer-only and reproduces TFLM's arithmetic bit for bit,
@@ -10,7 +10,7 @@
  * the C is well defined). No kernel allocates or prints; the real FFT takes
  * its work area as a pe_context sized by pe_signal_rfft_get_buffer_size().
  *
- * Graph operator codes 180-195 (pe_graph.h) and their int32 parameter words:
+ * Graph operator codes 180-199 (pe_graph.h) and their int32 parameter words:
  *   180 SIGNAL_WINDOW      [shift, weight_count]        in int16, weights int16 -> int16
  *   181 FFT_AUTO_SCALE     []                           int16 -> int16, scale bits int32 scalar
  *   182 RFFT               [fft_length, input_length, ncfft, n_stages,
@@ -31,6 +31,23 @@
  *                          (an operand of one element broadcasts)
  *   195 SIGNAL_DELAY       [frame_size, delay_length]   int16 [.., frame_size] -> int16, history
  *                          int16 [rows * delay_length] a variable tensor updated in place
+ *   196 SIGNAL_FRAMER      [frame_size, frame_step, prefill, n_frames]
+ *                          int16 [.., n_frames * frame_step] -> int16 [.., n_frames, frame_size],
+ *                          bool scalar valid; when the history length (pe_signal_framer_history)
+ *                          is > 0 also inputs int32 [1] count and int16 [rows * history] (state)
+ *   197 SIGNAL_STACKER     [num_channels, left_context, right_context, step]
+ *                          int16 [num_channels] -> int16 [num_channels * (left + right + 1)],
+ *                          bool scalar valid; inputs int32 [1] count and, when left + right > 0,
+ *                          int16 [num_channels * (left + right)] history (state)
+ *   198 SIGNAL_OVERLAP_ADD [frame_size, frame_step, n_frames]
+ *                          int16 [.., n_frames, frame_size] -> int16 [.., n_frames * frame_step];
+ *                          when frame_size > frame_step also the int16 [rows * (frame_size -
+ *                          frame_step)] pending sums (state)
+ *   199 SIGNAL_IRFFT       [fft_length, ncfft, n_stages, radices..., twiddles (ncfft),
+ *                           super twiddles (ncfft / 2)]   int16 [.., fft_length + 2] -> int16
+ *                          [.., fft_length]; scratch pe_signal_irfft_get_buffer_size. On int32
+ *                          tensors the twiddles are Q31 (re, im) pairs (2 ncfft + ncfft words)
+ *                          and the scratch pe_signal_irfft_s32_get_buffer_size
  */
 #ifndef PYEMBED_PE_SIGNAL_H
 #define PYEMBED_PE_SIGNAL_H
@@ -80,6 +97,23 @@ pe_status pe_signal_rfft_s16(const pe_context *ctx, int32_t fft_length, int32_t 
                              const int32_t *super_twiddles, const int16_t *input, int32_t batches,
                              int16_t *output);
 
+/* Inverse real FFT (TFLM's SignalIrfft, int16): `batches` rows of ncfft + 1
+ * complex int16 bins to rows of fft_length = 2 * ncfft samples, kissfft's
+ * 16-bit fixed-point kiss_fftri (every stage divides by its radix, the fold
+ * by 2). Words as the RFFT's with the inverse angles (twiddles e^{+2 pi i k /
+ * ncfft}, super twiddles negated). Scratch: pe_signal_irfft_get_buffer_size. */
+pe_status pe_signal_irfft_get_buffer_size(int32_t fft_length, int32_t *size);
+pe_status pe_signal_irfft_s16(const pe_context *ctx, int32_t fft_length, int32_t n_stages, const int32_t *radices,
+                              const int32_t *twiddles, const int32_t *super_twiddles, const int16_t *input,
+                              int32_t batches, int16_t *output);
+/* The same in kissfft's 32-bit fixed point (TFLM's int32 SignalIrfft,
+ * kernels/signal/pe_signal_fft32.c): int32 bins and samples, Q31 twiddles as
+ * (re, im) word pairs (ncfft pairs, then ncfft / 2 super twiddle pairs). */
+pe_status pe_signal_irfft_s32_get_buffer_size(int32_t fft_length, int32_t *size);
+pe_status pe_signal_irfft_s32(const pe_context *ctx, int32_t fft_length, int32_t n_stages, const int32_t *radices,
+                              const int32_t *twiddles, const int32_t *super_twiddles, const int32_t *input,
+                              int32_t batches, int32_t *output);
+
 /* output[i] = re^2 + im^2 for start <= i < end (others set to 0) */
 pe_status pe_signal_energy_s16(const int16_t *spectrum, int32_t n_complex, int32_t start, int32_t end,
                                uint32_t *output, int32_t out_count);
@@ -117,6 +151,35 @@ pe_status pe_signal_filter_bank_log(const uint32_t *input, int32_t count, int32_
  * history (rows * delay_length, zeros after a reset) is updated in place */
 pe_status pe_signal_delay_s16(const int16_t *input, int32_t rows, int32_t frame_size, int32_t delay_length,
                               int16_t *history, int16_t *output);
+
+/* Framer (TFLM's SignalFramer), kernels/signal/pe_signal_stream.c. Each of
+ * `rows` rows brings n_frames * frame_step new samples; every frame_step
+ * samples a frame of frame_size samples is cut once enough have arrived.
+ * The state is the last pe_signal_framer_history() samples of each row's
+ * stream (zeros before the first, int16 [rows * history]) and *count, the
+ * samples held (0 after a reset; with prefill the history counts as full).
+ * A frame not yet available is written as zeros and clears *valid. */
+int32_t pe_signal_framer_history(int32_t frame_size, int32_t frame_step, int32_t prefill);
+pe_status pe_signal_framer_s16(const int16_t *input, int32_t rows, int32_t n_frames, int32_t frame_size,
+                               int32_t frame_step, int32_t prefill, int16_t *history, int32_t *count,
+                               int16_t *output, uint8_t *valid);
+
+/* Stacker (TFLM's SignalStacker): one frame of num_channels samples per
+ * call; the output is the last left + right + 1 frames of the stream (the
+ * first frame after a reset counted left + 1 times) once that many are held,
+ * then every `step` frames. history: the last left + right frames (int16
+ * [num_channels * (left + right)]); *count: 0 after a reset, else 1 + the
+ * frames held. Not valid: zeros written, *valid = 0. */
+pe_status pe_signal_stacker_s16(const int16_t *input, int32_t num_channels, int32_t left, int32_t right,
+                                int32_t step, int16_t *history, int32_t *count, int16_t *output,
+                                uint8_t *valid);
+
+/* Overlap-add (TFLM's SignalOverlapAdd): rows of n_frames frames of
+ * frame_size samples; each frame is added (saturating to int16) onto the
+ * pending sums, whose first frame_step samples come out. pending: int16
+ * [rows * (frame_size - frame_step)], zeros after a reset. */
+pe_status pe_signal_overlap_add_s16(const int16_t *input, int32_t rows, int32_t n_frames, int32_t frame_size,
+                                    int32_t frame_step, int16_t *pending, int16_t *output);
 
 /* the integer pieces, exposed for tests */
 uint32_t pe_signal_sqrt64(uint64_t x);

@@ -49,6 +49,10 @@ pe_graph_runner pe_graph_runner_for(pe_graph_op_type type)
     case PE_GOP_CAST: case PE_GOP_ADD_S32: case PE_GOP_MUL_S32: case PE_GOP_DIV_S32: case PE_GOP_MINIMUM_S32:
     case PE_GOP_MAXIMUM_S32: case PE_GOP_SIGNAL_DELAY:
         return pe_graph_run_signal;
+    case PE_GOP_SIGNAL_FRAMER: case PE_GOP_SIGNAL_STACKER: case PE_GOP_SIGNAL_OVERLAP_ADD:
+        return pe_graph_run_signal_stream;
+    case PE_GOP_SIGNAL_IRFFT:
+        return pe_graph_run_signal_irfft;
     case PE_GOP_CONV_POOL:
         return pe_graph_run_conv_pool;
     case PE_GOP_STRIPE_REGION:

@@ -1,5 +1,5 @@
 """Preparation of TFLite Micro's signal-library operators (the audio front
-end's custom operators) and the integer glue around them: C codes 180-195,
+end's custom operators) and the integer glue around them: C codes 180-195 and 199,
 csrc/include/pyembed/pe_signal.h.
 
   CUSTOM:SignalWindow                       180  int16 x int16 window -> int16
@@ -15,6 +15,8 @@ csrc/include/pyembed/pe_signal.h.
   CAST                                      189  between int8 / int16 / int32 / uint32 (bool in)
   ADD / MUL / DIV / MINIMUM / MAXIMUM, int32 190-194
   CUSTOM:SignalDelay                        195  int16 -> int16, history int16 (state)
+  CUSTOM:SignalIrfft                        199  int16 / int32 (re, im) pairs -> same; kissfft's 16- /
+                                                 32-bit fixed-point inverse, lengths 2 * 2^k
 
 Each custom operator's parameters come from its flexbuffer options, read
 by key (TFLM reads them by position in the key-sorted map, the same
@@ -53,6 +55,7 @@ BINARY_KIND = {"ADD": 0, "MUL": 1, "DIV": 2, "MINIMUM": 3, "MAXIMUM": 4}
 PCAN_LUT_MIN = 125          # PE_SIGNAL_PCAN_LUT_MIN: entries the gain function may read
 MAX_FFT_LENGTH = 1 << 20
 TFL_INT16 = 7               # TensorType INT16, the Rfft option "T"
+TFL_INT32 = 2               # TensorType INT32
 INT32_MIN, INT32_MAX = -2**31, 2**31 - 1
 
 CONSTRAINTS = {
@@ -60,6 +63,8 @@ CONSTRAINTS = {
     "CUSTOM:SignalFftAutoScale": "int16 1-D -> int16, int32 scalar",
     "CUSTOM:SignalRfft": "int16 (T = INT16); fft_length 2 * 2^k (kissfft radices 4 and 2); "
                          "output last dimension fft_length + 2",
+    "CUSTOM:SignalIrfft": "int16 / int32 (T = INT16 / INT32) rows of fft_length + 2 (re, im) values -> rows "
+                          "of fft_length; fft_length 2 * 2^k (kissfft radices 4 and 2); float32 not yet",
     "CUSTOM:SignalEnergy": "int16 1-D complex pairs -> uint32 1-D",
     "CUSTOM:SignalFilterBank": "uint32 1-D, five int16 1-D tables -> uint64 [num_channels]",
     "CUSTOM:SignalFilterBankSquareRoot": "uint64 1-D, int32 scalar shift -> uint32",
@@ -200,6 +205,54 @@ def prepare_rfft(c):
     c.op.params = {"fft_length": n}
     # no scratch (pe_signal_rfft_get_buffer_size): the transform is computed in the output row
     _finish(c, rfft_words(n, in_len), (x.size // in_len) * n * max(1, int(math.log2(n))))
+
+
+def _q31(phase):
+    """kissfft's 32-bit fixed-point twiddle: floor(0.5 + 2147483647 * cos / sin), two words."""
+    return [int(math.floor(0.5 + 2147483647 * math.cos(phase))), int(math.floor(0.5 + 2147483647 * math.sin(phase)))]
+
+
+def irfft_words(fft_length, wide=False):
+    """The inverse RFFT's parameter words (pe_signal.h): kissfft's inverse
+    configuration, every twiddle angle the forward one negated; Q15 words
+    (re | im << 16) for int16, Q31 (re, im) pairs for int32 (wide)."""
+    ncfft = fft_length // 2
+    radices = kiss_radices(ncfft)
+    angles = [2 * math.pi * i / ncfft for i in range(ncfft)] + [math.pi * ((i + 1) / ncfft + .5)
+                                                                for i in range(ncfft // 2)]
+    if wide:
+        tw = [w for a in angles for w in _q31(a)]
+    else:
+        tw = [_q15(a) for a in angles]
+    return [fft_length, ncfft, len(radices)] + radices + tw
+
+
+@register("CUSTOM:SignalIrfft", code=199, c_name="PE_GOP_SIGNAL_IRFFT")
+def prepare_irfft(c):
+    """Inverse real FFT: rows of fft_length / 2 + 1 (re, im) int16 pairs -> rows of fft_length samples."""
+    x, y = c.tensor(0, "input"), c.output()
+    opts = custom_options(c)
+    t = _opt_int(c, opts, "T")
+    if t not in (TFL_INT16, TFL_INT32):
+        raise Unsupported(f"IRFFT of TensorType {t} (only INT16, {TFL_INT16}, and INT32, {TFL_INT32}, are "
+                          f"supported)")
+    dt = np.int16 if t == TFL_INT16 else np.int32
+    _need(c, x, "input", dt)
+    _need(c, y, "output", dt)
+    n = _opt_int(c, opts, "fft_length", 1, MAX_FFT_LENGTH)
+    if n < 4 or n & (n - 1):
+        raise Unsupported(f"fft_length {n}: only powers of two from 4 are supported (kissfft radices 4 and 2)")
+    if not x.shape or len(x.shape) != len(y.shape):
+        raise c.error(f"input {list(x.shape)} and output {list(y.shape)} must have the same rank")
+    if int(x.shape[-1]) != n + 2 or int(y.shape[-1]) != n or x.size // (n + 2) != y.size // n:
+        raise c.error(f"input {list(x.shape)} and output {list(y.shape)}: expected rows of fft_length + 2 = "
+                      f"{n + 2} (re, im) values in and of fft_length = {n} samples out, as many of each")
+    c.op.params = {"fft_length": n}
+    # scratch: the ncfft complex values the fold writes before the complex transform
+    # (pe_signal_irfft_get_buffer_size / pe_signal_irfft_s32_get_buffer_size)
+    wide = dt == np.int32
+    _finish(c, irfft_words(n, wide), (x.size // (n + 2)) * n * max(1, int(math.log2(n))),
+            scratch=(4 if wide else 2) * n)
 
 
 @register("CUSTOM:SignalEnergy", code=183, c_name="PE_GOP_SIGNAL_ENERGY")
@@ -431,6 +484,10 @@ def float_reference(graph, op, inputs):
         rows = x.reshape(-1, x.shape[-1])
         f = np.fft.rfft(rows, n=n, axis=-1) / n
         return np.stack([f.real, f.imag], axis=-1).reshape(y.shape)
+    if t == "CUSTOM:SignalIrfft":   # the fixed-point transform divides by fft_length in all
+        n = p["fft_length"]
+        z = x.reshape(-1, n // 2 + 1, 2)
+        return np.fft.irfft(z[..., 0] + 1j * z[..., 1], n=n, axis=-1).reshape(y.shape)
     if t == "CUSTOM:SignalEnergy":
         z = x.reshape(-1, 2)
         e = np.zeros(y.shape)
