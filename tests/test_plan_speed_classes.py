@@ -156,3 +156,30 @@ def test_resnet_on_mps2_is_not_split_over_equal_memories():
     # one memory holds it all (block RAM's 16 KB alone is too small for it)
     assert sorted(used.values())[-2] == 0, used
     assert tp.plan.arena_size > next(r.size for r in regs if r.name == "blockram")
+
+
+def _widen_plan(fast_speed, big_speed):
+    """Everything in the second region: a (96 B) at step 0, b (80 B) at step 1,
+    d (96 B) at step 2; the first region is empty."""
+    from pyembed.plan.core import Plan
+    p = Problem()
+    for size, step, name in ((96, 0, "a"), (80, 1, "b"), (96, 2, "d")):
+        p.add_buffer(size, step, step, name=name)
+    return Plan(p, _regions(fast_speed, big_speed), [(1, 0)] * 3, order=[0, 1, 2])
+
+
+def test_widened_scratch_grows_the_pool_least():
+    """pyembed.plan.widen with grow: a scratch that finds no free bytes goes
+    past a region's end. Among equally fast regions the one that grows the
+    least, counting what earlier grants already grew: op 1's 48 B after b
+    (big grows 80 + 48 - 96 = 32 B, the empty fast one would grow 48 B), op 2's
+    after d (big grows 96 + 48 - 128 = 16 B more). With a faster first region
+    it takes both, as before (the first region where they fit)."""
+    from pyembed.plan.widen import widen_scratch
+    new, granted = widen_scratch(_widen_plan(SAME, SAME), {1: 48, 2: 48}, grow=True)
+    assert granted == {1: (0, 48, "big", 80), 2: (0, 48, "big", 96)}
+    assert new.region_used() == {"fast": 0, "big": 96 + 48}
+    for speeds in ((SAME, SLOW), (None, None)):
+        new, granted = widen_scratch(_widen_plan(*speeds), {1: 48, 2: 48}, grow=True)
+        assert granted == {1: (0, 48, "fast", 0), 2: (0, 48, "fast", 0)}, speeds
+        assert new.region_used() == {"fast": 48, "big": 96}
