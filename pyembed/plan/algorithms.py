@@ -2,7 +2,8 @@
 
 Every algorithm is ``f(problem, regions, **options) -> placement`` where a
 placement gives each buffer a (region index, offset). Regions are filled in
-the order given (e.g. DTCM before SRAM). All but ``linear`` reuse memory:
+the order given (e.g. DTCM before SRAM), equally fast ones as one pool (see
+below). All but ``linear`` reuse memory:
 
 * linear            - no reuse: buffers one after another (baseline and oracle).
 * greedy_size       - largest buffer first, each at the lowest offset that does

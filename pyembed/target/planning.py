@@ -158,7 +158,9 @@ def segment_division(graph, plan, profile, budget, block_region=None, cut="laten
 def profile_regions(profile):
     """The plan's RAM regions for a firmware_sim profile (a loaded one, or a
     name / .json path): every RAM region, the profile's activation region or a
-    TCM first, then the others in the profile's order. Returns (profile,
+    TCM first, then the others in the profile's order, each with its speed
+    (read and write wait states, bandwidth: equally fast regions are one pool
+    to the planner, pyembed.plan.algorithms.placement_key). Returns (profile,
     [pyembed.plan Region])."""
     from firmware_sim.profiles import load_profile
     from pyembed.errors import PlanError
