@@ -183,3 +183,29 @@ def test_widened_scratch_grows_the_pool_least():
         new, granted = widen_scratch(_widen_plan(*speeds), {1: 48, 2: 48}, grow=True)
         assert granted == {1: (0, 48, "fast", 0), 2: (0, 48, "fast", 0)}, speeds
         assert new.region_used() == {"fast": 48, "big": 96}
+
+
+@pytest.mark.parametrize("alg", PLACERS)
+def test_a_tie_in_the_pool_goes_to_the_earlier_region(alg):
+    """What fits the first region entirely stays there (its total is the same
+    in either memory): the exact search weighs a class's regions alike, so
+    its answer is settled into the earlier region too."""
+    p = Problem()
+    a = p.add_buffer(48, 0, 1)
+    p.add_buffer(16, 1, 2)
+    p.add_buffer(32, 2, 2)
+    plan = plan_problem(p, _regions(SAME, SAME), algorithm=alg, time_limit=1.0)
+    assert plan.region_used() == {"fast": 64, "big": 0} and plan.region_of(a).name == "fast"
+
+
+def test_settle_in_classes_moves_whole_regions_only_where_they_fit():
+    p = Problem()
+    p.add_buffer(48, 0, 0)
+    p.add_buffer(48, 1, 1)
+    in_big = [(1, 0), (1, 0)]
+    assert A.settle_in_classes(p, _regions(SAME, SAME), in_big) == [(0, 0), (0, 0)]
+    assert A.settle_in_classes(p, _regions(SAME, SLOW), in_big) == in_big           # another class: no move
+    small = [Region("fast", 32, speed=SAME), Region("big", 4096, speed=SAME)]
+    assert A.settle_in_classes(p, small, in_big) == in_big                         # 48 B do not fit 32 B
+    p.buffers[0] = dataclasses.replace(p.buffers[0], region="big")
+    assert A.settle_in_classes(p, _regions(SAME, SAME), in_big) == in_big          # pinned: stays

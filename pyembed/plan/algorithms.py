@@ -248,6 +248,36 @@ def region_orders(regions):
     return uniq
 
 
+def settle_in_classes(problem, regions, placement, max_class=6):
+    """The placement with each speed class's regions' contents exchanged as
+    whole blocks (same offsets, so still valid) where that lowers the key:
+    e.g. a plan that an exact search put in the second of two equally fast
+    memories moves to the first when it fits there. A region holding a
+    pinned buffer keeps its contents; classes of more than max_class regions
+    are left as they are."""
+    from itertools import permutations
+    cls = speed_classes(regions)
+    if len(set(cls)) == len(cls):
+        return placement
+    tops = region_tops(problem, regions, placement)
+    pinned = {k for b, (k, _) in zip(problem.buffers, placement) if b.region is not None}
+    best, best_key = list(placement), placement_key(problem, regions, placement)
+    for c in sorted(set(cls)):
+        members = [k for k in range(len(regions)) if cls[k] == c and k not in pinned]
+        if len(members) < 2 or len(members) > max_class:
+            continue
+        current = best
+        for perm in permutations(members):
+            where = dict(zip(members, perm))   # contents of region k go to region where[k]
+            if any(regions[where[k]].size is not None and tops[k] > regions[where[k]].size for k in members):
+                continue
+            cand = [(where.get(k, k), off) for k, off in current]
+            key = placement_key(problem, regions, cand)
+            if key < best_key:
+                best, best_key = cand, key
+    return best
+
+
 def first_fit_best(problem, regions, order):
     """First fit of buffer order under every region order of region_orders:
     (placement, key, region order) of the smallest key. Raises DoesNotFit
@@ -255,7 +285,7 @@ def first_fit_best(problem, regions, order):
     best, last_error = None, None
     for ro in region_orders(regions):
         try:
-            pos = _Placer(problem, regions, ro).run(order)
+            pos = settle_in_classes(problem, regions, _Placer(problem, regions, ro).run(order))
         except DoesNotFit as e:
             last_error = e
             continue
@@ -372,7 +402,7 @@ def order_search(problem, regions, time_limit=2.0, seed=0, target=None, info=Non
             b = rng.randrange(n)
             base.insert(b, base.pop(a))
         try:
-            pos = _Placer(problem, regions, best_ro).run(base)
+            pos = settle_in_classes(problem, regions, _Placer(problem, regions, best_ro).run(base))
         except DoesNotFit as e:
             last_error = e
             continue
@@ -507,6 +537,8 @@ def cpsat(problem, regions, time_limit=10.0, hint=None, workers=1, max_buffers=2
         o = solver.Value(unit[i]) * B[i].alignment
         k = max(kk for kk in range(len(regions)) if base[kk] <= o)
         out.append((k, o - base[k]))
+    # the objective weighs a class's regions alike: prefer the earlier ones on a tie, as placement_key
+    out = settle_in_classes(problem, regions, out)
     if hint is not None and placement_key(problem, regions, hint) < placement_key(problem, regions, out):
         return hint
     return out
