@@ -88,7 +88,8 @@ def widen_scratch(plan, want, at_overlaps=(), grow=False, least=None):
     """(new plan, granted): see the module docstring. plan is not modified.
     grow=True: an operator that finds no free range below the bytes a region
     already uses gets one past them, in the first region whose size allows it
-    (that region grows by the range). least ({operator index: bytes}): an
+    (that region grows by the range; among regions of that one's speed, the
+    one that grows least: _class_fit). least ({operator index: bytes}): an
     operator in it that finds no free range of its wanted size takes the
     largest free one of at least least[op] bytes (16-byte steps), and with
     grow, grows a region by least[op] only."""
