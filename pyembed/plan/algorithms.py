@@ -2,7 +2,8 @@
 
 Every algorithm is ``f(problem, regions, **options) -> placement`` where a
 placement gives each buffer a (region index, offset). Regions are filled in
-the order given (e.g. DTCM before SRAM). All but ``linear`` reuse memory:
+the order given (e.g. DTCM before SRAM), equally fast ones as one pool (see
+below). All but ``linear`` reuse memory:
 
 * linear            - no reuse: buffers one after another (baseline and oracle).
 * greedy_size       - largest buffer first, each at the lowest offset that does
@@ -25,6 +26,15 @@ the order given (e.g. DTCM before SRAM). All but ``linear`` reuse memory:
 
 Overlap allowances (core.Overlap) change a pair's rule from "disjoint" to
 "dst starts at most max_delta after src, or after src's end".
+
+Regions of the same speed (Region.speed) form one speed class: the key all
+algorithms minimise (placement_key) is the bytes of the slowest class first,
+each class counted as the SUM of its regions' tops, so two equally fast
+memories are one pool and a model that fits one of them is not split over
+both (a split pays each region's fragmentation for no speed). First fit
+fills the regions in the given order, so every first-fit algorithm also
+tries the other region orders of region_orders (each region of a class alone,
+each first) and keeps the best key.
 
 Regions are stacked in one virtual address line so that a placement inside a
 region never straddles into the next; a buffer pinned to a region may only be
@@ -62,7 +72,7 @@ class DoesNotFit(Exception):
 class _Placer:
     """First-fit placement of buffers one at a time."""
 
-    def __init__(self, problem, regions):
+    def __init__(self, problem, regions, region_order=None):
         self.p = problem
         self.regions = regions
         self.nb = problem.neighbours()
@@ -70,10 +80,11 @@ class _Placer:
         self.size = [b.aligned_size for b in problem.buffers]
         self.pos = [None] * len(problem.buffers)
         names = [r.name for r in regions]
+        free = list(range(len(regions))) if region_order is None else list(region_order)
         self.region_choices = []
         for b in problem.buffers:
             if b.region is None:
-                self.region_choices.append(list(range(len(regions))))
+                self.region_choices.append(free)
             elif b.region in names:
                 self.region_choices.append([names.index(b.region)])
             else:
@@ -168,11 +179,122 @@ def placement_total(problem, regions, placement):
     return sum(region_tops(problem, regions, placement))
 
 
+def speed_classes(regions):
+    """The speed class of each region: regions with the same Region.speed
+    (not None) share one; a region without a speed is a class of its own.
+    Classes are numbered in the order of their first region (the given
+    regions come fastest first)."""
+    ids, out = {}, []
+    for k, r in enumerate(regions):
+        speed = getattr(r, "speed", None)
+        out.append(ids.setdefault(("region", k) if speed is None else ("speed", speed), len(ids)))
+    return out
+
+
+def class_totals(problem, regions, placement):
+    """Bytes used in each speed class (the sum of its regions' tops)."""
+    cls = speed_classes(regions)
+    out = [0] * (max(cls) + 1 if cls else 0)
+    for k, top in enumerate(region_tops(problem, regions, placement)):
+        out[cls[k]] += top
+    return out
+
+
 def placement_key(problem, regions, placement):
-    """What the algorithms minimise: bytes in the last (slowest) region
-    first, then the one before... so earlier (faster) regions fill up first.
-    With one region this is the arena size."""
-    return tuple(reversed(region_tops(problem, regions, placement)))
+    """What the algorithms minimise: bytes in the last (slowest) speed class
+    first, then the class before... so faster classes fill up first; a class
+    of several equally fast regions counts the sum of their tops (where the
+    bytes go inside it buys no speed). Ties between such sums go to the
+    placement with fewer bytes in later regions. With one region per class
+    this is the regions' tops, last first; with one region the arena size."""
+    tops = tuple(reversed(region_tops(problem, regions, placement)))
+    cls = speed_classes(regions)
+    if len(set(cls)) == len(cls):
+        return tops
+    return tuple(reversed(class_totals(problem, regions, placement))) + tops
+
+
+def key_is_optimal(problem, regions, key, target):
+    """True when no placement can have a smaller key: everything sits in the
+    fastest class and the total there is at the bound target (the sum of
+    the tops of a class is at least the bytes it holds at any step)."""
+    ncls = len(set(speed_classes(regions)))
+    return all(v == 0 for v in key[:ncls - 1]) and key[ncls - 1] <= target
+
+
+def region_orders(regions):
+    """The orders in which first fit tries the regions for a buffer that is
+    not pinned: the given order first; then, for every speed class of several
+    regions, each of its regions alone (the class's other regions left out:
+    the whole class's share in that one memory) and each of its regions first
+    (the others of the class after it, as fallback). Other classes keep their
+    place. Deterministic, without duplicates."""
+    base = list(range(len(regions)))
+    cls = speed_classes(regions)
+    out = [base]
+    for c in sorted(set(cls)):
+        members = [k for k in base if cls[k] == c]
+        if len(members) < 2:
+            continue
+        for k in members:
+            out.append([j for j in base if cls[j] != c or j == k])
+            rest = iter([k] + [j for j in members if j != k])
+            out.append([next(rest) if cls[j] == c else j for j in base])
+    seen, uniq = set(), []
+    for order in out:
+        if tuple(order) not in seen:
+            seen.add(tuple(order))
+            uniq.append(order)
+    return uniq
+
+
+def settle_in_classes(problem, regions, placement, max_class=6):
+    """The placement with each speed class's regions' contents exchanged as
+    whole blocks (same offsets, so still valid) where that lowers the key:
+    e.g. a plan that an exact search put in the second of two equally fast
+    memories moves to the first when it fits there. A region holding a
+    pinned buffer keeps its contents; classes of more than max_class regions
+    are left as they are."""
+    from itertools import permutations
+    cls = speed_classes(regions)
+    if len(set(cls)) == len(cls):
+        return placement
+    tops = region_tops(problem, regions, placement)
+    pinned = {k for b, (k, _) in zip(problem.buffers, placement) if b.region is not None}
+    best, best_key = list(placement), placement_key(problem, regions, placement)
+    for c in sorted(set(cls)):
+        members = [k for k in range(len(regions)) if cls[k] == c and k not in pinned]
+        if len(members) < 2 or len(members) > max_class:
+            continue
+        current = best
+        for perm in permutations(members):
+            where = dict(zip(members, perm))   # contents of region k go to region where[k]
+            if any(regions[where[k]].size is not None and tops[k] > regions[where[k]].size for k in members):
+                continue
+            cand = [(where.get(k, k), off) for k, off in current]
+            key = placement_key(problem, regions, cand)
+            if key < best_key:
+                best, best_key = cand, key
+    return best
+
+
+def first_fit_best(problem, regions, order):
+    """First fit of buffer order under every region order of region_orders:
+    (placement, key, region order) of the smallest key. Raises DoesNotFit
+    when no region order fits."""
+    best, last_error = None, None
+    for ro in region_orders(regions):
+        try:
+            pos = settle_in_classes(problem, regions, _Placer(problem, regions, ro).run(order))
+        except DoesNotFit as e:
+            last_error = e
+            continue
+        key = placement_key(problem, regions, pos)
+        if best is None or key < best[1]:
+            best = (pos, key, ro)
+    if best is None:
+        raise last_error
+    return best
 
 
 # -- the algorithms ----------------------------------------------------------
@@ -219,11 +341,11 @@ def order_by_breadth(problem):
 
 
 def greedy_size(problem, regions, **_):
-    return _Placer(problem, regions).run(order_by_size(problem))
+    return first_fit_best(problem, regions, order_by_size(problem))[0]
 
 
 def greedy_conflicts(problem, regions, **_):
-    return _Placer(problem, regions).run(order_by_breadth(problem))
+    return first_fit_best(problem, regions, order_by_breadth(problem))[0]
 
 
 def _seed_orders(problem):
@@ -250,25 +372,27 @@ def order_search(problem, regions, time_limit=2.0, seed=0, target=None, info=Non
     try_cost = len(problem.buffers) + sum(len(x) for x in problem.neighbours())
     max_tries = max(1, work_budget(time_limit) // max(try_cost, 1))
     tries = 0
-    best, best_total, best_order = None, None, None
+    best, best_total, best_order, best_ro = None, None, None, None
     last_error = None
+    # with one speed class (one region, or equally fast ones) the bound ends the search
+    one_class = len(set(speed_classes(regions))) == 1
     for order in _seed_orders(problem):
         try:
-            pos = _Placer(problem, regions).run(order)
+            pos, total, ro = first_fit_best(problem, regions, order)
         except DoesNotFit as e:
             last_error = e
             continue
-        total = placement_key(problem, regions, pos)
         if best is None or total < best_total:
-            best, best_total, best_order = pos, total, order
-        if sum(best_total) <= target and len(regions) == 1:
+            best, best_total, best_order, best_ro = pos, total, order, ro
+        if one_class and key_is_optimal(problem, regions, best_total, target):
             return best
     rng = random.Random(seed)
     n = len(problem.buffers)
     stale = 0
     patience = max(300, 30 * n)  # non-improving tries before giving up early
     while n > 1 and tries < max_tries \
-            and (best is None or len(regions) > 1 or sum(best_total) > target) and stale < patience:
+            and (best is None or not one_class or not key_is_optimal(problem, regions, best_total, target)) \
+            and stale < patience:
         tries += 1
         stale += 1
         base = list(best_order) if best_order is not None else list(range(n))
@@ -278,7 +402,7 @@ def order_search(problem, regions, time_limit=2.0, seed=0, target=None, info=Non
             b = rng.randrange(n)
             base.insert(b, base.pop(a))
         try:
-            pos = _Placer(problem, regions).run(base)
+            pos = settle_in_classes(problem, regions, _Placer(problem, regions, best_ro).run(base))
         except DoesNotFit as e:
             last_error = e
             continue
@@ -380,14 +504,16 @@ def cpsat(problem, regions, time_limit=10.0, hint=None, workers=1, max_buffers=2
             for i in range(n):
                 if k in reg_lit[i]:
                     m.Add(t >= off[i] + size[i] - base[k]).OnlyEnforceIf(reg_lit[i][k])
-        # lexicographic as placement_key: the last region weighs most
-        weight, weights = 1, []
-        for k in range(len(regions)):
-            weights.append(weight)
-            weight *= caps[k] + 1
+        # lexicographic over speed classes as placement_key: the last class
+        # weighs most, the tops of one class's regions count alike (their sum)
+        cls = speed_classes(regions)
+        weight, class_weight = 1, []
+        for c in range(max(cls) + 1):
+            class_weight.append(weight)
+            weight *= sum(caps[k] for k in range(len(regions)) if cls[k] == c) + 1
         if weight >= 2**62:
-            weights = [k + 1 for k in range(len(regions))]
-        m.Minimize(sum(w * t for w, t in zip(weights, tops)))
+            class_weight = [c + 1 for c in range(max(cls) + 1)]
+        m.Minimize(sum(class_weight[cls[k]] * t for k, t in enumerate(tops)))
     if hint is not None:
         for i, (k, o) in enumerate(hint):
             m.AddHint(unit[i], (base[k] + o) // B[i].alignment)
@@ -411,6 +537,8 @@ def cpsat(problem, regions, time_limit=10.0, hint=None, workers=1, max_buffers=2
         o = solver.Value(unit[i]) * B[i].alignment
         k = max(kk for kk in range(len(regions)) if base[kk] <= o)
         out.append((k, o - base[k]))
+    # the objective weighs a class's regions alike: prefer the earlier ones on a tie, as placement_key
+    out = settle_in_classes(problem, regions, out)
     if hint is not None and placement_key(problem, regions, hint) < placement_key(problem, regions, out):
         return hint
     return out

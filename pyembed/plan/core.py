@@ -37,17 +37,34 @@ def align_down(n, alignment):
 @dataclass
 class Region:
     """A RAM area of the target. ``size`` None means unbounded (used
-    internally to measure how much a plan is short of)."""
+    internally to measure how much a plan is short of). ``speed``: a hashable
+    description of the region's access speed (a profile's (read_wait,
+    write_wait, bandwidth)); regions with the same speed form one speed class,
+    whose bytes the planner minimises in total rather than region by region
+    (pyembed.plan.algorithms.placement_key). None: a class of its own."""
     name: str
     size: int | None
     base: int = 0
     kind: str = "ram"
+    speed: tuple | None = None
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name.isidentifier():
             raise PlanError(f"region name {self.name!r}: expected a C identifier")
         if self.size is not None and (not isinstance(self.size, int) or self.size < 0):
             raise PlanError(f"region {self.name}: size must be a non-negative integer, got {self.size!r}")
+        if self.speed is not None:
+            if isinstance(self.speed, list):
+                self.speed = tuple(self.speed)
+            if not isinstance(self.speed, tuple) or not all(isinstance(v, (int, float)) for v in self.speed):
+                raise PlanError(f"region {self.name}: speed must be a tuple of numbers (e.g. read wait, write wait, "
+                                f"bandwidth) or None, got {self.speed!r}")
+
+
+def region_speed(spec):
+    """The speed of a firmware_sim profile's region spec as Region.speed:
+    (read wait states, write wait states, bandwidth in B/s)."""
+    return (spec.read_wait, spec.write_wait, spec.bandwidth)
 
 
 @dataclass

@@ -29,7 +29,8 @@ def plan_to_dict(plan):
         "model": plan.graph_name,
         "algorithm": plan.algorithm,
         "order": list(plan.order),
-        "regions": [{"name": r.name, "size": r.size, "base": r.base, "kind": r.kind, "used": used[r.name]}
+        "regions": [{"name": r.name, "size": r.size, "base": r.base, "kind": r.kind, "used": used[r.name],
+                     **({} if r.speed is None else {"speed": list(r.speed)})}
                     for r in plan.regions],
         "buffers": [{"name": b.name, "kind": b.kind, "region": plan.regions[plan.placement[i][0]].name,
                      "offset": plan.placement[i][1], "size": b.size, "aligned_size": b.aligned_size,
@@ -116,7 +117,7 @@ def plan_from_dict(d, check=True):
         raise PlanError(f"plan file: version {d.get('version')!r} is not supported (expected {VERSION})")
     try:
         regions = [Region(_need(r, "name", f"regions[{k}]", str), _need(r, "size", f"regions[{k}]", (int, type(None))),
-                          int(r.get("base", 0)), r.get("kind", "ram"))
+                          int(r.get("base", 0)), r.get("kind", "ram"), r.get("speed"))
                    for k, r in enumerate(_need(d, "regions", "plan", list))]
         rindex = {r.name: k for k, r in enumerate(regions)}
         problem = Problem(len(d.get("steps", [])) or None)

@@ -1,5 +1,6 @@
 """Run a placement algorithm on a problem and turn the result into a checked
 Plan, or into a PlanError that says how many bytes are missing."""
+import dataclasses
 import time
 
 from pyembed.errors import FitError, OverflowSizeError, PlanError
@@ -68,7 +69,7 @@ def _run(name, problem, regions, time_limit, info):
 def _missing_bytes(problem, regions, algorithm, time_limit):
     """Plan again with the last region unbounded: what it then needs beyond
     its size is what is missing."""
-    relaxed = list(regions[:-1]) + [Region(regions[-1].name, None, regions[-1].base, regions[-1].kind)]
+    relaxed = list(regions[:-1]) + [dataclasses.replace(regions[-1], size=None)]
     name = algorithm if algorithm != "auto" else "order_search"
     try:
         pos = A.ALGORITHMS[name](problem, relaxed, time_limit=time_limit)
@@ -91,11 +92,12 @@ def plan_problem(problem, regions=None, algorithm="auto", time_limit=5.0, **plan
     try:
         if algorithm == "auto":
             target = problem.lower_bound(with_overlaps=True)
+            one_class = len(set(A.speed_classes(regions))) == 1   # one region, or equally fast ones
             best = None
             for name in AUTO_SEQUENCE:
                 if name == "cpsat":
-                    if len(problem.buffers) > CPSAT_MAX_BUFFERS or (best and len(regions) == 1
-                                                                    and best[1][0] <= target):
+                    if len(problem.buffers) > CPSAT_MAX_BUFFERS or (best and one_class and A.key_is_optimal(
+                            problem, regions, best[1], target)):
                         continue
                     from pyembed._extras import have, install_hint
                     if not have("ortools"):

@@ -59,11 +59,37 @@ def _free_offset(busy, size, align, limit):
     return o if o + align_up(size, align) <= limit else None
 
 
+def _class_fit(regions, spans, size, align, grow, tops):
+    """(region, offset, size) of the lowest free aligned range of size bytes
+    below a region's used bytes, or with grow also past them (that region
+    grows), in the first region where there is one; among regions of that
+    region's speed class (pyembed.plan.algorithms.speed_classes: equally fast
+    memories) the one that grows the least over its current top (tops: {region
+    index: bytes}, counting the ranges granted so far), the first on a tie.
+    None if no region can take it."""
+    from pyembed.plan.algorithms import speed_classes
+    cls = speed_classes(regions)
+    best = None
+    for r, region, busy, limit in spans:
+        if best is not None and cls[r] != cls[best[1]]:
+            continue
+        cap = region.size
+        room = limit if not grow else cap if cap is not None else limit + align_up(size, align) + align
+        off = _free_offset(busy, size, align, room)
+        if off is None:
+            continue
+        growth = max(0, off + align_up(size, align) - tops.get(r, limit))
+        if best is None or growth < best[0]:
+            best = (growth, r, off)
+    return None if best is None else (best[1], best[2], size)
+
+
 def widen_scratch(plan, want, at_overlaps=(), grow=False, least=None):
     """(new plan, granted): see the module docstring. plan is not modified.
     grow=True: an operator that finds no free range below the bytes a region
     already uses gets one past them, in the first region whose size allows it
-    (that region grows by the range). least ({operator index: bytes}): an
+    (that region grows by the range; among regions of that one's speed, the
+    one that grows least: _class_fit). least ({operator index: bytes}): an
     operator in it that finds no free range of its wanted size takes the
     largest free one of at least least[op] bytes (16-byte steps), and with
     grow, grows a region by least[op] only."""
@@ -81,6 +107,7 @@ def widen_scratch(plan, want, at_overlaps=(), grow=False, least=None):
     scratch_of = {b.op: i for i, b in enumerate(problem.buffers) if b.kind == "scratch" and b.op is not None}
     used = plan.region_used()
     shared = _overlapped_steps(plan)
+    tops = {r: used.get(region.name, 0) for r, region in enumerate(plan.regions)}
     granted = {}
     for op, size in want.items():
         s = step_of.get(op)
@@ -98,15 +125,7 @@ def widen_scratch(plan, want, at_overlaps=(), grow=False, least=None):
                     if placement[i][0] == r]
             spans.append((r, region, busy, used.get(region.name, 0)))
         if least is None or op not in least:
-            for r, region, busy, limit in spans:
-                off = _free_offset(busy, size, align, limit)
-                if off is None and grow:
-                    cap = region.size
-                    off = _free_offset(busy, size, align,
-                                       cap if cap is not None else limit + align_up(size, align) + align)
-                if off is not None:
-                    fit = (r, off, size)
-                    break
+            fit = _class_fit(plan.regions, spans, size, align, grow, tops)
         else:
             low = min(size, int(least[op]))
             # the wanted size in free bytes, else the largest free range from
@@ -120,12 +139,7 @@ def widen_scratch(plan, want, at_overlaps=(), grow=False, least=None):
                 if fit is not None:
                     break
             if fit is None and grow:
-                for r, region, busy, limit in spans:
-                    cap = region.size
-                    off = _free_offset(busy, low, align, cap if cap is not None else limit + align_up(low, align) + align)
-                    if off is not None:
-                        fit = (r, off, low)
-                        break
+                fit = _class_fit(plan.regions, spans, low, align, True, tops)
         if fit is not None and fit[2] > old:
             r, off, size = fit
             region = plan.regions[r]
@@ -138,6 +152,7 @@ def widen_scratch(plan, want, at_overlaps=(), grow=False, least=None):
                 problem.buffers[cur] = dataclasses.replace(problem.buffers[cur], size=size)
                 placement[cur] = (r, off)
             granted[op] = (old, size, region.name, off)
+            tops[r] = max(tops[r], off + align_up(size, align))
     info = dict(plan.info)
     info["widened_scratch"] = {int(k): list(v) for k, v in granted.items()}
     new = dataclasses.replace(plan, problem=problem, placement=placement, info=info)

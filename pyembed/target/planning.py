@@ -159,16 +159,18 @@ def segment_division(graph, plan, profile, budget, block_region=None, cut="laten
 def profile_regions(profile):
     """The plan's RAM regions for a firmware_sim profile (a loaded one, or a
     name / .json path): every RAM region, the profile's activation region or a
-    TCM first, then the others in the profile's order. Returns (profile,
+    TCM first, then the others in the profile's order, each with its speed
+    (read and write wait states, bandwidth: equally fast regions are one pool
+    to the planner, pyembed.plan.algorithms.placement_key). Returns (profile,
     [pyembed.plan Region])."""
     from firmware_sim.profiles import load_profile
     from pyembed.errors import PlanError
-    from pyembed.plan.core import Region
+    from pyembed.plan.core import Region, region_speed
     prof = load_profile(profile) if isinstance(profile, str) else profile
     if not hasattr(prof, "ram_regions"):
         raise ArgumentError(f"profile: expected a profile name, a .json path or a loaded firmware_sim profile, "
                             f"got {type(profile).__name__}")
-    regions = [Region(r.name, int(r.size), int(r.base), r.kind) for r in prof.ram_regions()]
+    regions = [Region(r.name, int(r.size), int(r.base), r.kind, region_speed(r)) for r in prof.ram_regions()]
     if not regions:
         raise PlanError(f"profile {prof.name} has no RAM region")
     act = (prof.defaults or {}).get("activations")

@@ -124,11 +124,11 @@ def plan_for_profile(graph, profile, algorithm="auto", time_limit=5.0, strategy=
     --strategy``): the compiler pipeline first (pyembed.plan.pipeline), and
     (rewritten graph, plan, report lines) is returned."""
     from pyembed.plan import plan_graph
-    from pyembed.plan.core import Region
+    from pyembed.plan.core import Region, region_speed
     prof = _require_profile(profile)
     # the profile's activation region (or a TCM) first, then the others in file order
     act = (prof.defaults or {}).get("activations")
-    regions = [Region(r.name, int(r.size), int(r.base), r.kind) for r in prof.ram_regions()]
+    regions = [Region(r.name, int(r.size), int(r.base), r.kind, region_speed(r)) for r in prof.ram_regions()]
     regions.sort(key=lambda r: (r.name != act and r.kind != "tcm", r.kind != "tcm"))
     if strategy is not None:
         from pyembed.plan.pipeline import plan_with_strategy
