@@ -157,19 +157,24 @@ def test_firmware_stripe_dsp_paths_bit_exact_under_qemu(tmp_path, monkeypatch, r
     SMLAD dot products, depthwise four channels a word, pe_dsp_requant) on
     channel counts that exercise every tail: outputs == host run == TFLM."""
     monkeypatch.setenv("RUNTIME_BUILD", runtime_objects)
-    data = _odd_channels_net()
     path = tmp_path / "odd.tflite"
-    path.write_bytes(data)
-    g = load_model(str(path))
-    x = np.random.default_rng(11).integers(-128, 128, size=g.tensors[g.inputs[0]].shape).astype(np.int8)
+    path.write_bytes(_odd_channels_net())
+    ops = _stripes_firmware_checked(tmp_path, load_model(str(path)), 11)
+    assert "PE_STRIPE_REGION" in ops and "DEPTHWISE_CONV_2D" not in ops, ops
+
+
+def _stripes_firmware_checked(tmp_path, g, seed):
+    """pyembed firmware --strategy stripes --run on g (loaded from a file)
+    with a seeded input: the run checked against the host and TFLM; the
+    firmware's operator types."""
+    x = np.random.default_rng(seed).integers(-128, 128, size=g.tensors[g.inputs[0]].shape).astype(np.int8)
     np.save(tmp_path / "x.npy", x)
-    res = CliRunner().invoke(main, ["firmware", str(path), "--profile", "mps2-an386", "-o", str(tmp_path / "proj"),
+    res = CliRunner().invoke(main, ["firmware", g.source_path, "--profile", "mps2-an386", "-o", str(tmp_path / "proj"),
                                     "--json", "--strategy", "stripes", "--run", "--inputs", str(tmp_path / "x.npy")])
     assert res.exit_code == 0, res.output
     d = json.loads(res.output)
-    ops = [o["type"] for o in d["operators"]]
-    assert "PE_STRIPE_REGION" in ops and "DEPTHWISE_CONV_2D" not in ops, ops
     _check_run(d, g, x)
+    return [o["type"] for o in d["operators"]]
 
 
 def _conv_rows_net():
@@ -208,12 +213,4 @@ def test_firmware_stripe_conv_rows_bit_exact_under_qemu(tmp_path, monkeypatch, r
     # the work block: 8 bytes per byte of the widest kernel row (5 x 8) + 16 x 4 accumulators
     grow = region.net.buffer_size(region.stripe_width, 32) - region.net.buffer_size(region.stripe_width, 16)
     assert grow >= 8 * 5 * 8 + 16 * 16, grow
-    x = np.random.default_rng(12).integers(-128, 128, size=g.tensors[g.inputs[0]].shape).astype(np.int8)
-    np.save(tmp_path / "x.npy", x)
-    res = CliRunner().invoke(main, ["firmware", str(path), "--profile", "mps2-an386", "-o", str(tmp_path / "proj"),
-                                    "--json", "--strategy", "stripes", "--run", "--inputs", str(tmp_path / "x.npy")])
-    assert res.exit_code == 0, res.output
-    d = json.loads(res.output)
-    ops = [o["type"] for o in d["operators"]]
-    assert "PE_STRIPE_REGION" in ops, ops
-    _check_run(d, g, x)
+    assert "PE_STRIPE_REGION" in _stripes_firmware_checked(tmp_path, g, 12)
