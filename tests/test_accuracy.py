@@ -184,13 +184,13 @@ def _unsupported_model_blob():
     OverlapAdd, not implemented)."""
     from pyembed.model.tflite_writer import build, custom_op, tensor
     return build([tensor((8,), np.int16), tensor((4,), np.int16)],
-                 [custom_op("SignalOverlapAdd", [0], [1], {"frame_step": 4})], [0], [1])
+                 [custom_op("AcmeVendorFilter", [0], [1], {"frame_step": 4})], [0], [1])
 
 
 def test_float_ref_refuses_unsupported_and_bad_arguments():
     from pyembed.model.load import load_tflite_bytes
     g = load_tflite_bytes(_unsupported_model_blob())
-    with pytest.raises(UnsupportedError, match="CUSTOM:SignalOverlapAdd"):
+    with pytest.raises(UnsupportedError, match="CUSTOM:AcmeVendorFilter"):
         run_float(g, np.zeros(g.tensors[g.inputs[0]].shape))
     k = load_model(model_path("tflm_hello_world_int8"))
     with pytest.raises(ArgumentError, match="feed"):

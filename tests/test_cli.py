@@ -244,7 +244,7 @@ def _unsupported_model(tmp_path):
     from pyembed.model.tflite_writer import build, custom_op, tensor
     path = tmp_path / "unsupported.tflite"
     path.write_bytes(build([tensor((8,), np.int16), tensor((4,), np.int16)],
-                           [custom_op("SignalOverlapAdd", [0], [1], {"frame_step": 4})], [0], [1]))
+                           [custom_op("AcmeVendorFilter", [0], [1], {"frame_step": 4})], [0], [1]))
     return str(path)
 
 
@@ -256,7 +256,7 @@ def test_other_bad_inputs(tmp_path, planned):
         (["simulate", HELLO, "--plan", planned[0] / "plan.json"], "was made for model"),
         (["simulate", KWS, "--segments", "lots"], "byte budget"),
         (["check", KWS, "--inputs", tmp_path / "bad.json"], "not a .npy"),
-        (["simulate", _unsupported_model(tmp_path)], "CUSTOM:SignalOverlapAdd"),
+        (["simulate", _unsupported_model(tmp_path)], "CUSTOM:AcmeVendorFilter"),
         (["profiles", "no_such_mcu"], "unknown profile"),
     ]:
         r = run(args)

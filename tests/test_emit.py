@@ -153,7 +153,7 @@ def _unsupported_model_blob():
     OverlapAdd, not implemented)."""
     from pyembed.model.tflite_writer import build, custom_op, tensor
     return build([tensor((8,), np.int16), tensor((4,), np.int16)],
-                 [custom_op("SignalOverlapAdd", [0], [1], {"frame_step": 4})], [0], [1])
+                 [custom_op("AcmeVendorFilter", [0], [1], {"frame_step": 4})], [0], [1])
 
 
 def test_graph_tables_refuse_a_graph_with_unsupported_operators():

@@ -390,9 +390,9 @@ def test_model_commands(tmp_path):
     from pyembed.model.tflite_writer import build, custom_op, tensor
     unsupported = tmp_path / "unsupported.tflite"   # the signal library's OverlapAdd: not implemented
     unsupported.write_bytes(build([tensor((8,), np.int16), tensor((4,), np.int16)],
-                                  [custom_op("SignalOverlapAdd", [0], [1], {"frame_step": 4})], [0], [1]))
+                                  [custom_op("AcmeVendorFilter", [0], [1], {"frame_step": 4})], [0], [1]))
     res = r.invoke(model, ["info", str(unsupported)])
-    assert res.exit_code == 0 and "unsupported: #0 CUSTOM:SignalOverlapAdd" in res.output
+    assert res.exit_code == 0 and "unsupported: #0 CUSTOM:AcmeVendorFilter" in res.output
     res = r.invoke(model, ["run", str(unsupported)])
     assert isinstance(res.exception, UnsupportedError)
     res = r.invoke(model, ["info", "tflm_audio_preprocessor_int8"])   # the signal operators run
