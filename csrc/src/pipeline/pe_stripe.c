@@ -442,17 +442,6 @@ static void compute_windowed(stripe_run *R, int32_t L, int32_t o, int32_t x0, in
 }
 
 #if PE_DSP
-/* Output columns [x0, x1) of row o of a conv / pointwise that
- * conv_rows_apply accepts: the whole-tensor block loop's structure in a
- * region (pe_cv_dsp_widen / pe_cv_dsp_cols, pe_conv_gather.h). Columns go
- * in groups of PE_STRIPE_CONV_COLS; per group, four output channels at a
- * time, and per kernel row the block's weights of that row are widened once
- * into the work block, then each column's window row is summed from its
- * store: a ring row, or the current row's temporary, where a window row
- * may be split (committed columns in the ring, the rest in the circular
- * temporary) into contiguous pieces. Columns whose pieces have the same
- * length and taps and lie one stride apart are one call. The int32 sums
- * are conv_pixel's in another order (accumulator_fits bounds them). */
 /* The pe_cv_dsp_cols calls of input row r for output columns [xa, xa + n)
  * (acc: column j's four sums at acc + 4 j), the kernel row's weights
  * widened in R->work. Columns whose windows lie one stride apart in one
@@ -525,6 +514,14 @@ static void conv_row_calls(stripe_run *R, int32_t L, int32_t r, int32_t xa, int3
     }
 }
 
+/* Output columns [x0, x1) of row o of a conv / pointwise that
+ * conv_rows_apply accepts: the whole-tensor block loop's structure in a
+ * region (pe_cv_dsp_widen / pe_cv_dsp_cols, pe_conv_gather.h). Columns go
+ * in groups of PE_STRIPE_CONV_COLS; per group, four output channels at a
+ * time, and per kernel row the block's weights of that row are widened once
+ * into the work block, then conv_row_calls sums the columns' window rows;
+ * the requantization's constants are set up once per channel. The int32
+ * sums are conv_pixel's in another order (accumulator_fits bounds them). */
 static void conv_rows(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
 {
     const pe_stripe_layer *l = &R->net->layers[L];
