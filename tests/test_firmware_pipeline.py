@@ -180,6 +180,45 @@ def _stripes_firmware_checked(tmp_path, g, seed):
     return [o["type"] for o in d["operators"]]
 
 
+def _conv_patch_net():
+    """Convolutions whose input rows the conv row loops cannot read in place
+    (3, 6 and 5 input channels: a 3x3 stride 1 first layer, a 3x3 stride 2,
+    a 1x1) and a residual ADD inside the region, on rows 40 wide."""
+    from pyembed.bench._built import _Net
+    n = _Net(7)
+    x = n.input((1, 20, 40, 3))
+    a = n.conv(x, 6, 3, 1)
+    b = n.conv(a, 6, 3, 1, act=None)
+    c = n.add(a, b)
+    d = n.conv(c, 5, 3, 2)
+    e = n.conv(d, 7, 1, 1, act=None)
+    f = n.conv(e, 4, 3, 1)
+    y = n.fc(n.reshape(f, (1, int(np.prod(n.shape(f)[1:])))), 3)
+    return n.to_bytes([x], [y])
+
+
+@NEEDS_QEMU
+def test_firmware_stripe_conv_patches_and_add_bit_exact_under_qemu(tmp_path, monkeypatch, runtime_objects):
+    """Wide blocks: a region's convolutions with 3, 6 or 5 input channels run
+    on window patches (pe_cv_dsp_widen of the whole filter, one
+    pe_cv_dsp_cols per four channels), its ADD runs pe_add_s8 over runs of
+    columns: outputs == host run == TFLM, and the patches' work block is in
+    the region's scratch."""
+    import pyembed.passes.pipeline as pipeline
+    monkeypatch.setenv("RUNTIME_BUILD", runtime_objects)
+    monkeypatch.setattr(pipeline, "BLOCK_WIDTHS", (pipeline.WIDE_BLOCK,))
+    monkeypatch.setattr(pipeline, "_widths", lambda out_w: [out_w])  # full-width stripes: calls of many columns
+    path = tmp_path / "patch.tflite"
+    path.write_bytes(_conv_patch_net())
+    g = load_model(str(path))
+    region = pipeline.apply_pipeline(g, "stripes").regions[0]
+    assert region.block_width == pipeline.WIDE_BLOCK and region.stripe_width == region.chain.output_shape[1]
+    # the work block: (8 + 16) bytes per byte of the longest patch (3 * 3 * 6 = 54, rounded up to 56)
+    grow = region.net.buffer_size(region.stripe_width, 32) - region.net.buffer_size(region.stripe_width, 16)
+    assert grow >= 24 * 56, grow
+    assert "PE_STRIPE_REGION" in _stripes_firmware_checked(tmp_path, g, 13)
+
+
 def _conv_rows_net():
     """Convolutions the stripe executor's conv row loops take (one group, a
     multiple of 4 input channels): 3x3 stride 1 and 2, a 1x1, a 5x5 VALID,

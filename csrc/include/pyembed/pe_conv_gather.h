@@ -214,9 +214,10 @@ void pe_cv_dsp_rows(const pe_conv_params *params, const pe_per_channel_quant *qu
 
 /* The block loop's two steps, for callers that hold their input rows
  * elsewhere (the stripe executor's line stores; Arm DSP-extension builds):
- * pe_cv_dsp_widen widens weights [0, kn) (kn % 4 == 0) of nb (1..4) output
- * channels, whose rows start at w, w + ws, ..., into the interleaved int16
- * block dst (8 * kn bytes; channels nb..3 get zero weights);
+ * pe_cv_dsp_widen widens weights [0, kn) of nb (1..4) output channels, whose
+ * rows start at w, w + ws, ..., into the interleaved int16 block dst (8 * kn4
+ * bytes, kn4 = kn rounded up to 4; channels nb..3 and the weights past kn
+ * are zero; only bytes [0, kn) of a row are read);
  * pe_cv_dsp_cols adds to acc[4 j .. 4 j + 3] (column j's four channels) the
  * dot products of len bytes (len % 4 == 0, >= 4) from x + j * x_step,
  * input offset added, with the widened block w, for j in [0, ncol). The

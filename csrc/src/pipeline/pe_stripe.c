@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "pyembed/pe_conv_gather.h"
+#include "pyembed/pe_eltwise.h"
 #include "pyembed/pe_fixed.h"
 #include "pyembed/pe_simd.h"
 #include "pe_stripe_internal.h"
@@ -442,6 +443,51 @@ static void compute_windowed(stripe_run *R, int32_t L, int32_t o, int32_t x0, in
 }
 
 #if PE_DSP
+/* Columns j < n of channels [oc, oc + nb) from their sums acc[4 j + c] into
+ * dst[j][oc + c]: pe_dsp_requant's bytes with the constants set up once per
+ * channel (the rounding constant and the output offset folded into k;
+ * |acc| < 2^30 keeps the sum in int32), else requant_s8 */
+static void rows_store(const pe_stripe_layer *l, const int32_t *acc, int32_t n, int32_t oc, int32_t nb,
+                       int8_t *const *dst)
+{
+    int32_t c, j;
+    for (c = 0; c < nb; c++) {
+        const int32_t m = l->quant.multiplier[oc + c], sh = l->quant.shift[oc + c];
+        const int fast = l->rounding != PE_ROUND_SINGLE && m >= 0 && sh <= -1 && sh >= -23;
+        const int32_t right = fast ? -sh : 1;
+        const int32_t k = ((int32_t)1 << (right - 1)) + (int32_t)((uint32_t)l->output_offset << right);
+        const int32_t amin = l->activation.min, amax = l->activation.max;
+        for (j = 0; j < n; j++) {
+            const int32_t a = acc[4 * j + c];
+            int32_t v;
+            if (fast && a > -(1 << 30) && a < (1 << 30)) {
+                int32_t d;
+                __asm__("smmulr %0, %1, %2" : "=r"(d) : "r"((int32_t)((uint32_t)a << 1)), "r"(m));
+                v = pe_fx_asr32(d + pe_fx_asr32(d, 31) + k, right);
+                v = v > amin ? v : amin;
+                v = v < amax ? v : amax;
+            } else {
+                v = requant_s8(l, a, oc + c);
+            }
+            dst[j][oc + c] = (int8_t)v;
+        }
+    }
+}
+
+/* The bias of channels [oc, oc + nb) (zero past nb) as the starting sums of
+ * columns j < n. */
+static void rows_start(const pe_stripe_layer *l, int32_t *acc, int32_t n, int32_t oc, int32_t nb)
+{
+    int32_t b4[4];
+    int32_t c, j;
+    for (c = 0; c < 4; c++) {
+        b4[c] = (l->bias != NULL && c < nb) ? l->bias[oc + c] : 0;
+    }
+    for (j = 0; j < n; j++) {
+        memcpy(acc + 4 * j, b4, sizeof b4);
+    }
+}
+
 /* The pe_cv_dsp_cols calls of input row r for output columns [xa, xa + n)
  * (acc: column j's four sums at acc + 4 j), the kernel row's weights
  * widened in R->work. Columns whose windows lie one stride apart in one
@@ -535,7 +581,7 @@ static void conv_rows(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x
     uint32_t *const wblk = R->work;
     int32_t *const acc = (int32_t *)(void *)(R->work + 2 * run);
     const int32_t nky = ky1 > ky0 ? (ky1 - ky0 - 1) / g->dh + 1 : 0;
-    int32_t xa, oc, ky, j, c;
+    int32_t xa, oc, ky, j;
     for (xa = x0; xa < x1; xa += PE_STRIPE_CONV_COLS) {
         const int32_t n = min32(x1 - xa, PE_STRIPE_CONV_COLS);
         int8_t *dst[PE_STRIPE_CONV_COLS];
@@ -547,45 +593,77 @@ static void conv_rows(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x
         }
         for (oc = 0; oc < co; oc += 4) {
             const int32_t nb = min32(4, co - oc);
-            {
-                int32_t b4[4];
-                for (c = 0; c < 4; c++) {
-                    b4[c] = (l->bias != NULL && c < nb) ? l->bias[oc + c] : 0;
-                }
-                for (j = 0; j < n; j++) {
-                    memcpy(acc + 4 * j, b4, sizeof b4);
-                }
-            }
+            rows_start(l, acc, n, oc, nb);
             for (ky = ky0; ky < ky1; ky += g->dh) {
                 pe_cv_dsp_widen(wblk, l->weights + (size_t)oc * (size_t)fsize + (size_t)(ky / g->dh) * (size_t)run,
                                 fsize, run, nb);
                 conv_row_calls(R, L, row0 + ky, xa, n, acc);
             }
-            for (c = 0; c < nb; c++) {
-                /* channel oc + c: pe_dsp_requant's bytes with its constants
-                 * set up once (the rounding constant and the output offset
-                 * folded into k; |acc| < 2^30 keeps the sum in int32), else
-                 * requant_s8 */
-                const int32_t m = l->quant.multiplier[oc + c], sh = l->quant.shift[oc + c];
-                const int fast = l->rounding != PE_ROUND_SINGLE && m >= 0 && sh <= -1 && sh >= -23;
-                const int32_t right = fast ? -sh : 1;
-                const int32_t k = ((int32_t)1 << (right - 1)) + (int32_t)((uint32_t)l->output_offset << right);
-                const int32_t amin = l->activation.min, amax = l->activation.max;
-                for (j = 0; j < n; j++) {
-                    const int32_t a = acc[4 * j + c];
-                    int32_t v;
-                    if (fast && a > -(1 << 30) && a < (1 << 30)) {
-                        int32_t d;
-                        __asm__("smmulr %0, %1, %2" : "=r"(d) : "r"((int32_t)((uint32_t)a << 1)), "r"(m));
-                        v = pe_fx_asr32(d + pe_fx_asr32(d, 31) + k, right);
-                        v = v > amin ? v : amin;
-                        v = v < amax ? v : amax;
+            rows_store(l, acc, n, oc, nb, dst);
+        }
+        for (j = 0; j < n; j++) {
+            publish(R, L + 1, o, xa + j, dst[j], co);
+        }
+    }
+}
+
+/* Output columns [x0, x1) of row o of a conv that conv_patch_apply takes:
+ * per group of PE_STRIPE_CONV_COLS columns each window is copied into its
+ * patch in the work block (a tap outside the image as the input zero point,
+ * which adds nothing once the offset is added; zero bytes up to the patch
+ * length, whose weights are zero), then per four output channels the whole
+ * filter is widened once and one pe_cv_dsp_cols call sums every patch.
+ * The int32 sums are conv_pixel's in another order. */
+static void conv_patch_rows(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
+{
+    const pe_stripe_layer *l = &R->net->layers[L];
+    const layer_geo *g = &R->G->g[L];
+    const stripe_state *s = &R->st[L + 1];
+    const int32_t ci = g->in_c, co = g->out_c;
+    const int32_t kw_taps = (g->kw - 1) / g->dw + 1, kh_taps = (g->kh - 1) / g->dh + 1;
+    const int32_t fsize = kh_taps * kw_taps * ci;
+    const int32_t plen = conv_patch_len(g);
+    const int32_t row0 = o * g->sh - g->pt;
+    const int8_t pad = (int8_t)(-l->input_offset);
+    uint32_t *const wblk = R->work;
+    int32_t *const acc = (int32_t *)(void *)(R->work + 2 * plen);
+    int8_t *const patches = (int8_t *)(void *)(acc + 4 * PE_STRIPE_CONV_COLS);
+    int32_t xa, oc, j, ky, kx;
+    for (xa = x0; xa < x1; xa += PE_STRIPE_CONV_COLS) {
+        const int32_t n = min32(x1 - xa, PE_STRIPE_CONV_COLS);
+        int8_t *dst[PE_STRIPE_CONV_COLS];
+        for (j = 0; j < n; j++) {
+            const int32_t col0 = (xa + j) * g->sw - g->pl;
+            int8_t *d = patches + (size_t)j * (size_t)plen;
+            int32_t taps = 0;
+            for (ky = 0; ky < kh_taps; ky++) {
+                const int32_t r = row0 + ky * g->dh;
+                if (r < 0 || r >= g->in_h) {
+                    memset(d, pad, (size_t)(kw_taps * ci));
+                    d += kw_taps * ci;
+                    continue;
+                }
+                for (kx = 0; kx < kw_taps; kx++) {
+                    const int32_t c = col0 + kx * g->dw;
+                    if (c < 0 || c >= g->in_w) {
+                        memset(d, pad, (size_t)ci);
                     } else {
-                        v = requant_s8(l, a, oc + c);
+                        memcpy(d, in_pixel(s, g, r, c), (size_t)ci);
+                        taps++;
                     }
-                    dst[j][oc + c] = (int8_t)v;
+                    d += ci;
                 }
             }
+            memset(d, 0, (size_t)(plen - fsize));
+            dst[j] = out_slot(R, L, o, xa + j);
+            R->macs += (uint64_t)taps * (uint64_t)ci * (uint64_t)co;
+        }
+        for (oc = 0; oc < co; oc += 4) {
+            const int32_t nb = min32(4, co - oc);
+            rows_start(l, acc, n, oc, nb);
+            pe_cv_dsp_widen(wblk, l->weights + (size_t)oc * (size_t)fsize, fsize, fsize, nb);
+            pe_cv_dsp_cols(acc, n, patches, plen, wblk, plen, l->input_offset);
+            rows_store(l, acc, n, oc, nb, dst);
         }
         for (j = 0; j < n; j++) {
             publish(R, L + 1, o, xa + j, dst[j], co);
@@ -594,7 +672,9 @@ static void conv_rows(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x
 }
 #endif
 
-static void compute_add(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
+/* ADD pixel by pixel, for parameters outside pe_add_s8's range (left shift
+ * above 20, an input multiplier of one or more) */
+static void add_pixels(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
 {
     const pe_stripe_layer *l = &R->net->layers[L];
     const pe_stripe_add_params *p = &l->add;
@@ -622,6 +702,60 @@ static void compute_add(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t
         }
         R->combines += (uint64_t)c;
         publish(R, L + 1, o, x, dst, c);
+    }
+}
+
+/* An ADD's output columns [x0, x1) of row o: runs of columns whose main
+ * input, branch and destination pixels each follow on in memory go through
+ * the whole-tensor kernel pe_add_s8 (the same arithmetic as TFLite's ADD,
+ * its DSP loop on Cortex-M), then each pixel is published. */
+static void compute_add(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
+{
+    const pe_stripe_layer *l = &R->net->layers[L];
+    const pe_stripe_add_params *p = &l->add;
+    const layer_geo *g = &R->G->g[L];
+    const stripe_state *s = &R->st[L + 1];
+    const int32_t c = g->out_c;
+    const int32_t slot = o % g->branch_rows;
+    pe_add_params ap;
+    int32_t x = x0;
+    ap.input1_offset = p->main_offset;
+    ap.input2_offset = p->branch_offset;
+    ap.output_offset = l->output_offset;
+    ap.left_shift = p->left_shift;
+    ap.input1_quant = p->main_quant;
+    ap.input2_quant = p->branch_quant;
+    ap.output_quant = p->out_quant;
+    ap.activation = l->activation;
+    ap.rounding = l->rounding;
+    if (p->left_shift > 20 || p->main_quant.shift > 0 || p->branch_quant.shift > 0) {
+        add_pixels(R, L, o, x0, x1); /* outside pe_add_s8's parameter range */
+        return;
+    }
+    while (x < x1) {
+        const int8_t *a = in_pixel(s, g, o, x);
+        const int8_t *b = s->branch + (slot * (s->out_b - s->out_a) + (x - s->out_a)) * c;
+        int8_t *dst = out_slot(R, L, o, x);
+        int32_t m = 1, k;
+        pe_dims d;
+        pe_status st;
+        while (x + m < x1 && in_pixel(s, g, o, x + m) == a + (size_t)m * (size_t)c &&
+               out_slot(R, L, o, x + m) == dst + (size_t)m * (size_t)c) {
+            m++; /* (the branch row is one run over the stripe) */
+        }
+        d.n = 1;
+        d.h = 1;
+        d.w = m;
+        d.c = c;
+        st = pe_add_s8(NULL, &ap, &d, a, &d, b, &d, dst);
+        if (st != PE_OK && R->err == PE_OK) {
+            R->err = st;
+        }
+        for (k = 0; k < m; k++) {
+            publish(R, L + 1, o, x + k, dst + (size_t)k * (size_t)c, c);
+        }
+        R->combines += (uint64_t)m * (uint64_t)c;
+        x += m;
     }
 }
 
@@ -729,6 +863,11 @@ static void compute(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
         if (R->work != NULL && x1 - x0 >= PE_STRIPE_CONV_MIN_CALL &&
             conv_rows_apply(&R->net->layers[L], &R->G->g[L])) {
             conv_rows(R, L, o, x0, x1);
+            break;
+        }
+        if (R->work != NULL && x1 - x0 >= PE_STRIPE_CONV_MIN_CALL &&
+            conv_patch_apply(&R->net->layers[L], &R->G->g[L])) {
+            conv_patch_rows(R, L, o, x0, x1);
             break;
         }
 #endif

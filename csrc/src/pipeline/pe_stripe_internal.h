@@ -88,6 +88,27 @@ static inline int conv_rows_apply(const pe_stripe_layer *l, const layer_geo *g)
            g->dw == 1 && (g->in_c & 3) == 0;
 }
 
+/* Bytes of a conv layer's window patch: its taps' input bytes (with
+ * dilation only the taps) rounded up to 4 */
+static inline int32_t conv_patch_len(const layer_geo *g)
+{
+    const int64_t taps = (int64_t)((g->kh - 1) / g->dh + 1) * ((g->kw - 1) / g->dw + 1);
+    return (int32_t)((taps * g->in_c + 3) & ~(int64_t)3);
+}
+
+/* the longest patch the patch loops take (16 patches of it in the work block) */
+#define PE_STRIPE_PATCH_MAX 1024
+
+/* The conv layers the row loops cannot read in place (in_c not a multiple of
+ * 4, a dilated row: a 3-channel image's first layer) run on window patches:
+ * each column's window copied into one patch (padding as the input zero
+ * point), then the same block loop over the patches */
+static inline int conv_patch_apply(const pe_stripe_layer *l, const layer_geo *g)
+{
+    return (l->op == PE_STRIPE_CONV || l->op == PE_STRIPE_POINTWISE) && g->groups == 1 &&
+           !conv_rows_apply(l, g) && conv_patch_len(g) <= PE_STRIPE_PATCH_MAX;
+}
+
 /* Columns of a layer's row temporary repeated past its end (its first
  * kw - 1 slots, written again by the executor as they arrive): with the conv
  * row loops a window is read from the temporary in one piece */

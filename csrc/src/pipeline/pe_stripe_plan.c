@@ -574,6 +574,10 @@ int64_t pe_stripe_work_bytes(const pe_stripe_net *net, const net_geo *G, int32_t
         if (conv_rows_apply(&net->layers[L], g)) {
             const int64_t w = 8 * (int64_t)g->kw * g->in_c;
             most = w > most ? w : most;
+        } else if (conv_patch_apply(&net->layers[L], g)) {
+            /* the widened weights and PE_STRIPE_CONV_COLS patches */
+            const int64_t w = (8 + (int64_t)PE_STRIPE_CONV_COLS) * conv_patch_len(g);
+            most = w > most ? w : most;
         }
     }
     return most > 0 ? most + 16 * PE_STRIPE_CONV_COLS : 0;

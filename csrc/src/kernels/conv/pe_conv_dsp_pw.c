@@ -768,6 +768,10 @@ __attribute__((noinline)) static void cv_block_rows(const pe_conv_params *p, con
 
 void pe_cv_dsp_widen(uint32_t *dst, const int8_t *w, int32_t ws, int32_t kn, int32_t nb)
 {
+    if ((kn & 3) != 0) {
+        cv_widen_pad(dst, w, (size_t)ws, kn, nb);
+        return;
+    }
     pw_widen(dst, w, ws, kn, nb);
 }
 
