@@ -443,6 +443,13 @@ static void compute_windowed(stripe_run *R, int32_t L, int32_t o, int32_t x0, in
 }
 
 #if PE_DSP
+/* requant_s8 out of line: the rare values rows_store's fast loop leaves
+ * (a call keeps the loop's registers free) */
+__attribute__((noinline)) static int8_t requant_slow(const pe_stripe_layer *l, int32_t acc, int32_t oc)
+{
+    return requant_s8(l, acc, oc);
+}
+
 /* Columns j < n of channels [oc, oc + nb) from their sums acc[4 j + c] into
  * dst[j][oc + c]: pe_dsp_requant's bytes with the constants set up once per
  * channel (the rounding constant and the output offset folded into k;
@@ -450,26 +457,33 @@ static void compute_windowed(stripe_run *R, int32_t L, int32_t o, int32_t x0, in
 static void rows_store(const pe_stripe_layer *l, const int32_t *acc, int32_t n, int32_t oc, int32_t nb,
                        int8_t *const *dst)
 {
+    const int32_t amin = l->activation.min, amax = l->activation.max;
     int32_t c, j;
     for (c = 0; c < nb; c++) {
         const int32_t m = l->quant.multiplier[oc + c], sh = l->quant.shift[oc + c];
-        const int fast = l->rounding != PE_ROUND_SINGLE && m >= 0 && sh <= -1 && sh >= -23;
-        const int32_t right = fast ? -sh : 1;
-        const int32_t k = ((int32_t)1 << (right - 1)) + (int32_t)((uint32_t)l->output_offset << right);
-        const int32_t amin = l->activation.min, amax = l->activation.max;
-        for (j = 0; j < n; j++) {
-            const int32_t a = acc[4 * j + c];
-            int32_t v;
-            if (fast && a > -(1 << 30) && a < (1 << 30)) {
-                int32_t d;
-                __asm__("smmulr %0, %1, %2" : "=r"(d) : "r"((int32_t)((uint32_t)a << 1)), "r"(m));
-                v = pe_fx_asr32(d + pe_fx_asr32(d, 31) + k, right);
-                v = v > amin ? v : amin;
-                v = v < amax ? v : amax;
-            } else {
-                v = requant_s8(l, a, oc + c);
+        const int32_t at = oc + c;
+        const int32_t *a4 = acc + c;
+        if (l->rounding != PE_ROUND_SINGLE && m >= 0 && sh <= -1 && sh >= -23) {
+            const int32_t right = -sh;
+            const int32_t k = ((int32_t)1 << (right - 1)) + (int32_t)((uint32_t)l->output_offset << right);
+            for (j = 0; j < n; j++, a4 += 4) {
+                const int32_t a = *a4;
+                int32_t v;
+                if (a > -(1 << 30) && a < (1 << 30)) {
+                    int32_t d;
+                    __asm__("smmulr %0, %1, %2" : "=r"(d) : "r"((int32_t)((uint32_t)a << 1)), "r"(m));
+                    v = pe_fx_asr32(d + pe_fx_asr32(d, 31) + k, right);
+                    v = v > amin ? v : amin;
+                    v = v < amax ? v : amax;
+                } else {
+                    v = requant_slow(l, a, at);
+                }
+                dst[j][at] = (int8_t)v;
             }
-            dst[j][oc + c] = (int8_t)v;
+        } else {
+            for (j = 0; j < n; j++, a4 += 4) {
+                dst[j][at] = requant_slow(l, *a4, at);
+            }
         }
     }
 }
@@ -608,7 +622,7 @@ static void conv_rows(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x
 }
 
 /* Output columns [x0, x1) of row o of a conv that conv_patch_apply takes:
- * per group of PE_STRIPE_CONV_COLS columns each window is copied into its
+ * per group of PE_STRIPE_PATCH_COLS columns each window is copied into its
  * patch in the work block (a tap outside the image as the input zero point,
  * which adds nothing once the offset is added; zero bytes up to the patch
  * length, whose weights are zero), then per four output channels the whole
@@ -627,11 +641,11 @@ static void conv_patch_rows(stripe_run *R, int32_t L, int32_t o, int32_t x0, int
     const int8_t pad = (int8_t)(-l->input_offset);
     uint32_t *const wblk = R->work;
     int32_t *const acc = (int32_t *)(void *)(R->work + 2 * plen);
-    int8_t *const patches = (int8_t *)(void *)(acc + 4 * PE_STRIPE_CONV_COLS);
+    int8_t *const patches = (int8_t *)(void *)(acc + 4 * PE_STRIPE_PATCH_COLS);
     int32_t xa, oc, j, ky, kx;
-    for (xa = x0; xa < x1; xa += PE_STRIPE_CONV_COLS) {
-        const int32_t n = min32(x1 - xa, PE_STRIPE_CONV_COLS);
-        int8_t *dst[PE_STRIPE_CONV_COLS];
+    for (xa = x0; xa < x1; xa += PE_STRIPE_PATCH_COLS) {
+        const int32_t n = min32(x1 - xa, PE_STRIPE_PATCH_COLS);
+        int8_t *dst[PE_STRIPE_PATCH_COLS];
         for (j = 0; j < n; j++) {
             const int32_t col0 = (xa + j) * g->sw - g->pl;
             int8_t *d = patches + (size_t)j * (size_t)plen;

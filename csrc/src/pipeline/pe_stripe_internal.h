@@ -72,7 +72,10 @@ static inline int32_t last_needed_row(const layer_geo *g, int32_t o)
  * columns per pass, four output channels at a time, with that block's
  * weights of one kernel row widened to int16 once into the region's work
  * block (the pointwise block loop of pe_conv_dsp_pw.c). */
-#define PE_STRIPE_CONV_COLS 16
+#define PE_STRIPE_CONV_COLS 32
+/* columns per pass of the patch loops (conv_patch_apply): their patches are
+ * in the work block too */
+#define PE_STRIPE_PATCH_COLS 16
 /* ... in blocks of at least this many columns (the planner's wide blocks,
  * pyembed.passes.pipeline WIDE_BLOCK; its default block widths are
  * narrower): a narrower block width reserves no work block and runs the
@@ -96,7 +99,7 @@ static inline int32_t conv_patch_len(const layer_geo *g)
     return (int32_t)((taps * g->in_c + 3) & ~(int64_t)3);
 }
 
-/* the longest patch the patch loops take (16 patches of it in the work block) */
+/* the longest patch the patch loops take (PE_STRIPE_PATCH_COLS of them in the work block) */
 #define PE_STRIPE_PATCH_MAX 1024
 
 /* The conv layers the row loops cannot read in place (in_c not a multiple of
@@ -151,7 +154,9 @@ void pe_stripe_ranges(const pe_stripe_net *net, net_geo *G, int32_t x0, int32_t 
 
 /* The work block of the conv row loops: 8 bytes per weight byte of one
  * kernel row (four output channels widened) of the widest layer they run,
- * and their PE_STRIPE_CONV_COLS x 4 accumulators; 0 when no layer takes them
+ * and their PE_STRIPE_CONV_COLS x 4 accumulators (the patch loops: the
+ * widened filter, PE_STRIPE_PATCH_COLS patches and as many columns'
+ * accumulators); 0 when no layer takes them
  * or block_w < PE_STRIPE_CONV_MIN_COLS. Every build reserves it, so a host
  * plans a Cortex-M region's bytes. */
 int64_t pe_stripe_work_bytes(const pe_stripe_net *net, const net_geo *G, int32_t block_w);

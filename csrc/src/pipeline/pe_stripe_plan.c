@@ -572,15 +572,15 @@ int64_t pe_stripe_work_bytes(const pe_stripe_net *net, const net_geo *G, int32_t
     for (L = 0; L < G->n; L++) {
         const layer_geo *g = &G->g[L];
         if (conv_rows_apply(&net->layers[L], g)) {
-            const int64_t w = 8 * (int64_t)g->kw * g->in_c;
+            const int64_t w = 8 * (int64_t)g->kw * g->in_c + 16 * PE_STRIPE_CONV_COLS;
             most = w > most ? w : most;
         } else if (conv_patch_apply(&net->layers[L], g)) {
-            /* the widened weights and PE_STRIPE_CONV_COLS patches */
-            const int64_t w = (8 + (int64_t)PE_STRIPE_CONV_COLS) * conv_patch_len(g);
+            /* the widened filter, the patches and their accumulators */
+            const int64_t w = (8 + (int64_t)PE_STRIPE_PATCH_COLS) * conv_patch_len(g) + 16 * PE_STRIPE_PATCH_COLS;
             most = w > most ? w : most;
         }
     }
-    return most > 0 ? most + 16 * PE_STRIPE_CONV_COLS : 0;
+    return most;
 }
 
 pe_status pe_stripe_layout_split(const pe_stripe_net *net, net_geo *G, int32_t stripe_w, int32_t block_w,
