@@ -455,7 +455,7 @@ __attribute__((noinline)) static int8_t requant_slow(const pe_stripe_layer *l, i
  * channel (the rounding constant and the output offset folded into k;
  * |acc| < 2^30 keeps the sum in int32), else requant_s8 */
 static void rows_store(const pe_stripe_layer *l, const int32_t *acc, int32_t n, int32_t oc, int32_t nb,
-                       int8_t *const *dst)
+                       int32_t fsize, int8_t *const *dst)
 {
     const int32_t amin = l->activation.min, amax = l->activation.max;
     int32_t c, j;
@@ -463,7 +463,23 @@ static void rows_store(const pe_stripe_layer *l, const int32_t *acc, int32_t n, 
         const int32_t m = l->quant.multiplier[oc + c], sh = l->quant.shift[oc + c];
         const int32_t at = oc + c;
         const int32_t *a4 = acc + c;
-        if (l->rounding != PE_ROUND_SINGLE && m >= 0 && sh <= -1 && sh >= -23) {
+        const int32_t bias = l->bias != NULL ? l->bias[at] : 0;
+        /* every sum of fsize products |w (x + offset)| <= 128 * 255 and the
+         * bias below 2^30: no value needs the range check */
+        const int small = (int64_t)fsize * (128 * 255) + (bias < 0 ? -(int64_t)bias : (int64_t)bias) <
+                          ((int64_t)1 << 30);
+        if (l->rounding != PE_ROUND_SINGLE && m >= 0 && sh <= -1 && sh >= -23 && small) {
+            const int32_t right = -sh;
+            const int32_t k = ((int32_t)1 << (right - 1)) + (int32_t)((uint32_t)l->output_offset << right);
+            for (j = 0; j < n; j++, a4 += 4) {
+                int32_t d, v;
+                __asm__("smmulr %0, %1, %2" : "=r"(d) : "r"((int32_t)((uint32_t)*a4 << 1)), "r"(m));
+                v = pe_fx_asr32(d + pe_fx_asr32(d, 31) + k, right);
+                v = v > amin ? v : amin;
+                v = v < amax ? v : amax;
+                dst[j][at] = (int8_t)v;
+            }
+        } else if (l->rounding != PE_ROUND_SINGLE && m >= 0 && sh <= -1 && sh >= -23) {
             const int32_t right = -sh;
             const int32_t k = ((int32_t)1 << (right - 1)) + (int32_t)((uint32_t)l->output_offset << right);
             for (j = 0; j < n; j++, a4 += 4) {
@@ -613,7 +629,7 @@ static void conv_rows(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x
                                 fsize, run, nb);
                 conv_row_calls(R, L, row0 + ky, xa, n, acc);
             }
-            rows_store(l, acc, n, oc, nb, dst);
+            rows_store(l, acc, n, oc, nb, fsize, dst);
         }
         for (j = 0; j < n; j++) {
             publish(R, L + 1, o, xa + j, dst[j], co);
@@ -677,7 +693,7 @@ static void conv_patch_rows(stripe_run *R, int32_t L, int32_t o, int32_t x0, int
             rows_start(l, acc, n, oc, nb);
             pe_cv_dsp_widen(wblk, l->weights + (size_t)oc * (size_t)fsize, fsize, fsize, nb);
             pe_cv_dsp_cols(acc, n, patches, plen, wblk, plen, l->input_offset);
-            rows_store(l, acc, n, oc, nb, dst);
+            rows_store(l, acc, n, oc, nb, fsize, dst);
         }
         for (j = 0; j < n; j++) {
             publish(R, L + 1, o, xa + j, dst[j], co);
