@@ -1147,14 +1147,19 @@ static void run_stripe(stripe_run *R, int32_t x0, int32_t x1)
         begin_output_row(R, 0, r);
         while (R->err == PE_OK && x < in->out_b) {
             const int32_t end = min32(in->out_b, x + R->block_w);
-            for (; x < end; x++) {
+            while (x < end) {
+                /* columns whose slots follow on in one copy */
                 const int8_t *src = row + (size_t)x * (size_t)c;
                 int8_t *dst = in_slot(R, 0, x);
-                int32_t i;
-                for (i = 0; i < c; i++) {
-                    dst[i] = src[i];
+                int32_t m = 1, k;
+                while (x + m < end && in_slot(R, 0, x + m) == dst + (size_t)m * (size_t)c) {
+                    m++;
                 }
-                publish(R, 0, r, x, src, c);
+                memcpy(dst, src, (size_t)m * (size_t)c);
+                for (k = 0; k < m; k++) {
+                    publish(R, 0, r, x + k, src + (size_t)k * (size_t)c, c);
+                }
+                x += m;
             }
             R->reads += (uint64_t)(end - in->prod_done) * (uint64_t)c;
             in->prod_done = end;
