@@ -78,9 +78,36 @@ static void test_binary_broadcast(void)
     }
 }
 
+/* FLOOR_DIV / FLOOR_MOD on exact values: every quotient and remainder below is representable */
+static void test_floor_div_mod(void)
+{
+    const float a[6] = {7.0f, -7.0f, 7.0f, -7.0f, 6.0f, -0.0f};
+    const float b[6] = {2.0f, 2.0f, -2.0f, -2.0f, 3.0f, 3.0f};
+    const float div_want[6] = {3.0f, -4.0f, -4.0f, 3.0f, 2.0f, -0.0f};
+    const float mod_want[6] = {1.0f, 1.0f, -1.0f, -1.0f, 0.0f, -0.0f};
+    const int32_t s[1] = {6};
+    float y[6], zero[6];
+    int i;
+    PE_CHECK_EQ(pe_f32_binary(PE_F32_FLOOR_DIV, a, s, b, s, y, s, 1, 0.0f, 0.0f), PE_OK);
+    PE_CHECK(memcmp(y, div_want, sizeof y) == 0);
+    PE_CHECK_EQ(pe_f32_binary(PE_F32_FLOOR_MOD, a, s, b, s, y, s, 1, 0.0f, 0.0f), PE_OK);
+    PE_CHECK(memcmp(y, mod_want, sizeof y) == 0);
+    /* a zero divisor: FLOOR_DIV refuses it and leaves y alone; FLOOR_MOD gives fmodf's NaN */
+    memcpy(zero, b, sizeof zero);
+    zero[5] = -0.0f;
+    for (i = 0; i < 6; i++) {
+        y[i] = 42.0f;
+    }
+    PE_CHECK_EQ(pe_f32_binary(PE_F32_FLOOR_DIV, a, s, zero, s, y, s, 1, 0.0f, 0.0f), PE_ERR_ARG);
+    PE_CHECK(y[0] == 42.0f && y[5] == 42.0f);
+    PE_CHECK_EQ(pe_f32_binary(PE_F32_FLOOR_MOD, a, s, zero, s, y, s, 1, 0.0f, 0.0f), PE_OK);
+    PE_CHECK(y[5] != y[5] && y[0] == 1.0f);
+}
+
 int main(void)
 {
     test_unary_exact();
     test_binary_broadcast();
+    test_floor_div_mod();
     return PE_TEST_END("test_f32");
 }
