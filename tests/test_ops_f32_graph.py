@@ -213,6 +213,21 @@ def test_planner_sizes_float32_tensors():
     _same_bits(g.run([x])[0], _tflm(blob, [x])[0].reshape(2, 3, 5), [x])
 
 
+def test_cli_accepts_a_float32_model_it_can_run():
+    """pyembed plan / simulate / check take a float32 model of these operators; a float model with
+    an operator the runtime cannot run in float32 keeps the one-line refusal."""
+    from pyembed.cli.options import require_quantized
+    from pyembed.errors import ArgumentError
+    require_quantized(load_tflite_bytes(_unary_model("SIN", (8,)), name="sin"), "plan")
+    S = W.schema()
+    t = [W.tensor((2, 4), np.float32), W.tensor((1,), np.int32, data=np.array([1], np.int32)),
+         W.tensor((2,), np.float32)]
+    g = load_tflite_bytes(W.build(t, [W.op(S.BuiltinOperator.MEAN, [0, 1], [2], "ReducerOptions")], inputs=[0],
+                                  outputs=[2]), name="mean")
+    with pytest.raises(ArgumentError, match="a float model"):
+        require_quantized(g, "plan")
+
+
 # -- int8 models: islands that are not folded ----------------------------------------------------
 
 def _two_input_island(shape=(2, 3, 8)):
