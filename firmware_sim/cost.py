@@ -95,6 +95,12 @@ KERNEL_CLASS = {
     # issue #30's seventh batch (pyembed.model.ops.batch7): int8 DIV is "eltwise" above (its reciprocal
     # and two requantizations per element); CIRCULAR_BUFFER moves every slot of its buffer once
     "CUSTOM:CIRCULAR_BUFFER": "copy",
+    # float32 element-wise operators (pyembed.model.ops.f32; macs = output elements): one FPU
+    # operation or C library call per element ("eltwise"; their float32 forms of ADD, ABS, ...
+    # keep the int8 operator's class above)
+    "CEIL": "eltwise", "FLOOR": "eltwise", "ROUND": "eltwise", "SQRT": "eltwise", "SQUARE": "eltwise",
+    "EXP": "eltwise", "LOG": "eltwise", "SIN": "eltwise", "COS": "eltwise", "FLOOR_DIV": "eltwise",
+    "FLOOR_MOD": "eltwise",
 }
 
 

@@ -21,7 +21,7 @@ def _unary_model(name, shape):
 
 _TABLES = {"ADD": "AddOptions", "SUB": "SubOptions", "MUL": "MulOptions", "DIV": "DivOptions",
            "SQUARED_DIFFERENCE": "SquaredDifferenceOptions", "MAXIMUM": "MaximumMinimumOptions",
-           "MINIMUM": "MaximumMinimumOptions"}
+           "MINIMUM": "MaximumMinimumOptions", "FLOOR_DIV": "FloorDivOptions", "FLOOR_MOD": "FloorModOptions"}
 
 
 def _binary_model(name, a_shape, b_shape, out_shape, activation="NONE"):
@@ -87,6 +87,8 @@ def test_binary_bit_exact_with_tflm(name, shapes):
     a, b = _inputs(rng, a_shape), _inputs(rng, b_shape, special=False)
     if len(b_shape) and b.size >= 3:
         b.reshape(-1)[:3] = [0.0, -0.0, np.nan]
+    if name == "FLOOR_DIV":   # TFLM fails on a zero divisor (test_floor_div_zero_divisor_is_refused)
+        b[b == 0] = 0.75
     acts = list(f32.ACTIVATIONS) if name in f32.CLAMPED else ["NONE"]
     for act in acts:
         blob = _binary_model(name, a_shape, b_shape, out_shape, act)
@@ -98,6 +100,15 @@ def test_binary_bit_exact_with_tflm(name, shapes):
         assert got.shape == tuple(out_shape)
         bad = np.nonzero(_bits(got).reshape(-1) != _bits(want).reshape(-1))[0]
         assert bad.size == 0, (act, [(got.reshape(-1)[i], want.reshape(-1)[i]) for i in bad[:8]])
+
+
+def test_floor_div_zero_divisor_is_refused():
+    from pyembed.errors import PyEmbedError
+    a = np.ones(3, np.float32)
+    for zero in (0.0, -0.0):
+        with pytest.raises(PyEmbedError, match="FLOOR_DIV"):
+            f32.binary("FLOOR_DIV", a, np.array([1.0, zero, 2.0], np.float32))
+    assert np.isnan(f32.binary("FLOOR_MOD", a, np.zeros(3, np.float32))).all()
 
 
 def test_bad_arguments_name_the_argument():

@@ -86,11 +86,14 @@ def check_inputs_file(path, option="--inputs"):
 
 
 def require_quantized(graph, command):
-    """A float model is not for pyembed's int8 runtime: say so in one line."""
+    """A float model the runtime cannot execute (float CONV_2D, ...) is not for pyembed's int8
+    runtime: say so in one line. One of float32 element-wise operators only
+    (pyembed.model.ops.f32) runs."""
+    from pyembed.model.support import executable_problems
     ints = [t for t in graph.inputs if graph.tensors[t].dtype is not None
             and graph.tensors[t].dtype.kind in "iu"]
     quantized_ops = any(graph.tensors[o].is_quantized for op in graph.operators for o in op.outputs if o >= 0)
-    if not ints and not quantized_ops:
+    if not ints and not quantized_ops and executable_problems(graph):
         dt = ", ".join(sorted({str(graph.tensors[t].dtype) for t in graph.inputs}))
         raise ArgumentError(f"{graph.name}: a float model ({dt} input, no quantized tensors); 'pyembed {command}' "
                             f"needs an int8-quantized model (e.g. TFLite full-integer quantization)")

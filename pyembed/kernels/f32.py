@@ -9,7 +9,7 @@ import numpy as np
 from pyembed.errors import ArgumentError, raise_for_status
 
 UNARY = ("ABS", "NEG", "CEIL", "FLOOR", "ROUND", "SQRT", "RSQRT", "SQUARE", "EXP", "LOG", "SIN", "COS")
-BINARY = ("ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE")
+BINARY = ("ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE", "FLOOR_DIV", "FLOOR_MOD")
 # the binary operators that take a fused activation, and its float32 bounds
 CLAMPED = ("ADD", "SUB", "MUL", "DIV")
 _F32_MAX = float(np.finfo(np.float32).max)

@@ -319,8 +319,10 @@ def evaluate(graph, op, inputs):
         return _attention(op, inputs, graph).reshape(out_t.shape)
     if kind in ("PE_LUT", "PE_LAYERNORM", "PE_LAYERNORM_HP"):
         return np.asarray(_lut(graph, op, inputs)).reshape(out_t.shape)
-    ref = _family_reference(kind)
-    if ref is None and (op.params or {}).get("variant"):
+    variant = (op.params or {}).get("variant") or ""
+    # a float32 variant (pyembed.model.ops.f32) computes unlike the int8 family of its name
+    ref = _family_reference(variant) if variant.endswith("@float32") else _family_reference(kind)
+    if ref is None and variant:
         ref = _family_reference(op.params["variant"])   # e.g. "DIV@int32" (pyembed.model.ops.signal)
     if ref is not None:
         return ref(graph, op, inputs)

@@ -1,23 +1,44 @@
 """Can the C graph runtime execute a graph? The check ``pyembed plan`` and
 ``pyembed simulate`` make before planning: a plan for a graph with operators
 the runtime does not implement would leave out their scratch (and their
-kernels). Float32 tensors between operators are run only inside
-element-wise float islands, which loading folds into int8 tables
+kernels). Float32 tensors between operators are run when every operator
+writing or reading them takes float32: the float32 element-wise operators
+(pyembed.model.ops.f32), QUANTIZE / DEQUANTIZE, the float32 copies and
+aliases (RESHAPE, EXPAND_DIMS, FILL) and SignalOverlapAdd; element-wise
+islands with one int8 input are folded into int8 tables first
 (pyembed.model.float_islands); anything else is named with its types."""
 import numpy as np
 
 from pyembed.errors import UnsupportedError
 
+# operator types that read or write float32 tensors besides the float32 element-wise ones
+FLOAT32_CAPABLE = frozenset({"QUANTIZE", "DEQUANTIZE", "RESHAPE", "EXPAND_DIMS", "FILL", "CUSTOM:SignalOverlapAdd"})
+
+
+def takes_float32(op):
+    """Does prepared operator op run on float32 tensors?"""
+    from pyembed.model.ops.f32 import FLOAT32_OPS
+    if not getattr(op, "supported", True):
+        return False
+    variant = (getattr(op, "params", None) or {}).get("variant", "")
+    return op.type in FLOAT32_CAPABLE or op.type in FLOAT32_OPS or variant in FLOAT32_OPS
+
 
 def float_activations(graph):
     """Indices of float tensors written by one operator and read by another
-    (graph-boundary QUANTIZE / DEQUANTIZE tensors are not counted)."""
+    (graph-boundary QUANTIZE / DEQUANTIZE tensors are not counted) that the
+    runtime cannot run: one of their writers or readers does not take float32."""
     produced, consumed = set(), set()
     for op in graph.operators:
         produced.update(t for t in op.outputs if t >= 0)
         consumed.update(t for t in op.inputs if t >= 0)
-    return sorted(t for t in produced & consumed
-                  if graph.tensors[t].dtype is not None and np.issubdtype(graph.tensors[t].dtype, np.floating))
+    floats = [t for t in produced & consumed
+              if graph.tensors[t].dtype is not None and np.issubdtype(graph.tensors[t].dtype, np.floating)]
+    bad = set()
+    for op in graph.operators:
+        if not takes_float32(op):
+            bad.update(t for t in list(op.inputs) + list(op.outputs) if t >= 0)
+    return sorted(t for t in floats if t in bad or graph.tensors[t].dtype != np.float32)
 
 
 def _type_name(t):
@@ -67,8 +88,9 @@ def executable_problems(graph):
         why = ("; not folded into an int8 table: " + "; ".join(f"{r['output']!r} {r['result']}" for r in left[:3])
                if left else "")
         problems.append(f"{len(floats)} float32 tensor(s) between operators (tensors {names}{more}) written or "
-                        f"read by {ops}: pyembed runs float32 only inside element-wise islands "
-                        f"(DEQUANTIZE -> element-wise float32 operators -> QUANTIZE, folded into int8 tables)"
+                        f"read by {ops}: pyembed runs float32 tensors only between operators that take "
+                        f"float32 (the float32 element-wise operators, QUANTIZE / DEQUANTIZE, RESHAPE, "
+                        f"EXPAND_DIMS, FILL, SignalOverlapAdd; islands with one int8 input fold into int8 tables)"
                         f"{why}")
     return problems
 

@@ -44,12 +44,11 @@ _FLOAT_ONLY = "float32 only in TFLM (it refuses int8 / int16 / int32): left to t
 # pyembed now runs (remove it then).
 DELIBERATE_GAPS = {
     "ASSIGN_VARIABLE": _NOT_YET + " (resource variables)",
-    "CALL_ONCE": _NOT_YET + " (resource variables)", "CEIL": _NOT_YET, "COS": _NOT_YET,
-    "EXP": _NOT_YET, "FLOOR": _NOT_YET, "FLOOR_DIV": _FLOAT_ONLY,
-    "FLOOR_MOD": _FLOAT_ONLY, "IF": _NOT_YET + " (control flow)", "L2_POOL_2D": _FLOAT_ONLY,
-    "LOG": _NOT_YET, "READ_VARIABLE": _NOT_YET + " (resource variables)",
-    "ROUND": _NOT_YET, "SIN": _NOT_YET,
-    "SQRT": _NOT_YET, "SQUARE": _NOT_YET,
+    "CALL_ONCE": _NOT_YET + " (resource variables)",
+    "IF": _NOT_YET + " (control flow)", "L2_POOL_2D": _FLOAT_ONLY,
+    "READ_VARIABLE": _NOT_YET + " (resource variables)",
+    # CEIL, COS, EXP, FLOOR, FLOOR_DIV, FLOOR_MOD, LOG, ROUND, SIN, SQRT, SQUARE run in float32
+    # (pyembed.model.ops.f32)
     "VAR_HANDLE": _NOT_YET + " (resource variables)", "WHILE": _NOT_YET + " (control flow)",
     "CUSTOM:TFLite_Detection_PostProcess": _NOT_YET + " (SSD post-processing)",
     "CUSTOM:ethos-u": "deliberately not: an Arm Ethos-U NPU command stream, not a CPU operator",
@@ -63,9 +62,7 @@ DELIBERATE_GAPS = {
 
 # element types of an operator pyembed runs that it does not run yet, each
 # with the reason (pyembed ops --tflm shows them in the operator's detail)
-TYPE_GAPS = {
-    "DIV": {"float32": "left to the float32 work (issue #30)"},
-}
+TYPE_GAPS = {}
 
 
 def library_path():

@@ -59,6 +59,16 @@ class Geometry:
     out_itemsize: int = 1
 
 
+
+def _same_values(a, b):
+    """Equal to the bit: a float32 NaN equals itself (np.array_equal would call it changed)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape:
+        return False
+    if a.dtype == b.dtype and np.issubdtype(a.dtype, np.floating):
+        return np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
+    return bool(np.array_equal(a, b))
+
 def _pair(v):
     if isinstance(v, (tuple, list)):
         return int(v[0]), int(v[1])
@@ -390,7 +400,7 @@ class OverlapProver:
             rt.invoke_op(step, arena)
             got = rt.tensor_value(arena, dst_t)
             want = values[dst_t]
-            if got.shape != want.shape or not np.array_equal(got, want):
+            if got.shape != want.shape or not _same_values(got, want):
                 bad = int(np.count_nonzero(np.asarray(got).ravel() != np.asarray(want).ravel())) \
                     if got.shape == want.shape else -1
                 return False, f"run {k}: {bad} of {want.size} output elements differ at delta {delta}"
@@ -487,7 +497,7 @@ def verify_plan_overlaps(graph, plan, prover=None):
         for step, opi in enumerate(rt.order):
             rt.invoke_op(step, arena)
             for t in graph.operators[opi].outputs:  # every tensor right after it is written
-                if t >= 0 and not np.array_equal(rt.tensor_value(arena, t), values[t]):
+                if t >= 0 and not _same_values(rt.tensor_value(arena, t), values[t]):
                     raise PlanError(f"the planned arena with its overlaps changes tensor {t} "
                                     f"({graph.tensors[t].name!r}) of {graph.name!r} at step {step} (run {k}); "
                                     f"the plan is not safe")

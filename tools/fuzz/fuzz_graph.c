@@ -40,6 +40,7 @@
 #include "pyembed/pe_batch5.h"
 #include "pyembed/pe_batch6.h"
 #include "pyembed/pe_batch7.h"
+#include "pyembed/pe_f32.h"
 #include "pyembed/pe_svdf.h"
 
 #define MAX_T 32
@@ -1868,12 +1869,77 @@ static void corrupt(fz_reader *r, table *tb)
     }
 }
 
-/* One operator of pe_batch5.h (5/8 of the draws), pe_batch6.h (1/8) or
- * pe_batch7.h (1/4). */
+/* Appends a float32 element-wise operator (pe_run_f32.c, codes 260-271 /
+ * 280-288) shaped by activation x ([n, h, w, c]): a unary one of a float32
+ * constant of x's shape (inf, NaN and arbitrary values among its elements),
+ * or a binary one of two such constants, the second of x's shape or
+ * broadcast along the channels ([1, 1, 1, c]); rank-4 shape words and clamp
+ * bounds mostly in range. Io lists in tb->dio. Returns its output (float32)
+ * or -1. */
+static int32_t add_f32_op(fz_reader *r, table *tb, int32_t x)
+{
+    const int32_t i = tb->nops;
+    pe_graph_op *op = &tb->ops[i];
+    const pe_dims xd = tb->t[x].dims;
+    const int32_t dx[4] = {xd.n, xd.h, xd.w, xd.c};
+    int32_t *w = tb->words[i];
+    int32_t *io = tb->dio[i];
+    int32_t n = 0, k, y, a;
+    memset(op, 0, sizeof(*op));
+    op->inputs = io;
+    op->outputs = &io[4];
+    op->num_outputs = 1;
+    op->scratch_offset = -1;
+    a = add_tensor(r, tb, PE_DT_FLOAT32, xd.n, xd.h, xd.w, xd.c, 1);
+    if (a < 0) {
+        return -1;
+    }
+    io[0] = a;
+    if (fz_bool(r)) {
+        op->type = (pe_graph_op_type)(260 + fz_wild(r, 0, PE_F32_UNARY_COUNT - 1));
+        op->num_inputs = 1;
+    } else {
+        const int bcast = fz_bool(r);
+        const int32_t b = bcast ? add_tensor(r, tb, PE_DT_FLOAT32, 1, 1, 1, xd.c, 1)
+                                : add_tensor(r, tb, PE_DT_FLOAT32, xd.n, xd.h, xd.w, xd.c, 1);
+        if (b < 0) {
+            return -1;
+        }
+        io[1] = b;
+        op->num_inputs = 2;
+        op->type = (pe_graph_op_type)(280 + fz_wild(r, 0, PE_F32_BINARY_COUNT - 1));
+        w[n++] = fz_wild(r, 4, 4);
+        for (k = 0; k < 4; k++) {
+            w[n++] = fz_wild(r, dx[k], dx[k]);
+        }
+        for (k = 0; k < 4; k++) {
+            w[n++] = bcast && k < 3 ? fz_wild(r, 1, 1) : fz_wild(r, dx[k], dx[k]);
+        }
+        for (k = 0; k < 4; k++) {
+            w[n++] = fz_wild(r, dx[k], dx[k]);
+        }
+        w[n++] = fz_bool(r) ? 0 : (int32_t)fz_u32(r);           /* act_min: 0.0f or any bits */
+        w[n++] = fz_bool(r) ? 0x7F7FFFFF : (int32_t)fz_u32(r);  /* act_max: FLT_MAX or any bits */
+    }
+    op->params = w;
+    op->num_params = n;
+    y = add_tensor(r, tb, PE_DT_FLOAT32, xd.n, xd.h, xd.w, xd.c, 0);
+    if (y < 0) {
+        return -1;
+    }
+    io[4] = y;
+    tb->nops++;
+    return y;
+}
+
+/* One operator of pe_batch5.h (5/8 of the draws), pe_batch6.h (1/8),
+ * pe_batch7.h (5/32) or the float32 element-wise ones (3/32; the last
+ * byte values, so that the kept inputs of the others decode as before). */
 static int32_t batch567_op(fz_reader *r, table *tb, int32_t x)
 {
     const uint32_t k = fz_u8(r);
-    return k < 160 ? add_batch5_op(r, tb, x) : k < 192 ? add_batch6_op(r, tb, x) : add_batch7_op(r, tb, x);
+    return k < 160 ? add_batch5_op(r, tb, x) : k < 192 ? add_batch6_op(r, tb, x)
+         : k < 232 ? add_batch7_op(r, tb, x) : add_f32_op(r, tb, x);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in);

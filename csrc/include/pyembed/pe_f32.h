@@ -37,7 +37,9 @@ typedef enum {
     PE_F32_MAXIMUM = 4, /* a > b ? a : b (no clamp) */
     PE_F32_MINIMUM = 5, /* a < b ? a : b (no clamp) */
     PE_F32_SQUARED_DIFFERENCE = 6, /* (a - b) * (a - b) (no clamp) */
-    PE_F32_BINARY_COUNT = 7
+    PE_F32_FLOOR_DIV = 7, /* floor(double(a) / double(b)) rounded to float (no clamp) */
+    PE_F32_FLOOR_MOD = 8, /* r = fmodf(a, b); r + b when r != 0 and r, b differ in sign (no clamp) */
+    PE_F32_BINARY_COUNT = 9
 } pe_f32_binary_op;
 
 /* Most dimensions a broadcast binary operator takes. */
@@ -55,7 +57,9 @@ pe_status pe_f32_unary(int32_t op, const float *x, float *y, int32_t n);
  * 1s), every a/b dim equals y's or is 1, y_shape gives the output. ADD, SUB,
  * MUL and DIV clamp the result as min(max(r, act_min), act_max) (a NaN
  * passes unchanged, as in TFLM). y must not overlap a or b unless the shapes
- * are equal. PE_ERR_ARG for a bad shape, op or NULL buffer, PE_ERR_OVERFLOW
+ * are equal. FLOOR_DIV with a zero (or -0) in b is PE_ERR_ARG before y is
+ * written (TFLM fails the same invocation). PE_ERR_ARG for a bad shape, op or
+ * NULL buffer, PE_ERR_OVERFLOW
  * for more than INT32_MAX elements. */
 pe_status pe_f32_binary(int32_t op, const float *a, const int32_t *a_shape,
                         const float *b, const int32_t *b_shape,

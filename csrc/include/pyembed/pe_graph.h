@@ -199,7 +199,30 @@ typedef enum {
     PE_GOP_LOG_SOFTMAX = 243,
     PE_GOP_EMBEDDING_LOOKUP = 244,
     /* 245-255: issue #30's sixth batch (pe_batch6.h) */
-    PE_GOP_REDUCE_ALL = 247
+    PE_GOP_REDUCE_ALL = 247,
+    /* 260-279: float32 element-wise operators (pe_f32.h), code 260 + pe_f32_unary_op
+     * or 280 + pe_f32_binary_op; words in pe_run_f32.c */
+    PE_GOP_ABS_F32 = 260,
+    PE_GOP_NEG_F32 = 261,
+    PE_GOP_CEIL = 262,
+    PE_GOP_FLOOR = 263,
+    PE_GOP_ROUND = 264,
+    PE_GOP_SQRT = 265,
+    PE_GOP_RSQRT_F32 = 266,
+    PE_GOP_SQUARE = 267,
+    PE_GOP_EXP = 268,
+    PE_GOP_LOG = 269,
+    PE_GOP_SIN = 270,
+    PE_GOP_COS = 271,
+    PE_GOP_ADD_F32 = 280,
+    PE_GOP_SUB_F32 = 281,
+    PE_GOP_MUL_F32 = 282,
+    PE_GOP_DIV_F32 = 283,
+    PE_GOP_MAXIMUM_F32 = 284,
+    PE_GOP_MINIMUM_F32 = 285,
+    PE_GOP_SQUARED_DIFFERENCE_F32 = 286,
+    PE_GOP_FLOOR_DIV = 287,
+    PE_GOP_FLOOR_MOD = 288
 } pe_graph_op_type;
 
 /* Bound on an operator's inputs or outputs (a sanity limit for the checks). */

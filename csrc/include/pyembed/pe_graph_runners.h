@@ -131,6 +131,11 @@ pe_status pe_graph_run_div_s8(const pe_graph *g, const pe_graph_op *op,
                               const pe_context *scratch, const pe_context *arena);
 pe_status pe_graph_run_circular_buffer(const pe_graph *g, const pe_graph_op *op,
                                        const pe_context *scratch, const pe_context *arena);
+/* ---- pe_f32.h: float32 element-wise operators (codes 260-271 unary, 280-288 binary) -- */
+pe_status pe_graph_run_f32_unary(const pe_graph *g, const pe_graph_op *op,
+                                 const pe_context *scratch, const pe_context *arena);
+pe_status pe_graph_run_f32_binary(const pe_graph *g, const pe_graph_op *op,
+                                  const pe_context *scratch, const pe_context *arena);
 /* ---- pe_gather.h ---------------------------------------------------------------- */
 pe_status pe_graph_run_gather_batched(const pe_graph *g, const pe_graph_op *op,
                                       const pe_context *scratch, const pe_context *arena);

@@ -140,6 +140,14 @@ pe_graph_runner pe_graph_runner_for(pe_graph_op_type type)
         return pe_graph_run_div_s8;
     case PE_GOP_CIRCULAR_BUFFER:
         return pe_graph_run_circular_buffer;
+    case PE_GOP_ABS_F32: case PE_GOP_NEG_F32: case PE_GOP_CEIL: case PE_GOP_FLOOR: /* pe_run_f32.c */
+    case PE_GOP_ROUND: case PE_GOP_SQRT: case PE_GOP_RSQRT_F32: case PE_GOP_SQUARE: case PE_GOP_EXP:
+    case PE_GOP_LOG: case PE_GOP_SIN: case PE_GOP_COS:
+        return pe_graph_run_f32_unary;
+    case PE_GOP_ADD_F32: case PE_GOP_SUB_F32: case PE_GOP_MUL_F32: case PE_GOP_DIV_F32:
+    case PE_GOP_MAXIMUM_F32: case PE_GOP_MINIMUM_F32: case PE_GOP_SQUARED_DIFFERENCE_F32:
+    case PE_GOP_FLOOR_DIV: case PE_GOP_FLOOR_MOD:
+        return pe_graph_run_f32_binary;
     case PE_GOP_FULLY_CONNECTED_W16:
         return pe_graph_run_fc_w16;
     case PE_GOP_FULLY_CONNECTED_W4:

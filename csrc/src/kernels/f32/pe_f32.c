@@ -82,6 +82,12 @@ static float binary_one(int32_t op, float a, float b, float lo, float hi)
     case PE_F32_DIV: r = a / b; break;
     case PE_F32_MAXIMUM: return a > b ? a : b;
     case PE_F32_MINIMUM: return a < b ? a : b;
+    case PE_F32_FLOOR_DIV: return (float)floor((double)a / (double)b);
+    case PE_F32_FLOOR_MOD: {
+        /* the truncated remainder moved into the divisor's sign */
+        float t = fmodf(a, b);
+        return (t != 0.0f && ((b < 0.0f) != (t < 0.0f))) ? t + b : t;
+    }
     default: { float d = a - b; return d * d; }   /* SQUARED_DIFFERENCE */
     }
     r = (r < lo) ? lo : r;    /* max(r, lo), NaN kept */
@@ -120,6 +126,14 @@ pe_status pe_f32_binary(int32_t op, const float *a, const int32_t *a_shape,
     }
     if (a == 0 || b == 0 || y == 0) {
         return PE_ERR_ARG;
+    }
+    if (op == PE_F32_FLOOR_DIV) {
+        /* a zero divisor (either sign) is an error before anything is written, as TFLM refuses it */
+        for (i = 0; i < stride_b; i++) {
+            if (b[i] == 0.0f) {
+                return PE_ERR_ARG;
+            }
+        }
     }
     for (i = 0; i < total; i++) {
         y[i] = binary_one(op, a[oa], b[ob], act_min, act_max);
