@@ -261,7 +261,7 @@ def _plan_use_case(models, part, outdir, segment_budget, segment_cut, algorithm,
     from pyembed.target.usecase import plan_use_case
     check_section(section, "--section")
     if region_specs or tflite_out or stream_input:
-        raise ArgumentError("several models: --region, --tflite-out, --stream-input, --stream-output and "
+        raise ArgumentError("several models: --region, --tflite-out, --stream-input, --stream-output, --wide-blocks and "
                             "--split-line-stores plan one model; "
                             "give one MODEL for them")
     budget = use_case_budget(part, segment_budget)

@@ -302,8 +302,8 @@ def _simulate_use_case(models, profile, segments, segment_cut, pipeline, optimiz
     from pyembed.target.planning import PlanOptions
     from pyembed.target.usecase import plan_use_case, simulate_use_case
     if single_only:
-        raise ArgumentError("several models: --plan, --split-bytes, --inputs, --trace, --report and --stream-input "
-                            "take one MODEL")
+        raise ArgumentError("several models: --plan, --split-bytes, --inputs, --trace, --report, --stream-input, --stream-output, --split-line-stores and "
+                            "--wide-blocks take one MODEL")
     if os.path.isfile(str(segments)):
         raise ArgumentError("--segments: several models take a byte budget (e.g. 96K), not a segments.json")
     budget = use_case_budget(profile, segments)
