@@ -105,6 +105,10 @@ FEATURES = {
 GROUP_FEATURES = {
     "PE_STRIPE_REGION": ("call", "layers", "conv_macs", "dw_macs", "pw_macs", "pool_macs", "outputs",
                          "layer_rows", "blocks"),
+    # a region in wide blocks (block width >= WIDE_BLOCK_MIN): the C executor's row loops (conv rows,
+    # window patches), another cost per MAC, fitted on its own
+    "PE_STRIPE_REGION/wide": ("call", "layers", "conv_macs", "dw_macs", "pw_macs", "pool_macs", "outputs",
+                              "layer_rows", "blocks"),
     "PE_CONV_POOL": ("call", "macs", "outputs", "pool_outputs", "rows", "pool_taps"),
 }
 # pe_pipeline.h
@@ -112,6 +116,7 @@ _REGION_HEADER, _REGION_LAYER = 5, 32
 _KIND = {0: "conv", 1: "dw", 2: "pw", 3: "pool", 4: "add", 5: "upsample", 6: "concat", 7: "table", 8: "upsample",
          9: "depth_to_space", 10: "space_to_depth"}
 GATHER_DW_BLOCK = 16     # csrc/src/kernels/conv/pe_conv_gather.c PE_GATHER_DW_BLOCK
+WIDE_BLOCK_MIN = 32      # csrc/src/pipeline/pe_stripe_internal.h PE_STRIPE_CONV_MIN_COLS
 
 
 def _input_channels(graph, op):
@@ -126,6 +131,10 @@ def group_keys(graph, op, kc):
     runs pe_depthwise_conv2d_c1_s8), 'TYPE/form', 'TYPE', kernel class kc
     (firmware_sim.cost.kernel_class), 'other'."""
     if op.type in GROUP_FEATURES:
+        params = op.params if isinstance(op.params, dict) else {}
+        if op.type == "PE_STRIPE_REGION" and "words" in params and \
+                int(np.asarray(params["words"]).ravel()[3]) >= WIDE_BLOCK_MIN:
+            return ["PE_STRIPE_REGION/wide", op.type]
         return [op.type]
     keys = []
     form = (op.params or {}).get("conv_form") if isinstance(op.params, dict) else None

@@ -40,7 +40,7 @@ PIPELINE_MODELS = ("tiny_kws_dscnn_int8", "tiny_vww_mobilenetv1_96_int8", "tflm_
                    "tiny_ic_resnet8_int8", "tiny_sww_int8", "tflm_micro_speech_int8")
 
 
-def measure_pipeline(models=PIPELINE_MODELS, strategies=("stripes", "layers", "auto"), board="mps2-an386",
+def measure_pipeline(models=PIPELINE_MODELS, strategies=("stripes", "layers", "auto", "wide"), board="mps2-an386",
                      build="dsp", workdir=None, log=None):
     """The compiler pipeline's operators on real firmware: each model built with each strategy
     (pyembed firmware --strategy) for board and build, run under QEMU (SysTick counts, no trace).
@@ -65,7 +65,9 @@ def measure_pipeline(models=PIPELINE_MODELS, strategies=("stripes", "layers", "a
         host = g.run(xs if len(xs) > 1 else xs[0])
         host = list(host) if isinstance(host, (list, tuple)) else [host]
         for strategy in strategies:
-            proj = generate(g, board, os.path.join(workdir, f"{name}-{strategy}"), strategy=strategy)
+            # "wide": auto's regions in wide blocks (the executor's row loops)
+            proj = generate(g, board, os.path.join(workdir, f"{name}-{strategy}"),
+                            strategy="auto" if strategy == "wide" else strategy, wide_blocks=strategy == "wide")
             pg = proj.graph
             sig = (name, tuple(op.type for op in pg.operators), tuple(op.scratch_bytes for op in pg.operators))
             if sig in seen or not any(op.type in PIPELINE_OPS for op in pg.operators):
@@ -96,8 +98,8 @@ def fit_groups(rows):
     """{group: {"coef", "n"}} of PIPELINE_OPS over every operator of rows."""
     from firmware_sim.icount import GROUP_FEATURES
     out = {}
-    for key in PIPELINE_OPS:
-        ops = [o for r in rows for o in r["operators"] if o["type"] == key]
+    for key in PIPELINE_OPS + ("PE_STRIPE_REGION/wide",):
+        ops = [o for r in rows for o in r["operators"] if o["group_keys"][0] == key]
         if ops:
             out[key] = {"coef": _fit_group(ops, GROUP_FEATURES[key]), "n": len(ops)}
     return out
@@ -142,7 +144,7 @@ def compare(rows, fitted, table, core):
             for o in pe:
                 n, key, _ = _predict_op(lt, core, o)
                 lp += n if key is not None else 0.0
-            missing = [o["type"] for o in pe if o["type"] not in lt]
+            missing = [o["group_keys"][0] for o in pe if not any(k in lt for k in o["group_keys"])]
             row.update({"pipeline_predicted_loo": round(lp), "loo_missing_groups": sorted(set(missing)),
                         "pipeline_error_loo_pct": round(100.0 * (lp - meas) / meas, 2) if meas else None})
         total = r["total_instructions"]
@@ -203,7 +205,7 @@ def render(result):
 
 
 def run(models=PIPELINE_MODELS, write=False, load=None, save=None, board="mps2-an386", build="dsp", log=None,
-        strategies=("stripes", "layers", "auto")):
+        strategies=("stripes", "layers", "auto", "wide")):
     """load: one or more files saved with save (their rows are fitted together)."""
     if load:
         rows = []
@@ -218,7 +220,7 @@ def run(models=PIPELINE_MODELS, write=False, load=None, save=None, board="mps2-a
     core = next(c for c, b in BOARDS.items() if b == board)
     fitted = fit_groups(rows)
     _, table, _ = _table(core, build)
-    table = {k: v for k, v in table.items() if k not in PIPELINE_OPS}   # the fit, not a stored one
+    table = {k: v for k, v in table.items() if k not in PIPELINE_OPS + ("PE_STRIPE_REGION/wide",)}   # the fit, not a stored one
     result = {"board": board, "core": core, "build": build, "fit": fitted, "rows": compare(rows, fitted, table, core)}
     if write:
         result["written"] = os.path.relpath(write_groups(fitted, core, build))
@@ -235,7 +237,7 @@ def main(argv=None):
     ap.add_argument("--write", action="store_true", help=f"merge the fitted groups into firmware_sim/profiles/{TABLE_FILE}")
     ap.add_argument("--models", default=None, help="comma-separated bundled model names (default: the conv models; "
                                                    "also the built mobilenetv2_035_96, unet_64, unet_64_concat)")
-    ap.add_argument("--strategies", default="stripes,layers,auto", help="strategies built (default stripes,layers,auto)")
+    ap.add_argument("--strategies", default="stripes,layers,auto,wide", help="strategies built (default stripes,layers,auto,wide; wide: auto in wide blocks)")
     ap.add_argument("--save", default=None, help="save the raw measurements to this JSON file")
     ap.add_argument("--load", default=None, help="fit raw measurements saved with --save (no QEMU run); "
                                                  "comma-separated files are fitted together")

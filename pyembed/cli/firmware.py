@@ -51,7 +51,7 @@ import numpy as np
 from pyembed.target.planning import brief
 from pyembed.cli.options import (verbose_option, attention_option, fc_int16_weights_option, force_option, max_extra_macs_option,
                                  optimize_option, optimize_summary, stream_input_option, strategy_option, cut_option,
-                                 stream_output_option, split_line_stores_option)
+                                 stream_output_option, split_line_stores_option, wide_blocks_option)
 
 
 @click.command("firmware")
@@ -100,6 +100,7 @@ from pyembed.cli.options import (verbose_option, attention_option, fc_int16_weig
                       "in order, into a frame outside the planned RAM for the bit-exactness check), so the arena "
                       "holds no output bytes (stripes / auto only).")
 @split_line_stores_option()
+@wide_blocks_option()
 @fc_int16_weights_option()
 @force_option()
 @verbose_option()
@@ -107,7 +108,8 @@ from pyembed.cli.options import (verbose_option, attention_option, fc_int16_weig
 def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs_path, seed, as_json, do_build=False,
                      attention="auto", pipeline=None, optimize="balanced", max_extra_macs="10%", stream_input=False,
                      fc_int16_weights=False, fc_w16_min_macs=None, force=False, verbose=False, segment_cut="latency",
-                     layout="project", io="semihost", boot2_path=None, stream_output=False, split_stores=False):
+                     layout="project", io="semihost", boot2_path=None, stream_output=False, split_stores=False,
+                     wide_blocks=False):
     """Generate a Cortex-M firmware project for MODEL (.tflite/.onnx or a
     bundled model name) on PROFILE; with --run, build it and run it on QEMU.
     Several models (MODEL MODEL ... --segments BYTES) make one project that
@@ -135,7 +137,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
         single = [opt for opt, on in (("--inputs", inputs_path), ("--layout library", layout == "library"),
                                       ("--io " + io, io != "semihost"), ("--boot2", boot2_path),
                                       ("--stream-input", stream_input), ("--stream-output", stream_output),
-                                      ("--split-line-stores", split_stores),
+                                      ("--split-line-stores", split_stores), ("--wide-blocks", wide_blocks),
                                       ("--fc-int16-weights", fc_int16_weights)) if on]
         firmware_use_case(model, profile, outdir, segments, segment_cut, pipeline, optimize, max_extra_macs,
                           attention, do_run, do_build, seed, as_json, force, ", ".join(single))
@@ -208,7 +210,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
     # the one planning path (pyembed.target.planning): the graph and plan pyembed plan / simulate make
     options = PlanOptions(strategy=pipeline, optimize=optimize, max_extra_macs=extra, algorithm=algorithm,
                           stream_input=stream_input, stream_output=stream_output, split_stores=split_stores,
-                          attention=attention, fc_int16_weights=fc_int16_weights, fc_w16_min_macs=fc_w16_min_macs,
+                          wide_blocks=wide_blocks, attention=attention, fc_int16_weights=fc_int16_weights, fc_w16_min_macs=fc_w16_min_macs,
                           weight_block=budget, segment_cut=segment_cut)
     try:
         tp = plan_for_target(g, profile, options, action="build firmware for")

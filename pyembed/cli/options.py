@@ -223,6 +223,14 @@ def split_line_stores_option():
                              "output is not laid over its input.")
 
 
+def wide_blocks_option():
+    """--wide-blocks: stripe regions as full-width stripes in blocks of 32 columns (the executor's row loops)."""
+    return click.option("--wide-blocks", "wide_blocks", is_flag=True,
+                        help="Stripe regions run as full-width stripes in blocks of 32 columns, where the C "
+                             "executor runs its convolution row loops (faster on a Cortex-M with the DSP "
+                             "extension; a larger region scratch: the work block and wider row stores).")
+
+
 def fc_int16_weights_option():
     """--fc-int16-weights: int8 FULLY_CONNECTED layers on int16 weights packed
     offline (pyembed.passes.fc_w16), off by default; --fc-int16-min-macs N:

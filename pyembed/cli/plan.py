@@ -12,7 +12,8 @@ from pyembed.cli.options import (verbose_option, attention_option, cut_option, f
                                  force_option, max_extra_macs_option, models_argument, profile_option, require_quantized,
                                  single_model,
                                  optimize_option, optimize_summary, stream_input_option, strategy_option,
-                                 stream_output_option, split_line_stores_option)
+                                 stream_output_option, split_line_stores_option,
+                                 wide_blocks_option)
 from pyembed.errors import PlanError
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kKmM]?)(i?[bB])?\s*$")
@@ -100,6 +101,7 @@ def summary(plan):
                       "takes no arena bytes; with --stream-input such a region holds neither frame. plan.json "
                       "records it (stripes / auto only).")
 @split_line_stores_option()
+@wide_blocks_option()
 @fc_int16_weights_option()
 @force_option()
 @verbose_option()
@@ -107,7 +109,7 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
                  tflite_out, show_timeline, as_json, attention="auto", pipeline=None, optimize="balanced",
                  max_extra_macs="10%", segment_budget=None, stream_input=False, fc_int16_weights=False,
                  fc_w16_min_macs=None, force=False, verbose=False, segment_cut="latency", stream_output=False,
-                 split_stores=False):
+                 split_stores=False, wide_blocks=False):
     """Plan the static memory of MODEL (.tflite / .onnx) and emit C headers.
 
     Several models (MODEL MODEL ...) with --segments are one use case run one
@@ -133,7 +135,7 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
     if model is None:
         return _plan_use_case(models, part, outdir, segment_budget, segment_cut, algorithm, pipeline, optimize,
                               max_extra_macs, attention, section, as_json, force, region_specs, tflite_out,
-                              stream_input or stream_output or split_stores)
+                              stream_input or stream_output or split_stores or wide_blocks)
     g = load_model(model)
     require_quantized(g, "plan")
     if attention in ("tflm", "stream") and tflite_out:
@@ -151,7 +153,7 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
                           algorithm=algorithm, search_order=search_order, time_limit=float(time_limit),
                           stream_input=stream_input, attention=attention, fc_int16_weights=fc_int16_weights,
                           fc_w16_min_macs=fc_w16_min_macs, weight_block=budget, segment_cut=segment_cut,
-                          stream_output=stream_output, split_stores=split_stores)
+                          stream_output=stream_output, split_stores=split_stores, wide_blocks=wide_blocks)
     try:
         tp = plan_for_target(g, part, options, regions=regions, action="plan")
     except FitError as e:
@@ -259,7 +261,7 @@ def _plan_use_case(models, part, outdir, segment_budget, segment_cut, algorithm,
     from pyembed.target.usecase import plan_use_case
     check_section(section, "--section")
     if region_specs or tflite_out or stream_input:
-        raise ArgumentError("several models: --region, --tflite-out, --stream-input, --stream-output and "
+        raise ArgumentError("several models: --region, --tflite-out, --stream-input, --stream-output, --wide-blocks and "
                             "--split-line-stores plan one model; "
                             "give one MODEL for them")
     budget = use_case_budget(part, segment_budget)
@@ -331,14 +333,14 @@ def parse_fraction(text, name="--max-extra-macs"):
 
 
 def apply_strategy(graph, strategy, max_extra_macs="10%", stream_input=False, max_region_weights=None,
-                   stream_output=False, split_stores=False):
+                   stream_output=False, split_stores=False, wide_blocks=False):
     """The compiler pipeline (pyembed.passes.pipeline) on graph: returns the
     rewritten graph and the lines saying what was chosen per region and why
     (max_region_weights: a weight segment block, see apply_pipeline)."""
     from pyembed.passes.pipeline import apply_pipeline
     res = apply_pipeline(graph, strategy, max_extra_macs=parse_fraction(max_extra_macs), stream_input=stream_input,
                          max_region_weights=max_region_weights, stream_output=stream_output,
-                         split_stores=split_stores)
+                         split_stores=split_stores, wide_blocks=wide_blocks)
     changed = res.regions or res.fused or res.streamed_tensor >= 0 or stream_input or stream_output or any(
         n.startswith(("gather", "PAD")) for n in res.notes)
     from pyembed.model.graph import imported_ops

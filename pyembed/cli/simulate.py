@@ -10,6 +10,7 @@ from pyembed.cli.app import EXIT_CHECK_FAILED, EXIT_OK, _echo_json, _jsonable, p
 from pyembed.target.planning import CUTS, brief
 from pyembed.cli.options import (verbose_option, apply_attention, attention_option, check_deadline, force_option, inputs_option,
                                  models_argument, cut_option, single_model, one_sample, profile_option, max_extra_macs_option, require_quantized, stream_input_option, stream_output_option, strategy_option, split_line_stores_option,
+                                 wide_blocks_option,
                                  optimize_option, optimize_summary)
 
 
@@ -88,13 +89,14 @@ def _weight_block(seg):
 @stream_output_option("The output leaves row by row through a row sink from the stripe region writing it (as "
                       "'pyembed plan --stream-output'; a plan.json made with it implies it).")
 @split_line_stores_option()
+@wide_blocks_option()
 @force_option()
 @verbose_option()
 def simulate_command(model, profile, plan_path, segments, strategy, split_bytes, contention, inputs_path, seed,
                      deadline_ms, trace_path, plot_memory, plot_gantt, report_dir, calibration, show_ops, as_json,
                      attention="auto", pipeline=None, max_extra_macs="10%", stream_input=False, force=False,
                      optimize="balanced", verbose=False, segment_cut="latency", stream_output=False,
-                     split_stores=False):
+                     split_stores=False, wide_blocks=False):
     """Run MODEL on a simulated microcontroller: the real C kernels on the
     profile's RAM and flash, with its cycle cost model and DMA.
 
@@ -125,7 +127,7 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
         return _simulate_use_case(models, profile, segments, segment_cut, pipeline, optimize, max_extra_macs,
                                   attention, contention, as_json,
                                   plan_path or split_bytes or inputs_path or trace_path or report_dir or stream_input
-                                  or stream_output or split_stores)
+                                  or stream_output or split_stores or wide_blocks)
     prof = load_profile(profile)
     graph = load_model(model)
     require_quantized(graph, "simulate")
@@ -150,9 +152,10 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
             stream_input = bool(recorded.get("stream_input", False))
             stream_output = bool(recorded.get("stream_output", False))
             split_stores = bool(recorded.get("split_stores", False))
+            wide_blocks = bool(recorded.get("wide_blocks", False))
         else:
             pipeline, stream_input, stream_output = "none", False, False   # a plan of the graph as imported
-            split_stores = False
+            split_stores = wide_blocks = False
         for line in apply_attention(graph, attention):
             if not as_json:
                 click.echo(line)
@@ -162,7 +165,7 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
             from pyembed.cli.plan import apply_strategy
             graph, pipeline_lines = apply_strategy(graph, pipeline, max_extra_macs, stream_input=stream_input,
                                                    max_region_weights=_weight_block(seg), stream_output=stream_output,
-                                                   split_stores=split_stores)
+                                                   split_stores=split_stores, wide_blocks=wide_blocks)
             if not as_json:
                 for line in (pipeline_lines if verbose else brief(pipeline_lines)):
                     click.echo(line)
@@ -186,7 +189,8 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
         options = PlanOptions(strategy=pipeline, optimize=optimize,
                               max_extra_macs=parse_fraction(max_extra_macs, "--max-extra-macs"),
                               stream_input=stream_input, attention=attention, weight_block=_weight_block(seg),
-                              segment_cut=segment_cut, stream_output=stream_output, split_stores=split_stores)
+                              segment_cut=segment_cut, stream_output=stream_output, split_stores=split_stores,
+                              wide_blocks=wide_blocks)
         try:
             tp = plan_for_target(graph, prof, options, action="simulate")
         except FitError as e:
@@ -298,8 +302,8 @@ def _simulate_use_case(models, profile, segments, segment_cut, pipeline, optimiz
     from pyembed.target.planning import PlanOptions
     from pyembed.target.usecase import plan_use_case, simulate_use_case
     if single_only:
-        raise ArgumentError("several models: --plan, --split-bytes, --inputs, --trace, --report and --stream-input "
-                            "take one MODEL")
+        raise ArgumentError("several models: --plan, --split-bytes, --inputs, --trace, --report, --stream-input, --stream-output, --split-line-stores and "
+                            "--wide-blocks take one MODEL")
     if os.path.isfile(str(segments)):
         raise ArgumentError("--segments: several models take a byte budget (e.g. 96K), not a segments.json")
     budget = use_case_budget(profile, segments)

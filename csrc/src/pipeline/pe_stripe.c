@@ -655,6 +655,8 @@ static void conv_patch_rows(stripe_run *R, int32_t L, int32_t o, int32_t x0, int
     const int32_t plen = conv_patch_len(g);
     const int32_t row0 = o * g->sh - g->pt;
     const int8_t pad = (int8_t)(-l->input_offset);
+    /* the row still partly in the temporary (in_pixel's rule), or none */
+    const int32_t temp_row = s->temp_cols > 0 ? s->in_row : -1;
     uint32_t *const wblk = R->work;
     int32_t *const acc = (int32_t *)(void *)(R->work + 2 * plen);
     int8_t *const patches = (int8_t *)(void *)(acc + 4 * PE_STRIPE_PATCH_COLS);
@@ -671,6 +673,24 @@ static void conv_patch_rows(stripe_run *R, int32_t L, int32_t o, int32_t x0, int
                 if (r < 0 || r >= g->in_h) {
                     memset(d, pad, (size_t)(kw_taps * ci));
                     d += kw_taps * ci;
+                    continue;
+                }
+                if (g->dw == 1 && col0 >= 0 && col0 + g->kw <= g->in_w &&
+                    (r != temp_row || col0 >= s->committed || col0 + g->kw <= s->committed)) {
+                    /* the window row in one store (the temporary's mirror
+                     * columns continue it past its end): one copy, a word
+                     * at a time */
+                    const int8_t *src = (r == temp_row && col0 >= s->committed)
+                                            ? s->temp + (size_t)(col0 % s->temp_cols) * (size_t)ci
+                                            : in_pixel(s, g, r, col0);
+                    int32_t left = g->kw * ci;
+                    for (; left >= 4; left -= 4, d += 4, src += 4) {
+                        memcpy(d, src, 4);
+                    }
+                    for (; left > 0; left--) {
+                        *d++ = *src++;
+                    }
+                    taps += g->kw;
                     continue;
                 }
                 for (kx = 0; kx < kw_taps; kx++) {

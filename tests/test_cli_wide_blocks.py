@@ -1,0 +1,44 @@
+"""--wide-blocks on plan / simulate (issue #29): stripe regions as full-width
+stripes in blocks of 32 columns, recorded in plan.json and replayed by
+simulate --plan; the region's scratch grows by the row loops' work block."""
+import json
+
+from click.testing import CliRunner
+
+from pyembed.cli import main
+
+
+def _net():
+    from test_firmware_pipeline import _conv_patch_net
+    return _conv_patch_net()
+
+
+def _plan(tmp_path, name, *extra):
+    path = tmp_path / "m.tflite"
+    path.write_bytes(_net())
+    out = tmp_path / name
+    res = CliRunner().invoke(main, ["plan", str(path), "--profile", "mps2-an386", "--strategy", "stripes", "-o",
+                                    str(out), *extra])
+    assert res.exit_code == 0, res.output
+    return path, out, json.loads((out / "plan.json").read_text()), res.output
+
+
+def test_wide_blocks_recorded_and_replayed(tmp_path):
+    path, out, wide, text = _plan(tmp_path, "wide", "--wide-blocks")
+    _, _, narrow, _ = _plan(tmp_path, "narrow")
+    assert wide["info"]["pipeline"]["wide_blocks"] is True
+    assert "wide_blocks" not in narrow["info"]["pipeline"]
+    verdict = [ln for ln in text.splitlines() if ln.startswith("verdict:")][0]
+    res = CliRunner().invoke(main, ["simulate", str(path), "--profile", "mps2-an386", "--plan", str(out / "plan.json")])
+    assert res.exit_code == 0, res.output
+    assert "outputs bit-exact with the host run" in res.output
+    # the same plan: the same verdict line
+    assert verdict in res.output.splitlines(), res.output
+
+
+def test_wide_blocks_refused_with_segments(tmp_path):
+    path = tmp_path / "m.tflite"
+    path.write_bytes(_net())
+    res = CliRunner().invoke(main, ["plan", str(path), str(path), "--profile", "mps2-an386", "--segments", "64K",
+                                    "--wide-blocks", "-o", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "--wide-blocks" in res.output, res.output
