@@ -95,6 +95,8 @@ KERNEL_CLASS = {
     # issue #30's seventh batch (pyembed.model.ops.batch7): int8 DIV is "eltwise" above (its reciprocal
     # and two requantizations per element); CIRCULAR_BUFFER moves every slot of its buffer once
     "CUSTOM:CIRCULAR_BUFFER": "copy",
+    # resource variables (pyembed.model.ops.resvar): byte copies of the state
+    "READ_VARIABLE": "copy", "ASSIGN_VARIABLE": "copy", "CALL_ONCE": "copy",
 }
 
 

@@ -527,7 +527,8 @@ def graph_tables(graph, plan, prefix="pe_model", layout=None, const_data=None, w
           f"void {prefix}_reset_states(uint8_t *arena);\n\n#endif /* {P}_GRAPH_H */\n")
     resets = []
     for t, tensor in enumerate(graph.tensors):
-        if tensor.is_variable and not tensor.is_constant and t in layout.tensor_offsets and \
+        if tensor.is_variable and not tensor.is_constant and not tensor.keep_on_reset and \
+                t in layout.tensor_offsets and \
                 (not writable or t in t_index):   # writable: only a tensor of the table is relocated
             where = (f"(uint32_t){prefix}_tensors[{t_index[t]}].offset" if writable and t in t_index
                      else f"{layout.tensor_offsets[t]}u")
