@@ -201,3 +201,20 @@ def test_refusals():
 def test_writer_refuses_resource_data():
     with pytest.raises(ValueError, match="RESOURCE tensor holds a handle"):
         W.tensor((), W.RESOURCE, data=np.zeros(1))
+
+
+def test_values_copied_without_requantization():
+    """Initial value (scale 1.0), read (0.5) and assigned value (0.25) of one
+    int8 variable with different scales: TFLM copies the bytes, so does pyembed."""
+    n = 4
+    sg1 = ([W.tensor((), W.RESOURCE), W.tensor((n,), np.int8, data=[10, 20, 30, 40], scale=1.0, zp=0)],
+           [W.op(B.VAR_HANDLE, [], [0], "VarHandleOptions", container=b"", sharedName=b"v"),
+            W.op(B.ASSIGN_VARIABLE, [0, 1], [])], [], [])
+    t0 = [W.tensor((n,), np.int8, scale=0.25, zp=0), W.tensor((), W.RESOURCE),
+          W.tensor((n,), np.int8, scale=0.5, zp=0)]
+    ops0 = [W.op(B.CALL_ONCE, [], [], "CallOnceOptions", initSubgraphIndex=1),
+            W.op(B.VAR_HANDLE, [], [1], "VarHandleOptions", container=b"", sharedName=b"v"),
+            W.op(B.READ_VARIABLE, [1], [2]), W.op(B.ASSIGN_VARIABLE, [1, 0], [])]
+    frames = _frames(np.int8, n, 3, seed=2)
+    g, want = _same(W.build(t0, ops0, [0], [2], subgraphs=[sg1]), frames)
+    assert np.array_equal(want[0][0], [10, 20, 30, 40]) and np.array_equal(want[1][0], frames[0])
