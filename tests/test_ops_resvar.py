@@ -218,3 +218,28 @@ def test_values_copied_without_requantization():
     frames = _frames(np.int8, n, 3, seed=2)
     g, want = _same(W.build(t0, ops0, [0], [2], subgraphs=[sg1]), frames)
     assert np.array_equal(want[0][0], [10, 20, 30, 40]) and np.array_equal(want[1][0], frames[0])
+
+
+def _qemu_missing():
+    from pyembed.target import qemu
+    return qemu.missing_tools()
+
+
+@pytest.mark.skipif(_qemu_missing() is not None, reason=str(_qemu_missing()))
+def test_firmware_under_qemu(tmp_path):
+    """A Cortex-M4 (mps2-an386) firmware of the int8 two-read accumulator: its invoke (the first of
+    a new arena: CALL_ONCE copies the initial value, READ, ADD, ASSIGN, READ after the ASSIGN) gives
+    the host run and the tflite-micro interpreter's first invoke. (The firmware harness runs one
+    invoke per boot: later invokes are compared on the host above.)"""
+    from pyembed.target.firmware import build_project, generate, run_project
+    blob = acc_model(np.int8, zp=-5, read_after_assign=True)
+    g = load_tflite_bytes(blob, name="resvar_acc")
+    proj = generate(g, "mps2-an386", tmp_path / "fw")
+    build_project(proj.outdir)
+    x = np.array([-40, -3, 0, 7, 39, 12], np.int8)
+    want = _tflm(blob, [x], ())[0][0]
+    assert np.array_equal(g.run([x])[0], want)
+    got = np.asarray(run_project(proj, [x]).outputs[0]).reshape(want.shape)
+    assert np.array_equal(got.astype(np.int64), want.astype(np.int64))
+    # not the state's reset value: the initial value was copied
+    assert not np.array_equal(want, x)

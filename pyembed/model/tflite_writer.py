@@ -198,6 +198,59 @@ def _subgraph(S, m, codes, tensors, ops, inputs, outputs, name):
     return sg
 
 
+def lstm_model(seed, batch=2, time=3, in_dim=5, state=4, time_major=False, cell_scale=2.0 ** -11,
+               cell_clip=0.0, hidden_zp=3, in_zp=-7, w_amp=127, per_channel=False, n_ops=1, bias_amp=3000,
+               intermediates=True, in_scale=0.05, h_scale=1.0 / 128, inter_hidden=None):
+    """An int8 LSTM model (TFLite's 24-input layout, 4 gates, int16 cell
+    state) with random weights; n_ops LSTMs chained (the second takes the
+    first's output). intermediates: the five intermediate tensors the TFLite
+    converter adds (four unquantized gate tensors and the int8 hidden one,
+    quantized as the hidden state unless inter_hidden = (scale, zero point)),
+    which LiteRT's integer LSTM requires and TFLM ignores. Used by the tests
+    and python -m pyembed.bench lstm_litert."""
+    rng = np.random.default_rng(seed)
+    S = schema()
+    t, ops = [], []
+    shape_x = (time, batch, in_dim) if time_major else (batch, time, in_dim)
+    t.append(tensor(shape_x, scale=in_scale, zp=in_zp))
+    cur, cur_dim, cur_scale = 0, in_dim, in_scale
+    for k in range(n_ops):
+        ins = [cur]
+        for d in (cur_dim,) * 4 + (state,) * 4:
+            ws = float(rng.uniform(0.004, 0.02))
+            if per_channel:
+                t.append(tensor((state, d), scale=[ws] * state, zp=[0] * state, axis=0,
+                                data=rng.integers(-w_amp, w_amp + 1, (state, d))))
+            else:
+                t.append(tensor((state, d), scale=ws, zp=0, data=rng.integers(-w_amp, w_amp + 1, (state, d))))
+            ins.append(len(t) - 1)
+        ins += [-1, -1, -1]
+        for g in range(4):
+            t.append(tensor((state,), np.int32, scale=cur_scale * 0.01, zp=0,
+                            data=rng.integers(-bias_amp, bias_amp + 1, state)))
+            ins.append(len(t) - 1)
+        ins += [-1, -1]
+        t.append(tensor((batch, state), scale=h_scale, zp=hidden_zp, variable=True))
+        ins.append(len(t) - 1)
+        t.append(tensor((batch, state), np.int16, scale=cell_scale, zp=0, variable=True))
+        ins.append(len(t) - 1)
+        ins += [-1, -1, -1, -1]
+        shape_y = (time, batch, state) if time_major else (batch, time, state)
+        t.append(tensor(shape_y, scale=h_scale, zp=hidden_zp))
+        out = len(t) - 1
+        inter = None
+        if intermediates:
+            t += [tensor((0,), np.float32) for _ in range(4)]
+            t.append(tensor((0,), scale=(inter_hidden or (h_scale, hidden_zp))[0],
+                            zp=(inter_hidden or (h_scale, hidden_zp))[1]))
+            inter = list(range(len(t) - 5, len(t)))
+        ops.append(op(S.BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM, ins, [out],
+                      "UnidirectionalSequenceLSTMOptions", intermediates=inter, fusedActivationFunction=4,
+                      cellClip=cell_clip, projClip=0.0, timeMajor=time_major))
+        cur, cur_dim, cur_scale = out, state, h_scale
+    return build(t, ops, inputs=[0], outputs=[cur])
+
+
 def default_arena_size(blob):
     """An arena for the tflite-micro interpreter that holds the model's tensors (twice every tensor
     of subgraph 0 without constant data, plus 1 MB for TFLM's own allocations): the package's own
