@@ -243,3 +243,16 @@ def test_firmware_under_qemu(tmp_path):
     assert np.array_equal(got.astype(np.int64), want.astype(np.int64))
     # not the state's reset value: the initial value was copied
     assert not np.array_equal(want, x)
+
+
+def test_simulator_first_invoke():
+    """firmware_sim runs the lowered operators (cost class copy): its outputs are the interpreter's first invoke."""
+    from firmware_sim.profiles import load_profile
+    from firmware_sim.sim import simulate
+    for blob in (acc_model(np.int8, zp=-5, read_after_assign=True), two_var_model()):
+        g = load_tflite_bytes(blob)
+        x = _frames(g.tensors[g.inputs[0]].dtype.type, g.tensors[g.inputs[0]].size, 1, seed=9)[0]
+        r = simulate(g, None, load_profile("stm32f446"), [x])
+        want = _tflm(blob, [x], (), len(g.outputs))[0]
+        for a, b in zip(r.outputs, want):
+            assert a.dtype == b.dtype and np.array_equal(a, b)
