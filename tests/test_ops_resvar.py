@@ -229,8 +229,8 @@ def _qemu_missing():
 def test_firmware_under_qemu(tmp_path):
     """A Cortex-M4 (mps2-an386) firmware of the int8 two-read accumulator: its invoke (the first of
     a new arena: CALL_ONCE copies the initial value, READ, ADD, ASSIGN, READ after the ASSIGN) gives
-    the host run and the tflite-micro interpreter's first invoke. (The firmware harness runs one
-    invoke per boot: later invokes are compared on the host above.)"""
+    the host run and the tflite-micro interpreter's first invoke; then four invokes in one boot
+    (the harness patched) give the interpreter's fourth."""
     from pyembed.target.firmware import build_project, generate, run_project
     blob = acc_model(np.int8, zp=-5, read_after_assign=True)
     g = load_tflite_bytes(blob, name="resvar_acc")
@@ -243,6 +243,32 @@ def test_firmware_under_qemu(tmp_path):
     assert np.array_equal(got.astype(np.int64), want.astype(np.int64))
     # not the state's reset value: the initial value was copied
     assert not np.array_equal(want, x)
+    # several invokes: the harness's main.c patched so that three invokes on the same input precede
+    # the measured one (the input copied back before each: the plan may reuse its bytes); the
+    # output is the fourth invoke's, == TFLM's fourth invoke (the state carried over)
+    main = next(proj.outdir.rglob("main.c"))
+    text = main.read_text()
+    assert text.count("st = pe_model_invoke();") == 1
+    main.write_text(text.replace("st = pe_model_invoke();", """{
+        static uint8_t saved[64];
+        uint32_t nin = 0u;
+        uint8_t *in0 = (uint8_t *)pe_model_input(0, &nin);
+        int rep;
+        st = (in0 != NULL && nin <= 64u) ? PE_OK : PE_ERR_ARG;
+        if (st == PE_OK) {
+            memcpy(saved, in0, nin);
+        }
+        for (rep = 0; rep < 3 && st == PE_OK; rep++) {
+            st = pe_model_invoke();
+            memcpy(in0, saved, nin);
+        }
+    }
+    st = st == PE_OK ? pe_model_invoke() : st;"""))
+    build_project(proj.outdir)
+    want4 = _tflm(blob, [x] * 4, ())[3][0]
+    got4 = np.asarray(run_project(proj, [x]).outputs[0]).reshape(want.shape)
+    assert np.array_equal(got4.astype(np.int64), want4.astype(np.int64))
+    assert not np.array_equal(want4, want)
 
 
 def test_simulator_first_invoke():
