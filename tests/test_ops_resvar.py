@@ -198,6 +198,23 @@ def test_refusals():
         load_tflite_bytes(W.build(t, ops3, [0], [3]))
 
 
+def test_control_flow_refused_beside_variables():
+    """IF in a model with resource variables: refused at import; without variables it stays an
+    unsupported operator of the graph (as before)."""
+    n = 4
+    t = [W.tensor((n,), np.int32), W.tensor((), W.RESOURCE), W.tensor((n,), np.int32), W.tensor((n,), np.int32),
+         W.tensor((1,), np.bool_, data=[True])]
+    if_op = W.op(B.IF, [4, 2], [3], "IfOptions", thenSubgraphIndex=1, elseSubgraphIndex=1)
+    ops = [W.op(B.VAR_HANDLE, [], [1], "VarHandleOptions", container=b"", sharedName=b"v"),
+           W.op(B.READ_VARIABLE, [1], [2]), if_op, W.op(B.ASSIGN_VARIABLE, [1, 0], [])]
+    sg = ([W.tensor((n,), np.int32), W.tensor((n,), np.int32)], [], [0], [0])
+    with pytest.raises(UnsupportedError, match="operator IF .* beside resource variables"):
+        load_tflite_bytes(W.build(t, ops, [0], [3], subgraphs=[sg]))
+    g = load_tflite_bytes(W.build(t, [W.op(B.IF, [4, 0], [3], "IfOptions", thenSubgraphIndex=1,
+                                           elseSubgraphIndex=1)], [0], [3], subgraphs=[sg]))
+    assert [op for _, op in g.unsupported] == ["IF"]
+
+
 def test_writer_refuses_resource_data():
     with pytest.raises(ValueError, match="RESOURCE tensor holds a handle"):
         W.tensor((), W.RESOURCE, data=np.zeros(1))

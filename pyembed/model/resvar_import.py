@@ -32,7 +32,7 @@ Refused with UnsupportedError: an init subgraph doing anything but
 VAR_HANDLE / ASSIGN_VARIABLE of constants, a variable seen with two shapes or
 types (or int8 zero points), a resource tensor read by another operator or
 not made by a VAR_HANDLE of subgraph 0, more than one CALL_ONCE or one after
-a variable access, IF / WHILE.
+a variable access, IF / WHILE in a model with variables.
 """
 import numpy as np
 
@@ -99,11 +99,12 @@ def _describe(t):
 def lower_resource_variables(label, tensors, operators, read_subgraph, n_sub):
     """Rewrite subgraph 0's tensors and operators in place (see the module docstring)."""
     types = {op["type"] for op in operators}
+    if not types & set(RESOURCE_OPS):
+        return   # (IF / WHILE without variables stay unsupported operators of the graph, as before)
     for bad in ("IF", "WHILE"):
         if bad in types:
-            raise UnsupportedError(f"{label}: operator {bad} (control flow between subgraphs) is not supported")
-    if not types & set(RESOURCE_OPS):
-        return
+            raise UnsupportedError(f"{label}: operator {bad} (control flow between subgraphs) beside resource "
+                                   f"variables is not supported")
     handles = _handles(label, tensors, operators, "subgraph 0")
     calls = [op for op in operators if op["type"] == "CALL_ONCE"]
     if len(calls) > 1:
