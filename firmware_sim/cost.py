@@ -101,6 +101,8 @@ KERNEL_CLASS = {
     "CEIL": "eltwise", "FLOOR": "eltwise", "ROUND": "eltwise", "SQRT": "eltwise", "SQUARE": "eltwise",
     "EXP": "eltwise", "LOG": "eltwise", "SIN": "eltwise", "COS": "eltwise", "FLOOR_DIV": "eltwise",
     "FLOOR_MOD": "eltwise",
+    # resource variables (pyembed.model.ops.resvar): byte copies of the state
+    "READ_VARIABLE": "copy", "ASSIGN_VARIABLE": "copy", "CALL_ONCE": "copy",
 }
 
 

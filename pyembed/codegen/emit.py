@@ -470,7 +470,7 @@ def graph_tables(graph, plan, prefix="pe_model", layout=None, const_data=None, w
  *
  *   static uint8_t arena[{P}_ARENA_BYTES] (4-byte aligned at least);
  *   pe_context ctx = {{arena, {P}_ARENA_BYTES, NULL}};
- *   {prefix}_reset_states(arena) once (recurrent states, if the model has any),
+ *   {prefix}_init_states(arena) once (recurrent states, if the model has any),
  *   copy the input to arena + {P}_INPUT0_OFFSET, pe_graph_invoke(&{prefix}_graph, &ctx),
  *   read the output at arena + {P}_OUTPUT0_OFFSET.
  * A streamed input ({P}_INPUT0_STREAMED 1, offset PE_GRAPH_STREAMED) is not in the
@@ -523,11 +523,15 @@ def graph_tables(graph, plan, prefix="pe_model", layout=None, const_data=None, w
               f"extern pe_graph_op {prefix}_ops[{max(len(ops), 1)}];\n")
     h += (f"\nextern {cq}pe_graph {prefix}_graph;\n"
           f"/* Set the variable tensors (recurrent states) of arena as TFLM resets them: an\n"
-          f" * int8 one to its zero point, others to 0. Call before the first invoke. */\n"
-          f"void {prefix}_reset_states(uint8_t *arena);\n\n#endif /* {P}_GRAPH_H */\n")
+          f" * int8 one to its zero point, others to 0 (a CALL_ONCE's done flag is left alone). */\n"
+          f"void {prefix}_reset_states(uint8_t *arena);\n"
+          f"/* The states of a fresh arena: CALL_ONCE's done flags cleared (its initial values\n"
+          f" * are copied on the next invoke), then {prefix}_reset_states. Call before the first invoke. */\n"
+          f"void {prefix}_init_states(uint8_t *arena);\n\n#endif /* {P}_GRAPH_H */\n")
     resets = []
     for t, tensor in enumerate(graph.tensors):
-        if tensor.is_variable and not tensor.is_constant and t in layout.tensor_offsets and \
+        if tensor.is_variable and not tensor.is_constant and not tensor.keep_on_reset and \
+                t in layout.tensor_offsets and \
                 (not writable or t in t_index):   # writable: only a tensor of the table is relocated
             where = (f"(uint32_t){prefix}_tensors[{t_index[t]}].offset" if writable and t in t_index
                      else f"{layout.tensor_offsets[t]}u")
@@ -536,8 +540,20 @@ def graph_tables(graph, plan, prefix="pe_model", layout=None, const_data=None, w
             resets.append(f"    for (i = 0; i < {tensor.nbytes}u; i++) {{\n"
                           f"        arena[{where} + i] = (uint8_t){zp & 0xFF}u; /* tensor {t} */\n"
                           f"    }}\n")
+    flags = []
+    for t, tensor in enumerate(graph.tensors):
+        if tensor.is_variable and tensor.keep_on_reset and t in layout.tensor_offsets and \
+                (not writable or t in t_index):
+            where = (f"(uint32_t){prefix}_tensors[{t_index[t]}].offset" if writable and t in t_index
+                     else f"{layout.tensor_offsets[t]}u")
+            flags.append(f"    for (i = 0; i < {tensor.nbytes}u; i++) {{\n"
+                         f"        arena[{where} + i] = 0u; /* tensor {t}: a CALL_ONCE's done flag */\n"
+                         f"    }}\n")
     reset_fn = (f"void {prefix}_reset_states(uint8_t *arena)\n{{\n"
-                + (f"    uint32_t i;\n{''.join(resets)}" if resets else "    (void)arena;\n") + "}\n")
+                + (f"    uint32_t i;\n{''.join(resets)}" if resets else "    (void)arena;\n") + "}\n"
+                + f"\nvoid {prefix}_init_states(uint8_t *arena)\n{{\n"
+                + (f"    uint32_t i;\n{''.join(flags)}" if flags else "")
+                + f"    {prefix}_reset_states(arena);\n}}\n")
     arrays = []
     trows = []
     for tt in tensors:
@@ -598,7 +614,7 @@ int main(void)
     size_t got, i;
     int32_t k;
     const {ctype} *out;
-    {prefix}_reset_states(arena);
+    {prefix}_init_states(arena);
     got = fread(arena + {P}_INPUT0_OFFSET, 1, {P}_INPUT0_BYTES, stdin);
     if (got != {P}_INPUT0_BYTES) {{
         fprintf(stderr, "expected %d input bytes, got %lu\\n", {P}_INPUT0_BYTES, (unsigned long)got);
@@ -709,7 +725,7 @@ def _streamed_out_main_source(graph, prefix):
         tail = '    fprintf(stderr, "input rows given: %ld\\n", rows_given);\n'
     else:
         frame_decl, read_in, src_decl, src_set, src_arg, tail = "", f"arena + {P}_INPUT0_OFFSET", "", "", "NULL", ""
-    reset = f"    {prefix}_reset_states(arena);\n"
+    reset = f"    {prefix}_init_states(arena);\n"
     return f"""/* model_main.c - run model "{c_comment(graph.name)}" on the host: input bytes on stdin,
  * output values on stdout. The output is streamed ({P}_OUTPUT0_STREAMED): each row is
  * printed as the graph hands it over through {prefix}_output_rows (stdout stands in for

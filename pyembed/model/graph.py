@@ -59,6 +59,10 @@ class Tensor:
     # stripe region writing it hands row by row to a sink (stream_output=True):
     # never placed in the arena
     streamed: bool = False
+    # a variable the reset of the states leaves alone (zero only in a fresh
+    # arena): the done flag of a lowered CALL_ONCE (pyembed.model.ops.resvar),
+    # as TFLM's reset() does not run CALL_ONCE's subgraph again
+    keep_on_reset: bool = False
 
     @property
     def is_constant(self):

@@ -13,7 +13,8 @@ def graph_from_raw(raw, label, source_format=""):
     """A Graph from the importer's plain description (see tflite_import.read_tflite)."""
     tensors = [Tensor(index=t["index"], name=t["name"], shape=tuple(t["shape"]), dtype=t["dtype"],
                       scale=t["scale"], zero_point=t["zero_point"], quant_axis=t["quant_axis"], data=t["data"],
-                      is_variable=t["is_variable"], type_name=t.get("type_name", ""))
+                      is_variable=t["is_variable"], type_name=t.get("type_name", ""),
+                      keep_on_reset=bool(t.get("keep_on_reset", False)))
                for t in raw["tensors"]]
     operators = [Operator(index=o["index"], type=o["type"], inputs=list(o["inputs"]), outputs=list(o["outputs"]),
                           options=dict(o.get("options", {})), version=o.get("version", 1))

@@ -58,8 +58,8 @@ class GraphRuntime:
         ResetVariableTensors: an int8 tensor's first zero point, else 0)."""
         for t in self.layout.tensor_offsets:
             tensor = self.graph.tensors[t]
-            if not tensor.is_variable or tensor.is_constant:
-                continue
+            if not tensor.is_variable or tensor.is_constant or tensor.keep_on_reset:
+                continue   # (keep_on_reset: a CALL_ONCE's done flag, zero in a fresh arena only)
             zp = 0
             if tensor.dtype == np.int8 and tensor.zero_point is not None and len(tensor.zero_point):
                 zp = int(tensor.zero_point[0])

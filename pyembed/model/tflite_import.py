@@ -9,7 +9,10 @@ which bounds-checks each read against the file, and every vector length is
 checked against the bytes left before it is iterated. Anything that still
 goes wrong becomes a :class:`~pyembed.errors.ModelError` naming the file.
 
-Only subgraph 0 is imported (the only one in every model pyembed ships).
+Only subgraph 0 is imported (the only one in every model pyembed ships),
+except the initialization subgraph a CALL_ONCE names, which
+:mod:`pyembed.model.resvar_import` reads for the resource variables' initial
+values.
 Operator options become plain dicts (``stride``, ``padding``, ``activation``,
 ...); :mod:`pyembed.model.ops` turns them into kernel parameters.
 """
@@ -225,102 +228,111 @@ def _read(buf, label, source, name):
             buffers[bi] = data
         return buffers[bi]
 
-    sg = _checked(model.Subgraphs(0))
-    n_tensors = _count(sg.TensorsLength(), "tensors", 4, buf)
-    tensors = []
-    for ti in range(n_tensors):
-        t = _checked(sg.Tensors(ti))
-        if t is None:
-            raise _Corrupt(f"tensor {ti} missing")
-        shape = tuple(int(d) for d in (t.ShapeAsNumpy() if t.ShapeLength() else ()))
-        if any(d < 0 for d in shape):
-            raise ModelError(f"{label}: tensor {ti} has a dynamic or negative dimension {shape}; "
-                             "only static shapes are supported")
-        ttype = int(t.Type())
-        np_type = _TENSOR_TYPES.get(ttype)
-        tname = t.Name()
-        tname = tname.decode("utf-8", "replace") if tname is not None else f"t{ti}"
-        q = _checked(t.Quantization())
-        scale = zero_point = None
-        quant_axis = 0
-        if q is not None:
-            if q.ScaleLength() > 0:
-                scale = q.ScaleAsNumpy().astype(np.float32)
-            if q.ZeroPointLength() > 0:
-                zero_point = q.ZeroPointAsNumpy().astype(np.int64)
-            quant_axis = int(q.QuantizedDimension())
-        if zero_point is not None and np_type is not None and np.issubdtype(np_type, np.integer):
-            # a zero point is a value of the tensor's own type (int8: -128..127)
-            info = np.iinfo(np_type)
-            if zero_point.min() < info.min or zero_point.max() > info.max:
-                raise ModelError(f"{label}: tensor {ti} ({tname!r}) has a zero point outside the "
-                                 f"{np.dtype(np_type).name} range [{info.min}, {info.max}] "
-                                 f"(got {int(zero_point.min())}..{int(zero_point.max())})")
-        if scale is not None and not np.all(np.isfinite(scale)):
-            raise ModelError(f"{label}: tensor {ti} ({tname!r}) has a non-finite quantization scale")
-        data = None
-        bi = int(t.Buffer())
-        raw = buffer_bytes(bi) if bi != 0 else b""
-        count = int(np.prod(shape, dtype=np.int64)) if shape else 1
-        if raw and ttype == _INT4:
-            # packed int4 constants (two values a byte, pe_fc_w4.h's layout): held
-            # unpacked as int8 values, type_name "INT4" marks them;
-            # pyembed.model.fc_w4_pack puts FULLY_CONNECTED layers back on the packed bytes
-            data = _unpack_int4(raw, count, shape, f"{label}: tensor {ti} ({tname!r})", bi)
-            np_type = np.int8
-        elif raw:
-            if np_type is None:
-                raise ModelError(f"{label}: tensor {ti} ({tname!r}) holds constant data of type "
-                                 f"{_TENSOR_TYPE_NAMES.get(ttype, ttype)}, which pyembed cannot represent")
-            itemsize = np.dtype(np_type).itemsize
-            if len(raw) != count * itemsize:
-                raise ModelError(f"{label}: tensor {ti} ({tname!r}) has shape {shape} "
-                                 f"({count * itemsize} bytes of {np.dtype(np_type).name}) but its buffer "
-                                 f"{bi} holds {len(raw)} bytes")
-            data = np.frombuffer(raw, dtype=np.dtype(np_type).newbyteorder("<")).astype(np_type).reshape(shape)
-            data.setflags(write=False)
-        tensors.append({
-            "index": ti, "name": tname, "shape": shape,
-            "dtype": np.dtype(np_type) if np_type is not None else None,
-            "type_name": _TENSOR_TYPE_NAMES.get(ttype, f"TYPE_{ttype}"),
-            "scale": scale, "zero_point": zero_point, "quant_axis": quant_axis,
-            "data": data, "is_variable": bool(t.IsVariable()), "buffer": bi,
-        })
+    def read_subgraph(si):
+        """Tensors, inputs, outputs and operators of subgraph si."""
+        sg = _checked(model.Subgraphs(si))
+        if sg is None:
+            raise _Corrupt(f"subgraph {si} missing")
+        n_tensors = _count(sg.TensorsLength(), "tensors", 4, buf)
+        tensors = []
+        for ti in range(n_tensors):
+            t = _checked(sg.Tensors(ti))
+            if t is None:
+                raise _Corrupt(f"tensor {ti} missing")
+            shape = tuple(int(d) for d in (t.ShapeAsNumpy() if t.ShapeLength() else ()))
+            if any(d < 0 for d in shape):
+                raise ModelError(f"{label}: tensor {ti} has a dynamic or negative dimension {shape}; "
+                                 "only static shapes are supported")
+            ttype = int(t.Type())
+            np_type = _TENSOR_TYPES.get(ttype)
+            tname = t.Name()
+            tname = tname.decode("utf-8", "replace") if tname is not None else f"t{ti}"
+            q = _checked(t.Quantization())
+            scale = zero_point = None
+            quant_axis = 0
+            if q is not None:
+                if q.ScaleLength() > 0:
+                    scale = q.ScaleAsNumpy().astype(np.float32)
+                if q.ZeroPointLength() > 0:
+                    zero_point = q.ZeroPointAsNumpy().astype(np.int64)
+                quant_axis = int(q.QuantizedDimension())
+            if zero_point is not None and np_type is not None and np.issubdtype(np_type, np.integer):
+                # a zero point is a value of the tensor's own type (int8: -128..127)
+                info = np.iinfo(np_type)
+                if zero_point.min() < info.min or zero_point.max() > info.max:
+                    raise ModelError(f"{label}: tensor {ti} ({tname!r}) has a zero point outside the "
+                                     f"{np.dtype(np_type).name} range [{info.min}, {info.max}] "
+                                     f"(got {int(zero_point.min())}..{int(zero_point.max())})")
+            if scale is not None and not np.all(np.isfinite(scale)):
+                raise ModelError(f"{label}: tensor {ti} ({tname!r}) has a non-finite quantization scale")
+            data = None
+            bi = int(t.Buffer())
+            raw = buffer_bytes(bi) if bi != 0 else b""
+            count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+            if raw and ttype == _INT4:
+                # packed int4 constants (two values a byte, pe_fc_w4.h's layout): held
+                # unpacked as int8 values, type_name "INT4" marks them;
+                # pyembed.model.fc_w4_pack puts FULLY_CONNECTED layers back on the packed bytes
+                data = _unpack_int4(raw, count, shape, f"{label}: tensor {ti} ({tname!r})", bi)
+                np_type = np.int8
+            elif raw:
+                if np_type is None:
+                    raise ModelError(f"{label}: tensor {ti} ({tname!r}) holds constant data of type "
+                                     f"{_TENSOR_TYPE_NAMES.get(ttype, ttype)}, which pyembed cannot represent")
+                itemsize = np.dtype(np_type).itemsize
+                if len(raw) != count * itemsize:
+                    raise ModelError(f"{label}: tensor {ti} ({tname!r}) has shape {shape} "
+                                     f"({count * itemsize} bytes of {np.dtype(np_type).name}) but its buffer "
+                                     f"{bi} holds {len(raw)} bytes")
+                data = np.frombuffer(raw, dtype=np.dtype(np_type).newbyteorder("<")).astype(np_type).reshape(shape)
+                data.setflags(write=False)
+            tensors.append({
+                "index": ti, "name": tname, "shape": shape,
+                "dtype": np.dtype(np_type) if np_type is not None else None,
+                "type_name": _TENSOR_TYPE_NAMES.get(ttype, f"TYPE_{ttype}"),
+                "scale": scale, "zero_point": zero_point, "quant_axis": quant_axis,
+                "data": data, "is_variable": bool(t.IsVariable()), "buffer": bi,
+            })
 
-    def tensor_list(vec_len, getter, what):
-        n = _count(vec_len, what, 4, buf)
-        out = []
-        for j in range(n):
-            v = int(getter(j))
-            if v < -1 or v >= n_tensors:
-                raise ModelError(f"{label}: {what} refers to tensor {v}, but the subgraph has {n_tensors}")
-            out.append(v)
-        return out
+        def tensor_list(vec_len, getter, what):
+            n = _count(vec_len, what, 4, buf)
+            out = []
+            for j in range(n):
+                v = int(getter(j))
+                if v < -1 or v >= n_tensors:
+                    raise ModelError(f"{label}: {what} refers to tensor {v}, but the subgraph has {n_tensors}")
+                out.append(v)
+            return out
 
-    inputs = tensor_list(sg.InputsLength(), sg.Inputs, "subgraph inputs")
-    outputs = tensor_list(sg.OutputsLength(), sg.Outputs, "subgraph outputs")
-    n_ops = _count(sg.OperatorsLength(), "operators", 4, buf)
-    operators = []
-    for oi in range(n_ops):
-        op = _checked(sg.Operators(oi))
-        if op is None:
-            raise _Corrupt(f"operator {oi} missing")
-        ci = int(op.OpcodeIndex())
-        if not 0 <= ci < len(codes):
-            raise ModelError(f"{label}: operator {oi} uses operator code {ci}, but the model has {len(codes)}")
-        op_type, version = codes[ci]
-        ins = tensor_list(op.InputsLength(), op.Inputs, f"operator {oi} ({op_type}) input")
-        outs = tensor_list(op.OutputsLength(), op.Outputs, f"operator {oi} ({op_type}) output")
-        options = _options(op, op_type)
-        if op_type.startswith("CUSTOM:") and op.CustomOptionsLength() > 0:
-            # a custom operator's flexbuffer options (pyembed.model.ops.signal parses them)
-            options = dict(options, custom_options=op.CustomOptionsAsNumpy().tobytes())
-        if op.IntermediatesLength():
-            # TFLite's integer LSTM reads the quantization of these
-            options = dict(options, intermediates=tensor_list(op.IntermediatesLength(), op.Intermediates,
-                                                              f"operator {oi} ({op_type}) intermediate"))
-        operators.append({"index": oi, "type": op_type, "version": version, "inputs": ins,
-                          "outputs": outs, "options": options})
+        inputs = tensor_list(sg.InputsLength(), sg.Inputs, "subgraph inputs")
+        outputs = tensor_list(sg.OutputsLength(), sg.Outputs, "subgraph outputs")
+        n_ops = _count(sg.OperatorsLength(), "operators", 4, buf)
+        operators = []
+        for oi in range(n_ops):
+            op = _checked(sg.Operators(oi))
+            if op is None:
+                raise _Corrupt(f"operator {oi} missing")
+            ci = int(op.OpcodeIndex())
+            if not 0 <= ci < len(codes):
+                raise ModelError(f"{label}: operator {oi} uses operator code {ci}, but the model has {len(codes)}")
+            op_type, version = codes[ci]
+            ins = tensor_list(op.InputsLength(), op.Inputs, f"operator {oi} ({op_type}) input")
+            outs = tensor_list(op.OutputsLength(), op.Outputs, f"operator {oi} ({op_type}) output")
+            options = _options(op, op_type)
+            if op_type.startswith("CUSTOM:") and op.CustomOptionsLength() > 0:
+                # a custom operator's flexbuffer options (pyembed.model.ops.signal parses them)
+                options = dict(options, custom_options=op.CustomOptionsAsNumpy().tobytes())
+            if op.IntermediatesLength():
+                # TFLite's integer LSTM reads the quantization of these
+                options = dict(options, intermediates=tensor_list(op.IntermediatesLength(), op.Intermediates,
+                                                                  f"operator {oi} ({op_type}) intermediate"))
+            operators.append({"index": oi, "type": op_type, "version": version, "inputs": ins,
+                              "outputs": outs, "options": options})
+        return tensors, inputs, outputs, operators
+
+    tensors, inputs, outputs, operators = read_subgraph(0)
+    from pyembed.model.resvar_import import lower_resource_variables
+    lower_resource_variables(label, tensors, operators, read_subgraph, n_sub)
 
     metadata = {}
     n_meta = _count(model.MetadataLength(), "metadata", 4, buf)
@@ -427,6 +439,13 @@ def _options(op, op_type):
     if op_type == "CUMSUM" and otype == B.CumsumOptions:   # issue #30's fifth batch
         o = load(tflite.CumsumOptions)
         return {"exclusive": bool(o.Exclusive()), "reverse": bool(o.Reverse())}
+    if op_type == "VAR_HANDLE" and otype == B.VarHandleOptions:   # resource variables (resvar_import)
+        o = load(tflite.VarHandleOptions)
+        c, n = o.Container(), o.SharedName()
+        return {"container": (c or b"").decode("utf-8", "replace"),
+                "shared_name": (n or b"").decode("utf-8", "replace")}
+    if op_type == "CALL_ONCE" and otype == B.CallOnceOptions:
+        return {"init_subgraph_index": int(load(tflite.CallOnceOptions).InitSubgraphIndex())}
     data = data_options(op_type, otype, load, lambda n, what: _count(n, what, 4, table.Bytes))
     if data is not None:
         return data

@@ -21,10 +21,23 @@ options type or None, options object or None); ``op`` builds one from an
 options table name and its fields. Builtin codes above 127 are written with
 the deprecated code 127 (PLACEHOLDER_FOR_GREATER_OP_CODES), as the converter
 does.
+
+Resource variables (streaming models' state): a tensor of dtype RESOURCE
+holds a VAR_HANDLE's handle, and ``build(..., subgraphs=[...])`` adds further
+subgraphs (e.g. the one CALL_ONCE runs), each (tensors, ops, inputs, outputs):
+
+    sg1 = ([W.tensor((), W.RESOURCE), W.tensor((4,), np.int32, data=init)],
+           [W.op(S.BuiltinOperator.VAR_HANDLE, [], [0], "VarHandleOptions",
+                 container=b"", sharedName=b"acc"),
+            W.op(S.BuiltinOperator.ASSIGN_VARIABLE, [0, 1], [])], [], [])
+    ops0 = [W.op(S.BuiltinOperator.CALL_ONCE, [], [], "CallOnceOptions", initSubgraphIndex=1), ...]
+    blob = W.build(t0, ops0, inputs=[...], outputs=[...], subgraphs=[sg1])
 """
 import numpy as np
 
 _TYPES = None
+# the dtype of a resource tensor (a VAR_HANDLE's handle; TensorType RESOURCE)
+RESOURCE = "resource"
 
 
 def schema():
@@ -58,7 +71,10 @@ def tensor(shape, dtype=np.int8, scale=None, zp=None, data=None, axis=0, name=No
     tensor (element 2i in the low nibble of byte i), as TFLite stores it."""
     if int4 and (np.dtype(dtype) != np.int8 or data is None):
         raise ValueError("int4=True: expected dtype int8 with constant data")
-    return {"shape": tuple(int(d) for d in shape), "dtype": np.dtype(dtype), "scale": scale, "zp": zp,
+    if isinstance(dtype, str) and dtype == RESOURCE and (data is not None or scale is not None):
+        raise ValueError("a RESOURCE tensor holds a handle: expected no data and no quantization")
+    return {"shape": tuple(int(d) for d in shape),
+            "dtype": RESOURCE if isinstance(dtype, str) and dtype == RESOURCE else np.dtype(dtype), "scale": scale, "zp": zp,
             "data": data, "axis": int(axis), "name": name, "variable": bool(variable),
             "shape_signature": shape_signature, "int4": bool(int4)}
 
@@ -109,19 +125,35 @@ def custom_op(name, inputs, outputs, options=None):
     return ("CUSTOM:" + name, list(inputs), list(outputs), None, raw)
 
 
-def build(tensors, ops, inputs, outputs, name="model"):
-    """The .tflite flatbuffer bytes of one subgraph."""
+def build(tensors, ops, inputs, outputs, name="model", subgraphs=()):
+    """The .tflite flatbuffer bytes of subgraph 0 (tensors, ops, inputs,
+    outputs) and of any further subgraphs, each a (tensors, ops, inputs,
+    outputs) tuple (subgraph 1 is subgraphs[0]; CALL_ONCE names it by index)."""
     import flatbuffers
     S = schema()
-    types = _types()
     m = S.ModelT()
     m.version, m.buffers, m.operatorCodes, m.description = 3, [S.BufferT()], [], name.encode()
+    codes = {}
+    m.subgraphs = [_subgraph(S, m, codes, tensors, ops, inputs, outputs, name)]
+    for k, sub in enumerate(subgraphs, start=1):
+        if len(sub) != 4:
+            raise ValueError(f"subgraphs[{k - 1}]: expected (tensors, ops, inputs, outputs), got {len(sub)} items")
+        m.subgraphs.append(_subgraph(S, m, codes, *sub, f"{name}_{k}"))
+    b = flatbuffers.Builder(1024)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+def _subgraph(S, m, codes, tensors, ops, inputs, outputs, name):
+    """One SubGraphT; constant data goes to m.buffers, operator codes to m.operatorCodes (codes: code -> index)."""
+    types = _types()
     sg = S.SubGraphT()
     sg.tensors, sg.operators, sg.inputs, sg.outputs = [], [], list(inputs), list(outputs)
     sg.name = name.encode()
     for i, t in enumerate(tensors):
         T = S.TensorT()
-        T.shape, T.type, T.buffer = list(t["shape"]), types[t["dtype"]], 0
+        T.shape, T.buffer = list(t["shape"]), 0
+        T.type = S.TensorType.RESOURCE if isinstance(t["dtype"], str) else types[t["dtype"]]
         T.name = (t.get("name") or f"t{i}").encode()
         T.isVariable = t.get("variable", False)
         if t.get("shape_signature") is not None:
@@ -142,7 +174,6 @@ def build(tensors, ops, inputs, outputs, name="model"):
             q.quantizedDimension = t["axis"]
             T.quantization = q
         sg.tensors.append(T)
-    codes = {}
     for code, ins, outs, otype, opts, *inter in ops:
         if code not in codes:
             c = S.OperatorCodeT()
@@ -164,10 +195,7 @@ def build(tensors, ops, inputs, outputs, name="model"):
         if inter:
             o.intermediates = list(inter[0])
         sg.operators.append(o)
-    m.subgraphs = [sg]
-    b = flatbuffers.Builder(1024)
-    b.Finish(m.Pack(b), file_identifier=b"TFL3")
-    return bytes(b.Output())
+    return sg
 
 
 def lstm_model(seed, batch=2, time=3, in_dim=5, state=4, time_major=False, cell_scale=2.0 ** -11,

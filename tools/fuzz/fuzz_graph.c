@@ -41,6 +41,7 @@
 #include "pyembed/pe_batch6.h"
 #include "pyembed/pe_batch7.h"
 #include "pyembed/pe_f32.h"
+#include "pyembed/pe_resvar.h"
 #include "pyembed/pe_svdf.h"
 
 #define MAX_T 32
@@ -1231,6 +1232,71 @@ static int32_t add_batch7_op(fz_reader *r, table *tb, int32_t x)
     return y;
 }
 
+/* Appends a lowered resource-variable operator (pe_resvar.h) shaped by
+ * activation x ([n, h, w, c], int8): READ_VARIABLE of x into a copy;
+ * ASSIGN_VARIABLE of x into a state tensor (int8, sometimes of another
+ * length or type), output an int8 token; or CALL_ONCE with an int32 done flag
+ * (sometimes of a wrong length) and one (constant initial value or x, state)
+ * pair, the state updated in place. Io lists in tb->dio. Returns its output
+ * or -1. */
+static int32_t add_resvar_op(fz_reader *r, table *tb, int32_t x)
+{
+    const int32_t i = tb->nops;
+    pe_graph_op *op = &tb->ops[i];
+    const pe_dims xd = tb->t[x].dims;
+    const int32_t count = xd.n * xd.h * xd.w * xd.c;
+    const int32_t pick = fz_range(r, 0, 2);
+    int32_t *io = tb->dio[i];
+    int32_t y, k;
+    memset(op, 0, sizeof(*op));
+    op->inputs = io;
+    op->outputs = &io[4];
+    op->num_outputs = 1;
+    op->scratch_offset = -1;
+    op->params = NULL;
+    op->num_params = 0;
+    io[0] = x;
+    if (pick == 0) {
+        op->type = PE_GOP_READ_VARIABLE;
+        op->num_inputs = fz_range(r, 1, 2);
+        io[1] = x;
+        y = add_tensor(r, tb, PE_DT_INT8, xd.n, xd.h, xd.w, fz_bool(r) ? xd.c : fz_range(r, 1, 8), 0);
+    } else if (pick == 1) {
+        const int32_t st = add_tensor(r, tb, fz_u8(r) < 16 ? PE_DT_INT16 : PE_DT_INT8, 1, 1,
+                                      fz_bool(r) ? count : fz_range(r, 1, 64), 1, 0);
+        if (st < 0) {
+            return -1;
+        }
+        op->type = PE_GOP_ASSIGN_VARIABLE;
+        op->num_inputs = 2;
+        io[1] = st;
+        y = add_tensor(r, tb, PE_DT_INT8, 1, 1, 1, fz_u8(r) < 16 ? 2 : 1, 0);
+    } else {
+        const int32_t pairs = 1;
+        io[0] = add_tensor(r, tb, PE_DT_INT32, 1, 1, 1, fz_u8(r) < 16 ? 2 : 1, 0);
+        if (io[0] < 0) {
+            return -1;
+        }
+        op->type = PE_GOP_CALL_ONCE;
+        op->num_inputs = fz_u8(r) < 16 ? 2 * pairs : 1 + 2 * pairs;
+        for (k = 0; k < pairs; k++) {
+            const int32_t len = fz_bool(r) ? count : fz_range(r, 1, 64);
+            io[1 + 2 * k] = fz_bool(r) ? add_tensor(r, tb, PE_DT_INT8, 1, 1, 1, len, 1) : x;
+            io[2 + 2 * k] = add_tensor(r, tb, PE_DT_INT8, 1, 1, 1, fz_bool(r) ? len : fz_range(r, 1, 64), 0);
+            if (io[1 + 2 * k] < 0 || io[2 + 2 * k] < 0) {
+                return -1;
+            }
+        }
+        y = add_tensor(r, tb, PE_DT_INT8, 1, 1, 1, 1, 0);
+    }
+    if (y < 0) {
+        return -1;
+    }
+    io[4] = y;
+    tb->nops++;
+    return y;
+}
+
 /* The 8 pe_sum_q8 words (pe_batch5.h), mostly in range. */
 static void draw_sum_q8(fz_reader *r, int32_t *w)
 {
@@ -1734,7 +1800,7 @@ static int32_t add_signal_op(fz_reader *r, table *tb)
     }
     op->inputs = io;
     op->num_inputs = nin;
-    op->outputs = &io[6];
+    op->outputs = &io[4];
     op->num_outputs = nout;
     op->params = nw > 0 ? w : NULL;
     op->num_params = nw;
@@ -1933,13 +1999,13 @@ static int32_t add_f32_op(fz_reader *r, table *tb, int32_t x)
 }
 
 /* One operator of pe_batch5.h (5/8 of the draws), pe_batch6.h (1/8),
- * pe_batch7.h (5/32) or the float32 element-wise ones (3/32; the last
- * byte values, so that the kept inputs of the others decode as before). */
+ * pe_batch7.h (5/32), the float32 element-wise ones (3/64) or pe_resvar.h
+ * (1/16). */
 static int32_t batch567_op(fz_reader *r, table *tb, int32_t x)
 {
     const uint32_t k = fz_u8(r);
     return k < 160 ? add_batch5_op(r, tb, x) : k < 192 ? add_batch6_op(r, tb, x)
-         : k < 232 ? add_batch7_op(r, tb, x) : add_f32_op(r, tb, x);
+         : k < 232 ? add_batch7_op(r, tb, x) : k < 244 ? add_f32_op(r, tb, x) : add_resvar_op(r, tb, x);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in);
@@ -2059,6 +2125,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
                 op->inputs[1] < tb.nt && tb.t[op->inputs[1]].data == NULL) {
                 const pe_graph_tensor *st_t = &tb.t[op->inputs[1]];
                 in_out |= k >= st_t->offset && k < st_t->offset + st_t->bytes;
+            }
+            /* ASSIGN_VARIABLE updates its state input (1), CALL_ONCE its flag (0) and states (2, 4, ..) */
+            for (j = 0; (op->type == PE_GOP_ASSIGN_VARIABLE || op->type == PE_GOP_CALL_ONCE) &&
+                        j < op->num_inputs; j++) {
+                const int written = op->type == PE_GOP_ASSIGN_VARIABLE ? j == 1 : (j % 2 == 0);
+                if (written && op->inputs[j] >= 0 && op->inputs[j] < tb.nt && tb.t[op->inputs[j]].data == NULL) {
+                    const pe_graph_tensor *st_t = &tb.t[op->inputs[j]];
+                    in_out |= k >= st_t->offset && k < st_t->offset + st_t->bytes;
+                }
             }
             /* SVDF updates its state input (4) in place */
             if (op->type == PE_GOP_SVDF && op->num_inputs == 5 && op->inputs[4] >= 0 && op->inputs[4] < tb.nt &&

@@ -125,6 +125,10 @@ typedef enum {
     PE_GOP_ARG_MIN = 91,
     PE_GOP_REDUCE_MAX = 92,
     PE_GOP_REDUCE_MIN = 93,
+    /* 94-96: resource variables and CALL_ONCE, lowered to state copies (pe_resvar.h) */
+    PE_GOP_READ_VARIABLE = 94,
+    PE_GOP_ASSIGN_VARIABLE = 95,
+    PE_GOP_CALL_ONCE = 96,
     /* Operators added after the first twelve take int32 parameter words (pe_graph_op
      * .params), documented in their family's header. The values are stable
      * (emitted tables hold them) and reserved by range: 20-59 data movement,

@@ -136,6 +136,13 @@ pe_status pe_graph_run_f32_unary(const pe_graph *g, const pe_graph_op *op,
                                  const pe_context *scratch, const pe_context *arena);
 pe_status pe_graph_run_f32_binary(const pe_graph *g, const pe_graph_op *op,
                                   const pe_context *scratch, const pe_context *arena);
+/* ---- pe_resvar.h (resource variables, CALL_ONCE) ------------------------------- */
+pe_status pe_graph_run_read_variable(const pe_graph *g, const pe_graph_op *op,
+                                     const pe_context *scratch, const pe_context *arena);
+pe_status pe_graph_run_assign_variable(const pe_graph *g, const pe_graph_op *op,
+                                       const pe_context *scratch, const pe_context *arena);
+pe_status pe_graph_run_call_once(const pe_graph *g, const pe_graph_op *op,
+                                 const pe_context *scratch, const pe_context *arena);
 /* ---- pe_gather.h ---------------------------------------------------------------- */
 pe_status pe_graph_run_gather_batched(const pe_graph *g, const pe_graph_op *op,
                                       const pe_context *scratch, const pe_context *arena);

@@ -148,6 +148,12 @@ pe_graph_runner pe_graph_runner_for(pe_graph_op_type type)
     case PE_GOP_MAXIMUM_F32: case PE_GOP_MINIMUM_F32: case PE_GOP_SQUARED_DIFFERENCE_F32:
     case PE_GOP_FLOOR_DIV: case PE_GOP_FLOOR_MOD:
         return pe_graph_run_f32_binary;
+    case PE_GOP_READ_VARIABLE:
+        return pe_graph_run_read_variable;
+    case PE_GOP_ASSIGN_VARIABLE:
+        return pe_graph_run_assign_variable;
+    case PE_GOP_CALL_ONCE:
+        return pe_graph_run_call_once;
     case PE_GOP_FULLY_CONNECTED_W16:
         return pe_graph_run_fc_w16;
     case PE_GOP_FULLY_CONNECTED_W4:

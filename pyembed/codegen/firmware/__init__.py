@@ -490,7 +490,7 @@ pe_status pe_model_init(void)
     pe_model_ctx.buf = pe_model_arena();
     pe_model_ctx.size = {size_expr};
     pe_model_ctx.stats = NULL;
-    {prefix}_reset_states(pe_model_arena());   /* recurrent states, as TFLM resets them */
+    {prefix}_init_states(pe_model_arena());   /* states of a new interpreter (CALL_ONCE not run yet) */
     pe_model_ready = 1;
     return PE_OK;
 }}
