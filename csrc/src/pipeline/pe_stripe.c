@@ -617,41 +617,42 @@ static int dw_column_whole(const stripe_state *s, const layer_geo *g, int32_t x,
     return *t + g->kw <= s->temp_cols;
 }
 
-/* Output columns [x0, x1) of row o of a depthwise layer that dw_rows_apply
- * accepts: runs of whole windows (dw_column_whole) whose windows lie one
- * stride apart in their stores and whose outputs lie one pixel apart go
- * through the whole-tensor kernel's channel-group loop (pe_dw_dsp_run,
- * pe_conv_gather.h): per run the taps' offsets from the window pointer
- * (ring rows and the temporary are one arena), per group of four channels
- * the start values, weight pairs and requantization constants set up once,
- * then one call for the run. The last co % 4 channels per pixel; a row
- * with padding rows in its windows, accumulators that may reach 2^30 and
- * the other columns take compute_windowed. Same bytes as dw_pixel. */
-__attribute__((noinline)) static void dw_rows(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
+/* Output columns [x, x + m) of row o of depthwise layer L, a run of whole
+ * windows one stride apart in their stores (t0: the first window's
+ * temporary slot, or -1) whose outputs lie one pixel apart from d0: the
+ * taps' byte offsets from the first window's tap 0 (ring rows and the
+ * temporary are one arena), then per group of four channels the start
+ * values, weight pairs and requantization constants set up once and one
+ * pe_dw_dsp_run call for the run; the last co % 4 channels per pixel.
+ * (Not inlined: its table stays off the frames of the per-pixel path.) */
+__attribute__((noinline)) static void dw_run(stripe_run *R, int32_t L, int32_t o, int32_t x, int32_t m, int32_t t0,
+                                             int8_t *d0)
 {
     const pe_stripe_layer *l = &R->net->layers[L];
     const layer_geo *g = &R->G->g[L];
     const stripe_state *s = &R->st[L + 1];
     const int32_t ci = g->in_c, co = g->out_c, c4 = co & ~3;
     const int32_t kh_t = (g->kh - 1) / g->dh + 1, kw_t = (g->kw - 1) / g->dw + 1, taps = kh_t * kw_t;
-    const int32_t row0 = o * g->sh - g->pt;
+    const int32_t row0 = o * g->sh - g->pt, col0 = x * g->sw - g->pl;
     const int32_t ring_w = s->in_b - s->in_a;
-    const int reads_temp = s->temp_cols > 0 && s->in_row >= row0 && s->in_row < row0 + g->kh &&
-                           (s->in_row - row0) % g->dh == 0;
     int32_t tab[PE_DW_ROW_TAB_WORDS];
     int32_t toff[PE_DW_ROW_TAPS];
+    const int8_t *win = NULL;
     pe_conv_params p;
     pe_dims f;
-    int32_t x = x0, oc;
-    if (row0 < 0 || row0 + g->kh > g->in_h) {
-        compute_windowed(R, L, o, x0, x1);
-        return;
-    }
-    for (oc = 0; oc < co; oc++) {
-        const int64_t b = l->bias != NULL ? (int64_t)l->bias[oc] : 0;
-        if ((int64_t)taps * 32640 + (b < 0 ? -b : b) >= ((int64_t)1 << 30)) {
-            compute_windowed(R, L, o, x0, x1);
-            return;
+    int32_t i = 0, j, ky, kx, oc;
+    for (ky = 0; ky < g->kh; ky += g->dh) {
+        const int32_t r = row0 + ky;
+        for (kx = 0; kx < g->kw; kx += g->dw) {
+            const int8_t *tp;
+            if (t0 >= 0 && r == s->in_row) {
+                tp = s->temp + (size_t)(t0 + kx) * (size_t)ci;
+            } else {
+                const int32_t slot = g->ring_rows > 1 ? r % g->ring_rows : 0;
+                tp = s->ring + ((size_t)slot * (size_t)ring_w + (size_t)(col0 + kx - s->in_a)) * (size_t)ci;
+            }
+            win = i == 0 ? tp : win;
+            toff[i++] = (int32_t)(tp - win);
         }
     }
     memset(&p, 0, sizeof p);
@@ -664,9 +665,59 @@ __attribute__((noinline)) static void dw_rows(stripe_run *R, int32_t L, int32_t 
     f.h = kh_t;
     f.w = kw_t;
     f.c = co;
+    pe_dw_dsp_taps(tab, taps, toff, co, g->sw * ci);
+    for (oc = 0; oc < c4; oc += 4) {
+        const int32_t fast = pe_dw_dsp_group(tab, &p, &l->quant, &f, l->weights, l->bias, oc);
+        pe_dw_dsp_run(d0 + oc, m, win + oc, tab, taps, fast, &p, &l->quant, oc);
+    }
+    for (j = 0; j < m; j++) {
+        const int8_t *const w = win + (size_t)j * (size_t)(g->sw * ci);
+        int8_t *const d = d0 + (size_t)j * (size_t)co;
+        for (oc = c4; oc < co; oc++) {
+            int32_t acc = l->bias != NULL ? l->bias[oc] : 0;
+            for (i = 0; i < taps; i++) {
+                acc += (int32_t)l->weights[i * co + oc] * ((int32_t)w[toff[i] + oc] + l->input_offset);
+            }
+            d[oc] = requant_s8(l, acc, oc);
+        }
+        publish(R, L + 1, o, x + j, d, co);
+    }
+    R->macs += (uint64_t)m * (uint64_t)taps * (uint64_t)co;
+}
+
+/* Output columns [x0, x1) of row o of a depthwise layer that dw_rows_apply
+ * accepts: runs of whole windows (dw_column_whole) whose windows lie one
+ * stride apart in their stores and whose outputs lie one pixel apart go
+ * through the whole-tensor kernel's channel-group loop (dw_run,
+ * pe_dw_dsp_run in pe_conv_gather.h); a row with padding rows in its
+ * windows, accumulators that may reach 2^30 (the loop's doubled sums) and
+ * the other columns (padding columns, a window split between the ring and
+ * the temporary or across its wrap) take compute_windowed. Same bytes as
+ * dw_pixel. */
+static void dw_rows(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
+{
+    const pe_stripe_layer *l = &R->net->layers[L];
+    const layer_geo *g = &R->G->g[L];
+    const stripe_state *s = &R->st[L + 1];
+    const int32_t co = g->out_c;
+    const int32_t taps = ((g->kh - 1) / g->dh + 1) * ((g->kw - 1) / g->dw + 1);
+    const int32_t row0 = o * g->sh - g->pt;
+    const int reads_temp = s->temp_cols > 0 && s->in_row >= row0 && s->in_row < row0 + g->kh &&
+                           (s->in_row - row0) % g->dh == 0;
+    int32_t x = x0, oc;
+    if (row0 < 0 || row0 + g->kh > g->in_h) {
+        compute_windowed(R, L, o, x0, x1);
+        return;
+    }
+    for (oc = 0; oc < co; oc++) {
+        const int64_t b = l->bias != NULL ? (int64_t)l->bias[oc] : 0;
+        if ((int64_t)taps * 32640 + (b < 0 ? -b : b) >= ((int64_t)1 << 30)) {
+            compute_windowed(R, L, o, x0, x1);
+            return;
+        }
+    }
     while (x < x1) {
-        int32_t t0, tm, m = 1, i, j, ky, kx;
-        const int8_t *win;
+        int32_t t0, tm, m = 1;
         int8_t *d0;
         if (!dw_column_whole(s, g, x, reads_temp, &t0)) {
             int32_t e = x + 1;
@@ -678,52 +729,12 @@ __attribute__((noinline)) static void dw_rows(stripe_run *R, int32_t L, int32_t 
             continue;
         }
         d0 = out_slot(R, L, o, x);
-        /* the run: windows one stride apart in the same stores, outputs one pixel apart */
         while (x + m < x1 && dw_column_whole(s, g, x + m, reads_temp, &tm) &&
                (tm < 0) == (t0 < 0) && (tm < 0 || tm == t0 + m * g->sw) &&
                out_slot(R, L, o, x + m) == d0 + (size_t)m * (size_t)co) {
             m++;
         }
-        {
-            /* tap pointers of the run's first window; offsets from tap 0's */
-            const int32_t col0 = x * g->sw - g->pl;
-            const int8_t *tp[PE_DW_ROW_TAPS];
-            i = 0;
-            for (ky = 0; ky < g->kh; ky += g->dh) {
-                const int32_t r = row0 + ky;
-                for (kx = 0; kx < g->kw; kx += g->dw) {
-                    if (reads_temp && r == s->in_row && t0 >= 0) {
-                        tp[i] = s->temp + (size_t)(t0 + kx) * (size_t)ci;
-                    } else {
-                        const int32_t slot = g->ring_rows > 1 ? r % g->ring_rows : 0;
-                        tp[i] = s->ring + ((size_t)slot * (size_t)ring_w + (size_t)(col0 + kx - s->in_a)) * (size_t)ci;
-                    }
-                    i++;
-                }
-            }
-            win = tp[0];
-            for (i = 0; i < taps; i++) {
-                toff[i] = (int32_t)(tp[i] - win);
-            }
-        }
-        pe_dw_dsp_taps(tab, taps, toff, co, g->sw * ci);
-        for (oc = 0; oc < c4; oc += 4) {
-            const int32_t fast = pe_dw_dsp_group(tab, &p, &l->quant, &f, l->weights, l->bias, oc);
-            pe_dw_dsp_run(d0 + oc, m, win + oc, tab, taps, fast, &p, &l->quant, oc);
-        }
-        for (j = 0; j < m; j++) {
-            const int8_t *const w = win + (size_t)j * (size_t)(g->sw * ci);
-            int8_t *const d = d0 + (size_t)j * (size_t)co;
-            for (oc = c4; oc < co; oc++) { /* the last co % 4 channels */
-                int32_t acc = l->bias != NULL ? l->bias[oc] : 0;
-                for (i = 0; i < taps; i++) {
-                    acc += (int32_t)l->weights[i * co + oc] * ((int32_t)w[toff[i] + oc] + l->input_offset);
-                }
-                d[oc] = requant_s8(l, acc, oc);
-            }
-            publish(R, L + 1, o, x + j, d, co);
-        }
-        R->macs += (uint64_t)m * (uint64_t)taps * (uint64_t)co;
+        dw_run(R, L, o, x, m, t0, d0);
         x += m;
     }
 }
