@@ -626,13 +626,15 @@ static int dw_column_whole(const stripe_state *s, const layer_geo *g, int32_t x,
  * pe_dw_dsp_run call for the run; the last co % 4 channels per pixel.
  * (Not inlined: its table stays off the frames of the per-pixel path.) */
 __attribute__((noinline)) static void dw_run(stripe_run *R, int32_t L, int32_t o, int32_t x, int32_t m, int32_t t0,
-                                             int8_t *d0)
+                                             int8_t *d0, int32_t ky0, int32_t ky1)
 {
     const pe_stripe_layer *l = &R->net->layers[L];
     const layer_geo *g = &R->G->g[L];
     const stripe_state *s = &R->st[L + 1];
     const int32_t ci = g->in_c, co = g->out_c, c4 = co & ~3;
-    const int32_t kh_t = (g->kh - 1) / g->dh + 1, kw_t = (g->kw - 1) / g->dw + 1, taps = kh_t * kw_t;
+    /* the kernel rows inside the image: a kernel of nky rows whose weights start at row ky0 / dh */
+    const int32_t nky = (ky1 - ky0 - 1) / g->dh + 1, kw_t = (g->kw - 1) / g->dw + 1, taps = nky * kw_t;
+    const int8_t *const wts = l->weights + (size_t)(ky0 / g->dh) * (size_t)kw_t * (size_t)co;
     const int32_t row0 = o * g->sh - g->pt, col0 = x * g->sw - g->pl;
     const int32_t ring_w = s->in_b - s->in_a;
     int32_t tab[PE_DW_ROW_TAB_WORDS];
@@ -641,7 +643,7 @@ __attribute__((noinline)) static void dw_run(stripe_run *R, int32_t L, int32_t o
     pe_conv_params p;
     pe_dims f;
     int32_t i = 0, j, ky, kx, oc;
-    for (ky = 0; ky < g->kh; ky += g->dh) {
+    for (ky = ky0; ky < ky1; ky += g->dh) {
         const int32_t r = row0 + ky;
         for (kx = 0; kx < g->kw; kx += g->dw) {
             const int8_t *tp;
@@ -662,12 +664,12 @@ __attribute__((noinline)) static void dw_run(stripe_run *R, int32_t L, int32_t o
     p.rounding = l->rounding;
     p.ch_mult = 1;
     f.n = 1;
-    f.h = kh_t;
+    f.h = nky;
     f.w = kw_t;
     f.c = co;
     pe_dw_dsp_taps(tab, taps, toff, co, g->sw * ci);
     for (oc = 0; oc < c4; oc += 4) {
-        const int32_t fast = pe_dw_dsp_group(tab, &p, &l->quant, &f, l->weights, l->bias, oc);
+        const int32_t fast = pe_dw_dsp_group(tab, &p, &l->quant, &f, wts, l->bias, oc);
         pe_dw_dsp_run(d0 + oc, m, win + oc, tab, taps, fast, &p, &l->quant, oc);
     }
     for (j = 0; j < m; j++) {
@@ -676,7 +678,7 @@ __attribute__((noinline)) static void dw_run(stripe_run *R, int32_t L, int32_t o
         for (oc = c4; oc < co; oc++) {
             int32_t acc = l->bias != NULL ? l->bias[oc] : 0;
             for (i = 0; i < taps; i++) {
-                acc += (int32_t)l->weights[i * co + oc] * ((int32_t)w[toff[i] + oc] + l->input_offset);
+                acc += (int32_t)wts[i * co + oc] * ((int32_t)w[toff[i] + oc] + l->input_offset);
             }
             d[oc] = requant_s8(l, acc, oc);
         }
@@ -689,8 +691,11 @@ __attribute__((noinline)) static void dw_run(stripe_run *R, int32_t L, int32_t o
  * accepts: runs of whole windows (dw_column_whole) whose windows lie one
  * stride apart in their stores and whose outputs lie one pixel apart go
  * through the whole-tensor kernel's channel-group loop (dw_run,
- * pe_dw_dsp_run in pe_conv_gather.h); a row with padding rows in its
- * windows, accumulators that may reach 2^30 (the loop's doubled sums) and
+ * pe_dw_dsp_run in pe_conv_gather.h), windows with padding rows as a
+ * kernel of their inside rows (the padding adds nothing to the sums); the
+ * run's length is worked out from the image, the ring / temporary border
+ * (committed), the temporary's wrap and the output store's, not column by
+ * column. Accumulators that may reach 2^30 (the loop's doubled sums) and
  * the other columns (padding columns, a window split between the ring and
  * the temporary or across its wrap) take compute_windowed. Same bytes as
  * dw_pixel. */
@@ -699,13 +704,18 @@ static void dw_rows(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
     const pe_stripe_layer *l = &R->net->layers[L];
     const layer_geo *g = &R->G->g[L];
     const stripe_state *s = &R->st[L + 1];
-    const int32_t co = g->out_c;
+    const int32_t co = g->out_c, kw = g->kw, sw = g->sw;
     const int32_t taps = ((g->kh - 1) / g->dh + 1) * ((g->kw - 1) / g->dw + 1);
     const int32_t row0 = o * g->sh - g->pt;
-    const int reads_temp = s->temp_cols > 0 && s->in_row >= row0 && s->in_row < row0 + g->kh &&
+    /* kernel rows [ky0, ky1) inside the image (every dh-th a tap) */
+    const int32_t ky0 = (max32(0, -row0) + g->dh - 1) / g->dh * g->dh;
+    const int32_t ky1 = min32(g->kh, g->in_h - row0);
+    const int reads_temp = s->temp_cols > 0 && s->in_row >= row0 + ky0 && s->in_row < row0 + ky1 &&
                            (s->in_row - row0) % g->dh == 0;
+    /* the last output column whose window is inside the image */
+    const int32_t x_in = (g->in_w - kw + g->pl) >= 0 ? (g->in_w - kw + g->pl) / sw : -1;
     int32_t x = x0, oc;
-    if (row0 < 0 || row0 + g->kh > g->in_h) {
+    if (ky0 >= ky1) {
         compute_windowed(R, L, o, x0, x1);
         return;
     }
@@ -717,7 +727,7 @@ static void dw_rows(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
         }
     }
     while (x < x1) {
-        int32_t t0, tm, m = 1;
+        int32_t t0, tm, m, most, j;
         int8_t *d0;
         if (!dw_column_whole(s, g, x, reads_temp, &t0)) {
             int32_t e = x + 1;
@@ -728,13 +738,22 @@ static void dw_rows(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
             x = e;
             continue;
         }
-        d0 = out_slot(R, L, o, x);
-        while (x + m < x1 && dw_column_whole(s, g, x + m, reads_temp, &tm) &&
-               (tm < 0) == (t0 < 0) && (tm < 0 || tm == t0 + m * g->sw) &&
-               out_slot(R, L, o, x + m) == d0 + (size_t)m * (size_t)co) {
-            m++;
+        most = min32(x1, x_in + 1) - x;
+        if (t0 >= 0) { /* windows in the temporary up to its wrap */
+            most = min32(most, (s->temp_cols - kw - t0) / sw + 1);
+        } else if (reads_temp) { /* windows in the ring up to committed */
+            most = min32(most, (s->committed - kw + g->pl) / sw - x + 1);
         }
-        dw_run(R, L, o, x, m, t0, d0);
+        most = max32(most, 1);
+        d0 = out_slot(R, L, o, x);
+        m = most;
+        if (m > 1 && out_slot(R, L, o, x + m - 1) != d0 + (size_t)(m - 1) * (size_t)co) {
+            /* the output store wraps inside the run: up to the wrap */
+            for (j = 1; j < m && out_slot(R, L, o, x + j) == d0 + (size_t)j * (size_t)co; j++) {
+            }
+            m = j;
+        }
+        dw_run(R, L, o, x, m, t0, d0, ky0, ky1);
         x += m;
     }
 }
