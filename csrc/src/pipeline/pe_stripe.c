@@ -697,9 +697,13 @@ __attribute__((noinline)) static void dw_run(stripe_run *R, int32_t L, int32_t o
  * (committed), the temporary's wrap and the output store's, not column by
  * column. Accumulators that may reach 2^30 (the loop's doubled sums) and
  * the other columns (padding columns, a window split between the ring and
- * the temporary or across its wrap) take compute_windowed. Same bytes as
- * dw_pixel. */
-static void dw_rows(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
+ * the temporary or across its wrap) are left to compute_windowed: the runs
+ * from x0 on are done up to the returned column, and the columns from
+ * there up to *e are the caller's (not inlined, and not the caller of
+ * compute_windowed: its frame stays off the per-pixel path's). Same bytes
+ * as dw_pixel. */
+__attribute__((noinline)) static int32_t dw_rows(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1,
+                                                 int32_t *e)
 {
     const pe_stripe_layer *l = &R->net->layers[L];
     const layer_geo *g = &R->G->g[L];
@@ -715,28 +719,26 @@ static void dw_rows(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
     /* the last output column whose window is inside the image */
     const int32_t x_in = (g->in_w - kw + g->pl) >= 0 ? (g->in_w - kw + g->pl) / sw : -1;
     int32_t x = x0, oc;
+    *e = x1;
     if (ky0 >= ky1) {
-        compute_windowed(R, L, o, x0, x1);
-        return;
+        return x0;
     }
     for (oc = 0; oc < co; oc++) {
         const int64_t b = l->bias != NULL ? (int64_t)l->bias[oc] : 0;
         if ((int64_t)taps * 32640 + (b < 0 ? -b : b) >= ((int64_t)1 << 30)) {
-            compute_windowed(R, L, o, x0, x1);
-            return;
+            return x0;
         }
     }
     while (x < x1) {
         int32_t t0, tm, m, most, j;
         int8_t *d0;
         if (!dw_column_whole(s, g, x, reads_temp, &t0)) {
-            int32_t e = x + 1;
-            while (e < x1 && !dw_column_whole(s, g, e, reads_temp, &tm)) {
-                e++;
+            int32_t end = x + 1;
+            while (end < x1 && !dw_column_whole(s, g, end, reads_temp, &tm)) {
+                end++;
             }
-            compute_windowed(R, L, o, x, e);
-            x = e;
-            continue;
+            *e = end;
+            return x;
         }
         most = min32(x1, x_in + 1) - x;
         if (t0 >= 0) { /* windows in the temporary up to its wrap */
@@ -756,6 +758,7 @@ static void dw_rows(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
         dw_run(R, L, o, x, m, t0, d0, ky0, ky1);
         x += m;
     }
+    return x1;
 }
 #endif
 
@@ -898,7 +901,14 @@ static void compute(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
         }
         if (R->block_w >= PE_STRIPE_CONV_MIN_COLS && x1 - x0 >= PE_STRIPE_CONV_MIN_CALL &&
             dw_rows_apply(&R->net->layers[L], &R->G->g[L])) {
-            dw_rows(R, L, o, x0, x1);
+            int32_t x = x0, e;
+            while (x < x1) { /* runs by dw_rows, the columns between them per pixel */
+                x = dw_rows(R, L, o, x, x1, &e);
+                if (e > x) {
+                    compute_windowed(R, L, o, x, e);
+                }
+                x = e;
+            }
             break;
         }
 #endif
