@@ -597,8 +597,9 @@ static void conv_rows(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x
 #if PE_DSP
 /* Whether output column x of row o of depthwise layer L can join a run of
  * dw_rows: its window inside the image horizontally and, in the row being
- * received, wholly in the row temporary without wrapping (in_pixel's rule:
- * columns from committed on) or wholly in the ring. *t: the window's first
+ * received, wholly in the row temporary (in_pixel's rule: columns from
+ * committed on; its first kw - 1 slots repeated past its end, temp_mirror,
+ * so a window never wraps) or wholly in the ring. *t: the window's first
  * temporary slot (-1 when it reads no temporary). */
 static int dw_column_whole(const stripe_state *s, const layer_geo *g, int32_t x, int reads_temp, int32_t *t)
 {
@@ -614,7 +615,7 @@ static int dw_column_whole(const stripe_state *s, const layer_geo *g, int32_t x,
         return 0; /* split between the ring and the temporary */
     }
     *t = col0 % s->temp_cols;
-    return *t + g->kw <= s->temp_cols;
+    return 1; /* (the mirror: a window from any slot is whole) */
 }
 
 /* Output columns [x, x + m) of row o of depthwise layer L, a run of whole
@@ -741,8 +742,8 @@ __attribute__((noinline)) static int32_t dw_rows(stripe_run *R, int32_t L, int32
             return x;
         }
         most = min32(x1, x_in + 1) - x;
-        if (t0 >= 0) { /* windows in the temporary up to its wrap */
-            most = min32(most, (s->temp_cols - kw - t0) / sw + 1);
+        if (t0 >= 0) { /* windows in the temporary up to its wrap (window starts below temp_cols) */
+            most = min32(most, (s->temp_cols - 1 - t0) / sw + 1);
         } else if (reads_temp) { /* windows in the ring up to committed */
             most = min32(most, (s->committed - kw + g->pl) / sw - x + 1);
         }

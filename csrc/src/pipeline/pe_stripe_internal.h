@@ -102,10 +102,10 @@ static inline int dw_rows_apply(const pe_stripe_layer *l, const layer_geo *g)
 
 /* Columns of a layer's row temporary repeated past its end (its first
  * kw - 1 slots, written again by the executor as they arrive): with the conv
- * row loops a window is read from the temporary in one piece */
+ * and depthwise row loops a window is read from the temporary in one piece */
 static inline int32_t temp_mirror(const pe_stripe_layer *l, const layer_geo *g, int32_t block_w)
 {
-    return block_w >= PE_STRIPE_CONV_MIN_COLS && conv_rows_apply(l, g) ? g->kw - 1 : 0;
+    return block_w >= PE_STRIPE_CONV_MIN_COLS && (conv_rows_apply(l, g) || dw_rows_apply(l, g)) ? g->kw - 1 : 0;
 }
 
 /* ------------------------------------------------------------------------ */
