@@ -256,3 +256,49 @@ def test_firmware_stripe_conv_rows_bit_exact_under_qemu(tmp_path, monkeypatch, r
     grow = region.net.buffer_size(region.stripe_width, 32) - region.net.buffer_size(region.stripe_width, 16)
     assert grow >= 8 * 5 * 8 + 16 * 16, grow
     assert "PE_STRIPE_REGION" in _stripes_firmware_checked(tmp_path, g, 12)
+
+
+def _dw_rows_net():
+    """Depthwise layers the stripe executor's depthwise row loops take
+    (multiplier 1): 3x3 stride 1 and 2, SAME and VALID, 8 channels and 6 (a
+    four-channel group and a two-channel tail), with and without a clamp
+    (the assembly run and the C run of pe_dw_dsp_run), on rows 72 / 70
+    wide, so the blocks of 32 meet the circular row temporary's wrap."""
+    from pyembed.bench._built import _Net
+    n = _Net(7)
+    x = n.input((1, 32, 72, 3))
+    a = n.conv(x, 8, 3, 1)
+    b = n.dwconv(a, 3, 1, act=None, padding="VALID")
+    c = n.dwconv(b, 3, 1)
+    d = n.conv(c, 6, 1, 1)
+    e = n.dwconv(d, 3, 1, act=None)
+    f = n.dwconv(e, 3, 2)
+    y = n.fc(n.reshape(f, (1, int(np.prod(n.shape(f)[1:])))), 3)
+    return n.to_bytes([x], [y])
+
+
+@NEEDS_QEMU
+def test_firmware_stripe_dw_rows_bit_exact_under_qemu(tmp_path, monkeypatch, runtime_objects):
+    """Wide blocks (generate(..., wide_blocks=True): full-width stripes,
+    blocks of 32): the depthwise layers of the region run the depthwise row
+    loops on the Cortex-M4 (pe_dw_dsp_run over runs of whole windows,
+    per-pixel loops at the borders and the temporary's wrap): outputs ==
+    host run == TFLM, every layer in the one region."""
+    from pyembed.target.firmware import build_project, generate, load_manifest, run_project
+    monkeypatch.setenv("RUNTIME_BUILD", runtime_objects)
+    path = tmp_path / "dw.tflite"
+    path.write_bytes(_dw_rows_net())
+    g = load_model(str(path))
+    x = np.random.default_rng(13).integers(-128, 128, size=g.tensors[g.inputs[0]].shape).astype(np.int8)
+    proj = generate(g, "mps2-an386", str(tmp_path / "proj"), strategy="stripes", wide_blocks=True)
+    ops = [o["type"] for o in load_manifest(proj.outdir)["operators"]]
+    assert ops == ["PE_STRIPE_REGION", "RESHAPE", "FULLY_CONNECTED"], ops
+    build_project(proj.outdir, make_vars={"RUNTIME_BUILD": runtime_objects})
+    out = np.asarray(run_project(proj, [x]).outputs[0]).ravel()
+    assert out.tolist() == np.asarray(g.run(x)).ravel().tolist()
+    if HAVE_TFLM:
+        from tflite_micro.python.tflite_micro import runtime
+        it = runtime.Interpreter.from_file(g.source_path)
+        it.set_input(x, 0)
+        it.invoke()
+        assert out.tolist() == np.asarray(it.get_output(0)).ravel().tolist()

@@ -134,12 +134,17 @@ class _Net:
         self.ops.append(("CONV_2D", [x, wt, bt], [out], {"padding": padding, "stride": stride, "act": act}))
         return out
 
-    def dwconv(self, x, k=3, stride=1, act=RELU6):
+    def dwconv(self, x, k=3, stride=1, act=RELU6, padding="SAME"):
         n, h, w, c = self.shape(x)
         wt, bt, wf, bf = self._weights((1, k, k, c), 3, x)
         y = _conv_float(self.val[x], wf, bf, stride, True)
+        if padding == "VALID":   # as conv: stride 1, odd k, the SAME result without its padded border
+            if stride != 1 or k % 2 == 0:
+                raise ValueError("VALID depthwise convolutions are built with stride 1 and an odd kernel")
+            e = (k - 1) // 2
+            y = y[e:y.shape[0] - e, e:y.shape[1] - e] if e else y
         out = self._out((1,) + y.shape, y, act)
-        self.ops.append(("DEPTHWISE_CONV_2D", [x, wt, bt], [out], {"padding": "SAME", "stride": stride, "act": act}))
+        self.ops.append(("DEPTHWISE_CONV_2D", [x, wt, bt], [out], {"padding": padding, "stride": stride, "act": act}))
         return out
 
     def add(self, a, b, act=None):

@@ -226,6 +226,32 @@ void pe_cv_dsp_widen(uint32_t *dst, const int8_t *w, int32_t ws, int32_t kn, int
 void pe_cv_dsp_cols(int32_t *acc, int32_t ncol, const int8_t *x, int32_t x_step, const uint32_t *w,
                     int32_t len, int32_t input_offset);
 
+/* The depthwise channel-group loop (pe_conv_dsp.c) for callers that hold
+ * their input rows elsewhere (the stripe executor's line stores; Arm
+ * DSP-extension builds): channel multiplier 1, at most PE_DW_ROW_TAPS taps,
+ * every window whole (no padding inside it), |acc| < 2^30 for every
+ * channel (the caller checks: taps * 128 * 255 + |bias| < 2^30).
+ * tab holds PE_DW_ROW_TAB_WORDS words.
+ * pe_dw_dsp_taps: the byte offset of tap t's input word from the window
+ * pointer (off[t], taps in the kernel's row-major order; offsets may lead
+ * anywhere in the caller's buffer), the byte step between two outputs
+ * (dst_step) and between two windows (win_step).
+ * pe_dw_dsp_group: channels [c, c + 4)'s start values, doubled weight pairs
+ * and requantization constants (filter: [taps][filter_dims->c], filter_dims
+ * h x w the undilated kernel); returns 1 when all four take the fast
+ * requantization (double rounding, shifts in [-23, -1]). Set the taps
+ * before or after, once for every group that shares them.
+ * pe_dw_dsp_run: n >= 1 outputs, channels c..c+3 of output i at
+ * dst + i * dst_step, from the windows win + i * win_step (win points at
+ * channel c of tap 0): the whole-tensor kernel's loop, same bytes. */
+#define PE_DW_ROW_TAPS 10
+#define PE_DW_ROW_TAB_WORDS (4 + 6 * ((PE_DW_ROW_TAPS + 1) / 2) + 14)
+void pe_dw_dsp_taps(int32_t *tab, int32_t taps, const int32_t *off, int32_t dst_step, int32_t win_step);
+int32_t pe_dw_dsp_group(int32_t *tab, const pe_conv_params *params, const pe_per_channel_quant *quant,
+                        const pe_dims *filter_dims, const int8_t *filter, const int32_t *bias, int32_t c);
+void pe_dw_dsp_run(int8_t *dst, int32_t n, const int8_t *win, const int32_t *tab, int32_t taps, int32_t fast,
+                   const pe_conv_params *params, const pe_per_channel_quant *quant, int32_t c);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 
+#include "pyembed/pe_conv_gather.h"
 #include "pyembed/pe_stripe.h"
 
 /* ------------------------------------------------------------------------ */
@@ -112,13 +113,25 @@ static inline int conv_patch_apply(const pe_stripe_layer *l, const layer_geo *g)
            !conv_rows_apply(l, g) && conv_patch_len(g) <= PE_STRIPE_PATCH_MAX;
 }
 
+/* The depthwise row loops (pe_stripe.c dw_rows, on the Arm DSP extension,
+ * in blocks of at least PE_STRIPE_CONV_MIN_COLS columns): channel
+ * multiplier 1, at least 4 channels, a kernel of at most PE_DW_ROW_TAPS
+ * taps (pe_conv_gather.h). No work block: the loop's table is on the
+ * stack. */
+static inline int dw_rows_apply(const pe_stripe_layer *l, const layer_geo *g)
+{
+    return l->op == PE_STRIPE_DEPTHWISE && g->out_c == g->in_c && g->in_c >= 4 &&
+           ((g->kh - 1) / g->dh + 1) * ((g->kw - 1) / g->dw + 1) <= PE_DW_ROW_TAPS;
+}
+
 /* Columns of a layer's row temporary repeated past its end (its first
  * kw - 1 slots, written again by the executor as they arrive): with the conv
- * row loops (and the patch loops' undilated rows) a window row is read from
- * the temporary in one piece */
+ * row loops (and the patch loops' undilated rows, the depthwise row loops) a
+ * window row is read from the temporary in one piece */
 static inline int32_t temp_mirror(const pe_stripe_layer *l, const layer_geo *g, int32_t block_w)
 {
-    return block_w >= PE_STRIPE_CONV_MIN_COLS && (conv_rows_apply(l, g) || (conv_patch_apply(l, g) && g->dw == 1))
+    return block_w >= PE_STRIPE_CONV_MIN_COLS &&
+                   (conv_rows_apply(l, g) || dw_rows_apply(l, g) || (conv_patch_apply(l, g) && g->dw == 1))
                ? g->kw - 1
                : 0;
 }

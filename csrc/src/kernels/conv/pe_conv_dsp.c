@@ -794,6 +794,63 @@ void pe_dw_dsp_rect(const pe_conv_params *p, const pe_per_channel_quant *q,
     }
 }
 
+void pe_dw_dsp_taps(int32_t *tab, int32_t taps, const int32_t *off, int32_t dst_step, int32_t win_step)
+{
+    int32_t *const rec = tab + 4;
+    const int32_t npairs = (taps + 1) / 2;
+    int32_t t;
+    for (t = 0; t < taps; t++) {
+        rec[6 * (t / 2) + (t & 1)] = off[t];
+    }
+    if (taps & 1) { /* the odd last tap paired with itself (weight 0) */
+        rec[6 * (taps / 2) + 1] = off[taps - 1];
+    }
+    rec[6 * npairs + 12] = dst_step;
+    rec[6 * npairs + 13] = win_step;
+}
+
+int32_t pe_dw_dsp_group(int32_t *tab, const pe_conv_params *p, const pe_per_channel_quant *q,
+                        const pe_dims *f, const int8_t *filter, const int32_t *bias, int32_t c)
+{
+    dw_group g;
+    dw_group_setup(&g, tab + 4, p, q, f, filter, bias, c);
+    return g.fast;
+}
+
+void pe_dw_dsp_run(int8_t *dst, int32_t n, const int8_t *win, const int32_t *tab, int32_t taps, int32_t fast,
+                   const pe_conv_params *p, const pe_per_channel_quant *q, int32_t c)
+{
+    const int32_t npairs = (taps + 1) / 2;
+    const int32_t *const rec = tab + 4, *const end = rec + 6 * npairs;
+    const int32_t amin = p->activation.min, amax = p->activation.max;
+    const int32_t dstep = end[12], wstep = end[13];
+    int32_t i, j;
+#if PE_DSP_ASM
+    if (fast && amin == -128 && amax == 127) {
+        dw_run_asm(dst, n, win, tab, npairs, 0, taps);
+        return;
+    }
+#endif
+    for (i = 0; i < n; i++) {
+        int32_t a[4];
+        int8_t *const d = dst + (size_t)i * (size_t)dstep;
+        for (j = 0; j < 4; j++) {
+            a[j] = tab[j];
+        }
+        dw4_pairs(a, win + (size_t)i * (size_t)wstep, rec, end);
+        for (j = 0; j < 4; j++) {
+            if (fast) { /* end[3j..3j+2]: m, k, right shift */
+                int32_t v = dw_rq(a[j], end[3 * j], end[3 * j + 1], end[3 * j + 2]);
+                v = v > amin ? v : amin;
+                d[j] = (int8_t)(v < amax ? v : amax);
+            } else { /* the doubled sum is exact: halve it */
+                d[j] = finish_slow(pe_fx_asr32(a[j], 1), q->multiplier[c + j], q->shift[c + j], p->rounding,
+                                   amin, amax, p->output_offset);
+            }
+        }
+    }
+}
+
 void pe_dw_dsp_rows(const pe_conv_params *p, const pe_per_channel_quant *q, const pe_dims *in,
                     const int8_t *img, const pe_dims *f, const int8_t *filter,
                     const int32_t *bias, const pe_dims *out, int32_t oy0, int32_t oy1, int8_t *o,
