@@ -40,6 +40,7 @@ typedef struct {
     const pe_row_sink *sink;      /* streamed output: where finished rows go */
     int8_t *outrow;               /* streamed output: the row being produced */
     uint32_t *work;               /* the conv row loops' work block (pe_stripe_work_bytes), or NULL */
+    stripe_taps taps;             /* compute_windowed's tap tables, in the arena */
     uint64_t macs, combines, reads;
     pe_status err;
 } stripe_run;
@@ -341,10 +342,11 @@ static void compute_windowed(stripe_run *R, int32_t L, int32_t o, int32_t x0, in
     const pe_stripe_layer *l = &R->net->layers[L];
     const layer_geo *g = &R->G->g[L];
     const stripe_state *s = &R->st[L + 1];
-    const int8_t *tap[PE_STRIPE_MAX_TAPS];
-    int32_t woff[PE_STRIPE_MAX_TAPS];
-    uint8_t rlen[PE_STRIPE_MAX_TAPS];
-    int32_t roff[PE_STRIPE_MAX_KERNEL]; /* ring offset of window row ky, less in_a columns */
+    /* tap tables (the arena's, sized to the network's largest window) */
+    const int8_t **tap = R->taps.tap;
+    int32_t *woff = R->taps.woff;
+    uint8_t *rlen = R->taps.rlen;
+    int32_t *roff = R->taps.roff; /* ring offset of window row ky, less in_a columns */
     const int32_t row0 = o * g->sh - g->pt;
     /* window rows [ky0, ky1) inside the image; with dilation only every
      * dh-th of them is a tap (ky0 rounded up to one) */
@@ -944,7 +946,7 @@ static pe_status run_impl(const pe_context *ctx, const pe_stripe_net *net, int32
                           const pe_row_sink *sink, const pe_context *lines)
 {
     int64_t ltotal = 0;
-    net_geo G;
+    net_geo G; /* its tables at the front of the arena (pe_stripe_geo_bind) */
     stripe_run R;
     stripe_state *st = NULL;
     int8_t *rowbuf = NULL;
@@ -958,6 +960,19 @@ static pe_status run_impl(const pe_context *ctx, const pe_stripe_net *net, int32
         (rows != NULL && rows->read == NULL) || output_dims == NULL || (output == NULL) == (sink == NULL) ||
         (sink != NULL && sink->write == NULL) || stripe_w < 1 || block_w < 1) {
         return PE_ERR_ARG;
+    }
+    if (net == NULL || net->layers == NULL || net->n_layers < 1 || net->n_layers > PE_STRIPE_MAX_LAYERS) {
+        return PE_ERR_ARG; /* (pe_stripe_analyse's first checks, before the geometry has a place) */
+    }
+    {
+        /* the geometry in the arena's first bytes, sized to the layer count */
+        const int64_t geo = pe_stripe_geo_bind(&G, net->n_layers, NULL);
+        const uintptr_t p = (uintptr_t)ctx->buf;
+        if (ctx->buf == NULL || (int64_t)ctx->size < geo + PE_STRIPE_ALIGN - 1) {
+            return PE_ERR_SCRATCH;
+        }
+        pe_stripe_geo_bind(&G, net->n_layers,
+                           (int8_t *)ctx->buf + ((PE_STRIPE_ALIGN - (p % PE_STRIPE_ALIGN)) % PE_STRIPE_ALIGN));
     }
     status = pe_stripe_analyse(net, &G);
     if (status != PE_OK) {
@@ -987,7 +1002,7 @@ static pe_status run_impl(const pe_context *ctx, const pe_stripe_net *net, int32
     }
     block_w = min32(block_w, PE_STRIPE_MAX_BLOCK);
     status = pe_stripe_layout_split(net, &G, stripe_w, block_w, streamed, NULL, NULL, NULL, NULL, &total, NULL,
-                                    lines != NULL ? &ltotal : NULL, NULL);
+                                    lines != NULL ? &ltotal : NULL, NULL, NULL);
     if (status != PE_OK) {
         return status;
     }
@@ -1006,7 +1021,7 @@ static pe_status run_impl(const pe_context *ctx, const pe_stripe_net *net, int32
     }
     status = pe_stripe_layout_split(net, &G, stripe_w, block_w, streamed, (int8_t *)ctx->buf, &st,
                                     &rowbuf, &outrow, &total, lines != NULL ? (int8_t *)lines->buf : NULL,
-                                    lines != NULL ? &ltotal : NULL, &R.work);
+                                    lines != NULL ? &ltotal : NULL, &R.work, &R.taps);
     if (status != PE_OK) {
         return status;
     }

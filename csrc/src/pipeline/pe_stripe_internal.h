@@ -16,25 +16,53 @@
 /* ------------------------------------------------------------------------ */
 /* Geometry                                                                 */
 
+/* The fields bounded by PE_STRIPE_MAX_KERNEL (window, padding, dilation)
+ * or PE_STRIPE_MAX_FACTOR (fh, fw) are int16_t: the executor keeps one
+ * layer_geo per layer in its arena (20 bytes a layer less); they promote
+ * to int in every expression, so the arithmetic is the same. */
 typedef struct {
     int32_t in_h, in_w, in_c, out_h, out_w, out_c;
-    int32_t kh, kw, sh, sw, pt, pb, pl, pr; /* kh, kw: the window's extent (k - 1) * d + 1 */
-    int32_t dh, dw;       /* dilation: taps at multiples of dh, dw inside the window */
+    int32_t sh, sw;
     int32_t groups;       /* conv: channel groups (1 = an ordinary convolution) */
     int32_t ring_rows;    /* line store rows */
     int32_t branch_rows;  /* add: rows kept of the branch input */
-    int32_t fh, fw;       /* expanding layers: output rows (columns) per input row (column); 1 otherwise */
+    int16_t kh, kw;       /* the window's extent (k - 1) * d + 1, <= PE_STRIPE_MAX_KERNEL */
+    int16_t pt, pb, pl, pr; /* padding, < the window */
+    int16_t dh, dw;       /* dilation: taps at multiples of dh, dw inside the window */
+    int16_t fh, fw;       /* expanding layers: output rows (columns) per input row (column); 1 otherwise */
 } layer_geo;
 
 /* Everything derived from a network; ranges a[i], b[i] are the output column
- * range of producer i - 1 in the current stripe (i = 0: the network input). */
+ * range of producer i - 1 in the current stripe (i = 0: the network input).
+ * g, a and b point at storage for the network's layers: g[n], a[n + 1],
+ * b[n + 1]. The executor keeps them at the front of its arena
+ * (pe_stripe_geo_bind), sized to the region's layer count, so an invoke's
+ * stack holds no geometry; the size queries, which run at plan time, bind
+ * a net_geo_full of their own. */
 typedef struct {
     int32_t n;
     int32_t out_h, out_w, out_c;
+    layer_geo *g;
+    int32_t *a;
+    int32_t *b;
+} net_geo;
+
+/* Storage for any network's geometry (PE_STRIPE_MAX_LAYERS layers), for the
+ * plan-time queries. */
+typedef struct {
+    net_geo G;
     layer_geo g[PE_STRIPE_MAX_LAYERS];
     int32_t a[PE_STRIPE_MAX_LAYERS + 1];
     int32_t b[PE_STRIPE_MAX_LAYERS + 1];
-} net_geo;
+} net_geo_full;
+
+static inline net_geo *net_geo_full_bind(net_geo_full *f)
+{
+    f->G.g = f->g;
+    f->G.a = f->a;
+    f->G.b = f->b;
+    return &f->G;
+}
 
 static inline int32_t min32(int32_t x, int32_t y) { return x < y ? x : y; }
 static inline int32_t max32(int32_t x, int32_t y) { return x > y ? x : y; }
@@ -139,6 +167,9 @@ static inline int32_t temp_mirror(const pe_stripe_layer *l, const layer_geo *g, 
 /* ------------------------------------------------------------------------ */
 /* Arena layout                                                             */
 
+/* Every block of the arena starts at a multiple of this */
+#define PE_STRIPE_ALIGN 8
+
 typedef struct {
     int32_t in_a, in_b, out_a, out_b; /* column ranges in the current stripe */
     int32_t in_row;                    /* input row being received */
@@ -161,6 +192,22 @@ typedef struct {
 
 /* The planner (pe_stripe_plan.c) */
 
+/* Bytes of a network of n layers' geometry in the arena (layer_geo[n],
+ * a[n + 1], b[n + 1]), a multiple of PE_STRIPE_ALIGN; when base != NULL
+ * (PE_STRIPE_ALIGN-aligned) also points G's tables there. n in
+ * [1, PE_STRIPE_MAX_LAYERS]. pe_stripe_layout_split counts these bytes at
+ * the front of the arena. */
+int64_t pe_stripe_geo_bind(net_geo *G, int32_t n, int8_t *base);
+
+/* The tap tables compute_windowed fills per output pixel, sized to the
+ * network: taps entries of each kind, roff rows entries */
+typedef struct {
+    const int8_t **tap;
+    int32_t *woff;
+    uint8_t *rlen;
+    int32_t *roff;
+} stripe_taps;
+
 /* Validates the network and fills G (geometry, line store and branch rows). */
 pe_status pe_stripe_analyse(const pe_stripe_net *net, net_geo *G);
 
@@ -179,7 +226,11 @@ int64_t pe_stripe_work_bytes(const pe_stripe_net *net, const net_geo *G, int32_t
 
 /* Total arena bytes; when base != NULL also carves the buffers into *states
  * (streamed, a PE_STRIPE_STREAM_IN / _OUT mask: the row buffer of a streamed
- * input into *rowbuf, of a streamed output into *outrow). */
+ * input into *rowbuf, of a streamed output into *outrow). The arena, from
+ * its first PE_STRIPE_ALIGN-aligned byte: the geometry
+ * (pe_stripe_geo_bind; the caller binds G there before analysing), the
+ * layer states, the conv row loops' work block, the tap tables, then each
+ * layer's buffers and the row buffers. */
 pe_status pe_stripe_layout(const pe_stripe_net *net, net_geo *G, int32_t stripe_w, int32_t block_w,
                            int streamed, int8_t *base, stripe_state **states, int8_t **rowbuf,
                            int8_t **outrow, int64_t *total);
@@ -188,11 +239,12 @@ pe_status pe_stripe_layout(const pe_stripe_net *net, net_geo *G, int32_t stripe_
  * branch store) in a block of their own: *lines_total gets its bytes (with
  * alignment slack) and, when base != NULL, lines_base holds them; *total
  * then counts the rest (states, row temporaries, row buffers). lines_total
- * NULL: pe_stripe_layout. */
+ * NULL: pe_stripe_layout. work, taps (when not NULL and base != NULL) get the
+ * work block (NULL when it has no bytes) and the tap tables. */
 pe_status pe_stripe_layout_split(const pe_stripe_net *net, net_geo *G, int32_t stripe_w, int32_t block_w,
                                  int streamed, int8_t *base, stripe_state **states, int8_t **rowbuf,
                                  int8_t **outrow, int64_t *total, int8_t *lines_base, int64_t *lines_total,
-                                 uint32_t **work);
+                                 uint32_t **work, stripe_taps *taps);
 
 /* pe_stripe_max_overlap_delta for an analysed network. */
 pe_status pe_stripe_overlap_bound(const pe_stripe_net *net, const net_geo *G, int32_t stripe_w,

@@ -229,8 +229,8 @@ static pe_status expand_geometry(const pe_stripe_layer *l, layer_geo *g)
     if ((int64_t)g->in_h * fh > PE_INT32_MAX || (int64_t)g->in_w * fw > PE_INT32_MAX) {
         return PE_ERR_OVERFLOW;
     }
-    g->fh = fh;
-    g->fw = fw;
+    g->fh = (int16_t)fh; /* <= PE_STRIPE_MAX_FACTOR */
+    g->fw = (int16_t)fw;
     g->out_h = g->in_h * fh;
     g->out_w = g->in_w * fw;
     g->ring_rows = 1;
@@ -285,14 +285,27 @@ static void dry_input_row(dry_run *d, int32_t L, int32_t r)
     }
 }
 
+/* Whether the receptive field of one output pixel (padding positions
+ * included) fits inside the input image, in both directions. Not inlined:
+ * its range tables (0.5 KB) stay off the frame of the dry run after it. */
+__attribute__((noinline)) static int receptive_field_fits(const pe_stripe_net *net, const net_geo *G)
+{
+    int64_t ra[PE_STRIPE_MAX_LAYERS + 1];
+    int64_t rb[PE_STRIPE_MAX_LAYERS + 1];
+    backward_ranges(net, G, 1, 0, G->out_w / 2, G->out_w / 2 + 1, ra, rb);
+    if (rb[0] - ra[0] > net->input.w) {
+        return 0;
+    }
+    backward_ranges(net, G, 0, 0, G->out_h / 2, G->out_h / 2 + 1, ra, rb);
+    return rb[0] - ra[0] <= net->input.h;
+}
+
 /* Validates the network and fills G (geometry, line store and branch rows). */
 pe_status pe_stripe_analyse(const pe_stripe_net *net, net_geo *G)
 {
     int32_t h, w, c, L, r;
     pe_status st;
     dry_run d;
-    int64_t ra[PE_STRIPE_MAX_LAYERS + 1];
-    int64_t rb[PE_STRIPE_MAX_LAYERS + 1];
 
     if (net == NULL || net->layers == NULL || G == NULL) {
         return PE_ERR_ARG;
@@ -321,7 +334,8 @@ pe_status pe_stripe_analyse(const pe_stripe_net *net, net_geo *G)
         g->in_w = w;
         g->in_c = c;
         g->out_c = l->out_c;
-        g->kh = g->kw = g->sh = g->sw = 1;
+        g->sh = g->sw = 1;
+        g->kh = g->kw = 1;
         g->dh = g->dw = 1;
         g->pt = g->pb = g->pl = g->pr = 0;
         if (l->dilation.h < 0 || l->dilation.w < 0 ||
@@ -344,18 +358,24 @@ pe_status pe_stripe_analyse(const pe_stripe_net *net, net_geo *G)
         case PE_STRIPE_POOL:
         case PE_STRIPE_SPACE_TO_DEPTH: {
             int64_t oh, ow, eh, ew;
+            int32_t dh, dw;
             if (l->kernel.h < 1 || l->kernel.w < 1 || l->stride.h < 1 || l->stride.w < 1) {
                 return PE_ERR_ARG;
             }
-            g->dh = l->dilation.h > 1 ? l->dilation.h : 1;
-            g->dw = l->dilation.w > 1 ? l->dilation.w : 1;
+            dh = l->dilation.h > 1 ? l->dilation.h : 1;
+            dw = l->dilation.w > 1 ? l->dilation.w : 1;
             /* the window's extent (int64: no overflow on any field value) */
-            eh = (int64_t)(l->kernel.h - 1) * g->dh + 1;
-            ew = (int64_t)(l->kernel.w - 1) * g->dw + 1;
+            eh = (int64_t)(l->kernel.h - 1) * dh + 1;
+            ew = (int64_t)(l->kernel.w - 1) * dw + 1;
             if (eh > PE_STRIPE_MAX_KERNEL || ew > PE_STRIPE_MAX_KERNEL ||
                 l->kernel.h * l->kernel.w > PE_STRIPE_MAX_TAPS) {
                 return PE_ERR_UNSUPPORTED;
             }
+            /* int16 fields: a one-tap direction's dilation is any value and
+             * changes nothing (its only tap is at 0); stored as 1. Otherwise
+             * dilation < the window <= PE_STRIPE_MAX_KERNEL. */
+            g->dh = (int16_t)(l->kernel.h > 1 ? dh : 1);
+            g->dw = (int16_t)(l->kernel.w > 1 ? dw : 1);
             if (l->padding.top < 0 || l->padding.top >= eh || l->padding.bottom < 0 ||
                 l->padding.bottom >= eh || l->padding.left < 0 || l->padding.left >= ew ||
                 l->padding.right < 0 || l->padding.right >= ew) {
@@ -377,14 +397,14 @@ pe_status pe_stripe_analyse(const pe_stripe_net *net, net_geo *G)
                  (int64_t)l->out_c != (int64_t)l->in_c * l->kernel.h * l->kernel.h)) {
                 return PE_ERR_ARG;
             }
-            g->kh = (int32_t)eh;
-            g->kw = (int32_t)ew;
+            g->kh = (int16_t)eh; /* <= PE_STRIPE_MAX_KERNEL, and the padding below it */
+            g->kw = (int16_t)ew;
             g->sh = l->stride.h;
             g->sw = l->stride.w;
-            g->pt = l->padding.top;
-            g->pb = l->padding.bottom;
-            g->pl = l->padding.left;
-            g->pr = l->padding.right;
+            g->pt = (int16_t)l->padding.top;
+            g->pb = (int16_t)l->padding.bottom;
+            g->pl = (int16_t)l->padding.left;
+            g->pr = (int16_t)l->padding.right;
             oh = (int64_t)h + g->pt + g->pb - g->kh;
             ow = (int64_t)w + g->pl + g->pr - g->kw;
             if (oh < 0 || ow < 0) {
@@ -465,12 +485,7 @@ pe_status pe_stripe_analyse(const pe_stripe_net *net, net_geo *G)
 
     /* Receptive field of one output pixel (padding positions included) must
      * fit inside the input image, in both directions. */
-    backward_ranges(net, G, 1, 0, G->out_w / 2, G->out_w / 2 + 1, ra, rb);
-    if (rb[0] - ra[0] > net->input.w) {
-        return PE_ERR_ARG;
-    }
-    backward_ranges(net, G, 0, 0, G->out_h / 2, G->out_h / 2 + 1, ra, rb);
-    if (rb[0] - ra[0] > net->input.h) {
+    if (!receptive_field_fits(net, G)) {
         return PE_ERR_ARG;
     }
 
@@ -493,8 +508,6 @@ pe_status pe_stripe_analyse(const pe_stripe_net *net, net_geo *G)
 
 /* ------------------------------------------------------------------------ */
 /* Arena layout                                                             */
-
-#define PE_STRIPE_ALIGN 8
 
 static int64_t align_up(int64_t v)
 {
@@ -551,6 +564,50 @@ static int64_t out_row_layout(const net_geo *G, int64_t off, int8_t *aligned, in
     return off + (int64_t)G->out_w * G->out_c;
 }
 
+int64_t pe_stripe_geo_bind(net_geo *G, int32_t n, int8_t *base)
+{
+    const int64_t geo = align_up((int64_t)n * (int64_t)sizeof(layer_geo));
+    const int64_t ranges = align_up(((int64_t)n + 1) * (int64_t)sizeof(int32_t));
+    if (base != NULL) {
+        G->g = (layer_geo *)(void *)base;
+        G->a = (int32_t *)(void *)(base + geo);
+        G->b = (int32_t *)(void *)(base + geo + ranges);
+    }
+    return geo + 2 * ranges;
+}
+
+/* The tap tables at off (aligned): as many entries as the largest window of
+ * a layer compute_windowed runs (the windowed ones and pointwise) has taps,
+ * and a row offset per row of the tallest window; none without such a
+ * layer. Returns the end (aligned); fills
+ * *taps when aligned and taps are not NULL. */
+static int64_t tap_layout(const pe_stripe_net *net, const net_geo *G, int64_t off, int8_t *aligned,
+                          stripe_taps *taps)
+{
+    int64_t most = 0, rows = 0, t_tap, t_woff, t_roff;
+    int32_t L;
+    for (L = 0; L < G->n; L++) {
+        const layer_geo *g = &G->g[L];
+        const pe_stripe_op op = net->layers[L].op;
+        if (is_windowed(op) || op == PE_STRIPE_POINTWISE) {
+            const int64_t n = (int64_t)((g->kh - 1) / g->dh + 1) * ((g->kw - 1) / g->dw + 1);
+            most = n > most ? n : most;
+            rows = g->kh > rows ? g->kh : rows;
+        }
+    }
+    t_tap = off;
+    t_woff = align_up(t_tap + most * (int64_t)sizeof(const int8_t *));
+    t_roff = align_up(t_woff + most * (int64_t)sizeof(int32_t));
+    off = t_roff + rows * (int64_t)sizeof(int32_t); /* rlen (bytes) right after roff */
+    if (aligned != NULL && taps != NULL) {
+        taps->tap = (const int8_t **)(void *)(aligned + t_tap);
+        taps->woff = (int32_t *)(void *)(aligned + t_woff);
+        taps->roff = (int32_t *)(void *)(aligned + t_roff);
+        taps->rlen = (uint8_t *)(aligned + off);
+    }
+    return align_up(off + most);
+}
+
 /* Total arena bytes; when base != NULL also carves the buffers into st. */
 /* streamed: also a buffer for one input row range (the row source writes
  * into it), returned in *rowbuf when base != NULL. */
@@ -559,7 +616,7 @@ pe_status pe_stripe_layout(const pe_stripe_net *net, net_geo *G, int32_t stripe_
                            int8_t **outrow, int64_t *total)
 {
     return pe_stripe_layout_split(net, G, stripe_w, block_w, streamed, base, states, rowbuf, outrow, total, NULL,
-                                  NULL, NULL);
+                                  NULL, NULL, NULL);
 }
 
 int64_t pe_stripe_work_bytes(const pe_stripe_net *net, const net_geo *G, int32_t block_w)
@@ -586,7 +643,7 @@ int64_t pe_stripe_work_bytes(const pe_stripe_net *net, const net_geo *G, int32_t
 pe_status pe_stripe_layout_split(const pe_stripe_net *net, net_geo *G, int32_t stripe_w, int32_t block_w,
                                  int streamed, int8_t *base, stripe_state **states, int8_t **rowbuf,
                                  int8_t **outrow, int64_t *total, int8_t *lines_base, int64_t *lines_total,
-                                 uint32_t **work)
+                                 uint32_t **work, stripe_taps *taps)
 {
     int32_t in_w[PE_STRIPE_MAX_LAYERS];
     int32_t add_w[PE_STRIPE_MAX_LAYERS];
@@ -598,25 +655,30 @@ pe_status pe_stripe_layout_split(const pe_stripe_net *net, net_geo *G, int32_t s
     const int split = lines_total != NULL;
 
     max_widths(net, G, stripe_w, in_w, add_w);
-    off = align_up((int64_t)(G->n + 1) * (int64_t)sizeof(stripe_state));
-    {
-        /* the conv row loops' work block, after the states */
-        const int64_t wb = pe_stripe_work_bytes(net, G, block_w);
-        if (work != NULL) {
-            *work = (base != NULL && wb > 0) ? (uint32_t *)(void *)(base + ((PE_STRIPE_ALIGN - ((uintptr_t)base % PE_STRIPE_ALIGN)) % PE_STRIPE_ALIGN) + off) : NULL;
-        }
-        off = align_up(off + wb);
-    }
     if (base != NULL) {
         const uintptr_t p = (uintptr_t)base;
         aligned = base + ((PE_STRIPE_ALIGN - (p % PE_STRIPE_ALIGN)) % PE_STRIPE_ALIGN);
-        st = (stripe_state *)(void *)aligned;
-        *states = st;
         if (split) {
             const uintptr_t q = (uintptr_t)lines_base;
             laligned = lines_base + ((PE_STRIPE_ALIGN - (q % PE_STRIPE_ALIGN)) % PE_STRIPE_ALIGN);
         }
     }
+    /* the geometry first (bound there by the caller), then the states */
+    off = pe_stripe_geo_bind(G, G->n, NULL);
+    if (base != NULL) {
+        st = (stripe_state *)(void *)(aligned + off);
+        *states = st;
+    }
+    off = align_up(off + (int64_t)(G->n + 1) * (int64_t)sizeof(stripe_state));
+    {
+        /* the conv row loops' work block, after the states */
+        const int64_t wb = pe_stripe_work_bytes(net, G, block_w);
+        if (work != NULL) {
+            *work = (base != NULL && wb > 0) ? (uint32_t *)(void *)(aligned + off) : NULL;
+        }
+        off = align_up(off + wb);
+    }
+    off = tap_layout(net, G, off, aligned, taps);
     for (L = 0; L < G->n; L++) {
         int64_t ring, temp, branch;
         int32_t temp_cols;
@@ -683,19 +745,20 @@ pe_status pe_stripe_layout_split(const pe_stripe_net *net, net_geo *G, int32_t s
 
 pe_status pe_stripe_output_dims(const pe_stripe_net *net, pe_dims *output)
 {
-    net_geo G;
+    net_geo_full GF;
+    net_geo *G = net_geo_full_bind(&GF);
     pe_status st;
     if (output == NULL) {
         return PE_ERR_ARG;
     }
-    st = pe_stripe_analyse(net, &G);
+    st = pe_stripe_analyse(net, G);
     if (st != PE_OK) {
         return st;
     }
     output->n = 1;
-    output->h = G.out_h;
-    output->w = G.out_w;
-    output->c = G.out_c;
+    output->h = G->out_h;
+    output->w = G->out_w;
+    output->c = G->out_c;
     return PE_OK;
 }
 
@@ -719,13 +782,14 @@ static pe_status sized_layout(const pe_stripe_net *net, net_geo *G, int32_t stri
 static pe_status buffer_size(const pe_stripe_net *net, int32_t stripe_w, int32_t block_w,
                              int streamed, int32_t *size)
 {
-    net_geo G;
+    net_geo_full GF;
+    net_geo *G = net_geo_full_bind(&GF);
     pe_status st;
     int64_t total;
     if (size == NULL) {
         return PE_ERR_ARG;
     }
-    st = sized_layout(net, &G, stripe_w, &block_w, streamed, &total);
+    st = sized_layout(net, G, stripe_w, &block_w, streamed, &total);
     if (st != PE_OK) {
         return st;
     }
@@ -757,20 +821,21 @@ pe_status pe_stripe_get_buffer_size_io_s8(const pe_stripe_net *net, int32_t stri
 pe_status pe_stripe_get_buffer_sizes_split_s8(const pe_stripe_net *net, int32_t stripe_w, int32_t block_w,
                                               int32_t streams, int32_t *scratch, int32_t *lines)
 {
-    net_geo G;
+    net_geo_full GF;
+    net_geo *G = net_geo_full_bind(&GF);
     pe_status st;
     int64_t total = 0, ltotal = 0;
     if (scratch == NULL || lines == NULL || (streams & ~(PE_STRIPE_STREAM_IN | PE_STRIPE_STREAM_OUT)) != 0 ||
         stripe_w < 1 || block_w < 1) {
         return PE_ERR_ARG;
     }
-    st = pe_stripe_analyse(net, &G);
+    st = pe_stripe_analyse(net, G);
     if (st != PE_OK) {
         return st;
     }
     block_w = min32(block_w, PE_STRIPE_MAX_BLOCK);
-    st = pe_stripe_layout_split(net, &G, stripe_w, block_w, (int)streams, NULL, NULL, NULL, NULL, &total, NULL,
-                                &ltotal, NULL);
+    st = pe_stripe_layout_split(net, G, stripe_w, block_w, (int)streams, NULL, NULL, NULL, NULL, &total, NULL,
+                                &ltotal, NULL, NULL);
     if (st != PE_OK) {
         return st;
     }
@@ -783,7 +848,8 @@ pe_status pe_stripe_buffer_breakdown(const pe_stripe_net *net, int32_t stripe_w,
                                      int streamed, int32_t *ring, int32_t *temp, int32_t *branch,
                                      int32_t *branch_rows, int32_t *fixed)
 {
-    net_geo G;
+    net_geo_full GF;
+    net_geo *G = net_geo_full_bind(&GF);
     pe_status st;
     int64_t total, parts = 0;
     int32_t in_w[PE_STRIPE_MAX_LAYERS];
@@ -792,19 +858,19 @@ pe_status pe_stripe_buffer_breakdown(const pe_stripe_net *net, int32_t stripe_w,
     if (ring == NULL || temp == NULL || branch == NULL || branch_rows == NULL || fixed == NULL) {
         return PE_ERR_ARG;
     }
-    st = sized_layout(net, &G, stripe_w, &block_w, streamed, &total);
+    st = sized_layout(net, G, stripe_w, &block_w, streamed, &total);
     if (st != PE_OK) {
         return st;
     }
-    max_widths(net, &G, stripe_w, in_w, add_w);
-    for (L = 0; L < G.n; L++) {
+    max_widths(net, G, stripe_w, in_w, add_w);
+    for (L = 0; L < G->n; L++) {
         int64_t r, t, b;
         int32_t temp_cols;
-        buffer_bytes(net, &G, L, in_w[L], add_w[L], block_w, &r, &t, &b, &temp_cols);
+        buffer_bytes(net, G, L, in_w[L], add_w[L], block_w, &r, &t, &b, &temp_cols);
         ring[L] = (int32_t)r; /* each part <= total <= INT32_MAX (layout checked) */
         temp[L] = (int32_t)t;
         branch[L] = (int32_t)b;
-        branch_rows[L] = G.g[L].branch_rows;
+        branch_rows[L] = G->g[L].branch_rows;
         parts += r + t + b;
     }
     *fixed = (int32_t)(total - parts);
@@ -841,16 +907,17 @@ pe_status pe_stripe_overlap_bound(const pe_stripe_net *net, const net_geo *G, in
 
 pe_status pe_stripe_max_overlap_delta(const pe_stripe_net *net, int32_t stripe_w, int64_t *max_delta)
 {
-    net_geo G;
+    net_geo_full GF;
+    net_geo *G = net_geo_full_bind(&GF);
     pe_status st;
     if (max_delta == NULL || stripe_w < 1) {
         return PE_ERR_ARG;
     }
-    st = pe_stripe_analyse(net, &G);
+    st = pe_stripe_analyse(net, G);
     if (st != PE_OK) {
         return st;
     }
-    return pe_stripe_overlap_bound(net, &G, stripe_w, max_delta);
+    return pe_stripe_overlap_bound(net, G, stripe_w, max_delta);
 }
 
 /* Sum over outputs o in [a, b) of the number of taps inside [0, d): a
@@ -874,7 +941,8 @@ static int64_t valid_taps(int64_t a, int64_t b, int32_t k, int32_t s, int32_t p,
 
 pe_status pe_stripe_predict_macs(const pe_stripe_net *net, int32_t stripe_w, int64_t *macs)
 {
-    net_geo G;
+    net_geo_full GF;
+    net_geo *G = net_geo_full_bind(&GF);
     pe_status st;
     int32_t x0, L;
     int64_t total = 0;
@@ -882,29 +950,29 @@ pe_status pe_stripe_predict_macs(const pe_stripe_net *net, int32_t stripe_w, int
     if (macs == NULL || stripe_w < 1) {
         return PE_ERR_ARG;
     }
-    st = pe_stripe_analyse(net, &G);
+    st = pe_stripe_analyse(net, G);
     if (st != PE_OK) {
         return st;
     }
-    for (L = 0; L < G.n; L++) {
-        const layer_geo *g = &G.g[L];
+    for (L = 0; L < G->n; L++) {
+        const layer_geo *g = &G->g[L];
         row_taps[L] = valid_taps(0, g->out_h, g->kh, g->sh, g->pt, g->in_h, g->dh);
     }
-    for (x0 = 0; x0 < G.out_w; x0 += stripe_w) {
-        const int32_t x1 = (int32_t)((int64_t)x0 + stripe_w < G.out_w ? x0 + stripe_w : G.out_w);
-        pe_stripe_ranges(net, &G, x0, x1);
-        for (L = 0; L < G.n; L++) {
+    for (x0 = 0; x0 < G->out_w; x0 += stripe_w) {
+        const int32_t x1 = (int32_t)((int64_t)x0 + stripe_w < G->out_w ? x0 + stripe_w : G->out_w);
+        pe_stripe_ranges(net, G, x0, x1);
+        for (L = 0; L < G->n; L++) {
             const pe_stripe_layer *l = &net->layers[L];
-            const layer_geo *g = &G.g[L];
+            const layer_geo *g = &G->g[L];
             int64_t per_tap;
             if (!is_conv_family(l->op)) {
                 continue;
             }
             per_tap = l->op == PE_STRIPE_DEPTHWISE ? g->out_c : (int64_t)g->in_c / g->groups * g->out_c;
             total += per_tap * row_taps[L] *
-                     valid_taps(G.a[L + 1], G.b[L + 1], g->kw, g->sw, g->pl, g->in_w, g->dw);
+                     valid_taps(G->a[L + 1], G->b[L + 1], g->kw, g->sw, g->pl, g->in_w, g->dw);
         }
-        if ((int64_t)x0 + stripe_w >= G.out_w) {
+        if ((int64_t)x0 + stripe_w >= G->out_w) {
             break;
         }
     }
