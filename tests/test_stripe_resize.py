@@ -69,7 +69,7 @@ def _d2s_net(b, seed=0):
 def _both_net(seed=0):
     """conv -> RESIZE x (3, 2) with half-pixel centres -> conv -> conv -> DEPTH_TO_SPACE 2."""
     n = _Net(seed)
-    x = n.input((1, 6, 8, 2))
+    x = n.input((1, 8, 12, 2))  # (regions pay for their geometry in the arena: 6 x 8 was too small for one)
     a = n.conv(x, 4)
     u = n.upsample(a, 3, 2, True)
     c = n.conv(u, 6)
