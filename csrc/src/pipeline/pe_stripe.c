@@ -454,7 +454,7 @@ static void compute_windowed(stripe_run *R, int32_t L, int32_t o, int32_t x0, in
 
 /* ADD pixel by pixel, for parameters outside pe_add_s8's range (left shift
  * above 20, an input multiplier of one or more) */
-static void add_pixels(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
+__attribute__((noinline)) static void add_pixels(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
 {
     const pe_stripe_layer *l = &R->net->layers[L];
     const pe_stripe_add_params *p = &l->add;
@@ -489,7 +489,7 @@ static void add_pixels(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t 
  * input, branch and destination pixels each follow on in memory go through
  * the whole-tensor kernel pe_add_s8 (the same arithmetic as TFLite's ADD,
  * its DSP loop on Cortex-M), then each pixel is published. */
-static void compute_add(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
+__attribute__((noinline)) static void compute_add(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
 {
     const pe_stripe_layer *l = &R->net->layers[L];
     const pe_stripe_add_params *p = &l->add;
@@ -650,7 +650,7 @@ static void compute(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
             conv_patch_rows(R, L, o, x0, x1);
             break;
         }
-        if (R->block_w >= PE_STRIPE_CONV_MIN_COLS && x1 - x0 >= PE_STRIPE_CONV_MIN_CALL &&
+        if (R->work != NULL && x1 - x0 >= PE_STRIPE_CONV_MIN_CALL &&
             dw_rows_apply(&R->net->layers[L], &R->G->g[L])) {
             int32_t x = x0, e;
             while (x < x1) { /* runs by dw_rows, the columns between them per pixel */

@@ -55,8 +55,9 @@ __attribute__((noinline)) static void dw_run(stripe_run *R, int32_t L, int32_t o
     const int8_t *const wts = l->weights + (size_t)(ky0 / g->dh) * (size_t)kw_t * (size_t)co;
     const int32_t row0 = o * g->sh - g->pt, col0 = x * g->sw - g->pl;
     const int32_t ring_w = s->in_b - s->in_a;
-    int32_t tab[PE_DW_ROW_TAB_WORDS];
-    int32_t toff[PE_DW_ROW_TAPS];
+    /* the loop's table and the tap offsets in the work block (off the stack) */
+    int32_t *const tab = (int32_t *)(void *)R->work;
+    int32_t *const toff = tab + PE_DW_ROW_TAB_WORDS;
     const int8_t *win = NULL;
     pe_conv_params p;
     pe_dims f;

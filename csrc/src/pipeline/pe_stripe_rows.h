@@ -167,7 +167,7 @@ static void conv_row_calls(stripe_run *R, int32_t L, int32_t r, int32_t xa, int3
  * into the work block, then conv_row_calls sums the columns' window rows;
  * the requantization's constants are set up once per channel. The int32
  * sums are conv_pixel's in another order (accumulator_fits bounds them). */
-static void conv_rows(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
+__attribute__((noinline)) static void conv_rows(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
 {
     const pe_stripe_layer *l = &R->net->layers[L];
     const layer_geo *g = &R->G->g[L];
@@ -213,7 +213,7 @@ static void conv_rows(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x
  * length, whose weights are zero), then per four output channels the whole
  * filter is widened once and one pe_cv_dsp_cols call sums every patch.
  * The int32 sums are conv_pixel's in another order. */
-static void conv_patch_rows(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
+__attribute__((noinline)) static void conv_patch_rows(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
 {
     const pe_stripe_layer *l = &R->net->layers[L];
     const layer_geo *g = &R->G->g[L];
