@@ -121,8 +121,9 @@ def test_div_float_reference_and_int32_path_kept():
 
 
 def test_div_refusals():
+    # float32 DIV is not refused: it runs in the float32 room (pyembed.model.ops.f32, code 283)
     g = load_tflite_bytes(div_model((4,), (4,), (4,), (None, None), (None, None), (None, None), dtype=np.float32))
-    assert g.unsupported and "float32 work" in g.operators[0].reason
+    assert not g.unsupported and g.operators[0].params["variant"] == "DIV@float32"
     with pytest.raises(ModelError, match="broadcast"):
         load_tflite_bytes(div_model((4,), (3,), (4,), (0.1, 0), (0.1, 0), (0.1, 0)))
     with pytest.raises(ModelError, match="output shape"):
@@ -241,10 +242,10 @@ def test_registry_and_ops_table():
     from pyembed.model import tflm_registry as R
     rows = {r["name"]: r for r in R.compare()}
     assert rows["DIV"]["status"] == "runs" and "code 233" in rows["DIV"]["detail"]
-    assert "float32 not yet: left to the float32 work" in rows["DIV"]["detail"]
+    assert "float32 (code 283)" in rows["DIV"]["detail"]
     assert rows["CUSTOM:CIRCULAR_BUFFER"]["status"] == "runs"
     out = CliRunner().invoke(main, ["ops", "--tflm"]).output
-    assert any(line.startswith("DIV ") and "float32 work" in line for line in out.splitlines())
+    assert any(line.startswith("DIV ") and "runs" in line and "float32 (code 283)" in line for line in out.splitlines())
 
 
 def _qemu_missing():

@@ -99,8 +99,11 @@ def test_balanced_is_within_the_slack_of_the_fastest(kws_plans):
 
 
 def test_ram_reproduces_the_auto_arena(kws_plans):
+    """ram: the smallest candidate, never above auto's arena (since the stripe
+    regions keep their geometry in the arena, KWS's lean layer plan, 11,328 B,
+    is below auto's 11,760 B)."""
     _, ram, auto = kws_plans
-    assert ram.plan.arena_size == auto.plan.arena_size
+    assert ram.plan.arena_size <= auto.plan.arena_size
     assert ram.plan.arena_size == min(c.arena for c in ram.candidates)
 
 
