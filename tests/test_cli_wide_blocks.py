@@ -42,3 +42,36 @@ def test_wide_blocks_refused_with_segments(tmp_path):
     res = CliRunner().invoke(main, ["plan", str(path), str(path), "--profile", "mps2-an386", "--segments", "64K",
                                     "--wide-blocks", "-o", str(tmp_path / "o")])
     assert res.exit_code == 2 and "--wide-blocks" in res.output, res.output
+
+
+def test_optimize_offers_wide_blocks_and_simulate_replays_the_choice(tmp_path):
+    """--wide-blocks without --strategy on a DSP core with the calibrated
+    instruction model: auto's regions in wide blocks are one more candidate
+    ("auto+wide", priced by the model's PE_STRIPE_REGION/wide group, not by
+    the narrow regions' fit) beside the narrow ones; whichever candidate the
+    objective picks, its plan records wide blocks exactly when it is the wide
+    one, and simulate --plan replays the chosen plan's arena. Without the flag
+    no wide candidate is offered."""
+    out = tmp_path / "p"
+    res = CliRunner().invoke(main, ["plan", "resnet8", "--profile", "mps2-an386", "-o", str(out), "--json",
+                                    "--wide-blocks"])
+    assert res.exit_code == 0, res.output
+    s = json.loads(res.output)
+    cands = s["optimize"]["candidates"]
+    by = {c["strategy"] + (f"+{c['variant']}" if c["variant"] else ""): c for c in cands}
+    assert "auto+wide" in by, sorted(by)
+    # the wide plan differs from auto's narrow one: both in its prediction and its arena
+    wide, narrow = by["auto+wide"], by["auto"]
+    assert wide["predicted_instructions"] != narrow["predicted_instructions"]
+    assert wide["arena_bytes"] != narrow["arena_bytes"]
+    pj = json.loads((out / "plan.json").read_text())
+    chosen = pj["info"]["optimize"]
+    assert bool(pj["info"]["pipeline"].get("wide_blocks")) == ("wide" in chosen["variant"])
+    sim = CliRunner().invoke(main, ["simulate", "resnet8", "--profile", "mps2-an386", "--plan", str(out / "plan.json"),
+                                    "--json"])
+    assert sim.exit_code == 0, sim.output
+    assert json.loads(sim.output)["arena"] == s["arena"]
+    default = CliRunner().invoke(main, ["plan", "resnet8", "--profile", "mps2-an386", "-o", str(tmp_path / "d"),
+                                        "--json"])
+    assert default.exit_code == 0, default.output
+    assert all("wide" not in c["variant"] for c in json.loads(default.output)["optimize"]["candidates"])

@@ -228,7 +228,9 @@ def wide_blocks_option():
     return click.option("--wide-blocks", "wide_blocks", is_flag=True,
                         help="Stripe regions run as full-width stripes in blocks of 32 columns, where the C "
                              "executor runs its convolution row loops (faster on a Cortex-M with the DSP "
-                             "extension; a larger region scratch: the work block and wider row stores).")
+                             "extension; a larger region scratch: the work block and wider row stores). With "
+                             "--strategy: that strategy's regions; without (--optimize picks): auto's regions in "
+                             "wide blocks are one more candidate ('auto+wide') beside the narrow ones.")
 
 
 def fc_int16_weights_option():

@@ -42,7 +42,8 @@ class Candidate:
     plan: object = dataclasses.field(default=None, repr=False, compare=False)
     lines: list = dataclasses.field(default_factory=list, repr=False, compare=False)
     same_as: str | None = None     # another candidate gave this very plan
-    variant: str = ""              # "lean": convolutions in the gather form, DSP blocks where the plan has room
+    variant: str = ""              # "lean": convolutions in the gather form, DSP blocks where the plan has room;
+    #                                "wide": auto's stripe regions in wide blocks (both: "wide+lean")
 
     @property
     def label(self):

@@ -340,17 +340,30 @@ def _plan_pipeline(graph, options, regions, prof):
     # each strategy also as a lean plan: every convolution in the gather form
     # where that keeps its speed, with the DSP work blocks the plan has room for
     lean_too = prof.core in DSP_CORES and getattr(prof, "instruction_model", None) is not None
-    variants = [(name, lean) for lean in ((False, True) if lean_too else (False,)) for name in names]
-    for name, lean in variants:
-        label = name + ("+lean" if lean else "")
+    variants = [(name, lean, False) for lean in ((False, True) if lean_too else (False,)) for name in names]
+    if options.wide_blocks:
+        # --wide-blocks: auto's regions in wide blocks (the C row loops) are one more
+        # candidate beside the narrow ones, so the objective compares the two (on a core
+        # with the calibrated model, its PE_STRIPE_REGION/wide group prices them apart).
+        # Not offered by default: the wide row loops link ~30 KB more runtime code
+        # (ResNet-8: 201,368 B of runtime + tables + weights against 166,780 B for its
+        # default layer plan, above TFLM's 169,615 B code + .tflite), a cost the
+        # objective's arena and instruction figures do not see.
+        variants.append(("auto", False, True))
+    for name, lean, wide in variants:
+        variant = "+".join(v for v, on in (("wide", wide), ("lean", lean)) if on)
+        label = name + (f"+{variant}" if variant else "")
+        opts = options if wide == options.wide_blocks else dataclasses.replace(options, wide_blocks=wide)
         try:
-            g, plan, lines = _plan_one(graph, options, regions, name, cache, prof=prof, lean=lean)
+            g, plan, lines = _plan_one(graph, opts, regions, name, cache, prof=prof, lean=lean)
         except FitError as e:
             errors[label] = e
             continue
+        if wide and not plan.info.get("pipeline", {}).get("wide_blocks"):
+            continue    # no region in wide blocks: the plan of a candidate above
         sig = _signature(g, plan)
         cands.append(objective.Candidate(name, int(plan.arena_size), 0.0, "", int(plan.flash_size), g, plan,
-                                         list(lines), same_as=seen.get(sig), variant="lean" if lean else ""))
+                                         list(lines), same_as=seen.get(sig), variant=variant))
         seen.setdefault(sig, label)
     if not cands:
         raise errors.get("auto") or next(iter(errors.values()))
