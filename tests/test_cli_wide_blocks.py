@@ -75,3 +75,28 @@ def test_optimize_offers_wide_blocks_and_simulate_replays_the_choice(tmp_path):
                                         "--json"])
     assert default.exit_code == 0, default.output
     assert all("wide" not in c["variant"] for c in json.loads(default.output)["optimize"]["candidates"])
+
+
+def test_wide_regions_dropped_where_the_planned_arena_does_not_need_them():
+    """In wide blocks a region costs instructions, so plan_with_strategy drops
+    each chosen region whose removal leaves the planned arena no larger
+    (ResNet-8: auto chose three regions by its liveness estimate, which does
+    not see the layers' proven overlaps). The pruned plan has fewer regions
+    and an arena no larger than the unpruned one; drop_regions replays it."""
+    from pyembed.model.load import load_model
+    from pyembed.data import model_path
+    from pyembed.passes.pipeline import apply_pipeline
+    from pyembed.plan import plan_graph
+    from pyembed.plan.pipeline import _signature, plan_with_strategy
+    graph = load_model(model_path("resnet8"))
+    g, plan, lines = plan_with_strategy(graph, "auto", wide_blocks=True)
+    dropped = plan.info["pipeline"].get("drop_regions")
+    assert dropped, plan.info["pipeline"]
+    full = apply_pipeline(graph, "auto", wide_blocks=True)
+    kept = [op for op in g.operators if op.type == "PE_STRIPE_REGION"]
+    assert 0 < len(kept) < len(full.regions)
+    assert {r.first for r in full.regions} - {op.params["ops"][0] for op in kept} == set(dropped)
+    assert plan.arena_size <= plan_graph(full.graph).arena_size
+    assert any("layer by layer after all" in ln for ln in lines)
+    g2, plan2, _ = plan_with_strategy(graph, "auto", wide_blocks=True, drop_regions=tuple(dropped))
+    assert plan2.arena_size == plan.arena_size and _signature(g2) == _signature(g)

@@ -333,14 +333,14 @@ def parse_fraction(text, name="--max-extra-macs"):
 
 
 def apply_strategy(graph, strategy, max_extra_macs="10%", stream_input=False, max_region_weights=None,
-                   stream_output=False, split_stores=False, wide_blocks=False):
+                   stream_output=False, split_stores=False, wide_blocks=False, drop_regions=()):
     """The compiler pipeline (pyembed.passes.pipeline) on graph: returns the
     rewritten graph and the lines saying what was chosen per region and why
     (max_region_weights: a weight segment block, see apply_pipeline)."""
     from pyembed.passes.pipeline import apply_pipeline
     res = apply_pipeline(graph, strategy, max_extra_macs=parse_fraction(max_extra_macs), stream_input=stream_input,
                          max_region_weights=max_region_weights, stream_output=stream_output,
-                         split_stores=split_stores, wide_blocks=wide_blocks)
+                         split_stores=split_stores, wide_blocks=wide_blocks, drop_regions=drop_regions)
     changed = res.regions or res.fused or res.streamed_tensor >= 0 or stream_input or stream_output or any(
         n.startswith(("gather", "PAD")) for n in res.notes)
     from pyembed.model.graph import imported_ops

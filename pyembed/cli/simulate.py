@@ -153,9 +153,11 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
             stream_output = bool(recorded.get("stream_output", False))
             split_stores = bool(recorded.get("split_stores", False))
             wide_blocks = bool(recorded.get("wide_blocks", False))
+            drop_regions = tuple(int(d) for d in recorded.get("drop_regions", ()))
         else:
             pipeline, stream_input, stream_output = "none", False, False   # a plan of the graph as imported
             split_stores = wide_blocks = False
+            drop_regions = ()
         for line in apply_attention(graph, attention):
             if not as_json:
                 click.echo(line)
@@ -165,7 +167,8 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
             from pyembed.cli.plan import apply_strategy
             graph, pipeline_lines = apply_strategy(graph, pipeline, max_extra_macs, stream_input=stream_input,
                                                    max_region_weights=_weight_block(seg), stream_output=stream_output,
-                                                   split_stores=split_stores, wide_blocks=wide_blocks)
+                                                   split_stores=split_stores, wide_blocks=wide_blocks,
+                                                   drop_regions=drop_regions)
             if not as_json:
                 for line in (pipeline_lines if verbose else brief(pipeline_lines)):
                     click.echo(line)

@@ -585,8 +585,13 @@ def apply_pipeline(graph, strategy="auto", *args, **kwargs):
 
 def _apply_strategy(graph, strategy="auto", max_extra_macs=0.10, fuse=True, rounding="double", stream_input=False,
                     gather=True, max_region_weights=None, stream_output=False, split_stores=False,
-                    wide_blocks=False):
+                    wide_blocks=False, drop_regions=()):
     """Rewrite graph with the chosen strategy; see the module docstring.
+
+    drop_regions: the first operators of chosen regions to leave layer by
+    layer after all (pyembed.plan.pipeline.plan_with_strategy drops, in wide
+    blocks, the regions whose planned arena does not need them; plan.json
+    records them, so simulate --plan redoes the same rewrite).
 
     stream_input: the graph input is delivered row by row (a camera
     pipeline) when a stripe region reads it: that region runs as one stripe
@@ -653,6 +658,13 @@ def _apply_strategy(graph, strategy="auto", max_extra_macs=0.10, fuse=True, roun
         regions, more = choose_regions(graph, limit, fuse=fuse, rounding=rounding, stream=stream,
                                        max_weights=max_region_weights, stream_out=stream_out)
         notes += more
+        if drop_regions:
+            gone = [r for r in regions if r.first in set(drop_regions)]
+            regions = [r for r in regions if r.first not in set(drop_regions)]
+            if gone:
+                notes.append(f"layer by layer after all: the region(s) of ops "
+                             f"{', '.join(f'{r.first}..{r.last}' for r in gone)} (the planned arena is no "
+                             f"larger without them, and they cost instructions)")
     if (split_stores or wide_blocks) and regions:
         cache = _RegionCache(graph)
         regions = [dataclasses.replace(cache.region(r.first, r.last, None if wide_blocks else r.stripe_width,

@@ -24,7 +24,7 @@ def _signature(g):
 
 def plan_with_strategy(graph, strategy="auto", max_extra_macs=0.10, overlaps=True, stream_input=False,
                        max_region_weights=None, cache=None, stream_output=False, split_stores=False,
-                       wide_blocks=False, **plan_kw):
+                       wide_blocks=False, drop_regions=(), **plan_kw):
     """(rewritten graph, its plan, report lines). strategy "none" plans the
     graph as imported. stream_input: the graph input arrives row by row
     (apply_pipeline); plan.info["pipeline"]["stream_input"] records it.
@@ -34,7 +34,13 @@ def plan_with_strategy(graph, strategy="auto", max_extra_macs=0.10, overlaps=Tru
     their own, apart from its scratch (memories per part, apply_pipeline);
     plan.info["pipeline"]["split_stores"] records it. wide_blocks: stripe
     regions as full-width stripes in wide blocks (apply_pipeline),
-    plan.info["pipeline"]["wide_blocks"].
+    plan.info["pipeline"]["wide_blocks"]. In wide blocks a region costs
+    instructions its narrow form does not save (the row loops' speed is
+    close to the layers'), and auto chose the regions by a liveness estimate
+    that does not see the layers' proven overlaps: each chosen region whose
+    removal leaves the planned arena no larger is dropped (last first;
+    plan.info["pipeline"]["drop_regions"] records the first operators, and
+    drop_regions replays them without planning again).
     max_region_weights: no stripe region with more constant bytes (a weight
     segment block, apply_pipeline). cache: a dict shared by calls on the same
     graph and planner options (pyembed.target.planning plans every strategy):
@@ -63,10 +69,28 @@ def plan_with_strategy(graph, strategy="auto", max_extra_macs=0.10, overlaps=Tru
         plan.info["pipeline"] = {"strategy": "none", "max_extra_macs": float(max_extra_macs), "stream_input": False,
                                  "stream_output": False}
         return graph, plan, []
-    res = apply_pipeline(graph, strategy, max_extra_macs=max_extra_macs, stream_input=stream_input,
-                         max_region_weights=max_region_weights, stream_output=stream_output,
-                         split_stores=split_stores, wide_blocks=wide_blocks)
+    def _apply(drop):
+        return apply_pipeline(graph, strategy, max_extra_macs=max_extra_macs, stream_input=stream_input,
+                              max_region_weights=max_region_weights, stream_output=stream_output,
+                              split_stores=split_stores, wide_blocks=wide_blocks, drop_regions=tuple(sorted(drop)))
+    dropped = set(drop_regions)
+    res = _apply(dropped)
     plan = _plan(res.graph)
+    if wide_blocks and not drop_regions and len(res.regions) > 1:
+        from pyembed.errors import FitError
+        for r in sorted(res.regions, key=lambda r: -r.first):
+            if len(res.regions) <= 1:
+                break   # (none at all: the layer-by-layer comparison below)
+            trial = _apply(dropped | {r.first})
+            if len(trial.regions) != len(res.regions) - 1:
+                continue
+            try:
+                tplan = _plan(trial.graph)
+            except FitError:
+                continue
+            if tplan.arena_size <= plan.arena_size:
+                dropped.add(r.first)
+                res, plan = trial, tplan
     lines = res.report()
     if strategy in ("auto", "stripes") and res.regions:
         from pyembed.errors import FitError
@@ -93,4 +117,6 @@ def plan_with_strategy(graph, strategy="auto", max_extra_macs=0.10, overlaps=Tru
                              "split_stores": bool(split_stores and res.regions)}
     if wide_blocks and res.regions:
         plan.info["pipeline"]["wide_blocks"] = True
+        if dropped:
+            plan.info["pipeline"]["drop_regions"] = sorted(int(d) for d in dropped)
     return res.graph, plan, lines

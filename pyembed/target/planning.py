@@ -349,7 +349,7 @@ def _plan_pipeline(graph, options, regions, prof):
         # (ResNet-8: 201,368 B of runtime + tables + weights against 166,780 B for its
         # default layer plan, above TFLM's 169,615 B code + .tflite), a cost the
         # objective's arena and instruction figures do not see.
-        variants.append(("auto", False, True))
+        variants += [("auto", lean, True) for lean in ((False, True) if lean_too else (False,))]
     for name, lean, wide in variants:
         variant = "+".join(v for v, on in (("wide", wide), ("lean", lean)) if on)
         label = name + (f"+{variant}" if variant else "")
