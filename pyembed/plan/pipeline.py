@@ -37,7 +37,7 @@ def plan_with_strategy(graph, strategy="auto", max_extra_macs=0.10, overlaps=Tru
     plan.info["pipeline"]["wide_blocks"]. In wide blocks a region costs
     instructions its narrow form does not save (the row loops' speed is
     close to the layers'), and auto chose the regions by a liveness estimate
-    that does not see the layers' proven overlaps: each chosen region whose
+    that does not see the layers' proven overlaps: each region auto chose whose
     removal leaves the planned arena no larger is dropped (last first;
     plan.info["pipeline"]["drop_regions"] records the first operators, and
     drop_regions replays them without planning again).
@@ -76,7 +76,7 @@ def plan_with_strategy(graph, strategy="auto", max_extra_macs=0.10, overlaps=Tru
     dropped = set(drop_regions)
     res = _apply(dropped)
     plan = _plan(res.graph)
-    if wide_blocks and not drop_regions and len(res.regions) > 1:
+    if wide_blocks and strategy == "auto" and not drop_regions and len(res.regions) > 1:
         from pyembed.errors import FitError
         for r in sorted(res.regions, key=lambda r: -r.first):
             if len(res.regions) <= 1:
