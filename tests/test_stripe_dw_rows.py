@@ -60,3 +60,29 @@ def test_wide_blocks_reserve_the_depthwise_mirror():
     assert k3 - k5 == 2 * 16 + 4 * ((4 + 6 * 5 + 14) + 10), (k3, k5)
     c3 = [_grow(stripe.random_depthwise(rng, 3, kernel=k), (12, 80, 3)) for k in (3, 5)]
     assert c3[0] == c3[1], c3
+
+
+@pytest.mark.parametrize("block", [1, 32])
+def test_one_channel_depthwise_runs_as_a_convolution_in_a_region(block):
+    """A DEPTHWISE_CONV_2D on one input channel (person detection's first layer:
+    96x96x1 -> 48x48x8, channel multiplier 8) is a convolution of out_c one-channel
+    filters; a region maps it to a conv layer (the row / patch loops instead of the
+    per-pixel depthwise loop repeating each window per channel) with its filters
+    reordered into a constant of their own. The rewritten graph == the imported one."""
+    from pyembed.data import model_path
+    from pyembed.model.chain import from_operator
+    from pyembed.model.load import load_model
+    from pyembed.kernels.layers import Conv2D
+    from pyembed.passes.padfold import fold_pads
+    from pyembed.passes.pipeline import _RegionCache, rewrite
+    g0 = load_model(model_path("person_detect"))
+    g, _ = fold_pads(g0)
+    assert g.operators[0].type == "DEPTHWISE_CONV_2D" and g.tensors[g.operators[0].inputs[0]].shape[-1] == 1
+    assert isinstance(from_operator(g, g.operators[0]), Conv2D)
+    region = _RegionCache(g).region(0, 1, None, block)
+    g2 = rewrite(g, [region], [], "double")
+    rng = np.random.default_rng(7)
+    for _ in range(2):
+        x = rng.integers(-128, 128, size=g0.tensors[g0.inputs[0]].shape).astype(np.int8)
+        want, got = np.asarray(g0.run(x)), np.asarray(g2.run(x))
+        assert np.array_equal(want, got), (want, got)

@@ -111,7 +111,13 @@ def from_operator(graph, op, *, rounding="double", main_input=0, from_layer=-1):
                           input_zero_point=-p["input_offset"], output_zero_point=p["output_offset"],
                           act_min=p["act_min"], act_max=p["act_max"], rounding=rnd)
             pad = tuple(int(v) for v in p["pad"])
-            if op.type == "DEPTHWISE_CONV_2D":
+            if op.type == "DEPTHWISE_CONV_2D" and x_shape[2] == 1:
+                # one input channel: the same sums as a convolution with out_c filters of one
+                # channel (OHWI from the depthwise [1, kh, kw, out_c]), which the executor runs
+                # in its row loops (the depthwise per-pixel loop repeats each window per channel)
+                layer = Conv2D(np.ascontiguousarray(np.transpose(w.reshape(w.shape[1:]), (2, 0, 1))[..., None]),
+                               stride=tuple(p["stride"]), padding=pad, dilation=dil, groups=1, **common)
+            elif op.type == "DEPTHWISE_CONV_2D":
                 layer = DepthwiseConv2D(w.reshape(w.shape[1:]), ch_mult=p["depth_multiplier"],
                                         stride=tuple(p["stride"]), padding=pad, dilation=dil, **common)
             elif (tuple(p["kernel"]) == (1, 1) and tuple(p["stride"]) == (1, 1) and pad == (0, 0, 0, 0)

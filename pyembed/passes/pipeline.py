@@ -195,7 +195,13 @@ def region_operator(graph, region, tensors):
             out_c = int(spec["out_c"])
             slots = []
             slots.append(len(inputs))
-            inputs.append(gop.inputs[1])
+            if gop.type == "DEPTHWISE_CONV_2D" and spec["op"] != "depthwise":
+                # a one-channel depthwise run as a convolution (chain.from_operator): its
+                # filters in the convolution's OHWI order, a constant of their own
+                inputs.append(_new_const(tensors, f"region{region.first}_l{i}_weights",
+                                         np.ascontiguousarray(spec["weights"], dtype=np.int8)))
+            else:
+                inputs.append(gop.inputs[1])
             if len(gop.inputs) > 2 and gop.inputs[2] >= 0:
                 slots.append(len(inputs))
                 inputs.append(gop.inputs[2])
