@@ -77,26 +77,36 @@ def test_optimize_offers_wide_blocks_and_simulate_replays_the_choice(tmp_path):
     assert all("wide" not in c["variant"] for c in json.loads(default.output)["optimize"]["candidates"])
 
 
-def test_wide_regions_dropped_where_the_planned_arena_does_not_need_them():
-    """In wide blocks a region costs instructions, so plan_with_strategy drops
-    each chosen region whose removal leaves the planned arena no larger
-    (ResNet-8: auto chose three regions by its liveness estimate, which does
-    not see the layers' proven overlaps). The pruned plan has fewer regions
-    and an arena no larger than the unpruned one; drop_regions replays it."""
-    from pyembed.model.load import load_model
+def test_wide_regions_dropped_where_the_plan_does_not_need_them():
+    """In wide blocks a region costs instructions, so the planning path drops
+    each region auto chose whose removal leaves the whole plan (DSP work
+    blocks granted) no larger and, by the calibrated instruction model, no
+    slower (ResNet-8: auto chose three regions by its liveness estimate,
+    which does not see the layers' proven overlaps). The pruned plan has
+    fewer regions, an arena and a prediction no larger than the unpruned
+    one's; plan.json's drop_regions replays it."""
+    from firmware_sim.profiles import load_profile
     from pyembed.data import model_path
-    from pyembed.passes.pipeline import apply_pipeline
-    from pyembed.plan import plan_graph
+    from pyembed.model.load import load_model
     from pyembed.plan.pipeline import _signature, plan_with_strategy
+    from pyembed.target import objective
+    from pyembed.target.planning import PlanOptions, dsp_widen, plan_for_target
+    prof = load_profile("mps2-an386")
     graph = load_model(model_path("resnet8"))
-    g, plan, lines = plan_with_strategy(graph, "auto", wide_blocks=True)
-    dropped = plan.info["pipeline"].get("drop_regions")
-    assert dropped, plan.info["pipeline"]
-    full = apply_pipeline(graph, "auto", wide_blocks=True)
-    kept = [op for op in g.operators if op.type == "PE_STRIPE_REGION"]
-    assert 0 < len(kept) < len(full.regions)
-    assert {r.first for r in full.regions} - {op.params["ops"][0] for op in kept} == set(dropped)
-    assert plan.arena_size <= plan_graph(full.graph).arena_size
-    assert any("layer by layer after all" in ln for ln in lines)
-    g2, plan2, _ = plan_with_strategy(graph, "auto", wide_blocks=True, drop_regions=tuple(dropped))
-    assert plan2.arena_size == plan.arena_size and _signature(g2) == _signature(g)
+    tp = plan_for_target(graph, prof, PlanOptions(strategy="auto", wide_blocks=True), action="plan")
+    dropped = tp.plan.info["pipeline"].get("drop_regions")
+    assert dropped, tp.plan.info["pipeline"]
+    kept = [op for op in tp.graph.operators if op.type == "PE_STRIPE_REGION"]
+    g_full, p_full, _ = plan_with_strategy(graph, "auto", wide_blocks=True)
+    g_full, p_full = dsp_widen(g_full, p_full, prof)
+    full = [op for op in g_full.operators if op.type == "PE_STRIPE_REGION"]
+    assert 0 < len(kept) < len(full)
+    assert {op.params["ops"][0] for op in full} - {op.params["ops"][0] for op in kept} == set(dropped)
+    assert tp.plan.arena_size <= p_full.arena_size
+    assert objective.predicted_cost(tp.graph, prof, "instructions")[0] <= \
+        objective.predicted_cost(g_full, prof, "instructions")[0]
+    assert any("layer by layer after all" in ln for ln in tp.pipeline_lines)
+    g2, p2, _ = plan_with_strategy(graph, "auto", wide_blocks=True, drop_regions=tuple(dropped))
+    g2, p2 = dsp_widen(g2, p2, prof)
+    assert p2.arena_size == tp.plan.arena_size
+    assert _signature(g2) == _signature(tp.graph)

@@ -34,13 +34,10 @@ def plan_with_strategy(graph, strategy="auto", max_extra_macs=0.10, overlaps=Tru
     their own, apart from its scratch (memories per part, apply_pipeline);
     plan.info["pipeline"]["split_stores"] records it. wide_blocks: stripe
     regions as full-width stripes in wide blocks (apply_pipeline),
-    plan.info["pipeline"]["wide_blocks"]. In wide blocks a region costs
-    instructions its narrow form does not save (the row loops' speed is
-    close to the layers'), and auto chose the regions by a liveness estimate
-    that does not see the layers' proven overlaps: each region auto chose whose
-    removal leaves the planned arena no larger is dropped (last first;
-    plan.info["pipeline"]["drop_regions"] records the first operators, and
-    drop_regions replays them without planning again).
+    plan.info["pipeline"]["wide_blocks"]. drop_regions: the first operators
+    of regions auto chose to leave layer by layer after all
+    (pyembed.target.planning drops, in wide blocks, those the plan does not
+    need); plan.info["pipeline"]["drop_regions"] records them.
     max_region_weights: no stripe region with more constant bytes (a weight
     segment block, apply_pipeline). cache: a dict shared by calls on the same
     graph and planner options (pyembed.target.planning plans every strategy):
@@ -76,21 +73,6 @@ def plan_with_strategy(graph, strategy="auto", max_extra_macs=0.10, overlaps=Tru
     dropped = set(drop_regions)
     res = _apply(dropped)
     plan = _plan(res.graph)
-    if wide_blocks and strategy == "auto" and not drop_regions and len(res.regions) > 1:
-        from pyembed.errors import FitError
-        for r in sorted(res.regions, key=lambda r: -r.first):
-            if len(res.regions) <= 1:
-                break   # (none at all: the layer-by-layer comparison below)
-            trial = _apply(dropped | {r.first})
-            if len(trial.regions) != len(res.regions) - 1:
-                continue
-            try:
-                tplan = _plan(trial.graph)
-            except FitError:
-                continue
-            if tplan.arena_size <= plan.arena_size:
-                dropped.add(r.first)
-                res, plan = trial, tplan
     lines = res.report()
     if strategy in ("auto", "stripes") and res.regions:
         from pyembed.errors import FitError

@@ -257,19 +257,60 @@ def _plan_forms(graph, options, regions, strategy, cache, prof, forms):
     from pyembed.plan.pipeline import plan_with_strategy
     lean = forms is not None
     cap = options.weight_block
-    while True:
+
+    def one(drop=()):
         g, plan, lines = plan_with_strategy(
             graph, strategy, max_extra_macs=float(options.max_extra_macs), overlaps=options.overlaps,
             stream_input=options.stream_input, max_region_weights=cap, cache=cache, regions=regions,
             stream_output=options.stream_output, split_stores=options.split_stores,
-            wide_blocks=options.wide_blocks, algorithm=options.algorithm, search_order=options.search_order, time_limit=float(options.time_limit))
+            wide_blocks=options.wide_blocks, drop_regions=drop, algorithm=options.algorithm,
+            search_order=options.search_order, time_limit=float(options.time_limit))
         g, plan = dsp_widen(g, plan, prof, lean=lean)
         if lean:
             plan.info["conv_forms"] = forms   # simulate --plan starts from the same forms (replay)
+        return g, plan, lines
+    while True:
+        g, plan, lines = one()
+        if options.wide_blocks and strategy == "auto" and options.weight_block is None:
+            g, plan, lines = _drop_wide_regions(one, g, plan, lines, prof)
         cap2 = _segment_cap(g, plan, prof, options, cap)
         if cap2 is None:
             return g, plan, lines
         cap, cache = cap2, None    # the regions were chosen for the larger cap: plan again
+
+
+def _drop_wide_regions(one, g, plan, lines, prof):
+    """In wide blocks a region runs close to its layers' speed, so it is worth
+    its instructions only where the arena needs it, and auto chose its regions
+    by a liveness estimate that does not see the layers' proven overlaps nor
+    the DSP work blocks granted afterwards: each region (last first) is left
+    layer by layer when the whole plan without it (widened as the candidate
+    is) has an arena no larger and, on a core with the calibrated instruction
+    model, no more predicted instructions (the layers it leaves may lose
+    their work blocks). Without that model nothing is dropped."""
+    from pyembed.errors import FitError
+    from pyembed.target import objective
+    if prof is None or getattr(prof, "instruction_model", None) is None or not objective.covered(g, prof):
+        return g, plan, lines
+    firsts = [op.params["ops"][0] for op in g.operators if op.type == "PE_STRIPE_REGION"]
+    if len(firsts) < 2:
+        return g, plan, lines    # (one region or none: auto's own layer-by-layer comparison)
+    cost = objective.predicted_cost(g, prof, "instructions")[0]
+    dropped = []
+    for first in sorted(firsts, reverse=True):
+        if len(firsts) - len(dropped) <= 1:
+            break
+        try:
+            g2, plan2, lines2 = one(tuple(dropped + [first]))
+        except FitError:
+            continue
+        if not objective.covered(g2, prof):
+            continue
+        cost2 = objective.predicted_cost(g2, prof, "instructions")[0]
+        if plan2.arena_size <= plan.arena_size and cost2 <= cost:
+            dropped.append(first)
+            g, plan, lines, cost = g2, plan2, lines2, cost2
+    return g, plan, lines
 
 
 def _segment_cap(g, plan, prof, options, cap):
