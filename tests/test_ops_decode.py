@@ -118,3 +118,157 @@ def test_lut_bit_exact_with_tflm_and_the_original(width, dtype):
         _same_bits(got, want)
         _same_bits(got, x)   # the decoded tensor is the one encoded
         assert g.operators[0].type == "CUSTOM:TFLM_DECODE"
+
+
+def _sparse(rng, dtype, shape, zps, channels, alt_axis, keep=0.4):
+    """Random values of dtype where about 1 - keep of them are their channel's zero point."""
+    n = int(np.prod(shape))
+    ch = np.arange(n) % channels if alt_axis else np.arange(n) // (n // channels)
+    x = _palette_values(rng, dtype, (n,), 7, 1, False)
+    drop = rng.random(n) >= keep
+    zp = np.asarray(zps, np.int64)[ch]
+    x[drop] = zp[drop].astype(dtype) if dtype != np.bool_ else zp[drop].astype(bool)
+    return x.reshape(shape)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.float32, np.bool_])
+def test_prune_bit_exact_with_tflm_and_the_original(dtype):
+    rng = np.random.default_rng(np.dtype(dtype).itemsize + 100)
+    cases = [((45,), 1, 0, [0]), ((4, 3, 5), 4, 0, [0] * 4), ((6, 3), 3, 1, [0] * 3)]
+    if dtype == np.int8:   # TFLM's per-channel int8 zero points (other types must have zero ones)
+        cases += [((4, 3, 5), 4, 0, [-3, 0, 7, -128]), ((6, 3), 3, 1, [5, -1, 127]), ((33,), 1, 0, [-9])]
+    for shape, channels, axis, zps in cases:
+        if dtype in (np.float32, np.bool_) and channels > 1:
+            continue
+        alt = channels > 1 and axis == len(shape) - 1
+        x = _sparse(rng, dtype, shape, zps, channels, alt)
+        enc, anc = prune_encode(x, zps, channels, alt)
+        if channels == 1 and dtype in (np.float32, np.bool_):
+            out = W.tensor(shape, dtype)
+        else:
+            out = W.tensor(shape, dtype, scale=[0.05] * channels, zp=zps, axis=axis)
+        g, got, want = _run_both(_decode_model(enc, anc, out), "prune")
+        _same_bits(got, want)
+        _same_bits(got, x)
+
+
+def _fc_model(enc, anc, wq_scales, n_in, n_out):
+    """FULLY_CONNECTED(x, DECODE(encoded weights), bias): TFLM's compressed-weights layout."""
+    S = W.schema()
+    t = [W.tensor((1, n_in), np.int8, scale=0.05, zp=-3),
+         W.tensor((enc.size,), np.uint8, data=enc), W.tensor((anc.size,), np.uint8, data=anc),
+         W.tensor((n_out, n_in), np.int8, scale=wq_scales, zp=[0] * len(wq_scales), axis=0),
+         W.tensor((n_out,), np.int32, data=np.arange(n_out, dtype=np.int32) * 37 - 50),
+         W.tensor((1, n_out), np.int8, scale=0.3, zp=4)]
+    ops = [W.custom_op("TFLM_DECODE", [1, 2], [3]),
+           W.op(S.BuiltinOperator.FULLY_CONNECTED, [0, 3, 4], [5], "FullyConnectedOptions")]
+    return W.build(t, ops, inputs=[0], outputs=[5])
+
+
+@pytest.mark.parametrize("width,channels", [(2, 1), (4, 8), (3, 8)])
+def test_fully_connected_on_decoded_weights_bit_exact_with_tflm(width, channels):
+    rng = np.random.default_rng(width)
+    n_in, n_out = 24, 8
+    w = _palette_values(rng, np.int8, (n_out, n_in), width, channels, False)
+    enc, anc = lut_encode(w, width, channels, False)
+    scales = [0.01 * (c + 1) for c in range(channels)] if channels > 1 else [0.02]
+    blob = _fc_model(enc, anc, scales, n_in, n_out)
+    g = load_tflite_bytes(blob, name="fc_decode")
+    assert not g.unsupported, g.summary()
+    # FULLY_CONNECTED takes constant weights only: the importer decodes them once (decode_fold)
+    assert [op.type for op in g.operators] == ["FULLY_CONNECTED"] and g.decode_folded == [3]
+    assert np.array_equal(g.tensors[3].data, w)
+    for seed in range(3):
+        x = np.random.default_rng(seed).integers(-128, 128, (1, n_in)).astype(np.int8)
+        got = g.run([x])[0]
+        want = np.asarray(W.tflm_run(blob, [x], 1, arena_size=1 << 16)[0]).reshape(got.shape)
+        assert np.array_equal(got, want), (got, want)
+
+
+def test_float_reference_is_the_dequantized_decoded_tensor():
+    rng = np.random.default_rng(11)
+    x = _palette_values(rng, np.int8, (3, 6), 3, 3, False)
+    enc, anc = lut_encode(x, 3, 3, False)
+    scales = [0.5, 0.25, 0.125]
+    g = load_tflite_bytes(_decode_model(enc, anc, W.tensor((3, 6), np.int8, scale=scales, zp=[0, 0, 0], axis=0)),
+                          name="ref")
+    vals = run_float(g, [_X.astype(np.float64) * 0.1])
+    assert np.array_equal(vals[g.operators[0].outputs[0]], x.astype(np.float64) * np.array(scales)[:, None])
+
+
+def test_two_pairs_in_one_decode_bit_exact_with_tflm():
+    rng = np.random.default_rng(7)
+    a = _palette_values(rng, np.int16, (10,), 3, 1, False)
+    b = _sparse(rng, np.int8, (2, 9), [4, -6], 2, False)
+    ea, aa = lut_encode(a, 3)
+    eb, ab = prune_encode(b, [4, -6], 2, False)
+    S = W.schema()
+    t = [W.tensor((ea.size,), np.uint8, data=ea), W.tensor((aa.size,), np.uint8, data=aa),
+         W.tensor((eb.size,), np.uint8, data=eb), W.tensor((ab.size,), np.uint8, data=ab),
+         W.tensor((10,), np.int16, scale=0.1, zp=0), W.tensor((2, 9), np.int8, scale=[0.1, 0.2], zp=[4, -6], axis=0),
+         W.tensor((2, 2), np.int8, scale=0.1, zp=0), W.tensor((2,), np.int32, data=np.array([1, 4], np.int32)),
+         W.tensor((1, 4), np.int8, scale=0.1, zp=0)]
+    ops = [W.custom_op("TFLM_DECODE", [0, 1, 2, 3], [4, 5]),
+           W.op(S.BuiltinOperator.RESHAPE, [6, 7], [8], "ReshapeOptions", newShape=[1, 4])]
+    blob = W.build(t, ops, inputs=[6], outputs=[4, 5, 8])
+    g = load_tflite_bytes(blob, name="two_pairs")
+    assert not g.unsupported, g.summary()
+    got = g.run([_X])
+    want = W.tflm_run(blob, [_X], 3, arena_size=1 << 16)
+    for k, orig in ((0, a), (1, b)):
+        assert np.array_equal(got[k], np.asarray(want[k]).reshape(got[k].shape))
+        assert np.array_equal(got[k], orig)
+
+
+# -- refusals ------------------------------------------------------------------------------------
+
+def _lut_case():
+    x = np.arange(16, dtype=np.int8) % 4 - 2
+    return lut_encode(x, 2)
+
+
+def _mutated(field, value):
+    enc, anc = _lut_case()
+    anc = anc.copy()
+    if field == "truncate":
+        anc = anc[:value]
+    elif field == "enc_truncate":
+        enc = enc[:value]
+    else:
+        anc[field] = value
+    return enc, anc
+
+
+@pytest.mark.parametrize("field,value,message", [
+    (1, 2, "DCM version 2"), (4, 0, "LUT version 0"), (0, 5, "decode type 5 is reserved"),
+    (5, 0, "index width 0"), ("truncate", 12, "shorter than the 16-byte DCM header"),
+    ("truncate", 18, "selects value-table entry"), ("enc_truncate", 3, "need 4"),
+    (5, 7, "need 14")])
+def test_malformed_ancillary_data_is_refused_at_import(field, value, message):
+    enc, anc = _mutated(field, value)
+    blob = _decode_model(enc, anc, W.tensor((16,), np.int8, scale=0.1, zp=0))
+    with pytest.raises(ModelError, match=message):
+        load_tflite_bytes(blob, name="bad")
+
+
+def test_prune_mask_keeping_more_values_than_the_table_holds_is_refused():
+    x = np.array([1, 0, 2, 0, 3, 0, 0, 4], np.int8)
+    enc, anc = prune_encode(x, [0])
+    blob = _decode_model(enc, anc[:-1], W.tensor((8,), np.int8, scale=0.1, zp=0))
+    with pytest.raises(ModelError, match="keeps 4 values, the value table holds 3"):
+        load_tflite_bytes(blob, name="bad_prune")
+
+
+def test_huffman_and_int64_are_unsupported_by_name():
+    enc, anc = _lut_case()
+    huff = anc.copy()
+    huff[0] = 1
+    g = load_tflite_bytes(_decode_model(enc, huff, W.tensor((16,), np.int8, scale=0.1, zp=0)), name="huff")
+    assert g.unsupported and "Huffman" in g.operators[0].reason
+    x = np.arange(16, dtype=np.int64) % 4
+    e64, a64 = lut_encode(x, 2)
+    g = load_tflite_bytes(_decode_model(e64, a64, W.tensor((16,), np.int64)), name="i64")
+    assert g.unsupported and "int64" in g.operators[0].reason
+    # TFLM itself runs the int64 LUT: the format the encoder writes is the one it reads
+    blob = _decode_model(e64, a64, W.tensor((16,), np.int64))
+    assert np.array_equal(np.asarray(W.tflm_run(blob, [_X], 2, arena_size=1 << 16)[0]).ravel(), x)
