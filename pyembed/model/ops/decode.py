@@ -182,8 +182,10 @@ def prepare_decode(c):
 
 CONSTRAINTS = {
     "CUSTOM:TFLM_DECODE": "LUT (1-7 bit indices, per-channel tables) and prune (bit mask, per-channel int8 zero "
-                          "points) -> int8 / int16 / int32 / float32 / bool; constant pairs kept encoded in flash, "
-                          "decoded at run time into a planned arena tensor; Huffman and int64 refused",
+                          "points) -> int8 / int16 / int32 / float32 / bool; the pairs stay encoded in flash and "
+                          "are decoded at run time into a planned arena tensor, except an output a kernel takes "
+                          "only as a constant (FULLY_CONNECTED / conv weights): decoded once at import; Huffman "
+                          "and int64 refused",
 }
 
 
