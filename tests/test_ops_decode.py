@@ -272,3 +272,58 @@ def test_huffman_and_int64_are_unsupported_by_name():
     # TFLM itself runs the int64 LUT: the format the encoder writes is the one it reads
     blob = _decode_model(e64, a64, W.tensor((16,), np.int64))
     assert np.array_equal(np.asarray(W.tflm_run(blob, [_X], 2, arena_size=1 << 16)[0]).ravel(), x)
+
+
+# -- a run-time DECODE feeding ADD: TFLM on the host, then a Cortex-M4 firmware under QEMU ------------
+
+def _add_model():
+    """ADD(x, DECODE(2-bit LUT of 256 int8 values)): the decoded tensor is an arena activation."""
+    S = W.schema()
+    rng = np.random.default_rng(5)
+    w = _palette_values(rng, np.int8, (1, 256), 2, 1, False)
+    enc, anc = lut_encode(w, 2)
+    t = [W.tensor((1, 256), np.int8, scale=0.05, zp=2),
+         W.tensor((enc.size,), np.uint8, data=enc), W.tensor((anc.size,), np.uint8, data=anc),
+         W.tensor((1, 256), np.int8, scale=0.04, zp=-1), W.tensor((1, 256), np.int8, scale=0.1, zp=3)]
+    ops = [W.custom_op("TFLM_DECODE", [1, 2], [3]), W.op(S.BuiltinOperator.ADD, [0, 3], [4], "AddOptions")]
+    return W.build(t, ops, inputs=[0], outputs=[4]), w, enc, anc
+
+
+def test_runtime_decode_feeding_add_bit_exact_with_tflm():
+    blob, w, enc, anc = _add_model()
+    g = load_tflite_bytes(blob, name="decode_add")
+    assert [op.type for op in g.operators] == ["CUSTOM:TFLM_DECODE", "ADD"] and not g.unsupported
+    # flash keeps the encoded pair (64 + 20 bytes), the arena the 256 decoded bytes
+    assert g.operators[0].params["encoded_bytes"] == enc.size + anc.size == 84
+    for seed in range(3):
+        x = np.random.default_rng(seed).integers(-128, 128, (1, 256)).astype(np.int8)
+        got = g.run([x])[0]
+        want = np.asarray(W.tflm_run(blob, [x], 1, arena_size=1 << 16)[0]).reshape(got.shape)
+        assert np.array_equal(got, want)
+
+
+def _qemu_missing():
+    from pyembed.target import qemu
+    return qemu.missing_tools()
+
+
+@pytest.mark.skipif(_qemu_missing() is not None, reason=str(_qemu_missing()))
+def test_runtime_decode_firmware_under_qemu(tmp_path):
+    """A Cortex-M4 (mps2-an386) firmware decoding at run time gives the host run (== TFLM, above)."""
+    from pyembed.target.firmware import build_project, generate, run_project
+    blob, _, _, _ = _add_model()
+    g = load_tflite_bytes(blob, name="decode_add")
+    proj = generate(g, "mps2-an386", tmp_path / "fw")
+    build_project(proj.outdir)
+    x = np.random.default_rng(9).integers(-128, 128, (1, 256)).astype(np.int8)
+    want = g.run([x])[0]
+    assert np.array_equal(want, np.asarray(W.tflm_run(blob, [x], 1, arena_size=1 << 16)[0]).reshape(want.shape))
+    got = np.asarray(run_project(proj, [x]).outputs[0]).reshape(want.shape)
+    assert np.array_equal(got.astype(np.int64), want.astype(np.int64))
+    # flash holds the encoded pair (64 + 20 bytes of constant data, not the 256 decoded ones);
+    # the decoded tensor (3) is planned in the arena
+    import re
+    data_c = (proj.outdir / "model" / "model_data.c").read_text()
+    m = re.search(r"pe_model_tensor_bytes\[5\] = \{\s*([^}]*)\}", data_c)
+    assert m and [int(v.strip().rstrip("u")) for v in m.group(1).split(",") if v.strip()] == [0, 64, 20, 0, 0]
+    assert 3 in proj.layout.tensor_offsets
