@@ -327,3 +327,24 @@ def test_runtime_decode_firmware_under_qemu(tmp_path):
     m = re.search(r"pe_model_tensor_bytes\[5\] = \{\s*([^}]*)\}", data_c)
     assert m and [int(v.strip().rstrip("u")) for v in m.group(1).split(",") if v.strip()] == [0, 64, 20, 0, 0]
     assert 3 in proj.layout.tensor_offsets
+
+
+def test_library_encoders_write_models_tflm_and_pyembed_decode_to_the_original():
+    """pyembed.model.tflm_compress (lut_pair / prune_pair) + tflite_writer.decode_op."""
+    from pyembed.model.tflm_compress import lut_pair, prune_pair
+    rng = np.random.default_rng(21)
+    x = _palette_values(rng, np.int16, (4, 10), 5, 4, False)
+    y = _sparse(rng, np.int8, (5, 4), [3, -2, 0, 9], 4, True)
+    for (enc, anc), v, out in ((lut_pair(x, 5, 4), x, W.tensor((4, 10), np.int16, scale=[0.1] * 4, zp=[0] * 4)),
+                               (prune_pair(y, [3, -2, 0, 9], 4, True), y,
+                                W.tensor((5, 4), np.int8, scale=[0.1] * 4, zp=[3, -2, 0, 9], axis=1))):
+        S = W.schema()
+        t = [W.tensor((enc.size,), np.uint8, data=enc), W.tensor((anc.size,), np.uint8, data=anc), out,
+             W.tensor((2, 2), np.int8, scale=0.1, zp=0), W.tensor((2,), np.int32, data=np.array([1, 4], np.int32)),
+             W.tensor((1, 4), np.int8, scale=0.1, zp=0)]
+        blob = W.build(t, [W.decode_op([0, 1], [2]),
+                           W.op(S.BuiltinOperator.RESHAPE, [3, 4], [5], "ReshapeOptions", newShape=[1, 4])],
+                       inputs=[3], outputs=[2, 5])
+        g, got, want = _run_both(blob, "lib")
+        _same_bits(got, want)
+        _same_bits(got, v)
