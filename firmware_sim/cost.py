@@ -76,6 +76,8 @@ KERNEL_CLASS = {
     "CUSTOM:SignalWindow": "eltwise", "CUSTOM:SignalFftAutoScale": "eltwise", "CUSTOM:SignalEnergy": "eltwise",
     "CUSTOM:SignalFilterBankSquareRoot": "eltwise", "CUSTOM:SignalFilterBankSpectralSubtraction": "eltwise",
     "CUSTOM:SignalPCAN": "eltwise", "CUSTOM:SignalFilterBankLog": "eltwise",
+    # TFLM DECODE (pyembed.model.ops.decode): one table lookup / mask test and a copy per element
+    "CUSTOM:TFLM_DECODE": "copy",
     "CUSTOM:SignalDelay": "copy",   # a delay line moves samples, no arithmetic
     # pyembed.model.ops.signal_stream: the framer and stacker move samples; overlap-add adds and saturates
     "CUSTOM:SignalFramer": "copy", "CUSTOM:SignalStacker": "copy", "CUSTOM:SignalOverlapAdd": "eltwise",

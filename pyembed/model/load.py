@@ -34,6 +34,11 @@ def graph_from_raw(raw, label, source_format=""):
     operators = g.operators
     for op in operators:
         prepare_operator(g, op, label)
+    if any(op.type == "CUSTOM:TFLM_DECODE" for op in operators):
+        # a DECODE output a kernel needs as a constant is decoded here (pyembed.model.decode_fold)
+        from pyembed.model.decode_fold import fold_decode_for_constant_readers
+        g.decode_folded = fold_decode_for_constant_readers(g, label, prepare_operator)
+        operators = g.operators
     for op in operators:
         for t in op.outputs:
             if t >= 0 and tensors[t].is_constant:

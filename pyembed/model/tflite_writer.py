@@ -125,6 +125,12 @@ def custom_op(name, inputs, outputs, options=None):
     return ("CUSTOM:" + name, list(inputs), list(outputs), None, raw)
 
 
+def decode_op(inputs, outputs):
+    """TFLM's DECODE (custom code "TFLM_DECODE"): inputs in (encoded, ancillary) pairs of constant
+    uint8 tensors, one decoded output per pair (pyembed.model.tflm_compress writes the pairs)."""
+    return custom_op("TFLM_DECODE", inputs, outputs)
+
+
 def build(tensors, ops, inputs, outputs, name="model", subgraphs=()):
     """The .tflite flatbuffer bytes of subgraph 0 (tensors, ops, inputs,
     outputs) and of any further subgraphs, each a (tensors, ops, inputs,

@@ -43,6 +43,7 @@
 #include "pyembed/pe_f32.h"
 #include "pyembed/pe_resvar.h"
 #include "pyembed/pe_svdf.h"
+#include "pyembed/pe_decode.h"
 
 #define MAX_T 32
 #define MAX_OPS 8
@@ -1998,13 +1999,83 @@ static int32_t add_f32_op(fz_reader *r, table *tb, int32_t x)
     return y;
 }
 
-/* One operator of pe_batch5.h (5/8 of the draws), pe_batch6.h (1/8),
+/* Appends a DECODE (pe_decode.h) writing a tensor of x's shape (int8,
+ * int16, int32, float32 or bool) from a constant encoded stream and a
+ * constant ancillary tensor whose DCM header is mostly well formed (LUT or
+ * prune, versions 1, a 1..7-bit width, a stride of 2^width) with a wild
+ * share of every field and of both lengths; channels 1, x's last axis
+ * (interleaved) or its first; sometimes per-channel zero points. Io lists in
+ * tb->dio. Returns its output when int8 (the chain goes on from it), else x,
+ * or -1. */
+static int32_t add_decode_op(fz_reader *r, table *tb, int32_t x)
+{
+    static const pe_dtype types[5] = {PE_DT_INT8, PE_DT_INT16, PE_DT_INT32, PE_DT_FLOAT32, PE_DT_BOOL};
+    const int32_t i = tb->nops;
+    pe_graph_op *op = &tb->ops[i];
+    const pe_dims xd = tb->t[x].dims;
+    const int32_t count = xd.n * xd.h * xd.w * xd.c;
+    const pe_dtype dt = types[fz_range(r, 0, 4)];
+    const int32_t mode = fz_range(r, 0, 2), width = fz_wild(r, 1, 7), prune = fz_bool(r);
+    const int32_t channels = mode == 0 ? 1 : (mode == 1 ? xd.c : xd.n), stride = fz_wild(r, 1, 1 << (width & 7)) & 0xFF;
+    const int32_t enc_bytes = fz_wild(r, 1, prune ? (count + 7) / 8 : (count * (width & 7) + 7) / 8);
+    const int32_t entries = fz_wild(r, 1, prune ? count : channels * stride);
+    int32_t *w = tb->words[i];
+    int32_t *io = tb->dio[i];
+    int32_t n = 0, k, e, a, y;
+    uint8_t *h;
+    if (entries < 0 || entries > 4096) {
+        return -1; /* a wild length: add_tensor's cap, before entries * esize could wrap */
+    }
+    memset(op, 0, sizeof(*op));
+    op->inputs = io;
+    op->outputs = &io[4];
+    op->num_outputs = 1;
+    op->num_inputs = 2;
+    op->scratch_offset = -1;
+    op->type = PE_GOP_DECODE;
+    e = add_tensor(r, tb, PE_DT_INT8, 1, 1, 1, enc_bytes, 1);
+    a = add_tensor(r, tb, PE_DT_INT8, 1, 1, 1, PE_DECODE_DCM_BYTES + entries * esize(dt), 1);
+    y = add_tensor(r, tb, dt, xd.n, xd.h, xd.w, xd.c, 0);
+    if (e < 0 || a < 0 || y < 0) {
+        return -1;
+    }
+    h = (uint8_t *)tb->consts[a];
+    h[0] = (uint8_t)fz_wild(r, prune ? PE_DECODE_TYPE_PRUNE : PE_DECODE_TYPE_LUT,
+                             prune ? PE_DECODE_TYPE_PRUNE : PE_DECODE_TYPE_LUT);
+    h[1] = (uint8_t)fz_wild(r, 1, 1);
+    h[4] = (uint8_t)fz_wild(r, 1, 1);
+    h[5] = (uint8_t)fz_wild(r, width, width);
+    h[6] = (uint8_t)stride;
+    io[0] = e;
+    io[1] = a;
+    io[4] = y;
+    w[n++] = fz_wild(r, 1, 1);
+    w[n++] = fz_wild(r, (int32_t)dt, (int32_t)dt);
+    w[n++] = fz_wild(r, channels, channels);
+    w[n++] = fz_wild(r, mode == 1, mode == 1);
+    if (prune && dt == PE_DT_INT8 && fz_bool(r) && channels <= MAX_WORDS - 5) {
+        w[n++] = fz_wild(r, channels, channels);
+        for (k = 0; k < channels; k++) {
+            w[n++] = fz_wild(r, -128, 127);
+        }
+    } else {
+        w[n++] = fz_wild(r, 0, 0);
+    }
+    op->params = w;
+    op->num_params = n;
+    tb->nops++;
+    return dt == PE_DT_INT8 ? y : x;
+}
+
+/* One operator of pe_batch5.h (37/64 of the draws, [0, 148) and [152, 160)),
+ * TFLM's DECODE (1/64, [148, 152)), pe_batch6.h (1/8),
  * pe_batch7.h (5/32), the float32 element-wise ones (3/64) or pe_resvar.h
  * (1/16). */
 static int32_t batch567_op(fz_reader *r, table *tb, int32_t x)
 {
     const uint32_t k = fz_u8(r);
-    return k < 160 ? add_batch5_op(r, tb, x) : k < 192 ? add_batch6_op(r, tb, x)
+    return k < 148 ? add_batch5_op(r, tb, x) : k < 152 ? add_decode_op(r, tb, x)
+         : k < 160 ? add_batch5_op(r, tb, x) : k < 192 ? add_batch6_op(r, tb, x)
          : k < 232 ? add_batch7_op(r, tb, x) : k < 244 ? add_f32_op(r, tb, x) : add_resvar_op(r, tb, x);
 }
 

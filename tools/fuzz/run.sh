@@ -8,7 +8,7 @@
 #                 (replay_main.c, $CC, default gcc) and run it on the inputs kept in
 #                 tests/data/regressions/<family>/ and tools/fuzz/corpus/<family>/
 #   --keep-going  run the remaining targets after a crash (the exit code still says so)
-#   family        pool conv fused attention stripe graph sched fixed (default: all)
+#   family        pool conv fused attention stripe graph sched fixed decode ... (default: every tools/fuzz/fuzz_*.c)
 # Prints, per target, executions run and crashes found, then a summary; exits
 # 1 if any target crashed (a sanitizer report, a hang over 10 s, a failed
 # reference comparison). A crash input is left in tools/build/fuzz/artifacts/<family>/:

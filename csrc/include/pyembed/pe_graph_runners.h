@@ -300,6 +300,15 @@ pe_status pe_graph_run_lut(const pe_graph *graph, const pe_graph_op *op,
 
 /* ---- pe_fc_w4.h ---------------------------------------------------------------- */
 
+/* PE_GOP_DECODE (pe_run_decode.c, code 126): TFLM's DECODE, inputs in pairs
+ * (encoded, ancillary: constant int8 byte tensors), one output per pair.
+ * Words: n_pairs, then per pair PE_DECODE_PAIR_WORDS + nzp words: the output's
+ * pe_dtype, channels, alt_axis (1: quantized on the last axis), nzp (0 or
+ * channels), then nzp zero points (prune). */
+#define PE_DECODE_PAIR_WORDS 4
+pe_status pe_graph_run_decode(const pe_graph *g, const pe_graph_op *op,
+                              const pe_context *scratch, const pe_context *arena);
+
 /* PE_GOP_FULLY_CONNECTED_W4 (pe_run_fc_w4.c, code 113): an int8 FULLY_CONNECTED
  * whose weights are TFLite's packed int4 (pe_fc_w4.h), run by
  * pe_fully_connected_w4_s8.

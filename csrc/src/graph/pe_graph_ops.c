@@ -156,6 +156,8 @@ pe_graph_runner pe_graph_runner_for(pe_graph_op_type type)
         return pe_graph_run_call_once;
     case PE_GOP_FULLY_CONNECTED_W16:
         return pe_graph_run_fc_w16;
+    case PE_GOP_DECODE:
+        return pe_graph_run_decode;
     case PE_GOP_FULLY_CONNECTED_W4:
         return pe_graph_run_fc_w4;
     case PE_GOP_ATTENTION:
