@@ -18,10 +18,12 @@ FLOAT32_CAPABLE = frozenset({"QUANTIZE", "DEQUANTIZE", "RESHAPE", "EXPAND_DIMS",
 def takes_float32(op):
     """Does prepared operator op run on float32 tensors?"""
     from pyembed.model.ops.f32 import FLOAT32_OPS
+    from pyembed.model.ops.f32conv import FLOAT32_CONV_OPS
     if not getattr(op, "supported", True):
         return False
     variant = (getattr(op, "params", None) or {}).get("variant", "")
-    return op.type in FLOAT32_CAPABLE or op.type in FLOAT32_OPS or variant in FLOAT32_OPS
+    floats = FLOAT32_OPS | FLOAT32_CONV_OPS
+    return op.type in FLOAT32_CAPABLE or op.type in floats or variant in floats
 
 
 def float_activations(graph):

