@@ -226,3 +226,54 @@ def test_softmax_bit_exact_with_tflm(shape, beta):
     g, got = _check_with_tflm(blob, [x], "softmax", "SOFTMAX@float32")
     ref = run_float(g, x.astype(np.float64))[g.operators[0].outputs[0]]
     assert np.allclose(got[0], ref, rtol=1e-5, atol=1e-7)
+
+
+# -- a whole float32 CNN ---------------------------------------------------------------------------
+
+def cnn_model(seed=0):
+    """float32 [1, 12, 12, 2] -> CONV_2D 3x3 (RELU) -> DEPTHWISE_CONV_2D 3x3 x2 stride 2 (RELU6)
+    -> MAX_POOL_2D 2x2 -> AVERAGE_POOL_2D 3x3 SAME -> L2_POOL_2D 2x2 SAME -> RESHAPE ->
+    FULLY_CONNECTED 10 -> SOFTMAX -> float32 [1, 10]."""
+    S = W.schema()
+    B = S.BuiltinOperator
+    rng = np.random.default_rng(seed)
+    t = [W.tensor((1, 12, 12, 2), np.float32),
+         W.tensor((6, 3, 3, 2), np.float32, data=_f32(rng, (6, 3, 3, 2), 0.4)),
+         W.tensor((6,), np.float32, data=_f32(rng, (6,), 0.1)),
+         W.tensor((1, 12, 12, 6), np.float32),
+         W.tensor((1, 3, 3, 12), np.float32, data=_f32(rng, (1, 3, 3, 12), 0.4)),
+         W.tensor((12,), np.float32, data=_f32(rng, (12,), 0.1)),
+         W.tensor((1, 6, 6, 12), np.float32),
+         W.tensor((1, 3, 3, 12), np.float32),
+         W.tensor((1, 3, 3, 12), np.float32),
+         W.tensor((1, 2, 2, 12), np.float32),
+         W.tensor((2,), np.int32, data=np.array([1, 48], np.int32)),
+         W.tensor((1, 48), np.float32),
+         W.tensor((10, 48), np.float32, data=_f32(rng, (10, 48), 0.3)),
+         W.tensor((10,), np.float32, data=_f32(rng, (10,), 0.1)),
+         W.tensor((1, 10), np.float32),
+         W.tensor((1, 10), np.float32)]
+    same, valid = S.Padding.SAME, S.Padding.VALID
+    ops = [W.op(B.CONV_2D, [0, 1, 2], [3], "Conv2DOptions", padding=same, strideH=1, strideW=1,
+                fusedActivationFunction=_act("RELU")),
+           W.op(B.DEPTHWISE_CONV_2D, [3, 4, 5], [6], "DepthwiseConv2DOptions", padding=same, strideH=2, strideW=2,
+                depthMultiplier=2, fusedActivationFunction=_act("RELU6")),
+           W.op(B.MAX_POOL_2D, [6], [7], "Pool2DOptions", padding=valid, strideH=2, strideW=2, filterHeight=2,
+                filterWidth=2),
+           W.op(B.AVERAGE_POOL_2D, [7], [8], "Pool2DOptions", padding=same, strideH=1, strideW=1, filterHeight=3,
+                filterWidth=3),
+           W.op(B.L2_POOL_2D, [8], [9], "Pool2DOptions", padding=same, strideH=2, strideW=2, filterHeight=2,
+                filterWidth=2),
+           W.op(B.RESHAPE, [9, 10], [11], "ReshapeOptions", newShape=[1, 48]),
+           W.op(B.FULLY_CONNECTED, [11, 12, 13], [14], "FullyConnectedOptions"),
+           W.op(B.SOFTMAX, [14], [15], "SoftmaxOptions", beta=1.0)]
+    return W.build(t, ops, [0], [15], name="f32_cnn")
+
+
+def test_whole_cnn_bit_exact_with_tflm():
+    blob = cnn_model()
+    g = load_tflite_bytes(blob, name="f32_cnn")
+    assert executable_problems(g) == []
+    for seed in range(3):
+        x = _f32(np.random.default_rng(seed), (1, 12, 12, 2), 2.0)
+        _same_bits(g.run([x])[0], W.tflm_run(blob, [x])[0].reshape(1, 10))
