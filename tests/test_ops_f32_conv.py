@@ -230,7 +230,7 @@ def test_softmax_bit_exact_with_tflm(shape, beta):
 
 # -- a whole float32 CNN ---------------------------------------------------------------------------
 
-def cnn_model(seed=0):
+def cnn_model(seed=0, outputs=(15,)):
     """float32 [1, 12, 12, 2] -> CONV_2D 3x3 (RELU) -> DEPTHWISE_CONV_2D 3x3 x2 stride 2 (RELU6)
     -> MAX_POOL_2D 2x2 -> AVERAGE_POOL_2D 3x3 SAME -> L2_POOL_2D 2x2 SAME -> RESHAPE ->
     FULLY_CONNECTED 10 -> SOFTMAX -> float32 [1, 10]."""
@@ -267,7 +267,7 @@ def cnn_model(seed=0):
            W.op(B.RESHAPE, [9, 10], [11], "ReshapeOptions", newShape=[1, 48]),
            W.op(B.FULLY_CONNECTED, [11, 12, 13], [14], "FullyConnectedOptions"),
            W.op(B.SOFTMAX, [14], [15], "SoftmaxOptions", beta=1.0)]
-    return W.build(t, ops, [0], [15], name="f32_cnn")
+    return W.build(t, ops, [0], list(outputs), name="f32_cnn")
 
 
 def test_whole_cnn_bit_exact_with_tflm():
@@ -277,3 +277,114 @@ def test_whole_cnn_bit_exact_with_tflm():
     for seed in range(3):
         x = _f32(np.random.default_rng(seed), (1, 12, 12, 2), 2.0)
         _same_bits(g.run([x])[0], W.tflm_run(blob, [x])[0].reshape(1, 10))
+
+
+def test_cli_plan_simulate_check_a_float32_cnn(tmp_path):
+    """pyembed plan (4 B per float32 element), simulate (bit-exact with the host run) and check
+    (compares with tflite-micro instead of refusing a float model) on the whole CNN."""
+    from click.testing import CliRunner
+
+    from pyembed.cli.app import main
+    model = tmp_path / "cnn.tflite"
+    model.write_bytes(cnn_model())
+    r = CliRunner().invoke(main, ["plan", str(model), "-o", str(tmp_path / "plan")])
+    assert r.exit_code == 0, r.output
+    plan = json.loads((tmp_path / "plan" / "plan.json").read_text())
+    assert "verdict: fits" in r.output
+    g = load_tflite_bytes(cnn_model(), name="cnn")
+    # the conv output [1, 12, 12, 6] float32 and the input [1, 12, 12, 2] are live together
+    sizes = {t: b["size"] for b in plan["buffers"] for t in b["tensors"]}   # RESHAPE: 9 and 11 share one
+    for t in (0, 3, 6, 7, 8, 9, 11, 14, 15):   # every float32 activation: 4 bytes per element
+        assert sizes[t] == g.tensors[t].nbytes == 4 * int(np.prod(g.tensors[t].shape)), t
+    assert plan["totals"]["arena"] >= sizes[0] + sizes[3]   # CONV_2D's input and output live together
+    r = CliRunner().invoke(main, ["simulate", str(model)])
+    assert r.exit_code == 0, r.output
+    assert "outputs bit-exact with the host run" in r.output and "L2_POOL_2D" in r.output
+    r = CliRunner().invoke(main, ["check", str(model)])
+    assert r.exit_code == 0, r.output
+    assert "tflite-micro interpreter (reference kernels): bit-exact on 8 input(s)" in r.output
+
+
+# -- refusals -----------------------------------------------------------------------------------------
+
+def test_inconsistent_float32_models_are_model_errors():
+    rng = np.random.default_rng(0)
+    S = W.schema()
+    t = [W.tensor((1, 6, 6, 2), np.float32), W.tensor((3, 3, 3, 2), np.float32, data=_f32(rng, (3, 3, 3, 2))),
+         W.tensor((4,), np.float32, data=_f32(rng, (4,))), W.tensor((1, 6, 6, 3), np.float32)]
+    conv = W.op(S.BuiltinOperator.CONV_2D, [0, 1, 2], [3], "Conv2DOptions", padding=_pad(True), strideH=1,
+                strideW=1)
+    with pytest.raises(ModelError, match=r"bias shape \[4\] must hold 3 values"):
+        load_tflite_bytes(W.build(t, [conv], [0], [3]), name="bad_bias")
+    t[3] = W.tensor((1, 5, 5, 3), np.float32)
+    conv = W.op(S.BuiltinOperator.CONV_2D, [0, 1, -1], [3], "Conv2DOptions", padding=_pad(True), strideH=1,
+                strideW=1)
+    with pytest.raises(ModelError, match=r"output shape \[1, 5, 5, 3\] disagrees .* expected \[1, 6, 6, 3\]"):
+        load_tflite_bytes(W.build(t, [conv], [0], [3]), name="bad_out")
+    t = [W.tensor((2, 5), np.float32), W.tensor((2, 6), np.float32)]
+    with pytest.raises(ModelError, match=r"output shape \[2, 6\] differs from the input shape \[2, 5\]"):
+        load_tflite_bytes(W.build(t, [W.op(S.BuiltinOperator.SOFTMAX, [0], [1], "SoftmaxOptions", beta=1.0)],
+                                  [0], [1]), name="bad_softmax")
+
+
+def test_unsupported_float32_forms_are_named():
+    """A filter that is not constant, a fused TANH, and an int8 L2_POOL_2D (float32 only in TFLM):
+    the operator is left unsupported with the reason, and the runtime refuses the graph."""
+    S = W.schema()
+    t = [W.tensor((1, 4, 4, 1), np.float32), W.tensor((1, 3, 3, 1), np.float32), W.tensor((1, 2, 2, 1), np.float32)]
+    conv = W.op(S.BuiltinOperator.CONV_2D, [0, 1, -1], [2], "Conv2DOptions", padding=_pad(False), strideH=1,
+                strideW=1)
+    g = load_tflite_bytes(W.build(t, [conv], [0, 1], [2]), name="var_filter")
+    assert "filter" in g.operators[0].reason and "not constant" in g.operators[0].reason
+    assert executable_problems(g)
+    blob = fc_model(np.random.default_rng(1), (1, 8), 3, "NONE")
+    g = load_tflite_bytes(blob, name="fc")
+    assert not g.unsupported
+    t = [W.tensor((1, 8), np.float32), W.tensor((3, 8), np.float32, data=np.ones((3, 8), np.float32)),
+         W.tensor((1, 3), np.float32)]
+    fc = W.op(S.BuiltinOperator.FULLY_CONNECTED, [0, 1, -1], [2], "FullyConnectedOptions",
+              fusedActivationFunction=_act("TANH"))
+    g = load_tflite_bytes(W.build(t, [fc], [0], [2]), name="fc_tanh")
+    assert "fused activation TANH" in g.operators[0].reason
+    t = [W.tensor((1, 4, 4, 2), np.int8, scale=0.1, zp=0), W.tensor((1, 2, 2, 2), np.int8, scale=0.1, zp=0)]
+    l2 = W.op(S.BuiltinOperator.L2_POOL_2D, [0], [1], "Pool2DOptions", padding=_pad(False), strideH=2, strideW=2,
+              filterHeight=2, filterWidth=2)
+    g = load_tflite_bytes(W.build(t, [l2], [0], [1]), name="l2_int8")
+    assert [k for _, k in g.unsupported] == ["L2_POOL_2D"]
+    assert "only float32" in g.operators[0].reason
+
+
+def test_wrong_input_dtype_at_run_time_names_the_argument():
+    from pyembed.errors import PyEmbedError
+    g = load_tflite_bytes(softmax_model((1, 4), 1.0), name="softmax")
+    with pytest.raises(PyEmbedError, match="float32"):
+        g.run([np.zeros((1, 4), np.int8)])
+
+
+# -- a firmware under QEMU ------------------------------------------------------------------------------
+
+def _qemu_missing():
+    from pyembed.target import qemu
+    return qemu.missing_tools()
+
+
+@pytest.mark.skipif(_qemu_missing() is not None, reason=str(_qemu_missing()))
+def test_cnn_firmware_under_qemu(tmp_path):
+    """The float32 CNN on a Cortex-M4F (mps2-an386, hard float) firmware, with the logits (FC
+    output) as a second output: conv, depthwise, the three poolings and FC are IEEE float32
+    operations and sqrtf only (no fused multiply-add under the firmware's -std=c99), so the
+    logits' bits == the host run == tflite-micro; SOFTMAX calls newlib's expf, which may differ from
+    glibc's by an ulp and move the sum: its outputs are compared within 4 ulps (README)."""
+    from pyembed.target.firmware import build_project, generate, run_project
+    blob = cnn_model(outputs=(15, 14))
+    g = load_tflite_bytes(blob, name="f32_cnn")
+    proj = generate(g, "mps2-an386", tmp_path / "fw")
+    build_project(proj.outdir)
+    x = _f32(np.random.default_rng(5), (1, 12, 12, 2), 2.0)
+    want = g.run([x])
+    for a, b in zip(want, W.tflm_run(blob, [x])):
+        _same_bits(a, np.asarray(b).reshape(a.shape))
+    got = [np.asarray(v, np.float32).reshape(w.shape) for v, w in zip(run_project(proj, [x]).outputs, want)]
+    _same_bits(got[1], want[1])   # logits: exact
+    ulps = np.abs(_bits(got[0]).astype(np.int64) - _bits(want[0]).astype(np.int64))
+    assert ulps.max() <= 4, ulps
