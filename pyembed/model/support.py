@@ -3,7 +3,8 @@
 the runtime does not implement would leave out their scratch (and their
 kernels). Float32 tensors between operators are run when every operator
 writing or reading them takes float32: the float32 element-wise operators
-(pyembed.model.ops.f32), QUANTIZE / DEQUANTIZE, the float32 copies and
+(pyembed.model.ops.f32), the float32 convolution / pooling / fully connected /
+softmax ones (pyembed.model.ops.f32conv), QUANTIZE / DEQUANTIZE, the float32 copies and
 aliases (RESHAPE, EXPAND_DIMS, FILL) and SignalOverlapAdd; element-wise
 islands with one int8 input are folded into int8 tables first
 (pyembed.model.float_islands); anything else is named with its types."""
