@@ -103,15 +103,24 @@ KERNEL_CLASS = {
     "CEIL": "eltwise", "FLOOR": "eltwise", "ROUND": "eltwise", "SQRT": "eltwise", "SQUARE": "eltwise",
     "EXP": "eltwise", "LOG": "eltwise", "SIN": "eltwise", "COS": "eltwise", "FLOOR_DIV": "eltwise",
     "FLOOR_MOD": "eltwise",
+    # float32 window / matrix operators (pyembed.model.ops.f32conv): CONV_2D@float32 and the other
+    # variants keep their int8 operator's class above (macs as for int8); L2_POOL_2D reads each tap
+    # once like the other pools. The class coefficients are the int8 kernels': a float32 MAC
+    # (VMUL + VADD on an M4F, no fused multiply-add) is not calibrated separately yet
+    "L2_POOL_2D": "pool",
     # resource variables (pyembed.model.ops.resvar): byte copies of the state
     "READ_VARIABLE": "copy", "ASSIGN_VARIABLE": "copy", "CALL_ONCE": "copy",
 }
 
 
+_FLOAT32_WINDOW_VARIANTS = frozenset(f"{n}@float32" for n in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED",
+                                                                "AVERAGE_POOL_2D", "MAX_POOL_2D", "SOFTMAX"))
+
+
 def patch_elements(graph, op):
     """im2col elements of a CONV_2D whose kernel is larger than 1x1 (0 otherwise)."""
-    if op.type != "CONV_2D" or not op.params:
-        return 0
+    if op.type != "CONV_2D" or not op.params or op.params.get("variant") in _FLOAT32_WINDOW_VARIANTS:
+        return 0   # the float32 convolution has no im2col
     kh, kw = op.params.get("kernel", (1, 1))
     if kh * kw <= 1:
         return 0
@@ -184,8 +193,12 @@ class CostModel:
         im = getattr(self.profile, "instruction_model", None)
         # the pipeline's operators (work_elements) only with a group of their own (icount.GROUP_FEATURES)
         from firmware_sim import icount
-        if im is not None and (not (isinstance(params, dict) and "work_elements" in params) or op.type in im["table"]
-                               or op.type in icount.MEMBER_GROUPS):
+        # the instruction model counts pyembed's int8 window / matrix kernels: their float32
+        # variants (pyembed.model.ops.f32conv) take the class table
+        float32 = isinstance(params, dict) and params.get("variant") in _FLOAT32_WINDOW_VARIANTS
+        if im is not None and not float32 and (
+                not (isinstance(params, dict) and "work_elements" in params) or op.type in im["table"]
+                or op.type in icount.MEMBER_GROUPS):
             cyc, _n, key, _cpi = icount.cycles(im["table"], im["core"], graph, op, kclass, kernel_class)
             if key is not None and key != "class:other":   # unmeasured kinds keep the class table
                 return self._with_memory(cyc, kclass, int(getattr(op, "macs", 0) or 0), elements, operands)

@@ -3,7 +3,8 @@
 the runtime does not implement would leave out their scratch (and their
 kernels). Float32 tensors between operators are run when every operator
 writing or reading them takes float32: the float32 element-wise operators
-(pyembed.model.ops.f32), QUANTIZE / DEQUANTIZE, the float32 copies and
+(pyembed.model.ops.f32), the float32 convolution / pooling / fully connected /
+softmax ones (pyembed.model.ops.f32conv), QUANTIZE / DEQUANTIZE, the float32 copies and
 aliases (RESHAPE, EXPAND_DIMS, FILL) and SignalOverlapAdd; element-wise
 islands with one int8 input are folded into int8 tables first
 (pyembed.model.float_islands); anything else is named with its types."""
@@ -18,10 +19,12 @@ FLOAT32_CAPABLE = frozenset({"QUANTIZE", "DEQUANTIZE", "RESHAPE", "EXPAND_DIMS",
 def takes_float32(op):
     """Does prepared operator op run on float32 tensors?"""
     from pyembed.model.ops.f32 import FLOAT32_OPS
+    from pyembed.model.ops.f32conv import FLOAT32_CONV_OPS
     if not getattr(op, "supported", True):
         return False
     variant = (getattr(op, "params", None) or {}).get("variant", "")
-    return op.type in FLOAT32_CAPABLE or op.type in FLOAT32_OPS or variant in FLOAT32_OPS
+    floats = FLOAT32_OPS | FLOAT32_CONV_OPS
+    return op.type in FLOAT32_CAPABLE or op.type in floats or variant in floats
 
 
 def float_activations(graph):

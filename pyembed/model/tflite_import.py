@@ -378,7 +378,7 @@ def _options(op, op_type):
                 "dilation": (int(o.DilationHFactor()), int(o.DilationWFactor())),
                 "depth_multiplier": int(o.DepthMultiplier()),
                 "activation": _ACTIVATION.get(int(o.FusedActivationFunction()), int(o.FusedActivationFunction()))}
-    if op_type in ("AVERAGE_POOL_2D", "MAX_POOL_2D") and otype == B.Pool2DOptions:
+    if op_type in ("AVERAGE_POOL_2D", "MAX_POOL_2D", "L2_POOL_2D") and otype == B.Pool2DOptions:
         o = load(tflite.Pool2DOptions)
         return {"padding": _PADDING.get(int(o.Padding()), int(o.Padding())),
                 "stride": (int(o.StrideH()), int(o.StrideW())),

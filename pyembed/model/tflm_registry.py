@@ -38,14 +38,13 @@ _CUSTOM_NAMES = {"CIRCULAR_BUFFER": "CIRCULAR_BUFFER", "DETECTION_POSTPROCESS": 
                  "ETHOSU": "ethos-u", "BASIC_CLASSIFIER": "BasicClassifier", "DECODE": "TFLM_DECODE"}
 
 _NOT_YET = "not yet: issue #30"
-_FLOAT_ONLY = "float32 only in TFLM (it refuses int8 / int16 / int32): left to the float32 work, issue #30"
 # TFLM operators pyembed does not run, each with the reason. The test fails on
 # any other TFLM operator pyembed does not run, and on an entry here that
 # pyembed now runs (remove it then).
 DELIBERATE_GAPS = {
-    "IF": _NOT_YET + " (control flow)", "L2_POOL_2D": _FLOAT_ONLY,
+    "IF": _NOT_YET + " (control flow)",
     # CEIL, COS, EXP, FLOOR, FLOOR_DIV, FLOOR_MOD, LOG, ROUND, SIN, SQRT, SQUARE run in float32
-    # (pyembed.model.ops.f32)
+    # (pyembed.model.ops.f32); L2_POOL_2D in float32 (pyembed.model.ops.f32conv)
     "VAR_HANDLE": "no operator of its own: the importer binds each (container, shared_name) to a state tensor "
                   "and removes it (pyembed.model.resvar_import); models with it run (READ_VARIABLE, "
                   "ASSIGN_VARIABLE, CALL_ONCE)", "WHILE": _NOT_YET + " (control flow)",

@@ -95,6 +95,9 @@ def geometry(graph, op):
     """Geometry of a conv / depthwise / pool operator of graph, or None."""
     if op.type not in ROW_STREAMING_OPS:
         return None
+    if (op.params or {}).get("f32"):
+        # the float32 window kernels (pe_f32_conv.h) refuse an output over their input
+        return None
     acts = [t for t in op.inputs if t >= 0 and not graph.tensors[t].is_constant]
     outs = [t for t in op.outputs if t >= 0]
     if len(acts) != 1 or len(outs) != 1:

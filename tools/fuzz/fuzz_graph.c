@@ -41,6 +41,7 @@
 #include "pyembed/pe_batch6.h"
 #include "pyembed/pe_batch7.h"
 #include "pyembed/pe_f32.h"
+#include "pyembed/pe_f32_conv.h"
 #include "pyembed/pe_resvar.h"
 #include "pyembed/pe_svdf.h"
 #include "pyembed/pe_decode.h"
@@ -2067,14 +2068,130 @@ static int32_t add_decode_op(fz_reader *r, table *tb, int32_t x)
     return dt == PE_DT_INT8 ? y : x;
 }
 
-/* One operator of pe_batch5.h (37/64 of the draws, [0, 148) and [152, 160)),
- * TFLM's DECODE (1/64, [148, 152)), pe_batch6.h (1/8),
- * pe_batch7.h (5/32), the float32 element-wise ones (3/64) or pe_resvar.h
- * (1/16). */
+/* The output size of a window of k taps (dilation d) at stride s over n
+ * values with pad before and after: at least 1 (the kernel then reads taps
+ * outside the input, which it leaves out). */
+static int32_t window_out(int32_t n, int32_t k, int32_t s, int32_t d, int32_t pad)
+{
+    const int32_t o = (n + 2 * pad - ((k - 1) * d + 1)) / s + 1;
+    return o < 1 ? 1 : o;
+}
+
+/* Appends a float32 window / matrix operator (pe_run_f32_conv.c, codes
+ * 289-295) on a float32 constant of x's shape (inf, NaN and arbitrary values
+ * among its elements): CONV_2D or DEPTHWISE_CONV_2D with a constant filter
+ * and an optional bias, FULLY_CONNECTED over x's channels, AVERAGE / MAX /
+ * L2 pooling or SOFTMAX; kernel, stride, dilation, padding and clamp words
+ * mostly in range. Io lists in tb->dio. Returns its output (float32) or -1. */
+static int32_t add_f32conv_op(fz_reader *r, table *tb, int32_t x)
+{
+    const int32_t i = tb->nops;
+    pe_graph_op *op = &tb->ops[i];
+    const pe_dims xd = tb->t[x].dims;
+    const int32_t pick = fz_range(r, 0, 4);
+    int32_t *w = tb->words[i];
+    int32_t *io = tb->dio[i];
+    int32_t n = 0, a, y, f, kh = fz_range(r, 1, 3), kw = fz_range(r, 1, 3), sh = fz_range(r, 1, 2),
+            sw = fz_range(r, 1, 2), dh = 1, dw = 1, ph, pw, oc = xd.c, oh = xd.h, ow = xd.w;
+    memset(op, 0, sizeof(*op));
+    op->inputs = io;
+    op->outputs = &io[4];
+    op->num_outputs = 1;
+    op->num_inputs = 1;
+    op->scratch_offset = -1;
+    a = add_tensor(r, tb, PE_DT_FLOAT32, xd.n, xd.h, xd.w, xd.c, 1);
+    if (a < 0) {
+        return -1;
+    }
+    io[0] = a;
+    if (pick <= 1) {
+        const int32_t mult = pick == 1 ? fz_range(r, 1, 2) : 1;
+        dh = fz_range(r, 1, 2);
+        dw = fz_range(r, 1, 2);
+        oc = pick == 1 ? xd.c * mult : fz_range(r, 1, 4);
+        f = pick == 1 ? add_tensor(r, tb, PE_DT_FLOAT32, 1, kh, kw, oc, 1)
+                      : add_tensor(r, tb, PE_DT_FLOAT32, oc, kh, kw, xd.c, 1);
+        if (f < 0) {
+            return -1;
+        }
+        io[1] = f;
+        io[2] = fz_bool(r) ? add_tensor(r, tb, PE_DT_FLOAT32, 1, 1, 1, oc, 1) : -1;
+        op->num_inputs = 3;
+        op->type = pick == 1 ? PE_GOP_DEPTHWISE_CONV_2D_F32 : PE_GOP_CONV_2D_F32;
+        ph = fz_range(r, 0, (kh - 1) * dh);
+        pw = fz_range(r, 0, (kw - 1) * dw);
+        oh = window_out(xd.h, kh, sh, dh, ph);
+        ow = window_out(xd.w, kw, sw, dw, pw);
+        w[n++] = fz_wild(r, sh, sh);
+        w[n++] = fz_wild(r, sw, sw);
+        w[n++] = fz_wild(r, dh, dh);
+        w[n++] = fz_wild(r, dw, dw);
+        w[n++] = fz_wild(r, ph, ph);
+        w[n++] = fz_wild(r, pw, pw);
+        w[n++] = fz_bool(r) ? (int32_t)0xFF7FFFFF : (int32_t)fz_u32(r);   /* act_min: -FLT_MAX or any bits */
+        w[n++] = fz_bool(r) ? 0x7F7FFFFF : (int32_t)fz_u32(r);            /* act_max: FLT_MAX or any bits */
+        if (pick == 1) {
+            w[n++] = fz_wild(r, mult, mult);
+        }
+    } else if (pick == 2) {
+        const int32_t rows = xd.n * xd.h * xd.w;
+        oc = fz_range(r, 1, 4);
+        f = add_tensor(r, tb, PE_DT_FLOAT32, 1, 1, oc, xd.c, 1);
+        if (f < 0) {
+            return -1;
+        }
+        io[1] = f;
+        io[2] = fz_bool(r) ? add_tensor(r, tb, PE_DT_FLOAT32, 1, 1, 1, oc, 1) : -1;
+        op->num_inputs = 3;
+        op->type = PE_GOP_FULLY_CONNECTED_F32;
+        w[n++] = fz_wild(r, rows, rows);
+        w[n++] = fz_wild(r, xd.c, xd.c);
+        w[n++] = fz_wild(r, oc, oc);
+        w[n++] = fz_bool(r) ? (int32_t)0xFF7FFFFF : (int32_t)fz_u32(r);
+        w[n++] = fz_bool(r) ? 0x7F7FFFFF : (int32_t)fz_u32(r);
+    } else if (pick == 3) {
+        op->type = (pe_graph_op_type)(PE_GOP_AVERAGE_POOL_2D_F32 + fz_range(r, 0, 2));
+        ph = fz_range(r, 0, kh - 1);
+        pw = fz_range(r, 0, kw - 1);
+        oh = window_out(xd.h, kh, sh, 1, ph);
+        ow = window_out(xd.w, kw, sw, 1, pw);
+        w[n++] = fz_wild(r, kh, kh);
+        w[n++] = fz_wild(r, kw, kw);
+        w[n++] = fz_wild(r, sh, sh);
+        w[n++] = fz_wild(r, sw, sw);
+        w[n++] = fz_wild(r, ph, ph);
+        w[n++] = fz_wild(r, pw, pw);
+        w[n++] = fz_bool(r) ? (int32_t)0xFF7FFFFF : (int32_t)fz_u32(r);
+        w[n++] = fz_bool(r) ? 0x7F7FFFFF : (int32_t)fz_u32(r);
+    } else {
+        op->type = PE_GOP_SOFTMAX_F32;
+        w[n++] = fz_wild(r, xd.n * xd.h * xd.w, xd.n * xd.h * xd.w);
+        w[n++] = fz_wild(r, xd.c, xd.c);
+        w[n++] = fz_bool(r) ? 0x3F800000 : (int32_t)fz_u32(r);   /* beta: 1.0f or any bits */
+    }
+    if (op->num_inputs == 3 && io[2] < 0 && fz_bool(r)) {
+        op->num_inputs = 2;   /* a bias left out of the list rather than marked absent */
+    }
+    op->params = w;
+    op->num_params = n;
+    y = add_tensor(r, tb, PE_DT_FLOAT32, xd.n, oh, ow, oc, 0);
+    if (y < 0) {
+        return -1;
+    }
+    io[4] = y;
+    tb->nops++;
+    return y;
+}
+
+/* One operator of pe_batch5.h (9/16 of the draws, [0, 148) and [156, 160)),
+ * TFLM's DECODE (1/64, [148, 152)), the float32 window / matrix ones (1/64,
+ * [152, 156)), pe_batch6.h (1/8), pe_batch7.h (5/32), the float32
+ * element-wise ones (3/64) or pe_resvar.h (1/16). */
 static int32_t batch567_op(fz_reader *r, table *tb, int32_t x)
 {
     const uint32_t k = fz_u8(r);
     return k < 148 ? add_batch5_op(r, tb, x) : k < 152 ? add_decode_op(r, tb, x)
+         : k < 156 ? add_f32conv_op(r, tb, x)
          : k < 160 ? add_batch5_op(r, tb, x) : k < 192 ? add_batch6_op(r, tb, x)
          : k < 232 ? add_batch7_op(r, tb, x) : k < 244 ? add_f32_op(r, tb, x) : add_resvar_op(r, tb, x);
 }

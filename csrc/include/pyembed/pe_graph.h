@@ -227,7 +227,16 @@ typedef enum {
     PE_GOP_MINIMUM_F32 = 285,
     PE_GOP_SQUARED_DIFFERENCE_F32 = 286,
     PE_GOP_FLOOR_DIV = 287,
-    PE_GOP_FLOOR_MOD = 288
+    PE_GOP_FLOOR_MOD = 288,
+    /* 289-295: float32 convolution, pooling, fully connected, softmax
+     * (pe_f32_conv.h); words in pe_run_f32_conv.c */
+    PE_GOP_CONV_2D_F32 = 289,
+    PE_GOP_DEPTHWISE_CONV_2D_F32 = 290,
+    PE_GOP_FULLY_CONNECTED_F32 = 291,
+    PE_GOP_AVERAGE_POOL_2D_F32 = 292,
+    PE_GOP_MAX_POOL_2D_F32 = 293,
+    PE_GOP_L2_POOL_2D = 294,
+    PE_GOP_SOFTMAX_F32 = 295
 } pe_graph_op_type;
 
 /* Bound on an operator's inputs or outputs (a sanity limit for the checks). */

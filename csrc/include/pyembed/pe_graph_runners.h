@@ -136,6 +136,15 @@ pe_status pe_graph_run_f32_unary(const pe_graph *g, const pe_graph_op *op,
                                  const pe_context *scratch, const pe_context *arena);
 pe_status pe_graph_run_f32_binary(const pe_graph *g, const pe_graph_op *op,
                                   const pe_context *scratch, const pe_context *arena);
+/* ---- pe_f32_conv.h: float32 conv / depthwise / FC / pooling / softmax (codes 289-295) -- */
+pe_status pe_graph_run_f32_conv(const pe_graph *g, const pe_graph_op *op,
+                                const pe_context *scratch, const pe_context *arena);
+pe_status pe_graph_run_f32_fully_connected(const pe_graph *g, const pe_graph_op *op,
+                                           const pe_context *scratch, const pe_context *arena);
+pe_status pe_graph_run_f32_pool(const pe_graph *g, const pe_graph_op *op,
+                                const pe_context *scratch, const pe_context *arena);
+pe_status pe_graph_run_f32_softmax(const pe_graph *g, const pe_graph_op *op,
+                                   const pe_context *scratch, const pe_context *arena);
 /* ---- pe_resvar.h (resource variables, CALL_ONCE) ------------------------------- */
 pe_status pe_graph_run_read_variable(const pe_graph *g, const pe_graph_op *op,
                                      const pe_context *scratch, const pe_context *arena);

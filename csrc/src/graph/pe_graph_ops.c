@@ -148,6 +148,14 @@ pe_graph_runner pe_graph_runner_for(pe_graph_op_type type)
     case PE_GOP_MAXIMUM_F32: case PE_GOP_MINIMUM_F32: case PE_GOP_SQUARED_DIFFERENCE_F32:
     case PE_GOP_FLOOR_DIV: case PE_GOP_FLOOR_MOD:
         return pe_graph_run_f32_binary;
+    case PE_GOP_CONV_2D_F32: case PE_GOP_DEPTHWISE_CONV_2D_F32: /* pe_run_f32_conv.c */
+        return pe_graph_run_f32_conv;
+    case PE_GOP_FULLY_CONNECTED_F32:
+        return pe_graph_run_f32_fully_connected;
+    case PE_GOP_AVERAGE_POOL_2D_F32: case PE_GOP_MAX_POOL_2D_F32: case PE_GOP_L2_POOL_2D:
+        return pe_graph_run_f32_pool;
+    case PE_GOP_SOFTMAX_F32:
+        return pe_graph_run_f32_softmax;
     case PE_GOP_READ_VARIABLE:
         return pe_graph_run_read_variable;
     case PE_GOP_ASSIGN_VARIABLE:
