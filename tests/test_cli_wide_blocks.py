@@ -77,36 +77,45 @@ def test_optimize_offers_wide_blocks_and_simulate_replays_the_choice(tmp_path):
     assert all("wide" not in c["variant"] for c in json.loads(default.output)["optimize"]["candidates"])
 
 
-def test_wide_regions_dropped_where_the_plan_does_not_need_them():
+def test_wide_regions_dropped_where_the_plan_does_not_need_them(monkeypatch):
     """In wide blocks a region costs instructions, so the planning path drops
     each region auto chose whose removal leaves the whole plan (DSP work
-    blocks granted) no larger and, by the calibrated instruction model, no
-    slower (ResNet-8: auto chose three regions by its liveness estimate,
-    which does not see the layers' proven overlaps). The pruned plan has
-    fewer regions, an arena and a prediction no larger than the unpruned
-    one's; plan.json's drop_regions replays it."""
+    blocks granted) no larger, by the calibrated instruction model no slower,
+    and no convolution without its work block (ResNet-8, lean forms: auto
+    chose three regions by its liveness estimate, which does not see the
+    layers' proven overlaps; one is kept). Against the same candidate planned
+    without dropping: fewer regions, an arena and a prediction no larger;
+    drop_regions replays it. In the plain forms the layers left behind would
+    lose their work blocks, so nothing is dropped there."""
+    import dataclasses
+
     from firmware_sim.profiles import load_profile
     from pyembed.data import model_path
     from pyembed.model.load import load_model
-    from pyembed.plan.pipeline import _signature, plan_with_strategy
-    from pyembed.target import objective
-    from pyembed.target.planning import PlanOptions, dsp_widen, plan_for_target
+    from pyembed.plan.pipeline import _signature
+    from pyembed.target import objective, planning
     prof = load_profile("mps2-an386")
     graph = load_model(model_path("resnet8"))
-    tp = plan_for_target(graph, prof, PlanOptions(strategy="auto", wide_blocks=True), action="plan")
-    dropped = tp.plan.info["pipeline"].get("drop_regions")
-    assert dropped, tp.plan.info["pipeline"]
-    kept = [op for op in tp.graph.operators if op.type == "PE_STRIPE_REGION"]
-    g_full, p_full, _ = plan_with_strategy(graph, "auto", wide_blocks=True)
-    g_full, p_full = dsp_widen(g_full, p_full, prof)
-    full = [op for op in g_full.operators if op.type == "PE_STRIPE_REGION"]
-    assert 0 < len(kept) < len(full)
-    assert {op.params["ops"][0] for op in full} - {op.params["ops"][0] for op in kept} == set(dropped)
-    assert tp.plan.arena_size <= p_full.arena_size
-    assert objective.predicted_cost(tp.graph, prof, "instructions")[0] <= \
-        objective.predicted_cost(g_full, prof, "instructions")[0]
-    assert any("layer by layer after all" in ln for ln in tp.pipeline_lines)
-    g2, p2, _ = plan_with_strategy(graph, "auto", wide_blocks=True, drop_regions=tuple(dropped))
-    g2, p2 = dsp_widen(g2, p2, prof)
-    assert p2.arena_size == tp.plan.arena_size
-    assert _signature(g2) == _signature(tp.graph)
+    opts = dataclasses.replace(planning.PlanOptions(strategy="auto", wide_blocks=True))
+
+    def regions(g):
+        return [op.params["ops"][0] for op in g.operators if op.type == "PE_STRIPE_REGION"]
+    g, plan, lines = planning._plan_one(graph, opts, None, "auto", {}, prof=prof, lean=True)
+    dropped = plan.info["pipeline"].get("drop_regions")
+    assert dropped, plan.info["pipeline"]
+    assert any("layer by layer after all" in ln for ln in lines)
+    plain, plain_plan, _ = planning._plan_one(graph, opts, None, "auto", {}, prof=prof, lean=False)
+    assert "drop_regions" not in plain_plan.info["pipeline"] and len(regions(plain)) == 3
+    with monkeypatch.context() as m:
+        m.setattr(planning, "_drop_wide_regions", lambda one, g, plan, lines, prof: (g, plan, lines))
+        full, full_plan, _ = planning._plan_one(graph, opts, None, "auto", {}, prof=prof, lean=True)
+    assert 0 < len(regions(g)) < len(regions(full))
+    assert set(regions(full)) - set(regions(g)) == set(dropped)
+    assert plan.arena_size <= full_plan.arena_size
+    assert objective.predicted_cost(g, prof, "instructions")[0] <= \
+        objective.predicted_cost(full, prof, "instructions")[0]
+    # the recorded drops replay the same rewrite without searching again
+    with monkeypatch.context() as m:
+        m.setattr(planning, "_drop_wide_regions", lambda one, g, plan, lines, prof: one(tuple(dropped)))
+        again, again_plan, _ = planning._plan_one(graph, opts, None, "auto", {}, prof=prof, lean=True)
+    assert _signature(again) == _signature(g) and again_plan.arena_size == plan.arena_size
