@@ -2001,7 +2001,8 @@ static int32_t add_f32_op(fz_reader *r, table *tb, int32_t x)
 
 /* Appends TFLite_Detection_PostProcess (PE_GOP_DETECTION_POSTPROCESS, pe_detpost.h): constant
  * float32 box codes [1, N, stride], class scores [1, N, C1] and anchors [N, 4] (any bits:
- * infinities, NaNs, empty boxes), options mostly valid (fast or regular NMS, 1-3 classes per
+ * infinities, NaNs, empty boxes; three times in four anchors of positive size and small
+ * codes), options mostly valid (fast or regular NMS, 1-3 classes per
  * detection, thresholds), four float32 outputs of the rows the options need (sometimes one
  * short), scratch of the size query's answer (sometimes 4 bytes short). x is not read.
  * Returns the boxes output or -1. */
@@ -2029,6 +2030,17 @@ static int32_t add_detpost_op(fz_reader *r, table *tb, int32_t x)
     io[2] = add_tensor(r, tb, PE_DT_FLOAT32, 1, 1, nb, 4, 1);
     if (io[0] < 0 || io[1] < 0 || io[2] < 0) {
         return -1;
+    }
+    if (fz_range(r, 0, 3) != 0) {
+        /* mostly boxes that decode non-empty (else every run stops at the decoding): positive
+         * anchor sizes, codes in [-4, 4) */
+        float *anc = (float *)tb->consts[io[2]], *enc = (float *)tb->consts[io[0]];
+        for (k = 0; k < nb * 4; k++) {
+            anc[k] = (float)fz_u8(r) / 256.0f + ((k & 3) >= 2 ? 0.0625f : 0.0f);
+        }
+        for (k = 0; k < nb * stride; k++) {
+            enc[k] = ((float)fz_u8(r) - 128.0f) / 32.0f;
+        }
     }
     memset(&p, 0, sizeof(p));
     p.num_boxes = nb;
