@@ -97,6 +97,28 @@ static void test_two_classes_per_detection_offsets(void)
     PE_CHECK(sc[1] == 0.0f && sc[2] == 0.0f && sc[5] == 0.0f && sc[6] == 0.0f);
 }
 
+static void test_nan_class_scores_stay_in_range(void)
+{
+    /* K = 2 over classes with NaNs (the fuzzer's find: a NaN ranked first left no second class and
+     * the kernel read class -1); every class written must be a real column */
+    const float nan = 0.0f / 0.0f;
+    const float scores[6] = {nan, 0.5f, nan, 0.75f, nan, nan};
+    pe_detpost_params p = params(2, 3, 3, 2, 0);
+    float boxes[32], cls[8], sc[8], num[1];
+    const float anc[8] = {0.25f, 0.25f, 0.5f, 0.5f, 0.75f, 0.75f, 0.25f, 0.25f};
+    int32_t i;
+    p.max_classes_per_detection = 2;
+    p.score_threshold = 0.0f;
+    p.out_rows = 8;
+    PE_CHECK_EQ(pe_detpost_f32(&p, zero_codes, scores, anc, boxes, cls, sc, num, scratch_words,
+                               (int32_t)sizeof(scratch_words)), PE_OK);
+    for (i = 0; i < 8; ++i) {
+        PE_CHECK(cls[i] >= 0.0f && cls[i] <= 2.0f);
+    }
+    /* anchor 1: 0.75 (class 0) first; anchor 0's best is NaN, below every threshold: not kept */
+    PE_CHECK(num[0] == 2.0f && cls[0] == 0.0f && sc[0] == 0.75f);
+}
+
 static void test_regular_nms(void)
 {
     const float scores[12] = {0.9f, 0.5f, 0.75f, 0.9f, 0.875f, 0.125f, 0.0f, 0.125f, 0.625f, 0.0f, 0.5f, 0.5f};
@@ -213,6 +235,7 @@ int main(void)
     test_equal_scores_lower_anchor_first();
     test_two_classes_per_detection_offsets();
     test_regular_nms();
+    test_nan_class_scores_stay_in_range();
     test_errors();
     test_exact_sizes();
     return PE_TEST_END("test_detpost");

@@ -176,29 +176,29 @@ static void stable_desc_order(const float *v, int32_t n, int32_t *order, int32_t
     }
 }
 
-/* Position of the best value after `prev` in the order (value descending, position ascending);
- * prev < 0: the best of all; -1 when none is left. */
-static int32_t next_best(const float *v, int32_t n, int32_t prev)
-{
-    int32_t j, best = -1;
-    for (j = 0; j < n; ++j) {
-        if (prev >= 0 && !(v[j] < v[prev] || (v[j] == v[prev] && j > prev))) {
-            continue;
-        }
-        if (best < 0 || v[j] > v[best]) {
-            best = j;
-        }
-    }
-    return best;
-}
-
-/* The k best positions of v[0..n) in that order into idx (k <= n). */
+/* The k best positions of v[0..n) into idx, best first (k <= n): value descending, equal values
+ * lower position first. An insertion into the bounded list, so idx always holds k distinct
+ * positions in [0, n), whatever the values (NaNs included: where they land is not necessarily
+ * where TFLM's std::partial_sort puts them, its comparison being no order with NaNs). */
 static void partial_desc(const float *v, int32_t n, int32_t k, int32_t *idx)
 {
-    int32_t r, prev = -1;
-    for (r = 0; r < k; ++r) {
-        prev = next_best(v, n, prev);
-        idx[r] = prev;
+    int32_t j, len = 0;
+    for (j = 0; j < n; ++j) {
+        int32_t pos = 0, m;
+        while (pos < len && !(v[j] > v[idx[pos]])) {
+            ++pos;
+        }
+        if (pos >= k) {
+            continue;
+        }
+        m = len < k ? len : k - 1;
+        for (; m > pos; --m) {
+            idx[m] = idx[m - 1];
+        }
+        idx[pos] = j;
+        if (len < k) {
+            ++len;
+        }
     }
 }
 
