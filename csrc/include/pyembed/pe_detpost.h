@@ -20,7 +20,10 @@
  * row offsets K * e + col (e the running row count); regular NMS runs the
  * single-class NMS per class (detections_per_class each) and merges the
  * results, max_detections rows, the unused ones zero. A decoded box with
- * ymin >= ymax or xmin >= xmax is PE_ERR_ARG (TFLM fails the invocation).
+ * ymin >= ymax or xmin >= xmax is PE_ERR_ARG (TFLM fails the invocation; a
+ * box with NaN corners passes that test, as in TFLM). NaN scores fail the
+ * threshold; NaN class scores with K > 1 may rank otherwise than in TFLM
+ * (its std::partial_sort), with K = 1 they rank as in TFLM.
  * Rows TFLM leaves unwritten are written as zero here.
  *
  * Build with -ffp-contract=off (a fused multiply-add would change bits).

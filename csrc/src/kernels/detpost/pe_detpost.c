@@ -114,8 +114,8 @@ static pe_status decode_boxes(const pe_detpost_params *p, const float *enc, cons
         b[1] = xc - hw;
         b[2] = yc + hh;
         b[3] = xc + hw;
-        /* written so that NaN corners fail too */
-        if (!(b[0] < b[2]) || !(b[1] < b[3])) {
+        /* TFLM's test: a box with NaN corners passes it (and then meets no IoU above the threshold) */
+        if (b[0] >= b[2] || b[1] >= b[3]) {
             ok = 0;
         }
     }
