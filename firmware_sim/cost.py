@@ -84,6 +84,9 @@ KERNEL_CLASS = {
     "CUSTOM:SignalIrfft": "fc",   # butterflies of multiply-accumulates, as the forward RFFT
     # issue #30's third batch (pyembed.model.ops.batch3): REVERSE_V2 copies one element per output
     "REVERSE_V2": "copy",
+    # TFLite_Detection_PostProcess (pyembed.model.ops.detpost; macs = decoding + class scan +
+    # pairwise IoUs): float32 compare / arithmetic per unit of work, as the float32 element-wise ones
+    "CUSTOM:TFLite_Detection_PostProcess": "eltwise",
     # issue #30's fourth batch (pyembed.model.ops.batch4): data movement, one copy per output element
     "FILL": "copy", "ZEROS_LIKE": "copy", "SHAPE": "copy", "BROADCAST_ARGS": "copy", "SPACE_TO_BATCH_ND": "copy",
     "BATCH_TO_SPACE_ND": "copy", "GATHER_ND": "copy", "DYNAMIC_UPDATE_SLICE": "copy",

@@ -13,7 +13,8 @@ import numpy as np
 from pyembed.errors import UnsupportedError
 
 # operator types that read or write float32 tensors besides the float32 element-wise ones
-FLOAT32_CAPABLE = frozenset({"QUANTIZE", "DEQUANTIZE", "RESHAPE", "EXPAND_DIMS", "FILL", "CUSTOM:SignalOverlapAdd"})
+FLOAT32_CAPABLE = frozenset({"QUANTIZE", "DEQUANTIZE", "RESHAPE", "EXPAND_DIMS", "FILL", "CUSTOM:SignalOverlapAdd",
+                             "CUSTOM:TFLite_Detection_PostProcess"})
 
 
 def takes_float32(op):

@@ -48,7 +48,6 @@ DELIBERATE_GAPS = {
     "VAR_HANDLE": "no operator of its own: the importer binds each (container, shared_name) to a state tensor "
                   "and removes it (pyembed.model.resvar_import); models with it run (READ_VARIABLE, "
                   "ASSIGN_VARIABLE, CALL_ONCE)", "WHILE": _NOT_YET + " (control flow)",
-    "CUSTOM:TFLite_Detection_PostProcess": _NOT_YET + " (SSD post-processing)",
     "CUSTOM:ethos-u": "deliberately not: an Arm Ethos-U NPU command stream, not a CPU operator",
     "CUSTOM:BasicClassifier": "deliberately not: a TFLM test operator no converter writes",
     # the whole signal library runs: the audio preprocessor's nine, SignalDelay and int16 / int32

@@ -44,6 +44,7 @@
 #include "pyembed/pe_f32_conv.h"
 #include "pyembed/pe_resvar.h"
 #include "pyembed/pe_svdf.h"
+#include "pyembed/pe_detpost.h"
 #include "pyembed/pe_decode.h"
 
 #define MAX_T 32
@@ -2183,15 +2184,124 @@ static int32_t add_f32conv_op(fz_reader *r, table *tb, int32_t x)
     return y;
 }
 
-/* One operator of pe_batch5.h (9/16 of the draws, [0, 148) and [156, 160)),
+/* Appends TFLite_Detection_PostProcess (PE_GOP_DETECTION_POSTPROCESS, pe_detpost.h): constant
+ * float32 box codes [1, N, stride], class scores [1, N, C1] and anchors [N, 4] (any bits:
+ * infinities, NaNs, empty boxes; three times in four anchors of positive size and small
+ * codes), options mostly valid (fast or regular NMS, 1-3 classes per
+ * detection, thresholds), four float32 outputs of the rows the options need (sometimes one
+ * short), scratch of the size query's answer (sometimes 4 bytes short). x is not read.
+ * Returns the boxes output or -1. */
+static int32_t add_detpost_op(fz_reader *r, table *tb, int32_t x)
+{
+    const int32_t i = tb->nops;
+    pe_graph_op *op = &tb->ops[i];
+    int32_t *w = tb->words[i];
+    int32_t *io = tb->dio[i];
+    pe_detpost_params p;
+    const int32_t nb = fz_range(r, 1, 24), stride = fz_range(r, 4, 6), c = fz_range(r, 1, 6);
+    const int32_t c1 = c + fz_range(r, 0, 1);
+    int32_t k, scratch, rows;
+    float f[6];
+    (void)x;
+    memset(op, 0, sizeof(*op));
+    op->type = PE_GOP_DETECTION_POSTPROCESS;
+    op->inputs = io;
+    op->outputs = &io[4];
+    op->num_inputs = 3;
+    op->num_outputs = 4;
+    op->scratch_offset = -1;
+    io[0] = add_tensor(r, tb, PE_DT_FLOAT32, 1, 1, nb, stride, 1);
+    io[1] = add_tensor(r, tb, PE_DT_FLOAT32, 1, 1, nb, c1, 1);
+    io[2] = add_tensor(r, tb, PE_DT_FLOAT32, 1, 1, nb, 4, 1);
+    if (io[0] < 0 || io[1] < 0 || io[2] < 0) {
+        return -1;
+    }
+    if (fz_range(r, 0, 3) != 0) {
+        /* mostly boxes that decode non-empty (else every run stops at the decoding): positive
+         * anchor sizes, codes in [-4, 4) */
+        float *anc = (float *)tb->consts[io[2]], *enc = (float *)tb->consts[io[0]];
+        for (k = 0; k < nb * 4; k++) {
+            anc[k] = (float)fz_u8(r) / 256.0f + ((k & 3) >= 2 ? 0.0625f : 0.0f);
+        }
+        for (k = 0; k < nb * stride; k++) {
+            enc[k] = ((float)fz_u8(r) - 128.0f) / 32.0f;
+        }
+    }
+    memset(&p, 0, sizeof(p));
+    p.num_boxes = nb;
+    p.box_stride = stride;
+    p.num_classes_bg = c1;
+    p.num_classes = c;
+    p.max_detections = fz_range(r, 1, 8);
+    p.max_classes_per_detection = fz_range(r, 1, 3);
+    p.detections_per_class = fz_range(r, 1, 8);
+    p.use_regular_nms = fz_bool(r);
+    f[0] = (float)fz_range(r, -2, 8) / 8.0f;              /* score threshold */
+    f[1] = (float)fz_range(r, 0, 9) / 8.0f;               /* IoU threshold (0 and > 1 refused) */
+    for (k = 2; k < 6; k++) {
+        f[k] = (float)fz_range(r, 0, 16);                 /* scales (0: codes divided by zero) */
+    }
+    memcpy(&p.score_threshold, &f[0], sizeof(float));
+    memcpy(&p.iou_threshold, &f[1], sizeof(float));
+    p.y_scale = f[2];
+    p.x_scale = f[3];
+    p.h_scale = f[4];
+    p.w_scale = f[5];
+    rows = p.use_regular_nms ? p.max_detections
+                             : (p.max_classes_per_detection < c ? p.max_classes_per_detection : c) *
+                                   (p.max_classes_per_detection < c ? p.max_classes_per_detection : c) *
+                                   (nb < p.max_detections ? nb : p.max_detections);
+    rows -= fz_range(r, 0, 7) == 0 ? 1 : 0;               /* sometimes one row short: refused */
+    if (rows < 1) {
+        rows = 1;
+    }
+    p.out_rows = rows;
+    w[0] = fz_wild(r, nb, nb);
+    w[1] = fz_wild(r, stride, stride);
+    w[2] = fz_wild(r, c1, c1);
+    w[3] = fz_wild(r, c, c);
+    w[4] = fz_wild(r, p.max_detections, p.max_detections);
+    w[5] = fz_wild(r, p.max_classes_per_detection, p.max_classes_per_detection);
+    w[6] = fz_wild(r, p.detections_per_class, p.detections_per_class);
+    w[7] = fz_wild(r, p.use_regular_nms, p.use_regular_nms);
+    for (k = 0; k < 6; k++) {
+        int32_t bits;
+        memcpy(&bits, &f[k], sizeof(bits));
+        w[8 + k] = fz_bool(r) ? bits : fz_wild(r, bits, bits);
+    }
+    w[14] = fz_wild(r, rows, rows);
+    op->params = w;
+    op->num_params = 15;
+    io[4] = add_tensor(r, tb, PE_DT_FLOAT32, 1, 1, rows, 4, 0);
+    io[5] = add_tensor(r, tb, PE_DT_FLOAT32, 1, 1, 1, rows, 0);
+    io[6] = add_tensor(r, tb, PE_DT_FLOAT32, 1, 1, 1, rows, 0);
+    io[7] = add_tensor(r, tb, PE_DT_FLOAT32, 1, 1, 1, 1, 0);
+    if (io[4] < 0 || io[5] < 0 || io[6] < 0 || io[7] < 0) {
+        return -1;
+    }
+    scratch = pe_detpost_scratch_size(&p);
+    if (scratch > 0 && fz_range(r, 0, 7) == 0) {
+        scratch -= 4;                                     /* one word short: PE_ERR_SCRATCH */
+    }
+    if (scratch > 0 && scratch <= 65536) {
+        op->scratch_offset = tb->bump;
+        op->scratch_size = scratch;
+        tb->bump = align4(tb->bump + scratch);
+    }
+    tb->nops++;
+    return io[4];
+}
+
+/* One operator of pe_batch5.h (37/64 of the draws, [0, 148) and [158, 160)),
  * TFLM's DECODE (1/64, [148, 152)), the float32 window / matrix ones (1/64,
- * [152, 156)), pe_batch6.h (1/8), pe_batch7.h (5/32), the float32
- * element-wise ones (3/64) or pe_resvar.h (1/16). */
+ * [152, 156)), TFLite_Detection_PostProcess (1/128, [156, 158)),
+ * pe_batch6.h (1/8), pe_batch7.h (5/32), the float32 element-wise ones
+ * (3/64) or pe_resvar.h (1/16). */
 static int32_t batch567_op(fz_reader *r, table *tb, int32_t x)
 {
     const uint32_t k = fz_u8(r);
     return k < 148 ? add_batch5_op(r, tb, x) : k < 152 ? add_decode_op(r, tb, x)
-         : k < 156 ? add_f32conv_op(r, tb, x)
+         : k < 156 ? add_f32conv_op(r, tb, x) : k < 158 ? add_detpost_op(r, tb, x)
          : k < 160 ? add_batch5_op(r, tb, x) : k < 192 ? add_batch6_op(r, tb, x)
          : k < 232 ? add_batch7_op(r, tb, x) : k < 244 ? add_f32_op(r, tb, x) : add_resvar_op(r, tb, x);
 }

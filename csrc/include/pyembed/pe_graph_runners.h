@@ -112,6 +112,9 @@ pe_status pe_graph_run_dynamic_update_slice(const pe_graph *g, const pe_graph_op
 /* ---- pe_svdf.h: SVDF (inputs x, feature weights, time weights, bias, state) ------ */
 pe_status pe_graph_run_svdf(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
                             const pe_context *arena);
+/* ---- pe_detpost.h (TFLite_Detection_PostProcess) ---------------------------------- */
+pe_status pe_graph_run_detection_postprocess(const pe_graph *g, const pe_graph_op *op,
+                                             const pe_context *scratch, const pe_context *arena);
 /* ---- pe_batch5.h (issue #30's fifth batch) ------------------------------------ */
 pe_status pe_graph_run_add_n(const pe_graph *g, const pe_graph_op *op,
                              const pe_context *scratch, const pe_context *arena);

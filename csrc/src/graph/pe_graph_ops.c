@@ -124,6 +124,8 @@ pe_graph_runner pe_graph_runner_for(pe_graph_op_type type)
         return pe_graph_run_dynamic_update_slice;
     case PE_GOP_SVDF:
         return pe_graph_run_svdf;
+    case PE_GOP_DETECTION_POSTPROCESS:
+        return pe_graph_run_detection_postprocess;
     case PE_GOP_ADD_N:
         return pe_graph_run_add_n;
     case PE_GOP_CUMSUM:
