@@ -196,6 +196,19 @@ class _Net:
         self.ops.append(("RESIZE_NEAREST_NEIGHBOR", [x, size], [y], {"half": bool(half_pixel_centers)}))
         return y
 
+    def resize_bilinear(self, x, fh=2, fw=2, align_corners=False, half_pixel_centers=False):
+        """RESIZE_BILINEAR by integer factors fh, fw (TFLite's int8 interpolation;
+        the output quantized as the input)."""
+        n, h, w, c = self.shape(x)
+        s, z = self.q(x)
+        size = self.tensor((2,), np.int32, data=np.array([fh * h, fw * w], np.int32))
+        y = self.act((1, fh * h, fw * w, c), s, z)
+        # (calibration values: interpolation stays inside its inputs' range, as repeating does)
+        self.val[y] = self.val[x].repeat(fh, axis=0).repeat(fw, axis=1)
+        self.ops.append(("RESIZE_BILINEAR", [x, size], [y], {"align": bool(align_corners),
+                                                            "half": bool(half_pixel_centers)}))
+        return y
+
     def depth_to_space(self, x, b):
         """DEPTH_TO_SPACE (pixel shuffle) by block b: channels c -> c / b^2."""
         n, h, w, c = self.shape(x)
@@ -330,6 +343,9 @@ def _serialize(tensors, ops, inputs, outputs):
                              fusedActivationFunction=S.ActivationFunctionType.NONE))
         elif name == "RESIZE_NEAREST_NEIGHBOR":
             wops.append(W.op(code, ins, outs, "ResizeNearestNeighborOptions", alignCorners=False,
+                             halfPixelCenters=bool(o.get("half", False))))
+        elif name == "RESIZE_BILINEAR":
+            wops.append(W.op(code, ins, outs, "ResizeBilinearOptions", alignCorners=bool(o.get("align", False)),
                              halfPixelCenters=bool(o.get("half", False))))
         elif name == "TRANSPOSE_CONV":
             wops.append(W.op(code, ins, outs, "TransposeConvOptions", padding=S.Padding.SAME, strideH=o["stride"],
