@@ -34,6 +34,7 @@ cdef extern from "pyembed/pe_stripe.h":
         PE_STRIPE_DEPTH_TO_SPACE
         PE_STRIPE_SPACE_TO_DEPTH
         PE_STRIPE_RESIZE_BILINEAR
+        PE_STRIPE_CROP
 
     ctypedef struct pe_stripe_add_params:
         int32_t from_layer
@@ -111,6 +112,7 @@ OPS = {
     "depth_to_space": PE_STRIPE_DEPTH_TO_SPACE,
     "space_to_depth": PE_STRIPE_SPACE_TO_DEPTH,
     "resize_bilinear": PE_STRIPE_RESIZE_BILINEAR,
+    "crop": PE_STRIPE_CROP,
 }
 
 _NET_DETAIL = ("network rejected: channels must chain, padding in [0, kernel), add inputs of "

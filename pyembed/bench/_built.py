@@ -282,17 +282,29 @@ class _Net:
         self.ops.append((kind, [x, k], [out], {"act": None}))
         return out
 
-    def tconv(self, x, out_c, s=2, act=RELU6, full_range=False, k=None):
+    def tconv(self, x, out_c, s=2, act=RELU6, full_range=False, k=None, valid=False):
         """TRANSPOSE_CONV, SAME, the output s times the input, kernel k
         (default s). With kernel = stride = s input pixel (i, j) alone writes
         output pixels (i*s + dy, j*s + dx) through tap (dy, dx), as
         Conv2DTranspose(kernel_size=s, strides=s); with k > s (Keras'
         Conv2DTranspose(kernel_size=3, strides=2, padding='same')) input pixel i
         writes output i*s - p + f through tap f, p = (k - s) // 2 (TFLite's
-        transposed-convolution padding), the windows overlapping."""
+        transposed-convolution padding), the windows overlapping. valid:
+        VALID padding, the output (h - 1) * s + k rows (kernel 3, stride 2:
+        2h + 1), every window whole."""
         k = s if k is None else k
         n, h, w, c = self.shape(x)
         wt, bt, wf, bf = self._weights((out_c, k, k, c), 0, x)
+        if valid:
+            oh, ow = (h - 1) * s + k, (w - 1) * s + k
+            y = np.zeros((oh, ow, out_c))
+            for fy in range(k):
+                for fx in range(k):
+                    y[fy:fy + (h - 1) * s + 1:s, fx:fx + (w - 1) * s + 1:s] += self.val[x] @ wf[:, fy, fx, :].T
+            out = self._out((1, oh, ow, out_c), y + bf, act, full_range)
+            shp = self.tensor((4,), np.int32, data=np.array([1, oh, ow, out_c], np.int32))
+            self.ops.append(("TRANSPOSE_CONV", [shp, wt, x, bt], [out], {"stride": s, "act": act, "valid": True}))
+            return out
         if k == s:
             y = np.einsum("ijc,oabc->iajbo", self.val[x], wf).reshape(h * s, w * s, out_c) + bf
         else:
@@ -348,7 +360,8 @@ def _serialize(tensors, ops, inputs, outputs):
             wops.append(W.op(code, ins, outs, "ResizeBilinearOptions", alignCorners=bool(o.get("align", False)),
                              halfPixelCenters=bool(o.get("half", False))))
         elif name == "TRANSPOSE_CONV":
-            wops.append(W.op(code, ins, outs, "TransposeConvOptions", padding=S.Padding.SAME, strideH=o["stride"],
+            wops.append(W.op(code, ins, outs, "TransposeConvOptions",
+                             padding=S.Padding.VALID if o.get("valid") else S.Padding.SAME, strideH=o["stride"],
                              strideW=o["stride"], fusedActivationFunction=acts[o["act"]]))
         elif name == "DEPTH_TO_SPACE":
             wops.append(W.op(code, ins, outs, "DepthToSpaceOptions", blockSize=o["block"]))

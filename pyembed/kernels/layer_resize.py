@@ -92,3 +92,56 @@ class ResizeBilinear:
             raise ArgumentError(f"x: expected {self.channels} channels, got shape {x.shape}")
         out = (self.factor[0] * x.shape[0], self.factor[1] * x.shape[1])
         return shape_ref.resize_bilinear_s8(x[None], out, self.align_corners, self.half_pixel_centers)[0]
+
+
+@dataclass
+class Crop:
+    """The first rows and columns: crop = (rows, columns) dropped at the end
+    (pe_stripe.h PE_STRIPE_CROP), a copy. A split TRANSPOSE_CONV whose output
+    is not whole s x s blocks (kernel 3, stride 2, VALID: 2h + 1 rows) ends
+    with one (pyembed.passes.tconv_split)."""
+    crop: tuple = (1, 1)
+    channels: Optional[int] = None
+    kernel = (1, 1)
+    stride = (1, 1)
+
+    def __post_init__(self):
+        f = self.crop
+        if not isinstance(f, (tuple, list)) or len(f) != 2:
+            raise ArgumentError(f"crop: expected (rows, columns), got {f!r}")
+        self.crop = tuple(int_in_range(v, "crop", 0) for v in f)
+        if self.channels is not None:
+            self.channels = int_in_range(self.channels, "channels", 1)
+
+    @property
+    def extent(self):
+        return (1, 1)
+
+    @property
+    def in_channels(self):
+        return self.channels
+
+    def out_channels(self, in_c):
+        return in_c
+
+    def resolve_padding(self, h, w):
+        return (0, 0, 0, 0)
+
+    def output_shape(self, shape):
+        h, w, c = shape
+        if self.crop[0] >= h or self.crop[1] >= w:
+            raise ArgumentError(f"Crop: dropping {self.crop} of a {h}x{w} input leaves nothing")
+        return (h - self.crop[0], w - self.crop[1], c)
+
+    def macs(self, shape):
+        return 0
+
+    def input_interval(self, axis, a, b, n_in):
+        return a, b
+
+    def reference(self, x):
+        if not isinstance(x, np.ndarray) or x.dtype != np.int8 or x.ndim != 3:
+            raise ArgumentError(f"x: expected an int8 HWC array, got {getattr(x, 'dtype', type(x).__name__)} "
+                                f"{getattr(x, 'shape', '')}")
+        h, w, _ = self.output_shape(x.shape)
+        return np.ascontiguousarray(x[:h, :w])

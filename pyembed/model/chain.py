@@ -88,6 +88,8 @@ def from_operator(graph, op, *, rounding="double", main_input=0, from_layer=-1):
         return _upsample(graph, op, where)
     if op.type == "RESIZE_BILINEAR":
         return _bilinear(graph, op, where)
+    if op.type in ("SLICE", "STRIDED_SLICE"):
+        return _crop(graph, op, where)
     if op.type == "DEPTH_TO_SPACE":
         return _depth_to_space(graph, op, where)
     if op.type == "SPACE_TO_DEPTH":
@@ -301,6 +303,22 @@ def _bilinear(graph, op, where):
         raise UnsupportedError(f"{where}: int8 only")
     return ResizeBilinear((fh, fw), align_corners=bool(opts.get("align_corners", False)),
                           half_pixel_centers=bool(opts.get("half_pixel_centers", False)), channels=x_shape[2])
+
+
+def _crop(graph, op, where):
+    """SLICE / STRIDED_SLICE (int8, 4-D) keeping the first rows and columns
+    of every channel, step 1: Crop (a split TRANSPOSE_CONV's last operator)."""
+    from pyembed.kernels.layer_resize import Crop
+    if not op.supported:
+        raise UnsupportedError(f"{where}: {op.reason}")
+    p = op.params
+    x_shape = _hwc(graph, op, op.inputs[0], "input")
+    y_shape = _hwc(graph, op, op.outputs[0], "output")
+    if (list(p.get("begin", [])) != [0, 0, 0, 0] or list(p.get("stride", [])) != [1, 1, 1, 1] or
+            y_shape[2] != x_shape[2] or graph.tensors[op.inputs[0]].dtype != np.int8):
+        raise UnsupportedError(f"{where}: only an int8 slice of the first rows and columns, every channel, "
+                               f"step 1, is a layer")
+    return Crop((x_shape[0] - y_shape[0], x_shape[1] - y_shape[1]), channels=x_shape[2])
 
 
 def _depth_to_space(graph, op, where):

@@ -4,7 +4,7 @@ puts them after the region's header words."""
 
 LAYER_WORDS = 32
 _OPS = {"conv": 0, "depthwise": 1, "pointwise": 2, "pool": 3, "add": 4, "upsample2x": 5, "concat": 6, "table": 7,
-        "upsample": 8, "depth_to_space": 9, "space_to_depth": 10, "resize_bilinear": 11}
+        "upsample": 8, "depth_to_space": 9, "space_to_depth": 10, "resize_bilinear": 11, "crop": 12}
 
 
 def layer_words(spec, slots):

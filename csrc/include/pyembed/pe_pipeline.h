@@ -21,7 +21,8 @@
  *   then n_layers groups of PE_STRIPE_REGION_LAYER_WORDS words:
  *    0 op (pe_stripe_op)   1 in_c   2 out_c   3 k_h   4 k_w   5 s_h   6 s_w
  *      (upsample, resize_bilinear: 5, 6 the factors; depth_to_space: both the block)
- *    7 pad top   8 pad bottom   9 pad left   10 pad right
+ *    7 pad top   8 pad bottom   9 pad left   10 pad right (crop: 8, 10 the
+ *      rows, columns dropped at the end)
  *   11 input_offset   12 output_offset   13 act min   14 act max
  *   15 rounding (pe_rounding)   16 pool kind (pe_pool_kind)
  *   17 add / concat from_layer; table: its table count (1 or in_c); conv:

@@ -65,7 +65,7 @@ static pe_status decode_layer(const int32_t *w, pe_const_lookup lookup, const vo
 {
     int64_t nw;
     int is_conv;
-    if (!in_range(w[0], PE_STRIPE_CONV, PE_STRIPE_RESIZE_BILINEAR) || !in_range(w[15], 0, 1) ||
+    if (!in_range(w[0], PE_STRIPE_CONV, PE_STRIPE_CROP) || !in_range(w[15], 0, 1) ||
         !in_range(w[16], PE_POOL_MAX, PE_POOL_AVG)) {
         return PE_ERR_ARG;
     }

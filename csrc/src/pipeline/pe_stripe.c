@@ -629,6 +629,9 @@ static void compute(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
     case PE_STRIPE_RESIZE_BILINEAR:
         compute_bilinear(R, L, o, x0, x1);
         break;
+    case PE_STRIPE_CROP:
+        compute_crop(R, L, o, x0, x1);
+        break;
     case PE_STRIPE_TABLE:
         compute_table(R, L, o, x0, x1);
         break;

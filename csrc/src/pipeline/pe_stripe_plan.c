@@ -147,7 +147,8 @@ static int table_ok(const pe_stripe_layer *l)
 static pe_status check_layer_params(const pe_stripe_layer *l, int32_t L)
 {
     int32_t o;
-    if (!is_expand(l->op) && l->op != PE_STRIPE_RESIZE_BILINEAR && !act_ok(&l->activation)) {
+    if (!is_expand(l->op) && l->op != PE_STRIPE_RESIZE_BILINEAR && l->op != PE_STRIPE_CROP &&
+        !act_ok(&l->activation)) {
         return PE_ERR_ARG;
     }
     if (l->rounding != PE_ROUND_DOUBLE && l->rounding != PE_ROUND_SINGLE) {
@@ -514,6 +515,15 @@ pe_status pe_stripe_analyse(const pe_stripe_net *net, net_geo *G)
             g->out_w = 2 * w;
             g->fh = g->fw = 2;
             g->ring_rows = 1;
+            break;
+        case PE_STRIPE_CROP:
+            /* trailing rows and columns dropped, at least one of each kept */
+            if (l->out_c != c || l->padding.top != 0 || l->padding.left != 0 || l->padding.bottom < 0 ||
+                l->padding.bottom >= h || l->padding.right < 0 || l->padding.right >= w) {
+                return PE_ERR_ARG;
+            }
+            g->out_h = h - l->padding.bottom;
+            g->out_w = w - l->padding.right;
             break;
         case PE_STRIPE_RESIZE_BILINEAR:
             st = bilinear_geometry(l, g);

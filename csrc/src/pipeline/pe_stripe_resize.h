@@ -1,6 +1,8 @@
 /*
  * pe_stripe_resize.h - the stripe executor's bilinear upsampling layer
- * (PE_STRIPE_RESIZE_BILINEAR, issue #31), private to pe_stripe.c, which
+ * (PE_STRIPE_RESIZE_BILINEAR, issue #31) and its crop layer
+ * (PE_STRIPE_CROP: a split TRANSPOSE_CONV's trailing row and column),
+ * private to pe_stripe.c, which
  * includes it after the functions it uses (stripe_run, in_pixel, out_slot,
  * publish; the executor's file is near its size limit).
  *
@@ -51,6 +53,23 @@ static void compute_bilinear(stripe_run *R, int32_t L, int32_t o, int32_t x0, in
         publish(R, L + 1, o, x, dst, c);
     }
     R->combines += (uint64_t)(x1 - x0) * (uint64_t)c;
+}
+
+/* Crop: columns [x0, x1) of row o copied from the input row of the same
+ * number. The layer's output range never reaches a dropped column, and a
+ * dropped row (o >= out_h) triggers no output: its columns arrive in the
+ * row temporary and are let go (as a table layer's rows, no ring). */
+static void compute_crop(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
+{
+    const layer_geo *g = &R->G->g[L];
+    const stripe_state *s = &R->st[L + 1];
+    const int32_t c = g->out_c;
+    int32_t x;
+    for (x = x0; x < x1; x++) {
+        int8_t *dst = out_slot(R, L, o, x);
+        memcpy(dst, in_pixel(s, g, o, x), (size_t)c);
+        publish(R, L + 1, o, x, dst, c);
+    }
 }
 
 /* First output column from `from` on whose upper column tap has not arrived
