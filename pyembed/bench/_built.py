@@ -476,5 +476,41 @@ def unet_64_tconv3(seed=0):
     return unet_64_tconv(seed, k=3)
 
 
+def unet_64_bilinear(seed=0):
+    """unet_64 with bilinear decoders: each upsampling a RESIZE_BILINEAR x2
+    with half-pixel centres (tf.image.resize's default) before its additive skip."""
+    net = _Net(seed)
+    x = net.input((1, 64, 64, 1))
+    e1 = net.conv(net.conv(x, 16), 16)
+    p1 = net.pool(e1, "max", 2, 2)
+    e2 = net.conv(net.conv(p1, 32), 32)
+    p2 = net.pool(e2, "max", 2, 2)
+    b = net.conv(net.conv(p2, 64), 32)
+    u2 = net.add(net.resize_bilinear(b, 2, 2, False, True), e2)
+    d2 = net.conv(u2, 16)
+    u1 = net.add(net.resize_bilinear(d2, 2, 2, False, True), e1)
+    d1 = net.conv(u1, 16)
+    y = net.conv(d1, 1, act=None)
+    return net.to_bytes([x], [y])
+
+
+def unet_67_tconv3_valid(seed=0):
+    """A valid-padded CONCATENATION U-Net on 67x67x1 for Conv2DTranspose(
+    kernel_size=3, strides=2, padding='valid') decoders: 3x3 stride-2 VALID
+    max pools (67 -> 33 -> 16) and VALID transposed convolutions (16 -> 33 ->
+    67, 2h + 1 rows) meet the skips' sizes without a crop in the model
+    (pyembed.passes.tconv_split: conv, depth to space, crop)."""
+    net = _Net(seed)
+    x = net.input((1, 67, 67, 1))
+    e1 = net.conv(net.conv(x, 16), 16, full_range=True)
+    e2 = net.conv(net.conv(net.pool(e1, "max", 3, 2), 32), 32, full_range=True)
+    b = net.conv(net.conv(net.pool(e2, "max", 3, 2), 64), 64)
+    d2 = net.conv(net.conv(net.concat(net.tconv(b, 32, 2, k=3, valid=True, full_range=True), e2), 32), 32)
+    d1 = net.conv(net.conv(net.concat(net.tconv(d2, 16, 2, k=3, valid=True, full_range=True), e1), 16), 16)
+    y = net.conv(d1, 1, act=None)
+    return net.to_bytes([x], [y])
+
+
 BUILDERS = {"mobilenetv2_035_96": mobilenetv2_035_96, "unet_64": unet_64, "unet_64_concat": unet_64_concat,
-            "unet_64_tconv": unet_64_tconv, "unet_64_tconv3": unet_64_tconv3}
+            "unet_64_tconv": unet_64_tconv, "unet_64_tconv3": unet_64_tconv3, "unet_64_bilinear": unet_64_bilinear,
+            "unet_67_tconv3_valid": unet_67_tconv3_valid}

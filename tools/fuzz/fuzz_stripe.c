@@ -3,8 +3,8 @@
  *
  * Each input is a random chain of up to 8 layers (conv, depthwise,
  * pointwise, pooling, residual add, x2 upsampling, upsampling by factors
- * 1..3 per axis, bilinear upsampling by factors 1..4 with its flags, depth
- * to space, concatenation, tables) with weights, biases and
+ * 1..3 per axis, bilinear upsampling by factors 1..4 with its flags, crops
+ * of the last rows and columns, depth to space, concatenation, tables) with weights, biases and
  * requantization, an input image, a stripe width and a block width. The
  * executor's output must equal, bit for bit, a naive full-frame
  * layer-by-layer model written here from the header's arithmetic (every
@@ -115,6 +115,13 @@ static int ref_layer(const pe_stripe_layer *l, const int8_t *in, shape si, const
     }
     if (l->op == PE_STRIPE_RESIZE_BILINEAR) {
         return ref_bilinear(l, in, si, out, so);
+    }
+    if (l->op == PE_STRIPE_CROP) {
+        /* out[y][x] = in[y][x]: the first rows and columns */
+        for (oy = 0; oy < so.h; oy++) {
+            memcpy(out + oy * so.w * so.c, in + oy * si.w * si.c, (size_t)(so.w * so.c));
+        }
+        return 1;
     }
     if (l->op == PE_STRIPE_SPACE_TO_DEPTH) {
         /* out[y][x][(i * b + j) * in_c + c] = in[y * b + i][x * b + j][c] */
@@ -258,6 +265,16 @@ static int layer_shape(const pe_stripe_layer *l, shape si, shape *so)
         so->h = si.h * l->stride.h;
         so->w = si.w * l->stride.w;
         return 1;
+    case PE_STRIPE_CROP:
+        /* (wild paddings: int64, and no shape unless a row and a column stay) */
+        h = (int64_t)si.h - l->padding.bottom;
+        w = (int64_t)si.w - l->padding.right;
+        if (l->padding.bottom < 0 || l->padding.right < 0 || h < 1 || w < 1) {
+            return 0;
+        }
+        so->h = (int32_t)h;
+        so->w = (int32_t)w;
+        return 1;
     case PE_STRIPE_POINTWISE:
     case PE_STRIPE_ADD:
     case PE_STRIPE_CONCAT:
@@ -315,7 +332,7 @@ static void draw_layer(fz_reader *r, net_store *s, int32_t L, shape si, const sh
     size_t nw = 0;
     int32_t o, j;
     memset(l, 0, sizeof(*l));
-    l->op = (pe_stripe_op)fz_wild(r, 0, 11);
+    l->op = (pe_stripe_op)fz_wild(r, 0, 12);
     l->in_c = fz_bool(r) ? si.c : fz_wild(r, 1, 6); /* usually chained */
     l->kernel.h = fz_wild(r, 1, 5);
     l->kernel.w = fz_wild(r, 1, 5);
@@ -429,6 +446,16 @@ static void draw_layer(fz_reader *r, net_store *s, int32_t L, shape si, const sh
         l->out_c = l->in_c;
         break;
     }
+    case PE_STRIPE_CROP:
+        /* rows, columns dropped at the end in the bottom and right padding
+         * (the top and left ones 0 unless a byte says otherwise: refused) */
+        l->padding.bottom = fz_wild(r, 0, 2);
+        l->padding.right = fz_wild(r, 0, 2);
+        if (fz_u8(r) != 9) {
+            l->padding.top = l->padding.left = 0;
+        }
+        l->out_c = l->in_c;
+        break;
     default: /* pool, upsample (factors stride.h, stride.w) */
         l->out_c = l->in_c;
         break;
