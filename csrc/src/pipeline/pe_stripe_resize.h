@@ -20,7 +20,7 @@
  * rounded half away from zero at 20 bits and saturated to int8. Per axis the
  * two weights' magnitudes sum to at most 2048 (a half-pixel edge gives
  * 1536 and -512), so |sum| <= 128 * 2048 * 2048 = 2^29: int32 holds it. */
-static void compute_bilinear(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
+__attribute__((noinline)) static void compute_bilinear(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
 {
     const layer_geo *g = &R->G->g[L];
     const stripe_state *s = &R->st[L + 1];
@@ -59,7 +59,7 @@ static void compute_bilinear(stripe_run *R, int32_t L, int32_t o, int32_t x0, in
  * number. The layer's output range never reaches a dropped column, and a
  * dropped row (o >= out_h) triggers no output: its columns arrive in the
  * row temporary and are let go (as a table layer's rows, no ring). */
-static void compute_crop(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
+__attribute__((noinline)) static void compute_crop(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
 {
     const layer_geo *g = &R->G->g[L];
     const stripe_state *s = &R->st[L + 1];
