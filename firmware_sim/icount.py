@@ -114,7 +114,8 @@ GROUP_FEATURES = {
 # pe_pipeline.h
 _REGION_HEADER, _REGION_LAYER = 5, 32
 _KIND = {0: "conv", 1: "dw", 2: "pw", 3: "pool", 4: "add", 5: "upsample", 6: "concat", 7: "table", 8: "upsample",
-         9: "depth_to_space", 10: "space_to_depth"}
+         9: "depth_to_space", 10: "space_to_depth", 11: "bilinear",
+         12: "crop"}
 GATHER_DW_BLOCK = 16     # csrc/src/kernels/conv/pe_conv_gather.c PE_GATHER_DW_BLOCK
 WIDE_BLOCK_MIN = 32      # csrc/src/pipeline/pe_stripe_internal.h PE_STRIPE_CONV_MIN_COLS
 
@@ -150,7 +151,8 @@ def group_keys(graph, op, kc):
 def region_layers(graph, op):
     """[(kind, out_h, out_w, out_c, macs)] of a PE_STRIPE_REGION's layers, from its words and the
     shape of its input; kind one of conv, dw, pw, pool (macs = taps), add, upsample, concat, table,
-    depth_to_space."""
+    depth_to_space, crop, bilinear (macs 0: its four products per value are not in a fitted group yet, only
+    its outputs count)."""
     w = [int(v) for v in np.asarray(op.params["words"]).ravel()]
     x = graph.tensors[op.inputs[0]].shape
     h, wd = int(x[-3]), int(x[-2])
@@ -162,8 +164,10 @@ def region_layers(graph, op):
         dh, dw = (lw[31] // 256, lw[31] % 256) if lw[31] else (1, 1)   # conv / depthwise dilation
         if lw[0] == 5:                               # PE_STRIPE_UPSAMPLE2X
             h, wd = 2 * h, 2 * wd
-        elif kind in ("upsample", "depth_to_space"):   # factors / block in the stride words
+        elif kind in ("upsample", "depth_to_space", "bilinear"):   # factors / block in the stride words
             h, wd = h * max(sh, 1), wd * max(sw, 1)
+        elif kind == "crop":                          # rows, columns dropped in the bottom, right padding words
+            h, wd = h - pb, wd - pr
         elif kind in ("conv", "dw", "pw", "pool", "space_to_depth"):   # space to depth: b x b at stride b
             eh, ew = (kh - 1) * dh + 1, (kw - 1) * dw + 1                 # the window's extent
             h, wd = (h + pt + pb - eh) // max(sh, 1) + 1, (wd + pl + pr - ew) // max(sw, 1) + 1

@@ -136,14 +136,25 @@ def test_kernel_larger_than_stride_split_bit_exact(kw, kernel, pad):
             assert np.array_equal(_tflm(data, x).reshape(host.shape), host)
 
 
-def test_not_split_when_no_crop_free_split():
-    # VALID, kernel 3, stride 2 as Keras writes it: 2h + 1 rows; DEPTH_TO_SPACE
-    # only makes multiples of 2 and no stripe layer crops
+def test_valid_kernel3_split_with_a_crop_and_kernel1_left_alone():
+    # VALID, kernel 3, stride 2 as Keras writes it: 2h + 1 rows. The split makes
+    # h + 1 whole 2x2 blocks a direction and a SLICE keeps the first 2h + 1
+    # (tests/test_stripe_tconv_valid.py runs it in regions and on QEMU)
     S = W.schema()
-    g = load_tflite_bytes(_decoder(k=3, padding=S.Padding.VALID, out=(25, 21)), name="decoder")
+    data = _decoder(k=3, padding=S.Padding.VALID, out=(25, 21))
+    g = load_tflite_bytes(data, name="decoder")
     assert g.operators[1].supported
-    assert splittable(g) == []
-    assert split_tconvs(g) == (g, [])
+    assert splittable(g) == [1]
+    g2, split = split_tconvs(g)
+    assert split == [1]
+    assert [op.type for op in g2.operators] == ["CONV_2D", "CONV_2D", "DEPTH_TO_SPACE", "SLICE", "CONV_2D"]
+    assert tuple(g2.tensors[g2.operators[2].outputs[0]].shape) == (1, 26, 22, 6)
+    for seed in (3, 4):
+        x = _x(g, seed)
+        host = g.run(x)[0]
+        assert np.array_equal(g2.run(x)[0].reshape(host.shape), host)
+        if HAVE_TFLM:
+            assert np.array_equal(_tflm(data, x).reshape(host.shape), host)
     # kernel smaller than the stride: left alone
     g = load_tflite_bytes(_decoder(k=1), name="decoder")
     assert splittable(g) == []

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "pyembed/pyembed.h"
+#include "pyembed/pe_resize.h"
 #include "pyembed/pe_stripe.h"
 #include "pe_test.h"
 
@@ -585,6 +586,101 @@ static void test_expand(void)
     PE_CHECK_EQ(pe_stripe_output_dims(&net, &out_d), PE_OK);
 }
 
+/* conv3 (4) -> max pool 2x2 s2 (10x13) -> resize_bilinear (fh, fw) with
+ * each flag set -> crop (1 row, 3 columns) -> conv3 (4): every stripe and
+ * block width against the whole-tensor kernel pe_resize_bilinear_s8 (== TFLM
+ * in tests/test_ops_data.py) and a naive crop, arena poisoned; then the
+ * parameter errors of both kinds. */
+static void test_bilinear_crop(void)
+{
+    static pe_stripe_layer bl[5];
+    static int8_t bmaps[5][MAXE];
+    static int8_t bout[MAXE];
+    static const int32_t stripes[] = {1, 2, 5, 1000};
+    static const int32_t blocks[] = {1, 3, 16};
+    static const int32_t factors[][2] = {{2, 2}, {4, 1}, {1, 2}};
+    pe_stripe_net net;
+    pe_dims in_d = {1, H, W, 3}, out_d;
+    int32_t flags, fi;
+    for (fi = 0; fi < 3; fi++) {
+        for (flags = 0; flags <= 2; flags++) {
+            pe_resize_params rp;
+            pe_dims bi_d, bo_d;
+            int h = H, w = W, y;
+            size_t si, bi;
+            bl[0] = conv(PE_STRIPE_CONV, 3, 4, 3, 1, 1, w0, b0, m0, s0);
+            bl[1] = conv(PE_STRIPE_POOL, 4, 4, 2, 2, 0, NULL, NULL, NULL, NULL);
+            bl[1].pool_kind = PE_POOL_MAX;
+            bl[2] = conv(PE_STRIPE_RESIZE_BILINEAR, 4, 4, 1, 1, 0, NULL, NULL, NULL, NULL);
+            bl[2].stride.h = factors[fi][0];
+            bl[2].stride.w = factors[fi][1];
+            bl[2].add.left_shift = flags;
+            bl[3] = conv(PE_STRIPE_CROP, 4, 4, 1, 1, 0, NULL, NULL, NULL, NULL);
+            bl[3].padding.bottom = 1;
+            bl[3].padding.right = 3;
+            bl[4] = conv(PE_STRIPE_CONV, 4, 4, 3, 1, 1, w1, b1, m1, s1);
+            ref_layer(&bl[0], input, h, w, NULL, bmaps[0], &h, &w);
+            ref_layer(&bl[1], bmaps[0], h, w, NULL, bmaps[1], &h, &w);
+            rp.align_corners = flags & 1;
+            rp.half_pixel_centers = (flags >> 1) & 1;
+            bi_d.n = bo_d.n = 1;
+            bi_d.h = h;
+            bi_d.w = w;
+            bi_d.c = bo_d.c = 4;
+            bo_d.h = h * factors[fi][0];
+            bo_d.w = w * factors[fi][1];
+            PE_CHECK_EQ(pe_resize_bilinear_s8(&rp, &bi_d, bmaps[1], &bo_d, bmaps[2]), PE_OK);
+            h = bo_d.h - 1;
+            w = bo_d.w - 3;
+            for (y = 0; y < h; y++) {
+                memcpy(bmaps[3] + y * w * 4, bmaps[2] + y * bo_d.w * 4, (size_t)(w * 4));
+            }
+            ref_layer(&bl[4], bmaps[3], h, w, NULL, bmaps[4], &h, &w);
+            net.layers = bl;
+            net.n_layers = 5;
+            net.input = in_d;
+            PE_CHECK_EQ(pe_stripe_output_dims(&net, &out_d), PE_OK);
+            PE_CHECK_EQ(out_d.h, h);
+            PE_CHECK_EQ(out_d.w, w);
+            for (si = 0; si < sizeof(stripes) / sizeof(stripes[0]); si++) {
+                for (bi = 0; bi < sizeof(blocks) / sizeof(blocks[0]); bi++) {
+                    pe_context ctx;
+                    int32_t size = 0;
+                    PE_CHECK_EQ(pe_stripe_get_buffer_size_s8(&net, stripes[si], blocks[bi], &size), PE_OK);
+                    PE_CHECK(size > 0 && size <= (int32_t)sizeof(arena_mem));
+                    ctx.buf = arena_mem;
+                    ctx.size = size;
+                    ctx.stats = NULL;
+                    memset(arena_mem, 0xA5, sizeof(arena_mem));
+                    memset(bout, 0x55, sizeof(bout));
+                    PE_CHECK_EQ(pe_stripe_run_s8(&ctx, &net, stripes[si], blocks[bi], &in_d, input, &out_d, bout),
+                                PE_OK);
+                    PE_CHECK_EQ(count_mismatches(bout, bmaps[4], h * w * 4), 0);
+                }
+            }
+        }
+    }
+    /* both flags, a flag word above 3, a factor of 0; a crop leaving no
+     * row, a negative one, a top crop */
+    bl[2].add.left_shift = 3;
+    PE_CHECK_EQ(pe_stripe_output_dims(&net, &out_d), PE_ERR_ARG);
+    bl[2].add.left_shift = 4;
+    PE_CHECK_EQ(pe_stripe_output_dims(&net, &out_d), PE_ERR_ARG);
+    bl[2].add.left_shift = 0;
+    bl[2].stride.h = 0;
+    PE_CHECK_EQ(pe_stripe_output_dims(&net, &out_d), PE_ERR_ARG);
+    bl[2].stride.h = 2;
+    bl[3].padding.bottom = 100;
+    PE_CHECK_EQ(pe_stripe_output_dims(&net, &out_d), PE_ERR_ARG);
+    bl[3].padding.bottom = -1;
+    PE_CHECK_EQ(pe_stripe_output_dims(&net, &out_d), PE_ERR_ARG);
+    bl[3].padding.bottom = 1;
+    bl[3].padding.top = 1;
+    PE_CHECK_EQ(pe_stripe_output_dims(&net, &out_d), PE_ERR_ARG);
+    bl[3].padding.top = 0;
+    PE_CHECK_EQ(pe_stripe_output_dims(&net, &out_d), PE_OK);
+}
+
 /* conv3 (4, 20x26) -> space to depth 2 (10x13x16) -> max pool 3x3 s1
  * pad 1: every stripe and block width against a naive full-frame
  * reference (out[y][x][(i * 2 + j) * 4 + c] = in[2y + i][2x + j][c]), image
@@ -877,6 +973,7 @@ int main(void)
     fill8(input, (int)sizeof(input));
     test_concat();
     test_expand();
+    test_bilinear_crop();
     test_space_to_depth();
     test_stream_output();
     test_split_memories();

@@ -33,6 +33,8 @@ cdef extern from "pyembed/pe_stripe.h":
         PE_STRIPE_UPSAMPLE
         PE_STRIPE_DEPTH_TO_SPACE
         PE_STRIPE_SPACE_TO_DEPTH
+        PE_STRIPE_RESIZE_BILINEAR
+        PE_STRIPE_CROP
 
     ctypedef struct pe_stripe_add_params:
         int32_t from_layer
@@ -109,6 +111,8 @@ OPS = {
     "upsample": PE_STRIPE_UPSAMPLE,
     "depth_to_space": PE_STRIPE_DEPTH_TO_SPACE,
     "space_to_depth": PE_STRIPE_SPACE_TO_DEPTH,
+    "resize_bilinear": PE_STRIPE_RESIZE_BILINEAR,
+    "crop": PE_STRIPE_CROP,
 }
 
 _NET_DETAIL = ("network rejected: channels must chain, padding in [0, kernel), add inputs of "
@@ -179,6 +183,8 @@ cdef class Network:
             elif s["op"] == "concat":
                 l.add.from_layer = s["from_layer"]
                 l.add.left_shift = s["branch_first"]
+            elif s["op"] == "resize_bilinear":   # pe_stripe.h: its flags in add.left_shift
+                l.add.left_shift = s["resize_flags"]
             elif s["op"] == "table":
                 l.table = _i8(self.keep, s["table"])
                 l.table_channels = s["table_channels"]

@@ -196,6 +196,19 @@ class _Net:
         self.ops.append(("RESIZE_NEAREST_NEIGHBOR", [x, size], [y], {"half": bool(half_pixel_centers)}))
         return y
 
+    def resize_bilinear(self, x, fh=2, fw=2, align_corners=False, half_pixel_centers=False):
+        """RESIZE_BILINEAR by integer factors fh, fw (TFLite's int8 interpolation;
+        the output quantized as the input)."""
+        n, h, w, c = self.shape(x)
+        s, z = self.q(x)
+        size = self.tensor((2,), np.int32, data=np.array([fh * h, fw * w], np.int32))
+        y = self.act((1, fh * h, fw * w, c), s, z)
+        # (calibration values: interpolation stays inside its inputs' range, as repeating does)
+        self.val[y] = self.val[x].repeat(fh, axis=0).repeat(fw, axis=1)
+        self.ops.append(("RESIZE_BILINEAR", [x, size], [y], {"align": bool(align_corners),
+                                                            "half": bool(half_pixel_centers)}))
+        return y
+
     def depth_to_space(self, x, b):
         """DEPTH_TO_SPACE (pixel shuffle) by block b: channels c -> c / b^2."""
         n, h, w, c = self.shape(x)
@@ -269,17 +282,29 @@ class _Net:
         self.ops.append((kind, [x, k], [out], {"act": None}))
         return out
 
-    def tconv(self, x, out_c, s=2, act=RELU6, full_range=False, k=None):
+    def tconv(self, x, out_c, s=2, act=RELU6, full_range=False, k=None, valid=False):
         """TRANSPOSE_CONV, SAME, the output s times the input, kernel k
         (default s). With kernel = stride = s input pixel (i, j) alone writes
         output pixels (i*s + dy, j*s + dx) through tap (dy, dx), as
         Conv2DTranspose(kernel_size=s, strides=s); with k > s (Keras'
         Conv2DTranspose(kernel_size=3, strides=2, padding='same')) input pixel i
         writes output i*s - p + f through tap f, p = (k - s) // 2 (TFLite's
-        transposed-convolution padding), the windows overlapping."""
+        transposed-convolution padding), the windows overlapping. valid:
+        VALID padding, the output (h - 1) * s + k rows (kernel 3, stride 2:
+        2h + 1), every window whole."""
         k = s if k is None else k
         n, h, w, c = self.shape(x)
         wt, bt, wf, bf = self._weights((out_c, k, k, c), 0, x)
+        if valid:
+            oh, ow = (h - 1) * s + k, (w - 1) * s + k
+            y = np.zeros((oh, ow, out_c))
+            for fy in range(k):
+                for fx in range(k):
+                    y[fy:fy + (h - 1) * s + 1:s, fx:fx + (w - 1) * s + 1:s] += self.val[x] @ wf[:, fy, fx, :].T
+            out = self._out((1, oh, ow, out_c), y + bf, act, full_range)
+            shp = self.tensor((4,), np.int32, data=np.array([1, oh, ow, out_c], np.int32))
+            self.ops.append(("TRANSPOSE_CONV", [shp, wt, x, bt], [out], {"stride": s, "act": act, "valid": True}))
+            return out
         if k == s:
             y = np.einsum("ijc,oabc->iajbo", self.val[x], wf).reshape(h * s, w * s, out_c) + bf
         else:
@@ -331,8 +356,12 @@ def _serialize(tensors, ops, inputs, outputs):
         elif name == "RESIZE_NEAREST_NEIGHBOR":
             wops.append(W.op(code, ins, outs, "ResizeNearestNeighborOptions", alignCorners=False,
                              halfPixelCenters=bool(o.get("half", False))))
+        elif name == "RESIZE_BILINEAR":
+            wops.append(W.op(code, ins, outs, "ResizeBilinearOptions", alignCorners=bool(o.get("align", False)),
+                             halfPixelCenters=bool(o.get("half", False))))
         elif name == "TRANSPOSE_CONV":
-            wops.append(W.op(code, ins, outs, "TransposeConvOptions", padding=S.Padding.SAME, strideH=o["stride"],
+            wops.append(W.op(code, ins, outs, "TransposeConvOptions",
+                             padding=S.Padding.VALID if o.get("valid") else S.Padding.SAME, strideH=o["stride"],
                              strideW=o["stride"], fusedActivationFunction=acts[o["act"]]))
         elif name == "DEPTH_TO_SPACE":
             wops.append(W.op(code, ins, outs, "DepthToSpaceOptions", blockSize=o["block"]))
@@ -447,5 +476,41 @@ def unet_64_tconv3(seed=0):
     return unet_64_tconv(seed, k=3)
 
 
+def unet_64_bilinear(seed=0):
+    """unet_64 with bilinear decoders: each upsampling a RESIZE_BILINEAR x2
+    with half-pixel centres (tf.image.resize's default) before its additive skip."""
+    net = _Net(seed)
+    x = net.input((1, 64, 64, 1))
+    e1 = net.conv(net.conv(x, 16), 16)
+    p1 = net.pool(e1, "max", 2, 2)
+    e2 = net.conv(net.conv(p1, 32), 32)
+    p2 = net.pool(e2, "max", 2, 2)
+    b = net.conv(net.conv(p2, 64), 32)
+    u2 = net.add(net.resize_bilinear(b, 2, 2, False, True), e2)
+    d2 = net.conv(u2, 16)
+    u1 = net.add(net.resize_bilinear(d2, 2, 2, False, True), e1)
+    d1 = net.conv(u1, 16)
+    y = net.conv(d1, 1, act=None)
+    return net.to_bytes([x], [y])
+
+
+def unet_67_tconv3_valid(seed=0):
+    """A valid-padded CONCATENATION U-Net on 67x67x1 for Conv2DTranspose(
+    kernel_size=3, strides=2, padding='valid') decoders: 3x3 stride-2 VALID
+    max pools (67 -> 33 -> 16) and VALID transposed convolutions (16 -> 33 ->
+    67, 2h + 1 rows) meet the skips' sizes without a crop in the model
+    (pyembed.passes.tconv_split: conv, depth to space, crop)."""
+    net = _Net(seed)
+    x = net.input((1, 67, 67, 1))
+    e1 = net.conv(net.conv(x, 16), 16, full_range=True)
+    e2 = net.conv(net.conv(net.pool(e1, "max", 3, 2), 32), 32, full_range=True)
+    b = net.conv(net.conv(net.pool(e2, "max", 3, 2), 64), 64)
+    d2 = net.conv(net.conv(net.concat(net.tconv(b, 32, 2, k=3, valid=True, full_range=True), e2), 32), 32)
+    d1 = net.conv(net.conv(net.concat(net.tconv(d2, 16, 2, k=3, valid=True, full_range=True), e1), 16), 16)
+    y = net.conv(d1, 1, act=None)
+    return net.to_bytes([x], [y])
+
+
 BUILDERS = {"mobilenetv2_035_96": mobilenetv2_035_96, "unet_64": unet_64, "unet_64_concat": unet_64_concat,
-            "unet_64_tconv": unet_64_tconv, "unet_64_tconv3": unet_64_tconv3}
+            "unet_64_tconv": unet_64_tconv, "unet_64_tconv3": unet_64_tconv3, "unet_64_bilinear": unet_64_bilinear,
+            "unet_67_tconv3_valid": unet_67_tconv3_valid}

@@ -218,7 +218,8 @@ def main(argv):
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--inputs", type=int, default=2, help="random inputs checked against TFLM")
     ap.add_argument("--model", action="append", help="only this model (repeatable; built: mobilenetv2_035_96, "
-                    "unet_64, unet_64_concat, unet_64_tconv, unet_64_tconv3)")
+                    "unet_64, unet_64_concat, unet_64_tconv, unet_64_tconv3, unet_64_bilinear, "
+                    "unet_67_tconv3_valid)")
     ap.add_argument("--max-extra-macs", type=float, default=0.10)
     ap.add_argument("--no-built", action="store_true", help="skip the models built in the benchmark")
     ap.add_argument("--board", default=None, help="also build each row's firmware for this QEMU profile (e.g. "

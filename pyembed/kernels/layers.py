@@ -46,6 +46,7 @@ import numpy as np
 from pyembed.kernels import params as ops
 from pyembed._validate import exact_array, int_in_range
 from pyembed.errors import ArgumentError
+from pyembed.kernels.layer_resize import Crop, ResizeBilinear
 
 INT32_MIN = -(2 ** 31)
 INT32_MAX = 2 ** 31 - 1
@@ -720,7 +721,7 @@ class Table(Layer):
 
 
 LAYER_TYPES = (Conv2D, Pointwise, DepthwiseConv2D, Pool2D, Add, Upsample2x, Concat, Table, Upsample, DepthToSpace,
-               SpaceToDepth)
+               SpaceToDepth, ResizeBilinear, Crop)
 BRANCH_TYPES = (Add, Concat)   # layers that also read an earlier layer's output
 
 
@@ -798,6 +799,8 @@ def backward_intervals(layers, shapes, axis, a, b, clip=True):
         f = getattr(layer, "expand", None)
         if f is not None:   # Upsample2x, Upsample, DepthToSpace
             n0, n1 = x0 // f[axis], (x1 - 1) // f[axis] + 1
+        elif isinstance(layer, (ResizeBilinear, Crop)):
+            n0, n1 = layer.input_interval(axis, x0, x1, shapes[i][0][axis])
         else:
             p = layer.resolve_padding(*shapes[i][0][:2])[2 * axis]
             n0 = x0 * layer.stride[axis] - p
@@ -813,7 +816,7 @@ def backward_intervals(layers, shapes, axis, a, b, clip=True):
 def valid_tap_count(layer, in_shape, axis, a, b):
     """Sum over outputs [a, b) along axis of the in-image taps of layer's window
     (with a convolution's dilation, only every dilation-th position is a tap)."""
-    if getattr(layer, "expand", None) is not None:
+    if getattr(layer, "expand", None) is not None or isinstance(layer, (ResizeBilinear, Crop)):
         return b - a
     p = layer.resolve_padding(*in_shape[:2])[2 * axis]
     k, s, d = layer.extent[axis], layer.stride[axis], in_shape[axis]

@@ -31,6 +31,7 @@ import numpy as np
 from pyembed._ext import _stripe as _c
 from pyembed._validate import int_in_range
 from pyembed.errors import ArgumentError, PlanError, UnsupportedError
+from pyembed.kernels.layer_resize import Crop, ResizeBilinear
 from pyembed.kernels.layers import (BRANCH_TYPES, Add, Concat, Conv2D, DepthToSpace, DepthwiseConv2D, Pointwise, Pool2D,
                             SpaceToDepth,
                             Table, Upsample,
@@ -121,6 +122,11 @@ def _spec(layer, in_shape):
         s.update(op="upsample2x", kernel=(1, 1), stride=(1, 1), padding=(0, 0, 0, 0))
     elif isinstance(layer, Upsample):
         s.update(op="upsample", kernel=(1, 1), stride=tuple(layer.factor), padding=(0, 0, 0, 0))
+    elif isinstance(layer, ResizeBilinear):
+        s.update(op="resize_bilinear", kernel=(1, 1), stride=tuple(layer.factor), padding=(0, 0, 0, 0),
+                 resize_flags=layer.flags)
+    elif isinstance(layer, Crop):
+        s.update(op="crop", kernel=(1, 1), stride=(1, 1), padding=(0, layer.crop[0], 0, layer.crop[1]))
     elif isinstance(layer, DepthToSpace):
         s.update(op="depth_to_space", kernel=(1, 1), stride=(layer.block, layer.block), padding=(0, 0, 0, 0))
     elif isinstance(layer, SpaceToDepth):
@@ -451,7 +457,8 @@ def random_add(rng, from_layer):
 
 
 KINDS = ("conv", "depthwise", "pointwise", "pool", "add", "upsample")
-# also accepted by random_network: "resize" (Upsample, factors 1..3 per axis), "depth_to_space" (block 1..3),
+# also accepted by random_network: "resize" (Upsample, factors 1..3 per axis), "bilinear" (ResizeBilinear,
+# factors 1, 2, 4, any flags), "crop" (0 or 1 row, column), "depth_to_space" (block 1..3),
 # "space_to_depth" (block 2..3 where it divides the shape)
 
 
@@ -490,6 +497,12 @@ def random_network(rng, input_shape, n_layers=4, channels=(4, 8), kinds=KINDS, k
                 cand = Upsample2x()
             elif kind == "resize":      # any integer factors per axis
                 cand = Upsample((int(rng.integers(1, 4)), int(rng.integers(1, 4))))
+            elif kind == "bilinear":    # factors 1, 2, 4 per axis, any flags
+                fl = int(rng.integers(0, 3))
+                cand = ResizeBilinear((int(rng.choice([1, 2, 4])), int(rng.choice([1, 2, 4]))),
+                                      align_corners=fl == 1, half_pixel_centers=fl == 2)
+            elif kind == "crop":
+                cand = Crop((int(rng.integers(0, 2)), int(rng.integers(0, 2))))
             elif kind == "depth_to_space":
                 b = int(rng.integers(1, 4))
                 if shape[2] % (b * b):

@@ -74,7 +74,8 @@ def from_operator(graph, op, *, rounding="double", main_input=0, from_layer=-1):
     An element-wise operator of TABLE_OP_TYPES with one activation input
     and otherwise constant scalars or per-channel tensors (elementwise_input)
     is a Table layer (table_layer). RESIZE_NEAREST_NEIGHBOR by integer
-    factors (align_corners false) is an Upsample2x / Upsample, DEPTH_TO_SPACE
+    factors (align_corners false) is an Upsample2x / Upsample, RESIZE_BILINEAR
+    by integer factors a ResizeBilinear, DEPTH_TO_SPACE
     a DepthToSpace, SPACE_TO_DEPTH a SpaceToDepth (int8, the output quantized
     as the input).
     Raises UnsupportedError for an operator no layer object computes
@@ -85,6 +86,10 @@ def from_operator(graph, op, *, rounding="double", main_input=0, from_layer=-1):
     where = _where(graph, op)
     if op.type == "RESIZE_NEAREST_NEIGHBOR":
         return _upsample(graph, op, where)
+    if op.type == "RESIZE_BILINEAR":
+        return _bilinear(graph, op, where)
+    if op.type in ("SLICE", "STRIDED_SLICE"):
+        return _crop(graph, op, where)
     if op.type == "DEPTH_TO_SPACE":
         return _depth_to_space(graph, op, where)
     if op.type == "SPACE_TO_DEPTH":
@@ -281,6 +286,45 @@ def _upsample(graph, op, where):
             raise UnsupportedError(f"{where}: source indices are not out // {f} along axis {axis}")
     _same_quant(graph, op, where)
     return Upsample2x() if (fh, fw) == (2, 2) else Upsample((fh, fw))
+
+
+def _bilinear(graph, op, where):
+    """RESIZE_BILINEAR (int8) by integer factors fh, fw >= 1, align_corners or
+    half_pixel_centers as the operator has them: ResizeBilinear. TFLite's
+    integer interpolation copies no quantization (the output's bytes are the
+    same whatever its scale), so none is checked."""
+    from pyembed.kernels.layer_resize import ResizeBilinear
+    if not op.supported:
+        raise UnsupportedError(f"{where}: {op.reason}")
+    opts = op.options or {}
+    x_shape = _hwc(graph, op, op.inputs[0], "input")
+    y_shape = _hwc(graph, op, op.outputs[0], "output")
+    fh, fw = y_shape[0] // x_shape[0], y_shape[1] // x_shape[1]
+    if y_shape != (fh * x_shape[0], fw * x_shape[1], x_shape[2]) or fh < 1 or fw < 1:
+        raise UnsupportedError(f"{where}: resizes {x_shape} to {y_shape}; the layer scales each size by an "
+                               f"integer factor")
+    if max(fh, fw) > MAX_FACTOR:
+        raise UnsupportedError(f"{where}: factor {(fh, fw)} above {MAX_FACTOR}")
+    if graph.tensors[op.inputs[0]].dtype != np.int8 or graph.tensors[op.outputs[0]].dtype != np.int8:
+        raise UnsupportedError(f"{where}: int8 only")
+    return ResizeBilinear((fh, fw), align_corners=bool(opts.get("align_corners", False)),
+                          half_pixel_centers=bool(opts.get("half_pixel_centers", False)), channels=x_shape[2])
+
+
+def _crop(graph, op, where):
+    """SLICE / STRIDED_SLICE (int8, 4-D) keeping the first rows and columns
+    of every channel, step 1: Crop (a split TRANSPOSE_CONV's last operator)."""
+    from pyembed.kernels.layer_resize import Crop
+    if not op.supported:
+        raise UnsupportedError(f"{where}: {op.reason}")
+    p = op.params
+    x_shape = _hwc(graph, op, op.inputs[0], "input")
+    y_shape = _hwc(graph, op, op.outputs[0], "output")
+    if (list(p.get("begin", [])) != [0, 0, 0, 0] or list(p.get("stride", [])) != [1, 1, 1, 1] or
+            y_shape[2] != x_shape[2] or graph.tensors[op.inputs[0]].dtype != np.int8):
+        raise UnsupportedError(f"{where}: only an int8 slice of the first rows and columns, every channel, "
+                               f"step 1, is a layer")
+    return Crop((x_shape[0] - y_shape[0], x_shape[1] - y_shape[1]), channels=x_shape[2])
 
 
 def _depth_to_space(graph, op, where):

@@ -4,7 +4,7 @@ puts them after the region's header words."""
 
 LAYER_WORDS = 32
 _OPS = {"conv": 0, "depthwise": 1, "pointwise": 2, "pool": 3, "add": 4, "upsample2x": 5, "concat": 6, "table": 7,
-        "upsample": 8, "depth_to_space": 9, "space_to_depth": 10}
+        "upsample": 8, "depth_to_space": 9, "space_to_depth": 10, "resize_bilinear": 11, "crop": 12}
 
 
 def layer_words(spec, slots):
@@ -37,6 +37,8 @@ def layer_words(spec, slots):
         w[18] = int(spec["branch_first"])
     elif spec["op"] == "table":
         w[17] = int(spec["table_channels"])
+    elif spec["op"] == "resize_bilinear":
+        w[18] = int(spec["resize_flags"])   # pe_pipeline.h: 1 align_corners, 2 half_pixel_centers
     elif spec["op"] == "conv" and int(spec.get("groups", 1)) != 1:
         w[17] = int(spec["groups"])   # pe_pipeline.h: a grouped convolution
     w[27:31] = list(slots) if slots else [-1, -1, -1, -1]

@@ -24,9 +24,12 @@ every phase, the offsets a phase does not use weighing 0, with padding -lo
 before and what the output size asks after (_phase_taps). Kernel 3, stride
 2, SAME: a 2x2 kernel, padding (1, 0, 1, 0); kernel 4 SAME (pad 1, which
 moves phase 1 one input on): 3x3, padding 1; kernel 4 VALID: 2x2, padding 1.
-No crop is needed when the output is a multiple of s; otherwise (VALID
-kernel 3, stride 2: 2h + 1 rows) the layer stays a TRANSPOSE_CONV, as
-DEPTH_TO_SPACE makes whole s x s blocks and no stripe layer drops a row.
+When the output is not a multiple of s (VALID kernel 3, stride 2: 2h + 1
+rows) the convolution makes ceil(out / s) blocks a direction (kernel 3,
+stride 2, VALID: a 2x2 kernel, padding (1, 1, 1, 1)), DEPTH_TO_SPACE their
+whole s x s blocks, and a SLICE keeps the first out rows and columns (the
+stripe executor's Crop layer, pyembed.kernels.layer_resize): the values it
+drops are the extra block's, every kept one has the same sum.
 
 Either way the int32 sums are the same (a zero weight adds 0, a padded input
 adds 0 as TFLM's skipped out-of-range pixel does), the multipliers are
@@ -57,8 +60,7 @@ def _phase_taps(out, inp, k, s, pad):
     """Along one axis of a TRANSPOSE_CONV (input size inp, output size out,
     kernel k, stride s, TFLite's leading padding pad): (K, lead, trail, taps)
     of the stride-1 convolution standing for it, or None when there is none
-    (out not a multiple of s, k < s, or a padding the convolution cannot
-    take). taps[r][t] is the filter tap output phase r (output index
+    (k < s, or a padding the convolution cannot take). taps[r][t] is the filter tap output phase r (output index
     = u * s + r) applies at convolution tap t, or -1 (weight 0).
 
     Output index o = u*s + r is reached from input index i through tap
@@ -66,9 +68,11 @@ def _phase_taps(out, inp, k, s, pad):
     phase r are f = j*s + b (j >= 0, f < k) on input i = u + a - j: a fixed
     input offset a - j per tap, the same for every u, so one convolution
     reading inputs u + lo .. u + hi (lo, hi over all phases' offsets) holds
-    every phase; the offsets a phase does not use get weight 0."""
-    if out % s or k < s:
+    every phase; the offsets a phase does not use get weight 0. An output
+    not a multiple of s is taken as ceil(out / s) blocks (the caller crops)."""
+    if k < s:
         return None
+    out = -(-out // s) * s
     offs = []
     for r in range(s):
         a, b = divmod(r + pad, s)
@@ -105,11 +109,17 @@ def _geometry(graph, op):
     return (gh[0], gh[3]), (gw[0], gw[3]), (gh[1], gh[2], gw[1], gw[2])
 
 
+def _crop(graph, op):
+    """(rows, columns) the split's whole blocks have past op's output."""
+    s = int(op.params["stride"][0])
+    y = graph.tensors[op.outputs[0]]
+    return tuple(-(-int(y.shape[a]) // s) * s - int(y.shape[a]) for a in (1, 2))
+
+
 def splittable(graph):
     """Indices of the TRANSPOSE_CONV operators split_tconvs splits: int8,
-    square stride s, kernel >= s on both axes, the output a multiple of s
-    (DEPTH_TO_SPACE makes s x s blocks and no stripe layer crops: VALID with
-    kernel 3, stride 2 gives 2h + 1 rows and stays a TRANSPOSE_CONV)."""
+    square stride s, kernel >= s on both axes (an output that is not whole
+    s x s blocks, VALID with kernel 3, stride 2: 2h + 1 rows, gets a crop)."""
     out = []
     for op in graph.operators:
         if op.type != "TRANSPOSE_CONV" or not op.supported:
@@ -130,8 +140,9 @@ def splittable(graph):
 
 
 def _conv_and_d2s(graph, tensors, op):
-    """The CONV_2D and DEPTH_TO_SPACE operators (unprepared, indices -1)
-    standing for TRANSPOSE_CONV op; new tensors appended to tensors."""
+    """The CONV_2D and DEPTH_TO_SPACE operators (and the SLICE cropping an
+    output that is not whole blocks; unprepared, indices -1) standing for
+    TRANSPOSE_CONV op; new tensors appended to tensors."""
     from pyembed.model.graph import Operator, Tensor
     s = int(op.params["stride"][0])
     w = graph.tensors[op.inputs[1]]
@@ -164,8 +175,10 @@ def _conv_and_d2s(graph, tensors, op):
             bt.scale = np.tile(np.broadcast_to(np.asarray(b.scale).reshape(-1), (co,)), s * s)
             bt.zero_point = np.zeros(s * s * co, dtype=np.int64)
         inputs.append(bi)
+    crop = _crop(graph, op)
+    bh, bw = (int(y.shape[1]) + crop[0]) // s, (int(y.shape[2]) + crop[1]) // s    # whole blocks
     mid = Tensor(index=len(tensors), name=f"{y.name}/before_depth_to_space",
-                 shape=(int(x.shape[0]), int(y.shape[1]) // s, int(y.shape[2]) // s, s * s * co),
+                 shape=(int(x.shape[0]), bh, bw, s * s * co),
                  dtype=np.dtype(np.int8),
                  scale=None if y.scale is None else np.asarray(y.scale).copy(),
                  zero_point=None if y.zero_point is None else np.asarray(y.zero_point).copy(), type_name="INT8")
@@ -177,9 +190,22 @@ def _conv_and_d2s(graph, tensors, op):
     conv = Operator(index=-1, type="CONV_2D", inputs=inputs, outputs=[mid.index],
                     options=dict(geo, stride=(1, 1), dilation=(1, 1),
                                  activation=op.options.get("activation"), ops=ops, split_from=op.index))
-    d2s = Operator(index=-1, type="DEPTH_TO_SPACE", inputs=[mid.index], outputs=[op.outputs[0]],
+    if crop == (0, 0):
+        d2s = Operator(index=-1, type="DEPTH_TO_SPACE", inputs=[mid.index], outputs=[op.outputs[0]],
+                       options={"block_size": s, "ops": list(ops)})
+        return [conv, d2s]
+    # whole blocks, then the first rows and columns of them (a SLICE: the stripe Crop layer)
+    full = Tensor(index=len(tensors), name=f"{y.name}/before_crop", shape=(int(x.shape[0]), bh * s, bw * s, co),
+                  dtype=np.dtype(np.int8), scale=None if y.scale is None else np.asarray(y.scale).copy(),
+                  zero_point=None if y.zero_point is None else np.asarray(y.zero_point).copy(), type_name="INT8")
+    tensors.append(full)
+    d2s = Operator(index=-1, type="DEPTH_TO_SPACE", inputs=[mid.index], outputs=[full.index],
                    options={"block_size": s, "ops": list(ops)})
-    return conv, d2s
+    begin = new_const(tensors, f"{y.name}/crop_begin", np.zeros(4, np.int32))
+    size = new_const(tensors, f"{y.name}/crop_size", np.array([int(v) for v in y.shape], np.int32))
+    cut = Operator(index=-1, type="SLICE", inputs=[full.index, begin, size], outputs=[op.outputs[0]],
+                   options={"ops": list(ops)})
+    return [conv, d2s, cut]
 
 
 def split_tconvs(graph):
@@ -206,7 +232,7 @@ def split_tconvs(graph):
     g.operators = ops
     g._runtime_cache = {}
     for op in ops:
-        if op.options.get("ops") and op.type in ("CONV_2D", "DEPTH_TO_SPACE") and not op.params:
+        if op.options.get("ops") and op.type in ("CONV_2D", "DEPTH_TO_SPACE", "SLICE") and not op.params:
             prepare_operator(g, op, getattr(graph, "name", "model"))
     bad = [op for op in ops if not op.supported]
     if len(bad) > len(graph.unsupported):

@@ -3,7 +3,8 @@
  *
  * Each input is a random chain of up to 8 layers (conv, depthwise,
  * pointwise, pooling, residual add, x2 upsampling, upsampling by factors
- * 1..3 per axis, depth to space, concatenation, tables) with weights, biases and
+ * 1..3 per axis, bilinear upsampling by factors 1..4 with its flags, crops
+ * of the last rows and columns, depth to space, concatenation, tables) with weights, biases and
  * requantization, an input image, a stripe width and a block width. The
  * executor's output must equal, bit for bit, a naive full-frame
  * layer-by-layer model written here from the header's arithmetic (every
@@ -39,6 +40,51 @@ static int32_t clamp_act(int64_t v, const pe_activation *a)
     return (int32_t)(v < a->min ? a->min : (v > a->max ? a->max : v));
 }
 
+/* Bilinear source taps of output index i along an axis of n_in inputs and
+ * n_out outputs (pe_stripe.h: TFLite's 10-fraction-bit positions), in int64. */
+static void bil_axis(int64_t i, int64_t n_in, int64_t n_out, int align, int half, int64_t *w1,
+                     int64_t *lo, int64_t *hi)
+{
+    const int64_t sc = align && n_out > 1 ? (1024 * (n_in - 1) + (n_out - 1) / 2) / (n_out - 1)
+                                          : (1024 * n_in + n_out / 2) / n_out;
+    const int64_t v = i * sc + (half ? sc / 2 - 512 : 0);
+    *lo = v / 1024 > 0 ? v / 1024 : 0;
+    *hi = (v + 1023) / 1024 < n_in - 1 ? (v + 1023) / 1024 : n_in - 1;
+    *w1 = v - *lo * 1024;
+}
+
+/* resize_bilinear over a whole map: each value the four taps' sum with
+ * weights (1024 - w1 or w1) per axis, rounded half away from zero at 2^20.
+ * Returns 0 where a lower tap leaves the input (the executor refuses). */
+static int ref_bilinear(const pe_stripe_layer *l, const int8_t *in, shape si, int8_t *out, shape so)
+{
+    const int align = (l->add.left_shift & 1) != 0, half = (l->add.left_shift & 2) != 0;
+    int64_t oy, ox, o;
+    for (oy = 0; oy < so.h; oy++) {
+        int64_t wy, y0, y1;
+        bil_axis(oy, si.h, so.h, align, half, &wy, &y0, &y1);
+        if (y0 > si.h - 1) {
+            return 0;
+        }
+        for (ox = 0; ox < so.w; ox++) {
+            int64_t wx, x0, x1;
+            bil_axis(ox, si.w, so.w, align, half, &wx, &x0, &x1);
+            if (x0 > si.w - 1) {
+                return 0;
+            }
+            for (o = 0; o < so.c; o++) {
+                const int64_t a = in[(y0 * si.w + x0) * si.c + o], b = in[(y0 * si.w + x1) * si.c + o];
+                const int64_t c = in[(y1 * si.w + x0) * si.c + o], d = in[(y1 * si.w + x1) * si.c + o];
+                const int64_t acc = a * (1024 - wy) * (1024 - wx) + b * (1024 - wy) * wx +
+                                    c * wy * (1024 - wx) + d * wy * wx;
+                const int64_t q = (acc + (acc > 0 ? (1 << 19) : -(1 << 19))) / (1 << 20);
+                out[(oy * so.w + ox) * so.c + o] = (int8_t)(q < -128 ? -128 : (q > 127 ? 127 : q));
+            }
+        }
+    }
+    return 1;
+}
+
 /* One layer over a whole map. Returns 0 if the int32 accumulator of an
  * accepted network would overflow (reported by the caller). */
 /* input channels per group of a conv: in_c / groups when groups > 1
@@ -64,6 +110,16 @@ static int ref_layer(const pe_stripe_layer *l, const int8_t *in, shape si, const
                     out[(oy * so.w + ox) * so.c + o] = in[((oy / fh) * si.w + ox / fw) * si.c + sub + o];
                 }
             }
+        }
+        return 1;
+    }
+    if (l->op == PE_STRIPE_RESIZE_BILINEAR) {
+        return ref_bilinear(l, in, si, out, so);
+    }
+    if (l->op == PE_STRIPE_CROP) {
+        /* out[y][x] = in[y][x]: the first rows and columns */
+        for (oy = 0; oy < so.h; oy++) {
+            memcpy(out + oy * so.w * so.c, in + oy * si.w * si.c, (size_t)(so.w * so.c));
         }
         return 1;
     }
@@ -201,12 +257,23 @@ static int layer_shape(const pe_stripe_layer *l, shape si, shape *so)
         return 1;
     case PE_STRIPE_UPSAMPLE:
     case PE_STRIPE_DEPTH_TO_SPACE:
+    case PE_STRIPE_RESIZE_BILINEAR:
         if (l->stride.h < 1 || l->stride.w < 1 || si.h > INT32_MAX / l->stride.h ||
             si.w > INT32_MAX / l->stride.w) {
             return 0;
         }
         so->h = si.h * l->stride.h;
         so->w = si.w * l->stride.w;
+        return 1;
+    case PE_STRIPE_CROP:
+        /* (wild paddings: int64, and no shape unless a row and a column stay) */
+        h = (int64_t)si.h - l->padding.bottom;
+        w = (int64_t)si.w - l->padding.right;
+        if (l->padding.bottom < 0 || l->padding.right < 0 || h < 1 || w < 1) {
+            return 0;
+        }
+        so->h = (int32_t)h;
+        so->w = (int32_t)w;
         return 1;
     case PE_STRIPE_POINTWISE:
     case PE_STRIPE_ADD:
@@ -265,7 +332,7 @@ static void draw_layer(fz_reader *r, net_store *s, int32_t L, shape si, const sh
     size_t nw = 0;
     int32_t o, j;
     memset(l, 0, sizeof(*l));
-    l->op = (pe_stripe_op)fz_wild(r, 0, 10);
+    l->op = (pe_stripe_op)fz_wild(r, 0, 12);
     l->in_c = fz_bool(r) ? si.c : fz_wild(r, 1, 6); /* usually chained */
     l->kernel.h = fz_wild(r, 1, 5);
     l->kernel.w = fz_wild(r, 1, 5);
@@ -367,6 +434,28 @@ static void draw_layer(fz_reader *r, net_store *s, int32_t L, shape si, const sh
         l->out_c = oc > 0x7FFFFFFF ? 0x7FFFFFFF : (int32_t)oc;
         break;
     }
+    case PE_STRIPE_RESIZE_BILINEAR: {
+        /* factors 1, 2, 3 or 4 per axis (the stride draws, or a byte), flags
+         * 0..2 in add.left_shift (a wild value now and then: refused) */
+        static const int32_t fac[4] = {1, 2, 4, 3};
+        if (fz_bool(r)) {
+            l->stride.h = fac[fz_u8(r) & 3u];
+            l->stride.w = fz_bool(r) ? l->stride.h : fac[fz_u8(r) & 3u];
+        }
+        l->add.left_shift = fz_wild(r, 0, 2);
+        l->out_c = l->in_c;
+        break;
+    }
+    case PE_STRIPE_CROP:
+        /* rows, columns dropped at the end in the bottom and right padding
+         * (the top and left ones 0 unless a byte says otherwise: refused) */
+        l->padding.bottom = fz_wild(r, 0, 2);
+        l->padding.right = fz_wild(r, 0, 2);
+        if (fz_u8(r) != 9) {
+            l->padding.top = l->padding.left = 0;
+        }
+        l->out_c = l->in_c;
+        break;
     default: /* pool, upsample (factors stride.h, stride.w) */
         l->out_c = l->in_c;
         break;

@@ -20,14 +20,16 @@
  *       pe_stripe_region_get_buffer_sizes_split); other bits 0
  *   then n_layers groups of PE_STRIPE_REGION_LAYER_WORDS words:
  *    0 op (pe_stripe_op)   1 in_c   2 out_c   3 k_h   4 k_w   5 s_h   6 s_w
- *      (upsample: 5, 6 the factors; depth_to_space: both the block)
- *    7 pad top   8 pad bottom   9 pad left   10 pad right
+ *      (upsample, resize_bilinear: 5, 6 the factors; depth_to_space: both the block)
+ *    7 pad top   8 pad bottom   9 pad left   10 pad right (crop: 8, 10 the
+ *      rows, columns dropped at the end)
  *   11 input_offset   12 output_offset   13 act min   14 act max
  *   15 rounding (pe_rounding)   16 pool kind (pe_pool_kind)
  *   17 add / concat from_layer; table: its table count (1 or in_c); conv:
  *      its groups (0 or 1 = one group; in_c and out_c multiples of it, the
  *      weights OHWI with I = in_c / groups)
- *   18 add left_shift (concat: 1 = branch channels first)   19 add main_offset
+ *   18 add left_shift (concat: 1 = branch channels first; resize_bilinear:
+ *      1 align_corners, 2 half_pixel_centers, 0 neither)   19 add main_offset
  *   20 add main multiplier   21 add main shift   22 add branch_offset
  *   23 add branch multiplier   24 add branch shift
  *   25 add out multiplier   26 add out shift

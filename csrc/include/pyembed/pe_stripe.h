@@ -44,11 +44,23 @@
  *                    out = clamp(requant(a + b, out_quant) + output_offset, act)
  *    (a + b saturates to int32.)
  *  upsample2x: nearest neighbour, out[y][x] = in[y / 2][x / 2].
+ *  resize_bilinear (factors fh = stride.h, fw = stride.w, out = in * f;
+ *    add.left_shift holds its flags, as a concat's holds its order: bit 0
+ *    align_corners, bit 1 half_pixel_centers, not both):
+ *    TFLite's int8 RESIZE_BILINEAR, 10-fraction-bit source positions
+ *    (pe_resize.h); output row y reads the two input rows y0 <= y1 <= y0 + 1
+ *    around its source position, so the layer keeps a line store of two
+ *    input rows and emits the output rows whose lower row just arrived.
  *  upsample (factors fh = stride.h, fw = stride.w, each >= 1): nearest
  *    neighbour, out[y][x] = in[y / fh][x / fw] (TFLite RESIZE_NEAREST_NEIGHBOR
  *    with align_corners false at an integer scale, with or without
  *    half_pixel_centers: both source index rules give y / fh there).
  *    upsample2x is upsample with fh = fw = 2.
+ *  crop (out_h = in_h - padding.bottom, out_w = in_w - padding.right, each
+ *    dropped count in [0, the input size - 1], the other two paddings 0):
+ *    out[y][x] = in[y][x], a copy (the trailing row and column of a split
+ *    TRANSPOSE_CONV whose output is not whole blocks: kernel 3, stride 2,
+ *    VALID gives 2h + 1 rows of the 2h + 2 its sub-pixel phases make).
  *  depth_to_space (block b = stride.h = stride.w, in_c = b * b * out_c):
  *    out[y][x][c] = in[y / b][x / b][((y % b) * b + x % b) * out_c + c]
  *    (TFLite DEPTH_TO_SPACE). Like an upsampling it stores its one input row
@@ -116,8 +128,12 @@ typedef enum {
     PE_STRIPE_TABLE = 7,      /* element-wise int8 -> int8 table, per tensor or per channel */
     PE_STRIPE_UPSAMPLE = 8,   /* nearest-neighbour upsampling by integer factors (stride.h, stride.w) */
     PE_STRIPE_DEPTH_TO_SPACE = 9, /* pixel shuffle, block stride.h == stride.w */
-    PE_STRIPE_SPACE_TO_DEPTH = 10 /* inverse pixel shuffle: a b x b window at stride b
+    PE_STRIPE_SPACE_TO_DEPTH = 10, /* inverse pixel shuffle: a b x b window at stride b
                                     (kernel == stride == b, no padding), out_c = b * b * in_c */
+    PE_STRIPE_RESIZE_BILINEAR = 11, /* bilinear upsampling by integer factors (stride.h, stride.w),
+                                      flags in add.left_shift */
+    PE_STRIPE_CROP = 12 /* the first rows and columns: padding.bottom rows and padding.right
+                           columns dropped at the end */
 } pe_stripe_op;
 
 /* Largest factor of an UPSAMPLE layer and block of a DEPTH_TO_SPACE layer

@@ -65,7 +65,7 @@ static pe_status decode_layer(const int32_t *w, pe_const_lookup lookup, const vo
 {
     int64_t nw;
     int is_conv;
-    if (!in_range(w[0], PE_STRIPE_CONV, PE_STRIPE_SPACE_TO_DEPTH) || !in_range(w[15], 0, 1) ||
+    if (!in_range(w[0], PE_STRIPE_CONV, PE_STRIPE_CROP) || !in_range(w[15], 0, 1) ||
         !in_range(w[16], PE_POOL_MAX, PE_POOL_AVG)) {
         return PE_ERR_ARG;
     }
@@ -129,6 +129,9 @@ static pe_status decode_layer(const int32_t *w, pe_const_lookup lookup, const vo
     l->quant.shift = NULL;
     l->table = NULL;
     l->table_channels = 0;
+    if (l->op == PE_STRIPE_RESIZE_BILINEAR && !in_range(w[18], 0, 2)) {
+        return PE_ERR_ARG; /* word 18: bit 0 align_corners, bit 1 half_pixel_centers */
+    }
     if (l->op == PE_STRIPE_TABLE) {
         return decode_table(w, lookup, user, l);
     }

@@ -621,9 +621,17 @@ static void compute_table(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32
     R->combines += (uint64_t)(x1 - x0) * (uint64_t)c;
 }
 
+#include "pe_stripe_resize.h"
+
 static void compute(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
 {
     switch (R->net->layers[L].op) {
+    case PE_STRIPE_RESIZE_BILINEAR:
+        compute_bilinear(R, L, o, x0, x1);
+        break;
+    case PE_STRIPE_CROP:
+        compute_crop(R, L, o, x0, x1);
+        break;
     case PE_STRIPE_TABLE:
         compute_table(R, L, o, x0, x1);
         break;
@@ -717,6 +725,8 @@ static int32_t computable_limit(const stripe_run *R, int32_t L)
         lim = s->out_b;
     } else if (is_expand(l->op)) {
         lim = g->fw * s->arrived;
+    } else if (geo_bilinear(g)) {
+        lim = bilinear_limit(g, s->prod_done, s->out_b, s->arrived);
     } else if (is_windowed(l->op)) {
         const int32_t num = s->arrived + g->pl - g->kw;
         lim = num < 0 ? 0 : num / g->sw + 1;

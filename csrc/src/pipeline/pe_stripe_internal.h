@@ -88,9 +88,37 @@ static inline int is_branch_op(pe_stripe_op op)
     return op == PE_STRIPE_ADD || op == PE_STRIPE_CONCAT;
 }
 
+/* A bilinear layer (PE_STRIPE_RESIZE_BILINEAR) keeps in its geometry: fh,
+ * fw the factors, sh, sw TFLite's source scales with 10 fraction bits, kh =
+ * kw = 2 (two taps a direction), ring_rows 2, and groups -1 (source index
+ * i * scale) or -2 (half-pixel centres: i * scale + scale / 2 - 512); no
+ * other layer has groups below 1. */
+static inline int geo_bilinear(const layer_geo *g)
+{
+    return g->groups < 0;
+}
+
+/* Source position v (10 fraction bits) of output index i of a bilinear axis
+ * and its two input taps lo <= hi (clipped to [0, in - 1]). */
+static inline void bilinear_taps(int32_t i, int32_t scale, int half, int32_t in, int32_t *v,
+                                 int32_t *lo, int32_t *hi)
+{
+    const int32_t s = half ? i * scale + scale / 2 - 512 : i * scale;
+    const int32_t l = s / 1024;            /* toward zero: s >= -512 gives 0 */
+    const int32_t h = (s + 1023) / 1024;
+    *v = s;
+    *lo = l > 0 ? l : 0;
+    *hi = h < in - 1 ? h : in - 1;
+}
+
 /* Last input row output row o reads (inclusive, clipped to the image). */
 static inline int32_t last_needed_row(const layer_geo *g, int32_t o)
 {
+    if (geo_bilinear(g)) {
+        int32_t v, lo, hi;
+        bilinear_taps(o, g->sh, g->groups == -2, g->in_h, &v, &lo, &hi);
+        return hi;
+    }
     const int64_t last = (int64_t)o * g->sh - g->pt + g->kh - 1;
     return last < (int64_t)g->in_h - 1 ? (int32_t)last : g->in_h - 1;
 }

@@ -53,6 +53,17 @@ static void need_input(const pe_stripe_layer *l, const layer_geo *g, int axis, i
     } else if (is_windowed(l->op)) {
         *ia = a * s - p;
         *ib = (b - 1) * s - p + k;
+    } else if (geo_bilinear(g)) {
+        /* the taps of the first and the last output (those of padding
+         * positions past the image: its edge output's) */
+        const int64_t n = axis ? g->out_w : g->out_h;
+        const int64_t i0 = a < 0 ? 0 : (a > n - 1 ? n - 1 : a);
+        const int64_t i1 = b - 1 < 0 ? 0 : (b - 1 > n - 1 ? n - 1 : b - 1);
+        int32_t v, lo, hi;
+        bilinear_taps((int32_t)i0, (int32_t)s, g->groups == -2, (int32_t)d, &v, &lo, &hi);
+        *ia = lo;
+        bilinear_taps((int32_t)i1, (int32_t)s, g->groups == -2, (int32_t)d, &v, &lo, &hi);
+        *ib = (int64_t)hi + 1;
     } else {
         *ia = a;
         *ib = b;
@@ -136,7 +147,8 @@ static int table_ok(const pe_stripe_layer *l)
 static pe_status check_layer_params(const pe_stripe_layer *l, int32_t L)
 {
     int32_t o;
-    if (!is_expand(l->op) && !act_ok(&l->activation)) {
+    if (!is_expand(l->op) && l->op != PE_STRIPE_RESIZE_BILINEAR && l->op != PE_STRIPE_CROP &&
+        !act_ok(&l->activation)) {
         return PE_ERR_ARG;
     }
     if (l->rounding != PE_ROUND_DOUBLE && l->rounding != PE_ROUND_SINGLE) {
@@ -235,6 +247,54 @@ static pe_status expand_geometry(const pe_stripe_layer *l, layer_geo *g)
     g->out_w = g->in_w * fw;
     g->ring_rows = 1;
     return PE_OK;
+}
+
+/* TFLite's source scale with 10 fraction bits (pe_resize.c's rule). */
+static int32_t bilinear_scale(int32_t in, int32_t out, int align)
+{
+    if (align && out > 1) {
+        return (int32_t)((1024 * (int64_t)(in - 1) + (out - 1) / 2) / (out - 1));
+    }
+    return (int32_t)((1024 * (int64_t)in + out / 2) / out);
+}
+
+/* Geometry of a RESIZE_BILINEAR layer (factors stride.h, stride.w,
+ * add.left_shift bit 0 align_corners, bit 1 half_pixel_centers); g->in_* set.
+ * See geo_bilinear for the fields it keeps. */
+static pe_status bilinear_geometry(const pe_stripe_layer *l, layer_geo *g)
+{
+    const int32_t fh = l->stride.h;
+    const int32_t fw = l->stride.w;
+    const int align = (l->add.left_shift & 1) != 0;
+    const int half = (l->add.left_shift & 2) != 0;
+    int32_t v, lo, hi;
+    if (fh < 1 || fw < 1 || l->out_c != g->in_c || (l->add.left_shift & ~3) != 0 || (align && half)) {
+        return PE_ERR_ARG;
+    }
+    if (fh > PE_STRIPE_MAX_FACTOR || fw > PE_STRIPE_MAX_FACTOR) {
+        return PE_ERR_UNSUPPORTED;
+    }
+    /* i * scale (about 1024 * in) and the output sizes stay inside int32 */
+    if ((int64_t)g->in_h * fh >= (1 << 20) || (int64_t)g->in_w * fw >= (1 << 20)) {
+        return PE_ERR_UNSUPPORTED;
+    }
+    g->fh = (int16_t)fh; /* <= PE_STRIPE_MAX_FACTOR */
+    g->fw = (int16_t)fw;
+    g->out_h = g->in_h * fh;
+    g->out_w = g->in_w * fw;
+    g->sh = bilinear_scale(g->in_h, g->out_h, align);
+    g->sw = bilinear_scale(g->in_w, g->out_w, align);
+    g->groups = half ? -2 : -1;
+    g->kh = g->kw = 2;
+    g->ring_rows = 2;
+    /* a rounded scale whose last output's lower tap leaves the input
+     * (TFLite would read past it): refused, as pe_resize_bilinear_s8 does */
+    bilinear_taps(g->out_h - 1, g->sh, half, g->in_h, &v, &lo, &hi);
+    if (lo > g->in_h - 1) {
+        return PE_ERR_UNSUPPORTED;
+    }
+    bilinear_taps(g->out_w - 1, g->sw, half, g->in_w, &v, &lo, &hi);
+    return lo > g->in_w - 1 ? PE_ERR_UNSUPPORTED : PE_OK;
 }
 
 /* Dry run of the row schedule (no arithmetic): sizes the branch stores and
@@ -456,6 +516,21 @@ pe_status pe_stripe_analyse(const pe_stripe_net *net, net_geo *G)
             g->fh = g->fw = 2;
             g->ring_rows = 1;
             break;
+        case PE_STRIPE_CROP:
+            /* trailing rows and columns dropped, at least one of each kept */
+            if (l->out_c != c || l->padding.top != 0 || l->padding.left != 0 || l->padding.bottom < 0 ||
+                l->padding.bottom >= h || l->padding.right < 0 || l->padding.right >= w) {
+                return PE_ERR_ARG;
+            }
+            g->out_h = h - l->padding.bottom;
+            g->out_w = w - l->padding.right;
+            break;
+        case PE_STRIPE_RESIZE_BILINEAR:
+            st = bilinear_geometry(l, g);
+            if (st != PE_OK) {
+                return st;
+            }
+            break;
         case PE_STRIPE_UPSAMPLE:
         case PE_STRIPE_DEPTH_TO_SPACE:
             st = expand_geometry(l, g);
@@ -548,7 +623,7 @@ static void buffer_bytes(const pe_stripe_net *net, const net_geo *G, int32_t L, 
     const layer_geo *g = &G->g[L];
     *ring = (int64_t)g->ring_rows * in_w * g->in_c;
     /* an expanding layer's input goes straight into its one-row store */
-    *temp_cols = is_expand(net->layers[L].op) ? 0 : g->kw - 1 + block_w;
+    *temp_cols = is_expand(net->layers[L].op) || geo_bilinear(g) ? 0 : g->kw - 1 + block_w;
     *temp = (int64_t)(*temp_cols + temp_mirror(&net->layers[L], g, block_w)) * g->in_c;
     *branch = (int64_t)g->branch_rows * add_w * branch_channels(&net->layers[L]);
 }
