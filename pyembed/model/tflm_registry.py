@@ -43,12 +43,12 @@ _FLOAT_ONLY = "float32 only in TFLM (it refuses int8 / int16 / int32): left to t
 # any other TFLM operator pyembed does not run, and on an entry here that
 # pyembed now runs (remove it then).
 DELIBERATE_GAPS = {
-    "IF": _NOT_YET + " (control flow)", "L2_POOL_2D": _FLOAT_ONLY,
+    "L2_POOL_2D": _FLOAT_ONLY,
     # CEIL, COS, EXP, FLOOR, FLOOR_DIV, FLOOR_MOD, LOG, ROUND, SIN, SQRT, SQUARE run in float32
     # (pyembed.model.ops.f32)
     "VAR_HANDLE": "no operator of its own: the importer binds each (container, shared_name) to a state tensor "
                   "and removes it (pyembed.model.resvar_import); models with it run (READ_VARIABLE, "
-                  "ASSIGN_VARIABLE, CALL_ONCE)", "WHILE": _NOT_YET + " (control flow)",
+                  "ASSIGN_VARIABLE, CALL_ONCE)",
     "CUSTOM:TFLite_Detection_PostProcess": _NOT_YET + " (SSD post-processing)",
     "CUSTOM:ethos-u": "deliberately not: an Arm Ethos-U NPU command stream, not a CPU operator",
     "CUSTOM:BasicClassifier": "deliberately not: a TFLM test operator no converter writes",

@@ -25,7 +25,7 @@ CODES = {"IF": 97, "WHILE": 98, "IF@copy": 99}
 CONSTRAINTS = {
     "IF": "int8 / int16 / int32 / float32 / bool tensors, a bool condition; both branches inlined "
           "(pyembed.model.ctrlflow_import) behind a conditional jump, the outputs selected by byte copies "
-          "(variant copy); static shapes, no nested control flow",
+          "(IF@copy); static shapes, no nested control flow",
     "WHILE": "int8 / int16 / int32 / float32 / bool loop values; the cond and body subgraphs inlined, the "
              "loop values in states copied byte for byte (variant IF@copy), a jump back; runs until the cond "
              "is false (no iteration cap, as TFLM); static shapes, no nested control flow, no permuted "
@@ -135,4 +135,34 @@ def next_step(graph, op, step, cond_value):
         return int(op.params["words"][0])
     if op.type == "IF":
         return step + 1 if bool(np.asarray(cond_value()).ravel()[0]) else int(op.params["words"][0])
+    return step + 1
+
+
+def float_step(graph, op, step, values, get):
+    """The float64 reference of one control flow operator: updates values
+    ({tensor: float64 array}; get(t) reads a tensor, constants included) as the operator would (tokens 1, a branch's token
+    its condition, the copies' destinations) and returns the next operator
+    index, following the same branch / loop as the integer run would on
+    these values."""
+    def shaped(t, v):
+        return np.asarray(v, dtype=np.float64).reshape(graph.tensors[t].shape)
+
+    ins, outs = op.inputs, op.outputs
+    if op.type in ("IF", "WHILE"):
+        c = bool(np.asarray(get(ins[0])).ravel()[0] != 0) if op.type == "IF" else True
+        values[outs[0]] = np.full((1,), float(c))
+        return next_step(graph, op, step, lambda: get(ins[0]))
+    mode, n = op.options["mode"], op.options["n"]
+    if mode == 0:
+        first = bool(np.asarray(get(ins[0])).ravel()[0] != 0)
+        for k in range(n):
+            values[outs[k]] = shaped(outs[k], get(ins[1 + k] if first else ins[1 + n + k]))
+    elif mode == 1:
+        new = [get(ins[k]) for k in range(n)]
+        for k in range(n):
+            values[ins[n + k]] = shaped(ins[n + k], new[k])
+        values[outs[0]] = np.ones((1,))
+    else:
+        for k in range(n):
+            values[outs[k]] = shaped(outs[k], get(ins[k]))
     return step + 1
