@@ -618,13 +618,9 @@ static pe_status pe_model_run(void)
         return st;
     }}
 #else
-    k = 0;
-    while (k < {prefix}_graph.num_ops) {{  /* pe_graph_next: k + 1, or an inlined IF / WHILE's jump */
+    for (k = 0; k < {prefix}_graph.num_ops;) {{  /* pe_graph_next: k + 1, or an IF / WHILE's jump */
         st = pe_model_run_op(k);
-        if (st == PE_OK) {{
-            st = pe_graph_next(&{prefix}_graph, k, &pe_model_ctx, &k);
-        }}
-        if (st != PE_OK) {{
+        if (st != PE_OK || (st = pe_graph_next(&{prefix}_graph, k, &pe_model_ctx, &k)) != PE_OK) {{
             return st;
         }}
     }}
