@@ -658,6 +658,8 @@ class _Usage:
 
 def _setup_segments(graph, pl, profile, mem, segments, strategy):
     from firmware_sim import split
+    from pyembed.model.ops.ctrlflow import refuse_segments
+    refuse_segments(graph, segments)
     if isinstance(segments, SegmentPlan):
         seg_plan = segments
         if not seg_plan.source_region:

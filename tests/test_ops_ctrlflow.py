@@ -284,3 +284,30 @@ def test_while_firmware_under_qemu(tmp_path):
     got = np.asarray(run_project(proj, ins).outputs[0]).reshape(want.shape)
     assert np.array_equal(got.astype(np.int64), want.astype(np.int64))
     assert int(got[0]) == 12
+
+
+def test_strategies_plan_the_graph_as_imported():
+    """A fusion would move the jump targets: every strategy plans an IF / WHILE graph as imported."""
+    from pyembed.plan.pipeline import plan_with_strategy
+    blob = while_model()
+    g = load_tflite_bytes(blob, name="while_strategy")
+    types = [op.type for op in g.operators]
+    x = np.array([[1, 50, -100, 0]], np.int8)
+    f = np.array([[1.0, 2.0]], np.float32)
+    for strategy in ("auto", "layers", "stripes"):
+        g2, plan, lines = plan_with_strategy(g, strategy)
+        assert [op.type for op in g2.operators] == types
+        assert any("inlined IF / WHILE" in line for line in lines), lines
+        _same(blob, g2, [np.array([4], np.int32), x, f], plan=plan)
+
+
+def test_weight_segments_are_refused(tmp_path):
+    from firmware_sim.profiles import load_profile
+    from firmware_sim.sim import simulate
+    from pyembed.target.firmware import generate
+    g = load_tflite_bytes(while_model(), name="while_seg")
+    ins = [np.array([2], np.int32), np.array([[1, 2, 3, 4]], np.int8), np.array([[1.0, 2.0]], np.float32)]
+    with pytest.raises(UnsupportedError, match="segments: graph 'while_seg' holds inlined IF / WHILE"):
+        simulate(g, None, load_profile("stm32f446"), ins, segments=4096)
+    with pytest.raises(UnsupportedError, match="segments: graph 'while_seg' holds inlined IF / WHILE"):
+        generate(g, "mps2-an386", tmp_path / "fw", segments=4096)

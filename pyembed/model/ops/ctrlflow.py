@@ -127,6 +127,15 @@ def is_control_flow(graph):
     return any(op.type in CODES for op in graph.operators)
 
 
+def refuse_segments(graph, segments):
+    """UnsupportedError for weight segments (a segment runs a range of operators once) of a graph
+    with inlined IF / WHILE; nothing when segments is None."""
+    if segments is not None and is_control_flow(graph):
+        from pyembed.errors import UnsupportedError
+        raise UnsupportedError(f"segments: graph {graph.name!r} holds inlined IF / WHILE, whose jumps leave a "
+                               f"segment's operator range: weight segments of such a graph are not supported")
+
+
 def next_step(graph, op, step, cond_value):
     """The operator index run after op (at index step): its target for a
     WHILE (jump) or an IF whose condition's first element (cond_value, a
