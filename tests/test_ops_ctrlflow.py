@@ -311,3 +311,22 @@ def test_weight_segments_are_refused(tmp_path):
         simulate(g, None, load_profile("stm32f446"), ins, segments=4096)
     with pytest.raises(UnsupportedError, match="segments: graph 'while_seg' holds inlined IF / WHILE"):
         generate(g, "mps2-an386", tmp_path / "fw", segments=4096)
+
+
+def test_while_input_read_again_after_the_loop_bit_exact_with_tflm():
+    """z = x + WHILE(x, n): the loop does not change x (TFLM: 2 + 5 = 7 for x = 2, n = 5)."""
+    v = lambda: W.tensor((1,), np.int32)   # noqa: E731
+    t0 = [v(), v(), v(), v(), v()]
+    ops0 = [W.op(B.WHILE, [0, 1], [2, 3], "WhileOptions", condSubgraphIndex=1, bodySubgraphIndex=2),
+            W.op(B.ADD, [0, 2], [4], "AddOptions")]
+    cond = ([v(), v(), W.tensor((1,), np.bool_)], [W.op(B.LESS, [0, 1], [2])], [0, 1], [2])
+    body = ([v(), v(), W.tensor((1,), np.int32, data=np.array([1])), v()],
+            [W.op(B.ADD, [0, 2], [3], "AddOptions")], [0, 1], [3, 1])
+    blob = W.build(t0, ops0, [0, 1], [4], subgraphs=[cond, body])
+    g = load_tflite_bytes(blob, name="while_reuse")
+    from pyembed.plan import plan_graph
+    for x, n in ((2, 5), (9, 5), (-3, 0)):
+        ins = [np.array([x], np.int32), np.array([n], np.int32)]
+        z = _same(blob, g, ins)[0]
+        _same(blob, g, ins, plan=plan_graph(g))
+        assert int(z[0]) == x + max(x, n)
