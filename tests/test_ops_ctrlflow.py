@@ -330,3 +330,10 @@ def test_while_input_read_again_after_the_loop_bit_exact_with_tflm():
         z = _same(blob, g, ins)[0]
         _same(blob, g, ins, plan=plan_graph(g))
         assert int(z[0]) == x + max(x, n)
+
+
+def test_multi_model_schedule_is_refused():
+    from pyembed.schedule.plan import plan_schedule
+    g = load_tflite_bytes(while_model(), name="while_sched")
+    with pytest.raises(UnsupportedError, match="'while_sched' holds inlined IF / WHILE.*plan_schedule"):
+        plan_schedule([g])
