@@ -113,6 +113,10 @@ KERNEL_CLASS = {
     "L2_POOL_2D": "pool",
     # resource variables (pyembed.model.ops.resvar): byte copies of the state
     "READ_VARIABLE": "copy", "ASSIGN_VARIABLE": "copy", "CALL_ONCE": "copy",
+    # inlined control flow (pyembed.model.ops.ctrlflow): the jumps (macs 1) and the byte copies
+    # (macs = elements copied). A WHILE costs what its run executes: the simulator steps through the
+    # operators the branches and loops take (Runtime.next_step), charging each step it runs
+    "IF": "copy", "WHILE": "copy", "IF@copy": "copy",
 }
 
 

@@ -531,8 +531,10 @@ def simulate(graph, plan=None, profile="stm32f446", x=None, *, segments=None, st
     dma = DmaEngine(env, profile, mem, trace, bandwidth_scale, late, contention=contention)
     if seg_plan is None:
         def firmware():
-            for step in range(len(pl.order)):
+            step = 0      # inlined IF / WHILE: the steps the run takes (pe_graph_next), each charged
+            while step < len(pl.order):
                 yield from run_step(step)
+                step = rt.next_step(step, arena)
         done = env.process(firmware(), "firmware")
         runner = None
     else:
@@ -656,6 +658,8 @@ class _Usage:
 
 def _setup_segments(graph, pl, profile, mem, segments, strategy):
     from firmware_sim import split
+    from pyembed.model.ops.ctrlflow import refuse_segments
+    refuse_segments(graph, segments)
     if isinstance(segments, SegmentPlan):
         seg_plan = segments
         if not seg_plan.source_region:

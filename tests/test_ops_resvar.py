@@ -199,8 +199,8 @@ def test_refusals():
 
 
 def test_control_flow_refused_beside_variables():
-    """IF in a model with resource variables: refused at import; without variables it stays an
-    unsupported operator of the graph (as before)."""
+    """IF in a model with resource variables: refused at import; without variables it runs
+    (pyembed.model.ctrlflow_import inlines it; here both branches pass the input through)."""
     n = 4
     t = [W.tensor((n,), np.int32), W.tensor((), W.RESOURCE), W.tensor((n,), np.int32), W.tensor((n,), np.int32),
          W.tensor((1,), np.bool_, data=[True])]
@@ -212,7 +212,12 @@ def test_control_flow_refused_beside_variables():
         load_tflite_bytes(W.build(t, ops, [0], [3], subgraphs=[sg]))
     g = load_tflite_bytes(W.build(t, [W.op(B.IF, [4, 0], [3], "IfOptions", thenSubgraphIndex=1,
                                            elseSubgraphIndex=1)], [0], [3], subgraphs=[sg]))
-    assert [op for _, op in g.unsupported] == ["IF"]
+    assert not g.unsupported, g.summary()
+    x = np.array([3, -7, 11, 2**31 - 1], np.int32)
+    blob = W.build(t, [W.op(B.IF, [4, 0], [3], "IfOptions", thenSubgraphIndex=1, elseSubgraphIndex=1)], [0], [3],
+                   subgraphs=[sg])
+    assert np.array_equal(g.run(x)[0], np.asarray(W.tflm_run(blob, [x])[0]).reshape(n))
+    assert np.array_equal(g.run(x)[0], x)
 
 
 def test_writer_refuses_resource_data():

@@ -623,8 +623,12 @@ int main(void)
     ctx.buf = arena;
     ctx.size = {P}_ARENA_BYTES;
     ctx.stats = NULL;
-    for (k = 0; k < {prefix}_graph.num_ops; k++) {{
+    k = 0;
+    while (k < {prefix}_graph.num_ops) {{  /* pe_graph_next: k + 1, or an inlined IF / WHILE's jump */
         st = pe_graph_invoke_op(&{prefix}_graph, k, &ctx);
+        if (st == PE_OK) {{
+            st = pe_graph_next(&{prefix}_graph, k, &ctx, &k);
+        }}
         if (st != PE_OK) {{
             fprintf(stderr, "operator table entry %ld failed with status %d\\n", (long)k, (int)st);
             return 1;
@@ -694,8 +698,12 @@ int main(void)
     ctx.stats = NULL;
     src.read = {prefix}_input_rows;
     src.user = NULL;
-    for (k = 0; k < {prefix}_graph.num_ops; k++) {{
+    k = 0;
+    while (k < {prefix}_graph.num_ops) {{  /* pe_graph_next: k + 1, or an inlined IF / WHILE's jump */
         st = pe_graph_invoke_op_rows(&{prefix}_graph, k, &ctx, &src);
+        if (st == PE_OK) {{
+            st = pe_graph_next(&{prefix}_graph, k, &ctx, &k);
+        }}
         if (st != PE_OK) {{
             fprintf(stderr, "operator table entry %ld failed with status %d\\n", (long)k, (int)st);
             return 1;
@@ -770,8 +778,12 @@ int main(void)
     ctx.stats = NULL;
 {src_set}    sink.write = {prefix}_output_rows;
     sink.user = NULL;
-    for (k = 0; k < {prefix}_graph.num_ops; k++) {{
+    k = 0;
+    while (k < {prefix}_graph.num_ops) {{  /* pe_graph_next: k + 1, or an inlined IF / WHILE's jump */
         st = pe_graph_invoke_op_io(&{prefix}_graph, k, &ctx, {src_arg}, &sink);
+        if (st == PE_OK) {{
+            st = pe_graph_next(&{prefix}_graph, k, &ctx, &k);
+        }}
         if (st != PE_OK) {{
             fprintf(stderr, "operator table entry %ld failed with status %d\\n", (long)k, (int)st);
             return 1;

@@ -385,6 +385,12 @@ def run_float(graph, x, feed="float", int8_values=None, order=None):
         if v.size != int(np.prod(want)):
             raise ArgumentError(f"x: input tensor {t} has shape {want}, got {v.shape}")
         values[t] = v.reshape(want)
+    from pyembed.model.ops.ctrlflow import float_step, is_control_flow
+    if is_control_flow(graph):
+        if feed == "int8" or (order is not None and list(order) != list(range(len(graph.operators)))):
+            raise UnsupportedError(f"float reference: graph {graph.name!r} holds inlined IF / WHILE: only "
+                                   f"feed='float' in the model's order follows its branches and loops")
+        return _run_float_steps(graph, values, float_step)
     for opi in (order if order is not None else range(len(graph.operators))):
         op = graph.operators[opi]
         if feed == "int8":
@@ -401,4 +407,30 @@ def run_float(graph, x, feed="float", int8_values=None, order=None):
             for t, v in zip(op.outputs[1:], extra(graph, op, ins) if extra is not None else ()):
                 if t >= 0:
                     values[t] = np.asarray(v, dtype=np.float64).reshape(graph.tensors[t].shape)
+    return values
+
+
+def _run_float_steps(graph, values, float_step):
+    """run_float over a graph with inlined control flow: the operators in the
+    order the branches and loops take (pyembed.model.ops.ctrlflow.float_step
+    decides after IF / WHILE / IF@copy); a value computed in a loop is its
+    last iteration's."""
+    def get(t):
+        return dequantize(graph.tensors[t]) if graph.tensors[t].is_constant else values[t]
+
+    step = 0
+    while step < len(graph.operators):
+        op = graph.operators[step]
+        if op.type in ("IF", "WHILE", "IF@copy"):
+            step = float_step(graph, op, step, values, get)
+            continue
+        ins = _input_values(graph, op, values)
+        values[op.outputs[0]] = np.asarray(evaluate(graph, op, ins), dtype=np.float64).reshape(
+            graph.tensors[op.outputs[0]].shape)
+        if len(op.outputs) > 1:
+            extra = _family_reference(op.type, "float_reference_extra")
+            for t, v in zip(op.outputs[1:], extra(graph, op, ins) if extra is not None else ()):
+                if t >= 0:
+                    values[t] = np.asarray(v, dtype=np.float64).reshape(graph.tensors[t].shape)
+        step += 1
     return values

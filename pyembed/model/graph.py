@@ -376,12 +376,14 @@ class Graph:
             for k, t in enumerate(self.inputs):
                 values[t] = np.array(xs[k]) if self.tensors[t].streamed and t not in self.outputs \
                     else rt.tensor_value(arena, t)
-        for step in range(len(rt.order)):
+        step = 0
+        while step < len(rt.order):
             rt.invoke_op(step, arena)
             if keep_intermediates:
                 for t in self.operators[rt.order[step]].outputs:
                     if t >= 0:
                         values[t] = rt.tensor_value(arena, t)
+            step = rt.next_step(step, arena)
         if keep_intermediates:
             return values
         outs = [rt.tensor_value(arena, t) for t in self.outputs]

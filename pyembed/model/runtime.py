@@ -140,12 +140,25 @@ class GraphRuntime:
             self.sink_out_of_order += out["sink_out_of_order"]
         return out if stats else None
 
+    def next_step(self, step, arena):
+        """The step to run after this one (which has just run): step + 1,
+        except after inlined control flow (pyembed.model.ops.ctrlflow: an IF
+        whose condition is false, a WHILE's jump), as C pe_graph_next decides.
+        len(order) ends the invoke."""
+        op = self.graph.operators[self.order[int(step)]]
+        if op.type not in ("IF", "WHILE"):
+            return int(step) + 1
+        from pyembed.model.ops.ctrlflow import next_step
+        return next_step(self.graph, op, int(step), lambda: self.tensor_value(arena, op.inputs[0]))
+
     def invoke(self, arena, stats=False):
         if self.streamed or self.streamed_out:
             total = {}
-            for step in range(len(self.order)):
+            step = 0
+            while step < len(self.order):
                 for key, v in (self.invoke_op(step, arena, True) or {}).items():
                     total[key] = total.get(key, 0) + v if key != "peak_bytes" else max(total.get(key, 0), v)
+                step = self.next_step(step, arena)
             return total if stats else None
         return self.compiled.invoke(arena, stats)
 
@@ -210,6 +223,11 @@ def runtime_tables(graph, layout):
         offset = -1 if tensor.is_constant else STREAMED_OFFSET if tensor.streamed else int(layout.tensor_offsets[t])
         tensors.append({"tensor": t, "data": tensor.data if tensor.is_constant else None, "offset": offset,
                         "bytes": int(tensor.nbytes), "dims": dims4(tensor.shape), "dtype": tensor.dtype})
+    from pyembed.model.ops.ctrlflow import is_control_flow
+    if is_control_flow(graph) and list(layout.order) != list(range(len(graph.operators))):
+        from pyembed.errors import PlanError
+        raise PlanError(f"{graph.name}: the graph holds inlined IF / WHILE, whose jump targets are operator "
+                        f"indices: it must run in the model's order, got another order ({layout.source} layout)")
     ops = []
     for opi in layout.order:
         op = graph.operators[opi]

@@ -12,7 +12,8 @@ goes wrong becomes a :class:`~pyembed.errors.ModelError` naming the file.
 Only subgraph 0 is imported (the only one in every model pyembed ships),
 except the initialization subgraph a CALL_ONCE names, which
 :mod:`pyembed.model.resvar_import` reads for the resource variables' initial
-values.
+values, and the subgraphs of IF and WHILE, which
+:mod:`pyembed.model.ctrlflow_import` inlines.
 Operator options become plain dicts (``stride``, ``padding``, ``activation``,
 ...); :mod:`pyembed.model.ops` turns them into kernel parameters.
 """
@@ -333,6 +334,8 @@ def _read(buf, label, source, name):
     tensors, inputs, outputs, operators = read_subgraph(0)
     from pyembed.model.resvar_import import lower_resource_variables
     lower_resource_variables(label, tensors, operators, read_subgraph, n_sub)
+    from pyembed.model.ctrlflow_import import lower_control_flow
+    lower_control_flow(label, tensors, operators, read_subgraph, n_sub)
 
     metadata = {}
     n_meta = _count(model.MetadataLength(), "metadata", 4, buf)
@@ -444,6 +447,12 @@ def _options(op, op_type):
         c, n = o.Container(), o.SharedName()
         return {"container": (c or b"").decode("utf-8", "replace"),
                 "shared_name": (n or b"").decode("utf-8", "replace")}
+    if op_type == "IF" and otype == B.IfOptions:   # control flow (ctrlflow_import)
+        o = load(tflite.IfOptions)
+        return {"then_subgraph_index": int(o.ThenSubgraphIndex()), "else_subgraph_index": int(o.ElseSubgraphIndex())}
+    if op_type == "WHILE" and otype == B.WhileOptions:
+        o = load(tflite.WhileOptions)
+        return {"cond_subgraph_index": int(o.CondSubgraphIndex()), "body_subgraph_index": int(o.BodySubgraphIndex())}
     if op_type == "CALL_ONCE" and otype == B.CallOnceOptions:
         return {"init_subgraph_index": int(load(tflite.CallOnceOptions).InitSubgraphIndex())}
     data = data_options(op_type, otype, load, lambda n, what: _count(n, what, 4, table.Bytes))

@@ -42,12 +42,11 @@ _NOT_YET = "not yet: issue #30"
 # any other TFLM operator pyembed does not run, and on an entry here that
 # pyembed now runs (remove it then).
 DELIBERATE_GAPS = {
-    "IF": _NOT_YET + " (control flow)",
     # CEIL, COS, EXP, FLOOR, FLOOR_DIV, FLOOR_MOD, LOG, ROUND, SIN, SQRT, SQUARE run in float32
     # (pyembed.model.ops.f32); L2_POOL_2D in float32 (pyembed.model.ops.f32conv)
     "VAR_HANDLE": "no operator of its own: the importer binds each (container, shared_name) to a state tensor "
                   "and removes it (pyembed.model.resvar_import); models with it run (READ_VARIABLE, "
-                  "ASSIGN_VARIABLE, CALL_ONCE)", "WHILE": _NOT_YET + " (control flow)",
+                  "ASSIGN_VARIABLE, CALL_ONCE)",
     "CUSTOM:ethos-u": "deliberately not: an Arm Ethos-U NPU command stream, not a CPU operator",
     "CUSTOM:BasicClassifier": "deliberately not: a TFLM test operator no converter writes",
     # the whole signal library runs: the audio preprocessor's nine, SignalDelay and int16 / int32

@@ -64,7 +64,8 @@ def plan_graph(graph, regions=None, algorithm="auto", order=None, search_order=F
     from pyembed.model.validate import validate_graph
     from pyembed.plan.limits import refuse_operator_sizes, refuse_oversized
     validate_graph(graph)
-    if search_order and order is None:
+    from pyembed.model.ops.ctrlflow import is_control_flow
+    if search_order and order is None and not is_control_flow(graph):   # IF / WHILE: jump targets fix the order
         refuse_operator_sizes(graph, regions)
         order, _ = search_execution_order(graph, time_limit=order_time_limit, alignment=alignment,
                                           include_scratch=include_scratch, include_variables=include_variables,

@@ -129,7 +129,34 @@ def tensor_lifetimes(graph, order):
     for t, tensor in enumerate(graph.tensors):
         if tensor.is_variable and _is_ram(tensor):
             life[t] = (0, max(n - 1, 0))
+    _loop_lifetimes(graph, order, life)
     return life
+
+
+def _loop_lifetimes(graph, order, life):
+    """Inlined WHILE loops (pyembed.model.ctrlflow_import): a jump back from
+    step e to step b runs steps b..e again, so every tensor used inside
+    [b, e] stays live over the whole loop (a value made before the loop and
+    read in it is read again by the next iteration; one made in an iteration
+    must not share bytes with one a later step of the loop still reads)."""
+    loops = []
+    for s, opi in enumerate(order):
+        op = graph.operators[opi]
+        if op.type == "WHILE" and op.params and op.params.get("words"):
+            b = int(op.params["words"][0])
+            if b <= s:
+                if list(order) != list(range(len(graph.operators))):
+                    raise PlanError(f"{graph.name}: a graph with inlined WHILE loops must run in the model's "
+                                    f"order (its jump targets are operator indices)")
+                loops.append((b, s))
+    changed = bool(loops)
+    while changed:         # loops one after the other or one in another: until nothing grows
+        changed = False
+        for b, e in loops:
+            for t, (a, z) in life.items():
+                if a <= e and z >= b and (a > b or z < e):
+                    life[t] = (min(a, b), max(z, e))
+                    changed = True
 
 
 def build_problem(graph, order=None, alignment=DEFAULT_ALIGNMENT, include_scratch=True,

@@ -47,6 +47,13 @@ def plan_with_strategy(graph, strategy="auto", max_extra_macs=0.10, overlaps=Tru
     # refused before the rewrite: what no rewrite can make fit
     validate_graph(graph)
     refuse_io_sizes(graph, plan_kw.get("regions"), stream_input, stream_output)
+    from pyembed.model.ops.ctrlflow import is_control_flow
+    ctrl_note = []
+    if is_control_flow(graph) and strategy != "none":
+        # inlined IF / WHILE: jump targets are operator indices, which a fusion would move
+        ctrl_note = [f"  {strategy}: the graph holds inlined IF / WHILE: planned as imported (strategy none, "
+                     f"no fusion moves their jump targets)"]
+        strategy = "none"
 
     def _plan(g):
         if cache is None:
@@ -65,7 +72,8 @@ def plan_with_strategy(graph, strategy="auto", max_extra_macs=0.10, overlaps=Tru
         plan = _plan(graph)
         plan.info["pipeline"] = {"strategy": "none", "max_extra_macs": float(max_extra_macs), "stream_input": False,
                                  "stream_output": False}
-        return graph, plan, []
+        return graph, plan, ctrl_note
+
     def _apply(drop):
         return apply_pipeline(graph, strategy, max_extra_macs=max_extra_macs, stream_input=stream_input,
                               max_region_weights=max_region_weights, stream_output=stream_output,

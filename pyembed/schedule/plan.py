@@ -253,6 +253,12 @@ def plan_schedule(models, platform="stm32f746", window_ms=None, frame_rate=None,
     models = [m if isinstance(m, Model) else Model(m) for m in models]
     if not models:
         raise ArgumentError("models: expected at least one model")
+    from pyembed.model.ops.ctrlflow import is_control_flow
+    for m in models:   # the schedule runs operator ranges once each: no jumps
+        if is_control_flow(m.graph):
+            from pyembed.errors import UnsupportedError
+            raise UnsupportedError(f"models: {m.graph.name!r} holds inlined IF / WHILE, whose jumps leave the "
+                                   f"schedule's operator pieces: not supported by plan_schedule")
     if split not in ("fit", "balanced"):
         raise ArgumentError(f"split: expected 'fit' or 'balanced', got {split!r}")
     if not (0.0 < float(fill) <= 1.0):

@@ -118,6 +118,8 @@ def generate(graph, profile, outdir, segments=None, strategy="none", max_extra_m
         raise ArgumentError(f"strategy: expected none, layers, stripes or auto, got {strategy!r}")
     source = graph
     lines = []
+    from pyembed.model.ops.ctrlflow import refuse_segments
+    refuse_segments(graph, segments)
     if fc_int16_weights and kw.get("plan") is None and not hasattr(segments, "segments"):
         # before planning (a given plan or segment plan is of the graph as given:
         # generate_project refuses it when the pass changes that graph)

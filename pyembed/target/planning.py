@@ -204,7 +204,9 @@ def plan_for_target(model, profile=None, options=None, regions=None, action="pla
         prof, prof_regions = profile_regions(profile)
         regions = regions or prof_regions
     attention_lines = []
-    if options.attention != "none":
+    from pyembed.model.ops.ctrlflow import is_control_flow
+    ctrl = is_control_flow(graph)    # inlined IF / WHILE: no rewrite moves their jump targets
+    if options.attention != "none" and not ctrl:
         from pyembed.passes.transformer import fuse_transformer
         attention_lines = fuse_transformer(graph, attention="tflm" if options.attention == "auto"
                                            else options.attention)
@@ -215,7 +217,7 @@ def plan_for_target(model, profile=None, options=None, regions=None, action="pla
     require_executable(graph, action)
     imported = graph
     fc_w16, fc_w16_lines = None, []
-    if options.fc_int16_weights:
+    if options.fc_int16_weights and not ctrl:
         from pyembed.passes.fc_w16 import MIN_MACS, describe, widen_fc_weights
         graph, fc_w16 = widen_fc_weights(graph, MIN_MACS if options.fc_w16_min_macs is None
                                          else options.fc_w16_min_macs)

@@ -43,6 +43,7 @@
 #include "pyembed/pe_f32.h"
 #include "pyembed/pe_f32_conv.h"
 #include "pyembed/pe_resvar.h"
+#include "pyembed/pe_ctrlflow.h"
 #include "pyembed/pe_svdf.h"
 #include "pyembed/pe_detpost.h"
 #include "pyembed/pe_decode.h"
@@ -1300,6 +1301,94 @@ static int32_t add_resvar_op(fz_reader *r, table *tb, int32_t x)
     return y;
 }
 
+/* Appends an inlined control flow operator (pe_ctrlflow.h) shaped by
+ * activation x (int8): BRANCH on a bool condition (an activation or a
+ * constant, sometimes int8 or empty) or JUMP, each with a token output and a
+ * target mostly after it and within the table (sometimes anywhere, -1 or
+ * past MAX_OPS); or CTRL_COPY of mode 0 (select), 1 (into one or two states
+ * updated in place, token output) or 2 (plain), sometimes a wrong mode,
+ * count or length. Io lists in tb->dio (inputs 0..3, outputs 4..7). Returns
+ * its output or -1. */
+static int32_t add_ctrlflow_op(fz_reader *r, table *tb, int32_t x)
+{
+    const int32_t i = tb->nops;
+    pe_graph_op *op = &tb->ops[i];
+    const pe_dims xd = tb->t[x].dims;
+    const int32_t count = xd.n * xd.h * xd.w * xd.c;
+    const int32_t pick = fz_range(r, 0, 3);
+    int32_t *io = tb->dio[i];
+    int32_t *w = tb->words[i];
+    int32_t y, k;
+    memset(op, 0, sizeof(*op));
+    op->inputs = io;
+    op->outputs = &io[4];
+    op->scratch_offset = -1;
+    op->params = w;
+    if (pick <= 1) {
+        op->type = pick == 0 ? PE_GOP_BRANCH : PE_GOP_JUMP;
+        op->num_inputs = pick == 0 ? 1 : (fz_u8(r) < 16 ? 1 : 0);
+        io[0] = add_tensor(r, tb, fz_u8(r) < 32 ? PE_DT_INT8 : PE_DT_BOOL, 1, 1, 1, fz_range(r, 1, 3),
+                           fz_bool(r));
+        y = add_tensor(r, tb, PE_DT_INT8, 1, 1, 1, fz_u8(r) < 16 ? 2 : 1, 0);
+        if (io[0] < 0 || y < 0) {
+            return -1;
+        }
+        op->num_params = fz_u8(r) < 16 ? 0 : 1;
+        w[0] = fz_u8(r) < 32 ? fz_range(r, -1, MAX_OPS + 1) : fz_range(r, i + 1, MAX_OPS);
+        op->num_outputs = 1;
+        io[4] = y;
+        tb->nops++;
+        return y;
+    }
+    {
+        const int32_t mode = fz_u8(r) < 16 ? fz_range(r, -1, 3) : fz_range(r, 0, 2);
+        const int32_t n = fz_u8(r) < 16 ? fz_range(r, 0, 3) : fz_range(r, 1, 2);
+        const int32_t len = fz_bool(r) ? count : fz_range(r, 1, 64);
+        w[0] = mode;
+        w[1] = n;
+        op->num_params = 2;
+        op->type = PE_GOP_CTRL_COPY;
+        if (mode == 0) { /* cond, a_1..a_m, b_1..b_m with m = 1: four inputs at most */
+            io[0] = add_tensor(r, tb, fz_u8(r) < 32 ? PE_DT_INT8 : PE_DT_BOOL, 1, 1, 1, 1, fz_bool(r));
+            io[1] = x;
+            io[2] = add_tensor(r, tb, PE_DT_INT8, 1, 1, 1, fz_bool(r) ? count : len, 1);
+            op->num_inputs = 3;
+            op->num_outputs = 1;
+        } else if (mode == 1) { /* (src, state) pairs: src_1, src_2, state_1, state_2, or one pair */
+            const int32_t m = fz_range(r, 1, 2);
+            for (k = 0; k < m; k++) {
+                io[k] = fz_bool(r) ? x : add_tensor(r, tb, PE_DT_INT8, 1, 1, 1, len, 1);
+                io[m + k] = add_tensor(r, tb, fz_u8(r) < 16 ? PE_DT_INT16 : PE_DT_INT8, 1, 1, 1,
+                                       fz_bool(r) ? count : len, 0);
+            }
+            op->num_inputs = 2 * m;
+            op->num_outputs = 1;
+        } else { /* plain: one or two copies */
+            const int32_t m = fz_range(r, 1, 2);
+            for (k = 0; k < m; k++) {
+                io[k] = fz_bool(r) ? x : add_tensor(r, tb, PE_DT_INT8, 1, 1, 1, len, 1);
+            }
+            op->num_inputs = m;
+            op->num_outputs = m;
+        }
+        for (k = 0; k < op->num_inputs; k++) {
+            if (io[k] < 0) {
+                return -1;
+            }
+        }
+        for (k = 0; k < op->num_outputs; k++) {
+            const int32_t c = mode == 1 ? (fz_u8(r) < 16 ? 2 : 1) : (fz_bool(r) ? count : len);
+            io[4 + k] = add_tensor(r, tb, PE_DT_INT8, 1, 1, 1, c, 0);
+            if (io[4 + k] < 0) {
+                return -1;
+            }
+        }
+        y = io[4];
+    }
+    tb->nops++;
+    return y;
+}
+
 /* The 8 pe_sum_q8 words (pe_batch5.h), mostly in range. */
 static void draw_sum_q8(fz_reader *r, int32_t *w)
 {
@@ -2296,14 +2385,15 @@ static int32_t add_detpost_op(fz_reader *r, table *tb, int32_t x)
  * TFLM's DECODE (1/64, [148, 152)), the float32 window / matrix ones (1/64,
  * [152, 156)), TFLite_Detection_PostProcess (1/128, [156, 158)),
  * pe_batch6.h (1/8), pe_batch7.h (5/32), the float32 element-wise ones
- * (3/64) or pe_resvar.h (1/16). */
+ * (3/64), pe_ctrlflow.h (1/64, [244, 248)) or pe_resvar.h (1/32). */
 static int32_t batch567_op(fz_reader *r, table *tb, int32_t x)
 {
     const uint32_t k = fz_u8(r);
     return k < 148 ? add_batch5_op(r, tb, x) : k < 152 ? add_decode_op(r, tb, x)
          : k < 156 ? add_f32conv_op(r, tb, x) : k < 158 ? add_detpost_op(r, tb, x)
          : k < 160 ? add_batch5_op(r, tb, x) : k < 192 ? add_batch6_op(r, tb, x)
-         : k < 232 ? add_batch7_op(r, tb, x) : k < 244 ? add_f32_op(r, tb, x) : add_resvar_op(r, tb, x);
+         : k < 232 ? add_batch7_op(r, tb, x) : k < 244 ? add_f32_op(r, tb, x)
+         : k < 248 ? add_ctrlflow_op(r, tb, x) : add_resvar_op(r, tb, x);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in);
@@ -2433,6 +2523,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
                     in_out |= k >= st_t->offset && k < st_t->offset + st_t->bytes;
                 }
             }
+            /* CTRL_COPY into states (mode 1) updates inputs n..2n-1 in place */
+            for (j = 0; op->type == PE_GOP_CTRL_COPY && op->num_params == 2 && op->params[0] == 1 &&
+                        j < op->num_inputs; j++) {
+                if (j >= op->params[1] && op->inputs[j] >= 0 && op->inputs[j] < tb.nt &&
+                    tb.t[op->inputs[j]].data == NULL) {
+                    const pe_graph_tensor *st_t = &tb.t[op->inputs[j]];
+                    in_out |= k >= st_t->offset && k < st_t->offset + st_t->bytes;
+                }
+            }
             /* SVDF updates its state input (4) in place */
             if (op->type == PE_GOP_SVDF && op->num_inputs == 5 && op->inputs[4] >= 0 && op->inputs[4] < tb.nt &&
                 tb.t[op->inputs[4]].data == NULL) {
@@ -2455,8 +2554,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
         }
     }
     if (checked) {
-        st = pe_graph_invoke(&g, &ctx);
-        FZ_CHECK(st <= PE_OK, "invoke status %d", st);
+        /* a table with a backward JUMP (or a backward BRANCH whose condition stays
+         * false) loops for ever, as TFLM's WHILE would: pe_graph_invoke only
+         * without them; otherwise stepped through pe_graph_next, at most 64 steps */
+        int loops = 0;
+        for (i = 0; i < tb.nops; i++) {
+            loops |= (tb.ops[i].type == PE_GOP_JUMP || tb.ops[i].type == PE_GOP_BRANCH) &&
+                     tb.ops[i].num_params >= 1 && tb.ops[i].params[0] <= i;
+        }
+        if (!loops) {
+            st = pe_graph_invoke(&g, &ctx);
+            FZ_CHECK(st <= PE_OK, "invoke status %d", st);
+        } else {
+            int32_t step = 0, taken = 0;
+            st = PE_OK;
+            while (st == PE_OK && step < tb.nops && taken++ < 64) {
+                const int32_t at = step;
+                st = pe_graph_invoke_op(&g, at, &ctx);
+                if (st == PE_OK) {
+                    st = pe_graph_next(&g, at, &ctx, &step);
+                    FZ_CHECK(st != PE_OK || (step >= 0 && step <= tb.nops), "next of %d is %d", at, step);
+                }
+            }
+            FZ_CHECK(st <= PE_OK, "stepped invoke status %d", st);
+        }
     }
 done:
     free(arena);

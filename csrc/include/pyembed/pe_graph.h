@@ -129,6 +129,10 @@ typedef enum {
     PE_GOP_READ_VARIABLE = 94,
     PE_GOP_ASSIGN_VARIABLE = 95,
     PE_GOP_CALL_ONCE = 96,
+    /* 97-99: inlined control flow, TFLite's IF and WHILE (pe_ctrlflow.h) */
+    PE_GOP_BRANCH = 97,
+    PE_GOP_JUMP = 98,
+    PE_GOP_CTRL_COPY = 99,
     /* Operators added after the first twelve take int32 parameter words (pe_graph_op
      * .params), documented in their family's header. The values are stable
      * (emitted tables hold them) and reserved by range: 20-59 data movement,
@@ -339,8 +343,16 @@ pe_status pe_graph_invoke_op(const pe_graph *graph, int32_t i, const pe_context 
 typedef pe_status (*pe_graph_runner)(const pe_graph *graph, const pe_graph_op *op,
                                      const pe_context *scratch, const pe_context *arena);
 
-/* Run every operator in order; stops at the first error and returns it
- * (step with pe_graph_invoke_op to learn which operator failed). */
+/* The table entry to run after entry i (which has just run): i + 1, except
+ * after a control flow operator (pe_ctrlflow.h): a JUMP's target, a BRANCH's
+ * target when its condition is false. *next == num_ops ends the invoke.
+ * Every loop that steps through a table with pe_graph_invoke_op must follow
+ * it (a table without control flow always gets i + 1). */
+pe_status pe_graph_next(const pe_graph *graph, int32_t i, const pe_context *arena, int32_t *next);
+
+/* Run every operator in order (following pe_graph_next); stops at the first
+ * error and returns it (step with pe_graph_invoke_op to learn which operator
+ * failed). */
 pe_status pe_graph_invoke(const pe_graph *graph, const pe_context *arena);
 
 /* pe_graph_invoke_op / pe_graph_invoke for a graph whose input is streamed

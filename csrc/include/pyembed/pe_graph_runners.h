@@ -155,6 +155,13 @@ pe_status pe_graph_run_assign_variable(const pe_graph *g, const pe_graph_op *op,
                                        const pe_context *scratch, const pe_context *arena);
 pe_status pe_graph_run_call_once(const pe_graph *g, const pe_graph_op *op,
                                  const pe_context *scratch, const pe_context *arena);
+/* ---- pe_ctrlflow.h (inlined IF / WHILE) ---------------------------------------- */
+pe_status pe_graph_run_branch(const pe_graph *g, const pe_graph_op *op,
+                              const pe_context *scratch, const pe_context *arena);
+pe_status pe_graph_run_jump(const pe_graph *g, const pe_graph_op *op,
+                            const pe_context *scratch, const pe_context *arena);
+pe_status pe_graph_run_ctrl_copy(const pe_graph *g, const pe_graph_op *op,
+                                 const pe_context *scratch, const pe_context *arena);
 /* ---- pe_gather.h ---------------------------------------------------------------- */
 pe_status pe_graph_run_gather_batched(const pe_graph *g, const pe_graph_op *op,
                                       const pe_context *scratch, const pe_context *arena);

@@ -296,8 +296,12 @@ pe_status pe_graph_invoke_io(const pe_graph *g, const pe_context *arena, const p
     if (g == NULL) {
         return PE_ERR_ARG;
     }
-    for (i = 0; i < g->num_ops; i++) {
-        const pe_status st = pe_graph_invoke_op_io(g, i, arena, rows, sink);
+    i = 0;
+    while (i < g->num_ops) {
+        pe_status st = pe_graph_invoke_op_io(g, i, arena, rows, sink);
+        if (st == PE_OK) {
+            st = pe_graph_next(g, i, arena, &i);
+        }
         if (st != PE_OK) {
             return st;
         }

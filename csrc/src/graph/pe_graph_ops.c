@@ -164,6 +164,12 @@ pe_graph_runner pe_graph_runner_for(pe_graph_op_type type)
         return pe_graph_run_assign_variable;
     case PE_GOP_CALL_ONCE:
         return pe_graph_run_call_once;
+    case PE_GOP_BRANCH:
+        return pe_graph_run_branch;
+    case PE_GOP_JUMP:
+        return pe_graph_run_jump;
+    case PE_GOP_CTRL_COPY:
+        return pe_graph_run_ctrl_copy;
     case PE_GOP_FULLY_CONNECTED_W16:
         return pe_graph_run_fc_w16;
     case PE_GOP_DECODE:

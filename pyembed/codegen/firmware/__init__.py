@@ -618,9 +618,9 @@ static pe_status pe_model_run(void)
         return st;
     }}
 #else
-    for (k = 0; k < {prefix}_graph.num_ops; k++) {{
+    for (k = 0; k < {prefix}_graph.num_ops;) {{  /* pe_graph_next: k + 1, or an IF / WHILE's jump */
         st = pe_model_run_op(k);
-        if (st != PE_OK) {{
+        if (st != PE_OK || (st = pe_graph_next(&{prefix}_graph, k, &pe_model_ctx, &k)) != PE_OK) {{
             return st;
         }}
     }}
