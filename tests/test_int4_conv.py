@@ -102,3 +102,56 @@ def test_conv_w4_bad_options():
     del op.options["filter_shape"]
     with pytest.raises(ModelError, match="options lack 'filter_shape'"):
         prepare_operator(g, op, "m")
+
+
+def _qemu_missing():
+    from pyembed.target import qemu
+    return qemu.missing_tools()
+
+
+def _two_convs(int4=True):
+    """3x3 SAME (12 -> 16 channels, RELU: the DSP pixel loops) then a grouped
+    3x3 stride-2 VALID conv (16 -> 10 channels in 2 groups, odd filter size:
+    the portable loops, channels starting mid-byte), both on INT4 filters."""
+    S = W.schema()
+    rng = np.random.default_rng(11)
+    t = [W.tensor((1, 10, 10, 12), scale=0.05, zp=-3),
+         W.tensor((16, 3, 3, 12), scale=[float(v) for v in rng.uniform(0.02, 0.1, 16)], zp=[0] * 16, axis=0,
+                  data=rng.integers(-8, 8, size=(16, 3, 3, 12)), int4=int4),
+         W.tensor((16,), np.int32, scale=0.0025, zp=0, data=rng.integers(-300, 300, size=16)),
+         W.tensor((1, 10, 10, 16), scale=0.3, zp=-100),
+         W.tensor((10, 3, 3, 8), scale=0.04, zp=0, data=rng.integers(-8, 8, size=(10, 3, 3, 8)), int4=int4),
+         W.tensor((10,), np.int32, scale=0.012, zp=0, data=rng.integers(-100, 100, size=10)),
+         W.tensor((1, 4, 4, 10), scale=0.5, zp=3)]
+    ops = [W.op(S.BuiltinOperator.CONV_2D, [0, 1, 2], [3], "Conv2DOptions", padding=S.Padding.SAME, strideH=1,
+                strideW=1, dilationHFactor=1, dilationWFactor=1,
+                fusedActivationFunction=S.ActivationFunctionType.RELU),
+           W.op(S.BuiltinOperator.CONV_2D, [3, 4, 5], [6], "Conv2DOptions", padding=S.Padding.VALID, strideH=2,
+                strideW=2, dilationHFactor=1, dilationWFactor=1)]
+    return W.build(t, ops, [0], [6], name="int4_convs")
+
+
+@pytest.mark.skipif(_qemu_missing() is not None, reason=str(_qemu_missing()))
+def test_firmware_on_cortex_m4_equals_host_and_tflm(tmp_path):
+    """One mps2-an386 (Cortex-M4, DSP build) firmware of two int4 convs
+    (_two_convs): outputs == the host run == TFLM on two samples; the plan's
+    weights are the int8 twin's less half of each filter."""
+    from pyembed.target.firmware import build_project, generate, run_project
+    blob = _two_convs()
+    g = load_tflite_bytes(blob, name="int4_convs")
+    twin = load_tflite_bytes(_two_convs(int4=False), name="int8_convs")
+    assert g.weights_bytes == twin.weights_bytes - (16 * 108 + 10 * 72) // 2
+    proj = generate(g, "mps2-an386", tmp_path / "fw")
+    assert [o["type"] for o in proj.ops] == [CONV_W4_TYPE] * 2
+    assert "PE_GOP_CONV_2D_W4" in (tmp_path / "fw" / "model" / "model_graph.c").read_text()
+    build_project(proj.outdir)
+    rng = np.random.default_rng(5)
+    for k in range(2):
+        x = rng.integers(-128, 128, size=(1, 10, 10, 12)).astype(np.int8)
+        run = run_project(proj, [x])
+        want = np.asarray(g.run(x)[0])
+        got = np.asarray(run.outputs[0]).reshape(want.shape)
+        assert len(set(want.ravel().tolist())) > 4
+        assert got.tolist() == want.tolist(), f"sample {k}: {int(np.sum(got != want))} outputs differ from the host"
+        if importlib.util.find_spec("tflite_micro") is not None:
+            assert got.tolist() == W.tflm_run(blob, [x])[0].tolist()
