@@ -155,3 +155,57 @@ def test_firmware_on_cortex_m4_equals_host_and_tflm(tmp_path):
         assert got.tolist() == want.tolist(), f"sample {k}: {int(np.sum(got != want))} outputs differ from the host"
         if importlib.util.find_spec("tflite_micro") is not None:
             assert got.tolist() == W.tflm_run(blob, [x])[0].tolist()
+
+
+def _dw_model(hw, c, mult, k, stride=(1, 1), dil=(1, 1), same=True, per_channel=True, act=None, int4=True,
+              seed=0):
+    S = W.schema()
+    rng = np.random.default_rng(seed)
+    co = c * mult
+    w = rng.integers(-8, 8, size=(1, k[0], k[1], co))
+    ws = [float(v) for v in rng.uniform(0.02, 0.1, size=co)] if per_channel else 0.05
+    oh, ow = (_out(hw[i], k[i], stride[i], dil[i], same) for i in range(2))
+    t = [W.tensor((1, hw[0], hw[1], c), scale=0.05, zp=-3),
+         W.tensor((1, k[0], k[1], co), scale=ws, zp=[0] * co if per_channel else 0, axis=3, data=w, int4=int4),
+         W.tensor((co,), np.int32, scale=0.0025, zp=0, data=rng.integers(-300, 300, size=co)),
+         W.tensor((1, oh, ow, co), scale=0.02 * k[0] * k[1] ** 0.5, zp=1)]
+    f = {"fusedActivationFunction": getattr(S.ActivationFunctionType, act)} if act else {}
+    op = W.op(S.BuiltinOperator.DEPTHWISE_CONV_2D, [0, 1, 2], [3], "DepthwiseConv2DOptions",
+              padding=S.Padding.SAME if same else S.Padding.VALID, strideH=stride[0], strideW=stride[1],
+              depthMultiplier=mult, dilationHFactor=dil[0], dilationWFactor=dil[1], **f)
+    return W.build(t, [op], [0], [3], name="int4_dw")
+
+
+DW_CASES = {   # hw, c, mult, k, stride, dilation, same, per_channel, act
+    "3x3": ((8, 8), 6, 1, (3, 3), (1, 1), (1, 1), True, True, None),
+    "3x3_odd_channels_relu": ((7, 9), 5, 1, (3, 3), (1, 1), (1, 1), True, False, "RELU"),
+    "5x5_stride2_mult2": ((11, 11), 3, 2, (5, 5), (2, 2), (1, 1), True, True, None),
+    "3x3_dilated_valid": ((12, 10), 8, 1, (3, 3), (1, 1), (2, 2), False, True, "RELU6"),
+}
+
+
+@needs_tflm
+@pytest.mark.parametrize("name", sorted(DW_CASES))
+def test_depthwise_w4_equals_tflm(name):
+    from pyembed.model.ops.conv_w4 import DW_W4_TYPE
+    hw, c, mult, k, stride, dil, same, pc, act = DW_CASES[name]
+    seed = sum(map(ord, name))
+    kw = dict(stride=stride, dil=dil, same=same, per_channel=pc, act=act, seed=seed)
+    blob = _dw_model(hw, c, mult, k, **kw)
+    g = load_tflite_bytes(blob, name=name)
+    twin = load_tflite_bytes(_dw_model(hw, c, mult, k, int4=False, **kw), name=name + "8")
+    assert [op.type for op in g.operators] == [DW_W4_TYPE]
+    n_w = k[0] * k[1] * c * mult
+    assert g.int4_fc[0]["result"] == "packed" and g.int4_fc[0]["int4_bytes"] == (n_w + 1) // 2
+    assert g.weights_bytes == twin.weights_bytes - n_w + (n_w + 1) // 2
+    rng = np.random.default_rng(seed)
+    for _ in range(2):
+        x = rng.integers(-128, 128, size=(1, hw[0], hw[1], c)).astype(np.int8)
+        got = np.asarray(g.run(x)[0])
+        want = W.tflm_run(blob, [x])[0]
+        assert got.tolist() == want.tolist(), f"{name}: {int(np.sum(got != want))} of {got.size} outputs differ"
+        assert got.tolist() == np.asarray(twin.run(x)[0]).tolist()
+        assert len(set(got.ravel().tolist())) > 4
+    from pyembed.model.float_ref import dequantize, run_float
+    xr = dequantize(g.tensors[g.inputs[0]], x)
+    assert np.allclose(run_float(g, xr)[g.outputs[0]], run_float(twin, xr)[twin.outputs[0]], rtol=0, atol=1e-12)

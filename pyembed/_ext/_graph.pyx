@@ -54,6 +54,9 @@ cdef extern from "pyembed/pe_conv_w4.h":
     pe_status pe_conv2d_w4_s8_get_buffer_size(const pe_conv_params *params, const pe_dims *input_dims,
                                               const pe_dims *filter_dims, const pe_dims *output_dims,
                                               int32_t *packed_bytes, int32_t *scratch_bytes) nogil
+    pe_status pe_depthwise_conv2d_w4_s8_get_buffer_size(const pe_conv_params *params, const pe_dims *input_dims,
+                                                        const pe_dims *filter_dims, const pe_dims *output_dims,
+                                                        int32_t *packed_bytes, int32_t *scratch_bytes) nogil
 
 cdef extern from "pyembed/pe_eltwise.h":
     ctypedef struct pe_add_params:
@@ -750,22 +753,29 @@ def fc_w4_sizes(int32_t features, int32_t depth):
     return pb, sb
 
 
-def conv_w4_sizes(words, input_shape, output_shape):
+def conv_w4_sizes(words, input_shape, output_shape, bint depthwise=False):
     """pe_conv2d_w4_s8_get_buffer_size for a CONV_2D@w4 (its words, the NHWC
-    input and output shapes): (packed_bytes, scratch_bytes)."""
+    input and output shapes), or pe_depthwise_conv2d_w4_s8_get_buffer_size
+    for a DEPTHWISE_CONV_2D@w4 (depthwise=True): (packed_bytes, scratch_bytes)."""
     cdef pe_conv_params p
     cdef pe_dims i, f, o
     cdef int32_t pb = 0, sb = 0
+    cdef pe_status st
     memset(&p, 0, sizeof(p))
     p.stride.h, p.stride.w, p.padding.top, p.padding.left = words[0], words[1], words[2], words[3]
-    p.dilation.h, p.dilation.w, p.groups, p.ch_mult = words[4], words[5], words[6], 1
+    p.dilation.h, p.dilation.w = words[4], words[5]
+    p.groups, p.ch_mult = (1, words[6]) if depthwise else (words[6], 1)
     p.input_offset, p.output_offset = words[7], words[8]
     p.activation.min, p.activation.max = words[9], words[10]
     p.rounding = PE_ROUND_SINGLE if words[11] else PE_ROUND_DOUBLE
     i.n, i.h, i.w, i.c = input_shape
     o.n, o.h, o.w, o.c = output_shape
-    f.n, f.h, f.w, f.c = o.c, words[12], words[13], words[14]
-    check(pe_conv2d_w4_s8_get_buffer_size(&p, &i, &f, &o, &pb, &sb), "pe_conv2d_w4_s8_get_buffer_size",
+    f.n, f.h, f.w, f.c = (1 if depthwise else o.c), words[12], words[13], words[14]
+    if depthwise:
+        st = pe_depthwise_conv2d_w4_s8_get_buffer_size(&p, &i, &f, &o, &pb, &sb)
+    else:
+        st = pe_conv2d_w4_s8_get_buffer_size(&p, &i, &f, &o, &pb, &sb)
+    check(st, "pe_conv2d_w4_s8_get_buffer_size" if not depthwise else "pe_depthwise_conv2d_w4_s8_get_buffer_size",
           f"input {tuple(input_shape)}, output {tuple(output_shape)}, words {list(words[:15])}")
     return pb, sb
 

@@ -19,13 +19,14 @@ A 1x1 CONV_2D with stride 1 on such weights is the same matrix product over
 the pixels ([N*H*W, Cin] by [Cout, Cin], the same per-channel
 requantization), so it becomes FULLY_CONNECTED@w4 too; every other
 CONV_2D (any kernel, stride, padding, dilation, groups) becomes CONV_2D@w4
-(pyembed.model.ops.conv_w4, C pe_conv2d_w4_s8) on the packed OHWI filter.
+(pyembed.model.ops.conv_w4, C pe_conv2d_w4_s8) on the packed OHWI filter,
+and a DEPTHWISE_CONV_2D becomes DEPTHWISE_CONV_2D@w4 (pe_depthwise_conv2d_w4_s8).
 
 Layers it leaves on the unpacked int8 values (they run, without the flash
 saving) are reported with the reason: operators pyembed does not execute,
 int16 activations (the @int16 variant), a non-zero weight zero point.
 
-report: one dict per FULLY_CONNECTED or CONV_2D whose weights came as INT4, in
+report: one dict per FULLY_CONNECTED, CONV_2D or DEPTHWISE_CONV_2D whose weights came as INT4, in
 operator order: {"op", "type", "shape" (the weights'), "result" ("packed" or "skipped: why"),
 "int8_bytes" (O * K), "int4_bytes" (the packed bytes, 0 when shared or
 skipped)}. The graph keeps it as graph.int4_fc.
@@ -34,7 +35,7 @@ import dataclasses
 
 import numpy as np
 
-from pyembed.model.ops.conv_w4 import CONV_W4_TYPE
+from pyembed.model.ops.conv_w4 import CONV_W4_TYPE, DW_W4_TYPE
 from pyembed.model.ops.fc_w4 import W4_TYPE
 
 INT4_NAME = "INT4"
@@ -46,7 +47,7 @@ def _skip_reason(graph, op):
     if (op.params or {}).get("variant"):
         return f"runs as {op.params['variant']} (not int8 activations)"
     w = graph.tensors[op.inputs[1]]
-    if op.type == "CONV_2D":
+    if op.type in ("CONV_2D", "DEPTHWISE_CONV_2D"):
         if len(w.shape) != 4:
             return f"a {list(w.shape)} filter, not 4-D"
     elif w.dtype != np.int8 or len(w.shape) != 2:
@@ -72,7 +73,7 @@ def _pointwise(graph, op):
 
 
 def _is_int4_weights(graph, op):
-    if op.type not in ("FULLY_CONNECTED", "CONV_2D") or len(op.inputs) < 2 or op.inputs[1] < 0:
+    if op.type not in ("FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D") or len(op.inputs) < 2 or op.inputs[1] < 0:
         return False
     w = graph.tensors[op.inputs[1]]
     return w.is_constant and w.type_name == INT4_NAME
@@ -96,7 +97,7 @@ def pack_int4_fc(graph, label="model"):
         if why is not None:
             row["result"] = f"skipped: {why}"
             continue
-        conv = op.type == "CONV_2D" and not _pointwise(graph, op)
+        conv = op.type == "DEPTHWISE_CONV_2D" or (op.type == "CONV_2D" and not _pointwise(graph, op))
         out_f, depth = int(w.shape[0]), int(w.shape[-1])   # [O, K], or a pointwise filter [O, 1, 1, K]
         if wi not in packed_of:
             packed = _graph.fc_w4_pack(np.ascontiguousarray(np.asarray(w.data, dtype=np.int8).ravel()))
@@ -112,7 +113,8 @@ def pack_int4_fc(graph, label="model"):
             opts = dict(op.options, depth=depth, features=out_f, int4_weights=wi, rewritten_from=op.type,
                         weight_scale=_weight_scale(op, w, out_f))
         ins = [op.inputs[0], packed_of[wi]] + ([op.inputs[2]] if len(op.inputs) > 2 and op.inputs[2] >= 0 else [])
-        new = Operator(index=op.index, type=CONV_W4_TYPE if conv else W4_TYPE, inputs=ins,
+        kind = DW_W4_TYPE if op.type == "DEPTHWISE_CONV_2D" else CONV_W4_TYPE if conv else W4_TYPE
+        new = Operator(index=op.index, type=kind, inputs=ins,
                        outputs=list(op.outputs), options=opts, version=op.version)
         prepare_operator(graph, new, label)
         if not new.supported:

@@ -91,7 +91,7 @@ pe_status pe_graph_run_conv_w4(const pe_graph *g, const pe_graph_op *op, const p
     pe_conv_params p;
     pe_per_channel_quant q;
     pe_dims f_d;
-    int32_t oc, pbytes, sbytes;
+    int32_t oc, pbytes, sbytes, dw;
     pe_status st;
     if (op->num_inputs < 2 || op->num_inputs > 3 || op->num_outputs != 1 || w == NULL ||
         op->num_params < PE_CONV_W4_WORDS || (w[11] != 0 && w[11] != 1)) {
@@ -123,18 +123,20 @@ pe_status pe_graph_run_conv_w4(const pe_graph *g, const pe_graph_op *op, const p
     p.padding.right = 0;
     p.dilation.h = w[4];
     p.dilation.w = w[5];
-    p.groups = w[6];
-    p.ch_mult = 1;
+    dw = op->type == PE_GOP_DEPTHWISE_CONV_2D_W4;
+    p.groups = dw ? 1 : w[6];
+    p.ch_mult = dw ? w[6] : 1;
     p.input_offset = w[7];
     p.output_offset = w[8];
     p.activation.min = w[9];
     p.activation.max = w[10];
     p.rounding = w[11] ? PE_ROUND_SINGLE : PE_ROUND_DOUBLE;
-    f_d.n = oc;
+    f_d.n = dw ? 1 : oc;
     f_d.h = w[12];
     f_d.w = w[13];
     f_d.c = w[14];
-    st = pe_conv2d_w4_s8_get_buffer_size(&p, in_d, &f_d, out_d, &pbytes, &sbytes);
+    st = dw ? pe_depthwise_conv2d_w4_s8_get_buffer_size(&p, in_d, &f_d, out_d, &pbytes, &sbytes)
+            : pe_conv2d_w4_s8_get_buffer_size(&p, in_d, &f_d, out_d, &pbytes, &sbytes);
     if (st != PE_OK) {
         return st;
     }
@@ -143,5 +145,8 @@ pe_status pe_graph_run_conv_w4(const pe_graph *g, const pe_graph_op *op, const p
     }
     q.multiplier = w + PE_CONV_W4_WORDS;
     q.shift = w + PE_CONV_W4_WORDS + oc;
+    if (dw) {
+        return pe_depthwise_conv2d_w4_s8(scratch, &p, &q, in_d, x, &f_d, packed, bias, out_d, y);
+    }
     return pe_conv2d_w4_s8(scratch, &p, &q, in_d, x, &f_d, packed, bias, out_d, y);
 }

@@ -1,4 +1,8 @@
-"""CONV_2D@w4 (code 118): an int8 CONV_2D of any kernel size, stride,
+"""CONV_2D@w4 (code 118) and DEPTHWISE_CONV_2D@w4 (code 119, pe_depthwise_conv2d_w4_s8:
+the filter [1, KH, KW, O] packed the same way, unpacked whole into the scratch for the int8
+depthwise kernel; words [6] the depth multiplier, [14] O).
+
+CONV_2D@w4: an int8 CONV_2D of any kernel size, stride,
 padding, dilation and groups whose filter is TFLite's packed int4 (TensorType
 INT4: two values a byte, element 2i in the low nibble of byte i, over the
 whole OHWI [O, KH, KW, C] tensor), run by the C pe_conv2d_w4_s8
@@ -25,6 +29,7 @@ from pyembed.model.ops.core import _check_stride, _geometry
 from pyembed.model.ops.registry import register
 
 CONV_W4_TYPE = "CONV_2D@w4"
+DW_W4_TYPE = "DEPTHWISE_CONV_2D@w4"
 WRITER = "pyembed.model.fc_w4_pack.pack_int4_fc"
 
 
@@ -38,6 +43,16 @@ def _words(geo, p, kernel, depth, single):
 @register(CONV_W4_TYPE, code=118, c_name="PE_GOP_CONV_2D_W4")
 def prepare_conv_2d_w4(c):
     """int8 CONV_2D on a packed int4 filter (TFLite INT4; pyembed.model.fc_w4_pack at import)."""
+    _prepare(c, depthwise=False)
+
+
+@register(DW_W4_TYPE, code=119, c_name="PE_GOP_DEPTHWISE_CONV_2D_W4")
+def prepare_depthwise_conv_2d_w4(c):
+    """int8 DEPTHWISE_CONV_2D on a packed int4 filter [1, KH, KW, O] (pyembed.model.fc_w4_pack at import)."""
+    _prepare(c, depthwise=True)
+
+
+def _prepare(c, depthwise):
     op = c.op
     x, w, y = c.tensor(0, "input"), c.tensor(1, "packed filter"), c.output()
     b = c.tensor(2, "bias", optional=True)
@@ -54,14 +69,20 @@ def prepare_conv_2d_w4(c):
     for key in ("padding", "stride", "filter_shape", "weight_scale"):
         if key not in o:
             raise c.error(f"options lack {key!r} (written by {WRITER})")
-    cout, kh, kw, kin = (int(d) for d in o["filter_shape"])
     stride, dilation = tuple(o["stride"]), tuple(o.get("dilation", (1, 1)))
     _check_stride(c, stride, dilation)
     n, h, wd, cin = x.shape
-    if min(cout, kh, kw, kin) < 1 or cin % kin != 0 or cout % (cin // kin) != 0:
-        raise c.error(f"filter {[cout, kh, kw, kin]} does not fit input channels {cin}")
-    groups = cin // kin
-    packed = (cout * kh * kw * kin + 1) // 2
+    if depthwise:
+        one, kh, kw, cout = (int(d) for d in o["filter_shape"])
+        if one != 1 or min(kh, kw, cout) < 1 or cout % cin != 0:
+            raise c.error(f"depthwise filter {[one, kh, kw, cout]} does not fit input channels {cin}")
+        kin, groups, taps_c = cout, cout // cin, 1     # words [6]: the depth multiplier, [14]: O
+    else:
+        cout, kh, kw, kin = (int(d) for d in o["filter_shape"])
+        if min(cout, kh, kw, kin) < 1 or cin % kin != 0 or cout % (cin // kin) != 0:
+            raise c.error(f"filter {[cout, kh, kw, kin]} does not fit input channels {cin}")
+        groups, taps_c = cin // kin, kin
+    packed = (kh * kw * kin * (1 if depthwise else cout) + 1) // 2
     if len(w.shape) != 1 or w.size != packed:
         raise c.error(f"packed filter shape {list(w.shape)}: expected [{packed}] (ceil({cout}*{kh}*{kw}*{kin} / 2))")
     (oh, ow), pad = _geometry(c, o, (h, wd), (kh, kw), stride, dilation)
@@ -74,23 +95,24 @@ def prepare_conv_2d_w4(c):
     ws = np.asarray(o["weight_scale"], dtype=np.float32).reshape(-1)
     if len(ws) not in (1, cout) or np.any(~np.isfinite(ws)) or np.any(ws <= 0):
         raise c.error(f"weight_scale must be 1 or {cout} finite values > 0")
-    if kh * kw * kin * 128 * 255 >= 2 ** 31:
-        raise Unsupported(f"{kh * kw * kin} taps per output: the int32 accumulator could overflow")
+    if kh * kw * taps_c * 128 * 255 >= 2 ** 31:
+        raise Unsupported(f"{kh * kw * taps_c} taps per output: the int32 accumulator could overflow")
     mult, shift = _multipliers([float(xs) * float(s) / float(ys) for s in np.broadcast_to(ws, (cout,))])
     act_min, act_max = activation_range(o.get("activation"), ys, yz)
     p = {"stride": stride, "dilation": dilation, "padding": o["padding"], "pad": pad, "kernel": (kh, kw),
-         "groups": groups, "depth_multiplier": 1, "activation": o.get("activation"), "act_min": act_min,
+         "groups": cin if depthwise else groups, "depth_multiplier": groups if depthwise else 1, "activation": o.get("activation"), "act_min": act_min,
          "act_max": act_max, "input_offset": -xz, "output_offset": yz, "multiplier": mult, "shift": shift}
     geo = (stride, pad, dilation, groups)
     p.update(words=_words(geo, p, (kh, kw), kin, False), words_single=_words(geo, p, (kh, kw), kin, True))
     op.params = p
-    op.macs = int(n * oh * ow * cout * kh * kw * kin)
+    op.macs = int(n * oh * ow * cout * kh * kw * taps_c)
     from pyembed._ext import _graph
-    op.scratch_bytes = int(_graph.conv_w4_sizes(p["words"], tuple(x.shape), tuple(y.shape))[1])
+    op.scratch_bytes = int(_graph.conv_w4_sizes(p["words"], tuple(x.shape), tuple(y.shape), depthwise)[1])
 
 
 def unpacked_filter(graph, op):
-    """The int8 [O, KH, KW, C] filter values of a CONV_2D@w4, from its packed tensor."""
+    """The int8 filter values (options["filter_shape"]) of a CONV_2D@w4 or DEPTHWISE_CONV_2D@w4,
+    from its packed tensor."""
     from pyembed._ext import _graph
     shape = tuple(int(d) for d in op.options["filter_shape"])
     packed = np.ascontiguousarray(np.asarray(graph.tensors[op.inputs[1]].data).view(np.uint8).ravel())
@@ -98,7 +120,8 @@ def unpacked_filter(graph, op):
 
 
 def float_reference(graph, op, inputs):
-    """CONV_2D's float64 reference on the unpacked filter values and their scales."""
+    """CONV_2D's (DEPTHWISE_CONV_2D's) float64 reference on the unpacked filter values and their scales."""
+    dw = op.type == DW_W4_TYPE
     from pyembed.model.float_ref import _conv
     from pyembed.model.graph import Tensor
     ws = np.asarray(op.options["weight_scale"], dtype=np.float32).reshape(-1)
@@ -107,7 +130,7 @@ def float_reference(graph, op, inputs):
     wi = op.inputs[1]
     g.tensors[wi] = Tensor(index=wi, name=graph.tensors[wi].name, shape=tuple(op.options["filter_shape"]),
                            dtype=np.dtype(np.int8), scale=ws, zero_point=np.zeros(ws.size, dtype=np.int64),
-                           quant_axis=0, data=unpacked_filter(graph, op))
+                           quant_axis=3 if dw else 0, data=unpacked_filter(graph, op))
     conv = copy.copy(op)
-    conv.type = "CONV_2D"
-    return _conv(g, conv, inputs[0], False)
+    conv.type = "DEPTHWISE_CONV_2D" if dw else "CONV_2D"
+    return _conv(g, conv, inputs[0], dw)
