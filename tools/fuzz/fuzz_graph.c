@@ -2000,9 +2000,11 @@ static int32_t add_f32_op(fz_reader *r, table *tb, int32_t x)
     return y;
 }
 
-/* Appends a CONV_2D_W4 (pe_graph_runners.h, pe_conv_w4.h) reading x (int8
- * [n, h, w, c]): kernel 1-3 x 1-3, stride and dilation 1-2, padding up to the
- * kernel, groups 1 or c, 1-8 output channels (a multiple of the groups), a
+/* Appends a CONV_2D_W4 or (a third of the draws) a DEPTHWISE_CONV_2D_W4
+ * (pe_graph_runners.h, pe_conv_w4.h) reading x (int8 [n, h, w, c]): kernel
+ * 1-3 x 1-3, stride and dilation 1-2, padding up to the kernel, groups 1 or
+ * c, 1-8 output channels (a multiple of the groups; depthwise: c times a
+ * multiplier 1-2), a
  * packed filter of any bytes (every nibble is a weight), an optional int32
  * bias; words mostly in range (fz_wild). Returns its output or -1. */
 static int32_t add_conv_w4_op(fz_reader *r, table *tb, int32_t x)
@@ -2013,8 +2015,10 @@ static int32_t add_conv_w4_op(fz_reader *r, table *tb, int32_t x)
     const int32_t kh = fz_range(r, 1, 3), kw = fz_range(r, 1, 3), sh = fz_range(r, 1, 2);
     const int32_t sw = fz_range(r, 1, 2), dh = fz_range(r, 1, 2), dw = fz_range(r, 1, 2);
     const int32_t pt = fz_range(r, 0, kh - 1), pl = fz_range(r, 0, kw - 1);
-    const int32_t groups = fz_bool(r) ? xd.c : 1;
-    const int32_t oc = groups * fz_range(r, 1, groups > 1 ? 2 : 8);
+    const int32_t depthwise = fz_range(r, 0, 2) == 0;
+    const int32_t groups = depthwise ? fz_range(r, 1, 2) : (fz_bool(r) ? xd.c : 1); /* depthwise: the multiplier */
+    const int32_t oc = depthwise ? xd.c * groups : groups * fz_range(r, 1, groups > 1 ? 2 : 8);
+    const int32_t fc = depthwise ? oc : xd.c / groups; /* the filter's last dimension */
     const int32_t oh = (xd.h + 2 * pt - ((kh - 1) * dh + 1)) / sh + 1;
     const int32_t ow = (xd.w + 2 * pl - ((kw - 1) * dw + 1)) / sw + 1;
     int32_t *w = tb->words[i];
@@ -2026,14 +2030,14 @@ static int32_t add_conv_w4_op(fz_reader *r, table *tb, int32_t x)
         return -1;
     }
     memset(op, 0, sizeof(*op));
-    op->type = PE_GOP_CONV_2D_W4;
+    op->type = depthwise ? PE_GOP_DEPTHWISE_CONV_2D_W4 : PE_GOP_CONV_2D_W4;
     op->inputs = io;
     op->outputs = &io[4];
     op->num_inputs = 3;
     op->num_outputs = 1;
     op->scratch_offset = -1;
     io[0] = x;
-    io[1] = add_tensor(r, tb, PE_DT_INT8, 1, 1, 1, (oc * kh * kw * (xd.c / groups) + 1) / 2, 1);
+    io[1] = add_tensor(r, tb, PE_DT_INT8, 1, 1, 1, ((depthwise ? 1 : oc) * kh * kw * fc + 1) / 2, 1);
     io[2] = fz_bool(r) ? add_tensor(r, tb, PE_DT_INT32, 1, 1, 1, oc, 1) : -1;
     if (io[1] < 0) {
         return -1;
@@ -2052,7 +2056,7 @@ static int32_t add_conv_w4_op(fz_reader *r, table *tb, int32_t x)
     w[n++] = fz_wild(r, 0, 1);
     w[n++] = fz_wild(r, kh, kh);
     w[n++] = fz_wild(r, kw, kw);
-    w[n++] = fz_wild(r, xd.c / groups, xd.c / groups);
+    w[n++] = fz_wild(r, fc, fc);
     for (k = 0; k < oc; k++) {
         w[n + k] = fz_wild(r, 1 << 30, 0x7FFFFFFF);
         w[n + oc + k] = fz_wild(r, -20, 2);
@@ -2072,18 +2076,19 @@ static int32_t add_conv_w4_op(fz_reader *r, table *tb, int32_t x)
     p.padding.left = w[3];
     p.dilation.h = w[4];
     p.dilation.w = w[5];
-    p.groups = w[6];
-    p.ch_mult = 1;
+    p.groups = depthwise ? 1 : w[6];
+    p.ch_mult = depthwise ? w[6] : 1;
     p.input_offset = w[7];
     p.output_offset = w[8];
     p.activation.min = w[9];
     p.activation.max = w[10];
-    fd.n = oc;
+    fd.n = depthwise ? 1 : oc;
     fd.h = w[12];
     fd.w = w[13];
     fd.c = w[14];
     yd = tb->t[y].dims;
-    if (pe_conv2d_w4_s8_get_buffer_size(&p, &xd, &fd, &yd, &pb, &sb) == PE_OK && sb <= 65536) {
+    if ((depthwise ? pe_depthwise_conv2d_w4_s8_get_buffer_size(&p, &xd, &fd, &yd, &pb, &sb)
+            : pe_conv2d_w4_s8_get_buffer_size(&p, &xd, &fd, &yd, &pb, &sb)) == PE_OK && sb <= 65536) {
         op->scratch_offset = tb->bump;
         op->scratch_size = sb - (fz_u8(r) == 7 ? 1 : 0); /* now and then one byte short */
         tb->bump = align4(tb->bump + sb);
