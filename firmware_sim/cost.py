@@ -37,6 +37,8 @@ KERNEL_CLASS = {
     "FULLY_CONNECTED": "fc", "BATCH_MATMUL": "fc", "UNIDIRECTIONAL_SEQUENCE_LSTM": "fc",
     "FULLY_CONNECTED@w16": "fc",  # int16 packed weights (pyembed.passes.fc_w16)
     "FULLY_CONNECTED@w4": "fc",   # packed int4 weights (pyembed.model.fc_w4_pack)
+    "CONV_2D@w4": "conv",         # packed int4 filter (pyembed.model.fc_w4_pack)
+    "DEPTHWISE_CONV_2D@w4": "depthwise",  # packed int4 filter (pyembed.model.fc_w4_pack)
     "AVERAGE_POOL_2D": "pool", "MAX_POOL_2D": "pool", "MEAN": "pool", "SUM": "pool",
     "ADD": "eltwise", "SUB": "eltwise", "MUL": "eltwise", "DIV": "eltwise", "MAXIMUM": "eltwise",
     "MINIMUM": "eltwise", "QUANTIZE": "eltwise", "DEQUANTIZE": "eltwise", "RELU": "eltwise",

@@ -214,26 +214,23 @@ def _conv_model(kh, kw, stride, per_channel, relu, seed, int4=True):
 @needs_tflm
 @pytest.mark.parametrize("kh, stride, per_channel, relu, packed", [
     (1, 1, True, False, True), (1, 1, False, True, True),      # pointwise: FULLY_CONNECTED@w4 over the pixels
-    (3, 1, True, False, False), (3, 1, False, True, False),    # 3x3: the int8 CONV_2D on the unpacked values
-    (1, 2, True, False, False)])                               # strided pointwise: int8 CONV_2D
+    (3, 1, True, False, False), (3, 1, False, True, False),    # 3x3: CONV_2D@w4 on the packed filter
+    (1, 2, True, False, False)])                               # strided pointwise: CONV_2D@w4
 def test_conv_2d_on_int4_weights(kh, stride, per_channel, relu, packed):
-    """CONV_2D on an INT4 filter == TFLM and LiteRT: a 1x1 stride-1 one runs
-    as FULLY_CONNECTED@w4 on the packed bytes (half the filter's flash), the
-    others as the int8 CONV_2D on the unpacked values, reported."""
+    """CONV_2D on an INT4 filter == TFLM and LiteRT, on the packed bytes
+    (half the filter's flash): a 1x1 stride-1 one as FULLY_CONNECTED@w4,
+    the others as CONV_2D@w4 (more shapes: tests/test_int4_conv.py)."""
+    from pyembed.model.ops.conv_w4 import CONV_W4_TYPE
     seed = kh * 10 + stride + 2 * per_channel
     blob = _conv_model(kh, kh, stride, per_channel, relu, seed)
     g = load_tflite_bytes(blob, name="conv4")
     twin = load_tflite_bytes(_conv_model(kh, kh, stride, per_channel, relu, seed, int4=False), name="conv8")
     n_w = 6 * kh * kh * 5
-    assert [op.type for op in g.operators] == [W4_TYPE if packed else "CONV_2D"]
+    assert [op.type for op in g.operators] == [W4_TYPE if packed else CONV_W4_TYPE]
     row = g.int4_fc[0]
     assert row["type"] == "CONV_2D" and row["shape"] == [6, kh, kh, 5]
-    if packed:
-        assert row["result"] == "packed" and row["int4_bytes"] == n_w // 2
-        assert g.weights_bytes == twin.weights_bytes - n_w // 2
-    else:
-        assert row["result"].startswith("skipped: ") and g.tensors[1].type_name == "INT4"
-        assert g.weights_bytes == twin.weights_bytes
+    assert row["result"] == "packed" and row["int4_bytes"] == n_w // 2
+    assert g.weights_bytes == twin.weights_bytes - n_w // 2
     for x in _inputs(1, 7 * 7 * 5, 2, seed=3):
         x = x.reshape(1, 7, 7, 5)
         got = np.asarray(g.run(x)[0])

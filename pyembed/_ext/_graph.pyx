@@ -50,6 +50,14 @@ cdef extern from "pyembed/pe_fc_w4.h":
     pe_status pe_fc_w4_pack(const int8_t *values, int32_t count, uint8_t *packed, int32_t packed_bytes) nogil
     void pe_fc_w4_unpack(const uint8_t *packed, int32_t first, int32_t n, int8_t *dst) nogil
 
+cdef extern from "pyembed/pe_conv_w4.h":
+    pe_status pe_conv2d_w4_s8_get_buffer_size(const pe_conv_params *params, const pe_dims *input_dims,
+                                              const pe_dims *filter_dims, const pe_dims *output_dims,
+                                              int32_t *packed_bytes, int32_t *scratch_bytes) nogil
+    pe_status pe_depthwise_conv2d_w4_s8_get_buffer_size(const pe_conv_params *params, const pe_dims *input_dims,
+                                                        const pe_dims *filter_dims, const pe_dims *output_dims,
+                                                        int32_t *packed_bytes, int32_t *scratch_bytes) nogil
+
 cdef extern from "pyembed/pe_eltwise.h":
     ctypedef struct pe_add_params:
         int32_t input1_offset
@@ -742,6 +750,33 @@ def fc_w4_sizes(int32_t features, int32_t depth):
     d.c = depth
     check(pe_fc_w4_get_buffer_sizes(&d, &pb, &sb), "pe_fc_w4_get_buffer_sizes",
           f"filter [{features}, {depth}]")
+    return pb, sb
+
+
+def conv_w4_sizes(words, input_shape, output_shape, bint depthwise=False):
+    """pe_conv2d_w4_s8_get_buffer_size for a CONV_2D@w4 (its words, the NHWC
+    input and output shapes), or pe_depthwise_conv2d_w4_s8_get_buffer_size
+    for a DEPTHWISE_CONV_2D@w4 (depthwise=True): (packed_bytes, scratch_bytes)."""
+    cdef pe_conv_params p
+    cdef pe_dims i, f, o
+    cdef int32_t pb = 0, sb = 0
+    cdef pe_status st
+    memset(&p, 0, sizeof(p))
+    p.stride.h, p.stride.w, p.padding.top, p.padding.left = words[0], words[1], words[2], words[3]
+    p.dilation.h, p.dilation.w = words[4], words[5]
+    p.groups, p.ch_mult = (1, words[6]) if depthwise else (words[6], 1)
+    p.input_offset, p.output_offset = words[7], words[8]
+    p.activation.min, p.activation.max = words[9], words[10]
+    p.rounding = PE_ROUND_SINGLE if words[11] else PE_ROUND_DOUBLE
+    i.n, i.h, i.w, i.c = input_shape
+    o.n, o.h, o.w, o.c = output_shape
+    f.n, f.h, f.w, f.c = (1 if depthwise else o.c), words[12], words[13], words[14]
+    if depthwise:
+        st = pe_depthwise_conv2d_w4_s8_get_buffer_size(&p, &i, &f, &o, &pb, &sb)
+    else:
+        st = pe_conv2d_w4_s8_get_buffer_size(&p, &i, &f, &o, &pb, &sb)
+    check(st, "pe_conv2d_w4_s8_get_buffer_size" if not depthwise else "pe_depthwise_conv2d_w4_s8_get_buffer_size",
+          f"input {tuple(input_shape)}, output {tuple(output_shape)}, words {list(words[:15])}")
     return pb, sb
 
 

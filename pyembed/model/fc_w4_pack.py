@@ -17,14 +17,16 @@ layers are packed once.
 
 A 1x1 CONV_2D with stride 1 on such weights is the same matrix product over
 the pixels ([N*H*W, Cin] by [Cout, Cin], the same per-channel
-requantization), so it becomes FULLY_CONNECTED@w4 too; other convolutions
-run as the int8 CONV_2D on the unpacked values (no flash saving), reported.
+requantization), so it becomes FULLY_CONNECTED@w4 too; every other
+CONV_2D (any kernel, stride, padding, dilation, groups) becomes CONV_2D@w4
+(pyembed.model.ops.conv_w4, C pe_conv2d_w4_s8) on the packed OHWI filter,
+and a DEPTHWISE_CONV_2D becomes DEPTHWISE_CONV_2D@w4 (pe_depthwise_conv2d_w4_s8).
 
 Layers it leaves on the unpacked int8 values (they run, without the flash
 saving) are reported with the reason: operators pyembed does not execute,
 int16 activations (the @int16 variant), a non-zero weight zero point.
 
-report: one dict per FULLY_CONNECTED or CONV_2D whose weights came as INT4, in
+report: one dict per FULLY_CONNECTED, CONV_2D or DEPTHWISE_CONV_2D whose weights came as INT4, in
 operator order: {"op", "type", "shape" (the weights'), "result" ("packed" or "skipped: why"),
 "int8_bytes" (O * K), "int4_bytes" (the packed bytes, 0 when shared or
 skipped)}. The graph keeps it as graph.int4_fc.
@@ -33,6 +35,7 @@ import dataclasses
 
 import numpy as np
 
+from pyembed.model.ops.conv_w4 import CONV_W4_TYPE, DW_W4_TYPE
 from pyembed.model.ops.fc_w4 import W4_TYPE
 
 INT4_NAME = "INT4"
@@ -44,14 +47,9 @@ def _skip_reason(graph, op):
     if (op.params or {}).get("variant"):
         return f"runs as {op.params['variant']} (not int8 activations)"
     w = graph.tensors[op.inputs[1]]
-    if op.type == "CONV_2D":
-        x = graph.tensors[op.inputs[0]]
-        if len(w.shape) != 4 or tuple(w.shape[1:3]) != (1, 1):
-            return f"a {list(w.shape)} filter: only 1x1 (pointwise) convolutions run on packed int4 weights"
-        if tuple(op.options.get("stride", (1, 1))) != (1, 1):
-            return f"stride {tuple(op.options['stride'])}: only stride 1 is a matrix product over the pixels"
-        if len(x.shape) != 4 or x.shape[-1] != w.shape[-1]:
-            return "a grouped convolution"
+    if op.type in ("CONV_2D", "DEPTHWISE_CONV_2D"):
+        if len(w.shape) != 4:
+            return f"a {list(w.shape)} filter, not 4-D"
     elif w.dtype != np.int8 or len(w.shape) != 2:
         return f"weights are {w.dtype} {list(w.shape)}, not a 2-D tensor"
     if w.zero_point is not None and np.any(np.asarray(w.zero_point) != 0):
@@ -67,8 +65,15 @@ def _weight_scale(op, w, out_f):
     return np.repeat(ws, out_f) if op.type == "CONV_2D" and ws.size == 1 else ws
 
 
+def _pointwise(graph, op):
+    """A 1x1 stride-1 ungrouped CONV_2D: a matrix product over the pixels (FULLY_CONNECTED@w4)."""
+    w, x = graph.tensors[op.inputs[1]], graph.tensors[op.inputs[0]]
+    return (tuple(w.shape[1:3]) == (1, 1) and tuple(op.options.get("stride", (1, 1))) == (1, 1)
+            and len(x.shape) == 4 and x.shape[-1] == w.shape[-1])
+
+
 def _is_int4_weights(graph, op):
-    if op.type not in ("FULLY_CONNECTED", "CONV_2D") or len(op.inputs) < 2 or op.inputs[1] < 0:
+    if op.type not in ("FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D") or len(op.inputs) < 2 or op.inputs[1] < 0:
         return False
     w = graph.tensors[op.inputs[1]]
     return w.is_constant and w.type_name == INT4_NAME
@@ -92,6 +97,7 @@ def pack_int4_fc(graph, label="model"):
         if why is not None:
             row["result"] = f"skipped: {why}"
             continue
+        conv = op.type == "DEPTHWISE_CONV_2D" or (op.type == "CONV_2D" and not _pointwise(graph, op))
         out_f, depth = int(w.shape[0]), int(w.shape[-1])   # [O, K], or a pointwise filter [O, 1, 1, K]
         if wi not in packed_of:
             packed = _graph.fc_w4_pack(np.ascontiguousarray(np.asarray(w.data, dtype=np.int8).ravel()))
@@ -100,11 +106,16 @@ def pack_int4_fc(graph, label="model"):
             graph.tensors.append(t)
             packed_of[wi] = t.index
             row["int4_bytes"] = int(packed.size)
-        opts = dict(op.options, depth=depth, features=out_f, int4_weights=wi, rewritten_from=op.type,
-                    weight_scale=_weight_scale(op, w, out_f))
+        if conv:
+            opts = dict(op.options, filter_shape=[int(d) for d in w.shape], int4_weights=wi,
+                        weight_scale=np.asarray(w.scale, dtype=np.float32).reshape(-1).copy())
+        else:
+            opts = dict(op.options, depth=depth, features=out_f, int4_weights=wi, rewritten_from=op.type,
+                        weight_scale=_weight_scale(op, w, out_f))
         ins = [op.inputs[0], packed_of[wi]] + ([op.inputs[2]] if len(op.inputs) > 2 and op.inputs[2] >= 0 else [])
-        new = Operator(index=op.index, type=W4_TYPE, inputs=ins, outputs=list(op.outputs), options=opts,
-                       version=op.version)
+        kind = DW_W4_TYPE if op.type == "DEPTHWISE_CONV_2D" else CONV_W4_TYPE if conv else W4_TYPE
+        new = Operator(index=op.index, type=kind, inputs=ins,
+                       outputs=list(op.outputs), options=opts, version=op.version)
         prepare_operator(graph, new, label)
         if not new.supported:
             row.update(result=f"skipped: {new.reason}", int4_bytes=0)

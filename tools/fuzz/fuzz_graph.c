@@ -45,6 +45,8 @@
 #include "pyembed/pe_resvar.h"
 #include "pyembed/pe_ctrlflow.h"
 #include "pyembed/pe_svdf.h"
+#include "pyembed/pe_conv_w4.h"
+#include "pyembed/pe_graph_runners.h"
 #include "pyembed/pe_detpost.h"
 #include "pyembed/pe_decode.h"
 
@@ -2381,17 +2383,115 @@ static int32_t add_detpost_op(fz_reader *r, table *tb, int32_t x)
     return io[4];
 }
 
-/* One operator of pe_batch5.h (37/64 of the draws, [0, 148) and [158, 160)),
- * TFLM's DECODE (1/64, [148, 152)), the float32 window / matrix ones (1/64,
- * [152, 156)), TFLite_Detection_PostProcess (1/128, [156, 158)),
- * pe_batch6.h (1/8), pe_batch7.h (5/32), the float32 element-wise ones
- * (3/64), pe_ctrlflow.h (1/64, [244, 248)) or pe_resvar.h (1/32). */
+/* Appends a CONV_2D_W4 or (a third of the draws) a DEPTHWISE_CONV_2D_W4
+ * (pe_graph_runners.h, pe_conv_w4.h) reading x (int8 [n, h, w, c]): kernel
+ * 1-3 x 1-3, stride and dilation 1-2, padding up to the kernel, groups 1 or
+ * c, 1-8 output channels (a multiple of the groups; depthwise: c times a
+ * multiplier 1-2), a
+ * packed filter of any bytes (every nibble is a weight), an optional int32
+ * bias; words mostly in range (fz_wild). Returns its output or -1. */
+static int32_t add_conv_w4_op(fz_reader *r, table *tb, int32_t x)
+{
+    const int32_t i = tb->nops;
+    pe_graph_op *op = &tb->ops[i];
+    const pe_dims xd = tb->t[x].dims;
+    const int32_t kh = fz_range(r, 1, 3), kw = fz_range(r, 1, 3), sh = fz_range(r, 1, 2);
+    const int32_t sw = fz_range(r, 1, 2), dh = fz_range(r, 1, 2), dw = fz_range(r, 1, 2);
+    const int32_t pt = fz_range(r, 0, kh - 1), pl = fz_range(r, 0, kw - 1);
+    const int32_t depthwise = fz_range(r, 0, 2) == 0;
+    const int32_t groups = depthwise ? fz_range(r, 1, 2) : (fz_bool(r) ? xd.c : 1); /* depthwise: the multiplier */
+    const int32_t oc = depthwise ? xd.c * groups : groups * fz_range(r, 1, groups > 1 ? 2 : 8);
+    const int32_t fc = depthwise ? oc : xd.c / groups; /* the filter's last dimension */
+    const int32_t oh = (xd.h + 2 * pt - ((kh - 1) * dh + 1)) / sh + 1;
+    const int32_t ow = (xd.w + 2 * pl - ((kw - 1) * dw + 1)) / sw + 1;
+    int32_t *w = tb->words[i];
+    int32_t *io = tb->dio[i];
+    int32_t n = 0, k, y, pb = 0, sb = 0;
+    pe_conv_params p;
+    pe_dims fd, yd;
+    if (oh < 1 || ow < 1 || PE_CONV_W4_WORDS + 2 * oc > MAX_WORDS) {
+        return -1;
+    }
+    memset(op, 0, sizeof(*op));
+    op->type = depthwise ? PE_GOP_DEPTHWISE_CONV_2D_W4 : PE_GOP_CONV_2D_W4;
+    op->inputs = io;
+    op->outputs = &io[4];
+    op->num_inputs = 3;
+    op->num_outputs = 1;
+    op->scratch_offset = -1;
+    io[0] = x;
+    io[1] = add_tensor(r, tb, PE_DT_INT8, 1, 1, 1, ((depthwise ? 1 : oc) * kh * kw * fc + 1) / 2, 1);
+    io[2] = fz_bool(r) ? add_tensor(r, tb, PE_DT_INT32, 1, 1, 1, oc, 1) : -1;
+    if (io[1] < 0) {
+        return -1;
+    }
+    w[n++] = fz_wild(r, sh, sh);
+    w[n++] = fz_wild(r, sw, sw);
+    w[n++] = fz_wild(r, pt, pt);
+    w[n++] = fz_wild(r, pl, pl);
+    w[n++] = fz_wild(r, dh, dh);
+    w[n++] = fz_wild(r, dw, dw);
+    w[n++] = fz_wild(r, groups, groups);
+    w[n++] = fz_wild(r, -127, 128);
+    w[n++] = fz_wild(r, -128, 127);
+    w[n++] = fz_wild(r, -128, 0);
+    w[n++] = fz_wild(r, 0, 127);
+    w[n++] = fz_wild(r, 0, 1);
+    w[n++] = fz_wild(r, kh, kh);
+    w[n++] = fz_wild(r, kw, kw);
+    w[n++] = fz_wild(r, fc, fc);
+    for (k = 0; k < oc; k++) {
+        w[n + k] = fz_wild(r, 1 << 30, 0x7FFFFFFF);
+        w[n + oc + k] = fz_wild(r, -20, 2);
+    }
+    n += 2 * oc;
+    op->params = w;
+    op->num_params = n;
+    y = add_tensor(r, tb, PE_DT_INT8, xd.n, oh, ow, oc, 0);
+    if (y < 0) {
+        return -1;
+    }
+    io[4] = y;
+    memset(&p, 0, sizeof(p));
+    p.stride.h = w[0];
+    p.stride.w = w[1];
+    p.padding.top = w[2];
+    p.padding.left = w[3];
+    p.dilation.h = w[4];
+    p.dilation.w = w[5];
+    p.groups = depthwise ? 1 : w[6];
+    p.ch_mult = depthwise ? w[6] : 1;
+    p.input_offset = w[7];
+    p.output_offset = w[8];
+    p.activation.min = w[9];
+    p.activation.max = w[10];
+    fd.n = depthwise ? 1 : oc;
+    fd.h = w[12];
+    fd.w = w[13];
+    fd.c = w[14];
+    yd = tb->t[y].dims;
+    if ((depthwise ? pe_depthwise_conv2d_w4_s8_get_buffer_size(&p, &xd, &fd, &yd, &pb, &sb)
+            : pe_conv2d_w4_s8_get_buffer_size(&p, &xd, &fd, &yd, &pb, &sb)) == PE_OK && sb <= 65536) {
+        op->scratch_offset = tb->bump;
+        op->scratch_size = sb - (fz_u8(r) == 7 ? 1 : 0); /* now and then one byte short */
+        tb->bump = align4(tb->bump + sb);
+    }
+    tb->nops++;
+    return y;
+}
+
+/* One operator of pe_batch5.h (9/16 of the draws, [0, 148)), TFLM's DECODE
+ * (1/64, [148, 152)), the float32 window / matrix ones (1/64, [152, 156)),
+ * TFLite_Detection_PostProcess (1/128, [156, 158)), CONV_2D_W4 /
+ * DEPTHWISE_CONV_2D_W4 (1/128, [158, 160)), pe_batch6.h (1/8), pe_batch7.h
+ * (5/32), the float32 element-wise ones (3/64), pe_ctrlflow.h (1/64,
+ * [244, 248)) or pe_resvar.h (1/32). */
 static int32_t batch567_op(fz_reader *r, table *tb, int32_t x)
 {
     const uint32_t k = fz_u8(r);
     return k < 148 ? add_batch5_op(r, tb, x) : k < 152 ? add_decode_op(r, tb, x)
          : k < 156 ? add_f32conv_op(r, tb, x) : k < 158 ? add_detpost_op(r, tb, x)
-         : k < 160 ? add_batch5_op(r, tb, x) : k < 192 ? add_batch6_op(r, tb, x)
+         : k < 160 ? add_conv_w4_op(r, tb, x) : k < 192 ? add_batch6_op(r, tb, x)
          : k < 232 ? add_batch7_op(r, tb, x) : k < 244 ? add_f32_op(r, tb, x)
          : k < 248 ? add_ctrlflow_op(r, tb, x) : add_resvar_op(r, tb, x);
 }

@@ -346,6 +346,26 @@ pe_status pe_graph_run_decode(const pe_graph *g, const pe_graph_op *op,
 pe_status pe_graph_run_fc_w4(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
                              const pe_context *arena);
 
+/* PE_GOP_CONV_2D_W4 (pe_run_fc_w4.c, code 118): an int8 CONV_2D whose filter
+ * is TFLite's packed int4 (pe_conv_w4.h), run by pe_conv2d_w4_s8.
+ * Inputs: [0] input int8 NHWC, [1] the packed filter, int8 tensor of
+ *         ceil(O * KH * KW * C / 2) bytes, [2] bias int32 [O], -1 or left out.
+ * Output: [0] int8 NHWC [N, OH, OW, O].
+ * Words (PE_CONV_W4_WORDS + 2 * O):
+ *   [0] stride.h [1] stride.w [2] pad.top [3] pad.left [4] dilation.h
+ *   [5] dilation.w [6] groups [7] input_offset [8] output_offset [9] act.min
+ *   [10] act.max [11] rounding (0 double, 1 single) [12] KH [13] KW
+ *   [14] C (filter depth, in_c / groups), then O multipliers, O shifts.
+ * Scratch: pe_conv2d_w4_s8_get_buffer_size's scratch_bytes (PE_ERR_SCRATCH).
+ * PE_ERR_ARG for wrong list lengths or tensor sizes that disagree.
+ * PE_GOP_DEPTHWISE_CONV_2D_W4 (code 119, the same runner): a
+ * DEPTHWISE_CONV_2D on a packed int4 filter [1, KH, KW, O], run by
+ * pe_depthwise_conv2d_w4_s8; the same words with [6] the depth multiplier
+ * and [14] O (the filter's last dimension). */
+#define PE_CONV_W4_WORDS 15
+pe_status pe_graph_run_conv_w4(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
+                               const pe_context *arena);
+
 #ifdef __cplusplus
 }
 #endif

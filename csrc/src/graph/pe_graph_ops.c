@@ -176,6 +176,9 @@ pe_graph_runner pe_graph_runner_for(pe_graph_op_type type)
         return pe_graph_run_decode;
     case PE_GOP_FULLY_CONNECTED_W4:
         return pe_graph_run_fc_w4;
+    case PE_GOP_CONV_2D_W4:
+    case PE_GOP_DEPTHWISE_CONV_2D_W4:
+        return pe_graph_run_conv_w4;
     case PE_GOP_ATTENTION:
         return pe_graph_run_attention;
     case PE_GOP_LUT:

@@ -4,9 +4,9 @@ its pe_graph_op_type code and constraints."""
 
 # the first twelve operators (pyembed/model/ops/core.py), by what their prepare functions accept
 CORE = {
-    "CONV_2D": (0, "int8 NHWC 4-D; per-channel int8 weights, int32 bias; SAME / VALID / explicit padding, "
+    "CONV_2D": (0, "int8 NHWC 4-D; per-channel int8 weights (or TFLite INT4 packed: w4), int32 bias; SAME / VALID / explicit padding, "
                    "stride, dilation, groups; fused RELU / RELU6 / RELU_N1_TO_1"),
-    "DEPTHWISE_CONV_2D": (1, "int8 NHWC 4-D; depth multiplier; per-channel weights; padding, stride, "
+    "DEPTHWISE_CONV_2D": (1, "int8 NHWC 4-D; depth multiplier; per-channel weights (int8, or TFLite INT4 packed: w4); padding, stride, "
                              "dilation; fused activations"),
     "AVERAGE_POOL_2D": (2, "int8 NHWC 4-D; SAME / VALID; fused activations"),
     "MAX_POOL_2D": (3, "int8 NHWC 4-D; SAME / VALID; fused activations"),

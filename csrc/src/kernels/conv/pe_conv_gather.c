@@ -132,6 +132,26 @@ static void conv_pixel(const pe_conv_params *p, const pe_per_channel_quant *q,
     }
 }
 
+/* One output pixel of a conv for the out->c channels whose filters are at
+ * filter (pe_conv_internal.h; the packed-int4 kernel, pe_conv_w4.c, runs it
+ * on each unpacked chunk of channels). */
+void pe_cv_pixel(const pe_conv_params *p, const pe_per_channel_quant *q, const pe_dims *in,
+                 const int8_t *img, const pe_dims *f, const int8_t *filter, const int32_t *bias,
+                 const pe_dims *out, int32_t iy0, int32_t ix0, int32_t ky_lo, int32_t ky_hi,
+                 int32_t kx_lo, int32_t kx_hi, int8_t *dst)
+{
+    uint64_t reads = 0;
+#if PE_DSP
+    if (p->groups == 1 && f->c == in->c) {
+        conv_pixel_dsp(p, q, in, img, f, filter, bias, out, iy0, ix0, ky_lo, ky_hi, kx_lo, kx_hi,
+                       dst);
+        return;
+    }
+#endif
+    conv_pixel(p, q, in, img, f, filter, bias, out, iy0, ix0, ky_lo, ky_hi, kx_lo, kx_hi, dst,
+               &reads);
+}
+
 static void depthwise_pixel(const pe_conv_params *p, const pe_per_channel_quant *q,
                             const pe_dims *in, const int8_t *img, const pe_dims *f,
                             const int8_t *filter, const int32_t *bias, const pe_dims *out,

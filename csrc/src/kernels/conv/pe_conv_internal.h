@@ -261,4 +261,15 @@ void pe_dw_dsp_rect(const pe_conv_params *p, const pe_per_channel_quant *q, cons
                     int8_t *o, size_t o_row);
 #endif /* PE_DSP */
 
+/* pe_conv_gather.c: one output pixel of a conv (groups == 1 as far as p
+ * says: img points at the first input channel the filters read, in->c is
+ * the image's channel stride, f->c the filters' depth) for the out->c
+ * channels whose filters start at filter, bias / q / dst already offset to
+ * them; an empty window (ky_lo > ky_hi) gives the bias alone. The DSP loops
+ * when f->c == in->c on a DSP build, the portable ones otherwise. */
+void pe_cv_pixel(const pe_conv_params *p, const pe_per_channel_quant *q, const pe_dims *in,
+                 const int8_t *img, const pe_dims *f, const int8_t *filter, const int32_t *bias,
+                 const pe_dims *out, int32_t iy0, int32_t ix0, int32_t ky_lo, int32_t ky_hi,
+                 int32_t kx_lo, int32_t kx_hi, int8_t *dst);
+
 #endif /* PE_CONV_INTERNAL_H */
