@@ -71,7 +71,8 @@ def test_ops_tflm_command():
     assert any(line.startswith("SELECT_V2 ") and " runs " in line and "code 89" in line for line in lines)
     assert any(line.startswith("SVDF ") and " runs " in line and "code 232" in line for line in lines)
     assert any(line.startswith("WHILE ") and " runs " in line and "code 98" in line for line in lines)
-    assert any(line.startswith("L2_POOL_2D ") and " gap " in line and "issue #30" in line for line in lines)
+    assert any(line.startswith("L2_POOL_2D ") and " runs " in line and "code 294" in line for line in lines)
+    assert any(line.startswith("VAR_HANDLE ") and " gap " in line and "resvar_import" in line for line in lines)
     n = len(R.load_table()["operators"])
     assert lines[-1].startswith(f"{n} TFLM operators") and "0 unlisted" in lines[-1]
     j = json.loads(CliRunner().invoke(main, ["ops", "--tflm", "--json"]).output)
