@@ -259,6 +259,20 @@ def _same_quant(graph, op, where):
         raise UnsupportedError(f"{where}: input and output quantization differ")
 
 
+def _integer_factors(graph, op, where):
+    """(input hwc, output hwc, fh, fw) of a resize by integer factors fh, fw in
+    [1, MAX_FACTOR] per axis (channels kept); UnsupportedError otherwise."""
+    x_shape = _hwc(graph, op, op.inputs[0], "input")
+    y_shape = _hwc(graph, op, op.outputs[0], "output")
+    fh, fw = y_shape[0] // x_shape[0], y_shape[1] // x_shape[1]
+    if y_shape != (fh * x_shape[0], fw * x_shape[1], x_shape[2]) or fh < 1 or fw < 1:
+        raise UnsupportedError(f"{where}: resizes {x_shape} to {y_shape}; the layer scales each size by an "
+                               f"integer factor")
+    if max(fh, fw) > MAX_FACTOR:
+        raise UnsupportedError(f"{where}: factor {(fh, fw)} above {MAX_FACTOR}")
+    return x_shape, y_shape, fh, fw
+
+
 def _upsample(graph, op, where):
     """RESIZE_NEAREST_NEIGHBOR by integer factors fh, fw >= 1 (each axis on
     its own) with align_corners false, half-pixel centres or not, int8 with
@@ -271,14 +285,7 @@ def _upsample(graph, op, where):
     if opts.get("align_corners") is not False:
         raise UnsupportedError(f"{where}: only align_corners=false nearest-neighbour resizing is a layer "
                                f"(options {opts})")
-    x_shape = _hwc(graph, op, op.inputs[0], "input")
-    y_shape = _hwc(graph, op, op.outputs[0], "output")
-    fh, fw = y_shape[0] // x_shape[0], y_shape[1] // x_shape[1]
-    if y_shape != (fh * x_shape[0], fw * x_shape[1], x_shape[2]) or fh < 1 or fw < 1:
-        raise UnsupportedError(f"{where}: resizes {x_shape} to {y_shape}; the layer scales each size by an "
-                               f"integer factor")
-    if max(fh, fw) > MAX_FACTOR:
-        raise UnsupportedError(f"{where}: factor {(fh, fw)} above {MAX_FACTOR}")
+    x_shape, y_shape, fh, fw = _integer_factors(graph, op, where)
     half = bool(opts.get("half_pixel_centers", False))
     for axis, f in ((1, fh), (2, fw)):
         src = nearest_indices(x_shape[axis - 1], y_shape[axis - 1], False, half)
@@ -297,14 +304,7 @@ def _bilinear(graph, op, where):
     if not op.supported:
         raise UnsupportedError(f"{where}: {op.reason}")
     opts = op.options or {}
-    x_shape = _hwc(graph, op, op.inputs[0], "input")
-    y_shape = _hwc(graph, op, op.outputs[0], "output")
-    fh, fw = y_shape[0] // x_shape[0], y_shape[1] // x_shape[1]
-    if y_shape != (fh * x_shape[0], fw * x_shape[1], x_shape[2]) or fh < 1 or fw < 1:
-        raise UnsupportedError(f"{where}: resizes {x_shape} to {y_shape}; the layer scales each size by an "
-                               f"integer factor")
-    if max(fh, fw) > MAX_FACTOR:
-        raise UnsupportedError(f"{where}: factor {(fh, fw)} above {MAX_FACTOR}")
+    x_shape, y_shape, fh, fw = _integer_factors(graph, op, where)
     if graph.tensors[op.inputs[0]].dtype != np.int8 or graph.tensors[op.outputs[0]].dtype != np.int8:
         raise UnsupportedError(f"{where}: int8 only")
     return ResizeBilinear((fh, fw), align_corners=bool(opts.get("align_corners", False)),
