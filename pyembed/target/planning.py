@@ -307,19 +307,25 @@ def _drop_wide_regions(one, g, plan, lines, prof):
                    if op.type in ("CONV_2D", "DEPTHWISE_CONV_2D") and not op.scratch_bytes)
     cost = objective.predicted_cost(g, prof, "instructions")[0]
     dropped = []
-    for first in sorted(firsts, reverse=True):
-        if len(firsts) - len(dropped) <= 1:
-            break
-        try:
-            g2, plan2, lines2 = one(tuple(dropped + [first]))
-        except FitError:
-            continue
-        if not objective.covered(g2, prof):
-            continue
-        cost2 = objective.predicted_cost(g2, prof, "instructions")[0]
-        if plan2.arena_size <= plan.arena_size and cost2 <= cost and starved(g2) <= starved(g):
-            dropped.append(first)
-            g, plan, lines, cost = g2, plan2, lines2, cost2
+    changed = True
+    while changed:
+        # (again after a drop: a region kept because the layers it would leave had no
+        # room for their work blocks may go once another region's scratch is gone)
+        changed = False
+        for first in sorted(set(firsts) - set(dropped), reverse=True):
+            if len(firsts) - len(dropped) <= 1:
+                break
+            try:
+                g2, plan2, lines2 = one(tuple(dropped + [first]))
+            except FitError:
+                continue
+            if not objective.covered(g2, prof):
+                continue
+            cost2 = objective.predicted_cost(g2, prof, "instructions")[0]
+            if plan2.arena_size <= plan.arena_size and cost2 <= cost and starved(g2) <= starved(g):
+                dropped.append(first)
+                g, plan, lines, cost = g2, plan2, lines2, cost2
+                changed = True
     return g, plan, lines
 
 
