@@ -74,7 +74,8 @@ __attribute__((noinline)) static void compute_crop(stripe_run *R, int32_t L, int
 
 /* First output column from `from` on whose upper column tap has not arrived
  * (columns [in_a, arrived) of the row have). */
-static int32_t bilinear_limit(const layer_geo *g, int32_t from, int32_t out_b, int32_t arrived)
+__attribute__((noinline)) static int32_t bilinear_limit(const layer_geo *g, int32_t from, int32_t out_b,
+                                                        int32_t arrived)
 {
     int32_t x = from;
     while (x < out_b) {
