@@ -144,7 +144,7 @@ static void test_region(void)
     ca.size = size;
     PE_CHECK_EQ(pe_stripe_region_run(&ca, words, NW - 1, lookup, &consts, &din, input, &dout, out_a),
                 PE_ERR_ARG);
-    layer_words(2)[0] = PE_STRIPE_SPACE_TO_DEPTH + 1; /* one past the last kind */
+    layer_words(2)[0] = PE_STRIPE_CROP + 1; /* one past the last kind */
     PE_CHECK_EQ(pe_stripe_region_get_buffer_size(words, NW, lookup, &consts, &din, &size), PE_ERR_ARG);
     layer_words(2)[0] = PE_STRIPE_POOL;
     layer_words(2)[27] = 1; /* a pool with weights */
