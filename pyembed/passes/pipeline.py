@@ -595,9 +595,9 @@ def _apply_strategy(graph, strategy="auto", max_extra_macs=0.10, fuse=True, roun
     """Rewrite graph with the chosen strategy; see the module docstring.
 
     drop_regions: the first operators of chosen regions to leave layer by
-    layer after all (pyembed.plan.pipeline.plan_with_strategy drops, in wide
-    blocks, the regions whose planned arena does not need them; plan.json
-    records them, so simulate --plan redoes the same rewrite).
+    layer after all (pyembed.target.planning._drop_wide_regions drops, in
+    wide blocks, the regions the whole plan does not need; plan.json records
+    them, so simulate --plan redoes the same rewrite).
 
     stream_input: the graph input is delivered row by row (a camera
     pipeline) when a stripe region reads it: that region runs as one stripe
@@ -669,8 +669,8 @@ def _apply_strategy(graph, strategy="auto", max_extra_macs=0.10, fuse=True, roun
             regions = [r for r in regions if r.first not in set(drop_regions)]
             if gone:
                 notes.append(f"layer by layer after all: the region(s) of ops "
-                             f"{', '.join(f'{r.first}..{r.last}' for r in gone)} (the planned arena is no "
-                             f"larger without them, and they cost instructions)")
+                             f"{', '.join(f'{r.first}..{r.last}' for r in gone)} (the plan is no larger "
+                             f"nor predicted slower without them)")
     if (split_stores or wide_blocks) and regions:
         cache = _RegionCache(graph)
         regions = [dataclasses.replace(cache.region(r.first, r.last, None if wide_blocks else r.stripe_width,
