@@ -18,9 +18,9 @@ file's includes to keep it so):
     segload   the segment loader
 
 A firmware links its model's own operator table (model/model_ops.c) instead
-of FULL_TABLE, so that only the runners and kernels its model calls are
-linked; every other build (the Python extensions, the C tests, the fuzzers)
-links FULL_TABLE.
+of FULL_TABLES (the operator table and the stripe executor's kind table), so
+that only the runners and kernels its model calls are linked; every other
+build (the Python extensions, the C tests, the fuzzers) links FULL_TABLES.
 """
 import os
 from pathlib import Path
@@ -44,6 +44,7 @@ HEADER_ROOMS = {
     "pe_fused.h": "pipeline",
     "pe_conv_fc.h": "pipeline",
     "pe_pipeline.h": "pipeline",
+    "pe_stripe_kinds.h": "pipeline",
     "pe_graph.h": "graph",
     "pe_graph_internal.h": "graph",
     "pe_graph_runners.h": "graph",
@@ -53,6 +54,10 @@ HEADER_ROOMS = {
     "pyembed.h": None,  # the umbrella header: for applications, no room may include it
 }
 FULL_TABLE = "pe_graph_ops.c"
+# the full table of the stripe executor's layer kinds (src/pipeline/, pe_stripe_kinds.h): a
+# firmware's model_ops.c defines the model's own instead, as it does the operator table
+STRIPE_TABLE = "pe_stripe_kinds.c"
+FULL_TABLES = (FULL_TABLE, STRIPE_TABLE)
 
 _HERE = Path(__file__).resolve().parent
 # a source checkout (csrc/ beside the package), or the copy a wheel carries
@@ -72,9 +77,9 @@ def csrc_dir(required=True):
 
 
 def all_sources(root=None, table=True):
-    """Every .c file of csrc/src/ (sorted paths); table=False leaves out the full operator table."""
+    """Every .c file of csrc/src/ (sorted paths); table=False leaves out the full tables (FULL_TABLES)."""
     src = Path(root or csrc_dir()) / "src"
-    return sorted(str(p) for p in src.rglob("*.c") if table or p.name != FULL_TABLE)
+    return sorted(str(p) for p in src.rglob("*.c") if table or p.name not in FULL_TABLES)
 
 
 def source_map(root=None):

@@ -3,6 +3,7 @@ calls and includes flow only downward (graph -> pipeline / kernels -> core), no
 circle between files or kernel families, no .c file over 1,200 lines. Each rule
 is shown to fire on a tree with a planted violation."""
 import pathlib
+import re
 import runpy
 import shutil
 
@@ -92,6 +93,45 @@ def test_a_model_operator_table_names_only_the_model_runners(tmp_path):
         optable.op_table_source(["PE_GOP_NOT_A_TYPE"])
 
 
+def test_a_model_stripe_kind_table_names_only_the_kinds_its_regions_use(tmp_path):
+    """optable.stripe_kinds_in reads the kinds from the regions' parameter words of a generated
+    model_graph.c; the generated kind table references only those kinds' entry points (read
+    from the full table, csrc/src/pipeline/pe_stripe_kinds.c), and a kind it leaves out is
+    denied to the executor (pe_stripe_kind_linked)."""
+    import subprocess
+
+    from pyembed.codegen import optable
+    from pyembed.errors import UnsupportedError
+    # two regions: conv (0) + add (4), and pool (3); header words: version, layers, stripe, block, flags
+    layer = lambda kind: [kind] + [0] * 31   # noqa: E731
+    r0 = [2, 2, 8, 8, 0] + layer(0) + layer(4)
+    r1 = [2, 1, 8, 8, 0] + layer(3)
+    graph = "".join(f"static const int32_t m_op{k}_words[{len(w)}] = {{\n    {', '.join(map(str, w))},\n}};\n"
+                    for k, w in enumerate((r0, r1)))
+    graph += "".join(f"    {{ .type = PE_GOP_STRIPE_REGION, .inputs = m_op{k}_in, .num_inputs = 1, .outputs = NULL, "
+                     f".num_outputs = 1, .scratch_offset = 0, .scratch_size = 64, .params = m_op{k}_words, "
+                     f".num_params = {len(w)} }}, /* operator {k} */\n" for k, w in enumerate((r0, r1)))
+    assert optable.stripe_kinds_in(graph) == [0, 3, 4]
+    src = tmp_path / "model_ops.c"
+    src.write_text(optable.op_table_source(["PE_GOP_STRIPE_REGION"], stripe_kinds=optable.stripe_kinds_in(graph)))
+    obj = tmp_path / "model_ops.o"
+    subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", f"-I{ROOT / 'csrc' / 'include'}",
+                    "-c", str(src), "-o", str(obj)], check=True)
+    nm = subprocess.run(["nm", str(obj)], check=True, capture_output=True, text=True).stdout
+    undefined = sorted(line.split()[-1] for line in nm.splitlines()
+                       if line.split()[0] == "U" and line.split()[-1].startswith("pe_stripe"))
+    assert undefined == ["pe_stripe_compute_add", "pe_stripe_compute_conv", "pe_stripe_compute_pool"]
+    text = src.read_text()
+    linked = text[text.index("int pe_stripe_kind_linked("):text.index("void pe_stripe_compute_kind(")]
+    assert "case PE_STRIPE_CONV:" in linked and "case PE_STRIPE_DEPTHWISE:" not in linked
+    # every kind of pe_stripe.h's enum has an entry point in the full table
+    entry, names = optable._stripe_table(str(ROOT / "csrc"))
+    enum = (ROOT / "csrc" / "include" / "pyembed" / "pe_stripe.h").read_text()
+    assert sorted(names.values()) == sorted(set(re.findall(r"\b(PE_STRIPE_[A-Z0-9_]+) = \d+", enum)))
+    with pytest.raises(UnsupportedError, match="99"):
+        optable.stripe_table_source([99])
+
+
 def test_a_one_channel_depthwise_model_links_only_the_c1_kernel():
     """A graph whose depthwise operators all read one channel in the gather form
     (micro_speech) gets pe_graph_run_dwconv_c1 in its table; one more gathered
@@ -117,9 +157,9 @@ def test_a_one_channel_depthwise_model_links_only_the_c1_kernel():
     assert runner([(0, 0), (2, 0)]) == "pe_graph_run_dwconv_gather_c1"   # tensor 2 has 2 channels
     assert runner([(0, 0), (0, 64)]) == "pe_graph_run_conv"            # one in the reverse form
     assert runner([(2, 0)]) == "pe_graph_run_dwconv_gather"
-    assert runner([(2, 0), (2, 64)]) == "pe_graph_run_conv_no_c1"
+    assert runner([(2, 0), (2, 64)]) == "pe_graph_run_dwconv_both"   # both forms, depthwise kernels only
     # a one-channel depthwise in the reverse form runs the reverse kernel: no c1 kernel linked
     assert optable.op_uses(graph_src([(0, 64)])) == {"PE_GOP_DEPTHWISE_CONV_2D": {"any", "rev"}}
-    assert runner([(0, 64), (2, 0)]) == "pe_graph_run_conv_no_c1"
+    assert runner([(0, 64), (2, 0)]) == "pe_graph_run_dwconv_both"
     # ... nor in a gather-form row whose scratch is a work block (gather_rows)
     assert runner([(0, 64), (0, 0)]) == "pe_graph_run_conv"

@@ -6,7 +6,8 @@ Reads, for every C file of csrc/src:
 * its object's symbols (nm): a call (or data reference) into another file is
   allowed only downward, from a room into its own room or one that
   pyembed._csrc.ALLOWED lists below it; between the kernel families, and
-  between files, the references must have no cycle;
+  between files, the references must have no cycle (the full tables' calls,
+  pyembed._csrc.FULL_TABLES, are dispatch and left out of that check);
 * its #include lines (and those of the private headers beside the sources):
   a file includes only headers of its own room or of the rooms below
   (public headers are assigned to rooms by pyembed._csrc.HEADER_ROOMS, the
@@ -34,6 +35,10 @@ HERE = Path(__file__).resolve().parent
 _CSRC = runpy.run_path(str(HERE.parent / "pyembed" / "_csrc.py"))
 ALLOWED = _CSRC["ALLOWED"]
 HEADER_ROOMS = _CSRC["HEADER_ROOMS"]
+# the full tables a firmware replaces by its model's own (model/model_ops.c): the link-time choice of
+# what runs. Their calls are dispatch, not dependencies: left out of the circle check (the stripe
+# executor calls its kind table, which calls the kinds' entry points beside the executor).
+FULL_TABLES = _CSRC["FULL_TABLES"]
 MAX_LINES = 1200
 
 TOOLCHAINS = {
@@ -200,7 +205,8 @@ def check(csrc, toolchains=("host", "cortex-m4"), cache=None):
                     if q is None or q == p:
                         continue
                     qroom, qfam = _unit(src, q)
-                    file_edges.setdefault(str(p.relative_to(csrc)), set()).add(str(q.relative_to(csrc)))
+                    if p.name not in FULL_TABLES:
+                        file_edges.setdefault(str(p.relative_to(csrc)), set()).add(str(q.relative_to(csrc)))
                     if fam != qfam:
                         fam_edges.setdefault(fam, set()).add(qfam)
                     if qroom != room and qroom not in ALLOWED.get(room, ()):

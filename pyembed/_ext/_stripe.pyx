@@ -1,4 +1,4 @@
-# pyembed-csrc: pe_stripe.c pe_stripe_plan.c pe_pipeline.c pe_fused.c pe_conv_rev.c pe_conv_rev_whole.c pe_conv_check.c pe_conv_dsp.c pe_conv_dsp_pw.c pe_conv_gather.c pe_dw3_dsp.c pe_pool_rev.c pe_pool_scatter.c pe_eltwise.c
+# pyembed-csrc: pe_stripe.c pe_stripe_kinds.c pe_stripe_plan.c pe_pipeline.c pe_fused.c pe_conv_rev.c pe_conv_rev_whole.c pe_conv_check.c pe_conv_dsp.c pe_conv_dsp_pw.c pe_conv_gather.c pe_dw3_dsp.c pe_pool_rev.c pe_pool_scatter.c pe_eltwise.c
 # cython: language_level=3, boundscheck=False, wraparound=False
 """Bindings for the stripe executor (pe_stripe.h).
 

@@ -1,9 +1,10 @@
 """Flash of each bundled model's firmware, per part, from the link map: the
 runtime a firmware links with its model's own operator table
 (model/model_ops.c: only the runners, hence the kernels, its model calls)
-against the same project linked with the runtime's full table
-(csrc/src/graph/pe_graph_ops.c, which every firmware linked before the table
-was generated per model).
+against the same project linked with the runtime's full tables
+(csrc/src/graph/pe_graph_ops.c and csrc/src/pipeline/pe_stripe_kinds.c, the
+stripe executor's kind table: every firmware linked them before the tables
+were generated per model).
 
     python -m pyembed.bench firmware_size [--json] [--models a,b] [--board mps2-an386]
 
@@ -16,7 +17,6 @@ operator table, API) and weights, all from firmware.map
 (pyembed.target.planning.plan_for_target with PlanOptions()).
 """
 import os
-import shutil
 import tempfile
 
 from pyembed.bench.common import emit, table
@@ -32,7 +32,9 @@ def run(models=None, board="mps2-an386", workdir=None, log=None):
     if workdir is None:
         with tempfile.TemporaryDirectory(prefix="pe_fwsize_") as tmp:
             return run(models, board, tmp, log)
-    full_table = _csrc.csrc_dir() / "src" / "graph" / _csrc.FULL_TABLE
+    # the full tables in one file, standing in for model_ops.c (the graph's and the stripe kinds')
+    full_tables = "".join((_csrc.csrc_dir() / "src" / room / name).read_text()
+                          for room, name in (("graph", _csrc.FULL_TABLE), ("pipeline", _csrc.STRIPE_TABLE)))
     rt = {"RUNTIME_BUILD": os.path.join(workdir, f"runtime-{board}")}
     rows = []
     for name, g in runnable_models():
@@ -48,7 +50,7 @@ def run(models=None, board="mps2-an386", workdir=None, log=None):
             row["operator_types"] = optable.op_types_in((proj.outdir / "model" / "model_graph.c").read_text())
             build_project(proj.outdir, make_vars=rt)
             after = linkmap.breakdown(proj.outdir / "firmware.map")
-            shutil.copyfile(full_table, ops_c)
+            ops_c.write_text(full_tables)
             build_project(proj.outdir, make_vars=rt)
             before = linkmap.breakdown(proj.outdir / "firmware.map")
             row.update({"runtime_full_table": before["runtime"]["flash"],

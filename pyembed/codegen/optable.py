@@ -53,8 +53,10 @@ def _full_table(root):
 # names the runner of the one form its model's operators of that type use, so
 # the other form's kernels are not linked (pe_graph_runners.h).
 NARROW = {
-    "PE_GOP_CONV_2D": {"rev": "pe_graph_run_conv2d_rev", "gather": "pe_graph_run_conv2d_gather"},
-    "PE_GOP_DEPTHWISE_CONV_2D": {"rev": "pe_graph_run_dwconv_rev", "gather": "pe_graph_run_dwconv_gather"},
+    "PE_GOP_CONV_2D": {"rev": "pe_graph_run_conv2d_rev", "gather": "pe_graph_run_conv2d_gather",
+                       "both": "pe_graph_run_conv2d_both"},
+    "PE_GOP_DEPTHWISE_CONV_2D": {"rev": "pe_graph_run_dwconv_rev", "gather": "pe_graph_run_dwconv_gather",
+                                 "both": "pe_graph_run_dwconv_both"},
 }
 # Depthwise operators that all read a one-channel input (micro_speech's) in the gather form run on
 # the kernel made for that shape (pe_depthwise_conv2d_c1_s8, which the full runner calls for them in
@@ -63,6 +65,80 @@ C1_RUNNER = "pe_graph_run_dwconv_c1"
 # ... and beside depthwise operators of more channels, all gathered: the gather runner that also
 # calls that kernel (the plain gather runner leaves it out: no flash for models without such ops).
 C1_GATHER_RUNNER = "pe_graph_run_dwconv_gather_c1"
+
+
+@lru_cache(maxsize=4)
+def _stripe_table(root):
+    """({kind value: entry point}, {kind value: enum name}) of the stripe executor's full kind
+    table (src/pipeline/pe_stripe_kinds.c, the values from pe_stripe.h's pe_stripe_op)."""
+    root = Path(root)
+    text = (root / "src" / "pipeline" / _csrc.STRIPE_TABLE).read_text()
+    enum = (root / "include" / "pyembed" / "pe_stripe.h").read_text()
+    values = {m.group(1): int(m.group(2)) for m in re.finditer(r"\b(PE_STRIPE_[A-Z0-9_]+)\s*=\s*(\d+)", enum)}
+    body = text[text.index("void pe_stripe_compute_kind("):]
+    entry, pending = {}, []
+    for tok in re.finditer(r"case\s+(PE_STRIPE_\w+)\s*:|(pe_stripe_compute_\w+)\s*\(", body):
+        if tok.group(1):
+            pending.append(tok.group(1))
+        elif pending:
+            for name in pending:
+                entry[values[name]] = tok.group(2)
+            pending = []
+    if not entry:
+        raise RuntimeError(f"no stripe kind found in {_csrc.STRIPE_TABLE}")
+    return entry, {v: k for k, v in values.items() if v in entry}
+
+
+# the words of a region's header and of each layer (pe_pipeline.h; pyembed.passes.pipeline,
+# pyembed.passes.region_words): a layer's first word is its kind
+_REGION_HEADER_WORDS, _REGION_LAYER_WORDS = 5, 32
+
+
+def stripe_kinds_in(graph_source):
+    """The stripe layer kinds (pe_stripe_op values) of every PE_STRIPE_REGION operator of a
+    generated model_graph.c, read from the regions' parameter words, sorted."""
+    arrays = {m.group(1): [int(v) for v in re.findall(r"-?\d+", m.group(2))]
+              for m in re.finditer(r"static const int32_t (\w+)\[\d+\] = \{([^}]*)\}", graph_source)}
+    kinds = set()
+    for m in re.finditer(r"\{ \.type = PE_GOP_STRIPE_REGION,[^\n]*?\.params = (\w+)", graph_source):
+        words = arrays.get(m.group(1))
+        if not words or len(words) < _REGION_HEADER_WORDS:
+            raise RuntimeError(f"stripe region parameters {m.group(1)} not found in the graph source")
+        for layer in range(words[1]):
+            k = _REGION_HEADER_WORDS + layer * _REGION_LAYER_WORDS
+            if k >= len(words):
+                raise RuntimeError(f"stripe region parameters {m.group(1)} end before layer {layer}")
+            kinds.add(words[k])
+    return sorted(kinds)
+
+
+def stripe_table_source(kinds, root=None):
+    """C source of pe_stripe_kind_linked / pe_stripe_compute_kind (pe_stripe_kinds.h) naming only
+    the entry points of kinds (pe_stripe_op values; none: a model without stripe regions)."""
+    entry, names = _stripe_table(str(root or _csrc.csrc_dir()))
+    unknown = sorted(set(kinds) - set(entry))
+    if unknown:
+        raise UnsupportedError(f"stripe layer kind(s) {unknown} have no entry point in the C runtime")
+    by_fn = {}
+    for k in sorted(set(kinds)):
+        by_fn.setdefault(entry[k], []).append(names[k])
+    cases = "".join("".join(f"    case {n}:\n" for n in ns) + f"        {fn}(R, L, o, x0, x1);\n        break;\n"
+                    for fn, ns in sorted(by_fn.items()))
+    linked = "".join(f"    case {names[k]}:\n" for k in sorted(set(kinds)))
+    linked_body = (f"    switch (kind) {{\n{linked}        return 1;\n    default:\n        return 0;\n    }}\n"
+                   if kinds else "    (void)kind;\n    return 0;\n")
+    compute_body = (f"    switch (kind) {{\n{cases}    default:\n        break;\n    }}\n" if kinds else
+                    "    (void)R;\n    (void)kind;\n    (void)L;\n    (void)o;\n    (void)x0;\n    (void)x1;\n")
+    return f"""/* the stripe executor's layer kinds this model's regions use, and no other (pe_stripe_kinds.h) */
+int pe_stripe_kind_linked(int32_t kind)
+{{
+{linked_body}}}
+
+void pe_stripe_compute_kind(struct pe_stripe_run_s *R, int32_t kind, int32_t L, int32_t o, int32_t x0, int32_t x1)
+{{
+{compute_body}}}
+
+"""
 
 
 def op_types_in(graph_source):
@@ -110,11 +186,12 @@ def op_uses(graph_source, gather_rows=()):
     return uses
 
 
-def op_table_source(type_names, rows=False, model_name="model", root=None):
+def op_table_source(type_names, rows=False, model_name="model", root=None, stripe_kinds=()):
     """C source of pe_graph_runner_for / pe_graph_rows_runner_for naming only the runners of
     type_names (a list of type names, or op_uses' {type: forms}: a convolution type whose
     operators all use one kernel form gets that form's runner; rows: also the row-source runner
-    where one exists, for a streamed input)."""
+    where one exists, for a streamed input), and of the stripe executor's kind table naming
+    only stripe_kinds (stripe_kinds_in)."""
     runners, row_runners = _full_table(str(root or _csrc.csrc_dir()))
     uses = type_names if isinstance(type_names, dict) else {t: set() for t in type_names}
     type_names = sorted(uses)
@@ -131,6 +208,8 @@ def op_table_source(type_names, rows=False, model_name="model", root=None):
             fn = C1_GATHER_RUNNER
         elif t in NARROW and len(kernel_forms) == 1:
             fn = NARROW[t][next(iter(kernel_forms))]
+        elif t in NARROW and len(kernel_forms) == 2 and "c1" not in forms:
+            fn = NARROW[t]["both"]   # both forms of this type's kernels, not the other type's
         else:
             fn = runners[t]
         if fn == "pe_graph_run_conv" and "c1" not in uses.get("PE_GOP_DEPTHWISE_CONV_2D", set()):
@@ -148,15 +227,17 @@ def op_table_source(type_names, rows=False, model_name="model", root=None):
     return f"""/*
  * {GENERATED_NAME} - the operator table of model "{c_comment(model_name)}": the runners of
  * the {len(type_names)} operator type(s) its graph uses, and no other (pe_graph_runners.h).
- * Generated by pyembed; do not edit. Linked instead of the runtime's full table
- * (pe_graph_ops.c), so --gc-sections leaves out every kernel the model does not call.
+ * Generated by pyembed; do not edit. Linked instead of the runtime's full tables
+ * (pe_graph_ops.c, pe_stripe_kinds.c), so --gc-sections leaves out every kernel the
+ * model does not call.
  */
 #include <stddef.h>
 
 #include "pyembed/pe_graph_runners.h"
 #include "pyembed/pe_fc_w16.h"
+#include "pyembed/pe_stripe_kinds.h"
 
-pe_graph_runner pe_graph_runner_for(pe_graph_op_type type)
+{stripe_table_source(stripe_kinds, root)}pe_graph_runner pe_graph_runner_for(pe_graph_op_type type)
 {{
     switch (type) {{
 {"".join(cases)}    default:

@@ -265,7 +265,7 @@ def _runtime_copy_is_csrc(project_dir):
                         and p.name not in skip:
                     out[p.relative_to(root).as_posix()] = p
         return out
-    mine, theirs = files(copy, ()), files(cs, (_csrc.FULL_TABLE,))
+    mine, theirs = files(copy, ()), files(cs, _csrc.FULL_TABLES)
     if set(mine) != set(theirs):
         return None
     for rel, p in mine.items():

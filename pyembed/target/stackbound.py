@@ -52,6 +52,8 @@ from pathlib import Path
 __all__ = ["StackBound", "bound", "callgraph", "EXCEPTION_FRAME_FPU", "EXCEPTION_FRAME"]
 
 INDIRECT = "__indirect_call"
+# the generated file whose pe_stripe_compute_kind is a level of the stripe executor's recursion
+STRIPE_DISPATCH_FILE = "model_ops.c"
 EXCEPTION_FRAME = 8 * 4 + 4          # basic frame + alignment padding
 EXCEPTION_FRAME_FPU = 26 * 4 + 4     # extended frame (FP context) + alignment padding
 _FPU_CORES = ("cortex-m4", "cortex-m7", "cortex-m33")
@@ -357,6 +359,10 @@ def bound(project_dir, runtime_build=None, elf=None, root=None, core=None, depth
                 recursive = len(members) > 1 or members[0] in succ[members[0]]
                 if recursive:
                     files = {Path(g.src_of.get(g.obj_of.get(f, ""), "")).name for f in members}
+                    if len(files) > 1:
+                        # the stripe executor's recursion passes through the model's kind
+                        # table (model_ops.c: pe_stripe_compute_kind calls the layer's kind)
+                        files.discard(STRIPE_DISPATCH_FILE)
                     k = depths.get(files.pop()) if len(files) == 1 else None
                     cyc = " > ".join(_short(f) for f in members)
                     if k is None:

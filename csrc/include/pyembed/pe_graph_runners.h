@@ -62,6 +62,12 @@ pe_status pe_graph_run_dwconv_rev(const pe_graph *g, const pe_graph_op *op, cons
                                   const pe_context *arena);
 pe_status pe_graph_run_dwconv_gather(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
                                      const pe_context *arena);
+/* One operator type, both kernel forms: a model whose CONV_2D (or depthwise)
+ * operators use both forms links only that type's kernels. */
+pe_status pe_graph_run_conv2d_both(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
+                                   const pe_context *arena);
+pe_status pe_graph_run_dwconv_both(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
+                                   const pe_context *arena);
 /* The gather one with the one-channel depthwise kernel too, as the full runner
  * (pe_graph_run_conv) runs it: for a model whose gathered depthwise operators
  * read one channel in some and more in others (the other conv runners leave

@@ -108,14 +108,17 @@ static int gather_sized(const pe_graph *g, const pe_graph_op *op)
  * an operator of a form or type this build left out is PE_ERR_ARG. A generated operator table picks
  * the narrowest runner its model's operators need, so the linker leaves the
  * other kernels out; the full table uses pe_graph_run_conv (every form). */
-static inline pe_status run_conv_forms(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
-                                       const pe_context *arena, int forms)
+static inline __attribute__((always_inline)) pe_status run_conv_forms(const pe_graph *g, const pe_graph_op *op,
+                                                                      const pe_context *ctx,
+                                                                      const pe_context *arena, const int forms)
 {
     const int8_t *in = (const int8_t *)tensor_in(g, IN(0), arena, PE_DT_INT8);
     const int8_t *w = (const int8_t *)tensor_in(g, IN(1), arena, PE_DT_INT8);
     const int32_t *bias = NULL;
     int8_t *out = (int8_t *)tensor_out(g, OUT0, arena, PE_DT_INT8);
     const pe_dims *od;
+    /* the type, a constant where forms names one (so the other type's kernels are not called) */
+    const int conv2d = (forms & CONV_ONLY_2D) != 0 ? 1 : (forms & CONV_ONLY_DW) != 0 ? 0 : op->type == PE_GOP_CONV_2D;
     if (in == NULL || w == NULL || out == NULL || ((forms & CONV_ONLY_2D) != 0 && op->type != PE_GOP_CONV_2D) ||
         ((forms & CONV_ONLY_DW) != 0 && op->type != PE_GOP_DEPTHWISE_CONV_2D)) {
         return PE_ERR_ARG;
@@ -139,7 +142,7 @@ static inline pe_status run_conv_forms(const pe_graph *g, const pe_graph_op *op,
         if ((forms & CONV_GATHER) == 0) {
             return PE_ERR_ARG;
         }
-        if (op->type == PE_GOP_CONV_2D) {
+        if (conv2d) {
             return pe_conv2d_gather_s8(ctx, &op->p.conv.params, &op->p.conv.quant.quant,
                                        dims_of(g, op->inputs[0]), in, dims_of(g, op->inputs[1]),
                                        w, bias, od, out);
@@ -151,7 +154,7 @@ static inline pe_status run_conv_forms(const pe_graph *g, const pe_graph_op *op,
     if ((forms & CONV_REV) == 0) {
         return PE_ERR_ARG;
     }
-    if (op->type == PE_GOP_CONV_2D) {
+    if (conv2d) {
         return pe_conv2d_rev_s8(ctx, &op->p.conv.params, &op->p.conv.quant.quant,
                                 dims_of(g, IN(0)), in, dims_of(g, IN(1)), w, bias, od,
                                 out);
@@ -183,6 +186,18 @@ pe_status pe_graph_run_conv_no_c1(const pe_graph *g, const pe_graph_op *op, cons
                                   const pe_context *arena)
 {
     return run_conv_forms(g, op, ctx, arena, CONV_REV | CONV_GATHER);
+}
+
+pe_status pe_graph_run_conv2d_both(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
+                                   const pe_context *arena)
+{
+    return run_conv_forms(g, op, ctx, arena, CONV_REV | CONV_GATHER | CONV_ONLY_2D);
+}
+
+pe_status pe_graph_run_dwconv_both(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,
+                                   const pe_context *arena)
+{
+    return run_conv_forms(g, op, ctx, arena, CONV_REV | CONV_GATHER | CONV_ONLY_DW);
 }
 
 pe_status pe_graph_run_conv2d_rev(const pe_graph *g, const pe_graph_op *op, const pe_context *ctx,

@@ -22,12 +22,13 @@
 #include "pyembed/pe_eltwise.h"
 #include "pyembed/pe_fixed.h"
 #include "pyembed/pe_simd.h"
+#include "pyembed/pe_stripe_kinds.h"
 #include "pe_stripe_internal.h"
 
 /* ------------------------------------------------------------------------ */
 /* Execution                                                                */
 
-typedef struct {
+typedef struct pe_stripe_run_s {
     const pe_stripe_net *net;
     const net_geo *G;
     stripe_state *st; /* st[L + 1] is layer L, st[0] the network input */
@@ -40,7 +41,7 @@ typedef struct {
     const pe_row_sink *sink;      /* streamed output: where finished rows go */
     int8_t *outrow;               /* streamed output: the row being produced */
     uint32_t *work;               /* the conv row loops' work block (pe_stripe_work_bytes), or NULL */
-    stripe_taps taps;             /* compute_windowed's tap tables, in the arena */
+    stripe_taps taps;             /* windowed()'s tap tables, in the arena */
     uint64_t macs, combines, reads;
     pe_status err;
 } stripe_run;
@@ -336,8 +337,15 @@ static void dw_pixel(const pe_stripe_layer *l, int32_t ci, int32_t co, const int
     }
 }
 
-/* Output columns [x0, x1) of row o of a conv / depthwise / pointwise / pool. */
-static void compute_windowed(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
+/* the per-pixel (windowed) forms, one function each, so that a firmware
+ * links only those of the kinds its regions use (pe_stripe_kinds.h) */
+enum { WIN_CONV, WIN_DW, WIN_POOL, WIN_S2D };
+
+/* Output columns [x0, x1) of row o of a conv / pointwise (WIN_CONV), a
+ * depthwise (WIN_DW), a pool (WIN_POOL) or a space to depth (WIN_S2D); win
+ * is a constant at each call, so each caller keeps only its own arm. */
+static inline __attribute__((always_inline)) void windowed(stripe_run *R, int32_t L, int32_t o, int32_t x0,
+                                                           int32_t x1, const int win)
 {
     const pe_stripe_layer *l = &R->net->layers[L];
     const layer_geo *g = &R->G->g[L];
@@ -357,7 +365,7 @@ static void compute_windowed(stripe_run *R, int32_t L, int32_t o, int32_t x0, in
     const int32_t ring_w = s->in_b - s->in_a;
     /* the row still partly in temp (in_pixel's rule), or none */
     const int32_t temp_row = s->temp_cols > 0 ? s->in_row : -1;
-    const int conv = l->op == PE_STRIPE_CONV || l->op == PE_STRIPE_POINTWISE;
+    const int conv = win == WIN_CONV;
     /* the kernel's own size (the window without the dilation's gaps) */
     const int32_t kw_taps = (g->kw - 1) / g->dw + 1;
     const int32_t fsize = ((g->kh - 1) / g->dh + 1) * kw_taps * (ci / g->groups);
@@ -410,10 +418,10 @@ static void compute_windowed(stripe_run *R, int32_t L, int32_t o, int32_t x0, in
                 conv_pixel(l, ci, co, fsize, tap, woff, rlen, nrun, dst);
             }
             R->macs += (uint64_t)ntap * (uint64_t)(ci / g->groups) * (uint64_t)co;
-        } else if (l->op == PE_STRIPE_DEPTHWISE) {
+        } else if (win == WIN_DW) {
             dw_pixel(l, ci, co, tap, woff, ntap, dst);
             R->macs += (uint64_t)ntap * (uint64_t)co;
-        } else if (l->op == PE_STRIPE_SPACE_TO_DEPTH) {
+        } else if (win == WIN_S2D) {
             /* no padding: all b * b taps, row-major, tap t to channels [t * ci, (t + 1) * ci) */
             for (t = 0; t < ntap; t++) {
                 for (oc = 0; oc < ci; oc++) {
@@ -444,12 +452,22 @@ static void compute_windowed(stripe_run *R, int32_t L, int32_t o, int32_t x0, in
     }
 }
 
+__attribute__((noinline)) static void windowed_conv(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
+{
+    windowed(R, L, o, x0, x1, WIN_CONV);
+}
+
+__attribute__((noinline)) static void windowed_dw(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
+{
+    windowed(R, L, o, x0, x1, WIN_DW);
+}
+
 /* the convolution row loops (conv_rows, conv_patch_rows: stripe_run,
  * in_pixel, out_slot, publish and requant_s8 above) */
 #include "pe_stripe_rows.h"
 
-/* the depthwise row loops (dw_rows: stripe_run, out_slot, publish and
- * compute_windowed above) */
+/* the depthwise row loops (dw_rows: stripe_run, out_slot and publish above;
+ * the columns they leave go to windowed_dw, below) */
 #include "pe_stripe_dw.h"
 
 /* ADD pixel by pixel, for parameters outside pe_add_s8's range (left shift
@@ -623,57 +641,88 @@ static void compute_table(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32
 
 #include "pe_stripe_resize.h"
 
+/* The kinds' entry points (pe_stripe_kinds.h): pe_stripe_compute_kind (the
+ * full table pe_stripe_kinds.c, or a firmware's generated one) calls the one
+ * of each layer's kind. */
+void pe_stripe_compute_conv(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
+{
+#if PE_DSP
+    if (R->work != NULL && x1 - x0 >= PE_STRIPE_CONV_MIN_CALL &&
+        conv_rows_apply(&R->net->layers[L], &R->G->g[L])) {
+        conv_rows(R, L, o, x0, x1);
+        return;
+    }
+    if (R->work != NULL && x1 - x0 >= PE_STRIPE_CONV_MIN_CALL &&
+        conv_patch_apply(&R->net->layers[L], &R->G->g[L])) {
+        conv_patch_rows(R, L, o, x0, x1);
+        return;
+    }
+#endif
+    windowed_conv(R, L, o, x0, x1);
+}
+
+void pe_stripe_compute_depthwise(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
+{
+#if PE_DSP
+    if (R->work != NULL && x1 - x0 >= PE_STRIPE_CONV_MIN_CALL &&
+        dw_rows_apply(&R->net->layers[L], &R->G->g[L])) {
+        int32_t x = x0, e;
+        while (x < x1) { /* runs by dw_rows, the columns between them per pixel */
+            x = dw_rows(R, L, o, x, x1, &e);
+            if (e > x) {
+                windowed_dw(R, L, o, x, e);
+            }
+            x = e;
+        }
+        return;
+    }
+#endif
+    windowed_dw(R, L, o, x0, x1);
+}
+
+void pe_stripe_compute_pool(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
+{
+    windowed(R, L, o, x0, x1, WIN_POOL);
+}
+
+void pe_stripe_compute_space_to_depth(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
+{
+    windowed(R, L, o, x0, x1, WIN_S2D);
+}
+
+void pe_stripe_compute_add(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
+{
+    compute_add(R, L, o, x0, x1);
+}
+
+void pe_stripe_compute_concat(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
+{
+    compute_concat(R, L, o, x0, x1);
+}
+
+void pe_stripe_compute_expand(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
+{
+    compute_expand(R, L, o, x0, x1);
+}
+
+void pe_stripe_compute_table(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
+{
+    compute_table(R, L, o, x0, x1);
+}
+
+void pe_stripe_compute_bilinear(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
+{
+    compute_bilinear(R, L, o, x0, x1);
+}
+
+void pe_stripe_compute_crop(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
+{
+    compute_crop(R, L, o, x0, x1);
+}
+
 static void compute(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
 {
-    switch (R->net->layers[L].op) {
-    case PE_STRIPE_RESIZE_BILINEAR:
-        compute_bilinear(R, L, o, x0, x1);
-        break;
-    case PE_STRIPE_CROP:
-        compute_crop(R, L, o, x0, x1);
-        break;
-    case PE_STRIPE_TABLE:
-        compute_table(R, L, o, x0, x1);
-        break;
-    case PE_STRIPE_ADD:
-        compute_add(R, L, o, x0, x1);
-        break;
-    case PE_STRIPE_CONCAT:
-        compute_concat(R, L, o, x0, x1);
-        break;
-    case PE_STRIPE_UPSAMPLE2X:
-    case PE_STRIPE_UPSAMPLE:
-    case PE_STRIPE_DEPTH_TO_SPACE:
-        compute_expand(R, L, o, x0, x1);
-        break;
-    default:
-#if PE_DSP
-        if (R->work != NULL && x1 - x0 >= PE_STRIPE_CONV_MIN_CALL &&
-            conv_rows_apply(&R->net->layers[L], &R->G->g[L])) {
-            conv_rows(R, L, o, x0, x1);
-            break;
-        }
-        if (R->work != NULL && x1 - x0 >= PE_STRIPE_CONV_MIN_CALL &&
-            conv_patch_apply(&R->net->layers[L], &R->G->g[L])) {
-            conv_patch_rows(R, L, o, x0, x1);
-            break;
-        }
-        if (R->work != NULL && x1 - x0 >= PE_STRIPE_CONV_MIN_CALL &&
-            dw_rows_apply(&R->net->layers[L], &R->G->g[L])) {
-            int32_t x = x0, e;
-            while (x < x1) { /* runs by dw_rows, the columns between them per pixel */
-                x = dw_rows(R, L, o, x, x1, &e);
-                if (e > x) {
-                    compute_windowed(R, L, o, x, e);
-                }
-                x = e;
-            }
-            break;
-        }
-#endif
-        compute_windowed(R, L, o, x0, x1);
-        break;
-    }
+    pe_stripe_compute_kind(R, R->net->layers[L].op, L, o, x0, x1);
 }
 
 /* Producer p (layer p - 1, or the input for p = 0) starts output row o. */
@@ -987,6 +1036,11 @@ static pe_status run_impl(const pe_context *ctx, const pe_stripe_net *net, int32
     status = pe_stripe_analyse(net, &G);
     if (status != PE_OK) {
         return status;
+    }
+    for (L = 0; L < G.n; L++) {
+        if (!pe_stripe_kind_linked(net->layers[L].op)) {
+            return PE_ERR_UNSUPPORTED; /* a kind this build's table leaves out (pe_stripe_kinds.h) */
+        }
     }
     if (input_dims->n != 1 || input_dims->h != net->input.h || input_dims->w != net->input.w ||
         input_dims->c != net->input.c || output_dims->n != 1 || output_dims->h != G.out_h ||

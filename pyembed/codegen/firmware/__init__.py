@@ -687,7 +687,8 @@ def _write_project(out, graph, profile, plan, prefix, layout, arena_base, region
     from pyembed.codegen import optable
     w(f"model/{optable.GENERATED_NAME}",
       optable.op_table_source(optable.op_uses(gsrc, _gather_rows(graph, ops)),
-                              rows=bool(streamed) or bool(streamed_outputs(graph)), model_name=graph.name))
+                              rows=bool(streamed) or bool(streamed_outputs(graph)), model_name=graph.name,
+                              stripe_kinds=optable.stripe_kinds_in(gsrc)))
     op_rows = [{"table_index": k, "op": o["op"], "type": graph.operators[o["op"]].type} for k, o in enumerate(ops)]
     w("model/pe_model.h", _api_header(graph, prefix, segments is not None))
     w("model/pe_model.c", _api_source(graph, prefix, ops, regions, arena_base, sys_region.name, seg_text))
@@ -729,7 +730,7 @@ def _write_project(out, graph, profile, plan, prefix, layout, arena_base, region
         copy_tree(out, "pyembed/include", cs / "include")
         # the whole runtime but the full operator table (model/model_ops.c is this model's)
         from pyembed import _csrc
-        copy_tree(out, "pyembed/src", cs / "src", skip=(_csrc.FULL_TABLE,))
+        copy_tree(out, "pyembed/src", cs / "src", skip=_csrc.FULL_TABLES)
         files["pyembed"] = out.path("pyembed")
     inputs = [(t, int(graph.tensors[t].nbytes), graph.tensors[t].dtype) for t in graph.inputs]
     outputs = [(t, int(graph.tensors[t].nbytes), graph.tensors[t].dtype, tuple(graph.tensors[t].shape))

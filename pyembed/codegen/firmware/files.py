@@ -358,8 +358,8 @@ def _makefile(profile, core_flags, machine, graph, io="semihost", boot2=False):
 #   PYEMBED_CSRC  directory holding pyembed's C runtime (include/pyembed/*.h and
 #                 src/<room>/**.c); default: the copy in ./pyembed. Point it at a
 #                 pyembed checkout's csrc/ to build against that instead (its full
-#                 operator table, src/graph/pe_graph_ops.c, is left out: this
-#                 model's table is model/model_ops.c)
+#                 tables, src/graph/pe_graph_ops.c and src/pipeline/pe_stripe_kinds.c,
+#                 are left out: this model's tables are model/model_ops.c)
 #   RUNTIME_BUILD where the runtime's objects go (default build/pyembed); several
 #                 projects for the same core may share one directory
 #   CROSS         toolchain prefix (default arm-none-eabi-)
@@ -393,7 +393,7 @@ LDFLAGS := $(CPUFLAGS) {_io_link(io)} -nostartfiles -Wl,--gc-sections -Tlink.ld 
 # the generated sources by name: a .c file added to model/ is not built unless listed here
 APP_SRCS := startup.c pe_port.c pe_target.c main.c{_IO_SRCS[io]}{" pe_boot2.c" if boot2 else ""} {model_srcs}
 # every room of the runtime (core, kernels/<family>, pipeline, graph, sched, segload)
-RT_SRCS := $(filter-out %/pe_graph_ops.c,$(wildcard $(PYEMBED_CSRC)/src/*/*.c $(PYEMBED_CSRC)/src/*/*/*.c))
+RT_SRCS := $(filter-out %/pe_graph_ops.c %/pe_stripe_kinds.c,$(wildcard $(PYEMBED_CSRC)/src/*/*.c $(PYEMBED_CSRC)/src/*/*/*.c))
 APP_OBJS := $(patsubst %.c,build/%.o,$(notdir $(APP_SRCS)))
 RT_OBJS := $(patsubst $(PYEMBED_CSRC)/src/%.c,$(RUNTIME_BUILD)/%.o,$(RT_SRCS))
 
@@ -462,7 +462,7 @@ option(PE_GRAPH_TRUST_CHECKED "skip the per-call checks pe_graph_check made at i
 # the generated model sources by name (not a glob: a user's file in model/ is not built unless added)
 set(MODEL_SRCS {model_srcs})
 file(GLOB_RECURSE PYEMBED_SRCS "${{PYEMBED_CSRC}}/src/*.c")
-list(FILTER PYEMBED_SRCS EXCLUDE REGEX "/pe_graph_ops\\.c$")
+list(FILTER PYEMBED_SRCS EXCLUDE REGEX "/(pe_graph_ops|pe_stripe_kinds)\\.c$")
 add_executable(firmware.elf startup.c pe_port.c pe_target.c main.c{_IO_SRCS[io]}{" pe_boot2.c" if boot2 else ""} ${{MODEL_SRCS}}
                ${{PYEMBED_SRCS}})
 target_include_directories(firmware.elf PRIVATE . model ${{PYEMBED_CSRC}}/include)

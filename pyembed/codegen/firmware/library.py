@@ -73,7 +73,7 @@ def runtime_closure(model_texts, root):
     headers (relative to root/include, sorted) and private headers (beside the
     sources, relative to root/src) that sources with the texts model_texts
     need: the project build's selection (every room, the model's operator table
-    instead of the full one, pyembed._csrc.FULL_TABLE) reduced to the files
+    instead of the full ones, pyembed._csrc.FULL_TABLES) reduced to the files
     defining a name the model's sources use, then a name those use, until no new
     file joins; and the headers those files include. A name counts wherever it
     appears, in every #if branch (both the DSP and the portable path), so the
@@ -408,7 +408,7 @@ def write_library(w, graph, profile, plan, prefix, layout, regions, granted, fc_
     wm(f"model/{optable.GENERATED_NAME}",
        optable.op_table_source(optable.op_uses(gsrc, _gather_rows(graph, ops)),
                                rows=bool(streamed) or any(graph.tensors[t].streamed for t in graph.outputs),
-                               model_name=graph.name))
+                               model_name=graph.name, stripe_kinds=optable.stripe_kinds_in(gsrc)))
     # (pe_model_init checks no address here: the link places the arena)
     api_h = _api_header(graph, prefix, False).replace("once: checks the memory map and the tables,",
                                                       "once: checks the tables,", 1)

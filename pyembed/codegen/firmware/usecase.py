@@ -188,7 +188,7 @@ def generate_use_case(uc, model_parts, outdir, run_input=None, force=False, copy
     block_base = int(sys_region.base) + _align(union.get(sys_region.name, (0, 0))[1], 16)
     machine = qemu_machine(profile)
     models = []
-    uses = {}
+    uses, kinds = {}, set()
     with OutputDir(outdir, force=force) as out:
         def w(rel, text):
             (out.write_bytes if isinstance(text, bytes) else out.write_text)(rel, text)
@@ -212,6 +212,7 @@ def generate_use_case(uc, model_parts, outdir, run_input=None, force=False, copy
             w(f"model/{t}_model_graph.c", rename(gsrc, k))
             for ty, forms in optable.op_uses(gsrc, _gather_rows(g, ops)).items():
                 uses.setdefault(ty, set()).update(forms)
+            kinds.update(optable.stripe_kinds_in(gsrc))
             w(f"model/{t}_pe_model.h", rename(_api_header(g, prefix, True), k))
             # no region reserved here: pe_usecase.c reserves each once for every model
             w(f"model/{t}_pe_model.c", rename(_api_source(g, prefix, ops, {}, arena_base, sys_region.name,
@@ -233,7 +234,8 @@ def generate_use_case(uc, model_parts, outdir, run_input=None, force=False, copy
                 "outputs": [{"tensor": int(x), "bytes": int(g.tensors[x].nbytes), "dtype": str(g.tensors[x].dtype),
                              "shape": [int(d) for d in g.tensors[x].shape]} for x in g.outputs]})
         names = [m["model"] for m in models]
-        w(f"model/{optable.GENERATED_NAME}", optable.op_table_source(uses, model_name=" + ".join(names)))
+        w(f"model/{optable.GENERATED_NAME}", optable.op_table_source(uses, model_name=" + ".join(names),
+                                                                      stripe_kinds=sorted(kinds)))
         w("model/pe_usecase.c", _shared_source(union, (block_base, block_bytes)))
         w("main.c", _main(names, n))
         w("link.ld", _linker_script(profile, union, profile.flash_region, sys_region.name,
@@ -255,7 +257,7 @@ def generate_use_case(uc, model_parts, outdir, run_input=None, force=False, copy
             from pyembed import _csrc
             cs = csrc_dir()
             copy_tree(out, "pyembed/include", cs / "include")
-            copy_tree(out, "pyembed/src", cs / "src", skip=(_csrc.FULL_TABLE,))
+            copy_tree(out, "pyembed/src", cs / "src", skip=_csrc.FULL_TABLES)
         if run_input is not None:
             if len(run_input) != total:
                 raise ArgumentError(f"run_input: {len(run_input)} B; the harness reads {total} B (every model's "

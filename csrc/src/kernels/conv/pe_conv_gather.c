@@ -759,12 +759,12 @@ static void dw_image_dsp(const pe_conv_params *p, const pe_per_channel_quant *q,
  * whole-image DSP loops. dsp_flags (DSP build): bit 0 the depthwise image
  * loops ran (count only), bit 1 |acc| < 2^30 (dw_small), bit 2 the output is
  * disjoint from the input. */
-__attribute__((noinline)) static void pixels(const pe_conv_params *p, const pe_per_channel_quant *q,
-                                             const pe_dims *in, const int8_t *img,
-                                             const pe_dims *f, const int8_t *filter,
-                                             const int32_t *bias, const pe_dims *out, int8_t *dst,
-                                             int32_t depthwise, int32_t dsp_flags, uint64_t *macs_p,
-                                             uint64_t *reads_p)
+static inline __attribute__((always_inline)) void pixels(const pe_conv_params *p, const pe_per_channel_quant *q,
+                                                          const pe_dims *in, const int8_t *img,
+                                                          const pe_dims *f, const int8_t *filter,
+                                                          const int32_t *bias, const pe_dims *out, int8_t *dst,
+                                                          const int32_t depthwise, int32_t dsp_flags,
+                                                          uint64_t *macs_p, uint64_t *reads_p)
 {
     uint64_t macs = 0, reads = 0;
     int32_t oy, ox;
@@ -826,10 +826,33 @@ __attribute__((noinline)) static void pixels(const pe_conv_params *p, const pe_p
     *reads_p += reads;
 }
 
-static pe_status run(const pe_context *ctx, const pe_conv_params *p,
-                     const pe_per_channel_quant *q, const pe_dims *in, const int8_t *input,
-                     const pe_dims *f, const int8_t *filter, const int32_t *bias,
-                     const pe_dims *out, int8_t *output, int32_t depthwise)
+/* pixels for each type, out of line (a firmware whose model has only one of
+ * the two types links only that one's loops) */
+__attribute__((noinline)) static void pixels_conv(const pe_conv_params *p, const pe_per_channel_quant *q,
+                                                  const pe_dims *in, const int8_t *img, const pe_dims *f,
+                                                  const int8_t *filter, const int32_t *bias, const pe_dims *out,
+                                                  int8_t *dst, int32_t dsp_flags, uint64_t *macs_p,
+                                                  uint64_t *reads_p)
+{
+    pixels(p, q, in, img, f, filter, bias, out, dst, 0, dsp_flags, macs_p, reads_p);
+}
+
+__attribute__((noinline)) static void pixels_dw(const pe_conv_params *p, const pe_per_channel_quant *q,
+                                                const pe_dims *in, const int8_t *img, const pe_dims *f,
+                                                const int8_t *filter, const int32_t *bias, const pe_dims *out,
+                                                int8_t *dst, int32_t dsp_flags, uint64_t *macs_p,
+                                                uint64_t *reads_p)
+{
+    pixels(p, q, in, img, f, filter, bias, out, dst, 1, dsp_flags, macs_p, reads_p);
+}
+
+/* one convolution (depthwise a constant at each entry point, so that each
+ * keeps only its own type's loops) */
+static inline __attribute__((always_inline)) pe_status run(const pe_context *ctx, const pe_conv_params *p,
+                                                           const pe_per_channel_quant *q, const pe_dims *in,
+                                                           const int8_t *input, const pe_dims *f,
+                                                           const int8_t *filter, const int32_t *bias,
+                                                           const pe_dims *out, int8_t *output, const int32_t depthwise)
 {
     int32_t n;
     uint64_t macs = 0, reads = 0;
@@ -917,7 +940,11 @@ static pe_status run(const pe_context *ctx, const pe_conv_params *p,
             continue;
         }
 #endif
-        pixels(p, q, in, img, f, filter, bias, out, dst, depthwise, dsp_flags, &macs, &reads);
+        if (depthwise) {
+            pixels_dw(p, q, in, img, f, filter, bias, out, dst, dsp_flags, &macs, &reads);
+        } else {
+            pixels_conv(p, q, in, img, f, filter, bias, out, dst, dsp_flags, &macs, &reads);
+        }
     }
     if (ctx != NULL && ctx->stats != NULL) {
         ctx->stats->macs += macs;
