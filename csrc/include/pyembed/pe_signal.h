@@ -5,9 +5,11 @@
  * filter-bank log, delay, framer, stacker, overlap-add) and the integer glue the converter puts around them
  * (CAST between integer types, int32 ADD / MUL / DIV / MINIMUM / MAXIMUM).
  *
- * Every kernel is integer-only and reproduces TFLM's arithmetic bit for bit,
- * including its wrap-around on overflow (done here in unsigned arithmetic so
- * the C is well defined). No kernel allocates or prints; the real FFT takes
+ * Every kernel reproduces TFLM's arithmetic bit for bit, including its
+ * wrap-around on overflow (done here in unsigned arithmetic so the C is well
+ * defined). All are integer-only except the float32 real FFTs
+ * (kernels/signal/pe_signal_fftf.c: float32 operations in kissfft's order,
+ * built with -ffp-contract=off). No kernel allocates or prints; the real FFT takes
  * its work area as a pe_context sized by pe_signal_rfft_get_buffer_size().
  *
  * Graph operator codes 180-199 (pe_graph.h) and their int32 parameter words:
