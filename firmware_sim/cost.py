@@ -84,6 +84,9 @@ KERNEL_CLASS = {
     # pyembed.model.ops.signal_stream: the framer and stacker move samples; overlap-add adds and saturates
     "CUSTOM:SignalFramer": "copy", "CUSTOM:SignalStacker": "copy", "CUSTOM:SignalOverlapAdd": "eltwise",
     "CUSTOM:SignalIrfft": "fc",   # butterflies of multiply-accumulates, as the forward RFFT
+    # their int32 / float32 variants (pyembed.model.ops.signal_fft: SignalRfft@int32 / @float32,
+    # SignalIrfft@float32) keep the class ("fc", macs = n log2 n per row): 64-bit products or FPU
+    # multiplies in the same butterflies, not calibrated separately yet
     # issue #30's third batch (pyembed.model.ops.batch3): REVERSE_V2 copies one element per output
     "REVERSE_V2": "copy",
     # TFLite_Detection_PostProcess (pyembed.model.ops.detpost; macs = decoding + class scan +

@@ -77,8 +77,9 @@ def test_irfft_float_reference():
 
 
 def test_irfft_refusals():
-    g = load_tflite_bytes(irfft_model(1, 16, t=0))
-    assert g.unsupported and "only INT16" in g.operators[0].reason
+    g = load_tflite_bytes(build([tensor((1, 18), np.int16), tensor((1, 16), np.int16)],
+                                [custom_op("SignalIrfft", [0], [1], {"T": 0, "fft_length": 16})], [0], [1]))
+    assert g.unsupported and "only INT16" in g.operators[0].reason   # T says float32, the tensors int16
     g = load_tflite_bytes(build([tensor((1, 18), np.int16), tensor((1, 16), np.int16)],
                                 [custom_op("SignalIrfft", [0], [1], {"T": 2, "fft_length": 16})], [0], [1]))
     assert g.unsupported and "only int32" in g.operators[0].reason   # T says int32, the tensors int16

@@ -239,6 +239,129 @@ static void test_irfft_s32(void)
     }
 }
 
+/* Q31 (re, im) pairs of the forward tables */
+static void rfft_tables32(int32_t n, int32_t *tw, int32_t *sup)
+{
+    const int32_t ncfft = n / 2;
+    const double pi = 3.14159265358979323846;
+    int32_t i;
+    for (i = 0; i < ncfft; i++) {
+        tw[2 * i] = (int32_t)floor(0.5 + 2147483647.0 * cos(-2.0 * pi * i / ncfft));
+        tw[2 * i + 1] = (int32_t)floor(0.5 + 2147483647.0 * sin(-2.0 * pi * i / ncfft));
+    }
+    for (i = 0; i < ncfft / 2; i++) {
+        const double ph = -pi * ((double)(i + 1) / ncfft + 0.5);
+        sup[2 * i] = (int32_t)floor(0.5 + 2147483647.0 * cos(ph));
+        sup[2 * i + 1] = (int32_t)floor(0.5 + 2147483647.0 * sin(ph));
+    }
+}
+
+static void test_rfft_s32(void)
+{
+    enum { N = 32, NC = N / 2 };
+    const int32_t radices[2] = {4, 4};
+    int32_t tw[2 * NC], sup[NC], in[N], out[N + 2], k, size = -1;
+    pe_context none = {NULL, 0, NULL};
+    rfft_tables32(N, tw, sup);
+    PE_CHECK_EQ(pe_signal_rfft_s32_get_buffer_size(N, &size), PE_OK);
+    PE_CHECK_EQ(size, 0);
+    /* a cosine at bin 3 of amplitude 2^30 over 29 samples of 32 (zero padded): the scaled
+     * transform (every stage divides by its radix, the split by 2) is sum / N */
+    for (k = 0; k < N; k++) {
+        in[k] = (int32_t)floor(0.5 + 1073741824.0 * cos(2.0 * 3.14159265358979323846 * 3.0 * k / N));
+    }
+    PE_CHECK_EQ(pe_signal_rfft_s32(&none, N, N - 3, 2, radices, tw, sup, in, 1, out), PE_OK);
+    for (k = 0; k <= NC; k++) {
+        double re = 0.0, im = 0.0;
+        int32_t j;
+        for (j = 0; j < N - 3; j++) {
+            const double ph = -2.0 * 3.14159265358979323846 * k * j / N;
+            re += in[j] * cos(ph);
+            im += in[j] * sin(ph);
+        }
+        PE_CHECK(fabs(out[2 * k] - re / N) <= 8.0 && fabs(out[2 * k + 1] - im / N) <= 8.0);
+    }
+    PE_CHECK(out[6] > 400000000 && out[1] == 0 && out[2 * NC + 1] == 0);
+    {
+        const int32_t bad3[2] = {4, 3}, short1[1] = {4};
+        PE_CHECK_EQ(pe_signal_rfft_s32(&none, N, N, 2, bad3, tw, sup, in, 1, out), PE_ERR_UNSUPPORTED);
+        PE_CHECK_EQ(pe_signal_rfft_s32(&none, N, N, 1, short1, tw, sup, in, 1, out), PE_ERR_ARG);
+        PE_CHECK_EQ(pe_signal_rfft_s32(&none, N, N + 1, 2, radices, tw, sup, in, 1, out), PE_ERR_ARG);
+        PE_CHECK_EQ(pe_signal_rfft_s32(&none, N, N, 2, radices, tw, sup, out, 1, out), PE_ERR_ARG); /* overlap */
+        PE_CHECK_EQ(pe_signal_rfft_s32(&none, N, N, 2, radices, tw, NULL, in, 1, out), PE_ERR_ARG);
+        PE_CHECK_EQ(pe_signal_rfft_s32_get_buffer_size(7, &size), PE_ERR_ARG);
+    }
+}
+
+/* float32 bit patterns of (float) cos / sin of the angles, (re, im) pairs; sign -1 forward, +1 inverse */
+static int32_t f32_word(double v)
+{
+    union {
+        float f;
+        int32_t i;
+    } u;
+    u.f = (float)v;
+    return u.i;
+}
+
+static void fft_tables_f32(int32_t n, double sign, int32_t *tw, int32_t *sup)
+{
+    const int32_t ncfft = n / 2;
+    const double pi = 3.14159265358979323846;
+    int32_t i;
+    for (i = 0; i < ncfft; i++) {
+        tw[2 * i] = f32_word(cos(sign * 2.0 * pi * i / ncfft));
+        tw[2 * i + 1] = f32_word(sin(sign * 2.0 * pi * i / ncfft));
+    }
+    for (i = 0; i < ncfft / 2; i++) {
+        const double ph = sign * pi * ((double)(i + 1) / ncfft + 0.5);
+        sup[2 * i] = f32_word(cos(ph));
+        sup[2 * i + 1] = f32_word(sin(ph));
+    }
+}
+
+static void test_fft_f32(void)
+{
+    enum { N = 64, NC = N / 2 };
+    const int32_t radices[3] = {4, 4, 2};
+    int32_t twf[2 * NC], supf[NC], twi[2 * NC], supi[NC], k, size = -1;
+    float in[N], spec[N + 2], back[N], scratch[N];
+    pe_context none = {NULL, 0, NULL};
+    pe_context ctx = {scratch, (int32_t)sizeof scratch, NULL};
+    pe_context small = {scratch, (int32_t)sizeof scratch - 4, NULL};
+    fft_tables_f32(N, -1.0, twf, supf);
+    fft_tables_f32(N, 1.0, twi, supi);
+    PE_CHECK_EQ(pe_signal_rfft_f32_get_buffer_size(N, &size), PE_OK);
+    PE_CHECK_EQ(size, 0);
+    PE_CHECK_EQ(pe_signal_irfft_f32_get_buffer_size(N, &size), PE_OK);
+    PE_CHECK_EQ(size, 4 * N);
+    for (k = 0; k < N; k++) {
+        in[k] = (float)(3.0 * cos(2.0 * 3.14159265358979323846 * 5.0 * k / N) - 1.5 * sin(2.0 *
+                        3.14159265358979323846 * 11.0 * k / N) + 0.25);
+    }
+    /* forward, unscaled: bin 0 = 0.25 N, bin 5 = 1.5 N, bin 11 = 0.75 N i */
+    PE_CHECK_EQ(pe_signal_rfft_f32(&none, N, N, 3, radices, twf, supf, in, 1, spec), PE_OK);
+    PE_CHECK(fabs(spec[0] - 0.25 * N) < 1e-3 && spec[1] == 0.0f && spec[2 * NC + 1] == 0.0f);
+    PE_CHECK(fabs(spec[10] - 1.5 * N) < 1e-3 && fabs(spec[11]) < 1e-3);
+    PE_CHECK(fabs(spec[22]) < 1e-3 && fabs(spec[23] - 0.75 * N) < 1e-3);
+    /* the inverse brings the samples back (kissfft's unscaled inverse divided by fft_length) */
+    PE_CHECK_EQ(pe_signal_irfft_f32(&ctx, N, 3, radices, twi, supi, spec, 1, back), PE_OK);
+    for (k = 0; k < N; k++) {
+        PE_CHECK(fabs(back[k] - in[k]) < 1e-5);
+    }
+    {
+        const int32_t bad3[3] = {4, 4, 3};
+        PE_CHECK_EQ(pe_signal_rfft_f32(&none, N, N, 3, bad3, twf, supf, in, 1, spec), PE_ERR_UNSUPPORTED);
+        PE_CHECK_EQ(pe_signal_rfft_f32(&none, N, N, 2, radices, twf, supf, in, 1, spec), PE_ERR_ARG);
+        PE_CHECK_EQ(pe_signal_rfft_f32(&none, N, N, 3, radices, twf, supf, spec, 1, spec), PE_ERR_ARG);
+        PE_CHECK_EQ(pe_signal_irfft_f32(&ctx, N, 3, bad3, twi, supi, spec, 1, back), PE_ERR_UNSUPPORTED);
+        PE_CHECK_EQ(pe_signal_irfft_f32(&small, N, 3, radices, twi, supi, spec, 1, back), PE_ERR_SCRATCH);
+        PE_CHECK_EQ(pe_signal_irfft_f32(&none, N, 3, radices, twi, supi, spec, 1, back), PE_ERR_SCRATCH);
+        PE_CHECK_EQ(pe_signal_irfft_f32(&ctx, N, 3, radices, twi, NULL, spec, 1, back), PE_ERR_ARG);
+        PE_CHECK_EQ(pe_signal_irfft_f32_get_buffer_size(2, &size), PE_ERR_ARG);
+    }
+}
+
 static void test_filter_bank_and_friends(void)
 {
     const uint32_t in[6] = {1, 2, 3, 4, 5, 6};
@@ -363,6 +486,8 @@ int main(void)
     test_rfft();
     test_irfft();
     test_irfft_s32();
+    test_rfft_s32();
+    test_fft_f32();
     test_filter_bank_and_friends();
     test_cast_and_int32();
     test_delay();

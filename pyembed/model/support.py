@@ -5,7 +5,8 @@ kernels). Float32 tensors between operators are run when every operator
 writing or reading them takes float32: the float32 element-wise operators
 (pyembed.model.ops.f32), the float32 convolution / pooling / fully connected /
 softmax ones (pyembed.model.ops.f32conv), QUANTIZE / DEQUANTIZE, the float32 copies and
-aliases (RESHAPE, EXPAND_DIMS, FILL) and SignalOverlapAdd; element-wise
+aliases (RESHAPE, EXPAND_DIMS, FILL), SignalOverlapAdd and the float32
+SignalRfft / SignalIrfft (pyembed.model.ops.signal_fft); element-wise
 islands with one int8 input are folded into int8 tables first
 (pyembed.model.float_islands); anything else is named with its types."""
 import numpy as np
@@ -15,6 +16,8 @@ from pyembed.errors import UnsupportedError
 # operator types that read or write float32 tensors besides the float32 element-wise ones
 FLOAT32_CAPABLE = frozenset({"QUANTIZE", "DEQUANTIZE", "RESHAPE", "EXPAND_DIMS", "FILL", "CUSTOM:SignalOverlapAdd",
                              "CUSTOM:TFLite_Detection_PostProcess"})
+# float32 variants of operators that run other types too (pyembed.model.ops.signal_fft)
+FLOAT32_VARIANTS = frozenset({"CUSTOM:SignalRfft@float32", "CUSTOM:SignalIrfft@float32"})
 
 
 def takes_float32(op):
@@ -24,7 +27,7 @@ def takes_float32(op):
     if not getattr(op, "supported", True):
         return False
     variant = (getattr(op, "params", None) or {}).get("variant", "")
-    floats = FLOAT32_OPS | FLOAT32_CONV_OPS
+    floats = FLOAT32_OPS | FLOAT32_CONV_OPS | FLOAT32_VARIANTS
     return op.type in FLOAT32_CAPABLE or op.type in floats or variant in floats
 
 
@@ -94,7 +97,7 @@ def executable_problems(graph):
         problems.append(f"{len(floats)} float32 tensor(s) between operators (tensors {names}{more}) written or "
                         f"read by {ops}: pyembed runs float32 tensors only between operators that take "
                         f"float32 (the float32 element-wise operators, QUANTIZE / DEQUANTIZE, RESHAPE, "
-                        f"EXPAND_DIMS, FILL, SignalOverlapAdd; islands with one int8 input fold into int8 tables)"
+                        f"EXPAND_DIMS, FILL, SignalOverlapAdd, float32 SignalRfft / SignalIrfft; islands with one int8 input fold into int8 tables)"
                         f"{why}")
     return problems
 

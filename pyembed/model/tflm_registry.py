@@ -49,10 +49,10 @@ DELIBERATE_GAPS = {
                   "ASSIGN_VARIABLE, CALL_ONCE)",
     "CUSTOM:ethos-u": "deliberately not: an Arm Ethos-U NPU command stream, not a CPU operator",
     "CUSTOM:BasicClassifier": "deliberately not: a TFLM test operator no converter writes",
-    # the whole signal library runs: the audio preprocessor's nine, SignalDelay and int16 / int32
-    # SignalIrfft (pyembed.model.ops.signal), Framer, Stacker and int16 / float32 OverlapAdd
-    # (pyembed.model.ops.signal_stream); float32 Irfft and int32 / float32 Rfft not yet
-    # (the operators' constraints say so)
+    # the whole signal library runs in every type TFLM registers: the audio preprocessor's nine,
+    # SignalDelay and int16 / int32 SignalIrfft (pyembed.model.ops.signal), int32 / float32 SignalRfft
+    # and float32 SignalIrfft (pyembed.model.ops.signal_fft), Framer, Stacker and int16 / float32
+    # OverlapAdd (pyembed.model.ops.signal_stream)
 }
 
 # element types of an operator pyembed runs that it does not run yet, each

@@ -1654,7 +1654,7 @@ static int32_t add_logic_op(fz_reader *r, table *tb, int32_t x)
     return y;
 }
 
-/* Appends an operator of pe_signal.h (types 180-199) on tensors of its own
+/* Appends an operator of pe_signal.h (types 180-202) on tensors of its own
  * (activations filled from the input, constant tables of drawn values):
  * lengths and words mostly consistent, sometimes wild; the RFFT's twiddles
  * are arbitrary words and its radices sometimes wrong. Returns its first
@@ -1663,7 +1663,7 @@ static int32_t add_signal_op(fz_reader *r, table *tb)
 {
     const int32_t i = tb->nops;
     pe_graph_op *op = &tb->ops[i];
-    const int32_t type = fz_range(r, PE_GOP_SIGNAL_WINDOW, PE_GOP_SIGNAL_IRFFT);
+    const int32_t type = fz_range(r, PE_GOP_SIGNAL_WINDOW, PE_GOP_SIGNAL_IRFFT_F32);
     const int32_t n = fz_range(r, 1, 24);
     int32_t *w = tb->words[i];
     int32_t *io = tb->sio[i];
@@ -1736,6 +1736,55 @@ static int32_t add_signal_op(fz_reader *r, table *tb)
                 PE_OK && !(fz_u8(r) == 255u)) {
             op->scratch_offset = tb->bump;
             op->scratch_size = size - (fz_u8(r) == 254u ? 2 : 0);
+            tb->bump = align4(tb->bump + size);
+        }
+        break;
+    }
+    case PE_GOP_SIGNAL_RFFT_S32:
+    case PE_GOP_SIGNAL_RFFT_F32: { /* int32 / float32 samples -> (re, im) pairs; twiddles any words (any float bits) */
+        const int32_t len = 4 << fz_range(r, 0, 3), ncfft = len / 2, in_len = fz_range(r, 1, len);
+        const int32_t rows = fz_range(r, 1, 2);
+        const pe_dtype dt = type == PE_GOP_SIGNAL_RFFT_S32 ? PE_DT_INT32 : PE_DT_FLOAT32;
+        int32_t m = ncfft;
+        io[0] = add_tensor(r, tb, dt, 1, 1, rows, in_len, 0);
+        io[6] = add_tensor(r, tb, fz_u8(r) == 255u ? PE_DT_INT16 : dt, 1, 1, rows,
+                           fz_bool(r) ? len + 2 : fz_range(r, 1, 80), 0);
+        w[nw++] = fz_wild(r, len, len);
+        w[nw++] = fz_wild(r, in_len, in_len);
+        w[nw++] = fz_wild(r, ncfft, ncfft);
+        nw++; /* the stage count, below */
+        while (m > 1) {
+            const int32_t p = m % 4 == 0 ? 4 : 2;
+            w[nw++] = (fz_u8(r) & 15u) == 15u ? fz_range(r, 1, 5) : p;
+            m /= p;
+        }
+        w[3] = fz_wild(r, nw - 4, nw - 4);
+        for (k = 0; k < 2 * (ncfft + ncfft / 2); k++) {
+            w[nw++] = (int32_t)fz_u32(r);
+        }
+        break;
+    }
+    case PE_GOP_SIGNAL_IRFFT_F32: { /* float32 bins -> samples; scratch from the size query, sometimes short */
+        const int32_t len = 4 << fz_range(r, 0, 3), ncfft = len / 2, rows = fz_range(r, 1, 2);
+        int32_t m = ncfft, size = 0;
+        io[0] = add_tensor(r, tb, PE_DT_FLOAT32, 1, 1, rows, fz_bool(r) ? len + 2 : fz_range(r, 1, 80), 0);
+        io[6] = add_tensor(r, tb, fz_u8(r) == 255u ? PE_DT_INT32 : PE_DT_FLOAT32, 1, 1, rows,
+                           fz_bool(r) ? len : fz_range(r, 1, 80), 0);
+        w[nw++] = fz_wild(r, len, len);
+        w[nw++] = fz_wild(r, ncfft, ncfft);
+        nw++; /* the stage count, below */
+        while (m > 1) {
+            const int32_t p = m % 4 == 0 ? 4 : 2;
+            w[nw++] = (fz_u8(r) & 15u) == 15u ? fz_range(r, 1, 5) : p;
+            m /= p;
+        }
+        w[2] = fz_wild(r, nw - 3, nw - 3);
+        for (k = 0; k < 2 * (ncfft + ncfft / 2); k++) {
+            w[nw++] = (int32_t)fz_u32(r);
+        }
+        if (pe_signal_irfft_f32_get_buffer_size(len, &size) == PE_OK && !(fz_u8(r) == 255u)) {
+            op->scratch_offset = tb->bump;
+            op->scratch_size = size - (fz_u8(r) == 254u ? 4 : 0);
             tb->bump = align4(tb->bump + size);
         }
         break;

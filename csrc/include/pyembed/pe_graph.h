@@ -185,6 +185,9 @@ typedef enum {
     PE_GOP_SIGNAL_STACKER = 197,
     PE_GOP_SIGNAL_OVERLAP_ADD = 198,
     PE_GOP_SIGNAL_IRFFT = 199,
+    PE_GOP_SIGNAL_RFFT_S32 = 200,
+    PE_GOP_SIGNAL_RFFT_F32 = 201,
+    PE_GOP_SIGNAL_IRFFT_F32 = 202,
     /* 220-223: issue #30's third batch of TFLM operators (pe_batch3.h) */
     PE_GOP_REVERSE_V2 = 220,
     PE_GOP_PACK = 221,

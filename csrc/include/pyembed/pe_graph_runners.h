@@ -220,6 +220,9 @@ pe_status pe_graph_run_signal_stream(const pe_graph *graph, const pe_graph_op *o
 /* Code 199 (pe_run_signal_irfft.c): the int16 inverse real FFT, its fold in the scratch. */
 pe_status pe_graph_run_signal_irfft(const pe_graph *graph, const pe_graph_op *op, const pe_context *scratch,
                                     const pe_context *arena);
+/* Codes 200-202 (pe_run_signal_fft.c): the int32 RFFT and the float32 RFFT / IRFFT. */
+pe_status pe_graph_run_signal_fft_wide(const pe_graph *graph, const pe_graph_op *op, const pe_context *scratch,
+                                       const pe_context *arena);
 
 /* ---- pe_matmul.h ---------------------------------------------------------------- */
 pe_status pe_graph_run_batch_matmul(const pe_graph *g, const pe_graph_op *op,

@@ -5,9 +5,11 @@
  * filter-bank log, delay, framer, stacker, overlap-add) and the integer glue the converter puts around them
  * (CAST between integer types, int32 ADD / MUL / DIV / MINIMUM / MAXIMUM).
  *
- * Every kernel is integer-only and reproduces TFLM's arithmetic bit for bit,
- * including its wrap-around on overflow (done here in unsigned arithmetic so
- * the C is well defined). No kernel allocates or prints; the real FFT takes
+ * Every kernel reproduces TFLM's arithmetic bit for bit, including its
+ * wrap-around on overflow (done here in unsigned arithmetic so the C is well
+ * defined). All are integer-only except the float32 real FFTs
+ * (kernels/signal/pe_signal_fftf.c: float32 operations in kissfft's order,
+ * built with -ffp-contract=off). No kernel allocates or prints; the real FFT takes
  * its work area as a pe_context sized by pe_signal_rfft_get_buffer_size().
  *
  * Graph operator codes 180-199 (pe_graph.h) and their int32 parameter words:
@@ -48,6 +50,13 @@
  *                          [.., fft_length]; scratch pe_signal_irfft_get_buffer_size. On int32
  *                          tensors the twiddles are Q31 (re, im) pairs (2 ncfft + ncfft words)
  *                          and the scratch pe_signal_irfft_s32_get_buffer_size
+ *   200 SIGNAL_RFFT_S32    the RFFT's words with Q31 (re, im) twiddle pairs (2 ncfft + ncfft words)
+ *                          int32 -> int32 (re, im) pairs; no scratch
+ *   201 SIGNAL_RFFT_F32    the RFFT's words with float32 bit-pattern (re, im) twiddle pairs
+ *                          float32 -> float32 (re, im) pairs; no scratch
+ *   202 SIGNAL_IRFFT_F32   the IRFFT's words with float32 bit-pattern (re, im) twiddle pairs
+ *                          float32 -> float32; scratch pe_signal_irfft_f32_get_buffer_size
+ *   (200-202: runner pe_run_signal_fft.c, kernels pe_signal_fft32.c and pe_signal_fftf.c)
  */
 #ifndef PYEMBED_PE_SIGNAL_H
 #define PYEMBED_PE_SIGNAL_H
@@ -113,6 +122,27 @@ pe_status pe_signal_irfft_s32_get_buffer_size(int32_t fft_length, int32_t *size)
 pe_status pe_signal_irfft_s32(const pe_context *ctx, int32_t fft_length, int32_t n_stages, const int32_t *radices,
                               const int32_t *twiddles, const int32_t *super_twiddles, const int32_t *input,
                               int32_t batches, int32_t *output);
+/* The forward transform in kissfft's 32-bit fixed point (TFLM's int32
+ * SignalRfft, pe_signal_fft32.c): as pe_signal_rfft_s16 on int32 samples and
+ * bins, Q31 twiddles as (re, im) word pairs; no scratch (size 0). */
+pe_status pe_signal_rfft_s32_get_buffer_size(int32_t fft_length, int32_t *size);
+pe_status pe_signal_rfft_s32(const pe_context *ctx, int32_t fft_length, int32_t input_length, int32_t n_stages,
+                             const int32_t *radices, const int32_t *twiddles, const int32_t *super_twiddles,
+                             const int32_t *input, int32_t batches, int32_t *output);
+/* The float32 forward and inverse real FFT (TFLM's float32 SignalRfft /
+ * SignalIrfft, kissfft in float; pe_signal_fftf.c, built with
+ * -ffp-contract=off): twiddles as float32 bit patterns in (re, im) word
+ * pairs; the forward transform is unscaled, the inverse divides by
+ * fft_length. Scratch: 0 forward, pe_signal_irfft_f32_get_buffer_size
+ * inverse. */
+pe_status pe_signal_rfft_f32_get_buffer_size(int32_t fft_length, int32_t *size);
+pe_status pe_signal_rfft_f32(const pe_context *ctx, int32_t fft_length, int32_t input_length, int32_t n_stages,
+                             const int32_t *radices, const int32_t *twiddles, const int32_t *super_twiddles,
+                             const float *input, int32_t batches, float *output);
+pe_status pe_signal_irfft_f32_get_buffer_size(int32_t fft_length, int32_t *size);
+pe_status pe_signal_irfft_f32(const pe_context *ctx, int32_t fft_length, int32_t n_stages, const int32_t *radices,
+                              const int32_t *twiddles, const int32_t *super_twiddles, const float *input,
+                              int32_t batches, float *output);
 
 /* output[i] = re^2 + im^2 for start <= i < end (others set to 0) */
 pe_status pe_signal_energy_s16(const int16_t *spectrum, int32_t n_complex, int32_t start, int32_t end,

@@ -53,6 +53,8 @@ pe_graph_runner pe_graph_runner_for(pe_graph_op_type type)
         return pe_graph_run_signal_stream;
     case PE_GOP_SIGNAL_IRFFT:
         return pe_graph_run_signal_irfft;
+    case PE_GOP_SIGNAL_RFFT_S32: case PE_GOP_SIGNAL_RFFT_F32: case PE_GOP_SIGNAL_IRFFT_F32: /* pe_run_signal_fft.c */
+        return pe_graph_run_signal_fft_wide;
     case PE_GOP_CONV_POOL:
         return pe_graph_run_conv_pool;
     case PE_GOP_STRIPE_REGION:

@@ -18,6 +18,9 @@ csrc/include/pyembed/pe_signal.h.
   CUSTOM:SignalIrfft                        199  int16 / int32 (re, im) pairs -> same; kissfft's 16- /
                                                  32-bit fixed-point inverse, lengths 2 * 2^k
 
+The int32 RFFT and the float32 RFFT / IRFFT are "@int32" / "@float32"
+variants with codes 200-202 of their own (pyembed.model.ops.signal_fft).
+
 Each custom operator's parameters come from its flexbuffer options, read
 by key (TFLM reads them by position in the key-sorted map, the same
 values). Every kernel is integer arithmetic reproducing TFLM's, wrap-around
@@ -61,10 +64,10 @@ INT32_MIN, INT32_MAX = -2**31, 2**31 - 1
 CONSTRAINTS = {
     "CUSTOM:SignalWindow": "int16 input and 1-D window, input size a multiple of the window's",
     "CUSTOM:SignalFftAutoScale": "int16 1-D -> int16, int32 scalar",
-    "CUSTOM:SignalRfft": "int16 (T = INT16); fft_length 2 * 2^k (kissfft radices 4 and 2); "
-                         "output last dimension fft_length + 2",
-    "CUSTOM:SignalIrfft": "int16 / int32 (T = INT16 / INT32) rows of fft_length + 2 (re, im) values -> rows "
-                          "of fft_length; fft_length 2 * 2^k (kissfft radices 4 and 2); float32 not yet",
+    "CUSTOM:SignalRfft": "int16 / int32 / float32 (T = INT16 / INT32 / FLOAT32); fft_length 2 * 2^k "
+                         "(kissfft radices 4 and 2); output last dimension fft_length + 2",
+    "CUSTOM:SignalIrfft": "int16 / int32 / float32 (T = INT16 / INT32 / FLOAT32) rows of fft_length + 2 "
+                          "(re, im) values -> rows of fft_length; fft_length 2 * 2^k (kissfft radices 4 and 2)",
     "CUSTOM:SignalEnergy": "int16 1-D complex pairs -> uint32 1-D",
     "CUSTOM:SignalFilterBank": "uint32 1-D, five int16 1-D tables -> uint64 [num_channels]",
     "CUSTOM:SignalFilterBankSquareRoot": "uint64 1-D, int32 scalar shift -> uint32",
@@ -183,17 +186,17 @@ def rfft_words(fft_length, input_length):
     return [fft_length, input_length, ncfft, len(radices)] + radices + tw + sup
 
 
-@register("CUSTOM:SignalRfft", code=182, c_name="PE_GOP_SIGNAL_RFFT")
-def prepare_rfft(c):
-    x, y = c.tensor(0, "input"), c.output()
-    opts = custom_options(c)
-    if _opt_int(c, opts, "T") != TFL_INT16:
-        raise Unsupported(f"RFFT of TensorType {opts.get('T')} (only INT16, {TFL_INT16}, is supported)")
-    _need(c, x, "input", np.int16)
-    _need(c, y, "output", np.int16)
+def fft_length_option(c, opts):
+    """The transforms' fft_length option: a power of two from 4 (kissfft radices 4 and 2)."""
     n = _opt_int(c, opts, "fft_length", 1, MAX_FFT_LENGTH)
     if n < 4 or n & (n - 1):
         raise Unsupported(f"fft_length {n}: only powers of two from 4 are supported (kissfft radices 4 and 2)")
+    return n
+
+
+def rfft_rows(c, x, y, n):
+    """The RFFT's input row length, after checking rows of 1 .. n samples in,
+    rows of n + 2 (re, im) values out, as many of each."""
     if not x.shape or len(x.shape) != len(y.shape):
         raise c.error(f"input {list(x.shape)} and output {list(y.shape)} must have the same rank")
     in_len = int(x.shape[-1])
@@ -202,9 +205,38 @@ def prepare_rfft(c):
     if int(y.shape[-1]) != n + 2 or y.size // (n + 2) != x.size // in_len:
         raise c.error(f"output shape {list(y.shape)}: expected rows of fft_length + 2 = {n + 2} (re, im) "
                       f"values, one per input row")
+    return in_len
+
+
+def irfft_rows(c, x, y, n):
+    """Check the IRFFT's rows: n + 2 (re, im) values in, n samples out, as many of each."""
+    if not x.shape or len(x.shape) != len(y.shape):
+        raise c.error(f"input {list(x.shape)} and output {list(y.shape)} must have the same rank")
+    if int(x.shape[-1]) != n + 2 or int(y.shape[-1]) != n or x.size // (n + 2) != y.size // n:
+        raise c.error(f"input {list(x.shape)} and output {list(y.shape)}: expected rows of fft_length + 2 = "
+                      f"{n + 2} (re, im) values in and of fft_length = {n} samples out, as many of each")
+
+
+def fft_work(rows, n):
+    """The transforms' work count (macs): n log2 n per row."""
+    return rows * n * max(1, int(math.log2(n)))
+
+
+@register("CUSTOM:SignalRfft", code=182, c_name="PE_GOP_SIGNAL_RFFT")
+def prepare_rfft(c):
+    x, y = c.tensor(0, "input"), c.output()
+    opts = custom_options(c)
+    t = _opt_int(c, opts, "T")
+    if t != TFL_INT16:
+        raise Unsupported(f"RFFT of TensorType {t} on {_name(x)} tensors (int16 tensors take only INT16, "
+                          f"{TFL_INT16}; int32 / float32 tensors their own T: pyembed.model.ops.signal_fft)")
+    _need(c, x, "input", np.int16)
+    _need(c, y, "output", np.int16)
+    n = fft_length_option(c, opts)
+    in_len = rfft_rows(c, x, y, n)
     c.op.params = {"fft_length": n}
     # no scratch (pe_signal_rfft_get_buffer_size): the transform is computed in the output row
-    _finish(c, rfft_words(n, in_len), (x.size // in_len) * n * max(1, int(math.log2(n))))
+    _finish(c, rfft_words(n, in_len), fft_work(x.size // in_len, n))
 
 
 def _q31(phase):
@@ -234,25 +266,18 @@ def prepare_irfft(c):
     opts = custom_options(c)
     t = _opt_int(c, opts, "T")
     if t not in (TFL_INT16, TFL_INT32):
-        raise Unsupported(f"IRFFT of TensorType {t} (only INT16, {TFL_INT16}, and INT32, {TFL_INT32}, are "
-                          f"supported)")
+        raise Unsupported(f"IRFFT of TensorType {t} on {_name(x)} tensors (only INT16, {TFL_INT16}, and INT32, "
+                          f"{TFL_INT32}, here; float32 tensors take FLOAT32: pyembed.model.ops.signal_fft)")
     dt = np.int16 if t == TFL_INT16 else np.int32
     _need(c, x, "input", dt)
     _need(c, y, "output", dt)
-    n = _opt_int(c, opts, "fft_length", 1, MAX_FFT_LENGTH)
-    if n < 4 or n & (n - 1):
-        raise Unsupported(f"fft_length {n}: only powers of two from 4 are supported (kissfft radices 4 and 2)")
-    if not x.shape or len(x.shape) != len(y.shape):
-        raise c.error(f"input {list(x.shape)} and output {list(y.shape)} must have the same rank")
-    if int(x.shape[-1]) != n + 2 or int(y.shape[-1]) != n or x.size // (n + 2) != y.size // n:
-        raise c.error(f"input {list(x.shape)} and output {list(y.shape)}: expected rows of fft_length + 2 = "
-                      f"{n + 2} (re, im) values in and of fft_length = {n} samples out, as many of each")
+    n = fft_length_option(c, opts)
+    irfft_rows(c, x, y, n)
     c.op.params = {"fft_length": n}
     # scratch: the ncfft complex values the fold writes before the complex transform
     # (pe_signal_irfft_get_buffer_size / pe_signal_irfft_s32_get_buffer_size)
     wide = dt == np.int32
-    _finish(c, irfft_words(n, wide), (x.size // (n + 2)) * n * max(1, int(math.log2(n))),
-            scratch=(4 if wide else 2) * n)
+    _finish(c, irfft_words(n, wide), fft_work(x.size // (n + 2), n), scratch=(4 if wide else 2) * n)
 
 
 @register("CUSTOM:SignalEnergy", code=183, c_name="PE_GOP_SIGNAL_ENERGY")

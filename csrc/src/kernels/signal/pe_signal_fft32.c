@@ -1,14 +1,14 @@
 /*
- * pe_signal_fft32.c - the signal library's int32 inverse real FFT
- * (pe_signal.h), in the 32-bit fixed-point arithmetic TFLM's int32 IRFFT uses
- * (kissfft with FIXED_POINT=32): Q31 twiddles, products formed in 64 bits
- * and rounded half up by 31 bits, every butterfly input divided by its radix
- * (Q31 multiply by 2147483647 / radix), sums narrowed to int32 with
- * wrap-around (done here in unsigned arithmetic so that the C is defined).
- * The same stage structure as the int16 transforms (pe_signal_fft.c,
- * pe_signal_ifft.c).
- * Twiddles arrive as parameter words (re, im pairs); nothing here uses
- * floating point.
+ * pe_signal_fft32.c - the signal library's int32 real FFT and its inverse
+ * (pe_signal.h), in the 32-bit fixed-point arithmetic TFLM's int32 RFFT and
+ * IRFFT use (kissfft with FIXED_POINT=32): Q31 twiddles, products formed in
+ * 64 bits and rounded half up by 31 bits, every butterfly input divided by
+ * its radix (Q31 multiply by 2147483647 / radix), sums narrowed to int32
+ * with wrap-around (done here in unsigned arithmetic so that the C is
+ * defined). The same stage structure as the int16 transform in
+ * pe_signal_fft.c; forward and inverse differ in the twiddles (words) and in
+ * the sign of the radix-4 butterfly's i * s4 term. Twiddles arrive as
+ * parameter words (re, im pairs); nothing here uses floating point.
  */
 #include "pyembed/pe_fixed.h"
 #include "pyembed/pe_signal.h"
@@ -100,8 +100,9 @@ static void butterfly2(int32_t *out, int32_t fstride, const int32_t *tw, int32_t
     }
 }
 
-/* the inverse butterfly: s5 +/- i * s4 */
-static void butterfly4(int32_t *out, int32_t fstride, const int32_t *tw, int32_t m)
+/* the radix-4 butterfly; its outputs m and 3m are s5 -/+ i * s4 (forward) or
+ * s5 +/- i * s4 (inverse) */
+static void butterfly4(int32_t *out, int32_t fstride, const int32_t *tw, int32_t m, int inverse)
 {
     int32_t k;
     for (k = 0; k < m; k++) {
@@ -116,20 +117,39 @@ static void butterfly4(int32_t *out, int32_t fstride, const int32_t *tw, int32_t
         s4 = csub(s0, s2);
         st(out, k + 2 * m, csub(f0, s3));
         st(out, k, cadd(f0, s3));
-        r.r = sub32(s5.r, s4.i);
-        r.i = add32(s5.i, s4.r);
-        st(out, k + m, r);
-        r.r = add32(s5.r, s4.i);
-        r.i = sub32(s5.i, s4.r);
+        if (inverse) {
+            r.r = sub32(s5.r, s4.i);
+            r.i = add32(s5.i, s4.r);
+            st(out, k + m, r);
+            r.r = add32(s5.r, s4.i);
+            r.i = sub32(s5.i, s4.r);
+        } else {
+            r.r = add32(s5.r, s4.i);
+            r.i = sub32(s5.i, s4.r);
+            st(out, k + m, r);
+            r.r = sub32(s5.r, s4.i);
+            r.i = add32(s5.i, s4.r);
+        }
         st(out, k + 3 * m, r);
     }
 }
 
-/* the inverse complex FFT of src (ncfft values) into out, kissfft's order
- * (fft_complex in pe_signal_fft.c: the same digit permutation, then the
- * stages from the innermost out) */
-static void ifft_complex(int32_t *out, const int32_t *src, const int32_t *radices, int32_t n_stages, int32_t ncfft,
-                         const int32_t *tw)
+/* complex value j of src read as n_src int32 words zero-padded:
+ * (src[2j], src[2j + 1]) */
+static pe_cpx32 padded(const int32_t *src, int32_t n_src, int32_t j)
+{
+    pe_cpx32 c;
+    c.r = 2 * j < n_src ? src[2 * j] : 0;
+    c.i = 2 * j + 1 < n_src ? src[2 * j + 1] : 0;
+    return c;
+}
+
+/* the complex FFT (forward or inverse, as the twiddles and `inverse` say)
+ * of the ncfft values of src (n_src words, zero-padded) into out, kissfft's
+ * order (fft_complex in pe_signal_fft.c: the same digit permutation, then
+ * the stages from the innermost out) */
+static void fft_complex32(int32_t *out, const int32_t *src, int32_t n_src, const int32_t *radices, int32_t n_stages,
+                          int32_t ncfft, const int32_t *tw, int inverse)
 {
     int32_t i, s, blk, shift[PE_SIGNAL_MAX_FFT_STAGES], log_n = 0;
     while ((1 << log_n) < ncfft) {
@@ -145,7 +165,7 @@ static void ifft_complex(int32_t *out, const int32_t *src, const int32_t *radice
             j += ((i >> shift[s]) & (radices[s] - 1)) * stride;
             stride *= radices[s];
         }
-        st(out, i, ld(src, j));
+        st(out, i, padded(src, n_src, j));
     }
     for (s = n_stages - 1; s >= 0; s--) {
         int32_t stride = 1, m, k;
@@ -156,7 +176,7 @@ static void ifft_complex(int32_t *out, const int32_t *src, const int32_t *radice
         for (blk = 0; blk < stride; blk++) {
             int32_t *o = out + 2 * blk * radices[s] * m;
             if (radices[s] == 4) {
-                butterfly4(o, stride, tw, m);
+                butterfly4(o, stride, tw, m, inverse);
             } else {
                 butterfly2(o, stride, tw, m);
             }
@@ -219,7 +239,86 @@ pe_status pe_signal_irfft_s32(const pe_context *ctx, int32_t fft_length, int32_t
             d.i = sub32(0, d.i);
             st(tmp, ncfft - k, d);
         }
-        ifft_complex(y, tmp, radices, n_stages, ncfft, twiddles);
+        fft_complex32(y, tmp, fft_length, radices, n_stages, ncfft, twiddles, 1);
+    }
+    return PE_OK;
+}
+
+pe_status pe_signal_rfft_s32_get_buffer_size(int32_t fft_length, int32_t *size)
+{
+    if (size == NULL || fft_length < 4 || fft_length > (1 << 20) || (fft_length & 1) != 0) {
+        return PE_ERR_ARG;
+    }
+    *size = 0; /* computed in the output row, as the int16 transform */
+    return PE_OK;
+}
+
+/* (a + b) >> 1 with a + b wrapped to int32 first, as kissfft's HALF_OF of an
+ * int32 sum */
+static int32_t half_of(int32_t sum)
+{
+    return sum >= 0 ? sum / 2 : -((-(sum + 1)) / 2) - 1;
+}
+
+pe_status pe_signal_rfft_s32(const pe_context *ctx, int32_t fft_length, int32_t input_length, int32_t n_stages,
+                             const int32_t *radices, const int32_t *twiddles, const int32_t *super_twiddles,
+                             const int32_t *input, int32_t batches, int32_t *output)
+{
+    int32_t need, ncfft, prod = 1, s, b, k;
+    (void)ctx;
+    if (pe_signal_rfft_s32_get_buffer_size(fft_length, &need) != PE_OK || radices == NULL || twiddles == NULL ||
+        super_twiddles == NULL || input == NULL || output == NULL || batches < 0 || input_length < 0 ||
+        input_length > fft_length || n_stages < 1 || n_stages > PE_SIGNAL_MAX_FFT_STAGES) {
+        return PE_ERR_ARG;
+    }
+    ncfft = fft_length / 2;
+    for (s = 0; s < n_stages; s++) {
+        if (radices[s] != 2 && radices[s] != 4) {
+            return PE_ERR_UNSUPPORTED;
+        }
+        prod *= radices[s];
+        if (prod > ncfft) {
+            return PE_ERR_ARG;
+        }
+    }
+    if (prod != ncfft) {
+        return PE_ERR_ARG;
+    }
+    {
+        /* the output is written while the input is read: they must not overlap */
+        const uintptr_t i0 = (uintptr_t)input, i1 = i0 + (uintptr_t)batches * input_length * 4u;
+        const uintptr_t o0 = (uintptr_t)output, o1 = o0 + (uintptr_t)batches * (ncfft + 1) * 8u;
+        if (batches > 0 && i0 < o1 && o0 < i1) {
+            return PE_ERR_ARG;
+        }
+    }
+    for (b = 0; b < batches; b++) {
+        const int32_t *x = input + (int64_t)b * input_length;
+        int32_t *y = output + (int64_t)b * (ncfft + 1) * 2;
+        pe_cpx32 dc;
+        /* the complex transform of the (even, odd) sample pairs, in the output row */
+        fft_complex32(y, x, input_length, radices, n_stages, ncfft, twiddles, 0);
+        /* DC and Nyquist from the even / odd sums */
+        dc = fixdiv(ld(y, 0), 2);
+        y[0] = add32(dc.r, dc.i);
+        y[1] = 0;
+        y[2 * ncfft] = sub32(dc.r, dc.i);
+        y[2 * ncfft + 1] = 0;
+        /* the split: bins k and ncfft - k from the transform's k and ncfft - k,
+         * both read before either is written */
+        for (k = 1; k <= ncfft / 2; k++) {
+            pe_cpx32 fpk = ld(y, k), fpnk = ld(y, ncfft - k), f1k, f2k, tw;
+            fpnk.i = sub32(0, fpnk.i);
+            fpk = fixdiv(fpk, 2);
+            fpnk = fixdiv(fpnk, 2);
+            f1k = cadd(fpk, fpnk);
+            f2k = csub(fpk, fpnk);
+            tw = cmul(f2k, ld(super_twiddles, k - 1));
+            y[2 * k] = half_of(add32(f1k.r, tw.r));
+            y[2 * k + 1] = half_of(add32(f1k.i, tw.i));
+            y[2 * (ncfft - k)] = half_of(sub32(f1k.r, tw.r));
+            y[2 * (ncfft - k) + 1] = half_of(sub32(tw.i, f1k.i));
+        }
     }
     return PE_OK;
 }
