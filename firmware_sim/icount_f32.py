@@ -21,9 +21,11 @@ Classes and features (firmware_sim.icount.FEATURES):
 * ``f32_pool`` (AVERAGE / MAX / L2 pooling): ``f32_taps`` (taps inside the
   input, one load and compare / add each), ``outputs``, ``call``.
 * ``f32_softmax``: ``outputs`` (an expf and a divide each), ``rows``, ``call``.
-* ``f32_transcendental`` (EXP, LOG, SIN, COS, SQRT, RSQRT): ``outputs``, ``call``.
-* ``f32_eltwise`` (the other unary and binary ones, broadcasting included):
-  ``outputs``, ``call``.
+* ``f32_transcendental`` (EXP, LOG, SIN, COS: a libm call per element): ``outputs``, ``call``.
+* ``f32_eltwise`` (the other unary and binary ones, broadcasting included; SQRT and RSQRT are
+  the FPU's VSQRT / VDIV, no call): ``outputs``, ``f32_binary_outputs`` (the outputs of a
+  two-input operator: its loop walks two operands' indices, about four times a unary
+  operator's instructions per element on the M4), ``call``.
 
 Fitted by ``python -m pyembed.bench calibrate_f32 --write`` (pyembed/bench/calibrate_f32.py).
 """
@@ -34,13 +36,13 @@ F32_FEATURES = {
     "f32_pool": ("call", "f32_taps", "outputs"),
     "f32_softmax": ("call", "outputs", "rows"),
     "f32_transcendental": ("call", "outputs"),
-    "f32_eltwise": ("call", "outputs"),
+    "f32_eltwise": ("call", "outputs", "f32_binary_outputs"),
 }
 F32_CLASS = {"CONV_2D": "f32_mac", "DEPTHWISE_CONV_2D": "f32_mac", "FULLY_CONNECTED": "f32_mac",
              "AVERAGE_POOL_2D": "f32_pool", "MAX_POOL_2D": "f32_pool", "L2_POOL_2D": "f32_pool",
              "SOFTMAX": "f32_softmax",
              "EXP": "f32_transcendental", "LOG": "f32_transcendental", "SIN": "f32_transcendental",
-             "COS": "f32_transcendental", "SQRT": "f32_transcendental", "RSQRT": "f32_transcendental"}
+             "COS": "f32_transcendental"}
 
 
 def float32_name(op):
@@ -63,11 +65,14 @@ def _inside(out_n, in_n, k, stride, dilation, pad):
 
 
 def window_features(graph, op, f):
-    """f32_macs / f32_taps of a float32 window or matrix operator (in place)."""
+    """f32_macs / f32_taps of a float32 window or matrix operator, f32_binary_outputs of a two-input
+    element-wise one (in place)."""
     params = op.params
     w = [int(v) for v in params.get("words", [])]
     y = graph.tensors[op.outputs[0]].shape
     f["f32_macs"] = f["f32_taps"] = 0.0
+    f["f32_binary_outputs"] = f["outputs"] if len([t for t in op.inputs if t >= 0]) == 2 and \
+        op.type not in F32_CLASS else 0.0
     if op.type == "FULLY_CONNECTED":
         f["f32_macs"] = float(op.macs or 0)
         f["f32_taps"] = f["outputs"]

@@ -108,3 +108,21 @@ def test_float32_features_count_the_taps_inside_the_input():
     assert f["f32_taps"] == inside * 3 and f["f32_macs"] == inside * 3 * 2
     assert g.operators[0].macs == 16 * 9 * 3 * 2
     assert np.isclose(f["outputs"], 48)
+
+
+@pytest.mark.parametrize("row", _rows("validation"), ids=lambda r: f"{r['model']}-{r['core']}")
+def test_float32_classes_alone_within_tolerance(row):
+    """The float32 classes (class:f32_mac per MAC and tap, class:f32_pool per tap, class:f32_eltwise /
+    class:f32_transcendental / class:f32_softmax per element) without the per-type groups: what an
+    operator type the calibration did not fit is priced with."""
+    g = load_tflite_bytes(_f32_models.VALIDATION[row["model"]](), name=row["model"])
+    table = {k: v for k, v in stored_table(row["core"]).items() if not k.endswith("@float32")}
+    pred = 0.0
+    for o in row["operators"]:
+        op = g.operators[o["index"]]
+        aliased = any(g.aliases.get(t) is not None for t in op.outputs)
+        n, key = icount.instructions(table, g, op, kernel_class(op.type, aliased))
+        assert key is not None and (key.startswith("class:f32_") or op.type == "RESHAPE"), (op.type, key)
+        pred += n
+    meas = row["total_instructions"]
+    assert abs(pred - meas) <= TOLERANCE * meas, f"{row['model']} {row['core']}: predicted {pred:,.0f}, measured {meas:,}"

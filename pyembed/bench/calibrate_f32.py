@@ -155,6 +155,9 @@ def compare(rows, fitted):
         table = {**base, **fitted[core]}
         pred, cyc, per = predict_row(table, core, r)
         meas = r["total_instructions"]
+        # the float32 classes alone (per MAC, per tap, per element), as for an operator type not fitted
+        cls, _, _ = predict_row({**base, **{k: v for k, v in fitted[core].items() if k.startswith("class:")}},
+                                core, r)
         # before: the int8 groups of the operator's type / kernel class (the float32 keys dropped)
         from firmware_sim.cost import kernel_class
         old = 0.0
@@ -166,6 +169,7 @@ def compare(rows, fitted):
         out.append({"model": r["model"], "set": r["set"], "core": core, "board": r["board"],
                     "max_ulps": r["max_ulps"], "measured": meas, "systick": r["systick_instructions"],
                     "predicted": round(pred), "error_pct": round(100.0 * (pred - meas) / meas, 2),
+                    "predicted_f32_classes": round(cls), "error_f32_classes_pct": round(100.0 * (cls - meas) / meas, 2),
                     "predicted_int8_classes": round(old),
                     "error_int8_classes_pct": round(100.0 * (old - meas) / meas, 2),
                     "predicted_cycles": round(cyc),
@@ -214,13 +218,14 @@ def write(fitted, rows):
 
 def render(result):
     lines = ["== float32 operators under QEMU (-icount shift=0, traced): measured instructions against the "
-             "instruction model", "   float32 groups fitted on the calibration models only; 'int8 classes': the "
-             "prediction without float32 groups (before issue #31)", ""]
+             "instruction model", "   float32 groups fitted on the calibration models only; 'f32 cls': the float32 "
+             "classes alone (no per-type group); 'int8 cls': without float32 groups (before issue #31)", ""]
     lines.append(f"{'model':<16} {'set':<11} {'core':<10} {'measured':>10} {'predicted':>10} {'err':>7} "
-                 f"{'int8 cls':>10} {'err':>7} {'ulps':>5}")
+                 f"{'f32 cls':>10} {'err':>7} {'int8 cls':>10} {'err':>7} {'ulps':>5}")
     for r in result["rows"]:
         lines.append(f"{r['model']:<16} {r['set']:<11} {r['core']:<10} {r['measured']:>10,} {r['predicted']:>10,} "
-                     f"{r['error_pct']:>+6.1f}% {r['predicted_int8_classes']:>10,} "
+                     f"{r['error_pct']:>+6.1f}% {r['predicted_f32_classes']:>10,} {r['error_f32_classes_pct']:>+6.1f}% "
+                     f"{r['predicted_int8_classes']:>10,} "
                      f"{r['error_int8_classes_pct']:>+6.1f}% {r['max_ulps']:>5}")
     lines.append("\nfitted groups (instructions per unit of each feature):")
     for core, groups in result["fit"].items():
