@@ -113,6 +113,10 @@ GROUP_FEATURES = {
     "PE_STRIPE_REGION/wide": ("call", "layers", "conv_macs", "dw_macs", "pw_macs", "pool_macs", "outputs",
                               "layer_rows", "blocks", "bilinear_outputs"),
     "PE_CONV_POOL": ("call", "macs", "outputs", "pool_outputs", "rows", "pool_taps"),
+    # stand-alone int8 RESIZE_BILINEAR (pe_resize.c): the source rows, columns and weights of each output
+    # position ("pixels"), then the four-tap interpolation of each element; fitted by python -m pyembed.bench
+    # calibrate_bilinear (a table without it prices the operator by the class table)
+    "RESIZE_BILINEAR": ("call", "outputs", "pixels"),
 }
 # pe_pipeline.h
 _REGION_HEADER, _REGION_LAYER = 5, 32

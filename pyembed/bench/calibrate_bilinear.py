@@ -11,7 +11,8 @@ centres, 3 to 16 channels; pyembed.bench._built._Net) are built as firmware
 (pyembed firmware, dsp build, -O2) for mps2-an386 (Cortex-M4) and mps2-an500
 (Cortex-M7) and run under ``qemu-system-arm -icount shift=0`` (per-operator
 SysTick counts; outputs == the host run). The group ``RESIZE_BILINEAR``
-(features ``call``, ``outputs``) is fitted per core by non-negative least
+(firmware_sim.icount.GROUP_FEATURES: ``call``, ``outputs``, ``pixels``, the output
+positions whose source rows, columns and weights the kernel computes) is fitted per core by non-negative least
 squares on relative error (calibrate_qemu._fit_group) over these graphs; the
 U-Net of the pipeline bench (pyembed.bench._built.unet_64_bilinear, strategy
 none: its two RESIZE_BILINEAR x2 stand alone) is measured and predicted, never
