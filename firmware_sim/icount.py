@@ -30,9 +30,13 @@ follows from the region's input): ``layers``, MACs per layer kind
 (``conv_macs``, ``dw_macs``, ``pw_macs``, ``pool_macs``: the pooling taps,
 all scaled by the region's MACs over the layers' own, which adds the halo
 columns the stripes recompute), ``outputs`` (every layer's output elements),
-``layer_rows`` (output rows of every layer x stripes) and ``blocks`` (the
+``layer_rows`` (output rows of every layer x stripes), ``blocks`` (the
 executor's column blocks: rows x stripes x blocks per stripe row, summed over
-layers). ``PE_CONV_POOL`` (its words): ``macs`` (the convolution's),
+layers) and
+``bilinear_outputs`` (the output elements of its RESIZE_BILINEAR layers, kind
+11). A stand-alone RESIZE_BILINEAR has a group of its own too (``call``,
+``outputs``, ``pixels``). The float32 kernels' groups: firmware_sim.icount_f32.
+``PE_CONV_POOL`` (its words): ``macs`` (the convolution's),
 ``outputs`` (convolution outputs, never stored), ``pool_outputs``, ``rows``
 (convolution rows) and ``pool_taps``.
 

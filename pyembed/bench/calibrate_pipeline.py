@@ -38,12 +38,6 @@ from pyembed.bench.calibrate_qemu import BOARDS, BUILDS, TABLE_FILE, _fit_group,
 PIPELINE_OPS = ("PE_STRIPE_REGION", "PE_CONV_POOL")
 PIPELINE_MODELS = ("tiny_kws_dscnn_int8", "tiny_vww_mobilenetv1_96_int8", "tflm_person_detect_int8",
                    "tiny_ic_resnet8_int8", "tiny_sww_int8", "tflm_micro_speech_int8")
-# the bench's built networks fitted by default: inverted residuals, a decoder with ADDs, and bilinear
-# decoders (RESIZE_BILINEAR region layers, kind 11: the bilinear_outputs feature)
-BUILT_MODELS = ("mobilenetv2_035_96", "unet_64", "unet_64_bilinear")
-DEFAULT_MODELS = PIPELINE_MODELS + BUILT_MODELS
-DATA_FILE = os.path.join(os.path.dirname(__file__), "data", "icount_pipeline.json")
-COMMAND = "python -m pyembed.bench calibrate_pipeline --write"
 
 
 def measure_pipeline(models=PIPELINE_MODELS, strategies=("stripes", "layers", "auto", "wide"), board="mps2-an386",
@@ -64,7 +58,9 @@ def measure_pipeline(models=PIPELINE_MODELS, strategies=("stripes", "layers", "a
     from pyembed.model.load import load_tflite_bytes
     todo = [(n, g) for n, g in runnable_models() if not models or n in models]
     # the bench's built networks (random weights: MobileNetV2 inverted residuals, U-Nets), when named
-    todo += [(n, load_tflite_bytes(_built.BUILDERS[n](), name=n)) for n in (models or ()) if n in _built.BUILDERS]
+    from pyembed.bench.calibrate_bilinear import REGION_MODELS
+    builders = {**_built.BUILDERS, **REGION_MODELS}   # and the small bilinear regions of calibrate_bilinear
+    todo += [(n, load_tflite_bytes(builders[n](), name=n)) for n in (models or ()) if n in builders]
     for name, g in todo:
         rng = np.random.default_rng(0)
         xs = [rng.integers(-128, 128, size=g.tensors[t].shape).astype(g.tensors[t].dtype) for t in g.inputs]
@@ -167,9 +163,8 @@ def write_groups(fitted, core, build, path=None):
     doc["tables"][core][build] = _with(table, fitted)
     doc["_doc_pipeline"] = ("PE_STRIPE_REGION / PE_CONV_POOL of the " + f"{core} {build} table: fitted by 'python -m "
                             "pyembed.bench calibrate_pipeline --write' (pyembed/bench/calibrate_pipeline.py) on QEMU "
-                            "SysTick counts of the bundled conv models' and the bench's built networks' "
-                            "(mobilenetv2_035_96, unet_64, unet_64_bilinear) firmware built with --strategy stripes / "
-                            "layers / auto / auto --wide-blocks; features firmware_sim.icount.GROUP_FEATURES; mix copied from class:conv "
+                            "SysTick counts of the bundled conv models' firmware built with --strategy stripes / "
+                            "layers / auto; features firmware_sim.icount.GROUP_FEATURES; mix copied from class:conv "
                             "(not traced).")
     with open(path, "w") as f:
         json.dump(doc, f, indent=1, sort_keys=True)
@@ -211,7 +206,7 @@ def render(result):
     return "\n".join(lines)
 
 
-def run(models=DEFAULT_MODELS, write=False, load=None, save=None, board="mps2-an386", build="dsp", log=None,
+def run(models=PIPELINE_MODELS, write=False, load=None, save=None, board="mps2-an386", build="dsp", log=None,
         strategies=("stripes", "layers", "auto", "wide")):
     """load: one or more files saved with save (their rows are fitted together)."""
     if load:
@@ -231,16 +226,6 @@ def run(models=DEFAULT_MODELS, write=False, load=None, save=None, board="mps2-an
     result = {"board": board, "core": core, "build": build, "fit": fitted, "rows": compare(rows, fitted, table, core)}
     if write:
         result["written"] = os.path.relpath(write_groups(fitted, core, build))
-        # the rows the committed fit was made on, when they are the default models' (measured now or loaded)
-        if {r["model"] for r in rows} <= set(DEFAULT_MODELS) and "unet_64_bilinear" in {r["model"] for r in rows}:
-            with open(DATA_FILE, "w") as f:
-                json.dump({"_doc": "QEMU measurements of the compiler pipeline's operators written by the command "
-                                   "below (the rows the PE_STRIPE_REGION / PE_CONV_POOL groups are fitted on); "
-                                   "tests/test_icount_bilinear.py predicts unet_64_bilinear's regions again",
-                           "command": COMMAND, "board": board, "build": build, "rows": rows}, f, indent=1,
-                          sort_keys=True)
-                f.write("\n")
-            result["written"] += ", " + os.path.relpath(DATA_FILE)
     return result
 
 
@@ -252,15 +237,14 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m pyembed.bench calibrate_pipeline", description=__doc__.split("\n")[0])
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--write", action="store_true", help=f"merge the fitted groups into firmware_sim/profiles/{TABLE_FILE}")
-    ap.add_argument("--models", default=None, help="comma-separated bundled model names (default: the conv models "
-                                                   "and the built mobilenetv2_035_96, unet_64, unet_64_bilinear; "
-                                                   "also unet_64_concat)")
+    ap.add_argument("--models", default=None, help="comma-separated bundled model names (default: the conv models; "
+                                                   "also the built mobilenetv2_035_96, unet_64, unet_64_concat)")
     ap.add_argument("--strategies", default="stripes,layers,auto,wide", help="strategies built (default stripes,layers,auto,wide; wide: auto in wide blocks)")
     ap.add_argument("--save", default=None, help="save the raw measurements to this JSON file")
     ap.add_argument("--load", default=None, help="fit raw measurements saved with --save (no QEMU run); "
                                                  "comma-separated files are fitted together")
     args = ap.parse_args(argv)
-    result = run(tuple(args.models.split(",")) if args.models else DEFAULT_MODELS, write=args.write,
+    result = run(tuple(args.models.split(",")) if args.models else PIPELINE_MODELS, write=args.write,
                  load=args.load.split(",") if args.load else None, save=args.save,
                  strategies=args.strategies.split(","), log=lambda s: print(s, file=sys.stderr, flush=True))
     emit(result, args.json, render)
