@@ -48,6 +48,8 @@ import tempfile
 
 import numpy as np
 
+from pyembed.bench._bilinear_models import REGION_MODELS
+
 BOARDS = {"mps2-an386": "cortex-m4", "mps2-an500": "cortex-m7"}
 DATA_FILE = os.path.join(os.path.dirname(__file__), "data", "icount_bilinear.json")
 COMMAND = "python -m pyembed.bench calibrate_bilinear --write"
@@ -71,23 +73,6 @@ CALIBRATION = {
     "bilinear_16x16x8_x2_align": lambda: _resize_graph((1, 16, 16, 8), (2,), align=True),
     "bilinear_12x12x4_x3": lambda: _resize_graph((1, 12, 12, 4), (3,)),
     "bilinear_10x10x3_x2_x2_half": lambda: _resize_graph((1, 10, 10, 3), (2, 2), half=True),
-}
-
-
-def _region_graph(shape, ch, k, align, half):
-    """conv k x k (ch channels) -> RESIZE_BILINEAR x2 -> conv 1x1 (4 channels): stripe regions whose
-    bilinear layer is a large part of the work (calibrate_pipeline fits PE_STRIPE_REGION's bilinear_outputs)."""
-    from pyembed.bench._built import _Net
-    net = _Net(0)
-    x = net.input(shape)
-    y = net.resize_bilinear(net.conv(x, ch, k=k), 2, 2, align, half)
-    return net.to_bytes([x], [net.conv(y, 4, k=1)])
-
-
-# built networks calibrate_pipeline measures by name (as pyembed.bench._built's)
-REGION_MODELS = {
-    "bilinear_region_32x32x8": lambda: _region_graph((1, 32, 32, 4), 8, 1, False, True),
-    "bilinear_region_24x24x12": lambda: _region_graph((1, 24, 24, 3), 12, 3, True, False),
 }
 
 

@@ -58,7 +58,7 @@ def measure_pipeline(models=PIPELINE_MODELS, strategies=("stripes", "layers", "a
     from pyembed.model.load import load_tflite_bytes
     todo = [(n, g) for n, g in runnable_models() if not models or n in models]
     # the bench's built networks (random weights: MobileNetV2 inverted residuals, U-Nets), when named
-    from pyembed.bench.calibrate_bilinear import REGION_MODELS
+    from pyembed.bench._bilinear_models import REGION_MODELS
     builders = {**_built.BUILDERS, **REGION_MODELS}   # and the small bilinear regions of calibrate_bilinear
     todo += [(n, load_tflite_bytes(builders[n](), name=n)) for n in (models or ()) if n in builders]
     for name, g in todo:
