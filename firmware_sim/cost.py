@@ -112,9 +112,9 @@ KERNEL_CLASS = {
     "EXP": "eltwise", "LOG": "eltwise", "SIN": "eltwise", "COS": "eltwise", "FLOOR_DIV": "eltwise",
     "FLOOR_MOD": "eltwise",
     # float32 window / matrix operators (pyembed.model.ops.f32conv): CONV_2D@float32 and the other
-    # variants keep their int8 operator's class above (macs as for int8); L2_POOL_2D reads each tap
-    # once like the other pools. The class coefficients are the int8 kernels': a float32 MAC
-    # (VMUL + VADD on an M4F, no fused multiply-add) is not calibrated separately yet
+    # variants keep their int8 operator's class above (macs as for int8) in the class table; L2_POOL_2D
+    # reads each tap once like the other pools. The instruction model prices every float32 kernel with
+    # float32 groups of its own (firmware_sim.icount_f32, fitted by python -m pyembed.bench calibrate_f32)
     "L2_POOL_2D": "pool",
     # resource variables (pyembed.model.ops.resvar): byte copies of the state
     "READ_VARIABLE": "copy", "ASSIGN_VARIABLE": "copy", "CALL_ONCE": "copy",
@@ -205,10 +205,10 @@ class CostModel:
         im = getattr(self.profile, "instruction_model", None)
         # the pipeline's operators (work_elements) only with a group of their own (icount.GROUP_FEATURES)
         from firmware_sim import icount
-        # the instruction model counts pyembed's int8 window / matrix kernels: their float32
-        # variants (pyembed.model.ops.f32conv) take the class table
-        float32 = isinstance(params, dict) and params.get("variant") in _FLOAT32_WINDOW_VARIANTS
-        if im is not None and not float32 and (
+        # float32 kernels (pyembed.model.ops.f32 / f32conv) have groups of their own in the instruction
+        # model ('TYPE@float32', 'class:f32_*', firmware_sim.icount_f32); a table without them (no float32
+        # calibration for the core) leaves them to the class table, never to an int8 kernel's group
+        if im is not None and (
                 not (isinstance(params, dict) and "work_elements" in params) or op.type in im["table"]
                 or op.type in icount.MEMBER_GROUPS):
             cyc, _n, key, _cpi = icount.cycles(im["table"], im["core"], graph, op, kclass, kernel_class)

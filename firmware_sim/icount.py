@@ -30,9 +30,13 @@ follows from the region's input): ``layers``, MACs per layer kind
 (``conv_macs``, ``dw_macs``, ``pw_macs``, ``pool_macs``: the pooling taps,
 all scaled by the region's MACs over the layers' own, which adds the halo
 columns the stripes recompute), ``outputs`` (every layer's output elements),
-``layer_rows`` (output rows of every layer x stripes) and ``blocks`` (the
+``layer_rows`` (output rows of every layer x stripes), ``blocks`` (the
 executor's column blocks: rows x stripes x blocks per stripe row, summed over
-layers). ``PE_CONV_POOL`` (its words): ``macs`` (the convolution's),
+layers) and
+``bilinear_outputs`` (the output elements of its RESIZE_BILINEAR layers, kind
+11). A stand-alone RESIZE_BILINEAR has a group of its own too (``call``,
+``outputs``, ``pixels``). The float32 kernels' groups: firmware_sim.icount_f32.
+``PE_CONV_POOL`` (its words): ``macs`` (the convolution's),
 ``outputs`` (convolution outputs, never stored), ``pool_outputs``, ``rows``
 (convolution rows) and ``pool_taps``.
 
@@ -62,6 +66,8 @@ M4's midpoint, same divider class); anything else 1.
 import math
 
 import numpy as np
+
+from firmware_sim.icount_f32 import F32_FEATURES, float32_class, float32_name, window_features
 
 CLASSES = ("alu", "mul", "dsp", "load", "load_pipelined", "store", "ldrd_strd", "ldm_stm",
            "branch_taken", "branch_not_taken", "div", "other")
@@ -100,16 +106,21 @@ FEATURES = {
     "copy": ("call", "outputs"),
     "alias": ("call",),
     "other": ("call", "outputs"),
+    **F32_FEATURES,   # the float32 kernels' classes (firmware_sim.icount_f32)
 }
 # groups with their own features (and no kernel-class fallback)
 GROUP_FEATURES = {
     "PE_STRIPE_REGION": ("call", "layers", "conv_macs", "dw_macs", "pw_macs", "pool_macs", "outputs",
-                         "layer_rows", "blocks"),
+                         "layer_rows", "blocks", "bilinear_outputs"),
     # a region in wide blocks (block width >= WIDE_BLOCK_MIN): the C executor's row loops (conv rows,
     # window patches), another cost per MAC, fitted on its own
     "PE_STRIPE_REGION/wide": ("call", "layers", "conv_macs", "dw_macs", "pw_macs", "pool_macs", "outputs",
-                              "layer_rows", "blocks"),
+                              "layer_rows", "blocks", "bilinear_outputs"),
     "PE_CONV_POOL": ("call", "macs", "outputs", "pool_outputs", "rows", "pool_taps"),
+    # stand-alone int8 RESIZE_BILINEAR (pe_resize.c): the source rows, columns and weights of each output
+    # position ("pixels"), then the four-tap interpolation of each element; fitted by python -m pyembed.bench
+    # calibrate_bilinear (a table without it prices the operator by the class table)
+    "RESIZE_BILINEAR": ("call", "outputs", "pixels"),
 }
 # pe_pipeline.h
 _REGION_HEADER, _REGION_LAYER = 5, 32
@@ -128,7 +139,8 @@ def _input_channels(graph, op):
 
 
 def group_keys(graph, op, kc):
-    """Most to least specific: 'DEPTHWISE_CONV_2D/c1' (a one-channel input in the gather form, which
+    """A float32 kernel's operator: ['TYPE@float32', 'class:f32_<kind>'] (firmware_sim.icount_f32).
+    Otherwise most to least specific: 'DEPTHWISE_CONV_2D/c1' (a one-channel input in the gather form, which
     runs pe_depthwise_conv2d_c1_s8), 'TYPE/form', 'TYPE', kernel class kc
     (firmware_sim.cost.kernel_class), 'other'."""
     if op.type in GROUP_FEATURES:
@@ -137,6 +149,9 @@ def group_keys(graph, op, kc):
                 int(np.asarray(params["words"]).ravel()[3]) >= WIDE_BLOCK_MIN:
             return ["PE_STRIPE_REGION/wide", op.type]
         return [op.type]
+    f32 = float32_name(op)
+    if f32 is not None:      # a float32 kernel: its own group, then its float32 class, never an int8 one
+        return [f32, f"class:{float32_class(op)}"]
     keys = []
     form = (op.params or {}).get("conv_form") if isinstance(op.params, dict) else None
     if form == "gather" and op.type == "DEPTHWISE_CONV_2D" and _input_channels(graph, op) == 1:
@@ -190,6 +205,8 @@ def _region_features(graph, op, f):
     for name in ("conv", "dw", "pw", "pool"):
         f[f"{name}_macs"] = float(sum(m for k, _, _, _, m in layers if k == name)) * (scale if name != "pool" else 1)
     f["outputs"] = float(sum(h * w * c for _, h, w, c, _ in layers))
+    # RESIZE_BILINEAR layers (kind 11): four taps and their weights per output element
+    f["bilinear_outputs"] = float(sum(h * w * c for k, h, w, c, _ in layers if k == "bilinear"))
     f["layer_rows"] = float(sum(h for _, h, _, _, _ in layers) * stripes)
     f["blocks"] = float(sum(h * stripes * math.ceil(math.ceil(w / stripes) / block_w) for _, h, w, _, _ in layers))
 
@@ -234,7 +251,9 @@ def features(graph, op):
             f["dot_loops"] = f["pixels"] * math.ceil(c / GATHER_DW_BLOCK) * taps
             if int(params.get("depth_multiplier", 1) or 1) > 1:
                 f["mult_macs"] = f["macs"]
-    if op.type == "PE_STRIPE_REGION" and "words" in params:
+    if "f32" in params:
+        window_features(graph, op, f)
+    elif op.type == "PE_STRIPE_REGION" and "words" in params:
         _region_features(graph, op, f)
     elif op.type == "PE_CONV_POOL" and "words" in params:
         _conv_pool_features(graph, op, f)

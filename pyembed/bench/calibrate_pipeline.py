@@ -58,7 +58,9 @@ def measure_pipeline(models=PIPELINE_MODELS, strategies=("stripes", "layers", "a
     from pyembed.model.load import load_tflite_bytes
     todo = [(n, g) for n, g in runnable_models() if not models or n in models]
     # the bench's built networks (random weights: MobileNetV2 inverted residuals, U-Nets), when named
-    todo += [(n, load_tflite_bytes(_built.BUILDERS[n](), name=n)) for n in (models or ()) if n in _built.BUILDERS]
+    from pyembed.bench._bilinear_models import REGION_MODELS
+    builders = {**_built.BUILDERS, **REGION_MODELS}   # and the small bilinear regions of calibrate_bilinear
+    todo += [(n, load_tflite_bytes(builders[n](), name=n)) for n in (models or ()) if n in builders]
     for name, g in todo:
         rng = np.random.default_rng(0)
         xs = [rng.integers(-128, 128, size=g.tensors[t].shape).astype(g.tensors[t].dtype) for t in g.inputs]
