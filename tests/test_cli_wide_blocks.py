@@ -51,7 +51,8 @@ def test_optimize_offers_wide_blocks_and_simulate_replays_the_choice(tmp_path):
     the narrow regions' fit) beside the narrow ones; whichever candidate the
     objective picks, its plan records wide blocks exactly when it is the wide
     one, and simulate --plan replays the chosen plan's arena. Without the flag
-    no wide candidate is offered."""
+    the same candidates are offered on this core (a DSP core with the calibrated
+    model); with --no-wide-blocks, or on a core without the DSP row loops, none."""
     out = tmp_path / "p"
     res = CliRunner().invoke(main, ["plan", "resnet8", "--profile", "mps2-an386", "-o", str(out), "--json",
                                     "--wide-blocks"])
@@ -71,10 +72,18 @@ def test_optimize_offers_wide_blocks_and_simulate_replays_the_choice(tmp_path):
                                     "--json"])
     assert sim.exit_code == 0, sim.output
     assert json.loads(sim.output)["arena"] == s["arena"]
+    # by default too on this DSP core (calibrated model): the same candidates, the same choice
     default = CliRunner().invoke(main, ["plan", "resnet8", "--profile", "mps2-an386", "-o", str(tmp_path / "d"),
                                         "--json"])
     assert default.exit_code == 0, default.output
-    assert all("wide" not in c["variant"] for c in json.loads(default.output)["optimize"]["candidates"])
+    d = json.loads(default.output)
+    assert [c["variant"] for c in d["optimize"]["candidates"]] == [c["variant"] for c in cands]
+    assert d["optimize"]["predicted"] == s["optimize"]["predicted"] and d["arena"] == s["arena"]
+    # --no-wide-blocks: none offered; nor by default on a core without the DSP row loops
+    for args in (["--profile", "mps2-an386", "--no-wide-blocks"], ["--profile", "mps2-an385"]):
+        res = CliRunner().invoke(main, ["plan", "resnet8", *args, "-o", str(tmp_path / args[1]), "--json"])
+        assert res.exit_code == 0, res.output
+        assert all("wide" not in c["variant"] for c in json.loads(res.output)["optimize"]["candidates"]), args
 
 
 def test_wide_regions_dropped_where_the_plan_does_not_need_them(monkeypatch):

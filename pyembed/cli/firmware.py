@@ -109,7 +109,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
                      attention="auto", pipeline=None, optimize="balanced", max_extra_macs="10%", stream_input=False,
                      fc_int16_weights=False, fc_w16_min_macs=None, force=False, verbose=False, segment_cut="latency",
                      layout="project", io="semihost", boot2_path=None, stream_output=False, split_stores=False,
-                     wide_blocks=False):
+                     wide_blocks=None):
     """Generate a Cortex-M firmware project for MODEL (.tflite/.onnx or a
     bundled model name) on PROFILE; with --run, build it and run it on QEMU.
     Several models (MODEL MODEL ... --segments BYTES) make one project that

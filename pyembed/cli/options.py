@@ -225,12 +225,14 @@ def split_line_stores_option():
 
 def wide_blocks_option():
     """--wide-blocks: stripe regions as full-width stripes in blocks of 32 columns (the executor's row loops)."""
-    return click.option("--wide-blocks", "wide_blocks", is_flag=True,
+    return click.option("--wide-blocks/--no-wide-blocks", "wide_blocks", default=None,
                         help="Stripe regions run as full-width stripes in blocks of 32 columns, where the C "
                              "executor runs its convolution row loops (faster on a Cortex-M with the DSP "
                              "extension; a larger region scratch: the work block and wider row stores). With "
-                             "--strategy: that strategy's regions; without (--optimize picks): auto's regions in "
-                             "wide blocks are one more candidate ('auto+wide') beside the narrow ones.")
+                             "--strategy: that strategy's regions. Without (--optimize picks), auto's regions in "
+                             "wide blocks are candidates ('auto+wide', 'auto+wide+lean') beside the narrow ones; "
+                             "they are by default on a DSP core with the calibrated instruction model, "
+                             "--wide-blocks offers them on any core, --no-wide-blocks never.")
 
 
 def fc_int16_weights_option():

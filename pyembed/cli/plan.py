@@ -109,7 +109,7 @@ def plan_command(model, part, region_specs, outdir, algorithm, overlaps, search_
                  tflite_out, show_timeline, as_json, attention="auto", pipeline=None, optimize="balanced",
                  max_extra_macs="10%", segment_budget=None, stream_input=False, fc_int16_weights=False,
                  fc_w16_min_macs=None, force=False, verbose=False, segment_cut="latency", stream_output=False,
-                 split_stores=False, wide_blocks=False):
+                 split_stores=False, wide_blocks=None):
     """Plan the static memory of MODEL (.tflite / .onnx) and emit C headers.
 
     Several models (MODEL MODEL ...) with --segments are one use case run one

@@ -96,7 +96,7 @@ def simulate_command(model, profile, plan_path, segments, strategy, split_bytes,
                      deadline_ms, trace_path, plot_memory, plot_gantt, report_dir, calibration, show_ops, as_json,
                      attention="auto", pipeline=None, max_extra_macs="10%", stream_input=False, force=False,
                      optimize="balanced", verbose=False, segment_cut="latency", stream_output=False,
-                     split_stores=False, wide_blocks=False):
+                     split_stores=False, wide_blocks=None):
     """Run MODEL on a simulated microcontroller: the real C kernels on the
     profile's RAM and flash, with its cycle cost model and DMA.
 

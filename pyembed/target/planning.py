@@ -58,7 +58,11 @@ class PlanOptions:
     stream_input: bool = False
     stream_output: bool = False       # the model output leaves row by row through a pe_row_sink
     split_stores: bool = False        # stripe regions' line stores a planned buffer apart from their scratch
-    wide_blocks: bool = False         # stripe regions as full-width stripes in wide blocks (the C conv row loops)
+    # stripe regions as full-width stripes in wide blocks (the C conv row loops): True with a
+    # strategy, that strategy's regions; without, --optimize weighs auto's regions in wide blocks
+    # too: None (the default) on a DSP core with the calibrated instruction model, True on any core,
+    # False never
+    wide_blocks: bool | None = None
     attention: str = "auto"           # auto (= tflm where a chain is found) | none | tflm | stream
     fc_int16_weights: bool = False
     fc_w16_min_macs: int | None = None
@@ -265,7 +269,7 @@ def _plan_forms(graph, options, regions, strategy, cache, prof, forms):
             graph, strategy, max_extra_macs=float(options.max_extra_macs), overlaps=options.overlaps,
             stream_input=options.stream_input, max_region_weights=cap, cache=cache, regions=regions,
             stream_output=options.stream_output, split_stores=options.split_stores,
-            wide_blocks=options.wide_blocks, drop_regions=drop, algorithm=options.algorithm,
+            wide_blocks=bool(options.wide_blocks), drop_regions=drop, algorithm=options.algorithm,
             search_order=options.search_order, time_limit=float(options.time_limit))
         g, plan = dsp_widen(g, plan, prof, lean=lean)
         if lean:
@@ -398,14 +402,14 @@ def _plan_pipeline(graph, options, regions, prof):
     # where that keeps its speed, with the DSP work blocks the plan has room for
     lean_too = prof.core in DSP_CORES and getattr(prof, "instruction_model", None) is not None
     variants = [(name, lean, False) for lean in ((False, True) if lean_too else (False,)) for name in names]
-    if options.wide_blocks:
-        # --wide-blocks: auto's regions in wide blocks (the C row loops) are one more
-        # candidate beside the narrow ones, so the objective compares the two (on a core
-        # with the calibrated model, its PE_STRIPE_REGION/wide group prices them apart).
-        # Not offered by default: the wide row loops link ~30 KB more runtime code
-        # (ResNet-8: 201,368 B of runtime + tables + weights against 166,780 B for its
-        # default layer plan, above TFLM's 169,615 B code + .tflite), a cost the
-        # objective's arena and instruction figures do not see.
+    if options.wide_blocks or (options.wide_blocks is None and lean_too):
+        # auto's regions in wide blocks (the C row loops) are more candidates beside the
+        # narrow ones, so the objective compares them (on a core with the calibrated model,
+        # its PE_STRIPE_REGION/wide group prices them apart). By default only on a DSP core
+        # with that model: elsewhere the row loops are not compiled (portable builds) and
+        # the cycle tables do not price them. Their code is what the regions' kinds link
+        # (model_ops.c names only those): ResNet-8's auto+wide+lean links 70,972 B of runtime
+        # code, runtime + tables + weights 163,120 B (TFLM's code + .tflite: 169,615 B).
         variants += [("auto", lean, True) for lean in ((False, True) if lean_too else (False,))]
     for name, lean, wide in variants:
         variant = "+".join(v for v, on in (("wide", wide), ("lean", lean)) if on)
