@@ -296,30 +296,39 @@ __attribute__((noinline)) static void conv_patch_rows(stripe_run *R, int32_t L, 
     uint32_t *const wblk = R->work;
     int32_t *const acc = (int32_t *)(void *)(R->work + 2 * plen);
     int8_t *const patches = (int8_t *)(void *)(acc + 4 * PE_STRIPE_PATCH_COLS);
+    /* ring offset of tap row ky's input row, less in_a columns (in_pixel's
+     * rule; rows outside the image unused): the tap tables' row table */
+    int32_t *const roff = R->taps.roff;
     int32_t xa, oc, j, ky, kx;
+    for (ky = 0; ky < kh_taps; ky++) {
+        const int32_t r = row0 + ky * g->dh;
+        roff[ky] = ((g->ring_rows > 1 ? r % g->ring_rows : 0) * (s->in_b - s->in_a) - s->in_a) * ci;
+    }
     for (xa = x0; xa < x1; xa += PE_STRIPE_PATCH_COLS) {
         const int32_t n = min32(x1 - xa, PE_STRIPE_PATCH_COLS);
         int8_t *dst[PE_STRIPE_PATCH_COLS];
         int32_t run_end = 0; /* dst[j] for j < run_end follow on from the last out_slot */
         for (j = 0; j < n; j++) {
             const int32_t col0 = (xa + j) * g->sw - g->pl;
+            /* the window's columns inside the image, undilated: a row of it is one copy */
+            const int inside = g->dw == 1 && col0 >= 0 && col0 + g->kw <= g->in_w;
             int8_t *d = patches + (size_t)j * (size_t)plen;
-            int32_t taps = 0;
+            int32_t taps = 0, k;
             for (ky = 0; ky < kh_taps; ky++) {
                 const int32_t r = row0 + ky * g->dh;
                 if (r < 0 || r >= g->in_h) {
-                    memset(d, pad, (size_t)(kw_taps * ci));
-                    d += kw_taps * ci;
+                    for (k = 0; k < kw_taps * ci; k++) {
+                        *d++ = pad;
+                    }
                     continue;
                 }
-                if (g->dw == 1 && col0 >= 0 && col0 + g->kw <= g->in_w &&
-                    (r != temp_row || col0 >= s->committed || col0 + g->kw <= s->committed)) {
+                if (inside && (r != temp_row || col0 >= s->committed || col0 + g->kw <= s->committed)) {
                     /* the window row in one store (the temporary's mirror
                      * columns continue it past its end): one copy, a word
                      * at a time */
                     const int8_t *src = (r == temp_row && col0 >= s->committed)
                                             ? s->temp + (size_t)(col0 % s->temp_cols) * (size_t)ci
-                                            : in_pixel(s, g, r, col0);
+                                            : s->ring + roff[ky] + (ptrdiff_t)col0 * ci;
                     int32_t left = g->kw * ci;
                     for (; left >= 4; left -= 4, d += 4, src += 4) {
                         memcpy(d, src, 4);
@@ -341,7 +350,9 @@ __attribute__((noinline)) static void conv_patch_rows(stripe_run *R, int32_t L, 
                     d += ci;
                 }
             }
-            memset(d, 0, (size_t)(plen - fsize));
+            for (k = fsize; k < plen; k++) {
+                *d++ = 0; /* (zero weights there) */
+            }
             dst[j] = j > 0 && j < run_end ? dst[j - 1] + co : out_slot(R, L, o, xa + j);
             if (j >= run_end) {
                 run_end = j + out_span(R, L, xa + j, n - j);
