@@ -225,6 +225,16 @@ void pe_cv_dsp_rows(const pe_conv_params *params, const pe_per_channel_quant *qu
 void pe_cv_dsp_widen(uint32_t *dst, const int8_t *w, int32_t ws, int32_t kn, int32_t nb);
 void pe_cv_dsp_cols(int32_t *acc, int32_t ncol, const int8_t *x, int32_t x_step, const uint32_t *w,
                     int32_t len, int32_t input_offset);
+/* pe_cv_dsp_cols_q: pe_cv_dsp_cols with the requantization fused: every
+ * column's four sums start from start[0..3] (not written), and its four
+ * channels' int8 results go to out + j * out_step (out[0..3]); rq holds
+ * (m, k, right) per channel, 12 words, k = 2^(right - 1) + output_offset *
+ * 2^right: the fast requantization of pe_dsp_requant (double rounding,
+ * shifts in [-23, -1], multipliers >= 0) clamped to [-128, 127] only (a
+ * layer whose activation is the whole int8 range). The caller bounds the
+ * sums below 2^30. */
+void pe_cv_dsp_cols_q(const int32_t *start, int32_t ncol, const int8_t *x, int32_t x_step, const uint32_t *w,
+                      int32_t len, int32_t input_offset, const int32_t *rq, int8_t *out, int32_t out_step);
 
 /* The depthwise channel-group loop (pe_conv_dsp.c) for callers that hold
  * their input rows elsewhere (the stripe executor's line stores; Arm

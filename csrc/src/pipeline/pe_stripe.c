@@ -106,10 +106,25 @@ static int8_t *out_slot(stripe_run *R, int32_t L, int32_t o, int32_t x)
     return in_slot(R, L + 1, x);
 }
 
-/* Copy producer p's (layer p - 1's) output pixel into its adds' branch stores. */
-static void publish(stripe_run *R, int32_t p, int32_t row, int32_t x, const int8_t *px, int32_t c)
+/* Output columns [x, x + n) of layer L: how many from x on have their
+ * slots one pixel apart from out_slot(x) on (the consumer's row temporary
+ * wraps; a ring row, the output row are whole), their high-water mark
+ * noted. */
+static int32_t out_span(stripe_run *R, int32_t L, int32_t x, int32_t n)
 {
-    int32_t A = R->st[p].listener;
+    if (L + 1 < R->G->n) {
+        const stripe_state *s = &R->st[L + 2];
+        if (!(s->temp_cols == 0 || (!s->triggering && R->G->g[L + 1].ring_rows > 0))) {
+            n = min32(n, s->temp_cols - x % s->temp_cols);
+        }
+        (void)in_slot(R, L + 1, x + n - 1);
+    }
+    return n;
+}
+
+/* publish's work: the copies into the branch stores */
+static void publish_to(stripe_run *R, int32_t A, int32_t row, int32_t x, const int8_t *px, int32_t c)
+{
     while (A >= 0) {
         stripe_state *a = &R->st[A + 1];
         if (x >= a->out_a && x < a->out_b) {
@@ -119,6 +134,18 @@ static void publish(stripe_run *R, int32_t p, int32_t row, int32_t x, const int8
             note_hw(&a->hw_branch, off + c);
         }
         A = a->next_listener;
+    }
+}
+
+/* Copy producer p's (layer p - 1's) output pixel into its adds' branch
+ * stores (inline: most producers have none, one test per pixel) */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((always_inline))
+#endif
+static inline void publish(stripe_run *R, int32_t p, int32_t row, int32_t x, const int8_t *px, int32_t c)
+{
+    if (R->st[p].listener >= 0) {
+        publish_to(R, R->st[p].listener, row, x, px, c);
     }
 }
 
@@ -900,22 +927,31 @@ static void advance(stripe_run *R, int32_t L)
     }
 }
 
+/* The columns [s->arrived, upto) that went to a row temporary's first
+ * mirror slots, again past its end: one copy a wrap. (Not inlined: deliver's
+ * frame is on the depth-first path once a layer.) */
+__attribute__((noinline)) static void mirror_cols(stripe_state *s, int32_t ci, int32_t mirror, int32_t upto)
+{
+    int32_t col = s->arrived;
+    while (col < upto) {
+        const int32_t t = col % s->temp_cols;
+        if (t < mirror) {
+            const int32_t k = min32(mirror - t, upto - col);
+            memcpy(s->temp + (size_t)(s->temp_cols + t) * (size_t)ci, s->temp + (size_t)t * (size_t)ci,
+                   (size_t)k * (size_t)ci);
+            note_hw(&s->hw_temp, (s->temp_cols + t + k) * ci);
+        }
+        col += s->temp_cols - t;
+    }
+}
+
 static void deliver(stripe_run *R, int32_t L, int32_t upto)
 {
     stripe_state *s = &R->st[L + 1];
     const int32_t mirror = temp_mirror(&R->net->layers[L], &R->G->g[L], R->block_w);
     if (mirror > 0 && s->temp_cols > 0 && !(!s->triggering && R->G->g[L].ring_rows > 0)) {
         /* the new columns in the temporary's first mirror slots, again past its end */
-        const int32_t ci = R->G->g[L].in_c;
-        int32_t col;
-        for (col = s->arrived; col < upto; col++) {
-            const int32_t t = col % s->temp_cols;
-            if (t < mirror) {
-                memcpy(s->temp + (size_t)(s->temp_cols + t) * (size_t)ci, s->temp + (size_t)t * (size_t)ci,
-                       (size_t)ci);
-                note_hw(&s->hw_temp, (s->temp_cols + t + 1) * ci);
-            }
-        }
+        mirror_cols(s, R->G->g[L].in_c, mirror, upto);
     }
     s->arrived = upto;
     if (s->triggering && s->temp_cols > 0 && s->arrived - s->committed > s->temp_cols) {
@@ -972,12 +1008,10 @@ static void run_stripe(stripe_run *R, int32_t x0, int32_t x1)
                 /* columns whose slots follow on in one copy */
                 const int8_t *src = row + (size_t)x * (size_t)c;
                 int8_t *dst = in_slot(R, 0, x);
-                int32_t m = 1, k;
-                while (x + m < end && in_slot(R, 0, x + m) == dst + (size_t)m * (size_t)c) {
-                    m++;
-                }
+                const int32_t m = out_span(R, -1, x, end - x);
+                int32_t k;
                 memcpy(dst, src, (size_t)m * (size_t)c);
-                for (k = 0; k < m; k++) {
+                for (k = 0; k < m && in->listener >= 0; k++) {
                     publish(R, 0, r, x + k, src + (size_t)k * (size_t)c, c);
                 }
                 x += m;

@@ -87,6 +87,44 @@ static void rows_start(const pe_stripe_layer *l, int32_t *acc, int32_t n, int32_
     }
 }
 
+/* Channels [oc, oc + 4)'s constants for the fused requantization
+ * (pe_cv_dsp_cols_q): q[0..3] the bias (start sums), q[4..15] (m, k, right)
+ * per channel; 1 when all four take it (double rounding, shifts in
+ * [-23, -1], multipliers >= 0, every sum of fsize products and the bias
+ * below 2^30 as rows_store's fast loop asks, and an activation of the
+ * whole int8 range: the fused loop clamps by SSAT only), else 0 (rows_store) */
+static int rows_fused(const pe_stripe_layer *l, int32_t oc, int32_t nb, int32_t fsize, int32_t *q)
+{
+    int32_t c;
+    if (nb != 4 || l->rounding != PE_ROUND_DOUBLE || l->activation.min != -128 || l->activation.max != 127) {
+        return 0;
+    }
+    for (c = 0; c < 4; c++) {
+        const int32_t m = l->quant.multiplier[oc + c], sh = l->quant.shift[oc + c];
+        const int32_t bias = l->bias != NULL ? l->bias[oc + c] : 0;
+        if (m < 0 || sh > -1 || sh < -23 ||
+            (int64_t)fsize * (128 * 255) + (bias < 0 ? -(int64_t)bias : (int64_t)bias) >= ((int64_t)1 << 30)) {
+            return 0;
+        }
+        q[c] = bias;
+        q[4 + 3 * c] = m;
+        q[5 + 3 * c] = ((int32_t)1 << (-sh - 1)) + (int32_t)((uint32_t)l->output_offset << -sh);
+        q[6 + 3 * c] = -sh;
+    }
+    return 1;
+}
+
+/* Columns [j, j + m) whose outputs (dst[j] on) lie co bytes apart: m cut
+ * at the first that does not (the consumer's row temporary wraps) */
+static inline int32_t rows_dst_run(int8_t *const *dst, int32_t j, int32_t m, int32_t co)
+{
+    int32_t i = 1;
+    while (i < m && dst[j + i] == dst[j] + (size_t)i * (size_t)co) {
+        i++;
+    }
+    return i;
+}
+
 /* The pe_cv_dsp_cols calls of input row r for output columns [xa, xa + n)
  * (acc: column j's four sums at acc + 4 j), the kernel row's weights
  * widened in R->work. Columns whose windows lie one stride apart in one
@@ -95,7 +133,8 @@ static void rows_start(const pe_stripe_layer *l, int32_t *acc, int32_t n, int32_
  * so a window never wraps) the windows up to the wrap. A window with
  * columns in the ring and in the temporary (committed in between) is
  * summed piece by piece. */
-static void conv_row_calls(stripe_run *R, int32_t L, int32_t r, int32_t xa, int32_t n, int32_t *acc)
+static void conv_row_calls(stripe_run *R, int32_t L, int32_t r, int32_t xa, int32_t n, int32_t *acc,
+                           const int32_t *q, int8_t *const *dst, int32_t oc)
 {
     const pe_stripe_layer *l = &R->net->layers[L];
     const layer_geo *g = &R->G->g[L];
@@ -132,13 +171,23 @@ static void conv_row_calls(stripe_run *R, int32_t L, int32_t r, int32_t xa, int3
                 p = ring_row + (size_t)(col0 - s->in_a) * (size_t)ci;
             }
             m = max32(most, 1);
-            pe_cv_dsp_cols(acc + 4 * j, m, p, step, wblk, run, l->input_offset);
+            if (q != NULL) {
+                m = rows_dst_run(dst, j, m, g->out_c);
+                pe_cv_dsp_cols_q(q, m, p, step, wblk, run, l->input_offset, q + 4, dst[j] + oc, g->out_c);
+            } else {
+                pe_cv_dsp_cols(acc + 4 * j, m, p, step, wblk, run, l->input_offset);
+            }
             j += m;
             continue;
         }
         {
-            /* a clipped or split window: its pieces one by one */
+            /* a clipped or split window: its pieces one by one (fused: into
+             * acc[0..3] from the bias, then requantized) */
+            int32_t *const aj = q != NULL ? acc : acc + 4 * j;
             int32_t c = c_lo;
+            if (q != NULL) {
+                memcpy(aj, q, 4 * sizeof(int32_t));
+            }
             while (c < c_hi) {
                 const int8_t *p;
                 int32_t e;
@@ -150,9 +199,13 @@ static void conv_row_calls(stripe_run *R, int32_t L, int32_t r, int32_t xa, int3
                     e = in_temp ? min32(c_hi, s->committed) : c_hi;
                     p = ring_row + (size_t)(c - s->in_a) * (size_t)ci;
                 }
-                pe_cv_dsp_cols(acc + 4 * j, 1, p, step, wblk + 2 * (c - col0) * ci, (e - c) * ci,
-                               l->input_offset);
+                pe_cv_dsp_cols(aj, 1, p, step, wblk + 2 * (c - col0) * ci, (e - c) * ci, l->input_offset);
                 c = e;
+            }
+            if (q != NULL) {
+                for (c = 0; c < 4; c++) {
+                    dst[j][oc + c] = requant_slow(l, aj[c], oc + c);
+                }
             }
         }
         j++;
@@ -184,19 +237,33 @@ __attribute__((noinline)) static void conv_rows(stripe_run *R, int32_t L, int32_
     for (xa = x0; xa < x1; xa += PE_STRIPE_CONV_COLS) {
         const int32_t n = min32(x1 - xa, PE_STRIPE_CONV_COLS);
         int8_t *dst[PE_STRIPE_CONV_COLS];
+        int32_t run_end = 0; /* dst[j] for j < run_end follow on from the last out_slot */
         for (j = 0; j < n; j++) {
             const int32_t col0 = (xa + j) * g->sw - g->pl;
-            dst[j] = out_slot(R, L, o, xa + j);
+            dst[j] = j > 0 && j < run_end ? dst[j - 1] + co : out_slot(R, L, o, xa + j);
+            if (j >= run_end) {
+                run_end = j + out_span(R, L, xa + j, n - j);
+            }
             R->macs += (uint64_t)(min32(col0 + kw, g->in_w) - max32(col0, 0)) * (uint64_t)nky * (uint64_t)ci *
                        (uint64_t)co;
         }
         for (oc = 0; oc < co; oc += 4) {
             const int32_t nb = min32(4, co - oc);
-            rows_start(l, acc, n, oc, nb);
+            /* the fused constants in the accumulator block past column 0's
+             * (the fused calls' only accumulators, a clipped window's) */
+            int32_t *const q = acc + 4;
+            /* one kernel row: summed and requantized in one pass */
+            const int fused = nky == 1 && rows_fused(l, oc, nb, fsize, q);
+            if (!fused) {
+                rows_start(l, acc, n, oc, nb);
+            }
             for (ky = ky0; ky < ky1; ky += g->dh) {
                 pe_cv_dsp_widen(wblk, l->weights + (size_t)oc * (size_t)fsize + (size_t)(ky / g->dh) * (size_t)run,
                                 fsize, run, nb);
-                conv_row_calls(R, L, row0 + ky, xa, n, acc);
+                conv_row_calls(R, L, row0 + ky, xa, n, acc, fused ? q : NULL, dst, oc);
+            }
+            if (fused) {
+                continue;
             }
             rows_store(l, acc, n, oc, nb, fsize, dst);
         }
@@ -229,29 +296,39 @@ __attribute__((noinline)) static void conv_patch_rows(stripe_run *R, int32_t L, 
     uint32_t *const wblk = R->work;
     int32_t *const acc = (int32_t *)(void *)(R->work + 2 * plen);
     int8_t *const patches = (int8_t *)(void *)(acc + 4 * PE_STRIPE_PATCH_COLS);
+    /* ring offset of tap row ky's input row, less in_a columns (in_pixel's
+     * rule; rows outside the image unused): the tap tables' row table */
+    int32_t *const roff = R->taps.roff;
     int32_t xa, oc, j, ky, kx;
+    for (ky = 0; ky < kh_taps; ky++) {
+        const int32_t r = row0 + ky * g->dh;
+        roff[ky] = ((g->ring_rows > 1 ? r % g->ring_rows : 0) * (s->in_b - s->in_a) - s->in_a) * ci;
+    }
     for (xa = x0; xa < x1; xa += PE_STRIPE_PATCH_COLS) {
         const int32_t n = min32(x1 - xa, PE_STRIPE_PATCH_COLS);
         int8_t *dst[PE_STRIPE_PATCH_COLS];
+        int32_t run_end = 0; /* dst[j] for j < run_end follow on from the last out_slot */
         for (j = 0; j < n; j++) {
             const int32_t col0 = (xa + j) * g->sw - g->pl;
+            /* the window's columns inside the image, undilated: a row of it is one copy */
+            const int inside = g->dw == 1 && col0 >= 0 && col0 + g->kw <= g->in_w;
             int8_t *d = patches + (size_t)j * (size_t)plen;
-            int32_t taps = 0;
+            int32_t taps = 0, k;
             for (ky = 0; ky < kh_taps; ky++) {
                 const int32_t r = row0 + ky * g->dh;
                 if (r < 0 || r >= g->in_h) {
-                    memset(d, pad, (size_t)(kw_taps * ci));
-                    d += kw_taps * ci;
+                    for (k = 0; k < kw_taps * ci; k++) {
+                        *d++ = pad;
+                    }
                     continue;
                 }
-                if (g->dw == 1 && col0 >= 0 && col0 + g->kw <= g->in_w &&
-                    (r != temp_row || col0 >= s->committed || col0 + g->kw <= s->committed)) {
+                if (inside && (r != temp_row || col0 >= s->committed || col0 + g->kw <= s->committed)) {
                     /* the window row in one store (the temporary's mirror
                      * columns continue it past its end): one copy, a word
                      * at a time */
                     const int8_t *src = (r == temp_row && col0 >= s->committed)
                                             ? s->temp + (size_t)(col0 % s->temp_cols) * (size_t)ci
-                                            : in_pixel(s, g, r, col0);
+                                            : s->ring + roff[ky] + (ptrdiff_t)col0 * ci;
                     int32_t left = g->kw * ci;
                     for (; left >= 4; left -= 4, d += 4, src += 4) {
                         memcpy(d, src, 4);
@@ -273,14 +350,30 @@ __attribute__((noinline)) static void conv_patch_rows(stripe_run *R, int32_t L, 
                     d += ci;
                 }
             }
-            memset(d, 0, (size_t)(plen - fsize));
-            dst[j] = out_slot(R, L, o, xa + j);
+            for (k = fsize; k < plen; k++) {
+                *d++ = 0; /* (zero weights there) */
+            }
+            dst[j] = j > 0 && j < run_end ? dst[j - 1] + co : out_slot(R, L, o, xa + j);
+            if (j >= run_end) {
+                run_end = j + out_span(R, L, xa + j, n - j);
+            }
             R->macs += (uint64_t)taps * (uint64_t)ci * (uint64_t)co;
         }
         for (oc = 0; oc < co; oc += 4) {
             const int32_t nb = min32(4, co - oc);
-            rows_start(l, acc, n, oc, nb);
+            int32_t *const q = acc; /* (the fused calls use no accumulators) */
             pe_cv_dsp_widen(wblk, l->weights + (size_t)oc * (size_t)fsize, fsize, fsize, nb);
+            if (rows_fused(l, oc, nb, fsize, q)) {
+                /* summed and requantized in one pass, per run of outputs co bytes apart */
+                for (j = 0; j < n;) {
+                    const int32_t m = rows_dst_run(dst, j, n - j, co);
+                    pe_cv_dsp_cols_q(q, m, patches + (size_t)j * (size_t)plen, plen, wblk, plen, l->input_offset,
+                                     q + 4, dst[j] + oc, co);
+                    j += m;
+                }
+                continue;
+            }
+            rows_start(l, acc, n, oc, nb);
             pe_cv_dsp_cols(acc, n, patches, plen, wblk, plen, l->input_offset);
             rows_store(l, acc, n, oc, nb, fsize, dst);
         }

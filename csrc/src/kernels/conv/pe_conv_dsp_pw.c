@@ -791,6 +791,25 @@ void pe_cv_dsp_cols(int32_t *acc, int32_t ncol, const int8_t *x, int32_t x_step,
     pw_run(&job, len >> 2);
 }
 
+void pe_cv_dsp_cols_q(const int32_t *start, int32_t ncol, const int8_t *x, int32_t x_step, const uint32_t *w,
+                      int32_t len, int32_t input_offset, const int32_t *rq, int8_t *out, int32_t out_step)
+{
+    pw_job job;
+    job.acc = (int32_t *)(uintptr_t)start; /* (read only: acc_step 0, the fused loops never write it) */
+    job.ncol = ncol;
+    job.acc_step = 0;
+    job.x_adv = x_step - len;
+    job.w = w;
+    job.x = x;
+    job.off2 = pe_dup16(input_offset);
+    job.rows = 1;
+    job.row_adv = 0;
+    job.rq = rq;
+    job.out = out;
+    job.out_step = out_step;
+    pw_run_q(&job, len >> 2);
+}
+
 /* one pixel: each weight is used once, widening it first costs more than
  * it saves; the per-pixel loops (SXTB16 on both) */
 static void cv_pixels(const pe_conv_params *p, const pe_per_channel_quant *q, const pe_dims *in,
