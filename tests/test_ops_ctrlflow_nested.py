@@ -448,3 +448,23 @@ def test_nested_loops_firmware_under_qemu(tmp_path):
     for a, b in zip(got, want):
         assert np.array_equal(np.asarray(a).reshape(b.shape).astype(np.int64), b.astype(np.int64))
     assert int(want[1][0]) == _triangle(6, 2)
+
+
+@pytest.mark.skipif(_qemu_missing() is not None, reason=str(_qemu_missing()))
+def test_variable_in_an_if_in_a_while_firmware_under_qemu(tmp_path):
+    """A Cortex-M4 (mps2-an386) firmware of the variable model (CALL_ONCE, an IF in a WHILE body
+    assigning the variable): its invoke, the first of a fresh arena, gives the host run and the
+    interpreter's first invoke."""
+    from pyembed.target.firmware import build_project, generate, run_project
+    blob = var_if_in_while_model()
+    g = load_tflite_bytes(blob, name="ctrlflow_var")
+    proj = generate(g, "mps2-an386", tmp_path / "fw")
+    build_project(proj.outdir)
+    ins = [np.array([5], np.int32), np.array([3], np.int32), np.array([1, -20, 300, 4], np.int32)]
+    want = _tflm_invokes(blob, [ins], (), 2)[0]
+    host = _our_invokes(g, [ins], (), 2)[0]
+    got = run_project(proj, ins).outputs
+    for a, h, b in zip(got, host, want):
+        b = b.reshape(h.shape)
+        assert np.array_equal(h, b)
+        assert np.array_equal(np.asarray(a).reshape(b.shape).astype(np.int64), b.astype(np.int64))
