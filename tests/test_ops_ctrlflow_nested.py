@@ -468,3 +468,21 @@ def test_variable_in_an_if_in_a_while_firmware_under_qemu(tmp_path):
         b = b.reshape(h.shape)
         assert np.array_equal(h, b)
         assert np.array_equal(np.asarray(a).reshape(b.shape).astype(np.int64), b.astype(np.int64))
+
+
+def test_resource_refusals_name_the_operator():
+    # an IF whose output is a handle (which variable depends on the branch)
+    t0 = [W.tensor((1,), np.bool_), r(), r()]
+    ops0 = [handle(1), W.op(B.IF, [0, 1], [2], "IfOptions", thenSubgraphIndex=1, elseSubgraphIndex=1)]
+    sg = ([r()], [], [0], [0])
+    with pytest.raises(UnsupportedError, match=r"operator 1 \(IF\): output 0 is a RESOURCE"):
+        load_tflite_bytes(W.build(t0, ops0, [0], [], subgraphs=[sg]), name="res_if")
+    # a WHILE body returning another variable's handle in place of the one it carries
+    t0 = [i32(0), i32(), r(), i32(), i32(), r()]
+    ops0 = [handle(2), W.op(B.WHILE, [0, 1, 2], [3, 4, 5], "WhileOptions", condSubgraphIndex=1,
+                            bodySubgraphIndex=2)]
+    cond = ([i32(), i32(), r(), W.tensor((1,), np.bool_)], [W.op(B.LESS, [0, 1], [3])], [0, 1, 2], [3])
+    body = ([i32(), i32(), r(), r()], [handle(3, b"other")], [0, 1, 2], [0, 1, 3])
+    with pytest.raises(UnsupportedError, match=r"operator 1 \(WHILE\): the body returns another resource than "
+                                               r"its input 2"):
+        load_tflite_bytes(W.build(t0, ops0, [1], [3], subgraphs=[cond, body]), name="res_while")
