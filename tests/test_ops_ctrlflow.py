@@ -42,7 +42,7 @@ def _branch(kind, c):
 def if_model(computed=False, nested=False):
     """IF(cond, x) -> then: x + c, else: x - c (int8). computed: cond =
     GREATER(a, b) of two int8 [1] inputs instead of a bool input. nested: the
-    then branch holds an IF itself (refused)."""
+    then branch holds an IF itself (constant true, both its branches x - c)."""
     c = [10, -20, 30, 5]
     if computed:
         t0 = [W.tensor((1,), **Q), W.tensor((1,), scale=0.05, zp=-2), W.tensor((1, 4), **Q),
@@ -235,10 +235,16 @@ def test_simulator_charges_each_operator_the_run_executes():
 
 # -- refusals ----------------------------------------------------------------------------------------
 
-def test_nested_if_is_refused_naming_it():
-    with pytest.raises(UnsupportedError, match=r"operator 0 \(IF\) then branch: subgraph 1 runs operator 0 \(IF\)"
-                                               r".*nested control flow"):
-        load_tflite_bytes(if_model(nested=True), name="nested")
+def test_nested_if_is_inlined_bit_exact_with_tflm():
+    """The then branch's own IF (a constant true condition) runs the else subgraph (x - c): more
+    nesting in tests/test_ops_ctrlflow_nested.py."""
+    blob = if_model(nested=True)
+    g = load_tflite_bytes(blob, name="nested")
+    assert [op.type for op in g.operators] == ["IF", "IF", "SUB", "WHILE", "SUB", "IF@copy", "WHILE", "SUB",
+                                               "IF@copy"]
+    x = np.array([[1, 50, -100, 20]], np.int8)
+    ys = [tuple(_same(blob, g, [np.array([c]), x])[0].ravel()) for c in (True, False)]
+    assert ys[0] == ys[1]       # both ways end in x - c
 
 
 def test_body_permuting_loop_values_is_refused():

@@ -98,8 +98,10 @@ def _ours(g, frames, reset_at, n_out=1):
         if k in reset_at:
             rt.reset_variables(arena)
         rt.set_input(arena, 0, x)
-        for step in range(len(rt.order)):
+        step = 0
+        while step < len(rt.order):      # following the jumps of inlined IF / WHILE
             rt.invoke_op(step, arena)
+            step = rt.next_step(step, arena)
         outs.append([rt.get_output(arena, j) for j in range(n_out)])
     return outs
 
@@ -198,9 +200,10 @@ def test_refusals():
         load_tflite_bytes(W.build(t, ops3, [0], [3]))
 
 
-def test_control_flow_refused_beside_variables():
-    """IF in a model with resource variables: refused at import; without variables it runs
-    (pyembed.model.ctrlflow_import inlines it; here both branches pass the input through)."""
+def test_control_flow_beside_variables_bit_exact():
+    """An IF (both branches pass the read value through) between a variable's read and its write:
+    output = the previous input (0 first and after a reset), == TFLM invoke by invoke; variables
+    inside the branches and loops: tests/test_ops_ctrlflow_nested.py."""
     n = 4
     t = [W.tensor((n,), np.int32), W.tensor((), W.RESOURCE), W.tensor((n,), np.int32), W.tensor((n,), np.int32),
          W.tensor((1,), np.bool_, data=[True])]
@@ -208,16 +211,10 @@ def test_control_flow_refused_beside_variables():
     ops = [W.op(B.VAR_HANDLE, [], [1], "VarHandleOptions", container=b"", sharedName=b"v"),
            W.op(B.READ_VARIABLE, [1], [2]), if_op, W.op(B.ASSIGN_VARIABLE, [1, 0], [])]
     sg = ([W.tensor((n,), np.int32), W.tensor((n,), np.int32)], [], [0], [0])
-    with pytest.raises(UnsupportedError, match="operator IF .* beside resource variables"):
-        load_tflite_bytes(W.build(t, ops, [0], [3], subgraphs=[sg]))
-    g = load_tflite_bytes(W.build(t, [W.op(B.IF, [4, 0], [3], "IfOptions", thenSubgraphIndex=1,
-                                           elseSubgraphIndex=1)], [0], [3], subgraphs=[sg]))
-    assert not g.unsupported, g.summary()
-    x = np.array([3, -7, 11, 2**31 - 1], np.int32)
-    blob = W.build(t, [W.op(B.IF, [4, 0], [3], "IfOptions", thenSubgraphIndex=1, elseSubgraphIndex=1)], [0], [3],
-                   subgraphs=[sg])
-    assert np.array_equal(g.run(x)[0], np.asarray(W.tflm_run(blob, [x])[0]).reshape(n))
-    assert np.array_equal(g.run(x)[0], x)
+    frames = _frames(np.int32, n, 5, seed=4)
+    g, want = _same(W.build(t, ops, [0], [3], subgraphs=[sg]), frames, reset_at=(3,))
+    assert [op.type for op in g.operators] == ["READ_VARIABLE", "IF", "WHILE", "IF@copy", "ASSIGN_VARIABLE"]
+    assert np.array_equal(want[2][0], frames[1]) and not want[3][0].any()
 
 
 def test_writer_refuses_resource_data():

@@ -31,8 +31,17 @@ Values are copied as bytes (no requantization).
 Refused with UnsupportedError: an init subgraph doing anything but
 VAR_HANDLE / ASSIGN_VARIABLE of constants, a variable seen with two shapes or
 types (or int8 zero points), a resource tensor read by another operator or
-not made by a VAR_HANDLE of subgraph 0, more than one CALL_ONCE or one after
-a variable access, IF / WHILE in a model with variables.
+not made by a VAR_HANDLE, more than one CALL_ONCE or one after a variable
+access.
+
+With IF / WHILE (pyembed.model.ctrlflow_import runs first and inlines their
+subgraphs, VAR_HANDLE / READ / ASSIGN_VARIABLE included, into one flat list
+with jumps): a handle passed into a subgraph is the outer tensor itself, a
+WHILE's RESOURCE output an alias of its input (the aliases argument), a
+VAR_HANDLE inside a subgraph binds by (container, shared_name) as in subgraph
+0; the jump targets are renumbered after the VAR_HANDLEs are dropped. The
+ordering tokens follow the flat list's order, which a graph with control flow
+keeps (pyembed.plan): an access inside a loop or a branch runs where it stands.
 """
 import numpy as np
 
@@ -96,16 +105,17 @@ def _describe(t):
     return (tuple(t["shape"]), t["dtype"], zp)
 
 
-def lower_resource_variables(label, tensors, operators, read_subgraph, n_sub):
-    """Rewrite subgraph 0's tensors and operators in place (see the module docstring)."""
+def lower_resource_variables(label, tensors, operators, read_subgraph, n_sub, aliases=None):
+    """Rewrite subgraph 0's tensors and operators in place (see the module
+    docstring); aliases: {resource tensor: the resource tensor it stands for}
+    (pyembed.model.ctrlflow_import.lower_control_flow's result)."""
     types = {op["type"] for op in operators}
     if not types & set(RESOURCE_OPS):
-        return   # (IF / WHILE without variables stay unsupported operators of the graph, as before)
-    for bad in ("IF", "WHILE"):
-        if bad in types:
-            raise UnsupportedError(f"{label}: operator {bad} (control flow between subgraphs) beside resource "
-                                   f"variables is not supported")
+        return
     handles = _handles(label, tensors, operators, "subgraph 0")
+    for t, src in (aliases or {}).items():     # in the order made: a source is known before its aliases
+        if src in handles:
+            handles[t] = handles[src]
     calls = [op for op in operators if op["type"] == "CALL_ONCE"]
     if len(calls) > 1:
         raise UnsupportedError(f"{label}: {len(calls)} CALL_ONCE operators (operators "
@@ -139,7 +149,7 @@ def lower_resource_variables(label, tensors, operators, read_subgraph, n_sub):
         h = op["inputs"][k] if len(op["inputs"]) > k else -1
         if h not in handles:
             raise UnsupportedError(f"{label}: operator {op['index']} ({op['type']}) input {k} is tensor {h}, not "
-                                   f"the output of a VAR_HANDLE of subgraph 0")
+                                   f"the output of a VAR_HANDLE")
         return handles[h]
 
     for key, t in init.items():
@@ -176,8 +186,9 @@ def lower_resource_variables(label, tensors, operators, read_subgraph, n_sub):
     def token(name):
         return new_tensor(name=name, shape=(1,), dtype=np.dtype(np.int8), type_name="INT8")
 
-    last_tok, readers, out = {}, {k: [] for k in state}, []
+    last_tok, readers, out, moved = {}, {k: [] for k in state}, [], []
     for op in operators:
+        moved.append(len(out))
         kind = op["type"]
         if kind == "VAR_HANDLE":
             continue
@@ -206,6 +217,10 @@ def lower_resource_variables(label, tensors, operators, read_subgraph, n_sub):
             out.append(dict(op, inputs=ins, outputs=[tok], options={}))
         else:
             out.append(op)
+    moved.append(len(out))
+    for op in out:      # inlined IF / WHILE jumps: old operator index -> new one
+        if op["type"] in ("IF", "WHILE") and "target" in op["options"]:
+            op["options"] = dict(op["options"], target=moved[op["options"]["target"]])
     for i, op in enumerate(out):
         op["index"] = i
     operators[:] = out

@@ -332,10 +332,11 @@ def _read(buf, label, source, name):
         return tensors, inputs, outputs, operators
 
     tensors, inputs, outputs, operators = read_subgraph(0)
-    from pyembed.model.resvar_import import lower_resource_variables
-    lower_resource_variables(label, tensors, operators, read_subgraph, n_sub)
+    # control flow first: its subgraphs' variable accesses join the flat list the variables are lowered on
     from pyembed.model.ctrlflow_import import lower_control_flow
-    lower_control_flow(label, tensors, operators, read_subgraph, n_sub)
+    aliases = lower_control_flow(label, tensors, operators, read_subgraph, n_sub)
+    from pyembed.model.resvar_import import lower_resource_variables
+    lower_resource_variables(label, tensors, operators, read_subgraph, n_sub, aliases)
 
     metadata = {}
     n_meta = _count(model.MetadataLength(), "metadata", 4, buf)

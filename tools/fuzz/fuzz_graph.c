@@ -1303,45 +1303,90 @@ static int32_t add_resvar_op(fz_reader *r, table *tb, int32_t x)
     return y;
 }
 
+/* Appends a BRANCH (pe_ctrlflow.h; on a bool condition: an activation or a
+ * constant, sometimes int8 or empty) or a JUMP at table entry tb->nops, each
+ * with a token output. target >= 0: that target, now and then a wild one;
+ * else a target mostly after it and within the table (sometimes anywhere, -1
+ * or past MAX_OPS). Io lists in tb->dio. Returns its output or -1. */
+static int32_t add_jump_op(fz_reader *r, table *tb, pe_graph_op_type type, int32_t target)
+{
+    const int32_t i = tb->nops;
+    pe_graph_op *op = &tb->ops[i];
+    int32_t *io = tb->dio[i];
+    int32_t *w = tb->words[i];
+    int32_t y;
+    memset(op, 0, sizeof(*op));
+    op->inputs = io;
+    op->outputs = &io[4];
+    op->scratch_offset = -1;
+    op->params = w;
+    op->type = type;
+    op->num_inputs = type == PE_GOP_BRANCH ? 1 : (fz_u8(r) < 16 ? 1 : 0);
+    io[0] = add_tensor(r, tb, fz_u8(r) < 32 ? PE_DT_INT8 : PE_DT_BOOL, 1, 1, 1, fz_range(r, 1, 3),
+                       fz_bool(r));
+    y = add_tensor(r, tb, PE_DT_INT8, 1, 1, 1, fz_u8(r) < 16 ? 2 : 1, 0);
+    if (io[0] < 0 || y < 0) {
+        return -1;
+    }
+    op->num_params = fz_u8(r) < 16 ? 0 : 1;
+    if (target >= 0) {
+        w[0] = fz_u8(r) < 8 ? fz_range(r, -1, MAX_OPS + 1) : target;
+    } else {
+        w[0] = fz_u8(r) < 32 ? fz_range(r, -1, MAX_OPS + 1) : fz_range(r, i + 1, MAX_OPS);
+    }
+    op->num_outputs = 1;
+    io[4] = y;
+    tb->nops++;
+    return y;
+}
+
+/* Nested control flow as pyembed.model.ctrlflow_import inlines it, one level
+ * deep, four entries from i = tb->nops: an outer BRANCH to i + 4 (the exit),
+ * an inner BRANCH to i + 3, a JUMP back to i + 1 (an inner WHILE) or on to
+ * i + 3 (an inner IF's skip of its else branch), a JUMP back to i (an outer
+ * WHILE) or on to i + 4 (an outer IF). -1 when the table has no room for four
+ * more entries or a tensor does not fit. */
+static int32_t add_nested_ctrlflow(fz_reader *r, table *tb)
+{
+    const int32_t i = tb->nops;
+    const int inner_loop = fz_bool(r), outer_loop = fz_bool(r);
+    if (i + 4 > MAX_OPS) {
+        return -1;
+    }
+    if (add_jump_op(r, tb, PE_GOP_BRANCH, i + 4) < 0 || add_jump_op(r, tb, PE_GOP_BRANCH, i + 3) < 0 ||
+        add_jump_op(r, tb, PE_GOP_JUMP, inner_loop ? i + 1 : i + 3) < 0) {
+        return -1;
+    }
+    return add_jump_op(r, tb, PE_GOP_JUMP, outer_loop ? i : i + 4);
+}
+
 /* Appends an inlined control flow operator (pe_ctrlflow.h) shaped by
- * activation x (int8): BRANCH on a bool condition (an activation or a
- * constant, sometimes int8 or empty) or JUMP, each with a token output and a
- * target mostly after it and within the table (sometimes anywhere, -1 or
- * past MAX_OPS); or CTRL_COPY of mode 0 (select), 1 (into one or two states
- * updated in place, token output) or 2 (plain), sometimes a wrong mode,
- * count or length. Io lists in tb->dio (inputs 0..3, outputs 4..7). Returns
- * its output or -1. */
+ * activation x (int8): BRANCH or JUMP (add_jump_op, 2/5 of the draws), a
+ * nested pair of them (add_nested_ctrlflow, 1/5), or CTRL_COPY of mode 0
+ * (select), 1 (into one or two states updated in place, token output) or 2
+ * (plain), sometimes a wrong mode, count or length. Io lists in tb->dio
+ * (inputs 0..3, outputs 4..7). Returns its output or -1. */
 static int32_t add_ctrlflow_op(fz_reader *r, table *tb, int32_t x)
 {
     const int32_t i = tb->nops;
     pe_graph_op *op = &tb->ops[i];
     const pe_dims xd = tb->t[x].dims;
     const int32_t count = xd.n * xd.h * xd.w * xd.c;
-    const int32_t pick = fz_range(r, 0, 3);
+    const int32_t pick = fz_range(r, 0, 4);
     int32_t *io = tb->dio[i];
     int32_t *w = tb->words[i];
     int32_t y, k;
+    if (pick <= 1) {
+        return add_jump_op(r, tb, pick == 0 ? PE_GOP_BRANCH : PE_GOP_JUMP, -1);
+    }
+    if (pick == 4) {
+        return add_nested_ctrlflow(r, tb);
+    }
     memset(op, 0, sizeof(*op));
     op->inputs = io;
     op->outputs = &io[4];
     op->scratch_offset = -1;
     op->params = w;
-    if (pick <= 1) {
-        op->type = pick == 0 ? PE_GOP_BRANCH : PE_GOP_JUMP;
-        op->num_inputs = pick == 0 ? 1 : (fz_u8(r) < 16 ? 1 : 0);
-        io[0] = add_tensor(r, tb, fz_u8(r) < 32 ? PE_DT_INT8 : PE_DT_BOOL, 1, 1, 1, fz_range(r, 1, 3),
-                           fz_bool(r));
-        y = add_tensor(r, tb, PE_DT_INT8, 1, 1, 1, fz_u8(r) < 16 ? 2 : 1, 0);
-        if (io[0] < 0 || y < 0) {
-            return -1;
-        }
-        op->num_params = fz_u8(r) < 16 ? 0 : 1;
-        w[0] = fz_u8(r) < 32 ? fz_range(r, -1, MAX_OPS + 1) : fz_range(r, i + 1, MAX_OPS);
-        op->num_outputs = 1;
-        io[4] = y;
-        tb->nops++;
-        return y;
-    }
     {
         const int32_t mode = fz_u8(r) < 16 ? fz_range(r, -1, 3) : fz_range(r, 0, 2);
         const int32_t n = fz_u8(r) < 16 ? fz_range(r, 0, 3) : fz_range(r, 1, 2);
@@ -2564,7 +2609,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
         return 0;
     }
     n_ops = fz_range(&r, 1, MAX_OPS);
-    for (i = 0; i < n_ops; i++) {
+    for (i = 0; i < n_ops && tb.nops < MAX_OPS; i++) { /* a nested control flow draw adds four entries */
         const int32_t pick = fz_range(&r, 0, 17 + 16 + 4 + 9); /* 44: FULLY_CONNECTED_W16 (112), 45: pe_logic.h,
                                                                    46: pe_signal.h */
         const pe_graph_op_type type = pick >= 41 ? (pe_graph_op_type)(PE_GOP_SQUARED_DIFFERENCE_S16 + pick - 41)

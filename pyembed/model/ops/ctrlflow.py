@@ -25,11 +25,13 @@ CODES = {"IF": 97, "WHILE": 98, "IF@copy": 99}
 CONSTRAINTS = {
     "IF": "int8 / int16 / int32 / float32 / bool tensors, a bool condition; both branches inlined "
           "(pyembed.model.ctrlflow_import) behind a conditional jump, the outputs selected by byte copies "
-          "(IF@copy); static shapes, no nested control flow",
+          "(IF@copy); static shapes; nested IF / WHILE inlined recursively (down to 8 subgraphs deep, no "
+          "recursion); resource variables read / assigned in the branches",
     "WHILE": "int8 / int16 / int32 / float32 / bool loop values; the cond and body subgraphs inlined, the "
              "loop values in states copied byte for byte (variant IF@copy), a jump back; runs until the cond "
-             "is false (no iteration cap, as TFLM); static shapes, no nested control flow, no permuted "
-             "pass-through values",
+             "is false (no iteration cap, as TFLM); static shapes, no permuted pass-through values; nested IF / "
+             "WHILE inlined recursively (down to 8 subgraphs deep, no recursion); resource variables read / "
+             "assigned in the cond and body, a variable's handle carried as a loop value",
 }
 
 

@@ -27,10 +27,11 @@ CONSTRAINTS = {
                      "kept as a state tensor; a copy",
     "ASSIGN_VARIABLE": "int8 / int16 / int32 / float32, one shape per variable; a byte copy into the state "
                        "(no requantization, as TFLM)",
-    "CALL_ONCE": "one, before every variable access; its init subgraph only assigns constants (VAR_HANDLE, "
-                 "ASSIGN_VARIABLE); runs on a fresh arena's first invoke, not after a reset (as TFLM)",
-    "VAR_HANDLE": "subgraph 0 and CALL_ONCE's init subgraph; removed at import (the variable becomes a "
-                  "state tensor)",
+    "CALL_ONCE": "one, in subgraph 0 (not inside IF / WHILE subgraphs), before every variable access; its init "
+                 "subgraph only assigns constants (VAR_HANDLE, ASSIGN_VARIABLE); runs on a fresh arena's first "
+                 "invoke, not after a reset (as TFLM)",
+    "VAR_HANDLE": "subgraph 0, CALL_ONCE's init subgraph and IF / WHILE subgraphs (inlined first); removed at "
+                  "import (the variable becomes a state tensor)",
 }
 
 
