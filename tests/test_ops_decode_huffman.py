@@ -228,6 +228,30 @@ def test_fully_connected_on_huffman_weights_decoded_at_import():
         assert np.array_equal(got, want)
 
 
+def test_library_encoder_writes_models_tflm_and_pyembed_decode_to_the_original():
+    """pyembed.model.tflm_compress.huffman_pair + tflite_writer.decode_op (its tables are built
+    another way than the encoder above: ranges of entries per codeword)."""
+    from pyembed.errors import ArgumentError
+    from pyembed.model.tflm_compress import huffman_pair
+    rng = np.random.default_rng(33)
+    for dtype, shape, distinct, kw in ((np.int8, (120,), 40, {}), (np.int8, (6, 50), 90, dict(first_bits=3, sub_bits=2)),
+                                       (np.int16, (4, 33), 200, dict(first_bits=9)),
+                                       (np.int8, (64,), 20, dict(wide=True, first_bits=1, sub_bits=1)),
+                                       (np.int16, (5,), 1, {})):
+        x = _skewed(rng, dtype, shape, distinct, 0.05)
+        enc, anc = huffman_pair(x, **kw)
+        g, got, want = _run_both(_decode_model(enc, anc, W.tensor(shape, dtype, scale=0.1, zp=0)), "lib")
+        assert np.array_equal(got, want) and np.array_equal(got, x)
+    for bad, match in (((np.zeros(4, np.int32),), "int8 / int16"), ((np.zeros(4, np.int16),), None),
+                       ((np.arange(4, dtype=np.int8), 0), "first_bits"), ((np.arange(4, dtype=np.int8), 2, 16), "sub_bits")):
+        if match is None:
+            with pytest.raises(ArgumentError, match="wide"):
+                huffman_pair(*bad, wide=False)
+        else:
+            with pytest.raises(ArgumentError, match=match):
+                huffman_pair(*bad)
+
+
 # -- refusals ------------------------------------------------------------------------------------
 
 def _case():
