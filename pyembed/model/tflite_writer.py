@@ -127,7 +127,8 @@ def custom_op(name, inputs, outputs, options=None):
 
 def decode_op(inputs, outputs):
     """TFLM's DECODE (custom code "TFLM_DECODE"): inputs in (encoded, ancillary) pairs of constant
-    uint8 tensors, one decoded output per pair (pyembed.model.tflm_compress writes the pairs)."""
+    uint8 tensors, one decoded output per pair (pyembed.model.tflm_compress writes the pairs: lut_pair,
+    prune_pair, huffman_pair)."""
     return custom_op("TFLM_DECODE", inputs, outputs)
 
 

@@ -2189,7 +2189,9 @@ static int32_t add_f32_op(fz_reader *r, table *tb, int32_t x)
 /* Appends a DECODE (pe_decode.h) writing a tensor of x's shape (int8,
  * int16, int32, float32 or bool) from a constant encoded stream and a
  * constant ancillary tensor whose DCM header is mostly well formed (LUT or
- * prune, versions 1, a 1..7-bit width, a stride of 2^width) with a wild
+ * prune, versions 1, a 1..7-bit width, a stride of 2^width; one LUT in three
+ * is Huffman instead: a 1..4-bit first lookup, 16- or 32-bit entries, tables
+ * of the fuzzer's bytes at least the first lookup's size) with a wild
  * share of every field and of both lengths; channels 1, x's last axis
  * (interleaved) or its first; sometimes per-channel zero points. Io lists in
  * tb->dio. Returns its output when int8 (the chain goes on from it), else x,
@@ -2203,6 +2205,7 @@ static int32_t add_decode_op(fz_reader *r, table *tb, int32_t x)
     const int32_t count = xd.n * xd.h * xd.w * xd.c;
     const pe_dtype dt = types[fz_range(r, 0, 4)];
     const int32_t mode = fz_range(r, 0, 2), width = fz_wild(r, 1, 7), prune = fz_bool(r);
+    const int32_t huff = !prune && fz_range(r, 0, 2) == 0, first = fz_range(r, 1, 4), wide = fz_bool(r);
     const int32_t channels = mode == 0 ? 1 : (mode == 1 ? xd.c : xd.n), stride = fz_wild(r, 1, 1 << (width & 7)) & 0xFF;
     const int32_t enc_bytes = fz_wild(r, 1, prune ? (count + 7) / 8 : (count * (width & 7) + 7) / 8);
     const int32_t entries = fz_wild(r, 1, prune ? count : channels * stride);
@@ -2221,7 +2224,9 @@ static int32_t add_decode_op(fz_reader *r, table *tb, int32_t x)
     op->scratch_offset = -1;
     op->type = PE_GOP_DECODE;
     e = add_tensor(r, tb, PE_DT_INT8, 1, 1, 1, enc_bytes, 1);
-    a = add_tensor(r, tb, PE_DT_INT8, 1, 1, 1, PE_DECODE_DCM_BYTES + entries * esize(dt), 1);
+    a = add_tensor(r, tb, PE_DT_INT8, 1, 1, 1,
+                   PE_DECODE_DCM_BYTES + (huff ? ((1 << first) + entries % 32) * (wide ? 4 : 2)
+                                               : entries * esize(dt)), 1);
     y = add_tensor(r, tb, dt, xd.n, xd.h, xd.w, xd.c, 0);
     if (e < 0 || a < 0 || y < 0) {
         return -1;
@@ -2233,6 +2238,10 @@ static int32_t add_decode_op(fz_reader *r, table *tb, int32_t x)
     h[4] = (uint8_t)fz_wild(r, 1, 1);
     h[5] = (uint8_t)fz_wild(r, width, width);
     h[6] = (uint8_t)stride;
+    if (huff) {
+        h[0] = (uint8_t)fz_wild(r, PE_DECODE_TYPE_HUFFMAN, PE_DECODE_TYPE_HUFFMAN);
+        h[5] = (uint8_t)fz_wild(r, ((first - 1) << 4) | wide, ((first - 1) << 4) | wide);
+    }
     io[0] = e;
     io[1] = a;
     io[4] = y;

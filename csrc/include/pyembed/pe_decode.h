@@ -13,7 +13,20 @@
  * one per output element; element i of channel ch is table[ch * stride + idx].
  * Prune: the encoded tensor is a bit mask (most significant bit first); a set
  * bit takes the next table value in order, a clear bit the channel's zero
- * point. Huffman is refused (PE_ERR_UNSUPPORTED).
+ * point.
+ *
+ * Huffman: byte 5 bit 0 selects 32-bit table entries (else 16-bit), bits
+ * 4..7 hold the first lookup's bit count minus one (1..16 bits). The tables
+ * from byte 16 are little-endian entries: bit 31 (16-bit: 15) set marks a
+ * symbol, bits 27..30 (11..14) hold a count and the low 27 (11) bits a value.
+ * Decoding one element reads first-lookup bits of the encoded stream (most
+ * significant bit first) as an index into the first table; while the entry
+ * is not a symbol, the next lookup takes count + 1 bits and lands at the
+ * entry's position + value + those bits. A symbol entry's count is how many
+ * of the last lookup's bits its code used (the rest are read again for the
+ * next element); the output is the entry's low 8 (int8) or 16 (int16) bits.
+ * 16-bit entries decode to int8, 32-bit ones to int8 or int16 (TFLM's set;
+ * other output types are PE_ERR_ARG). Huffman ignores channels.
  *
  * Channels come from the output's quantization, as TFLM takes them: with
  * alt_axis (quantized on the last axis, more than one channel) element i
@@ -21,8 +34,10 @@
  *
  * Every header field and every table / stream length is checked against the
  * buffer sizes before anything is read: a malformed header is PE_ERR_ARG
- * (PE_ERR_UNSUPPORTED for a valid but unimplemented decode type), never a
- * read outside enc / anc. No scratch is needed (pe_decode_scratch_size is 0).
+ * (PE_ERR_UNSUPPORTED for TFLM's custom decode types, 127..255), never a
+ * read outside enc / anc. A LUT index past its table, a Huffman pointer past
+ * the tables or a Huffman code running past the stream's end is found while
+ * decoding (PE_ERR_ARG; the elements before it are written). No scratch is needed (pe_decode_scratch_size is 0).
  */
 #ifndef PYEMBED_PE_DECODE_H
 #define PYEMBED_PE_DECODE_H
@@ -38,6 +53,8 @@ extern "C" {
 #define PE_DECODE_TYPE_HUFFMAN 1
 #define PE_DECODE_TYPE_PRUNE 2
 #define PE_DECODE_MAX_CHANNELS 65536
+#define PE_DECODE_HUF_SIZES_BYTE 5 /* Huffman: table entry size and first lookup bits */
+#define PE_DECODE_HUF_WIDE 0x01    /* ... bit 0: 32-bit entries */
 
 /* The decoded tensor's shape of use. */
 typedef struct {
@@ -63,6 +80,13 @@ pe_status pe_decode_check(const uint8_t *enc, int32_t enc_bytes, const uint8_t *
 /* Decodes into out (out_bytes >= count * elem_size). */
 pe_status pe_decode(const uint8_t *enc, int32_t enc_bytes, const uint8_t *anc, int32_t anc_bytes,
                     const pe_decode_shape *s, void *out, int32_t out_bytes);
+
+/* The Huffman decode type (pe_decode calls these after the common header checks): the header
+ * and lengths, and the decode itself (out holds count elements of elem_size bytes). */
+pe_status pe_decode_huffman_check(int32_t enc_bytes, const uint8_t *anc, int32_t anc_bytes,
+                                  const pe_decode_shape *s);
+pe_status pe_decode_huffman(const uint8_t *enc, int32_t enc_bytes, const uint8_t *anc, int32_t anc_bytes,
+                            const pe_decode_shape *s, void *out);
 
 #ifdef __cplusplus
 }

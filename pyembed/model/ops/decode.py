@@ -17,7 +17,10 @@ of the output's type.
   the next table value in order, a clear bit the channel's zero point (int8
   outputs may have one per channel; TFLM refuses non-zero zero points for
   the other types).
-* Huffman: not implemented; refused naming the decode type.
+* Huffman: byte 5 gives the table entry size (bit 0: 32-bit, else 16-bit)
+  and the first lookup's bits; prefix-code lookup tables decode the stream
+  to int8 (16- or 32-bit entries) or int16 (32-bit entries); channels play
+  no part (pyembed.model.ops.decode_huffman documents the tables).
 
 Channels are TFLM's: the output's scale count; quantized on the last axis
 with more than one channel, element i belongs to channel i % channels,
@@ -35,6 +38,7 @@ channels, alt_axis, nzp and nzp zero points.
 import numpy as np
 
 from pyembed.model.ops.base import Unsupported
+from pyembed.model.ops.decode_huffman import DecodeFormatError, check_output_type, huffman_decode
 from pyembed.model.ops.registry import register
 
 DCM_BYTES = 16
@@ -46,9 +50,6 @@ PE_DTYPE = {np.dtype(np.int8): 0, np.dtype(np.int16): 1, np.dtype(np.int32): 2, 
             np.dtype(np.bool_): 4}
 TFLM_TYPES = (np.int8, np.int16, np.int32, np.int64, np.float32, np.bool_)
 
-
-class DecodeFormatError(ValueError):
-    """A malformed DCM header or a length that does not fit its buffer."""
 
 
 def channel_layout(shape, scale, quant_axis):
@@ -78,16 +79,16 @@ def decode_numpy(enc, anc, dtype, count, channels=1, alt_axis=False, zero_points
     if anc.size < DCM_BYTES:
         raise DecodeFormatError(f"ancillary data of {anc.size} bytes, shorter than the {DCM_BYTES}-byte DCM header")
     kind = int(anc[0])
-    if kind == HUFFMAN:
-        raise Unsupported("decode type 1 (Huffman) is not implemented by pyembed (LUT and prune are)")
     if kind >= 127:
         raise Unsupported(f"decode type {kind} is a custom decode type (TFLM needs an application handler)")
-    if kind not in (LUT, PRUNE):
+    if kind not in (LUT, PRUNE, HUFFMAN):
         raise DecodeFormatError(f"decode type {kind} is reserved (0 LUT, 1 Huffman, 2 prune)")
     if int(anc[1]) != 1:
         raise DecodeFormatError(f"DCM version {int(anc[1])} (byte 1), expected 1")
     if int(anc[4]) != 1:
         raise DecodeFormatError(f"{TYPE_NAMES[kind]} version {int(anc[4])} (byte 4), expected 1")
+    if kind == HUFFMAN:
+        return huffman_decode(enc, anc, dtype, count)
     if count % channels:
         raise DecodeFormatError(f"{count} elements are not a whole number of {channels} channels")
     es = dtype.itemsize
@@ -161,8 +162,13 @@ def prepare_decode(c):
         if count < 1:
             raise c.error(f"output {k} is empty ({list(y.shape)})")
         try:
-            channels, alt = channel_layout(y.shape, y.scale, y.quant_axis)
             anc = np.asarray(a.data).view(np.uint8).ravel()
+            huffman = anc.size >= DCM_BYTES and anc[0] == HUFFMAN
+            if huffman:   # one stream of symbols, no channels
+                channels, alt = 1, False
+                check_output_type(anc, y.dtype)
+            else:
+                channels, alt = channel_layout(y.shape, y.scale, y.quant_axis)
             zps = _prune_zero_points(c, y, channels) if anc.size >= DCM_BYTES and anc[0] == PRUNE else None
             decode_numpy(e.data, anc, y.dtype, count, channels, alt, zps)
         except DecodeFormatError as err:
@@ -182,10 +188,11 @@ def prepare_decode(c):
 
 CONSTRAINTS = {
     "CUSTOM:TFLM_DECODE": "LUT (1-7 bit indices, per-channel tables) and prune (bit mask, per-channel int8 zero "
-                          "points) -> int8 / int16 / int32 / float32 / bool; the pairs stay encoded in flash and "
-                          "are decoded at run time into a planned arena tensor, except an output a kernel takes "
-                          "only as a constant (FULLY_CONNECTED / conv weights): decoded once at import; Huffman "
-                          "and int64 refused",
+                          "points) -> int8 / int16 / int32 / float32 / bool; Huffman (16-bit table entries -> "
+                          "int8, 32-bit -> int8 / int16); the pairs stay encoded in flash and are decoded at run "
+                          "time into a planned arena tensor, except an output a kernel takes only as a constant "
+                          "(FULLY_CONNECTED / conv weights): decoded once at import; int64 refused (no int64 "
+                          "tensors)",
 }
 
 

@@ -1,5 +1,5 @@
 /*
- * pe_decode.c - TFLM's DECODE (LUT and prune), see pe_decode.h.
+ * pe_decode.c - TFLM's DECODE (LUT and prune; Huffman in pe_decode_huffman.c), see pe_decode.h.
  *
  * The ancillary data and the encoded stream are untrusted bytes: every
  * length is compared with the buffer size first (in int64, so no product can
@@ -89,10 +89,10 @@ static pe_status check_common(const uint8_t *enc, int32_t enc_bytes, const uint8
     if (enc == NULL || anc == NULL || enc_bytes < 0 || anc_bytes < PE_DECODE_DCM_BYTES || !shape_ok(s)) {
         return PE_ERR_ARG;
     }
-    if (anc[0] == PE_DECODE_TYPE_HUFFMAN || anc[0] >= 127) {
-        return PE_ERR_UNSUPPORTED; /* Huffman, TFLM's custom decode types */
+    if (anc[0] >= 127) {
+        return PE_ERR_UNSUPPORTED; /* TFLM's custom decode types */
     }
-    if (anc[0] != PE_DECODE_TYPE_LUT && anc[0] != PE_DECODE_TYPE_PRUNE) {
+    if (anc[0] != PE_DECODE_TYPE_LUT && anc[0] != PE_DECODE_TYPE_PRUNE && anc[0] != PE_DECODE_TYPE_HUFFMAN) {
         return PE_ERR_ARG; /* reserved types */
     }
     if (anc[1] != 1 || anc[4] != 1) {
@@ -154,6 +154,9 @@ pe_status pe_decode_check(const uint8_t *enc, int32_t enc_bytes, const uint8_t *
     if (st != PE_OK) {
         return st;
     }
+    if (anc[0] == PE_DECODE_TYPE_HUFFMAN) {
+        return pe_decode_huffman_check(enc_bytes, anc, anc_bytes, s);
+    }
     return anc[0] == PE_DECODE_TYPE_LUT ? check_lut(enc_bytes, anc, s) : check_prune(enc, enc_bytes, s, entries);
 }
 
@@ -198,6 +201,9 @@ pe_status pe_decode(const uint8_t *enc, int32_t enc_bytes, const uint8_t *anc, i
     }
     if (out == NULL || (int64_t)s->count * s->elem_size > (int64_t)out_bytes) {
         return PE_ERR_ARG;
+    }
+    if (anc[0] == PE_DECODE_TYPE_HUFFMAN) {
+        return pe_decode_huffman(enc, enc_bytes, anc, anc_bytes, s, out);
     }
     entries = (int64_t)(anc_bytes - PE_DECODE_DCM_BYTES) / s->elem_size;
     if (anc[0] == PE_DECODE_TYPE_LUT) {
