@@ -239,16 +239,22 @@ static void test_target_sizes(void)
     PE_CHECK(g8 > 0);
     PE_CHECK_EQ(pe_conv2d_w4_s8_get_target_buffer_size(&p, &in, &f, &out, 1, &t), PE_OK);
     PE_CHECK_EQ(t, 4 * 108 + 3 + g8);
-    f.c = 5; /* 4 * 45 values: rounded up to a word before the work block */
+    f.c = 5; /* kernel rows of 15 bytes: patches, a chunk of all 6 filters (6 * 45 -> 272 B) */
     in.c = 5;
     PE_CHECK_EQ(pe_conv2d_gather_s8_get_target_buffer_size(&p, &in, &f, &out, 1, &g8), PE_OK);
+    PE_CHECK(g8 > 0);
     PE_CHECK_EQ(pe_conv2d_w4_s8_get_target_buffer_size(&p, &in, &f, &out, 1, &t), PE_OK);
-    PE_CHECK_EQ(t, g8 > 0 ? 180 + 3 + g8 : 180 + 3);
+    PE_CHECK_EQ(t, 272 + 3 + g8);
     f.n = 3; /* fewer channels than a chunk: 3 filters of 45, 135 -> 136 */
     out.c = 3;
     PE_CHECK_EQ(pe_conv2d_gather_s8_get_target_buffer_size(&p, &in, &f, &out, 1, &g8), PE_OK);
     PE_CHECK_EQ(pe_conv2d_w4_s8_get_target_buffer_size(&p, &in, &f, &out, 1, &t), PE_OK);
-    PE_CHECK_EQ(t, g8 > 0 ? 136 + 3 + g8 : 135 + 3);
+    PE_CHECK_EQ(t, 136 + 3 + g8);
+    f.n = 20; /* patches: 16 of 20 filters a chunk */
+    out.c = 20;
+    PE_CHECK_EQ(pe_conv2d_gather_s8_get_target_buffer_size(&p, &in, &f, &out, 1, &g8), PE_OK);
+    PE_CHECK_EQ(pe_conv2d_w4_s8_get_target_buffer_size(&p, &in, &f, &out, 1, &t), PE_OK);
+    PE_CHECK_EQ(t, 16 * 45 + 3 + g8);
     f.n = 6;
     out.c = 6;
     in.c = 12;

@@ -33,6 +33,10 @@ extern "C" {
 #endif
 
 #define PE_CONV_W4_CHUNK 4 /* output channels unpacked at a time */
+/* the DSP block path's chunk where the int8 block loops gather windows into
+ * patches (input channels off the word grid, small kernels): the patches
+ * are gathered once per chunk, so the chunk is wider */
+#define PE_CONV_W4_PATCH_CHUNK 16
 
 /* Bytes of the packed filter and of the kernel's scratch (min(O / groups,
  * PE_CONV_W4_CHUNK) * KH * KW * I/g unpacked values + 3 for any alignment
@@ -45,8 +49,11 @@ pe_status pe_conv2d_w4_s8_get_buffer_size(const pe_conv_params *params, const pe
 /* The scratch with which a build runs its fastest loops: dsp 0 (a build
  * without the Arm DSP extension), the size query's; dsp 1 (a Cortex-M4 /
  * M7 / M33 / M55 build), where the block loops apply (groups == 1 and
- * pe_conv2d_gather_s8_get_target_buffer_size's shapes), the chunk rounded
- * up to a word + 3 + that query's work block. Any host answers for either
+ * pe_conv2d_gather_s8_get_target_buffer_size's shapes), the block path's
+ * chunk (min(O, PE_CONV_W4_PATCH_CHUNK) filters where those loops gather
+ * patches: kernel rows of KW * C bytes off the word grid, under 16 bytes
+ * with KH > 1, or dilated across; min(O, PE_CONV_W4_CHUNK) otherwise)
+ * rounded up to a word + 3 + that query's work block. Any host answers for either
  * build. The kernel takes any scratch from the size query's up and runs the
  * loops that fit (the block loops from the gather kernel's least work block
  * behind the chunk). PE_ERR_ARG for a dsp other than 0 or 1; the size

@@ -57,10 +57,24 @@ pe_status pe_conv2d_w4_s8_get_buffer_size(const pe_conv_params *params, const pe
 
 /* the unpacked chunk's bytes, rounded up to a word (the work block follows) */
 static int32_t cw4_tile_bytes(const pe_dims *filter_dims, const pe_dims *output_dims,
-                              int32_t groups)
+                              int32_t groups, int32_t chunk)
 {
     const int32_t per_oc = filter_dims->h * filter_dims->w * filter_dims->c;
-    return (cw4_min(output_dims->c / groups, PE_CONV_W4_CHUNK) * per_oc + 3) & ~3;
+    return (cw4_min(output_dims->c / groups, chunk) * per_oc + 3) & ~3;
+}
+
+/* The block path's chunk: PE_CONV_W4_PATCH_CHUNK channels where the block
+ * loops gather each window into a patch (kernel rows off the word grid or
+ * under 16 bytes, pe_conv_dsp_pw.c cv_patch_len: every window of at most
+ * 128 bytes once pe_cv_dsp_applies holds), so a chunk's call gathers the
+ * patches once for that many channels; PE_CONV_W4_CHUNK otherwise. */
+static int32_t cw4_block_chunk(const pe_conv_params *p, const pe_dims *in, const pe_dims *f)
+{
+    const int64_t run = (int64_t)f->w * in->c;
+    if ((run & 3) == 0 && p->dilation.w == 1 && (run >= 16 || f->h == 1)) {
+        return PE_CONV_W4_CHUNK;
+    }
+    return PE_CONV_W4_PATCH_CHUNK;
 }
 
 pe_status pe_conv2d_w4_s8_get_target_buffer_size(const pe_conv_params *params,
@@ -90,7 +104,9 @@ pe_status pe_conv2d_w4_s8_get_target_buffer_size(const pe_conv_params *params,
     }
     if (work > 0) {
         /* (the minimum fits int32, so the word-rounded chunk does too) */
-        const int64_t total = (int64_t)cw4_tile_bytes(filter_dims, output_dims, 1) + 3 + work;
+        const int64_t total =
+            (int64_t)cw4_tile_bytes(filter_dims, output_dims, 1,
+                                    cw4_block_chunk(params, input_dims, filter_dims)) + 3 + work;
         if (total > INT32_MAX) {
             return PE_ERR_OVERFLOW;
         }
@@ -109,7 +125,8 @@ pe_status pe_conv2d_w4_s8_get_target_buffer_size(const pe_conv_params *params,
 static uint64_t cw4_blocks(const pe_conv_params *p, const pe_per_channel_quant *quant,
                            const pe_dims *in, const int8_t *input, const pe_dims *filter_dims,
                            const uint8_t *packed, const int32_t *bias, const pe_dims *out,
-                           int8_t *output, int8_t *tile, uint32_t *wblk, int32_t wbytes)
+                           int8_t *output, int8_t *tile, int32_t chunk, uint32_t *wblk,
+                           int32_t wbytes)
 {
     const int32_t per_oc = filter_dims->h * filter_dims->w * filter_dims->c;
     const size_t in_img = (size_t)in->h * (size_t)in->w * (size_t)in->c;
@@ -119,7 +136,7 @@ static uint64_t cw4_blocks(const pe_conv_params *p, const pe_per_channel_quant *
     int32_t o0, n, j, b, lo, hi, k;
     for (o0 = 0; o0 < out->c; o0 += n) {
         pe_per_channel_quant q;
-        n = cw4_min(PE_CONV_W4_CHUNK, out->c - o0);
+        n = cw4_min(chunk, out->c - o0);
         for (j = 0; j < n; j++) {
             pe_fc_w4_unpack(packed, (o0 + j) * per_oc, per_oc, tile + (size_t)j * (size_t)per_oc);
         }
@@ -199,18 +216,23 @@ pe_status pe_conv2d_w4_s8(const pe_context *ctx, const pe_conv_params *params,
     chunk = cw4_min(oc_g, PE_CONV_W4_CHUNK);
 #if PE_DSP
     {
-        const int32_t front = (int32_t)((uint8_t *)tile - (uint8_t *)ctx->buf) +
-                              cw4_tile_bytes(filter_dims, output_dims, params->groups);
-        const int32_t wbytes = cw4_work_bytes(params, input_dims, filter_dims, output_dims, input,
-                                              output, ctx->size - front);
-        if (wbytes > 0) {
-            macs = cw4_blocks(params, quant, input_dims, input, filter_dims, packed, bias,
-                              output_dims, output, tile,
-                              (uint32_t *)(void *)((uint8_t *)ctx->buf + front), wbytes);
-            if (ctx->stats != NULL) {
-                ctx->stats->macs += macs;
+        /* the block path's chunk (wider for patches) where the scratch holds
+         * it and a work block, else chunks of PE_CONV_W4_CHUNK */
+        int32_t bc = cw4_block_chunk(params, input_dims, filter_dims), k;
+        for (k = 0; k < 2; k++, bc = PE_CONV_W4_CHUNK) {
+            const int32_t front = (int32_t)((uint8_t *)tile - (uint8_t *)ctx->buf) +
+                                  cw4_tile_bytes(filter_dims, output_dims, params->groups, bc);
+            const int32_t wbytes = cw4_work_bytes(params, input_dims, filter_dims, output_dims,
+                                                  input, output, ctx->size - front);
+            if (wbytes > 0) {
+                macs = cw4_blocks(params, quant, input_dims, input, filter_dims, packed, bias,
+                                  output_dims, output, tile, bc,
+                                  (uint32_t *)(void *)((uint8_t *)ctx->buf + front), wbytes);
+                if (ctx->stats != NULL) {
+                    ctx->stats->macs += macs;
+                }
+                return PE_OK;
             }
-            return PE_OK;
         }
     }
 #endif
