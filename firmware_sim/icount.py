@@ -128,6 +128,10 @@ _KIND = {0: "conv", 1: "dw", 2: "pw", 3: "pool", 4: "add", 5: "upsample", 6: "co
          9: "depth_to_space", 10: "space_to_depth", 11: "bilinear",
          12: "crop"}
 GATHER_DW_BLOCK = 16     # csrc/src/kernels/conv/pe_conv_gather.c PE_GATHER_DW_BLOCK
+# the convolutions with the shape features below: int8 filters, and the packed-int4 forms
+# (pyembed.model.ops.conv_w4; their own groups, fitted on their own QEMU counts)
+W4_TYPES = ("CONV_2D@w4", "DEPTHWISE_CONV_2D@w4")
+CONV_FEATURE_TYPES = ("CONV_2D", "DEPTHWISE_CONV_2D") + W4_TYPES
 WIDE_BLOCK_MIN = 32      # csrc/src/pipeline/pe_stripe_internal.h PE_STRIPE_CONV_MIN_COLS
 
 
@@ -234,16 +238,17 @@ def features(graph, op):
     f["rows"] = float(int(np.prod(y[:-1])) // (int(y[-2]) if len(y) >= 3 else 1)) if len(y) >= 2 else 1.0
     f["batches"] = float(params.get("batches", f["pixels"]) or 1)
     f["dot_loops"] = f["tail_macs"] = f["mult_macs"] = f["odd_col_macs"] = 0.0
-    if op.type in ("CONV_2D", "DEPTHWISE_CONV_2D") and len(op.inputs) > 1:
+    if op.type in CONV_FEATURE_TYPES and len(op.inputs) > 1:
         kh, kw = params.get("kernel", (1, 1))
         taps = int(kh) * int(kw)
         ow = int(y[-2]) if len(y) >= 3 else 1
         # the reverse kernels pair output columns; an odd width leaves one column per row unpaired
         f["odd_col_macs"] = f["macs"] * (ow % 2) / max(ow, 1)
-        w = graph.tensors[op.inputs[1]]
-        if op.type == "CONV_2D":
+        # (a packed-int4 filter is a byte string: its shape is the option's)
+        shape = op.options["filter_shape"] if op.type in W4_TYPES else graph.tensors[op.inputs[1]].shape
+        if op.type in ("CONV_2D", "CONV_2D@w4"):
             groups = int(params.get("groups", 1) or 1)
-            ic_g = int(w.shape[-1])
+            ic_g = int(shape[-1])
             oc_g = c // max(groups, 1)
             f["dot_loops"] = f["pixels"] * groups * math.ceil(oc_g / 4) * taps
             f["tail_macs"] = f["pixels"] * c * taps * (ic_g % 4)

@@ -209,3 +209,121 @@ def test_depthwise_w4_equals_tflm(name):
     from pyembed.model.float_ref import dequantize, run_float
     xr = dequantize(g.tensors[g.inputs[0]], x)
     assert np.allclose(run_float(g, xr)[g.outputs[0]], run_float(twin, xr)[twin.outputs[0]], rtol=0, atol=1e-12)
+
+
+def _block_edges(int4=True):
+    """Five layers on INT4 filters for the DSP build's block path (pe_conv_w4.c cw4_blocks): a 5x5
+    stride-2 SAME conv on 3 channels (12 outputs: the patch loops), a 3x3 SAME conv 12 -> 40 (ten
+    chunks, the block loops with the padding columns clipped, odd width 7), a 3x3 VALID conv 40 -> 10
+    (kernel rows of 120 bytes: the weights widened in pieces; chunks 4, 4, 2), a 3x3 depthwise RELU6
+    and a 1x1 stride-2 conv 10 -> 6 without bias (one-row kernel off the word grid)."""
+    S = W.schema()
+    rng = np.random.default_rng(23)
+
+    def filt(shape, axis):
+        n = shape[axis]
+        return dict(scale=[float(v) for v in rng.uniform(0.02, 0.1, n)], zp=[0] * n, axis=axis,
+                    data=rng.integers(-8, 8, size=shape), int4=int4)
+
+    t = [W.tensor((1, 13, 11, 3), scale=0.05, zp=-3),
+         W.tensor((12, 5, 5, 3), **filt((12, 5, 5, 3), 0)),
+         W.tensor((12,), np.int32, scale=0.0025, zp=0, data=rng.integers(-300, 300, size=12)),
+         W.tensor((1, 7, 6, 12), scale=0.2, zp=-20),
+         W.tensor((40, 3, 3, 12), **filt((40, 3, 3, 12), 0)),
+         W.tensor((40,), np.int32, scale=0.004, zp=0, data=rng.integers(-300, 300, size=40)),
+         W.tensor((1, 7, 6, 40), scale=0.4, zp=5),
+         W.tensor((10, 3, 3, 40), scale=0.05, zp=0, data=rng.integers(-8, 8, size=(10, 3, 3, 40)), int4=int4),
+         W.tensor((10,), np.int32, scale=0.02, zp=0, data=rng.integers(-300, 300, size=10)),
+         W.tensor((1, 5, 4, 10), scale=1.0, zp=-7),
+         W.tensor((1, 3, 3, 10), **filt((1, 3, 3, 10), 3)),
+         W.tensor((10,), np.int32, scale=0.05, zp=0, data=rng.integers(-300, 300, size=10)),
+         W.tensor((1, 5, 4, 10), scale=0.03, zp=-128),
+         W.tensor((6, 1, 1, 10), **filt((6, 1, 1, 10), 0)),
+         W.tensor((1, 3, 2, 6), scale=0.05, zp=2)]
+    conv = dict(dilationHFactor=1, dilationWFactor=1)
+    ops = [W.op(S.BuiltinOperator.CONV_2D, [0, 1, 2], [3], "Conv2DOptions", padding=S.Padding.SAME, strideH=2,
+                strideW=2, **conv),
+           W.op(S.BuiltinOperator.CONV_2D, [3, 4, 5], [6], "Conv2DOptions", padding=S.Padding.SAME, strideH=1,
+                strideW=1, fusedActivationFunction=S.ActivationFunctionType.RELU, **conv),
+           W.op(S.BuiltinOperator.CONV_2D, [6, 7, 8], [9], "Conv2DOptions", padding=S.Padding.VALID, strideH=1,
+                strideW=1, **conv),
+           W.op(S.BuiltinOperator.DEPTHWISE_CONV_2D, [9, 10, 11], [12], "DepthwiseConv2DOptions",
+                padding=S.Padding.SAME, strideH=1, strideW=1, depthMultiplier=1,
+                fusedActivationFunction=S.ActivationFunctionType.RELU6, **conv),
+           W.op(S.BuiltinOperator.CONV_2D, [12, 13, -1], [14], "Conv2DOptions", padding=S.Padding.SAME, strideH=2,
+                strideW=2, **conv)]
+    return W.build(t, ops, [0], [14], name="int4_edges")
+
+
+@needs_tflm
+def test_block_edges_model_equals_tflm_on_the_host():
+    """The block-edge model (_block_edges) == TFLM == its int8 twin on the host (portable loops)."""
+    from pyembed.model.ops.conv_w4 import DW_W4_TYPE
+    blob = _block_edges()
+    g = load_tflite_bytes(blob, name="int4_edges")
+    twin = load_tflite_bytes(_block_edges(int4=False), name="int8_edges")
+    assert [op.type for op in g.operators] == [CONV_W4_TYPE] * 3 + [DW_W4_TYPE, CONV_W4_TYPE]
+    rng = np.random.default_rng(8)
+    for _ in range(2):
+        x = rng.integers(-128, 128, size=(1, 13, 11, 3)).astype(np.int8)
+        got = np.asarray(g.run(x)[0])
+        assert got.tolist() == W.tflm_run(blob, [x])[0].tolist()
+        assert got.tolist() == np.asarray(twin.run(x)[0]).tolist()
+        assert len(set(got.ravel().tolist())) > 4
+
+
+def test_w4_dsp_scratch_wants():
+    """The DSP build's scratch of the packed-int4 convs (pe_..._w4_s8_get_target_buffer_size, dsp 1):
+    the word-rounded chunk (4 filters, 16 where the block loops gather patches) + 3 + the int8 gather
+    kernel's work block where the block loops apply (ungrouped), nothing more for a grouped conv; dsp 0
+    answers the size query's minimum."""
+    from pyembed._ext import _graph
+    from pyembed.model.conv_form import w4_least_wants, w4_work_wants
+    g = load_tflite_bytes(_block_edges(), name="int4_edges")
+    want = w4_work_wants(g)
+    for op in g.operators:
+        x, y = g.tensors[op.inputs[0]].shape, g.tensors[op.outputs[0]].shape
+        dw = op.type != CONV_W4_TYPE
+        assert _graph.conv_w4_sizes(op.params["words"], x, y, dw, dsp=False)[1] == op.scratch_bytes
+        target = _graph.conv_w4_sizes(op.params["words"], x, y, dw, dsp=True)[1]
+        shape = op.options["filter_shape"]
+        gather = _graph.gather_target_buffer_size(op.params, tuple(x), tuple(shape), tuple(y), True, dw)
+        if dw:
+            assert target == op.scratch_bytes + gather
+        else:
+            per_oc = shape[1] * shape[2] * shape[3]
+            # 16 filters a chunk where the block loops gather patches (kernel rows off the word grid)
+            chunk = 4 if (shape[2] * shape[3]) % 4 == 0 and shape[2] * shape[3] >= 16 else 16
+            assert gather > 0 and target == (min(shape[0], chunk) * per_oc + 3) // 4 * 4 + 3 + gather
+        assert want.get(op.index, op.scratch_bytes) == target
+    least = w4_least_wants(g)
+    assert set(least) == set(want) and all(op.scratch_bytes < least[k] <= want[k] for k, op in
+                                            ((k, g.operators[k]) for k in want))
+    grouped = load_tflite_bytes(_conv_model((7, 7), 8, 6, (3, 3), groups=2), name="grouped")
+    assert w4_work_wants(grouped) == {}
+
+
+@pytest.mark.skipif(_qemu_missing() is not None, reason=str(_qemu_missing()))
+def test_block_edges_firmware_on_cortex_m4_equals_tflm(tmp_path):
+    """The block-edge model (_block_edges) as one mps2-an386 firmware (DSP build): every packed-int4 conv
+    gets the scratch of its DSP target query (so the CONV_2D@w4 run the block loops), outputs == the
+    host == TFLM on two samples."""
+    from pyembed.target.firmware import build_project, generate, run_project
+    blob = _block_edges()
+    g = load_tflite_bytes(blob, name="int4_edges")
+    proj = generate(g, "mps2-an386", tmp_path / "fw")
+    from pyembed.model.conv_form import w4_work_wants
+    want = w4_work_wants(g)
+    assert len(want) == 5 and all(proj.dsp_scratch.get(k, (0, 0))[1] == v for k, v in want.items()), \
+        (want, proj.dsp_scratch)
+    build_project(proj.outdir)
+    rng = np.random.default_rng(9)
+    for k in range(2):
+        x = rng.integers(-128, 128, size=(1, 13, 11, 3)).astype(np.int8)
+        run = run_project(proj, [x])
+        want_y = np.asarray(g.run(x)[0])
+        got = np.asarray(run.outputs[0]).reshape(want_y.shape)
+        assert len(set(want_y.ravel().tolist())) > 4
+        assert got.tolist() == want_y.tolist(), f"sample {k}: {int(np.sum(got != want_y))} outputs differ"
+        if importlib.util.find_spec("tflite_micro") is not None:
+            assert got.tolist() == W.tflm_run(blob, [x])[0].tolist()

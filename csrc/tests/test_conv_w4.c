@@ -3,7 +3,12 @@
  * (pe_conv_gather.h) on the unpacked values over kernel sizes, strides,
  * padding, dilation, groups, odd per-channel filter sizes (filters starting
  * mid-byte), per-channel quantization, bias or none, both roundings, batches
- * and an exact-size misaligned scratch; PE_ERR_ARG / PE_ERR_SCRATCH for bad
+ * and an exact-size misaligned scratch, and again with the scratch of the
+ * target queries (dsp 0 and 1: a work block behind the unpacked chunk, which
+ * a DSP build runs the int8 block loops with) and sizes between; the block
+ * path's edges: output channels 1 to 3 past a chunk of four, one-column
+ * outputs, inputs off the word grid, filters wider than the work block;
+ * the target queries' sizes; PE_ERR_ARG / PE_ERR_SCRATCH for bad
  * arguments. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -132,6 +137,41 @@ static void one_layer(int32_t kind, int32_t n, int32_t h, int32_t w, int32_t ic,
         PE_CHECK_EQ(pe_depthwise_conv2d_w4_s8(NULL, &p, &q, &in, x, &f, packed, NULL, &out, got), PE_ERR_ARG);
     }
     PE_CHECK_EQ(memcmp(got, want, (size_t)(n * out.h * out.w * oc)), 0);
+    {
+        /* the target scratch (dsp 1) and sizes up to it, misaligned: the same bytes */
+        int32_t t1, t0, k;
+        uint8_t *big;
+        if (kind == 0) {
+            PE_CHECK_EQ(pe_conv2d_w4_s8_get_target_buffer_size(&p, &in, &f, &out, 0, &t0), PE_OK);
+            PE_CHECK_EQ(pe_conv2d_w4_s8_get_target_buffer_size(&p, &in, &f, &out, 1, &t1), PE_OK);
+        } else {
+            PE_CHECK_EQ(pe_depthwise_conv2d_w4_s8_get_target_buffer_size(&p, &in, &f, &out, 0, &t0),
+                        PE_OK);
+            PE_CHECK_EQ(pe_depthwise_conv2d_w4_s8_get_target_buffer_size(&p, &in, &f, &out, 1, &t1),
+                        PE_OK);
+        }
+        PE_CHECK_EQ(t0, sb);
+        PE_CHECK(t1 >= sb);
+        big = malloc((size_t)t1 + 3);
+        for (k = 0; k < 4; k++) {
+            const int32_t size = k == 0 ? t1 : k == 1 ? sb + 35 : k == 2 ? sb + (t1 - sb) / 2 : t1 - 1;
+            if (size < sb || size > t1) {
+                continue;
+            }
+            ctx.buf = big + (k & 3);
+            ctx.size = size;
+            memset(got, 0x5a, (size_t)(n * out.h * out.w * oc));
+            if (kind == 0) {
+                PE_CHECK_EQ(pe_conv2d_w4_s8(&ctx, &p, &q, &in, x, &f, packed, with_bias ? bias : NULL, &out,
+                                            got), PE_OK);
+            } else {
+                PE_CHECK_EQ(pe_depthwise_conv2d_w4_s8(&ctx, &p, &q, &in, x, &f, packed,
+                                                      with_bias ? bias : NULL, &out, got), PE_OK);
+            }
+            PE_CHECK_EQ(memcmp(got, want, (size_t)(n * out.h * out.w * oc)), 0);
+        }
+        free(big);
+    }
     free(x);
     free(filt);
     free(packed);
@@ -174,6 +214,75 @@ static void test_bad_sizes(void)
     PE_CHECK_EQ(pe_depthwise_conv2d_w4_s8_get_buffer_size(&p, &in, &f, &out, &pb, &sb), PE_ERR_ARG);
 }
 
+/* the target queries: dsp 0 the minimum; dsp 1 the word-rounded chunk + 3
+ * + the int8 gather kernel's work block (ungrouped), the minimum for a
+ * grouped conv; the depthwise filter's bytes + the gather target; bad dsp
+ * or NULL: PE_ERR_ARG */
+static void test_target_sizes(void)
+{
+    pe_conv_params p;
+    pe_dims in = {1, 8, 8, 12}, f = {6, 3, 3, 12}, out = {1, 8, 8, 6};
+    int32_t pb, sb, t, g8;
+    memset(&p, 0, sizeof(p));
+    p.stride.h = p.stride.w = 1;
+    p.dilation.h = p.dilation.w = 1;
+    p.padding.top = p.padding.left = 1;
+    p.groups = 1;
+    p.ch_mult = 1;
+    p.activation.min = -128;
+    p.activation.max = 127;
+    PE_CHECK_EQ(pe_conv2d_w4_s8_get_buffer_size(&p, &in, &f, &out, &pb, &sb), PE_OK);
+    PE_CHECK_EQ(sb, 4 * 108 + 3);
+    PE_CHECK_EQ(pe_conv2d_w4_s8_get_target_buffer_size(&p, &in, &f, &out, 0, &t), PE_OK);
+    PE_CHECK_EQ(t, sb);
+    PE_CHECK_EQ(pe_conv2d_gather_s8_get_target_buffer_size(&p, &in, &f, &out, 1, &g8), PE_OK);
+    PE_CHECK(g8 > 0);
+    PE_CHECK_EQ(pe_conv2d_w4_s8_get_target_buffer_size(&p, &in, &f, &out, 1, &t), PE_OK);
+    PE_CHECK_EQ(t, 4 * 108 + 3 + g8);
+    f.c = 5; /* kernel rows of 15 bytes: patches, a chunk of all 6 filters (6 * 45 -> 272 B) */
+    in.c = 5;
+    PE_CHECK_EQ(pe_conv2d_gather_s8_get_target_buffer_size(&p, &in, &f, &out, 1, &g8), PE_OK);
+    PE_CHECK(g8 > 0);
+    PE_CHECK_EQ(pe_conv2d_w4_s8_get_target_buffer_size(&p, &in, &f, &out, 1, &t), PE_OK);
+    PE_CHECK_EQ(t, 272 + 3 + g8);
+    f.n = 3; /* fewer channels than a chunk: 3 filters of 45, 135 -> 136 */
+    out.c = 3;
+    PE_CHECK_EQ(pe_conv2d_gather_s8_get_target_buffer_size(&p, &in, &f, &out, 1, &g8), PE_OK);
+    PE_CHECK_EQ(pe_conv2d_w4_s8_get_target_buffer_size(&p, &in, &f, &out, 1, &t), PE_OK);
+    PE_CHECK_EQ(t, 136 + 3 + g8);
+    f.n = 20; /* patches: 16 of 20 filters a chunk */
+    out.c = 20;
+    PE_CHECK_EQ(pe_conv2d_gather_s8_get_target_buffer_size(&p, &in, &f, &out, 1, &g8), PE_OK);
+    PE_CHECK_EQ(pe_conv2d_w4_s8_get_target_buffer_size(&p, &in, &f, &out, 1, &t), PE_OK);
+    PE_CHECK_EQ(t, 16 * 45 + 3 + g8);
+    f.n = 6;
+    out.c = 6;
+    in.c = 12;
+    f.c = 6; /* two groups: the per-pixel loops, no work block */
+    p.groups = 2;
+    PE_CHECK_EQ(pe_conv2d_w4_s8_get_buffer_size(&p, &in, &f, &out, &pb, &sb), PE_OK);
+    PE_CHECK_EQ(pe_conv2d_w4_s8_get_target_buffer_size(&p, &in, &f, &out, 1, &t), PE_OK);
+    PE_CHECK_EQ(t, sb);
+    PE_CHECK_EQ(pe_conv2d_w4_s8_get_target_buffer_size(&p, &in, &f, &out, 2, &t), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_conv2d_w4_s8_get_target_buffer_size(&p, &in, &f, &out, 1, NULL), PE_ERR_ARG);
+    p.groups = 1;
+    f.c = 7; /* does not divide the input channels */
+    PE_CHECK_EQ(pe_conv2d_w4_s8_get_target_buffer_size(&p, &in, &f, &out, 1, &t), PE_ERR_ARG);
+    /* depthwise [1, 3, 3, 12] */
+    f.n = 1;
+    f.c = 12;
+    out.c = 12;
+    PE_CHECK_EQ(pe_depthwise_conv2d_w4_s8_get_buffer_size(&p, &in, &f, &out, &pb, &sb), PE_OK);
+    PE_CHECK_EQ(sb, 108 + 3);
+    PE_CHECK_EQ(pe_depthwise_conv2d_gather_s8_get_target_buffer_size(&p, &in, &f, &out, 1, &g8), PE_OK);
+    PE_CHECK_EQ(pe_depthwise_conv2d_w4_s8_get_target_buffer_size(&p, &in, &f, &out, 1, &t), PE_OK);
+    PE_CHECK_EQ(t, sb + g8);
+    PE_CHECK_EQ(pe_depthwise_conv2d_w4_s8_get_target_buffer_size(&p, &in, &f, &out, 0, &t), PE_OK);
+    PE_CHECK_EQ(t, sb);
+    PE_CHECK_EQ(pe_depthwise_conv2d_w4_s8_get_target_buffer_size(&p, &in, &f, &out, 3, &t), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_depthwise_conv2d_w4_s8_get_target_buffer_size(&p, &in, &f, &out, 1, NULL), PE_ERR_ARG);
+}
+
 int main(void)
 {
     /* kind, n, h, w, ic, oc, kh, kw, stride, dilation, groups / ch_mult */
@@ -183,10 +292,17 @@ int main(void)
         {0, 1, 6, 5, 9, 9, 3, 2, 3, 1, 3},  {0, 1, 5, 5, 40, 17, 3, 3, 1, 1, 1}, {0, 1, 8, 8, 16, 12, 1, 1, 2, 1, 1},
         {0, 1, 10, 4, 3, 4, 7, 1, 1, 1, 1}, {0, 1, 4, 4, 1, 1, 1, 1, 1, 1, 1},   {0, 1, 9, 9, 24, 9, 3, 3, 2, 2, 1},
         {1, 1, 8, 8, 5, 0, 3, 3, 1, 1, 1},  {1, 1, 9, 7, 8, 0, 3, 3, 2, 1, 1},   {1, 2, 7, 7, 3, 0, 5, 5, 1, 1, 2},
-        {1, 1, 10, 10, 16, 0, 3, 3, 1, 2, 1}, {1, 1, 6, 6, 7, 0, 3, 3, 1, 1, 4}, {1, 1, 5, 9, 1, 0, 3, 3, 1, 1, 1}};
+        {1, 1, 10, 10, 16, 0, 3, 3, 1, 2, 1}, {1, 1, 6, 6, 7, 0, 3, 3, 1, 1, 4}, {1, 1, 5, 9, 1, 0, 3, 3, 1, 1, 1},
+        /* the block path's edges: chunks of 1..3 channels after fours, a one-column output (the
+         * per-pixel DSP loops), filters wider than the work block (weights widened in pieces),
+         * inputs off the word grid (patches) */
+        {0, 2, 7, 9, 12, 1, 3, 3, 1, 1, 1}, {0, 1, 6, 6, 8, 6, 3, 3, 1, 1, 1},   {0, 1, 7, 5, 16, 11, 3, 3, 1, 1, 1},
+        {0, 1, 5, 1, 8, 7, 3, 1, 1, 1, 1},  {0, 1, 6, 6, 48, 5, 3, 3, 1, 1, 1},  {0, 1, 9, 8, 6, 9, 3, 3, 2, 1, 1},
+        {0, 1, 6, 7, 4, 3, 1, 5, 1, 1, 1}};
     size_t i;
     int32_t b, r;
     test_bad_sizes();
+    test_target_sizes();
     for (i = 0; i < sizeof(layers) / sizeof(layers[0]); i++) {
         const int32_t *l = layers[i];
         for (b = 0; b < 2; b++) {

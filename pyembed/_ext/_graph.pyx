@@ -57,6 +57,14 @@ cdef extern from "pyembed/pe_conv_w4.h":
     pe_status pe_depthwise_conv2d_w4_s8_get_buffer_size(const pe_conv_params *params, const pe_dims *input_dims,
                                                         const pe_dims *filter_dims, const pe_dims *output_dims,
                                                         int32_t *packed_bytes, int32_t *scratch_bytes) nogil
+    pe_status pe_conv2d_w4_s8_get_target_buffer_size(const pe_conv_params *params, const pe_dims *input_dims,
+                                                     const pe_dims *filter_dims, const pe_dims *output_dims,
+                                                     int32_t dsp, int32_t *size) nogil
+    pe_status pe_depthwise_conv2d_w4_s8_get_target_buffer_size(const pe_conv_params *params,
+                                                               const pe_dims *input_dims,
+                                                               const pe_dims *filter_dims,
+                                                               const pe_dims *output_dims, int32_t dsp,
+                                                               int32_t *size) nogil
 
 cdef extern from "pyembed/pe_eltwise.h":
     ctypedef struct pe_add_params:
@@ -753,13 +761,16 @@ def fc_w4_sizes(int32_t features, int32_t depth):
     return pb, sb
 
 
-def conv_w4_sizes(words, input_shape, output_shape, bint depthwise=False):
+def conv_w4_sizes(words, input_shape, output_shape, bint depthwise=False, dsp=None):
     """pe_conv2d_w4_s8_get_buffer_size for a CONV_2D@w4 (its words, the NHWC
     input and output shapes), or pe_depthwise_conv2d_w4_s8_get_buffer_size
-    for a DEPTHWISE_CONV_2D@w4 (depthwise=True): (packed_bytes, scratch_bytes)."""
+    for a DEPTHWISE_CONV_2D@w4 (depthwise=True): (packed_bytes, scratch_bytes).
+    dsp 0 / 1 (or False / True): the scratch_bytes of
+    pe_..._w4_s8_get_target_buffer_size for a build without / with the Arm DSP
+    extension instead (any host answers for either)."""
     cdef pe_conv_params p
     cdef pe_dims i, f, o
-    cdef int32_t pb = 0, sb = 0
+    cdef int32_t pb = 0, sb = 0, ts = 0
     cdef pe_status st
     memset(&p, 0, sizeof(p))
     p.stride.h, p.stride.w, p.padding.top, p.padding.left = words[0], words[1], words[2], words[3]
@@ -777,6 +788,15 @@ def conv_w4_sizes(words, input_shape, output_shape, bint depthwise=False):
         st = pe_conv2d_w4_s8_get_buffer_size(&p, &i, &f, &o, &pb, &sb)
     check(st, "pe_conv2d_w4_s8_get_buffer_size" if not depthwise else "pe_depthwise_conv2d_w4_s8_get_buffer_size",
           f"input {tuple(input_shape)}, output {tuple(output_shape)}, words {list(words[:15])}")
+    if dsp is not None:
+        if depthwise:
+            st = pe_depthwise_conv2d_w4_s8_get_target_buffer_size(&p, &i, &f, &o, 1 if dsp else 0, &ts)
+        else:
+            st = pe_conv2d_w4_s8_get_target_buffer_size(&p, &i, &f, &o, 1 if dsp else 0, &ts)
+        check(st, "pe_conv2d_w4_s8_get_target_buffer_size" if not depthwise else
+              "pe_depthwise_conv2d_w4_s8_get_target_buffer_size",
+              f"input {tuple(input_shape)}, output {tuple(output_shape)}, words {list(words[:15])}")
+        sb = ts
     return pb, sb
 
 

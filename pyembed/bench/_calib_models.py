@@ -48,8 +48,16 @@ def _out_hw(h, w, k, s, pad):
     return (h - k[0]) // s + 1, (w - k[1]) // s + 1
 
 
-def build_tflite(seed=0):
-    """The calibration graph as .tflite bytes."""
+# the packed-int4 graph's extra convolution: kernel rows of 96 bytes, a filter whose widened
+# four-channel block (8 x 288 B) exceeds the DSP work block (the weights widened in pieces)
+INT4_EXTRA = [("conv", (1, 6, 6, 32), dict(oc=24, k=(3, 3), s=1, pad="SAME"))]
+
+
+def build_tflite(seed=0, int4=False):
+    """The calibration graph as .tflite bytes. int4=True: its convolutions only
+    (and INT4_EXTRA), on INT4 filters (values -8..7), which the import packs
+    (CONV_2D@w4 / DEPTHWISE_CONV_2D@w4; a 1x1 stride-1 conv becomes
+    FULLY_CONNECTED@w4): the packed-int4 kernels' groups."""
     from pyembed.model import tflite_writer as W
     S = W.schema()
     rng = np.random.default_rng(seed)
@@ -60,7 +68,9 @@ def build_tflite(seed=0):
         tensors.append(t)
         return len(tensors) - 1
 
-    for kind, shape, p in CASES:
+    cases = [c for c in CASES if c[0] in ("conv", "dw")] + INT4_EXTRA if int4 else CASES
+    lim = 8 if int4 else 128
+    for kind, shape, p in cases:
         x = add(W.tensor(shape, scale=0.05, zp=-3))
         inputs.append(x)
         if kind in ("conv", "dw"):
@@ -71,7 +81,7 @@ def build_tflite(seed=0):
             wshape = (oc, kh, kw, c) if kind == "conv" else (1, kh, kw, oc)
             ws = [0.004] * oc
             wt = add(W.tensor(wshape, scale=ws, zp=[0] * oc, axis=0 if kind == "conv" else 3,
-                              data=rng.integers(-127, 128, size=wshape)))
+                              data=rng.integers(1 - lim, lim, size=wshape), int4=int4))
             bt = add(W.tensor((oc,), np.int32, scale=[0.05 * 0.004] * oc, zp=[0] * oc,
                               data=rng.integers(-2000, 2000, size=oc)))
             y = add(W.tensor((n, oh, ow, oc), scale=0.08, zp=5))
@@ -104,12 +114,13 @@ def build_tflite(seed=0):
             y = add(W.tensor(shape, scale=1.0 / 256, zp=-128))
             ops.append(W.op(S.BuiltinOperator.SOFTMAX, [x], [y], "SoftmaxOptions", beta=1.0))
         outputs.append(y)
-    return W.build(tensors, ops, inputs, outputs, name="pyembed_calibration")
+    return W.build(tensors, ops, inputs, outputs, name="pyembed_calibration" + ("_int4" if int4 else ""))
 
 
 def calibration_graphs():
     """[(name, graph)]: the calibration graph with every convolution gathered,
-    and with every convolution in the reverse form."""
+    and with every convolution in the reverse form; its convolutions on INT4
+    filters ("calibration-int4", build_tflite(int4=True))."""
     from pyembed.model.conv_form import choose_conv_forms
     from pyembed.model.load import load_tflite_bytes
     out = []
@@ -119,4 +130,7 @@ def calibration_graphs():
         choose_conv_forms(g, form)
         g.name = f"calibration-{form}"
         out.append((g.name, g))
+    g = load_tflite_bytes(build_tflite(int4=True))
+    g.name = "calibration-int4"
+    out.append((g.name, g))
     return out

@@ -3,7 +3,7 @@ measured under QEMU, per instruction class.
 
     python -m pyembed.bench calibrate [--qemu-only] [--qemu-write] [--json] [--models a,b]
     python -m pyembed.bench calibrate_qemu [--json] [--write] [--models a,b] [--builds dsp,portable]
-                                           [--save F.json | --load F.json]
+                                           [--save F.json | --load F.json] [--groups G1,G2]
 
 For every bundled model pyembed runs, the firmware project (pyembed firmware)
 is built for mps2-an386 (Cortex-M4) and mps2-an500 (Cortex-M7), twice: the
@@ -58,7 +58,7 @@ def runnable_models():
 
 
 def measure(models=None, builds=tuple(BUILDS), workdir=None, trace=True, log=None, calibration_set=True,
-            cores=tuple(BOARDS)):
+            cores=tuple(BOARDS), groups=None):
     """[{model, calibration, core, board, build, bit_exact, total_instructions, operators: [{index, type,
     group_keys, features, systick_instructions, traced_instructions, mix_counts}]}]. calibration_set adds
     the small operators of pyembed.bench._calib_models (always fitted, never validated)."""
@@ -68,12 +68,18 @@ def measure(models=None, builds=tuple(BUILDS), workdir=None, trace=True, log=Non
     from pyembed.target.firmware import _input_bytes, build_project, generate, load_manifest, run_project
     if workdir is None:
         with tempfile.TemporaryDirectory(prefix="pe_calib_qemu_") as tmp:
-            return measure(models, builds, tmp, trace, log, calibration_set, cores)
+            return measure(models, builds, tmp, trace, log, calibration_set, cores, groups)
     rows = []
     todo = [(n, g, False) for n, g in runnable_models() if not models or n in models]
     if calibration_set:
         from pyembed.bench._calib_models import calibration_graphs
         todo += [(n, g, True) for n, g in calibration_graphs()]
+    if groups:
+        # --groups: only the graphs with an operator of those groups (type or type/form)
+        def _has(g):
+            return any(op.type in groups or f"{op.type}/{(op.params or {}).get('conv_form')}" in groups
+                       for op in g.operators)
+        todo = [t for t in todo if _has(t[1])]
     for name, g, is_calibration in todo:
         rng = np.random.default_rng(0)
         xs = [rng.integers(-128, 128, size=g.tensors[t].shape).astype(g.tensors[t].dtype) for t in g.inputs]
@@ -296,6 +302,28 @@ def write_table(fitted, path=None):
     return path
 
 
+def merge_groups(fitted, groups, path=None):
+    """Store only the given groups of the fitted tables (each core and build fitted) into the stored
+    table, every other group as it was: a refit of some operator groups on their own QEMU runs
+    (--groups) that leaves the rest of the calibration alone."""
+    import firmware_sim.profiles as fp
+    path = path or os.path.join(os.path.dirname(fp.__file__), TABLE_FILE)
+    with open(path) as f:
+        doc = json.load(f)
+    for core, builds in fitted.items():
+        for build, t in builds.items():
+            dst = doc.setdefault("tables", {}).setdefault(core, {}).setdefault(build, {})
+            for k in groups:
+                if k in t:
+                    v = t[k]
+                    dst[k] = {"coef": v["coef"], "mix": v["mix"], "n": v["n"],
+                              **({"mix_from": v["mix_from"]} if "mix_from" in v else {})}
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1, sort_keys=True)
+        f.write("\n")
+    return path
+
+
 def _pct(x):
     return "-" if x is None else f"{x:+.1f}%"
 
@@ -371,14 +399,15 @@ def render(result):
 
 
 def run(models=None, write=False, builds=tuple(BUILDS), load=None, save=None, log=None, calibration_set=True,
-        cores=tuple(BOARDS), trace=True):
+        cores=tuple(BOARDS), trace=True, groups=None):
     if load:
         with open(load) as f:
             rows = json.load(f)
         if not calibration_set:
             rows = [r for r in rows if not r.get("calibration")]
     else:
-        rows = measure(models, builds, log=log, calibration_set=calibration_set, cores=cores, trace=trace)
+        rows = measure(models, builds, log=log, calibration_set=calibration_set, cores=cores, trace=trace,
+                       groups=groups)
         if save:
             with open(save, "w") as f:
                 json.dump(rows, f)
@@ -397,7 +426,7 @@ def run(models=None, write=False, builds=tuple(BUILDS), load=None, save=None, lo
     from firmware_sim.icount import CPI, CPI_SOURCE
     result["cpi"], result["cpi_source"] = CPI, CPI_SOURCE
     if write:
-        result["written"] = os.path.relpath(write_table(fitted))
+        result["written"] = os.path.relpath(merge_groups(fitted, groups) if groups else write_table(fitted))
     return result
 
 
@@ -421,6 +450,9 @@ def main(argv=None):
     ap.add_argument("--no-trace", action="store_true",
                     help="SysTick counts only, no instruction tracing: each group's mix is the Cortex-M4 dsp "
                          "table's (how the M33 / M55 tables are fitted)")
+    ap.add_argument("--groups", default=None,
+                    help="comma-separated operator groups (e.g. CONV_2D@w4,DEPTHWISE_CONV_2D@w4): measure only the "
+                         "graphs that have them; --write stores only those groups, the rest of the table as it was")
     args = ap.parse_args(argv)
     cores = tuple(c.strip() for c in args.cores.split(",") if c.strip())
     bad = [c for c in cores if c not in ALL_BOARDS]
@@ -429,6 +461,7 @@ def main(argv=None):
     result = run(args.models.split(",") if args.models else None, write=args.write,
                  builds=tuple(args.builds.split(",")), load=args.load, save=args.save,
                  calibration_set=not args.no_calibration_set, cores=cores, trace=not args.no_trace,
+                 groups=tuple(g.strip() for g in args.groups.split(",") if g.strip()) if args.groups else None,
                  log=lambda s: print(s, file=sys.stderr, flush=True))
     emit(result, args.json, render)
     return 0

@@ -211,6 +211,52 @@ def reverse_work_wants(graph):
     return want
 
 
+W4_TYPES = ("CONV_2D@w4", "DEPTHWISE_CONV_2D@w4")
+
+
+def _w4_shapes(graph, op):
+    from pyembed.model.ops.base import dims4
+    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    return dims4(x.shape), tuple(int(d) for d in op.options["filter_shape"]), dims4(y.shape)
+
+
+def w4_work_wants(graph):
+    """{operator index: bytes} for every packed-int4 convolution (CONV_2D@w4,
+    DEPTHWISE_CONV_2D@w4) whose Arm DSP build runs faster with more scratch
+    than it has: pe_conv2d_w4_s8_get_target_buffer_size /
+    pe_depthwise_conv2d_w4_s8_get_target_buffer_size (dsp=1: the unpacked
+    chunk or filter, then the int8 kernels' DSP work block), which the host
+    computes for the target whatever it was built for."""
+    from pyembed._ext import _graph
+    want = {}
+    for op in graph.operators:
+        if op.type not in W4_TYPES or not op.supported or not op.params:
+            continue
+        x, _, y = _w4_shapes(graph, op)
+        size = int(_graph.conv_w4_sizes(op.params["words"], x, y, op.type == W4_TYPES[1], dsp=True)[1])
+        if size > int(op.scratch_bytes):
+            want[op.index] = size
+    return want
+
+
+def w4_least_wants(graph):
+    """{operator index: bytes} for the operators of w4_work_wants: the least
+    scratch with which their DSP loops keep their speed (the want less the
+    int8 kernel's target work block plus its least one for a disjoint output,
+    pe_..._gather_s8_get_least_buffer_size; the packed-int4 kernels never
+    write their output over their input)."""
+    from pyembed._ext import _graph
+    out = {}
+    for k, size in w4_work_wants(graph).items():
+        op = graph.operators[k]
+        x, f, y = _w4_shapes(graph, op)
+        dw = op.type == W4_TYPES[1]
+        target = int(_graph.gather_target_buffer_size(op.params, x, f, y, True, dw))
+        least = int(_graph.gather_least_buffer_size(op.params, x, f, y, False, dw))
+        out[k] = min(size, size - target + least)
+    return out
+
+
 def gather_least_size(graph, op, overlapped):
     """The least work block with which op's DSP block loops run at about
     their speed (pe_..._gather_s8_get_least_buffer_size; overlapped: its

@@ -162,7 +162,9 @@ def widen_scratch(plan, want, at_overlaps=(), grow=False, least=None):
 
 def _apply(graph, granted, form="reverse"):
     """A copy of graph whose granted convolutions run `form` (the reverse
-    form, or the gather form with a work block) with their new scratch."""
+    form, or the gather form with a work block) with their new scratch
+    (form None: the scratch only, for kernels of one form: the packed-int4
+    convolutions)."""
     import copy
     if not granted:
         return graph
@@ -170,7 +172,8 @@ def _apply(graph, granted, form="reverse"):
     g2.operators = list(graph.operators)
     for op, (_, size, _, _) in granted.items():
         old = graph.operators[op]
-        g2.operators[op] = dataclasses.replace(old, scratch_bytes=size, params=dict(old.params, conv_form=form))
+        params = dict(old.params, conv_form=form) if form is not None else dict(old.params)
+        g2.operators[op] = dataclasses.replace(old, scratch_bytes=size, params=params)
     g2._runtime_cache = {}
     return g2
 
@@ -180,8 +183,14 @@ def record(graph, granted):
     operator the old and new scratch, its region and offset, and the form it
     runs, so a plan.json replays them (replay) and the firmware reuses them."""
     return {str(k): {"old": int(o), "new": int(n), "region": r, "offset": int(f),
-                     "form": graph.operators[k].params.get("conv_form", "reverse")}
+                     "form": _form(graph.operators[k])}
             for k, (o, n, r, f) in sorted(granted.items())}
+
+
+def _form(op):
+    """The form a grant records: the conv's, "none" for a packed-int4 convolution (one form)."""
+    from pyembed.model.conv_form import W4_TYPES
+    return "none" if op.type in W4_TYPES else op.params.get("conv_form", "reverse")
 
 
 def replay(graph, recorded):
@@ -192,10 +201,10 @@ def replay(graph, recorded):
     replay_forms."""
     if not recorded:
         return graph
-    for form in ("reverse", "gather"):
+    for form in ("reverse", "gather", "none"):
         part = {int(k): (v["old"], v["new"], v["region"], v["offset"]) for k, v in recorded.items()
                 if v.get("form", "reverse") == form}
-        graph = _apply(graph, part, form=form)
+        graph = _apply(graph, part, form=None if form == "none" else form)
     return graph
 
 
@@ -345,6 +354,19 @@ def dsp_conv_scratch(graph, plan, lean=False):
             g2 = _apply(g2, {k: v for k, v in ggranted.items() if k in rwant}, form="reverse")
             plan2 = plan3
             granted = {**granted, **ggranted}
+    # the packed-int4 convolutions (CONV_2D@w4 / DEPTHWISE_CONV_2D@w4): their work
+    # block behind the unpacked chunk (conv_form.w4_work_wants), which runs the int8
+    # block loops on it; free bytes first, else past a region's end (lean: the least
+    # block with which those loops keep their speed, conv_form.w4_least_wants)
+    from pyembed.model.conv_form import w4_least_wants, w4_work_wants
+    wwant = w4_work_wants(g2)
+    if wwant:
+        wwant = dict(sorted(wwant.items(), key=lambda kv: -g2.operators[kv[0]].macs))
+        plan3, wgranted = widen_scratch(plan2, wwant, grow=True, least=w4_least_wants(g2) if lean else None)
+        if wgranted:
+            g2 = _apply(g2, wgranted, form=None)
+            plan2 = plan3
+            granted = {**granted, **wgranted}
     if granted:
         plan2.check()
     return g2, plan2, granted

@@ -457,7 +457,8 @@ static void cv_widen_pad(uint32_t *restrict dst, const int8_t *restrict w, size_
 __attribute__((noinline)) static void cv_patch_rows(const pe_conv_params *p, const pe_per_channel_quant *q,
                           const pe_dims *in, const int8_t *image, const pe_dims *f,
                           const int8_t *filter, const int32_t *bias, const pe_dims *out,
-                          int32_t oy0, int32_t oy1, int8_t *o, uint32_t *wblk, int32_t wbytes)
+                          int32_t oy0, int32_t oy1, int8_t *o, uint32_t *wblk, int32_t wbytes,
+                          int32_t o_px)
 {
     const int32_t ic = in->c, oc_n = out->c, out_w = out->w, kh = f->h, kw = f->w;
     const int32_t L = kh * kw * ic, L4 = (L + 3) & ~3;
@@ -475,7 +476,7 @@ __attribute__((noinline)) static void cv_patch_rows(const pe_conv_params *p, con
     cap = cap < PE_PW_COLS ? cap : PE_PW_COLS;
     job.off2 = pe_dup16(p->input_offset);
     job.rq = rqw;
-    job.out_step = oc_n;
+    job.out_step = o_px;
     job.rows = 1;
     job.row_adv = 0;
     job.x_adv = 0;
@@ -528,7 +529,7 @@ __attribute__((noinline)) static void cv_patch_rows(const pe_conv_params *p, con
             job.x = patch;
             if (fuse) {
                 job.acc = start;
-                job.out = o + (size_t)i0 * (size_t)oc_n + (size_t)oc;
+                job.out = o + (size_t)i0 * (size_t)o_px + (size_t)oc;
                 pw_run_q(&job, L4 >> 2);
                 continue;
             }
@@ -539,7 +540,7 @@ __attribute__((noinline)) static void cv_patch_rows(const pe_conv_params *p, con
             job.acc_step = 16;
             pw_run(&job, L4 >> 2);
             for (j = 0; j < nb; j++) {
-                pw_store(acc + j, o + (size_t)i0 * (size_t)oc_n + (size_t)(oc + j), (size_t)oc_n,
+                pw_store(acc + j, o + (size_t)i0 * (size_t)o_px + (size_t)(oc + j), (size_t)o_px,
                          n, &rq[j], mode, amin, amax, ooff);
             }
         }
@@ -579,7 +580,7 @@ static int32_t cv_next_seg(const pe_conv_params *p, const pe_dims *in, const pe_
 __attribute__((noinline)) static void cv_block_rows(const pe_conv_params *p, const pe_per_channel_quant *q, const pe_dims *in,
                     const int8_t *image, const pe_dims *f, const int8_t *filter,
                     const int32_t *bias, const pe_dims *out, int32_t oy0, int32_t oy1, int8_t *o,
-                    uint32_t *wblk, int32_t wbytes)
+                    uint32_t *wblk, int32_t wbytes, int32_t o_px)
 {
     const int32_t ic = in->c, oc_n = out->c, out_w = out->w, kh = f->h, kw = f->w;
     const int32_t s_h = p->stride.h, s_w = p->stride.w, d_h = p->dilation.h;
@@ -612,7 +613,7 @@ __attribute__((noinline)) static void cv_block_rows(const pe_conv_params *p, con
     }
     job.off2 = pe_dup16(p->input_offset);
     job.rq = rqw;
-    job.out_step = oc_n;
+    job.out_step = o_px;
     for (oc = 0; oc < oc_n; oc += 4) {
         const int8_t *const wo = filter + (size_t)oc * ws;
         nb = oc_n - oc < 4 ? oc_n - oc : 4;
@@ -646,7 +647,7 @@ __attribute__((noinline)) static void cv_block_rows(const pe_conv_params *p, con
         }
         for (oy = oy0; oy < oy1; oy++) {
             const int32_t iy0 = oy * s_h - p->padding.top;
-            int8_t *const orow = o + (size_t)(oy - oy0) * (size_t)out_w * (size_t)oc_n +
+            int8_t *const orow = o + (size_t)(oy - oy0) * (size_t)out_w * (size_t)o_px +
                                  (size_t)oc;
             tap_range(iy0, d_h, kh, in->h, &ky_lo, &ky_hi);
             if (flat) {
@@ -737,7 +738,7 @@ __attribute__((noinline)) static void cv_block_rows(const pe_conv_params *p, con
                             if (all && fuse) {
                                 /* requantized and stored by the job */
                                 job.acc = start;
-                                job.out = orow + (size_t)(n_done + j) * (size_t)oc_n;
+                                job.out = orow + (size_t)(n_done + j) * (size_t)o_px;
                                 pw_run_q(&job, (hi - lo) >> 2);
                                 continue;
                             }
@@ -753,8 +754,8 @@ __attribute__((noinline)) static void cv_block_rows(const pe_conv_params *p, con
                     }
                     for (jj = 0; jj < nb; jj++) {
                         pw_store(acc + 4 * j + jj,
-                                 orow + (size_t)(n_done + j) * (size_t)oc_n + (size_t)jj,
-                                 (size_t)oc_n, seg[si].n, &rq[jj], mode, amin, amax, ooff);
+                                 orow + (size_t)(n_done + j) * (size_t)o_px + (size_t)jj,
+                                 (size_t)o_px, seg[si].n, &rq[jj], mode, amin, amax, ooff);
                     }
                 }
                 n_done += c;
@@ -814,7 +815,8 @@ void pe_cv_dsp_cols_q(const int32_t *start, int32_t ncol, const int8_t *x, int32
  * it saves; the per-pixel loops (SXTB16 on both) */
 static void cv_pixels(const pe_conv_params *p, const pe_per_channel_quant *q, const pe_dims *in,
                       const int8_t *image, const pe_dims *f, const int8_t *filter,
-                      const int32_t *bias, const pe_dims *out, int32_t oy0, int32_t oy1, int8_t *o)
+                      const int32_t *bias, const pe_dims *out, int32_t oy0, int32_t oy1, int8_t *o,
+                      int32_t o_px)
 {
     int32_t oy, ox, ky_lo, ky_hi;
     for (oy = oy0; oy < oy1; oy++) {
@@ -826,9 +828,30 @@ static void cv_pixels(const pe_conv_params *p, const pe_per_channel_quant *q, co
             conv_pixel_dsp(p, q, in, image, f, filter, bias, out, iy0, ix0, ky_lo, ky_hi,
                            kx_lo, kx_hi,
                            o + ((size_t)(oy - oy0) * (size_t)out->w + (size_t)ox) *
-                                   (size_t)out->c);
+                                   (size_t)o_px);
         }
     }
+}
+
+/* rows [oy0, oy1) of the out->c channels whose filters start at filter,
+ * output pixels o_px bytes apart (out->c for a whole output; the packed-int4
+ * conv, pe_conv_w4.c, runs a tile of four channels into its wider output) */
+__attribute__((always_inline)) static inline void cv_rows(
+    const pe_conv_params *p, const pe_per_channel_quant *q, const pe_dims *in,
+    const int8_t *image, const pe_dims *f, const int8_t *filter, const int32_t *bias,
+    const pe_dims *out, int32_t oy0, int32_t oy1, int8_t *o, uint32_t *wblk, int32_t wbytes,
+    int32_t o_px)
+{
+    /* (two out-of-line bodies: their accumulator blocks never share a frame) */
+    if (cv_patch_len(p, in, f) > 0 && (int64_t)(oy1 - oy0) * out->w >= 2) {
+        cv_patch_rows(p, q, in, image, f, filter, bias, out, oy0, oy1, o, wblk, wbytes, o_px);
+        return;
+    }
+    if ((int64_t)(oy1 - oy0) * out->w < 2) {
+        cv_pixels(p, q, in, image, f, filter, bias, out, oy0, oy1, o, o_px);
+        return;
+    }
+    cv_block_rows(p, q, in, image, f, filter, bias, out, oy0, oy1, o, wblk, wbytes, o_px);
 }
 
 void pe_cv_dsp_rows(const pe_conv_params *p, const pe_per_channel_quant *q, const pe_dims *in,
@@ -836,16 +859,15 @@ void pe_cv_dsp_rows(const pe_conv_params *p, const pe_per_channel_quant *q, cons
                     const int32_t *bias, const pe_dims *out, int32_t oy0, int32_t oy1, int8_t *o,
                     uint32_t *wblk, int32_t wbytes)
 {
-    /* (two out-of-line bodies: their accumulator blocks never share a frame) */
-    if (cv_patch_len(p, in, f) > 0 && (int64_t)(oy1 - oy0) * out->w >= 2) {
-        cv_patch_rows(p, q, in, image, f, filter, bias, out, oy0, oy1, o, wblk, wbytes);
-        return;
-    }
-    if ((int64_t)(oy1 - oy0) * out->w < 2) {
-        cv_pixels(p, q, in, image, f, filter, bias, out, oy0, oy1, o);
-        return;
-    }
-    cv_block_rows(p, q, in, image, f, filter, bias, out, oy0, oy1, o, wblk, wbytes);
+    cv_rows(p, q, in, image, f, filter, bias, out, oy0, oy1, o, wblk, wbytes, out->c);
+}
+
+void pe_cv_dsp_rows_px(const pe_conv_params *p, const pe_per_channel_quant *q, const pe_dims *in,
+                       const int8_t *image, const pe_dims *f, const int8_t *filter,
+                       const int32_t *bias, const pe_dims *out, int32_t oy0, int32_t oy1,
+                       int8_t *o, uint32_t *wblk, int32_t wbytes, int32_t o_px)
+{
+    cv_rows(p, q, in, image, f, filter, bias, out, oy0, oy1, o, wblk, wbytes, o_px);
 }
 
 #else

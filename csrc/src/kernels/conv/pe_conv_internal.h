@@ -7,6 +7,8 @@
  * as it did when the code lived in one file: the Cortex-M4 instruction
  * counts of python -m pyembed.bench kernels stay those of the unsplit
  * files. Calls between the files go one way (tools/check_c_layout.py):
+ *   pe_conv_w4.c        -> pe_conv_dsp_pw.c (pe_cv_dsp_rows_px), pe_conv_gather.c
+ *                          (pe_cv_pixel, the gather target size query)
  *   pe_conv_gather.c    -> pe_conv_dsp_pw.c (pe_cv_dsp_bytes, pe_cv_dsp_rows),
  *                          pe_conv_dsp.c (pe_dw_dsp_rect), pe_dw3_dsp.c,
  *                          pe_conv_check.c
@@ -259,6 +261,15 @@ void pe_dw_dsp_rect(const pe_conv_params *p, const pe_per_channel_quant *q, cons
                     const int8_t *img, const pe_dims *f, const int8_t *filter,
                     const int32_t *bias, int32_t oy0, int32_t oy1, int32_t ox0, int32_t ox1,
                     int8_t *o, size_t o_row);
+
+/* pe_conv_dsp_pw.c: pe_cv_dsp_rows (pe_conv_gather.h) with the output
+ * pixels o_px bytes apart instead of out->c: the packed-int4 conv
+ * (pe_conv_w4.c) runs the block loops on a tile of out->c (<= o_px)
+ * channels, o pointing at the tile's first channel of the wider output */
+void pe_cv_dsp_rows_px(const pe_conv_params *p, const pe_per_channel_quant *q, const pe_dims *in,
+                       const int8_t *image, const pe_dims *f, const int8_t *filter,
+                       const int32_t *bias, const pe_dims *out, int32_t oy0, int32_t oy1,
+                       int8_t *o, uint32_t *wblk, int32_t wbytes, int32_t o_px);
 #endif /* PE_DSP */
 
 /* pe_conv_gather.c: one output pixel of a conv (groups == 1 as far as p
