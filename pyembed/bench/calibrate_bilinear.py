@@ -335,15 +335,8 @@ def render(result):
 
 
 def run(boards=tuple(BOARDS), write_out=False, load=None, save=None, log=None):
-    if load:
-        with open(load) as f:
-            rows = json.load(f)
-        rows = rows["rows"] if isinstance(rows, dict) else rows
-    else:
-        rows = measure(boards, log=log)
-        if save:
-            with open(save, "w") as f:
-                json.dump(rows, f)
+    from pyembed.bench.common import measured_rows
+    rows = measured_rows(lambda: measure(boards, log=log), load, save)
     fitted = fit(rows)
     result = {"fit": fitted, "rows": compare(rows, fitted)}
     if write_out:

@@ -22,3 +22,17 @@ def table(headers, rows):
         if k == 0:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def measured_rows(measure, load=None, save=None):
+    """A calibration bench's measurement rows: read from load (a file a run saved: a list of rows,
+    or {"rows": [...]}) instead of measuring, else measure() and, with save, kept in that file."""
+    if load:
+        with open(load) as f:
+            rows = json.load(f)
+        return rows["rows"] if isinstance(rows, dict) else rows
+    rows = measure()
+    if save:
+        with open(save, "w") as f:
+            json.dump(rows, f)
+    return rows

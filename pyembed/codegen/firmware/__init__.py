@@ -69,7 +69,7 @@ QEMU_MACHINES = {name: name for name in _QEMU_BOARDS}
 
 # the harness's input file (main.c reads it from the directory QEMU runs in); a --run project keeps
 # the input it ran so that `make run` repeats the run
-from pyembed.codegen.firmware.files import INPUT_FILE, input_layout  # noqa: E402 (re-exported)
+from pyembed.codegen.firmware.files import INPUT_FILE, input_layout, invoke_loop  # noqa: E402 (INPUT_FILE, input_layout re-exported)
 from pyembed.codegen.firmware.linker import linker_script as _linker_script  # noqa: E402
 
 
@@ -393,31 +393,6 @@ def region_reservations(regions, what="section .pe_region_{name}"):
     return decls, checks
 
 
-# the operator types whose entries make the invoke loop jump (BRANCH, JUMP: pe_graph_next)
-JUMP_TYPES = ("IF", "WHILE")
-
-
-def _invoke_loop(graph, prefix):
-    """pe_model_invoke's loop over the operator table: with an inlined IF / WHILE it follows
-    pe_graph_next (k + 1, or a jump); without, k + 1 (pe_graph_next would give the same order
-    at some 20 instructions per operator, and link the control-flow runners)."""
-    if any(op.type in JUMP_TYPES for op in graph.operators):
-        return f"""    for (k = 0; k < {prefix}_graph.num_ops;) {{  /* pe_graph_next: k + 1, or an IF / WHILE's jump */
-        st = pe_model_run_op(k);
-        if (st != PE_OK || (st = pe_graph_next(&{prefix}_graph, k, &pe_model_ctx, &k)) != PE_OK) {{
-            return st;
-        }}
-    }}
-    return PE_OK;"""
-    return f"""    for (k = 0; k < {prefix}_graph.num_ops; k++) {{  /* (no IF / WHILE: the table in order) */
-        st = pe_model_run_op(k);
-        if (st != PE_OK) {{
-            return st;
-        }}
-    }}
-    return PE_OK;"""
-
-
 def _api_source(graph, prefix, ops, regions, arena_base, sys_name, seg_text=None, library_arena=None,
                 library_reloc=None):
     """pe_model.c. library_arena: [(region, bytes)] for --layout library (pyembed.codegen.firmware.library):
@@ -643,7 +618,7 @@ static pe_status pe_model_run(void)
         return st;
     }}
 #else
-{_invoke_loop(graph, prefix)}
+{invoke_loop(graph, prefix)}
 #endif
 }}
 """

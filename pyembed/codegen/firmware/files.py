@@ -478,3 +478,28 @@ target_link_options(firmware.elf PRIVATE ${{CPUFLAGS}} {_io_link(io)} -nostartfi
                     -L${{CMAKE_CURRENT_SOURCE_DIR}})
 target_link_libraries(firmware.elf PRIVATE m)
 """
+
+
+# the operator types whose entries make the invoke loop jump (BRANCH, JUMP: pe_graph_next)
+JUMP_TYPES = ("IF", "WHILE")
+
+
+def invoke_loop(graph, prefix):
+    """pe_model_invoke's loop over the operator table: with an inlined IF / WHILE it follows
+    pe_graph_next (k + 1, or a jump); without, k + 1 (pe_graph_next would give the same order
+    at some 20 instructions per operator, and link the control-flow runners)."""
+    if any(op.type in JUMP_TYPES for op in graph.operators):
+        return f"""    for (k = 0; k < {prefix}_graph.num_ops;) {{  /* pe_graph_next: k + 1, or an IF / WHILE's jump */
+        st = pe_model_run_op(k);
+        if (st != PE_OK || (st = pe_graph_next(&{prefix}_graph, k, &pe_model_ctx, &k)) != PE_OK) {{
+            return st;
+        }}
+    }}
+    return PE_OK;"""
+    return f"""    for (k = 0; k < {prefix}_graph.num_ops; k++) {{  /* (no IF / WHILE: the table in order) */
+        st = pe_model_run_op(k);
+        if (st != PE_OK) {{
+            return st;
+        }}
+    }}
+    return PE_OK;"""
