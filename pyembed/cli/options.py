@@ -231,8 +231,9 @@ def wide_blocks_option():
                              "extension; a larger region scratch: the work block and wider row stores). With "
                              "--strategy: that strategy's regions. Without (--optimize picks), auto's regions in "
                              "wide blocks are candidates ('auto+wide', 'auto+wide+lean') beside the narrow ones; "
-                             "they are by default on a DSP core with the calibrated instruction model, "
-                             "--wide-blocks offers them on any core, --no-wide-blocks never.")
+                             "they are by default on a DSP core with the calibrated instruction model (not "
+                             "with --stream-input / --stream-output), --wide-blocks offers them on any core "
+                             "and with streaming, --no-wide-blocks never.")
 
 
 def fc_int16_weights_option():

@@ -402,7 +402,10 @@ def _plan_pipeline(graph, options, regions, prof):
     # where that keeps its speed, with the DSP work blocks the plan has room for
     lean_too = prof.core in DSP_CORES and getattr(prof, "instruction_model", None) is not None
     variants = [(name, lean, False) for lean in ((False, True) if lean_too else (False,)) for name in names]
-    if options.wide_blocks or (options.wide_blocks is None and lean_too):
+    # (not by default for a streamed input or output: those plans are asked for the least RAM,
+    # and the narrow blocks keep it; --wide-blocks offers them there too)
+    streamed = options.stream_input or options.stream_output
+    if options.wide_blocks or (options.wide_blocks is None and lean_too and not streamed):
         # auto's regions in wide blocks (the C row loops) are more candidates beside the
         # narrow ones, so the objective compares them (on a core with the calibrated model,
         # its PE_STRIPE_REGION/wide group prices them apart). By default only on a DSP core
