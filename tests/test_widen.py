@@ -256,6 +256,34 @@ def test_least_work_block_query_is_at_most_the_target_and_runs_the_loops():
         _graph.gather_least_buffer_size(op.params, (1, 2, 2, 3), dims4(w.shape), dims4(y.shape), False)
 
 
+def test_conv_target_work_block_holds_a_whole_widened_block_up_to_8_kb():
+    """A conv whose block loops' four-channel block of widened weights (8 bytes per filter byte) is
+    larger than 2,048 B asks for it whole, up to 8 KB (ResNet-8's 3x3x32 and 3x3x64 convs: in 2,048 B
+    they widen each kernel row per output row and requantize in a second pass); 2,048 B otherwise; the
+    disjoint least is that whole block."""
+    from pyembed._ext import _graph
+    from pyembed.model.conv_form import all_gather
+    from pyembed.model.ops.base import dims4
+    g = all_gather(load_model(os.path.join(MODELS_DIR, "tiny_ic_resnet8_int8.tflite")))
+    seen = set()
+    for op in g.operators:
+        if op.type != "CONV_2D":
+            continue
+        x, w, y = (g.tensors[op.inputs[i]] if i < 2 else g.tensors[op.outputs[0]] for i in range(3))
+        dims = (dims4(x.shape), dims4(w.shape), dims4(y.shape))
+        kh, kw, ic = int(w.shape[1]), int(w.shape[2]), int(w.shape[3])
+        whole = 8 * kh * kw * ic
+        target = _graph.gather_target_buffer_size(op.params, *dims, True, False)
+        if kw * ic % 4 or kw * ic < 16 and kh > 1:
+            continue          # patches (the first conv, 3 channels): not the block loops
+        expect = whole if 2048 < whole <= 8192 else 2048
+        assert target == expect, (op.index, kh, kw, ic, target)
+        if expect > 2048:
+            assert _graph.gather_least_buffer_size(op.params, *dims, False) == whole
+        seen.add(expect)
+    assert seen >= {2048, 2304, 4608}, seen
+
+
 def test_lean_candidate_on_kws_lowers_the_arena_and_simulate_replays_it(tmp_path):
     from click.testing import CliRunner
 

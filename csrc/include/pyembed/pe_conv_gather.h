@@ -39,7 +39,8 @@
  * rows take them from ctx->buf (ctx->size bytes, 4-byte aligned; disjoint
  * from the input and the output), never from the stack. The size
  * ..._get_target_buffer_size answers for dsp 1 is what they run with as
- * designed (conv block loops 2,048 B; depthwise 3x3 stride 1 planes
+ * designed (conv block loops 2,048 B, or a four-channel block of widened
+ * weights whole where that is larger, up to 8 KB; depthwise 3x3 stride 1 planes
  * 3,072 B; other depthwise channel-group loops 1,024 B; 0 where none
  * applies); less (or none: ctx NULL, ctx->buf NULL, size 0) is accepted and
  * runs the loops that fit, down to those that need none (conv channel
