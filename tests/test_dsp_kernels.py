@@ -76,6 +76,16 @@ def gather_twin(c, overlap=False):
     return g
 
 
+def gather_work_twin(c, work):
+    """gather_twin(c, overlap=True) with a work block of `work` bytes instead
+    of the target size, as a lean plan gives where its arena is tight (KWS's
+    depthwise layers: 1,600 and 1,856 B, bands of three staged rows)."""
+    g = gather_twin(c, overlap=True)
+    g.params[31] = int(work)
+    g.name = c.name + f" (gather, output {g.params[30]} bytes after the input, {work} B work block)"
+    return g
+
+
 def rev_overlap_twin(c):
     """The same reverse-kernel case with its output placed over its input as
     far as the planner's row model allows (pyembed.plan.overlap.max_delta_rows),
@@ -743,7 +753,9 @@ def dw3():
     single = [c for c in base if c.params[1] == 1]
     cases = (base + [min_scratch_twin(c) for c in base] + [rev_overlap_twin(c) for c in single] +
              [rev_overlap_twin(min_scratch_twin(c)) for c in single] + [gather_twin(c) for c in base] +
-             [g for g in (gather_twin(c, overlap=True) for c in single) if g.params[30] is not None])
+             [g for g in (gather_twin(c, overlap=True) for c in single) if g.params[30] is not None] +
+             [gather_work_twin(c, w) for c in single if c.name.startswith("dw3 25x5x64")
+              for w in (1088, 1600, 1856, 2368)])
     return cases, {v: K.run(cases, v) for v in K.VARIANTS}
 
 

@@ -136,7 +136,8 @@ static pe_context make_ctx(int32_t size, pe_stats *stats)
  * output p[30] bytes after the input in one buffer, 5 the one-channel
  * depthwise kernel, its output p[30] bytes after the input where p[30] != 0);
  * p[31] the reverse scratch (0 minimum, 1 fast) or the gather work block
- * (0 none, 1 the target size);
+ * (0 none, 1 the target size, 8 or more: that many bytes, as a lean plan
+ * gives less than the target);
  * arrays: input, filter, bias, mult, shift */
 static void run_conv(const case_t *c)
 {
@@ -204,6 +205,9 @@ static void run_conv(const case_t *c)
                     : pe_conv2d_gather_s8_get_target_buffer_size(&cp, &in, &f, &out, dsp, &work);
             NEED(st == PE_OK && work >= 0 && work <= (int32_t)(sizeof(scratch) / 2u));
             work = work / 8 * 8;
+        } else if (p[31] >= 8) {
+            work = p[31] / 8 * 8;
+            NEED(work <= (int32_t)(sizeof(scratch) / 2u));
         }
         if (p[29] == 2) {
             const int32_t delta = p[30];

@@ -89,7 +89,8 @@ def conv_case(input, weights, bias, mult, shift, *, stride=(1, 1), dilation=(1, 
     gather=True runs the gather kernel (pe_conv_gather.h) instead of the
     reverse one, with the DSP work block of
     pe_*_gather_s8_get_target_buffer_size as its scratch where fast_scratch
-    (as a firmware plan gives it; none otherwise); overlap=delta places its output delta bytes
+    (as a firmware plan gives it; none otherwise; an int of at least 8: a work
+    block of that many bytes, rounded down to 8, as a lean plan gives less); overlap=delta places its output delta bytes
     after the start of the input in one buffer, as a plan with an
     output-over-input allowance (pyembed.plan.overlap) does. The reverse conv
     gets the scratch of pe_conv2d_rev_s8_get_fast_buffer_size (fast_scratch,
@@ -119,7 +120,9 @@ def conv_case(input, weights, bias, mult, shift, *, stride=(1, 1), dilation=(1, 
               int(has_bias),
               5 if c1 else (2 if overlap is not None else 1) if gather else
               (4 if stream else 3 if overlap is not None else 0),
-              int(overlap or 0), int(bool(fast_scratch))]
+              int(overlap or 0),
+              int(fast_scratch) if gather and not isinstance(fast_scratch, bool) and fast_scratch >= 8
+              else int(bool(fast_scratch))]
     macs = n * oh * ow * out_c * kh * kw * (1 if depthwise else fc)
     return Case(OP_CONV, params, [input, weights, bias, _i32(mult), _i32(shift)], name, macs)
 

@@ -551,7 +551,7 @@ void pe_dw3_rows(const pe_conv_params *p, const pe_per_channel_quant *q, const p
 #if PE_DSP_ASM
     const int32_t full = p->activation.min == -128 && p->activation.max == 127;
 #endif
-    int32_t ox0, c, g, g_n, yb, nr = 0, y, x, nrmax, zeroed;
+    int32_t ox0, c, g, g_n, yb, nr = 0, y, x, nrmax, nreven, zeroed;
     dw3_ch ch[4];
     (void)f;
     max_cols = rowb / 2 - 4;
@@ -569,10 +569,14 @@ void pe_dw3_rows(const pe_conv_params *p, const pe_per_channel_quant *q, const p
             size_t ps;
             g_n = c_n - c < 4 ? c_n - c : 4;
             nrmax = plane_bytes / (g_n * rowb) - 2;
-            nrmax = nrmax >= 2 ? nrmax & ~1 : nrmax; /* odd rows only in the last band */
             if (nrmax < 1) {
                 return; /* (excluded by the callers: plane_bytes >= *least) */
             }
+            /* bands of an even row count, the last of up to nrmax rows (an
+             * odd count there takes a last row pair overlapping the one
+             * before: a band of 3 in 5 plane rows runs the assembly, not 2
+             * rows then 1 row in C) */
+            nreven = nrmax >= 2 ? nrmax & ~1 : nrmax;
             ps = (size_t)(nrmax + 2) * (size_t)rowb;
             if (zeroed != g_n) { /* the padding columns, once per plane layout */
                 dw3_zero_cols(pz, ps, (size_t)rowb, g_n, nrmax + 2, a, e, nc + 3);
@@ -588,7 +592,7 @@ void pe_dw3_rows(const pe_conv_params *p, const pe_per_channel_quant *q, const p
                 if (kept) {
                     dw3_keep_rows(planes, ps, (size_t)rowb, g_n, nr); /* (whole rows: lead too) */
                 }
-                nr = oy1 - yb < nrmax ? oy1 - yb : nrmax;
+                nr = oy1 - yb <= nrmax ? oy1 - yb : nreven;
                 dw3_widen(pz + (size_t)kept * (size_t)rowb / 2, ps, (size_t)rowb, g_n, in, img, c,
                           yb - p->padding.top + kept, nr + 2 - kept, ix0, nc + 3, p->input_offset);
                 for (g = 0; g < g_n; g++) {
