@@ -117,13 +117,18 @@ def conv_block_cases(rng):
     out = []
 
     def case(h, w, ic, oc, kh=1, kw=1, s=1, pad=(0, 0, 0, 0), dil=1, act=(-128, 127),
-             shift=None, rnd=0, bias=True, big_bias=False, off=128, zero_m=(), name=""):
+             shift=None, rnd=0, bias=True, big_bias=False, off=128, zero_m=(), biases=None, mults=None,
+             name=""):
         m = rng.integers(1 << 30, (1 << 31) - 1, oc)
         m[list(zero_m)] = 0
+        if mults is not None:
+            m = np.asarray(mults, dtype=np.int64)
         sh = rng.integers(-11, -5, oc) if shift is None else np.asarray(shift)
         b = rng.integers(-5000, 5000, oc) if bias else None
         if big_bias:
             b[oc // 2] = (1 << 30) + 7
+        if biases is not None:
+            b = np.asarray(biases, dtype=np.int64)
         out.append(K.conv_case(rng.integers(-128, 128, (1, h, w, ic)),
                                rng.integers(-128, 128, (oc, kh, kw, ic)), b, m, sh,
                                stride=(s, s), dilation=(dil, 1), padding=pad, input_offset=off,
@@ -150,6 +155,19 @@ def conv_block_cases(rng):
     case(6, 6, 16, 8, kh=3, kw=3, pad=(1, 1, 1, 1), shift=[-31, -24, -9, -26, 0, -30, -1, -23],
          zero_m=(4,), name="conv 3x3 6x6x16->8 right shifts 24..31")
     case(6, 5, 8, 6, rnd=1, big_bias=True, name="conv 1x1 single rounding, big bias")
+    # biases near +-2^30 with right shifts 24..31 (VWW's later 1x1 convs: the SMMULR bound fails, the
+    # fused loops' 64-bit requantization takes them); the last block's right shift 31 channels with
+    # a multiplier near 2^31 whose rounding sum could leave int32 (not fused: the general finish)
+    # beside ones with a multiplier near 2^30 (fused)
+    big = [1_073_000_000, -1_072_000_000, 1_071_500_000, -1_073_700_000]
+    case(6, 6, 128, 12, shift=[-26, -27, -24, -31, -25, -30, -29, -28, -31, -31, -31, -31],
+         biases=big * 3, mults=[int(v) for v in rng.integers(1 << 30, (1 << 31) - 1, 8)] +
+         [(1 << 31) - 1, 1 << 30, (1 << 30) + 5, (1 << 31) - 2],
+         name="conv 1x1 6x6x128->12 biases near 2^30, right shifts 24..31")
+    case(5, 5, 16, 8, kh=3, kw=3, pad=(1, 1, 1, 1), shift=[-25, -9, -31, -27, -24, -30, -6, -28],
+         biases=big * 2, zero_m=(6,), name="conv 3x3 5x5x16->8 biases near 2^30, right shifts 24..31")
+    case(6, 6, 32, 8, shift=[-26, -27, -24, -31, -25, -30, -29, -28], biases=big * 2, act=(-100, 90),
+         name="conv 1x1 6x6x32->8 biases near 2^30, narrowed activation")
     case(9, 11, 16, 9, kh=3, kw=3, pad=(1, 1, 1, 1), act=(-100, 120))
     case(8, 8, 64, 8, kh=3, kw=3, pad=(1, 1, 1, 1), name="conv 3x3 8x8x64->8 (pieces on the stack)")
     case(9, 10, 16, 12, kh=3, kw=3, s=2, pad=(0, 1, 0, 1), name="conv 3x3 s2 9x10x16->12")

@@ -74,7 +74,8 @@ typedef struct {
     uint32_t off2;     /* [28] the input offset, in both halfwords */
     int32_t rows;      /* [32] >= 1: runs per column (kernel rows; the weights continue) */
     int32_t row_adv;   /* [36] bytes from the end of a run to the next run's start */
-    const int32_t *rq; /* [40] pw_run_q: per channel (m, k, right), 12 words */
+    const int32_t *rq; /* [40] pw_run_q: per channel (m, k, right), 12 words; the
+                        * wide family (m, 2^(right-1), right, output offset), 16 */
     int8_t *out;       /* [44] pw_run_q: the first column's four output bytes */
     int32_t out_step;  /* [48] pw_run_q: bytes from one column's outputs to the next */
 } pw_job;
@@ -172,7 +173,27 @@ PE_PW_FN(pw_u4, PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP)
     "add    " a ", " a ", r5\n\t"                                              \
     "asr    " a ", " a ", r6\n\t"                                              \
     "ssat   " a ", #8, " a "\n\t"
-#define PE_PWQ_FN(name, body)                                                 \
+/* the same for any right shift 1..31 and accumulator within int32 (a
+ * channel with a large bias or a small scale: VWW's later 1x1 convs, bias
+ * near 2^30, right shifts up to 31): x = (acc * m + 2^30) >> 31, the
+ * 64-bit product by SMLAL onto 2^30 (TFLM's doubling high multiply, whose
+ * nudge and truncation toward zero come to this floor), then
+ * (x - [x < 0] + 2^(right-1)) >> right (its rounding division) and the
+ * output offset added after the shift; pw_rq_setup checks that the sum
+ * before the shift stays inside int32 */
+#define PE_PWQW_CH(a)                                                         \
+    "ldm    r11!, {r4-r7}\n\t"                                                \
+    "mov    r8, #0x40000000\n\t"                                              \
+    "mov    r9, #0\n\t"                                                       \
+    "smlal  r8, r9, " a ", r4\n\t"                                            \
+    "lsl    r9, r9, #1\n\t"                                                   \
+    "orr    " a ", r9, r8, lsr #31\n\t"                                       \
+    "add    " a ", " a ", " a ", asr #31\n\t"                                   \
+    "add    " a ", " a ", r5\n\t"                                              \
+    "asr    " a ", " a ", r6\n\t"                                              \
+    "add    " a ", " a ", r7\n\t"                                              \
+    "ssat   " a ", #8, " a "\n\t"
+#define PE_PWQ_FN(name, body, CH)                                             \
     __attribute__((noinline)) static void name(const pw_job *job)             \
     {                                                                         \
         register const pw_job *r0_job __asm__("r0") = job;                    \
@@ -181,8 +202,7 @@ PE_PW_FN(pw_u4, PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP)
                          "push   {r4-r6}\n\t"                                  \
                          PE_PW_LOOPS(body)                                    \
                          "ldr    r11, [sp, #36]\n\t"                          \
-                         PE_PWQ_CH("r0") PE_PWQ_CH("r1") PE_PWQ_CH("r2")       \
-                         PE_PWQ_CH("r3")                                      \
+                         CH("r0") CH("r1") CH("r2") CH("r3")                  \
                          "and    r0, r0, #255\n\t"                             \
                          "bfi    r0, r1, #8, #8\n\t"                           \
                          "bfi    r0, r2, #16, #8\n\t"                          \
@@ -195,12 +215,15 @@ PE_PW_FN(pw_u4, PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP)
                          "add    sp, sp, #48\n\t"                             \
                          PE_PW_OPERANDS);                                     \
     }
-PE_PWQ_FN(pwq_u1, PE_PW_GROUP)
-PE_PWQ_FN(pwq_u2, PE_PW_GROUP PE_PW_GROUP)
-PE_PWQ_FN(pwq_u4, PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP)
+PE_PWQ_FN(pwq_u1, PE_PW_GROUP, PE_PWQ_CH)
+PE_PWQ_FN(pwq_u2, PE_PW_GROUP PE_PW_GROUP, PE_PWQ_CH)
+PE_PWQ_FN(pwq_u4, PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP, PE_PWQ_CH)
+PE_PWQ_FN(pwqw_u1, PE_PW_GROUP, PE_PWQW_CH)
+PE_PWQ_FN(pwqw_u2, PE_PW_GROUP PE_PW_GROUP, PE_PWQW_CH)
+PE_PWQ_FN(pwqw_u4, PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP, PE_PWQW_CH)
 /* the fused loops for one run per column (rows 1: 1x1 kernels, patches):
  * no run counter */
-#define PE_PWQ1_FN(name, body)                                                \
+#define PE_PWQ1_FN(name, body, CH)                                            \
     __attribute__((noinline)) static void name(const pw_job *job)             \
     {                                                                         \
         register const pw_job *r0_job __asm__("r0") = job;                    \
@@ -218,8 +241,7 @@ PE_PWQ_FN(pwq_u4, PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP)
                          "subs   lr, lr, #1\n\t"                              \
                          "bne    2b\n\t"                                      \
                          "ldr    r11, [sp, #24]\n\t"                          \
-                         PE_PWQ_CH("r0") PE_PWQ_CH("r1") PE_PWQ_CH("r2")       \
-                         PE_PWQ_CH("r3")                                      \
+                         CH("r0") CH("r1") CH("r2") CH("r3")                  \
                          "ldrd   r4, r5, [sp, #28]\n\t"                       \
                          "strb   r0, [r4]\n\t"                                \
                          "strb   r1, [r4, #1]\n\t"                            \
@@ -231,14 +253,18 @@ PE_PWQ_FN(pwq_u4, PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP)
                          "add    sp, sp, #36\n\t"                             \
                          PE_PW_OPERANDS);                                     \
     }
-PE_PWQ1_FN(pwq1_u1, PE_PW_GROUP)
-PE_PWQ1_FN(pwq1_u2, PE_PW_GROUP PE_PW_GROUP)
-PE_PWQ1_FN(pwq1_u4, PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP)
+PE_PWQ1_FN(pwq1_u1, PE_PW_GROUP, PE_PWQ_CH)
+PE_PWQ1_FN(pwq1_u2, PE_PW_GROUP PE_PW_GROUP, PE_PWQ_CH)
+PE_PWQ1_FN(pwq1_u4, PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP, PE_PWQ_CH)
+PE_PWQ1_FN(pwqw1_u1, PE_PW_GROUP, PE_PWQW_CH)
+PE_PWQ1_FN(pwqw1_u2, PE_PW_GROUP PE_PW_GROUP, PE_PWQW_CH)
+PE_PWQ1_FN(pwqw1_u4, PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP PE_PW_GROUP, PE_PWQW_CH)
 #undef PE_PWQ1_FN
 #undef PE_PWQ_FN
 #undef PE_PWQ_NEXT_COLUMN
 #undef PE_PW_OPERANDS
 #undef PE_PWQ_CH
+#undef PE_PWQW_CH
 #undef PE_PW_FN
 #undef PE_PW_GROUP
 #endif
@@ -281,13 +307,30 @@ static void pw_run(pw_job *job, int32_t ng)
 #endif
 }
 
+/* the wide requantization of one accumulator (PE_PWQW_CH): r = (m,
+ * 2^(right-1), right, output offset), before the clamp */
+static inline int32_t pw_wide(int32_t acc, const int32_t *r)
+{
+    const int32_t x = (int32_t)(((int64_t)acc * r[0] + ((int64_t)1 << 30)) >> 31);
+    return pe_fx_asr32(x + pe_fx_asr32(x, 31) + r[1], r[2]) + r[3];
+}
+
 /* pw_run with the requantization fused (job->rq, out, out_step; the
- * accumulators start from the 4 words at job->acc for every column):
- * pw_store's fast arithmetic, full int8 range, all four channels fast */
-static void pw_run_q(pw_job *job, int32_t ng)
+ * accumulators start from the 4 words at job->acc for every column), full
+ * int8 range: wide 0, pw_store's fast arithmetic (all four channels fast);
+ * wide 1, the wide family (all four channels wide, pw_rq) */
+static void pw_run_q(pw_job *job, int32_t ng, int32_t wide)
 {
 #if PE_DSP_ASM
     job->acc_step = 0;
+    if (wide) {
+        if (job->rows == 1) {
+            PE_DSP_UNROLL_421(job, ng, pwqw1_u1, pwqw1_u2, pwqw1_u4);
+            return;
+        }
+        PE_DSP_UNROLL_421(job, ng, pwqw_u1, pwqw_u2, pwqw_u4);
+        return;
+    }
     if (job->rows == 1) {
         PE_DSP_UNROLL_421(job, ng, pwq1_u1, pwq1_u2, pwq1_u4);
         return;
@@ -306,8 +349,12 @@ static void pw_run_q(pw_job *job, int32_t ng)
         }
         pw_run(job, ng);
         for (j = 0; j < 4; j++) {
-            const int32_t *r = job->rq + 3 * j;
+            const int32_t *r = job->rq + (wide ? 4 : 3) * j;
             int32_t d;
+            if (wide) {
+                o[j] = (int8_t)__ssat(pw_wide(acc[j], r), 8);
+                continue;
+            }
             __asm__("smmulr %0, %1, %2" : "=r"(d) : "r"((int32_t)((uint32_t)acc[j] << 1)), "r"(r[0]));
             o[j] = (int8_t)__ssat(pe_fx_asr32(d + pe_fx_asr32(d, 31) + r[1], r[2]), 8);
         }
@@ -351,18 +398,60 @@ static void pw_widen(uint32_t *restrict dst, const int8_t *restrict w, int32_t w
  * off * 2^right before the floor shift adds off after it), then the clamp;
  * else the general finish (single rounding, shifts outside 1..23, large
  * accumulators). */
+/* wide: the double-rounding arithmetic for any right shift 1..31 (or a
+ * zero multiplier, whose outputs are the offset whatever the shift: right
+ * 1) where every accumulator the taps and bias allow keeps
+ * x + 2^(right-1) inside int32 (x = (acc * m + 2^30) >> 31, |x| <= |acc|);
+ * w holds its four words (pw_wide). Every fast channel is wide too. */
 typedef struct {
-    int32_t m, sh, right, k, fast;
+    int32_t m, sh, right, k, fast, wide;
+    int32_t w[4];
 } pw_rq;
 
 static void pw_rq_setup(pw_rq *r, const pe_per_channel_quant *q, int32_t o, pe_rounding mode,
-                        int32_t small, int32_t ooff)
+                        int64_t taps, int32_t b, int32_t ooff)
 {
+    const int64_t bound = taps * 32640 + (b < 0 ? -(int64_t)b : (int64_t)b);
+    int32_t wr = 0;
     r->m = q->multiplier[o];
     r->sh = q->shift[o];
-    r->fast = small && mode == PE_ROUND_DOUBLE && r->sh <= -1 && r->sh >= -23;
+    r->fast = acc_small(taps, b) && mode == PE_ROUND_DOUBLE && r->sh <= -1 && r->sh >= -23;
     r->right = r->fast ? -r->sh : 0;
     r->k = r->fast ? ((int32_t)1 << (r->right - 1)) + (int32_t)((uint32_t)ooff << r->right) : 0;
+    if (r->fast) {
+        wr = r->right; /* (|x| <= |acc| < 2^30, right <= 23) */
+    } else if (mode == PE_ROUND_DOUBLE && r->m == 0) {
+        wr = 1;
+    } else if (mode == PE_ROUND_DOUBLE && r->m > 0 && r->sh <= -1 && r->sh >= -31) {
+        const int64_t half = (int64_t)1 << (-r->sh - 1);
+        wr = -r->sh;
+        if (bound + half > PE_INT32_MAX) {
+            /* |x| <= x_max, below |acc| by the factor m / 2^31 */
+            const int64_t acc_max = bound < ((int64_t)1 << 31) ? bound : ((int64_t)1 << 31);
+            wr = ((acc_max * r->m + ((int64_t)1 << 30)) >> 31) + half <= PE_INT32_MAX ? wr : 0;
+        }
+    }
+    r->wide = wr > 0;
+    r->w[0] = r->m;
+    r->w[1] = wr > 0 ? (int32_t)((uint32_t)1u << (wr - 1)) : 0;
+    r->w[2] = wr;
+    r->w[3] = ooff;
+}
+
+/* the four channels' words for pw_run_q: wide 0, (m, k, right) each;
+ * wide 1, pw_rq.w each */
+static void pw_rq_words(int32_t *dst, const pw_rq *rq, int32_t wide)
+{
+    int32_t j;
+    for (j = 0; j < 4; j++) {
+        if (wide) {
+            __builtin_memcpy(dst + 4 * j, rq[j].w, 16);
+        } else {
+            dst[3 * j] = rq[j].m;
+            dst[3 * j + 1] = rq[j].k;
+            dst[3 * j + 2] = rq[j].right;
+        }
+    }
 }
 
 /* n outputs of one channel: acc[4 c] -> o[c * o_step] */
@@ -386,6 +475,16 @@ static void pw_store(const int32_t *restrict acc, int8_t *restrict o, size_t o_s
             int32_t v;
             __asm__("smmulr %0, %1, %2" : "=r"(d) : "r"((int32_t)((uint32_t)*acc << 1)), "r"(m));
             v = pe_fx_asr32(d + pe_fx_asr32(d, 31) + k, right);
+            v = v > amin ? v : amin;
+            *o = (int8_t)(v < amax ? v : amax);
+            acc += 4;
+            o += o_step;
+        }
+        return;
+    }
+    if (r->wide) {
+        while (acc != end) {
+            int32_t v = pw_wide(*acc, r->w);
             v = v > amin ? v : amin;
             *o = (int8_t)(v < amax ? v : amax);
             acc += 4;
@@ -469,10 +568,10 @@ __attribute__((noinline)) static void cv_patch_rows(const pe_conv_params *p, con
     int8_t *const patch = (int8_t *)(void *)(wblk + 2 * L4);
     int32_t cap = (wbytes - 8 * L4) / L4;
     int32_t acc[PE_PW_COLS * 4];
-    int32_t start[4], rqw[12];
+    int32_t start[4], rqw[16];
     pw_rq rq[4];
     pw_job job;
-    int32_t i0, n, i, oc, nb, j, fuse, ky, kx, c;
+    int32_t i0, n, i, oc, nb, j, fuse, wide, ky, kx, c;
     cap = cap < PE_PW_COLS ? cap : PE_PW_COLS;
     job.off2 = pe_dup16(p->input_offset);
     job.rq = rqw;
@@ -514,23 +613,24 @@ __attribute__((noinline)) static void cv_patch_rows(const pe_conv_params *p, con
             nb = oc_n - oc < 4 ? oc_n - oc : 4;
             cv_widen_pad(wblk, filter + (size_t)oc * (size_t)L, (size_t)L, L, nb);
             fuse = nb == 4 && amin == -128 && amax == 127;
+            wide = fuse;
             for (j = 0; j < 4; j++) {
                 const int32_t b = bias != NULL && j < nb ? bias[oc + j] : 0;
                 start[j] = b;
                 if (j < nb) {
-                    pw_rq_setup(&rq[j], q, oc + j, mode, acc_small((int64_t)L, b), ooff);
+                    pw_rq_setup(&rq[j], q, oc + j, mode, (int64_t)L, b, ooff);
                     fuse = fuse && rq[j].fast;
-                    rqw[3 * j] = rq[j].m;
-                    rqw[3 * j + 1] = rq[j].k;
-                    rqw[3 * j + 2] = rq[j].right;
+                    wide = wide && rq[j].wide;
                 }
             }
             job.ncol = n;
             job.x = patch;
-            if (fuse) {
+            if (fuse || wide) {
+                wide = !fuse;
+                pw_rq_words(rqw, rq, wide);
                 job.acc = start;
                 job.out = o + (size_t)i0 * (size_t)o_px + (size_t)oc;
-                pw_run_q(&job, L4 >> 2);
+                pw_run_q(&job, L4 >> 2, wide);
                 continue;
             }
             for (i = 0; i < n; i++) {
@@ -606,8 +706,8 @@ __attribute__((noinline)) static void cv_block_rows(const pe_conv_params *p, con
     pw_rq rq[4];
     pw_job job;
     cv_seg seg[PE_CV_COLS];
-    int32_t rqw[12];
-    int32_t oc, nb, j, oy, ox, c, ns, si, ky, ky_lo, ky_hi, k0, kn, n_done, fuse;
+    int32_t rqw[16];
+    int32_t oc, nb, j, oy, ox, c, ns, si, ky, ky_lo, ky_hi, k0, kn, n_done, fuse, wide;
     if (ox_b > out_w - 1) {
         ox_b = out_w - 1;
     }
@@ -621,16 +721,22 @@ __attribute__((noinline)) static void cv_block_rows(const pe_conv_params *p, con
             pw_widen(wblk, wo, (int32_t)ws, (int32_t)ws, nb);
         }
         fuse = nb == 4 && amin == -128 && amax == 127;
+        wide = fuse;
         for (j = 0; j < 4; j++) {
             const int32_t b = bias != NULL && j < nb ? bias[oc + j] : 0;
             start[j] = b;
             if (j < nb) {
-                pw_rq_setup(&rq[j], q, oc + j, mode, acc_small((int64_t)ws, b), ooff);
+                pw_rq_setup(&rq[j], q, oc + j, mode, (int64_t)ws, b, ooff);
                 fuse = fuse && rq[j].fast;
-                rqw[3 * j] = rq[j].m;
-                rqw[3 * j + 1] = rq[j].k;
-                rqw[3 * j + 2] = rq[j].right;
+                wide = wide && rq[j].wide;
             }
+        }
+        /* fused: the fast family where every channel is fast, else the wide
+         * one where every channel is wide */
+        wide = wide && !fuse;
+        fuse = fuse || wide;
+        if (fuse) {
+            pw_rq_words(rqw, rq, wide);
         }
         if (flat && whole && fuse) {
             /* every pixel of the call in one fused job */
@@ -642,7 +748,7 @@ __attribute__((noinline)) static void cv_block_rows(const pe_conv_params *p, con
             job.x = image + (size_t)oy0 * in_row;
             job.w = wblk;
             job.out = o + (size_t)oc;
-            pw_run_q(&job, ic >> 2);
+            pw_run_q(&job, ic >> 2, wide);
             continue;
         }
         for (oy = oy0; oy < oy1; oy++) {
@@ -739,7 +845,7 @@ __attribute__((noinline)) static void cv_block_rows(const pe_conv_params *p, con
                                 /* requantized and stored by the job */
                                 job.acc = start;
                                 job.out = orow + (size_t)(n_done + j) * (size_t)o_px;
-                                pw_run_q(&job, (hi - lo) >> 2);
+                                pw_run_q(&job, (hi - lo) >> 2, wide);
                                 continue;
                             }
                             pw_run(&job, (hi - lo) >> 2);
@@ -808,7 +914,7 @@ void pe_cv_dsp_cols_q(const int32_t *start, int32_t ncol, const int8_t *x, int32
     job.rq = rq;
     job.out = out;
     job.out_step = out_step;
-    pw_run_q(&job, len >> 2);
+    pw_run_q(&job, len >> 2, 0);
 }
 
 /* one pixel: each weight is used once, widening it first costs more than
