@@ -78,6 +78,7 @@ typedef struct {
                         * wide family (m, 2^(right-1), right, output offset), 16 */
     int8_t *out;       /* [44] pw_run_q: the first column's four output bytes */
     int32_t out_step;  /* [48] pw_run_q: bytes from one column's outputs to the next */
+    int32_t wide;      /* [52] pw_run_q: 1 the wide family (rq 16 words), 0 the fast one */
 } pw_job;
 
 #if PE_DSP_ASM
@@ -319,11 +320,11 @@ static inline int32_t pw_wide(int32_t acc, const int32_t *r)
  * accumulators start from the 4 words at job->acc for every column), full
  * int8 range: wide 0, pw_store's fast arithmetic (all four channels fast);
  * wide 1, the wide family (all four channels wide, pw_rq) */
-static void pw_run_q(pw_job *job, int32_t ng, int32_t wide)
+static void pw_run_q(pw_job *job, int32_t ng)
 {
 #if PE_DSP_ASM
     job->acc_step = 0;
-    if (wide) {
+    if (job->wide) {
         if (job->rows == 1) {
             PE_DSP_UNROLL_421(job, ng, pwqw1_u1, pwqw1_u2, pwqw1_u4);
             return;
@@ -349,9 +350,9 @@ static void pw_run_q(pw_job *job, int32_t ng, int32_t wide)
         }
         pw_run(job, ng);
         for (j = 0; j < 4; j++) {
-            const int32_t *r = job->rq + (wide ? 4 : 3) * j;
+            const int32_t *r = job->rq + (job->wide ? 4 : 3) * j;
             int32_t d;
-            if (wide) {
+            if (job->wide) {
                 o[j] = (int8_t)__ssat(pw_wide(acc[j], r), 8);
                 continue;
             }
@@ -402,56 +403,112 @@ static void pw_widen(uint32_t *restrict dst, const int8_t *restrict w, int32_t w
  * zero multiplier, whose outputs are the offset whatever the shift: right
  * 1) where every accumulator the taps and bias allow keeps
  * x + 2^(right-1) inside int32 (x = (acc * m + 2^30) >> 31, |x| <= |acc|);
- * w holds its four words (pw_wide). Every fast channel is wide too. */
+ * pw_wide's words are (m, 2^(right-1), right, output offset). Every fast
+ * channel is wide too (its right and k then hold the fast form). */
 typedef struct {
     int32_t m, sh, right, k, fast, wide;
-    int32_t w[4];
 } pw_rq;
 
-static void pw_rq_setup(pw_rq *r, const pe_per_channel_quant *q, int32_t o, pe_rounding mode,
-                        int64_t taps, int32_t b, int32_t ooff)
+/* the wide form's right shift for a channel that is not fast (0: none;
+ * out of line: the fast set-up stays short) */
+__attribute__((noinline)) static int32_t pw_wide_right(int32_t m, int32_t sh, pe_rounding mode,
+                                                       int64_t taps, int32_t b)
 {
-    const int64_t bound = taps * 32640 + (b < 0 ? -(int64_t)b : (int64_t)b);
-    int32_t wr = 0;
-    r->m = q->multiplier[o];
-    r->sh = q->shift[o];
-    r->fast = acc_small(taps, b) && mode == PE_ROUND_DOUBLE && r->sh <= -1 && r->sh >= -23;
-    r->right = r->fast ? -r->sh : 0;
-    r->k = r->fast ? ((int32_t)1 << (r->right - 1)) + (int32_t)((uint32_t)ooff << r->right) : 0;
-    if (r->fast) {
-        wr = r->right; /* (|x| <= |acc| < 2^30, right <= 23) */
-    } else if (mode == PE_ROUND_DOUBLE && r->m == 0) {
-        wr = 1;
-    } else if (mode == PE_ROUND_DOUBLE && r->m > 0 && r->sh <= -1 && r->sh >= -31) {
-        const int64_t half = (int64_t)1 << (-r->sh - 1);
-        wr = -r->sh;
-        if (bound + half > PE_INT32_MAX) {
-            /* |x| <= x_max, below |acc| by the factor m / 2^31 */
-            const int64_t acc_max = bound < ((int64_t)1 << 31) ? bound : ((int64_t)1 << 31);
-            wr = ((acc_max * r->m + ((int64_t)1 << 30)) >> 31) + half <= PE_INT32_MAX ? wr : 0;
-        }
+    int64_t bound, half, acc_max;
+    if (mode != PE_ROUND_DOUBLE || m < 0) {
+        return 0;
     }
-    r->wide = wr > 0;
-    r->w[0] = r->m;
-    r->w[1] = wr > 0 ? (int32_t)((uint32_t)1u << (wr - 1)) : 0;
-    r->w[2] = wr;
-    r->w[3] = ooff;
+    if (m == 0) {
+        return 1;
+    }
+    if (sh > -1 || sh < -31) {
+        return 0;
+    }
+    bound = taps * 32640 + (b < 0 ? -(int64_t)b : (int64_t)b);
+    half = (int64_t)1 << (-sh - 1);
+    if (bound + half <= PE_INT32_MAX) {
+        return -sh;
+    }
+    /* |x| <= x_max, below |acc| by the factor m / 2^31 */
+    acc_max = bound < ((int64_t)1 << 31) ? bound : ((int64_t)1 << 31);
+    return ((acc_max * m + ((int64_t)1 << 30)) >> 31) + half <= PE_INT32_MAX ? -sh : 0;
+}
+
+static void pw_rq_setup(pw_rq *r, const pe_per_channel_quant *q, int32_t o, pe_rounding mode,
+                        int32_t small, int64_t taps, int32_t b, int32_t ooff)
+{
+    const int32_t m = q->multiplier[o], sh = q->shift[o];
+    r->m = m;
+    r->sh = sh;
+    if (small && mode == PE_ROUND_DOUBLE && sh <= -1 && sh >= -23) {
+        /* (wide too: |x| <= |acc| < 2^30, right <= 23) */
+        r->fast = r->wide = 1;
+        r->right = -sh;
+        r->k = ((int32_t)1 << (r->right - 1)) + (int32_t)((uint32_t)ooff << r->right);
+        return;
+    }
+    r->fast = 0;
+    r->right = pw_wide_right(m, sh, mode, taps, b);
+    r->wide = r->right > 0;
+    r->k = 0;
+}
+
+/* one channel's pw_wide words */
+static inline void pw_wide_words(int32_t *w, const pw_rq *r, int32_t ooff)
+{
+    w[0] = r->m;
+    w[1] = (int32_t)((uint32_t)1u << (r->right - 1));
+    w[2] = r->right;
+    w[3] = ooff;
 }
 
 /* the four channels' words for pw_run_q: wide 0, (m, k, right) each;
- * wide 1, pw_rq.w each */
-static void pw_rq_words(int32_t *dst, const pw_rq *rq, int32_t wide)
+ * wide 1, pw_wide's each */
+static inline void pw_rq_words(int32_t *dst, const pw_rq *rq, int32_t wide, int32_t ooff)
 {
     int32_t j;
     for (j = 0; j < 4; j++) {
         if (wide) {
-            __builtin_memcpy(dst + 4 * j, rq[j].w, 16);
+            pw_wide_words(dst + 4 * j, &rq[j], ooff);
         } else {
             dst[3 * j] = rq[j].m;
             dst[3 * j + 1] = rq[j].k;
             dst[3 * j + 2] = rq[j].right;
         }
     }
+}
+
+/* a block of nb (1..4) output channels from oc: start[] the bias (0 past
+ * nb), rq[] the requantization; 1 where the fused loops take the block
+ * (four channels, the full int8 range, every channel fast, else every
+ * channel wide: rqw and job->wide set for pw_run_q), else 0 */
+__attribute__((noinline)) static int32_t pw_block_rq(pw_rq *rq, int32_t *rqw, int32_t *start, pw_job *job,
+                                                     const pe_per_channel_quant *q, const int32_t *bias,
+                                                     int32_t oc, int32_t nb, int64_t taps, pe_rounding mode,
+                                                     int32_t full, int32_t ooff)
+{
+    int32_t j, fast = nb == 4 && full;
+    for (j = 0; j < 4; j++) {
+        const int32_t b = bias != NULL && j < nb ? bias[oc + j] : 0;
+        start[j] = b;
+        if (j < nb) {
+            pw_rq_setup(&rq[j], q, oc + j, mode, acc_small(taps, b), taps, b, ooff);
+            fast = fast && rq[j].fast;
+            rqw[3 * j] = rq[j].m;
+            rqw[3 * j + 1] = rq[j].k;
+            rqw[3 * j + 2] = rq[j].right;
+        }
+    }
+    job->wide = 0;
+    if (fast) {
+        return 1;
+    }
+    if (nb != 4 || !full || !rq[0].wide || !rq[1].wide || !rq[2].wide || !rq[3].wide) {
+        return 0;
+    }
+    job->wide = 1;
+    pw_rq_words(rqw, rq, 1, ooff);
+    return 1;
 }
 
 /* n outputs of one channel: acc[4 c] -> o[c * o_step] */
@@ -483,8 +540,10 @@ static void pw_store(const int32_t *restrict acc, int8_t *restrict o, size_t o_s
         return;
     }
     if (r->wide) {
+        int32_t w[4];
+        pw_wide_words(w, r, ooff);
         while (acc != end) {
-            int32_t v = pw_wide(*acc, r->w);
+            int32_t v = pw_wide(*acc, w);
             v = v > amin ? v : amin;
             *o = (int8_t)(v < amax ? v : amax);
             acc += 4;
@@ -571,7 +630,7 @@ __attribute__((noinline)) static void cv_patch_rows(const pe_conv_params *p, con
     int32_t start[4], rqw[16];
     pw_rq rq[4];
     pw_job job;
-    int32_t i0, n, i, oc, nb, j, fuse, wide, ky, kx, c;
+    int32_t i0, n, i, oc, nb, j, fuse, ky, kx, c;
     cap = cap < PE_PW_COLS ? cap : PE_PW_COLS;
     job.off2 = pe_dup16(p->input_offset);
     job.rq = rqw;
@@ -612,25 +671,14 @@ __attribute__((noinline)) static void cv_patch_rows(const pe_conv_params *p, con
         for (oc = 0; oc < oc_n; oc += 4) {
             nb = oc_n - oc < 4 ? oc_n - oc : 4;
             cv_widen_pad(wblk, filter + (size_t)oc * (size_t)L, (size_t)L, L, nb);
-            fuse = nb == 4 && amin == -128 && amax == 127;
-            wide = fuse;
-            for (j = 0; j < 4; j++) {
-                const int32_t b = bias != NULL && j < nb ? bias[oc + j] : 0;
-                start[j] = b;
-                if (j < nb) {
-                    pw_rq_setup(&rq[j], q, oc + j, mode, (int64_t)L, b, ooff);
-                    fuse = fuse && rq[j].fast;
-                    wide = wide && rq[j].wide;
-                }
-            }
+            fuse = pw_block_rq(rq, rqw, start, &job, q, bias, oc, nb, (int64_t)L, mode,
+                               amin == -128 && amax == 127, ooff);
             job.ncol = n;
             job.x = patch;
-            if (fuse || wide) {
-                wide = !fuse;
-                pw_rq_words(rqw, rq, wide);
+            if (fuse) {
                 job.acc = start;
                 job.out = o + (size_t)i0 * (size_t)o_px + (size_t)oc;
-                pw_run_q(&job, L4 >> 2, wide);
+                pw_run_q(&job, L4 >> 2);
                 continue;
             }
             for (i = 0; i < n; i++) {
@@ -707,7 +755,7 @@ __attribute__((noinline)) static void cv_block_rows(const pe_conv_params *p, con
     pw_job job;
     cv_seg seg[PE_CV_COLS];
     int32_t rqw[16];
-    int32_t oc, nb, j, oy, ox, c, ns, si, ky, ky_lo, ky_hi, k0, kn, n_done, fuse, wide;
+    int32_t oc, nb, j, oy, ox, c, ns, si, ky, ky_lo, ky_hi, k0, kn, n_done, fuse;
     if (ox_b > out_w - 1) {
         ox_b = out_w - 1;
     }
@@ -720,24 +768,8 @@ __attribute__((noinline)) static void cv_block_rows(const pe_conv_params *p, con
         if (whole) {
             pw_widen(wblk, wo, (int32_t)ws, (int32_t)ws, nb);
         }
-        fuse = nb == 4 && amin == -128 && amax == 127;
-        wide = fuse;
-        for (j = 0; j < 4; j++) {
-            const int32_t b = bias != NULL && j < nb ? bias[oc + j] : 0;
-            start[j] = b;
-            if (j < nb) {
-                pw_rq_setup(&rq[j], q, oc + j, mode, (int64_t)ws, b, ooff);
-                fuse = fuse && rq[j].fast;
-                wide = wide && rq[j].wide;
-            }
-        }
-        /* fused: the fast family where every channel is fast, else the wide
-         * one where every channel is wide */
-        wide = wide && !fuse;
-        fuse = fuse || wide;
-        if (fuse) {
-            pw_rq_words(rqw, rq, wide);
-        }
+        fuse = pw_block_rq(rq, rqw, start, &job, q, bias, oc, nb, (int64_t)ws, mode,
+                           amin == -128 && amax == 127, ooff);
         if (flat && whole && fuse) {
             /* every pixel of the call in one fused job */
             job.acc = start;
@@ -748,7 +780,7 @@ __attribute__((noinline)) static void cv_block_rows(const pe_conv_params *p, con
             job.x = image + (size_t)oy0 * in_row;
             job.w = wblk;
             job.out = o + (size_t)oc;
-            pw_run_q(&job, ic >> 2, wide);
+            pw_run_q(&job, ic >> 2);
             continue;
         }
         for (oy = oy0; oy < oy1; oy++) {
@@ -845,7 +877,7 @@ __attribute__((noinline)) static void cv_block_rows(const pe_conv_params *p, con
                                 /* requantized and stored by the job */
                                 job.acc = start;
                                 job.out = orow + (size_t)(n_done + j) * (size_t)o_px;
-                                pw_run_q(&job, (hi - lo) >> 2, wide);
+                                pw_run_q(&job, (hi - lo) >> 2);
                                 continue;
                             }
                             pw_run(&job, (hi - lo) >> 2);
@@ -914,7 +946,8 @@ void pe_cv_dsp_cols_q(const int32_t *start, int32_t ncol, const int8_t *x, int32
     job.rq = rq;
     job.out = out;
     job.out_step = out_step;
-    pw_run_q(&job, len >> 2, 0);
+    job.wide = 0;
+    pw_run_q(&job, len >> 2);
 }
 
 /* one pixel: each weight is used once, widening it first costs more than
