@@ -206,15 +206,28 @@ def compare(rows, fitted, table, core):
     return out
 
 
+def refresh_borrowed(doc, core, build):
+    """The tables that borrow these groups (calibrate_qemu marks them "from": "cortex-m4 dsp": the
+    Cortex-M33 / M55 tables) get the new coefficients too (old ones on redefined features would misprice)."""
+    src = doc["tables"][core][build]
+    for c, builds in doc["tables"].items():
+        for b, t in builds.items():
+            for k in PIPELINE_OPS + ("PE_STRIPE_REGION/wide",):
+                if k in t and k in src and t[k].get("from") == f"{core} {build}":
+                    t[k] = {**src[k], "from": f"{core} {build}"}
+
+
 def write_groups(fitted, core, build, path=None):
     """Merge the fitted groups into pyembed_icount.json's core / build table."""
     doc, table, path = _table(core, build, path)
     doc["tables"][core][build] = _with(table, fitted)
+    refresh_borrowed(doc, core, build)
     doc["_doc_pipeline"] = ("PE_STRIPE_REGION / PE_CONV_POOL of the " + f"{core} {build} table: fitted by 'python -m "
                             "pyembed.bench calibrate_pipeline --write' (pyembed/bench/calibrate_pipeline.py) on QEMU "
-                            "SysTick counts of the bundled conv models' firmware built with --strategy stripes / "
-                            "layers / auto; features firmware_sim.icount.GROUP_FEATURES; mix copied from class:conv "
-                            "(not traced).")
+                            "SysTick counts of the bundled conv models' and the bench's built networks' firmware built "
+                            "with --strategy stripes / layers / auto and auto in wide blocks (rows: "
+                            "pyembed/bench/data/icount_pipeline.json); features firmware_sim.icount.GROUP_FEATURES "
+                            "(regions: firmware_sim.icount_region); mix copied from class:conv (not traced).")
     with open(path, "w") as f:
         json.dump(doc, f, indent=1, sort_keys=True)
         f.write("\n")
