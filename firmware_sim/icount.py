@@ -26,14 +26,14 @@ The compiler pipeline's operators (pyembed.passes.pipeline) have groups of
 their own, never a kernel class's (their cost is not a convolution's):
 ``PE_STRIPE_REGION`` reads its layers from its parameter words (kind,
 channels, kernel, stride, padding per layer; the output shape of each
-follows from the region's input): ``layers``, MACs per layer kind
-(``conv_macs``, ``dw_macs``, ``pw_macs``, ``pool_macs``: the pooling taps,
-all scaled by the region's MACs over the layers' own, which adds the halo
-columns the stripes recompute), ``outputs`` (every layer's output elements),
-``layer_rows`` (output rows of every layer x stripes), ``blocks`` (the
-executor's column blocks: rows x stripes x blocks per stripe row, summed over
-layers) and
-``bilinear_outputs`` (the output elements of its RESIZE_BILINEAR layers, kind
+follows from the region's input) and prices what the stripe executor does
+with them, per stripe, per row, per column block, per output position and
+per element of each layer, the halo columns each layer recomputes in each
+stripe included (firmware_sim.icount_region: ``layers``, ``layer_stripes``,
+``layer_rows``, ``in_rows``, ``blocks``, ``pixels``, ``window_taps``,
+``conv_macs`` / ``dw_macs`` / ``pw_macs`` / ``pool_macs``, ``dot_calls``,
+``tail_macs``, ``outputs``, ``in_elements`` and ``bilinear_outputs``, the
+output elements of its RESIZE_BILINEAR layers, kind
 11). A stand-alone RESIZE_BILINEAR has a group of its own too (``call``,
 ``outputs``, ``pixels``). The float32 kernels' groups: firmware_sim.icount_f32.
 ``PE_CONV_POOL`` (its words): ``macs`` (the convolution's),
@@ -68,6 +68,7 @@ import math
 import numpy as np
 
 from firmware_sim.icount_f32 import F32_FEATURES, float32_class, float32_name, window_features
+from firmware_sim.icount_region import REGION_FEATURES, WIDE_REGION_FEATURES, region_features
 
 CLASSES = ("alu", "mul", "dsp", "load", "load_pipelined", "store", "ldrd_strd", "ldm_stm",
            "branch_taken", "branch_not_taken", "div", "other")
@@ -110,12 +111,12 @@ FEATURES = {
 }
 # groups with their own features (and no kernel-class fallback)
 GROUP_FEATURES = {
-    "PE_STRIPE_REGION": ("call", "layers", "conv_macs", "dw_macs", "pw_macs", "pool_macs", "outputs",
-                         "layer_rows", "blocks", "bilinear_outputs"),
+    # the stripe executor's work per call, stripe, row, column block, position and element of every layer,
+    # halo columns included (firmware_sim.icount_region)
+    "PE_STRIPE_REGION": REGION_FEATURES,
     # a region in wide blocks (block width >= WIDE_BLOCK_MIN): the C executor's row loops (conv rows,
-    # window patches), another cost per MAC, fitted on its own
-    "PE_STRIPE_REGION/wide": ("call", "layers", "conv_macs", "dw_macs", "pw_macs", "pool_macs", "outputs",
-                              "layer_rows", "blocks", "bilinear_outputs"),
+    # window patches), another cost per MAC, fitted on its own (fewer rows: fewer features)
+    "PE_STRIPE_REGION/wide": WIDE_REGION_FEATURES,
     "PE_CONV_POOL": ("call", "macs", "outputs", "pool_outputs", "rows", "pool_taps"),
     # stand-alone int8 RESIZE_BILINEAR (pe_resize.c): the source rows, columns and weights of each output
     # position ("pixels"), then the four-tap interpolation of each element; fitted by python -m pyembed.bench
@@ -170,8 +171,8 @@ def group_keys(graph, op, kc):
 def region_layers(graph, op):
     """[(kind, out_h, out_w, out_c, macs)] of a PE_STRIPE_REGION's layers, from its words and the
     shape of its input; kind one of conv, dw, pw, pool (macs = taps), add, upsample, concat, table,
-    depth_to_space, crop, bilinear (macs 0: its four products per value are not in a fitted group yet, only
-    its outputs count)."""
+    depth_to_space, crop, bilinear (macs 0: the region's groups price its output elements,
+    bilinear_outputs, firmware_sim.icount_region)."""
     w = [int(v) for v in np.asarray(op.params["words"]).ravel()]
     x = graph.tensors[op.inputs[0]].shape
     h, wd = int(x[-3]), int(x[-2])
@@ -199,20 +200,7 @@ def region_layers(graph, op):
 
 
 def _region_features(graph, op, f):
-    p = op.params
-    layers = region_layers(graph, op)
-    stripe_w, block_w = max(int(p["words"][2]), 1), max(int(p["words"][3]), 1)
-    stripes = math.ceil(layers[-1][2] / stripe_w) if layers else 1
-    own = sum(m for k, _, _, _, m in layers if k != "pool")
-    scale = f["macs"] / own if own else 1.0        # halo columns recomputed by the stripes
-    f["layers"] = float(len(layers))
-    for name in ("conv", "dw", "pw", "pool"):
-        f[f"{name}_macs"] = float(sum(m for k, _, _, _, m in layers if k == name)) * (scale if name != "pool" else 1)
-    f["outputs"] = float(sum(h * w * c for _, h, w, c, _ in layers))
-    # RESIZE_BILINEAR layers (kind 11): four taps and their weights per output element
-    f["bilinear_outputs"] = float(sum(h * w * c for k, h, w, c, _ in layers if k == "bilinear"))
-    f["layer_rows"] = float(sum(h for _, h, _, _, _ in layers) * stripes)
-    f["blocks"] = float(sum(h * stripes * math.ceil(math.ceil(w / stripes) / block_w) for _, h, w, _, _ in layers))
+    region_features(op.params["words"], graph.tensors[op.inputs[0]].shape, f)
 
 
 def _conv_pool_features(graph, op, f):

@@ -22,21 +22,16 @@ portable tables take the same group.
 
 The same operator as a stripe-region layer (kind 11, pe_stripe_resize.h) is
 priced by the PE_STRIPE_REGION groups' ``bilinear_outputs`` feature (the output
-elements of the region's bilinear layers): ``--regions`` builds unet_64_bilinear
-and REGION_MODELS (conv -> RESIZE_BILINEAR x2 -> conv, where the bilinear layer
-is much of the work) with calibrate_pipeline's strategies (stripes, layers, auto,
-auto in wide blocks) on mps2-an386, DSP build, measures their regions under QEMU
-(SysTick), and fits the one coefficient per group (PE_STRIPE_REGION,
-PE_STRIPE_REGION/wide) on what the stored group leaves unexplained (relative
-error, non-negative), the group's other coefficients kept as calibrate_pipeline
-fitted them (refitting them all on these rows moves every other model's
-regions). ``--regions --write`` stores it in the cortex-m4 / dsp table (unless
-it is 0) and the rows in the same data file (a later calibrate_pipeline --write
-drops it: run this again after). As measured (2026-11-29) the stored groups
-leave nothing to a bilinear coefficient: they over-predict the small bilinear
-regions and the U-Net's region in one stripe (+117 % to +202 %, their fixed
-per-region and per-layer costs) and under-predict the U-Net in 4-column stripes
-and in wide blocks by 7-8 %: the fit is 0 and the table is left as it is.
+elements of the region's bilinear layers, halo columns included), fitted with the
+groups' other features by ``python -m pyembed.bench calibrate_pipeline --write``
+(whose default models include unet_64_bilinear and REGION_MODELS: conv ->
+RESIZE_BILINEAR x2 -> conv, where the bilinear layer is much of the work).
+``--regions`` builds those models with calibrate_pipeline's strategies (stripes,
+layers, auto, auto in wide blocks) on mps2-an386, DSP build, measures their
+regions under QEMU (SysTick) and predicts them with the stored table, with and
+without its bilinear_outputs coefficient; ``--regions --write`` stores the rows
+in the data file (tests/test_icount_bilinear.py predicts them again; the table
+is not changed).
 
 ``--write`` merges the group into firmware_sim/profiles/pyembed_icount.json and
 stores the measurements with the command in pyembed/bench/data/icount_bilinear.json
@@ -169,53 +164,16 @@ def measure_regions(log=None):
     return measure_pipeline(region_sources(), log=log)
 
 
-def refeature(rows, workdir=None):
-    """Rows with each region's group keys and features recomputed from its firmware project's graph
-    (generated again, not built: the measured counts do not depend on the feature definitions)."""
-    from firmware_sim.cost import kernel_class
-    from firmware_sim.icount import features, group_keys
-    from pyembed.bench._built import BUILDERS
-    from pyembed.model.load import load_tflite_bytes
-    from pyembed.target.firmware import generate
-    if workdir is None:
-        with tempfile.TemporaryDirectory(prefix="pe_refeature_") as tmp:
-            return refeature(rows, tmp)
-    builders = {**BUILDERS, **REGION_MODELS}
-    for r in rows:
-        g = load_tflite_bytes(builders[r["model"]](), name=r["model"])
-        s = r["strategy"]
-        pg = generate(g, r["board"], os.path.join(workdir, f"{r['model']}-{s}"), strategy="auto" if s == "wide" else s,
-                      wide_blocks=s == "wide").graph
-        for o in r["operators"]:
-            op = pg.operators[o["index"]]
-            aliased = any(pg.aliases.get(t) is not None for t in op.outputs)
-            o["group_keys"] = group_keys(pg, op, kernel_class(op.type, aliased))
-            o["features"] = features(pg, op)
-    return rows
-
-
 def _region_ops(rows, grp):
     return [(r, o) for r in rows for o in r["operators"]
             if o["group_keys"][0] == grp and o["features"].get("bilinear_outputs", 0) > 0]
 
 
 def fit_regions(rows, table):
-    """{group: bilinear_outputs coefficient} on the residual of the stored group (its other coefficients)."""
-    out = {}
-    for grp in REGION_GROUPS:
-        ops = _region_ops(rows, grp)
-        if not ops or grp not in table:
-            continue
-        coef = {k: v for k, v in table[grp]["coef"].items() if k != "bilinear_outputs"}
-        num = den = 0.0
-        for _, o in ops:
-            y = float(o["systick_instructions"])
-            base = sum(v * o["features"].get(k, 0.0) for k, v in coef.items())
-            x = o["features"]["bilinear_outputs"]
-            num += (x / y) * ((y - base) / y)
-            den += (x / y) ** 2
-        out[grp] = round(max(0.0, num / den), 5) if den else 0.0
-    return out
+    """{group: the stored bilinear_outputs coefficient} of the groups rows use (calibrate_pipeline fits it with
+    the groups' other coefficients)."""
+    return {grp: float(table[grp]["coef"].get("bilinear_outputs", 0.0)) for grp in REGION_GROUPS
+            if grp in table and _region_ops(rows, grp)}
 
 
 def compare_regions(rows, table, fitted):
@@ -234,39 +192,24 @@ def compare_regions(rows, table, fitted):
 
 
 def write_regions(fitted, rows):
-    from pyembed.bench.calibrate_f32 import _table_path
-    path = _table_path()
-    with open(path) as f:
-        doc = json.load(f)
-    t = doc["tables"]["cortex-m4"]["dsp"]
-    written = []
-    if any(fitted.values()):   # a zero coefficient leaves the table as it is
-        written.append(os.path.relpath(path))
-        for grp, b in fitted.items():
-            t[grp]["coef"]["bilinear_outputs"] = b
-        doc["_doc_bilinear_regions"] = (f"PE_STRIPE_REGION(/wide) bilinear_outputs of the cortex-m4 dsp table: fitted "
-                                        f"by '{REGIONS_COMMAND}' on the residual of the group's other coefficients")
-        with open(path, "w") as f:
-            json.dump(doc, f, indent=1, sort_keys=True)
-            f.write("\n")
     with open(DATA_FILE) as f:
         data = json.load(f)
     data["regions"] = {"command": REGIONS_COMMAND, "board": "mps2-an386", "build": "dsp", "fit": fitted, "rows": rows}
     with open(DATA_FILE, "w") as f:
         json.dump(data, f, indent=1, sort_keys=True)
         f.write("\n")
-    return written + [os.path.relpath(DATA_FILE)]
+    return [os.path.relpath(DATA_FILE)]
 
 
 def render_regions(result):
     lines = ["== RESIZE_BILINEAR layers in stripe regions (mps2-an386, dsp, QEMU SysTick): each region measured against "
-             "the stored group without / with its bilinear_outputs coefficient", ""]
+             "the stored group without / with its bilinear_outputs coefficient (calibrate_pipeline's fit)", ""]
     lines.append(f"{'model':<26} {'strategy':<8} {'group':<22} {'bil. outputs':>12} {'measured':>12} {'before':>8} "
                  f"{'predicted':>12} {'err':>7}")
     for r in result["rows"]:
         lines.append(f"{r['model']:<26} {r['strategy']:<8} {r['group']:<22} {int(r['bilinear_outputs']):>12,} "
                      f"{r['measured']:>12,} {r['error_before_pct']:>+7.1f}% {r['predicted']:>12,} {r['error_pct']:>+6.1f}%")
-    lines.append("\nbilinear_outputs (instructions per output element): "
+    lines.append("\nstored bilinear_outputs (instructions per output element): "
                  + ", ".join(f"{k} {v:g}" for k, v in result["fit"].items()))
     if result.get("written"):
         lines.append("\nwritten: " + ", ".join(result["written"]))
@@ -279,6 +222,7 @@ def run_regions(write_out=False, load=None, save=None, log=None):
         with open(load) as f:
             rows = json.load(f)
         rows = [r for r in rows if r["model"] in region_sources()]
+        from pyembed.bench.calibrate_pipeline import refeature
         rows = refeature(rows)
     else:
         rows = measure_regions(log=log)
@@ -358,8 +302,8 @@ def main(argv=None):
     ap.add_argument("--save", default=None)
     ap.add_argument("--load", default=None)
     ap.add_argument("--regions", action="store_true", help="the bilinear layers of stripe regions instead "
-                    "(PE_STRIPE_REGION's bilinear_outputs, mps2-an386); --load then takes calibrate_pipeline --save "
-                    "rows (features recomputed)")
+                    "(PE_STRIPE_REGION's bilinear_outputs, mps2-an386), predicted by the stored table; --write "
+                    "stores the rows; --load then takes calibrate_pipeline --save rows (features recomputed)")
     args = ap.parse_args(argv)
     if args.regions:
         result = run_regions(args.write, args.load, args.save, log=lambda s: print(s, file=sys.stderr, flush=True))

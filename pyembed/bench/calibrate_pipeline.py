@@ -38,6 +38,13 @@ from pyembed.bench.calibrate_qemu import BOARDS, BUILDS, TABLE_FILE, _fit_group,
 PIPELINE_OPS = ("PE_STRIPE_REGION", "PE_CONV_POOL")
 PIPELINE_MODELS = ("tiny_kws_dscnn_int8", "tiny_vww_mobilenetv1_96_int8", "tflm_person_detect_int8",
                    "tiny_ic_resnet8_int8", "tiny_sww_int8", "tflm_micro_speech_int8")
+# the bench's built networks fitted with them (random weights): MobileNetV2 inverted residuals, U-Nets with
+# ADD / bilinear decoders, and two small regions whose RESIZE_BILINEAR layer is much of the work
+BUILT_MODELS = ("mobilenetv2_035_96", "unet_64", "unet_64_bilinear", "bilinear_region_32x32x8",
+                "bilinear_region_24x24x12")
+DEFAULT_MODELS = PIPELINE_MODELS + BUILT_MODELS
+COMMAND = "python -m pyembed.bench calibrate_pipeline --write"
+DATA_FILE = os.path.join(os.path.dirname(__file__), "data", "icount_pipeline.json")
 
 
 def measure_pipeline(models=PIPELINE_MODELS, strategies=("stripes", "layers", "auto", "wide"), board="mps2-an386",
@@ -93,6 +100,48 @@ def measure_pipeline(models=PIPELINE_MODELS, strategies=("stripes", "layers", "a
                          "invoke_instructions": run.invoke_instructions, "operators": ops})
             if log:
                 log(f"{name} {strategy} {board} {build}: {run.total_instructions:,} instructions, bit-exact {exact}")
+    return rows
+
+
+def _builders():
+    from pyembed.bench import _built
+    from pyembed.bench._bilinear_models import REGION_MODELS
+    return {**_built.BUILDERS, **REGION_MODELS}
+
+
+def _load_graph(name):
+    """A bundled model by name, or one of the bench's built networks."""
+    from pyembed.model.load import load_tflite_bytes
+    b = _builders()
+    if name in b:
+        return load_tflite_bytes(b[name](), name=name)
+    from pyembed.data import MODELS_DIR
+    from pyembed.model.load import load_model
+    return load_model(os.path.join(MODELS_DIR, name + ".tflite"))
+
+
+def refeature(rows, workdir=None):
+    """Rows with each operator's group keys and features recomputed from its firmware project's graph
+    (generated again, not built or run: the measured counts do not depend on the feature definitions)."""
+    from firmware_sim.cost import kernel_class
+    from firmware_sim.icount import features, group_keys
+    from pyembed.target.firmware import generate
+    if workdir is None:
+        with tempfile.TemporaryDirectory(prefix="pe_refeature_") as tmp:
+            return refeature(rows, tmp)
+    graphs = {}
+    for r in rows:
+        g = graphs.get(r["model"]) or graphs.setdefault(r["model"], _load_graph(r["model"]))
+        s = r["strategy"]
+        pg = generate(g, r["board"], os.path.join(workdir, f"{r['model']}-{s}"), strategy="auto" if s == "wide" else s,
+                      wide_blocks=s == "wide").graph
+        for o in r["operators"]:
+            op = pg.operators[o["index"]]
+            if op.type != o["type"]:
+                raise RuntimeError(f"{r['model']} {s}: operator {o['index']} is {op.type} now, measured {o['type']}")
+            aliased = any(pg.aliases.get(t) is not None for t in op.outputs)
+            o["group_keys"] = group_keys(pg, op, kernel_class(op.type, aliased))
+            o["features"] = features(pg, op)
     return rows
 
 
@@ -157,15 +206,28 @@ def compare(rows, fitted, table, core):
     return out
 
 
+def refresh_borrowed(doc, core, build):
+    """The tables that borrow these groups (calibrate_qemu marks them "from": "cortex-m4 dsp": the
+    Cortex-M33 / M55 tables) get the new coefficients too (old ones on redefined features would misprice)."""
+    src = doc["tables"][core][build]
+    for c, builds in doc["tables"].items():
+        for b, t in builds.items():
+            for k in PIPELINE_OPS + ("PE_STRIPE_REGION/wide",):
+                if k in t and k in src and t[k].get("from") == f"{core} {build}":
+                    t[k] = {**src[k], "from": f"{core} {build}"}
+
+
 def write_groups(fitted, core, build, path=None):
     """Merge the fitted groups into pyembed_icount.json's core / build table."""
     doc, table, path = _table(core, build, path)
     doc["tables"][core][build] = _with(table, fitted)
+    refresh_borrowed(doc, core, build)
     doc["_doc_pipeline"] = ("PE_STRIPE_REGION / PE_CONV_POOL of the " + f"{core} {build} table: fitted by 'python -m "
                             "pyembed.bench calibrate_pipeline --write' (pyembed/bench/calibrate_pipeline.py) on QEMU "
-                            "SysTick counts of the bundled conv models' firmware built with --strategy stripes / "
-                            "layers / auto; features firmware_sim.icount.GROUP_FEATURES; mix copied from class:conv "
-                            "(not traced).")
+                            "SysTick counts of the bundled conv models' and the bench's built networks' firmware built "
+                            "with --strategy stripes / layers / auto and auto in wide blocks (rows: "
+                            "pyembed/bench/data/icount_pipeline.json); features firmware_sim.icount.GROUP_FEATURES "
+                            "(regions: firmware_sim.icount_region); mix copied from class:conv (not traced).")
     with open(path, "w") as f:
         json.dump(doc, f, indent=1, sort_keys=True)
         f.write("\n")
@@ -206,7 +268,18 @@ def render(result):
     return "\n".join(lines)
 
 
-def run(models=PIPELINE_MODELS, write=False, load=None, save=None, board="mps2-an386", build="dsp", log=None,
+def write_rows(rows):
+    """Store the measured rows with the command (tests/test_icount_pipeline.py predicts them again)."""
+    with open(DATA_FILE, "w") as f:
+        json.dump({"_doc": "QEMU SysTick counts of the pipeline operators written by the command below "
+                           "(mps2-an386, dsp build); tests/test_icount_pipeline.py predicts every region again "
+                           "from the committed pyembed_icount.json", "command": COMMAND, "rows": rows},
+                  f, indent=1, sort_keys=True)
+        f.write("\n")
+    return DATA_FILE
+
+
+def run(models=DEFAULT_MODELS, write=False, load=None, save=None, board="mps2-an386", build="dsp", log=None,
         strategies=("stripes", "layers", "auto", "wide")):
     """load: one or more files saved with save (their rows are fitted together)."""
     if load:
@@ -214,6 +287,7 @@ def run(models=PIPELINE_MODELS, write=False, load=None, save=None, board="mps2-a
         for path in ([load] if isinstance(load, str) else load):
             with open(path) as f:
                 rows += json.load(f)
+        rows = refeature(rows)     # the features as defined now (the counts do not depend on them)
     else:
         rows = measure_pipeline(models, strategies=tuple(strategies), board=board, build=build, log=log)
         if save:
@@ -225,7 +299,8 @@ def run(models=PIPELINE_MODELS, write=False, load=None, save=None, board="mps2-a
     table = {k: v for k, v in table.items() if k not in PIPELINE_OPS + ("PE_STRIPE_REGION/wide",)}   # the fit, not a stored one
     result = {"board": board, "core": core, "build": build, "fit": fitted, "rows": compare(rows, fitted, table, core)}
     if write:
-        result["written"] = os.path.relpath(write_groups(fitted, core, build))
+        result["written"] = (os.path.relpath(write_groups(fitted, core, build)) + ", "
+                             + os.path.relpath(write_rows(rows)))
     return result
 
 
@@ -237,14 +312,14 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m pyembed.bench calibrate_pipeline", description=__doc__.split("\n")[0])
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--write", action="store_true", help=f"merge the fitted groups into firmware_sim/profiles/{TABLE_FILE}")
-    ap.add_argument("--models", default=None, help="comma-separated bundled model names (default: the conv models; "
-                                                   "also the built mobilenetv2_035_96, unet_64, unet_64_concat)")
+    ap.add_argument("--models", default=None, help="comma-separated model names (default: the bundled conv models "
+                                                   f"and the built {', '.join(BUILT_MODELS)}; also unet_64_concat)")
     ap.add_argument("--strategies", default="stripes,layers,auto,wide", help="strategies built (default stripes,layers,auto,wide; wide: auto in wide blocks)")
     ap.add_argument("--save", default=None, help="save the raw measurements to this JSON file")
     ap.add_argument("--load", default=None, help="fit raw measurements saved with --save (no QEMU run); "
                                                  "comma-separated files are fitted together")
     args = ap.parse_args(argv)
-    result = run(tuple(args.models.split(",")) if args.models else PIPELINE_MODELS, write=args.write,
+    result = run(tuple(args.models.split(",")) if args.models else DEFAULT_MODELS, write=args.write,
                  load=args.load.split(",") if args.load else None, save=args.save,
                  strategies=args.strategies.split(","), log=lambda s: print(s, file=sys.stderr, flush=True))
     emit(result, args.json, render)
