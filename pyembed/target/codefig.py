@@ -21,9 +21,9 @@ firmware's.
   deepest path from pe_model_invoke (..._rows / ..._io for a streamed input /
   output), plus an interrupt at its deepest point.
 * tables: the model's graph tables (model_graph.c's arrays at the table's row
-  sizes), pe_model.c's code and operator map, an allowance for model_ops.c;
-  weights: the plan's constants (plan.flash_size). Both are estimates; the
-  firmware's link map gives the measured figures (pyembed firmware prints both).
+  sizes), pe_model.c's code and operator map, an allowance for model_ops.c (an
+  estimate); weights: model_data.c's arrays, each aligned to 16 B (weights_bytes).
+  The firmware's link map gives the measured figures (pyembed firmware prints both).
 
 The harness is the plain project's (no IF / WHILE, weights in flash): a model
 with an inlined IF / WHILE adds pe_graph_next to the entry; a segmented
@@ -42,7 +42,8 @@ MODEL_OPS = "app:model_ops.o"
 STRIPE_ENTRY = "pe_stripe_compute_kind"
 # model_ops.c's code beside its runners: the two runner lookups and the kind table (bytes, an allowance)
 MODEL_OPS_BASE, MODEL_OPS_PER_CASE = 40, 8
-_ELEM = {"int8_t": 1, "uint8_t": 1, "int16_t": 2, "uint16_t": 2, "int32_t": 4, "uint32_t": 4, "float": 4}
+_ELEM = {"int8_t": 1, "uint8_t": 1, "int16_t": 2, "uint16_t": 2, "int32_t": 4, "uint32_t": 4, "float": 4,
+         "int64_t": 8, "uint64_t": 8, "double": 8, "bool": 1}
 
 
 @dataclasses.dataclass
@@ -52,7 +53,7 @@ class CodeFigures:
     stack_bytes: int | None        # the deepest path from the root (None: unbounded)
     interrupt_bytes: int
     tables: int                    # model tables (estimate)
-    weights: int                   # the plan's constants
+    weights: int                   # model_data.c's arrays (weights_bytes)
     stack_path: str = ""
     root: str = ""
     unbounded: list = dataclasses.field(default_factory=list)
@@ -157,10 +158,9 @@ def predict(graph, plan, profile, table_path=None):
     code = _runtime_code(t, runners + rows_runners, entries, extra_roots)
     sb = _stack(t, prof.core, runners, rows_runners, kinds, entries, root, graph)
     tables = _tables(t, gsrc, ops, graph, runners, kinds)
-    return CodeFigures(prof.core, code, sb.bytes, sb.interrupt_bytes, tables, int(plan.flash_size),
+    return CodeFigures(prof.core, code, sb.bytes, sb.interrupt_bytes, tables, weights_bytes(graph),
                        sb.path_text(12), root, list(sb.unbounded), sorted(set(runners + rows_runners)), list(kinds),
-                       approx, f"runtime table {prof.core} ({_load(table_path)['compiler']}; "
-                               f"{_load(table_path)['command']})")
+                       approx, f"runtime table {prof.core}, arm-none-eabi-gcc {_load(table_path)['compiler']}")
 
 
 def _runtime_code(t, runners, entries, extra_roots):
@@ -231,3 +231,28 @@ def _tables(t, gsrc, ops, graph, runners, kinds):
     n += pe_model + 4 * len(ops) + 8 * (len(graph.inputs) + len(graph.outputs))
     n += MODEL_OPS_BASE + MODEL_OPS_PER_CASE * (len(set(runners)) + len(kinds))
     return n
+
+
+def weights_bytes(graph):
+    """The bytes of model_data.c's arrays (pyembed.codegen.emit.model_data): every constant tensor,
+    its quantization (scales, zero points) and every operator's integer parameter arrays, each
+    aligned to 16 B in .pe_flash (the last one unpadded)."""
+    import numpy as np
+
+    from pyembed.codegen import emit
+
+    def a16(n):
+        return (n + 15) // 16 * 16
+    parts = []
+    for t in graph.tensors:
+        if t.is_constant:
+            parts.append(max(int(np.asarray(t.data).nbytes), np.asarray(t.data).dtype.itemsize))
+        if t.scale is not None and np.size(t.scale):
+            k = int(np.size(t.scale))
+            parts += [4 * k, 4 * k]
+    for op in graph.operators:
+        for _, ct, v in emit._op_arrays(op):
+            parts.append(_ELEM.get(ct, 4) * max(int(np.size(v)), 1))
+    # (the per-tensor maps, tensor_data / _bytes / _dtype, are not referenced by the firmware:
+    # --gc-sections drops them)
+    return sum(a16(x) for x in parts[:-1]) + (parts[-1] if parts else 0)
