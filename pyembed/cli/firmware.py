@@ -282,7 +282,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
                 if r["used"]:
                     click.echo(f"  region {name}: {r['used']} B at 0x{r['base']:08X}")
             for line in _stack_flash_lines(manifest, tp.plan.info.get("code_figures")) or [
-                    "stack bound and flash per part: measured after a build (--build, --run)"]:
+                    "stack bound and flash per part: after a build (--build, --run)"]:
                 click.echo(f"  {line}")
             click.echo(f"  io: {_io_line(io, manifest)}")
             click.echo(f"  build: make -C {outdir}" + (f"; run under QEMU: make -C {outdir} run"
@@ -521,6 +521,8 @@ def _stack_flash_lines(manifest, predicted=None):
         lines.append(f"flash {fl['total']:,} B: runtime code {fl['runtime_code']:,}, model tables "
                      f"{fl['model_tables']:,}, weights {fl['weights']:,}, harness + libc {fl['harness_libc']:,}")
     if predicted:
+        if not st and not fl:
+            lines.append("stack bound and flash per part: measured after a build (--build, --run)")
         lines += _predicted_code_lines(st, fl, predicted)
     return lines
 

@@ -35,9 +35,12 @@ import dataclasses
 import functools
 import json
 import re
+from pathlib import Path
 
 from pyembed.errors import ArgumentError, UnsupportedError
 
+# the packaged table (package data), written by pyembed.target.runtime_table
+TABLE_PATH = Path(__file__).resolve().parent / "runtime_table.json"
 MODEL_OPS = "app:model_ops.o"
 STRIPE_ENTRY = "pe_stripe_compute_kind"
 # model_ops.c's code beside its runners: the two runner lookups and the kind table (bytes, an allowance)
@@ -61,6 +64,7 @@ class CodeFigures:
     stripe_kinds: list = dataclasses.field(default_factory=list)
     approximate: list = dataclasses.field(default_factory=list)
     source: str = ""
+    objects: list = dataclasses.field(default_factory=list)   # the runtime objects whose sections are kept
 
     @property
     def stack_total(self):
@@ -86,7 +90,6 @@ class CodeFigures:
 
 @functools.lru_cache(maxsize=2)
 def _load(path=None):
-    from pyembed.target.runtime_table import TABLE_PATH
     p = path or TABLE_PATH
     try:
         with open(p) as f:
@@ -155,15 +158,21 @@ def predict(graph, plan, profile, table_path=None):
     if streamed_in or streamed_out:
         approx.append("a streamed input or output: the harness's row source / sink are not in the table")
     root = "pe_model_invoke_io" if streamed_out else "pe_model_invoke_rows" if streamed_in else "pe_model_invoke"
-    code = _runtime_code(t, runners + rows_runners, entries, extra_roots)
+    kept = closure(t, runners + rows_runners, entries, extra_roots)
+    code = sum(t["sections"][n][0] for n in kept if n.startswith("rt:") and n in t["sections"]
+               and t["sections"][n][1] in ("text", "rodata", "data"))
     sb = _stack(t, prof.core, runners, rows_runners, kinds, entries, root, graph)
     tables = _tables(t, gsrc, ops, graph, runners, kinds)
-    return CodeFigures(prof.core, code, sb.bytes, sb.interrupt_bytes, tables, weights_bytes(graph),
-                       sb.path_text(12), root, list(sb.unbounded), sorted(set(runners + rows_runners)), list(kinds),
-                       approx, f"runtime table {prof.core}, arm-none-eabi-gcc {_load(table_path)['compiler']}")
+    fig = CodeFigures(prof.core, code, sb.bytes, sb.interrupt_bytes, tables, weights_bytes(graph),
+                      sb.path_text(12), root, list(sb.unbounded), sorted(set(runners + rows_runners)), list(kinds),
+                      approx, f"runtime table {prof.core}, arm-none-eabi-gcc {_load(table_path)['compiler']}")
+    fig.objects = sorted({n.split("|")[0][3:] for n in kept if n.startswith("rt:")})
+    return fig
 
 
-def _runtime_code(t, runners, entries, extra_roots):
+def closure(t, runners, entries, extra_roots=()):
+    """The table's input sections the link keeps for a model whose model_ops.c names runners and
+    the stripe kind entry points entries: walked from the harness's entry over the relocations."""
     sections, symbols = t["sections"], dict(t["symbols"])
     synth = {f"{MODEL_OPS}|.text.pe_graph_runner_for": sorted(set(runners)),
              f"{MODEL_OPS}|.text.{STRIPE_ENTRY}": entries}
@@ -182,8 +191,7 @@ def _runtime_code(t, runners, entries, extra_roots):
             todo += [symbols[s] for s in synth[n] if s in symbols]
         elif n in sections:
             todo += [symbols.get(r[1:], r) if r.startswith("=") else r for r in sections[n][2]]
-    return sum(sections[n][0] for n in seen if n.startswith("rt:") and n in sections
-               and sections[n][1] in ("text", "rodata", "data"))
+    return seen
 
 
 def _stack(t, core, runners, rows_runners, kinds, entries, root, graph):

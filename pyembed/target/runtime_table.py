@@ -42,7 +42,7 @@ from pathlib import Path
 
 from pyembed.errors import ArgumentError
 
-TABLE_PATH = Path(__file__).resolve().parent / "runtime_table.json"
+from pyembed.target.codefig import TABLE_PATH  # (the packaged table: codefig reads it)
 COMMAND = "python -m pyembed.bench runtime_table --write"
 FORMAT = 1
 # the reference profile of each core (a QEMU board whose memory holds the whole runtime linked with the
@@ -60,8 +60,9 @@ MAX_KIND_SET = 3
 def norm_name(name):
     """A .ci title, call site or source path with the runtime copy's location cut off:
     '/x/csrc/src/graph/pe_graph.c:invoke_op' and 'pyembed/src/graph/pe_graph.c:invoke_op'
-    -> 'src/graph/pe_graph.c:invoke_op'; harness files ('model/pe_model.c:...') unchanged."""
-    m = re.match(r"^(?:.*/)?(src/[a-z_]+/.*)$", name)
+    -> 'src/graph/pe_graph.c:invoke_op' (a header's call site: 'include/pyembed/pe_simd.h:373:5');
+    harness files ('model/pe_model.c:...') unchanged."""
+    m = re.match(r"^(?:.*/)?(src/[a-z_]+/.*|include/pyembed/.*)$", name)
     return m.group(1) if m and not name.startswith("model/") else name
 
 
@@ -179,13 +180,7 @@ def build(core, workdir=None, jobs=2):
     def okey(o):
         p = Path(o)
         return ("rt:" + p.relative_to(rt).as_posix()) if rt in p.parents else "app:" + p.name
-    functions, edges, taken, vectors, sections, symbols = {}, {}, {}, set(), {}, {}
-    for f, (n, q) in graph.frames.items():
-        if graph.obj_of[f] in keep:
-            functions[norm_name(f)] = [n, q, okey(graph.obj_of[f])]
-    for f, es in graph.edges.items():
-        if norm_name(f) in functions:
-            edges[norm_name(f)] = [[norm_name(c), norm_name(s)] for c, s in es]
+    functions, edges, taken, vectors, sections, symbols = read_objects(graph, keep, okey)
     rows_sites = []
     for f, es in graph.edges.items():
         if norm_name(f) == "src/graph/pe_graph.c:invoke_op":
@@ -193,15 +188,6 @@ def build(core, workdir=None, jobs=2):
                 line = stackbound._source_line(d, s) if c == stackbound.INDIRECT else None
                 if line and re.search(r"\brun_rows\s*\(", line):
                     rows_sites.append(norm_name(s))
-    for o in sorted(keep):
-        t, v = stackbound._address_taken(o, graph.src_of[o])
-        taken[okey(o)] = sorted(norm_name(x) for x in t)
-        vectors |= {norm_name(x) for x in v}
-        sections.update(_section_graph(o, okey(o), symbols))
-    # references resolved to nodes; a symbol no recorded object defines stays "=name" (the model's
-    # tables, model_ops.c's functions, resolved at prediction; the C library's, not counted)
-    for node in sections.values():
-        node[2] = sorted({r[1] if r[0] == "node" else symbols.get(r[1], "=" + r[1]) for r in node[2]})
     elf = stackbound._elf_funcs(d / "firmware.elf")
     statics = {f.rsplit(":", 1)[-1] for f in functions}
     libc = {k: [v[0], list(v[1]), list(v[2])] for k, v in elf.items() if k not in functions and k not in statics}
@@ -210,6 +196,50 @@ def build(core, workdir=None, jobs=2):
             "edges": edges, "rows_sites": sorted(set(rows_sites)), "taken": taken, "vectors": sorted(vectors),
             "elf_funcs": libc, "sections": sections, "symbols": symbols,
             "kind_frames": _kind_frames(cflags, csrc), "harness": harness}
+
+
+def read_objects(graph, objects, okey):
+    """(functions, edges, taken, vectors, sections, symbols) of the objects (paths) of a
+    stackbound callgraph, each object named okey(path) (see the module doc)."""
+    from pyembed.target import stackbound
+    functions, edges, taken, vectors, sections, symbols = {}, {}, {}, set(), {}, {}
+    for f, (n, q) in graph.frames.items():
+        if graph.obj_of[f] in objects:
+            functions[norm_name(f)] = [n, q, okey(graph.obj_of[f])]
+    for f, es in graph.edges.items():
+        if norm_name(f) in functions:
+            # (a direct call's site is not needed: only the indirect ones are resolved per site)
+            edges[norm_name(f)] = [[norm_name(c), norm_name(s) if c == stackbound.INDIRECT else ""]
+                                   for c, s in es]
+    for o in sorted(objects):
+        t, v = stackbound._address_taken(o, graph.src_of[o])
+        taken[okey(o)] = sorted(norm_name(x) for x in t)
+        vectors |= {norm_name(x) for x in v}
+        sections.update(_section_graph(o, okey(o), symbols))
+    # references resolved to nodes; a symbol no object read defines stays "=name" (the model's
+    # tables, model_ops.c's functions, resolved at prediction; the C library's, not counted)
+    for node in sections.values():
+        node[2] = sorted({r[1] if r[0] == "node" else symbols.get(r[1], "=" + r[1]) for r in node[2]})
+    return functions, edges, taken, vectors, sections, symbols
+
+
+def compile_part(core, sources, workdir, table=None):
+    """read_objects of the runtime sources (paths under csrc/src/) compiled alone in workdir with
+    the table's flags for core: what the table says of them, rebuilt (its freshness test)."""
+    from pyembed import _csrc
+    from pyembed.target import stackbound
+    t = table or json.loads(TABLE_PATH.read_text())["cores"][core]
+    src_root = Path(_csrc.csrc_dir()) / "src"
+    objs = []
+    for src in sources:
+        rel = Path(src).resolve().relative_to(src_root.resolve())
+        obj = Path(workdir) / rel.with_suffix(".o")
+        obj.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["arm-none-eabi-gcc", *t["cflags"], f"-I{_csrc.csrc_dir()}/include", "-c", str(src), "-o",
+                        str(obj)], check=True, capture_output=True, text=True, cwd=workdir)
+        objs.append(str(obj))
+    graph = stackbound.callgraph([workdir])
+    return read_objects(graph, set(objs), lambda o: "rt:" + Path(o).relative_to(workdir).as_posix())
 
 
 def _harness_figures(d, proj):
@@ -249,5 +279,5 @@ def write(cores, path=TABLE_PATH, workdir=None, log=print):
     for core in cores:
         log(f"runtime table: building the runtime for {core} ({CORE_PROFILES[core]})")
         table["cores"][core] = build(core, workdir)
-    path.write_text(json.dumps(table, separators=(",", ":"), sort_keys=True))
+        path.write_text(json.dumps(table, separators=(",", ":"), sort_keys=True))   # each core as it is done
     return table
