@@ -244,7 +244,7 @@ def _tables(t, gsrc, ops, graph, runners, kinds):
 def weights_bytes(graph):
     """The bytes of model_data.c's arrays (pyembed.codegen.emit.model_data): every constant tensor,
     its quantization (scales, zero points) and every operator's integer parameter arrays, each
-    aligned to 16 B in .pe_flash (the last one unpadded)."""
+    aligned to 16 B in .pe_flash (the first one defined, which GCC puts last, unpadded)."""
     import numpy as np
 
     from pyembed.codegen import emit
@@ -257,10 +257,12 @@ def weights_bytes(graph):
             parts.append(max(int(np.asarray(t.data).nbytes), np.asarray(t.data).dtype.itemsize))
         if t.scale is not None and np.size(t.scale):
             k = int(np.size(t.scale))
-            parts += [4 * k, 4 * k]
+            zp = k if t.zero_point is None else int(np.size(np.asarray(t.zero_point).ravel()))
+            parts += [4 * k, 4 * max(zp, 1)]
     for op in graph.operators:
         for _, ct, v in emit._op_arrays(op):
             parts.append(_ELEM.get(ct, 4) * max(int(np.size(v)), 1))
     # (the per-tensor maps, tensor_data / _bytes / _dtype, are not referenced by the firmware:
     # --gc-sections drops them)
-    return sum(a16(x) for x in parts[:-1]) + (parts[-1] if parts else 0)
+    # (GCC lays them out last defined first: the first one ends the section, unpadded)
+    return sum(a16(x) for x in parts[1:]) + (parts[0] if parts else 0)
