@@ -377,7 +377,7 @@ def dsp_widen(g, plan, prof, lean=False):
     return g2, plan2
 
 
-def code_figures(g, plan, prof):
+def code_figures(g, plan, prof, segmented=False):
     """pyembed.target.codefig.predict's CodeFigures of a planned graph, or None when the runtime
     table has no build for the profile's core (or the graph has no firmware form)."""
     from pyembed.errors import PyEmbedError
@@ -387,8 +387,9 @@ def code_figures(g, plan, prof):
     except PyEmbedError:
         return None
     try:
-        return codefig.predict(g, plan, prof)
-    except PyEmbedError:
+        return codefig.predict(g, plan, prof, segmented=segmented)
+    except (PyEmbedError, RuntimeError):
+        # (a graph the firmware cannot write tables for, which the firmware command refuses itself)
         return None
 
 
@@ -406,7 +407,7 @@ def _plan_pipeline(graph, options, regions, prof):
         strategy = options.strategy or "auto"     # regions by hand: no core to predict for
         g, plan, lines = _plan_one(graph, options, regions, strategy, prof=prof)
         predicted = objective.predicted_cost(g, prof) if prof is not None else None
-        code = code_figures(g, plan, prof) if prof is not None else None
+        code = code_figures(g, plan, prof, options.weight_block is not None) if prof is not None else None
         if code is not None:
             plan.info["code_figures"] = code.to_dict()
             lines = list(lines) + [f"predicted {code.text()} (the {code.source})"]
@@ -456,7 +457,8 @@ def _plan_pipeline(graph, options, regions, prof):
         c.cost, c.metric, source = objective.predicted_cost(c.graph, prof, metric)
     by_label = {}
     for c in cands:
-        c.code = by_label[c.same_as] if c.same_as in by_label else code_figures(c.graph, c.plan, prof)
+        c.code = (by_label[c.same_as] if c.same_as in by_label else
+                  code_figures(c.graph, c.plan, prof, options.weight_block is not None))
         by_label[c.label] = c.code
     best = objective.choose(cands, options.optimize)
     lines = list(best.lines) + objective.describe(cands, best, options.optimize, source)
