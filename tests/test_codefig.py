@@ -29,9 +29,9 @@ needs_gcc = pytest.mark.skipif(not HAVE_GCC, reason="arm-none-eabi-gcc / binutil
 CODE_TOLERANCE = 0.03
 
 
-def _planned(name):
+def _planned(name, block=None):
     g = load_model(os.path.join(MODELS_DIR, name + ".tflite"))
-    return plan_for_target(g, BOARD, PlanOptions(), action="build firmware for")
+    return plan_for_target(g, BOARD, PlanOptions(weight_block=block), action="build firmware for")
 
 
 @needs_gcc
@@ -70,14 +70,15 @@ def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("codefig")
     cache = {}
 
-    def get(name):
-        if name not in cache:
-            tp = _planned(name)
-            fig = codefig.predict(tp.graph, tp.plan, tp.profile)
-            proj = generate(tp.graph, tp.profile, str(root / name), plan=tp.plan, strategy="none")
+    def get(name, block=None):
+        if (name, block) not in cache:
+            tp = _planned(name, block)
+            fig = codefig.predict(tp.graph, tp.plan, tp.profile, segmented=block is not None)
+            proj = generate(tp.graph, tp.profile, str(root / f"{name}-{block}"), plan=tp.plan, strategy="none",
+                            segments=block)
             build_project(proj.outdir, make_vars={"RUNTIME_BUILD": str(root / "runtime")})
-            cache[name] = (tp, fig, load_manifest(proj.outdir))
-        return cache[name]
+            cache[(name, block)] = (tp, fig, load_manifest(proj.outdir))
+        return cache[(name, block)]
     return get
 
 
@@ -92,6 +93,17 @@ def test_prediction_matches_the_built_firmware(built, name):
         (fig.runtime_code, fl["runtime_code"])
     assert fig.weights == fl["weights"]
     assert not fig.unbounded and not fig.approximate
+
+
+@needs_gcc
+def test_a_segmented_firmwares_stack_and_code(built):
+    """KWS with a 16 KB weight block: pe_model.c's segmented loop (the table's harness_segmented)
+    and the loader's code; the segment tables are not in the tables estimate."""
+    _, fig, m = built("tiny_kws_dscnn_int8", 16384)
+    assert m["segments"], "the firmware is not segmented"
+    assert fig.stack_total == m["stack"]["bound_total_bytes"], (fig.stack_path, m["stack"]["path_text"])
+    assert "pe_model_run" in fig.stack_path
+    assert abs(fig.runtime_code - m["flash"]["runtime_code"]) <= CODE_TOLERANCE * m["flash"]["runtime_code"]
 
 
 @needs_gcc

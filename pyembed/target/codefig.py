@@ -26,9 +26,9 @@ firmware's.
   The firmware's link map gives the measured figures (pyembed firmware prints both).
 
 The harness is the plain project's (no IF / WHILE, weights in flash): a model
-with an inlined IF / WHILE adds pe_graph_next to the entry, a segmented
-firmware (predict(segmented=True)) the loader's calls, both flagged
-``approximate``. A streamed input or output takes the same runtime path
+with an inlined IF / WHILE adds pe_graph_next to the entry (flagged
+``approximate``); a segmented firmware (predict(segmented=True)) the loader's
+calls, its pe_model.c the table's segmented one (``harness_segmented``). A streamed input or output takes the same runtime path
 (VWW --stream-input on mps2-an386: stack bound and runtime code as built).
 """
 from __future__ import annotations
@@ -164,14 +164,17 @@ def predict(graph, plan, profile, table_path=None, segmented=False):
         approx.append("the invoke loop of an IF / WHILE model: pe_model.c's frames are the plain loop's")
     if segmented:
         extra_roots += list(SEGLOAD_CALLS)
-        approx.append("a segmented firmware: the loader's calls added to pe_model.c's plain loop")
+        if "harness_segmented" not in t:
+            approx.append("a segmented firmware: the loader's calls added to pe_model.c's plain loop")
     streamed_in = any(graph.tensors[i].streamed for i in graph.inputs)
     streamed_out = bool(streamed_outputs(graph))
     root = "pe_model_invoke_io" if streamed_out else "pe_model_invoke_rows" if streamed_in else "pe_model_invoke"
     kept = closure(t, runners + rows_runners, entries, extra_roots)
     code = sum(t["sections"][n][0] for n in kept if n.startswith("rt:") and n in t["sections"]
                and t["sections"][n][1] in ("text", "rodata", "data"))
-    sb = _stack(t, prof.core, runners, rows_runners, kinds, entries, root, graph, extra_roots)
+    sb = _stack(t, prof.core, runners, rows_runners, kinds, entries, root, graph,
+                [c for c in extra_roots if not (segmented and "harness_segmented" in t and c in SEGLOAD_CALLS)],
+                t.get("harness_segmented") if segmented else None)
     tables = _tables(t, gsrc, ops, graph, runners, kinds)
     fig = CodeFigures(prof.core, code, sb.bytes, sb.interrupt_bytes, tables, weights_bytes(graph),
                       sb.path_text(12), root, list(sb.unbounded), sorted(set(runners + rows_runners)), list(kinds),
@@ -204,14 +207,24 @@ def closure(t, runners, entries, extra_roots=()):
     return seen
 
 
-def _stack(t, core, runners, rows_runners, kinds, entries, root, graph, extra_calls=()):
+def _stack(t, core, runners, rows_runners, kinds, entries, root, graph, extra_calls=(), harness=None):
+    """stackbound.bound_graph on the table's graph; harness: the segmented project's pe_model.o
+    (table "harness_segmented") in place of the plain one."""
     from pyembed import _csrc
     from pyembed.target import stackbound as sb
     g = sb._Graph({}, {}, {}, {}, [])
-    for f, (n, q, obj) in t["functions"].items():
+    functions, edges = dict(t["functions"]), dict(t["edges"])
+    if harness is not None:
+        plain = [f for f, v in functions.items() if v[2] == "app:pe_model.o"]
+        for f in plain:
+            functions.pop(f)
+            edges.pop(f, None)
+        functions.update(harness["functions"])
+        edges.update(harness["edges"])
+    for f, (n, q, obj) in functions.items():
         g.frames[f] = (n, q)
         g.obj_of[f] = obj
-    for f, es in t["edges"].items():
+    for f, es in edges.items():
         g.edges[f] = [tuple(e) for e in es]
     objs = sorted(set(g.obj_of.values()) | {MODEL_OPS})
     for o in objs:
@@ -228,6 +241,8 @@ def _stack(t, core, runners, rows_runners, kinds, entries, root, graph, extra_ca
     loop = "pe_model_invoke_io" if "pe_model_invoke_io" in g.frames else root
     g.edges[loop] = list(g.edges.get(loop, [])) + [(c, "") for c in extra_calls if c in g.frames]
     taken = {o: set(v) for o, v in t["taken"].items()}
+    if harness is not None:
+        taken.update({o: set(v) for o, v in harness["taken"].items()})
     taken[MODEL_OPS] = set(runners) | set(rows_runners)
     elf_funcs = {k: (v[0], list(v[1]), list(v[2])) for k, v in t["elf_funcs"].items()}
     layers = [int(op.params["layers"]) for op in graph.operators

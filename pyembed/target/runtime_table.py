@@ -25,7 +25,9 @@ runtime code and static stack bound at plan time, with no compiler.
   the C library), and ``symbols`` (symbol -> section): the graph the linker's
   --gc-sections walks;
 * ``kind_frames``: pe_stripe_compute_kind's frame (model_ops.c) for every set of
-  at most 3 stripe kinds, and the largest for more.
+  at most 3 stripe kinds, and the largest for more;
+* ``harness_segmented``: pe_model.o's functions and edges in a segmented project
+  (its loop calls the weight loader, pe_segload).
 
 The harness (startup.c, main.c, pe_model.c, pe_target.c, pe_port.c) is the one
 of a plain project (weights in flash, no streamed input or output, no IF / WHILE,
@@ -192,7 +194,8 @@ def build(core, workdir=None, jobs=2):
     statics = {f.rsplit(":", 1)[-1] for f in functions}
     libc = {k: [v[0], list(v[1]), list(v[2])] for k, v in elf.items() if k not in functions and k not in statics}
     harness = _harness_figures(d, proj)
-    return {"core": core, "profile": CORE_PROFILES[core], "cflags": cflags, "functions": functions,
+    segmented = _segmented_harness(core, Path(workdir) / (core + "-segmented"), cflags)
+    return {"harness_segmented": segmented, "core": core, "profile": CORE_PROFILES[core], "cflags": cflags, "functions": functions,
             "edges": edges, "rows_sites": sorted(set(rows_sites)), "taken": taken, "vectors": sorted(vectors),
             "elf_funcs": libc, "sections": sections, "symbols": symbols,
             "kind_frames": _kind_frames(cflags, csrc), "harness": harness}
@@ -240,6 +243,30 @@ def compile_part(core, sources, workdir, table=None):
         objs.append(str(obj))
     graph = stackbound.callgraph([workdir])
     return read_objects(graph, set(objs), lambda o: "rt:" + Path(o).relative_to(workdir).as_posix())
+
+
+SEGMENTED_MODEL, SEGMENTED_BLOCK = "tiny_kws_dscnn_int8", 16384
+
+
+def _segmented_harness(core, d, cflags):
+    """pe_model.o's functions, edges and address-taken functions in a segmented project (its
+    invoke loop acquires and releases the weight segments, pe_segload): a project generated for
+    SEGMENTED_MODEL with a SEGMENTED_BLOCK weight block, its pe_model.c compiled with cflags."""
+    from pyembed.data import MODELS_DIR
+    from pyembed.model.load import load_model
+    from pyembed.target import stackbound
+    from pyembed.target.firmware import generate
+    g = load_model(str(Path(MODELS_DIR) / (SEGMENTED_MODEL + ".tflite")))
+    proj = generate(g, CORE_PROFILES[core], str(d), segments=SEGMENTED_BLOCK, force=True)
+    if proj.segment_plan is None:
+        raise RuntimeError(f"{SEGMENTED_MODEL} is not segmented with a {SEGMENTED_BLOCK} B block")
+    out = d / "build-seg"
+    out.mkdir(exist_ok=True)
+    subprocess.run(["arm-none-eabi-gcc", *cflags, "-I.", "-Imodel", "-Ipyembed/include", "-c", "model/pe_model.c",
+                    "-o", str(out / "pe_model.o")], check=True, capture_output=True, text=True, cwd=d)
+    graph = stackbound.callgraph([out])
+    functions, edges, taken, _, _, _ = read_objects(graph, {str(out / "pe_model.o")}, lambda o: "app:pe_model.o")
+    return {"functions": functions, "edges": edges, "taken": taken}
 
 
 def _harness_figures(d, proj):
