@@ -256,7 +256,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
         build_project(outdir)
         with open(os.path.join(outdir, "firmware.json")) as f:
             manifest = json.load(f)
-        result.update(_stack_flash(manifest))
+        result.update(_stack_flash(manifest, tp.plan.info.get("code_figures")))
         result["verdict"] = _with_stack(verdict, manifest)
     if not do_run:
         if as_json:
@@ -281,8 +281,8 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
             for name, r in result["regions"].items():
                 if r["used"]:
                     click.echo(f"  region {name}: {r['used']} B at 0x{r['base']:08X}")
-            for line in _stack_flash_lines(manifest) or ["stack bound and flash per part: after a build "
-                                                          "(--build, --run)"]:
+            for line in _stack_flash_lines(manifest, tp.plan.info.get("code_figures")) or [
+                    "stack bound and flash per part: after a build (--build, --run)"]:
                 click.echo(f"  {line}")
             click.echo(f"  io: {_io_line(io, manifest)}")
             click.echo(f"  build: make -C {outdir}" + (f"; run under QEMU: make -C {outdir} run"
@@ -337,7 +337,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
     d["fits"] = tp.fits()
     d["optimize"] = optimize_summary(tp)
     d["io"] = io
-    d.update(_stack_flash(manifest))
+    d.update(_stack_flash(manifest, tp.plan.info.get("code_figures")))
     if as_json:
         click.echo(json.dumps(d, indent=1))
     else:
@@ -381,7 +381,7 @@ def firmware_command(model, profile, outdir, algorithm, segments, do_run, inputs
                    f"resolution {d['instruction_resolution']:g} instructions per operator (SysTick "
                    f"{proj.profile.clock_hz / 1e6:g} MHz)")
         click.echo(f"  {_predicted_line(tp, d['total_instructions'])}")
-        for line in _stack_flash_lines(manifest):
+        for line in _stack_flash_lines(manifest, tp.plan.info.get("code_figures")):
             click.echo(f"  {line}")
         for m in mismatches[:20]:
             click.echo(f"  mismatch {'sample ' + str(m['sample']) + ' ' if len(per_sample) > 1 else ''}"
@@ -474,13 +474,14 @@ def _fc_w16_lines(proj):
     return describe(proj.fc_w16)
 
 
-def _stack_flash(manifest):
+def _stack_flash(manifest, predicted=None):
     """The stack and flash fields of a built project's firmware.json for the
     command's result: stack_bytes (measured, after a run), stack_bound_bytes
     (static, with an interrupt at the deepest point), the reserve, the deepest
-    path, and the flash per part."""
+    path, and the flash per part; predicted_code: the plan's prediction of
+    them (pyembed.target.codefig, plan.info["code_figures"])."""
     st = manifest.get("stack") or {}
-    return {"stack_bytes": manifest.get("stack_bytes"), "stack_main_bytes": manifest.get("stack_main_bytes"),
+    return {"predicted_code": predicted,"stack_bytes": manifest.get("stack_bytes"), "stack_main_bytes": manifest.get("stack_main_bytes"),
             "stack_bound_bytes": st.get("bound_total_bytes"), "stack_bound_path_bytes": st.get("bound_bytes"),
             "stack_interrupt_bytes": st.get("interrupt_bytes"), "stack_reserved_bytes": st.get("reserved_bytes"),
             "stack_deepest_path": st.get("path_text"), "stack_unbounded": st.get("unbounded"),
@@ -500,7 +501,9 @@ def _with_stack(verdict, manifest):
     return f"{verdict}, stack {' / '.join(parts)} of {st.get('reserved_bytes', 0):,} B reserved"
 
 
-def _stack_flash_lines(manifest):
+def _stack_flash_lines(manifest, predicted=None):
+    """The built firmware's stack and flash lines, then the plan's prediction of them
+    (predicted: plan.info["code_figures"], pyembed.target.codefig) with the gaps."""
     st, fl = manifest.get("stack"), manifest.get("flash")
     lines = []
     if st:
@@ -517,4 +520,25 @@ def _stack_flash_lines(manifest):
     if fl:
         lines.append(f"flash {fl['total']:,} B: runtime code {fl['runtime_code']:,}, model tables "
                      f"{fl['model_tables']:,}, weights {fl['weights']:,}, harness + libc {fl['harness_libc']:,}")
+    if predicted:
+        if not st and not fl:
+            lines.append("stack bound and flash per part: measured after a build (--build, --run)")
+        lines += _predicted_code_lines(st, fl, predicted)
     return lines
+
+
+def _predicted_code_lines(st, fl, p):
+    """'  predicted at plan time (...): stack bound 796 B (+0 B), runtime code 6,132 B (+0.0 %), ...'."""
+    def gap(pred, meas, pct=False):
+        if pred is None or meas is None:
+            return ""
+        if pct:
+            return f" ({100.0 * (pred - meas) / meas:+.1f} %)" if meas else ""
+        return f" ({pred - meas:+,} B)"
+    bound = p.get("stack_bound_bytes")
+    parts = [f"stack bound {bound:,} B{gap(bound, (st or {}).get('bound_total_bytes'))}" if bound is not None
+             else "stack unbounded"]
+    for key, name, meas in (("runtime_code_bytes", "runtime code", "runtime_code"),
+                            ("tables_bytes", "model tables", "model_tables"), ("weights_bytes", "weights", "weights")):
+        parts.append(f"{name} {p[key]:,} B{gap(p[key], (fl or {}).get(meas), pct=True)}")
+    return [f"  predicted at plan time ({p.get('source', 'runtime table')}): " + ", ".join(parts)]

@@ -44,14 +44,20 @@ class Candidate:
     same_as: str | None = None     # another candidate gave this very plan
     variant: str = ""              # "lean": convolutions in the gather form, DSP blocks where the plan has room;
     #                                "wide": auto's stripe regions in wide blocks (both: "wide+lean")
+    code: object = dataclasses.field(default=None, repr=False, compare=False)
+    #                                pyembed.target.codefig.CodeFigures: stack bound and flash per part,
+    #                                predicted from the runtime table (None: no table for the core)
 
     @property
     def label(self):
         return self.strategy + (f"+{self.variant}" if self.variant else "")
 
     def to_dict(self):
-        return {"strategy": self.strategy, "variant": self.variant, "arena_bytes": int(self.arena),
-                f"predicted_{self.metric}": round(self.cost), "flash_bytes": self.flash, "same_as": self.same_as}
+        d = {"strategy": self.strategy, "variant": self.variant, "arena_bytes": int(self.arena),
+             f"predicted_{self.metric}": round(self.cost), "flash_bytes": self.flash, "same_as": self.same_as}
+        if self.code is not None:
+            d["predicted_code"] = self.code.to_dict()
+        return d
 
 
 def _order(c):
@@ -110,7 +116,8 @@ def predicted_cost(graph, profile, metric=None):
 
 
 def describe(candidates, chosen, objective, source, slack=BALANCED_SLACK):
-    """One line per candidate, the chosen one first, each with its arena, prediction and flash."""
+    """One line per candidate, the chosen one first, each with its arena, prediction and flash, and
+    a line under it with its predicted stack bound and flash per part (its ``code``, when known)."""
     fastest = min(c.cost for c in candidates)
     rule = {"balanced": f"the smallest arena within {100 * slack:.0f} % of the fastest",
             "ram": "the smallest arena", "speed": "the fewest predicted " + chosen.metric}[objective]
@@ -119,7 +126,13 @@ def describe(candidates, chosen, objective, source, slack=BALANCED_SLACK):
         over = (c.cost - fastest) / fastest * 100.0 if fastest else 0.0
         tag = "chosen  " if c is chosen else "rejected"
         same = f" (same plan as {c.same_as})" if c.same_as else ""
-        flash = f", flash {c.flash:,} B" if c.flash is not None else ""
+        flash = f", flash {c.flash:,} B" if c.flash is not None and c.code is None else ""
         lines.append(f"  {tag} {c.label:<13} arena {c.arena:>9,} B, predicted {c.cost:>13,.0f} {c.metric} "
                      f"({over:+.1f} % vs the fastest){flash}{same}")
+        if c.code is not None and not c.same_as:
+            lines.append(f"  {'':<8} {'':<13} predicted {c.code.text()}")
+    code = next((c.code for c in candidates if c.code is not None), None)
+    if code is not None:
+        lines.append(f"  (stack bound and flash predicted from the {code.source}; pyembed firmware --build "
+                     f"measures them)")
     return lines

@@ -377,6 +377,22 @@ def dsp_widen(g, plan, prof, lean=False):
     return g2, plan2
 
 
+def code_figures(g, plan, prof, segmented=False):
+    """pyembed.target.codefig.predict's CodeFigures of a planned graph, or None when the runtime
+    table has no build for the profile's core (or the graph has no firmware form)."""
+    from pyembed.errors import PyEmbedError
+    from pyembed.target import codefig
+    try:
+        codefig.table_for(prof.core)
+    except PyEmbedError:
+        return None
+    try:
+        return codefig.predict(g, plan, prof, segmented=segmented)
+    except (PyEmbedError, RuntimeError):
+        # (a graph the firmware cannot write tables for, which the firmware command refuses itself)
+        return None
+
+
 def _signature(g, plan):
     from pyembed.plan.pipeline import _signature as graph_signature
     return int(plan.arena_size), graph_signature(g)
@@ -391,6 +407,10 @@ def _plan_pipeline(graph, options, regions, prof):
         strategy = options.strategy or "auto"     # regions by hand: no core to predict for
         g, plan, lines = _plan_one(graph, options, regions, strategy, prof=prof)
         predicted = objective.predicted_cost(g, prof) if prof is not None else None
+        code = code_figures(g, plan, prof, options.weight_block is not None) if prof is not None else None
+        if code is not None:
+            plan.info["code_figures"] = code.to_dict()
+            lines = list(lines) + [f"predicted {code.text()} (the {code.source})"]
         return g, plan, lines, strategy, [], predicted
     from pyembed.errors import FitError
     names = ("auto", "stripes") if options.stream_input or options.stream_output else objective.STRATEGY_ORDER
@@ -435,12 +455,19 @@ def _plan_pipeline(graph, options, regions, prof):
     metric = "instructions" if all(objective.covered(c.graph, prof) for c in cands) else "cycles"
     for c in cands:
         c.cost, c.metric, source = objective.predicted_cost(c.graph, prof, metric)
+    by_label = {}
+    for c in cands:
+        c.code = (by_label[c.same_as] if c.same_as in by_label else
+                  code_figures(c.graph, c.plan, prof, options.weight_block is not None))
+        by_label[c.label] = c.code
     best = objective.choose(cands, options.optimize)
     lines = list(best.lines) + objective.describe(cands, best, options.optimize, source)
     lines += [f"  rejected {name:<8} does not fit: {str(e).splitlines()[0]}" for name, e in errors.items()]
     best.plan.info["optimize"] = {"objective": options.optimize, "strategy": best.strategy,
                                   "variant": best.variant, "metric": best.metric,
                                   "candidates": [c.to_dict() for c in cands]}
+    if best.code is not None:
+        best.plan.info["code_figures"] = best.code.to_dict()
     order = [best] + [c for c in cands if c is not best]
     return best.graph, best.plan, lines, best.strategy, order, (best.cost, best.metric, source)
 

@@ -49,7 +49,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-__all__ = ["StackBound", "bound", "callgraph", "EXCEPTION_FRAME_FPU", "EXCEPTION_FRAME"]
+__all__ = ["StackBound", "bound", "bound_graph", "callgraph", "EXCEPTION_FRAME_FPU", "EXCEPTION_FRAME"]
 
 INDIRECT = "__indirect_call"
 # the generated file whose pe_stripe_compute_kind is a level of the stripe executor's recursion
@@ -174,7 +174,11 @@ def _address_taken(obj, src):
 
 def _model_runners(project_dir):
     """The runners model/model_ops.c returns: (runners, rows runners)."""
-    text = (Path(project_dir) / "model" / "model_ops.c").read_text()
+    return runners_in((Path(project_dir) / "model" / "model_ops.c").read_text())
+
+
+def runners_in(text):
+    """(runners, rows runners) the source of a model_ops.c returns."""
     a = text.index("pe_graph_runner_for(")
     b = text.index("pe_graph_rows_runner_for(")
     run = sorted(set(re.findall(r"return\s+(\w+)\s*;", text[a:b])) - {"NULL"})
@@ -276,6 +280,21 @@ def bound(project_dir, runtime_build=None, elf=None, root=None, core=None, depth
         t, v = _address_taken(obj, g.src_of[obj])
         taken[obj] = t
         vectors |= v
+    if depths is None:
+        depths = recursion_depths(d, manifest)
+
+    def rows_site(site):
+        return bool(re.search(r"\brun_rows\s*\(", _source_line(d, site) or ""))
+    return bound_graph(g, taken, vectors, elf_funcs, runners, rows_runners, root, core, depths, rows_site)
+
+
+def bound_graph(g, taken, vectors, elf_funcs, runners, rows_runners, root, core, depths, rows_site):
+    """The StackBound of root in a call graph given as data (bound reads it from a built
+    project; pyembed.target.codefig predicts it from the packaged runtime table): g a _Graph,
+    taken {object: address-taken functions}, vectors (functions only the vector table holds),
+    elf_funcs {function: (pushed bytes, callees, reasons)} for functions with no .ci node,
+    runners / rows_runners the model's operator table, depths recursion_depths' map,
+    rows_site(call site) True when invoke_op's call there is the rows runner's."""
     funcs = set(g.frames) | set(elf_funcs)
     all_taken = (set().union(*taken.values()) - vectors) & funcs if taken else set()
 
@@ -288,8 +307,7 @@ def bound(project_dir, runtime_build=None, elf=None, root=None, core=None, depth
     resolved, by_table = {}, set()
     for f, s in sites:
         if graph_site(f, s):
-            line = _source_line(d, s)
-            resolved[(f, s)] = rows_runners if re.search(r"\brun_rows\s*\(", line or "") else runners
+            resolved[(f, s)] = rows_runners if rows_site(s) else runners
             by_table.add((f, s))   # the table may name none: the call is then never made
     # the rest: address-taken functions of the caller's object or of any object reaching the caller;
     # reachability uses the resolved edges, so iterate to a fixed point
@@ -340,9 +358,6 @@ def bound(project_dir, runtime_build=None, elf=None, root=None, core=None, depth
             return None if why else n
         reasons.append(f"{f}: no .ci node and not in the ELF (frame unknown)")
         return None
-
-    if depths is None:
-        depths = recursion_depths(d, manifest)
 
     def deepest_from(start):
         comps, comp_of, succ = _sccs(start, callees)
@@ -413,9 +428,14 @@ def recursion_depths(project_dir, manifest=None):
     largest stripe region of the model (firmware.json "stripe_layers_max",
     written by pyembed.target.firmware.generate), else PE_STRIPE_MAX_LAYERS
     read from the project's pe_stripe.h."""
-    layers = (manifest or {}).get("stripe_layers_max")
+    return _depths((manifest or {}).get("stripe_layers_max"), Path(project_dir) / "pyembed" / "include")
+
+
+def _depths(layers, include_dir):
+    """recursion_depths for a model whose largest stripe region has layers layers (None: the
+    PE_STRIPE_MAX_LAYERS of include_dir's pe_stripe.h)."""
     if layers is None:
-        for h in (Path(project_dir) / "pyembed" / "include" / "pyembed" / "pe_stripe.h",):
+        for h in (Path(include_dir) / "pyembed" / "pe_stripe.h",):
             m = re.search(r"#define\s+PE_STRIPE_MAX_LAYERS\s+(\d+)", h.read_text()) if h.is_file() else None
             if m:
                 layers = int(m.group(1))
