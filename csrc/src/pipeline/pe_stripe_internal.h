@@ -194,7 +194,7 @@ static inline int conv1_rows_apply(const pe_stripe_layer *l, const layer_geo *g)
 /* runs of the depthwise row loops computed together (pe_stripe.c dw_flush:
  * each group's set-up serves them all), each with its tap offsets in the
  * work block */
-#define PE_DW_RUNS 3
+#define PE_DW_RUNS 2
 /* the depthwise row loops' work block: the table, the runs' tap offsets */
 #define PE_DW_WORK_BYTES (4 * (PE_DW_ROW_TAB_WORDS + PE_DW_RUNS * PE_DW_ROW_TAPS))
 typedef char pe_stripe_conv1_work_fits[PE_DW_WORK_BYTES + 4 * PE_DW_ROW_TAPS <=
