@@ -285,6 +285,50 @@ def _dw_rows_net():
     return n.to_bytes([x], [y])
 
 
+def _conv1_rows_net():
+    """Convolutions of one input channel, which the stripe executor runs on
+    its depthwise row loops as a channel multiplier of out_c (pe_stripe_dw.h
+    conv1_rows_apply, pe_dw_dsp_run1): 3x3 under RELU6, then 3x3 with the
+    whole int8 range, rows 72 wide, so the blocks of 32 meet the row
+    temporary's wrap."""
+    from pyembed.bench._built import _Net
+    n = _Net(11)
+    x = n.input((1, 24, 72, 1))
+    a = n.conv(x, 8, 3, 1)
+    b = n.dwconv(a, 3, 1)
+    c = n.conv(b, 1, 1, 1)
+    d = n.conv(c, 8, 3, 1, act=None, full_range=True)
+    y = n.fc(n.reshape(d, (1, int(np.prod(n.shape(d)[1:])))), 3)
+    return n.to_bytes([x], [y])
+
+
+@NEEDS_QEMU
+def test_firmware_stripe_conv1_rows_bit_exact_under_qemu(tmp_path, monkeypatch, runtime_objects):
+    """Wide blocks: the one-channel convolutions of the region (from the
+    first layer on) run the depthwise row loops' multiplier form on the
+    Cortex-M4: outputs == host run == TFLM."""
+    from pyembed.target.firmware import build_project, generate, load_manifest, run_project
+    monkeypatch.setenv("RUNTIME_BUILD", runtime_objects)
+    path = tmp_path / "conv1.tflite"
+    path.write_bytes(_conv1_rows_net())
+    g = load_model(str(path))
+    proj = generate(g, "mps2-an386", str(tmp_path / "proj"), strategy="stripes", wide_blocks=True)
+    ops = [o["type"] for o in load_manifest(proj.outdir)["operators"]]
+    assert ops[0] == "PE_STRIPE_REGION" and ops[-2:] == ["RESHAPE", "FULLY_CONNECTED"], ops
+    build_project(proj.outdir, make_vars={"RUNTIME_BUILD": runtime_objects})
+    rng = np.random.default_rng(17)
+    for _ in range(2):
+        x = rng.integers(-128, 128, size=g.tensors[g.inputs[0]].shape).astype(np.int8)
+        out = np.asarray(run_project(proj, [x]).outputs[0]).ravel()
+        assert out.tolist() == np.asarray(g.run(x)).ravel().tolist()
+        if HAVE_TFLM:
+            from tflite_micro.python.tflite_micro import runtime
+            it = runtime.Interpreter.from_file(g.source_path)
+            it.set_input(x, 0)
+            it.invoke()
+            assert out.tolist() == np.asarray(it.get_output(0)).ravel().tolist()
+
+
 @NEEDS_QEMU
 def test_firmware_stripe_dw_rows_bit_exact_under_qemu(tmp_path, monkeypatch, runtime_objects):
     """Wide blocks (generate(..., wide_blocks=True): full-width stripes,

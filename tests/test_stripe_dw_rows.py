@@ -49,15 +49,16 @@ def _grow(layer, shape):
 def test_wide_blocks_reserve_the_depthwise_mirror():
     """From blocks of 31 to 32 a 3x3 depthwise layer's temporary grows by the
     extra column and by its mirror, kw - 1 = 2 columns of 16 channels, and the
-    region reserves the row loop's work block (its table and tap offsets,
-    pe_conv_gather.h: PE_DW_ROW_TAB_WORDS = 4 + 6 * 5 + 14 words and
-    PE_DW_ROW_TAPS = 10 offsets, off the stack); a 5x5 one (25 taps: no row
+    region reserves the row loops' work block (its table and the tap offsets
+    of up to PE_DW_RUNS = 2 runs, pe_conv_gather.h: PE_DW_ROW_TAB_WORDS =
+    4 + 6 * 5 + 14 words and PE_DW_ROW_TAPS = 10 offsets a run, off the
+    stack); a 5x5 one (25 taps: no row
     loops) and a 3-channel one (fewer than 4) by the column alone."""
     rng = np.random.default_rng(1)
     shape = (12, 80, 16)
     k3 = _grow(stripe.random_depthwise(rng, 16, kernel=3), shape)
     k5 = _grow(stripe.random_depthwise(rng, 16, kernel=5), shape)
-    assert k3 - k5 == 2 * 16 + 4 * ((4 + 6 * 5 + 14) + 10), (k3, k5)
+    assert k3 - k5 == 2 * 16 + 4 * ((4 + 6 * 5 + 14) + 2 * 10), (k3, k5)
     c3 = [_grow(stripe.random_depthwise(rng, 3, kernel=k), (12, 80, 3)) for k in (3, 5)]
     assert c3[0] == c3[1], c3
 

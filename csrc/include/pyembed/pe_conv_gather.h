@@ -262,6 +262,11 @@ int32_t pe_dw_dsp_group(int32_t *tab, const pe_conv_params *params, const pe_per
                         const pe_dims *filter_dims, const int8_t *filter, const int32_t *bias, int32_t c);
 void pe_dw_dsp_run(int8_t *dst, int32_t n, const int8_t *win, const int32_t *tab, int32_t taps, int32_t fast,
                    const pe_conv_params *params, const pe_per_channel_quant *quant, int32_t c);
+/* pe_dw_dsp_run for four output channels that read one input channel (a
+ * channel multiplier divisible by 4, or a conv of one input channel): each
+ * tap's offset leads to one input byte, shared by the four channels */
+void pe_dw_dsp_run1(int8_t *dst, int32_t n, const int8_t *win, const int32_t *tab, int32_t taps, int32_t fast,
+                    const pe_conv_params *params, const pe_per_channel_quant *quant, int32_t c);
 
 #ifdef __cplusplus
 }

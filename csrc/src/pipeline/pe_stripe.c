@@ -599,6 +599,17 @@ void pe_stripe_compute_conv(stripe_run *R, int32_t L, int32_t o, int32_t x0, int
         conv_rows(R, L, o, x0, x1);
         return;
     }
+    if (R->work != NULL && x1 - x0 >= PE_STRIPE_CONV_MIN_CALL && conv1_rows_apply(&R->net->layers[L], &R->G->g[L])) {
+        int32_t x = x0, e;
+        while (x < x1) { /* runs by the depthwise row loops, the columns between them per pixel */
+            x = dw_rows(R, L, o, x, x1, &e);
+            if (e > x) {
+                windowed_conv(R, L, o, x, e);
+            }
+            x = e;
+        }
+        return;
+    }
     if (R->work != NULL && x1 - x0 >= PE_STRIPE_CONV_MIN_CALL &&
         conv_patch_apply(&R->net->layers[L], &R->G->g[L])) {
         conv_patch_rows(R, L, o, x0, x1);

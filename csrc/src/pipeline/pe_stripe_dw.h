@@ -35,75 +35,140 @@ static int dw_column_whole(const stripe_state *s, const layer_geo *g, int32_t x,
     return 1; /* (the mirror: a window from any slot is whole) */
 }
 
-/* Output columns [x, x + m) of row o of depthwise layer L, a run of whole
- * windows one stride apart in their stores (t0: the first window's
- * temporary slot, or -1) whose outputs lie one pixel apart from d0: the
- * taps' byte offsets from the first window's tap 0 (ring rows and the
- * temporary are one arena), then per group of four channels the start
- * values, weight pairs and requantization constants set up once and one
- * pe_dw_dsp_run call for the run; the last co % 4 channels per pixel.
- * (Not inlined: its table stays off the frames of the per-pixel path.) */
-__attribute__((noinline)) static void dw_run(stripe_run *R, int32_t L, int32_t o, int32_t x, int32_t m, int32_t t0,
-                                             int8_t *d0, int32_t ky0, int32_t ky1)
+/* The taps' byte offsets from the first window's tap 0 (ring rows and the
+ * temporary are one arena) into toff, for windows of kernel rows [ky0, ky1)
+ * whose first is at column col0 (t0: its temporary slot, or -1); returns
+ * the first window's tap 0 */
+static const int8_t *dw_tap_offsets(const stripe_state *s, const layer_geo *g, int32_t row0, int32_t col0,
+                                    int32_t t0, int32_t ky0, int32_t ky1, int32_t *toff)
+{
+    const int32_t ci = g->in_c, ring_w = s->in_b - s->in_a;
+    const int8_t *win = NULL;
+    int32_t i = 0, ky, kx;
+    for (ky = ky0; ky < ky1; ky += g->dh) {
+        const int32_t r = row0 + ky;
+        /* the window row's first column: in the temporary or in the ring */
+        const int8_t *const base =
+            (t0 >= 0 && r == s->in_row)
+                ? s->temp + (size_t)t0 * (size_t)ci
+                : s->ring + ((size_t)(g->ring_rows > 1 ? r % g->ring_rows : 0) * (size_t)ring_w +
+                             (size_t)(col0 - s->in_a)) *
+                                (size_t)ci;
+        win = i == 0 ? base : win;
+        for (kx = 0; kx < g->kw; kx += g->dw) {
+            toff[i++] = (int32_t)(base + (size_t)kx * (size_t)ci - win);
+        }
+    }
+    return win;
+}
+
+/* Runs dw_rows has found and not yet computed: output columns [x, x + m),
+ * the first window's temporary slot t0 (or -1), outputs from d0 on */
+typedef struct {
+    int32_t x, m, t0;
+    int8_t *d0;
+} dw_pending;
+
+/* The runs of row o of layer L (a depthwise layer, or a conv of one input
+ * channel: conv1_rows_apply), whole windows of kernel rows [ky0, ky1)
+ * inside the image (a kernel of their rows: the padding adds nothing),
+ * each a run of windows one stride apart in their stores whose outputs lie
+ * one pixel apart. The channel groups of four go outermost: per group the
+ * start values, weight pairs and requantization constants are set up once
+ * for every run (pe_dw_dsp_group), then each run is one channel-group loop
+ * call (pe_dw_dsp_run; pe_dw_dsp_run1 for a conv of one input channel,
+ * whose group reads one input byte per tap, its four channels' weights
+ * regrouped tap-major in the work block first); the runs' tap offsets are
+ * worked out once (in the work block: the table, PE_DW_RUNS offset tables,
+ * the regrouped weights) and put in the table per run when there are
+ * several. A depthwise layer's last out_c % 4 channels per pixel. (Not
+ * inlined: its table stays off the frames of the per-pixel path.) */
+__attribute__((noinline)) static void dw_flush(stripe_run *R, int32_t L, int32_t o, const dw_pending *run, int32_t nrun,
+                                               int32_t ky0, int32_t ky1)
 {
     const pe_stripe_layer *l = &R->net->layers[L];
     const layer_geo *g = &R->G->g[L];
     const stripe_state *s = &R->st[L + 1];
+    const int one = l->op != PE_STRIPE_DEPTHWISE; /* a conv of one input channel */
     const int32_t ci = g->in_c, co = g->out_c, c4 = co & ~3;
-    /* the kernel rows inside the image: a kernel of nky rows whose weights start at row ky0 / dh */
     const int32_t nky = (ky1 - ky0 - 1) / g->dh + 1, kw_t = (g->kw - 1) / g->dw + 1, taps = nky * kw_t;
-    const int8_t *const wts = l->weights + (size_t)(ky0 / g->dh) * (size_t)kw_t * (size_t)co;
-    const int32_t row0 = o * g->sh - g->pt, col0 = x * g->sw - g->pl;
-    const int32_t ring_w = s->in_b - s->in_a;
-    /* the loop's table and the tap offsets in the work block (off the stack) */
+    /* the conv's filter: [co][fsize] from kernel row 0; the depthwise's [taps][co] from row ky0 */
+    const int32_t fsize = ((g->kh - 1) / g->dh + 1) * kw_t;
+    const int8_t *const wts = l->weights + (size_t)(ky0 / g->dh) * (size_t)kw_t * (size_t)(one ? 1 : co);
+    const int32_t row0 = o * g->sh - g->pt;
     int32_t *const tab = (int32_t *)(void *)R->work;
-    int32_t *const toff = tab + PE_DW_ROW_TAB_WORDS;
-    const int8_t *win = NULL;
+    int32_t *const toffs = tab + PE_DW_ROW_TAB_WORDS;
+    int8_t *const w4 = (int8_t *)(void *)(toffs + PE_DW_RUNS * PE_DW_ROW_TAPS);
+    const int8_t *win[PE_DW_RUNS];
     pe_conv_params p;
+    pe_per_channel_quant q;
     pe_dims f;
-    int32_t i = 0, j, ky, kx, oc;
-    for (ky = ky0; ky < ky1; ky += g->dh) {
-        const int32_t r = row0 + ky;
-        for (kx = 0; kx < g->kw; kx += g->dw) {
-            const int8_t *tp;
-            if (t0 >= 0 && r == s->in_row) {
-                tp = s->temp + (size_t)(t0 + kx) * (size_t)ci;
-            } else {
-                const int32_t slot = g->ring_rows > 1 ? r % g->ring_rows : 0;
-                tp = s->ring + ((size_t)slot * (size_t)ring_w + (size_t)(col0 + kx - s->in_a)) * (size_t)ci;
-            }
-            win = i == 0 ? tp : win;
-            toff[i++] = (int32_t)(tp - win);
-        }
+    int32_t i, j, k, oc;
+    for (k = 0; k < nrun; k++) {
+        win[k] = dw_tap_offsets(s, g, row0, run[k].x * g->sw - g->pl, run[k].t0, ky0, ky1,
+                                toffs + k * PE_DW_ROW_TAPS);
     }
     memset(&p, 0, sizeof p);
     p.input_offset = l->input_offset;
     p.output_offset = l->output_offset;
     p.activation = l->activation;
     p.rounding = l->rounding;
-    p.ch_mult = 1;
+    p.ch_mult = one ? 4 : 1;
     f.n = 1;
     f.h = nky;
     f.w = kw_t;
-    f.c = co;
-    pe_dw_dsp_taps(tab, taps, toff, co, g->sw * ci);
+    f.c = one ? 4 : co;
+    q = l->quant;
+    if (nrun == 1) { /* (the group set-up leaves the offsets) */
+        pe_dw_dsp_taps(tab, taps, toffs, co, g->sw * ci);
+    }
     for (oc = 0; oc < c4; oc += 4) {
-        const int32_t fast = pe_dw_dsp_group(tab, &p, &l->quant, &f, wts, l->bias, oc);
-        pe_dw_dsp_run(d0 + oc, m, win + oc, tab, taps, fast, &p, &l->quant, oc);
-    }
-    for (j = 0; j < m; j++) {
-        const int8_t *const w = win + (size_t)j * (size_t)(g->sw * ci);
-        int8_t *const d = d0 + (size_t)j * (size_t)co;
-        for (oc = c4; oc < co; oc++) {
-            int32_t acc = l->bias != NULL ? l->bias[oc] : 0;
+        int32_t fast;
+        if (one) {
+            const int8_t *const w0 = wts + (size_t)oc * (size_t)fsize;
+            const int8_t *const w1 = w0 + fsize, *const w2 = w1 + fsize, *const w3 = w2 + fsize;
             for (i = 0; i < taps; i++) {
-                acc += (int32_t)wts[i * co + oc] * ((int32_t)w[toff[i] + oc] + l->input_offset);
+                w4[4 * i] = w0[i];
+                w4[4 * i + 1] = w1[i];
+                w4[4 * i + 2] = w2[i];
+                w4[4 * i + 3] = w3[i];
             }
-            d[oc] = requant_s8(l, acc, oc);
+            q.multiplier = l->quant.multiplier + oc;
+            q.shift = l->quant.shift + oc;
+            fast = pe_dw_dsp_group(tab, &p, &q, &f, w4, l->bias != NULL ? l->bias + oc : NULL, 0);
+        } else {
+            fast = pe_dw_dsp_group(tab, &p, &q, &f, wts, l->bias, oc);
         }
-        publish(R, L + 1, o, x + j, d, co);
+        for (k = 0; k < nrun; k++) {
+            if (nrun > 1) {
+                pe_dw_dsp_taps(tab, taps, toffs + k * PE_DW_ROW_TAPS, co, g->sw * ci);
+            }
+            if (one) {
+                pe_dw_dsp_run1(run[k].d0 + oc, run[k].m, win[k], tab, taps, fast, &p, &q, 0);
+            } else {
+                pe_dw_dsp_run(run[k].d0 + oc, run[k].m, win[k] + oc, tab, taps, fast, &p, &q, oc);
+            }
+        }
     }
-    R->macs += (uint64_t)m * (uint64_t)taps * (uint64_t)co;
+    for (k = 0; k < nrun; k++) {
+        const int32_t *const toff = toffs + k * PE_DW_ROW_TAPS;
+        R->macs += (uint64_t)run[k].m * (uint64_t)taps * (uint64_t)co;
+        if (c4 == co && R->st[L + 1].listener < 0) {
+            continue; /* (nothing left per pixel: publish would copy nowhere) */
+        }
+        for (j = 0; j < run[k].m; j++) {
+            const int8_t *const w = win[k] + (size_t)j * (size_t)(g->sw * ci);
+            int8_t *const d = run[k].d0 + (size_t)j * (size_t)co;
+            for (oc = c4; oc < co; oc++) { /* (a depthwise layer's only: conv1_rows_apply) */
+                int32_t acc = l->bias != NULL ? l->bias[oc] : 0;
+                for (i = 0; i < taps; i++) {
+                    acc += (int32_t)wts[i * co + oc] * ((int32_t)w[toff[i] + oc] + l->input_offset);
+                }
+                d[oc] = requant_s8(l, acc, oc);
+            }
+            publish(R, L + 1, o, run[k].x + j, d, co);
+        }
+    }
 }
 
 /* Output columns [x0, x1) of row o of a depthwise layer that dw_rows_apply
@@ -137,7 +202,8 @@ __attribute__((noinline)) static int32_t dw_rows(stripe_run *R, int32_t L, int32
                            (s->in_row - row0) % g->dh == 0;
     /* the last output column whose window is inside the image */
     const int32_t x_in = (g->in_w - kw + g->pl) >= 0 ? (g->in_w - kw + g->pl) / sw : -1;
-    int32_t x = x0, oc;
+    dw_pending run[PE_DW_RUNS];
+    int32_t x = x0, oc, nrun = 0;
     *e = x1;
     if (ky0 >= ky1) {
         return x0;
@@ -157,6 +223,9 @@ __attribute__((noinline)) static int32_t dw_rows(stripe_run *R, int32_t L, int32
                 end++;
             }
             *e = end;
+            if (nrun > 0) {
+                dw_flush(R, L, o, run, nrun, ky0, ky1);
+            }
             return x;
         }
         most = min32(x1, x_in + 1) - x;
@@ -174,8 +243,19 @@ __attribute__((noinline)) static int32_t dw_rows(stripe_run *R, int32_t L, int32
             }
             m = j;
         }
-        dw_run(R, L, o, x, m, t0, d0, ky0, ky1);
+        if (nrun == PE_DW_RUNS) {
+            dw_flush(R, L, o, run, nrun, ky0, ky1);
+            nrun = 0;
+        }
+        run[nrun].x = x;
+        run[nrun].m = m;
+        run[nrun].t0 = t0;
+        run[nrun].d0 = d0;
+        nrun++;
         x += m;
+    }
+    if (nrun > 0) {
+        dw_flush(R, L, o, run, nrun, ky0, ky1);
     }
     return x1;
 }

@@ -180,6 +180,28 @@ static inline int dw_rows_apply(const pe_stripe_layer *l, const layer_geo *g)
            ((g->kh - 1) / g->dh + 1) * ((g->kw - 1) / g->dw + 1) <= PE_DW_ROW_TAPS;
 }
 
+/* A conv of one input channel (a depthwise with a channel multiplier over
+ * a one-channel image, as the chain maps it) takes the depthwise row loops
+ * too (pe_stripe.c conv1_run: multiplier out_c): out_c a multiple of 4, an
+ * undilated row, at most PE_DW_ROW_TAPS taps. Its work block is the patch
+ * loops' (conv_patch_apply), which holds the depthwise table, tap offsets
+ * and four channels' weights (the check below). */
+static inline int conv1_rows_apply(const pe_stripe_layer *l, const layer_geo *g)
+{
+    return l->op == PE_STRIPE_CONV && g->groups == 1 && g->in_c == 1 && (g->out_c & 3) == 0 && g->dw == 1 &&
+           ((g->kh - 1) / g->dh + 1) * g->kw <= PE_DW_ROW_TAPS && conv_patch_apply(l, g);
+}
+/* runs of the depthwise row loops computed together (pe_stripe.c dw_flush:
+ * each group's set-up serves them all), each with its tap offsets in the
+ * work block */
+#define PE_DW_RUNS 2
+/* the depthwise row loops' work block: the table, the runs' tap offsets */
+#define PE_DW_WORK_BYTES (4 * (PE_DW_ROW_TAB_WORDS + PE_DW_RUNS * PE_DW_ROW_TAPS))
+typedef char pe_stripe_conv1_work_fits[PE_DW_WORK_BYTES + 4 * PE_DW_ROW_TAPS <=
+                                               (8 + PE_STRIPE_PATCH_COLS) * 4 + 16 * PE_STRIPE_PATCH_COLS
+                                           ? 1
+                                           : -1];
+
 /* Columns of a layer's row temporary repeated past its end (its first
  * kw - 1 slots, written again by the executor as they arrive): with the conv
  * row loops (and the patch loops' undilated rows, the depthwise row loops) a

@@ -707,8 +707,8 @@ int64_t pe_stripe_work_bytes(const pe_stripe_net *net, const net_geo *G, int32_t
             const int64_t w = 8 * (int64_t)g->kw * g->in_c + 16 * PE_STRIPE_CONV_COLS;
             most = w > most ? w : most;
         } else if (dw_rows_apply(&net->layers[L], g)) {
-            /* the depthwise row loop's table and tap offsets */
-            const int64_t w = 4 * (int64_t)(PE_DW_ROW_TAB_WORDS + PE_DW_ROW_TAPS);
+            /* the depthwise row loops' table and their runs' tap offsets */
+            const int64_t w = PE_DW_WORK_BYTES;
             most = w > most ? w : most;
         } else if (conv_patch_apply(&net->layers[L], g)) {
             /* the widened filter, the patches and their accumulators */

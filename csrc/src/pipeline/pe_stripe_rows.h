@@ -115,14 +115,14 @@ static int rows_fused(const pe_stripe_layer *l, int32_t oc, int32_t nb, int32_t 
 }
 
 /* Columns [j, j + m) whose outputs (dst[j] on) lie co bytes apart: m cut
- * at the first that does not (the consumer's row temporary wraps) */
-static inline int32_t rows_dst_run(int8_t *const *dst, int32_t j, int32_t m, int32_t co)
+ * at the next start of a run of output slots (bit i of brk: column i's
+ * slot was asked of out_slot, not continued from column i - 1's; out_span) */
+typedef char pe_stripe_rows_brk_fits[PE_STRIPE_CONV_COLS <= 32 && PE_STRIPE_PATCH_COLS <= 32 ? 1 : -1];
+static inline int32_t rows_dst_run(uint32_t brk, int32_t j, int32_t m)
 {
-    int32_t i = 1;
-    while (i < m && dst[j + i] == dst[j] + (size_t)i * (size_t)co) {
-        i++;
-    }
-    return i;
+    const uint32_t later = j + 1 < 32 ? brk >> (j + 1) : 0u;
+    const int32_t i = later != 0u ? __builtin_ctz(later) + 1 : 32;
+    return i < m ? i : m;
 }
 
 /* The pe_cv_dsp_cols calls of input row r for output columns [xa, xa + n)
@@ -134,7 +134,7 @@ static inline int32_t rows_dst_run(int8_t *const *dst, int32_t j, int32_t m, int
  * columns in the ring and in the temporary (committed in between) is
  * summed piece by piece. */
 static void conv_row_calls(stripe_run *R, int32_t L, int32_t r, int32_t xa, int32_t n, int32_t *acc,
-                           const int32_t *q, int8_t *const *dst, int32_t oc)
+                           const int32_t *q, int8_t *const *dst, uint32_t brk, int32_t oc)
 {
     const pe_stripe_layer *l = &R->net->layers[L];
     const layer_geo *g = &R->G->g[L];
@@ -172,7 +172,7 @@ static void conv_row_calls(stripe_run *R, int32_t L, int32_t r, int32_t xa, int3
             }
             m = max32(most, 1);
             if (q != NULL) {
-                m = rows_dst_run(dst, j, m, g->out_c);
+                m = rows_dst_run(brk, j, m);
                 pe_cv_dsp_cols_q(q, m, p, step, wblk, run, l->input_offset, q + 4, dst[j] + oc, g->out_c);
             } else {
                 pe_cv_dsp_cols(acc + 4 * j, m, p, step, wblk, run, l->input_offset);
@@ -238,15 +238,20 @@ __attribute__((noinline)) static void conv_rows(stripe_run *R, int32_t L, int32_
         const int32_t n = min32(x1 - xa, PE_STRIPE_CONV_COLS);
         int8_t *dst[PE_STRIPE_CONV_COLS];
         int32_t run_end = 0; /* dst[j] for j < run_end follow on from the last out_slot */
+        uint32_t brk = 0;    /* the columns that start a run of slots */
+        int32_t cols = 0;    /* the windows' columns inside the image */
         for (j = 0; j < n; j++) {
             const int32_t col0 = (xa + j) * g->sw - g->pl;
-            dst[j] = j > 0 && j < run_end ? dst[j - 1] + co : out_slot(R, L, o, xa + j);
-            if (j >= run_end) {
+            if (j > 0 && j < run_end) {
+                dst[j] = dst[j - 1] + co;
+            } else {
+                dst[j] = out_slot(R, L, o, xa + j);
                 run_end = j + out_span(R, L, xa + j, n - j);
+                brk |= (uint32_t)1 << j;
             }
-            R->macs += (uint64_t)(min32(col0 + kw, g->in_w) - max32(col0, 0)) * (uint64_t)nky * (uint64_t)ci *
-                       (uint64_t)co;
+            cols += min32(col0 + kw, g->in_w) - max32(col0, 0);
         }
+        R->macs += (uint64_t)cols * (uint64_t)nky * (uint64_t)ci * (uint64_t)co;
         for (oc = 0; oc < co; oc += 4) {
             const int32_t nb = min32(4, co - oc);
             /* the fused constants in the accumulator block past column 0's
@@ -260,7 +265,7 @@ __attribute__((noinline)) static void conv_rows(stripe_run *R, int32_t L, int32_
             for (ky = ky0; ky < ky1; ky += g->dh) {
                 pe_cv_dsp_widen(wblk, l->weights + (size_t)oc * (size_t)fsize + (size_t)(ky / g->dh) * (size_t)run,
                                 fsize, run, nb);
-                conv_row_calls(R, L, row0 + ky, xa, n, acc, fused ? q : NULL, dst, oc);
+                conv_row_calls(R, L, row0 + ky, xa, n, acc, fused ? q : NULL, dst, brk, oc);
             }
             if (fused) {
                 continue;
@@ -308,6 +313,7 @@ __attribute__((noinline)) static void conv_patch_rows(stripe_run *R, int32_t L, 
         const int32_t n = min32(x1 - xa, PE_STRIPE_PATCH_COLS);
         int8_t *dst[PE_STRIPE_PATCH_COLS];
         int32_t run_end = 0; /* dst[j] for j < run_end follow on from the last out_slot */
+        uint32_t brk = 0;    /* the columns that start a run of slots */
         for (j = 0; j < n; j++) {
             const int32_t col0 = (xa + j) * g->sw - g->pl;
             /* the window's columns inside the image, undilated: a row of it is one copy */
@@ -353,9 +359,12 @@ __attribute__((noinline)) static void conv_patch_rows(stripe_run *R, int32_t L, 
             for (k = fsize; k < plen; k++) {
                 *d++ = 0; /* (zero weights there) */
             }
-            dst[j] = j > 0 && j < run_end ? dst[j - 1] + co : out_slot(R, L, o, xa + j);
-            if (j >= run_end) {
+            if (j > 0 && j < run_end) {
+                dst[j] = dst[j - 1] + co;
+            } else {
+                dst[j] = out_slot(R, L, o, xa + j);
                 run_end = j + out_span(R, L, xa + j, n - j);
+                brk |= (uint32_t)1 << j;
             }
             R->macs += (uint64_t)taps * (uint64_t)ci * (uint64_t)co;
         }
@@ -366,7 +375,7 @@ __attribute__((noinline)) static void conv_patch_rows(stripe_run *R, int32_t L, 
             if (rows_fused(l, oc, nb, fsize, q)) {
                 /* summed and requantized in one pass, per run of outputs co bytes apart */
                 for (j = 0; j < n;) {
-                    const int32_t m = rows_dst_run(dst, j, n - j, co);
+                    const int32_t m = rows_dst_run(brk, j, n - j);
                     pe_cv_dsp_cols_q(q, m, patches + (size_t)j * (size_t)plen, plen, wblk, plen, l->input_offset,
                                      q + 4, dst[j] + oc, co);
                     j += m;

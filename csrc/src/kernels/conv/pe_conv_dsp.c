@@ -851,6 +851,40 @@ void pe_dw_dsp_run(int8_t *dst, int32_t n, const int8_t *win, const int32_t *tab
     }
 }
 
+void pe_dw_dsp_run1(int8_t *dst, int32_t n, const int8_t *win, const int32_t *tab, int32_t taps, int32_t fast,
+                    const pe_conv_params *p, const pe_per_channel_quant *q, int32_t c)
+{
+    const int32_t npairs = (taps + 1) / 2;
+    const int32_t *const rec = tab + 4, *const end = rec + 6 * npairs;
+    const int32_t amin = p->activation.min, amax = p->activation.max;
+    const int32_t dstep = end[12], wstep = end[13];
+    int32_t i, j;
+#if PE_DSP_ASM
+    if (fast && amin == -128 && amax == 127) {
+        dw_run_asm(dst, n, win, tab, npairs, 1, taps);
+        return;
+    }
+#endif
+    for (i = 0; i < n; i++) {
+        int32_t a[4];
+        int8_t *const d = dst + (size_t)i * (size_t)dstep;
+        for (j = 0; j < 4; j++) {
+            a[j] = tab[j];
+        }
+        dw4_pairs1(a, win + (size_t)i * (size_t)wstep, rec, end);
+        for (j = 0; j < 4; j++) {
+            if (fast) {
+                int32_t v = dw_rq(a[j], end[3 * j], end[3 * j + 1], end[3 * j + 2]);
+                v = v > amin ? v : amin;
+                d[j] = (int8_t)(v < amax ? v : amax);
+            } else {
+                d[j] = finish_slow(pe_fx_asr32(a[j], 1), q->multiplier[c + j], q->shift[c + j], p->rounding,
+                                   amin, amax, p->output_offset);
+            }
+        }
+    }
+}
+
 void pe_dw_dsp_rows(const pe_conv_params *p, const pe_per_channel_quant *q, const pe_dims *in,
                     const int8_t *img, const pe_dims *f, const int8_t *filter,
                     const int32_t *bias, const pe_dims *out, int32_t oy0, int32_t oy1, int8_t *o,
