@@ -599,17 +599,6 @@ void pe_stripe_compute_conv(stripe_run *R, int32_t L, int32_t o, int32_t x0, int
         conv_rows(R, L, o, x0, x1);
         return;
     }
-    if (R->work != NULL && x1 - x0 >= PE_STRIPE_CONV_MIN_CALL && conv1_rows_apply(&R->net->layers[L], &R->G->g[L])) {
-        int32_t x = x0, e;
-        while (x < x1) { /* runs by the depthwise row loops, the columns between them per pixel */
-            x = dw_rows(R, L, o, x, x1, &e);
-            if (e > x) {
-                windowed_conv(R, L, o, x, e);
-            }
-            x = e;
-        }
-        return;
-    }
     if (R->work != NULL && x1 - x0 >= PE_STRIPE_CONV_MIN_CALL &&
         conv_patch_apply(&R->net->layers[L], &R->G->g[L])) {
         conv_patch_rows(R, L, o, x0, x1);
@@ -622,6 +611,18 @@ void pe_stripe_compute_conv(stripe_run *R, int32_t L, int32_t o, int32_t x0, int
 void pe_stripe_compute_depthwise(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
 {
 #if PE_DSP
+    if (R->net->layers[L].op == PE_STRIPE_CONV) {
+        /* a one-channel conv sent here by compute (conv1_rows_apply) */
+        int32_t x = x0, e;
+        while (x < x1) { /* runs by the depthwise row loops, the columns between them per pixel */
+            x = dw_rows(R, L, o, x, x1, &e);
+            if (e > x) {
+                windowed_conv(R, L, o, x, e);
+            }
+            x = e;
+        }
+        return;
+    }
     if (R->work != NULL && x1 - x0 >= PE_STRIPE_CONV_MIN_CALL &&
         dw_rows_apply(&R->net->layers[L], &R->G->g[L])) {
         int32_t x = x0, e;
@@ -680,7 +681,18 @@ void pe_stripe_compute_crop(stripe_run *R, int32_t L, int32_t o, int32_t x0, int
 
 static void compute(stripe_run *R, int32_t L, int32_t o, int32_t x0, int32_t x1)
 {
-    pe_stripe_compute_kind(R, R->net->layers[L].op, L, o, x0, x1);
+    int32_t kind = R->net->layers[L].op;
+#if PE_DSP
+    if (kind == PE_STRIPE_CONV && R->work != NULL && x1 - x0 >= PE_STRIPE_CONV_MIN_CALL &&
+        conv1_rows_apply(&R->net->layers[L], &R->G->g[L]) && pe_stripe_kind_linked(PE_STRIPE_DEPTHWISE)) {
+        /* a one-channel conv runs the depthwise row loops, by the depthwise
+         * kind's entry: a firmware whose regions have no depthwise layer
+         * does not link them for it (ResNet-8: 6 KB of runtime code) and
+         * its conv entry runs the patch loops */
+        kind = PE_STRIPE_DEPTHWISE;
+    }
+#endif
+    pe_stripe_compute_kind(R, kind, L, o, x0, x1);
 }
 
 /* Producer p (layer p - 1, or the input for p = 0) starts output row o. */
