@@ -71,16 +71,20 @@ def test_firmware_stream_input_needs_a_stripe_strategy(tmp_path):
     assert res.exit_code == 2 and "cannot be streamed" in res.output
 
 
-def _check_run(d, g, x):
-    assert d["bit_exact_with_host"] is True and not d["mismatches"]
-    host = np.asarray(g.run(x)).ravel()
-    assert d["outputs"][0] == host.tolist()
+def _equal_host_and_tflm(out, g, x):
+    """out (a flat list of the firmware's first output) == the host run == TFLM's interpreter."""
+    assert out == np.asarray(g.run(x)).ravel().tolist()
     if HAVE_TFLM:
         from tflite_micro.python.tflite_micro import runtime
         it = runtime.Interpreter.from_file(g.source_path)
         it.set_input(x, 0)
         it.invoke()
-        assert d["outputs"][0] == np.asarray(it.get_output(0)).ravel().tolist()
+        assert out == np.asarray(it.get_output(0)).ravel().tolist()
+
+
+def _check_run(d, g, x):
+    assert d["bit_exact_with_host"] is True and not d["mismatches"]
+    _equal_host_and_tflm(d["outputs"][0], g, x)
 
 
 @pytest.fixture(scope="module")
@@ -319,14 +323,7 @@ def test_firmware_stripe_conv1_rows_bit_exact_under_qemu(tmp_path, monkeypatch, 
     rng = np.random.default_rng(17)
     for _ in range(2):
         x = rng.integers(-128, 128, size=g.tensors[g.inputs[0]].shape).astype(np.int8)
-        out = np.asarray(run_project(proj, [x]).outputs[0]).ravel()
-        assert out.tolist() == np.asarray(g.run(x)).ravel().tolist()
-        if HAVE_TFLM:
-            from tflite_micro.python.tflite_micro import runtime
-            it = runtime.Interpreter.from_file(g.source_path)
-            it.set_input(x, 0)
-            it.invoke()
-            assert out.tolist() == np.asarray(it.get_output(0)).ravel().tolist()
+        _equal_host_and_tflm(np.asarray(run_project(proj, [x]).outputs[0]).ravel().tolist(), g, x)
 
 
 @NEEDS_QEMU
@@ -346,11 +343,4 @@ def test_firmware_stripe_dw_rows_bit_exact_under_qemu(tmp_path, monkeypatch, run
     ops = [o["type"] for o in load_manifest(proj.outdir)["operators"]]
     assert ops == ["PE_STRIPE_REGION", "RESHAPE", "FULLY_CONNECTED"], ops
     build_project(proj.outdir, make_vars={"RUNTIME_BUILD": runtime_objects})
-    out = np.asarray(run_project(proj, [x]).outputs[0]).ravel()
-    assert out.tolist() == np.asarray(g.run(x)).ravel().tolist()
-    if HAVE_TFLM:
-        from tflite_micro.python.tflite_micro import runtime
-        it = runtime.Interpreter.from_file(g.source_path)
-        it.set_input(x, 0)
-        it.invoke()
-        assert out.tolist() == np.asarray(it.get_output(0)).ravel().tolist()
+    _equal_host_and_tflm(np.asarray(run_project(proj, [x]).outputs[0]).ravel().tolist(), g, x)
