@@ -107,6 +107,12 @@ def build_dir(name):
     """Where a tool keeps its build products: tools/build/NAME in a source checkout,
     else $XDG_CACHE_HOME/pyembed/NAME (~/.cache/pyembed/NAME) for an installed package."""
     repo = _HERE.parent
+    # pytest-xdist workers each get their own folder: the tools build into a
+    # cache path when it does not exist yet, and two processes doing that for
+    # the same path at once would write (or run) a half-written program
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        name = f"{name}-{worker}"
     if (repo / "csrc").is_dir() and (repo / "tools").is_dir():
         return repo / "tools" / "build" / name
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
