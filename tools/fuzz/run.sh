@@ -47,14 +47,28 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 total_execs=0
 total_crashes=0
 failed=()
+JOBS=${JOBS:-$(nproc)}
+
+# lib DIR CC FLAGS...: every source of csrc/src compiled once (JOBS at a time)
+# into DIR/libpe.a, which every harness links (each harness compiled all of
+# csrc/src again before)
+lib() {
+    local dir=$1 cc=$2; shift 2
+    mkdir -p "$dir"
+    rm -f "$dir"/*.o "$dir/libpe.a"
+    printf '%s\n' "${srcs[@]}" | CCX="$cc" FLAGS="$* $INC" OUT="$dir" xargs -P "$JOBS" -I{} \
+        bash -c 'f={}; $CCX $FLAGS -c "$f" -o "$OUT/$(basename "${f%.c}").o"' || return 1
+    ar rcs "$dir/libpe.a" "$dir"/*.o
+}
 
 if [ $replay -eq 1 ]; then
     CC=${CC:-gcc}
+    rflags="-std=c99 -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all"
+    lib "$out/replay_lib" "$CC" $rflags || { echo "replay: building csrc/src failed"; exit 1; }
     for t in "${targets[@]}"; do
         bin="$out/replay_$t"
-        $CC -std=c99 -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
-            -fno-sanitize-recover=all $INC "tools/fuzz/fuzz_$t.c" tools/fuzz/replay_main.c \
-            "${srcs[@]}" -o "$bin" -lm || { echo "fuzz_$t: build failed"; failed+=("$t"); continue; }
+        $CC $rflags $INC "tools/fuzz/fuzz_$t.c" tools/fuzz/replay_main.c \
+            "$out/replay_lib/libpe.a" -o "$bin" -lm || { echo "fuzz_$t: build failed"; failed+=("$t"); continue; }
         shopt -s nullglob
         inputs=(tests/data/regressions/$t/* tools/fuzz/corpus/$t/*)
         shopt -u nullglob
@@ -76,12 +90,16 @@ if [ $replay -eq 1 ]; then
 fi
 
 command -v clang >/dev/null || { echo "run.sh: clang not found (apt-get install clang)" >&2; exit 2; }
+# the library is instrumented for coverage (fuzzer-no-link) so libFuzzer sees
+# the edges of the kernels, not only of the harness
+lib "$out/fuzz_lib" clang -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined \
+    -fno-sanitize-recover=all || { echo "fuzz: building csrc/src failed"; exit 1; }
 for t in "${targets[@]}"; do
     src="tools/fuzz/fuzz_$t.c"
     [ -f "$src" ] || { echo "run.sh: no harness $src" >&2; exit 2; }
     bin="$out/fuzz_$t"
     if ! clang -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
-            -fno-sanitize-recover=all $INC "$src" "${srcs[@]}" -o "$bin" -lm 2> "$out/build_$t.log"; then
+            -fno-sanitize-recover=all $INC "$src" "$out/fuzz_lib/libpe.a" -o "$bin" -lm 2> "$out/build_$t.log"; then
         echo "fuzz_$t: build failed"; cat "$out/build_$t.log"; failed+=("$t"); continue
     fi
     corpus="$out/corpus/$t"
