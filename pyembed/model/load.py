@@ -49,6 +49,9 @@ def graph_from_raw(raw, label, source_format=""):
         from pyembed.model.fc_w4_pack import pack_int4_fc
         g.int4_fc = pack_int4_fc(g, label)
         tensors = g.tensors
+    # DEQUANTIZE -> float32 data movement (SPLIT, ...): int8 data movement, then DEQUANTIZE
+    from pyembed.model.float_moves import sink_dequantize
+    g.float_moves = sink_dequantize(g, label)
     # DEQUANTIZE -> float32 element-wise -> QUANTIZE islands: int8 tables
     from pyembed.model.float_islands import fold_float_islands
     g.float_islands = fold_float_islands(g)
