@@ -92,3 +92,25 @@ def test_arena_at_most_tflm(name):
     assert head, f"{name}: TFLM's allocation head could not be read"
     arena = plan_graph(g, include_variables=False).arena_size
     assert arena <= head, f"{name}: pyembed's arena {arena} B > TFLM's head {head} B"
+
+
+def _qemu_missing():
+    from pyembed.target import qemu
+    return qemu.missing_tools()
+
+
+@pytest.mark.skipif(_qemu_missing() is not None, reason=str(_qemu_missing()))
+def test_kwt_firmware_under_qemu(tmp_path):
+    """The converter-made keyword transformer as a Cortex-M4 (mps2-an386)
+    firmware under QEMU: its output == the host run == TFLM."""
+    from pyembed.target.firmware import build_project, generate, run_project
+    data = _read("seq_kwt")
+    g = load_tflite_bytes(data, name="seq_kwt")
+    proj = generate(g, "mps2-an386", tmp_path / "fw")
+    build_project(proj.outdir)
+    x = random_inputs(g, 1, seed=31)[0][0]
+    want = np.asarray(g.run(x)[0])
+    theirs = np.asarray(tflm_runs(data, [[x]], 1)[0][0]).reshape(want.shape)
+    assert not mismatches([want], [theirs], "host vs TFLM")
+    got = np.asarray(run_project(proj, [x]).outputs[0]).reshape(want.shape)
+    assert not mismatches([got], [want], "firmware vs host"), mismatches([got], [want], "firmware vs host")
