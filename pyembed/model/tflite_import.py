@@ -293,6 +293,9 @@ def _read(buf, label, source, name):
                 "type_name": _TENSOR_TYPE_NAMES.get(ttype, f"TYPE_{ttype}"),
                 "scale": scale, "zero_point": zero_point, "quant_axis": quant_axis,
                 "data": data, "is_variable": bool(t.IsVariable()), "buffer": bi,
+                # a -1 in the shape signature (dynamic batch): the stored shape may be a placeholder
+                # (pyembed.model.dyn_shapes)
+                "dynamic": bool(t.ShapeSignatureLength() and min(t.ShapeSignatureAsNumpy()) < 0),
             })
 
         def tensor_list(vec_len, getter, what):
