@@ -61,7 +61,10 @@ def graph_from_raw(raw, label, source_format=""):
     # int8 EXP / LOG (LiteRT's tables; TFLM runs them on float32 only)
     from pyembed.model.int8_tables import fold_int8_exp_log
     fold_int8_exp_log(g)
-    operators = g.operators
+    # 1-D max pooling with windows that tile the row: REDUCE_MAX over a view, no scratch
+    from pyembed.model.pool1d import pool1d_as_reduce_max
+    g.pool1d = pool1d_as_reduce_max(g, label)
+    operators, tensors = g.operators, g.tensors
     for op in operators:
         # RESHAPE, SQUEEZE and EXPAND_DIMS keep the bytes: the output aliases the input
         if op.type in ("RESHAPE", "SQUEEZE", "EXPAND_DIMS") and op.supported and op.inputs and op.inputs[0] >= 0:
