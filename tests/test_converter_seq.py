@@ -60,7 +60,7 @@ def mismatches(ours, theirs, label):
 
 def test_models_present():
     assert {"seq_kwt", "seq_kwt_meanpool", "seq_vit", "seq_conv1d_kws", "seq_lstm_kws", "seq_gru_kws",
-            "seq_kwt_float_islands"} <= set(MODELS)
+            "seq_gru_kws_split_f32", "seq_kwt_float_islands", "seq_tcn_kws", "seq_causal_transformer"} <= set(MODELS)
     for name in MODELS:
         assert os.path.getsize(os.path.join(DATA, name + ".tflite")) < 150_000, name
 

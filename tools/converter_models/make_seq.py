@@ -142,6 +142,36 @@ def gru_kws():
     return keras.Model(inp, out, name="gru_kws")
 
 
+def tcn_kws():
+    """Temporal convolution keyword model: 32 x 10, causal dilated Conv1D
+    (dilation 1, 2, 4) with residual adds, global max pooling, 6 logits."""
+    inp = keras.Input((32, 10), batch_size=1, name="mfcc")
+    x = L.Conv1D(16, 1, name="stem")(inp)
+    for d in (1, 2, 4):
+        h = L.Conv1D(16, 3, padding="causal", dilation_rate=d, activation="relu", name=f"tc{d}")(x)
+        x = L.Add(name=f"res{d}")([x, h])
+    x = L.GlobalMaxPooling1D(name="pool")(x)
+    out = L.Dense(6, name="head")(x)   # logits: with random weights a softmax saturates to one class
+    return keras.Model(inp, out, name="tcn_kws")
+
+
+def causal_transformer():
+    """A decoder-style block: 12 tokens x 16, causal self-attention
+    (use_causal_mask), LayerNorm, MLP (ReLU), next-token logits (8) per
+    position."""
+    inp = keras.Input((12, 16), batch_size=1, name="tokens")
+    x = PositionAdd(name="pos")(inp)
+    h = L.LayerNormalization(epsilon=1e-6, name="ln1")(x)
+    h = L.MultiHeadAttention(2, 8, name="mha")(h, h, use_causal_mask=True)
+    x = L.Add(name="add1")([x, h])
+    h = L.LayerNormalization(epsilon=1e-6, name="ln2")(x)
+    h = L.Dense(32, activation="relu", name="mlp1")(h)
+    h = L.Dense(16, name="mlp2")(h)
+    x = L.Add(name="add2")([x, h])
+    out = L.Dense(8, name="logits")(x)
+    return keras.Model(inp, out, name="causal_transformer")
+
+
 # name: (builder, int8-only builtins)
 MODELS = {
     "seq_kwt": (lambda: kwt(True), True),
@@ -153,6 +183,9 @@ MODELS = {
     # the KWT with ELU in its MLPs, converted without int8-only builtins: the
     # converter keeps ELU in float32 (DEQUANTIZE -> ELU -> QUANTIZE)
     "seq_kwt_float_islands": (lambda: kwt(True, act="elu"), False),
+    # (new models go last: a model's seeds are its position here)
+    "seq_tcn_kws": (tcn_kws, True),
+    "seq_causal_transformer": (causal_transformer, True),
 }
 
 
@@ -219,6 +252,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=OUT)
     ap.add_argument("--only", default="")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--one-process", action="store_true",
                     help="convert all models in this process (see seq_gru_kws_split_f32 in the README)")
     ap.add_argument("--tflm-python", default="",
@@ -231,13 +265,15 @@ def main(argv=None):
         if name not in names:
             continue
         build, int8_only = MODELS[name]
-        if len(names) > 1 and not a.one_process:
-            # each model in a process of its own: the converter's output for a
-            # model depends on what the process converted before (seen with
-            # the GRU), so a model is made the same alone or with the others
+        if not a.child and not a.one_process:
+            # each model in a process of its own (and a fixed hash seed): the
+            # converter's output for a model depends on what the process
+            # converted before (seen with the GRU)
             import subprocess
+            env = dict(os.environ, PYTHONHASHSEED="0")
             r = subprocess.run([sys.executable, os.path.abspath(__file__), "--out", a.out, "--only", name,
-                                "--tflm-python", a.tflm_python], capture_output=True, text=True)
+                                "--tflm-python", a.tflm_python, "--child"], capture_output=True, text=True,
+                               env=env)
             print("\n".join(ln for ln in r.stdout.splitlines() if ln.startswith(name)))
             status |= r.returncode
             continue
@@ -255,7 +291,7 @@ def main(argv=None):
         if len(data) > 150_000:
             print(f"{name}: over 150 KB", file=sys.stderr)
             status = 1
-    if len(names) > 1:
+    if not a.child:
         print(f"TensorFlow {tf.__version__}")
     return status
 
