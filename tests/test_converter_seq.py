@@ -114,3 +114,14 @@ def test_kwt_firmware_under_qemu(tmp_path):
     assert not mismatches([want], [theirs], "host vs TFLM")
     got = np.asarray(run_project(proj, [x]).outputs[0]).reshape(want.shape)
     assert not mismatches([got], [want], "firmware vs host"), mismatches([got], [want], "firmware vs host")
+
+
+def test_coverage_bench_has_the_converter_group(capsys):
+    import json
+    from pyembed.bench import coverage
+    assert coverage.main(["--group", "converter", "--models", "seq_gru_kws_split_f32", "--inputs", "1",
+                          "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    (row,) = res["models"]
+    assert row["group"] == "converter" and row["bit_exact"] is True and row["arena"] <= row["tflm"]
+    assert res["summary"]["converter"]["bit_exact"] == 1
