@@ -19,8 +19,12 @@ the stored shape by the one its operator computes when they differ:
 * element-wise operators of one input (QUANTIZE, activations, SOFTMAX,
   ...): the input's shape; of two inputs (ADD, MUL, ...): their broadcast.
 
-Other operators keep their stored shapes (their preparation then checks
-them as usual). Tensors whose signature is static are never changed.
+Only the signature's -1 dimensions may change: a settled shape has the
+signature's rank and its fixed dimensions, which the stored shape must have
+too (otherwise the file is inconsistent and the operator's preparation
+reports it). Other operators keep their stored shapes (their preparation
+then checks them as usual). Tensors whose signature is static are never
+changed.
 """
 import math
 
@@ -72,10 +76,17 @@ def _inferred(graph, op):
     return None
 
 
+def _fits(signature, stored, want):
+    """want differs from stored only where the signature has -1."""
+    if len(signature) != len(stored) or len(signature) != len(want):
+        return False
+    return all(s < 0 or (s == a == b) for s, a, b in zip(signature, stored, want))
+
+
 def settle_dynamic_shapes(graph, dynamic):
-    """Settle the placeholder shapes of the tensors in dynamic (indices whose
-    shape signature has a -1), in place. Returns [(tensor index, stored
-    shape, settled shape)]."""
+    """Settle the placeholder shapes of the tensors in dynamic ({tensor
+    index: shape signature with a -1}), in place. Returns [(tensor index,
+    stored shape, settled shape)]."""
     changed = []
     if not dynamic:
         return changed
@@ -86,7 +97,7 @@ def settle_dynamic_shapes(graph, dynamic):
         if y.is_constant:
             continue
         want = _inferred(graph, op)
-        if want is None or tuple(want) == tuple(y.shape):
+        if want is None or tuple(want) == tuple(y.shape) or not _fits(dynamic[y.index], y.shape, want):
             continue
         changed.append((y.index, tuple(y.shape), tuple(want)))
         y.shape = tuple(want)

@@ -33,7 +33,8 @@ def graph_from_raw(raw, label, source_format=""):
     g.folded = fold_constants(g, label)
     # a dynamic batch's placeholder shapes, now that the shape arithmetic is folded
     from pyembed.model.dyn_shapes import settle_dynamic_shapes
-    g.settled_shapes = settle_dynamic_shapes(g, {t["index"] for t in raw["tensors"] if t.get("dynamic")})
+    g.settled_shapes = settle_dynamic_shapes(g, {t["index"]: t["dynamic"] for t in raw["tensors"]
+                                                 if t.get("dynamic")})
     operators = g.operators
     for op in operators:
         prepare_operator(g, op, label)
