@@ -172,6 +172,19 @@ def causal_transformer():
     return keras.Model(inp, out, name="causal_transformer")
 
 
+def conv1d_avgpool():
+    """Small Conv1D model of odd sizes: 25 x 7, strided "same" Conv1D +
+    ReLU6, "valid" Conv1D + hard swish, AveragePooling1D(3) (a tail of 2
+    dropped), Flatten, Dense logits (5)."""
+    inp = keras.Input((25, 7), batch_size=1, name="mfcc")
+    x = L.Conv1D(12, 5, strides=2, padding="same", activation="relu6", name="c1")(inp)
+    x = L.Conv1D(12, 3, padding="valid", activation="hard_silu", name="c2")(x)
+    x = L.AveragePooling1D(3, name="ap")(x)
+    x = L.Flatten(name="flat")(x)
+    out = L.Dense(5, name="head")(x)
+    return keras.Model(inp, out, name="conv1d_avgpool")
+
+
 # name: (builder, int8-only builtins)
 MODELS = {
     "seq_kwt": (lambda: kwt(True), True),
@@ -186,6 +199,7 @@ MODELS = {
     # (new models go last: a model's seeds are its position here)
     "seq_tcn_kws": (tcn_kws, True),
     "seq_causal_transformer": (causal_transformer, True),
+    "seq_conv1d_avgpool": (conv1d_avgpool, True),
 }
 
 
