@@ -1,11 +1,14 @@
 """Operator coverage: which models pyembed runs, bit-exact with TFLM, in how
 much RAM.
 
-    python -m pyembed.bench coverage [--json] [--models NAME,...] [--inputs N]
+    python -m pyembed.bench coverage [--json] [--models NAME,...] [--group G] [--inputs N]
 
-For every bundled model (pyembed/data/models) and the small models the test
+For every bundled model (pyembed/data/models), the small models the test
 suite builds (:func:`built_models`, one per data movement operator family
-plus shape arithmetic folded at import):
+plus shape arithmetic folded at import) and, in a source checkout, the
+converter-made models (tests/data/converter: TensorFlow's TFLiteConverter
+output, made by tools/converter_models; a section of their own, --group
+converter for them alone):
 
   ops         the operator types (after loading: float islands are PE_LUT
               tables, pyembed.model.float_islands), and those pyembed
@@ -126,6 +129,26 @@ def built_models():
     return out
 
 
+def converter_dir():
+    """tests/data/converter of the source checkout this package runs from."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    return os.path.normpath(os.path.join(here, "..", "..", "tests", "data", "converter"))
+
+
+def converter_models():
+    """(name, .tflite bytes) of the converter-made models (none in an installed
+    package, which has no tests/)."""
+    out = []
+    for p in sorted(glob.glob(os.path.join(converter_dir(), "*.tflite"))):
+        with open(p, "rb") as f:
+            out.append((os.path.splitext(os.path.basename(p))[0], f.read()))
+    return out
+
+
+GROUPS = {"bundled": "bundled models (pyembed/data/models)", "built": "test-built models",
+          "converter": "converter-made models (tests/data/converter, TFLiteConverter output)"}
+
+
 def _tflm_outputs(data, xs, n_out):
     from tflite_micro.python.tflite_micro import runtime
     it = runtime.Interpreter.from_bytes(bytes(data), arena_size=1 << 22)
@@ -183,8 +206,26 @@ def _head(r):
 
 def render(res):
     heads = ["model", "operators", "cannot run", "bit-exact", "arena", "of it states", "TFLM head", "arena / TFLM"]
+    parts = []
+    for group in GROUPS:
+        rows = [r for r in res["models"] if r.get("group", "bundled") == group]
+        if rows:
+            parts += [f"{GROUPS[group]}:", _render_rows(heads, rows), ""]
+    s = res["summary"]
+    conv = s.get("converter")
+    return "\n".join(parts + [
+        f"runs {s['runnable']}/{s['models']} models; bit-exact with TFLM on {s['bit_exact']}/"
+        f"{s['runnable']}; arena <= TFLM head on {s['arena_le_tflm']}/{s['arena_compared']}"
+        + (f"; float islands run as int8 tables: {s['float_islands']} in "
+           f"{s['float_island_models']} model(s)" if s.get("float_islands") else "")]
+        + ([f"converter-made: runs {conv['runnable']}/{conv['models']}; bit-exact on {conv['bit_exact']}/"
+            f"{conv['runnable']}; arena <= TFLM head on {conv['arena_le_tflm']}/{conv['arena_compared']}"]
+           if conv else []))
+
+
+def _render_rows(heads, models):
     rows = []
-    for r in res["models"]:
+    for r in models:
         be = "n/a" if r["bit_exact"] is None else ("yes" if r["bit_exact"] else f"NO ({r['mismatches']})")
         ratio = (f"{_head(r) / r['tflm']:.2f}" if r.get("arena") and r.get("tflm") else "-")
         cannot = r["unsupported"]
@@ -193,35 +234,42 @@ def render(res):
                      r["arena"] if r["arena"] is not None else "-", r.get("variables") or "-",
                      r["tflm"] if r["tflm"] is not None else "-",
                      ratio])
-    s = res["summary"]
-    return "\n".join([table(heads, rows), "",
-                      f"runs {s['runnable']}/{s['models']} models; bit-exact with TFLM on {s['bit_exact']}/"
-                      f"{s['runnable']}; arena <= TFLM head on {s['arena_le_tflm']}/{s['arena_compared']}"
-                      + (f"; float islands run as int8 tables: {s['float_islands']} in "
-                         f"{s['float_island_models']} model(s)" if s.get("float_islands") else "")])
+    return table(heads, rows)
+
+
+def _summary(models):
+    runnable = [r for r in models if r["bit_exact"] is not None]
+    both = [r for r in runnable if r["tflm"]]
+    return {"models": len(models), "runnable": len(runnable),
+            "bit_exact": sum(1 for r in runnable if r["bit_exact"]),
+            "arena_compared": len(both), "arena_le_tflm": sum(1 for r in both if _head(r) <= r["tflm"]),
+            "float_islands": sum(r.get("float_islands", 0) for r in models),
+            "float_island_models": sum(1 for r in models if r.get("float_islands"))}
 
 
 def main(argv):
     ap = argparse.ArgumentParser(prog="python -m pyembed.bench coverage", description=__doc__.split("\n")[0])
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--models", default="", help="comma-separated model names (default: all)")
+    ap.add_argument("--group", choices=("all",) + tuple(GROUPS), default="all",
+                    help="only the bundled, the test-built or the converter-made models")
     ap.add_argument("--inputs", type=int, default=2, help="random inputs per model for the bit-exact check")
     a = ap.parse_args(argv)
     cases = []
     for p in sorted(glob.glob(os.path.join(models_dir(), "*.tflite"))):
         with open(p, "rb") as f:
-            cases.append((os.path.splitext(os.path.basename(p))[0], f.read()))
-    cases += built_models()
+            cases.append(("bundled", os.path.splitext(os.path.basename(p))[0], f.read()))
+    cases += [("built", n, d) for n, d in built_models()]
+    cases += [("converter", n, d) for n, d in converter_models()]
+    if a.group != "all":
+        cases = [c for c in cases if c[0] == a.group]
     if a.models:
         want = set(a.models.split(","))
-        cases = [c for c in cases if c[0] in want]
-    res = {"models": [bench_model(n, d, a.inputs) for n, d in cases]}
-    runnable = [r for r in res["models"] if r["bit_exact"] is not None]
-    both = [r for r in runnable if r["tflm"]]
-    res["summary"] = {"models": len(res["models"]), "runnable": len(runnable),
-                      "bit_exact": sum(1 for r in runnable if r["bit_exact"]),
-                      "arena_compared": len(both), "arena_le_tflm": sum(1 for r in both if _head(r) <= r["tflm"]),
-                      "float_islands": sum(r.get("float_islands", 0) for r in res["models"]),
-                      "float_island_models": sum(1 for r in res["models"] if r.get("float_islands"))}
+        cases = [c for c in cases if c[1] in want]
+    res = {"models": [dict(bench_model(n, d, a.inputs), group=grp) for grp, n, d in cases]}
+    res["summary"] = _summary(res["models"])
+    conv = [r for r in res["models"] if r["group"] == "converter"]
+    if conv:
+        res["summary"]["converter"] = _summary(conv)
     emit(res, a.json, render)
     return 0

@@ -65,10 +65,22 @@ def pad_amounts(padding, size, kernel, stride, dilation, out):
     return total // 2, total - total // 2
 
 
-def softmax_params(beta, input_scale, integer_bits=5):
-    """(input_multiplier, input_left_shift, diff_min) of TFLite's int8 softmax."""
+def softmax_params(beta, input_scale, integer_bits=5, cap=False):
+    """(input_multiplier, input_left_shift, diff_min) of TFLite's int8 softmax.
+    cap=True: SOFTMAX's own preparation (PreprocessSoftmaxScaling), which
+    also gives a left shift of 31 (an input scale of 2^30 / (beta * 2^26)
+    or more); without it such a scale is refused."""
     real = min(float(beta) * float(input_scale) * float(1 << (31 - integer_bits)), float((1 << 31) - 1))
-    mult, shift = quantize_multiplier(real)
+    if cap and real >= float(1 << 30):
+        # TFLite caps the real multiplier at 2^31 - 1 (a huge input scale, e.g. an attention mask of
+        # -1e9 before the softmax) and keeps the left shift of 31 its QuantizeMultiplier gives; then
+        # diff_min is 0: only a row's maximum counts
+        q, shift = math.frexp(real)
+        mult = math.floor(q * (1 << 31) + 0.5)
+        if mult == 1 << 31:
+            mult, shift = mult // 2, shift + 1
+    else:
+        mult, shift = quantize_multiplier(real)
     if shift < 0:
         raise Unsupported(f"softmax beta * input_scale = {float(beta) * float(input_scale)!r} is too small "
                           f"(left shift {shift} < 0)")

@@ -24,9 +24,10 @@ interpreter:
   RoundToNearest), SQUARE (x * x), SQRT, RSQRT (1 / sqrt(x)): IEEE float32
   operations (numpy float32, exact by definition);
 * EXP, LOG, SIN, COS, TANH, LOGISTIC (TFLM's cutoffs 16.619047 and -9,
-  ``1 / (1 + exp(-x))`` between): the C library's float functions (expf,
-  logf, ...) that TFLM calls, through ctypes from the host's libm, the
-  library the tflite-micro interpreter links; numpy's own float32
+  ``1 / (1 + exp(-x))`` between), ELU (``expm1f(x)`` below 0, else x): the
+  C library's float functions (expf, logf, ..., expm1f) that TFLM calls,
+  through ctypes from the host's libm, the library the tflite-micro
+  interpreter links; numpy's own float32
   transcendentals may differ in the last bit;
 * ADD, SUB, MUL, DIV, MAXIMUM, MINIMUM with a constant float32 scalar as
   the other operand (either side): the float32 operation, then TFLM's fused
@@ -45,18 +46,18 @@ import ctypes.util
 import numpy as np
 
 UNARY = ("NEG", "ABS", "RELU", "RELU6", "LOGISTIC", "TANH", "EXP", "LOG", "SQRT", "RSQRT", "SQUARE", "SIN",
-         "COS", "FLOOR", "CEIL", "ROUND")
+         "COS", "FLOOR", "CEIL", "ROUND", "ELU")
 BINARY = ("ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM")
 IDENTITY = ("RESHAPE", "SQUEEZE", "EXPAND_DIMS")
 FLOAT_OPS = UNARY + BINARY + IDENTITY
 
 _F32 = np.float32
 _LIBM = None
-_LIBM_FUNCS = ("expf", "logf", "sinf", "cosf", "tanhf")
+_LIBM_FUNCS = ("expf", "logf", "sinf", "cosf", "tanhf", "expm1f")
 
 
 def _libm():
-    """The host C library's float functions (expf, logf, sinf, cosf, tanhf)."""
+    """The host C library's float functions (expf, logf, sinf, cosf, tanhf, expm1f)."""
     global _LIBM
     if _LIBM is None:
         try:
@@ -147,6 +148,8 @@ def unary_f32(kind, x):
             return (_F32(1) / np.sqrt(x)).astype(_F32)
         if kind == "LOGISTIC":
             return _logistic(x)
+        if kind == "ELU":
+            return np.where(x < _F32(0), _cfunc("expm1f", x), x).astype(_F32)
         names = {"EXP": "expf", "LOG": "logf", "SIN": "sinf", "COS": "cosf", "TANH": "tanhf"}
         if kind in names:
             return _cfunc(names[kind], x)
@@ -299,7 +302,8 @@ def reference64(graph, op, x):
                      "TANH": lambda: np.tanh(a), "EXP": lambda: np.exp(a), "LOG": lambda: np.log(a),
                      "SQRT": lambda: np.sqrt(a), "RSQRT": lambda: 1.0 / np.sqrt(a), "SQUARE": lambda: a * a,
                      "SIN": lambda: np.sin(a), "COS": lambda: np.cos(a), "FLOOR": lambda: np.floor(a),
-                     "CEIL": lambda: np.ceil(a), "ROUND": lambda: np.round(a)}[sub.type]()
+                     "CEIL": lambda: np.ceil(a), "ROUND": lambda: np.round(a),
+                     "ELU": lambda: np.where(a < 0, np.expm1(np.minimum(a, 0.0)), a)}[sub.type]()
         vals[sub.outputs[0]] = y
     return vals[op.options["island_output"]]
 

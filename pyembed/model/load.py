@@ -31,6 +31,10 @@ def graph_from_raw(raw, label, source_format=""):
     check_data_flow(g, label)
     # shape arithmetic on constants (SHAPE, PACK, CAST, FILL, ...) is evaluated here, never run
     g.folded = fold_constants(g, label)
+    # a dynamic batch's placeholder shapes, now that the shape arithmetic is folded
+    from pyembed.model.dyn_shapes import settle_dynamic_shapes
+    g.settled_shapes = settle_dynamic_shapes(g, {t["index"]: t["dynamic"] for t in raw["tensors"]
+                                                 if t.get("dynamic")})
     operators = g.operators
     for op in operators:
         prepare_operator(g, op, label)
@@ -49,13 +53,19 @@ def graph_from_raw(raw, label, source_format=""):
         from pyembed.model.fc_w4_pack import pack_int4_fc
         g.int4_fc = pack_int4_fc(g, label)
         tensors = g.tensors
+    # DEQUANTIZE -> float32 data movement (SPLIT, ...): int8 data movement, then DEQUANTIZE
+    from pyembed.model.float_moves import sink_dequantize
+    g.float_moves = sink_dequantize(g, label)
     # DEQUANTIZE -> float32 element-wise -> QUANTIZE islands: int8 tables
     from pyembed.model.float_islands import fold_float_islands
     g.float_islands = fold_float_islands(g)
     # int8 EXP / LOG (LiteRT's tables; TFLM runs them on float32 only)
     from pyembed.model.int8_tables import fold_int8_exp_log
     fold_int8_exp_log(g)
-    operators = g.operators
+    # 1-D max pooling with windows that tile the row: REDUCE_MAX over a view, no scratch
+    from pyembed.model.pool1d import pool1d_as_reduce_max
+    g.pool1d = pool1d_as_reduce_max(g, label)
+    operators, tensors = g.operators, g.tensors
     for op in operators:
         # RESHAPE, SQUEEZE and EXPAND_DIMS keep the bytes: the output aliases the input
         if op.type in ("RESHAPE", "SQUEEZE", "EXPAND_DIMS") and op.supported and op.inputs and op.inputs[0] >= 0:

@@ -293,6 +293,10 @@ def _read(buf, label, source, name):
                 "type_name": _TENSOR_TYPE_NAMES.get(ttype, f"TYPE_{ttype}"),
                 "scale": scale, "zero_point": zero_point, "quant_axis": quant_axis,
                 "data": data, "is_variable": bool(t.IsVariable()), "buffer": bi,
+                # a shape signature with a -1 (dynamic batch): the stored shape may be a placeholder
+                # there (pyembed.model.dyn_shapes)
+                "dynamic": tuple(int(d) for d in t.ShapeSignatureAsNumpy())
+                if t.ShapeSignatureLength() and min(t.ShapeSignatureAsNumpy()) < 0 else None,
             })
 
         def tensor_list(vec_len, getter, what):

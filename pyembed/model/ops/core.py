@@ -256,7 +256,7 @@ def prepare_softmax(c):
     if "beta" not in op.options:
         raise c.error("options lack 'beta' (missing or malformed builtin options)")
     beta = op.options["beta"]
-    mult, shift, diff_min = softmax_params(beta, xs)
+    mult, shift, diff_min = softmax_params(beta, xs, cap=True)
     op.params = {"beta": beta, "input_multiplier": mult, "input_left_shift": shift, "diff_min": diff_min,
                  "rows": x.size // x.shape[-1], "row_size": x.shape[-1]}
     op.macs = int(x.size)
