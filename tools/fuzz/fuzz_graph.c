@@ -2123,7 +2123,7 @@ static void corrupt(fz_reader *r, table *tb)
     }
 }
 
-/* Appends a float32 element-wise operator (pe_run_f32.c, codes 260-271 /
+/* Appends a float32 element-wise operator (pe_run_f32.c, codes 260-274 /
  * 280-288) shaped by activation x ([n, h, w, c]): a unary one of a float32
  * constant of x's shape (inf, NaN and arbitrary values among its elements),
  * or a binary one of two such constants, the second of x's shape or
@@ -2273,17 +2273,20 @@ static int32_t window_out(int32_t n, int32_t k, int32_t s, int32_t d, int32_t pa
 }
 
 /* Appends a float32 window / matrix operator (pe_run_f32_conv.c, codes
- * 289-295) on a float32 constant of x's shape (inf, NaN and arbitrary values
- * among its elements): CONV_2D or DEPTHWISE_CONV_2D with a constant filter
- * and an optional bias, FULLY_CONNECTED over x's channels, AVERAGE / MAX /
- * L2 pooling or SOFTMAX; kernel, stride, dilation, padding and clamp words
- * mostly in range. Io lists in tb->dio. Returns its output (float32) or -1. */
+ * 289-295; pe_run_f32_cnn.c, 296-297) on a float32 constant of x's shape
+ * (inf, NaN and arbitrary values among its elements): CONV_2D or
+ * DEPTHWISE_CONV_2D with a constant filter and an optional bias,
+ * FULLY_CONNECTED over x's channels, AVERAGE / MAX / L2 pooling, SOFTMAX,
+ * RESIZE_BILINEAR to any size or TRANSPOSE_CONV (constant filter, optional
+ * bias, any output size); kernel, stride, dilation, padding, flag and clamp
+ * words mostly in range. Io lists in tb->dio. Returns its output (float32)
+ * or -1. */
 static int32_t add_f32conv_op(fz_reader *r, table *tb, int32_t x)
 {
     const int32_t i = tb->nops;
     pe_graph_op *op = &tb->ops[i];
     const pe_dims xd = tb->t[x].dims;
-    const int32_t pick = fz_range(r, 0, 4);
+    const int32_t pick = fz_range(r, 0, 6);
     int32_t *w = tb->words[i];
     int32_t *io = tb->dio[i];
     int32_t n = 0, a, y, f, kh = fz_range(r, 1, 3), kw = fz_range(r, 1, 3), sh = fz_range(r, 1, 2),
@@ -2352,6 +2355,32 @@ static int32_t add_f32conv_op(fz_reader *r, table *tb, int32_t x)
         ow = window_out(xd.w, kw, sw, 1, pw);
         w[n++] = fz_wild(r, kh, kh);
         w[n++] = fz_wild(r, kw, kw);
+        w[n++] = fz_wild(r, sh, sh);
+        w[n++] = fz_wild(r, sw, sw);
+        w[n++] = fz_wild(r, ph, ph);
+        w[n++] = fz_wild(r, pw, pw);
+        w[n++] = fz_bool(r) ? (int32_t)0xFF7FFFFF : (int32_t)fz_u32(r);
+        w[n++] = fz_bool(r) ? 0x7F7FFFFF : (int32_t)fz_u32(r);
+    } else if (pick == 5) {
+        op->type = PE_GOP_RESIZE_BILINEAR_F32;
+        oh = fz_range(r, 1, 2 * xd.h + 1);
+        ow = fz_range(r, 1, 2 * xd.w + 1);
+        w[n++] = fz_wild(r, 0, 1);   /* align_corners */
+        w[n++] = fz_wild(r, 0, 1);   /* half_pixel_centers */
+    } else if (pick == 6) {
+        oc = fz_range(r, 1, 4);
+        f = add_tensor(r, tb, PE_DT_FLOAT32, oc, kh, kw, xd.c, 1);
+        if (f < 0) {
+            return -1;
+        }
+        io[1] = f;
+        io[2] = fz_bool(r) ? add_tensor(r, tb, PE_DT_FLOAT32, 1, 1, 1, oc, 1) : -1;
+        op->num_inputs = 3;
+        op->type = PE_GOP_TRANSPOSE_CONV_F32;
+        ph = fz_range(r, 0, kh - 1);
+        pw = fz_range(r, 0, kw - 1);
+        oh = fz_range(r, 1, (xd.h - 1) * sh + kh);
+        ow = fz_range(r, 1, (xd.w - 1) * sw + kw);
         w[n++] = fz_wild(r, sh, sh);
         w[n++] = fz_wild(r, sw, sw);
         w[n++] = fz_wild(r, ph, ph);

@@ -229,6 +229,9 @@ typedef enum {
     PE_GOP_LOG = 269,
     PE_GOP_SIN = 270,
     PE_GOP_COS = 271,
+    PE_GOP_LOGISTIC_F32 = 272,
+    PE_GOP_TANH_F32 = 273,
+    PE_GOP_HARD_SWISH_F32 = 274,
     PE_GOP_ADD_F32 = 280,
     PE_GOP_SUB_F32 = 281,
     PE_GOP_MUL_F32 = 282,
@@ -246,7 +249,11 @@ typedef enum {
     PE_GOP_AVERAGE_POOL_2D_F32 = 292,
     PE_GOP_MAX_POOL_2D_F32 = 293,
     PE_GOP_L2_POOL_2D = 294,
-    PE_GOP_SOFTMAX_F32 = 295
+    PE_GOP_SOFTMAX_F32 = 295,
+    /* 296-297: float32 RESIZE_BILINEAR and TRANSPOSE_CONV (pe_f32_cnn.h); words in
+     * pe_run_f32_cnn.c */
+    PE_GOP_RESIZE_BILINEAR_F32 = 296,
+    PE_GOP_TRANSPOSE_CONV_F32 = 297
 } pe_graph_op_type;
 
 /* Bound on an operator's inputs or outputs (a sanity limit for the checks). */
