@@ -10,6 +10,7 @@ import pytest
 from pyembed.bench.coverage import _c, _t, build_named
 from pyembed.errors import PyEmbedError
 from pyembed.model import tflite_writer as W
+from pyembed.model.float_ref import run_float
 from pyembed.model.load import load_tflite_bytes
 
 F = np.float32
@@ -36,6 +37,10 @@ def _check(blob, xs, name):
         bad = np.nonzero(_bits(a).reshape(-1) != _bits(b).reshape(-1))[0]
         assert bad.size == 0, (f"{bad.size} of {a.size} differ",
                                [(int(i), a.reshape(-1)[i], b.reshape(-1)[i]) for i in bad[:8]])
+    # the float64 reference (pyembed check / simulate --report) agrees within float32 rounding
+    ref = run_float(g, [np.asarray(x, np.float64) for x in xs] if len(xs) > 1 else np.asarray(xs[0], np.float64))
+    for t, a in zip(g.outputs, got):
+        assert np.allclose(np.asarray(a, np.float64), ref[t], rtol=1e-5, atol=1e-4), t
     return g
 
 

@@ -467,6 +467,8 @@ CONSTRAINTS = {
 def _real_pad_value(graph, op):
     y = graph.tensors[op.outputs[0]]
     v = op.params.get("pad_value", 0)
+    if y.dtype == np.float32:   # a float32 PADV2 value travels as its bit pattern
+        return float(np.array([v], np.int32).view(np.float32)[0])
     if y.is_quantized:
         s, z = y.qparams()
         return (v - z) * float(s)

@@ -115,3 +115,15 @@ def prepare_transpose_conv_f32(c):
 
 
 CONSTRAINTS = {}
+
+
+def float_reference(graph, op, inputs):
+    """The real (float64) output (pyembed.model.float_ref calls this): the
+    int8 operators' float64 references, which read float32 tensors as they are."""
+    from pyembed.model.ops.data import _bilinear_float
+    from pyembed.model.ops.heavy import _tconv_float
+    if op.type == "TRANSPOSE_CONV":
+        return _tconv_float(graph, op, inputs[2])
+    p = op.params
+    return _bilinear_float(inputs[0], tuple(graph.tensors[op.outputs[0]].shape[1:3]), p["align_corners"],
+                           p["half_pixel_centers"])
