@@ -477,7 +477,41 @@ static int32_t add_op(fz_reader *r, table *tb, pe_graph_op_type type, int32_t x)
         int32_t k, oc = 1, nq = 1, has_bias = fz_bool(r);
         tb->io[i][0] = add_tensor(r, tb, PE_DT_INT16, xd.n, xd.h, xd.w, xd.c, 0);
         op->num_inputs = type == PE_GOP_SOFTMAX_S16 ? 1 : 2;
-        if (type == PE_GOP_CONV_2D_S16X8) {
+        if (type == PE_GOP_CONV_2D_S16X8 && fz_range(r, 0, 2) != 0) {
+            /* two draws in three: the int16 depthwise convolution or pooling
+             * (pe_s16.h, codes 115-117) in its place */
+            const int32_t kk = fz_range(r, 1, 3), s = fz_range(r, 1, 2), pad = fz_range(r, 0, kk - 1);
+            const int32_t kind = fz_range(r, 0, 2), mult = fz_range(r, 1, 2);
+            if (kind == 0) {
+                oc = xd.c * mult;
+                op->type = PE_GOP_DEPTHWISE_CONV_2D_S16X8;
+                tb->io[i][1] = add_tensor(r, tb, PE_DT_INT8, 1, kk, kk, oc, 1);
+                w[0] = s; w[1] = s; w[2] = pad; w[3] = pad; w[4] = fz_wild(r, 1, 2); w[5] = fz_wild(r, 1, 2);
+                w[6] = fz_wild(r, mult, mult);
+                w[7] = fz_wild(r, -32768, 32767);
+                w[8] = fz_wild(r, w[7], 32767);
+                w[9] = has_bias;
+                for (k = 0; k < oc; k++) {
+                    w[PE_DW_S16X8_WORDS + k] = fz_wild(r, 1 << 30, 0x7FFFFFFF);
+                    w[PE_DW_S16X8_WORDS + oc + k] = fz_wild(r, -24, 7);
+                    if (has_bias) {
+                        w[PE_DW_S16X8_WORDS + 2 * oc + 2 * k] = (int32_t)fz_u32(r);
+                        w[PE_DW_S16X8_WORDS + 2 * oc + 2 * k + 1] = fz_wild(r, -4, 4);
+                    }
+                }
+                op->num_params = PE_DW_S16X8_WORDS + 2 * oc * (1 + has_bias);
+                y = add_tensor(r, tb, PE_DT_INT16, xd.n, out_len(xd.h, kk, s, pad), out_len(xd.w, kk, s, pad), oc, 0);
+            } else {
+                op->type = kind == 1 ? PE_GOP_AVERAGE_POOL_2D_S16 : PE_GOP_MAX_POOL_2D_S16;
+                op->num_inputs = 1;
+                w[0] = fz_wild(r, kk, kk); w[1] = fz_wild(r, kk, kk); w[2] = fz_wild(r, s, s); w[3] = fz_wild(r, s, s);
+                w[4] = fz_wild(r, pad, pad); w[5] = fz_wild(r, pad, pad);
+                w[6] = fz_wild(r, -32768, 32767);
+                w[7] = fz_wild(r, w[6], 32767);
+                op->num_params = PE_POOL_S16_WORDS;
+                y = add_tensor(r, tb, PE_DT_INT16, xd.n, out_len(xd.h, kk, s, pad), out_len(xd.w, kk, s, pad), xd.c, 0);
+            }
+        } else if (type == PE_GOP_CONV_2D_S16X8) {
             const int32_t kk = fz_range(r, 1, 3), s = fz_range(r, 1, 2), pad = fz_range(r, 0, kk - 1);
             oc = fz_range(r, 1, 4);
             tb->io[i][1] = add_tensor(r, tb, PE_DT_INT8, oc, kk, kk, xd.c, 1);

@@ -154,6 +154,9 @@ typedef enum {
     PE_GOP_FULLY_CONNECTED_W16 = 112, /* int16 packed weights (pe_fc_w16.h) */
     PE_GOP_FULLY_CONNECTED_W4 = 113,  /* packed int4 weights (pe_fc_w4.h, pe_graph_runners.h) */
     PE_GOP_DETECTION_POSTPROCESS = 114, /* TFLite_Detection_PostProcess, float32 (pe_detpost.h) */
+    PE_GOP_DEPTHWISE_CONV_2D_S16X8 = 115, /* int16 activations (pe_s16.h) */
+    PE_GOP_AVERAGE_POOL_2D_S16 = 116,
+    PE_GOP_MAX_POOL_2D_S16 = 117,
     PE_GOP_CONV_2D_W4 = 118,          /* packed int4 filter (pe_conv_w4.h, pe_graph_runners.h) */
     PE_GOP_DEPTHWISE_CONV_2D_W4 = 119, /* packed int4 depthwise filter (pe_conv_w4.h) */
     PE_GOP_DECODE = 126,        /* TFLM's DECODE: LUT / prune tensors (pe_decode.h, pe_run_decode.c) */

@@ -270,6 +270,10 @@ pe_status pe_graph_run_resize(const pe_graph *graph, const pe_graph_op *op, cons
                               const pe_context *arena);
 
 /* ---- pe_s16.h ---------------------------------------------------------------- */
+pe_status pe_graph_run_depthwise_s16x8(const pe_graph *g, const pe_graph_op *op,
+                                       const pe_context *scratch, const pe_context *arena);
+pe_status pe_graph_run_pool_s16(const pe_graph *g, const pe_graph_op *op,
+                                const pe_context *scratch, const pe_context *arena);
 pe_status pe_graph_run_conv_s16x8(const pe_graph *g, const pe_graph_op *op,
                                   const pe_context *scratch, const pe_context *arena);
 pe_status pe_graph_run_fc_s16x8(const pe_graph *g, const pe_graph_op *op,
