@@ -482,7 +482,9 @@ static int32_t add_op(fz_reader *r, table *tb, pe_graph_op_type type, int32_t x)
              * (pe_s16.h, codes 115-117) in its place */
             const int32_t kk = fz_range(r, 1, 3), s = fz_range(r, 1, 2), pad = fz_range(r, 0, kk - 1);
             const int32_t kind = fz_range(r, 0, 2), mult = fz_range(r, 1, 2);
-            if (kind == 0) {
+            if (kind == 0 && PE_DW_S16X8_WORDS + 4 * xd.c * mult > MAX_WORDS) {
+                y = -1;   /* too many channels for the word row: no operator */
+            } else if (kind == 0) {
                 oc = xd.c * mult;
                 op->type = PE_GOP_DEPTHWISE_CONV_2D_S16X8;
                 tb->io[i][1] = add_tensor(r, tb, PE_DT_INT8, 1, kk, kk, oc, 1);
