@@ -28,14 +28,7 @@ INPUTS = 3
 
 # every committed CNN model pyembed runs: bit-exact with TFLM, arena <= TFLM's head
 RUNS = ["cnn_unet_int8", "cnn_unet3_int8", "cnn_unet_lite_int8", "cnn_mobilenet_int8", "cnn_mixed_int8",
-        "cnn_se_int8", "cnn_small_f32", "cnn_mixed_f32", "cnn_unet_f32", "cnn_small_int16x8"]
-# committed models pyembed cannot run yet, with the operators it reports; the
-# test fails when that set changes (support landed: move the model to RUNS)
-GAPS = {
-    # int16 QUANTIZE (int16 -> int16 requantization before a CONCATENATION), RESIZE_BILINEAR
-    # and TRANSPOSE_CONV: not yet
-    "cnn_unet_int16x8": {"QUANTIZE", "RESIZE_BILINEAR", "TRANSPOSE_CONV"},
-}
+        "cnn_se_int8", "cnn_small_f32", "cnn_mixed_f32", "cnn_unet_f32", "cnn_small_int16x8", "cnn_unet_int16x8"]
 STRIPE_UNET = "cnn_unet_lite_int8"
 TIGHT_BOARD = "stm32f446"   # 128 KB SRAM: the U-Net's layer-by-layer arena (131,072 B) does not fit
 
@@ -47,7 +40,7 @@ def _data(name):
 
 def test_every_committed_cnn_model_is_listed():
     names = {f[:-7] for f in os.listdir(DATA) if f.startswith("cnn_") and f.endswith(".tflite")}
-    assert names == set(RUNS) | set(GAPS)
+    assert names == set(RUNS)
     for n in names:
         assert os.path.getsize(os.path.join(DATA, n + ".tflite")) < 150 * 1024, n
 
@@ -91,12 +84,6 @@ def test_converter_cnn_bit_exact_with_tflm_in_its_arena(name):
     # the coverage bench's arena comparison: the plan without variable tensors vs TFLM's head
     assert not any(t.is_variable for t in g.tensors)
     assert plan_graph(g).arena_size <= tflm_head(data)
-
-
-@pytest.mark.parametrize("name", sorted(GAPS))
-def test_converter_cnn_known_gaps(name):
-    g = load_tflite_bytes(_data(name), name=name)
-    assert {t for _, t in g.unsupported} == GAPS[name]
 
 
 def _stripe_plan():

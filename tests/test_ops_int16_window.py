@@ -104,3 +104,43 @@ def test_int16_window_refusals():
                             padding=S.Padding.VALID, strideH=1, strideW=1, depthMultiplier=1)], inputs=[0], outputs=[2])
     with pytest.raises(PyEmbedError, match="depthwise filter shape"):
         load_tflite_bytes(blob)
+
+
+def test_int16x8_transpose_conv_is_bit_exact_with_tflm():
+    S = W.schema()
+    rng = np.random.default_rng(41)
+    for k in range(10):
+        ih, iw, ic, oc = (int(v) for v in rng.integers(1, 6, 4))
+        kk, s = int(rng.integers(1, 4)), int(rng.integers(1, 3))
+        same = k % 2 == 0
+        oh, ow = (ih * s, iw * s) if same else ((ih - 1) * s + kk, (iw - 1) * s + kk)
+        ws = (0.005 + rng.random(oc) * 0.02).astype(np.float32) if k % 3 else np.float32(0.01)
+        xs = 0.0005 + rng.random() * 0.005
+        ys = xs * float(np.mean(ws)) * 140 * np.sqrt(kk * kk * ic) * [0.3, 2.0][k % 2] / s
+        wl = list(np.atleast_1d(ws))
+        t = [W.tensor((4,), np.int32, data=np.array([1, oh, ow, oc], np.int32)),
+             W.tensor((oc, kk, kk, ic), scale=wl, zp=[0] * len(wl), axis=0,
+                      data=rng.integers(-127, 128, (oc, kk, kk, ic)).astype(np.int8)),
+             W.tensor((1, ih, iw, ic), np.int16, scale=xs, zp=0), W.tensor((1, oh, ow, oc), np.int16, scale=ys, zp=0)]
+        ins = [0, 1, 2]
+        if k % 4 != 3:
+            bs = list(np.float32(xs) * np.broadcast_to(np.atleast_1d(ws), (oc,)))
+            t.append(W.tensor((oc,), np.int64, scale=bs, zp=[0] * oc, axis=0,
+                              data=rng.integers(-2**30, 2**30, oc).astype(np.int64)))
+            ins.append(4)
+        ops = [W.op(S.BuiltinOperator.TRANSPOSE_CONV, ins, [3], "TransposeConvOptions",
+                    padding=S.Padding.SAME if same else S.Padding.VALID, strideH=s, strideW=s,
+                    fusedActivationFunction=_act(k))]
+        blob = W.build(t, ops, inputs=[2], outputs=[3])
+        x = rng.integers(-32768, 32768, (1, ih, iw, ic)).astype(np.int16)
+        _check(blob, x, "TRANSPOSE_CONV@int16")
+
+
+def test_int16_requantize_is_bit_exact_with_tflm():
+    S = W.schema()
+    rng = np.random.default_rng(43)
+    for xs, ys in ((1.44e-5, 2.71e-5), (3e-4, 1e-4), (1e-3, 1e-3), (2e-5, 9e-4)):
+        t = [W.tensor((2, 5, 7), np.int16, scale=xs, zp=0), W.tensor((2, 5, 7), np.int16, scale=ys, zp=0)]
+        blob = W.build(t, [W.op(S.BuiltinOperator.QUANTIZE, [0], [1])], inputs=[0], outputs=[1])
+        x = rng.integers(-32768, 32768, (2, 5, 7)).astype(np.int16)
+        _check(blob, x, "QUANTIZE@int16")

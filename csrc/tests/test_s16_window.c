@@ -77,9 +77,50 @@ static void test_pools(void)
     PE_CHECK_EQ(pe_maxpool_s16(NULL, &p, &xd, NULL, &yd, y), PE_ERR_ARG);
 }
 
+static void test_transpose_conv_and_requantize(void)
+{
+    /* x 1x2x3x2, filter 3 x 3x2 x 2, stride (2, 1), pad (1, 0): out 1x3x4x3; identity requantization */
+    const pe_dims xd = {1, 2, 3, 2}, fd = {3, 3, 2, 2}, yd = {1, 3, 4, 3};
+    int16_t x[12], y[36], r[4];
+    int8_t f[36];
+    int32_t mult[3] = {1 << 30, 1 << 30, 1 << 30}, shift[3] = {1, 1, 1};
+    const int16_t src[4] = {-32768, -3, 5, 32767};
+    pe_tconv_s16_params p = {2, 1, 1, 0, -32768, 32767};
+    pe_per_channel_quant q;
+    int32_t i, oy, ox, oc, iy, ix, ic;
+    for (i = 0; i < 12; i++) x[i] = (int16_t)((i * 1237) % 4001 - 2000);
+    for (i = 0; i < 36; i++) f[i] = (int8_t)((i * 7) % 13 - 6);
+    q.multiplier = mult;
+    q.shift = shift;
+    PE_CHECK_EQ(pe_transpose_conv_s16x8(NULL, &p, &q, &xd, x, &fd, f, NULL, &yd, y), PE_OK);
+    for (oy = 0; oy < 3; oy++)
+        for (ox = 0; ox < 4; ox++)
+            for (oc = 0; oc < 3; oc++) {
+                int32_t s = 0;
+                for (iy = 0; iy < 2; iy++)
+                    for (ix = 0; ix < 3; ix++) {
+                        const int32_t ky = oy + 1 - iy * 2, kx = ox - ix;
+                        if (ky < 0 || ky >= 3 || kx < 0 || kx >= 2) continue;
+                        for (ic = 0; ic < 2; ic++)
+                            s += x[(iy * 3 + ix) * 2 + ic] * f[((oc * 3 + ky) * 2 + kx) * 2 + ic];
+                    }
+                s = s < -32768 ? -32768 : (s > 32767 ? 32767 : s);
+                PE_CHECK_EQ(y[(oy * 4 + ox) * 3 + oc], s);
+            }
+    p.stride_w = 0;
+    PE_CHECK_EQ(pe_transpose_conv_s16x8(NULL, &p, &q, &xd, x, &fd, f, NULL, &yd, y), PE_ERR_ARG);
+    /* requantize by 0.5 (2^30, shift 0), TFLite's doubling high multiply rounding (-1.5 -> -1,
+     * 2.5 -> 3), zero points 0 -> 3 */
+    PE_CHECK_EQ(pe_requantize_s16(4, src, 1 << 30, 0, 0, 3, r), PE_OK);
+    PE_CHECK(r[0] == -16381 && r[1] == 2 && r[2] == 6 && r[3] == 16387);
+    PE_CHECK_EQ(pe_requantize_s16(4, src, 1 << 30, 0, 40000, 0, r), PE_ERR_ARG);
+    PE_CHECK_EQ(pe_requantize_s16(-1, src, 1 << 30, 0, 0, 0, r), PE_ERR_ARG);
+}
+
 int main(void)
 {
     test_depthwise();
     test_pools();
+    test_transpose_conv_and_requantize();
     return PE_TEST_END("test_s16_window");
 }

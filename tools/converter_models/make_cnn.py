@@ -45,7 +45,7 @@ def _randomize_bn(model, rng):
                                rng.uniform(0.5, 1.5, v.shape).astype(np.float32)])
 
 
-def unet(input_shape=(64, 64, 3), classes=1):
+def unet(input_shape=(64, 64, 3), classes=1, bilinear=True):
     def block(x, f):
         for _ in range(2):
             x = L.Conv2D(f, 3, padding="same", use_bias=False)(x)
@@ -61,7 +61,9 @@ def unet(input_shape=(64, 64, 3), classes=1):
     u2 = L.Conv2DTranspose(16, 2, strides=2, padding="same")(b)
     u2 = L.Concatenate()([u2, e2])
     u2 = block(u2, 16)
-    u1 = L.UpSampling2D(2, interpolation="bilinear")(u2)
+    # TFLM's RESIZE_BILINEAR takes float32 / int8 only: the int16x8 U-Net goes up by nearest
+    u1 = L.UpSampling2D(2, interpolation="bilinear")(u2) if bilinear else \
+        L.Resizing(input_shape[0], input_shape[1], interpolation="nearest")(u2)
     u1 = L.Conv2D(8, 1)(u1)
     # UpSampling2D(interpolation="nearest") converts to RESHAPE + 5-D TILE,
     # which TFLM does not register: the nearest-neighbour path uses Resizing
@@ -239,7 +241,7 @@ MODELS = {
     "cnn_unet_f32": (lambda: unet(input_shape=(32, 32, 3)), "float32"),
     "cnn_mixed_f32": (mixed_cnn, "float32"),
     "cnn_se_int8": (se_cnn, "int8"),
-    "cnn_unet_int16x8": (lambda: unet(input_shape=(32, 32, 3)), "int16x8"),
+    "cnn_unet_int16x8": (lambda: unet(input_shape=(32, 32, 3), bilinear=False), "int16x8"),
 }
 
 

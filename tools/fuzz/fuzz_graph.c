@@ -478,11 +478,43 @@ static int32_t add_op(fz_reader *r, table *tb, pe_graph_op_type type, int32_t x)
         tb->io[i][0] = add_tensor(r, tb, PE_DT_INT16, xd.n, xd.h, xd.w, xd.c, 0);
         op->num_inputs = type == PE_GOP_SOFTMAX_S16 ? 1 : 2;
         if (type == PE_GOP_CONV_2D_S16X8 && fz_range(r, 0, 2) != 0) {
-            /* two draws in three: the int16 depthwise convolution or pooling
-             * (pe_s16.h, codes 115-117) in its place */
+            /* two draws in three: the int16 depthwise convolution, pooling,
+             * transpose convolution or requantization (pe_s16.h, codes 115-117,
+             * 120-121) in its place */
             const int32_t kk = fz_range(r, 1, 3), s = fz_range(r, 1, 2), pad = fz_range(r, 0, kk - 1);
-            const int32_t kind = fz_range(r, 0, 2), mult = fz_range(r, 1, 2);
-            if (kind == 0 && PE_DW_S16X8_WORDS + 4 * xd.c * mult > MAX_WORDS) {
+            const int32_t kind = fz_range(r, 0, 4), mult = fz_range(r, 1, 2);
+            if (kind == 3) {
+                /* TRANSPOSE_CONV int16 (120): filter [oc, kk, kk, c], any output size */
+                oc = fz_range(r, 1, 4);
+                op->type = PE_GOP_TRANSPOSE_CONV_S16X8;
+                tb->io[i][1] = add_tensor(r, tb, PE_DT_INT8, oc, kk, kk, xd.c, 1);
+                w[0] = fz_wild(r, s, s); w[1] = fz_wild(r, s, s); w[2] = fz_wild(r, pad, pad);
+                w[3] = fz_wild(r, pad, pad);
+                w[4] = fz_wild(r, -32768, 32767);
+                w[5] = fz_wild(r, w[4], 32767);
+                w[6] = has_bias;
+                for (k = 0; k < oc; k++) {
+                    w[PE_TCONV_S16X8_WORDS + k] = fz_wild(r, 1 << 30, 0x7FFFFFFF);
+                    w[PE_TCONV_S16X8_WORDS + oc + k] = fz_wild(r, -24, 7);
+                    if (has_bias) {
+                        w[PE_TCONV_S16X8_WORDS + 2 * oc + 2 * k] = (int32_t)fz_u32(r);
+                        w[PE_TCONV_S16X8_WORDS + 2 * oc + 2 * k + 1] = fz_wild(r, -4, 4);
+                    }
+                }
+                op->num_params = PE_TCONV_S16X8_WORDS + 2 * oc * (1 + has_bias);
+                y = add_tensor(r, tb, PE_DT_INT16, xd.n, fz_range(r, 1, (xd.h - 1) * s + kk),
+                               fz_range(r, 1, (xd.w - 1) * s + kk), oc, 0);
+            } else if (kind == 4) {
+                /* QUANTIZE int16 -> int16 (121) */
+                op->type = PE_GOP_REQUANTIZE_S16;
+                op->num_inputs = 1;
+                w[0] = fz_wild(r, 1 << 30, 0x7FFFFFFF);
+                w[1] = fz_wild(r, -31, 30);
+                w[2] = fz_wild(r, -32768, 32767);
+                w[3] = fz_wild(r, -32768, 32767);
+                op->num_params = PE_REQUANT_S16_WORDS;
+                y = add_tensor(r, tb, PE_DT_INT16, xd.n, xd.h, xd.w, xd.c, 0);
+            } else if (kind == 0 && PE_DW_S16X8_WORDS + 4 * xd.c * mult > MAX_WORDS) {
                 y = -1;   /* too many channels for the word row: no operator */
             } else if (kind == 0) {
                 oc = xd.c * mult;

@@ -159,6 +159,8 @@ typedef enum {
     PE_GOP_MAX_POOL_2D_S16 = 117,
     PE_GOP_CONV_2D_W4 = 118,          /* packed int4 filter (pe_conv_w4.h, pe_graph_runners.h) */
     PE_GOP_DEPTHWISE_CONV_2D_W4 = 119, /* packed int4 depthwise filter (pe_conv_w4.h) */
+    PE_GOP_TRANSPOSE_CONV_S16X8 = 120, /* int16 activations (pe_s16.h) */
+    PE_GOP_REQUANTIZE_S16 = 121,       /* QUANTIZE int16 -> int16 (pe_s16.h) */
     PE_GOP_DECODE = 126,        /* TFLM's DECODE: LUT / prune tensors (pe_decode.h, pe_run_decode.c) */
     PE_GOP_CONV_POOL = 140,     /* fused conv -> pool (pe_pipeline.h) */
     PE_GOP_STRIPE_REGION = 141, /* layers run in stripes with line stores (pe_pipeline.h) */

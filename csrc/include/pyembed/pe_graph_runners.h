@@ -274,6 +274,10 @@ pe_status pe_graph_run_depthwise_s16x8(const pe_graph *g, const pe_graph_op *op,
                                        const pe_context *scratch, const pe_context *arena);
 pe_status pe_graph_run_pool_s16(const pe_graph *g, const pe_graph_op *op,
                                 const pe_context *scratch, const pe_context *arena);
+pe_status pe_graph_run_tconv_s16x8(const pe_graph *g, const pe_graph_op *op,
+                                   const pe_context *scratch, const pe_context *arena);
+pe_status pe_graph_run_requantize_s16(const pe_graph *g, const pe_graph_op *op,
+                                      const pe_context *scratch, const pe_context *arena);
 pe_status pe_graph_run_conv_s16x8(const pe_graph *g, const pe_graph_op *op,
                                   const pe_context *scratch, const pe_context *arena);
 pe_status pe_graph_run_fc_s16x8(const pe_graph *g, const pe_graph_op *op,

@@ -87,6 +87,10 @@ pe_graph_runner pe_graph_runner_for(pe_graph_op_type type)
         return pe_graph_run_depthwise_s16x8;
     case PE_GOP_AVERAGE_POOL_2D_S16: case PE_GOP_MAX_POOL_2D_S16:
         return pe_graph_run_pool_s16;
+    case PE_GOP_TRANSPOSE_CONV_S16X8:
+        return pe_graph_run_tconv_s16x8;
+    case PE_GOP_REQUANTIZE_S16:
+        return pe_graph_run_requantize_s16;
     case PE_GOP_CONV_2D_S16X8:
         return pe_graph_run_conv_s16x8;
     case PE_GOP_FULLY_CONNECTED_S16X8:

@@ -185,3 +185,110 @@ pe_status pe_maxpool_s16(const pe_context *ctx, const pe_pool_s16_params *p, con
 {
     return pool_s16(ctx, p, in, input, out, output, 0);
 }
+
+pe_status pe_transpose_conv_s16x8(const pe_context *ctx, const pe_tconv_s16_params *p,
+                                  const pe_per_channel_quant *q, const pe_dims *in, const int16_t *input,
+                                  const pe_dims *f, const int8_t *filter, const int32_t *bias,
+                                  const pe_dims *out, int16_t *output)
+{
+    int32_t n, oy, ox, oc, iy, ix, ic;
+    int64_t max_bias = 0, taps;
+    uint64_t macs = 0;
+    if (p == NULL || q == NULL || q->multiplier == NULL || q->shift == NULL || input == NULL ||
+        filter == NULL || output == NULL || !dims_ok(in) || !dims_ok(f) || !dims_ok(out) || p->stride_h < 1 ||
+        p->stride_w < 1 || p->pad_top < 0 || p->pad_left < 0 || !act_ok(p->act_min, p->act_max) ||
+        in->n != out->n || f->c != in->c || f->n != out->c) {
+        return PE_ERR_ARG;
+    }
+    if ((int64_t)(in->h - 1) * p->stride_h + f->h + p->pad_top > (int64_t)PE_INT32_MAX / 2 ||
+        (int64_t)(in->w - 1) * p->stride_w + f->w + p->pad_left > (int64_t)PE_INT32_MAX / 2 ||
+        (int64_t)out->h + p->pad_top > (int64_t)PE_INT32_MAX / 2 ||
+        (int64_t)out->w + p->pad_left > (int64_t)PE_INT32_MAX / 2) {
+        return PE_ERR_OVERFLOW;
+    }
+    for (oc = 0; oc < out->c; oc++) {
+        if (q->multiplier[oc] < 0 || q->shift[oc] < -31 || q->shift[oc] > 7) {
+            return PE_ERR_ARG;
+        }
+        if (bias != NULL) {
+            const int64_t b = bias_at(bias + 2 * oc);
+            if (b <= -PE_S16W_ACC_LIMIT || b >= PE_S16W_ACC_LIMIT) {
+                return PE_ERR_UNSUPPORTED;
+            }
+            max_bias = (b < 0 ? -b : b) > max_bias ? (b < 0 ? -b : b) : max_bias;
+        }
+    }
+    /* an output gathers at most ceil(kh / sh) * ceil(kw / sw) input pixels */
+    taps = (int64_t)((f->h + p->stride_h - 1) / p->stride_h) * ((f->w + p->stride_w - 1) / p->stride_w) * in->c;
+    if (taps * 128 * 32768 + max_bias >= PE_S16W_ACC_LIMIT) {
+        return PE_ERR_UNSUPPORTED;
+    }
+    /* TFLM scatters each input pixel into an int64 copy of the output; the
+     * integer sums do not depend on the order, so each output gathers its
+     * input pixels instead (no scratch) */
+    for (n = 0; n < out->n; n++) {
+        for (oy = 0; oy < out->h; oy++) {
+            const int32_t ty = oy + p->pad_top;   /* = iy * sh + ky */
+            for (ox = 0; ox < out->w; ox++) {
+                const int32_t tx = ox + p->pad_left;
+                int16_t *dst = output + (((size_t)n * (size_t)out->h + (size_t)oy) * (size_t)out->w +
+                                         (size_t)ox) * (size_t)out->c;
+                for (oc = 0; oc < out->c; oc++) {
+                    int64_t acc = 0;
+                    for (iy = 0; iy < in->h; iy++) {
+                        const int32_t ky = ty - iy * p->stride_h;
+                        if (ky < 0) {
+                            break;
+                        }
+                        if (ky >= f->h) {
+                            continue;
+                        }
+                        for (ix = 0; ix < in->w; ix++) {
+                            const int32_t kx = tx - ix * p->stride_w;
+                            const int16_t *x;
+                            const int8_t *w;
+                            if (kx < 0) {
+                                break;
+                            }
+                            if (kx >= f->w) {
+                                continue;
+                            }
+                            x = input + (((size_t)n * (size_t)in->h + (size_t)iy) * (size_t)in->w + (size_t)ix) *
+                                            (size_t)in->c;
+                            w = filter + (((size_t)oc * (size_t)f->h + (size_t)ky) * (size_t)f->w + (size_t)kx) *
+                                             (size_t)f->c;
+                            for (ic = 0; ic < in->c; ic++) {
+                                acc += (int64_t)x[ic] * (int64_t)w[ic];
+                            }
+                            macs += (uint64_t)in->c;
+                        }
+                    }
+                    if (bias != NULL) {
+                        acc += bias_at(bias + 2 * oc);
+                    }
+                    dst[oc] = (int16_t)clamp(pe_fx_requant64(acc, q->multiplier[oc], q->shift[oc]), p->act_min,
+                                             p->act_max);
+                }
+            }
+        }
+    }
+    if (ctx != NULL && ctx->stats != NULL) {
+        ctx->stats->macs += macs;
+    }
+    return PE_OK;
+}
+
+pe_status pe_requantize_s16(int32_t count, const int16_t *input, int32_t multiplier, int32_t shift,
+                            int32_t input_zp, int32_t output_zp, int16_t *output)
+{
+    int32_t i;
+    if (count < 0 || (count > 0 && (input == NULL || output == NULL)) || multiplier < 0 || shift < -31 ||
+        shift > 30 || input_zp < -32768 || input_zp > 32767 || output_zp < -32768 || output_zp > 32767) {
+        return PE_ERR_ARG;
+    }
+    for (i = 0; i < count; i++) {
+        const int32_t v = pe_fx_requant(input[i] - input_zp, multiplier, shift) + output_zp;
+        output[i] = (int16_t)clamp(v, -32768, 32767);
+    }
+    return PE_OK;
+}
