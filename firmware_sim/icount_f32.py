@@ -42,7 +42,7 @@ F32_CLASS = {"CONV_2D": "f32_mac", "DEPTHWISE_CONV_2D": "f32_mac", "FULLY_CONNEC
              "AVERAGE_POOL_2D": "f32_pool", "MAX_POOL_2D": "f32_pool", "L2_POOL_2D": "f32_pool",
              "SOFTMAX": "f32_softmax",
              "EXP": "f32_transcendental", "LOG": "f32_transcendental", "SIN": "f32_transcendental",
-             "COS": "f32_transcendental"}
+             "COS": "f32_transcendental", "LOGISTIC": "f32_transcendental", "TANH": "f32_transcendental"}
 
 
 def float32_name(op):

@@ -438,22 +438,24 @@ def test_plan_refuses_a_float_model(tmp_path):
     pads = C([[0, 0], [1, 1], [1, 1], [0, 0]])
     # all float: one line (pyembed.cli.options.require_quantized)
     m = build([dict(T((1, 4, 4, 2), f32), scale=None), pads, dict(T((1, 6, 6, 2), f32), scale=None)],
-              [("PAD", [0, 1], [2], {})], [0], [2])
+              [("MIRROR_PAD", [0, 1], [2], {"mode": "REFLECT"})], [0], [2])
     path = tmp_path / "float.tflite"
     path.write_bytes(m)
     r = _cli(["plan", str(path), "-o", str(tmp_path / "out")])
     assert r.exit_code == 2 and "float model" in r.output, r.output
-    # int8 at the boundary, float PAD in between (not element-wise, so not a
-    # table): the operator is named with its types, the model is not called float
+    # int8 at the boundary, float MIRROR_PAD in between (not element-wise, so
+    # not a table; PAD runs in float32): the operator is named with its types,
+    # the model is not called float
     m = build([T((1, 4, 4, 2)), dict(T((1, 4, 4, 2), f32), scale=None), pads,
                dict(T((1, 6, 6, 2), f32), scale=None), T((1, 6, 6, 2))],
-              [("DEQUANTIZE", [0], [1], {}), ("PAD", [1, 2], [3], {}), ("QUANTIZE", [3], [4], {})], [0], [4])
+              [("DEQUANTIZE", [0], [1], {}), ("MIRROR_PAD", [1, 2], [3], {"mode": "REFLECT"}),
+               ("QUANTIZE", [3], [4], {})], [0], [4])
     path.write_bytes(m)
     for args in (["plan", str(path), "-o", str(tmp_path / "out")], ["simulate", str(path)]):
         r = _cli(args)
         assert r.exit_code == 2, r.output
         assert "float model" not in r.output and "quantize it first" not in r.output, r.output
-        assert "#1 PAD (float32 -> float32" in r.output and "float32 tensor(s) between operators" in r.output
+        assert "#1 MIRROR_PAD (float32 -> float32" in r.output and "float32 tensor(s) between operators" in r.output
 
 
 def test_ops_command_lists_every_registered_operator():

@@ -98,6 +98,8 @@ def test_unary_graph_bit_exact_with_tflm(name):
     # the float64 reference agrees within float32 rounding where the value is finite and moderate
     ref = run_float(g, x.astype(np.float64))[g.operators[0].outputs[0]]
     ok = np.isfinite(ref) & (np.abs(ref) < 1e30) & (np.abs(x.astype(np.float64)) < 1e4)
+    if name == "LOGISTIC":   # TFLM's expf(x) below -9 is off by a factor 1 + e^x there
+        ok &= x > -9
     assert ok.sum() > 100
     assert np.allclose(got[ok], ref[ok], rtol=2e-6, atol=1e-30)
 

@@ -8,7 +8,8 @@ import numpy as np
 
 from pyembed.errors import ArgumentError, raise_for_status
 
-UNARY = ("ABS", "NEG", "CEIL", "FLOOR", "ROUND", "SQRT", "RSQRT", "SQUARE", "EXP", "LOG", "SIN", "COS")
+UNARY = ("ABS", "NEG", "CEIL", "FLOOR", "ROUND", "SQRT", "RSQRT", "SQUARE", "EXP", "LOG", "SIN", "COS",
+         "LOGISTIC", "TANH", "HARD_SWISH")
 BINARY = ("ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE", "FLOOR_DIV", "FLOOR_MOD")
 # the binary operators that take a fused activation, and its float32 bounds
 CLAMPED = ("ADD", "SUB", "MUL", "DIV")

@@ -477,7 +477,75 @@ static int32_t add_op(fz_reader *r, table *tb, pe_graph_op_type type, int32_t x)
         int32_t k, oc = 1, nq = 1, has_bias = fz_bool(r);
         tb->io[i][0] = add_tensor(r, tb, PE_DT_INT16, xd.n, xd.h, xd.w, xd.c, 0);
         op->num_inputs = type == PE_GOP_SOFTMAX_S16 ? 1 : 2;
-        if (type == PE_GOP_CONV_2D_S16X8) {
+        if (type == PE_GOP_CONV_2D_S16X8 && fz_range(r, 0, 2) != 0) {
+            /* two draws in three: the int16 depthwise convolution, pooling,
+             * transpose convolution or requantization (pe_s16.h, codes 115-117,
+             * 120-121) in its place */
+            const int32_t kk = fz_range(r, 1, 3), s = fz_range(r, 1, 2), pad = fz_range(r, 0, kk - 1);
+            const int32_t kind = fz_range(r, 0, 4), mult = fz_range(r, 1, 2);
+            if (kind == 3) {
+                /* TRANSPOSE_CONV int16 (120): filter [oc, kk, kk, c], any output size */
+                oc = fz_range(r, 1, 4);
+                op->type = PE_GOP_TRANSPOSE_CONV_S16X8;
+                tb->io[i][1] = add_tensor(r, tb, PE_DT_INT8, oc, kk, kk, xd.c, 1);
+                w[0] = fz_wild(r, s, s); w[1] = fz_wild(r, s, s); w[2] = fz_wild(r, pad, pad);
+                w[3] = fz_wild(r, pad, pad);
+                w[4] = fz_wild(r, -32768, 32767);
+                w[5] = fz_wild(r, w[4], 32767);
+                w[6] = has_bias;
+                for (k = 0; k < oc; k++) {
+                    w[PE_TCONV_S16X8_WORDS + k] = fz_wild(r, 1 << 30, 0x7FFFFFFF);
+                    w[PE_TCONV_S16X8_WORDS + oc + k] = fz_wild(r, -24, 7);
+                    if (has_bias) {
+                        w[PE_TCONV_S16X8_WORDS + 2 * oc + 2 * k] = (int32_t)fz_u32(r);
+                        w[PE_TCONV_S16X8_WORDS + 2 * oc + 2 * k + 1] = fz_wild(r, -4, 4);
+                    }
+                }
+                op->num_params = PE_TCONV_S16X8_WORDS + 2 * oc * (1 + has_bias);
+                y = add_tensor(r, tb, PE_DT_INT16, xd.n, fz_range(r, 1, (xd.h - 1) * s + kk),
+                               fz_range(r, 1, (xd.w - 1) * s + kk), oc, 0);
+            } else if (kind == 4) {
+                /* QUANTIZE int16 -> int16 (121) */
+                op->type = PE_GOP_REQUANTIZE_S16;
+                op->num_inputs = 1;
+                w[0] = fz_wild(r, 1 << 30, 0x7FFFFFFF);
+                w[1] = fz_wild(r, -31, 30);
+                w[2] = fz_wild(r, -32768, 32767);
+                w[3] = fz_wild(r, -32768, 32767);
+                op->num_params = PE_REQUANT_S16_WORDS;
+                y = add_tensor(r, tb, PE_DT_INT16, xd.n, xd.h, xd.w, xd.c, 0);
+            } else if (kind == 0 && PE_DW_S16X8_WORDS + 4 * xd.c * mult > MAX_WORDS) {
+                y = -1;   /* too many channels for the word row: no operator */
+            } else if (kind == 0) {
+                oc = xd.c * mult;
+                op->type = PE_GOP_DEPTHWISE_CONV_2D_S16X8;
+                tb->io[i][1] = add_tensor(r, tb, PE_DT_INT8, 1, kk, kk, oc, 1);
+                w[0] = s; w[1] = s; w[2] = pad; w[3] = pad; w[4] = fz_wild(r, 1, 2); w[5] = fz_wild(r, 1, 2);
+                w[6] = fz_wild(r, mult, mult);
+                w[7] = fz_wild(r, -32768, 32767);
+                w[8] = fz_wild(r, w[7], 32767);
+                w[9] = has_bias;
+                for (k = 0; k < oc; k++) {
+                    w[PE_DW_S16X8_WORDS + k] = fz_wild(r, 1 << 30, 0x7FFFFFFF);
+                    w[PE_DW_S16X8_WORDS + oc + k] = fz_wild(r, -24, 7);
+                    if (has_bias) {
+                        w[PE_DW_S16X8_WORDS + 2 * oc + 2 * k] = (int32_t)fz_u32(r);
+                        w[PE_DW_S16X8_WORDS + 2 * oc + 2 * k + 1] = fz_wild(r, -4, 4);
+                    }
+                }
+                op->num_params = PE_DW_S16X8_WORDS + 2 * oc * (1 + has_bias);
+                y = add_tensor(r, tb, PE_DT_INT16, xd.n, out_len(xd.h, kk, s, pad), out_len(xd.w, kk, s, pad), oc, 0);
+            } else {
+                op->type = kind == 1 ? PE_GOP_AVERAGE_POOL_2D_S16 : PE_GOP_MAX_POOL_2D_S16;
+                op->num_inputs = 1;
+                w[0] = fz_wild(r, kk, kk); w[1] = fz_wild(r, kk, kk); w[2] = fz_wild(r, s, s); w[3] = fz_wild(r, s, s);
+                w[4] = fz_wild(r, pad, pad); w[5] = fz_wild(r, pad, pad);
+                w[6] = fz_wild(r, -32768, 32767);
+                w[7] = fz_wild(r, w[6], 32767);
+                op->num_params = PE_POOL_S16_WORDS;
+                y = add_tensor(r, tb, PE_DT_INT16, xd.n, out_len(xd.h, kk, s, pad), out_len(xd.w, kk, s, pad), xd.c, 0);
+            }
+        } else if (type == PE_GOP_CONV_2D_S16X8) {
             const int32_t kk = fz_range(r, 1, 3), s = fz_range(r, 1, 2), pad = fz_range(r, 0, kk - 1);
             oc = fz_range(r, 1, 4);
             tb->io[i][1] = add_tensor(r, tb, PE_DT_INT8, oc, kk, kk, xd.c, 1);
@@ -2123,7 +2191,7 @@ static void corrupt(fz_reader *r, table *tb)
     }
 }
 
-/* Appends a float32 element-wise operator (pe_run_f32.c, codes 260-271 /
+/* Appends a float32 element-wise operator (pe_run_f32.c, codes 260-274 /
  * 280-288) shaped by activation x ([n, h, w, c]): a unary one of a float32
  * constant of x's shape (inf, NaN and arbitrary values among its elements),
  * or a binary one of two such constants, the second of x's shape or
@@ -2273,17 +2341,20 @@ static int32_t window_out(int32_t n, int32_t k, int32_t s, int32_t d, int32_t pa
 }
 
 /* Appends a float32 window / matrix operator (pe_run_f32_conv.c, codes
- * 289-295) on a float32 constant of x's shape (inf, NaN and arbitrary values
- * among its elements): CONV_2D or DEPTHWISE_CONV_2D with a constant filter
- * and an optional bias, FULLY_CONNECTED over x's channels, AVERAGE / MAX /
- * L2 pooling or SOFTMAX; kernel, stride, dilation, padding and clamp words
- * mostly in range. Io lists in tb->dio. Returns its output (float32) or -1. */
+ * 289-295; pe_run_f32_cnn.c, 296-297) on a float32 constant of x's shape
+ * (inf, NaN and arbitrary values among its elements): CONV_2D or
+ * DEPTHWISE_CONV_2D with a constant filter and an optional bias,
+ * FULLY_CONNECTED over x's channels, AVERAGE / MAX / L2 pooling, SOFTMAX,
+ * RESIZE_BILINEAR to any size or TRANSPOSE_CONV (constant filter, optional
+ * bias, any output size); kernel, stride, dilation, padding, flag and clamp
+ * words mostly in range. Io lists in tb->dio. Returns its output (float32)
+ * or -1. */
 static int32_t add_f32conv_op(fz_reader *r, table *tb, int32_t x)
 {
     const int32_t i = tb->nops;
     pe_graph_op *op = &tb->ops[i];
     const pe_dims xd = tb->t[x].dims;
-    const int32_t pick = fz_range(r, 0, 4);
+    const int32_t pick = fz_range(r, 0, 6);
     int32_t *w = tb->words[i];
     int32_t *io = tb->dio[i];
     int32_t n = 0, a, y, f, kh = fz_range(r, 1, 3), kw = fz_range(r, 1, 3), sh = fz_range(r, 1, 2),
@@ -2352,6 +2423,32 @@ static int32_t add_f32conv_op(fz_reader *r, table *tb, int32_t x)
         ow = window_out(xd.w, kw, sw, 1, pw);
         w[n++] = fz_wild(r, kh, kh);
         w[n++] = fz_wild(r, kw, kw);
+        w[n++] = fz_wild(r, sh, sh);
+        w[n++] = fz_wild(r, sw, sw);
+        w[n++] = fz_wild(r, ph, ph);
+        w[n++] = fz_wild(r, pw, pw);
+        w[n++] = fz_bool(r) ? (int32_t)0xFF7FFFFF : (int32_t)fz_u32(r);
+        w[n++] = fz_bool(r) ? 0x7F7FFFFF : (int32_t)fz_u32(r);
+    } else if (pick == 5) {
+        op->type = PE_GOP_RESIZE_BILINEAR_F32;
+        oh = fz_range(r, 1, 2 * xd.h + 1);
+        ow = fz_range(r, 1, 2 * xd.w + 1);
+        w[n++] = fz_wild(r, 0, 1);   /* align_corners */
+        w[n++] = fz_wild(r, 0, 1);   /* half_pixel_centers */
+    } else if (pick == 6) {
+        oc = fz_range(r, 1, 4);
+        f = add_tensor(r, tb, PE_DT_FLOAT32, oc, kh, kw, xd.c, 1);
+        if (f < 0) {
+            return -1;
+        }
+        io[1] = f;
+        io[2] = fz_bool(r) ? add_tensor(r, tb, PE_DT_FLOAT32, 1, 1, 1, oc, 1) : -1;
+        op->num_inputs = 3;
+        op->type = PE_GOP_TRANSPOSE_CONV_F32;
+        ph = fz_range(r, 0, kh - 1);
+        pw = fz_range(r, 0, kw - 1);
+        oh = fz_range(r, 1, (xd.h - 1) * sh + kh);
+        ow = fz_range(r, 1, (xd.w - 1) * sw + kw);
         w[n++] = fz_wild(r, sh, sh);
         w[n++] = fz_wild(r, sw, sw);
         w[n++] = fz_wild(r, ph, ph);

@@ -26,7 +26,14 @@ typedef enum {
     PE_F32_LOG = 9,
     PE_F32_SIN = 10,
     PE_F32_COS = 11,
-    PE_F32_UNARY_COUNT = 12
+    /* TFLM's float LOGISTIC: 1 for x > 16.619047164916992188, expf(x) for
+     * x < -9, else 1 / (1 + expf(-x)) */
+    PE_F32_LOGISTIC = 12,
+    PE_F32_TANH = 13,   /* tanhf */
+    /* x * min(6, max(0, x + 3)) / 6, the float operations in that order
+     * (max / min as std::max / std::min: a NaN x + 3 gives 0) */
+    PE_F32_HARD_SWISH = 14,
+    PE_F32_UNARY_COUNT = 15
 } pe_f32_unary_op;
 
 typedef enum {

@@ -154,8 +154,13 @@ typedef enum {
     PE_GOP_FULLY_CONNECTED_W16 = 112, /* int16 packed weights (pe_fc_w16.h) */
     PE_GOP_FULLY_CONNECTED_W4 = 113,  /* packed int4 weights (pe_fc_w4.h, pe_graph_runners.h) */
     PE_GOP_DETECTION_POSTPROCESS = 114, /* TFLite_Detection_PostProcess, float32 (pe_detpost.h) */
+    PE_GOP_DEPTHWISE_CONV_2D_S16X8 = 115, /* int16 activations (pe_s16.h) */
+    PE_GOP_AVERAGE_POOL_2D_S16 = 116,
+    PE_GOP_MAX_POOL_2D_S16 = 117,
     PE_GOP_CONV_2D_W4 = 118,          /* packed int4 filter (pe_conv_w4.h, pe_graph_runners.h) */
     PE_GOP_DEPTHWISE_CONV_2D_W4 = 119, /* packed int4 depthwise filter (pe_conv_w4.h) */
+    PE_GOP_TRANSPOSE_CONV_S16X8 = 120, /* int16 activations (pe_s16.h) */
+    PE_GOP_REQUANTIZE_S16 = 121,       /* QUANTIZE int16 -> int16 (pe_s16.h) */
     PE_GOP_DECODE = 126,        /* TFLM's DECODE: LUT / prune tensors (pe_decode.h, pe_run_decode.c) */
     PE_GOP_CONV_POOL = 140,     /* fused conv -> pool (pe_pipeline.h) */
     PE_GOP_STRIPE_REGION = 141, /* layers run in stripes with line stores (pe_pipeline.h) */
@@ -229,6 +234,9 @@ typedef enum {
     PE_GOP_LOG = 269,
     PE_GOP_SIN = 270,
     PE_GOP_COS = 271,
+    PE_GOP_LOGISTIC_F32 = 272,
+    PE_GOP_TANH_F32 = 273,
+    PE_GOP_HARD_SWISH_F32 = 274,
     PE_GOP_ADD_F32 = 280,
     PE_GOP_SUB_F32 = 281,
     PE_GOP_MUL_F32 = 282,
@@ -246,7 +254,11 @@ typedef enum {
     PE_GOP_AVERAGE_POOL_2D_F32 = 292,
     PE_GOP_MAX_POOL_2D_F32 = 293,
     PE_GOP_L2_POOL_2D = 294,
-    PE_GOP_SOFTMAX_F32 = 295
+    PE_GOP_SOFTMAX_F32 = 295,
+    /* 296-297: float32 RESIZE_BILINEAR and TRANSPOSE_CONV (pe_f32_cnn.h); words in
+     * pe_run_f32_cnn.c */
+    PE_GOP_RESIZE_BILINEAR_F32 = 296,
+    PE_GOP_TRANSPOSE_CONV_F32 = 297
 } pe_graph_op_type;
 
 /* Bound on an operator's inputs or outputs (a sanity limit for the checks). */

@@ -140,11 +140,16 @@ pe_status pe_graph_run_div_s8(const pe_graph *g, const pe_graph_op *op,
                               const pe_context *scratch, const pe_context *arena);
 pe_status pe_graph_run_circular_buffer(const pe_graph *g, const pe_graph_op *op,
                                        const pe_context *scratch, const pe_context *arena);
-/* ---- pe_f32.h: float32 element-wise operators (codes 260-271 unary, 280-288 binary) -- */
+/* ---- pe_f32.h: float32 element-wise operators (codes 260-274 unary, 280-288 binary) -- */
 pe_status pe_graph_run_f32_unary(const pe_graph *g, const pe_graph_op *op,
                                  const pe_context *scratch, const pe_context *arena);
 pe_status pe_graph_run_f32_binary(const pe_graph *g, const pe_graph_op *op,
                                   const pe_context *scratch, const pe_context *arena);
+/* ---- pe_f32_cnn.h: float32 RESIZE_BILINEAR / TRANSPOSE_CONV (codes 296-297) -- */
+pe_status pe_graph_run_f32_resize_bilinear(const pe_graph *g, const pe_graph_op *op,
+                                           const pe_context *scratch, const pe_context *arena);
+pe_status pe_graph_run_f32_transpose_conv(const pe_graph *g, const pe_graph_op *op,
+                                          const pe_context *scratch, const pe_context *arena);
 /* ---- pe_f32_conv.h: float32 conv / depthwise / FC / pooling / softmax (codes 289-295) -- */
 pe_status pe_graph_run_f32_conv(const pe_graph *g, const pe_graph_op *op,
                                 const pe_context *scratch, const pe_context *arena);
@@ -265,6 +270,14 @@ pe_status pe_graph_run_resize(const pe_graph *graph, const pe_graph_op *op, cons
                               const pe_context *arena);
 
 /* ---- pe_s16.h ---------------------------------------------------------------- */
+pe_status pe_graph_run_depthwise_s16x8(const pe_graph *g, const pe_graph_op *op,
+                                       const pe_context *scratch, const pe_context *arena);
+pe_status pe_graph_run_pool_s16(const pe_graph *g, const pe_graph_op *op,
+                                const pe_context *scratch, const pe_context *arena);
+pe_status pe_graph_run_tconv_s16x8(const pe_graph *g, const pe_graph_op *op,
+                                   const pe_context *scratch, const pe_context *arena);
+pe_status pe_graph_run_requantize_s16(const pe_graph *g, const pe_graph_op *op,
+                                      const pe_context *scratch, const pe_context *arena);
 pe_status pe_graph_run_conv_s16x8(const pe_graph *g, const pe_graph_op *op,
                                   const pe_context *scratch, const pe_context *arena);
 pe_status pe_graph_run_fc_s16x8(const pe_graph *g, const pe_graph_op *op,

@@ -134,6 +134,92 @@ pe_status pe_softmax_s16(const pe_context *ctx, int32_t rows, int32_t depth, int
                          int32_t left_shift, const int32_t *exp_lut, const int32_t *recip_lut,
                          const int16_t *input, int16_t *output);
 
+/* ---- DEPTHWISE_CONV_2D, AVERAGE_POOL_2D and MAX_POOL_2D on int16
+ * (kernels/s16/pe_s16_window.c), as TFLM's reference integer kernels:
+ *
+ * DEPTHWISE (pe_depthwise_s16x8): input [n, h, w, c] int16 (zero point 0),
+ * filter [1, kh, kw, c * depth_multiplier] int8, output channel
+ * oc = ic * depth_multiplier + m; int64 sum of filter * input over the taps
+ * inside the input (dilation), plus the int64 bias (2 * out_c (lo, hi)
+ * words, or NULL), requantized by pe_fx_requant64 with the channel's
+ * multiplier / shift (shift in [-31, 7]), clamped to [act_min, act_max].
+ * PE_ERR_UNSUPPORTED when taps * 128 * 32768 plus a bias could leave
+ * [-2^47, 2^47).
+ *
+ * AVERAGE (pe_avgpool_s16): the int32 sum of the window's taps inside the
+ * input divided by their count, rounded half away from zero
+ * ((sum +- count / 2) / count, truncating), clamped; MAX (pe_maxpool_s16):
+ * the largest tap (from -32768), clamped. A window with no tap inside the
+ * input is PE_ERR_ARG (TFLM fails such an average); kh * kw <= 65536.
+ *
+ * No scratch; ctx may be NULL (counters only: macs). */
+typedef struct {
+    int32_t stride_h, stride_w;
+    int32_t pad_top, pad_left;
+    int32_t dilation_h, dilation_w;
+    int32_t depth_multiplier;
+    int32_t act_min, act_max;     /* within [-32768, 32767] */
+} pe_dw_s16_params;
+
+typedef struct {
+    int32_t kh, kw;
+    int32_t stride_h, stride_w;
+    int32_t pad_top, pad_left;
+    int32_t act_min, act_max;     /* within [-32768, 32767] */
+} pe_pool_s16_params;
+
+pe_status pe_depthwise_s16x8(const pe_context *ctx, const pe_dw_s16_params *params,
+                             const pe_per_channel_quant *quant, const pe_dims *input_dims,
+                             const int16_t *input, const pe_dims *filter_dims, const int8_t *filter,
+                             const int32_t *bias, const pe_dims *output_dims, int16_t *output);
+pe_status pe_avgpool_s16(const pe_context *ctx, const pe_pool_s16_params *params, const pe_dims *input_dims,
+                         const int16_t *input, const pe_dims *output_dims, int16_t *output);
+pe_status pe_maxpool_s16(const pe_context *ctx, const pe_pool_s16_params *params, const pe_dims *input_dims,
+                         const int16_t *input, const pe_dims *output_dims, int16_t *output);
+
+/* TRANSPOSE_CONV int16 x int8 (pe_transpose_conv_s16x8): input [n, ih, iw,
+ * ci] (zero point 0), filter [co, kh, kw, ci], output [n, oh, ow, co];
+ * each output sums input * filter over the input pixels whose taps land on
+ * it (iy * sh - pad_top + ky = oy, likewise x) in int64, adds the int64 bias
+ * (2 * co (lo, hi) words or NULL), requantizes by pe_fx_requant64 and clamps
+ * (TFLM's reference: its int64 scatter, whose sums are the same).
+ * PE_ERR_UNSUPPORTED when a sum could leave [-2^47, 2^47).
+ *
+ * QUANTIZE int16 -> int16 (pe_requantize_s16): out = sat16(pe_fx_requant(x
+ * - input_zp, multiplier, shift) + output_zp), TFLite's Requantize. */
+typedef struct {
+    int32_t stride_h, stride_w;
+    int32_t pad_top, pad_left;
+    int32_t act_min, act_max;     /* within [-32768, 32767] */
+} pe_tconv_s16_params;
+
+pe_status pe_transpose_conv_s16x8(const pe_context *ctx, const pe_tconv_s16_params *params,
+                                  const pe_per_channel_quant *quant, const pe_dims *input_dims,
+                                  const int16_t *input, const pe_dims *filter_dims, const int8_t *filter,
+                                  const int32_t *bias, const pe_dims *output_dims, int16_t *output);
+pe_status pe_requantize_s16(int32_t count, const int16_t *input, int32_t multiplier, int32_t shift,
+                            int32_t input_zp, int32_t output_zp, int16_t *output);
+
+/* Graph runners:
+ * PE_GOP_DEPTHWISE_CONV_2D_S16X8 (115): inputs (input int16, filter int8
+ *   [1, kh, kw, out_c]), output int16; words [0] stride.h [1] stride.w
+ *   [2] pad.top [3] pad.left [4] dilation.h [5] dilation.w [6] depth
+ *   multiplier [7] act.min [8] act.max [9] has_bias, then multiplier[out_c],
+ *   shift[out_c] and with has_bias 2 * out_c bias words.
+ * PE_GOP_AVERAGE_POOL_2D_S16 (116), PE_GOP_MAX_POOL_2D_S16 (117): input
+ *   int16, output int16; words kh, kw, stride.h, stride.w, pad.top,
+ *   pad.left, act.min, act.max.
+ * PE_GOP_TRANSPOSE_CONV_S16X8 (120): inputs (input int16, filter int8
+ *   [co, kh, kw, ci]), output int16; words [0] stride.h [1] stride.w
+ *   [2] pad.top [3] pad.left [4] act.min [5] act.max [6] has_bias, then
+ *   multiplier[co], shift[co] and with has_bias 2 * co bias words.
+ * PE_GOP_REQUANTIZE_S16 (121): input int16, output int16 of the same count;
+ *   words multiplier, shift, input zero point, output zero point. */
+#define PE_DW_S16X8_WORDS 10
+#define PE_TCONV_S16X8_WORDS 7
+#define PE_REQUANT_S16_WORDS 4
+#define PE_POOL_S16_WORDS 8
+
 #ifdef __cplusplus
 }
 #endif

@@ -83,6 +83,14 @@ pe_graph_runner pe_graph_runner_for(pe_graph_op_type type)
         return pe_graph_run_batch_matmul;
     case PE_GOP_TRANSPOSE_CONV:
         return pe_graph_run_transpose_conv;
+    case PE_GOP_DEPTHWISE_CONV_2D_S16X8: /* pe_run_s16.c */
+        return pe_graph_run_depthwise_s16x8;
+    case PE_GOP_AVERAGE_POOL_2D_S16: case PE_GOP_MAX_POOL_2D_S16:
+        return pe_graph_run_pool_s16;
+    case PE_GOP_TRANSPOSE_CONV_S16X8:
+        return pe_graph_run_tconv_s16x8;
+    case PE_GOP_REQUANTIZE_S16:
+        return pe_graph_run_requantize_s16;
     case PE_GOP_CONV_2D_S16X8:
         return pe_graph_run_conv_s16x8;
     case PE_GOP_FULLY_CONNECTED_S16X8:
@@ -146,7 +154,8 @@ pe_graph_runner pe_graph_runner_for(pe_graph_op_type type)
         return pe_graph_run_circular_buffer;
     case PE_GOP_ABS_F32: case PE_GOP_NEG_F32: case PE_GOP_CEIL: case PE_GOP_FLOOR: /* pe_run_f32.c */
     case PE_GOP_ROUND: case PE_GOP_SQRT: case PE_GOP_RSQRT_F32: case PE_GOP_SQUARE: case PE_GOP_EXP:
-    case PE_GOP_LOG: case PE_GOP_SIN: case PE_GOP_COS:
+    case PE_GOP_LOG: case PE_GOP_SIN: case PE_GOP_COS: case PE_GOP_LOGISTIC_F32: case PE_GOP_TANH_F32:
+    case PE_GOP_HARD_SWISH_F32:
         return pe_graph_run_f32_unary;
     case PE_GOP_ADD_F32: case PE_GOP_SUB_F32: case PE_GOP_MUL_F32: case PE_GOP_DIV_F32:
     case PE_GOP_MAXIMUM_F32: case PE_GOP_MINIMUM_F32: case PE_GOP_SQUARED_DIFFERENCE_F32:
@@ -160,6 +169,10 @@ pe_graph_runner pe_graph_runner_for(pe_graph_op_type type)
         return pe_graph_run_f32_pool;
     case PE_GOP_SOFTMAX_F32:
         return pe_graph_run_f32_softmax;
+    case PE_GOP_RESIZE_BILINEAR_F32: /* pe_run_f32_cnn.c */
+        return pe_graph_run_f32_resize_bilinear;
+    case PE_GOP_TRANSPOSE_CONV_F32:
+        return pe_graph_run_f32_transpose_conv;
     case PE_GOP_READ_VARIABLE:
         return pe_graph_run_read_variable;
     case PE_GOP_ASSIGN_VARIABLE:

@@ -2,7 +2,7 @@
  * pe_run_f32.c - graph runners of the float32 element-wise kernels
  * (kernels/f32/pe_f32.c, pe_f32.h) on float32 tensors of the graph.
  *
- * Unary operators (codes 260-271, the code minus 260 is the pe_f32_unary_op):
+ * Unary operators (codes 260-274, the code minus 260 is the pe_f32_unary_op):
  * one float32 input, one float32 output of the same element count, no words.
  *
  * Binary operators (codes 280-288, the code minus 280 is the

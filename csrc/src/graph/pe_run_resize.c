@@ -44,7 +44,7 @@ pe_status pe_graph_run_resize(const pe_graph *g, const pe_graph_op *op, const pe
     }
     if (op->type != PE_GOP_RESIZE_NEAREST_NEIGHBOR || op->params[0] != od->h || op->params[1] != od->w ||
         od->h < 1 || od->w < 1 || (int64_t)op->num_params != 2 + (int64_t)od->h + od->w ||
-        (dt != PE_DT_INT8 && dt != PE_DT_INT16 && dt != PE_DT_INT32)) {
+        (dt != PE_DT_INT8 && dt != PE_DT_INT16 && dt != PE_DT_INT32 && dt != PE_DT_FLOAT32)) {
         return PE_ERR_ARG;
     }
     return pe_resize_nearest_x(pe_graph_dtype_size(dt), op->params + 2, op->params + 2 + od->h, id, in, od,

@@ -191,3 +191,141 @@ pe_status pe_graph_run_prelu_s16(const pe_graph *g, const pe_graph_op *op,
     return pe_prelu_s16(scratch, op->params, pe_graph_dims(g, op->inputs[0]), x, pe_graph_dims(g, op->inputs[1]),
                         alpha, pe_graph_dims(g, op->outputs[0]), y);
 }
+
+pe_status pe_graph_run_depthwise_s16x8(const pe_graph *g, const pe_graph_op *op,
+                                       const pe_context *scratch, const pe_context *arena)
+{
+    const int32_t *w = op->params;
+    const int16_t *x;
+    const int8_t *f;
+    int16_t *y;
+    const pe_dims *od;
+    pe_dw_s16_params p;
+    pe_per_channel_quant q;
+    int32_t oc, has_bias;
+    f = (const int8_t *)two_inputs_s16(g, op, arena, PE_DT_INT8, &x, &y);
+    if (f == NULL || op->num_params < PE_DW_S16X8_WORDS) {
+        return PE_ERR_ARG;
+    }
+    od = pe_graph_dims(g, op->outputs[0]);
+    oc = od->c;
+    has_bias = w[9];
+    if ((has_bias != 0 && has_bias != 1) ||
+        (int64_t)op->num_params != PE_DW_S16X8_WORDS + 2 * (int64_t)oc * (1 + has_bias)) {
+        return PE_ERR_ARG;
+    }
+    p.stride_h = w[0];
+    p.stride_w = w[1];
+    p.pad_top = w[2];
+    p.pad_left = w[3];
+    p.dilation_h = w[4];
+    p.dilation_w = w[5];
+    p.depth_multiplier = w[6];
+    p.act_min = w[7];
+    p.act_max = w[8];
+    q.multiplier = w + PE_DW_S16X8_WORDS;
+    q.shift = w + PE_DW_S16X8_WORDS + oc;
+    return pe_depthwise_s16x8(scratch, &p, &q, pe_graph_dims(g, op->inputs[0]), x,
+                              pe_graph_dims(g, op->inputs[1]), f,
+                              has_bias ? w + PE_DW_S16X8_WORDS + 2 * oc : NULL, od, y);
+}
+
+pe_status pe_graph_run_pool_s16(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
+                                const pe_context *arena)
+{
+    const int32_t *w = op->params;
+    const int16_t *x;
+    int16_t *y;
+    pe_pool_s16_params p;
+    if (op->num_inputs != 1 || op->num_outputs != 1 || w == NULL || op->num_params != PE_POOL_S16_WORDS) {
+        return PE_ERR_ARG;
+    }
+    x = (const int16_t *)pe_graph_input(g, op, 0, arena, PE_DT_INT16);
+    y = (int16_t *)pe_graph_output(g, op, 0, arena, PE_DT_INT16);
+    if (x == NULL || y == NULL) {
+        return PE_ERR_ARG;
+    }
+    /* the kernels read the window after writing earlier outputs: no overlap */
+    if ((const int16_t *)y < x + pe_graph_count(g, op->inputs[0]) && x < (const int16_t *)y +
+        pe_graph_count(g, op->outputs[0])) {
+        return PE_ERR_ARG;
+    }
+    p.kh = w[0];
+    p.kw = w[1];
+    p.stride_h = w[2];
+    p.stride_w = w[3];
+    p.pad_top = w[4];
+    p.pad_left = w[5];
+    p.act_min = w[6];
+    p.act_max = w[7];
+    if (op->type == PE_GOP_AVERAGE_POOL_2D_S16) {
+        return pe_avgpool_s16(scratch, &p, pe_graph_dims(g, op->inputs[0]), x, pe_graph_dims(g, op->outputs[0]),
+                              y);
+    }
+    return pe_maxpool_s16(scratch, &p, pe_graph_dims(g, op->inputs[0]), x, pe_graph_dims(g, op->outputs[0]), y);
+}
+
+pe_status pe_graph_run_tconv_s16x8(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
+                                   const pe_context *arena)
+{
+    const int32_t *w = op->params;
+    const int16_t *x;
+    const int8_t *f;
+    int16_t *y;
+    const pe_dims *od;
+    pe_tconv_s16_params p;
+    pe_per_channel_quant q;
+    int32_t oc, has_bias;
+    f = (const int8_t *)two_inputs_s16(g, op, arena, PE_DT_INT8, &x, &y);
+    if (f == NULL || op->num_params < PE_TCONV_S16X8_WORDS) {
+        return PE_ERR_ARG;
+    }
+    od = pe_graph_dims(g, op->outputs[0]);
+    oc = od->c;
+    has_bias = w[6];
+    if ((has_bias != 0 && has_bias != 1) ||
+        (int64_t)op->num_params != PE_TCONV_S16X8_WORDS + 2 * (int64_t)oc * (1 + has_bias)) {
+        return PE_ERR_ARG;
+    }
+    /* the kernel writes outputs while it still reads the input */
+    if ((const int16_t *)y < x + pe_graph_count(g, op->inputs[0]) &&
+        x < (const int16_t *)y + pe_graph_count(g, op->outputs[0])) {
+        return PE_ERR_ARG;
+    }
+    p.stride_h = w[0];
+    p.stride_w = w[1];
+    p.pad_top = w[2];
+    p.pad_left = w[3];
+    p.act_min = w[4];
+    p.act_max = w[5];
+    q.multiplier = w + PE_TCONV_S16X8_WORDS;
+    q.shift = w + PE_TCONV_S16X8_WORDS + oc;
+    return pe_transpose_conv_s16x8(scratch, &p, &q, pe_graph_dims(g, op->inputs[0]), x,
+                                   pe_graph_dims(g, op->inputs[1]), f,
+                                   has_bias ? w + PE_TCONV_S16X8_WORDS + 2 * oc : NULL, od, y);
+}
+
+pe_status pe_graph_run_requantize_s16(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
+                                      const pe_context *arena)
+{
+    const int32_t *w = op->params;
+    const int16_t *x;
+    int16_t *y;
+    int32_t n;
+    (void)scratch;
+    if (op->num_inputs != 1 || op->num_outputs != 1 || w == NULL || op->num_params != PE_REQUANT_S16_WORDS) {
+        return PE_ERR_ARG;
+    }
+    x = (const int16_t *)pe_graph_input(g, op, 0, arena, PE_DT_INT16);
+    y = (int16_t *)pe_graph_output(g, op, 0, arena, PE_DT_INT16);
+    if (x == NULL || y == NULL) {
+        return PE_ERR_ARG;
+    }
+    n = pe_graph_count(g, op->inputs[0]);
+    /* element i is read before it is written: in place or apart, never shifted */
+    if (n != pe_graph_count(g, op->outputs[0]) ||
+        (x != (const int16_t *)y && (const int16_t *)y < x + n && x < (const int16_t *)y + n)) {
+        return PE_ERR_ARG;
+    }
+    return pe_requantize_s16(n, x, w[0], w[1], w[2], w[3], y);
+}

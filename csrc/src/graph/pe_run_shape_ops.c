@@ -57,7 +57,7 @@ static int words_done(const words *r)
     return r->ok && r->pos == r->n;
 }
 
-/* Element type of input 0 (int8, int16 or int32), or -1. */
+/* Element type of input 0 (int8, int16, int32 or float32: bytes copied), or -1. */
 static int32_t data_type(const pe_graph *g, const pe_graph_op *op, const pe_context *arena)
 {
     const int32_t t = pe_graph_input_index(op, 0);
@@ -66,7 +66,7 @@ static int32_t data_type(const pe_graph *g, const pe_graph_op *op, const pe_cont
         return -1;
     }
     d = g->tensors[t].dtype;
-    return (d == PE_DT_INT8 || d == PE_DT_INT16 || d == PE_DT_INT32) ? (int32_t)d : -1;
+    return (d == PE_DT_INT8 || d == PE_DT_INT16 || d == PE_DT_INT32 || d == PE_DT_FLOAT32) ? (int32_t)d : -1;
 }
 
 /* Does an N-D shape from the words describe exactly tensor t's elements? */

@@ -69,14 +69,20 @@ def prepare_operator(graph, op, label):
                          f"positive and finite?") from None
 
 
+# the input whose element type selects the variant, where it is not input 0
+_DATA_INPUT = {"TRANSPOSE_CONV": 2}    # inputs (output_shape int32, filter, input, bias)
+
+
 def _dtype_variant(graph, op):
     """A registered variant of op's type for its first input's element type
-    when that is not int8 (registered as "TYPE@int16", e.g. the int16x8
-    kernels of pyembed.model.ops.int16), else None. The variant's code and
-    runner then take the operator (Operator.params["variant"])."""
-    if not op.inputs or not 0 <= op.inputs[0] < len(graph.tensors):
+    (TRANSPOSE_CONV: its data input, _DATA_INPUT) when that is not int8
+    (registered as "TYPE@int16", e.g. the int16x8 kernels of
+    pyembed.model.ops.int16), else None. The variant's code and runner then
+    take the operator (Operator.params["variant"])."""
+    k = _DATA_INPUT.get(op.type, 0)
+    if len(op.inputs) <= k or not 0 <= op.inputs[k] < len(graph.tensors):
         return None
-    dt = graph.tensors[op.inputs[0]].dtype
+    dt = graph.tensors[op.inputs[k]].dtype
     if dt is None or dt == np.int8:
         return None
     return lookup(f"{op.type}@{np.dtype(dt).name}")

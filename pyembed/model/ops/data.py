@@ -48,6 +48,10 @@ OP_CODES = {"PAD": 20, "PADV2": 21, "MIRROR_PAD": 22, "CONCATENATION": 23, "SPLI
             "EXPAND_DIMS": 35}
 MAX_RANK = 6  # PE_SHAPE_MAX_RANK
 _DATA_TYPES = (np.int8, np.int16, np.int32)
+# PAD / PADV2, CONCATENATION and RESIZE_NEAREST_NEIGHBOR also move float32
+# elements (TFLM registers them for float32; the C runners copy 4-byte
+# elements as for int32, a PADV2 float value travels as its bit pattern)
+_WITH_F32 = _DATA_TYPES + (np.float32,)
 
 
 def _same_type(c, x, y):
@@ -107,7 +111,7 @@ def _paddings(c, x, y):
 
 def prepare_pad(c):
     x, y = c.tensor(0, "input"), c.output()
-    c.dtype(x, "input", _DATA_TYPES)
+    c.dtype(x, "input", _WITH_F32)
     _same_type(c, x, y)
     _rank_ok(c, x, "input", 1, 5)
     before, after = _paddings(c, x, y)
@@ -117,7 +121,8 @@ def prepare_pad(c):
         c.constant(cv, "constant_values")
         if cv.dtype != x.dtype or cv.size != 1:
             raise c.error(f"constant_values must be one {x.dtype.name} value, is {cv.type_name}{list(cv.shape)}")
-        value = int(np.asarray(cv.data).ravel()[0])
+        value = np.asarray(cv.data).ravel()[:1]
+        value = int(value.view(np.int32)[0] if x.dtype == np.float32 else value[0])
         if x.dtype == np.int8 and cv.is_quantized and y.is_quantized:
             _same_quant(c, cv, y, "constant_values")
     elif x.dtype == np.int8 and y.is_quantized:
@@ -151,7 +156,7 @@ def prepare_concatenation(c):
     ins = [c.tensor(k, f"input {k}") for k in range(len(op.inputs))]
     if not ins:
         raise c.error("no inputs")
-    c.dtype(y, "output", _DATA_TYPES)
+    c.dtype(y, "output", _WITH_F32)
     _rank_ok(c, y, "output")
     act = op.options.get("activation")
     if act is not None:
@@ -401,7 +406,7 @@ def _resize_common(c, types):
 
 
 def prepare_resize_nearest_neighbor(c):
-    x, y, (oh, ow), align, half = _resize_common(c, (np.int8, np.int16))
+    x, y, (oh, ow), align, half = _resize_common(c, (np.int8, np.int16, np.float32))
     ys = nearest_indices(x.shape[1], oh, align, half)
     xs = nearest_indices(x.shape[2], ow, align, half)
     _finish(c, "RESIZE_NEAREST_NEIGHBOR", [oh, ow, *ys.tolist(), *xs.tolist()], align_corners=align,
@@ -434,10 +439,11 @@ for _name, _prepare in PREPARE.items():
 
 # Constraints per operator, for `pyembed ops` (pyembed.cli.ops): dtypes, ranks, options.
 CONSTRAINTS = {
-    "PAD": "int8 (pads with the output zero point) / int16 / int32; rank 1-5; constant paddings",
-    "PADV2": "int8 / int16 / int32; rank 1-5; constant paddings and constant_values (output quantization)",
+    "PAD": "int8 (pads with the output zero point) / int16 / int32 / float32; rank 1-5; constant paddings",
+    "PADV2": "int8 / int16 / int32 / float32; rank 1-5; constant paddings and constant_values (output "
+             "quantization)",
     "MIRROR_PAD": "int8; rank 1-6; REFLECT (pad <= dim - 1) or SYMMETRIC (pad <= dim)",
-    "CONCATENATION": "int8 / int16 / int32; rank 1-6; any axis; <= 16 inputs; int8 inputs with their own "
+    "CONCATENATION": "int8 / int16 / int32 / float32; rank 1-6; any axis; <= 16 inputs; int8 inputs with their own "
                      "scale are requantized; no fused activation",
     "SPLIT": "int8 / int16 / int32; rank 1-6; constant axis; equal parts",
     "SPLIT_V": "int8 / int16 / int32; rank 1-6; constant size_splits (one -1) and axis",
@@ -450,7 +456,7 @@ CONSTRAINTS = {
     "GATHER": "int8; rank 1-6; int32 positions (constant or computed); batch_dims 0 (> 0: the batched variant)",
     "DEPTH_TO_SPACE": "int8; 4-D NHWC; block_size >= 1",
     "SPACE_TO_DEPTH": "int8; 4-D NHWC; block_size >= 1",
-    "RESIZE_NEAREST_NEIGHBOR": "int8 / int16; 4-D NHWC; constant size; align_corners, half_pixel_centers",
+    "RESIZE_NEAREST_NEIGHBOR": "int8 / int16 / float32; 4-D NHWC; constant size; align_corners, half_pixel_centers",
     "RESIZE_BILINEAR": "int8; 4-D NHWC; constant size; align_corners or half_pixel_centers (TFLM's integer "
                        "arithmetic)",
 }
@@ -461,6 +467,8 @@ CONSTRAINTS = {
 def _real_pad_value(graph, op):
     y = graph.tensors[op.outputs[0]]
     v = op.params.get("pad_value", 0)
+    if y.dtype == np.float32:   # a float32 PADV2 value travels as its bit pattern
+        return float(np.array([v], np.int32).view(np.float32)[0])
     if y.is_quantized:
         s, z = y.qparams()
         return (v - z) * float(s)

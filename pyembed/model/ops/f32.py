@@ -2,8 +2,9 @@
 kernels of csrc/include/pyembed/pe_f32.h through csrc/src/graph/pe_run_f32.c.
 
 ==========================  =========================================================
-unary (260-271)             ABS, NEG, CEIL, FLOOR, ROUND, SQRT, RSQRT, SQUARE, EXP, LOG,
-                            SIN, COS: float32 in, float32 out of the same shape; no words
+unary (260-274)             ABS, NEG, CEIL, FLOOR, ROUND, SQRT, RSQRT, SQUARE, EXP, LOG,
+                            SIN, COS, LOGISTIC, TANH, HARD_SWISH: float32 in, float32 out
+                            of the same shape; no words
 binary (280-288)            ADD, SUB, MUL, DIV, MAXIMUM, MINIMUM, SQUARED_DIFFERENCE,
                             FLOOR_DIV, FLOOR_MOD: two float32 inputs, numpy broadcasting;
                             words rank, a's / b's / the output's shapes (rank words each),
@@ -12,7 +13,8 @@ binary (280-288)            ADD, SUB, MUL, DIV, MAXIMUM, MINIMUM, SQUARED_DIFFER
 
 (the pe_graph_op_type codes: 260 + the pe_f32_unary_op, 280 + the
 pe_f32_binary_op). The operators pyembed already runs in int8 (ABS, NEG,
-RSQRT, ADD, SUB, MUL, DIV, MAXIMUM, MINIMUM, SQUARED_DIFFERENCE) register a
+RSQRT, ADD, SUB, MUL, DIV, MAXIMUM, MINIMUM, SQUARED_DIFFERENCE, LOGISTIC,
+TANH, HARD_SWISH) register a
 "TYPE@float32" variant, taken when the first input is float32; the others
 (CEIL, FLOOR, ROUND, SQRT, SQUARE, EXP, LOG, SIN, COS, FLOOR_DIV, FLOOR_MOD)
 are float32 only, as in TFLM.
@@ -23,7 +25,9 @@ SUB / MUL / DIV clamped to their fused activation's float range (no
 activation: -FLT_MAX..FLT_MAX, so an infinity becomes +-FLT_MAX),
 FLOOR_DIV as floor(double(a) / double(b)) rounded to float32 (a zero
 divisor is an error, as TFLM refuses it), FLOOR_MOD as fmodf(a, b) moved
-into b's sign. On a board the transcendental functions are the firmware's
+into b's sign, LOGISTIC with TFLM's cut-offs (1 above 16.619047, expf(x)
+below -9, else 1 / (1 + expf(-x))), TANH as tanhf, HARD_SWISH as
+x * min(6, max(0, x + 3)) / 6. On a board the transcendental functions are the firmware's
 libm (newlib), which may differ from the host's by ulps.
 
 An int8 model's island DEQUANTIZE -> float32 element-wise -> QUANTIZE with
@@ -40,7 +44,8 @@ from pyembed.model.ops.registry import REGISTRY, register
 UNARY_BASE, BINARY_BASE = 260, 280
 MAX_BROADCAST_RANK = 4   # TFLM's slowest common broadcast path (FLOOR_DIV / FLOOR_MOD) is 4-D
 # operators pyembed ran in int8 before: their float32 form is a "TYPE@float32" variant
-_VARIANT = ("ABS", "NEG", "RSQRT", "ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE")
+_VARIANT = ("ABS", "NEG", "RSQRT", "ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE",
+            "LOGISTIC", "TANH", "HARD_SWISH")
 
 CONSTRAINTS = {n: "float32 only (as in TFLM); element-wise, any shape" for n in UNARY if n not in _VARIANT}
 CONSTRAINTS.update({n: "float32 (as in TFLM; an int8 one becomes a PE_LUT table at load, "
@@ -132,6 +137,8 @@ _UNARY_REF = {
     "ROUND": lambda x: np.round(x),   # numpy rounds half to even, as TFLM's ROUND
     "SQRT": np.sqrt, "RSQRT": lambda x: 1.0 / np.sqrt(x), "SQUARE": np.square, "EXP": np.exp,
     "LOG": np.log, "SIN": np.sin, "COS": np.cos,
+    "LOGISTIC": lambda x: 1.0 / (1.0 + np.exp(-x)), "TANH": np.tanh,
+    "HARD_SWISH": lambda x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0,
 }
 
 

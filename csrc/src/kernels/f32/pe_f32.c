@@ -39,6 +39,25 @@ static float log_f32(float v)
     return logf(v);
 }
 
+static float logistic_f32(float v)
+{
+    if (v > 16.619047164916992188f) {
+        return 1.0f;
+    }
+    if (v < -9.0f) {
+        return expf(v);
+    }
+    return 1.0f / (1.0f + expf(-v));
+}
+
+static float hard_swish_f32(float v)
+{
+    const float t = v + 3.0f;
+    const float lo = (0.0f < t) ? t : 0.0f;     /* std::max(0, t) */
+    const float m = (lo < 6.0f) ? lo : 6.0f;    /* std::min(6, lo) */
+    return v * m / 6.0f;
+}
+
 static float unary_one(int32_t op, float v)
 {
     switch (op) {
@@ -53,6 +72,9 @@ static float unary_one(int32_t op, float v)
     case PE_F32_EXP: return expf(v);
     case PE_F32_LOG: return log_f32(v);
     case PE_F32_SIN: return sinf(v);
+    case PE_F32_LOGISTIC: return logistic_f32(v);
+    case PE_F32_TANH: return tanhf(v);
+    case PE_F32_HARD_SWISH: return hard_swish_f32(v);
     default: return cosf(v);   /* PE_F32_COS: op checked by the caller */
     }
 }
