@@ -123,6 +123,17 @@ GROUP_FEATURES = {
     # calibrate_bilinear (a table without it prices the operator by the class table)
     "RESIZE_BILINEAR": ("call", "outputs", "pixels"),
 }
+# groups with features of their own that sit in front of the usual keys (a table without them keeps the
+# kernel-class fallback): the transformer operators (pe_transformer.c tflm_row, pe_layernorm.c), fitted by
+# python -m pyembed.bench calibrate_transformer
+OWN_FEATURES = {
+    # per query row and head: m dot products of d (qk) and dv of m (av), each score requantized, scaled,
+    # masked and through TFLite's softmax (two passes), dv outputs requantized
+    "PE_ATTENTION/tflm": ("call", "attn_rows", "attn_scores", "macs", "attn_outputs", "attn_mask_scores"),
+    # per row, each chain step runs one kernel call over a row (or one value): rows x steps calls and the
+    # chain's elements (work_elements)
+    "PE_LAYERNORM": ("call", "ln_rows", "ln_row_steps", "macs"),
+}
 # pe_pipeline.h
 _REGION_HEADER, _REGION_LAYER = 5, 32
 _KIND = {0: "conv", 1: "dw", 2: "pw", 3: "pool", 4: "add", 5: "upsample", 6: "concat", 7: "table", 8: "upsample",
@@ -148,6 +159,8 @@ def group_keys(graph, op, kc):
     Otherwise most to least specific: 'DEPTHWISE_CONV_2D/c1' (a one-channel input in the gather form, which
     runs pe_depthwise_conv2d_c1_s8), 'TYPE/form', 'TYPE', kernel class kc
     (firmware_sim.cost.kernel_class), 'other'."""
+    if op.type == "PE_ATTENTION" and isinstance(op.options, dict) and op.options.get("mode") == "tflm":
+        return ["PE_ATTENTION/tflm", op.type, f"class:{kc}", "class:other"]
     if op.type in GROUP_FEATURES:
         params = op.params if isinstance(op.params, dict) else {}
         if op.type == "PE_STRIPE_REGION" and "words" in params and \
@@ -250,13 +263,33 @@ def features(graph, op):
         _region_features(graph, op, f)
     elif op.type == "PE_CONV_POOL" and "words" in params:
         _conv_pool_features(graph, op, f)
+    if op.type == "PE_ATTENTION" and isinstance(op.options, dict) and "heads" in op.options:
+        _attention_features(op, f)
+    elif op.type == "PE_LAYERNORM" and "words" in params:
+        w = [int(v) for v in np.asarray(params["words"]).ravel()[:4]]
+        f["ln_rows"] = float(w[0])
+        f["ln_row_steps"] = float(w[0] * w[3])
     return f
+
+
+def _attention_features(op, f):
+    o = op.options
+    params = op.params if isinstance(op.params, dict) else {}
+    heads, n, m = int(o["heads"]), int(o["n"]), int(o["m"])
+    keys = int(params.get("keys", n * m))
+    f["attn_rows"] = float(heads * n)
+    f["attn_scores"] = float(heads * keys)
+    f["attn_outputs"] = float(heads * n * int(o["dv"]))
+    masked = params.get("has_mask") or params.get("range_kind") or (len(op.inputs) > 3 and op.inputs[3] >= 0)
+    f["attn_mask_scores"] = float(heads * keys) if masked else 0.0
 
 
 def feature_names(kc, group=None):
     """The features of a group (group key, kernel class kc)."""
     if group in GROUP_FEATURES:
         return GROUP_FEATURES[group]
+    if group in OWN_FEATURES:
+        return OWN_FEATURES[group]
     return FEATURES.get(kc, FEATURES["other"])
 
 
