@@ -130,9 +130,11 @@ OWN_FEATURES = {
     # per query row and head: m dot products of d (qk) and dv of m (av), each score requantized, scaled,
     # masked and through TFLite's softmax (two passes), dv outputs requantized
     "PE_ATTENTION/tflm": ("call", "attn_rows", "attn_scores", "macs", "attn_outputs", "attn_mask_scores"),
-    # per row, each chain step runs one kernel call over a row (or one value): rows x steps calls and the
-    # chain's elements (work_elements)
-    "PE_LAYERNORM": ("call", "ln_rows", "ln_row_steps", "macs"),
+    # per row, each chain step runs one kernel call over a row (or one value): rows x steps calls, the
+    # chain's elements (work_elements) and the row elements its reductions read
+    "PE_LAYERNORM": ("call", "ln_rows", "ln_row_steps", "macs", "ln_reduce_elements"),
+    # a fused element-wise chain (pe_lut_s8): one table lookup per element
+    "PE_LUT": ("call", "outputs"),
 }
 # pe_pipeline.h
 _REGION_HEADER, _REGION_LAYER = 5, 32
@@ -266,10 +268,26 @@ def features(graph, op):
     if op.type == "PE_ATTENTION" and isinstance(op.options, dict) and "heads" in op.options:
         _attention_features(op, f)
     elif op.type == "PE_LAYERNORM" and "words" in params:
-        w = [int(v) for v in np.asarray(params["words"]).ravel()[:4]]
-        f["ln_rows"] = float(w[0])
-        f["ln_row_steps"] = float(w[0] * w[3])
+        _layernorm_features(params["words"], f)
     return f
+
+
+def _layernorm_features(words, f):
+    """PE_LAYERNORM's program (pe_layernorm.h): rows, depth, slots, steps, the slots' lengths, then per step
+    code, in0, in1, out, word count and its words. ln_reduce_elements: the row elements the steps that
+    leave one value per row (MEAN, SUM) read, which work_elements (the outputs) does not count."""
+    w = [int(v) for v in np.asarray(words).ravel()]
+    rows, nslots, nsteps = w[0], w[2], w[3]
+    slot_len = w[4:4 + nslots]
+    f["ln_rows"] = float(rows)
+    f["ln_row_steps"] = float(rows * nsteps)
+    at, reads = 4 + nslots, 0
+    for _ in range(nsteps):
+        in0, out, nw = w[at + 1], w[at + 3], w[at + 4]
+        if 0 <= out < nslots and slot_len[out] == 1 and 0 <= in0 < nslots and slot_len[in0] > 1:
+            reads += slot_len[in0]
+        at += 5 + nw
+    f["ln_reduce_elements"] = float(rows * reads)
 
 
 def _attention_features(op, f):

@@ -1,5 +1,5 @@
 """The transformer operators in the instruction model (issues #29 / #30): PE_ATTENTION (tflm mode) and
-PE_LAYERNORM measured on QEMU and fitted as groups of their own.
+PE_LAYERNORM (and PE_LUT) measured on QEMU and fitted as groups of their own.
 
     python -m pyembed.bench calibrate_transformer [--boards mps2-an386,mps2-an500] [--write] [--json]
                                                   [--save F.json | --load F.json]
@@ -15,11 +15,15 @@ What the kernels do, and so the features (firmware_sim.icount.OWN_FEATURES):
   over the row (``attn_scores``: heads x keys), then dv dot products of m and dv requantized outputs
   (``attn_outputs``); ``macs`` = heads x keys x (d + dv), ``call``.
 * PE_LAYERNORM, per row (``ln_rows``) each step of the chain is one kernel call (``ln_row_steps``) over a row
-  or one value (the chain's elements: ``macs``, its work_elements), ``call``.
+  or one value (the chain's elements: ``macs``, its work_elements; the row elements its MEANs read:
+  ``ln_reduce_elements``), ``call``.
+* PE_LUT (a fused element-wise chain such as the converter's GELU, one table lookup per element): ``call``,
+  ``outputs`` (it fell back to class:other, a constant per call: -92 % on the KWT's two GELUs).
 
 Calibration graphs (pyembed.bench._transformer_models: build_attention, and _Builder.layernorm alone) cover
 sequence lengths 8 to 48, key counts apart from query counts, heads 1 to 4, head sizes 4 to 32, with and
-without a mask, LayerNorm widths 16 to 128 in the keras2 and keras3 chains. They are built as firmware
+without a mask, LayerNorm widths 8 to 128 in the keras2 and keras3 chains, GELU chains of 128 to 2048
+elements. They are built as firmware
 (pyembed firmware, dsp build, -O2) for mps2-an386 (Cortex-M4) and mps2-an500 (Cortex-M7) and run under
 ``qemu-system-arm -icount shift=0`` (per-operator SysTick counts; outputs == the host run); each group is
 fitted per core by non-negative least squares on relative error (calibrate_qemu._fit_group). The
@@ -42,7 +46,8 @@ BOARDS = {"mps2-an386": "cortex-m4", "mps2-an500": "cortex-m7"}
 DATA_FILE = os.path.join(os.path.dirname(__file__), "data", "icount_transformer.json")
 COMMAND = "python -m pyembed.bench calibrate_transformer --write"
 # group -> (operator type, the class whose mix it borrows)
-GROUPS = {"PE_ATTENTION/tflm": ("PE_ATTENTION", "class:fc"), "PE_LAYERNORM": ("PE_LAYERNORM", "class:eltwise")}
+GROUPS = {"PE_ATTENTION/tflm": ("PE_ATTENTION", "class:fc"), "PE_LAYERNORM": ("PE_LAYERNORM", "class:eltwise"),
+          "PE_LUT": ("PE_LUT", "class:eltwise")}
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 VALIDATION = ("seq_kwt", "seq_causal_transformer")
 
@@ -61,6 +66,15 @@ def _layernorm(rows, width, variant="keras2", seed=0):
     return serialize(b.tensors, b.ops, [x], [y])
 
 
+def _gelu(rows, width, seed=0):
+    """The converter's tanh-approximation GELU chain alone: one PE_LUT after pyembed.passes.elementwise."""
+    from pyembed.bench._transformer_models import _Builder, serialize
+    rng = np.random.default_rng(seed)
+    b = _Builder(rng)
+    x = b.act(rng.normal(0, 1.0, (4, rows, width)))
+    return serialize(b.tensors, b.ops, [x], [b.gelu_tanh(x)])
+
+
 CALIBRATION = {
     "attn_t16_h2_d8": lambda: _attention(16, 2, 8),
     "attn_t32_h2_d16": lambda: _attention(32, 2, 16),
@@ -76,13 +90,22 @@ CALIBRATION = {
     "ln_4x128": lambda: _layernorm(4, 128),
     "ln_24x48_keras3": lambda: _layernorm(24, 48, "keras3"),
     "ln_10x96_keras3": lambda: _layernorm(10, 96, "keras3"),
+    "ln_12x24": lambda: _layernorm(12, 24),
+    "ln_20x8_keras3": lambda: _layernorm(20, 8, "keras3"),
+    "lut_gelu_8x16": lambda: _gelu(8, 16),
+    "lut_gelu_32x64": lambda: _gelu(32, 64),
+    "lut_gelu_12x96": lambda: _gelu(12, 96),
 }
+
+
+def _validation_path(name):
+    return os.path.join(_ROOT, "tests", "data", "converter", name + ".tflite")
 
 
 def _validation():
     def reader(name):
         def read():
-            with open(os.path.join(_ROOT, "tests", "data", "converter", name + ".tflite"), "rb") as f:
+            with open(_validation_path(name), "rb") as f:
                 return f.read()
         return read
     return {n: reader(n) for n in VALIDATION}
@@ -104,13 +127,14 @@ def measure(boards=tuple(BOARDS), workdir=None, log=None, names=None):
     if names:
         todo = [t for t in todo if t[0] in names]
     for name, builder, which in todo:
-        g = load_tflite_bytes(builder(), name=name)
+        data = builder()
+        g = load_tflite_bytes(data, name=name)
         rng = np.random.default_rng(0)
         xs = [rng.integers(-128, 128, size=g.tensors[t].shape).astype(g.tensors[t].dtype) for t in g.inputs]
-        host = g.run(xs)
+        host = g.run(xs)   # (on its own copy: the converter graphs' host run leaves state generate trips on)
         host = list(host) if isinstance(host, (list, tuple)) else [host]
         for board in boards:
-            proj = generate(g, board, os.path.join(workdir, f"{name}-{board}"))
+            proj = generate(load_tflite_bytes(data, name=name), board, os.path.join(workdir, f"{name}-{board}"))
             build_project(proj.outdir, make_vars={"RUNTIME_BUILD": os.path.join(workdir, f"runtime-{board}"),
                                                   "OPT": "-O2"})
             run = run_project(proj, xs)
@@ -203,7 +227,7 @@ def write(fitted, rows):
                 t[grp] = {"coef": g["coef"], "n": g["n"], "mix": dict(t[mix_from]["mix"]), "mix_from": mix_from}
                 if build != "dsp":
                     t[grp]["from"] = "dsp (tflm_row and the LayerNorm chain have no DSP-extension path)"
-    doc["_doc_transformer"] = (f"PE_ATTENTION/tflm and PE_LAYERNORM: fitted by '{COMMAND}' (pyembed/bench/"
+    doc["_doc_transformer"] = (f"PE_ATTENTION/tflm, PE_LAYERNORM and PE_LUT: fitted by '{COMMAND}' (pyembed/bench/"
                                "calibrate_transformer.py) on QEMU SysTick counts of small attention and LayerNorm "
                                "graphs; mixes class:fc's and class:eltwise's")
     with open(path, "w") as f:
