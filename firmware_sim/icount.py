@@ -132,7 +132,7 @@ OWN_FEATURES = {
     "PE_ATTENTION/tflm": ("call", "attn_rows", "attn_scores", "macs", "attn_outputs", "attn_mask_scores"),
     # per row, each chain step runs one kernel call over a row (or one value): rows x steps calls, the
     # chain's elements (work_elements) and the row elements its reductions read
-    "PE_LAYERNORM": ("call", "ln_rows", "ln_row_steps", "macs", "ln_reduce_elements"),
+    "PE_LAYERNORM": ("call", "ln_rows", "ln_row_steps", "macs", "ln_reduce_elements", "ln_math_elements"),
     # a fused element-wise chain (pe_lut_s8): one table lookup per element
     "PE_LUT": ("call", "outputs"),
 }
@@ -272,22 +272,30 @@ def features(graph, op):
     return f
 
 
+_LN_OWN_STEPS = (7, 8, 161)   # pe_layernorm.c's own ADD, MUL and table steps (the rest: pe_math_invoke)
+
+
 def _layernorm_features(words, f):
     """PE_LAYERNORM's program (pe_layernorm.h): rows, depth, slots, steps, the slots' lengths, then per step
     code, in0, in1, out, word count and its words. ln_reduce_elements: the row elements the steps that
-    leave one value per row (MEAN, SUM) read, which work_elements (the outputs) does not count."""
+    leave one value per row (MEAN, SUM) read, which work_elements (the outputs) does not count;
+    ln_math_elements: the output elements of the steps run by pe_math_invoke (MEAN, SQUARED_DIFFERENCE,
+    SUB, RSQRT, NEG ...), dearer than the chain's own ADD / MUL / table steps."""
     w = [int(v) for v in np.asarray(words).ravel()]
     rows, nslots, nsteps = w[0], w[2], w[3]
     slot_len = w[4:4 + nslots]
     f["ln_rows"] = float(rows)
     f["ln_row_steps"] = float(rows * nsteps)
-    at, reads = 4 + nslots, 0
+    at, reads, math = 4 + nslots, 0, 0
     for _ in range(nsteps):
-        in0, out, nw = w[at + 1], w[at + 3], w[at + 4]
+        code, in0, out, nw = w[at], w[at + 1], w[at + 3], w[at + 4]
         if 0 <= out < nslots and slot_len[out] == 1 and 0 <= in0 < nslots and slot_len[in0] > 1:
             reads += slot_len[in0]
+        if code not in _LN_OWN_STEPS and 0 <= out < nslots:
+            math += slot_len[out]
         at += 5 + nw
     f["ln_reduce_elements"] = float(rows * reads)
+    f["ln_math_elements"] = float(rows * math)
 
 
 def _attention_features(op, f):

@@ -16,13 +16,14 @@ What the kernels do, and so the features (firmware_sim.icount.OWN_FEATURES):
   (``attn_outputs``); ``macs`` = heads x keys x (d + dv), ``call``.
 * PE_LAYERNORM, per row (``ln_rows``) each step of the chain is one kernel call (``ln_row_steps``) over a row
   or one value (the chain's elements: ``macs``, its work_elements; the row elements its MEANs read:
-  ``ln_reduce_elements``), ``call``.
+  ``ln_reduce_elements``; the elements of the steps pe_math_invoke runs, dearer than the chain's own ADD /
+  MUL: ``ln_math_elements``), ``call``.
 * PE_LUT (a fused element-wise chain such as the converter's GELU, one table lookup per element): ``call``,
   ``outputs`` (it fell back to class:other, a constant per call: -92 % on the KWT's two GELUs).
 
 Calibration graphs (pyembed.bench._transformer_models: build_attention, and _Builder.layernorm alone) cover
 sequence lengths 8 to 48, key counts apart from query counts, heads 1 to 4, head sizes 4 to 32, with and
-without a mask, LayerNorm widths 8 to 128 in the keras2 and keras3 chains, GELU chains of 128 to 2048
+without a mask, LayerNorm widths 8 to 128 in the keras2, keras3, keras3-with-float-island, RMSNorm and SUB-first chains, GELU chains of 128 to 2048
 elements. They are built as firmware
 (pyembed firmware, dsp build, -O2) for mps2-an386 (Cortex-M4) and mps2-an500 (Cortex-M7) and run under
 ``qemu-system-arm -icount shift=0`` (per-operator SysTick counts; outputs == the host run); each group is
@@ -92,6 +93,13 @@ CALIBRATION = {
     "ln_10x96_keras3": lambda: _layernorm(10, 96, "keras3"),
     "ln_12x24": lambda: _layernorm(12, 24),
     "ln_20x8_keras3": lambda: _layernorm(20, 8, "keras3"),
+    # other chains: fewer or more row-long steps per reduction (RMSNorm, SUB-then-square), and the
+    # converter's float island (NEG as a PE_LUT step on the mean)
+    "ln_16x32_rms": lambda: _layernorm(16, 32, "rms"),
+    "ln_8x64_rms": lambda: _layernorm(8, 64, "rms"),
+    "ln_12x48_manual": lambda: _layernorm(12, 48, "manual"),
+    "ln_24x16_manual": lambda: _layernorm(24, 16, "manual"),
+    "ln_14x40_keras3_island": lambda: _layernorm(14, 40, "keras3_island"),
     "lut_gelu_8x16": lambda: _gelu(8, 16),
     "lut_gelu_32x64": lambda: _gelu(32, 64),
     "lut_gelu_12x96": lambda: _gelu(12, 96),
@@ -153,6 +161,26 @@ def measure(boards=tuple(BOARDS), workdir=None, log=None, names=None):
                 mine = sum(o["systick_instructions"] for o in ops if o["group_keys"][0] in GROUPS)
                 log(f"{name} {board}: {run.total_instructions:,} instructions, attention + LayerNorm {mine:,}, "
                     f"bit-exact {exact}")
+    return rows
+
+
+def refeature(rows):
+    """Rows read back (--load) with each operator's group keys and features recomputed from the graph
+    generated again (the same project generate made when it was measured)."""
+    from firmware_sim.cost import kernel_class
+    from firmware_sim.icount import features, group_keys
+    from pyembed.model.load import load_tflite_bytes
+    from pyembed.target.firmware import generate
+    builders = {**CALIBRATION, **_validation()}
+    with tempfile.TemporaryDirectory(prefix="pe_calib_transformer_") as tmp:
+        for r in rows:
+            pg = generate(load_tflite_bytes(builders[r["model"]](), name=r["model"]), r["board"],
+                          os.path.join(tmp, f"{r['model']}-{r['board']}")).graph
+            for o in r["operators"]:
+                op = pg.operators[o["index"]]
+                aliased = any(pg.aliases.get(t) is not None for t in op.outputs)
+                o["group_keys"] = group_keys(pg, op, kernel_class(op.type, aliased))
+                o["features"] = features(pg, op)
     return rows
 
 
@@ -264,9 +292,11 @@ def render(result):
     return "\n".join(lines)
 
 
-def run(boards=tuple(BOARDS), write_out=False, load=None, save=None, log=None):
+def run(boards=tuple(BOARDS), write_out=False, load=None, save=None, log=None, refeature_rows=False):
     from pyembed.bench.common import measured_rows
     rows = measured_rows(lambda: measure(boards, log=log), load, save)
+    if load and refeature_rows:
+        rows = refeature(rows)
     fitted = fit(rows)
     result = {"fit": fitted, "rows": compare(rows, fitted)}
     if write_out:
@@ -287,12 +317,14 @@ def main(argv=None):
     ap.add_argument("--boards", default=",".join(BOARDS), help=f"QEMU boards of {', '.join(BOARDS)}")
     ap.add_argument("--save", default=None)
     ap.add_argument("--load", default=None)
+    ap.add_argument("--refeature", action="store_true", help="with --load: recompute the operators' features "
+                    "from the graphs generated again")
     args = ap.parse_args(argv)
     boards = tuple(b for b in args.boards.split(",") if b)
     bad = [b for b in boards if b not in BOARDS]
     if bad:
         ap.error(f"--boards: unknown {', '.join(bad)} (known: {', '.join(BOARDS)})")
     result = run(boards, write_out=args.write, load=args.load, save=args.save,
-                 log=lambda s: print(s, file=sys.stderr, flush=True))
+                 log=lambda s: print(s, file=sys.stderr, flush=True), refeature_rows=args.refeature)
     emit(result, args.json, render)
     return 0
