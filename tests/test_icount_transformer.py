@@ -92,3 +92,26 @@ def test_calibration_rows_predicted_again():
                 assert key == o["group_keys"][0]
                 m = o["systick_instructions"]
                 assert abs(n - m) <= 0.06 * m, f"{r['model']} {r['core']}: predicted {n:,.0f}, measured {m:,}"
+
+
+def test_simulator_prices_tflm_attention_and_layernorm_with_their_groups(tmp_path):
+    """firmware_sim.cost: on a profile with the instruction model a tflm-mode PE_ATTENTION and a PE_LAYERNORM
+    are priced by their groups (instructions x the group's mix CPI), not by the fc / softmax rates and the
+    element-wise class they had."""
+    from firmware_sim.cost import CostModel
+    from firmware_sim.profiles import load_profile
+    from pyembed.target.firmware import generate
+    prof = load_profile("mps2-an386")
+    im = prof.instruction_model
+    with open(CT._validation_path("seq_kwt"), "rb") as f:
+        pg = generate(load_tflite_bytes(f.read(), name="seq_kwt"), "mps2-an386", tmp_path / "fw").graph
+    seen = set()
+    for op in pg.operators:
+        if op.type not in ("PE_ATTENTION", "PE_LAYERNORM"):
+            continue
+        cyc, n, key, _cpi = icount.cycles(im["table"], im["core"], pg, op, kernel_class(op.type), kernel_class)
+        assert key == ("PE_ATTENTION/tflm" if op.type == "PE_ATTENTION" else "PE_LAYERNORM")
+        assert CostModel(prof).op_cost(pg, op).compute_cycles == pytest.approx(cyc)
+        assert n > 100_000     # measured ~233,000 (LayerNorm) and ~403,000 (attention) per call
+        seen.add(op.type)
+    assert seen == {"PE_ATTENTION", "PE_LAYERNORM"}
