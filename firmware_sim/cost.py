@@ -187,7 +187,10 @@ class CostModel:
         """Cost of graph operator ``op``. locate(tensor index) -> region name where the
         tensor lives (None: weights in the profile's weights region, activations in its
         activations region)."""
-        if op.type == "PE_ATTENTION" and op.options:
+        im0 = getattr(self.profile, "instruction_model", None)
+        if op.type == "PE_ATTENTION" and op.options and not (
+                im0 is not None and op.options.get("mode") == "tflm" and "PE_ATTENTION/tflm" in im0["table"]):
+            # (a tflm-mode attention with a fitted group of its own goes to the instruction model below)
             return self._attention_cost(graph, op, locate)
         aliased = any(graph.aliases.get(o) is not None for o in op.outputs) if hasattr(graph, "aliases") else False
         kclass = kernel_class(op.type, aliased)

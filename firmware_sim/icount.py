@@ -123,6 +123,19 @@ GROUP_FEATURES = {
     # calibrate_bilinear (a table without it prices the operator by the class table)
     "RESIZE_BILINEAR": ("call", "outputs", "pixels"),
 }
+# groups with features of their own that sit in front of the usual keys (a table without them keeps the
+# kernel-class fallback): the transformer operators (pe_transformer.c tflm_row, pe_layernorm.c), fitted by
+# python -m pyembed.bench calibrate_transformer
+OWN_FEATURES = {
+    # per query row and head: m dot products of d (qk) and dv of m (av), each score requantized, scaled,
+    # masked and through TFLite's softmax (two passes), dv outputs requantized
+    "PE_ATTENTION/tflm": ("call", "attn_rows", "attn_scores", "macs", "attn_outputs", "attn_mask_scores"),
+    # per row, each chain step runs one kernel call over a row (or one value): rows x steps calls, the
+    # chain's elements (work_elements) and the row elements its reductions read
+    "PE_LAYERNORM": ("call", "ln_rows", "ln_row_steps", "macs", "ln_reduce_elements", "ln_math_elements"),
+    # a fused element-wise chain (pe_lut_s8): one table lookup per element
+    "PE_LUT": ("call", "outputs"),
+}
 # pe_pipeline.h
 _REGION_HEADER, _REGION_LAYER = 5, 32
 _KIND = {0: "conv", 1: "dw", 2: "pw", 3: "pool", 4: "add", 5: "upsample", 6: "concat", 7: "table", 8: "upsample",
@@ -148,6 +161,8 @@ def group_keys(graph, op, kc):
     Otherwise most to least specific: 'DEPTHWISE_CONV_2D/c1' (a one-channel input in the gather form, which
     runs pe_depthwise_conv2d_c1_s8), 'TYPE/form', 'TYPE', kernel class kc
     (firmware_sim.cost.kernel_class), 'other'."""
+    if op.type == "PE_ATTENTION" and isinstance(op.options, dict) and op.options.get("mode") == "tflm":
+        return ["PE_ATTENTION/tflm", op.type, f"class:{kc}", "class:other"]
     if op.type in GROUP_FEATURES:
         params = op.params if isinstance(op.params, dict) else {}
         if op.type == "PE_STRIPE_REGION" and "words" in params and \
@@ -250,13 +265,57 @@ def features(graph, op):
         _region_features(graph, op, f)
     elif op.type == "PE_CONV_POOL" and "words" in params:
         _conv_pool_features(graph, op, f)
+    if op.type == "PE_ATTENTION" and isinstance(op.options, dict) and "heads" in op.options:
+        _attention_features(op, f)
+    elif op.type == "PE_LAYERNORM" and "words" in params:
+        _layernorm_features(params["words"], f)
     return f
+
+
+_LN_OWN_STEPS = (7, 8, 161)   # pe_layernorm.c's own ADD, MUL and table steps (the rest: pe_math_invoke)
+
+
+def _layernorm_features(words, f):
+    """PE_LAYERNORM's program (pe_layernorm.h): rows, depth, slots, steps, the slots' lengths, then per step
+    code, in0, in1, out, word count and its words. ln_reduce_elements: the row elements the steps that
+    leave one value per row (MEAN, SUM) read, which work_elements (the outputs) does not count;
+    ln_math_elements: the output elements of the steps run by pe_math_invoke (MEAN, SQUARED_DIFFERENCE,
+    SUB, RSQRT, NEG ...), dearer than the chain's own ADD / MUL / table steps."""
+    w = [int(v) for v in np.asarray(words).ravel()]
+    rows, nslots, nsteps = w[0], w[2], w[3]
+    slot_len = w[4:4 + nslots]
+    f["ln_rows"] = float(rows)
+    f["ln_row_steps"] = float(rows * nsteps)
+    at, reads, math = 4 + nslots, 0, 0
+    for _ in range(nsteps):
+        code, in0, out, nw = w[at], w[at + 1], w[at + 3], w[at + 4]
+        if 0 <= out < nslots and slot_len[out] == 1 and 0 <= in0 < nslots and slot_len[in0] > 1:
+            reads += slot_len[in0]
+        if code not in _LN_OWN_STEPS and 0 <= out < nslots:
+            math += slot_len[out]
+        at += 5 + nw
+    f["ln_reduce_elements"] = float(rows * reads)
+    f["ln_math_elements"] = float(rows * math)
+
+
+def _attention_features(op, f):
+    o = op.options
+    params = op.params if isinstance(op.params, dict) else {}
+    heads, n, m = int(o["heads"]), int(o["n"]), int(o["m"])
+    keys = int(params.get("keys", n * m))
+    f["attn_rows"] = float(heads * n)
+    f["attn_scores"] = float(heads * keys)
+    f["attn_outputs"] = float(heads * n * int(o["dv"]))
+    masked = params.get("has_mask") or params.get("range_kind") or (len(op.inputs) > 3 and op.inputs[3] >= 0)
+    f["attn_mask_scores"] = float(heads * keys) if masked else 0.0
 
 
 def feature_names(kc, group=None):
     """The features of a group (group key, kernel class kc)."""
     if group in GROUP_FEATURES:
         return GROUP_FEATURES[group]
+    if group in OWN_FEATURES:
+        return OWN_FEATURES[group]
     return FEATURES.get(kc, FEATURES["other"])
 
 

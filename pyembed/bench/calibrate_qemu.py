@@ -256,9 +256,11 @@ def write_table(fitted, path=None):
         other_cores = {c: t for c, t in old.get("tables", {}).items() if c not in fitted}
         for core, builds in old.get("tables", {}).items():
             for build, t in builds.items():
-                # and the float32 groups (calibrate_f32) and RESIZE_BILINEAR (calibrate_bilinear)
+                # and the float32 groups (calibrate_f32), RESIZE_BILINEAR (calibrate_bilinear) and the
+                # transformer groups (calibrate_transformer)
                 for k in t:
-                    if (k in ("PE_STRIPE_REGION", "PE_STRIPE_REGION/wide", "PE_CONV_POOL", "RESIZE_BILINEAR")
+                    if (k in ("PE_STRIPE_REGION", "PE_STRIPE_REGION/wide", "PE_CONV_POOL", "RESIZE_BILINEAR",
+                              "PE_ATTENTION/tflm", "PE_LAYERNORM", "PE_LUT")
                             or k.endswith("@float32") or k.startswith("class:f32_")) \
                             and k not in fitted.get(core, {}).get(build, {}):
                         kept.setdefault((core, build), {})[k] = t[k]
@@ -293,7 +295,7 @@ def write_table(fitted, path=None):
                     t[k] = {**m4[k], "from": "cortex-m4 dsp"}
     if note and kept:
         doc["_doc_pipeline"] = note
-    for k in ("_doc_f32", "_doc_bilinear"):
+    for k in ("_doc_f32", "_doc_bilinear", "_doc_transformer"):
         if os.path.isfile(path) and old.get(k):
             doc[k] = old[k]
     with open(path, "w") as f:

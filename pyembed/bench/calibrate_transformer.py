@@ -1,0 +1,330 @@
+"""The transformer operators in the instruction model (issues #29 / #30): PE_ATTENTION (tflm mode) and
+PE_LAYERNORM (and PE_LUT) measured on QEMU and fitted as groups of their own.
+
+    python -m pyembed.bench calibrate_transformer [--boards mps2-an386,mps2-an500] [--write] [--json]
+                                                  [--save F.json | --load F.json]
+
+Before this, the fused attention of tflm mode (pe_transformer.c tflm_row) was priced as a fully connected
+layer on its MACs (class:fc) and the LayerNorm row chain (pe_layernorm.c) as an int8 element-wise operator on
+its work elements (class:eltwise): the converter-made keyword transformer (tests/data/converter/seq_kwt.tflite)
+measured 2,913,000 instructions on mps2-an386 against 747,856 predicted.
+
+What the kernels do, and so the features (firmware_sim.icount.OWN_FEATURES):
+* PE_ATTENTION/tflm, per head and query row (``attn_rows``): m dot products of d, each score requantized,
+  multiplied by the scale constant (pe_mul_s8), masked (pe_add_s8, ``attn_mask_scores``), TFLite's softmax
+  over the row (``attn_scores``: heads x keys), then dv dot products of m and dv requantized outputs
+  (``attn_outputs``); ``macs`` = heads x keys x (d + dv), ``call``.
+* PE_LAYERNORM, per row (``ln_rows``) each step of the chain is one kernel call (``ln_row_steps``) over a row
+  or one value (the chain's elements: ``macs``, its work_elements; the row elements its MEANs read:
+  ``ln_reduce_elements``; the elements of the steps pe_math_invoke runs, dearer than the chain's own ADD /
+  MUL: ``ln_math_elements``), ``call``.
+* PE_LUT (a fused element-wise chain such as the converter's GELU, one table lookup per element): ``call``,
+  ``outputs`` (it fell back to class:other, a constant per call: -92 % on the KWT's two GELUs).
+
+Calibration graphs (pyembed.bench._transformer_models: build_attention, and _Builder.layernorm alone) cover
+sequence lengths 8 to 48, key counts apart from query counts, heads 1 to 4, head sizes 4 to 32, with and
+without a mask, LayerNorm widths 8 to 128 in the keras2, keras3, keras3-with-float-island, RMSNorm and SUB-first chains, GELU chains of 128 to 2048
+elements. They are built as firmware
+(pyembed firmware, dsp build, -O2) for mps2-an386 (Cortex-M4) and mps2-an500 (Cortex-M7) and run under
+``qemu-system-arm -icount shift=0`` (per-operator SysTick counts; outputs == the host run); each group is
+fitted per core by non-negative least squares on relative error (calibrate_qemu._fit_group). The
+converter-made KWT and causal transformer (tests/data/converter/) are measured and predicted, never fitted.
+The runs are not traced: the groups' instruction mixes are the core's class:fc (attention) and class:eltwise
+(LayerNorm) mixes (``mix_from``). Neither kernel has a DSP-extension path in these forms: the portable tables
+take the same groups.
+
+``--write`` merges the groups into firmware_sim/profiles/pyembed_icount.json and stores the measurements with
+the command in pyembed/bench/data/icount_transformer.json (tests/test_icount_transformer.py predicts them
+again from the committed table).
+"""
+import json
+import os
+import tempfile
+
+import numpy as np
+
+BOARDS = {"mps2-an386": "cortex-m4", "mps2-an500": "cortex-m7"}
+DATA_FILE = os.path.join(os.path.dirname(__file__), "data", "icount_transformer.json")
+COMMAND = "python -m pyembed.bench calibrate_transformer --write"
+# group -> (operator type, the class whose mix it borrows)
+GROUPS = {"PE_ATTENTION/tflm": ("PE_ATTENTION", "class:fc"), "PE_LAYERNORM": ("PE_LAYERNORM", "class:eltwise"),
+          "PE_LUT": ("PE_LUT", "class:eltwise")}
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+VALIDATION = ("seq_kwt", "seq_causal_transformer")
+
+
+def _attention(tokens, heads, dh, kv=None, mask=False):
+    from pyembed.bench._transformer_models import build_attention
+    return build_attention(tokens, heads=heads, dh=dh, kv_tokens=kv, mask=mask)[0]
+
+
+def _layernorm(rows, width, variant="keras2", seed=0):
+    from pyembed.bench._transformer_models import _Builder, serialize
+    rng = np.random.default_rng(seed)
+    b = _Builder(rng)
+    x = b.act(rng.normal(0, 1.0, (4, rows, width)))
+    y = b.layernorm(x, rng.uniform(0.8, 1.2, width), rng.normal(0, 0.1, width), variant=variant)
+    return serialize(b.tensors, b.ops, [x], [y])
+
+
+def _gelu(rows, width, seed=0):
+    """The converter's tanh-approximation GELU chain alone: one PE_LUT after pyembed.passes.elementwise."""
+    from pyembed.bench._transformer_models import _Builder, serialize
+    rng = np.random.default_rng(seed)
+    b = _Builder(rng)
+    x = b.act(rng.normal(0, 1.0, (4, rows, width)))
+    return serialize(b.tensors, b.ops, [x], [b.gelu_tanh(x)])
+
+
+CALIBRATION = {
+    "attn_t16_h2_d8": lambda: _attention(16, 2, 8),
+    "attn_t32_h2_d16": lambda: _attention(32, 2, 16),
+    "attn_t24_h4_d8": lambda: _attention(24, 4, 8),
+    "attn_t8_h1_d32": lambda: _attention(8, 1, 32),
+    "attn_t12_m48_h2_d8": lambda: _attention(12, 2, 8, kv=48),
+    "attn_t48_h1_d4": lambda: _attention(48, 1, 4),
+    "attn_t20_h2_d16_mask": lambda: _attention(20, 2, 16, mask=True),
+    "attn_t12_h3_d4_mask": lambda: _attention(12, 3, 4, mask=True),
+    "ln_8x32": lambda: _layernorm(8, 32),
+    "ln_16x64": lambda: _layernorm(16, 64),
+    "ln_32x16": lambda: _layernorm(32, 16),
+    "ln_4x128": lambda: _layernorm(4, 128),
+    "ln_24x48_keras3": lambda: _layernorm(24, 48, "keras3"),
+    "ln_10x96_keras3": lambda: _layernorm(10, 96, "keras3"),
+    "ln_12x24": lambda: _layernorm(12, 24),
+    "ln_20x8_keras3": lambda: _layernorm(20, 8, "keras3"),
+    # other chains: fewer or more row-long steps per reduction (RMSNorm, SUB-then-square), and the
+    # converter's float island (NEG as a PE_LUT step on the mean)
+    "ln_16x32_rms": lambda: _layernorm(16, 32, "rms"),
+    "ln_8x64_rms": lambda: _layernorm(8, 64, "rms"),
+    "ln_12x48_manual": lambda: _layernorm(12, 48, "manual"),
+    "ln_24x16_manual": lambda: _layernorm(24, 16, "manual"),
+    "ln_14x40_keras3_island": lambda: _layernorm(14, 40, "keras3_island"),
+    "lut_gelu_8x16": lambda: _gelu(8, 16),
+    "lut_gelu_32x64": lambda: _gelu(32, 64),
+    "lut_gelu_12x96": lambda: _gelu(12, 96),
+}
+
+
+def _validation_path(name):
+    return os.path.join(_ROOT, "tests", "data", "converter", name + ".tflite")
+
+
+def _validation():
+    def reader(name):
+        def read():
+            with open(_validation_path(name), "rb") as f:
+                return f.read()
+        return read
+    return {n: reader(n) for n in VALIDATION}
+
+
+def measure(boards=tuple(BOARDS), workdir=None, log=None, names=None):
+    """Rows {model, set, core, board, bit_exact, systick_instructions, operators: [{index, type,
+    group_keys, features, systick_instructions}]} (every operator of each graph)."""
+    from firmware_sim.cost import kernel_class
+    from firmware_sim.icount import features, group_keys
+    from pyembed.model.load import load_tflite_bytes
+    from pyembed.target.firmware import build_project, generate, run_project
+    if workdir is None:
+        with tempfile.TemporaryDirectory(prefix="pe_calib_transformer_") as tmp:
+            return measure(boards, tmp, log, names)
+    rows = []
+    todo = [(n, b, "calibration") for n, b in CALIBRATION.items()] + [(n, b, "validation")
+                                                                        for n, b in _validation().items()]
+    if names:
+        todo = [t for t in todo if t[0] in names]
+    for name, builder, which in todo:
+        data = builder()
+        g = load_tflite_bytes(data, name=name)
+        rng = np.random.default_rng(0)
+        xs = [rng.integers(-128, 128, size=g.tensors[t].shape).astype(g.tensors[t].dtype) for t in g.inputs]
+        host = g.run(xs)   # (on its own copy: the converter graphs' host run leaves state generate trips on)
+        host = list(host) if isinstance(host, (list, tuple)) else [host]
+        for board in boards:
+            proj = generate(load_tflite_bytes(data, name=name), board, os.path.join(workdir, f"{name}-{board}"))
+            build_project(proj.outdir, make_vars={"RUNTIME_BUILD": os.path.join(workdir, f"runtime-{board}"),
+                                                  "OPT": "-O2"})
+            run = run_project(proj, xs)
+            exact = all(np.array_equal(a.ravel(), np.asarray(b).ravel()) for a, b in zip(run.outputs, host))
+            pg = proj.graph
+            ops = []
+            for o in run.operators:
+                op = pg.operators[o["index"]]
+                aliased = any(pg.aliases.get(t) is not None for t in op.outputs)
+                ops.append({"index": o["index"], "type": o["type"],
+                            "group_keys": group_keys(pg, op, kernel_class(op.type, aliased)),
+                            "features": features(pg, op), "systick_instructions": o["instructions"]})
+            rows.append({"model": name, "set": which, "core": BOARDS[board], "board": board, "build": "dsp",
+                         "bit_exact": exact, "systick_instructions": run.total_instructions, "operators": ops})
+            if log:
+                mine = sum(o["systick_instructions"] for o in ops if o["group_keys"][0] in GROUPS)
+                log(f"{name} {board}: {run.total_instructions:,} instructions, attention + LayerNorm {mine:,}, "
+                    f"bit-exact {exact}")
+    return rows
+
+
+def refeature(rows):
+    """Rows read back (--load) with each operator's group keys and features recomputed from the graph
+    generated again (the same project generate made when it was measured)."""
+    from firmware_sim.cost import kernel_class
+    from firmware_sim.icount import features, group_keys
+    from pyembed.model.load import load_tflite_bytes
+    from pyembed.target.firmware import generate
+    builders = {**CALIBRATION, **_validation()}
+    with tempfile.TemporaryDirectory(prefix="pe_calib_transformer_") as tmp:
+        for r in rows:
+            pg = generate(load_tflite_bytes(builders[r["model"]](), name=r["model"]), r["board"],
+                          os.path.join(tmp, f"{r['model']}-{r['board']}")).graph
+            for o in r["operators"]:
+                op = pg.operators[o["index"]]
+                aliased = any(pg.aliases.get(t) is not None for t in op.outputs)
+                o["group_keys"] = group_keys(pg, op, kernel_class(op.type, aliased))
+                o["features"] = features(pg, op)
+    return rows
+
+
+def fit(rows):
+    from firmware_sim.icount import feature_names
+
+    from pyembed.bench.calibrate_qemu import _fit_group
+    out = {}
+    for core in dict.fromkeys(r["core"] for r in rows):
+        for grp in GROUPS:
+            ops = [o for r in rows if r["core"] == core and r["set"] == "calibration" for o in r["operators"]
+                   if o["group_keys"][0] == grp]
+            if ops:
+                out.setdefault(core, {})[grp] = {"coef": _fit_group(ops, feature_names(None, grp)), "n": len(ops)}
+    return out
+
+
+def predict_op(table, op):
+    """Instructions of a stored operator row with a table (its first group key the table has)."""
+    for key in op["group_keys"]:
+        g = table.get(key)
+        if g is not None:
+            return max(0.0, sum(v * op["features"].get(k, 0.0) for k, v in g["coef"].items())), key
+    return 0.0, None
+
+
+def _before(table):
+    return {k: v for k, v in table.items() if k not in GROUPS}
+
+
+def compare(rows, fitted, tables=None):
+    """Per row: each group's operators and the whole graph, measured against the table with the fitted groups
+    (after) and without them (before: the kernel-class fallbacks)."""
+    from pyembed.bench.calibrate_f32 import stored_table
+    out = []
+    for r in rows:
+        base = _before((tables or {}).get(r["core"]) or stored_table(r["core"]))
+        after_t = dict(base)
+        for grp, g in fitted.get(r["core"], {}).items():
+            after_t[grp] = g
+        row = {"model": r["model"], "set": r["set"], "core": r["core"], "bit_exact": r["bit_exact"],
+               "measured": r["systick_instructions"]}
+        meas_ops = sum(o["systick_instructions"] for o in r["operators"])
+        pb = sum(predict_op(base, o)[0] for o in r["operators"])
+        pa = sum(predict_op(after_t, o)[0] for o in r["operators"])
+        row.update(measured_ops=meas_ops, predicted=round(pa), error_pct=round(100.0 * (pa - meas_ops) / meas_ops, 2),
+                   predicted_before=round(pb), error_before_pct=round(100.0 * (pb - meas_ops) / meas_ops, 2))
+        per = {}
+        for o in r["operators"]:
+            key = o["type"] if o["group_keys"][0] not in GROUPS else o["group_keys"][0]
+            e = per.setdefault(key, {"operators": 0, "measured": 0, "predicted": 0.0, "predicted_before": 0.0})
+            e["operators"] += 1
+            e["measured"] += o["systick_instructions"]
+            e["predicted"] += predict_op(after_t, o)[0]
+            e["predicted_before"] += predict_op(base, o)[0]
+        for e in per.values():
+            e["predicted"], e["predicted_before"] = round(e["predicted"]), round(e["predicted_before"])
+        row["by_type"] = per
+        out.append(row)
+    return out
+
+
+def write(fitted, rows):
+    from pyembed.bench.calibrate_f32 import _table_path
+    path = _table_path()
+    with open(path) as f:
+        doc = json.load(f)
+    for core, groups in fitted.items():
+        for build, t in doc["tables"].get(core, {}).items():
+            for grp, g in groups.items():
+                mix_from = GROUPS[grp][1]
+                t[grp] = {"coef": g["coef"], "n": g["n"], "mix": dict(t[mix_from]["mix"]), "mix_from": mix_from}
+                if build != "dsp":
+                    t[grp]["from"] = "dsp (tflm_row and the LayerNorm chain have no DSP-extension path)"
+    doc["_doc_transformer"] = (f"PE_ATTENTION/tflm, PE_LAYERNORM and PE_LUT: fitted by '{COMMAND}' (pyembed/bench/"
+                               "calibrate_transformer.py) on QEMU SysTick counts of small attention and LayerNorm "
+                               "graphs; mixes class:fc's and class:eltwise's")
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1, sort_keys=True)
+        f.write("\n")
+    with open(DATA_FILE, "w") as f:
+        json.dump({"_doc": "QEMU measurements written by the command below; tests/test_icount_transformer.py "
+                           "predicts the operators again from the committed pyembed_icount.json",
+                   "command": COMMAND, "rows": rows}, f, indent=1, sort_keys=True)
+        f.write("\n")
+    return [os.path.relpath(path), os.path.relpath(DATA_FILE)]
+
+
+def render(result):
+    lines = ["== transformer operators under QEMU (-icount shift=0, SysTick counts): each graph measured against "
+             "the table with the fitted groups (after) and without them (before)", ""]
+    lines.append(f"{'model':<24} {'set':<11} {'core':<10} {'measured':>10} {'predicted':>10} {'err':>7} "
+                 f"{'before':>10} {'err':>8} exact")
+    for r in result["rows"]:
+        lines.append(f"{r['model']:<24} {r['set']:<11} {r['core']:<10} {r['measured_ops']:>10,} {r['predicted']:>10,} "
+                     f"{r['error_pct']:>+6.1f}% {r['predicted_before']:>10,} {r['error_before_pct']:>+7.1f}% "
+                     f"{'yes' if r['bit_exact'] else 'NO'}")
+        if r["set"] == "validation":
+            for k, e in sorted(r["by_type"].items()):
+                err = 100.0 * (e["predicted"] - e["measured"]) / max(e["measured"], 1)
+                errb = 100.0 * (e["predicted_before"] - e["measured"]) / max(e["measured"], 1)
+                lines.append(f"    {k:<22} x{e['operators']:<3} measured {e['measured']:>10,} predicted "
+                             f"{e['predicted']:>10,} ({err:+.1f}%) before {e['predicted_before']:>10,} ({errb:+.1f}%)")
+    for core, groups in result["fit"].items():
+        for grp, g in groups.items():
+            lines.append(f"\n{core} {grp} (n={g['n']}): " + ", ".join(f"{k} {v:g}" for k, v in g["coef"].items()))
+    if result.get("written"):
+        lines.append("\nwritten: " + ", ".join(result["written"]))
+    return "\n".join(lines)
+
+
+def run(boards=tuple(BOARDS), write_out=False, load=None, save=None, log=None, refeature_rows=False):
+    from pyembed.bench.common import measured_rows
+    rows = measured_rows(lambda: measure(boards, log=log), load, save)
+    if load and refeature_rows:
+        rows = refeature(rows)
+    fitted = fit(rows)
+    result = {"fit": fitted, "rows": compare(rows, fitted)}
+    if write_out:
+        result["written"] = write(fitted, rows)
+    return result
+
+
+def main(argv=None):
+    import argparse
+    import sys
+
+    from pyembed.bench.common import emit
+    ap = argparse.ArgumentParser(prog="python -m pyembed.bench calibrate_transformer",
+                                 description=__doc__.split("\n")[0])
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--write", action="store_true", help="merge the groups into pyembed_icount.json and store the "
+                    "measurements in pyembed/bench/data/icount_transformer.json")
+    ap.add_argument("--boards", default=",".join(BOARDS), help=f"QEMU boards of {', '.join(BOARDS)}")
+    ap.add_argument("--save", default=None)
+    ap.add_argument("--load", default=None)
+    ap.add_argument("--refeature", action="store_true", help="with --load: recompute the operators' features "
+                    "from the graphs generated again")
+    args = ap.parse_args(argv)
+    boards = tuple(b for b in args.boards.split(",") if b)
+    bad = [b for b in boards if b not in BOARDS]
+    if bad:
+        ap.error(f"--boards: unknown {', '.join(bad)} (known: {', '.join(BOARDS)})")
+    result = run(boards, write_out=args.write, load=args.load, save=args.save,
+                 log=lambda s: print(s, file=sys.stderr, flush=True), refeature_rows=args.refeature)
+    emit(result, args.json, render)
+    return 0
