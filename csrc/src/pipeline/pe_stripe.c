@@ -41,6 +41,8 @@ typedef struct pe_stripe_run_s {
     const pe_row_sink *sink;      /* streamed output: where finished rows go */
     int8_t *outrow;               /* streamed output: the row being produced */
     uint32_t *work;               /* the conv row loops' work block (pe_stripe_work_bytes), or NULL */
+    int32_t lazy;                 /* layers wait for a block's worth of columns (advance) */
+    int32_t force;                /* the layer make_room has computing what it can, or -1 */
     stripe_taps taps;             /* windowed()'s tap tables, in the arena */
     uint64_t macs, combines, reads;
     pe_status err;
@@ -55,6 +57,30 @@ static void note_hw(int32_t *hw, int32_t end)
 
 static void begin_input_row(stripe_run *R, int32_t L, int32_t r);
 static void deliver(stripe_run *R, int32_t L, int32_t upto);
+
+/* Lazy runs (R->lazy): before columns up to end of layer L's input row are
+ * written into its row temporary, a layer that waited computes what it can
+ * (and commits), so the temporary does not overrun: what the eager schedule
+ * would have done by then (a delivery of no new columns, R->force = L).
+ * room_upto: whether it must, as the column its input arrived up to (R->force
+ * set), or -1 (not inlined: the depth-first path's frames stay small). */
+__attribute__((noinline)) static int32_t room_upto(stripe_run *R, int32_t L, int32_t end)
+{
+    const stripe_state *s = &R->st[L + 1];
+    if (R->lazy && L < R->G->n && s->triggering && s->temp_cols > 0 && end - s->committed > s->temp_cols) {
+        R->force = L; /* (advance reads it and sets it back to -1) */
+        return s->arrived;
+    }
+    return -1;
+}
+
+static inline __attribute__((always_inline)) void make_room(stripe_run *R, int32_t L, int32_t end)
+{
+    const int32_t upto = room_upto(R, L, end);
+    if (upto >= 0) {
+        deliver(R, L, upto);
+    }
+}
 
 /* Streamed output: the last layer finished output row o (one stripe, so the
  * whole row) in R->outrow; hand it to the sink. */
@@ -803,6 +829,7 @@ static void emit_row(stripe_run *R, int32_t L, int32_t o)
     begin_output_row(R, L + 1, o);
     while (R->err == PE_OK && s->prod_done < s->out_b) {
         const int32_t end = min32(s->out_b, s->prod_done + R->block_w);
+        make_room(R, L + 1, end);
         compute(R, L, o, s->prod_done, end);
         s->prod_done = end;
         if (L + 1 < R->G->n) {
@@ -839,19 +866,28 @@ static void end_input_row(stripe_run *R, int32_t L)
     }
 }
 
-static void advance(stripe_run *R, int32_t L)
+/* Layer L computes the output columns its arrived input allows, block_w at
+ * a time, each block delivered to the next layer. Lazy (R->lazy, not the
+ * layer make_room forces): while its input row is incomplete, fewer than
+ * block_w such columns wait for more input (the per-call set-up of the row
+ * loops then serves more columns; make_room bounds the wait by the row
+ * temporary). */
+static inline __attribute__((always_inline)) void advance(stripe_run *R, int32_t L)
 {
     stripe_state *s = &R->st[L + 1];
+    const int lazy = R->lazy && R->force != L;
+    R->force = -1;
     if (!s->triggering) {
         s->committed = s->arrived; /* written straight into the ring (or dropped) */
     } else {
         while (R->err == PE_OK && s->prod_done < s->out_b) {
             const int32_t lim = computable_limit(R, L);
             int32_t end;
-            if (lim <= s->prod_done) {
+            if (lim <= s->prod_done || (lazy && s->arrived < s->in_b && lim - s->prod_done < R->block_w)) {
                 break;
             }
             end = min32(lim, s->prod_done + R->block_w);
+            make_room(R, L + 1, end);
             compute(R, L, s->prod_row, s->prod_done, end);
             s->prod_done = end;
             if (L + 1 < R->G->n) {
@@ -947,6 +983,7 @@ static void run_stripe(stripe_run *R, int32_t x0, int32_t x1)
         begin_output_row(R, 0, r);
         while (R->err == PE_OK && x < in->out_b) {
             const int32_t end = min32(in->out_b, x + R->block_w);
+            make_room(R, 0, end);
             while (x < end) {
                 /* columns whose slots follow on in one copy */
                 const int8_t *src = row + (size_t)x * (size_t)c;
@@ -1086,6 +1123,16 @@ static pe_status run_impl(const pe_context *ctx, const pe_stripe_net *net, int32
     R.G = &G;
     R.st = st;
     R.block_w = block_w;
+    /* waiting for whole blocks where the row loops run (their set-up is per
+     * call), in networks without residual branches (a branch's consumer
+     * reads the rows its producers made in step) */
+    R.lazy = R.work != NULL;
+    R.force = -1;
+    for (L = 0; L < G.n; L++) {
+        if (is_branch_op(net->layers[L].op)) {
+            R.lazy = 0;
+        }
+    }
     R.input = rows != NULL ? NULL : input;
     R.rows = rows;
     R.rowbuf = rowbuf;
