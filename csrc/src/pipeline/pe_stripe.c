@@ -58,29 +58,7 @@ static void note_hw(int32_t *hw, int32_t end)
 static void begin_input_row(stripe_run *R, int32_t L, int32_t r);
 static void deliver(stripe_run *R, int32_t L, int32_t upto);
 
-/* Lazy runs (R->lazy): before columns up to end of layer L's input row are
- * written into its row temporary, a layer that waited computes what it can
- * (and commits), so the temporary does not overrun: what the eager schedule
- * would have done by then (a delivery of no new columns, R->force = L).
- * room_upto: whether it must, as the column its input arrived up to (R->force
- * set), or -1 (not inlined: the depth-first path's frames stay small). */
-__attribute__((noinline)) static int32_t room_upto(stripe_run *R, int32_t L, int32_t end)
-{
-    const stripe_state *s = &R->st[L + 1];
-    if (R->lazy && L < R->G->n && s->triggering && s->temp_cols > 0 && end - s->committed > s->temp_cols) {
-        R->force = L; /* (advance reads it and sets it back to -1) */
-        return s->arrived;
-    }
-    return -1;
-}
-
-static inline __attribute__((always_inline)) void make_room(stripe_run *R, int32_t L, int32_t end)
-{
-    const int32_t upto = room_upto(R, L, end);
-    if (upto >= 0) {
-        deliver(R, L, upto);
-    }
-}
+#include "pe_stripe_lazy.h"
 
 /* Streamed output: the last layer finished output row o (one stripe, so the
  * whole row) in R->outrow; hand it to the sink. */
@@ -867,23 +845,21 @@ static void end_input_row(stripe_run *R, int32_t L)
 }
 
 /* Layer L computes the output columns its arrived input allows, block_w at
- * a time, each block delivered to the next layer. Lazy (R->lazy, not the
- * layer make_room forces): while its input row is incomplete, fewer than
- * block_w such columns wait for more input (the per-call set-up of the row
- * loops then serves more columns; make_room bounds the wait by the row
- * temporary). */
-static inline __attribute__((always_inline)) void advance(stripe_run *R, int32_t L)
+ * a time, each block delivered to the next layer (its input grew by chunk
+ * columns). Lazy (lazy_wait): fewer than block_w such columns wait for more
+ * input (the per-call set-up of the row loops then serves more columns;
+ * make_room bounds the wait by the row temporary). */
+static inline __attribute__((always_inline)) void advance(stripe_run *R, int32_t L, int32_t chunk)
 {
     stripe_state *s = &R->st[L + 1];
-    const int lazy = R->lazy && R->force != L;
-    R->force = -1;
+    const int lazy = R->lazy && lazy_wait(R, L, chunk);
     if (!s->triggering) {
         s->committed = s->arrived; /* written straight into the ring (or dropped) */
     } else {
         while (R->err == PE_OK && s->prod_done < s->out_b) {
             const int32_t lim = computable_limit(R, L);
             int32_t end;
-            if (lim <= s->prod_done || (lazy && s->arrived < s->in_b && lim - s->prod_done < R->block_w)) {
+            if (lim <= s->prod_done || (lazy && lim - s->prod_done < R->block_w)) {
                 break;
             }
             end = min32(lim, s->prod_done + R->block_w);
@@ -928,6 +904,7 @@ static void deliver(stripe_run *R, int32_t L, int32_t upto)
 {
     stripe_state *s = &R->st[L + 1];
     const int32_t mirror = temp_mirror(&R->net->layers[L], &R->G->g[L], R->block_w);
+    const int32_t chunk = upto - s->arrived;
     if (mirror > 0 && s->temp_cols > 0 && !(!s->triggering && R->G->g[L].ring_rows > 0)) {
         /* the new columns in the temporary's first mirror slots, again past its end */
         mirror_cols(s, R->G->g[L].in_c, mirror, upto);
@@ -937,7 +914,7 @@ static void deliver(stripe_run *R, int32_t L, int32_t upto)
         R->err = PE_ERR_UNSUPPORTED; /* temporary overrun: a blocked add */
         return;
     }
-    advance(R, L);
+    advance(R, L, chunk);
 }
 
 static void run_stripe(stripe_run *R, int32_t x0, int32_t x1)
@@ -1124,9 +1101,9 @@ static pe_status run_impl(const pe_context *ctx, const pe_stripe_net *net, int32
     R.st = st;
     R.block_w = block_w;
     /* waiting for whole blocks where the row loops run (their set-up is per
-     * call), in networks without residual branches (a branch's consumer
+     * call), in networks of several layers without residual branches (a branch's consumer
      * reads the rows its producers made in step) */
-    R.lazy = R.work != NULL;
+    R.lazy = R.work != NULL && G.n > 1;
     R.force = -1;
     for (L = 0; L < G.n; L++) {
         if (is_branch_op(net->layers[L].op)) {
