@@ -41,6 +41,8 @@ typedef struct pe_stripe_run_s {
     const pe_row_sink *sink;      /* streamed output: where finished rows go */
     int8_t *outrow;               /* streamed output: the row being produced */
     uint32_t *work;               /* the conv row loops' work block (pe_stripe_work_bytes), or NULL */
+    int32_t lazy;                 /* layers wait for a block's worth of columns (advance) */
+    int32_t force;                /* the layer make_room has computing what it can, or -1 */
     stripe_taps taps;             /* windowed()'s tap tables, in the arena */
     uint64_t macs, combines, reads;
     pe_status err;
@@ -55,6 +57,8 @@ static void note_hw(int32_t *hw, int32_t end)
 
 static void begin_input_row(stripe_run *R, int32_t L, int32_t r);
 static void deliver(stripe_run *R, int32_t L, int32_t upto);
+
+#include "pe_stripe_lazy.h"
 
 /* Streamed output: the last layer finished output row o (one stripe, so the
  * whole row) in R->outrow; hand it to the sink. */
@@ -803,6 +807,7 @@ static void emit_row(stripe_run *R, int32_t L, int32_t o)
     begin_output_row(R, L + 1, o);
     while (R->err == PE_OK && s->prod_done < s->out_b) {
         const int32_t end = min32(s->out_b, s->prod_done + R->block_w);
+        make_room(R, L + 1, end);
         compute(R, L, o, s->prod_done, end);
         s->prod_done = end;
         if (L + 1 < R->G->n) {
@@ -839,19 +844,26 @@ static void end_input_row(stripe_run *R, int32_t L)
     }
 }
 
-static void advance(stripe_run *R, int32_t L)
+/* Layer L computes the output columns its arrived input allows, block_w at
+ * a time, each block delivered to the next layer (its input grew by chunk
+ * columns). Lazy (lazy_wait): fewer than block_w such columns wait for more
+ * input (the per-call set-up of the row loops then serves more columns;
+ * make_room bounds the wait by the row temporary). */
+static inline __attribute__((always_inline)) void advance(stripe_run *R, int32_t L, int32_t chunk)
 {
     stripe_state *s = &R->st[L + 1];
+    const int lazy = R->lazy && lazy_wait(R, L, chunk);
     if (!s->triggering) {
         s->committed = s->arrived; /* written straight into the ring (or dropped) */
     } else {
         while (R->err == PE_OK && s->prod_done < s->out_b) {
             const int32_t lim = computable_limit(R, L);
             int32_t end;
-            if (lim <= s->prod_done) {
+            if (lim <= s->prod_done || (lazy && lim - s->prod_done < R->block_w)) {
                 break;
             }
             end = min32(lim, s->prod_done + R->block_w);
+            make_room(R, L + 1, end);
             compute(R, L, s->prod_row, s->prod_done, end);
             s->prod_done = end;
             if (L + 1 < R->G->n) {
@@ -892,6 +904,7 @@ static void deliver(stripe_run *R, int32_t L, int32_t upto)
 {
     stripe_state *s = &R->st[L + 1];
     const int32_t mirror = temp_mirror(&R->net->layers[L], &R->G->g[L], R->block_w);
+    const int32_t chunk = upto - s->arrived;
     if (mirror > 0 && s->temp_cols > 0 && !(!s->triggering && R->G->g[L].ring_rows > 0)) {
         /* the new columns in the temporary's first mirror slots, again past its end */
         mirror_cols(s, R->G->g[L].in_c, mirror, upto);
@@ -901,7 +914,7 @@ static void deliver(stripe_run *R, int32_t L, int32_t upto)
         R->err = PE_ERR_UNSUPPORTED; /* temporary overrun: a blocked add */
         return;
     }
-    advance(R, L);
+    advance(R, L, chunk);
 }
 
 static void run_stripe(stripe_run *R, int32_t x0, int32_t x1)
@@ -947,6 +960,7 @@ static void run_stripe(stripe_run *R, int32_t x0, int32_t x1)
         begin_output_row(R, 0, r);
         while (R->err == PE_OK && x < in->out_b) {
             const int32_t end = min32(in->out_b, x + R->block_w);
+            make_room(R, 0, end);
             while (x < end) {
                 /* columns whose slots follow on in one copy */
                 const int8_t *src = row + (size_t)x * (size_t)c;
@@ -1086,6 +1100,16 @@ static pe_status run_impl(const pe_context *ctx, const pe_stripe_net *net, int32
     R.G = &G;
     R.st = st;
     R.block_w = block_w;
+    /* waiting for whole blocks where the row loops run (their set-up is per
+     * call), in networks of several layers without residual branches (a branch's consumer
+     * reads the rows its producers made in step) */
+    R.lazy = R.work != NULL && G.n > 1;
+    R.force = -1;
+    for (L = 0; L < G.n; L++) {
+        if (is_branch_op(net->layers[L].op)) {
+            R.lazy = 0;
+        }
+    }
     R.input = rows != NULL ? NULL : input;
     R.rows = rows;
     R.rowbuf = rowbuf;
