@@ -239,27 +239,15 @@ def run_regions(write_out=False, load=None, save=None, log=None):
 
 def write(fitted, rows):
     from pyembed.bench.calibrate_f32 import _table_path
-    path = _table_path()
-    with open(path) as f:
-        doc = json.load(f)
-    for core, g in fitted.items():
-        for build, t in doc["tables"].get(core, {}).items():
-            t[GROUP] = {"coef": g["coef"], "n": g["n"], "mix": dict(t["class:eltwise"]["mix"]),
-                        "mix_from": "class:eltwise"}
-            if build != "dsp":
-                t[GROUP]["from"] = "dsp (pe_resize.c has no DSP-extension path)"
-    doc["_doc_bilinear"] = (f"RESIZE_BILINEAR (stand-alone): fitted by '{COMMAND}' (pyembed/bench/"
-                            "calibrate_bilinear.py) on QEMU SysTick counts of small int8 resize graphs; mix "
-                            "class:eltwise's; as a stripe-region layer: PE_STRIPE_REGION's bilinear_outputs")
-    with open(path, "w") as f:
-        json.dump(doc, f, indent=1, sort_keys=True)
-        f.write("\n")
-    with open(DATA_FILE, "w") as f:
-        json.dump({"_doc": "QEMU measurements written by the command below; tests/test_icount_bilinear.py predicts "
-                           "the RESIZE_BILINEAR operators again from the committed pyembed_icount.json",
-                   "command": COMMAND, "rows": rows}, f, indent=1, sort_keys=True)
-        f.write("\n")
-    return [os.path.relpath(path), os.path.relpath(DATA_FILE)]
+    from pyembed.bench.common import write_fitted_groups
+    return write_fitted_groups(
+        _table_path(), {core: {GROUP: g} for core, g in fitted.items()}, {GROUP: "class:eltwise"},
+        "dsp (pe_resize.c has no DSP-extension path)", "_doc_bilinear",
+        f"RESIZE_BILINEAR (stand-alone): fitted by '{COMMAND}' (pyembed/bench/"
+        "calibrate_bilinear.py) on QEMU SysTick counts of small int8 resize graphs; mix "
+        "class:eltwise's; as a stripe-region layer: PE_STRIPE_REGION's bilinear_outputs", DATA_FILE,
+        "QEMU measurements written by the command below; tests/test_icount_bilinear.py predicts "
+        "the RESIZE_BILINEAR operators again from the committed pyembed_icount.json", COMMAND, rows)
 
 
 def render(result):

@@ -37,7 +37,6 @@ take the same groups.
 the command in pyembed/bench/data/icount_transformer.json (tests/test_icount_transformer.py predicts them
 again from the committed table).
 """
-import json
 import os
 import tempfile
 
@@ -245,28 +244,15 @@ def compare(rows, fitted, tables=None):
 
 def write(fitted, rows):
     from pyembed.bench.calibrate_f32 import _table_path
-    path = _table_path()
-    with open(path) as f:
-        doc = json.load(f)
-    for core, groups in fitted.items():
-        for build, t in doc["tables"].get(core, {}).items():
-            for grp, g in groups.items():
-                mix_from = GROUPS[grp][1]
-                t[grp] = {"coef": g["coef"], "n": g["n"], "mix": dict(t[mix_from]["mix"]), "mix_from": mix_from}
-                if build != "dsp":
-                    t[grp]["from"] = "dsp (tflm_row and the LayerNorm chain have no DSP-extension path)"
-    doc["_doc_transformer"] = (f"PE_ATTENTION/tflm, PE_LAYERNORM and PE_LUT: fitted by '{COMMAND}' (pyembed/bench/"
-                               "calibrate_transformer.py) on QEMU SysTick counts of small attention and LayerNorm "
-                               "graphs; mixes class:fc's and class:eltwise's")
-    with open(path, "w") as f:
-        json.dump(doc, f, indent=1, sort_keys=True)
-        f.write("\n")
-    with open(DATA_FILE, "w") as f:
-        json.dump({"_doc": "QEMU measurements written by the command below; tests/test_icount_transformer.py "
-                           "predicts the operators again from the committed pyembed_icount.json",
-                   "command": COMMAND, "rows": rows}, f, indent=1, sort_keys=True)
-        f.write("\n")
-    return [os.path.relpath(path), os.path.relpath(DATA_FILE)]
+    from pyembed.bench.common import write_fitted_groups
+    return write_fitted_groups(
+        _table_path(), fitted, {grp: GROUPS[grp][1] for grp in GROUPS},
+        "dsp (tflm_row and the LayerNorm chain have no DSP-extension path)", "_doc_transformer",
+        f"PE_ATTENTION/tflm, PE_LAYERNORM and PE_LUT: fitted by '{COMMAND}' (pyembed/bench/"
+        "calibrate_transformer.py) on QEMU SysTick counts of small attention and LayerNorm "
+        "graphs; mixes class:fc's and class:eltwise's", DATA_FILE,
+        "QEMU measurements written by the command below; tests/test_icount_transformer.py "
+        "predicts the operators again from the committed pyembed_icount.json", COMMAND, rows)
 
 
 def render(result):

@@ -36,3 +36,36 @@ def measured_rows(measure, load=None, save=None):
         with open(save, "w") as f:
             json.dump(rows, f)
     return rows
+
+
+def write_fitted_groups(path, fitted, mix_from, portable_note, doc_key, doc_text, data_file, data_doc, command, rows):
+    """Merge groups a calibration bench fitted into the instruction table at path (firmware_sim/
+    profiles/pyembed_icount.json: calibrate_f32._table_path()) and keep its measurements beside the command that made them.
+
+    fitted: {core: {group: {"coef": ..., "n": ...}}}; mix_from: {group: the class whose
+    instruction mix the group takes (its runs are not traced)}; every build of a core gets the
+    coefficients, the non-dsp ones marked with portable_note. Returns the two paths written."""
+    import os
+
+    with open(path) as f:
+        doc = json.load(f)
+    for core, groups in fitted.items():
+        for build, t in doc["tables"].get(core, {}).items():
+            for grp, g in groups.items():
+                t[grp] = {"coef": g["coef"], "n": g["n"], "mix": dict(t[mix_from[grp]]["mix"]),
+                          "mix_from": mix_from[grp]}
+                if build != "dsp":
+                    t[grp]["from"] = portable_note
+    doc[doc_key] = doc_text
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1, sort_keys=True)
+        f.write("\n")
+    data = {}
+    if os.path.exists(data_file):     # other sections of the file (calibrate_bilinear's "regions") stay
+        with open(data_file) as f:
+            data = json.load(f)
+    data.update({"_doc": data_doc, "command": command, "rows": rows})
+    with open(data_file, "w") as f:
+        json.dump(data, f, indent=1, sort_keys=True)
+        f.write("\n")
+    return [os.path.relpath(path), os.path.relpath(data_file)]
