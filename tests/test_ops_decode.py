@@ -105,7 +105,7 @@ def _out_tensor(shape, dtype, channels, axis):
 
 
 @pytest.mark.parametrize("width", [1, 2, 3, 4, 5, 6, 7])
-@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.float32, np.bool_])
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64, np.float32, np.bool_])
 def test_lut_bit_exact_with_tflm_and_the_original(width, dtype):
     rng = np.random.default_rng(width * 10 + np.dtype(dtype).itemsize)
     for shape, channels, axis in (((37,), 1, 0), ((3, 2, 20), 3, 0), ((5, 4), 4, 1)):
@@ -131,7 +131,7 @@ def _sparse(rng, dtype, shape, zps, channels, alt_axis, keep=0.4):
     return x.reshape(shape)
 
 
-@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.float32, np.bool_])
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64, np.float32, np.bool_])
 def test_prune_bit_exact_with_tflm_and_the_original(dtype):
     rng = np.random.default_rng(np.dtype(dtype).itemsize + 100)
     cases = [((45,), 1, 0, [0]), ((4, 3, 5), 4, 0, [0] * 4), ((6, 3), 3, 1, [0] * 3)]
@@ -259,15 +259,26 @@ def test_prune_mask_keeping_more_values_than_the_table_holds_is_refused():
         load_tflite_bytes(blob, name="bad_prune")
 
 
-def test_int64_is_unsupported_by_name():
-    """(Huffman runs: tests/test_ops_decode_huffman.py.)"""
-    x = np.arange(16, dtype=np.int64) % 4
-    e64, a64 = lut_encode(x, 2)
-    g = load_tflite_bytes(_decode_model(e64, a64, W.tensor((16,), np.int64)), name="i64")
-    assert g.unsupported and "int64" in g.operators[0].reason
-    # TFLM itself runs the int64 LUT: the format the encoder writes is the one it reads
-    blob = _decode_model(e64, a64, W.tensor((16,), np.int64))
-    assert np.array_equal(np.asarray(W.tflm_run(blob, [_X], 2, arena_size=1 << 16)[0]).ravel(), x)
+def test_int64_full_range_values_bit_exact_with_tflm():
+    """int64 outputs (PE_DT_INT64): values past int32 in both halves of each 8-byte entry, so a
+    kernel copying 4 of the 8 bytes, or reading int64 as two swapped words, would differ."""
+    edge = np.array([np.iinfo(np.int64).min, np.iinfo(np.int64).max, -1, 1 << 32, -(1 << 40) + 7,
+                     0x0123456789ABCDEF, 2 ** 31, -2 ** 31 - 1], np.int64)
+    x = edge[np.random.default_rng(64).integers(0, 8, 21)]
+    g, got, want = _run_both(_decode_model(*lut_encode(x, 3), W.tensor((21,), np.int64)), "i64_lut")
+    assert g.operators[0].params["words"][1] == 7   # PE_DT_INT64
+    _same_bits(got, want)
+    _same_bits(got, x)
+    y = np.where(np.arange(30) % 3 == 0, edge[np.arange(30) % 8], 0).astype(np.int64)
+    g, got, want = _run_both(_decode_model(*prune_encode(y, [0]), W.tensor((30,), np.int64)), "i64_prune")
+    _same_bits(got, want)
+    _same_bits(got, y)
+    # the float64 reference is the decoded tensor (exact for these small values; int64 -> float64 rounds
+    # the large ones as any float64 does)
+    z = np.arange(16, dtype=np.int64) % 4 - 2
+    g = load_tflite_bytes(_decode_model(*lut_encode(z, 2), W.tensor((16,), np.int64)), name="i64_ref")
+    vals = run_float(g, [_X.astype(np.float64) * 0.1])
+    assert np.array_equal(vals[g.operators[0].outputs[0]], z.astype(np.float64))
 
 
 # -- a run-time DECODE feeding ADD: TFLM on the host, then a Cortex-M4 firmware under QEMU ------------

@@ -156,6 +156,7 @@ cdef extern from "pyembed/pe_graph.h":
         PE_DT_BOOL
         PE_DT_UINT32
         PE_DT_UINT64
+        PE_DT_INT64
     ctypedef enum pe_graph_op_type:
         PE_GOP_CONV_2D
         PE_GOP_DEPTHWISE_CONV_2D
@@ -298,6 +299,7 @@ DTYPE_CODES = {
     np.dtype(np.bool_): PE_DT_BOOL,
     np.dtype(np.uint32): PE_DT_UINT32,   # the signal library (pe_signal.h)
     np.dtype(np.uint64): PE_DT_UINT64,
+    np.dtype(np.int64): PE_DT_INT64,     # DECODE's int64 outputs (pe_decode.h)
 }
 
 

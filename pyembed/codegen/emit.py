@@ -348,7 +348,8 @@ _GOP = {"CONV_2D": "PE_GOP_CONV_2D", "DEPTHWISE_CONV_2D": "PE_GOP_DEPTHWISE_CONV
         "QUANTIZE": "PE_GOP_QUANTIZE", "DEQUANTIZE": "PE_GOP_DEQUANTIZE"}
 _GDT = {np.dtype(np.int8): "PE_DT_INT8", np.dtype(np.int16): "PE_DT_INT16", np.dtype(np.int32): "PE_DT_INT32",
         np.dtype(np.float32): "PE_DT_FLOAT32", np.dtype(np.bool_): "PE_DT_BOOL",
-        np.dtype(np.uint32): "PE_DT_UINT32", np.dtype(np.uint64): "PE_DT_UINT64"}
+        np.dtype(np.uint32): "PE_DT_UINT32", np.dtype(np.uint64): "PE_DT_UINT64",
+        np.dtype(np.int64): "PE_DT_INT64"}
 
 
 def runtime_tables(graph, layout):

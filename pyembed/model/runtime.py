@@ -12,7 +12,8 @@ from pyembed.model.ops.base import INT8_MAX, INT8_MIN, dims4  # noqa: F401
 
 _DTYPES = (np.dtype(np.int8), np.dtype(np.int16), np.dtype(np.int32), np.dtype(np.float32),
            np.dtype(np.bool_),   # bool: one byte, 0 / 1 (PE_DT_BOOL)
-           np.dtype(np.uint32), np.dtype(np.uint64))   # the signal library's (pe_signal.h)
+           np.dtype(np.uint32), np.dtype(np.uint64),   # the signal library's (pe_signal.h)
+           np.dtype(np.int64))   # DECODE's int64 outputs (PE_DT_INT64)
 STREAMED_OFFSET = -2   # PE_GRAPH_STREAMED (pe_graph.h): a graph input / output delivered row by row
 
 

@@ -57,7 +57,7 @@ DELIBERATE_GAPS = {
 
 # element types of an operator pyembed runs that it does not run yet, each
 # with the reason (pyembed ops --tflm shows them in the operator's detail)
-TYPE_GAPS = {"CUSTOM:TFLM_DECODE": {"int64": "the graph runtime has no int64 tensors (LUT and prune run for int8 / int16 / int32 / float32 / bool, Huffman for int8 / int16: pyembed.model.ops.decode)"}}
+TYPE_GAPS = {}
 
 
 def library_path():

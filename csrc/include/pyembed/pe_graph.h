@@ -56,7 +56,8 @@ typedef enum {
     PE_DT_FLOAT32 = 3,
     PE_DT_BOOL = 4, /* one byte per element, 0 or 1 (pe_logic.h) */
     PE_DT_UINT32 = 5, /* the signal library's spectra and filter-bank channels (pe_signal.h) */
-    PE_DT_UINT64 = 6
+    PE_DT_UINT64 = 6,
+    PE_DT_INT64 = 7 /* TFLM DECODE's int64 outputs (pe_decode.h) */
 } pe_dtype;
 
 /* Operator kinds the runtime executes. */

@@ -23,6 +23,7 @@ int32_t pe_graph_dtype_size(pe_dtype t)
     case PE_DT_UINT32:
         return 4;
     case PE_DT_UINT64:
+    case PE_DT_INT64:
         return 8;
     default:
         return 0;

@@ -44,10 +44,10 @@ from pyembed.model.ops.registry import register
 DCM_BYTES = 16
 LUT, HUFFMAN, PRUNE = 0, 1, 2
 TYPE_NAMES = {LUT: "LUT", HUFFMAN: "Huffman", PRUNE: "prune"}
-# pe_dtype of the output types the graph runtime holds (TFLM's LUT / prune also write int64,
-# which the graph runtime has no tensor type for)
+# pe_dtype of each output type TFLM's DECODE writes (pe_graph.h; int64 is PE_DT_INT64, a
+# tensor type of the graph runtime for DECODE's outputs: the C kernel copies 8-byte table entries)
 PE_DTYPE = {np.dtype(np.int8): 0, np.dtype(np.int16): 1, np.dtype(np.int32): 2, np.dtype(np.float32): 3,
-            np.dtype(np.bool_): 4}
+            np.dtype(np.bool_): 4, np.dtype(np.int64): 7}
 TFLM_TYPES = (np.int8, np.int16, np.int32, np.int64, np.float32, np.bool_)
 
 
@@ -156,8 +156,6 @@ def prepare_decode(c):
         if y.dtype not in [np.dtype(d) for d in TFLM_TYPES]:
             raise c.error(f"output {k} is {y.type_name or y.dtype}; TFLM's DECODE writes "
                           f"int8 / int16 / int32 / int64 / float32 / bool")
-        if y.dtype not in PE_DTYPE:
-            raise Unsupported(f"output {k} is {y.dtype.name}: the graph runtime has no {y.dtype.name} tensors")
         count = int(y.size)
         if count < 1:
             raise c.error(f"output {k} is empty ({list(y.shape)})")
@@ -188,11 +186,10 @@ def prepare_decode(c):
 
 CONSTRAINTS = {
     "CUSTOM:TFLM_DECODE": "LUT (1-7 bit indices, per-channel tables) and prune (bit mask, per-channel int8 zero "
-                          "points) -> int8 / int16 / int32 / float32 / bool; Huffman (16-bit table entries -> "
+                          "points) -> int8 / int16 / int32 / int64 / float32 / bool; Huffman (16-bit table entries -> "
                           "int8, 32-bit -> int8 / int16); the pairs stay encoded in flash and are decoded at run "
                           "time into a planned arena tensor, except an output a kernel takes only as a constant "
-                          "(FULLY_CONNECTED / conv weights): decoded once at import; int64 refused (no int64 "
-                          "tensors)",
+                          "(FULLY_CONNECTED / conv weights): decoded once at import",
 }
 
 
