@@ -378,13 +378,133 @@ def test_recursive_subgraph_is_refused():
         load_tflite_bytes(deep_if_model(3, recursive=True), name="recursive")
 
 
-def test_call_once_inside_a_subgraph_is_refused():
+# -- CALL_ONCE inside IF / WHILE subgraphs, an IF returning a variable's handle ------------------------------
+
+def call_once_in_if_model(same_branch=False):
+    """y = IF(c, x): then: CALL_ONCE (acc = (5, -7, 100, 0)); acc += x; y = acc; else: y = READ acc
+    (0 until a then branch ran). same_branch: both branches are the then subgraph (inlined twice,
+    one CALL_ONCE node: one has-run flag). Subgraphs: 1 init, 2 then, 3 else."""
     t0 = [W.tensor((1,), np.bool_), v4(), v4()]
-    ops0 = [W.op(B.IF, [0, 1], [2], "IfOptions", thenSubgraphIndex=2, elseSubgraphIndex=2)]
-    then = ([v4()], [W.op(B.CALL_ONCE, [], [], "CallOnceOptions", initSubgraphIndex=1)], [0], [0])
-    with pytest.raises(UnsupportedError, match=r"then branch: subgraph 2 runs operator 0 \(CALL_ONCE\): CALL_ONCE "
-                                               r"inside IF / WHILE subgraphs is not supported"):
-        load_tflite_bytes(W.build(t0, ops0, [0, 1], [2], subgraphs=[init_subgraph(), then]), name="co")
+    ops0 = [W.op(B.IF, [0, 1], [2], "IfOptions", thenSubgraphIndex=2, elseSubgraphIndex=2 if same_branch else 3)]
+    then = ([v4(), r(), v4(), v4()], [W.op(B.CALL_ONCE, [], [], "CallOnceOptions", initSubgraphIndex=1),
+                                      handle(1), W.op(B.READ_VARIABLE, [1], [2]),
+                                      W.op(B.ADD, [2, 0], [3], "AddOptions"), W.op(B.ASSIGN_VARIABLE, [1, 3], [])],
+            [0], [3])
+    other = ([v4(), r(), v4()], [handle(1), W.op(B.READ_VARIABLE, [1], [2])], [0], [2])
+    return W.build(t0, ops0, [0, 1], [2], subgraphs=[init_subgraph(), then, other])
+
+
+def call_once_in_while_model():
+    """CALL_ONCE (subgraph 0: acc = (5, -7, 100, 0)); WHILE(i = 0, n, x): body: CALL_ONCE (acc2 = (1, 2,
+    3, 4)); acc2 = acc2 * 2 + acc; acc += x; i += 1. Outputs READ acc, READ acc2. Two CALL_ONCE nodes,
+    the body's reached on every pass. Subgraphs: 1 init acc, 2 init acc2, 3 cond, 4 body."""
+    t0 = [i32(0), i32(), v4(), i32(), i32(), v4(), r(), r(), v4(), v4()]
+    ops0 = [W.op(B.CALL_ONCE, [], [], "CallOnceOptions", initSubgraphIndex=1),
+            W.op(B.WHILE, [0, 1, 2], [3, 4, 5], "WhileOptions", condSubgraphIndex=3, bodySubgraphIndex=4),
+            handle(6), handle(7, b"acc2"), W.op(B.READ_VARIABLE, [6], [8]), W.op(B.READ_VARIABLE, [7], [9])]
+    init2 = ([r(), v4([1, 2, 3, 4])], [handle(0, b"acc2"), W.op(B.ASSIGN_VARIABLE, [0, 1], [])], [], [])
+    cond = ([i32(), i32(), v4(), W.tensor((1,), np.bool_)], [W.op(B.LESS, [0, 1], [3])], [0, 1, 2], [3])
+    tb = [i32(), i32(), v4(), r(), r(), v4(), v4(), v4(), v4(), v4(), i32(1), i32()]
+    body = (tb, [W.op(B.CALL_ONCE, [], [], "CallOnceOptions", initSubgraphIndex=2), handle(3), handle(4, b"acc2"),
+                 W.op(B.READ_VARIABLE, [3], [5]), W.op(B.READ_VARIABLE, [4], [6]),
+                 W.op(B.ADD, [6, 6], [7], "AddOptions"), W.op(B.ADD, [7, 5], [8], "AddOptions"),
+                 W.op(B.ASSIGN_VARIABLE, [4, 8], []), W.op(B.ADD, [5, 2], [9], "AddOptions"),
+                 W.op(B.ASSIGN_VARIABLE, [3, 9], []), W.op(B.ADD, [0, 10], [11], "AddOptions")],
+            [0, 1, 2], [11, 1, 2])
+    return W.build(t0, ops0, [1, 2], [8, 9, 3], subgraphs=[init_subgraph(), init2, cond, body])
+
+
+B_INIT = (1, 2, 3, 4)
+
+
+def handle_if_model(own_handle=False):
+    """CALL_ONCE (a = (5, -7, 100, 0), b = (1, 2, 3, 4): TFLM allocates a variable's buffer in an
+    ASSIGN_VARIABLE's Prepare, which cannot see the IF's run-time choice); h = IF(c, ha, hb) (then returns
+    its input 0, else input 1, or with own_handle its own VAR_HANDLE of b); v = READ h; ASSIGN h, v + x;
+    y = READ a, z = READ b. Subgraphs: 1 then, 2 else, 3 init."""
+    t0 = [W.tensor((1,), np.bool_), v4(), r(), r(), r(), v4(), v4(), v4(), v4()]
+    ops0 = [W.op(B.CALL_ONCE, [], [], "CallOnceOptions", initSubgraphIndex=3), handle(2), handle(3, b"b"),
+            W.op(B.IF, [0, 2, 3], [4], "IfOptions", thenSubgraphIndex=1, elseSubgraphIndex=2),
+            W.op(B.READ_VARIABLE, [4], [5]), W.op(B.ADD, [5, 1], [6], "AddOptions"),
+            W.op(B.ASSIGN_VARIABLE, [4, 6], []), W.op(B.READ_VARIABLE, [2], [7]), W.op(B.READ_VARIABLE, [3], [8])]
+    then = ([r(), r()], [], [0, 1], [0])
+    other = ([r(), r(), r()], [handle(2, b"b")], [0, 1], [2]) if own_handle else ([r(), r()], [], [0, 1], [1])
+    init = ([r(), v4([5, -7, 100, 0]), r(), v4(B_INIT)],
+            [handle(0), W.op(B.ASSIGN_VARIABLE, [0, 1], []), handle(2, b"b"), W.op(B.ASSIGN_VARIABLE, [2, 3], [])],
+            [], [])
+    return W.build(t0, ops0, [0, 1], [7, 8], subgraphs=[then, other, init])
+
+
+def _frames(cs, x):
+    return [[np.array([c]), x * (k + 1) - k] for k, c in enumerate(cs)]
+
+
+@pytest.mark.parametrize("same_branch", [False, True])
+def test_call_once_inside_an_if_branch_bit_exact_with_tflm(same_branch):
+    """The init runs the first time the branch runs (not before: the else branch reads 0), once per node
+    (both branches one subgraph: one flag), and not again after reset() (TFLM keeps the node's flag)."""
+    x = np.array([-4, 9, 0, 77], np.int32)
+    cs = [False, True, False, True, True, False, False, True]
+    g, want = _same_invokes(call_once_in_if_model(same_branch), "co_if", _frames(cs, x), reset_at=(5,))
+    assert [op.type for op in g.operators].count("CALL_ONCE") == (2 if same_branch else 1)
+    flags = {op.inputs[0] for op in g.operators if op.type == "CALL_ONCE"}
+    assert len(flags) == 1 and g.tensors[flags.pop()].keep_on_reset
+    if not same_branch:
+        assert np.array_equal(want[0][0], [0, 0, 0, 0])              # read before any init
+        assert np.array_equal(want[1][0], np.array([5, -7, 100, 0]) + 2 * x - 1)
+        assert np.array_equal(want[7][0], 8 * x - 7)                  # after the reset: no second init
+    else:
+        assert np.array_equal(want[0][0], np.array([5, -7, 100, 0]) + x)
+    assert len({tuple(w[0]) for w in want}) >= 5
+
+
+def test_call_once_inside_a_while_body_bit_exact_with_tflm():
+    """Two CALL_ONCE nodes (subgraph 0 and the loop body, the latter reached on every pass): each copies
+    once, the body's on the first pass of the first invoke that loops."""
+    x = np.array([3, -1, 7, 1000], np.int32)
+    ns = [0, 2, 3, 1, 0, 4, 2]
+    frames = [[np.array([n], np.int32), x * (k + 1)] for k, n in enumerate(ns)]
+    g, want = _same_invokes(call_once_in_while_model(), "co_while", frames, reset_at=(4,), n_out=3)
+    assert [op.type for op in g.operators].count("CALL_ONCE") == 2
+    # invoke 0 does not loop: acc2 stays 0 (its init not reached); invoke 1's first pass: acc2 = (1, 2, 3, 4) * 2
+    # + acc, the second: that * 2 + acc + 2x
+    acc0 = np.array([5, -7, 100, 0])
+    assert np.array_equal(want[0][1], [0, 0, 0, 0])
+    assert np.array_equal(want[1][1], (np.array([1, 2, 3, 4]) * 2 + acc0) * 2 + acc0 + 2 * x)
+    assert len({tuple(w[1]) for w in want}) == len(want) - 1          # invoke 4 (n = 0, after reset) reads 0
+
+
+def test_call_once_in_subgraphs_simulated_and_float_reference():
+    from firmware_sim.profiles import load_profile
+    from firmware_sim.sim import simulate
+    from pyembed.model.float_ref import run_float
+    blob = call_once_in_while_model()
+    g = load_tflite_bytes(blob, name="co_sim")
+    ins = [np.array([3], np.int32), np.array([3, -1, 7, 1000], np.int32)]
+    want = _tflm_invokes(blob, [ins], (), 3)[0]
+    res = simulate(g, None, load_profile("stm32f446"), ins)
+    for a, b in zip(res.outputs, want):
+        assert np.array_equal(np.asarray(a).reshape(b.shape), b), (a, b)
+    v = run_float(g, [a.astype(np.float64) for a in ins])
+    for t, b in zip(g.outputs, want):
+        assert np.array_equal(v[t], b.astype(np.float64)), (v[t], b)
+
+
+@pytest.mark.parametrize("own_handle", [False, True])
+def test_handle_returned_by_an_if_bit_exact_with_tflm(own_handle):
+    """The IF's RESOURCE output is the variable of the branch taken: the read and the write after it go
+    to a when c, to b otherwise, invoke after invoke (the variables persist), with a reset between."""
+    x = np.array([5, -3, 250, 1], np.int32)
+    cs = [True, True, False, True, False, False, True, False]
+    g, want = _same_invokes(handle_if_model(own_handle), "res_if", _frames(cs, x), reset_at=(6,), n_out=2)
+    a, b = np.array([5, -7, 100, 0]), np.array(B_INIT)
+    for k, (c, w) in enumerate(zip(cs, want)):       # the model written out: which variable each invoke adds to
+        if k == 6:
+            a = b = np.zeros(4, np.int64)
+        xk = x * (k + 1) - k
+        a, b = (a + xk, b) if c else (a, b + xk)
+        assert np.array_equal(w[0], a) and np.array_equal(w[1], b), (k, w, a, b)
+    assert "IF@copy" in [op.type for op in g.operators]       # the read's select on c
 
 
 # -- resource variables inside IF / WHILE, invoke by invoke == TFLM ---------------------------------------
@@ -471,12 +591,6 @@ def test_variable_in_an_if_in_a_while_firmware_under_qemu(tmp_path):
 
 
 def test_resource_refusals_name_the_operator():
-    # an IF whose output is a handle (which variable depends on the branch)
-    t0 = [W.tensor((1,), np.bool_), r(), r()]
-    ops0 = [handle(1), W.op(B.IF, [0, 1], [2], "IfOptions", thenSubgraphIndex=1, elseSubgraphIndex=1)]
-    sg = ([r()], [], [0], [0])
-    with pytest.raises(UnsupportedError, match=r"operator 1 \(IF\): output 0 is a RESOURCE"):
-        load_tflite_bytes(W.build(t0, ops0, [0], [], subgraphs=[sg]), name="res_if")
     # a WHILE body returning another variable's handle in place of the one it carries
     t0 = [i32(0), i32(), r(), i32(), i32(), r()]
     ops0 = [handle(2), W.op(B.WHILE, [0, 1, 2], [3, 4, 5], "WhileOptions", condSubgraphIndex=1,

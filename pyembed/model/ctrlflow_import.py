@@ -39,21 +39,27 @@ them after this pass, on the flat list): a subgraph's VAR_HANDLE / READ /
 ASSIGN_VARIABLE are inlined like any operator; a RESOURCE input of an IF or a
 WHILE is bound to the outer handle itself (no copy: TFLM passes the
 variable's id), and a WHILE's RESOURCE output aliases its input (the
-returned aliases map, which resvar_import follows).
+returned aliases map, which resvar_import follows). A RESOURCE output of an
+IF is the handle the branch taken returns (TFLM copies the variable's id):
+it is no copy either but the alias ("select", cond, then handle, else
+handle), which resvar_import lowers at each access (a read of both states
+and a select, a write behind a branch on cond). A CALL_ONCE inside a
+subgraph is inlined like any operator; it keeps its origin (subgraph,
+operator), so every inlined copy of one CALL_ONCE shares TFLM's one
+has-run flag of that node.
 
-Refused with UnsupportedError (naming the operator and subgraph): CALL_ONCE
-inside a subgraph, nesting deeper than MAX_DEPTH or recursive, a subgraph
-whose input or output count or shapes differ from the operator's (dynamic
-shapes across iterations), a WHILE body that returns its input k as output
-j != k (a permutation of the loop values) or another resource than its input,
-an IF without outputs or with a RESOURCE output, a condition that is not bool.
+Refused with UnsupportedError (naming the operator and subgraph): nesting
+deeper than MAX_DEPTH or recursive, a subgraph whose input or output count
+or shapes differ from the operator's (dynamic shapes across iterations), a
+WHILE body that returns its input k as output j != k (a permutation of the
+loop values) or another resource than its input, an IF without outputs, a
+condition that is not bool.
 """
 import numpy as np
 
 from pyembed.errors import ModelError, UnsupportedError
 
 CONTROL_OPS = ("IF", "WHILE")
-_REFUSED_INSIDE = ("CALL_ONCE",)
 MAX_DEPTH = 8       # subgraphs inlined one inside another (an IF in a WHILE body is 2)
 
 
@@ -104,11 +110,6 @@ def _inline(cx, k, args, where, stack):
                                f"(subgraphs {' -> '.join(map(str, stack + [k]))}): nesting of IF / WHILE is "
                                f"supported down to {MAX_DEPTH} subgraphs")
     st, si, so, sops = cx.read_subgraph(k)
-    for sop in sops:
-        if sop["type"] in _REFUSED_INSIDE:
-            raise UnsupportedError(f"{label}: {where}: subgraph {k} runs operator {sop['index']} ({sop['type']}): "
-                                   f"{sop['type']} inside IF / WHILE subgraphs is not supported (only in "
-                                   f"subgraph 0)")
     if len(si) != len(args):
         raise ModelError(f"{label}: {where}: subgraph {k} has {len(si)} inputs, the operator gives {len(args)}")
     remap = {-1: -1}
@@ -169,10 +170,6 @@ def _lower_if(cx, op, stack):
     _bool_cond(label, tensors, cond, f"{where}'s condition (input 0)")
     if not op["outputs"]:
         raise UnsupportedError(f"{label}: {where} has no outputs: only an IF with outputs is supported")
-    for j, y in enumerate(op["outputs"]):
-        if y >= 0 and _is_resource(tensors[y]):
-            raise UnsupportedError(f"{label}: {where}: output {j} is a RESOURCE (a variable chosen by the branch): "
-                                   f"not supported")
     tag = f"if{len(out)}"
     branch = _op("IF", [cond], [_token(tensors, f"{tag}/branch")])
     out.append(branch)
@@ -191,8 +188,20 @@ def _lower_if(cx, op, stack):
         for j, (t, y) in enumerate(zip(outs, op["outputs"])):
             if t < 0:
                 raise ModelError(f"{label}: {where}: the {name} subgraph's output {j} is absent")
+            if y >= 0 and (_is_resource(tensors[y]) or _is_resource(tensors[t])):
+                if not (_is_resource(tensors[y]) and _is_resource(tensors[t])):
+                    raise ModelError(f"{label}: {where}: {name} output {j} and the operator's output {j} must both "
+                                     f"be RESOURCE handles or neither")
+                continue
             _same_shape(label, f"{where}: {name} output {j}", tensors[y], tensors[t])
-    out.append(_op("IF@copy", [cond] + then_outs + else_outs, op["outputs"], mode=0, n=n))
+    # a RESOURCE output: the handle of the branch taken (resvar_import lowers its uses on cond)
+    res = [j for j, y in enumerate(op["outputs"]) if y >= 0 and _is_resource(tensors[y])]
+    for j in res:
+        cx.aliases[op["outputs"][j]] = ("select", cond, then_outs[j], else_outs[j])
+    keep = [j for j in range(n) if j not in res]
+    if keep:
+        out.append(_op("IF@copy", [cond] + [then_outs[j] for j in keep] + [else_outs[j] for j in keep],
+                       [op["outputs"][j] for j in keep], mode=0, n=len(keep)))
 
 
 def _lower_while(cx, op, stack):

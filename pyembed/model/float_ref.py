@@ -358,6 +358,24 @@ def _input_values(graph, op, values):
     return vals
 
 
+def _state_writes(graph, op, ins, values):
+    """The writes of the resource-variable operators into their states (the
+    variable tensors pyembed.model.resvar_import makes): ASSIGN_VARIABLE's
+    value, CALL_ONCE's initial values while its done flag is 0 (then the flag
+    is 1), so later reads in the run see them, as in the C runtime's first
+    invoke of a fresh arena."""
+    if op.type == "ASSIGN_VARIABLE":
+        s = op.inputs[1]
+        values[s] = np.asarray(ins[0], dtype=np.float64).reshape(graph.tensors[s].shape)
+    elif op.type == "CALL_ONCE":
+        flag = op.inputs[0]
+        if not np.any(values.get(flag, 0)):
+            for k in range(1, len(op.inputs) - 1, 2):
+                s = op.inputs[k + 1]
+                values[s] = np.asarray(ins[k], dtype=np.float64).reshape(graph.tensors[s].shape)
+            values[flag] = np.ones(graph.tensors[flag].shape)
+
+
 def run_float(graph, x, feed="float", int8_values=None, order=None):
     """Run the graph in float64. Returns {tensor index: float64 array} for the
     inputs and every operator output.
@@ -401,6 +419,7 @@ def run_float(graph, x, feed="float", int8_values=None, order=None):
             ins = _input_values(graph, op, values)
         y = evaluate(graph, op, ins)
         values[op.outputs[0]] = np.asarray(y, dtype=np.float64).reshape(graph.tensors[op.outputs[0]].shape)
+        _state_writes(graph, op, ins, values)
         if len(op.outputs) > 1:
             # outputs after the first, for families that model them (float_reference_extra)
             extra = _family_reference(op.type, "float_reference_extra")
@@ -427,6 +446,7 @@ def _run_float_steps(graph, values, float_step):
         ins = _input_values(graph, op, values)
         values[op.outputs[0]] = np.asarray(evaluate(graph, op, ins), dtype=np.float64).reshape(
             graph.tensors[op.outputs[0]].shape)
+        _state_writes(graph, op, ins, values)
         if len(op.outputs) > 1:
             extra = _family_reference(op.type, "float_reference_extra")
             for t, v in zip(op.outputs[1:], extra(graph, op, ins) if extra is not None else ()):

@@ -31,8 +31,9 @@ Values are copied as bytes (no requantization).
 Refused with UnsupportedError: an init subgraph doing anything but
 VAR_HANDLE / ASSIGN_VARIABLE of constants, a variable seen with two shapes or
 types (or int8 zero points), a resource tensor read by another operator or
-not made by a VAR_HANDLE, more than one CALL_ONCE or one after a variable
-access.
+not made by a VAR_HANDLE; in a graph without IF / WHILE, more than one
+CALL_ONCE or one after a variable access (a plan may reorder such a graph's
+operators, and CALL_ONCE takes no ordering inputs).
 
 With IF / WHILE (pyembed.model.ctrlflow_import runs first and inlines their
 subgraphs, VAR_HANDLE / READ / ASSIGN_VARIABLE included, into one flat list
@@ -42,6 +43,21 @@ VAR_HANDLE inside a subgraph binds by (container, shared_name) as in subgraph
 0; the jump targets are renumbered after the VAR_HANDLEs are dropped. The
 ordering tokens follow the flat list's order, which a graph with control flow
 keeps (pyembed.plan): an access inside a loop or a branch runs where it stands.
+
+In such a graph, as TFLM runs them:
+
+* CALL_ONCE may stand anywhere, in subgraph 0 or inlined from an IF / WHILE
+  subgraph, and there may be several: each copies its own init subgraph's
+  constants into the states when its flag is 0. TFLM keeps one has-run flag
+  per node, so every inlined copy of one subgraph operator (its origin, set
+  by ctrlflow_import) shares one flag tensor: a CALL_ONCE in a loop body
+  copies on the first pass only, one in a branch on the first invoke that
+  takes the branch.
+* a RESOURCE output of an IF (the alias ("select", cond, then, else)) is the
+  handle of the branch taken: a READ_VARIABLE of it reads both candidate
+  states and selects on cond (IF@copy mode 0), an ASSIGN_VARIABLE of it
+  writes behind a branch on cond (IF, the then write, a jump over the else
+  write), recursively when a candidate is itself such a handle.
 """
 import numpy as np
 
@@ -105,31 +121,56 @@ def _describe(t):
     return (tuple(t["shape"]), t["dtype"], zp)
 
 
+class _Select:
+    """The handle an IF returns: the then tree when cond holds, else the else tree
+    (a tree is a (container, shared_name) key or another _Select)."""
+
+    def __init__(self, cond, then, other):
+        self.cond, self.then, self.other = cond, then, other
+
+    def keys(self):
+        for h in (self.then, self.other):
+            yield from (h.keys() if isinstance(h, _Select) else [h])
+
+
+def _keys(h):
+    return list(dict.fromkeys(h.keys())) if isinstance(h, _Select) else [h]
+
+
 def lower_resource_variables(label, tensors, operators, read_subgraph, n_sub, aliases=None):
     """Rewrite subgraph 0's tensors and operators in place (see the module
-    docstring); aliases: {resource tensor: the resource tensor it stands for}
+    docstring); aliases: {resource tensor: the resource tensor it stands for,
+    or ("select", cond, then tensor, else tensor) for an IF's RESOURCE output}
     (pyembed.model.ctrlflow_import.lower_control_flow's result)."""
     types = {op["type"] for op in operators}
     if not types & set(RESOURCE_OPS):
         return
+    fixed_order = bool(types & {"IF", "WHILE"})   # inlined control flow: the plan keeps this order
     handles = _handles(label, tensors, operators, "subgraph 0")
     for t, src in (aliases or {}).items():     # in the order made: a source is known before its aliases
-        if src in handles:
+        if isinstance(src, tuple):
+            _, cond, a, b = src
+            if a in handles and b in handles:
+                handles[t] = _Select(cond, handles[a], handles[b])
+        elif src in handles:
             handles[t] = handles[src]
     calls = [op for op in operators if op["type"] == "CALL_ONCE"]
-    if len(calls) > 1:
+    if len(calls) > 1 and not fixed_order:
         raise UnsupportedError(f"{label}: {len(calls)} CALL_ONCE operators (operators "
-                               f"{[op['index'] for op in calls]}): at most one is supported")
-    init = {}
-    if calls:
-        first_access = min((op["index"] for op in operators if op["type"] in ("READ_VARIABLE", "ASSIGN_VARIABLE")),
-                           default=None)
-        if first_access is not None and first_access < calls[0]["index"]:
-            raise UnsupportedError(f"{label}: CALL_ONCE (operator {calls[0]['index']}) after a variable access "
-                                   f"(operator {first_access}): only a CALL_ONCE before every access is supported")
-        if "init_subgraph_index" not in calls[0]["options"]:
-            raise ModelError(f"{label}: operator {calls[0]['index']} (CALL_ONCE) has no CallOnceOptions")
-        init = _init_values(label, calls[0]["options"]["init_subgraph_index"], read_subgraph, n_sub)
+                               f"{[op['index'] for op in calls]}): at most one is supported in a graph without "
+                               f"IF / WHILE")
+    inits = {}
+    for call in calls:
+        if not fixed_order:
+            first_access = min((op["index"] for op in operators
+                                if op["type"] in ("READ_VARIABLE", "ASSIGN_VARIABLE")), default=None)
+            if first_access is not None and first_access < call["index"]:
+                raise UnsupportedError(f"{label}: CALL_ONCE (operator {call['index']}) after a variable access "
+                                       f"(operator {first_access}): only a CALL_ONCE before every access is "
+                                       f"supported in a graph without IF / WHILE")
+        if "init_subgraph_index" not in call["options"]:
+            raise ModelError(f"{label}: operator {call['index']} (CALL_ONCE) has no CallOnceOptions")
+        inits[call["index"]] = _init_values(label, call["options"]["init_subgraph_index"], read_subgraph, n_sub)
     # every variable's tensors: initial value, assigned values, read outputs
     seen = {}
 
@@ -152,18 +193,21 @@ def lower_resource_variables(label, tensors, operators, read_subgraph, n_sub, al
                                    f"the output of a VAR_HANDLE")
         return handles[h]
 
-    for key, t in init.items():
-        note(key, t, "the initial value")
+    for init in inits.values():
+        for key, t in init.items():
+            note(key, t, "the initial value")
     for op in operators:
         if op["type"] == "READ_VARIABLE":
             if len(op["inputs"]) != 1 or len(op["outputs"]) != 1:
                 raise ModelError(f"{label}: operator {op['index']} (READ_VARIABLE) must have one input and one output")
-            note(handle_key(op, 0), tensors[op["outputs"][0]], f"operator {op['index']}'s output (READ_VARIABLE)")
+            for key in _keys(handle_key(op, 0)):
+                note(key, tensors[op["outputs"][0]], f"operator {op['index']}'s output (READ_VARIABLE)")
         elif op["type"] == "ASSIGN_VARIABLE":
             if len(op["inputs"]) != 2 or op["inputs"][1] < 0:
                 raise ModelError(f"{label}: operator {op['index']} (ASSIGN_VARIABLE) must have two inputs "
                                  f"(handle, value)")
-            note(handle_key(op, 0), tensors[op["inputs"][1]], f"operator {op['index']}'s value (ASSIGN_VARIABLE)")
+            for key in _keys(handle_key(op, 0)):
+                note(key, tensors[op["inputs"][1]], f"operator {op['index']}'s value (ASSIGN_VARIABLE)")
         elif op["type"] not in RESOURCE_OPS:
             used = [t for t in op["inputs"] if t in handles]
             if used:
@@ -187,39 +231,69 @@ def lower_resource_variables(label, tensors, operators, read_subgraph, n_sub, al
         return new_tensor(name=name, shape=(1,), dtype=np.dtype(np.int8), type_name="INT8")
 
     last_tok, readers, out, moved = {}, {k: [] for k in state}, [], []
+    flags, placed = {}, set()    # CALL_ONCE has-run flag per origin; jumps made here (targets already final)
+
+    def emit_read(op, h, y):
+        if not isinstance(h, _Select):
+            readers[h].append(y)
+            out.append(dict(op, inputs=[state[h]] + ([last_tok[h]] if h in last_tok else []), outputs=[y],
+                            options={}))
+            return
+        ys = [new_tensor(**dict({k: v for k, v in tensors[y].items() if k != "index"},
+                                name=f"{tensors[y]['name']}/{side}", is_variable=False, data=None))
+              for side in ("then", "else")]
+        emit_read(op, h.then, ys[0])
+        emit_read(op, h.other, ys[1])
+        out.append(dict(op, type="IF@copy", inputs=[h.cond] + ys, outputs=[y], options={"mode": 0, "n": 1}))
+
+    def emit_assign(op, h, v):
+        if not isinstance(h, _Select):
+            tok = token(f"variable/{h[1]}/assigned{op['index']}")
+            ins = [v, state[h]] + ([last_tok[h]] if h in last_tok else []) + readers[h]
+            last_tok[h], readers[h] = tok, []
+            out.append(dict(op, inputs=ins, outputs=[tok], options={}))
+            return
+        branch = dict(op, type="IF", inputs=[h.cond], outputs=[token(f"variable/assign{op['index']}/branch")],
+                      options={})
+        out.append(branch)
+        emit_assign(op, h.then, v)
+        jump = dict(op, type="WHILE", inputs=[], outputs=[token(f"variable/assign{op['index']}/jump")], options={})
+        out.append(jump)
+        branch["options"] = {"target": len(out)}
+        emit_assign(op, h.other, v)
+        jump["options"] = {"target": len(out)}
+        placed.update((id(branch), id(jump)))
+
     for op in operators:
         moved.append(len(out))
         kind = op["type"]
         if kind == "VAR_HANDLE":
             continue
         if kind == "CALL_ONCE":
-            flag = new_tensor(name="call_once/done", shape=(1,), dtype=np.dtype(np.int32), type_name="INT32",
-                              is_variable=True, keep_on_reset=True)
-            ins = [flag]
+            origin = tuple(op.get("origin") or (0, op["index"]))
+            if origin not in flags:
+                flags[origin] = new_tensor(name=f"call_once/{origin[0]}.{origin[1]}/done", shape=(1,),
+                                           dtype=np.dtype(np.int32), type_name="INT32", is_variable=True,
+                                           keep_on_reset=True)
+            init = inits[op["index"]]
+            ins = [flags[origin]]
+            tok = token("call_once/token")
             for key in sorted(init):
                 if key in state:
                     c = new_tensor(**{k: v for k, v in init[key].items() if k != "index"})
                     tensors[c]["name"] = f"variable/{key[0]}/{key[1]}/initial"
                     ins += [c, state[key]]
-            tok = token("call_once/token")
-            last_tok = {k: tok for k in state}
+                    last_tok[key], readers[key] = tok, []
             out.append(dict(op, inputs=ins, outputs=[tok], options={}))
         elif kind == "READ_VARIABLE":
-            key = handles[op["inputs"][0]]
-            ins = [state[key]] + ([last_tok[key]] if key in last_tok else [])
-            readers[key].append(op["outputs"][0])
-            out.append(dict(op, inputs=ins, options={}))
+            emit_read(op, handles[op["inputs"][0]], op["outputs"][0])
         elif kind == "ASSIGN_VARIABLE":
-            key = handles[op["inputs"][0]]
-            tok = token(f"variable/{key[1]}/assigned{op['index']}")
-            ins = [op["inputs"][1], state[key]] + ([last_tok[key]] if key in last_tok else []) + readers[key]
-            last_tok[key], readers[key] = tok, []
-            out.append(dict(op, inputs=ins, outputs=[tok], options={}))
+            emit_assign(op, handles[op["inputs"][0]], op["inputs"][1])
         else:
             out.append(op)
     moved.append(len(out))
     for op in out:      # inlined IF / WHILE jumps: old operator index -> new one
-        if op["type"] in ("IF", "WHILE") and "target" in op["options"]:
+        if op["type"] in ("IF", "WHILE") and "target" in op["options"] and id(op) not in placed:
             op["options"] = dict(op["options"], target=moved[op["options"]["target"]])
     for i, op in enumerate(out):
         op["index"] = i

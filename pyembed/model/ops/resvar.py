@@ -27,11 +27,13 @@ CONSTRAINTS = {
                      "kept as a state tensor; a copy",
     "ASSIGN_VARIABLE": "int8 / int16 / int32 / float32, one shape per variable; a byte copy into the state "
                        "(no requantization, as TFLM)",
-    "CALL_ONCE": "one, in subgraph 0 (not inside IF / WHILE subgraphs), before every variable access; its init "
-                 "subgraph only assigns constants (VAR_HANDLE, ASSIGN_VARIABLE); runs on a fresh arena's first "
-                 "invoke, not after a reset (as TFLM)",
-    "VAR_HANDLE": "subgraph 0, CALL_ONCE's init subgraph and IF / WHILE subgraphs (inlined first); removed at "
-                  "import (the variable becomes a state tensor)",
+    "CALL_ONCE": "its init subgraph only assigns constants (VAR_HANDLE, ASSIGN_VARIABLE); runs the first time "
+                 "it is reached in a fresh arena, not after a reset (as TFLM); in a graph with IF / WHILE any "
+                 "number, anywhere, inside IF / WHILE subgraphs too (one flag per subgraph operator, as TFLM's "
+                 "per-node flag); without IF / WHILE one, before every variable access",
+    "VAR_HANDLE": "subgraph 0, CALL_ONCE's init subgraph and IF / WHILE subgraphs (inlined first), an IF's "
+                  "RESOURCE output (the branch's handle: reads select on the condition, writes branch on it); "
+                  "removed at import (the variable becomes a state tensor)",
 }
 
 
