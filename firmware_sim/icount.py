@@ -173,7 +173,8 @@ def group_keys(graph, op, kc):
     if f32 is not None:      # a float32 kernel: its own group, then its float32 class, never an int8 one
         return [f32, f"class:{float32_class(op)}"]
     keys = []
-    form = (op.params or {}).get("conv_form") if isinstance(op.params, dict) else None
+    form = ((op.params or {}).get("conv_form") or (op.params or {}).get("pool_form")) \
+        if isinstance(op.params, dict) else None
     if form == "gather" and op.type == "DEPTHWISE_CONV_2D" and _input_channels(graph, op) == 1:
         keys.append(f"{op.type}/c1")    # the runtime runs it on pe_depthwise_conv2d_c1_s8
     if form:

@@ -20,10 +20,19 @@ consumer (planner, emitter, simulator, ``Graph.run``) sees the same
 Each operator records its choice in ``op.params["conv_form"]`` and the
 reverse kernel's scratch in ``op.params["reverse_scratch"]``;
 :func:`scratch_table` lists them (``python -m pyembed.bench convmem``).
+
+int8 AVERAGE_POOL_2D / MAX_POOL_2D take the same rule with their own two
+forms (pe_pool.h): the reverse kernel's ring of int32 output rows and its
+state, or the gather kernel (pe_pool_gather_s8, no scratch), which the C
+graph runtime runs for a pool planned with no scratch; the choice is in
+``op.params["pool_form"]`` (and ``reverse_scratch``). A gather pool writes
+an output pixel channel by channel while still reading its window, so
+pyembed.plan.overlap places no such pool's output over its input.
 """
 from pyembed.errors import ArgumentError
 
 CONV_TYPES = ("CONV_2D", "DEPTHWISE_CONV_2D")
+POOL_TYPES = ("AVERAGE_POOL_2D", "MAX_POOL_2D")
 FORMS = ("auto", "reverse", "gather")
 ALIGN = 16
 
@@ -35,6 +44,22 @@ def _align(n):
 def _conv_ops(graph):
     return [op for op in graph.operators if op.type in CONV_TYPES and op.supported and op.params
             and "variant" not in op.params]  # int16 variants have one (scratch-free) form
+
+
+def _pool_ops(graph):
+    """int8 pools run by pe_graph_run_pool (int16 / float32 pools run kernels of one form)."""
+    import numpy as np
+    out = []
+    for op in graph.operators:
+        if op.type not in POOL_TYPES or not op.supported or not isinstance(op.params, dict):
+            continue
+        if op.params.get("kind") not in ("avg", "max") or "variant" in op.params or not op.inputs:
+            continue
+        if graph.tensors[op.inputs[0]].dtype != np.int8 or graph.tensors[op.outputs[0]].dtype != np.int8:
+            continue
+        if "pool_form" in op.params or int(op.scratch_bytes) > 0:
+            out.append(op)
+    return out
 
 
 def step_live_bytes(graph):
@@ -83,15 +108,15 @@ def choose_conv_forms(graph, form="auto"):
     supported convolution of graph; returns graph."""
     if form not in FORMS:
         raise ArgumentError(f"form: expected one of {', '.join(FORMS)}, got {form!r}")
-    convs = _conv_ops(graph)
-    if not convs:
+    convs, pools = _conv_ops(graph), _pool_ops(graph)
+    if not convs and not pools:
         return graph
-    for op in convs:
+    for op in convs + pools:
         op.params.setdefault("reverse_scratch", int(op.scratch_bytes))
     if form == "auto":
         live = step_live_bytes(graph)
         bound = max(live)
-    for op in convs:
+    for op in convs + pools:
         rev = int(op.params["reverse_scratch"])
         if form == "reverse":
             keep = True
@@ -99,7 +124,7 @@ def choose_conv_forms(graph, form="auto"):
             keep = False
         else:
             keep = live[op.index] + _align(rev) <= bound
-        op.params["conv_form"] = "reverse" if keep else "gather"
+        op.params["conv_form" if op.type in CONV_TYPES else "pool_form"] = "reverse" if keep else "gather"
         op.scratch_bytes = rev if keep else 0
     cache = getattr(graph, "_runtime_cache", None)
     if cache:

@@ -214,6 +214,8 @@ def candidates(graph, problem, tensor_buffer, order, derive=True):
             continue
         if (op.params or {}).get("disjoint_output"):
             continue  # its scratch was sized for an output apart from its input (conv_form.all_gather)
+        if (op.params or {}).get("pool_form") == "gather":
+            continue  # pe_pool_gather_s8 writes a pixel's channels while still reading its window
         outs = [t for t in op.outputs if t >= 0]
         if len(outs) != 1 or outs[0] not in tensor_buffer:
             continue

@@ -12,6 +12,10 @@
  *     and random order (int8 or int32 values), then end_row.
  * Arguments the query rejects must be rejected by the kernel too; one byte
  * less scratch than the query says must be PE_ERR_SCRATCH.
+ * The gather form (pe_pool_gather_s8, no scratch) is checked against the same
+ * model after 1: its query must agree with the reverse form's on what it
+ * refuses and give 0 bytes; it takes no fuzz bytes of its own (the corpus
+ * keeps its meaning).
  */
 #include "fuzz_common.h"
 #include "pyembed/pe_pool.h"
@@ -250,6 +254,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
         ctx.stats = NULL;
         s = pe_pool_rev_s8(&ctx, &p, &in, &one, &out, &res);
         FZ_CHECK(s != PE_OK, "query said %d, kernel said OK", qs);
+        FZ_CHECK(pe_pool_gather_get_buffer_size(&p, &in, &out, &size) == qs, "gather query differs (%d)", qs);
+        s = pe_pool_gather_s8(NULL, &p, &in, &one, &out, &res);
+        FZ_CHECK(s != PE_OK, "query said %d, gather kernel said OK", qs);
         return 0;
     }
     FZ_CHECK(size > 0, "query gave %d bytes", size);
@@ -280,6 +287,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
     FZ_CHECK(stats.peak_bytes <= size, "peak_bytes %lld > scratch %d",
              (long long)stats.peak_bytes, size);
     free(block);
+    {
+        int32_t gsize = -1;
+        FZ_CHECK(pe_pool_gather_get_buffer_size(&p, &in, &out, &gsize) == PE_OK && gsize == 0,
+                 "gather query: %d bytes", gsize);
+        memset(got, 0x5A, out_elems);
+        s = pe_pool_gather_s8(NULL, &p, &in, x, &out, got);
+        FZ_CHECK(s == PE_OK, "gather form refused a valid case: status %d", s);
+        if (!fz_compare_s8("gather form", got, want, out_elems)) {
+            FZ_FAIL("pe_pool_gather_s8 differs from the naive model");
+        }
+    }
 
     run_stream(&r, &p, &in, x, &out, want, fz_bool(&r));
     free(x);

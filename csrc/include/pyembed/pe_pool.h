@@ -106,6 +106,25 @@ pe_status pe_pool_output_dims(const pe_pool_params *params, pe_shape_rule rule,
 pe_status pe_pool_rev_get_buffer_size(const pe_pool_params *params, const pe_dims *in_dims,
                                       const pe_dims *out_dims, int32_t *size);
 
+/* ---- gather form (no scratch) -------------------------------------------- */
+
+/* The conventional, input-gathering form of the whole-tensor kernel: each
+ * output sums (or maxes) its window straight from the input, so it keeps no
+ * accumulators and needs no scratch, at the price of reading an input
+ * element once per window that holds it (about k_h*k_w / (s_h*s_w) times,
+ * where the reverse form reads it once). Same finalisation, so the same
+ * bytes as pe_pool_rev_s8 for every params / dims the reverse form takes.
+ * The graph runtime runs it for a pooling operator planned without a
+ * scratch region (pyembed.model.conv_form chooses it when the reverse
+ * form's ring would raise the arena peak). Status as pe_pool_rev_s8 but
+ * PE_ERR_SCRATCH never (ctx may be NULL; ctx->stats counts as above, with
+ * peak_* left alone). input and output must not overlap. */
+pe_status pe_pool_gather_get_buffer_size(const pe_pool_params *params, const pe_dims *in_dims,
+                                         const pe_dims *out_dims, int32_t *size);
+pe_status pe_pool_gather_s8(const pe_context *ctx, const pe_pool_params *params,
+                            const pe_dims *in_dims, const int8_t *input,
+                            const pe_dims *out_dims, int8_t *output);
+
 /* ---- whole tensor -------------------------------------------------------- */
 
 /* Pool input (in_dims, NHWC int8) into output (out_dims, NHWC int8), kind

@@ -272,6 +272,11 @@ pe_status pe_graph_run_pool(const pe_graph *g, const pe_graph_op *op, const pe_c
     }
     params = op->p.pool;
     params.kind = op->type == PE_GOP_MAX_POOL_2D ? PE_POOL_MAX : PE_POOL_AVG;
+    /* planned without a scratch region: the gather form (same bytes, no ring;
+     * pyembed.model.conv_form picks it when the ring would raise the arena) */
+    if (op->scratch_size == 0) {
+        return pe_pool_gather_s8(ctx, &params, dims_of(g, IN(0)), in, dims_of(g, OUT0), out);
+    }
     return pe_pool_rev_s8(ctx, &params, dims_of(g, IN(0)), in, dims_of(g, OUT0), out);
 }
 

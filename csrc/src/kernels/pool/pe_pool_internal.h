@@ -64,6 +64,9 @@ typedef struct {
 #define POOL_ACC_S16 1
 #define POOL_ACC_S8 2
 
+/* The params / dims checks every pooling kernel relies on (pe_pool_rev.c). */
+pe_status pe_pool_check_geometry(const pe_pool_params *p, const pe_dims *in, const pe_dims *out);
+
 /* ---- small helpers ---------------------------------------------------------- */
 
 static inline int32_t floor_div(int32_t a, int32_t b) /* b > 0 */

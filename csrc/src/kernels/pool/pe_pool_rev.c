@@ -112,7 +112,15 @@ pe_status pe_pool_output_dims(const pe_pool_params *params, pe_shape_rule rule,
 
 /* ---- validation and sizing ---------------------------------------------------- */
 
-/* Everything about params and dims the kernels rely on. */
+/* Everything about params and dims the kernels rely on (the gather form,
+ * pe_pool_gather.c, checks the same: pe_pool_check_geometry). */
+static pe_status check_geometry(const pe_pool_params *p, const pe_dims *in, const pe_dims *out);
+
+pe_status pe_pool_check_geometry(const pe_pool_params *p, const pe_dims *in, const pe_dims *out)
+{
+    return check_geometry(p, in, out);
+}
+
 static pe_status check_geometry(const pe_pool_params *p, const pe_dims *in, const pe_dims *out)
 {
     int64_t reach_h, reach_w, row_elems;
