@@ -600,3 +600,26 @@ def test_resource_refusals_name_the_operator():
     with pytest.raises(UnsupportedError, match=r"operator 1 \(WHILE\): the body returns another resource than "
                                                r"its input 2"):
         load_tflite_bytes(W.build(t0, ops0, [1], [3], subgraphs=[cond, body]), name="res_while")
+
+
+@pytest.mark.skipif(_qemu_missing() is not None, reason=str(_qemu_missing()))
+@pytest.mark.parametrize("model", ["handle_if", "call_once_in_while"])
+def test_handle_if_and_call_once_in_a_loop_firmware_under_qemu(tmp_path, model):
+    """Cortex-M4 (mps2-an386) firmwares of the IF returning a handle and of CALL_ONCE in a loop body:
+    their invoke, the first of a fresh arena, gives the host run and the interpreter's first invoke."""
+    from pyembed.target.firmware import build_project, generate, run_project
+    if model == "handle_if":
+        blob, ins, n_out = handle_if_model(), [np.array([False]), np.array([7, -8, 9, 1000], np.int32)], 2
+    else:
+        blob, ins, n_out = call_once_in_while_model(), [np.array([3], np.int32),
+                                                        np.array([3, -1, 7, 1000], np.int32)], 3
+    g = load_tflite_bytes(blob, name=model)
+    proj = generate(g, "mps2-an386", tmp_path / "fw")
+    build_project(proj.outdir)
+    want = _tflm_invokes(blob, [ins], (), n_out)[0]
+    host = _our_invokes(g, [ins], (), n_out)[0]
+    got = run_project(proj, ins).outputs
+    for a, h, b in zip(got, host, want):
+        b = b.reshape(h.shape)
+        assert np.array_equal(h, b)
+        assert np.array_equal(np.asarray(a).reshape(b.shape).astype(np.int64), b.astype(np.int64))

@@ -355,3 +355,21 @@ def test_library_encoders_write_models_tflm_and_pyembed_decode_to_the_original()
         g, got, want = _run_both(blob, "lib")
         _same_bits(got, want)
         _same_bits(got, v)
+
+
+@pytest.mark.skipif(_qemu_missing() is not None, reason=str(_qemu_missing()))
+def test_int64_decode_firmware_under_qemu(tmp_path):
+    """A Cortex-M4 (mps2-an386) firmware decoding an int64 LUT (PE_DT_INT64 in the emitted tables)
+    gives TFLM's output."""
+    from pyembed.target.firmware import build_project, generate, run_project
+    edge = np.array([np.iinfo(np.int64).min, np.iinfo(np.int64).max, -1, 1 << 32, 0x0123456789ABCDEF], np.int64)
+    x = edge[np.random.default_rng(65).integers(0, 5, 13)]
+    blob = _decode_model(*lut_encode(x, 3), W.tensor((13,), np.int64))
+    g = load_tflite_bytes(blob, name="decode_i64")
+    proj = generate(g, "mps2-an386", tmp_path / "fw")
+    build_project(proj.outdir)
+    want = np.asarray(W.tflm_run(blob, [_X], 2, arena_size=1 << 16)[0]).ravel()
+    got = np.asarray(run_project(proj, [_X]).outputs[0])
+    assert got.dtype == np.int64, got.dtype     # the firmware's output read back in its type
+    got = got.ravel()
+    assert np.array_equal(want, x) and np.array_equal(got, want), (got, want)

@@ -161,3 +161,27 @@ def test_auto_picks_the_gather_form_when_the_ring_raises_the_arena():
     rev = plan_graph(g).arena_size
     assert rev >= auto + op.params["reverse_scratch"] - 16, (auto, rev)
     check_graph(g, model, (1, 1, 11, 12))
+
+
+def _qemu_missing():
+    from pyembed.target import qemu
+    return qemu.missing_tools()
+
+
+@pytest.mark.skipif(_qemu_missing() is not None, reason=str(_qemu_missing()))
+def test_gather_pool_firmware_under_qemu(tmp_path):
+    """The converter's Conv1D model with its average pool in the gather form as a Cortex-M4
+    (mps2-an386) firmware: output == the host run == TFLM."""
+    import pathlib
+    from pyembed.target.firmware import build_project, generate, run_project
+    data = (pathlib.Path(__file__).parent / "data" / "converter" / "seq_conv1d_avgpool.tflite").read_bytes()
+    g = load_tflite_bytes(data, name="seq_conv1d_avgpool")
+    assert [o.params.get("pool_form") for o in g.operators if o.type == "AVERAGE_POOL_2D"] == ["gather"]
+    proj = generate(g, "mps2-an386", tmp_path / "fw")
+    build_project(proj.outdir)
+    shape = tuple(g.tensors[g.inputs[0]].shape)
+    x = np.random.default_rng(11).integers(-128, 128, shape).astype(np.int8)
+    want = tflm(data, [x])[0]
+    host = np.asarray(g.run(x)[0])
+    got = np.asarray(run_project(proj, [x]).outputs[0]).reshape(host.shape)
+    assert np.array_equal(host, want.reshape(host.shape)) and np.array_equal(got, host)
