@@ -107,7 +107,7 @@ def prepare_max_pool_int16(c):
 def prepare_transpose_conv_int16(c):
     """TRANSPOSE_CONV int16 x int8: TFLM's int64 sums (gathered per output),
     int64 bias (or none), TFLite's int64 requantization (shift <= 7)."""
-    from pyembed.model.ops.heavy import _taps, _tconv_pad
+    from pyembed.model.ops.heavy import _taps, _tconv_geometry
     op = c.op
     shp, w, x = c.tensor(0, "output_shape"), c.tensor(1, "filter"), c.tensor(2, "input")
     b = c.tensor(3, "bias", optional=True)
@@ -115,22 +115,11 @@ def prepare_transpose_conv_int16(c):
     c.dtype(shp, "output_shape", (np.int32,))
     c.constant(shp, "output_shape")
     _s16x8_operands(c, x, w, b, y)
-    if [int(v) for v in np.asarray(shp.data).reshape(-1)] != [int(d) for d in y.shape]:
-        raise c.error(f"output_shape {np.asarray(shp.data).tolist()} disagrees with the output tensor "
-                      f"{list(y.shape)} (TFLM does not resize)")
-    _need(c, ("padding", "stride"))
     o = op.options
-    sh, sw = (int(v) for v in o["stride"])
-    if sh < 1 or sw < 1:
-        raise c.error(f"stride {(sh, sw)} must be >= 1")
+    (sh, sw), (kh, kw), (pt, pl) = _tconv_geometry(c, shp, x, w, y, b)
     n, ih, iw, ic = x.shape
-    oc, kh, kw, wc = w.shape
-    if wc != ic or y.shape[0] != n or y.shape[3] != oc:
-        raise c.error(f"filter {list(w.shape)}, input {list(x.shape)} and output {list(y.shape)} do not fit")
-    if b is not None and b.size != oc:
-        raise c.error(f"bias shape {list(b.shape)} must hold {oc} values")
+    oc = w.shape[0]
     oh, ow = int(y.shape[1]), int(y.shape[2])
-    pt, pl = _tconv_pad(o["padding"], oh, kh, sh), _tconv_pad(o["padding"], ow, kw, sw)
     m, s, act_min, act_max = _s16x8_requant(c, x, w, y, oc, 0, o.get("activation"))
     words = [sh, sw, pt, pl, act_min, act_max, int(b is not None)] + [int(v) for v in m] + [int(v) for v in s]
     if b is not None:
