@@ -122,3 +122,19 @@ def test_refused_when_the_resized_size_does_not_match():
     assert _through_resize(Op, (2, 2), (64, 64), (40, 32)) is None       # output rows it cannot reach
     Op.params = {"kernel": (1, 1), "pad": (0, 0, 0, 0), "stride": (1, 1), "dilation": (1, 1)}
     assert _through_resize(Op, (3, 2), (30, 20), (10, 10)) == ((3, 2), (1, 1), (0, 0, 0, 0))
+
+
+def test_full_unet_now_fits_a_128k_board_by_default():
+    """plan_for_target with the default options on stm32f446 (128 KB SRAM):
+    layer by layer (and in TFLM: 196,608 B) the full U-Net does not fit; with
+    the skip chain it plans into one stripe region, and the planned graph's
+    host run equals the imported one's."""
+    from pyembed.plan import plan_graph
+    from pyembed.target.planning import plan_for_target
+    g = _graph()
+    assert plan_graph(g).arena_size > 131072
+    tp = plan_for_target(_graph(), "stm32f446")
+    assert [op.type for op in tp.graph.operators].count(REGION_OP) == 1, tp.lines
+    assert tp.plan.arena_size <= 131072
+    x = _x(g, 21)
+    assert not _mismatches(tp.graph.run(x)[0], g.run(x)[0])
