@@ -583,25 +583,13 @@ def _restore_conv_scratch(g, source):
 
 def apply_pipeline(graph, strategy="auto", *args, **kwargs):
     """Rewrite graph with the chosen strategy (_apply_strategy's arguments),
-    with its kernel = stride TRANSPOSE_CONVs split where that lowers the arena
-    estimate (pyembed.passes.tconv_split)."""
-    from pyembed.passes.skip_chain import chain_skips
+    with its kernel = stride TRANSPOSE_CONVs split (pyembed.passes.tconv_split)
+    and its U-Net skips chained (pyembed.passes.skip_chain) where that lowers
+    the arena estimate."""
+    from pyembed.passes.skip_chain import better_with_skip_chain
     from pyembed.passes.tconv_split import better_with_split
-    res = better_with_split(_apply_strategy, graph, strategy, *args, **kwargs)
-    if strategy == "layers":
-        return res
-    g2, notes = chain_skips(graph)
-    if not notes:
-        return res
-    res2 = better_with_split(_apply_strategy, g2, strategy, *args, **kwargs)
-    if res2.estimate >= res.estimate:
-        return res
-    res2.graph.pipeline_source = graph
-    res2.base_estimate = res.base_estimate      # layer by layer means the imported graph's operators
-    res2.base_macs = res.base_macs
-    res2.notes[:0] = [n + " (pyembed.passes.skip_chain), so one stripe region chains the skips; operator numbers "
-                      "below are after it" for n in notes]
-    return res2
+    return better_with_skip_chain(lambda g: better_with_split(_apply_strategy, g, strategy, *args, **kwargs), graph,
+                                  strategy)
 
 
 def _apply_strategy(graph, strategy="auto", max_extra_macs=0.10, fuse=True, rounding="double", stream_input=False,

@@ -185,3 +185,25 @@ def chain_skips(graph):
                      "(stride and dilation times the factor; same sums and MACs) for op(s) "
                      + ", ".join(f"{c} (resize {v[0]})" for c, v in sorted(forks.items())))
     return g, notes
+
+
+def better_with_skip_chain(apply, graph, strategy):
+    """apply(graph) (a strategy of pyembed.passes.pipeline, a PipelineResult),
+    and apply(chain_skips(graph)): the result with the lower arena estimate
+    (the imported graph's on a tie; layer by layer nothing is rewritten).
+    Its MACs are the imported graph's (the rewrite adds none)."""
+    res = apply(graph)
+    if strategy == "layers":
+        return res
+    g2, notes = chain_skips(graph)
+    if not notes:
+        return res
+    res2 = apply(g2)
+    if res2.estimate >= res.estimate:
+        return res
+    res2.graph.pipeline_source = graph
+    res2.base_estimate = res.base_estimate      # layer by layer means the imported graph's operators
+    res2.base_macs = res.base_macs
+    res2.notes[:0] = [n + " (pyembed.passes.skip_chain), so one stripe region chains the skips; operator numbers "
+                      "below are after it" for n in notes]
+    return res2
