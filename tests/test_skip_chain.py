@@ -138,3 +138,53 @@ def test_full_unet_now_fits_a_128k_board_by_default():
     assert tp.plan.arena_size <= 131072
     x = _x(g, 21)
     assert not _mismatches(tp.graph.run(x)[0], g.run(x)[0])
+
+
+def _fork_net(kind, k, stride, f, padding="SAME", seed=0):
+    """conv 3x3 -> P; nearest resize of P by f -> R; kind (conv / dwconv) of P
+    with kernel k and stride; resized back where needed and concatenated with
+    R through a three-input concatenation with R and the first conv's output
+    (a U-Net skip in small)."""
+    from pyembed.bench._built import _Net
+    n = _Net(seed)
+    x = n.input((1, 12, 10, 3))
+    a = n.conv(x, 4, k=3)
+    p = n.pool(a, "max", 2, 2)
+    r = n.upsample(p, f[0], f[1])
+    c = (n.conv(p, 4, k=k, stride=stride, padding=padding) if kind == "conv"
+         else n.dwconv(p, k=k, stride=stride, padding=padding))
+    return n.to_bytes([x], [c, r])
+
+
+FORKS = [("conv", 3, 1, (2, 2), "SAME"), ("conv", 3, 2, (2, 2), "SAME"), ("conv", 1, 1, (2, 2), "SAME"),
+         ("conv", 5, 1, (2, 2), "SAME"), ("conv", 3, 1, (3, 2), "VALID"), ("dwconv", 3, 1, (2, 2), "SAME"),
+         ("dwconv", 3, 2, (2, 3), "SAME")]
+
+
+@pytest.mark.parametrize("kind,k,stride,f,padding", FORKS)
+def test_resize_fork_rewrite_bit_exact(kind, k, stride, f, padding):
+    """Every fork geometry: the convolution moved onto the resize's output
+    gives the same bytes (== on every element, also against TFLM) and MACs,
+    or is left alone (a padding beyond the dilated window)."""
+    data = _fork_net(kind, k, stride, f, padding)
+    g = load_tflite_bytes(data, name="fork")
+    g2, notes = chain_skips(g)
+    moved = [op for op in g2.operators if op.options.get("through_resize") is not None]
+    if k > 1 or f != (1, 1):
+        assert len(moved) == 1, notes
+        conv = moved[0]
+        assert tuple(conv.params["stride"]) == (stride * f[0], stride * f[1])
+    assert int(g2.macs) == int(g.macs)
+    for seed in (1, 2):
+        x = _x(g, seed)
+        want = g.run(x)
+        got = g2.run(x)
+        for a, b in zip(got, want):
+            assert not _mismatches(a, b)
+        if HAVE_TFLM:
+            from tflite_micro.python.tflite_micro import runtime
+            it = runtime.Interpreter.from_bytes(data, arena_size=1 << 20)
+            it.set_input(x, 0)
+            it.invoke()
+            for j, b in enumerate(want):
+                assert not _mismatches(it.get_output(j), b)

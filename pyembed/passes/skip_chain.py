@@ -113,8 +113,11 @@ def _forks(graph):
         f = _upsample_factor(graph, u)
         if f is None:
             continue
-        geo = _through_resize(c, f, tuple(int(v) for v in graph.tensors[u.outputs[0]].shape[1:3]),
-                              tuple(int(v) for v in graph.tensors[c.outputs[0]].shape[1:3]))
+        try:
+            geo = _through_resize(c, f, tuple(int(v) for v in graph.tensors[u.outputs[0]].shape[1:3]),
+                                  tuple(int(v) for v in graph.tensors[c.outputs[0]].shape[1:3]))
+        except (KeyError, TypeError, ValueError, IndexError):
+            geo = None          # parameters of another form (a variant's): left alone
         if geo is not None:
             out[c.index] = (u.index,) + geo
     return out
