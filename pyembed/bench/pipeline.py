@@ -6,7 +6,9 @@
 For every bundled model that runs and for the models built here with
 pyembed.model.tflite_writer (random int8 weights, see pyembed.bench._built:
 a MobileNetV2-0.35 at 96x96 and small 64x64 U-Nets with ADD or
-CONCATENATION skips, one with a TRANSPOSE_CONV decoder), and for every
+CONCATENATION skips, one with a TRANSPOSE_CONV decoder), for the
+converter-made U-Nets of tests/data/converter (cnn_unet_int8,
+cnn_unet_lite_int8; from a source checkout), and for every
 strategy (none: the graph as imported; layers: conv -> pool pairs fused;
 stripes; auto: smallest arena within the MAC budget; "+stream": the same
 with the model input streamed, i.e. delivered row by row by the host / a
