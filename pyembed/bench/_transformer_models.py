@@ -497,8 +497,13 @@ def serialize(tensors, ops, inputs, outputs):
             T.buffer = len(m.buffers) - 1
         if t["scale"] is not None:
             q = S.QuantizationParametersT()
-            q.scale = [float(t["scale"])]
-            q.zeroPoint = [int(t["zp"])]
+            if np.ndim(t["scale"]):      # per channel along the first axis (the converter's weights)
+                q.scale = [float(v) for v in np.ravel(t["scale"])]
+                q.zeroPoint = [int(v) for v in np.ravel(np.broadcast_to(t["zp"], np.shape(t["scale"])))]
+                q.quantizedDimension = 0
+            else:
+                q.scale = [float(t["scale"])]
+                q.zeroPoint = [int(t["zp"])]
             T.quantization = q
         sg.tensors.append(T)
     codes = {}
