@@ -147,7 +147,13 @@ OWN_FEATURES = {
     # every element; the exponential only where the difference to the row's maximum reaches diff_min and is
     # not zero: softmax_exp_elements, the elements but each row's maximum, times the part of the int8 range
     # diff_min lets in (a wide input scale, as a -1e9 mask makes, leaves only the maxima: diff_min 0))
-    "SOFTMAX/rows": ("call", "softmax_rows", "outputs", "softmax_exp_elements"),
+    # softmax_tie_elements: at diff_min 0 (an input step wider than the exponential's range, as the -FLT_MAX
+    # mask's quantization makes) the elements that equal their row's maximum, but the maximum: every element a
+    # constant SELECT_V2 mask leaves (the scores round onto one level), else every element
+    "SOFTMAX/rows": ("call", "softmax_rows", "outputs", "softmax_exp_elements", "softmax_tie_elements"),
+    # an int8 BATCH_MATMUL (pe_matmul.c matmul_one: per output row, the columns four at a time over the depth,
+    # the columns % 4 last ones one at a time: mm_single_macs)
+    "BATCH_MATMUL/s8": ("call", "mm_rows", "macs", "outputs", "mm_single_macs"),
     # TRANSPOSE (pe_shape_ops.c: the walk with adjacent axes merged, one copy_run per innermost run, the
     # runs' elements strided unless both sides step by one)
     "TRANSPOSE/walk": ("call", "outputs", "copy_runs", "strided_outputs"),
@@ -222,7 +228,24 @@ def _own_shape_group(graph, op):
             return "SOFTMAX/rows"
     if op.type == "TRANSPOSE" and _transpose_perm(graph, op) is not None:
         return "TRANSPOSE/walk"
+    if op.type == "BATCH_MATMUL" and "out_shape" in params:
+        return "BATCH_MATMUL/s8"
     return None
+
+
+def _unmasked(graph, op):
+    """The elements of op's input a constant SELECT_V2 mask does not replace by its constant (all of them when
+    the input is not such a mask's output)."""
+    t = op.inputs[0]
+    n = float(int(np.prod(graph.tensors[t].shape)))
+    prod = next((p for p in graph.operators if t in p.outputs), None)
+    if prod is None or prod.type != "SELECT_V2" or len(prod.inputs) < 3:
+        return n
+    cond, a, b = (graph.tensors[i] for i in prod.inputs[:3])
+    if cond.data is None or (a.data is None) == (b.data is None):
+        return n
+    keep = np.broadcast_to(np.asarray(cond.data, bool), graph.tensors[t].shape)
+    return float(np.count_nonzero(keep if b.data is not None else ~keep))
 
 
 def _transpose_perm(graph, op):
@@ -375,8 +398,14 @@ def features(graph, op):
         reach = min(1.0, -float(params.get("diff_min", -255)) / 255.0)
         f["softmax_rows"] = float(rows)
         f["softmax_exp_elements"] = (f["outputs"] - rows) * max(reach, 0.0)
+        f["softmax_tie_elements"] = max(_unmasked(graph, op) - rows, 0.0) if reach <= 0.0 else 0.0
     elif own == "TRANSPOSE/walk":
         _transpose_features(graph, op, f)
+    elif own == "BATCH_MATMUL/s8":
+        y = [int(d) for d in params["out_shape"]]
+        f["mm_rows"] = float(int(np.prod(y[:-1])))
+        depth = f["macs"] / max(float(int(np.prod(y))), 1.0)
+        f["mm_single_macs"] = f["mm_rows"] * (y[-1] % 4) * depth
     if op.type == "PE_ATTENTION" and isinstance(op.options, dict) and "heads" in op.options:
         _attention_features(op, f)
     elif op.type == "PE_LAYERNORM" and "words" in params:

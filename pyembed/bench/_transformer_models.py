@@ -482,7 +482,7 @@ def serialize(tensors, ops, inputs, outputs):
     from pyembed.codegen.tflite_offline import _schema
     S = _schema()
     types = {np.dtype(np.int8): S.TensorType.INT8, np.dtype(np.int32): S.TensorType.INT32,
-             np.dtype(np.float32): S.TensorType.FLOAT32}
+             np.dtype(np.float32): S.TensorType.FLOAT32, np.dtype(np.bool_): S.TensorType.BOOL}
     m = S.ModelT()
     m.version, m.buffers, m.operatorCodes = 3, [S.BufferT()], []
     sg = S.SubGraphT()

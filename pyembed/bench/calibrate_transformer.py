@@ -30,17 +30,22 @@ What the kernels do, and so the features (firmware_sim.icount.OWN_FEATURES):
   ``softmax_exp_elements`` (the elements the exponential runs on: each row's maximum costs none, and only
   differences down to diff_min count, which a wide input scale such as a -1e9 causal mask's makes 0; the part
   of the int8 range diff_min lets in stands for the part of the elements). The one-row SOFTMAX group priced
-  the causal transformer's masked scores +148 %.
+  the causal transformer's masked scores +148 %. At diff_min 0 the elements that tie with their row's maximum
+  run the active branch without the exponential's work (``softmax_tie_elements``: behind a constant SELECT_V2
+  mask, the elements it keeps, as the mask's -FLT_MAX quantization rounds every score onto one level).
 * TRANSPOSE/walk (pe_transpose_x): ``outputs``, ``copy_runs`` (one per innermost run after the walk merges the
   axes both sides step through together) and ``strided_outputs`` (the elements of runs that are not contiguous
   on both sides), ``call``; it had class:other's constant per call (-89 %).
+* BATCH_MATMUL/s8 (pe_matmul.c): ``mm_rows`` (output rows over all batches), ``macs``, ``outputs``, the
+  columns % 4 run one at a time (``mm_single_macs``), ``call``; class:fc priced it -17 .. -27 %.
 
 Calibration graphs (pyembed.bench._transformer_models: build_attention, and _Builder.layernorm alone) cover
 sequence lengths 8 to 48, key counts apart from query counts, heads 1 to 4, head sizes 4 to 32, with and
 without a mask, LayerNorm widths 8 to 128 in the keras2, keras3, keras3-with-float-island, RMSNorm and SUB-first chains, GELU chains of 128 to 2048
 elements, FULLY_CONNECTED layers of 5 to 30 rows (depths 8 to 96, 6 to 64 features, per tensor with a bias and
-per feature without), SOFTMAX over 4 to 40 rows (after a FULLY_CONNECTED, and on inputs of scales 0.01 to 1000:
-diff_min -1984 to 0) and TRANSPOSEs of 3-D and 4-D head splits (none of them the validation models' shapes).
+per feature without), SOFTMAX over 4 to 40 rows (after a FULLY_CONNECTED, on inputs of scales 0.01 to 8:
+diff_min -1984 to -1, and behind the converter's causal mask: diff_min 0), BATCH_MATMULs of 1 to 4 heads and
+TRANSPOSEs of 3-D and 4-D head splits (none of them the validation models' shapes).
 They are built as firmware
 (pyembed firmware, dsp build, -O2) for mps2-an386 (Cortex-M4), mps2-an500 (Cortex-M7), mps2-an505
 (Cortex-M33) and mps3-an547 (Cortex-M55) and run under
@@ -48,7 +53,7 @@ They are built as firmware
 fitted per core by non-negative least squares on relative error (calibrate_qemu._fit_group). The
 converter-made KWT and causal transformer (tests/data/converter/) are measured and predicted, never fitted.
 The runs are not traced: the groups' instruction mixes are the core's class:fc (attention), class:eltwise
-(LayerNorm, PE_LUT), FULLY_CONNECTED, SOFTMAX and class:copy (TRANSPOSE; class:other on a table without it)
+(LayerNorm, PE_LUT), FULLY_CONNECTED, SOFTMAX, class:other (TRANSPOSE) and class:fc (BATCH_MATMUL)
 mixes (``mix_from``). Only FULLY_CONNECTED has a DSP-extension path here: the portable tables take the other
 groups, not FULLY_CONNECTED/rows (its portable kernel is another loop; it keeps FULLY_CONNECTED's group).
 
@@ -72,7 +77,8 @@ GROUPS = {"PE_ATTENTION/tflm": ("PE_ATTENTION", "class:fc"), "PE_LAYERNORM": ("P
           "PE_LUT": ("PE_LUT", "class:eltwise"),
           # the transformer-shaped forms of three builtins (firmware_sim.icount._own_shape_group)
           "FULLY_CONNECTED/rows": ("FULLY_CONNECTED", "FULLY_CONNECTED"),
-          "SOFTMAX/rows": ("SOFTMAX", "SOFTMAX"), "TRANSPOSE/walk": ("TRANSPOSE", "class:copy")}
+          "SOFTMAX/rows": ("SOFTMAX", "SOFTMAX"), "TRANSPOSE/walk": ("TRANSPOSE", "class:other"),
+          "BATCH_MATMUL/s8": ("BATCH_MATMUL", "class:fc")}
 # groups whose coefficients hold for the dsp build only (the portable FULLY_CONNECTED is another kernel)
 DSP_ONLY = ("FULLY_CONNECTED/rows",)
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -140,6 +146,39 @@ def _softmax_scaled(rows, length, scale, seed=0):
     b = _Builder(rng)
     x = b.act(rng.normal(0, 1.0, (4, rows, length)), fixed=(float(np.float32(scale)), 0))
     return serialize(b.tensors, b.ops, [x], [b.softmax(x)])
+
+
+def _masked_softmax(heads, tokens, keys=None, seed=0, offset=0):
+    """The converter's causal attention mask: scores scaled by a MUL into the mask's quantization (scale
+    9.3e35, as -FLT_MAX makes it: every score rounds to the zero point, so each row's unmasked elements tie
+    with its maximum), SELECT_V2 of a constant lower-triangular condition against the -FLT_MAX constant, then
+    SOFTMAX (diff_min 0)."""
+    from pyembed.bench._transformer_models import _Builder, serialize
+    rng = np.random.default_rng(seed)
+    keys = tokens if keys is None else keys
+    b = _Builder(rng)
+    x = b.act(rng.normal(0, 2.0, (4, heads, tokens, keys)))
+    wide = (float(np.float32(9.304592e35)), 127)
+    ct = b._add((1,), np.int8, data=np.array([127], np.int8), scale=float(np.float32(0.35 / 127)), zp=0)
+    m = b.act(b.vals[x] * 0.35, fixed=wide)
+    b.ops.append(("MUL", [x, ct], [m], {}))
+    mask = np.arange(keys)[None, :] <= np.arange(tokens)[:, None] + offset
+    cond = b._add((heads, tokens, keys), np.bool_, data=np.broadcast_to(mask, (heads, tokens, keys)).copy())
+    neg = b._add((), np.int8, data=np.array(-128, np.int8), scale=wide[0], zp=wide[1])
+    sel = b.act(np.where(mask, b.vals[m], -wide[0] * 255), fixed=wide)
+    b.ops.append(("SELECT_V2", [cond, m, neg], [sel], {"table": "SelectV2Options", "fields": {}}))
+    return serialize(b.tensors, b.ops, [x], [b.softmax(sel)])
+
+
+def _matmul(heads, rows, depth, cols, adj_y=False, seed=0):
+    """BATCH_MATMUL of two graph inputs, heads x rows x depth by heads x depth x cols (x cols x depth with
+    adj_y), as attention's scores and context products are."""
+    from pyembed.bench._transformer_models import _Builder, serialize
+    rng = np.random.default_rng(seed)
+    b = _Builder(rng)
+    a = b.act(rng.normal(0, 1.0, (4, heads, rows, depth)))
+    w = b.act(rng.normal(0, 1.0, (4, heads) + ((cols, depth) if adj_y else (depth, cols))))
+    return serialize(b.tensors, b.ops, [a, w], [b.batch_matmul(a, w, adj_y=adj_y)])
 
 
 def _transpose(shape, perm, seed=0):
@@ -216,13 +255,27 @@ CALIBRATION = {
     "sm_r20_l20": lambda: _softmax_rows(20, 20, depth=24),
     "sm_r40_l10": lambda: _softmax_rows(40, 10, depth=8),
     # SOFTMAX on inputs of wide and narrow scales: diff_min -7 .. 0 (few exponentials) to -1984 (all)
-    "smx_r12_l16_s1000": lambda: _softmax_scaled(12, 16, 1000.0),
     "smx_r30_l8_s2": lambda: _softmax_scaled(30, 8, 2.0),
     "smx_r16_l10_s0.5": lambda: _softmax_scaled(16, 10, 0.5),
     "smx_r6_l32_s0.2": lambda: _softmax_scaled(6, 32, 0.2),
     "smx_r10_l24_s0.1": lambda: _softmax_scaled(10, 24, 0.1),
     "smx_r20_l6_s0.01": lambda: _softmax_scaled(20, 6, 0.01),
     "smx_r8_l40_s8": lambda: _softmax_scaled(8, 40, 8.0),
+    # the converter's causal mask (diff_min 0, the unmasked scores tied with the row maximum): heads x queries
+    # x keys, keys ahead of the queries by an offset
+    "msm_h2_t10": lambda: _masked_softmax(2, 10),
+    "msm_h1_t24": lambda: _masked_softmax(1, 24),
+    "msm_h4_t6": lambda: _masked_softmax(4, 6),
+    "msm_h3_t8_k16": lambda: _masked_softmax(3, 8, keys=16, offset=8),
+    "msm_h1_t16": lambda: _masked_softmax(1, 16),
+    # BATCH_MATMUL of attention's shapes: heads x queries x head size by keys, columns % 4 from 0 to 3
+    "mm_h2_r10_d8_c10": lambda: _matmul(2, 10, 8, 10),
+    "mm_h1_r16_d16_c16": lambda: _matmul(1, 16, 16, 16),
+    "mm_h4_r6_d4_c6": lambda: _matmul(4, 6, 4, 6),
+    "mm_h2_r20_d20_c8": lambda: _matmul(2, 20, 20, 8),
+    "mm_h3_r8_d8_c9_adj": lambda: _matmul(3, 8, 8, 9, adj_y=True),
+    "mm_h1_r24_d12_c7_adj": lambda: _matmul(1, 24, 12, 7, adj_y=True),
+    "mm_h2_r14_d6_c16": lambda: _matmul(2, 14, 6, 16),
     # TRANSPOSE of head splits and merges: inner runs contiguous and strided, 3-D and 4-D
     "tr_10x3x8_102": lambda: _transpose((10, 3, 8), (1, 0, 2)),
     "tr_4x16x6_021": lambda: _transpose((4, 16, 6), (0, 2, 1)),
