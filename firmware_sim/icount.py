@@ -135,6 +135,28 @@ OWN_FEATURES = {
     "PE_LAYERNORM": ("call", "ln_rows", "ln_row_steps", "macs", "ln_reduce_elements", "ln_math_elements"),
     # a fused element-wise chain (pe_lut_s8): one table lookup per element
     "PE_LUT": ("call", "outputs"),
+    # an int8 FULLY_CONNECTED of more than one row (pe_fc.c fc_s8_run: fc_row_dsp once per row; a row's
+    # features in blocks of four over the depth in steps of 16 (8 on the short path), the depth's remainder
+    # byte by byte for every feature (fc_tail_macs), the features % 4 last ones one dot product each
+    # (fc_single_macs)); the CNN's one-row layers keep FULLY_CONNECTED's group
+    # fc_channel_outputs: the outputs of a layer with a weight scale per feature (the converter's), which
+    # fc_requant_general requantizes one at a time instead of fc_requant_tensor's register loop
+    "FULLY_CONNECTED/rows": ("call", "batches", "macs", "outputs", "fc_tail_macs", "fc_single_macs",
+                             "fc_channel_outputs"),
+    # an int8 SOFTMAX of more than one row (pe_softmax.c softmax_row per row: max, sum and output passes over
+    # every element; the exponential only where the difference to the row's maximum reaches diff_min and is
+    # not zero: softmax_exp_elements, the elements but each row's maximum, times the part of the int8 range
+    # diff_min lets in (a wide input scale, as a -1e9 mask makes, leaves only the maxima: diff_min 0))
+    # softmax_tie_elements: at diff_min 0 (an input step wider than the exponential's range, as the -FLT_MAX
+    # mask's quantization makes) the elements that equal their row's maximum, but the maximum: every element a
+    # constant SELECT_V2 mask leaves (the scores round onto one level), else every element
+    "SOFTMAX/rows": ("call", "softmax_rows", "outputs", "softmax_exp_elements", "softmax_tie_elements"),
+    # an int8 BATCH_MATMUL (pe_matmul.c matmul_one: per output row, the columns four at a time over the depth,
+    # the columns % 4 last ones one at a time: mm_single_macs)
+    "BATCH_MATMUL/s8": ("call", "mm_rows", "macs", "outputs", "mm_single_macs"),
+    # TRANSPOSE (pe_shape_ops.c: the walk with adjacent axes merged, one copy_run per innermost run, the
+    # runs' elements strided unless both sides step by one)
+    "TRANSPOSE/walk": ("call", "outputs", "copy_runs", "strided_outputs"),
 }
 # pe_pipeline.h
 _REGION_HEADER, _REGION_LAYER = 5, 32
@@ -163,6 +185,9 @@ def group_keys(graph, op, kc):
     (firmware_sim.cost.kernel_class), 'other'."""
     if op.type == "PE_ATTENTION" and isinstance(op.options, dict) and op.options.get("mode") == "tflm":
         return ["PE_ATTENTION/tflm", op.type, f"class:{kc}", "class:other"]
+    own = _own_shape_group(graph, op)
+    if own is not None:
+        return [own, op.type, f"class:{kc}", "class:other"]
     if op.type in GROUP_FEATURES:
         params = op.params if isinstance(op.params, dict) else {}
         if op.type == "PE_STRIPE_REGION" and "words" in params and \
@@ -182,6 +207,106 @@ def group_keys(graph, op, kc):
     keys.append(op.type if kc != "alias" else "alias")
     keys += [f"class:{kc}", "class:other"]
     return keys
+
+
+def _int8_io(graph, op):
+    ts = [graph.tensors[t] for t in list(op.inputs[:1]) + list(op.outputs[:1]) if t >= 0]
+    return len(ts) == 2 and all(np.dtype(t.dtype) == np.int8 for t in ts)
+
+
+def _own_shape_group(graph, op):
+    """The transformer-shaped forms with groups of their own (OWN_FEATURES): an int8 FULLY_CONNECTED or
+    SOFTMAX of more than one row, an int8 TRANSPOSE; None otherwise (and for a form with a rewritten
+    kernel: params with 'f32', a w16 / w4 type)."""
+    params = op.params if isinstance(op.params, dict) else {}
+    if "f32" in params or not op.inputs or not op.outputs or not _int8_io(graph, op):
+        return None
+    if op.type == "FULLY_CONNECTED" and int(params.get("batches", 1) or 1) > 1 and "depth" in params:
+        return "FULLY_CONNECTED/rows"
+    if op.type == "SOFTMAX":
+        y = graph.tensors[op.outputs[0]].shape
+        if len(y) >= 2 and int(np.prod(y[:-1])) > 1:
+            return "SOFTMAX/rows"
+    if op.type == "TRANSPOSE" and _transpose_perm(graph, op) is not None:
+        return "TRANSPOSE/walk"
+    if op.type == "BATCH_MATMUL" and "out_shape" in params:
+        return "BATCH_MATMUL/s8"
+    return None
+
+
+def _unmasked(graph, op):
+    """The elements of op's input a constant SELECT_V2 mask does not replace by its constant (all of them when
+    the input is not such a mask's output)."""
+    t = op.inputs[0]
+    n = float(int(np.prod(graph.tensors[t].shape)))
+    prod = next((p for p in graph.operators if t in p.outputs), None)
+    if prod is None or prod.type != "SELECT_V2" or len(prod.inputs) < 3:
+        return n
+    cond, a, b = (graph.tensors[i] for i in prod.inputs[:3])
+    if cond.data is None or (a.data is None) == (b.data is None):
+        return n
+    keep = np.broadcast_to(np.asarray(cond.data, bool), graph.tensors[t].shape)
+    return float(np.count_nonzero(keep if b.data is not None else ~keep))
+
+
+def _transpose_perm(graph, op):
+    perm = op.options.get("perm") if isinstance(op.options, dict) else None
+    if perm is None and isinstance(op.params, dict):
+        perm = op.params.get("perm")
+    if perm is None and len(op.inputs) > 1 and op.inputs[1] >= 0:
+        perm = graph.tensors[op.inputs[1]].data
+    if perm is None:
+        return None
+    perm = [int(p) for p in np.asarray(perm).ravel()]
+    return perm if len(perm) == len(graph.tensors[op.inputs[0]].shape) else None
+
+
+def _transpose_features(graph, op, f):
+    """pe_transpose_x's walk: output axis k steps the input by the input stride of perm[k]; walk_compact
+    merges adjacent axes both sides step through as one and drops axes of one; the innermost merged axis is
+    one copy_run (a byte loop if both strides are 1, else a strided one) per position of the others."""
+    perm = _transpose_perm(graph, op)
+    x = [int(d) for d in graph.tensors[op.inputs[0]].shape]
+    n = len(x)
+    ins = [int(np.prod(x[k + 1:])) for k in range(n)]
+    y = [x[p] for p in perm]
+    outs = [int(np.prod(y[k + 1:])) for k in range(n)]
+    axes = []   # innermost first: [count, in_stride, out_stride]
+    for k in range(n - 1, -1, -1):
+        c, si, so = y[k], ins[perm[k]], outs[k]
+        if c == 1:
+            continue
+        if axes and si == axes[-1][1] * axes[-1][0] and so == axes[-1][2] * axes[-1][0]:
+            axes[-1][0] *= c
+        else:
+            axes.append([c, si, so])
+    total = int(np.prod(y)) if y else 1
+    inner = axes[0] if axes else [1, 1, 1]
+    f["copy_runs"] = float(total // max(inner[0], 1))
+    f["strided_outputs"] = 0.0 if inner[1] == 1 and inner[2] == 1 else float(total)
+
+
+def _fc_rows_features(graph, op, f):
+    """pe_fc.c fc_row_dsp per row: symmetric weights, depth >= 16 and >= 8 features run fc_row_blocks
+    (four features at a time over depth & ~15, the rest of the depth byte by byte per feature), else
+    fc_dots_dsp (depth & ~7 in the four-row block, the rest per feature); the features % 4 last ones by
+    dot1_dsp (all of their MACs)."""
+    params = op.params
+    rows, depth = int(params.get("batches", 1) or 1), int(params["depth"])
+    feats = int(graph.tensors[op.outputs[0]].shape[-1])
+    w = graph.tensors[op.inputs[1]]
+    zp = w.zero_point
+    symmetric = zp is None or not np.any(np.asarray(zp))
+    if symmetric and depth >= 16 and feats >= 8:
+        tail = depth % 16
+    elif symmetric and depth >= 8:
+        tail = depth % 8
+    else:
+        tail = depth % 4
+    f4 = feats & ~3
+    f["fc_tail_macs"] = float(rows * f4 * tail)
+    f["fc_single_macs"] = float(rows * (feats - f4) * depth)
+    f["fc_channel_outputs"] = f["outputs"] if w.scale is not None and np.size(w.scale) > 1 else 0.0
 
 
 def region_layers(graph, op):
@@ -266,6 +391,22 @@ def features(graph, op):
         _region_features(graph, op, f)
     elif op.type == "PE_CONV_POOL" and "words" in params:
         _conv_pool_features(graph, op, f)
+    own = _own_shape_group(graph, op)
+    if own == "FULLY_CONNECTED/rows":
+        _fc_rows_features(graph, op, f)
+    elif own == "SOFTMAX/rows":
+        rows = int(np.prod(graph.tensors[op.outputs[0]].shape[:-1]))
+        reach = min(1.0, -float(params.get("diff_min", -255)) / 255.0)
+        f["softmax_rows"] = float(rows)
+        f["softmax_exp_elements"] = (f["outputs"] - rows) * max(reach, 0.0)
+        f["softmax_tie_elements"] = max(_unmasked(graph, op) - rows, 0.0) if reach <= 0.0 else 0.0
+    elif own == "TRANSPOSE/walk":
+        _transpose_features(graph, op, f)
+    elif own == "BATCH_MATMUL/s8":
+        y = [int(d) for d in params["out_shape"]]
+        f["mm_rows"] = float(int(np.prod(y[:-1])))
+        depth = f["macs"] / max(float(int(np.prod(y))), 1.0)
+        f["mm_single_macs"] = f["mm_rows"] * (y[-1] % 4) * depth
     if op.type == "PE_ATTENTION" and isinstance(op.options, dict) and "heads" in op.options:
         _attention_features(op, f)
     elif op.type == "PE_LAYERNORM" and "words" in params:

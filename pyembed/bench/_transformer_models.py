@@ -482,7 +482,7 @@ def serialize(tensors, ops, inputs, outputs):
     from pyembed.codegen.tflite_offline import _schema
     S = _schema()
     types = {np.dtype(np.int8): S.TensorType.INT8, np.dtype(np.int32): S.TensorType.INT32,
-             np.dtype(np.float32): S.TensorType.FLOAT32}
+             np.dtype(np.float32): S.TensorType.FLOAT32, np.dtype(np.bool_): S.TensorType.BOOL}
     m = S.ModelT()
     m.version, m.buffers, m.operatorCodes = 3, [S.BufferT()], []
     sg = S.SubGraphT()
@@ -497,8 +497,13 @@ def serialize(tensors, ops, inputs, outputs):
             T.buffer = len(m.buffers) - 1
         if t["scale"] is not None:
             q = S.QuantizationParametersT()
-            q.scale = [float(t["scale"])]
-            q.zeroPoint = [int(t["zp"])]
+            if np.ndim(t["scale"]):      # per channel along the first axis (the converter's weights)
+                q.scale = [float(v) for v in np.ravel(t["scale"])]
+                q.zeroPoint = [int(v) for v in np.ravel(np.broadcast_to(t["zp"], np.shape(t["scale"])))]
+                q.quantizedDimension = 0
+            else:
+                q.scale = [float(t["scale"])]
+                q.zeroPoint = [int(t["zp"])]
             T.quantization = q
         sg.tensors.append(T)
     codes = {}

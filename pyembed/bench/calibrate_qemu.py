@@ -260,7 +260,8 @@ def write_table(fitted, path=None):
                 # transformer groups (calibrate_transformer)
                 for k in t:
                     if (k in ("PE_STRIPE_REGION", "PE_STRIPE_REGION/wide", "PE_CONV_POOL", "RESIZE_BILINEAR",
-                              "PE_ATTENTION/tflm", "PE_LAYERNORM", "PE_LUT")
+                              "PE_ATTENTION/tflm", "PE_LAYERNORM", "PE_LUT", "FULLY_CONNECTED/rows",
+                              "SOFTMAX/rows", "TRANSPOSE/walk", "BATCH_MATMUL/s8")
                             or k.endswith("@float32") or k.startswith("class:f32_")) \
                             and k not in fitted.get(core, {}).get(build, {}):
                         kept.setdefault((core, build), {})[k] = t[k]

@@ -38,13 +38,15 @@ def measured_rows(measure, load=None, save=None):
     return rows
 
 
-def write_fitted_groups(path, fitted, mix_from, portable_note, doc_key, doc_text, data_file, data_doc, command, rows):
+def write_fitted_groups(path, fitted, mix_from, portable_note, doc_key, doc_text, data_file, data_doc, command, rows,
+                        dsp_only=()):
     """Merge groups a calibration bench fitted into the instruction table at path (firmware_sim/
     profiles/pyembed_icount.json: calibrate_f32._table_path()) and keep its measurements beside the command that made them.
 
     fitted: {core: {group: {"coef": ..., "n": ...}}}; mix_from: {group: the class whose
     instruction mix the group takes (its runs are not traced)}; every build of a core gets the
-    coefficients, the non-dsp ones marked with portable_note. Returns the two paths written."""
+    coefficients, the non-dsp ones marked with portable_note, except the groups in dsp_only (another kernel
+    in the portable build: left out of it). Returns the two paths written."""
     import os
 
     with open(path) as f:
@@ -52,8 +54,10 @@ def write_fitted_groups(path, fitted, mix_from, portable_note, doc_key, doc_text
     for core, groups in fitted.items():
         for build, t in doc["tables"].get(core, {}).items():
             for grp, g in groups.items():
-                t[grp] = {"coef": g["coef"], "n": g["n"], "mix": dict(t[mix_from[grp]]["mix"]),
-                          "mix_from": mix_from[grp]}
+                if build != "dsp" and grp in dsp_only:
+                    continue
+                src = mix_from[grp] if mix_from[grp] in t else "class:other"   # (a class this table lacks)
+                t[grp] = {"coef": g["coef"], "n": g["n"], "mix": dict(t[src]["mix"]), "mix_from": src}
                 if build != "dsp":
                     t[grp]["from"] = portable_note
     doc[doc_key] = doc_text
