@@ -15,7 +15,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 # on them at once instead of picking them up last, when the other worker has
 # nothing left to do. The order inside a file is kept.
 SLOW_FIRST = (
-    "test_firmware_boards_all.py",   # ~3,100 s: every bundled model on every QEMU board
+    "test_firmware_boards_all.py",   # ~3,100 s with the next: every bundled model on every QEMU board,
+    "test_firmware_boards_all_2.py", # the boards split in two files so two workers share them
     "test_one_truth.py",             # ~1,080 s
     "test_firmware_pipeline.py",     # ~540 s
     "test_readme_tour.py",           # ~380 s

@@ -34,6 +34,12 @@ each) and the big models' QEMU runs the bulk of it. So the full matrix is the de
 set (every model on the micro:bit, hello_world, micro_speech and one further
 model, EXTRA, on each other board). Its figures are README's boards table
 (``python -m pyembed.bench boards --markdown``).
+
+The boards are split over two files, this one (FIRST_HALF) and
+test_firmware_boards_all_2.py (the rest, through run_board below), so that the
+README's ``pytest -n auto --dist loadfile`` runs the two halves on two workers:
+the whole matrix in one file was the suite's critical path, its last minutes
+on one worker alone.
 """
 import os
 import re
@@ -47,6 +53,8 @@ from pyembed.bench.boards import _one, bundled_models
 from pyembed.target import qemu
 
 BOARDS = list(qemu.BOARDS)
+# this file's boards; test_firmware_boards_all_2.py runs the others (about half the QEMU time each)
+FIRST_HALF = ("microbit", "mps2-an385", "mps2-an386", "mps2-an500")
 MUST_RUN = ("tflm_hello_world_int8", "tflm_micro_speech_int8")
 # the ELF's architecture attribute (arm-none-eabi-readelf -A): the core each board's flags build for
 ARCH = {"microbit": "v6S-M", "mps2-an385": "v7", "mps2-an386": "v7E-M", "netduinoplus2": "v7E-M",
@@ -132,9 +140,20 @@ def _check_refused(board, model, row, problems):
         problems.append(f"{board}/{model}: refused by {row['refused_by']!r}: {text[:200]}")
 
 
+def test_the_two_files_split_the_boards():
+    import test_firmware_boards_all_2 as other
+    assert set(FIRST_HALF) | set(other.SECOND_HALF) == set(BOARDS)
+    assert not set(FIRST_HALF) & set(other.SECOND_HALF)
+
+
 @needs_tools
-@pytest.mark.parametrize("board", BOARDS)
+@pytest.mark.parametrize("board", FIRST_HALF)
 def test_every_model_that_fits_runs_bit_exact(board, workdir):
+    run_board(board, workdir)
+
+
+def run_board(board, workdir):
+    """One board's row of the matrix: every model run or refused, as the module docstring says."""
     rt = {"RUNTIME_BUILD": str(workdir / f"runtime-{board}")}
     rec = RAN_AND_REFUSED.setdefault(board, {"ran": [], "refused": {}, "not_runnable": []})
     problems = []

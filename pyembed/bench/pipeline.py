@@ -6,7 +6,9 @@
 For every bundled model that runs and for the models built here with
 pyembed.model.tflite_writer (random int8 weights, see pyembed.bench._built:
 a MobileNetV2-0.35 at 96x96 and small 64x64 U-Nets with ADD or
-CONCATENATION skips, one with a TRANSPOSE_CONV decoder), and for every
+CONCATENATION skips, one with a TRANSPOSE_CONV decoder), for the
+converter-made U-Nets of tests/data/converter (cnn_unet_int8,
+cnn_unet_lite_int8; from a source checkout), and for every
 strategy (none: the graph as imported; layers: conv -> pool pairs fused;
 stripes; auto: smallest arena within the MAC budget; "+stream": the same
 with the model input streamed, i.e. delivered row by row by the host / a
@@ -41,6 +43,7 @@ frame is in the arena, left out when no region writes the output):
                     RESIZE_NEAREST_NEIGHBOR before the graph runtime had one))
 """
 import argparse
+import os
 
 import numpy as np
 
@@ -53,6 +56,9 @@ MODELS = [
     "tiny_sww_int8", "tflm_hello_world_int8", "tflm_micro_speech_int8", "tflm_person_detect_int8",
     "tflm_mnist_lstm_int8", "tflm_dtln_noise_suppression", "tflm_audio_preprocessor_int8", "pe_denoiser_int8",
 ]
+# converter-made U-Nets (tests/data/converter, TensorFlow's TFLiteConverter output: issue #31's held-out kind
+# of model), measured from the source checkout (left out in an installed package, which has no tests/)
+CONVERTER_MODELS = ["cnn_unet_int8", "cnn_unet_lite_int8"]
 STRATEGIES = ("none", "layers", "stripes", "auto", "stripes+stream", "auto+stream", "stripes+stream-io")
 
 
@@ -165,7 +171,6 @@ def measure_model(name, model_bytes, n_inputs=2, max_extra_macs=0.10, strategies
 def _firmware(g, strategy, max_extra_macs, stream, board, workdir, tag, x, ref):
     """The firmware of the strategy on board under QEMU for input x: {board, arena_bytes,
     invoke_instructions, mismatches (against TFLM's output ref)} or {board, error}."""
-    import os
     from pyembed.target.firmware import build_project, generate, run_project
     try:
         proj = generate(g, board, os.path.join(workdir, "fw-" + tag), strategy=strategy,
@@ -219,7 +224,7 @@ def main(argv):
     ap.add_argument("--inputs", type=int, default=2, help="random inputs checked against TFLM")
     ap.add_argument("--model", action="append", help="only this model (repeatable; built: mobilenetv2_035_96, "
                     "unet_64, unet_64_concat, unet_64_tconv, unet_64_tconv3, unet_64_bilinear, "
-                    "unet_67_tconv3_valid)")
+                    "unet_67_tconv3_valid; converter-made: cnn_unet_int8, cnn_unet_lite_int8)")
     ap.add_argument("--max-extra-macs", type=float, default=0.10)
     ap.add_argument("--no-built", action="store_true", help="skip the models built in the benchmark")
     ap.add_argument("--board", default=None, help="also build each row's firmware for this QEMU profile (e.g. "
@@ -231,11 +236,17 @@ def main(argv):
     tmp = tempfile.TemporaryDirectory(prefix="pyembed-bench-pipeline-")
     clib = None if args.host_only else _CLib(tmp.name)
     from pyembed.bench import _built
-    names = args.model or (MODELS + ([] if args.no_built else list(_built.BUILDERS)))
+    from pyembed.bench.coverage import converter_dir
+    conv = {n: os.path.join(converter_dir(), n + ".tflite") for n in CONVERTER_MODELS}
+    conv = {n: p for n, p in conv.items() if os.path.exists(p)}
+    names = args.model or (MODELS + list(conv) + ([] if args.no_built else list(_built.BUILDERS)))
     rows = []
     for name in names:
         if name in _built.BUILDERS:
             data, built = _built.BUILDERS[name](), True
+        elif name in conv:
+            with open(conv[name], "rb") as f:
+                data, built = f.read(), False
         else:
             with open(model_path(name), "rb") as f:
                 data, built = f.read(), False

@@ -583,10 +583,13 @@ def _restore_conv_scratch(g, source):
 
 def apply_pipeline(graph, strategy="auto", *args, **kwargs):
     """Rewrite graph with the chosen strategy (_apply_strategy's arguments),
-    with its kernel = stride TRANSPOSE_CONVs split where that lowers the arena
-    estimate (pyembed.passes.tconv_split)."""
+    with its kernel = stride TRANSPOSE_CONVs split (pyembed.passes.tconv_split)
+    and its U-Net skips chained (pyembed.passes.skip_chain) where that lowers
+    the arena estimate."""
+    from pyembed.passes.skip_chain import better_with_skip_chain
     from pyembed.passes.tconv_split import better_with_split
-    return better_with_split(_apply_strategy, graph, strategy, *args, **kwargs)
+    return better_with_skip_chain(lambda g: better_with_split(_apply_strategy, g, strategy, *args, **kwargs), graph,
+                                  strategy)
 
 
 def _apply_strategy(graph, strategy="auto", max_extra_macs=0.10, fuse=True, rounding="double", stream_input=False,

@@ -588,12 +588,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
             const pe_stripe_layer *l = &s.layers[L];
             fprintf(stderr,
                     "  L%d op %d in_c %d out_c %d k %dx%d s %dx%d pad t%d b%d l%d r%d offs %d/%d "
-                    "act [%d,%d] round %d pool %d add from %d shift %d weights %s\n",
+                    "act [%d,%d] round %d pool %d add from %d shift %d dil %dx%d weights %s\n",
                     L, l->op, l->in_c, l->out_c, l->kernel.h, l->kernel.w, l->stride.h,
                     l->stride.w, l->padding.top, l->padding.bottom, l->padding.left,
                     l->padding.right, l->input_offset, l->output_offset, l->activation.min,
                     l->activation.max, l->rounding, l->pool_kind, l->add.from_layer,
-                    l->add.left_shift, l->weights ? "yes" : "no");
+                    l->add.left_shift, l->dilation.h, l->dilation.w, l->weights ? "yes" : "no");
         }
     }
     if (in_dims.h > 4096 || in_dims.w > 4096) {
@@ -636,6 +636,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size_in)
     }
     if (work > MAX_WORK) {
         goto done;
+    }
+    if (fz_verbose()) {
+        fprintf(stderr, "accepted: output %dx%dx%d, compared with the full-frame reference\n",
+                out_dims.h, out_dims.w, out_dims.c);
     }
     st = pe_stripe_get_buffer_size_s8(&net, stripe_w, block_w, &size);
     if (st != PE_OK) {

@@ -54,6 +54,13 @@ void *pe_graph_state(const pe_graph *g, const pe_graph_op *op, int32_t k, const 
 const pe_dims *pe_graph_dims(const pe_graph *g, int32_t t);
 int32_t pe_graph_count(const pe_graph *g, int32_t t);
 
+/* The float32 whose bit pattern is parameter word w (float options of the
+ * float32 operators travel in the int32 parameter words as their bits). */
+float pe_graph_word_float(int32_t w);
+
+/* Do the float32 spans [a, a + na) and [b, b + nb) share an element? */
+int pe_graph_f32_overlap(const float *a, int64_t na, const float *b, int64_t nb);
+
 
 #ifdef __cplusplus
 }

@@ -77,3 +77,18 @@ int32_t pe_graph_count(const pe_graph *g, int32_t t)
 {
     return (int32_t)dims_count(&g->tensors[t].dims);
 }
+
+float pe_graph_word_float(int32_t w)
+{
+    union {
+        int32_t i;
+        float f;
+    } u;
+    u.i = w;
+    return u.f;
+}
+
+int pe_graph_f32_overlap(const float *a, int64_t na, const float *b, int64_t nb)
+{
+    return a < b + nb && b < a + na;
+}

@@ -17,22 +17,6 @@
 
 #define PE_DETPOST_WORDS 15
 
-static float bits_to_float(int32_t w)
-{
-    union {
-        int32_t i;
-        float f;
-    } u;
-    u.i = w;
-    return u.f;
-}
-
-/* Do [a, a + na) and [b, b + nb) share bytes? (counts in floats) */
-static int overlaps(const float *a, int64_t na, const float *b, int64_t nb)
-{
-    return a < b + nb && b < a + na;
-}
-
 pe_status pe_graph_run_detection_postprocess(const pe_graph *g, const pe_graph_op *op,
                                              const pe_context *scratch, const pe_context *arena)
 {
@@ -53,12 +37,12 @@ pe_status pe_graph_run_detection_postprocess(const pe_graph *g, const pe_graph_o
     p.max_classes_per_detection = w[5];
     p.detections_per_class = w[6];
     p.use_regular_nms = w[7];
-    p.score_threshold = bits_to_float(w[8]);
-    p.iou_threshold = bits_to_float(w[9]);
-    p.y_scale = bits_to_float(w[10]);
-    p.x_scale = bits_to_float(w[11]);
-    p.h_scale = bits_to_float(w[12]);
-    p.w_scale = bits_to_float(w[13]);
+    p.score_threshold = pe_graph_word_float(w[8]);
+    p.iou_threshold = pe_graph_word_float(w[9]);
+    p.y_scale = pe_graph_word_float(w[10]);
+    p.x_scale = pe_graph_word_float(w[11]);
+    p.h_scale = pe_graph_word_float(w[12]);
+    p.w_scale = pe_graph_word_float(w[13]);
     p.out_rows = w[14];
     if (pe_detpost_check(&p) != PE_OK) {
         return PE_ERR_ARG;
@@ -84,12 +68,12 @@ pe_status pe_graph_run_detection_postprocess(const pe_graph *g, const pe_graph_o
             return PE_ERR_ARG;
         }
         for (j = 0; j < 3; ++j) {
-            if (overlaps(out[k], want_out[k], in[j], want_in[j])) {
+            if (pe_graph_f32_overlap(out[k], want_out[k], in[j], want_in[j])) {
                 return PE_ERR_ARG;
             }
         }
         for (j = 0; j < k; ++j) {
-            if (overlaps(out[k], want_out[k], out[j], want_out[j])) {
+            if (pe_graph_f32_overlap(out[k], want_out[k], out[j], want_out[j])) {
                 return PE_ERR_ARG;
             }
         }

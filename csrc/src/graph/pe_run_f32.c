@@ -22,16 +22,6 @@
 #define PE_F32_UNARY_BASE 260
 #define PE_F32_BINARY_BASE 280
 
-static float float_of_bits(int32_t w)
-{
-    union {
-        int32_t i;
-        float f;
-    } u;
-    u.i = w;
-    return u.f;
-}
-
 pe_status pe_graph_run_f32_unary(const pe_graph *g, const pe_graph_op *op,
                                  const pe_context *scratch, const pe_context *arena)
 {
@@ -118,5 +108,5 @@ pe_status pe_graph_run_f32_binary(const pe_graph *g, const pe_graph_op *op,
         return PE_ERR_ARG;
     }
     return pe_f32_binary(kind, a, w + 1, b, w + 1 + rank, y, w + 1 + 2 * rank, rank,
-                         float_of_bits(w[1 + 3 * rank]), float_of_bits(w[2 + 3 * rank]));
+                         pe_graph_word_float(w[1 + 3 * rank]), pe_graph_word_float(w[2 + 3 * rank]));
 }

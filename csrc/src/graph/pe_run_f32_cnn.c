@@ -17,21 +17,6 @@
 #include "pyembed/pe_graph_runners.h"
 #include "pyembed/pe_f32_cnn.h"
 
-static float word_float(int32_t w)
-{
-    union {
-        int32_t i;
-        float f;
-    } u;
-    u.i = w;
-    return u.f;
-}
-
-static int shares(const float *a, int32_t na, const float *b, int32_t nb)
-{
-    return a < b + nb && b < a + na;
-}
-
 pe_status pe_graph_run_f32_resize_bilinear(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
                                            const pe_context *arena)
 {
@@ -47,7 +32,7 @@ pe_status pe_graph_run_f32_resize_bilinear(const pe_graph *g, const pe_graph_op 
     x = (const float *)pe_graph_input(g, op, 0, arena, PE_DT_FLOAT32);
     y = (float *)pe_graph_output(g, op, 0, arena, PE_DT_FLOAT32);
     if (ti < 0 || to < 0 || x == NULL || y == NULL ||
-        shares(x, pe_graph_count(g, ti), y, pe_graph_count(g, to))) {
+        pe_graph_f32_overlap(x, pe_graph_count(g, ti), y, pe_graph_count(g, to))) {
         return PE_ERR_ARG;
     }
     return pe_f32_resize_bilinear(op->params[0], op->params[1], x, pe_graph_dims(g, ti), y, pe_graph_dims(g, to));
@@ -79,19 +64,19 @@ pe_status pe_graph_run_f32_transpose_conv(const pe_graph *g, const pe_graph_op *
     if (tb >= 0) {
         bias = (const float *)pe_graph_input(g, op, 2, arena, PE_DT_FLOAT32);
         if (bias == NULL || pe_graph_count(g, tb) != pe_graph_dims(g, to)->c ||
-            shares(bias, pe_graph_count(g, tb), y, ny)) {
+            pe_graph_f32_overlap(bias, pe_graph_count(g, tb), y, ny)) {
             return PE_ERR_ARG;
         }
     }
-    if (shares(x, pe_graph_count(g, tx), y, ny) || shares(f, pe_graph_count(g, tf), y, ny)) {
+    if (pe_graph_f32_overlap(x, pe_graph_count(g, tx), y, ny) || pe_graph_f32_overlap(f, pe_graph_count(g, tf), y, ny)) {
         return PE_ERR_ARG;
     }
     p.stride_h = w[0];
     p.stride_w = w[1];
     p.pad_top = w[2];
     p.pad_left = w[3];
-    p.act_min = word_float(w[4]);
-    p.act_max = word_float(w[5]);
+    p.act_min = pe_graph_word_float(w[4]);
+    p.act_max = pe_graph_word_float(w[5]);
     return pe_f32_transpose_conv(&p, x, pe_graph_dims(g, tx), f, pe_graph_dims(g, tf), bias, y,
                                  pe_graph_dims(g, to));
 }

@@ -26,22 +26,6 @@
 #include "pyembed/pe_graph_runners.h"
 #include "pyembed/pe_f32_conv.h"
 
-static float bits_float(int32_t w)
-{
-    union {
-        int32_t i;
-        float f;
-    } u;
-    u.i = w;
-    return u.f;
-}
-
-/* Do [a, a + na) and [b, b + nb) share an element? */
-static int overlaps(const float *a, int32_t na, const float *b, int32_t nb)
-{
-    return a < b + nb && b < a + na;
-}
-
 /* Input k as float32 with its element count into *count, or NULL. */
 static const float *f32_in(const pe_graph *g, const pe_graph_op *op, int32_t k, const pe_context *arena,
                            int32_t *count)
@@ -100,8 +84,8 @@ pe_status pe_graph_run_f32_conv(const pe_graph *g, const pe_graph_op *op, const 
         return PE_ERR_ARG;
     }
     bias = f32_bias(g, op, arena, pe_graph_dims(g, to)->c, &ok);
-    if (!ok || overlaps(x, nx, y, pe_graph_count(g, to)) || overlaps(f, nf, y, pe_graph_count(g, to)) ||
-        (bias != NULL && overlaps(bias, pe_graph_dims(g, to)->c, y, pe_graph_count(g, to)))) {
+    if (!ok || pe_graph_f32_overlap(x, nx, y, pe_graph_count(g, to)) || pe_graph_f32_overlap(f, nf, y, pe_graph_count(g, to)) ||
+        (bias != NULL && pe_graph_f32_overlap(bias, pe_graph_dims(g, to)->c, y, pe_graph_count(g, to)))) {
         return PE_ERR_ARG;
     }
     p.stride_h = w[0];
@@ -110,8 +94,8 @@ pe_status pe_graph_run_f32_conv(const pe_graph *g, const pe_graph_op *op, const 
     p.dilation_w = w[3];
     p.pad_top = w[4];
     p.pad_left = w[5];
-    p.act_min = bits_float(w[6]);
-    p.act_max = bits_float(w[7]);
+    p.act_min = pe_graph_word_float(w[6]);
+    p.act_max = pe_graph_word_float(w[7]);
     if (depthwise) {
         return pe_f32_depthwise_conv2d(&p, w[8], x, pe_graph_dims(g, tx), f, pe_graph_dims(g, tf), bias, y,
                                        pe_graph_dims(g, to));
@@ -145,10 +129,10 @@ pe_status pe_graph_run_f32_fully_connected(const pe_graph *g, const pe_graph_op 
         return PE_ERR_ARG;
     }
     bias = f32_bias(g, op, arena, w[2], &ok);
-    if (!ok || overlaps(x, nx, y, ny) || overlaps(f, nf, y, ny) || (bias != NULL && overlaps(bias, w[2], y, ny))) {
+    if (!ok || pe_graph_f32_overlap(x, nx, y, ny) || pe_graph_f32_overlap(f, nf, y, ny) || (bias != NULL && pe_graph_f32_overlap(bias, w[2], y, ny))) {
         return PE_ERR_ARG;
     }
-    return pe_f32_fully_connected(x, w[0], w[1], f, w[2], bias, y, bits_float(w[3]), bits_float(w[4]));
+    return pe_f32_fully_connected(x, w[0], w[1], f, w[2], bias, y, pe_graph_word_float(w[3]), pe_graph_word_float(w[4]));
 }
 
 pe_status pe_graph_run_f32_pool(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
@@ -173,7 +157,7 @@ pe_status pe_graph_run_f32_pool(const pe_graph *g, const pe_graph_op *op, const 
     to = pe_graph_output_index(op, 0);
     x = f32_in(g, op, 0, arena, &nx);
     y = (float *)pe_graph_output(g, op, 0, arena, PE_DT_FLOAT32);
-    if (tx < 0 || to < 0 || x == NULL || y == NULL || overlaps(x, nx, y, pe_graph_count(g, to))) {
+    if (tx < 0 || to < 0 || x == NULL || y == NULL || pe_graph_f32_overlap(x, nx, y, pe_graph_count(g, to))) {
         return PE_ERR_ARG;
     }
     p.stride_h = w[2];
@@ -182,8 +166,8 @@ pe_status pe_graph_run_f32_pool(const pe_graph *g, const pe_graph_op *op, const 
     p.dilation_w = 1;
     p.pad_top = w[4];
     p.pad_left = w[5];
-    p.act_min = bits_float(w[6]);
-    p.act_max = bits_float(w[7]);
+    p.act_min = pe_graph_word_float(w[6]);
+    p.act_max = pe_graph_word_float(w[7]);
     return pe_f32_pool(kind, &p, w[0], w[1], x, pe_graph_dims(g, tx), y, pe_graph_dims(g, to));
 }
 
@@ -206,8 +190,8 @@ pe_status pe_graph_run_f32_softmax(const pe_graph *g, const pe_graph_op *op, con
         return PE_ERR_ARG;
     }
     ny = pe_graph_count(g, to);
-    if ((int64_t)w[0] * w[1] != nx || nx != ny || (x != y && overlaps(x, nx, y, ny))) {
+    if ((int64_t)w[0] * w[1] != nx || nx != ny || (x != y && pe_graph_f32_overlap(x, nx, y, ny))) {
         return PE_ERR_ARG;
     }
-    return pe_f32_softmax(x, y, w[0], w[1], bits_float(w[2]));
+    return pe_f32_softmax(x, y, w[0], w[1], pe_graph_word_float(w[2]));
 }

@@ -29,6 +29,28 @@ static const void *two_inputs_s16(const pe_graph *g, const pe_graph_op *op, cons
     return (*x == NULL || *y == NULL) ? NULL : in1;
 }
 
+/* The operands of the int16 x int8 convolutions whose parameters are `head`
+ * words (word `flag`: has a bias), then one multiplier and one shift per output
+ * channel and, with a bias, one int64 bias per channel as two words: the
+ * int8 filter, with *x, *y, *oc and *has_bias set; NULL when a tensor or the
+ * word count is wrong. */
+static const int8_t *conv_operands_s16x8(const pe_graph *g, const pe_graph_op *op, const pe_context *arena,
+                                         int32_t head, int32_t flag, const int16_t **x, int16_t **y,
+                                         int32_t *oc, int32_t *has_bias)
+{
+    const int8_t *f = (const int8_t *)two_inputs_s16(g, op, arena, PE_DT_INT8, x, y);
+    if (f == NULL || op->num_params < head) {
+        return NULL;
+    }
+    *oc = pe_graph_dims(g, op->outputs[0])->c;
+    *has_bias = op->params[flag];
+    if ((*has_bias != 0 && *has_bias != 1) ||
+        (int64_t)op->num_params != head + 2 * (int64_t)*oc * (1 + *has_bias)) {
+        return NULL;
+    }
+    return f;
+}
+
 pe_status pe_graph_run_conv_s16x8(const pe_graph *g, const pe_graph_op *op,
                                   const pe_context *scratch, const pe_context *arena)
 {
@@ -36,19 +58,11 @@ pe_status pe_graph_run_conv_s16x8(const pe_graph *g, const pe_graph_op *op,
     const int16_t *x;
     const int8_t *f;
     int16_t *y;
-    const pe_dims *od;
     pe_conv_params p;
     pe_per_channel_quant q;
     int32_t oc, has_bias;
-    f = (const int8_t *)two_inputs_s16(g, op, arena, PE_DT_INT8, &x, &y);
-    if (f == NULL || op->num_params < PE_CONV_S16X8_WORDS) {
-        return PE_ERR_ARG;
-    }
-    od = pe_graph_dims(g, op->outputs[0]);
-    oc = od->c;
-    has_bias = w[9];
-    if ((has_bias != 0 && has_bias != 1) ||
-        (int64_t)op->num_params != PE_CONV_S16X8_WORDS + 2 * (int64_t)oc * (1 + has_bias)) {
+    f = conv_operands_s16x8(g, op, arena, PE_CONV_S16X8_WORDS, 9, &x, &y, &oc, &has_bias);
+    if (f == NULL) {
         return PE_ERR_ARG;
     }
     p.input_offset = 0;
@@ -70,7 +84,7 @@ pe_status pe_graph_run_conv_s16x8(const pe_graph *g, const pe_graph_op *op,
     q.shift = w + PE_CONV_S16X8_WORDS + oc;
     return pe_conv2d_s16x8(scratch, &p, &q, pe_graph_dims(g, op->inputs[0]), x,
                            pe_graph_dims(g, op->inputs[1]), f,
-                           has_bias ? w + PE_CONV_S16X8_WORDS + 2 * oc : NULL, od, y);
+                           has_bias ? w + PE_CONV_S16X8_WORDS + 2 * oc : NULL, pe_graph_dims(g, op->outputs[0]), y);
 }
 
 pe_status pe_graph_run_fc_s16x8(const pe_graph *g, const pe_graph_op *op,
@@ -199,19 +213,11 @@ pe_status pe_graph_run_depthwise_s16x8(const pe_graph *g, const pe_graph_op *op,
     const int16_t *x;
     const int8_t *f;
     int16_t *y;
-    const pe_dims *od;
     pe_dw_s16_params p;
     pe_per_channel_quant q;
     int32_t oc, has_bias;
-    f = (const int8_t *)two_inputs_s16(g, op, arena, PE_DT_INT8, &x, &y);
-    if (f == NULL || op->num_params < PE_DW_S16X8_WORDS) {
-        return PE_ERR_ARG;
-    }
-    od = pe_graph_dims(g, op->outputs[0]);
-    oc = od->c;
-    has_bias = w[9];
-    if ((has_bias != 0 && has_bias != 1) ||
-        (int64_t)op->num_params != PE_DW_S16X8_WORDS + 2 * (int64_t)oc * (1 + has_bias)) {
+    f = conv_operands_s16x8(g, op, arena, PE_DW_S16X8_WORDS, 9, &x, &y, &oc, &has_bias);
+    if (f == NULL) {
         return PE_ERR_ARG;
     }
     p.stride_h = w[0];
@@ -227,7 +233,7 @@ pe_status pe_graph_run_depthwise_s16x8(const pe_graph *g, const pe_graph_op *op,
     q.shift = w + PE_DW_S16X8_WORDS + oc;
     return pe_depthwise_s16x8(scratch, &p, &q, pe_graph_dims(g, op->inputs[0]), x,
                               pe_graph_dims(g, op->inputs[1]), f,
-                              has_bias ? w + PE_DW_S16X8_WORDS + 2 * oc : NULL, od, y);
+                              has_bias ? w + PE_DW_S16X8_WORDS + 2 * oc : NULL, pe_graph_dims(g, op->outputs[0]), y);
 }
 
 pe_status pe_graph_run_pool_s16(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,
@@ -272,19 +278,11 @@ pe_status pe_graph_run_tconv_s16x8(const pe_graph *g, const pe_graph_op *op, con
     const int16_t *x;
     const int8_t *f;
     int16_t *y;
-    const pe_dims *od;
     pe_tconv_s16_params p;
     pe_per_channel_quant q;
     int32_t oc, has_bias;
-    f = (const int8_t *)two_inputs_s16(g, op, arena, PE_DT_INT8, &x, &y);
-    if (f == NULL || op->num_params < PE_TCONV_S16X8_WORDS) {
-        return PE_ERR_ARG;
-    }
-    od = pe_graph_dims(g, op->outputs[0]);
-    oc = od->c;
-    has_bias = w[6];
-    if ((has_bias != 0 && has_bias != 1) ||
-        (int64_t)op->num_params != PE_TCONV_S16X8_WORDS + 2 * (int64_t)oc * (1 + has_bias)) {
+    f = conv_operands_s16x8(g, op, arena, PE_TCONV_S16X8_WORDS, 6, &x, &y, &oc, &has_bias);
+    if (f == NULL) {
         return PE_ERR_ARG;
     }
     /* the kernel writes outputs while it still reads the input */
@@ -302,7 +300,8 @@ pe_status pe_graph_run_tconv_s16x8(const pe_graph *g, const pe_graph_op *op, con
     q.shift = w + PE_TCONV_S16X8_WORDS + oc;
     return pe_transpose_conv_s16x8(scratch, &p, &q, pe_graph_dims(g, op->inputs[0]), x,
                                    pe_graph_dims(g, op->inputs[1]), f,
-                                   has_bias ? w + PE_TCONV_S16X8_WORDS + 2 * oc : NULL, od, y);
+                                   has_bias ? w + PE_TCONV_S16X8_WORDS + 2 * oc : NULL,
+                                   pe_graph_dims(g, op->outputs[0]), y);
 }
 
 pe_status pe_graph_run_requantize_s16(const pe_graph *g, const pe_graph_op *op, const pe_context *scratch,

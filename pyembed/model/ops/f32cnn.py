@@ -23,7 +23,7 @@ import numpy as np
 from pyembed.kernels.f32 import ACTIVATIONS
 from pyembed.kernels.shape_ref import bilinear_supported
 from pyembed.model.ops.base import Unsupported
-from pyembed.model.ops.heavy import _taps, _tconv_pad
+from pyembed.model.ops.heavy import _taps, _tconv_geometry
 from pyembed.model.ops.registry import register
 
 CODES = {"RESIZE_BILINEAR": 296, "TRANSPOSE_CONV": 297}
@@ -83,26 +83,11 @@ def prepare_transpose_conv_f32(c):
     if b is not None:
         _float32(c, b, "bias")
         c.constant(b, "bias")
-    if [int(v) for v in np.asarray(shp.data).reshape(-1)] != [int(d) for d in y.shape]:
-        raise c.error(f"output_shape {np.asarray(shp.data).tolist()} disagrees with the output tensor "
-                      f"{list(y.shape)} (TFLM does not resize)")
     o = op.options
-    for key in ("padding", "stride"):
-        if key not in o:
-            raise c.error(f"options lack {key!r} (missing or malformed builtin options)")
-    sh, sw = (int(v) for v in o["stride"])
-    if sh < 1 or sw < 1:
-        raise c.error(f"stride {(sh, sw)} must be >= 1")
+    (sh, sw), (kh, kw), (pt, pl) = _tconv_geometry(c, shp, x, w, y, b)
     n, ih, iw, ic = x.shape
-    oc, kh, kw, wc = w.shape
-    if wc != ic:
-        raise c.error(f"filter input channels {wc} differ from the input's {ic}")
-    if y.shape[0] != n or y.shape[3] != oc:
-        raise c.error(f"output shape {list(y.shape)} must be [{n}, h, w, {oc}]")
-    if b is not None and b.size != oc:
-        raise c.error(f"bias shape {list(b.shape)} must hold {oc} values")
+    oc = w.shape[0]
     oh, ow = int(y.shape[1]), int(y.shape[2])
-    pt, pl = _tconv_pad(o["padding"], oh, kh, sh), _tconv_pad(o["padding"], ow, kw, sw)
     act = o.get("activation") or "NONE"
     if act not in ACTIVATIONS:
         raise Unsupported(f"float32 TRANSPOSE_CONV with fused activation {act}")

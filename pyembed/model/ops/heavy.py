@@ -90,6 +90,32 @@ def _tconv_pad(padding, out, k, stride):
     return max(0, (n - 1) * stride + k - out) // 2
 
 
+def _tconv_geometry(c, shp, x, w, y, b):
+    """TRANSPOSE_CONV's geometry, whatever the types: the constant output_shape equal to the output
+    tensor's (TFLM does not resize), padding and stride in the options, filter [oc, kh, kw, ic] against
+    the input and output, the bias's length. Returns (stride (sh, sw), kernel (kh, kw), pad (top, left))."""
+    if [int(v) for v in np.asarray(shp.data).reshape(-1)] != [int(d) for d in y.shape]:
+        raise c.error(f"output_shape {np.asarray(shp.data).tolist()} disagrees with the output tensor "
+                      f"{list(y.shape)} (TFLM does not resize)")
+    o = c.op.options
+    for key in ("padding", "stride"):
+        if key not in o:
+            raise c.error(f"options lack {key!r} (missing or malformed builtin options)")
+    sh, sw = (int(v) for v in o["stride"])
+    if sh < 1 or sw < 1:
+        raise c.error(f"stride {(sh, sw)} must be >= 1")
+    n, ih, iw, ic = x.shape
+    oc, kh, kw, wc = w.shape
+    if wc != ic:
+        raise c.error(f"filter input channels {wc} differ from the input's {ic}")
+    if y.shape[0] != n or y.shape[3] != oc:
+        raise c.error(f"output shape {list(y.shape)} must be [{n}, h, w, {oc}]")
+    if b is not None and b.size != oc:
+        raise c.error(f"bias shape {list(b.shape)} must hold {oc} values")
+    oh, ow = int(y.shape[1]), int(y.shape[2])
+    return (sh, sw), (kh, kw), (_tconv_pad(o["padding"], oh, kh, sh), _tconv_pad(o["padding"], ow, kw, sw))
+
+
 def _taps(out, inp, k, stride, pad):
     """(output index, kernel tap) pairs reached along one axis."""
     n = 0
@@ -119,26 +145,11 @@ def prepare_transpose_conv(c):
         c.constant(b, "bias")
     for t, what in ((x, "input"), (w, "filter"), (y, "output")):
         c.rank(t, what, 4)
-    if [int(v) for v in np.asarray(shp.data).reshape(-1)] != [int(d) for d in y.shape]:
-        raise c.error(f"output_shape {np.asarray(shp.data).tolist()} disagrees with the output tensor "
-                      f"{list(y.shape)} (TFLM does not resize)")
     o = op.options
-    for key in ("padding", "stride"):
-        if key not in o:
-            raise c.error(f"options lack {key!r} (missing or malformed builtin options)")
-    sh, sw = (int(v) for v in o["stride"])
-    if sh < 1 or sw < 1:
-        raise c.error(f"stride {(sh, sw)} must be >= 1")
+    (sh, sw), (kh, kw), (pt, pl) = _tconv_geometry(c, shp, x, w, y, b)
     n, ih, iw, ic = x.shape
-    oc, kh, kw, wc = w.shape
-    if wc != ic:
-        raise c.error(f"filter input channels {wc} differ from the input's {ic}")
-    if y.shape[0] != n or y.shape[3] != oc:
-        raise c.error(f"output shape {list(y.shape)} must be [{n}, h, w, {oc}]")
+    oc = w.shape[0]
     oh, ow = int(y.shape[1]), int(y.shape[2])
-    pt, pl = _tconv_pad(o["padding"], oh, kh, sh), _tconv_pad(o["padding"], ow, kw, sw)
-    if b is not None and b.size != oc:
-        raise c.error(f"bias shape {list(b.shape)} must hold {oc} values")
     xs, xz = c.qparams(x, "input")
     ys, yz = c.qparams(y, "output")
     if not w.is_quantized:

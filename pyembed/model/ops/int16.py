@@ -76,11 +76,9 @@ def _check_shifts(shift):
         raise Unsupported("a requantization shift above 7 (TFLite's int64 requantization takes shifts <= 7)")
 
 
-@register("CONV_2D@int16", code=102, c_name="PE_GOP_CONV_2D_S16X8")
-def prepare_conv_2d_int16(c):
-    op = c.op
-    x, w, y = c.tensor(0, "input"), c.tensor(1, "filter"), c.output()
-    b = c.tensor(2, "bias", optional=True)
+def _s16x8_operands(c, x, w, b, y):
+    """The int16 x int8 convolutions' operands (CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV): int16
+    input and output, a constant int8 filter, an optional constant int64 bias, all of rank 4."""
     c.dtype(x, "input", I16)
     c.dtype(y, "output", I16)
     c.dtype(w, "filter")
@@ -90,6 +88,32 @@ def prepare_conv_2d_int16(c):
         c.constant(b, "bias")
     for t, what in ((x, "input"), (w, "filter"), (y, "output")):
         c.rank(t, what, 4)
+
+
+def _s16x8_requant(c, x, w, y, cout, axis, activation):
+    """The int16 x int8 convolutions' output scaling: zero points 0, one filter scale or one per
+    output channel (along ``axis``; None: not checked), TFLite's int64 requantization (shifts <= 7)
+    and the activation's int16 range. Returns (multipliers, shifts, act_min, act_max)."""
+    xs, ys = _zero_zp(c, x, "input"), _zero_zp(c, y, "output")
+    ws = np.asarray(w.scale, dtype=np.float32)
+    if len(ws) not in (1, cout) or np.any(~np.isfinite(ws)) or np.any(ws <= 0):
+        raise c.error(f"filter scales must be 1 or {cout} finite values > 0")
+    if axis is not None and len(ws) > 1 and w.quant_axis != axis:
+        raise c.error(f"filter is quantized per channel along axis {w.quant_axis}, expected {axis}")
+    if w.zero_point is not None and np.any(np.asarray(w.zero_point) != 0):
+        raise Unsupported("filter zero points other than 0")
+    m, s = _multipliers([float(xs) * float(v) / float(ys) for v in np.broadcast_to(ws, (cout,))])
+    _check_shifts(s)
+    act_min, act_max = activation_range(activation, ys, 0, I16_MIN, I16_MAX)
+    return m, s, act_min, act_max
+
+
+@register("CONV_2D@int16", code=102, c_name="PE_GOP_CONV_2D_S16X8")
+def prepare_conv_2d_int16(c):
+    op = c.op
+    x, w, y = c.tensor(0, "input"), c.tensor(1, "filter"), c.output()
+    b = c.tensor(2, "bias", optional=True)
+    _s16x8_operands(c, x, w, b, y)
     o = op.options
     for key in ("padding", "stride"):
         if key not in o:
@@ -106,15 +130,7 @@ def prepare_conv_2d_int16(c):
         raise c.error(f"output shape {list(y.shape)} disagrees with the convolution: expected {[n, oh, ow, cout]}")
     if b is not None and b.size != cout:
         raise c.error(f"bias shape {list(b.shape)} must hold {cout} values")
-    xs, ys = _zero_zp(c, x, "input"), _zero_zp(c, y, "output")
-    ws = np.asarray(w.scale, dtype=np.float32)
-    if len(ws) not in (1, cout) or np.any(~np.isfinite(ws)) or np.any(ws <= 0):
-        raise c.error(f"filter scales must be 1 or {cout} finite values > 0")
-    if w.zero_point is not None and np.any(np.asarray(w.zero_point) != 0):
-        raise Unsupported("filter zero points other than 0")
-    mult, shift = _multipliers([float(xs) * float(s) / float(ys) for s in np.broadcast_to(ws, (cout,))])
-    _check_shifts(shift)
-    act_min, act_max = activation_range(o.get("activation"), ys, 0, I16_MIN, I16_MAX)
+    mult, shift, act_min, act_max = _s16x8_requant(c, x, w, y, cout, None, o.get("activation"))
     words = [stride[0], stride[1], pad[0], pad[2], dilation[0], dilation[1], groups, act_min, act_max,
              int(b is not None)] + [int(v) for v in mult] + [int(v) for v in shift]
     if b is not None:

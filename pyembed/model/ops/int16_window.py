@@ -17,9 +17,9 @@ EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8 models).
 """
 import numpy as np
 
-from pyembed.model.ops.base import Unsupported, _multipliers, activation_range
+from pyembed.model.ops.base import Unsupported, activation_range
 from pyembed.model.ops.core import _check_stride, _geometry
-from pyembed.model.ops.int16 import I16, I16_MAX, I16_MIN, _check_shifts, _pairs, _zero_zp
+from pyembed.model.ops.int16 import I16, I16_MAX, I16_MIN, _pairs, _s16x8_operands, _s16x8_requant, _zero_zp
 from pyembed.model.ops.registry import register
 
 CONSTRAINTS = {}
@@ -36,15 +36,7 @@ def prepare_depthwise_int16(c):
     op = c.op
     x, w, y = c.tensor(0, "input"), c.tensor(1, "filter"), c.output()
     b = c.tensor(2, "bias", optional=True)
-    c.dtype(x, "input", I16)
-    c.dtype(y, "output", I16)
-    c.dtype(w, "filter")
-    c.constant(w, "filter")
-    if b is not None:
-        c.dtype(b, "bias", (np.int64,))
-        c.constant(b, "bias")
-    for t, what in ((x, "input"), (w, "filter"), (y, "output")):
-        c.rank(t, what, 4)
+    _s16x8_operands(c, x, w, b, y)
     _need(c, ("padding", "stride"))
     o = op.options
     stride, dilation = tuple(o["stride"]), tuple(o.get("dilation", (1, 1)))
@@ -59,17 +51,7 @@ def prepare_depthwise_int16(c):
         raise c.error(f"output shape {list(y.shape)} disagrees with the convolution: expected {[n, oh, ow, cout]}")
     if b is not None and b.size != cout:
         raise c.error(f"bias shape {list(b.shape)} must hold {cout} values")
-    xs, ys = _zero_zp(c, x, "input"), _zero_zp(c, y, "output")
-    ws = np.asarray(w.scale, dtype=np.float32)
-    if len(ws) not in (1, cout) or np.any(~np.isfinite(ws)) or np.any(ws <= 0):
-        raise c.error(f"filter scales must be 1 or {cout} finite values > 0")
-    if len(ws) > 1 and w.quant_axis != 3:
-        raise c.error(f"filter is quantized per channel along axis {w.quant_axis}, expected 3")
-    if w.zero_point is not None and np.any(np.asarray(w.zero_point) != 0):
-        raise Unsupported("filter zero points other than 0")
-    m, s = _multipliers([float(xs) * float(v) / float(ys) for v in np.broadcast_to(ws, (cout,))])
-    _check_shifts(s)
-    act_min, act_max = activation_range(o.get("activation"), ys, 0, I16_MIN, I16_MAX)
+    m, s, act_min, act_max = _s16x8_requant(c, x, w, y, cout, 3, o.get("activation"))
     words = [stride[0], stride[1], pad[0], pad[2], dilation[0], dilation[1], mult, act_min, act_max,
              int(b is not None)] + [int(v) for v in m] + [int(v) for v in s]
     if b is not None:
@@ -125,49 +107,20 @@ def prepare_max_pool_int16(c):
 def prepare_transpose_conv_int16(c):
     """TRANSPOSE_CONV int16 x int8: TFLM's int64 sums (gathered per output),
     int64 bias (or none), TFLite's int64 requantization (shift <= 7)."""
-    from pyembed.model.ops.heavy import _taps, _tconv_pad
+    from pyembed.model.ops.heavy import _taps, _tconv_geometry
     op = c.op
     shp, w, x = c.tensor(0, "output_shape"), c.tensor(1, "filter"), c.tensor(2, "input")
     b = c.tensor(3, "bias", optional=True)
     y = c.output()
     c.dtype(shp, "output_shape", (np.int32,))
     c.constant(shp, "output_shape")
-    c.dtype(x, "input", I16)
-    c.dtype(y, "output", I16)
-    c.dtype(w, "filter")
-    c.constant(w, "filter")
-    if b is not None:
-        c.dtype(b, "bias", (np.int64,))
-        c.constant(b, "bias")
-    for t, what in ((x, "input"), (w, "filter"), (y, "output")):
-        c.rank(t, what, 4)
-    if [int(v) for v in np.asarray(shp.data).reshape(-1)] != [int(d) for d in y.shape]:
-        raise c.error(f"output_shape {np.asarray(shp.data).tolist()} disagrees with the output tensor "
-                      f"{list(y.shape)} (TFLM does not resize)")
-    _need(c, ("padding", "stride"))
+    _s16x8_operands(c, x, w, b, y)
     o = op.options
-    sh, sw = (int(v) for v in o["stride"])
-    if sh < 1 or sw < 1:
-        raise c.error(f"stride {(sh, sw)} must be >= 1")
+    (sh, sw), (kh, kw), (pt, pl) = _tconv_geometry(c, shp, x, w, y, b)
     n, ih, iw, ic = x.shape
-    oc, kh, kw, wc = w.shape
-    if wc != ic or y.shape[0] != n or y.shape[3] != oc:
-        raise c.error(f"filter {list(w.shape)}, input {list(x.shape)} and output {list(y.shape)} do not fit")
-    if b is not None and b.size != oc:
-        raise c.error(f"bias shape {list(b.shape)} must hold {oc} values")
+    oc = w.shape[0]
     oh, ow = int(y.shape[1]), int(y.shape[2])
-    pt, pl = _tconv_pad(o["padding"], oh, kh, sh), _tconv_pad(o["padding"], ow, kw, sw)
-    xs, ys = _zero_zp(c, x, "input"), _zero_zp(c, y, "output")
-    ws = np.asarray(w.scale, dtype=np.float32)
-    if len(ws) not in (1, oc) or np.any(~np.isfinite(ws)) or np.any(ws <= 0):
-        raise c.error(f"filter scales must be 1 or {oc} finite values > 0")
-    if len(ws) > 1 and w.quant_axis != 0:
-        raise c.error(f"filter is quantized per channel along axis {w.quant_axis}, expected 0")
-    if w.zero_point is not None and np.any(np.asarray(w.zero_point) != 0):
-        raise Unsupported("filter zero points other than 0")
-    m, s = _multipliers([float(xs) * float(v) / float(ys) for v in np.broadcast_to(ws, (oc,))])
-    _check_shifts(s)
-    act_min, act_max = activation_range(o.get("activation"), ys, 0, I16_MIN, I16_MAX)
+    m, s, act_min, act_max = _s16x8_requant(c, x, w, y, oc, 0, o.get("activation"))
     words = [sh, sw, pt, pl, act_min, act_max, int(b is not None)] + [int(v) for v in m] + [int(v) for v in s]
     if b is not None:
         words += _pairs(b.data)

@@ -14,6 +14,32 @@ static int64_t bias_at(const int32_t *w)
     return (int64_t)(((uint64_t)(uint32_t)w[1] << 32) | (uint64_t)(uint32_t)w[0]);
 }
 
+/* The per-channel requantization of the int16 x int8 window kernels: every
+ * multiplier >= 0 and shift in [-31, 7] (else PE_ERR_ARG), every int64 bias
+ * (two words each, optional) inside the accumulator's range (else
+ * PE_ERR_UNSUPPORTED); the largest bias magnitude into *max_bias. */
+static pe_status check_channels(const pe_per_channel_quant *q, const int32_t *bias, int32_t channels,
+                                int64_t *max_bias)
+{
+    int32_t oc;
+    *max_bias = 0;
+    for (oc = 0; oc < channels; oc++) {
+        if (q->multiplier[oc] < 0 || q->shift[oc] < -31 || q->shift[oc] > 7) {
+            return PE_ERR_ARG;
+        }
+        if (bias != NULL) {
+            const int64_t b = bias_at(bias + 2 * oc);
+            if (b <= -PE_S16W_ACC_LIMIT || b >= PE_S16W_ACC_LIMIT) {
+                return PE_ERR_UNSUPPORTED;
+            }
+            if ((b < 0 ? -b : b) > *max_bias) {
+                *max_bias = b < 0 ? -b : b;
+            }
+        }
+    }
+    return PE_OK;
+}
+
 static int dims_ok(const pe_dims *d)
 {
     return d != NULL && d->n > 0 && d->h > 0 && d->w > 0 && d->c > 0 &&
@@ -38,6 +64,7 @@ pe_status pe_depthwise_s16x8(const pe_context *ctx, const pe_dw_s16_params *p,
     int32_t n, oy, ox, ic, m, ky, kx, oc;
     int64_t max_bias = 0;
     uint64_t macs = 0;
+    pe_status st;
     if (p == NULL || q == NULL || q->multiplier == NULL || q->shift == NULL || input == NULL ||
         filter == NULL || output == NULL || !dims_ok(in) || !dims_ok(f) || !dims_ok(out) ||
         p->stride_h < 1 || p->stride_w < 1 || p->dilation_h < 1 || p->dilation_w < 1 ||
@@ -49,17 +76,9 @@ pe_status pe_depthwise_s16x8(const pe_context *ctx, const pe_dw_s16_params *p,
         (int64_t)(f->w - 1) * p->dilation_w + (int64_t)(out->w - 1) * p->stride_w > (int64_t)PE_INT32_MAX / 2) {
         return PE_ERR_OVERFLOW;
     }
-    for (oc = 0; oc < out->c; oc++) {
-        if (q->multiplier[oc] < 0 || q->shift[oc] < -31 || q->shift[oc] > 7) {
-            return PE_ERR_ARG;
-        }
-        if (bias != NULL) {
-            const int64_t b = bias_at(bias + 2 * oc);
-            if (b <= -PE_S16W_ACC_LIMIT || b >= PE_S16W_ACC_LIMIT) {
-                return PE_ERR_UNSUPPORTED;
-            }
-            max_bias = (b < 0 ? -b : b) > max_bias ? (b < 0 ? -b : b) : max_bias;
-        }
+    st = check_channels(q, bias, out->c, &max_bias);
+    if (st != PE_OK) {
+        return st;
     }
     if ((int64_t)f->h * f->w * 128 * 32768 + max_bias >= PE_S16W_ACC_LIMIT) {
         return PE_ERR_UNSUPPORTED;
@@ -194,6 +213,7 @@ pe_status pe_transpose_conv_s16x8(const pe_context *ctx, const pe_tconv_s16_para
     int32_t n, oy, ox, oc, iy, ix, ic;
     int64_t max_bias = 0, taps;
     uint64_t macs = 0;
+    pe_status st;
     if (p == NULL || q == NULL || q->multiplier == NULL || q->shift == NULL || input == NULL ||
         filter == NULL || output == NULL || !dims_ok(in) || !dims_ok(f) || !dims_ok(out) || p->stride_h < 1 ||
         p->stride_w < 1 || p->pad_top < 0 || p->pad_left < 0 || !act_ok(p->act_min, p->act_max) ||
@@ -206,17 +226,9 @@ pe_status pe_transpose_conv_s16x8(const pe_context *ctx, const pe_tconv_s16_para
         (int64_t)out->w + p->pad_left > (int64_t)PE_INT32_MAX / 2) {
         return PE_ERR_OVERFLOW;
     }
-    for (oc = 0; oc < out->c; oc++) {
-        if (q->multiplier[oc] < 0 || q->shift[oc] < -31 || q->shift[oc] > 7) {
-            return PE_ERR_ARG;
-        }
-        if (bias != NULL) {
-            const int64_t b = bias_at(bias + 2 * oc);
-            if (b <= -PE_S16W_ACC_LIMIT || b >= PE_S16W_ACC_LIMIT) {
-                return PE_ERR_UNSUPPORTED;
-            }
-            max_bias = (b < 0 ? -b : b) > max_bias ? (b < 0 ? -b : b) : max_bias;
-        }
+    st = check_channels(q, bias, out->c, &max_bias);
+    if (st != PE_OK) {
+        return st;
     }
     /* an output gathers at most ceil(kh / sh) * ceil(kw / sw) input pixels */
     taps = (int64_t)((f->h + p->stride_h - 1) / p->stride_h) * ((f->w + p->stride_w - 1) / p->stride_w) * in->c;
