@@ -260,6 +260,15 @@ void pe_cv_dsp_cols_q(const int32_t *start, int32_t ncol, const int8_t *x, int32
 void pe_dw_dsp_taps(int32_t *tab, int32_t taps, const int32_t *off, int32_t dst_step, int32_t win_step);
 int32_t pe_dw_dsp_group(int32_t *tab, const pe_conv_params *params, const pe_per_channel_quant *quant,
                         const pe_dims *filter_dims, const int8_t *filter, const int32_t *bias, int32_t c);
+/* pe_dw_dsp_group_s: pe_dw_dsp_group's table (the same words) for the stripe
+ * row loops, with no set-up of the whole-tensor loop's own: the weight of
+ * tap t (row-major over the taps used) of channel j at filter[t * t_step +
+ * j * c_step] (c_step 1: the four channels' bytes read as one word), the
+ * four channels' bias (NULL: none), multipliers and shifts from bias, mult,
+ * shift; returns the fast flag. */
+int32_t pe_dw_dsp_group_s(int32_t *tab, int32_t taps, const int8_t *filter, int32_t t_step, int32_t c_step,
+                          const int32_t *bias, const int32_t *mult, const int32_t *shift, int32_t input_offset,
+                          int32_t output_offset, int32_t rounding);
 void pe_dw_dsp_run(int8_t *dst, int32_t n, const int8_t *win, const int32_t *tab, int32_t taps, int32_t fast,
                    const pe_conv_params *params, const pe_per_channel_quant *quant, int32_t c);
 /* pe_dw_dsp_run for four output channels that read one input channel (a

@@ -42,21 +42,27 @@ static int dw_column_whole(const stripe_state *s, const layer_geo *g, int32_t x,
 static const int8_t *dw_tap_offsets(const stripe_state *s, const layer_geo *g, int32_t row0, int32_t col0,
                                     int32_t t0, int32_t ky0, int32_t ky1, int32_t *toff)
 {
-    const int32_t ci = g->in_c, ring_w = s->in_b - s->in_a;
+    const int32_t ci = g->in_c, ring_w = s->in_b - s->in_a, step = g->dw * ci, kw = g->kw;
     const int8_t *win = NULL;
-    int32_t i = 0, ky, kx;
-    for (ky = ky0; ky < ky1; ky += g->dh) {
-        const int32_t r = row0 + ky;
+    int32_t ky, kx, r = row0 + ky0;
+    /* the ring row of input row r: r % ring_rows, stepped by dh without a division per row */
+    int32_t rr = g->ring_rows > 1 ? r % g->ring_rows : 0;
+    for (ky = ky0; ky < ky1; ky += g->dh, r += g->dh) {
         /* the window row's first column: in the temporary or in the ring */
-        const int8_t *const base =
-            (t0 >= 0 && r == s->in_row)
-                ? s->temp + (size_t)t0 * (size_t)ci
-                : s->ring + ((size_t)(g->ring_rows > 1 ? r % g->ring_rows : 0) * (size_t)ring_w +
-                             (size_t)(col0 - s->in_a)) *
-                                (size_t)ci;
-        win = i == 0 ? base : win;
-        for (kx = 0; kx < g->kw; kx += g->dw) {
-            toff[i++] = (int32_t)(base + (size_t)kx * (size_t)ci - win);
+        const int8_t *const base = (t0 >= 0 && r == s->in_row)
+                                       ? s->temp + (size_t)t0 * (size_t)ci
+                                       : s->ring + ((size_t)rr * (size_t)ring_w + (size_t)(col0 - s->in_a)) * (size_t)ci;
+        int32_t d;
+        win = win == NULL ? base : win;
+        d = (int32_t)(base - win);
+        for (kx = 0; kx < kw; kx += g->dw, d += step) {
+            *toff++ = d;
+        }
+        if (g->ring_rows > 1) {
+            rr += g->dh;
+            while (rr >= g->ring_rows) {
+                rr -= g->ring_rows;
+            }
         }
     }
     return win;
@@ -75,13 +81,14 @@ typedef struct {
  * each a run of windows one stride apart in their stores whose outputs lie
  * one pixel apart. The channel groups of four go outermost: per group the
  * start values, weight pairs and requantization constants are set up once
- * for every run (pe_dw_dsp_group), then each run is one channel-group loop
- * call (pe_dw_dsp_run; pe_dw_dsp_run1 for a conv of one input channel,
- * whose group reads one input byte per tap, its four channels' weights
- * regrouped tap-major in the work block first); the runs' tap offsets are
- * worked out once (in the work block: the table, PE_DW_RUNS offset tables,
- * the regrouped weights) and put in the table per run when there are
- * several. A depthwise layer's last out_c % 4 channels per pixel. (Not
+ * for every run (pe_dw_dsp_group_s, from the layer's weights in place: the
+ * depthwise's a tap's four channels as one word, a conv of one input
+ * channel's four filters a stride apart), then each run is one
+ * channel-group loop call (pe_dw_dsp_run; pe_dw_dsp_run1 for a conv of one
+ * input channel, whose group reads one input byte per tap); the runs' tap
+ * offsets are worked out once (in the work block: the table, PE_DW_RUNS
+ * offset tables) and put in the table once when the runs' are the same,
+ * else per run and group. A depthwise layer's last out_c % 4 channels per pixel. (Not
  * inlined: its table stays off the frames of the per-pixel path.) */
 __attribute__((noinline)) static void dw_flush(stripe_run *R, int32_t L, int32_t o, const dw_pending *run, int32_t nrun,
                                                int32_t ky0, int32_t ky1)
@@ -98,55 +105,43 @@ __attribute__((noinline)) static void dw_flush(stripe_run *R, int32_t L, int32_t
     const int32_t row0 = o * g->sh - g->pt;
     int32_t *const tab = (int32_t *)(void *)R->work;
     int32_t *const toffs = tab + PE_DW_ROW_TAB_WORDS;
-    int8_t *const w4 = (int8_t *)(void *)(toffs + PE_DW_RUNS * PE_DW_ROW_TAPS);
     const int8_t *win[PE_DW_RUNS];
-    pe_conv_params p;
-    pe_per_channel_quant q;
-    pe_dims f;
-    int32_t i, j, k, oc;
+    const int32_t *const bias = l->bias, *const mult = l->quant.multiplier, *const shift = l->quant.shift;
+    pe_conv_params p; /* (the run loops read activation, offsets, rounding only) */
+    int32_t i, j, k, oc, same = 1;
     for (k = 0; k < nrun; k++) {
         win[k] = dw_tap_offsets(s, g, row0, run[k].x * g->sw - g->pl, run[k].t0, ky0, ky1,
                                 toffs + k * PE_DW_ROW_TAPS);
     }
-    memset(&p, 0, sizeof p);
+    for (k = 1; k < nrun && same; k++) { /* runs with the same offsets share the table's */
+        for (i = 0; i < taps && toffs[i] == toffs[k * PE_DW_ROW_TAPS + i]; i++) {
+        }
+        same = i == taps;
+    }
     p.input_offset = l->input_offset;
     p.output_offset = l->output_offset;
     p.activation = l->activation;
     p.rounding = l->rounding;
-    p.ch_mult = one ? 4 : 1;
-    f.n = 1;
-    f.h = nky;
-    f.w = kw_t;
-    f.c = one ? 4 : co;
-    q = l->quant;
-    if (nrun == 1) { /* (the group set-up leaves the offsets) */
+    if (same) { /* (the group set-up leaves the offsets) */
         pe_dw_dsp_taps(tab, taps, toffs, co, g->sw * ci);
     }
     for (oc = 0; oc < c4; oc += 4) {
-        int32_t fast;
-        if (one) {
-            const int8_t *const w0 = wts + (size_t)oc * (size_t)fsize;
-            const int8_t *const w1 = w0 + fsize, *const w2 = w1 + fsize, *const w3 = w2 + fsize;
-            for (i = 0; i < taps; i++) {
-                w4[4 * i] = w0[i];
-                w4[4 * i + 1] = w1[i];
-                w4[4 * i + 2] = w2[i];
-                w4[4 * i + 3] = w3[i];
-            }
-            q.multiplier = l->quant.multiplier + oc;
-            q.shift = l->quant.shift + oc;
-            fast = pe_dw_dsp_group(tab, &p, &q, &f, w4, l->bias != NULL ? l->bias + oc : NULL, 0);
-        } else {
-            fast = pe_dw_dsp_group(tab, &p, &q, &f, wts, l->bias, oc);
-        }
+        /* channels oc..oc+3: the conv's filter [co][fsize] from kernel row 0, a channel's taps
+         * consecutive; the depthwise's [taps][co] from row ky0, a tap's channels consecutive */
+        const int32_t fast = one ? pe_dw_dsp_group_s(tab, taps, wts + (size_t)oc * (size_t)fsize, 1, fsize,
+                                                     bias != NULL ? bias + oc : NULL, mult + oc, shift + oc,
+                                                     l->input_offset, l->output_offset, l->rounding)
+                                 : pe_dw_dsp_group_s(tab, taps, wts + oc, co, 1, bias != NULL ? bias + oc : NULL,
+                                                     mult + oc, shift + oc, l->input_offset, l->output_offset,
+                                                     l->rounding);
         for (k = 0; k < nrun; k++) {
-            if (nrun > 1) {
+            if (!same) {
                 pe_dw_dsp_taps(tab, taps, toffs + k * PE_DW_ROW_TAPS, co, g->sw * ci);
             }
             if (one) {
-                pe_dw_dsp_run1(run[k].d0 + oc, run[k].m, win[k], tab, taps, fast, &p, &q, 0);
+                pe_dw_dsp_run1(run[k].d0 + oc, run[k].m, win[k], tab, taps, fast, &p, &l->quant, oc);
             } else {
-                pe_dw_dsp_run(run[k].d0 + oc, run[k].m, win[k] + oc, tab, taps, fast, &p, &q, oc);
+                pe_dw_dsp_run(run[k].d0 + oc, run[k].m, win[k] + oc, tab, taps, fast, &p, &l->quant, oc);
             }
         }
     }
@@ -208,10 +203,12 @@ __attribute__((noinline)) static int32_t dw_rows(stripe_run *R, int32_t L, int32
     if (ky0 >= ky1) {
         return x0;
     }
-    for (oc = 0; oc < co; oc++) {
-        const int64_t b = l->bias != NULL ? (int64_t)l->bias[oc] : 0;
-        if ((int64_t)taps * 32640 + (b < 0 ? -b : b) >= ((int64_t)1 << 30)) {
-            return x0;
+    if (l->bias != NULL) { /* taps * 32640 + |bias| < 2^30 (taps <= PE_DW_ROW_TAPS: lim > 0) */
+        const int32_t lim = (int32_t)((1L << 30) - (long)taps * 32640L);
+        for (oc = 0; oc < co; oc++) {
+            if (l->bias[oc] >= lim || l->bias[oc] <= -lim) {
+                return x0;
+            }
         }
     }
     while (x < x1) {

@@ -184,8 +184,8 @@ static inline int dw_rows_apply(const pe_stripe_layer *l, const layer_geo *g)
  * a one-channel image, as the chain maps it) takes the depthwise row loops
  * too (pe_stripe.c conv1_run: multiplier out_c): out_c a multiple of 4, an
  * undilated row, at most PE_DW_ROW_TAPS taps. Its work block is the patch
- * loops' (conv_patch_apply), which holds the depthwise table, tap offsets
- * and four channels' weights (the check below). */
+ * loops' (conv_patch_apply), which holds the depthwise table and tap
+ * offsets (the check below; the filters are read in place). */
 static inline int conv1_rows_apply(const pe_stripe_layer *l, const layer_geo *g)
 {
     return l->op == PE_STRIPE_CONV && g->groups == 1 && g->in_c == 1 && (g->out_c & 3) == 0 && g->dw == 1 &&

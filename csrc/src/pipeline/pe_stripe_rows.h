@@ -95,20 +95,24 @@ static void rows_start(const pe_stripe_layer *l, int32_t *acc, int32_t n, int32_
  * whole int8 range: the fused loop clamps by SSAT only), else 0 (rows_store) */
 static int rows_fused(const pe_stripe_layer *l, int32_t oc, int32_t nb, int32_t fsize, int32_t *q)
 {
-    int32_t c;
-    if (nb != 4 || l->rounding != PE_ROUND_DOUBLE || l->activation.min != -128 || l->activation.max != 127) {
+    /* |bias| < room: the sums' bound, fsize * 128 * 255 + |bias| < 2^30, checked in int32 */
+    const int64_t room = ((int64_t)1 << 30) - (int64_t)fsize * (128 * 255);
+    const uint32_t ooff = (uint32_t)l->output_offset;
+    int32_t c, lim;
+    if (nb != 4 || l->rounding != PE_ROUND_DOUBLE || l->activation.min != -128 || l->activation.max != 127 ||
+        room <= 0) {
         return 0;
     }
+    lim = (int32_t)room; /* (room <= 2^30) */
     for (c = 0; c < 4; c++) {
         const int32_t m = l->quant.multiplier[oc + c], sh = l->quant.shift[oc + c];
         const int32_t bias = l->bias != NULL ? l->bias[oc + c] : 0;
-        if (m < 0 || sh > -1 || sh < -23 ||
-            (int64_t)fsize * (128 * 255) + (bias < 0 ? -(int64_t)bias : (int64_t)bias) >= ((int64_t)1 << 30)) {
+        if (m < 0 || (uint32_t)(-1 - sh) > 22u || bias >= lim || bias <= -lim) { /* (sh outside [-23, -1]) */
             return 0;
         }
         q[c] = bias;
         q[4 + 3 * c] = m;
-        q[5 + 3 * c] = ((int32_t)1 << (-sh - 1)) + (int32_t)((uint32_t)l->output_offset << -sh);
+        q[5 + 3 * c] = ((int32_t)1 << (-sh - 1)) + (int32_t)(ooff << -sh);
         q[6 + 3 * c] = -sh;
     }
     return 1;
@@ -272,8 +276,11 @@ __attribute__((noinline)) static void conv_rows(stripe_run *R, int32_t L, int32_
             }
             rows_store(l, acc, n, oc, nb, fsize, dst);
         }
-        for (j = 0; j < n; j++) {
-            publish(R, L + 1, o, xa + j, dst[j], co);
+        if (R->st[L + 1].listener >= 0) { /* (publish's test once per block) */
+            const int32_t A = R->st[L + 1].listener;
+            for (j = 0; j < n; j++) {
+                publish_to(R, A, o, xa + j, dst[j], co);
+            }
         }
     }
 }
@@ -386,8 +393,11 @@ __attribute__((noinline)) static void conv_patch_rows(stripe_run *R, int32_t L, 
             pe_cv_dsp_cols(acc, n, patches, plen, wblk, plen, l->input_offset);
             rows_store(l, acc, n, oc, nb, fsize, dst);
         }
-        for (j = 0; j < n; j++) {
-            publish(R, L + 1, o, xa + j, dst[j], co);
+        if (R->st[L + 1].listener >= 0) { /* (publish's test once per block) */
+            const int32_t A = R->st[L + 1].listener;
+            for (j = 0; j < n; j++) {
+                publish_to(R, A, o, xa + j, dst[j], co);
+            }
         }
     }
 }

@@ -817,6 +817,81 @@ int32_t pe_dw_dsp_group(int32_t *tab, const pe_conv_params *p, const pe_per_chan
     return g.fast;
 }
 
+int32_t pe_dw_dsp_group_s(int32_t *tab, int32_t taps, const int8_t *filter, int32_t t_step, int32_t c_step,
+                          const int32_t *bias, const int32_t *mult, const int32_t *shift, int32_t input_offset,
+                          int32_t output_offset, int32_t rounding)
+{
+    const int32_t npairs = (taps + 1) / 2;
+    const uint32_t off = (uint32_t)input_offset, ooff = (uint32_t)output_offset;
+    int32_t *r = tab + 6, *const qc = tab + 4 + 6 * npairs;
+    int32_t t, j, fast = rounding == PE_ROUND_DOUBLE;
+    int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (j = 0; j < 4; j++) { /* (m, k, right) per channel, as dw_group_setup */
+        const int32_t sh = shift[j];
+        const int32_t ok = (uint32_t)(-1 - sh) <= 22u; /* sh in [-23, -1] */
+        const int32_t right = ok ? -sh : 1;
+        fast &= ok;
+        qc[3 * j] = mult[j];
+        qc[3 * j + 1] = (int32_t)(((uint32_t)1u << (right - 1)) + (ooff << right));
+        qc[3 * j + 2] = right;
+    }
+    if (c_step == 1) { /* four channels in one word per tap: dw_group_setup's regrouping */
+        const uint32_t one2 = 0x00010001u;
+        const int8_t *w = filter;
+        for (t = 0; t < taps; t += 2, r += 6, w += 2 * (size_t)t_step) {
+            const uint32_t v0 = pe_rd32(w);
+            const uint32_t v1 = t + 1 < taps ? pe_rd32(w + t_step) : 0u;
+            const uint32_t lo = (v0 & 0xFFFFu) | (v1 << 16), hi = (v0 >> 16) | (v1 & 0xFFFF0000u);
+            const uint32_t w0 = __sxtb16(lo), w1 = pe_sxtb16_ror8(lo);
+            const uint32_t w2 = __sxtb16(hi), w3 = pe_sxtb16_ror8(hi);
+            s0 = __smlad(w0, one2, s0);
+            s1 = __smlad(w1, one2, s1);
+            s2 = __smlad(w2, one2, s2);
+            s3 = __smlad(w3, one2, s3);
+            r[0] = (int32_t)__sadd16(w0, w0);
+            r[1] = (int32_t)__sadd16(w1, w1);
+            r[2] = (int32_t)__sadd16(w2, w2);
+            r[3] = (int32_t)__sadd16(w3, w3);
+        }
+    } else { /* channel j's taps at filter + j * c_step (t_step apart): its pairs built byte by byte */
+        int32_t s4[4];
+        for (j = 0; j < 4; j++) {
+            const int8_t *w = filter + (size_t)j * (size_t)c_step;
+            int32_t *rr = tab + 6 + j, sum = 0;
+            t = 0;
+            if (t_step == 1) { /* four taps per word: (b0, b2), (b1, b3) widened, then paired */
+                for (; t + 3 < taps; t += 4, rr += 12, w += 4) {
+                    const uint32_t v = pe_rd32(w), e = __sxtb16(v), o = pe_sxtb16_ror8(v);
+                    const uint32_t p0 = (e & 0xFFFFu) | (o << 16), p1 = (e >> 16) | (o & 0xFFFF0000u);
+                    sum = __smlad(p0, 0x00010001u, sum);
+                    sum = __smlad(p1, 0x00010001u, sum);
+                    rr[0] = (int32_t)__sadd16(p0, p0);
+                    rr[6] = (int32_t)__sadd16(p1, p1);
+                }
+            }
+            for (; t + 1 < taps; t += 2, rr += 6, w += 2 * (size_t)t_step) {
+                const int32_t a = w[0], b = w[t_step];
+                sum += a + b;
+                *rr = (int32_t)(((uint32_t)(2 * a) & 0xFFFFu) | ((uint32_t)b << 17));
+            }
+            if (t < taps) { /* the odd last tap, paired with weight 0 */
+                sum += w[0];
+                *rr = (int32_t)((uint32_t)(2 * w[0]) & 0xFFFFu);
+            }
+            s4[j] = sum;
+        }
+        s0 = s4[0];
+        s1 = s4[1];
+        s2 = s4[2];
+        s3 = s4[3];
+    }
+    tab[0] = (int32_t)(((uint32_t)(bias != NULL ? bias[0] : 0) + off * (uint32_t)s0) << 1);
+    tab[1] = (int32_t)(((uint32_t)(bias != NULL ? bias[1] : 0) + off * (uint32_t)s1) << 1);
+    tab[2] = (int32_t)(((uint32_t)(bias != NULL ? bias[2] : 0) + off * (uint32_t)s2) << 1);
+    tab[3] = (int32_t)(((uint32_t)(bias != NULL ? bias[3] : 0) + off * (uint32_t)s3) << 1);
+    return fast;
+}
+
 void pe_dw_dsp_run(int8_t *dst, int32_t n, const int8_t *win, const int32_t *tab, int32_t taps, int32_t fast,
                    const pe_conv_params *p, const pe_per_channel_quant *q, int32_t c)
 {
