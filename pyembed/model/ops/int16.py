@@ -76,6 +76,13 @@ def _check_shifts(shift):
         raise Unsupported("a requantization shift above 7 (TFLite's int64 requantization takes shifts <= 7)")
 
 
+def _need(c, keys):
+    """The options an operator cannot run without (an error names the first one missing)."""
+    for key in keys:
+        if key not in c.op.options:
+            raise c.error(f"options lack {key!r} (missing or malformed builtin options)")
+
+
 def _s16x8_operands(c, x, w, b, y):
     """The int16 x int8 convolutions' operands (CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV): int16
     input and output, a constant int8 filter, an optional constant int64 bias, all of rank 4."""
@@ -114,10 +121,8 @@ def prepare_conv_2d_int16(c):
     x, w, y = c.tensor(0, "input"), c.tensor(1, "filter"), c.output()
     b = c.tensor(2, "bias", optional=True)
     _s16x8_operands(c, x, w, b, y)
+    _need(c, ("padding", "stride"))
     o = op.options
-    for key in ("padding", "stride"):
-        if key not in o:
-            raise c.error(f"options lack {key!r} (missing or malformed builtin options)")
     stride, dilation = tuple(o["stride"]), tuple(o.get("dilation", (1, 1)))
     _check_stride(c, stride, dilation)
     n, h, wd, cin = x.shape

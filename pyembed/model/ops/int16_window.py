@@ -19,16 +19,10 @@ import numpy as np
 
 from pyembed.model.ops.base import Unsupported, activation_range
 from pyembed.model.ops.core import _check_stride, _geometry
-from pyembed.model.ops.int16 import I16, I16_MAX, I16_MIN, _pairs, _s16x8_operands, _s16x8_requant, _zero_zp
+from pyembed.model.ops.int16 import I16, I16_MAX, I16_MIN, _need, _pairs, _s16x8_operands, _s16x8_requant, _zero_zp
 from pyembed.model.ops.registry import register
 
 CONSTRAINTS = {}
-
-
-def _need(c, keys):
-    for key in keys:
-        if key not in c.op.options:
-            raise c.error(f"options lack {key!r} (missing or malformed builtin options)")
 
 
 @register("DEPTHWISE_CONV_2D@int16", code=115, c_name="PE_GOP_DEPTHWISE_CONV_2D_S16X8")

@@ -504,6 +504,35 @@ static void dw_clip_tab(int32_t *restrict dst, const int32_t *restrict tab, int3
 }
 #endif
 
+/* The weights of four adjacent channels (one word per tap, taps t_step
+ * bytes apart) regrouped per channel two taps at a time (the input words'
+ * PKH + SXTB16 in reverse), doubled, into r[0..3] of each 6-word pair record;
+ * each channel's weight sum into sums[0..3]. An odd last tap is paired with 0. */
+static void regroup4(int32_t *r, const int8_t *w, int32_t taps, int32_t t_step, int32_t sums[4])
+{
+    const uint32_t one2 = 0x00010001u;
+    int32_t t, s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (t = 0; t < taps; t += 2, r += 6, w += 2 * (size_t)t_step) {
+        const uint32_t v0 = pe_rd32(w);
+        const uint32_t v1 = t + 1 < taps ? pe_rd32(w + t_step) : 0u;
+        const uint32_t lo = (v0 & 0xFFFFu) | (v1 << 16), hi = (v0 >> 16) | (v1 & 0xFFFF0000u);
+        const uint32_t w0 = __sxtb16(lo), w1 = pe_sxtb16_ror8(lo);
+        const uint32_t w2 = __sxtb16(hi), w3 = pe_sxtb16_ror8(hi);
+        s0 = __smlad(w0, one2, s0);
+        s1 = __smlad(w1, one2, s1);
+        s2 = __smlad(w2, one2, s2);
+        s3 = __smlad(w3, one2, s3);
+        r[0] = (int32_t)__sadd16(w0, w0);
+        r[1] = (int32_t)__sadd16(w1, w1);
+        r[2] = (int32_t)__sadd16(w2, w2);
+        r[3] = (int32_t)__sadd16(w3, w3);
+    }
+    sums[0] = s0;
+    sums[1] = s1;
+    sums[2] = s2;
+    sums[3] = s3;
+}
+
 /* the pairs' records of channels [c, c + 4) at rec, and the group's
  * constants: in g, and around rec as dw_run_asm reads them (the start values
  * at rec[-4..-1], the requantization constants after the records) */
@@ -512,12 +541,12 @@ static void dw_group_setup(dw_group *g, int32_t *rec, const pe_conv_params *p,
                            const int8_t *filter, const int32_t *bias, int32_t c)
 {
     const int32_t taps = f->h * f->w, out_c = f->c, npairs = (taps + 1) / 2;
-    const uint32_t off = (uint32_t)p->input_offset, one2 = 0x00010001u;
+    const uint32_t off = (uint32_t)p->input_offset;
     const int32_t ooff = p->output_offset;
     const int8_t *w = filter + c;
     int32_t *r = rec + 2, *const qc = rec + 6 * npairs;
-    int32_t t, j;
-    int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    int32_t j, sums[4];
+    int32_t s0, s1, s2, s3;
     g->fast = p->rounding == PE_ROUND_DOUBLE;
     for (j = 0; j < 4; j++) {
         const int32_t sh = q->shift[c + j];
@@ -533,25 +562,11 @@ static void dw_group_setup(dw_group *g, int32_t *rec, const pe_conv_params *p,
         qc[3 * j + 1] = g->k[j];
         qc[3 * j + 2] = right;
     }
-    /* the weights of taps t, t + 1 for channels c..c+3 regrouped per channel
-     * (the input words' PKH + SXTB16 in reverse), summed, and doubled */
-    for (t = 0; t < taps; t += 2) {
-        const uint32_t v0 = pe_rd32(w);
-        const uint32_t v1 = t + 1 < taps ? pe_rd32(w + out_c) : 0u;
-        const uint32_t lo = (v0 & 0xFFFFu) | (v1 << 16), hi = (v0 >> 16) | (v1 & 0xFFFF0000u);
-        const uint32_t w0 = __sxtb16(lo), w1 = pe_sxtb16_ror8(lo);
-        const uint32_t w2 = __sxtb16(hi), w3 = pe_sxtb16_ror8(hi);
-        s0 = __smlad(w0, one2, s0);
-        s1 = __smlad(w1, one2, s1);
-        s2 = __smlad(w2, one2, s2);
-        s3 = __smlad(w3, one2, s3);
-        r[0] = (int32_t)__sadd16(w0, w0);
-        r[1] = (int32_t)__sadd16(w1, w1);
-        r[2] = (int32_t)__sadd16(w2, w2);
-        r[3] = (int32_t)__sadd16(w3, w3);
-        r += 6;
-        w += 2 * (size_t)out_c;
-    }
+    regroup4(r, w, taps, out_c, sums);
+    s0 = sums[0];
+    s1 = sums[1];
+    s2 = sums[2];
+    s3 = sums[3];
     g->init[0] = (int32_t)(((uint32_t)g->bias[0] + off * (uint32_t)s0) << 1);
     g->init[1] = (int32_t)(((uint32_t)g->bias[1] + off * (uint32_t)s1) << 1);
     g->init[2] = (int32_t)(((uint32_t)g->bias[2] + off * (uint32_t)s2) << 1);
@@ -836,23 +851,12 @@ int32_t pe_dw_dsp_group_s(int32_t *tab, int32_t taps, const int8_t *filter, int3
         qc[3 * j + 2] = right;
     }
     if (c_step == 1) { /* four channels in one word per tap: dw_group_setup's regrouping */
-        const uint32_t one2 = 0x00010001u;
-        const int8_t *w = filter;
-        for (t = 0; t < taps; t += 2, r += 6, w += 2 * (size_t)t_step) {
-            const uint32_t v0 = pe_rd32(w);
-            const uint32_t v1 = t + 1 < taps ? pe_rd32(w + t_step) : 0u;
-            const uint32_t lo = (v0 & 0xFFFFu) | (v1 << 16), hi = (v0 >> 16) | (v1 & 0xFFFF0000u);
-            const uint32_t w0 = __sxtb16(lo), w1 = pe_sxtb16_ror8(lo);
-            const uint32_t w2 = __sxtb16(hi), w3 = pe_sxtb16_ror8(hi);
-            s0 = __smlad(w0, one2, s0);
-            s1 = __smlad(w1, one2, s1);
-            s2 = __smlad(w2, one2, s2);
-            s3 = __smlad(w3, one2, s3);
-            r[0] = (int32_t)__sadd16(w0, w0);
-            r[1] = (int32_t)__sadd16(w1, w1);
-            r[2] = (int32_t)__sadd16(w2, w2);
-            r[3] = (int32_t)__sadd16(w3, w3);
-        }
+        int32_t sums[4];
+        regroup4(r, filter, taps, t_step, sums);
+        s0 = sums[0];
+        s1 = sums[1];
+        s2 = sums[2];
+        s3 = sums[3];
     } else { /* channel j's taps at filter + j * c_step (t_step apart): its pairs built byte by byte */
         int32_t s4[4];
         for (j = 0; j < 4; j++) {
