@@ -17,6 +17,15 @@ and takes no arena bytes; a model whose input cannot be streamed says so.
 "wide" (asked for by name, not in the default sweep) is --strategy auto with
 the stripe regions as full-width stripes in wide blocks (generate(...,
 wide_blocks=True)), where the C executor runs its convolution row loops.
+
+Per stripe region (issue #29's bound: a region at most 1.15x the instructions
+of the same layers run one by one), when the sweep has the "layers" row of the
+model: the region's own instructions (its operator's SysTick count) against
+the sum over the operators of the layers run that lie between the region's
+input tensor and its output tensor (found by tensor name in the two rewritten
+graphs: every operator that reads, through the graph, from the region's input
+and feeds its output). A second table prints them, and the JSON rows carry
+them as "regions".
 """
 import importlib.util
 import os
@@ -39,6 +48,61 @@ def _tflm(g, xs):
 
 def _mismatches(outs, refs):
     return int(sum(np.sum(a.ravel() != np.asarray(b).ravel()) for a, b in zip(outs, refs)))
+
+
+def _op_records(graph, timed):
+    """One record per timed operator of a run: its type, the names of its non-constant input tensors
+    and of its outputs, and its measured instructions."""
+    out = []
+    for o in timed:
+        op = graph.operators[o["index"]]
+        ins = [graph.tensors[t].name for t in op.inputs if t is not None and t >= 0 and not graph.tensors[t].is_constant]
+        out.append({"type": op.type, "in": ins, "out": [graph.tensors[t].name for t in op.outputs],
+                    "instructions": o["instructions"]})
+    return out
+
+
+def _between(ops, src, dst):
+    """Indices of the operators of ops (records, in execution order) that lie on a path from the
+    tensor named src to the tensor named dst; None when either name is not in the graph."""
+    names = {n for o in ops for n in o["in"] + o["out"]}
+    if src not in names or dst not in names:
+        return None
+    down = {src}
+    reach = []
+    for k, o in enumerate(ops):  # execution order is a topological order
+        if any(n in down for n in o["in"]):
+            down.update(o["out"])
+            reach.append(k)
+    up = {dst}
+    keep = []
+    for k in reversed(reach):
+        if any(n in up for n in ops[k]["out"]):
+            up.update(ops[k]["in"])
+            keep.append(k)
+    return sorted(keep)
+
+
+def _region_ratios(rows):
+    """Each run with stripe regions gets "regions": per region its instructions, the instructions of
+    the same layers in the model's "layers" run and the ratio (None where the layers cannot be found)."""
+    layers = {r["model"]: r["_ops"] for r in rows if r["strategy"] == "layers" and "_ops" in r}
+    for r in rows:
+        ops = r.pop("_ops", None)
+        if ops is None or r["strategy"] == "layers":
+            continue
+        base = layers.get(r["model"])
+        out = []
+        for k, o in enumerate(ops):
+            if o["type"] != "PE_STRIPE_REGION":
+                continue
+            same = None if base is None or not o["in"] else _between(base, o["in"][0], o["out"][0])
+            lay = None if not same else sum(base[j]["instructions"] for j in same)
+            out.append({"operator": k, "instructions": o["instructions"], "layers_operators": len(same or []),
+                        "layers_instructions": lay,
+                        "ratio": None if not lay else round(o["instructions"] / lay, 3)})
+        if out:
+            r["regions"] = out
 
 
 def run(models=None, board="mps2-an386", strategies=STRATEGIES, workdir=None, log=None):
@@ -74,6 +138,7 @@ def run(models=None, board="mps2-an386", strategies=STRATEGIES, workdir=None, lo
                 else:
                     build_project(proj.outdir, make_vars=rt)
                     r = run_project(proj, xs)
+                    row["_ops"] = _op_records(proj.graph, r.operators)
                     row.update({"invoke_instructions": r.invoke_instructions,
                                 "host_mismatches": _mismatches(r.outputs, host),
                                 "tflm_mismatches": None if ref is None else _mismatches(r.outputs, ref)})
@@ -83,6 +148,7 @@ def run(models=None, board="mps2-an386", strategies=STRATEGIES, workdir=None, lo
             rows.append(row)
             if log:
                 log(row)
+    _region_ratios(rows)
     ran = [r for r in rows if "not_run" not in r]
     return {"board": board, "rows": rows,
             "all_bit_exact": all(r.get("host_mismatches") == 0 and r.get("tflm_mismatches") in (0, None)
@@ -105,6 +171,13 @@ def render(result):
                      "-" if r["tflm_mismatches"] is None else r["tflm_mismatches"], r["seconds"], ""))
     text = table(["model", "strategy", "arena B", "regions", "conv->pool", "invoke instr", "!= host", "!= TFLM",
                   "seconds", "note"], rows)
+    reg = [(r["model"], r["strategy"], g["operator"], f"{g['instructions']:,}",
+            "-" if g["layers_instructions"] is None else f"{g['layers_instructions']:,}",
+            g["layers_operators"], "-" if g["ratio"] is None else f"{g['ratio']:.2f}x")
+           for r in result["rows"] for g in r.get("regions", [])]
+    if reg:
+        text += ("\n\nstripe regions against the same layers in the 'layers' run (issue #29's bound: 1.15x)\n" +
+                 table(["model", "strategy", "operator", "region instr", "layers instr", "layers", "ratio"], reg))
     return (f"board {result['board']} (QEMU -icount shift=0)\n" + text +
             f"\n\nall bit-exact (host and TFLM): {'yes' if result['all_bit_exact'] else 'NO'}")
 
@@ -128,7 +201,7 @@ def main(argv=None):
         ap.error(f"--strategies: unknown {', '.join(sorted(bad))} (known: {', '.join(KNOWN)})")
 
     def log(r):
-        print(" ".join(f"{k}={v}" for k, v in r.items()), file=sys.stderr, flush=True)
+        print(" ".join(f"{k}={v}" for k, v in r.items() if not k.startswith("_")), file=sys.stderr, flush=True)
     result = run(args.models.split(",") if args.models else None, args.board, tuple(args.strategies.split(",")),
                  log=log if args.progress else None)
     emit(result, args.json, render)
