@@ -74,6 +74,12 @@ def test_demo_end_to_end(tmp_path):
                     "ms per inference", "SNR", "all checks passed"):
             assert key in out, f"{key!r} not in the demo output:\n{out}"
         assert "0 failed" in out
+        # issue #30: the bundled audio preprocessor (and every other bundled model) on its samples, == TFLM
+        import re
+        same = dict((m, (int(a), int(b))) for m, a, b in re.findall(r"^\s+(\w+)\s+int8 = float64 on \d+ of \d+, "
+                                                                   r"== TFLM on (\d+) of (\d+)", out, re.M))
+        assert "audio_preprocessor" in same, out
+        assert all(a == b > 0 for a, b in same.values()), same
         for f in ("memplan.h", "model_data.c", "plan.json", "trace.json", "report.html", "report.md"):
             assert os.path.getsize(os.path.join("pyembed-demo", f)) > 0, f
         # the plan it printed is the plan it wrote

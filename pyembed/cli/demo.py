@@ -109,7 +109,8 @@ def _other_models(shown_path, prof=None):
             return a if p.agree else f"{a} (float64 {p.float})"
         answers = ", ".join(answer(p) for p in preds[:6])
         more = ", ..." if len(preds) > 6 else ""
-        lines.append(f"{name:<15} int8 = float64 on {sum(p.agree for p in preds)} of {len(preds)}: {answers}{more}")
+        lines.append(f"{name:<15} int8 = float64 on {sum(p.agree for p in preds)} of {len(preds)}{_tflm_same(g, s)}: "
+                     f"{answers}{more}")
         if s.kind == "image" and prof is not None:
             # the plan --optimize ram makes (its stripe regions), beside the default's
             from pyembed.target.planning import PlanOptions, plan_for_target
@@ -128,6 +129,27 @@ def _other_models(shown_path, prof=None):
             lines.append(f"{'':<15} PSNR of the noisy inputs: "
                          + ", ".join(p.detail.split(";")[0].replace("noisy input ", "") for p in preds[:6]))
     return lines
+
+
+def _tflm_same(graph, samples):
+    """", == TFLM on N of M": the samples on which every output of pyembed's int8 run equals the
+    tflite-micro interpreter's (a fresh interpreter per sample; "" without tflite-micro)."""
+    import importlib.util
+    if importlib.util.find_spec("tflite_micro") is None or len(graph.inputs) != 1:
+        return ""
+    from pyembed.model.tflite_writer import tflm_run
+    with open(graph.source_path, "rb") as f:
+        blob = f.read()
+    shape = graph.tensors[graph.inputs[0]].shape
+    same = 0
+    for k in range(len(samples)):
+        x = np.ascontiguousarray(samples.x[k]).reshape(shape)
+        ours = graph.run(x)
+        ours = list(ours) if isinstance(ours, (list, tuple)) else [ours]
+        theirs = tflm_run(blob, [x], len(graph.outputs))
+        same += all(np.array_equal(np.asarray(a).reshape(-1), np.asarray(b).reshape(-1))
+                    for a, b in zip(ours, theirs))
+    return f", == TFLM on {same} of {len(samples)}"
 
 
 def _tflm_arena(path):
